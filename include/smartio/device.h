@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SMARTIO_DEVICE_H
+#define SMARTIO_DEVICE_H
+
+/**
+ * DOC: devices
+ *
+ * A device is a PCI function registered by the node it is installed in (its
+ * lender) and named by a fabric-wide id. Borrowing returns a handle,
+ * exclusive or shared. A device's BARs are segments. Mapping a segment for a
+ * device returns the bus address *as the device sees it*; the device can DMA
+ * only into what was mapped for it.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <smartio/fabric.h>
+#include <smartio/segment.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SIO_MAX_BARS		6
+
+struct sio_device;
+
+enum sio_device_backend {
+	SIO_BACKEND_SIM = 0,	/* a device model on the simulated fabric */
+	SIO_BACKEND_VFIO,	/* a real PCI function bound to vfio-pci */
+};
+
+/**
+ * struct sio_device_info - what a device is
+ * @id: fabric device id
+ * @lender: node the device is installed in
+ * @class_code: PCI class code (24 bits, e.g. 0x010802 for NVMe)
+ * @vendor: PCI vendor id
+ * @device: PCI device id
+ * @backend: how it is reached
+ * @nbars: number of BARs
+ * @bar_size: size of each BAR, 0 if absent
+ * @chassis: sits behind an expansion-chassis switch in its lender
+ * @exclusive: currently borrowed exclusively
+ * @borrowers: number of current borrowers
+ * @dma_faults: DMA faults the device has taken
+ * @name: model or slot name
+ * @bdf: PCI address for real devices ("0000:00:04.0"), else empty
+ */
+struct sio_device_info {
+	uint32_t id;
+	int lender;
+	uint32_t class_code;
+	uint16_t vendor;
+	uint16_t device;
+	enum sio_device_backend backend;
+	int nbars;
+	uint64_t bar_size[SIO_MAX_BARS];
+	bool chassis;
+	bool exclusive;
+	int borrowers;
+	uint64_t dma_faults;
+	char name[SIO_NAME_MAX];
+	char bdf[16];
+};
+
+/* sio_device_borrow() flags */
+#define SIO_BORROW_SHARED	0u
+#define SIO_BORROW_EXCLUSIVE	(1u << 0)
+
+/**
+ * sio_device_list() - list registered devices
+ * @f: fabric handle
+ * @class_code: keep devices whose class matches under @class_mask
+ * @class_mask: 0 lists every device; 0xffffff an exact class
+ * @out: array to fill (may be NULL to count)
+ * @max: its length
+ * Return: the number of matching devices, or -errno.
+ */
+int sio_device_list(struct sio_fabric *f, uint32_t class_code,
+		    uint32_t class_mask, struct sio_device_info *out, int max);
+
+/**
+ * sio_device_borrow() - borrow a device
+ * @f: fabric handle
+ * @id: device id
+ * @flags: SIO_BORROW_EXCLUSIVE or SIO_BORROW_SHARED
+ * @out: the borrow handle
+ *
+ * An exclusive borrow fails with -EBUSY while anyone else holds the device;
+ * a shared one fails with -EBUSY while someone holds it exclusively.
+ * Return: 0, -ENOENT (no such device), -EBUSY.
+ */
+int sio_device_borrow(struct sio_fabric *f, uint32_t id, unsigned int flags,
+		      struct sio_device **out);
+
+/**
+ * sio_device_downgrade() - turn an exclusive borrow into a shared one
+ * @dev: an exclusive borrow (the holder has reset the device)
+ * Return: 0 or -EINVAL if the borrow is not exclusive.
+ */
+int sio_device_downgrade(struct sio_device *dev);
+
+/**
+ * sio_device_return() - give a borrowed device back
+ * @dev: borrow handle (NULL is ignored)
+ *
+ * Unmaps every segment mapped for the device through this handle.
+ */
+int sio_device_return(struct sio_device *dev);
+
+/**
+ * sio_device_info() - describe a borrowed device
+ * @dev: borrow handle
+ * @out: filled in
+ */
+int sio_device_info(struct sio_device *dev, struct sio_device_info *out);
+
+/**
+ * sio_device_bar() - a device BAR as a segment
+ * @dev: borrow handle
+ * @bar: BAR index
+ * @out: the BAR segment; map it with sio_segment_map() for MMIO
+ * Return: 0, -ENOENT if the BAR does not exist.
+ */
+int sio_device_bar(struct sio_device *dev, int bar, struct sio_segment **out);
+
+/**
+ * sio_device_map() - map a segment for a device
+ * @dev: borrow handle
+ * @seg: segment anywhere in the fabric (RAM, GPU or another BAR)
+ * @bus_addr: the address the device must use to reach @seg
+ *
+ * Resolves the path from the device to the segment. When the segment lives
+ * on another node a window is taken on the lender's adapter; when none is
+ * left this fails with -ENOSPC naming the limit.
+ */
+int sio_device_map(struct sio_device *dev, struct sio_segment *seg,
+		   uint64_t *bus_addr);
+
+/**
+ * sio_device_unmap() - undo sio_device_map()
+ * @dev: borrow handle
+ * @seg: segment that was mapped
+ * Return: 0 or -ENOENT if it was not mapped.
+ */
+int sio_device_unmap(struct sio_device *dev, struct sio_segment *seg);
+
+/**
+ * sio_device_fabric() - the fabric handle a borrow belongs to
+ * @dev: borrow handle
+ */
+struct sio_fabric *sio_device_fabric(const struct sio_device *dev);
+
+/**
+ * sio_device_id() - fabric id of a borrowed device
+ * @dev: borrow handle
+ */
+uint32_t sio_device_id(const struct sio_device *dev);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

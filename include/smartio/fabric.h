@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SMARTIO_FABRIC_H
+#define SMARTIO_FABRIC_H
+
+/**
+ * DOC: fabric
+ *
+ * A fabric is a set of nodes (hosts) joined by NTB adapters and switches. A
+ * process joins a fabric as one node. Every call returns 0 (or a count) on
+ * success and a negative errno on failure; sio_errmsg() then says what was
+ * wrong in words.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SIO_MAX_NODES		256
+#define SIO_MAX_ADAPTERS	2
+#define SIO_DEFAULT_WINDOWS	32
+#define SIO_NAME_MAX		32
+
+struct sio_fabric;
+
+enum sio_topology_kind {
+	SIO_TOPO_B2B = 0,	/* two nodes, adapters cabled back to back */
+	SIO_TOPO_SWITCH,	/* every node on one cluster switch */
+	SIO_TOPO_CASCADE,	/* a top switch with sub-switches */
+};
+
+/**
+ * struct sio_fabric_config - parameters of a new fabric
+ * @nodes: number of nodes (1..SIO_MAX_NODES)
+ * @topology: how nodes are joined
+ * @nodes_per_switch: nodes on each sub-switch (cascade only; 0 picks 10)
+ * @adapters: NTB adapters per node (1, or 2 for multipath: adapter 1 of
+ *	every node sits on a second, separate switch tree)
+ * @windows: windows (look-up-table entries) per adapter; 0 picks 32
+ * @window_size: largest mapping one window can hold, bytes; 0 picks 1 GiB
+ * @mcast_groups: multicast groups the switches support; 0 picks 16
+ * @latency_model: apply the modelled per-hop delays to device DMA
+ * @adapter_ns, @chassis_ns, @switch_ns: the model's per-hop delays in ns;
+ *	0 picks the paper's 132, 150 and 170
+ */
+struct sio_fabric_config {
+	int nodes;
+	enum sio_topology_kind topology;
+	int nodes_per_switch;
+	int adapters;
+	int windows;
+	uint64_t window_size;
+	int mcast_groups;
+	bool latency_model;
+	uint32_t adapter_ns, chassis_ns, switch_ns;
+};
+
+/**
+ * struct sio_node_info - one node of the fabric
+ * @id: node id, 0..nodes-1
+ * @adapters: adapters in this node
+ * @switch_id: the switch each adapter is cabled to (-1: back to back)
+ * @link_up: per adapter, whether its link is up
+ * @windows_used: per adapter, windows in use
+ * @windows_total: windows per adapter
+ * @procs: processes currently joined as this node
+ */
+struct sio_node_info {
+	int id;
+	int adapters;
+	int switch_id[SIO_MAX_ADAPTERS];
+	bool link_up[SIO_MAX_ADAPTERS];
+	int windows_used[SIO_MAX_ADAPTERS];
+	int windows_total;
+	int procs;
+};
+
+/**
+ * struct sio_topology - the shape of the fabric
+ */
+struct sio_topology {
+	enum sio_topology_kind kind;
+	int nodes;
+	int adapters;
+	int switches;		/* switches per adapter plane, top switch included */
+	int nodes_per_switch;
+	int windows;
+	uint64_t window_size;
+	int mcast_groups;
+	bool latency_model;
+	uint32_t adapter_ns, chassis_ns, switch_ns;
+};
+
+/**
+ * sio_fabric_create() - create a simulated fabric
+ * @name: fabric name (letters, digits, '-', '_'); NULL uses $SMARTIO_FABRIC
+ * @cfg: its shape and limits
+ *
+ * Creates the fabric's directory (mode 0700) and registry.
+ * Return: 0, -EEXIST if it exists, -EINVAL for a bad configuration.
+ */
+int sio_fabric_create(const char *name, const struct sio_fabric_config *cfg);
+
+/**
+ * sio_fabric_destroy() - remove a fabric and everything in it
+ * @name: fabric name; NULL uses $SMARTIO_FABRIC
+ * Return: 0 or -ENOENT.
+ */
+int sio_fabric_destroy(const char *name);
+
+/**
+ * sio_fabric_open() - join a fabric as one node
+ * @name: fabric name; NULL uses $SMARTIO_FABRIC
+ * @node: node id to join as; negative uses $SMARTIO_NODE (default 0)
+ * @out: the handle
+ * Return: 0, -ENOENT (no such fabric), -ENODEV (no such node).
+ */
+int sio_fabric_open(const char *name, int node, struct sio_fabric **out);
+
+/**
+ * sio_fabric_close() - leave the fabric, releasing what this handle holds
+ * @f: handle (NULL is ignored)
+ */
+void sio_fabric_close(struct sio_fabric *f);
+
+/**
+ * sio_fabric_node_id() - the node this handle joined as
+ * @f: handle
+ */
+int sio_fabric_node_id(const struct sio_fabric *f);
+
+/**
+ * sio_fabric_name() - the fabric's name
+ * @f: handle
+ */
+const char *sio_fabric_name(const struct sio_fabric *f);
+
+/**
+ * sio_fabric_nodes() - list the nodes
+ * @f: handle
+ * @out: array to fill (may be NULL to count)
+ * @max: its length
+ * Return: the number of nodes, or -errno.
+ */
+int sio_fabric_nodes(struct sio_fabric *f, struct sio_node_info *out, int max);
+
+/**
+ * sio_fabric_topology() - describe the fabric's shape and limits
+ * @f: handle
+ * @out: filled in
+ */
+int sio_fabric_topology(struct sio_fabric *f, struct sio_topology *out);
+
+/**
+ * sio_fabric_reap() - reclaim what dead processes held, now
+ * @f: handle
+ *
+ * Every registry operation also does this at most every 100 ms; a manager
+ * that must notice dead clients promptly calls it from its loop.
+ * Return: the number of dead processes reclaimed, or -errno.
+ */
+int sio_fabric_reap(struct sio_fabric *f);
+
+/**
+ * sio_link_set() - inject a link fault, or repair it
+ * @f: handle
+ * @node: node whose adapter link changes
+ * @adapter: adapter index, or -1 for all of the node's adapters
+ * @up: true to bring the link up, false to take it down
+ *
+ * While a link is down, device DMA through it behaves as PCIe does: writes
+ * are dropped, reads return all ones. Holders of mappings through it get
+ * SIO_EV_LINK_DOWN / SIO_EV_LINK_UP events.
+ */
+int sio_link_set(struct sio_fabric *f, int node, int adapter, bool up);
+
+/**
+ * sio_errmsg() - what went wrong in the calling thread's last failed call
+ *
+ * Return: a message naming the argument or limit at fault; never NULL.
+ */
+const char *sio_errmsg(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SMARTIO_SEGMENT_H
+#define SMARTIO_SEGMENT_H
+
+/**
+ * DOC: segments
+ *
+ * A segment is a contiguous memory region that lives on one node: host RAM,
+ * a device BAR, GPU memory. It is named fabric-wide by (node, id). A local
+ * segment is created and mapped; a remote one is connected and mapped
+ * through the path, using one window of the mapping node's adapter.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <smartio/fabric.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct sio_segment;
+
+enum sio_segment_kind {
+	SIO_SEG_RAM = 0,	/* host memory */
+	SIO_SEG_BAR,		/* a device's BAR (registers, CMB) */
+	SIO_SEG_GPU,		/* GPU memory */
+};
+
+/* sio_segment_create() flags */
+#define SIO_SEG_F_HUGE		(1u << 0)	/* require huge pages */
+#define SIO_SEG_F_NOHUGE	(1u << 1)	/* never use huge pages */
+
+/**
+ * struct sio_segment_info - what a segment is
+ * @id: id, unique on its home node
+ * @node: home node
+ * @size: bytes
+ * @kind: RAM, BAR or GPU
+ * @device: for BAR segments, the device id; else -1
+ * @bar: for BAR segments, the BAR index; else -1
+ * @hugepages: backed by huge pages
+ * @name: free-form label
+ */
+struct sio_segment_info {
+	uint32_t id;
+	int node;
+	uint64_t size;
+	enum sio_segment_kind kind;
+	int device;
+	int bar;
+	bool hugepages;
+	char name[SIO_NAME_MAX];
+};
+
+/**
+ * sio_segment_create() - create a segment in this node's memory
+ * @f: fabric handle
+ * @id: segment id, or 0 to have one assigned
+ * @size: bytes (rounded up to the page size)
+ * @flags: SIO_SEG_F_*
+ * @out: the segment, owned by this process until removed
+ *
+ * Huge pages are used when free; otherwise shared memory pages (said once).
+ * Return: 0, -EEXIST (id taken), -ENOSPC (registry full), -EINVAL.
+ */
+int sio_segment_create(struct sio_fabric *f, uint32_t id, uint64_t size,
+		       unsigned int flags, struct sio_segment **out);
+
+/**
+ * sio_segment_create_on() - create a segment homed on another node
+ * @f: fabric handle
+ * @node: home node
+ * @id: segment id, or 0
+ * @size: bytes
+ * @flags: SIO_SEG_F_*
+ * @out: the segment
+ *
+ * Used by hint-based placement (hint.h); the memory belongs to @node and is
+ * reached from here through a window.
+ */
+int sio_segment_create_on(struct sio_fabric *f, int node, uint32_t id,
+			  uint64_t size, unsigned int flags,
+			  struct sio_segment **out);
+
+/**
+ * sio_segment_connect() - look up a segment by (node, id)
+ * @f: fabric handle
+ * @node: its home node
+ * @id: its id
+ * @out: a handle to it
+ * Return: 0 or -ENOENT.
+ */
+int sio_segment_connect(struct sio_fabric *f, int node, uint32_t id,
+			struct sio_segment **out);
+
+/**
+ * sio_segment_map() - map a segment into this process
+ * @seg: segment
+ * @vaddr: where it is mapped
+ *
+ * Mapping a remote segment takes one window on this node's adapter; when all
+ * are taken it fails with -ENOSPC and says "windows per adapter".
+ * Mapping twice returns the same address.
+ */
+int sio_segment_map(struct sio_segment *seg, void **vaddr);
+
+/**
+ * sio_segment_unmap() - undo sio_segment_map(), releasing its window
+ * @seg: segment
+ */
+int sio_segment_unmap(struct sio_segment *seg);
+
+/**
+ * sio_segment_info() - describe a segment
+ * @seg: segment
+ * @out: filled in
+ */
+int sio_segment_info(const struct sio_segment *seg, struct sio_segment_info *out);
+
+/**
+ * sio_segment_remove() - release a segment handle
+ * @seg: segment (NULL is ignored)
+ *
+ * For a segment this process created the memory is freed and connected
+ * users get SIO_EV_SEGMENT_LOST; for a connected one the handle is dropped.
+ */
+int sio_segment_remove(struct sio_segment *seg);
+
+/**
+ * sio_segment_set_name() - label a segment (shown by `smartio status`)
+ * @seg: segment
+ * @name: label, truncated to SIO_NAME_MAX - 1
+ */
+int sio_segment_set_name(struct sio_segment *seg, const char *name);
+
+/**
+ * sio_segment_notify() - wake waiters on a 32-bit word of a segment
+ * @seg: mapped segment
+ * @offset: 4-byte aligned offset of the word
+ *
+ * A notification, as a remote interrupt: it carries no data; waiters re-read
+ * the word. Works across processes and nodes of the fabric.
+ * Return: the number of waiters woken, or -errno.
+ */
+int sio_segment_notify(struct sio_segment *seg, uint64_t offset);
+
+/**
+ * sio_segment_wait() - sleep until a word of a segment changes
+ * @seg: mapped segment
+ * @offset: 4-byte aligned offset of the word
+ * @old: the value last seen; returns at once if the word differs
+ * @timeout_ns: upper bound on the sleep
+ * Return: 0 (woken or changed), -ETIMEDOUT.
+ */
+int sio_segment_wait(struct sio_segment *seg, uint64_t offset, uint32_t old,
+		     uint64_t timeout_ns);
+
+/**
+ * sio_segment_fabric() - the fabric handle a segment belongs to
+ * @seg: segment
+ */
+struct sio_fabric *sio_segment_fabric(const struct sio_segment *seg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SMARTIO_SMARTIO_H
+#define SMARTIO_SMARTIO_H
+
+/**
+ * DOC: smartio
+ *
+ * The bundle header: everything a userspace driver needs from libsmartio.
+ */
+
+#include <smartio/fabric.h>
+#include <smartio/segment.h>
+#include <smartio/device.h>
+#include <smartio/dma.h>
+#include <smartio/hint.h>
+#include <smartio/path.h>
+#include <smartio/multicast.h>
+#include <smartio/event.h>
+
+#endif

@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: MIT */
+/* Devices: registration by the lender, borrowing, BARs, mapping for DMA. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+static void fill_info(struct sio_registry *r, int d, struct sio_device_info *o)
+{
+	const struct reg_dev *v = &r->devs[d];
+
+	memset(o, 0, sizeof(*o));
+	o->id = v->id;
+	o->lender = v->lender;
+	o->class_code = v->class_code;
+	o->vendor = v->vendor;
+	o->device = v->device;
+	o->backend = v->backend;
+	o->nbars = v->nbars;
+	for (int i = 0; i < v->nbars; i++)
+		o->bar_size[i] = v->bar_size[i];
+	o->chassis = v->chassis;
+	o->exclusive = v->excl >= 0;
+	o->borrowers = v->nborrows;
+	o->dma_faults = atomic_load(&v->dma_faults);
+	memcpy(o->name, v->name, sizeof(o->name));
+	memcpy(o->bdf, v->bdf, sizeof(o->bdf));
+}
+
+int sio_device_list(struct sio_fabric *f, uint32_t class_code, uint32_t class_mask,
+		    struct sio_device_info *out, int max)
+{
+	int n = 0;
+
+	if (!f || max < 0 || (max && !out))
+		return sio__err(EINVAL, "bad arguments to sio_device_list");
+	sio__lock(f);
+	for (int d = 0; d < SIO_MAX_DEVS; d++) {
+		const struct reg_dev *v = &f->reg->devs[d];
+		if (!v->used || ((v->class_code ^ class_code) & class_mask))
+			continue;
+		if (n < max)
+			fill_info(f->reg, d, &out[n]);
+		n++;
+	}
+	sio__unlock(f);
+	return n;
+}
+
+static int find_dev(struct sio_registry *r, uint32_t id)
+{
+	for (int d = 0; d < SIO_MAX_DEVS; d++)
+		if (r->devs[d].used && r->devs[d].id == id)
+			return d;
+	return -1;
+}
+
+/* Registry lock held: the borrow behind a handle must still stand. */
+static int dev_check(struct sio_device *dev)
+{
+	struct sio_registry *r = dev->f->reg;
+	const struct reg_borrow *b = &r->borrows[dev->borrow];
+
+	if (!r->devs[dev->slot].used || r->devs[dev->slot].id != dev->id)
+		return sio__err(ENODEV, "device %u is gone", dev->id);
+	if (!b->used || b->proc != dev->f->proc || b->dev != dev->slot)
+		return sio__err(ENODEV, "the borrow of device %u was revoked", dev->id);
+	return 0;
+}
+
+int sio_device_borrow(struct sio_fabric *f, uint32_t id, unsigned int flags, struct sio_device **out)
+{
+	struct sio_registry *r;
+	struct sio_device *h;
+	int d, b, ret = 0;
+
+	if (!f || !out)
+		return sio__err(EINVAL, "fabric handle or out pointer is NULL");
+	if (flags & ~SIO_BORROW_EXCLUSIVE)
+		return sio__err(EINVAL, "unknown borrow flags 0x%x", flags);
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return sio__err(ENOMEM, "out of memory");
+	r = f->reg;
+	sio__lock(f);
+	d = find_dev(r, id);
+	if (d < 0) {
+		ret = sio__err(ENOENT, "no device %u in fabric '%s'", id, f->name);
+		goto out;
+	}
+	if (r->devs[d].excl >= 0) {
+		ret = sio__err(EBUSY, "device %u is borrowed exclusively by pid %d", id,
+			       r->procs[r->borrows[r->devs[d].excl].proc].pid);
+		goto out;
+	}
+	if ((flags & SIO_BORROW_EXCLUSIVE) && r->devs[d].nborrows) {
+		ret = sio__err(EBUSY, "device %u has %d borrowers; an exclusive borrow needs none",
+			       id, r->devs[d].nborrows);
+		goto out;
+	}
+	for (b = 0; b < SIO_MAX_BORROWS && r->borrows[b].used; b++)
+		;
+	if (b == SIO_MAX_BORROWS) {
+		ret = sio__err(ENOSPC, "the fabric has all %d borrows in use", SIO_MAX_BORROWS);
+		goto out;
+	}
+	r->borrows[b] = (struct reg_borrow){ .used = 1, .dev = d, .proc = f->proc,
+					     .excl = !!(flags & SIO_BORROW_EXCLUSIVE) };
+	r->devs[d].nborrows++;
+	if (flags & SIO_BORROW_EXCLUSIVE)
+		r->devs[d].excl = b;
+	*h = (struct sio_device){ .f = f, .slot = d, .id = id, .borrow = b,
+				  .backend = r->devs[d].backend, .adapter = -1 };
+	*out = h;
+out:
+	sio__unlock(f);
+	if (ret)
+		free(h);
+	return ret;
+}
+
+int sio_device_downgrade(struct sio_device *dev)
+{
+	int ret;
+
+	if (!dev)
+		return sio__err(EINVAL, "device handle is NULL");
+	sio__lock(dev->f);
+	ret = dev_check(dev);
+	if (!ret && dev->f->reg->devs[dev->slot].excl != dev->borrow)
+		ret = sio__err(EINVAL, "device %u is not borrowed exclusively by this handle", dev->id);
+	if (!ret) {
+		dev->f->reg->devs[dev->slot].excl = -1;
+		dev->f->reg->borrows[dev->borrow].excl = 0;
+	}
+	sio__unlock(dev->f);
+	return ret;
+}
+
+int sio_device_return(struct sio_device *dev)
+{
+	if (!dev)
+		return 0;
+	if (dev->backend != SIO_BACKEND_SIM && dev->backend_priv)
+		sio__vfio_ops.release(dev);
+	sio__lock(dev->f);
+	if (!dev_check(dev))
+		reg_borrow_release(dev->f, dev->borrow);
+	sio__unlock(dev->f);
+	free(dev);
+	return 0;
+}
+
+int sio_device_info(struct sio_device *dev, struct sio_device_info *out)
+{
+	int ret;
+
+	if (!dev || !out)
+		return sio__err(EINVAL, "device handle or out pointer is NULL");
+	sio__lock(dev->f);
+	ret = dev_check(dev);
+	if (!ret)
+		fill_info(dev->f->reg, dev->slot, out);
+	sio__unlock(dev->f);
+	return ret;
+}
+
+int sio_device_bar(struct sio_device *dev, int bar, struct sio_segment **out)
+{
+	struct sio_registry *r;
+	int ret, s;
+
+	if (!dev || !out)
+		return sio__err(EINVAL, "device handle or out pointer is NULL");
+	r = dev->f->reg;
+	sio__lock(dev->f);
+	ret = dev_check(dev);
+	if (!ret && (bar < 0 || bar >= r->devs[dev->slot].nbars || !r->devs[dev->slot].bar_size[bar]))
+		ret = sio__err(ENOENT, "device %u has no BAR %d", dev->id, bar);
+	if (ret)
+		goto out;
+	s = r->devs[dev->slot].bar_seg[bar];
+	if (s < 0) {	/* served by the device's backend (vfio) */
+		struct sio_segment *h = calloc(1, sizeof(*h));
+		if (!h) {
+			ret = sio__err(ENOMEM, "out of memory");
+			goto out;
+		}
+		*h = (struct sio_segment){ .f = dev->f, .slot = -1, .id = (uint32_t)bar,
+					   .node = r->devs[dev->slot].lender,
+					   .size = r->devs[dev->slot].bar_size[bar], .window = -1,
+					   .fd = -1, .bar_dev = dev, .bar_idx = bar, .kind = SIO_SEG_BAR };
+		*out = h;
+		goto out;
+	}
+	sio__unlock(dev->f);
+	return sio_segment_connect(dev->f, r->segs[s].node, r->segs[s].id, out);
+out:
+	sio__unlock(dev->f);
+	return ret;
+}
+
+int sio_device_map(struct sio_device *dev, struct sio_segment *seg, uint64_t *bus_addr)
+{
+	struct sio_registry *r;
+	struct reg_dmamap *m;
+	struct sio_path path;
+	int ret, slot, w = -1, lender;
+	bool same_chassis;
+
+	if (!dev || !seg || !bus_addr)
+		return sio__err(EINVAL, "device, segment or bus_addr pointer is NULL");
+	if (dev->backend != SIO_BACKEND_SIM)
+		return sio__vfio_ops.dma_map(dev, seg, bus_addr);
+	if (seg->bar_dev)
+		return sio__err(EINVAL, "a BAR of a device on another backend cannot be mapped for a simulated device");
+	r = dev->f->reg;
+	sio__lock(dev->f);
+	if ((ret = dev_check(dev)) || (ret = sio__seg_check(seg)))
+		goto out;
+	for (int i = 0; i < SIO_MAX_DMAMAPS; i++)
+		if (r->dmamaps[i].used && r->dmamaps[i].borrow == dev->borrow &&
+		    r->dmamaps[i].seg == seg->slot && r->dmamaps[i].seg_gen == seg->gen) {
+			*bus_addr = r->dmamaps[i].bus;
+			goto out;
+		}
+	for (slot = 0; slot < SIO_MAX_DMAMAPS && r->dmamaps[slot].used; slot++)
+		;
+	if (slot == SIO_MAX_DMAMAPS) {
+		ret = sio__err(ENOSPC, "the fabric has all %d device mappings in use", SIO_MAX_DMAMAPS);
+		goto out;
+	}
+	lender = r->devs[dev->slot].lender;
+	same_chassis = r->segs[seg->slot].device >= 0 && r->devs[r->segs[seg->slot].device].chassis &&
+		       r->devs[dev->slot].chassis && r->segs[seg->slot].node == lender;
+	ret = sio__route(dev->f, lender, seg->node, dev->adapter, r->devs[dev->slot].chassis && !same_chassis,
+			 r->segs[seg->slot].device >= 0 && r->devs[r->segs[seg->slot].device].chassis &&
+			 !same_chassis, &path);
+	if (ret)
+		goto out;
+	if (same_chassis && r->segs[seg->slot].device != dev->slot)	/* peer in the chassis */
+		path.round_trip_ns = 2 * (path.one_way_ns = r->topo.chassis_ns);
+	m = &r->dmamaps[slot];
+	*m = (struct reg_dmamap){ .used = 1, .dev = dev->slot, .borrow = dev->borrow, .seg = seg->slot,
+				  .group = -1, .window = -1, .seg_gen = seg->gen, .size = seg->size,
+				  .link_node = { -1, -1 }, .link_adapter = { -1, -1 } };
+	if (r->topo.latency_model) {
+		m->rt_ns = path.round_trip_ns;
+		m->ow_ns = path.one_way_ns;
+	}
+	if (seg->node == lender) {
+		m->bus = reg_seg_bus(seg->slot);
+	} else {
+		w = reg_window_get(dev->f, lender, path.adapter, seg->slot, &m->bus);
+		if (w < 0) {
+			ret = w;
+			memset(m, 0, sizeof(*m));
+			goto out;
+		}
+		m->window = w;
+		m->win_node = lender;
+		m->win_adapter = path.adapter;
+		m->link_node[0] = lender;
+		m->link_adapter[0] = path.adapter;
+		m->link_node[1] = seg->node;
+		m->link_adapter[1] = path.adapter;
+	}
+	*bus_addr = m->bus;
+	reg_bump(r);
+out:
+	sio__unlock(dev->f);
+	return ret;
+}
+
+int sio_device_unmap(struct sio_device *dev, struct sio_segment *seg)
+{
+	struct sio_registry *r;
+	int ret;
+
+	if (!dev || !seg)
+		return sio__err(EINVAL, "device or segment is NULL");
+	if (dev->backend != SIO_BACKEND_SIM)
+		return sio__vfio_ops.dma_unmap(dev, seg, 0);
+	r = dev->f->reg;
+	sio__lock(dev->f);
+	ret = sio__err(ENOENT, "segment %u of node %d is not mapped for device %u", seg->id, seg->node, dev->id);
+	for (int i = 0; i < SIO_MAX_DMAMAPS; i++)
+		if (r->dmamaps[i].used && r->dmamaps[i].borrow == dev->borrow &&
+		    r->dmamaps[i].seg == seg->slot && r->dmamaps[i].seg_gen == seg->gen) {
+			reg_dmamap_release(dev->f, i);
+			ret = 0;
+			break;
+		}
+	sio__unlock(dev->f);
+	return ret;
+}
+
+struct sio_fabric *sio_device_fabric(const struct sio_device *dev)
+{
+	return dev ? dev->f : NULL;
+}
+
+uint32_t sio_device_id(const struct sio_device *dev)
+{
+	return dev ? dev->id : 0;
+}
+
+const char *sio__device_svc(struct sio_device *dev)
+{
+	return dev->f->reg->devs[dev->slot].svc;
+}
+
+int sio__device_register_ext(struct sio_fabric *f, const struct sio_device_desc *desc,
+			     enum sio_device_backend backend, const char *bdf, const char *svc,
+			     struct sio_devreg **out)
+{
+	struct sio_registry *r;
+	struct sio_devreg *reg;
+	struct reg_dev *v;
+	int d, ret = 0;
+
+	if (!f || !desc || !out)
+		return sio__err(EINVAL, "fabric, descriptor or out pointer is NULL");
+	if (desc->nbars < 0 || desc->nbars > SIO_MAX_BARS)
+		return sio__err(EINVAL, "a device has 0..%d BARs, not %d", SIO_MAX_BARS, desc->nbars);
+	for (int i = 0; i < desc->nbars; i++)
+		if (desc->bar_size[i] > SIO_SEG_MAX_SIZE)
+			return sio__err(EINVAL, "BAR %d of %llu bytes exceeds 4 GiB", i,
+					(unsigned long long)desc->bar_size[i]);
+	reg = calloc(1, sizeof(*reg));
+	if (!reg)
+		return sio__err(ENOMEM, "out of memory");
+	r = f->reg;
+	sio__lock(f);
+	for (d = 0; d < SIO_MAX_DEVS && r->devs[d].used; d++)
+		;
+	if (d == SIO_MAX_DEVS) {
+		ret = sio__err(ENOSPC, "the fabric has all %d devices registered", SIO_MAX_DEVS);
+		goto out;
+	}
+	v = &r->devs[d];
+	uint64_t gen = v->gen;
+	memset(v, 0, sizeof(*v));
+	*v = (struct reg_dev){ .id = r->next_dev_id++, .lender = f->node, .owner = f->proc,
+			       .class_code = desc->class_code, .vendor = desc->vendor,
+			       .device = desc->device, .backend = backend, .nbars = desc->nbars,
+			       .chassis = desc->chassis, .excl = -1, .gen = gen };
+	snprintf(v->name, sizeof(v->name), "%s", desc->name ? desc->name : "");
+	snprintf(v->bdf, sizeof(v->bdf), "%s", bdf ? bdf : "");
+	snprintf(v->svc, sizeof(v->svc), "%s", svc ? svc : "");
+	for (int i = 0; i < SIO_MAX_BARS; i++)
+		v->bar_seg[i] = -1;
+	for (int i = 0; i < desc->nbars; i++) {
+		v->bar_size[i] = desc->bar_size[i];
+		if (backend != SIO_BACKEND_SIM || !desc->bar_size[i])
+			continue;
+		ret = sio__seg_new_locked(f, f->node, 0, (desc->bar_size[i] + 4095) & ~4095ull,
+					  SIO_SEG_F_NOHUGE, SIO_SEG_BAR, &v->bar_seg[i]);
+		if (ret) {
+			for (int j = 0; j < i; j++)
+				if (v->bar_seg[j] >= 0)
+					reg_seg_release(f, v->bar_seg[j], false);
+			goto out;
+		}
+		r->segs[v->bar_seg[i]].device = d;
+		r->segs[v->bar_seg[i]].bar = i;
+		snprintf(r->segs[v->bar_seg[i]].name, SIO_NAME_MAX, "dev%u.bar%d", v->id, i);
+	}
+	v->used = 1;
+	*reg = (struct sio_devreg){ .f = f, .slot = d, .id = v->id, .mru = -1 };
+	for (int i = 0; i < desc->nbars; i++) {
+		if (v->bar_seg[i] < 0)
+			continue;
+		const struct reg_seg *s = &r->segs[v->bar_seg[i]];
+		reg->bars[i] = calloc(1, sizeof(struct sio_segment));
+		if (reg->bars[i])
+			*reg->bars[i] = (struct sio_segment){ .f = f, .slot = v->bar_seg[i], .id = s->id,
+							      .node = s->node, .size = s->size, .gen = s->gen,
+							      .window = -1, .fd = -1, .bar_idx = -1,
+							      .kind = SIO_SEG_BAR };
+	}
+	reg_bump(r);
+	*out = reg;
+out:
+	sio__unlock(f);
+	if (ret)
+		free(reg);
+	return ret;
+}
+
+int sio_device_register(struct sio_fabric *f, const struct sio_device_desc *desc,
+			struct sio_devreg **out)
+{
+	return sio__device_register_ext(f, desc, SIO_BACKEND_SIM, NULL, NULL, out);
+}
+
+int sio_device_unregister(struct sio_devreg *reg)
+{
+	if (!reg)
+		return 0;
+	for (int i = 0; i < SIO_MAX_BARS; i++)
+		if (reg->bars[i]) {
+			if (reg->bars[i]->vaddr)
+				sio_segment_unmap(reg->bars[i]);
+			free(reg->bars[i]);
+		}
+	sio__lock(reg->f);
+	if (reg->f->reg->devs[reg->slot].used && reg->f->reg->devs[reg->slot].id == reg->id)
+		reg_dev_release(reg->f, reg->slot);
+	sio__unlock(reg->f);
+	free(reg->cache);
+	free(reg);
+	return 0;
+}
+
+uint32_t sio_devreg_id(const struct sio_devreg *reg)
+{
+	return reg ? reg->id : 0;
+}
+
+int sio_devreg_bar(struct sio_devreg *reg, int bar, struct sio_segment **out)
+{
+	if (!reg || !out)
+		return sio__err(EINVAL, "registration or out pointer is NULL");
+	if (bar < 0 || bar >= SIO_MAX_BARS || !reg->bars[bar])
+		return sio__err(ENOENT, "device %u has no BAR %d", reg->id, bar);
+	*out = reg->bars[bar];
+	return 0;
+}

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SIO_INTERNAL_H
+#define SIO_INTERNAL_H
+
+/*
+ * Internal to libsmartio: process-local handles and the calls the backends
+ * (sim, vfio) share. The shared-memory registry itself is in registry.h.
+ */
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <limits.h>
+#include <sys/types.h>
+
+#include <smartio/smartio.h>
+#include "registry.h"
+
+/* Set the thread's error message and return -err. */
+int sio__err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+struct sio_fabric {
+	char name[SIO_NAME_MAX];
+	char dir[PATH_MAX];
+	int node;
+	int regfd;
+	struct sio_registry *reg;
+	int proc;			/* our slot in reg->procs */
+	int evfd;			/* unix datagram socket receiving events */
+	/* this process's own mappings of segments, for DMA and lenders */
+	void **segmap;
+	uint64_t *segmap_gen;
+	uint64_t *segmap_len;
+};
+
+struct sio_segment {
+	struct sio_fabric *f;
+	int slot;			/* index in reg->segs */
+	uint32_t id;
+	int node;
+	uint64_t size;
+	uint64_t gen;			/* reg->segs[slot].gen when looked up */
+	bool owner;			/* created by this handle: remove frees it */
+	void *vaddr;			/* process mapping, or NULL */
+	int window;			/* window slot used by the mapping, or -1 */
+	int fd;				/* backing file while mapped */
+	/* a BAR of a device on another backend (vfio): mapped through it */
+	struct sio_device *bar_dev;
+	int bar_idx;
+	enum sio_segment_kind kind;
+};
+
+struct sio_device {
+	struct sio_fabric *f;
+	int slot;			/* reg->devs */
+	uint32_t id;
+	int borrow;			/* reg->borrows */
+	enum sio_device_backend backend;
+	int adapter;			/* lender adapter for windows, -1: any */
+	void *backend_priv;		/* the vfio backend's connection state */
+};
+
+struct sio_devreg {
+	struct sio_fabric *f;
+	int slot;
+	uint32_t id;
+	struct sio_segment *bars[SIO_MAX_BARS];
+	/* translation cache, reloaded when reg->map_gen moves */
+	uint64_t cache_gen;
+	int ncache;
+	int mru;
+	struct sio_dma_cache_ent *cache;
+	int cache_cap;
+};
+
+/* Map a segment slot into this process (cached per fabric handle). */
+void *sio__segmap(struct sio_fabric *f, int slot, uint64_t gen);
+void sio__segmap_drop(struct sio_fabric *f, int slot);
+
+/* Segment slots, registry lock held. */
+int sio__seg_new_locked(struct sio_fabric *f, int node, uint32_t id, uint64_t size,
+			unsigned int flags, int kind, int *slotp);
+int sio__seg_check(struct sio_segment *seg);
+
+/* Registry lock: robust, process-shared; also reaps dead processes lazily. */
+void sio__lock(struct sio_fabric *f);
+void sio__unlock(struct sio_fabric *f);
+
+uint64_t sio__now_ns(void);
+void sio__delay_ns(uint64_t ns);
+
+/* Path of a segment's backing file, for mapping by other processes. */
+int sio__segment_path(struct sio_fabric *f, int slot, char *buf, size_t len);
+/* Open and map a segment slot read/write; used by DMA and the vfio lender. */
+int sio__segment_mmap(struct sio_fabric *f, int slot, void **vaddr, int *fdp);
+
+/* Events: send to every process that is joined (filter decides). */
+void sio__event_broadcast(struct sio_fabric *f, const struct sio_event *ev,
+			  bool (*want)(struct sio_fabric *, int proc, const struct sio_event *));
+void sio__event_send(struct sio_fabric *f, int proc, const struct sio_event *ev);
+
+/* Path resolution from a node (and adapter) to a node. */
+int sio__route(struct sio_fabric *f, int from, int to, int adapter, bool chassis_from,
+	       bool chassis_to, struct sio_path *out);
+
+/*
+ * Backends whose devices are not simulated (vfio) provide these; the sim
+ * backend does them in the registry. See src/vfio/.
+ */
+struct sio_backend_ops {
+	int (*bar_map)(struct sio_device *dev, int bar, void **vaddr, uint64_t *size);
+	int (*dma_map)(struct sio_device *dev, struct sio_segment *seg, uint64_t *iova);
+	int (*dma_unmap)(struct sio_device *dev, struct sio_segment *seg, uint64_t iova);
+	void (*release)(struct sio_device *dev);
+};
+extern const struct sio_backend_ops sio__vfio_ops;
+
+/*
+ * Register a device whose BARs and DMA are served by another backend's
+ * lender process (vfio): @svc is the unix socket the lender listens on.
+ */
+int sio__device_register_ext(struct sio_fabric *f, const struct sio_device_desc *desc,
+			     enum sio_device_backend backend, const char *bdf,
+			     const char *svc, struct sio_devreg **out);
+/* The lender's service socket of a device (vfio backend). */
+const char *sio__device_svc(struct sio_device *dev);
+
+#endif

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SIO_REGISTRY_H
+#define SIO_REGISTRY_H
+
+/*
+ * The fabric registry: one file in the fabric's directory, mapped shared by
+ * every process of the fabric, guarded by a robust process-shared mutex so a
+ * process that dies holding it does not wedge the others. Fixed-size tables:
+ * no pointers, only slot indices, since every process maps it elsewhere.
+ * A slot's gen moves each time it is reused, so a stale handle is detected.
+ */
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <smartio/fabric.h>
+#include <smartio/path.h>
+
+#define SIO_REG_MAGIC		0x534d494fu	/* "SMIO" */
+#define SIO_REG_VERSION		1
+#define SIO_MAX_PROCS		512
+#define SIO_MAX_SEGS		4096
+#define SIO_MAX_DEVS		64
+#define SIO_MAX_BORROWS		1024
+#define SIO_MAX_DMAMAPS		4096
+#define SIO_MAX_PMAPS		4096
+#define SIO_MAX_WINDOWS		64	/* per adapter, upper bound of the setting */
+#define SIO_MAX_GROUPS		64
+#define SIO_MAX_SUBS		256
+#define SIO_AUTO_SEG_ID		0x10000u
+
+/* Bus address layout of every node's domain. */
+#define SIO_BUS_LOCAL_BASE	0x100000000000ull	/* + slot << 32 */
+#define SIO_BUS_WINDOW_BASE	0x400000000000ull	/* + adapter << 42 + w * window_size */
+#define SIO_BUS_MCAST_BASE	0x600000000000ull	/* + group << 32 */
+#define SIO_SEG_MAX_SIZE	(1ull << 32)
+
+struct reg_proc {
+	int32_t used;
+	int32_t pid;
+	int32_t node;
+	int32_t rsvd;
+	uint64_t starttime;	/* /proc/PID/stat field 22: guards pid reuse */
+};
+
+struct reg_node {
+	int32_t sw[SIO_MAX_ADAPTERS];	/* switch each adapter is cabled to */
+	_Atomic uint8_t link_up[SIO_MAX_ADAPTERS];
+	int32_t windows_used[SIO_MAX_ADAPTERS];
+};
+
+struct reg_seg {
+	int32_t used;
+	uint32_t id;
+	int32_t node;
+	int32_t owner;		/* proc slot */
+	uint64_t size;
+	uint64_t gen;
+	int32_t kind;
+	int32_t device;		/* dev slot for BARs, else -1 */
+	int32_t bar;
+	uint8_t huge;
+	char name[SIO_NAME_MAX];
+};
+
+struct reg_window {
+	int32_t refs;
+	int32_t seg;
+	uint64_t seg_gen;
+};
+
+struct reg_pmap {		/* a process mapping of a remote segment */
+	int32_t used;
+	int32_t proc;
+	int32_t seg;
+	int32_t node, adapter, window;
+};
+
+struct reg_dev {
+	int32_t used;
+	uint32_t id;
+	int32_t lender;
+	int32_t owner;		/* registering proc */
+	uint32_t class_code;
+	uint16_t vendor, device;
+	int32_t backend;
+	int32_t nbars;
+	int32_t bar_seg[6];
+	uint64_t bar_size[6];
+	uint8_t chassis;
+	int32_t excl;		/* borrow slot holding it exclusively, or -1 */
+	int32_t nborrows;
+	uint64_t gen;
+	_Atomic uint64_t dma_faults, dma_linkdown, last_fault;
+	char name[SIO_NAME_MAX];
+	char bdf[16];
+	char svc[108];
+};
+
+struct reg_borrow {
+	int32_t used;
+	int32_t dev;
+	int32_t proc;
+	int32_t excl;
+};
+
+struct reg_dmamap {
+	int32_t used;
+	int32_t dev;
+	int32_t borrow;
+	int32_t seg;		/* -1 for a multicast mapping */
+	int32_t group;		/* group slot, or -1 */
+	int32_t window;		/* -1 when the segment is in the lender's domain */
+	int32_t win_node, win_adapter;
+	int32_t link_node[2], link_adapter[2];	/* -1: no link on the path */
+	uint64_t seg_gen;
+	uint64_t bus;
+	uint64_t size;
+	uint32_t rt_ns, ow_ns;
+};
+
+struct reg_group {
+	int32_t used;
+	int32_t owner;
+	uint64_t size;
+	uint64_t gen;
+	int32_t nsubs;
+	int32_t sub_seg[SIO_MAX_SUBS];
+	uint64_t sub_gen[SIO_MAX_SUBS];
+};
+
+struct sio_registry {
+	uint32_t magic, version;
+	uint64_t size;
+	pthread_mutex_t lock;
+	struct sio_topology topo;
+	_Atomic uint64_t map_gen;	/* moves on any map/unmap/link change */
+	uint64_t last_reap_ns;
+	uint64_t next_gen;
+	uint32_t next_dev_id;
+	uint32_t next_seg_id[SIO_MAX_NODES];
+	char hugedir[128];
+	struct reg_node nodes[SIO_MAX_NODES];
+	struct reg_proc procs[SIO_MAX_PROCS];
+	struct reg_seg segs[SIO_MAX_SEGS];
+	struct reg_window windows[SIO_MAX_NODES][SIO_MAX_ADAPTERS][SIO_MAX_WINDOWS];
+	struct reg_pmap pmaps[SIO_MAX_PMAPS];
+	struct reg_dev devs[SIO_MAX_DEVS];
+	struct reg_borrow borrows[SIO_MAX_BORROWS];
+	struct reg_dmamap dmamaps[SIO_MAX_DMAMAPS];
+	struct reg_group groups[SIO_MAX_GROUPS];
+};
+
+struct sio_fabric;
+
+/* registry.c: table operations, all called with the lock held. */
+int reg_window_get(struct sio_fabric *f, int node, int adapter, int seg, uint64_t *bus);
+void reg_window_put(struct sio_fabric *f, int node, int adapter, int window);
+int reg_window_index(struct sio_fabric *f, int node, int adapter, uint64_t bus);
+void reg_borrow_release(struct sio_fabric *f, int b);
+void reg_dmamap_release(struct sio_fabric *f, int m);
+void reg_seg_release(struct sio_fabric *f, int s, bool notify);
+void reg_dev_release(struct sio_fabric *f, int d);
+void reg_proc_release(struct sio_fabric *f, int p, bool died);
+int reg_reap(struct sio_fabric *f);
+uint64_t reg_starttime(int pid);
+static inline uint64_t reg_seg_bus(int slot) { return SIO_BUS_LOCAL_BASE + ((uint64_t)slot << 32); }
+static inline void reg_bump(struct sio_registry *r)
+{
+	atomic_fetch_add_explicit(&r->map_gen, 1, memory_order_release);
+}
+
+#endif

@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: MIT */
+/* Segments: shared-memory files named in the registry by (node, id). */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include "internal.h"
+
+#define HUGE_SZ (2ull << 20)
+
+static uint64_t huge_free_bytes(void)
+{
+	FILE *fp = fopen("/proc/meminfo", "r");
+	char line[128];
+	unsigned long long n = 0;
+
+	if (!fp)
+		return 0;
+	while (fgets(line, sizeof(line), fp))
+		if (sscanf(line, "HugePages_Free: %llu", &n) == 1)
+			break;
+	fclose(fp);
+	return n * HUGE_SZ;
+}
+
+static bool use_huge(struct sio_fabric *f, uint64_t size, unsigned int flags)
+{
+	static int said;
+	bool ok = f->reg->hugedir[0] && huge_free_bytes() >= size;
+
+	if (flags & SIO_SEG_F_NOHUGE)
+		return false;
+	if (!ok && !said) {
+		said = 1;
+		if (!getenv("SMARTIO_QUIET"))
+			fprintf(stderr, "smartio: no free huge pages%s; segments use shared memory (tmpfs) pages\n",
+				f->reg->hugedir[0] ? "" : " (no hugetlbfs mount)");
+	}
+	return ok;
+}
+
+void *sio__segmap(struct sio_fabric *f, int slot, uint64_t gen)
+{
+	void *p;
+	int fd;
+
+	if (f->segmap[slot] && f->segmap_gen[slot] == gen)
+		return f->segmap[slot];
+	sio__segmap_drop(f, slot);
+	if (sio__segment_mmap(f, slot, &p, &fd))
+		return NULL;
+	close(fd);
+	f->segmap[slot] = p;
+	f->segmap_gen[slot] = gen;
+	f->segmap_len[slot] = f->reg->segs[slot].size;
+	return p;
+}
+
+void sio__segmap_drop(struct sio_fabric *f, int slot)
+{
+	if (f->segmap[slot])
+		munmap(f->segmap[slot], f->segmap_len[slot]);
+	f->segmap[slot] = NULL;
+}
+
+int sio__segment_mmap(struct sio_fabric *f, int slot, void **vaddr, int *fdp)
+{
+	char path[PATH_MAX + 64];
+	uint64_t size = f->reg->segs[slot].size;
+	void *p;
+	int fd;
+
+	sio__segment_path(f, slot, path, sizeof(path));
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return sio__err(errno == ENOENT ? ENOENT : errno, "segment file %s: %s", path, strerror(errno));
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		int e = errno;
+		close(fd);
+		return sio__err(e, "cannot map segment %s: %s", path, strerror(e));
+	}
+	*vaddr = p;
+	*fdp = fd;
+	return 0;
+}
+
+static int find_seg(struct sio_registry *r, int node, uint32_t id)
+{
+	for (int s = 0; s < SIO_MAX_SEGS; s++)
+		if (r->segs[s].used && r->segs[s].node == node && r->segs[s].id == id)
+			return s;
+	return -1;
+}
+
+static struct sio_segment *handle(struct sio_fabric *f, int slot, bool owner)
+{
+	struct sio_segment *h = calloc(1, sizeof(*h));
+	const struct reg_seg *s = &f->reg->segs[slot];
+
+	if (!h)
+		return NULL;
+	*h = (struct sio_segment){ .f = f, .slot = slot, .id = s->id, .node = s->node,
+				   .size = s->size, .gen = s->gen, .owner = owner,
+				   .window = -1, .fd = -1, .bar_idx = -1, .kind = s->kind };
+	return h;
+}
+
+/* Create a segment slot and its file; registry lock held. */
+static int seg_new(struct sio_fabric *f, int node, uint32_t id, uint64_t size,
+		   unsigned int flags, int kind, int *slotp)
+{
+	struct sio_registry *r = f->reg;
+	char path[PATH_MAX + 64];
+	struct reg_seg *sg;
+	int s, fd;
+	bool huge;
+
+	if (id == 0) {
+		do
+			id = r->next_seg_id[node]++;
+		while (find_seg(r, node, id) >= 0);
+	} else if (find_seg(r, node, id) >= 0) {
+		return sio__err(EEXIST, "segment id %u is already in use on node %d", id, node);
+	}
+	for (s = 0; s < SIO_MAX_SEGS && r->segs[s].used; s++)
+		;
+	if (s == SIO_MAX_SEGS)
+		return sio__err(ENOSPC, "the fabric has all %d segments in use", SIO_MAX_SEGS);
+	huge = (flags & SIO_SEG_F_HUGE) || use_huge(f, (size + HUGE_SZ - 1) & ~(HUGE_SZ - 1), flags);
+	if (huge && !r->hugedir[0])
+		return sio__err(ENOMEM, "huge pages requested but no hugetlbfs is mounted");
+	if (huge)
+		size = (size + HUGE_SZ - 1) & ~(HUGE_SZ - 1);
+	sg = &r->segs[s];
+	*sg = (struct reg_seg){ .used = 1, .id = id, .node = node, .owner = f->proc, .size = size,
+				.gen = r->next_gen++, .kind = kind, .device = -1, .bar = -1, .huge = huge };
+	sio__segment_path(f, s, path, sizeof(path));
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, (off_t)size)) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		unlink(path);
+		sg->used = 0;
+		return sio__err(e, "cannot create segment memory %s: %s", path, strerror(e));
+	}
+	close(fd);
+	*slotp = s;
+	return 0;
+}
+
+int sio__seg_new_locked(struct sio_fabric *f, int node, uint32_t id, uint64_t size,
+			unsigned int flags, int kind, int *slotp)
+{
+	return seg_new(f, node, id, size, flags, kind, slotp);
+}
+
+int sio_segment_create_on(struct sio_fabric *f, int node, uint32_t id, uint64_t size,
+			  unsigned int flags, struct sio_segment **out)
+{
+	int ret, slot;
+
+	if (!f || !out)
+		return sio__err(EINVAL, "fabric handle or out pointer is NULL");
+	if (size == 0 || size > SIO_SEG_MAX_SIZE)
+		return sio__err(EINVAL, "segment size must be 1 byte to 4 GiB, not %llu",
+				(unsigned long long)size);
+	if (node < 0 || node >= f->reg->topo.nodes)
+		return sio__err(EINVAL, "no node %d in fabric '%s'", node, f->name);
+	if ((flags & SIO_SEG_F_HUGE) && (flags & SIO_SEG_F_NOHUGE))
+		return sio__err(EINVAL, "SIO_SEG_F_HUGE and SIO_SEG_F_NOHUGE together");
+	size = (size + 4095) & ~4095ull;
+	sio__lock(f);
+	ret = seg_new(f, node, id, size, flags, SIO_SEG_RAM, &slot);
+	if (!ret && !(*out = handle(f, slot, true))) {
+		reg_seg_release(f, slot, false);
+		ret = sio__err(ENOMEM, "out of memory");
+	}
+	sio__unlock(f);
+	return ret;
+}
+
+int sio_segment_create(struct sio_fabric *f, uint32_t id, uint64_t size, unsigned int flags,
+		       struct sio_segment **out)
+{
+	if (!f)
+		return sio__err(EINVAL, "fabric handle is NULL");
+	return sio_segment_create_on(f, f->node, id, size, flags, out);
+}
+
+int sio_segment_connect(struct sio_fabric *f, int node, uint32_t id, struct sio_segment **out)
+{
+	int s, ret = 0;
+
+	if (!f || !out)
+		return sio__err(EINVAL, "fabric handle or out pointer is NULL");
+	sio__lock(f);
+	s = find_seg(f->reg, node, id);
+	if (s < 0)
+		ret = sio__err(ENOENT, "no segment %u on node %d", id, node);
+	else if (!(*out = handle(f, s, false)))
+		ret = sio__err(ENOMEM, "out of memory");
+	sio__unlock(f);
+	return ret;
+}
+
+/* Registry lock held. The handle's segment must still be the one it named. */
+static int seg_check(struct sio_segment *seg)
+{
+	const struct reg_seg *s = &seg->f->reg->segs[seg->slot];
+
+	if (!s->used || s->gen != seg->gen)
+		return sio__err(ENOENT, "segment %u of node %d is gone", seg->id, seg->node);
+	return 0;
+}
+
+int sio__seg_check(struct sio_segment *seg)
+{
+	return seg_check(seg);
+}
+
+int sio_segment_map(struct sio_segment *seg, void **vaddr)
+{
+	struct sio_fabric *f;
+	struct sio_path path;
+	int ret, pm = -1;
+	uint64_t bus;
+
+	if (!seg || !vaddr)
+		return sio__err(EINVAL, "segment or vaddr pointer is NULL");
+	if (seg->vaddr) {
+		*vaddr = seg->vaddr;
+		return 0;
+	}
+	if (seg->bar_dev) {	/* another backend maps its own BARs */
+		uint64_t sz;
+		ret = sio__vfio_ops.bar_map(seg->bar_dev, seg->bar_idx, &seg->vaddr, &sz);
+		if (!ret)
+			*vaddr = seg->vaddr;
+		return ret;
+	}
+	f = seg->f;
+	sio__lock(f);
+	if ((ret = seg_check(seg)))
+		goto out;
+	if (seg->node != f->node) {
+		ret = sio__route(f, f->node, seg->node, -1, false, false, &path);
+		if (ret)
+			goto out;
+		for (pm = 0; pm < SIO_MAX_PMAPS && f->reg->pmaps[pm].used; pm++)
+			;
+		if (pm == SIO_MAX_PMAPS) {
+			ret = sio__err(ENOSPC, "the fabric has all %d process mappings in use", SIO_MAX_PMAPS);
+			goto out;
+		}
+		ret = reg_window_get(f, f->node, path.adapter, seg->slot, &bus);
+		if (ret < 0)
+			goto out;
+		f->reg->pmaps[pm] = (struct reg_pmap){ .used = 1, .proc = f->proc, .seg = seg->slot,
+						       .node = f->node, .adapter = path.adapter,
+						       .window = ret };
+		seg->window = pm;
+	}
+	ret = sio__segment_mmap(f, seg->slot, &seg->vaddr, &seg->fd);
+	if (ret && pm >= 0) {
+		reg_window_put(f, f->node, f->reg->pmaps[pm].adapter, f->reg->pmaps[pm].window);
+		memset(&f->reg->pmaps[pm], 0, sizeof(f->reg->pmaps[pm]));
+		seg->window = -1;
+	}
+	if (!ret) {
+		close(seg->fd);
+		seg->fd = -1;
+		*vaddr = seg->vaddr;
+		reg_bump(f->reg);
+	}
+out:
+	sio__unlock(f);
+	return ret < 0 ? ret : 0;
+}
+
+int sio_segment_unmap(struct sio_segment *seg)
+{
+	struct sio_fabric *f;
+
+	if (!seg)
+		return sio__err(EINVAL, "segment is NULL");
+	if (!seg->vaddr)
+		return sio__err(EINVAL, "segment %u of node %d is not mapped", seg->id, seg->node);
+	if (seg->bar_dev) {
+		munmap(seg->vaddr, seg->size);
+		seg->vaddr = NULL;
+		return 0;
+	}
+	f = seg->f;
+	munmap(seg->vaddr, seg->size);
+	seg->vaddr = NULL;
+	sio__lock(f);
+	if (seg->window >= 0) {
+		struct reg_pmap *pm = &f->reg->pmaps[seg->window];
+		if (pm->used && pm->proc == f->proc && pm->seg == seg->slot) {
+			reg_window_put(f, pm->node, pm->adapter, pm->window);
+			memset(pm, 0, sizeof(*pm));
+		}
+		seg->window = -1;
+	}
+	reg_bump(f->reg);
+	sio__unlock(f);
+	return 0;
+}
+
+int sio_segment_info(const struct sio_segment *seg, struct sio_segment_info *out)
+{
+	const struct reg_seg *s;
+
+	if (!seg || !out)
+		return sio__err(EINVAL, "segment or out pointer is NULL");
+	memset(out, 0, sizeof(*out));
+	out->id = seg->id;
+	out->node = seg->node;
+	out->size = seg->size;
+	out->kind = seg->kind;
+	out->device = -1;
+	out->bar = -1;
+	if (seg->bar_dev) {
+		out->device = (int)sio_device_id(seg->bar_dev);
+		out->bar = seg->bar_idx;
+		snprintf(out->name, sizeof(out->name), "bar%d", seg->bar_idx);
+		return 0;
+	}
+	s = &seg->f->reg->segs[seg->slot];
+	if (!s->used || s->gen != seg->gen)
+		return sio__err(ENOENT, "segment %u of node %d is gone", seg->id, seg->node);
+	out->kind = s->kind;
+	out->device = s->device >= 0 ? (int)seg->f->reg->devs[s->device].id : -1;
+	out->bar = s->bar;
+	out->hugepages = s->huge;
+	memcpy(out->name, s->name, sizeof(out->name));
+	return 0;
+}
+
+int sio_segment_set_name(struct sio_segment *seg, const char *name)
+{
+	int ret;
+
+	if (!seg || !name)
+		return sio__err(EINVAL, "segment or name is NULL");
+	if (seg->bar_dev)
+		return sio__err(EINVAL, "BAR segments of real devices cannot be renamed");
+	sio__lock(seg->f);
+	if (!(ret = seg_check(seg)))
+		snprintf(seg->f->reg->segs[seg->slot].name, SIO_NAME_MAX, "%s", name);
+	sio__unlock(seg->f);
+	return ret;
+}
+
+int sio_segment_remove(struct sio_segment *seg)
+{
+	if (!seg)
+		return 0;
+	if (seg->vaddr)
+		sio_segment_unmap(seg);
+	if (seg->owner && !seg->bar_dev) {
+		sio__lock(seg->f);
+		if (!seg_check(seg))
+			reg_seg_release(seg->f, seg->slot, true);
+		sio__unlock(seg->f);
+	}
+	free(seg);
+	return 0;
+}
+
+struct sio_fabric *sio_segment_fabric(const struct sio_segment *seg)
+{
+	return seg ? seg->f : NULL;
+}
+
+static uint32_t *word(struct sio_segment *seg, uint64_t off)
+{
+	if (!seg || !seg->vaddr || (off & 3) || off + 4 > seg->size)
+		return NULL;
+	return (uint32_t *)((char *)seg->vaddr + off);
+}
+
+int sio_segment_notify(struct sio_segment *seg, uint64_t offset)
+{
+	uint32_t *w = word(seg, offset);
+	long r;
+
+	if (!w)
+		return sio__err(EINVAL, "notify needs a mapped segment and an aligned offset inside it");
+	r = syscall(SYS_futex, w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	return r < 0 ? sio__err(errno, "futex wake: %s", strerror(errno)) : (int)r;
+}
+
+int sio_segment_wait(struct sio_segment *seg, uint64_t offset, uint32_t old, uint64_t timeout_ns)
+{
+	uint32_t *w = word(seg, offset);
+	struct timespec ts = { .tv_sec = timeout_ns / 1000000000ull,
+			       .tv_nsec = timeout_ns % 1000000000ull };
+
+	if (!w)
+		return sio__err(EINVAL, "wait needs a mapped segment and an aligned offset inside it");
+	if (__atomic_load_n(w, __ATOMIC_ACQUIRE) != old)
+		return 0;
+	if (syscall(SYS_futex, w, FUTEX_WAIT, old, &ts, NULL, 0) == 0)
+		return 0;
+	if (errno == EAGAIN || errno == EINTR)
+		return 0;
+	if (errno == ETIMEDOUT)
+		return -ETIMEDOUT;
+	return sio__err(errno, "futex wait: %s", strerror(errno));
+}

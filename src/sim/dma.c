@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Device-side DMA on the simulated fabric: bus address -> device mapping ->
+ * (window ->) segment -> this process's mapping of the segment's pages.
+ * The device's mappings are cached per registration and reloaded when the
+ * registry's map generation moves, so the hot path is a load, a compare and
+ * a range check.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "../internal.h"
+
+struct sio_dma_cache_ent {
+	uint64_t bus, size;
+	int seg, group;
+	uint64_t seg_gen;
+	int ln[2], la[2];
+	uint32_t rt_ns;
+	char *va;
+};
+
+static int reload(struct sio_devreg *reg)
+{
+	struct sio_fabric *f = reg->f;
+	struct sio_registry *r = f->reg;
+	int n = 0;
+
+	sio__lock(f);
+	reg->cache_gen = atomic_load_explicit(&r->map_gen, memory_order_acquire);
+	for (int m = 0; m < SIO_MAX_DMAMAPS; m++) {
+		const struct reg_dmamap *d = &r->dmamaps[m];
+		struct sio_dma_cache_ent *e;
+
+		if (!d->used || d->dev != reg->slot)
+			continue;
+		if (n == reg->cache_cap) {
+			int cap = reg->cache_cap ? 2 * reg->cache_cap : 32;
+			void *p = realloc(reg->cache, cap * sizeof(*reg->cache));
+			if (!p)
+				break;
+			reg->cache = p;
+			reg->cache_cap = cap;
+		}
+		e = &reg->cache[n];
+		*e = (struct sio_dma_cache_ent){ .bus = d->bus, .size = d->size, .seg = d->seg,
+						 .group = d->group, .seg_gen = d->seg_gen,
+						 .ln = { d->link_node[0], d->link_node[1] },
+						 .la = { d->link_adapter[0], d->link_adapter[1] },
+						 .rt_ns = d->rt_ns };
+		if (d->seg >= 0 && !(e->va = sio__segmap(f, d->seg, d->seg_gen)))
+			continue;
+		n++;
+	}
+	reg->ncache = n;
+	reg->mru = -1;
+	sio__unlock(f);
+	return 0;
+}
+
+static bool link_ok(struct sio_registry *r, const struct sio_dma_cache_ent *e)
+{
+	for (int i = 0; i < 2; i++)
+		if (e->ln[i] >= 0 && !atomic_load_explicit(&r->nodes[e->ln[i]].link_up[e->la[i]],
+							   memory_order_relaxed))
+			return false;
+	return true;
+}
+
+static struct sio_dma_cache_ent *lookup(struct sio_devreg *reg, uint64_t bus, size_t len)
+{
+	struct sio_registry *r = reg->f->reg;
+
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass || atomic_load_explicit(&r->map_gen, memory_order_acquire) != reg->cache_gen)
+			reload(reg);
+		if (reg->mru >= 0) {
+			struct sio_dma_cache_ent *e = &reg->cache[reg->mru];
+			if (bus >= e->bus && bus - e->bus + len <= e->size && bus - e->bus < e->size)
+				return e;
+		}
+		for (int i = 0; i < reg->ncache; i++) {
+			struct sio_dma_cache_ent *e = &reg->cache[i];
+			if (bus >= e->bus && bus - e->bus < e->size && bus - e->bus + len <= e->size) {
+				reg->mru = i;
+				return e;
+			}
+		}
+	}
+	return NULL;
+}
+
+static int fault(struct sio_devreg *reg, uint64_t bus)
+{
+	struct reg_dev *v = &reg->f->reg->devs[reg->slot];
+
+	atomic_fetch_add(&v->dma_faults, 1);
+	atomic_store(&v->last_fault, bus);
+	return sio__err(EFAULT, "DMA fault: device %u has nothing mapped at bus address 0x%llx",
+			reg->id, (unsigned long long)bus);
+}
+
+static int linkdown(struct sio_devreg *reg, uint64_t bus)
+{
+	atomic_fetch_add(&reg->f->reg->devs[reg->slot].dma_linkdown, 1);
+	return sio__err(ENOLINK, "DMA to 0x%llx from device %u crosses a link that is down",
+			(unsigned long long)bus, reg->id);
+}
+
+int sio_dma_ptr(struct sio_devreg *reg, uint64_t bus, size_t len, bool write, void **ptr)
+{
+	struct sio_dma_cache_ent *e;
+
+	if (!reg || !ptr || !len)
+		return sio__err(EINVAL, "bad arguments to sio_dma_ptr");
+	e = lookup(reg, bus, len);
+	if (!e || e->group >= 0)	/* group addresses take posted writes only */
+		return fault(reg, bus);
+	if (!link_ok(reg->f->reg, e))
+		return linkdown(reg, bus);
+	if (!write)
+		sio__delay_ns(e->rt_ns);
+	*ptr = e->va + (bus - e->bus);
+	return 0;
+}
+
+int sio_dma_read(struct sio_devreg *reg, uint64_t bus, void *buf, size_t len)
+{
+	void *p;
+	int ret;
+
+	if (!buf)
+		return sio__err(EINVAL, "buffer is NULL");
+	ret = sio_dma_ptr(reg, bus, len, false, &p);
+	if (ret == -ENOLINK)
+		memset(buf, 0xff, len);	/* PCIe completes reads on a dead link with all ones */
+	else if (!ret)
+		memcpy(buf, p, len);
+	return ret;
+}
+
+static int mcast_write(struct sio_devreg *reg, struct sio_dma_cache_ent *e, uint64_t bus,
+		       const void *buf, size_t len)
+{
+	struct sio_fabric *f = reg->f;
+	struct sio_registry *r = f->reg;
+	const struct reg_group *g = &r->groups[e->group];
+	int lender = r->devs[reg->slot].lender;
+
+	sio__lock(f);
+	for (int i = 0; i < g->nsubs; i++) {
+		int s = g->sub_seg[i], node = r->segs[s].node;
+		struct sio_path path;
+		char *va;
+
+		if (!r->segs[s].used || r->segs[s].gen != g->sub_gen[i])
+			continue;
+		if (node != lender && (sio__route(f, lender, node, -1, false, false, &path) || !path.up))
+			continue;	/* that branch of the tree is down: dropped there */
+		if ((va = sio__segmap(f, s, g->sub_gen[i])))
+			memcpy(va + (bus - e->bus), buf, len);
+	}
+	sio__unlock(f);
+	return 0;
+}
+
+int sio_dma_write(struct sio_devreg *reg, uint64_t bus, const void *buf, size_t len)
+{
+	struct sio_dma_cache_ent *e;
+
+	if (!reg || !buf || !len)
+		return sio__err(EINVAL, "bad arguments to sio_dma_write");
+	e = lookup(reg, bus, len);
+	if (!e)
+		return fault(reg, bus);
+	if (e->group >= 0)
+		return mcast_write(reg, e, bus, buf, len);
+	if (!link_ok(reg->f->reg, e))
+		return linkdown(reg, bus);	/* posted: dropped, the device is not told */
+	memcpy(e->va + (bus - e->bus), buf, len);
+	return 0;
+}
+
+int sio_dma_stats(struct sio_devreg *reg, struct sio_dma_stats *out)
+{
+	const struct reg_dev *v;
+
+	if (!reg || !out)
+		return sio__err(EINVAL, "registration or out pointer is NULL");
+	v = &reg->f->reg->devs[reg->slot];
+	out->faults = atomic_load(&v->dma_faults);
+	out->linkdown = atomic_load(&v->dma_linkdown);
+	out->last_fault_addr = atomic_load(&v->last_fault);
+	return 0;
+}
