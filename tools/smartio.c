@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/* smartio: create, inspect and break simulated fabrics. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#ifdef SIO_TOOL_VFIO
+#include "smartio-vfio.h"
+#endif
+
+static const char *fabric_arg(int argc, char **argv)
+{
+	if (optind < argc)
+		return argv[optind++];
+	return getenv("SMARTIO_FABRIC");
+}
+
+static int fail(int ret, const char *what)
+{
+	fprintf(stderr, "smartio %s: %s\n", what, sio_errmsg());
+	return ret == -ENOENT || ret == -ENODEV ? 2 : 1;
+}
+
+static int usage(FILE *o, int code)
+{
+	fprintf(o,
+"usage: smartio COMMAND [ARGS]\n"
+"  create NAME [--nodes N] [--topology b2b|switch|cascade] [--per-switch K]\n"
+"              [--adapters 1|2] [--windows W] [--window-size BYTES]\n"
+"              [--mcast-groups G] [--latency-model]\n"
+"  destroy NAME\n"
+"  status [NAME] [--json]          nodes, windows, segments, devices, borrows\n"
+"  path [NAME] FROM TO [--json]    FROM/TO: node:N, dev:ID or seg:NODE:ID\n"
+"  link [NAME] NODE [ADAPTER] up|down\n"
+#ifdef SIO_TOOL_VFIO
+"  vfio ...                        real devices through vfio-pci (smartio vfio --help)\n"
+#endif
+"NAME defaults to $SMARTIO_FABRIC. Exit codes: 0 ok, 1 error, 2 not found.\n");
+	return code;
+}
+
+static int cmd_create(int argc, char **argv)
+{
+	static const struct option o[] = {
+		{ "nodes", 1, 0, 'n' }, { "topology", 1, 0, 't' }, { "per-switch", 1, 0, 'p' },
+		{ "adapters", 1, 0, 'a' }, { "windows", 1, 0, 'w' }, { "window-size", 1, 0, 's' },
+		{ "mcast-groups", 1, 0, 'g' }, { "latency-model", 0, 0, 'l' }, { "help", 0, 0, 'h' },
+		{ 0 } };
+	struct sio_fabric_config c = { .nodes = 2, .topology = SIO_TOPO_SWITCH };
+	const char *name;
+	int opt, ret;
+
+	while ((opt = getopt_long(argc, argv, "n:t:p:a:w:s:g:lh", o, NULL)) != -1) {
+		switch (opt) {
+		case 'n': c.nodes = atoi(optarg); break;
+		case 'p': c.nodes_per_switch = atoi(optarg); break;
+		case 'a': c.adapters = atoi(optarg); break;
+		case 'w': c.windows = atoi(optarg); break;
+		case 's': c.window_size = strtoull(optarg, NULL, 0); break;
+		case 'g': c.mcast_groups = atoi(optarg); break;
+		case 'l': c.latency_model = true; break;
+		case 't':
+			if (!strcmp(optarg, "b2b")) c.topology = SIO_TOPO_B2B;
+			else if (!strcmp(optarg, "switch")) c.topology = SIO_TOPO_SWITCH;
+			else if (!strcmp(optarg, "cascade")) c.topology = SIO_TOPO_CASCADE;
+			else {
+				fprintf(stderr, "smartio create: unknown topology '%s' (b2b, switch, cascade)\n", optarg);
+				return 1;
+			}
+			break;
+		case 'h': return usage(stdout, 0);
+		default: return usage(stderr, 1);
+		}
+	}
+	name = fabric_arg(argc, argv);
+	ret = sio_fabric_create(name, &c);
+	if (ret)
+		return fail(ret, "create");
+	printf("fabric '%s': %d nodes, %s, %d adapter(s), %d windows per adapter%s\n",
+	       name ? name : getenv("SMARTIO_FABRIC"), c.nodes,
+	       c.topology == SIO_TOPO_B2B ? "back-to-back" : c.topology == SIO_TOPO_SWITCH ? "one switch" : "cascade",
+	       c.adapters ? c.adapters : 1, c.windows ? c.windows : SIO_DEFAULT_WINDOWS,
+	       c.latency_model ? ", latency model on (modelled delays, not measured)" : "");
+	return 0;
+}
+
+static int cmd_destroy(int argc, char **argv)
+{
+	int ret;
+
+	optind++;
+	ret = sio_fabric_destroy(fabric_arg(argc, argv));
+	return ret ? fail(ret, "destroy") : 0;
+}
+
+static const char *kind_name(int k)
+{
+	return k == SIO_SEG_BAR ? "bar" : k == SIO_SEG_GPU ? "gpu" : "ram";
+}
+
+static int cmd_status(int argc, char **argv)
+{
+	bool json = false;
+	struct sio_fabric *f;
+	struct sio_registry *r;
+	int ret;
+
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--json"))
+			json = true, memmove(&argv[i], &argv[i + 1], (argc - i) * sizeof(*argv)), argc--, i--;
+	optind = 1;
+	ret = sio_fabric_open(fabric_arg(argc, argv), 0, &f);
+	if (ret)
+		return fail(ret, "status");
+	r = f->reg;
+	sio__lock(f);
+	reg_reap(f);
+	const struct sio_topology *t = &r->topo;
+	const char *topo = t->kind == SIO_TOPO_B2B ? "b2b" : t->kind == SIO_TOPO_SWITCH ? "switch" : "cascade";
+	if (json) {
+		printf("{\"fabric\":\"%s\",\"topology\":\"%s\",\"nodes\":%d,\"adapters\":%d,\"windows\":%d,"
+		       "\"latency_model\":%s,\"node\":[", f->name, topo, t->nodes, t->adapters, t->windows,
+		       t->latency_model ? "true" : "false");
+		for (int n = 0; n < t->nodes; n++) {
+			printf("%s{\"id\":%d,\"adapters\":[", n ? "," : "", n);
+			for (int a = 0; a < t->adapters; a++)
+				printf("%s{\"switch\":%d,\"link_up\":%s,\"windows_used\":%d}", a ? "," : "",
+				       r->nodes[n].sw[a], r->nodes[n].link_up[a] ? "true" : "false",
+				       r->nodes[n].windows_used[a]);
+			printf("]}");
+		}
+		printf("],\"segments\":[");
+		for (int s = 0, first = 1; s < SIO_MAX_SEGS; s++)
+			if (r->segs[s].used && r->segs[s].owner != f->proc) {
+				printf("%s{\"node\":%d,\"id\":%u,\"size\":%llu,\"kind\":\"%s\",\"name\":\"%s\",\"pid\":%d}",
+				       first ? "" : ",", r->segs[s].node, r->segs[s].id,
+				       (unsigned long long)r->segs[s].size, kind_name(r->segs[s].kind),
+				       r->segs[s].name, r->procs[r->segs[s].owner].pid);
+				first = 0;
+			}
+		printf("],\"devices\":[");
+		for (int d = 0, first = 1; d < SIO_MAX_DEVS; d++)
+			if (r->devs[d].used) {
+				printf("%s{\"id\":%u,\"lender\":%d,\"class\":\"0x%06x\",\"name\":\"%s\",\"borrowers\":%d,"
+				       "\"exclusive\":%s,\"dma_faults\":%llu}", first ? "" : ",", r->devs[d].id,
+				       r->devs[d].lender, r->devs[d].class_code, r->devs[d].name,
+				       r->devs[d].nborrows, r->devs[d].excl >= 0 ? "true" : "false",
+				       (unsigned long long)r->devs[d].dma_faults);
+				first = 0;
+			}
+		printf("]}\n");
+	} else {
+		printf("fabric %s: %s, %d nodes, %d adapter(s) per node, %d windows per adapter, latency model %s\n",
+		       f->name, topo, t->nodes, t->adapters, t->windows,
+		       t->latency_model ? "on (modelled, not measured)" : "off");
+		printf("%-6s %-8s %-10s %-14s %s\n", "node", "adapter", "switch", "link", "windows used");
+		for (int n = 0; n < t->nodes; n++)
+			for (int a = 0; a < t->adapters; a++)
+				printf("%-6d %-8d %-10d %-14s %d/%d\n", n, a, r->nodes[n].sw[a],
+				       r->nodes[n].link_up[a] ? "up" : "DOWN", r->nodes[n].windows_used[a], t->windows);
+		printf("\nsegments:\n%-6s %-10s %-12s %-5s %-8s %s\n", "node", "id", "size", "kind", "pid", "name");
+		for (int s = 0; s < SIO_MAX_SEGS; s++)
+			if (r->segs[s].used)
+				printf("%-6d %-10u %-12llu %-5s %-8d %s\n", r->segs[s].node, r->segs[s].id,
+				       (unsigned long long)r->segs[s].size, kind_name(r->segs[s].kind),
+				       r->procs[r->segs[s].owner].pid, r->segs[s].name);
+		printf("\ndevices:\n%-4s %-7s %-9s %-16s %-10s %s\n", "id", "lender", "class", "name", "borrowers", "dma faults");
+		for (int d = 0; d < SIO_MAX_DEVS; d++)
+			if (r->devs[d].used)
+				printf("%-4u %-7d 0x%06x  %-16s %d%-9s %llu\n", r->devs[d].id, r->devs[d].lender,
+				       r->devs[d].class_code, r->devs[d].name, r->devs[d].nborrows,
+				       r->devs[d].excl >= 0 ? " (excl)" : "", (unsigned long long)r->devs[d].dma_faults);
+		printf("\nborrows:\n");
+		for (int b = 0; b < SIO_MAX_BORROWS; b++)
+			if (r->borrows[b].used)
+				printf("  device %u by pid %d on node %d%s\n", r->devs[r->borrows[b].dev].id,
+				       r->procs[r->borrows[b].proc].pid, r->procs[r->borrows[b].proc].node,
+				       r->borrows[b].excl ? " (exclusive)" : "");
+	}
+	sio__unlock(f);
+	sio_fabric_close(f);
+	return 0;
+}
+
+static int parse_ep(const char *s, struct sio_endpoint *e)
+{
+	unsigned a, b;
+
+	if (sscanf(s, "node:%u", &a) == 1)
+		*e = (struct sio_endpoint){ .kind = SIO_EP_NODE, .node = (int)a };
+	else if (sscanf(s, "dev:%u", &a) == 1)
+		*e = (struct sio_endpoint){ .kind = SIO_EP_DEVICE, .id = a };
+	else if (sscanf(s, "seg:%u:%u", &a, &b) == 2)
+		*e = (struct sio_endpoint){ .kind = SIO_EP_SEGMENT, .node = (int)a, .id = b };
+	else {
+		fprintf(stderr, "smartio path: '%s' is not node:N, dev:ID or seg:NODE:ID\n", s);
+		return -1;
+	}
+	return 0;
+}
+
+static int cmd_path(int argc, char **argv)
+{
+	struct sio_endpoint from, to;
+	struct sio_fabric *f;
+	struct sio_path p;
+	bool json = false;
+	int ret;
+
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--json"))
+			json = true, memmove(&argv[i], &argv[i + 1], (argc - i) * sizeof(*argv)), argc--, i--;
+	optind = 1;
+	if (argc - optind < 2 || argc - optind > 3)
+		return usage(stderr, 1);
+	const char *name = argc - optind == 3 ? argv[optind++] : getenv("SMARTIO_FABRIC");
+	if (parse_ep(argv[optind], &from) || parse_ep(argv[optind + 1], &to))
+		return 1;
+	if ((ret = sio_fabric_open(name, 0, &f)))
+		return fail(ret, "path");
+	ret = sio_path_resolve(f, &from, &to, -1, &p);
+	if (ret) {
+		sio_fabric_close(f);
+		return fail(ret, "path");
+	}
+	if (json) {
+		printf("{\"from_node\":%d,\"to_node\":%d,\"adapter\":%d,\"up\":%s,\"hops\":[",
+		       p.from_node, p.to_node, p.adapter, p.up ? "true" : "false");
+		for (int i = 0; i < p.nhops; i++)
+			printf("%s{\"kind\":\"%s\",\"id\":%d,\"ns\":%u}", i ? "," : "",
+			       sio_hop_kind_name(p.hops[i].kind), p.hops[i].id, p.hops[i].ns);
+		printf("],\"model_one_way_ns\":%u,\"model_round_trip_ns\":%u}\n", p.one_way_ns, p.round_trip_ns);
+	} else {
+		printf("node %d -> node %d via adapter %d, link %s, %d hop(s):\n", p.from_node, p.to_node,
+		       p.adapter, p.up ? "up" : "DOWN", p.nhops);
+		for (int i = 0; i < p.nhops; i++)
+			printf("  %-8s %-4d %4u ns\n", sio_hop_kind_name(p.hops[i].kind), p.hops[i].id, p.hops[i].ns);
+		printf("latency model (not a measurement): one way %u ns, round trip %u ns\n",
+		       p.one_way_ns, p.round_trip_ns);
+	}
+	sio_fabric_close(f);
+	return 0;
+}
+
+static int cmd_link(int argc, char **argv)
+{
+	struct sio_fabric *f;
+	const char *name;
+	int node, adapter = -1, ret, nargs = argc - 1;
+	bool up;
+
+	if (nargs < 2 || nargs > 4)
+		return usage(stderr, 1);
+	up = !strcmp(argv[argc - 1], "up");
+	if (!up && strcmp(argv[argc - 1], "down")) {
+		fprintf(stderr, "smartio link: last argument must be 'up' or 'down'\n");
+		return 1;
+	}
+	/* [NAME] NODE [ADAPTER] up|down: a non-number first argument is the name */
+	int i = 1;
+	char *end;
+	strtol(argv[1], &end, 10);
+	name = *end ? argv[i++] : getenv("SMARTIO_FABRIC");
+	node = atoi(argv[i++]);
+	if (i < argc - 1)
+		adapter = atoi(argv[i]);
+	if ((ret = sio_fabric_open(name, 0, &f)))
+		return fail(ret, "link");
+	ret = sio_link_set(f, node, adapter, up);
+	sio_fabric_close(f);
+	if (ret)
+		return fail(ret, "link");
+	printf("node %d adapter %s: link %s\n", node, adapter < 0 ? "all" : argv[i], up ? "up" : "down");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage(stderr, 1);
+	const char *c = argv[1];
+	if (!strcmp(c, "--help") || !strcmp(c, "-h") || !strcmp(c, "help"))
+		return usage(stdout, 0);
+	if (!strcmp(c, "create")) return optind = 2, cmd_create(argc, argv);
+	if (!strcmp(c, "destroy")) return optind = 1, cmd_destroy(argc, argv);
+	if (!strcmp(c, "status")) return cmd_status(argc - 1, argv + 1);
+	if (!strcmp(c, "path")) return cmd_path(argc - 1, argv + 1);
+	if (!strcmp(c, "link")) return cmd_link(argc - 1, argv + 1);
+#ifdef SIO_TOOL_VFIO
+	if (!strcmp(c, "vfio")) return sio_tool_vfio(argc - 1, argv + 1);
+#endif
+	fprintf(stderr, "smartio: unknown command '%s'\n", c);
+	return usage(stderr, 1);
+}
