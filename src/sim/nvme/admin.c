@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Admin commands (NVMe 1.4, 5): Identify, queue creation and deletion,
+ * features, log pages. The checks are made in the order QEMU's controller
+ * makes them, so that one bad command gets the same status from both.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "emu_priv.h"
+
+#define ST_SEQ_ERROR	EMU_ST(SIO_NVME_SCT_GENERIC, 0x0c)	/* Command Sequence Error */
+
+void emu_features_reset(struct sio_nvme_emu *emu)
+{
+	emu->nsqa = emu->ncqa = emu->cfg.max_qpairs;
+	emu->arb = 0;		/* burst 1, weights 1: plain alternation */
+	emu->wce = true;
+}
+
+static void put_str(char *dst, size_t n, const char *src)
+{
+	/* Identify strings are space padded, not NUL terminated. */
+	size_t l = strlen(src);
+
+	memset(dst, ' ', n);
+	memcpy(dst, src, l < n ? l : n);
+}
+
+static void put_u128(uint8_t *dst, uint64_t v)
+{
+	memset(dst, 0, 16);
+	memcpy(dst, &v, 8);
+}
+
+static void identify_ctrl(struct sio_nvme_emu *emu, struct nvme_id_ctrl *id)
+{
+	char buf[48];
+
+	id->vid = emu->cfg.vendor ? emu->cfg.vendor : 0x1b36;
+	id->ssvid = id->vid;
+	snprintf(buf, sizeof(buf), "SIOEMU%08llx", (unsigned long long)(emu->devid < 0 ? 0 : emu->devid));
+	put_str(id->sn, sizeof(id->sn), buf);
+	put_str(id->mn, sizeof(id->mn), "smartio emulated NVMe");
+	put_str(id->fr, sizeof(id->fr), "0.1");
+	id->rab = 6;
+	id->ieee[0] = 0x00; id->ieee[1] = 0x54; id->ieee[2] = 0x52;	/* as QEMU */
+	id->mdts = (uint8_t)emu->cfg.mdts;
+	id->cntlid = (uint16_t)(emu->devid < 0 ? 0 : emu->devid);
+	id->ver = 0x00010400;
+	id->cntrltype = 1;	/* I/O controller */
+	id->acl = 3;
+	id->aerl = EMU_AERL;
+	id->frmw = 0x3;		/* one slot, read only */
+	id->lpa = 0;		/* SMART log is controller-wide */
+	id->elpe = EMU_ELOG_ENTRIES - 1;
+	id->wctemp = 343;
+	id->cctemp = 373;
+	id->sqes = 0x66;
+	id->cqes = 0x44;
+	id->maxcmd = (uint16_t)(emu->cfg.mqes > 0xffff ? 0xffff : emu->cfg.mqes);
+	id->nn = (uint32_t)emu->nns;
+	id->oncs = 1u << 3;	/* Write Zeroes */
+	id->vwc = 0x7;		/* volatile write cache; flush to all namespaces */
+	id->sgls = 0;		/* PRPs only */
+	snprintf(buf, sizeof(buf), "nqn.2024-01.io.smartio:emu-%lld", (long long)emu->devid);
+	memcpy(id->subnqn, buf, strlen(buf));
+	id->psd[0].mp = 2500;	/* 25 W, in 0.01 W */
+}
+
+static void identify_ns(struct sio_nvme_emu *emu, uint32_t nsid, struct nvme_id_ns *id)
+{
+	const struct emu_ns *ns = &emu->ns[nsid - 1];
+
+	id->nsze = id->ncap = id->nuse = ns->nlb;
+	id->nlbaf = 0;
+	id->flbas = 0;
+	id->lbaf[0].ds = (uint8_t)ns->lba_shift;
+	put_u128(id->nvmcap, ns->nlb << ns->lba_shift);
+	/* Unique per controller and namespace. */
+	uint64_t eui = 0x5254000000000000ull | ((uint64_t)(emu->devid & 0xffffff) << 8) | nsid;
+	for (int i = 0; i < 8; i++)
+		id->eui64[i] = (uint8_t)(eui >> (56 - 8 * i));
+}
+
+static uint16_t cmd_identify(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd)
+{
+	uint8_t *buf = emu->scratch;
+	uint32_t cns = cmd->cdw10 & 0xff, nsid = cmd->nsid;
+
+	memset(buf, 0, 4096);
+	switch (cns) {
+	case SIO_NVME_CNS_NS:
+		if (nsid == 0 || nsid > (uint32_t)emu->nns)
+			return EMU_ST_NS;
+		identify_ns(emu, nsid, (struct nvme_id_ns *)buf);
+		break;
+	case SIO_NVME_CNS_CTRL:
+		identify_ctrl(emu, (struct nvme_id_ctrl *)buf);
+		break;
+	case SIO_NVME_CNS_NS_ACTIVE: {
+		uint32_t *list = (uint32_t *)buf, n = 0;
+
+		if (nsid >= 0xfffffffeu)
+			return EMU_ST_NS;
+		for (uint32_t i = nsid + 1; i <= (uint32_t)emu->nns && n < 1024; i++)
+			list[n++] = i;
+		break;
+	}
+	default:
+		return EMU_ST_FIELD;
+	}
+	return emu_xfer(emu, cmd, buf, 4096, true);
+}
+
+static uint16_t cmd_create_cq(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd)
+{
+	uint32_t qid = cmd->cdw10 & 0xffff, qsize = (cmd->cdw10 >> 16) + 1;
+	uint32_t iv = cmd->cdw11 >> 16, iosz = (emu_cc(emu) >> SIO_NVME_CC_IOCQES_SHIFT) & 0xf;
+	bool pc = cmd->cdw11 & 1, ien = cmd->cdw11 & 2;
+
+	if (qid == 0 || qid > emu->ncqa || emu->cq[qid].valid)
+		return EMU_ST_QID;
+	if (qsize < 2 || qsize > emu->cfg.mqes)
+		return EMU_ST_QSIZE;
+	if (cmd->prp1 & (emu->page_size - 1))
+		return EMU_ST_PRP_OFF;
+	if (!pc)
+		return EMU_ST_FIELD;	/* CAP.CQR: queues must be contiguous */
+	if (ien && iv > emu->cfg.max_qpairs)
+		return EMU_ST_IV;
+	if (iosz != 0 && iosz != 4)
+		return EMU_ST_FIELD;	/* CC.IOCQES: 16-byte entries only */
+	emu->cq[qid] = (struct emu_cq){ .valid = true, .phase = 1, .qid = (uint16_t)qid,
+					.size = qsize, .base = cmd->prp1 };
+	return EMU_OK;
+}
+
+static uint16_t cmd_create_sq(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd)
+{
+	uint32_t qid = cmd->cdw10 & 0xffff, qsize = (cmd->cdw10 >> 16) + 1;
+	uint32_t cqid = cmd->cdw11 >> 16, iosz = (emu_cc(emu) >> SIO_NVME_CC_IOSQES_SHIFT) & 0xf;
+	bool pc = cmd->cdw11 & 1;
+
+	if (qid == 0 || qid > emu->nsqa || emu->sq[qid].valid)
+		return EMU_ST_QID;
+	if (cqid == 0 || cqid > emu->ncqa || !emu->cq[cqid].valid)
+		return EMU_ST_CQ_INVALID;
+	if (qsize < 2 || qsize > emu->cfg.mqes)
+		return EMU_ST_QSIZE;
+	if (cmd->prp1 & (emu->page_size - 1))
+		return EMU_ST_PRP_OFF;
+	if (!pc)
+		return EMU_ST_FIELD;
+	if (iosz != 0 && iosz != 6)
+		return EMU_ST_FIELD;	/* CC.IOSQES: 64-byte entries only */
+	emu->sq[qid] = (struct emu_sq){ .valid = true, .prio = (cmd->cdw11 >> 1) & 3,
+					.qid = (uint16_t)qid, .size = qsize, .base = cmd->prp1,
+					.cq = &emu->cq[cqid] };
+	emu->cq[cqid].nsq++;
+	emu_active_add(emu, &emu->sq[qid]);
+	return EMU_OK;
+}
+
+static uint16_t cmd_delete_sq(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd)
+{
+	uint32_t qid = cmd->cdw10 & 0xffff;
+	struct emu_sq *sq;
+
+	if (qid == 0 || qid >= emu->nq || !emu->sq[qid].valid)
+		return EMU_ST_QID;
+	sq = &emu->sq[qid];
+	/* Commands already started finish (and complete) before the SQ goes. */
+	emu_drain(emu, sq);
+	emu_active_del(emu, sq);
+	sq->cq->nsq--;
+	memset(sq, 0, sizeof(*sq));
+	return EMU_OK;
+}
+
+static uint16_t cmd_delete_cq(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd)
+{
+	uint32_t qid = cmd->cdw10 & 0xffff;
+
+	if (qid == 0 || qid >= emu->nq || !emu->cq[qid].valid)
+		return EMU_ST_QID;
+	if (emu->cq[qid].nsq)
+		return EMU_ST_Q_DELETE;
+	memset(&emu->cq[qid], 0, sizeof(emu->cq[qid]));
+	return EMU_OK;
+}
+
+static bool io_queues_exist(struct sio_nvme_emu *emu)
+{
+	for (uint32_t i = 1; i < emu->nq; i++)
+		if (emu->cq[i].valid || emu->sq[i].valid)
+			return true;
+	return false;
+}
+
+static uint16_t cmd_set_features(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd,
+				 uint32_t *result)
+{
+	uint32_t fid = cmd->cdw10 & 0xff, v = cmd->cdw11;
+
+	if (cmd->cdw10 >> 31)
+		return EMU_ST_NOT_SAVEABLE;
+	switch (fid) {
+	case SIO_NVME_FEAT_ARBITRATION:
+		emu->arb = v & 0xffffff07u;
+		return EMU_OK;
+	case SIO_NVME_FEAT_VWC:
+		emu->wce = v & 1;
+		return EMU_OK;
+	case SIO_NVME_FEAT_NUM_QUEUES: {
+		uint32_t nsqr = v & 0xffff, ncqr = v >> 16, max = emu->cfg.max_qpairs;
+
+		if (nsqr == 0xffff || ncqr == 0xffff)
+			return EMU_ST_FIELD;
+		if (io_queues_exist(emu))
+			return ST_SEQ_ERROR;	/* only before any I/O queue exists */
+		emu->nsqa = nsqr + 1 < max ? nsqr + 1 : max;
+		emu->ncqa = ncqr + 1 < max ? ncqr + 1 : max;
+		*result = (emu->nsqa - 1) | ((emu->ncqa - 1) << 16);
+		return EMU_OK;
+	}
+	default:
+		return EMU_ST_FIELD;
+	}
+}
+
+static uint16_t cmd_get_features(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd,
+				 uint32_t *result)
+{
+	uint32_t fid = cmd->cdw10 & 0xff, sel = (cmd->cdw10 >> 8) & 7;
+	uint32_t max = emu->cfg.max_qpairs;
+	bool cur = sel == 0;
+
+	if (sel > 3)
+		return EMU_ST_FIELD;
+	if (fid != SIO_NVME_FEAT_ARBITRATION && fid != SIO_NVME_FEAT_VWC &&
+	    fid != SIO_NVME_FEAT_NUM_QUEUES)
+		return EMU_ST_FIELD;
+	if (sel == 3) {
+		*result = 0x4;	/* changeable, not saveable, not namespace specific */
+		return EMU_OK;
+	}
+	switch (fid) {
+	case SIO_NVME_FEAT_ARBITRATION:
+		*result = cur ? emu->arb : 0;
+		break;
+	case SIO_NVME_FEAT_VWC:
+		*result = cur ? emu->wce : 1;
+		break;
+	default:
+		*result = cur ? (emu->nsqa - 1) | ((emu->ncqa - 1) << 16)
+			      : (max - 1) | ((max - 1) << 16);
+		break;
+	}
+	return EMU_OK;
+}
+
+/* 128-bit little-endian counter; data units are thousands of 512 B, rounded up */
+static void put_units(uint8_t *dst, uint64_t units512)
+{
+	put_u128(dst, (units512 + 999) / 1000);
+}
+
+static uint32_t build_log(struct sio_nvme_emu *emu, uint32_t lid, uint8_t *buf)
+{
+	switch (lid) {
+	case SIO_NVME_LOG_ERROR: {
+		struct nvme_error_log_page *e = (struct nvme_error_log_page *)buf;
+
+		/* newest first */
+		for (uint32_t i = 0; i < EMU_ELOG_ENTRIES; i++)
+			e[i] = emu->elog[(emu->elog_next + EMU_ELOG_ENTRIES - 1 - i) % EMU_ELOG_ENTRIES];
+		return EMU_ELOG_ENTRIES * sizeof(*e);
+	}
+	case SIO_NVME_LOG_SMART: {
+		struct nvme_smart_log *s = (struct nvme_smart_log *)buf;
+		uint64_t hours = (emu_now_ns() - emu->start_ns) / 3600000000000ull;
+
+		s->temperature[0] = 313 & 0xff;	/* 40 C, in kelvin */
+		s->temperature[1] = 313 >> 8;
+		s->avail_spare = 100;
+		s->spare_thresh = 10;
+		put_units(s->data_units_read, emu->units_read);
+		put_units(s->data_units_written, emu->units_written);
+		put_u128(s->host_reads, emu->host_reads);
+		put_u128(s->host_writes, emu->host_writes);
+		put_u128(s->ctrl_busy_time, emu->busy_ns / 60000000000ull);
+		put_u128(s->power_cycles, 1);
+		put_u128(s->power_on_hours, hours);
+		put_u128(s->num_err_log_entries, emu->err_count);
+		return sizeof(*s);
+	}
+	case 0x03: {	/* Firmware Slot Information */
+		struct nvme_firmware_slot *fw = (struct nvme_firmware_slot *)buf;
+
+		fw->afi = 1;
+		put_str(fw->frs[0], sizeof(fw->frs[0]), "0.1");
+		return sizeof(*fw);
+	}
+	default:
+		return 0;
+	}
+}
+
+static uint16_t cmd_get_log(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd)
+{
+	uint32_t lid = cmd->cdw10 & 0xff;
+	uint64_t numd = (cmd->cdw10 >> 16) | ((uint64_t)(cmd->cdw11 & 0xffff) << 16);
+	uint64_t len = (numd + 1) * 4, off = cmd->cdw12 | ((uint64_t)cmd->cdw13 << 32);
+	uint8_t *buf = emu->scratch;
+	uint32_t size;
+
+	if (lid != SIO_NVME_LOG_ERROR && lid != SIO_NVME_LOG_SMART && lid != 0x03)
+		return EMU_ST_LOG_PAGE;
+	if (lid == SIO_NVME_LOG_SMART && cmd->nsid != 0 && cmd->nsid != 0xffffffffu)
+		return EMU_ST_FIELD;	/* LPA: no per-namespace SMART */
+	if (len > emu->mdts_bytes || (off & 3))
+		return EMU_ST_FIELD;
+	memset(buf, 0, emu->mdts_bytes);
+	size = build_log(emu, lid, buf);
+	if (off >= size)
+		return EMU_ST_FIELD;
+	if (off)
+		memmove(buf, buf + off, size - off);
+	memset(buf + (size - off), 0, emu->mdts_bytes - (size - off));
+	return emu_xfer(emu, cmd, buf, len, true);
+}
+
+/**
+ * emu_admin() - execute one admin command
+ * @emu: controller
+ * @cmd: the command as fetched (hostile: every field is checked)
+ * @result: completion DW0
+ * Return: internal status, or EMU_PENDING for a held Asynchronous Event Request.
+ */
+uint16_t emu_admin(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd, uint32_t *result)
+{
+	if (cmd->flags & 0x3)
+		return EMU_ST_FIELD;	/* no fused operations */
+	if ((cmd->flags >> 6) != SIO_NVME_PSDT_PRP)
+		return EMU_ST_FIELD;	/* admin commands use PRPs */
+	switch (cmd->opcode) {
+	case SIO_NVME_ADM_DELETE_SQ:
+		return cmd_delete_sq(emu, cmd);
+	case SIO_NVME_ADM_CREATE_SQ:
+		return cmd_create_sq(emu, cmd);
+	case SIO_NVME_ADM_GET_LOG:
+		return cmd_get_log(emu, cmd);
+	case SIO_NVME_ADM_DELETE_CQ:
+		return cmd_delete_cq(emu, cmd);
+	case SIO_NVME_ADM_CREATE_CQ:
+		return cmd_create_cq(emu, cmd);
+	case SIO_NVME_ADM_IDENTIFY:
+		return cmd_identify(emu, cmd);
+	case SIO_NVME_ADM_ABORT:
+		*result = 1;	/* the command was not aborted */
+		return EMU_OK;
+	case SIO_NVME_ADM_SET_FEAT:
+		return cmd_set_features(emu, cmd, result);
+	case SIO_NVME_ADM_GET_FEAT:
+		return cmd_get_features(emu, cmd, result);
+	case 0x0c:	/* Asynchronous Event Request: held; no events are raised */
+		if (emu->aer_outstanding > EMU_AERL)
+			return EMU_ST_AER_LIMIT;
+		emu->aer_outstanding++;
+		return EMU_PENDING;
+	default:
+		return EMU_ST_OPCODE;
+	}
+}

@@ -1,0 +1,738 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The controller: registers in BAR0, enable and reset, doorbells,
+ * arbitration between submission queues, and completion posting.
+ *
+ * BAR0 is shared memory the host writes with plain stores, so nothing traps
+ * a register write: the model notices CC, CMBMSC and doorbell changes by
+ * polling, and re-publishes the registers the host may only read.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <smartio/smartio.h>
+#include "emu_priv.h"
+
+static _Thread_local char errbuf[256];
+
+int emu_err(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
+	va_end(ap);
+	return -err;
+}
+
+const char *sio_nvme_emu_errmsg(void)
+{
+	return errbuf[0] ? errbuf : "no error";
+}
+
+uint64_t emu_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- register access: the host stores into the same page concurrently ---- */
+
+static inline uint32_t rd32(struct sio_nvme_emu *emu, uint32_t off)
+{
+	return __atomic_load_n((uint32_t *)(emu->bar0 + off), __ATOMIC_RELAXED);
+}
+
+static inline uint64_t rd64(struct sio_nvme_emu *emu, uint32_t off)
+{
+	return __atomic_load_n((uint64_t *)(emu->bar0 + off), __ATOMIC_RELAXED);
+}
+
+static inline void wr32(struct sio_nvme_emu *emu, uint32_t off, uint32_t v)
+{
+	__atomic_store_n((uint32_t *)(emu->bar0 + off), v, __ATOMIC_RELEASE);
+}
+
+static inline void wr64(struct sio_nvme_emu *emu, uint32_t off, uint64_t v)
+{
+	__atomic_store_n((uint64_t *)(emu->bar0 + off), v, __ATOMIC_RELEASE);
+}
+
+static inline uint32_t db_off(struct sio_nvme_emu *emu, uint32_t qid, bool cq)
+{
+	return SIO_NVME_REG_DBS + (2 * qid + (cq ? 1 : 0)) * (4u << emu->cfg.dstrd);
+}
+
+static uint32_t csts(struct sio_nvme_emu *emu)
+{
+	return emu->csts;
+}
+
+static void set_csts(struct sio_nvme_emu *emu, uint32_t v)
+{
+	emu->csts = v;
+	wr32(emu, SIO_NVME_REG_CSTS, v);
+}
+
+/* CMBLOC/CMBSZ read 0 until CMBMSC.CRE is set, as QEMU's controller does. */
+static void cmb_regs(struct sio_nvme_emu *emu, uint32_t *loc, uint32_t *sz)
+{
+	*loc = *sz = 0;
+	if (!emu->cfg.cmb_mib || !(emu->cmbmsc & SIO_NVME_CMBMSC_CRE))
+		return;
+	*loc = EMU_CMB_BAR;	/* BIR 2, offset 0 */
+	/* SZU 2 (1 MiB units); SQS, CQS, RDS, WDS supported */
+	*sz = (emu->cfg.cmb_mib << 12) | (2u << 8) | SIO_NVME_CMBSZ_SQS |
+	      SIO_NVME_CMBSZ_CQS | SIO_NVME_CMBSZ_RDS | SIO_NVME_CMBSZ_WDS;
+}
+
+/* Restore what the host may only read, if a host store clobbered it. */
+static void republish(struct sio_nvme_emu *emu)
+{
+	uint32_t loc, sz;
+
+	if (rd64(emu, SIO_NVME_REG_CAP) != emu->cap)
+		wr64(emu, SIO_NVME_REG_CAP, emu->cap);
+	if (rd32(emu, SIO_NVME_REG_VS) != 0x00010400u)
+		wr32(emu, SIO_NVME_REG_VS, 0x00010400u);
+	if (rd32(emu, SIO_NVME_REG_CSTS) != csts(emu))
+		wr32(emu, SIO_NVME_REG_CSTS, csts(emu));
+	cmb_regs(emu, &loc, &sz);
+	if (rd32(emu, SIO_NVME_REG_CMBLOC) != loc)
+		wr32(emu, SIO_NVME_REG_CMBLOC, loc);
+	if (rd32(emu, SIO_NVME_REG_CMBSZ) != sz)
+		wr32(emu, SIO_NVME_REG_CMBSZ, sz);
+	/* CMBSTS (0x58) is read-only and reports no errors */
+	if (rd32(emu, 0x58) != 0)
+		wr32(emu, 0x58, 0);
+}
+
+/* ---- queues ---- */
+
+static inline uint32_t cq_used(const struct emu_cq *cq)
+{
+	return cq->tail >= cq->head ? cq->tail - cq->head : cq->size - cq->head + cq->tail;
+}
+
+static inline uint32_t cq_room(const struct emu_cq *cq)
+{
+	uint32_t busy = cq_used(cq) + cq->reserved;
+
+	return busy + 1 >= cq->size ? 0 : cq->size - 1 - busy;
+}
+
+static void log_error(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
+		      uint16_t status, const struct sio_nvme_cmd *cmd)
+{
+	struct nvme_error_log_page *e = &emu->elog[emu->elog_next];
+
+	memset(e, 0, sizeof(*e));
+	e->error_count = ++emu->err_count;
+	e->sqid = sq->qid;
+	e->cmdid = cid;
+	e->status_field = (uint16_t)(((status & 0x7ffu) << 1) | (status & EMU_DNR ? 0x8000u : 0));
+	e->parm_error_location = 0xffff;
+	if (cmd) {
+		e->nsid = cmd->nsid;
+		if (sq->qid && (cmd->opcode == SIO_NVME_CMD_READ || cmd->opcode == SIO_NVME_CMD_WRITE ||
+				cmd->opcode == SIO_NVME_CMD_WRITE_ZEROES))
+			e->lba = (uint64_t)cmd->cdw10 | ((uint64_t)cmd->cdw11 << 32);
+	}
+	emu->elog_next = (emu->elog_next + 1) % EMU_ELOG_ENTRIES;
+}
+
+/**
+ * emu_post() - post a completion for a fetched command
+ * @emu: controller
+ * @sq: the SQ it came from (its CQ has a slot reserved for it)
+ * @cid: command id
+ * @status: internal status (SCT << 8 | SC, EMU_DNR)
+ * @result: DW0
+ * @cmd: the command, for the error log (may be NULL)
+ *
+ * The first three dwords go first; the dword holding the phase tag is
+ * stored last with release order, so a host that sees the new phase sees
+ * the whole entry.
+ */
+void emu_post(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
+	      uint16_t status, uint32_t result, const struct sio_nvme_cmd *cmd)
+{
+	struct emu_cq *cq = sq->cq;
+	uint32_t wire;
+	void *p;
+
+	if (status & 0x7ffu)
+		log_error(emu, sq, cid, status, cmd);
+	if (!emu->resetting &&
+	    emu->dma.ptr(emu->dma.ctx, cq->base + (uint64_t)cq->tail * 16, 16, true, &p) == 0) {
+		uint32_t *d = p;
+
+		wire = ((status & 0x7ffu) << 1) | (status & EMU_DNR ? 0x8000u : 0) | cq->phase;
+		__atomic_store_n(&d[0], result, __ATOMIC_RELAXED);
+		__atomic_store_n(&d[1], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&d[2], sq->head | ((uint32_t)sq->qid << 16), __ATOMIC_RELAXED);
+		__atomic_store_n(&d[3], cid | (wire << 16), __ATOMIC_RELEASE);
+	}
+	/* else: a CQ nobody mapped, or a dead link; the write is lost as on PCIe */
+	if (++cq->tail == cq->size) {
+		cq->tail = 0;
+		cq->phase ^= 1;
+	}
+	cq->reserved--;
+	sq->inflight--;
+}
+
+/* Fetch and start up to @max commands from @sq. */
+static uint32_t fetch(struct sio_nvme_emu *emu, struct emu_sq *sq, uint32_t max)
+{
+	uint32_t n = 0;
+
+	while (n < max && sq->valid && sq->head != sq->tail) {
+		struct sio_nvme_cmd cmd;
+		uint32_t result = 0;
+		uint16_t st;
+		int rc;
+
+		if (cq_room(sq->cq) == 0)
+			break;
+		if (sq->qid && emu->fd >= 0 && !emu->free_reqs)
+			break;	/* every io_uring slot busy: leave it in the SQ */
+		rc = emu->dma.read(emu->dma.ctx, sq->base + (uint64_t)sq->head * 64, &cmd, 64);
+		if (++sq->head == sq->size)
+			sq->head = 0;
+		sq->cq->reserved++;
+		sq->inflight++;
+		n++;
+		if (rc == -EFAULT) {
+			/* SQ memory nobody mapped: no command id to answer */
+			emu_post(emu, sq, 0xffff, EMU_ST_XFER, 0, NULL);
+			continue;
+		}
+		/* -ENOLINK reads back all ones: opcode 0xff, answered as invalid */
+		st = sq->qid ? emu_io(emu, sq, &cmd) : emu_admin(emu, &cmd, &result);
+		if (st != EMU_PENDING)
+			emu_post(emu, sq, cmd.cid, st, result, &cmd);
+	}
+	return n;
+}
+
+static inline uint32_t burst(struct sio_nvme_emu *emu)
+{
+	uint32_t ab = emu->arb & 7;
+
+	return ab == 7 ? UINT32_MAX : 1u << ab;
+}
+
+/*
+ * Round robin over the active I/O SQs of one class (-1: all), each taking
+ * up to the arbitration burst in turn, until @budget commands or nothing
+ * more is ready.
+ */
+static uint32_t serve(struct sio_nvme_emu *emu, int cls, uint32_t budget)
+{
+	uint32_t done = 0, b = burst(emu);
+	uint32_t *cur = &emu->rr_next[cls < 0 ? 0 : cls];
+
+	if (emu->nactive == 0)
+		return 0;
+	while (done < budget) {
+		uint32_t progress = 0;
+
+		for (uint32_t k = 0; k < emu->nactive && done < budget; k++) {
+			struct emu_sq *sq = emu->active[(*cur + k) % emu->nactive];
+			uint32_t want = budget - done < b ? budget - done : b, got;
+
+			if (!sq->valid || (cls >= 0 && sq->prio != cls))
+				continue;
+			got = fetch(emu, sq, want);
+			if (got) {
+				*cur = (*cur + k + 1) % emu->nactive;
+				progress += got;
+				done += got;
+				break;	/* restart the rotation after this queue */
+			}
+		}
+		if (!progress)
+			break;
+	}
+	return done;
+}
+
+static void read_doorbells(struct sio_nvme_emu *emu)
+{
+	for (uint32_t i = 0; i <= emu->nactive; i++) {
+		struct emu_sq *sq = i == 0 ? &emu->sq[0] : emu->active[i - 1];
+		struct emu_cq *cq = sq->cq;
+		uint32_t t = rd32(emu, db_off(emu, sq->qid, false));
+		uint32_t h = rd32(emu, db_off(emu, cq->qid, true));
+
+		/* A value past the queue is an invalid doorbell write: ignored. */
+		if (t < sq->size)
+			sq->tail = t;
+		/* The head may only move over entries we posted. */
+		if (h < cq->size && h != cq->head) {
+			uint32_t adv = h >= cq->head ? h - cq->head : cq->size - cq->head + h;
+
+			if (adv <= cq_used(cq))
+				cq->head = h;
+		}
+	}
+	/* The SQ entries were written before the doorbell: read them after. */
+	atomic_thread_fence(memory_order_acquire);
+}
+
+static uint32_t process_queues(struct sio_nvme_emu *emu)
+{
+	uint32_t total = 0;
+
+	read_doorbells(emu);
+	total += fetch(emu, &emu->sq[0], 16);	/* admin is in the urgent class */
+	if (!emu->wrr) {
+		total += serve(emu, -1, 256);
+		return total;
+	}
+	total += serve(emu, 0, 256);
+	for (;;) {
+		uint32_t p = 0;
+
+		p += serve(emu, 1, ((emu->arb >> 24) & 0xff) + 1);
+		p += serve(emu, 2, ((emu->arb >> 16) & 0xff) + 1);
+		p += serve(emu, 3, ((emu->arb >> 8) & 0xff) + 1);
+		total += p;
+		if (!p || total >= 256)
+			break;
+	}
+	return total;
+}
+
+/* ---- enable, reset, shutdown ---- */
+
+void emu_drain(struct sio_nvme_emu *emu, struct emu_sq *only)
+{
+	while (only ? only->inflight : emu->inflight) {
+		if (emu->inflight == 0)
+			break;	/* only RAM I/O: nothing asynchronous */
+		emu_reap(emu, true);
+	}
+}
+
+static void queues_clear(struct sio_nvme_emu *emu)
+{
+	emu->resetting = true;
+	emu_drain(emu, NULL);
+	emu->resetting = false;
+	memset(emu->sq, 0, sizeof(*emu->sq) * emu->nq);
+	memset(emu->cq, 0, sizeof(*emu->cq) * emu->nq);
+	emu->nactive = 0;
+	emu->aer_outstanding = 0;
+}
+
+static void ctrl_reset(struct sio_nvme_emu *emu)
+{
+	queues_clear(emu);
+	emu->enabled = false;
+	emu_features_reset(emu);
+	set_csts(emu, csts(emu) & ~(SIO_NVME_CSTS_RDY | SIO_NVME_CSTS_CFS));
+}
+
+static const char *enable_check(struct sio_nvme_emu *emu, uint32_t cc, uint32_t aqa,
+				uint64_t asq, uint64_t acq)
+{
+	uint32_t mps = (cc >> SIO_NVME_CC_MPS_SHIFT) & 0xf;
+	uint32_t css = (cc >> SIO_NVME_CC_CSS_SHIFT) & 0x7;
+	uint32_t ams = (cc >> SIO_NVME_CC_AMS_SHIFT) & 0x7;
+
+	if ((aqa & 0xfff) == 0 || ((aqa >> 16) & 0xfff) == 0)
+		return "AQA: admin queue sizes must be at least 2 entries";
+	if ((asq & 0xfff) || (acq & 0xfff))
+		return "ASQ/ACQ must be 4 KiB aligned";
+	if (mps > EMU_MPSMAX)
+		return "CC.MPS above CAP.MPSMAX";
+	if (css != 0)
+		return "CC.CSS: only the NVM command set";
+	if (ams != SIO_NVME_CC_AMS_RR && ams != SIO_NVME_CC_AMS_WRR)
+		return "CC.AMS: unsupported arbitration mechanism";
+	return NULL;
+}
+
+static void ctrl_enable(struct sio_nvme_emu *emu, uint32_t cc)
+{
+	uint32_t aqa = rd32(emu, SIO_NVME_REG_AQA);
+	uint64_t asq = rd64(emu, SIO_NVME_REG_ASQ), acq = rd64(emu, SIO_NVME_REG_ACQ);
+	const char *why = enable_check(emu, cc, aqa, asq, acq);
+
+	if (why) {
+		/* As QEMU: the controller stays not ready; the host times out. */
+		fprintf(stderr, "nvme-emu: enable refused: %s\n", why);
+		return;
+	}
+	emu->page_size = sio_nvme_prp_page_size((cc >> SIO_NVME_CC_MPS_SHIFT) & 0xf);
+	emu->wrr = ((cc >> SIO_NVME_CC_AMS_SHIFT) & 7) == SIO_NVME_CC_AMS_WRR;
+	emu->cq[0] = (struct emu_cq){ .valid = true, .phase = 1, .qid = 0,
+				      .size = ((aqa >> 16) & 0xfff) + 1, .base = acq, .nsq = 1 };
+	emu->sq[0] = (struct emu_sq){ .valid = true, .qid = 0, .size = (aqa & 0xfff) + 1,
+				      .base = asq, .cq = &emu->cq[0] };
+	emu->enabled = true;
+	set_csts(emu, (csts(emu) & ~SIO_NVME_CSTS_CFS) | SIO_NVME_CSTS_RDY);
+}
+
+static int cc_changed(struct sio_nvme_emu *emu, uint32_t cc)
+{
+	uint32_t old = emu->cc;
+
+	emu->cc = cc;
+	if ((cc & SIO_NVME_CC_EN) && !(old & SIO_NVME_CC_EN))
+		ctrl_enable(emu, cc);
+	else if (!(cc & SIO_NVME_CC_EN) && (old & SIO_NVME_CC_EN))
+		ctrl_reset(emu);
+
+	if ((cc & SIO_NVME_CC_SHN_MASK) && !(old & SIO_NVME_CC_SHN_MASK)) {
+		set_csts(emu, (csts(emu) & ~SIO_NVME_CSTS_SHST_MASK) | (1u << 2));
+		emu->resetting = true;
+		emu_drain(emu, NULL);
+		emu->resetting = false;
+		emu_flush_all(emu);
+		set_csts(emu, (csts(emu) & ~SIO_NVME_CSTS_SHST_MASK) | SIO_NVME_CSTS_SHST_CMPLT);
+	} else if (!(cc & SIO_NVME_CC_SHN_MASK) && (old & SIO_NVME_CC_SHN_MASK)) {
+		set_csts(emu, csts(emu) & ~SIO_NVME_CSTS_SHST_MASK);
+	}
+	return 1;
+}
+
+/* ---- public ---- */
+
+int sio_nvme_emu_poll(struct sio_nvme_emu *emu)
+{
+	uint32_t cc = rd32(emu, SIO_NVME_REG_CC);
+	uint64_t msc = rd64(emu, SIO_NVME_REG_CMBMSC);
+	int work = 0;
+
+	if (cc != emu->cc)
+		work += cc_changed(emu, cc);
+	if (msc != emu->cmbmsc) {
+		emu->cmbmsc = msc;
+		republish(emu);
+		work++;
+	}
+	if ((++emu->polls & 63) == 0)
+		republish(emu);
+	if (!emu->enabled)
+		return work;
+	if (emu->inflight)
+		work += emu_reap(emu, false);
+	work += (int)process_queues(emu);
+	if (emu->to_submit) {
+		io_uring_submit(&emu->ring);
+		emu->to_submit = 0;
+	}
+	return work;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+int sio_nvme_emu_run(struct sio_nvme_emu *emu, volatile sig_atomic_t *stop)
+{
+	uint32_t idle = 0;
+	uint64_t sleep_ns = 1000;
+
+	while (!*stop) {
+		int w = sio_nvme_emu_poll(emu);
+
+		if (w < 0)
+			return w;
+		if (w > 0) {
+			idle = 0;
+			sleep_ns = 1000;
+			continue;
+		}
+		/* Spin a little (a busy host answers within ~1 us), then yield, then sleep. */
+		if (++idle < 2000) {
+			cpu_relax();
+		} else if (idle < 2100) {
+			sched_yield();
+		} else {
+			struct timespec ts = { 0, (long)sleep_ns };
+			uint64_t cap = emu->inflight ? 20000 : 200000;
+
+			nanosleep(&ts, NULL);
+			sleep_ns = sleep_ns * 2 > cap ? cap : sleep_ns * 2;
+		}
+	}
+	return 0;
+}
+
+void sio_nvme_emu_config_default(struct sio_nvme_emu_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->backing = "ram:64M";
+	cfg->max_qpairs = 64;
+	cfg->mqes = 1024;
+	cfg->dstrd = 0;
+	cfg->mdts = 5;
+	cfg->io_depth = 64;
+	cfg->vendor = 0x1b36;
+	cfg->name = "nvme-emu";
+}
+
+int sio_nvme_emu_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-')
+		return emu_err(EINVAL, "size: empty or negative");
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return emu_err(EINVAL, "size '%s': not a number", s);
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	case 't': case 'T': v <<= 40; end++; break;
+	default: break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+	if (*end)
+		return emu_err(EINVAL, "size '%s': unknown suffix", s);
+	*out = v;
+	return 0;
+}
+
+uint64_t sio_nvme_emu_bar0_size(const struct sio_nvme_emu_config *cfg)
+{
+	uint64_t db = 2ull * (cfg->max_qpairs + 1) * (4ull << cfg->dstrd);
+
+	return (SIO_NVME_REG_DBS + db + EMU_PAGE - 1) & ~(uint64_t)(EMU_PAGE - 1);
+}
+
+static int config_check(const struct sio_nvme_emu_config *c)
+{
+	if (c->max_qpairs < 1 || c->max_qpairs > SIO_NVME_EMU_MAX_QUEUES)
+		return emu_err(EINVAL, "queues: %u I/O queue pairs (1..%d)", c->max_qpairs,
+			       SIO_NVME_EMU_MAX_QUEUES);
+	if (c->mqes < 2 || c->mqes > 65536)
+		return emu_err(EINVAL, "max queue entries: %u (2..65536)", c->mqes);
+	if (c->dstrd > 8)
+		return emu_err(EINVAL, "dstrd: %u (0..8)", c->dstrd);
+	if (c->mdts < 1 || c->mdts > 10)
+		return emu_err(EINVAL, "mdts: %u (1..10, a power of two of 4 KiB)", c->mdts);
+	if (c->io_depth < 1 || c->io_depth > 1024)
+		return emu_err(EINVAL, "io depth: %u (1..1024)", c->io_depth);
+	if (c->cmb_mib > 4096)
+		return emu_err(EINVAL, "cmb: %u MiB (at most 4096)", c->cmb_mib);
+	if (c->nns == 0 && c->lba_size != 0 && c->lba_size != 512 && c->lba_size != 4096)
+		return emu_err(EINVAL, "LBA size %u (512 or 4096)", c->lba_size);
+	if (c->nns < 0 || c->nns > SIO_NVME_EMU_MAX_NS)
+		return emu_err(EINVAL, "namespaces: %d (0..%d)", c->nns, SIO_NVME_EMU_MAX_NS);
+	for (int i = 0; i < c->nns; i++) {
+		if (c->ns[i].lba_size != 512 && c->ns[i].lba_size != 4096)
+			return emu_err(EINVAL, "namespace %d: LBA size %u (512 or 4096)", i + 1,
+				       c->ns[i].lba_size);
+		if (c->ns[i].size < c->ns[i].lba_size || c->ns[i].size % c->ns[i].lba_size)
+			return emu_err(EINVAL, "namespace %d: size %llu is not a multiple of %u",
+				       i + 1, (unsigned long long)c->ns[i].size, c->ns[i].lba_size);
+	}
+	if (!c->backing)
+		return emu_err(EINVAL, "backing: none given");
+	return 0;
+}
+
+int sio_nvme_emu_create(const struct sio_nvme_emu_config *cfg, struct sio_nvme_emu **out)
+{
+	struct sio_nvme_emu *emu;
+	int rc = config_check(cfg);
+
+	if (rc)
+		return rc;
+	emu = calloc(1, sizeof(*emu));
+	if (!emu)
+		return emu_err(ENOMEM, "out of memory");
+	emu->cfg = *cfg;
+	emu->fd = -1;
+	emu->devid = -1;
+	emu->nq = cfg->max_qpairs + 1;
+	emu->mdts_bytes = EMU_PAGE << cfg->mdts;
+	emu->max_segs = (emu->mdts_bytes / EMU_PAGE) + 1;
+	emu->page_size = EMU_PAGE;
+	emu->sq = calloc(emu->nq, sizeof(*emu->sq));
+	emu->cq = calloc(emu->nq, sizeof(*emu->cq));
+	emu->active = calloc(emu->nq, sizeof(*emu->active));
+	emu->segs = calloc(emu->max_segs, sizeof(*emu->segs));
+	emu->scratch = aligned_alloc(EMU_PAGE, emu->mdts_bytes);
+	emu->elog = calloc(EMU_ELOG_ENTRIES, sizeof(*emu->elog));
+	if (!emu->sq || !emu->cq || !emu->active || !emu->segs || !emu->scratch || !emu->elog) {
+		sio_nvme_emu_destroy(emu);
+		return emu_err(ENOMEM, "out of memory");
+	}
+	emu->cap = (uint64_t)(cfg->mqes - 1) |		/* MQES */
+		   (1ull << 16) |			/* CQR: contiguous queues */
+		   (1ull << 17) |			/* AMS: weighted round robin */
+		   ((uint64_t)EMU_CAP_TO << 24) |
+		   ((uint64_t)cfg->dstrd << 32) |
+		   (1ull << 37) |			/* CSS: NVM command set */
+		   (0ull << 48) |			/* MPSMIN: 4 KiB */
+		   ((uint64_t)EMU_MPSMAX << 52) |
+		   ((uint64_t)(cfg->cmb_mib ? 1 : 0) << 57);	/* CMBS */
+	emu_features_reset(emu);
+	emu->start_ns = emu_now_ns();
+	rc = emu_backing_open(emu);
+	if (rc) {
+		sio_nvme_emu_destroy(emu);
+		return rc;
+	}
+	*out = emu;
+	return 0;
+}
+
+static void publish_initial(struct sio_nvme_emu *emu)
+{
+	wr64(emu, SIO_NVME_REG_CAP, emu->cap);
+	wr32(emu, SIO_NVME_REG_VS, 0x00010400u);
+	emu->cc = rd32(emu, SIO_NVME_REG_CC);
+	emu->cmbmsc = rd64(emu, SIO_NVME_REG_CMBMSC);
+	set_csts(emu, 0);
+	republish(emu);
+	/* A CC left enabled by an earlier owner is acted on at the first poll. */
+	emu->cc = 0;
+}
+
+int sio_nvme_emu_attach_mem(struct sio_nvme_emu *emu, void *bar0,
+			    const struct sio_nvme_emu_dma *dma)
+{
+	if (!emu || !bar0 || !dma || !dma->read || !dma->write || !dma->ptr)
+		return emu_err(EINVAL, "attach: controller, BAR0 and all DMA calls are required");
+	emu->bar0 = bar0;
+	emu->bar0_size = sio_nvme_emu_bar0_size(&emu->cfg);
+	emu->dma = *dma;
+	publish_initial(emu);
+	return 0;
+}
+
+static int fab_read(void *ctx, uint64_t bus, void *buf, size_t len)
+{
+	return sio_dma_read(ctx, bus, buf, len);
+}
+
+static int fab_write(void *ctx, uint64_t bus, const void *buf, size_t len)
+{
+	return sio_dma_write(ctx, bus, buf, len);
+}
+
+static int fab_ptr(void *ctx, uint64_t bus, size_t len, bool write, void **ptr)
+{
+	return sio_dma_ptr(ctx, bus, len, write, ptr);
+}
+
+int sio_nvme_emu_attach(struct sio_nvme_emu *emu, struct sio_fabric *f)
+{
+	struct sio_device_desc desc = {
+		.class_code = 0x010802,
+		.vendor = emu->cfg.vendor ? emu->cfg.vendor : 0x1b36,
+		.device = 0x0010,
+		.nbars = emu->cfg.cmb_mib ? EMU_CMB_BAR + 1 : 1,
+		.name = emu->cfg.name ? emu->cfg.name : "nvme-emu",
+	};
+	struct sio_segment *bar;
+	void *va;
+	int rc;
+
+	if (emu->reg)
+		return emu_err(EBUSY, "attach: already registered");
+	desc.bar_size[0] = sio_nvme_emu_bar0_size(&emu->cfg);
+	if (emu->cfg.cmb_mib)
+		desc.bar_size[EMU_CMB_BAR] = (uint64_t)emu->cfg.cmb_mib << 20;
+	rc = sio_device_register(f, &desc, &emu->reg);
+	if (rc)
+		return emu_err(-rc, "register device: %s", sio_errmsg());
+	rc = sio_devreg_bar(emu->reg, 0, &bar);
+	if (!rc)
+		rc = sio_segment_map(bar, &va);
+	if (rc) {
+		rc = emu_err(-rc, "map BAR0: %s", sio_errmsg());
+		sio_device_unregister(emu->reg);
+		emu->reg = NULL;
+		return rc;
+	}
+	emu->fabric = f;
+	emu->devid = sio_devreg_id(emu->reg);
+	emu->bar0 = va;
+	emu->bar0_size = desc.bar_size[0];
+	emu->dma = (struct sio_nvme_emu_dma){ fab_read, fab_write, fab_ptr, emu->reg };
+	publish_initial(emu);
+	return 0;
+}
+
+int64_t sio_nvme_emu_device_id(const struct sio_nvme_emu *emu)
+{
+	return emu->devid;
+}
+
+void sio_nvme_emu_destroy(struct sio_nvme_emu *emu)
+{
+	if (!emu)
+		return;
+	if (emu->bar0) {
+		emu->resetting = true;
+		emu_drain(emu, NULL);
+		set_csts(emu, 0);
+	}
+	if (emu->reg)
+		sio_device_unregister(emu->reg);
+	emu_backing_close(emu);
+	free(emu->sq);
+	free(emu->cq);
+	free(emu->active);
+	free(emu->segs);
+	free(emu->scratch);
+	free(emu->elog);
+	free(emu);
+}
+
+/* ---- queue bookkeeping used by admin.c ---- */
+
+void emu_active_add(struct sio_nvme_emu *emu, struct emu_sq *sq)
+{
+	/* Keep qid order so that round robin visits queues predictably. */
+	uint32_t i = emu->nactive;
+
+	while (i > 0 && emu->active[i - 1]->qid > sq->qid) {
+		emu->active[i] = emu->active[i - 1];
+		i--;
+	}
+	emu->active[i] = sq;
+	emu->nactive++;
+	for (int c = 0; c < 4; c++)
+		emu->rr_next[c] = 0;
+}
+
+void emu_active_del(struct sio_nvme_emu *emu, struct emu_sq *sq)
+{
+	uint32_t j = 0;
+
+	for (uint32_t i = 0; i < emu->nactive; i++)
+		if (emu->active[i] != sq)
+			emu->active[j++] = emu->active[i];
+	emu->nactive = j;
+	for (int c = 0; c < 4; c++)
+		emu->rr_next[c] = 0;
+}
+
+uint32_t emu_cc(struct sio_nvme_emu *emu)
+{
+	return rd32(emu, SIO_NVME_REG_CC);
+}

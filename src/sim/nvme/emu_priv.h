@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SIO_NVME_EMU_PRIV_H
+#define SIO_NVME_EMU_PRIV_H
+
+/* State of the emulated controller, shared by ctrl.c, admin.c, io.c, prp.c. */
+
+#include <stdatomic.h>
+#include <sys/uio.h>
+#include <liburing.h>
+#include <nvme/types.h>
+#include <smartio/nvme/types.h>
+#include "emu.h"
+
+#define EMU_PAGE		4096u
+#define EMU_MPSMAX		4u	/* 64 KiB memory pages */
+#define EMU_CAP_TO		15u	/* 7.5 s, as QEMU */
+#define EMU_ELOG_ENTRIES	64u
+#define EMU_AERL		3u
+#define EMU_CMB_BAR		2
+
+/* Internal status: SCT << 8 | SC, plus the Do Not Retry bit. */
+#define EMU_DNR			0x8000u
+#define EMU_ST(sct, sc)		((uint16_t)(SIO_NVME_MK_STATUS(sct, sc) | EMU_DNR))
+#define EMU_OK			0u
+#define EMU_PENDING		0xffffu	/* completion follows from io_uring */
+#define EMU_ST_OPCODE		EMU_ST(SIO_NVME_SCT_GENERIC, SIO_NVME_SC_INVALID_OPCODE)
+#define EMU_ST_FIELD		EMU_ST(SIO_NVME_SCT_GENERIC, SIO_NVME_SC_INVALID_FIELD)
+#define EMU_ST_XFER		SIO_NVME_MK_STATUS(SIO_NVME_SCT_GENERIC, SIO_NVME_SC_DATA_XFER_ERROR)
+#define EMU_ST_INTERNAL		SIO_NVME_MK_STATUS(SIO_NVME_SCT_GENERIC, SIO_NVME_SC_INTERNAL)
+#define EMU_ST_NS		EMU_ST(SIO_NVME_SCT_GENERIC, SIO_NVME_SC_INVALID_NS)
+#define EMU_ST_PRP_OFF		EMU_ST(SIO_NVME_SCT_GENERIC, SIO_NVME_SC_PRP_OFFSET_INVALID)
+#define EMU_ST_LBA		EMU_ST(SIO_NVME_SCT_GENERIC, SIO_NVME_SC_LBA_RANGE)
+#define EMU_ST_CQ_INVALID	EMU_ST(SIO_NVME_SCT_CMD, SIO_NVME_SC_CQ_INVALID)
+#define EMU_ST_QID		EMU_ST(SIO_NVME_SCT_CMD, SIO_NVME_SC_QID_INVALID)
+#define EMU_ST_QSIZE		EMU_ST(SIO_NVME_SCT_CMD, SIO_NVME_SC_QUEUE_SIZE)
+#define EMU_ST_AER_LIMIT	EMU_ST(SIO_NVME_SCT_CMD, 0x05)
+#define EMU_ST_LOG_PAGE		EMU_ST(SIO_NVME_SCT_CMD, SIO_NVME_SC_INVALID_LOG_PAGE)
+#define EMU_ST_IV		EMU_ST(SIO_NVME_SCT_CMD, 0x08)
+#define EMU_ST_Q_DELETE		EMU_ST(SIO_NVME_SCT_CMD, SIO_NVME_SC_INVALID_QUEUE_DELETION)
+#define EMU_ST_NOT_SAVEABLE	EMU_ST(SIO_NVME_SCT_CMD, SIO_NVME_SC_FEATURE_NOT_SAVEABLE)
+
+struct emu_cq {
+	bool valid;
+	uint8_t phase;
+	uint16_t qid;
+	uint32_t size;		/* entries */
+	uint32_t head;		/* from the host's head doorbell */
+	uint32_t tail;		/* next slot we post to */
+	uint32_t reserved;	/* slots promised to fetched commands */
+	uint32_t nsq;		/* SQs completing here */
+	uint64_t base;
+};
+
+struct emu_sq {
+	bool valid;
+	uint8_t prio;		/* WRR class: 0 urgent, 1 high, 2 medium, 3 low */
+	uint16_t qid;
+	uint32_t size;
+	uint32_t head;
+	uint32_t tail;
+	uint32_t inflight;
+	uint64_t base;
+	struct emu_cq *cq;
+};
+
+/* A contiguous piece of a PRP-described transfer. */
+struct emu_seg {
+	uint64_t bus;
+	uint32_t len;
+};
+
+struct emu_ns {
+	uint64_t off;		/* in the backing store */
+	uint64_t nlb;
+	uint32_t lba_shift;
+};
+
+/* A file I/O command in flight. */
+struct emu_req {
+	struct emu_sq *sq;
+	uint16_t cid;
+	uint8_t opcode;
+	uint32_t nsid;
+	uint64_t slba;
+	uint64_t bytes;
+	int niov;
+	struct iovec *iov;
+	struct emu_req *next_free;
+};
+
+struct sio_nvme_emu {
+	struct sio_nvme_emu_config cfg;
+	struct sio_nvme_emu_dma dma;
+	struct sio_fabric *fabric;
+	struct sio_devreg *reg;
+	int64_t devid;
+	volatile uint8_t *bar0;
+	uint64_t bar0_size;
+	uint64_t cap;
+
+	/* controller state */
+	uint32_t cc;		/* CC as last acted on */
+	bool enabled;
+	uint64_t cmbmsc;
+	uint32_t page_size;
+	uint32_t mdts_bytes;
+	uint32_t max_segs;
+	uint32_t nsqa, ncqa;	/* allocated I/O queues (Number of Queues) */
+	uint32_t arb;		/* Arbitration feature, CDW11 layout */
+	bool wce;
+	bool wrr;
+	uint32_t aer_outstanding;
+	uint32_t rr_next[4];	/* round-robin cursor per WRR class */
+	uint64_t polls;
+	uint32_t csts;		/* CSTS as published */
+	bool resetting;		/* completions are dropped while set */
+
+	struct emu_sq *sq;	/* [0..max_qpairs], 0 is admin */
+	struct emu_cq *cq;
+	uint32_t nq;		/* max_qpairs + 1 */
+	struct emu_sq **active;	/* valid I/O SQs in qid order */
+	uint32_t nactive;
+
+	/* namespaces and backing */
+	int nns;
+	struct emu_ns ns[SIO_NVME_EMU_MAX_NS];
+	uint8_t *ram;		/* RAM backing, or NULL */
+	int fd;			/* file backing, or -1 */
+	uint64_t backing_size;
+	struct io_uring ring;
+	bool ring_ok;
+	uint32_t to_submit;
+	uint32_t inflight;	/* file commands in flight */
+	struct emu_req *reqs;
+	struct emu_req *free_reqs;
+	struct iovec *iov_pool;
+
+	struct emu_seg *segs;	/* scratch for synchronous transfers */
+	uint8_t *scratch;	/* admin data buffer, mdts_bytes */
+
+	/* logs */
+	uint64_t err_count;
+	struct nvme_error_log_page *elog;	/* ring, newest at elog_next-1 */
+	uint32_t elog_next;
+	uint64_t units_read, units_written;	/* 512-byte units */
+	uint64_t host_reads, host_writes;
+	uint64_t busy_ns, start_ns;
+};
+
+/* ctrl.c */
+void emu_post(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
+	      uint16_t status, uint32_t result, const struct sio_nvme_cmd *cmd);
+void emu_drain(struct sio_nvme_emu *emu, struct emu_sq *only);
+uint64_t emu_now_ns(void);
+void emu_active_add(struct sio_nvme_emu *emu, struct emu_sq *sq);
+void emu_active_del(struct sio_nvme_emu *emu, struct emu_sq *sq);
+uint32_t emu_cc(struct sio_nvme_emu *emu);
+int emu_err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* admin.c */
+uint16_t emu_admin(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd,
+		   uint32_t *result);
+void emu_features_reset(struct sio_nvme_emu *emu);
+
+/* io.c */
+uint16_t emu_io(struct sio_nvme_emu *emu, struct emu_sq *sq,
+		const struct sio_nvme_cmd *cmd);
+int emu_backing_open(struct sio_nvme_emu *emu);
+void emu_backing_close(struct sio_nvme_emu *emu);
+int emu_reap(struct sio_nvme_emu *emu, bool wait);
+int emu_flush_all(struct sio_nvme_emu *emu);
+
+/* prp.c */
+int emu_prp_segs(struct sio_nvme_emu *emu, uint64_t prp1, uint64_t prp2,
+		 uint64_t len, struct emu_seg *segs, uint16_t *status);
+uint16_t emu_xfer(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd,
+		  void *buf, uint64_t len, bool to_host);
+
+#endif

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nvme-emu: an emulated NVMe controller as a device of a simulated fabric
+ * node. Runs until SIGINT or SIGTERM, then unregisters the device.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <smartio/smartio.h>
+#include "emu.h"
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: nvme-emu [options]\n"
+		"  --fabric NAME      fabric to join (default $SMARTIO_FABRIC)\n"
+		"  --node N           node the controller is installed in (default $SMARTIO_NODE or 0)\n"
+		"  --backing SPEC     FILE or ram:SIZE (default ram:64M)\n"
+		"  --ns SIZE[:LBA]    add a namespace of SIZE bytes with 512 or 4096 B LBAs;\n"
+		"                     repeat for more (default: one covering the backing store)\n"
+		"  --lba BYTES        LBA size of the default namespace (512 or 4096)\n"
+		"  --queues N         I/O queue pairs offered (default 64, at most 1024)\n"
+		"  --mqes N           largest queue, entries (default 1024, at most 65536)\n"
+		"  --cmb MIB          controller memory buffer in MiB, as BAR 2 (default 0: none)\n"
+		"  --mdts N           maximum transfer, 4 KiB << N (default 5: 128 KiB; 1..10)\n"
+		"  --dstrd N          doorbell stride, 4 << N bytes (default 0)\n"
+		"  --io-depth N       file commands in flight (default 64)\n"
+		"  --name LABEL       device label\n"
+		"  --ready-file PATH  write the device id there once ready\n");
+}
+
+static int parse_u32(const char *opt, const char *s, uint32_t max, uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (errno || end == s || *end || *s == '-' || v > max) {
+		fprintf(stderr, "nvme-emu: %s: '%s' is not a number in 0..%u\n", opt, s, max);
+		return -EINVAL;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int parse_ns(const char *s, struct sio_nvme_emu_config *cfg)
+{
+	char buf[64], *colon;
+	uint64_t size;
+	uint32_t lba = 512;
+
+	if (cfg->nns >= SIO_NVME_EMU_MAX_NS) {
+		fprintf(stderr, "nvme-emu: --ns: at most %d namespaces\n", SIO_NVME_EMU_MAX_NS);
+		return -EINVAL;
+	}
+	snprintf(buf, sizeof(buf), "%s", s);
+	colon = strchr(buf, ':');
+	if (colon) {
+		*colon = '\0';
+		if (parse_u32("--ns LBA", colon + 1, 4096, &lba))
+			return -EINVAL;
+	}
+	if (sio_nvme_emu_parse_size(buf, &size)) {
+		fprintf(stderr, "nvme-emu: --ns: %s\n", sio_nvme_emu_errmsg());
+		return -EINVAL;
+	}
+	cfg->ns[cfg->nns].size = size;
+	cfg->ns[cfg->nns].lba_size = lba;
+	cfg->nns++;
+	return 0;
+}
+
+static int write_ready(const char *path, int64_t id)
+{
+	char tmp[4096];
+	FILE *f;
+
+	/* Written then renamed, so a script never reads half a line. */
+	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
+	f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "%lld\n", (long long)id);
+	if (fclose(f) || rename(tmp, path))
+		return -errno;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_FABRIC = 256, O_NODE, O_BACKING, O_NS, O_LBA, O_QUEUES, O_MQES, O_CMB,
+	       O_MDTS, O_DSTRD, O_DEPTH, O_NAME, O_READY };
+	static const struct option opts[] = {
+		{ "fabric", required_argument, 0, O_FABRIC },
+		{ "node", required_argument, 0, O_NODE },
+		{ "backing", required_argument, 0, O_BACKING },
+		{ "ns", required_argument, 0, O_NS },
+		{ "lba", required_argument, 0, O_LBA },
+		{ "queues", required_argument, 0, O_QUEUES },
+		{ "mqes", required_argument, 0, O_MQES },
+		{ "cmb", required_argument, 0, O_CMB },
+		{ "mdts", required_argument, 0, O_MDTS },
+		{ "dstrd", required_argument, 0, O_DSTRD },
+		{ "io-depth", required_argument, 0, O_DEPTH },
+		{ "name", required_argument, 0, O_NAME },
+		{ "ready-file", required_argument, 0, O_READY },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	struct sio_nvme_emu_config cfg;
+	struct sio_nvme_emu *emu;
+	struct sio_fabric *f;
+	const char *fabric = NULL, *ready = NULL;
+	uint32_t node = UINT32_MAX;
+	struct sigaction sa;
+	int c, rc;
+
+	sio_nvme_emu_config_default(&cfg);
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		rc = 0;
+		switch (c) {
+		case O_FABRIC: fabric = optarg; break;
+		case O_NODE: rc = parse_u32("--node", optarg, SIO_MAX_NODES - 1, &node); break;
+		case O_BACKING: cfg.backing = optarg; break;
+		case O_NS: rc = parse_ns(optarg, &cfg); break;
+		case O_LBA: rc = parse_u32("--lba", optarg, 4096, &cfg.lba_size); break;
+		case O_QUEUES: rc = parse_u32("--queues", optarg, 65535, &cfg.max_qpairs); break;
+		case O_MQES: rc = parse_u32("--mqes", optarg, 65536, &cfg.mqes); break;
+		case O_CMB: rc = parse_u32("--cmb", optarg, 65535, &cfg.cmb_mib); break;
+		case O_MDTS: rc = parse_u32("--mdts", optarg, 255, &cfg.mdts); break;
+		case O_DSTRD: rc = parse_u32("--dstrd", optarg, 15, &cfg.dstrd); break;
+		case O_DEPTH: rc = parse_u32("--io-depth", optarg, 65535, &cfg.io_depth); break;
+		case O_NAME: cfg.name = optarg; break;
+		case O_READY: ready = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+		if (rc)
+			return 2;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "nvme-emu: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+
+	rc = sio_nvme_emu_create(&cfg, &emu);
+	if (rc) {
+		fprintf(stderr, "nvme-emu: %s\n", sio_nvme_emu_errmsg());
+		return 1;
+	}
+	rc = sio_fabric_open(fabric, node == UINT32_MAX ? -1 : (int)node, &f);
+	if (rc) {
+		fprintf(stderr, "nvme-emu: join fabric %s: %s\n",
+			fabric ? fabric : "$SMARTIO_FABRIC", sio_errmsg());
+		sio_nvme_emu_destroy(emu);
+		return 1;
+	}
+	rc = sio_nvme_emu_attach(emu, f);
+	if (rc) {
+		fprintf(stderr, "nvme-emu: %s\n", sio_nvme_emu_errmsg());
+		sio_nvme_emu_destroy(emu);
+		sio_fabric_close(f);
+		return 1;
+	}
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	printf("nvme-emu: device %lld ready on node %d of fabric %s\n",
+	       (long long)sio_nvme_emu_device_id(emu), sio_fabric_node_id(f), sio_fabric_name(f));
+	fflush(stdout);
+	if (ready && write_ready(ready, sio_nvme_emu_device_id(emu)))
+		fprintf(stderr, "nvme-emu: --ready-file %s: %s\n", ready, strerror(errno));
+
+	rc = sio_nvme_emu_run(emu, &stop);
+	sio_nvme_emu_destroy(emu);
+	sio_fabric_close(f);
+	return rc ? 1 : 0;
+}
