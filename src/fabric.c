@@ -86,7 +86,7 @@ static int config_check(const struct sio_fabric_config *c, struct sio_topology *
 		return sio__err(EINVAL, "fabric configuration is NULL");
 	if (c->nodes < 1 || c->nodes > SIO_MAX_NODES)
 		return sio__err(EINVAL, "nodes must be 1..%d, not %d", SIO_MAX_NODES, c->nodes);
-	if (c->topology < SIO_TOPO_B2B || c->topology > SIO_TOPO_CASCADE)
+	if ((unsigned)c->topology > SIO_TOPO_CASCADE)
 		return sio__err(EINVAL, "unknown topology %d", (int)c->topology);
 	if (c->topology == SIO_TOPO_B2B && c->nodes > 2)
 		return sio__err(EINVAL, "a back-to-back topology joins at most 2 nodes, not %d", c->nodes);
@@ -414,13 +414,19 @@ int sio_fabric_topology(struct sio_fabric *f, struct sio_topology *out)
 	return 0;
 }
 
+static void lock_noreap(struct sio_fabric *f)
+{
+	if (pthread_mutex_lock(&f->reg->lock) == EOWNERDEAD)
+		pthread_mutex_consistent(&f->reg->lock);	/* the holder died; reaped soon */
+}
+
 int sio_fabric_reap(struct sio_fabric *f)
 {
 	int n;
 
 	if (!f)
 		return sio__err(EINVAL, "fabric handle is NULL");
-	sio__lock(f);
+	lock_noreap(f);
 	n = reg_reap(f);
 	sio__unlock(f);
 	return n;
@@ -428,10 +434,7 @@ int sio_fabric_reap(struct sio_fabric *f)
 
 void sio__lock(struct sio_fabric *f)
 {
-	int r = pthread_mutex_lock(&f->reg->lock);
-
-	if (r == EOWNERDEAD)	/* the holder died; its process slot is reaped below */
-		pthread_mutex_consistent(&f->reg->lock);
+	lock_noreap(f);
 	if (sio__now_ns() - f->reg->last_reap_ns > 100000000ull)
 		reg_reap(f);
 }

@@ -26,8 +26,8 @@ extern "C" {
 struct sio_fabric;
 
 enum sio_topology_kind {
-	SIO_TOPO_B2B = 0,	/* two nodes, adapters cabled back to back */
-	SIO_TOPO_SWITCH,	/* every node on one cluster switch */
+	SIO_TOPO_SWITCH = 0,	/* every node on one cluster switch (the default) */
+	SIO_TOPO_B2B,		/* two nodes, adapters cabled back to back */
 	SIO_TOPO_CASCADE,	/* a top switch with sub-switches */
 };
 

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+#include <signal.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include "common.h"
+
+Test(device, borrow_rules)
+{
+	struct sio_fabric_config c = { .nodes = 3 };
+	const char *name = test_fabric("borrow", &c);
+	struct sio_fabric *l = join(name, 0), *a = join(name, 1), *b = join(name, 2);
+	struct sio_devreg *reg = make_device(l, false);
+	uint32_t id = sio_devreg_id(reg);
+	struct sio_device *ea, *sb, *sa, *x;
+	struct sio_device_info in;
+
+	cr_assert_eq(sio_device_borrow(a, id, SIO_BORROW_EXCLUSIVE, &ea), 0);
+	cr_assert_eq(sio_device_borrow(b, id, SIO_BORROW_SHARED, &x), -EBUSY, "shared while exclusive");
+	cr_assert(strstr(sio_errmsg(), "exclusively"), "%s", sio_errmsg());
+	cr_assert_eq(sio_device_borrow(b, id, SIO_BORROW_EXCLUSIVE, &x), -EBUSY);
+	cr_assert_eq(sio_device_downgrade(ea), 0);
+	cr_assert_eq(sio_device_downgrade(ea), -EINVAL, "only an exclusive borrow downgrades");
+	cr_assert_eq(sio_device_borrow(b, id, SIO_BORROW_SHARED, &sb), 0);
+	cr_assert_eq(sio_device_borrow(a, id, SIO_BORROW_SHARED, &sa), 0);
+	cr_assert_eq(sio_device_info(sb, &in), 0);
+	cr_assert_eq(in.borrowers, 3);
+	cr_assert_eq(in.class_code, 0x010802);
+	cr_assert_eq(in.lender, 0);
+	cr_assert_eq(sio_device_borrow(b, id, SIO_BORROW_EXCLUSIVE, &x), -EBUSY, "exclusive while shared");
+	cr_assert_eq(sio_device_borrow(b, 999, SIO_BORROW_SHARED, &x), -ENOENT);
+	cr_assert_eq(sio_device_borrow(b, id, 0x80, &x), -EINVAL);
+	sio_device_return(ea);
+	sio_device_return(sb);
+	sio_device_return(sa);
+	cr_assert_eq(sio_device_borrow(b, id, SIO_BORROW_EXCLUSIVE, &x), 0, "free again: %s", sio_errmsg());
+	struct sio_device_info list[4];
+	cr_assert_eq(sio_device_list(a, 0x010800, 0xffff00, list, 4), 1);
+	cr_assert_eq(sio_device_list(a, 0x030000, 0xff0000, list, 4), 0, "class filter");
+	sio_device_return(x);
+	sio_device_unregister(reg);
+	cr_assert_eq(sio_device_list(a, 0, 0, list, 4), 0);
+	sio_fabric_close(a);
+	sio_fabric_close(b);
+	sio_fabric_close(l);
+	sio_fabric_destroy(name);
+}
+
+/* The device model's view: DMA lands in the right segment across domains. */
+Test(device, dma_translation_and_faults)
+{
+	struct sio_fabric_config c = { .nodes = 2, .topology = SIO_TOPO_SWITCH };
+	const char *name = test_fabric("dma", &c);
+	struct sio_fabric *l = join(name, 0), *h = join(name, 1);
+	struct sio_devreg *reg = make_device(l, false);
+	struct sio_device *dev;
+	struct sio_segment *rem, *loc, *bar;
+	struct sio_dma_stats st;
+	uint64_t rbus, lbus, bbus;
+	char *rp, *lp, buf[16];
+
+	cr_assert_eq(sio_device_borrow(h, sio_devreg_id(reg), 0, &dev), 0);
+	cr_assert_eq(sio_segment_create(h, 1, 4096, 0, &rem), 0);	/* on the borrower */
+	cr_assert_eq(sio_segment_create_on(h, 0, 2, 4096, 0, &loc), 0);	/* on the lender */
+	cr_assert_eq(sio_segment_map(rem, (void **)&rp), 0);
+	cr_assert_eq(sio_segment_map(loc, (void **)&lp), 0);
+	cr_assert_eq(sio_device_map(dev, rem, &rbus), 0);
+	cr_assert_eq(sio_device_map(dev, loc, &lbus), 0);
+	cr_assert_neq(rbus, lbus);
+	cr_assert_eq(sio_dma_write(reg, rbus + 100, "remote", 7), 0);
+	cr_assert_str_eq(rp + 100, "remote", "write through the window reaches node 1's segment");
+	cr_assert_eq(sio_dma_write(reg, lbus + 8, "local", 6), 0);
+	cr_assert_str_eq(lp + 8, "local");
+	strcpy(rp + 200, "fetched");
+	cr_assert_eq(sio_dma_read(reg, rbus + 200, buf, 8), 0);
+	cr_assert_str_eq(buf, "fetched");
+	/* past the end, straddling the end, and an address nobody mapped */
+	cr_assert_eq(sio_dma_read(reg, rbus + 4096, buf, 8), -EFAULT);
+	cr_assert_eq(sio_dma_write(reg, rbus + 4090, buf, 8), -EFAULT);
+	cr_assert_eq(sio_dma_read(reg, 0x1234000, buf, 8), -EFAULT);
+	cr_assert(strstr(sio_errmsg(), "DMA fault"), "%s", sio_errmsg());
+	cr_assert_eq(sio_dma_stats(reg, &st), 0);
+	cr_assert_eq(st.faults, 3);
+	cr_assert_eq(st.last_fault_addr, 0x1234000);
+	/* a BAR of the device reaches the device as any segment (the CMB case) */
+	cr_assert_eq(sio_device_bar(dev, 0, &bar), 0);
+	cr_assert_eq(sio_device_map(dev, bar, &bbus), 0);
+	cr_assert_eq(sio_dma_write(reg, bbus, "bar", 4), 0);
+	/* unmapped again: the device can no longer reach it */
+	cr_assert_eq(sio_device_unmap(dev, rem), 0);
+	cr_assert_eq(sio_dma_write(reg, rbus + 100, "late", 5), -EFAULT);
+	cr_assert_str_eq(rp + 100, "remote", "nothing written after unmap");
+	cr_assert_eq(sio_device_unmap(dev, rem), -ENOENT);
+	sio_segment_remove(bar);
+	sio_device_return(dev);
+	cr_assert_eq(sio_dma_read(reg, lbus, buf, 8), -EFAULT, "returning a device drops its mappings");
+	sio_segment_remove(rem);
+	sio_segment_remove(loc);
+	sio_device_unregister(reg);
+	sio_fabric_close(h);
+	sio_fabric_close(l);
+	sio_fabric_destroy(name);
+}
+
+Test(device, kill_releases_borrows_and_windows)
+{
+	struct sio_fabric_config c = { .nodes = 2, .topology = SIO_TOPO_SWITCH };
+	const char *name = test_fabric("kill", &c);
+	struct sio_fabric *l = join(name, 0);
+	struct sio_devreg *reg = make_device(l, false);
+	uint32_t id = sio_devreg_id(reg);
+	int ready[2];
+	struct sio_node_info ni[2];
+
+	cr_assert_eq(pipe(ready), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct sio_fabric *h;
+		struct sio_device *d;
+		struct sio_segment *s;
+		uint64_t bus;
+		void *v;
+		if (sio_fabric_open(name, 1, &h) || sio_device_borrow(h, id, SIO_BORROW_EXCLUSIVE, &d) ||
+		    sio_segment_create(h, 5, 4096, 0, &s) || sio_device_map(d, s, &bus))
+			_exit(1);
+		struct sio_segment *bar;
+		if (sio_device_bar(d, 0, &bar) || sio_segment_map(bar, &v))	/* a window on node 1 */
+			_exit(2);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(3);
+		pause();
+		_exit(0);
+	}
+	char b;
+	cr_assert_eq(read(ready[0], &b, 1), 1, "child did not get ready");
+	sio_fabric_nodes(l, ni, 2);
+	cr_assert_eq(ni[0].windows_used[0], 1, "the lender maps node 1's segment for the device");
+	cr_assert_eq(ni[1].windows_used[0], 1, "node 1 maps the BAR");
+	struct sio_device *x;
+	cr_assert_eq(sio_device_borrow(l, id, 0, &x), -EBUSY);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	cr_assert_eq(sio_fabric_reap(l), 1, "one dead process reaped");
+	sio_fabric_nodes(l, ni, 2);
+	cr_assert_eq(ni[0].windows_used[0], 0);
+	cr_assert_eq(ni[1].windows_used[0], 0);
+	cr_assert_eq(sio_device_borrow(l, id, SIO_BORROW_EXCLUSIVE, &x), 0, "%s", sio_errmsg());
+	struct sio_segment *gone;
+	cr_assert_eq(sio_segment_connect(l, 1, 5, &gone), -ENOENT, "the dead process's segment is freed");
+	sio_device_return(x);
+	sio_device_unregister(reg);
+	sio_fabric_close(l);
+	sio_fabric_destroy(name);
+}
+
+Test(device, link_down_and_up)
+{
+	struct sio_fabric_config c = { .nodes = 2, .topology = SIO_TOPO_SWITCH };
+	const char *name = test_fabric("link", &c);
+	struct sio_fabric *l = join(name, 0), *h = join(name, 1);
+	struct sio_devreg *reg = make_device(l, false);
+	struct sio_device *dev;
+	struct sio_segment *s;
+	struct sio_event ev[8];
+	uint64_t bus;
+	char *p, buf[8];
+
+	cr_assert_eq(sio_device_borrow(h, sio_devreg_id(reg), 0, &dev), 0);
+	cr_assert_eq(sio_segment_create(h, 1, 4096, 0, &s), 0);
+	cr_assert_eq(sio_segment_map(s, (void **)&p), 0);
+	cr_assert_eq(sio_device_map(dev, s, &bus), 0);
+	strcpy(p, "before");
+	cr_assert_eq(sio_link_set(l, 1, 0, false), 0);
+	struct pollfd pf = { .fd = sio_event_fd(h), .events = POLLIN };
+	cr_assert_eq(poll(&pf, 1, 1000), 1, "the event fd polls readable");
+	int n = sio_event_read(h, ev, 8);
+	cr_assert_geq(n, 1);
+	cr_assert_eq(ev[0].type, SIO_EV_LINK_DOWN);
+	cr_assert_eq(ev[0].node, 1);
+	cr_assert_eq(sio_dma_write(reg, bus, "after", 6), -ENOLINK, "posted write is dropped");
+	cr_assert_str_eq(p, "before");
+	memset(buf, 0, sizeof(buf));
+	cr_assert_eq(sio_dma_read(reg, bus, buf, 8), -ENOLINK);
+	for (int i = 0; i < 8; i++)
+		cr_assert_eq((unsigned char)buf[i], 0xff, "reads on a dead link return all ones");
+	cr_assert_eq(sio_link_set(l, 1, 0, true), 0);
+	n = sio_event_read(h, ev, 8);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(ev[0].type, SIO_EV_LINK_UP);
+	cr_assert_eq(sio_dma_write(reg, bus, "after", 6), 0);
+	cr_assert_str_eq(p, "after");
+	sio_device_return(dev);
+	sio_segment_remove(s);
+	sio_device_unregister(reg);
+	sio_fabric_close(h);
+	sio_fabric_close(l);
+	sio_fabric_destroy(name);
+}
+
+Test(device, segment_lost_event_when_owner_dies)
+{
+	struct sio_fabric_config c = { .nodes = 2 };
+	const char *name = test_fabric("lost", &c);
+	struct sio_fabric *f = join(name, 0);
+	struct sio_segment *s;
+	struct sio_event ev[4];
+	int ready[2];
+	void *v;
+
+	cr_assert_eq(pipe(ready), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct sio_fabric *g;
+		struct sio_segment *o;
+		if (sio_fabric_open(name, 1, &g) || sio_segment_create(g, 9, 4096, 0, &o))
+			_exit(1);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	char b;
+	cr_assert_eq(read(ready[0], &b, 1), 1);
+	cr_assert_eq(sio_segment_connect(f, 1, 9, &s), 0);
+	cr_assert_eq(sio_segment_map(s, &v), 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	sio_fabric_reap(f);
+	cr_assert_eq(sio_event_read(f, ev, 4), 1);
+	cr_assert_eq(ev[0].type, SIO_EV_SEGMENT_LOST);
+	cr_assert_eq(ev[0].segment, 9);
+	cr_assert_eq(ev[0].node, 1);
+	sio_segment_remove(s);
+	sio_fabric_close(f);
+	sio_fabric_destroy(name);
+}
