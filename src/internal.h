@@ -84,6 +84,20 @@ int sio__seg_new_locked(struct sio_fabric *f, int node, uint32_t id, uint64_t si
 			unsigned int flags, int kind, int *slotp);
 int sio__seg_check(struct sio_segment *seg);
 
+/*
+ * GPU memory segments. The memory is not a file: a device model reaches it
+ * through a plugin (drivers/gpu builds it) that opens the exporter's IPC
+ * handle. libsmartio loads the plugin on first use: $SMARTIO_GPU_PLUGIN or
+ * "libsmartio-gpudma.so" from the library path.
+ */
+struct sio_gpu_dma_ops {
+	/* copy between @buf and offset @off of GPU segment @s */
+	int (*copy)(const struct reg_seg *s, uint64_t off, void *buf, size_t len, bool to_gpu);
+};
+#define SIO_GPU_PLUGIN_SYMBOL "sio_gpu_dma_plugin"
+int sio__segment_create_gpu(struct sio_fabric *f, uint64_t size, int gpu,
+			    const void *handle, size_t hlen, struct sio_segment **out);
+
 /* Registry lock: robust, process-shared; also reaps dead processes lazily. */
 void sio__lock(struct sio_fabric *f);
 void sio__unlock(struct sio_fabric *f);

@@ -61,6 +61,8 @@ struct reg_seg {
 	int32_t bar;
 	uint8_t huge;
 	char name[SIO_NAME_MAX];
+	int32_t gpu;		/* CUDA device ordinal for GPU segments */
+	uint8_t gpu_handle[64];	/* the exporter's IPC handle (cudaIpcMemHandle_t) */
 };
 
 struct reg_window {

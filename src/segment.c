@@ -98,7 +98,7 @@ static int find_seg(struct sio_registry *r, int node, uint32_t id)
 	return -1;
 }
 
-static struct sio_segment *handle(struct sio_fabric *f, int slot, bool owner)
+static struct sio_segment *handle_new(struct sio_fabric *f, int slot, bool owner)
 {
 	struct sio_segment *h = calloc(1, sizeof(*h));
 	const struct reg_seg *s = &f->reg->segs[slot];
@@ -178,10 +178,44 @@ int sio_segment_create_on(struct sio_fabric *f, int node, uint32_t id, uint64_t 
 	size = (size + 4095) & ~4095ull;
 	sio__lock(f);
 	ret = seg_new(f, node, id, size, flags, SIO_SEG_RAM, &slot);
-	if (!ret && !(*out = handle(f, slot, true))) {
+	if (!ret && !(*out = handle_new(f, slot, true))) {
 		reg_seg_release(f, slot, false);
 		ret = sio__err(ENOMEM, "out of memory");
 	}
+	sio__unlock(f);
+	return ret;
+}
+
+int sio__segment_create_gpu(struct sio_fabric *f, uint64_t size, int gpu, const void *handle,
+			    size_t hlen, struct sio_segment **out)
+{
+	struct sio_registry *r;
+	int s, ret = 0;
+
+	if (!f || !out || !handle || hlen > sizeof(r->segs[0].gpu_handle) || !size ||
+	    size > SIO_SEG_MAX_SIZE)
+		return sio__err(EINVAL, "bad arguments for a GPU segment");
+	r = f->reg;
+	sio__lock(f);
+	for (s = 0; s < SIO_MAX_SEGS && r->segs[s].used; s++)
+		;
+	if (s == SIO_MAX_SEGS) {
+		ret = sio__err(ENOSPC, "the fabric has all %d segments in use", SIO_MAX_SEGS);
+		goto out;
+	}
+	uint32_t id;
+	do
+		id = r->next_seg_id[f->node]++;
+	while (find_seg(r, f->node, id) >= 0);
+	r->segs[s] = (struct reg_seg){ .used = 1, .id = id, .node = f->node, .owner = f->proc,
+				       .size = size, .gen = r->next_gen++, .kind = SIO_SEG_GPU,
+				       .device = -1, .bar = -1, .gpu = gpu };
+	memcpy(r->segs[s].gpu_handle, handle, hlen);
+	if (!(*out = handle_new(f, s, true))) {
+		r->segs[s].used = 0;
+		ret = sio__err(ENOMEM, "out of memory");
+	}
+out:
 	sio__unlock(f);
 	return ret;
 }
@@ -204,7 +238,7 @@ int sio_segment_connect(struct sio_fabric *f, int node, uint32_t id, struct sio_
 	s = find_seg(f->reg, node, id);
 	if (s < 0)
 		ret = sio__err(ENOENT, "no segment %u on node %d", id, node);
-	else if (!(*out = handle(f, s, false)))
+	else if (!(*out = handle_new(f, s, false)))
 		ret = sio__err(ENOMEM, "out of memory");
 	sio__unlock(f);
 	return ret;
@@ -246,6 +280,8 @@ int sio_segment_map(struct sio_segment *seg, void **vaddr)
 		return ret;
 	}
 	f = seg->f;
+	if (seg->kind == SIO_SEG_GPU)
+		return sio__err(EOPNOTSUPP, "GPU segment %u has no CPU mapping; reach it through CUDA", seg->id);
 	sio__lock(f);
 	if ((ret = seg_check(seg)))
 		goto out;

@@ -6,9 +6,23 @@
  * registry's map generation moves, so the hot path is a load, a compare and
  * a range check.
  */
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../internal.h"
+
+static const struct sio_gpu_dma_ops *gpu_ops;
+static pthread_once_t gpu_once = PTHREAD_ONCE_INIT;
+
+static void gpu_load(void)
+{
+	const char *p = getenv("SMARTIO_GPU_PLUGIN");
+	void *h = dlopen(p && *p ? p : "libsmartio-gpudma.so", RTLD_NOW | RTLD_LOCAL);
+
+	if (h)
+		gpu_ops = dlsym(h, SIO_GPU_PLUGIN_SYMBOL);
+}
 
 struct sio_dma_cache_ent {
 	uint64_t bus, size;
@@ -17,6 +31,7 @@ struct sio_dma_cache_ent {
 	int ln[2], la[2];
 	uint32_t rt_ns;
 	char *va;
+	const struct reg_seg *gpu;	/* GPU memory: no host pointer */
 };
 
 static int reload(struct sio_devreg *reg)
@@ -47,7 +62,9 @@ static int reload(struct sio_devreg *reg)
 						 .ln = { d->link_node[0], d->link_node[1] },
 						 .la = { d->link_adapter[0], d->link_adapter[1] },
 						 .rt_ns = d->rt_ns };
-		if (d->seg >= 0 && !(e->va = sio__segmap(f, d->seg, d->seg_gen)))
+		if (d->seg >= 0 && r->segs[d->seg].kind == SIO_SEG_GPU)
+			e->gpu = &r->segs[d->seg];
+		else if (d->seg >= 0 && !(e->va = sio__segmap(f, d->seg, d->seg_gen)))
 			continue;
 		n++;
 	}
@@ -117,19 +134,37 @@ int sio_dma_ptr(struct sio_devreg *reg, uint64_t bus, size_t len, bool write, vo
 		return fault(reg, bus);
 	if (!link_ok(reg->f->reg, e))
 		return linkdown(reg, bus);
+	if (e->gpu)
+		return sio__err(EOPNOTSUPP, "bus address 0x%llx is GPU memory: no host pointer, use sio_dma_read/sio_dma_write",
+				(unsigned long long)bus);
 	if (!write)
 		sio__delay_ns(e->rt_ns);
 	*ptr = e->va + (bus - e->bus);
 	return 0;
 }
 
+static int gpu_copy(struct sio_devreg *reg, struct sio_dma_cache_ent *e, uint64_t bus, void *buf,
+		    size_t len, bool to_gpu)
+{
+	pthread_once(&gpu_once, gpu_load);
+	if (!gpu_ops)
+		return sio__err(EOPNOTSUPP, "DMA to GPU memory needs the smartio GPU plugin (libsmartio-gpudma.so, or $SMARTIO_GPU_PLUGIN)");
+	if (!to_gpu)
+		sio__delay_ns(e->rt_ns);
+	return gpu_ops->copy(e->gpu, bus - e->bus, buf, len, to_gpu);
+}
+
 int sio_dma_read(struct sio_devreg *reg, uint64_t bus, void *buf, size_t len)
 {
+	struct sio_dma_cache_ent *e;
 	void *p;
 	int ret;
 
-	if (!buf)
-		return sio__err(EINVAL, "buffer is NULL");
+	if (!buf || !reg || !len)
+		return sio__err(EINVAL, "bad arguments to sio_dma_read");
+	e = lookup(reg, bus, len);
+	if (e && e->gpu && link_ok(reg->f->reg, e))
+		return gpu_copy(reg, e, bus, buf, len, false);
 	ret = sio_dma_ptr(reg, bus, len, false, &p);
 	if (ret == -ENOLINK)
 		memset(buf, 0xff, len);	/* PCIe completes reads on a dead link with all ones */
@@ -176,6 +211,8 @@ int sio_dma_write(struct sio_devreg *reg, uint64_t bus, const void *buf, size_t 
 		return mcast_write(reg, e, bus, buf, len);
 	if (!link_ok(reg->f->reg, e))
 		return linkdown(reg, bus);	/* posted: dropped, the device is not told */
+	if (e->gpu)
+		return gpu_copy(reg, e, bus, (void *)buf, len, true);
 	memcpy(e->va + (bus - e->bus), buf, len);
 	return 0;
 }
