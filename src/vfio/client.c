@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The borrower's side of a vfio device: the core calls these ops for devices
+ * registered with SIO_BACKEND_VFIO. Requests go to the lender's socket; the
+ * BAR is mmapped here from the device fd the lender passes, so MMIO (and
+ * doorbells) has nothing in between. Control path only.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "proto.h"
+#include "vfio.h"
+
+struct vfio_conn {
+	int fd;
+	pthread_mutex_t lock;	/* one request in flight per connection */
+};
+
+static int conn_get(struct sio_device *dev, struct vfio_conn **out)
+{
+	struct vfio_conn *c = dev->backend_priv;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *svc;
+
+	if (c) {
+		*out = c;
+		return 0;
+	}
+	svc = sio__device_svc(dev);
+	if (!svc || !svc[0])
+		return sio__err(EINVAL, "vfio: device %u has no lender socket", dev->id);
+	if (strlen(svc) >= sizeof(sa.sun_path))
+		return sio__err(ENAMETOOLONG, "vfio: lender socket path too long: %s", svc);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return sio__err(ENOMEM, "vfio: out of memory");
+	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (c->fd < 0) {
+		free(c);
+		return sio__err(errno, "vfio: socket: %s", strerror(errno));
+	}
+	strcpy(sa.sun_path, svc);
+	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		int e = errno;
+
+		close(c->fd);
+		free(c);
+		return sio__err(e == ENOENT || e == ECONNREFUSED ? ENODEV : e,
+				"vfio: cannot reach the lender of device %u at %s: %s "
+				"(is `smartio vfio lend` running?)", dev->id, svc, strerror(e));
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	dev->backend_priv = c;
+	*out = c;
+	return 0;
+}
+
+/* Send @rq, wait for the reply (and an fd if @fdp). */
+static int call(struct sio_device *dev, const struct sio_vfio_req *rq,
+		struct sio_vfio_rep *rp, int *fdp)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { rp, sizeof(*rp) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct vfio_conn *c = NULL;
+	ssize_t n;
+	int rc = conn_get(dev, &c);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&c->lock);
+	if (send(c->fd, rq, sizeof(*rq), MSG_NOSIGNAL) != sizeof(*rq)) {
+		rc = sio__err(ENOLINK, "vfio: the lender of device %u is gone: %s", dev->id,
+			      strerror(errno));
+		goto out;
+	}
+	do
+		n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n != sizeof(*rp)) {
+		rc = sio__err(ENOLINK, "vfio: the lender of device %u closed the connection",
+			      dev->id);
+		goto out;
+	}
+	if (fdp) {
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+		*fdp = -1;
+		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+			memcpy(fdp, CMSG_DATA(cm), sizeof(int));
+	}
+	rp->msg[sizeof(rp->msg) - 1] = 0;
+	rc = rp->status ? sio__err(-rp->status, "%s", rp->msg) : 0;
+out:
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+static int vfio_bar_map(struct sio_device *dev, int bar, void **vaddr, uint64_t *size)
+{
+	struct sio_vfio_req rq = { .op = SIO_VFIO_OP_BAR, .bar = bar };
+	struct sio_vfio_rep rp;
+	int fd = -1, rc = call(dev, &rq, &rp, &fd);
+	void *p;
+
+	if (rc)
+		return rc;
+	if (fd < 0)
+		return sio__err(EPROTO, "vfio: the lender sent no device fd for BAR %d", bar);
+	p = mmap(NULL, rp.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, rp.offset);
+	rc = errno;
+	close(fd);	/* the mapping keeps the device open */
+	if (p == MAP_FAILED)
+		return sio__err(rc, "vfio: mmap of BAR %d (%llu bytes): %s", bar,
+				(unsigned long long)rp.size, strerror(rc));
+	*vaddr = p;
+	*size = rp.size;
+	return 0;
+}
+
+/* The lender's key for a segment: (node, id), or a BAR of a device. */
+static int seg_key(struct sio_segment *seg, struct sio_vfio_req *rq)
+{
+	struct sio_segment_info si;
+	int rc = sio_segment_info(seg, &si);
+
+	if (rc)
+		return rc;
+	rq->node = si.node;
+	rq->seg = si.id;
+	rq->size = si.size;
+	rq->bar = -1;
+	if (si.kind == SIO_SEG_BAR) {
+		rq->seg = (uint32_t)si.device;
+		rq->bar = si.bar;
+	}
+	return 0;
+}
+
+static int vfio_dma_map(struct sio_device *dev, struct sio_segment *seg, uint64_t *iova)
+{
+	struct sio_vfio_req rq = { .op = SIO_VFIO_OP_MAP };
+	struct sio_vfio_rep rp;
+	int rc = seg_key(seg, &rq);
+
+	if (!rc)
+		rc = call(dev, &rq, &rp, NULL);
+	if (!rc)
+		*iova = rp.iova;
+	return rc;
+}
+
+/* @iova is unused: the lender finds the mapping by segment. */
+static int vfio_dma_unmap(struct sio_device *dev, struct sio_segment *seg, uint64_t iova)
+{
+	struct sio_vfio_req rq = { .op = SIO_VFIO_OP_UNMAP };
+	struct sio_vfio_rep rp;
+	int rc = seg_key(seg, &rq);
+
+	return rc ? rc : call(dev, &rq, &rp, NULL);
+}
+
+static void vfio_release(struct sio_device *dev)
+{
+	struct vfio_conn *c = dev->backend_priv;
+
+	if (!c)
+		return;
+	/* Closing the socket makes the lender unmap all we mapped. */
+	close(c->fd);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	dev->backend_priv = NULL;
+}
+
+const struct sio_backend_ops sio__vfio_ops = {
+	.bar_map = vfio_bar_map,
+	.dma_map = vfio_dma_map,
+	.dma_unmap = vfio_dma_unmap,
+	.release = vfio_release,
+};

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SIO_VFIO_H
+#define SIO_VFIO_H
+
+/*
+ * The vfio backend's own layer: opening a PCI function bound to vfio-pci
+ * (VFIO type1 container, or iommufd), its regions and config space, DMA
+ * mapping through the IOMMU with an IOVA allocator that keeps to the ranges
+ * the kernel reports, and PCI enumeration with libpciaccess. It knows
+ * nothing of the registry, so the lender, the tool and tests share it.
+ */
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* The library's error setter (src/error.c). */
+int sio__err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define SIO_VFIO_MAX_RANGES	32
+#define SIO_VFIO_NREGIONS	9	/* BAR0..5, ROM, config, VGA */
+#define SIO_VFIO_CONFIG		7	/* VFIO_PCI_CONFIG_REGION_INDEX */
+
+enum sio_vfio_mode {
+	SIO_VFIO_AUTO = 0,	/* iommufd where present, else type1 */
+	SIO_VFIO_TYPE1,
+	SIO_VFIO_IOMMUFD,
+};
+
+struct sio_iova_range {
+	uint64_t start, last;	/* inclusive, as the kernel reports them */
+};
+
+/* First-fit allocator over the usable IOVA ranges. */
+struct sio_iova_alloc {
+	struct sio_iova_range ranges[SIO_VFIO_MAX_RANGES];
+	int nranges;
+	struct sio_iova_range *used;	/* sorted by start */
+	int nused, cap;
+};
+
+struct sio_vfio_region {
+	uint64_t offset;	/* in the device fd */
+	uint64_t size;
+	uint32_t flags;		/* VFIO_REGION_INFO_FLAG_* */
+};
+
+struct sio_vfio_dev {
+	char bdf[16];
+	enum sio_vfio_mode mode;	/* what was actually opened */
+	int fd;				/* the device */
+	int container;			/* type1: /dev/vfio/vfio */
+	int group;			/* type1: /dev/vfio/N */
+	int iommufd;			/* iommufd: /dev/iommu */
+	uint32_t ioas;
+	int iommu_group;
+	uint64_t pgsizes;		/* IOMMU page sizes; smallest is the granule */
+	struct sio_vfio_region region[SIO_VFIO_NREGIONS];
+	struct sio_iova_alloc iova;
+};
+
+/*
+ * sio_vfio_open() - open a function bound to vfio-pci
+ * Errors say which of these it is: not bound to vfio-pci (-ENODEV), no IOMMU
+ * group or no IOMMU at all (-ENODEV), group not viable (-EBUSY), permission
+ * (-EACCES).
+ */
+int sio_vfio_open(const char *bdf, enum sio_vfio_mode mode, struct sio_vfio_dev *d);
+void sio_vfio_close(struct sio_vfio_dev *d);
+
+int sio_vfio_cfg_read(struct sio_vfio_dev *d, uint32_t off, void *buf, size_t len);
+int sio_vfio_cfg_write(struct sio_vfio_dev *d, uint32_t off, const void *buf, size_t len);
+/* Set the command register's memory-space and bus-master bits. */
+int sio_vfio_enable_master(struct sio_vfio_dev *d);
+/* The bus address a BAR is programmed at (from config space). */
+int sio_vfio_bar_bus(struct sio_vfio_dev *d, int bar, uint64_t *bus);
+/* mmap a BAR of this process's device fd. */
+int sio_vfio_bar_mmap(struct sio_vfio_dev *d, int bar, void **vaddr, uint64_t *size);
+
+/* Map @len bytes at @vaddr for device DMA; picks the IOVA. */
+int sio_vfio_dma_map(struct sio_vfio_dev *d, void *vaddr, uint64_t len, uint64_t *iova);
+int sio_vfio_dma_unmap(struct sio_vfio_dev *d, uint64_t iova, uint64_t len);
+
+void sio_iova_init(struct sio_iova_alloc *a, const struct sio_iova_range *r, int n);
+int sio_iova_get(struct sio_iova_alloc *a, uint64_t len, uint64_t align, uint64_t *iova);
+int sio_iova_put(struct sio_iova_alloc *a, uint64_t iova);
+void sio_iova_fini(struct sio_iova_alloc *a);
+
+/* PCI functions as libpciaccess and sysfs see them. */
+struct sio_pci_fn {
+	char bdf[16];
+	uint32_t class_code;
+	uint16_t vendor, device;
+	char driver[32];	/* bound driver, "" if none */
+	int iommu_group;	/* -1 if none */
+};
+
+/*
+ * sio_pci_scan() - list PCI functions whose class matches under @mask
+ * Return: the number found (may exceed @max), or -errno.
+ */
+int sio_pci_scan(uint32_t class_code, uint32_t mask, struct sio_pci_fn *out, int max);
+/* Read one function's sysfs facts (driver, IOMMU group, ids). */
+int sio_pci_fn_get(const char *bdf, struct sio_pci_fn *out);
+/* Normalise "4:00.0" or "0000:00:04.0" to "0000:00:04.0". */
+int sio_pci_bdf_parse(const char *in, char out[16]);
+
+/*
+ * sio_vfio_lend() - lend a function bound to vfio-pci to a fabric
+ * Opens it, enables bus mastering, registers it in @fabric's registry and
+ * serves borrowers until *@stop is set. Progress goes to @log (may be NULL).
+ */
+int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
+		  volatile sig_atomic_t *stop, FILE *log);
+
+#endif

@@ -1,0 +1,127 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# The `vm` suite: boot Debian's kernel with a busybox initramfs holding the
+# project's programs in QEMU (q35, emulated VT-d, TCG), with emulated NVMe
+# controllers; the guest binds them to vfio-pci and runs guest-suite.sh, which
+# prints one line per result on the serial console. Exit 0 when every check
+# passed, 1 when one failed, 77 (meson: SKIP) when qemu or a kernel is missing.
+#
+# usage: run-vm.sh BUILD_ROOT SOURCE_DIR [KEEP_DIR]
+#   SIO_VM_KERNEL=/boot/vmlinuz-X picks the kernel; SIO_VM_TIMEOUT (s) bounds the boot.
+set -eu
+
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+work=${3:-}
+skip() { echo "SKIP: $*"; exit 77; }
+
+qemu=$(command -v qemu-system-x86_64 || true)
+[ -n "$qemu" ] || skip "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
+for t in busybox cpio gzip modprobe; do
+	command -v $t >/dev/null 2>&1 || [ "$t" = cpio ] ||
+		skip "$t not installed (apt-get install busybox-static kmod)"
+done
+busybox=$(command -v busybox)
+! ldd "$busybox" >/dev/null 2>&1 ||
+	skip "$busybox is not static (apt-get install busybox-static)"
+
+# A kernel whose modules are installed: the newest, unless one was named.
+kernel=${SIO_VM_KERNEL:-}
+if [ -z "$kernel" ]; then
+	for k in /boot/vmlinuz-*; do
+		[ -r "$k" ] && [ -d "/lib/modules/${k#/boot/vmlinuz-}/kernel" ] && kernel=$k
+	done
+fi
+[ -n "$kernel" ] && [ -r "$kernel" ] ||
+	skip "no readable /boot/vmlinuz-* with /lib/modules (apt-get install linux-image-amd64)"
+kver=${kernel#/boot/vmlinuz-}
+
+[ -n "$work" ] || work=$(mktemp -d "${TMPDIR:-/tmp}/sio-vm.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+root=$work/root
+mkdir -p "$root/bin" "$root/lib/modules" "$root/proc" "$root/sys" "$root/dev" "$root/tmp" \
+	"$root/run" "$root/prog" "$root/etc"
+cp "$busybox" "$root/bin/busybox"
+
+# Programs: the tool, our checks, and the NVMe driver's programs when built.
+progs=""
+for p in smartio vfio-nvme nvme-identify nvme-manager nvme-client; do
+	f=$(find "$build" -name "$p" -type f -perm -u+x -not -path '*/meson-*' 2>/dev/null | head -n1)
+	[ -n "$f" ] && progs="$progs $f"
+done
+for f in $progs; do
+	cp "$f" "$root/prog/"
+	# Their shared libraries, and the loader, at the same paths as here.
+	ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\/.*ld-linux/ {print $1}' |
+	while read -r lib; do
+		[ -e "$root$lib" ] && continue
+		mkdir -p "$root$(dirname "$lib")"
+		cp -L "$lib" "$root$lib"
+	done
+done
+
+# Modules, in the order modprobe would load them (dependencies first).
+modlist() {
+	for m in "$@"; do modprobe -S "$kver" --show-depends "$m" 2>/dev/null; done |
+		awk '$1 == "insmod" && !seen[$2]++ {print $2}'
+}
+for set in "vfio:vfio-pci vfio_iommu_type1" "nvme:nvme"; do
+	name=${set%%:*}
+	: >"$root/lib/modules/$name.list"
+	for ko in $(modlist ${set#*:}); do
+		b=$(basename "$ko")
+		case $b in
+		*.ko.xz) xz -dc "$ko" >"$root/lib/modules/${b%.xz}"; b=${b%.xz} ;;
+		*.ko.zst) zstd -qdc "$ko" >"$root/lib/modules/${b%.zst}"; b=${b%.zst} ;;
+		*) cp "$ko" "$root/lib/modules/$b" ;;
+		esac
+		echo "$b" >>"$root/lib/modules/$name.list"
+	done
+done
+[ -s "$root/lib/modules/vfio.list" ] || skip "kernel $kver has no vfio-pci module"
+
+cp "$src/guest-init.sh" "$root/init"
+cp "$src/guest-suite.sh" "$root/suite.sh"
+chmod +x "$root/init"
+if command -v cpio >/dev/null 2>&1; then
+	(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 >"$work/initramfs.gz")
+else
+	(cd "$root" && find . | "$busybox" cpio -o -H newc | gzip -1 >"$work/initramfs.gz")
+fi
+
+# Sparse images: the main controller, a CMB controller with two namespaces
+# (512 B and 4 KiB LBAs), a small-MDTS controller with two I/O queue pairs.
+for i in main ns1 ns2 small; do truncate -s 64M "$work/$i.img"; done
+log=$work/console.log
+echo "vm: kernel $kver, $(echo $progs | wc -w) programs, initramfs $(du -k "$work/initramfs.gz" | cut -f1) KiB"
+start=$(date +%s)
+set +e
+timeout "${SIO_VM_TIMEOUT:-420}" "$qemu" -nodefaults -no-user-config -display none \
+	-machine q35 -accel tcg,thread=multi -cpu max -smp 2 -m 768 \
+	-device intel-iommu,intremap=on,caching-mode=on \
+	-kernel "$kernel" -initrd "$work/initramfs.gz" \
+	-append "console=ttyS0 intel_iommu=on quiet panic=-1 rdinit=/init" \
+	-serial stdio -no-reboot \
+	-drive file="$work/main.img",if=none,id=d0,format=raw \
+	-device nvme,serial=sio-main,drive=d0,addr=4 \
+	-device nvme,id=n1,serial=sio-cmb,cmb_size_mb=16,addr=5 \
+	-drive file="$work/ns1.img",if=none,id=d1,format=raw \
+	-device nvme-ns,drive=d1,bus=n1,nsid=1,logical_block_size=512,physical_block_size=512 \
+	-drive file="$work/ns2.img",if=none,id=d2,format=raw \
+	-device nvme-ns,drive=d2,bus=n1,nsid=2,logical_block_size=4096,physical_block_size=4096 \
+	-drive file="$work/small.img",if=none,id=d3,format=raw \
+	-device nvme,serial=sio-small,drive=d3,mdts=2,max_ioqpairs=2,addr=6 \
+	</dev/null >"$log" 2>&1
+qrc=$?
+set -e
+end=$(date +%s)
+# Show the console (minus kernel noise) so meson's log has the whole story.
+grep -v '^\[ *[0-9.]*\]' "$log" || true
+echo "vm: QEMU exited $qrc after $((end - start)) s"
+[ $qrc -eq 124 ] && { echo "vm: FAIL: the guest did not power off in time"; exit 1; }
+grep -q '^SIO-VM DONE' "$log" || { echo "vm: FAIL: the suite did not finish"; exit 1; }
+nfail=$(grep -c '^SIO-VM FAIL' "$log" || true)
+npass=$(grep -c '^SIO-VM PASS' "$log" || true)
+echo "vm: $npass passed, $nfail failed"
+[ "$nfail" -eq 0 ] && [ "$npass" -gt 0 ]

@@ -1,0 +1,502 @@
+// SPDX-License-Identifier: MIT
+/*
+ * vfio backend checks run inside the QEMU guest, against QEMU's NVMe, through
+ * the public libsmartio API only (a borrower of a device that `smartio vfio
+ * lend` serves). A minimal admin queue pair is enough to prove what the
+ * backend promises: BAR mmap through the lender's fd, segments DMA-mapped
+ * through the IOMMU, isolation (an IOVA nobody mapped fails), the CMB as a
+ * DMA target, and cleanup when a borrower dies.
+ *
+ * usage: vfio-nvme FABRIC BDF identify|isolation|crash|cmb|write FILE
+ *        vfio-nvme kcheck BLOCKDEV FILE
+ * `write` puts a pattern at LBA 0 of namespace 1 through an I/O queue pair
+ * and saves it to FILE; `kcheck` reads it back through the kernel's own
+ * driver with O_DIRECT and compares. One line per check; exit 0 when all
+ * passed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <smartio/smartio.h>
+#include <smartio/nvme/types.h>
+
+#define QD	16
+
+struct ctl {
+	struct sio_fabric *f;
+	struct sio_device *dev;
+	struct sio_segment *bar, *mem, *cmbseg;
+	volatile uint32_t *regs;
+	uint8_t *va;			/* mem: SQ at 0, CQ at 4 KiB, data from 8 KiB */
+	uint64_t iova;
+	volatile struct sio_nvme_cmd *sq;
+	uint64_t sq_bus;
+	uint32_t dstrd, to_ms;
+	uint16_t sqt, cqh, cid;
+	uint8_t phase;
+	uint16_t io_sqt, io_cqh;	/* I/O queue pair 1: SQ at 48 KiB, CQ at 52 KiB */
+	uint8_t io_phase;
+};
+
+static int fails;
+
+static void check(bool ok, const char *what, const char *detail)
+{
+	printf("%s %s%s%s\n", ok ? "ok:" : "FAIL:", what, detail ? ": " : "", detail ? detail : "");
+	fflush(stdout);
+	fails += !ok;
+}
+
+static void die(const char *what)
+{
+	printf("FAIL: %s: %s\n", what, sio_errmsg());
+	exit(1);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000ull + t.tv_nsec / 1000000;
+}
+
+/* Bounded wait with back-off: 1 us doubling to 1 ms per sleep. */
+static bool wait_for(bool (*cond)(struct ctl *), struct ctl *c, uint32_t ms)
+{
+	uint64_t end = now_ms() + ms;
+	long ns = 1000;
+
+	while (!cond(c)) {
+		if (now_ms() > end)
+			return false;
+		nanosleep(&(struct timespec){ 0, ns }, NULL);
+		if (ns < 1000000)
+			ns *= 2;
+	}
+	return true;
+}
+
+static bool rdy0(struct ctl *c) { return !(c->regs[SIO_NVME_REG_CSTS / 4] & SIO_NVME_CSTS_RDY); }
+static bool rdy1(struct ctl *c) { return c->regs[SIO_NVME_REG_CSTS / 4] & SIO_NVME_CSTS_RDY; }
+
+static volatile struct sio_nvme_cpl *cq(struct ctl *c)
+{
+	return (volatile struct sio_nvme_cpl *)(c->va + 4096);
+}
+
+static bool cpl_ready(struct ctl *c)
+{
+	return (cq(c)[c->cqh].status & 1) == c->phase;
+}
+
+static void w64(struct ctl *c, uint32_t off, uint64_t v)
+{
+	c->regs[off / 4] = (uint32_t)v;
+	c->regs[off / 4 + 1] = (uint32_t)(v >> 32);
+}
+
+static void open_dev(struct ctl *c, const char *fabric, const char *bdf)
+{
+	struct sio_device_info info[8];
+	int n;
+
+	memset(c, 0, sizeof(*c));
+	if (sio_fabric_open(fabric, 0, &c->f))
+		die("open fabric");
+	n = sio_device_list(c->f, 0x010802, 0xffffff, info, 8);
+	for (int i = 0; i < n && i < 8; i++)
+		if (!strcmp(info[i].bdf, bdf)) {
+			if (sio_device_borrow(c->f, info[i].id, SIO_BORROW_EXCLUSIVE, &c->dev))
+				die("borrow");
+			check(info[i].backend == SIO_BACKEND_VFIO, "device is on the vfio backend", bdf);
+			break;
+		}
+	if (!c->dev) {
+		printf("FAIL: no NVMe device %s in fabric %s (is the lender running?)\n", bdf, fabric);
+		exit(1);
+	}
+	if (sio_device_bar(c->dev, 0, &c->bar) || sio_segment_map(c->bar, (void **)&c->regs))
+		die("map BAR0");
+	if (sio_segment_create(c->f, 0, 64 << 10, 0, &c->mem) ||
+	    sio_segment_map(c->mem, (void **)&c->va) || sio_device_map(c->dev, c->mem, &c->iova))
+		die("segment for DMA");
+	c->sq = (volatile struct sio_nvme_cmd *)c->va;
+	c->sq_bus = c->iova;
+}
+
+static void reset(struct ctl *c)
+{
+	uint64_t cap = c->regs[0] | (uint64_t)c->regs[1] << 32;
+
+	c->dstrd = SIO_NVME_CAP_DSTRD(cap);
+	c->to_ms = (SIO_NVME_CAP_TO(cap) + 1) * 500;
+	c->regs[SIO_NVME_REG_CC / 4] = 0;
+	if (!wait_for(rdy0, c, c->to_ms))
+		die("controller did not clear CSTS.RDY");
+	memset(c->va, 0, 8192);
+	c->sqt = c->cqh = 0;
+	c->phase = 1;
+	c->regs[SIO_NVME_REG_AQA / 4] = (QD - 1) << 16 | (QD - 1);
+	w64(c, SIO_NVME_REG_ASQ, c->sq_bus);
+	w64(c, SIO_NVME_REG_ACQ, c->iova + 4096);
+	atomic_thread_fence(memory_order_seq_cst);
+	c->regs[SIO_NVME_REG_CC / 4] = SIO_NVME_CC_EN | 6u << SIO_NVME_CC_IOSQES_SHIFT |
+				       4u << SIO_NVME_CC_IOCQES_SHIFT;
+	if (!wait_for(rdy1, c, c->to_ms))
+		die("controller did not become ready");
+}
+
+/* Submit one admin command and wait; returns the status code field. */
+static int admin(struct ctl *c, struct sio_nvme_cmd *cmd)
+{
+	volatile uint32_t *db = c->regs + SIO_NVME_REG_DBS / 4;
+	uint16_t st;
+
+	cmd->cid = ++c->cid;
+	memcpy((void *)&c->sq[c->sqt], cmd, sizeof(*cmd));
+	c->sqt = (c->sqt + 1) % QD;
+	/* The entry must be visible to the device before the doorbell. */
+	atomic_thread_fence(memory_order_release);
+	db[0] = c->sqt;
+	if (!wait_for(cpl_ready, c, c->to_ms))
+		die("admin command timed out");
+	atomic_thread_fence(memory_order_acquire);
+	st = cq(c)[c->cqh].status;
+	if (++c->cqh == QD) {
+		c->cqh = 0;
+		c->phase ^= 1;
+	}
+	db[(1u << c->dstrd)] = c->cqh;	/* CQ 0 head doorbell */
+	return SIO_NVME_STATUS_CODE(st);
+}
+
+static int identify(struct ctl *c, uint64_t prp)
+{
+	struct sio_nvme_cmd cmd = { .opcode = SIO_NVME_ADM_IDENTIFY, .prp1 = prp,
+				    .cdw10 = SIO_NVME_CNS_CTRL };
+
+	return admin(c, &cmd);
+}
+
+static void t_identify(struct ctl *c)
+{
+	char sn[21], mn[41], d[96];
+	uint8_t *id = c->va + 8192;
+	uint32_t vs = c->regs[SIO_NVME_REG_VS / 4];
+
+	snprintf(d, sizeof(d), "VS %u.%u", vs >> 16, (vs >> 8) & 0xff);
+	check(vs >= 0x10000, "CAP/VS read through the BAR the lender passed", d);
+	reset(c);
+	memset(id, 0, 4096);
+	int sc = identify(c, c->iova + 8192);
+
+	memcpy(sn, id + 4, 20);
+	sn[20] = 0;
+	memcpy(mn, id + 24, 40);
+	mn[40] = 0;
+	snprintf(d, sizeof(d), "status %#x, vid %04x, serial '%.20s', model '%.24s'", sc,
+		 id[0] | id[1] << 8, sn, mn);
+	check(sc == 0 && (id[0] | id[1] << 8) == 0x1b36, "Identify Controller DMA'd through the IOMMU", d);
+}
+
+/* Physical address of a page of ours, from /proc/self/pagemap (root only). */
+static uint64_t phys_of(void *va)
+{
+	uint64_t e = 0;
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+	long pg = sysconf(_SC_PAGESIZE);
+
+	if (fd < 0)
+		return 0;
+	if (pread(fd, &e, 8, (uintptr_t)va / pg * 8) != 8)
+		e = 0;
+	close(fd);
+	if (!(e >> 63) || !(e & ((1ull << 55) - 1)))
+		return 0;
+	return (e & ((1ull << 55) - 1)) * pg + (uintptr_t)va % pg;
+}
+
+static bool all(const uint8_t *p, size_t n, uint8_t v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != v)
+			return false;
+	return true;
+}
+
+/*
+ * QEMU completes a command whose DMA the IOMMU blocked with success (its VT-d
+ * model logs the fault), so these checks look at memory, not status.
+ */
+static void t_isolation(struct ctl *c)
+{
+	uint8_t *buf = c->va + 8192;
+	uint64_t pa;
+	char d[96];
+	int sc;
+
+	reset(c);
+	memset(buf, 0xa5, 4096);
+	pa = phys_of(buf);
+	if (!pa || (pa >= c->iova && pa < c->iova + (64 << 10))) {
+		check(false, "physical address of the buffer", "pagemap gave none");
+		return;
+	}
+	/* Without an IOMMU this would land in buf: it must not. */
+	sc = identify(c, pa);
+	snprintf(d, sizeof(d), "physical %#llx, status %#x", (unsigned long long)pa, sc);
+	check(all(buf, 4096, 0xa5), "DMA to the buffer's physical address does not reach it", d);
+	sc = identify(c, c->iova + 8192);
+	snprintf(d, sizeof(d), "IOVA %#llx, status %#x", (unsigned long long)c->iova + 8192, sc);
+	check(sc == 0 && buf[0] == 0x36, "DMA to its IOVA does", d);
+}
+
+/* A borrower that maps a segment and is killed; its IOVA must go away. */
+static void t_crash(struct ctl *c, const char *fabric)
+{
+	struct { uint64_t iova; uint32_t id; } got = { 0 };
+	struct sio_segment *seg;
+	volatile uint8_t *mem;
+	int p[2], sc, tries;
+	pid_t pid;
+	char d[96];
+
+	if (sio_device_downgrade(c->dev))
+		die("downgrade the borrow");
+	if (pipe(p))
+		die("pipe");
+	pid = fork();
+	if (pid == 0) {
+		struct sio_fabric *f;
+		struct sio_device *dev;
+		struct sio_segment *s;
+
+		close(p[0]);
+		if (sio_fabric_open(fabric, 0, &f) ||
+		    sio_device_borrow(f, sio_device_id(c->dev), SIO_BORROW_SHARED, &dev) ||
+		    sio_segment_create(f, 0, 1 << 20, 0, &s) || sio_device_map(dev, s, &got.iova)) {
+			printf("child: %s\n", sio_errmsg());
+			got.iova = 0;
+		} else {
+			struct sio_segment_info si;
+
+			sio_segment_info(s, &si);
+			got.id = si.id;
+		}
+		if (write(p[1], &got, sizeof(got)) != sizeof(got))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	if (read(p[0], &got, sizeof(got)) != sizeof(got) || !got.iova) {
+		check(false, "a second borrower maps a segment", "child failed");
+		return;
+	}
+	close(p[0]);
+	/* Watch the child's memory from here too. */
+	if (sio_segment_connect(c->f, 0, got.id, &seg) || sio_segment_map(seg, (void **)&mem))
+		die("connect to the child's segment");
+	reset(c);
+	sc = identify(c, got.iova);
+	snprintf(d, sizeof(d), "IOVA %#llx, status %#x", (unsigned long long)got.iova, sc);
+	check(sc == 0 && mem[0] == 0x36, "DMA into another borrower's live mapping works", d);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	/* The lender notices the closed socket at once; allow it a moment. */
+	for (tries = 0; tries < 50; tries++) {
+		memset((void *)mem, 0, 4096);
+		identify(c, got.iova);
+		if (all((const uint8_t *)mem, 4096, 0))
+			break;
+		usleep(20000);
+	}
+	snprintf(d, sizeof(d), "after SIGKILL, %d retries", tries);
+	check(tries < 50, "a killed borrower's IOMMU mapping is torn down", d);
+	sio_segment_unmap(seg);
+	sio_segment_remove(seg);
+}
+
+static void t_cmb(struct ctl *c)
+{
+	uint64_t cap = c->regs[0] | (uint64_t)c->regs[1] << 32, bus;
+	uint32_t loc, sz;
+	char d[128];
+	void *cmb;
+
+	if (!SIO_NVME_CAP_CMBS(cap)) {
+		check(false, "controller reports CAP.CMBS", "no CMB: run with cmb_size_mb");
+		return;
+	}
+	/* CMBLOC/CMBSZ read 0 until CMBMSC.CRE is set. */
+	w64(c, SIO_NVME_REG_CMBMSC, SIO_NVME_CMBMSC_CRE);
+	loc = c->regs[SIO_NVME_REG_CMBLOC / 4];
+	sz = c->regs[SIO_NVME_REG_CMBSZ / 4];
+	snprintf(d, sizeof(d), "CMBLOC %#x CMBSZ %#x", loc, sz);
+	check(sz & SIO_NVME_CMBSZ_SQS, "CMB supports submission queues", d);
+	if (sio_device_bar(c->dev, loc & 7, &c->cmbseg) || sio_segment_map(c->cmbseg, &cmb) ||
+	    sio_device_map(c->dev, c->cmbseg, &bus))
+		die("map the CMB BAR");
+	snprintf(d, sizeof(d), "BAR%u at bus %#llx", loc & 7, (unsigned long long)bus);
+	check(bus != 0, "the CMB maps to its BAR's bus address", d);
+	/* Enable the controller memory space at that address. */
+	w64(c, SIO_NVME_REG_CMBMSC, bus | SIO_NVME_CMBMSC_CRE | SIO_NVME_CMBMSC_CMSE);
+	c->sq = (volatile struct sio_nvme_cmd *)((uint8_t *)cmb + (loc >> 12) * 4096ull);
+	c->sq_bus = bus + (loc >> 12) * 4096ull;
+	reset(c);
+	memset(c->va + 8192, 0, 4096);
+	int sc = identify(c, c->iova + 8192);
+
+	snprintf(d, sizeof(d), "status %#x, vid %02x%02x", sc, c->va[8193], c->va[8192]);
+	check(sc == 0 && c->va[8192] == 0x36, "Identify with the admin SQ in the CMB", d);
+	c->sq = (volatile struct sio_nvme_cmd *)c->va;
+	c->sq_bus = c->iova;
+	reset(c);
+	check(sio_device_unmap(c->dev, c->cmbseg) == 0, "CMB unmapped for the device", NULL);
+}
+
+
+static volatile struct sio_nvme_cpl *iocq(struct ctl *c)
+{
+	return (volatile struct sio_nvme_cpl *)(c->va + (52 << 10));
+}
+
+static bool io_ready(struct ctl *c)
+{
+	return (iocq(c)[c->io_cqh].status & 1) == c->io_phase;
+}
+
+static int io(struct ctl *c, struct sio_nvme_cmd *cmd)
+{
+	volatile uint32_t *db = c->regs + SIO_NVME_REG_DBS / 4;
+	volatile struct sio_nvme_cmd *sq = (void *)(c->va + (48 << 10));
+	uint16_t st;
+
+	cmd->cid = ++c->cid;
+	memcpy((void *)&sq[c->io_sqt], cmd, sizeof(*cmd));
+	c->io_sqt = (c->io_sqt + 1) % QD;
+	atomic_thread_fence(memory_order_release);
+	db[2 << c->dstrd] = c->io_sqt;	/* SQ 1 tail */
+	if (!wait_for(io_ready, c, c->to_ms))
+		die("I/O command timed out");
+	atomic_thread_fence(memory_order_acquire);
+	st = iocq(c)[c->io_cqh].status;
+	if (++c->io_cqh == QD) {
+		c->io_cqh = 0;
+		c->io_phase ^= 1;
+	}
+	db[3 << c->dstrd] = c->io_cqh;	/* CQ 1 head */
+	return SIO_NVME_STATUS_CODE(st);
+}
+
+static void t_write(struct ctl *c, const char *file)
+{
+	uint8_t *data = c->va + 8192, *ns = c->va + 8192;
+	struct sio_nvme_cmd cmd;
+	uint32_t lbads, nlb;
+	char d[96];
+	FILE *fp;
+	int sc;
+
+	reset(c);
+	cmd = (struct sio_nvme_cmd){ .opcode = SIO_NVME_ADM_IDENTIFY, .nsid = 1,
+				     .prp1 = c->iova + 8192, .cdw10 = SIO_NVME_CNS_NS };
+	sc = admin(c, &cmd);
+	lbads = ns[128 + 4 * (ns[26] & 0xf) + 2];
+	nlb = 8192u >> lbads;
+	snprintf(d, sizeof(d), "status %#x, %u-byte LBAs", sc, 1u << lbads);
+	check(sc == 0 && lbads >= 9, "Identify Namespace 1", d);
+	memset(c->va + (48 << 10), 0, 8192);
+	c->io_sqt = c->io_cqh = 0;
+	c->io_phase = 1;
+	cmd = (struct sio_nvme_cmd){ .opcode = SIO_NVME_ADM_CREATE_CQ, .prp1 = c->iova + (52 << 10),
+				     .cdw10 = (QD - 1) << 16 | 1, .cdw11 = 1 };
+	sc = admin(c, &cmd);
+	cmd = (struct sio_nvme_cmd){ .opcode = SIO_NVME_ADM_CREATE_SQ, .prp1 = c->iova + (48 << 10),
+				     .cdw10 = (QD - 1) << 16 | 1, .cdw11 = 1 << 16 | 1 };
+	sc = sc ? sc : admin(c, &cmd);
+	check(sc == 0, "I/O queue pair created", NULL);
+	for (int i = 0; i < 8192; i++)
+		data[i] = (uint8_t)(i * 7 + (i >> 9) + 0x5a);
+	cmd = (struct sio_nvme_cmd){ .opcode = SIO_NVME_CMD_WRITE, .nsid = 1,
+				     .prp1 = c->iova + 8192, .prp2 = c->iova + 12288,
+				     .cdw12 = nlb - 1 };
+	sc = io(c, &cmd);
+	snprintf(d, sizeof(d), "status %#x, %u blocks at LBA 0", sc, nlb);
+	check(sc == 0, "8 KiB written through I/O queue 1", d);
+	fp = fopen(file, "wb");
+	check(fp && fwrite(data, 1, 8192, fp) == 8192 && fclose(fp) == 0, "pattern saved", file);
+	memset(data, 0, 8192);
+	cmd.opcode = SIO_NVME_CMD_READ;
+	sc = io(c, &cmd);
+	for (int i = 0; i < 8192 && !sc; i++)
+		if (data[i] != (uint8_t)(i * 7 + (i >> 9) + 0x5a))
+			sc = -1;
+	check(sc == 0, "read back through the same queue pair", NULL);
+}
+
+/* Compare FILE with the start of BLOCKDEV read by the kernel's driver. */
+static int kcheck(const char *bdev, const char *file)
+{
+	uint8_t want[8192], *got;
+	FILE *fp = fopen(file, "rb");
+	int fd = open(bdev, O_RDONLY | O_DIRECT);
+	bool same;
+
+	if (!fp || fread(want, 1, sizeof(want), fp) != sizeof(want) || fd < 0 ||
+	    posix_memalign((void **)&got, 4096, sizeof(want)) ||
+	    pread(fd, got, sizeof(want), 0) != (ssize_t)sizeof(want)) {
+		printf("FAIL: O_DIRECT read of %s: %s\n", bdev, strerror(errno));
+		return 1;
+	}
+	same = !memcmp(want, got, sizeof(want));
+	check(same, "the kernel's nvme driver reads back what the vfio client wrote", bdev);
+	return same ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct ctl c;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 4 && !strcmp(argv[1], "kcheck"))
+		return kcheck(argv[2], argv[3]);
+	if (argc < 4 || (!strcmp(argv[3], "write") && argc != 5)) {
+		fprintf(stderr, "usage: vfio-nvme FABRIC BDF identify|isolation|crash|cmb|write FILE\n"
+			"       vfio-nvme kcheck BLOCKDEV FILE\n");
+		return 2;
+	}
+	open_dev(&c, argv[1], argv[2]);
+	if (!strcmp(argv[3], "identify"))
+		t_identify(&c);
+	else if (!strcmp(argv[3], "isolation"))
+		t_isolation(&c);
+	else if (!strcmp(argv[3], "crash"))
+		t_crash(&c, argv[1]);
+	else if (!strcmp(argv[3], "cmb"))
+		t_cmb(&c);
+	else if (!strcmp(argv[3], "write"))
+		t_write(&c, argv[4]);
+	else
+		return 2;
+	/* Disable the controller so the next user starts clean. */
+	c.regs[SIO_NVME_REG_CC / 4] = 0;
+	wait_for(rdy0, &c, c.to_ms ? c.to_ms : 1000);
+	check(sio_device_unmap(c.dev, c.mem) == 0, "segment unmapped for the device", NULL);
+	sio_segment_unmap(c.bar);
+	sio_segment_remove(c.bar);
+	sio_segment_remove(c.cmbseg);
+	sio_segment_remove(c.mem);
+	sio_device_return(c.dev);
+	sio_fabric_close(c.f);
+	return fails ? 1 : 0;
+}

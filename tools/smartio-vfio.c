@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `smartio vfio`: list PCI functions and how they are bound, bind one to
+ * vfio-pci (or give it back), probe one through vfio, and lend one to a
+ * fabric so that drivers borrow it through libsmartio.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <smartio/smartio.h>
+#include "smartio-vfio.h"
+#include "vfio/vfio.h"
+
+static void usage(FILE *o)
+{
+	fprintf(o,
+		"usage: smartio vfio list [--class HEX] [--vfio-only]\n"
+		"       smartio vfio bind BDF          bind to vfio-pci (root)\n"
+		"       smartio vfio unbind BDF        give it back to its kernel driver (root)\n"
+		"       smartio vfio probe BDF [--type1|--iommufd]\n"
+		"       smartio vfio lend BDF [--fabric NAME] [--type1|--iommufd]\n"
+		"BDF is a PCI address such as 0000:00:04.0. A class given as 2 hex digits\n"
+		"matches the base class, 4 the subclass too, 6 the programming interface\n"
+		"(NVMe: 010802).\n");
+}
+
+static int fail(const char *what)
+{
+	fprintf(stderr, "smartio vfio %s: %s\n", what, sio_errmsg());
+	return 1;
+}
+
+static int parse_class(const char *s, uint32_t *cls, uint32_t *mask)
+{
+	char *end;
+	const char *h = (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) ? s + 2 : s;
+	unsigned long v = strtoul(h, &end, 16);
+	size_t n = end - h;
+
+	if (*end || (n != 2 && n != 4 && n != 6)) {
+		fprintf(stderr, "smartio vfio list: --class wants 2, 4 or 6 hex digits, not '%s'\n", s);
+		return -1;
+	}
+	*cls = v << (8 * (3 - n / 2));
+	*mask = 0xffffffu << (8 * (3 - n / 2)) & 0xffffff;
+	return 0;
+}
+
+static int cmd_list(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "class", required_argument, NULL, 'c' },
+		{ "vfio-only", no_argument, NULL, 'v' },
+		{ 0 }
+	};
+	uint32_t cls = 0, mask = 0;
+	bool vonly = false, hint = false;
+	struct sio_pci_fn *fn;
+	int o, n;
+
+	while ((o = getopt_long(argc, argv, "c:v", lo, NULL)) != -1) {
+		if (o == 'c' && parse_class(optarg, &cls, &mask))
+			return 2;
+		if (o == 'v')
+			vonly = true;
+		if (o == '?')
+			return 2;
+	}
+	n = sio_pci_scan(cls, mask, NULL, 0);
+	if (n < 0)
+		return fail("list");
+	fn = calloc(n + 1, sizeof(*fn));
+	if (!fn)
+		return 1;
+	n = sio_pci_scan(cls, mask, fn, n);
+	if (n < 0)
+		return fail("list");
+	printf("%-13s %-6s %-9s %-6s %-14s %s\n", "BDF", "CLASS", "ID", "GROUP", "DRIVER", "VFIO");
+	for (int i = 0; i < n; i++) {
+		bool v = !strcmp(fn[i].driver, "vfio-pci");
+		char grp[12] = "-";
+
+		if (vonly && !v)
+			continue;
+		if (fn[i].iommu_group >= 0)
+			snprintf(grp, sizeof(grp), "%d", fn[i].iommu_group);
+		printf("%-13s %06x %04x:%04x %-6s %-14s %s\n", fn[i].bdf, fn[i].class_code,
+		       fn[i].vendor, fn[i].device, grp, fn[i].driver[0] ? fn[i].driver : "-",
+		       v ? "yes" : fn[i].iommu_group < 0 ? "no (no IOMMU group)" : "no");
+		hint |= !v && fn[i].iommu_group >= 0;
+	}
+	if (hint)
+		printf("to bind one to vfio-pci (as root): smartio vfio bind BDF\n");
+	if (n > 0 && fn[0].iommu_group < 0 && access("/sys/kernel/iommu_groups/0", F_OK))
+		printf("no IOMMU is active: enable VT-d/AMD-Vi and boot with intel_iommu=on\n");
+	free(fn);
+	return 0;
+}
+
+static int sysfs_write(const char *path, const char *val, bool quiet_enodev)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0) {
+		fprintf(stderr, "smartio vfio: cannot open %s: %s%s\n", path, strerror(errno),
+			errno == EACCES ? " (run as root)" : "");
+		return -1;
+	}
+	n = write(fd, val, strlen(val));
+	if (n < 0 && !(quiet_enodev && (errno == ENODEV || errno == EINVAL))) {
+		fprintf(stderr, "smartio vfio: writing '%s' to %s: %s\n", val, path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Set driver_override (or clear it with "\n"), unbind, and reprobe. */
+static int rebind(const char *arg, const char *override, const char *want)
+{
+	struct sio_pci_fn fn;
+	char bdf[16], p[160];
+
+	if (sio_pci_bdf_parse(arg, bdf) || sio_pci_fn_get(bdf, &fn))
+		return fail(want ? "bind" : "unbind");
+	if (want && !strcmp(fn.driver, want)) {
+		printf("%s is already bound to %s\n", bdf, want);
+		return 0;
+	}
+	if (want && access("/sys/bus/pci/drivers/vfio-pci", F_OK)) {
+		fprintf(stderr, "smartio vfio bind: vfio-pci is not loaded: modprobe vfio-pci\n");
+		return 1;
+	}
+	snprintf(p, sizeof(p), "/sys/bus/pci/devices/%s/driver_override", bdf);
+	if (sysfs_write(p, override, false))
+		return 1;
+	if (fn.driver[0]) {
+		snprintf(p, sizeof(p), "/sys/bus/pci/devices/%s/driver/unbind", bdf);
+		if (sysfs_write(p, bdf, false))
+			return 1;
+	}
+	/* Probing may find no driver (nvme not loaded): that is not an error. */
+	if (sysfs_write("/sys/bus/pci/drivers_probe", bdf, true))
+		return 1;
+	if (sio_pci_fn_get(bdf, &fn))
+		return fail("bind");
+	if (want && strcmp(fn.driver, want)) {
+		fprintf(stderr, "smartio vfio bind: %s did not bind to %s (driver now '%s'); "
+			"is it in an IOMMU group?\n", bdf, want, fn.driver);
+		return 1;
+	}
+	printf("%s: driver %s\n", bdf, fn.driver[0] ? fn.driver : "(none)");
+	return 0;
+}
+
+static int mode_opt(int argc, char **argv, enum sio_vfio_mode *mode, const char **fabric)
+{
+	static const struct option lo[] = {
+		{ "type1", no_argument, NULL, '1' },
+		{ "iommufd", no_argument, NULL, 'i' },
+		{ "fabric", required_argument, NULL, 'f' },
+		{ 0 }
+	};
+	int o;
+
+	while ((o = getopt_long(argc, argv, "f:", lo, NULL)) != -1) {
+		if (o == '1')
+			*mode = SIO_VFIO_TYPE1;
+		else if (o == 'i')
+			*mode = SIO_VFIO_IOMMUFD;
+		else if (o == 'f' && fabric)
+			*fabric = optarg;
+		else
+			return -1;
+	}
+	return optind < argc ? optind : -1;
+}
+
+static int cmd_probe(int argc, char **argv)
+{
+	enum sio_vfio_mode mode = SIO_VFIO_AUTO;
+	struct sio_vfio_dev d;
+	uint32_t cls;
+	int i = mode_opt(argc, argv, &mode, NULL), rc = 1;
+
+	if (i < 0) {
+		usage(stderr);
+		return 2;
+	}
+	if (sio_vfio_open(argv[i], mode, &d))
+		return fail("probe");
+	printf("%s: opened via %s, IOMMU group %d, page sizes 0x%llx\n", d.bdf,
+	       d.mode == SIO_VFIO_IOMMUFD ? "iommufd" : "VFIO type1", d.iommu_group,
+	       (unsigned long long)d.pgsizes);
+	for (int r = 0; r < d.iova.nranges; r++)
+		printf("  IOVA range %#llx-%#llx\n", (unsigned long long)d.iova.ranges[r].start,
+		       (unsigned long long)d.iova.ranges[r].last);
+	for (int b = 0; b < 6; b++) {
+		uint64_t bus = 0;
+
+		if (!d.region[b].size)
+			continue;
+		sio_vfio_bar_bus(&d, b, &bus);
+		printf("  BAR%d %llu bytes at bus %#llx%s\n", b, (unsigned long long)d.region[b].size,
+		       (unsigned long long)bus, (d.region[b].flags & 4) ? ", mmappable" : "");
+	}
+	if (sio_vfio_enable_master(&d) || sio_vfio_cfg_read(&d, 0x08, &cls, 4))
+		goto out;
+	if ((cls >> 8) == 0x010802) {
+		volatile uint32_t *bar;
+		uint64_t sz;
+
+		if (sio_vfio_bar_mmap(&d, 0, (void **)&bar, &sz))
+			goto out;
+		uint64_t cap = bar[0] | (uint64_t)bar[1] << 32;
+		uint32_t vs = bar[2];
+
+		printf("  NVMe CAP %#018llx (MQES %u, TO %u x 500 ms, DSTRD %u), VS %u.%u.%u\n",
+		       (unsigned long long)cap, (unsigned)(cap & 0xffff) + 1,
+		       (unsigned)(cap >> 24) & 0xff, (unsigned)(cap >> 32) & 0xf,
+		       vs >> 16, (vs >> 8) & 0xff, vs & 0xff);
+		munmap((void *)bar, sz);
+	}
+	/* Exercise the IOMMU path: map and unmap a buffer. */
+	{
+		size_t len = 1 << 20;
+		void *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uint64_t iova;
+
+		if (buf == MAP_FAILED || sio_vfio_dma_map(&d, buf, len, &iova))
+			goto out;
+		printf("  DMA map of 1 MiB at IOVA %#llx: ok\n", (unsigned long long)iova);
+		if (sio_vfio_dma_unmap(&d, iova, len))
+			goto out;
+		munmap(buf, len);
+	}
+	rc = 0;
+out:
+	if (rc)
+		fail("probe");
+	sio_vfio_close(&d);
+	return rc;
+}
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	stop = 1;
+}
+
+static int cmd_lend(int argc, char **argv)
+{
+	enum sio_vfio_mode mode = SIO_VFIO_AUTO;
+	const char *fabric = NULL;
+	struct sigaction sa = { .sa_handler = on_signal };	/* no SA_RESTART */
+	int i = mode_opt(argc, argv, &mode, &fabric);
+
+	if (i < 0) {
+		usage(stderr);
+		return 2;
+	}
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	if (sio_vfio_lend(fabric, argv[i], mode, &stop, stdout))
+		return fail("lend");
+	return 0;
+}
+
+int sio_tool_vfio(int argc, char **argv)
+{
+	const char *sub = argc > 1 ? argv[1] : NULL;
+
+	optind = 0;	/* glibc: 0 restarts getopt afresh */
+	if (!sub || !strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) {
+		usage(sub ? stdout : stderr);
+		return sub ? 0 : 2;
+	}
+	if (!strcmp(sub, "list"))
+		return cmd_list(argc - 1, argv + 1);
+	if ((!strcmp(sub, "bind") || !strcmp(sub, "unbind")) && argc != 3) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(sub, "bind"))
+		return rebind(argv[2], "vfio-pci", "vfio-pci");
+	if (!strcmp(sub, "unbind"))
+		return rebind(argv[2], "\n", NULL);
+	if (!strcmp(sub, "probe"))
+		return cmd_probe(argc - 1, argv + 1);
+	if (!strcmp(sub, "lend"))
+		return cmd_lend(argc - 1, argv + 1);
+	fprintf(stderr, "smartio vfio: unknown subcommand '%s'\n", sub);
+	usage(stderr);
+	return 2;
+}
