@@ -72,7 +72,15 @@ run crash-cleanup vfio-nvme $FAB $MAIN crash
 expect_fail error-group-busy 'busy' smartio vfio probe $MAIN
 run lend-cmb lend $CMB
 run cmb-sq vfio-nvme $FAB $CMB cmb
-run vfio-write vfio-nvme $FAB $MAIN write /tmp/pattern.bin
+
+# The same device lent again to a fabric whose segments are on huge pages.
+unlend $MAIN
+echo 64 >/proc/sys/vm/nr_hugepages
+mkdir -p /dev/hugepages && mount -t hugetlbfs none /dev/hugepages
+FAB=vmhuge
+run fabric-create-huge smartio create $FAB --nodes 1
+run lend-main-huge lend $MAIN
+run vfio-write-huge env SIO_VM_EXPECT_HUGE=1 vfio-nvme $FAB $MAIN write /tmp/pattern.bin
 
 [ -f /tmp/suite-driver.sh ] && . /tmp/suite-driver.sh
 
@@ -84,5 +92,6 @@ load nvme
 i=0; while [ ! -b /dev/nvme0n1 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 ls /sys/bus/pci/drivers/nvme/ 2>/dev/null | grep 0000 | sed 's/^/    | nvme driver has /'
 run kernel-readback vfio-nvme kcheck /dev/nvme0n1 /tmp/pattern.bin
-smartio destroy $FAB >/dev/null 2>&1
+smartio destroy vmfab >/dev/null 2>&1
+smartio destroy vmhuge >/dev/null 2>&1
 echo "vm: suite took $(cut -d' ' -f1 /proc/uptime)s of guest uptime"

@@ -131,6 +131,15 @@ static void open_dev(struct ctl *c, const char *fabric, const char *bdf)
 		die("segment for DMA");
 	c->sq = (volatile struct sio_nvme_cmd *)c->va;
 	c->sq_bus = c->iova;
+	if (getenv("SIO_VM_EXPECT_HUGE")) {
+		struct sio_segment_info si = { 0 };
+		char d[64];
+
+		sio_segment_info(c->mem, &si);
+		snprintf(d, sizeof(d), "IOVA %#llx", (unsigned long long)c->iova);
+		check(si.hugepages && c->iova % (2u << 20) == 0,
+		      "DMA segment is on huge pages, 2 MiB-aligned in IOVA space", d);
+	}
 }
 
 static void reset(struct ctl *c)
