@@ -295,6 +295,17 @@ int sio_device_unmap(struct sio_device *dev, struct sio_segment *seg)
 	return ret;
 }
 
+int sio_device_use_adapter(struct sio_device *dev, int adapter)
+{
+	if (!dev)
+		return sio__err(EINVAL, "device handle is NULL");
+	if (adapter < -1 || adapter >= dev->f->reg->topo.adapters)
+		return sio__err(EINVAL, "nodes of fabric '%s' have adapters 0..%d, not %d", dev->f->name,
+				dev->f->reg->topo.adapters - 1, adapter);
+	dev->adapter = adapter;
+	return 0;
+}
+
 struct sio_fabric *sio_device_fabric(const struct sio_device *dev)
 {
 	return dev ? dev->f : NULL;

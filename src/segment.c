@@ -261,6 +261,11 @@ int sio__seg_check(struct sio_segment *seg)
 
 int sio_segment_map(struct sio_segment *seg, void **vaddr)
 {
+	return sio_segment_map_adapter(seg, -1, vaddr);
+}
+
+int sio_segment_map_adapter(struct sio_segment *seg, int adapter, void **vaddr)
+{
 	struct sio_fabric *f;
 	struct sio_path path;
 	int ret, pm = -1;
@@ -286,7 +291,7 @@ int sio_segment_map(struct sio_segment *seg, void **vaddr)
 	if ((ret = seg_check(seg)))
 		goto out;
 	if (seg->node != f->node) {
-		ret = sio__route(f, f->node, seg->node, -1, false, false, &path);
+		ret = sio__route(f, f->node, seg->node, adapter, false, false, &path);
 		if (ret)
 			goto out;
 		for (pm = 0; pm < SIO_MAX_PMAPS && f->reg->pmaps[pm].used; pm++)

@@ -147,6 +147,18 @@ int sio_device_map(struct sio_device *dev, struct sio_segment *seg,
 int sio_device_unmap(struct sio_device *dev, struct sio_segment *seg);
 
 /**
+ * sio_device_use_adapter() - choose the lender adapter for later mappings
+ * @dev: borrow handle
+ * @adapter: adapter index of the lender, or -1 for the first one whose
+ *	link is up (the default)
+ *
+ * For multipath: borrow the device twice, give each borrow its own adapter,
+ * and map each queue pair's memory through one of them, so the two paths
+ * share no link.
+ */
+int sio_device_use_adapter(struct sio_device *dev, int adapter);
+
+/**
  * sio_device_fabric() - the fabric handle a borrow belongs to
  * @dev: borrow handle
  */

@@ -106,6 +106,16 @@ int sio_segment_connect(struct sio_fabric *f, int node, uint32_t id,
 int sio_segment_map(struct sio_segment *seg, void **vaddr);
 
 /**
+ * sio_segment_map_adapter() - map a segment through a chosen adapter
+ * @seg: segment
+ * @adapter: this node's adapter to reach a remote segment through
+ * @vaddr: where it is mapped
+ *
+ * As sio_segment_map(), for multipath drivers that keep a second path.
+ */
+int sio_segment_map_adapter(struct sio_segment *seg, int adapter, void **vaddr);
+
+/**
  * sio_segment_unmap() - undo sio_segment_map(), releasing its window
  * @seg: segment
  */

@@ -234,3 +234,43 @@ Test(device, segment_lost_event_when_owner_dies)
 	sio_fabric_close(f);
 	sio_fabric_destroy(name);
 }
+
+Test(device, two_paths_share_no_link)
+{
+	struct sio_fabric_config c = { .nodes = 2, .topology = SIO_TOPO_SWITCH, .adapters = 2 };
+	const char *name = test_fabric("mpath", &c);
+	struct sio_fabric *l = join(name, 0), *h = join(name, 1);
+	struct sio_devreg *reg = make_device(l, false);
+	struct sio_device *p0, *p1;
+	struct sio_segment *q0, *q1;
+	struct sio_node_info ni[2];
+	uint64_t b0, b1;
+	char *v0, *v1;
+
+	cr_assert_eq(sio_device_borrow(h, sio_devreg_id(reg), 0, &p0), 0);
+	cr_assert_eq(sio_device_borrow(h, sio_devreg_id(reg), 0, &p1), 0);
+	cr_assert_eq(sio_device_use_adapter(p1, 1), 0);
+	cr_assert_eq(sio_device_use_adapter(p1, 2), -EINVAL);
+	cr_assert_eq(sio_segment_create(h, 1, 4096, 0, &q0), 0);
+	cr_assert_eq(sio_segment_create(h, 2, 4096, 0, &q1), 0);
+	cr_assert_eq(sio_segment_map(q0, (void **)&v0), 0);
+	cr_assert_eq(sio_segment_map(q1, (void **)&v1), 0);
+	cr_assert_eq(sio_device_map(p0, q0, &b0), 0);
+	cr_assert_eq(sio_device_map(p1, q1, &b1), 0);
+	sio_fabric_nodes(h, ni, 2);
+	cr_assert_eq(ni[0].windows_used[0], 1);
+	cr_assert_eq(ni[0].windows_used[1], 1, "the backup path uses the lender's second adapter");
+	cr_assert_neq(ni[0].switch_id[0], ni[0].switch_id[1], "adapters sit on separate switches");
+	cr_assert_eq(sio_link_set(l, 1, 0, false), 0);	/* the primary path breaks */
+	cr_assert_eq(sio_dma_write(reg, b0, "p", 2), -ENOLINK);
+	cr_assert_eq(sio_dma_write(reg, b1, "b", 2), 0, "the backup path still works");
+	cr_assert_str_eq(v1, "b");
+	sio_device_return(p0);
+	sio_device_return(p1);
+	sio_segment_remove(q0);
+	sio_segment_remove(q1);
+	sio_device_unregister(reg);
+	sio_fabric_close(h);
+	sio_fabric_close(l);
+	sio_fabric_destroy(name);
+}
