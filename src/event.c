@@ -16,7 +16,7 @@ void sio__event_send(struct sio_fabric *f, int proc, const struct sio_event *ev)
 
 	if (!f->reg->procs[proc].used)
 		return;
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s/ev.%d.%d", f->dir, proc, f->reg->procs[proc].pid);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%.80s/ev.%d.%d", f->dir, proc, f->reg->procs[proc].pid);
 	(void)sendto(f->evfd, ev, sizeof(*ev), MSG_DONTWAIT | MSG_NOSIGNAL,
 		     (struct sockaddr *)&a, sizeof(a));
 }

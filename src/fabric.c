@@ -247,7 +247,12 @@ static int open_evsock(struct sio_fabric *f)
 
 	if (fd < 0)
 		return sio__err(errno, "socket: %s", strerror(errno));
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s/ev.%d.%d", f->dir, f->proc, getpid());
+	if (strlen(f->dir) > 80) {
+		close(fd);
+		return sio__err(ENAMETOOLONG, "fabric directory %s is too long for its event sockets; use a shorter SMARTIO_RUNDIR",
+				f->dir);
+	}
+	snprintf(a.sun_path, sizeof(a.sun_path), "%.80s/ev.%d.%d", f->dir, f->proc, getpid());
 	unlink(a.sun_path);
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a))) {
 		int e = errno;
