@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pciaccess.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,15 +17,19 @@
 int sio_pci_bdf_parse(const char *in, char out[16])
 {
 	unsigned int dom = 0, bus, dev, fn;
-	char tail;
+	int end = 0;
+	bool ok;
 
 	if (!in)
 		return sio__err(EINVAL, "no PCI address given");
-	if (sscanf(in, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail) != 4) {
+	/* Only hex digits, ':' and '.': sscanf alone would take "0x" prefixes. */
+	ok = strspn(in, "0123456789abcdefABCDEF:.") == strlen(in);
+	if (ok && !(sscanf(in, "%x:%x:%x.%x%n", &dom, &bus, &dev, &fn, &end) == 4 && !in[end])) {
 		dom = 0;
-		if (sscanf(in, "%x:%x.%x%c", &bus, &dev, &fn, &tail) != 3)
-			return sio__err(EINVAL, "'%s' is not a PCI address (like 0000:00:04.0)", in);
+		ok = sscanf(in, "%x:%x.%x%n", &bus, &dev, &fn, &end) == 3 && !in[end];
 	}
+	if (!ok)
+		return sio__err(EINVAL, "'%s' is not a PCI address (like 0000:00:04.0)", in);
 	if (dom > 0xffff || bus > 0xff || dev > 0x1f || fn > 7)
 		return sio__err(EINVAL, "'%s' is not a PCI address (like 0000:00:04.0)", in);
 	snprintf(out, 16, "%04x:%02x:%02x.%x", dom, bus, dev, fn);
