@@ -287,6 +287,18 @@ static void read_doorbells(struct sio_nvme_emu *emu)
 	atomic_thread_fence(memory_order_acquire);
 }
 
+/* Does a class that still has credit have commands waiting? */
+static bool credited_work(struct sio_nvme_emu *emu)
+{
+	for (uint32_t i = 0; i < emu->nactive; i++) {
+		struct emu_sq *sq = emu->active[i];
+
+		if (sq->prio >= 1 && emu->credit[sq->prio] && sq->head != sq->tail)
+			return true;
+	}
+	return false;
+}
+
 static uint32_t process_queues(struct sio_nvme_emu *emu)
 {
 	uint32_t total = 0;
@@ -298,15 +310,32 @@ static uint32_t process_queues(struct sio_nvme_emu *emu)
 		return total;
 	}
 	total += serve(emu, 0, 256);
-	for (;;) {
+	/*
+	 * Weighted classes: each has HPW+1 / MPW+1 / LPW+1 credits; credits
+	 * carry over between passes (a full CQ may let only one command through
+	 * per pass) and are refilled when no class with credit has work.
+	 */
+	for (bool refilled = false; total < 256;) {
 		uint32_t p = 0;
 
-		p += serve(emu, 1, ((emu->arb >> 24) & 0xff) + 1);
-		p += serve(emu, 2, ((emu->arb >> 16) & 0xff) + 1);
-		p += serve(emu, 3, ((emu->arb >> 8) & 0xff) + 1);
+		for (int cls = 1; cls <= 3; cls++) {
+			uint32_t got;
+
+			if (!emu->credit[cls])
+				continue;
+			got = serve(emu, cls, emu->credit[cls]);
+			emu->credit[cls] -= got;
+			p += got;
+		}
 		total += p;
-		if (!p || total >= 256)
-			break;
+		if (p)
+			continue;
+		if (refilled || credited_work(emu))
+			break;	/* blocked (CQ full, io_uring busy), not out of credit */
+		emu->credit[1] = ((emu->arb >> 24) & 0xff) + 1;
+		emu->credit[2] = ((emu->arb >> 16) & 0xff) + 1;
+		emu->credit[3] = ((emu->arb >> 8) & 0xff) + 1;
+		refilled = true;
 	}
 	return total;
 }
@@ -327,6 +356,11 @@ static void queues_clear(struct sio_nvme_emu *emu)
 	emu->resetting = true;
 	emu_drain(emu, NULL);
 	emu->resetting = false;
+	/* Doorbells reset to 0 with the controller; stale tails would replay. */
+	for (uint32_t q = 0; q < emu->nq; q++) {
+		wr32(emu, db_off(emu, q, false), 0);
+		wr32(emu, db_off(emu, q, true), 0);
+	}
 	memset(emu->sq, 0, sizeof(*emu->sq) * emu->nq);
 	memset(emu->cq, 0, sizeof(*emu->cq) * emu->nq);
 	emu->nactive = 0;
@@ -387,7 +421,12 @@ static int cc_changed(struct sio_nvme_emu *emu, uint32_t cc)
 	uint32_t old = emu->cc;
 
 	emu->cc = cc;
-	if ((cc & SIO_NVME_CC_EN) && !(old & SIO_NVME_CC_EN))
+	/*
+	 * A refused enable is retried when the host rewrites CC with EN still
+	 * set: a host may clear and set EN faster than one poll, and with RDY
+	 * already 0 it has nothing to wait for in between.
+	 */
+	if ((cc & SIO_NVME_CC_EN) && (!(old & SIO_NVME_CC_EN) || !emu->enabled))
 		ctrl_enable(emu, cc);
 	else if (!(cc & SIO_NVME_CC_EN) && (old & SIO_NVME_CC_EN))
 		ctrl_reset(emu);
@@ -607,6 +646,10 @@ static void publish_initial(struct sio_nvme_emu *emu)
 	emu->cmbmsc = rd64(emu, SIO_NVME_REG_CMBMSC);
 	set_csts(emu, 0);
 	republish(emu);
+	for (uint32_t q = 0; q < emu->nq; q++) {
+		wr32(emu, db_off(emu, q, false), 0);
+		wr32(emu, db_off(emu, q, true), 0);
+	}
 	/* A CC left enabled by an earlier owner is acted on at the first poll. */
 	emu->cc = 0;
 }

@@ -111,6 +111,7 @@ struct sio_nvme_emu {
 	bool wrr;
 	uint32_t aer_outstanding;
 	uint32_t rr_next[4];	/* round-robin cursor per WRR class */
+	uint32_t credit[4];	/* WRR credits left per class */
 	uint64_t polls;
 	uint32_t csts;		/* CSTS as published */
 	bool resetting;		/* completions are dropped while set */
