@@ -1,0 +1,656 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * NVMe controller bring-up and admin commands, written to the NVMe base
+ * specification (reset/enable handshake, CAP.TO bounded waits, admin queue
+ * pair, Identify, Set Features Number of Queues, I/O queue creation).
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "priv.h"
+
+/* Admin memory: one segment holding the SQ, the CQ and a scratch page. */
+#define ADM_SQ_OFF	0x0000u
+#define ADM_CQ_OFF	0x1000u
+#define ADM_SCRATCH_OFF	0x2000u
+#define ADM_SEG_SIZE	0x4000u
+
+struct sio_nvme_ctrl {
+	struct sio_device *dev;
+	struct sio_segment *bar0;
+	volatile uint8_t *regs;
+	struct sio_segment *adm_seg;
+	uint8_t *adm_va;
+	uint64_t adm_bus;
+	struct sio_nvme_queue admin;
+	uint16_t adm_cids[SIO_NVME_ADMIN_DEPTH];
+	uint64_t adm_cookies[SIO_NVME_ADMIN_DEPTH];
+	uint8_t adm_busy[SIO_NVME_ADMIN_DEPTH];
+	bool admin_broken;
+	bool enabled;
+	struct sio_nvme_ctrl_info info;
+	struct nvme_id_ctrl id;
+};
+
+const struct sio_nvme_ctrl_info *sio_nvme_ctrl_info(const struct sio_nvme_ctrl *c)
+{
+	return &c->info;
+}
+
+const struct nvme_id_ctrl *sio_nvme_ctrl_id(const struct sio_nvme_ctrl *c)
+{
+	return &c->id;
+}
+
+struct sio_device *sio_nvme_ctrl_device(const struct sio_nvme_ctrl *c)
+{
+	return c->dev;
+}
+
+volatile void *sio_nvme_ctrl_regs(const struct sio_nvme_ctrl *c)
+{
+	return c->regs;
+}
+
+int sio_nvme_ctrl_check(struct sio_nvme_ctrl *c)
+{
+	uint32_t csts = sio_nvme_rd32(c->regs, SIO_NVME_REG_CSTS);
+
+	if (csts == 0xffffffffu)
+		return sio_nvme_err(ENODEV, "controller registers read all ones: "
+				    "device gone or link down");
+	if (csts & SIO_NVME_CSTS_CFS)
+		return sio_nvme_err(EIO, "controller fatal status (CSTS.CFS set)");
+	return 0;
+}
+
+/* Wait for CSTS.RDY to equal @rdy, bounded by CAP.TO. */
+static int wait_ready(struct sio_nvme_ctrl *c, uint32_t rdy)
+{
+	uint64_t deadline = sio_nvme_now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
+	struct sio_nvme_backoff b;
+	uint32_t csts;
+
+	sio_nvme_backoff_init(&b, 1000000);
+	for (;;) {
+		csts = sio_nvme_rd32(c->regs, SIO_NVME_REG_CSTS);
+		if (csts == 0xffffffffu)
+			return sio_nvme_err(ENODEV, "controller registers read all ones "
+					    "while waiting for CSTS.RDY=%u: device gone or "
+					    "link down", rdy);
+		if (rdy && (csts & SIO_NVME_CSTS_CFS))
+			return sio_nvme_err(EIO, "controller fatal status (CSTS.CFS) "
+					    "while enabling");
+		if ((csts & SIO_NVME_CSTS_RDY) == rdy)
+			return 0;
+		if (sio_nvme_now_ns() > deadline)
+			return sio_nvme_err(ETIMEDOUT, "controller did not %s within "
+					    "CAP.TO (%u ms)", rdy ? "become ready" :
+					    "finish reset", c->info.timeout_ms);
+		sio_nvme_backoff_wait(&b);
+	}
+}
+
+static int ctrl_disable(struct sio_nvme_ctrl *c)
+{
+	uint32_t cc = sio_nvme_rd32(c->regs, SIO_NVME_REG_CC);
+	uint32_t csts = sio_nvme_rd32(c->regs, SIO_NVME_REG_CSTS);
+	int ret;
+
+	/* A controller still coming up must finish before EN may drop. */
+	if ((cc & SIO_NVME_CC_EN) && !(csts & SIO_NVME_CSTS_RDY) &&
+	    !(csts & SIO_NVME_CSTS_CFS)) {
+		ret = wait_ready(c, 1);
+		if (ret == -ENODEV)
+			return ret;
+	}
+	if (cc & SIO_NVME_CC_EN)
+		sio_nvme_wr32(c->regs, SIO_NVME_REG_CC, cc & ~SIO_NVME_CC_EN);
+	return wait_ready(c, 0);
+}
+
+static int map_bar0(struct sio_nvme_ctrl *c)
+{
+	struct sio_segment_info si;
+	void *va;
+	int ret;
+
+	ret = sio_device_bar(c->dev, 0, &c->bar0);
+	if (ret)
+		return sio_nvme_err_lib(ret, "device %u has no BAR0", sio_device_id(c->dev));
+	ret = sio_segment_map(c->bar0, &va);
+	if (ret)
+		return sio_nvme_err_lib(ret, "cannot map BAR0 of device %u",
+					sio_device_id(c->dev));
+	ret = sio_segment_info(c->bar0, &si);
+	if (ret)
+		return sio_nvme_err_lib(ret, "BAR0 of device %u", sio_device_id(c->dev));
+	if (si.size < 0x2000)
+		return sio_nvme_err(EINVAL, "BAR0 of device %u is %llu bytes, too small "
+				    "for NVMe registers and doorbells",
+				    sio_device_id(c->dev), (unsigned long long)si.size);
+	c->regs = va;
+	return 0;
+}
+
+static int alloc_admin(struct sio_nvme_ctrl *c)
+{
+	struct sio_fabric *f = sio_device_fabric(c->dev);
+	void *va;
+	int ret;
+
+	ret = sio_segment_create(f, 0, ADM_SEG_SIZE, 0, &c->adm_seg);
+	if (ret)
+		return sio_nvme_err_lib(ret, "cannot create the admin queue segment");
+	sio_segment_set_name(c->adm_seg, "nvme-admin");
+	ret = sio_segment_map(c->adm_seg, &va);
+	if (ret)
+		return sio_nvme_err_lib(ret, "cannot map the admin queue segment");
+	ret = sio_device_map(c->dev, c->adm_seg, &c->adm_bus);
+	if (ret)
+		return sio_nvme_err_lib(ret, "cannot map the admin queues for the device");
+	c->adm_va = va;
+	memset(va, 0, ADM_SEG_SIZE);
+	return 0;
+}
+
+static int enable_cmb(struct sio_nvme_ctrl *c)
+{
+	static const uint64_t szu_bytes[] = { 4096ull, 65536ull, 1ull << 20, 16ull << 20,
+					      256ull << 20, 4ull << 30, 64ull << 30 };
+	struct sio_nvme_cmb *m = &c->info.cmb;
+	struct sio_nvme_backoff b;
+	struct sio_segment *bar;
+	uint32_t loc, sz, szu;
+	uint64_t bus, deadline;
+	int ret;
+
+	if (!SIO_NVME_CAP_CMBS(c->info.cap))
+		return 0;
+	/* CMBLOC/CMBSZ read 0 until the host sets CMBMSC.CRE. */
+	sio_nvme_wr64(c->regs, SIO_NVME_REG_CMBMSC, SIO_NVME_CMBMSC_CRE);
+	/* A controller may take a moment to publish them (a polled model
+	 * does): wait, bounded by CAP.TO. */
+	deadline = sio_nvme_now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
+	sio_nvme_backoff_init(&b, 1000000);
+	for (;;) {
+		loc = sio_nvme_rd32(c->regs, SIO_NVME_REG_CMBLOC);
+		sz = sio_nvme_rd32(c->regs, SIO_NVME_REG_CMBSZ);
+		if (sz || sio_nvme_now_ns() > deadline)
+			break;
+		sio_nvme_backoff_wait(&b);
+	}
+	szu = (sz >> 8) & 0xf;
+	if (sz == 0 || sz == 0xffffffffu || szu >= 7)
+		return 0;
+	m->bar = (int)(loc & 7);
+	m->size = (uint64_t)(sz >> 12) * szu_bytes[szu];
+	m->offset = (uint64_t)(loc >> 12) * szu_bytes[szu];
+	m->sqs = sz & SIO_NVME_CMBSZ_SQS;
+	m->cqs = sz & SIO_NVME_CMBSZ_CQS;
+	m->data = (sz & SIO_NVME_CMBSZ_RDS) && (sz & SIO_NVME_CMBSZ_WDS);
+	ret = sio_device_bar(c->dev, m->bar, &bar);
+	if (!ret)
+		ret = sio_device_map(c->dev, bar, &bus);
+	if (ret) {
+		memset(m, 0, sizeof(*m));
+		return sio_nvme_err_lib(ret, "cannot resolve the CMB's bus address (BAR%d)",
+					(int)(loc & 7));
+	}
+	m->bus = bus + m->offset;
+	return 0;
+}
+
+static int identify_and_queues(struct sio_nvme_ctrl *c, const struct sio_nvme_ctrl_opts *o)
+{
+	uint32_t want = o->io_queues ? o->io_queues : 0xffff;
+	uint32_t res = 0, nsq, ncq, minpage;
+	uint16_t st = 0;
+	int ret;
+
+	ret = sio_nvme_ctrl_identify(c, SIO_NVME_CNS_CTRL, 0,
+				     c->adm_bus + ADM_SCRATCH_OFF, &st);
+	if (ret)
+		return ret;
+	memcpy(&c->id, c->adm_va + ADM_SCRATCH_OFF, sizeof(c->id));
+	sio_nvme_strcpy_id(c->info.mn, c->id.mn, sizeof(c->id.mn));
+	sio_nvme_strcpy_id(c->info.sn, c->id.sn, sizeof(c->id.sn));
+	sio_nvme_strcpy_id(c->info.fr, c->id.fr, sizeof(c->id.fr));
+	c->info.nn = c->id.nn;
+	c->info.vwc = c->id.vwc & 1;
+	c->info.oncs = c->id.oncs;
+	minpage = 4096u << SIO_NVME_CAP_MPSMIN(c->info.cap);
+	c->info.max_xfer = SIO_NVME_MAX_XFER;
+	if (c->id.mdts && c->id.mdts < 20 &&
+	    ((uint64_t)minpage << c->id.mdts) < SIO_NVME_MAX_XFER)
+		c->info.max_xfer = minpage << c->id.mdts;
+
+	if (want > 0xffff)
+		want = 0xffff;
+	ret = sio_nvme_ctrl_set_features(c, SIO_NVME_FEAT_NUM_QUEUES,
+					 (want - 1) | (want - 1) << 16, &res, &st);
+	if (ret)
+		return sio_nvme_err(EIO, "Set Features (Number of Queues) failed: %s",
+				    sio_nvme_status_str(st));
+	nsq = (res & 0xffff) + 1;
+	ncq = (res >> 16) + 1;
+	c->info.io_queues = nsq < ncq ? nsq : ncq;
+	if (c->info.io_queues > want)
+		c->info.io_queues = want;
+	return 0;
+}
+
+int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *opts,
+		       struct sio_nvme_ctrl **out)
+{
+	struct sio_nvme_ctrl_opts def = { 0, SIO_NVME_CC_AMS_RR, true };
+	struct sio_nvme_ctrl *c;
+	uint32_t mps, cc, ams;
+	int ret;
+
+	if (!dev || !out)
+		return sio_nvme_err(EINVAL, "sio_nvme_ctrl_open: NULL argument");
+	if (!opts)
+		opts = &def;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return sio_nvme_err(ENOMEM, "out of memory");
+	c->dev = dev;
+	ret = map_bar0(c);
+	if (ret)
+		goto fail;
+
+	c->info.cap = sio_nvme_rd64(c->regs, SIO_NVME_REG_CAP);
+	c->info.vs = sio_nvme_rd32(c->regs, SIO_NVME_REG_VS);
+	if (c->info.cap == ~0ull) {
+		ret = sio_nvme_err(ENODEV, "controller registers read all ones: "
+				   "device gone or link down");
+		goto fail;
+	}
+	c->info.mqes = SIO_NVME_CAP_MQES(c->info.cap) + 1;
+	c->info.dstrd = SIO_NVME_CAP_DSTRD(c->info.cap);
+	c->info.timeout_ms = SIO_NVME_CAP_TO(c->info.cap) * 500u;
+	if (c->info.timeout_ms < 500)
+		c->info.timeout_ms = 500;
+	if (c->info.mqes < 2) {
+		ret = sio_nvme_err(EIO, "CAP.MQES reports queues of %u entries",
+				   c->info.mqes);
+		goto fail;
+	}
+	if (!(SIO_NVME_CAP_CSS(c->info.cap) & 1)) {
+		ret = sio_nvme_err(ENOTSUP, "controller does not support the NVM "
+				   "command set (CAP.CSS)");
+		goto fail;
+	}
+	mps = SIO_NVME_CAP_MPSMIN(c->info.cap);
+	c->info.page_size = sio_nvme_prp_page_size(mps);
+	if (c->info.page_size > 4096) {
+		ret = sio_nvme_err(ENOTSUP, "controller's smallest page is %u bytes; "
+				   "the driver uses 4 KiB pages", c->info.page_size);
+		goto fail;
+	}
+	if ((uint64_t)sio_nvme_doorbell_offset(c->info.io_queues + 1, 1, c->info.dstrd) >
+	    (uint64_t)1 << 30) {
+		ret = sio_nvme_err(EINVAL, "doorbell stride out of range");
+		goto fail;
+	}
+
+	ret = ctrl_disable(c);
+	if (ret)
+		goto fail;
+	ret = alloc_admin(c);
+	if (ret)
+		goto fail;
+
+	sio_nvme_queue_init(&c->admin, 0, SIO_NVME_ADMIN_DEPTH, c->adm_va + ADM_SQ_OFF,
+			    c->adm_va + ADM_CQ_OFF,
+			    (volatile uint32_t *)(c->regs + sio_nvme_doorbell_offset(0, 0, c->info.dstrd)),
+			    (volatile uint32_t *)(c->regs + sio_nvme_doorbell_offset(0, 1, c->info.dstrd)),
+			    c->adm_cids, c->adm_cookies, c->adm_busy);
+	sio_nvme_wr32(c->regs, SIO_NVME_REG_AQA,
+		      (SIO_NVME_ADMIN_DEPTH - 1) << 16 | (SIO_NVME_ADMIN_DEPTH - 1));
+	sio_nvme_wr64(c->regs, SIO_NVME_REG_ASQ, c->adm_bus + ADM_SQ_OFF);
+	sio_nvme_wr64(c->regs, SIO_NVME_REG_ACQ, c->adm_bus + ADM_CQ_OFF);
+
+	ams = opts->arbitration;
+	if (ams == SIO_NVME_CC_AMS_WRR && !(SIO_NVME_CAP_AMS(c->info.cap) & 1)) {
+		ret = sio_nvme_err(ENOTSUP, "controller does not support weighted "
+				   "round robin arbitration (CAP.AMS)");
+		goto fail;
+	}
+	cc = SIO_NVME_CC_EN | 0u << SIO_NVME_CC_CSS_SHIFT | mps << SIO_NVME_CC_MPS_SHIFT |
+	     ams << SIO_NVME_CC_AMS_SHIFT | 6u << SIO_NVME_CC_IOSQES_SHIFT |
+	     4u << SIO_NVME_CC_IOCQES_SHIFT;
+	sio_nvme_wr32(c->regs, SIO_NVME_REG_CC, cc);
+	ret = wait_ready(c, 1);
+	if (ret)
+		goto fail;
+	c->enabled = true;
+
+	ret = identify_and_queues(c, opts);
+	if (ret)
+		goto fail;
+	if (opts->enable_cmb) {
+		ret = enable_cmb(c);
+		if (ret)
+			goto fail;
+	}
+	*out = c;
+	return 0;
+fail:
+	sio_nvme_ctrl_close(c);
+	return ret;
+}
+
+void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c)
+{
+	uint64_t deadline;
+	struct sio_nvme_backoff b;
+	uint32_t cc, csts;
+
+	if (!c)
+		return;
+	if (c->regs && c->enabled) {
+		/* Normal shutdown so a controller with a cache persists it. */
+		cc = sio_nvme_rd32(c->regs, SIO_NVME_REG_CC);
+		if (cc != 0xffffffffu) {
+			sio_nvme_wr32(c->regs, SIO_NVME_REG_CC,
+				      (cc & ~SIO_NVME_CC_SHN_MASK) | SIO_NVME_CC_SHN_NORMAL);
+			deadline = sio_nvme_now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
+			sio_nvme_backoff_init(&b, 1000000);
+			for (;;) {
+				csts = sio_nvme_rd32(c->regs, SIO_NVME_REG_CSTS);
+				if (csts == 0xffffffffu ||
+				    (csts & SIO_NVME_CSTS_SHST_MASK) == SIO_NVME_CSTS_SHST_CMPLT ||
+				    sio_nvme_now_ns() > deadline)
+					break;
+				sio_nvme_backoff_wait(&b);
+			}
+			cc = sio_nvme_rd32(c->regs, SIO_NVME_REG_CC);
+			if (cc != 0xffffffffu)
+				sio_nvme_wr32(c->regs, SIO_NVME_REG_CC, cc & ~SIO_NVME_CC_EN);
+		}
+	}
+	if (c->adm_seg) {
+		sio_device_unmap(c->dev, c->adm_seg);
+		sio_segment_remove(c->adm_seg);
+	}
+	if (c->bar0)
+		sio_segment_unmap(c->bar0);
+	free(c);
+}
+
+int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
+			struct sio_nvme_cpl *cpl, uint32_t timeout_ms)
+{
+	struct sio_nvme_backoff b;
+	struct sio_nvme_cpl done;
+	uint64_t deadline, cookie, now, next_check;
+	int cid, ret;
+
+	if (c->admin_broken)
+		return sio_nvme_err(EIO, "admin queue unusable after an earlier timeout; "
+				    "reset the controller");
+	ret = sio_nvme_ctrl_check(c);
+	if (ret)
+		return ret;
+	cid = sio_nvme_sq_submit(&c->admin, cmd, 0);
+	if (cid < 0)
+		return sio_nvme_err(EBUSY, "admin queue full");
+	sio_nvme_sq_ring(&c->admin);
+
+	if (!timeout_ms)
+		timeout_ms = SIO_NVME_ADMIN_TIMEOUT_MS;
+	now = sio_nvme_now_ns();
+	deadline = now + (uint64_t)timeout_ms * 1000000ull;
+	next_check = now + 1000000ull;
+	sio_nvme_backoff_init(&b, 200000);
+	for (;;) {
+		if (sio_nvme_cq_peek(&c->admin)) {
+			ret = sio_nvme_cq_pop(&c->admin, &done, &cookie);
+			sio_nvme_cq_ring(&c->admin);
+			if (ret != cid)
+				continue;	/* stale completion: keep waiting for ours */
+			break;
+		}
+		now = sio_nvme_now_ns();
+		if (now > next_check) {
+			ret = sio_nvme_ctrl_check(c);
+			if (ret)
+				return ret;
+			next_check = now + 1000000ull;
+		}
+		if (now > deadline) {
+			c->admin_broken = true;
+			return sio_nvme_err(ETIMEDOUT, "admin command 0x%02x got no "
+					    "completion within %u ms", cmd->opcode, timeout_ms);
+		}
+		sio_nvme_backoff_wait(&b);
+	}
+	if (cpl)
+		*cpl = done;
+	if (SIO_NVME_STATUS_CODE(done.status))
+		return sio_nvme_err(EIO, "admin command 0x%02x failed: %s (status 0x%03x)",
+				    cmd->opcode,
+				    sio_nvme_status_str(SIO_NVME_STATUS_CODE(done.status)),
+				    SIO_NVME_STATUS_CODE(done.status));
+	return 0;
+}
+
+static int admin_st(struct sio_nvme_ctrl *c, struct sio_nvme_cmd *cmd, uint32_t *result,
+		    uint16_t *status)
+{
+	struct sio_nvme_cpl cpl;
+	int ret;
+
+	memset(&cpl, 0, sizeof(cpl));
+	ret = sio_nvme_ctrl_admin(c, cmd, &cpl, 0);
+	if (status)
+		*status = SIO_NVME_STATUS_CODE(cpl.status);
+	if (result)
+		*result = cpl.result;
+	return ret;
+}
+
+int sio_nvme_ctrl_identify(struct sio_nvme_ctrl *c, uint8_t cns, uint32_t nsid,
+			   uint64_t bus, uint16_t *status)
+{
+	struct sio_nvme_cmd cmd;
+
+	if (bus & 0xfff)
+		return sio_nvme_err(EINVAL, "Identify buffer 0x%llx is not 4 KiB aligned",
+				    (unsigned long long)bus);
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.opcode = SIO_NVME_ADM_IDENTIFY;
+	cmd.nsid = nsid;
+	cmd.prp1 = bus;
+	cmd.cdw10 = cns;
+	return admin_st(c, &cmd, NULL, status);
+}
+
+int sio_nvme_ctrl_ns(struct sio_nvme_ctrl *c, uint32_t nsid, struct sio_nvme_ns *out)
+{
+	const struct nvme_id_ns *ns = (const void *)(c->adm_va + ADM_SCRATCH_OFF);
+	uint16_t st;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	out->nsid = nsid;
+	if (nsid == 0 || nsid > c->info.nn)
+		return sio_nvme_err(ENOENT, "namespace %u does not exist (the controller "
+				    "has %u)", nsid, c->info.nn);
+	ret = sio_nvme_ctrl_identify(c, SIO_NVME_CNS_NS, nsid,
+				     c->adm_bus + ADM_SCRATCH_OFF, &st);
+	if (ret)
+		return ret;
+	out->nsze = ns->nsze;
+	out->lba_size = 1u << ns->lbaf[ns->flbas & 0xf].ds;
+	out->active = ns->nsze != 0;
+	if (out->active && (ns->lbaf[ns->flbas & 0xf].ds < 9 ||
+			    ns->lbaf[ns->flbas & 0xf].ds > 16))
+		return sio_nvme_err(EIO, "namespace %u reports an LBA data size of 2^%u",
+				    nsid, ns->lbaf[ns->flbas & 0xf].ds);
+	return 0;
+}
+
+int sio_nvme_ctrl_get_log(struct sio_nvme_ctrl *c, uint8_t lid, uint32_t nsid,
+			  uint64_t bus, uint32_t len, uint16_t *status)
+{
+	struct sio_nvme_cmd cmd;
+	uint64_t page_end = (bus | 0xfffull) + 1;
+	uint32_t numd;
+
+	if (!len || (len & 3) || len > 8192 || (bus & 3))
+		return sio_nvme_err(EINVAL, "log page length %u or address is invalid "
+				    "(multiple of 4 bytes, at most 8192)", len);
+	if (bus + len > page_end + 4096)
+		return sio_nvme_err(EINVAL, "log page buffer crosses more than two pages");
+	numd = len / 4 - 1;
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.opcode = SIO_NVME_ADM_GET_LOG;
+	cmd.nsid = nsid;
+	cmd.prp1 = bus;
+	cmd.prp2 = bus + len > page_end ? page_end : 0;
+	cmd.cdw10 = lid | (numd & 0xffff) << 16;
+	cmd.cdw11 = numd >> 16;
+	return admin_st(c, &cmd, NULL, status);
+}
+
+int sio_nvme_ctrl_get_features(struct sio_nvme_ctrl *c, uint8_t fid, uint32_t cdw11,
+			       uint32_t *result, uint16_t *status)
+{
+	struct sio_nvme_cmd cmd;
+
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.opcode = SIO_NVME_ADM_GET_FEAT;
+	cmd.cdw10 = fid;
+	cmd.cdw11 = cdw11;
+	return admin_st(c, &cmd, result, status);
+}
+
+int sio_nvme_ctrl_set_features(struct sio_nvme_ctrl *c, uint8_t fid, uint32_t cdw11,
+			       uint32_t *result, uint16_t *status)
+{
+	struct sio_nvme_cmd cmd;
+
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.opcode = SIO_NVME_ADM_SET_FEAT;
+	cmd.cdw10 = fid;
+	cmd.cdw11 = cdw11;
+	return admin_st(c, &cmd, result, status);
+}
+
+int sio_nvme_ctrl_create_qpair(struct sio_nvme_ctrl *c, uint16_t qid, uint32_t size,
+			       uint64_t sq_bus, uint64_t cq_bus, uint32_t prio,
+			       uint16_t *status)
+{
+	struct sio_nvme_cmd cmd;
+	int ret;
+
+	if (qid == 0 || qid > c->info.io_queues)
+		return sio_nvme_err(EINVAL, "queue id %u out of range 1..%u", qid,
+				    c->info.io_queues);
+	if (size < 2 || size > c->info.mqes)
+		return sio_nvme_err(EINVAL, "queue size %u out of range 2..%u (CAP.MQES)",
+				    size, c->info.mqes);
+	if ((sq_bus | cq_bus) & (c->info.page_size - 1))
+		return sio_nvme_err(EINVAL, "queue memory is not page aligned");
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.opcode = SIO_NVME_ADM_CREATE_CQ;
+	cmd.prp1 = cq_bus;
+	cmd.cdw10 = (size - 1) << 16 | qid;
+	cmd.cdw11 = 1;		/* PC=1, IEN=0: polled */
+	ret = admin_st(c, &cmd, NULL, status);
+	if (ret)
+		return ret;
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.opcode = SIO_NVME_ADM_CREATE_SQ;
+	cmd.prp1 = sq_bus;
+	cmd.cdw10 = (size - 1) << 16 | qid;
+	cmd.cdw11 = (uint32_t)qid << 16 | (prio & 3) << 1 | 1;
+	ret = admin_st(c, &cmd, NULL, status);
+	if (ret) {
+		char msg[512];
+		uint16_t st2;
+
+		snprintf(msg, sizeof(msg), "%s", sio_nvme_errmsg());
+		memset(&cmd, 0, sizeof(cmd));
+		cmd.opcode = SIO_NVME_ADM_DELETE_CQ;
+		cmd.cdw10 = qid;
+		admin_st(c, &cmd, NULL, &st2);
+		return sio_nvme_err(-ret, "%s", msg);
+	}
+	return 0;
+}
+
+int sio_nvme_ctrl_delete_qpair(struct sio_nvme_ctrl *c, uint16_t qid)
+{
+	struct sio_nvme_cmd cmd;
+	int ret, ret2;
+
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.opcode = SIO_NVME_ADM_DELETE_SQ;
+	cmd.cdw10 = qid;
+	ret = admin_st(c, &cmd, NULL, NULL);
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.opcode = SIO_NVME_ADM_DELETE_CQ;
+	cmd.cdw10 = qid;
+	ret2 = admin_st(c, &cmd, NULL, NULL);
+	/*
+	 * The queue is gone; leave its doorbells at their reset value so a
+	 * later owner of this qid starts clean on a controller model that keeps
+	 * doorbell values in memory. Controllers ignore writes to doorbells of
+	 * queues that do not exist (at most an async event, never requested).
+	 */
+	if (!c->admin_broken) {
+		sio_nvme_wr32(c->regs, sio_nvme_doorbell_offset(qid, 0, c->info.dstrd), 0);
+		sio_nvme_wr32(c->regs, sio_nvme_doorbell_offset(qid, 1, c->info.dstrd), 0);
+	}
+	return ret ? ret : ret2;
+}
+
+int sio_nvme_find_device(struct sio_fabric *f, int64_t id, struct sio_device_info *out)
+{
+	struct sio_device_info *all;
+	int n, i, ret;
+
+	n = sio_device_list(f, 0, 0, NULL, 0);
+	if (n < 0)
+		return sio_nvme_err_lib(n, "cannot list devices");
+	if (n == 0)
+		return sio_nvme_err(ENOENT, "no devices are registered on fabric '%s'",
+				    sio_fabric_name(f));
+	all = calloc((size_t)n, sizeof(*all));
+	if (!all)
+		return sio_nvme_err(ENOMEM, "out of memory");
+	n = sio_device_list(f, 0, 0, all, n);
+	ret = -ENOENT;
+	for (i = 0; i < n; i++) {
+		if (id >= 0 && all[i].id == (uint32_t)id) {
+			if (all[i].class_code != SIO_NVME_CLASS) {
+				ret = sio_nvme_err(ENODEV, "device %u is not an NVMe "
+						   "controller (class 0x%06x)",
+						   all[i].id, all[i].class_code);
+				goto out;
+			}
+			*out = all[i];
+			ret = 0;
+			goto out;
+		}
+		if (id < 0 && all[i].class_code == SIO_NVME_CLASS) {
+			*out = all[i];
+			ret = 0;
+			goto out;
+		}
+	}
+	if (id >= 0)
+		ret = sio_nvme_err(ENOENT, "device %lld does not exist on fabric '%s'",
+				   (long long)id, sio_fabric_name(f));
+	else
+		ret = sio_nvme_err(ENOENT, "no NVMe controller (class 0x010802) on "
+				   "fabric '%s'", sio_fabric_name(f));
+out:
+	free(all);
+	return ret;
+}

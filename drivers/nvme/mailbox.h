@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SIO_NVME_MAILBOX_H
+#define SIO_NVME_MAILBOX_H
+
+/*
+ * The manager's mailbox: one segment on the manager's node, built only from
+ * fabric primitives (shared memory plus sio_segment_notify/wait), so it works
+ * on every backend.
+ *
+ * A client claims a slot with a compare-and-swap of its state from FREE to
+ * IDLE and keeps it for its lifetime. To ask something it fills the request,
+ * stores REQ (release), bumps the header's doorbell word and notifies it.
+ * The manager, sleeping on the doorbell, takes every REQ slot (BUSY), writes
+ * the response, stores RESP and notifies the slot's state word, on which
+ * the client sleeps. Each client has one request in flight; many clients
+ * have theirs at once.
+ */
+
+#include <stdint.h>
+
+#define SIO_NVME_MBOX_MAGIC	0x31584f424d564e53ull	/* "SNVMBOX1" */
+#define SIO_NVME_MBOX_VERSION	1u
+#define SIO_NVME_MBOX_SLOTS	128
+/* Well-known segment id: one mailbox per device. */
+#define SIO_NVME_MBOX_SEGID(dev) (0x4e560000u | ((dev) & 0xffffu))
+
+enum sio_nvme_mbox_state {
+	SIO_MBOX_FREE = 0,
+	SIO_MBOX_IDLE,
+	SIO_MBOX_REQ,
+	SIO_MBOX_BUSY,
+	SIO_MBOX_RESP,
+};
+
+enum sio_nvme_mbox_op {
+	SIO_MBOX_OP_HELLO = 1,	/* check the manager is serving */
+	SIO_MBOX_OP_CREATE_QP,	/* qsize, bus1 = SQ, bus2 = CQ, cdw10 = prio */
+	SIO_MBOX_OP_DELETE_QP,	/* qid */
+	SIO_MBOX_OP_IDENTIFY,	/* cdw10 = CNS, nsid, bus1 = 4 KiB */
+	SIO_MBOX_OP_GET_LOG,	/* cdw10 = LID, nsid, bus1, len */
+	SIO_MBOX_OP_GET_FEAT,	/* cdw10 = FID, cdw11 */
+	SIO_MBOX_OP_CMB_ALLOC,	/* len: bytes of the CMB, answer in value */
+	SIO_MBOX_OP_CMB_FREE,	/* value: offset returned by CMB_ALLOC */
+	SIO_MBOX_OP_BYE,	/* release everything the slot holds */
+	SIO_MBOX_OP_MAX,
+};
+
+struct sio_nvme_mbox_req {
+	uint32_t op;
+	uint32_t nsid;
+	uint32_t cdw10;
+	uint32_t cdw11;
+	uint64_t bus1;
+	uint64_t bus2;
+	uint64_t value;
+	uint32_t len;
+	uint16_t qid;
+	uint16_t pad;
+	uint32_t qsize;
+	uint32_t flags;
+};
+
+struct sio_nvme_mbox_resp {
+	int32_t err;		/* 0 or -errno */
+	uint16_t status;	/* NVMe status (SCT << 8 | SC) if the device refused */
+	uint16_t qid;
+	uint32_t result;
+	uint32_t pad;
+	uint64_t value;
+	char msg[160];
+};
+
+struct sio_nvme_mbox_slot {
+	uint32_t state;		/* enum sio_nvme_mbox_state, notified on */
+	uint32_t seq;
+	int32_t pid;		/* owner */
+	int32_t node;
+	struct sio_nvme_mbox_req req;
+	struct sio_nvme_mbox_resp resp;
+	uint8_t pad[512 - 16 - sizeof(struct sio_nvme_mbox_req) -
+		    sizeof(struct sio_nvme_mbox_resp)];
+};
+
+_Static_assert(sizeof(struct sio_nvme_mbox_slot) == 512, "mailbox slot is 512 bytes");
+
+struct sio_nvme_mbox_hdr {
+	uint64_t magic;		/* written last, once the header is valid */
+	uint32_t version;
+	uint32_t doorbell;	/* bumped by clients, notified on */
+	int32_t mgr_pid;
+	int32_t mgr_node;
+	uint32_t device;
+	uint32_t heartbeat;	/* bumped by the manager's loop */
+	uint32_t serving;	/* 0 once the manager stops */
+	uint32_t nslots;
+	/* the controller as the manager brought it up */
+	uint64_t cap;
+	uint32_t vs;
+	uint32_t dstrd;
+	uint32_t mqes;
+	uint32_t page_size;
+	uint32_t max_xfer;
+	uint32_t io_queues;
+	uint32_t nn;
+	uint32_t timeout_ms;
+	uint32_t vwc;
+	uint32_t oncs;
+	int32_t cmb_bar;
+	uint32_t cmb_flags;	/* bit 0 SQs, bit 1 CQs, bit 2 data */
+	uint64_t cmb_offset;
+	uint64_t cmb_size;
+	uint64_t cmb_bus;
+	char mn[41];
+	char sn[21];
+	char fr[9];
+};
+
+struct sio_nvme_mbox {
+	union {
+		struct sio_nvme_mbox_hdr h;
+		uint8_t raw[4096];
+	};
+	struct sio_nvme_mbox_slot slots[SIO_NVME_MBOX_SLOTS];
+};
+
+_Static_assert(sizeof(struct sio_nvme_mbox_hdr) <= 4096, "header fits its page");
+
+#define SIO_NVME_MBOX_SIZE	sizeof(struct sio_nvme_mbox)
+
+#endif

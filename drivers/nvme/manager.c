@@ -1,0 +1,600 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The NVMe manager: owns the admin queues of a shared controller and serves
+ * queue-level requests from clients through a mailbox segment.
+ */
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+#include <smartio/nvme/manager.h>
+#include "mailbox.h"
+#include "priv.h"
+
+#define CMB_MAX_ALLOCS	256
+#define REAP_EVERY_NS	200000000ull
+#define PIDCHECK_EVERY_NS 500000000ull
+
+struct cmb_alloc {
+	int slot;		/* -1: unused entry */
+	uint64_t off, size;
+};
+
+struct sio_nvme_manager {
+	struct sio_fabric *f;
+	struct sio_device *dev;
+	struct sio_device_info dinfo;
+	struct sio_nvme_ctrl *ctrl;
+	const struct sio_nvme_ctrl_info *ci;
+	struct sio_segment *seg;
+	struct sio_nvme_mbox *mb;
+	int *qowner;		/* per qid: owning slot or -1 */
+	int32_t *qpid;		/* per qid: owner's pid when created */
+	struct cmb_alloc cmb[CMB_MAX_ALLOCS];
+	uint32_t last_doorbell;
+	uint64_t last_reap, last_pidcheck;
+	FILE *log;
+	struct sio_nvme_manager_stats st;
+	int32_t slot_pid[SIO_NVME_MBOX_SLOTS];	/* pid seen on the slot */
+};
+
+static void mlog(struct sio_nvme_manager *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void mlog(struct sio_nvme_manager *m, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!m->log)
+		return;
+	va_start(ap, fmt);
+	fprintf(m->log, "nvme-manager: ");
+	vfprintf(m->log, fmt, ap);
+	fputc('\n', m->log);
+	va_end(ap);
+	fflush(m->log);
+}
+
+struct sio_nvme_ctrl *sio_nvme_manager_ctrl(const struct sio_nvme_manager *m)
+{
+	return m->ctrl;
+}
+
+void sio_nvme_manager_stats(const struct sio_nvme_manager *m,
+			    struct sio_nvme_manager_stats *out)
+{
+	*out = m->st;
+}
+
+static int publish(struct sio_nvme_manager *m)
+{
+	struct sio_nvme_mbox_hdr *h = &m->mb->h;
+	const struct sio_nvme_ctrl_info *ci = m->ci;
+	int i;
+
+	memset(m->mb, 0, sizeof(*m->mb));
+	h->version = SIO_NVME_MBOX_VERSION;
+	h->mgr_pid = getpid();
+	h->mgr_node = sio_fabric_node_id(m->f);
+	h->device = m->dinfo.id;
+	h->nslots = SIO_NVME_MBOX_SLOTS;
+	h->cap = ci->cap;
+	h->vs = ci->vs;
+	h->dstrd = ci->dstrd;
+	h->mqes = ci->mqes;
+	h->page_size = ci->page_size;
+	h->max_xfer = ci->max_xfer;
+	h->io_queues = ci->io_queues;
+	h->nn = ci->nn;
+	h->timeout_ms = ci->timeout_ms;
+	h->vwc = ci->vwc;
+	h->oncs = ci->oncs;
+	h->cmb_bar = ci->cmb.size ? ci->cmb.bar : -1;
+	h->cmb_flags = (ci->cmb.sqs ? 1u : 0) | (ci->cmb.cqs ? 2u : 0) | (ci->cmb.data ? 4u : 0);
+	h->cmb_offset = ci->cmb.offset;
+	h->cmb_size = ci->cmb.size;
+	h->cmb_bus = ci->cmb.bus;
+	memcpy(h->mn, ci->mn, sizeof(h->mn));
+	memcpy(h->sn, ci->sn, sizeof(h->sn));
+	memcpy(h->fr, ci->fr, sizeof(h->fr));
+	for (i = 0; i < SIO_NVME_MBOX_SLOTS; i++)
+		m->mb->slots[i].state = SIO_MBOX_FREE;
+	__atomic_store_n(&h->serving, 1, __ATOMIC_RELEASE);
+	/* The magic goes last: a client that sees it sees a whole header. */
+	__atomic_store_n(&h->magic, SIO_NVME_MBOX_MAGIC, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int sio_nvme_manager_start(struct sio_fabric *f, int64_t device,
+			   const struct sio_nvme_manager_opts *opts,
+			   struct sio_nvme_manager **out)
+{
+	struct sio_nvme_manager *m;
+	void *va;
+	uint32_t i;
+	int ret;
+
+	if (!f || !out)
+		return sio_nvme_err(EINVAL, "sio_nvme_manager_start: NULL argument");
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return sio_nvme_err(ENOMEM, "out of memory");
+	m->f = f;
+	m->log = opts ? opts->log : NULL;
+	for (i = 0; i < CMB_MAX_ALLOCS; i++)
+		m->cmb[i].slot = -1;
+
+	ret = sio_nvme_find_device(f, device, &m->dinfo);
+	if (ret)
+		goto fail;
+	ret = sio_device_borrow(f, m->dinfo.id, SIO_BORROW_EXCLUSIVE, &m->dev);
+	if (ret) {
+		if (ret == -EBUSY)
+			ret = sio_nvme_err(EBUSY, "device %u is already borrowed (%d "
+					   "borrower%s): is another manager running?",
+					   m->dinfo.id, m->dinfo.borrowers,
+					   m->dinfo.borrowers == 1 ? "" : "s");
+		else
+			ret = sio_nvme_err_lib(ret, "cannot borrow device %u", m->dinfo.id);
+		goto fail;
+	}
+	ret = sio_nvme_ctrl_open(m->dev, opts ? &opts->ctrl : NULL, &m->ctrl);
+	if (ret)
+		goto fail;
+	m->ci = sio_nvme_ctrl_info(m->ctrl);
+
+	m->qowner = malloc(sizeof(int) * (m->ci->io_queues + 1));
+	m->qpid = calloc(m->ci->io_queues + 1, sizeof(int32_t));
+	if (!m->qowner || !m->qpid) {
+		ret = sio_nvme_err(ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (i = 0; i <= m->ci->io_queues; i++)
+		m->qowner[i] = -1;
+
+	ret = sio_segment_create(f, SIO_NVME_MBOX_SEGID(m->dinfo.id), SIO_NVME_MBOX_SIZE,
+				 SIO_SEG_F_NOHUGE, &m->seg);
+	if (ret == -EEXIST) {
+		ret = sio_nvme_err(EBUSY, "a manager for device %u already serves on "
+				   "node %d", m->dinfo.id, sio_fabric_node_id(f));
+		goto fail;
+	}
+	if (ret) {
+		ret = sio_nvme_err_lib(ret, "cannot create the mailbox segment");
+		goto fail;
+	}
+	sio_segment_set_name(m->seg, "nvme-mailbox");
+	ret = sio_segment_map(m->seg, &va);
+	if (ret) {
+		ret = sio_nvme_err_lib(ret, "cannot map the mailbox segment");
+		goto fail;
+	}
+	m->mb = va;
+	ret = sio_device_downgrade(m->dev);
+	if (ret) {
+		ret = sio_nvme_err_lib(ret, "cannot share device %u", m->dinfo.id);
+		goto fail;
+	}
+	publish(m);
+	m->last_reap = m->last_pidcheck = sio_nvme_now_ns();
+	mlog(m, "device %u (%s, %s) on node %d: %u I/O queue pairs of up to %u "
+	     "entries, %u namespace(s), max transfer %u KiB%s; mailbox segment 0x%x "
+	     "on node %d", m->dinfo.id, m->ci->mn, m->ci->sn, m->dinfo.lender,
+	     m->ci->io_queues, m->ci->mqes, m->ci->nn, m->ci->max_xfer / 1024,
+	     m->ci->cmb.size ? ", CMB enabled" : "", SIO_NVME_MBOX_SEGID(m->dinfo.id),
+	     sio_fabric_node_id(f));
+	*out = m;
+	return 0;
+fail:
+	{
+		char msg[512];
+
+		snprintf(msg, sizeof(msg), "%s", sio_nvme_errmsg());
+		sio_nvme_manager_stop(m);
+		sio_nvme_err(-ret, "%s", msg);
+	}
+	return ret;
+}
+
+static uint32_t slot_off(int s, size_t field)
+{
+	return (uint32_t)(offsetof(struct sio_nvme_mbox, slots) +
+			  (size_t)s * sizeof(struct sio_nvme_mbox_slot) + field);
+}
+
+/* Delete what a slot holds: its queues and its CMB ranges. */
+static int release_slot(struct sio_nvme_manager *m, int s)
+{
+	uint32_t q;
+	int i, n = 0;
+
+	for (q = 1; q <= m->ci->io_queues; q++) {
+		if (m->qowner[q] != s)
+			continue;
+		sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)q);
+		m->qowner[q] = -1;
+		m->st.queues--;
+		n++;
+	}
+	for (i = 0; i < CMB_MAX_ALLOCS; i++)
+		if (m->cmb[i].slot == s)
+			m->cmb[i].slot = -1;
+	return n;
+}
+
+static void reap_slot(struct sio_nvme_manager *m, int s, const char *why)
+{
+	struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
+	int32_t pid = sl->pid;
+	int n = release_slot(m, s);
+
+	mlog(m, "client pid %d (node %d, slot %d) %s: deleted %d queue pair%s",
+	     (int)pid, (int)sl->node, s, why, n, n == 1 ? "" : "s");
+	__atomic_store_n(&sl->state, SIO_MBOX_FREE, __ATOMIC_RELEASE);
+	sl->node = -1;
+	__atomic_store_n(&sl->pid, 0, __ATOMIC_RELEASE);
+	m->slot_pid[s] = 0;
+	m->st.reaped++;
+	if (m->st.clients)
+		m->st.clients--;
+}
+
+static void reap_pid(struct sio_nvme_manager *m, int32_t pid)
+{
+	int s;
+
+	if (pid <= 0)
+		return;
+	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++)
+		if (__atomic_load_n(&m->mb->slots[s].pid, __ATOMIC_ACQUIRE) == pid)
+			reap_slot(m, s, "is gone");
+}
+
+/* Clients that died: from fabric events, and (on single-host backends,
+ * where pids are meaningful) from a periodic check of the owner's pid. */
+static void check_clients(struct sio_nvme_manager *m, uint64_t now)
+{
+	struct sio_event ev[32];
+	int n, i, s;
+
+	if (now - m->last_reap >= REAP_EVERY_NS) {
+		m->last_reap = now;
+		sio_fabric_reap(m->f);
+	}
+	while ((n = sio_event_read(m->f, ev, 32)) > 0) {
+		for (i = 0; i < n; i++)
+			if (ev[i].type == SIO_EV_PROCESS_GONE)
+				reap_pid(m, ev[i].pid);
+		if (n < 32)
+			break;
+	}
+	if (now - m->last_pidcheck < PIDCHECK_EVERY_NS)
+		return;
+	m->last_pidcheck = now;
+	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++) {
+		int32_t pid = __atomic_load_n(&m->mb->slots[s].pid, __ATOMIC_ACQUIRE);
+
+		if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH)
+			reap_slot(m, s, "is gone");
+	}
+}
+
+static int refuse(struct sio_nvme_manager *m, struct sio_nvme_mbox_resp *r, int err,
+		  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int refuse(struct sio_nvme_manager *m, struct sio_nvme_mbox_resp *r, int err,
+		  const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+	va_end(ap);
+	r->err = -err;
+	m->st.refused++;
+	return -err;
+}
+
+static int from_ctrl(struct sio_nvme_manager *m, struct sio_nvme_mbox_resp *r, int ret,
+		     uint16_t status)
+{
+	if (!ret)
+		return 0;
+	r->status = status;
+	snprintf(r->msg, sizeof(r->msg), "%s", sio_nvme_errmsg());
+	r->err = ret;
+	m->st.refused++;
+	return ret;
+}
+
+static int op_create_qp(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox_req *q,
+			struct sio_nvme_mbox_resp *r)
+{
+	uint32_t qid, page = m->ci->page_size;
+	uint16_t st = 0;
+	int ret;
+
+	if (q->qsize < 2 || q->qsize > m->ci->mqes)
+		return refuse(m, r, EINVAL, "queue size %u out of range 2..%u (CAP.MQES)",
+			      q->qsize, m->ci->mqes);
+	if (!q->bus1 || !q->bus2 || ((q->bus1 | q->bus2) & (page - 1)))
+		return refuse(m, r, EINVAL, "queue addresses must be non-zero and "
+			      "%u-byte aligned", page);
+	if (q->cdw10 > 3)
+		return refuse(m, r, EINVAL, "SQ priority %u out of range 0..3", q->cdw10);
+	for (qid = 1; qid <= m->ci->io_queues; qid++)
+		if (m->qowner[qid] < 0)
+			break;
+	if (qid > m->ci->io_queues)
+		return refuse(m, r, ENOSPC, "no I/O queue pair left: the controller has "
+			      "%u and all are taken", m->ci->io_queues);
+	ret = sio_nvme_ctrl_create_qpair(m->ctrl, (uint16_t)qid, q->qsize, q->bus1,
+					 q->bus2, q->cdw10, &st);
+	if (ret)
+		return from_ctrl(m, r, ret, st);
+	m->qowner[qid] = s;
+	m->qpid[qid] = m->mb->slots[s].pid;
+	m->st.queues++;
+	r->qid = (uint16_t)qid;
+	return 0;
+}
+
+static int op_delete_qp(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox_req *q,
+			struct sio_nvme_mbox_resp *r)
+{
+	int ret;
+
+	if (q->qid == 0 || q->qid > m->ci->io_queues)
+		return refuse(m, r, EINVAL, "queue id %u out of range 1..%u", q->qid,
+			      m->ci->io_queues);
+	if (m->qowner[q->qid] != s)
+		return refuse(m, r, EPERM, "queue %u is not yours", q->qid);
+	ret = sio_nvme_ctrl_delete_qpair(m->ctrl, q->qid);
+	m->qowner[q->qid] = -1;
+	m->st.queues--;
+	return from_ctrl(m, r, ret, 0);
+}
+
+static int op_identify(struct sio_nvme_manager *m, const struct sio_nvme_mbox_req *q,
+		       struct sio_nvme_mbox_resp *r)
+{
+	uint16_t st = 0;
+
+	/* Only the read-only CNS values a client has use for. */
+	if (q->cdw10 != SIO_NVME_CNS_NS && q->cdw10 != SIO_NVME_CNS_CTRL &&
+	    q->cdw10 != SIO_NVME_CNS_NS_ACTIVE && q->cdw10 != 0x03)
+		return refuse(m, r, EINVAL, "Identify CNS 0x%x is not relayed", q->cdw10);
+	if (!q->bus1 || (q->bus1 & 0xfff))
+		return refuse(m, r, EINVAL, "Identify buffer must be non-zero and 4 KiB "
+			      "aligned");
+	return from_ctrl(m, r, sio_nvme_ctrl_identify(m->ctrl, (uint8_t)q->cdw10, q->nsid,
+						      q->bus1, &st), st);
+}
+
+static int op_get_log(struct sio_nvme_manager *m, const struct sio_nvme_mbox_req *q,
+		      struct sio_nvme_mbox_resp *r)
+{
+	uint16_t st = 0;
+
+	if (q->cdw10 > 0xff)
+		return refuse(m, r, EINVAL, "log page id %u out of range", q->cdw10);
+	if (!q->len || q->len > 8192 || (q->len & 3))
+		return refuse(m, r, EINVAL, "log page length %u invalid (a multiple of 4, "
+			      "at most 8192)", q->len);
+	if (!q->bus1 || (q->bus1 & 0xfff))
+		return refuse(m, r, EINVAL, "log page buffer must be non-zero and 4 KiB "
+			      "aligned");
+	return from_ctrl(m, r, sio_nvme_ctrl_get_log(m->ctrl, (uint8_t)q->cdw10, q->nsid,
+						     q->bus1, q->len, &st), st);
+}
+
+static int op_get_feat(struct sio_nvme_manager *m, const struct sio_nvme_mbox_req *q,
+		       struct sio_nvme_mbox_resp *r)
+{
+	uint16_t st = 0;
+	uint32_t res = 0;
+	int ret;
+
+	/* Features that return data through a buffer are not relayed. */
+	if (q->cdw10 > 0xff || q->cdw10 == 0x03 || q->cdw10 == 0x0c || q->cdw10 == 0x0d ||
+	    q->cdw10 == 0x0e || q->cdw10 == 0x10)
+		return refuse(m, r, EINVAL, "Get Features for feature 0x%x is not relayed",
+			      q->cdw10);
+	ret = sio_nvme_ctrl_get_features(m->ctrl, (uint8_t)q->cdw10, q->cdw11, &res, &st);
+	r->result = res;
+	return from_ctrl(m, r, ret, st);
+}
+
+static int op_cmb_alloc(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox_req *q,
+			struct sio_nvme_mbox_resp *r)
+{
+	uint64_t size = (q->value + 4095) & ~4095ull, off = 0;
+	int i, free_ent = -1;
+	bool moved;
+
+	if (!m->ci->cmb.size)
+		return refuse(m, r, ENODEV, "the controller has no controller memory "
+			      "buffer");
+	if (!m->ci->cmb.sqs)
+		return refuse(m, r, ENOTSUP, "the controller's CMB does not take SQs");
+	if (!size || size > m->ci->cmb.size)
+		return refuse(m, r, EINVAL, "CMB request of %llu bytes out of range (the "
+			      "CMB has %llu)", (unsigned long long)q->value,
+			      (unsigned long long)m->ci->cmb.size);
+	/* First fit over the taken ranges, which are few. */
+	do {
+		moved = false;
+		for (i = 0; i < CMB_MAX_ALLOCS; i++) {
+			struct cmb_alloc *a = &m->cmb[i];
+
+			if (a->slot < 0)
+				continue;
+			if (off < a->off + a->size && a->off < off + size) {
+				off = a->off + a->size;
+				moved = true;
+			}
+		}
+	} while (moved && off + size <= m->ci->cmb.size);
+	if (off + size > m->ci->cmb.size)
+		return refuse(m, r, ENOSPC, "the CMB has no free %llu bytes left (size "
+			      "%llu)", (unsigned long long)size,
+			      (unsigned long long)m->ci->cmb.size);
+	for (i = 0; i < CMB_MAX_ALLOCS; i++)
+		if (m->cmb[i].slot < 0) {
+			free_ent = i;
+			break;
+		}
+	if (free_ent < 0)
+		return refuse(m, r, ENOSPC, "too many CMB ranges handed out (%d)",
+			      CMB_MAX_ALLOCS);
+	m->cmb[free_ent].slot = s;
+	m->cmb[free_ent].off = off;
+	m->cmb[free_ent].size = size;
+	r->value = off;
+	return 0;
+}
+
+static int op_cmb_free(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox_req *q,
+		       struct sio_nvme_mbox_resp *r)
+{
+	int i;
+
+	for (i = 0; i < CMB_MAX_ALLOCS; i++)
+		if (m->cmb[i].slot == s && m->cmb[i].off == q->value) {
+			m->cmb[i].slot = -1;
+			return 0;
+		}
+	return refuse(m, r, EPERM, "CMB offset 0x%llx is not yours",
+		      (unsigned long long)q->value);
+}
+
+static void handle(struct sio_nvme_manager *m, int s)
+{
+	struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
+	struct sio_nvme_mbox_req q;
+	struct sio_nvme_mbox_resp r;
+	int ret = 0;
+
+	/* Work on a copy: the client's memory could change under us. */
+	memcpy(&q, (const void *)&sl->req, sizeof(q));
+	memset(&r, 0, sizeof(r));
+	if (m->slot_pid[s] != sl->pid) {
+		m->slot_pid[s] = sl->pid;
+		m->st.clients++;
+		mlog(m, "client pid %d on node %d connected (slot %d)", (int)sl->pid,
+		     (int)sl->node, s);
+	}
+	switch (q.op) {
+	case SIO_MBOX_OP_HELLO:
+		break;
+	case SIO_MBOX_OP_CREATE_QP:
+		ret = op_create_qp(m, s, &q, &r);
+		break;
+	case SIO_MBOX_OP_DELETE_QP:
+		ret = op_delete_qp(m, s, &q, &r);
+		break;
+	case SIO_MBOX_OP_IDENTIFY:
+		ret = op_identify(m, &q, &r);
+		break;
+	case SIO_MBOX_OP_GET_LOG:
+		ret = op_get_log(m, &q, &r);
+		break;
+	case SIO_MBOX_OP_GET_FEAT:
+		ret = op_get_feat(m, &q, &r);
+		break;
+	case SIO_MBOX_OP_CMB_ALLOC:
+		ret = op_cmb_alloc(m, s, &q, &r);
+		break;
+	case SIO_MBOX_OP_CMB_FREE:
+		ret = op_cmb_free(m, s, &q, &r);
+		break;
+	case SIO_MBOX_OP_BYE:
+		release_slot(m, s);
+		mlog(m, "client pid %d on node %d left (slot %d)", (int)sl->pid,
+		     (int)sl->node, s);
+		m->slot_pid[s] = 0;
+		if (m->st.clients)
+			m->st.clients--;
+		break;
+	default:
+		ret = refuse(m, &r, EINVAL, "unknown request %u", q.op);
+		break;
+	}
+	if (ret)
+		mlog(m, "refused request %u from pid %d: %s", q.op, (int)sl->pid, r.msg);
+	m->st.requests++;
+	memcpy((void *)&sl->resp, &r, sizeof(r));
+	__atomic_store_n(&sl->state, SIO_MBOX_RESP, __ATOMIC_RELEASE);
+	sio_segment_notify(m->seg, slot_off(s, offsetof(struct sio_nvme_mbox_slot, state)));
+}
+
+int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
+{
+	struct sio_nvme_mbox_hdr *h = &m->mb->h;
+	uint32_t db;
+	int s, n = 0, ret;
+	uint32_t exp;
+
+	db = __atomic_load_n(&h->doorbell, __ATOMIC_ACQUIRE);
+	if (db == m->last_doorbell)
+		sio_segment_wait(m->seg, offsetof(struct sio_nvme_mbox_hdr, doorbell), db,
+				 (uint64_t)timeout_ms * 1000000ull);
+	m->last_doorbell = __atomic_load_n(&h->doorbell, __ATOMIC_ACQUIRE);
+	__atomic_fetch_add(&h->heartbeat, 1, __ATOMIC_RELAXED);
+
+	/* Scan every slot: a bump may cover several requests. */
+	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++) {
+		exp = SIO_MBOX_REQ;
+		if (!__atomic_compare_exchange_n(&m->mb->slots[s].state, &exp, SIO_MBOX_BUSY,
+						 false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			continue;
+		handle(m, s);
+		n++;
+	}
+	check_clients(m, sio_nvme_now_ns());
+	ret = sio_nvme_ctrl_check(m->ctrl);
+	if (ret)
+		return ret;
+	return n;
+}
+
+int sio_nvme_manager_run(struct sio_nvme_manager *m, volatile sig_atomic_t *stop)
+{
+	int ret;
+
+	while (!*stop) {
+		ret = sio_nvme_manager_serve(m, 100);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+void sio_nvme_manager_stop(struct sio_nvme_manager *m)
+{
+	int s;
+
+	if (!m)
+		return;
+	if (m->mb) {
+		__atomic_store_n(&m->mb->h.serving, 0, __ATOMIC_RELEASE);
+		if (m->ctrl)
+			for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++)
+				release_slot(m, s);
+		/* Wake clients sleeping on their slots so they see serving = 0. */
+		for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++)
+			if (m->mb->slots[s].pid)
+				sio_segment_notify(m->seg, slot_off(s, 0));
+	}
+	if (m->seg)
+		sio_segment_remove(m->seg);
+	sio_nvme_ctrl_close(m->ctrl);
+	sio_device_return(m->dev);
+	free(m->qowner);
+	free(m->qpid);
+	free(m);
+}

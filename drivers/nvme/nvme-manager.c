@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nvme-manager: take an NVMe controller, reset it, and share it at queue
+ * level with nvme-client processes anywhere on the fabric.
+ */
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <smartio/nvme/manager.h>
+#include "tool.h"
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void usage(FILE *o)
+{
+	fprintf(o, "usage: nvme-manager [options]\n"
+		"Reset an NVMe controller and serve its I/O queues to nvme-client\n"
+		"processes on any node. Runs until SIGINT or SIGTERM.\n\n"
+		TOOL_COMMON_HELP
+		"  --ready-file F  write our pid to F once serving\n"
+		"  --io-queues N   I/O queue pairs to ask the controller for\n"
+		"  --arbitration rr|wrr  SQ arbitration (default rr)\n"
+		"  --no-cmb        leave the controller memory buffer off\n"
+		"  --quiet         do not log client arrivals and departures\n"
+		"  --help\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		TOOL_COMMON_LONGOPTS,
+		{ "ready-file", required_argument, NULL, 'r' },
+		{ "io-queues", required_argument, NULL, 'q' },
+		{ "arbitration", required_argument, NULL, 'a' },
+		{ "no-cmb", no_argument, NULL, 'c' },
+		{ "quiet", no_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct sio_nvme_manager_opts mo = { { 0, SIO_NVME_CC_AMS_RR, true }, stderr };
+	struct sio_nvme_manager_stats st;
+	struct tool_common t;
+	struct sio_nvme_manager *m;
+	struct sio_fabric *f;
+	struct sigaction sa;
+	const char *ready = NULL;
+	uint64_t v;
+	int c, ret;
+
+	tool_init(&t, "nvme-manager");
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		ret = tool_opt(&t, c, optarg);
+		if (ret < 0)
+			return 2;
+		if (ret)
+			continue;
+		switch (c) {
+		case 'r':
+			ready = optarg;
+			break;
+		case 'q':
+			if (tool_parse_u64(optarg, &v) || v < 1 || v > 65535) {
+				fprintf(stderr, "nvme-manager: --io-queues '%s' out of range "
+					"1..65535\n", optarg);
+				return 2;
+			}
+			mo.ctrl.io_queues = (uint32_t)v;
+			break;
+		case 'a':
+			if (!strcmp(optarg, "rr"))
+				mo.ctrl.arbitration = SIO_NVME_CC_AMS_RR;
+			else if (!strcmp(optarg, "wrr"))
+				mo.ctrl.arbitration = SIO_NVME_CC_AMS_WRR;
+			else {
+				fprintf(stderr, "nvme-manager: --arbitration '%s' is not rr "
+					"or wrr\n", optarg);
+				return 2;
+			}
+			break;
+		case 'c':
+			mo.ctrl.enable_cmb = false;
+			break;
+		case 's':
+			mo.log = NULL;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "nvme-manager: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (tool_open(&t, &f))
+		return 1;
+	ret = sio_nvme_manager_start(f, t.device, &mo, &m);
+	if (ret) {
+		fprintf(stderr, "nvme-manager: %s\n", sio_nvme_errmsg());
+		sio_fabric_close(f);
+		return 1;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (ready) {
+		FILE *rf = fopen(ready, "w");
+
+		if (!rf || fprintf(rf, "%d\n", (int)getpid()) < 0 || fclose(rf)) {
+			fprintf(stderr, "nvme-manager: cannot write ready file %s: %s\n",
+				ready, strerror(errno));
+			sio_nvme_manager_stop(m);
+			sio_fabric_close(f);
+			return 1;
+		}
+	}
+	ret = sio_nvme_manager_run(m, &stop);
+	if (ret)
+		fprintf(stderr, "nvme-manager: controller failed: %s\n", sio_nvme_errmsg());
+	sio_nvme_manager_stats(m, &st);
+	if (mo.log)
+		fprintf(stderr, "nvme-manager: stopping: %llu requests, %llu refused, "
+			"%llu dead clients cleaned up\n", (unsigned long long)st.requests,
+			(unsigned long long)st.refused, (unsigned long long)st.reaped);
+	sio_nvme_manager_stop(m);
+	sio_fabric_close(f);
+	return ret ? 1 : 0;
+}

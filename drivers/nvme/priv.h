@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SIO_NVME_PRIV_H
+#define SIO_NVME_PRIV_H
+
+/* Internal to the NVMe driver: error messages, clocks, bounded waiting. */
+
+#include <errno.h>
+#include <stdint.h>
+#include <time.h>
+#include <smartio/nvme/ctrl.h>
+
+/* Set the thread's driver error message and return -err. */
+int sio_nvme_err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Same, appending libsmartio's own message (for a failed library call). */
+int sio_nvme_err_lib(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static inline uint64_t sio_nvme_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Back-off for polling loops: spin briefly (cheap when the answer is near),
+ * then yield, then sleep with a growing delay up to max_ns, so a waiting
+ * process never starves the controller or other clients of a 2-core host.
+ */
+struct sio_nvme_backoff {
+	uint32_t iter;
+	uint32_t spins;
+	uint32_t yields;
+	uint32_t sleep_ns;
+	uint32_t max_ns;
+};
+
+static inline void sio_nvme_backoff_init(struct sio_nvme_backoff *b, uint32_t max_ns)
+{
+	b->iter = 0;
+	b->spins = 64;
+	b->yields = 16;
+	b->sleep_ns = 1000;
+	b->max_ns = max_ns ? max_ns : 100000;
+}
+
+/* For I/O waits, where the answer is usually microseconds away. */
+static inline void sio_nvme_backoff_init_io(struct sio_nvme_backoff *b)
+{
+	sio_nvme_backoff_init(b, 50000);
+	b->spins = 200;
+	b->yields = 2000;
+}
+
+void sio_nvme_backoff_wait(struct sio_nvme_backoff *b);
+
+/* 32/64-bit register access on BAR0; 64-bit registers as two dwords (lo
+ * first), which every controller accepts. */
+static inline uint32_t sio_nvme_rd32(volatile void *regs, uint32_t off)
+{
+	return __atomic_load_n((volatile uint32_t *)((volatile uint8_t *)regs + off),
+			       __ATOMIC_ACQUIRE);
+}
+
+static inline void sio_nvme_wr32(volatile void *regs, uint32_t off, uint32_t v)
+{
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n((volatile uint32_t *)((volatile uint8_t *)regs + off), v,
+			 __ATOMIC_RELAXED);
+}
+
+static inline uint64_t sio_nvme_rd64(volatile void *regs, uint32_t off)
+{
+	uint64_t lo = sio_nvme_rd32(regs, off);
+	uint64_t hi = sio_nvme_rd32(regs, off + 4);
+
+	return lo | hi << 32;
+}
+
+static inline void sio_nvme_wr64(volatile void *regs, uint32_t off, uint64_t v)
+{
+	sio_nvme_wr32(regs, off, (uint32_t)v);
+	sio_nvme_wr32(regs, off + 4, (uint32_t)(v >> 32));
+}
+
+/* Copy a space-padded identify string, cutting trailing blanks. */
+void sio_nvme_strcpy_id(char *dst, const char *src, size_t n);
+
+#endif

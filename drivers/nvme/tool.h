@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SIO_NVME_TOOL_H
+#define SIO_NVME_TOOL_H
+
+/* Options and messages the nvme-* programs share. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <smartio/nvme/ctrl.h>
+
+struct tool_common {
+	const char *prog;
+	const char *fabric;	/* --fabric, default $SMARTIO_FABRIC */
+	int node;		/* --node, default $SMARTIO_NODE, else 0 */
+	int64_t device;		/* --device, default -1: first NVMe */
+	bool json;
+};
+
+#define TOOL_COMMON_LONGOPTS						\
+	{ "fabric", required_argument, NULL, 'F' },			\
+	{ "node", required_argument, NULL, 'N' },			\
+	{ "device", required_argument, NULL, 'D' },			\
+	{ "json", no_argument, NULL, 'J' }
+
+#define TOOL_COMMON_HELP						\
+	"  --fabric NAME   fabric to join (default $SMARTIO_FABRIC)\n"	\
+	"  --node N        node to join as (default $SMARTIO_NODE, else 0)\n" \
+	"  --device ID     NVMe device id (default: first of class 0x010802)\n" \
+	"  --json          machine-readable output\n"
+
+void tool_init(struct tool_common *t, const char *prog);
+/* Handle a common option; returns 1 if it was one, 0 if not, -1 on error. */
+int tool_opt(struct tool_common *t, int c, const char *arg);
+/* Join the fabric, printing what is wrong on failure. */
+int tool_open(struct tool_common *t, struct sio_fabric **f);
+/* Parse an unsigned number with optional K/M/G suffix (binary). */
+int tool_parse_u64(const char *s, uint64_t *out);
+/* Print a JSON string with escaping. */
+void tool_json_str(const char *s);
+
+#endif

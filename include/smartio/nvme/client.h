@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SMARTIO_NVME_CLIENT_H
+#define SMARTIO_NVME_CLIENT_H
+
+/**
+ * DOC: NVMe client
+ *
+ * A client borrows a shared NVMe controller, asks the manager (over its
+ * mailbox) for I/O queue pairs placed where it chose, and then does I/O
+ * with nothing between it and the controller: commands go into its SQ, the
+ * doorbell is a store to the controller's BAR, completions are polled from
+ * its CQ.
+ *
+ * Data buffers are segments mapped for the device (struct sio_nvme_buf).
+ * Requests larger than the controller's transfer limit (MDTS) are split;
+ * PRP lists are built in per-command pages allocated with the queue.
+ * A queue pair is used by one thread at a time.
+ *
+ * Queue placement is chosen by access hints (the default) or by a queue
+ * spec string: "location=local|lender|device|hint" for the SQ, and
+ * optionally "cq=local|lender|hint", "depth=N", "prio=0..3", comma
+ * separated. "device" puts the SQ in the controller memory buffer.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <smartio/nvme/ctrl.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct sio_nvme_client;
+struct sio_nvme_ioq;
+
+/**
+ * struct sio_nvme_buf - a data buffer the controller can reach
+ * @seg: its segment
+ * @va: mapped here
+ * @bus: the controller's address for @va
+ * @size: bytes
+ */
+struct sio_nvme_buf {
+	struct sio_segment *seg;
+	void *va;
+	uint64_t bus;
+	uint64_t size;
+};
+
+/* Where a queue goes; the SIO_PLACE_* values, or by hints. */
+#define SIO_NVME_QLOC_HINT	(-1)
+
+/**
+ * struct sio_nvme_qspec - how to place and size a queue pair
+ * @sq_loc: SIO_PLACE_LOCAL, SIO_PLACE_LENDER, SIO_PLACE_DEVICE (CMB) or
+ *	SIO_NVME_QLOC_HINT
+ * @cq_loc: SIO_PLACE_LOCAL, SIO_PLACE_LENDER or SIO_NVME_QLOC_HINT
+ * @depth: queue entries (0: 256, capped by CAP.MQES)
+ * @prio: SQ priority for weighted round robin, 0 (urgent) .. 3 (low)
+ */
+struct sio_nvme_qspec {
+	int sq_loc;
+	int cq_loc;
+	uint32_t depth;
+	uint32_t prio;
+};
+
+/**
+ * struct sio_nvme_ioq_info - a queue pair as created
+ * @qid: queue id the manager assigned
+ * @depth: entries per queue
+ * @max_inflight: commands in flight at most (@depth - 1)
+ * @sq_place: where the SQ went (enum sio_placement)
+ * @cq_place: where the CQ went
+ */
+struct sio_nvme_ioq_info {
+	uint16_t qid;
+	uint32_t depth;
+	uint32_t max_inflight;
+	int sq_place;
+	int cq_place;
+};
+
+/**
+ * sio_nvme_io_cb - completion callback
+ * @arg: the caller's argument
+ * @err: 0, -EIO (the controller reported @status), -ETIMEDOUT, -ENODEV
+ * @status: NVMe status (SCT << 8 | SC), 0 on success
+ */
+typedef void (*sio_nvme_io_cb)(void *arg, int err, uint16_t status);
+
+/**
+ * sio_nvme_qspec_parse() - read a queue spec string
+ * @s: e.g. "location=lender,depth=64"; NULL or "" gives the defaults
+ * @out: filled in (hints for both queues, depth 0, prio 0 by default)
+ * Return: 0 or -EINVAL naming the bad key or value.
+ */
+int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out);
+
+/**
+ * sio_nvme_client_open() - connect to the manager serving a controller
+ * @f: fabric handle (the client's node)
+ * @device: device id, or negative for the first NVMe controller
+ * @out: the client
+ *
+ * Borrows the device shared, finds the manager's mailbox, claims a slot and
+ * maps the doorbells.
+ * Return: 0; -ENOENT (no such device, or no manager serves it), -EBUSY
+ * (borrowed exclusively by someone else), -ENOSPC (mailbox full).
+ */
+int sio_nvme_client_open(struct sio_fabric *f, int64_t device,
+			 struct sio_nvme_client **out);
+
+/**
+ * sio_nvme_client_close() - delete this client's queues and leave
+ * @cl: client (NULL is ignored); its queue pairs must be destroyed first,
+ *	or are destroyed here
+ */
+void sio_nvme_client_close(struct sio_nvme_client *cl);
+
+/**
+ * sio_nvme_client_info() - the controller as the manager brought it up
+ * @cl: client
+ * @out: filled in (cmb.size is 0 without a CMB)
+ */
+void sio_nvme_client_info(const struct sio_nvme_client *cl, struct sio_nvme_ctrl_info *out);
+
+/**
+ * sio_nvme_client_device() - the client's borrow of the controller
+ * @cl: client
+ */
+struct sio_device *sio_nvme_client_device(const struct sio_nvme_client *cl);
+
+/**
+ * sio_nvme_client_manager_node() - node the manager serves from
+ * @cl: client
+ */
+int sio_nvme_client_manager_node(const struct sio_nvme_client *cl);
+
+/**
+ * sio_nvme_client_identify() - Identify through the manager
+ * @cl: client
+ * @cns: SIO_NVME_CNS_*
+ * @nsid: namespace for CNS 0/2
+ * @out: 4096 bytes; the controller writes them into the client's memory
+ */
+int sio_nvme_client_identify(struct sio_nvme_client *cl, uint8_t cns, uint32_t nsid,
+			     void *out);
+
+/**
+ * sio_nvme_client_get_log() - Get Log Page through the manager
+ * @cl: client
+ * @lid: log page id
+ * @nsid: namespace, 0xffffffff for the controller
+ * @out: destination
+ * @len: bytes, multiple of 4, at most 8192
+ */
+int sio_nvme_client_get_log(struct sio_nvme_client *cl, uint8_t lid, uint32_t nsid,
+			    void *out, uint32_t len);
+
+/**
+ * sio_nvme_client_get_features() - Get Features through the manager
+ * @cl: client
+ * @fid: feature id
+ * @cdw11: feature specific
+ * @result: completion DW0
+ */
+int sio_nvme_client_get_features(struct sio_nvme_client *cl, uint8_t fid, uint32_t cdw11,
+				 uint32_t *result);
+
+/**
+ * sio_nvme_client_ns() - a namespace's geometry (cached after the first call)
+ * @cl: client
+ * @nsid: namespace id
+ * @out: filled in
+ * Return: 0, -ENOENT if the namespace does not exist or is inactive.
+ */
+int sio_nvme_client_ns(struct sio_nvme_client *cl, uint32_t nsid, struct sio_nvme_ns *out);
+
+/**
+ * sio_nvme_client_set_timeout() - bound on an I/O that makes no progress
+ * @cl: client
+ * @ms: milliseconds (0 restores the default: CAP.TO, at least 2 s)
+ */
+void sio_nvme_client_set_timeout(struct sio_nvme_client *cl, uint32_t ms);
+
+/**
+ * sio_nvme_buf_alloc() - a data buffer in this node's memory for the device
+ * @cl: client
+ * @size: bytes
+ * @out: the buffer
+ */
+int sio_nvme_buf_alloc(struct sio_nvme_client *cl, uint64_t size, struct sio_nvme_buf **out);
+
+/**
+ * sio_nvme_buf_free() - unmap and free a buffer
+ * @cl: client
+ * @b: buffer (NULL is ignored)
+ */
+void sio_nvme_buf_free(struct sio_nvme_client *cl, struct sio_nvme_buf *b);
+
+/**
+ * sio_nvme_ioq_create() - place a queue pair and have the manager create it
+ * @cl: client
+ * @spec: placement and depth (NULL: by hints, depth 256)
+ * @out: the queue pair
+ * Return: 0; -ENOSPC when the controller has no queue pair left (the
+ * message says how many it has); -EINVAL for a bad spec; -ENODEV for
+ * location=device without a CMB.
+ */
+int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec *spec,
+			struct sio_nvme_ioq **out);
+
+/**
+ * sio_nvme_ioq_destroy() - delete a queue pair; commands in flight are lost
+ * @q: queue pair (NULL is ignored)
+ */
+int sio_nvme_ioq_destroy(struct sio_nvme_ioq *q);
+
+/**
+ * sio_nvme_ioq_info() - describe a queue pair
+ * @q: queue pair
+ * @out: filled in
+ */
+void sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *out);
+
+/**
+ * sio_nvme_ioq_read() - submit a read (asynchronous)
+ * @q: queue pair
+ * @nsid: namespace
+ * @slba: first block
+ * @nlb: blocks (split into several commands above the transfer limit)
+ * @buf: destination buffer
+ * @off: byte offset in @buf (a multiple of 4)
+ * @cb: called from sio_nvme_ioq_poll() when every part is done
+ * @arg: passed to @cb
+ * Return: 0; -EAGAIN when the queue lacks room (poll, then retry);
+ * -EINVAL for a range outside the namespace or the buffer; -ENODEV or
+ * -ETIMEDOUT once the queue has failed.
+ */
+int sio_nvme_ioq_read(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+		      struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg);
+
+/** sio_nvme_ioq_write() - submit a write (asynchronous); as sio_nvme_ioq_read() */
+int sio_nvme_ioq_write(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+		       struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg);
+
+/**
+ * sio_nvme_ioq_write_zeroes() - submit Write Zeroes (asynchronous)
+ * Return: as sio_nvme_ioq_read(), and -ENOTSUP if the controller lacks it.
+ */
+int sio_nvme_ioq_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba,
+			      uint32_t nlb, sio_nvme_io_cb cb, void *arg);
+
+/** sio_nvme_ioq_flush() - submit a Flush of a namespace (asynchronous) */
+int sio_nvme_ioq_flush(struct sio_nvme_ioq *q, uint32_t nsid, sio_nvme_io_cb cb, void *arg);
+
+/**
+ * sio_nvme_ioq_poll() - reap completions, calling their callbacks
+ * @q: queue pair
+ * @max: most completions to take (0: all there are)
+ *
+ * Never blocks. When commands are in flight and none completes for longer
+ * than the timeout, every one of them ends with -ETIMEDOUT (or -ENODEV if
+ * the controller is gone) and the queue is failed.
+ * Return: completions reaped, or -ETIMEDOUT/-ENODEV/-EIO once failed.
+ */
+int sio_nvme_ioq_poll(struct sio_nvme_ioq *q, uint32_t max);
+
+/** sio_nvme_ioq_inflight() - commands submitted and not completed */
+uint32_t sio_nvme_ioq_inflight(const struct sio_nvme_ioq *q);
+
+/**
+ * sio_nvme_ioq_wait() - poll until nothing is in flight, backing off
+ * @q: queue pair
+ * Return: 0, or the queue's failure.
+ */
+int sio_nvme_ioq_wait(struct sio_nvme_ioq *q);
+
+/* Synchronous forms: submit, then wait with bounded, backing-off polling.
+ * Return 0 or -errno; on -EIO sio_nvme_errmsg() names the NVMe status. */
+int sio_nvme_read(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+		  struct sio_nvme_buf *buf, uint64_t off);
+int sio_nvme_write(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+		   struct sio_nvme_buf *buf, uint64_t off);
+int sio_nvme_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb);
+int sio_nvme_flush(struct sio_nvme_ioq *q, uint32_t nsid);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

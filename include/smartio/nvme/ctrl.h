@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SMARTIO_NVME_CTRL_H
+#define SMARTIO_NVME_CTRL_H
+
+/**
+ * DOC: NVMe controller
+ *
+ * The control path of the driver: reset and enable with CAP.TO bounded
+ * waits, the admin queue pair, Identify, features, I/O queue creation and
+ * deletion, log pages, and detection of a fatal controller (CSTS.CFS) or a
+ * vanished one (CSTS reads all ones: device gone or link down).
+ *
+ * It uses only libsmartio (a borrowed device, its BAR0 segment, segments
+ * mapped for the device), so it runs unchanged on every backend. Written to
+ * the NVMe base specification, not to any one controller.
+ *
+ * Identify and log page layouts are libnvme's (<nvme/types.h>, header only).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <nvme/types.h>
+#include <smartio/smartio.h>
+#include <smartio/nvme/types.h>
+#include <smartio/nvme/queue.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* PCI class code of an NVMe controller (mass storage, NVM, NVMe). */
+#define SIO_NVME_CLASS		0x010802u
+
+/* Largest transfer one command carries, whatever MDTS allows: one PRP list
+ * page of 4 KiB holds 512 entries. */
+#define SIO_NVME_MAX_XFER	(2u << 20)
+
+/* Admin queue depth the driver uses. */
+#define SIO_NVME_ADMIN_DEPTH	32u
+
+/* Default bound on one admin command. */
+#define SIO_NVME_ADMIN_TIMEOUT_MS 5000u
+
+struct sio_nvme_ctrl;
+
+/**
+ * struct sio_nvme_ctrl_opts - how to bring a controller up
+ * @io_queues: I/O queue pairs to ask for with Set Features (0: as many as
+ *	the controller grants, up to 65535)
+ * @arbitration: SIO_NVME_CC_AMS_RR or SIO_NVME_CC_AMS_WRR
+ * @enable_cmb: turn on the controller memory buffer if it has one
+ */
+struct sio_nvme_ctrl_opts {
+	uint32_t io_queues;
+	uint32_t arbitration;
+	bool enable_cmb;
+};
+
+/**
+ * struct sio_nvme_cmb - a controller memory buffer
+ * @bar: BAR holding it
+ * @offset: offset of the CMB in that BAR
+ * @size: bytes
+ * @bus: its address as the controller sees it
+ * @sqs: SQs may live in it
+ * @cqs: CQs may live in it
+ * @data: read/write data may live in it
+ */
+struct sio_nvme_cmb {
+	int bar;
+	uint64_t offset;
+	uint64_t size;
+	uint64_t bus;
+	bool sqs, cqs, data;
+};
+
+/**
+ * struct sio_nvme_ctrl_info - what the driver learnt bringing a controller up
+ * @cap: CAP register
+ * @vs: VS register
+ * @mqes: largest queue, entries (CAP.MQES + 1)
+ * @dstrd: CAP.DSTRD
+ * @timeout_ms: CAP.TO in milliseconds
+ * @page_size: memory page size in use (CC.MPS)
+ * @max_xfer: largest transfer per command, bytes (MDTS, capped by the driver)
+ * @io_queues: I/O queue pairs granted (Set Features, Number of Queues)
+ * @nn: namespaces (Identify Controller NN)
+ * @vwc: volatile write cache present
+ * @oncs: optional NVM commands (Write Zeroes is bit 3)
+ * @cmb: the CMB, when enabled (size 0 otherwise)
+ * @mn, @sn, @fr: model, serial, firmware (NUL terminated, trailing spaces cut)
+ */
+struct sio_nvme_ctrl_info {
+	uint64_t cap;
+	uint32_t vs;
+	uint32_t mqes;
+	uint32_t dstrd;
+	uint32_t timeout_ms;
+	uint32_t page_size;
+	uint32_t max_xfer;
+	uint32_t io_queues;
+	uint32_t nn;
+	bool vwc;
+	uint16_t oncs;
+	struct sio_nvme_cmb cmb;
+	char mn[41];
+	char sn[21];
+	char fr[9];
+};
+
+/**
+ * struct sio_nvme_ns - a namespace as the driver uses it
+ * @nsid: namespace id
+ * @nsze: size in logical blocks
+ * @lba_size: bytes per logical block
+ * @active: namespace exists (Identify Namespace returned a non-zero size)
+ */
+struct sio_nvme_ns {
+	uint32_t nsid;
+	uint64_t nsze;
+	uint32_t lba_size;
+	bool active;
+};
+
+/**
+ * sio_nvme_ctrl_open() - reset a controller and bring it up
+ * @dev: device borrowed exclusively
+ * @opts: options (NULL for defaults)
+ * @out: the controller
+ *
+ * Maps BAR0, disables the controller and waits for CSTS.RDY to clear,
+ * places the admin queues, enables it and waits for CSTS.RDY (each wait
+ * bounded by CAP.TO), then identifies it and asks for I/O queues.
+ * Return: 0, -ETIMEDOUT, -ENODEV (registers read all ones), -EIO
+ * (controller fatal status or a failed admin command), -errno.
+ */
+int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *opts,
+		       struct sio_nvme_ctrl **out);
+
+/**
+ * sio_nvme_ctrl_close() - shut a controller down and free it
+ * @c: controller (NULL is ignored)
+ *
+ * Sends a normal shutdown notification (bounded wait), then disables it.
+ */
+void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c);
+
+/**
+ * sio_nvme_ctrl_info() - what is known about the controller
+ * @c: controller
+ */
+const struct sio_nvme_ctrl_info *sio_nvme_ctrl_info(const struct sio_nvme_ctrl *c);
+
+/**
+ * sio_nvme_ctrl_id() - Identify Controller data read at open
+ * @c: controller
+ */
+const struct nvme_id_ctrl *sio_nvme_ctrl_id(const struct sio_nvme_ctrl *c);
+
+/**
+ * sio_nvme_ctrl_device() - the borrow the controller runs on
+ * @c: controller
+ */
+struct sio_device *sio_nvme_ctrl_device(const struct sio_nvme_ctrl *c);
+
+/**
+ * sio_nvme_ctrl_regs() - BAR0 as mapped in this process
+ * @c: controller
+ */
+volatile void *sio_nvme_ctrl_regs(const struct sio_nvme_ctrl *c);
+
+/**
+ * sio_nvme_ctrl_check() - is the controller alive?
+ * @c: controller
+ * Return: 0, -ENODEV when CSTS reads all ones (device gone or link down),
+ * -EIO on controller fatal status.
+ */
+int sio_nvme_ctrl_check(struct sio_nvme_ctrl *c);
+
+/**
+ * sio_nvme_ctrl_admin() - run one admin command and wait for it
+ * @c: controller
+ * @cmd: command (its cid is assigned here)
+ * @cpl: the completion (may be NULL)
+ * @timeout_ms: bound on the wait, 0 for the default
+ *
+ * Return: 0; -EIO when the command completed with an error status (see
+ * @cpl->status); -ETIMEDOUT; -ENODEV or -EIO when the controller died.
+ */
+int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
+			struct sio_nvme_cpl *cpl, uint32_t timeout_ms);
+
+/**
+ * sio_nvme_ctrl_identify() - Identify into memory the controller can reach
+ * @c: controller
+ * @cns: SIO_NVME_CNS_*
+ * @nsid: namespace id (for CNS 0 and 2)
+ * @bus: bus address of 4 KiB (page aligned) as the controller sees it
+ * @status: NVMe status (SCT << 8 | SC) on an error completion (may be NULL)
+ */
+int sio_nvme_ctrl_identify(struct sio_nvme_ctrl *c, uint8_t cns, uint32_t nsid,
+			   uint64_t bus, uint16_t *status);
+
+/**
+ * sio_nvme_ctrl_ns() - read a namespace's size and block size
+ * @c: controller
+ * @nsid: namespace id
+ * @out: filled in; @out->active is false for an inactive namespace
+ */
+int sio_nvme_ctrl_ns(struct sio_nvme_ctrl *c, uint32_t nsid, struct sio_nvme_ns *out);
+
+/**
+ * sio_nvme_ctrl_get_log() - Get Log Page into memory the controller reaches
+ * @c: controller
+ * @lid: log page id
+ * @nsid: namespace (0xffffffff for the controller)
+ * @bus: bus address (dword aligned)
+ * @len: bytes, a multiple of 4, at most 8 KiB (two PRP entries)
+ * @status: NVMe status on an error completion (may be NULL)
+ */
+int sio_nvme_ctrl_get_log(struct sio_nvme_ctrl *c, uint8_t lid, uint32_t nsid,
+			  uint64_t bus, uint32_t len, uint16_t *status);
+
+/**
+ * sio_nvme_ctrl_get_features() - Get Features (current value)
+ * @c: controller
+ * @fid: feature id
+ * @cdw11: feature specific
+ * @result: completion DW0
+ * @status: NVMe status on an error completion (may be NULL)
+ */
+int sio_nvme_ctrl_get_features(struct sio_nvme_ctrl *c, uint8_t fid, uint32_t cdw11,
+			       uint32_t *result, uint16_t *status);
+
+/**
+ * sio_nvme_ctrl_set_features() - Set Features
+ * @c: controller
+ * @fid: feature id
+ * @cdw11: value
+ * @result: completion DW0 (may be NULL)
+ * @status: NVMe status on an error completion (may be NULL)
+ */
+int sio_nvme_ctrl_set_features(struct sio_nvme_ctrl *c, uint8_t fid, uint32_t cdw11,
+			       uint32_t *result, uint16_t *status);
+
+/**
+ * sio_nvme_ctrl_create_qpair() - Create I/O CQ then SQ, physically contiguous
+ * @c: controller
+ * @qid: queue id (1..io_queues)
+ * @size: entries (2..mqes)
+ * @sq_bus: SQ address as the controller sees it (page aligned)
+ * @cq_bus: CQ address (page aligned)
+ * @prio: SQ priority for weighted round robin (0 urgent .. 3 low)
+ * @status: NVMe status on an error completion (may be NULL)
+ *
+ * Interrupts are off: the owner polls. The CQ is deleted again if the SQ
+ * cannot be created.
+ */
+int sio_nvme_ctrl_create_qpair(struct sio_nvme_ctrl *c, uint16_t qid, uint32_t size,
+			       uint64_t sq_bus, uint64_t cq_bus, uint32_t prio,
+			       uint16_t *status);
+
+/**
+ * sio_nvme_ctrl_delete_qpair() - Delete I/O SQ then CQ
+ * @c: controller
+ * @qid: queue id
+ * Return: 0 or the first error; both deletions are tried.
+ */
+int sio_nvme_ctrl_delete_qpair(struct sio_nvme_ctrl *c, uint16_t qid);
+
+/**
+ * sio_nvme_status_str() - words for an NVMe status
+ * @status: SCT << 8 | SC (SIO_NVME_STATUS_CODE of a completion)
+ */
+const char *sio_nvme_status_str(uint16_t status);
+
+/**
+ * sio_nvme_errmsg() - what went wrong in the calling thread's last failed
+ * driver call (libsmartio's message included where it was the cause)
+ */
+const char *sio_nvme_errmsg(void);
+
+/**
+ * sio_nvme_find_device() - pick an NVMe controller on the fabric
+ * @f: fabric handle
+ * @id: device id, or a negative value for the first device of class 0x010802
+ * @out: its description
+ * Return: 0, -ENOENT (none, or no such device), -ENODEV (@id is not NVMe).
+ */
+int sio_nvme_find_device(struct sio_fabric *f, int64_t id, struct sio_device_info *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

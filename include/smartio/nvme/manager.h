@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SMARTIO_NVME_MANAGER_H
+#define SMARTIO_NVME_MANAGER_H
+
+/**
+ * DOC: NVMe manager
+ *
+ * The manager shares one NVMe controller among many clients at queue level
+ * ("MR-IOV in software"). It borrows the controller exclusively, resets it,
+ * owns the admin queues, then downgrades its borrow to shared and serves
+ * clients through a mailbox segment (fabric shared memory plus segment
+ * notifications). It hands out I/O queue ids, records which client owns
+ * which, refuses requests on queues a client does not own and malformed or
+ * oversized requests, relays Identify, log pages and Get Features with the
+ * data DMA'd straight into the client's memory, and deletes the queues of a
+ * client that died within about a second. It never sits on the I/O path.
+ */
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <smartio/nvme/ctrl.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct sio_nvme_manager;
+
+/**
+ * struct sio_nvme_manager_opts - manager options
+ * @ctrl: controller bring-up options
+ * @log: where to report client arrivals, departures and refusals (NULL:
+ *	silent)
+ */
+struct sio_nvme_manager_opts {
+	struct sio_nvme_ctrl_opts ctrl;
+	FILE *log;
+};
+
+/**
+ * struct sio_nvme_manager_stats - what the manager has done
+ * @clients: clients connected now
+ * @queues: I/O queue pairs in use now
+ * @requests: requests served
+ * @refused: requests answered with an error
+ * @reaped: dead clients cleaned up
+ */
+struct sio_nvme_manager_stats {
+	uint32_t clients;
+	uint32_t queues;
+	uint64_t requests;
+	uint64_t refused;
+	uint64_t reaped;
+};
+
+/**
+ * sio_nvme_manager_start() - take a controller and open the mailbox
+ * @f: fabric handle (the manager's node)
+ * @device: device id, or negative for the first NVMe controller
+ * @opts: options (NULL for defaults)
+ * @out: the manager
+ *
+ * Return: 0; -ENOENT (no such device), -EBUSY (device already borrowed, or
+ * another manager serves it), -errno from bringing the controller up.
+ */
+int sio_nvme_manager_start(struct sio_fabric *f, int64_t device,
+			   const struct sio_nvme_manager_opts *opts,
+			   struct sio_nvme_manager **out);
+
+/**
+ * sio_nvme_manager_serve() - serve requests for a while
+ * @m: manager
+ * @timeout_ms: longest sleep waiting for a request
+ *
+ * Sleeps on the mailbox until a client rings (or @timeout_ms passes),
+ * answers every waiting request, and cleans up after dead clients.
+ * Return: the number of requests answered, or -errno if the controller
+ * died (-ENODEV, -EIO).
+ */
+int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms);
+
+/**
+ * sio_nvme_manager_run() - serve until *@stop becomes non-zero
+ * @m: manager
+ * @stop: set from a signal handler to end the loop
+ * Return: 0, or -errno if the controller died.
+ */
+int sio_nvme_manager_run(struct sio_nvme_manager *m, volatile sig_atomic_t *stop);
+
+/**
+ * sio_nvme_manager_stats() - counters
+ * @m: manager
+ * @out: filled in
+ */
+void sio_nvme_manager_stats(const struct sio_nvme_manager *m,
+			    struct sio_nvme_manager_stats *out);
+
+/**
+ * sio_nvme_manager_ctrl() - the controller the manager drives
+ * @m: manager
+ */
+struct sio_nvme_ctrl *sio_nvme_manager_ctrl(const struct sio_nvme_manager *m);
+
+/**
+ * sio_nvme_manager_stop() - delete every client queue, shut down, leave
+ * @m: manager (NULL is ignored)
+ */
+void sio_nvme_manager_stop(struct sio_nvme_manager *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
