@@ -1,0 +1,470 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared plumbing of the NVMe benchmarks; see common.h. */
+#include "common.h"
+
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <smartio/dma.h>
+#include "emu.h"
+
+/* ---- children ---- */
+
+static volatile sig_atomic_t child_stop;
+
+static void child_on_signal(int sig)
+{
+	(void)sig;
+	child_stop = 1;
+}
+
+static void child_signals(void)
+{
+	struct sigaction sa = { .sa_handler = child_on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+static int emu_read(void *ctx, uint64_t bus, void *buf, size_t len)
+{
+	return sio_dma_read(ctx, bus, buf, len);
+}
+
+static int emu_write(void *ctx, uint64_t bus, const void *buf, size_t len)
+{
+	return sio_dma_write(ctx, bus, buf, len);
+}
+
+static int emu_ptr(void *ctx, uint64_t bus, size_t len, bool write, void **ptr)
+{
+	return sio_dma_ptr(ctx, bus, len, write, ptr);
+}
+
+/*
+ * nvme-emu has no option for an expansion chassis, so a controller behind
+ * one is registered here with the descriptor's chassis flag and the model
+ * attached to that registration's BAR0 and DMA calls: the same code path
+ * sio_nvme_emu_attach() takes, plus the flag.
+ */
+static int emu_attach_chassis(struct sio_nvme_emu *emu, struct sio_fabric *f,
+			      const struct sio_nvme_emu_config *cfg, struct sio_devreg **reg)
+{
+	struct sio_device_desc d = {
+		.class_code = 0x010802, .vendor = 0x1b36, .device = 0x0010,
+		.nbars = cfg->cmb_mib ? 3 : 1, .chassis = true, .name = "nvme-emu (chassis)",
+	};
+	struct sio_nvme_emu_dma dma = { emu_read, emu_write, emu_ptr, NULL };
+	struct sio_segment *bar;
+	void *va;
+	int rc;
+
+	d.bar_size[0] = sio_nvme_emu_bar0_size(cfg);
+	if (cfg->cmb_mib)
+		d.bar_size[2] = (uint64_t)cfg->cmb_mib << 20;
+	if ((rc = sio_device_register(f, &d, reg)))
+		return rc;
+	if ((rc = sio_devreg_bar(*reg, 0, &bar)) || (rc = sio_segment_map(bar, &va)))
+		return rc;
+	dma.ctx = *reg;
+	rc = sio_nvme_emu_attach_mem(emu, va, &dma);
+	return rc ? rc : (int)sio_devreg_id(*reg);
+}
+
+static void emu_child(const struct nb_env *e, int wfd)
+{
+	struct sio_nvme_emu_config cfg;
+	struct sio_nvme_emu *emu = NULL;
+	struct sio_devreg *reg = NULL;
+	struct sio_fabric *f = NULL;
+	int64_t id = -1;
+	int rc;
+
+	child_signals();
+	if (e->o.pin)
+		nb_pin(nb_ncpus() - 1);
+	sio_nvme_emu_config_default(&cfg);
+	cfg.backing = e->o.backing;
+	cfg.cmb_mib = e->o.cmb_mib;
+	if (e->o.queues)
+		cfg.max_qpairs = e->o.queues;
+	if ((rc = sio_fabric_open(e->fabric, e->o.lender, &f))) {
+		fprintf(stderr, "bench: controller: join fabric: %s\n", sio_errmsg());
+	} else if ((rc = sio_nvme_emu_create(&cfg, &emu))) {
+		fprintf(stderr, "bench: controller: %s\n", sio_nvme_emu_errmsg());
+	} else if (e->o.chassis) {
+		rc = emu_attach_chassis(emu, f, &cfg, &reg);
+		if (rc < 0)
+			fprintf(stderr, "bench: controller: %s / %s\n", sio_errmsg(), sio_nvme_emu_errmsg());
+		else
+			id = rc, rc = 0;
+	} else if ((rc = sio_nvme_emu_attach(emu, f))) {
+		fprintf(stderr, "bench: controller: %s\n", sio_nvme_emu_errmsg());
+	} else {
+		id = sio_nvme_emu_device_id(emu);
+	}
+	if (write(wfd, &id, sizeof(id)) != sizeof(id))
+		rc = -EPIPE;
+	close(wfd);
+	if (!rc)
+		sio_nvme_emu_run(emu, &child_stop);
+	sio_nvme_emu_destroy(emu);
+	sio_device_unregister(reg);
+	sio_fabric_close(f);
+	_exit(rc ? 1 : 0);
+}
+
+static void mgr_child(const struct nb_env *e, int wfd)
+{
+	struct sio_nvme_manager_opts mo = { .log = NULL };
+	struct sio_nvme_manager *m = NULL;
+	struct sio_fabric *f = NULL;
+	int64_t ok = -1;
+	int rc;
+
+	child_signals();
+	mo.ctrl.arbitration = e->o.arbitration;
+	mo.ctrl.enable_cmb = e->o.cmb_mib > 0;
+	if ((rc = sio_fabric_open(e->fabric, e->o.lender, &f))) {
+		fprintf(stderr, "bench: manager: join fabric: %s\n", sio_errmsg());
+	} else if ((rc = sio_nvme_manager_start(f, e->devid, &mo, &m))) {
+		fprintf(stderr, "bench: manager: %s\n", sio_nvme_errmsg());
+	} else if (e->o.arb_cdw11 &&
+		   (rc = sio_nvme_ctrl_set_features(sio_nvme_manager_ctrl(m),
+						    SIO_NVME_FEAT_ARBITRATION, e->o.arb_cdw11,
+						    NULL, NULL))) {
+		fprintf(stderr, "bench: manager: set arbitration: %s\n", sio_nvme_errmsg());
+	} else {
+		ok = 0;
+	}
+	if (write(wfd, &ok, sizeof(ok)) != sizeof(ok))
+		rc = -EPIPE;
+	close(wfd);
+	if (!rc)
+		sio_nvme_manager_run(m, &child_stop);
+	sio_nvme_manager_stop(m);
+	sio_fabric_close(f);
+	_exit(rc ? 1 : 0);
+}
+
+/* Fork @fn; read one int64 from it within 20 s. */
+static pid_t spawn(const struct nb_env *e, void (*fn)(const struct nb_env *, int), int64_t *val)
+{
+	struct pollfd p;
+	int fds[2];
+	pid_t pid;
+
+	if (pipe(fds))
+		return -errno;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		close(fds[0]);
+		fn(e, fds[1]);
+	}
+	close(fds[1]);
+	p = (struct pollfd){ .fd = fds[0], .events = POLLIN };
+	if (poll(&p, 1, 20000) != 1 || read(fds[0], val, sizeof(*val)) != sizeof(*val))
+		*val = -1;
+	close(fds[0]);
+	return pid;
+}
+
+/* ---- environment ---- */
+
+static struct nb_env *live_env;
+static pid_t owner;
+
+static void reap(pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	kill(pid, SIGTERM);
+	for (int i = 0; i < 300; i++) {	/* up to 3 s, then force */
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			return;
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+void nb_env_down(struct nb_env *e)
+{
+	if (!e || getpid() != owner || !e->fabric[0])
+		return;
+	reap(e->mgr_pid);
+	reap(e->emu_pid);
+	e->mgr_pid = e->emu_pid = 0;
+	sio_fabric_destroy(e->fabric);
+	e->fabric[0] = 0;
+}
+
+static void at_exit(void)
+{
+	nb_env_down(live_env);
+}
+
+static void on_signal(int sig)
+{
+	nb_env_down(live_env);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+int nb_env_up(struct nb_env *e, const char *tag, const struct nb_env_opts *o)
+{
+	struct sio_fabric_config fc = {
+		.nodes = o->nodes, .topology = SIO_TOPO_SWITCH,
+		.latency_model = o->model, .windows = o->windows,
+	};
+	struct sigaction sa = { .sa_handler = on_signal };
+	int64_t v;
+	int rc;
+
+	memset(e, 0, sizeof(*e));
+	e->o = *o;
+	snprintf(e->fabric, sizeof(e->fabric), "nb-%.12s-%d", tag, (int)getpid());
+	if ((rc = sio_fabric_create(e->fabric, &fc))) {
+		fprintf(stderr, "bench: create fabric %s: %s\n", e->fabric, sio_errmsg());
+		e->fabric[0] = 0;
+		return rc;
+	}
+	owner = getpid();
+	if (!live_env) {
+		atexit(at_exit);
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+	}
+	live_env = e;
+	e->emu_pid = spawn(e, emu_child, &v);
+	if (e->emu_pid < 0 || v < 0) {
+		fprintf(stderr, "bench: the emulated controller did not start\n");
+		nb_env_down(e);
+		return -EIO;
+	}
+	e->devid = v;
+	e->mgr_pid = spawn(e, mgr_child, &v);
+	if (e->mgr_pid < 0 || v < 0) {
+		fprintf(stderr, "bench: the manager did not start\n");
+		nb_env_down(e);
+		return -EIO;
+	}
+	return 0;
+}
+
+int nb_client_open(struct nb_client *c, const struct nb_env *e, int node,
+		   const struct sio_nvme_qspec *spec, uint64_t bufsize)
+{
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	if ((rc = sio_fabric_open(e->fabric, node, &c->f))) {
+		fprintf(stderr, "bench: node %d: join: %s\n", node, sio_errmsg());
+		return rc;
+	}
+	if ((rc = sio_nvme_client_open(c->f, e->devid, &c->cl)) ||
+	    (rc = sio_nvme_client_ns(c->cl, 1, &c->ns)) ||
+	    (rc = sio_nvme_ioq_create(c->cl, spec, &c->q)) ||
+	    (rc = sio_nvme_buf_alloc(c->cl, bufsize, &c->buf))) {
+		fprintf(stderr, "bench: node %d: client: %s\n", node, sio_nvme_errmsg());
+		nb_client_close(c);
+		return rc;
+	}
+	sio_nvme_ioq_info(c->q, &c->qi);
+	return 0;
+}
+
+void nb_client_close(struct nb_client *c)
+{
+	if (c->buf)
+		sio_nvme_buf_free(c->cl, c->buf);
+	if (c->q)
+		sio_nvme_ioq_destroy(c->q);
+	sio_nvme_client_close(c->cl);
+	sio_fabric_close(c->f);
+	memset(c, 0, sizeof(*c));
+}
+
+void nb_pin(int cpu)
+{
+	cpu_set_t s;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&s);
+	CPU_SET(cpu, &s);
+	sched_setaffinity(0, sizeof(s), &s);
+}
+
+int nb_ncpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? (int)n : 1;
+}
+
+double nb_tsc_per_ns(void)
+{
+	uint64_t t0 = nb_now_ns(), c0 = nb_tsc(), t1, c1;
+
+	usleep(100000);
+	t1 = nb_now_ns();
+	c1 = nb_tsc();
+	return (double)(c1 - c0) / (double)(t1 - t0);
+}
+
+int nb_drain(struct sio_nvme_ioq *q)
+{
+	unsigned idle = 0;
+	int rc;
+
+	while (sio_nvme_ioq_inflight(q)) {
+		rc = sio_nvme_ioq_poll(q, 0);
+		if (rc < 0)
+			return rc;
+		if (rc == 0 && ++idle > 64)
+			sched_yield();	/* bounded spin, then give the core away */
+		else if (rc)
+			idle = 0;
+	}
+	return 0;
+}
+
+/* ---- statistics ---- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double nb_pct_sorted(const uint64_t *v, uint64_t n, double pct)
+{
+	double r;
+	uint64_t i;
+
+	if (!n)
+		return 0;
+	r = pct / 100.0 * (double)(n - 1);	/* linear interpolation */
+	i = (uint64_t)r;
+	if (i + 1 >= n)
+		return (double)v[n - 1];
+	return (double)v[i] + (r - (double)i) * (double)(v[i + 1] - v[i]);
+}
+
+void nb_stats_compute(uint64_t *v, uint64_t n, struct nb_stats *s)
+{
+	double sum = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->n = n;
+	if (!n)
+		return;
+	qsort(v, n, sizeof(*v), cmp_u64);
+	for (uint64_t i = 0; i < n; i++)
+		sum += (double)v[i];
+	s->mean = sum / (double)n;
+	s->min = (double)v[0];
+	s->max = (double)v[n - 1];
+	s->p1 = nb_pct_sorted(v, n, 1);
+	s->p25 = nb_pct_sorted(v, n, 25);
+	s->p50 = nb_pct_sorted(v, n, 50);
+	s->p75 = nb_pct_sorted(v, n, 75);
+	s->p99 = nb_pct_sorted(v, n, 99);
+	s->p999 = nb_pct_sorted(v, n, 99.9);
+}
+
+double nb_jain(const double *x, int n)
+{
+	double s = 0, q = 0;
+
+	for (int i = 0; i < n; i++)
+		s += x[i], q += x[i] * x[i];
+	return q > 0 ? s * s / ((double)n * q) : 0;
+}
+
+/* ---- output ---- */
+
+void nb_progress(const char *what, uint64_t done, uint64_t total)
+{
+	static uint64_t last;
+	static int last_pct = -1;
+	bool tty = isatty(2);
+	uint64_t now = nb_now_ns();
+	int pct = total ? (int)(done * 100 / total) : 100;
+
+	if (done >= total) {
+		fprintf(stderr, tty ? "\r  %-40s 100%%\n" : "  %s 100%%\n", what);
+		last_pct = -1;
+		return;
+	}
+	/* a terminal gets a live line; a log gets a line per 25 % */
+	if (tty ? now - last < 250000000ull : pct / 25 == last_pct / 25)
+		return;
+	last = now;
+	last_pct = pct;
+	fprintf(stderr, tty ? "\r  %-40s %3d%%" : "  %s %d%%\n", what, pct);
+}
+
+int nb_outdir(const char *dir)
+{
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "bench: mkdir %s: %s\n", dir, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+FILE *nb_open_out(const char *dir, const char *name)
+{
+	char p[4096];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	f = fopen(p, "w");
+	if (!f)
+		fprintf(stderr, "bench: %s: %s\n", p, strerror(errno));
+	return f;
+}
+
+int nb_gnuplot(const char *dir, const char *script)
+{
+	char cmd[8400];
+
+	if (system("command -v gnuplot >/dev/null 2>&1")) {
+		fprintf(stderr, "bench: gnuplot not installed, plots skipped (%s/%s kept)\n",
+			dir, script);
+		return -ENOENT;
+	}
+	snprintf(cmd, sizeof(cmd), "cd '%s' && gnuplot '%s'", dir, script);
+	return system(cmd) ? -EIO : 0;
+}
+
+void nb_json_stats(FILE *j, const char *key, const struct nb_stats *s)
+{
+	fprintf(j, "\"%s\": {\"n\": %llu, \"mean_ns\": %.1f, \"min_ns\": %.0f, \"p1_ns\": %.1f, "
+		   "\"p25_ns\": %.1f, \"p50_ns\": %.1f, \"p75_ns\": %.1f, \"p99_ns\": %.1f, "
+		   "\"p99_9_ns\": %.1f, \"max_ns\": %.0f}",
+		key, (unsigned long long)s->n, s->mean, s->min, s->p1, s->p25, s->p50, s->p75,
+		s->p99, s->p999, s->max);
+}
+
+const char *nb_model_label(bool model)
+{
+	return model ? "latency model ON (modelled per-hop delays, not hardware)"
+		     : "latency model OFF (software cost only)";
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SIO_BENCH_NVME_COMMON_H
+#define SIO_BENCH_NVME_COMMON_H
+
+/*
+ * Shared plumbing of the NVMe benchmarks: a private fabric with an emulated
+ * controller and a manager in child processes (torn down on exit and on
+ * signals), timers, latency statistics, progress, JSON and gnuplot output.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <time.h>
+#include <smartio/smartio.h>
+#include <smartio/nvme/client.h>
+#include <smartio/nvme/manager.h>
+
+/* ---- environment: fabric, controller, manager ---- */
+
+/**
+ * struct nb_env_opts - the simulated set-up a benchmark runs on
+ * @nodes: fabric nodes (at least 2)
+ * @lender: node holding the controller and the manager
+ * @model: latency model on
+ * @backing: "ram:SIZE" or a file path
+ * @cmb_mib: controller memory buffer (0: none)
+ * @chassis: the controller sits behind an expansion-chassis switch
+ * @arbitration: SIO_NVME_CC_AMS_RR or SIO_NVME_CC_AMS_WRR
+ * @arb_cdw11: Set Features (Arbitration) value the manager applies (0: none)
+ * @windows: windows per adapter (0: the fabric's default)
+ * @queues: I/O queue pairs the controller offers (0: its default)
+ * @pin: pin the controller to the last CPU (the client takes CPU 0)
+ */
+struct nb_env_opts {
+	int nodes;
+	int lender;
+	bool model;
+	const char *backing;
+	uint32_t cmb_mib;
+	bool chassis;
+	uint32_t arbitration;
+	uint32_t arb_cdw11;
+	int windows;
+	uint32_t queues;
+	bool pin;
+};
+
+struct nb_env {
+	char fabric[SIO_NAME_MAX];
+	struct nb_env_opts o;
+	pid_t emu_pid, mgr_pid;
+	int64_t devid;
+};
+
+/* Create the fabric, start the controller and the manager; register the
+ * teardown with atexit and SIGINT/SIGTERM. Return 0 or -errno (message on
+ * stderr). */
+int nb_env_up(struct nb_env *e, const char *tag, const struct nb_env_opts *o);
+/* Stop the children and destroy the fabric (idempotent). */
+void nb_env_down(struct nb_env *e);
+
+/* A client on @node: fabric handle, client, one queue pair, one buffer. */
+struct nb_client {
+	struct sio_fabric *f;
+	struct sio_nvme_client *cl;
+	struct sio_nvme_ioq *q;
+	struct sio_nvme_buf *buf;
+	struct sio_nvme_ns ns;
+	struct sio_nvme_ioq_info qi;
+};
+
+int nb_client_open(struct nb_client *c, const struct nb_env *e, int node,
+		   const struct sio_nvme_qspec *spec, uint64_t bufsize);
+void nb_client_close(struct nb_client *c);
+
+/* Pin the calling process to one CPU (ignored where it fails). */
+void nb_pin(int cpu);
+int nb_ncpus(void);
+
+/* ---- time ---- */
+
+static inline uint64_t nb_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t nb_tsc(void)
+{
+	uint32_t lo, hi;
+
+	/* lfence keeps rdtsc from running ahead of the code it brackets */
+	__asm__ __volatile__("lfence; rdtsc; lfence" : "=a"(lo), "=d"(hi) :: "memory");
+	return ((uint64_t)hi << 32) | lo;
+}
+
+/* TSC ticks per ns, measured against CLOCK_MONOTONIC over ~100 ms. */
+double nb_tsc_per_ns(void);
+
+/* xorshift64* */
+static inline uint64_t nb_rand(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545F4914F6CDD1Dull;
+}
+
+/* Poll a queue until nothing is in flight; between empty polls, relax. */
+int nb_drain(struct sio_nvme_ioq *q);
+
+/* ---- statistics ---- */
+
+struct nb_stats {
+	uint64_t n;
+	double mean, min, max;
+	double p1, p50, p99, p999, p25, p75;
+};
+
+/* Sorts @v in place. */
+void nb_stats_compute(uint64_t *v, uint64_t n, struct nb_stats *s);
+double nb_pct_sorted(const uint64_t *v, uint64_t n, double pct);
+double nb_jain(const double *x, int n);
+
+/* ---- output ---- */
+
+/* Progress on stderr, at most a few times a second; newline when done. */
+void nb_progress(const char *what, uint64_t done, uint64_t total);
+
+/* Output directory (created); files are @dir/@name. */
+int nb_outdir(const char *dir);
+FILE *nb_open_out(const char *dir, const char *name);
+/* Run gnuplot on a script if it is installed; 0 when a plot was drawn. */
+int nb_gnuplot(const char *dir, const char *script);
+
+void nb_json_stats(FILE *j, const char *key, const struct nb_stats *s);
+const char *nb_model_label(bool model);
+
+#endif

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sq-placement: the SmartIO paper's figure 34 (section 7.4.1) on the
+ * simulated fabric. QD1 4 KiB random reads with the SQ in borrower RAM, in
+ * lender RAM and in device-adjacent memory (the controller's CMB), the CQ
+ * always in borrower RAM. Topology as in the paper: borrower (node 0) ->
+ * cluster switch -> lender (node 1), controller behind an expansion chassis.
+ *
+ * Latency is command completion latency as the paper defines it: from before
+ * the command is written into the SQ until its completion is seen in the CQ.
+ * The placements run interleaved in rounds so that drift hits all alike.
+ */
+#include "common.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { P_LOCAL, P_LENDER, P_DEVICE, P_GPU, NPLACE };
+
+static const struct {
+	const char *name, *what;
+	int sq_loc;
+} place[NPLACE] = {
+	[P_LOCAL] = { "local", "SQ in borrower RAM", SIO_PLACE_LOCAL },
+	[P_LENDER] = { "lender", "SQ in lender RAM", SIO_PLACE_LENDER },
+	[P_DEVICE] = { "cmb", "SQ in the controller's CMB", SIO_PLACE_DEVICE },
+	/* Hook: GPU memory next to the controller. The client's queue spec has
+	 * no GPU location yet (sio_nvme_qspec.sq_loc knows local, lender and
+	 * device); when it does, set sq_loc here and enable it with --gpu. */
+	[P_GPU] = { "gpu", "SQ in GPU memory beside the controller", -100 },
+};
+
+struct run {
+	bool on;
+	struct sio_nvme_ioq *q;
+	uint64_t *lat;
+	struct sio_path path;
+	struct nb_stats st;
+};
+
+static volatile int done_flag;
+
+static void on_done(void *arg, int err, uint16_t status)
+{
+	*(int *)arg = err ? err : 1;
+	(void)status;
+}
+
+static void usage(FILE *o)
+{
+	fprintf(o,
+		"usage: nvme-bench-sq-placement [options]\n"
+		"  -n, --count N    reads per placement (default 327680)\n"
+		"  -q, --quick      32768 reads per placement\n"
+		"      --no-model   latency model off (software cost only)\n"
+		"      --cmb MIB    CMB size (default 16; 0 drops the CMB placement)\n"
+		"      --gpu        also place the SQ in GPU memory (not available yet)\n"
+		"  -o, --out DIR    output directory (default bench-out/sq-placement)\n");
+}
+
+/* Modelled DMA round trip from the controller to where its SQ lives. */
+static int sq_path(struct nb_client *c, const struct nb_env *e, int p, struct sio_path *out)
+{
+	struct sio_endpoint from = { SIO_EP_DEVICE, e->o.lender, (uint32_t)e->devid };
+	struct sio_endpoint to = { SIO_EP_NODE, 0, 0 };
+	struct sio_segment_info si;
+	struct sio_segment *bar;
+	int rc;
+
+	if (p == P_LENDER)
+		to.node = e->o.lender;
+	if (p == P_DEVICE) {
+		if ((rc = sio_device_bar(sio_nvme_client_device(c->cl), 2, &bar)) ||
+		    (rc = sio_segment_info(bar, &si)))
+			return rc;
+		to = (struct sio_endpoint){ SIO_EP_SEGMENT, si.node, si.id };
+	}
+	return sio_path_resolve(c->f, &from, &to, -1, out);
+}
+
+static void hops_str(const struct sio_path *p, char *b, size_t n)
+{
+	size_t o = 0;
+
+	b[0] = 0;
+	for (int i = 0; i < p->nhops && o < n; i++)
+		o += snprintf(b + o, n - o, "%s%s", i ? "," : "", sio_hop_kind_name(p->hops[i].kind));
+	if (!p->nhops)
+		snprintf(b, n, "none");
+}
+
+static int measure(struct nb_client *c, struct run *r, uint64_t n, uint64_t *seed,
+		   uint32_t nlb, uint64_t nblk)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		volatile int st = 0;
+		uint64_t lba = nb_rand(seed) % nblk * nlb, t0, t1;
+		int rc;
+
+		t0 = nb_now_ns();
+		rc = sio_nvme_ioq_read(r->q, 1, lba, nlb, c->buf, 0, on_done, (void *)&st);
+		if (rc)
+			return rc;
+		while (!st)
+			if ((rc = sio_nvme_ioq_poll(r->q, 1)) < 0)
+				return rc;
+		t1 = nb_now_ns();
+		if (st < 0)
+			return st;
+		r->lat[i] = t1 - t0;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "count", required_argument, NULL, 'n' }, { "quick", no_argument, NULL, 'q' },
+		{ "no-model", no_argument, NULL, 'M' }, { "cmb", required_argument, NULL, 'c' },
+		{ "gpu", no_argument, NULL, 'g' }, { "out", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' }, { 0 },
+	};
+	struct nb_env_opts eo = { .nodes = 2, .lender = 1, .model = true, .backing = "ram:1G",
+				  .cmb_mib = 16, .chassis = true, .pin = true };
+	const char *out = "bench-out/sq-placement";
+	uint64_t n = 327680, seed = 0x5eed, nblk;
+	struct run r[NPLACE] = { 0 };
+	const unsigned rounds = 8;
+	struct nb_client c;
+	struct nb_env env;
+	bool gpu = false;
+	uint32_t nlb;
+	char hops[96];
+	FILE *j, *h, *b;
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, "n:qo:h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'n': n = strtoull(optarg, NULL, 0); break;
+		case 'q': n = 32768; break;
+		case 'M': eo.model = false; break;
+		case 'c': eo.cmb_mib = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'g': gpu = true; break;
+		case 'o': out = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (n < rounds || n > 100000000) {
+		fprintf(stderr, "sq-placement: --count %llu: give %u..100000000\n",
+			(unsigned long long)n, rounds);
+		return 2;
+	}
+	if (gpu) {
+		fprintf(stderr, "sq-placement: --gpu: the NVMe client cannot place an SQ in GPU "
+				"memory yet (no GPU location in struct sio_nvme_qspec)\n");
+		return 2;
+	}
+	n -= n % rounds;
+	if (nb_outdir("bench-out") || nb_outdir(out))
+		return 1;
+	r[P_LOCAL].on = r[P_LENDER].on = true;
+	r[P_DEVICE].on = eo.cmb_mib > 0;
+
+	if (nb_env_up(&env, "sqplace", &eo))
+		return 1;
+	nb_pin(0);
+	if (nb_client_open(&c, &env, 0, NULL, 4096) == 0)
+		sio_nvme_ioq_destroy(c.q), c.q = NULL;	/* only the client and buffer */
+	else
+		return 1;
+	nlb = 4096 / c.ns.lba_size;
+	nblk = c.ns.nsze / nlb;
+	for (int p = 0; p < NPLACE; p++) {
+		struct sio_nvme_qspec qs = { .sq_loc = place[p].sq_loc, .cq_loc = SIO_PLACE_LOCAL,
+					     .depth = 64 };
+		struct sio_nvme_ioq_info qi;
+
+		if (!r[p].on)
+			continue;
+		if ((rc = sio_nvme_ioq_create(c.cl, &qs, &r[p].q))) {
+			fprintf(stderr, "sq-placement: %s: %s\n", place[p].name, sio_nvme_errmsg());
+			return 1;
+		}
+		sio_nvme_ioq_info(r[p].q, &qi);
+		if (qi.sq_place != place[p].sq_loc || qi.cq_place != SIO_PLACE_LOCAL) {
+			fprintf(stderr, "sq-placement: %s: the SQ went to %s, CQ to %s\n",
+				place[p].name, sio_placement_name(qi.sq_place),
+				sio_placement_name(qi.cq_place));
+			return 1;
+		}
+		if ((rc = sq_path(&c, &env, p, &r[p].path))) {
+			fprintf(stderr, "sq-placement: path: %s\n", sio_errmsg());
+			return 1;
+		}
+		r[p].lat = malloc(n * sizeof(uint64_t));
+		if (!r[p].lat || (rc = measure(&c, &r[p], 2000, &seed, nlb, nblk))) {
+			fprintf(stderr, "sq-placement: warm-up %s: %s\n", place[p].name,
+				rc ? sio_nvme_errmsg() : "out of memory");
+			return 1;
+		}
+	}
+
+	printf("sq-placement: QD1 4 KiB random reads, %llu per placement, CQ in borrower RAM\n"
+	       "  topology: node 0 (borrower) -> cluster switch -> node 1 (lender), "
+	       "controller behind an expansion chassis\n  %s\n",
+	       (unsigned long long)n, nb_model_label(eo.model));
+	for (unsigned k = 0; k < rounds; k++)
+		for (int p = 0; p < NPLACE; p++) {
+			uint64_t per = n / rounds;
+
+			if (!r[p].on)
+				continue;
+			rc = measure(&c, &(struct run){ .q = r[p].q, .lat = r[p].lat + k * per },
+				     per, &seed, nlb, nblk);
+			if (rc) {
+				fprintf(stderr, "\nsq-placement: %s: %s\n", place[p].name,
+					sio_nvme_errmsg());
+				return 1;
+			}
+			nb_progress("sq-placement", (uint64_t)k * NPLACE + p + 1,
+				    (uint64_t)rounds * NPLACE);
+		}
+	nb_progress("sq-placement", 1, 1);
+
+	for (int p = 0; p < NPLACE; p++)
+		if (r[p].on)
+			nb_stats_compute(r[p].lat, n, &r[p].st);
+
+	printf("\n%-7s %-24s %9s %8s %8s %8s %8s %8s  %s\n", "SQ in", "SQ-fetch path (model)",
+	       "model RT", "p1", "p50", "p99", "p99.9", "mean", "(ns)");
+	for (int p = 0; p < NPLACE; p++) {
+		if (!r[p].on)
+			continue;
+		hops_str(&r[p].path, hops, sizeof(hops));
+		printf("%-7s %-24s %9u %8.0f %8.0f %8.0f %8.0f %8.0f\n", place[p].name, hops,
+		       r[p].path.round_trip_ns, r[p].st.p1, r[p].st.p50, r[p].st.p99,
+		       r[p].st.p999, r[p].st.mean);
+	}
+	printf("\ndifference to SQ in borrower RAM (p50 measured vs modelled SQ-fetch round trip%s):\n",
+	       eo.model ? "" : "; model off, so 0 is expected");
+	for (int p = 1; p < NPLACE; p++) {
+		double dm, dp;
+
+		if (!r[p].on)
+			continue;
+		dm = r[P_LOCAL].st.p50 - r[p].st.p50;
+		dp = eo.model ? (double)r[P_LOCAL].path.round_trip_ns - r[p].path.round_trip_ns : 0;
+		printf("  local - %-6s measured %7.0f ns   modelled %7.0f ns   residual %+6.0f ns\n",
+		       place[p].name, dm, dp, dm - dp);
+	}
+
+	/* JSON */
+	if (!(j = nb_open_out(out, "sq-placement.json")))
+		return 1;
+	fprintf(j, "{\"benchmark\": \"sq-placement\", \"latency_model\": %s, \"model_note\": \"%s\", "
+		   "\"count\": %llu, \"block\": 4096, \"queue_depth\": 1, \"placements\": [",
+		eo.model ? "true" : "false", nb_model_label(eo.model), (unsigned long long)n);
+	for (int p = 0, first = 1; p < NPLACE; p++) {
+		if (!r[p].on)
+			continue;
+		hops_str(&r[p].path, hops, sizeof(hops));
+		fprintf(j, "%s\n  {\"sq\": \"%s\", \"cq\": \"local\", \"path_hops\": \"%s\", "
+			   "\"modelled_rt_ns\": %u, ", first ? "" : ",", place[p].name, hops,
+			r[p].path.round_trip_ns);
+		nb_json_stats(j, "latency", &r[p].st);
+		fprintf(j, "}");
+		first = 0;
+	}
+	fprintf(j, "\n]}\n");
+	fclose(j);
+
+	/* histogram: 25 ns bins from the smallest p1 to the largest p99.9 */
+	{
+		double lo_ns = 1e18, hi_ns = 0, bw = 25;
+		uint64_t idx[NPLACE] = { 0 };
+
+		for (int p = 0; p < NPLACE; p++)
+			if (r[p].on) {
+				lo_ns = lo_ns < r[p].st.p1 ? lo_ns : r[p].st.p1;
+				hi_ns = hi_ns > r[p].st.p999 ? hi_ns : r[p].st.p999;
+			}
+		lo_ns = (double)((uint64_t)lo_ns / 25 * 25);
+		if ((hi_ns - lo_ns) / bw > 400)
+			bw = (hi_ns - lo_ns) / 400;
+		if (!(h = nb_open_out(out, "hist.dat")) || !(b = nb_open_out(out, "box.dat")))
+			return 1;
+		fprintf(h, "# bin_ns");
+		for (int p = 0; p < NPLACE; p++)
+			if (r[p].on)
+				fprintf(h, " %s", place[p].name);
+		fprintf(h, "\n");
+		for (double x = lo_ns; x < hi_ns; x += bw) {
+			fprintf(h, "%.0f", x + bw / 2);
+			for (int p = 0; p < NPLACE; p++) {
+				uint64_t cnt = 0;
+
+				if (!r[p].on)
+					continue;
+				while (idx[p] < n && (double)r[p].lat[idx[p]] < x + bw)
+					if ((double)r[p].lat[idx[p]++] >= x)
+						cnt++;
+				fprintf(h, " %llu", (unsigned long long)cnt);
+			}
+			fprintf(h, "\n");
+		}
+		fclose(h);
+		fprintf(b, "# x name p1 p25 p50 p75 p99\n");
+		for (int p = 0, x = 1; p < NPLACE; p++)
+			if (r[p].on)
+				fprintf(b, "%d %s %.0f %.0f %.0f %.0f %.0f\n", x++, place[p].name,
+					r[p].st.p1, r[p].st.p25, r[p].st.p50, r[p].st.p75, r[p].st.p99);
+		fclose(b);
+	}
+	if ((h = nb_open_out(out, "sq-placement.gp"))) {
+		int ncol = r[P_DEVICE].on ? 3 : 2;
+
+		fprintf(h,
+			"set terminal pngcairo size 1400,560 noenhanced\n"
+			"set output 'sq-placement.png'\n"
+			"set multiplot layout 1,2 title 'SQ placement, QD1 4 KiB random reads, CQ in "
+			"borrower RAM - %s'\n"
+			"set title 'histogram (p1..p99.9)'\nset xlabel 'command completion latency (ns)'\n"
+			"set ylabel 'commands'\nset style fill transparent solid 0.45 noborder\n"
+			"plot for [i=2:%d] 'hist.dat' using 1:i with boxes title columnhead(i)\n"
+			"set title 'box: p25..p75, whiskers p1..p99, line p50'\nset xlabel 'SQ in'\n"
+			"set ylabel 'ns'\nset xrange [0.5:%d.5]\nset boxwidth 0.4\nunset key\n"
+			"plot 'box.dat' using 1:4:3:7:6:xtic(2) with candlesticks whiskerbars lw 2, "
+			"'' using 1:5:5:5:5 with candlesticks lw 3 lc 'black'\n"
+			"unset multiplot\n", nb_model_label(eo.model), ncol + 1, ncol);
+		fclose(h);
+		nb_gnuplot(out, "sq-placement.gp");
+	}
+	printf("\nwrote %s/sq-placement.json, hist.dat, box.dat, sq-placement.png\n", out);
+
+	for (int p = 0; p < NPLACE; p++) {
+		sio_nvme_ioq_destroy(r[p].q);
+		free(r[p].lat);
+	}
+	nb_client_close(&c);
+	nb_env_down(&env);
+	return 0;
+}
