@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * emu-bench: the emulated NVMe controller's own speed, RAM backing, latency
+ * model off. One controller process, one polling client on the same node:
+ *   - QD1 4 KiB random reads: latency percentiles (submit to completion seen)
+ *   - QD32 4 KiB random reads: IOPS
+ * Prints a table and writes JSON (and the QD1 latencies, one per line).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <smartio/smartio.h>
+#include <smartio/nvme/types.h>
+#include "emu.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct mem {
+	struct sio_segment *seg;
+	uint8_t *va;
+	uint64_t bus;
+};
+
+struct q {
+	uint16_t qid;
+	uint32_t size, tail, head;
+	uint8_t phase;
+	struct mem sq, cq;
+};
+
+static volatile uint8_t *regs;
+static struct sio_device *dev;
+static struct sio_fabric *fab;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "emu-bench: %s: %s\n", what, sio_errmsg());
+	exit(1);
+}
+
+static void mem(uint64_t size, struct mem *m)
+{
+	void *va;
+
+	if (sio_segment_create(fab, 0, size, 0, &m->seg) || sio_segment_map(m->seg, &va) ||
+	    sio_device_map(dev, m->seg, &m->bus))
+		die("segment");
+	m->va = va;
+	memset(va, 0, size);
+}
+
+static inline void db(uint16_t qid, bool cq, uint32_t v)
+{
+	atomic_thread_fence(memory_order_release);	/* entries before the doorbell */
+	__atomic_store_n((uint32_t *)(regs + 0x1000 + (2u * qid + cq) * 4), v, __ATOMIC_RELAXED);
+}
+
+static inline void submit(struct q *q, const struct sio_nvme_cmd *c)
+{
+	memcpy(q->sq.va + (uint64_t)q->tail * 64, c, 64);
+	if (++q->tail == q->size)
+		q->tail = 0;
+	db(q->qid, false, q->tail);
+}
+
+/* Poll for one completion; spins (the bench owns a core), bounded by 2 s. */
+static inline int reap(struct q *q, struct sio_nvme_cpl *out, bool ring)
+{
+	volatile struct sio_nvme_cpl *e = (volatile struct sio_nvme_cpl *)q->cq.va + q->head;
+	uint64_t t0 = 0;
+
+	for (uint32_t n = 0; (__atomic_load_n(&e->status, __ATOMIC_ACQUIRE) & 1) != q->phase; n++) {
+		if ((n & 0xffff) == 0) {
+			if (!t0)
+				t0 = now_ns();
+			else if (now_ns() - t0 > 2000000000ull)
+				return -ETIMEDOUT;
+		}
+		__builtin_ia32_pause();
+	}
+	*out = *(const struct sio_nvme_cpl *)e;
+	if (++q->head == q->size) {
+		q->head = 0;
+		q->phase ^= 1;
+	}
+	if (ring)
+		db(q->qid, true, q->head);
+	return 0;
+}
+
+static int sync_cmd(struct q *q, struct sio_nvme_cmd *c)
+{
+	struct sio_nvme_cpl r;
+
+	submit(q, c);
+	if (reap(q, &r, true))
+		return -ETIMEDOUT;
+	return SIO_NVME_STATUS_CODE(r.status);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t n_qd1 = 200000, secs = 3, size = 1ull << 30;
+	const char *json = "emu-bench.json", *lat_out = "emu-bench-qd1.dat";
+	char name[SIO_NAME_MAX];
+	int c;
+
+	while ((c = getopt(argc, argv, "n:t:j:l:h")) != -1) {
+		switch (c) {
+		case 'n': n_qd1 = strtoull(optarg, NULL, 0); break;
+		case 't': secs = strtoull(optarg, NULL, 0); break;
+		case 'j': json = optarg; break;
+		case 'l': lat_out = optarg; break;
+		default:
+			fprintf(stderr, "usage: emu-bench [-n QD1_READS] [-t QD32_SECONDS] "
+					"[-j JSON] [-l QD1_LATENCIES]\n");
+			return c == 'h' ? 0 : 2;
+		}
+	}
+	if (n_qd1 < 100 || secs < 1) {
+		fprintf(stderr, "emu-bench: -n at least 100, -t at least 1\n");
+		return 2;
+	}
+
+	snprintf(name, sizeof(name), "emubench-%d", (int)getpid());
+	struct sio_fabric_config fc = { .nodes = 1, .latency_model = false };
+	if (sio_fabric_create(name, &fc))
+		die("fabric");
+
+	/* the controller, in a process of its own as in use */
+	int pfd[2];
+	if (pipe(pfd))
+		return 1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		static volatile sig_atomic_t stop;
+		struct sio_nvme_emu_config cfg;
+		struct sio_nvme_emu *emu;
+		struct sio_fabric *f;
+		uint32_t id;
+
+		sio_nvme_emu_config_default(&cfg);
+		cfg.backing = "ram:1G";
+		cfg.max_qpairs = 4;
+		if (sio_nvme_emu_create(&cfg, &emu) || sio_fabric_open(name, 0, &f) ||
+		    sio_nvme_emu_attach(emu, f)) {
+			fprintf(stderr, "emu-bench: controller: %s\n", sio_nvme_emu_errmsg());
+			_exit(1);
+		}
+		id = (uint32_t)sio_nvme_emu_device_id(emu);
+		if (write(pfd[1], &id, sizeof(id)) != sizeof(id))
+			_exit(1);
+		signal(SIGTERM, SIG_DFL);
+		sio_nvme_emu_run(emu, &stop);	/* ends with SIGTERM */
+		_exit(0);
+	}
+	uint32_t devid;
+	if (read(pfd[0], &devid, sizeof(devid)) != sizeof(devid)) {
+		fprintf(stderr, "emu-bench: controller did not start\n");
+		return 1;
+	}
+
+	struct sio_segment *bar;
+	void *va;
+	if (sio_fabric_open(name, 0, &fab) || sio_device_borrow(fab, devid, SIO_BORROW_EXCLUSIVE, &dev) ||
+	    sio_device_bar(dev, 0, &bar) || sio_segment_map(bar, &va))
+		die("borrow");
+	regs = va;
+
+	struct q admin = { .qid = 0, .size = 32, .phase = 1 }, io = { .qid = 1, .size = 64, .phase = 1 };
+	struct mem data;
+	mem(4096, &admin.sq);
+	mem(4096, &admin.cq);
+	mem(4096, &io.sq);
+	mem(4096, &io.cq);
+	mem(64 * 4096, &data);
+	__atomic_store_n((uint32_t *)(regs + SIO_NVME_REG_AQA), 31u | (31u << 16), __ATOMIC_RELAXED);
+	__atomic_store_n((uint64_t *)(regs + SIO_NVME_REG_ASQ), admin.sq.bus, __ATOMIC_RELAXED);
+	__atomic_store_n((uint64_t *)(regs + SIO_NVME_REG_ACQ), admin.cq.bus, __ATOMIC_RELAXED);
+	__atomic_store_n((uint32_t *)(regs + SIO_NVME_REG_CC),
+			 1u | (6u << 16) | (4u << 20), __ATOMIC_RELEASE);
+	for (uint64_t t0 = now_ns(); !(__atomic_load_n((uint32_t *)(regs + SIO_NVME_REG_CSTS), __ATOMIC_ACQUIRE) & 1);) {
+		if (now_ns() - t0 > 5000000000ull) {
+			fprintf(stderr, "emu-bench: controller not ready\n");
+			return 1;
+		}
+		usleep(50);
+	}
+	struct sio_nvme_cmd cmd = { .opcode = SIO_NVME_ADM_CREATE_CQ, .prp1 = io.cq.bus,
+				    .cdw10 = (63u << 16) | 1, .cdw11 = 1 };
+	if (sync_cmd(&admin, &cmd))
+		die("create CQ");
+	cmd = (struct sio_nvme_cmd){ .opcode = SIO_NVME_ADM_CREATE_SQ, .prp1 = io.sq.bus,
+				     .cdw10 = (63u << 16) | 1, .cdw11 = (1u << 16) | 1 };
+	if (sync_cmd(&admin, &cmd))
+		die("create SQ");
+
+	const uint64_t nblk = size / 4096;
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	struct sio_nvme_cpl r;
+
+	/* warm up: write every block once is too slow for 1 GiB; write the first 64 MiB */
+	for (uint64_t b = 0; b < 16384; b++) {
+		cmd = (struct sio_nvme_cmd){ .opcode = SIO_NVME_CMD_WRITE, .nsid = 1, .cid = 1,
+					     .prp1 = data.bus, .cdw10 = (uint32_t)(b * 8), .cdw12 = 7 };
+		if (sync_cmd(&io, &cmd))
+			die("warm-up write");
+	}
+
+	/* QD1 */
+	uint64_t *lat = malloc(n_qd1 * sizeof(*lat));
+	fprintf(stderr, "QD1: %llu reads\n", (unsigned long long)n_qd1);
+	for (uint64_t i = 0; i < n_qd1; i++) {
+		uint64_t lba = (xorshift(&seed) % nblk) * 8;
+
+		cmd = (struct sio_nvme_cmd){ .opcode = SIO_NVME_CMD_READ, .nsid = 1, .cid = (uint16_t)i,
+					     .prp1 = data.bus, .cdw10 = (uint32_t)lba,
+					     .cdw11 = (uint32_t)(lba >> 32), .cdw12 = 7 };
+		uint64_t t0 = now_ns();
+		submit(&io, &cmd);
+		if (reap(&io, &r, true) || SIO_NVME_STATUS_CODE(r.status))
+			die("QD1 read");
+		lat[i] = now_ns() - t0;
+		if (i % (n_qd1 / 10 + 1) == 0 && i)
+			fprintf(stderr, "  %llu%%\n", (unsigned long long)(i * 100 / n_qd1));
+	}
+	FILE *lf = fopen(lat_out, "w");
+	if (lf) {
+		for (uint64_t i = 0; i < n_qd1; i++)
+			fprintf(lf, "%llu\n", (unsigned long long)lat[i]);
+		fclose(lf);
+	}
+	qsort(lat, n_qd1, sizeof(*lat), cmp_u64);
+	double p[5] = { 0.5, 0.9, 0.99, 0.999, 1.0 };
+	uint64_t pv[5];
+	for (int i = 0; i < 5; i++) {
+		uint64_t k = (uint64_t)(p[i] * (double)(n_qd1 - 1));
+		pv[i] = lat[k];
+	}
+
+	/* QD32: keep 32 reads outstanding, ring the CQ head once per batch */
+	const uint32_t qd = 32;
+	uint64_t done = 0, t_end, t0;
+	fprintf(stderr, "QD32: %llu s\n", (unsigned long long)secs);
+	for (uint32_t i = 0; i < qd; i++) {
+		uint64_t lba = (xorshift(&seed) % nblk) * 8;
+		cmd = (struct sio_nvme_cmd){ .opcode = SIO_NVME_CMD_READ, .nsid = 1, .cid = (uint16_t)i,
+					     .prp1 = data.bus + (uint64_t)i * 4096, .cdw10 = (uint32_t)lba,
+					     .cdw11 = (uint32_t)(lba >> 32), .cdw12 = 7 };
+		memcpy(io.sq.va + (uint64_t)io.tail * 64, &cmd, 64);
+		io.tail = (io.tail + 1) % io.size;
+	}
+	db(1, false, io.tail);
+	t0 = now_ns();
+	t_end = t0 + secs * 1000000000ull;
+	for (uint64_t now = t0; now < t_end; now = (done & 1023) ? now : now_ns()) {
+		uint32_t got = 0;
+		do {
+			if (reap(&io, &r, false) || SIO_NVME_STATUS_CODE(r.status))
+				die("QD32 read");
+			uint64_t lba = (xorshift(&seed) % nblk) * 8;
+			cmd = (struct sio_nvme_cmd){ .opcode = SIO_NVME_CMD_READ, .nsid = 1, .cid = r.cid,
+						     .prp1 = data.bus + (uint64_t)(r.cid % qd) * 4096,
+						     .cdw10 = (uint32_t)lba, .cdw11 = (uint32_t)(lba >> 32),
+						     .cdw12 = 7 };
+			memcpy(io.sq.va + (uint64_t)io.tail * 64, &cmd, 64);
+			io.tail = (io.tail + 1) % io.size;
+			got++;
+			done++;
+		} while ((__atomic_load_n(&((volatile struct sio_nvme_cpl *)io.cq.va)[io.head].status,
+					  __ATOMIC_ACQUIRE) & 1) == io.phase && got < qd);
+		db(1, true, io.head);
+		db(1, false, io.tail);
+	}
+	double el = (double)(now_ns() - t0) / 1e9;
+	double iops = (double)done / el;
+	for (uint32_t i = 0; i < qd; i++)
+		reap(&io, &r, true);
+
+	printf("emulated NVMe controller, RAM backing, latency model off (no modelled delays)\n");
+	printf("%-28s %12s\n", "metric", "value");
+	printf("%-28s %12.3f\n", "QD1 4KiB read p50 (us)", pv[0] / 1e3);
+	printf("%-28s %12.3f\n", "QD1 4KiB read p90 (us)", pv[1] / 1e3);
+	printf("%-28s %12.3f\n", "QD1 4KiB read p99 (us)", pv[2] / 1e3);
+	printf("%-28s %12.3f\n", "QD1 4KiB read p99.9 (us)", pv[3] / 1e3);
+	printf("%-28s %12.3f\n", "QD1 4KiB read max (us)", pv[4] / 1e3);
+	printf("%-28s %12.0f\n", "QD32 4KiB reads/s", iops);
+	FILE *jf = fopen(json, "w");
+	if (jf) {
+		fprintf(jf, "{\"bench\":\"emu\",\"backing\":\"ram\",\"latency_model\":false,"
+			    "\"qd1\":{\"reads\":%llu,\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,"
+			    "\"p999_ns\":%llu,\"max_ns\":%llu},\"qd32\":{\"seconds\":%.3f,\"reads\":%llu,"
+			    "\"iops\":%.0f}}\n",
+			(unsigned long long)n_qd1, (unsigned long long)pv[0], (unsigned long long)pv[1],
+			(unsigned long long)pv[2], (unsigned long long)pv[3], (unsigned long long)pv[4],
+			el, (unsigned long long)done, iops);
+		fclose(jf);
+	}
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	sio_device_return(dev);
+	sio_fabric_close(fab);
+	sio_fabric_destroy(name);
+	free(lat);
+	return 0;
+}
