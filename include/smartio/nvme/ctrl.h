@@ -17,6 +17,7 @@
  * Identify and log page layouts are libnvme's (<nvme/types.h>, header only).
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

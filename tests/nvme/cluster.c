@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/* A simulated cluster for the driver's integration tests. */
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <smartio/smartio.h>
+#include "cluster.h"
+
+static void msleep(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static const char *bin(const char *var)
+{
+	const char *p = getenv(var);
+
+	cr_assert(p && *p, "%s is not set (run through meson test)", var);
+	return p;
+}
+
+pid_t cluster_spawn(struct cluster *c, const char *tag, const char *const *argv)
+{
+	char out[512], err[512];
+	const char *args[64];
+	pid_t pid;
+	int i, fd;
+
+	for (i = 0; argv[i] && i < 62; i++)
+		args[i] = argv[i];
+	args[i] = NULL;
+	args[0] = bin(argv[0]);
+	snprintf(out, sizeof(out), "%s/%s.out", c->dir, tag);
+	snprintf(err, sizeof(err), "%s/%s.err", c->dir, tag);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fd, 1);
+		fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fd, 2);
+		execv(args[0], (char *const *)args);
+		_exit(127);
+	}
+	return pid;
+}
+
+int cluster_wait(pid_t pid, int ms)
+{
+	int st, waited = 0;
+	pid_t r;
+
+	for (;;) {
+		r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		if (waited >= ms) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return -1;
+		}
+		msleep(10);
+		waited += 10;
+	}
+}
+
+char *cluster_output(struct cluster *c, const char *tag, const char *ext)
+{
+	char path[512];
+	static char buf[16384];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/%s.%s", c->dir, tag, ext);
+	f = fopen(path, "r");
+	if (!f)
+		return strcpy(buf, "");
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return buf;
+}
+
+static void wait_ready(struct cluster *c, const char *file, pid_t pid, const char *what)
+{
+	struct stat st;
+	int i, s;
+
+	for (i = 0; i < 1000; i++) {
+		if (stat(file, &st) == 0 && st.st_size > 0)
+			return;
+		if (waitpid(pid, &s, WNOHANG) == pid)
+			cr_assert_fail("%s exited before it was ready: %s", what,
+				       cluster_output(c, what, "err"));
+		msleep(10);
+	}
+	cr_assert_fail("%s did not become ready", what);
+}
+
+void cluster_start_emu(struct cluster *c, const char *const *emu_args)
+{
+	char ready[300];
+	const char *argv[40] = { "NVME_EMU", "--fabric", c->fabric, "--node", "0",
+				 "--ready-file", ready };
+	int n = 7;
+
+	snprintf(ready, sizeof(ready), "%s/emu.ready", c->dir);
+	unlink(ready);
+	while (emu_args && *emu_args && n < 38)
+		argv[n++] = *emu_args++;
+	argv[n] = NULL;
+	c->emu = cluster_spawn(c, "nvme-emu", argv);
+	wait_ready(c, ready, c->emu, "nvme-emu");
+}
+
+void cluster_start_mgr(struct cluster *c)
+{
+	char ready[300];
+	const char *argv[] = { "NVME_MANAGER", "--fabric", c->fabric, "--node", "0",
+			       "--ready-file", ready, NULL };
+
+	snprintf(ready, sizeof(ready), "%s/mgr.ready", c->dir);
+	unlink(ready);
+	c->mgr = cluster_spawn(c, "nvme-manager", argv);
+	wait_ready(c, ready, c->mgr, "nvme-manager");
+}
+
+void cluster_up(struct cluster *c, int nodes, int windows, const char *const *emu_args)
+{
+	struct sio_fabric_config cfg;
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->fabric, sizeof(c->fabric), "nvmet-%d", (int)getpid());
+	snprintf(c->dir, sizeof(c->dir), "/tmp/nvmet-%d", (int)getpid());
+	mkdir(c->dir, 0700);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.nodes = nodes;
+	cfg.topology = SIO_TOPO_CASCADE;
+	cfg.nodes_per_switch = 4;
+	cfg.adapters = 1;
+	cfg.windows = windows;
+	sio_fabric_destroy(c->fabric);
+	ret = sio_fabric_create(c->fabric, &cfg);
+	cr_assert_eq(ret, 0, "fabric: %s", sio_errmsg());
+	cluster_start_emu(c, emu_args);
+	cluster_start_mgr(c);
+}
+
+void cluster_stop(pid_t *pid)
+{
+	if (*pid <= 0)
+		return;
+	kill(*pid, SIGTERM);
+	if (cluster_wait(*pid, 5000) < 0)
+		fprintf(stderr, "pid %d ignored SIGTERM\n", (int)*pid);
+	*pid = 0;
+}
+
+void cluster_down(struct cluster *c)
+{
+	char cmd[300];
+
+	cluster_stop(&c->mgr);
+	cluster_stop(&c->emu);
+	sio_fabric_destroy(c->fabric);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", c->dir);
+	if (system(cmd))
+		fprintf(stderr, "could not remove %s\n", c->dir);
+}

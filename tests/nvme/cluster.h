@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef NVME_TEST_CLUSTER_H
+#define NVME_TEST_CLUSTER_H
+
+/* A simulated cluster for the driver's integration tests: a fabric, an
+ * emulated NVMe controller on node 0 and the manager beside it. */
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct cluster {
+	char fabric[64];
+	char dir[256];
+	pid_t emu, mgr;
+};
+
+/* Create the fabric; extra nvme-emu arguments end with NULL. */
+void cluster_up(struct cluster *c, int nodes, int windows, const char *const *emu_args);
+void cluster_start_emu(struct cluster *c, const char *const *emu_args);
+void cluster_start_mgr(struct cluster *c);
+void cluster_stop(pid_t *pid);
+void cluster_down(struct cluster *c);
+
+/* Start a program (NULL-terminated argv; argv[0] an env var naming the
+ * binary, e.g. "NVME_CLIENT"), stdout/stderr to files under c->dir. */
+pid_t cluster_spawn(struct cluster *c, const char *tag, const char *const *argv);
+/* Wait up to @ms for @pid; returns its exit status, -1 on timeout (killed). */
+int cluster_wait(pid_t pid, int ms);
+/* Read a spawned program's output file ("TAG.out" / "TAG.err"). */
+char *cluster_output(struct cluster *c, const char *tag, const char *ext);
+
+#endif

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The distributed driver end to end: an emulated controller lent by node
+ * 0, the manager beside it, clients on other nodes.
+ */
+
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <smartio/nvme/client.h>
+#include "cluster.h"
+
+static struct cluster C;
+
+static void down(void)
+{
+	cluster_down(&C);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+TestSuite(nvme_cluster, .fini = down, .timeout = 120);
+
+/* Run @n clients on nodes 1..n, each on its own range; all must verify. */
+static void run_clients(int n, const char *queue, int ios)
+{
+	pid_t pids[32];
+	char node[32][8], lba[32][24], seed[32][8], tag[32][16], nios[16];
+	int i, rc;
+
+	snprintf(nios, sizeof(nios), "%d", ios);
+	for (i = 0; i < n; i++) {
+		snprintf(node[i], 8, "%d", i + 1);
+		snprintf(lba[i], 24, "%d", i * 4096);
+		snprintf(seed[i], 8, "%d", i + 7);
+		snprintf(tag[i], 16, "client%d", i + 1);
+		const char *argv[] = { "NVME_CLIENT", "--fabric", C.fabric, "--node", node[i],
+				       "--lba", lba[i], "--count", "4096", "--random",
+				       "--ios", nios, "--qd", "4", "--seed", seed[i],
+				       "--queue", queue, "--json", NULL };
+		pids[i] = cluster_spawn(&C, tag[i], argv);
+	}
+	for (i = 0; i < n; i++) {
+		rc = cluster_wait(pids[i], 90000);
+		cr_expect_eq(rc, 0, "client on node %d: exit %d: %s%s", i + 1, rc,
+			     cluster_output(&C, tag[i], "err"), cluster_output(&C, tag[i], "out"));
+		cr_expect(strstr(cluster_output(&C, tag[i], "out"), "\"mismatches\": 0"),
+			  "client %d: %s", i + 1, cluster_output(&C, tag[i], "out"));
+	}
+}
+
+Test(nvme_cluster, sixteen_clients_verify_disjoint_ranges)
+{
+	const char *emu[] = { "--backing", "ram:64M", NULL };
+
+	/* Each remote client maps its CQ and data buffer for the device: two
+	 * windows on the lender's adapter apiece. */
+	cluster_up(&C, 17, 64, emu);
+	run_clients(16, "hint", 256);
+}
+
+static void placement(const char *loc, const char *want)
+{
+	const char *emu[] = { "--backing", "ram:32M", "--cmb", "4", NULL };
+	char spec[64], want_json[64];
+	int i;
+
+	snprintf(spec, sizeof(spec), "location=%s", loc);
+	snprintf(want_json, sizeof(want_json), "\"sq\": \"%s\"", want);
+	cluster_up(&C, 4, 32, emu);
+	run_clients(3, spec, 300);
+	for (i = 1; i <= 3; i++) {
+		char tag[16];
+
+		snprintf(tag, sizeof(tag), "client%d", i);
+		cr_expect(strstr(cluster_output(&C, tag, "out"), want_json),
+			  "client %d placed its SQ elsewhere: %s", i,
+			  cluster_output(&C, tag, "out"));
+	}
+}
+
+Test(nvme_cluster, sq_local) { placement("local", "local"); }
+Test(nvme_cluster, sq_lender) { placement("lender", "lender"); }
+Test(nvme_cluster, sq_in_cmb) { placement("device", "device"); }
+
+Test(nvme_cluster, killed_client_queues_deleted_others_continue)
+{
+	const char *emu[] = { "--backing", "ram:32M", "--queues", "2", NULL };
+	const char *victim[] = { "NVME_CLIENT", "--fabric", NULL, "--node", "1", "--lba", "0",
+				 "--count", "4096", "--random", "--qd", "8", "--time", "30",
+				 NULL };
+	const char *other[] = { "NVME_CLIENT", "--fabric", NULL, "--node", "2", "--lba",
+				"8192", "--count", "4096", "--random", "--qd", "4", "--time",
+				"3", NULL };
+	const char *late[] = { "NVME_CLIENT", "--fabric", NULL, "--node", "3", "--lba",
+			       "16384", "--count", "512", NULL };
+	pid_t v, o, l;
+	uint64_t t0;
+	int rc;
+
+	cluster_up(&C, 4, 32, emu);
+	victim[2] = other[2] = late[2] = C.fabric;
+	v = cluster_spawn(&C, "victim", victim);
+	o = cluster_spawn(&C, "other", other);
+	usleep(800000);
+	/* Both queue pairs are taken: a third client is refused, clearly. */
+	l = cluster_spawn(&C, "late0", late);
+	rc = cluster_wait(l, 20000);
+	cr_assert_neq(rc, 0, "a third client got a queue from a 2-queue controller");
+	cr_assert(strstr(cluster_output(&C, "late0", "err"), "no I/O queue pair left"),
+		  "unclear refusal: %s", cluster_output(&C, "late0", "err"));
+
+	kill(v, SIGKILL);
+	t0 = now_ms();
+	cluster_wait(v, 1000);
+	/* Its queue pair must come free within about a second. */
+	do {
+		l = cluster_spawn(&C, "late", late);
+		rc = cluster_wait(l, 20000);
+	} while (rc != 0 && now_ms() - t0 < 4000);
+	cr_assert_eq(rc, 0, "the killed client's queues were not deleted: %s",
+		     cluster_output(&C, "late", "err"));
+	cr_expect_lt(now_ms() - t0, 2500, "cleanup took %llu ms",
+		     (unsigned long long)(now_ms() - t0));
+	rc = cluster_wait(o, 60000);
+	cr_assert_eq(rc, 0, "the other client was disturbed: %s",
+		     cluster_output(&C, "other", "err"));
+}
+
+Test(nvme_cluster, too_many_queues_is_a_clear_error)
+{
+	const char *emu[] = { "--backing", "ram:16M", "--queues", "3", NULL };
+	struct sio_nvme_ioq *q[4];
+	struct sio_nvme_client *cl;
+	struct sio_nvme_qspec spec;
+	struct sio_fabric *f;
+	int i, ret;
+
+	cluster_up(&C, 3, 32, emu);
+	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, -1, &cl), 0, "%s", sio_nvme_errmsg());
+	sio_nvme_qspec_parse("depth=16", &spec);
+	for (i = 0; i < 3; i++)
+		cr_assert_eq(sio_nvme_ioq_create(cl, &spec, &q[i]), 0, "queue %d: %s", i,
+			     sio_nvme_errmsg());
+	ret = sio_nvme_ioq_create(cl, &spec, &q[3]);
+	cr_assert_eq(ret, -ENOSPC);
+	cr_assert(strstr(sio_nvme_errmsg(), "has 3"), "message: %s", sio_nvme_errmsg());
+	/* Giving one back makes room again. */
+	cr_assert_eq(sio_nvme_ioq_destroy(q[1]), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_ioq_create(cl, &spec, &q[1]), 0, "%s", sio_nvme_errmsg());
+	/* Bad specs are refused before anything is asked of the manager. */
+	cr_assert_eq(sio_nvme_qspec_parse("location=moon", &spec), -EINVAL);
+	cr_assert_eq(sio_nvme_qspec_parse("depth=1", &spec), -EINVAL);
+	cr_assert_eq(sio_nvme_qspec_parse("colour=blue", &spec), -EINVAL);
+	sio_nvme_client_close(cl);
+	sio_fabric_close(f);
+}
+
+Test(nvme_cluster, flushed_data_survives_controller_restart)
+{
+	char backing[300], arg[320];
+	const char *emu[] = { "--backing", arg, NULL };
+	const char *w[] = { "NVME_CLIENT", "--fabric", NULL, "--node", "1", "--lba", "1000",
+			    "--count", "2048", "--op", "write", "--flush", "--seed", "99",
+			    "--qd", "8", NULL };
+	const char *r[] = { "NVME_CLIENT", "--fabric", NULL, "--node", "2", "--lba", "1000",
+			    "--count", "2048", "--op", "verify", "--seed", "99", NULL };
+	const char *bad[] = { "NVME_CLIENT", "--fabric", NULL, "--node", "2", "--lba", "1000",
+			      "--count", "2048", "--op", "verify", "--seed", "98", NULL };
+	FILE *f;
+	int rc;
+
+	snprintf(backing, sizeof(backing), "/tmp/nvmet-backing-%d", (int)getpid());
+	snprintf(arg, sizeof(arg), "%s", backing);
+	f = fopen(backing, "w");
+	cr_assert(f);
+	cr_assert_eq(ftruncate(fileno(f), 16 << 20), 0);
+	fclose(f);
+	cluster_up(&C, 3, 32, emu);
+	w[2] = r[2] = bad[2] = C.fabric;
+	rc = cluster_wait(cluster_spawn(&C, "write", w), 60000);
+	cr_assert_eq(rc, 0, "write: %s", cluster_output(&C, "write", "err"));
+
+	/* Restart the controller process (and so the manager). */
+	cluster_stop(&C.mgr);
+	cluster_stop(&C.emu);
+	cluster_start_emu(&C, emu);
+	cluster_start_mgr(&C);
+
+	rc = cluster_wait(cluster_spawn(&C, "verify", r), 60000);
+	unlink(backing);
+	cr_assert_eq(rc, 0, "verify after restart: %s%s", cluster_output(&C, "verify", "err"),
+		     cluster_output(&C, "verify", "out"));
+	/* And verification does notice wrong data. */
+	rc = cluster_wait(cluster_spawn(&C, "bad", bad), 60000);
+	cr_assert_neq(rc, 0, "verify with another pattern passed");
+	cr_assert(strstr(cluster_output(&C, "bad", "err"), "differ"));
+}
+
+Test(nvme_cluster, tools_say_what_is_wrong)
+{
+	const char *emu[] = { "--backing", "ram:16M", NULL };
+	const char *nofab[] = { "NVME_CLIENT", "--fabric", "no-such-fabric-x", NULL };
+	const char *nonode[] = { "NVME_CLIENT", "--fabric", NULL, "--node", "77", NULL };
+	const char *nodev[] = { "NVME_CLIENT", "--fabric", NULL, "--node", "1", "--device",
+				"4242", NULL };
+	const char *nons[] = { "NVME_CLIENT", "--fabric", NULL, "--node", "1", "--nsid", "5",
+			       NULL };
+	const char *mgr2[] = { "NVME_MANAGER", "--fabric", NULL, "--node", "1", NULL };
+	const char *id[] = { "NVME_IDENTIFY", "--fabric", NULL, "--node", "2", "--json", NULL };
+
+	cluster_up(&C, 3, 32, emu);
+	nonode[2] = nodev[2] = nons[2] = mgr2[2] = id[2] = C.fabric;
+	cr_expect_neq(cluster_wait(cluster_spawn(&C, "a", nofab), 20000), 0);
+	cr_expect(strstr(cluster_output(&C, "a", "err"), "does not exist"), "%s",
+		  cluster_output(&C, "a", "err"));
+	cr_expect_neq(cluster_wait(cluster_spawn(&C, "b", nonode), 20000), 0);
+	cr_expect(strstr(cluster_output(&C, "b", "err"), "node 77"), "%s",
+		  cluster_output(&C, "b", "err"));
+	cr_expect_neq(cluster_wait(cluster_spawn(&C, "c", nodev), 20000), 0);
+	cr_expect(strstr(cluster_output(&C, "c", "err"), "device 4242 does not exist"), "%s",
+		  cluster_output(&C, "c", "err"));
+	cr_expect_neq(cluster_wait(cluster_spawn(&C, "d", nons), 20000), 0);
+	cr_expect(strstr(cluster_output(&C, "d", "err"), "namespace 5 does not exist"), "%s",
+		  cluster_output(&C, "d", "err"));
+	cr_expect_neq(cluster_wait(cluster_spawn(&C, "e", mgr2), 20000), 0);
+	cr_expect(strstr(cluster_output(&C, "e", "err"), "already borrowed"), "%s",
+		  cluster_output(&C, "e", "err"));
+	cr_expect_eq(cluster_wait(cluster_spawn(&C, "f", id), 20000), 0, "%s",
+		     cluster_output(&C, "f", "err"));
+	cr_expect(strstr(cluster_output(&C, "f", "out"), "\"via\": \"through the manager\""),
+		  "%s", cluster_output(&C, "f", "out"));
+}
