@@ -161,6 +161,7 @@ int main(int argc, char **argv)
 	n -= n % rounds;
 	if (nb_outdir("bench-out") || nb_outdir(out))
 		return 1;
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	r[P_LOCAL].on = r[P_LENDER].on = true;
 	r[P_DEVICE].on = eo.cmb_mib > 0;
 

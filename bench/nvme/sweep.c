@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sweep: IOPS and latency percentiles of 4 KiB random reads over queue depth
+ * (1..256, one client) and over clients (1..32 processes, each on its own
+ * fabric node, QD 8 each), on RAM and on file backing, with the kernel's
+ * io_uring on the same kind of store measured in the same run; then fairness
+ * between clients (Jain's index) under round-robin and weighted round-robin
+ * arbitration. Latency model off: this measures software.
+ */
+#include "worker.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FILE_SIZE	(256ull << 20)
+
+static char ram_file[256], disk_file[256];
+
+static void cleanup(void)
+{
+	if (ram_file[0])
+		unlink(ram_file);
+	if (disk_file[0])
+		unlink(disk_file);
+}
+
+static void row(FILE *j, bool *first, const char *backing, const char *engine, const char *sweep,
+		const struct nb_point *p)
+{
+	printf("%-5s %-15s %7s %4d %4u %11.0f %11.0f %8.0f %8.0f %8.0f %8.0f %6.3f\n", backing,
+	       engine, sweep, p->nclients, p->qd, p->iops, p->iops_per_core, p->lat.p1,
+	       p->lat.p50, p->lat.p99, p->lat.p999, p->jain);
+	fprintf(j, "%s\n  {\"backing\": \"%s\", \"engine\": \"%s\", \"sweep\": \"%s\", "
+		   "\"clients\": %d, \"qd\": %u, \"iops\": %.0f, \"iops_per_client_core\": %.0f, "
+		   "\"jain\": %.4f, \"client_iops\": [", *first ? "" : ",", backing, engine, sweep,
+		p->nclients, p->qd, p->iops, p->iops_per_core, p->jain);
+	for (int i = 0; i < p->nclients; i++)
+		fprintf(j, "%s%.0f", i ? ", " : "", p->client_iops[i]);
+	fprintf(j, "], ");
+	nb_json_stats(j, "latency", &p->lat);
+	fprintf(j, "}");
+	*first = false;
+}
+
+static void header(void)
+{
+	printf("%-5s %-15s %7s %4s %4s %11s %11s %8s %8s %8s %8s %6s\n", "store", "engine",
+	       "sweep", "cl", "qd", "IOPS", "IOPS/core", "p1 ns", "p50 ns", "p99 ns",
+	       "p99.9 ns", "Jain");
+}
+
+static void usage(FILE *o)
+{
+	fprintf(o,
+		"usage: nvme-bench-sweep [options]\n"
+		"  -t, --seconds S      run time per point (default 1.0)\n"
+		"  -q, --quick          0.3 s per point, depths 1,4,16,64,256, clients 1,2,8,32\n"
+		"  -c, --max-clients N  largest client count (default 32, at most 63)\n"
+		"      --no-file        RAM backing only\n"
+		"  -o, --out DIR        output directory (default bench-out/sweep)\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "seconds", required_argument, NULL, 't' }, { "quick", no_argument, NULL, 'q' },
+		{ "max-clients", required_argument, NULL, 'c' }, { "no-file", no_argument, NULL, 'F' },
+		{ "out", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' }, { 0 },
+	};
+	static const uint32_t qd_full[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256 }, qd_quick[] = { 1, 4, 16, 64, 256 };
+	static const int cl_full[] = { 1, 2, 4, 8, 16, 32 }, cl_quick[] = { 1, 2, 8, 32 };
+	const uint32_t *qds = qd_full;
+	const int *cls = cl_full;
+	int nqd = 9, ncl = 6, maxc = 32, opt, rc, steps, step = 0;
+	const char *out = "bench-out/sweep";
+	bool quick = false, nofile = false, first = true;
+	double secs = 1.0;
+	struct nb_point p;
+	FILE *j, *qf, *cf, *g;
+
+	while ((opt = getopt_long(argc, argv, "t:qc:o:h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 't': secs = atof(optarg); break;
+		case 'q': quick = true; break;
+		case 'c': maxc = atoi(optarg); break;
+		case 'F': nofile = true; break;
+		case 'o': out = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (quick) {
+		qds = qd_quick, nqd = 5, cls = cl_quick, ncl = 4;
+		if (secs == 1.0)
+			secs = 0.3;
+	}
+	if (secs < 0.05 || secs > 60 || maxc < 1 || maxc > 63) {
+		fprintf(stderr, "sweep: --seconds 0.05..60, --max-clients 1..63\n");
+		return 2;
+	}
+	if (nb_outdir("bench-out") || nb_outdir(out))
+		return 1;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	snprintf(ram_file, sizeof(ram_file), "/dev/shm/nb-sweep-%d.img", (int)getpid());
+	snprintf(disk_file, sizeof(disk_file), "/var/tmp/nb-sweep-%d.img", (int)getpid());
+	atexit(cleanup);
+	if ((rc = nb_make_file(ram_file, FILE_SIZE)) ||
+	    (!nofile && (rc = nb_make_file(disk_file, FILE_SIZE)))) {
+		fprintf(stderr, "sweep: make backing files: %s\n", strerror(-rc));
+		return 1;
+	}
+	if (!(j = nb_open_out(out, "sweep.json")) || !(qf = nb_open_out(out, "qd.dat")) ||
+	    !(cf = nb_open_out(out, "clients.dat")))
+		return 1;
+	fprintf(j, "{\"benchmark\": \"sweep\", \"latency_model\": false, \"model_note\": \"%s\", "
+		   "\"block\": 4096, \"seconds_per_point\": %.2f, \"cpus\": %d, \"points\": [",
+		nb_model_label(false), secs, nb_ncpus());
+	fprintf(qf, "# backing qd smartio_iops uring_iops smartio_p50 uring_p50 smartio_p99 uring_p99\n");
+	fprintf(cf, "# backing clients smartio_iops uring_iops smartio_jain uring_jain smartio_p99 uring_p99\n");
+	printf("sweep: 4 KiB random reads, %.2f s per point, %d CPUs; %s\n"
+	       "IOPS/core: IOPS per CPU-second used by the issuing processes (user + kernel);\n"
+	       "the emulated controller's own core is not counted (it stands for the device)\n\n",
+	       secs, nb_ncpus(), nb_model_label(false));
+	header();
+	steps = (nofile ? 1 : 2) * (nqd + ncl) + 2;
+
+	for (int bk = 0; bk < (nofile ? 1 : 2); bk++) {
+		const char *bname = bk ? "file" : "ram";
+		struct nb_env_opts eo = { .nodes = maxc + 1, .lender = maxc, .model = false,
+					  .backing = bk ? disk_file : "ram:256M", .windows = 64,
+					  .pin = true };
+		struct nb_env env;
+		struct nb_point_cfg pc = { .env = &env, .file_size = FILE_SIZE, .seconds = secs,
+					   .pin = true };
+
+		if (nb_env_up(&env, "sweep", &eo))
+			return 1;
+		/* io_uring reads the same kind of store: tmpfs for RAM, the same file */
+		pc.file = bk ? disk_file : ram_file;
+		for (int i = 0; i < nqd; i++) {
+			struct nb_point s, u, ub;
+
+			pc.nclients = 1, pc.qd = qds[i];
+			pc.engine = NB_SMARTIO;
+			if (nb_run_point(&pc, &s))
+				return 1;
+			row(j, &first, bname, "smartio", "qd", &s);
+			pc.engine = NB_URING;
+			if (nb_run_point(&pc, &u))
+				return 1;
+			row(j, &first, bname, bk ? "io_uring-direct" : "io_uring-tmpfs", "qd", &u);
+			if (bk) {	/* the controller's file I/O is buffered: show that too */
+				pc.buffered = true;
+				if (nb_run_point(&pc, &ub))
+					return 1;
+				pc.buffered = false;
+				row(j, &first, bname, "io_uring-buffer", "qd", &ub);
+			}
+			fprintf(qf, "%s %u %.0f %.0f %.0f %.0f %.0f %.0f\n", bname, qds[i], s.iops, u.iops,
+				s.lat.p50, u.lat.p50, s.lat.p99, u.lat.p99);
+			nb_progress("sweep", ++step, steps);
+		}
+		for (int i = 0; i < ncl && cls[i] <= maxc; i++) {
+			struct nb_point s, u;
+
+			pc.nclients = cls[i], pc.qd = 8;
+			pc.engine = NB_SMARTIO;
+			if ((rc = nb_run_point(&pc, &s))) {
+				fprintf(stderr, "sweep: %d clients: %s\n", cls[i], strerror(-rc));
+				break;
+			}
+			row(j, &first, bname, "smartio", "clients", &s);
+			pc.engine = NB_URING;
+			if (nb_run_point(&pc, &u))
+				return 1;
+			row(j, &first, bname, bk ? "io_uring-direct" : "io_uring-tmpfs", "clients", &u);
+			fprintf(cf, "%s %d %.0f %.0f %.4f %.4f %.0f %.0f\n", bname, cls[i], s.iops, u.iops,
+				s.jain, u.jain, s.lat.p99, u.lat.p99);
+			nb_progress("sweep", ++step, steps);
+		}
+		nb_env_down(&env);
+		fprintf(qf, "\n\n");
+		fprintf(cf, "\n\n");
+	}
+
+	/* Fairness: 6 clients at QD 32 under RR, then WRR with weights 8:4:1. */
+	printf("\nfairness: 6 clients, QD 32 each, RAM backing; WRR weights high 8, medium 4, low 1 "
+	       "(clients take priorities high, medium, low in turn)\n");
+	header();
+	for (int wrr = 0; wrr < 2; wrr++) {
+		struct nb_env_opts eo = { .nodes = 7, .lender = 6, .backing = "ram:256M", .pin = true,
+					  .arbitration = wrr ? SIO_NVME_CC_AMS_WRR : SIO_NVME_CC_AMS_RR,
+					  .arb_cdw11 = wrr ? (7u << 24) | (3u << 16) | (0u << 8) : 0 };
+		struct nb_point_cfg pc = { .engine = NB_SMARTIO, .nclients = 6, .qd = 32,
+					   .seconds = secs * 2, .wrr_prios = wrr };
+		struct nb_env env;
+		double cls_iops[4] = { 0 };
+
+		if (nb_env_up(&env, wrr ? "wrr" : "rr", &eo))
+			return 1;
+		pc.env = &env;
+		if (nb_run_point(&pc, &p))
+			return 1;
+		row(j, &first, "ram", wrr ? "smartio-wrr" : "smartio-rr", "fair", &p);
+		for (int i = 0; i < 6; i++)
+			cls_iops[wrr ? p.client_prio[i] : 0] += p.client_iops[i];
+		printf("      per client IOPS:");
+		for (int i = 0; i < 6; i++)
+			printf(" %.0f%s", p.client_iops[i],
+			       wrr ? (const char *[]){ "", "(H)", "(M)", "(L)" }[p.client_prio[i]] : "");
+		if (wrr)
+			printf("\n      share high/medium/low: %.2f / %.2f / %.2f (weights 8/4/1: "
+			       "0.62 / 0.31 / 0.08 when the controller is the bottleneck)",
+			       cls_iops[1] / p.iops, cls_iops[2] / p.iops, cls_iops[3] / p.iops);
+		printf("\n");
+		nb_env_down(&env);
+		nb_progress("sweep", ++step, steps);
+	}
+	nb_progress("sweep", 1, 1);
+	fprintf(j, "\n]}\n");
+	fclose(j);
+	fclose(qf);
+	fclose(cf);
+
+	if ((g = nb_open_out(out, "sweep.gp"))) {
+		fprintf(g,
+			"set terminal pngcairo size 1400,560 noenhanced\n"
+			"set key top left\nset grid\n"
+			"set output 'qd.png'\n"
+			"set multiplot layout 1,2 title '4 KiB random reads vs queue depth, 1 client "
+			"(latency model off)'\n"
+			"set logscale x 2\nset xlabel 'queue depth'\nset ylabel 'IOPS'\n"
+			"plot 'qd.dat' index 0 using 2:3 w lp t 'smartio RAM', '' index 0 using 2:4 w lp "
+			"t 'io_uring tmpfs', '' index 1 using 2:3 w lp t 'smartio file', '' index 1 using "
+			"2:4 w lp t 'io_uring file O_DIRECT'\n"
+			"set logscale y\nset ylabel 'p50 / p99 latency (ns)'\n"
+			"plot 'qd.dat' index 0 using 2:5 w lp t 'smartio RAM p50', '' index 0 using 2:7 "
+			"w lp t 'smartio RAM p99', '' index 0 using 2:6 w lp t 'io_uring tmpfs p50', '' "
+			"index 0 using 2:8 w lp t 'io_uring tmpfs p99'\n"
+			"unset multiplot\nunset logscale y\n"
+			"set output 'clients.png'\n"
+			"set multiplot layout 1,2 title '4 KiB random reads vs client processes, QD 8 "
+			"each (latency model off; clients above 1 share the 2 cores)'\n"
+			"set xlabel 'clients'\nset ylabel 'IOPS (all clients)'\n"
+			"plot 'clients.dat' index 0 using 2:3 w lp t 'smartio RAM', '' index 0 using 2:4 "
+			"w lp t 'io_uring tmpfs', '' index 1 using 2:3 w lp t 'smartio file', '' index 1 "
+			"using 2:4 w lp t 'io_uring file O_DIRECT'\n"
+			"set ylabel \"Jain's fairness index\"\nset yrange [0:1.05]\n"
+			"plot 'clients.dat' index 0 using 2:5 w lp t 'smartio RAM', '' index 0 using 2:6 "
+			"w lp t 'io_uring tmpfs'\n"
+			"unset multiplot\n");
+		fclose(g);
+		nb_gnuplot(out, "sweep.gp");
+	}
+	printf("\nwrote %s/sweep.json, qd.dat, clients.dat, qd.png, clients.png\n", out);
+	return 0;
+}

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/* Closed-loop random-read workers; see worker.h. */
+#include "worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_QD		256
+#define SAMPLE_BUDGET	(8u << 20)	/* latency samples kept, all workers */
+
+struct shared {
+	_Atomic int ready, go, err;
+	uint64_t cap;			/* samples per worker */
+	struct {
+		uint64_t ios, nsamp, cpu_ns;
+	} w[64];
+	uint64_t samples[];		/* w * cap */
+};
+
+struct slot {
+	uint64_t t0;
+	volatile int st;
+};
+
+struct loop {
+	struct shared *sh;
+	int w;
+	uint64_t seed, end, *samp;
+};
+
+static void cpl(void *arg, int err, uint16_t status)
+{
+	((struct slot *)arg)->st = err ? err : 1;
+	(void)status;
+}
+
+static void record(struct loop *l, uint64_t lat)
+{
+	uint64_t *n = &l->sh->w[l->w].nsamp;
+
+	if (*n < l->sh->cap)
+		l->samp[(*n)++] = lat;
+	l->sh->w[l->w].ios++;
+}
+
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Start together: report ready, wait for go (sleeping, not spinning). */
+static void barrier(struct shared *sh)
+{
+	atomic_fetch_add(&sh->ready, 1);
+	while (!atomic_load(&sh->go))
+		usleep(200);
+}
+
+static int run_smartio(const struct nb_point_cfg *c, struct loop *l)
+{
+	struct sio_nvme_qspec qs = { .sq_loc = SIO_NVME_QLOC_HINT, .cq_loc = SIO_NVME_QLOC_HINT,
+				     .depth = c->qd * 2 < 32 ? 32 : c->qd * 2 };
+	struct slot s[MAX_QD];
+	struct nb_client cl;
+	uint32_t nlb;
+	uint64_t nblk, c0;
+	int rc;
+
+	if (c->wrr_prios)
+		qs.prio = 1 + l->w % 3;
+	rc = nb_client_open(&cl, c->env, l->w, &qs, (uint64_t)c->qd * 4096);
+	if (rc)
+		return rc;
+	nlb = 4096 / cl.ns.lba_size;
+	nblk = cl.ns.nsze / nlb;
+	barrier(l->sh);
+	l->end = nb_now_ns() + (uint64_t)(c->seconds * 1e9);
+	c0 = cpu_ns();
+	for (uint32_t i = 0; i < c->qd; i++)
+		s[i].st = 1, s[i].t0 = 0;
+	for (;;) {
+		uint64_t now = nb_now_ns();
+		bool more = now < l->end;
+
+		for (uint32_t i = 0; i < c->qd; i++) {
+			if (!s[i].st)
+				continue;
+			if (s[i].st < 0) {
+				rc = s[i].st;
+				goto out;
+			}
+			if (s[i].t0)
+				record(l, now - s[i].t0);
+			s[i].t0 = 0;
+			if (!more)
+				continue;
+			s[i].st = 0;
+			s[i].t0 = nb_now_ns();
+			rc = sio_nvme_ioq_read(cl.q, 1, nb_rand(&l->seed) % nblk * nlb, nlb,
+					       cl.buf, (uint64_t)i * 4096, cpl, &s[i]);
+			if (rc)
+				goto out;
+		}
+		if (!more && !sio_nvme_ioq_inflight(cl.q))
+			break;
+		if ((rc = sio_nvme_ioq_poll(cl.q, 0)) < 0)
+			goto out;
+		if (rc == 0 && c->nclients > nb_ncpus())
+			sched_yield();	/* more clients than cores: let the others run */
+	}
+	rc = 0;
+out:
+	l->sh->w[l->w].cpu_ns = cpu_ns() - c0;
+	nb_client_close(&cl);
+	return rc;
+}
+
+static int run_uring(const struct nb_point_cfg *c, struct loop *l)
+{
+	uint64_t nblk = c->file_size / 4096, c0, t0[MAX_QD];
+	struct io_uring ring;
+	struct io_uring_cqe *cqe;
+	unsigned inflight = 0;
+	char *bufs;
+	int fd, rc;
+
+	fd = c->buffered ? -1 : open(c->file, O_RDONLY | O_DIRECT);
+	if (fd < 0 && (c->buffered || errno == EINVAL))	/* tmpfs: no O_DIRECT, buffered it is */
+		fd = open(c->file, O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	if (posix_memalign((void **)&bufs, 4096, (size_t)c->qd * 4096))
+		return -ENOMEM;
+	if ((rc = io_uring_queue_init(c->qd < 4 ? 4 : c->qd, &ring, 0)))
+		return rc;
+	barrier(l->sh);
+	l->end = nb_now_ns() + (uint64_t)(c->seconds * 1e9);
+	c0 = cpu_ns();
+	for (uint32_t i = 0; i < c->qd; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+
+		io_uring_prep_read(sqe, fd, bufs + (size_t)i * 4096, 4096,
+				   nb_rand(&l->seed) % nblk * 4096);
+		io_uring_sqe_set_data64(sqe, i);
+		t0[i] = nb_now_ns();
+		inflight++;
+	}
+	while (inflight) {
+		rc = io_uring_submit_and_wait(&ring, 1);
+		if (rc < 0)
+			break;
+		while (io_uring_peek_cqe(&ring, &cqe) == 0) {
+			uint64_t i = io_uring_cqe_get_data64(cqe), now = nb_now_ns();
+
+			rc = cqe->res;
+			io_uring_cqe_seen(&ring, cqe);
+			if (rc != 4096) {
+				rc = rc < 0 ? rc : -EIO;
+				goto out;
+			}
+			record(l, now - t0[i]);
+			inflight--;
+			if (now < l->end) {
+				struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+
+				io_uring_prep_read(sqe, fd, bufs + i * 4096, 4096,
+						   nb_rand(&l->seed) % nblk * 4096);
+				io_uring_sqe_set_data64(sqe, i);
+				t0[i] = nb_now_ns();
+				inflight++;
+			}
+		}
+	}
+	rc = rc < 0 ? rc : 0;
+out:
+	l->sh->w[l->w].cpu_ns = cpu_ns() - c0;
+	io_uring_queue_exit(&ring);
+	close(fd);
+	free(bufs);
+	return rc;
+}
+
+int nb_run_point(const struct nb_point_cfg *c, struct nb_point *out)
+{
+	size_t sz;
+	struct shared *sh;
+	pid_t pid[64];
+	uint64_t total = 0, cpu = 0, nsamp = 0, *all;
+	int rc = 0, n = c->nclients;
+
+	memset(out, 0, sizeof(*out));
+	out->nclients = n;
+	out->qd = c->qd;
+	if (n < 1 || n > 64 || c->qd < 1 || c->qd > MAX_QD)
+		return -EINVAL;
+	sz = sizeof(*sh) + (size_t)SAMPLE_BUDGET * sizeof(uint64_t);
+	sh = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		return -errno;
+	sh->cap = SAMPLE_BUDGET / (uint64_t)n;
+	fflush(NULL);
+	for (int w = 0; w < n; w++) {
+		pid[w] = fork();
+		if (pid[w] == 0) {
+			struct loop l = { .sh = sh, .w = w, .seed = 0x9e3779b97f4a7c15ull * (w + 1),
+					  .samp = sh->samples + (uint64_t)w * sh->cap };
+
+			if (n == 1 && c->pin)
+				nb_pin(0);
+			rc = c->engine == NB_SMARTIO ? run_smartio(c, &l) : run_uring(c, &l);
+			if (rc) {
+				fprintf(stderr, "bench: worker %d: %s (%s)\n", w, strerror(-rc),
+					c->engine == NB_SMARTIO ? sio_nvme_errmsg() : c->file);
+				atomic_store(&sh->err, rc);
+				atomic_fetch_add(&sh->ready, 1);	/* never hold the others */
+			}
+			_exit(rc ? 1 : 0);
+		}
+	}
+	/* Wait for every worker to be set up (bounded), then start them. */
+	for (int i = 0; i < 6000 && atomic_load(&sh->ready) < n; i++)
+		usleep(10000);
+	atomic_store(&sh->go, 1);
+	for (int w = 0; w < n; w++)
+		if (pid[w] > 0)
+			waitpid(pid[w], NULL, 0);
+	rc = atomic_load(&sh->err);
+	if (!rc) {
+		all = sh->samples;
+		for (int w = 0; w < n; w++) {
+			/* compact the samples to the front */
+			memmove(all + nsamp, sh->samples + (uint64_t)w * sh->cap,
+				sh->w[w].nsamp * sizeof(uint64_t));
+			nsamp += sh->w[w].nsamp;
+			total += sh->w[w].ios;
+			cpu += sh->w[w].cpu_ns;
+			out->client_iops[w] = (double)sh->w[w].ios / c->seconds;
+			out->client_prio[w] = c->wrr_prios ? 1 + w % 3 : 0;
+		}
+		nb_stats_compute(all, nsamp, &out->lat);
+		out->iops = (double)total / c->seconds;
+		out->iops_per_core = cpu ? (double)total / ((double)cpu / 1e9) : 0;
+		out->jain = nb_jain(out->client_iops, n);
+	}
+	out->err = rc;
+	munmap(sh, sz);
+	return rc;
+}
+
+int nb_make_file(const char *path, uint64_t size)
+{
+	static char blk[1 << 20];
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	if (fd < 0)
+		return -errno;
+	for (size_t i = 0; i < sizeof(blk); i++)
+		blk[i] = (char)(i * 131 + 7);
+	for (uint64_t o = 0; o < size; o += sizeof(blk))
+		if (write(fd, blk, sizeof(blk)) != (ssize_t)sizeof(blk)) {
+			close(fd);
+			return -EIO;
+		}
+	fsync(fd);
+	close(fd);
+	return 0;
+}

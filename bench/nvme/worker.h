@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SIO_BENCH_NVME_WORKER_H
+#define SIO_BENCH_NVME_WORKER_H
+
+/*
+ * Closed-loop 4 KiB random-read workers, one process each: the smartio
+ * client (on a fabric node of its own) or the kernel's io_uring on a file.
+ * Workers start together and run for a fixed time; results come back in
+ * shared memory.
+ */
+
+#include "common.h"
+
+enum nb_engine { NB_SMARTIO, NB_URING };
+
+struct nb_point_cfg {
+	enum nb_engine engine;
+	const struct nb_env *env;	/* smartio */
+	const char *file;		/* io_uring: the file to read */
+	uint64_t file_size;
+	bool buffered;			/* io_uring: page cache, not O_DIRECT */
+	int nclients;
+	uint32_t qd;
+	double seconds;
+	bool wrr_prios;			/* clients get priorities 1,2,3,1,... */
+	bool pin;			/* one client: pin it to CPU 0 */
+};
+
+struct nb_point {
+	int nclients;
+	uint32_t qd;
+	double iops;			/* all clients */
+	double iops_per_core;		/* IOPS per CPU-second the clients used */
+	double jain;
+	double client_iops[64];
+	int client_prio[64];
+	struct nb_stats lat;
+	int err;
+};
+
+/* Run one point; 0 or -errno (message on stderr). */
+int nb_run_point(const struct nb_point_cfg *c, struct nb_point *out);
+
+/* A file of @size bytes of non-zero data at @path (O_DIRECT reads then hit
+ * real blocks, not unwritten extents). */
+int nb_make_file(const char *path, uint64_t size);
+
+#endif
