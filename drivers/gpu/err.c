@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/* Error messages of the GPU driver, per thread. */
+
+#include <stdarg.h>
+#include <stdio.h>
+#include "priv.h"
+
+static __thread char msg[512];
+
+int sio_gpu_err(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return -err;
+}
+
+const char *sio_gpu_errmsg(void)
+{
+	return msg[0] ? msg : "no error";
+}
+
+int sio_gpu_cuda_err(cudaError_t e, const char *what)
+{
+	int err;
+
+	switch (e) {
+	case cudaErrorNoDevice:
+	case cudaErrorInsufficientDriver:
+	case cudaErrorInvalidDevice:
+		err = ENODEV;
+		break;
+	case cudaErrorMemoryAllocation:
+		err = ENOMEM;
+		break;
+	case cudaErrorInvalidValue:
+		err = EINVAL;
+		break;
+	default:
+		err = EIO;
+		break;
+	}
+	return sio_gpu_err(err, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+int sio_gpu_count(void)
+{
+	int n = 0;
+	cudaError_t e = cudaGetDeviceCount(&n);
+
+	if (e != cudaSuccess) {
+		sio_gpu_cuda_err(e, "no GPU");
+		return -ENODEV;
+	}
+	if (n <= 0)
+		return sio_gpu_err(ENODEV, "no GPU: CUDA reports no device");
+	return n;
+}
+
+int sio_gpu_use(int gpu)
+{
+	int n = sio_gpu_count();
+	cudaError_t e;
+
+	if (n < 0)
+		return n;
+	if (gpu < 0 || gpu >= n)
+		return sio_gpu_err(ENODEV, "GPU %d does not exist (%d present)", gpu, n);
+	e = cudaSetDevice(gpu);
+	return e == cudaSuccess ? 0 : sio_gpu_cuda_err(e, "cudaSetDevice");
+}

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Kernels the examples, benchmarks and tests share: a batch of NVMe I/O
+ * issued by GPU threads over several queues, and a GPU checksum.
+ */
+
+#include <errno.h>
+#include <cuda_runtime.h>
+#include <smartio/gpu.h>
+
+extern "C" int sio_gpu_err(int err, const char *fmt, ...);
+extern "C" int sio_gpu_cuda_err(cudaError_t e, const char *what);
+
+struct job_stats {
+	unsigned long long ok;
+	unsigned long long failed;
+	int first_err;
+	unsigned int first_status;
+};
+
+static __device__ uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static __global__ void job_kernel(struct sio_gpu_queue *const *qs, int nq, struct sio_gpu_job j,
+				  struct job_stats *st)
+{
+	uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
+	uint64_t bytes = (uint64_t)j.nlb * j.lba_size, slots = j.size / bytes;
+	struct sio_gpu_queue *q;
+
+	if (tid >= j.threads)
+		return;
+	q = qs[tid % nq];
+	for (uint64_t i = tid; i < j.nios; i += j.threads) {
+		uint64_t slba, off, t0;
+		uint16_t status = 0;
+		int ret;
+
+		if (j.span) {
+			slba = j.slba + (mix64(j.seed ^ i) % (j.span / j.nlb)) * j.nlb;
+			off = (tid % slots) * bytes;
+		} else {
+			slba = j.slba + i * j.nlb;
+			off = (i % slots) * bytes;
+		}
+		t0 = sio_gpu_now_ns();
+		ret = sio_gpu_rw(q, j.opcode, j.nsid, slba, j.nlb, j.lba_size, j.bus + off, &status);
+		if (j.lat_ns)
+			j.lat_ns[i] = sio_gpu_now_ns() - t0;
+		if (!ret) {
+			atomicAdd(&st->ok, 1ull);
+		} else {
+			atomicAdd(&st->failed, 1ull);
+			if (atomicCAS(&st->first_err, 0, ret) == 0)
+				st->first_status = status;
+		}
+	}
+}
+
+extern "C" int sio_gpu_run_job(struct sio_gpu_queue *const *qs, int nq,
+			       const struct sio_gpu_job *job, struct sio_gpu_job_result *res)
+{
+	struct sio_gpu_queue **dqs = NULL;
+	struct job_stats *dst = NULL, st = {};
+	cudaEvent_t ev[2] = {};
+	uint64_t bytes;
+	uint32_t block = 128;
+	float ms = 0;
+	cudaError_t e;
+	int ret = 0;
+
+	if (!qs || nq <= 0 || !job || !res)
+		return sio_gpu_err(EINVAL, "sio_gpu_run_job: NULL argument or no queue");
+	if (job->opcode != SIO_NVME_CMD_READ && job->opcode != SIO_NVME_CMD_WRITE)
+		return sio_gpu_err(EINVAL, "job opcode 0x%x is neither read nor write", job->opcode);
+	bytes = (uint64_t)job->nlb * job->lba_size;
+	if (!job->threads || !job->nlb || !job->lba_size || !job->dptr || job->size < bytes)
+		return sio_gpu_err(EINVAL, "job needs threads, blocks per command and a buffer "
+				   "of at least one command (%llu bytes)",
+				   (unsigned long long)bytes);
+	if (job->span && job->span < job->nlb)
+		return sio_gpu_err(EINVAL, "random span %llu is smaller than one command",
+				   (unsigned long long)job->span);
+	for (int i = 0; i < nq; i++)
+		if (!qs[i])
+			return sio_gpu_err(EINVAL, "queue %d is NULL", i);
+	e = cudaMalloc((void **)&dqs, sizeof(*dqs) * nq);
+	if (e == cudaSuccess)
+		e = cudaMemcpy(dqs, qs, sizeof(*dqs) * nq, cudaMemcpyHostToDevice);
+	if (e == cudaSuccess)
+		e = cudaMalloc((void **)&dst, sizeof(*dst));
+	if (e == cudaSuccess)
+		e = cudaMemset(dst, 0, sizeof(*dst));
+	if (e == cudaSuccess)
+		e = cudaEventCreate(&ev[0]);
+	if (e == cudaSuccess)
+		e = cudaEventCreate(&ev[1]);
+	if (e != cudaSuccess) {
+		ret = sio_gpu_cuda_err(e, "preparing the I/O kernel");
+		goto out;
+	}
+	cudaEventRecord(ev[0]);
+	job_kernel<<<(job->threads + block - 1) / block, block>>>(dqs, nq, *job, dst);
+	cudaEventRecord(ev[1]);
+	e = cudaGetLastError();
+	if (e == cudaSuccess)
+		e = cudaEventSynchronize(ev[1]);
+	if (e == cudaSuccess)
+		e = cudaMemcpy(&st, dst, sizeof(st), cudaMemcpyDeviceToHost);
+	if (e != cudaSuccess) {
+		ret = sio_gpu_cuda_err(e, "running the I/O kernel");
+		goto out;
+	}
+	cudaEventElapsedTime(&ms, ev[0], ev[1]);
+	res->ok = st.ok;
+	res->failed = st.failed;
+	res->first_err = st.first_err;
+	res->first_status = (uint16_t)st.first_status;
+	res->seconds = ms / 1000.0;
+out:
+	if (ev[0])
+		cudaEventDestroy(ev[0]);
+	if (ev[1])
+		cudaEventDestroy(ev[1]);
+	cudaFree(dst);
+	cudaFree(dqs);
+	return ret;
+}
+
+static __global__ void checksum_kernel(const uint64_t *w, uint64_t n, unsigned long long *sum)
+{
+	unsigned long long acc = 0;
+
+	for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
+	     i += (uint64_t)gridDim.x * blockDim.x)
+		acc += w[i] ^ i;
+	atomicAdd(sum, acc);
+}
+
+extern "C" int sio_gpu_checksum(const void *dptr, uint64_t len, uint64_t *out)
+{
+	unsigned long long *d = NULL, h = 0;
+	cudaError_t e;
+
+	if (!dptr || !out || (len & 7) || ((uintptr_t)dptr & 7))
+		return sio_gpu_err(EINVAL, "sio_gpu_checksum: NULL, or not 8-byte aligned");
+	e = cudaMalloc((void **)&d, sizeof(*d));
+	if (e == cudaSuccess)
+		e = cudaMemset(d, 0, sizeof(*d));
+	if (e == cudaSuccess) {
+		checksum_kernel<<<256, 256>>>((const uint64_t *)dptr, len / 8, d);
+		e = cudaGetLastError();
+	}
+	if (e == cudaSuccess)
+		e = cudaMemcpy(&h, d, sizeof(h), cudaMemcpyDeviceToHost);
+	cudaFree(d);
+	if (e != cudaSuccess)
+		return sio_gpu_cuda_err(e, "checksum kernel");
+	*out = h;
+	return 0;
+}
+
+extern "C" uint64_t sio_gpu_checksum_host(const void *p, uint64_t len)
+{
+	const uint64_t *w = (const uint64_t *)p;
+	uint64_t acc = 0;
+
+	for (uint64_t i = 0; i < len / 8; i++)
+		acc += w[i] ^ i;
+	return acc;
+}

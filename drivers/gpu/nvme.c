@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU queue pairs on a managed NVMe controller. The manager creates the
+ * queues over its mailbox like any client's; the SQ, PRP lists and
+ * optionally the CQ are GPU memory segments, and BAR0 is registered with
+ * CUDA so kernels store to the doorbells.
+ *
+ * The NVMe client API places queues only in memory it allocates itself, so
+ * this file speaks the mailbox protocol (drivers/nvme/mailbox.h) from a slot
+ * of its own to create queues at addresses it chose.
+ */
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <smartio/nvme/client.h>
+#include "mailbox.h"
+#include "priv.h"
+
+#define MBOX_TIMEOUT_NS	10000000000ull
+
+struct sio_gpu_nvme {
+	struct sio_fabric *f;
+	struct sio_nvme_client *cl;
+	struct sio_device *dev;
+	struct sio_device_info di;
+	struct sio_nvme_ctrl_info ci;
+	int gpu;
+	struct sio_segment *mseg;
+	struct sio_nvme_mbox *mb;
+	int slot;
+	struct sio_segment *bar0;
+	void *bar0_va;
+	uint64_t bar0_size;
+	char *bar0_dev;			/* BAR0 as the GPU addresses it */
+	struct sio_gpu_qp *qps;
+};
+
+struct sio_gpu_qp {
+	struct sio_gpu_nvme *g;
+	struct sio_gpu_qp *next;
+	struct sio_gpu_mem *gmem;	/* SQ (unless in host), CQ (if in GPU), PRP lists */
+	struct sio_segment *hseg;	/* SQ and/or CQ in host memory */
+	void *hva;
+	bool hreg, gmapped, hmapped;
+	bool created;
+	struct sio_gpu_qp_info info;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t state_off(int s)
+{
+	return (uint32_t)(offsetof(struct sio_nvme_mbox, slots) +
+			  (size_t)s * sizeof(struct sio_nvme_mbox_slot) +
+			  offsetof(struct sio_nvme_mbox_slot, state));
+}
+
+/* One request to the manager, bounded; sleeps on the slot's state word. */
+static int mbox_call(struct sio_gpu_nvme *g, const struct sio_nvme_mbox_req *req,
+		     struct sio_nvme_mbox_resp *resp)
+{
+	struct sio_nvme_mbox_slot *sl = &g->mb->slots[g->slot];
+	uint64_t deadline = now_ns() + MBOX_TIMEOUT_NS;
+	int32_t mgr = g->mb->h.mgr_pid;
+	uint32_t st;
+
+	memcpy((void *)&sl->req, req, sizeof(*req));
+	sl->seq++;
+	__atomic_store_n(&sl->state, SIO_MBOX_REQ, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&g->mb->h.doorbell, 1, __ATOMIC_ACQ_REL);
+	sio_segment_notify(g->mseg, offsetof(struct sio_nvme_mbox_hdr, doorbell));
+	while ((st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE)) != SIO_MBOX_RESP) {
+		if (!__atomic_load_n(&g->mb->h.serving, __ATOMIC_ACQUIRE) ||
+		    (mgr > 0 && kill(mgr, 0) < 0 && errno == ESRCH))
+			return sio_gpu_err(ENOTCONN, "the NVMe manager has stopped");
+		if (now_ns() > deadline)
+			return sio_gpu_err(ETIMEDOUT, "the NVMe manager did not answer in %llu s",
+					   MBOX_TIMEOUT_NS / 1000000000ull);
+		sio_segment_wait(g->mseg, state_off(g->slot), st, 100000000ull);
+	}
+	memcpy(resp, (const void *)&sl->resp, sizeof(*resp));
+	__atomic_store_n(&sl->state, SIO_MBOX_IDLE, __ATOMIC_RELEASE);
+	if (resp->err) {
+		resp->msg[sizeof(resp->msg) - 1] = 0;
+		return sio_gpu_err(-resp->err, "manager: %s", resp->msg);
+	}
+	return 0;
+}
+
+static int mbox_open(struct sio_gpu_nvme *g)
+{
+	int node = sio_nvme_client_manager_node(g->cl), s, ret;
+	int32_t me = getpid(), zero;
+	void *va;
+
+	ret = sio_segment_connect(g->f, node, SIO_NVME_MBOX_SEGID(g->di.id), &g->mseg);
+	if (!ret)
+		ret = sio_segment_map(g->mseg, &va);
+	if (ret)
+		return sio_gpu_err(-ret, "cannot map the NVMe manager's mailbox: %s", sio_errmsg());
+	g->mb = va;
+	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++) {
+		struct sio_nvme_mbox_slot *sl = &g->mb->slots[s];
+
+		zero = 0;
+		if (__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != SIO_MBOX_FREE ||
+		    !__atomic_compare_exchange_n(&sl->pid, &zero, me, false, __ATOMIC_ACQ_REL,
+						 __ATOMIC_RELAXED))
+			continue;
+		sl->node = sio_fabric_node_id(g->f);
+		__atomic_store_n(&sl->state, SIO_MBOX_IDLE, __ATOMIC_RELEASE);
+		g->slot = s;
+		return 0;
+	}
+	return sio_gpu_err(ENOSPC, "the NVMe manager's mailbox is full");
+}
+
+static void mbox_close(struct sio_gpu_nvme *g)
+{
+	struct sio_nvme_mbox_req req = { .op = SIO_MBOX_OP_BYE };
+	struct sio_nvme_mbox_resp resp;
+
+	if (g->mb && g->slot >= 0) {
+		mbox_call(g, &req, &resp);
+		__atomic_store_n(&g->mb->slots[g->slot].state, SIO_MBOX_FREE, __ATOMIC_RELEASE);
+		__atomic_store_n(&g->mb->slots[g->slot].pid, 0, __ATOMIC_RELEASE);
+	}
+	if (g->mseg)
+		sio_segment_remove(g->mseg);
+}
+
+int sio_gpu_nvme_open(struct sio_fabric *f, int64_t device, int gpu, struct sio_gpu_nvme **out)
+{
+	struct sio_gpu_nvme *g;
+	struct sio_segment_info si;
+	unsigned int flags = cudaHostRegisterMapped;
+	cudaError_t e;
+	int ret;
+
+	if (!f || !out)
+		return sio_gpu_err(EINVAL, "sio_gpu_nvme_open: NULL argument");
+	ret = sio_gpu_use(gpu);
+	if (ret)
+		return ret;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return sio_gpu_err(ENOMEM, "out of memory");
+	g->f = f;
+	g->gpu = gpu;
+	g->slot = -1;
+	ret = sio_nvme_client_open(f, device, &g->cl);
+	if (ret) {
+		sio_gpu_err(-ret, "%s", sio_nvme_errmsg());
+		goto fail;
+	}
+	g->dev = sio_nvme_client_device(g->cl);
+	sio_nvme_client_info(g->cl, &g->ci);
+	ret = sio_device_info(g->dev, &g->di);
+	if (!ret)
+		ret = mbox_open(g);
+	if (ret)
+		goto fail;
+	ret = sio_device_bar(g->dev, 0, &g->bar0);
+	if (!ret)
+		ret = sio_segment_map(g->bar0, &g->bar0_va);
+	if (!ret)
+		ret = sio_segment_info(g->bar0, &si);
+	if (ret) {
+		sio_gpu_err(-ret, "cannot map BAR0: %s", sio_errmsg());
+		goto fail;
+	}
+	g->bar0_size = si.size;
+	/* Real BARs are MMIO and need the I/O memory flag; the sim's are RAM. */
+	if (g->di.backend != SIO_BACKEND_SIM)
+		flags |= cudaHostRegisterIoMemory;
+	e = cudaHostRegister(g->bar0_va, g->bar0_size, flags);
+	if (e == cudaSuccess)
+		e = cudaHostGetDevicePointer((void **)&g->bar0_dev, g->bar0_va, 0);
+	if (e != cudaSuccess) {
+		ret = sio_gpu_cuda_err(e, "mapping the doorbells (BAR0) for the GPU");
+		goto fail;
+	}
+	*out = g;
+	return 0;
+fail:
+	sio_gpu_nvme_close(g);
+	return ret;
+}
+
+void sio_gpu_nvme_close(struct sio_gpu_nvme *g)
+{
+	if (!g)
+		return;
+	while (g->qps)
+		sio_gpu_qp_destroy(g->qps);
+	if (g->bar0_dev)
+		cudaHostUnregister(g->bar0_va);
+	if (g->bar0_va)
+		sio_segment_unmap(g->bar0);
+	mbox_close(g);
+	sio_nvme_client_close(g->cl);
+	free(g);
+}
+
+struct sio_nvme_client *sio_gpu_nvme_client(struct sio_gpu_nvme *g)
+{
+	return g ? g->cl : NULL;
+}
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+int sio_gpu_qp_create(struct sio_gpu_nvme *g, const struct sio_gpu_qp_opts *opts,
+		      struct sio_gpu_qp **out)
+{
+	struct sio_gpu_qp_opts o = { .depth = 64 };
+	struct sio_gpu_queue_desc d;
+	struct sio_nvme_mbox_req req;
+	struct sio_nvme_mbox_resp resp;
+	struct sio_gpu_qp *qp;
+	uint64_t page, sq_sz, cq_sz, goff = 0, hoff = 0, gbus = 0, hbus = 0;
+	uint64_t sq_off, cq_off, prp_off, sq_bus, cq_bus;
+	char *hdev = NULL;
+	uint32_t depth;
+	cudaError_t e;
+	int ret;
+
+	if (!g || !out)
+		return sio_gpu_err(EINVAL, "sio_gpu_qp_create: NULL argument");
+	if (opts)
+		o = *opts;
+	if (o.prio > 3)
+		return sio_gpu_err(EINVAL, "SQ priority %u out of range 0..3", o.prio);
+	if (o.depth == 0)
+		o.depth = 64;
+	if (o.depth > g->ci.mqes)
+		o.depth = g->ci.mqes;
+	for (depth = 2; depth * 2 <= o.depth; depth *= 2)
+		;
+	if (o.depth < 2)
+		return sio_gpu_err(EINVAL, "queue depth %u: at least 2 entries", o.depth);
+	page = g->ci.page_size;
+	sq_sz = align_up((uint64_t)depth * 64, page);
+	cq_sz = align_up((uint64_t)depth * 16, page);
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return sio_gpu_err(ENOMEM, "out of memory");
+	qp->g = g;
+	/* GPU memory: SQ, CQ, PRP lists as chosen; host memory the rest. */
+	sq_off = o.sq_in_host ? hoff : goff;
+	if (o.sq_in_host)
+		hoff += sq_sz;
+	else
+		goff += sq_sz;
+	cq_off = o.cq_in_gpu ? goff : hoff;
+	if (o.cq_in_gpu)
+		goff += cq_sz;
+	else
+		hoff += cq_sz;
+	prp_off = goff;
+	goff += (uint64_t)depth * page;
+
+	ret = sio_gpu_mem_create(g->f, goff, g->gpu, &qp->gmem);
+	if (ret)
+		goto fail;
+	sio_segment_set_name(qp->gmem->seg, "gpu-nvme-queue");
+	ret = sio_device_map(g->dev, qp->gmem->seg, &gbus);
+	if (ret) {
+		ret = sio_gpu_err(-ret, "mapping GPU queue memory for the controller: %s",
+				  sio_errmsg());
+		goto fail;
+	}
+	qp->gmapped = true;
+	if (hoff) {
+		ret = sio_segment_create(g->f, 0, hoff, 0, &qp->hseg);
+		if (!ret)
+			ret = sio_segment_map(qp->hseg, &qp->hva);
+		if (!ret)
+			ret = sio_device_map(g->dev, qp->hseg, &hbus);
+		if (ret) {
+			ret = sio_gpu_err(-ret, "host queue memory: %s", sio_errmsg());
+			goto fail;
+		}
+		qp->hmapped = true;
+		sio_segment_set_name(qp->hseg, "gpu-nvme-queue-host");
+		memset(qp->hva, 0, hoff);
+		e = cudaHostRegister(qp->hva, hoff, cudaHostRegisterMapped);
+		if (e == cudaSuccess) {
+			qp->hreg = true;
+			e = cudaHostGetDevicePointer((void **)&hdev, qp->hva, 0);
+		}
+		if (e != cudaSuccess) {
+			ret = sio_gpu_cuda_err(e, "mapping host queue memory for the GPU");
+			goto fail;
+		}
+	}
+	sq_bus = (o.sq_in_host ? hbus : gbus) + sq_off;
+	cq_bus = (o.cq_in_gpu ? gbus : hbus) + cq_off;
+
+	memset(&req, 0, sizeof(req));
+	req.op = SIO_MBOX_OP_CREATE_QP;
+	req.qsize = depth;
+	req.bus1 = sq_bus;
+	req.bus2 = cq_bus;
+	req.cdw10 = o.prio;
+	ret = mbox_call(g, &req, &resp);
+	if (ret)
+		goto fail;
+	qp->created = true;
+	qp->info.qid = resp.qid;
+	qp->info.depth = depth;
+	qp->info.sq_kind = o.sq_in_host ? SIO_SEG_RAM : SIO_SEG_GPU;
+	qp->info.cq_kind = o.cq_in_gpu ? SIO_SEG_GPU : SIO_SEG_RAM;
+	qp->info.sq_place = o.sq_in_host ? SIO_PLACE_LOCAL :
+			    sio_gpu_placement(sio_fabric_node_id(g->f), g->di.lender);
+
+	memset(&d, 0, sizeof(d));
+	d.sq = (o.sq_in_host ? hdev : (char *)qp->gmem->dptr) + sq_off;
+	d.cq = (o.cq_in_gpu ? (char *)qp->gmem->dptr : hdev) + cq_off;
+	d.sq_db = (volatile uint32_t *)(g->bar0_dev +
+			sio_nvme_doorbell_offset(resp.qid, 0, g->ci.dstrd));
+	d.cq_db = (volatile uint32_t *)(g->bar0_dev +
+			sio_nvme_doorbell_offset(resp.qid, 1, g->ci.dstrd));
+	d.prp = (char *)qp->gmem->dptr + prp_off;
+	d.prp_bus = gbus + prp_off;
+	d.qid = resp.qid;
+	d.depth = depth;
+	d.page = (uint32_t)page;
+	d.max_xfer = g->ci.max_xfer;
+	d.timeout_ns = (uint64_t)(o.timeout_ms ? o.timeout_ms :
+				  (g->ci.timeout_ms > 2000 ? g->ci.timeout_ms : 2000)) * 1000000ull;
+	ret = sio_gpu_queue_alloc(&d, &qp->info.queue);
+	if (ret)
+		goto fail;
+	qp->next = g->qps;
+	g->qps = qp;
+	*out = qp;
+	return 0;
+fail:
+	{
+		/* keep the first message across the cleanup */
+		char msg[512];
+
+		snprintf(msg, sizeof(msg), "%s", sio_gpu_errmsg());
+		sio_gpu_qp_destroy(qp);	/* not on g->qps yet */
+		sio_gpu_err(-ret, "%s", msg);
+	}
+	return ret;
+}
+
+int sio_gpu_qp_destroy(struct sio_gpu_qp *qp)
+{
+	struct sio_nvme_mbox_req req;
+	struct sio_nvme_mbox_resp resp;
+	struct sio_gpu_qp **pp;
+	struct sio_gpu_nvme *g;
+	int ret = 0;
+
+	if (!qp)
+		return 0;
+	g = qp->g;
+	for (pp = &g->qps; *pp; pp = &(*pp)->next)
+		if (*pp == qp) {
+			*pp = qp->next;
+			break;
+		}
+	if (qp->created) {
+		memset(&req, 0, sizeof(req));
+		req.op = SIO_MBOX_OP_DELETE_QP;
+		req.qid = qp->info.qid;
+		ret = mbox_call(g, &req, &resp);
+	}
+	sio_gpu_queue_free(qp->info.queue);
+	if (qp->hreg)
+		cudaHostUnregister(qp->hva);
+	if (qp->hseg) {
+		if (qp->hmapped)
+			sio_device_unmap(g->dev, qp->hseg);
+		sio_segment_remove(qp->hseg);
+	}
+	if (qp->gmem) {
+		if (qp->gmapped)
+			sio_device_unmap(g->dev, qp->gmem->seg);
+		sio_gpu_mem_free(qp->gmem);
+	}
+	free(qp);
+	return ret;
+}
+
+void sio_gpu_qp_info(const struct sio_gpu_qp *qp, struct sio_gpu_qp_info *out)
+{
+	*out = qp->info;
+}

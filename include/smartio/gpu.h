@@ -1,0 +1,605 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SMARTIO_GPU_H
+#define SMARTIO_GPU_H
+
+/**
+ * DOC: GPU memory segments and GPU-driven NVMe queues
+ *
+ * GPU memory becomes a fabric segment (kind SIO_SEG_GPU) that device models
+ * DMA into through the CUDA plugin libsmartio-gpudma.so. A GPU queue pair
+ * has its SQ (and PRP lists) in GPU memory, its CQ in GPU memory or in host
+ * memory mapped for the GPU, and the controller's doorbells mapped into the
+ * GPU's address space, so a CUDA kernel runs the I/O with no CPU on the data
+ * path (the paper's sections 6.4 and 7.4.1).
+ *
+ * Many GPU threads share one queue pair: each takes a ticket (atomicAdd),
+ * which names its SQ slot and command id; the thread that wins the doorbell
+ * lock rings for every entry written so far (batched doorbells); whoever
+ * holds the CQ lock reaps every posted completion and hands each to its
+ * waiter by command id. Every wait is bounded by the queue's timeout
+ * (globaltimer) and ends in -ETIMEDOUT, which fails the queue, rather than
+ * hanging the GPU.
+ *
+ * Host functions return 0 or -errno with sio_gpu_errmsg() saying why; the
+ * ones that need a GPU return -ENODEV without one. Device functions (below,
+ * compiled by nvcc only) return 0, -EIO with the NVMe status, -ETIMEDOUT,
+ * -EINVAL, or the queue's failure.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <smartio/smartio.h>
+#include <smartio/nvme/types.h>
+#include <smartio/nvme/queue.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct sio_nvme_client;
+struct sio_gpu_nvme;
+struct sio_gpu_qp;
+
+/**
+ * struct sio_gpu_mem - GPU memory registered with the fabric
+ * @seg: the segment (kind SIO_SEG_GPU); map it for a device with
+ *	sio_device_map()
+ * @dptr: device pointer, for kernels
+ * @size: bytes
+ * @gpu: CUDA device ordinal
+ */
+struct sio_gpu_mem {
+	struct sio_segment *seg;
+	void *dptr;
+	uint64_t size;
+	int gpu;
+};
+
+/**
+ * struct sio_gpu_queue - a queue pair as GPU threads drive it
+ *
+ * Lives in GPU memory; filled by sio_gpu_queue_alloc(). Kernels take a
+ * pointer to it and use only the device functions below.
+ */
+struct sio_gpu_queue {
+	struct sio_nvme_cmd *sq;		/* device pointer */
+	volatile struct sio_nvme_cpl *cq;	/* device pointer (GPU or host memory) */
+	volatile uint32_t *sq_db;		/* device pointer into BAR0 */
+	volatile uint32_t *cq_db;
+	uint64_t *prp;				/* depth PRP list pages */
+	uint64_t prp_bus;			/* their bus address */
+	uint32_t depth;				/* entries, a power of two */
+	uint32_t shift;				/* log2(depth) */
+	uint32_t page;				/* controller memory page size */
+	uint32_t max_xfer;			/* bytes per command at most */
+	uint64_t timeout_ns;			/* bound on every wait */
+	uint16_t qid;
+	/* state shared by the threads */
+	uint32_t ticket;			/* next ticket */
+	uint32_t rung;				/* tickets the SQ doorbell covers */
+	uint32_t sq_lock, cq_lock;
+	uint32_t cq_head, cq_phase;
+	uint32_t cq_seen;			/* completions consumed */
+	int32_t failed;				/* 0, or the error that failed it */
+	uint32_t spurious;			/* completions for no command */
+	/* per slot (depth entries each) */
+	uint32_t *round;			/* ticket round allowed to use it */
+	uint32_t *ready;			/* ticket + 1 once the entry is written */
+	uint32_t *tick;				/* ticket occupying it */
+	uint32_t *done;				/* ticket + 1 once completed */
+	uint16_t *status;			/* NVMe status (SCT << 8 | SC) */
+};
+
+/**
+ * struct sio_gpu_queue_desc - the memory a GPU queue runs on
+ * @sq: SQ, device pointer, depth * 64 bytes
+ * @cq: CQ, device pointer, depth * 16 bytes, zeroed
+ * @sq_db: SQ tail doorbell, device pointer
+ * @cq_db: CQ head doorbell, device pointer
+ * @prp: PRP list pages, device pointer, depth * @page bytes
+ * @prp_bus: their address as the controller sees it
+ * @qid: queue id
+ * @depth: entries; a power of two, 2..65536 (SQ and CQ have as many)
+ * @page: controller memory page size (4096 at CC.MPS 0)
+ * @max_xfer: largest transfer per command in bytes (capped at one PRP list)
+ * @timeout_ns: bound on each wait (0: 2 s)
+ */
+struct sio_gpu_queue_desc {
+	void *sq;
+	void *cq;
+	volatile uint32_t *sq_db;
+	volatile uint32_t *cq_db;
+	void *prp;
+	uint64_t prp_bus;
+	uint16_t qid;
+	uint32_t depth;
+	uint32_t page;
+	uint32_t max_xfer;
+	uint64_t timeout_ns;
+};
+
+/**
+ * struct sio_gpu_qp_opts - how to place a GPU queue pair
+ * @depth: entries (0: 64); rounded down to a power of two, capped by MQES
+ * @cq_in_gpu: CQ in GPU memory (default: host memory mapped for the GPU,
+ *	which every controller model can post to)
+ * @sq_in_host: SQ in host memory mapped for the GPU instead of GPU memory
+ *	(for placement comparisons)
+ * @prio: SQ priority for weighted round robin, 0..3
+ * @timeout_ms: bound on each device-side wait (0: the controller's CAP.TO,
+ *	at least 2 s)
+ */
+struct sio_gpu_qp_opts {
+	uint32_t depth;
+	bool cq_in_gpu;
+	bool sq_in_host;
+	uint32_t prio;
+	uint32_t timeout_ms;
+};
+
+/**
+ * struct sio_gpu_qp_info - a GPU queue pair as created
+ * @qid: queue id the manager assigned
+ * @depth: entries
+ * @sq_place: SIO_PLACE_DEVICE when the SQ sits in GPU memory on the
+ *	controller's lender, else SIO_PLACE_LOCAL
+ * @sq_kind: SIO_SEG_GPU or SIO_SEG_RAM
+ * @cq_kind: SIO_SEG_GPU or SIO_SEG_RAM
+ * @queue: the device-side queue, for kernels
+ */
+struct sio_gpu_qp_info {
+	uint16_t qid;
+	uint32_t depth;
+	int sq_place;
+	int sq_kind;
+	int cq_kind;
+	struct sio_gpu_queue *queue;
+};
+
+/** sio_gpu_errmsg() - why the calling thread's last sio_gpu_* call failed */
+const char *sio_gpu_errmsg(void);
+
+/**
+ * sio_gpu_count() - CUDA devices present
+ * Return: the count (> 0), or -ENODEV with the reason in sio_gpu_errmsg()
+ * (no driver, no device, CUDA built out).
+ */
+int sio_gpu_count(void);
+
+/**
+ * sio_gpu_placement() - where GPU memory of @gpu_node sits for a device
+ * @gpu_node: node the GPU is installed in
+ * @lender: node that lends the device
+ * Return: SIO_PLACE_DEVICE (device-adjacent: same node as the device),
+ * SIO_PLACE_LOCAL, or -EINVAL for a negative node.
+ */
+int sio_gpu_placement(int gpu_node, int lender);
+
+/**
+ * sio_gpu_mem_create() - allocate GPU memory and register it as a segment
+ * @f: fabric handle (the GPU's node)
+ * @size: bytes (rounded up to 64 KiB)
+ * @gpu: CUDA device ordinal
+ * @out: the memory; free with sio_gpu_mem_free()
+ * Return: 0, -EINVAL, -ENODEV (no such GPU), -ENOMEM, -errno.
+ */
+int sio_gpu_mem_create(struct sio_fabric *f, uint64_t size, int gpu, struct sio_gpu_mem **out);
+
+/**
+ * sio_gpu_segment_create_hinted() - GPU memory for a device, placed by hints
+ * @dev: borrowed device that will access it
+ * @size: bytes
+ * @hints: SIO_HINT_* bits; 0 says nothing and is refused
+ * @gpu: CUDA device ordinal
+ * @out: the memory (not yet mapped for @dev)
+ * @placed: SIO_PLACE_DEVICE when this node lends @dev (the memory is next
+ *	to the device), SIO_PLACE_LOCAL otherwise (may be NULL)
+ *
+ * GPU memory is always this node's; the placement says what the device
+ * pays to reach it. Hints that ask for memory near the host CPU (host reads
+ * without device reads, as for a CPU-polled CQ) are refused with -EINVAL:
+ * use sio_segment_create_hinted() for those.
+ */
+int sio_gpu_segment_create_hinted(struct sio_device *dev, uint64_t size, unsigned int hints,
+				  int gpu, struct sio_gpu_mem **out, enum sio_placement *placed);
+
+/**
+ * sio_gpu_mem_free() - unregister and free GPU memory
+ * @m: memory (NULL is ignored); unmap it from devices first
+ */
+void sio_gpu_mem_free(struct sio_gpu_mem *m);
+
+/**
+ * sio_gpu_queue_alloc() - build the device-side state of a GPU queue
+ * @d: the memory it runs on
+ * @out: device pointer to the queue; free with sio_gpu_queue_free()
+ *
+ * The low-level half of sio_gpu_qp_create(): it neither asks for the queue
+ * at the controller nor maps anything.
+ * Return: 0, -EINVAL naming the bad field, -ENODEV, -ENOMEM.
+ */
+int sio_gpu_queue_alloc(const struct sio_gpu_queue_desc *d, struct sio_gpu_queue **out);
+
+/** sio_gpu_queue_free() - free what sio_gpu_queue_alloc() made (NULL ignored) */
+void sio_gpu_queue_free(struct sio_gpu_queue *q);
+
+/**
+ * sio_gpu_queue_failed() - read a GPU queue's failure from the host
+ * @q: device pointer
+ * Return: 0 while healthy, the negative error that failed it, or -errno.
+ */
+int sio_gpu_queue_failed(struct sio_gpu_queue *q);
+
+/**
+ * sio_gpu_nvme_open() - connect a GPU to an NVMe controller's manager
+ * @f: fabric handle
+ * @device: device id, or negative for the first NVMe controller
+ * @gpu: CUDA device ordinal
+ * @out: the connection
+ *
+ * Opens an NVMe client (for identify and namespaces), takes a mailbox slot
+ * of its own for queues in GPU memory, and maps BAR0's doorbells into the
+ * GPU.
+ */
+int sio_gpu_nvme_open(struct sio_fabric *f, int64_t device, int gpu, struct sio_gpu_nvme **out);
+
+/** sio_gpu_nvme_close() - destroy its queue pairs and disconnect (NULL ignored) */
+void sio_gpu_nvme_close(struct sio_gpu_nvme *g);
+
+/** sio_gpu_nvme_client() - the NVMe client underneath, for host-side I/O */
+struct sio_nvme_client *sio_gpu_nvme_client(struct sio_gpu_nvme *g);
+
+/**
+ * sio_gpu_qp_create() - place a queue pair for GPU threads and create it
+ * @g: connection
+ * @opts: placement and depth (NULL for defaults)
+ * @out: the queue pair
+ * Return: 0, -ENOSPC (the controller has no queue left), -EINVAL, -errno.
+ */
+int sio_gpu_qp_create(struct sio_gpu_nvme *g, const struct sio_gpu_qp_opts *opts,
+		      struct sio_gpu_qp **out);
+
+/** sio_gpu_qp_destroy() - delete a queue pair (NULL ignored); no kernel may use it */
+int sio_gpu_qp_destroy(struct sio_gpu_qp *qp);
+
+/** sio_gpu_qp_info() - describe a queue pair */
+void sio_gpu_qp_info(const struct sio_gpu_qp *qp, struct sio_gpu_qp_info *out);
+
+/**
+ * struct sio_gpu_job - a batch of I/O run by a kernel over several queues
+ * @opcode: SIO_NVME_CMD_READ or SIO_NVME_CMD_WRITE
+ * @nsid: namespace
+ * @lba_size: bytes per block
+ * @nlb: blocks per command
+ * @nios: commands in all
+ * @slba: first block (sequential) or base of the random span
+ * @span: blocks that random offsets fall in (0: sequential from @slba)
+ * @seed: random seed
+ * @threads: GPU threads; thread t uses queue t % nq and issues one command
+ *	at a time, commands t, t + threads, ...
+ * @dptr, @bus, @size: the data buffer (device pointer, bus address for
+ *	the controller, bytes); sequential command i uses offset i * bytes,
+ *	random ones the issuing thread's own slot, modulo @size
+ * @lat_ns: optional device array of @nios latencies in ns (may be NULL)
+ */
+struct sio_gpu_job {
+	uint8_t opcode;
+	uint32_t nsid;
+	uint32_t lba_size;
+	uint32_t nlb;
+	uint64_t nios;
+	uint64_t slba;
+	uint64_t span;
+	uint64_t seed;
+	uint32_t threads;
+	void *dptr;
+	uint64_t bus;
+	uint64_t size;
+	uint64_t *lat_ns;
+};
+
+/**
+ * struct sio_gpu_job_result - what a job did
+ * @ok: commands that succeeded
+ * @failed: commands that did not
+ * @first_err: the first failure (0, -EIO, -ETIMEDOUT, ...)
+ * @first_status: NVMe status of the first -EIO
+ * @seconds: kernel time, from CUDA events
+ */
+struct sio_gpu_job_result {
+	uint64_t ok;
+	uint64_t failed;
+	int first_err;
+	uint16_t first_status;
+	double seconds;
+};
+
+/**
+ * sio_gpu_run_job() - run a batch of I/O from a kernel and wait for it
+ * @qs: device-side queues
+ * @nq: how many
+ * @job: the work
+ * @res: what happened
+ * Return: 0 when the kernel ran (see @res for the I/O), -EINVAL, -ENODEV,
+ * -EIO (CUDA error).
+ */
+int sio_gpu_run_job(struct sio_gpu_queue *const *qs, int nq, const struct sio_gpu_job *job,
+		    struct sio_gpu_job_result *res);
+
+/**
+ * sio_gpu_checksum() - checksum of GPU memory, computed on the GPU
+ * @dptr: device pointer, 8-byte aligned
+ * @len: bytes, a multiple of 8
+ * @out: sum over 64-bit words w[i] of (w[i] ^ i), modulo 2^64
+ */
+int sio_gpu_checksum(const void *dptr, uint64_t len, uint64_t *out);
+
+/** sio_gpu_checksum_host() - the same checksum over host memory */
+uint64_t sio_gpu_checksum_host(const void *p, uint64_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#if defined(__CUDACC__)
+/*
+ * Device side: the calls a CUDA kernel makes. Command building, PRP lists,
+ * fences and doorbell stores are queue.h's; what is added here is sharing a
+ * queue pair among many threads.
+ */
+
+#define SIO_GPU_EINVAL		(-22)
+#define SIO_GPU_EIO		(-5)
+#define SIO_GPU_ETIMEDOUT	(-110)
+
+static __device__ __forceinline__ uint64_t sio_gpu_now_ns(void)
+{
+	uint64_t t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+/* Back off between polls: a spinning warp steals issue slots from the
+ * threads that do the work. */
+static __device__ __forceinline__ void sio_gpu_backoff(uint32_t *ns)
+{
+#if __CUDA_ARCH__ >= 700
+	__nanosleep(*ns);
+#endif
+	if (*ns < 2048)
+		*ns <<= 1;
+}
+
+static __device__ __forceinline__ uint32_t sio_gpu_ld(const volatile uint32_t *p)
+{
+	return *p;
+}
+
+static __device__ __forceinline__ bool sio_gpu_trylock(uint32_t *l)
+{
+	if (atomicCAS(l, 0u, 1u) != 0u)
+		return false;
+	__threadfence();
+	return true;
+}
+
+static __device__ __forceinline__ void sio_gpu_unlock(uint32_t *l)
+{
+	__threadfence();
+	atomicExch(l, 0u);
+}
+
+/* Fail the queue once: every waiter sees it and returns. */
+static __device__ __forceinline__ int sio_gpu_fail(struct sio_gpu_queue *q, int err)
+{
+	atomicCAS((int *)&q->failed, 0, err);
+	return sio_gpu_ld((volatile uint32_t *)&q->failed) ? (int)q->failed : err;
+}
+
+/* Ring the SQ doorbell for every consecutive written entry (batched). */
+static __device__ __forceinline__ void sio_gpu_sq_ring(struct sio_gpu_queue *q)
+{
+	uint32_t n, start;
+
+	if (!sio_gpu_trylock(&q->sq_lock))
+		return;
+	start = n = sio_gpu_ld(&q->rung);
+	while (sio_gpu_ld(&q->ready[n & (q->depth - 1)]) == n + 1)
+		n++;
+	if (n != start) {
+		/* the entries (written by any thread) before the tail */
+		sio_nvme_wmb();
+		sio_nvme_mmio_write32(q->sq_db, n & (q->depth - 1));
+		*(volatile uint32_t *)&q->rung = n;
+	}
+	sio_gpu_unlock(&q->sq_lock);
+}
+
+/* Reap every posted completion, hand each to its slot, ring the CQ head. */
+static __device__ __forceinline__ void sio_gpu_cq_reap(struct sio_gpu_queue *q)
+{
+	uint32_t head, phase, n = 0;
+
+	if (!sio_gpu_trylock(&q->cq_lock))
+		return;
+	head = q->cq_head;
+	phase = q->cq_phase;
+	for (;;) {
+		volatile struct sio_nvme_cpl *c = &q->cq[head];
+		uint16_t st = c->status;
+		uint16_t cid;
+
+		if ((st & 1u) != phase)
+			break;
+		sio_nvme_rmb();
+		cid = c->cid;
+		if (cid < q->depth && sio_gpu_ld(&q->done[cid]) != q->tick[cid] + 1) {
+			q->status[cid] = SIO_NVME_STATUS_CODE(c->status);
+			__threadfence();
+			*(volatile uint32_t *)&q->done[cid] = q->tick[cid] + 1;
+		} else {
+			q->spurious++;
+		}
+		if (++head == q->depth) {
+			head = 0;
+			phase ^= 1u;
+		}
+		n++;
+	}
+	if (n) {
+		q->cq_head = head;
+		q->cq_phase = phase;
+		/* our reads of the entries before the slots go back */
+		sio_nvme_wmb();
+		sio_nvme_mmio_write32(q->cq_db, head);
+		atomicAdd(&q->cq_seen, n);
+	}
+	sio_gpu_unlock(&q->cq_lock);
+}
+
+/**
+ * sio_gpu_submit() - place one command in a shared GPU queue and ring
+ * @q: queue (device pointer)
+ * @cmd: the command; its cid and, when @bytes > 0, its PRPs are filled here
+ * @bus: data address as the controller sees it (dword aligned)
+ * @bytes: data length, at most q->max_xfer (0: no data)
+ * @ticket: the ticket to wait on with sio_gpu_wait()
+ * Return: 0, -EINVAL, -ETIMEDOUT (no slot freed in time), or the queue's
+ * failure. A timeout fails the queue.
+ */
+static __device__ int sio_gpu_submit(struct sio_gpu_queue *q, struct sio_nvme_cmd *cmd,
+				     uint64_t bus, uint32_t bytes, uint32_t *ticket)
+{
+	uint64_t deadline;
+	uint32_t t, p, ns = 32;
+	int failed;
+
+	if (bytes > q->max_xfer || (bus & 3u))
+		return SIO_GPU_EINVAL;
+	if ((failed = (int)sio_gpu_ld((volatile uint32_t *)&q->failed)))
+		return failed;
+	deadline = sio_gpu_now_ns() + q->timeout_ns;
+	t = atomicAdd(&q->ticket, 1u);
+	p = t & (q->depth - 1);
+	/* The slot's previous command has completed, and at most depth - 1
+	 * are in flight so the CQ cannot overflow. */
+	while (sio_gpu_ld(&q->round[p]) != (t >> q->shift) ||
+	       (int32_t)(t - sio_gpu_ld(&q->cq_seen)) >= (int32_t)(q->depth - 1)) {
+		if ((failed = (int)sio_gpu_ld((volatile uint32_t *)&q->failed)))
+			return failed;
+		if (sio_gpu_now_ns() > deadline)
+			return sio_gpu_fail(q, SIO_GPU_ETIMEDOUT);
+		sio_gpu_cq_reap(q);
+		sio_gpu_backoff(&ns);
+	}
+	q->tick[p] = t;
+	if (bytes) {
+		uint64_t *list = q->prp + (uint64_t)p * (q->page / 8);
+
+		sio_nvme_prp_fill(bus, bytes, q->page, list,
+				  q->prp_bus + (uint64_t)p * q->page, &cmd->prp1, &cmd->prp2);
+	}
+	cmd->cid = (uint16_t)p;
+	q->sq[p] = *cmd;
+	/* entry and PRP list visible to the controller before anyone rings */
+	__threadfence_system();
+	atomicExch(&q->ready[p], t + 1);
+	ns = 32;
+	while ((int32_t)(sio_gpu_ld(&q->rung) - t) <= 0) {
+		sio_gpu_sq_ring(q);
+		if ((int32_t)(sio_gpu_ld(&q->rung) - t) > 0)
+			break;
+		if (sio_gpu_now_ns() > deadline)
+			return sio_gpu_fail(q, SIO_GPU_ETIMEDOUT);
+		sio_gpu_backoff(&ns);
+	}
+	*ticket = t;
+	return 0;
+}
+
+/**
+ * sio_gpu_wait() - wait for a submitted command's completion
+ * @q: queue
+ * @ticket: from sio_gpu_submit()
+ * @status: NVMe status (SCT << 8 | SC), 0 on success (may be NULL)
+ * Return: 0, -EIO (see @status), -ETIMEDOUT (fails the queue), or the
+ * queue's failure.
+ */
+static __device__ int sio_gpu_wait(struct sio_gpu_queue *q, uint32_t ticket, uint16_t *status)
+{
+	uint32_t p = ticket & (q->depth - 1), ns = 64;
+	uint64_t deadline = sio_gpu_now_ns() + q->timeout_ns;
+	uint16_t st;
+	int failed;
+
+	while (sio_gpu_ld(&q->done[p]) != ticket + 1) {
+		if ((failed = (int)sio_gpu_ld((volatile uint32_t *)&q->failed)))
+			return failed;
+		sio_gpu_cq_reap(q);
+		if (sio_gpu_ld(&q->done[p]) == ticket + 1)
+			break;
+		if (sio_gpu_now_ns() > deadline)
+			return sio_gpu_fail(q, SIO_GPU_ETIMEDOUT);
+		sio_gpu_backoff(&ns);
+	}
+	__threadfence();
+	st = *(volatile uint16_t *)&q->status[p];
+	if (status)
+		*status = st;
+	/* hand the slot to the next round */
+	__threadfence();
+	atomicExch(&q->round[p], (ticket >> q->shift) + 1);
+	return st ? SIO_GPU_EIO : 0;
+}
+
+/**
+ * sio_gpu_rw() - read or write blocks between the device and GPU memory
+ * @q: queue
+ * @opcode: SIO_NVME_CMD_READ or SIO_NVME_CMD_WRITE
+ * @nsid: namespace
+ * @slba: first block
+ * @nlb: blocks
+ * @lba_size: bytes per block
+ * @bus: bus address of the GPU buffer (as the controller sees it)
+ * @status: NVMe status on -EIO (may be NULL)
+ * Return: as sio_gpu_wait(), or -EINVAL above q->max_xfer.
+ */
+static __device__ int sio_gpu_rw(struct sio_gpu_queue *q, uint8_t opcode, uint32_t nsid,
+				 uint64_t slba, uint32_t nlb, uint32_t lba_size, uint64_t bus,
+				 uint16_t *status)
+{
+	struct sio_nvme_cmd cmd;
+	uint32_t t;
+	int ret;
+
+	if (nlb == 0 || nlb > 65536u || (uint64_t)nlb * lba_size > q->max_xfer)
+		return SIO_GPU_EINVAL;
+	sio_nvme_cmd_rw(&cmd, opcode, nsid, slba, nlb, 0, 0);
+	ret = sio_gpu_submit(q, &cmd, bus, nlb * lba_size, &t);
+	if (ret)
+		return ret;
+	return sio_gpu_wait(q, t, status);
+}
+
+/** sio_gpu_read() - read blocks into GPU memory at @bus; as sio_gpu_rw() */
+static __device__ __forceinline__ int sio_gpu_read(struct sio_gpu_queue *q, uint32_t nsid,
+						   uint64_t slba, uint32_t nlb,
+						   uint32_t lba_size, uint64_t bus,
+						   uint16_t *status)
+{
+	return sio_gpu_rw(q, SIO_NVME_CMD_READ, nsid, slba, nlb, lba_size, bus, status);
+}
+
+/** sio_gpu_write() - write blocks from GPU memory at @bus; as sio_gpu_rw() */
+static __device__ __forceinline__ int sio_gpu_write(struct sio_gpu_queue *q, uint32_t nsid,
+						    uint64_t slba, uint32_t nlb,
+						    uint32_t lba_size, uint64_t bus,
+						    uint16_t *status)
+{
+	return sio_gpu_rw(q, SIO_NVME_CMD_WRITE, nsid, slba, nlb, lba_size, bus, status);
+}
+#endif /* __CUDACC__ */
+
+#endif
