@@ -18,7 +18,8 @@ SMARTIO=$BUILD/tools/smartio
 EMU=$BUILD/src/sim/nvme/nvme-emu
 MGR=$BUILD/drivers/nvme/nvme-manager
 CLIENT=$BUILD/drivers/nvme/nvme-client
-for p in "$SMARTIO" "$EMU" "$MGR" "$CLIENT"; do
+MCAST=$BUILD/drivers/mcast/nvme-mcast-identify
+for p in "$SMARTIO" "$EMU" "$MGR" "$CLIENT" "$MCAST"; do
 	[ -x "$p" ] || { echo "cluster-demo: $p not found: build first" >&2; exit 1; }
 done
 
@@ -56,6 +57,9 @@ echo "== node 0 lends an emulated NVMe controller (256 MiB of RAM)"
 	>"$WORK/emu.log" 2>&1 &
 PIDS+=($!)
 wait_file "$WORK/emu.ready" $! nvme-emu
+
+echo "== node 1 sends one Identify Controller to a multicast group every other node subscribed to"
+"$MCAST" --fabric "$FABRIC" --node 1 || { echo "cluster-demo: multicast Identify FAILED" >&2; exit 1; }
 
 echo "== node 0 runs the manager"
 "$MGR" --fabric "$FABRIC" --node 0 --ready-file "$WORK/mgr.ready" >"$WORK/mgr.log" 2>&1 &
