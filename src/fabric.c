@@ -263,6 +263,18 @@ static int open_evsock(struct sio_fabric *f)
 	return 0;
 }
 
+static void fabric_free(struct sio_fabric *f)
+{
+	if (f->evfd >= 0)
+		close(f->evfd);
+	free(f->segmap);
+	free(f->segmap_gen);
+	free(f->segmap_len);
+	munmap(f->reg, sizeof(*f->reg));
+	close(f->regfd);
+	free(f);
+}
+
 int sio_fabric_open(const char *name, int node, struct sio_fabric **out)
 {
 	char path[PATH_MAX + 16];
@@ -340,14 +352,7 @@ int sio_fabric_open(const char *name, int node, struct sio_fabric **out)
 	*out = f;
 	return 0;
 fail_map:
-	if (f->evfd >= 0)
-		close(f->evfd);
-	free(f->segmap);
-	free(f->segmap_gen);
-	free(f->segmap_len);
-	munmap(f->reg, sizeof(*f->reg));
-	close(f->regfd);
-	free(f);
+	fabric_free(f);
 	return ret;
 }
 
@@ -364,13 +369,7 @@ void sio_fabric_close(struct sio_fabric *f)
 		sio__segmap_drop(f, s);
 	snprintf(p, sizeof(p), "%s/ev.%d.%d", f->dir, f->proc, getpid());
 	unlink(p);
-	close(f->evfd);
-	free(f->segmap);
-	free(f->segmap_gen);
-	free(f->segmap_len);
-	munmap(f->reg, sizeof(*f->reg));
-	close(f->regfd);
-	free(f);
+	fabric_free(f);
 }
 
 int sio_fabric_node_id(const struct sio_fabric *f)

@@ -81,6 +81,14 @@ void reg_window_put(struct sio_fabric *f, int node, int adapter, int window)
 		f->reg->nodes[node].windows_used[adapter]--;
 }
 
+void reg_pmap_release(struct sio_fabric *f, int i)
+{
+	struct reg_pmap *pm = &f->reg->pmaps[i];
+
+	reg_window_put(f, pm->node, pm->adapter, pm->window);
+	memset(pm, 0, sizeof(*pm));
+}
+
 void reg_dmamap_release(struct sio_fabric *f, int m)
 {
 	struct reg_dmamap *d = &f->reg->dmamaps[m];
@@ -141,10 +149,8 @@ void reg_seg_release(struct sio_fabric *f, int s, bool notify)
 		sio__event_broadcast(f, &ev, want_seg_users);
 	}
 	for (int i = 0; i < SIO_MAX_PMAPS; i++)
-		if (r->pmaps[i].used && r->pmaps[i].seg == s) {
-			reg_window_put(f, r->pmaps[i].node, r->pmaps[i].adapter, r->pmaps[i].window);
-			memset(&r->pmaps[i], 0, sizeof(r->pmaps[i]));
-		}
+		if (r->pmaps[i].used && r->pmaps[i].seg == s)
+			reg_pmap_release(f, i);
 	for (int m = 0; m < SIO_MAX_DMAMAPS; m++)
 		if (r->dmamaps[m].used && r->dmamaps[m].seg == s)
 			reg_dmamap_release(f, m);
@@ -223,10 +229,8 @@ void reg_proc_release(struct sio_fabric *f, int p, bool died)
 		if (r->borrows[b].used && r->borrows[b].proc == p)
 			reg_borrow_release(f, b);
 	for (int i = 0; i < SIO_MAX_PMAPS; i++)
-		if (r->pmaps[i].used && r->pmaps[i].proc == p) {
-			reg_window_put(f, r->pmaps[i].node, r->pmaps[i].adapter, r->pmaps[i].window);
-			memset(&r->pmaps[i], 0, sizeof(r->pmaps[i]));
-		}
+		if (r->pmaps[i].used && r->pmaps[i].proc == p)
+			reg_pmap_release(f, i);
 	for (int d = 0; d < SIO_MAX_DEVS; d++)
 		if (r->devs[d].used && r->devs[d].owner == p)
 			reg_dev_release(f, d);

@@ -160,6 +160,7 @@ int reg_window_get(struct sio_fabric *f, int node, int adapter, int seg, uint64_
 void reg_window_put(struct sio_fabric *f, int node, int adapter, int window);
 int reg_window_index(struct sio_fabric *f, int node, int adapter, uint64_t bus);
 void reg_borrow_release(struct sio_fabric *f, int b);
+void reg_pmap_release(struct sio_fabric *f, int i);
 void reg_dmamap_release(struct sio_fabric *f, int m);
 void reg_seg_release(struct sio_fabric *f, int s, bool notify);
 void reg_dev_release(struct sio_fabric *f, int d);

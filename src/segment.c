@@ -310,8 +310,7 @@ int sio_segment_map_adapter(struct sio_segment *seg, int adapter, void **vaddr)
 	}
 	ret = sio__segment_mmap(f, seg->slot, &seg->vaddr, &seg->fd);
 	if (ret && pm >= 0) {
-		reg_window_put(f, f->node, f->reg->pmaps[pm].adapter, f->reg->pmaps[pm].window);
-		memset(&f->reg->pmaps[pm], 0, sizeof(f->reg->pmaps[pm]));
+		reg_pmap_release(f, pm);
 		seg->window = -1;
 	}
 	if (!ret) {
@@ -344,10 +343,8 @@ int sio_segment_unmap(struct sio_segment *seg)
 	sio__lock(f);
 	if (seg->window >= 0) {
 		struct reg_pmap *pm = &f->reg->pmaps[seg->window];
-		if (pm->used && pm->proc == f->proc && pm->seg == seg->slot) {
-			reg_window_put(f, pm->node, pm->adapter, pm->window);
-			memset(pm, 0, sizeof(*pm));
-		}
+		if (pm->used && pm->proc == f->proc && pm->seg == seg->slot)
+			reg_pmap_release(f, seg->window);
 		seg->window = -1;
 	}
 	reg_bump(f->reg);
