@@ -51,7 +51,7 @@ int sio_gpu_count(void)
 	cudaError_t e = cudaGetDeviceCount(&n);
 
 	if (e != cudaSuccess) {
-		sio_gpu_cuda_err(e, "no GPU");
+		sio_gpu_cuda_err(e, "CUDA");
 		return -ENODEV;
 	}
 	if (n <= 0)
