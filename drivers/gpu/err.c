@@ -50,10 +50,9 @@ int sio_gpu_count(void)
 	int n = 0;
 	cudaError_t e = cudaGetDeviceCount(&n);
 
-	if (e != cudaSuccess) {
-		sio_gpu_cuda_err(e, "CUDA");
-		return -ENODEV;
-	}
+	if (e != cudaSuccess)
+		return sio_gpu_err(ENODEV, "no GPU: %s (%s)", cudaGetErrorString(e),
+				   cudaGetErrorName(e));
 	if (n <= 0)
 		return sio_gpu_err(ENODEV, "no GPU: CUDA reports no device");
 	return n;

@@ -133,7 +133,7 @@ Test(gpu_hinted, placement_and_refusals)
 					    SIO_HINT_HOST_WRITE, 0, &m, &placed);
 	if (sio_gpu_count() < 0) {
 		cr_expect_eq(ret, -ENODEV);
-		cr_expect(strstr(sio_gpu_errmsg(), "no GPU") || strstr(sio_gpu_errmsg(), "GPU"),
+		cr_expect(strstr(sio_gpu_errmsg(), "no GPU"),
 			  "message: %s", sio_gpu_errmsg());
 	} else {
 		cr_assert_eq(ret, 0, "%s", sio_gpu_errmsg());

@@ -27,7 +27,7 @@ static struct sio_gpu_nvme *gn;
 static void need_gpu(void)
 {
 	if (sio_gpu_count() <= 0)
-		cr_skip_test("no GPU: %s", sio_gpu_errmsg());
+		cr_skip_test("%s", sio_gpu_errmsg());
 }
 
 static volatile sig_atomic_t stop;
@@ -245,7 +245,7 @@ int main(int argc, char *argv[])
 	int result = 0;
 
 	if (sio_gpu_count() <= 0) {
-		printf("skipped: no GPU: %s\n", sio_gpu_errmsg());
+		printf("skipped: %s\n", sio_gpu_errmsg());
 		return 77;
 	}
 	tests = criterion_initialize();
