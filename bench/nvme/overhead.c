@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * overhead: the NVMe client's own cost per I/O, measured as SPDK's overhead
+ * tool does. QD1 4 KiB random reads; TSC timestamps around the submit call,
+ * and around each poll call: a poll that reaps the completion is the
+ * completion cost, polls that find nothing are counted apart. Device time
+ * falls between the two and is excluded.
+ *
+ * Instructions per I/O: this machine has no usable PMU (perf stat reports
+ * instructions as unsupported, no rdpmc), so --instructions reruns the
+ * client under valgrind --tool=callgrind, which counts deterministically,
+ * with collection switched on only around the submit call (one pass) and
+ * only around the reaping poll (another pass, started once the completion
+ * has surely been posted).
+ */
+#include "common.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <valgrind/callgrind.h>
+
+static void on_done(void *arg, int err, uint16_t status)
+{
+	*(volatile int *)arg = err ? err : 1;
+	(void)status;
+}
+
+/* Client side of a callgrind pass: @what is "submit" or "complete". */
+static int cg_pass(const char *fabric, int64_t devid, int lender, const char *what, uint64_t n)
+{
+	struct nb_env e = { .devid = devid, .o = { .lender = lender } };
+	bool sub = !strcmp(what, "submit");
+	uint64_t seed = 42, nblk, miss = 0;
+	struct nb_client c;
+	uint32_t nlb;
+	int rc;
+
+	snprintf(e.fabric, sizeof(e.fabric), "%s", fabric);
+	if ((rc = nb_client_open(&c, &e, 0, NULL, 4096)))
+		return 1;
+	nlb = 4096 / c.ns.lba_size;
+	nblk = c.ns.nsze / nlb;
+	for (uint64_t i = 0; i < n; i++) {
+		volatile int st = 0;
+		uint64_t lba = nb_rand(&seed) % nblk * nlb;
+
+		if (sub)
+			CALLGRIND_TOGGLE_COLLECT;
+		rc = sio_nvme_ioq_read(c.q, 1, lba, nlb, c.buf, 0, on_done, (void *)&st);
+		if (sub)
+			CALLGRIND_TOGGLE_COLLECT;
+		if (rc)
+			break;
+		if (!sub)
+			usleep(400);	/* longer than the controller's deepest idle sleep */
+		for (int k = 0; !st; k++) {
+			if (!sub && k == 0)
+				CALLGRIND_TOGGLE_COLLECT;
+			rc = sio_nvme_ioq_poll(c.q, 1);
+			if (!sub && k == 0)
+				CALLGRIND_TOGGLE_COLLECT;
+			if (rc < 0)
+				goto out;
+			if (!sub && k == 0 && rc == 0)
+				miss++;
+		}
+	}
+	rc = 0;
+out:
+	printf("callgrind-pass %s ios %llu missed %llu rc %d\n", what, (unsigned long long)n,
+	       (unsigned long long)miss, rc);
+	nb_client_close(&c);
+	return rc ? 1 : 0;
+}
+
+/* Run one callgrind pass over a child; Ir per I/O, or -1. */
+static double callgrind(const char *self, const struct nb_env *e, const char *out,
+			const char *what, uint64_t n)
+{
+	char cmd[8192], file[4096], line[512];
+	double ir = -1;
+	FILE *f;
+
+	snprintf(file, sizeof(file), "%s/callgrind.%s.out", out, what);
+	snprintf(cmd, sizeof(cmd),
+		 "valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file='%s' "
+		 "'%s' --cg-pass %s --cg-fabric %s --cg-dev %lld --cg-lender %d -n %llu "
+		 ">'%s/callgrind.%s.log' 2>&1",
+		 file, self, what, e->fabric, (long long)e->devid, e->o.lender,
+		 (unsigned long long)n, out, what);
+	if (system(cmd)) {
+		fprintf(stderr, "overhead: callgrind pass failed, see %s/callgrind.%s.log\n", out, what);
+		return -1;
+	}
+	if (!(f = fopen(file, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "totals:", 7) || !strncmp(line, "summary:", 8))
+			ir = atof(strchr(line, ':') + 1) / (double)n;
+	fclose(f);
+	return ir;
+}
+
+static void usage(FILE *o)
+{
+	fprintf(o,
+		"usage: nvme-bench-overhead [options]\n"
+		"  -n, --count N       I/Os (default 200000)\n"
+		"  -q, --quick         20000 I/Os, 500 under callgrind\n"
+		"      --instructions  also count instructions with valgrind --tool=callgrind\n"
+		"  -o, --out DIR       output directory (default bench-out/overhead)\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "count", required_argument, NULL, 'n' }, { "quick", no_argument, NULL, 'q' },
+		{ "instructions", no_argument, NULL, 'I' }, { "out", required_argument, NULL, 'o' },
+		{ "cg-pass", required_argument, NULL, 'P' }, { "cg-fabric", required_argument, NULL, 'F' },
+		{ "cg-dev", required_argument, NULL, 'D' }, { "cg-lender", required_argument, NULL, 'L' },
+		{ "help", no_argument, NULL, 'h' }, { 0 },
+	};
+	struct nb_env_opts eo = { .nodes = 2, .lender = 1, .backing = "ram:256M", .pin = true };
+	const char *out = "bench-out/overhead", *pass = NULL, *cgfab = NULL;
+	uint64_t n = 200000, ncg = 2000, seed = 7, nblk, empty = 0;
+	uint64_t *sub, *cpl, empty_ticks = 0;
+	int64_t cgdev = -1;
+	int opt, rc, cglender = 1;
+	bool instr = false, quick = false;
+	struct nb_stats ss, cs;
+	struct nb_client c;
+	struct nb_env env;
+	double tpn, ir_sub = -1, ir_cpl = -1;
+	uint32_t nlb;
+	FILE *j;
+
+	while ((opt = getopt_long(argc, argv, "n:qo:h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'n': n = ncg = strtoull(optarg, NULL, 0); break;
+		case 'q': quick = true; break;
+		case 'I': instr = true; break;
+		case 'o': out = optarg; break;
+		case 'P': pass = optarg; break;
+		case 'F': cgfab = optarg; break;
+		case 'D': cgdev = atoll(optarg); break;
+		case 'L': cglender = atoi(optarg); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (pass)
+		return cgfab ? cg_pass(cgfab, cgdev, cglender, pass, n) : 2;
+	if (quick)
+		n = 20000, ncg = 500;
+	if (n < 100 || n > 50000000) {
+		fprintf(stderr, "overhead: --count 100..50000000\n");
+		return 2;
+	}
+	if (ncg > 5000)
+		ncg = 5000;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (nb_outdir("bench-out") || nb_outdir(out))
+		return 1;
+	tpn = nb_tsc_per_ns();
+	if (nb_env_up(&env, "overhead", &eo))
+		return 1;
+	nb_pin(0);
+	if (nb_client_open(&c, &env, 0, NULL, 4096))
+		return 1;
+	nlb = 4096 / c.ns.lba_size;
+	nblk = c.ns.nsze / nlb;
+	sub = malloc(n * sizeof(*sub));
+	cpl = malloc(n * sizeof(*cpl));
+	if (!sub || !cpl)
+		return 1;
+	printf("overhead: QD1 4 KiB random reads, %llu I/Os, client on node 0, controller on node 1; "
+	       "%s; TSC %.3f ticks/ns\n", (unsigned long long)n, nb_model_label(false), tpn);
+	for (uint64_t i = 0; i < n + 1000; i++) {	/* the first 1000 warm up */
+		volatile int st = 0;
+		uint64_t lba = nb_rand(&seed) % nblk * nlb, a, b, done = 0;
+
+		a = nb_tsc();
+		rc = sio_nvme_ioq_read(c.q, 1, lba, nlb, c.buf, 0, on_done, (void *)&st);
+		b = nb_tsc();
+		if (rc) {
+			fprintf(stderr, "overhead: submit: %s\n", sio_nvme_errmsg());
+			return 1;
+		}
+		if (i >= 1000)
+			sub[i - 1000] = b - a;
+		while (!st) {
+			a = nb_tsc();
+			rc = sio_nvme_ioq_poll(c.q, 1);
+			b = nb_tsc();
+			if (rc < 0) {
+				fprintf(stderr, "overhead: poll: %s\n", sio_nvme_errmsg());
+				return 1;
+			}
+			if (rc > 0)
+				done = b - a;
+			else if (i >= 1000)
+				empty++, empty_ticks += b - a;
+		}
+		if (i >= 1000)
+			cpl[i - 1000] = done;
+		if (i % 4096 == 0)
+			nb_progress("overhead", i, n + 1000);
+	}
+	nb_progress("overhead", 1, 1);
+	for (uint64_t i = 0; i < n; i++)
+		sub[i] = (uint64_t)((double)sub[i] / tpn + 0.5), cpl[i] = (uint64_t)((double)cpl[i] / tpn + 0.5);
+	nb_stats_compute(sub, n, &ss);
+	nb_stats_compute(cpl, n, &cs);
+	nb_client_close(&c);
+
+	if (instr) {
+		char self[4096];
+		ssize_t l = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+		self[l > 0 ? l : 0] = 0;
+		fprintf(stderr, "  callgrind: %llu I/Os per pass (slow)\n", (unsigned long long)ncg);
+		ir_sub = callgrind(self, &env, out, "submit", ncg);
+		ir_cpl = callgrind(self, &env, out, "complete", ncg);
+	}
+	nb_env_down(&env);
+
+	printf("\n%-22s %8s %8s %8s %8s %8s %12s\n", "per I/O (ns)", "p1", "p50", "mean", "p99",
+	       "p99.9", "instructions");
+	printf("%-22s %8.0f %8.0f %8.1f %8.0f %8.0f %12.0f\n", "submit", ss.p1, ss.p50, ss.mean,
+	       ss.p99, ss.p999, ir_sub);
+	printf("%-22s %8.0f %8.0f %8.1f %8.0f %8.0f %12.0f\n", "complete (reaping poll)", cs.p1,
+	       cs.p50, cs.mean, cs.p99, cs.p999, ir_cpl);
+	printf("%-22s %8s %8.0f %8.1f\n", "submit + complete", "", ss.p50 + cs.p50, ss.mean + cs.mean);
+	printf("empty polls: %.2f per I/O, %.1f ns each (device time, excluded)\n",
+	       (double)empty / (double)n, empty ? (double)empty_ticks / tpn / (double)empty : 0);
+	printf("target: median submit + complete <= 150 ns: %s (%.0f ns)\n",
+	       ss.p50 + cs.p50 <= 150 ? "met" : "MISSED", ss.p50 + cs.p50);
+	if (instr)
+		printf("instructions: valgrind --tool=callgrind (Ir), collection only inside the "
+		       "timed calls; the PMU is not available here\n");
+
+	if ((j = nb_open_out(out, "overhead.json"))) {
+		fprintf(j, "{\"benchmark\": \"overhead\", \"latency_model\": false, \"model_note\": \"%s\", "
+			   "\"count\": %llu, \"tsc_ticks_per_ns\": %.4f, ",
+			nb_model_label(false), (unsigned long long)n, tpn);
+		nb_json_stats(j, "submit", &ss);
+		fprintf(j, ", ");
+		nb_json_stats(j, "complete", &cs);
+		fprintf(j, ", \"submit_plus_complete_p50_ns\": %.1f, \"empty_polls_per_io\": %.3f, "
+			   "\"instructions_submit\": %.1f, \"instructions_complete\": %.1f, "
+			   "\"instructions_source\": \"%s\", \"target_ns\": 150, \"target_met\": %s}\n",
+			ss.p50 + cs.p50, (double)empty / (double)n, ir_sub, ir_cpl,
+			instr ? "valgrind --tool=callgrind" : "not measured",
+			ss.p50 + cs.p50 <= 150 ? "true" : "false");
+		fclose(j);
+	}
+	if ((j = nb_open_out(out, "overhead.dat"))) {
+		fprintf(j, "# x name p1 p25 p50 p75 p99 (ns)\n1 submit %.0f %.0f %.0f %.0f %.0f\n"
+			   "2 complete %.0f %.0f %.0f %.0f %.0f\n", ss.p1, ss.p25, ss.p50, ss.p75,
+			ss.p99, cs.p1, cs.p25, cs.p50, cs.p75, cs.p99);
+		fclose(j);
+	}
+	if ((j = nb_open_out(out, "overhead.gp"))) {
+		fprintf(j, "set terminal pngcairo size 700,500 noenhanced\nset output 'overhead.png'\n"
+			   "set title 'NVMe client cost per I/O (box p25..p75, whiskers p1..p99, line p50)'\n"
+			   "set ylabel 'ns'\nset xrange [0.5:2.5]\nset boxwidth 0.4\nunset key\nset grid y\n"
+			   "plot 'overhead.dat' using 1:4:3:7:6:xtic(2) with candlesticks whiskerbars lw 2, "
+			   "'' using 1:5:5:5:5 with candlesticks lw 3 lc 'black'\n");
+		fclose(j);
+		nb_gnuplot(out, "overhead.gp");
+	}
+	free(sub);
+	free(cpl);
+	return 0;
+}

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remote-local: the same client on the lender (node 1) and on another node
+ * (node 0), QD1 4 KiB random reads, interleaved in rounds.
+ *
+ * Model off, queues placed by hints: any difference is the software cost of
+ * being remote (target: p50 ratio <= 1.05). Model on: the difference must be
+ * what the hop model charges and nothing more. The model charges device
+ * reads (SQ fetch, PRP lists) the path round trip; writes are posted. With
+ * hints both SQs sit in lender memory, so the model predicts no difference;
+ * a second model-on pass puts each client's SQ in its own RAM, where the
+ * model predicts the extra SQ-fetch round trip of the remote node.
+ */
+#include "common.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct side {
+	struct nb_client c;
+	uint64_t *lat;
+	struct nb_stats st;
+	struct sio_path sqp;
+};
+
+static void on_done(void *arg, int err, uint16_t status)
+{
+	*(volatile int *)arg = err ? err : 1;
+	(void)status;
+}
+
+static int measure(struct side *s, uint64_t *dst, uint64_t n, uint64_t *seed)
+{
+	uint32_t nlb = 4096 / s->c.ns.lba_size;
+	uint64_t nblk = s->c.ns.nsze / nlb;
+
+	for (uint64_t i = 0; i < n; i++) {
+		volatile int st = 0;
+		uint64_t lba = nb_rand(seed) % nblk * nlb, t0, t1;
+		int rc;
+
+		t0 = nb_now_ns();
+		if ((rc = sio_nvme_ioq_read(s->c.q, 1, lba, nlb, s->c.buf, 0, on_done, (void *)&st)))
+			return rc;
+		while (!st)
+			if ((rc = sio_nvme_ioq_poll(s->c.q, 1)) < 0)
+				return rc;
+		t1 = nb_now_ns();
+		if (st < 0)
+			return st;
+		if (dst)
+			dst[i] = t1 - t0;
+	}
+	return 0;
+}
+
+/* One configuration: both clients, n reads each; fills JSON. */
+static int pass(const char *name, bool model, int sq_loc, uint64_t n, FILE *j, bool last)
+{
+	struct nb_env_opts eo = { .nodes = 2, .lender = 1, .model = model, .backing = "ram:256M",
+				  .chassis = true, .pin = true };
+	struct sio_nvme_qspec qs = { .sq_loc = sq_loc, .cq_loc = SIO_PLACE_LOCAL, .depth = 64 };
+	const unsigned rounds = 16;
+	uint64_t seed = 99, per = n / rounds;
+	struct side s[2];	/* 0: on the lender, 1: remote */
+	struct nb_env env;
+	double dm, dp, ratio;
+	int rc;
+
+	memset(s, 0, sizeof(s));
+	if (nb_env_up(&env, name, &eo))
+		return 1;
+	nb_pin(0);
+	for (int k = 0; k < 2; k++) {
+		struct sio_endpoint from = { SIO_EP_DEVICE, 1, (uint32_t)env.devid };
+		struct sio_endpoint to = { SIO_EP_NODE, 0, 0 };
+
+		if (nb_client_open(&s[k].c, &env, k == 0 ? 1 : 0, &qs, 4096))
+			return 1;
+		to.node = s[k].c.qi.sq_place == SIO_PLACE_LOCAL ? (k == 0 ? 1 : 0) : 1;
+		if (sio_path_resolve(s[k].c.f, &from, &to, -1, &s[k].sqp))
+			return 1;
+		if (!(s[k].lat = malloc(n * sizeof(uint64_t))) || measure(&s[k], NULL, 2000, &seed))
+			return 1;
+	}
+	for (unsigned r = 0; r < rounds; r++) {
+		for (int k = 0; k < 2; k++)
+			if ((rc = measure(&s[k], s[k].lat + r * per, per, &seed))) {
+				fprintf(stderr, "remote-local: %s\n", sio_nvme_errmsg());
+				return 1;
+			}
+		nb_progress(name, r + 1, rounds);
+	}
+	nb_progress(name, 1, 1);
+	for (int k = 0; k < 2; k++)
+		nb_stats_compute(s[k].lat, per * rounds, &s[k].st);
+	dm = s[1].st.p50 - s[0].st.p50;
+	dp = model ? (double)s[1].sqp.round_trip_ns - s[0].sqp.round_trip_ns : 0;
+	ratio = s[1].st.p50 / s[0].st.p50;
+	printf("\n%s: %s; SQ %s, CQ in the client's RAM\n", name, nb_model_label(model),
+	       sq_loc == SIO_NVME_QLOC_HINT ? "by hints" : "in the client's RAM");
+	printf("  %-16s %-7s %8s %8s %8s %8s %8s %10s\n", "client on", "SQ in", "p1", "p50", "p99",
+	       "p99.9", "mean", "SQ RT mod");
+	for (int k = 0; k < 2; k++)
+		printf("  %-16s %-7s %8.0f %8.0f %8.0f %8.0f %8.0f %10u\n",
+		       k ? "node 0 (remote)" : "node 1 (lender)",
+		       sio_placement_name(s[k].c.qi.sq_place), s[k].st.p1, s[k].st.p50, s[k].st.p99,
+		       s[k].st.p999, s[k].st.mean, s[k].sqp.round_trip_ns);
+	printf("  p50 remote/local %.3f; remote - local: measured %.0f ns, modelled %.0f ns, "
+	       "residual %+.0f ns\n", ratio, dm, dp, dm - dp);
+	if (!model)
+		printf("  target p50 ratio <= 1.05: %s\n", ratio <= 1.05 ? "met" : "MISSED");
+	fprintf(j, "  {\"pass\": \"%s\", \"latency_model\": %s, \"model_note\": \"%s\", "
+		   "\"sq\": \"%s\", \"p50_ratio\": %.4f, \"diff_p50_ns\": %.1f, "
+		   "\"modelled_diff_ns\": %.1f, ", name, model ? "true" : "false",
+		nb_model_label(model), sq_loc == SIO_NVME_QLOC_HINT ? "hints" : "local", ratio, dm, dp);
+	nb_json_stats(j, "local", &s[0].st);
+	fprintf(j, ", ");
+	nb_json_stats(j, "remote", &s[1].st);
+	fprintf(j, "}%s\n", last ? "" : ",");
+	for (int k = 0; k < 2; k++) {
+		nb_client_close(&s[k].c);
+		free(s[k].lat);
+	}
+	nb_env_down(&env);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "count", required_argument, NULL, 'n' }, { "quick", no_argument, NULL, 'q' },
+		{ "out", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' }, { 0 },
+	};
+	const char *out = "bench-out/remote-local";
+	uint64_t n = 100000;
+	FILE *j;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "n:qo:h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'n': n = strtoull(optarg, NULL, 0); break;
+		case 'q': n = 16384; break;
+		case 'o': out = optarg; break;
+		case 'h':
+			printf("usage: nvme-bench-remote-local [-n COUNT (default 100000)] [-q] "
+			       "[-o DIR (default bench-out/remote-local)]\n");
+			return 0;
+		default: return 2;
+		}
+	}
+	if (n < 1024 || n > 50000000) {
+		fprintf(stderr, "remote-local: --count 1024..50000000\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (nb_outdir("bench-out") || nb_outdir(out) || !(j = nb_open_out(out, "remote-local.json")))
+		return 1;
+	printf("remote-local: QD1 4 KiB random reads, %llu per client, node 0 -> cluster switch -> "
+	       "node 1 (lender, controller behind a chassis)\n", (unsigned long long)n);
+	fprintf(j, "{\"benchmark\": \"remote-local\", \"count\": %llu, \"passes\": [\n",
+		(unsigned long long)n);
+	if (pass("model-off", false, SIO_NVME_QLOC_HINT, n, j, false) ||
+	    pass("model-on", true, SIO_NVME_QLOC_HINT, n, j, false) ||
+	    pass("model-on-sq-local", true, SIO_PLACE_LOCAL, n, j, true))
+		return 1;
+	fprintf(j, "]}\n");
+	fclose(j);
+	printf("\nwrote %s/remote-local.json\n", out);
+	return 0;
+}
