@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpu-bench: GPU-initiated NVMe I/O. A CUDA kernel issues 4 KiB random
+ * reads into GPU memory.
+ *   sweep (default): threads x queues x depth, IOPS and MiB/s
+ *   --sq-placement: QD1 latency with the SQ in GPU memory (next to the
+ *	controller when the GPU's node lends it) and in host memory, side by
+ *	side; CQ in host memory for both
+ * Prints a table and writes JSON (--json FILE, default gpu-bench.json).
+ * Needs a running controller and manager on --fabric; exits 77 without GPU.
+ */
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include <smartio/gpu.h>
+#include <smartio/nvme/client.h>
+
+static struct sio_fabric *f;
+static struct sio_gpu_nvme *g;
+static struct sio_nvme_ns ns;
+static struct sio_gpu_mem *buf;
+static uint64_t buf_bus;
+static uint64_t nios = 65536;
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int run(uint32_t threads, uint32_t nq, uint32_t depth, bool sq_host, uint64_t *lat,
+	       struct sio_gpu_job_result *r)
+{
+	struct sio_gpu_qp_opts o = { .depth = depth, .sq_in_host = sq_host };
+	struct sio_gpu_queue *dq[64];
+	struct sio_gpu_qp *qp[64];
+	struct sio_gpu_qp_info qi;
+	uint32_t nlb = 4096 / ns.lba_size, i;
+	int ret = 0;
+
+	for (i = 0; i < nq && !ret; i++) {
+		ret = sio_gpu_qp_create(g, &o, &qp[i]);
+		if (!ret) {
+			sio_gpu_qp_info(qp[i], &qi);
+			dq[i] = qi.queue;
+		}
+	}
+	if (!ret) {
+		struct sio_gpu_job j = { .opcode = SIO_NVME_CMD_READ, .nsid = 1,
+					 .lba_size = ns.lba_size, .nlb = nlb, .nios = nios,
+					 .slba = 0, .span = ns.nsze - ns.nsze % nlb, .seed = 42,
+					 .threads = threads, .dptr = buf->dptr, .bus = buf_bus,
+					 .size = buf->size, .lat_ns = lat };
+		ret = sio_gpu_run_job(dq, (int)nq, &j, r);
+	}
+	while (i--)
+		sio_gpu_qp_destroy(qp[i]);
+	if (ret)
+		fprintf(stderr, "gpu-bench: %s\n", sio_gpu_errmsg());
+	return ret;
+}
+
+static int parse_list(const char *s, uint32_t *out, int max)
+{
+	int n = 0;
+
+	for (char *e; *s && n < max; s = *e ? e + 1 : e) {
+		out[n++] = (uint32_t)strtoul(s, &e, 10);
+		if (e == s || out[n - 1] == 0)
+			return -1;
+	}
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	const char *fname = getenv("SMARTIO_FABRIC"), *json = "gpu-bench.json";
+	uint32_t th[16] = { 32, 256 }, qs[16] = { 1, 4 }, ds[16] = { 32, 256 };
+	int nth = 2, nqs = 2, nds = 2, node = 0, c;
+	bool placement = false;
+	static const struct option lo[] = {
+		{ "fabric", 1, 0, 'f' }, { "node", 1, 0, 'n' }, { "ios", 1, 0, 'i' },
+		{ "threads", 1, 0, 't' }, { "queues", 1, 0, 'q' }, { "depth", 1, 0, 'd' },
+		{ "json", 1, 0, 'j' }, { "sq-placement", 0, 0, 'p' }, { 0, 0, 0, 0 } };
+
+	while ((c = getopt_long(argc, argv, "f:n:i:t:q:d:j:p", lo, NULL)) != -1) {
+		switch (c) {
+		case 'f': fname = optarg; break;
+		case 'n': node = atoi(optarg); break;
+		case 'i': nios = strtoull(optarg, NULL, 0); break;
+		case 't': nth = parse_list(optarg, th, 16); break;
+		case 'q': nqs = parse_list(optarg, qs, 16); break;
+		case 'd': nds = parse_list(optarg, ds, 16); break;
+		case 'j': json = optarg; break;
+		case 'p': placement = true; break;
+		default: nth = -1; break;
+		}
+	}
+	if (!fname || nth < 1 || nqs < 1 || nds < 1 || !nios) {
+		fprintf(stderr, "usage: gpu-bench --fabric NAME [--node N] [--ios N] [--threads "
+			"LIST] [--queues LIST] [--depth LIST] [--sq-placement] [--json FILE]\n");
+		return 2;
+	}
+	for (int i = 0; i < nqs; i++)
+		if (qs[i] > 64) {
+			fprintf(stderr, "gpu-bench: at most 64 queues\n");
+			return 2;
+		}
+	if (sio_gpu_count() <= 0) {
+		printf("skipped: %s\n", sio_gpu_errmsg());
+		return 77;
+	}
+	if (sio_fabric_open(fname, node, &f) || sio_gpu_nvme_open(f, -1, 0, &g)) {
+		fprintf(stderr, "gpu-bench: %s %s\n", sio_errmsg(), sio_gpu_errmsg());
+		return 1;
+	}
+	struct sio_nvme_client *cl = sio_gpu_nvme_client(g);
+	if (sio_nvme_client_ns(cl, 1, &ns) ||
+	    sio_gpu_mem_create(f, 16u << 20, 0, &buf) ||
+	    sio_device_map(sio_nvme_client_device(cl), buf->seg, &buf_bus)) {
+		fprintf(stderr, "gpu-bench: setup: %s / %s\n", sio_nvme_errmsg(), sio_gpu_errmsg());
+		return 1;
+	}
+	FILE *jf = fopen(json, "w");
+	if (!jf) {
+		perror(json);
+		return 1;
+	}
+	if (placement) {
+		uint64_t *dlat, *lat = malloc(nios * sizeof(*lat));
+		const char *name[2] = { "gpu", "host" };
+
+		cudaMalloc((void **)&dlat, nios * sizeof(*dlat));
+		printf("sq-placement: QD1 4 KiB random reads issued by one GPU thread, %llu each; "
+		       "CQ in host memory\n%-6s %10s %10s %10s %10s %10s\n",
+		       (unsigned long long)nios, "SQ", "p50 us", "p90 us", "p99 us", "p99.9 us",
+		       "max us");
+		fprintf(jf, "{\"benchmark\":\"gpu-sq-placement\",\"ios\":%llu,\"runs\":[",
+			(unsigned long long)nios);
+		for (int k = 0; k < 2; k++) {
+			struct sio_gpu_job_result r;
+
+			if (run(1, 1, 64, k == 1, dlat, &r))
+				return 1;
+			cudaMemcpy(lat, dlat, nios * sizeof(*lat), cudaMemcpyDeviceToHost);
+			qsort(lat, nios, sizeof(*lat), cmp_u64);
+#define P(q) (lat[(uint64_t)((nios - 1) * (q))] / 1000.0)
+			printf("%-6s %10.2f %10.2f %10.2f %10.2f %10.2f%s\n", name[k], P(0.5), P(0.9),
+			       P(0.99), P(0.999), P(1.0), r.failed ? "  (errors)" : "");
+			fprintf(jf, "%s{\"sq\":\"%s\",\"failed\":%llu,\"p50_us\":%.3f,\"p90_us\":%.3f,"
+				"\"p99_us\":%.3f,\"p999_us\":%.3f,\"max_us\":%.3f}", k ? "," : "",
+				name[k], (unsigned long long)r.failed, P(0.5), P(0.9), P(0.99),
+				P(0.999), P(1.0));
+		}
+		fprintf(jf, "]}\n");
+		cudaFree(dlat);
+		free(lat);
+	} else {
+		int first = 1;
+
+		printf("sweep: 4 KiB random reads issued by GPU threads, %llu per point\n"
+		       "%8s %7s %6s %12s %10s %8s\n", (unsigned long long)nios, "threads", "queues",
+		       "depth", "IOPS", "MiB/s", "errors");
+		fprintf(jf, "{\"benchmark\":\"gpu-sweep\",\"ios\":%llu,\"points\":[",
+			(unsigned long long)nios);
+		for (int a = 0; a < nth; a++)
+			for (int b = 0; b < nqs; b++)
+				for (int d = 0; d < nds; d++) {
+					struct sio_gpu_job_result r;
+					double iops;
+
+					if (run(th[a], qs[b], ds[d], false, NULL, &r))
+						return 1;
+					iops = r.seconds > 0 ? r.ok / r.seconds : 0;
+					printf("%8u %7u %6u %12.0f %10.1f %8llu\n", th[a], qs[b], ds[d],
+					       iops, iops * 4096 / (1 << 20),
+					       (unsigned long long)r.failed);
+					fflush(stdout);
+					fprintf(jf, "%s{\"threads\":%u,\"queues\":%u,\"depth\":%u,"
+						"\"iops\":%.0f,\"failed\":%llu}", first ? "" : ",",
+						th[a], qs[b], ds[d], iops,
+						(unsigned long long)r.failed);
+					first = 0;
+				}
+		fprintf(jf, "]}\n");
+	}
+	fclose(jf);
+	printf("wrote %s\n", json);
+	sio_device_unmap(sio_nvme_client_device(cl), buf->seg);
+	sio_gpu_mem_free(buf);
+	sio_gpu_nvme_close(g);
+	sio_fabric_close(f);
+	return 0;
+}
