@@ -38,6 +38,7 @@ struct sio_nvme_manager {
 	uint32_t last_doorbell;
 	uint64_t last_reap, last_pidcheck;
 	FILE *log;
+	bool dev_gone;		/* the controller was unregistered */
 	struct sio_nvme_manager_stats st;
 	int32_t slot_pid[SIO_NVME_MBOX_SLOTS];	/* pid seen on the slot */
 };
@@ -266,9 +267,14 @@ static void check_clients(struct sio_nvme_manager *m, uint64_t now)
 		sio_fabric_reap(m->f);
 	}
 	while ((n = sio_event_read(m->f, ev, 32)) > 0) {
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
 			if (ev[i].type == SIO_EV_PROCESS_GONE)
 				reap_pid(m, ev[i].pid);
+			/* Its BAR may stay mapped and read as alive: trust the event. */
+			if (ev[i].type == SIO_EV_DEVICE_GONE &&
+			    (uint32_t)ev[i].device == m->dinfo.id)
+				m->dev_gone = true;
+		}
 		if (n < 32)
 			break;
 	}
@@ -556,6 +562,11 @@ int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
 		n++;
 	}
 	check_clients(m, sio_nvme_now_ns());
+	if (m->dev_gone) {
+		__atomic_store_n(&h->serving, 0, __ATOMIC_RELEASE);
+		return sio_nvme_err(ENODEV, "device %u is gone (its lender left the fabric)",
+				    m->dinfo.id);
+	}
 	ret = sio_nvme_ctrl_check(m->ctrl);
 	if (ret)
 		return ret;

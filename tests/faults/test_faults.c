@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Faults survived and hostile input refused: an emulated controller lent by
+ * node 0, the manager beside it, clients on other nodes (in this process or
+ * spawned), and things going wrong underneath them.
+ */
+
+#include <criterion/criterion.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <smartio/smartio.h>
+#include <smartio/nvme/client.h>
+#include "cluster.h"
+#include "mailbox.h"
+
+static struct cluster C;
+
+static void down(void)
+{
+	cluster_down(&C);
+}
+
+TestSuite(faults, .fini = down, .timeout = 150);
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* An in-process client on @node with one queue pair and a 64 KiB buffer. */
+struct cli {
+	struct sio_fabric *f;
+	struct sio_nvme_client *cl;
+	struct sio_nvme_ioq *q;
+	struct sio_nvme_buf *buf;
+};
+
+static void cli_open(struct cli *c, int node)
+{
+	memset(c, 0, sizeof(*c));
+	cr_assert_eq(sio_fabric_open(C.fabric, node, &c->f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(c->f, -1, &c->cl), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_ioq_create(c->cl, NULL, &c->q), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_buf_alloc(c->cl, 64 << 10, &c->buf), 0, "%s", sio_nvme_errmsg());
+}
+
+static void cli_close(struct cli *c)
+{
+	if (c->cl) {
+		sio_nvme_buf_free(c->cl, c->buf);
+		sio_nvme_ioq_destroy(c->q);
+		sio_nvme_client_close(c->cl);
+	}
+	sio_fabric_close(c->f);
+	memset(c, 0, sizeof(*c));
+}
+
+static void fill(struct cli *c, uint32_t seed, uint32_t bytes)
+{
+	uint32_t *p = c->buf->va, i;
+
+	for (i = 0; i < bytes / 4; i++)
+		p[i] = seed * 2654435761u + i;
+}
+
+static uint32_t mismatches(struct cli *c, uint32_t seed, uint32_t bytes)
+{
+	uint32_t *p = c->buf->va, i, bad = 0;
+
+	for (i = 0; i < bytes / 4; i++)
+		bad += p[i] != seed * 2654435761u + i;
+	return bad;
+}
+
+/* Write 16 blocks of 512 bytes at @lba with @seed, flush. */
+static int cli_write(struct cli *c, uint64_t lba, uint32_t seed)
+{
+	int ret;
+
+	fill(c, seed, 16 * 512);
+	ret = sio_nvme_write(c->q, 1, lba, 16, c->buf, 0);
+	return ret ? ret : sio_nvme_flush(c->q, 1);
+}
+
+static int cli_verify(struct cli *c, uint64_t lba, uint32_t seed)
+{
+	int ret;
+
+	memset(c->buf->va, 0, 16 * 512);
+	ret = sio_nvme_read(c->q, 1, lba, 16, c->buf, 0);
+	if (ret)
+		return ret;
+	return mismatches(c, seed, 16 * 512) ? -EILSEQ : 0;
+}
+
+static int windows_used(struct sio_fabric *f, int node)
+{
+	struct sio_node_info ni[SIO_MAX_NODES];
+	int n = sio_fabric_nodes(f, ni, SIO_MAX_NODES);
+
+	cr_assert_gt(n, node, "%s", sio_errmsg());
+	return ni[node].windows_used[0];
+}
+
+/* -------------------------------------------------------------------------- */
+
+static int bad_modes, nfiles;
+static char bad_path[512];
+
+static int check_mode(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)ftw;
+	nfiles += type == FTW_F;
+	/* Directories 0700, regular files 0600. Sockets only need to refuse
+	 * others' connects (write permission); the 0700 folder bars them anyway. */
+	if ((type == FTW_D && (st->st_mode & 07777) != 0700) ||
+	    (S_ISREG(st->st_mode) && (st->st_mode & 07777) != 0600) ||
+	    (S_ISSOCK(st->st_mode) && (st->st_mode & 022)) ||
+	    (!S_ISSOCK(st->st_mode) && (st->st_mode & 077))) {
+		bad_modes++;
+		snprintf(bad_path, sizeof(bad_path), "%s (mode %o)", path,
+			 st->st_mode & 07777);
+	}
+	return 0;
+}
+
+Test(faults, fabric_files_are_private_to_their_user)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	const char *base = getenv("SMARTIO_RUNDIR");
+	struct cli c;
+	char dir[512];
+
+	cluster_up(&C, 2, 32, emu);
+	cli_open(&c, 1);	/* a client's segments and windows exist too */
+	snprintf(dir, sizeof(dir), "%s/smartio-%s", base && *base ? base : "/dev/shm",
+		 C.fabric);
+	bad_modes = nfiles = 0;
+	cr_assert_eq(nftw(dir, check_mode, 16, FTW_PHYS), 0, "cannot walk %s", dir);
+	cr_expect_eq(bad_modes, 0, "%d path(s) readable by others, e.g. %s", bad_modes,
+		     bad_path);
+	/* The walk saw the registry and segments, not an empty folder. */
+	cr_expect_geq(nfiles, 3, "only %d files under %s", nfiles, dir);
+	cli_close(&c);
+}
+
+/* Raw mailbox access, as a hostile client would have it. */
+struct rawmb {
+	struct sio_fabric *f;
+	struct sio_segment *seg;
+	struct sio_nvme_mbox *mb;
+	int slot;
+};
+
+static void raw_open(struct rawmb *r, int node, uint32_t dev)
+{
+	void *va;
+	int s;
+
+	cr_assert_eq(sio_fabric_open(C.fabric, node, &r->f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_connect(r->f, 0, SIO_NVME_MBOX_SEGID(dev), &r->seg), 0, "%s",
+		     sio_errmsg());
+	cr_assert_eq(sio_segment_map(r->seg, &va), 0, "%s", sio_errmsg());
+	r->mb = va;
+	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++) {
+		uint32_t exp = SIO_MBOX_FREE;
+
+		if (__atomic_compare_exchange_n(&r->mb->slots[s].state, &exp, SIO_MBOX_IDLE,
+						false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			break;
+	}
+	cr_assert_lt(s, SIO_NVME_MBOX_SLOTS, "no free mailbox slot");
+	r->slot = s;
+	r->mb->slots[s].pid = getpid();
+	r->mb->slots[s].node = node;
+}
+
+static int raw_call(struct rawmb *r, const struct sio_nvme_mbox_req *req,
+		    struct sio_nvme_mbox_resp *resp)
+{
+	struct sio_nvme_mbox_slot *sl = &r->mb->slots[r->slot];
+	uint64_t t0 = now_ms();
+
+	memcpy((void *)&sl->req, req, sizeof(*req));
+	__atomic_store_n(&sl->state, SIO_MBOX_REQ, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&r->mb->h.doorbell, 1, __ATOMIC_ACQ_REL);
+	sio_segment_notify(r->seg, offsetof(struct sio_nvme_mbox_hdr, doorbell));
+	while (__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != SIO_MBOX_RESP) {
+		cr_assert_lt(now_ms() - t0, 10000, "the manager did not answer");
+		usleep(1000);
+	}
+	memcpy(resp, (const void *)&sl->resp, sizeof(*resp));
+	__atomic_store_n(&sl->state, SIO_MBOX_IDLE, __ATOMIC_RELEASE);
+	return resp->err;
+}
+
+static void raw_close(struct rawmb *r)
+{
+	struct sio_nvme_mbox_req req = { .op = SIO_MBOX_OP_BYE };
+	struct sio_nvme_mbox_resp resp;
+
+	raw_call(r, &req, &resp);
+	r->mb->slots[r->slot].pid = 0;
+	__atomic_store_n(&r->mb->slots[r->slot].state, SIO_MBOX_FREE, __ATOMIC_RELEASE);
+	sio_segment_remove(r->seg);
+	sio_fabric_close(r->f);
+}
+
+Test(faults, forged_queue_id_is_refused_and_the_victim_keeps_working)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	struct sio_nvme_mbox_req req;
+	struct sio_nvme_mbox_resp resp;
+	struct sio_nvme_ioq_info qi;
+	struct rawmb evil;
+	struct cli v;
+	int i;
+
+	cluster_up(&C, 3, 32, emu);
+	cli_open(&v, 1);
+	sio_nvme_ioq_info(v.q, &qi);
+	cr_assert_eq(cli_write(&v, 100, 1), 0, "%s", sio_nvme_errmsg());
+	raw_open(&evil, 2, sio_device_id(sio_nvme_client_device(v.cl)));
+
+	/* Delete the victim's queue pair by its id. */
+	memset(&req, 0, sizeof(req));
+	req.op = SIO_MBOX_OP_DELETE_QP;
+	req.qid = qi.qid;
+	cr_expect_eq(raw_call(&evil, &req, &resp), -EPERM, "forged delete: %d %s", resp.err,
+		     resp.msg);
+	cr_expect(strstr(resp.msg, "not yours"), "message: %s", resp.msg);
+	/* Out-of-range ids, the admin queue, and garbage ops are refused too. */
+	for (i = 0; i < 3; i++) {
+		static const uint16_t ids[] = { 0, 0xffff, 4096 };
+
+		req.qid = ids[i];
+		cr_expect_eq(raw_call(&evil, &req, &resp), -EINVAL, "qid %u: %d %s", ids[i],
+			     resp.err, resp.msg);
+	}
+	memset(&req, 0, sizeof(req));
+	req.op = 0xdeadbeef;
+	cr_expect_eq(raw_call(&evil, &req, &resp), -EINVAL);
+	/* A create that names the victim's queues as its own memory is refused
+	 * or gets a queue of its own, never the victim's id. */
+	memset(&req, 0, sizeof(req));
+	req.op = SIO_MBOX_OP_CREATE_QP;
+	req.qid = qi.qid;
+	req.qsize = 16;
+	req.bus1 = 0x1000;
+	req.bus2 = 0x2000;
+	if (raw_call(&evil, &req, &resp) == 0) {
+		cr_expect_neq(resp.qid, qi.qid, "the forged create got the victim's queue");
+		memset(&req, 0, sizeof(req));
+		req.op = SIO_MBOX_OP_DELETE_QP;
+		req.qid = resp.qid;
+		raw_call(&evil, &req, &resp);
+	}
+	raw_close(&evil);
+
+	/* The victim's queue pair still does I/O, and its data is intact. */
+	cr_expect_eq(cli_verify(&v, 100, 1), 0, "victim read: %s", sio_nvme_errmsg());
+	cr_expect_eq(cli_write(&v, 200, 2), 0, "victim write: %s", sio_nvme_errmsg());
+	cr_expect_eq(cli_verify(&v, 200, 2), 0, "victim read: %s", sio_nvme_errmsg());
+	cli_close(&v);
+}
+
+struct done {
+	int n, err;
+	uint16_t status;
+};
+
+static void on_done(void *arg, int err, uint16_t status)
+{
+	struct done *d = arg;
+
+	d->n++;
+	d->err = err;
+	d->status = status;
+}
+
+Test(faults, prp_to_unmapped_memory_is_a_data_transfer_error)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	struct sio_nvme_buf wild;
+	struct done d = { 0 };
+	struct cli c;
+	int i, ret;
+
+	cluster_up(&C, 2, 32, emu);
+	cli_open(&c, 1);
+	cr_assert_eq(cli_write(&c, 300, 3), 0, "%s", sio_nvme_errmsg());
+	/* A buffer whose bus address was never mapped for the device. */
+	wild = *c.buf;
+	wild.bus = 0x7f5500000000ull;
+	for (i = 0; i < 2; i++) {
+		memset(&d, 0, sizeof(d));
+		ret = i ? sio_nvme_ioq_write(c.q, 1, 400, 8, &wild, 0, on_done, &d)
+			: sio_nvme_ioq_read(c.q, 1, 300, 8, &wild, 0, on_done, &d);
+		cr_assert_eq(ret, 0, "%s", sio_nvme_errmsg());
+		cr_assert_eq(sio_nvme_ioq_wait(c.q), 0, "%s", sio_nvme_errmsg());
+		cr_expect_eq(d.n, 1);
+		cr_expect_eq(d.err, -EIO, "%s: err %d", i ? "write" : "read", d.err);
+		cr_expect_eq(d.status & 0x7ff, SIO_NVME_SC_DATA_XFER_ERROR,
+			     "%s: status 0x%x, want Data Transfer Error", i ? "write" : "read",
+			     d.status);
+	}
+	/* The controller keeps serving, and the failed write changed nothing. */
+	cr_expect_eq(cli_verify(&c, 300, 3), 0, "%s", sio_nvme_errmsg());
+	cr_expect_eq(cli_write(&c, 400, 4), 0, "%s", sio_nvme_errmsg());
+	cr_expect_eq(cli_verify(&c, 400, 4), 0, "%s", sio_nvme_errmsg());
+	cli_close(&c);
+}
+
+Test(faults, killed_client_windows_are_reclaimed)
+{
+	const char *emu[] = { "--backing", "ram:16M", NULL };
+	const char *victim[] = { "NVME_CLIENT", "--fabric", NULL, "--node", "1", "--lba", "0",
+				 "--count", "2048", "--random", "--qd", "8", "--time", "30",
+				 NULL };
+	struct sio_fabric *f;
+	struct cli c;
+	int base, busy, i;
+	pid_t v;
+	uint64_t t0;
+
+	cluster_up(&C, 3, 32, emu);
+	victim[2] = C.fabric;
+	cr_assert_eq(sio_fabric_open(C.fabric, 2, &f), 0, "%s", sio_errmsg());
+	base = windows_used(f, 0);
+	v = cluster_spawn(&C, "victim", victim);
+	/* Wait until its CQ and buffer are mapped through the lender's adapter. */
+	for (i = 0, busy = base; i < 500 && busy <= base; i++) {
+		usleep(10000);
+		busy = windows_used(f, 0);
+	}
+	cr_assert_gt(busy, base, "the client never took a window on the lender");
+	usleep(300000);
+	kill(v, SIGKILL);
+	cluster_wait(v, 2000);
+	t0 = now_ms();
+	while (windows_used(f, 0) > base && now_ms() - t0 < 5000) {
+		sio_fabric_reap(f);
+		usleep(20000);
+	}
+	cr_expect_eq(windows_used(f, 0), base, "windows: %d before, %d with the client, "
+		     "%d after it was killed", base, busy, windows_used(f, 0));
+	/* And the controller serves the next client. */
+	cli_open(&c, 2);
+	cr_expect_eq(cli_write(&c, 4096, 5), 0, "%s", sio_nvme_errmsg());
+	cr_expect_eq(cli_verify(&c, 4096, 5), 0, "%s", sio_nvme_errmsg());
+	cli_close(&c);
+	sio_fabric_close(f);
+}
+
+Test(faults, killed_manager_gives_clear_errors_and_loses_no_flushed_data)
+{
+	char backing[300];
+	const char *emu[] = { "--backing", backing, NULL };
+	struct sio_nvme_ctrl_info ci;
+	uint8_t id[4096];
+	struct cli c;
+	FILE *fp;
+	int ret;
+
+	snprintf(backing, sizeof(backing), "/tmp/faults-backing-%d", (int)getpid());
+	fp = fopen(backing, "w");
+	cr_assert(fp);
+	cr_assert_eq(ftruncate(fileno(fp), 8 << 20), 0);
+	fclose(fp);
+	cluster_up(&C, 2, 32, emu);
+	cli_open(&c, 1);
+	sio_nvme_client_info(c.cl, &ci);
+	cr_assert_eq(cli_write(&c, 500, 6), 0, "%s", sio_nvme_errmsg());
+
+	kill(C.mgr, SIGKILL);
+	cluster_wait(C.mgr, 2000);
+	C.mgr = 0;
+	/* Requests to the manager end with a clear error, not a hang. */
+	ret = sio_nvme_client_identify(c.cl, SIO_NVME_CNS_CTRL, 0, id);
+	cr_expect_eq(ret, -ENOTCONN, "identify with the manager dead: %d %s", ret,
+		     sio_nvme_errmsg());
+	cr_expect(strstr(sio_nvme_errmsg(), "manager"), "%s", sio_nvme_errmsg());
+	cli_close(&c);
+
+	/* A new manager resets the controller; a client registers again and
+	 * finds what it was told is written and flushed. */
+	cluster_start_mgr(&C);
+	cli_open(&c, 1);
+	ret = cli_verify(&c, 500, 6);
+	cr_expect_eq(ret, 0, "after the manager restarted: %d %s", ret, sio_nvme_errmsg());
+	cli_close(&c);
+	unlink(backing);
+}
+
+Test(faults, killed_controller_restarts_with_its_file_backing)
+{
+	char backing[300];
+	const char *emu[] = { "--backing", backing, NULL };
+	struct done d = { 0 };
+	struct cli c;
+	int ret, rc;
+
+	snprintf(backing, sizeof(backing), "/tmp/faults-backing-%d", (int)getpid());
+	{
+		FILE *fp = fopen(backing, "w");
+
+		cr_assert(fp);
+		cr_assert_eq(ftruncate(fileno(fp), 8 << 20), 0);
+		fclose(fp);
+	}
+	cluster_up(&C, 2, 32, emu);
+	cli_open(&c, 1);
+	sio_nvme_client_set_timeout(c.cl, 1000);
+	cr_assert_eq(cli_write(&c, 600, 7), 0, "%s", sio_nvme_errmsg());
+
+	kill(C.emu, SIGKILL);
+	cluster_wait(C.emu, 2000);
+	C.emu = 0;
+	/* I/O to a dead controller ends with an error within the timeout. */
+	ret = sio_nvme_ioq_read(c.q, 1, 600, 16, c.buf, 0, on_done, &d);
+	if (ret == 0)
+		ret = sio_nvme_ioq_wait(c.q);
+	cr_expect(ret == -ETIMEDOUT || ret == -ENODEV, "I/O to a dead controller: %d %s",
+		  ret, sio_nvme_errmsg());
+	cli_close(&c);
+	/* The manager notices its controller is gone and stops. */
+	rc = cluster_wait(C.mgr, 20000);
+	C.mgr = 0;
+	cr_expect_neq(rc, -1, "the manager kept running without its controller");
+
+	cluster_start_emu(&C, emu);
+	cluster_start_mgr(&C);
+	cli_open(&c, 1);
+	ret = cli_verify(&c, 600, 7);
+	cr_expect_eq(ret, 0, "after the controller restarted: %d %s", ret, sio_nvme_errmsg());
+	cli_close(&c);
+	unlink(backing);
+}
+
+Test(faults, lender_link_down_gives_errors_then_recovers)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	struct sio_fabric *admin;
+	struct cli c;
+	uint64_t t0;
+	int ret;
+
+	cluster_up(&C, 2, 32, emu);
+	cli_open(&c, 1);
+	sio_nvme_client_set_timeout(c.cl, 1000);
+	cr_assert_eq(cli_write(&c, 700, 8), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_fabric_open(C.fabric, 0, &admin), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_link_set(admin, 0, -1, false), 0, "%s", sio_errmsg());
+
+	/* Errors, not hangs. */
+	t0 = now_ms();
+	ret = cli_verify(&c, 700, 8);
+	cr_expect(ret == -ETIMEDOUT || ret == -ENODEV || ret == -EIO,
+		  "I/O through a dead link: %d %s", ret, sio_nvme_errmsg());
+	cr_expect_lt(now_ms() - t0, 10000, "the error took %llu ms",
+		     (unsigned long long)(now_ms() - t0));
+
+	cr_assert_eq(sio_link_set(admin, 0, -1, true), 0, "%s", sio_errmsg());
+	/* The failed queue pair is replaced; the data written before is there. */
+	sio_nvme_ioq_destroy(c.q);
+	c.q = NULL;
+	ret = sio_nvme_ioq_create(c.cl, NULL, &c.q);
+	cr_assert_eq(ret, 0, "new queue after link up: %s", sio_nvme_errmsg());
+	cr_expect_eq(cli_verify(&c, 700, 8), 0, "%s", sio_nvme_errmsg());
+	cr_expect_eq(cli_write(&c, 800, 9), 0, "%s", sio_nvme_errmsg());
+	cr_expect_eq(cli_verify(&c, 800, 9), 0, "%s", sio_nvme_errmsg());
+	cli_close(&c);
+	sio_fabric_close(admin);
+}
