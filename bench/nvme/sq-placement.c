@@ -273,7 +273,7 @@ int main(int argc, char **argv)
 	fprintf(j, "\n]}\n");
 	fclose(j);
 
-	/* histogram: 25 ns bins from the smallest p1 to the largest p99.9 */
+	/* histogram: 25 ns bins from the smallest p1 to the largest p99 */
 	{
 		double lo_ns = 1e18, hi_ns = 0, bw = 25;
 		uint64_t idx[NPLACE] = { 0 };
@@ -281,14 +281,14 @@ int main(int argc, char **argv)
 		for (int p = 0; p < NPLACE; p++)
 			if (r[p].on) {
 				lo_ns = lo_ns < r[p].st.p1 ? lo_ns : r[p].st.p1;
-				hi_ns = hi_ns > r[p].st.p999 ? hi_ns : r[p].st.p999;
+				hi_ns = hi_ns > r[p].st.p99 ? hi_ns : r[p].st.p99;
 			}
 		lo_ns = (double)((uint64_t)lo_ns / 25 * 25);
 		if ((hi_ns - lo_ns) / bw > 400)
 			bw = (hi_ns - lo_ns) / 400;
 		if (!(h = nb_open_out(out, "hist.dat")) || !(b = nb_open_out(out, "box.dat")))
 			return 1;
-		fprintf(h, "# bin_ns");
+		fprintf(h, "bin_ns");
 		for (int p = 0; p < NPLACE; p++)
 			if (r[p].on)
 				fprintf(h, " %s", place[p].name);
@@ -323,7 +323,7 @@ int main(int argc, char **argv)
 			"set output 'sq-placement.png'\n"
 			"set multiplot layout 1,2 title 'SQ placement, QD1 4 KiB random reads, CQ in "
 			"borrower RAM - %s'\n"
-			"set title 'histogram (p1..p99.9)'\nset xlabel 'command completion latency (ns)'\n"
+			"set title 'histogram (p1..p99; the tail is in the JSON)'\nset xlabel 'command completion latency (ns)'\n"
 			"set ylabel 'commands'\nset style fill transparent solid 0.45 noborder\n"
 			"plot for [i=2:%d] 'hist.dat' using 1:i with boxes title columnhead(i)\n"
 			"set title 'box: p25..p75, whiskers p1..p99, line p50'\nset xlabel 'SQ in'\n"
