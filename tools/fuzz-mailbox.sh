@@ -1,0 +1,30 @@
+#!/bin/sh
+# Build the NVMe manager's mailbox fuzz target (tests/faults/fuzz_mailbox.c)
+# with clang, libFuzzer, ASan and UBSan in its own build directory, and run
+# it for a fixed time. Exits non-zero on a crash, a leak of queue ids or an
+# unanswered request. Usage: tools/fuzz-mailbox.sh [SECONDS] (default 45)
+set -eu
+secs=${1:-45}
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=${FUZZ_MAILBOX_BUILD_DIR:-${TMPDIR:-/tmp}/smartio-build-fuzz-mailbox}
+san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+if [ ! -f "$build/build.ninja" ]; then
+	CC=clang meson setup "$build" "$src" -Dtests=disabled -Dcuda=disabled \
+		-Dvm_tests=disabled -Db_sanitize=address,undefined -Db_lundef=false \
+		-Dbuildtype=debugoptimized >"$build.setup.log" 2>&1 ||
+		{ cat "$build.setup.log"; exit 1; }
+fi
+ninja -C "$build" src/libsmartio.a src/sim/nvme/libsio-nvme-emu.a
+# The manager itself is compiled here with coverage for the fuzzer.
+clang -std=gnu11 -g -O1 -fsanitize=fuzzer $san \
+	-I"$src/include" -I"$src/drivers/nvme" -I"$src/src/sim/nvme" -I"$build/src" \
+	"$src/tests/faults/fuzz_mailbox.c" "$src/drivers/nvme/manager.c" \
+	"$src/drivers/nvme/ctrl.c" "$src/drivers/nvme/err.c" \
+	"$build/src/sim/nvme/libsio-nvme-emu.a" "$build/src/libsmartio.a" \
+	-luring -lhugetlbfs -lpthread -ldl $(pkg-config --libs pciaccess 2>/dev/null || true) \
+	-o "$build/fuzz-mailbox"
+corpus="$build/fuzz-mailbox-corpus"
+mkdir -p "$corpus"
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=0 \
+	"$build/fuzz-mailbox" -max_total_time="$secs" -max_len=2048 -timeout=60 \
+	-print_final_stats=1 "$corpus"
