@@ -254,7 +254,7 @@ static int open_evsock(struct sio_fabric *f)
 	}
 	snprintf(a.sun_path, sizeof(a.sun_path), "%.80s/ev.%d.%d", f->dir, f->proc, getpid());
 	unlink(a.sun_path);
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a))) {
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || chmod(a.sun_path, 0600)) {
 		int e = errno;
 		close(fd);
 		return sio__err(e, "cannot bind event socket %s: %s", a.sun_path, strerror(e));

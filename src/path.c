@@ -63,11 +63,13 @@ int sio__route(struct sio_fabric *f, int from, int to, int adapter, bool chassis
 }
 
 /* Registry lock held. */
-static int endpoint(struct sio_fabric *f, const struct sio_endpoint *e, int *node, bool *chassis)
+static int endpoint(struct sio_fabric *f, const struct sio_endpoint *e, int *node, bool *chassis,
+		    int *dev)
 {
 	struct sio_registry *r = f->reg;
 
 	*chassis = false;
+	*dev = -1;
 	switch (e->kind) {
 	case SIO_EP_NODE:
 		*node = e->node;
@@ -77,6 +79,7 @@ static int endpoint(struct sio_fabric *f, const struct sio_endpoint *e, int *nod
 			if (r->devs[d].used && r->devs[d].id == e->id) {
 				*node = r->devs[d].lender;
 				*chassis = r->devs[d].chassis;
+				*dev = d;
 				return 0;
 			}
 		return sio__err(ENOENT, "no device %u", e->id);
@@ -85,6 +88,7 @@ static int endpoint(struct sio_fabric *f, const struct sio_endpoint *e, int *nod
 			if (r->segs[s].used && r->segs[s].node == e->node && r->segs[s].id == e->id) {
 				*node = e->node;
 				*chassis = r->segs[s].device >= 0 && r->devs[r->segs[s].device].chassis;
+				*dev = r->segs[s].device;
 				return 0;
 			}
 		return sio__err(ENOENT, "no segment %u on node %d", e->id, e->node);
@@ -95,17 +99,20 @@ static int endpoint(struct sio_fabric *f, const struct sio_endpoint *e, int *nod
 int sio_path_resolve(struct sio_fabric *f, const struct sio_endpoint *from,
 		     const struct sio_endpoint *to, int adapter, struct sio_path *out)
 {
-	int fn, tn, ret;
+	int fn, tn, fd, td, ret;
 	bool fc, tc;
 
 	if (!f || !from || !to || !out)
 		return sio__err(EINVAL, "bad arguments to sio_path_resolve");
 	sio__lock(f);
-	ret = endpoint(f, from, &fn, &fc);
+	ret = endpoint(f, from, &fn, &fc, &fd);
 	if (!ret)
-		ret = endpoint(f, to, &tn, &tc);
+		ret = endpoint(f, to, &tn, &tc, &td);
+	/* a device reaching its own BAR (a CMB) crosses nothing */
+	if (!ret && fd >= 0 && fd == td)
+		ret = sio__route(f, fn, tn, adapter, false, false, out);
 	/* a device and a segment of the same chassis meet at its switch */
-	if (!ret && fc && tc && fn == tn)
+	else if (!ret && fc && tc && fn == tn)
 		fc = tc = false, ret = sio__route(f, fn, tn, adapter, true, false, out);
 	else if (!ret)
 		ret = sio__route(f, fn, tn, adapter, fc, tc, out);

@@ -166,3 +166,25 @@ Test(multicast, one_write_reaches_every_subscriber)
 		sio_fabric_close(f[i]);
 	sio_fabric_destroy(n);
 }
+
+Test(path, device_to_its_own_bar_crosses_nothing)
+{
+	struct sio_fabric_config c = { .nodes = 2 };
+	const char *n = test_fabric("p-own", &c);
+	struct sio_fabric *l = join(n, 0);
+	struct sio_devreg *reg = make_device(l, true);
+	struct sio_segment *bar;
+	struct sio_segment_info in;
+	struct sio_path p;
+
+	cr_assert_eq(sio_devreg_bar(reg, 0, &bar), 0);
+	cr_assert_eq(sio_segment_info(bar, &in), 0);
+	struct sio_endpoint dev = { .kind = SIO_EP_DEVICE, .id = sio_devreg_id(reg) };
+	struct sio_endpoint own = { .kind = SIO_EP_SEGMENT, .node = 0, .id = in.id };
+	cr_assert_eq(sio_path_resolve(l, &dev, &own, -1, &p), 0);
+	cr_assert_eq(p.nhops, 0, "a controller reads its own CMB without crossing a switch");
+	cr_assert_eq(p.round_trip_ns, 0);
+	sio_device_unregister(reg);
+	sio_fabric_close(l);
+	sio_fabric_destroy(n);
+}

@@ -121,12 +121,9 @@ static int check_mode(const char *path, const struct stat *st, int type, struct 
 {
 	(void)ftw;
 	nfiles += type == FTW_F;
-	/* Directories 0700, regular files 0600. Sockets only need to refuse
-	 * others' connects (write permission); the 0700 folder bars them anyway. */
+	/* Directories 0700; regular files and event sockets 0600. */
 	if ((type == FTW_D && (st->st_mode & 07777) != 0700) ||
-	    (S_ISREG(st->st_mode) && (st->st_mode & 07777) != 0600) ||
-	    (S_ISSOCK(st->st_mode) && (st->st_mode & 022)) ||
-	    (!S_ISSOCK(st->st_mode) && (st->st_mode & 077))) {
+	    ((S_ISREG(st->st_mode) || S_ISSOCK(st->st_mode)) && (st->st_mode & 07777) != 0600)) {
 		bad_modes++;
 		snprintf(bad_path, sizeof(bad_path), "%s (mode %o)", path,
 			 st->st_mode & 07777);

@@ -164,20 +164,31 @@ void emu_post(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
 	      uint16_t status, uint32_t result, const struct sio_nvme_cmd *cmd)
 {
 	struct emu_cq *cq = sq->cq;
-	uint32_t wire;
+	uint64_t at = cq->base + (uint64_t)cq->tail * 16;
+	uint32_t wire, e[4];
 	void *p;
+	int rc = -1;
 
 	if (status & 0x7ffu)
 		log_error(emu, sq, cid, status, cmd);
-	if (!emu->resetting &&
-	    emu->dma.ptr(emu->dma.ctx, cq->base + (uint64_t)cq->tail * 16, 16, true, &p) == 0) {
+	wire = ((status & 0x7ffu) << 1) | (status & EMU_DNR ? 0x8000u : 0) | cq->phase;
+	e[0] = result;
+	e[1] = 0;
+	e[2] = sq->head | ((uint32_t)sq->qid << 16);
+	e[3] = cid | (wire << 16);
+	if (!emu->resetting)
+		rc = emu->dma.ptr(emu->dma.ctx, at, 16, true, &p);
+	if (rc == 0) {
 		uint32_t *d = p;
 
-		wire = ((status & 0x7ffu) << 1) | (status & EMU_DNR ? 0x8000u : 0) | cq->phase;
-		__atomic_store_n(&d[0], result, __ATOMIC_RELAXED);
-		__atomic_store_n(&d[1], 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&d[2], sq->head | ((uint32_t)sq->qid << 16), __ATOMIC_RELAXED);
-		__atomic_store_n(&d[3], cid | (wire << 16), __ATOMIC_RELEASE);
+		__atomic_store_n(&d[0], e[0], __ATOMIC_RELAXED);
+		__atomic_store_n(&d[1], e[1], __ATOMIC_RELAXED);
+		__atomic_store_n(&d[2], e[2], __ATOMIC_RELAXED);
+		__atomic_store_n(&d[3], e[3], __ATOMIC_RELEASE);
+	} else if (rc == -EOPNOTSUPP) {
+		/* memory with no host pointer (GPU): two ordered writes, phase last */
+		if (!emu->dma.write(emu->dma.ctx, at, e, 12))
+			emu->dma.write(emu->dma.ctx, at + 12, &e[3], 4);
 	}
 	/* else: a CQ nobody mapped, or a dead link; the write is lost as on PCIe */
 	if (++cq->tail == cq->size) {
@@ -689,6 +700,7 @@ int sio_nvme_emu_attach(struct sio_nvme_emu *emu, struct sio_fabric *f)
 		.device = 0x0010,
 		.nbars = emu->cfg.cmb_mib ? EMU_CMB_BAR + 1 : 1,
 		.name = emu->cfg.name ? emu->cfg.name : "nvme-emu",
+		.chassis = emu->cfg.chassis,
 	};
 	struct sio_segment *bar;
 	void *va;

@@ -51,6 +51,7 @@ struct sio_nvme_emu_ns {
  * @io_depth: file I/O commands in flight (io_uring depth, 1..1024)
  * @vendor: PCI vendor id (0 picks 0x1b36)
  * @name: device label
+ * @chassis: sits behind an expansion-chassis switch of its node
  */
 struct sio_nvme_emu_config {
 	const char *backing;
@@ -65,6 +66,7 @@ struct sio_nvme_emu_config {
 	uint32_t io_depth;
 	uint16_t vendor;
 	const char *name;
+	bool chassis;
 };
 
 /**

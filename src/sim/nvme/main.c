@@ -34,6 +34,7 @@ static void usage(FILE *out)
 		"  --queues N         I/O queue pairs offered (default 64, at most 1024)\n"
 		"  --mqes N           largest queue, entries (default 1024, at most 65536)\n"
 		"  --cmb MIB          controller memory buffer in MiB, as BAR 2 (default 0: none)\n"
+		"  --chassis          the controller sits in an expansion chassis behind a switch\n"
 		"  --mdts N           maximum transfer, 4 KiB << N (default 5: 128 KiB; 1..10)\n"
 		"  --dstrd N          doorbell stride, 4 << N bytes (default 0)\n"
 		"  --io-depth N       file commands in flight (default 64)\n"
@@ -102,7 +103,7 @@ static int write_ready(const char *path, int64_t id)
 int main(int argc, char **argv)
 {
 	enum { O_FABRIC = 256, O_NODE, O_BACKING, O_NS, O_LBA, O_QUEUES, O_MQES, O_CMB,
-	       O_MDTS, O_DSTRD, O_DEPTH, O_NAME, O_READY };
+	       O_MDTS, O_DSTRD, O_DEPTH, O_NAME, O_READY, O_CHASSIS };
 	static const struct option opts[] = {
 		{ "fabric", required_argument, 0, O_FABRIC },
 		{ "node", required_argument, 0, O_NODE },
@@ -117,6 +118,7 @@ int main(int argc, char **argv)
 		{ "io-depth", required_argument, 0, O_DEPTH },
 		{ "name", required_argument, 0, O_NAME },
 		{ "ready-file", required_argument, 0, O_READY },
+		{ "chassis", no_argument, 0, O_CHASSIS },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -145,6 +147,7 @@ int main(int argc, char **argv)
 		case O_DEPTH: rc = parse_u32("--io-depth", optarg, 65535, &cfg.io_depth); break;
 		case O_NAME: cfg.name = optarg; break;
 		case O_READY: ready = optarg; break;
+		case O_CHASSIS: cfg.chassis = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
