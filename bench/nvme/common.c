@@ -311,9 +311,15 @@ void nb_pin(int cpu)
 
 int nb_ncpus(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	/* sysconf() reads /sys each time: ask once */
+	static int cached;
+	long n;
 
-	return n > 0 ? (int)n : 1;
+	if (!cached) {
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+		cached = n > 0 ? (int)n : 1;
+	}
+	return cached;
 }
 
 double nb_tsc_per_ns(void)

@@ -77,6 +77,10 @@ static int run_smartio(const struct nb_point_cfg *c, struct loop *l)
 	uint64_t nblk, c0;
 	int rc;
 
+	/* Decided once: sysconf(_SC_NPROCESSORS_ONLN) reads /sys on every call
+	 * (three system calls, ~5 us), far too slow for the poll loop. */
+	bool crowded = c->nclients > nb_ncpus();
+
 	if (c->wrr_prios)
 		qs.prio = 1 + l->w % 3;
 	rc = nb_client_open(&cl, c->env, l->w, &qs, (uint64_t)c->qd * 4096);
@@ -116,7 +120,7 @@ static int run_smartio(const struct nb_point_cfg *c, struct loop *l)
 			break;
 		if ((rc = sio_nvme_ioq_poll(cl.q, 0)) < 0)
 			goto out;
-		if (rc == 0 && c->nclients > nb_ncpus())
+		if (rc == 0 && crowded)
 			sched_yield();	/* more clients than cores: let the others run */
 	}
 	rc = 0;
