@@ -6,7 +6,7 @@
 set -eu
 secs=${1:-45}
 src=$(cd "$(dirname "$0")/.." && pwd)
-build=${FUZZ_MAILBOX_BUILD_DIR:-${TMPDIR:-/tmp}/smartio-build-fuzz-mailbox}
+build=${FUZZ_MAILBOX_BUILD_DIR:-$src/build-fuzz-mailbox}	# inside the tree
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 if [ ! -f "$build/build.ninja" ]; then
 	CC=clang meson setup "$build" "$src" -Dtests=disabled -Dcuda=disabled \
@@ -25,6 +25,14 @@ clang -std=gnu11 -g -O1 -fsanitize=fuzzer $san \
 	-o "$build/fuzz-mailbox"
 corpus="$build/fuzz-mailbox-corpus"
 mkdir -p "$corpus"
-UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=0 \
+log="$build/fuzz.log"
+echo "fuzzing the manager's mailbox for $secs s (log: $log)"
+if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=0 \
 	"$build/fuzz-mailbox" -max_total_time="$secs" -max_len=2048 -timeout=60 \
-	-print_final_stats=1 "$corpus"
+	-print_final_stats=1 "$corpus" >"$log" 2>&1; then
+	tail -n 60 "$log"
+	echo "mailbox fuzz: FAILED"
+	exit 1
+fi
+grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb' "$log" || true
+echo "mailbox fuzz: no crash"
