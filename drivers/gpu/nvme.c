@@ -1,26 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * GPU queue pairs on a managed NVMe controller. The manager creates the
- * queues over its mailbox like any client's; the SQ, PRP lists and
+ * queues like any client's (sio_nvme_ioq_create_at()); the SQ, PRP lists and
  * optionally the CQ are GPU memory segments, and BAR0 is registered with
  * CUDA so kernels store to the doorbells.
- *
- * The NVMe client API places queues only in memory it allocates itself, so
- * this file speaks the mailbox protocol (drivers/nvme/mailbox.h) from a slot
- * of its own to create queues at addresses it chose.
  */
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include <smartio/nvme/client.h>
-#include "mailbox.h"
 #include "priv.h"
-
-#define MBOX_TIMEOUT_NS	10000000000ull
 
 struct sio_gpu_nvme {
 	struct sio_fabric *f;
@@ -29,9 +19,6 @@ struct sio_gpu_nvme {
 	struct sio_device_info di;
 	struct sio_nvme_ctrl_info ci;
 	int gpu;
-	struct sio_segment *mseg;
-	struct sio_nvme_mbox *mb;
-	int slot;
 	struct sio_segment *bar0;
 	void *bar0_va;
 	uint64_t bar0_size;
@@ -49,95 +36,6 @@ struct sio_gpu_qp {
 	bool created;
 	struct sio_gpu_qp_info info;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint32_t state_off(int s)
-{
-	return (uint32_t)(offsetof(struct sio_nvme_mbox, slots) +
-			  (size_t)s * sizeof(struct sio_nvme_mbox_slot) +
-			  offsetof(struct sio_nvme_mbox_slot, state));
-}
-
-/* One request to the manager, bounded; sleeps on the slot's state word. */
-static int mbox_call(struct sio_gpu_nvme *g, const struct sio_nvme_mbox_req *req,
-		     struct sio_nvme_mbox_resp *resp)
-{
-	struct sio_nvme_mbox_slot *sl = &g->mb->slots[g->slot];
-	uint64_t deadline = now_ns() + MBOX_TIMEOUT_NS;
-	int32_t mgr = g->mb->h.mgr_pid;
-	uint32_t st;
-
-	memcpy((void *)&sl->req, req, sizeof(*req));
-	sl->seq++;
-	__atomic_store_n(&sl->state, SIO_MBOX_REQ, __ATOMIC_RELEASE);
-	__atomic_fetch_add(&g->mb->h.doorbell, 1, __ATOMIC_ACQ_REL);
-	sio_segment_notify(g->mseg, offsetof(struct sio_nvme_mbox_hdr, doorbell));
-	while ((st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE)) != SIO_MBOX_RESP) {
-		if (!__atomic_load_n(&g->mb->h.serving, __ATOMIC_ACQUIRE) ||
-		    (mgr > 0 && kill(mgr, 0) < 0 && errno == ESRCH))
-			return sio_gpu_err(ENOTCONN, "the NVMe manager has stopped");
-		if (now_ns() > deadline)
-			return sio_gpu_err(ETIMEDOUT, "the NVMe manager did not answer in %llu s",
-					   MBOX_TIMEOUT_NS / 1000000000ull);
-		sio_segment_wait(g->mseg, state_off(g->slot), st, 100000000ull);
-	}
-	memcpy(resp, (const void *)&sl->resp, sizeof(*resp));
-	__atomic_store_n(&sl->state, SIO_MBOX_IDLE, __ATOMIC_RELEASE);
-	if (resp->err) {
-		resp->msg[sizeof(resp->msg) - 1] = 0;
-		return sio_gpu_err(-resp->err, "manager: %s", resp->msg);
-	}
-	return 0;
-}
-
-static int mbox_open(struct sio_gpu_nvme *g)
-{
-	int node = sio_nvme_client_manager_node(g->cl), s, ret;
-	int32_t me = getpid(), zero;
-	void *va;
-
-	ret = sio_segment_connect(g->f, node, SIO_NVME_MBOX_SEGID(g->di.id), &g->mseg);
-	if (!ret)
-		ret = sio_segment_map(g->mseg, &va);
-	if (ret)
-		return sio_gpu_err(-ret, "cannot map the NVMe manager's mailbox: %s", sio_errmsg());
-	g->mb = va;
-	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++) {
-		struct sio_nvme_mbox_slot *sl = &g->mb->slots[s];
-
-		zero = 0;
-		if (__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != SIO_MBOX_FREE ||
-		    !__atomic_compare_exchange_n(&sl->pid, &zero, me, false, __ATOMIC_ACQ_REL,
-						 __ATOMIC_RELAXED))
-			continue;
-		sl->node = sio_fabric_node_id(g->f);
-		__atomic_store_n(&sl->state, SIO_MBOX_IDLE, __ATOMIC_RELEASE);
-		g->slot = s;
-		return 0;
-	}
-	return sio_gpu_err(ENOSPC, "the NVMe manager's mailbox is full");
-}
-
-static void mbox_close(struct sio_gpu_nvme *g)
-{
-	struct sio_nvme_mbox_req req = { .op = SIO_MBOX_OP_BYE };
-	struct sio_nvme_mbox_resp resp;
-
-	if (g->mb && g->slot >= 0) {
-		mbox_call(g, &req, &resp);
-		__atomic_store_n(&g->mb->slots[g->slot].state, SIO_MBOX_FREE, __ATOMIC_RELEASE);
-		__atomic_store_n(&g->mb->slots[g->slot].pid, 0, __ATOMIC_RELEASE);
-	}
-	if (g->mseg)
-		sio_segment_remove(g->mseg);
-}
 
 int sio_gpu_nvme_open(struct sio_fabric *f, int64_t device, int gpu, struct sio_gpu_nvme **out)
 {
@@ -157,7 +55,6 @@ int sio_gpu_nvme_open(struct sio_fabric *f, int64_t device, int gpu, struct sio_
 		return sio_gpu_err(ENOMEM, "out of memory");
 	g->f = f;
 	g->gpu = gpu;
-	g->slot = -1;
 	ret = sio_nvme_client_open(f, device, &g->cl);
 	if (ret) {
 		sio_gpu_err(-ret, "%s", sio_nvme_errmsg());
@@ -166,10 +63,10 @@ int sio_gpu_nvme_open(struct sio_fabric *f, int64_t device, int gpu, struct sio_
 	g->dev = sio_nvme_client_device(g->cl);
 	sio_nvme_client_info(g->cl, &g->ci);
 	ret = sio_device_info(g->dev, &g->di);
-	if (!ret)
-		ret = mbox_open(g);
-	if (ret)
+	if (ret) {
+		sio_gpu_err(-ret, "%s", sio_errmsg());
 		goto fail;
+	}
 	ret = sio_device_bar(g->dev, 0, &g->bar0);
 	if (!ret)
 		ret = sio_segment_map(g->bar0, &g->bar0_va);
@@ -207,7 +104,6 @@ void sio_gpu_nvme_close(struct sio_gpu_nvme *g)
 		cudaHostUnregister(g->bar0_va);
 	if (g->bar0_va)
 		sio_segment_unmap(g->bar0);
-	mbox_close(g);
 	sio_nvme_client_close(g->cl);
 	free(g);
 }
@@ -227,13 +123,12 @@ int sio_gpu_qp_create(struct sio_gpu_nvme *g, const struct sio_gpu_qp_opts *opts
 {
 	struct sio_gpu_qp_opts o = { .depth = 64 };
 	struct sio_gpu_queue_desc d;
-	struct sio_nvme_mbox_req req;
-	struct sio_nvme_mbox_resp resp;
 	struct sio_gpu_qp *qp;
 	uint64_t page, sq_sz, cq_sz, goff = 0, hoff = 0, gbus = 0, hbus = 0;
 	uint64_t sq_off, cq_off, prp_off, sq_bus, cq_bus;
 	char *hdev = NULL;
 	uint32_t depth;
+	uint16_t qid;
 	cudaError_t e;
 	int ret;
 
@@ -310,17 +205,13 @@ int sio_gpu_qp_create(struct sio_gpu_nvme *g, const struct sio_gpu_qp_opts *opts
 	sq_bus = (o.sq_in_host ? hbus : gbus) + sq_off;
 	cq_bus = (o.cq_in_gpu ? gbus : hbus) + cq_off;
 
-	memset(&req, 0, sizeof(req));
-	req.op = SIO_MBOX_OP_CREATE_QP;
-	req.qsize = depth;
-	req.bus1 = sq_bus;
-	req.bus2 = cq_bus;
-	req.cdw10 = o.prio;
-	ret = mbox_call(g, &req, &resp);
-	if (ret)
+	ret = sio_nvme_ioq_create_at(g->cl, sq_bus, cq_bus, depth, o.prio, &qid);
+	if (ret) {
+		ret = sio_gpu_err(-ret, "%s", sio_nvme_errmsg());
 		goto fail;
+	}
 	qp->created = true;
-	qp->info.qid = resp.qid;
+	qp->info.qid = qid;
 	qp->info.depth = depth;
 	qp->info.sq_kind = o.sq_in_host ? SIO_SEG_RAM : SIO_SEG_GPU;
 	qp->info.cq_kind = o.cq_in_gpu ? SIO_SEG_GPU : SIO_SEG_RAM;
@@ -331,12 +222,12 @@ int sio_gpu_qp_create(struct sio_gpu_nvme *g, const struct sio_gpu_qp_opts *opts
 	d.sq = (o.sq_in_host ? hdev : (char *)qp->gmem->dptr) + sq_off;
 	d.cq = (o.cq_in_gpu ? (char *)qp->gmem->dptr : hdev) + cq_off;
 	d.sq_db = (volatile uint32_t *)(g->bar0_dev +
-			sio_nvme_doorbell_offset(resp.qid, 0, g->ci.dstrd));
+			sio_nvme_doorbell_offset(qid, 0, g->ci.dstrd));
 	d.cq_db = (volatile uint32_t *)(g->bar0_dev +
-			sio_nvme_doorbell_offset(resp.qid, 1, g->ci.dstrd));
+			sio_nvme_doorbell_offset(qid, 1, g->ci.dstrd));
 	d.prp = (char *)qp->gmem->dptr + prp_off;
 	d.prp_bus = gbus + prp_off;
-	d.qid = resp.qid;
+	d.qid = qid;
 	d.depth = depth;
 	d.page = (uint32_t)page;
 	d.max_xfer = g->ci.max_xfer;
@@ -363,8 +254,6 @@ fail:
 
 int sio_gpu_qp_destroy(struct sio_gpu_qp *qp)
 {
-	struct sio_nvme_mbox_req req;
-	struct sio_nvme_mbox_resp resp;
 	struct sio_gpu_qp **pp;
 	struct sio_gpu_nvme *g;
 	int ret = 0;
@@ -378,10 +267,9 @@ int sio_gpu_qp_destroy(struct sio_gpu_qp *qp)
 			break;
 		}
 	if (qp->created) {
-		memset(&req, 0, sizeof(req));
-		req.op = SIO_MBOX_OP_DELETE_QP;
-		req.qid = qp->info.qid;
-		ret = mbox_call(g, &req, &resp);
+		ret = sio_nvme_ioq_delete_at(g->cl, qp->info.qid);
+		if (ret)
+			sio_gpu_err(-ret, "%s", sio_nvme_errmsg());
 	}
 	sio_gpu_queue_free(qp->info.queue);
 	if (qp->hreg)

@@ -663,6 +663,7 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 	uint64_t sq_bytes, cq_bytes, prp_bytes, cq_seg_bytes, sq_bus = 0, cq_bus = 0;
 	uint8_t *sq_va = NULL, *cq_va = NULL;
 	uint32_t depth, i, nslots;
+	uint16_t qid;
 	bool prp_with_sq, sq_in_cq;
 	int ret;
 
@@ -773,20 +774,14 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 		q->prp_bus = sq_bus + sq_bytes;
 	}
 
-	memset(&req, 0, sizeof(req));
-	req.op = SIO_MBOX_OP_CREATE_QP;
-	req.qsize = depth;
-	req.bus1 = sq_bus;
-	req.bus2 = cq_bus;
-	req.cdw10 = spec->prio;
-	ret = mbox_call(cl, &req, &resp);
+	ret = sio_nvme_ioq_create_at(cl, sq_bus, cq_bus, depth, spec->prio, &qid);
 	if (ret)
 		goto fail;
-	sio_nvme_queue_init(&q->q, resp.qid, depth, sq_va, cq_va,
+	sio_nvme_queue_init(&q->q, qid, depth, sq_va, cq_va,
 			    (volatile uint32_t *)(cl->regs +
-						  sio_nvme_doorbell_offset(resp.qid, 0, cl->ci.dstrd)),
+						  sio_nvme_doorbell_offset(qid, 0, cl->ci.dstrd)),
 			    (volatile uint32_t *)(cl->regs +
-						  sio_nvme_doorbell_offset(resp.qid, 1, cl->ci.dstrd)),
+						  sio_nvme_doorbell_offset(qid, 1, cl->ci.dstrd)),
 			    q->cids, q->cookies, q->busy);
 	q->next = cl->queues;
 	cl->queues = q;
@@ -807,8 +802,6 @@ int sio_nvme_ioq_destroy(struct sio_nvme_ioq *q)
 {
 	struct sio_nvme_client *cl;
 	struct sio_nvme_ioq **pp;
-	struct sio_nvme_mbox_req req;
-	struct sio_nvme_mbox_resp resp;
 	int ret;
 
 	if (!q)
@@ -819,12 +812,59 @@ int sio_nvme_ioq_destroy(struct sio_nvme_ioq *q)
 			*pp = q->next;
 			break;
 		}
-	memset(&req, 0, sizeof(req));
-	req.op = SIO_MBOX_OP_DELETE_QP;
-	req.qid = q->q.qid;
-	ret = mbox_call(cl, &req, &resp);
+	ret = sio_nvme_ioq_delete_at(cl, q->q.qid);
 	ioq_free(q);
 	return ret;
+}
+
+int sio_nvme_ioq_create_at(struct sio_nvme_client *cl, uint64_t sq_bus, uint64_t cq_bus,
+			   uint32_t depth, uint32_t prio, uint16_t *qid)
+{
+	struct sio_nvme_mbox_req req;
+	struct sio_nvme_mbox_resp resp;
+	uint64_t page;
+	int ret;
+
+	if (!cl || !qid)
+		return sio_nvme_err(EINVAL, "sio_nvme_ioq_create_at: NULL argument");
+	page = cl->ci.page_size;
+	if (depth < 2 || depth > cl->ci.mqes)
+		return sio_nvme_err(EINVAL, "queue depth %u out of range 2..%u (CAP.MQES)",
+				    depth, cl->ci.mqes);
+	if (prio > 3)
+		return sio_nvme_err(EINVAL, "SQ priority %u out of range 0..3", prio);
+	if (!sq_bus || !cq_bus || ((sq_bus | cq_bus) & (page - 1)))
+		return sio_nvme_err(EINVAL, "queue addresses 0x%llx (SQ) and 0x%llx (CQ) "
+				    "must be non-zero and %llu-byte aligned",
+				    (unsigned long long)sq_bus, (unsigned long long)cq_bus,
+				    (unsigned long long)page);
+	memset(&req, 0, sizeof(req));
+	req.op = SIO_MBOX_OP_CREATE_QP;
+	req.qsize = depth;
+	req.bus1 = sq_bus;
+	req.bus2 = cq_bus;
+	req.cdw10 = prio;
+	ret = mbox_call(cl, &req, &resp);
+	if (ret)
+		return ret;
+	*qid = resp.qid;
+	return 0;
+}
+
+int sio_nvme_ioq_delete_at(struct sio_nvme_client *cl, uint16_t qid)
+{
+	struct sio_nvme_mbox_req req;
+	struct sio_nvme_mbox_resp resp;
+
+	if (!cl)
+		return sio_nvme_err(EINVAL, "sio_nvme_ioq_delete_at: NULL client");
+	if (!qid || qid > cl->ci.io_queues)
+		return sio_nvme_err(EINVAL, "queue id %u out of range 1..%u", qid,
+				    cl->ci.io_queues);
+	memset(&req, 0, sizeof(req));
+	req.op = SIO_MBOX_OP_DELETE_QP;
+	req.qid = qid;
+	return mbox_call(cl, &req, &resp);
 }
 
 void sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *out)

@@ -219,6 +219,38 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 int sio_nvme_ioq_destroy(struct sio_nvme_ioq *q);
 
 /**
+ * sio_nvme_ioq_create_at() - have the manager create a queue pair in memory
+ *	the caller placed (GPU memory, a CMB, a benchmark's chosen spot)
+ * @cl: client
+ * @sq_bus: the SQ's address as the controller sees it (mapped for the
+ *	device by the caller, aligned to the controller's page size)
+ * @cq_bus: the CQ's address, likewise; the caller zeroes the CQ first
+ * @depth: entries in each queue, 2..CAP.MQES
+ * @prio: SQ priority for weighted round robin, 0 (urgent) .. 3 (low)
+ * @qid: the queue id the manager assigned
+ *
+ * The queues belong to this client's mailbox slot: only it may delete them,
+ * and sio_nvme_client_close() (or the client's death) deletes them. The
+ * caller drives them itself (with queue.h) and keeps their memory mapped
+ * until sio_nvme_ioq_delete_at().
+ * Return: 0; -EINVAL for a bad depth, priority or address; -ENOSPC when the
+ * controller has no queue pair left.
+ */
+int sio_nvme_ioq_create_at(struct sio_nvme_client *cl, uint64_t sq_bus, uint64_t cq_bus,
+			   uint32_t depth, uint32_t prio, uint16_t *qid);
+
+/**
+ * sio_nvme_ioq_delete_at() - delete a queue pair made by sio_nvme_ioq_create_at()
+ * @cl: client
+ * @qid: its queue id
+ *
+ * Commands still in flight on it are lost; its memory may be freed after.
+ * Return: 0; -EINVAL for an id out of range; -EPERM for a queue this
+ * client does not own.
+ */
+int sio_nvme_ioq_delete_at(struct sio_nvme_client *cl, uint16_t qid);
+
+/**
  * sio_nvme_ioq_info() - describe a queue pair
  * @q: queue pair
  * @out: filled in
