@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <smartio/dma.h>
 #include "emu.h"
 
 /* ---- children ---- */
@@ -34,56 +33,10 @@ static void child_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
-static int emu_read(void *ctx, uint64_t bus, void *buf, size_t len)
-{
-	return sio_dma_read(ctx, bus, buf, len);
-}
-
-static int emu_write(void *ctx, uint64_t bus, const void *buf, size_t len)
-{
-	return sio_dma_write(ctx, bus, buf, len);
-}
-
-static int emu_ptr(void *ctx, uint64_t bus, size_t len, bool write, void **ptr)
-{
-	return sio_dma_ptr(ctx, bus, len, write, ptr);
-}
-
-/*
- * nvme-emu has no option for an expansion chassis, so a controller behind
- * one is registered here with the descriptor's chassis flag and the model
- * attached to that registration's BAR0 and DMA calls: the same code path
- * sio_nvme_emu_attach() takes, plus the flag.
- */
-static int emu_attach_chassis(struct sio_nvme_emu *emu, struct sio_fabric *f,
-			      const struct sio_nvme_emu_config *cfg, struct sio_devreg **reg)
-{
-	struct sio_device_desc d = {
-		.class_code = 0x010802, .vendor = 0x1b36, .device = 0x0010,
-		.nbars = cfg->cmb_mib ? 3 : 1, .chassis = true, .name = "nvme-emu (chassis)",
-	};
-	struct sio_nvme_emu_dma dma = { emu_read, emu_write, emu_ptr, NULL };
-	struct sio_segment *bar;
-	void *va;
-	int rc;
-
-	d.bar_size[0] = sio_nvme_emu_bar0_size(cfg);
-	if (cfg->cmb_mib)
-		d.bar_size[2] = (uint64_t)cfg->cmb_mib << 20;
-	if ((rc = sio_device_register(f, &d, reg)))
-		return rc;
-	if ((rc = sio_devreg_bar(*reg, 0, &bar)) || (rc = sio_segment_map(bar, &va)))
-		return rc;
-	dma.ctx = *reg;
-	rc = sio_nvme_emu_attach_mem(emu, va, &dma);
-	return rc ? rc : (int)sio_devreg_id(*reg);
-}
-
 static void emu_child(const struct nb_env *e, int wfd)
 {
 	struct sio_nvme_emu_config cfg;
 	struct sio_nvme_emu *emu = NULL;
-	struct sio_devreg *reg = NULL;
 	struct sio_fabric *f = NULL;
 	int64_t id = -1;
 	int rc;
@@ -94,18 +47,13 @@ static void emu_child(const struct nb_env *e, int wfd)
 	sio_nvme_emu_config_default(&cfg);
 	cfg.backing = e->o.backing;
 	cfg.cmb_mib = e->o.cmb_mib;
+	cfg.chassis = e->o.chassis;	/* as nvme-emu --chassis */
 	if (e->o.queues)
 		cfg.max_qpairs = e->o.queues;
 	if ((rc = sio_fabric_open(e->fabric, e->o.lender, &f))) {
 		fprintf(stderr, "bench: controller: join fabric: %s\n", sio_errmsg());
 	} else if ((rc = sio_nvme_emu_create(&cfg, &emu))) {
 		fprintf(stderr, "bench: controller: %s\n", sio_nvme_emu_errmsg());
-	} else if (e->o.chassis) {
-		rc = emu_attach_chassis(emu, f, &cfg, &reg);
-		if (rc < 0)
-			fprintf(stderr, "bench: controller: %s / %s\n", sio_errmsg(), sio_nvme_emu_errmsg());
-		else
-			id = rc, rc = 0;
 	} else if ((rc = sio_nvme_emu_attach(emu, f))) {
 		fprintf(stderr, "bench: controller: %s\n", sio_nvme_emu_errmsg());
 	} else {
@@ -117,7 +65,6 @@ static void emu_child(const struct nb_env *e, int wfd)
 	if (!rc)
 		sio_nvme_emu_run(emu, &child_stop);
 	sio_nvme_emu_destroy(emu);
-	sio_device_unregister(reg);
 	sio_fabric_close(f);
 	_exit(rc ? 1 : 0);
 }

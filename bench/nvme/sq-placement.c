@@ -230,13 +230,13 @@ int main(int argc, char **argv)
 		if (r[p].on)
 			nb_stats_compute(r[p].lat, n, &r[p].st);
 
-	printf("\n%-7s %-24s %9s %8s %8s %8s %8s %8s  %s\n", "SQ in", "SQ-fetch path (model)",
+	printf("\n%-7s %-30s %9s %8s %8s %8s %8s %8s  %s\n", "SQ in", "SQ-fetch path (model)",
 	       "model RT", "p1", "p50", "p99", "p99.9", "mean", "(ns)");
 	for (int p = 0; p < NPLACE; p++) {
 		if (!r[p].on)
 			continue;
 		hops_str(&r[p].path, hops, sizeof(hops));
-		printf("%-7s %-24s %9u %8.0f %8.0f %8.0f %8.0f %8.0f\n", place[p].name, hops,
+		printf("%-7s %-30s %9u %8.0f %8.0f %8.0f %8.0f %8.0f\n", place[p].name, hops,
 		       r[p].path.round_trip_ns, r[p].st.p1, r[p].st.p50, r[p].st.p99,
 		       r[p].st.p999, r[p].st.mean);
 	}
