@@ -298,7 +298,7 @@ int nb_drain(struct sio_nvme_ioq *q)
 
 /* ---- statistics ---- */
 
-static int cmp_u64(const void *a, const void *b)
+int nb_cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
@@ -327,7 +327,7 @@ void nb_stats_compute(uint64_t *v, uint64_t n, struct nb_stats *s)
 	s->n = n;
 	if (!n)
 		return;
-	qsort(v, n, sizeof(*v), cmp_u64);
+	qsort(v, n, sizeof(*v), nb_cmp_u64);
 	for (uint64_t i = 0; i < n; i++)
 		sum += (double)v[i];
 	s->mean = sum / (double)n;

@@ -121,6 +121,8 @@ struct nb_stats {
 	double p1, p50, p99, p999, p25, p75;
 };
 
+/* qsort() comparison of uint64_t */
+int nb_cmp_u64(const void *a, const void *b);
 /* Sorts @v in place. */
 void nb_stats_compute(uint64_t *v, uint64_t n, struct nb_stats *s);
 double nb_pct_sorted(const uint64_t *v, uint64_t n, double pct);

@@ -179,12 +179,15 @@ void emu_post(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
 	if (!emu->resetting)
 		rc = emu->dma.ptr(emu->dma.ctx, at, 16, true, &p);
 	if (rc == 0) {
-		uint32_t *d = p;
+		uint64_t *d = p;	/* CQ entries are 16-byte aligned */
 
-		__atomic_store_n(&d[0], e[0], __ATOMIC_RELAXED);
-		__atomic_store_n(&d[1], e[1], __ATOMIC_RELAXED);
-		__atomic_store_n(&d[2], e[2], __ATOMIC_RELAXED);
-		__atomic_store_n(&d[3], e[3], __ATOMIC_RELEASE);
+		/*
+		 * Two stores, not four: the host spins on this line, and every
+		 * store it can slip in between costs another transfer of the
+		 * line. DW2 and DW3 (phase) go together, last, with release.
+		 */
+		__atomic_store_n(&d[0], (uint64_t)e[0] | (uint64_t)e[1] << 32, __ATOMIC_RELAXED);
+		__atomic_store_n(&d[1], (uint64_t)e[2] | (uint64_t)e[3] << 32, __ATOMIC_RELEASE);
 	} else if (rc == -EOPNOTSUPP) {
 		/* memory with no host pointer (GPU): two ordered writes, phase last */
 		if (!emu->dma.write(emu->dma.ctx, at, e, 12))
