@@ -44,6 +44,46 @@ lend() {
 	done
 	cat /tmp/lend-$1.log
 }
+devid() { sed -n 's/.* as device \([0-9]*\) .*/\1/p' /tmp/lend-$1.log; }
+# manager BDF [ARGS]: start nvme-manager on a lent device, wait until it serves.
+manager() {
+	b=$1; shift
+	rm -f /tmp/mgr-$b.ready
+	nvme-manager --fabric $FAB --device $(devid $b) --ready-file /tmp/mgr-$b.ready "$@" \
+		>/tmp/mgr-$b.log 2>&1 &
+	echo $! >/tmp/mgr-$b.pid
+	i=0
+	while [ ! -s /tmp/mgr-$b.ready ]; do
+		i=$((i + 1))
+		if [ $i -gt 300 ] || ! kill -0 $(cat /tmp/mgr-$b.pid) 2>/dev/null; then
+			cat /tmp/mgr-$b.log; return 1
+		fi
+		sleep 0.1
+	done
+	cat /tmp/mgr-$b.log
+}
+stop_manager() {
+	kill $(cat /tmp/mgr-$1.pid) 2>/dev/null
+	wait $(cat /tmp/mgr-$1.pid)
+	rc=$?
+	sed 's/^/    | /' /tmp/mgr-$1.log
+	[ $rc -eq 0 ] && res PASS "manager-exit-$1" || res FAIL "manager-exit-$1" "exit $rc"
+}
+# client BDF NAME ARGS...: an nvme-client in the background, result in /tmp/NAME.rc
+client() {
+	b=$1; n=$2; shift 2
+	( timeout 240 nvme-client --fabric $FAB --device $(devid $b) --timeout 10000 "$@" \
+		>/tmp/$n.log 2>&1; echo $? >/tmp/$n.rc ) &
+	echo $! >/tmp/$n.pid
+}
+# collect NAME...: wait for those clients (a bare `wait` would wait for lenders).
+collect() {
+	for n in "$@"; do wait $(cat /tmp/$n.pid); done
+	for n in "$@"; do
+		sed 's/^/    | /' /tmp/$n.log
+		[ "$(cat /tmp/$n.rc)" = 0 ] && res PASS "$n" || res FAIL "$n" "exit $(cat /tmp/$n.rc)"
+	done
+}
 unlend() {
 	kill $(cat /tmp/lend-$1.pid) 2>/dev/null
 	wait $(cat /tmp/lend-$1.pid) 2>/dev/null
@@ -73,16 +113,60 @@ expect_fail error-group-busy 'busy' smartio vfio probe $MAIN
 run lend-cmb lend $CMB
 run cmb-sq vfio-nvme $FAB $CMB cmb
 
-# The same device lent again to a fabric whose segments are on huge pages.
+# The same devices lent again to a fabric whose segments are on huge pages.
 unlend $MAIN
+unlend $CMB
 echo 64 >/proc/sys/vm/nr_hugepages
 mkdir -p /dev/hugepages && mount -t hugetlbfs none /dev/hugepages
 FAB=vmhuge
 run fabric-create-huge smartio create $FAB --nodes 1
 run lend-main-huge lend $MAIN
+run lend-cmb-huge lend $CMB
 run vfio-write-huge env SIO_VM_EXPECT_HUGE=1 vfio-nvme $FAB $MAIN write /tmp/pattern.bin
 
-[ -f /tmp/suite-driver.sh ] && . /tmp/suite-driver.sh
+
+# The project's NVMe driver, unchanged, on the vfio backend.
+if command -v nvme-manager >/dev/null; then
+	run drv-identify sh -c "nvme-identify --fabric $FAB --device $(devid $MAIN) | grep -v inactive"
+	run drv-manager manager $MAIN
+	# Three clients at once, each on its own queue pair, disjoint ranges.
+	client $MAIN drv-client-1 --lba 16 --count 2032 --bs 8 --qd 4
+	client $MAIN drv-client-2 --lba 2048 --count 2048 --bs 16 --qd 8 --random --ios 512 --seed 2
+	# (its blocks are read back through the kernel's driver at the end)
+	client $MAIN drv-client-3 --lba 4096 --count 256 --bs 8 --qd 2 --pattern 0xa7 --flush
+	collect drv-client-1 drv-client-2 drv-client-3
+	stop_manager $MAIN
+	# Two namespaces (512 B and 4 KiB blocks) and the CMB on the second controller.
+	run drv-identify-ns sh -c "nvme-identify --fabric $FAB --device $(devid $CMB) |
+		tee /dev/stderr | grep -q 'blocks of 512 bytes' && nvme-identify --fabric $FAB \
+		--device $(devid $CMB) | grep -q 'blocks of 4096 bytes'"
+	run drv-manager-cmb manager $CMB
+	client $CMB drv-ns1-512 --nsid 1 --count 1024 --bs 8 --qd 4
+	client $CMB drv-ns2-4k --nsid 2 --count 256 --bs 4 --qd 4
+	collect drv-ns1-512 drv-ns2-4k
+	# QEMU's controller decodes CMB addresses only once the host has set
+	# CMBMSC.CMSE with CBA = the BAR's bus address (NVMe 1.4 3.1.12).
+	client $CMB drv-sq-in-cmb --nsid 1 --lba 2048 --count 256 --queue location=device
+	collect drv-sq-in-cmb
+	stop_manager $CMB
+	# Small MDTS (16 KiB): 128 KiB requests must be split.
+	run lend-small lend $SMALL
+	run drv-manager-small manager $SMALL
+	client $SMALL drv-mdts-split --bs 256 --count 4096 --qd 2
+	collect drv-mdts-split
+	# Two I/O queue pairs: a third client must be told there are none left.
+	client $SMALL drv-queues-1 --count 2048 --bs 1 --qd 1 --time 6
+	client $SMALL drv-queues-2 --lba 2048 --count 2048 --bs 1 --qd 1 --time 6
+	i=0; while [ $(grep -ci 'client.*\(arriv\|join\|connect\)' /tmp/mgr-$SMALL.log) -lt 2 ] && [ $i -lt 100 ]; do
+		sleep 0.1; i=$((i + 1)); done
+	expect_fail drv-out-of-queues 'no I/O queue pair left' \
+		nvme-client --fabric $FAB --device $(devid $SMALL) --count 8
+	collect drv-queues-1 drv-queues-2
+	stop_manager $SMALL
+	unlend $SMALL
+else
+	res SKIP nvme-driver "nvme-manager was not built"
+fi
 
 # Give the main controller back to the kernel and read the data there.
 unlend $MAIN
@@ -92,6 +176,10 @@ load nvme
 i=0; while [ ! -b /dev/nvme0n1 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 ls /sys/bus/pci/drivers/nvme/ 2>/dev/null | grep 0000 | sed 's/^/    | nvme driver has /'
 run kernel-readback vfio-nvme kcheck /dev/nvme0n1 /tmp/pattern.bin
+if command -v nvme-manager >/dev/null; then
+	head -c 131072 /dev/zero | tr '\0' '\247' >/tmp/a7.bin
+	run kernel-readback-driver vfio-nvme kcheck /dev/nvme0n1 /tmp/a7.bin $((4096 * 512))
+fi
 smartio destroy vmfab >/dev/null 2>&1
 smartio destroy vmhuge >/dev/null 2>&1
 echo "vm: suite took $(cut -d' ' -f1 /proc/uptime)s of guest uptime"

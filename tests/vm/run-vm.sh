@@ -82,7 +82,7 @@ done
 [ -s "$root/lib/modules/vfio.list" ] || skip "kernel $kver has no vfio-pci module"
 
 cp "$src/guest-init.sh" "$root/init"
-cp "$src/guest-suite.sh" "$root/suite.sh"
+cp "${SIO_VM_SUITE:-$src/guest-suite.sh}" "$root/suite.sh"
 chmod +x "$root/init"
 if command -v cpio >/dev/null 2>&1; then
 	(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 >"$work/initramfs.gz")

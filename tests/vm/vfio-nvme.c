@@ -8,10 +8,10 @@
  * DMA target, and cleanup when a borrower dies.
  *
  * usage: vfio-nvme FABRIC BDF identify|isolation|crash|cmb|write FILE
- *        vfio-nvme kcheck BLOCKDEV FILE
+ *        vfio-nvme kcheck BLOCKDEV FILE [OFFSET]
  * `write` puts a pattern at LBA 0 of namespace 1 through an I/O queue pair
- * and saves it to FILE; `kcheck` reads it back through the kernel's own
- * driver with O_DIRECT and compares. One line per check; exit 0 when all
+ * and saves it to FILE; `kcheck` reads a device through the kernel's own
+ * driver with O_DIRECT and compares it with FILE. One line per check; exit 0 when all
  * passed.
  */
 #include <errno.h>
@@ -453,22 +453,27 @@ static void t_write(struct ctl *c, const char *file)
 	check(sc == 0, "read back through the same queue pair", NULL);
 }
 
-/* Compare FILE with the start of BLOCKDEV read by the kernel's driver. */
-static int kcheck(const char *bdev, const char *file)
+/* Compare FILE with BLOCKDEV at OFFSET, read by the kernel's driver. */
+static int kcheck(const char *bdev, const char *file, uint64_t off)
 {
-	uint8_t want[8192], *got;
+	uint8_t *want = NULL, *got = NULL;
 	FILE *fp = fopen(file, "rb");
 	int fd = open(bdev, O_RDONLY | O_DIRECT);
+	long len = -1;
+	char d[160];
 	bool same;
 
-	if (!fp || fread(want, 1, sizeof(want), fp) != sizeof(want) || fd < 0 ||
-	    posix_memalign((void **)&got, 4096, sizeof(want)) ||
-	    pread(fd, got, sizeof(want), 0) != (ssize_t)sizeof(want)) {
-		printf("FAIL: O_DIRECT read of %s: %s\n", bdev, strerror(errno));
+	if (fp && !fseek(fp, 0, SEEK_END))
+		len = ftell(fp);
+	if (!fp || len <= 0 || len % 4096 || fd < 0 || fseek(fp, 0, SEEK_SET) ||
+	    !(want = malloc(len)) || fread(want, 1, len, fp) != (size_t)len ||
+	    posix_memalign((void **)&got, 4096, len) || pread(fd, got, len, off) != len) {
+		printf("FAIL: O_DIRECT read of %s for %s: %s\n", bdev, file, strerror(errno));
 		return 1;
 	}
-	same = !memcmp(want, got, sizeof(want));
-	check(same, "the kernel's nvme driver reads back what the vfio client wrote", bdev);
+	same = !memcmp(want, got, len);
+	snprintf(d, sizeof(d), "%s, %ld bytes at offset %llu", bdev, len, (unsigned long long)off);
+	check(same, "the kernel's nvme driver reads back what was written through vfio", d);
 	return same ? 0 : 1;
 }
 
@@ -477,11 +482,11 @@ int main(int argc, char **argv)
 	struct ctl c;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 4 && !strcmp(argv[1], "kcheck"))
-		return kcheck(argv[2], argv[3]);
+	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "kcheck"))
+		return kcheck(argv[2], argv[3], argc == 5 ? strtoull(argv[4], NULL, 0) : 0);
 	if (argc < 4 || (!strcmp(argv[3], "write") && argc != 5)) {
 		fprintf(stderr, "usage: vfio-nvme FABRIC BDF identify|isolation|crash|cmb|write FILE\n"
-			"       vfio-nvme kcheck BLOCKDEV FILE\n");
+			"       vfio-nvme kcheck BLOCKDEV FILE [OFFSET]\n");
 		return 2;
 	}
 	open_dev(&c, argv[1], argv[2]);
