@@ -29,6 +29,7 @@ static int usage(FILE *o, int code)
 "  create NAME [--nodes N] [--topology b2b|switch|cascade] [--per-switch K]\n"
 "              [--adapters 1|2] [--windows W] [--window-size BYTES]\n"
 "              [--mcast-groups G] [--latency-model]\n"
+"              [--adapter-ns NS] [--chassis-ns NS] [--switch-ns NS]   per-hop model delays\n"
 "  destroy NAME\n"
 "  status [NAME] [--json]          nodes, windows, segments, devices, borrows\n"
 "  path [NAME] FROM TO [--json]    FROM/TO: node:N, dev:ID or seg:NODE:ID\n"
@@ -46,6 +47,7 @@ static int cmd_create(int argc, char **argv)
 		{ "nodes", 1, 0, 'n' }, { "topology", 1, 0, 't' }, { "per-switch", 1, 0, 'p' },
 		{ "adapters", 1, 0, 'a' }, { "windows", 1, 0, 'w' }, { "window-size", 1, 0, 's' },
 		{ "mcast-groups", 1, 0, 'g' }, { "latency-model", 0, 0, 'l' }, { "help", 0, 0, 'h' },
+		{ "adapter-ns", 1, 0, 'A' }, { "chassis-ns", 1, 0, 'C' }, { "switch-ns", 1, 0, 'S' },
 		{ 0 } };
 	struct sio_fabric_config c = { .nodes = 2, .topology = SIO_TOPO_SWITCH };
 	const char *name;
@@ -53,6 +55,9 @@ static int cmd_create(int argc, char **argv)
 
 	while ((opt = getopt_long(argc, argv, "n:t:p:a:w:s:g:lh", o, NULL)) != -1) {
 		switch (opt) {
+		case 'A': c.adapter_ns = (uint32_t)atoi(optarg); break;
+		case 'C': c.chassis_ns = (uint32_t)atoi(optarg); break;
+		case 'S': c.switch_ns = (uint32_t)atoi(optarg); break;
 		case 'n': c.nodes = atoi(optarg); break;
 		case 'p': c.nodes_per_switch = atoi(optarg); break;
 		case 'a': c.adapters = atoi(optarg); break;
