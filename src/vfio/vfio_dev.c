@@ -246,19 +246,19 @@ int sio_vfio_open(const char *bdf, enum sio_vfio_mode mode, struct sio_vfio_dev 
 	rc = sio_pci_fn_get(d->bdf, &fn);
 	if (rc)
 		return rc;
+	/* No IOMMU at all comes first: binding would not help. */
+	if (fn.iommu_group < 0 && !have_iommu())
+		return sio__err(ENODEV, "no IOMMU is active on this machine: enable VT-d "
+				"(or AMD-Vi) in the firmware and boot with intel_iommu=on; "
+				"Debian's kernel has no vfio no-IOMMU mode");
 	if (strcmp(fn.driver, "vfio-pci"))
 		return sio__err(ENODEV, "%s is %s%s%s, not to vfio-pci: bind it with "
 				"`smartio vfio bind %s` (as root)", d->bdf,
 				fn.driver[0] ? "bound to '" : "bound to no driver",
 				fn.driver, fn.driver[0] ? "'" : "", d->bdf);
-	d->iommu_group = fn.iommu_group;
-	if (fn.iommu_group < 0) {
-		if (!have_iommu())
-			return sio__err(ENODEV, "no IOMMU is active on this machine: enable VT-d "
-					"(or AMD-Vi) in the firmware and boot with intel_iommu=on; "
-					"Debian's kernel has no vfio no-IOMMU mode");
+	if (fn.iommu_group < 0)
 		return sio__err(ENODEV, "%s has no IOMMU group", d->bdf);
-	}
+	d->iommu_group = fn.iommu_group;
 
 	if (mode == SIO_VFIO_IOMMUFD || (mode == SIO_VFIO_AUTO && exists("/dev/iommu"))) {
 		rc = cdev_path(d->bdf, cdev, sizeof(cdev));

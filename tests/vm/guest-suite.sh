@@ -110,6 +110,13 @@ echo "vm: vfio-driven Identify done at $(cut -d' ' -f1 /proc/uptime)s"
 run isolation vfio-nvme $FAB $MAIN isolation
 run crash-cleanup vfio-nvme $FAB $MAIN crash
 expect_fail error-group-busy 'busy' smartio vfio probe $MAIN
+# A lender killed outright: the kernel drops its IOMMU mappings with its fds,
+# the registry forgets the device, and the function can be lent again.
+kill -9 $(cat /tmp/lend-$MAIN.pid); wait $(cat /tmp/lend-$MAIN.pid) 2>/dev/null
+run lender-killed-group-free smartio vfio probe $MAIN
+run lender-killed-device-gone sh -c "! smartio status $FAB | tee /dev/stderr | grep -q 'vfio $MAIN'"
+run lend-main-again lend $MAIN
+run identify-again vfio-nvme $FAB $MAIN identify
 run lend-cmb lend $CMB
 run cmb-sq vfio-nvme $FAB $CMB cmb
 
@@ -172,14 +179,22 @@ fi
 unlend $MAIN
 unlend $CMB
 run unbind smartio vfio unbind $MAIN
+# The two controllers behind the bridge share an IOMMU group: one goes to
+# vfio-pci, the other to the kernel's nvme driver when it loads.
+GRP1=$(smartio vfio list --class 010802 | awk 'NR > 1 && $1 !~ /^0000:00:/ {print $1}' | head -n1)
+run bind-group-member smartio vfio bind $GRP1
 load nvme
-i=0; while [ ! -b /dev/nvme0n1 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+i=0; while ! ls /sys/bus/pci/devices/$MAIN/nvme/nvme*/nvme*n1 >/dev/null 2>&1 && [ $i -lt 100 ]; do
+	sleep 0.1; i=$((i + 1)); done
 ls /sys/bus/pci/drivers/nvme/ 2>/dev/null | grep 0000 | sed 's/^/    | nvme driver has /'
-run kernel-readback vfio-nvme kcheck /dev/nvme0n1 /tmp/pattern.bin
+BLK=/dev/$(basename $(ls -d /sys/bus/pci/devices/$MAIN/nvme/nvme*/nvme*n1 2>/dev/null | head -n1) 2>/dev/null)
+run kernel-readback vfio-nvme kcheck $BLK /tmp/pattern.bin
 if command -v nvme-manager >/dev/null; then
 	head -c 131072 /dev/zero | tr '\0' '\247' >/tmp/a7.bin
-	run kernel-readback-driver vfio-nvme kcheck /dev/nvme0n1 /tmp/a7.bin $((4096 * 512))
+	run kernel-readback-driver vfio-nvme kcheck $BLK /tmp/a7.bin $((4096 * 512))
 fi
+smartio vfio list --class 010802 | sed 's/^/    | /'
+expect_fail error-group-not-viable 'not viable' smartio vfio probe $GRP1
 smartio destroy vmfab >/dev/null 2>&1
 smartio destroy vmhuge >/dev/null 2>&1
 echo "vm: suite took $(cut -d' ' -f1 /proc/uptime)s of guest uptime"

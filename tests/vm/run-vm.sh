@@ -92,6 +92,8 @@ fi
 
 # Sparse images: the main controller, a CMB controller with two namespaces
 # (512 B and 4 KiB LBAs), a small-MDTS controller with two I/O queue pairs.
+# Two more controllers without storage sit behind a PCIe-to-PCI bridge, so
+# they share one IOMMU group (for the "group not viable" check).
 for i in main ns1 ns2 small; do truncate -s 64M "$work/$i.img"; done
 log=$work/console.log
 echo "vm: kernel $kver, $(echo $progs | wc -w) programs, initramfs $(du -k "$work/initramfs.gz" | cut -f1) KiB"
@@ -112,6 +114,8 @@ timeout "${SIO_VM_TIMEOUT:-420}" "$qemu" -nodefaults -no-user-config -display no
 	-device nvme-ns,drive=d2,bus=n1,nsid=2,logical_block_size=4096,physical_block_size=4096 \
 	-drive file="$work/small.img",if=none,id=d3,format=raw \
 	-device nvme,serial=sio-small,drive=d3,mdts=2,max_ioqpairs=2,addr=6 \
+	-device pcie-pci-bridge,id=pb,bus=pcie.0,addr=8 \
+	-device nvme,serial=sio-grp1,bus=pb,addr=1 -device nvme,serial=sio-grp2,bus=pb,addr=2 \
 	</dev/null >"$log" 2>&1
 qrc=$?
 set -e
