@@ -30,13 +30,16 @@ static void cleanup(void)
 static void row(FILE *j, bool *first, const char *backing, const char *engine, const char *sweep,
 		const struct nb_point *p)
 {
-	printf("%-5s %-15s %7s %4d %4u %11.0f %11.0f %8.0f %8.0f %8.0f %8.0f %6.3f\n", backing,
-	       engine, sweep, p->nclients, p->qd, p->iops, p->iops_per_core, p->lat.p1,
-	       p->lat.p50, p->lat.p99, p->lat.p999, p->jain);
+	printf("%-5s %-15s %7s %4d %4u %11.0f %11.0f %5.0f %11.0f %8.0f %8.0f %8.0f %8.0f %6.3f\n",
+	       backing, engine, sweep, p->nclients, p->qd, p->iops, p->iops_per_core,
+	       p->cpu_util * 100, p->iops_per_busy_core, p->lat.p1, p->lat.p50, p->lat.p99,
+	       p->lat.p999, p->jain);
 	fprintf(j, "%s\n  {\"backing\": \"%s\", \"engine\": \"%s\", \"sweep\": \"%s\", "
 		   "\"clients\": %d, \"qd\": %u, \"iops\": %.0f, \"iops_per_client_core\": %.0f, "
+		   "\"client_cpu_util\": %.4f, \"iops_per_busy_client_core\": %.0f, "
 		   "\"jain\": %.4f, \"client_iops\": [", *first ? "" : ",", backing, engine, sweep,
-		p->nclients, p->qd, p->iops, p->iops_per_core, p->jain);
+		p->nclients, p->qd, p->iops, p->iops_per_core, p->cpu_util, p->iops_per_busy_core,
+		p->jain);
 	for (int i = 0; i < p->nclients; i++)
 		fprintf(j, "%s%.0f", i ? ", " : "", p->client_iops[i]);
 	fprintf(j, "], ");
@@ -47,9 +50,9 @@ static void row(FILE *j, bool *first, const char *backing, const char *engine, c
 
 static void header(void)
 {
-	printf("%-5s %-15s %7s %4s %4s %11s %11s %8s %8s %8s %8s %6s\n", "store", "engine",
-	       "sweep", "cl", "qd", "IOPS", "IOPS/core", "p1 ns", "p50 ns", "p99 ns",
-	       "p99.9 ns", "Jain");
+	printf("%-5s %-15s %7s %4s %4s %11s %11s %5s %11s %8s %8s %8s %8s %6s\n", "store",
+	       "engine", "sweep", "cl", "qd", "IOPS", "IOPS/core", "CPU%", "IOPS/busy", "p1 ns",
+	       "p50 ns", "p99 ns", "p99.9 ns", "Jain");
 }
 
 static void usage(FILE *o)
@@ -121,8 +124,11 @@ int main(int argc, char **argv)
 	fprintf(qf, "# backing qd smartio_iops uring_iops smartio_p50 uring_p50 smartio_p99 uring_p99\n");
 	fprintf(cf, "# backing clients smartio_iops uring_iops smartio_jain uring_jain smartio_p99 uring_p99\n");
 	printf("sweep: 4 KiB random reads, %.2f s per point, %d CPUs; %s\n"
-	       "IOPS/core: IOPS per CPU-second used by the issuing processes (user + kernel);\n"
-	       "the emulated controller's own core is not counted (it stands for the device)\n\n",
+	       "IOPS/core: IOPS per CPU-second used by the issuing processes (user + kernel),\n"
+	       "the same clock for both engines; the emulated controller's own core is not\n"
+	       "counted (it stands for the device). CPU%%: client CPU time per wall second\n"
+	       "(per client). IOPS/busy: IOPS/core less the CPU of smartio polls that found\n"
+	       "nothing (device time); io_uring sleeps instead, so there it equals IOPS/core\n\n",
 	       secs, nb_ncpus(), nb_model_label(false));
 	header();
 	steps = (nofile ? 1 : 2) * (nqd + ncl) + 2;

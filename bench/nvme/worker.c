@@ -20,7 +20,7 @@ struct shared {
 	_Atomic int ready, go, err;
 	uint64_t cap;			/* samples per worker */
 	struct {
-		uint64_t ios, nsamp, cpu_ns;
+		uint64_t ios, nsamp, cpu_ns, idle_ns;
 	} w[64];
 	uint64_t samples[];		/* w * cap */
 };
@@ -34,6 +34,7 @@ struct loop {
 	struct shared *sh;
 	int w;
 	uint64_t seed, end, *samp;
+	double tpn;			/* TSC ticks per ns */
 };
 
 static void cpl(void *arg, int err, uint16_t status)
@@ -74,7 +75,7 @@ static int run_smartio(const struct nb_point_cfg *c, struct loop *l)
 	struct slot s[MAX_QD];
 	struct nb_client cl;
 	uint32_t nlb;
-	uint64_t nblk, c0;
+	uint64_t nblk, c0, t, idle = 0, idle_cap = (uint64_t)(10000 * l->tpn);
 	int rc;
 
 	/* Decided once: sysconf(_SC_NPROCESSORS_ONLN) reads /sys on every call
@@ -118,14 +119,20 @@ static int run_smartio(const struct nb_point_cfg *c, struct loop *l)
 		}
 		if (!more && !sio_nvme_ioq_inflight(cl.q))
 			break;
+		t = nb_tsc();
 		if ((rc = sio_nvme_ioq_poll(cl.q, 0)) < 0)
 			goto out;
+		/* A poll that found nothing is waiting on the device. Longer than
+		 * 10 us means we were preempted inside it: no CPU, not counted. */
+		if (rc == 0 && (t = nb_tsc() - t) < idle_cap)
+			idle += t;
 		if (rc == 0 && crowded)
 			sched_yield();	/* more clients than cores: let the others run */
 	}
 	rc = 0;
 out:
 	l->sh->w[l->w].cpu_ns = cpu_ns() - c0;
+	l->sh->w[l->w].idle_ns = (uint64_t)((double)idle / l->tpn);
 	nb_client_close(&cl);
 	return rc;
 }
@@ -200,7 +207,8 @@ int nb_run_point(const struct nb_point_cfg *c, struct nb_point *out)
 	size_t sz;
 	struct shared *sh;
 	pid_t pid[64];
-	uint64_t total = 0, cpu = 0, nsamp = 0, *all;
+	uint64_t total = 0, cpu = 0, idle = 0, nsamp = 0, *all;
+	static double tpn;
 	int rc = 0, n = c->nclients;
 
 	memset(out, 0, sizeof(*out));
@@ -213,12 +221,14 @@ int nb_run_point(const struct nb_point_cfg *c, struct nb_point *out)
 	if (sh == MAP_FAILED)
 		return -errno;
 	sh->cap = SAMPLE_BUDGET / (uint64_t)n;
+	if (!tpn)
+		tpn = nb_tsc_per_ns();
 	fflush(NULL);
 	for (int w = 0; w < n; w++) {
 		pid[w] = fork();
 		if (pid[w] == 0) {
 			struct loop l = { .sh = sh, .w = w, .seed = 0x9e3779b97f4a7c15ull * (w + 1),
-					  .samp = sh->samples + (uint64_t)w * sh->cap };
+					  .samp = sh->samples + (uint64_t)w * sh->cap, .tpn = tpn };
 
 			if (n == 1 && c->pin)
 				nb_pin(0);
@@ -249,12 +259,17 @@ int nb_run_point(const struct nb_point_cfg *c, struct nb_point *out)
 			nsamp += sh->w[w].nsamp;
 			total += sh->w[w].ios;
 			cpu += sh->w[w].cpu_ns;
+			idle += sh->w[w].idle_ns < sh->w[w].cpu_ns ? sh->w[w].idle_ns : sh->w[w].cpu_ns;
 			out->client_iops[w] = (double)sh->w[w].ios / c->seconds;
 			out->client_prio[w] = c->wrr_prios ? 1 + w % 3 : 0;
 		}
 		nb_stats_compute(all, nsamp, &out->lat);
 		out->iops = (double)total / c->seconds;
+		/* The same measure for both engines: CPU time (user + system) of
+		 * the client processes while they ran, from getrusage's clock. */
 		out->iops_per_core = cpu ? (double)total / ((double)cpu / 1e9) : 0;
+		out->iops_per_busy_core = cpu > idle ? (double)total / ((double)(cpu - idle) / 1e9) : 0;
+		out->cpu_util = (double)cpu / 1e9 / c->seconds / n;
 		out->jain = nb_jain(out->client_iops, n);
 	}
 	out->err = rc;

@@ -31,6 +31,9 @@ struct nb_point {
 	uint32_t qd;
 	double iops;			/* all clients */
 	double iops_per_core;		/* IOPS per CPU-second the clients used */
+	double cpu_util;		/* client CPU-seconds per wall second, per client */
+	double iops_per_busy_core;	/* as iops_per_core, less the CPU of polls
+					 * that found nothing (smartio only) */
 	double jain;
 	double client_iops[64];
 	int client_prio[64];
