@@ -72,7 +72,7 @@ stop_manager() {
 # client BDF NAME ARGS...: an nvme-client in the background, result in /tmp/NAME.rc
 client() {
 	b=$1; n=$2; shift 2
-	( timeout 240 nvme-client --fabric $FAB --device $(devid $b) --timeout 10000 "$@" \
+	( timeout 120 nvme-client --fabric $FAB --device $(devid $b) --timeout 10000 "$@" \
 		>/tmp/$n.log 2>&1; echo $? >/tmp/$n.rc ) &
 	echo $! >/tmp/$n.pid
 }

@@ -7,8 +7,9 @@
 # prints one line per result on the serial console. Exit 0 when every check
 # passed, 1 when one failed, 77 (meson: SKIP) when qemu or a kernel is missing.
 #
-# usage: run-vm.sh BUILD_ROOT SOURCE_DIR [KEEP_DIR]
-#   SIO_VM_KERNEL=/boot/vmlinuz-X picks the kernel; SIO_VM_TIMEOUT (s) bounds the boot.
+# usage: run-vm.sh BUILD_ROOT SOURCE_DIR [WORK_DIR]  (a WORK_DIR given is kept)
+#   SIO_VM_KERNEL=/boot/vmlinuz-X picks the kernel; SIO_VM_TIMEOUT (s) bounds
+#   the whole boot; SIO_VM_SUITE=FILE runs another guest script instead.
 set -eu
 
 build=$(cd "$1" && pwd)
@@ -37,8 +38,10 @@ fi
 	skip "no readable /boot/vmlinuz-* with /lib/modules (apt-get install linux-image-amd64)"
 kver=${kernel#/boot/vmlinuz-}
 
-[ -n "$work" ] || work=$(mktemp -d "${TMPDIR:-/tmp}/sio-vm.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+if [ -z "$work" ]; then
+	work=$(mktemp -d "${TMPDIR:-/tmp}/sio-vm.XXXXXX")
+	trap 'rm -rf "$work"' EXIT
+fi
 root=$work/root
 mkdir -p "$root/bin" "$root/lib/modules" "$root/proc" "$root/sys" "$root/dev" "$root/tmp" \
 	"$root/run" "$root/prog" "$root/etc"
@@ -99,7 +102,7 @@ log=$work/console.log
 echo "vm: kernel $kver, $(echo $progs | wc -w) programs, initramfs $(du -k "$work/initramfs.gz" | cut -f1) KiB"
 start=$(date +%s)
 set +e
-timeout "${SIO_VM_TIMEOUT:-420}" "$qemu" -nodefaults -no-user-config -display none \
+timeout "${SIO_VM_TIMEOUT:-300}" "$qemu" -nodefaults -no-user-config -display none \
 	-machine q35 -accel tcg,thread=multi -cpu max -smp 2 -m 768 \
 	-device intel-iommu,intremap=on,caching-mode=on \
 	-kernel "$kernel" -initrd "$work/initramfs.gz" \
