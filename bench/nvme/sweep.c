@@ -63,6 +63,8 @@ static void usage(FILE *o)
 		"  -q, --quick          0.3 s per point, depths 1,4,16,64,256, clients 1,2,8,32\n"
 		"  -c, --max-clients N  largest client count (default 32, at most 63)\n"
 		"      --no-file        RAM backing only\n"
+		"  -d, --qd N           only queue depth N, one client: no client or fairness sweep\n"
+		"  -r, --repeat N       run each point N times, interleaved (default 1)\n"
 		"  -o, --out DIR        output directory (default bench-out/sweep)\n");
 }
 
@@ -71,26 +73,30 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "seconds", required_argument, NULL, 't' }, { "quick", no_argument, NULL, 'q' },
 		{ "max-clients", required_argument, NULL, 'c' }, { "no-file", no_argument, NULL, 'F' },
-		{ "out", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "out", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
+		{ "qd", required_argument, NULL, 'd' }, { "repeat", required_argument, NULL, 'r' }, { 0 },
 	};
 	static const uint32_t qd_full[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256 }, qd_quick[] = { 1, 4, 16, 64, 256 };
 	static const int cl_full[] = { 1, 2, 4, 8, 16, 32 }, cl_quick[] = { 1, 2, 8, 32 };
 	const uint32_t *qds = qd_full;
 	const int *cls = cl_full;
-	int nqd = 9, ncl = 6, maxc = 32, opt, rc, steps, step = 0;
+	int nqd = 9, ncl = 6, maxc = 32, opt, rc, steps, step = 0, one_qd = 0, repeat = 1;
+	uint32_t qd_one[1];
 	const char *out = "bench-out/sweep";
 	bool quick = false, nofile = false, first = true;
 	double secs = 1.0;
 	struct nb_point p;
 	FILE *j, *qf, *cf, *g;
 
-	while ((opt = getopt_long(argc, argv, "t:qc:o:h", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "t:qc:o:hd:r:", lo, NULL)) != -1) {
 		switch (opt) {
 		case 't': secs = atof(optarg); break;
 		case 'q': quick = true; break;
 		case 'c': maxc = atoi(optarg); break;
 		case 'F': nofile = true; break;
 		case 'o': out = optarg; break;
+		case 'd': one_qd = atoi(optarg); break;
+		case 'r': repeat = atoi(optarg); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -100,9 +106,15 @@ int main(int argc, char **argv)
 		if (secs == 1.0)
 			secs = 0.3;
 	}
-	if (secs < 0.05 || secs > 60 || maxc < 1 || maxc > 63) {
-		fprintf(stderr, "sweep: --seconds 0.05..60, --max-clients 1..63\n");
+	if (secs < 0.05 || secs > 60 || maxc < 1 || maxc > 63 || one_qd < 0 || one_qd > 256 ||
+	    repeat < 1 || repeat > 100) {
+		fprintf(stderr, "sweep: --seconds 0.05..60, --max-clients 1..63, --qd 1..256, "
+			"--repeat 1..100\n");
 		return 2;
+	}
+	if (one_qd) {
+		qd_one[0] = (uint32_t)one_qd;
+		qds = qd_one, nqd = 1, ncl = 0;
 	}
 	if (nb_outdir("bench-out") || nb_outdir(out))
 		return 1;
@@ -131,7 +143,7 @@ int main(int argc, char **argv)
 	       "nothing (device time); io_uring sleeps instead, so there it equals IOPS/core\n\n",
 	       secs, nb_ncpus(), nb_model_label(false));
 	header();
-	steps = (nofile ? 1 : 2) * (nqd + ncl) + 2;
+	steps = (nofile ? 1 : 2) * (nqd * repeat + ncl) + (one_qd ? 0 : 2);
 
 	for (int bk = 0; bk < (nofile ? 1 : 2); bk++) {
 		const char *bname = bk ? "file" : "ram";
@@ -146,10 +158,10 @@ int main(int argc, char **argv)
 			return 1;
 		/* io_uring reads the same kind of store: tmpfs for RAM, the same file */
 		pc.file = bk ? disk_file : ram_file;
-		for (int i = 0; i < nqd; i++) {
+		for (int i = 0; i < nqd * repeat; i++) {
 			struct nb_point s, u, ub;
 
-			pc.nclients = 1, pc.qd = qds[i];
+			pc.nclients = 1, pc.qd = qds[i / repeat];
 			pc.engine = NB_SMARTIO;
 			if (nb_run_point(&pc, &s))
 				return 1;
@@ -165,7 +177,7 @@ int main(int argc, char **argv)
 				pc.buffered = false;
 				row(j, &first, bname, "io_uring-buffer", "qd", &ub);
 			}
-			fprintf(qf, "%s %u %.0f %.0f %.0f %.0f %.0f %.0f\n", bname, qds[i], s.iops, u.iops,
+			fprintf(qf, "%s %u %.0f %.0f %.0f %.0f %.0f %.0f\n", bname, pc.qd, s.iops, u.iops,
 				s.lat.p50, u.lat.p50, s.lat.p99, u.lat.p99);
 			nb_progress("sweep", ++step, steps);
 		}
@@ -193,6 +205,8 @@ int main(int argc, char **argv)
 	}
 
 	/* Fairness: 6 clients at QD 32 under RR, then WRR with weights 8:4:1. */
+	if (one_qd)
+		goto done;
 	printf("\nfairness: 6 clients, QD 32 each, RAM backing; WRR weights high 8, medium 4, low 1 "
 	       "(clients take priorities high, medium, low in turn)\n");
 	header();
@@ -225,6 +239,7 @@ int main(int argc, char **argv)
 		nb_env_down(&env);
 		nb_progress("sweep", ++step, steps);
 	}
+done:
 	nb_progress("sweep", 1, 1);
 	fprintf(j, "\n]}\n");
 	fclose(j);
