@@ -99,6 +99,7 @@ expect_fail error-not-bound 'not to vfio-pci' smartio vfio probe $MAIN
 for b in $MAIN $CMB $SMALL; do run bind-$b smartio vfio bind $b; done
 run vfio-list-bound sh -c "smartio vfio list --class 010802 --vfio-only | tee /dev/stderr | grep -c yes | grep -qx 3"
 run vfio-probe smartio vfio probe $MAIN
+expect_fail error-permission 'permission denied' vfio-nvme run-as 65534 smartio vfio probe $MAIN
 expect_fail error-bad-bdf 'not a PCI address' smartio vfio probe 00:zz.0
 expect_fail error-no-device 'no PCI function' smartio vfio probe 0000:00:1d.7
 echo "vm: first vfio Identify path ready at $(cut -d' ' -f1 /proc/uptime)s"

@@ -9,6 +9,7 @@
  *
  * usage: vfio-nvme FABRIC BDF identify|isolation|crash|cmb|write FILE
  *        vfio-nvme kcheck BLOCKDEV FILE [OFFSET]
+ *        vfio-nvme run-as UID PROGRAM ARGS...   (to check permission errors)
  * `write` puts a pattern at LBA 0 of namespace 1 through an I/O queue pair
  * and saves it to FILE; `kcheck` reads a device through the kernel's own
  * driver with O_DIRECT and compares it with FILE. One line per check; exit 0 when all
@@ -16,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -482,6 +484,17 @@ int main(int argc, char **argv)
 	struct ctl c;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 4 && !strcmp(argv[1], "run-as")) {
+		uid_t u = (uid_t)strtoul(argv[2], NULL, 10);
+
+		if (setgroups(0, NULL) || setgid(u) || setuid(u)) {
+			perror("vfio-nvme run-as");
+			return 2;
+		}
+		execvp(argv[3], argv + 3);
+		perror(argv[3]);
+		return 127;
+	}
 	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "kcheck"))
 		return kcheck(argv[2], argv[3], argc == 5 ? strtoull(argv[4], NULL, 0) : 0);
 	if (argc < 4 || (!strcmp(argv[3], "write") && argc != 5)) {
