@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The NVMe client: connection to the manager, queue placement, and the
- * I/O calls on top of queue.h.
+ * The NVMe client: connection to the manager, queue placement, the I/O
+ * calls on top of queue.h, and multipath failover between two queue pairs
+ * reached through different adapters.
  */
 
 #include <pthread.h>
@@ -36,6 +37,11 @@ struct sio_nvme_client {
 	uint32_t timeout_ms;
 	struct sio_nvme_ns ns[NS_CACHE + 1];
 	struct sio_nvme_ioq *queues;	/* list, for close */
+	/* multipath: a second borrow through adapter 1, made on first use */
+	struct sio_device *dev2;
+	struct sio_segment *bar0_2;
+	volatile uint8_t *regs2;
+	uint32_t link_gen;		/* bumped when a link event is read */
 };
 
 struct ioreq {
@@ -46,29 +52,68 @@ struct ioreq {
 	uint16_t status;
 };
 
-struct sio_nvme_ioq {
-	struct sio_nvme_client *cl;
-	struct sio_nvme_ioq *next;
+/* What a command was, so it can be sent again on another queue pair. */
+struct cmdrec {
+	uint8_t opc;
+	uint8_t retries;
+	uint16_t ridx;
+	uint32_t nsid;
+	uint32_t nlb;
+	uint32_t len;			/* bytes of data */
+	uint64_t slba;
+	struct sio_nvme_buf *buf;
+	uint64_t off;
+};
+
+/* One queue pair in the controller, reached through one path. */
+struct qpair {
 	struct sio_nvme_queue q;
 	uint16_t *cids;
 	uint64_t *cookies;
 	uint8_t *busy;
+	struct cmdrec *rec;		/* per cid, multipath only */
+	struct sio_device *dev;		/* the borrow its memory is mapped for */
+	int path;
+	bool live;			/* exists in the controller */
+	struct sio_segment *sq_seg, *cq_seg;	/* sq_seg NULL: in cq_seg or CMB */
+	uint64_t sq_seg_bus, cq_seg_bus;
+	bool sq_cmb;
+	uint64_t cmb_off;
+	uint8_t *sq_va, *cq_va;
+	uint64_t sq_bus, cq_bus, cq_bytes;
+	uint64_t *prp_va;
+	uint64_t prp_bus;
+	int sq_place, cq_place;
+	uint64_t retry_ns;		/* timed out: not before then again */
+};
+
+struct sio_nvme_ioq {
+	struct sio_nvme_client *cl;
+	struct sio_nvme_ioq *next;
+	struct qpair *act;		/* where new commands go; NULL: nowhere now */
+	struct qpair qp[2];		/* primary, and the backup of a multipath queue */
+	bool mp;
+	uint16_t prio;
 	struct ioreq *reqs;
 	uint16_t *req_stack;
 	uint32_t nreq_free;
-	struct sio_segment *sq_seg, *cq_seg;	/* sq_seg NULL: in cq_seg or CMB */
-	bool sq_cmb;
-	uint64_t cmb_off;
-	uint64_t *prp_va;
-	uint64_t prp_bus;
 	uint32_t prp_stride;		/* bytes of PRP list per cid */
 	uint32_t page;
 	uint32_t max_xfer;
 	uint32_t depth;
-	int sq_place, cq_place;
 	int failed;
 	uint32_t empty_polls;
 	uint64_t stall_since;
+	/* multipath */
+	struct cmdrec *pend;		/* to be sent again, oldest first */
+	uint32_t npend, pend_cap;
+	uint32_t polls;
+	uint32_t seen_gen;
+	uint32_t tmo_failovers;		/* in a row, without a completion */
+	uint64_t down_since;		/* no path since then */
+	uint64_t next_check;
+	uint32_t failovers, restores;
+	uint64_t resubmitted, stale;
 };
 
 static uint32_t slot_state_off(int s)
@@ -333,6 +378,9 @@ void sio_nvme_client_close(struct sio_nvme_client *cl)
 		sio_segment_remove(cl->scratch);
 	if (cl->bar0)
 		sio_segment_unmap(cl->bar0);
+	if (cl->bar0_2)
+		sio_segment_remove(cl->bar0_2);
+	sio_device_return(cl->dev2);
 	if (cl->mseg)
 		sio_segment_remove(cl->mseg);
 	sio_device_return(cl->dev);
@@ -365,16 +413,34 @@ void sio_nvme_client_set_timeout(struct sio_nvme_client *cl, uint32_t ms)
 	cl->timeout_ms = ms;
 }
 
+/* Whether the links of path @a (adapter @a at both ends) are up. */
+static bool path_links_up(struct sio_nvme_client *cl, int a)
+{
+	struct sio_node_info ni[SIO_MAX_NODES];
+	int me = sio_fabric_node_id(cl->f), n;
+
+	if (me == cl->dinfo.lender)
+		return true;
+	n = sio_fabric_nodes(cl->f, ni, SIO_MAX_NODES);
+	if (n <= me || n <= cl->dinfo.lender || a >= ni[me].adapters)
+		return false;
+	return ni[me].link_up[a] && ni[cl->dinfo.lender].link_up[a];
+}
+
 /* Admin data: map the scratch buffer for the device only while in use, so a
  * client holds no window on the lender's adapter for it between calls. */
 static int admin_data_call(struct sio_nvme_client *cl, struct sio_nvme_mbox_req *req,
 			   void *out, uint32_t len)
 {
 	struct sio_nvme_mbox_resp resp;
+	struct sio_device *dev = cl->dev;
 	uint64_t bus;
 	int ret;
 
-	ret = sio_device_map(cl->dev, cl->scratch, &bus);
+	/* A multipath client takes the second path while the first is down. */
+	if (cl->dev2 && !path_links_up(cl, 0) && path_links_up(cl, 1))
+		dev = cl->dev2;
+	ret = sio_device_map(dev, cl->scratch, &bus);
 	if (ret)
 		return sio_nvme_err_lib(ret, "cannot map the admin buffer for the device");
 	memset(cl->scratch_va, 0, len);
@@ -382,7 +448,7 @@ static int admin_data_call(struct sio_nvme_client *cl, struct sio_nvme_mbox_req 
 	ret = mbox_call(cl, req, &resp);
 	if (!ret)
 		memcpy(out, cl->scratch_va, len);
-	sio_device_unmap(cl->dev, cl->scratch);
+	sio_device_unmap(dev, cl->scratch);
 	return ret;
 }
 
@@ -491,8 +557,12 @@ int sio_nvme_buf_alloc(struct sio_nvme_client *cl, uint64_t size, struct sio_nvm
 	ret = sio_segment_map(b->seg, &b->va);
 	if (!ret)
 		ret = sio_device_map(cl->dev, b->seg, &b->bus);
+	if (!ret && cl->dev2)
+		ret = sio_device_map(cl->dev2, b->seg, &b->bus2);
 	if (ret) {
 		ret = sio_nvme_err_lib(ret, "cannot map a data buffer for the device");
+		if (cl->dev2)
+			sio_device_unmap(cl->dev, b->seg);
 		sio_segment_remove(b->seg);
 		free(b);
 		return ret;
@@ -507,6 +577,8 @@ void sio_nvme_buf_free(struct sio_nvme_client *cl, struct sio_nvme_buf *b)
 	if (!b)
 		return;
 	sio_device_unmap(cl->dev, b->seg);
+	if (b->bus2 && cl->dev2)
+		sio_device_unmap(cl->dev2, b->seg);
 	sio_segment_remove(b->seg);
 	free(b);
 }
@@ -537,6 +609,7 @@ int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 	out->cq_loc = SIO_NVME_QLOC_HINT;
 	out->depth = 0;
 	out->prio = 0;
+	out->multipath = false;
 	if (!s || !*s)
 		return 0;
 	if (strlen(s) >= sizeof(buf))
@@ -544,6 +617,10 @@ int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 	strcpy(buf, s);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		eq = strchr(tok, '=');
+		if (!eq && !strcmp(tok, "multipath")) {
+			out->multipath = true;
+			continue;
+		}
 		if (!eq) {
 			/* a bare word is a location: "--queue lender" */
 			if (parse_loc(tok, true, &out->sq_loc))
@@ -572,25 +649,31 @@ int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 				return sio_nvme_err(EINVAL, "queue spec: prio '%s' out of "
 						    "range 0..3", eq);
 			out->prio = (uint32_t)v;
+		} else if (!strcmp(tok, "multipath")) {
+			if (strcmp(eq, "0") && strcmp(eq, "1"))
+				return sio_nvme_err(EINVAL, "queue spec: multipath '%s' is "
+						    "not 0 or 1", eq);
+			out->multipath = *eq == '1';
 		} else {
 			return sio_nvme_err(EINVAL, "queue spec: unknown key '%s' (location, "
-					    "cq, depth, prio)", tok);
+					    "cq, depth, prio, multipath)", tok);
 		}
 	}
 	return 0;
 }
 
+
 /* ---- queue pairs ---- */
 
 /* A RAM segment for queue memory: by hints, here, or on the lender. */
-static int queue_segment(struct sio_nvme_client *cl, int loc, unsigned int hints,
-			 uint64_t size, struct sio_segment **seg, int *placed)
+static int queue_segment(struct sio_nvme_client *cl, struct sio_device *dev, int loc,
+			 unsigned int hints, uint64_t size, struct sio_segment **seg, int *placed)
 {
 	enum sio_placement p;
 	int ret;
 
 	if (loc == SIO_NVME_QLOC_HINT) {
-		ret = sio_segment_create_hinted(cl->dev, size, hints, seg, &p);
+		ret = sio_segment_create_hinted(dev, size, hints, seg, &p);
 		if (ret)
 			return sio_nvme_err_lib(ret, "cannot place queue memory by hints");
 		*placed = p;
@@ -607,14 +690,15 @@ static int queue_segment(struct sio_nvme_client *cl, int loc, unsigned int hints
 	return 0;
 }
 
-static int map_both(struct sio_nvme_client *cl, struct sio_segment *seg, void **va,
-		    uint64_t *bus)
+/* Map queue memory here (through the path's own adapter when it is remote)
+ * and for the device (through the path's borrow). */
+static int map_both(struct qpair *p, struct sio_segment *seg, void **va, uint64_t *bus)
 {
-	int ret = sio_segment_map(seg, va);
+	int ret = p->path ? sio_segment_map_adapter(seg, p->path, va) : sio_segment_map(seg, va);
 
 	if (ret)
 		return sio_nvme_err_lib(ret, "cannot map queue memory");
-	ret = sio_device_map(cl->dev, seg, bus);
+	ret = sio_device_map(p->dev, seg, bus);
 	if (ret)
 		return sio_nvme_err_lib(ret, "cannot map queue memory for the device");
 	return 0;
@@ -625,32 +709,185 @@ static uint64_t align_page(uint64_t v)
 	return (v + 4095) & ~4095ull;
 }
 
+static void qpair_free(struct sio_nvme_client *cl, struct qpair *p)
+{
+	struct sio_nvme_mbox_req req;
+	struct sio_nvme_mbox_resp resp;
+
+	if (p->sq_seg) {
+		sio_device_unmap(p->dev, p->sq_seg);
+		sio_segment_remove(p->sq_seg);
+	}
+	if (p->cq_seg) {
+		sio_device_unmap(p->dev, p->cq_seg);
+		sio_segment_remove(p->cq_seg);
+	}
+	if (p->sq_cmb) {
+		memset(&req, 0, sizeof(req));
+		req.op = SIO_MBOX_OP_CMB_FREE;
+		req.value = p->cmb_off;
+		mbox_call(cl, &req, &resp);
+	}
+	free(p->cids);
+	free(p->cookies);
+	free(p->busy);
+	free(p->rec);
+	memset(p, 0, sizeof(*p));
+}
+
 static void ioq_free(struct sio_nvme_ioq *q)
+{
+	qpair_free(q->cl, &q->qp[0]);
+	qpair_free(q->cl, &q->qp[1]);
+	free(q->reqs);
+	free(q->req_stack);
+	free(q->pend);
+	free(q);
+}
+
+/* Point the host's view of @p at its queues in the controller, as new. */
+static void qpair_init(struct sio_nvme_ioq *q, struct qpair *p, uint16_t qid)
+{
+	volatile uint8_t *regs = p->path ? q->cl->regs2 : q->cl->regs;
+	uint32_t dstrd = q->cl->ci.dstrd;
+
+	sio_nvme_queue_init(&p->q, qid, q->depth, p->sq_va, p->cq_va,
+			    (volatile uint32_t *)(regs + sio_nvme_doorbell_offset(qid, 0, dstrd)),
+			    (volatile uint32_t *)(regs + sio_nvme_doorbell_offset(qid, 1, dstrd)),
+			    p->cids, p->cookies, p->busy);
+}
+
+/* Place and map one queue pair's memory for @p->dev, and create it. */
+static int qpair_setup(struct sio_nvme_ioq *q, struct qpair *p, const struct sio_nvme_qspec *spec)
 {
 	struct sio_nvme_client *cl = q->cl;
 	struct sio_nvme_mbox_req req;
 	struct sio_nvme_mbox_resp resp;
+	uint64_t sq_bytes, cq_bytes, prp_bytes, cq_seg_bytes;
+	uint32_t nslots = q->depth - 1;
+	bool prp_with_sq, sq_in_cq;
+	uint16_t qid;
+	int ret;
 
-	if (q->sq_seg) {
-		sio_device_unmap(cl->dev, q->sq_seg);
-		sio_segment_remove(q->sq_seg);
-	}
-	if (q->cq_seg) {
-		sio_device_unmap(cl->dev, q->cq_seg);
-		sio_segment_remove(q->cq_seg);
-	}
-	if (q->sq_cmb) {
+	p->cids = calloc(nslots, sizeof(*p->cids));
+	p->cookies = calloc(nslots, sizeof(*p->cookies));
+	p->busy = calloc(nslots, 1);
+	p->rec = q->mp ? calloc(nslots, sizeof(*p->rec)) : NULL;
+	if (!p->cids || !p->cookies || !p->busy || (q->mp && !p->rec))
+		return sio_nvme_err(ENOMEM, "out of memory");
+	sq_bytes = align_page((uint64_t)q->depth * 64);
+	cq_bytes = align_page((uint64_t)q->depth * 16);
+	prp_bytes = align_page((uint64_t)nslots * q->prp_stride);
+	p->cq_bytes = cq_bytes;
+	/* PRP lists are written by the host and read by the device, like the
+	 * SQ: they go with it unless it sits in the CMB. */
+	prp_with_sq = spec->sq_loc != SIO_PLACE_DEVICE;
+	sq_in_cq = spec->sq_loc == spec->cq_loc && spec->sq_loc != SIO_NVME_QLOC_HINT;
+
+	cq_seg_bytes = cq_bytes + (sq_in_cq ? sq_bytes : 0) +
+		       (!prp_with_sq || sq_in_cq ? prp_bytes : 0);
+	ret = queue_segment(cl, p->dev, spec->cq_loc, SIO_HINT_DEVICE_WRITE | SIO_HINT_HOST_READ,
+			    cq_seg_bytes, &p->cq_seg, &p->cq_place);
+	if (ret)
+		return ret;
+	sio_segment_set_name(p->cq_seg, p->path ? "nvme-cq-backup" : "nvme-cq");
+	ret = map_both(p, p->cq_seg, (void **)&p->cq_va, &p->cq_bus);
+	if (ret)
+		return ret;
+	p->cq_seg_bus = p->cq_bus;
+	memset(p->cq_va, 0, cq_bytes);
+	if (sq_in_cq) {
+		p->sq_va = p->cq_va + cq_bytes;
+		p->sq_bus = p->cq_bus + cq_bytes;
+		p->sq_place = p->cq_place;
+		p->prp_va = (uint64_t *)(p->sq_va + sq_bytes);
+		p->prp_bus = p->sq_bus + sq_bytes;
+	} else if (spec->sq_loc == SIO_PLACE_DEVICE) {
+		struct sio_segment *bar;
+		void *bva;
+
+		if (!cl->ci.cmb.sqs)
+			return sio_nvme_err(ENOTSUP, "device %u's CMB does not take SQs",
+					    cl->dinfo.id);
 		memset(&req, 0, sizeof(req));
-		req.op = SIO_MBOX_OP_CMB_FREE;
-		req.value = q->cmb_off;
-		mbox_call(cl, &req, &resp);
+		req.op = SIO_MBOX_OP_CMB_ALLOC;
+		req.value = sq_bytes;
+		ret = mbox_call(cl, &req, &resp);
+		if (ret)
+			return ret;
+		p->sq_cmb = true;
+		p->cmb_off = resp.value;
+		ret = sio_device_bar(p->dev, cl->ci.cmb.bar, &bar);
+		if (!ret)
+			ret = p->path ? sio_segment_map_adapter(bar, p->path, &bva)
+				      : sio_segment_map(bar, &bva);
+		if (ret)
+			return sio_nvme_err_lib(ret, "cannot map the CMB (BAR%d)", cl->ci.cmb.bar);
+		p->sq_va = (uint8_t *)bva + cl->ci.cmb.offset + p->cmb_off;
+		p->sq_bus = cl->ci.cmb.bus + p->cmb_off;
+		p->sq_place = SIO_PLACE_DEVICE;
+		p->prp_va = (uint64_t *)(p->cq_va + cq_bytes);
+		p->prp_bus = p->cq_bus + cq_bytes;
+	} else {
+		ret = queue_segment(cl, p->dev, spec->sq_loc,
+				    SIO_HINT_DEVICE_READ | SIO_HINT_HOST_WRITE,
+				    sq_bytes + prp_bytes, &p->sq_seg, &p->sq_place);
+		if (ret)
+			return ret;
+		sio_segment_set_name(p->sq_seg, p->path ? "nvme-sq-backup" : "nvme-sq");
+		ret = map_both(p, p->sq_seg, (void **)&p->sq_va, &p->sq_bus);
+		if (ret)
+			return ret;
+		p->sq_seg_bus = p->sq_bus;
+		p->prp_va = (uint64_t *)(p->sq_va + sq_bytes);
+		p->prp_bus = p->sq_bus + sq_bytes;
 	}
-	free(q->cids);
-	free(q->cookies);
-	free(q->busy);
-	free(q->reqs);
-	free(q->req_stack);
-	free(q);
+	ret = sio_nvme_ioq_create_at(cl, p->sq_bus, p->cq_bus, q->depth, q->prio, &qid);
+	if (ret)
+		return ret;
+	qpair_init(q, p, qid);
+	p->live = true;
+	return 0;
+}
+
+/* The second path of a multipath client: a borrow through adapter 1 and the
+ * doorbells mapped through this node's adapter 1. */
+static int client_second_path(struct sio_nvme_client *cl)
+{
+	struct sio_topology t;
+	void *va;
+	int ret;
+
+	if (cl->dev2)
+		return 0;
+	ret = sio_fabric_topology(cl->f, &t);
+	if (ret)
+		return sio_nvme_err_lib(ret, "cannot read the fabric's topology");
+	if (t.adapters < 2)
+		return sio_nvme_err(EINVAL, "multipath needs two adapters per node, and "
+				    "fabric '%s' has %d", sio_fabric_name(cl->f), t.adapters);
+	ret = sio_device_borrow(cl->f, cl->dinfo.id, SIO_BORROW_SHARED, &cl->dev2);
+	if (ret)
+		return sio_nvme_err_lib(ret, "cannot borrow device %u a second time",
+					cl->dinfo.id);
+	ret = sio_device_use_adapter(cl->dev2, 1);
+	if (!ret)
+		ret = sio_device_use_adapter(cl->dev, 0);
+	if (!ret)
+		ret = sio_device_bar(cl->dev2, 0, &cl->bar0_2);
+	if (!ret)
+		ret = sio_segment_map_adapter(cl->bar0_2, 1, &va);
+	if (ret) {
+		ret = sio_nvme_err_lib(ret, "cannot set up the second path to device %u",
+				       cl->dinfo.id);
+		sio_segment_remove(cl->bar0_2);
+		cl->bar0_2 = NULL;
+		sio_device_return(cl->dev2);
+		cl->dev2 = NULL;
+		return ret;
+	}
+	cl->regs2 = va;
+	return 0;
 }
 
 int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec *spec,
@@ -658,15 +895,11 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 {
 	struct sio_nvme_qspec def;
 	struct sio_nvme_ioq *q;
-	struct sio_nvme_mbox_req req;
-	struct sio_nvme_mbox_resp resp;
-	uint64_t sq_bytes, cq_bytes, prp_bytes, cq_seg_bytes, sq_bus = 0, cq_bus = 0;
-	uint8_t *sq_va = NULL, *cq_va = NULL;
-	uint32_t depth, i, nslots;
-	uint16_t qid;
-	bool prp_with_sq, sq_in_cq;
+	uint32_t depth, i, nreqs;
 	int ret;
 
+	if (!cl || !out)
+		return sio_nvme_err(EINVAL, "sio_nvme_ioq_create: NULL argument");
 	if (!spec) {
 		sio_nvme_qspec_parse(NULL, &def);
 		spec = &def;
@@ -676,113 +909,64 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 		depth = cl->ci.mqes;
 	if (depth < 2)
 		return sio_nvme_err(EINVAL, "queue depth %u below 2", depth);
+	if (spec->prio > 3)
+		return sio_nvme_err(EINVAL, "SQ priority %u out of range 0..3", spec->prio);
 	if (spec->sq_loc == SIO_PLACE_DEVICE && !cl->ci.cmb.size)
 		return sio_nvme_err(ENODEV, "location=device needs a controller memory "
 				    "buffer, and device %u has none", cl->dinfo.id);
 	if (spec->cq_loc == SIO_PLACE_DEVICE)
 		return sio_nvme_err(EINVAL, "the CQ cannot be placed in the device");
+	if (spec->multipath) {
+		ret = client_second_path(cl);
+		if (ret)
+			return ret;
+	}
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return sio_nvme_err(ENOMEM, "out of memory");
 	q->cl = cl;
+	q->mp = spec->multipath;
+	q->prio = (uint16_t)spec->prio;
 	q->depth = depth;
 	q->page = cl->ci.page_size;
 	q->max_xfer = cl->ci.max_xfer;
-	nslots = depth - 1;
-	q->cids = calloc(nslots, sizeof(*q->cids));
-	q->cookies = calloc(nslots, sizeof(*q->cookies));
-	q->busy = calloc(nslots, 1);
-	q->reqs = calloc(nslots, sizeof(*q->reqs));
-	q->req_stack = calloc(nslots, sizeof(*q->req_stack));
-	if (!q->cids || !q->cookies || !q->busy || !q->reqs || !q->req_stack) {
-		ret = sio_nvme_err(ENOMEM, "out of memory");
-		goto fail;
+	/* A multipath queue can hold a full queue on each path at once (one
+	 * draining while the other fills), or one full and one to resend. */
+	nreqs = (depth - 1) * (q->mp ? 2 : 1);
+	q->reqs = calloc(nreqs, sizeof(*q->reqs));
+	q->req_stack = calloc(nreqs, sizeof(*q->req_stack));
+	if (q->mp) {
+		q->pend_cap = nreqs;
+		q->pend = calloc(nreqs, sizeof(*q->pend));
 	}
-	for (i = 0; i < nslots; i++)
-		q->req_stack[i] = (uint16_t)(nslots - 1 - i);
-	q->nreq_free = nslots;
-
+	if (!q->reqs || !q->req_stack || (q->mp && !q->pend)) {
+		free(q->reqs);
+		free(q->req_stack);
+		free(q->pend);
+		free(q);
+		return sio_nvme_err(ENOMEM, "out of memory");
+	}
+	for (i = 0; i < nreqs; i++)
+		q->req_stack[i] = (uint16_t)(nreqs - 1 - i);
+	q->nreq_free = nreqs;
 	/* Per-cid PRP list: max_xfer/page entries, a power of two dividing the
 	 * page, so no list crosses a page boundary. */
 	q->prp_stride = q->max_xfer / q->page * 8;
 	if (q->prp_stride < 64)
 		q->prp_stride = 64;
-	sq_bytes = align_page((uint64_t)depth * 64);
-	cq_bytes = align_page((uint64_t)depth * 16);
-	prp_bytes = align_page((uint64_t)nslots * q->prp_stride);
-	/* PRP lists are written by the host and read by the device, like the
-	 * SQ: they go with it unless it sits in the CMB. */
-	prp_with_sq = spec->sq_loc != SIO_PLACE_DEVICE;
-	sq_in_cq = spec->sq_loc == spec->cq_loc && spec->sq_loc != SIO_NVME_QLOC_HINT;
 
-	cq_seg_bytes = cq_bytes + (sq_in_cq ? sq_bytes : 0) +
-		       (!prp_with_sq || sq_in_cq ? prp_bytes : 0);
-	ret = queue_segment(cl, spec->cq_loc, SIO_HINT_DEVICE_WRITE | SIO_HINT_HOST_READ,
-			    cq_seg_bytes, &q->cq_seg, &q->cq_place);
-	if (ret)
-		goto fail;
-	sio_segment_set_name(q->cq_seg, "nvme-cq");
-	ret = map_both(cl, q->cq_seg, (void **)&cq_va, &cq_bus);
-	if (ret)
-		goto fail;
-	memset(cq_va, 0, cq_bytes);
-	if (sq_in_cq) {
-		sq_va = cq_va + cq_bytes;
-		sq_bus = cq_bus + cq_bytes;
-		q->sq_place = q->cq_place;
-		q->prp_va = (uint64_t *)(sq_va + sq_bytes);
-		q->prp_bus = sq_bus + sq_bytes;
-	} else if (spec->sq_loc == SIO_PLACE_DEVICE) {
-		struct sio_segment *bar;
-		void *bva;
-
-		if (!cl->ci.cmb.sqs) {
-			ret = sio_nvme_err(ENOTSUP, "device %u's CMB does not take SQs",
-					   cl->dinfo.id);
-			goto fail;
-		}
-		memset(&req, 0, sizeof(req));
-		req.op = SIO_MBOX_OP_CMB_ALLOC;
-		req.value = sq_bytes;
-		ret = mbox_call(cl, &req, &resp);
-		if (ret)
-			goto fail;
-		q->sq_cmb = true;
-		q->cmb_off = resp.value;
-		ret = sio_device_bar(cl->dev, cl->ci.cmb.bar, &bar);
-		if (!ret)
-			ret = sio_segment_map(bar, &bva);
-		if (ret) {
-			ret = sio_nvme_err_lib(ret, "cannot map the CMB (BAR%d)", cl->ci.cmb.bar);
-			goto fail;
-		}
-		sq_va = (uint8_t *)bva + cl->ci.cmb.offset + q->cmb_off;
-		sq_bus = cl->ci.cmb.bus + q->cmb_off;
-		q->sq_place = SIO_PLACE_DEVICE;
-		q->prp_va = (uint64_t *)(cq_va + cq_bytes);
-		q->prp_bus = cq_bus + cq_bytes;
-	} else {
-		ret = queue_segment(cl, spec->sq_loc, SIO_HINT_DEVICE_READ | SIO_HINT_HOST_WRITE,
-				    sq_bytes + prp_bytes, &q->sq_seg, &q->sq_place);
-		if (ret)
-			goto fail;
-		sio_segment_set_name(q->sq_seg, "nvme-sq");
-		ret = map_both(cl, q->sq_seg, (void **)&sq_va, &sq_bus);
-		if (ret)
-			goto fail;
-		q->prp_va = (uint64_t *)(sq_va + sq_bytes);
-		q->prp_bus = sq_bus + sq_bytes;
+	q->qp[0].dev = cl->dev;
+	q->qp[0].path = 0;
+	ret = qpair_setup(q, &q->qp[0], spec);
+	if (!ret && q->mp) {
+		q->qp[1].dev = cl->dev2;
+		q->qp[1].path = 1;
+		ret = qpair_setup(q, &q->qp[1], spec);
 	}
-
-	ret = sio_nvme_ioq_create_at(cl, sq_bus, cq_bus, depth, spec->prio, &qid);
 	if (ret)
 		goto fail;
-	sio_nvme_queue_init(&q->q, qid, depth, sq_va, cq_va,
-			    (volatile uint32_t *)(cl->regs +
-						  sio_nvme_doorbell_offset(qid, 0, cl->ci.dstrd)),
-			    (volatile uint32_t *)(cl->regs +
-						  sio_nvme_doorbell_offset(qid, 1, cl->ci.dstrd)),
-			    q->cids, q->cookies, q->busy);
+	q->act = &q->qp[0];
+	q->seen_gen = __atomic_load_n(&cl->link_gen, __ATOMIC_ACQUIRE);
 	q->next = cl->queues;
 	cl->queues = q;
 	*out = q;
@@ -790,30 +974,15 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 fail:
 	{
 		char msg[512];
+		int p;
 
 		snprintf(msg, sizeof(msg), "%s", sio_nvme_errmsg());
+		for (p = 0; p < 2; p++)
+			if (q->qp[p].live)
+				sio_nvme_ioq_delete_at(cl, q->qp[p].q.qid);
 		ioq_free(q);
 		sio_nvme_err(-ret, "%s", msg);
 	}
-	return ret;
-}
-
-int sio_nvme_ioq_destroy(struct sio_nvme_ioq *q)
-{
-	struct sio_nvme_client *cl;
-	struct sio_nvme_ioq **pp;
-	int ret;
-
-	if (!q)
-		return 0;
-	cl = q->cl;
-	for (pp = &cl->queues; *pp; pp = &(*pp)->next)
-		if (*pp == q) {
-			*pp = q->next;
-			break;
-		}
-	ret = sio_nvme_ioq_delete_at(cl, q->q.qid);
-	ioq_free(q);
 	return ret;
 }
 
@@ -867,18 +1036,55 @@ int sio_nvme_ioq_delete_at(struct sio_nvme_client *cl, uint16_t qid)
 	return mbox_call(cl, &req, &resp);
 }
 
+int sio_nvme_ioq_destroy(struct sio_nvme_ioq *q)
+{
+	struct sio_nvme_client *cl;
+	struct sio_nvme_ioq **pp;
+	int ret = 0, r, p;
+
+	if (!q)
+		return 0;
+	cl = q->cl;
+	for (pp = &cl->queues; *pp; pp = &(*pp)->next)
+		if (*pp == q) {
+			*pp = q->next;
+			break;
+		}
+	for (p = 0; p < 2; p++) {
+		if (!q->qp[p].live)
+			continue;
+		r = sio_nvme_ioq_delete_at(cl, q->qp[p].q.qid);
+		if (r && !ret)
+			ret = r;
+	}
+	ioq_free(q);
+	return ret;
+}
+
 void sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *out)
 {
-	out->qid = q->q.qid;
+	memset(out, 0, sizeof(*out));
+	out->qid = q->qp[0].q.qid;
 	out->depth = q->depth;
-	out->max_inflight = q->q.nslots;
-	out->sq_place = q->sq_place;
-	out->cq_place = q->cq_place;
+	out->max_inflight = q->depth - 1;
+	out->sq_place = q->qp[0].sq_place;
+	out->cq_place = q->qp[0].cq_place;
+	out->multipath = q->mp;
+	out->path = q->act ? q->act->path : -1;
+	out->backup_qid = q->mp && q->qp[1].live ? q->qp[1].q.qid : 0;
+	out->failovers = q->failovers;
+	out->restores = q->restores;
+	out->resubmitted = q->resubmitted;
+	out->stale = q->stale + q->qp[0].q.spurious + q->qp[1].q.spurious;
 }
 
 uint32_t sio_nvme_ioq_inflight(const struct sio_nvme_ioq *q)
 {
-	return sio_nvme_queue_inflight(&q->q);
+	uint32_t n = sio_nvme_queue_inflight(&q->qp[0].q);
+
+	if (q->mp)
+		n += sio_nvme_queue_inflight(&q->qp[1].q) + q->npend;
+	return n;
 }
 
 /* ---- I/O ---- */
@@ -906,16 +1112,85 @@ static inline uint32_t chunk_blocks(const struct sio_nvme_ioq *q, uint64_t bus,
 	return n < left ? n : left;
 }
 
+/* Put one command in @p's SQ (not rung); a multipath queue remembers it. */
+static inline void put_cmd(struct sio_nvme_ioq *q, struct qpair *p, const struct cmdrec *r)
+{
+	struct sio_nvme_cmd cmd;
+	uint64_t prp1, prp2, bus;
+	uint64_t *list;
+	int cid = sio_nvme_sq_next_cid(&p->q);
+
+	if (r->opc == SIO_NVME_CMD_READ || r->opc == SIO_NVME_CMD_WRITE) {
+		/* Data buffers have an address per path; their page offsets agree. */
+		bus = (p->path ? r->buf->bus2 : r->buf->bus) + r->off;
+		list = (uint64_t *)((uint8_t *)p->prp_va + (size_t)cid * q->prp_stride);
+		sio_nvme_prp_fill(bus, r->len, q->page, list,
+				  p->prp_bus + (uint64_t)cid * q->prp_stride, &prp1, &prp2);
+		sio_nvme_cmd_rw(&cmd, r->opc, r->nsid, r->slba, r->nlb, prp1, prp2);
+	} else if (r->opc == SIO_NVME_CMD_WRITE_ZEROES) {
+		sio_nvme_cmd_rw(&cmd, r->opc, r->nsid, r->slba, r->nlb, 0, 0);
+	} else {
+		memset(&cmd, 0, sizeof(cmd));
+		cmd.opcode = r->opc;
+		cmd.nsid = r->nsid;
+	}
+	sio_nvme_sq_submit(&p->q, &cmd, r->ridx);
+	if (q->mp)
+		p->rec[cid] = *r;
+}
+
+static bool flush_pending(struct sio_nvme_ioq *q);
+
+/* Room for @chunks commands and a request, on the path new commands take. */
+static inline int room(struct sio_nvme_ioq *q, uint32_t chunks)
+{
+	if (q->failed)
+		return q->failed;
+	if (q->mp && q->npend && !flush_pending(q))
+		return -EAGAIN;
+	if (!q->act || chunks > sio_nvme_queue_free_slots(&q->act->q) || !q->nreq_free)
+		return -EAGAIN;
+	return 0;
+}
+
+static inline uint32_t req_get(struct sio_nvme_ioq *q, sio_nvme_io_cb cb, void *arg,
+			       uint32_t chunks)
+{
+	uint32_t ridx = q->req_stack[--q->nreq_free];
+	struct ioreq *r = &q->reqs[ridx];
+
+	r->cb = cb;
+	r->arg = arg;
+	r->remaining = chunks;
+	r->err = 0;
+	r->status = 0;
+	return ridx;
+}
+
+/* A buffer allocated before the client had its second path gets its
+ * address on that path at first use. */
+static int buf_second_path(struct sio_nvme_ioq *q, struct sio_nvme_buf *buf)
+{
+	int ret;
+
+	if (!buf->seg)
+		return sio_nvme_err(EINVAL, "a multipath queue needs buffers from "
+				    "sio_nvme_buf_alloc()");
+	ret = sio_device_map(q->cl->dev2, buf->seg, &buf->bus2);
+	if (ret)
+		return sio_nvme_err_lib(ret, "cannot map a data buffer for the second path");
+	return 0;
+}
+
 static int submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba,
 		     uint32_t nlb, struct sio_nvme_buf *buf, uint64_t off,
 		     sio_nvme_io_cb cb, void *arg)
 {
 	struct sio_nvme_ns ns;
-	struct sio_nvme_cmd cmd;
-	struct ioreq *r;
+	struct cmdrec rec;
 	uint64_t bus, bytes, b;
-	uint32_t chunks, left, n, ridx;
-	int ret, cid;
+	uint32_t chunks, left, n;
+	int ret;
 
 	if (q->failed)
 		return q->failed;
@@ -932,6 +1207,11 @@ static int submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_
 				    "buffer (%llu bytes, offset a multiple of 4)",
 				    (unsigned long long)bytes, (unsigned long long)off,
 				    buf ? (unsigned long long)buf->size : 0ull);
+	if (q->mp && !buf->bus2) {
+		ret = buf_second_path(q, buf);
+		if (ret)
+			return ret;
+	}
 	bus = buf->bus + off;
 	/* Count the commands first so a request goes in whole or not at all. */
 	n = chunk_blocks(q, bus, ns.lba_size, nlb);
@@ -943,35 +1223,30 @@ static int submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_
 			n = chunk_blocks(q, b, ns.lba_size, left);
 			chunks++;
 		}
-		if (chunks > q->q.nslots)
+		if (chunks > q->depth - 1)
 			return sio_nvme_err(EINVAL, "a request of %u blocks needs %u commands "
-					    "but the queue holds %u", nlb, chunks,
-					    q->q.nslots);
+					    "but the queue holds %u", nlb, chunks, q->depth - 1);
 	}
-	if (chunks > sio_nvme_queue_free_slots(&q->q))
-		return -EAGAIN;
-	ridx = q->req_stack[--q->nreq_free];
-	r = &q->reqs[ridx];
-	r->cb = cb;
-	r->arg = arg;
-	r->remaining = chunks;
-	r->err = 0;
-	r->status = 0;
+	ret = room(q, chunks);
+	if (ret)
+		return ret;
+	rec.opc = opc;
+	rec.retries = 0;
+	rec.nsid = nsid;
+	rec.buf = buf;
+	rec.ridx = (uint16_t)req_get(q, cb, arg, chunks);
 	for (left = nlb; left; left -= n) {
-		uint64_t prp1, prp2;
-		uint64_t *list;
-
 		n = chunk_blocks(q, bus, ns.lba_size, left);
-		cid = sio_nvme_sq_next_cid(&q->q);
-		list = (uint64_t *)((uint8_t *)q->prp_va + (size_t)cid * q->prp_stride);
-		sio_nvme_prp_fill(bus, n * ns.lba_size, q->page, list,
-				  q->prp_bus + (uint64_t)cid * q->prp_stride, &prp1, &prp2);
-		sio_nvme_cmd_rw(&cmd, opc, nsid, slba, n, prp1, prp2);
-		sio_nvme_sq_submit(&q->q, &cmd, ridx);
+		rec.slba = slba;
+		rec.nlb = n;
+		rec.len = n * ns.lba_size;
+		rec.off = off;
+		put_cmd(q, q->act, &rec);
 		slba += n;
-		bus += (uint64_t)n * ns.lba_size;
+		off += rec.len;
+		bus += rec.len;
 	}
-	sio_nvme_sq_ring(&q->q);
+	sio_nvme_sq_ring(&q->act->q);
 	return 0;
 }
 
@@ -987,25 +1262,20 @@ int sio_nvme_ioq_write(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uin
 	return submit_rw(q, SIO_NVME_CMD_WRITE, nsid, slba, nlb, buf, off, cb, arg);
 }
 
-static int submit_simple(struct sio_nvme_ioq *q, struct sio_nvme_cmd *cmd,
-			 sio_nvme_io_cb cb, void *arg)
+static int submit_simple(struct sio_nvme_ioq *q, struct cmdrec *rec, sio_nvme_io_cb cb,
+			 void *arg)
 {
-	struct ioreq *r;
-	uint32_t ridx;
+	int ret = room(q, 1);
 
-	if (q->failed)
-		return q->failed;
-	if (!sio_nvme_queue_free_slots(&q->q))
-		return -EAGAIN;
-	ridx = q->req_stack[--q->nreq_free];
-	r = &q->reqs[ridx];
-	r->cb = cb;
-	r->arg = arg;
-	r->remaining = 1;
-	r->err = 0;
-	r->status = 0;
-	sio_nvme_sq_submit(&q->q, cmd, ridx);
-	sio_nvme_sq_ring(&q->q);
+	if (ret)
+		return ret;
+	rec->retries = 0;
+	rec->buf = NULL;
+	rec->off = 0;
+	rec->len = 0;
+	rec->ridx = (uint16_t)req_get(q, cb, arg, 1);
+	put_cmd(q, q->act, rec);
+	sio_nvme_sq_ring(&q->act->q);
 	return 0;
 }
 
@@ -1013,7 +1283,7 @@ int sio_nvme_ioq_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t sl
 			      uint32_t nlb, sio_nvme_io_cb cb, void *arg)
 {
 	struct sio_nvme_ns ns;
-	struct sio_nvme_cmd cmd;
+	struct cmdrec rec;
 	int ret;
 
 	if (!(q->cl->ci.oncs & (1u << 3)))
@@ -1027,18 +1297,22 @@ int sio_nvme_ioq_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t sl
 				    "(%llu blocks) or above 65536 blocks",
 				    (unsigned long long)slba, nlb, nsid,
 				    (unsigned long long)ns.nsze);
-	sio_nvme_cmd_rw(&cmd, SIO_NVME_CMD_WRITE_ZEROES, nsid, slba, nlb, 0, 0);
-	return submit_simple(q, &cmd, cb, arg);
+	rec.opc = SIO_NVME_CMD_WRITE_ZEROES;
+	rec.nsid = nsid;
+	rec.slba = slba;
+	rec.nlb = nlb;
+	return submit_simple(q, &rec, cb, arg);
 }
 
 int sio_nvme_ioq_flush(struct sio_nvme_ioq *q, uint32_t nsid, sio_nvme_io_cb cb, void *arg)
 {
-	struct sio_nvme_cmd cmd;
+	struct cmdrec rec;
 
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.opcode = SIO_NVME_CMD_FLUSH;
-	cmd.nsid = nsid;
-	return submit_simple(q, &cmd, cb, arg);
+	rec.opc = SIO_NVME_CMD_FLUSH;
+	rec.nsid = nsid;
+	rec.slba = 0;
+	rec.nlb = 0;
+	return submit_simple(q, &rec, cb, arg);
 }
 
 static void finish(struct sio_nvme_ioq *q, uint32_t ridx, int err, uint16_t status)
@@ -1067,53 +1341,295 @@ static int fail_queue(struct sio_nvme_ioq *q)
 {
 	uint32_t csts = __atomic_load_n((volatile uint32_t *)(q->cl->regs + SIO_NVME_REG_CSTS),
 					__ATOMIC_ACQUIRE);
-	uint32_t cid;
-	int err;
+	uint32_t cid, i;
+	int err, p;
 
 	if (csts == 0xffffffffu)
 		err = sio_nvme_err(ENODEV, "queue %u: controller registers read all ones "
-				   "(device gone or link down)", q->q.qid);
+				   "(device gone or link down)", q->qp[0].q.qid);
 	else if (csts & SIO_NVME_CSTS_CFS)
-		err = sio_nvme_err(EIO, "queue %u: controller fatal status", q->q.qid);
+		err = sio_nvme_err(EIO, "queue %u: controller fatal status", q->qp[0].q.qid);
+	else if (q->mp && !q->act)
+		err = sio_nvme_err(ETIMEDOUT, "queue %u: no path to the controller for "
+				   "%u ms (both links down)", q->qp[0].q.qid, q->cl->timeout_ms);
 	else
 		err = sio_nvme_err(ETIMEDOUT, "queue %u: %u command(s) got no completion "
-				   "within %u ms", q->q.qid, sio_nvme_queue_inflight(&q->q),
-				   q->cl->timeout_ms);
+				   "within %u ms%s", q->qp[0].q.qid, sio_nvme_ioq_inflight(q),
+				   q->cl->timeout_ms, q->mp ? " on either path" : "");
 	q->failed = err;
-	for (cid = 0; cid < q->q.nslots; cid++) {
-		if (q->q.busy[cid] != SIO_NVME_CID_BUSY)
+	for (p = 0; p < 2; p++) {
+		struct qpair *qp = &q->qp[p];
+
+		if (!qp->busy)
 			continue;
-		/* The cid stays busy: the controller may still complete it. */
-		q->q.busy[cid] = 2;
-		finish(q, (uint32_t)q->q.cookie[cid], err, 0);
+		for (cid = 0; cid < qp->q.nslots; cid++) {
+			if (qp->busy[cid] != SIO_NVME_CID_BUSY)
+				continue;
+			/* The cid stays busy: the controller may still complete it. */
+			qp->busy[cid] = 2;
+			finish(q, (uint32_t)qp->cookies[cid], err, 0);
+		}
 	}
+	for (i = 0; i < q->npend; i++)
+		finish(q, q->pend[i].ridx, err, 0);
+	q->npend = 0;
 	return err;
+}
+
+/* Take @p's completions (at most @max, 0: all). A multipath queue sends a
+ * command that met a data transfer error again, since a link failing under
+ * it looks just so. */
+static int reap(struct sio_nvme_ioq *q, struct qpair *p, uint32_t max, bool ring)
+{
+	struct sio_nvme_cpl cpl;
+	uint64_t cookie;
+	uint16_t st;
+	int n = 0, cid;
+
+	while ((!max || (uint32_t)n < max) && sio_nvme_cq_peek(&p->q)) {
+		cid = sio_nvme_cq_pop(&p->q, &cpl, &cookie);
+		if (cid < 0)
+			continue;
+		st = SIO_NVME_STATUS_CODE(cpl.status);
+		n++;
+		if (q->mp && st == SIO_NVME_SC_DATA_XFER_ERROR && p->rec[cid].retries < 4 &&
+		    q->npend < q->pend_cap) {
+			q->pend[q->npend] = p->rec[cid];
+			q->pend[q->npend++].retries++;
+			q->resubmitted++;
+			continue;
+		}
+		finish(q, (uint32_t)cookie, st ? -EIO : 0, st);
+	}
+	if (ring)
+		sio_nvme_cq_ring(&p->q);
+	return n;
+}
+
+/* ---- multipath ---- */
+
+/* Send waiting commands on the active path, oldest first, as room allows.
+ * Return: whether none is left waiting. */
+static bool flush_pending(struct sio_nvme_ioq *q)
+{
+	uint32_t i, n;
+
+	if (!q->act || !q->npend)
+		return !q->npend;
+	n = sio_nvme_queue_free_slots(&q->act->q);
+	if (n > q->npend)
+		n = q->npend;
+	for (i = 0; i < n; i++)
+		put_cmd(q, q->act, &q->pend[i]);
+	if (n) {
+		sio_nvme_sq_ring(&q->act->q);
+		memmove(q->pend, q->pend + n, (q->npend - n) * sizeof(*q->pend));
+		q->npend -= n;
+	}
+	return !q->npend;
+}
+
+/*
+ * A path failed. Take what its CQ holds, then have the manager delete the
+ * queue pair: the controller finishes what it started and fetches nothing
+ * more, so no command of it can run after (or beside) its resubmission.
+ * What is still in flight then waits to be sent on the other path.
+ */
+static void path_down(struct sio_nvme_ioq *q, struct qpair *p, bool timed_out)
+{
+	uint32_t cid;
+
+	if (!p->live)
+		return;
+	reap(q, p, 0, true);
+	/* On failure (the manager gone) there is no one left to ask. */
+	(void)sio_nvme_ioq_delete_at(q->cl, p->q.qid);
+	p->live = false;
+	/* Completions posted while it drained, through a link that works. */
+	reap(q, p, 0, false);
+	for (cid = 0; cid < p->q.nslots; cid++) {
+		if (p->busy[cid] != SIO_NVME_CID_BUSY)
+			continue;
+		p->busy[cid] = SIO_NVME_CID_FREE;
+		if (q->npend < q->pend_cap) {
+			q->pend[q->npend++] = p->rec[cid];
+			q->resubmitted++;
+		}
+	}
+	q->stale += p->q.spurious;
+	p->q.spurious = 0;
+	p->q.nfree = p->q.nslots;
+	p->retry_ns = timed_out ? sio_nvme_now_ns() + (uint64_t)q->cl->timeout_ms * 1000000ull : 0;
+	if (q->act == p) {
+		q->act = q->qp[!p->path].live ? &q->qp[!p->path] : NULL;
+		if (p->path == 0)
+			q->failovers++;
+	}
+	if (!q->act && !q->down_since)
+		q->down_since = sio_nvme_now_ns();
+}
+
+/* Remap a segment of @p for its device; when the mapping changed, move the
+ * addresses that lie in it. Return: 0 or -errno. */
+static int remap(struct qpair *p, struct sio_segment *seg, uint64_t *base)
+{
+	struct sio_segment_info si;
+	uint64_t bus, old = *base;
+	int ret;
+
+	if (!seg)
+		return 0;
+	ret = sio_device_map(p->dev, seg, &bus);
+	if (ret || bus == old)
+		return ret;
+	if (sio_segment_info(seg, &si))
+		si.size = 0;
+	if (p->sq_bus >= old && p->sq_bus < old + si.size)
+		p->sq_bus = p->sq_bus - old + bus;
+	if (p->cq_bus >= old && p->cq_bus < old + si.size)
+		p->cq_bus = p->cq_bus - old + bus;
+	if (p->prp_bus >= old && p->prp_bus < old + si.size)
+		p->prp_bus = p->prp_bus - old + bus;
+	*base = bus;
+	return 0;
+}
+
+/* A path came back: create its queue pair again over the same memory. */
+static int path_up(struct sio_nvme_ioq *q, struct qpair *p)
+{
+	uint16_t qid;
+	int ret;
+
+	if (p->live || (p->retry_ns && sio_nvme_now_ns() < p->retry_ns))
+		return 0;
+	ret = remap(p, p->cq_seg, &p->cq_seg_bus);
+	if (!ret)
+		ret = remap(p, p->sq_seg, &p->sq_seg_bus);
+	if (ret)
+		return ret;
+	memset(p->cq_va, 0, p->cq_bytes);
+	ret = sio_nvme_ioq_create_at(q->cl, p->sq_bus, p->cq_bus, q->depth, q->prio, &qid);
+	if (ret)
+		return ret;
+	qpair_init(q, p, qid);
+	p->live = true;
+	p->retry_ns = 0;
+	/* The primary takes new commands again; the backup drains. */
+	if (!q->act || p->path == 0) {
+		if (p->path == 0 && q->act)
+			q->restores++;
+		q->act = p;
+	}
+	q->down_since = 0;
+	return 0;
+}
+
+/* Bring each path's queue pair in line with the state of its links. */
+static void mp_evaluate(struct sio_nvme_ioq *q)
+{
+	bool up[2];
+	int p;
+
+	q->seen_gen = __atomic_load_n(&q->cl->link_gen, __ATOMIC_ACQUIRE);
+	for (p = 0; p < 2; p++)
+		up[p] = path_links_up(q->cl, p);
+	for (p = 0; p < 2; p++)
+		if (!up[p])
+			path_down(q, &q->qp[p], false);
+	for (p = 0; p < 2; p++)
+		if (up[p])
+			path_up(q, &q->qp[p]);
+	flush_pending(q);
+}
+
+/* Link events for this client's paths, read from its fabric handle; any
+ * queue pair of the client acts on them at its next poll. */
+static void mp_events(struct sio_nvme_ioq *q)
+{
+	struct sio_nvme_client *cl = q->cl;
+	struct sio_event ev[16];
+	int n, i, me = sio_fabric_node_id(cl->f);
+
+	while ((n = sio_event_read(cl->f, ev, 16)) > 0) {
+		for (i = 0; i < n; i++)
+			if ((ev[i].type == SIO_EV_LINK_DOWN || ev[i].type == SIO_EV_LINK_UP) &&
+			    (ev[i].node == me || ev[i].node == cl->dinfo.lender))
+				__atomic_fetch_add(&cl->link_gen, 1, __ATOMIC_ACQ_REL);
+		if (n < 16)
+			break;
+	}
+}
+
+/* Poll of a multipath queue: events every few polls (a syscall that finds
+ * nothing costs little), both queue pairs, waiting commands, and on a stall
+ * a failover before the queue is failed. */
+static int mp_poll(struct sio_nvme_ioq *q, uint32_t max)
+{
+	uint64_t now;
+	int n = 0, p;
+
+	if (!(++q->polls & 31) || !q->act || q->npend) {
+		mp_events(q);
+		/* A path that is not live is looked at again now and then, in
+		 * case its link-up event was lost (a full event socket drops). */
+		if ((!q->qp[0].live || !q->qp[1].live) && !(q->polls & 1023)) {
+			now = sio_nvme_now_ns();
+			if (now >= q->next_check) {
+				q->next_check = now + 100000000ull;
+				mp_evaluate(q);
+			}
+		}
+	}
+	if (__atomic_load_n(&q->cl->link_gen, __ATOMIC_ACQUIRE) != q->seen_gen)
+		mp_evaluate(q);
+	for (p = 0; p < 2; p++)
+		if (q->qp[p].live)
+			n += reap(q, &q->qp[p], max ? max - (uint32_t)n : 0, true);
+	if (q->npend)
+		flush_pending(q);
+	if (n) {
+		q->empty_polls = 0;
+		q->stall_since = 0;
+		q->tmo_failovers = 0;
+		return n;
+	}
+	if (!sio_nvme_ioq_inflight(q) || (++q->empty_polls & 255))
+		return 0;
+	now = sio_nvme_now_ns();
+	if (!q->act) {
+		if (now - q->down_since > (uint64_t)q->cl->timeout_ms * 1000000ull)
+			return fail_queue(q);
+		return 0;
+	}
+	if (!q->stall_since) {
+		q->stall_since = now;
+	} else if (now - q->stall_since > (uint64_t)q->cl->timeout_ms * 1000000ull) {
+		/* Stuck with no event: try the other path, once per path. */
+		q->stall_since = 0;
+		if (++q->tmo_failovers > 2 || !q->qp[!q->act->path].live)
+			return fail_queue(q);
+		path_down(q, q->act, true);
+		flush_pending(q);
+	}
+	return 0;
 }
 
 int sio_nvme_ioq_poll(struct sio_nvme_ioq *q, uint32_t max)
 {
-	struct sio_nvme_cpl cpl;
-	uint64_t cookie, now;
-	uint16_t st;
-	int n = 0, cid;
+	uint64_t now;
+	int n;
 
 	if (q->failed)
 		return q->failed;
-	while ((!max || (uint32_t)n < max) && sio_nvme_cq_peek(&q->q)) {
-		cid = sio_nvme_cq_pop(&q->q, &cpl, &cookie);
-		if (cid < 0)
-			continue;
-		st = SIO_NVME_STATUS_CODE(cpl.status);
-		finish(q, (uint32_t)cookie, st ? -EIO : 0, st);
-		n++;
-	}
-	sio_nvme_cq_ring(&q->q);
+	if (q->mp)
+		return mp_poll(q, max);
+	n = reap(q, &q->qp[0], max, true);
 	if (n) {
 		q->empty_polls = 0;
 		q->stall_since = 0;
 		return n;
 	}
-	if (!sio_nvme_queue_inflight(&q->q) || (++q->empty_polls & 255))
+	if (!sio_nvme_queue_inflight(&q->qp[0].q) || (++q->empty_polls & 255))
 		return 0;
 	/* Only a queue that looks stuck reads the clock. */
 	now = sio_nvme_now_ns();
@@ -1130,7 +1646,7 @@ int sio_nvme_ioq_wait(struct sio_nvme_ioq *q)
 	int ret;
 
 	sio_nvme_backoff_init_io(&b);
-	while (sio_nvme_queue_inflight(&q->q)) {
+	while (sio_nvme_ioq_inflight(q)) {
 		ret = sio_nvme_ioq_poll(q, 0);
 		if (ret < 0)
 			return ret;
@@ -1211,7 +1727,7 @@ static int sync_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t 
 
 	if (ret)
 		return ret;
-	piece = (uint64_t)(q->max_xfer / ns.lba_size) * (q->q.nslots > 2 ? q->q.nslots / 2 : 1);
+	piece = (uint64_t)(q->max_xfer / ns.lba_size) * (q->depth - 1 > 2 ? (q->depth - 1) / 2 : 1);
 	if (piece > 65536ull * 64)
 		piece = 65536ull * 64;
 	do {

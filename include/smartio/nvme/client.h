@@ -20,6 +20,21 @@
  * spec string: "location=local|lender|device|hint" for the SQ, and
  * optionally "cq=local|lender|hint", "depth=N", "prio=0..3", comma
  * separated. "device" puts the SQ in the controller memory buffer.
+ *
+ * Multipath ("multipath" in the spec, on a fabric whose nodes have two
+ * adapters): the client borrows the controller a second time through
+ * adapter 1 of the lender, maps the doorbells through its own adapter 1,
+ * and keeps a backup queue pair whose memory and data buffers the
+ * controller reaches through that second path. When the primary path fails
+ * (a link-down event on either end, a data transfer error, or a timeout)
+ * the queue pair is deleted in the controller, so nothing more of it runs,
+ * and every command it held is resubmitted on the backup with a new
+ * command id; the application's callbacks see no error. When the links come
+ * back the primary is created again over its old memory (mapped again if
+ * its mappings changed) and new commands go to it while the backup drains.
+ * A multipath queue reads the fabric handle's events (sio_event_read()):
+ * an application that also wants them should use a fabric handle of its
+ * own.
  */
 
 #include <stdbool.h>
@@ -40,12 +55,16 @@ struct sio_nvme_ioq;
  * @va: mapped here
  * @bus: the controller's address for @va
  * @size: bytes
+ * @bus2: the controller's address for @va through the second path of a
+ *	multipath client (0 until the client has one; then filled in by
+ *	sio_nvme_buf_alloc(), or at the buffer's first use on a multipath queue)
  */
 struct sio_nvme_buf {
 	struct sio_segment *seg;
 	void *va;
 	uint64_t bus;
 	uint64_t size;
+	uint64_t bus2;
 };
 
 /* Where a queue goes; the SIO_PLACE_* values, or by hints. */
@@ -58,12 +77,15 @@ struct sio_nvme_buf {
  * @cq_loc: SIO_PLACE_LOCAL, SIO_PLACE_LENDER or SIO_NVME_QLOC_HINT
  * @depth: queue entries (0: 256, capped by CAP.MQES)
  * @prio: SQ priority for weighted round robin, 0 (urgent) .. 3 (low)
+ * @multipath: keep a backup queue pair through adapter 1 and fail over to
+ *	it ("multipath" or "multipath=1" in a spec string)
  */
 struct sio_nvme_qspec {
 	int sq_loc;
 	int cq_loc;
 	uint32_t depth;
 	uint32_t prio;
+	bool multipath;
 };
 
 /**
@@ -73,6 +95,14 @@ struct sio_nvme_qspec {
  * @max_inflight: commands in flight at most (@depth - 1)
  * @sq_place: where the SQ went (enum sio_placement)
  * @cq_place: where the CQ went
+ * @multipath: the queue keeps a backup path
+ * @path: where new commands go now: 0 the primary, 1 the backup, -1 neither
+ *	(both paths down; commands wait, up to the timeout)
+ * @backup_qid: the backup queue pair's id (0 while it does not exist)
+ * @failovers: times the primary failed and its commands moved to the backup
+ * @restores: times the primary was created again and took over
+ * @resubmitted: commands sent again on another queue pair
+ * @stale: completions ignored because their command had been moved
  */
 struct sio_nvme_ioq_info {
 	uint16_t qid;
@@ -80,6 +110,13 @@ struct sio_nvme_ioq_info {
 	uint32_t max_inflight;
 	int sq_place;
 	int cq_place;
+	bool multipath;
+	int path;
+	uint16_t backup_qid;
+	uint32_t failovers;
+	uint32_t restores;
+	uint64_t resubmitted;
+	uint64_t stale;
 };
 
 /**
@@ -93,7 +130,8 @@ typedef void (*sio_nvme_io_cb)(void *arg, int err, uint16_t status);
 /**
  * sio_nvme_qspec_parse() - read a queue spec string
  * @s: e.g. "location=lender,depth=64"; NULL or "" gives the defaults
- * @out: filled in (hints for both queues, depth 0, prio 0 by default)
+ * @out: filled in (hints for both queues, depth 0, prio 0, no multipath by
+ *	default)
  * Return: 0 or -EINVAL naming the bad key or value.
  */
 int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out);
@@ -206,8 +244,9 @@ void sio_nvme_buf_free(struct sio_nvme_client *cl, struct sio_nvme_buf *b);
  * @spec: placement and depth (NULL: by hints, depth 256)
  * @out: the queue pair
  * Return: 0; -ENOSPC when the controller has no queue pair left (the
- * message says how many it has); -EINVAL for a bad spec; -ENODEV for
- * location=device without a CMB.
+ * message says how many it has; a multipath queue takes two); -EINVAL for
+ * a bad spec, or multipath on a fabric with one adapter per node; -ENODEV
+ * for location=device without a CMB.
  */
 int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec *spec,
 			struct sio_nvme_ioq **out);
@@ -293,9 +332,12 @@ int sio_nvme_ioq_flush(struct sio_nvme_ioq *q, uint32_t nsid, sio_nvme_io_cb cb,
  * @q: queue pair
  * @max: most completions to take (0: all there are)
  *
- * Never blocks. When commands are in flight and none completes for longer
- * than the timeout, every one of them ends with -ETIMEDOUT (or -ENODEV if
- * the controller is gone) and the queue is failed.
+ * Never blocks, except that a multipath queue changing paths waits for the
+ * manager to delete or create a queue pair. When commands are in flight and
+ * none completes for longer than the timeout, every one of them ends with
+ * -ETIMEDOUT (or -ENODEV if the controller is gone) and the queue is
+ * failed; a multipath queue first fails over, and fails only when no path
+ * makes progress.
  * Return: completions reaped, or -ETIMEDOUT/-ENODEV/-EIO once failed.
  */
 int sio_nvme_ioq_poll(struct sio_nvme_ioq *q, uint32_t max);
