@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <linux/vfio.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,7 +212,7 @@ static int cmd_probe(int argc, char **argv)
 			continue;
 		sio_vfio_bar_bus(&d, b, &bus);
 		printf("  BAR%d %llu bytes at bus %#llx%s\n", b, (unsigned long long)d.region[b].size,
-		       (unsigned long long)bus, (d.region[b].flags & 4) ? ", mmappable" : "");
+		       (unsigned long long)bus, (d.region[b].flags & VFIO_REGION_INFO_FLAG_MMAP) ? ", mmappable" : "");
 	}
 	if (sio_vfio_enable_master(&d) || sio_vfio_cfg_read(&d, 0x08, &cls, 4))
 		goto out;

@@ -8,6 +8,7 @@
  * its vfio fds tears down every mapping in the kernel.
  */
 #include <errno.h>
+#include <linux/vfio.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -219,7 +220,7 @@ static bool serve(struct lender *l, struct conn *c)
 	} else if (rq.op == SIO_VFIO_OP_BAR) {
 		if (rq.bar < 0 || rq.bar > 5 || !l->dev.region[rq.bar].size) {
 			rp.status = sio__err(ENOENT, "%s has no BAR %d", l->dev.bdf, rq.bar);
-		} else if (!(l->dev.region[rq.bar].flags & 4 /* VFIO_REGION_INFO_FLAG_MMAP */)) {
+		} else if (!(l->dev.region[rq.bar].flags & VFIO_REGION_INFO_FLAG_MMAP)) {
 			rp.status = sio__err(ENOTSUP, "%s BAR %d cannot be mmapped", l->dev.bdf, rq.bar);
 		} else {
 			rp.offset = l->dev.region[rq.bar].offset;
