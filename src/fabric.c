@@ -454,6 +454,14 @@ static bool want_all(struct sio_fabric *f, int p, const struct sio_event *ev)
 	return true;
 }
 
+int sio_link_get(struct sio_fabric *f, int node, int adapter)
+{
+	if (!f || node < 0 || node >= f->reg->topo.nodes || adapter < 0 ||
+	    adapter >= f->reg->topo.adapters)
+		return sio__err(EINVAL, "no adapter %d on node %d", adapter, node);
+	return atomic_load_explicit(&f->reg->nodes[node].link_up[adapter], memory_order_acquire);
+}
+
 int sio_link_set(struct sio_fabric *f, int node, int adapter, bool up)
 {
 	struct sio_event ev = { .type = up ? SIO_EV_LINK_UP : SIO_EV_LINK_DOWN, .node = node };

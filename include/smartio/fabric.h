@@ -177,6 +177,17 @@ int sio_fabric_reap(struct sio_fabric *f);
 int sio_link_set(struct sio_fabric *f, int node, int adapter, bool up);
 
 /**
+ * sio_link_get() - is a link up?
+ * @f: handle
+ * @node: node
+ * @adapter: adapter index of @node
+ *
+ * A lock-free read of the link state, cheap enough for a driver's slow path.
+ * Return: 1 (up), 0 (down), or -EINVAL.
+ */
+int sio_link_get(struct sio_fabric *f, int node, int adapter);
+
+/**
  * sio_errmsg() - what went wrong in the calling thread's last failed call
  *
  * Return: a message naming the argument or limit at fault; never NULL.

@@ -170,7 +170,10 @@ Test(device, link_down_and_up)
 	cr_assert_eq(sio_segment_map(s, (void **)&p), 0);
 	cr_assert_eq(sio_device_map(dev, s, &bus), 0);
 	strcpy(p, "before");
+	cr_assert_eq(sio_link_get(l, 1, 0), 1);
 	cr_assert_eq(sio_link_set(l, 1, 0, false), 0);
+	cr_assert_eq(sio_link_get(h, 1, 0), 0, "every handle sees the link state");
+	cr_assert_eq(sio_link_get(h, 1, 1), -EINVAL, "one adapter per node here");
 	struct pollfd pf = { .fd = sio_event_fd(h), .events = POLLIN };
 	cr_assert_eq(poll(&pf, 1, 1000), 1, "the event fd polls readable");
 	int n = sio_event_read(h, ev, 8);
