@@ -57,7 +57,7 @@ static void check(bool ok, const char *what, const char *detail)
 	fails += !ok;
 }
 
-static void die(const char *what)
+static __attribute__((noreturn)) void die(const char *what)
 {
 	printf("FAIL: %s: %s\n", what, sio_errmsg());
 	exit(1);
