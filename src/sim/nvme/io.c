@@ -278,6 +278,44 @@ int emu_reap(struct sio_nvme_emu *emu, bool wait)
 	return n;
 }
 
+/*
+ * File I/O for memory the controller has no pointer to (GPU memory): a
+ * synchronous copy through a bounce buffer, one PRP segment at a time.
+ */
+static uint16_t bounce_rw(struct sio_nvme_emu *emu, const struct emu_seg *segs, int n,
+			  uint64_t off, bool write)
+{
+	uint8_t *buf = NULL;
+	uint16_t st = EMU_OK;
+
+	for (int i = 0; i < n && st == EMU_OK; i++) {
+		uint8_t *b = realloc(buf, segs[i].len);
+		ssize_t done;
+
+		if (!b) {
+			st = EMU_ST_INTERNAL;
+			break;
+		}
+		buf = b;
+		if (write) {
+			if (emu->dma.read(emu->dma.ctx, segs[i].bus, buf, segs[i].len))
+				st = EMU_ST_XFER;
+			else if ((done = pwrite(emu->fd, buf, segs[i].len, (off_t)off)) != (ssize_t)segs[i].len)
+				st = EMU_ST_INTERNAL;
+		} else {
+			if ((done = pread(emu->fd, buf, segs[i].len, (off_t)off)) != (ssize_t)segs[i].len)
+				st = EMU_ST_INTERNAL;
+			else if (emu->dma.write(emu->dma.ctx, segs[i].bus, buf, segs[i].len))
+				st = EMU_ST_XFER;
+		}
+		off += segs[i].len;
+	}
+	if (write && st == EMU_OK && !emu->wce && fdatasync(emu->fd))
+		st = EMU_ST_INTERNAL;	/* no volatile cache: durable on completion */
+	free(buf);
+	return st;
+}
+
 static uint16_t rw(struct sio_nvme_emu *emu, struct emu_sq *sq, const struct sio_nvme_cmd *cmd,
 		   const struct emu_ns *ns, bool write)
 {
@@ -327,7 +365,12 @@ static uint16_t rw(struct sio_nvme_emu *emu, struct emu_sq *sq, const struct sio
 		void *p;
 
 		/* Zero copy: io_uring moves data straight to or from host memory. */
-		if (emu->dma.ptr(emu->dma.ctx, segs[i].bus, segs[i].len, !write, &p)) {
+		int rc = emu->dma.ptr(emu->dma.ctx, segs[i].bus, segs[i].len, !write, &p);
+		if (rc == -EOPNOTSUPP) {	/* memory without a host pointer (GPU) */
+			req_put(emu, r);
+			return bounce_rw(emu, segs, n, off, write);
+		}
+		if (rc) {
 			st = EMU_ST_XFER;
 			goto fail;
 		}
