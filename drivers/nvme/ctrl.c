@@ -199,6 +199,11 @@ static int enable_cmb(struct sio_nvme_ctrl *c)
 					(int)(loc & 7));
 	}
 	m->bus = bus + m->offset;
+	/* Tell the controller where the host sees its CMB (CBA) and enable
+	 * memory space: without CMSE a controller such as QEMU's does not
+	 * treat queue addresses in the CMB as its own. */
+	sio_nvme_wr64(c->regs, SIO_NVME_REG_CMBMSC,
+		      (m->bus & ~0xfffull) | SIO_NVME_CMBMSC_CRE | SIO_NVME_CMBMSC_CMSE);
 	return 0;
 }
 
