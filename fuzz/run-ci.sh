@@ -10,16 +10,5 @@ if [ ! -d "$build" ]; then
 		-Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized
 fi
 ninja -C "$build" src/sim/nvme/nvme-emu-fuzz
-corpus="$build/fuzz-corpus"
-mkdir -p "$corpus"
-log="$build/fuzz.log"
-echo "fuzzing the controller's command handling for $secs s (log: $log)"
-if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=0 \
-	"$build/src/sim/nvme/nvme-emu-fuzz" -max_total_time="$secs" -max_len=8192 \
-	-print_final_stats=1 "$corpus" >"$log" 2>&1; then
-	tail -n 60 "$log"
-	echo "nvme-emu fuzz: FAILED"
-	exit 1
-fi
-grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb' "$log" || true
-echo "nvme-emu fuzz: no crash"
+. "$src/tools/fuzz-lib.sh"
+fuzz_run nvme-emu "$build/src/sim/nvme/nvme-emu-fuzz" "$secs" "$build/fuzz-corpus" -max_len=8192

@@ -23,16 +23,5 @@ clang -std=gnu11 -g -O1 -fsanitize=fuzzer $san \
 	"$build/src/sim/nvme/libsio-nvme-emu.a" "$build/src/libsmartio.a" \
 	-luring -lhugetlbfs -lpthread -ldl $(pkg-config --libs pciaccess 2>/dev/null || true) \
 	-o "$build/fuzz-mailbox"
-corpus="$build/fuzz-mailbox-corpus"
-mkdir -p "$corpus"
-log="$build/fuzz.log"
-echo "fuzzing the manager's mailbox for $secs s (log: $log)"
-if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=0 \
-	"$build/fuzz-mailbox" -max_total_time="$secs" -max_len=2048 -timeout=60 \
-	-print_final_stats=1 "$corpus" >"$log" 2>&1; then
-	tail -n 60 "$log"
-	echo "mailbox fuzz: FAILED"
-	exit 1
-fi
-grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb' "$log" || true
-echo "mailbox fuzz: no crash"
+. "$src/tools/fuzz-lib.sh"
+fuzz_run mailbox "$build/fuzz-mailbox" "$secs" "$build/fuzz-mailbox-corpus" -max_len=2048 -timeout=60

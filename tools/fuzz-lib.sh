@@ -1,0 +1,18 @@
+# Sourced by the fuzz scripts: run a libFuzzer binary for a fixed time,
+# keep its chatter in a log, print the log's tail and fail on a crash.
+# fuzz_run NAME BINARY SECONDS CORPUS [libFuzzer options...]
+fuzz_run() {
+	name=$1 bin=$2 secs=$3 corpus=$4
+	shift 4
+	log="$(dirname "$bin")/$name.log"
+	mkdir -p "$corpus"
+	echo "fuzzing $name for $secs s (log: $log)"
+	if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=0 \
+		"$bin" -max_total_time="$secs" -print_final_stats=1 "$@" "$corpus" >"$log" 2>&1; then
+		tail -n 60 "$log"
+		echo "$name fuzz: FAILED"
+		return 1
+	fi
+	grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb' "$log" || true
+	echo "$name fuzz: no crash"
+}
