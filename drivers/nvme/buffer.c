@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* NVMe client data buffers: segments mapped for the device, on each path. */
+
+#include <stdlib.h>
+#include "client-priv.h"
+
+int sio_nvme_buf_alloc(struct sio_nvme_client *cl, uint64_t size, struct sio_nvme_buf **out)
+{
+	struct sio_nvme_buf *b;
+	int ret;
+
+	if (!size)
+		return sio_nvme_err(EINVAL, "buffer size 0");
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return sio_nvme_err(ENOMEM, "out of memory");
+	ret = sio_segment_create(cl->f, 0, size, 0, &b->seg);
+	if (ret) {
+		free(b);
+		return sio_nvme_err_lib(ret, "cannot create a %llu-byte data buffer",
+					(unsigned long long)size);
+	}
+	sio_segment_set_name(b->seg, "nvme-data");
+	ret = sio_segment_map(b->seg, &b->va);
+	if (!ret)
+		ret = sio_device_map(cl->dev, b->seg, &b->bus);
+	if (!ret && cl->dev2)
+		ret = sio_device_map(cl->dev2, b->seg, &b->bus2);
+	if (ret) {
+		ret = sio_nvme_err_lib(ret, "cannot map a data buffer for the device");
+		if (cl->dev2)
+			sio_device_unmap(cl->dev, b->seg);
+		sio_segment_remove(b->seg);
+		free(b);
+		return ret;
+	}
+	b->size = size;
+	*out = b;
+	return 0;
+}
+
+void sio_nvme_buf_free(struct sio_nvme_client *cl, struct sio_nvme_buf *b)
+{
+	if (!b)
+		return;
+	sio_device_unmap(cl->dev, b->seg);
+	if (b->bus2 && cl->dev2)
+		sio_device_unmap(cl->dev2, b->seg);
+	sio_segment_remove(b->seg);
+	free(b);
+}
+
+/* A buffer allocated before the client had its second path gets its
+ * address on that path at first use. */
+int sio_nvme_buf_second_path(struct sio_nvme_ioq *q, struct sio_nvme_buf *buf)
+{
+	int ret;
+
+	if (!buf->seg)
+		return sio_nvme_err(EINVAL, "a multipath queue needs buffers from "
+				    "sio_nvme_buf_alloc()");
+	ret = sio_device_map(q->cl->dev2, buf->seg, &buf->bus2);
+	if (ret)
+		return sio_nvme_err_lib(ret, "cannot map a data buffer for the second path");
+	return 0;
+}

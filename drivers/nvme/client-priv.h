@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SIO_NVME_CLIENT_PRIV_H
+#define SIO_NVME_CLIENT_PRIV_H
+
+/*
+ * Internal to the NVMe client: its structures, and what its files share.
+ * client.c: open/close, the mailbox, admin relays, namespaces
+ * buffer.c: data buffers
+ * ioq.c: queue specs, placement, creation and deletion of queue pairs
+ * io.c: submission, polling, timeouts, the synchronous calls
+ * multipath.c: the second path, failover and restore
+ */
+
+#include <pthread.h>
+#include <string.h>
+#include <smartio/nvme/client.h>
+#include <smartio/nvme/queue.h>
+#include "mailbox.h"
+#include "priv.h"
+
+#define NS_CACHE	64
+
+struct sio_nvme_client {
+	struct sio_fabric *f;
+	struct sio_device *dev;
+	struct sio_device_info dinfo;
+	struct sio_segment *mseg;
+	struct sio_nvme_mbox *mb;
+	int slot;
+	int mgr_node;
+	int32_t mgr_pid;
+	pthread_mutex_t lock;		/* one mailbox request at a time */
+	struct sio_segment *bar0;
+	volatile uint8_t *regs;
+	struct sio_segment *scratch;	/* admin data lands here */
+	void *scratch_va;
+	struct sio_nvme_ctrl_info ci;
+	uint32_t timeout_ms;
+	struct sio_nvme_ns ns[NS_CACHE + 1];
+	struct sio_nvme_ioq *queues;	/* list, for close */
+	/* multipath: a second borrow through adapter 1, made on first use */
+	struct sio_device *dev2;
+	struct sio_segment *bar0_2;
+	volatile uint8_t *regs2;
+	uint32_t link_gen;		/* bumped when a link event is read */
+};
+
+struct ioreq {
+	sio_nvme_io_cb cb;
+	void *arg;
+	uint32_t remaining;
+	int err;
+	uint16_t status;
+};
+
+/* What a command was, so it can be sent again on another queue pair. */
+struct cmdrec {
+	uint8_t opc;
+	uint8_t retries;
+	uint16_t ridx;
+	uint32_t nsid;
+	uint32_t nlb;
+	uint32_t len;			/* bytes of data */
+	uint64_t slba;
+	struct sio_nvme_buf *buf;
+	uint64_t off;
+};
+
+/* One queue pair in the controller, reached through one path. */
+struct qpair {
+	struct sio_nvme_queue q;
+	uint16_t *cids;
+	uint64_t *cookies;
+	uint8_t *busy;
+	struct cmdrec *rec;		/* per cid, multipath only */
+	struct sio_device *dev;		/* the borrow its memory is mapped for */
+	int path;
+	bool live;			/* exists in the controller */
+	struct sio_segment *sq_seg, *cq_seg;	/* sq_seg NULL: in cq_seg or CMB */
+	uint64_t sq_seg_bus, cq_seg_bus;
+	bool sq_cmb;
+	uint64_t cmb_off;
+	uint8_t *sq_va, *cq_va;
+	uint64_t sq_bus, cq_bus, cq_bytes;
+	uint64_t *prp_va;
+	uint64_t prp_bus;
+	int sq_place, cq_place;
+	uint64_t retry_ns;		/* timed out: not before then again */
+};
+
+struct sio_nvme_ioq {
+	struct sio_nvme_client *cl;
+	struct sio_nvme_ioq *next;
+	struct qpair *act;		/* where new commands go; NULL: nowhere now */
+	struct qpair qp[2];		/* primary, and the backup of a multipath queue */
+	bool mp;
+	uint16_t prio;
+	struct ioreq *reqs;
+	uint16_t *req_stack;
+	uint32_t nreq_free;
+	uint32_t prp_stride;		/* bytes of PRP list per cid */
+	uint32_t page;
+	uint32_t max_xfer;
+	uint32_t depth;
+	int failed;
+	uint32_t empty_polls;
+	uint64_t stall_since;
+	/* multipath */
+	struct cmdrec *pend;		/* to be sent again, oldest first */
+	uint32_t npend, pend_cap;
+	uint32_t polls;
+	uint32_t seen_gen;
+	uint32_t tmo_failovers;		/* in a row, without a completion */
+	uint64_t down_since;		/* no path since then */
+	uint64_t next_check;
+	uint32_t failovers, restores;
+	uint64_t resubmitted, stale;
+};
+
+/* client.c: one request to the manager; bounded wait, detects a vanished
+ * manager. */
+int sio_nvme_mbox_call(struct sio_nvme_client *cl, const struct sio_nvme_mbox_req *req,
+		       struct sio_nvme_mbox_resp *resp);
+
+/* buffer.c: give a buffer made before the second path its address there. */
+int sio_nvme_buf_second_path(struct sio_nvme_ioq *q, struct sio_nvme_buf *buf);
+
+/* ioq.c: point the host's view of @p at its queues in the controller. */
+void sio_nvme_qpair_init(struct sio_nvme_ioq *q, struct qpair *p, uint16_t qid);
+
+/* io.c: take @p's completions; end everything in flight and fail the queue. */
+int sio_nvme_qpair_reap(struct sio_nvme_ioq *q, struct qpair *p, uint32_t max, bool ring);
+int sio_nvme_ioq_fail(struct sio_nvme_ioq *q);
+
+/* multipath.c */
+bool sio_nvme_path_links_up(struct sio_nvme_client *cl, int a);
+int sio_nvme_client_second_path(struct sio_nvme_client *cl);
+bool sio_nvme_mp_flush(struct sio_nvme_ioq *q);
+int sio_nvme_mp_poll(struct sio_nvme_ioq *q, uint32_t max);
+
+/* Put one command in @p's SQ (not rung); a multipath queue remembers it. */
+static inline void put_cmd(struct sio_nvme_ioq *q, struct qpair *p, const struct cmdrec *r)
+{
+	struct sio_nvme_cmd cmd;
+	uint64_t prp1, prp2, bus;
+	uint64_t *list;
+	int cid = sio_nvme_sq_next_cid(&p->q);
+
+	if (r->opc == SIO_NVME_CMD_READ || r->opc == SIO_NVME_CMD_WRITE) {
+		/* Data buffers have an address per path; their page offsets agree. */
+		bus = (p->path ? r->buf->bus2 : r->buf->bus) + r->off;
+		list = (uint64_t *)((uint8_t *)p->prp_va + (size_t)cid * q->prp_stride);
+		sio_nvme_prp_fill(bus, r->len, q->page, list,
+				  p->prp_bus + (uint64_t)cid * q->prp_stride, &prp1, &prp2);
+		sio_nvme_cmd_rw(&cmd, r->opc, r->nsid, r->slba, r->nlb, prp1, prp2);
+	} else if (r->opc == SIO_NVME_CMD_WRITE_ZEROES) {
+		sio_nvme_cmd_rw(&cmd, r->opc, r->nsid, r->slba, r->nlb, 0, 0);
+	} else {
+		memset(&cmd, 0, sizeof(cmd));
+		cmd.opcode = r->opc;
+		cmd.nsid = r->nsid;
+	}
+	sio_nvme_sq_submit(&p->q, &cmd, r->ridx);
+	if (q->mp)
+		p->rec[cid] = *r;
+}
+
+#endif

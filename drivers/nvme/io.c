@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * NVMe client I/O: submission on top of queue.h, polling for completions,
+ * timeouts, and the synchronous calls.
+ */
+
+#include "client-priv.h"
+
+static inline int ns_get(struct sio_nvme_ioq *q, uint32_t nsid, struct sio_nvme_ns *ns)
+{
+	if (nsid >= 1 && nsid <= NS_CACHE && q->cl->ns[nsid].active) {
+		*ns = q->cl->ns[nsid];
+		return 0;
+	}
+	return sio_nvme_client_ns(q->cl, nsid, ns);
+}
+
+/* Blocks in the first command of a transfer starting at @bus. */
+static inline uint32_t chunk_blocks(const struct sio_nvme_ioq *q, uint64_t bus,
+				    uint32_t lba_size, uint32_t left)
+{
+	uint32_t bytes = q->max_xfer - (uint32_t)(bus & (q->page - 1));
+	uint32_t n = bytes / lba_size;
+
+	if (n > 65536)
+		n = 65536;
+	if (n == 0)
+		n = 1;
+	return n < left ? n : left;
+}
+
+/* Room for @chunks commands and a request, on the path new commands take. */
+static inline int room(struct sio_nvme_ioq *q, uint32_t chunks)
+{
+	if (q->failed)
+		return q->failed;
+	if (q->mp && q->npend && !sio_nvme_mp_flush(q))
+		return -EAGAIN;
+	if (!q->act || chunks > sio_nvme_queue_free_slots(&q->act->q) || !q->nreq_free)
+		return -EAGAIN;
+	return 0;
+}
+
+static inline uint32_t req_get(struct sio_nvme_ioq *q, sio_nvme_io_cb cb, void *arg,
+			       uint32_t chunks)
+{
+	uint32_t ridx = q->req_stack[--q->nreq_free];
+	struct ioreq *r = &q->reqs[ridx];
+
+	r->cb = cb;
+	r->arg = arg;
+	r->remaining = chunks;
+	r->err = 0;
+	r->status = 0;
+	return ridx;
+}
+
+
+static int submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba,
+		     uint32_t nlb, struct sio_nvme_buf *buf, uint64_t off,
+		     sio_nvme_io_cb cb, void *arg)
+{
+	struct sio_nvme_ns ns;
+	struct cmdrec rec;
+	uint64_t bus, bytes, b;
+	uint32_t chunks, left, n;
+	int ret;
+
+	if (q->failed)
+		return q->failed;
+	ret = ns_get(q, nsid, &ns);
+	if (ret)
+		return ret;
+	if (!nlb || slba >= ns.nsze || nlb > ns.nsze - slba)
+		return sio_nvme_err(EINVAL, "blocks %llu+%u outside namespace %u (%llu "
+				    "blocks)", (unsigned long long)slba, nlb, nsid,
+				    (unsigned long long)ns.nsze);
+	bytes = (uint64_t)nlb * ns.lba_size;
+	if (!buf || (off & 3) || off > buf->size || bytes > buf->size - off)
+		return sio_nvme_err(EINVAL, "%llu bytes at offset %llu do not fit the "
+				    "buffer (%llu bytes, offset a multiple of 4)",
+				    (unsigned long long)bytes, (unsigned long long)off,
+				    buf ? (unsigned long long)buf->size : 0ull);
+	if (q->mp && !buf->bus2) {
+		ret = sio_nvme_buf_second_path(q, buf);
+		if (ret)
+			return ret;
+	}
+	bus = buf->bus + off;
+	/* Count the commands first so a request goes in whole or not at all. */
+	n = chunk_blocks(q, bus, ns.lba_size, nlb);
+	if (n == nlb) {
+		chunks = 1;
+	} else {
+		chunks = 0;
+		for (left = nlb, b = bus; left; left -= n, b += (uint64_t)n * ns.lba_size) {
+			n = chunk_blocks(q, b, ns.lba_size, left);
+			chunks++;
+		}
+		if (chunks > q->depth - 1)
+			return sio_nvme_err(EINVAL, "a request of %u blocks needs %u commands "
+					    "but the queue holds %u", nlb, chunks, q->depth - 1);
+	}
+	ret = room(q, chunks);
+	if (ret)
+		return ret;
+	rec.opc = opc;
+	rec.retries = 0;
+	rec.nsid = nsid;
+	rec.buf = buf;
+	rec.ridx = (uint16_t)req_get(q, cb, arg, chunks);
+	for (left = nlb; left; left -= n) {
+		n = chunk_blocks(q, bus, ns.lba_size, left);
+		rec.slba = slba;
+		rec.nlb = n;
+		rec.len = n * ns.lba_size;
+		rec.off = off;
+		put_cmd(q, q->act, &rec);
+		slba += n;
+		off += rec.len;
+		bus += rec.len;
+	}
+	sio_nvme_sq_ring(&q->act->q);
+	return 0;
+}
+
+int sio_nvme_ioq_read(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+		      struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg)
+{
+	return submit_rw(q, SIO_NVME_CMD_READ, nsid, slba, nlb, buf, off, cb, arg);
+}
+
+int sio_nvme_ioq_write(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+		       struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg)
+{
+	return submit_rw(q, SIO_NVME_CMD_WRITE, nsid, slba, nlb, buf, off, cb, arg);
+}
+
+static int submit_simple(struct sio_nvme_ioq *q, struct cmdrec *rec, sio_nvme_io_cb cb,
+			 void *arg)
+{
+	int ret = room(q, 1);
+
+	if (ret)
+		return ret;
+	rec->retries = 0;
+	rec->buf = NULL;
+	rec->off = 0;
+	rec->len = 0;
+	rec->ridx = (uint16_t)req_get(q, cb, arg, 1);
+	put_cmd(q, q->act, rec);
+	sio_nvme_sq_ring(&q->act->q);
+	return 0;
+}
+
+int sio_nvme_ioq_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba,
+			      uint32_t nlb, sio_nvme_io_cb cb, void *arg)
+{
+	struct sio_nvme_ns ns;
+	struct cmdrec rec;
+	int ret;
+
+	if (!(q->cl->ci.oncs & (1u << 3)))
+		return sio_nvme_err(ENOTSUP, "the controller does not support Write Zeroes "
+				    "(ONCS bit 3)");
+	ret = ns_get(q, nsid, &ns);
+	if (ret)
+		return ret;
+	if (!nlb || nlb > 65536 || slba >= ns.nsze || nlb > ns.nsze - slba)
+		return sio_nvme_err(EINVAL, "Write Zeroes of %llu+%u outside namespace %u "
+				    "(%llu blocks) or above 65536 blocks",
+				    (unsigned long long)slba, nlb, nsid,
+				    (unsigned long long)ns.nsze);
+	rec.opc = SIO_NVME_CMD_WRITE_ZEROES;
+	rec.nsid = nsid;
+	rec.slba = slba;
+	rec.nlb = nlb;
+	return submit_simple(q, &rec, cb, arg);
+}
+
+int sio_nvme_ioq_flush(struct sio_nvme_ioq *q, uint32_t nsid, sio_nvme_io_cb cb, void *arg)
+{
+	struct cmdrec rec;
+
+	rec.opc = SIO_NVME_CMD_FLUSH;
+	rec.nsid = nsid;
+	rec.slba = 0;
+	rec.nlb = 0;
+	return submit_simple(q, &rec, cb, arg);
+}
+
+static void finish(struct sio_nvme_ioq *q, uint32_t ridx, int err, uint16_t status)
+{
+	struct ioreq *r = &q->reqs[ridx];
+	sio_nvme_io_cb cb;
+	void *arg;
+
+	if (err && !r->err) {
+		r->err = err;
+		r->status = status;
+	}
+	if (--r->remaining)
+		return;
+	cb = r->cb;
+	arg = r->arg;
+	err = r->err;
+	status = r->status;
+	q->req_stack[q->nreq_free++] = (uint16_t)ridx;
+	if (cb)
+		cb(arg, err, status);
+}
+
+/* No progress for too long: end everything in flight and fail the queue. */
+int sio_nvme_ioq_fail(struct sio_nvme_ioq *q)
+{
+	uint32_t csts = __atomic_load_n((volatile uint32_t *)(q->cl->regs + SIO_NVME_REG_CSTS),
+					__ATOMIC_ACQUIRE);
+	uint32_t cid, i;
+	int err, p;
+
+	if (csts == 0xffffffffu)
+		err = sio_nvme_err(ENODEV, "queue %u: controller registers read all ones "
+				   "(device gone or link down)", q->qp[0].q.qid);
+	else if (csts & SIO_NVME_CSTS_CFS)
+		err = sio_nvme_err(EIO, "queue %u: controller fatal status", q->qp[0].q.qid);
+	else if (q->mp && !q->act)
+		err = sio_nvme_err(ETIMEDOUT, "queue %u: no path to the controller for "
+				   "%u ms (both links down)", q->qp[0].q.qid, q->cl->timeout_ms);
+	else
+		err = sio_nvme_err(ETIMEDOUT, "queue %u: %u command(s) got no completion "
+				   "within %u ms%s", q->qp[0].q.qid, sio_nvme_ioq_inflight(q),
+				   q->cl->timeout_ms, q->mp ? " on either path" : "");
+	q->failed = err;
+	for (p = 0; p < 2; p++) {
+		struct qpair *qp = &q->qp[p];
+
+		if (!qp->busy)
+			continue;
+		for (cid = 0; cid < qp->q.nslots; cid++) {
+			if (qp->busy[cid] != SIO_NVME_CID_BUSY)
+				continue;
+			/* The cid stays busy: the controller may still complete it. */
+			qp->busy[cid] = 2;
+			finish(q, (uint32_t)qp->cookies[cid], err, 0);
+		}
+	}
+	for (i = 0; i < q->npend; i++)
+		finish(q, q->pend[i].ridx, err, 0);
+	q->npend = 0;
+	return err;
+}
+
+/* Take @p's completions (at most @max, 0: all). A multipath queue sends a
+ * command that met a data transfer error again, since a link failing under
+ * it looks just so. */
+int sio_nvme_qpair_reap(struct sio_nvme_ioq *q, struct qpair *p, uint32_t max, bool ring)
+{
+	struct sio_nvme_cpl cpl;
+	uint64_t cookie;
+	uint16_t st;
+	int n = 0, cid;
+
+	while ((!max || (uint32_t)n < max) && sio_nvme_cq_peek(&p->q)) {
+		cid = sio_nvme_cq_pop(&p->q, &cpl, &cookie);
+		if (cid < 0)
+			continue;
+		st = SIO_NVME_STATUS_CODE(cpl.status);
+		n++;
+		if (q->mp && st == SIO_NVME_SC_DATA_XFER_ERROR && p->rec[cid].retries < 4 &&
+		    q->npend < q->pend_cap) {
+			q->pend[q->npend] = p->rec[cid];
+			q->pend[q->npend++].retries++;
+			q->resubmitted++;
+			continue;
+		}
+		finish(q, (uint32_t)cookie, st ? -EIO : 0, st);
+	}
+	if (ring)
+		sio_nvme_cq_ring(&p->q);
+	return n;
+}
+
+int sio_nvme_ioq_poll(struct sio_nvme_ioq *q, uint32_t max)
+{
+	uint64_t now;
+	int n;
+
+	if (q->failed)
+		return q->failed;
+	if (q->mp)
+		return sio_nvme_mp_poll(q, max);
+	n = sio_nvme_qpair_reap(q, &q->qp[0], max, true);
+	if (n) {
+		q->empty_polls = 0;
+		q->stall_since = 0;
+		return n;
+	}
+	if (!sio_nvme_queue_inflight(&q->qp[0].q) || (++q->empty_polls & 255))
+		return 0;
+	/* Only a queue that looks stuck reads the clock. */
+	now = sio_nvme_now_ns();
+	if (!q->stall_since)
+		q->stall_since = now;
+	else if (now - q->stall_since > (uint64_t)q->cl->timeout_ms * 1000000ull)
+		return sio_nvme_ioq_fail(q);
+	return 0;
+}
+
+int sio_nvme_ioq_wait(struct sio_nvme_ioq *q)
+{
+	struct sio_nvme_backoff b;
+	int ret;
+
+	sio_nvme_backoff_init_io(&b);
+	while (sio_nvme_ioq_inflight(q)) {
+		ret = sio_nvme_ioq_poll(q, 0);
+		if (ret < 0)
+			return ret;
+		if (ret > 0)
+			sio_nvme_backoff_init_io(&b);
+		else
+			sio_nvme_backoff_wait(&b);
+	}
+	return q->failed;
+}
+
+struct sync_done {
+	int done;
+	int err;
+	uint16_t status;
+};
+
+static void sync_cb(void *arg, int err, uint16_t status)
+{
+	struct sync_done *d = arg;
+
+	d->done = 1;
+	d->err = err;
+	d->status = status;
+}
+
+static int sync_wait(struct sio_nvme_ioq *q, struct sync_done *d, const char *what)
+{
+	struct sio_nvme_backoff b;
+	int ret;
+
+	sio_nvme_backoff_init_io(&b);
+	while (!d->done) {
+		ret = sio_nvme_ioq_poll(q, 0);
+		if (ret < 0 && !d->done)
+			return ret;
+		if (ret == 0)
+			sio_nvme_backoff_wait(&b);
+	}
+	if (d->err == -EIO)
+		return sio_nvme_err(EIO, "%s failed: %s (status 0x%03x)", what,
+				    sio_nvme_status_str(d->status), d->status);
+	return d->err;
+}
+
+/* Submit with retries while the queue is full (others' async I/O). */
+#define SYNC_SUBMIT(q, call, what) do {						\
+	struct sync_done d = { 0, 0, 0 };					\
+	struct sio_nvme_backoff b;						\
+	int r_;									\
+	sio_nvme_backoff_init_io(&b);						\
+	while ((r_ = (call)) == -EAGAIN) {					\
+		r_ = sio_nvme_ioq_poll((q), 0);					\
+		if (r_ < 0)							\
+			return r_;						\
+		sio_nvme_backoff_wait(&b);					\
+	}									\
+	if (r_)									\
+		return r_;							\
+	return sync_wait((q), &d, (what));					\
+} while (0)
+
+static int sync_rw1(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba,
+		    uint32_t nlb, struct sio_nvme_buf *buf, uint64_t off)
+{
+	SYNC_SUBMIT(q, submit_rw(q, opc, nsid, slba, nlb, buf, off, sync_cb, &d),
+		    opc == SIO_NVME_CMD_READ ? "read" : "write");
+}
+
+/* Synchronous transfers of any size: pieces that fit half the queue. */
+static int sync_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba,
+		   uint32_t nlb, struct sio_nvme_buf *buf, uint64_t off)
+{
+	struct sio_nvme_ns ns;
+	uint64_t piece;
+	uint32_t n;
+	int ret = ns_get(q, nsid, &ns);
+
+	if (ret)
+		return ret;
+	piece = (uint64_t)(q->max_xfer / ns.lba_size) * (q->depth - 1 > 2 ? (q->depth - 1) / 2 : 1);
+	if (piece > 65536ull * 64)
+		piece = 65536ull * 64;
+	do {
+		n = nlb > piece ? (uint32_t)piece : nlb;
+		ret = sync_rw1(q, opc, nsid, slba, n, buf, off);
+		slba += n;
+		off += (uint64_t)n * ns.lba_size;
+		nlb -= n;
+	} while (!ret && nlb);
+	return ret;
+}
+
+int sio_nvme_read(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+		  struct sio_nvme_buf *buf, uint64_t off)
+{
+	return sync_rw(q, SIO_NVME_CMD_READ, nsid, slba, nlb, buf, off);
+}
+
+int sio_nvme_write(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+		   struct sio_nvme_buf *buf, uint64_t off)
+{
+	return sync_rw(q, SIO_NVME_CMD_WRITE, nsid, slba, nlb, buf, off);
+}
+
+int sio_nvme_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb)
+{
+	SYNC_SUBMIT(q, sio_nvme_ioq_write_zeroes(q, nsid, slba, nlb, sync_cb, &d),
+		    "write zeroes");
+}
+
+int sio_nvme_flush(struct sio_nvme_ioq *q, uint32_t nsid)
+{
+	SYNC_SUBMIT(q, sio_nvme_ioq_flush(q, nsid, sync_cb, &d), "flush");
+}

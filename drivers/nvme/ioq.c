@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * NVMe client queue pairs: queue specs, placing and mapping queue memory,
+ * and having the manager create and delete them.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+#include "client-priv.h"
+
+/* ---- queue spec ---- */
+
+static int parse_loc(const char *v, bool sq, int *out)
+{
+	if (!strcasecmp(v, "local"))
+		*out = SIO_PLACE_LOCAL;
+	else if (!strcasecmp(v, "lender") || !strcasecmp(v, "remote"))
+		*out = SIO_PLACE_LENDER;
+	else if (sq && (!strcasecmp(v, "device") || !strcasecmp(v, "cmb")))
+		*out = SIO_PLACE_DEVICE;
+	else if (!strcasecmp(v, "hint") || !strcasecmp(v, "auto"))
+		*out = SIO_NVME_QLOC_HINT;
+	else
+		return -1;
+	return 0;
+}
+
+int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
+{
+	char buf[256], *tok, *save = NULL, *eq, *end;
+	unsigned long v;
+
+	out->sq_loc = SIO_NVME_QLOC_HINT;
+	out->cq_loc = SIO_NVME_QLOC_HINT;
+	out->depth = 0;
+	out->prio = 0;
+	out->multipath = false;
+	if (!s || !*s)
+		return 0;
+	if (strlen(s) >= sizeof(buf))
+		return sio_nvme_err(EINVAL, "queue spec too long");
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		eq = strchr(tok, '=');
+		if (!eq && !strcmp(tok, "multipath")) {
+			out->multipath = true;
+			continue;
+		}
+		if (!eq) {
+			/* a bare word is a location: "--queue lender" */
+			if (parse_loc(tok, true, &out->sq_loc))
+				return sio_nvme_err(EINVAL, "queue spec: '%s' is not "
+						    "key=value nor a location", tok);
+			continue;
+		}
+		*eq++ = 0;
+		if (!strcmp(tok, "location") || !strcmp(tok, "sq")) {
+			if (parse_loc(eq, true, &out->sq_loc))
+				return sio_nvme_err(EINVAL, "queue spec: location '%s' is "
+						    "not local, lender, device or hint", eq);
+		} else if (!strcmp(tok, "cq")) {
+			if (parse_loc(eq, false, &out->cq_loc))
+				return sio_nvme_err(EINVAL, "queue spec: cq '%s' is not "
+						    "local, lender or hint", eq);
+		} else if (!strcmp(tok, "depth") || !strcmp(tok, "qd")) {
+			v = strtoul(eq, &end, 0);
+			if (*end || !*eq || v < 2 || v > 65535)
+				return sio_nvme_err(EINVAL, "queue spec: depth '%s' out of "
+						    "range 2..65535", eq);
+			out->depth = (uint32_t)v;
+		} else if (!strcmp(tok, "prio")) {
+			v = strtoul(eq, &end, 0);
+			if (*end || !*eq || v > 3)
+				return sio_nvme_err(EINVAL, "queue spec: prio '%s' out of "
+						    "range 0..3", eq);
+			out->prio = (uint32_t)v;
+		} else if (!strcmp(tok, "multipath")) {
+			if (strcmp(eq, "0") && strcmp(eq, "1"))
+				return sio_nvme_err(EINVAL, "queue spec: multipath '%s' is "
+						    "not 0 or 1", eq);
+			out->multipath = *eq == '1';
+		} else {
+			return sio_nvme_err(EINVAL, "queue spec: unknown key '%s' (location, "
+					    "cq, depth, prio, multipath)", tok);
+		}
+	}
+	return 0;
+}
+
+
+/* ---- queue pairs ---- */
+
+/* A RAM segment for queue memory: by hints, here, or on the lender. */
+static int queue_segment(struct sio_nvme_client *cl, struct sio_device *dev, int loc,
+			 unsigned int hints, uint64_t size, struct sio_segment **seg, int *placed)
+{
+	enum sio_placement p;
+	int ret;
+
+	if (loc == SIO_NVME_QLOC_HINT) {
+		ret = sio_segment_create_hinted(dev, size, hints, seg, &p);
+		if (ret)
+			return sio_nvme_err_lib(ret, "cannot place queue memory by hints");
+		*placed = p;
+		return 0;
+	}
+	if (loc == SIO_PLACE_LENDER && cl->dinfo.lender != sio_fabric_node_id(cl->f))
+		ret = sio_segment_create_on(cl->f, cl->dinfo.lender, 0, size, 0, seg);
+	else
+		ret = sio_segment_create(cl->f, 0, size, 0, seg);
+	if (ret)
+		return sio_nvme_err_lib(ret, "cannot create queue memory on the %s",
+					loc == SIO_PLACE_LENDER ? "lender" : "local node");
+	*placed = loc;
+	return 0;
+}
+
+/* Map queue memory here (through the path's own adapter when it is remote)
+ * and for the device (through the path's borrow). */
+static int map_both(struct qpair *p, struct sio_segment *seg, void **va, uint64_t *bus)
+{
+	int ret = p->path ? sio_segment_map_adapter(seg, p->path, va) : sio_segment_map(seg, va);
+
+	if (ret)
+		return sio_nvme_err_lib(ret, "cannot map queue memory");
+	ret = sio_device_map(p->dev, seg, bus);
+	if (ret)
+		return sio_nvme_err_lib(ret, "cannot map queue memory for the device");
+	return 0;
+}
+
+static uint64_t align_page(uint64_t v)
+{
+	return (v + 4095) & ~4095ull;
+}
+
+static void qpair_free(struct sio_nvme_client *cl, struct qpair *p)
+{
+	struct sio_nvme_mbox_req req;
+	struct sio_nvme_mbox_resp resp;
+
+	if (p->sq_seg) {
+		sio_device_unmap(p->dev, p->sq_seg);
+		sio_segment_remove(p->sq_seg);
+	}
+	if (p->cq_seg) {
+		sio_device_unmap(p->dev, p->cq_seg);
+		sio_segment_remove(p->cq_seg);
+	}
+	if (p->sq_cmb) {
+		memset(&req, 0, sizeof(req));
+		req.op = SIO_MBOX_OP_CMB_FREE;
+		req.value = p->cmb_off;
+		sio_nvme_mbox_call(cl, &req, &resp);
+	}
+	free(p->cids);
+	free(p->cookies);
+	free(p->busy);
+	free(p->rec);
+	memset(p, 0, sizeof(*p));
+}
+
+static void ioq_free(struct sio_nvme_ioq *q)
+{
+	qpair_free(q->cl, &q->qp[0]);
+	qpair_free(q->cl, &q->qp[1]);
+	free(q->reqs);
+	free(q->req_stack);
+	free(q->pend);
+	free(q);
+}
+
+/* Point the host's view of @p at its queues in the controller, as new. */
+void sio_nvme_qpair_init(struct sio_nvme_ioq *q, struct qpair *p, uint16_t qid)
+{
+	volatile uint8_t *regs = p->path ? q->cl->regs2 : q->cl->regs;
+	uint32_t dstrd = q->cl->ci.dstrd;
+
+	sio_nvme_queue_init(&p->q, qid, q->depth, p->sq_va, p->cq_va,
+			    (volatile uint32_t *)(regs + sio_nvme_doorbell_offset(qid, 0, dstrd)),
+			    (volatile uint32_t *)(regs + sio_nvme_doorbell_offset(qid, 1, dstrd)),
+			    p->cids, p->cookies, p->busy);
+}
+
+/* Place and map one queue pair's memory for @p->dev, and create it. */
+static int qpair_setup(struct sio_nvme_ioq *q, struct qpair *p, const struct sio_nvme_qspec *spec)
+{
+	struct sio_nvme_client *cl = q->cl;
+	struct sio_nvme_mbox_req req;
+	struct sio_nvme_mbox_resp resp;
+	uint64_t sq_bytes, cq_bytes, prp_bytes, cq_seg_bytes;
+	uint32_t nslots = q->depth - 1;
+	bool prp_with_sq, sq_in_cq;
+	uint16_t qid;
+	int ret;
+
+	p->cids = calloc(nslots, sizeof(*p->cids));
+	p->cookies = calloc(nslots, sizeof(*p->cookies));
+	p->busy = calloc(nslots, 1);
+	p->rec = q->mp ? calloc(nslots, sizeof(*p->rec)) : NULL;
+	if (!p->cids || !p->cookies || !p->busy || (q->mp && !p->rec))
+		return sio_nvme_err(ENOMEM, "out of memory");
+	sq_bytes = align_page((uint64_t)q->depth * 64);
+	cq_bytes = align_page((uint64_t)q->depth * 16);
+	prp_bytes = align_page((uint64_t)nslots * q->prp_stride);
+	p->cq_bytes = cq_bytes;
+	/* PRP lists are written by the host and read by the device, like the
+	 * SQ: they go with it unless it sits in the CMB. */
+	prp_with_sq = spec->sq_loc != SIO_PLACE_DEVICE;
+	sq_in_cq = spec->sq_loc == spec->cq_loc && spec->sq_loc != SIO_NVME_QLOC_HINT;
+
+	cq_seg_bytes = cq_bytes + (sq_in_cq ? sq_bytes : 0) +
+		       (!prp_with_sq || sq_in_cq ? prp_bytes : 0);
+	ret = queue_segment(cl, p->dev, spec->cq_loc, SIO_HINT_DEVICE_WRITE | SIO_HINT_HOST_READ,
+			    cq_seg_bytes, &p->cq_seg, &p->cq_place);
+	if (ret)
+		return ret;
+	sio_segment_set_name(p->cq_seg, p->path ? "nvme-cq-backup" : "nvme-cq");
+	ret = map_both(p, p->cq_seg, (void **)&p->cq_va, &p->cq_bus);
+	if (ret)
+		return ret;
+	p->cq_seg_bus = p->cq_bus;
+	memset(p->cq_va, 0, cq_bytes);
+	if (sq_in_cq) {
+		p->sq_va = p->cq_va + cq_bytes;
+		p->sq_bus = p->cq_bus + cq_bytes;
+		p->sq_place = p->cq_place;
+		p->prp_va = (uint64_t *)(p->sq_va + sq_bytes);
+		p->prp_bus = p->sq_bus + sq_bytes;
+	} else if (spec->sq_loc == SIO_PLACE_DEVICE) {
+		struct sio_segment *bar;
+		void *bva;
+
+		if (!cl->ci.cmb.sqs)
+			return sio_nvme_err(ENOTSUP, "device %u's CMB does not take SQs",
+					    cl->dinfo.id);
+		memset(&req, 0, sizeof(req));
+		req.op = SIO_MBOX_OP_CMB_ALLOC;
+		req.value = sq_bytes;
+		ret = sio_nvme_mbox_call(cl, &req, &resp);
+		if (ret)
+			return ret;
+		p->sq_cmb = true;
+		p->cmb_off = resp.value;
+		ret = sio_device_bar(p->dev, cl->ci.cmb.bar, &bar);
+		if (!ret)
+			ret = p->path ? sio_segment_map_adapter(bar, p->path, &bva)
+				      : sio_segment_map(bar, &bva);
+		if (ret)
+			return sio_nvme_err_lib(ret, "cannot map the CMB (BAR%d)", cl->ci.cmb.bar);
+		p->sq_va = (uint8_t *)bva + cl->ci.cmb.offset + p->cmb_off;
+		p->sq_bus = cl->ci.cmb.bus + p->cmb_off;
+		p->sq_place = SIO_PLACE_DEVICE;
+		p->prp_va = (uint64_t *)(p->cq_va + cq_bytes);
+		p->prp_bus = p->cq_bus + cq_bytes;
+	} else {
+		ret = queue_segment(cl, p->dev, spec->sq_loc,
+				    SIO_HINT_DEVICE_READ | SIO_HINT_HOST_WRITE,
+				    sq_bytes + prp_bytes, &p->sq_seg, &p->sq_place);
+		if (ret)
+			return ret;
+		sio_segment_set_name(p->sq_seg, p->path ? "nvme-sq-backup" : "nvme-sq");
+		ret = map_both(p, p->sq_seg, (void **)&p->sq_va, &p->sq_bus);
+		if (ret)
+			return ret;
+		p->sq_seg_bus = p->sq_bus;
+		p->prp_va = (uint64_t *)(p->sq_va + sq_bytes);
+		p->prp_bus = p->sq_bus + sq_bytes;
+	}
+	ret = sio_nvme_ioq_create_at(cl, p->sq_bus, p->cq_bus, q->depth, q->prio, &qid);
+	if (ret)
+		return ret;
+	sio_nvme_qpair_init(q, p, qid);
+	p->live = true;
+	return 0;
+}
+
+int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec *spec,
+			struct sio_nvme_ioq **out)
+{
+	struct sio_nvme_qspec def;
+	struct sio_nvme_ioq *q;
+	uint32_t depth, i, nreqs;
+	int ret;
+
+	if (!cl || !out)
+		return sio_nvme_err(EINVAL, "sio_nvme_ioq_create: NULL argument");
+	if (!spec) {
+		sio_nvme_qspec_parse(NULL, &def);
+		spec = &def;
+	}
+	depth = spec->depth ? spec->depth : 256;
+	if (depth > cl->ci.mqes)
+		depth = cl->ci.mqes;
+	if (depth < 2)
+		return sio_nvme_err(EINVAL, "queue depth %u below 2", depth);
+	if (spec->prio > 3)
+		return sio_nvme_err(EINVAL, "SQ priority %u out of range 0..3", spec->prio);
+	if (spec->sq_loc == SIO_PLACE_DEVICE && !cl->ci.cmb.size)
+		return sio_nvme_err(ENODEV, "location=device needs a controller memory "
+				    "buffer, and device %u has none", cl->dinfo.id);
+	if (spec->cq_loc == SIO_PLACE_DEVICE)
+		return sio_nvme_err(EINVAL, "the CQ cannot be placed in the device");
+	if (spec->multipath) {
+		ret = sio_nvme_client_second_path(cl);
+		if (ret)
+			return ret;
+	}
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return sio_nvme_err(ENOMEM, "out of memory");
+	q->cl = cl;
+	q->mp = spec->multipath;
+	q->prio = (uint16_t)spec->prio;
+	q->depth = depth;
+	q->page = cl->ci.page_size;
+	q->max_xfer = cl->ci.max_xfer;
+	/* A multipath queue can hold a full queue on each path at once (one
+	 * draining while the other fills), or one full and one to resend. */
+	nreqs = (depth - 1) * (q->mp ? 2 : 1);
+	q->reqs = calloc(nreqs, sizeof(*q->reqs));
+	q->req_stack = calloc(nreqs, sizeof(*q->req_stack));
+	if (q->mp) {
+		q->pend_cap = nreqs;
+		q->pend = calloc(nreqs, sizeof(*q->pend));
+	}
+	if (!q->reqs || !q->req_stack || (q->mp && !q->pend)) {
+		free(q->reqs);
+		free(q->req_stack);
+		free(q->pend);
+		free(q);
+		return sio_nvme_err(ENOMEM, "out of memory");
+	}
+	for (i = 0; i < nreqs; i++)
+		q->req_stack[i] = (uint16_t)(nreqs - 1 - i);
+	q->nreq_free = nreqs;
+	/* Per-cid PRP list: max_xfer/page entries, a power of two dividing the
+	 * page, so no list crosses a page boundary. */
+	q->prp_stride = q->max_xfer / q->page * 8;
+	if (q->prp_stride < 64)
+		q->prp_stride = 64;
+
+	q->qp[0].dev = cl->dev;
+	q->qp[0].path = 0;
+	ret = qpair_setup(q, &q->qp[0], spec);
+	if (!ret && q->mp) {
+		q->qp[1].dev = cl->dev2;
+		q->qp[1].path = 1;
+		ret = qpair_setup(q, &q->qp[1], spec);
+	}
+	if (ret)
+		goto fail;
+	q->act = &q->qp[0];
+	q->seen_gen = __atomic_load_n(&cl->link_gen, __ATOMIC_ACQUIRE);
+	q->next = cl->queues;
+	cl->queues = q;
+	*out = q;
+	return 0;
+fail:
+	{
+		char msg[512];
+		int p;
+
+		snprintf(msg, sizeof(msg), "%s", sio_nvme_errmsg());
+		for (p = 0; p < 2; p++)
+			if (q->qp[p].live)
+				sio_nvme_ioq_delete_at(cl, q->qp[p].q.qid);
+		ioq_free(q);
+		sio_nvme_err(-ret, "%s", msg);
+	}
+	return ret;
+}
+
+int sio_nvme_ioq_create_at(struct sio_nvme_client *cl, uint64_t sq_bus, uint64_t cq_bus,
+			   uint32_t depth, uint32_t prio, uint16_t *qid)
+{
+	struct sio_nvme_mbox_req req;
+	struct sio_nvme_mbox_resp resp;
+	uint64_t page;
+	int ret;
+
+	if (!cl || !qid)
+		return sio_nvme_err(EINVAL, "sio_nvme_ioq_create_at: NULL argument");
+	page = cl->ci.page_size;
+	if (depth < 2 || depth > cl->ci.mqes)
+		return sio_nvme_err(EINVAL, "queue depth %u out of range 2..%u (CAP.MQES)",
+				    depth, cl->ci.mqes);
+	if (prio > 3)
+		return sio_nvme_err(EINVAL, "SQ priority %u out of range 0..3", prio);
+	if (!sq_bus || !cq_bus || ((sq_bus | cq_bus) & (page - 1)))
+		return sio_nvme_err(EINVAL, "queue addresses 0x%llx (SQ) and 0x%llx (CQ) "
+				    "must be non-zero and %llu-byte aligned",
+				    (unsigned long long)sq_bus, (unsigned long long)cq_bus,
+				    (unsigned long long)page);
+	memset(&req, 0, sizeof(req));
+	req.op = SIO_MBOX_OP_CREATE_QP;
+	req.qsize = depth;
+	req.bus1 = sq_bus;
+	req.bus2 = cq_bus;
+	req.cdw10 = prio;
+	ret = sio_nvme_mbox_call(cl, &req, &resp);
+	if (ret)
+		return ret;
+	*qid = resp.qid;
+	return 0;
+}
+
+int sio_nvme_ioq_delete_at(struct sio_nvme_client *cl, uint16_t qid)
+{
+	struct sio_nvme_mbox_req req;
+	struct sio_nvme_mbox_resp resp;
+
+	if (!cl)
+		return sio_nvme_err(EINVAL, "sio_nvme_ioq_delete_at: NULL client");
+	if (!qid || qid > cl->ci.io_queues)
+		return sio_nvme_err(EINVAL, "queue id %u out of range 1..%u", qid,
+				    cl->ci.io_queues);
+	memset(&req, 0, sizeof(req));
+	req.op = SIO_MBOX_OP_DELETE_QP;
+	req.qid = qid;
+	return sio_nvme_mbox_call(cl, &req, &resp);
+}
+
+int sio_nvme_ioq_destroy(struct sio_nvme_ioq *q)
+{
+	struct sio_nvme_client *cl;
+	struct sio_nvme_ioq **pp;
+	int ret = 0, r, p;
+
+	if (!q)
+		return 0;
+	cl = q->cl;
+	for (pp = &cl->queues; *pp; pp = &(*pp)->next)
+		if (*pp == q) {
+			*pp = q->next;
+			break;
+		}
+	for (p = 0; p < 2; p++) {
+		if (!q->qp[p].live)
+			continue;
+		r = sio_nvme_ioq_delete_at(cl, q->qp[p].q.qid);
+		if (r && !ret)
+			ret = r;
+	}
+	ioq_free(q);
+	return ret;
+}
+
+void sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->qid = q->qp[0].q.qid;
+	out->depth = q->depth;
+	out->max_inflight = q->depth - 1;
+	out->sq_place = q->qp[0].sq_place;
+	out->cq_place = q->qp[0].cq_place;
+	out->multipath = q->mp;
+	out->path = q->act ? q->act->path : -1;
+	out->backup_qid = q->mp && q->qp[1].live ? q->qp[1].q.qid : 0;
+	out->failovers = q->failovers;
+	out->restores = q->restores;
+	out->resubmitted = q->resubmitted;
+	out->stale = q->stale + q->qp[0].q.spurious + q->qp[1].q.spurious;
+}
+
+uint32_t sio_nvme_ioq_inflight(const struct sio_nvme_ioq *q)
+{
+	uint32_t n = sio_nvme_queue_inflight(&q->qp[0].q);
+
+	if (q->mp)
+		n += sio_nvme_queue_inflight(&q->qp[1].q) + q->npend;
+	return n;
+}

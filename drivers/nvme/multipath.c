@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * NVMe client multipath: the second path through adapter 1, failover of a
+ * queue pair's commands to its backup, and restore of the primary.
+ */
+
+#include <stdlib.h>
+#include "client-priv.h"
+
+/* Whether the links of path @a (adapter @a at both ends) are up. */
+bool sio_nvme_path_links_up(struct sio_nvme_client *cl, int a)
+{
+	struct sio_node_info ni[SIO_MAX_NODES];
+	int me = sio_fabric_node_id(cl->f), n;
+
+	if (me == cl->dinfo.lender)
+		return true;
+	n = sio_fabric_nodes(cl->f, ni, SIO_MAX_NODES);
+	if (n <= me || n <= cl->dinfo.lender || a >= ni[me].adapters)
+		return false;
+	return ni[me].link_up[a] && ni[cl->dinfo.lender].link_up[a];
+}
+
+/* The second path of a multipath client: a borrow through adapter 1 and the
+ * doorbells mapped through this node's adapter 1. */
+int sio_nvme_client_second_path(struct sio_nvme_client *cl)
+{
+	struct sio_topology t;
+	void *va;
+	int ret;
+
+	if (cl->dev2)
+		return 0;
+	ret = sio_fabric_topology(cl->f, &t);
+	if (ret)
+		return sio_nvme_err_lib(ret, "cannot read the fabric's topology");
+	if (t.adapters < 2)
+		return sio_nvme_err(EINVAL, "multipath needs two adapters per node, and "
+				    "fabric '%s' has %d", sio_fabric_name(cl->f), t.adapters);
+	ret = sio_device_borrow(cl->f, cl->dinfo.id, SIO_BORROW_SHARED, &cl->dev2);
+	if (ret)
+		return sio_nvme_err_lib(ret, "cannot borrow device %u a second time",
+					cl->dinfo.id);
+	ret = sio_device_use_adapter(cl->dev2, 1);
+	if (!ret)
+		ret = sio_device_use_adapter(cl->dev, 0);
+	if (!ret)
+		ret = sio_device_bar(cl->dev2, 0, &cl->bar0_2);
+	if (!ret)
+		ret = sio_segment_map_adapter(cl->bar0_2, 1, &va);
+	if (ret) {
+		ret = sio_nvme_err_lib(ret, "cannot set up the second path to device %u",
+				       cl->dinfo.id);
+		sio_segment_remove(cl->bar0_2);
+		cl->bar0_2 = NULL;
+		sio_device_return(cl->dev2);
+		cl->dev2 = NULL;
+		return ret;
+	}
+	cl->regs2 = va;
+	return 0;
+}
+
+/* Send waiting commands on the active path, oldest first, as room allows.
+ * Return: whether none is left waiting. */
+bool sio_nvme_mp_flush(struct sio_nvme_ioq *q)
+{
+	uint32_t i, n;
+
+	if (!q->act || !q->npend)
+		return !q->npend;
+	n = sio_nvme_queue_free_slots(&q->act->q);
+	if (n > q->npend)
+		n = q->npend;
+	for (i = 0; i < n; i++)
+		put_cmd(q, q->act, &q->pend[i]);
+	if (n) {
+		sio_nvme_sq_ring(&q->act->q);
+		memmove(q->pend, q->pend + n, (q->npend - n) * sizeof(*q->pend));
+		q->npend -= n;
+	}
+	return !q->npend;
+}
+
+/*
+ * A path failed. Take what its CQ holds, then have the manager delete the
+ * queue pair: the controller finishes what it started and fetches nothing
+ * more, so no command of it can run after (or beside) its resubmission.
+ * What is still in flight then waits to be sent on the other path.
+ */
+static void path_down(struct sio_nvme_ioq *q, struct qpair *p, bool timed_out)
+{
+	uint32_t cid;
+
+	if (!p->live)
+		return;
+	sio_nvme_qpair_reap(q, p, 0, true);
+	/* On failure (the manager gone) there is no one left to ask. */
+	(void)sio_nvme_ioq_delete_at(q->cl, p->q.qid);
+	p->live = false;
+	/* Completions posted while it drained, through a link that works. */
+	sio_nvme_qpair_reap(q, p, 0, false);
+	for (cid = 0; cid < p->q.nslots; cid++) {
+		if (p->busy[cid] != SIO_NVME_CID_BUSY)
+			continue;
+		p->busy[cid] = SIO_NVME_CID_FREE;
+		if (q->npend < q->pend_cap) {
+			q->pend[q->npend++] = p->rec[cid];
+			q->resubmitted++;
+		}
+	}
+	q->stale += p->q.spurious;
+	p->q.spurious = 0;
+	p->q.nfree = p->q.nslots;
+	p->retry_ns = timed_out ? sio_nvme_now_ns() + (uint64_t)q->cl->timeout_ms * 1000000ull : 0;
+	if (q->act == p) {
+		q->act = q->qp[!p->path].live ? &q->qp[!p->path] : NULL;
+		if (p->path == 0)
+			q->failovers++;
+	}
+	if (!q->act && !q->down_since)
+		q->down_since = sio_nvme_now_ns();
+}
+
+/* Remap a segment of @p for its device; when the mapping changed, move the
+ * addresses that lie in it. Return: 0 or -errno. */
+static int remap(struct qpair *p, struct sio_segment *seg, uint64_t *base)
+{
+	struct sio_segment_info si;
+	uint64_t bus, old = *base;
+	int ret;
+
+	if (!seg)
+		return 0;
+	ret = sio_device_map(p->dev, seg, &bus);
+	if (ret || bus == old)
+		return ret;
+	if (sio_segment_info(seg, &si))
+		si.size = 0;
+	if (p->sq_bus >= old && p->sq_bus < old + si.size)
+		p->sq_bus = p->sq_bus - old + bus;
+	if (p->cq_bus >= old && p->cq_bus < old + si.size)
+		p->cq_bus = p->cq_bus - old + bus;
+	if (p->prp_bus >= old && p->prp_bus < old + si.size)
+		p->prp_bus = p->prp_bus - old + bus;
+	*base = bus;
+	return 0;
+}
+
+/* A path came back: create its queue pair again over the same memory. */
+static int path_up(struct sio_nvme_ioq *q, struct qpair *p)
+{
+	uint16_t qid;
+	int ret;
+
+	if (p->live || (p->retry_ns && sio_nvme_now_ns() < p->retry_ns))
+		return 0;
+	ret = remap(p, p->cq_seg, &p->cq_seg_bus);
+	if (!ret)
+		ret = remap(p, p->sq_seg, &p->sq_seg_bus);
+	if (ret)
+		return ret;
+	memset(p->cq_va, 0, p->cq_bytes);
+	ret = sio_nvme_ioq_create_at(q->cl, p->sq_bus, p->cq_bus, q->depth, q->prio, &qid);
+	if (ret)
+		return ret;
+	sio_nvme_qpair_init(q, p, qid);
+	p->live = true;
+	p->retry_ns = 0;
+	/* The primary takes new commands again; the backup drains. */
+	if (!q->act || p->path == 0) {
+		if (p->path == 0 && q->act)
+			q->restores++;
+		q->act = p;
+	}
+	q->down_since = 0;
+	return 0;
+}
+
+/* Bring each path's queue pair in line with the state of its links. */
+static void mp_evaluate(struct sio_nvme_ioq *q)
+{
+	bool up[2];
+	int p;
+
+	q->seen_gen = __atomic_load_n(&q->cl->link_gen, __ATOMIC_ACQUIRE);
+	for (p = 0; p < 2; p++)
+		up[p] = sio_nvme_path_links_up(q->cl, p);
+	for (p = 0; p < 2; p++)
+		if (!up[p])
+			path_down(q, &q->qp[p], false);
+	for (p = 0; p < 2; p++)
+		if (up[p])
+			path_up(q, &q->qp[p]);
+	sio_nvme_mp_flush(q);
+}
+
+/* Link events for this client's paths, read from its fabric handle; any
+ * queue pair of the client acts on them at its next poll. */
+static void mp_events(struct sio_nvme_ioq *q)
+{
+	struct sio_nvme_client *cl = q->cl;
+	struct sio_event ev[16];
+	int n, i, me = sio_fabric_node_id(cl->f);
+
+	while ((n = sio_event_read(cl->f, ev, 16)) > 0) {
+		for (i = 0; i < n; i++)
+			if ((ev[i].type == SIO_EV_LINK_DOWN || ev[i].type == SIO_EV_LINK_UP) &&
+			    (ev[i].node == me || ev[i].node == cl->dinfo.lender))
+				__atomic_fetch_add(&cl->link_gen, 1, __ATOMIC_ACQ_REL);
+		if (n < 16)
+			break;
+	}
+}
+
+/* Poll of a multipath queue: events every few polls (a syscall that finds
+ * nothing costs little), both queue pairs, waiting commands, and on a stall
+ * a failover before the queue is failed. */
+int sio_nvme_mp_poll(struct sio_nvme_ioq *q, uint32_t max)
+{
+	uint64_t now;
+	int n = 0, p;
+
+	if (!(++q->polls & 31) || !q->act || q->npend) {
+		mp_events(q);
+		/* A path that is not live is looked at again now and then, in
+		 * case its link-up event was lost (a full event socket drops). */
+		if ((!q->qp[0].live || !q->qp[1].live) && !(q->polls & 1023)) {
+			now = sio_nvme_now_ns();
+			if (now >= q->next_check) {
+				q->next_check = now + 100000000ull;
+				mp_evaluate(q);
+			}
+		}
+	}
+	if (__atomic_load_n(&q->cl->link_gen, __ATOMIC_ACQUIRE) != q->seen_gen)
+		mp_evaluate(q);
+	for (p = 0; p < 2; p++)
+		if (q->qp[p].live)
+			n += sio_nvme_qpair_reap(q, &q->qp[p], max ? max - (uint32_t)n : 0, true);
+	if (q->npend)
+		sio_nvme_mp_flush(q);
+	if (n) {
+		q->empty_polls = 0;
+		q->stall_since = 0;
+		q->tmo_failovers = 0;
+		return n;
+	}
+	if (!sio_nvme_ioq_inflight(q) || (++q->empty_polls & 255))
+		return 0;
+	now = sio_nvme_now_ns();
+	if (!q->act) {
+		if (now - q->down_since > (uint64_t)q->cl->timeout_ms * 1000000ull)
+			return sio_nvme_ioq_fail(q);
+		return 0;
+	}
+	if (!q->stall_since) {
+		q->stall_since = now;
+	} else if (now - q->stall_since > (uint64_t)q->cl->timeout_ms * 1000000ull) {
+		/* Stuck with no event: try the other path, once per path. */
+		q->stall_since = 0;
+		if (++q->tmo_failovers > 2 || !q->qp[!q->act->path].live)
+			return sio_nvme_ioq_fail(q);
+		path_down(q, q->act, true);
+		sio_nvme_mp_flush(q);
+	}
+	return 0;
+}
