@@ -7,18 +7,15 @@
 #include <stdlib.h>
 #include "client-priv.h"
 
-/* Whether the links of path @a (adapter @a at both ends) are up. */
+/* Whether the links of path @a (adapter @a at both ends) are up: two
+ * lock-free reads, no copy of the node table. */
 bool sio_nvme_path_links_up(struct sio_nvme_client *cl, int a)
 {
-	struct sio_node_info ni[SIO_MAX_NODES];
-	int me = sio_fabric_node_id(cl->f), n;
+	int me = sio_fabric_node_id(cl->f);
 
 	if (me == cl->dinfo.lender)
 		return true;
-	n = sio_fabric_nodes(cl->f, ni, SIO_MAX_NODES);
-	if (n <= me || n <= cl->dinfo.lender || a >= ni[me].adapters)
-		return false;
-	return ni[me].link_up[a] && ni[cl->dinfo.lender].link_up[a];
+	return sio_link_get(cl->f, me, a) == 1 && sio_link_get(cl->f, cl->dinfo.lender, a) == 1;
 }
 
 /* The second path of a multipath client: a borrow through adapter 1 and the
