@@ -138,30 +138,51 @@ int sio_nvme_client_second_path(struct sio_nvme_client *cl);
 bool sio_nvme_mp_flush(struct sio_nvme_ioq *q);
 int sio_nvme_mp_poll(struct sio_nvme_ioq *q, uint32_t max);
 
-/* Put one command in @p's SQ (not rung); a multipath queue remembers it. */
+/* Build a Read or Write of @len bytes at @bus in @p's next SQ entry and
+ * commit it (not rung). Return: the cid, or -EAGAIN when the SQ is full
+ * (the caller made room, so it is not). */
+static inline __attribute__((always_inline)) int
+put_rw(struct sio_nvme_ioq *q, struct qpair *p, uint8_t opc, uint32_t nsid, uint64_t slba,
+       uint32_t nlb, uint64_t bus, uint32_t len, uint16_t ridx)
+{
+	struct sio_nvme_cmd *e = sio_nvme_sq_entry(&p->q);
+	size_t list_off;
+	uint64_t prp1, prp2;
+
+	if (!e)
+		return -EAGAIN;
+	list_off = (size_t)sio_nvme_sq_next_cid(&p->q) * q->prp_stride;
+	sio_nvme_prp_fill(bus, len, q->page, (uint64_t *)((uint8_t *)p->prp_va + list_off),
+			  p->prp_bus + list_off, &prp1, &prp2);
+	sio_nvme_cmd_rw(e, opc, nsid, slba, nlb, prp1, prp2);
+	return sio_nvme_sq_commit(&p->q, ridx);
+}
+
+/* Put the command @r describes in @p's SQ (not rung); a multipath queue
+ * remembers it. */
 static inline void put_cmd(struct sio_nvme_ioq *q, struct qpair *p, const struct cmdrec *r)
 {
-	struct sio_nvme_cmd cmd;
-	uint64_t prp1, prp2, bus;
-	uint64_t *list;
-	int cid = sio_nvme_sq_next_cid(&p->q);
+	struct sio_nvme_cmd *e;
+	int cid;
 
 	if (r->opc == SIO_NVME_CMD_READ || r->opc == SIO_NVME_CMD_WRITE) {
 		/* Data buffers have an address per path; their page offsets agree. */
-		bus = (p->path ? r->buf->bus2 : r->buf->bus) + r->off;
-		list = (uint64_t *)((uint8_t *)p->prp_va + (size_t)cid * q->prp_stride);
-		sio_nvme_prp_fill(bus, r->len, q->page, list,
-				  p->prp_bus + (uint64_t)cid * q->prp_stride, &prp1, &prp2);
-		sio_nvme_cmd_rw(&cmd, r->opc, r->nsid, r->slba, r->nlb, prp1, prp2);
-	} else if (r->opc == SIO_NVME_CMD_WRITE_ZEROES) {
-		sio_nvme_cmd_rw(&cmd, r->opc, r->nsid, r->slba, r->nlb, 0, 0);
+		cid = put_rw(q, p, r->opc, r->nsid, r->slba, r->nlb,
+			     (p->path ? r->buf->bus2 : r->buf->bus) + r->off, r->len, r->ridx);
 	} else {
-		memset(&cmd, 0, sizeof(cmd));
-		cmd.opcode = r->opc;
-		cmd.nsid = r->nsid;
+		e = sio_nvme_sq_entry(&p->q);
+		if (!e)
+			return;
+		if (r->opc == SIO_NVME_CMD_WRITE_ZEROES) {
+			sio_nvme_cmd_rw(e, r->opc, r->nsid, r->slba, r->nlb, 0, 0);
+		} else {
+			memset(e, 0, sizeof(*e));
+			e->opcode = r->opc;
+			e->nsid = r->nsid;
+		}
+		cid = sio_nvme_sq_commit(&p->q, r->ridx);
 	}
-	sio_nvme_sq_submit(&p->q, &cmd, r->ridx);
-	if (q->mp)
+	if (q->mp && cid >= 0)
 		p->rec[cid] = *r;
 }
 

@@ -6,13 +6,17 @@
 
 #include "client-priv.h"
 
-static inline int ns_get(struct sio_nvme_ioq *q, uint32_t nsid, struct sio_nvme_ns *ns)
+/* A namespace's geometry: the client's cached entry, or @tmp filled in for
+ * one beyond the cache. Return: 0 or -errno. */
+static inline int ns_get(struct sio_nvme_ioq *q, uint32_t nsid, struct sio_nvme_ns *tmp,
+			 const struct sio_nvme_ns **ns)
 {
-	if (nsid >= 1 && nsid <= NS_CACHE && q->cl->ns[nsid].active) {
-		*ns = q->cl->ns[nsid];
+	if (nsid - 1u < NS_CACHE && q->cl->ns[nsid].active) {
+		*ns = &q->cl->ns[nsid];
 		return 0;
 	}
-	return sio_nvme_client_ns(q->cl, nsid, ns);
+	*ns = tmp;
+	return sio_nvme_client_ns(q->cl, nsid, tmp);
 }
 
 /* Blocks in the first command of a transfer starting at @bus. */
@@ -29,11 +33,10 @@ static inline uint32_t chunk_blocks(const struct sio_nvme_ioq *q, uint64_t bus,
 	return n < left ? n : left;
 }
 
-/* Room for @chunks commands and a request, on the path new commands take. */
+/* Room for @chunks commands and a request, on the path new commands take
+ * (the caller has checked that the queue has not failed). */
 static inline int room(struct sio_nvme_ioq *q, uint32_t chunks)
 {
-	if (q->failed)
-		return q->failed;
 	if (q->mp && q->npend && !sio_nvme_mp_flush(q))
 		return -EAGAIN;
 	if (!q->act || chunks > sio_nvme_queue_free_slots(&q->act->q) || !q->nreq_free)
@@ -56,26 +59,62 @@ static inline uint32_t req_get(struct sio_nvme_ioq *q, sio_nvme_io_cb cb, void *
 }
 
 
-static int submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba,
-		     uint32_t nlb, struct sio_nvme_buf *buf, uint64_t off,
-		     sio_nvme_io_cb cb, void *arg)
+/* A request above the transfer limit (MDTS): several commands, counted
+ * first so that the request goes in whole or not at all. */
+static int submit_split(struct sio_nvme_ioq *q, const struct cmdrec *r, uint32_t lba_size,
+			sio_nvme_io_cb cb, void *arg)
 {
-	struct sio_nvme_ns ns;
-	struct cmdrec rec;
-	uint64_t bus, bytes, b;
-	uint32_t chunks, left, n;
+	struct cmdrec each = *r, *rec = &each;
+	uint64_t bus = r->buf->bus + r->off, b;
+	uint32_t chunks = 0, nlb = r->nlb, left, n;
 	int ret;
+
+	for (left = nlb, b = bus; left; left -= n, b += (uint64_t)n * lba_size) {
+		n = chunk_blocks(q, b, lba_size, left);
+		chunks++;
+	}
+	if (chunks > q->depth - 1)
+		return sio_nvme_err(EINVAL, "a request of %u blocks needs %u commands "
+				    "but the queue holds %u", nlb, chunks, q->depth - 1);
+	ret = room(q, chunks);
+	if (ret)
+		return ret;
+	rec->ridx = (uint16_t)req_get(q, cb, arg, chunks);
+	for (left = nlb; left; left -= n) {
+		n = chunk_blocks(q, bus, lba_size, left);
+		rec->nlb = n;
+		rec->len = n * lba_size;
+		put_cmd(q, q->act, rec);
+		rec->slba += n;
+		rec->off += rec->len;
+		bus += rec->len;
+	}
+	sio_nvme_sq_ring(&q->act->q);
+	return 0;
+}
+
+/* Inlined into the read and write calls: this is the hot path. */
+static inline __attribute__((always_inline)) int
+submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba, uint32_t nlb,
+	  struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg)
+{
+	const struct sio_nvme_ns *ns;
+	struct sio_nvme_ns tmp;
+	struct qpair *p;
+	uint64_t bytes;
+	uint16_t ridx;
+	int ret, cid;
 
 	if (q->failed)
 		return q->failed;
-	ret = ns_get(q, nsid, &ns);
+	ret = ns_get(q, nsid, &tmp, &ns);
 	if (ret)
 		return ret;
-	if (!nlb || slba >= ns.nsze || nlb > ns.nsze - slba)
+	if (!nlb || slba >= ns->nsze || nlb > ns->nsze - slba)
 		return sio_nvme_err(EINVAL, "blocks %llu+%u outside namespace %u (%llu "
 				    "blocks)", (unsigned long long)slba, nlb, nsid,
-				    (unsigned long long)ns.nsze);
-	bytes = (uint64_t)nlb * ns.lba_size;
+				    (unsigned long long)ns->nsze);
+	bytes = (uint64_t)nlb * ns->lba_size;
 	if (!buf || (off & 3) || off > buf->size || bytes > buf->size - off)
 		return sio_nvme_err(EINVAL, "%llu bytes at offset %llu do not fit the "
 				    "buffer (%llu bytes, offset a multiple of 4)",
@@ -86,41 +125,25 @@ static int submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_
 		if (ret)
 			return ret;
 	}
-	bus = buf->bus + off;
-	/* Count the commands first so a request goes in whole or not at all. */
-	n = chunk_blocks(q, bus, ns.lba_size, nlb);
-	if (n == nlb) {
-		chunks = 1;
-	} else {
-		chunks = 0;
-		for (left = nlb, b = bus; left; left -= n, b += (uint64_t)n * ns.lba_size) {
-			n = chunk_blocks(q, b, ns.lba_size, left);
-			chunks++;
-		}
-		if (chunks > q->depth - 1)
-			return sio_nvme_err(EINVAL, "a request of %u blocks needs %u commands "
-					    "but the queue holds %u", nlb, chunks, q->depth - 1);
-	}
-	ret = room(q, chunks);
+	/* Within the transfer limit (MDTS) from where it starts, a request is
+	 * one command, built straight into the SQ. */
+	if (bytes > q->max_xfer - (uint32_t)((buf->bus + off) & (q->page - 1)))
+		return submit_split(q, &(struct cmdrec){ .opc = opc, .nsid = nsid, .nlb = nlb,
+							 .slba = slba, .buf = buf, .off = off },
+				    ns->lba_size, cb, arg);
+	ret = room(q, 1);
 	if (ret)
 		return ret;
-	rec.opc = opc;
-	rec.retries = 0;
-	rec.nsid = nsid;
-	rec.buf = buf;
-	rec.ridx = (uint16_t)req_get(q, cb, arg, chunks);
-	for (left = nlb; left; left -= n) {
-		n = chunk_blocks(q, bus, ns.lba_size, left);
-		rec.slba = slba;
-		rec.nlb = n;
-		rec.len = n * ns.lba_size;
-		rec.off = off;
-		put_cmd(q, q->act, &rec);
-		slba += n;
-		off += rec.len;
-		bus += rec.len;
-	}
-	sio_nvme_sq_ring(&q->act->q);
+	ridx = (uint16_t)req_get(q, cb, arg, 1);
+	p = q->act;
+	/* Data buffers have an address per path; their page offsets agree. */
+	cid = put_rw(q, p, opc, nsid, slba, nlb, (p->path ? buf->bus2 : buf->bus) + off,
+		     (uint32_t)bytes, ridx);
+	if (q->mp && cid >= 0)
+		p->rec[cid] = (struct cmdrec){ .opc = opc, .ridx = ridx, .nsid = nsid, .nlb = nlb,
+					       .len = (uint32_t)bytes, .slba = slba, .buf = buf,
+					       .off = off };
+	sio_nvme_sq_ring(&p->q);
 	return 0;
 }
 
@@ -139,7 +162,7 @@ int sio_nvme_ioq_write(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uin
 static int submit_simple(struct sio_nvme_ioq *q, struct cmdrec *rec, sio_nvme_io_cb cb,
 			 void *arg)
 {
-	int ret = room(q, 1);
+	int ret = q->failed ? q->failed : room(q, 1);
 
 	if (ret)
 		return ret;
@@ -156,21 +179,22 @@ static int submit_simple(struct sio_nvme_ioq *q, struct cmdrec *rec, sio_nvme_io
 int sio_nvme_ioq_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba,
 			      uint32_t nlb, sio_nvme_io_cb cb, void *arg)
 {
-	struct sio_nvme_ns ns;
+	const struct sio_nvme_ns *ns;
+	struct sio_nvme_ns tmp;
 	struct cmdrec rec;
 	int ret;
 
 	if (!(q->cl->ci.oncs & (1u << 3)))
 		return sio_nvme_err(ENOTSUP, "the controller does not support Write Zeroes "
 				    "(ONCS bit 3)");
-	ret = ns_get(q, nsid, &ns);
+	ret = ns_get(q, nsid, &tmp, &ns);
 	if (ret)
 		return ret;
-	if (!nlb || nlb > 65536 || slba >= ns.nsze || nlb > ns.nsze - slba)
+	if (!nlb || nlb > 65536 || slba >= ns->nsze || nlb > ns->nsze - slba)
 		return sio_nvme_err(EINVAL, "Write Zeroes of %llu+%u outside namespace %u "
 				    "(%llu blocks) or above 65536 blocks",
 				    (unsigned long long)slba, nlb, nsid,
-				    (unsigned long long)ns.nsze);
+				    (unsigned long long)ns->nsze);
 	rec.opc = SIO_NVME_CMD_WRITE_ZEROES;
 	rec.nsid = nsid;
 	rec.slba = slba;
@@ -378,7 +402,9 @@ static int sync_wait(struct sio_nvme_ioq *q, struct sync_done *d, const char *wh
 static int sync_rw1(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba,
 		    uint32_t nlb, struct sio_nvme_buf *buf, uint64_t off)
 {
-	SYNC_SUBMIT(q, submit_rw(q, opc, nsid, slba, nlb, buf, off, sync_cb, &d),
+	SYNC_SUBMIT(q, opc == SIO_NVME_CMD_READ ?
+		    sio_nvme_ioq_read(q, nsid, slba, nlb, buf, off, sync_cb, &d) :
+		    sio_nvme_ioq_write(q, nsid, slba, nlb, buf, off, sync_cb, &d),
 		    opc == SIO_NVME_CMD_READ ? "read" : "write");
 }
 
@@ -386,21 +412,23 @@ static int sync_rw1(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t
 static int sync_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba,
 		   uint32_t nlb, struct sio_nvme_buf *buf, uint64_t off)
 {
-	struct sio_nvme_ns ns;
+	const struct sio_nvme_ns *ns;
+	struct sio_nvme_ns tmp;
 	uint64_t piece;
-	uint32_t n;
-	int ret = ns_get(q, nsid, &ns);
+	uint32_t n, lba_size;
+	int ret = ns_get(q, nsid, &tmp, &ns);
 
 	if (ret)
 		return ret;
-	piece = (uint64_t)(q->max_xfer / ns.lba_size) * (q->depth - 1 > 2 ? (q->depth - 1) / 2 : 1);
+	lba_size = ns->lba_size;
+	piece = (uint64_t)(q->max_xfer / lba_size) * (q->depth - 1 > 2 ? (q->depth - 1) / 2 : 1);
 	if (piece > 65536ull * 64)
 		piece = 65536ull * 64;
 	do {
 		n = nlb > piece ? (uint32_t)piece : nlb;
 		ret = sync_rw1(q, opc, nsid, slba, n, buf, off);
 		slba += n;
-		off += (uint64_t)n * ns.lba_size;
+		off += (uint64_t)n * lba_size;
 		nlb -= n;
 	} while (!ret && nlb);
 	return ret;

@@ -196,9 +196,52 @@ static inline SIO_HD int sio_nvme_sq_next_cid(const struct sio_nvme_queue *q)
 }
 
 /**
+ * sio_nvme_sq_entry() - the SQ entry the next command goes in, to fill in place
+ * @q: queue
+ *
+ * Building the command in its slot saves writing it elsewhere and copying
+ * it. Fill every field but the cid, then sio_nvme_sq_commit(); the cid it
+ * will get is sio_nvme_sq_next_cid().
+ * Return: the entry, or NULL (0) when no cid or SQ slot is free.
+ */
+static inline SIO_HD struct sio_nvme_cmd *sio_nvme_sq_entry(struct sio_nvme_queue *q)
+{
+	uint16_t next = (uint16_t)(q->sq_tail + 1 == q->size ? 0 : q->sq_tail + 1);
+
+	/* A free cid bounds in-flight commands; the SQ check also covers
+	 * entries the controller has not fetched yet. */
+	if (q->nfree == 0 || next == q->sq_head)
+		return 0;
+	return &q->sq[q->sq_tail];
+}
+
+/**
+ * sio_nvme_sq_commit() - take the entry filled through sio_nvme_sq_entry()
+ * @q: queue
+ * @cookie: user value returned with the completion
+ *
+ * Assigns the entry's cid and advances the tail, without ringing. Only
+ * after sio_nvme_sq_entry() returned an entry.
+ * Return: the cid.
+ */
+static inline SIO_HD int sio_nvme_sq_commit(struct sio_nvme_queue *q, uint64_t cookie)
+{
+	uint16_t tail = q->sq_tail;
+	uint16_t cid = q->cid_stack[--q->nfree];
+
+	/* Everything read from @q before the byte store to busy[], which the
+	 * compiler must assume could alias it. */
+	q->sq_tail = (uint16_t)(tail + 1 == q->size ? 0 : tail + 1);
+	q->sq[tail].cid = cid;
+	q->cookie[cid] = cookie;
+	q->busy[cid] = SIO_NVME_CID_BUSY;
+	return cid;
+}
+
+/**
  * sio_nvme_sq_submit() - place a command in the SQ, without ringing
  * @q: queue
- * @cmd: the command; its cid is assigned here
+ * @cmd: the command, copied into the SQ; its cid is assigned here
  * @cookie: user value returned with the completion
  *
  * Return: the cid, or -11 (EAGAIN) when no cid or SQ slot is free. The
@@ -208,22 +251,12 @@ static inline SIO_HD int sio_nvme_sq_submit(struct sio_nvme_queue *q,
 					    const struct sio_nvme_cmd *cmd,
 					    uint64_t cookie)
 {
-	uint16_t next = (uint16_t)(q->sq_tail + 1 == q->size ? 0 : q->sq_tail + 1);
-	uint16_t cid;
-	struct sio_nvme_cmd *e;
+	struct sio_nvme_cmd *e = sio_nvme_sq_entry(q);
 
-	/* A free cid bounds in-flight commands; the SQ check also covers
-	 * entries the controller has not fetched yet. */
-	if (q->nfree == 0 || next == q->sq_head)
+	if (!e)
 		return -11;
-	cid = q->cid_stack[--q->nfree];
-	q->busy[cid] = SIO_NVME_CID_BUSY;
-	q->cookie[cid] = cookie;
-	e = &q->sq[q->sq_tail];
 	*e = *cmd;
-	e->cid = cid;
-	q->sq_tail = next;
-	return cid;
+	return sio_nvme_sq_commit(q, cookie);
 }
 
 /**
