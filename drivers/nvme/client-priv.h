@@ -125,8 +125,8 @@ int sio_nvme_mbox_call(struct sio_nvme_client *cl, const struct sio_nvme_mbox_re
 /* buffer.c: give a buffer made before the second path its address there. */
 int sio_nvme_buf_second_path(struct sio_nvme_ioq *q, struct sio_nvme_buf *buf);
 
-/* ioq.c: point the host's view of @p at its queues in the controller. */
-void sio_nvme_qpair_init(struct sio_nvme_ioq *q, struct qpair *p, uint16_t qid);
+/* ioq.c: have @p's queues created over its memory; the host's view anew. */
+int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p);
 
 /* io.c: take @p's completions; end everything in flight and fail the queue. */
 int sio_nvme_qpair_reap(struct sio_nvme_ioq *q, struct qpair *p, uint32_t max, bool ring);

@@ -12,12 +12,6 @@
 
 #define MBOX_TIMEOUT_MS	10000u
 
-static uint32_t slot_state_off(int s)
-{
-	return (uint32_t)(offsetof(struct sio_nvme_mbox, slots) +
-			  (size_t)s * sizeof(struct sio_nvme_mbox_slot));
-}
-
 /* One request to the manager; bounded wait, detects a vanished manager. */
 int sio_nvme_mbox_call(struct sio_nvme_client *cl, const struct sio_nvme_mbox_req *req,
 		     struct sio_nvme_mbox_resp *resp)
@@ -51,7 +45,7 @@ int sio_nvme_mbox_call(struct sio_nvme_client *cl, const struct sio_nvme_mbox_re
 					   "within %u ms", MBOX_TIMEOUT_MS);
 			goto out;
 		}
-		sio_segment_wait(cl->mseg, slot_state_off(cl->slot), st, 100000000ull);
+		sio_segment_wait(cl->mseg, sio_nvme_mbox_slot_off(cl->slot, offsetof(struct sio_nvme_mbox_slot, state)), st, 100000000ull);
 	}
 	memcpy(resp, (const void *)&sl->resp, sizeof(*resp));
 	__atomic_store_n(&sl->state, SIO_MBOX_IDLE, __ATOMIC_RELEASE);
@@ -166,6 +160,7 @@ int sio_nvme_client_open(struct sio_fabric *f, int64_t device, struct sio_nvme_c
 	struct sio_nvme_client *cl;
 	struct sio_nvme_mbox_req req;
 	struct sio_nvme_mbox_resp resp;
+	struct sio_nvme_errsave es;
 	struct sio_nvme_backoff b;
 	uint64_t deadline;
 	void *va;
@@ -242,14 +237,9 @@ int sio_nvme_client_open(struct sio_fabric *f, int64_t device, struct sio_nvme_c
 	*out = cl;
 	return 0;
 fail:
-	{
-		char msg[512];
-
-		snprintf(msg, sizeof(msg), "%s", sio_nvme_errmsg());
-		sio_nvme_client_close(cl);
-		sio_nvme_err(-ret, "%s", msg);
-	}
-	return ret;
+	sio_nvme_err_save(&es);
+	sio_nvme_client_close(cl);
+	return sio_nvme_err_restore(&es, ret);
 }
 
 void sio_nvme_client_close(struct sio_nvme_client *cl)

@@ -42,6 +42,17 @@ int sio_nvme_err_lib(int err, const char *fmt, ...)
 	return err < 0 ? err : -err;
 }
 
+void sio_nvme_err_save(struct sio_nvme_errsave *s)
+{
+	snprintf(s->msg, sizeof(s->msg), "%s", sio_nvme_errmsg());
+}
+
+int sio_nvme_err_restore(const struct sio_nvme_errsave *s, int err)
+{
+	snprintf(errbuf, sizeof(errbuf), "%s", s->msg);
+	return err;
+}
+
 void sio_nvme_backoff_wait(struct sio_nvme_backoff *b)
 {
 	struct timespec ts;

@@ -116,15 +116,27 @@ static int queue_segment(struct sio_nvme_client *cl, struct sio_device *dev, int
 	return 0;
 }
 
-/* Map queue memory here (through the path's own adapter when it is remote)
- * and for the device (through the path's borrow). */
-static int map_both(struct qpair *p, struct sio_segment *seg, void **va, uint64_t *bus)
+/* Map memory here, through the path's own adapter when it is remote. */
+static int map_here(const struct qpair *p, struct sio_segment *seg, void **va)
 {
-	int ret = p->path ? sio_segment_map_adapter(seg, p->path, va) : sio_segment_map(seg, va);
+	return p->path ? sio_segment_map_adapter(seg, p->path, va) : sio_segment_map(seg, va);
+}
+
+/* Place one queue's memory and map it here and for the device (through the
+ * path's borrow). */
+static int queue_mem(struct sio_nvme_client *cl, struct qpair *p, int loc, unsigned int hints,
+		     uint64_t size, const char *name, struct sio_segment **seg, int *placed,
+		     uint8_t **va, uint64_t *bus)
+{
+	int ret = queue_segment(cl, p->dev, loc, hints, size, seg, placed);
 
 	if (ret)
+		return ret;
+	sio_segment_set_name(*seg, name);
+	ret = map_here(p, *seg, (void **)va);
+	if (ret)
 		return sio_nvme_err_lib(ret, "cannot map queue memory");
-	ret = sio_device_map(p->dev, seg, bus);
+	ret = sio_device_map(p->dev, *seg, bus);
 	if (ret)
 		return sio_nvme_err_lib(ret, "cannot map queue memory for the device");
 	return 0;
@@ -161,26 +173,46 @@ static void qpair_free(struct sio_nvme_client *cl, struct qpair *p)
 	memset(p, 0, sizeof(*p));
 }
 
-static void ioq_free(struct sio_nvme_ioq *q)
+/* Delete the queue pairs that exist in the controller and free the rest.
+ * Return: 0, or the first deletion's failure. */
+static int ioq_delete_free(struct sio_nvme_ioq *q)
 {
+	int ret = 0, r, p;
+
+	for (p = 0; p < 2; p++) {
+		if (!q->qp[p].live)
+			continue;
+		r = sio_nvme_ioq_delete_at(q->cl, q->qp[p].q.qid);
+		if (r && !ret)
+			ret = r;
+	}
 	qpair_free(q->cl, &q->qp[0]);
 	qpair_free(q->cl, &q->qp[1]);
 	free(q->reqs);
 	free(q->req_stack);
 	free(q->pend);
 	free(q);
+	return ret;
 }
 
-/* Point the host's view of @p at its queues in the controller, as new. */
-void sio_nvme_qpair_init(struct sio_nvme_ioq *q, struct qpair *p, uint16_t qid)
+/* Have the manager create @p's queues in the controller over the memory it
+ * has, and point the host's view of them there, as new. */
+int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p)
 {
 	volatile uint8_t *regs = p->path ? q->cl->regs2 : q->cl->regs;
 	uint32_t dstrd = q->cl->ci.dstrd;
+	uint16_t qid;
+	int ret;
 
+	ret = sio_nvme_ioq_create_at(q->cl, p->sq_bus, p->cq_bus, q->depth, q->prio, &qid);
+	if (ret)
+		return ret;
 	sio_nvme_queue_init(&p->q, qid, q->depth, p->sq_va, p->cq_va,
 			    (volatile uint32_t *)(regs + sio_nvme_doorbell_offset(qid, 0, dstrd)),
 			    (volatile uint32_t *)(regs + sio_nvme_doorbell_offset(qid, 1, dstrd)),
 			    p->cids, p->cookies, p->busy);
+	p->live = true;
+	return 0;
 }
 
 /* Place and map one queue pair's memory for @p->dev, and create it. */
@@ -192,7 +224,6 @@ static int qpair_setup(struct sio_nvme_ioq *q, struct qpair *p, const struct sio
 	uint64_t sq_bytes, cq_bytes, prp_bytes, cq_seg_bytes;
 	uint32_t nslots = q->depth - 1;
 	bool prp_with_sq, sq_in_cq;
-	uint16_t qid;
 	int ret;
 
 	p->cids = calloc(nslots, sizeof(*p->cids));
@@ -212,12 +243,9 @@ static int qpair_setup(struct sio_nvme_ioq *q, struct qpair *p, const struct sio
 
 	cq_seg_bytes = cq_bytes + (sq_in_cq ? sq_bytes : 0) +
 		       (!prp_with_sq || sq_in_cq ? prp_bytes : 0);
-	ret = queue_segment(cl, p->dev, spec->cq_loc, SIO_HINT_DEVICE_WRITE | SIO_HINT_HOST_READ,
-			    cq_seg_bytes, &p->cq_seg, &p->cq_place);
-	if (ret)
-		return ret;
-	sio_segment_set_name(p->cq_seg, p->path ? "nvme-cq-backup" : "nvme-cq");
-	ret = map_both(p, p->cq_seg, (void **)&p->cq_va, &p->cq_bus);
+	ret = queue_mem(cl, p, spec->cq_loc, SIO_HINT_DEVICE_WRITE | SIO_HINT_HOST_READ,
+			cq_seg_bytes, p->path ? "nvme-cq-backup" : "nvme-cq", &p->cq_seg,
+			&p->cq_place, &p->cq_va, &p->cq_bus);
 	if (ret)
 		return ret;
 	p->cq_seg_bus = p->cq_bus;
@@ -245,8 +273,7 @@ static int qpair_setup(struct sio_nvme_ioq *q, struct qpair *p, const struct sio
 		p->cmb_off = resp.value;
 		ret = sio_device_bar(p->dev, cl->ci.cmb.bar, &bar);
 		if (!ret)
-			ret = p->path ? sio_segment_map_adapter(bar, p->path, &bva)
-				      : sio_segment_map(bar, &bva);
+			ret = map_here(p, bar, &bva);
 		if (ret)
 			return sio_nvme_err_lib(ret, "cannot map the CMB (BAR%d)", cl->ci.cmb.bar);
 		p->sq_va = (uint8_t *)bva + cl->ci.cmb.offset + p->cmb_off;
@@ -255,30 +282,22 @@ static int qpair_setup(struct sio_nvme_ioq *q, struct qpair *p, const struct sio
 		p->prp_va = (uint64_t *)(p->cq_va + cq_bytes);
 		p->prp_bus = p->cq_bus + cq_bytes;
 	} else {
-		ret = queue_segment(cl, p->dev, spec->sq_loc,
-				    SIO_HINT_DEVICE_READ | SIO_HINT_HOST_WRITE,
-				    sq_bytes + prp_bytes, &p->sq_seg, &p->sq_place);
-		if (ret)
-			return ret;
-		sio_segment_set_name(p->sq_seg, p->path ? "nvme-sq-backup" : "nvme-sq");
-		ret = map_both(p, p->sq_seg, (void **)&p->sq_va, &p->sq_bus);
+		ret = queue_mem(cl, p, spec->sq_loc, SIO_HINT_DEVICE_READ | SIO_HINT_HOST_WRITE,
+				sq_bytes + prp_bytes, p->path ? "nvme-sq-backup" : "nvme-sq",
+				&p->sq_seg, &p->sq_place, &p->sq_va, &p->sq_bus);
 		if (ret)
 			return ret;
 		p->sq_seg_bus = p->sq_bus;
 		p->prp_va = (uint64_t *)(p->sq_va + sq_bytes);
 		p->prp_bus = p->sq_bus + sq_bytes;
 	}
-	ret = sio_nvme_ioq_create_at(cl, p->sq_bus, p->cq_bus, q->depth, q->prio, &qid);
-	if (ret)
-		return ret;
-	sio_nvme_qpair_init(q, p, qid);
-	p->live = true;
-	return 0;
+	return sio_nvme_qpair_create(q, p);
 }
 
 int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec *spec,
 			struct sio_nvme_ioq **out)
 {
+	struct sio_nvme_errsave es;
 	struct sio_nvme_qspec def;
 	struct sio_nvme_ioq *q;
 	uint32_t depth, i, nreqs;
@@ -358,18 +377,9 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 	*out = q;
 	return 0;
 fail:
-	{
-		char msg[512];
-		int p;
-
-		snprintf(msg, sizeof(msg), "%s", sio_nvme_errmsg());
-		for (p = 0; p < 2; p++)
-			if (q->qp[p].live)
-				sio_nvme_ioq_delete_at(cl, q->qp[p].q.qid);
-		ioq_free(q);
-		sio_nvme_err(-ret, "%s", msg);
-	}
-	return ret;
+	sio_nvme_err_save(&es);
+	ioq_delete_free(q);
+	return sio_nvme_err_restore(&es, ret);
 }
 
 int sio_nvme_ioq_create_at(struct sio_nvme_client *cl, uint64_t sq_bus, uint64_t cq_bus,
@@ -424,27 +434,16 @@ int sio_nvme_ioq_delete_at(struct sio_nvme_client *cl, uint16_t qid)
 
 int sio_nvme_ioq_destroy(struct sio_nvme_ioq *q)
 {
-	struct sio_nvme_client *cl;
 	struct sio_nvme_ioq **pp;
-	int ret = 0, r, p;
 
 	if (!q)
 		return 0;
-	cl = q->cl;
-	for (pp = &cl->queues; *pp; pp = &(*pp)->next)
+	for (pp = &q->cl->queues; *pp; pp = &(*pp)->next)
 		if (*pp == q) {
 			*pp = q->next;
 			break;
 		}
-	for (p = 0; p < 2; p++) {
-		if (!q->qp[p].live)
-			continue;
-		r = sio_nvme_ioq_delete_at(cl, q->qp[p].q.qid);
-		if (r && !ret)
-			ret = r;
-	}
-	ioq_free(q);
-	return ret;
+	return ioq_delete_free(q);
 }
 
 void sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *out)

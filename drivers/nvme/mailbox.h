@@ -16,6 +16,7 @@
  * have theirs at once.
  */
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define SIO_NVME_MBOX_MAGIC	0x31584f424d564e53ull	/* "SNVMBOX1" */
@@ -126,5 +127,12 @@ struct sio_nvme_mbox {
 _Static_assert(sizeof(struct sio_nvme_mbox_hdr) <= 4096, "header fits its page");
 
 #define SIO_NVME_MBOX_SIZE	sizeof(struct sio_nvme_mbox)
+
+/* Byte offset in the mailbox of a field of slot @s (for notify and wait). */
+static inline uint32_t sio_nvme_mbox_slot_off(int s, size_t field)
+{
+	return (uint32_t)(offsetof(struct sio_nvme_mbox, slots) +
+			  (size_t)s * sizeof(struct sio_nvme_mbox_slot) + field);
+}
 
 #endif

@@ -114,6 +114,7 @@ int sio_nvme_manager_start(struct sio_fabric *f, int64_t device,
 			   const struct sio_nvme_manager_opts *opts,
 			   struct sio_nvme_manager **out)
 {
+	struct sio_nvme_errsave es;
 	struct sio_nvme_manager *m;
 	void *va;
 	uint32_t i;
@@ -191,20 +192,9 @@ int sio_nvme_manager_start(struct sio_fabric *f, int64_t device,
 	*out = m;
 	return 0;
 fail:
-	{
-		char msg[512];
-
-		snprintf(msg, sizeof(msg), "%s", sio_nvme_errmsg());
-		sio_nvme_manager_stop(m);
-		sio_nvme_err(-ret, "%s", msg);
-	}
-	return ret;
-}
-
-static uint32_t slot_off(int s, size_t field)
-{
-	return (uint32_t)(offsetof(struct sio_nvme_mbox, slots) +
-			  (size_t)s * sizeof(struct sio_nvme_mbox_slot) + field);
+	sio_nvme_err_save(&es);
+	sio_nvme_manager_stop(m);
+	return sio_nvme_err_restore(&es, ret);
 }
 
 /* Delete what a slot holds: its queues and its CMB ranges. */
@@ -535,7 +525,7 @@ static void handle(struct sio_nvme_manager *m, int s)
 	m->st.requests++;
 	memcpy((void *)&sl->resp, &r, sizeof(r));
 	__atomic_store_n(&sl->state, SIO_MBOX_RESP, __ATOMIC_RELEASE);
-	sio_segment_notify(m->seg, slot_off(s, offsetof(struct sio_nvme_mbox_slot, state)));
+	sio_segment_notify(m->seg, sio_nvme_mbox_slot_off(s, offsetof(struct sio_nvme_mbox_slot, state)));
 }
 
 int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
@@ -599,7 +589,7 @@ void sio_nvme_manager_stop(struct sio_nvme_manager *m)
 		/* Wake clients sleeping on their slots so they see serving = 0. */
 		for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++)
 			if (m->mb->slots[s].pid)
-				sio_segment_notify(m->seg, slot_off(s, 0));
+				sio_segment_notify(m->seg, sio_nvme_mbox_slot_off(s, 0));
 	}
 	if (m->seg)
 		sio_segment_remove(m->seg);

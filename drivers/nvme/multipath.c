@@ -147,7 +147,6 @@ static int remap(struct qpair *p, struct sio_segment *seg, uint64_t *base)
 /* A path came back: create its queue pair again over the same memory. */
 static int path_up(struct sio_nvme_ioq *q, struct qpair *p)
 {
-	uint16_t qid;
 	int ret;
 
 	if (p->live || (p->retry_ns && sio_nvme_now_ns() < p->retry_ns))
@@ -158,11 +157,9 @@ static int path_up(struct sio_nvme_ioq *q, struct qpair *p)
 	if (ret)
 		return ret;
 	memset(p->cq_va, 0, p->cq_bytes);
-	ret = sio_nvme_ioq_create_at(q->cl, p->sq_bus, p->cq_bus, q->depth, q->prio, &qid);
+	ret = sio_nvme_qpair_create(q, p);
 	if (ret)
 		return ret;
-	sio_nvme_qpair_init(q, p, qid);
-	p->live = true;
 	p->retry_ns = 0;
 	/* The primary takes new commands again; the backup drains. */
 	if (!q->act || p->path == 0) {

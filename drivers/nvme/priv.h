@@ -83,6 +83,19 @@ static inline void sio_nvme_wr64(volatile void *regs, uint32_t off, uint64_t v)
 	sio_nvme_wr32(regs, off + 4, (uint32_t)(v >> 32));
 }
 
+/*
+ * Keep the message of a failure across the cleanup that follows it (which
+ * may fail in turn and set messages of its own):
+ *	sio_nvme_err_save(&es); cleanup(); return sio_nvme_err_restore(&es, ret);
+ */
+struct sio_nvme_errsave {
+	char msg[512];
+};
+
+void sio_nvme_err_save(struct sio_nvme_errsave *s);
+/* Set the saved message again. Return: @err (a -errno). */
+int sio_nvme_err_restore(const struct sio_nvme_errsave *s, int err);
+
 /* Copy a space-padded identify string, cutting trailing blanks. */
 void sio_nvme_strcpy_id(char *dst, const char *src, size_t n);
 
