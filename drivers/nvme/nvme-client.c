@@ -311,12 +311,9 @@ int main(int argc, char **argv)
 
 	memset(&r, 0, sizeof(r));
 	tool_init(&t, "nvme-client");
-	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		ret = tool_opt(&t, ch, optarg);
-		if (ret < 0)
+	while ((ch = tool_getopt(&t, argc, argv, lo)) != -1) {
+		if (ch == TOOL_OPT_BAD)
 			return 2;
-		if (ret)
-			continue;
 		switch (ch) {
 		case 'n': if (tool_parse_u64(optarg, &v) || !v || v > 0xffffffffull) goto bad; c.nsid = (uint32_t)v; break;
 		case 'o':

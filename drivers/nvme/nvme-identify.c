@@ -103,12 +103,9 @@ int main(int argc, char **argv)
 	int c, ret, i, nns = 0, rc = 1;
 
 	tool_init(&t, "nvme-identify");
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		ret = tool_opt(&t, c, optarg);
-		if (ret < 0)
+	while ((c = tool_getopt(&t, argc, argv, lo)) != -1) {
+		if (c == TOOL_OPT_BAD)
 			return 2;
-		if (ret)
-			continue;
 		if (c == 'h') {
 			usage(stdout);
 			return 0;

@@ -59,12 +59,9 @@ int main(int argc, char **argv)
 	int c, ret;
 
 	tool_init(&t, "nvme-manager");
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		ret = tool_opt(&t, c, optarg);
-		if (ret < 0)
+	while ((c = tool_getopt(&t, argc, argv, lo)) != -1) {
+		if (c == TOOL_OPT_BAD)
 			return 2;
-		if (ret)
-			continue;
 		switch (c) {
 		case 'r':
 			ready = optarg;

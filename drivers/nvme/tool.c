@@ -2,6 +2,7 @@
 /* Options and messages the nvme-* programs share. */
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,20 @@ int tool_opt(struct tool_common *t, int c, const char *arg)
 	default:
 		return 0;
 	}
+}
+
+int tool_getopt(struct tool_common *t, int argc, char **argv, const struct option *lo)
+{
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		ret = tool_opt(t, c, optarg);
+		if (ret < 0)
+			return TOOL_OPT_BAD;
+		if (!ret)
+			return c;
+	}
+	return -1;
 }
 
 int tool_open(struct tool_common *t, struct sio_fabric **f)

@@ -31,6 +31,13 @@ struct tool_common {
 void tool_init(struct tool_common *t, const char *prog);
 /* Handle a common option; returns 1 if it was one, 0 if not, -1 on error. */
 int tool_opt(struct tool_common *t, int c, const char *arg);
+
+#define TOOL_OPT_BAD	(-2)
+struct option;
+/* getopt_long() over @lo (short option -h) that takes the common options
+ * itself. Return: the program's next own option, -1 at the end, or
+ * TOOL_OPT_BAD after a bad common value (already reported). */
+int tool_getopt(struct tool_common *t, int argc, char **argv, const struct option *lo);
 /* Join the fabric, printing what is wrong on failure. */
 int tool_open(struct tool_common *t, struct sio_fabric **f);
 /* Parse an unsigned number with optional K/M/G suffix (binary). */
