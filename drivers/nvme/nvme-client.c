@@ -204,9 +204,14 @@ static int pass(struct run *r, uint64_t n, bool write, uint64_t seed)
 		for (i = 0; i < r->c->qd && issued < n && !stop; i++) {
 			if (r->slots[i].busy)
 				continue;
+			uint64_t rng = r->rng;
 			ret = issue(r, (int)i, next_lba(r, issued), write);
-			if (ret == -EAGAIN)
+			if (ret == -EAGAIN) {
+				/* the queue is full: this offset goes again, so the
+				 * read pass replays exactly the offsets written */
+				r->rng = rng;
 				break;
+			}
 			if (ret) {
 				fprintf(stderr, "nvme-client: cannot submit: %s\n",
 					sio_nvme_errmsg());
