@@ -46,6 +46,7 @@ struct sio_segment {
 	void *vaddr;			/* process mapping, or NULL */
 	int window;			/* window slot used by the mapping, or -1 */
 	int fd;				/* backing file while mapped */
+	uint64_t map_len;		/* bytes mapped at vaddr */
 	/* a BAR of a device on another backend (vfio): mapped through it */
 	struct sio_device *bar_dev;
 	int bar_idx;
@@ -109,6 +110,8 @@ void sio__delay_ns(uint64_t ns);
 int sio__segment_path(struct sio_fabric *f, int slot, char *buf, size_t len);
 /* Open and map a segment slot read/write; used by DMA and the vfio lender. */
 int sio__segment_mmap(struct sio_fabric *f, int slot, void **vaddr, int *fdp);
+int sio__segment_mmap_range(struct sio_fabric *f, int slot, uint64_t off, uint64_t len,
+			    int prot, void **vaddr, int *fdp);
 
 /* Events: send to every process that is joined (filter decides). */
 void sio__event_broadcast(struct sio_fabric *f, const struct sio_event *ev,

@@ -70,16 +70,22 @@ void sio__segmap_drop(struct sio_fabric *f, int slot)
 
 int sio__segment_mmap(struct sio_fabric *f, int slot, void **vaddr, int *fdp)
 {
+	return sio__segment_mmap_range(f, slot, 0, f->reg->segs[slot].size,
+				       PROT_READ | PROT_WRITE, vaddr, fdp);
+}
+
+int sio__segment_mmap_range(struct sio_fabric *f, int slot, uint64_t off, uint64_t len,
+			    int prot, void **vaddr, int *fdp)
+{
 	char path[PATH_MAX + 64];
-	uint64_t size = f->reg->segs[slot].size;
 	void *p;
 	int fd;
 
 	sio__segment_path(f, slot, path, sizeof(path));
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	fd = open(path, (prot & PROT_WRITE ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 	if (fd < 0)
 		return sio__err(errno == ENOENT ? ENOENT : errno, "segment file %s: %s", path, strerror(errno));
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	p = mmap(NULL, len, prot, MAP_SHARED, fd, (off_t)off);
 	if (p == MAP_FAILED) {
 		int e = errno;
 		close(fd);
@@ -261,10 +267,16 @@ int sio__seg_check(struct sio_segment *seg)
 
 int sio_segment_map(struct sio_segment *seg, void **vaddr)
 {
-	return sio_segment_map_adapter(seg, -1, vaddr);
+	return sio_segment_map_range(seg, -1, 0, 0, 0, vaddr);
 }
 
 int sio_segment_map_adapter(struct sio_segment *seg, int adapter, void **vaddr)
+{
+	return sio_segment_map_range(seg, adapter, 0, 0, 0, vaddr);
+}
+
+int sio_segment_map_range(struct sio_segment *seg, int adapter, uint64_t offset,
+			  uint64_t length, unsigned int flags, void **vaddr)
 {
 	struct sio_fabric *f;
 	struct sio_path path;
@@ -273,15 +285,27 @@ int sio_segment_map_adapter(struct sio_segment *seg, int adapter, void **vaddr)
 
 	if (!seg || !vaddr)
 		return sio__err(EINVAL, "segment or vaddr pointer is NULL");
+	if (flags & ~SIO_MAP_RDONLY)
+		return sio__err(EINVAL, "unknown map flags 0x%x", flags);
+	if (!length && !offset)
+		length = seg->size;
+	if ((offset | length) & 4095 || !length || offset > seg->size || length > seg->size - offset)
+		return sio__err(EINVAL, "range 0x%llx+0x%llx is not page aligned inside the %llu-byte segment",
+				(unsigned long long)offset, (unsigned long long)length,
+				(unsigned long long)seg->size);
 	if (seg->vaddr) {
 		*vaddr = seg->vaddr;
 		return 0;
 	}
-	if (seg->bar_dev) {	/* another backend maps its own BARs */
+	if (seg->bar_dev) {	/* another backend maps its own BARs, whole */
 		uint64_t sz;
+		if (offset || length != seg->size || flags)
+			return sio__err(EOPNOTSUPP, "BARs of real devices are mapped whole");
 		ret = sio__vfio_ops.bar_map(seg->bar_dev, seg->bar_idx, &seg->vaddr, &sz);
-		if (!ret)
+		if (!ret) {
+			seg->map_len = seg->size;
 			*vaddr = seg->vaddr;
+		}
 		return ret;
 	}
 	f = seg->f;
@@ -308,7 +332,11 @@ int sio_segment_map_adapter(struct sio_segment *seg, int adapter, void **vaddr)
 						       .window = ret };
 		seg->window = pm;
 	}
-	ret = sio__segment_mmap(f, seg->slot, &seg->vaddr, &seg->fd);
+	ret = sio__segment_mmap_range(f, seg->slot, offset, length,
+				      flags & SIO_MAP_RDONLY ? PROT_READ : PROT_READ | PROT_WRITE,
+				      &seg->vaddr, &seg->fd);
+	if (!ret)
+		seg->map_len = length;
 	if (ret && pm >= 0) {
 		reg_pmap_release(f, pm);
 		seg->window = -1;
@@ -333,12 +361,12 @@ int sio_segment_unmap(struct sio_segment *seg)
 	if (!seg->vaddr)
 		return sio__err(EINVAL, "segment %u of node %d is not mapped", seg->id, seg->node);
 	if (seg->bar_dev) {
-		munmap(seg->vaddr, seg->size);
+		munmap(seg->vaddr, seg->map_len);
 		seg->vaddr = NULL;
 		return 0;
 	}
 	f = seg->f;
-	munmap(seg->vaddr, seg->size);
+	munmap(seg->vaddr, seg->map_len);
 	seg->vaddr = NULL;
 	sio__lock(f);
 	if (seg->window >= 0) {

@@ -115,6 +115,27 @@ int sio_segment_map(struct sio_segment *seg, void **vaddr);
  */
 int sio_segment_map_adapter(struct sio_segment *seg, int adapter, void **vaddr);
 
+/* sio_segment_map_range() flags */
+#define SIO_MAP_RDONLY		(1u << 0)	/* loads only; stores fault */
+
+/**
+ * sio_segment_map_range() - map part of a segment, possibly read-only
+ * @seg: segment
+ * @adapter: this node's adapter to reach a remote segment through, or -1
+ * @offset: page-aligned start within the segment
+ * @length: page-aligned bytes (0 with @offset 0: the whole segment)
+ * @flags: SIO_MAP_RDONLY
+ * @vaddr: where @offset is mapped
+ *
+ * Confines a process to part of a segment, as an NTB window narrower than
+ * the segment would: a client that maps only its own doorbell pages of a
+ * controller's BAR, and its register page read-only, cannot ring another
+ * client's queues or reset the controller. One mapping per handle; connect
+ * the segment again for another range.
+ */
+int sio_segment_map_range(struct sio_segment *seg, int adapter, uint64_t offset,
+			  uint64_t length, unsigned int flags, void **vaddr);
+
 /**
  * sio_segment_unmap() - undo sio_segment_map(), releasing its window
  * @seg: segment

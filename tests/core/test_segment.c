@@ -133,3 +133,47 @@ Test(segment, bad_arguments)
 	sio_fabric_close(f);
 	sio_fabric_destroy(name);
 }
+
+Test(segment, range_mapping_confines_a_process)
+{
+	struct sio_fabric_config c = { .nodes = 2 };
+	const char *name = test_fabric("range", &c);
+	struct sio_fabric *home = join(name, 0), *f = join(name, 1);
+	struct sio_segment *own, *ro, *rw;
+	volatile uint32_t *p, *r, *w;
+
+	cr_assert_eq(sio_segment_create(home, 3, 4 * 4096, 0, &own), 0);
+	cr_assert_eq(sio_segment_map(own, (void **)&p), 0);
+	p[0] = 0x1234;
+	p[2 * 1024] = 0;
+	cr_assert_eq(sio_segment_connect(f, 0, 3, &ro), 0);
+	cr_assert_eq(sio_segment_connect(f, 0, 3, &rw), 0);
+	cr_assert_eq(sio_segment_map_range(ro, -1, 0, 4096, SIO_MAP_RDONLY, (void **)&r), 0);
+	cr_assert_eq(r[0], 0x1234, "a read-only mapping reads");
+	cr_assert_eq(sio_segment_map_range(rw, -1, 2 * 4096, 4096, 0, (void **)&w), 0);
+	w[0] = 0xbeef;
+	cr_assert_eq(p[2 * 1024], 0xbeef, "the range starts at its offset");
+	cr_assert_eq(sio_segment_map_range(rw, -1, 100, 4096, 0, (void **)&w), -EINVAL);
+	struct sio_segment *x;
+	cr_assert_eq(sio_segment_connect(f, 0, 3, &x), 0);
+	cr_assert_eq(sio_segment_map_range(x, -1, 3 * 4096, 2 * 4096, 0, (void **)&w), -EINVAL,
+		     "a range past the end is refused");
+	cr_assert_eq(sio_segment_map_range(x, -1, 0, 4096, 0x10, (void **)&w), -EINVAL);
+	sio_segment_remove(x);
+	/* a store through the read-only mapping faults, in a child */
+	pid_t pid = fork();
+	if (pid == 0) {
+		r[0] = 1;
+		_exit(0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "a store to a read-only mapping must fault");
+	cr_assert_eq(p[0], 0x1234);
+	sio_segment_remove(ro);
+	sio_segment_remove(rw);
+	sio_segment_remove(own);
+	sio_fabric_close(f);
+	sio_fabric_close(home);
+	sio_fabric_destroy(name);
+}
