@@ -295,6 +295,127 @@ int sio_device_unmap(struct sio_device *dev, struct sio_segment *seg)
 	return ret;
 }
 
+static int bar_check(struct sio_device *dev, int bar, uint64_t off, uint64_t len)
+{
+	const struct reg_dev *v = &dev->f->reg->devs[dev->slot];
+
+	if (bar < 0 || bar >= v->nbars || !v->bar_size[bar])
+		return sio__err(ENOENT, "device %u has no BAR %d", dev->id, bar);
+	if ((off | len) & 4095 || off > v->bar_size[bar] || len > v->bar_size[bar] - off)
+		return sio__err(EINVAL, "range 0x%llx+0x%llx is not page aligned inside BAR%d (%llu bytes)",
+				(unsigned long long)off, (unsigned long long)len, bar,
+				(unsigned long long)v->bar_size[bar]);
+	return 0;
+}
+
+int sio_device_restrict(struct sio_device *dev, int bar, uint64_t public_len)
+{
+	struct reg_dev *v;
+	int ret;
+
+	if (!dev)
+		return sio__err(EINVAL, "device handle is NULL");
+	if (dev->backend != SIO_BACKEND_SIM)
+		return sio__err(EOPNOTSUPP, "BAR restriction needs the fabric's windows (sim backend)");
+	sio__lock(dev->f);
+	v = &dev->f->reg->devs[dev->slot];
+	if (!(ret = dev_check(dev)) && !(ret = bar_check(dev, bar, 0, public_len))) {
+		if (v->restricted[bar] && v->restricted[bar] != dev->borrow + 1)
+			ret = sio__err(EBUSY, "BAR%d of device %u is already restricted by another borrow", bar, dev->id);
+		else {
+			v->restricted[bar] = dev->borrow + 1;
+			v->public_len[bar] = public_len;
+		}
+	}
+	sio__unlock(dev->f);
+	return ret;
+}
+
+/* Registry lock held: @dev restricted @bar. */
+static int owner_check(struct sio_device *dev, int bar)
+{
+	int ret = dev_check(dev);
+
+	if (!ret && (bar < 0 || bar >= SIO_MAX_BARS ||
+		     dev->f->reg->devs[dev->slot].restricted[bar] != dev->borrow + 1))
+		ret = sio__err(EPERM, "BAR%d of device %u was not restricted by this borrow", bar, dev->id);
+	return ret;
+}
+
+int sio_device_grant(struct sio_device *dev, int pid, int bar, uint64_t offset, uint64_t length)
+{
+	struct sio_registry *r;
+	int ret, i;
+
+	if (!dev || pid <= 0 || !length)
+		return sio__err(EINVAL, "grant needs a device, a pid and a length");
+	r = dev->f->reg;
+	sio__lock(dev->f);
+	if ((ret = owner_check(dev, bar)) || (ret = bar_check(dev, bar, offset, length)))
+		goto out;
+	for (i = 0; i < SIO_MAX_GRANTS && r->grants[i].used; i++)
+		;
+	if (i == SIO_MAX_GRANTS) {
+		ret = sio__err(ENOSPC, "the fabric has all %d BAR grants in use", SIO_MAX_GRANTS);
+		goto out;
+	}
+	r->grants[i] = (struct reg_grant){ .used = 1, .dev = dev->slot, .bar = bar, .pid = pid,
+					   .off = offset, .len = length };
+out:
+	sio__unlock(dev->f);
+	return ret;
+}
+
+int sio_device_revoke(struct sio_device *dev, int pid, int bar, uint64_t offset)
+{
+	struct sio_registry *r;
+	int ret;
+
+	if (!dev)
+		return sio__err(EINVAL, "device handle is NULL");
+	r = dev->f->reg;
+	sio__lock(dev->f);
+	if (!(ret = owner_check(dev, bar))) {
+		ret = sio__err(ENOENT, "no grant of BAR%d+0x%llx to pid %d", bar,
+			       (unsigned long long)offset, pid);
+		for (int i = 0; i < SIO_MAX_GRANTS; i++) {
+			struct reg_grant *g = &r->grants[i];
+			if (g->used && g->dev == dev->slot && g->bar == bar && g->pid == pid &&
+			    g->off == offset) {
+				memset(g, 0, sizeof(*g));
+				ret = 0;
+			}
+		}
+	}
+	sio__unlock(dev->f);
+	return ret;
+}
+
+int sio__bar_access(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly)
+{
+	struct sio_registry *r = f->reg;
+	const struct reg_seg *s = &r->segs[slot];
+	const struct reg_dev *v;
+	int pid = r->procs[f->proc].pid;
+
+	if (s->kind != SIO_SEG_BAR || s->device < 0 || s->bar < 0)
+		return 0;
+	v = &r->devs[s->device];
+	if (!v->restricted[s->bar] || v->owner == f->proc ||
+	    r->procs[r->borrows[v->restricted[s->bar] - 1].proc].pid == pid)
+		return 0;	/* open, the device model itself, or the restricting process */
+	if (rdonly && off + len <= v->public_len[s->bar])
+		return 0;
+	for (int i = 0; i < SIO_MAX_GRANTS; i++) {
+		const struct reg_grant *g = &r->grants[i];
+		if (g->used && g->dev == s->device && g->bar == s->bar && g->pid == pid &&
+		    off >= g->off && off + len <= g->off + g->len)
+			return 0;
+	}
+	return sio__err(EACCES, "BAR%d of device %u is restricted: map its first %llu bytes read-only, or ranges granted to this process",
+			s->bar, v->id, (unsigned long long)v->public_len[s->bar]);
+}
+
 int sio_device_use_adapter(struct sio_device *dev, int adapter)
 {
 	if (!dev)

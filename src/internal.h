@@ -84,6 +84,8 @@ void sio__segmap_drop(struct sio_fabric *f, int slot);
 int sio__seg_new_locked(struct sio_fabric *f, int node, uint32_t id, uint64_t size,
 			unsigned int flags, int kind, int *slotp);
 int sio__seg_check(struct sio_segment *seg);
+/* Registry lock held: may this process map that part of a (BAR) segment? */
+int sio__bar_access(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly);
 
 /*
  * GPU memory segments. The memory is not a file: a device model reaches it

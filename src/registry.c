@@ -100,6 +100,17 @@ void reg_dmamap_release(struct sio_fabric *f, int m)
 	reg_bump(f->reg);
 }
 
+/* Drop grants matching @dev (-1 any), @bar (-1 any) and @pid (-1 any). */
+void reg_grants_drop(struct sio_fabric *f, int dev, int bar, int pid)
+{
+	for (int i = 0; i < SIO_MAX_GRANTS; i++) {
+		struct reg_grant *g = &f->reg->grants[i];
+		if (g->used && (dev < 0 || g->dev == dev) && (bar < 0 || g->bar == bar) &&
+		    (pid < 0 || g->pid == pid))
+			memset(g, 0, sizeof(*g));
+	}
+}
+
 void reg_borrow_release(struct sio_fabric *f, int b)
 {
 	struct sio_registry *r = f->reg;
@@ -107,6 +118,11 @@ void reg_borrow_release(struct sio_fabric *f, int b)
 
 	if (!br->used)
 		return;
+	for (int bar = 0; bar < SIO_MAX_BARS; bar++)	/* its restrictions end with it */
+		if (r->devs[br->dev].restricted[bar] == b + 1) {
+			r->devs[br->dev].restricted[bar] = 0;
+			reg_grants_drop(f, br->dev, bar, -1);
+		}
 	for (int m = 0; m < SIO_MAX_DMAMAPS; m++)
 		if (r->dmamaps[m].used && r->dmamaps[m].borrow == b)
 			reg_dmamap_release(f, m);
@@ -193,6 +209,7 @@ void reg_dev_release(struct sio_fabric *f, int d)
 	for (int i = 0; i < dv->nbars; i++)
 		if (dv->bar_seg[i] >= 0)
 			reg_seg_release(f, dv->bar_seg[i], false);
+	reg_grants_drop(f, d, -1, -1);
 	dv->used = 0;
 	dv->gen = r->next_gen++;
 	reg_bump(r);
@@ -225,6 +242,11 @@ void reg_proc_release(struct sio_fabric *f, int p, bool died)
 	if (!r->procs[p].used)
 		return;
 	notify_gone(f, p, died);
+	bool last = true;	/* grants are per process, not per handle */
+	for (int o = 0; o < SIO_MAX_PROCS; o++)
+		last &= o == p || !r->procs[o].used || r->procs[o].pid != r->procs[p].pid;
+	if (last)
+		reg_grants_drop(f, -1, -1, r->procs[p].pid);
 	for (int b = 0; b < SIO_MAX_BORROWS; b++)
 		if (r->borrows[b].used && r->borrows[b].proc == p)
 			reg_borrow_release(f, b);

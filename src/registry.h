@@ -27,6 +27,7 @@
 #define SIO_MAX_WINDOWS		64	/* per adapter, upper bound of the setting */
 #define SIO_MAX_GROUPS		64
 #define SIO_MAX_SUBS		256
+#define SIO_MAX_GRANTS		1024
 #define SIO_AUTO_SEG_ID		0x10000u
 
 /* Bus address layout of every node's domain. */
@@ -93,6 +94,8 @@ struct reg_dev {
 	int32_t excl;		/* borrow slot holding it exclusively, or -1 */
 	int32_t nborrows;
 	uint64_t gen;
+	int32_t restricted[6];	/* per BAR: restricting borrow slot + 1, 0: open */
+	uint64_t public_len[6];	/* per BAR: read-only prefix open to all */
 	_Atomic uint64_t dma_faults, dma_linkdown, last_fault;
 	char name[SIO_NAME_MAX];
 	char bdf[16];
@@ -119,6 +122,14 @@ struct reg_dmamap {
 	uint64_t bus;
 	uint64_t size;
 	uint32_t rt_ns, ow_ns;
+};
+
+struct reg_grant {		/* a BAR range one process may map read-write */
+	int32_t used;
+	int32_t dev;
+	int32_t bar;
+	int32_t pid;
+	uint64_t off, len;
 };
 
 struct reg_group {
@@ -151,6 +162,7 @@ struct sio_registry {
 	struct reg_borrow borrows[SIO_MAX_BORROWS];
 	struct reg_dmamap dmamaps[SIO_MAX_DMAMAPS];
 	struct reg_group groups[SIO_MAX_GROUPS];
+	struct reg_grant grants[SIO_MAX_GRANTS];
 };
 
 struct sio_fabric;
@@ -161,6 +173,7 @@ void reg_window_put(struct sio_fabric *f, int node, int adapter, int window);
 int reg_window_index(struct sio_fabric *f, int node, int adapter, uint64_t bus);
 void reg_borrow_release(struct sio_fabric *f, int b);
 void reg_pmap_release(struct sio_fabric *f, int i);
+void reg_grants_drop(struct sio_fabric *f, int dev, int bar, int pid);
 void reg_dmamap_release(struct sio_fabric *f, int m);
 void reg_seg_release(struct sio_fabric *f, int s, bool notify);
 void reg_dev_release(struct sio_fabric *f, int d);

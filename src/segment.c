@@ -312,7 +312,8 @@ int sio_segment_map_range(struct sio_segment *seg, int adapter, uint64_t offset,
 	if (seg->kind == SIO_SEG_GPU)
 		return sio__err(EOPNOTSUPP, "GPU segment %u has no CPU mapping; reach it through CUDA", seg->id);
 	sio__lock(f);
-	if ((ret = seg_check(seg)))
+	if ((ret = seg_check(seg)) ||
+	    (ret = sio__bar_access(f, seg->slot, offset, length, flags & SIO_MAP_RDONLY)))
 		goto out;
 	if (seg->node != f->node) {
 		ret = sio__route(f, f->node, seg->node, adapter, false, false, &path);

@@ -147,6 +147,46 @@ int sio_device_map(struct sio_device *dev, struct sio_segment *seg,
 int sio_device_unmap(struct sio_device *dev, struct sio_segment *seg);
 
 /**
+ * sio_device_restrict() - confine other borrowers' CPU mappings of a BAR
+ * @dev: the borrow that owns the device's set-up (for example the NVMe
+ *	manager); it keeps full access and alone may grant
+ * @bar: BAR index
+ * @public_len: page-aligned bytes from offset 0 that any borrower may map
+ *	read-only (an NVMe controller's register page), 0 for none
+ *
+ * From then on, another process maps the BAR only within @public_len
+ * read-only or within ranges granted to it (sio_device_grant()); anything
+ * else fails with -EACCES. The restriction ends when @dev is returned or
+ * its process dies. The vfio backend does not support it (-EOPNOTSUPP).
+ */
+int sio_device_restrict(struct sio_device *dev, int bar, uint64_t public_len);
+
+/**
+ * sio_device_grant() - let one process map a range of a restricted BAR
+ * @dev: the borrow that restricted the BAR
+ * @pid: the process (as seen by the fabric: sio_event.pid, a client's pid)
+ * @bar: BAR index
+ * @offset: page-aligned start
+ * @length: page-aligned bytes; mapped read-write by the grantee
+ * Return: 0, -EPERM if @dev did not restrict @bar, -ENOSPC when the
+ * fabric's grant table is full.
+ */
+int sio_device_grant(struct sio_device *dev, int pid, int bar, uint64_t offset,
+		     uint64_t length);
+
+/**
+ * sio_device_revoke() - withdraw a grant made with sio_device_grant()
+ * @dev: the borrow that restricted the BAR
+ * @pid: the grantee
+ * @bar: BAR index
+ * @offset: start of the granted range
+ *
+ * Mappings already made stay until unmapped; revoke before re-granting the
+ * range to someone else only after the old holder is gone or has let go.
+ */
+int sio_device_revoke(struct sio_device *dev, int pid, int bar, uint64_t offset);
+
+/**
  * sio_device_use_adapter() - choose the lender adapter for later mappings
  * @dev: borrow handle
  * @adapter: adapter index of the lender, or -1 for the first one whose

@@ -277,3 +277,70 @@ Test(device, two_paths_share_no_link)
 	sio_fabric_close(l);
 	sio_fabric_destroy(name);
 }
+
+Test(device, restricted_bar_grants_ranges_per_process)
+{
+	struct sio_fabric_config c = { .nodes = 3 };
+	const char *name = test_fabric("restrict", &c);
+	struct sio_fabric *l = join(name, 0), *m = join(name, 1);
+	struct sio_device_desc d = { .class_code = 0x010802, .nbars = 1, .bar_size = { 4 * 4096 } };
+	struct sio_devreg *reg;
+	struct sio_device *owner;
+	int ready[2], verdict[2];
+
+	cr_assert_eq(sio_device_register(l, &d, &reg), 0);
+	cr_assert_eq(sio_device_borrow(m, sio_devreg_id(reg), SIO_BORROW_EXCLUSIVE, &owner), 0);
+	cr_assert_eq(sio_device_restrict(owner, 0, 4096), 0);
+	cr_assert_eq(sio_device_restrict(owner, 3, 4096), -ENOENT);
+	cr_assert_eq(sio_device_restrict(owner, 0, 100), -EINVAL);
+	cr_assert_eq(sio_device_downgrade(owner), 0);
+	cr_assert_eq(pipe(ready), 0);
+	cr_assert_eq(pipe(verdict), 0);
+	pid_t pid = fork();
+	if (pid == 0) {	/* another process on node 2 */
+		struct sio_fabric *g;
+		struct sio_device *dev;
+		struct sio_segment *s[5];
+		void *v;
+		char b, res[5];
+		if (sio_fabric_open(name, 2, &g) || sio_device_borrow(g, sio_devreg_id(reg), 0, &dev))
+			_exit(1);
+		for (int i = 0; i < 5; i++)
+			if (sio_device_bar(dev, 0, &s[i]))
+				_exit(2);
+		res[0] = sio_segment_map(s[0], &v) == -EACCES;			/* whole BAR */
+		res[1] = sio_segment_map_range(s[1], -1, 0, 4096, SIO_MAP_RDONLY, &v) == 0;
+		res[2] = sio_segment_map_range(s[2], -1, 0, 4096, 0, &v) == -EACCES;	/* writable regs */
+		if (write(ready[1], "r", 1) != 1 || read(verdict[0], &b, 1) != 1)	/* parent grants */
+			_exit(3);
+		res[3] = sio_segment_map_range(s[3], -1, 2 * 4096, 4096, 0, &v) == 0;
+		res[4] = sio_segment_map_range(s[4], -1, 3 * 4096, 4096, 0, &v) == -EACCES;
+		_exit(res[0] && res[1] && res[2] && res[3] && res[4] ? 0 : 10 + (res[0] | res[1] << 1 |
+		      res[2] << 2 | res[3] << 3 | res[4] << 4));
+	}
+	char b;
+	cr_assert_eq(read(ready[0], &b, 1), 1);
+	cr_assert_eq(sio_device_grant(owner, pid, 0, 2 * 4096, 4096), 0);
+	cr_assert_eq(sio_device_grant(owner, pid, 0, 3 * 4096, 8192), -EINVAL, "past the BAR's end");
+	cr_assert_eq(write(verdict[1], "g", 1), 1);
+	int st;
+	waitpid(pid, &st, 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child verdict %d", WEXITSTATUS(st));
+	cr_assert_eq(sio_device_revoke(owner, pid, 0, 2 * 4096), 0);
+	cr_assert_eq(sio_device_revoke(owner, pid, 0, 2 * 4096), -ENOENT);
+	/* the owner's own mappings are unrestricted; returning it lifts the restriction */
+	struct sio_segment *bar;
+	void *v;
+	cr_assert_eq(sio_device_bar(owner, 0, &bar), 0);
+	cr_assert_eq(sio_segment_map(bar, &v), 0);
+	sio_segment_remove(bar);
+	sio_device_return(owner);
+	struct sio_device *other;
+	cr_assert_eq(sio_device_borrow(l, sio_devreg_id(reg), 0, &other), 0);
+	cr_assert_eq(sio_device_grant(other, 1234, 0, 0, 4096), -EPERM, "only the restricting borrow grants");
+	sio_device_return(other);
+	sio_device_unregister(reg);
+	sio_fabric_close(m);
+	sio_fabric_close(l);
+	sio_fabric_destroy(name);
+}
