@@ -31,7 +31,11 @@ struct sio_nvme_client {
 	int32_t mgr_pid;
 	pthread_mutex_t lock;		/* one mailbox request at a time */
 	struct sio_segment *bar0;
-	volatile uint8_t *regs;
+	volatile uint8_t *regs;		/* BAR0, or only its register page (read-only) */
+	/* Doorbells a page or more apart: each queue pair maps its own pages
+	 * (the manager grants them to this process), not the whole BAR. */
+	bool confined;
+	uint32_t db_stride;		/* bytes between doorbells, 4 << CAP.DSTRD */
 	struct sio_segment *scratch;	/* admin data lands here */
 	void *scratch_va;
 	struct sio_nvme_ctrl_info ci;
@@ -75,6 +79,8 @@ struct qpair {
 	struct cmdrec *rec;		/* per cid, multipath only */
 	struct sio_device *dev;		/* the borrow its memory is mapped for */
 	int path;
+	struct sio_segment *db_seg;	/* its own doorbell pages, when confined */
+	uint32_t db_sink[2];		/* doorbells point here once unmapped */
 	bool live;			/* exists in the controller */
 	struct sio_segment *sq_seg, *cq_seg;	/* sq_seg NULL: in cq_seg or CMB */
 	uint64_t sq_seg_bus, cq_seg_bus;
@@ -127,6 +133,8 @@ int sio_nvme_buf_second_path(struct sio_nvme_ioq *q, struct sio_nvme_buf *buf);
 
 /* ioq.c: have @p's queues created over its memory; the host's view anew. */
 int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p);
+/* ioq.c: let go of @p's doorbells and have the manager delete it. */
+int sio_nvme_qpair_delete(struct sio_nvme_ioq *q, struct qpair *p);
 
 /* io.c: take @p's completions; end everything in flight and fail the queue. */
 int sio_nvme_qpair_reap(struct sio_nvme_ioq *q, struct qpair *p, uint32_t max, bool ring);

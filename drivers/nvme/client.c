@@ -155,6 +155,44 @@ static int claim_slot(struct sio_nvme_client *cl)
 			    SIO_NVME_MBOX_SLOTS);
 }
 
+/*
+ * BAR0. With doorbells a page or more apart (CAP.DSTRD >= 10) the manager
+ * confines BAR0: this process maps the register page read-only (for CSTS)
+ * and, per queue pair, that queue's doorbell pages (ioq.c). With a smaller
+ * stride (QEMU, real SSDs) queues share doorbell pages, no mapping can keep
+ * them apart, and the whole BAR is mapped; the manager's ownership checks
+ * on requests are then the protection.
+ */
+static int map_registers(struct sio_nvme_client *cl)
+{
+	void *va;
+	int ret;
+
+	cl->db_stride = 4u << cl->ci.dstrd;
+	ret = sio_device_bar(cl->dev, 0, &cl->bar0);
+	if (ret)
+		return sio_nvme_err_lib(ret, "cannot reach BAR0 of device %u", cl->dinfo.id);
+	if (cl->db_stride >= SIO_NVME_CONFINE_PAGE) {
+		ret = sio_segment_map_range(cl->bar0, -1, 0, SIO_NVME_CONFINE_PAGE,
+					    SIO_MAP_RDONLY, &va);
+		if (!ret) {
+			cl->confined = true;
+			cl->regs = va;
+			return 0;
+		}
+		/* Real devices' BARs are mapped whole (vfio); so be it. */
+		if (ret != -EOPNOTSUPP)
+			return sio_nvme_err_lib(ret, "cannot map the register page of "
+						"device %u read-only", cl->dinfo.id);
+	}
+	ret = sio_segment_map(cl->bar0, &va);
+	if (ret)
+		return sio_nvme_err_lib(ret, "cannot map the doorbells (BAR0) of device %u",
+					cl->dinfo.id);
+	cl->regs = va;
+	return 0;
+}
+
 int sio_nvme_client_open(struct sio_fabric *f, int64_t device, struct sio_nvme_client **out)
 {
 	struct sio_nvme_client *cl;
@@ -163,7 +201,6 @@ int sio_nvme_client_open(struct sio_fabric *f, int64_t device, struct sio_nvme_c
 	struct sio_nvme_errsave es;
 	struct sio_nvme_backoff b;
 	uint64_t deadline;
-	void *va;
 	int ret;
 
 	if (!f || !out)
@@ -217,15 +254,9 @@ int sio_nvme_client_open(struct sio_fabric *f, int64_t device, struct sio_nvme_c
 	if (ret)
 		goto fail;
 
-	ret = sio_device_bar(cl->dev, 0, &cl->bar0);
-	if (!ret)
-		ret = sio_segment_map(cl->bar0, &va);
-	if (ret) {
-		ret = sio_nvme_err_lib(ret, "cannot map the doorbells (BAR0) of device %u",
-				       cl->dinfo.id);
+	ret = map_registers(cl);
+	if (ret)
 		goto fail;
-	}
-	cl->regs = va;
 	ret = sio_segment_create(f, 0, 8192, 0, &cl->scratch);
 	if (!ret)
 		ret = sio_segment_map(cl->scratch, &cl->scratch_va);
@@ -263,7 +294,7 @@ void sio_nvme_client_close(struct sio_nvme_client *cl)
 	if (cl->scratch)
 		sio_segment_remove(cl->scratch);
 	if (cl->bar0)
-		sio_segment_unmap(cl->bar0);
+		sio_segment_remove(cl->bar0);
 	if (cl->bar0_2)
 		sio_segment_remove(cl->bar0_2);
 	sio_device_return(cl->dev2);

@@ -147,11 +147,67 @@ static uint64_t align_page(uint64_t v)
 	return (v + 4095) & ~4095ull;
 }
 
+/*
+ * Point @p's doorbells at qid's. Confined (a doorbell stride of a page or
+ * more), the queue pair maps just its SQ tail and CQ head doorbell pages,
+ * which the manager granted this process, through its own handle on BAR0
+ * and its path's adapter; other queues' doorbells stay out of reach.
+ * Otherwise doorbells of different queues share pages and the whole BAR0
+ * mapping serves, as no mapping could tell them apart.
+ */
+static int qpair_doorbells(struct sio_nvme_ioq *q, struct qpair *p, uint16_t qid)
+{
+	struct sio_nvme_client *cl = q->cl;
+	uint32_t dstrd = cl->ci.dstrd;
+	uint64_t sq_off = sio_nvme_doorbell_offset(qid, 0, dstrd);
+	uint64_t cq_off = sio_nvme_doorbell_offset(qid, 1, dstrd);
+	volatile uint8_t *base;
+	void *va;
+	int ret;
+
+	if (!cl->confined) {
+		base = p->path ? cl->regs2 : cl->regs;
+		p->q.sq_db = (volatile uint32_t *)(base + sq_off);
+		p->q.cq_db = (volatile uint32_t *)(base + cq_off);
+		return 0;
+	}
+	ret = sio_device_bar(p->dev, 0, &p->db_seg);
+	if (ret)
+		return sio_nvme_err_lib(ret, "cannot reach BAR0 of device %u", cl->dinfo.id);
+	/* [SQ doorbell, next queue's SQ doorbell): both pages of this qid. */
+	ret = sio_segment_map_range(p->db_seg, p->path ? p->path : -1, sq_off,
+				    2ull * cl->db_stride, 0, &va);
+	if (ret) {
+		ret = sio_nvme_err_lib(ret, "cannot map the doorbell pages of queue %u "
+				       "(BAR0 0x%llx+0x%x)", qid, (unsigned long long)sq_off,
+				       2 * cl->db_stride);
+		sio_segment_remove(p->db_seg);
+		p->db_seg = NULL;
+		return ret;
+	}
+	p->q.sq_db = (volatile uint32_t *)va;
+	p->q.cq_db = (volatile uint32_t *)((uint8_t *)va + (cq_off - sq_off));
+	return 0;
+}
+
+static void qpair_doorbells_unmap(struct qpair *p)
+{
+	if (!p->db_seg)
+		return;
+	/* A stray ring after this lands in memory of our own, not a fault. */
+	p->q.sq_db = &p->db_sink[0];
+	p->q.cq_db = &p->db_sink[1];
+	sio_segment_unmap(p->db_seg);
+	sio_segment_remove(p->db_seg);
+	p->db_seg = NULL;
+}
+
 static void qpair_free(struct sio_nvme_client *cl, struct qpair *p)
 {
 	struct sio_nvme_mbox_req req;
 	struct sio_nvme_mbox_resp resp;
 
+	qpair_doorbells_unmap(p);
 	if (p->sq_seg) {
 		sio_device_unmap(p->dev, p->sq_seg);
 		sio_segment_remove(p->sq_seg);
@@ -182,7 +238,7 @@ static int ioq_delete_free(struct sio_nvme_ioq *q)
 	for (p = 0; p < 2; p++) {
 		if (!q->qp[p].live)
 			continue;
-		r = sio_nvme_ioq_delete_at(q->cl, q->qp[p].q.qid);
+		r = sio_nvme_qpair_delete(q, &q->qp[p]);
 		if (r && !ret)
 			ret = r;
 	}
@@ -199,20 +255,31 @@ static int ioq_delete_free(struct sio_nvme_ioq *q)
  * has, and point the host's view of them there, as new. */
 int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p)
 {
-	volatile uint8_t *regs = p->path ? q->cl->regs2 : q->cl->regs;
-	uint32_t dstrd = q->cl->ci.dstrd;
+	struct sio_nvme_errsave es;
 	uint16_t qid;
 	int ret;
 
 	ret = sio_nvme_ioq_create_at(q->cl, p->sq_bus, p->cq_bus, q->depth, q->prio, &qid);
 	if (ret)
 		return ret;
-	sio_nvme_queue_init(&p->q, qid, q->depth, p->sq_va, p->cq_va,
-			    (volatile uint32_t *)(regs + sio_nvme_doorbell_offset(qid, 0, dstrd)),
-			    (volatile uint32_t *)(regs + sio_nvme_doorbell_offset(qid, 1, dstrd)),
+	sio_nvme_queue_init(&p->q, qid, q->depth, p->sq_va, p->cq_va, NULL, NULL,
 			    p->cids, p->cookies, p->busy);
+	ret = qpair_doorbells(q, p, qid);
+	if (ret) {
+		sio_nvme_err_save(&es);
+		sio_nvme_ioq_delete_at(q->cl, qid);
+		return sio_nvme_err_restore(&es, ret);
+	}
 	p->live = true;
 	return 0;
+}
+
+int sio_nvme_qpair_delete(struct sio_nvme_ioq *q, struct qpair *p)
+{
+	/* Unmapped first: the manager revokes the grant when it deletes. */
+	qpair_doorbells_unmap(p);
+	p->live = false;
+	return sio_nvme_ioq_delete_at(q->cl, p->q.qid);
 }
 
 /* Place and map one queue pair's memory for @p->dev, and create it. */

@@ -34,6 +34,12 @@ struct sio_nvme_manager {
 	struct sio_nvme_mbox *mb;
 	int *qowner;		/* per qid: owning slot or -1 */
 	int32_t *qpid;		/* per qid: owner's pid when created */
+	/* BAR0 confined: per qid, the process last granted its doorbell pages
+	 * (0: none). A revoked grant does not undo a mapping, so a qid goes to
+	 * another process only once that one is gone. */
+	int32_t *dbpid;
+	bool confined;
+	uint32_t db_stride;
 	struct cmb_alloc cmb[CMB_MAX_ALLOCS];
 	uint32_t last_doorbell;
 	uint64_t last_reap, last_pidcheck;
@@ -110,6 +116,33 @@ static int publish(struct sio_nvme_manager *m)
 	return 0;
 }
 
+/*
+ * Confine BAR0 when each queue's doorbells have pages of their own (a
+ * stride of a page or more): other processes may then map the register
+ * page read-only and the doorbell pages of their own queues, nothing else,
+ * so a client can neither ring another's queues nor reset the controller.
+ * With a smaller stride (QEMU, real SSDs: DSTRD 0) doorbells of different
+ * queues share a page and no mapping can keep them apart; the ownership
+ * checks on mailbox requests are then the protection.
+ */
+static int confine(struct sio_nvme_manager *m)
+{
+	int ret;
+
+	m->db_stride = 4u << m->ci->dstrd;
+	if (m->db_stride < SIO_NVME_CONFINE_PAGE)
+		return 0;
+	ret = sio_device_restrict(m->dev, 0, SIO_NVME_CONFINE_PAGE);
+	if (ret == -EOPNOTSUPP) {
+		mlog(m, "BAR0 cannot be confined on this backend: clients map it whole");
+		return 0;
+	}
+	if (ret)
+		return sio_nvme_err_lib(ret, "cannot confine BAR0 of device %u", m->dinfo.id);
+	m->confined = true;
+	return 0;
+}
+
 int sio_nvme_manager_start(struct sio_fabric *f, int64_t device,
 			   const struct sio_nvme_manager_opts *opts,
 			   struct sio_nvme_manager **out)
@@ -151,7 +184,8 @@ int sio_nvme_manager_start(struct sio_fabric *f, int64_t device,
 
 	m->qowner = malloc(sizeof(int) * (m->ci->io_queues + 1));
 	m->qpid = calloc(m->ci->io_queues + 1, sizeof(int32_t));
-	if (!m->qowner || !m->qpid) {
+	m->dbpid = calloc(m->ci->io_queues + 1, sizeof(int32_t));
+	if (!m->qowner || !m->qpid || !m->dbpid) {
 		ret = sio_nvme_err(ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -176,6 +210,10 @@ int sio_nvme_manager_start(struct sio_fabric *f, int64_t device,
 		goto fail;
 	}
 	m->mb = va;
+	/* While the borrow is exclusive, so no one maps BAR0 unconfined. */
+	ret = confine(m);
+	if (ret)
+		goto fail;
 	ret = sio_device_downgrade(m->dev);
 	if (ret) {
 		ret = sio_nvme_err_lib(ret, "cannot share device %u", m->dinfo.id);
@@ -184,17 +222,42 @@ int sio_nvme_manager_start(struct sio_fabric *f, int64_t device,
 	publish(m);
 	m->last_reap = m->last_pidcheck = sio_nvme_now_ns();
 	mlog(m, "device %u (%s, %s) on node %d: %u I/O queue pairs of up to %u "
-	     "entries, %u namespace(s), max transfer %u KiB%s; mailbox segment 0x%x "
+	     "entries, %u namespace(s), max transfer %u KiB%s%s; mailbox segment 0x%x "
 	     "on node %d", m->dinfo.id, m->ci->mn, m->ci->sn, m->dinfo.lender,
 	     m->ci->io_queues, m->ci->mqes, m->ci->nn, m->ci->max_xfer / 1024,
-	     m->ci->cmb.size ? ", CMB enabled" : "", SIO_NVME_MBOX_SEGID(m->dinfo.id),
-	     sio_fabric_node_id(f));
+	     m->ci->cmb.size ? ", CMB enabled" : "",
+	     m->confined ? ", BAR0 confined (each client maps its own doorbell pages)" : "",
+	     SIO_NVME_MBOX_SEGID(m->dinfo.id), sio_fabric_node_id(f));
 	*out = m;
 	return 0;
 fail:
 	sio_nvme_err_save(&es);
 	sio_nvme_manager_stop(m);
 	return sio_nvme_err_restore(&es, ret);
+}
+
+static uint64_t db_offset(const struct sio_nvme_manager *m, uint32_t qid)
+{
+	return sio_nvme_doorbell_offset((uint16_t)qid, 0, m->ci->dstrd);
+}
+
+static bool pid_alive(int32_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH);
+}
+
+/* Withdraw the grant of qid's doorbell pages (its owner keeps them in
+ * dbpid until it is gone). */
+static void revoke_doorbells(struct sio_nvme_manager *m, uint32_t qid)
+{
+	int ret;
+
+	if (!m->confined || !m->dbpid[qid])
+		return;
+	ret = sio_device_revoke(m->dev, m->dbpid[qid], 0, db_offset(m, qid));
+	if (ret)
+		mlog(m, "cannot revoke the doorbells of queue %u from pid %d: %s", qid,
+		     (int)m->dbpid[qid], sio_errmsg());
 }
 
 /* Delete what a slot holds: its queues and its CMB ranges. */
@@ -207,6 +270,7 @@ static int release_slot(struct sio_nvme_manager *m, int s)
 		if (m->qowner[q] != s)
 			continue;
 		sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)q);
+		revoke_doorbells(m, q);
 		m->qowner[q] = -1;
 		m->st.queues--;
 		n++;
@@ -307,11 +371,58 @@ static int from_ctrl(struct sio_nvme_manager *m, struct sio_nvme_mbox_resp *r, i
 	return ret;
 }
 
+/* A free qid for @pid: confined, not one whose doorbell pages another live
+ * process may still have mapped. Return: the qid, or 0 (@held says whether
+ * free ones exist but are held so). */
+static uint32_t pick_qid(struct sio_nvme_manager *m, int32_t pid, bool *held)
+{
+	uint32_t qid;
+
+	*held = false;
+	for (qid = 1; qid <= m->ci->io_queues; qid++) {
+		if (m->qowner[qid] >= 0)
+			continue;
+		if (!m->confined || !m->dbpid[qid] || m->dbpid[qid] == pid)
+			return qid;
+		if (!pid_alive(m->dbpid[qid])) {
+			m->dbpid[qid] = 0;
+			return qid;
+		}
+		*held = true;
+	}
+	return 0;
+}
+
+/* Let @pid map qid's SQ tail and CQ head doorbell pages, read-write: the
+ * range up to the next queue's SQ doorbell, which is qid's alone. */
+static int grant_doorbells(struct sio_nvme_manager *m, uint32_t qid, int32_t pid,
+			   struct sio_nvme_mbox_resp *r)
+{
+	int ret;
+
+	if (!m->confined)
+		return 0;
+	if (m->dbpid[qid] && m->dbpid[qid] != pid)
+		revoke_doorbells(m, qid);	/* a dead process's, to be sure */
+	ret = sio_device_grant(m->dev, pid, 0, db_offset(m, qid), 2ull * m->db_stride);
+	if (ret) {
+		snprintf(r->msg, sizeof(r->msg), "cannot grant the doorbells of queue %u: %s",
+			 qid, sio_errmsg());
+		r->err = ret;
+		m->st.refused++;
+		return ret;
+	}
+	m->dbpid[qid] = pid;
+	return 0;
+}
+
 static int op_create_qp(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox_req *q,
 			struct sio_nvme_mbox_resp *r)
 {
 	uint32_t qid, page = m->ci->page_size;
+	int32_t pid = __atomic_load_n(&m->mb->slots[s].pid, __ATOMIC_ACQUIRE);
 	uint16_t st = 0;
+	bool held;
 	int ret;
 
 	if (q->qsize < 2 || q->qsize > m->ci->mqes)
@@ -322,18 +433,26 @@ static int op_create_qp(struct sio_nvme_manager *m, int s, const struct sio_nvme
 			      "%u-byte aligned", page);
 	if (q->cdw10 > 3)
 		return refuse(m, r, EINVAL, "SQ priority %u out of range 0..3", q->cdw10);
-	for (qid = 1; qid <= m->ci->io_queues; qid++)
-		if (m->qowner[qid] < 0)
-			break;
-	if (qid > m->ci->io_queues)
+	if (m->confined && pid <= 0)
+		return refuse(m, r, EINVAL, "mailbox slot %d names no process", s);
+	qid = pick_qid(m, pid, &held);
+	if (!qid && held)
+		return refuse(m, r, ENOSPC, "no I/O queue pair left: the free ones' "
+			      "doorbells were granted to processes still running");
+	if (!qid)
 		return refuse(m, r, ENOSPC, "no I/O queue pair left: the controller has "
 			      "%u and all are taken", m->ci->io_queues);
 	ret = sio_nvme_ctrl_create_qpair(m->ctrl, (uint16_t)qid, q->qsize, q->bus1,
 					 q->bus2, q->cdw10, &st);
 	if (ret)
 		return from_ctrl(m, r, ret, st);
+	ret = grant_doorbells(m, qid, pid, r);
+	if (ret) {
+		sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)qid);
+		return ret;
+	}
 	m->qowner[qid] = s;
-	m->qpid[qid] = m->mb->slots[s].pid;
+	m->qpid[qid] = pid;
 	m->st.queues++;
 	r->qid = (uint16_t)qid;
 	return 0;
@@ -350,6 +469,7 @@ static int op_delete_qp(struct sio_nvme_manager *m, int s, const struct sio_nvme
 	if (m->qowner[q->qid] != s)
 		return refuse(m, r, EPERM, "queue %u is not yours", q->qid);
 	ret = sio_nvme_ctrl_delete_qpair(m->ctrl, q->qid);
+	revoke_doorbells(m, q->qid);
 	m->qowner[q->qid] = -1;
 	m->st.queues--;
 	return from_ctrl(m, r, ret, 0);
@@ -597,5 +717,6 @@ void sio_nvme_manager_stop(struct sio_nvme_manager *m)
 	sio_device_return(m->dev);
 	free(m->qowner);
 	free(m->qpid);
+	free(m->dbpid);
 	free(m);
 }

@@ -19,11 +19,12 @@ bool sio_nvme_path_links_up(struct sio_nvme_client *cl, int a)
 }
 
 /* The second path of a multipath client: a borrow through adapter 1 and the
- * doorbells mapped through this node's adapter 1. */
+ * doorbells mapped through this node's adapter 1 (the whole BAR0 here, or,
+ * confined, each backup queue pair's own doorbell pages as it is made). */
 int sio_nvme_client_second_path(struct sio_nvme_client *cl)
 {
 	struct sio_topology t;
-	void *va;
+	void *va = NULL;
 	int ret;
 
 	if (cl->dev2)
@@ -41,9 +42,9 @@ int sio_nvme_client_second_path(struct sio_nvme_client *cl)
 	ret = sio_device_use_adapter(cl->dev2, 1);
 	if (!ret)
 		ret = sio_device_use_adapter(cl->dev, 0);
-	if (!ret)
+	if (!ret && !cl->confined)
 		ret = sio_device_bar(cl->dev2, 0, &cl->bar0_2);
-	if (!ret)
+	if (!ret && !cl->confined)
 		ret = sio_segment_map_adapter(cl->bar0_2, 1, &va);
 	if (ret) {
 		ret = sio_nvme_err_lib(ret, "cannot set up the second path to device %u",
@@ -54,7 +55,7 @@ int sio_nvme_client_second_path(struct sio_nvme_client *cl)
 		cl->dev2 = NULL;
 		return ret;
 	}
-	cl->regs2 = va;
+	cl->regs2 = cl->confined ? NULL : va;
 	return 0;
 }
 
@@ -93,8 +94,7 @@ static void path_down(struct sio_nvme_ioq *q, struct qpair *p, bool timed_out)
 		return;
 	sio_nvme_qpair_reap(q, p, 0, true);
 	/* On failure (the manager gone) there is no one left to ask. */
-	(void)sio_nvme_ioq_delete_at(q->cl, p->q.qid);
-	p->live = false;
+	(void)sio_nvme_qpair_delete(q, p);
 	/* Completions posted while it drained, through a link that works. */
 	sio_nvme_qpair_reap(q, p, 0, false);
 	for (cid = 0; cid < p->q.nslots; cid++) {

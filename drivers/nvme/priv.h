@@ -9,6 +9,14 @@
 #include <time.h>
 #include <smartio/nvme/ctrl.h>
 
+/*
+ * With doorbells at least a page apart (CAP.DSTRD >= 10 on 4 KiB pages) each
+ * queue's doorbells have pages of their own: the manager confines BAR0 to
+ * its register page (read-only for others) plus, per client, the doorbell
+ * pages of its queues, and the client maps just those.
+ */
+#define SIO_NVME_CONFINE_PAGE	4096u
+
 /* Set the thread's driver error message and return -err. */
 int sio_nvme_err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Same, appending libsmartio's own message (for a failed library call). */
