@@ -79,7 +79,7 @@ struct qpair {
 	struct cmdrec *rec;		/* per cid, multipath only */
 	struct sio_device *dev;		/* the borrow its memory is mapped for */
 	int path;
-	struct sio_segment *db_seg;	/* its own doorbell pages, when confined */
+	struct sio_nvme_doorbells db;	/* db.seg: its own doorbell pages (confined) */
 	uint32_t db_sink[2];		/* doorbells point here once unmapped */
 	bool live;			/* exists in the controller */
 	struct sio_segment *sq_seg, *cq_seg;	/* sq_seg NULL: in cq_seg or CMB */

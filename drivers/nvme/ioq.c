@@ -148,58 +148,78 @@ static uint64_t align_page(uint64_t v)
 }
 
 /*
- * Point @p's doorbells at qid's. Confined (a doorbell stride of a page or
- * more), the queue pair maps just its SQ tail and CQ head doorbell pages,
- * which the manager granted this process, through its own handle on BAR0
- * and its path's adapter; other queues' doorbells stay out of reach.
- * Otherwise doorbells of different queues share pages and the whole BAR0
- * mapping serves, as no mapping could tell them apart.
+ * Map qid's doorbells through @dev and @path's adapter. Confined (a doorbell
+ * stride of a page or more), just its SQ tail and CQ head doorbell pages,
+ * which the manager granted this process, through a BAR0 handle of their
+ * own: the range up to the next queue's SQ doorbell, qid's alone. Otherwise
+ * doorbells of different queues share pages, no mapping could tell them
+ * apart, and the whole-BAR0 mapping serves.
  */
-static int qpair_doorbells(struct sio_nvme_ioq *q, struct qpair *p, uint16_t qid)
+static int doorbells_map(struct sio_nvme_client *cl, struct sio_device *dev, int path,
+			 uint16_t qid, struct sio_nvme_doorbells *out)
 {
-	struct sio_nvme_client *cl = q->cl;
 	uint32_t dstrd = cl->ci.dstrd;
 	uint64_t sq_off = sio_nvme_doorbell_offset(qid, 0, dstrd);
 	uint64_t cq_off = sio_nvme_doorbell_offset(qid, 1, dstrd);
+	struct sio_segment_info si;
 	volatile uint8_t *base;
-	void *va;
 	int ret;
 
+	memset(out, 0, sizeof(*out));
+	if (!qid || qid > cl->ci.io_queues)
+		return sio_nvme_err(EINVAL, "queue id %u out of range 1..%u", qid,
+				    cl->ci.io_queues);
 	if (!cl->confined) {
-		base = p->path ? cl->regs2 : cl->regs;
-		p->q.sq_db = (volatile uint32_t *)(base + sq_off);
-		p->q.cq_db = (volatile uint32_t *)(base + cq_off);
+		base = path ? cl->regs2 : cl->regs;
+		out->sq_db = (volatile uint32_t *)(base + sq_off);
+		out->cq_db = (volatile uint32_t *)(base + cq_off);
+		out->va = (void *)base;
+		out->len = sio_segment_info(path ? cl->bar0_2 : cl->bar0, &si) ? 0 : si.size;
 		return 0;
 	}
-	ret = sio_device_bar(p->dev, 0, &p->db_seg);
+	ret = sio_device_bar(dev, 0, &out->seg);
 	if (ret)
 		return sio_nvme_err_lib(ret, "cannot reach BAR0 of device %u", cl->dinfo.id);
-	/* [SQ doorbell, next queue's SQ doorbell): both pages of this qid. */
-	ret = sio_segment_map_range(p->db_seg, p->path ? p->path : -1, sq_off,
-				    2ull * cl->db_stride, 0, &va);
+	ret = sio_segment_map_range(out->seg, path ? path : -1, sq_off, 2ull * cl->db_stride,
+				    0, &out->va);
 	if (ret) {
 		ret = sio_nvme_err_lib(ret, "cannot map the doorbell pages of queue %u "
 				       "(BAR0 0x%llx+0x%x)", qid, (unsigned long long)sq_off,
 				       2 * cl->db_stride);
-		sio_segment_remove(p->db_seg);
-		p->db_seg = NULL;
+		sio_segment_remove(out->seg);
+		memset(out, 0, sizeof(*out));
 		return ret;
 	}
-	p->q.sq_db = (volatile uint32_t *)va;
-	p->q.cq_db = (volatile uint32_t *)((uint8_t *)va + (cq_off - sq_off));
+	out->len = 2ull * cl->db_stride;
+	out->sq_db = (volatile uint32_t *)out->va;
+	out->cq_db = (volatile uint32_t *)((uint8_t *)out->va + (cq_off - sq_off));
 	return 0;
+}
+
+int sio_nvme_client_doorbells(struct sio_nvme_client *cl, uint16_t qid,
+			      struct sio_nvme_doorbells *out)
+{
+	if (!cl || !out)
+		return sio_nvme_err(EINVAL, "sio_nvme_client_doorbells: NULL argument");
+	return doorbells_map(cl, cl->dev, 0, qid, out);
+}
+
+void sio_nvme_client_doorbells_unmap(struct sio_nvme_doorbells *db)
+{
+	if (!db)
+		return;
+	sio_segment_remove(db->seg);	/* unmaps */
+	memset(db, 0, sizeof(*db));
 }
 
 static void qpair_doorbells_unmap(struct qpair *p)
 {
-	if (!p->db_seg)
+	if (!p->db.seg)
 		return;
 	/* A stray ring after this lands in memory of our own, not a fault. */
 	p->q.sq_db = &p->db_sink[0];
 	p->q.cq_db = &p->db_sink[1];
-	sio_segment_unmap(p->db_seg);
-	sio_segment_remove(p->db_seg);
-	p->db_seg = NULL;
+	sio_nvme_client_doorbells_unmap(&p->db);
 }
 
 static void qpair_free(struct sio_nvme_client *cl, struct qpair *p)
@@ -264,12 +284,14 @@ int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p)
 		return ret;
 	sio_nvme_queue_init(&p->q, qid, q->depth, p->sq_va, p->cq_va, NULL, NULL,
 			    p->cids, p->cookies, p->busy);
-	ret = qpair_doorbells(q, p, qid);
+	ret = doorbells_map(q->cl, p->dev, p->path, qid, &p->db);
 	if (ret) {
 		sio_nvme_err_save(&es);
 		sio_nvme_ioq_delete_at(q->cl, qid);
 		return sio_nvme_err_restore(&es, ret);
 	}
+	p->q.sq_db = p->db.sq_db;
+	p->q.cq_db = p->db.cq_db;
 	p->live = true;
 	return 0;
 }

@@ -35,6 +35,19 @@
  * A multipath queue reads the fabric handle's events (sio_event_read()):
  * an application that also wants them should use a fabric handle of its
  * own.
+ *
+ * Confinement: when the controller's doorbells are at least a page apart
+ * (CAP.DSTRD >= 10 on 4 KiB pages, e.g. nvme-emu --dstrd 10) every queue's
+ * doorbells have pages of their own. The manager then restricts BAR0: a
+ * client's process may map the register page read-only and the doorbell
+ * pages of the queues it was given, nothing else, so it can neither ring
+ * another client's queues nor write CC to reset the controller; mapping
+ * anything else of BAR0 fails with -EACCES. The client maps just those
+ * (sio_nvme_client_doorbells() does it for queues made with
+ * sio_nvme_ioq_create_at()). With a smaller stride (QEMU, real SSDs:
+ * DSTRD 0) doorbells of different queues share a page, which no mapping
+ * can split: every client maps BAR0 whole, and the manager's ownership
+ * checks on requests are the only protection.
  */
 
 #include <stdbool.h>
@@ -288,6 +301,46 @@ int sio_nvme_ioq_create_at(struct sio_nvme_client *cl, uint64_t sq_bus, uint64_t
  * client does not own.
  */
 int sio_nvme_ioq_delete_at(struct sio_nvme_client *cl, uint16_t qid);
+
+/**
+ * struct sio_nvme_doorbells - one queue pair's doorbells, mapped here
+ * @sq_db: SQ tail doorbell
+ * @cq_db: CQ head doorbell
+ * @va: start of the mapping that holds them (page aligned)
+ * @len: its bytes (for registering it with CUDA, say)
+ * @seg: the mapping's own BAR0 handle; NULL when the client's whole-BAR0
+ *	mapping serves (doorbells less than a page apart)
+ */
+struct sio_nvme_doorbells {
+	volatile uint32_t *sq_db;
+	volatile uint32_t *cq_db;
+	void *va;
+	uint64_t len;
+	struct sio_segment *seg;
+};
+
+/**
+ * sio_nvme_client_doorbells() - map the doorbells of a queue pair made with
+ *	sio_nvme_ioq_create_at()
+ * @cl: client
+ * @qid: its queue id
+ * @out: filled in
+ *
+ * Confined (doorbells a page or more apart), maps only that queue's SQ tail
+ * and CQ head doorbell pages, which the manager granted this process;
+ * otherwise points into the client's mapping of the whole BAR0. Release
+ * with sio_nvme_client_doorbells_unmap() before sio_nvme_ioq_delete_at().
+ * Return: 0; -EINVAL for an id out of range; -EACCES for a queue whose
+ * doorbells were not granted to this process.
+ */
+int sio_nvme_client_doorbells(struct sio_nvme_client *cl, uint16_t qid,
+			      struct sio_nvme_doorbells *out);
+
+/**
+ * sio_nvme_client_doorbells_unmap() - undo sio_nvme_client_doorbells()
+ * @db: doorbells (zeroed on return; a zeroed one is ignored)
+ */
+void sio_nvme_client_doorbells_unmap(struct sio_nvme_doorbells *db);
 
 /**
  * sio_nvme_ioq_info() - describe a queue pair
