@@ -580,8 +580,11 @@ static int config_check(const struct sio_nvme_emu_config *c)
 			       SIO_NVME_EMU_MAX_QUEUES);
 	if (c->mqes < 2 || c->mqes > 65536)
 		return emu_err(EINVAL, "max queue entries: %u (2..65536)", c->mqes);
-	if (c->dstrd > 8)
-		return emu_err(EINVAL, "dstrd: %u (0..8)", c->dstrd);
+	if (c->dstrd > 15)	/* CAP.DSTRD is 4 bits; >= 10 puts doorbells a page apart */
+		return emu_err(EINVAL, "dstrd: %u (0..15)", c->dstrd);
+	if (sio_nvme_emu_bar0_size(c) > (1ull << 30))
+		return emu_err(EINVAL, "dstrd %u with %u queue pairs needs a BAR0 over 1 GiB",
+			       c->dstrd, c->max_qpairs);
 	if (c->mdts < 1 || c->mdts > 10)
 		return emu_err(EINVAL, "mdts: %u (1..10, a power of two of 4 KiB)", c->mdts);
 	if (c->io_depth < 1 || c->io_depth > 1024)
