@@ -522,28 +522,28 @@ int sio_nvme_ctrl_get_log(struct sio_nvme_ctrl *c, uint8_t lid, uint32_t nsid,
 	return admin_st(c, &cmd, NULL, status);
 }
 
-int sio_nvme_ctrl_get_features(struct sio_nvme_ctrl *c, uint8_t fid, uint32_t cdw11,
-			       uint32_t *result, uint16_t *status)
+static int features(struct sio_nvme_ctrl *c, uint8_t opcode, uint8_t fid, uint32_t cdw11,
+		    uint32_t *result, uint16_t *status)
 {
 	struct sio_nvme_cmd cmd;
 
 	memset(&cmd, 0, sizeof(cmd));
-	cmd.opcode = SIO_NVME_ADM_GET_FEAT;
+	cmd.opcode = opcode;
 	cmd.cdw10 = fid;
 	cmd.cdw11 = cdw11;
 	return admin_st(c, &cmd, result, status);
 }
 
+int sio_nvme_ctrl_get_features(struct sio_nvme_ctrl *c, uint8_t fid, uint32_t cdw11,
+			       uint32_t *result, uint16_t *status)
+{
+	return features(c, SIO_NVME_ADM_GET_FEAT, fid, cdw11, result, status);
+}
+
 int sio_nvme_ctrl_set_features(struct sio_nvme_ctrl *c, uint8_t fid, uint32_t cdw11,
 			       uint32_t *result, uint16_t *status)
 {
-	struct sio_nvme_cmd cmd;
-
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.opcode = SIO_NVME_ADM_SET_FEAT;
-	cmd.cdw10 = fid;
-	cmd.cdw11 = cdw11;
-	return admin_st(c, &cmd, result, status);
+	return features(c, SIO_NVME_ADM_SET_FEAT, fid, cdw11, result, status);
 }
 
 int sio_nvme_ctrl_create_qpair(struct sio_nvme_ctrl *c, uint16_t qid, uint32_t size,
