@@ -4,7 +4,7 @@ set -e
 export DEBIAN_FRONTEND=noninteractive
 pkgs="build-essential meson ninja-build pkg-config liburing-dev libpciaccess-dev
       libhugetlbfs-dev libcriterion-dev libnvme-dev clang llvm gnuplot-nox
-      qemu-system-x86 linux-image-amd64 busybox-static cpio kmod python3 valgrind"
+      qemu-system-x86 linux-image-amd64 busybox-static cpio kmod python3 valgrind libclang-rt-14-dev"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
