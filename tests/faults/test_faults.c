@@ -131,6 +131,18 @@ static int check_mode(const char *path, const struct stat *st, int type, struct 
 	return 0;
 }
 
+/* An 8 MiB file for a controller's backing store, private to this test run. */
+static void make_backing(char *path, size_t len)
+{
+	FILE *fp;
+
+	snprintf(path, len, "/tmp/faults-backing-%d", (int)getpid());
+	fp = fopen(path, "w");
+	cr_assert(fp, "cannot create %s", path);
+	cr_assert_eq(ftruncate(fileno(fp), 8 << 20), 0);
+	fclose(fp);
+}
+
 Test(faults, fabric_files_are_private_to_their_user)
 {
 	const char *emu[] = { "--backing", "ram:8M", NULL };
@@ -366,14 +378,9 @@ Test(faults, killed_manager_gives_clear_errors_and_loses_no_flushed_data)
 	struct sio_nvme_ctrl_info ci;
 	uint8_t id[4096];
 	struct cli c;
-	FILE *fp;
 	int ret;
 
-	snprintf(backing, sizeof(backing), "/tmp/faults-backing-%d", (int)getpid());
-	fp = fopen(backing, "w");
-	cr_assert(fp);
-	cr_assert_eq(ftruncate(fileno(fp), 8 << 20), 0);
-	fclose(fp);
+	make_backing(backing, sizeof(backing));
 	cluster_up(&C, 2, 32, emu);
 	cli_open(&c, 1);
 	sio_nvme_client_info(c.cl, &ci);
@@ -407,14 +414,7 @@ Test(faults, killed_controller_restarts_with_its_file_backing)
 	struct cli c;
 	int ret, rc;
 
-	snprintf(backing, sizeof(backing), "/tmp/faults-backing-%d", (int)getpid());
-	{
-		FILE *fp = fopen(backing, "w");
-
-		cr_assert(fp);
-		cr_assert_eq(ftruncate(fileno(fp), 8 << 20), 0);
-		fclose(fp);
-	}
+	make_backing(backing, sizeof(backing));
 	cluster_up(&C, 2, 32, emu);
 	cli_open(&c, 1);
 	sio_nvme_client_set_timeout(c.cl, 1000);

@@ -208,6 +208,14 @@ Test(nvme_cluster, flushed_data_survives_controller_restart)
 	cr_assert(strstr(cluster_output(&C, "bad", "err"), "differ"));
 }
 
+/* A program that must exit non-zero and say @msg on stderr. */
+static void expect_failure(const char *tag, const char *const *argv, const char *msg)
+{
+	cr_expect_neq(cluster_wait(cluster_spawn(&C, tag, argv), 20000), 0, "%s succeeded", argv[0]);
+	cr_expect(strstr(cluster_output(&C, tag, "err"), msg), "%s: wanted '%s' in: %s", argv[0], msg,
+		  cluster_output(&C, tag, "err"));
+}
+
 Test(nvme_cluster, tools_say_what_is_wrong)
 {
 	const char *emu[] = { "--backing", "ram:16M", NULL };
@@ -222,21 +230,11 @@ Test(nvme_cluster, tools_say_what_is_wrong)
 
 	cluster_up(&C, 3, 32, emu);
 	nonode[2] = nodev[2] = nons[2] = mgr2[2] = id[2] = C.fabric;
-	cr_expect_neq(cluster_wait(cluster_spawn(&C, "a", nofab), 20000), 0);
-	cr_expect(strstr(cluster_output(&C, "a", "err"), "does not exist"), "%s",
-		  cluster_output(&C, "a", "err"));
-	cr_expect_neq(cluster_wait(cluster_spawn(&C, "b", nonode), 20000), 0);
-	cr_expect(strstr(cluster_output(&C, "b", "err"), "node 77"), "%s",
-		  cluster_output(&C, "b", "err"));
-	cr_expect_neq(cluster_wait(cluster_spawn(&C, "c", nodev), 20000), 0);
-	cr_expect(strstr(cluster_output(&C, "c", "err"), "device 4242 does not exist"), "%s",
-		  cluster_output(&C, "c", "err"));
-	cr_expect_neq(cluster_wait(cluster_spawn(&C, "d", nons), 20000), 0);
-	cr_expect(strstr(cluster_output(&C, "d", "err"), "namespace 5 does not exist"), "%s",
-		  cluster_output(&C, "d", "err"));
-	cr_expect_neq(cluster_wait(cluster_spawn(&C, "e", mgr2), 20000), 0);
-	cr_expect(strstr(cluster_output(&C, "e", "err"), "already borrowed"), "%s",
-		  cluster_output(&C, "e", "err"));
+	expect_failure("a", nofab, "does not exist");
+	expect_failure("b", nonode, "node 77");
+	expect_failure("c", nodev, "device 4242 does not exist");
+	expect_failure("d", nons, "namespace 5 does not exist");
+	expect_failure("e", mgr2, "already borrowed");
 	cr_expect_eq(cluster_wait(cluster_spawn(&C, "f", id), 20000), 0, "%s",
 		     cluster_output(&C, "f", "err"));
 	cr_expect(strstr(cluster_output(&C, "f", "out"), "\"via\": \"through the manager\""),
