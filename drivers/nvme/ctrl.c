@@ -20,6 +20,7 @@ struct sio_nvme_ctrl {
 	struct sio_device *dev;
 	struct sio_segment *bar0;
 	volatile uint8_t *regs;
+	uint64_t bar0_size;
 	struct sio_segment *adm_seg;
 	uint8_t *adm_va;
 	uint64_t adm_bus;
@@ -131,6 +132,7 @@ static int map_bar0(struct sio_nvme_ctrl *c)
 				    "for NVMe registers and doorbells",
 				    sio_device_id(c->dev), (unsigned long long)si.size);
 	c->regs = va;
+	c->bar0_size = si.size;
 	return 0;
 }
 
@@ -207,6 +209,16 @@ static int enable_cmb(struct sio_nvme_ctrl *c)
 	return 0;
 }
 
+/* Queue ids 0..n whose two doorbells lie inside BAR0; returns n. */
+static uint32_t bar0_queues(const struct sio_nvme_ctrl *c)
+{
+	uint64_t pair = 2ull * (4u << c->info.dstrd);
+
+	if (c->bar0_size < SIO_NVME_REG_DBS + pair)
+		return 0;
+	return (uint32_t)((c->bar0_size - SIO_NVME_REG_DBS) / pair - 1);
+}
+
 static int identify_and_queues(struct sio_nvme_ctrl *c, const struct sio_nvme_ctrl_opts *o)
 {
 	uint32_t want = o->io_queues ? o->io_queues : 0xffff;
@@ -233,6 +245,17 @@ static int identify_and_queues(struct sio_nvme_ctrl *c, const struct sio_nvme_ct
 
 	if (want > 0xffff)
 		want = 0xffff;
+	/* Ask only for queues whose doorbells BAR0 covers: a controller whose
+	 * DSTRD spreads them past the BAR could not be rung for the others. */
+	if (want > bar0_queues(c)) {
+		want = bar0_queues(c);
+		if (!want)
+			return sio_nvme_err(EINVAL, "BAR0 of device %u (%llu bytes) has no "
+					    "room for I/O queue doorbells at stride %u",
+					    sio_device_id(c->dev),
+					    (unsigned long long)c->bar0_size,
+					    4u << c->info.dstrd);
+	}
 	ret = sio_nvme_ctrl_set_features(c, SIO_NVME_FEAT_NUM_QUEUES,
 					 (want - 1) | (want - 1) << 16, &res, &st);
 	if (ret)
@@ -295,9 +318,11 @@ int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *
 				   "the driver uses 4 KiB pages", c->info.page_size);
 		goto fail;
 	}
-	if ((uint64_t)sio_nvme_doorbell_offset(c->info.io_queues + 1, 1, c->info.dstrd) >
-	    (uint64_t)1 << 30) {
-		ret = sio_nvme_err(EINVAL, "doorbell stride out of range");
+	if (c->bar0_size < SIO_NVME_REG_DBS + 2ull * (4u << c->info.dstrd)) {
+		ret = sio_nvme_err(EINVAL, "BAR0 of device %u is %llu bytes: too small for "
+				   "the admin queue's doorbells at a stride of %u bytes (CAP.DSTRD %u)",
+				   sio_device_id(c->dev), (unsigned long long)c->bar0_size,
+				   4u << c->info.dstrd, c->info.dstrd);
 		goto fail;
 	}
 
@@ -308,11 +333,18 @@ int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *
 	if (ret)
 		goto fail;
 
-	sio_nvme_queue_init(&c->admin, 0, SIO_NVME_ADMIN_DEPTH, c->adm_va + ADM_SQ_OFF,
-			    c->adm_va + ADM_CQ_OFF,
-			    (volatile uint32_t *)(c->regs + sio_nvme_doorbell_offset(0, 0, c->info.dstrd)),
-			    (volatile uint32_t *)(c->regs + sio_nvme_doorbell_offset(0, 1, c->info.dstrd)),
-			    c->adm_cids, c->adm_cookies, c->adm_busy);
+	ret = sio_nvme_queue_init(&c->admin, 0, SIO_NVME_ADMIN_DEPTH, c->adm_va + ADM_SQ_OFF,
+				  c->adm_va + ADM_CQ_OFF,
+				  (volatile uint32_t *)(c->regs +
+					sio_nvme_doorbell_offset(0, 0, c->info.dstrd)),
+				  (volatile uint32_t *)(c->regs +
+					sio_nvme_doorbell_offset(0, 1, c->info.dstrd)),
+				  c->adm_cids, c->adm_cookies, c->adm_busy);
+	if (ret) {
+		ret = sio_nvme_err(-ret, "admin queue of %u entries rejected",
+				   SIO_NVME_ADMIN_DEPTH);
+		goto fail;
+	}
 	sio_nvme_wr32(c->regs, SIO_NVME_REG_AQA,
 		      (SIO_NVME_ADMIN_DEPTH - 1) << 16 | (SIO_NVME_ADMIN_DEPTH - 1));
 	sio_nvme_wr64(c->regs, SIO_NVME_REG_ASQ, c->adm_bus + ADM_SQ_OFF);
@@ -478,6 +510,7 @@ int sio_nvme_ctrl_ns(struct sio_nvme_ctrl *c, uint32_t nsid, struct sio_nvme_ns 
 {
 	const struct nvme_id_ns *ns = (const void *)(c->adm_va + ADM_SCRATCH_OFF);
 	uint16_t st;
+	uint8_t ds;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
@@ -490,12 +523,15 @@ int sio_nvme_ctrl_ns(struct sio_nvme_ctrl *c, uint32_t nsid, struct sio_nvme_ns 
 	if (ret)
 		return ret;
 	out->nsze = ns->nsze;
-	out->lba_size = 1u << ns->lbaf[ns->flbas & 0xf].ds;
 	out->active = ns->nsze != 0;
-	if (out->active && (ns->lbaf[ns->flbas & 0xf].ds < 9 ||
-			    ns->lbaf[ns->flbas & 0xf].ds > 16))
+	if (!out->active)
+		return 0;
+	/* Checked before the shift: a hostile exponent would be undefined. */
+	ds = ns->lbaf[ns->flbas & 0xf].ds;
+	if (ds < 9 || ds > 16)
 		return sio_nvme_err(EIO, "namespace %u reports an LBA data size of 2^%u",
-				    nsid, ns->lbaf[ns->flbas & 0xf].ds);
+				    nsid, ds);
+	out->lba_size = 1u << ds;
 	return 0;
 }
 

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The controller driver (sio_nvme_ctrl_open) against a hand-played hostile
+ * controller: a device model in a thread of this process that answers the
+ * admin queue with values a broken or malicious controller could report.
+ * Each case must end in a clear error or a safe clamp, never undefined
+ * behaviour (the sanitizer run covers the shifts).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <nvme/types.h>
+#include <smartio/dma.h>
+#include <smartio/nvme/ctrl.h>
+#include <smartio/nvme/queue.h>
+#include "../core/common.h"
+
+struct hostile {
+	struct sio_devreg *reg;
+	volatile uint32_t *bar;
+	pthread_t thread;
+	atomic_bool stop;
+	uint8_t lba_ds;		/* Identify Namespace LBA data size exponent */
+	uint32_t nq_grant;	/* queues granted by Set Features (0-based) */
+	uint32_t nq_asked;	/* what the driver asked for (0-based, NSQR) */
+};
+
+static uint32_t rd(struct hostile *h, uint32_t off)
+{
+	return __atomic_load_n(&h->bar[off / 4], __ATOMIC_ACQUIRE);
+}
+
+static void wr(struct hostile *h, uint32_t off, uint32_t v)
+{
+	__atomic_store_n(&h->bar[off / 4], v, __ATOMIC_RELEASE);
+}
+
+/* Returns the completion's status (SCT << 8 | SC) and fills @result. */
+static uint16_t answer(struct hostile *h, const struct sio_nvme_cmd *cmd, uint32_t *result)
+{
+	static uint8_t page[4096];
+
+	memset(page, 0, sizeof(page));
+	switch (cmd->opcode) {
+	case SIO_NVME_ADM_IDENTIFY:
+		if ((cmd->cdw10 & 0xff) == SIO_NVME_CNS_CTRL) {
+			struct nvme_id_ctrl *id = (void *)page;
+
+			memcpy(id->mn, "hostile", 7);
+			id->nn = 1;
+			id->sqes = 0x66;
+			id->cqes = 0x44;
+		} else if ((cmd->cdw10 & 0xff) == SIO_NVME_CNS_NS) {
+			struct nvme_id_ns *ns = (void *)page;
+
+			ns->nsze = ns->ncap = ns->nuse = 1024;
+			ns->lbaf[0].ds = h->lba_ds;
+		} else {
+			return SIO_NVME_MK_STATUS(0, 0x02);	/* Invalid Field */
+		}
+		return sio_dma_write(h->reg, cmd->prp1, page, sizeof(page)) ? 0x04 : 0;
+	case SIO_NVME_ADM_SET_FEAT:
+		if ((cmd->cdw10 & 0xff) != SIO_NVME_FEAT_NUM_QUEUES)
+			return SIO_NVME_MK_STATUS(0, 0x02);
+		h->nq_asked = cmd->cdw11 & 0xffff;
+		*result = h->nq_grant | h->nq_grant << 16;
+		return 0;
+	default:
+		return SIO_NVME_MK_STATUS(0, 0x01);		/* Invalid Opcode */
+	}
+}
+
+static void *play(void *arg)
+{
+	struct hostile *h = arg;
+	uint64_t asq = 0, acq = 0;
+	uint32_t qsize = 0, sqh = 0, cqt = 0, phase = 1;
+
+	while (!atomic_load(&h->stop)) {
+		uint32_t cc = rd(h, SIO_NVME_REG_CC), csts = rd(h, SIO_NVME_REG_CSTS);
+
+		if ((cc & SIO_NVME_CC_EN) && !(csts & SIO_NVME_CSTS_RDY)) {
+			qsize = (rd(h, SIO_NVME_REG_AQA) & 0xfff) + 1;
+			asq = rd(h, SIO_NVME_REG_ASQ) | (uint64_t)rd(h, SIO_NVME_REG_ASQ + 4) << 32;
+			acq = rd(h, SIO_NVME_REG_ACQ) | (uint64_t)rd(h, SIO_NVME_REG_ACQ + 4) << 32;
+			sqh = cqt = 0;
+			phase = 1;
+			wr(h, SIO_NVME_REG_CSTS, SIO_NVME_CSTS_RDY);
+		} else if (!(cc & SIO_NVME_CC_EN) && csts) {
+			wr(h, SIO_NVME_REG_CSTS, 0);
+		} else if (cc & (3u << 14)) {	/* CC.SHN: shut down at once */
+			wr(h, SIO_NVME_REG_CSTS, csts | SIO_NVME_CSTS_SHST_CMPLT);
+		}
+		while ((csts & SIO_NVME_CSTS_RDY) && qsize && sqh != rd(h, SIO_NVME_REG_DBS) % qsize) {
+			struct sio_nvme_cmd cmd;
+			struct sio_nvme_cpl cpl = { 0 };
+
+			if (sio_dma_read(h->reg, asq + sqh * sizeof(cmd), &cmd, sizeof(cmd)))
+				break;
+			sqh = (sqh + 1) % qsize;
+			cpl.status = (uint16_t)(answer(h, &cmd, &cpl.result) << 1 | phase);
+			cpl.sq_head = (uint16_t)sqh;
+			cpl.cid = cmd.cid;
+			sio_dma_write(h->reg, acq + cqt * sizeof(cpl), &cpl, sizeof(cpl));
+			if (++cqt == qsize) {
+				cqt = 0;
+				phase ^= 1;
+			}
+		}
+		usleep(100);
+	}
+	return NULL;
+}
+
+/* A controller with @bar0 bytes of BAR0 and CAP.DSTRD @dstrd, lent by node 0. */
+static void hostile_start(struct hostile *h, struct sio_fabric *f, uint64_t bar0, uint32_t dstrd)
+{
+	struct sio_device_desc d = { .class_code = 0x010802, .vendor = 0x1b36, .device = 0x10,
+				     .nbars = 1, .bar_size = { bar0 }, .name = "hostile-nvme" };
+	struct sio_segment *seg;
+	void *va;
+	uint64_t cap = 63 | 1ull << 16 | 4ull << 24 | (uint64_t)dstrd << 32 | 1ull << 37;
+
+	cr_assert_eq(sio_device_register(f, &d, &h->reg), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_devreg_bar(h->reg, 0, &seg), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_map(seg, &va), 0, "%s", sio_errmsg());
+	h->bar = va;
+	wr(h, SIO_NVME_REG_CAP, (uint32_t)cap);
+	wr(h, SIO_NVME_REG_CAP + 4, (uint32_t)(cap >> 32));
+	wr(h, SIO_NVME_REG_VS, 0x10400);
+	atomic_store(&h->stop, false);
+	cr_assert_eq(pthread_create(&h->thread, NULL, play, h), 0);
+}
+
+static void hostile_stop(struct hostile *h)
+{
+	atomic_store(&h->stop, true);
+	pthread_join(h->thread, NULL);
+	sio_device_unregister(h->reg);
+}
+
+static struct sio_device *borrow(struct sio_fabric *f, struct hostile *h)
+{
+	struct sio_device *dev;
+
+	cr_assert_eq(sio_device_borrow(f, sio_devreg_id(h->reg), SIO_BORROW_EXCLUSIVE, &dev), 0,
+		     "%s", sio_errmsg());
+	return dev;
+}
+
+Test(hostile_ctrl, bar0_too_small_for_the_doorbell_stride)
+{
+	struct sio_fabric_config c = { .nodes = 2 };
+	const char *name = test_fabric("hc-bar", &c);
+	struct sio_fabric *l = join(name, 0), *b = join(name, 1);
+	struct hostile h = { .lba_ds = 9, .nq_grant = 3 };
+	struct sio_nvme_ctrl *ctrl;
+	struct sio_device *dev;
+
+	/* Stride 2^15 * 4 bytes: the admin doorbells alone need 0x1000 + 256 KiB. */
+	hostile_start(&h, l, 0x4000, 15);
+	dev = borrow(b, &h);
+	cr_assert_eq(sio_nvme_ctrl_open(dev, NULL, &ctrl), -EINVAL);
+	cr_assert(strstr(sio_nvme_errmsg(), "too small"), "message: %s", sio_nvme_errmsg());
+	sio_device_return(dev);
+	hostile_stop(&h);
+	sio_fabric_close(b);
+	sio_fabric_close(l);
+	sio_fabric_destroy(name);
+}
+
+Test(hostile_ctrl, queue_count_clamped_to_the_doorbells_bar0_holds)
+{
+	struct sio_fabric_config c = { .nodes = 2 };
+	const char *name = test_fabric("hc-nq", &c);
+	struct sio_fabric *l = join(name, 0), *b = join(name, 1);
+	struct hostile h = { .lba_ds = 9, .nq_grant = 0xfffe };	/* grants anything */
+	struct sio_nvme_ctrl *ctrl;
+	struct sio_device *dev;
+
+	/* 0x4000 bytes, doorbells 1 KiB apart: queue ids 0..5 fit (12 KiB / 2 KiB). */
+	hostile_start(&h, l, 0x4000, 8);
+	dev = borrow(b, &h);
+	cr_assert_eq(sio_nvme_ctrl_open(dev, NULL, &ctrl), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(h.nq_asked + 1, 5, "asked for %u queues", h.nq_asked + 1);
+	cr_assert_eq(sio_nvme_ctrl_info(ctrl)->io_queues, 5);
+	sio_nvme_ctrl_close(ctrl);
+	sio_device_return(dev);
+	hostile_stop(&h);
+	sio_fabric_close(b);
+	sio_fabric_close(l);
+	sio_fabric_destroy(name);
+}
+
+Test(hostile_ctrl, lba_size_exponent_out_of_range)
+{
+	static const uint8_t bad[] = { 0, 8, 17, 31, 32, 200, 255 };
+	struct sio_fabric_config c = { .nodes = 2 };
+	const char *name = test_fabric("hc-ds", &c);
+	struct sio_fabric *l = join(name, 0), *b = join(name, 1);
+	struct hostile h = { .lba_ds = 9, .nq_grant = 3 };
+	struct sio_nvme_ctrl *ctrl;
+	struct sio_device *dev;
+	struct sio_nvme_ns ns;
+
+	hostile_start(&h, l, 0x4000, 0);
+	dev = borrow(b, &h);
+	cr_assert_eq(sio_nvme_ctrl_open(dev, NULL, &ctrl), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_ctrl_ns(ctrl, 1, &ns), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(ns.lba_size, 512);
+	for (size_t i = 0; i < sizeof(bad); i++) {
+		h.lba_ds = bad[i];
+		cr_assert_eq(sio_nvme_ctrl_ns(ctrl, 1, &ns), -EIO, "ds %u accepted", bad[i]);
+		cr_assert(strstr(sio_nvme_errmsg(), "LBA data size"), "%s", sio_nvme_errmsg());
+	}
+	h.lba_ds = 12;
+	cr_assert_eq(sio_nvme_ctrl_ns(ctrl, 1, &ns), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(ns.lba_size, 4096);
+	sio_nvme_ctrl_close(ctrl);
+	sio_device_return(dev);
+	hostile_stop(&h);
+	sio_fabric_close(b);
+	sio_fabric_close(l);
+	sio_fabric_destroy(name);
+}
