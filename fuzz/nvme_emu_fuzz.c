@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <smartio/nvme/types.h>
+#include <smartio/nvme/cmd.h>
 #include "emu.h"
 
 #define HOST_BUS	0x10000000ull
@@ -180,15 +180,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!(rd32(SIO_NVME_REG_CSTS) & 1))
 		abort();	/* a valid enable must succeed */
 
-	memset(&c, 0, sizeof(c));
-	c.opcode = SIO_NVME_ADM_CREATE_CQ;
-	c.prp1 = HOST_BUS + IOCQ;
-	c.cdw10 = ((QSZ - 1) << 16) | 1;
-	c.cdw11 = 1;
+	sio_nvme_cmd_create_cq(&c, 1, QSZ, HOST_BUS + IOCQ, SIO_NVME_Q_PC, 0);
 	submit(&a, &c);
-	c.opcode = SIO_NVME_ADM_CREATE_SQ;
-	c.prp1 = HOST_BUS + IOSQ;
-	c.cdw11 = (1u << 16) | 1;
+	sio_nvme_cmd_create_sq(&c, 1, QSZ, HOST_BUS + IOSQ, 1, 0);
 	submit(&a, &c);
 	pump(2);
 	if (drain(&a) != 2)

@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include <smartio/smartio.h>
-#include <smartio/nvme/types.h>
+#include <smartio/nvme/cmd.h>
 #include "emu.h"
 
 static uint64_t now_ns(void)
@@ -214,12 +214,12 @@ int main(int argc, char **argv)
 		}
 		usleep(50);
 	}
-	struct sio_nvme_cmd cmd = { .opcode = SIO_NVME_ADM_CREATE_CQ, .prp1 = io.cq.bus,
-				    .cdw10 = (63u << 16) | 1, .cdw11 = 1 };
+	struct sio_nvme_cmd cmd;
+
+	sio_nvme_cmd_create_cq(&cmd, 1, 64, io.cq.bus, SIO_NVME_Q_PC, 0);
 	if (sync_cmd(&admin, &cmd))
 		die("create CQ");
-	cmd = (struct sio_nvme_cmd){ .opcode = SIO_NVME_ADM_CREATE_SQ, .prp1 = io.sq.bus,
-				     .cdw10 = (63u << 16) | 1, .cdw11 = (1u << 16) | 1 };
+	sio_nvme_cmd_create_sq(&cmd, 1, 64, io.sq.bus, 1, 0);
 	if (sync_cmd(&admin, &cmd))
 		die("create SQ");
 

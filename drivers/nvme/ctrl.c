@@ -257,7 +257,7 @@ static int identify_and_queues(struct sio_nvme_ctrl *c, const struct sio_nvme_ct
 					    4u << c->info.dstrd);
 	}
 	ret = sio_nvme_ctrl_set_features(c, SIO_NVME_FEAT_NUM_QUEUES,
-					 (want - 1) | (want - 1) << 16, &res, &st);
+					 sio_nvme_feat_num_queues(want, want), &res, &st);
 	if (ret)
 		return sio_nvme_err(EIO, "Set Features (Number of Queues) failed: %s",
 				    sio_nvme_status_str(st));
@@ -498,11 +498,7 @@ int sio_nvme_ctrl_identify(struct sio_nvme_ctrl *c, uint8_t cns, uint32_t nsid,
 	if (bus & 0xfff)
 		return sio_nvme_err(EINVAL, "Identify buffer 0x%llx is not 4 KiB aligned",
 				    (unsigned long long)bus);
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.opcode = SIO_NVME_ADM_IDENTIFY;
-	cmd.nsid = nsid;
-	cmd.prp1 = bus;
-	cmd.cdw10 = cns;
+	sio_nvme_cmd_identify(&cmd, cns, nsid, bus);
 	return admin_st(c, &cmd, NULL, status);
 }
 
@@ -540,21 +536,13 @@ int sio_nvme_ctrl_get_log(struct sio_nvme_ctrl *c, uint8_t lid, uint32_t nsid,
 {
 	struct sio_nvme_cmd cmd;
 	uint64_t page_end = (bus | 0xfffull) + 1;
-	uint32_t numd;
 
 	if (!len || (len & 3) || len > 8192 || (bus & 3))
 		return sio_nvme_err(EINVAL, "log page length %u or address is invalid "
 				    "(multiple of 4 bytes, at most 8192)", len);
 	if (bus + len > page_end + 4096)
 		return sio_nvme_err(EINVAL, "log page buffer crosses more than two pages");
-	numd = len / 4 - 1;
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.opcode = SIO_NVME_ADM_GET_LOG;
-	cmd.nsid = nsid;
-	cmd.prp1 = bus;
-	cmd.prp2 = bus + len > page_end ? page_end : 0;
-	cmd.cdw10 = lid | (numd & 0xffff) << 16;
-	cmd.cdw11 = numd >> 16;
+	sio_nvme_cmd_get_log(&cmd, lid, nsid, bus, bus + len > page_end ? page_end : 0, len);
 	return admin_st(c, &cmd, NULL, status);
 }
 
@@ -563,10 +551,7 @@ static int features(struct sio_nvme_ctrl *c, uint8_t opcode, uint8_t fid, uint32
 {
 	struct sio_nvme_cmd cmd;
 
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.opcode = opcode;
-	cmd.cdw10 = fid;
-	cmd.cdw11 = cdw11;
+	sio_nvme_cmd_features(&cmd, opcode, fid, cdw11);
 	return admin_st(c, &cmd, result, status);
 }
 
@@ -597,30 +582,20 @@ int sio_nvme_ctrl_create_qpair(struct sio_nvme_ctrl *c, uint16_t qid, uint32_t s
 				    size, c->info.mqes);
 	if ((sq_bus | cq_bus) & (c->info.page_size - 1))
 		return sio_nvme_err(EINVAL, "queue memory is not page aligned");
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.opcode = SIO_NVME_ADM_CREATE_CQ;
-	cmd.prp1 = cq_bus;
-	cmd.cdw10 = (size - 1) << 16 | qid;
-	cmd.cdw11 = 1;		/* PC=1, IEN=0: polled */
+	sio_nvme_cmd_create_cq(&cmd, qid, size, cq_bus, SIO_NVME_Q_PC, 0);	/* polled */
 	ret = admin_st(c, &cmd, NULL, status);
 	if (ret)
 		return ret;
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.opcode = SIO_NVME_ADM_CREATE_SQ;
-	cmd.prp1 = sq_bus;
-	cmd.cdw10 = (size - 1) << 16 | qid;
-	cmd.cdw11 = (uint32_t)qid << 16 | (prio & 3) << 1 | 1;
+	sio_nvme_cmd_create_sq(&cmd, qid, size, sq_bus, qid, prio);
 	ret = admin_st(c, &cmd, NULL, status);
 	if (ret) {
-		char msg[512];
+		struct sio_nvme_errsave es;
 		uint16_t st2;
 
-		snprintf(msg, sizeof(msg), "%s", sio_nvme_errmsg());
-		memset(&cmd, 0, sizeof(cmd));
-		cmd.opcode = SIO_NVME_ADM_DELETE_CQ;
-		cmd.cdw10 = qid;
+		sio_nvme_err_save(&es);
+		sio_nvme_cmd_delete_q(&cmd, SIO_NVME_ADM_DELETE_CQ, qid);
 		admin_st(c, &cmd, NULL, &st2);
-		return sio_nvme_err(-ret, "%s", msg);
+		return sio_nvme_err_restore(&es, ret);
 	}
 	return 0;
 }
@@ -630,13 +605,9 @@ int sio_nvme_ctrl_delete_qpair(struct sio_nvme_ctrl *c, uint16_t qid)
 	struct sio_nvme_cmd cmd;
 	int ret, ret2;
 
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.opcode = SIO_NVME_ADM_DELETE_SQ;
-	cmd.cdw10 = qid;
+	sio_nvme_cmd_delete_q(&cmd, SIO_NVME_ADM_DELETE_SQ, qid);
 	ret = admin_st(c, &cmd, NULL, NULL);
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.opcode = SIO_NVME_ADM_DELETE_CQ;
-	cmd.cdw10 = qid;
+	sio_nvme_cmd_delete_q(&cmd, SIO_NVME_ADM_DELETE_CQ, qid);
 	ret2 = admin_st(c, &cmd, NULL, NULL);
 	/*
 	 * The queue is gone; leave its doorbells at their reset value so a

@@ -299,20 +299,12 @@ int h_qpair_on(struct host *h, uint16_t qid, uint16_t cqid, uint32_t size, int p
 	if ((rc = h_mem(h, sqb, &q->sq)) || (rc = h_mem(h, cqb, &q->cq)))
 		return rc;
 	if (make_cq) {
-		memset(&c, 0, sizeof(c));
-		c.opcode = SIO_NVME_ADM_CREATE_CQ;
-		c.prp1 = q->cq.bus;
-		c.cdw10 = ((size - 1) << 16) | cqid;
-		c.cdw11 = 1;	/* physically contiguous, no interrupts */
+		sio_nvme_cmd_create_cq(&c, cqid, size, q->cq.bus, SIO_NVME_Q_PC, 0);
 		rc = h_admin(h, &c, NULL);
 		if (rc)
 			return rc;
 	}
-	memset(&c, 0, sizeof(c));
-	c.opcode = SIO_NVME_ADM_CREATE_SQ;
-	c.prp1 = q->sq.bus;
-	c.cdw10 = ((size - 1) << 16) | qid;
-	c.cdw11 = ((uint32_t)cqid << 16) | ((uint32_t)prio << 1) | 1;
+	sio_nvme_cmd_create_sq(&c, qid, size, q->sq.bus, cqid, (uint32_t)prio);
 	return h_admin(h, &c, NULL);
 }
 

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <smartio/smartio.h>
-#include <smartio/nvme/types.h>
+#include <smartio/nvme/cmd.h>
 
 struct hmem {
 	struct sio_segment *seg;

@@ -191,8 +191,7 @@ static void order_after_gate(int nsq, const int *prio, int per_sq, uint32_t cc_a
 	cr_assert_eq(h_start(&H, 1, "--backing ram:4M --queues 8"), 0);
 	cr_assert_eq(h_enable(&H, 32, cc_ams << SIO_NVME_CC_AMS_SHIFT), 0);
 	cr_assert_eq(h_mem(&H, 1 << 20, &D), 0);
-	c = (struct sio_nvme_cmd){ .opcode = SIO_NVME_ADM_SET_FEAT, .cdw10 = SIO_NVME_FEAT_ARBITRATION,
-				   .cdw11 = arb };
+	sio_nvme_cmd_features(&c, SIO_NVME_ADM_SET_FEAT, SIO_NVME_FEAT_ARBITRATION, arb);
 	cr_assert_eq(h_admin(&H, &c, NULL), 0);
 	/* CQ 1 with 8 entries, shared by every SQ */
 	cr_assert_eq(h_qpair_on(&H, 1, 1, csize, prio[0], &sq[0], true), 0);
@@ -237,7 +236,7 @@ Test(io, weighted_round_robin)
 {
 	/* SQ 1 low priority, SQ 2 high; weights: high 4, low 1; burst 1 */
 	int prio[2] = { 3, 1 }, order[12], hi_first8 = 0;
-	uint32_t arb = (3u << 24) | (0u << 16) | (0u << 8) | 0;
+	uint32_t arb = sio_nvme_feat_arbitration(0, 0, 0, 3);
 
 	order_after_gate(2, prio, 6, SIO_NVME_CC_AMS_WRR, arb, order, 12);
 	for (int i = 0; i < 8; i++)
@@ -297,11 +296,9 @@ Test(io, cmb_hidden_until_enabled_and_usable_for_sq)
 	q.sq.va = va;
 	q.sq.bus = cmb_bus;
 	cr_assert_eq(h_mem(&H, 4096, &q.cq), 0);
-	c = (struct sio_nvme_cmd){ .opcode = SIO_NVME_ADM_CREATE_CQ, .prp1 = q.cq.bus,
-				   .cdw10 = (15u << 16) | 2, .cdw11 = 1 };
+	sio_nvme_cmd_create_cq(&c, 2, 16, q.cq.bus, SIO_NVME_Q_PC, 0);
 	cr_assert_eq(h_admin(&H, &c, NULL), 0);
-	c = (struct sio_nvme_cmd){ .opcode = SIO_NVME_ADM_CREATE_SQ, .prp1 = cmb_bus,
-				   .cdw10 = (15u << 16) | 2, .cdw11 = (2u << 16) | 1 };
+	sio_nvme_cmd_create_sq(&c, 2, 16, cmb_bus, 2, 0);
 	cr_assert_eq(h_admin(&H, &c, NULL), 0);
 	fill(D.va, 4096, 7);
 	c = h_rw(SIO_NVME_CMD_WRITE, 1, 3, 8, D.bus, 0);

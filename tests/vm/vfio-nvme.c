@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include <smartio/smartio.h>
-#include <smartio/nvme/types.h>
+#include <smartio/nvme/cmd.h>
 
 #define QD	16
 
@@ -192,8 +192,9 @@ static int admin(struct ctl *c, struct sio_nvme_cmd *cmd)
 
 static int identify(struct ctl *c, uint64_t prp)
 {
-	struct sio_nvme_cmd cmd = { .opcode = SIO_NVME_ADM_IDENTIFY, .prp1 = prp,
-				    .cdw10 = SIO_NVME_CNS_CTRL };
+	struct sio_nvme_cmd cmd;
+
+	sio_nvme_cmd_identify(&cmd, SIO_NVME_CNS_CTRL, 0, prp);
 
 	return admin(c, &cmd);
 }
@@ -419,8 +420,7 @@ static void t_write(struct ctl *c, const char *file)
 	int sc;
 
 	reset(c);
-	cmd = (struct sio_nvme_cmd){ .opcode = SIO_NVME_ADM_IDENTIFY, .nsid = 1,
-				     .prp1 = c->iova + 8192, .cdw10 = SIO_NVME_CNS_NS };
+	sio_nvme_cmd_identify(&cmd, SIO_NVME_CNS_NS, 1, c->iova + 8192);
 	sc = admin(c, &cmd);
 	lbads = ns[128 + 4 * (ns[26] & 0xf) + 2];
 	nlb = 8192u >> lbads;
@@ -429,11 +429,9 @@ static void t_write(struct ctl *c, const char *file)
 	memset(c->va + (48 << 10), 0, 8192);
 	c->io_sqt = c->io_cqh = 0;
 	c->io_phase = 1;
-	cmd = (struct sio_nvme_cmd){ .opcode = SIO_NVME_ADM_CREATE_CQ, .prp1 = c->iova + (52 << 10),
-				     .cdw10 = (QD - 1) << 16 | 1, .cdw11 = 1 };
+	sio_nvme_cmd_create_cq(&cmd, 1, QD, c->iova + (52 << 10), SIO_NVME_Q_PC, 0);
 	sc = admin(c, &cmd);
-	cmd = (struct sio_nvme_cmd){ .opcode = SIO_NVME_ADM_CREATE_SQ, .prp1 = c->iova + (48 << 10),
-				     .cdw10 = (QD - 1) << 16 | 1, .cdw11 = 1 << 16 | 1 };
+	sio_nvme_cmd_create_sq(&cmd, 1, QD, c->iova + (48 << 10), 1, 0);
 	sc = sc ? sc : admin(c, &cmd);
 	check(sc == 0, "I/O queue pair created", NULL);
 	for (int i = 0; i < 8192; i++)

@@ -25,6 +25,7 @@
 #include <smartio/smartio.h>
 #include <smartio/nvme/types.h>
 #include <smartio/nvme/queue.h>
+#include <smartio/nvme/cmd.h>
 
 #ifdef __cplusplus
 extern "C" {
