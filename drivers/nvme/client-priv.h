@@ -120,7 +120,9 @@ struct sio_nvme_ioq {
 	uint64_t down_since;		/* no path since then */
 	uint64_t next_check;
 	uint32_t failovers, restores;
-	uint64_t resubmitted, stale;
+	uint64_t resubmitted;
+	uint64_t stale;			/* completions ignored by queue pairs since
+					 * deleted (their counters start over) */
 };
 
 /* client.c: one request to the manager; bounded wait, detects a vanished
@@ -147,8 +149,8 @@ bool sio_nvme_mp_flush(struct sio_nvme_ioq *q);
 int sio_nvme_mp_poll(struct sio_nvme_ioq *q, uint32_t max);
 
 /* Build a Read or Write of @len bytes at @bus in @p's next SQ entry and
- * commit it (not rung). Return: the cid, or -EAGAIN when the SQ is full
- * (the caller made room, so it is not). */
+ * commit it (not rung). Return: the tag, or -EAGAIN when no tag is free
+ * (nothing was written). */
 static inline __attribute__((always_inline)) int
 put_rw(struct sio_nvme_ioq *q, struct qpair *p, uint8_t opc, uint32_t nsid, uint64_t slba,
        uint32_t nlb, uint64_t bus, uint32_t len, uint16_t ridx)
@@ -167,8 +169,9 @@ put_rw(struct sio_nvme_ioq *q, struct qpair *p, uint8_t opc, uint32_t nsid, uint
 }
 
 /* Put the command @r describes in @p's SQ (not rung); a multipath queue
- * remembers it. */
-static inline void put_cmd(struct sio_nvme_ioq *q, struct qpair *p, const struct cmdrec *r)
+ * remembers it. Return: the tag, or -EAGAIN when no tag is free (nothing
+ * was written, and the caller still owns request @r->ridx). */
+static inline int put_cmd(struct sio_nvme_ioq *q, struct qpair *p, const struct cmdrec *r)
 {
 	struct sio_nvme_cmd *e;
 	int cid;
@@ -180,7 +183,7 @@ static inline void put_cmd(struct sio_nvme_ioq *q, struct qpair *p, const struct
 	} else {
 		e = sio_nvme_sq_entry(&p->q);
 		if (!e)
-			return;
+			return -EAGAIN;
 		if (r->opc == SIO_NVME_CMD_WRITE_ZEROES) {
 			sio_nvme_cmd_rw(e, r->opc, r->nsid, r->slba, r->nlb, 0, 0);
 		} else {
@@ -192,6 +195,7 @@ static inline void put_cmd(struct sio_nvme_ioq *q, struct qpair *p, const struct
 	}
 	if (q->mp && cid >= 0)
 		p->rec[cid] = *r;
+	return cid;
 }
 
 #endif

@@ -58,6 +58,12 @@ static inline uint32_t req_get(struct sio_nvme_ioq *q, sio_nvme_io_cb cb, void *
 	return ridx;
 }
 
+/* Give back a request that none of whose commands went in. */
+static inline void req_put(struct sio_nvme_ioq *q, uint32_t ridx)
+{
+	q->req_stack[q->nreq_free++] = (uint16_t)ridx;
+}
+
 
 /* A request above the transfer limit (MDTS): several commands, counted
  * first so that the request goes in whole or not at all. */
@@ -66,7 +72,8 @@ static int submit_split(struct sio_nvme_ioq *q, const struct cmdrec *r, uint32_t
 {
 	struct cmdrec each = *r, *rec = &each;
 	uint64_t bus = r->buf->bus + r->off, b;
-	uint32_t chunks = 0, nlb = r->nlb, left, n;
+	uint32_t chunks = 0, nlb = r->nlb, left, n, sent = 0;
+	struct ioreq *req;
 	int ret;
 
 	for (left = nlb, b = bus; left; left -= n, b += (uint64_t)n * lba_size) {
@@ -80,14 +87,29 @@ static int submit_split(struct sio_nvme_ioq *q, const struct cmdrec *r, uint32_t
 	if (ret)
 		return ret;
 	rec->ridx = (uint16_t)req_get(q, cb, arg, chunks);
-	for (left = nlb; left; left -= n) {
+	for (left = nlb; left; left -= n, sent++) {
 		n = chunk_blocks(q, bus, lba_size, left);
 		rec->nlb = n;
 		rec->len = n * lba_size;
-		put_cmd(q, q->act, rec);
+		ret = put_cmd(q, q->act, rec);
+		if (ret < 0)
+			break;
 		rec->slba += n;
 		rec->off += rec->len;
 		bus += rec->len;
+	}
+	if (sent < chunks) {
+		/* room() counted the tags, so this is not expected; but no
+		 * error is dropped. Nothing went in: the caller gets it back. */
+		if (!sent) {
+			req_put(q, rec->ridx);
+			return ret;
+		}
+		/* Some parts went in: the request ends, with the error, once
+		 * they have completed. */
+		req = &q->reqs[rec->ridx];
+		req->remaining = sent;
+		req->err = ret;
 	}
 	sio_nvme_sq_ring(&q->act->q);
 	return 0;
@@ -139,7 +161,11 @@ submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba, uin
 	/* Data buffers have an address per path; their page offsets agree. */
 	cid = put_rw(q, p, opc, nsid, slba, nlb, (p->path ? buf->bus2 : buf->bus) + off,
 		     (uint32_t)bytes, ridx);
-	if (q->mp && cid >= 0)
+	if (cid < 0) {
+		req_put(q, ridx);
+		return cid;
+	}
+	if (q->mp)
 		p->rec[cid] = (struct cmdrec){ .opc = opc, .ridx = ridx, .nsid = nsid, .nlb = nlb,
 					       .len = (uint32_t)bytes, .slba = slba, .buf = buf,
 					       .off = off };
@@ -171,7 +197,11 @@ static int submit_simple(struct sio_nvme_ioq *q, struct cmdrec *rec, sio_nvme_io
 	rec->off = 0;
 	rec->len = 0;
 	rec->ridx = (uint16_t)req_get(q, cb, arg, 1);
-	put_cmd(q, q->act, rec);
+	ret = put_cmd(q, q->act, rec);
+	if (ret < 0) {
+		req_put(q, rec->ridx);
+		return ret;
+	}
 	sio_nvme_sq_ring(&q->act->q);
 	return 0;
 }
@@ -229,7 +259,7 @@ static void finish(struct sio_nvme_ioq *q, uint32_t ridx, int err, uint16_t stat
 	arg = r->arg;
 	err = r->err;
 	status = r->status;
-	q->req_stack[q->nreq_free++] = (uint16_t)ridx;
+	req_put(q, ridx);
 	if (cb)
 		cb(arg, err, status);
 }
@@ -261,10 +291,11 @@ int sio_nvme_ioq_fail(struct sio_nvme_ioq *q)
 		if (!qp->busy)
 			continue;
 		for (cid = 0; cid < qp->q.nslots; cid++) {
-			if (qp->busy[cid] != SIO_NVME_CID_BUSY)
+			if (sio_nvme_queue_tag_state(&qp->q, cid) != SIO_NVME_CID_BUSY)
 				continue;
-			/* The cid stays busy: the controller may still complete it. */
-			qp->busy[cid] = 2;
+			/* The tag stays taken: the controller may still complete
+			 * the command, and that completion is not delivered. */
+			sio_nvme_queue_abandon(&qp->q, cid);
 			finish(q, (uint32_t)qp->cookies[cid], err, 0);
 		}
 	}
@@ -276,22 +307,29 @@ int sio_nvme_ioq_fail(struct sio_nvme_ioq *q)
 
 /* Take @p's completions (at most @max, 0: all). A multipath queue sends a
  * command that met a data transfer error again, since a link failing under
- * it looks just so. */
+ * it looks just so, unless the controller said Do Not Retry. Completions
+ * that match no command in flight are consumed and counted by queue.h, and
+ * do not count as progress; at most a queue's worth of entries is looked
+ * at per call, so a controller posting garbage cannot keep us here.
+ * Return: completions delivered. */
 int sio_nvme_qpair_reap(struct sio_nvme_ioq *q, struct qpair *p, uint32_t max, bool ring)
 {
 	struct sio_nvme_cpl cpl;
 	uint64_t cookie;
+	uint32_t seen;
 	uint16_t st;
 	int n = 0, cid;
 
-	while ((!max || (uint32_t)n < max) && sio_nvme_cq_peek(&p->q)) {
+	for (seen = 0; seen < p->q.size && (!max || (uint32_t)n < max); seen++) {
 		cid = sio_nvme_cq_pop(&p->q, &cpl, &cookie);
+		if (cid == -EAGAIN)
+			break;
 		if (cid < 0)
 			continue;
 		st = SIO_NVME_STATUS_CODE(cpl.status);
 		n++;
-		if (q->mp && st == SIO_NVME_SC_DATA_XFER_ERROR && p->rec[cid].retries < 4 &&
-		    q->npend < q->pend_cap) {
+		if (q->mp && st == SIO_NVME_SC_DATA_XFER_ERROR && !SIO_NVME_STATUS_DNR(cpl.status) &&
+		    p->rec[cid].retries < 4 && q->npend < q->pend_cap) {
 			q->pend[q->npend] = p->rec[cid];
 			q->pend[q->npend++].retries++;
 			q->resubmitted++;
@@ -363,6 +401,10 @@ static void sync_cb(void *arg, int err, uint16_t status)
 	d->status = status;
 }
 
+/* Wait for our request. The queue's own stall timeout ends it when the
+ * controller stops answering (every request in flight then ends with
+ * -ETIMEDOUT or -ENODEV); and with nothing in flight nothing can end it,
+ * so that is an error at once rather than a wait forever. */
 static int sync_wait(struct sio_nvme_ioq *q, struct sync_done *d, const char *what)
 {
 	struct sio_nvme_backoff b;
@@ -371,10 +413,16 @@ static int sync_wait(struct sio_nvme_ioq *q, struct sync_done *d, const char *wh
 	sio_nvme_backoff_init_io(&b);
 	while (!d->done) {
 		ret = sio_nvme_ioq_poll(q, 0);
-		if (ret < 0 && !d->done)
+		if (d->done)
+			break;
+		if (ret < 0)
 			return ret;
-		if (ret == 0)
-			sio_nvme_backoff_wait(&b);
+		if (ret > 0)
+			continue;
+		if (!sio_nvme_ioq_inflight(q))
+			return sio_nvme_err(EIO, "queue %u: %s is no longer in flight and "
+					    "never completed", q->qp[0].q.qid, what);
+		sio_nvme_backoff_wait(&b);
 	}
 	if (d->err == -EIO)
 		return sio_nvme_err(EIO, "%s failed: %s (status 0x%03x)", what,
@@ -382,17 +430,43 @@ static int sync_wait(struct sio_nvme_ioq *q, struct sync_done *d, const char *wh
 	return d->err;
 }
 
+/* No room for a command: poll, back off, and give up once nothing has
+ * completed for the timeout (a multipath queue with no path and nothing in
+ * flight, say, which the queue's own stall timeout does not see).
+ * Return: 0 to try again, or -errno. */
+static int sync_room_wait(struct sio_nvme_ioq *q, struct sio_nvme_backoff *b, uint64_t *since)
+{
+	uint64_t now;
+	int ret = sio_nvme_ioq_poll(q, 0);
+
+	if (ret < 0)
+		return ret;
+	if (ret > 0) {
+		*since = 0;
+		return 0;
+	}
+	sio_nvme_backoff_wait(b);
+	now = sio_nvme_now_ns();
+	if (!*since)
+		*since = now;
+	else if (now - *since > (uint64_t)q->cl->timeout_ms * 1000000ull)
+		return sio_nvme_err(ETIMEDOUT, "queue %u: no room for a command for %u ms "
+				    "(%u in flight%s)", q->qp[0].q.qid, q->cl->timeout_ms,
+				    sio_nvme_ioq_inflight(q), q->mp && !q->act ? ", no path" : "");
+	return 0;
+}
+
 /* Submit with retries while the queue is full (others' async I/O). */
 #define SYNC_SUBMIT(q, call, what) do {						\
 	struct sync_done d = { 0, 0, 0 };					\
 	struct sio_nvme_backoff b;						\
+	uint64_t since_ = 0;							\
 	int r_;									\
 	sio_nvme_backoff_init_io(&b);						\
 	while ((r_ = (call)) == -EAGAIN) {					\
-		r_ = sio_nvme_ioq_poll((q), 0);					\
+		r_ = sync_room_wait((q), &b, &since_);				\
 		if (r_ < 0)							\
 			return r_;						\
-		sio_nvme_backoff_wait(&b);					\
 	}									\
 	if (r_)									\
 		return r_;							\

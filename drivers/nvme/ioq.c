@@ -65,9 +65,9 @@ int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 						    "local, lender or hint", eq);
 		} else if (!strcmp(tok, "depth") || !strcmp(tok, "qd")) {
 			v = strtoul(eq, &end, 0);
-			if (*end || !*eq || v < 2 || v > 65535)
+			if (*end || !*eq || v < 2 || v > SIO_NVME_QUEUE_MAX_SIZE)
 				return sio_nvme_err(EINVAL, "queue spec: depth '%s' out of "
-						    "range 2..65535", eq);
+						    "range 2..%u", eq, SIO_NVME_QUEUE_MAX_SIZE);
 			out->depth = (uint32_t)v;
 		} else if (!strcmp(tok, "prio")) {
 			v = strtoul(eq, &end, 0);
@@ -282,9 +282,13 @@ int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p)
 	ret = sio_nvme_ioq_create_at(q->cl, p->sq_bus, p->cq_bus, q->depth, q->prio, &qid);
 	if (ret)
 		return ret;
-	sio_nvme_queue_init(&p->q, qid, q->depth, p->sq_va, p->cq_va, NULL, NULL,
-			    p->cids, p->cookies, p->busy);
-	ret = doorbells_map(q->cl, p->dev, p->path, qid, &p->db);
+	ret = sio_nvme_queue_init(&p->q, qid, q->depth, p->sq_va, p->cq_va, NULL, NULL,
+				  p->cids, p->cookies, p->busy);
+	if (ret)
+		ret = sio_nvme_err(-ret, "queue %u: depth %u out of range 2..%u", qid,
+				   q->depth, SIO_NVME_QUEUE_MAX_SIZE);
+	else
+		ret = doorbells_map(q->cl, p->dev, p->path, qid, &p->db);
 	if (ret) {
 		sio_nvme_err_save(&es);
 		sio_nvme_ioq_delete_at(q->cl, qid);
@@ -399,6 +403,10 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 		spec = &def;
 	}
 	depth = spec->depth ? spec->depth : 256;
+	if (depth > SIO_NVME_QUEUE_MAX_SIZE)
+		return sio_nvme_err(EINVAL, "queue depth %u above %u, the most the driver "
+				    "tracks (12-bit command tags)", depth,
+				    SIO_NVME_QUEUE_MAX_SIZE);
 	if (depth > cl->ci.mqes)
 		depth = cl->ci.mqes;
 	if (depth < 2)
@@ -549,7 +557,8 @@ void sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *o
 	out->failovers = q->failovers;
 	out->restores = q->restores;
 	out->resubmitted = q->resubmitted;
-	out->stale = q->stale + q->qp[0].q.spurious + q->qp[1].q.spurious;
+	out->stale = q->stale + sio_nvme_queue_ignored(&q->qp[0].q) +
+		     sio_nvme_queue_ignored(&q->qp[1].q);
 }
 
 uint32_t sio_nvme_ioq_inflight(const struct sio_nvme_ioq *q)

@@ -70,12 +70,13 @@ bool sio_nvme_mp_flush(struct sio_nvme_ioq *q)
 	n = sio_nvme_queue_free_slots(&q->act->q);
 	if (n > q->npend)
 		n = q->npend;
-	for (i = 0; i < n; i++)
-		put_cmd(q, q->act, &q->pend[i]);
-	if (n) {
+	/* Stops at the first that does not go in; it waits for the next. */
+	for (i = 0; i < n && put_cmd(q, q->act, &q->pend[i]) >= 0; i++)
+		;
+	if (i) {
 		sio_nvme_sq_ring(&q->act->q);
-		memmove(q->pend, q->pend + n, (q->npend - n) * sizeof(*q->pend));
-		q->npend -= n;
+		memmove(q->pend, q->pend + i, (q->npend - i) * sizeof(*q->pend));
+		q->npend -= i;
 	}
 	return !q->npend;
 }
@@ -97,18 +98,21 @@ static void path_down(struct sio_nvme_ioq *q, struct qpair *p, bool timed_out)
 	(void)sio_nvme_qpair_delete(q, p);
 	/* Completions posted while it drained, through a link that works. */
 	sio_nvme_qpair_reap(q, p, 0, false);
+	/* The controller holds none of its commands now: take their tags back
+	 * and send them again on the other path. */
 	for (cid = 0; cid < p->q.nslots; cid++) {
-		if (p->busy[cid] != SIO_NVME_CID_BUSY)
+		if (sio_nvme_queue_tag_state(&p->q, cid) == SIO_NVME_CID_FREE)
 			continue;
-		p->busy[cid] = SIO_NVME_CID_FREE;
-		if (q->npend < q->pend_cap) {
+		if (sio_nvme_queue_tag_state(&p->q, cid) == SIO_NVME_CID_BUSY &&
+		    q->npend < q->pend_cap) {
 			q->pend[q->npend++] = p->rec[cid];
 			q->resubmitted++;
 		}
+		sio_nvme_queue_release(&p->q, cid);
 	}
-	q->stale += p->q.spurious;
-	p->q.spurious = 0;
-	p->q.nfree = p->q.nslots;
+	/* Its counters start over when it is created again. */
+	q->stale += sio_nvme_queue_ignored(&p->q);
+	p->q.spurious = p->q.duplicate = p->q.stale = 0;
 	p->retry_ns = timed_out ? sio_nvme_now_ns() + (uint64_t)q->cl->timeout_ms * 1000000ull : 0;
 	if (q->act == p) {
 		q->act = q->qp[!p->path].live ? &q->qp[!p->path] : NULL;

@@ -19,6 +19,8 @@
 #include <smartio/nvme/client.h>
 #include "cluster.h"
 #include "mailbox.h"
+/* White-box: the forged-completion test writes into a queue pair's CQ. */
+#include "client-priv.h"
 
 static struct cluster C;
 
@@ -478,4 +480,197 @@ Test(faults, lender_link_down_gives_errors_then_recovers)
 	cr_expect_eq(cli_verify(&c, 800, 9), 0, "%s", sio_nvme_errmsg());
 	cli_close(&c);
 	sio_fabric_close(admin);
+}
+
+/* A controller that stops answering (SIGSTOP) with commands in flight:
+ * every waiter, the synchronous read and each asynchronous callback, ends
+ * with -ETIMEDOUT within the client's timeout; the queue stays failed; and
+ * once the controller runs again a new queue pair works. */
+Test(faults, stopped_controller_ends_every_waiter_with_a_timeout)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	struct done d[4];
+	struct cli c;
+	uint64_t t0, took;
+	int i, ret;
+
+	cluster_up(&C, 2, 32, emu);
+	cli_open(&c, 1);
+	sio_nvme_client_set_timeout(c.cl, 1000);
+	cr_assert_eq(cli_write(&c, 900, 10), 0, "%s", sio_nvme_errmsg());
+
+	cr_assert_eq(kill(C.emu, SIGSTOP), 0);
+	/* Expectations only until the controller runs again. */
+	memset(d, 0, sizeof(d));
+	for (i = 0; i < 4; i++) {
+		ret = sio_nvme_ioq_read(c.q, 1, 900 + 16 * (uint64_t)i, 16, c.buf,
+					8192 * (uint64_t)(i + 1), on_done, &d[i]);
+		cr_expect_eq(ret, 0, "async read %d: %s", i, sio_nvme_errmsg());
+	}
+	t0 = now_ms();
+	ret = sio_nvme_read(c.q, 1, 900, 16, c.buf, 5 * 8192);
+	took = now_ms() - t0;
+	cr_expect_eq(ret, -ETIMEDOUT, "sync read of a stopped controller: %d %s", ret,
+		     sio_nvme_errmsg());
+	cr_expect_lt(took, 5000, "the timeout is 1000 ms and the read took %llu ms",
+		     (unsigned long long)took);
+	for (i = 0; i < 4; i++) {
+		cr_expect_eq(d[i].n, 1, "async read %d: callback ran %d times", i, d[i].n);
+		cr_expect_eq(d[i].err, -ETIMEDOUT, "async read %d: %d", i, d[i].err);
+	}
+	cr_expect_eq(sio_nvme_ioq_poll(c.q, 0), -ETIMEDOUT, "the queue stays failed");
+	cr_expect_eq(sio_nvme_ioq_wait(c.q), -ETIMEDOUT);
+	cr_expect_eq(sio_nvme_ioq_read(c.q, 1, 900, 16, c.buf, 0, on_done, &d[0]), -ETIMEDOUT,
+		     "a failed queue takes no new command");
+	kill(C.emu, SIGCONT);
+
+	sio_nvme_ioq_destroy(c.q);
+	c.q = NULL;
+	cr_assert_eq(sio_nvme_ioq_create(c.cl, NULL, &c.q), 0, "%s", sio_nvme_errmsg());
+	cr_expect_eq(cli_verify(&c, 900, 10), 0, "%s", sio_nvme_errmsg());
+	cli_close(&c);
+}
+
+/* The completion the controller posted next, before the host takes it. */
+static volatile struct sio_nvme_cpl *posted(struct sio_nvme_ioq *q)
+{
+	struct sio_nvme_queue *h = &q->qp[0].q;
+	volatile struct sio_nvme_cpl *e = &h->cq[h->cq_head];
+	uint64_t t0 = now_ms();
+
+	while ((e->status & 1u) != h->cq_phase) {
+		cr_assert_lt(now_ms() - t0, 5000, "the controller posted no completion");
+		usleep(100);
+	}
+	return e;
+}
+
+/* Completions a controller could forge, written over real ones in the CQ
+ * before the host reads them. A wild SQ head used to leave the queue
+ * looking full with nothing in flight: sio_nvme_read() then returned 0
+ * from a submission that never went in and waited forever. A completion
+ * under an id the host did not issue is counted and not delivered, and the
+ * command it stood for ends with -ETIMEDOUT, not a hang. */
+Test(faults, forged_completions_cannot_hang_a_read)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	struct sio_nvme_ioq_info qi;
+	volatile struct sio_nvme_cpl *e;
+	struct sio_nvme_queue *h;
+	struct done d = { 0 };
+	struct cli c;
+	uint64_t t0;
+	int i, ret;
+
+	cluster_up(&C, 2, 32, emu);
+	cli_open(&c, 1);
+	sio_nvme_client_set_timeout(c.cl, 1000);
+	cr_assert_eq(cli_write(&c, 1000, 11), 0, "%s", sio_nvme_errmsg());
+	h = &c.q->qp[0].q;
+
+	/* A real completion that reports the SQ head one past the tail. */
+	cr_assert_eq(sio_nvme_ioq_read(c.q, 1, 1000, 16, c.buf, 0, on_done, &d), 0, "%s",
+		     sio_nvme_errmsg());
+	e = posted(c.q);
+	e->sq_head = (uint16_t)((h->sq_tail + 1) % h->size);
+	cr_assert_eq(sio_nvme_ioq_wait(c.q), 0, "%s", sio_nvme_errmsg());
+	cr_expect_eq(d.n, 1);
+	cr_expect_eq(d.err, 0);
+	for (i = 0; i < 2 * (int)h->size; i++) {
+		ret = cli_verify(&c, 1000, 11);
+		cr_assert_eq(ret, 0, "read %d after the wild SQ head: %d %s", i, ret,
+			     sio_nvme_errmsg());
+	}
+
+	/* The next completion comes under another generation of its id. */
+	memset(&d, 0, sizeof(d));
+	cr_assert_eq(sio_nvme_ioq_read(c.q, 1, 1000, 16, c.buf, 16384, on_done, &d), 0, "%s",
+		     sio_nvme_errmsg());
+	e = posted(c.q);
+	e->cid ^= 0x8000;
+	/* Other commands go on around it. */
+	cr_assert_eq(cli_verify(&c, 1000, 11), 0, "%s", sio_nvme_errmsg());
+	sio_nvme_ioq_info(c.q, &qi);
+	cr_expect_eq(qi.stale, 1, "the forged completion is counted (%llu)",
+		     (unsigned long long)qi.stale);
+	cr_expect_eq(h->stale, 1, "as a stale id");
+	cr_expect_eq(d.n, 0, "and not delivered");
+	/* The command it stood for never completes: its wait ends. */
+	t0 = now_ms();
+	ret = sio_nvme_ioq_wait(c.q);
+	cr_expect_eq(ret, -ETIMEDOUT, "%d %s", ret, sio_nvme_errmsg());
+	cr_expect_lt(now_ms() - t0, 5000);
+	cr_expect_eq(d.n, 1);
+	cr_expect_eq(d.err, -ETIMEDOUT);
+	cli_close(&c);
+}
+
+/* Do Not Retry: a multipath queue sends a command that met a Data Transfer
+ * Error again (a link failing under it looks just so), but never one the
+ * controller marked DNR, as Linux's nvme_decide_disposition(). */
+Test(faults, multipath_resends_transfer_errors_unless_do_not_retry)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	struct sio_fabric_config cfg;
+	struct sio_nvme_ioq_info qi;
+	struct sio_nvme_qspec spec;
+	struct sio_nvme_buf wild;
+	volatile struct sio_nvme_cpl *e;
+	struct done d = { 0 };
+	struct cli c;
+	uint64_t before;
+
+	/* Two adapters per node, so the queue has a backup path. */
+	memset(&C, 0, sizeof(C));
+	snprintf(C.fabric, sizeof(C.fabric), "dnr-%d", (int)getpid());
+	snprintf(C.dir, sizeof(C.dir), "/tmp/dnr-%d", (int)getpid());
+	mkdir(C.dir, 0700);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.nodes = 2;
+	cfg.topology = SIO_TOPO_SWITCH;
+	cfg.adapters = 2;
+	sio_fabric_destroy(C.fabric);
+	cr_assert_eq(sio_fabric_create(C.fabric, &cfg), 0, "fabric: %s", sio_errmsg());
+	cluster_start_emu(&C, emu);
+	cluster_start_mgr(&C);
+
+	memset(&c, 0, sizeof(c));
+	cr_assert_eq(sio_fabric_open(C.fabric, 1, &c.f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(c.f, -1, &c.cl), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_qspec_parse("multipath,depth=32", &spec), 0);
+	cr_assert_eq(sio_nvme_ioq_create(c.cl, &spec, &c.q), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_buf_alloc(c.cl, 64 << 10, &c.buf), 0, "%s", sio_nvme_errmsg());
+	/* A buffer mapped for the device on neither path. */
+	wild = *c.buf;
+	wild.bus = wild.bus2 = 0x7f5500000000ull;
+
+	cr_assert_eq(sio_nvme_ioq_read(c.q, 1, 0, 8, &wild, 0, on_done, &d), 0, "%s",
+		     sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_ioq_wait(c.q), 0, "%s", sio_nvme_errmsg());
+	sio_nvme_ioq_info(c.q, &qi);
+	cr_expect_eq(d.n, 1);
+	cr_expect_eq(d.err, -EIO);
+	cr_expect_eq(d.status, SIO_NVME_SC_DATA_XFER_ERROR, "status 0x%x", d.status);
+	cr_expect_eq(qi.resubmitted, 4, "sent again %llu times, want 4",
+		     (unsigned long long)qi.resubmitted);
+	before = qi.resubmitted;
+
+	/* The same error with DNR set (in the entry as posted): ended at once. */
+	memset(&d, 0, sizeof(d));
+	cr_assert_eq(sio_nvme_ioq_read(c.q, 1, 0, 8, &wild, 0, on_done, &d), 0, "%s",
+		     sio_nvme_errmsg());
+	e = posted(c.q);
+	cr_assert_eq(SIO_NVME_STATUS_CODE(e->status), SIO_NVME_SC_DATA_XFER_ERROR);
+	e->status |= 0x8000;
+	cr_assert_eq(sio_nvme_ioq_wait(c.q), 0, "%s", sio_nvme_errmsg());
+	sio_nvme_ioq_info(c.q, &qi);
+	cr_expect_eq(d.n, 1);
+	cr_expect_eq(d.err, -EIO);
+	cr_expect_eq(d.status, SIO_NVME_SC_DATA_XFER_ERROR, "status 0x%x", d.status);
+	cr_expect_eq(qi.resubmitted, before, "a DNR completion was sent again");
+
+	/* Good I/O goes on. */
+	cr_expect_eq(cli_write(&c, 64, 12), 0, "%s", sio_nvme_errmsg());
+	cr_expect_eq(cli_verify(&c, 64, 12), 0, "%s", sio_nvme_errmsg());
+	cli_close(&c);
 }

@@ -88,7 +88,8 @@ struct sio_nvme_buf {
  * @sq_loc: SIO_PLACE_LOCAL, SIO_PLACE_LENDER, SIO_PLACE_DEVICE (CMB) or
  *	SIO_NVME_QLOC_HINT
  * @cq_loc: SIO_PLACE_LOCAL, SIO_PLACE_LENDER or SIO_NVME_QLOC_HINT
- * @depth: queue entries (0: 256, capped by CAP.MQES)
+ * @depth: queue entries, 2..4096 (SIO_NVME_QUEUE_MAX_SIZE); 0: 256; capped
+ *	by CAP.MQES
  * @prio: SQ priority for weighted round robin, 0 (urgent) .. 3 (low)
  * @multipath: keep a backup queue pair through adapter 1 and fail over to
  *	it ("multipath" or "multipath=1" in a spec string)
@@ -115,7 +116,9 @@ struct sio_nvme_qspec {
  * @failovers: times the primary failed and its commands moved to the backup
  * @restores: times the primary was created again and took over
  * @resubmitted: commands sent again on another queue pair
- * @stale: completions ignored because their command had been moved
+ * @stale: completions consumed and not delivered: their command had been
+ *	moved to the other path, had already completed, or was never issued
+ *	(a late, repeated or forged completion; see struct sio_nvme_queue)
  */
 struct sio_nvme_ioq_info {
 	uint16_t qid;
@@ -258,8 +261,8 @@ void sio_nvme_buf_free(struct sio_nvme_client *cl, struct sio_nvme_buf *b);
  * @out: the queue pair
  * Return: 0; -ENOSPC when the controller has no queue pair left (the
  * message says how many it has; a multipath queue takes two); -EINVAL for
- * a bad spec, or multipath on a fabric with one adapter per node; -ENODEV
- * for location=device without a CMB.
+ * a bad spec (a depth above 4096, say), or multipath on a fabric with one
+ * adapter per node; -ENODEV for location=device without a CMB.
  */
 int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec *spec,
 			struct sio_nvme_ioq **out);
@@ -283,8 +286,8 @@ int sio_nvme_ioq_destroy(struct sio_nvme_ioq *q);
  *
  * The queues belong to this client's mailbox slot: only it may delete them,
  * and sio_nvme_client_close() (or the client's death) deletes them. The
- * caller drives them itself (with queue.h) and keeps their memory mapped
- * until sio_nvme_ioq_delete_at().
+ * caller drives them itself (with queue.h, which takes at most 4096
+ * entries) and keeps their memory mapped until sio_nvme_ioq_delete_at().
  * Return: 0; -EINVAL for a bad depth, priority or address; -ENOSPC when the
  * controller has no queue pair left.
  */
@@ -359,9 +362,10 @@ void sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *o
  * @off: byte offset in @buf (a multiple of 4)
  * @cb: called from sio_nvme_ioq_poll() when every part is done
  * @arg: passed to @cb
- * Return: 0; -EAGAIN when the queue lacks room (poll, then retry);
- * -EINVAL for a range outside the namespace or the buffer; -ENODEV or
- * -ETIMEDOUT once the queue has failed.
+ * Return: 0, and @cb will be called exactly once; or an error, and nothing
+ * was submitted and @cb will not be called: -EAGAIN when the queue lacks
+ * room (poll, then retry); -EINVAL for a range outside the namespace or the
+ * buffer; -ENODEV, -ETIMEDOUT or -EIO once the queue has failed.
  */
 int sio_nvme_ioq_read(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
 		      struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg);
@@ -405,8 +409,15 @@ uint32_t sio_nvme_ioq_inflight(const struct sio_nvme_ioq *q);
  */
 int sio_nvme_ioq_wait(struct sio_nvme_ioq *q);
 
-/* Synchronous forms: submit, then wait with bounded, backing-off polling.
- * Return 0 or -errno; on -EIO sio_nvme_errmsg() names the NVMe status. */
+/*
+ * Synchronous forms: submit, then wait with bounded, backing-off polling.
+ * Every wait ends: a controller that stops answering fails the queue after
+ * the client's timeout (sio_nvme_client_set_timeout()), and every command
+ * in flight on it, this one and other callers' asynchronous ones, ends with
+ * -ETIMEDOUT (-ENODEV if the device is gone); a queue with no room for the
+ * command for as long also gives -ETIMEDOUT.
+ * Return 0 or -errno; on -EIO sio_nvme_errmsg() names the NVMe status.
+ */
 int sio_nvme_read(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
 		  struct sio_nvme_buf *buf, uint64_t off);
 int sio_nvme_write(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,

@@ -27,7 +27,11 @@ extern "C" {
 static inline SIO_HD void sio_nvme_cmd_init(struct sio_nvme_cmd *cmd, uint8_t opcode,
 					    uint32_t nsid)
 {
+#ifdef __cplusplus
+	struct sio_nvme_cmd zero = {};
+#else
 	struct sio_nvme_cmd zero = { 0 };
+#endif
 
 	*cmd = zero;
 	cmd->opcode = opcode;

@@ -8,32 +8,62 @@
  * One submission queue and its completion queue, driven without locks,
  * system calls or allocation. Everything here is static inline and usable
  * unchanged from host C, C++ and CUDA device code (SIO_HD). A queue pair is
- * driven by one thread at a time; callers that share one serialise.
+ * driven by one thread at a time; callers that share one serialise. (The
+ * GPU driver shares a queue pair among many threads with an engine of its
+ * own in gpu.h; it takes only the barriers, doorbell stores and command
+ * builders from here.)
  *
- * Ordering is explicit and never relies on the host's memory model alone:
- * SQ entries are published with a release fence (plus SFENCE on x86, which
- * also drains write-combining buffers for an SQ in a CMB) before the
- * doorbell store, and a completion's status word is read with acquire
- * semantics before the rest of the entry. On a GPU __threadfence_system()
- * takes both roles.
+ * Ordering is explicit (barrier.h): SQ entries are fenced before the
+ * doorbell store, and a completion's phase tag is read once, then fenced,
+ * before the rest of the entry.
  *
- * Command ids index a fixed slot table; a cid is handed out from a free
- * stack and only returns to it when its completion arrives, so it is never
- * reused while in flight. The SQ head is taken from completions
- * (cpl.sq_head), as the specification requires.
+ * Tags and command ids. A command holds a tag, 0..size-2, from a free stack
+ * until its completion arrives, so a tag is never reused while in flight.
+ * The command id on the wire is the tag in its low 12 bits and a 4-bit
+ * generation in the top ones, bumped each time the tag is handed out (as
+ * Linux does, nvme_cid()): a completion is delivered only when its id names
+ * a tag in flight with the same generation. A late or repeated completion
+ * is consumed, counted (@spurious, @duplicate, @stale) and not delivered,
+ * so it can neither complete the wrong command nor free a tag twice.
+ * Generations run 1..15 (0 marks a tag never used), so only a completion
+ * late by 15 reuses of its tag could pass for the current command; id 0 is
+ * never on the wire.
+ * Queues hold at most SIO_NVME_QUEUE_MAX_SIZE entries (12-bit tags).
  *
- * This header includes only <stdint.h> (through types.h) so nvcc takes it.
+ * The SQ head. At most size - 1 commands are in flight and every SQ entry
+ * the controller has not fetched is one of them, so the tail cannot catch
+ * the head: submission checks only for a free tag. The head a completion
+ * reports (@sq_head) is kept for information, taken only from completions
+ * that are delivered and only when it lies between the last head and the
+ * tail. A controller reporting a wild head can therefore not wedge the SQ.
+ *
+ * Errors are negative errno values from <errno.h> (nvcc takes it too).
  */
 
+#include <errno.h>
 #include <smartio/nvme/types.h>
+#include <smartio/nvme/barrier.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Marks a cid that is not in flight in sio_nvme_queue.busy. */
-#define SIO_NVME_CID_FREE	0u
-#define SIO_NVME_CID_BUSY	1u
+/* Largest queue (entries): tags need 12 bits, generations take the rest. */
+#define SIO_NVME_QUEUE_MAX_SIZE	4096u
+#define SIO_NVME_CID_TAG_BITS	12
+#define SIO_NVME_CID_TAG_MASK	0x0fffu
+/* A command id's tag and generation (see DOC above). */
+#define SIO_NVME_CID_TAG(cid)	((uint16_t)((cid) & SIO_NVME_CID_TAG_MASK))
+#define SIO_NVME_CID_GEN(cid)	((uint16_t)((cid) >> SIO_NVME_CID_TAG_BITS))
+
+/* A tag's state, the low bits of sio_nvme_queue.busy[tag]; the high four
+ * bits hold the generation of the tag's latest command (0: never used). */
+#define SIO_NVME_CID_FREE	0u	/* on the free stack */
+#define SIO_NVME_CID_BUSY	1u	/* in flight: its completion is delivered */
+#define SIO_NVME_CID_ABANDONED	2u	/* given up (the queue failed): held, never
+					 * delivered, not reused before queue_init */
+#define SIO_NVME_CID_STATE_MASK	0x0fu
+#define SIO_NVME_CID_GEN_SHIFT	4
 
 /**
  * struct sio_nvme_queue - an I/O (or admin) queue pair as the host sees it
@@ -41,21 +71,34 @@ extern "C" {
  * @cq: CQ entries
  * @sq_db: the SQ tail doorbell
  * @cq_db: the CQ head doorbell
- * @cid_stack: free command ids (caller-provided, @nslots entries)
- * @cookie: per-cid user value, set at submission (caller-provided)
- * @busy: per-cid in-flight flag (caller-provided, @nslots entries)
+ * @cid_stack: free tags (caller-provided, @nslots entries)
+ * @cookie: per-tag user value, set at submission (caller-provided)
+ * @busy: per-tag state and generation (caller-provided, @nslots entries);
+ *	read it with sio_nvme_queue_tag_state()
  * @qid: queue id
  * @size: entries in the SQ and in the CQ (they are equal)
- * @nslots: command ids available, size - 1: at most this many in flight, so
- *	the CQ cannot overflow
+ * @nslots: tags available, size - 1: at most this many in flight, so
+ *	neither the SQ nor the CQ can overflow
  * @nfree: entries on @cid_stack
  * @sq_tail: next SQ slot to fill
- * @sq_head: SQ head as last reported by the controller
+ * @sq_head: SQ head as last reported by a delivered completion (for
+ *	information; submission does not depend on it)
  * @sq_rung: tail value last written to the doorbell
  * @cq_head: next CQ slot to look at
  * @cq_phase: phase tag that marks a new completion
  * @cq_pending: completions consumed but not yet told to the controller
- * @spurious: completions whose cid was not in flight (counted, ignored)
+ * @spurious: completions consumed and not delivered because their id names
+ *	no command ever issued: a tag out of range or not used yet, or
+ *	generation 0
+ * @duplicate: completions consumed and not delivered because their command
+ *	had already completed (a repeat) or was abandoned
+ * @stale: completions consumed and not delivered because their generation
+ *	is not the tag's latest: a late completion of an earlier command whose
+ *	tag has been reused since
+ *
+ * The three counters are the caller's to read (or fold elsewhere and zero)
+ * at any time; queue.h only increments them, and sio_nvme_queue_init()
+ * zeroes them.
  */
 struct sio_nvme_queue {
 	struct sio_nvme_cmd *sq;
@@ -76,56 +119,16 @@ struct sio_nvme_queue {
 	uint8_t cq_phase;
 	uint16_t cq_pending;
 	uint64_t spurious;
+	uint64_t duplicate;
+	uint64_t stale;
 };
-
-/* Store/load fences. Release before a doorbell, acquire after a phase tag. */
-static inline SIO_HD void sio_nvme_wmb(void)
-{
-#if defined(__CUDA_ARCH__)
-	__threadfence_system();
-#else
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_sfence();
-#endif
-#endif
-}
-
-static inline SIO_HD void sio_nvme_rmb(void)
-{
-#if defined(__CUDA_ARCH__)
-	__threadfence_system();
-#else
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-#endif
-}
-
-static inline SIO_HD void sio_nvme_mmio_write32(volatile uint32_t *reg, uint32_t v)
-{
-#if defined(__CUDA_ARCH__)
-	*reg = v;
-#else
-	__atomic_store_n(reg, v, __ATOMIC_RELAXED);
-#endif
-}
-
-/** sio_nvme_cpu_relax() - tell the CPU we are spinning */
-static inline SIO_HD void sio_nvme_cpu_relax(void)
-{
-#if defined(__CUDA_ARCH__)
-	/* nothing: the caller bounds its loop */
-#elif defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
-}
 
 /**
  * sio_nvme_queue_init() - set up a queue pair over memory the caller placed
  * @q: the queue
  * @qid: queue id (0 for the admin queue)
- * @size: entries per queue (2..65536 is the spec's range; we take <= 65535)
+ * @size: entries per queue, 2..SIO_NVME_QUEUE_MAX_SIZE (4096; the
+ *	specification allows 65536, but tags have 12 bits)
  * @sq: SQ memory, @size * 64 bytes, zeroed not required
  * @cq: CQ memory, @size * 16 bytes, must be zeroed (phase tags 0)
  * @sq_db: SQ tail doorbell
@@ -133,7 +136,7 @@ static inline SIO_HD void sio_nvme_cpu_relax(void)
  * @cid_stack: @size - 1 entries
  * @cookie: @size - 1 entries
  * @busy: @size - 1 entries
- * Return: 0, or -22 (EINVAL) for a size out of range.
+ * Return: 0, or -EINVAL for a size out of range (@q is then untouched).
  */
 static inline SIO_HD int sio_nvme_queue_init(struct sio_nvme_queue *q, uint16_t qid,
 					      uint32_t size, void *sq, void *cq,
@@ -144,8 +147,8 @@ static inline SIO_HD int sio_nvme_queue_init(struct sio_nvme_queue *q, uint16_t 
 {
 	uint32_t i;
 
-	if (size < 2 || size > 65535)
-		return -22;
+	if (size < 2 || size > SIO_NVME_QUEUE_MAX_SIZE)
+		return -EINVAL;
 	q->sq = (struct sio_nvme_cmd *)sq;
 	q->cq = (volatile struct sio_nvme_cpl *)cq;
 	q->sq_db = sq_db;
@@ -156,7 +159,8 @@ static inline SIO_HD int sio_nvme_queue_init(struct sio_nvme_queue *q, uint16_t 
 	q->qid = qid;
 	q->size = (uint16_t)size;
 	q->nslots = (uint16_t)(size - 1);
-	/* Low cids on top of the stack, so a QD1 user keeps reusing cid 0. */
+	/* Low tags on top of the stack, so a QD1 user keeps reusing tag 0;
+	 * the generation tells its commands apart. */
 	for (i = 0; i < q->nslots; i++) {
 		cid_stack[i] = (uint16_t)(q->nslots - 1 - i);
 		busy[i] = SIO_NVME_CID_FREE;
@@ -168,10 +172,16 @@ static inline SIO_HD int sio_nvme_queue_init(struct sio_nvme_queue *q, uint16_t 
 	q->cq_phase = 1;
 	q->cq_pending = 0;
 	q->spurious = 0;
+	q->duplicate = 0;
+	q->stale = 0;
 	return 0;
 }
 
-/** sio_nvme_queue_inflight() - commands submitted and not yet completed */
+/**
+ * sio_nvme_queue_inflight() - commands submitted and not yet completed
+ *
+ * Abandoned commands count: their tags are not free.
+ */
 static inline SIO_HD uint32_t sio_nvme_queue_inflight(const struct sio_nvme_queue *q)
 {
 	return (uint32_t)(q->nslots - q->nfree);
@@ -183,16 +193,71 @@ static inline SIO_HD uint32_t sio_nvme_queue_free_slots(const struct sio_nvme_qu
 	return q->nfree;
 }
 
+/** sio_nvme_queue_ignored() - completions consumed and not delivered */
+static inline SIO_HD uint64_t sio_nvme_queue_ignored(const struct sio_nvme_queue *q)
+{
+	return q->spurious + q->duplicate + q->stale;
+}
+
 /**
- * sio_nvme_sq_next_cid() - the cid the next sio_nvme_sq_submit() will use
+ * sio_nvme_queue_tag_state() - SIO_NVME_CID_FREE, _BUSY or _ABANDONED
+ * @q: queue
+ * @tag: a tag, below @q->nslots
+ */
+static inline SIO_HD uint32_t sio_nvme_queue_tag_state(const struct sio_nvme_queue *q,
+						       uint32_t tag)
+{
+	return q->busy[tag] & SIO_NVME_CID_STATE_MASK;
+}
+
+/**
+ * sio_nvme_queue_abandon() - stop waiting for a command
+ * @q: queue
+ * @tag: its tag
+ *
+ * For a command the caller has ended itself (a timeout): a completion that
+ * still comes for it is consumed and counted in @q->duplicate, never
+ * delivered. The tag stays taken until sio_nvme_queue_init(), since the
+ * controller may still hold the command. Does nothing unless @tag is busy.
+ */
+static inline SIO_HD void sio_nvme_queue_abandon(struct sio_nvme_queue *q, uint32_t tag)
+{
+	uint8_t s = q->busy[tag];
+
+	if ((s & SIO_NVME_CID_STATE_MASK) == SIO_NVME_CID_BUSY)
+		q->busy[tag] = (uint8_t)((s & ~SIO_NVME_CID_STATE_MASK) | SIO_NVME_CID_ABANDONED);
+}
+
+/**
+ * sio_nvme_queue_release() - take back the tag of a command that cannot
+ *	complete any more
+ * @q: queue
+ * @tag: its tag
+ *
+ * Only once the controller holds no command of this queue (the queue was
+ * deleted in it): the tag goes back on the free stack. Does nothing for a
+ * free tag.
+ */
+static inline SIO_HD void sio_nvme_queue_release(struct sio_nvme_queue *q, uint32_t tag)
+{
+	uint8_t s = q->busy[tag];
+
+	if ((s & SIO_NVME_CID_STATE_MASK) == SIO_NVME_CID_FREE)
+		return;
+	q->busy[tag] = (uint8_t)(s & ~SIO_NVME_CID_STATE_MASK);
+	q->cid_stack[q->nfree++] = (uint16_t)tag;
+}
+
+/**
+ * sio_nvme_sq_next_cid() - the tag the next sio_nvme_sq_submit() will use
  * @q: queue
  *
- * Lets a caller place per-command memory (a PRP list page indexed by cid)
- * before submitting. Return: the cid, or -11 (EAGAIN) if none is free.
+ * Lets a caller place per-command memory (a PRP list page indexed by tag)
+ * before submitting. Return: the tag, or -EAGAIN if none is free.
  */
 static inline SIO_HD int sio_nvme_sq_next_cid(const struct sio_nvme_queue *q)
 {
-	return q->nfree ? (int)q->cid_stack[q->nfree - 1] : -11;
+	return q->nfree ? (int)q->cid_stack[q->nfree - 1] : -EAGAIN;
 }
 
 /**
@@ -200,17 +265,14 @@ static inline SIO_HD int sio_nvme_sq_next_cid(const struct sio_nvme_queue *q)
  * @q: queue
  *
  * Building the command in its slot saves writing it elsewhere and copying
- * it. Fill every field but the cid, then sio_nvme_sq_commit(); the cid it
+ * it. Fill every field but the cid, then sio_nvme_sq_commit(); the tag it
  * will get is sio_nvme_sq_next_cid().
- * Return: the entry, or NULL (0) when no cid or SQ slot is free.
+ * Return: the entry, or NULL (0) when no tag is free. A free tag is all it
+ * takes: with at most size - 1 commands in flight the SQ cannot be full.
  */
 static inline SIO_HD struct sio_nvme_cmd *sio_nvme_sq_entry(struct sio_nvme_queue *q)
 {
-	uint16_t next = (uint16_t)(q->sq_tail + 1 == q->size ? 0 : q->sq_tail + 1);
-
-	/* A free cid bounds in-flight commands; the SQ check also covers
-	 * entries the controller has not fetched yet. */
-	if (q->nfree == 0 || next == q->sq_head)
+	if (q->nfree == 0)
 		return 0;
 	return &q->sq[q->sq_tail];
 }
@@ -220,22 +282,25 @@ static inline SIO_HD struct sio_nvme_cmd *sio_nvme_sq_entry(struct sio_nvme_queu
  * @q: queue
  * @cookie: user value returned with the completion
  *
- * Assigns the entry's cid and advances the tail, without ringing. Only
- * after sio_nvme_sq_entry() returned an entry.
- * Return: the cid.
+ * Assigns the entry's command id (tag and next generation) and advances
+ * the tail, without ringing. Only after sio_nvme_sq_entry() returned an
+ * entry.
+ * Return: the tag.
  */
 static inline SIO_HD int sio_nvme_sq_commit(struct sio_nvme_queue *q, uint64_t cookie)
 {
 	uint16_t tail = q->sq_tail;
-	uint16_t cid = q->cid_stack[--q->nfree];
+	uint16_t tag = q->cid_stack[--q->nfree];
+	uint32_t gen = (uint32_t)q->busy[tag] >> SIO_NVME_CID_GEN_SHIFT;
 
+	gen = gen >= 15 ? 1 : gen + 1;
 	/* Everything read from @q before the byte store to busy[], which the
 	 * compiler must assume could alias it. */
 	q->sq_tail = (uint16_t)(tail + 1 == q->size ? 0 : tail + 1);
-	q->sq[tail].cid = cid;
-	q->cookie[cid] = cookie;
-	q->busy[cid] = SIO_NVME_CID_BUSY;
-	return cid;
+	q->sq[tail].cid = (uint16_t)(gen << SIO_NVME_CID_TAG_BITS | tag);
+	q->cookie[tag] = cookie;
+	q->busy[tag] = (uint8_t)(gen << SIO_NVME_CID_GEN_SHIFT | SIO_NVME_CID_BUSY);
+	return tag;
 }
 
 /**
@@ -244,8 +309,8 @@ static inline SIO_HD int sio_nvme_sq_commit(struct sio_nvme_queue *q, uint64_t c
  * @cmd: the command, copied into the SQ; its cid is assigned here
  * @cookie: user value returned with the completion
  *
- * Return: the cid, or -11 (EAGAIN) when no cid or SQ slot is free. The
- * command reaches the controller at the next sio_nvme_sq_ring().
+ * Return: the tag, or -EAGAIN when no tag is free. The command reaches the
+ * controller at the next sio_nvme_sq_ring().
  */
 static inline SIO_HD int sio_nvme_sq_submit(struct sio_nvme_queue *q,
 					    const struct sio_nvme_cmd *cmd,
@@ -254,7 +319,7 @@ static inline SIO_HD int sio_nvme_sq_submit(struct sio_nvme_queue *q,
 	struct sio_nvme_cmd *e = sio_nvme_sq_entry(q);
 
 	if (!e)
-		return -11;
+		return -EAGAIN;
 	*e = *cmd;
 	return sio_nvme_sq_commit(q, cookie);
 }
@@ -283,14 +348,8 @@ static inline SIO_HD void sio_nvme_sq_ring(struct sio_nvme_queue *q)
 static inline SIO_HD volatile struct sio_nvme_cpl *sio_nvme_cq_peek(struct sio_nvme_queue *q)
 {
 	volatile struct sio_nvme_cpl *c = &q->cq[q->cq_head];
-	uint16_t st;
 
-#if defined(__CUDA_ARCH__)
-	st = c->status;
-#else
-	st = __atomic_load_n(&c->status, __ATOMIC_ACQUIRE);
-#endif
-	if ((st & 1u) != q->cq_phase)
+	if ((c->status & 1u) != q->cq_phase)
 		return 0;
 	/* The status store is the controller's last; read the rest after it. */
 	sio_nvme_rmb();
@@ -298,47 +357,74 @@ static inline SIO_HD volatile struct sio_nvme_cpl *sio_nvme_cq_peek(struct sio_n
 }
 
 /**
- * sio_nvme_cq_pop() - consume a completion returned by sio_nvme_cq_peek()
+ * sio_nvme_cq_pop() - consume the next completion
  * @q: queue
- * @out: copy of the entry (may be NULL)
- * @cookie: the cookie given at submission (may be NULL)
+ * @out: copy of the entry (may be NULL); filled in for any entry consumed
+ * @cookie: the cookie given at submission (may be NULL); set only when the
+ *	completion is delivered
  *
- * Frees the cid and takes the SQ head from the completion. The CQ doorbell
- * is written by sio_nvme_cq_ring(), so a batch costs one MMIO write.
- * Return: the cid, or -71 (EPROTO) for a completion whose cid was not in
- * flight (counted in @q->spurious and skipped).
+ * Usable alone or after sio_nvme_cq_peek(): it reads the status word once,
+ * and the phase it checks is the one in the status it returns. A delivered
+ * completion frees its tag and may update @q->sq_head. The CQ doorbell is
+ * written by sio_nvme_cq_ring(), so a batch costs one MMIO write.
+ * Return: the tag; -EAGAIN when there is no new entry (nothing consumed);
+ * -EPROTO for an entry consumed but not delivered because its id matches no
+ * command in flight (counted in @q->spurious, @q->duplicate or @q->stale).
  */
 static inline SIO_HD int sio_nvme_cq_pop(struct sio_nvme_queue *q,
 					 struct sio_nvme_cpl *out, uint64_t *cookie)
 {
 	volatile struct sio_nvme_cpl *c = &q->cq[q->cq_head];
-	uint16_t cid = c->cid;
-	uint16_t head = c->sq_head;
+	uint16_t st = c->status;
+	uint16_t cid, head, tag, tail, old;
+	uint32_t gen, dh, dt;
+	uint8_t s;
 
+	if ((st & 1u) != q->cq_phase)
+		return -EAGAIN;
+	sio_nvme_rmb();
+	cid = c->cid;
+	head = c->sq_head;
 	if (out) {
 		out->result = c->result;
 		out->rsvd = c->rsvd;
 		out->sq_head = head;
 		out->sq_id = c->sq_id;
 		out->cid = cid;
-		out->status = c->status;
+		out->status = st;
 	}
 	if (++q->cq_head == q->size) {
 		q->cq_head = 0;
 		q->cq_phase ^= 1u;
 	}
 	q->cq_pending++;
-	if (head < q->size)
-		q->sq_head = head;
-	if (cid >= q->nslots || q->busy[cid] != SIO_NVME_CID_BUSY) {
+	tag = SIO_NVME_CID_TAG(cid);
+	gen = SIO_NVME_CID_GEN(cid);
+	s = tag < q->nslots ? q->busy[tag] : 0;
+	if (gen == 0 || !(s >> SIO_NVME_CID_GEN_SHIFT)) {
 		q->spurious++;
-		return -71;
+		return -EPROTO;
 	}
-	q->busy[cid] = SIO_NVME_CID_FREE;
+	if ((uint32_t)s >> SIO_NVME_CID_GEN_SHIFT != gen) {
+		q->stale++;
+		return -EPROTO;
+	}
+	if ((s & SIO_NVME_CID_STATE_MASK) != SIO_NVME_CID_BUSY) {
+		q->duplicate++;
+		return -EPROTO;
+	}
+	q->busy[tag] = (uint8_t)(s & ~SIO_NVME_CID_STATE_MASK);
 	if (cookie)
-		*cookie = q->cookie[cid];
-	q->cid_stack[q->nfree++] = cid;
-	return cid;
+		*cookie = q->cookie[tag];
+	q->cid_stack[q->nfree++] = tag;
+	/* The head moves forward from where it was, never past the tail. */
+	old = q->sq_head;
+	tail = q->sq_tail;
+	dh = head >= old ? (uint32_t)(head - old) : (uint32_t)head + q->size - old;
+	dt = tail >= old ? (uint32_t)(tail - old) : (uint32_t)tail + q->size - old;
+	if (head < q->size && dh <= dt)
+		q->sq_head = head;
+	return tag;
 }
 
 /**
@@ -350,8 +436,9 @@ static inline SIO_HD void sio_nvme_cq_ring(struct sio_nvme_queue *q)
 	if (!q->cq_pending)
 		return;
 	/* Our reads of the consumed entries complete before the slots are
-	 * handed back to the controller. */
-	sio_nvme_wmb();
+	 * handed back to the controller (a read barrier orders loads before
+	 * later stores too). */
+	sio_nvme_rmb();
 	sio_nvme_mmio_write32(q->cq_db, q->cq_head);
 	q->cq_pending = 0;
 }
