@@ -267,7 +267,7 @@ static void usage(FILE *o)
 		"  --bs N          blocks per I/O (default 8)\n"
 		"  --ios N         I/Os per pass (default: cover the range once)\n"
 		"  --random        random block offsets within the range\n"
-		"  --qd N          I/Os in flight (default 1)\n"
+		"  --qd N          I/Os in flight, 1..4095 (default 1)\n"
 		"  --queue SPEC    queue placement: location=local|lender|device|hint,\n"
 		"                  cq=local|lender|hint, depth=N, prio=0..3, multipath\n"
 		"                  (a backup queue pair through adapter 1, for failover)\n"
@@ -333,7 +333,7 @@ int main(int argc, char **argv)
 		case 'b': if (tool_parse_u64(optarg, &v) || !v || v > 65536) goto bad; c.io_blocks = (uint32_t)v; break;
 		case 'i': if (tool_parse_u64(optarg, &c.ios)) goto bad; break;
 		case 'R': c.random = true; break;
-		case 'd': if (tool_parse_u64(optarg, &v) || !v || v > 65534) goto bad; c.qd = (uint32_t)v; break;
+		case 'd': if (tool_parse_u64(optarg, &v) || !v || v > SIO_NVME_QUEUE_MAX_SIZE - 1) goto bad; c.qd = (uint32_t)v; break;
 		case 'q': c.queue = optarg; break;
 		case 'p':
 			if (!strcmp(optarg, "lba")) c.pat = PAT_LBA;
