@@ -91,7 +91,8 @@ int emu_backing_open(struct sio_nvme_emu *emu)
 		return emu_err(EINVAL, "backing: %s is not a file", b);
 	if (!exists && emu->cfg.nns == 0)
 		return emu_err(ENOENT, "backing: %s does not exist (create it, or give --ns SIZE)", b);
-	emu->fd = open(b, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	/* never through a symlink; a store made here is private to its user */
+	emu->fd = open(b, O_RDWR | O_NOFOLLOW | O_CLOEXEC | (exists ? 0 : O_CREAT | O_EXCL), 0600);
 	if (emu->fd < 0)
 		return emu_err(errno, "backing: open %s: %s", b, strerror(errno));
 	if (S_ISBLK(st.st_mode) && exists) {
