@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "internal.h"
 
 static void fill_info(struct sio_registry *r, int d, struct sio_device_info *o)
@@ -16,8 +17,8 @@ static void fill_info(struct sio_registry *r, int d, struct sio_device_info *o)
 	o->vendor = v->vendor;
 	o->device = v->device;
 	o->backend = v->backend;
-	o->nbars = v->nbars;
-	for (int i = 0; i < v->nbars; i++)
+	o->nbars = v->nbars < 0 ? 0 : v->nbars > SIO_MAX_BARS ? SIO_MAX_BARS : v->nbars;
+	for (int i = 0; i < o->nbars; i++)
 		o->bar_size[i] = v->bar_size[i];
 	o->chassis = v->chassis;
 	o->exclusive = v->excl >= 0;
@@ -25,16 +26,18 @@ static void fill_info(struct sio_registry *r, int d, struct sio_device_info *o)
 	o->dma_faults = atomic_load(&v->dma_faults);
 	memcpy(o->name, v->name, sizeof(o->name));
 	memcpy(o->bdf, v->bdf, sizeof(o->bdf));
+	o->name[sizeof(o->name) - 1] = o->bdf[sizeof(o->bdf) - 1] = 0;
 }
 
 int sio_device_list(struct sio_fabric *f, uint32_t class_code, uint32_t class_mask,
 		    struct sio_device_info *out, int max)
 {
-	int n = 0;
+	int n;
 
 	if (!f || max < 0 || (max && !out))
 		return sio__err(EINVAL, "bad arguments to sio_device_list");
-	sio__lock(f);
+	if ((n = sio__lock(f)))
+		return n;
 	for (int d = 0; d < SIO_MAX_DEVS; d++) {
 		const struct reg_dev *v = &f->reg->devs[d];
 		if (!v->used || ((v->class_code ^ class_code) & class_mask))
@@ -72,7 +75,8 @@ int sio_device_borrow(struct sio_fabric *f, uint32_t id, unsigned int flags, str
 {
 	struct sio_registry *r;
 	struct sio_device *h;
-	int d, b, ret = 0;
+	const struct reg_borrow *eb;
+	int d, b, ret;
 
 	if (!f || !out)
 		return sio__err(EINVAL, "fabric handle or out pointer is NULL");
@@ -82,15 +86,20 @@ int sio_device_borrow(struct sio_fabric *f, uint32_t id, unsigned int flags, str
 	if (!h)
 		return sio__err(ENOMEM, "out of memory");
 	r = f->reg;
-	sio__lock(f);
+	if ((ret = sio__lock(f))) {
+		free(h);
+		return ret;
+	}
 	d = find_dev(r, id);
 	if (d < 0) {
 		ret = sio__err(ENOENT, "no device %u in fabric '%s'", id, f->name);
 		goto out;
 	}
 	if (r->devs[d].excl >= 0) {
-		ret = sio__err(EBUSY, "device %u is borrowed exclusively by pid %d", id,
-			       r->procs[r->borrows[r->devs[d].excl].proc].pid);
+		eb = reg_borrow_at(r, r->devs[d].excl);
+		ret = eb ? sio__err(EBUSY, "device %u is borrowed exclusively by pid %d", id,
+				    reg_proc_pid(r, eb->proc))
+			 : reg_corrupt(f, "device %u names exclusive borrow %d", id, r->devs[d].excl);
 		goto out;
 	}
 	if ((flags & SIO_BORROW_EXCLUSIVE) && r->devs[d].nborrows) {
@@ -125,7 +134,8 @@ int sio_device_downgrade(struct sio_device *dev)
 
 	if (!dev)
 		return sio__err(EINVAL, "device handle is NULL");
-	sio__lock(dev->f);
+	if ((ret = sio__lock(dev->f)))
+		return ret;
 	ret = dev_check(dev);
 	if (!ret && dev->f->reg->devs[dev->slot].excl != dev->borrow)
 		ret = sio__err(EINVAL, "device %u is not borrowed exclusively by this handle", dev->id);
@@ -139,16 +149,20 @@ int sio_device_downgrade(struct sio_device *dev)
 
 int sio_device_return(struct sio_device *dev)
 {
+	int ret;
+
 	if (!dev)
 		return 0;
 	if (dev->backend != SIO_BACKEND_SIM && dev->backend_priv)
 		sio__vfio_ops.release(dev);
-	sio__lock(dev->f);
-	if (!dev_check(dev))
-		reg_borrow_release(dev->f, dev->borrow);
-	sio__unlock(dev->f);
+	/* the handle goes either way; the borrow goes when this process leaves */
+	if (!(ret = sio__lock(dev->f))) {
+		if (!dev_check(dev))
+			reg_borrow_release(dev->f, dev->borrow);
+		sio__unlock(dev->f);
+	}
 	free(dev);
-	return 0;
+	return ret;
 }
 
 int sio_device_info(struct sio_device *dev, struct sio_device_info *out)
@@ -157,7 +171,8 @@ int sio_device_info(struct sio_device *dev, struct sio_device_info *out)
 
 	if (!dev || !out)
 		return sio__err(EINVAL, "device handle or out pointer is NULL");
-	sio__lock(dev->f);
+	if ((ret = sio__lock(dev->f)))
+		return ret;
 	ret = dev_check(dev);
 	if (!ret)
 		fill_info(dev->f->reg, dev->slot, out);
@@ -173,13 +188,19 @@ int sio_device_bar(struct sio_device *dev, int bar, struct sio_segment **out)
 	if (!dev || !out)
 		return sio__err(EINVAL, "device handle or out pointer is NULL");
 	r = dev->f->reg;
-	sio__lock(dev->f);
+	if ((ret = sio__lock(dev->f)))
+		return ret;
 	ret = dev_check(dev);
-	if (!ret && (bar < 0 || bar >= r->devs[dev->slot].nbars || !r->devs[dev->slot].bar_size[bar]))
+	if (!ret && (bar < 0 || bar >= SIO_MAX_BARS || bar >= r->devs[dev->slot].nbars ||
+		     !r->devs[dev->slot].bar_size[bar]))
 		ret = sio__err(ENOENT, "device %u has no BAR %d", dev->id, bar);
 	if (ret)
 		goto out;
 	s = r->devs[dev->slot].bar_seg[bar];
+	if (s >= 0 && !reg_seg_at(r, s)) {
+		ret = reg_corrupt(dev->f, "BAR%d of device %u names segment slot %d", bar, dev->id, s);
+		goto out;
+	}
 	if (s < 0) {	/* served by the device's backend (vfio) */
 		struct sio_segment *h = calloc(1, sizeof(*h));
 		if (!h) {
@@ -193,8 +214,10 @@ int sio_device_bar(struct sio_device *dev, int bar, struct sio_segment **out)
 		*out = h;
 		goto out;
 	}
+	int node = r->segs[s].node;
+	uint32_t id = r->segs[s].id;
 	sio__unlock(dev->f);
-	return sio_segment_connect(dev->f, r->segs[s].node, r->segs[s].id, out);
+	return sio_segment_connect(dev->f, node, id, out);
 out:
 	sio__unlock(dev->f);
 	return ret;
@@ -206,6 +229,7 @@ int sio_device_map(struct sio_device *dev, struct sio_segment *seg, uint64_t *bu
 	struct reg_dmamap *m;
 	struct sio_path path;
 	int ret, slot, w = -1, lender;
+	const struct reg_dev *sd;
 	bool same_chassis;
 
 	if (!dev || !seg || !bus_addr)
@@ -215,7 +239,8 @@ int sio_device_map(struct sio_device *dev, struct sio_segment *seg, uint64_t *bu
 	if (seg->bar_dev)
 		return sio__err(EINVAL, "a BAR of a device on another backend cannot be mapped for a simulated device");
 	r = dev->f->reg;
-	sio__lock(dev->f);
+	if ((ret = sio__lock(dev->f)))
+		return ret;
 	if ((ret = dev_check(dev)) || (ret = sio__seg_check(seg)))
 		goto out;
 	for (int i = 0; i < SIO_MAX_DMAMAPS; i++)
@@ -231,11 +256,10 @@ int sio_device_map(struct sio_device *dev, struct sio_segment *seg, uint64_t *bu
 		goto out;
 	}
 	lender = r->devs[dev->slot].lender;
-	same_chassis = r->segs[seg->slot].device >= 0 && r->devs[r->segs[seg->slot].device].chassis &&
-		       r->devs[dev->slot].chassis && r->segs[seg->slot].node == lender;
+	sd = reg_dev_at(r, r->segs[seg->slot].device);	/* the device whose BAR it is, if any */
+	same_chassis = sd && sd->chassis && r->devs[dev->slot].chassis && r->segs[seg->slot].node == lender;
 	ret = sio__route(dev->f, lender, seg->node, dev->adapter, r->devs[dev->slot].chassis && !same_chassis,
-			 r->segs[seg->slot].device >= 0 && r->devs[r->segs[seg->slot].device].chassis &&
-			 !same_chassis, &path);
+			 sd && sd->chassis && !same_chassis, &path);
 	if (ret)
 		goto out;
 	if (same_chassis && r->segs[seg->slot].device != dev->slot)	/* peer in the chassis */
@@ -282,7 +306,8 @@ int sio_device_unmap(struct sio_device *dev, struct sio_segment *seg)
 	if (dev->backend != SIO_BACKEND_SIM)
 		return sio__vfio_ops.dma_unmap(dev, seg, 0);
 	r = dev->f->reg;
-	sio__lock(dev->f);
+	if ((ret = sio__lock(dev->f)))
+		return ret;
 	ret = sio__err(ENOENT, "segment %u of node %d is not mapped for device %u", seg->id, seg->node, dev->id);
 	for (int i = 0; i < SIO_MAX_DMAMAPS; i++)
 		if (r->dmamaps[i].used && r->dmamaps[i].borrow == dev->borrow &&
@@ -299,7 +324,7 @@ static int bar_check(struct sio_device *dev, int bar, uint64_t off, uint64_t len
 {
 	const struct reg_dev *v = &dev->f->reg->devs[dev->slot];
 
-	if (bar < 0 || bar >= v->nbars || !v->bar_size[bar])
+	if (bar < 0 || bar >= SIO_MAX_BARS || bar >= v->nbars || !v->bar_size[bar])
 		return sio__err(ENOENT, "device %u has no BAR %d", dev->id, bar);
 	if ((off | len) & 4095 || off > v->bar_size[bar] || len > v->bar_size[bar] - off)
 		return sio__err(EINVAL, "range 0x%llx+0x%llx is not page aligned inside BAR%d (%llu bytes)",
@@ -317,7 +342,8 @@ int sio_device_restrict(struct sio_device *dev, int bar, uint64_t public_len)
 		return sio__err(EINVAL, "device handle is NULL");
 	if (dev->backend != SIO_BACKEND_SIM)
 		return sio__err(EOPNOTSUPP, "BAR restriction needs the fabric's windows (sim backend)");
-	sio__lock(dev->f);
+	if ((ret = sio__lock(dev->f)))
+		return ret;
 	v = &dev->f->reg->devs[dev->slot];
 	if (!(ret = dev_check(dev)) && !(ret = bar_check(dev, bar, 0, public_len))) {
 		if (v->restricted[bar] && v->restricted[bar] != dev->borrow + 1)
@@ -350,7 +376,8 @@ int sio_device_grant(struct sio_device *dev, int pid, int bar, uint64_t offset, 
 	if (!dev || pid <= 0 || !length)
 		return sio__err(EINVAL, "grant needs a device, a pid and a length");
 	r = dev->f->reg;
-	sio__lock(dev->f);
+	if ((ret = sio__lock(dev->f)))
+		return ret;
 	if ((ret = owner_check(dev, bar)) || (ret = bar_check(dev, bar, offset, length)))
 		goto out;
 	for (i = 0; i < SIO_MAX_GRANTS && r->grants[i].used; i++)
@@ -374,7 +401,8 @@ int sio_device_revoke(struct sio_device *dev, int pid, int bar, uint64_t offset)
 	if (!dev)
 		return sio__err(EINVAL, "device handle is NULL");
 	r = dev->f->reg;
-	sio__lock(dev->f);
+	if ((ret = sio__lock(dev->f)))
+		return ret;
 	if (!(ret = owner_check(dev, bar))) {
 		ret = sio__err(ENOENT, "no grant of BAR%d+0x%llx to pid %d", bar,
 			       (unsigned long long)offset, pid);
@@ -394,16 +422,24 @@ int sio_device_revoke(struct sio_device *dev, int pid, int bar, uint64_t offset)
 int sio__bar_access(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly)
 {
 	struct sio_registry *r = f->reg;
-	const struct reg_seg *s = &r->segs[slot];
+	const struct reg_seg *s = reg_seg_at(r, slot);
+	const struct reg_borrow *rb;
 	const struct reg_dev *v;
-	int pid = r->procs[f->proc].pid;
+	int pid = getpid();
 
+	if (!s)
+		return reg_corrupt(f, "segment slot %d is out of range", slot);
 	if (s->kind != SIO_SEG_BAR || s->device < 0 || s->bar < 0)
 		return 0;
-	v = &r->devs[s->device];
-	if (!v->restricted[s->bar] || v->owner == f->proc ||
-	    r->procs[r->borrows[v->restricted[s->bar] - 1].proc].pid == pid)
-		return 0;	/* open, the device model itself, or the restricting process */
+	if (!(v = reg_dev_at(r, s->device)) || s->bar >= SIO_MAX_BARS)
+		return reg_corrupt(f, "BAR segment slot %d names device slot %d BAR%d", slot, s->device, s->bar);
+	if (!v->restricted[s->bar] || v->owner == f->proc)
+		return 0;	/* open, or the device model itself */
+	if (!(rb = reg_borrow_at(r, v->restricted[s->bar] - 1)))
+		return reg_corrupt(f, "BAR%d of device %u names restricting borrow %d", s->bar, v->id,
+				   v->restricted[s->bar] - 1);
+	if (reg_proc_pid(r, rb->proc) == pid)
+		return 0;	/* the restricting process */
 	if (rdonly && off + len <= v->public_len[s->bar])
 		return 0;
 	for (int i = 0; i < SIO_MAX_GRANTS; i++) {
@@ -420,9 +456,9 @@ int sio_device_use_adapter(struct sio_device *dev, int adapter)
 {
 	if (!dev)
 		return sio__err(EINVAL, "device handle is NULL");
-	if (adapter < -1 || adapter >= dev->f->reg->topo.adapters)
+	if (adapter < -1 || adapter >= dev->f->topo.adapters)
 		return sio__err(EINVAL, "nodes of fabric '%s' have adapters 0..%d, not %d", dev->f->name,
-				dev->f->reg->topo.adapters - 1, adapter);
+				dev->f->topo.adapters - 1, adapter);
 	dev->adapter = adapter;
 	return 0;
 }
@@ -439,7 +475,9 @@ uint32_t sio_device_id(const struct sio_device *dev)
 
 const char *sio__device_svc(struct sio_device *dev)
 {
-	return dev->f->reg->devs[dev->slot].svc;
+	const char *svc = dev->f->reg->devs[dev->slot].svc;
+
+	return memchr(svc, 0, sizeof(dev->f->reg->devs[0].svc)) ? svc : "";
 }
 
 int sio__device_register_ext(struct sio_fabric *f, const struct sio_device_desc *desc,
@@ -463,11 +501,18 @@ int sio__device_register_ext(struct sio_fabric *f, const struct sio_device_desc 
 	if (!reg)
 		return sio__err(ENOMEM, "out of memory");
 	r = f->reg;
-	sio__lock(f);
+	if ((ret = sio__lock(f))) {
+		free(reg);
+		return ret;
+	}
 	for (d = 0; d < SIO_MAX_DEVS && r->devs[d].used; d++)
 		;
 	if (d == SIO_MAX_DEVS) {
 		ret = sio__err(ENOSPC, "the fabric has all %d devices registered", SIO_MAX_DEVS);
+		goto out;
+	}
+	if (!r->next_dev_id || r->next_dev_id > INT32_MAX || find_dev(r, r->next_dev_id) >= 0) {
+		ret = reg_corrupt(f, "the next device id is %u", r->next_dev_id);
 		goto out;
 	}
 	v = &r->devs[d];
@@ -528,6 +573,8 @@ int sio_device_register(struct sio_fabric *f, const struct sio_device_desc *desc
 
 int sio_device_unregister(struct sio_devreg *reg)
 {
+	int ret;
+
 	if (!reg)
 		return 0;
 	for (int i = 0; i < SIO_MAX_BARS; i++)
@@ -536,13 +583,15 @@ int sio_device_unregister(struct sio_devreg *reg)
 				sio_segment_unmap(reg->bars[i]);
 			free(reg->bars[i]);
 		}
-	sio__lock(reg->f);
-	if (reg->f->reg->devs[reg->slot].used && reg->f->reg->devs[reg->slot].id == reg->id)
-		reg_dev_release(reg->f, reg->slot);
-	sio__unlock(reg->f);
+	/* the handle goes either way; the device goes when this process leaves */
+	if (!(ret = sio__lock(reg->f))) {
+		if (reg->f->reg->devs[reg->slot].used && reg->f->reg->devs[reg->slot].id == reg->id)
+			reg_dev_release(reg->f, reg->slot);
+		sio__unlock(reg->f);
+	}
 	free(reg->cache);
 	free(reg);
-	return 0;
+	return ret;
 }
 
 uint32_t sio_devreg_id(const struct sio_devreg *reg)

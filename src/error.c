@@ -4,7 +4,7 @@
 #include <string.h>
 #include "internal.h"
 
-static __thread char errbuf[256];
+static __thread char errbuf[512];	/* room for a path and a reason */
 
 int sio__err(int err, const char *fmt, ...)
 {

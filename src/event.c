@@ -13,10 +13,11 @@
 void sio__event_send(struct sio_fabric *f, int proc, const struct sio_event *ev)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	const struct reg_proc *p = reg_proc_at(f->reg, proc);
 
-	if (!f->reg->procs[proc].used)
+	if (!p || !p->used)
 		return;
-	snprintf(a.sun_path, sizeof(a.sun_path), "%.80s/ev.%d.%d", f->dir, proc, f->reg->procs[proc].pid);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%.80s/ev.%d.%d", f->dir, proc, p->pid);
 	(void)sendto(f->evfd, ev, sizeof(*ev), MSG_DONTWAIT | MSG_NOSIGNAL,
 		     (struct sockaddr *)&a, sizeof(a));
 }

@@ -2,6 +2,7 @@
 /* Fabric lifetime: create/destroy the registry, join/leave as a node. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,20 +68,23 @@ static void fabric_dir(const char *name, char *buf, size_t len)
 	snprintf(buf, len, "%s/smartio-%s", run_base(), name);
 }
 
-static void find_hugedir(struct sio_registry *r)
+static void find_hugedir(char *buf, size_t len)
 {
+	buf[0] = 0;
 #if SIO_HAVE_HUGETLBFS
 	const char *p = hugetlbfs_find_path();
 
-	if (p && strlen(p) < sizeof(r->hugedir))
-		strcpy(r->hugedir, p);
+	if (p && strlen(p) < len)
+		strcpy(buf, p);
 #else
-	(void)r;
+	(void)len;
 #endif
 }
 
 static int config_check(const struct sio_fabric_config *c, struct sio_topology *t)
 {
+	const char *why;
+
 	memset(t, 0, sizeof(*t));
 	if (!c)
 		return sio__err(EINVAL, "fabric configuration is NULL");
@@ -114,39 +118,148 @@ static int config_check(const struct sio_fabric_config *c, struct sio_topology *
 	t->adapter_ns = c->adapter_ns ? c->adapter_ns : 132;
 	t->chassis_ns = c->chassis_ns ? c->chassis_ns : 150;
 	t->switch_ns = c->switch_ns ? c->switch_ns : 170;
+	if (reg_topo_check(t, &why))
+		return sio__err(EINVAL, "the fabric configuration has %s", why);
 	return 0;
 }
 
-int sio_fabric_create(const char *name, const struct sio_fabric_config *cfg)
+/* "uid 1000 (alice)", for messages. */
+static const char *who(uid_t uid, char *buf, size_t len)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 16];
+	struct passwd pw, *res = NULL;
+	char tmp[1024];
+
+	if (!getpwuid_r(uid, &pw, tmp, sizeof(tmp), &res) && res)
+		snprintf(buf, len, "uid %u (%s)", (unsigned)uid, res->pw_name);
+	else
+		snprintf(buf, len, "uid %u", (unsigned)uid);
+	return buf;
+}
+
+static bool in_group(gid_t gid)
+{
+	gid_t list[256];
+	int n = getgroups(256, list);
+
+	if (getegid() == gid)
+		return true;
+	for (int i = 0; i < n; i++)
+		if (list[i] == gid)
+			return true;
+	return false;
+}
+
+/*
+ * Open a fabric's directory without following a symlink, for a caller who
+ * may use it: its owner, or a member of its group when it is a group fabric
+ * (mode 2770). Anything else (a symlink, another user's directory, loose
+ * modes) is refused: its registry is not ours to trust. Fills @st.
+ */
+static int open_dir(const char *name, const char *dir, struct stat *st, bool *group)
+{
+	char u[96], me[96];
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0) {
+		int e = errno;
+		if (e == ENOENT)
+			return sio__err(ENOENT, "no fabric '%s' (create it with 'smartio create %s')", name, name);
+		if (!lstat(dir, st) && S_ISLNK(st->st_mode))
+			return sio__err(EPERM, "fabric '%s': %s is a symbolic link, not a fabric directory; refusing it",
+					name, dir);
+		if (!lstat(dir, st) && !S_ISDIR(st->st_mode))
+			return sio__err(ENOTDIR, "fabric '%s': %s is not a directory", name, dir);
+		if (e == EACCES && !lstat(dir, st) && st->st_uid != geteuid())
+			return sio__err(EACCES, "fabric '%s' belongs to %s, not to you (%s)", name,
+					who(st->st_uid, u, sizeof(u)), who(geteuid(), me, sizeof(me)));
+		return sio__err(e, "fabric '%s': cannot open %s: %s", name, dir, strerror(e));
+	}
+	if (fstat(fd, st)) {
+		int e = errno;
+		close(fd);
+		return sio__err(e, "fabric '%s': cannot stat %s: %s", name, dir, strerror(e));
+	}
+	*group = (st->st_mode & 07777) == 02770;
+	if (st->st_uid != geteuid() && !(*group && in_group(st->st_gid))) {
+		close(fd);
+		return sio__err(EACCES, "fabric '%s' belongs to %s, not to you (%s): refusing it", name,
+				who(st->st_uid, u, sizeof(u)), who(geteuid(), me, sizeof(me)));
+	}
+	if ((st->st_mode & 07777) != 0700 && !*group) {
+		close(fd);
+		return sio__err(EPERM, "fabric '%s': %s has mode %04o; a fabric's directory has 0700 (2770 for a group): refusing it",
+				name, dir, (unsigned)(st->st_mode & 07777));
+	}
+	return fd;
+}
+
+/* The registry file itself: a plain file of the directory's owner, private, whole. */
+static int check_regfile(const char *name, int fd, const struct stat *dst, bool group)
+{
+	unsigned want = group ? 0660 : 0600;
+	struct stat st;
+	char u[96], o[96];
+
+	if (fstat(fd, &st))
+		return sio__err(errno, "fabric '%s': cannot stat its registry: %s", name, strerror(errno));
+	if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
+		return sio__err(EPERM, "fabric '%s': its registry is not a plain file with one link; refusing it", name);
+	if (st.st_uid != dst->st_uid)
+		return sio__err(EPERM, "fabric '%s': its registry belongs to %s, its directory to %s; refusing it",
+				name, who(st.st_uid, u, sizeof(u)), who(dst->st_uid, o, sizeof(o)));
+	if ((st.st_mode & 07777) != want || (group && st.st_gid != dst->st_gid))
+		return sio__err(EPERM, "fabric '%s': its registry has mode %04o (group %u); expected %04o (group %u); refusing it",
+				name, (unsigned)(st.st_mode & 07777), (unsigned)st.st_gid, want,
+				(unsigned)dst->st_gid);
+	if ((uint64_t)st.st_size != sizeof(struct sio_registry))
+		return sio__err(EUCLEAN, "fabric '%s': its registry is %lld bytes, not %zu (truncated, or of another smartio version)",
+				name, (long long)st.st_size, sizeof(struct sio_registry));
+	return 0;
+}
+
+static int create(const char *name, const struct sio_fabric_config *cfg, bool group, gid_t gid)
+{
+	char dir[PATH_MAX], u[96];
 	struct sio_registry *r;
 	struct sio_topology t;
-	pthread_mutexattr_t ma;
-	int fd, ret;
+	struct stat st;
+	int dfd = -1, fd = -1, ret;
 
 	if ((ret = check_name(&name)) || (ret = config_check(cfg, &t)))
 		return ret;
 	fabric_dir(name, dir, sizeof(dir));
 	if (mkdir(dir, 0700)) {
-		if (errno == EEXIST)
-			return sio__err(EEXIST, "fabric '%s' already exists (%s)", name, dir);
-		return sio__err(errno, "cannot create %s: %s", dir, strerror(errno));
+		if (errno != EEXIST)
+			return sio__err(errno, "cannot create %s: %s", dir, strerror(errno));
+		if (!lstat(dir, &st) && (st.st_uid != geteuid() || !S_ISDIR(st.st_mode)))
+			return sio__err(EEXIST, "fabric '%s' already exists (%s, a %s of %s)", name, dir,
+					S_ISDIR(st.st_mode) ? "directory" : "file", who(st.st_uid, u, sizeof(u)));
+		return sio__err(EEXIST, "fabric '%s' already exists (%s)", name, dir);
 	}
-	snprintf(path, sizeof(path), "%s/registry", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
-	if (fd < 0 || ftruncate(fd, sizeof(*r))) {
-		ret = sio__err(errno, "cannot create %s: %s", path, strerror(errno));
+	/* modes exact, whatever the umask; the group after the owner is set */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 || (group ? fchown(dfd, (uid_t)-1, gid) || fchmod(dfd, 02770) : fchmod(dfd, 0700))) {
+		ret = sio__err(errno, "cannot set up %s%s: %s", dir, group ? " for its group" : "",
+			       strerror(errno));
+		goto fail;
+	}
+	fd = openat(dfd, "registry", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || (group && (fchown(fd, (uid_t)-1, gid) || fchmod(fd, 0660))) ||
+	    (!group && fchmod(fd, 0600)) || ftruncate(fd, sizeof(*r))) {
+		ret = sio__err(errno, "cannot create %s/registry: %s", dir, strerror(errno));
 		goto fail;
 	}
 	r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (r == MAP_FAILED) {
-		ret = sio__err(errno, "cannot map %s: %s", path, strerror(errno));
+		ret = sio__err(errno, "cannot map %s/registry: %s", dir, strerror(errno));
 		goto fail;
 	}
 	r->version = SIO_REG_VERSION;
 	r->size = sizeof(*r);
-	r->topo = t;
+	r->uid = (uint32_t)geteuid();
+	r->gid = group ? (uint32_t)gid : (uint32_t)getegid();
+	r->flags = group ? REG_F_GROUP : 0;
+	memcpy(&r->topo, &t, sizeof(t));
 	r->next_dev_id = 1;
 	r->next_gen = 1;
 	for (int n = 0; n < t.nodes; n++) {
@@ -161,79 +274,134 @@ int sio_fabric_create(const char *name, const struct sio_fabric_config *cfg)
 				r->nodes[n].sw[a] = a * t.switches + 1 + n / t.nodes_per_switch;
 		}
 	}
-	find_hugedir(r);
-	pthread_mutexattr_init(&ma);
-	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
-	pthread_mutex_init(&r->lock, &ma);
-	pthread_mutexattr_destroy(&ma);
+	find_hugedir(r->hugedir, sizeof(r->hugedir));
 	atomic_thread_fence(memory_order_release);
 	r->magic = SIO_REG_MAGIC;	/* last: a half-made registry is never opened */
 	munmap(r, sizeof(*r));
 	close(fd);
+	close(dfd);
 	return 0;
 fail:
 	if (fd >= 0)
 		close(fd);
-	unlink(path);
+	if (dfd >= 0) {
+		unlinkat(dfd, "registry", 0);
+		close(dfd);
+	}
 	rmdir(dir);
 	return ret;
 }
 
-static void rm_tree(const char *dir)
+int sio_fabric_create(const char *name, const struct sio_fabric_config *cfg)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char p[PATH_MAX + 300];
+	return create(name, cfg, false, 0);
+}
 
-	if (!d)
-		return;
+int sio__fabric_create_group(const char *name, const struct sio_fabric_config *cfg, gid_t gid)
+{
+	return create(name, cfg, true, gid);
+}
+
+/*
+ * The huge page directory of a fabric being destroyed: the registry's when
+ * it is intact and the caller's own, else the system's. Only files named as
+ * this fabric's segments are removed there.
+ */
+static void destroy_hugedir(int dfd, char *buf, size_t len)
+{
+	int fd = openat(dfd, "registry", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	buf[0] = 0;
+	if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	    (uint64_t)st.st_size == sizeof(struct sio_registry)) {
+		const struct sio_registry *r = mmap(NULL, sizeof(*r), PROT_READ, MAP_SHARED, fd, 0);
+		if (r != MAP_FAILED) {
+			if (!reg_check_header(r, "") && memchr(r->hugedir, 0, sizeof(r->hugedir)) &&
+			    r->hugedir[0] == '/')
+				snprintf(buf, len, "%s", r->hugedir);
+			munmap((void *)r, sizeof(*r));
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	if (!buf[0])
+		find_hugedir(buf, len);
+}
+
+/* Remove every entry of @dfd (not following links); the first error is kept. */
+static int empty_dir(const char *dir, int dfd, const char *prefix, int err)
+{
+	int fd = dup(dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return err ? err : sio__err(errno, "cannot read %s: %s", dir, strerror(errno));
+	}
 	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    strncmp(e->d_name, prefix, strlen(prefix)))
 			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-		unlink(p);
+		if (unlinkat(dfd, e->d_name, 0) && errno != ENOENT && !err)
+			err = sio__err(errno, "cannot remove %s/%s: %s", dir, e->d_name, strerror(errno));
 	}
 	closedir(d);
-	rmdir(dir);
+	return err;
 }
 
 int sio_fabric_destroy(const char *name)
 {
-	char dir[PATH_MAX], reg[PATH_MAX + 16], hp[PATH_MAX + 300];
-	int ret;
+	char dir[PATH_MAX], hugedir[128], prefix[SIO_NAME_MAX + 16], u[96], me[96];
+	struct stat st;
+	int ret, dfd, hfd;
 
 	if ((ret = check_name(&name)))
 		return ret;
 	fabric_dir(name, dir, sizeof(dir));
-	if (access(dir, F_OK))
-		return sio__err(ENOENT, "no fabric '%s' (%s does not exist)", name, dir);
-	/* huge-page segment files live outside the directory */
-	snprintf(reg, sizeof(reg), "%s/registry", dir);
-	int fd = open(reg, O_RDONLY);
-	if (fd >= 0) {
-		struct sio_registry *r = mmap(NULL, sizeof(*r), PROT_READ, MAP_SHARED, fd, 0);
-		if (r != MAP_FAILED) {
-			for (int s = 0; r->hugedir[0] && s < SIO_MAX_SEGS; s++)
-				if (r->segs[s].used && r->segs[s].huge) {
-					snprintf(hp, sizeof(hp), "%s/smartio-%s-seg.%d.%llu", r->hugedir, name,
-						 s, (unsigned long long)r->segs[s].gen);
-					unlink(hp);
-				}
-			munmap(r, sizeof(*r));
-		}
-		close(fd);
+	/* its owner may remove it, modes or registry broken or not; root too */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		int e = errno;
+		if (e == ENOENT)
+			return sio__err(ENOENT, "no fabric '%s' (%s does not exist)", name, dir);
+		if (!lstat(dir, &st) && S_ISLNK(st.st_mode))
+			return sio__err(EPERM, "fabric '%s': %s is a symbolic link, not a fabric directory; not following it",
+					name, dir);
+		if (e == EACCES && !lstat(dir, &st))
+			return sio__err(EACCES, "fabric '%s' belongs to %s; only its owner can destroy it, not you (%s)",
+					name, who(st.st_uid, u, sizeof(u)), who(geteuid(), me, sizeof(me)));
+		return sio__err(e, "fabric '%s': cannot open %s: %s", name, dir, strerror(e));
 	}
-	rm_tree(dir);
-	return 0;
+	if (fstat(dfd, &st) || (st.st_uid != geteuid() && geteuid() != 0)) {
+		close(dfd);
+		return sio__err(EACCES, "fabric '%s' belongs to %s; only its owner can destroy it, not you (%s)",
+				name, who(st.st_uid, u, sizeof(u)), who(geteuid(), me, sizeof(me)));
+	}
+	/* huge-page segment files live outside the directory */
+	destroy_hugedir(dfd, hugedir, sizeof(hugedir));
+	snprintf(prefix, sizeof(prefix), "smartio-%s-seg.", name);
+	ret = empty_dir(dir, dfd, "", 0);
+	close(dfd);
+	if (hugedir[0] && (hfd = open(hugedir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+		ret = empty_dir(hugedir, hfd, prefix, ret);
+		close(hfd);
+	}
+	if (rmdir(dir) && !ret)
+		ret = sio__err(errno, "fabric '%s': cannot remove %s: %s", name, dir, strerror(errno));
+	return ret;
 }
 
 int sio__segment_path(struct sio_fabric *f, int slot, char *buf, size_t len)
 {
-	const struct reg_seg *s = &f->reg->segs[slot];
+	const struct reg_seg *s = reg_seg_at(f->reg, slot);
 
+	if (!s)
+		return sio__err(EINVAL, "no segment slot %d", slot);
 	if (s->huge)
-		snprintf(buf, len, "%s/smartio-%s-seg.%d.%llu", f->reg->hugedir, f->name, slot,
+		snprintf(buf, len, "%s/smartio-%s-seg.%d.%llu", f->hugedir, f->name, slot,
 			 (unsigned long long)s->gen);
 	else
 		snprintf(buf, len, "%s/seg.%d.%llu", f->dir, slot, (unsigned long long)s->gen);
@@ -254,7 +422,7 @@ static int open_evsock(struct sio_fabric *f)
 	}
 	snprintf(a.sun_path, sizeof(a.sun_path), "%.80s/ev.%d.%d", f->dir, f->proc, getpid());
 	unlink(a.sun_path);
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || chmod(a.sun_path, 0600)) {
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || chmod(a.sun_path, f->group ? 0660 : 0600)) {
 		int e = errno;
 		close(fd);
 		return sio__err(e, "cannot bind event socket %s: %s", a.sun_path, strerror(e));
@@ -270,57 +438,93 @@ static void fabric_free(struct sio_fabric *f)
 	free(f->segmap);
 	free(f->segmap_gen);
 	free(f->segmap_len);
-	munmap(f->reg, sizeof(*f->reg));
-	close(f->regfd);
+	if (f->reg)
+		munmap(f->reg, sizeof(*f->reg));
+	if (f->regfd >= 0)
+		close(f->regfd);
 	free(f);
+}
+
+/* The node to join as: @node, or $SMARTIO_NODE for a negative one. */
+static int pick_node(int node)
+{
+	const char *e = getenv("SMARTIO_NODE");
+	char *end;
+	long n;
+
+	if (node >= 0)
+		return node;
+	if (!e || !*e)
+		return 0;
+	n = strtol(e, &end, 10);
+	if (*end || n < 0 || n >= SIO_MAX_NODES)
+		return sio__err(EINVAL, "SMARTIO_NODE='%s' is not a node id (0..%d)", e, SIO_MAX_NODES - 1);
+	return (int)n;
+}
+
+/* Map and check the registry, then copy what must not change under us. */
+static int map_registry(struct sio_fabric *f)
+{
+	struct stat dst;
+	const char *why;
+	struct sio_registry *r;
+	bool group = false;
+	int dfd, ret;
+
+	dfd = open_dir(f->name, f->dir, &dst, &group);
+	if (dfd < 0)
+		return dfd;
+	f->regfd = openat(dfd, "registry", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	ret = f->regfd < 0 ? sio__err(errno == ELOOP ? EPERM : errno, "fabric '%s': cannot open its registry: %s",
+				      f->name, errno == ELOOP ? "it is a symbolic link" : strerror(errno))
+			   : check_regfile(f->name, f->regfd, &dst, group);
+	close(dfd);
+	if (ret)
+		return ret;
+	r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_SHARED, f->regfd, 0);
+	if (r == MAP_FAILED)
+		return sio__err(errno, "fabric '%s': cannot map its registry: %s", f->name, strerror(errno));
+	f->reg = r;
+	if ((ret = reg_check_header(r, f->name)))
+		return ret;
+	if (reg_topo_check(&r->topo, &why))
+		return reg_corrupt(f, "its topology has a %s", why);
+	if (r->uid != dst.st_uid || !!(r->flags & REG_F_GROUP) != group || (group && r->gid != dst.st_gid))
+		return reg_corrupt(f, "it names owner uid %u, group %u%s; its directory says uid %u, group %u%s",
+				   r->uid, r->gid, r->flags & REG_F_GROUP ? " (shared)" : "",
+				   (unsigned)dst.st_uid, (unsigned)dst.st_gid, group ? " (shared)" : "");
+	memcpy(&f->topo, &r->topo, sizeof(f->topo));	/* bytes, so sio__lock can compare */
+	memcpy(f->hugedir, r->hugedir, sizeof(f->hugedir));
+	f->hugedir[sizeof(f->hugedir) - 1] = 0;
+	f->uid = dst.st_uid;
+	f->gid = dst.st_gid;
+	f->group = group;
+	return 0;
 }
 
 int sio_fabric_open(const char *name, int node, struct sio_fabric **out)
 {
-	char path[PATH_MAX + 16];
 	struct sio_fabric *f;
-	struct stat st;
 	int ret, p;
 
 	if (!out)
 		return sio__err(EINVAL, "out is NULL");
 	if ((ret = check_name(&name)))
 		return ret;
-	if (node < 0) {
-		const char *e = getenv("SMARTIO_NODE");
-		node = e && *e ? atoi(e) : 0;
-	}
+	if ((node = pick_node(node)) < 0)
+		return node;
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return sio__err(ENOMEM, "out of memory");
-	f->evfd = -1;
+	f->evfd = f->regfd = -1;
 	snprintf(f->name, sizeof(f->name), "%s", name);
 	fabric_dir(name, f->dir, sizeof(f->dir));
-	snprintf(path, sizeof(path), "%s/registry", f->dir);
-	f->regfd = open(path, O_RDWR | O_CLOEXEC);
-	if (f->regfd < 0) {
-		ret = errno == ENOENT ? sio__err(ENOENT, "no fabric '%s' (create it with 'smartio create %s')", name, name)
-				      : sio__err(errno, "cannot open fabric '%s': %s", name, strerror(errno));
-		free(f);
-		return ret;
-	}
-	if (fstat(f->regfd, &st) || (uint64_t)st.st_size != sizeof(struct sio_registry)) {
-		close(f->regfd);
-		free(f);
-		return sio__err(EPROTO, "fabric '%s' has a registry of another version", name);
-	}
-	f->reg = mmap(NULL, sizeof(*f->reg), PROT_READ | PROT_WRITE, MAP_SHARED, f->regfd, 0);
-	if (f->reg == MAP_FAILED || f->reg->magic != SIO_REG_MAGIC) {
-		if (f->reg != MAP_FAILED)
-			munmap(f->reg, sizeof(*f->reg));
-		close(f->regfd);
-		free(f);
-		return sio__err(EPROTO, "fabric '%s' is not initialised", name);
-	}
-	if (node >= f->reg->topo.nodes) {
+	if ((ret = map_registry(f)))
+		goto fail;
+	if (node >= f->topo.nodes) {
 		ret = sio__err(ENODEV, "fabric '%s' has nodes 0..%d; there is no node %d", name,
-			       f->reg->topo.nodes - 1, node);
-		goto fail_map;
+			       f->topo.nodes - 1, node);
+		goto fail;
 	}
 	f->node = node;
 	f->segmap = calloc(SIO_MAX_SEGS, sizeof(*f->segmap));
@@ -328,30 +532,36 @@ int sio_fabric_open(const char *name, int node, struct sio_fabric **out)
 	f->segmap_len = calloc(SIO_MAX_SEGS, sizeof(*f->segmap_len));
 	if (!f->segmap || !f->segmap_gen || !f->segmap_len) {
 		ret = sio__err(ENOMEM, "out of memory");
-		goto fail_map;
+		goto fail;
 	}
-	sio__lock(f);
+	if ((ret = sio__lock_noreap(f)))
+		goto fail;
+	if ((ret = reg_validate(f))) {
+		sio__unlock(f);
+		goto fail;
+	}
 	reg_reap(f);
 	for (p = 0; p < SIO_MAX_PROCS && f->reg->procs[p].used; p++)
 		;
 	if (p == SIO_MAX_PROCS) {
 		sio__unlock(f);
 		ret = sio__err(EUSERS, "fabric '%s' has all %d process slots in use", name, SIO_MAX_PROCS);
-		goto fail_map;
+		goto fail;
 	}
 	f->reg->procs[p] = (struct reg_proc){ .used = 1, .pid = getpid(), .node = node,
 					      .starttime = reg_starttime(getpid()) };
 	f->proc = p;
 	sio__unlock(f);
 	if ((ret = open_evsock(f))) {
-		sio__lock(f);
-		memset(&f->reg->procs[p], 0, sizeof(f->reg->procs[p]));
-		sio__unlock(f);
-		goto fail_map;
+		if (!sio__lock(f)) {
+			memset(&f->reg->procs[p], 0, sizeof(f->reg->procs[p]));
+			sio__unlock(f);
+		}
+		goto fail;
 	}
 	*out = f;
 	return 0;
-fail_map:
+fail:
 	fabric_free(f);
 	return ret;
 }
@@ -362,9 +572,11 @@ void sio_fabric_close(struct sio_fabric *f)
 
 	if (!f)
 		return;
-	sio__lock(f);
-	reg_proc_release(f, f->proc, false);
-	sio__unlock(f);
+	/* a registry we cannot lock keeps our slot until a reaper finds us gone */
+	if (!sio__lock(f)) {
+		reg_proc_release(f, f->proc, false);
+		sio__unlock(f);
+	}
 	for (int s = 0; s < SIO_MAX_SEGS; s++)
 		sio__segmap_drop(f, s);
 	snprintf(p, sizeof(p), "%s/ev.%d.%d", f->dir, f->proc, getpid());
@@ -388,19 +600,20 @@ int sio_fabric_nodes(struct sio_fabric *f, struct sio_node_info *out, int max)
 
 	if (!f || max < 0 || (max && !out))
 		return sio__err(EINVAL, "bad arguments to sio_fabric_nodes");
-	sio__lock(f);
-	n = f->reg->topo.nodes;
+	if ((n = sio__lock(f)))
+		return n;
+	n = f->topo.nodes;
 	for (int i = 0; i < n && i < max; i++) {
 		struct sio_node_info *o = &out[i];
 		const struct reg_node *rn = &f->reg->nodes[i];
 
 		memset(o, 0, sizeof(*o));
 		o->id = i;
-		o->adapters = f->reg->topo.adapters;
-		o->windows_total = f->reg->topo.windows;
+		o->adapters = f->topo.adapters;
+		o->windows_total = f->topo.windows;
 		for (int a = 0; a < o->adapters; a++) {
 			o->switch_id[a] = rn->sw[a];
-			o->link_up[a] = rn->link_up[a];
+			o->link_up[a] = rn->link_up[a] != 0;
 			o->windows_used[a] = rn->windows_used[a];
 		}
 		for (int p = 0; p < SIO_MAX_PROCS; p++)
@@ -414,14 +627,8 @@ int sio_fabric_topology(struct sio_fabric *f, struct sio_topology *out)
 {
 	if (!f || !out)
 		return sio__err(EINVAL, "bad arguments to sio_fabric_topology");
-	*out = f->reg->topo;
+	*out = f->topo;
 	return 0;
-}
-
-static void lock_noreap(struct sio_fabric *f)
-{
-	if (pthread_mutex_lock(&f->reg->lock) == EOWNERDEAD)
-		pthread_mutex_consistent(&f->reg->lock);	/* the holder died; reaped soon */
 }
 
 int sio_fabric_reap(struct sio_fabric *f)
@@ -430,22 +637,11 @@ int sio_fabric_reap(struct sio_fabric *f)
 
 	if (!f)
 		return sio__err(EINVAL, "fabric handle is NULL");
-	lock_noreap(f);
+	if ((n = sio__lock_noreap(f)))
+		return n;
 	n = reg_reap(f);
 	sio__unlock(f);
 	return n;
-}
-
-void sio__lock(struct sio_fabric *f)
-{
-	lock_noreap(f);
-	if (sio__now_ns() - f->reg->last_reap_ns > 100000000ull)
-		reg_reap(f);
-}
-
-void sio__unlock(struct sio_fabric *f)
-{
-	pthread_mutex_unlock(&f->reg->lock);
 }
 
 static bool want_all(struct sio_fabric *f, int p, const struct sio_event *ev)
@@ -456,28 +652,29 @@ static bool want_all(struct sio_fabric *f, int p, const struct sio_event *ev)
 
 int sio_link_get(struct sio_fabric *f, int node, int adapter)
 {
-	if (!f || node < 0 || node >= f->reg->topo.nodes || adapter < 0 ||
-	    adapter >= f->reg->topo.adapters)
+	if (!f || node < 0 || node >= f->topo.nodes || adapter < 0 || adapter >= f->topo.adapters)
 		return sio__err(EINVAL, "no adapter %d on node %d", adapter, node);
-	return atomic_load_explicit(&f->reg->nodes[node].link_up[adapter], memory_order_acquire);
+	return atomic_load_explicit(&f->reg->nodes[node].link_up[adapter], memory_order_acquire) != 0;
 }
 
 int sio_link_set(struct sio_fabric *f, int node, int adapter, bool up)
 {
 	struct sio_event ev = { .type = up ? SIO_EV_LINK_UP : SIO_EV_LINK_DOWN, .node = node };
+	int ret;
 
 	if (!f)
 		return sio__err(EINVAL, "fabric handle is NULL");
-	if (node < 0 || node >= f->reg->topo.nodes)
-		return sio__err(EINVAL, "no node %d (fabric has %d)", node, f->reg->topo.nodes);
-	if (adapter < -1 || adapter >= f->reg->topo.adapters)
+	if (node < 0 || node >= f->topo.nodes)
+		return sio__err(EINVAL, "no node %d (fabric has %d)", node, f->topo.nodes);
+	if (adapter < -1 || adapter >= f->topo.adapters)
 		return sio__err(EINVAL, "node %d has adapters 0..%d, not %d", node,
-				f->reg->topo.adapters - 1, adapter);
-	sio__lock(f);
-	for (int a = 0; a < f->reg->topo.adapters; a++) {
+				f->topo.adapters - 1, adapter);
+	if ((ret = sio__lock(f)))
+		return ret;
+	for (int a = 0; a < f->topo.adapters; a++) {
 		if (adapter >= 0 && a != adapter)
 			continue;
-		if (f->reg->nodes[node].link_up[a] == up)
+		if (!!f->reg->nodes[node].link_up[a] == up)
 			continue;
 		atomic_store(&f->reg->nodes[node].link_up[a], up);
 		ev.adapter = a;

@@ -27,6 +27,12 @@ struct sio_fabric {
 	int node;
 	int regfd;
 	struct sio_registry *reg;
+	/* copies made when joining, after validation: the registry's may change */
+	struct sio_topology topo;
+	char hugedir[sizeof(((struct sio_registry *)0)->hugedir)];
+	uid_t uid;			/* owner of the fabric's files */
+	gid_t gid;			/* with group: the group that may join */
+	bool group;
 	int proc;			/* our slot in reg->procs */
 	int evfd;			/* unix datagram socket receiving events */
 	/* this process's own mappings of segments, for DMA and lenders */
@@ -101,9 +107,20 @@ struct sio_gpu_dma_ops {
 int sio__segment_create_gpu(struct sio_fabric *f, uint64_t size, int gpu,
 			    const void *handle, size_t hlen, struct sio_segment **out);
 
-/* Registry lock: robust, process-shared; also reaps dead processes lazily. */
-void sio__lock(struct sio_fabric *f);
+/*
+ * Registry lock (reglock.c), also reaping dead processes lazily. The wait is
+ * bounded ($SMARTIO_LOCK_TIMEOUT_MS, default 5 s): on failure it returns
+ * -errno with a message naming the fabric and the holder, and the caller
+ * must not touch the registry. A dead holder's lock is taken over.
+ */
+int sio__lock(struct sio_fabric *f) __attribute__((warn_unused_result));
+/* The same without the lazy reaping (joining, sio_fabric_reap). */
+int sio__lock_noreap(struct sio_fabric *f) __attribute__((warn_unused_result));
 void sio__unlock(struct sio_fabric *f);
+
+/* sio_fabric_create() whose members of group @gid may join too. */
+int sio__fabric_create_group(const char *name, const struct sio_fabric_config *cfg, gid_t gid);
+
 
 uint64_t sio__now_ns(void);
 void sio__delay_ns(uint64_t ns);

@@ -3,10 +3,17 @@
 #include <string.h>
 #include "internal.h"
 
+/* Registry lock held. The group's subscriber count is checked, being input. */
 static int group_slot(struct sio_fabric *f, uint32_t group)
 {
-	if (group >= (uint32_t)f->reg->topo.mcast_groups || !f->reg->groups[group].used)
+	const struct reg_group *g;
+
+	if (group >= (uint32_t)f->topo.mcast_groups || !f->reg->groups[group].used)
 		return sio__err(ENOENT, "no multicast group %u", group);
+	g = &f->reg->groups[group];
+	if (g->nsubs < 0 || g->nsubs > SIO_MAX_SUBS)
+		return reg_corrupt(f, "multicast group %u has %d subscribers (0..%d)", group, g->nsubs,
+				   SIO_MAX_SUBS);
 	return (int)group;
 }
 
@@ -16,12 +23,13 @@ int sio_mcast_create(struct sio_fabric *f, uint64_t size, uint32_t *group)
 
 	if (!f || !group || !size || size > SIO_SEG_MAX_SIZE)
 		return sio__err(EINVAL, "multicast group needs a fabric, an out pointer and 1 byte..4 GiB");
-	sio__lock(f);
-	for (g = 0; g < f->reg->topo.mcast_groups && f->reg->groups[g].used; g++)
+	if ((ret = sio__lock(f)))
+		return ret;
+	for (g = 0; g < f->topo.mcast_groups && f->reg->groups[g].used; g++)
 		;
-	if (g == f->reg->topo.mcast_groups) {
+	if (g == f->topo.mcast_groups) {
 		ret = sio__err(ENOSPC, "all %d multicast groups the switches support are in use",
-			       f->reg->topo.mcast_groups);
+			       f->topo.mcast_groups);
 	} else {
 		memset(&f->reg->groups[g], 0, sizeof(f->reg->groups[g]));
 		f->reg->groups[g].used = 1;
@@ -40,7 +48,8 @@ int sio_mcast_destroy(struct sio_fabric *f, uint32_t group)
 
 	if (!f)
 		return sio__err(EINVAL, "fabric handle is NULL");
-	sio__lock(f);
+	if ((g = sio__lock(f)))
+		return g;
 	g = group_slot(f, group);
 	if (g >= 0) {
 		for (int m = 0; m < SIO_MAX_DMAMAPS; m++)
@@ -60,7 +69,8 @@ int sio_mcast_subscribe(struct sio_fabric *f, uint32_t group, struct sio_segment
 
 	if (!f || !seg || seg->bar_dev)
 		return sio__err(EINVAL, "subscribe needs a fabric and a RAM segment");
-	sio__lock(f);
+	if ((ret = sio__lock(f)))
+		return ret;
 	if ((g = ret = group_slot(f, group)) < 0 || (ret = sio__seg_check(seg)))
 		goto out;
 	gr = &f->reg->groups[g];
@@ -92,7 +102,8 @@ int sio_mcast_unsubscribe(struct sio_fabric *f, uint32_t group, struct sio_segme
 
 	if (!f || !seg)
 		return sio__err(EINVAL, "fabric or segment is NULL");
-	sio__lock(f);
+	if ((ret = sio__lock(f)))
+		return ret;
 	g = ret = group_slot(f, group);
 	if (g >= 0) {
 		struct reg_group *gr = &f->reg->groups[g];
@@ -116,7 +127,8 @@ int sio_mcast_subscribers(struct sio_fabric *f, uint32_t group)
 
 	if (!f)
 		return sio__err(EINVAL, "fabric handle is NULL");
-	sio__lock(f);
+	if ((g = sio__lock(f)))
+		return g;
 	g = group_slot(f, group);
 	if (g >= 0)
 		g = f->reg->groups[g].nsubs;
@@ -134,7 +146,8 @@ int sio_device_map_mcast(struct sio_device *dev, uint32_t group, uint64_t *bus_a
 	if (dev->backend != SIO_BACKEND_SIM)
 		return sio__err(ENOTSUP, "multicast needs a fabric of switches (sim backend)");
 	r = dev->f->reg;
-	sio__lock(dev->f);
+	if ((ret = sio__lock(dev->f)))
+		return ret;
 	g = ret = group_slot(dev->f, group);
 	if (g < 0)
 		goto out;

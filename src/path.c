@@ -15,7 +15,7 @@ static void hop(struct sio_path *p, enum sio_hop_kind k, int id, uint32_t ns)
 int sio__route(struct sio_fabric *f, int from, int to, int adapter, bool chassis_from,
 	       bool chassis_to, struct sio_path *out)
 {
-	const struct sio_topology *t = &f->reg->topo;
+	const struct sio_topology *t = &f->topo;
 	const struct reg_node *n = f->reg->nodes;
 
 	if (from < 0 || from >= t->nodes || to < 0 || to >= t->nodes)
@@ -86,9 +86,10 @@ static int endpoint(struct sio_fabric *f, const struct sio_endpoint *e, int *nod
 	case SIO_EP_SEGMENT:
 		for (int s = 0; s < SIO_MAX_SEGS; s++)
 			if (r->segs[s].used && r->segs[s].node == e->node && r->segs[s].id == e->id) {
+				const struct reg_dev *d = reg_dev_at(r, r->segs[s].device);
 				*node = e->node;
-				*chassis = r->segs[s].device >= 0 && r->devs[r->segs[s].device].chassis;
-				*dev = r->segs[s].device;
+				*chassis = d && d->chassis;
+				*dev = d ? r->segs[s].device : -1;
 				return 0;
 			}
 		return sio__err(ENOENT, "no segment %u on node %d", e->id, e->node);
@@ -104,7 +105,8 @@ int sio_path_resolve(struct sio_fabric *f, const struct sio_endpoint *from,
 
 	if (!f || !from || !to || !out)
 		return sio__err(EINVAL, "bad arguments to sio_path_resolve");
-	sio__lock(f);
+	if ((ret = sio__lock(f)))
+		return ret;
 	ret = endpoint(f, from, &fn, &fc, &fd);
 	if (!ret)
 		ret = endpoint(f, to, &tn, &tc, &td);

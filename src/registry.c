@@ -5,6 +5,9 @@
  * mappings, segments and devices; a borrow owns device mappings; mappings
  * hold window references. Dead processes are found lazily by whoever takes
  * the lock next, so no daemon has to be alive.
+ *
+ * Indices read from the tables go through the checked accessors: a release
+ * skips what a corrupt entry names rather than writing out of bounds.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -12,50 +15,80 @@
 #include <unistd.h>
 #include "internal.h"
 
-uint64_t reg_starttime(int pid)
+/* Fields 3 (state) and 22 (start time) of /proc/PID/stat; false if it is gone. */
+static bool proc_stat(int pid, char *state, uint64_t *start)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long st = 0;
+	bool ok = false;
 	FILE *fp;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fp = fopen(path, "r");
+	fp = fopen(path, "re");
 	if (!fp)
-		return 0;
-	if (fgets(buf, sizeof(buf), fp) && (p = strrchr(buf, ')'))) {
-		/* fields after the command: state is 3, starttime is 22 */
+		return false;
+	if (fgets(buf, sizeof(buf), fp) && (p = strrchr(buf, ')')) && p[1] == ' ') {
 		int field = 2;
+		*state = p[2];
 		for (p++; *p && field < 21; p++)
 			if (*p == ' ')
 				field++;
-		sscanf(p, "%llu", &st);
+		ok = sscanf(p, "%llu", &st) == 1;
 	}
 	fclose(fp);
-	return st;
+	*start = st;
+	return ok;
+}
+
+uint64_t reg_starttime(int pid)
+{
+	uint64_t st;
+	char state;
+
+	return proc_stat(pid, &state, &st) ? st : 0;
+}
+
+bool reg_task_dead(int pid)
+{
+	uint64_t st;
+	char state;
+
+	if (pid <= 0 || (kill(pid, 0) && errno == ESRCH))
+		return true;
+	/* a zombie holds nothing; unreadable (hidepid) means it exists */
+	return proc_stat(pid, &state, &st) && (state == 'Z' || state == 'X' || state == 'x');
 }
 
 static bool proc_alive(const struct reg_proc *p)
 {
-	if (kill(p->pid, 0) && errno == ESRCH)
-		return false;
 	/* a zombie or a new process with a reused pid does not count */
-	return reg_starttime(p->pid) == p->starttime;
+	return !reg_task_dead(p->pid) && reg_starttime(p->pid) == p->starttime;
+}
+
+struct reg_window *reg_window_at(struct sio_fabric *f, int node, int adapter, int window)
+{
+	if (node < 0 || node >= f->topo.nodes || adapter < 0 || adapter >= f->topo.adapters ||
+	    window < 0 || window >= f->topo.windows)
+		return NULL;
+	return &f->reg->windows[node][adapter][window];
 }
 
 int reg_window_get(struct sio_fabric *f, int node, int adapter, int seg, uint64_t *bus)
 {
 	struct sio_registry *r = f->reg;
-	struct reg_window *w = r->windows[node][adapter];
+	struct reg_window *w = reg_window_at(f, node, adapter, 0);
 	int free_w = -1;
 
-	if (r->segs[seg].size > r->topo.window_size)
+	if (!w || !reg_seg_at(r, seg))
+		return sio__err(EINVAL, "no window on node %d adapter %d for segment slot %d", node, adapter, seg);
+	if (r->segs[seg].size > f->topo.window_size)
 		return sio__err(E2BIG, "segment of %llu bytes is larger than a window (%llu bytes)",
 				(unsigned long long)r->segs[seg].size,
-				(unsigned long long)r->topo.window_size);
-	for (int i = 0; i < r->topo.windows; i++) {
+				(unsigned long long)f->topo.window_size);
+	for (int i = 0; i < f->topo.windows; i++) {
 		if (w[i].refs && w[i].seg == seg && w[i].seg_gen == r->segs[seg].gen) {
 			w[i].refs++;
-			*bus = SIO_BUS_WINDOW_BASE + ((uint64_t)adapter << 42) + i * r->topo.window_size;
+			*bus = SIO_BUS_WINDOW_BASE + ((uint64_t)adapter << 42) + i * f->topo.window_size;
 			return i;
 		}
 		if (!w[i].refs && free_w < 0)
@@ -63,21 +96,18 @@ int reg_window_get(struct sio_fabric *f, int node, int adapter, int seg, uint64_
 	}
 	if (free_w < 0)
 		return sio__err(ENOSPC, "no free window on node %d adapter %d: all %d windows per adapter are in use",
-				node, adapter, r->topo.windows);
+				node, adapter, f->topo.windows);
 	w[free_w] = (struct reg_window){ .refs = 1, .seg = seg, .seg_gen = r->segs[seg].gen };
 	r->nodes[node].windows_used[adapter]++;
-	*bus = SIO_BUS_WINDOW_BASE + ((uint64_t)adapter << 42) + free_w * r->topo.window_size;
+	*bus = SIO_BUS_WINDOW_BASE + ((uint64_t)adapter << 42) + free_w * f->topo.window_size;
 	return free_w;
 }
 
 void reg_window_put(struct sio_fabric *f, int node, int adapter, int window)
 {
-	struct reg_window *w;
+	struct reg_window *w = reg_window_at(f, node, adapter, window);
 
-	if (window < 0)
-		return;
-	w = &f->reg->windows[node][adapter][window];
-	if (w->refs > 0 && --w->refs == 0)
+	if (w && w->refs > 0 && --w->refs == 0 && f->reg->nodes[node].windows_used[adapter] > 0)
 		f->reg->nodes[node].windows_used[adapter]--;
 }
 
@@ -114,22 +144,25 @@ void reg_grants_drop(struct sio_fabric *f, int dev, int bar, int pid)
 void reg_borrow_release(struct sio_fabric *f, int b)
 {
 	struct sio_registry *r = f->reg;
-	struct reg_borrow *br = &r->borrows[b];
+	struct reg_borrow *br = reg_borrow_at(r, b);
+	struct reg_dev *dv;
 
-	if (!br->used)
+	if (!br || !br->used)
 		return;
-	for (int bar = 0; bar < SIO_MAX_BARS; bar++)	/* its restrictions end with it */
-		if (r->devs[br->dev].restricted[bar] == b + 1) {
-			r->devs[br->dev].restricted[bar] = 0;
+	dv = reg_dev_at(r, br->dev);
+	for (int bar = 0; dv && bar < SIO_MAX_BARS; bar++)	/* its restrictions end with it */
+		if (dv->restricted[bar] == b + 1) {
+			dv->restricted[bar] = 0;
 			reg_grants_drop(f, br->dev, bar, -1);
 		}
 	for (int m = 0; m < SIO_MAX_DMAMAPS; m++)
 		if (r->dmamaps[m].used && r->dmamaps[m].borrow == b)
 			reg_dmamap_release(f, m);
-	if (r->devs[br->dev].used) {
-		r->devs[br->dev].nborrows--;
-		if (r->devs[br->dev].excl == b)
-			r->devs[br->dev].excl = -1;
+	if (dv && dv->used) {
+		if (dv->nborrows > 0)
+			dv->nborrows--;
+		if (dv->excl == b)
+			dv->excl = -1;
 	}
 	memset(br, 0, sizeof(*br));
 }
@@ -138,14 +171,17 @@ static bool want_seg_users(struct sio_fabric *f, int p, const struct sio_event *
 {
 	struct sio_registry *r = f->reg;
 
+	const struct reg_seg *s;
+	const struct reg_borrow *b;
+
 	for (int i = 0; i < SIO_MAX_PMAPS; i++)
-		if (r->pmaps[i].used && r->pmaps[i].proc == p &&
-		    r->segs[r->pmaps[i].seg].id == ev->segment && r->segs[r->pmaps[i].seg].node == ev->node)
+		if (r->pmaps[i].used && r->pmaps[i].proc == p && (s = reg_seg_at(r, r->pmaps[i].seg)) &&
+		    s->id == ev->segment && s->node == ev->node)
 			return true;
 	for (int m = 0; m < SIO_MAX_DMAMAPS; m++) {
 		const struct reg_dmamap *d = &r->dmamaps[m];
-		if (d->used && d->seg >= 0 && r->borrows[d->borrow].proc == p &&
-		    r->segs[d->seg].id == ev->segment && r->segs[d->seg].node == ev->node)
+		if (d->used && (s = reg_seg_at(r, d->seg)) && (b = reg_borrow_at(r, d->borrow)) &&
+		    b->proc == p && s->id == ev->segment && s->node == ev->node)
 			return true;
 	}
 	return false;
@@ -154,10 +190,10 @@ static bool want_seg_users(struct sio_fabric *f, int p, const struct sio_event *
 void reg_seg_release(struct sio_fabric *f, int s, bool notify)
 {
 	struct sio_registry *r = f->reg;
-	struct reg_seg *sg = &r->segs[s];
+	struct reg_seg *sg = reg_seg_at(r, s);
 	char path[PATH_MAX + 64];
 
-	if (!sg->used)
+	if (!sg || !sg->used)
 		return;
 	if (notify) {
 		struct sio_event ev = { .type = SIO_EV_SEGMENT_LOST, .node = sg->node, .adapter = -1,
@@ -170,13 +206,17 @@ void reg_seg_release(struct sio_fabric *f, int s, bool notify)
 	for (int m = 0; m < SIO_MAX_DMAMAPS; m++)
 		if (r->dmamaps[m].used && r->dmamaps[m].seg == s)
 			reg_dmamap_release(f, m);
-	for (int g = 0; g < SIO_MAX_GROUPS; g++)
-		for (int i = 0; r->groups[g].used && i < r->groups[g].nsubs; i++)
-			if (r->groups[g].sub_seg[i] == s) {
-				r->groups[g].sub_seg[i] = r->groups[g].sub_seg[--r->groups[g].nsubs];
-				r->groups[g].sub_gen[i] = r->groups[g].sub_gen[r->groups[g].nsubs];
+	for (int g = 0; g < SIO_MAX_GROUPS; g++) {
+		struct reg_group *gr = &r->groups[g];
+		if (gr->nsubs < 0 || gr->nsubs > SIO_MAX_SUBS)
+			gr->nsubs = 0;	/* a corrupt count: the list means nothing */
+		for (int i = 0; gr->used && i < gr->nsubs; i++)
+			if (gr->sub_seg[i] == s) {
+				gr->sub_seg[i] = gr->sub_seg[--gr->nsubs];
+				gr->sub_gen[i] = gr->sub_gen[gr->nsubs];
 				i--;
 			}
+	}
 	sio__segment_path(f, s, path, sizeof(path));
 	unlink(path);
 	sg->used = 0;
@@ -186,9 +226,11 @@ void reg_seg_release(struct sio_fabric *f, int s, bool notify)
 
 static bool want_dev_users(struct sio_fabric *f, int p, const struct sio_event *ev)
 {
+	const struct reg_dev *dv;
+
 	for (int b = 0; b < SIO_MAX_BORROWS; b++)
 		if (f->reg->borrows[b].used && f->reg->borrows[b].proc == p &&
-		    f->reg->devs[f->reg->borrows[b].dev].id == (uint32_t)ev->device)
+		    (dv = reg_dev_at(f->reg, f->reg->borrows[b].dev)) && dv->id == (uint32_t)ev->device)
 			return true;
 	return false;
 }
@@ -196,19 +238,19 @@ static bool want_dev_users(struct sio_fabric *f, int p, const struct sio_event *
 void reg_dev_release(struct sio_fabric *f, int d)
 {
 	struct sio_registry *r = f->reg;
-	struct reg_dev *dv = &r->devs[d];
-	struct sio_event ev = { .type = SIO_EV_DEVICE_GONE, .node = dv->lender, .adapter = -1,
-				.device = (int32_t)dv->id, .time_ns = sio__now_ns() };
+	struct reg_dev *dv = reg_dev_at(r, d);
+	struct sio_event ev;
 
-	if (!dv->used)
+	if (!dv || !dv->used)
 		return;
+	ev = (struct sio_event){ .type = SIO_EV_DEVICE_GONE, .node = dv->lender, .adapter = -1,
+				 .device = (int32_t)dv->id, .time_ns = sio__now_ns() };
 	sio__event_broadcast(f, &ev, want_dev_users);
 	for (int b = 0; b < SIO_MAX_BORROWS; b++)
 		if (r->borrows[b].used && r->borrows[b].dev == d)
 			reg_borrow_release(f, b);
-	for (int i = 0; i < dv->nbars; i++)
-		if (dv->bar_seg[i] >= 0)
-			reg_seg_release(f, dv->bar_seg[i], false);
+	for (int i = 0; i < dv->nbars && i < SIO_MAX_BARS; i++)
+		reg_seg_release(f, dv->bar_seg[i], false);
 	reg_grants_drop(f, d, -1, -1);
 	dv->used = 0;
 	dv->gen = r->next_gen++;
@@ -221,12 +263,13 @@ static void notify_gone(struct sio_fabric *f, int p, bool died)
 	struct sio_registry *r = f->reg;
 
 	for (int b = 0; b < SIO_MAX_BORROWS; b++) {
-		if (!r->borrows[b].used || r->borrows[b].proc != p)
+		const struct reg_dev *dv;
+		if (!r->borrows[b].used || r->borrows[b].proc != p ||
+		    !(dv = reg_dev_at(r, r->borrows[b].dev)))
 			continue;
 		struct sio_event ev = { .type = SIO_EV_PROCESS_GONE, .node = r->procs[p].node,
 					.adapter = died, .pid = r->procs[p].pid,
-					.device = (int32_t)r->devs[r->borrows[b].dev].id,
-					.time_ns = sio__now_ns() };
+					.device = (int32_t)dv->id, .time_ns = sio__now_ns() };
 		for (int o = 0; o < SIO_MAX_BORROWS; o++)
 			if (r->borrows[o].used && r->borrows[o].dev == r->borrows[b].dev &&
 			    r->borrows[o].proc != p)
@@ -239,13 +282,13 @@ void reg_proc_release(struct sio_fabric *f, int p, bool died)
 	struct sio_registry *r = f->reg;
 	char path[PATH_MAX + 32];
 
-	if (!r->procs[p].used)
+	if (!reg_proc_at(r, p) || !r->procs[p].used)
 		return;
 	notify_gone(f, p, died);
 	bool last = true;	/* grants are per process, not per handle */
 	for (int o = 0; o < SIO_MAX_PROCS; o++)
 		last &= o == p || !r->procs[o].used || r->procs[o].pid != r->procs[p].pid;
-	if (last)
+	if (last && r->procs[p].pid > 0)	/* -1 would match every pid */
 		reg_grants_drop(f, -1, -1, r->procs[p].pid);
 	for (int b = 0; b < SIO_MAX_BORROWS; b++)
 		if (r->borrows[b].used && r->borrows[b].proc == p)

@@ -4,20 +4,27 @@
 
 /*
  * The fabric registry: one file in the fabric's directory, mapped shared by
- * every process of the fabric, guarded by a robust process-shared mutex so a
- * process that dies holding it does not wedge the others. Fixed-size tables:
- * no pointers, only slot indices, since every process maps it elsewhere.
- * A slot's gen moves each time it is reused, so a stale handle is detected.
+ * every process of the fabric, guarded by a lock word whose holder is known
+ * (reglock.c): a dead holder is taken over and a live one waited for a
+ * bounded time, so nothing can wedge the others. Fixed-size tables: no
+ * pointers, only slot indices, since every process maps it elsewhere. A
+ * slot's gen moves each time it is reused, so a stale handle is detected.
+ *
+ * Everything here is input: any process of the fabric can write it, and a
+ * bit flip is a bit flip. regcheck.c validates the whole registry when a
+ * process joins; afterwards every index read from it goes through the
+ * reg_*_at() accessors below before it indexes anything.
  */
 
-#include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <smartio/fabric.h>
 #include <smartio/path.h>
 
 #define SIO_REG_MAGIC		0x534d494fu	/* "SMIO" */
-#define SIO_REG_VERSION		1
+#define SIO_REG_VERSION		2	/* 2: lock word, owner and group */
 #define SIO_MAX_PROCS		512
 #define SIO_MAX_SEGS		4096
 #define SIO_MAX_DEVS		64
@@ -142,10 +149,23 @@ struct reg_group {
 	uint64_t sub_gen[SIO_MAX_SUBS];
 };
 
+/* The registry lock: 0 free, else the holder's thread id (| waiters bit). */
+#define REG_LOCK_WAITERS	0x80000000u
+#define REG_LOCK_TID		0x3fffffffu
+struct reg_lock {
+	_Atomic uint32_t word;
+	uint32_t rsvd;
+};
+
+#define REG_F_GROUP		1u	/* members of gid may join (smartio create --group) */
+
 struct sio_registry {
 	uint32_t magic, version;
 	uint64_t size;
-	pthread_mutex_t lock;
+	struct reg_lock lock;
+	uint32_t uid, gid;	/* creator; gid: the group that may join, with REG_F_GROUP */
+	uint32_t flags;
+	uint32_t rsvd;
 	struct sio_topology topo;
 	_Atomic uint64_t map_gen;	/* moves on any map/unmap/link change */
 	uint64_t last_reap_ns;
@@ -167,10 +187,36 @@ struct sio_registry {
 
 struct sio_fabric;
 
+/*
+ * Checked accessors: NULL when index @i, read from the registry, is out of
+ * its table. Callers treat NULL as a corrupt entry (skip it, or fail with
+ * reg_corrupt()).
+ */
+#define REG_AT(r, tab, i) ((unsigned)(i) < sizeof((r)->tab) / sizeof((r)->tab[0]) ? &(r)->tab[i] : NULL)
+static inline struct reg_proc *reg_proc_at(struct sio_registry *r, int i) { return REG_AT(r, procs, i); }
+static inline struct reg_seg *reg_seg_at(struct sio_registry *r, int i) { return REG_AT(r, segs, i); }
+static inline struct reg_dev *reg_dev_at(struct sio_registry *r, int i) { return REG_AT(r, devs, i); }
+static inline struct reg_borrow *reg_borrow_at(struct sio_registry *r, int i) { return REG_AT(r, borrows, i); }
+static inline struct reg_group *reg_group_at(struct sio_registry *r, int i) { return REG_AT(r, groups, i); }
+/* The pid of proc slot @i, for messages; -1 when @i is out of range. */
+static inline int reg_proc_pid(struct sio_registry *r, int i)
+{
+	const struct reg_proc *p = reg_proc_at(r, i);
+
+	return p ? p->pid : -1;
+}
+/* The window entry of (@node, @adapter, @window), or NULL outside the topology. */
+struct reg_window *reg_window_at(struct sio_fabric *f, int node, int adapter, int window);
+
+/* regcheck.c: validation of what the registry holds. */
+int reg_check_header(const struct sio_registry *r, const char *name);
+int reg_validate(struct sio_fabric *f);
+int reg_corrupt(struct sio_fabric *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int reg_topo_check(const struct sio_topology *t, const char **why);
+
 /* registry.c: table operations, all called with the lock held. */
 int reg_window_get(struct sio_fabric *f, int node, int adapter, int seg, uint64_t *bus);
 void reg_window_put(struct sio_fabric *f, int node, int adapter, int window);
-int reg_window_index(struct sio_fabric *f, int node, int adapter, uint64_t bus);
 void reg_borrow_release(struct sio_fabric *f, int b);
 void reg_pmap_release(struct sio_fabric *f, int i);
 void reg_grants_drop(struct sio_fabric *f, int dev, int bar, int pid);
@@ -180,6 +226,8 @@ void reg_dev_release(struct sio_fabric *f, int d);
 void reg_proc_release(struct sio_fabric *f, int p, bool died);
 int reg_reap(struct sio_fabric *f);
 uint64_t reg_starttime(int pid);
+/* Is process (or thread) @pid gone: no such task, or a zombie? */
+bool reg_task_dead(int pid);
 static inline uint64_t reg_seg_bus(int slot) { return SIO_BUS_LOCAL_BASE + ((uint64_t)slot << 32); }
 static inline void reg_bump(struct sio_registry *r)
 {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include "internal.h"
 
@@ -31,7 +32,7 @@ static uint64_t huge_free_bytes(void)
 static bool use_huge(struct sio_fabric *f, uint64_t size, unsigned int flags)
 {
 	static int said;
-	bool ok = f->reg->hugedir[0] && huge_free_bytes() >= size;
+	bool ok = f->hugedir[0] && huge_free_bytes() >= size;
 
 	if (flags & SIO_SEG_F_NOHUGE)
 		return false;
@@ -39,30 +40,37 @@ static bool use_huge(struct sio_fabric *f, uint64_t size, unsigned int flags)
 		said = 1;
 		if (!getenv("SMARTIO_QUIET"))
 			fprintf(stderr, "smartio: no free huge pages%s; segments use shared memory (tmpfs) pages\n",
-				f->reg->hugedir[0] ? "" : " (no hugetlbfs mount)");
+				f->hugedir[0] ? "" : " (no hugetlbfs mount)");
 	}
 	return ok;
 }
 
 void *sio__segmap(struct sio_fabric *f, int slot, uint64_t gen)
 {
+	const struct reg_seg *s = reg_seg_at(f->reg, slot);
+	uint64_t len;
 	void *p;
 	int fd;
 
+	if (!s)
+		return NULL;
 	if (f->segmap[slot] && f->segmap_gen[slot] == gen)
 		return f->segmap[slot];
 	sio__segmap_drop(f, slot);
-	if (sio__segment_mmap(f, slot, &p, &fd))
+	len = s->size;	/* read once: what is mapped is what is unmapped */
+	if (sio__segment_mmap_range(f, slot, 0, len, PROT_READ | PROT_WRITE, &p, &fd))
 		return NULL;
 	close(fd);
 	f->segmap[slot] = p;
 	f->segmap_gen[slot] = gen;
-	f->segmap_len[slot] = f->reg->segs[slot].size;
+	f->segmap_len[slot] = len;
 	return p;
 }
 
 void sio__segmap_drop(struct sio_fabric *f, int slot)
 {
+	if (slot < 0 || slot >= SIO_MAX_SEGS)
+		return;
 	if (f->segmap[slot])
 		munmap(f->segmap[slot], f->segmap_len[slot]);
 	f->segmap[slot] = NULL;
@@ -70,8 +78,32 @@ void sio__segmap_drop(struct sio_fabric *f, int slot)
 
 int sio__segment_mmap(struct sio_fabric *f, int slot, void **vaddr, int *fdp)
 {
-	return sio__segment_mmap_range(f, slot, 0, f->reg->segs[slot].size,
-				       PROT_READ | PROT_WRITE, vaddr, fdp);
+	const struct reg_seg *s = reg_seg_at(f->reg, slot);
+
+	if (!s)
+		return reg_corrupt(f, "segment slot %d is out of range", slot);
+	return sio__segment_mmap_range(f, slot, 0, s->size, PROT_READ | PROT_WRITE, vaddr, fdp);
+}
+
+/*
+ * A segment's file must be what the fabric made: a plain file of its owner
+ * (or of its group) no one else may open, as long as what is mapped. A
+ * short file would turn a later access into SIGBUS.
+ */
+static int check_segfile(struct sio_fabric *f, int fd, const char *path, uint64_t end)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return sio__err(errno, "segment file %s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode) || (st.st_uid != f->uid && !(f->group && st.st_gid == f->gid)) ||
+	    (st.st_mode & (f->group ? 0007 : 0077)))
+		return sio__err(EPERM, "segment file %s is not a private file of the fabric's owner (uid %u, mode %04o); refusing it",
+				path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	if ((uint64_t)st.st_size < end)
+		return reg_corrupt(f, "segment file %s is %lld bytes; the registry maps %llu",
+				   path, (long long)st.st_size, (unsigned long long)end);
+	return 0;
 }
 
 int sio__segment_mmap_range(struct sio_fabric *f, int slot, uint64_t off, uint64_t len,
@@ -79,12 +111,21 @@ int sio__segment_mmap_range(struct sio_fabric *f, int slot, uint64_t off, uint64
 {
 	char path[PATH_MAX + 64];
 	void *p;
-	int fd;
+	int fd, ret;
 
-	sio__segment_path(f, slot, path, sizeof(path));
-	fd = open(path, (prot & PROT_WRITE ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if ((ret = sio__segment_path(f, slot, path, sizeof(path))))
+		return ret;
+	if (!len || len > SIO_SEG_MAX_SIZE || off > SIO_SEG_MAX_SIZE - len)
+		return reg_corrupt(f, "segment slot %d maps %llu bytes at %llu", slot,
+				   (unsigned long long)len, (unsigned long long)off);
+	fd = open(path, (prot & PROT_WRITE ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return sio__err(errno == ENOENT ? ENOENT : errno, "segment file %s: %s", path, strerror(errno));
+		return sio__err(errno == ELOOP ? EPERM : errno, "segment file %s: %s", path,
+				errno == ELOOP ? "a symbolic link; refusing it" : strerror(errno));
+	if ((ret = check_segfile(f, fd, path, off + len))) {
+		close(fd);
+		return ret;
+	}
 	p = mmap(NULL, len, prot, MAP_SHARED, fd, (off_t)off);
 	if (p == MAP_FAILED) {
 		int e = errno;
@@ -139,7 +180,7 @@ static int seg_new(struct sio_fabric *f, int node, uint32_t id, uint64_t size,
 	if (s == SIO_MAX_SEGS)
 		return sio__err(ENOSPC, "the fabric has all %d segments in use", SIO_MAX_SEGS);
 	huge = (flags & SIO_SEG_F_HUGE) || use_huge(f, (size + HUGE_SZ - 1) & ~(HUGE_SZ - 1), flags);
-	if (huge && !r->hugedir[0])
+	if (huge && !f->hugedir[0])
 		return sio__err(ENOMEM, "huge pages requested but no hugetlbfs is mounted");
 	if (huge)
 		size = (size + HUGE_SZ - 1) & ~(HUGE_SZ - 1);
@@ -147,8 +188,10 @@ static int seg_new(struct sio_fabric *f, int node, uint32_t id, uint64_t size,
 	*sg = (struct reg_seg){ .used = 1, .id = id, .node = node, .owner = f->proc, .size = size,
 				.gen = r->next_gen++, .kind = kind, .device = -1, .bar = -1, .huge = huge };
 	sio__segment_path(f, s, path, sizeof(path));
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0 || ftruncate(fd, (off_t)size)) {
+	/* a new file, never someone's planted one; modes exact whatever the umask */
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || (f->group && fchown(fd, (uid_t)-1, f->gid)) ||
+	    fchmod(fd, f->group ? 0660 : 0600) || ftruncate(fd, (off_t)size)) {
 		int e = errno;
 		if (fd >= 0)
 			close(fd);
@@ -182,7 +225,8 @@ int sio_segment_create_on(struct sio_fabric *f, int node, uint32_t id, uint64_t 
 	if ((flags & SIO_SEG_F_HUGE) && (flags & SIO_SEG_F_NOHUGE))
 		return sio__err(EINVAL, "SIO_SEG_F_HUGE and SIO_SEG_F_NOHUGE together");
 	size = (size + 4095) & ~4095ull;
-	sio__lock(f);
+	if ((ret = sio__lock(f)))
+		return ret;
 	ret = seg_new(f, node, id, size, flags, SIO_SEG_RAM, &slot);
 	if (!ret && !(*out = handle_new(f, slot, true))) {
 		reg_seg_release(f, slot, false);
@@ -202,7 +246,8 @@ int sio__segment_create_gpu(struct sio_fabric *f, uint64_t size, int gpu, const 
 	    size > SIO_SEG_MAX_SIZE)
 		return sio__err(EINVAL, "bad arguments for a GPU segment");
 	r = f->reg;
-	sio__lock(f);
+	if ((ret = sio__lock(f)))
+		return ret;
 	for (s = 0; s < SIO_MAX_SEGS && r->segs[s].used; s++)
 		;
 	if (s == SIO_MAX_SEGS) {
@@ -240,7 +285,8 @@ int sio_segment_connect(struct sio_fabric *f, int node, uint32_t id, struct sio_
 
 	if (!f || !out)
 		return sio__err(EINVAL, "fabric handle or out pointer is NULL");
-	sio__lock(f);
+	if ((ret = sio__lock(f)))
+		return ret;
 	s = find_seg(f->reg, node, id);
 	if (s < 0)
 		ret = sio__err(ENOENT, "no segment %u on node %d", id, node);
@@ -253,9 +299,9 @@ int sio_segment_connect(struct sio_fabric *f, int node, uint32_t id, struct sio_
 /* Registry lock held. The handle's segment must still be the one it named. */
 static int seg_check(struct sio_segment *seg)
 {
-	const struct reg_seg *s = &seg->f->reg->segs[seg->slot];
+	const struct reg_seg *s = reg_seg_at(seg->f->reg, seg->slot);
 
-	if (!s->used || s->gen != seg->gen)
+	if (!s || !s->used || s->gen != seg->gen)
 		return sio__err(ENOENT, "segment %u of node %d is gone", seg->id, seg->node);
 	return 0;
 }
@@ -311,7 +357,8 @@ int sio_segment_map_range(struct sio_segment *seg, int adapter, uint64_t offset,
 	f = seg->f;
 	if (seg->kind == SIO_SEG_GPU)
 		return sio__err(EOPNOTSUPP, "GPU segment %u has no CPU mapping; reach it through CUDA", seg->id);
-	sio__lock(f);
+	if ((ret = sio__lock(f)))
+		return ret;
 	if ((ret = seg_check(seg)) ||
 	    (ret = sio__bar_access(f, seg->slot, offset, length, flags & SIO_MAP_RDONLY)))
 		goto out;
@@ -356,6 +403,7 @@ out:
 int sio_segment_unmap(struct sio_segment *seg)
 {
 	struct sio_fabric *f;
+	int ret;
 
 	if (!seg)
 		return sio__err(EINVAL, "segment is NULL");
@@ -369,7 +417,8 @@ int sio_segment_unmap(struct sio_segment *seg)
 	f = seg->f;
 	munmap(seg->vaddr, seg->map_len);
 	seg->vaddr = NULL;
-	sio__lock(f);
+	if ((ret = sio__lock(f)))
+		return ret;	/* the window stays counted until this process leaves */
 	if (seg->window >= 0) {
 		struct reg_pmap *pm = &f->reg->pmaps[seg->window];
 		if (pm->used && pm->proc == f->proc && pm->seg == seg->slot)
@@ -404,10 +453,11 @@ int sio_segment_info(const struct sio_segment *seg, struct sio_segment_info *out
 	if (!s->used || s->gen != seg->gen)
 		return sio__err(ENOENT, "segment %u of node %d is gone", seg->id, seg->node);
 	out->kind = s->kind;
-	out->device = s->device >= 0 ? (int)seg->f->reg->devs[s->device].id : -1;
+	out->device = reg_dev_at(seg->f->reg, s->device) ? (int)seg->f->reg->devs[s->device].id : -1;
 	out->bar = s->bar;
 	out->hugepages = s->huge;
 	memcpy(out->name, s->name, sizeof(out->name));
+	out->name[sizeof(out->name) - 1] = 0;
 	return 0;
 }
 
@@ -419,7 +469,8 @@ int sio_segment_set_name(struct sio_segment *seg, const char *name)
 		return sio__err(EINVAL, "segment or name is NULL");
 	if (seg->bar_dev)
 		return sio__err(EINVAL, "BAR segments of real devices cannot be renamed");
-	sio__lock(seg->f);
+	if ((ret = sio__lock(seg->f)))
+		return ret;
 	if (!(ret = seg_check(seg)))
 		snprintf(seg->f->reg->segs[seg->slot].name, SIO_NAME_MAX, "%s", name);
 	sio__unlock(seg->f);
@@ -428,18 +479,20 @@ int sio_segment_set_name(struct sio_segment *seg, const char *name)
 
 int sio_segment_remove(struct sio_segment *seg)
 {
+	int ret = 0;
+
 	if (!seg)
 		return 0;
 	if (seg->vaddr)
 		sio_segment_unmap(seg);
-	if (seg->owner && !seg->bar_dev) {
-		sio__lock(seg->f);
+	/* the handle goes either way; what the registry holds, a reaper frees */
+	if (seg->owner && !seg->bar_dev && !(ret = sio__lock(seg->f))) {
 		if (!seg_check(seg))
 			reg_seg_release(seg->f, seg->slot, true);
 		sio__unlock(seg->f);
 	}
 	free(seg);
-	return 0;
+	return ret;
 }
 
 struct sio_fabric *sio_segment_fabric(const struct sio_segment *seg)

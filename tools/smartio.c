@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* smartio: create, inspect and break simulated fabrics. */
 #include <getopt.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,7 @@ static int usage(FILE *o, int code)
 "usage: smartio COMMAND [ARGS]\n"
 "  create NAME [--nodes N] [--topology b2b|switch|cascade] [--per-switch K]\n"
 "              [--adapters 1|2] [--windows W] [--window-size BYTES]\n"
-"              [--mcast-groups G] [--latency-model]\n"
+"              [--mcast-groups G] [--latency-model] [--group GROUP]\n"
 "              [--adapter-ns NS] [--chassis-ns NS] [--switch-ns NS]   per-hop model delays\n"
 "  destroy NAME\n"
 "  status [NAME] [--json]          nodes, windows, segments, devices, borrows\n"
@@ -37,7 +38,8 @@ static int usage(FILE *o, int code)
 #ifdef SIO_TOOL_VFIO
 "  vfio ...                        real devices through vfio-pci (smartio vfio --help)\n"
 #endif
-"NAME defaults to $SMARTIO_FABRIC. Exit codes: 0 ok, 1 error, 2 not found.\n");
+"NAME defaults to $SMARTIO_FABRIC. A fabric is its creator's alone; with --group,\n"
+"members of GROUP may join it too. Exit codes: 0 ok, 1 error, 2 not found.\n");
 	return code;
 }
 
@@ -48,13 +50,15 @@ static int cmd_create(int argc, char **argv)
 		{ "adapters", 1, 0, 'a' }, { "windows", 1, 0, 'w' }, { "window-size", 1, 0, 's' },
 		{ "mcast-groups", 1, 0, 'g' }, { "latency-model", 0, 0, 'l' }, { "help", 0, 0, 'h' },
 		{ "adapter-ns", 1, 0, 'A' }, { "chassis-ns", 1, 0, 'C' }, { "switch-ns", 1, 0, 'S' },
-		{ 0 } };
+		{ "group", 1, 0, 'G' }, { 0 } };
 	struct sio_fabric_config c = { .nodes = 2, .topology = SIO_TOPO_SWITCH };
-	const char *name;
+	const char *name, *group = NULL;
+	struct group *gr;
 	int opt, ret;
 
 	while ((opt = getopt_long(argc, argv, "n:t:p:a:w:s:g:lh", o, NULL)) != -1) {
 		switch (opt) {
+		case 'G': group = optarg; break;
 		case 'A': c.adapter_ns = (uint32_t)atoi(optarg); break;
 		case 'C': c.chassis_ns = (uint32_t)atoi(optarg); break;
 		case 'S': c.switch_ns = (uint32_t)atoi(optarg); break;
@@ -79,14 +83,27 @@ static int cmd_create(int argc, char **argv)
 		}
 	}
 	name = fabric_arg(argc, argv);
-	ret = sio_fabric_create(name, &c);
+	if (group) {
+		char *end;
+		unsigned long g = strtoul(group, &end, 10);
+		if ((gr = getgrnam(group)))
+			g = gr->gr_gid;
+		else if (!*group || *end || g > 0x7fffffff) {
+			fprintf(stderr, "smartio create: no group '%s'\n", group);
+			return 1;
+		}
+		ret = sio__fabric_create_group(name, &c, (gid_t)g);
+	} else {
+		ret = sio_fabric_create(name, &c);
+	}
 	if (ret)
 		return fail(ret, "create");
-	printf("fabric '%s': %d nodes, %s, %d adapter(s), %d windows per adapter%s\n",
+	printf("fabric '%s': %d nodes, %s, %d adapter(s), %d windows per adapter%s%s%s\n",
 	       name ? name : getenv("SMARTIO_FABRIC"), c.nodes,
 	       c.topology == SIO_TOPO_B2B ? "back-to-back" : c.topology == SIO_TOPO_SWITCH ? "one switch" : "cascade",
 	       c.adapters ? c.adapters : 1, c.windows ? c.windows : SIO_DEFAULT_WINDOWS,
-	       c.latency_model ? ", latency model on (modelled delays, not measured)" : "");
+	       c.latency_model ? ", latency model on (modelled delays, not measured)" : "",
+	       group ? ", shared with group " : "", group ? group : "");
 	return 0;
 }
 
@@ -119,9 +136,13 @@ static int cmd_status(int argc, char **argv)
 	if (ret)
 		return fail(ret, "status");
 	r = f->reg;
-	sio__lock(f);
+	if ((ret = sio__lock(f))) {
+		sio_fabric_close(f);
+		return fail(ret, "status");
+	}
 	reg_reap(f);
-	const struct sio_topology *t = &r->topo;
+	/* joining validated the registry; it is read under the lock, indices checked */
+	const struct sio_topology *t = &f->topo;
 	const char *topo = t->kind == SIO_TOPO_B2B ? "b2b" : t->kind == SIO_TOPO_SWITCH ? "switch" : "cascade";
 	if (json) {
 		printf("{\"fabric\":\"%s\",\"topology\":\"%s\",\"nodes\":%d,\"adapters\":%d,\"windows\":%d,"
@@ -138,18 +159,18 @@ static int cmd_status(int argc, char **argv)
 		printf("],\"segments\":[");
 		for (int s = 0, first = 1; s < SIO_MAX_SEGS; s++)
 			if (r->segs[s].used && r->segs[s].owner != f->proc) {
-				printf("%s{\"node\":%d,\"id\":%u,\"size\":%llu,\"kind\":\"%s\",\"name\":\"%s\",\"pid\":%d}",
+				printf("%s{\"node\":%d,\"id\":%u,\"size\":%llu,\"kind\":\"%s\",\"name\":\"%.*s\",\"pid\":%d}",
 				       first ? "" : ",", r->segs[s].node, r->segs[s].id,
 				       (unsigned long long)r->segs[s].size, kind_name(r->segs[s].kind),
-				       r->segs[s].name, r->procs[r->segs[s].owner].pid);
+				       SIO_NAME_MAX - 1, r->segs[s].name, reg_proc_pid(r, r->segs[s].owner));
 				first = 0;
 			}
 		printf("],\"devices\":[");
 		for (int d = 0, first = 1; d < SIO_MAX_DEVS; d++)
 			if (r->devs[d].used) {
-				printf("%s{\"id\":%u,\"lender\":%d,\"class\":\"0x%06x\",\"name\":\"%s\",\"borrowers\":%d,"
+				printf("%s{\"id\":%u,\"lender\":%d,\"class\":\"0x%06x\",\"name\":\"%.*s\",\"borrowers\":%d,"
 				       "\"exclusive\":%s,\"dma_faults\":%llu}", first ? "" : ",", r->devs[d].id,
-				       r->devs[d].lender, r->devs[d].class_code, r->devs[d].name,
+				       r->devs[d].lender, r->devs[d].class_code, SIO_NAME_MAX - 1, r->devs[d].name,
 				       r->devs[d].nborrows, r->devs[d].excl >= 0 ? "true" : "false",
 				       (unsigned long long)r->devs[d].dma_faults);
 				first = 0;
@@ -167,21 +188,23 @@ static int cmd_status(int argc, char **argv)
 		printf("\nsegments:\n%-6s %-10s %-12s %-5s %-8s %s\n", "node", "id", "size", "kind", "pid", "name");
 		for (int s = 0; s < SIO_MAX_SEGS; s++)
 			if (r->segs[s].used)
-				printf("%-6d %-10u %-12llu %-5s %-8d %s\n", r->segs[s].node, r->segs[s].id,
+				printf("%-6d %-10u %-12llu %-5s %-8d %.*s\n", r->segs[s].node, r->segs[s].id,
 				       (unsigned long long)r->segs[s].size, kind_name(r->segs[s].kind),
-				       r->procs[r->segs[s].owner].pid, r->segs[s].name);
+				       reg_proc_pid(r, r->segs[s].owner), SIO_NAME_MAX - 1, r->segs[s].name);
 		printf("\ndevices:\n%-4s %-7s %-9s %-16s %-10s %s\n", "id", "lender", "class", "name", "borrowers", "dma faults");
 		for (int d = 0; d < SIO_MAX_DEVS; d++)
 			if (r->devs[d].used)
-				printf("%-4u %-7d 0x%06x  %-16s %d%-9s %llu\n", r->devs[d].id, r->devs[d].lender,
-				       r->devs[d].class_code, r->devs[d].name, r->devs[d].nborrows,
+				printf("%-4u %-7d 0x%06x  %-16.*s %d%-9s %llu\n", r->devs[d].id, r->devs[d].lender,
+				       r->devs[d].class_code, SIO_NAME_MAX - 1, r->devs[d].name, r->devs[d].nborrows,
 				       r->devs[d].excl >= 0 ? " (excl)" : "", (unsigned long long)r->devs[d].dma_faults);
 		printf("\nborrows:\n");
-		for (int b = 0; b < SIO_MAX_BORROWS; b++)
-			if (r->borrows[b].used)
-				printf("  device %u by pid %d on node %d%s\n", r->devs[r->borrows[b].dev].id,
-				       r->procs[r->borrows[b].proc].pid, r->procs[r->borrows[b].proc].node,
+		for (int b = 0; b < SIO_MAX_BORROWS; b++) {
+			const struct reg_dev *dv = reg_dev_at(r, r->borrows[b].dev);
+			const struct reg_proc *pr = reg_proc_at(r, r->borrows[b].proc);
+			if (r->borrows[b].used && dv && pr)
+				printf("  device %u by pid %d on node %d%s\n", dv->id, pr->pid, pr->node,
 				       r->borrows[b].excl ? " (exclusive)" : "");
+		}
 	}
 	sio__unlock(f);
 	sio_fabric_close(f);
