@@ -61,6 +61,7 @@ out:
 
 static int find_mailbox(struct sio_nvme_client *cl)
 {
+	struct sio_segment_info si;
 	struct sio_segment *seg;
 	struct sio_nvme_mbox *mb;
 	void *va;
@@ -79,7 +80,16 @@ static int find_mailbox(struct sio_nvme_client *cl)
 					  &seg);
 		if (ret)
 			continue;
-		ret = sio_segment_map(seg, &va);
+		ret = sio_segment_info(seg, &si);
+		if (!ret && si.size < SIO_NVME_MBOX_SIZE) {
+			sio_segment_remove(seg);
+			return sio_nvme_err(EPROTO, "the mailbox of device %u on node %d is %llu "
+					    "bytes, not %zu: not a mailbox", cl->dinfo.id,
+					    order[i], (unsigned long long)si.size,
+					    SIO_NVME_MBOX_SIZE);
+		}
+		if (!ret)
+			ret = sio_segment_map(seg, &va);
 		if (ret) {
 			sio_segment_remove(seg);
 			return sio_nvme_err_lib(ret, "cannot map the manager's mailbox on "
@@ -101,6 +111,38 @@ static int find_mailbox(struct sio_nvme_client *cl)
 	}
 	return sio_nvme_err(ENOENT, "no NVMe manager serves device %u on fabric '%s' "
 			    "(start nvme-manager)", cl->dinfo.id, sio_fabric_name(cl->f));
+}
+
+/*
+ * The mailbox header is shared memory any process of the fabric can write:
+ * what the client derives strides, sizes and waits from is checked, on the
+ * copy load_info() took, before use.
+ */
+static int check_info(struct sio_nvme_client *cl)
+{
+	const struct sio_nvme_ctrl_info *ci = &cl->ci;
+	const char *why = NULL;
+
+	if (ci->dstrd > 15)
+		why = "doorbell stride";
+	else if (ci->page_size < 4096 || ci->page_size > (1u << 27) ||
+		 (ci->page_size & (ci->page_size - 1)))
+		why = "page size";
+	else if (ci->mqes < 2 || ci->mqes > 65536)
+		why = "queue size limit";
+	else if (!ci->io_queues || ci->io_queues > 65535)
+		why = "I/O queue count";
+	else if (ci->max_xfer < 4096 || ci->max_xfer > SIO_NVME_MAX_XFER)
+		why = "transfer limit";
+	else if (!ci->timeout_ms || ci->timeout_ms > 255 * 500)
+		why = "timeout";
+	else if (ci->cmb.size && (ci->cmb.bar < 0 || ci->cmb.bar > 5 ||
+				  ci->cmb.size > (1ull << 32) || ci->cmb.offset > (1ull << 32)))
+		why = "controller memory buffer";
+	if (why)
+		return sio_nvme_err(EPROTO, "the mailbox of device %u on node %d has a bad %s: "
+				    "refusing it", cl->dinfo.id, cl->mgr_node, why);
+	return 0;
 }
 
 static void load_info(struct sio_nvme_client *cl)
@@ -243,6 +285,8 @@ int sio_nvme_client_open(struct sio_fabric *f, int64_t device, struct sio_nvme_c
 	if (ret)
 		goto fail;
 	load_info(cl);
+	if ((ret = check_info(cl)))
+		goto fail;
 	cl->timeout_ms = 0;
 	sio_nvme_client_set_timeout(cl, 0);
 	ret = claim_slot(cl);
