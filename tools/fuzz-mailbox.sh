@@ -1,8 +1,9 @@
 #!/bin/sh
 # Build the NVMe manager's mailbox fuzz target (tests/faults/fuzz_mailbox.c)
 # with clang, libFuzzer, ASan and UBSan in its own build directory, and run
-# it for a fixed time. Exits non-zero on a crash, a leak of queue ids or an
-# unanswered request. Usage: tools/fuzz-mailbox.sh [SECONDS] (default 45)
+# it for a fixed time, corrupting the registry under the manager too. Exits
+# non-zero on a crash, a leak of queue ids or an unanswered request.
+# Usage: tools/fuzz-mailbox.sh [SECONDS] (default 45)
 set -eu
 secs=${1:-45}
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,7 +18,7 @@ fi
 ninja -C "$build" src/libsmartio.a src/sim/nvme/libsio-nvme-emu.a
 # The manager itself is compiled here with coverage for the fuzzer.
 clang -std=gnu11 -g -O1 -fsanitize=fuzzer $san \
-	-I"$src/include" -I"$src/drivers/nvme" -I"$src/src/sim/nvme" -I"$build/src" \
+	-I"$src/include" -I"$src/src" -I"$src/drivers/nvme" -I"$src/src/sim/nvme" -I"$build/src" \
 	"$src/tests/faults/fuzz_mailbox.c" "$src/drivers/nvme/manager.c" \
 	"$src/drivers/nvme/ctrl.c" "$src/drivers/nvme/err.c" \
 	"$build/src/sim/nvme/libsio-nvme-emu.a" "$build/src/libsmartio.a" \
