@@ -5,6 +5,7 @@
  * joining is survived, and its lock is never held forever.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -233,6 +234,56 @@ Test(registry, forged_lock_word_is_waited_for_a_bounded_time_and_named)
 	waitpid(member, NULL, 0);
 	cr_assert_eq(atomic_load(&f->reg->lock.word), 0, "and the lock is free again");
 	unsetenv("SMARTIO_LOCK_TIMEOUT_MS");
+	sio_fabric_close(f);
+	sio_fabric_destroy(name);
+}
+
+/* The lock word excludes threads and processes alike: no increment is lost. */
+#define ROUNDS 20000
+static void *hammer(void *arg)
+{
+	struct sio_fabric *f = arg;
+
+	for (int i = 0; i < ROUNDS; i++) {
+		if (sio__lock(f))
+			return (void *)1;
+		f->reg->rsvd++;	/* a plain read-modify-write: only the lock makes it safe */
+		sio__unlock(f);
+	}
+	return NULL;
+}
+
+static int hammer_threads(struct sio_fabric *f)
+{
+	pthread_t t[2];
+	void *r0, *r1;
+
+	pthread_create(&t[0], NULL, hammer, f);
+	pthread_create(&t[1], NULL, hammer, f);
+	pthread_join(t[0], &r0);
+	pthread_join(t[1], &r1);
+	return r0 || r1;
+}
+
+Test(registry, lock_excludes_threads_and_processes)
+{
+	struct sio_fabric_config c = { .nodes = 2 };
+	const char *name = test_fabric("excl", &c);
+	struct sio_fabric *f = join(name, 0);
+	pid_t pid;
+	int st;
+
+	f->reg->rsvd = 0;
+	pid = fork();
+	if (pid == 0) {
+		struct sio_fabric *g;
+		_exit(sio_fabric_open(name, 1, &g) || hammer_threads(g));
+	}
+	cr_assert_eq(hammer_threads(f), 0, "%s", sio_errmsg());
+	waitpid(pid, &st, 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the other process could not lock");
+	cr_assert_eq(f->reg->rsvd, 4 * ROUNDS, "%u of %d increments", f->reg->rsvd, 4 * ROUNDS);
+	cr_assert_eq(atomic_load(&f->reg->lock.word), 0);
 	sio_fabric_close(f);
 	sio_fabric_destroy(name);
 }
