@@ -100,10 +100,16 @@ int sio__bar_access(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, 
  * "libsmartio-gpudma.so" from the library path.
  */
 struct sio_gpu_dma_ops {
-	/* copy between @buf and offset @off of GPU segment @s */
-	int (*copy)(const struct reg_seg *s, uint64_t off, void *buf, size_t len, bool to_gpu);
+	/* copy between @buf and offset @off of GPU segment @s, registry slot
+	 * @slot (@s: a snapshot of that slot, its generation checked); data
+	 * copied to the GPU has landed when it returns */
+	int (*copy)(const struct reg_seg *s, int slot, uint64_t off, void *buf, size_t len,
+		    bool to_gpu);
+	/* close what is open for any slot of @segs (the registry's
+	 * SIO_MAX_SEGS segments) whose segment went away */
+	void (*forget)(const struct reg_seg *segs);
 };
-#define SIO_GPU_PLUGIN_SYMBOL "sio_gpu_dma_plugin"
+#define SIO_GPU_PLUGIN_SYMBOL "sio_gpu_dma_plugin_v2"
 int sio__segment_create_gpu(struct sio_fabric *f, uint64_t size, int gpu,
 			    const void *handle, size_t hlen, struct sio_segment **out);
 
@@ -120,7 +126,6 @@ void sio__unlock(struct sio_fabric *f);
 
 /* sio_fabric_create() whose members of group @gid may join too. */
 int sio__fabric_create_group(const char *name, const struct sio_fabric_config *cfg, gid_t gid);
-
 
 uint64_t sio__now_ns(void);
 void sio__delay_ns(uint64_t ns);

@@ -7,7 +7,9 @@
  *	controller when the GPU's node lends it) and in host memory, side by
  *	side; CQ in host memory for both
  * Prints a table and writes JSON (--json FILE, default gpu-bench.json).
- * Needs a running controller and manager on --fabric; exits 77 without GPU.
+ * Needs a running controller and manager on --fabric (nvme-emu started with
+ * SMARTIO_GPU_PLUGIN naming libsmartio-gpudma.so); exits 77 without a GPU,
+ * 1 when SMARTIO_REQUIRE_GPU=1 is set.
  */
 
 #include <getopt.h>
@@ -111,6 +113,11 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	if (sio_gpu_count() <= 0) {
+		if (sio_gpu_required()) {
+			fprintf(stderr, "gpu-bench: FAIL: SMARTIO_REQUIRE_GPU is set, but %s\n",
+				sio_gpu_errmsg());
+			return 1;
+		}
 		printf("skipped: %s\n", sio_gpu_errmsg());
 		return 77;
 	}
@@ -134,7 +141,11 @@ int main(int argc, char **argv)
 		uint64_t *dlat, *lat = malloc(nios * sizeof(*lat));
 		const char *name[2] = { "gpu", "host" };
 
-		cudaMalloc((void **)&dlat, nios * sizeof(*dlat));
+		if (!lat || cudaMalloc((void **)&dlat, nios * sizeof(*dlat)) != cudaSuccess) {
+			fprintf(stderr, "gpu-bench: no memory for %llu latencies\n",
+				(unsigned long long)nios);
+			return 1;
+		}
 		printf("sq-placement: QD1 4 KiB random reads issued by one GPU thread, %llu each; "
 		       "CQ in host memory\n%-6s %10s %10s %10s %10s %10s\n",
 		       (unsigned long long)nios, "SQ", "p50 us", "p90 us", "p99 us", "p99.9 us",
@@ -146,7 +157,11 @@ int main(int argc, char **argv)
 
 			if (run(1, 1, 64, k == 1, dlat, &r))
 				return 1;
-			cudaMemcpy(lat, dlat, nios * sizeof(*lat), cudaMemcpyDeviceToHost);
+			if (cudaMemcpy(lat, dlat, nios * sizeof(*lat), cudaMemcpyDeviceToHost) !=
+			    cudaSuccess) {
+				fprintf(stderr, "gpu-bench: reading the latencies failed\n");
+				return 1;
+			}
 			qsort(lat, nios, sizeof(*lat), cmp_u64);
 #define P(q) (lat[(uint64_t)((nios - 1) * (q))] / 1000.0)
 			printf("%-6s %10.2f %10.2f %10.2f %10.2f %10.2f%s\n", name[k], P(0.5), P(0.9),

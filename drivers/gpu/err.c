@@ -3,6 +3,8 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "priv.h"
 
 static __thread char msg[512];
@@ -47,12 +49,21 @@ int sio_gpu_cuda_err(cudaError_t e, const char *what)
 
 int sio_gpu_count(void)
 {
-	int n = 0;
+	int n = 0, rt = 0, drv = 0;
 	cudaError_t e = cudaGetDeviceCount(&n);
 
-	if (e != cudaSuccess)
-		return sio_gpu_err(ENODEV, "no GPU: %s (%s)", cudaGetErrorString(e),
-				   cudaGetErrorName(e));
+	if (e != cudaSuccess) {
+		cudaRuntimeGetVersion(&rt);
+		cudaDriverGetVersion(&drv);
+		if (!drv)
+			return sio_gpu_err(ENODEV, "no GPU: %s (%s): no NVIDIA driver is loaded "
+					   "(libcuda.so.1 not found or no kernel module)",
+					   cudaGetErrorString(e), cudaGetErrorName(e));
+		return sio_gpu_err(ENODEV, "no GPU: %s (%s); the CUDA runtime is %d.%d, the "
+				   "driver supports CUDA up to %d.%d", cudaGetErrorString(e),
+				   cudaGetErrorName(e), rt / 1000, rt % 1000 / 10, drv / 1000,
+				   drv % 1000 / 10);
+	}
 	if (n <= 0)
 		return sio_gpu_err(ENODEV, "no GPU: CUDA reports no device");
 	return n;
@@ -69,4 +80,11 @@ int sio_gpu_use(int gpu)
 		return sio_gpu_err(ENODEV, "GPU %d does not exist (%d present)", gpu, n);
 	e = cudaSetDevice(gpu);
 	return e == cudaSuccess ? 0 : sio_gpu_cuda_err(e, "cudaSetDevice");
+}
+
+bool sio_gpu_required(void)
+{
+	const char *v = getenv("SMARTIO_REQUIRE_GPU");
+
+	return v && *v && strcmp(v, "0") != 0;
 }

@@ -16,7 +16,44 @@ struct job_stats {
 	unsigned long long failed;
 	int first_err;
 	unsigned int first_status;
+	unsigned long long mismatches;
+	unsigned long long first_bad;	/* word index + 1, lowest wins */
+	unsigned long long first_bad_value;
 };
+
+/* Write the pattern into, or check it against, one command's data. */
+static __device__ void pattern_fill(uint64_t *w, uint64_t words, uint64_t word0, uint64_t seed)
+{
+	for (uint64_t k = 0; k < words; k++)
+		w[k] = sio_gpu_pattern(seed, word0 + k);
+	/* the controller reads it after the doorbell: system scope */
+	__threadfence_system();
+}
+
+static __device__ void pattern_check(const uint64_t *w, uint64_t words, uint64_t word0,
+				     uint64_t seed, struct job_stats *st)
+{
+	unsigned long long bad = 0, first = 0, val = 0;
+
+	for (uint64_t k = 0; k < words; k++) {
+		uint64_t v = w[k];
+
+		if (v != sio_gpu_pattern(seed, word0 + k)) {
+			if (!bad) {
+				first = word0 + k + 1;
+				val = v;
+			}
+			bad++;
+		}
+	}
+	if (!bad)
+		return;
+	atomicAdd(&st->mismatches, bad);
+	if (atomicMin(&st->first_bad, first) > first) {
+		/* racy with another thread's smaller index; good enough for a report */
+		st->first_bad_value = val;
+	}
+}
 
 static __device__ uint64_t mix64(uint64_t x)
 {
@@ -48,12 +85,21 @@ static __global__ void job_kernel(struct sio_gpu_queue *const *qs, int nq, struc
 			slba = j.slba + i * j.nlb;
 			off = (i % slots) * bytes;
 		}
+		uint64_t *data = (uint64_t *)((char *)j.dptr + off);
+		uint64_t word0 = slba * j.lba_size / 8;
+
+		if (j.verify && j.opcode == SIO_NVME_CMD_WRITE)
+			pattern_fill(data, bytes / 8, word0, j.pattern);
 		t0 = sio_gpu_now_ns();
 		ret = sio_gpu_rw(q, j.opcode, j.nsid, slba, j.nlb, j.lba_size, j.bus + off, &status);
 		if (j.lat_ns)
 			j.lat_ns[i] = sio_gpu_now_ns() - t0;
 		if (!ret) {
 			atomicAdd(&st->ok, 1ull);
+			/* right after the completion, in this kernel: data that
+			 * has not landed yet shows up here */
+			if (j.verify && j.opcode == SIO_NVME_CMD_READ)
+				pattern_check(data, bytes / 8, word0, j.pattern, st);
 		} else {
 			atomicAdd(&st->failed, 1ull);
 			if (atomicCAS(&st->first_err, 0, ret) == 0)
@@ -86,6 +132,13 @@ extern "C" int sio_gpu_run_job(struct sio_gpu_queue *const *qs, int nq,
 	if (job->span && job->span < job->nlb)
 		return sio_gpu_err(EINVAL, "random span %llu is smaller than one command",
 				   (unsigned long long)job->span);
+	if (job->verify && ((bytes & 7) || ((uintptr_t)job->dptr & 7) ||
+			    (job->span ? job->size / bytes < job->threads :
+					 job->size / bytes < job->nios)))
+		return sio_gpu_err(EINVAL, "verify needs a buffer of %llu commands of %llu bytes "
+				   "(one per command in flight), 8-byte aligned",
+				   (unsigned long long)(job->span ? job->threads : job->nios),
+				   (unsigned long long)bytes);
 	for (int i = 0; i < nq; i++)
 		if (!qs[i])
 			return sio_gpu_err(EINVAL, "queue %d is NULL", i);
@@ -96,6 +149,12 @@ extern "C" int sio_gpu_run_job(struct sio_gpu_queue *const *qs, int nq,
 		e = cudaMalloc((void **)&dst, sizeof(*dst));
 	if (e == cudaSuccess)
 		e = cudaMemset(dst, 0, sizeof(*dst));
+	if (e == cudaSuccess) {
+		st.first_bad = ~0ull;
+		e = cudaMemcpy(&dst->first_bad, &st.first_bad, sizeof(st.first_bad),
+			       cudaMemcpyHostToDevice);
+		st.first_bad = 0;
+	}
 	if (e == cudaSuccess)
 		e = cudaEventCreate(&ev[0]);
 	if (e == cudaSuccess)
@@ -122,6 +181,9 @@ extern "C" int sio_gpu_run_job(struct sio_gpu_queue *const *qs, int nq,
 	res->first_err = st.first_err;
 	res->first_status = (uint16_t)st.first_status;
 	res->seconds = ms / 1000.0;
+	res->mismatches = st.mismatches;
+	res->first_bad_word = st.mismatches ? st.first_bad - 1 : 0;
+	res->first_bad_value = st.first_bad_value;
 out:
 	if (ev[0])
 		cudaEventDestroy(ev[0]);

@@ -99,10 +99,19 @@ int sio_gpu_segment_create_hinted(struct sio_device *dev, uint64_t size, unsigne
 
 void sio_gpu_mem_free(struct sio_gpu_mem *m)
 {
+	int cur = -1;
+
 	if (!m)
 		return;
+	/* Unregistered first: device models close their mappings of it at
+	 * their next DMA (the GPU plugin's forget()). */
 	sio_segment_remove(m->seg);
-	cudaSetDevice(m->gpu);
+	if (cudaGetDevice(&cur) != cudaSuccess)
+		cur = -1;
+	if (cur != m->gpu)
+		cudaSetDevice(m->gpu);
 	cudaFree(m->dptr);
+	if (cur >= 0 && cur != m->gpu)
+		cudaSetDevice(cur);	/* the caller's current device stays */
 	free(m);
 }

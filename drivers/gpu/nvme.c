@@ -2,8 +2,11 @@
 /*
  * GPU queue pairs on a managed NVMe controller. The manager creates the
  * queues like any client's (sio_nvme_ioq_create_at()); the SQ, PRP lists and
- * optionally the CQ are GPU memory segments, and BAR0 is registered with
- * CUDA so kernels store to the doorbells.
+ * optionally the CQ are GPU memory segments, and the queue's doorbells are
+ * registered with CUDA so kernels store to them: on a confined controller
+ * (doorbells a page or more apart) just the queue pair's own doorbell pages
+ * (sio_nvme_client_doorbells()), otherwise the client's mapping of BAR0,
+ * registered once per connection.
  */
 
 #include <stdio.h>
@@ -19,10 +22,9 @@ struct sio_gpu_nvme {
 	struct sio_device_info di;
 	struct sio_nvme_ctrl_info ci;
 	int gpu;
-	struct sio_segment *bar0;
+	/* unconfined: the client's whole-BAR0 mapping, registered once */
 	void *bar0_va;
-	uint64_t bar0_size;
-	char *bar0_dev;			/* BAR0 as the GPU addresses it */
+	char *bar0_dev;			/* as the GPU addresses it */
 	struct sio_gpu_qp *qps;
 };
 
@@ -34,15 +36,73 @@ struct sio_gpu_qp {
 	void *hva;
 	bool hreg, gmapped, hmapped;
 	bool created;
+	struct sio_nvme_doorbells db;	/* this queue pair's doorbells */
+	bool dbmapped, dbreg;		/* dbreg: its own pages registered */
 	struct sio_gpu_qp_info info;
 };
+
+/* Real BARs are MMIO and need the I/O memory flag; the sim's are RAM. */
+static unsigned int bar_flags(const struct sio_gpu_nvme *g)
+{
+	return cudaHostRegisterMapped |
+	       (g->di.backend != SIO_BACKEND_SIM ? cudaHostRegisterIoMemory : 0);
+}
+
+/* Register @len bytes at @va (doorbell pages) for the GPU. */
+static int register_bar(struct sio_gpu_nvme *g, void *va, uint64_t len, char **dev)
+{
+	cudaError_t e = cudaHostRegister(va, len, bar_flags(g));
+
+	if (e == cudaSuccess) {
+		e = cudaHostGetDevicePointer((void **)dev, va, 0);
+		if (e != cudaSuccess)
+			cudaHostUnregister(va);
+	}
+	if (e != cudaSuccess)
+		return sio_gpu_cuda_err(e, "mapping the doorbells (BAR0) for the GPU");
+	return 0;
+}
+
+/*
+ * Map qp's doorbells for the GPU and set d->sq_db, d->cq_db. Confined, the
+ * queue pair's own pages, registered for it alone; otherwise they lie in
+ * the client's BAR0 mapping, registered once for every queue pair.
+ */
+static int doorbells_for_gpu(struct sio_gpu_qp *qp, struct sio_gpu_queue_desc *d)
+{
+	struct sio_gpu_nvme *g = qp->g;
+	char *dev;
+	int ret;
+
+	ret = sio_nvme_client_doorbells(g->cl, qp->info.qid, &qp->db);
+	if (ret)
+		return sio_gpu_err(-ret, "doorbells of queue %u: %s", qp->info.qid,
+				   sio_nvme_errmsg());
+	qp->dbmapped = true;
+	if (qp->db.seg) {
+		ret = register_bar(g, qp->db.va, qp->db.len, &dev);
+		if (ret)
+			return ret;
+		qp->dbreg = true;
+	} else {
+		if (g->bar0_dev && g->bar0_va != qp->db.va)
+			return sio_gpu_err(EINVAL, "BAR0 moved under the connection");
+		if (!g->bar0_dev) {
+			ret = register_bar(g, qp->db.va, qp->db.len, &g->bar0_dev);
+			if (ret)
+				return ret;
+			g->bar0_va = qp->db.va;
+		}
+		dev = g->bar0_dev;
+	}
+	d->sq_db = (volatile uint32_t *)(dev + ((char *)qp->db.sq_db - (char *)qp->db.va));
+	d->cq_db = (volatile uint32_t *)(dev + ((char *)qp->db.cq_db - (char *)qp->db.va));
+	return 0;
+}
 
 int sio_gpu_nvme_open(struct sio_fabric *f, int64_t device, int gpu, struct sio_gpu_nvme **out)
 {
 	struct sio_gpu_nvme *g;
-	struct sio_segment_info si;
-	unsigned int flags = cudaHostRegisterMapped;
-	cudaError_t e;
 	int ret;
 
 	if (!f || !out)
@@ -67,26 +127,6 @@ int sio_gpu_nvme_open(struct sio_fabric *f, int64_t device, int gpu, struct sio_
 		sio_gpu_err(-ret, "%s", sio_errmsg());
 		goto fail;
 	}
-	ret = sio_device_bar(g->dev, 0, &g->bar0);
-	if (!ret)
-		ret = sio_segment_map(g->bar0, &g->bar0_va);
-	if (!ret)
-		ret = sio_segment_info(g->bar0, &si);
-	if (ret) {
-		sio_gpu_err(-ret, "cannot map BAR0: %s", sio_errmsg());
-		goto fail;
-	}
-	g->bar0_size = si.size;
-	/* Real BARs are MMIO and need the I/O memory flag; the sim's are RAM. */
-	if (g->di.backend != SIO_BACKEND_SIM)
-		flags |= cudaHostRegisterIoMemory;
-	e = cudaHostRegister(g->bar0_va, g->bar0_size, flags);
-	if (e == cudaSuccess)
-		e = cudaHostGetDevicePointer((void **)&g->bar0_dev, g->bar0_va, 0);
-	if (e != cudaSuccess) {
-		ret = sio_gpu_cuda_err(e, "mapping the doorbells (BAR0) for the GPU");
-		goto fail;
-	}
 	*out = g;
 	return 0;
 fail:
@@ -101,9 +141,7 @@ void sio_gpu_nvme_close(struct sio_gpu_nvme *g)
 	while (g->qps)
 		sio_gpu_qp_destroy(g->qps);
 	if (g->bar0_dev)
-		cudaHostUnregister(g->bar0_va);
-	if (g->bar0_va)
-		sio_segment_unmap(g->bar0);
+		cudaHostUnregister(g->bar0_va);	/* the client's mapping: it unmaps */
 	sio_nvme_client_close(g->cl);
 	free(g);
 }
@@ -212,19 +250,18 @@ int sio_gpu_qp_create(struct sio_gpu_nvme *g, const struct sio_gpu_qp_opts *opts
 	}
 	qp->created = true;
 	qp->info.qid = qid;
+	memset(&d, 0, sizeof(d));
+	ret = doorbells_for_gpu(qp, &d);
+	if (ret)
+		goto fail;
 	qp->info.depth = depth;
 	qp->info.sq_kind = o.sq_in_host ? SIO_SEG_RAM : SIO_SEG_GPU;
 	qp->info.cq_kind = o.cq_in_gpu ? SIO_SEG_GPU : SIO_SEG_RAM;
 	qp->info.sq_place = o.sq_in_host ? SIO_PLACE_LOCAL :
 			    sio_gpu_placement(sio_fabric_node_id(g->f), g->di.lender);
 
-	memset(&d, 0, sizeof(d));
 	d.sq = (o.sq_in_host ? hdev : (char *)qp->gmem->dptr) + sq_off;
 	d.cq = (o.cq_in_gpu ? (char *)qp->gmem->dptr : hdev) + cq_off;
-	d.sq_db = (volatile uint32_t *)(g->bar0_dev +
-			sio_nvme_doorbell_offset(qid, 0, g->ci.dstrd));
-	d.cq_db = (volatile uint32_t *)(g->bar0_dev +
-			sio_nvme_doorbell_offset(qid, 1, g->ci.dstrd));
 	d.prp = (char *)qp->gmem->dptr + prp_off;
 	d.prp_bus = gbus + prp_off;
 	d.qid = qid;
@@ -266,6 +303,11 @@ int sio_gpu_qp_destroy(struct sio_gpu_qp *qp)
 			*pp = qp->next;
 			break;
 		}
+	/* doorbells go before the queue (sio_nvme_client_doorbells()) */
+	if (qp->dbreg)
+		cudaHostUnregister(qp->db.va);
+	if (qp->dbmapped)
+		sio_nvme_client_doorbells_unmap(&qp->db);
 	if (qp->created) {
 		ret = sio_nvme_ioq_delete_at(g->cl, qp->info.qid);
 		if (ret)

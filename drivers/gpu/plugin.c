@@ -3,91 +3,219 @@
  * libsmartio-gpudma.so: how a device model in another process reaches GPU
  * memory. libsmartio loads it on the first DMA to a GPU segment and calls
  * copy(); we open the exporter's IPC handle once per segment generation
- * and move data with cudaMemcpy. It links no libsmartio symbol (the host
- * process may carry libsmartio statically) and reports only -errno.
+ * and move data with cudaMemcpyAsync on a stream of our own, waiting for
+ * it to finish, so a completion the model posts afterwards can never be
+ * seen before its data. It links no libsmartio symbol (the host process
+ * may carry libsmartio statically) and reports only -errno; it carries its
+ * CUDA runtime statically, so dlopen() needs nothing but the driver.
+ *
+ * IPC mappings are cached per registry slot and closed as soon as the
+ * slot's segment went away (forget(), called by libsmartio when the
+ * registry's mappings change), so an exporter's cudaFree() finds no mapping
+ * of ours left open for longer than our next DMA.
  */
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <cuda_runtime_api.h>
 #include "../../src/internal.h"
 
-#define CACHE_ENTS	64
+#define MAX_GPUS	64
 
 struct ent {
-	uint64_t gen;		/* 0: empty */
+	uint64_t gen;		/* generation of the segment mapped; 0: none */
 	int gpu;
-	void *ptr;
-	uint64_t used;		/* for eviction, least recently used goes */
+	void *ptr;		/* our mapping of it */
+	uint64_t failed_gen;	/* an open of this generation failed (said once) */
 };
 
-static struct ent cache[CACHE_ENTS];
-static uint64_t clock_;
+static struct ent cache[SIO_MAX_SEGS];
+static int nopen;
+static cudaStream_t streams[MAX_GPUS];
+static int ndev = -1;
+static bool warm[MAX_GPUS];
+/* Held across each copy: forget() must not close a mapping in use. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The mapping of segment @s in this process, opened on first use. */
-static int lookup(const struct reg_seg *s, void **out)
+static void close_ent(struct ent *e)
 {
-	cudaIpcMemHandle_t h;
-	struct ent *e, *victim = &cache[0];
-	cudaError_t ce;
-	int i;
+	if (!e->ptr)
+		return;
+	cudaSetDevice(e->gpu);
+	cudaIpcCloseMemHandle(e->ptr);
+	e->ptr = NULL;
+	e->gen = 0;
+	nopen--;
+}
 
-	for (i = 0; i < CACHE_ENTS; i++) {
-		e = &cache[i];
-		if (e->gen == s->gen && e->gpu == s->gpu && e->ptr) {
-			e->used = ++clock_;
-			*out = e->ptr;
-			return 0;
-		}
-		if (e->used < victim->used)
-			victim = e;
+/* The mapping of segment @s (registry slot @slot) in this process. */
+static int lookup(const struct reg_seg *s, int slot, void **out)
+{
+	struct ent *e = &cache[slot];
+	cudaIpcMemHandle_t h;
+	cudaError_t ce;
+
+	if (e->ptr && e->gen == s->gen && e->gpu == s->gpu) {
+		*out = e->ptr;
+		return 0;
 	}
-	if (victim->ptr) {
-		cudaSetDevice(victim->gpu);
-		cudaIpcCloseMemHandle(victim->ptr);
-		memset(victim, 0, sizeof(*victim));
+	if (e->ptr) {
+		close_ent(e);	/* an older segment of this slot: gone */
+		cudaSetDevice(s->gpu);
 	}
-	if (cudaSetDevice(s->gpu) != cudaSuccess)
-		return -ENODEV;
 	memcpy(&h, s->gpu_handle, sizeof(h));
 	ce = cudaIpcOpenMemHandle(out, h, cudaIpcMemLazyEnablePeerAccess);
 	if (ce != cudaSuccess) {
-		fprintf(stderr, "smartio-gpudma: cannot open GPU segment %u (GPU %d): %s\n",
-			s->id, s->gpu, cudaGetErrorString(ce));
-		return ce == cudaErrorInvalidDevice || ce == cudaErrorNoDevice ? -ENODEV : -EIO;
+		if (e->failed_gen != s->gen)
+			fprintf(stderr, "smartio-gpudma: cannot open GPU segment %u (GPU %d) in "
+				"process %d: %s (%s); the GPU's compute mode must be Default, and "
+				"CUDA_VISIBLE_DEVICES must be the same in the exporting process\n",
+				s->id, s->gpu, (int)getpid(), cudaGetErrorString(ce),
+				cudaGetErrorName(ce));
+		e->failed_gen = s->gen;
+		return ce == cudaErrorInvalidDevice || ce == cudaErrorNoDevice ||
+		       ce == cudaErrorInsufficientDriver ? -ENODEV : -EIO;
 	}
-	*victim = (struct ent){ .gen = s->gen, .gpu = s->gpu, .ptr = *out, .used = ++clock_ };
+	e->gen = s->gen;
+	e->gpu = s->gpu;
+	e->ptr = *out;
+	nopen++;
 	return 0;
 }
 
-static int gpu_copy(const struct reg_seg *s, uint64_t off, void *buf, size_t len, bool to_gpu)
+/* The plugin's own stream on @gpu: it waits for no other work in this
+ * process, and what is copied on it is complete after a synchronize. */
+static int stream_of(int gpu, cudaStream_t *out)
 {
 	cudaError_t ce;
-	void *p;
-	int n = 0, ret;
 
-	if (!s || (!buf && len))
+	if (!streams[gpu]) {
+		ce = cudaStreamCreateWithFlags(&streams[gpu], cudaStreamNonBlocking);
+		if (ce != cudaSuccess) {
+			fprintf(stderr, "smartio-gpudma: cannot create a stream on GPU %d: %s\n", gpu,
+				cudaGetErrorString(ce));
+			streams[gpu] = NULL;
+			return -EIO;
+		}
+	}
+	*out = streams[gpu];
+	return 0;
+}
+
+static void count_gpus(void)
+{
+	cudaError_t ce = cudaGetDeviceCount(&ndev);
+
+	if (ce != cudaSuccess) {
+		fprintf(stderr, "smartio-gpudma: no GPU in process %d: %s (%s)\n", (int)getpid(),
+			cudaGetErrorString(ce), cudaGetErrorName(ce));
+		ndev = 0;
+	}
+}
+
+static int copy_locked(const struct reg_seg *s, int slot, uint64_t off, void *buf, size_t len,
+		       bool to_gpu)
+{
+	cudaStream_t st;
+	cudaError_t ce;
+	void *p;
+	int ret;
+
+	if (ndev < 0)
+		count_gpus();
+	if (s->gpu >= ndev || s->gpu >= MAX_GPUS)
+		return -ENODEV;
+	ce = cudaSetDevice(s->gpu);
+	if (ce != cudaSuccess) {
+		static bool said;
+
+		if (!said)
+			fprintf(stderr, "smartio-gpudma: cannot use GPU %d in process %d: %s (%s)%s\n",
+				s->gpu, (int)getpid(), cudaGetErrorString(ce), cudaGetErrorName(ce),
+				ce == cudaErrorDevicesUnavailable ? "; the GPU's compute mode must be "
+				"Default (nvidia-smi -c DEFAULT)" : "");
+		said = true;
+		return -ENODEV;
+	}
+	ret = lookup(s, slot, &p);
+	if (!ret)
+		ret = stream_of(s->gpu, &st);
+	if (ret)
+		return ret;
+	ce = to_gpu ? cudaMemcpyAsync((char *)p + off, buf, len, cudaMemcpyHostToDevice, st)
+		    : cudaMemcpyAsync(buf, (char *)p + off, len, cudaMemcpyDeviceToHost, st);
+	/* A pageable host-to-device copy may return before the data landed:
+	 * wait, or a completion posted next could overtake it. */
+	if (ce == cudaSuccess)
+		ce = cudaStreamSynchronize(st);
+	if (ce != cudaSuccess) {
+		fprintf(stderr, "smartio-gpudma: copy %s GPU segment %u failed: %s\n",
+			to_gpu ? "to" : "from", s->id, cudaGetErrorString(ce));
+		return -EIO;
+	}
+	return 0;
+}
+
+static int gpu_copy(const struct reg_seg *s, int slot, uint64_t off, void *buf, size_t len,
+		    bool to_gpu)
+{
+	int ret;
+
+	if (!s || (!buf && len) || slot < 0 || slot >= SIO_MAX_SEGS)
 		return -EINVAL;
-	if (s->kind != SIO_SEG_GPU || s->gpu < 0)
+	if (s->kind != SIO_SEG_GPU || s->gpu < 0 || !s->gen)
 		return -EINVAL;
 	if (off > s->size || len > s->size - off)
 		return -ERANGE;
 	if (!len)
 		return 0;
-	if (cudaGetDeviceCount(&n) != cudaSuccess || s->gpu >= n)
-		return -ENODEV;
 	pthread_mutex_lock(&lock);
-	ret = lookup(s, &p);
+	ret = copy_locked(s, slot, off, buf, len, to_gpu);
 	pthread_mutex_unlock(&lock);
-	if (ret)
-		return ret;
-	ce = to_gpu ? cudaMemcpy((char *)p + off, buf, len, cudaMemcpyHostToDevice)
-		    : cudaMemcpy(buf, (char *)p + off, len, cudaMemcpyDeviceToHost);
-	return ce == cudaSuccess ? 0 : -EIO;
+	return ret;
+}
+
+static void gpu_forget(const struct reg_seg *segs)
+{
+	if (!segs)
+		return;
+	pthread_mutex_lock(&lock);
+	if (ndev < 0)
+		count_gpus();
+	for (int i = 0; i < SIO_MAX_SEGS; i++) {
+		struct ent *e = &cache[i];
+		int used = __atomic_load_n(&segs[i].used, __ATOMIC_RELAXED);
+		int gpu = __atomic_load_n(&segs[i].gpu, __ATOMIC_RELAXED);
+		cudaStream_t st;
+
+		if (e->ptr && (!used || __atomic_load_n(&segs[i].gen, __ATOMIC_RELAXED) != e->gen))
+			close_ent(e);
+		/* Start CUDA on the GPUs of the fabric's GPU segments before the
+		 * first copy, which a GPU thread would wait for. */
+		if (used && __atomic_load_n(&segs[i].kind, __ATOMIC_RELAXED) == SIO_SEG_GPU &&
+		    gpu >= 0 && gpu < ndev && gpu < MAX_GPUS && !warm[gpu]) {
+			warm[gpu] = true;
+			if (cudaSetDevice(gpu) == cudaSuccess)
+				stream_of(gpu, &st);
+		}
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+/* For tests: how many IPC mappings are open. */
+__attribute__((visibility("default")))
+int sio_gpu_dma_plugin_open_count(void)
+{
+	int n;
+
+	pthread_mutex_lock(&lock);
+	n = nopen;
+	pthread_mutex_unlock(&lock);
+	return n;
 }
 
 __attribute__((visibility("default")))
-const struct sio_gpu_dma_ops sio_gpu_dma_plugin = { .copy = gpu_copy };
+const struct sio_gpu_dma_ops sio_gpu_dma_plugin_v2 = { .copy = gpu_copy, .forget = gpu_forget };

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The device-side state of a GPU queue: built on the host, copied into GPU
- * memory once, then owned by the kernels that use it.
+ * memory once, then owned by the kernels that use it. Its failure is
+ * mirrored in mapped host memory, so the host reads it without waiting for
+ * a kernel.
  */
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "priv.h"
@@ -14,13 +17,67 @@ static size_t arrays_size(uint32_t depth)
 	return (size_t)depth * (4 * sizeof(uint32_t) + sizeof(uint16_t));
 }
 
+/* Host mirrors of the queues' failure, by device pointer. */
+struct mirror {
+	struct sio_gpu_queue *q;
+	volatile int32_t *host;
+	struct mirror *next;
+};
+static struct mirror *mirrors;
+static pthread_mutex_t mirrors_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static volatile int32_t *mirror_of(struct sio_gpu_queue *q)
+{
+	volatile int32_t *h = NULL;
+
+	pthread_mutex_lock(&mirrors_lock);
+	for (struct mirror *m = mirrors; m; m = m->next)
+		if (m->q == q) {
+			h = m->host;
+			break;
+		}
+	pthread_mutex_unlock(&mirrors_lock);
+	return h;
+}
+
+/*
+ * The per-slot markers for tickets starting at @base: slot p's first ticket
+ * t0 is the one in base..base+depth-1 with t0 % depth == p, and the slot
+ * looks as if ticket t0 - depth had used it and been waited on.
+ */
+static int slots_init(const struct sio_gpu_queue *q, uint32_t base)
+{
+	uint32_t d = q->depth, *h;
+	cudaError_t e;
+
+	h = calloc(4 * (size_t)d, sizeof(uint32_t));
+	if (!h)
+		return sio_gpu_err(ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < d; i++) {
+		uint32_t t0 = base + i, p = t0 & (d - 1);
+
+		h[p] = t0;			/* round: next allowed ticket */
+		h[d + p] = t0 - d + 1;		/* ready */
+		h[2 * d + p] = t0 - d;		/* tick */
+		h[3 * d + p] = t0 - d + 1;	/* done */
+	}
+	e = cudaMemcpy(q->round, h, 4 * (size_t)d * sizeof(uint32_t), cudaMemcpyHostToDevice);
+	if (e == cudaSuccess)
+		e = cudaMemset(q->status, 0, (size_t)d * sizeof(uint16_t));
+	free(h);
+	return e == cudaSuccess ? 0 : sio_gpu_cuda_err(e, "initialising GPU queue slots");
+}
+
 int sio_gpu_queue_alloc(const struct sio_gpu_queue_desc *d, struct sio_gpu_queue **out)
 {
 	struct sio_gpu_queue q;
 	size_t hdr = (sizeof(q) + 255) & ~(size_t)255;
-	char *mem;
+	struct mirror *m = NULL;
+	int32_t *host = NULL;
+	char *mem = NULL;
 	cudaError_t e;
 	uint32_t shift = 0;
+	int ret;
 
 	if (!d || !out)
 		return sio_gpu_err(EINVAL, "sio_gpu_queue_alloc: NULL argument");
@@ -55,40 +112,137 @@ int sio_gpu_queue_alloc(const struct sio_gpu_queue_desc *d, struct sio_gpu_queue
 	q.qid = d->qid;
 	q.cq_phase = 1;
 
-	e = cudaMalloc((void **)&mem, hdr + arrays_size(d->depth));
-	if (e != cudaSuccess)
-		return sio_gpu_cuda_err(e, "cudaMalloc (GPU queue state)");
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return sio_gpu_err(ENOMEM, "out of memory");
+	e = cudaHostAlloc((void **)&host, sizeof(*host), cudaHostAllocMapped);
+	if (e == cudaSuccess) {
+		*host = 0;
+		e = cudaHostGetDevicePointer((void **)&q.failed_host, host, 0);
+	}
+	if (e == cudaSuccess)
+		e = cudaMalloc((void **)&mem, hdr + arrays_size(d->depth));
+	if (e != cudaSuccess) {
+		ret = sio_gpu_cuda_err(e, "allocating GPU queue state");
+		goto fail;
+	}
 	q.round = (uint32_t *)(mem + hdr);
 	q.ready = q.round + d->depth;
 	q.tick = q.ready + d->depth;
 	q.done = q.tick + d->depth;
 	q.status = (uint16_t *)(q.done + d->depth);
-	e = cudaMemset(mem + hdr, 0, arrays_size(d->depth));
-	if (e == cudaSuccess)
-		e = cudaMemcpy(mem, &q, sizeof(q), cudaMemcpyHostToDevice);
+	ret = slots_init(&q, 0);
+	if (ret)
+		goto fail;
+	e = cudaMemcpy(mem, &q, sizeof(q), cudaMemcpyHostToDevice);
 	if (e != cudaSuccess) {
-		cudaFree(mem);
-		return sio_gpu_cuda_err(e, "initialising GPU queue state");
+		ret = sio_gpu_cuda_err(e, "initialising GPU queue state");
+		goto fail;
 	}
+	m->q = (struct sio_gpu_queue *)mem;
+	m->host = host;
+	pthread_mutex_lock(&mirrors_lock);
+	m->next = mirrors;
+	mirrors = m;
+	pthread_mutex_unlock(&mirrors_lock);
 	*out = (struct sio_gpu_queue *)mem;
 	return 0;
+fail:
+	cudaFree(mem);
+	if (host)
+		cudaFreeHost(host);
+	free(m);
+	return ret;
 }
 
 void sio_gpu_queue_free(struct sio_gpu_queue *q)
 {
-	if (q)
-		cudaFree(q);
+	struct mirror **pp, *m = NULL;
+
+	if (!q)
+		return;
+	pthread_mutex_lock(&mirrors_lock);
+	for (pp = &mirrors; *pp; pp = &(*pp)->next)
+		if ((*pp)->q == q) {
+			m = *pp;
+			*pp = m->next;
+			break;
+		}
+	pthread_mutex_unlock(&mirrors_lock);
+	cudaFree(q);
+	if (m) {
+		cudaFreeHost((void *)m->host);
+		free(m);
+	}
 }
 
 int sio_gpu_queue_failed(struct sio_gpu_queue *q)
 {
+	volatile int32_t *h;
 	int32_t v;
 	cudaError_t e;
 
 	if (!q)
 		return sio_gpu_err(EINVAL, "sio_gpu_queue_failed: NULL queue");
+	h = mirror_of(q);
+	if (h)
+		return __atomic_load_n(h, __ATOMIC_ACQUIRE);
+	/* not made here: read it from the GPU (waits for running kernels) */
 	e = cudaMemcpy(&v, &q->failed, sizeof(v), cudaMemcpyDeviceToHost);
 	if (e != cudaSuccess)
 		return sio_gpu_cuda_err(e, "reading GPU queue state");
 	return v;
+}
+
+int sio_gpu_queue_set_ticket(struct sio_gpu_queue *q, uint32_t ticket)
+{
+	struct sio_gpu_queue h;
+	cudaError_t e;
+	int ret;
+
+	if (!q)
+		return sio_gpu_err(EINVAL, "sio_gpu_queue_set_ticket: NULL queue");
+	e = cudaMemcpy(&h, q, sizeof(h), cudaMemcpyDeviceToHost);
+	if (e != cudaSuccess)
+		return sio_gpu_cuda_err(e, "reading GPU queue state");
+	if (h.failed)
+		return sio_gpu_err(EBUSY, "the GPU queue failed (%d): make a new one", h.failed);
+	if (h.ticket != h.rung)
+		return sio_gpu_err(EINVAL, "the GPU queue is not idle: tickets %u..%u not rung",
+				   h.rung, h.ticket - 1);
+	/* every ticket waited on: its slot's round moved one on */
+	{
+		uint32_t *round = malloc((size_t)h.depth * sizeof(*round));
+		uint32_t bad = 0;
+		bool idle = true;
+
+		if (!round)
+			return sio_gpu_err(ENOMEM, "out of memory");
+		e = cudaMemcpy(round, h.round, (size_t)h.depth * sizeof(*round),
+			       cudaMemcpyDeviceToHost);
+		for (uint32_t i = 0; e == cudaSuccess && i < h.depth && idle; i++) {
+			uint32_t t = h.ticket + i;
+
+			if (round[t & (h.depth - 1)] != t) {
+				idle = false;
+				bad = t;
+			}
+		}
+		free(round);
+		if (e != cudaSuccess)
+			return sio_gpu_cuda_err(e, "reading GPU queue slots");
+		if (!idle)
+			return sio_gpu_err(EINVAL, "the GPU queue is not idle: a ticket before %u "
+					   "was not waited on", bad);
+	}
+	ret = slots_init(&h, ticket);
+	if (ret)
+		return ret;
+	h.ticket = h.rung = h.cq_seen = ticket;
+	e = cudaMemcpy(&q->ticket, &h.ticket, sizeof(h.ticket), cudaMemcpyHostToDevice);
+	if (e == cudaSuccess)
+		e = cudaMemcpy(&q->rung, &h.rung, sizeof(h.rung), cudaMemcpyHostToDevice);
+	if (e == cudaSuccess)
+		e = cudaMemcpy(&q->cq_seen, &h.cq_seen, sizeof(h.cq_seen), cudaMemcpyHostToDevice);
+	return e == cudaSuccess ? 0 : sio_gpu_cuda_err(e, "writing GPU queue state");
 }

@@ -18,12 +18,31 @@
  * holds the CQ lock reaps every posted completion and hands each to its
  * waiter by command id. Every wait is bounded by the queue's timeout
  * (globaltimer) and ends in -ETIMEDOUT, which fails the queue, rather than
- * hanging the GPU.
+ * hanging the GPU. A failed queue stays failed (a late completion could
+ * otherwise complete the next user of its slot): destroy it and make
+ * another.
+ *
+ * Tickets are 32-bit and wrap: every comparison is modulo 2^32, so a queue
+ * runs for any number of commands.
+ *
+ * Rule: a thread holds at most one ticket it has not waited on. Its next
+ * submit may need the slot its own unwaited command holds, which only its
+ * sio_gpu_wait() frees: the submit then times out and fails the queue
+ * (bounded, never a hang). sio_gpu_rw() and its wrappers obey the rule by
+ * construction; callers of the split sio_gpu_submit()/sio_gpu_wait() must
+ * wait before they submit again.
+ *
+ * Data a read brought in is visible to the thread that waited for it (and,
+ * after a __syncthreads() or fence, to others) as soon as sio_gpu_wait()
+ * returns 0: the controller posts the completion only after the data
+ * landed.
  *
  * Host functions return 0 or -errno with sio_gpu_errmsg() saying why; the
  * ones that need a GPU return -ENODEV without one. Device functions (below,
  * compiled by nvcc only) return 0, -EIO with the NVMe status, -ETIMEDOUT,
- * -EINVAL, or the queue's failure.
+ * -EINVAL, or the queue's failure: -ETIMEDOUT, or -EFAULT when the
+ * controller reported that it could not read an SQ entry (its log says why,
+ * e.g. nvme-emu without the GPU plugin).
  */
 
 #include <stdbool.h>
@@ -75,16 +94,24 @@ struct sio_gpu_queue {
 	uint32_t max_xfer;			/* bytes per command at most */
 	uint64_t timeout_ns;			/* bound on every wait */
 	uint16_t qid;
+	volatile int32_t *failed_host;		/* mirror of @failed in mapped host
+						 * memory (device pointer), or NULL */
 	/* state shared by the threads */
 	uint32_t ticket;			/* next ticket */
 	uint32_t rung;				/* tickets the SQ doorbell covers */
 	uint32_t sq_lock, cq_lock;
 	uint32_t cq_head, cq_phase;
-	uint32_t cq_seen;			/* completions consumed */
+	uint32_t cq_seen;			/* completions consumed (from the
+						 * first ticket) */
 	int32_t failed;				/* 0, or the error that failed it */
 	uint32_t spurious;			/* completions for no command */
-	/* per slot (depth entries each) */
-	uint32_t *round;			/* ticket round allowed to use it */
+	/*
+	 * Per slot (depth entries each). Slot p serves tickets t with
+	 * t % depth == p in turn; all markers are whole tickets compared for
+	 * equality, so they wrap with the ticket, and each starts as if the
+	 * ticket one round before the first had used the slot.
+	 */
+	uint32_t *round;			/* the ticket allowed to use it next */
 	uint32_t *ready;			/* ticket + 1 once the entry is written */
 	uint32_t *tick;				/* ticket occupying it */
 	uint32_t *done;				/* ticket + 1 once completed */
@@ -227,9 +254,47 @@ void sio_gpu_queue_free(struct sio_gpu_queue *q);
 /**
  * sio_gpu_queue_failed() - read a GPU queue's failure from the host
  * @q: device pointer
+ *
+ * Reads a mirror in mapped host memory: it does not wait for a kernel that
+ * is running, so a host watchdog may call it at any time.
  * Return: 0 while healthy, the negative error that failed it, or -errno.
  */
 int sio_gpu_queue_failed(struct sio_gpu_queue *q);
+
+/**
+ * sio_gpu_queue_set_ticket() - restart an idle queue's tickets at @ticket
+ * @q: device pointer; no kernel may be using it, and every ticket taken
+ *	must have been waited on
+ * @ticket: the next ticket to hand out
+ *
+ * For tests of ticket wrap-around (start just below 2^32). The queue's
+ * completion queue position is kept.
+ * Return: 0, -EINVAL (NULL, or not idle: a ticket is outstanding),
+ * -EBUSY (the queue failed), -errno from CUDA.
+ */
+int sio_gpu_queue_set_ticket(struct sio_gpu_queue *q, uint32_t ticket);
+
+/**
+ * sio_gpu_required() - must GPU work run here?
+ *
+ * True when $SMARTIO_REQUIRE_GPU is set to something other than "" or "0":
+ * tests, examples and benchmarks then fail, printing sio_gpu_errmsg(),
+ * where they would otherwise skip for want of a GPU.
+ */
+bool sio_gpu_required(void);
+
+/**
+ * sio_gpu_pattern() - the data pattern the GPU checks and the tests write
+ * @seed: pattern seed
+ * @word: index of a 64-bit word counted from byte 0 of the namespace
+ *
+ * Never zero for seed 0, and different for every word; the same on host
+ * and device.
+ */
+static inline SIO_HD uint64_t sio_gpu_pattern(uint64_t seed, uint64_t word)
+{
+	return (0x9e3779b97f4a7c15ull * (word + 1)) ^ seed;
+}
 
 /**
  * sio_gpu_nvme_open() - connect a GPU to an NVMe controller's manager
@@ -238,9 +303,11 @@ int sio_gpu_queue_failed(struct sio_gpu_queue *q);
  * @gpu: CUDA device ordinal
  * @out: the connection
  *
- * Opens an NVMe client (for identify and namespaces), takes a mailbox slot
- * of its own for queues in GPU memory, and maps BAR0's doorbells into the
- * GPU.
+ * Opens an NVMe client (for identify and namespaces), with a mailbox slot
+ * of its own for queues in GPU memory. Each queue pair then maps its
+ * doorbells into the GPU: on a confined controller (doorbells a page or
+ * more apart) only its own doorbell pages, otherwise the client's mapping
+ * of BAR0, registered with CUDA once per connection.
  */
 int sio_gpu_nvme_open(struct sio_fabric *f, int64_t device, int gpu, struct sio_gpu_nvme **out);
 
@@ -282,6 +349,14 @@ void sio_gpu_qp_info(const struct sio_gpu_qp *qp, struct sio_gpu_qp_info *out);
  *	the controller, bytes); sequential command i uses offset i * bytes,
  *	random ones the issuing thread's own slot, modulo @size
  * @lat_ns: optional device array of @nios latencies in ns (may be NULL)
+ * @verify: reads: right after each command completes, the thread that
+ *	issued it compares the data, in the kernel, with sio_gpu_pattern(
+ *	@pattern, word) (word counted from the namespace's byte 0); writes:
+ *	the thread fills its data with that pattern before the command. Needs
+ *	a buffer no two commands in flight share: sequential jobs
+ *	@size >= @nios * bytes per command, random ones @size >= @threads *
+ *	bytes per command; refused with -EINVAL otherwise.
+ * @pattern: pattern seed for @verify
  */
 struct sio_gpu_job {
 	uint8_t opcode;
@@ -297,6 +372,8 @@ struct sio_gpu_job {
 	uint64_t bus;
 	uint64_t size;
 	uint64_t *lat_ns;
+	bool verify;
+	uint64_t pattern;
 };
 
 /**
@@ -306,6 +383,11 @@ struct sio_gpu_job {
  * @first_err: the first failure (0, -EIO, -ETIMEDOUT, ...)
  * @first_status: NVMe status of the first -EIO
  * @seconds: kernel time, from CUDA events
+ * @mismatches: with @verify, 64-bit words of read data that differed from
+ *	the pattern (in commands that succeeded)
+ * @first_bad_word: the first such word's index from the namespace start
+ *	(meaningful when @mismatches > 0)
+ * @first_bad_value: what was read there
  */
 struct sio_gpu_job_result {
 	uint64_t ok;
@@ -313,6 +395,9 @@ struct sio_gpu_job_result {
 	int first_err;
 	uint16_t first_status;
 	double seconds;
+	uint64_t mismatches;
+	uint64_t first_bad_word;
+	uint64_t first_bad_value;
 };
 
 /**
@@ -352,6 +437,7 @@ uint64_t sio_gpu_checksum_host(const void *p, uint64_t len);
 #define SIO_GPU_EINVAL		(-22)
 #define SIO_GPU_EIO		(-5)
 #define SIO_GPU_ETIMEDOUT	(-110)
+#define SIO_GPU_EFAULT		(-14)	/* the controller could not read the SQ */
 
 static __device__ __forceinline__ uint64_t sio_gpu_now_ns(void)
 {
@@ -391,11 +477,24 @@ static __device__ __forceinline__ void sio_gpu_unlock(uint32_t *l)
 	atomicExch(l, 0u);
 }
 
-/* Fail the queue once: every waiter sees it and returns. */
+/* Fail the queue once: every waiter sees it and returns. The host reads
+ * the mirror (sio_gpu_queue_failed()) without waiting for the kernel. */
 static __device__ __forceinline__ int sio_gpu_fail(struct sio_gpu_queue *q, int err)
 {
+	int v;
+
 	atomicCAS((int *)&q->failed, 0, err);
-	return sio_gpu_ld((volatile uint32_t *)&q->failed) ? (int)q->failed : err;
+	v = (int)sio_gpu_ld((volatile uint32_t *)&q->failed);
+	if (q->failed_host) {
+		*q->failed_host = v;
+		__threadfence_system();
+	}
+	return v ? v : err;
+}
+
+static __device__ __forceinline__ int sio_gpu_failed(struct sio_gpu_queue *q)
+{
+	return (int)sio_gpu_ld((volatile uint32_t *)&q->failed);
 }
 
 /* Ring the SQ doorbell for every consecutive written entry (batched). */
@@ -412,6 +511,9 @@ static __device__ __forceinline__ void sio_gpu_sq_ring(struct sio_gpu_queue *q)
 		/* the entries (written by any thread) before the tail */
 		sio_nvme_wmb();
 		sio_nvme_mmio_write32(q->sq_db, n & (q->depth - 1));
+		/* the tail leaves before the next holder's: never an older
+		 * tail after a newer one */
+		__threadfence_system();
 		*(volatile uint32_t *)&q->rung = n;
 	}
 	sio_gpu_unlock(&q->sq_lock);
@@ -424,8 +526,8 @@ static __device__ __forceinline__ void sio_gpu_cq_reap(struct sio_gpu_queue *q)
 
 	if (!sio_gpu_trylock(&q->cq_lock))
 		return;
-	head = q->cq_head;
-	phase = q->cq_phase;
+	head = sio_gpu_ld(&q->cq_head);
+	phase = sio_gpu_ld(&q->cq_phase);
 	for (;;) {
 		volatile struct sio_nvme_cpl *c = &q->cq[head];
 		uint16_t st = c->status;
@@ -435,12 +537,23 @@ static __device__ __forceinline__ void sio_gpu_cq_reap(struct sio_gpu_queue *q)
 			break;
 		sio_nvme_rmb();
 		cid = c->cid;
-		if (cid < q->depth && sio_gpu_ld(&q->done[cid]) != q->tick[cid] + 1) {
-			q->status[cid] = SIO_NVME_STATUS_CODE(c->status);
-			__threadfence();
-			*(volatile uint32_t *)&q->done[cid] = q->tick[cid] + 1;
+		if (cid < q->depth) {
+			uint32_t t = sio_gpu_ld(&q->tick[cid]);
+
+			if (sio_gpu_ld(&q->done[cid]) != t + 1) {
+				q->status[cid] = SIO_NVME_STATUS_CODE(c->status);
+				__threadfence();
+				*(volatile uint32_t *)&q->done[cid] = t + 1;
+			} else {
+				q->spurious++;
+			}
 		} else {
 			q->spurious++;
+			/* An error for no command (cid 0xffff): the controller could
+			 * not fetch an SQ entry, whose command will never complete.
+			 * Fail now rather than at the timeout. */
+			if (SIO_NVME_STATUS_CODE(c->status))
+				sio_gpu_fail(q, SIO_GPU_EFAULT);
 		}
 		if (++head == q->depth) {
 			head = 0;
@@ -449,11 +562,12 @@ static __device__ __forceinline__ void sio_gpu_cq_reap(struct sio_gpu_queue *q)
 		n++;
 	}
 	if (n) {
-		q->cq_head = head;
-		q->cq_phase = phase;
+		*(volatile uint32_t *)&q->cq_head = head;
+		*(volatile uint32_t *)&q->cq_phase = phase;
 		/* our reads of the entries before the slots go back */
 		sio_nvme_wmb();
 		sio_nvme_mmio_write32(q->cq_db, head);
+		__threadfence_system();
 		atomicAdd(&q->cq_seen, n);
 	}
 	sio_gpu_unlock(&q->cq_lock);
@@ -466,6 +580,9 @@ static __device__ __forceinline__ void sio_gpu_cq_reap(struct sio_gpu_queue *q)
  * @bus: data address as the controller sees it (dword aligned)
  * @bytes: data length, at most q->max_xfer (0: no data)
  * @ticket: the ticket to wait on with sio_gpu_wait()
+ *
+ * The calling thread must not hold another ticket it has not waited on
+ * (see the DOC at the top).
  * Return: 0, -EINVAL, -ETIMEDOUT (no slot freed in time), or the queue's
  * failure. A timeout fails the queue.
  */
@@ -478,23 +595,24 @@ static __device__ int sio_gpu_submit(struct sio_gpu_queue *q, struct sio_nvme_cm
 
 	if (bytes > q->max_xfer || (bus & 3u))
 		return SIO_GPU_EINVAL;
-	if ((failed = (int)sio_gpu_ld((volatile uint32_t *)&q->failed)))
+	if ((failed = sio_gpu_failed(q)))
 		return failed;
 	deadline = sio_gpu_now_ns() + q->timeout_ns;
 	t = atomicAdd(&q->ticket, 1u);
 	p = t & (q->depth - 1);
-	/* The slot's previous command has completed, and at most depth - 1
-	 * are in flight so the CQ cannot overflow. */
-	while (sio_gpu_ld(&q->round[p]) != (t >> q->shift) ||
+	/* The slot's previous command has been waited on (round[p] is our
+	 * ticket), and at most depth - 1 are in flight so the CQ cannot
+	 * overflow. Both comparisons hold across the 2^32 wrap. */
+	while (sio_gpu_ld(&q->round[p]) != t ||
 	       (int32_t)(t - sio_gpu_ld(&q->cq_seen)) >= (int32_t)(q->depth - 1)) {
-		if ((failed = (int)sio_gpu_ld((volatile uint32_t *)&q->failed)))
+		if ((failed = sio_gpu_failed(q)))
 			return failed;
 		if (sio_gpu_now_ns() > deadline)
 			return sio_gpu_fail(q, SIO_GPU_ETIMEDOUT);
 		sio_gpu_cq_reap(q);
 		sio_gpu_backoff(&ns);
 	}
-	q->tick[p] = t;
+	*(volatile uint32_t *)&q->tick[p] = t;
 	if (bytes) {
 		uint64_t *list = q->prp + (uint64_t)p * (q->page / 8);
 
@@ -511,6 +629,9 @@ static __device__ int sio_gpu_submit(struct sio_gpu_queue *q, struct sio_nvme_cm
 		sio_gpu_sq_ring(q);
 		if ((int32_t)(sio_gpu_ld(&q->rung) - t) > 0)
 			break;
+		/* a failed queue rings no more: leave now, not at the deadline */
+		if ((failed = sio_gpu_failed(q)))
+			return failed;
 		if (sio_gpu_now_ns() > deadline)
 			return sio_gpu_fail(q, SIO_GPU_ETIMEDOUT);
 		sio_gpu_backoff(&ns);
@@ -525,7 +646,8 @@ static __device__ int sio_gpu_submit(struct sio_gpu_queue *q, struct sio_nvme_cm
  * @ticket: from sio_gpu_submit()
  * @status: NVMe status (SCT << 8 | SC), 0 on success (may be NULL)
  * Return: 0, -EIO (see @status), -ETIMEDOUT (fails the queue), or the
- * queue's failure.
+ * queue's failure. On 0 the command's data is in place and visible to the
+ * calling thread.
  */
 static __device__ int sio_gpu_wait(struct sio_gpu_queue *q, uint32_t ticket, uint16_t *status)
 {
@@ -535,7 +657,7 @@ static __device__ int sio_gpu_wait(struct sio_gpu_queue *q, uint32_t ticket, uin
 	int failed;
 
 	while (sio_gpu_ld(&q->done[p]) != ticket + 1) {
-		if ((failed = (int)sio_gpu_ld((volatile uint32_t *)&q->failed)))
+		if ((failed = sio_gpu_failed(q)))
 			return failed;
 		sio_gpu_cq_reap(q);
 		if (sio_gpu_ld(&q->done[p]) == ticket + 1)
@@ -544,13 +666,14 @@ static __device__ int sio_gpu_wait(struct sio_gpu_queue *q, uint32_t ticket, uin
 			return sio_gpu_fail(q, SIO_GPU_ETIMEDOUT);
 		sio_gpu_backoff(&ns);
 	}
-	__threadfence();
+	/* the completion (and the data before it) before our reads */
+	__threadfence_system();
 	st = *(volatile uint16_t *)&q->status[p];
 	if (status)
 		*status = st;
-	/* hand the slot to the next round */
+	/* hand the slot to the ticket one round on */
 	__threadfence();
-	atomicExch(&q->round[p], (ticket >> q->shift) + 1);
+	atomicExch(&q->round[p], ticket + q->depth);
 	return st ? SIO_GPU_EIO : 0;
 }
 

@@ -8,20 +8,45 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../internal.h"
 
 static const struct sio_gpu_dma_ops *gpu_ops;
 static pthread_once_t gpu_once = PTHREAD_ONCE_INIT;
+static char gpu_why[384];	/* why the plugin is not there */
 
+/*
+ * Load the GPU DMA plugin, once per process. A failure is printed once, with
+ * dlerror()'s reason, and kept for every later DMA's error message.
+ */
 static void gpu_load(void)
 {
 	const char *p = getenv("SMARTIO_GPU_PLUGIN");
-	void *h = dlopen(p && *p ? p : "libsmartio-gpudma.so", RTLD_NOW | RTLD_LOCAL);
+	const char *name = p && *p ? p : "libsmartio-gpudma.so";
+	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	const struct sio_gpu_dma_ops *ops = NULL;
+	const char *err;
 
-	if (h)
-		gpu_ops = dlsym(h, SIO_GPU_PLUGIN_SYMBOL);
+	if (h) {
+		dlerror();
+		ops = dlsym(h, SIO_GPU_PLUGIN_SYMBOL);
+		if (!ops || !ops->copy) {
+			err = dlerror();
+			snprintf(gpu_why, sizeof(gpu_why), "%s exports no %s (built from other "
+				 "sources?): %s", name, SIO_GPU_PLUGIN_SYMBOL, err ? err : "no copy op");
+			ops = NULL;
+		}
+	} else {
+		err = dlerror();
+		snprintf(gpu_why, sizeof(gpu_why), "cannot load %s: %s", name,
+			 err ? err : "unknown error");
+	}
+	if (!ops)
+		fprintf(stderr, "smartio: DMA to GPU memory is not possible in this process: %s "
+			"(set SMARTIO_GPU_PLUGIN to the path of libsmartio-gpudma.so)\n", gpu_why);
+	__atomic_store_n(&gpu_ops, ops, __ATOMIC_RELEASE);
 }
 
 struct sio_dma_cache_ent {
@@ -38,9 +63,13 @@ static int reload(struct sio_devreg *reg)
 {
 	struct sio_fabric *f = reg->f;
 	struct sio_registry *r = f->reg;
-	int n = 0;
+	const struct sio_gpu_dma_ops *ops;
+	bool gpu = false;
+	int n = 0, ret;
 
-	sio__lock(f);
+	ret = sio__lock(f);
+	if (ret)
+		return ret;	/* the old cache stays; the next DMA tries again */
 	reg->cache_gen = atomic_load_explicit(&r->map_gen, memory_order_acquire);
 	for (int m = 0; m < SIO_MAX_DMAMAPS; m++) {
 		const struct reg_dmamap *d = &r->dmamaps[m];
@@ -62,15 +91,28 @@ static int reload(struct sio_devreg *reg)
 						 .ln = { d->link_node[0], d->link_node[1] },
 						 .la = { d->link_adapter[0], d->link_adapter[1] },
 						 .rt_ns = d->rt_ns };
-		if (d->seg >= 0 && r->segs[d->seg].kind == SIO_SEG_GPU)
+		if (d->seg >= 0 && r->segs[d->seg].kind == SIO_SEG_GPU) {
 			e->gpu = &r->segs[d->seg];
-		else if (d->seg >= 0 && !(e->va = sio__segmap(f, d->seg, d->seg_gen)))
+			gpu = true;
+		} else if (d->seg >= 0 && !(e->va = sio__segmap(f, d->seg, d->seg_gen)))
 			continue;
 		n++;
 	}
 	reg->ncache = n;
 	reg->mru = -1;
 	sio__unlock(f);
+	/*
+	 * GPU memory mapped for this device: load the plugin now, which also
+	 * starts CUDA here (seconds, at worst) while the host sets up its
+	 * queues, not at the first command that GPU threads wait for.
+	 */
+	if (gpu)
+		pthread_once(&gpu_once, gpu_load);
+	/* Mappings moved: the plugin closes its IPC mappings of GPU segments
+	 * that went away (their exporter may cudaFree them now). */
+	ops = __atomic_load_n(&gpu_ops, __ATOMIC_ACQUIRE);
+	if (ops && ops->forget)
+		ops->forget(r->segs);
 	return 0;
 }
 
@@ -146,12 +188,36 @@ int sio_dma_ptr(struct sio_devreg *reg, uint64_t bus, size_t len, bool write, vo
 static int gpu_copy(struct sio_devreg *reg, struct sio_dma_cache_ent *e, uint64_t bus, void *buf,
 		    size_t len, bool to_gpu)
 {
+	struct sio_fabric *f = reg->f;
+	struct reg_seg snap;
+	int ret;
+
 	pthread_once(&gpu_once, gpu_load);
 	if (!gpu_ops)
-		return sio__err(EOPNOTSUPP, "DMA to GPU memory needs the smartio GPU plugin (libsmartio-gpudma.so, or $SMARTIO_GPU_PLUGIN)");
+		return sio__err(EOPNOTSUPP, "DMA to GPU memory needs the smartio GPU plugin: %s",
+				gpu_why);
+	/*
+	 * The segment as it is now, taken under the lock: if its slot was freed
+	 * (or reused) since the mapping was cached, nothing is copied, and the
+	 * plugin opens the handle of exactly the generation that was mapped.
+	 */
+	if (e->seg < 0 || e->seg >= SIO_MAX_SEGS)
+		return fault(reg, bus);
+	ret = sio__lock(f);
+	if (ret)
+		return ret;
+	snap = f->reg->segs[e->seg];
+	sio__unlock(f);
+	if (!snap.used || snap.gen != e->seg_gen || snap.kind != SIO_SEG_GPU)
+		return fault(reg, bus);
 	if (!to_gpu)
 		sio__delay_ns(e->rt_ns);
-	return gpu_ops->copy(e->gpu, bus - e->bus, buf, len, to_gpu);
+	ret = gpu_ops->copy(&snap, e->seg, bus - e->bus, buf, len, to_gpu);
+	if (ret)
+		return sio__err(-ret, "DMA %s GPU segment %u (GPU %d) at bus 0x%llx failed: %s "
+				"(the plugin's messages are on stderr)", to_gpu ? "to" : "from",
+				snap.id, snap.gpu, (unsigned long long)bus, strerror(-ret));
+	return 0;
 }
 
 int sio_dma_read(struct sio_devreg *reg, uint64_t bus, void *buf, size_t len)
@@ -179,9 +245,11 @@ static int mcast_write(struct sio_devreg *reg, struct sio_dma_cache_ent *e, uint
 	struct sio_fabric *f = reg->f;
 	struct sio_registry *r = f->reg;
 	const struct reg_group *g = &r->groups[e->group];
-	int lender = r->devs[reg->slot].lender;
+	int lender = r->devs[reg->slot].lender, ret;
 
-	sio__lock(f);
+	ret = sio__lock(f);
+	if (ret)
+		return ret;
 	for (int i = 0; i < g->nsubs; i++) {
 		int s = g->sub_seg[i], node = r->segs[s].node;
 		struct sio_path path;

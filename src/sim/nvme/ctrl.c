@@ -202,6 +202,24 @@ void emu_post(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
 	sq->inflight--;
 }
 
+/*
+ * An SQ entry that could not be fetched. Said once per process on stderr,
+ * with the reason: on the GPU path this is usually the plugin missing or
+ * CUDA failing in this process, and the GPU side sees only a timeout.
+ */
+static void fetch_fault(struct sio_nvme_emu *emu, struct emu_sq *sq, uint64_t at, int rc)
+{
+	static bool said;
+
+	if (said)
+		return;
+	said = true;
+	fprintf(stderr, "nvme-emu: cannot fetch an entry of SQ %u at bus 0x%llx: %s%s%s; "
+		"answered with a Data Transfer Error, cid 0xffff (said once)\n", sq->qid,
+		(unsigned long long)at, strerror(-rc),
+		emu->fabric ? ": " : "", emu->fabric ? sio_errmsg() : "");
+}
+
 /* Fetch and start up to @max commands from @sq. */
 static uint32_t fetch(struct sio_nvme_emu *emu, struct emu_sq *sq, uint32_t max)
 {
@@ -210,6 +228,7 @@ static uint32_t fetch(struct sio_nvme_emu *emu, struct emu_sq *sq, uint32_t max)
 	while (n < max && sq->valid && sq->head != sq->tail) {
 		struct sio_nvme_cmd cmd;
 		uint32_t result = 0;
+		uint64_t at;
 		uint16_t st;
 		int rc;
 
@@ -217,14 +236,21 @@ static uint32_t fetch(struct sio_nvme_emu *emu, struct emu_sq *sq, uint32_t max)
 			break;
 		if (sq->qid && emu->fd >= 0 && !emu->free_reqs)
 			break;	/* every io_uring slot busy: leave it in the SQ */
-		rc = emu->dma.read(emu->dma.ctx, sq->base + (uint64_t)sq->head * 64, &cmd, 64);
+		at = sq->base + (uint64_t)sq->head * 64;
+		rc = emu->dma.read(emu->dma.ctx, at, &cmd, 64);
 		if (++sq->head == sq->size)
 			sq->head = 0;
 		sq->cq->reserved++;
 		sq->inflight++;
 		n++;
-		if (rc == -EFAULT) {
-			/* SQ memory nobody mapped: no command id to answer */
+		if (rc && rc != -ENOLINK) {
+			/*
+			 * The entry could not be read (SQ memory nobody mapped, or
+			 * GPU memory the plugin cannot reach): never run what is
+			 * in @cmd. There is no command id to answer, so the error
+			 * goes out with cid 0xffff, as for unmapped memory.
+			 */
+			fetch_fault(emu, sq, at, rc);
 			emu_post(emu, sq, 0xffff, EMU_ST_XFER, 0, NULL);
 			continue;
 		}

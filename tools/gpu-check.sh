@@ -1,0 +1,286 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# tools/gpu-check.sh [BUILD_DIR]
+#
+# A verdict on smartio's GPU path on a machine with an NVIDIA GPU, in a few
+# minutes and with no network: driver and compute mode, a build with
+# -Dcuda=enabled into BUILD_DIR (default build-gpucheck), the plugin's
+# run-time dependencies, the GPU test suites with SMARTIO_REQUIRE_GPU=1
+# (nothing may skip), then a live emulated controller: one GPU thread at
+# queue depth 1 (the latency line), the QD1 latency benchmark, and a
+# parallel gpu-read whose data the kernel checks against a pattern that is
+# nowhere zero. Prints PASS/FAIL/WARN per step and a verdict; logs go to
+# BUILD_DIR/gpu-check/.
+#
+# Exit status: 0 all passed, 1 something failed, 2 no GPU here (this is a
+# tool for GPU machines). Run from anywhere; run tools/install-deps.sh first,
+# or, on a machine that cannot install packages, carry the bundle that
+# tools/gpu-bundle-deps.sh makes and name it: SMARTIO_DEPS=$PWD/build-gpudeps.
+
+set -u
+cd "$(dirname "$0")/.." || exit 1
+B=${1:-build-gpucheck}
+L=$B/gpu-check
+export PATH=/usr/local/cuda/bin:$PATH
+START=$(date +%s)
+FAILED=0
+declare -a SUMMARY
+
+say() { printf '%s\n' "$*"; }
+result() {	# STATUS STEP DETAIL
+	printf '%-4s  %-22s %s\n' "$1" "$2" "$3"
+	SUMMARY+=("$(printf '%-4s  %-22s %s' "$1" "$2" "$3")")
+	[ "$1" = FAIL ] && FAILED=1
+	return 0
+}
+show_log() {	# FILE: its last lines, indented
+	[ -s "$1" ] && { say "      --- last lines of $1:"; tail -n "${2:-25}" "$1" | sed 's/^/      | /'; }
+	return 0
+}
+verdict() {
+	local t=$(($(date +%s) - START))
+	say ""
+	say "== summary (${t} s)"
+	printf '%s\n' "${SUMMARY[@]}"
+	if [ "$FAILED" = 0 ]; then
+		say "VERDICT: PASS - the GPU path works on this machine"
+		exit 0
+	fi
+	say "VERDICT: FAIL - see the FAIL lines above and the logs in $L/"
+	exit 1
+}
+
+# ---- 1. a GPU and its driver ----
+say "== 1. GPU and driver"
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+	say "FAIL  no GPU: nvidia-smi is not installed, so there is no NVIDIA driver here."
+	say "VERDICT: NO GPU - gpu-check.sh is for machines with an NVIDIA GPU"
+	exit 2
+fi
+if ! GPUS=$(nvidia-smi --query-gpu=index,name,driver_version,compute_mode,persistence_mode,pci.bus_id \
+		--format=csv,noheader 2>&1) || [ -z "$GPUS" ]; then
+	say "FAIL  no GPU: nvidia-smi finds none: $GPUS"
+	say "VERDICT: NO GPU - gpu-check.sh is for machines with an NVIDIA GPU"
+	exit 2
+fi
+say "$GPUS" | sed 's/^/      /'
+mkdir -p "$L"
+
+DRV=$(say "$GPUS" | head -1 | cut -d, -f3 | tr -d ' ')
+DRV_CUDA=$(nvidia-smi 2>/dev/null | grep -o 'CUDA Version: *[0-9.]*' | head -1 | grep -o '[0-9.]*$')
+TK=$(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | grep -o '[0-9.]*$')
+if [ -z "$TK" ]; then
+	result FAIL driver "nvcc not found (looked on PATH and in /usr/local/cuda/bin): install the CUDA toolkit"
+	verdict
+fi
+ver() { echo "$1" | awk -F. '{ printf "%d", $1 * 1000 + $2 * 10 }'; }
+# CUDA 13 needs an R580 driver, CUDA 12 an R525 one (minor-version compatibility).
+case ${TK%%.*} in
+13) NEED=580 ;; 12) NEED=525 ;; 11) NEED=450 ;; *) NEED=0 ;;
+esac
+if [ -z "$DRV_CUDA" ]; then
+	result WARN driver "driver $DRV; could not read its CUDA version from nvidia-smi"
+elif [ "${DRV%%.*}" -lt "$NEED" ] || [ "${DRV_CUDA%%.*}" -lt "${TK%%.*}" ]; then
+	result FAIL driver "driver $DRV (CUDA $DRV_CUDA) is too old for the CUDA $TK toolkit (needs >= $NEED): every GPU call would fail with cudaErrorInsufficientDriver"
+elif [ "$(ver "$DRV_CUDA")" -lt "$(ver "$TK")" ]; then
+	result WARN driver "driver $DRV supports CUDA $DRV_CUDA < toolkit $TK: runs by minor-version compatibility"
+else
+	result PASS driver "driver $DRV (CUDA $DRV_CUDA) >= toolkit CUDA $TK"
+fi
+
+MODES=$(say "$GPUS" | cut -d, -f4 | tr -d ' ' | sort -u | tr '\n' ' ')
+if [ "$MODES" = "Default " ]; then
+	result PASS compute-mode "Default"
+else
+	result FAIL compute-mode "$MODES: the emulator (another process) must open a CUDA context and IPC handles; set it with: nvidia-smi -c DEFAULT"
+fi
+PERSIST=$(say "$GPUS" | head -1 | cut -d, -f5 | tr -d ' ')
+[ "$PERSIST" = Enabled ] || result WARN persistence "persistence mode $PERSIST: the first CUDA call may take seconds (nvidia-smi -pm 1)"
+
+RUNDIR=${SMARTIO_RUNDIR:-/dev/shm}
+FSTYPE=$(stat -f -c %T "$RUNDIR" 2>/dev/null)
+case $FSTYPE in
+tmpfs|hugetlbfs) result PASS rundir "$RUNDIR is $FSTYPE (cudaHostRegister on it is allowed)" ;;
+*) result WARN rundir "$RUNDIR is '$FSTYPE': host queue memory there may not pin (cudaHostRegister); use tmpfs" ;;
+esac
+
+# Dependencies carried in a bundle (tools/gpu-bundle-deps.sh): pkg-config,
+# headers and libraries from there; at run time only the libraries this
+# machine lacks (its own stay first for everything else).
+DEPS_LIBS=
+LDCONFIG=$(command -v ldconfig || echo /sbin/ldconfig)
+if [ -n "${SMARTIO_DEPS:-}" ]; then
+	SMARTIO_DEPS=$(cd "$SMARTIO_DEPS" && pwd) || { result FAIL deps "no $SMARTIO_DEPS"; verdict; }
+	export PKG_CONFIG=$SMARTIO_DEPS/bin/pkg-config
+	export CFLAGS="-I$SMARTIO_DEPS/include ${CFLAGS:-}"
+	export LDFLAGS="-L$SMARTIO_DEPS/lib ${LDFLAGS:-}"
+	DEPS_LIBS=$SMARTIO_DEPS/only-missing
+	rm -rf "$DEPS_LIBS"
+	mkdir -p "$DEPS_LIBS"
+	for f in "$SMARTIO_DEPS"/lib/*.so.*; do
+		n=$(basename "$f")
+		"$LDCONFIG" -p 2>/dev/null | awk -v n="$n" '$1 == n { f = 1 } END { exit !f }' ||
+			ln -sf "$f" "$DEPS_LIBS/$n"
+	done
+	result PASS deps "bundle $SMARTIO_DEPS; carried at run time: $(ls "$DEPS_LIBS" | tr '\n' ' ')"
+fi
+# What runs the tests and tools: the bundle's libraries this machine lacks.
+with_deps() {
+	if [ -n "$DEPS_LIBS" ]; then
+		LD_LIBRARY_PATH=$DEPS_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$@"
+	else
+		"$@"
+	fi
+}
+
+# ---- 2. build ----
+say "== 2. build into $B (-Dcuda=enabled)"
+MESON=meson
+if ! command -v meson >/dev/null 2>&1; then
+	python3 -c 'import mesonbuild' 2>/dev/null && MESON="python3 -m mesonbuild.mesonmain" ||
+		{ result FAIL build "meson is not installed"; verdict; }
+fi
+command -v ninja >/dev/null 2>&1 || { result FAIL build "ninja is not installed"; verdict; }
+if [ -f "$B/build.ninja" ]; then
+	$MESON configure "$B" -Dcuda=enabled >"$L/setup.log" 2>&1
+else
+	$MESON setup "$B" -Dcuda=enabled >"$L/setup.log" 2>&1
+fi
+if [ $? -ne 0 ]; then
+	result FAIL build "meson setup failed"
+	show_log "$L/setup.log"
+	verdict
+fi
+if ! timeout 240 ninja -C "$B" >"$L/build.log" 2>&1; then
+	result FAIL build "ninja failed"
+	show_log "$L/build.log"
+	verdict
+fi
+result PASS build "$B"
+
+PLUGIN=$PWD/$B/drivers/gpu/libsmartio-gpudma.so
+if [ ! -f "$PLUGIN" ]; then
+	result FAIL plugin "$PLUGIN was not built (is CUDA found? see $L/setup.log)"
+	verdict
+fi
+MISSING=$(with_deps ldd "$PLUGIN" 2>&1 | grep 'not found')
+NEEDED=$(readelf -d "$PLUGIN" | grep NEEDED | grep -o '\[.*\]' | tr -d '[]' | tr '\n' ' ')
+if [ -n "$MISSING" ]; then
+	result FAIL plugin "the emulator could not dlopen it: $MISSING"
+else
+	result PASS plugin "needs only: $NEEDED"
+fi
+
+# ---- 3. the GPU test suites, no skipping ----
+say "== 3. GPU test suites (SMARTIO_REQUIRE_GPU=1)"
+for s in gpu-host gpu-io; do
+	t0=$(date +%s)
+	[ $s = gpu-host ] && to=150 || to=240
+	SMARTIO_REQUIRE_GPU=1 with_deps timeout $to $MESON test -C "$B" "$s" --print-errorlogs \
+		--logbase "gpucheck-$s" >"$L/$s.log" 2>&1
+	rc=$?
+	t=$(($(date +%s) - t0))
+	if [ $rc -eq 0 ] && grep -q " OK " "$L/$s.log"; then
+		result PASS "$s" "${t} s"
+	else
+		result FAIL "$s" "exit $rc after ${t} s; the test log is $B/meson-logs/gpucheck-$s.txt"
+		grep -E '\[FAIL\]|Assertion|FAIL:|skipped|cannot|smartio-gpudma|nvme-emu:' \
+			"$B/meson-logs/gpucheck-$s.txt" 2>/dev/null | head -30 | sed 's/^/      | /'
+	fi
+done
+QD1=$(grep -h -o 'QD1 latency.*' "$B/meson-logs/gpucheck-gpu-io.txt" 2>/dev/null | head -1)
+[ -n "$QD1" ] && say "      $QD1"
+
+# ---- 4. a live controller: QD1, latency, parallel reads checked in the kernel ----
+say "== 4. live: nvme-emu + nvme-manager + gpu-read / gpu-bench"
+FAB=gpuchk-$$
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	with_deps "$B/tools/smartio" destroy "$FAB" >/dev/null 2>&1
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+wait_file() {	# FILE PID
+	for _ in $(seq 300); do
+		[ -s "$1" ] && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+live_ok=1
+rm -f "$L/emu.ready" "$L/mgr.ready"
+if ! with_deps "$B/tools/smartio" create "$FAB" --nodes 2 >"$L/fabric.log" 2>&1; then
+	result FAIL live "cannot create fabric $FAB"
+	show_log "$L/fabric.log"
+	live_ok=0
+fi
+if [ $live_ok = 1 ]; then
+	SMARTIO_GPU_PLUGIN=$PLUGIN with_deps "$B/src/sim/nvme/nvme-emu" --fabric "$FAB" --node 0 \
+		--backing ram:256M --ready-file "$L/emu.ready" >"$L/emu.log" 2>&1 &
+	PIDS+=($!)
+	if ! wait_file "$L/emu.ready" $!; then
+		result FAIL live "nvme-emu did not start"
+		show_log "$L/emu.log"
+		live_ok=0
+	fi
+fi
+if [ $live_ok = 1 ]; then
+	with_deps "$B/drivers/nvme/nvme-manager" --fabric "$FAB" --node 0 --ready-file "$L/mgr.ready" \
+		>"$L/mgr.log" 2>&1 &
+	PIDS+=($!)
+	if ! wait_file "$L/mgr.ready" $!; then
+		result FAIL live "nvme-manager did not start"
+		show_log "$L/mgr.log"
+		live_ok=0
+	fi
+fi
+run_step() {	# NAME LOGFILE TIMEOUT CMD...: PASS/FAIL by exit status
+	local name=$1 log=$2 to=$3
+	shift 3
+	SMARTIO_REQUIRE_GPU=1 with_deps timeout "$to" "$@" >"$log" 2>&1
+	local rc=$?
+	if [ $rc -eq 0 ]; then
+		return 0
+	fi
+	[ $rc -eq 124 ] && result FAIL "$name" "timed out after $to s" || result FAIL "$name" "exit $rc"
+	show_log "$log" 15
+	say "      --- nvme-emu's stderr:"
+	tail -n 10 "$L/emu.log" | sed 's/^/      | /'
+	return 1
+}
+if [ $live_ok = 1 ]; then
+	if run_step gpu-read-qd1 "$L/qd1.log" 45 "$B/examples/gpu/gpu-read" --fabric "$FAB" \
+		--mib 1 --threads 1 --queues 1 --depth 2 --pattern 0x5eed; then
+		result PASS gpu-read-qd1 "$(grep -o 'GPU read.*MiB/s)' "$L/qd1.log")"
+	fi
+	if run_step gpu-bench-qd1 "$L/bench.log" 90 "$B/bench/gpu/gpu-bench" --fabric "$FAB" \
+		--sq-placement --ios 2000 --json "$L/gpu-bench.json"; then
+		if grep -q errors "$L/bench.log"; then
+			result FAIL gpu-bench-qd1 "commands failed (see $L/bench.log)"
+		else
+			result PASS gpu-bench-qd1 "QD1 latency, 4 KiB random reads, 1 GPU thread:"
+		fi
+		grep -E '^(SQ|gpu|host) ' "$L/bench.log" | sed 's/^/      /'
+	fi
+	if run_step gpu-read-parallel "$L/parallel.log" 90 "$B/examples/gpu/gpu-read" \
+		--fabric "$FAB" --mib 64 --threads 256 --queues 4 --depth 64 --pattern 0xc0ffee; then
+		result PASS gpu-read-parallel "$(grep -o 'GPU read.*MiB/s)' "$L/parallel.log"); checked in the kernel"
+	fi
+	FAULTS=$(with_deps "$B/tools/smartio" status "$FAB" --json 2>/dev/null | grep -o '"dma_faults":[0-9]*' |
+		 grep -o '[0-9]*$' | awk '{ s += $1 } END { if (NR) print s }')
+	if [ -z "$FAULTS" ]; then
+		result WARN dma-faults "could not read them (smartio status)"
+	elif [ "$FAULTS" = 0 ]; then
+		result PASS dma-faults "0"
+	else
+		result FAIL dma-faults "$FAULTS DMA faults: the controller reached for memory nobody mapped"
+	fi
+	if grep -qE 'smartio-gpudma|cannot fetch|not possible' "$L/emu.log"; then
+		result FAIL emulator-log "nvme-emu reported GPU DMA problems:"
+		grep -E 'smartio-gpudma|cannot fetch|not possible' "$L/emu.log" | head -5 | sed 's/^/      | /'
+	fi
+fi
+verdict
