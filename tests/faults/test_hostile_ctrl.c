@@ -139,87 +139,80 @@ static void hostile_stop(struct hostile *h)
 	sio_device_unregister(h->reg);
 }
 
-static struct sio_device *borrow(struct sio_fabric *f, struct hostile *h)
-{
+/* A two-node fabric: node 0 lends the hostile controller, node 1 borrows it. */
+struct bench {
+	const char *name;
+	struct sio_fabric *lender, *borrower;
+	struct hostile h;
 	struct sio_device *dev;
+};
 
-	cr_assert_eq(sio_device_borrow(f, sio_devreg_id(h->reg), SIO_BORROW_EXCLUSIVE, &dev), 0,
-		     "%s", sio_errmsg());
-	return dev;
+static void bench_up(struct bench *b, const char *tag, uint64_t bar0, uint32_t dstrd)
+{
+	struct sio_fabric_config c = { .nodes = 2 };
+
+	b->name = test_fabric(tag, &c);
+	b->lender = join(b->name, 0);
+	b->borrower = join(b->name, 1);
+	hostile_start(&b->h, b->lender, bar0, dstrd);
+	cr_assert_eq(sio_device_borrow(b->borrower, sio_devreg_id(b->h.reg), SIO_BORROW_EXCLUSIVE,
+				       &b->dev), 0, "%s", sio_errmsg());
+}
+
+static void bench_down(struct bench *b)
+{
+	sio_device_return(b->dev);
+	hostile_stop(&b->h);
+	sio_fabric_close(b->borrower);
+	sio_fabric_close(b->lender);
+	sio_fabric_destroy(b->name);
 }
 
 Test(hostile_ctrl, bar0_too_small_for_the_doorbell_stride)
 {
-	struct sio_fabric_config c = { .nodes = 2 };
-	const char *name = test_fabric("hc-bar", &c);
-	struct sio_fabric *l = join(name, 0), *b = join(name, 1);
-	struct hostile h = { .lba_ds = 9, .nq_grant = 3 };
+	struct bench b = { .h = { .lba_ds = 9, .nq_grant = 3 } };
 	struct sio_nvme_ctrl *ctrl;
-	struct sio_device *dev;
 
 	/* Stride 2^15 * 4 bytes: the admin doorbells alone need 0x1000 + 256 KiB. */
-	hostile_start(&h, l, 0x4000, 15);
-	dev = borrow(b, &h);
-	cr_assert_eq(sio_nvme_ctrl_open(dev, NULL, &ctrl), -EINVAL);
+	bench_up(&b, "hc-bar", 0x4000, 15);
+	cr_assert_eq(sio_nvme_ctrl_open(b.dev, NULL, &ctrl), -EINVAL);
 	cr_assert(strstr(sio_nvme_errmsg(), "too small"), "message: %s", sio_nvme_errmsg());
-	sio_device_return(dev);
-	hostile_stop(&h);
-	sio_fabric_close(b);
-	sio_fabric_close(l);
-	sio_fabric_destroy(name);
+	bench_down(&b);
 }
 
 Test(hostile_ctrl, queue_count_clamped_to_the_doorbells_bar0_holds)
 {
-	struct sio_fabric_config c = { .nodes = 2 };
-	const char *name = test_fabric("hc-nq", &c);
-	struct sio_fabric *l = join(name, 0), *b = join(name, 1);
-	struct hostile h = { .lba_ds = 9, .nq_grant = 0xfffe };	/* grants anything */
+	struct bench b = { .h = { .lba_ds = 9, .nq_grant = 0xfffe } };	/* grants anything */
 	struct sio_nvme_ctrl *ctrl;
-	struct sio_device *dev;
 
 	/* 0x4000 bytes, doorbells 1 KiB apart: queue ids 0..5 fit (12 KiB / 2 KiB). */
-	hostile_start(&h, l, 0x4000, 8);
-	dev = borrow(b, &h);
-	cr_assert_eq(sio_nvme_ctrl_open(dev, NULL, &ctrl), 0, "%s", sio_nvme_errmsg());
-	cr_assert_eq(h.nq_asked + 1, 5, "asked for %u queues", h.nq_asked + 1);
+	bench_up(&b, "hc-nq", 0x4000, 8);
+	cr_assert_eq(sio_nvme_ctrl_open(b.dev, NULL, &ctrl), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(b.h.nq_asked + 1, 5, "asked for %u queues", b.h.nq_asked + 1);
 	cr_assert_eq(sio_nvme_ctrl_info(ctrl)->io_queues, 5);
 	sio_nvme_ctrl_close(ctrl);
-	sio_device_return(dev);
-	hostile_stop(&h);
-	sio_fabric_close(b);
-	sio_fabric_close(l);
-	sio_fabric_destroy(name);
+	bench_down(&b);
 }
 
 Test(hostile_ctrl, lba_size_exponent_out_of_range)
 {
 	static const uint8_t bad[] = { 0, 8, 17, 31, 32, 200, 255 };
-	struct sio_fabric_config c = { .nodes = 2 };
-	const char *name = test_fabric("hc-ds", &c);
-	struct sio_fabric *l = join(name, 0), *b = join(name, 1);
-	struct hostile h = { .lba_ds = 9, .nq_grant = 3 };
+	struct bench b = { .h = { .lba_ds = 9, .nq_grant = 3 } };
 	struct sio_nvme_ctrl *ctrl;
-	struct sio_device *dev;
 	struct sio_nvme_ns ns;
 
-	hostile_start(&h, l, 0x4000, 0);
-	dev = borrow(b, &h);
-	cr_assert_eq(sio_nvme_ctrl_open(dev, NULL, &ctrl), 0, "%s", sio_nvme_errmsg());
+	bench_up(&b, "hc-ds", 0x4000, 0);
+	cr_assert_eq(sio_nvme_ctrl_open(b.dev, NULL, &ctrl), 0, "%s", sio_nvme_errmsg());
 	cr_assert_eq(sio_nvme_ctrl_ns(ctrl, 1, &ns), 0, "%s", sio_nvme_errmsg());
 	cr_assert_eq(ns.lba_size, 512);
 	for (size_t i = 0; i < sizeof(bad); i++) {
-		h.lba_ds = bad[i];
+		b.h.lba_ds = bad[i];
 		cr_assert_eq(sio_nvme_ctrl_ns(ctrl, 1, &ns), -EIO, "ds %u accepted", bad[i]);
 		cr_assert(strstr(sio_nvme_errmsg(), "LBA data size"), "%s", sio_nvme_errmsg());
 	}
-	h.lba_ds = 12;
+	b.h.lba_ds = 12;
 	cr_assert_eq(sio_nvme_ctrl_ns(ctrl, 1, &ns), 0, "%s", sio_nvme_errmsg());
 	cr_assert_eq(ns.lba_size, 4096);
 	sio_nvme_ctrl_close(ctrl);
-	sio_device_return(dev);
-	hostile_stop(&h);
-	sio_fabric_close(b);
-	sio_fabric_close(l);
-	sio_fabric_destroy(name);
+	bench_down(&b);
 }
