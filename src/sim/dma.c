@@ -75,7 +75,13 @@ static int reload(struct sio_devreg *reg)
 		const struct reg_dmamap *d = &r->dmamaps[m];
 		struct sio_dma_cache_ent *e;
 
+		const struct reg_seg *sg = d->seg >= 0 ? reg_seg_at(r, d->seg) : NULL;
+
 		if (!d->used || d->dev != reg->slot)
+			continue;
+		/* Shared memory is input: a mapping must name a real segment (or
+		 * group) and lie inside it, or a DMA through it would stray. */
+		if (d->seg >= 0 ? !sg || d->size > sg->size : !reg_group_at(r, d->group))
 			continue;
 		if (n == reg->cache_cap) {
 			int cap = reg->cache_cap ? 2 * reg->cache_cap : 32;
@@ -91,8 +97,8 @@ static int reload(struct sio_devreg *reg)
 						 .ln = { d->link_node[0], d->link_node[1] },
 						 .la = { d->link_adapter[0], d->link_adapter[1] },
 						 .rt_ns = d->rt_ns };
-		if (d->seg >= 0 && r->segs[d->seg].kind == SIO_SEG_GPU) {
-			e->gpu = &r->segs[d->seg];
+		if (sg && sg->kind == SIO_SEG_GPU) {
+			e->gpu = sg;
 			gpu = true;
 		} else if (d->seg >= 0 && !(e->va = sio__segmap(f, d->seg, d->seg_gen)))
 			continue;
@@ -244,19 +250,24 @@ static int mcast_write(struct sio_devreg *reg, struct sio_dma_cache_ent *e, uint
 {
 	struct sio_fabric *f = reg->f;
 	struct sio_registry *r = f->reg;
-	const struct reg_group *g = &r->groups[e->group];
+	const struct reg_group *g = reg_group_at(r, e->group);
 	int lender = r->devs[reg->slot].lender, ret;
+	uint64_t end = bus - e->bus + len;
 
+	if (!g)
+		return fault(reg, bus);
 	ret = sio__lock(f);
 	if (ret)
 		return ret;
-	for (int i = 0; i < g->nsubs; i++) {
-		int s = g->sub_seg[i], node = r->segs[s].node;
+	for (int i = 0; i < g->nsubs && i < SIO_MAX_SUBS; i++) {
+		const struct reg_seg *sg = reg_seg_at(r, g->sub_seg[i]);
+		int s = g->sub_seg[i], node;
 		struct sio_path path;
 		char *va;
 
-		if (!r->segs[s].used || r->segs[s].gen != g->sub_gen[i])
+		if (!sg || !sg->used || sg->gen != g->sub_gen[i] || sg->size < end)
 			continue;
+		node = sg->node;
 		if (node != lender && (sio__route(f, lender, node, -1, false, false, &path) || !path.up))
 			continue;	/* that branch of the tree is down: dropped there */
 		if ((va = sio__segmap(f, s, g->sub_gen[i])))
