@@ -106,7 +106,11 @@ int sio_fabric_create(const char *name, const struct sio_fabric_config *cfg);
 /**
  * sio_fabric_destroy() - remove a fabric and everything in it
  * @name: fabric name; NULL uses $SMARTIO_FABRIC
- * Return: 0 or -ENOENT.
+ *
+ * Works on a corrupt registry too (it is not mapped); symlinks are not
+ * followed.
+ * Return: 0, -ENOENT, or -EACCES/-EPERM when the caller may not remove it
+ * (the message says why).
  */
 int sio_fabric_destroy(const char *name);
 
@@ -115,7 +119,18 @@ int sio_fabric_destroy(const char *name);
  * @name: fabric name; NULL uses $SMARTIO_FABRIC
  * @node: node id to join as; negative uses $SMARTIO_NODE (default 0)
  * @out: the handle
- * Return: 0, -ENOENT (no such fabric), -ENODEV (no such node).
+ *
+ * A fabric belongs to its creator: its directory and registry must be the
+ * caller's (or, for a fabric created for a group, the caller must be in
+ * that group), must not be symlinks, and must have the expected modes and
+ * size. The registry is validated as a whole before it is used. Every call
+ * that takes the registry lock waits for it at most $SMARTIO_LOCK_TIMEOUT_MS
+ * (default 5000) and then fails with -ETIMEDOUT naming the holder; a holder
+ * that no longer exists is taken over.
+ * Return: 0, -ENOENT (no such fabric), -ENODEV (no such node), -EINVAL (a
+ * bad $SMARTIO_NODE), -EACCES or -EPERM (not the caller's fabric),
+ * -EUCLEAN (a corrupt registry: the message names the field), -EPROTO
+ * (another registry version), -ETIMEDOUT (the lock).
  */
 int sio_fabric_open(const char *name, int node, struct sio_fabric **out);
 
