@@ -202,12 +202,64 @@ int sio_link_set(struct sio_fabric *f, int node, int adapter, bool up);
  */
 int sio_link_get(struct sio_fabric *f, int node, int adapter);
 
+/*
+ * Errors. Every smartio library (libsmartio, the NVMe and GPU drivers, the
+ * emulated NVMe controller) reports through one message per thread: a
+ * failed call returns -errno and sio_errmsg() says why, whichever layer
+ * failed. Libraries built on libsmartio set it with sio_err_set() and
+ * sio_err_wrap(), which take a positive errno and return it negated.
+ */
+
+/* Longest message kept, terminating NUL included. */
+#define SIO_ERRMSG_MAX		512
+
 /**
  * sio_errmsg() - what went wrong in the calling thread's last failed call
  *
  * Return: a message naming the argument or limit at fault; never NULL.
  */
 const char *sio_errmsg(void);
+
+/**
+ * sio_err_set() - set the calling thread's error message
+ * @err: a positive errno value (EINVAL, ENOMEM, ...)
+ * @fmt: printf format of the message; its arguments may include
+ *	sio_errmsg() itself
+ *
+ * Return: -@err, so that a failing call can end with
+ * `return sio_err_set(EINVAL, "...");`.
+ */
+int sio_err_set(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/**
+ * sio_err_wrap() - set a message that keeps the lower layer's
+ * @err: a positive errno value
+ * @fmt: printf format of what this layer was doing
+ *
+ * For a failure whose cause a lower layer has already described (a
+ * libsmartio call failed): the message becomes "<this layer's words>: <the
+ * message there was>".
+ * Return: -@err.
+ */
+int sio_err_wrap(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/**
+ * struct sio_errsave - a message kept across the cleanup after a failure
+ * @msg: the saved message
+ *
+ * Cleanup may fail in turn and set messages of its own; the first failure
+ * is the one to report:
+ *	sio_err_save(&es); cleanup(); sio_err_restore(&es); return ret;
+ */
+struct sio_errsave {
+	char msg[SIO_ERRMSG_MAX];
+};
+
+/** sio_err_save() - keep the calling thread's message in @s */
+void sio_err_save(struct sio_errsave *s);
+
+/** sio_err_restore() - make the message kept in @s the thread's message again */
+void sio_err_restore(const struct sio_errsave *s);
 
 #ifdef __cplusplus
 }
