@@ -158,7 +158,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if ((ret = sio_nvme_ctrl_open(dev, NULL, &ctrl))) {
-		fprintf(stderr, "nvme-mcast-identify: controller bring-up: %s\n", sio_nvme_errmsg());
+		fprintf(stderr, "nvme-mcast-identify: controller bring-up: %s\n", sio_errmsg());
 		return 1;
 	}
 	/* the reference: a unicast Identify into the issuer's own memory */
@@ -195,7 +195,7 @@ int main(int argc, char **argv)
 	t_mc = now_ns() - t0;
 	if (ret)
 		fprintf(stderr, "nvme-mcast-identify: multicast Identify failed: %s\n",
-			st ? sio_nvme_status_str(st) : sio_nvme_errmsg());
+			st ? sio_nvme_status_str(st) : sio_errmsg());
 	bump(ctl_seg, c, offsetof(struct control, go));
 	wait_for(ctl_seg, c, offsetof(struct control, done), (uint32_t)n);
 	for (int i = 0; i < n; i++)

@@ -6,19 +6,20 @@
 
 int sio_nvme_buf_alloc(struct sio_nvme_client *cl, uint64_t size, struct sio_nvme_buf **out)
 {
+	struct sio_errsave es;
 	struct sio_nvme_buf *b;
 	int ret;
 
 	if (!size)
-		return sio_nvme_err(EINVAL, "buffer size 0");
+		return sio_err_set(EINVAL, "buffer size 0");
 	b = calloc(1, sizeof(*b));
 	if (!b)
-		return sio_nvme_err(ENOMEM, "out of memory");
+		return sio_err_set(ENOMEM, "out of memory");
 	ret = sio_segment_create(cl->f, 0, size, 0, &b->seg);
 	if (ret) {
 		free(b);
-		return sio_nvme_err_lib(ret, "cannot create a %llu-byte data buffer",
-					(unsigned long long)size);
+		return sio_err_wrap(-ret, "cannot create a %llu-byte data buffer",
+				    (unsigned long long)size);
 	}
 	sio_segment_set_name(b->seg, "nvme-data");
 	ret = sio_segment_map(b->seg, &b->va);
@@ -27,10 +28,12 @@ int sio_nvme_buf_alloc(struct sio_nvme_client *cl, uint64_t size, struct sio_nvm
 	if (!ret && cl->dev2)
 		ret = sio_device_map(cl->dev2, b->seg, &b->bus2);
 	if (ret) {
-		ret = sio_nvme_err_lib(ret, "cannot map a data buffer for the device");
+		ret = sio_err_wrap(-ret, "cannot map a data buffer for the device");
+		sio_err_save(&es);
 		if (cl->dev2)
 			sio_device_unmap(cl->dev, b->seg);
 		sio_segment_remove(b->seg);
+		sio_err_restore(&es);
 		free(b);
 		return ret;
 	}
@@ -57,10 +60,10 @@ int sio_nvme_buf_second_path(struct sio_nvme_ioq *q, struct sio_nvme_buf *buf)
 	int ret;
 
 	if (!buf->seg)
-		return sio_nvme_err(EINVAL, "a multipath queue needs buffers from "
-				    "sio_nvme_buf_alloc()");
+		return sio_err_set(EINVAL, "a multipath queue needs buffers from "
+				   "sio_nvme_buf_alloc()");
 	ret = sio_device_map(q->cl->dev2, buf->seg, &buf->bus2);
 	if (ret)
-		return sio_nvme_err_lib(ret, "cannot map a data buffer for the second path");
+		return sio_err_wrap(-ret, "cannot map a data buffer for the second path");
 	return 0;
 }

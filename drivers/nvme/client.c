@@ -32,17 +32,17 @@ int sio_nvme_mbox_call(struct sio_nvme_client *cl, const struct sio_nvme_mbox_re
 		if (st == SIO_MBOX_RESP)
 			break;
 		if (!__atomic_load_n(&cl->mb->h.serving, __ATOMIC_ACQUIRE)) {
-			ret = sio_nvme_err(ENOTCONN, "the NVMe manager has stopped");
+			ret = sio_err_set(ENOTCONN, "the NVMe manager has stopped");
 			goto out;
 		}
 		if (cl->mgr_pid > 0 && kill(cl->mgr_pid, 0) < 0 && errno == ESRCH) {
-			ret = sio_nvme_err(ENOTCONN, "the NVMe manager (pid %d) has died",
-					   (int)cl->mgr_pid);
+			ret = sio_err_set(ENOTCONN, "the NVMe manager (pid %d) has died",
+					  (int)cl->mgr_pid);
 			goto out;
 		}
 		if (sio_nvme_now_ns() > deadline) {
-			ret = sio_nvme_err(ETIMEDOUT, "the NVMe manager did not answer "
-					   "within %u ms", MBOX_TIMEOUT_MS);
+			ret = sio_err_set(ETIMEDOUT, "the NVMe manager did not answer "
+					  "within %u ms", MBOX_TIMEOUT_MS);
 			goto out;
 		}
 		sio_segment_wait(cl->mseg, sio_nvme_mbox_slot_off(cl->slot, offsetof(struct sio_nvme_mbox_slot, state)), st, 100000000ull);
@@ -52,7 +52,7 @@ int sio_nvme_mbox_call(struct sio_nvme_client *cl, const struct sio_nvme_mbox_re
 	ret = resp->err;
 	if (ret) {
 		resp->msg[sizeof(resp->msg) - 1] = 0;
-		sio_nvme_err(-ret, "manager: %s", resp->msg);
+		sio_err_set(-ret, "manager: %s", resp->msg);
 	}
 out:
 	pthread_mutex_unlock(&cl->lock);
@@ -69,7 +69,7 @@ static int find_mailbox(struct sio_nvme_client *cl)
 
 	nodes = sio_fabric_nodes(cl->f, NULL, 0);
 	if (nodes < 0)
-		return sio_nvme_err_lib(nodes, "cannot list nodes");
+		return sio_err_wrap(-nodes, "cannot list nodes");
 	/* The manager normally runs on the lender: look there first. */
 	order[n++] = cl->dinfo.lender;
 	for (i = 0; i < nodes && i < SIO_MAX_NODES; i++)
@@ -83,25 +83,25 @@ static int find_mailbox(struct sio_nvme_client *cl)
 		ret = sio_segment_info(seg, &si);
 		if (!ret && si.size < SIO_NVME_MBOX_SIZE) {
 			sio_segment_remove(seg);
-			return sio_nvme_err(EPROTO, "the mailbox of device %u on node %d is %llu "
-					    "bytes, not %zu: not a mailbox", cl->dinfo.id,
-					    order[i], (unsigned long long)si.size,
-					    SIO_NVME_MBOX_SIZE);
+			return sio_err_set(EPROTO, "the mailbox of device %u on node %d is %llu "
+					   "bytes, not %zu: not a mailbox", cl->dinfo.id,
+					   order[i], (unsigned long long)si.size,
+					   SIO_NVME_MBOX_SIZE);
 		}
 		if (!ret)
 			ret = sio_segment_map(seg, &va);
 		if (ret) {
 			sio_segment_remove(seg);
-			return sio_nvme_err_lib(ret, "cannot map the manager's mailbox on "
-						"node %d", order[i]);
+			return sio_err_wrap(-ret, "cannot map the manager's mailbox on "
+					    "node %d", order[i]);
 		}
 		mb = va;
 		if (__atomic_load_n(&mb->h.magic, __ATOMIC_ACQUIRE) != SIO_NVME_MBOX_MAGIC ||
 		    mb->h.version != SIO_NVME_MBOX_VERSION || mb->h.device != cl->dinfo.id ||
 		    !mb->h.serving) {
 			sio_segment_remove(seg);
-			return sio_nvme_err(EAGAIN, "the manager of device %u on node %d "
-					    "is not serving yet", cl->dinfo.id, order[i]);
+			return sio_err_set(EAGAIN, "the manager of device %u on node %d "
+					   "is not serving yet", cl->dinfo.id, order[i]);
 		}
 		cl->mseg = seg;
 		cl->mb = mb;
@@ -109,8 +109,8 @@ static int find_mailbox(struct sio_nvme_client *cl)
 		cl->mgr_pid = mb->h.mgr_pid;
 		return 0;
 	}
-	return sio_nvme_err(ENOENT, "no NVMe manager serves device %u on fabric '%s' "
-			    "(start nvme-manager)", cl->dinfo.id, sio_fabric_name(cl->f));
+	return sio_err_set(ENOENT, "no NVMe manager serves device %u on fabric '%s' "
+			   "(start nvme-manager)", cl->dinfo.id, sio_fabric_name(cl->f));
 }
 
 /*
@@ -140,8 +140,8 @@ static int check_info(struct sio_nvme_client *cl)
 				  ci->cmb.size > (1ull << 32) || ci->cmb.offset > (1ull << 32)))
 		why = "controller memory buffer";
 	if (why)
-		return sio_nvme_err(EPROTO, "the mailbox of device %u on node %d has a bad %s: "
-				    "refusing it", cl->dinfo.id, cl->mgr_node, why);
+		return sio_err_set(EPROTO, "the mailbox of device %u on node %d has a bad %s: "
+				   "refusing it", cl->dinfo.id, cl->mgr_node, why);
 	return 0;
 }
 
@@ -193,8 +193,8 @@ static int claim_slot(struct sio_nvme_client *cl)
 		cl->slot = s;
 		return 0;
 	}
-	return sio_nvme_err(ENOSPC, "the manager's mailbox is full (%d clients)",
-			    SIO_NVME_MBOX_SLOTS);
+	return sio_err_set(ENOSPC, "the manager's mailbox is full (%d clients)",
+			   SIO_NVME_MBOX_SLOTS);
 }
 
 /*
@@ -213,7 +213,7 @@ static int map_registers(struct sio_nvme_client *cl)
 	cl->db_stride = 4u << cl->ci.dstrd;
 	ret = sio_device_bar(cl->dev, 0, &cl->bar0);
 	if (ret)
-		return sio_nvme_err_lib(ret, "cannot reach BAR0 of device %u", cl->dinfo.id);
+		return sio_err_wrap(-ret, "cannot reach BAR0 of device %u", cl->dinfo.id);
 	if (cl->db_stride >= SIO_NVME_CONFINE_PAGE) {
 		ret = sio_segment_map_range(cl->bar0, -1, 0, SIO_NVME_CONFINE_PAGE,
 					    SIO_MAP_RDONLY, &va);
@@ -224,13 +224,13 @@ static int map_registers(struct sio_nvme_client *cl)
 		}
 		/* Real devices' BARs are mapped whole (vfio); so be it. */
 		if (ret != -EOPNOTSUPP)
-			return sio_nvme_err_lib(ret, "cannot map the register page of "
-						"device %u read-only", cl->dinfo.id);
+			return sio_err_wrap(-ret, "cannot map the register page of "
+					    "device %u read-only", cl->dinfo.id);
 	}
 	ret = sio_segment_map(cl->bar0, &va);
 	if (ret)
-		return sio_nvme_err_lib(ret, "cannot map the doorbells (BAR0) of device %u",
-					cl->dinfo.id);
+		return sio_err_wrap(-ret, "cannot map the doorbells (BAR0) of device %u",
+				    cl->dinfo.id);
 	cl->regs = va;
 	return 0;
 }
@@ -240,16 +240,16 @@ int sio_nvme_client_open(struct sio_fabric *f, int64_t device, struct sio_nvme_c
 	struct sio_nvme_client *cl;
 	struct sio_nvme_mbox_req req;
 	struct sio_nvme_mbox_resp resp;
-	struct sio_nvme_errsave es;
+	struct sio_errsave es;
 	struct sio_nvme_backoff b;
 	uint64_t deadline;
 	int ret;
 
 	if (!f || !out)
-		return sio_nvme_err(EINVAL, "sio_nvme_client_open: NULL argument");
+		return sio_err_set(EINVAL, "sio_nvme_client_open: NULL argument");
 	cl = calloc(1, sizeof(*cl));
 	if (!cl)
-		return sio_nvme_err(ENOMEM, "out of memory");
+		return sio_err_set(ENOMEM, "out of memory");
 	cl->f = f;
 	cl->slot = -1;
 	pthread_mutex_init(&cl->lock, NULL);
@@ -269,15 +269,15 @@ int sio_nvme_client_open(struct sio_fabric *f, int64_t device, struct sio_nvme_c
 			sio_device_return(cl->dev);
 			cl->dev = NULL;
 		} else if (ret != -EBUSY) {
-			ret = sio_nvme_err_lib(ret, "cannot borrow device %u", cl->dinfo.id);
+			ret = sio_err_wrap(-ret, "cannot borrow device %u", cl->dinfo.id);
 			goto fail;
 		}
 		if (sio_nvme_now_ns() > deadline) {
 			if (ret == -EBUSY)
-				ret = sio_nvme_err(EBUSY, "device %u is borrowed exclusively "
-						   "by another process (a manager starting, "
-						   "or nvme-identify without a manager)",
-						   cl->dinfo.id);
+				ret = sio_err_set(EBUSY, "device %u is borrowed exclusively "
+						  "by another process (a manager starting, "
+						  "or nvme-identify without a manager)",
+						  cl->dinfo.id);
 			goto fail;
 		}
 		sio_nvme_backoff_wait(&b);
@@ -305,16 +305,17 @@ int sio_nvme_client_open(struct sio_fabric *f, int64_t device, struct sio_nvme_c
 	if (!ret)
 		ret = sio_segment_map(cl->scratch, &cl->scratch_va);
 	if (ret) {
-		ret = sio_nvme_err_lib(ret, "cannot create the client's admin buffer");
+		ret = sio_err_wrap(-ret, "cannot create the client's admin buffer");
 		goto fail;
 	}
 	sio_segment_set_name(cl->scratch, "nvme-client-admin");
 	*out = cl;
 	return 0;
 fail:
-	sio_nvme_err_save(&es);
+	sio_err_save(&es);
 	sio_nvme_client_close(cl);
-	return sio_nvme_err_restore(&es, ret);
+	sio_err_restore(&es);
+	return ret;
 }
 
 void sio_nvme_client_close(struct sio_nvme_client *cl)
@@ -382,6 +383,7 @@ static int admin_data_call(struct sio_nvme_client *cl, struct sio_nvme_mbox_req 
 {
 	struct sio_nvme_mbox_resp resp;
 	struct sio_device *dev = cl->dev;
+	struct sio_errsave es;
 	uint64_t bus;
 	int ret;
 
@@ -390,13 +392,15 @@ static int admin_data_call(struct sio_nvme_client *cl, struct sio_nvme_mbox_req 
 		dev = cl->dev2;
 	ret = sio_device_map(dev, cl->scratch, &bus);
 	if (ret)
-		return sio_nvme_err_lib(ret, "cannot map the admin buffer for the device");
+		return sio_err_wrap(-ret, "cannot map the admin buffer for the device");
 	memset(cl->scratch_va, 0, len);
 	req->bus1 = bus;
 	ret = sio_nvme_mbox_call(cl, req, &resp);
 	if (!ret)
 		memcpy(out, cl->scratch_va, len);
+	sio_err_save(&es);
 	sio_device_unmap(dev, cl->scratch);
+	sio_err_restore(&es);
 	return ret;
 }
 
@@ -419,8 +423,8 @@ int sio_nvme_client_get_log(struct sio_nvme_client *cl, uint8_t lid, uint32_t ns
 	struct sio_nvme_mbox_req req;
 
 	if (!len || len > 8192 || (len & 3))
-		return sio_nvme_err(EINVAL, "log page length %u invalid (a multiple of 4, "
-				    "at most 8192)", len);
+		return sio_err_set(EINVAL, "log page length %u invalid (a multiple of 4, "
+				   "at most 8192)", len);
 	memset(&req, 0, sizeof(req));
 	req.op = SIO_MBOX_OP_GET_LOG;
 	req.cdw10 = lid;
@@ -457,21 +461,21 @@ int sio_nvme_client_ns(struct sio_nvme_client *cl, uint32_t nsid, struct sio_nvm
 		return 0;
 	}
 	if (nsid == 0 || nsid > cl->ci.nn)
-		return sio_nvme_err(ENOENT, "namespace %u does not exist (the controller "
-				    "has %u)", nsid, cl->ci.nn);
+		return sio_err_set(ENOENT, "namespace %u does not exist (the controller "
+				   "has %u)", nsid, cl->ci.nn);
 	id = malloc(4096);
 	if (!id)
-		return sio_nvme_err(ENOMEM, "out of memory");
+		return sio_err_set(ENOMEM, "out of memory");
 	ret = sio_nvme_client_identify(cl, SIO_NVME_CNS_NS, nsid, id);
 	if (ret)
 		goto out;
 	ds = id->lbaf[id->flbas & 0xf].ds;
 	if (!id->nsze) {
-		ret = sio_nvme_err(ENOENT, "namespace %u is not active", nsid);
+		ret = sio_err_set(ENOENT, "namespace %u is not active", nsid);
 		goto out;
 	}
 	if (ds < 9 || ds > 16) {
-		ret = sio_nvme_err(EIO, "namespace %u reports an LBA size of 2^%u", nsid, ds);
+		ret = sio_err_set(EIO, "namespace %u reports an LBA size of 2^%u", nsid, ds);
 		goto out;
 	}
 	out->nsid = nsid;

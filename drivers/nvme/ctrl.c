@@ -59,10 +59,10 @@ int sio_nvme_ctrl_check(struct sio_nvme_ctrl *c)
 	uint32_t csts = sio_nvme_rd32(c->regs, SIO_NVME_REG_CSTS);
 
 	if (csts == 0xffffffffu)
-		return sio_nvme_err(ENODEV, "controller registers read all ones: "
-				    "device gone or link down");
+		return sio_err_set(ENODEV, "controller registers read all ones: "
+				   "device gone or link down");
 	if (csts & SIO_NVME_CSTS_CFS)
-		return sio_nvme_err(EIO, "controller fatal status (CSTS.CFS set)");
+		return sio_err_set(EIO, "controller fatal status (CSTS.CFS set)");
 	return 0;
 }
 
@@ -77,18 +77,18 @@ static int wait_ready(struct sio_nvme_ctrl *c, uint32_t rdy)
 	for (;;) {
 		csts = sio_nvme_rd32(c->regs, SIO_NVME_REG_CSTS);
 		if (csts == 0xffffffffu)
-			return sio_nvme_err(ENODEV, "controller registers read all ones "
-					    "while waiting for CSTS.RDY=%u: device gone or "
-					    "link down", rdy);
+			return sio_err_set(ENODEV, "controller registers read all ones "
+					   "while waiting for CSTS.RDY=%u: device gone or "
+					   "link down", rdy);
 		if (rdy && (csts & SIO_NVME_CSTS_CFS))
-			return sio_nvme_err(EIO, "controller fatal status (CSTS.CFS) "
-					    "while enabling");
+			return sio_err_set(EIO, "controller fatal status (CSTS.CFS) "
+					   "while enabling");
 		if ((csts & SIO_NVME_CSTS_RDY) == rdy)
 			return 0;
 		if (sio_nvme_now_ns() > deadline)
-			return sio_nvme_err(ETIMEDOUT, "controller did not %s within "
-					    "CAP.TO (%u ms)", rdy ? "become ready" :
-					    "finish reset", c->info.timeout_ms);
+			return sio_err_set(ETIMEDOUT, "controller did not %s within "
+					   "CAP.TO (%u ms)", rdy ? "become ready" :
+					   "finish reset", c->info.timeout_ms);
 		sio_nvme_backoff_wait(&b);
 	}
 }
@@ -119,18 +119,18 @@ static int map_bar0(struct sio_nvme_ctrl *c)
 
 	ret = sio_device_bar(c->dev, 0, &c->bar0);
 	if (ret)
-		return sio_nvme_err_lib(ret, "device %u has no BAR0", sio_device_id(c->dev));
+		return sio_err_wrap(-ret, "device %u has no BAR0", sio_device_id(c->dev));
 	ret = sio_segment_map(c->bar0, &va);
 	if (ret)
-		return sio_nvme_err_lib(ret, "cannot map BAR0 of device %u",
-					sio_device_id(c->dev));
+		return sio_err_wrap(-ret, "cannot map BAR0 of device %u",
+				    sio_device_id(c->dev));
 	ret = sio_segment_info(c->bar0, &si);
 	if (ret)
-		return sio_nvme_err_lib(ret, "BAR0 of device %u", sio_device_id(c->dev));
+		return sio_err_wrap(-ret, "BAR0 of device %u", sio_device_id(c->dev));
 	if (si.size < 0x2000)
-		return sio_nvme_err(EINVAL, "BAR0 of device %u is %llu bytes, too small "
-				    "for NVMe registers and doorbells",
-				    sio_device_id(c->dev), (unsigned long long)si.size);
+		return sio_err_set(EINVAL, "BAR0 of device %u is %llu bytes, too small "
+				   "for NVMe registers and doorbells",
+				   sio_device_id(c->dev), (unsigned long long)si.size);
 	c->regs = va;
 	c->bar0_size = si.size;
 	return 0;
@@ -144,14 +144,14 @@ static int alloc_admin(struct sio_nvme_ctrl *c)
 
 	ret = sio_segment_create(f, 0, ADM_SEG_SIZE, 0, &c->adm_seg);
 	if (ret)
-		return sio_nvme_err_lib(ret, "cannot create the admin queue segment");
+		return sio_err_wrap(-ret, "cannot create the admin queue segment");
 	sio_segment_set_name(c->adm_seg, "nvme-admin");
 	ret = sio_segment_map(c->adm_seg, &va);
 	if (ret)
-		return sio_nvme_err_lib(ret, "cannot map the admin queue segment");
+		return sio_err_wrap(-ret, "cannot map the admin queue segment");
 	ret = sio_device_map(c->dev, c->adm_seg, &c->adm_bus);
 	if (ret)
-		return sio_nvme_err_lib(ret, "cannot map the admin queues for the device");
+		return sio_err_wrap(-ret, "cannot map the admin queues for the device");
 	c->adm_va = va;
 	memset(va, 0, ADM_SEG_SIZE);
 	return 0;
@@ -197,8 +197,8 @@ static int enable_cmb(struct sio_nvme_ctrl *c)
 		ret = sio_device_map(c->dev, bar, &bus);
 	if (ret) {
 		memset(m, 0, sizeof(*m));
-		return sio_nvme_err_lib(ret, "cannot resolve the CMB's bus address (BAR%d)",
-					(int)(loc & 7));
+		return sio_err_wrap(-ret, "cannot resolve the CMB's bus address (BAR%d)",
+				    (int)(loc & 7));
 	}
 	m->bus = bus + m->offset;
 	/* Tell the controller where the host sees its CMB (CBA) and enable
@@ -250,17 +250,17 @@ static int identify_and_queues(struct sio_nvme_ctrl *c, const struct sio_nvme_ct
 	if (want > bar0_queues(c)) {
 		want = bar0_queues(c);
 		if (!want)
-			return sio_nvme_err(EINVAL, "BAR0 of device %u (%llu bytes) has no "
-					    "room for I/O queue doorbells at stride %u",
-					    sio_device_id(c->dev),
-					    (unsigned long long)c->bar0_size,
-					    4u << c->info.dstrd);
+			return sio_err_set(EINVAL, "BAR0 of device %u (%llu bytes) has no "
+					   "room for I/O queue doorbells at stride %u",
+					   sio_device_id(c->dev),
+					   (unsigned long long)c->bar0_size,
+					   4u << c->info.dstrd);
 	}
 	ret = sio_nvme_ctrl_set_features(c, SIO_NVME_FEAT_NUM_QUEUES,
 					 sio_nvme_feat_num_queues(want, want), &res, &st);
 	if (ret)
-		return sio_nvme_err(EIO, "Set Features (Number of Queues) failed: %s",
-				    sio_nvme_status_str(st));
+		return sio_err_set(EIO, "Set Features (Number of Queues) failed: %s",
+				   sio_nvme_status_str(st));
 	nsq = (res & 0xffff) + 1;
 	ncq = (res >> 16) + 1;
 	c->info.io_queues = nsq < ncq ? nsq : ncq;
@@ -273,17 +273,18 @@ int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *
 		       struct sio_nvme_ctrl **out)
 {
 	struct sio_nvme_ctrl_opts def = { 0, SIO_NVME_CC_AMS_RR, true };
+	struct sio_errsave es;
 	struct sio_nvme_ctrl *c;
 	uint32_t mps, cc, ams;
 	int ret;
 
 	if (!dev || !out)
-		return sio_nvme_err(EINVAL, "sio_nvme_ctrl_open: NULL argument");
+		return sio_err_set(EINVAL, "sio_nvme_ctrl_open: NULL argument");
 	if (!opts)
 		opts = &def;
 	c = calloc(1, sizeof(*c));
 	if (!c)
-		return sio_nvme_err(ENOMEM, "out of memory");
+		return sio_err_set(ENOMEM, "out of memory");
 	c->dev = dev;
 	ret = map_bar0(c);
 	if (ret)
@@ -292,8 +293,8 @@ int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *
 	c->info.cap = sio_nvme_rd64(c->regs, SIO_NVME_REG_CAP);
 	c->info.vs = sio_nvme_rd32(c->regs, SIO_NVME_REG_VS);
 	if (c->info.cap == ~0ull) {
-		ret = sio_nvme_err(ENODEV, "controller registers read all ones: "
-				   "device gone or link down");
+		ret = sio_err_set(ENODEV, "controller registers read all ones: "
+				  "device gone or link down");
 		goto fail;
 	}
 	c->info.mqes = SIO_NVME_CAP_MQES(c->info.cap) + 1;
@@ -302,27 +303,27 @@ int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *
 	if (c->info.timeout_ms < 500)
 		c->info.timeout_ms = 500;
 	if (c->info.mqes < 2) {
-		ret = sio_nvme_err(EIO, "CAP.MQES reports queues of %u entries",
-				   c->info.mqes);
+		ret = sio_err_set(EIO, "CAP.MQES reports queues of %u entries",
+				  c->info.mqes);
 		goto fail;
 	}
 	if (!(SIO_NVME_CAP_CSS(c->info.cap) & 1)) {
-		ret = sio_nvme_err(ENOTSUP, "controller does not support the NVM "
-				   "command set (CAP.CSS)");
+		ret = sio_err_set(ENOTSUP, "controller does not support the NVM "
+				  "command set (CAP.CSS)");
 		goto fail;
 	}
 	mps = SIO_NVME_CAP_MPSMIN(c->info.cap);
 	c->info.page_size = sio_nvme_prp_page_size(mps);
 	if (c->info.page_size > 4096) {
-		ret = sio_nvme_err(ENOTSUP, "controller's smallest page is %u bytes; "
-				   "the driver uses 4 KiB pages", c->info.page_size);
+		ret = sio_err_set(ENOTSUP, "controller's smallest page is %u bytes; "
+				  "the driver uses 4 KiB pages", c->info.page_size);
 		goto fail;
 	}
 	if (c->bar0_size < SIO_NVME_REG_DBS + 2ull * (4u << c->info.dstrd)) {
-		ret = sio_nvme_err(EINVAL, "BAR0 of device %u is %llu bytes: too small for "
-				   "the admin queue's doorbells at a stride of %u bytes (CAP.DSTRD %u)",
-				   sio_device_id(c->dev), (unsigned long long)c->bar0_size,
-				   4u << c->info.dstrd, c->info.dstrd);
+		ret = sio_err_set(EINVAL, "BAR0 of device %u is %llu bytes: too small for "
+				  "the admin queue's doorbells at a stride of %u bytes (CAP.DSTRD %u)",
+				  sio_device_id(c->dev), (unsigned long long)c->bar0_size,
+				  4u << c->info.dstrd, c->info.dstrd);
 		goto fail;
 	}
 
@@ -341,8 +342,8 @@ int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *
 					sio_nvme_doorbell_offset(0, 1, c->info.dstrd)),
 				  c->adm_cids, c->adm_cookies, c->adm_busy);
 	if (ret) {
-		ret = sio_nvme_err(-ret, "admin queue of %u entries rejected",
-				   SIO_NVME_ADMIN_DEPTH);
+		ret = sio_err_set(-ret, "admin queue of %u entries rejected",
+				  SIO_NVME_ADMIN_DEPTH);
 		goto fail;
 	}
 	sio_nvme_wr32(c->regs, SIO_NVME_REG_AQA,
@@ -352,8 +353,8 @@ int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *
 
 	ams = opts->arbitration;
 	if (ams == SIO_NVME_CC_AMS_WRR && !(SIO_NVME_CAP_AMS(c->info.cap) & 1)) {
-		ret = sio_nvme_err(ENOTSUP, "controller does not support weighted "
-				   "round robin arbitration (CAP.AMS)");
+		ret = sio_err_set(ENOTSUP, "controller does not support weighted "
+				  "round robin arbitration (CAP.AMS)");
 		goto fail;
 	}
 	cc = SIO_NVME_CC_EN | 0u << SIO_NVME_CC_CSS_SHIFT | mps << SIO_NVME_CC_MPS_SHIFT |
@@ -376,7 +377,9 @@ int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *
 	*out = c;
 	return 0;
 fail:
+	sio_err_save(&es);
 	sio_nvme_ctrl_close(c);
+	sio_err_restore(&es);
 	return ret;
 }
 
@@ -427,14 +430,14 @@ int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
 	int cid, ret;
 
 	if (c->admin_broken)
-		return sio_nvme_err(EIO, "admin queue unusable after an earlier timeout; "
-				    "reset the controller");
+		return sio_err_set(EIO, "admin queue unusable after an earlier timeout; "
+				   "reset the controller");
 	ret = sio_nvme_ctrl_check(c);
 	if (ret)
 		return ret;
 	cid = sio_nvme_sq_submit(&c->admin, cmd, 0);
 	if (cid < 0)
-		return sio_nvme_err(EBUSY, "admin queue full");
+		return sio_err_set(EBUSY, "admin queue full");
 	sio_nvme_sq_ring(&c->admin);
 
 	if (!timeout_ms)
@@ -460,18 +463,18 @@ int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
 		}
 		if (now > deadline) {
 			c->admin_broken = true;
-			return sio_nvme_err(ETIMEDOUT, "admin command 0x%02x got no "
-					    "completion within %u ms", cmd->opcode, timeout_ms);
+			return sio_err_set(ETIMEDOUT, "admin command 0x%02x got no "
+					   "completion within %u ms", cmd->opcode, timeout_ms);
 		}
 		sio_nvme_backoff_wait(&b);
 	}
 	if (cpl)
 		*cpl = done;
 	if (SIO_NVME_STATUS_CODE(done.status))
-		return sio_nvme_err(EIO, "admin command 0x%02x failed: %s (status 0x%03x)",
-				    cmd->opcode,
-				    sio_nvme_status_str(SIO_NVME_STATUS_CODE(done.status)),
-				    SIO_NVME_STATUS_CODE(done.status));
+		return sio_err_set(EIO, "admin command 0x%02x failed: %s (status 0x%03x)",
+				   cmd->opcode,
+				   sio_nvme_status_str(SIO_NVME_STATUS_CODE(done.status)),
+				   SIO_NVME_STATUS_CODE(done.status));
 	return 0;
 }
 
@@ -496,8 +499,8 @@ int sio_nvme_ctrl_identify(struct sio_nvme_ctrl *c, uint8_t cns, uint32_t nsid,
 	struct sio_nvme_cmd cmd;
 
 	if (bus & 0xfff)
-		return sio_nvme_err(EINVAL, "Identify buffer 0x%llx is not 4 KiB aligned",
-				    (unsigned long long)bus);
+		return sio_err_set(EINVAL, "Identify buffer 0x%llx is not 4 KiB aligned",
+				   (unsigned long long)bus);
 	sio_nvme_cmd_identify(&cmd, cns, nsid, bus);
 	return admin_st(c, &cmd, NULL, status);
 }
@@ -512,8 +515,8 @@ int sio_nvme_ctrl_ns(struct sio_nvme_ctrl *c, uint32_t nsid, struct sio_nvme_ns 
 	memset(out, 0, sizeof(*out));
 	out->nsid = nsid;
 	if (nsid == 0 || nsid > c->info.nn)
-		return sio_nvme_err(ENOENT, "namespace %u does not exist (the controller "
-				    "has %u)", nsid, c->info.nn);
+		return sio_err_set(ENOENT, "namespace %u does not exist (the controller "
+				   "has %u)", nsid, c->info.nn);
 	ret = sio_nvme_ctrl_identify(c, SIO_NVME_CNS_NS, nsid,
 				     c->adm_bus + ADM_SCRATCH_OFF, &st);
 	if (ret)
@@ -525,8 +528,8 @@ int sio_nvme_ctrl_ns(struct sio_nvme_ctrl *c, uint32_t nsid, struct sio_nvme_ns 
 	/* Checked before the shift: a hostile exponent would be undefined. */
 	ds = ns->lbaf[ns->flbas & 0xf].ds;
 	if (ds < 9 || ds > 16)
-		return sio_nvme_err(EIO, "namespace %u reports an LBA data size of 2^%u",
-				    nsid, ds);
+		return sio_err_set(EIO, "namespace %u reports an LBA data size of 2^%u",
+				   nsid, ds);
 	out->lba_size = 1u << ds;
 	return 0;
 }
@@ -538,10 +541,10 @@ int sio_nvme_ctrl_get_log(struct sio_nvme_ctrl *c, uint8_t lid, uint32_t nsid,
 	uint64_t page_end = (bus | 0xfffull) + 1;
 
 	if (!len || (len & 3) || len > 8192 || (bus & 3))
-		return sio_nvme_err(EINVAL, "log page length %u or address is invalid "
-				    "(multiple of 4 bytes, at most 8192)", len);
+		return sio_err_set(EINVAL, "log page length %u or address is invalid "
+				   "(multiple of 4 bytes, at most 8192)", len);
 	if (bus + len > page_end + 4096)
-		return sio_nvme_err(EINVAL, "log page buffer crosses more than two pages");
+		return sio_err_set(EINVAL, "log page buffer crosses more than two pages");
 	sio_nvme_cmd_get_log(&cmd, lid, nsid, bus, bus + len > page_end ? page_end : 0, len);
 	return admin_st(c, &cmd, NULL, status);
 }
@@ -575,13 +578,13 @@ int sio_nvme_ctrl_create_qpair(struct sio_nvme_ctrl *c, uint16_t qid, uint32_t s
 	int ret;
 
 	if (qid == 0 || qid > c->info.io_queues)
-		return sio_nvme_err(EINVAL, "queue id %u out of range 1..%u", qid,
-				    c->info.io_queues);
+		return sio_err_set(EINVAL, "queue id %u out of range 1..%u", qid,
+				   c->info.io_queues);
 	if (size < 2 || size > c->info.mqes)
-		return sio_nvme_err(EINVAL, "queue size %u out of range 2..%u (CAP.MQES)",
-				    size, c->info.mqes);
+		return sio_err_set(EINVAL, "queue size %u out of range 2..%u (CAP.MQES)",
+				   size, c->info.mqes);
 	if ((sq_bus | cq_bus) & (c->info.page_size - 1))
-		return sio_nvme_err(EINVAL, "queue memory is not page aligned");
+		return sio_err_set(EINVAL, "queue memory is not page aligned");
 	sio_nvme_cmd_create_cq(&cmd, qid, size, cq_bus, SIO_NVME_Q_PC, 0);	/* polled */
 	ret = admin_st(c, &cmd, NULL, status);
 	if (ret)
@@ -589,13 +592,14 @@ int sio_nvme_ctrl_create_qpair(struct sio_nvme_ctrl *c, uint16_t qid, uint32_t s
 	sio_nvme_cmd_create_sq(&cmd, qid, size, sq_bus, qid, prio);
 	ret = admin_st(c, &cmd, NULL, status);
 	if (ret) {
-		struct sio_nvme_errsave es;
+		struct sio_errsave es;
 		uint16_t st2;
 
-		sio_nvme_err_save(&es);
+		sio_err_save(&es);
 		sio_nvme_cmd_delete_q(&cmd, SIO_NVME_ADM_DELETE_CQ, qid);
 		admin_st(c, &cmd, NULL, &st2);
-		return sio_nvme_err_restore(&es, ret);
+		sio_err_restore(&es);
+		return ret;
 	}
 	return 0;
 }
@@ -629,21 +633,21 @@ int sio_nvme_find_device(struct sio_fabric *f, int64_t id, struct sio_device_inf
 
 	n = sio_device_list(f, 0, 0, NULL, 0);
 	if (n < 0)
-		return sio_nvme_err_lib(n, "cannot list devices");
+		return sio_err_wrap(-n, "cannot list devices");
 	if (n == 0)
-		return sio_nvme_err(ENOENT, "no devices are registered on fabric '%s'",
-				    sio_fabric_name(f));
+		return sio_err_set(ENOENT, "no devices are registered on fabric '%s'",
+				   sio_fabric_name(f));
 	all = calloc((size_t)n, sizeof(*all));
 	if (!all)
-		return sio_nvme_err(ENOMEM, "out of memory");
+		return sio_err_set(ENOMEM, "out of memory");
 	n = sio_device_list(f, 0, 0, all, n);
 	ret = -ENOENT;
 	for (i = 0; i < n; i++) {
 		if (id >= 0 && all[i].id == (uint32_t)id) {
 			if (all[i].class_code != SIO_NVME_CLASS) {
-				ret = sio_nvme_err(ENODEV, "device %u is not an NVMe "
-						   "controller (class 0x%06x)",
-						   all[i].id, all[i].class_code);
+				ret = sio_err_set(ENODEV, "device %u is not an NVMe "
+						  "controller (class 0x%06x)",
+						  all[i].id, all[i].class_code);
 				goto out;
 			}
 			*out = all[i];
@@ -657,11 +661,11 @@ int sio_nvme_find_device(struct sio_fabric *f, int64_t id, struct sio_device_inf
 		}
 	}
 	if (id >= 0)
-		ret = sio_nvme_err(ENOENT, "device %lld does not exist on fabric '%s'",
-				   (long long)id, sio_fabric_name(f));
+		ret = sio_err_set(ENOENT, "device %lld does not exist on fabric '%s'",
+				  (long long)id, sio_fabric_name(f));
 	else
-		ret = sio_nvme_err(ENOENT, "no NVMe controller (class 0x010802) on "
-				   "fabric '%s'", sio_fabric_name(f));
+		ret = sio_err_set(ENOENT, "no NVMe controller (class 0x010802) on "
+				  "fabric '%s'", sio_fabric_name(f));
 out:
 	free(all);
 	return ret;

@@ -1,56 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* Driver error messages and small shared helpers. */
+/* Small helpers the driver's files share: back-off, identify strings, status words. */
 
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include "priv.h"
 
-static __thread char errbuf[512];
-
+/* The driver's messages go to libsmartio's channel (sio_errmsg()); this
+ * name is kept for programs written against it. */
 const char *sio_nvme_errmsg(void)
 {
-	return errbuf[0] ? errbuf : "no error";
-}
-
-int sio_nvme_err(int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
-	va_end(ap);
-	return -err;
-}
-
-int sio_nvme_err_lib(int err, const char *fmt, ...)
-{
-	char lib[256];
-	size_t n;
-	va_list ap;
-
-	/* Read the library's message first: formatting may not touch it, but
-	 * be safe against it living in the same buffer one day. */
-	snprintf(lib, sizeof(lib), "%s", sio_errmsg());
-	va_start(ap, fmt);
-	vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
-	va_end(ap);
-	n = strlen(errbuf);
-	if (n < sizeof(errbuf) - 3)
-		snprintf(errbuf + n, sizeof(errbuf) - n, ": %s", lib);
-	return err < 0 ? err : -err;
-}
-
-void sio_nvme_err_save(struct sio_nvme_errsave *s)
-{
-	snprintf(s->msg, sizeof(s->msg), "%s", sio_nvme_errmsg());
-}
-
-int sio_nvme_err_restore(const struct sio_nvme_errsave *s, int err)
-{
-	snprintf(errbuf, sizeof(errbuf), "%s", s->msg);
-	return err;
+	return sio_errmsg();
 }
 
 void sio_nvme_backoff_wait(struct sio_nvme_backoff *b)

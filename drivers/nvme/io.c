@@ -81,8 +81,8 @@ static int submit_split(struct sio_nvme_ioq *q, const struct cmdrec *r, uint32_t
 		chunks++;
 	}
 	if (chunks > q->depth - 1)
-		return sio_nvme_err(EINVAL, "a request of %u blocks needs %u commands "
-				    "but the queue holds %u", nlb, chunks, q->depth - 1);
+		return sio_err_set(EINVAL, "a request of %u blocks needs %u commands "
+				   "but the queue holds %u", nlb, chunks, q->depth - 1);
 	ret = room(q, chunks);
 	if (ret)
 		return ret;
@@ -133,15 +133,15 @@ submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba, uin
 	if (ret)
 		return ret;
 	if (!nlb || slba >= ns->nsze || nlb > ns->nsze - slba)
-		return sio_nvme_err(EINVAL, "blocks %llu+%u outside namespace %u (%llu "
-				    "blocks)", (unsigned long long)slba, nlb, nsid,
-				    (unsigned long long)ns->nsze);
+		return sio_err_set(EINVAL, "blocks %llu+%u outside namespace %u (%llu "
+				   "blocks)", (unsigned long long)slba, nlb, nsid,
+				   (unsigned long long)ns->nsze);
 	bytes = (uint64_t)nlb * ns->lba_size;
 	if (!buf || (off & 3) || off > buf->size || bytes > buf->size - off)
-		return sio_nvme_err(EINVAL, "%llu bytes at offset %llu do not fit the "
-				    "buffer (%llu bytes, offset a multiple of 4)",
-				    (unsigned long long)bytes, (unsigned long long)off,
-				    buf ? (unsigned long long)buf->size : 0ull);
+		return sio_err_set(EINVAL, "%llu bytes at offset %llu do not fit the "
+				   "buffer (%llu bytes, offset a multiple of 4)",
+				   (unsigned long long)bytes, (unsigned long long)off,
+				   buf ? (unsigned long long)buf->size : 0ull);
 	if (q->mp && !buf->bus2) {
 		ret = sio_nvme_buf_second_path(q, buf);
 		if (ret)
@@ -215,16 +215,16 @@ int sio_nvme_ioq_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t sl
 	int ret;
 
 	if (!(q->cl->ci.oncs & (1u << 3)))
-		return sio_nvme_err(ENOTSUP, "the controller does not support Write Zeroes "
-				    "(ONCS bit 3)");
+		return sio_err_set(ENOTSUP, "the controller does not support Write Zeroes "
+				   "(ONCS bit 3)");
 	ret = ns_get(q, nsid, &tmp, &ns);
 	if (ret)
 		return ret;
 	if (!nlb || nlb > 65536 || slba >= ns->nsze || nlb > ns->nsze - slba)
-		return sio_nvme_err(EINVAL, "Write Zeroes of %llu+%u outside namespace %u "
-				    "(%llu blocks) or above 65536 blocks",
-				    (unsigned long long)slba, nlb, nsid,
-				    (unsigned long long)ns->nsze);
+		return sio_err_set(EINVAL, "Write Zeroes of %llu+%u outside namespace %u "
+				   "(%llu blocks) or above 65536 blocks",
+				   (unsigned long long)slba, nlb, nsid,
+				   (unsigned long long)ns->nsze);
 	rec.opc = SIO_NVME_CMD_WRITE_ZEROES;
 	rec.nsid = nsid;
 	rec.slba = slba;
@@ -273,17 +273,17 @@ int sio_nvme_ioq_fail(struct sio_nvme_ioq *q)
 	int err, p;
 
 	if (csts == 0xffffffffu)
-		err = sio_nvme_err(ENODEV, "queue %u: controller registers read all ones "
-				   "(device gone or link down)", q->qp[0].q.qid);
+		err = sio_err_set(ENODEV, "queue %u: controller registers read all ones "
+				  "(device gone or link down)", q->qp[0].q.qid);
 	else if (csts & SIO_NVME_CSTS_CFS)
-		err = sio_nvme_err(EIO, "queue %u: controller fatal status", q->qp[0].q.qid);
+		err = sio_err_set(EIO, "queue %u: controller fatal status", q->qp[0].q.qid);
 	else if (q->mp && !q->act)
-		err = sio_nvme_err(ETIMEDOUT, "queue %u: no path to the controller for "
-				   "%u ms (both links down)", q->qp[0].q.qid, q->cl->timeout_ms);
+		err = sio_err_set(ETIMEDOUT, "queue %u: no path to the controller for "
+				  "%u ms (both links down)", q->qp[0].q.qid, q->cl->timeout_ms);
 	else
-		err = sio_nvme_err(ETIMEDOUT, "queue %u: %u command(s) got no completion "
-				   "within %u ms%s", q->qp[0].q.qid, sio_nvme_ioq_inflight(q),
-				   q->cl->timeout_ms, q->mp ? " on either path" : "");
+		err = sio_err_set(ETIMEDOUT, "queue %u: %u command(s) got no completion "
+				  "within %u ms%s", q->qp[0].q.qid, sio_nvme_ioq_inflight(q),
+				  q->cl->timeout_ms, q->mp ? " on either path" : "");
 	q->failed = err;
 	for (p = 0; p < 2; p++) {
 		struct qpair *qp = &q->qp[p];
@@ -420,13 +420,13 @@ static int sync_wait(struct sio_nvme_ioq *q, struct sync_done *d, const char *wh
 		if (ret > 0)
 			continue;
 		if (!sio_nvme_ioq_inflight(q))
-			return sio_nvme_err(EIO, "queue %u: %s is no longer in flight and "
-					    "never completed", q->qp[0].q.qid, what);
+			return sio_err_set(EIO, "queue %u: %s is no longer in flight and "
+					   "never completed", q->qp[0].q.qid, what);
 		sio_nvme_backoff_wait(&b);
 	}
 	if (d->err == -EIO)
-		return sio_nvme_err(EIO, "%s failed: %s (status 0x%03x)", what,
-				    sio_nvme_status_str(d->status), d->status);
+		return sio_err_set(EIO, "%s failed: %s (status 0x%03x)", what,
+				   sio_nvme_status_str(d->status), d->status);
 	return d->err;
 }
 
@@ -450,9 +450,9 @@ static int sync_room_wait(struct sio_nvme_ioq *q, struct sio_nvme_backoff *b, ui
 	if (!*since)
 		*since = now;
 	else if (now - *since > (uint64_t)q->cl->timeout_ms * 1000000ull)
-		return sio_nvme_err(ETIMEDOUT, "queue %u: no room for a command for %u ms "
-				    "(%u in flight%s)", q->qp[0].q.qid, q->cl->timeout_ms,
-				    sio_nvme_ioq_inflight(q), q->mp && !q->act ? ", no path" : "");
+		return sio_err_set(ETIMEDOUT, "queue %u: no room for a command for %u ms "
+				   "(%u in flight%s)", q->qp[0].q.qid, q->cl->timeout_ms,
+				   sio_nvme_ioq_inflight(q), q->mp && !q->act ? ", no path" : "");
 	return 0;
 }
 

@@ -39,7 +39,7 @@ int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 	if (!s || !*s)
 		return 0;
 	if (strlen(s) >= sizeof(buf))
-		return sio_nvme_err(EINVAL, "queue spec too long");
+		return sio_err_set(EINVAL, "queue spec too long");
 	strcpy(buf, s);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		eq = strchr(tok, '=');
@@ -50,39 +50,39 @@ int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 		if (!eq) {
 			/* a bare word is a location: "--queue lender" */
 			if (parse_loc(tok, true, &out->sq_loc))
-				return sio_nvme_err(EINVAL, "queue spec: '%s' is not "
-						    "key=value nor a location", tok);
+				return sio_err_set(EINVAL, "queue spec: '%s' is not "
+						   "key=value nor a location", tok);
 			continue;
 		}
 		*eq++ = 0;
 		if (!strcmp(tok, "location") || !strcmp(tok, "sq")) {
 			if (parse_loc(eq, true, &out->sq_loc))
-				return sio_nvme_err(EINVAL, "queue spec: location '%s' is "
-						    "not local, lender, device or hint", eq);
+				return sio_err_set(EINVAL, "queue spec: location '%s' is "
+						   "not local, lender, device or hint", eq);
 		} else if (!strcmp(tok, "cq")) {
 			if (parse_loc(eq, false, &out->cq_loc))
-				return sio_nvme_err(EINVAL, "queue spec: cq '%s' is not "
-						    "local, lender or hint", eq);
+				return sio_err_set(EINVAL, "queue spec: cq '%s' is not "
+						   "local, lender or hint", eq);
 		} else if (!strcmp(tok, "depth") || !strcmp(tok, "qd")) {
 			v = strtoul(eq, &end, 0);
 			if (*end || !*eq || v < 2 || v > SIO_NVME_QUEUE_MAX_SIZE)
-				return sio_nvme_err(EINVAL, "queue spec: depth '%s' out of "
-						    "range 2..%u", eq, SIO_NVME_QUEUE_MAX_SIZE);
+				return sio_err_set(EINVAL, "queue spec: depth '%s' out of "
+						   "range 2..%u", eq, SIO_NVME_QUEUE_MAX_SIZE);
 			out->depth = (uint32_t)v;
 		} else if (!strcmp(tok, "prio")) {
 			v = strtoul(eq, &end, 0);
 			if (*end || !*eq || v > 3)
-				return sio_nvme_err(EINVAL, "queue spec: prio '%s' out of "
-						    "range 0..3", eq);
+				return sio_err_set(EINVAL, "queue spec: prio '%s' out of "
+						   "range 0..3", eq);
 			out->prio = (uint32_t)v;
 		} else if (!strcmp(tok, "multipath")) {
 			if (strcmp(eq, "0") && strcmp(eq, "1"))
-				return sio_nvme_err(EINVAL, "queue spec: multipath '%s' is "
-						    "not 0 or 1", eq);
+				return sio_err_set(EINVAL, "queue spec: multipath '%s' is "
+						   "not 0 or 1", eq);
 			out->multipath = *eq == '1';
 		} else {
-			return sio_nvme_err(EINVAL, "queue spec: unknown key '%s' (location, "
-					    "cq, depth, prio, multipath)", tok);
+			return sio_err_set(EINVAL, "queue spec: unknown key '%s' (location, "
+					   "cq, depth, prio, multipath)", tok);
 		}
 	}
 	return 0;
@@ -101,7 +101,7 @@ static int queue_segment(struct sio_nvme_client *cl, struct sio_device *dev, int
 	if (loc == SIO_NVME_QLOC_HINT) {
 		ret = sio_segment_create_hinted(dev, size, hints, seg, &p);
 		if (ret)
-			return sio_nvme_err_lib(ret, "cannot place queue memory by hints");
+			return sio_err_wrap(-ret, "cannot place queue memory by hints");
 		*placed = p;
 		return 0;
 	}
@@ -110,8 +110,8 @@ static int queue_segment(struct sio_nvme_client *cl, struct sio_device *dev, int
 	else
 		ret = sio_segment_create(cl->f, 0, size, 0, seg);
 	if (ret)
-		return sio_nvme_err_lib(ret, "cannot create queue memory on the %s",
-					loc == SIO_PLACE_LENDER ? "lender" : "local node");
+		return sio_err_wrap(-ret, "cannot create queue memory on the %s",
+				    loc == SIO_PLACE_LENDER ? "lender" : "local node");
 	*placed = loc;
 	return 0;
 }
@@ -135,10 +135,10 @@ static int queue_mem(struct sio_nvme_client *cl, struct qpair *p, int loc, unsig
 	sio_segment_set_name(*seg, name);
 	ret = map_here(p, *seg, (void **)va);
 	if (ret)
-		return sio_nvme_err_lib(ret, "cannot map queue memory");
+		return sio_err_wrap(-ret, "cannot map queue memory");
 	ret = sio_device_map(p->dev, *seg, bus);
 	if (ret)
-		return sio_nvme_err_lib(ret, "cannot map queue memory for the device");
+		return sio_err_wrap(-ret, "cannot map queue memory for the device");
 	return 0;
 }
 
@@ -162,13 +162,14 @@ static int doorbells_map(struct sio_nvme_client *cl, struct sio_device *dev, int
 	uint64_t sq_off = sio_nvme_doorbell_offset(qid, 0, dstrd);
 	uint64_t cq_off = sio_nvme_doorbell_offset(qid, 1, dstrd);
 	struct sio_segment_info si;
+	struct sio_errsave es;
 	volatile uint8_t *base;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
 	if (!qid || qid > cl->ci.io_queues)
-		return sio_nvme_err(EINVAL, "queue id %u out of range 1..%u", qid,
-				    cl->ci.io_queues);
+		return sio_err_set(EINVAL, "queue id %u out of range 1..%u", qid,
+				   cl->ci.io_queues);
 	if (!cl->confined) {
 		base = path ? cl->regs2 : cl->regs;
 		out->sq_db = (volatile uint32_t *)(base + sq_off);
@@ -179,14 +180,16 @@ static int doorbells_map(struct sio_nvme_client *cl, struct sio_device *dev, int
 	}
 	ret = sio_device_bar(dev, 0, &out->seg);
 	if (ret)
-		return sio_nvme_err_lib(ret, "cannot reach BAR0 of device %u", cl->dinfo.id);
+		return sio_err_wrap(-ret, "cannot reach BAR0 of device %u", cl->dinfo.id);
 	ret = sio_segment_map_range(out->seg, path ? path : -1, sq_off, 2ull * cl->db_stride,
 				    0, &out->va);
 	if (ret) {
-		ret = sio_nvme_err_lib(ret, "cannot map the doorbell pages of queue %u "
-				       "(BAR0 0x%llx+0x%x)", qid, (unsigned long long)sq_off,
-				       2 * cl->db_stride);
+		ret = sio_err_wrap(-ret, "cannot map the doorbell pages of queue %u "
+				   "(BAR0 0x%llx+0x%x)", qid, (unsigned long long)sq_off,
+				   2 * cl->db_stride);
+		sio_err_save(&es);
 		sio_segment_remove(out->seg);
+		sio_err_restore(&es);
 		memset(out, 0, sizeof(*out));
 		return ret;
 	}
@@ -200,7 +203,7 @@ int sio_nvme_client_doorbells(struct sio_nvme_client *cl, uint16_t qid,
 			      struct sio_nvme_doorbells *out)
 {
 	if (!cl || !out)
-		return sio_nvme_err(EINVAL, "sio_nvme_client_doorbells: NULL argument");
+		return sio_err_set(EINVAL, "sio_nvme_client_doorbells: NULL argument");
 	return doorbells_map(cl, cl->dev, 0, qid, out);
 }
 
@@ -275,7 +278,7 @@ static int ioq_delete_free(struct sio_nvme_ioq *q)
  * has, and point the host's view of them there, as new. */
 int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p)
 {
-	struct sio_nvme_errsave es;
+	struct sio_errsave es;
 	uint16_t qid;
 	int ret;
 
@@ -285,14 +288,15 @@ int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p)
 	ret = sio_nvme_queue_init(&p->q, qid, q->depth, p->sq_va, p->cq_va, NULL, NULL,
 				  p->cids, p->cookies, p->busy);
 	if (ret)
-		ret = sio_nvme_err(-ret, "queue %u: depth %u out of range 2..%u", qid,
-				   q->depth, SIO_NVME_QUEUE_MAX_SIZE);
+		ret = sio_err_set(-ret, "queue %u: depth %u out of range 2..%u", qid,
+				  q->depth, SIO_NVME_QUEUE_MAX_SIZE);
 	else
 		ret = doorbells_map(q->cl, p->dev, p->path, qid, &p->db);
 	if (ret) {
-		sio_nvme_err_save(&es);
+		sio_err_save(&es);
 		sio_nvme_ioq_delete_at(q->cl, qid);
-		return sio_nvme_err_restore(&es, ret);
+		sio_err_restore(&es);
+		return ret;
 	}
 	p->q.sq_db = p->db.sq_db;
 	p->q.cq_db = p->db.cq_db;
@@ -324,7 +328,7 @@ static int qpair_setup(struct sio_nvme_ioq *q, struct qpair *p, const struct sio
 	p->busy = calloc(nslots, 1);
 	p->rec = q->mp ? calloc(nslots, sizeof(*p->rec)) : NULL;
 	if (!p->cids || !p->cookies || !p->busy || (q->mp && !p->rec))
-		return sio_nvme_err(ENOMEM, "out of memory");
+		return sio_err_set(ENOMEM, "out of memory");
 	sq_bytes = align_page((uint64_t)q->depth * 64);
 	cq_bytes = align_page((uint64_t)q->depth * 16);
 	prp_bytes = align_page((uint64_t)nslots * q->prp_stride);
@@ -354,8 +358,8 @@ static int qpair_setup(struct sio_nvme_ioq *q, struct qpair *p, const struct sio
 		void *bva;
 
 		if (!cl->ci.cmb.sqs)
-			return sio_nvme_err(ENOTSUP, "device %u's CMB does not take SQs",
-					    cl->dinfo.id);
+			return sio_err_set(ENOTSUP, "device %u's CMB does not take SQs",
+					   cl->dinfo.id);
 		memset(&req, 0, sizeof(req));
 		req.op = SIO_MBOX_OP_CMB_ALLOC;
 		req.value = sq_bytes;
@@ -368,7 +372,7 @@ static int qpair_setup(struct sio_nvme_ioq *q, struct qpair *p, const struct sio
 		if (!ret)
 			ret = map_here(p, bar, &bva);
 		if (ret)
-			return sio_nvme_err_lib(ret, "cannot map the CMB (BAR%d)", cl->ci.cmb.bar);
+			return sio_err_wrap(-ret, "cannot map the CMB (BAR%d)", cl->ci.cmb.bar);
 		p->sq_va = (uint8_t *)bva + cl->ci.cmb.offset + p->cmb_off;
 		p->sq_bus = cl->ci.cmb.bus + p->cmb_off;
 		p->sq_place = SIO_PLACE_DEVICE;
@@ -390,34 +394,34 @@ static int qpair_setup(struct sio_nvme_ioq *q, struct qpair *p, const struct sio
 int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec *spec,
 			struct sio_nvme_ioq **out)
 {
-	struct sio_nvme_errsave es;
+	struct sio_errsave es;
 	struct sio_nvme_qspec def;
 	struct sio_nvme_ioq *q;
 	uint32_t depth, i, nreqs;
 	int ret;
 
 	if (!cl || !out)
-		return sio_nvme_err(EINVAL, "sio_nvme_ioq_create: NULL argument");
+		return sio_err_set(EINVAL, "sio_nvme_ioq_create: NULL argument");
 	if (!spec) {
 		sio_nvme_qspec_parse(NULL, &def);
 		spec = &def;
 	}
 	depth = spec->depth ? spec->depth : 256;
 	if (depth > SIO_NVME_QUEUE_MAX_SIZE)
-		return sio_nvme_err(EINVAL, "queue depth %u above %u, the most the driver "
-				    "tracks (12-bit command tags)", depth,
-				    SIO_NVME_QUEUE_MAX_SIZE);
+		return sio_err_set(EINVAL, "queue depth %u above %u, the most the driver "
+				   "tracks (12-bit command tags)", depth,
+				   SIO_NVME_QUEUE_MAX_SIZE);
 	if (depth > cl->ci.mqes)
 		depth = cl->ci.mqes;
 	if (depth < 2)
-		return sio_nvme_err(EINVAL, "queue depth %u below 2", depth);
+		return sio_err_set(EINVAL, "queue depth %u below 2", depth);
 	if (spec->prio > 3)
-		return sio_nvme_err(EINVAL, "SQ priority %u out of range 0..3", spec->prio);
+		return sio_err_set(EINVAL, "SQ priority %u out of range 0..3", spec->prio);
 	if (spec->sq_loc == SIO_PLACE_DEVICE && !cl->ci.cmb.size)
-		return sio_nvme_err(ENODEV, "location=device needs a controller memory "
-				    "buffer, and device %u has none", cl->dinfo.id);
+		return sio_err_set(ENODEV, "location=device needs a controller memory "
+				   "buffer, and device %u has none", cl->dinfo.id);
 	if (spec->cq_loc == SIO_PLACE_DEVICE)
-		return sio_nvme_err(EINVAL, "the CQ cannot be placed in the device");
+		return sio_err_set(EINVAL, "the CQ cannot be placed in the device");
 	if (spec->multipath) {
 		ret = sio_nvme_client_second_path(cl);
 		if (ret)
@@ -425,7 +429,7 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 	}
 	q = calloc(1, sizeof(*q));
 	if (!q)
-		return sio_nvme_err(ENOMEM, "out of memory");
+		return sio_err_set(ENOMEM, "out of memory");
 	q->cl = cl;
 	q->mp = spec->multipath;
 	q->prio = (uint16_t)spec->prio;
@@ -446,7 +450,7 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 		free(q->req_stack);
 		free(q->pend);
 		free(q);
-		return sio_nvme_err(ENOMEM, "out of memory");
+		return sio_err_set(ENOMEM, "out of memory");
 	}
 	for (i = 0; i < nreqs; i++)
 		q->req_stack[i] = (uint16_t)(nreqs - 1 - i);
@@ -474,9 +478,10 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 	*out = q;
 	return 0;
 fail:
-	sio_nvme_err_save(&es);
+	sio_err_save(&es);
 	ioq_delete_free(q);
-	return sio_nvme_err_restore(&es, ret);
+	sio_err_restore(&es);
+	return ret;
 }
 
 int sio_nvme_ioq_create_at(struct sio_nvme_client *cl, uint64_t sq_bus, uint64_t cq_bus,
@@ -488,18 +493,18 @@ int sio_nvme_ioq_create_at(struct sio_nvme_client *cl, uint64_t sq_bus, uint64_t
 	int ret;
 
 	if (!cl || !qid)
-		return sio_nvme_err(EINVAL, "sio_nvme_ioq_create_at: NULL argument");
+		return sio_err_set(EINVAL, "sio_nvme_ioq_create_at: NULL argument");
 	page = cl->ci.page_size;
 	if (depth < 2 || depth > cl->ci.mqes)
-		return sio_nvme_err(EINVAL, "queue depth %u out of range 2..%u (CAP.MQES)",
-				    depth, cl->ci.mqes);
+		return sio_err_set(EINVAL, "queue depth %u out of range 2..%u (CAP.MQES)",
+				   depth, cl->ci.mqes);
 	if (prio > 3)
-		return sio_nvme_err(EINVAL, "SQ priority %u out of range 0..3", prio);
+		return sio_err_set(EINVAL, "SQ priority %u out of range 0..3", prio);
 	if (!sq_bus || !cq_bus || ((sq_bus | cq_bus) & (page - 1)))
-		return sio_nvme_err(EINVAL, "queue addresses 0x%llx (SQ) and 0x%llx (CQ) "
-				    "must be non-zero and %llu-byte aligned",
-				    (unsigned long long)sq_bus, (unsigned long long)cq_bus,
-				    (unsigned long long)page);
+		return sio_err_set(EINVAL, "queue addresses 0x%llx (SQ) and 0x%llx (CQ) "
+				   "must be non-zero and %llu-byte aligned",
+				   (unsigned long long)sq_bus, (unsigned long long)cq_bus,
+				   (unsigned long long)page);
 	memset(&req, 0, sizeof(req));
 	req.op = SIO_MBOX_OP_CREATE_QP;
 	req.qsize = depth;
@@ -519,10 +524,10 @@ int sio_nvme_ioq_delete_at(struct sio_nvme_client *cl, uint16_t qid)
 	struct sio_nvme_mbox_resp resp;
 
 	if (!cl)
-		return sio_nvme_err(EINVAL, "sio_nvme_ioq_delete_at: NULL client");
+		return sio_err_set(EINVAL, "sio_nvme_ioq_delete_at: NULL client");
 	if (!qid || qid > cl->ci.io_queues)
-		return sio_nvme_err(EINVAL, "queue id %u out of range 1..%u", qid,
-				    cl->ci.io_queues);
+		return sio_err_set(EINVAL, "queue id %u out of range 1..%u", qid,
+				   cl->ci.io_queues);
 	memset(&req, 0, sizeof(req));
 	req.op = SIO_MBOX_OP_DELETE_QP;
 	req.qid = qid;

@@ -138,7 +138,7 @@ static int confine(struct sio_nvme_manager *m)
 		return 0;
 	}
 	if (ret)
-		return sio_nvme_err_lib(ret, "cannot confine BAR0 of device %u", m->dinfo.id);
+		return sio_err_wrap(-ret, "cannot confine BAR0 of device %u", m->dinfo.id);
 	m->confined = true;
 	return 0;
 }
@@ -147,17 +147,17 @@ int sio_nvme_manager_start(struct sio_fabric *f, int64_t device,
 			   const struct sio_nvme_manager_opts *opts,
 			   struct sio_nvme_manager **out)
 {
-	struct sio_nvme_errsave es;
+	struct sio_errsave es;
 	struct sio_nvme_manager *m;
 	void *va;
 	uint32_t i;
 	int ret;
 
 	if (!f || !out)
-		return sio_nvme_err(EINVAL, "sio_nvme_manager_start: NULL argument");
+		return sio_err_set(EINVAL, "sio_nvme_manager_start: NULL argument");
 	m = calloc(1, sizeof(*m));
 	if (!m)
-		return sio_nvme_err(ENOMEM, "out of memory");
+		return sio_err_set(ENOMEM, "out of memory");
 	m->f = f;
 	m->log = opts ? opts->log : NULL;
 	for (i = 0; i < CMB_MAX_ALLOCS; i++)
@@ -169,12 +169,12 @@ int sio_nvme_manager_start(struct sio_fabric *f, int64_t device,
 	ret = sio_device_borrow(f, m->dinfo.id, SIO_BORROW_EXCLUSIVE, &m->dev);
 	if (ret) {
 		if (ret == -EBUSY)
-			ret = sio_nvme_err(EBUSY, "device %u is already borrowed (%d "
-					   "borrower%s): is another manager running?",
-					   m->dinfo.id, m->dinfo.borrowers,
-					   m->dinfo.borrowers == 1 ? "" : "s");
+			ret = sio_err_set(EBUSY, "device %u is already borrowed (%d "
+					  "borrower%s): is another manager running?",
+					  m->dinfo.id, m->dinfo.borrowers,
+					  m->dinfo.borrowers == 1 ? "" : "s");
 		else
-			ret = sio_nvme_err_lib(ret, "cannot borrow device %u", m->dinfo.id);
+			ret = sio_err_wrap(-ret, "cannot borrow device %u", m->dinfo.id);
 		goto fail;
 	}
 	ret = sio_nvme_ctrl_open(m->dev, opts ? &opts->ctrl : NULL, &m->ctrl);
@@ -186,7 +186,7 @@ int sio_nvme_manager_start(struct sio_fabric *f, int64_t device,
 	m->qpid = calloc(m->ci->io_queues + 1, sizeof(int32_t));
 	m->dbpid = calloc(m->ci->io_queues + 1, sizeof(int32_t));
 	if (!m->qowner || !m->qpid || !m->dbpid) {
-		ret = sio_nvme_err(ENOMEM, "out of memory");
+		ret = sio_err_set(ENOMEM, "out of memory");
 		goto fail;
 	}
 	for (i = 0; i <= m->ci->io_queues; i++)
@@ -195,18 +195,18 @@ int sio_nvme_manager_start(struct sio_fabric *f, int64_t device,
 	ret = sio_segment_create(f, SIO_NVME_MBOX_SEGID(m->dinfo.id), SIO_NVME_MBOX_SIZE,
 				 SIO_SEG_F_NOHUGE, &m->seg);
 	if (ret == -EEXIST) {
-		ret = sio_nvme_err(EBUSY, "a manager for device %u already serves on "
-				   "node %d", m->dinfo.id, sio_fabric_node_id(f));
+		ret = sio_err_set(EBUSY, "a manager for device %u already serves on "
+				  "node %d", m->dinfo.id, sio_fabric_node_id(f));
 		goto fail;
 	}
 	if (ret) {
-		ret = sio_nvme_err_lib(ret, "cannot create the mailbox segment");
+		ret = sio_err_wrap(-ret, "cannot create the mailbox segment");
 		goto fail;
 	}
 	sio_segment_set_name(m->seg, "nvme-mailbox");
 	ret = sio_segment_map(m->seg, &va);
 	if (ret) {
-		ret = sio_nvme_err_lib(ret, "cannot map the mailbox segment");
+		ret = sio_err_wrap(-ret, "cannot map the mailbox segment");
 		goto fail;
 	}
 	m->mb = va;
@@ -216,7 +216,7 @@ int sio_nvme_manager_start(struct sio_fabric *f, int64_t device,
 		goto fail;
 	ret = sio_device_downgrade(m->dev);
 	if (ret) {
-		ret = sio_nvme_err_lib(ret, "cannot share device %u", m->dinfo.id);
+		ret = sio_err_wrap(-ret, "cannot share device %u", m->dinfo.id);
 		goto fail;
 	}
 	publish(m);
@@ -231,9 +231,10 @@ int sio_nvme_manager_start(struct sio_fabric *f, int64_t device,
 	*out = m;
 	return 0;
 fail:
-	sio_nvme_err_save(&es);
+	sio_err_save(&es);
 	sio_nvme_manager_stop(m);
-	return sio_nvme_err_restore(&es, ret);
+	sio_err_restore(&es);
+	return ret;
 }
 
 static uint64_t db_offset(const struct sio_nvme_manager *m, uint32_t qid)
@@ -365,7 +366,7 @@ static int from_ctrl(struct sio_nvme_manager *m, struct sio_nvme_mbox_resp *r, i
 	if (!ret)
 		return 0;
 	r->status = status;
-	snprintf(r->msg, sizeof(r->msg), "%s", sio_nvme_errmsg());
+	snprintf(r->msg, sizeof(r->msg), "%s", sio_errmsg());
 	r->err = ret;
 	m->st.refused++;
 	return ret;
@@ -468,11 +469,12 @@ static int op_delete_qp(struct sio_nvme_manager *m, int s, const struct sio_nvme
 			      m->ci->io_queues);
 	if (m->qowner[q->qid] != s)
 		return refuse(m, r, EPERM, "queue %u is not yours", q->qid);
-	ret = sio_nvme_ctrl_delete_qpair(m->ctrl, q->qid);
+	/* The controller's answer first: revoking may set a message of its own. */
+	ret = from_ctrl(m, r, sio_nvme_ctrl_delete_qpair(m->ctrl, q->qid), 0);
 	revoke_doorbells(m, q->qid);
 	m->qowner[q->qid] = -1;
 	m->st.queues--;
-	return from_ctrl(m, r, ret, 0);
+	return ret;
 }
 
 static int op_identify(struct sio_nvme_manager *m, const struct sio_nvme_mbox_req *q,
@@ -674,8 +676,8 @@ int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
 	check_clients(m, sio_nvme_now_ns());
 	if (m->dev_gone) {
 		__atomic_store_n(&h->serving, 0, __ATOMIC_RELEASE);
-		return sio_nvme_err(ENODEV, "device %u is gone (its lender left the fabric)",
-				    m->dinfo.id);
+		return sio_err_set(ENODEV, "device %u is gone (its lender left the fabric)",
+				   m->dinfo.id);
 	}
 	ret = sio_nvme_ctrl_check(m->ctrl);
 	if (ret)

@@ -24,6 +24,7 @@ bool sio_nvme_path_links_up(struct sio_nvme_client *cl, int a)
 int sio_nvme_client_second_path(struct sio_nvme_client *cl)
 {
 	struct sio_topology t;
+	struct sio_errsave es;
 	void *va = NULL;
 	int ret;
 
@@ -31,14 +32,14 @@ int sio_nvme_client_second_path(struct sio_nvme_client *cl)
 		return 0;
 	ret = sio_fabric_topology(cl->f, &t);
 	if (ret)
-		return sio_nvme_err_lib(ret, "cannot read the fabric's topology");
+		return sio_err_wrap(-ret, "cannot read the fabric's topology");
 	if (t.adapters < 2)
-		return sio_nvme_err(EINVAL, "multipath needs two adapters per node, and "
-				    "fabric '%s' has %d", sio_fabric_name(cl->f), t.adapters);
+		return sio_err_set(EINVAL, "multipath needs two adapters per node, and "
+				   "fabric '%s' has %d", sio_fabric_name(cl->f), t.adapters);
 	ret = sio_device_borrow(cl->f, cl->dinfo.id, SIO_BORROW_SHARED, &cl->dev2);
 	if (ret)
-		return sio_nvme_err_lib(ret, "cannot borrow device %u a second time",
-					cl->dinfo.id);
+		return sio_err_wrap(-ret, "cannot borrow device %u a second time",
+				    cl->dinfo.id);
 	ret = sio_device_use_adapter(cl->dev2, 1);
 	if (!ret)
 		ret = sio_device_use_adapter(cl->dev, 0);
@@ -47,12 +48,14 @@ int sio_nvme_client_second_path(struct sio_nvme_client *cl)
 	if (!ret && !cl->confined)
 		ret = sio_segment_map_adapter(cl->bar0_2, 1, &va);
 	if (ret) {
-		ret = sio_nvme_err_lib(ret, "cannot set up the second path to device %u",
-				       cl->dinfo.id);
+		ret = sio_err_wrap(-ret, "cannot set up the second path to device %u",
+				   cl->dinfo.id);
+		sio_err_save(&es);
 		sio_segment_remove(cl->bar0_2);
 		cl->bar0_2 = NULL;
 		sio_device_return(cl->dev2);
 		cl->dev2 = NULL;
+		sio_err_restore(&es);
 		return ret;
 	}
 	cl->regs2 = cl->confined ? NULL : va;

@@ -214,7 +214,7 @@ static int pass(struct run *r, uint64_t n, bool write, uint64_t seed)
 			}
 			if (ret) {
 				fprintf(stderr, "nvme-client: cannot submit: %s\n",
-					sio_nvme_errmsg());
+					sio_errmsg());
 				return ret;
 			}
 			issued++;
@@ -223,7 +223,7 @@ static int pass(struct run *r, uint64_t n, bool write, uint64_t seed)
 			break;
 		ret = sio_nvme_ioq_poll(r->q, 0);
 		if (ret < 0) {
-			fprintf(stderr, "nvme-client: %s\n", sio_nvme_errmsg());
+			fprintf(stderr, "nvme-client: %s\n", sio_errmsg());
 			return ret;
 		}
 		if (ret == 0) {
@@ -359,7 +359,7 @@ bad:
 		return 2;
 	}
 	if (sio_nvme_qspec_parse(c.queue, &spec)) {
-		fprintf(stderr, "nvme-client: %s\n", sio_nvme_errmsg());
+		fprintf(stderr, "nvme-client: %s\n", sio_errmsg());
 		return 2;
 	}
 	if (!spec.depth)
@@ -370,14 +370,14 @@ bad:
 		return 1;
 	ret = sio_nvme_client_open(f, t.device, &cl);
 	if (ret) {
-		fprintf(stderr, "nvme-client: %s\n", sio_nvme_errmsg());
+		fprintf(stderr, "nvme-client: %s\n", sio_errmsg());
 		goto out;
 	}
 	if (c.timeout_ms)
 		sio_nvme_client_set_timeout(cl, c.timeout_ms);
 	ret = sio_nvme_client_ns(cl, c.nsid, &r.ns);
 	if (ret) {
-		fprintf(stderr, "nvme-client: %s\n", sio_nvme_errmsg());
+		fprintf(stderr, "nvme-client: %s\n", sio_errmsg());
 		goto out;
 	}
 	if (c.lba >= r.ns.nsze || c.count > r.ns.nsze - c.lba) {
@@ -393,7 +393,7 @@ bad:
 	}
 	ret = sio_nvme_ioq_create(cl, &spec, &r.q);
 	if (ret) {
-		fprintf(stderr, "nvme-client: %s\n", sio_nvme_errmsg());
+		fprintf(stderr, "nvme-client: %s\n", sio_errmsg());
 		goto out;
 	}
 	sio_nvme_ioq_info(r.q, &qi);
@@ -401,7 +401,7 @@ bad:
 		c.qd = qi.max_inflight;
 	ret = sio_nvme_buf_alloc(cl, (uint64_t)c.qd * c.io_blocks * r.ns.lba_size, &r.buf);
 	if (ret) {
-		fprintf(stderr, "nvme-client: %s\n", sio_nvme_errmsg());
+		fprintf(stderr, "nvme-client: %s\n", sio_errmsg());
 		goto out;
 	}
 	r.c = &c;

@@ -117,14 +117,14 @@ int main(int argc, char **argv)
 		return 1;
 	ret = sio_nvme_find_device(f, t.device, &di);
 	if (ret) {
-		fprintf(stderr, "nvme-identify: %s\n", sio_nvme_errmsg());
+		fprintf(stderr, "nvme-identify: %s\n", sio_errmsg());
 		goto out;
 	}
 	/* Ask the manager if one serves the device; take it ourselves if not. */
 	if (di.borrowers > 0) {
 		ret = sio_nvme_client_open(f, di.id, &cl);
 		if (ret) {
-			fprintf(stderr, "nvme-identify: %s\n", sio_nvme_errmsg());
+			fprintf(stderr, "nvme-identify: %s\n", sio_errmsg());
 			goto out;
 		}
 		sio_nvme_client_info(cl, &ci);
@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 		}
 		ret = sio_nvme_ctrl_open(dev, NULL, &ctrl);
 		if (ret) {
-			fprintf(stderr, "nvme-identify: %s\n", sio_nvme_errmsg());
+			fprintf(stderr, "nvme-identify: %s\n", sio_errmsg());
 			goto out;
 		}
 		ci = *sio_nvme_ctrl_info(ctrl);
@@ -153,7 +153,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (ret) {
-			fprintf(stderr, "nvme-identify: namespace %d: %s\n", i, sio_nvme_errmsg());
+			fprintf(stderr, "nvme-identify: namespace %d: %s\n", i, sio_errmsg());
 			goto out;
 		}
 	}

@@ -107,7 +107,7 @@ int main(int argc, char **argv)
 		return 1;
 	ret = sio_nvme_manager_start(f, t.device, &mo, &m);
 	if (ret) {
-		fprintf(stderr, "nvme-manager: %s\n", sio_nvme_errmsg());
+		fprintf(stderr, "nvme-manager: %s\n", sio_errmsg());
 		sio_fabric_close(f);
 		return 1;
 	}
@@ -128,7 +128,7 @@ int main(int argc, char **argv)
 	}
 	ret = sio_nvme_manager_run(m, &stop);
 	if (ret)
-		fprintf(stderr, "nvme-manager: controller failed: %s\n", sio_nvme_errmsg());
+		fprintf(stderr, "nvme-manager: controller failed: %s\n", sio_errmsg());
 	sio_nvme_manager_stats(m, &st);
 	if (mo.log)
 		fprintf(stderr, "nvme-manager: stopping: %llu requests, %llu refused, "

@@ -2,7 +2,8 @@
 #ifndef SIO_NVME_PRIV_H
 #define SIO_NVME_PRIV_H
 
-/* Internal to the NVMe driver: error messages, clocks, bounded waiting. */
+/* Internal to the NVMe driver: clocks, bounded waiting, register access.
+ * Errors go through libsmartio's sio_err_set() and sio_err_wrap(). */
 
 #include <errno.h>
 #include <stdint.h>
@@ -16,11 +17,6 @@
  * pages of its queues, and the client maps just those.
  */
 #define SIO_NVME_CONFINE_PAGE	4096u
-
-/* Set the thread's driver error message and return -err. */
-int sio_nvme_err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Same, appending libsmartio's own message (for a failed library call). */
-int sio_nvme_err_lib(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static inline uint64_t sio_nvme_now_ns(void)
 {
@@ -90,19 +86,6 @@ static inline void sio_nvme_wr64(volatile void *regs, uint32_t off, uint64_t v)
 	sio_nvme_wr32(regs, off, (uint32_t)v);
 	sio_nvme_wr32(regs, off + 4, (uint32_t)(v >> 32));
 }
-
-/*
- * Keep the message of a failure across the cleanup that follows it (which
- * may fail in turn and set messages of its own):
- *	sio_nvme_err_save(&es); cleanup(); return sio_nvme_err_restore(&es, ret);
- */
-struct sio_nvme_errsave {
-	char msg[512];
-};
-
-void sio_nvme_err_save(struct sio_nvme_errsave *s);
-/* Set the saved message again. Return: @err (a -errno). */
-int sio_nvme_err_restore(const struct sio_nvme_errsave *s, int err);
 
 /* Copy a space-padded identify string, cutting trailing blanks. */
 void sio_nvme_strcpy_id(char *dst, const char *src, size_t n);

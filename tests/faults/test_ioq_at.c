@@ -47,6 +47,21 @@ Test(ioq_at, caller_placed_queue_does_io_and_bad_input_is_refused)
 	cr_assert_eq(sio_nvme_client_open(f, -1, &cl), 0, "%s", sio_nvme_errmsg());
 	sio_nvme_client_info(cl, &ci);
 
+	/* One message for every layer: a refusal relayed from the manager
+	 * survives the unmapping of the admin buffer after it, and a library
+	 * failure under the driver reads as the driver's words and its cause. */
+	{
+		static uint8_t id[4096];
+
+		cr_expect_eq(sio_nvme_client_identify(cl, 0x10, 0, id), -EINVAL);
+		cr_expect(strstr(sio_errmsg(), "manager: Identify CNS 0x10 is not relayed"),
+			  "%s", sio_errmsg());
+		cr_expect_lt(sio_nvme_buf_alloc(cl, 1ull << 50, &buf), 0);
+		cr_expect(strstr(sio_errmsg(), "cannot create a 1125899906842624-byte data "
+				 "buffer: ") && !strstr(sio_errmsg(), "buffer: no error"),
+			  "%s", sio_errmsg());
+	}
+
 	/* Bad input: clear errors, nothing created. */
 	cr_expect_eq(sio_nvme_ioq_create_at(cl, 0, 0x2000, DEPTH, 0, &qid), -EINVAL);
 	cr_expect(strstr(sio_nvme_errmsg(), "aligned"), "%s", sio_nvme_errmsg());

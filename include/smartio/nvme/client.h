@@ -416,7 +416,7 @@ int sio_nvme_ioq_wait(struct sio_nvme_ioq *q);
  * in flight on it, this one and other callers' asynchronous ones, ends with
  * -ETIMEDOUT (-ENODEV if the device is gone); a queue with no room for the
  * command for as long also gives -ETIMEDOUT.
- * Return 0 or -errno; on -EIO sio_nvme_errmsg() names the NVMe status.
+ * Return 0 or -errno; on -EIO sio_errmsg() names the NVMe status.
  */
 int sio_nvme_read(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
 		  struct sio_nvme_buf *buf, uint64_t off);

@@ -278,8 +278,11 @@ int sio_nvme_ctrl_delete_qpair(struct sio_nvme_ctrl *c, uint16_t qid);
 const char *sio_nvme_status_str(uint16_t status);
 
 /**
- * sio_nvme_errmsg() - what went wrong in the calling thread's last failed
- * driver call (libsmartio's message included where it was the cause)
+ * sio_nvme_errmsg() - the same as sio_errmsg()
+ *
+ * The driver reports through libsmartio's one message per thread, which
+ * already includes libsmartio's words where a library call was the cause.
+ * Kept for one release for programs written against it; use sio_errmsg().
  */
 const char *sio_nvme_errmsg(void);
 
