@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include <smartio/smartio.h>
+#include <smartio/model.h>
 
 #define CHECK(x) do { int _r = (x); if (_r < 0) { \
 	fprintf(stderr, "%s: %s\n", #x, sio_errmsg()); exit(1); } } while (0)

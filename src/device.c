@@ -590,6 +590,7 @@ int sio_device_unregister(struct sio_devreg *reg)
 		sio__unlock(reg->f);
 	}
 	free(reg->cache);
+	free(reg->gpu);
 	free(reg);
 	return ret;
 }

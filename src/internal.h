@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include <smartio/smartio.h>
+#include <smartio/model.h>
 #include "registry.h"
 
 /* Set the thread's error message and return -err. */
@@ -80,6 +81,9 @@ struct sio_devreg {
 	int mru;
 	struct sio_dma_cache_ent *cache;
 	int cache_cap;
+	/* the fabric's GPU segments at the last reload, for the GPU plugin */
+	struct sio_gpu_seg *gpu;
+	int ngpu, gpu_cap;
 };
 
 /* Map a segment slot into this process (cached per fabric handle). */
@@ -92,26 +96,6 @@ int sio__seg_new_locked(struct sio_fabric *f, int node, uint32_t id, uint64_t si
 int sio__seg_check(struct sio_segment *seg);
 /* Registry lock held: may this process map that part of a (BAR) segment? */
 int sio__bar_access(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly);
-
-/*
- * GPU memory segments. The memory is not a file: a device model reaches it
- * through a plugin (drivers/gpu builds it) that opens the exporter's IPC
- * handle. libsmartio loads the plugin on first use: $SMARTIO_GPU_PLUGIN or
- * "libsmartio-gpudma.so" from the library path.
- */
-struct sio_gpu_dma_ops {
-	/* copy between @buf and offset @off of GPU segment @s, registry slot
-	 * @slot (@s: a snapshot of that slot, its generation checked); data
-	 * copied to the GPU has landed when it returns */
-	int (*copy)(const struct reg_seg *s, int slot, uint64_t off, void *buf, size_t len,
-		    bool to_gpu);
-	/* close what is open for any slot of @segs (the registry's
-	 * SIO_MAX_SEGS segments) whose segment went away */
-	void (*forget)(const struct reg_seg *segs);
-};
-#define SIO_GPU_PLUGIN_SYMBOL "sio_gpu_dma_plugin_v2"
-int sio__segment_create_gpu(struct sio_fabric *f, uint64_t size, int gpu,
-			    const void *handle, size_t hlen, struct sio_segment **out);
 
 /*
  * Registry lock (reglock.c), also reaping dead processes lazily. The wait is

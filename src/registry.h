@@ -22,11 +22,14 @@
 #include <stdint.h>
 #include <smartio/fabric.h>
 #include <smartio/path.h>
+#include <smartio/segment.h>
+#include <smartio/model.h>
 
 #define SIO_REG_MAGIC		0x534d494fu	/* "SMIO" */
 #define SIO_REG_VERSION		2	/* 2: lock word, owner and group */
 #define SIO_MAX_PROCS		512
 #define SIO_MAX_SEGS		4096
+_Static_assert(SIO_MAX_SEGS == SIO_GPU_SEG_SLOTS, "a GPU segment's slot indexes its plugin's table");
 #define SIO_MAX_DEVS		64
 #define SIO_MAX_BORROWS		1024
 #define SIO_MAX_DMAMAPS		4096
@@ -41,7 +44,6 @@
 #define SIO_BUS_LOCAL_BASE	0x100000000000ull	/* + slot << 32 */
 #define SIO_BUS_WINDOW_BASE	0x400000000000ull	/* + adapter << 42 + w * window_size */
 #define SIO_BUS_MCAST_BASE	0x600000000000ull	/* + group << 32 */
-#define SIO_SEG_MAX_SIZE	(1ull << 32)
 
 struct reg_proc {
 	int32_t used;
@@ -70,7 +72,7 @@ struct reg_seg {
 	uint8_t huge;
 	char name[SIO_NAME_MAX];
 	int32_t gpu;		/* CUDA device ordinal for GPU segments */
-	uint8_t gpu_handle[64];	/* the exporter's IPC handle (cudaIpcMemHandle_t) */
+	uint8_t gpu_handle[SIO_GPU_HANDLE_MAX];	/* the exporter's IPC handle */
 };
 
 struct reg_window {

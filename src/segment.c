@@ -236,15 +236,22 @@ int sio_segment_create_on(struct sio_fabric *f, int node, uint32_t id, uint64_t 
 	return ret;
 }
 
-int sio__segment_create_gpu(struct sio_fabric *f, uint64_t size, int gpu, const void *handle,
-			    size_t hlen, struct sio_segment **out)
+int sio_segment_create_gpu(struct sio_fabric *f, uint64_t size, int gpu, const void *handle,
+			   size_t len, struct sio_segment **out)
 {
 	struct sio_registry *r;
 	int s, ret = 0;
 
-	if (!f || !out || !handle || hlen > sizeof(r->segs[0].gpu_handle) || !size ||
-	    size > SIO_SEG_MAX_SIZE)
-		return sio__err(EINVAL, "bad arguments for a GPU segment");
+	if (!f || !out || !handle)
+		return sio__err(EINVAL, "fabric handle, IPC handle or out pointer is NULL");
+	if (!len || len > SIO_GPU_HANDLE_MAX)
+		return sio__err(EINVAL, "a GPU segment's IPC handle is 1..%d bytes, not %zu",
+				SIO_GPU_HANDLE_MAX, len);
+	if (!size || size > SIO_SEG_MAX_SIZE)
+		return sio__err(EINVAL, "GPU segment size must be 1 byte to 4 GiB, not %llu",
+				(unsigned long long)size);
+	if (gpu < 0)
+		return sio__err(EINVAL, "GPU %d is not a CUDA device ordinal", gpu);
 	r = f->reg;
 	if ((ret = sio__lock(f)))
 		return ret;
@@ -261,7 +268,7 @@ int sio__segment_create_gpu(struct sio_fabric *f, uint64_t size, int gpu, const 
 	r->segs[s] = (struct reg_seg){ .used = 1, .id = id, .node = f->node, .owner = f->proc,
 				       .size = size, .gen = r->next_gen++, .kind = SIO_SEG_GPU,
 				       .device = -1, .bar = -1, .gpu = gpu };
-	memcpy(r->segs[s].gpu_handle, handle, hlen);
+	memcpy(r->segs[s].gpu_handle, handle, len);
 	if (!(*out = handle_new(f, s, true))) {
 		r->segs[s].used = 0;
 		ret = sio__err(ENOMEM, "out of memory");

@@ -6,7 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include "../../src/internal.h"
+#include <smartio/model.h>
 #include "priv.h"
 
 #define GPU_ALIGN	(64ull << 10)
@@ -51,7 +51,7 @@ int sio_gpu_mem_create(struct sio_fabric *f, uint64_t size, int gpu, struct sio_
 		ret = sio_gpu_cuda_err(e, "exporting GPU memory (cudaIpcGetMemHandle)");
 		goto fail;
 	}
-	ret = sio__segment_create_gpu(f, m->size, gpu, &h, sizeof(h), &m->seg);
+	ret = sio_segment_create_gpu(f, m->size, gpu, &h, sizeof(h), &m->seg);
 	if (ret) {
 		ret = sio_gpu_err(-ret, "registering GPU memory: %s", sio_errmsg());
 		goto fail;

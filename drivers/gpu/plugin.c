@@ -9,7 +9,7 @@
  * may carry libsmartio statically) and reports only -errno; it carries its
  * CUDA runtime statically, so dlopen() needs nothing but the driver.
  *
- * IPC mappings are cached per registry slot and closed as soon as the
+ * IPC mappings are cached per segment slot and closed as soon as the
  * slot's segment went away (forget(), called by libsmartio when the
  * registry's mappings change), so an exporter's cudaFree() finds no mapping
  * of ours left open for longer than our next DMA.
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cuda_runtime_api.h>
-#include "../../src/internal.h"
+#include <smartio/model.h>
 
 #define MAX_GPUS	64
 
@@ -32,7 +32,7 @@ struct ent {
 	uint64_t failed_gen;	/* an open of this generation failed (said once) */
 };
 
-static struct ent cache[SIO_MAX_SEGS];
+static struct ent cache[SIO_GPU_SEG_SLOTS];
 static int nopen;
 static cudaStream_t streams[MAX_GPUS];
 static int ndev = -1;
@@ -51,10 +51,10 @@ static void close_ent(struct ent *e)
 	nopen--;
 }
 
-/* The mapping of segment @s (registry slot @slot) in this process. */
-static int lookup(const struct reg_seg *s, int slot, void **out)
+/* The mapping of segment @s in this process. */
+static int lookup(const struct sio_gpu_seg *s, void **out)
 {
-	struct ent *e = &cache[slot];
+	struct ent *e = &cache[s->slot];
 	cudaIpcMemHandle_t h;
 	cudaError_t ce;
 
@@ -66,7 +66,7 @@ static int lookup(const struct reg_seg *s, int slot, void **out)
 		close_ent(e);	/* an older segment of this slot: gone */
 		cudaSetDevice(s->gpu);
 	}
-	memcpy(&h, s->gpu_handle, sizeof(h));
+	memcpy(&h, s->handle, sizeof(h));
 	ce = cudaIpcOpenMemHandle(out, h, cudaIpcMemLazyEnablePeerAccess);
 	if (ce != cudaSuccess) {
 		if (e->failed_gen != s->gen)
@@ -116,7 +116,7 @@ static void count_gpus(void)
 	}
 }
 
-static int copy_locked(const struct reg_seg *s, int slot, uint64_t off, void *buf, size_t len,
+static int copy_locked(const struct sio_gpu_seg *s, uint64_t off, void *buf, size_t len,
 		       bool to_gpu)
 {
 	cudaStream_t st;
@@ -140,7 +140,7 @@ static int copy_locked(const struct reg_seg *s, int slot, uint64_t off, void *bu
 		said = true;
 		return -ENODEV;
 	}
-	ret = lookup(s, slot, &p);
+	ret = lookup(s, &p);
 	if (!ret)
 		ret = stream_of(s->gpu, &st);
 	if (ret)
@@ -159,49 +159,51 @@ static int copy_locked(const struct reg_seg *s, int slot, uint64_t off, void *bu
 	return 0;
 }
 
-static int gpu_copy(const struct reg_seg *s, int slot, uint64_t off, void *buf, size_t len,
+static int gpu_copy(const struct sio_gpu_seg *s, uint64_t off, void *buf, size_t len,
 		    bool to_gpu)
 {
 	int ret;
 
-	if (!s || (!buf && len) || slot < 0 || slot >= SIO_MAX_SEGS)
-		return -EINVAL;
-	if (s->kind != SIO_SEG_GPU || s->gpu < 0 || !s->gen)
+	if (!s || (!buf && len) || s->slot >= SIO_GPU_SEG_SLOTS || s->gpu < 0 || !s->gen)
 		return -EINVAL;
 	if (off > s->size || len > s->size - off)
 		return -ERANGE;
 	if (!len)
 		return 0;
 	pthread_mutex_lock(&lock);
-	ret = copy_locked(s, slot, off, buf, len, to_gpu);
+	ret = copy_locked(s, off, buf, len, to_gpu);
 	pthread_mutex_unlock(&lock);
 	return ret;
 }
 
-static void gpu_forget(const struct reg_seg *segs)
+static void gpu_forget(const struct sio_gpu_seg *live, int n)
 {
-	if (!segs)
+	static uint64_t live_gen[SIO_GPU_SEG_SLOTS];	/* 0: no such segment now */
+	cudaStream_t st;
+
+	if (n < 0 || (n && !live))
 		return;
 	pthread_mutex_lock(&lock);
 	if (ndev < 0)
 		count_gpus();
-	for (int i = 0; i < SIO_MAX_SEGS; i++) {
-		struct ent *e = &cache[i];
-		int used = __atomic_load_n(&segs[i].used, __ATOMIC_RELAXED);
-		int gpu = __atomic_load_n(&segs[i].gpu, __ATOMIC_RELAXED);
-		cudaStream_t st;
+	memset(live_gen, 0, sizeof(live_gen));
+	for (int i = 0; i < n; i++) {
+		const struct sio_gpu_seg *s = &live[i];
 
-		if (e->ptr && (!used || __atomic_load_n(&segs[i].gen, __ATOMIC_RELAXED) != e->gen))
-			close_ent(e);
+		if (s->slot >= SIO_GPU_SEG_SLOTS)
+			continue;
+		live_gen[s->slot] = s->gen;
 		/* Start CUDA on the GPUs of the fabric's GPU segments before the
 		 * first copy, which a GPU thread would wait for. */
-		if (used && __atomic_load_n(&segs[i].kind, __ATOMIC_RELAXED) == SIO_SEG_GPU &&
-		    gpu >= 0 && gpu < ndev && gpu < MAX_GPUS && !warm[gpu]) {
-			warm[gpu] = true;
-			if (cudaSetDevice(gpu) == cudaSuccess)
-				stream_of(gpu, &st);
+		if (s->gpu >= 0 && s->gpu < ndev && s->gpu < MAX_GPUS && !warm[s->gpu]) {
+			warm[s->gpu] = true;
+			if (cudaSetDevice(s->gpu) == cudaSuccess)
+				stream_of(s->gpu, &st);
 		}
 	}
+	for (int i = 0; i < SIO_GPU_SEG_SLOTS; i++)
+		if (cache[i].ptr && live_gen[i] != cache[i].gen)
+			close_ent(&cache[i]);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -218,4 +220,4 @@ int sio_gpu_dma_plugin_open_count(void)
 }
 
 __attribute__((visibility("default")))
-const struct sio_gpu_dma_ops sio_gpu_dma_plugin_v2 = { .copy = gpu_copy, .forget = gpu_forget };
+const struct sio_gpu_dma_plugin SIO_GPU_DMA_PLUGIN = { .copy = gpu_copy, .forget = gpu_forget };

@@ -27,6 +27,9 @@ enum sio_segment_kind {
 	SIO_SEG_GPU,		/* GPU memory */
 };
 
+/* The largest segment (and the largest window): 4 GiB. */
+#define SIO_SEG_MAX_SIZE	(1ull << 32)
+
 /* sio_segment_create() flags */
 #define SIO_SEG_F_HUGE		(1u << 0)	/* require huge pages */
 #define SIO_SEG_F_NOHUGE	(1u << 1)	/* never use huge pages */

@@ -6,12 +6,12 @@
  * DOC: smartio
  *
  * The bundle header: everything a userspace driver needs from libsmartio.
+ * Programs that emulate devices rather than drive them add <smartio/model.h>.
  */
 
 #include <smartio/fabric.h>
 #include <smartio/segment.h>
 #include <smartio/device.h>
-#include <smartio/dma.h>
 #include <smartio/hint.h>
 #include <smartio/path.h>
 #include <smartio/multicast.h>

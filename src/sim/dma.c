@@ -13,7 +13,7 @@
 #include <string.h>
 #include "../internal.h"
 
-static const struct sio_gpu_dma_ops *gpu_ops;
+static const struct sio_gpu_dma_plugin *gpu_ops;
 static pthread_once_t gpu_once = PTHREAD_ONCE_INIT;
 static char gpu_why[384];	/* why the plugin is not there */
 
@@ -26,16 +26,16 @@ static void gpu_load(void)
 	const char *p = getenv("SMARTIO_GPU_PLUGIN");
 	const char *name = p && *p ? p : "libsmartio-gpudma.so";
 	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-	const struct sio_gpu_dma_ops *ops = NULL;
+	const struct sio_gpu_dma_plugin *ops = NULL;
 	const char *err;
 
 	if (h) {
 		dlerror();
-		ops = dlsym(h, SIO_GPU_PLUGIN_SYMBOL);
+		ops = dlsym(h, SIO_GPU_DMA_PLUGIN_SYMBOL);
 		if (!ops || !ops->copy) {
 			err = dlerror();
 			snprintf(gpu_why, sizeof(gpu_why), "%s exports no %s (built from other "
-				 "sources?): %s", name, SIO_GPU_PLUGIN_SYMBOL, err ? err : "no copy op");
+				 "sources?): %s", name, SIO_GPU_DMA_PLUGIN_SYMBOL, err ? err : "no copy op");
 			ops = NULL;
 		}
 	} else {
@@ -56,14 +56,45 @@ struct sio_dma_cache_ent {
 	int ln[2], la[2];
 	uint32_t rt_ns;
 	char *va;
-	const struct reg_seg *gpu;	/* GPU memory: no host pointer */
+	bool gpu;			/* GPU memory: no host pointer */
 };
+
+/* A GPU segment of the registry as its plugin sees it. */
+static struct sio_gpu_seg gpu_seg(const struct reg_seg *s, int slot)
+{
+	struct sio_gpu_seg g = { .slot = (uint32_t)slot, .id = s->id, .gen = s->gen,
+				 .size = s->size, .gpu = s->gpu };
+
+	memcpy(g.handle, s->gpu_handle, sizeof(g.handle));
+	return g;
+}
+
+/* Registry lock held: the GPU segments that exist now, for the plugin's forget(). */
+static void gpu_live(struct sio_devreg *reg)
+{
+	const struct sio_registry *r = reg->f->reg;
+
+	reg->ngpu = 0;
+	for (int s = 0; s < SIO_MAX_SEGS; s++) {
+		if (!r->segs[s].used || r->segs[s].kind != SIO_SEG_GPU)
+			continue;
+		if (reg->ngpu == reg->gpu_cap) {
+			int cap = reg->gpu_cap ? 2 * reg->gpu_cap : 16;
+			void *p = realloc(reg->gpu, cap * sizeof(*reg->gpu));
+			if (!p)
+				return;	/* a shorter list only closes more: reopened on use */
+			reg->gpu = p;
+			reg->gpu_cap = cap;
+		}
+		reg->gpu[reg->ngpu++] = gpu_seg(&r->segs[s], s);
+	}
+}
 
 static int reload(struct sio_devreg *reg)
 {
 	struct sio_fabric *f = reg->f;
 	struct sio_registry *r = f->reg;
-	const struct sio_gpu_dma_ops *ops;
+	const struct sio_gpu_dma_plugin *ops;
 	bool gpu = false;
 	int n = 0, ret;
 
@@ -98,7 +129,7 @@ static int reload(struct sio_devreg *reg)
 						 .la = { d->link_adapter[0], d->link_adapter[1] },
 						 .rt_ns = d->rt_ns };
 		if (sg && sg->kind == SIO_SEG_GPU) {
-			e->gpu = sg;
+			e->gpu = true;
 			gpu = true;
 		} else if (d->seg >= 0 && !(e->va = sio__segmap(f, d->seg, d->seg_gen)))
 			continue;
@@ -106,6 +137,9 @@ static int reload(struct sio_devreg *reg)
 	}
 	reg->ncache = n;
 	reg->mru = -1;
+	ops = __atomic_load_n(&gpu_ops, __ATOMIC_ACQUIRE);
+	if (gpu || (ops && ops->forget))
+		gpu_live(reg);
 	sio__unlock(f);
 	/*
 	 * GPU memory mapped for this device: load the plugin now, which also
@@ -118,7 +152,7 @@ static int reload(struct sio_devreg *reg)
 	 * that went away (their exporter may cudaFree them now). */
 	ops = __atomic_load_n(&gpu_ops, __ATOMIC_ACQUIRE);
 	if (ops && ops->forget)
-		ops->forget(r->segs);
+		ops->forget(reg->gpu, reg->ngpu);
 	return 0;
 }
 
@@ -195,6 +229,7 @@ static int gpu_copy(struct sio_devreg *reg, struct sio_dma_cache_ent *e, uint64_
 		    size_t len, bool to_gpu)
 {
 	struct sio_fabric *f = reg->f;
+	struct sio_gpu_seg g;
 	struct reg_seg snap;
 	int ret;
 
@@ -218,7 +253,8 @@ static int gpu_copy(struct sio_devreg *reg, struct sio_dma_cache_ent *e, uint64_
 		return fault(reg, bus);
 	if (!to_gpu)
 		sio__delay_ns(e->rt_ns);
-	ret = gpu_ops->copy(&snap, e->seg, bus - e->bus, buf, len, to_gpu);
+	g = gpu_seg(&snap, e->seg);
+	ret = gpu_ops->copy(&g, bus - e->bus, buf, len, to_gpu);
 	if (ret)
 		return sio__err(-ret, "DMA %s GPU segment %u (GPU %d) at bus 0x%llx failed: %s "
 				"(the plugin's messages are on stderr)", to_gpu ? "to" : "from",

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <smartio/smartio.h>
+#include <smartio/model.h>
 
 /* A fabric private to one test, removed when it ends. */
 static inline const char *test_fabric(const char *tag, const struct sio_fabric_config *cfg)

@@ -24,20 +24,20 @@
 #include <cuda_runtime_api.h>
 #include <smartio/gpu.h>
 #include <smartio/nvme/client.h>
-#include "internal.h"
+#include <smartio/model.h>
 #include "cluster.h"
 
-static const struct sio_gpu_dma_ops *plugin(void)
+static const struct sio_gpu_dma_plugin *plugin(void)
 {
 	const char *p = getenv("SMARTIO_GPU_PLUGIN");
 	void *h;
-	const struct sio_gpu_dma_ops *ops;
+	const struct sio_gpu_dma_plugin *ops;
 
 	cr_assert(p && *p, "SMARTIO_GPU_PLUGIN is not set");
 	h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
 	cr_assert(h, "dlopen %s: %s", p, dlerror());
-	ops = dlsym(h, SIO_GPU_PLUGIN_SYMBOL);
-	cr_assert(ops && ops->copy && ops->forget, "plugin exports no %s", SIO_GPU_PLUGIN_SYMBOL);
+	ops = dlsym(h, SIO_GPU_DMA_PLUGIN_SYMBOL);
+	cr_assert(ops && ops->copy && ops->forget, "plugin exports no %s", SIO_GPU_DMA_PLUGIN_SYMBOL);
 	return ops;
 }
 
@@ -56,29 +56,29 @@ static uint64_t now_ms(void)
 
 Test(gpu_plugin, argument_checks)
 {
-	const struct sio_gpu_dma_ops *ops = plugin();
-	struct reg_seg s = { .used = 1, .id = 7, .size = 8192, .gen = 1, .kind = SIO_SEG_GPU };
-	static struct reg_seg table[SIO_MAX_SEGS];
+	const struct sio_gpu_dma_plugin *ops = plugin();
+	struct sio_gpu_seg s = { .slot = 0, .id = 7, .size = 8192, .gen = 1 };
 	char buf[64];
 
-	cr_expect_eq(ops->copy(NULL, 0, 0, buf, 8, true), -EINVAL);
-	cr_expect_eq(ops->copy(&s, 0, 0, NULL, 8, true), -EINVAL);
-	cr_expect_eq(ops->copy(&s, -1, 0, buf, 8, true), -EINVAL, "slot -1");
-	cr_expect_eq(ops->copy(&s, SIO_MAX_SEGS, 0, buf, 8, true), -EINVAL, "slot past the table");
-	cr_expect_eq(ops->copy(&s, 0, 8192, buf, 1, false), -ERANGE);
-	cr_expect_eq(ops->copy(&s, 0, 8190, buf, 8, false), -ERANGE);
-	cr_expect_eq(ops->copy(&s, 0, UINT64_MAX, buf, 8, false), -ERANGE);
-	cr_expect_eq(ops->copy(&s, 0, 0, buf, 0, true), 0);
-	s.kind = SIO_SEG_RAM;
-	cr_expect_eq(ops->copy(&s, 0, 0, buf, 8, true), -EINVAL, "a RAM segment is not GPU memory");
-	s.kind = SIO_SEG_GPU;
+	cr_expect_eq(ops->copy(NULL, 0, buf, 8, true), -EINVAL);
+	cr_expect_eq(ops->copy(&s, 0, NULL, 8, true), -EINVAL);
+	s.slot = SIO_GPU_SEG_SLOTS;
+	cr_expect_eq(ops->copy(&s, 0, buf, 8, true), -EINVAL, "slot past the table");
+	s.slot = 0;
+	cr_expect_eq(ops->copy(&s, 8192, buf, 1, false), -ERANGE);
+	cr_expect_eq(ops->copy(&s, 8190, buf, 8, false), -ERANGE);
+	cr_expect_eq(ops->copy(&s, UINT64_MAX, buf, 8, false), -ERANGE);
+	cr_expect_eq(ops->copy(&s, 0, buf, 0, true), 0);
+	s.gen = 0;
+	cr_expect_eq(ops->copy(&s, 0, buf, 8, true), -EINVAL, "generation 0 names no segment");
+	s.gen = 1;
 	s.gpu = -1;
-	cr_expect_eq(ops->copy(&s, 0, 0, buf, 8, true), -EINVAL);
+	cr_expect_eq(ops->copy(&s, 0, buf, 8, true), -EINVAL);
 	s.gpu = 4096;
-	cr_expect_eq(ops->copy(&s, 0, 0, buf, 8, true), -ENODEV, "GPU 4096 does not exist");
+	cr_expect_eq(ops->copy(&s, 0, buf, 8, true), -ENODEV, "GPU 4096 does not exist");
 	/* nothing open: forgetting is a no-op */
-	ops->forget(NULL);
-	ops->forget(table);
+	ops->forget(NULL, 0);
+	ops->forget(&s, 1);
 }
 
 Test(gpu_placement, device_adjacent_only_on_the_lender)
@@ -210,7 +210,7 @@ Test(gpu_dma, through_the_plugin)
 	int ret;
 
 	fab_up(&x);
-	cr_assert_eq(sio__segment_create_gpu(x.f, 65536, 4095, handle, sizeof(handle), &seg), 0,
+	cr_assert_eq(sio_segment_create_gpu(x.f, 65536, 4095, handle, sizeof(handle), &seg), 0,
 		     "%s", sio_errmsg());
 	cr_assert_eq(sio_segment_info(seg, &si), 0);
 	cr_expect_eq(si.kind, SIO_SEG_GPU);
@@ -268,7 +268,7 @@ static void unreadable_sq(const char *why_in_log)
 	}
 	cr_assert_eq(ret, 0, "%s", sio_nvme_errmsg());
 	dev = sio_nvme_client_device(cl);
-	cr_assert_eq(sio__segment_create_gpu(f, 65536, 4095, handle, sizeof(handle), &sq), 0,
+	cr_assert_eq(sio_segment_create_gpu(f, 65536, 4095, handle, sizeof(handle), &sq), 0,
 		     "%s", sio_errmsg());
 	cr_assert_eq(sio_segment_create(f, 0, 65536, 0, &cq), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_segment_map(cq, &cq_va), 0, "%s", sio_errmsg());

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <smartio/smartio.h>
+#include <smartio/model.h>
 #include "emu_priv.h"
 
 static _Thread_local char errbuf[256];
