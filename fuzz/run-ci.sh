@@ -9,6 +9,6 @@ if [ ! -d "$build" ]; then
 	CC=clang meson setup "$build" "$src" -Dfuzz=true -Dtests=disabled -Dcuda=disabled \
 		-Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized
 fi
-ninja -C "$build" src/sim/nvme/nvme-emu-fuzz
+ninja -C "$build" fuzz/nvme-emu-fuzz
 . "$src/tools/fuzz-lib.sh"
-fuzz_run nvme-emu "$build/src/sim/nvme/nvme-emu-fuzz" "$secs" "$build/fuzz-corpus" -max_len=8192
+fuzz_run nvme-emu "$build/fuzz/nvme-emu-fuzz" "$secs" "$build/fuzz-corpus" -max_len=8192

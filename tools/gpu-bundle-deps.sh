@@ -75,6 +75,7 @@ EOF
 pc criterion "$(pkg-config --modversion criterion)" criterion
 pc liburing "$(pkg-config --modversion liburing)" uring
 pc pciaccess "$(pkg-config --modversion pciaccess)" pciaccess
+pc libnvme "$(pkg-config --modversion libnvme)" nvme	# its headers only; never linked
 
 # pkg-config (pkgconf), finding only the bundle's files
 cp "$(readlink -f /usr/bin/pkgconf)" "$D/bin/pkgconf.bin"
