@@ -114,64 +114,37 @@ static int find_mailbox(struct sio_nvme_client *cl)
 }
 
 /*
- * The mailbox header is shared memory any process of the fabric can write:
- * what the client derives strides, sizes and waits from is checked, on the
- * copy load_info() took, before use.
+ * The controller as the mailbox describes it. The header is shared memory
+ * any process of the fabric can write, so it is copied out once and what the
+ * client derives strides, sizes and waits from is checked on the copy.
  */
-static int check_info(struct sio_nvme_client *cl)
+static int load_info(struct sio_nvme_client *cl)
 {
-	const struct sio_nvme_ctrl_info *ci = &cl->ci;
+	struct sio_nvme_mbox_ctrl m;
 	const char *why = NULL;
 
-	if (ci->dstrd > 15)
+	memcpy(&m, (const void *)&cl->mb->h.ctrl, sizeof(m));
+	if (m.dstrd > 15)
 		why = "doorbell stride";
-	else if (ci->page_size < 4096 || ci->page_size > (1u << 27) ||
-		 (ci->page_size & (ci->page_size - 1)))
+	else if (m.page_size < 4096 || m.page_size > (1u << 27) ||
+		 (m.page_size & (m.page_size - 1)))
 		why = "page size";
-	else if (ci->mqes < 2 || ci->mqes > 65536)
+	else if (m.mqes < 2 || m.mqes > 65536)
 		why = "queue size limit";
-	else if (!ci->io_queues || ci->io_queues > 65535)
+	else if (!m.io_queues || m.io_queues > 65535)
 		why = "I/O queue count";
-	else if (ci->max_xfer < 4096 || ci->max_xfer > SIO_NVME_MAX_XFER)
+	else if (m.max_xfer < 4096 || m.max_xfer > SIO_NVME_MAX_XFER)
 		why = "transfer limit";
-	else if (!ci->timeout_ms || ci->timeout_ms > 255 * 500)
+	else if (!m.timeout_ms || m.timeout_ms > 255 * 500)
 		why = "timeout";
-	else if (ci->cmb.size && (ci->cmb.bar < 0 || ci->cmb.bar > 5 ||
-				  ci->cmb.size > (1ull << 32) || ci->cmb.offset > (1ull << 32)))
+	else if (m.cmb_size && (m.cmb_bar < 0 || m.cmb_bar > 5 ||
+				m.cmb_size > (1ull << 32) || m.cmb_offset > (1ull << 32)))
 		why = "controller memory buffer";
 	if (why)
 		return sio_err_set(EPROTO, "the mailbox of device %u on node %d has a bad %s: "
 				   "refusing it", cl->dinfo.id, cl->mgr_node, why);
+	sio_nvme_mbox_ctrl_unpack(&cl->ci, &m);
 	return 0;
-}
-
-static void load_info(struct sio_nvme_client *cl)
-{
-	const struct sio_nvme_mbox_hdr *h = &cl->mb->h;
-	struct sio_nvme_ctrl_info *ci = &cl->ci;
-
-	ci->cap = h->cap;
-	ci->vs = h->vs;
-	ci->mqes = h->mqes;
-	ci->dstrd = h->dstrd;
-	ci->timeout_ms = h->timeout_ms;
-	ci->page_size = h->page_size;
-	ci->max_xfer = h->max_xfer;
-	ci->io_queues = h->io_queues;
-	ci->nn = h->nn;
-	ci->vwc = h->vwc;
-	ci->oncs = (uint16_t)h->oncs;
-	ci->cmb.bar = h->cmb_bar;
-	ci->cmb.offset = h->cmb_offset;
-	ci->cmb.size = h->cmb_size;
-	ci->cmb.bus = h->cmb_bus;
-	ci->cmb.sqs = h->cmb_flags & 1;
-	ci->cmb.cqs = h->cmb_flags & 2;
-	ci->cmb.data = h->cmb_flags & 4;
-	memcpy(ci->mn, h->mn, sizeof(ci->mn));
-	memcpy(ci->sn, h->sn, sizeof(ci->sn));
-	memcpy(ci->fr, h->fr, sizeof(ci->fr));
-	ci->mn[40] = ci->sn[20] = ci->fr[8] = 0;
 }
 
 static int claim_slot(struct sio_nvme_client *cl)
@@ -284,8 +257,8 @@ int sio_nvme_client_open(struct sio_fabric *f, int64_t device, struct sio_nvme_c
 	}
 	if (ret)
 		goto fail;
-	load_info(cl);
-	if ((ret = check_info(cl)))
+	ret = load_info(cl);
+	if (ret)
 		goto fail;
 	cl->timeout_ms = 0;
 	sio_nvme_client_set_timeout(cl, 0);

@@ -18,6 +18,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <smartio/nvme/ctrl.h>
 
 #define SIO_NVME_MBOX_MAGIC	0x31584f424d564e53ull	/* "SNVMBOX1" */
 #define SIO_NVME_MBOX_VERSION	1u
@@ -84,17 +86,18 @@ struct sio_nvme_mbox_slot {
 
 _Static_assert(sizeof(struct sio_nvme_mbox_slot) == 512, "mailbox slot is 512 bytes");
 
-struct sio_nvme_mbox_hdr {
-	uint64_t magic;		/* written last, once the header is valid */
-	uint32_t version;
-	uint32_t doorbell;	/* bumped by clients, notified on */
-	int32_t mgr_pid;
-	int32_t mgr_node;
-	uint32_t device;
-	uint32_t heartbeat;	/* bumped by the manager's loop */
-	uint32_t serving;	/* 0 once the manager stops */
-	uint32_t nslots;
-	/* the controller as the manager brought it up */
+/* What the controller's memory buffer may hold (sio_nvme_mbox_ctrl.cmb_flags). */
+#define SIO_NVME_MBOX_CMB_SQS	(1u << 0)
+#define SIO_NVME_MBOX_CMB_CQS	(1u << 1)
+#define SIO_NVME_MBOX_CMB_DATA	(1u << 2)
+
+/*
+ * The controller as the manager brought it up: struct sio_nvme_ctrl_info in
+ * fixed-width fields (no bool, whose stray values a hostile writer could
+ * make undefined to read). The manager packs it once; a client copies it
+ * out once, checks the copy, and unpacks that.
+ */
+struct sio_nvme_mbox_ctrl {
 	uint64_t cap;
 	uint32_t vs;
 	uint32_t dstrd;
@@ -106,15 +109,41 @@ struct sio_nvme_mbox_hdr {
 	uint32_t timeout_ms;
 	uint32_t vwc;
 	uint32_t oncs;
-	int32_t cmb_bar;
-	uint32_t cmb_flags;	/* bit 0 SQs, bit 1 CQs, bit 2 data */
+	int32_t cmb_bar;	/* -1: no CMB */
+	uint32_t cmb_flags;	/* SIO_NVME_MBOX_CMB_* */
 	uint64_t cmb_offset;
 	uint64_t cmb_size;
 	uint64_t cmb_bus;
 	char mn[41];
 	char sn[21];
 	char fr[9];
+	uint8_t pad;
 };
+
+_Static_assert(offsetof(struct sio_nvme_mbox_ctrl, cmb_offset) == 56, "mailbox ctrl layout");
+_Static_assert(offsetof(struct sio_nvme_mbox_ctrl, mn) == 80, "mailbox ctrl layout");
+_Static_assert(sizeof(struct sio_nvme_mbox_ctrl) == 152, "mailbox ctrl is 152 bytes");
+_Static_assert(sizeof(((struct sio_nvme_mbox_ctrl *)0)->mn) ==
+	       sizeof(((struct sio_nvme_ctrl_info *)0)->mn) &&
+	       sizeof(((struct sio_nvme_mbox_ctrl *)0)->sn) ==
+	       sizeof(((struct sio_nvme_ctrl_info *)0)->sn) &&
+	       sizeof(((struct sio_nvme_mbox_ctrl *)0)->fr) ==
+	       sizeof(((struct sio_nvme_ctrl_info *)0)->fr), "identify strings fit");
+
+struct sio_nvme_mbox_hdr {
+	uint64_t magic;		/* written last, once the header is valid */
+	uint32_t version;
+	uint32_t doorbell;	/* bumped by clients, notified on */
+	int32_t mgr_pid;
+	int32_t mgr_node;
+	uint32_t device;
+	uint32_t heartbeat;	/* bumped by the manager's loop */
+	uint32_t serving;	/* 0 once the manager stops */
+	uint32_t nslots;
+	struct sio_nvme_mbox_ctrl ctrl;
+};
+
+_Static_assert(offsetof(struct sio_nvme_mbox_hdr, ctrl) == 40, "mailbox header layout");
 
 struct sio_nvme_mbox {
 	union {
@@ -127,6 +156,65 @@ struct sio_nvme_mbox {
 _Static_assert(sizeof(struct sio_nvme_mbox_hdr) <= 4096, "header fits its page");
 
 #define SIO_NVME_MBOX_SIZE	sizeof(struct sio_nvme_mbox)
+
+/* The manager's side: @ci into the header's wire form. */
+static inline void sio_nvme_mbox_ctrl_pack(struct sio_nvme_mbox_ctrl *m,
+					   const struct sio_nvme_ctrl_info *ci)
+{
+	memset(m, 0, sizeof(*m));
+	m->cap = ci->cap;
+	m->vs = ci->vs;
+	m->dstrd = ci->dstrd;
+	m->mqes = ci->mqes;
+	m->page_size = ci->page_size;
+	m->max_xfer = ci->max_xfer;
+	m->io_queues = ci->io_queues;
+	m->nn = ci->nn;
+	m->timeout_ms = ci->timeout_ms;
+	m->vwc = ci->vwc;
+	m->oncs = ci->oncs;
+	m->cmb_bar = ci->cmb.size ? ci->cmb.bar : -1;
+	m->cmb_flags = (ci->cmb.sqs ? SIO_NVME_MBOX_CMB_SQS : 0) |
+		       (ci->cmb.cqs ? SIO_NVME_MBOX_CMB_CQS : 0) |
+		       (ci->cmb.data ? SIO_NVME_MBOX_CMB_DATA : 0);
+	m->cmb_offset = ci->cmb.offset;
+	m->cmb_size = ci->cmb.size;
+	m->cmb_bus = ci->cmb.bus;
+	memcpy(m->mn, ci->mn, sizeof(m->mn));
+	memcpy(m->sn, ci->sn, sizeof(m->sn));
+	memcpy(m->fr, ci->fr, sizeof(m->fr));
+}
+
+/* The client's side: a checked copy of the wire form into @ci. */
+static inline void sio_nvme_mbox_ctrl_unpack(struct sio_nvme_ctrl_info *ci,
+					     const struct sio_nvme_mbox_ctrl *m)
+{
+	memset(ci, 0, sizeof(*ci));
+	ci->cap = m->cap;
+	ci->vs = m->vs;
+	ci->dstrd = m->dstrd;
+	ci->mqes = m->mqes;
+	ci->page_size = m->page_size;
+	ci->max_xfer = m->max_xfer;
+	ci->io_queues = m->io_queues;
+	ci->nn = m->nn;
+	ci->timeout_ms = m->timeout_ms;
+	ci->vwc = m->vwc != 0;
+	ci->oncs = (uint16_t)m->oncs;
+	ci->cmb.bar = m->cmb_bar;
+	ci->cmb.offset = m->cmb_offset;
+	ci->cmb.size = m->cmb_size;
+	ci->cmb.bus = m->cmb_bus;
+	ci->cmb.sqs = m->cmb_flags & SIO_NVME_MBOX_CMB_SQS;
+	ci->cmb.cqs = m->cmb_flags & SIO_NVME_MBOX_CMB_CQS;
+	ci->cmb.data = m->cmb_flags & SIO_NVME_MBOX_CMB_DATA;
+	memcpy(ci->mn, m->mn, sizeof(ci->mn));
+	memcpy(ci->sn, m->sn, sizeof(ci->sn));
+	memcpy(ci->fr, m->fr, sizeof(ci->fr));
+	ci->mn[sizeof(ci->mn) - 1] = 0;
+	ci->sn[sizeof(ci->sn) - 1] = 0;
+	ci->fr[sizeof(ci->fr) - 1] = 0;
+}
 
 /* Byte offset in the mailbox of a field of slot @s (for notify and wait). */
 static inline uint32_t sio_nvme_mbox_slot_off(int s, size_t field)

@@ -77,10 +77,9 @@ void sio_nvme_manager_stats(const struct sio_nvme_manager *m,
 	*out = m->st;
 }
 
-static int publish(struct sio_nvme_manager *m)
+static void publish(struct sio_nvme_manager *m)
 {
 	struct sio_nvme_mbox_hdr *h = &m->mb->h;
-	const struct sio_nvme_ctrl_info *ci = m->ci;
 	int i;
 
 	memset(m->mb, 0, sizeof(*m->mb));
@@ -89,31 +88,12 @@ static int publish(struct sio_nvme_manager *m)
 	h->mgr_node = sio_fabric_node_id(m->f);
 	h->device = m->dinfo.id;
 	h->nslots = SIO_NVME_MBOX_SLOTS;
-	h->cap = ci->cap;
-	h->vs = ci->vs;
-	h->dstrd = ci->dstrd;
-	h->mqes = ci->mqes;
-	h->page_size = ci->page_size;
-	h->max_xfer = ci->max_xfer;
-	h->io_queues = ci->io_queues;
-	h->nn = ci->nn;
-	h->timeout_ms = ci->timeout_ms;
-	h->vwc = ci->vwc;
-	h->oncs = ci->oncs;
-	h->cmb_bar = ci->cmb.size ? ci->cmb.bar : -1;
-	h->cmb_flags = (ci->cmb.sqs ? 1u : 0) | (ci->cmb.cqs ? 2u : 0) | (ci->cmb.data ? 4u : 0);
-	h->cmb_offset = ci->cmb.offset;
-	h->cmb_size = ci->cmb.size;
-	h->cmb_bus = ci->cmb.bus;
-	memcpy(h->mn, ci->mn, sizeof(h->mn));
-	memcpy(h->sn, ci->sn, sizeof(h->sn));
-	memcpy(h->fr, ci->fr, sizeof(h->fr));
+	sio_nvme_mbox_ctrl_pack(&h->ctrl, m->ci);
 	for (i = 0; i < SIO_NVME_MBOX_SLOTS; i++)
 		m->mb->slots[i].state = SIO_MBOX_FREE;
 	__atomic_store_n(&h->serving, 1, __ATOMIC_RELEASE);
 	/* The magic goes last: a client that sees it sees a whole header. */
 	__atomic_store_n(&h->magic, SIO_NVME_MBOX_MAGIC, __ATOMIC_RELEASE);
-	return 0;
 }
 
 /*

@@ -15,9 +15,9 @@ static struct sio_nvme_mbox_hdr good(uint32_t dev)
 {
 	return (struct sio_nvme_mbox_hdr){ .magic = SIO_NVME_MBOX_MAGIC, .version = SIO_NVME_MBOX_VERSION,
 					  .mgr_pid = getpid(), .device = dev, .serving = 1,
-					  .nslots = SIO_NVME_MBOX_SLOTS, .mqes = 1024, .page_size = 4096,
-					  .max_xfer = 1 << 17, .io_queues = 8, .nn = 1, .timeout_ms = 500,
-					  .cmb_bar = -1 };
+					  .nslots = SIO_NVME_MBOX_SLOTS, .ctrl = { .mqes = 1024,
+					  .page_size = 4096, .max_xfer = 1 << 17, .io_queues = 8, .nn = 1,
+					  .timeout_ms = 500, .cmb_bar = -1 } };
 }
 
 Test(mailbox, client_refuses_a_bad_header)
@@ -46,13 +46,13 @@ Test(mailbox, client_refuses_a_bad_header)
 	for (int i = 0; i < 7; i++) {
 		struct sio_nvme_mbox_hdr x = good(dev);
 		switch (i) {
-		case 0: x.dstrd = 40; break;	/* 4 << 40: an undefined shift */
-		case 1: x.page_size = 0; break;
-		case 2: x.mqes = 0; break;
-		case 3: x.io_queues = 70000; break;
-		case 4: x.max_xfer = 0; break;
-		case 5: x.timeout_ms = 0xffffffff; break;	/* 49 days per wait */
-		case 6: x.cmb_size = 1 << 20; x.cmb_bar = 9; break;
+		case 0: x.ctrl.dstrd = 40; break;	/* 4 << 40: an undefined shift */
+		case 1: x.ctrl.page_size = 0; break;
+		case 2: x.ctrl.mqes = 0; break;
+		case 3: x.ctrl.io_queues = 70000; break;
+		case 4: x.ctrl.max_xfer = 0; break;
+		case 5: x.ctrl.timeout_ms = 0xffffffff; break;	/* 49 days per wait */
+		case 6: x.ctrl.cmb_size = 1 << 20; x.ctrl.cmb_bar = 9; break;
 		}
 		memcpy((void *)&mb->h, &x, sizeof(x));
 		cr_assert_eq(sio_nvme_client_open(h, dev, &cl), -EPROTO, "%s: %s", why[i],

@@ -192,7 +192,7 @@ static void one(uint8_t ctl, const struct sio_nvme_mbox_req *req)
 	if (sl->state == SIO_MBOX_REQ || sl->state == SIO_MBOX_BUSY)
 		die("request", "left unanswered");
 	if (sl->state == SIO_MBOX_RESP && !sl->resp.err && q.op == SIO_MBOX_OP_CREATE_QP &&
-	    (sl->resp.qid == 0 || sl->resp.qid > mb->h.io_queues))
+	    (sl->resp.qid == 0 || sl->resp.qid > mb->h.ctrl.io_queues))
 		die("create", "handed out a queue id the controller does not have");
 	if (memchr((const void *)sl->resp.msg, 0, sizeof(sl->resp.msg)) == NULL)
 		die("response", "message not terminated");
