@@ -58,8 +58,7 @@ static int find_dev(struct sio_registry *r, uint32_t id)
 	return -1;
 }
 
-/* Registry lock held: the borrow behind a handle must still stand. */
-static int dev_check(struct sio_device *dev)
+int sio__dev_check(struct sio_device *dev)
 {
 	struct sio_registry *r = dev->f->reg;
 	const struct reg_borrow *b = &r->borrows[dev->borrow];
@@ -73,6 +72,7 @@ static int dev_check(struct sio_device *dev)
 
 int sio_device_borrow(struct sio_fabric *f, uint32_t id, unsigned int flags, struct sio_device **out)
 {
+	const struct sio_device_ops *ops;
 	struct sio_registry *r;
 	struct sio_device *h;
 	const struct reg_borrow *eb;
@@ -93,6 +93,11 @@ int sio_device_borrow(struct sio_fabric *f, uint32_t id, unsigned int flags, str
 	d = find_dev(r, id);
 	if (d < 0) {
 		ret = sio__err(ENOENT, "no device %u in fabric '%s'", id, f->name);
+		goto out;
+	}
+	if (!(ops = sio__device_ops(r->devs[d].backend))) {
+		ret = sio__err(ENOTSUP, "device %u is served by the %s backend (%d), which this libsmartio was built without",
+			       id, sio__device_backend_name(r->devs[d].backend), r->devs[d].backend);
 		goto out;
 	}
 	if (r->devs[d].excl >= 0) {
@@ -118,8 +123,8 @@ int sio_device_borrow(struct sio_fabric *f, uint32_t id, unsigned int flags, str
 	r->devs[d].nborrows++;
 	if (flags & SIO_BORROW_EXCLUSIVE)
 		r->devs[d].excl = b;
-	*h = (struct sio_device){ .f = f, .slot = d, .id = id, .borrow = b,
-				  .backend = r->devs[d].backend, .adapter = -1 };
+	*h = (struct sio_device){ .f = f, .slot = d, .id = id, .borrow = b, .ops = ops,
+				  .adapter = -1 };
 	*out = h;
 out:
 	sio__unlock(f);
@@ -136,7 +141,7 @@ int sio_device_downgrade(struct sio_device *dev)
 		return sio__err(EINVAL, "device handle is NULL");
 	if ((ret = sio__lock(dev->f)))
 		return ret;
-	ret = dev_check(dev);
+	ret = sio__dev_check(dev);
 	if (!ret && dev->f->reg->devs[dev->slot].excl != dev->borrow)
 		ret = sio__err(EINVAL, "device %u is not borrowed exclusively by this handle", dev->id);
 	if (!ret) {
@@ -153,11 +158,11 @@ int sio_device_return(struct sio_device *dev)
 
 	if (!dev)
 		return 0;
-	if (dev->backend != SIO_BACKEND_SIM && dev->backend_priv)
-		sio__vfio_ops.release(dev);
+	if (dev->ops->release)
+		dev->ops->release(dev);
 	/* the handle goes either way; the borrow goes when this process leaves */
 	if (!(ret = sio__lock(dev->f))) {
-		if (!dev_check(dev))
+		if (!sio__dev_check(dev))
 			reg_borrow_release(dev->f, dev->borrow);
 		sio__unlock(dev->f);
 	}
@@ -173,7 +178,7 @@ int sio_device_info(struct sio_device *dev, struct sio_device_info *out)
 		return sio__err(EINVAL, "device handle or out pointer is NULL");
 	if ((ret = sio__lock(dev->f)))
 		return ret;
-	ret = dev_check(dev);
+	ret = sio__dev_check(dev);
 	if (!ret)
 		fill_info(dev->f->reg, dev->slot, out);
 	sio__unlock(dev->f);
@@ -190,7 +195,7 @@ int sio_device_bar(struct sio_device *dev, int bar, struct sio_segment **out)
 	r = dev->f->reg;
 	if ((ret = sio__lock(dev->f)))
 		return ret;
-	ret = dev_check(dev);
+	ret = sio__dev_check(dev);
 	if (!ret && (bar < 0 || bar >= SIO_MAX_BARS || bar >= r->devs[dev->slot].nbars ||
 		     !r->devs[dev->slot].bar_size[bar]))
 		ret = sio__err(ENOENT, "device %u has no BAR %d", dev->id, bar);
@@ -201,7 +206,7 @@ int sio_device_bar(struct sio_device *dev, int bar, struct sio_segment **out)
 		ret = reg_corrupt(dev->f, "BAR%d of device %u names segment slot %d", bar, dev->id, s);
 		goto out;
 	}
-	if (s < 0) {	/* served by the device's backend (vfio) */
+	if (s < 0) {	/* not a fabric segment: the device's backend maps it */
 		struct sio_segment *h = calloc(1, sizeof(*h));
 		if (!h) {
 			ret = sio__err(ENOMEM, "out of memory");
@@ -225,99 +230,16 @@ out:
 
 int sio_device_map(struct sio_device *dev, struct sio_segment *seg, uint64_t *bus_addr)
 {
-	struct sio_registry *r;
-	struct reg_dmamap *m;
-	struct sio_path path;
-	int ret, slot, w = -1, lender;
-	const struct reg_dev *sd;
-	bool same_chassis;
-
 	if (!dev || !seg || !bus_addr)
 		return sio__err(EINVAL, "device, segment or bus_addr pointer is NULL");
-	if (dev->backend != SIO_BACKEND_SIM)
-		return sio__vfio_ops.dma_map(dev, seg, bus_addr);
-	if (seg->bar_dev)
-		return sio__err(EINVAL, "a BAR of a device on another backend cannot be mapped for a simulated device");
-	r = dev->f->reg;
-	if ((ret = sio__lock(dev->f)))
-		return ret;
-	if ((ret = dev_check(dev)) || (ret = sio__seg_check(seg)))
-		goto out;
-	for (int i = 0; i < SIO_MAX_DMAMAPS; i++)
-		if (r->dmamaps[i].used && r->dmamaps[i].borrow == dev->borrow &&
-		    r->dmamaps[i].seg == seg->slot && r->dmamaps[i].seg_gen == seg->gen) {
-			*bus_addr = r->dmamaps[i].bus;
-			goto out;
-		}
-	for (slot = 0; slot < SIO_MAX_DMAMAPS && r->dmamaps[slot].used; slot++)
-		;
-	if (slot == SIO_MAX_DMAMAPS) {
-		ret = sio__err(ENOSPC, "the fabric has all %d device mappings in use", SIO_MAX_DMAMAPS);
-		goto out;
-	}
-	lender = r->devs[dev->slot].lender;
-	sd = reg_dev_at(r, r->segs[seg->slot].device);	/* the device whose BAR it is, if any */
-	same_chassis = sd && sd->chassis && r->devs[dev->slot].chassis && r->segs[seg->slot].node == lender;
-	ret = sio__route(dev->f, lender, seg->node, dev->adapter, r->devs[dev->slot].chassis && !same_chassis,
-			 sd && sd->chassis && !same_chassis, &path);
-	if (ret)
-		goto out;
-	if (same_chassis && r->segs[seg->slot].device != dev->slot)	/* peer in the chassis */
-		path.round_trip_ns = 2 * (path.one_way_ns = r->topo.chassis_ns);
-	m = &r->dmamaps[slot];
-	*m = (struct reg_dmamap){ .used = 1, .dev = dev->slot, .borrow = dev->borrow, .seg = seg->slot,
-				  .group = -1, .window = -1, .seg_gen = seg->gen, .size = seg->size,
-				  .link_node = { -1, -1 }, .link_adapter = { -1, -1 } };
-	if (r->topo.latency_model) {
-		m->rt_ns = path.round_trip_ns;
-		m->ow_ns = path.one_way_ns;
-	}
-	if (seg->node == lender) {
-		m->bus = reg_seg_bus(seg->slot);
-	} else {
-		w = reg_window_get(dev->f, lender, path.adapter, seg->slot, &m->bus);
-		if (w < 0) {
-			ret = w;
-			memset(m, 0, sizeof(*m));
-			goto out;
-		}
-		m->window = w;
-		m->win_node = lender;
-		m->win_adapter = path.adapter;
-		m->link_node[0] = lender;
-		m->link_adapter[0] = path.adapter;
-		m->link_node[1] = seg->node;
-		m->link_adapter[1] = path.adapter;
-	}
-	*bus_addr = m->bus;
-	reg_bump(r);
-out:
-	sio__unlock(dev->f);
-	return ret;
+	return dev->ops->dma_map(dev, seg, bus_addr);
 }
 
 int sio_device_unmap(struct sio_device *dev, struct sio_segment *seg)
 {
-	struct sio_registry *r;
-	int ret;
-
 	if (!dev || !seg)
 		return sio__err(EINVAL, "device or segment is NULL");
-	if (dev->backend != SIO_BACKEND_SIM)
-		return sio__vfio_ops.dma_unmap(dev, seg, 0);
-	r = dev->f->reg;
-	if ((ret = sio__lock(dev->f)))
-		return ret;
-	ret = sio__err(ENOENT, "segment %u of node %d is not mapped for device %u", seg->id, seg->node, dev->id);
-	for (int i = 0; i < SIO_MAX_DMAMAPS; i++)
-		if (r->dmamaps[i].used && r->dmamaps[i].borrow == dev->borrow &&
-		    r->dmamaps[i].seg == seg->slot && r->dmamaps[i].seg_gen == seg->gen) {
-			reg_dmamap_release(dev->f, i);
-			ret = 0;
-			break;
-		}
-	sio__unlock(dev->f);
-	return ret;
+	return dev->ops->dma_unmap(dev, seg);
 }
 
 static int bar_check(struct sio_device *dev, int bar, uint64_t off, uint64_t len)
@@ -340,13 +262,15 @@ int sio_device_restrict(struct sio_device *dev, int bar, uint64_t public_len)
 
 	if (!dev)
 		return sio__err(EINVAL, "device handle is NULL");
-	if (dev->backend != SIO_BACKEND_SIM)
-		return sio__err(EOPNOTSUPP, "BAR restriction needs the fabric's windows (sim backend)");
 	if ((ret = sio__lock(dev->f)))
 		return ret;
 	v = &dev->f->reg->devs[dev->slot];
-	if (!(ret = dev_check(dev)) && !(ret = bar_check(dev, bar, 0, public_len))) {
-		if (v->restricted[bar] && v->restricted[bar] != dev->borrow + 1)
+	if (!(ret = sio__dev_check(dev)) && !(ret = bar_check(dev, bar, 0, public_len))) {
+		/* what is confined is the mapping of a fabric segment */
+		if (v->bar_seg[bar] < 0)
+			ret = sio__err(EOPNOTSUPP, "BAR%d of device %u is mapped from its %s lender, not through the fabric: it cannot be restricted",
+				       bar, dev->id, dev->ops->name);
+		else if (v->restricted[bar] && v->restricted[bar] != dev->borrow + 1)
 			ret = sio__err(EBUSY, "BAR%d of device %u is already restricted by another borrow", bar, dev->id);
 		else {
 			v->restricted[bar] = dev->borrow + 1;
@@ -360,7 +284,7 @@ int sio_device_restrict(struct sio_device *dev, int bar, uint64_t public_len)
 /* Registry lock held: @dev restricted @bar. */
 static int owner_check(struct sio_device *dev, int bar)
 {
-	int ret = dev_check(dev);
+	int ret = sio__dev_check(dev);
 
 	if (!ret && (bar < 0 || bar >= SIO_MAX_BARS ||
 		     dev->f->reg->devs[dev->slot].restricted[bar] != dev->borrow + 1))
@@ -484,6 +408,7 @@ int sio__device_register_ext(struct sio_fabric *f, const struct sio_device_desc 
 			     enum sio_device_backend backend, const char *bdf, const char *svc,
 			     struct sio_devreg **out)
 {
+	const struct sio_device_ops *ops;
 	struct sio_registry *r;
 	struct sio_devreg *reg;
 	struct reg_dev *v;
@@ -491,6 +416,9 @@ int sio__device_register_ext(struct sio_fabric *f, const struct sio_device_desc 
 
 	if (!f || !desc || !out)
 		return sio__err(EINVAL, "fabric, descriptor or out pointer is NULL");
+	if (!(ops = sio__device_ops(backend)))
+		return sio__err(ENOTSUP, "device backend %d (%s) is not built into this libsmartio",
+				backend, sio__device_backend_name(backend));
 	if (desc->nbars < 0 || desc->nbars > SIO_MAX_BARS)
 		return sio__err(EINVAL, "a device has 0..%d BARs, not %d", SIO_MAX_BARS, desc->nbars);
 	for (int i = 0; i < desc->nbars; i++)
@@ -529,7 +457,7 @@ int sio__device_register_ext(struct sio_fabric *f, const struct sio_device_desc 
 		v->bar_seg[i] = -1;
 	for (int i = 0; i < desc->nbars; i++) {
 		v->bar_size[i] = desc->bar_size[i];
-		if (backend != SIO_BACKEND_SIM || !desc->bar_size[i])
+		if (!ops->fabric_bars || !desc->bar_size[i])
 			continue;
 		ret = sio__seg_new_locked(f, f->node, 0, (desc->bar_size[i] + 4095) & ~4095ull,
 					  SIO_SEG_F_NOHUGE, SIO_SEG_BAR, &v->bar_seg[i]);

@@ -30,7 +30,7 @@ int sio_segment_create_hinted(struct sio_device *dev, uint64_t size, unsigned in
 		return p;
 	if (!out)
 		return sio__err(EINVAL, "out pointer is NULL");
-	if (dev->backend != SIO_BACKEND_SIM)	/* one host: everything is local */
+	if (dev->ops->host_local)	/* one host: everything is local */
 		p = SIO_PLACE_LOCAL;
 	node = p == SIO_PLACE_LENDER ? dev->f->reg->devs[dev->slot].lender : dev->f->node;
 	if (node == dev->f->node)

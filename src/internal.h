@@ -17,6 +17,7 @@
 
 #include <smartio/smartio.h>
 #include <smartio/model.h>
+#include "backend.h"
 #include "registry.h"
 
 /* Set the thread's error message and return -err. */
@@ -54,7 +55,7 @@ struct sio_segment {
 	int window;			/* window slot used by the mapping, or -1 */
 	int fd;				/* backing file while mapped */
 	uint64_t map_len;		/* bytes mapped at vaddr */
-	/* a BAR of a device on another backend (vfio): mapped through it */
+	/* a BAR that is no fabric segment: its device's backend maps it */
 	struct sio_device *bar_dev;
 	int bar_idx;
 	enum sio_segment_kind kind;
@@ -65,9 +66,9 @@ struct sio_device {
 	int slot;			/* reg->devs */
 	uint32_t id;
 	int borrow;			/* reg->borrows */
-	enum sio_device_backend backend;
+	const struct sio_device_ops *ops;	/* its backend's, chosen at borrow */
 	int adapter;			/* lender adapter for windows, -1: any */
-	void *backend_priv;		/* the vfio backend's connection state */
+	void *backend_priv;		/* the backend's own state (vfio: the connection) */
 };
 
 struct sio_devreg {
@@ -94,6 +95,10 @@ void sio__segmap_drop(struct sio_fabric *f, int slot);
 int sio__seg_new_locked(struct sio_fabric *f, int node, uint32_t id, uint64_t size,
 			unsigned int flags, int kind, int *slotp);
 int sio__seg_check(struct sio_segment *seg);
+/* Registry lock held: does the borrow behind @dev still stand? */
+int sio__dev_check(struct sio_device *dev);
+/* Registry lock held: the slot of multicast group @group, or -errno. */
+int sio__mcast_group(struct sio_fabric *f, uint32_t group);
 /* Registry lock held: may this process map that part of a (BAR) segment? */
 int sio__bar_access(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly);
 
@@ -129,18 +134,6 @@ void sio__event_send(struct sio_fabric *f, int proc, const struct sio_event *ev)
 /* Path resolution from a node (and adapter) to a node. */
 int sio__route(struct sio_fabric *f, int from, int to, int adapter, bool chassis_from,
 	       bool chassis_to, struct sio_path *out);
-
-/*
- * Backends whose devices are not simulated (vfio) provide these; the sim
- * backend does them in the registry. See src/vfio/.
- */
-struct sio_backend_ops {
-	int (*bar_map)(struct sio_device *dev, int bar, void **vaddr, uint64_t *size);
-	int (*dma_map)(struct sio_device *dev, struct sio_segment *seg, uint64_t *iova);
-	int (*dma_unmap)(struct sio_device *dev, struct sio_segment *seg, uint64_t iova);
-	void (*release)(struct sio_device *dev);
-};
-extern const struct sio_backend_ops sio__vfio_ops;
 
 /*
  * Register a device whose BARs and DMA are served by another backend's

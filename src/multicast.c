@@ -3,8 +3,8 @@
 #include <string.h>
 #include "internal.h"
 
-/* Registry lock held. The group's subscriber count is checked, being input. */
-static int group_slot(struct sio_fabric *f, uint32_t group)
+/* The group's subscriber count is checked, being input. */
+int sio__mcast_group(struct sio_fabric *f, uint32_t group)
 {
 	const struct reg_group *g;
 
@@ -50,7 +50,7 @@ int sio_mcast_destroy(struct sio_fabric *f, uint32_t group)
 		return sio__err(EINVAL, "fabric handle is NULL");
 	if ((g = sio__lock(f)))
 		return g;
-	g = group_slot(f, group);
+	g = sio__mcast_group(f, group);
 	if (g >= 0) {
 		for (int m = 0; m < SIO_MAX_DMAMAPS; m++)
 			if (f->reg->dmamaps[m].used && f->reg->dmamaps[m].group == g)
@@ -71,7 +71,7 @@ int sio_mcast_subscribe(struct sio_fabric *f, uint32_t group, struct sio_segment
 		return sio__err(EINVAL, "subscribe needs a fabric and a RAM segment");
 	if ((ret = sio__lock(f)))
 		return ret;
-	if ((g = ret = group_slot(f, group)) < 0 || (ret = sio__seg_check(seg)))
+	if ((g = ret = sio__mcast_group(f, group)) < 0 || (ret = sio__seg_check(seg)))
 		goto out;
 	gr = &f->reg->groups[g];
 	if (seg->node != f->node)
@@ -104,7 +104,7 @@ int sio_mcast_unsubscribe(struct sio_fabric *f, uint32_t group, struct sio_segme
 		return sio__err(EINVAL, "fabric or segment is NULL");
 	if ((ret = sio__lock(f)))
 		return ret;
-	g = ret = group_slot(f, group);
+	g = ret = sio__mcast_group(f, group);
 	if (g >= 0) {
 		struct reg_group *gr = &f->reg->groups[g];
 		ret = sio__err(ENOENT, "segment %u is not subscribed to group %u", seg->id, group);
@@ -129,7 +129,7 @@ int sio_mcast_subscribers(struct sio_fabric *f, uint32_t group)
 		return sio__err(EINVAL, "fabric handle is NULL");
 	if ((g = sio__lock(f)))
 		return g;
-	g = group_slot(f, group);
+	g = sio__mcast_group(f, group);
 	if (g >= 0)
 		g = f->reg->groups[g].nsubs;
 	sio__unlock(f);
@@ -138,36 +138,10 @@ int sio_mcast_subscribers(struct sio_fabric *f, uint32_t group)
 
 int sio_device_map_mcast(struct sio_device *dev, uint32_t group, uint64_t *bus_addr)
 {
-	struct sio_registry *r;
-	int g, m, ret = 0;
-
 	if (!dev || !bus_addr)
 		return sio__err(EINVAL, "device or bus_addr pointer is NULL");
-	if (dev->backend != SIO_BACKEND_SIM)
-		return sio__err(ENOTSUP, "multicast needs a fabric of switches (sim backend)");
-	r = dev->f->reg;
-	if ((ret = sio__lock(dev->f)))
-		return ret;
-	g = ret = group_slot(dev->f, group);
-	if (g < 0)
-		goto out;
-	ret = 0;
-	*bus_addr = SIO_BUS_MCAST_BASE + ((uint64_t)g << 32);
-	for (m = 0; m < SIO_MAX_DMAMAPS; m++)
-		if (r->dmamaps[m].used && r->dmamaps[m].borrow == dev->borrow && r->dmamaps[m].group == g)
-			goto out;
-	for (m = 0; m < SIO_MAX_DMAMAPS && r->dmamaps[m].used; m++)
-		;
-	if (m == SIO_MAX_DMAMAPS) {
-		ret = sio__err(ENOSPC, "the fabric has all %d device mappings in use", SIO_MAX_DMAMAPS);
-		goto out;
-	}
-	r->dmamaps[m] = (struct reg_dmamap){ .used = 1, .dev = dev->slot, .borrow = dev->borrow,
-					     .seg = -1, .group = g, .window = -1, .bus = *bus_addr,
-					     .size = r->groups[g].size, .link_node = { -1, -1 },
-					     .link_adapter = { -1, -1 } };
-	reg_bump(r);
-out:
-	sio__unlock(dev->f);
-	return ret;
+	if (!dev->ops->mcast_map)
+		return sio__err(ENOTSUP, "device %u (%s backend) cannot reach multicast groups: they need a fabric of switches",
+				dev->id, dev->ops->name);
+	return dev->ops->mcast_map(dev, group, bus_addr);
 }

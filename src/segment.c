@@ -350,11 +350,14 @@ int sio_segment_map_range(struct sio_segment *seg, int adapter, uint64_t offset,
 		*vaddr = seg->vaddr;
 		return 0;
 	}
-	if (seg->bar_dev) {	/* another backend maps its own BARs, whole */
+	if (seg->bar_dev) {	/* no fabric segment: its device's backend maps it, whole */
+		const struct sio_device_ops *ops = seg->bar_dev->ops;
 		uint64_t sz;
 		if (offset || length != seg->size || flags)
-			return sio__err(EOPNOTSUPP, "BARs of real devices are mapped whole");
-		ret = sio__vfio_ops.bar_map(seg->bar_dev, seg->bar_idx, &seg->vaddr, &sz);
+			return sio__err(EOPNOTSUPP, "BARs of %s devices are mapped whole", ops->name);
+		if (!ops->bar_map)
+			return sio__err(EOPNOTSUPP, "the %s backend maps no BARs of its own", ops->name);
+		ret = ops->bar_map(seg->bar_dev, seg->bar_idx, &seg->vaddr, &sz);
 		if (!ret) {
 			seg->map_len = seg->size;
 			*vaddr = seg->vaddr;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The borrower's side of a vfio device: the core calls these ops for devices
- * registered with SIO_BACKEND_VFIO. Requests go to the lender's socket; the
+ * The vfio device backend, borrower's side: the core calls these ops for
+ * devices registered with SIO_BACKEND_VFIO (see src/backend.h). Requests go to the lender's socket; the
  * BAR is mmapped here from the device fd the lender passes, so MMIO (and
  * doorbells) has nothing in between. Control path only.
  */
@@ -158,8 +158,8 @@ static int vfio_dma_map(struct sio_device *dev, struct sio_segment *seg, uint64_
 	return rc;
 }
 
-/* @iova is unused: the lender finds the mapping by segment. */
-static int vfio_dma_unmap(struct sio_device *dev, struct sio_segment *seg, uint64_t iova)
+/* The lender finds the mapping by segment. */
+static int vfio_dma_unmap(struct sio_device *dev, struct sio_segment *seg)
 {
 	struct sio_vfio_req rq = { .op = SIO_VFIO_OP_UNMAP };
 	struct sio_vfio_rep rp;
@@ -181,7 +181,9 @@ static void vfio_release(struct sio_device *dev)
 	dev->backend_priv = NULL;
 }
 
-const struct sio_backend_ops sio__vfio_ops = {
+const struct sio_device_ops sio__vfio_device_ops = {
+	.name = "vfio",
+	.host_local = true,
 	.bar_map = vfio_bar_map,
 	.dma_map = vfio_dma_map,
 	.dma_unmap = vfio_dma_unmap,

@@ -112,6 +112,13 @@ Test(registry, damage_after_joining_gives_errors_not_crashes)
 	cr_assert_eq(sio_device_map(dev, s, &bus), 0);
 	cr_assert_eq(sio_mcast_create(l, 4096, &group), 0);
 
+	/* a borrow takes its backend's ops from the device's entry */
+	struct sio_device *dev2;
+	r->devs[d].backend = 77;
+	cr_assert_eq(sio_device_borrow(h, sio_devreg_id(reg), 0, &dev2), -ENOTSUP);
+	cr_assert(strstr(sio_errmsg(), "unknown backend"), "%s", sio_errmsg());
+	r->devs[d].backend = SIO_BACKEND_SIM;
+
 	int32_t keep = r->devs[d].bar_seg[0];
 	r->devs[d].bar_seg[0] = 100000;
 	cr_assert_eq(sio_device_bar(dev, 0, &bar), -EUCLEAN, "%s", sio_errmsg());

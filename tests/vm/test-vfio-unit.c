@@ -132,6 +132,7 @@ Test(vfio_client, no_lender)
 	struct sio_devreg *reg;
 	struct sio_device *dev;
 	struct sio_segment *bar, *mem;
+	enum sio_placement placed;
 	uint64_t bus;
 	void *va;
 
@@ -147,6 +148,15 @@ Test(vfio_client, no_lender)
 	cr_assert(strstr(sio_errmsg(), "smartio vfio lend"), "%s", sio_errmsg());
 	cr_assert_eq(sio_segment_create(f, 0, 4096, 0, &mem), 0);
 	cr_assert_eq(sio_device_map(dev, mem, &bus), -ENODEV);
+	sio_segment_remove(mem);
+	/* what the vfio backend does not have says so, naming it */
+	cr_assert_eq(sio_device_restrict(dev, 0, 4096), -EOPNOTSUPP);
+	cr_assert(strstr(sio_errmsg(), "vfio lender"), "%s", sio_errmsg());
+	cr_assert_eq(sio_device_map_mcast(dev, 0, &bus), -ENOTSUP);
+	cr_assert(strstr(sio_errmsg(), "vfio backend"), "%s", sio_errmsg());
+	/* one host: memory for it is local, whatever the hints say */
+	cr_assert_eq(sio_segment_create_hinted(dev, 4096, SIO_HINT_DEVICE_READ, &mem, &placed), 0);
+	cr_assert_eq(placed, SIO_PLACE_LOCAL);
 	sio_segment_remove(mem);
 	sio_segment_remove(bar);
 	sio_device_return(dev);

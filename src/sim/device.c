@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sim device backend, borrower's side: a device model's BARs are
+ * fabric segments, and what a device may reach is a mapping in the
+ * registry, in the device's own bus domain: a segment on the lender's node
+ * at its local address, anything else through a window of the lender's
+ * adapter, a multicast group at the group's address. The model's side,
+ * which translates the device's DMA through these, is dma.c.
+ */
+#include <string.h>
+#include "../internal.h"
+
+/* Registry lock held: a free device mapping slot, or -1 having said why. */
+static int dmamap_slot(struct sio_registry *r)
+{
+	for (int m = 0; m < SIO_MAX_DMAMAPS; m++)
+		if (!r->dmamaps[m].used)
+			return m;
+	return sio__err(ENOSPC, "the fabric has all %d device mappings in use", SIO_MAX_DMAMAPS);
+}
+
+static int sim_dma_map(struct sio_device *dev, struct sio_segment *seg, uint64_t *bus_addr)
+{
+	struct sio_registry *r = dev->f->reg;
+	struct reg_dmamap *m;
+	struct sio_path path;
+	int ret, slot, w = -1, lender;
+	const struct reg_dev *sd;
+	bool same_chassis;
+
+	if (seg->bar_dev)
+		return sio__err(EINVAL, "BAR%d of device %u is served by its %s lender: a simulated device cannot reach it",
+				seg->bar_idx, sio_device_id(seg->bar_dev), seg->bar_dev->ops->name);
+	if ((ret = sio__lock(dev->f)))
+		return ret;
+	if ((ret = sio__dev_check(dev)) || (ret = sio__seg_check(seg)))
+		goto out;
+	for (int i = 0; i < SIO_MAX_DMAMAPS; i++)
+		if (r->dmamaps[i].used && r->dmamaps[i].borrow == dev->borrow &&
+		    r->dmamaps[i].seg == seg->slot && r->dmamaps[i].seg_gen == seg->gen) {
+			*bus_addr = r->dmamaps[i].bus;
+			goto out;
+		}
+	if ((ret = slot = dmamap_slot(r)) < 0)
+		goto out;
+	lender = r->devs[dev->slot].lender;
+	sd = reg_dev_at(r, r->segs[seg->slot].device);	/* the device whose BAR it is, if any */
+	same_chassis = sd && sd->chassis && r->devs[dev->slot].chassis && r->segs[seg->slot].node == lender;
+	ret = sio__route(dev->f, lender, seg->node, dev->adapter, r->devs[dev->slot].chassis && !same_chassis,
+			 sd && sd->chassis && !same_chassis, &path);
+	if (ret)
+		goto out;
+	if (same_chassis && r->segs[seg->slot].device != dev->slot)	/* peer in the chassis */
+		path.round_trip_ns = 2 * (path.one_way_ns = r->topo.chassis_ns);
+	m = &r->dmamaps[slot];
+	*m = (struct reg_dmamap){ .used = 1, .dev = dev->slot, .borrow = dev->borrow, .seg = seg->slot,
+				  .group = -1, .window = -1, .seg_gen = seg->gen, .size = seg->size,
+				  .link_node = { -1, -1 }, .link_adapter = { -1, -1 } };
+	if (r->topo.latency_model) {
+		m->rt_ns = path.round_trip_ns;
+		m->ow_ns = path.one_way_ns;
+	}
+	if (seg->node == lender) {
+		m->bus = reg_seg_bus(seg->slot);
+	} else {
+		w = reg_window_get(dev->f, lender, path.adapter, seg->slot, &m->bus);
+		if (w < 0) {
+			ret = w;
+			memset(m, 0, sizeof(*m));
+			goto out;
+		}
+		m->window = w;
+		m->win_node = lender;
+		m->win_adapter = path.adapter;
+		m->link_node[0] = lender;
+		m->link_adapter[0] = path.adapter;
+		m->link_node[1] = seg->node;
+		m->link_adapter[1] = path.adapter;
+	}
+	*bus_addr = m->bus;
+	ret = 0;
+	reg_bump(r);
+out:
+	sio__unlock(dev->f);
+	return ret;
+}
+
+static int sim_dma_unmap(struct sio_device *dev, struct sio_segment *seg)
+{
+	struct sio_registry *r = dev->f->reg;
+	int ret;
+
+	if ((ret = sio__lock(dev->f)))
+		return ret;
+	ret = sio__err(ENOENT, "segment %u of node %d is not mapped for device %u", seg->id, seg->node, dev->id);
+	for (int i = 0; i < SIO_MAX_DMAMAPS; i++)
+		if (r->dmamaps[i].used && r->dmamaps[i].borrow == dev->borrow &&
+		    r->dmamaps[i].seg == seg->slot && r->dmamaps[i].seg_gen == seg->gen) {
+			reg_dmamap_release(dev->f, i);
+			ret = 0;
+			break;
+		}
+	sio__unlock(dev->f);
+	return ret;
+}
+
+static int sim_mcast_map(struct sio_device *dev, uint32_t group, uint64_t *bus_addr)
+{
+	struct sio_registry *r = dev->f->reg;
+	int g, m, ret;
+
+	if ((ret = sio__lock(dev->f)))
+		return ret;
+	g = ret = sio__mcast_group(dev->f, group);
+	if (g < 0)
+		goto out;
+	ret = 0;
+	*bus_addr = SIO_BUS_MCAST_BASE + ((uint64_t)g << 32);
+	for (m = 0; m < SIO_MAX_DMAMAPS; m++)
+		if (r->dmamaps[m].used && r->dmamaps[m].borrow == dev->borrow && r->dmamaps[m].group == g)
+			goto out;
+	if ((ret = m = dmamap_slot(r)) < 0)
+		goto out;
+	ret = 0;
+	r->dmamaps[m] = (struct reg_dmamap){ .used = 1, .dev = dev->slot, .borrow = dev->borrow,
+					     .seg = -1, .group = g, .window = -1, .bus = *bus_addr,
+					     .size = r->groups[g].size, .link_node = { -1, -1 },
+					     .link_adapter = { -1, -1 } };
+	reg_bump(r);
+out:
+	sio__unlock(dev->f);
+	return ret;
+}
+
+const struct sio_device_ops sio__sim_device_ops = {
+	.name = "sim",
+	.fabric_bars = true,
+	.dma_map = sim_dma_map,
+	.dma_unmap = sim_dma_unmap,
+	.mcast_map = sim_mcast_map,
+};
