@@ -1,27 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* Error messages of the GPU driver, per thread. */
+/* CUDA errors as -errno with a message, and what the GPU driver knows of GPUs. */
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "priv.h"
 
-static __thread char msg[512];
-
-int sio_gpu_err(int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return -err;
-}
-
+/* The driver's messages go to libsmartio's channel (sio_errmsg()); this
+ * name is kept for programs written against it. */
 const char *sio_gpu_errmsg(void)
 {
-	return msg[0] ? msg : "no error";
+	return sio_errmsg();
 }
 
 int sio_gpu_cuda_err(cudaError_t e, const char *what)
@@ -44,7 +33,7 @@ int sio_gpu_cuda_err(cudaError_t e, const char *what)
 		err = EIO;
 		break;
 	}
-	return sio_gpu_err(err, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+	return sio_err_set(err, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
 int sio_gpu_count(void)
@@ -56,16 +45,16 @@ int sio_gpu_count(void)
 		cudaRuntimeGetVersion(&rt);
 		cudaDriverGetVersion(&drv);
 		if (!drv)
-			return sio_gpu_err(ENODEV, "no GPU: %s (%s): no NVIDIA driver is loaded "
+			return sio_err_set(ENODEV, "no GPU: %s (%s): no NVIDIA driver is loaded "
 					   "(libcuda.so.1 not found or no kernel module)",
 					   cudaGetErrorString(e), cudaGetErrorName(e));
-		return sio_gpu_err(ENODEV, "no GPU: %s (%s); the CUDA runtime is %d.%d, the "
+		return sio_err_set(ENODEV, "no GPU: %s (%s); the CUDA runtime is %d.%d, the "
 				   "driver supports CUDA up to %d.%d", cudaGetErrorString(e),
 				   cudaGetErrorName(e), rt / 1000, rt % 1000 / 10, drv / 1000,
 				   drv % 1000 / 10);
 	}
 	if (n <= 0)
-		return sio_gpu_err(ENODEV, "no GPU: CUDA reports no device");
+		return sio_err_set(ENODEV, "no GPU: CUDA reports no device");
 	return n;
 }
 
@@ -77,7 +66,7 @@ int sio_gpu_use(int gpu)
 	if (n < 0)
 		return n;
 	if (gpu < 0 || gpu >= n)
-		return sio_gpu_err(ENODEV, "GPU %d does not exist (%d present)", gpu, n);
+		return sio_err_set(ENODEV, "GPU %d does not exist (%d present)", gpu, n);
 	e = cudaSetDevice(gpu);
 	return e == cudaSuccess ? 0 : sio_gpu_cuda_err(e, "cudaSetDevice");
 }

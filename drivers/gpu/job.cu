@@ -8,7 +8,6 @@
 #include <cuda_runtime.h>
 #include <smartio/gpu.h>
 
-extern "C" int sio_gpu_err(int err, const char *fmt, ...);
 extern "C" int sio_gpu_cuda_err(cudaError_t e, const char *what);
 
 struct job_stats {
@@ -121,27 +120,27 @@ extern "C" int sio_gpu_run_job(struct sio_gpu_queue *const *qs, int nq,
 	int ret = 0;
 
 	if (!qs || nq <= 0 || !job || !res)
-		return sio_gpu_err(EINVAL, "sio_gpu_run_job: NULL argument or no queue");
+		return sio_err_set(EINVAL, "sio_gpu_run_job: NULL argument or no queue");
 	if (job->opcode != SIO_NVME_CMD_READ && job->opcode != SIO_NVME_CMD_WRITE)
-		return sio_gpu_err(EINVAL, "job opcode 0x%x is neither read nor write", job->opcode);
+		return sio_err_set(EINVAL, "job opcode 0x%x is neither read nor write", job->opcode);
 	bytes = (uint64_t)job->nlb * job->lba_size;
 	if (!job->threads || !job->nlb || !job->lba_size || !job->dptr || job->size < bytes)
-		return sio_gpu_err(EINVAL, "job needs threads, blocks per command and a buffer "
+		return sio_err_set(EINVAL, "job needs threads, blocks per command and a buffer "
 				   "of at least one command (%llu bytes)",
 				   (unsigned long long)bytes);
 	if (job->span && job->span < job->nlb)
-		return sio_gpu_err(EINVAL, "random span %llu is smaller than one command",
+		return sio_err_set(EINVAL, "random span %llu is smaller than one command",
 				   (unsigned long long)job->span);
 	if (job->verify && ((bytes & 7) || ((uintptr_t)job->dptr & 7) ||
 			    (job->span ? job->size / bytes < job->threads :
 					 job->size / bytes < job->nios)))
-		return sio_gpu_err(EINVAL, "verify needs a buffer of %llu commands of %llu bytes "
+		return sio_err_set(EINVAL, "verify needs a buffer of %llu commands of %llu bytes "
 				   "(one per command in flight), 8-byte aligned",
 				   (unsigned long long)(job->span ? job->threads : job->nios),
 				   (unsigned long long)bytes);
 	for (int i = 0; i < nq; i++)
 		if (!qs[i])
-			return sio_gpu_err(EINVAL, "queue %d is NULL", i);
+			return sio_err_set(EINVAL, "queue %d is NULL", i);
 	e = cudaMalloc((void **)&dqs, sizeof(*dqs) * nq);
 	if (e == cudaSuccess)
 		e = cudaMemcpy(dqs, qs, sizeof(*dqs) * nq, cudaMemcpyHostToDevice);
@@ -210,7 +209,7 @@ extern "C" int sio_gpu_checksum(const void *dptr, uint64_t len, uint64_t *out)
 	cudaError_t e;
 
 	if (!dptr || !out || (len & 7) || ((uintptr_t)dptr & 7))
-		return sio_gpu_err(EINVAL, "sio_gpu_checksum: NULL, or not 8-byte aligned");
+		return sio_err_set(EINVAL, "sio_gpu_checksum: NULL, or not 8-byte aligned");
 	e = cudaMalloc((void **)&d, sizeof(*d));
 	if (e == cudaSuccess)
 		e = cudaMemset(d, 0, sizeof(*d));

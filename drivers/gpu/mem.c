@@ -14,7 +14,7 @@
 int sio_gpu_placement(int gpu_node, int lender)
 {
 	if (gpu_node < 0 || lender < 0)
-		return sio_gpu_err(EINVAL, "sio_gpu_placement: node %d / lender %d is negative",
+		return sio_err_set(EINVAL, "sio_gpu_placement: node %d / lender %d is negative",
 				   gpu_node, lender);
 	return gpu_node == lender ? SIO_PLACE_DEVICE : SIO_PLACE_LOCAL;
 }
@@ -27,16 +27,16 @@ int sio_gpu_mem_create(struct sio_fabric *f, uint64_t size, int gpu, struct sio_
 	int ret;
 
 	if (!f || !out)
-		return sio_gpu_err(EINVAL, "sio_gpu_mem_create: NULL argument");
+		return sio_err_set(EINVAL, "sio_gpu_mem_create: NULL argument");
 	if (!size || size > SIO_SEG_MAX_SIZE)
-		return sio_gpu_err(EINVAL, "GPU segment size %llu out of range 1..%llu",
+		return sio_err_set(EINVAL, "GPU segment size %llu out of range 1..%llu",
 				   (unsigned long long)size, (unsigned long long)SIO_SEG_MAX_SIZE);
 	ret = sio_gpu_use(gpu);
 	if (ret)
 		return ret;
 	m = calloc(1, sizeof(*m));
 	if (!m)
-		return sio_gpu_err(ENOMEM, "out of memory");
+		return sio_err_set(ENOMEM, "out of memory");
 	m->gpu = gpu;
 	m->size = (size + GPU_ALIGN - 1) & ~(GPU_ALIGN - 1);
 	e = cudaMalloc(&m->dptr, m->size);
@@ -53,7 +53,7 @@ int sio_gpu_mem_create(struct sio_fabric *f, uint64_t size, int gpu, struct sio_
 	}
 	ret = sio_segment_create_gpu(f, m->size, gpu, &h, sizeof(h), &m->seg);
 	if (ret) {
-		ret = sio_gpu_err(-ret, "registering GPU memory: %s", sio_errmsg());
+		ret = sio_err_wrap(-ret, "registering GPU memory");
 		goto fail;
 	}
 	sio_segment_set_name(m->seg, "gpu");
@@ -73,18 +73,18 @@ int sio_gpu_segment_create_hinted(struct sio_device *dev, uint64_t size, unsigne
 	int p, ret;
 
 	if (!dev || !out)
-		return sio_gpu_err(EINVAL, "sio_gpu_segment_create_hinted: NULL argument");
+		return sio_err_set(EINVAL, "sio_gpu_segment_create_hinted: NULL argument");
 	if (!(hints & (SIO_HINT_DEVICE_READ | SIO_HINT_DEVICE_WRITE | SIO_HINT_HOST_READ |
 		       SIO_HINT_HOST_WRITE | SIO_HINT_MULTI_READ | SIO_HINT_MULTI_WRITE)))
-		return sio_gpu_err(EINVAL, "hints 0x%x say nothing about the access", hints);
+		return sio_err_set(EINVAL, "hints 0x%x say nothing about the access", hints);
 	/* Memory the CPU polls belongs in host RAM: a CPU read of GPU memory
 	 * has no mapping here and is slow everywhere. */
 	if ((hints & SIO_HINT_HOST_READ) && !(hints & SIO_HINT_DEVICE_READ))
-		return sio_gpu_err(EINVAL, "hints 0x%x ask for memory the host CPU reads: "
+		return sio_err_set(EINVAL, "hints 0x%x ask for memory the host CPU reads: "
 				   "use sio_segment_create_hinted()", hints);
 	ret = sio_device_info(dev, &di);
 	if (ret)
-		return sio_gpu_err(-ret, "sio_device_info: %s", sio_errmsg());
+		return sio_err_wrap(-ret, "sio_device_info");
 	f = sio_device_fabric(dev);
 	p = sio_gpu_placement(sio_fabric_node_id(f), di.lender);
 	if (p < 0)

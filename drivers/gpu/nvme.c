@@ -76,8 +76,7 @@ static int doorbells_for_gpu(struct sio_gpu_qp *qp, struct sio_gpu_queue_desc *d
 
 	ret = sio_nvme_client_doorbells(g->cl, qp->info.qid, &qp->db);
 	if (ret)
-		return sio_gpu_err(-ret, "doorbells of queue %u: %s", qp->info.qid,
-				   sio_nvme_errmsg());
+		return sio_err_wrap(-ret, "doorbells of queue %u", qp->info.qid);
 	qp->dbmapped = true;
 	if (qp->db.seg) {
 		ret = register_bar(g, qp->db.va, qp->db.len, &dev);
@@ -86,7 +85,7 @@ static int doorbells_for_gpu(struct sio_gpu_qp *qp, struct sio_gpu_queue_desc *d
 		qp->dbreg = true;
 	} else {
 		if (g->bar0_dev && g->bar0_va != qp->db.va)
-			return sio_gpu_err(EINVAL, "BAR0 moved under the connection");
+			return sio_err_set(EINVAL, "BAR0 moved under the connection");
 		if (!g->bar0_dev) {
 			ret = register_bar(g, qp->db.va, qp->db.len, &g->bar0_dev);
 			if (ret)
@@ -102,35 +101,34 @@ static int doorbells_for_gpu(struct sio_gpu_qp *qp, struct sio_gpu_queue_desc *d
 
 int sio_gpu_nvme_open(struct sio_fabric *f, int64_t device, int gpu, struct sio_gpu_nvme **out)
 {
+	struct sio_errsave es;
 	struct sio_gpu_nvme *g;
 	int ret;
 
 	if (!f || !out)
-		return sio_gpu_err(EINVAL, "sio_gpu_nvme_open: NULL argument");
+		return sio_err_set(EINVAL, "sio_gpu_nvme_open: NULL argument");
 	ret = sio_gpu_use(gpu);
 	if (ret)
 		return ret;
 	g = calloc(1, sizeof(*g));
 	if (!g)
-		return sio_gpu_err(ENOMEM, "out of memory");
+		return sio_err_set(ENOMEM, "out of memory");
 	g->f = f;
 	g->gpu = gpu;
 	ret = sio_nvme_client_open(f, device, &g->cl);
-	if (ret) {
-		sio_gpu_err(-ret, "%s", sio_nvme_errmsg());
+	if (ret)
 		goto fail;
-	}
 	g->dev = sio_nvme_client_device(g->cl);
 	sio_nvme_client_info(g->cl, &g->ci);
 	ret = sio_device_info(g->dev, &g->di);
-	if (ret) {
-		sio_gpu_err(-ret, "%s", sio_errmsg());
+	if (ret)
 		goto fail;
-	}
 	*out = g;
 	return 0;
 fail:
+	sio_err_save(&es);
 	sio_gpu_nvme_close(g);
+	sio_err_restore(&es);
 	return ret;
 }
 
@@ -161,6 +159,7 @@ int sio_gpu_qp_create(struct sio_gpu_nvme *g, const struct sio_gpu_qp_opts *opts
 {
 	struct sio_gpu_qp_opts o = { .depth = 64 };
 	struct sio_gpu_queue_desc d;
+	struct sio_errsave es;
 	struct sio_gpu_qp *qp;
 	uint64_t page, sq_sz, cq_sz, goff = 0, hoff = 0, gbus = 0, hbus = 0;
 	uint64_t sq_off, cq_off, prp_off, sq_bus, cq_bus;
@@ -171,11 +170,11 @@ int sio_gpu_qp_create(struct sio_gpu_nvme *g, const struct sio_gpu_qp_opts *opts
 	int ret;
 
 	if (!g || !out)
-		return sio_gpu_err(EINVAL, "sio_gpu_qp_create: NULL argument");
+		return sio_err_set(EINVAL, "sio_gpu_qp_create: NULL argument");
 	if (opts)
 		o = *opts;
 	if (o.prio > 3)
-		return sio_gpu_err(EINVAL, "SQ priority %u out of range 0..3", o.prio);
+		return sio_err_set(EINVAL, "SQ priority %u out of range 0..3", o.prio);
 	if (o.depth == 0)
 		o.depth = 64;
 	if (o.depth > g->ci.mqes)
@@ -183,14 +182,14 @@ int sio_gpu_qp_create(struct sio_gpu_nvme *g, const struct sio_gpu_qp_opts *opts
 	for (depth = 2; depth * 2 <= o.depth; depth *= 2)
 		;
 	if (o.depth < 2)
-		return sio_gpu_err(EINVAL, "queue depth %u: at least 2 entries", o.depth);
+		return sio_err_set(EINVAL, "queue depth %u: at least 2 entries", o.depth);
 	page = g->ci.page_size;
 	sq_sz = align_up((uint64_t)depth * 64, page);
 	cq_sz = align_up((uint64_t)depth * 16, page);
 
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
-		return sio_gpu_err(ENOMEM, "out of memory");
+		return sio_err_set(ENOMEM, "out of memory");
 	qp->g = g;
 	/* GPU memory: SQ, CQ, PRP lists as chosen; host memory the rest. */
 	sq_off = o.sq_in_host ? hoff : goff;
@@ -212,8 +211,7 @@ int sio_gpu_qp_create(struct sio_gpu_nvme *g, const struct sio_gpu_qp_opts *opts
 	sio_segment_set_name(qp->gmem->seg, "gpu-nvme-queue");
 	ret = sio_device_map(g->dev, qp->gmem->seg, &gbus);
 	if (ret) {
-		ret = sio_gpu_err(-ret, "mapping GPU queue memory for the controller: %s",
-				  sio_errmsg());
+		ret = sio_err_wrap(-ret, "mapping GPU queue memory for the controller");
 		goto fail;
 	}
 	qp->gmapped = true;
@@ -224,7 +222,7 @@ int sio_gpu_qp_create(struct sio_gpu_nvme *g, const struct sio_gpu_qp_opts *opts
 		if (!ret)
 			ret = sio_device_map(g->dev, qp->hseg, &hbus);
 		if (ret) {
-			ret = sio_gpu_err(-ret, "host queue memory: %s", sio_errmsg());
+			ret = sio_err_wrap(-ret, "host queue memory");
 			goto fail;
 		}
 		qp->hmapped = true;
@@ -244,10 +242,8 @@ int sio_gpu_qp_create(struct sio_gpu_nvme *g, const struct sio_gpu_qp_opts *opts
 	cq_bus = (o.cq_in_gpu ? gbus : hbus) + cq_off;
 
 	ret = sio_nvme_ioq_create_at(g->cl, sq_bus, cq_bus, depth, o.prio, &qid);
-	if (ret) {
-		ret = sio_gpu_err(-ret, "%s", sio_nvme_errmsg());
+	if (ret)
 		goto fail;
-	}
 	qp->created = true;
 	qp->info.qid = qid;
 	memset(&d, 0, sizeof(d));
@@ -278,19 +274,15 @@ int sio_gpu_qp_create(struct sio_gpu_nvme *g, const struct sio_gpu_qp_opts *opts
 	*out = qp;
 	return 0;
 fail:
-	{
-		/* keep the first message across the cleanup */
-		char msg[512];
-
-		snprintf(msg, sizeof(msg), "%s", sio_gpu_errmsg());
-		sio_gpu_qp_destroy(qp);	/* not on g->qps yet */
-		sio_gpu_err(-ret, "%s", msg);
-	}
+	sio_err_save(&es);
+	sio_gpu_qp_destroy(qp);	/* not on g->qps yet */
+	sio_err_restore(&es);
 	return ret;
 }
 
 int sio_gpu_qp_destroy(struct sio_gpu_qp *qp)
 {
+	struct sio_errsave es;
 	struct sio_gpu_qp **pp;
 	struct sio_gpu_nvme *g;
 	int ret = 0;
@@ -308,11 +300,10 @@ int sio_gpu_qp_destroy(struct sio_gpu_qp *qp)
 		cudaHostUnregister(qp->db.va);
 	if (qp->dbmapped)
 		sio_nvme_client_doorbells_unmap(&qp->db);
-	if (qp->created) {
+	if (qp->created)
 		ret = sio_nvme_ioq_delete_at(g->cl, qp->info.qid);
-		if (ret)
-			sio_gpu_err(-ret, "%s", sio_nvme_errmsg());
-	}
+	/* What follows may set messages of its own; a failed deletion's counts. */
+	sio_err_save(&es);
 	sio_gpu_queue_free(qp->info.queue);
 	if (qp->hreg)
 		cudaHostUnregister(qp->hva);
@@ -326,6 +317,7 @@ int sio_gpu_qp_destroy(struct sio_gpu_qp *qp)
 			sio_device_unmap(g->dev, qp->gmem->seg);
 		sio_gpu_mem_free(qp->gmem);
 	}
+	sio_err_restore(&es);
 	free(qp);
 	return ret;
 }

@@ -2,14 +2,12 @@
 #ifndef SIO_GPU_PRIV_H
 #define SIO_GPU_PRIV_H
 
-/* Internal to the GPU driver: errors and CUDA error translation. */
+/* Internal to the GPU driver: CUDA error translation. Messages go through
+ * libsmartio's sio_err_set() and sio_err_wrap(). */
 
 #include <errno.h>
 #include <cuda_runtime_api.h>
 #include <smartio/gpu.h>
-
-/* Set the thread's message and return -err. */
-int sio_gpu_err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A CUDA failure as -errno, with its words in the message. */
 int sio_gpu_cuda_err(cudaError_t e, const char *what);

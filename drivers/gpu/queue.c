@@ -52,7 +52,7 @@ static int slots_init(const struct sio_gpu_queue *q, uint32_t base)
 
 	h = calloc(4 * (size_t)d, sizeof(uint32_t));
 	if (!h)
-		return sio_gpu_err(ENOMEM, "out of memory");
+		return sio_err_set(ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < d; i++) {
 		uint32_t t0 = base + i, p = t0 & (d - 1);
 
@@ -80,17 +80,17 @@ int sio_gpu_queue_alloc(const struct sio_gpu_queue_desc *d, struct sio_gpu_queue
 	int ret;
 
 	if (!d || !out)
-		return sio_gpu_err(EINVAL, "sio_gpu_queue_alloc: NULL argument");
+		return sio_err_set(EINVAL, "sio_gpu_queue_alloc: NULL argument");
 	if (d->depth < 2 || d->depth > 65536 || (d->depth & (d->depth - 1)))
-		return sio_gpu_err(EINVAL, "GPU queue depth %u must be a power of two in 2..65536",
+		return sio_err_set(EINVAL, "GPU queue depth %u must be a power of two in 2..65536",
 				   d->depth);
 	if (!d->sq || !d->cq || !d->sq_db || !d->cq_db || !d->prp)
-		return sio_gpu_err(EINVAL, "GPU queue: SQ, CQ, doorbells and PRP pages are required");
+		return sio_err_set(EINVAL, "GPU queue: SQ, CQ, doorbells and PRP pages are required");
 	if (d->page < 4096 || (d->page & (d->page - 1)))
-		return sio_gpu_err(EINVAL, "GPU queue: page size %u is not a power of two >= 4096",
+		return sio_err_set(EINVAL, "GPU queue: page size %u is not a power of two >= 4096",
 				   d->page);
 	if (!d->max_xfer || (d->prp_bus & (d->page - 1)))
-		return sio_gpu_err(EINVAL, "GPU queue: max_xfer is 0 or the PRP pages are not "
+		return sio_err_set(EINVAL, "GPU queue: max_xfer is 0 or the PRP pages are not "
 				   "page aligned");
 	while ((1u << shift) < d->depth)
 		shift++;
@@ -114,7 +114,7 @@ int sio_gpu_queue_alloc(const struct sio_gpu_queue_desc *d, struct sio_gpu_queue
 
 	m = calloc(1, sizeof(*m));
 	if (!m)
-		return sio_gpu_err(ENOMEM, "out of memory");
+		return sio_err_set(ENOMEM, "out of memory");
 	e = cudaHostAlloc((void **)&host, sizeof(*host), cudaHostAllocMapped);
 	if (e == cudaSuccess) {
 		*host = 0;
@@ -183,7 +183,7 @@ int sio_gpu_queue_failed(struct sio_gpu_queue *q)
 	cudaError_t e;
 
 	if (!q)
-		return sio_gpu_err(EINVAL, "sio_gpu_queue_failed: NULL queue");
+		return sio_err_set(EINVAL, "sio_gpu_queue_failed: NULL queue");
 	h = mirror_of(q);
 	if (h)
 		return __atomic_load_n(h, __ATOMIC_ACQUIRE);
@@ -201,14 +201,14 @@ int sio_gpu_queue_set_ticket(struct sio_gpu_queue *q, uint32_t ticket)
 	int ret;
 
 	if (!q)
-		return sio_gpu_err(EINVAL, "sio_gpu_queue_set_ticket: NULL queue");
+		return sio_err_set(EINVAL, "sio_gpu_queue_set_ticket: NULL queue");
 	e = cudaMemcpy(&h, q, sizeof(h), cudaMemcpyDeviceToHost);
 	if (e != cudaSuccess)
 		return sio_gpu_cuda_err(e, "reading GPU queue state");
 	if (h.failed)
-		return sio_gpu_err(EBUSY, "the GPU queue failed (%d): make a new one", h.failed);
+		return sio_err_set(EBUSY, "the GPU queue failed (%d): make a new one", h.failed);
 	if (h.ticket != h.rung)
-		return sio_gpu_err(EINVAL, "the GPU queue is not idle: tickets %u..%u not rung",
+		return sio_err_set(EINVAL, "the GPU queue is not idle: tickets %u..%u not rung",
 				   h.rung, h.ticket - 1);
 	/* every ticket waited on: its slot's round moved one on */
 	{
@@ -217,7 +217,7 @@ int sio_gpu_queue_set_ticket(struct sio_gpu_queue *q, uint32_t ticket)
 		bool idle = true;
 
 		if (!round)
-			return sio_gpu_err(ENOMEM, "out of memory");
+			return sio_err_set(ENOMEM, "out of memory");
 		e = cudaMemcpy(round, h.round, (size_t)h.depth * sizeof(*round),
 			       cudaMemcpyDeviceToHost);
 		for (uint32_t i = 0; e == cudaSuccess && i < h.depth && idle; i++) {
@@ -232,7 +232,7 @@ int sio_gpu_queue_set_ticket(struct sio_gpu_queue *q, uint32_t ticket)
 		if (e != cudaSuccess)
 			return sio_gpu_cuda_err(e, "reading GPU queue slots");
 		if (!idle)
-			return sio_gpu_err(EINVAL, "the GPU queue is not idle: a ticket before %u "
+			return sio_err_set(EINVAL, "the GPU queue is not idle: a ticket before %u "
 					   "was not waited on", bad);
 	}
 	ret = slots_init(&h, ticket);

@@ -37,7 +37,7 @@
  * returns 0: the controller posts the completion only after the data
  * landed.
  *
- * Host functions return 0 or -errno with sio_gpu_errmsg() saying why; the
+ * Host functions return 0 or -errno with sio_errmsg() saying why; the
  * ones that need a GPU return -ENODEV without one. Device functions (below,
  * compiled by nvcc only) return 0, -EIO with the NVMe status, -ETIMEDOUT,
  * -EINVAL, or the queue's failure: -ETIMEDOUT, or -EFAULT when the
@@ -184,12 +184,17 @@ struct sio_gpu_qp_info {
 	struct sio_gpu_queue *queue;
 };
 
-/** sio_gpu_errmsg() - why the calling thread's last sio_gpu_* call failed */
+/**
+ * sio_gpu_errmsg() - the same as sio_errmsg()
+ *
+ * The GPU driver reports through libsmartio's one message per thread. Kept
+ * for one release for programs written against it; use sio_errmsg().
+ */
 const char *sio_gpu_errmsg(void);
 
 /**
  * sio_gpu_count() - CUDA devices present
- * Return: the count (> 0), or -ENODEV with the reason in sio_gpu_errmsg()
+ * Return: the count (> 0), or -ENODEV with the reason in sio_errmsg()
  * (no driver, no device, CUDA built out).
  */
 int sio_gpu_count(void);
@@ -278,7 +283,7 @@ int sio_gpu_queue_set_ticket(struct sio_gpu_queue *q, uint32_t ticket);
  * sio_gpu_required() - must GPU work run here?
  *
  * True when $SMARTIO_REQUIRE_GPU is set to something other than "" or "0":
- * tests, examples and benchmarks then fail, printing sio_gpu_errmsg(),
+ * tests, examples and benchmarks then fail, printing sio_errmsg(),
  * where they would otherwise skip for want of a GPU.
  */
 bool sio_gpu_required(void);
