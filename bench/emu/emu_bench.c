@@ -172,7 +172,7 @@ int main(int argc, char **argv)
 		cfg.max_qpairs = 4;
 		if (sio_nvme_emu_create(&cfg, &emu) || sio_fabric_open(name, 0, &f) ||
 		    sio_nvme_emu_attach(emu, f)) {
-			fprintf(stderr, "emu-bench: controller: %s\n", sio_nvme_emu_errmsg());
+			fprintf(stderr, "emu-bench: controller: %s\n", sio_errmsg());
 			_exit(1);
 		}
 		id = (uint32_t)sio_nvme_emu_device_id(emu);

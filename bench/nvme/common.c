@@ -53,9 +53,9 @@ static void emu_child(const struct nb_env *e, int wfd)
 	if ((rc = sio_fabric_open(e->fabric, e->o.lender, &f))) {
 		fprintf(stderr, "bench: controller: join fabric: %s\n", sio_errmsg());
 	} else if ((rc = sio_nvme_emu_create(&cfg, &emu))) {
-		fprintf(stderr, "bench: controller: %s\n", sio_nvme_emu_errmsg());
+		fprintf(stderr, "bench: controller: %s\n", sio_errmsg());
 	} else if ((rc = sio_nvme_emu_attach(emu, f))) {
-		fprintf(stderr, "bench: controller: %s\n", sio_nvme_emu_errmsg());
+		fprintf(stderr, "bench: controller: %s\n", sio_errmsg());
 	} else {
 		id = sio_nvme_emu_device_id(emu);
 	}
@@ -83,12 +83,12 @@ static void mgr_child(const struct nb_env *e, int wfd)
 	if ((rc = sio_fabric_open(e->fabric, e->o.lender, &f))) {
 		fprintf(stderr, "bench: manager: join fabric: %s\n", sio_errmsg());
 	} else if ((rc = sio_nvme_manager_start(f, e->devid, &mo, &m))) {
-		fprintf(stderr, "bench: manager: %s\n", sio_nvme_errmsg());
+		fprintf(stderr, "bench: manager: %s\n", sio_errmsg());
 	} else if (e->o.arb_cdw11 &&
 		   (rc = sio_nvme_ctrl_set_features(sio_nvme_manager_ctrl(m),
 						    SIO_NVME_FEAT_ARBITRATION, e->o.arb_cdw11,
 						    NULL, NULL))) {
-		fprintf(stderr, "bench: manager: set arbitration: %s\n", sio_nvme_errmsg());
+		fprintf(stderr, "bench: manager: set arbitration: %s\n", sio_errmsg());
 	} else {
 		ok = 0;
 	}
@@ -226,7 +226,7 @@ int nb_client_open(struct nb_client *c, const struct nb_env *e, int node,
 	    (rc = sio_nvme_client_ns(c->cl, 1, &c->ns)) ||
 	    (rc = sio_nvme_ioq_create(c->cl, spec, &c->q)) ||
 	    (rc = sio_nvme_buf_alloc(c->cl, bufsize, &c->buf))) {
-		fprintf(stderr, "bench: node %d: client: %s\n", node, sio_nvme_errmsg());
+		fprintf(stderr, "bench: node %d: client: %s\n", node, sio_errmsg());
 		nb_client_close(c);
 		return rc;
 	}

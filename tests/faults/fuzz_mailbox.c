@@ -96,11 +96,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	ec.backing = "ram:4M";
 	ec.max_qpairs = 8;
 	if (sio_nvme_emu_create(&ec, &emu) || sio_nvme_emu_attach(emu, f_emu))
-		die("controller", sio_nvme_emu_errmsg());
+		die("controller", sio_errmsg());
 	if (pthread_create(&emu_thread, NULL, emu_main, NULL))
 		die("controller", "cannot start its thread");
 	if (sio_nvme_manager_start(f_mgr, sio_nvme_emu_device_id(emu), &mo, &mgr))
-		die("manager", sio_nvme_errmsg());
+		die("manager", sio_errmsg());
 	/* Real memory a request may point at: a client's segment on node 1. */
 	if (sio_device_borrow(f_cli, (uint32_t)sio_nvme_emu_device_id(emu), 0, &cli_dev) ||
 	    sio_segment_create(f_cli, 0x46555a5a, 64 << 10, SIO_SEG_F_NOHUGE, &cli_seg) ||
@@ -187,7 +187,7 @@ static void one(uint8_t ctl, const struct sio_nvme_mbox_req *req)
 	__atomic_store_n(&sl->state, SIO_MBOX_REQ, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&mb->h.doorbell, 1, __ATOMIC_ACQ_REL);
 	if (sio_nvme_manager_serve(mgr, 0) < 0)
-		die("manager stopped serving", sio_nvme_errmsg());
+		die("manager stopped serving", sio_errmsg());
 	/* A slot whose owner looked dead may have been reaped: FREE is fine. */
 	if (sl->state == SIO_MBOX_REQ || sl->state == SIO_MBOX_BUSY)
 		die("request", "left unanswered");

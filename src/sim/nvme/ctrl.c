@@ -9,7 +9,6 @@
  */
 #include <errno.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,23 +16,6 @@
 #include <smartio/smartio.h>
 #include <smartio/model.h>
 #include "emu_priv.h"
-
-static _Thread_local char errbuf[256];
-
-int emu_err(int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
-	va_end(ap);
-	return -err;
-}
-
-const char *sio_nvme_emu_errmsg(void)
-{
-	return errbuf[0] ? errbuf : "no error";
-}
 
 uint64_t emu_now_ns(void)
 {
@@ -573,11 +555,11 @@ int sio_nvme_emu_parse_size(const char *s, uint64_t *out)
 	unsigned long long v;
 
 	if (!s || !*s || *s == '-')
-		return emu_err(EINVAL, "size: empty or negative");
+		return sio_err_set(EINVAL, "size: empty or negative");
 	errno = 0;
 	v = strtoull(s, &end, 0);
 	if (errno || end == s)
-		return emu_err(EINVAL, "size '%s': not a number", s);
+		return sio_err_set(EINVAL, "size '%s': not a number", s);
 	switch (*end) {
 	case 'k': case 'K': v <<= 10; end++; break;
 	case 'm': case 'M': v <<= 20; end++; break;
@@ -588,7 +570,7 @@ int sio_nvme_emu_parse_size(const char *s, uint64_t *out)
 	if (*end == 'i' || *end == 'B')
 		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
 	if (*end)
-		return emu_err(EINVAL, "size '%s': unknown suffix", s);
+		return sio_err_set(EINVAL, "size '%s': unknown suffix", s);
 	*out = v;
 	return 0;
 }
@@ -603,35 +585,35 @@ uint64_t sio_nvme_emu_bar0_size(const struct sio_nvme_emu_config *cfg)
 static int config_check(const struct sio_nvme_emu_config *c)
 {
 	if (c->max_qpairs < 1 || c->max_qpairs > SIO_NVME_EMU_MAX_QUEUES)
-		return emu_err(EINVAL, "queues: %u I/O queue pairs (1..%d)", c->max_qpairs,
-			       SIO_NVME_EMU_MAX_QUEUES);
+		return sio_err_set(EINVAL, "queues: %u I/O queue pairs (1..%d)", c->max_qpairs,
+				   SIO_NVME_EMU_MAX_QUEUES);
 	if (c->mqes < 2 || c->mqes > 65536)
-		return emu_err(EINVAL, "max queue entries: %u (2..65536)", c->mqes);
+		return sio_err_set(EINVAL, "max queue entries: %u (2..65536)", c->mqes);
 	if (c->dstrd > 15)	/* CAP.DSTRD is 4 bits; >= 10 puts doorbells a page apart */
-		return emu_err(EINVAL, "dstrd: %u (0..15)", c->dstrd);
+		return sio_err_set(EINVAL, "dstrd: %u (0..15)", c->dstrd);
 	if (sio_nvme_emu_bar0_size(c) > (1ull << 30))
-		return emu_err(EINVAL, "dstrd %u with %u queue pairs needs a BAR0 over 1 GiB",
-			       c->dstrd, c->max_qpairs);
+		return sio_err_set(EINVAL, "dstrd %u with %u queue pairs needs a BAR0 over 1 GiB",
+				   c->dstrd, c->max_qpairs);
 	if (c->mdts < 1 || c->mdts > 10)
-		return emu_err(EINVAL, "mdts: %u (1..10, a power of two of 4 KiB)", c->mdts);
+		return sio_err_set(EINVAL, "mdts: %u (1..10, a power of two of 4 KiB)", c->mdts);
 	if (c->io_depth < 1 || c->io_depth > 1024)
-		return emu_err(EINVAL, "io depth: %u (1..1024)", c->io_depth);
+		return sio_err_set(EINVAL, "io depth: %u (1..1024)", c->io_depth);
 	if (c->cmb_mib > 4096)
-		return emu_err(EINVAL, "cmb: %u MiB (at most 4096)", c->cmb_mib);
+		return sio_err_set(EINVAL, "cmb: %u MiB (at most 4096)", c->cmb_mib);
 	if (c->nns == 0 && c->lba_size != 0 && c->lba_size != 512 && c->lba_size != 4096)
-		return emu_err(EINVAL, "LBA size %u (512 or 4096)", c->lba_size);
+		return sio_err_set(EINVAL, "LBA size %u (512 or 4096)", c->lba_size);
 	if (c->nns < 0 || c->nns > SIO_NVME_EMU_MAX_NS)
-		return emu_err(EINVAL, "namespaces: %d (0..%d)", c->nns, SIO_NVME_EMU_MAX_NS);
+		return sio_err_set(EINVAL, "namespaces: %d (0..%d)", c->nns, SIO_NVME_EMU_MAX_NS);
 	for (int i = 0; i < c->nns; i++) {
 		if (c->ns[i].lba_size != 512 && c->ns[i].lba_size != 4096)
-			return emu_err(EINVAL, "namespace %d: LBA size %u (512 or 4096)", i + 1,
-				       c->ns[i].lba_size);
+			return sio_err_set(EINVAL, "namespace %d: LBA size %u (512 or 4096)", i + 1,
+					   c->ns[i].lba_size);
 		if (c->ns[i].size < c->ns[i].lba_size || c->ns[i].size % c->ns[i].lba_size)
-			return emu_err(EINVAL, "namespace %d: size %llu is not a multiple of %u",
-				       i + 1, (unsigned long long)c->ns[i].size, c->ns[i].lba_size);
+			return sio_err_set(EINVAL, "namespace %d: size %llu is not a multiple of %u",
+					   i + 1, (unsigned long long)c->ns[i].size, c->ns[i].lba_size);
 	}
 	if (!c->backing)
-		return emu_err(EINVAL, "backing: none given");
+		return sio_err_set(EINVAL, "backing: none given");
 	return 0;
 }
 
@@ -644,7 +626,7 @@ int sio_nvme_emu_create(const struct sio_nvme_emu_config *cfg, struct sio_nvme_e
 		return rc;
 	emu = calloc(1, sizeof(*emu));
 	if (!emu)
-		return emu_err(ENOMEM, "out of memory");
+		return sio_err_set(ENOMEM, "out of memory");
 	emu->cfg = *cfg;
 	emu->fd = -1;
 	emu->devid = -1;
@@ -660,7 +642,7 @@ int sio_nvme_emu_create(const struct sio_nvme_emu_config *cfg, struct sio_nvme_e
 	emu->elog = calloc(EMU_ELOG_ENTRIES, sizeof(*emu->elog));
 	if (!emu->sq || !emu->cq || !emu->active || !emu->segs || !emu->scratch || !emu->elog) {
 		sio_nvme_emu_destroy(emu);
-		return emu_err(ENOMEM, "out of memory");
+		return sio_err_set(ENOMEM, "out of memory");
 	}
 	emu->cap = (uint64_t)(cfg->mqes - 1) |		/* MQES */
 		   (1ull << 16) |			/* CQR: contiguous queues */
@@ -702,7 +684,7 @@ int sio_nvme_emu_attach_mem(struct sio_nvme_emu *emu, void *bar0,
 			    const struct sio_nvme_emu_dma *dma)
 {
 	if (!emu || !bar0 || !dma || !dma->read || !dma->write || !dma->ptr)
-		return emu_err(EINVAL, "attach: controller, BAR0 and all DMA calls are required");
+		return sio_err_set(EINVAL, "attach: controller, BAR0 and all DMA calls are required");
 	emu->bar0 = bar0;
 	emu->bar0_size = sio_nvme_emu_bar0_size(&emu->cfg);
 	emu->dma = *dma;
@@ -736,23 +718,26 @@ int sio_nvme_emu_attach(struct sio_nvme_emu *emu, struct sio_fabric *f)
 		.chassis = emu->cfg.chassis,
 	};
 	struct sio_segment *bar;
+	struct sio_errsave es;
 	void *va;
 	int rc;
 
 	if (emu->reg)
-		return emu_err(EBUSY, "attach: already registered");
+		return sio_err_set(EBUSY, "attach: already registered");
 	desc.bar_size[0] = sio_nvme_emu_bar0_size(&emu->cfg);
 	if (emu->cfg.cmb_mib)
 		desc.bar_size[EMU_CMB_BAR] = (uint64_t)emu->cfg.cmb_mib << 20;
 	rc = sio_device_register(f, &desc, &emu->reg);
 	if (rc)
-		return emu_err(-rc, "register device: %s", sio_errmsg());
+		return sio_err_wrap(-rc, "register device");
 	rc = sio_devreg_bar(emu->reg, 0, &bar);
 	if (!rc)
 		rc = sio_segment_map(bar, &va);
 	if (rc) {
-		rc = emu_err(-rc, "map BAR0: %s", sio_errmsg());
+		rc = sio_err_wrap(-rc, "map BAR0");
+		sio_err_save(&es);
 		sio_device_unregister(emu->reg);
+		sio_err_restore(&es);
 		emu->reg = NULL;
 		return rc;
 	}

@@ -13,7 +13,7 @@
  * sio_nvme_emu_run() from one thread.
  *
  * Every call returns 0 (or a count) on success and -errno on failure, with a
- * message in sio_nvme_emu_errmsg().
+ * message in libsmartio's sio_errmsg(), as every smartio library reports.
  */
 
 #include <signal.h>
@@ -167,10 +167,5 @@ int sio_nvme_emu_run(struct sio_nvme_emu *emu, volatile sig_atomic_t *stop);
  * @emu: controller (NULL is ignored)
  */
 void sio_nvme_emu_destroy(struct sio_nvme_emu *emu);
-
-/**
- * sio_nvme_emu_errmsg() - the calling thread's last error message
- */
-const char *sio_nvme_emu_errmsg(void);
 
 #endif

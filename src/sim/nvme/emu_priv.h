@@ -8,6 +8,7 @@
 #include <sys/uio.h>
 #include <liburing.h>
 #include <nvme/types.h>
+#include <smartio/fabric.h>		/* errors: sio_err_set() */
 #include <smartio/nvme/types.h>
 #include "emu.h"
 
@@ -156,7 +157,6 @@ uint64_t emu_now_ns(void);
 void emu_active_add(struct sio_nvme_emu *emu, struct emu_sq *sq);
 void emu_active_del(struct sio_nvme_emu *emu, struct emu_sq *sq);
 uint32_t emu_cc(struct sio_nvme_emu *emu);
-int emu_err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* admin.c */
 uint16_t emu_admin(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd,

@@ -28,8 +28,8 @@ static int layout(struct sio_nvme_emu *emu, uint64_t avail, bool grow, uint64_t 
 
 		avail &= ~(uint64_t)(EMU_PAGE - 1);
 		if (avail < EMU_PAGE)
-			return emu_err(EINVAL, "backing: %llu bytes is too small for a namespace "
-				       "(give --ns SIZE)", (unsigned long long)avail);
+			return sio_err_set(EINVAL, "backing: %llu bytes is too small for a namespace "
+					   "(give --ns SIZE)", (unsigned long long)avail);
 		emu->nns = 1;
 		emu->ns[0] = (struct emu_ns){ .off = 0, .nlb = avail >> shift, .lba_shift = shift };
 		*need = avail;
@@ -44,8 +44,8 @@ static int layout(struct sio_nvme_emu *emu, uint64_t avail, bool grow, uint64_t 
 		off += (c->ns[i].size + EMU_PAGE - 1) & ~(uint64_t)(EMU_PAGE - 1);
 	}
 	if (!grow && avail && off > avail)
-		return emu_err(EINVAL, "backing: namespaces need %llu bytes, the store has %llu",
-			       (unsigned long long)off, (unsigned long long)avail);
+		return sio_err_set(EINVAL, "backing: namespaces need %llu bytes, the store has %llu",
+				   (unsigned long long)off, (unsigned long long)avail);
 	*need = off;
 	return 0;
 }
@@ -74,8 +74,8 @@ int emu_backing_open(struct sio_nvme_emu *emu)
 				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (emu->ram == MAP_FAILED) {
 			emu->ram = NULL;
-			return emu_err(ENOMEM, "backing: cannot map %llu bytes of RAM",
-				       (unsigned long long)size);
+			return sio_err_set(ENOMEM, "backing: cannot map %llu bytes of RAM",
+					   (unsigned long long)size);
 		}
 		madvise(emu->ram, size, MADV_HUGEPAGE);
 		if (size <= (4ull << 30))
@@ -88,13 +88,13 @@ int emu_backing_open(struct sio_nvme_emu *emu)
 	bool exists = stat(b, &st) == 0;
 
 	if (exists && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
-		return emu_err(EINVAL, "backing: %s is not a file", b);
+		return sio_err_set(EINVAL, "backing: %s is not a file", b);
 	if (!exists && emu->cfg.nns == 0)
-		return emu_err(ENOENT, "backing: %s does not exist (create it, or give --ns SIZE)", b);
+		return sio_err_set(ENOENT, "backing: %s does not exist (create it, or give --ns SIZE)", b);
 	/* never through a symlink; a store made here is private to its user */
 	emu->fd = open(b, O_RDWR | O_NOFOLLOW | O_CLOEXEC | (exists ? 0 : O_CREAT | O_EXCL), 0600);
 	if (emu->fd < 0)
-		return emu_err(errno, "backing: open %s: %s", b, strerror(errno));
+		return sio_err_set(errno, "backing: open %s: %s", b, strerror(errno));
 	if (S_ISBLK(st.st_mode) && exists) {
 		off_t end = lseek(emu->fd, 0, SEEK_END);
 		size = end > 0 ? (uint64_t)end : 0;
@@ -106,20 +106,20 @@ int emu_backing_open(struct sio_nvme_emu *emu)
 		return rc;
 	if (size < need) {
 		if (ftruncate(emu->fd, (off_t)need))
-			return emu_err(errno, "backing: grow %s to %llu bytes: %s", b,
-				       (unsigned long long)need, strerror(errno));
+			return sio_err_set(errno, "backing: grow %s to %llu bytes: %s", b,
+					   (unsigned long long)need, strerror(errno));
 		size = need;
 	}
 	emu->backing_size = size;
 
 	rc = io_uring_queue_init(emu->cfg.io_depth * 2, &emu->ring, 0);
 	if (rc < 0)
-		return emu_err(-rc, "io_uring: %s", strerror(-rc));
+		return sio_err_set(-rc, "io_uring: %s", strerror(-rc));
 	emu->ring_ok = true;
 	emu->reqs = calloc(emu->cfg.io_depth, sizeof(*emu->reqs));
 	emu->iov_pool = calloc((size_t)emu->cfg.io_depth * emu->max_segs, sizeof(struct iovec));
 	if (!emu->reqs || !emu->iov_pool)
-		return emu_err(ENOMEM, "out of memory");
+		return sio_err_set(ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < emu->cfg.io_depth; i++) {
 		emu->reqs[i].iov = &emu->iov_pool[(size_t)i * emu->max_segs];
 		emu->reqs[i].next_free = emu->free_reqs;

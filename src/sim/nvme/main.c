@@ -75,7 +75,7 @@ static int parse_ns(const char *s, struct sio_nvme_emu_config *cfg)
 			return -EINVAL;
 	}
 	if (sio_nvme_emu_parse_size(buf, &size)) {
-		fprintf(stderr, "nvme-emu: --ns: %s\n", sio_nvme_emu_errmsg());
+		fprintf(stderr, "nvme-emu: --ns: %s\n", sio_errmsg());
 		return -EINVAL;
 	}
 	cfg->ns[cfg->nns].size = size;
@@ -162,7 +162,7 @@ int main(int argc, char **argv)
 
 	rc = sio_nvme_emu_create(&cfg, &emu);
 	if (rc) {
-		fprintf(stderr, "nvme-emu: %s\n", sio_nvme_emu_errmsg());
+		fprintf(stderr, "nvme-emu: %s\n", sio_errmsg());
 		return 1;
 	}
 	rc = sio_fabric_open(fabric, node == UINT32_MAX ? -1 : (int)node, &f);
@@ -174,7 +174,7 @@ int main(int argc, char **argv)
 	}
 	rc = sio_nvme_emu_attach(emu, f);
 	if (rc) {
-		fprintf(stderr, "nvme-emu: %s\n", sio_nvme_emu_errmsg());
+		fprintf(stderr, "nvme-emu: %s\n", sio_errmsg());
 		sio_nvme_emu_destroy(emu);
 		sio_fabric_close(f);
 		return 1;
