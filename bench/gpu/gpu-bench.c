@@ -62,7 +62,7 @@ static int run(uint32_t threads, uint32_t nq, uint32_t depth, bool sq_host, uint
 	while (i--)
 		sio_gpu_qp_destroy(qp[i]);
 	if (ret)
-		fprintf(stderr, "gpu-bench: %s\n", sio_gpu_errmsg());
+		fprintf(stderr, "gpu-bench: %s\n", sio_errmsg());
 	return ret;
 }
 
@@ -115,21 +115,21 @@ int main(int argc, char **argv)
 	if (sio_gpu_count() <= 0) {
 		if (sio_gpu_required()) {
 			fprintf(stderr, "gpu-bench: FAIL: SMARTIO_REQUIRE_GPU is set, but %s\n",
-				sio_gpu_errmsg());
+				sio_errmsg());
 			return 1;
 		}
-		printf("skipped: %s\n", sio_gpu_errmsg());
+		printf("skipped: %s\n", sio_errmsg());
 		return 77;
 	}
 	if (sio_fabric_open(fname, node, &f) || sio_gpu_nvme_open(f, -1, 0, &g)) {
-		fprintf(stderr, "gpu-bench: %s %s\n", sio_errmsg(), sio_gpu_errmsg());
+		fprintf(stderr, "gpu-bench: %s %s\n", sio_errmsg(), sio_errmsg());
 		return 1;
 	}
 	struct sio_nvme_client *cl = sio_gpu_nvme_client(g);
 	if (sio_nvme_client_ns(cl, 1, &ns) ||
 	    sio_gpu_mem_create(f, 16u << 20, 0, &buf) ||
 	    sio_device_map(sio_nvme_client_device(cl), buf->seg, &buf_bus)) {
-		fprintf(stderr, "gpu-bench: setup: %s / %s\n", sio_nvme_errmsg(), sio_gpu_errmsg());
+		fprintf(stderr, "gpu-bench: setup: %s / %s\n", sio_errmsg(), sio_errmsg());
 		return 1;
 	}
 	FILE *jf = fopen(json, "w");

@@ -267,7 +267,7 @@ int main(int argc, char **argv)
 		rc = sio_nvme_ioq_read(c.q, 1, lba, nlb, c.buf, 0, on_done, (void *)&st);
 		b = nb_tsc();
 		if (rc) {
-			fprintf(stderr, "overhead: submit: %s\n", sio_nvme_errmsg());
+			fprintf(stderr, "overhead: submit: %s\n", sio_errmsg());
 			return 1;
 		}
 		if (i >= 1000)
@@ -277,7 +277,7 @@ int main(int argc, char **argv)
 			rc = sio_nvme_ioq_poll(c.q, 1);
 			b = nb_tsc();
 			if (rc < 0) {
-				fprintf(stderr, "overhead: poll: %s\n", sio_nvme_errmsg());
+				fprintf(stderr, "overhead: poll: %s\n", sio_errmsg());
 				return 1;
 			}
 			if (rc > 0)

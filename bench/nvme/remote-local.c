@@ -87,7 +87,7 @@ static int pass(const char *name, bool model, int sq_loc, uint64_t n, FILE *j, b
 	for (unsigned r = 0; r < rounds; r++) {
 		for (int k = 0; k < 2; k++)
 			if ((rc = measure(&s[k], s[k].lat + r * per, per, &seed))) {
-				fprintf(stderr, "remote-local: %s\n", sio_nvme_errmsg());
+				fprintf(stderr, "remote-local: %s\n", sio_errmsg());
 				return 1;
 			}
 		nb_progress(name, r + 1, rounds);

@@ -182,7 +182,7 @@ int main(int argc, char **argv)
 		if (!r[p].on)
 			continue;
 		if ((rc = sio_nvme_ioq_create(c.cl, &qs, &r[p].q))) {
-			fprintf(stderr, "sq-placement: %s: %s\n", place[p].name, sio_nvme_errmsg());
+			fprintf(stderr, "sq-placement: %s: %s\n", place[p].name, sio_errmsg());
 			return 1;
 		}
 		sio_nvme_ioq_info(r[p].q, &qi);
@@ -199,7 +199,7 @@ int main(int argc, char **argv)
 		r[p].lat = malloc(n * sizeof(uint64_t));
 		if (!r[p].lat || (rc = measure(&c, &r[p], 2000, &seed, nlb, nblk))) {
 			fprintf(stderr, "sq-placement: warm-up %s: %s\n", place[p].name,
-				rc ? sio_nvme_errmsg() : "out of memory");
+				rc ? sio_errmsg() : "out of memory");
 			return 1;
 		}
 	}
@@ -218,7 +218,7 @@ int main(int argc, char **argv)
 				     per, &seed, nlb, nblk);
 			if (rc) {
 				fprintf(stderr, "\nsq-placement: %s: %s\n", place[p].name,
-					sio_nvme_errmsg());
+					sio_errmsg());
 				return 1;
 			}
 			nb_progress("sq-placement", (uint64_t)k * NPLACE + p + 1,

@@ -235,7 +235,7 @@ int nb_run_point(const struct nb_point_cfg *c, struct nb_point *out)
 			rc = c->engine == NB_SMARTIO ? run_smartio(c, &l) : run_uring(c, &l);
 			if (rc) {
 				fprintf(stderr, "bench: worker %d: %s (%s)\n", w, strerror(-rc),
-					c->engine == NB_SMARTIO ? sio_nvme_errmsg() : c->file);
+					c->engine == NB_SMARTIO ? sio_errmsg() : c->file);
 				atomic_store(&sh->err, rc);
 				atomic_fetch_add(&sh->ready, 1);	/* never hold the others */
 			}

@@ -132,10 +132,10 @@ int main(int argc, char **argv)
 	if (sio_gpu_count() <= 0) {
 		if (sio_gpu_required()) {
 			fprintf(stderr, "gpu-read: FAIL: SMARTIO_REQUIRE_GPU is set, but %s\n",
-				sio_gpu_errmsg());
+				sio_errmsg());
 			return 1;
 		}
-		printf("skipped: %s\n", sio_gpu_errmsg());
+		printf("skipped: %s\n", sio_errmsg());
 		return 77;
 	}
 
@@ -144,14 +144,14 @@ int main(int argc, char **argv)
 	if (sio_fabric_open(fname, node, &f))
 		return fail("fabric", sio_errmsg());
 	if (sio_gpu_nvme_open(f, device, 0, &g))
-		return fail("connect", sio_gpu_errmsg());
+		return fail("connect", sio_errmsg());
 	struct sio_nvme_client *cl = sio_gpu_nvme_client(g);
 	struct sio_device *dev = sio_nvme_client_device(cl);
 	struct sio_nvme_ctrl_info ci;
 	struct sio_nvme_ns ns;
 	sio_nvme_client_info(cl, &ci);
 	if (sio_nvme_client_ns(cl, 1, &ns))
-		return fail("namespace 1", sio_nvme_errmsg());
+		return fail("namespace 1", sio_errmsg());
 	uint64_t bytes = (uint64_t)mib << 20;
 	uint32_t chunk = 64u << 10 < ci.max_xfer ? 64u << 10 : ci.max_xfer;
 	uint32_t chunk_blocks = chunk / ns.lba_size;
@@ -163,7 +163,7 @@ int main(int argc, char **argv)
 	struct sio_nvme_ioq *q;
 	struct sio_nvme_buf *b;
 	if (sio_nvme_ioq_create(cl, NULL, &q) || sio_nvme_buf_alloc(cl, bytes, &b))
-		return fail("CPU queue", sio_nvme_errmsg());
+		return fail("CPU queue", sio_errmsg());
 	if (use_pattern) {
 		uint64_t *w = (uint64_t *)b->va;
 
@@ -171,7 +171,7 @@ int main(int argc, char **argv)
 			w[i] = sio_gpu_pattern(seed, i);
 		for (uint64_t i = 0; i < chunks; i++)
 			if (sio_nvme_write(q, 1, i * chunk_blocks, chunk_blocks, b, i * chunk))
-				return fail("CPU write of the pattern", sio_nvme_errmsg());
+				return fail("CPU write of the pattern", sio_errmsg());
 	}
 
 	// Queues: SQ and PRP lists in GPU memory, CQ in host memory mapped for the GPU.
@@ -183,7 +183,7 @@ int main(int argc, char **argv)
 		struct sio_gpu_qp_info qi;
 
 		if (sio_gpu_qp_create(g, &o, &qp[i]))
-			return fail("queue", sio_gpu_errmsg());
+			return fail("queue", sio_errmsg());
 		sio_gpu_qp_info(qp[i], &qi);
 		hq[i] = qi.queue;
 		if (i == 0)
@@ -201,7 +201,7 @@ int main(int argc, char **argv)
 	struct sio_gpu_mem *m;
 	uint64_t bus;
 	if (sio_gpu_mem_create(f, bytes, 0, &m))
-		return fail("GPU memory", sio_gpu_errmsg());
+		return fail("GPU memory", sio_errmsg());
 	if ((ce = cudaMemset(m->dptr, 0xff, m->size)) != cudaSuccess)
 		return cuda_fail("poisoning GPU memory", ce);
 	if (sio_device_map(dev, m->seg, &bus))
@@ -234,7 +234,7 @@ int main(int argc, char **argv)
 	}
 	uint64_t gsum;
 	if (sio_gpu_checksum(m->dptr, bytes, &gsum))
-		return fail("checksum", sio_gpu_errmsg());
+		return fail("checksum", sio_errmsg());
 	printf("GPU read %u MiB in %.3f ms (%.1f MiB/s), %llu commands of %u KiB, "
 	       "%u threads, %u queues: checksum %016llx\n", mib, ms, mib / (ms / 1000.0),
 	       (unsigned long long)chunks, chunk >> 10, threads, nq, (unsigned long long)gsum);
@@ -250,7 +250,7 @@ int main(int argc, char **argv)
 	memset(b->va, 0, bytes);
 	for (uint64_t i = 0; i < chunks; i++)
 		if (sio_nvme_read(q, 1, i * chunk_blocks, chunk_blocks, b, i * chunk))
-			return fail("CPU read", sio_nvme_errmsg());
+			return fail("CPU read", sio_errmsg());
 	uint64_t csum = sio_gpu_checksum_host(b->va, bytes);
 	bool zeros = true;
 	for (uint64_t i = 0; i < bytes / 8 && zeros; i++)

@@ -129,12 +129,12 @@ static void client_b(uint16_t a_qid, int out_fd, int go_fd)
 	if (!r.open)
 		r.open = sio_nvme_buf_alloc(cl, 64 << 10, &buf);
 	if (r.open) {
-		snprintf(r.msg, sizeof(r.msg), "%s", sio_nvme_errmsg());
+		snprintf(r.msg, sizeof(r.msg), "%s", sio_errmsg());
 		goto out;
 	}
 	r.io = write_verify(q, buf, 2048, 22);
 	if (r.io)
-		snprintf(r.msg, sizeof(r.msg), "%s", sio_nvme_errmsg());
+		snprintf(r.msg, sizeof(r.msg), "%s", sio_errmsg());
 	{
 		struct sio_nvme_ioq_info qi;
 
@@ -225,13 +225,13 @@ Test(confine, clients_map_only_their_own_doorbells)
 
 	cluster_up(&C, 3, 32, emu);
 	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_open(f, -1, &cl), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, -1, &cl), 0, "%s", sio_errmsg());
 	sio_nvme_client_info(cl, &ci);
 	cr_assert_eq(ci.dstrd, 10, "the controller reports DSTRD %u", ci.dstrd);
-	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_nvme_errmsg());
-	cr_assert_eq(sio_nvme_buf_alloc(cl, 64 << 10, &buf), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_buf_alloc(cl, 64 << 10, &buf), 0, "%s", sio_errmsg());
 	sio_nvme_ioq_info(q, &qi);
-	cr_assert_eq(write_verify(q, buf, 100, 11), 0, "A: %s", sio_nvme_errmsg());
+	cr_assert_eq(write_verify(q, buf, 100, 11), 0, "A: %s", sio_errmsg());
 
 	/* This process holds A's grant, nothing more. */
 	ret = map_bar0(sio_nvme_client_device(cl), 0, 0, 0, &seg, &va);
@@ -275,11 +275,11 @@ Test(confine, clients_map_only_their_own_doorbells)
 
 	/* While B lives, its old queue id (whose pages it may still have
 	 * mapped) goes to no one else. */
-	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q2), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q2), 0, "%s", sio_errmsg());
 	sio_nvme_ioq_info(q2, &qi2);
 	cr_expect_neq(qi2.qid, r.qid, "A got queue %u, whose doorbells B had", qi2.qid);
 	cr_expect_eq(write_verify(q2, buf, 300, 33), 0, "A's second queue: %s",
-		     sio_nvme_errmsg());
+		     sio_errmsg());
 	sio_nvme_ioq_destroy(q2);
 	cr_assert_eq(write(to_b[1], "x", 1), 1);
 	close(to_b[1]);
@@ -287,7 +287,7 @@ Test(confine, clients_map_only_their_own_doorbells)
 
 	/* The controller was not reset under A: its queue still works, and
 	 * what it wrote is there. */
-	cr_expect_eq(write_verify(q, buf, 100, 11), 0, "A after B: %s", sio_nvme_errmsg());
+	cr_expect_eq(write_verify(q, buf, 100, 11), 0, "A after B: %s", sio_errmsg());
 
 	/* The manager's borrow gone, so is the restriction. */
 	kill(C.mgr, SIGKILL);

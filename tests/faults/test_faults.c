@@ -51,9 +51,9 @@ static void cli_open(struct cli *c, int node)
 {
 	memset(c, 0, sizeof(*c));
 	cr_assert_eq(sio_fabric_open(C.fabric, node, &c->f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_open(c->f, -1, &c->cl), 0, "%s", sio_nvme_errmsg());
-	cr_assert_eq(sio_nvme_ioq_create(c->cl, NULL, &c->q), 0, "%s", sio_nvme_errmsg());
-	cr_assert_eq(sio_nvme_buf_alloc(c->cl, 64 << 10, &c->buf), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_client_open(c->f, -1, &c->cl), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_ioq_create(c->cl, NULL, &c->q), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_buf_alloc(c->cl, 64 << 10, &c->buf), 0, "%s", sio_errmsg());
 }
 
 static void cli_close(struct cli *c)
@@ -240,7 +240,7 @@ Test(faults, forged_queue_id_is_refused_and_the_victim_keeps_working)
 	cluster_up(&C, 3, 32, emu);
 	cli_open(&v, 1);
 	sio_nvme_ioq_info(v.q, &qi);
-	cr_assert_eq(cli_write(&v, 100, 1), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(cli_write(&v, 100, 1), 0, "%s", sio_errmsg());
 	raw_open(&evil, 2, sio_device_id(sio_nvme_client_device(v.cl)));
 
 	/* Delete the victim's queue pair by its id. */
@@ -279,9 +279,9 @@ Test(faults, forged_queue_id_is_refused_and_the_victim_keeps_working)
 	raw_close(&evil);
 
 	/* The victim's queue pair still does I/O, and its data is intact. */
-	cr_expect_eq(cli_verify(&v, 100, 1), 0, "victim read: %s", sio_nvme_errmsg());
-	cr_expect_eq(cli_write(&v, 200, 2), 0, "victim write: %s", sio_nvme_errmsg());
-	cr_expect_eq(cli_verify(&v, 200, 2), 0, "victim read: %s", sio_nvme_errmsg());
+	cr_expect_eq(cli_verify(&v, 100, 1), 0, "victim read: %s", sio_errmsg());
+	cr_expect_eq(cli_write(&v, 200, 2), 0, "victim write: %s", sio_errmsg());
+	cr_expect_eq(cli_verify(&v, 200, 2), 0, "victim read: %s", sio_errmsg());
 	cli_close(&v);
 }
 
@@ -309,7 +309,7 @@ Test(faults, prp_to_unmapped_memory_is_a_data_transfer_error)
 
 	cluster_up(&C, 2, 32, emu);
 	cli_open(&c, 1);
-	cr_assert_eq(cli_write(&c, 300, 3), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(cli_write(&c, 300, 3), 0, "%s", sio_errmsg());
 	/* A buffer whose bus address was never mapped for the device. */
 	wild = *c.buf;
 	wild.bus = 0x7f5500000000ull;
@@ -317,8 +317,8 @@ Test(faults, prp_to_unmapped_memory_is_a_data_transfer_error)
 		memset(&d, 0, sizeof(d));
 		ret = i ? sio_nvme_ioq_write(c.q, 1, 400, 8, &wild, 0, on_done, &d)
 			: sio_nvme_ioq_read(c.q, 1, 300, 8, &wild, 0, on_done, &d);
-		cr_assert_eq(ret, 0, "%s", sio_nvme_errmsg());
-		cr_assert_eq(sio_nvme_ioq_wait(c.q), 0, "%s", sio_nvme_errmsg());
+		cr_assert_eq(ret, 0, "%s", sio_errmsg());
+		cr_assert_eq(sio_nvme_ioq_wait(c.q), 0, "%s", sio_errmsg());
 		cr_expect_eq(d.n, 1);
 		cr_expect_eq(d.err, -EIO, "%s: err %d", i ? "write" : "read", d.err);
 		cr_expect_eq(d.status & 0x7ff, SIO_NVME_SC_DATA_XFER_ERROR,
@@ -326,9 +326,9 @@ Test(faults, prp_to_unmapped_memory_is_a_data_transfer_error)
 			     d.status);
 	}
 	/* The controller keeps serving, and the failed write changed nothing. */
-	cr_expect_eq(cli_verify(&c, 300, 3), 0, "%s", sio_nvme_errmsg());
-	cr_expect_eq(cli_write(&c, 400, 4), 0, "%s", sio_nvme_errmsg());
-	cr_expect_eq(cli_verify(&c, 400, 4), 0, "%s", sio_nvme_errmsg());
+	cr_expect_eq(cli_verify(&c, 300, 3), 0, "%s", sio_errmsg());
+	cr_expect_eq(cli_write(&c, 400, 4), 0, "%s", sio_errmsg());
+	cr_expect_eq(cli_verify(&c, 400, 4), 0, "%s", sio_errmsg());
 	cli_close(&c);
 }
 
@@ -367,8 +367,8 @@ Test(faults, killed_client_windows_are_reclaimed)
 		     "%d after it was killed", base, busy, windows_used(f, 0));
 	/* And the controller serves the next client. */
 	cli_open(&c, 2);
-	cr_expect_eq(cli_write(&c, 4096, 5), 0, "%s", sio_nvme_errmsg());
-	cr_expect_eq(cli_verify(&c, 4096, 5), 0, "%s", sio_nvme_errmsg());
+	cr_expect_eq(cli_write(&c, 4096, 5), 0, "%s", sio_errmsg());
+	cr_expect_eq(cli_verify(&c, 4096, 5), 0, "%s", sio_errmsg());
 	cli_close(&c);
 	sio_fabric_close(f);
 }
@@ -386,7 +386,7 @@ Test(faults, killed_manager_gives_clear_errors_and_loses_no_flushed_data)
 	cluster_up(&C, 2, 32, emu);
 	cli_open(&c, 1);
 	sio_nvme_client_info(c.cl, &ci);
-	cr_assert_eq(cli_write(&c, 500, 6), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(cli_write(&c, 500, 6), 0, "%s", sio_errmsg());
 
 	kill(C.mgr, SIGKILL);
 	cluster_wait(C.mgr, 2000);
@@ -394,8 +394,8 @@ Test(faults, killed_manager_gives_clear_errors_and_loses_no_flushed_data)
 	/* Requests to the manager end with a clear error, not a hang. */
 	ret = sio_nvme_client_identify(c.cl, SIO_NVME_CNS_CTRL, 0, id);
 	cr_expect_eq(ret, -ENOTCONN, "identify with the manager dead: %d %s", ret,
-		     sio_nvme_errmsg());
-	cr_expect(strstr(sio_nvme_errmsg(), "manager"), "%s", sio_nvme_errmsg());
+		     sio_errmsg());
+	cr_expect(strstr(sio_errmsg(), "manager"), "%s", sio_errmsg());
 	cli_close(&c);
 
 	/* A new manager resets the controller; a client registers again and
@@ -403,7 +403,7 @@ Test(faults, killed_manager_gives_clear_errors_and_loses_no_flushed_data)
 	cluster_start_mgr(&C);
 	cli_open(&c, 1);
 	ret = cli_verify(&c, 500, 6);
-	cr_expect_eq(ret, 0, "after the manager restarted: %d %s", ret, sio_nvme_errmsg());
+	cr_expect_eq(ret, 0, "after the manager restarted: %d %s", ret, sio_errmsg());
 	cli_close(&c);
 	unlink(backing);
 }
@@ -420,7 +420,7 @@ Test(faults, killed_controller_restarts_with_its_file_backing)
 	cluster_up(&C, 2, 32, emu);
 	cli_open(&c, 1);
 	sio_nvme_client_set_timeout(c.cl, 1000);
-	cr_assert_eq(cli_write(&c, 600, 7), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(cli_write(&c, 600, 7), 0, "%s", sio_errmsg());
 
 	kill(C.emu, SIGKILL);
 	cluster_wait(C.emu, 2000);
@@ -430,7 +430,7 @@ Test(faults, killed_controller_restarts_with_its_file_backing)
 	if (ret == 0)
 		ret = sio_nvme_ioq_wait(c.q);
 	cr_expect(ret == -ETIMEDOUT || ret == -ENODEV, "I/O to a dead controller: %d %s",
-		  ret, sio_nvme_errmsg());
+		  ret, sio_errmsg());
 	cli_close(&c);
 	/* The manager notices its controller is gone and stops. */
 	rc = cluster_wait(C.mgr, 20000);
@@ -441,7 +441,7 @@ Test(faults, killed_controller_restarts_with_its_file_backing)
 	cluster_start_mgr(&C);
 	cli_open(&c, 1);
 	ret = cli_verify(&c, 600, 7);
-	cr_expect_eq(ret, 0, "after the controller restarted: %d %s", ret, sio_nvme_errmsg());
+	cr_expect_eq(ret, 0, "after the controller restarted: %d %s", ret, sio_errmsg());
 	cli_close(&c);
 	unlink(backing);
 }
@@ -457,7 +457,7 @@ Test(faults, lender_link_down_gives_errors_then_recovers)
 	cluster_up(&C, 2, 32, emu);
 	cli_open(&c, 1);
 	sio_nvme_client_set_timeout(c.cl, 1000);
-	cr_assert_eq(cli_write(&c, 700, 8), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(cli_write(&c, 700, 8), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_fabric_open(C.fabric, 0, &admin), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_link_set(admin, 0, -1, false), 0, "%s", sio_errmsg());
 
@@ -465,7 +465,7 @@ Test(faults, lender_link_down_gives_errors_then_recovers)
 	t0 = now_ms();
 	ret = cli_verify(&c, 700, 8);
 	cr_expect(ret == -ETIMEDOUT || ret == -ENODEV || ret == -EIO,
-		  "I/O through a dead link: %d %s", ret, sio_nvme_errmsg());
+		  "I/O through a dead link: %d %s", ret, sio_errmsg());
 	cr_expect_lt(now_ms() - t0, 10000, "the error took %llu ms",
 		     (unsigned long long)(now_ms() - t0));
 
@@ -474,10 +474,10 @@ Test(faults, lender_link_down_gives_errors_then_recovers)
 	sio_nvme_ioq_destroy(c.q);
 	c.q = NULL;
 	ret = sio_nvme_ioq_create(c.cl, NULL, &c.q);
-	cr_assert_eq(ret, 0, "new queue after link up: %s", sio_nvme_errmsg());
-	cr_expect_eq(cli_verify(&c, 700, 8), 0, "%s", sio_nvme_errmsg());
-	cr_expect_eq(cli_write(&c, 800, 9), 0, "%s", sio_nvme_errmsg());
-	cr_expect_eq(cli_verify(&c, 800, 9), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(ret, 0, "new queue after link up: %s", sio_errmsg());
+	cr_expect_eq(cli_verify(&c, 700, 8), 0, "%s", sio_errmsg());
+	cr_expect_eq(cli_write(&c, 800, 9), 0, "%s", sio_errmsg());
+	cr_expect_eq(cli_verify(&c, 800, 9), 0, "%s", sio_errmsg());
 	cli_close(&c);
 	sio_fabric_close(admin);
 }
@@ -497,7 +497,7 @@ Test(faults, stopped_controller_ends_every_waiter_with_a_timeout)
 	cluster_up(&C, 2, 32, emu);
 	cli_open(&c, 1);
 	sio_nvme_client_set_timeout(c.cl, 1000);
-	cr_assert_eq(cli_write(&c, 900, 10), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(cli_write(&c, 900, 10), 0, "%s", sio_errmsg());
 
 	cr_assert_eq(kill(C.emu, SIGSTOP), 0);
 	/* Expectations only until the controller runs again. */
@@ -505,13 +505,13 @@ Test(faults, stopped_controller_ends_every_waiter_with_a_timeout)
 	for (i = 0; i < 4; i++) {
 		ret = sio_nvme_ioq_read(c.q, 1, 900 + 16 * (uint64_t)i, 16, c.buf,
 					8192 * (uint64_t)(i + 1), on_done, &d[i]);
-		cr_expect_eq(ret, 0, "async read %d: %s", i, sio_nvme_errmsg());
+		cr_expect_eq(ret, 0, "async read %d: %s", i, sio_errmsg());
 	}
 	t0 = now_ms();
 	ret = sio_nvme_read(c.q, 1, 900, 16, c.buf, 5 * 8192);
 	took = now_ms() - t0;
 	cr_expect_eq(ret, -ETIMEDOUT, "sync read of a stopped controller: %d %s", ret,
-		     sio_nvme_errmsg());
+		     sio_errmsg());
 	cr_expect_lt(took, 5000, "the timeout is 1000 ms and the read took %llu ms",
 		     (unsigned long long)took);
 	for (i = 0; i < 4; i++) {
@@ -526,8 +526,8 @@ Test(faults, stopped_controller_ends_every_waiter_with_a_timeout)
 
 	sio_nvme_ioq_destroy(c.q);
 	c.q = NULL;
-	cr_assert_eq(sio_nvme_ioq_create(c.cl, NULL, &c.q), 0, "%s", sio_nvme_errmsg());
-	cr_expect_eq(cli_verify(&c, 900, 10), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_ioq_create(c.cl, NULL, &c.q), 0, "%s", sio_errmsg());
+	cr_expect_eq(cli_verify(&c, 900, 10), 0, "%s", sio_errmsg());
 	cli_close(&c);
 }
 
@@ -565,31 +565,31 @@ Test(faults, forged_completions_cannot_hang_a_read)
 	cluster_up(&C, 2, 32, emu);
 	cli_open(&c, 1);
 	sio_nvme_client_set_timeout(c.cl, 1000);
-	cr_assert_eq(cli_write(&c, 1000, 11), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(cli_write(&c, 1000, 11), 0, "%s", sio_errmsg());
 	h = &c.q->qp[0].q;
 
 	/* A real completion that reports the SQ head one past the tail. */
 	cr_assert_eq(sio_nvme_ioq_read(c.q, 1, 1000, 16, c.buf, 0, on_done, &d), 0, "%s",
-		     sio_nvme_errmsg());
+		     sio_errmsg());
 	e = posted(c.q);
 	e->sq_head = (uint16_t)((h->sq_tail + 1) % h->size);
-	cr_assert_eq(sio_nvme_ioq_wait(c.q), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_ioq_wait(c.q), 0, "%s", sio_errmsg());
 	cr_expect_eq(d.n, 1);
 	cr_expect_eq(d.err, 0);
 	for (i = 0; i < 2 * (int)h->size; i++) {
 		ret = cli_verify(&c, 1000, 11);
 		cr_assert_eq(ret, 0, "read %d after the wild SQ head: %d %s", i, ret,
-			     sio_nvme_errmsg());
+			     sio_errmsg());
 	}
 
 	/* The next completion comes under another generation of its id. */
 	memset(&d, 0, sizeof(d));
 	cr_assert_eq(sio_nvme_ioq_read(c.q, 1, 1000, 16, c.buf, 16384, on_done, &d), 0, "%s",
-		     sio_nvme_errmsg());
+		     sio_errmsg());
 	e = posted(c.q);
 	e->cid ^= 0x8000;
 	/* Other commands go on around it. */
-	cr_assert_eq(cli_verify(&c, 1000, 11), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(cli_verify(&c, 1000, 11), 0, "%s", sio_errmsg());
 	sio_nvme_ioq_info(c.q, &qi);
 	cr_expect_eq(qi.stale, 1, "the forged completion is counted (%llu)",
 		     (unsigned long long)qi.stale);
@@ -598,7 +598,7 @@ Test(faults, forged_completions_cannot_hang_a_read)
 	/* The command it stood for never completes: its wait ends. */
 	t0 = now_ms();
 	ret = sio_nvme_ioq_wait(c.q);
-	cr_expect_eq(ret, -ETIMEDOUT, "%d %s", ret, sio_nvme_errmsg());
+	cr_expect_eq(ret, -ETIMEDOUT, "%d %s", ret, sio_errmsg());
 	cr_expect_lt(now_ms() - t0, 5000);
 	cr_expect_eq(d.n, 1);
 	cr_expect_eq(d.err, -ETIMEDOUT);
@@ -636,17 +636,17 @@ Test(faults, multipath_resends_transfer_errors_unless_do_not_retry)
 
 	memset(&c, 0, sizeof(c));
 	cr_assert_eq(sio_fabric_open(C.fabric, 1, &c.f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_open(c.f, -1, &c.cl), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_client_open(c.f, -1, &c.cl), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_nvme_qspec_parse("multipath,depth=32", &spec), 0);
-	cr_assert_eq(sio_nvme_ioq_create(c.cl, &spec, &c.q), 0, "%s", sio_nvme_errmsg());
-	cr_assert_eq(sio_nvme_buf_alloc(c.cl, 64 << 10, &c.buf), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_ioq_create(c.cl, &spec, &c.q), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_buf_alloc(c.cl, 64 << 10, &c.buf), 0, "%s", sio_errmsg());
 	/* A buffer mapped for the device on neither path. */
 	wild = *c.buf;
 	wild.bus = wild.bus2 = 0x7f5500000000ull;
 
 	cr_assert_eq(sio_nvme_ioq_read(c.q, 1, 0, 8, &wild, 0, on_done, &d), 0, "%s",
-		     sio_nvme_errmsg());
-	cr_assert_eq(sio_nvme_ioq_wait(c.q), 0, "%s", sio_nvme_errmsg());
+		     sio_errmsg());
+	cr_assert_eq(sio_nvme_ioq_wait(c.q), 0, "%s", sio_errmsg());
 	sio_nvme_ioq_info(c.q, &qi);
 	cr_expect_eq(d.n, 1);
 	cr_expect_eq(d.err, -EIO);
@@ -658,11 +658,11 @@ Test(faults, multipath_resends_transfer_errors_unless_do_not_retry)
 	/* The same error with DNR set (in the entry as posted): ended at once. */
 	memset(&d, 0, sizeof(d));
 	cr_assert_eq(sio_nvme_ioq_read(c.q, 1, 0, 8, &wild, 0, on_done, &d), 0, "%s",
-		     sio_nvme_errmsg());
+		     sio_errmsg());
 	e = posted(c.q);
 	cr_assert_eq(SIO_NVME_STATUS_CODE(e->status), SIO_NVME_SC_DATA_XFER_ERROR);
 	e->status |= 0x8000;
-	cr_assert_eq(sio_nvme_ioq_wait(c.q), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_ioq_wait(c.q), 0, "%s", sio_errmsg());
 	sio_nvme_ioq_info(c.q, &qi);
 	cr_expect_eq(d.n, 1);
 	cr_expect_eq(d.err, -EIO);
@@ -670,7 +670,7 @@ Test(faults, multipath_resends_transfer_errors_unless_do_not_retry)
 	cr_expect_eq(qi.resubmitted, before, "a DNR completion was sent again");
 
 	/* Good I/O goes on. */
-	cr_expect_eq(cli_write(&c, 64, 12), 0, "%s", sio_nvme_errmsg());
-	cr_expect_eq(cli_verify(&c, 64, 12), 0, "%s", sio_nvme_errmsg());
+	cr_expect_eq(cli_write(&c, 64, 12), 0, "%s", sio_errmsg());
+	cr_expect_eq(cli_verify(&c, 64, 12), 0, "%s", sio_errmsg());
 	cli_close(&c);
 }

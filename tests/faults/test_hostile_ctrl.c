@@ -176,7 +176,7 @@ Test(hostile_ctrl, bar0_too_small_for_the_doorbell_stride)
 	/* Stride 2^15 * 4 bytes: the admin doorbells alone need 0x1000 + 256 KiB. */
 	bench_up(&b, "hc-bar", 0x4000, 15);
 	cr_assert_eq(sio_nvme_ctrl_open(b.dev, NULL, &ctrl), -EINVAL);
-	cr_assert(strstr(sio_nvme_errmsg(), "too small"), "message: %s", sio_nvme_errmsg());
+	cr_assert(strstr(sio_errmsg(), "too small"), "message: %s", sio_errmsg());
 	bench_down(&b);
 }
 
@@ -187,7 +187,7 @@ Test(hostile_ctrl, queue_count_clamped_to_the_doorbells_bar0_holds)
 
 	/* 0x4000 bytes, doorbells 1 KiB apart: queue ids 0..5 fit (12 KiB / 2 KiB). */
 	bench_up(&b, "hc-nq", 0x4000, 8);
-	cr_assert_eq(sio_nvme_ctrl_open(b.dev, NULL, &ctrl), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_ctrl_open(b.dev, NULL, &ctrl), 0, "%s", sio_errmsg());
 	cr_assert_eq(b.h.nq_asked + 1, 5, "asked for %u queues", b.h.nq_asked + 1);
 	cr_assert_eq(sio_nvme_ctrl_info(ctrl)->io_queues, 5);
 	sio_nvme_ctrl_close(ctrl);
@@ -202,16 +202,16 @@ Test(hostile_ctrl, lba_size_exponent_out_of_range)
 	struct sio_nvme_ns ns;
 
 	bench_up(&b, "hc-ds", 0x4000, 0);
-	cr_assert_eq(sio_nvme_ctrl_open(b.dev, NULL, &ctrl), 0, "%s", sio_nvme_errmsg());
-	cr_assert_eq(sio_nvme_ctrl_ns(ctrl, 1, &ns), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_ctrl_open(b.dev, NULL, &ctrl), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_ctrl_ns(ctrl, 1, &ns), 0, "%s", sio_errmsg());
 	cr_assert_eq(ns.lba_size, 512);
 	for (size_t i = 0; i < sizeof(bad); i++) {
 		b.h.lba_ds = bad[i];
 		cr_assert_eq(sio_nvme_ctrl_ns(ctrl, 1, &ns), -EIO, "ds %u accepted", bad[i]);
-		cr_assert(strstr(sio_nvme_errmsg(), "LBA data size"), "%s", sio_nvme_errmsg());
+		cr_assert(strstr(sio_errmsg(), "LBA data size"), "%s", sio_errmsg());
 	}
 	b.h.lba_ds = 12;
-	cr_assert_eq(sio_nvme_ctrl_ns(ctrl, 1, &ns), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_ctrl_ns(ctrl, 1, &ns), 0, "%s", sio_errmsg());
 	cr_assert_eq(ns.lba_size, 4096);
 	sio_nvme_ctrl_close(ctrl);
 	bench_down(&b);

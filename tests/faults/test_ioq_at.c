@@ -44,7 +44,7 @@ Test(ioq_at, caller_placed_queue_does_io_and_bad_input_is_refused)
 
 	cluster_up(&C, 2, 32, emu);
 	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_open(f, -1, &cl), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, -1, &cl), 0, "%s", sio_errmsg());
 	sio_nvme_client_info(cl, &ci);
 
 	/* One message for every layer: a refusal relayed from the manager
@@ -64,10 +64,10 @@ Test(ioq_at, caller_placed_queue_does_io_and_bad_input_is_refused)
 
 	/* Bad input: clear errors, nothing created. */
 	cr_expect_eq(sio_nvme_ioq_create_at(cl, 0, 0x2000, DEPTH, 0, &qid), -EINVAL);
-	cr_expect(strstr(sio_nvme_errmsg(), "aligned"), "%s", sio_nvme_errmsg());
+	cr_expect(strstr(sio_errmsg(), "aligned"), "%s", sio_errmsg());
 	cr_expect_eq(sio_nvme_ioq_create_at(cl, 0x1000, 0x2001, DEPTH, 0, &qid), -EINVAL);
 	cr_expect_eq(sio_nvme_ioq_create_at(cl, 0x1000, 0x2000, 1, 0, &qid), -EINVAL);
-	cr_expect(strstr(sio_nvme_errmsg(), "depth"), "%s", sio_nvme_errmsg());
+	cr_expect(strstr(sio_errmsg(), "depth"), "%s", sio_errmsg());
 	cr_expect_eq(sio_nvme_ioq_create_at(cl, 0x1000, 0x2000, DEPTH, 4, &qid), -EINVAL);
 	cr_expect_eq(sio_nvme_ioq_create_at(cl, 0x1000, 0x2000, DEPTH, 0, NULL), -EINVAL);
 	cr_expect_eq(sio_nvme_ioq_delete_at(cl, 0), -EINVAL);
@@ -80,7 +80,7 @@ Test(ioq_at, caller_placed_queue_does_io_and_bad_input_is_refused)
 	cr_assert_eq(sio_device_map(sio_nvme_client_device(cl), seg, &bus), 0, "%s",
 		     sio_errmsg());
 	ret = sio_nvme_ioq_create_at(cl, bus, bus + 4096, DEPTH, 0, &qid);
-	cr_assert_eq(ret, 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(ret, 0, "%s", sio_errmsg());
 	cr_assert(qid >= 1 && qid <= ci.io_queues, "qid %u", qid);
 
 	{
@@ -96,7 +96,7 @@ Test(ioq_at, caller_placed_queue_does_io_and_bad_input_is_refused)
 					sio_nvme_doorbell_offset(qid, 1, ci.dstrd)),
 				    cids, cookies, busy);
 	}
-	cr_assert_eq(sio_nvme_buf_alloc(cl, 4096, &buf), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_buf_alloc(cl, 4096, &buf), 0, "%s", sio_errmsg());
 	p = buf->va;
 	for (i = 0; i < 1024; i++)
 		p[i] = 0xa5a50000u + i;
@@ -127,18 +127,18 @@ Test(ioq_at, caller_placed_queue_does_io_and_bad_input_is_refused)
 		struct sio_nvme_client *other;
 
 		cr_assert_eq(sio_fabric_open(C.fabric, 1, &f2), 0, "%s", sio_errmsg());
-		cr_assert_eq(sio_nvme_client_open(f2, -1, &other), 0, "%s", sio_nvme_errmsg());
+		cr_assert_eq(sio_nvme_client_open(f2, -1, &other), 0, "%s", sio_errmsg());
 		cr_expect_eq(sio_nvme_ioq_delete_at(other, qid), -EPERM, "%s",
-			     sio_nvme_errmsg());
+			     sio_errmsg());
 		sio_nvme_client_close(other);
 		sio_fabric_close(f2);
 	}
-	cr_expect_eq(sio_nvme_ioq_delete_at(cl, qid), 0, "%s", sio_nvme_errmsg());
+	cr_expect_eq(sio_nvme_ioq_delete_at(cl, qid), 0, "%s", sio_errmsg());
 	cr_expect_eq(sio_nvme_ioq_delete_at(cl, qid), -EPERM);
 	/* The id is free again. */
 	memset(va, 0, 2 * 4096);
 	cr_expect_eq(sio_nvme_ioq_create_at(cl, bus, bus + 4096, DEPTH, 3, &qid2), 0, "%s",
-		     sio_nvme_errmsg());
+		     sio_errmsg());
 	cr_expect_eq(qid2, qid);
 	/* Left for sio_nvme_client_close() to delete; returning the borrow
 	 * unmaps the segment for the device. */

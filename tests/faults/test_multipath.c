@@ -71,7 +71,7 @@ Test(multipath, refused_without_a_second_adapter_and_bad_specs)
 	struct sio_fabric *f;
 
 	cr_expect_eq(sio_nvme_qspec_parse("multipath=2", &spec), -EINVAL);
-	cr_expect(strstr(sio_nvme_errmsg(), "multipath"), "%s", sio_nvme_errmsg());
+	cr_expect(strstr(sio_errmsg(), "multipath"), "%s", sio_errmsg());
 	cr_assert_eq(sio_nvme_qspec_parse("location=local,multipath", &spec), 0);
 	cr_expect(spec.multipath);
 	cr_assert_eq(sio_nvme_qspec_parse("multipath=0", &spec), 0);
@@ -79,10 +79,10 @@ Test(multipath, refused_without_a_second_adapter_and_bad_specs)
 
 	mp_cluster_up(1);
 	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_open(f, -1, &cl), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, -1, &cl), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_nvme_qspec_parse("multipath", &spec), 0);
 	cr_expect_eq(sio_nvme_ioq_create(cl, &spec, &q), -EINVAL);
-	cr_expect(strstr(sio_nvme_errmsg(), "two adapters"), "%s", sio_nvme_errmsg());
+	cr_expect(strstr(sio_errmsg(), "two adapters"), "%s", sio_errmsg());
 	cr_expect_null(q);
 	sio_nvme_client_close(cl);
 	sio_fabric_close(f);
@@ -192,15 +192,15 @@ Test(multipath, link_flaps_during_verified_io_cost_no_errors_and_no_data)
 
 	mp_cluster_up(2);
 	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_open(f, -1, &cl), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, -1, &cl), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_nvme_qspec_parse("multipath,depth=32", &spec), 0);
-	cr_assert_eq(sio_nvme_ioq_create(cl, &spec, &q), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_ioq_create(cl, &spec, &q), 0, "%s", sio_errmsg());
 	sio_nvme_ioq_info(q, &qi);
 	cr_assert(qi.multipath);
 	cr_assert_eq(qi.path, 0);
 	cr_assert_neq(qi.backup_qid, 0, "no backup queue pair");
 	cr_assert_neq(qi.backup_qid, qi.qid);
-	cr_assert_eq(sio_nvme_buf_alloc(cl, QD * NLB * 512, &buf), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_buf_alloc(cl, QD * NLB * 512, &buf), 0, "%s", sio_errmsg());
 	cr_assert_neq(buf->bus2, 0, "the buffer has no address on the second path");
 
 	memset(slots, 0, sizeof(slots));
@@ -255,17 +255,17 @@ Test(multipath, link_flaps_during_verified_io_cost_no_errors_and_no_data)
 			sl->retry = ret == -EAGAIN;	/* the same step again later */
 			if (sl->retry)
 				continue;
-			cr_assert_eq(ret, 0, "submit: %d %s", ret, sio_nvme_errmsg());
+			cr_assert_eq(ret, 0, "submit: %d %s", ret, sio_errmsg());
 			sl->ready = 0;
 			sl->busy = 1;
 		}
 		n = sio_nvme_ioq_poll(q, 0);
-		cr_assert_geq(n, 0, "poll: %d %s", n, sio_nvme_errmsg());
+		cr_assert_geq(n, 0, "poll: %d %s", n, sio_errmsg());
 		if (!n)
 			usleep(20);
 	}
 	pthread_join(th, NULL);
-	cr_assert_eq(sio_nvme_ioq_wait(q), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_ioq_wait(q), 0, "%s", sio_errmsg());
 	for (s = 0; s < QD; s++) {
 		if (slots[s].ready && slots[s].err)
 			errors++;
@@ -301,12 +301,12 @@ Test(multipath, link_flaps_during_verified_io_cost_no_errors_and_no_data)
 			continue;
 		memset(buf->va, 0, NLB * 512);
 		ret = sio_nvme_read(q, 1, (uint64_t)r * NLB, NLB, buf, 0);
-		cr_expect_eq(ret, 0, "final read of region %u: %s", r, sio_nvme_errmsg());
+		cr_expect_eq(ret, 0, "final read of region %u: %s", r, sio_errmsg());
 		i = bad_words(buf->va, r, expect[r]);
 		cr_expect_eq(i, 0, "region %u: %u words differ from the last write", r, i);
 	}
 	sio_nvme_buf_free(cl, buf);
-	cr_expect_eq(sio_nvme_ioq_destroy(q), 0, "%s", sio_nvme_errmsg());
+	cr_expect_eq(sio_nvme_ioq_destroy(q), 0, "%s", sio_errmsg());
 	sio_nvme_client_close(cl);
 	sio_fabric_close(f);
 }

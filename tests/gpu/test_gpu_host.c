@@ -100,7 +100,7 @@ Test(gpu_api, bad_arguments_are_refused)
 	cr_expect_eq(sio_gpu_queue_alloc(NULL, &q), -EINVAL);
 	d.depth = 3;
 	cr_expect_eq(sio_gpu_queue_alloc(&d, &q), -EINVAL);
-	cr_expect(strstr(sio_gpu_errmsg(), "power of two"), "message: %s", sio_gpu_errmsg());
+	cr_expect(strstr(sio_errmsg(), "power of two"), "message: %s", sio_errmsg());
 	d.depth = 16;
 	cr_expect_eq(sio_gpu_queue_alloc(&d, &q), -EINVAL, "no memory given");
 	cr_expect_eq(sio_gpu_segment_create_hinted(NULL, 4096, SIO_HINT_DEVICE_READ, 0, &m, NULL),
@@ -184,10 +184,10 @@ Test(gpu_hinted, placement_and_refusals)
 					    SIO_HINT_HOST_WRITE, 0, &m, &placed);
 	if (sio_gpu_count() < 0) {
 		cr_expect_eq(ret, -ENODEV);
-		cr_expect(strstr(sio_gpu_errmsg(), "no GPU"),
-			  "message: %s", sio_gpu_errmsg());
+		cr_expect(strstr(sio_errmsg(), "no GPU"),
+			  "message: %s", sio_errmsg());
 	} else {
-		cr_assert_eq(ret, 0, "%s", sio_gpu_errmsg());
+		cr_assert_eq(ret, 0, "%s", sio_errmsg());
 		cr_expect_eq(placed, SIO_PLACE_DEVICE, "node 0 lends the device");
 		cr_assert_eq(sio_segment_info(m->seg, &si), 0);
 		cr_expect_eq(si.kind, SIO_SEG_GPU);
@@ -266,7 +266,7 @@ static void unreadable_sq(const char *why_in_log)
 		if (ret)
 			usleep(50000);
 	}
-	cr_assert_eq(ret, 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(ret, 0, "%s", sio_errmsg());
 	dev = sio_nvme_client_device(cl);
 	cr_assert_eq(sio_segment_create_gpu(f, 65536, 4095, handle, sizeof(handle), &sq), 0,
 		     "%s", sio_errmsg());
@@ -276,8 +276,8 @@ static void unreadable_sq(const char *why_in_log)
 	cr_assert_eq(sio_device_map(dev, sq, &sq_bus), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_device_map(dev, cq, &cq_bus), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_nvme_ioq_create_at(cl, sq_bus, cq_bus, 8, 0, &qid), 0, "%s",
-		     sio_nvme_errmsg());
-	cr_assert_eq(sio_nvme_client_doorbells(cl, qid, &db), 0, "%s", sio_nvme_errmsg());
+		     sio_errmsg());
+	cr_assert_eq(sio_nvme_client_doorbells(cl, qid, &db), 0, "%s", sio_errmsg());
 	sio_nvme_mmio_write32(db.sq_db, 2);	/* two entries */
 	cpl = cq_va;
 	t0 = now_ms();
@@ -472,7 +472,7 @@ Test(gpu_ipc, roundtrip_with_another_process, .timeout = 120)
 	char line[256];
 
 	if (!have_gpu())
-		cr_skip_test("%s", sio_gpu_errmsg());
+		cr_skip_test("%s", sio_errmsg());
 	snprintf(name, sizeof(name), "gpuipc%d", (int)getpid());
 	sio_fabric_destroy(name);
 	cr_assert_eq(sio_fabric_create(name, &cfg), 0, "%s", sio_errmsg());
@@ -484,7 +484,7 @@ Test(gpu_ipc, roundtrip_with_another_process, .timeout = 120)
 	cr_assert_eq(sio_device_borrow(f, id, SIO_BORROW_SHARED, &dev), 0, "%s", sio_errmsg());
 
 	/* both directions, and the copy to the GPU has landed when it answers */
-	cr_assert_eq(sio_gpu_mem_create(f, len, 0, &m), 0, "%s", sio_gpu_errmsg());
+	cr_assert_eq(sio_gpu_mem_create(f, len, 0, &m), 0, "%s", sio_errmsg());
 	fill(m, len, 0xa);
 	cr_assert_eq(sio_device_map(dev, m->seg, &bus), 0, "%s", sio_errmsg());
 	cr_expect_eq(child_ask(&ch, "r %llx %llu %x\n", (unsigned long long)bus,
@@ -496,7 +496,7 @@ Test(gpu_ipc, roundtrip_with_another_process, .timeout = 120)
 	/* the slot reused by new memory: the old mapping must not serve it */
 	sio_device_unmap(dev, m->seg);
 	sio_gpu_mem_free(m);
-	cr_assert_eq(sio_gpu_mem_create(f, len, 0, &m2), 0, "%s", sio_gpu_errmsg());
+	cr_assert_eq(sio_gpu_mem_create(f, len, 0, &m2), 0, "%s", sio_errmsg());
 	fill(m2, len, 0xc);
 	cr_assert_eq(sio_device_map(dev, m2->seg, &bus2), 0, "%s", sio_errmsg());
 	cr_expect_eq(child_ask(&ch, "r %llx %llu %x\n", (unsigned long long)bus2,
@@ -504,7 +504,7 @@ Test(gpu_ipc, roundtrip_with_another_process, .timeout = 120)
 
 	/* more segments than the old cache held, each used twice */
 	for (int i = 0; i < NSEGS; i++) {
-		cr_assert_eq(sio_gpu_mem_create(f, 65536, 0, &many[i]), 0, "%s", sio_gpu_errmsg());
+		cr_assert_eq(sio_gpu_mem_create(f, 65536, 0, &many[i]), 0, "%s", sio_errmsg());
 		fill(many[i], 65536, 0x100 + i);
 		cr_assert_eq(sio_device_map(dev, many[i]->seg, &busn[i]), 0, "%s", sio_errmsg());
 	}
@@ -541,11 +541,11 @@ int main(int argc, char *argv[])
 	if (argc == 3 && !strcmp(argv[1], "--ipc-child"))
 		return ipc_child(argv[2]);
 	if (sio_gpu_required() && !have_gpu()) {
-		printf("FAIL: SMARTIO_REQUIRE_GPU is set, but %s\n", sio_gpu_errmsg());
+		printf("FAIL: SMARTIO_REQUIRE_GPU is set, but %s\n", sio_errmsg());
 		return 1;
 	}
 	if (!have_gpu()) {
-		printf("no GPU (%s): the GPU-only tests skip\n", sio_gpu_errmsg());
+		printf("no GPU (%s): the GPU-only tests skip\n", sio_errmsg());
 		fflush(stdout);
 	}
 	tests = criterion_initialize();

@@ -38,7 +38,7 @@ static struct sio_nvme_ns ns;
 static void need_gpu(void)
 {
 	if (sio_gpu_count() <= 0)
-		cr_skip_test("%s", sio_gpu_errmsg());
+		cr_skip_test("%s", sio_errmsg());
 }
 
 static double now_s(void)
@@ -63,9 +63,9 @@ static void up(const char *const *emu_args)
 			break;
 		usleep(50000);
 	}
-	cr_assert_eq(ret, 0, "sio_gpu_nvme_open: %s", sio_gpu_errmsg());
+	cr_assert_eq(ret, 0, "sio_gpu_nvme_open: %s", sio_errmsg());
 	cr_assert_eq(sio_nvme_client_ns(sio_gpu_nvme_client(gn), 1, &ns), 0, "%s",
-		     sio_nvme_errmsg());
+		     sio_errmsg());
 }
 
 static void setup(void)
@@ -112,14 +112,14 @@ static void cpu_pattern(uint64_t slba, uint64_t blocks, uint64_t seed)
 	struct sio_nvme_buf *b;
 	uint64_t *w, chunk = 64;
 
-	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_nvme_errmsg());
-	cr_assert_eq(sio_nvme_buf_alloc(cl, blocks * ns.lba_size, &b), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_buf_alloc(cl, blocks * ns.lba_size, &b), 0, "%s", sio_errmsg());
 	w = b->va;
 	for (uint64_t i = 0; i < blocks * ns.lba_size / 8; i++)
 		w[i] = sio_gpu_pattern(seed, word_of(slba) + i);
 	for (uint64_t d = 0; d < blocks; d += chunk)
 		cr_assert_eq(sio_nvme_write(q, 1, slba + d, blocks - d < chunk ? blocks - d : chunk,
-					    b, d * ns.lba_size), 0, "%s", sio_nvme_errmsg());
+					    b, d * ns.lba_size), 0, "%s", sio_errmsg());
 	sio_nvme_buf_free(cl, b);
 	sio_nvme_ioq_destroy(q);
 }
@@ -132,12 +132,12 @@ static uint64_t cpu_check(uint64_t slba, uint64_t blocks, uint64_t seed)
 	struct sio_nvme_buf *b;
 	uint64_t *w, chunk = 64, bad = 0;
 
-	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_nvme_errmsg());
-	cr_assert_eq(sio_nvme_buf_alloc(cl, blocks * ns.lba_size, &b), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_buf_alloc(cl, blocks * ns.lba_size, &b), 0, "%s", sio_errmsg());
 	memset(b->va, 0, blocks * ns.lba_size);
 	for (uint64_t d = 0; d < blocks; d += chunk)
 		cr_assert_eq(sio_nvme_read(q, 1, slba + d, blocks - d < chunk ? blocks - d : chunk,
-					   b, d * ns.lba_size), 0, "%s", sio_nvme_errmsg());
+					   b, d * ns.lba_size), 0, "%s", sio_errmsg());
 	w = b->va;
 	for (uint64_t i = 0; i < blocks * ns.lba_size / 8; i++)
 		bad += w[i] != sio_gpu_pattern(seed, word_of(slba) + i);
@@ -153,7 +153,7 @@ static struct sio_gpu_qp *qp_make(uint32_t depth, bool sq_in_host, bool cq_in_gp
 				     .cq_in_gpu = cq_in_gpu, .timeout_ms = TIMEOUT_MS };
 	struct sio_gpu_qp *qp;
 
-	cr_assert_eq(sio_gpu_qp_create(gn, &o, &qp), 0, "%s", sio_gpu_errmsg());
+	cr_assert_eq(sio_gpu_qp_create(gn, &o, &qp), 0, "%s", sio_errmsg());
 	sio_gpu_qp_info(qp, qi);
 	return qp;
 }
@@ -168,7 +168,7 @@ static void gbuf_make(struct gbuf *b, uint64_t size)
 {
 	struct sio_device *dev = sio_nvme_client_device(sio_gpu_nvme_client(gn));
 
-	cr_assert_eq(sio_gpu_mem_create(fab, size, 0, &b->m), 0, "%s", sio_gpu_errmsg());
+	cr_assert_eq(sio_gpu_mem_create(fab, size, 0, &b->m), 0, "%s", sio_errmsg());
 	cr_assert_eq(cudaMemset(b->m->dptr, 0xff, b->m->size), cudaSuccess);
 	cr_assert_eq(sio_device_map(dev, b->m->seg, &b->bus), 0, "%s", sio_errmsg());
 }
@@ -196,7 +196,7 @@ static void gpu_read_check(struct sio_gpu_queue *const *dq, int nq, uint32_t thr
 				 .nlb = nlb, .nios = blocks / nlb, .slba = slba, .threads = threads,
 				 .dptr = b.m->dptr, .bus = b.bus, .size = size, .verify = true,
 				 .pattern = seed };
-	cr_assert_eq(sio_gpu_run_job(dq, nq, &j, &r), 0, "%s", sio_gpu_errmsg());
+	cr_assert_eq(sio_gpu_run_job(dq, nq, &j, &r), 0, "%s", sio_errmsg());
 	cr_expect_eq(r.failed, 0, "%llu failed, first %d status 0x%x",
 		     (unsigned long long)r.failed, r.first_err, r.first_status);
 	cr_expect_eq(r.ok, blocks / nlb);
@@ -232,7 +232,7 @@ static void qps_read(uint32_t threads, int nq, uint32_t depth, uint32_t nlb, uin
 	gpu_read_check(dq, nq, threads, nlb, 0, blocks, 0);
 	for (int i = 0; i < nq; i++) {
 		cr_expect_eq(sio_gpu_queue_failed(dq[i]), 0);
-		cr_expect_eq(sio_gpu_qp_destroy(qp[i]), 0, "%s", sio_gpu_errmsg());
+		cr_expect_eq(sio_gpu_qp_destroy(qp[i]), 0, "%s", sio_errmsg());
 	}
 }
 
@@ -273,7 +273,7 @@ Test(gpu_io, qd1_single)
 				 .nlb = nlb, .nios = 64, .threads = 1, .dptr = b.m->dptr,
 				 .bus = b.bus, .size = b.m->size, .lat_ns = dlat, .verify = true,
 				 .pattern = 0x51 };
-	cr_assert_eq(sio_gpu_run_job(&qi.queue, 1, &j, &r), 0, "%s", sio_gpu_errmsg());
+	cr_assert_eq(sio_gpu_run_job(&qi.queue, 1, &j, &r), 0, "%s", sio_errmsg());
 	cr_expect_eq(r.ok, 64, "%llu failed, first %d", (unsigned long long)r.failed, r.first_err);
 	cr_expect_eq(r.mismatches, 0);
 	cr_assert_eq(cudaMemcpy(lat, dlat, sizeof(lat), cudaMemcpyDeviceToHost), cudaSuccess);
@@ -290,7 +290,7 @@ Test(gpu_io, qd1_single)
 	fflush(stdout);
 	cudaFree(dlat);
 	gbuf_free(&b);
-	cr_expect_eq(sio_gpu_qp_destroy(qp), 0, "%s", sio_gpu_errmsg());
+	cr_expect_eq(sio_gpu_qp_destroy(qp), 0, "%s", sio_errmsg());
 }
 
 /* SQ in GPU or host memory x CQ in host or GPU memory. */
@@ -310,7 +310,7 @@ Test(gpu_io, placements)
 		cr_expect_eq(qi.cq_kind, cq_gpu ? SIO_SEG_GPU : SIO_SEG_RAM, "placement %d", k);
 		gpu_read_check(&qi.queue, 1, 32, nlb, 0, 256 * nlb, 0x9);
 		cr_expect_eq(sio_gpu_queue_failed(qi.queue), 0, "placement %d", k);
-		cr_expect_eq(sio_gpu_qp_destroy(qp), 0, "%s", sio_gpu_errmsg());
+		cr_expect_eq(sio_gpu_qp_destroy(qp), 0, "%s", sio_errmsg());
 	}
 }
 
@@ -332,7 +332,7 @@ Test(gpu_io, data_checked_in_kernel)
 	cpu_pattern(0, 64 * nlb, 0x1234);
 	qp = qp_make(32, false, false, &qi);
 	gpu_read_check(&qi.queue, 1, 16, nlb, 0, 64 * nlb, 0x1234);
-	cr_expect_eq(sio_gpu_qp_destroy(qp), 0, "%s", sio_gpu_errmsg());
+	cr_expect_eq(sio_gpu_qp_destroy(qp), 0, "%s", sio_errmsg());
 }
 
 /* The kernel writes a pattern it made itself; the CPU reads it back. */
@@ -355,13 +355,13 @@ Test(gpu_io, write_then_cpu_read)
 				 .nlb = nlb, .nios = 512, .slba = 1024, .threads = 32,
 				 .dptr = b.m->dptr, .bus = b.bus, .size = b.m->size, .verify = true,
 				 .pattern = 0x77 };
-	cr_assert_eq(sio_gpu_run_job(&qi.queue, 1, &j, &r), 0, "%s", sio_gpu_errmsg());
+	cr_assert_eq(sio_gpu_run_job(&qi.queue, 1, &j, &r), 0, "%s", sio_errmsg());
 	cr_expect_eq(r.ok, 512, "%llu failed, first %d status 0x%x", (unsigned long long)r.failed,
 		     r.first_err, r.first_status);
 	bad = cpu_check(1024, blocks, 0x77);
 	cr_expect_eq(bad, 0, "%llu words the GPU wrote read back wrong", (unsigned long long)bad);
 	gbuf_free(&b);
-	cr_expect_eq(sio_gpu_qp_destroy(qp), 0, "%s", sio_gpu_errmsg());
+	cr_expect_eq(sio_gpu_qp_destroy(qp), 0, "%s", sio_errmsg());
 }
 
 /* An NVMe error is the command's, not the queue's: -EIO with the status,
@@ -380,7 +380,7 @@ Test(gpu_io, error_status_does_not_fail_the_queue)
 	struct sio_gpu_job j = { .opcode = SIO_NVME_CMD_READ, .nsid = 1, .lba_size = ns.lba_size,
 				 .nlb = 1, .nios = 1, .slba = ns.nsze, .threads = 1,
 				 .dptr = b.m->dptr, .bus = b.bus, .size = b.m->size };
-	cr_assert_eq(sio_gpu_run_job(&qi.queue, 1, &j, &r), 0, "%s", sio_gpu_errmsg());
+	cr_assert_eq(sio_gpu_run_job(&qi.queue, 1, &j, &r), 0, "%s", sio_errmsg());
 	cr_expect_eq(r.ok, 0);
 	cr_expect_eq(r.failed, 1);
 	cr_expect_eq(r.first_err, -EIO, "%d", r.first_err);
@@ -388,7 +388,7 @@ Test(gpu_io, error_status_does_not_fail_the_queue)
 	cr_expect_eq(sio_gpu_queue_failed(qi.queue), 0, "an NVMe error failed the queue");
 	gbuf_free(&b);
 	gpu_read_check(&qi.queue, 1, 4, 1, 0, 64, 0x3);
-	cr_expect_eq(sio_gpu_qp_destroy(qp), 0, "%s", sio_gpu_errmsg());
+	cr_expect_eq(sio_gpu_qp_destroy(qp), 0, "%s", sio_errmsg());
 }
 
 /* One queue pair across kernel launches, then tickets across 2^32. */
@@ -406,13 +406,13 @@ Test(gpu_io, reuse_and_ticket_wrap)
 	gpu_read_check(&qi.queue, 1, 8, nlb, 64 * nlb, 64 * nlb, 0x5);
 	/* 21 tickets before the wrap, 3 x depth commands across it */
 	cr_assert_eq(sio_gpu_queue_set_ticket(qi.queue, 0xffffffffu - 20), 0, "%s",
-		     sio_gpu_errmsg());
+		     sio_errmsg());
 	gpu_read_check(&qi.queue, 1, 8, nlb, 128 * nlb, 48 * nlb, 0x5);
 	cr_expect_eq(sio_gpu_queue_failed(qi.queue), 0, "the wrap failed the queue");
 	/* and once more, well past it */
 	gpu_read_check(&qi.queue, 1, 16, nlb, 0, 256 * nlb, 0x5);
 	cr_expect_eq(sio_gpu_queue_failed(qi.queue), 0);
-	cr_expect_eq(sio_gpu_qp_destroy(qp), 0, "%s", sio_gpu_errmsg());
+	cr_expect_eq(sio_gpu_qp_destroy(qp), 0, "%s", sio_errmsg());
 }
 
 /* Doorbells a page apart: the manager confines BAR0 and the GPU queue pair
@@ -462,7 +462,7 @@ Test(gpu_nodev, timeout_fails_the_queue, .timeout = 60)
 	d.cq_db = (volatile uint32_t *)((char *)mem + 8196);
 	d.prp = (char *)mem + 65536;
 	d.prp_bus = 0x10000;
-	cr_assert_eq(sio_gpu_queue_alloc(&d, &b.q), 0, "%s", sio_gpu_errmsg());
+	cr_assert_eq(sio_gpu_queue_alloc(&d, &b.q), 0, "%s", sio_errmsg());
 	b.j = (struct sio_gpu_job){ .opcode = SIO_NVME_CMD_READ, .nsid = 1, .lba_size = 512,
 				    .nlb = 1, .nios = 64, .threads = 32,
 				    .dptr = (char *)mem + 131072, .bus = 0x20000, .size = 65536 };
@@ -476,7 +476,7 @@ Test(gpu_nodev, timeout_fails_the_queue, .timeout = 60)
 	cr_expect_eq(v, 0, "failed before its timeout: %d", v);
 	pthread_join(th, NULL);
 	t1 = now_s();
-	cr_assert_eq(b.ret, 0, "%s", sio_gpu_errmsg());
+	cr_assert_eq(b.ret, 0, "%s", sio_errmsg());
 	cr_expect_eq(b.r.ok, 0);
 	cr_expect_eq(b.r.failed, 64);
 	cr_expect_eq(b.r.first_err, -ETIMEDOUT);
@@ -497,10 +497,10 @@ int main(int argc, char *argv[])
 
 	if (sio_gpu_count() <= 0) {
 		if (sio_gpu_required()) {
-			printf("FAIL: SMARTIO_REQUIRE_GPU is set, but %s\n", sio_gpu_errmsg());
+			printf("FAIL: SMARTIO_REQUIRE_GPU is set, but %s\n", sio_errmsg());
 			return 1;
 		}
-		printf("skipped: %s\n", sio_gpu_errmsg());
+		printf("skipped: %s\n", sio_errmsg());
 		return 77;
 	}
 	tests = criterion_initialize();

@@ -148,17 +148,17 @@ Test(nvme_cluster, too_many_queues_is_a_clear_error)
 
 	cluster_up(&C, 3, 32, emu);
 	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_open(f, -1, &cl), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, -1, &cl), 0, "%s", sio_errmsg());
 	sio_nvme_qspec_parse("depth=16", &spec);
 	for (i = 0; i < 3; i++)
 		cr_assert_eq(sio_nvme_ioq_create(cl, &spec, &q[i]), 0, "queue %d: %s", i,
-			     sio_nvme_errmsg());
+			     sio_errmsg());
 	ret = sio_nvme_ioq_create(cl, &spec, &q[3]);
 	cr_assert_eq(ret, -ENOSPC);
-	cr_assert(strstr(sio_nvme_errmsg(), "has 3"), "message: %s", sio_nvme_errmsg());
+	cr_assert(strstr(sio_errmsg(), "has 3"), "message: %s", sio_errmsg());
 	/* Giving one back makes room again. */
-	cr_assert_eq(sio_nvme_ioq_destroy(q[1]), 0, "%s", sio_nvme_errmsg());
-	cr_assert_eq(sio_nvme_ioq_create(cl, &spec, &q[1]), 0, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_ioq_destroy(q[1]), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_ioq_create(cl, &spec, &q[1]), 0, "%s", sio_errmsg());
 	/* Bad specs are refused before anything is asked of the manager. */
 	cr_assert_eq(sio_nvme_qspec_parse("location=moon", &spec), -EINVAL);
 	cr_assert_eq(sio_nvme_qspec_parse("depth=1", &spec), -EINVAL);
