@@ -7,7 +7,20 @@
  *
  * The core of libsmartio (the registry's tables, segments, devices, hints,
  * paths, multicast, events) reaches hardware, or its simulation, only
- * through the op tables below. docs/architecture.md draws the layers.
+ * through the two op tables below. docs/architecture.md draws the layers.
+ *
+ * A *fabric backend* is how the nodes of a fabric share its state: where
+ * the registry lives and how it is locked, how a node learns that a peer
+ * died, how a segment is backed and mapped, how events and notifications
+ * travel. One serves a whole fabric. It is picked by name at run time
+ * ($SMARTIO_FABRIC_BACKEND, default "shm") when a fabric is created,
+ * opened or destroyed, and the registry records which one made it, so
+ * another is refused. "shm" (src/shm/, and reglock.c) is one host's shared
+ * memory: processes are the nodes. A fabric of several kernels sharing a
+ * memory window plugs in beside it: its lock a lease with a timeout in the
+ * window instead of a thread id, liveness a heartbeat instead of pids,
+ * segments carved from the window instead of files, notifications a
+ * doorbell or polling instead of futexes and sockets.
  *
  * A *device backend* is how a borrower reaches a device: how its BARs are
  * mapped into this process and how memory is made reachable for its DMA.
@@ -23,17 +36,130 @@
  *
  * - It returns 0 (or what it documents) or a negative errno, and then has
  *   said why with sio__err(): the core passes both on to the caller.
- * - It is called without the registry lock unless it says otherwise, and
- *   takes the lock itself (sio__lock()) for what it reads or writes there.
+ * - It runs without the registry lock unless it says "lock held"; then it
+ *   must not take it, and must not block for long.
  * - What it reads from the registry is input, written by other processes:
  *   indices go through the checked accessors of registry.h.
  */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct sio_device;
+struct sio_event;
+struct sio_fabric;
 struct sio_segment;
+struct reg_proc;
+
+/**
+ * struct sio_fabric_ops - what a fabric backend provides to the core
+ * @name: its name, as $SMARTIO_FABRIC_BACKEND gives it and the registry
+ *	records it (at most 15 characters)
+ *
+ * The shared state. The core fills in the registry's tables; the backend
+ * gives it a place, zeroed, of sizeof(struct sio_registry) bytes, mapped at
+ * the same offsets in every process (f->reg), plus f->be for its own state.
+ *
+ * @create: make fabric f->name's shared state, new (-EEXIST if it
+ *	exists), and attach it. The core initialises the registry, sets its
+ *	magic last and detaches. @group: members of group @gid may join too
+ *	(-EOPNOTSUPP where the backend has no such notion).
+ * @attach: find fabric f->name's shared state, check that this process may
+ *	use it and that its header is whole (reg_check_header()), and map it:
+ *	f->reg, f->be. On failure it leaves nothing behind (f->reg NULL).
+ * @detach: undo @attach (or @create): unmap, close, free f->be.
+ * @destroy: remove fabric @name and everything in it, even when its
+ *	registry is corrupt; only its owner may.
+ * @host_path: a place on this host for a service of this fabric to meet
+ *	its clients (the vfio lender's socket): @leaf made into a path.
+ *
+ * The registry lock. Every change to the registry, and every read that
+ * must be consistent, happens under it.
+ *
+ * @lock: take it, waiting a bounded time; a holder that died is taken over
+ *	and *@holder_died set, so the core reaps at once. On failure say who
+ *	holds it; the caller then must not touch the registry.
+ * @unlock: release it; a caller that does not hold it releases nothing.
+ *
+ * Processes. A process joins as one slot of reg->procs; the core fills in
+ * its node and pid (the pid names it in events, grants and messages).
+ *
+ * @proc_init: lock held: record in @p what tells later whether this
+ *	process still lives (shm: its start time, against pid reuse).
+ * @proc_alive: does the process of slot @p still live? The core reclaims
+ *	what a dead one held (reg_reap()); this process is always alive.
+ * @proc_gone: lock held: the process of slot @proc died; drop what the
+ *	backend keeps for it (shm: its event socket). The slot still holds it.
+ *
+ * Segments. The core keeps each segment's slot in reg->segs; the backend
+ * keeps its memory. GPU segments have none (their memory stays with the
+ * exporting process): these are not called for them.
+ *
+ * @seg_create: lock held: back segment slot @slot (filled in, size page
+ *	aligned) with memory of its home node. May round its size up and set
+ *	its huge flag (SIO_SEG_F_HUGE, SIO_SEG_F_NOHUGE in @flags).
+ * @seg_remove: lock held: free the backing of slot @slot; mappings made of
+ *	it may stay until unmapped.
+ * @seg_map: map bytes [@off, @off + @len) of slot @slot's memory into this
+ *	process (read-only with @rdonly); the backing is input too: one that
+ *	does not hold the range is refused, not a SIGBUS later.
+ * @seg_unmap: undo @seg_map.
+ *
+ * Events and notifications. An event (struct sio_event) goes to one
+ * process; a sender never blocks, and a full queue drops it, as an
+ * interrupt would coalesce. A notification wakes whoever waits on a 32-bit
+ * word of a mapped segment; it carries no data.
+ *
+ * @ev_open: this process's event endpoint, after it took its slot (f->proc).
+ * @ev_close: close and remove it, as the process leaves.
+ * @ev_send: lock held: send @ev to the process of slot @proc; failures are
+ *	dropped events.
+ * @ev_fd: a file descriptor that polls readable when events wait.
+ * @ev_read: take up to @max waiting events without blocking; the count.
+ * @notify: wake every waiter on @word; the number woken.
+ * @wait: sleep while *@word is @old, at most @timeout_ns; 0 when woken or
+ *	changed (or spuriously), -ETIMEDOUT.
+ */
+struct sio_fabric_ops {
+	const char *name;
+
+	int (*create)(struct sio_fabric *f, bool group, gid_t gid);
+	int (*attach)(struct sio_fabric *f);
+	void (*detach)(struct sio_fabric *f);
+	int (*destroy)(const char *name);
+	int (*host_path)(struct sio_fabric *f, const char *leaf, char *buf, size_t len);
+
+	int (*lock)(struct sio_fabric *f, bool *holder_died);
+	void (*unlock)(struct sio_fabric *f);
+
+	void (*proc_init)(struct sio_fabric *f, struct reg_proc *p);
+	bool (*proc_alive)(struct sio_fabric *f, const struct reg_proc *p);
+	void (*proc_gone)(struct sio_fabric *f, int proc);
+
+	int (*seg_create)(struct sio_fabric *f, int slot, unsigned int flags);
+	void (*seg_remove)(struct sio_fabric *f, int slot);
+	int (*seg_map)(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly,
+		       void **vaddr);
+	void (*seg_unmap)(struct sio_fabric *f, void *vaddr, uint64_t len);
+
+	int (*ev_open)(struct sio_fabric *f);
+	void (*ev_close)(struct sio_fabric *f);
+	void (*ev_send)(struct sio_fabric *f, int proc, const struct sio_event *ev);
+	int (*ev_fd)(struct sio_fabric *f);
+	int (*ev_read)(struct sio_fabric *f, struct sio_event *ev, int max);
+	int (*notify)(struct sio_fabric *f, uint32_t *word);
+	int (*wait)(struct sio_fabric *f, uint32_t *word, uint32_t old, uint64_t timeout_ns);
+};
+
+extern const struct sio_fabric_ops sio__shm_fabric_ops;	/* src/shm/ */
+
+/*
+ * The fabric backend $SMARTIO_FABRIC_BACKEND names (default "shm"), or
+ * -EINVAL naming the ones there are (src/backends.c).
+ */
+int sio__fabric_backend(const struct sio_fabric_ops **out);
 
 /**
  * struct sio_device_ops - what a device backend provides to the core
@@ -44,8 +170,8 @@ struct sio_segment;
  * @host_local: the device reaches memory of its own host only, so hint
  *	placement keeps everything local ("near the lender" means nothing).
  * @bar_map: map BAR @bar whole into this process; *@size is what was
- *	mapped. Called for BARs that are not fabric segments only; NULL when
- *	@fabric_bars.
+ *	mapped, and the core unmaps it with munmap(). Called for BARs that are
+ *	not fabric segments only; NULL when @fabric_bars.
  * @dma_map: make @seg reachable for the device's DMA and put in *@bus the
  *	address the device must use (its own bus domain). Mapping the same
  *	segment again through the same borrow gives the same address.

@@ -1,7 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /* The backends this libsmartio was built with, picked at run time. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "internal.h"
 #include "sio_config.h"
+
+static const struct sio_fabric_ops *const fabric_backends[] = {
+	&sio__shm_fabric_ops,
+};
+
+int sio__fabric_backend(const struct sio_fabric_ops **out)
+{
+	const char *want = getenv("SMARTIO_FABRIC_BACKEND");
+	char have[128] = "";
+
+	if (!want || !*want)
+		want = "shm";
+	for (size_t i = 0; i < sizeof(fabric_backends) / sizeof(fabric_backends[0]); i++) {
+		if (!strcmp(want, fabric_backends[i]->name)) {
+			*out = fabric_backends[i];
+			return 0;
+		}
+		snprintf(have + strlen(have), sizeof(have) - strlen(have), "%s%s", i ? ", " : "",
+			 fabric_backends[i]->name);
+	}
+	return sio__err(EINVAL, "SMARTIO_FABRIC_BACKEND='%s' names no fabric backend of this libsmartio (it has: %s)",
+			want, have);
+}
 
 static const struct sio_device_ops *const device_backends[] = {
 	[SIO_BACKEND_SIM] = &sio__sim_device_ops,

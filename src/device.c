@@ -215,7 +215,7 @@ int sio_device_bar(struct sio_device *dev, int bar, struct sio_segment **out)
 		*h = (struct sio_segment){ .f = dev->f, .slot = -1, .id = (uint32_t)bar,
 					   .node = r->devs[dev->slot].lender,
 					   .size = r->devs[dev->slot].bar_size[bar], .window = -1,
-					   .fd = -1, .bar_dev = dev, .bar_idx = bar, .kind = SIO_SEG_BAR };
+					   .bar_dev = dev, .bar_idx = bar, .kind = SIO_SEG_BAR };
 		*out = h;
 		goto out;
 	}
@@ -481,7 +481,7 @@ int sio__device_register_ext(struct sio_fabric *f, const struct sio_device_desc 
 		if (reg->bars[i])
 			*reg->bars[i] = (struct sio_segment){ .f = f, .slot = v->bar_seg[i], .id = s->id,
 							      .node = s->node, .size = s->size, .gen = s->gen,
-							      .window = -1, .fd = -1, .bar_idx = -1,
+							      .window = -1, .bar_idx = -1,
 							      .kind = SIO_SEG_BAR };
 	}
 	reg_bump(r);

@@ -1,22 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* Fabric lifetime: create/destroy the registry, join/leave as a node. */
-#include <dirent.h>
-#include <fcntl.h>
-#include <pwd.h>
+/*
+ * Fabric lifetime: create/destroy a fabric, join/leave it as a node, and the
+ * registry lock around every use of it. Where the registry lives and how it
+ * is locked is the fabric backend's (src/backend.h); what it holds is ours.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include "internal.h"
-#include "sio_config.h"
-#if SIO_HAVE_HUGETLBFS
-#include <hugetlbfs.h>
-#endif
+
+#define REAP_EVERY_NS		100000000ull
 
 uint64_t sio__now_ns(void)
 {
@@ -38,13 +33,6 @@ void sio__delay_ns(uint64_t ns)
 		__builtin_ia32_pause();
 }
 
-static const char *run_base(void)
-{
-	const char *b = getenv("SMARTIO_RUNDIR");
-
-	return b && *b ? b : "/dev/shm";
-}
-
 static int check_name(const char **name)
 {
 	const char *n = *name;
@@ -61,24 +49,6 @@ static int check_name(const char **name)
 			return sio__err(EINVAL, "fabric name '%s' may hold only letters, digits, '-' and '_'", n);
 	*name = n;
 	return 0;
-}
-
-static void fabric_dir(const char *name, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s/smartio-%s", run_base(), name);
-}
-
-static void find_hugedir(char *buf, size_t len)
-{
-	buf[0] = 0;
-#if SIO_HAVE_HUGETLBFS
-	const char *p = hugetlbfs_find_path();
-
-	if (p && strlen(p) < len)
-		strcpy(buf, p);
-#else
-	(void)len;
-#endif
 }
 
 static int config_check(const struct sio_fabric_config *c, struct sio_topology *t)
@@ -123,173 +93,47 @@ static int config_check(const struct sio_fabric_config *c, struct sio_topology *
 	return 0;
 }
 
-/* "uid 1000 (alice)", for messages. */
-static const char *who(uid_t uid, char *buf, size_t len)
+
+/* The registry as a new fabric starts: ours to fill, the backend's header fields set. */
+static void reg_init(struct sio_registry *r, const struct sio_topology *t, const char *backend)
 {
-	struct passwd pw, *res = NULL;
-	char tmp[1024];
-
-	if (!getpwuid_r(uid, &pw, tmp, sizeof(tmp), &res) && res)
-		snprintf(buf, len, "uid %u (%s)", (unsigned)uid, res->pw_name);
-	else
-		snprintf(buf, len, "uid %u", (unsigned)uid);
-	return buf;
-}
-
-static bool in_group(gid_t gid)
-{
-	gid_t list[256];
-	int n = getgroups(256, list);
-
-	if (getegid() == gid)
-		return true;
-	for (int i = 0; i < n; i++)
-		if (list[i] == gid)
-			return true;
-	return false;
-}
-
-/*
- * Open a fabric's directory without following a symlink, for a caller who
- * may use it: its owner, or a member of its group when it is a group fabric
- * (mode 2770). Anything else (a symlink, another user's directory, loose
- * modes) is refused: its registry is not ours to trust. Fills @st.
- */
-static int open_dir(const char *name, const char *dir, struct stat *st, bool *group)
-{
-	char u[96], me[96];
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-	if (fd < 0) {
-		int e = errno;
-		if (e == ENOENT)
-			return sio__err(ENOENT, "no fabric '%s' (create it with 'smartio create %s')", name, name);
-		if (!lstat(dir, st) && S_ISLNK(st->st_mode))
-			return sio__err(EPERM, "fabric '%s': %s is a symbolic link, not a fabric directory; refusing it",
-					name, dir);
-		if (!lstat(dir, st) && !S_ISDIR(st->st_mode))
-			return sio__err(ENOTDIR, "fabric '%s': %s is not a directory", name, dir);
-		if (e == EACCES && !lstat(dir, st) && st->st_uid != geteuid())
-			return sio__err(EACCES, "fabric '%s' belongs to %s, not to you (%s)", name,
-					who(st->st_uid, u, sizeof(u)), who(geteuid(), me, sizeof(me)));
-		return sio__err(e, "fabric '%s': cannot open %s: %s", name, dir, strerror(e));
+	r->version = SIO_REG_VERSION;
+	r->size = sizeof(*r);
+	snprintf(r->backend, sizeof(r->backend), "%s", backend);
+	memcpy(&r->topo, t, sizeof(*t));
+	r->next_dev_id = 1;
+	r->next_gen = 1;
+	for (int n = 0; n < t->nodes; n++) {
+		r->next_seg_id[n] = SIO_AUTO_SEG_ID;
+		for (int a = 0; a < t->adapters; a++) {
+			r->nodes[n].link_up[a] = 1;
+			if (t->kind == SIO_TOPO_B2B)
+				r->nodes[n].sw[a] = -1;
+			else if (t->kind == SIO_TOPO_SWITCH)
+				r->nodes[n].sw[a] = a * t->switches;
+			else	/* sub-switches are 1..; 0 is the top switch */
+				r->nodes[n].sw[a] = a * t->switches + 1 + n / t->nodes_per_switch;
+		}
 	}
-	if (fstat(fd, st)) {
-		int e = errno;
-		close(fd);
-		return sio__err(e, "fabric '%s': cannot stat %s: %s", name, dir, strerror(e));
-	}
-	*group = (st->st_mode & 07777) == 02770;
-	if (st->st_uid != geteuid() && !(*group && in_group(st->st_gid))) {
-		close(fd);
-		return sio__err(EACCES, "fabric '%s' belongs to %s, not to you (%s): refusing it", name,
-				who(st->st_uid, u, sizeof(u)), who(geteuid(), me, sizeof(me)));
-	}
-	if ((st->st_mode & 07777) != 0700 && !*group) {
-		close(fd);
-		return sio__err(EPERM, "fabric '%s': %s has mode %04o; a fabric's directory has 0700 (2770 for a group): refusing it",
-				name, dir, (unsigned)(st->st_mode & 07777));
-	}
-	return fd;
-}
-
-/* The registry file itself: a plain file of the directory's owner, private, whole. */
-static int check_regfile(const char *name, int fd, const struct stat *dst, bool group)
-{
-	unsigned want = group ? 0660 : 0600;
-	struct stat st;
-	char u[96], o[96];
-
-	if (fstat(fd, &st))
-		return sio__err(errno, "fabric '%s': cannot stat its registry: %s", name, strerror(errno));
-	if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
-		return sio__err(EPERM, "fabric '%s': its registry is not a plain file with one link; refusing it", name);
-	if (st.st_uid != dst->st_uid)
-		return sio__err(EPERM, "fabric '%s': its registry belongs to %s, its directory to %s; refusing it",
-				name, who(st.st_uid, u, sizeof(u)), who(dst->st_uid, o, sizeof(o)));
-	if ((st.st_mode & 07777) != want || (group && st.st_gid != dst->st_gid))
-		return sio__err(EPERM, "fabric '%s': its registry has mode %04o (group %u); expected %04o (group %u); refusing it",
-				name, (unsigned)(st.st_mode & 07777), (unsigned)st.st_gid, want,
-				(unsigned)dst->st_gid);
-	if ((uint64_t)st.st_size != sizeof(struct sio_registry))
-		return sio__err(EUCLEAN, "fabric '%s': its registry is %lld bytes, not %zu (truncated, or of another smartio version)",
-				name, (long long)st.st_size, sizeof(struct sio_registry));
-	return 0;
+	atomic_thread_fence(memory_order_release);
+	r->magic = SIO_REG_MAGIC;	/* last: a half-made registry is never opened */
 }
 
 static int create(const char *name, const struct sio_fabric_config *cfg, bool group, gid_t gid)
 {
-	char dir[PATH_MAX], u[96];
-	struct sio_registry *r;
+	struct sio_fabric f = { .proc = -1 };
 	struct sio_topology t;
-	struct stat st;
-	int dfd = -1, fd = -1, ret;
+	int ret;
 
-	if ((ret = check_name(&name)) || (ret = config_check(cfg, &t)))
+	if ((ret = check_name(&name)) || (ret = config_check(cfg, &t)) ||
+	    (ret = sio__fabric_backend(&f.ops)))
 		return ret;
-	fabric_dir(name, dir, sizeof(dir));
-	if (mkdir(dir, 0700)) {
-		if (errno != EEXIST)
-			return sio__err(errno, "cannot create %s: %s", dir, strerror(errno));
-		if (!lstat(dir, &st) && (st.st_uid != geteuid() || !S_ISDIR(st.st_mode)))
-			return sio__err(EEXIST, "fabric '%s' already exists (%s, a %s of %s)", name, dir,
-					S_ISDIR(st.st_mode) ? "directory" : "file", who(st.st_uid, u, sizeof(u)));
-		return sio__err(EEXIST, "fabric '%s' already exists (%s)", name, dir);
-	}
-	/* modes exact, whatever the umask; the group after the owner is set */
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0 || (group ? fchown(dfd, (uid_t)-1, gid) || fchmod(dfd, 02770) : fchmod(dfd, 0700))) {
-		ret = sio__err(errno, "cannot set up %s%s: %s", dir, group ? " for its group" : "",
-			       strerror(errno));
-		goto fail;
-	}
-	fd = openat(dfd, "registry", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 || (group && (fchown(fd, (uid_t)-1, gid) || fchmod(fd, 0660))) ||
-	    (!group && fchmod(fd, 0600)) || ftruncate(fd, sizeof(*r))) {
-		ret = sio__err(errno, "cannot create %s/registry: %s", dir, strerror(errno));
-		goto fail;
-	}
-	r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (r == MAP_FAILED) {
-		ret = sio__err(errno, "cannot map %s/registry: %s", dir, strerror(errno));
-		goto fail;
-	}
-	r->version = SIO_REG_VERSION;
-	r->size = sizeof(*r);
-	r->uid = (uint32_t)geteuid();
-	r->gid = group ? (uint32_t)gid : (uint32_t)getegid();
-	r->flags = group ? REG_F_GROUP : 0;
-	memcpy(&r->topo, &t, sizeof(t));
-	r->next_dev_id = 1;
-	r->next_gen = 1;
-	for (int n = 0; n < t.nodes; n++) {
-		r->next_seg_id[n] = SIO_AUTO_SEG_ID;
-		for (int a = 0; a < t.adapters; a++) {
-			r->nodes[n].link_up[a] = 1;
-			if (t.kind == SIO_TOPO_B2B)
-				r->nodes[n].sw[a] = -1;
-			else if (t.kind == SIO_TOPO_SWITCH)
-				r->nodes[n].sw[a] = a * t.switches;
-			else	/* sub-switches are 1..; 0 is the top switch */
-				r->nodes[n].sw[a] = a * t.switches + 1 + n / t.nodes_per_switch;
-		}
-	}
-	find_hugedir(r->hugedir, sizeof(r->hugedir));
-	atomic_thread_fence(memory_order_release);
-	r->magic = SIO_REG_MAGIC;	/* last: a half-made registry is never opened */
-	munmap(r, sizeof(*r));
-	close(fd);
-	close(dfd);
+	snprintf(f.name, sizeof(f.name), "%s", name);
+	if ((ret = f.ops->create(&f, group, gid)))
+		return ret;
+	reg_init(f.reg, &t, f.ops->name);
+	f.ops->detach(&f);
 	return 0;
-fail:
-	if (fd >= 0)
-		close(fd);
-	if (dfd >= 0) {
-		unlinkat(dfd, "registry", 0);
-		close(dfd);
-	}
-	rmdir(dir);
-	return ret;
 }
 
 int sio_fabric_create(const char *name, const struct sio_fabric_config *cfg)
@@ -302,146 +146,28 @@ int sio__fabric_create_group(const char *name, const struct sio_fabric_config *c
 	return create(name, cfg, true, gid);
 }
 
-/*
- * The huge page directory of a fabric being destroyed: the registry's when
- * it is intact and the caller's own, else the system's. Only files named as
- * this fabric's segments are removed there.
- */
-static void destroy_hugedir(int dfd, char *buf, size_t len)
-{
-	int fd = openat(dfd, "registry", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
-
-	buf[0] = 0;
-	if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-	    (uint64_t)st.st_size == sizeof(struct sio_registry)) {
-		const struct sio_registry *r = mmap(NULL, sizeof(*r), PROT_READ, MAP_SHARED, fd, 0);
-		if (r != MAP_FAILED) {
-			if (!reg_check_header(r, "") && memchr(r->hugedir, 0, sizeof(r->hugedir)) &&
-			    r->hugedir[0] == '/')
-				snprintf(buf, len, "%s", r->hugedir);
-			munmap((void *)r, sizeof(*r));
-		}
-	}
-	if (fd >= 0)
-		close(fd);
-	if (!buf[0])
-		find_hugedir(buf, len);
-}
-
-/* Remove every entry of @dfd (not following links); the first error is kept. */
-static int empty_dir(const char *dir, int dfd, const char *prefix, int err)
-{
-	int fd = dup(dfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *e;
-
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return err ? err : sio__err(errno, "cannot read %s: %s", dir, strerror(errno));
-	}
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    strncmp(e->d_name, prefix, strlen(prefix)))
-			continue;
-		if (unlinkat(dfd, e->d_name, 0) && errno != ENOENT && !err)
-			err = sio__err(errno, "cannot remove %s/%s: %s", dir, e->d_name, strerror(errno));
-	}
-	closedir(d);
-	return err;
-}
-
 int sio_fabric_destroy(const char *name)
 {
-	char dir[PATH_MAX], hugedir[128], prefix[SIO_NAME_MAX + 16], u[96], me[96];
-	struct stat st;
-	int ret, dfd, hfd;
+	const struct sio_fabric_ops *ops;
+	int ret;
 
-	if ((ret = check_name(&name)))
+	if ((ret = check_name(&name)) || (ret = sio__fabric_backend(&ops)))
 		return ret;
-	fabric_dir(name, dir, sizeof(dir));
-	/* its owner may remove it, modes or registry broken or not; root too */
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0) {
-		int e = errno;
-		if (e == ENOENT)
-			return sio__err(ENOENT, "no fabric '%s' (%s does not exist)", name, dir);
-		if (!lstat(dir, &st) && S_ISLNK(st.st_mode))
-			return sio__err(EPERM, "fabric '%s': %s is a symbolic link, not a fabric directory; not following it",
-					name, dir);
-		if (e == EACCES && !lstat(dir, &st))
-			return sio__err(EACCES, "fabric '%s' belongs to %s; only its owner can destroy it, not you (%s)",
-					name, who(st.st_uid, u, sizeof(u)), who(geteuid(), me, sizeof(me)));
-		return sio__err(e, "fabric '%s': cannot open %s: %s", name, dir, strerror(e));
-	}
-	if (fstat(dfd, &st) || (st.st_uid != geteuid() && geteuid() != 0)) {
-		close(dfd);
-		return sio__err(EACCES, "fabric '%s' belongs to %s; only its owner can destroy it, not you (%s)",
-				name, who(st.st_uid, u, sizeof(u)), who(geteuid(), me, sizeof(me)));
-	}
-	/* huge-page segment files live outside the directory */
-	destroy_hugedir(dfd, hugedir, sizeof(hugedir));
-	snprintf(prefix, sizeof(prefix), "smartio-%s-seg.", name);
-	ret = empty_dir(dir, dfd, "", 0);
-	close(dfd);
-	if (hugedir[0] && (hfd = open(hugedir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
-		ret = empty_dir(hugedir, hfd, prefix, ret);
-		close(hfd);
-	}
-	if (rmdir(dir) && !ret)
-		ret = sio__err(errno, "fabric '%s': cannot remove %s: %s", name, dir, strerror(errno));
-	return ret;
+	return ops->destroy(name);
 }
 
-int sio__segment_path(struct sio_fabric *f, int slot, char *buf, size_t len)
+int sio__fabric_host_path(struct sio_fabric *f, const char *leaf, char *buf, size_t len)
 {
-	const struct reg_seg *s = reg_seg_at(f->reg, slot);
-
-	if (!s)
-		return sio__err(EINVAL, "no segment slot %d", slot);
-	if (s->huge)
-		snprintf(buf, len, "%s/smartio-%s-seg.%d.%llu", f->hugedir, f->name, slot,
-			 (unsigned long long)s->gen);
-	else
-		snprintf(buf, len, "%s/seg.%d.%llu", f->dir, slot, (unsigned long long)s->gen);
-	return 0;
-}
-
-static int open_evsock(struct sio_fabric *f)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return sio__err(errno, "socket: %s", strerror(errno));
-	if (strlen(f->dir) > 80) {
-		close(fd);
-		return sio__err(ENAMETOOLONG, "fabric directory %s is too long for its event sockets; use a shorter SMARTIO_RUNDIR",
-				f->dir);
-	}
-	snprintf(a.sun_path, sizeof(a.sun_path), "%.80s/ev.%d.%d", f->dir, f->proc, getpid());
-	unlink(a.sun_path);
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || chmod(a.sun_path, f->group ? 0660 : 0600)) {
-		int e = errno;
-		close(fd);
-		return sio__err(e, "cannot bind event socket %s: %s", a.sun_path, strerror(e));
-	}
-	f->evfd = fd;
-	return 0;
+	return f->ops->host_path(f, leaf, buf, len);
 }
 
 static void fabric_free(struct sio_fabric *f)
 {
-	if (f->evfd >= 0)
-		close(f->evfd);
+	if (f->reg)
+		f->ops->detach(f);
 	free(f->segmap);
 	free(f->segmap_gen);
 	free(f->segmap_len);
-	if (f->reg)
-		munmap(f->reg, sizeof(*f->reg));
-	if (f->regfd >= 0)
-		close(f->regfd);
 	free(f);
 }
 
@@ -462,43 +188,27 @@ static int pick_node(int node)
 	return (int)n;
 }
 
-/* Map and check the registry, then copy what must not change under us. */
-static int map_registry(struct sio_fabric *f)
+/*
+ * Attach the registry through the backend, then check what the core reads
+ * before it takes the lock, and copy what must not change under us.
+ */
+static int attach(struct sio_fabric *f)
 {
-	struct stat dst;
-	const char *why;
 	struct sio_registry *r;
-	bool group = false;
-	int dfd, ret;
+	const char *why;
+	int ret;
 
-	dfd = open_dir(f->name, f->dir, &dst, &group);
-	if (dfd < 0)
-		return dfd;
-	f->regfd = openat(dfd, "registry", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	ret = f->regfd < 0 ? sio__err(errno == ELOOP ? EPERM : errno, "fabric '%s': cannot open its registry: %s",
-				      f->name, errno == ELOOP ? "it is a symbolic link" : strerror(errno))
-			   : check_regfile(f->name, f->regfd, &dst, group);
-	close(dfd);
-	if (ret)
+	if ((ret = f->ops->attach(f)))
 		return ret;
-	r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_SHARED, f->regfd, 0);
-	if (r == MAP_FAILED)
-		return sio__err(errno, "fabric '%s': cannot map its registry: %s", f->name, strerror(errno));
-	f->reg = r;
-	if ((ret = reg_check_header(r, f->name)))
-		return ret;
+	r = f->reg;
+	if (!memchr(r->backend, 0, sizeof(r->backend)))
+		return reg_corrupt(f, "its fabric backend's name is not terminated");
+	if (strcmp(r->backend, f->ops->name))
+		return sio__err(EPROTO, "fabric '%s' belongs to the '%s' fabric backend, not '%s' (set SMARTIO_FABRIC_BACKEND=%s)",
+				f->name, r->backend, f->ops->name, r->backend);
 	if (reg_topo_check(&r->topo, &why))
 		return reg_corrupt(f, "its topology has a %s", why);
-	if (r->uid != dst.st_uid || !!(r->flags & REG_F_GROUP) != group || (group && r->gid != dst.st_gid))
-		return reg_corrupt(f, "it names owner uid %u, group %u%s; its directory says uid %u, group %u%s",
-				   r->uid, r->gid, r->flags & REG_F_GROUP ? " (shared)" : "",
-				   (unsigned)dst.st_uid, (unsigned)dst.st_gid, group ? " (shared)" : "");
 	memcpy(&f->topo, &r->topo, sizeof(f->topo));	/* bytes, so sio__lock can compare */
-	memcpy(f->hugedir, r->hugedir, sizeof(f->hugedir));
-	f->hugedir[sizeof(f->hugedir) - 1] = 0;
-	f->uid = dst.st_uid;
-	f->gid = dst.st_gid;
-	f->group = group;
 	return 0;
 }
 
@@ -516,10 +226,9 @@ int sio_fabric_open(const char *name, int node, struct sio_fabric **out)
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return sio__err(ENOMEM, "out of memory");
-	f->evfd = f->regfd = -1;
+	f->proc = -1;
 	snprintf(f->name, sizeof(f->name), "%s", name);
-	fabric_dir(name, f->dir, sizeof(f->dir));
-	if ((ret = map_registry(f)))
+	if ((ret = sio__fabric_backend(&f->ops)) || (ret = attach(f)))
 		goto fail;
 	if (node >= f->topo.nodes) {
 		ret = sio__err(ENODEV, "fabric '%s' has nodes 0..%d; there is no node %d", name,
@@ -548,11 +257,11 @@ int sio_fabric_open(const char *name, int node, struct sio_fabric **out)
 		ret = sio__err(EUSERS, "fabric '%s' has all %d process slots in use", name, SIO_MAX_PROCS);
 		goto fail;
 	}
-	f->reg->procs[p] = (struct reg_proc){ .used = 1, .pid = getpid(), .node = node,
-					      .starttime = reg_starttime(getpid()) };
+	f->reg->procs[p] = (struct reg_proc){ .used = 1, .pid = getpid(), .node = node };
+	f->ops->proc_init(f, &f->reg->procs[p]);
 	f->proc = p;
 	sio__unlock(f);
-	if ((ret = open_evsock(f))) {
+	if ((ret = f->ops->ev_open(f))) {
 		if (!sio__lock(f)) {
 			memset(&f->reg->procs[p], 0, sizeof(f->reg->procs[p]));
 			sio__unlock(f);
@@ -568,8 +277,6 @@ fail:
 
 void sio_fabric_close(struct sio_fabric *f)
 {
-	char p[PATH_MAX + 32];
-
 	if (!f)
 		return;
 	/* a registry we cannot lock keeps our slot until a reaper finds us gone */
@@ -579,9 +286,40 @@ void sio_fabric_close(struct sio_fabric *f)
 	}
 	for (int s = 0; s < SIO_MAX_SEGS; s++)
 		sio__segmap_drop(f, s);
-	snprintf(p, sizeof(p), "%s/ev.%d.%d", f->dir, f->proc, getpid());
-	unlink(p);
+	f->ops->ev_close(f);
 	fabric_free(f);
+}
+
+int sio__lock_noreap(struct sio_fabric *f)
+{
+	bool died;
+	int ret = f->ops->lock(f, &died);
+
+	if (ret)
+		return ret;
+	if ((ret = reg_check_header(f->reg, f->name)) ||
+	    (memcmp(&f->reg->topo, &f->topo, sizeof(f->topo)) &&
+	     (ret = reg_corrupt(f, "its topology changed since this process joined")))) {
+		sio__unlock(f);
+		return ret;
+	}
+	if (died)	/* it may have left its work half done: reap it now */
+		f->reg->last_reap_ns = 0;
+	return 0;
+}
+
+int sio__lock(struct sio_fabric *f)
+{
+	int ret = sio__lock_noreap(f);
+
+	if (!ret && sio__now_ns() - f->reg->last_reap_ns > REAP_EVERY_NS)
+		reg_reap(f);
+	return ret;
+}
+
+void sio__unlock(struct sio_fabric *f)
+{
+	f->ops->unlock(f);
 }
 
 int sio_fabric_node_id(const struct sio_fabric *f)

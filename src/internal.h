@@ -3,8 +3,9 @@
 #define SIO_INTERNAL_H
 
 /*
- * Internal to libsmartio: process-local handles and the calls the backends
- * (sim, vfio) share. The shared-memory registry itself is in registry.h.
+ * Internal to libsmartio: process-local handles and the calls the core and
+ * its backends share. The registry itself is in registry.h, the backends'
+ * contract in backend.h.
  */
 
 #include <errno.h>
@@ -25,18 +26,13 @@ int sio__err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3))
 
 struct sio_fabric {
 	char name[SIO_NAME_MAX];
-	char dir[PATH_MAX];
 	int node;
-	int regfd;
-	struct sio_registry *reg;
-	/* copies made when joining, after validation: the registry's may change */
+	const struct sio_fabric_ops *ops;	/* its fabric backend's */
+	void *be;			/* the fabric backend's own state */
+	struct sio_registry *reg;	/* mapped by the backend */
+	/* a copy made when joining, after validation: the registry's may change */
 	struct sio_topology topo;
-	char hugedir[sizeof(((struct sio_registry *)0)->hugedir)];
-	uid_t uid;			/* owner of the fabric's files */
-	gid_t gid;			/* with group: the group that may join */
-	bool group;
 	int proc;			/* our slot in reg->procs */
-	int evfd;			/* unix datagram socket receiving events */
 	/* this process's own mappings of segments, for DMA and lenders */
 	void **segmap;
 	uint64_t *segmap_gen;
@@ -52,8 +48,7 @@ struct sio_segment {
 	uint64_t gen;			/* reg->segs[slot].gen when looked up */
 	bool owner;			/* created by this handle: remove frees it */
 	void *vaddr;			/* process mapping, or NULL */
-	int window;			/* window slot used by the mapping, or -1 */
-	int fd;				/* backing file while mapped */
+	int window;			/* process mapping (reg->pmaps) holding a window, or -1 */
 	uint64_t map_len;		/* bytes mapped at vaddr */
 	/* a BAR that is no fabric segment: its device's backend maps it */
 	struct sio_device *bar_dev;
@@ -103,10 +98,11 @@ int sio__mcast_group(struct sio_fabric *f, uint32_t group);
 int sio__bar_access(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly);
 
 /*
- * Registry lock (reglock.c), also reaping dead processes lazily. The wait is
- * bounded ($SMARTIO_LOCK_TIMEOUT_MS, default 5 s): on failure it returns
- * -errno with a message naming the fabric and the holder, and the caller
- * must not touch the registry. A dead holder's lock is taken over.
+ * Registry lock (the fabric backend's, fabric.c), also reaping dead
+ * processes lazily. The wait is bounded (shm: $SMARTIO_LOCK_TIMEOUT_MS,
+ * default 5 s): on failure it returns -errno with a message naming the
+ * fabric and the holder, and the caller must not touch the registry. A dead
+ * holder's lock is taken over. Then the header and topology are checked.
  */
 int sio__lock(struct sio_fabric *f) __attribute__((warn_unused_result));
 /* The same without the lazy reaping (joining, sio_fabric_reap). */
@@ -119,12 +115,8 @@ int sio__fabric_create_group(const char *name, const struct sio_fabric_config *c
 uint64_t sio__now_ns(void);
 void sio__delay_ns(uint64_t ns);
 
-/* Path of a segment's backing file, for mapping by other processes. */
-int sio__segment_path(struct sio_fabric *f, int slot, char *buf, size_t len);
-/* Open and map a segment slot read/write; used by DMA and the vfio lender. */
-int sio__segment_mmap(struct sio_fabric *f, int slot, void **vaddr, int *fdp);
-int sio__segment_mmap_range(struct sio_fabric *f, int slot, uint64_t off, uint64_t len,
-			    int prot, void **vaddr, int *fdp);
+/* A path on this host for a service of fabric @f (the vfio lender's socket). */
+int sio__fabric_host_path(struct sio_fabric *f, const char *leaf, char *buf, size_t len);
 
 /* Events: send to every process that is joined (filter decides). */
 void sio__event_broadcast(struct sio_fabric *f, const struct sio_event *ev,

@@ -9,61 +9,8 @@
  * Indices read from the tables go through the checked accessors: a release
  * skips what a corrupt entry names rather than writing out of bounds.
  */
-#include <signal.h>
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 #include "internal.h"
-
-/* Fields 3 (state) and 22 (start time) of /proc/PID/stat; false if it is gone. */
-static bool proc_stat(int pid, char *state, uint64_t *start)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long st = 0;
-	bool ok = false;
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fp = fopen(path, "re");
-	if (!fp)
-		return false;
-	if (fgets(buf, sizeof(buf), fp) && (p = strrchr(buf, ')')) && p[1] == ' ') {
-		int field = 2;
-		*state = p[2];
-		for (p++; *p && field < 21; p++)
-			if (*p == ' ')
-				field++;
-		ok = sscanf(p, "%llu", &st) == 1;
-	}
-	fclose(fp);
-	*start = st;
-	return ok;
-}
-
-uint64_t reg_starttime(int pid)
-{
-	uint64_t st;
-	char state;
-
-	return proc_stat(pid, &state, &st) ? st : 0;
-}
-
-bool reg_task_dead(int pid)
-{
-	uint64_t st;
-	char state;
-
-	if (pid <= 0 || (kill(pid, 0) && errno == ESRCH))
-		return true;
-	/* a zombie holds nothing; unreadable (hidepid) means it exists */
-	return proc_stat(pid, &state, &st) && (state == 'Z' || state == 'X' || state == 'x');
-}
-
-static bool proc_alive(const struct reg_proc *p)
-{
-	/* a zombie or a new process with a reused pid does not count */
-	return !reg_task_dead(p->pid) && reg_starttime(p->pid) == p->starttime;
-}
 
 struct reg_window *reg_window_at(struct sio_fabric *f, int node, int adapter, int window)
 {
@@ -191,7 +138,6 @@ void reg_seg_release(struct sio_fabric *f, int s, bool notify)
 {
 	struct sio_registry *r = f->reg;
 	struct reg_seg *sg = reg_seg_at(r, s);
-	char path[PATH_MAX + 64];
 
 	if (!sg || !sg->used)
 		return;
@@ -217,8 +163,8 @@ void reg_seg_release(struct sio_fabric *f, int s, bool notify)
 				i--;
 			}
 	}
-	sio__segment_path(f, s, path, sizeof(path));
-	unlink(path);
+	if (sg->kind != SIO_SEG_GPU)	/* GPU memory stays with its exporter */
+		f->ops->seg_remove(f, s);
 	sg->used = 0;
 	sg->gen = r->next_gen++;	/* stale handles now fail */
 	reg_bump(r);
@@ -280,7 +226,6 @@ static void notify_gone(struct sio_fabric *f, int p, bool died)
 void reg_proc_release(struct sio_fabric *f, int p, bool died)
 {
 	struct sio_registry *r = f->reg;
-	char path[PATH_MAX + 32];
 
 	if (!reg_proc_at(r, p) || !r->procs[p].used)
 		return;
@@ -305,9 +250,8 @@ void reg_proc_release(struct sio_fabric *f, int p, bool died)
 	for (int g = 0; g < SIO_MAX_GROUPS; g++)
 		if (r->groups[g].used && r->groups[g].owner == p)
 			memset(&r->groups[g], 0, sizeof(r->groups[g]));
-	snprintf(path, sizeof(path), "%s/ev.%d.%d", f->dir, p, r->procs[p].pid);
 	if (died)
-		unlink(path);
+		f->ops->proc_gone(f, p);
 	memset(&r->procs[p], 0, sizeof(r->procs[p]));
 	reg_bump(r);
 }
@@ -319,7 +263,7 @@ int reg_reap(struct sio_fabric *f)
 
 	r->last_reap_ns = sio__now_ns();
 	for (int p = 0; p < SIO_MAX_PROCS; p++) {
-		if (!r->procs[p].used || r->procs[p].pid == getpid() || proc_alive(&r->procs[p]))
+		if (!r->procs[p].used || f->ops->proc_alive(f, &r->procs[p]))
 			continue;
 		reg_proc_release(f, p, true);
 		n++;

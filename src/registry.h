@@ -26,7 +26,7 @@
 #include <smartio/model.h>
 
 #define SIO_REG_MAGIC		0x534d494fu	/* "SMIO" */
-#define SIO_REG_VERSION		2	/* 2: lock word, owner and group */
+#define SIO_REG_VERSION		3	/* 2: lock word, owner and group; 3: backend */
 #define SIO_MAX_PROCS		512
 #define SIO_MAX_SEGS		4096
 _Static_assert(SIO_MAX_SEGS == SIO_GPU_SEG_SLOTS, "a GPU segment's slot indexes its plugin's table");
@@ -151,7 +151,10 @@ struct reg_group {
 	uint64_t sub_gen[SIO_MAX_SUBS];
 };
 
-/* The registry lock: 0 free, else the holder's thread id (| waiters bit). */
+/*
+ * The registry lock's words, the fabric backend's to use. shm: 0 free,
+ * else the holder's thread id (| waiters bit).
+ */
 #define REG_LOCK_WAITERS	0x80000000u
 #define REG_LOCK_TID		0x3fffffffu
 struct reg_lock {
@@ -161,6 +164,11 @@ struct reg_lock {
 
 #define REG_F_GROUP		1u	/* members of gid may join (smartio create --group) */
 
+/*
+ * The header is written by the core and the fabric backend together: the
+ * backend sets who owns the fabric (uid, gid, flags) and hugedir, and uses
+ * lock; the core the rest.
+ */
 struct sio_registry {
 	uint32_t magic, version;
 	uint64_t size;
@@ -175,6 +183,7 @@ struct sio_registry {
 	uint32_t next_dev_id;
 	uint32_t next_seg_id[SIO_MAX_NODES];
 	char hugedir[128];
+	char backend[16];	/* the fabric backend that made it ("shm") */
 	struct reg_node nodes[SIO_MAX_NODES];
 	struct reg_proc procs[SIO_MAX_PROCS];
 	struct reg_seg segs[SIO_MAX_SEGS];
@@ -227,9 +236,6 @@ void reg_seg_release(struct sio_fabric *f, int s, bool notify);
 void reg_dev_release(struct sio_fabric *f, int d);
 void reg_proc_release(struct sio_fabric *f, int p, bool died);
 int reg_reap(struct sio_fabric *f);
-uint64_t reg_starttime(int pid);
-/* Is process (or thread) @pid gone: no such task, or a zombie? */
-bool reg_task_dead(int pid);
 static inline uint64_t reg_seg_bus(int slot) { return SIO_BUS_LOCAL_BASE + ((uint64_t)slot << 32); }
 static inline void reg_bump(struct sio_registry *r)
 {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The registry lock: a futex word holding the holder's thread id. A robust
+ * The registry lock of the shm fabric backend (its lock op; it stays here
+ * by name): a futex word holding the holder's thread id. A robust
  * pthread mutex in shared memory trusts its owner field, so any process of
  * the fabric (or a bit flip) could wedge every other one forever. Here the
  * wait is bounded and looks at the holder: one that no longer exists (it
@@ -16,11 +17,10 @@
 #include <unistd.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
-#include "internal.h"
+#include "shm/shm.h"
 
 #define LOCK_TIMEOUT_MS		5000
 #define LOCK_SLICE_MAX_NS	50000000ull	/* longest sleep between looks at the holder */
-#define REAP_EVERY_NS		100000000ull
 
 static __thread uint32_t my_tid;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -62,7 +62,7 @@ static uint64_t timeout_ns(void)
 /* Does thread @tid still run? A zombie holds nothing. */
 static bool tid_alive(uint32_t tid)
 {
-	return tid && tid <= REG_LOCK_TID && !reg_task_dead((int)tid);
+	return tid && tid <= REG_LOCK_TID && !sio__shm_task_dead((int)tid);
 }
 
 /* "thread T of pid P (comm), a process of this fabric", for messages. */
@@ -94,7 +94,7 @@ static void describe(struct sio_fabric *f, uint32_t tid, char *out, size_t len)
 		 ", which is not a process of this fabric (a forged or stale lock word)");
 }
 
-static int lock_word(struct sio_fabric *f, bool *holder_died)
+int sio__shm_lock(struct sio_fabric *f, bool *holder_died)
 {
 	_Atomic uint32_t *w = &f->reg->lock.word;
 	uint32_t me = self_tid(), v = 0, holder;
@@ -134,34 +134,7 @@ static int lock_word(struct sio_fabric *f, bool *holder_died)
 	}
 }
 
-int sio__lock_noreap(struct sio_fabric *f)
-{
-	bool died;
-	int ret = lock_word(f, &died);
-
-	if (ret)
-		return ret;
-	if ((ret = reg_check_header(f->reg, f->name)) ||
-	    (memcmp(&f->reg->topo, &f->topo, sizeof(f->topo)) &&
-	     (ret = reg_corrupt(f, "its topology changed since this process joined")))) {
-		sio__unlock(f);
-		return ret;
-	}
-	if (died)	/* it may have left its work half done: reap it now */
-		f->reg->last_reap_ns = 0;
-	return 0;
-}
-
-int sio__lock(struct sio_fabric *f)
-{
-	int ret = sio__lock_noreap(f);
-
-	if (!ret && sio__now_ns() - f->reg->last_reap_ns > REAP_EVERY_NS)
-		reg_reap(f);
-	return ret;
-}
-
-void sio__unlock(struct sio_fabric *f)
+void sio__shm_unlock(struct sio_fabric *f)
 {
 	_Atomic uint32_t *w = &f->reg->lock.word;
 	uint32_t v;

@@ -1,56 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* Segments: shared-memory files named in the registry by (node, id). */
-#include <fcntl.h>
-#include <limits.h>
+/*
+ * Segments: slots of the registry named by (node, id). Their memory, and
+ * mapping it, is the fabric backend's.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <linux/futex.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include "internal.h"
-
-#define HUGE_SZ (2ull << 20)
-
-static uint64_t huge_free_bytes(void)
-{
-	FILE *fp = fopen("/proc/meminfo", "r");
-	char line[128];
-	unsigned long long n = 0;
-
-	if (!fp)
-		return 0;
-	while (fgets(line, sizeof(line), fp))
-		if (sscanf(line, "HugePages_Free: %llu", &n) == 1)
-			break;
-	fclose(fp);
-	return n * HUGE_SZ;
-}
-
-static bool use_huge(struct sio_fabric *f, uint64_t size, unsigned int flags)
-{
-	static int said;
-	bool ok = f->hugedir[0] && huge_free_bytes() >= size;
-
-	if (flags & SIO_SEG_F_NOHUGE)
-		return false;
-	if (!ok && !said) {
-		said = 1;
-		if (!getenv("SMARTIO_QUIET"))
-			fprintf(stderr, "smartio: no free huge pages%s; segments use shared memory (tmpfs) pages\n",
-				f->hugedir[0] ? "" : " (no hugetlbfs mount)");
-	}
-	return ok;
-}
 
 void *sio__segmap(struct sio_fabric *f, int slot, uint64_t gen)
 {
 	const struct reg_seg *s = reg_seg_at(f->reg, slot);
 	uint64_t len;
 	void *p;
-	int fd;
 
 	if (!s)
 		return NULL;
@@ -58,9 +21,8 @@ void *sio__segmap(struct sio_fabric *f, int slot, uint64_t gen)
 		return f->segmap[slot];
 	sio__segmap_drop(f, slot);
 	len = s->size;	/* read once: what is mapped is what is unmapped */
-	if (sio__segment_mmap_range(f, slot, 0, len, PROT_READ | PROT_WRITE, &p, &fd))
+	if (f->ops->seg_map(f, slot, 0, len, false, &p))
 		return NULL;
-	close(fd);
 	f->segmap[slot] = p;
 	f->segmap_gen[slot] = gen;
 	f->segmap_len[slot] = len;
@@ -72,69 +34,8 @@ void sio__segmap_drop(struct sio_fabric *f, int slot)
 	if (slot < 0 || slot >= SIO_MAX_SEGS)
 		return;
 	if (f->segmap[slot])
-		munmap(f->segmap[slot], f->segmap_len[slot]);
+		f->ops->seg_unmap(f, f->segmap[slot], f->segmap_len[slot]);
 	f->segmap[slot] = NULL;
-}
-
-int sio__segment_mmap(struct sio_fabric *f, int slot, void **vaddr, int *fdp)
-{
-	const struct reg_seg *s = reg_seg_at(f->reg, slot);
-
-	if (!s)
-		return reg_corrupt(f, "segment slot %d is out of range", slot);
-	return sio__segment_mmap_range(f, slot, 0, s->size, PROT_READ | PROT_WRITE, vaddr, fdp);
-}
-
-/*
- * A segment's file must be what the fabric made: a plain file of its owner
- * (or of its group) no one else may open, as long as what is mapped. A
- * short file would turn a later access into SIGBUS.
- */
-static int check_segfile(struct sio_fabric *f, int fd, const char *path, uint64_t end)
-{
-	struct stat st;
-
-	if (fstat(fd, &st))
-		return sio__err(errno, "segment file %s: %s", path, strerror(errno));
-	if (!S_ISREG(st.st_mode) || (st.st_uid != f->uid && !(f->group && st.st_gid == f->gid)) ||
-	    (st.st_mode & (f->group ? 0007 : 0077)))
-		return sio__err(EPERM, "segment file %s is not a private file of the fabric's owner (uid %u, mode %04o); refusing it",
-				path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-	if ((uint64_t)st.st_size < end)
-		return reg_corrupt(f, "segment file %s is %lld bytes; the registry maps %llu",
-				   path, (long long)st.st_size, (unsigned long long)end);
-	return 0;
-}
-
-int sio__segment_mmap_range(struct sio_fabric *f, int slot, uint64_t off, uint64_t len,
-			    int prot, void **vaddr, int *fdp)
-{
-	char path[PATH_MAX + 64];
-	void *p;
-	int fd, ret;
-
-	if ((ret = sio__segment_path(f, slot, path, sizeof(path))))
-		return ret;
-	if (!len || len > SIO_SEG_MAX_SIZE || off > SIO_SEG_MAX_SIZE - len)
-		return reg_corrupt(f, "segment slot %d maps %llu bytes at %llu", slot,
-				   (unsigned long long)len, (unsigned long long)off);
-	fd = open(path, (prot & PROT_WRITE ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return sio__err(errno == ELOOP ? EPERM : errno, "segment file %s: %s", path,
-				errno == ELOOP ? "a symbolic link; refusing it" : strerror(errno));
-	if ((ret = check_segfile(f, fd, path, off + len))) {
-		close(fd);
-		return ret;
-	}
-	p = mmap(NULL, len, prot, MAP_SHARED, fd, (off_t)off);
-	if (p == MAP_FAILED) {
-		int e = errno;
-		close(fd);
-		return sio__err(e, "cannot map segment %s: %s", path, strerror(e));
-	}
-	*vaddr = p;
-	*fdp = fd;
-	return 0;
 }
 
 static int find_seg(struct sio_registry *r, int node, uint32_t id)
@@ -154,19 +55,16 @@ static struct sio_segment *handle_new(struct sio_fabric *f, int slot, bool owner
 		return NULL;
 	*h = (struct sio_segment){ .f = f, .slot = slot, .id = s->id, .node = s->node,
 				   .size = s->size, .gen = s->gen, .owner = owner,
-				   .window = -1, .fd = -1, .bar_idx = -1, .kind = s->kind };
+				   .window = -1, .bar_idx = -1, .kind = s->kind };
 	return h;
 }
 
-/* Create a segment slot and its file; registry lock held. */
+/* Create a segment slot and its memory; registry lock held. */
 static int seg_new(struct sio_fabric *f, int node, uint32_t id, uint64_t size,
 		   unsigned int flags, int kind, int *slotp)
 {
 	struct sio_registry *r = f->reg;
-	char path[PATH_MAX + 64];
-	struct reg_seg *sg;
-	int s, fd;
-	bool huge;
+	int s, ret;
 
 	if (id == 0) {
 		do
@@ -179,27 +77,13 @@ static int seg_new(struct sio_fabric *f, int node, uint32_t id, uint64_t size,
 		;
 	if (s == SIO_MAX_SEGS)
 		return sio__err(ENOSPC, "the fabric has all %d segments in use", SIO_MAX_SEGS);
-	huge = (flags & SIO_SEG_F_HUGE) || use_huge(f, (size + HUGE_SZ - 1) & ~(HUGE_SZ - 1), flags);
-	if (huge && !f->hugedir[0])
-		return sio__err(ENOMEM, "huge pages requested but no hugetlbfs is mounted");
-	if (huge)
-		size = (size + HUGE_SZ - 1) & ~(HUGE_SZ - 1);
-	sg = &r->segs[s];
-	*sg = (struct reg_seg){ .used = 1, .id = id, .node = node, .owner = f->proc, .size = size,
-				.gen = r->next_gen++, .kind = kind, .device = -1, .bar = -1, .huge = huge };
-	sio__segment_path(f, s, path, sizeof(path));
-	/* a new file, never someone's planted one; modes exact whatever the umask */
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 || (f->group && fchown(fd, (uid_t)-1, f->gid)) ||
-	    fchmod(fd, f->group ? 0660 : 0600) || ftruncate(fd, (off_t)size)) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		unlink(path);
-		sg->used = 0;
-		return sio__err(e, "cannot create segment memory %s: %s", path, strerror(e));
+	r->segs[s] = (struct reg_seg){ .used = 1, .id = id, .node = node, .owner = f->proc,
+				       .size = size, .gen = r->next_gen++, .kind = kind,
+				       .device = -1, .bar = -1 };
+	if ((ret = f->ops->seg_create(f, s, flags))) {
+		r->segs[s].used = 0;
+		return ret;
 	}
-	close(fd);
 	*slotp = s;
 	return 0;
 }
@@ -390,18 +274,13 @@ int sio_segment_map_range(struct sio_segment *seg, int adapter, uint64_t offset,
 						       .window = ret };
 		seg->window = pm;
 	}
-	ret = sio__segment_mmap_range(f, seg->slot, offset, length,
-				      flags & SIO_MAP_RDONLY ? PROT_READ : PROT_READ | PROT_WRITE,
-				      &seg->vaddr, &seg->fd);
-	if (!ret)
-		seg->map_len = length;
+	ret = f->ops->seg_map(f, seg->slot, offset, length, flags & SIO_MAP_RDONLY, &seg->vaddr);
 	if (ret && pm >= 0) {
 		reg_pmap_release(f, pm);
 		seg->window = -1;
 	}
 	if (!ret) {
-		close(seg->fd);
-		seg->fd = -1;
+		seg->map_len = length;
 		*vaddr = seg->vaddr;
 		reg_bump(f->reg);
 	}
@@ -425,7 +304,7 @@ int sio_segment_unmap(struct sio_segment *seg)
 		return 0;
 	}
 	f = seg->f;
-	munmap(seg->vaddr, seg->map_len);
+	f->ops->seg_unmap(f, seg->vaddr, seg->map_len);
 	seg->vaddr = NULL;
 	if ((ret = sio__lock(f)))
 		return ret;	/* the window stays counted until this process leaves */
@@ -520,29 +399,19 @@ static uint32_t *word(struct sio_segment *seg, uint64_t off)
 int sio_segment_notify(struct sio_segment *seg, uint64_t offset)
 {
 	uint32_t *w = word(seg, offset);
-	long r;
 
 	if (!w)
 		return sio__err(EINVAL, "notify needs a mapped segment and an aligned offset inside it");
-	r = syscall(SYS_futex, w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-	return r < 0 ? sio__err(errno, "futex wake: %s", strerror(errno)) : (int)r;
+	return seg->f->ops->notify(seg->f, w);
 }
 
 int sio_segment_wait(struct sio_segment *seg, uint64_t offset, uint32_t old, uint64_t timeout_ns)
 {
 	uint32_t *w = word(seg, offset);
-	struct timespec ts = { .tv_sec = timeout_ns / 1000000000ull,
-			       .tv_nsec = timeout_ns % 1000000000ull };
 
 	if (!w)
 		return sio__err(EINVAL, "wait needs a mapped segment and an aligned offset inside it");
 	if (__atomic_load_n(w, __ATOMIC_ACQUIRE) != old)
 		return 0;
-	if (syscall(SYS_futex, w, FUTEX_WAIT, old, &ts, NULL, 0) == 0)
-		return 0;
-	if (errno == EAGAIN || errno == EINTR)
-		return 0;
-	if (errno == ETIMEDOUT)
-		return -ETIMEDOUT;
-	return sio__err(errno, "futex wait: %s", strerror(errno));
+	return seg->f->ops->wait(seg->f, w, old, timeout_ns);
 }

@@ -286,7 +286,7 @@ int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
 	struct lender *l = calloc(1, sizeof(*l));
 	struct sio_device_desc desc;
 	struct pollfd pfd[MAX_CONN + 1];
-	char name[SIO_NAME_MAX];
+	char name[SIO_NAME_MAX], leaf[64];
 	int lfd = -1, rc;
 
 	if (!l)
@@ -306,12 +306,10 @@ int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
 	rc = describe(l, &desc, name, sizeof(name));
 	if (rc)
 		goto out;
-	if ((size_t)snprintf(l->svc, sizeof(l->svc), "%s/vfio-%s.sock", l->f->dir,
-			     l->dev.bdf) >= sizeof(l->svc)) {
-		rc = sio__err(ENAMETOOLONG, "vfio lender: socket path under %s is too long",
-			      l->f->dir);
+	snprintf(leaf, sizeof(leaf), "vfio-%s.sock", l->dev.bdf);
+	rc = sio__fabric_host_path(l->f, leaf, l->svc, sizeof(l->svc));
+	if (rc)
 		goto out;
-	}
 	lfd = listen_on(l);
 	if (lfd < 0) {
 		rc = lfd;

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include "common.h"
 #include "internal.h"
+#include "shm/shm.h"
 
 static char dir[512], path[600];
 

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Segment memory of the shm fabric backend: a file per segment, in the
+ * fabric's directory (tmpfs) or, on huge pages, on hugetlbfs, named by slot
+ * and generation so a reused slot never meets an old file. Every process
+ * maps the same pages, so load/store across "nodes" is real.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include "shm.h"
+
+#define HUGE_SZ (2ull << 20)
+
+static uint64_t huge_free_bytes(void)
+{
+	FILE *fp = fopen("/proc/meminfo", "r");
+	char line[128];
+	unsigned long long n = 0;
+
+	if (!fp)
+		return 0;
+	while (fgets(line, sizeof(line), fp))
+		if (sscanf(line, "HugePages_Free: %llu", &n) == 1)
+			break;
+	fclose(fp);
+	return n * HUGE_SZ;
+}
+
+static bool use_huge(struct shm_fabric *s, uint64_t size, unsigned int flags)
+{
+	static int said;
+	bool ok = s->hugedir[0] && huge_free_bytes() >= size;
+
+	if (flags & SIO_SEG_F_NOHUGE)
+		return false;
+	if (!ok && !said) {
+		said = 1;
+		if (!getenv("SMARTIO_QUIET"))
+			fprintf(stderr, "smartio: no free huge pages%s; segments use shared memory (tmpfs) pages\n",
+				s->hugedir[0] ? "" : " (no hugetlbfs mount)");
+	}
+	return ok;
+}
+
+int sio__segment_path(struct sio_fabric *f, int slot, char *buf, size_t len)
+{
+	const struct reg_seg *sg = reg_seg_at(f->reg, slot);
+	struct shm_fabric *s = shm_of(f);
+
+	if (!sg)
+		return sio__err(EINVAL, "no segment slot %d", slot);
+	if (sg->huge)
+		snprintf(buf, len, "%s/smartio-%s-seg.%d.%llu", s->hugedir, f->name, slot,
+			 (unsigned long long)sg->gen);
+	else
+		snprintf(buf, len, "%s/seg.%d.%llu", s->dir, slot, (unsigned long long)sg->gen);
+	return 0;
+}
+
+int sio__shm_seg_create(struct sio_fabric *f, int slot, unsigned int flags)
+{
+	struct reg_seg *sg = reg_seg_at(f->reg, slot);
+	struct shm_fabric *s = shm_of(f);
+	char path[PATH_MAX + 64];
+	int fd;
+
+	if (!sg)
+		return sio__err(EINVAL, "no segment slot %d", slot);
+	sg->huge = (flags & SIO_SEG_F_HUGE) ||
+		   use_huge(s, (sg->size + HUGE_SZ - 1) & ~(HUGE_SZ - 1), flags);
+	if (sg->huge && !s->hugedir[0])
+		return sio__err(ENOMEM, "huge pages requested but no hugetlbfs is mounted");
+	if (sg->huge)
+		sg->size = (sg->size + HUGE_SZ - 1) & ~(HUGE_SZ - 1);
+	sio__segment_path(f, slot, path, sizeof(path));
+	/* a new file, never someone's planted one; modes exact whatever the umask */
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || (s->group && fchown(fd, (uid_t)-1, s->gid)) ||
+	    fchmod(fd, s->group ? 0660 : 0600) || ftruncate(fd, (off_t)sg->size)) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		unlink(path);
+		return sio__err(e, "cannot create segment memory %s: %s", path, strerror(e));
+	}
+	close(fd);
+	return 0;
+}
+
+void sio__shm_seg_remove(struct sio_fabric *f, int slot)
+{
+	char path[PATH_MAX + 64];
+
+	if (!sio__segment_path(f, slot, path, sizeof(path)))
+		unlink(path);
+}
+
+/*
+ * A segment's file must be what the fabric made: a plain file of its owner
+ * (or of its group) no one else may open, as long as what is mapped. A
+ * short file would turn a later access into SIGBUS.
+ */
+static int check_segfile(struct sio_fabric *f, int fd, const char *path, uint64_t end)
+{
+	struct shm_fabric *s = shm_of(f);
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return sio__err(errno, "segment file %s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode) || (st.st_uid != s->uid && !(s->group && st.st_gid == s->gid)) ||
+	    (st.st_mode & (s->group ? 0007 : 0077)))
+		return sio__err(EPERM, "segment file %s is not a private file of the fabric's owner (uid %u, mode %04o); refusing it",
+				path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	if ((uint64_t)st.st_size < end)
+		return reg_corrupt(f, "segment file %s is %lld bytes; the registry maps %llu",
+				   path, (long long)st.st_size, (unsigned long long)end);
+	return 0;
+}
+
+int sio__shm_seg_map(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly,
+		     void **vaddr)
+{
+	char path[PATH_MAX + 64];
+	void *p;
+	int fd, ret;
+
+	if ((ret = sio__segment_path(f, slot, path, sizeof(path))))
+		return ret;
+	if (!len || len > SIO_SEG_MAX_SIZE || off > SIO_SEG_MAX_SIZE - len)
+		return reg_corrupt(f, "segment slot %d maps %llu bytes at %llu", slot,
+				   (unsigned long long)len, (unsigned long long)off);
+	fd = open(path, (rdonly ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return sio__err(errno == ELOOP ? EPERM : errno, "segment file %s: %s", path,
+				errno == ELOOP ? "a symbolic link; refusing it" : strerror(errno));
+	if ((ret = check_segfile(f, fd, path, off + len))) {
+		close(fd);
+		return ret;
+	}
+	p = mmap(NULL, len, rdonly ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+	ret = errno;
+	close(fd);	/* the mapping keeps the file */
+	if (p == MAP_FAILED)
+		return sio__err(ret, "cannot map segment %s: %s", path, strerror(ret));
+	*vaddr = p;
+	return 0;
+}
+
+void sio__shm_seg_unmap(struct sio_fabric *f, void *vaddr, uint64_t len)
+{
+	munmap(vaddr, len);
+}
