@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <nvme/types.h>
 #include <smartio/nvme/cmd.h>
 #include "emu.h"
 
@@ -164,7 +165,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!emu)
 		setup();
 	/* reset: CC.EN = 0, then a fresh admin queue pair */
-	wr32(SIO_NVME_REG_CC, 0);
+	wr32(NVME_REG_CC, 0);
 	pump(2);
 	memset(host, 0, HOST_SIZE);
 	/* the first bytes of the input become data and PRP lists */
@@ -172,12 +173,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(host + DATA, data, hdr);
 	data += hdr;
 	size -= hdr;
-	wr32(SIO_NVME_REG_AQA, (QSZ - 1) | ((QSZ - 1) << 16));
-	wr64(SIO_NVME_REG_ASQ, HOST_BUS + ASQ);
-	wr64(SIO_NVME_REG_ACQ, HOST_BUS + ACQ);
-	wr32(SIO_NVME_REG_CC, 1u | (6u << 16) | (4u << 20));
+	wr32(NVME_REG_AQA, NVME_SET(QSZ - 1, AQA_ASQS) | NVME_SET(QSZ - 1, AQA_ACQS));
+	wr64(NVME_REG_ASQ, HOST_BUS + ASQ);
+	wr64(NVME_REG_ACQ, HOST_BUS + ACQ);
+	wr32(NVME_REG_CC, NVME_SET(1, CC_EN) | NVME_SET(SIO_NVME_SQES, CC_IOSQES) |
+	     NVME_SET(SIO_NVME_CQES, CC_IOCQES));
 	pump(2);
-	if (!(rd32(SIO_NVME_REG_CSTS) & 1))
+	if (!NVME_CSTS_RDY(rd32(NVME_REG_CSTS)))
 		abort();	/* a valid enable must succeed */
 
 	sio_nvme_cmd_create_cq(&c, 1, QSZ, HOST_BUS + IOCQ, SIO_NVME_Q_PC, 0);
@@ -204,7 +206,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			/* a hostile register or doorbell store */
 			uint32_t off = (uint32_t)(c.cdw14 % (bar0_size - 4)) & ~3u;
 
-			if (off != SIO_NVME_REG_CC && (off < 0x1000 || off >= 0x1000 + 4 * 4))
+			if (off != NVME_REG_CC && (off < 0x1000 || off >= 0x1000 + 4 * 4))
 				wr32(off, c.cdw15);
 		}
 		/* never refill a queue before the controller drained it */
@@ -222,7 +224,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	got += drain(&a) + drain(&io);
 	(void)sent;
 	/* the controller still answers on the admin queue (AERs may hold up to 4 slots) */
-	if ((rd32(SIO_NVME_REG_CSTS) & 1) && a.out <= 4) {
+	if ((rd32(NVME_REG_CSTS) & 1) && a.out <= 4) {
 		memset(&c, 0, sizeof(c));
 		c.opcode = 0xff;	/* invalid opcode: must complete */
 		c.cid = 0xbeef;

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
+#include <nvme/types.h>
 #include <smartio/smartio.h>
 #include <smartio/nvme/cmd.h>
 #include "emu.h"
@@ -202,12 +203,15 @@ int main(int argc, char **argv)
 	mem(4096, &io.sq);
 	mem(4096, &io.cq);
 	mem(64 * 4096, &data);
-	__atomic_store_n((uint32_t *)(regs + SIO_NVME_REG_AQA), 31u | (31u << 16), __ATOMIC_RELAXED);
-	__atomic_store_n((uint64_t *)(regs + SIO_NVME_REG_ASQ), admin.sq.bus, __ATOMIC_RELAXED);
-	__atomic_store_n((uint64_t *)(regs + SIO_NVME_REG_ACQ), admin.cq.bus, __ATOMIC_RELAXED);
-	__atomic_store_n((uint32_t *)(regs + SIO_NVME_REG_CC),
-			 1u | (6u << 16) | (4u << 20), __ATOMIC_RELEASE);
-	for (uint64_t t0 = now_ns(); !(__atomic_load_n((uint32_t *)(regs + SIO_NVME_REG_CSTS), __ATOMIC_ACQUIRE) & 1);) {
+	__atomic_store_n((uint32_t *)(regs + NVME_REG_AQA),
+			 NVME_SET(31u, AQA_ASQS) | NVME_SET(31u, AQA_ACQS), __ATOMIC_RELAXED);
+	__atomic_store_n((uint64_t *)(regs + NVME_REG_ASQ), admin.sq.bus, __ATOMIC_RELAXED);
+	__atomic_store_n((uint64_t *)(regs + NVME_REG_ACQ), admin.cq.bus, __ATOMIC_RELAXED);
+	__atomic_store_n((uint32_t *)(regs + NVME_REG_CC),
+			 NVME_SET(1, CC_EN) | NVME_SET(SIO_NVME_SQES, CC_IOSQES) |
+			 NVME_SET(SIO_NVME_CQES, CC_IOCQES), __ATOMIC_RELEASE);
+	for (uint64_t t0 = now_ns();
+	     !NVME_CSTS_RDY(__atomic_load_n((uint32_t *)(regs + NVME_REG_CSTS), __ATOMIC_ACQUIRE));) {
 		if (now_ns() - t0 > 5000000000ull) {
 			fprintf(stderr, "emu-bench: controller not ready\n");
 			return 1;
@@ -229,7 +233,7 @@ int main(int argc, char **argv)
 
 	/* warm up: write every block once is too slow for 1 GiB; write the first 64 MiB */
 	for (uint64_t b = 0; b < 16384; b++) {
-		cmd = (struct sio_nvme_cmd){ .opcode = SIO_NVME_CMD_WRITE, .nsid = 1, .cid = 1,
+		cmd = (struct sio_nvme_cmd){ .opcode = nvme_cmd_write, .nsid = 1, .cid = 1,
 					     .prp1 = data.bus, .cdw10 = (uint32_t)(b * 8), .cdw12 = 7 };
 		if (sync_cmd(&io, &cmd))
 			die("warm-up write");
@@ -241,7 +245,7 @@ int main(int argc, char **argv)
 	for (uint64_t i = 0; i < n_qd1; i++) {
 		uint64_t lba = (xorshift(&seed) % nblk) * 8;
 
-		cmd = (struct sio_nvme_cmd){ .opcode = SIO_NVME_CMD_READ, .nsid = 1, .cid = (uint16_t)i,
+		cmd = (struct sio_nvme_cmd){ .opcode = nvme_cmd_read, .nsid = 1, .cid = (uint16_t)i,
 					     .prp1 = data.bus, .cdw10 = (uint32_t)lba,
 					     .cdw11 = (uint32_t)(lba >> 32), .cdw12 = 7 };
 		uint64_t t0 = now_ns();
@@ -272,7 +276,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, "QD32: %llu s\n", (unsigned long long)secs);
 	for (uint32_t i = 0; i < qd; i++) {
 		uint64_t lba = (xorshift(&seed) % nblk) * 8;
-		cmd = (struct sio_nvme_cmd){ .opcode = SIO_NVME_CMD_READ, .nsid = 1, .cid = (uint16_t)i,
+		cmd = (struct sio_nvme_cmd){ .opcode = nvme_cmd_read, .nsid = 1, .cid = (uint16_t)i,
 					     .prp1 = data.bus + (uint64_t)i * 4096, .cdw10 = (uint32_t)lba,
 					     .cdw11 = (uint32_t)(lba >> 32), .cdw12 = 7 };
 		memcpy(io.sq.va + (uint64_t)io.tail * 64, &cmd, 64);
@@ -287,7 +291,7 @@ int main(int argc, char **argv)
 			if (reap(&io, &r, false) || SIO_NVME_STATUS_CODE(r.status))
 				die("QD32 read");
 			uint64_t lba = (xorshift(&seed) % nblk) * 8;
-			cmd = (struct sio_nvme_cmd){ .opcode = SIO_NVME_CMD_READ, .nsid = 1, .cid = r.cid,
+			cmd = (struct sio_nvme_cmd){ .opcode = nvme_cmd_read, .nsid = 1, .cid = r.cid,
 						     .prp1 = data.bus + (uint64_t)(r.cid % qd) * 4096,
 						     .cdw10 = (uint32_t)lba, .cdw11 = (uint32_t)(lba >> 32),
 						     .cdw12 = 7 };

@@ -86,7 +86,7 @@ static void mgr_child(const struct nb_env *e, int wfd)
 		fprintf(stderr, "bench: manager: %s\n", sio_errmsg());
 	} else if (e->o.arb_cdw11 &&
 		   (rc = sio_nvme_ctrl_set_features(sio_nvme_manager_ctrl(m),
-						    SIO_NVME_FEAT_ARBITRATION, e->o.arb_cdw11,
+						    NVME_FEAT_FID_ARBITRATION, e->o.arb_cdw11,
 						    NULL, NULL))) {
 		fprintf(stderr, "bench: manager: set arbitration: %s\n", sio_errmsg());
 	} else {

@@ -27,7 +27,7 @@
  * @backing: "ram:SIZE" or a file path
  * @cmb_mib: controller memory buffer (0: none)
  * @chassis: the controller sits behind an expansion-chassis switch
- * @arbitration: SIO_NVME_CC_AMS_RR or SIO_NVME_CC_AMS_WRR
+ * @arbitration: NVME_CC_AMS_RR or NVME_CC_AMS_WRRU
  * @arb_cdw11: Set Features (Arbitration) value the manager applies (0: none)
  * @windows: windows per adapter (0: the fabric's default)
  * @queues: I/O queue pairs the controller offers (0: its default)

@@ -212,7 +212,7 @@ int main(int argc, char **argv)
 	header();
 	for (int wrr = 0; wrr < 2; wrr++) {
 		struct nb_env_opts eo = { .nodes = 7, .lender = 6, .backing = "ram:256M", .pin = true,
-					  .arbitration = wrr ? SIO_NVME_CC_AMS_WRR : SIO_NVME_CC_AMS_RR,
+					  .arbitration = wrr ? NVME_CC_AMS_WRRU : NVME_CC_AMS_RR,
 					  .arb_cdw11 = wrr ? sio_nvme_feat_arbitration(0, 0, 3, 7) : 0 };
 		struct nb_point_cfg pc = { .engine = NB_SMARTIO, .nclients = 6, .qd = 32,
 					   .seconds = secs * 2, .wrr_prios = wrr };

@@ -165,7 +165,7 @@ int main(int argc, char **argv)
 	if (sio_segment_create(f, 0, sizeof(*c), 0, &ctl_seg) || sio_segment_map(ctl_seg, (void **)&c) ||
 	    sio_segment_create(f, 0, ID_SIZE, 0, &ref_seg) || sio_segment_map(ref_seg, (void **)&ref) ||
 	    sio_device_map(dev, ref_seg, &ref_bus) ||
-	    sio_nvme_ctrl_identify(ctrl, SIO_NVME_CNS_CTRL, 0, ref_bus, &st) ||
+	    sio_nvme_ctrl_identify(ctrl, NVME_IDENTIFY_CNS_CTRL, 0, ref_bus, &st) ||
 	    sio_mcast_create(f, ID_SIZE, &group) || sio_device_map_mcast(dev, group, &gbus)) {
 		fprintf(stderr, "nvme-mcast-identify: setup: %s %s\n", sio_errmsg(),
 			st ? sio_nvme_status_str(st) : "");
@@ -191,7 +191,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	uint64_t t0 = now_ns();
-	ret = sio_nvme_ctrl_identify(ctrl, SIO_NVME_CNS_CTRL, 0, gbus, &st);
+	ret = sio_nvme_ctrl_identify(ctrl, NVME_IDENTIFY_CNS_CTRL, 0, gbus, &st);
 	t_mc = now_ns() - t0;
 	if (ret)
 		fprintf(stderr, "nvme-mcast-identify: multicast Identify failed: %s\n",
@@ -210,7 +210,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		t0 = now_ns();
-		sio_nvme_ctrl_identify(ctrl, SIO_NVME_CNS_CTRL, 0, bus, &st);
+		sio_nvme_ctrl_identify(ctrl, NVME_IDENTIFY_CNS_CTRL, 0, bus, &st);
 		t_uni += now_ns() - t0;
 		sio_device_unmap(dev, s);
 		sio_segment_remove(s);

@@ -176,7 +176,7 @@ static inline int put_cmd(struct sio_nvme_ioq *q, struct qpair *p, const struct 
 	struct sio_nvme_cmd *e;
 	int cid;
 
-	if (r->opc == SIO_NVME_CMD_READ || r->opc == SIO_NVME_CMD_WRITE) {
+	if (r->opc == nvme_cmd_read || r->opc == nvme_cmd_write) {
 		/* Data buffers have an address per path; their page offsets agree. */
 		cid = put_rw(q, p, r->opc, r->nsid, r->slba, r->nlb,
 			     (p->path ? r->buf->bus2 : r->buf->bus) + r->off, r->len, r->ridx);
@@ -184,7 +184,7 @@ static inline int put_cmd(struct sio_nvme_ioq *q, struct qpair *p, const struct 
 		e = sio_nvme_sq_entry(&p->q);
 		if (!e)
 			return -EAGAIN;
-		if (r->opc == SIO_NVME_CMD_WRITE_ZEROES) {
+		if (r->opc == nvme_cmd_write_zeroes) {
 			sio_nvme_cmd_rw(e, r->opc, r->nsid, r->slba, r->nlb, 0, 0);
 		} else {
 			memset(e, 0, sizeof(*e));

@@ -439,7 +439,7 @@ int sio_nvme_client_ns(struct sio_nvme_client *cl, uint32_t nsid, struct sio_nvm
 	id = malloc(4096);
 	if (!id)
 		return sio_err_set(ENOMEM, "out of memory");
-	ret = sio_nvme_client_identify(cl, SIO_NVME_CNS_NS, nsid, id);
+	ret = sio_nvme_client_identify(cl, NVME_IDENTIFY_CNS_NS, nsid, id);
 	if (ret)
 		goto out;
 	ds = id->lbaf[id->flbas & 0xf].ds;

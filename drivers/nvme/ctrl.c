@@ -56,12 +56,12 @@ volatile void *sio_nvme_ctrl_regs(const struct sio_nvme_ctrl *c)
 
 int sio_nvme_ctrl_check(struct sio_nvme_ctrl *c)
 {
-	uint32_t csts = sio_nvme_rd32(c->regs, SIO_NVME_REG_CSTS);
+	uint32_t csts = sio_nvme_rd32(c->regs, NVME_REG_CSTS);
 
 	if (csts == 0xffffffffu)
 		return sio_err_set(ENODEV, "controller registers read all ones: "
 				   "device gone or link down");
-	if (csts & SIO_NVME_CSTS_CFS)
+	if (NVME_CSTS_CFS(csts))
 		return sio_err_set(EIO, "controller fatal status (CSTS.CFS set)");
 	return 0;
 }
@@ -75,15 +75,15 @@ static int wait_ready(struct sio_nvme_ctrl *c, uint32_t rdy)
 
 	sio_nvme_backoff_init(&b, 1000000);
 	for (;;) {
-		csts = sio_nvme_rd32(c->regs, SIO_NVME_REG_CSTS);
+		csts = sio_nvme_rd32(c->regs, NVME_REG_CSTS);
 		if (csts == 0xffffffffu)
 			return sio_err_set(ENODEV, "controller registers read all ones "
 					   "while waiting for CSTS.RDY=%u: device gone or "
 					   "link down", rdy);
-		if (rdy && (csts & SIO_NVME_CSTS_CFS))
+		if (rdy && NVME_CSTS_CFS(csts))
 			return sio_err_set(EIO, "controller fatal status (CSTS.CFS) "
 					   "while enabling");
-		if ((csts & SIO_NVME_CSTS_RDY) == rdy)
+		if (NVME_CSTS_RDY(csts) == rdy)
 			return 0;
 		if (sio_nvme_now_ns() > deadline)
 			return sio_err_set(ETIMEDOUT, "controller did not %s within "
@@ -95,19 +95,18 @@ static int wait_ready(struct sio_nvme_ctrl *c, uint32_t rdy)
 
 static int ctrl_disable(struct sio_nvme_ctrl *c)
 {
-	uint32_t cc = sio_nvme_rd32(c->regs, SIO_NVME_REG_CC);
-	uint32_t csts = sio_nvme_rd32(c->regs, SIO_NVME_REG_CSTS);
+	uint32_t cc = sio_nvme_rd32(c->regs, NVME_REG_CC);
+	uint32_t csts = sio_nvme_rd32(c->regs, NVME_REG_CSTS);
 	int ret;
 
 	/* A controller still coming up must finish before EN may drop. */
-	if ((cc & SIO_NVME_CC_EN) && !(csts & SIO_NVME_CSTS_RDY) &&
-	    !(csts & SIO_NVME_CSTS_CFS)) {
+	if (NVME_CC_EN(cc) && !NVME_CSTS_RDY(csts) && !NVME_CSTS_CFS(csts)) {
 		ret = wait_ready(c, 1);
 		if (ret == -ENODEV)
 			return ret;
 	}
-	if (cc & SIO_NVME_CC_EN)
-		sio_nvme_wr32(c->regs, SIO_NVME_REG_CC, cc & ~SIO_NVME_CC_EN);
+	if (NVME_CC_EN(cc))
+		sio_nvme_wr32(c->regs, NVME_REG_CC, cc & ~NVME_SET(1, CC_EN));
 	return wait_ready(c, 0);
 }
 
@@ -159,53 +158,53 @@ static int alloc_admin(struct sio_nvme_ctrl *c)
 
 static int enable_cmb(struct sio_nvme_ctrl *c)
 {
-	static const uint64_t szu_bytes[] = { 4096ull, 65536ull, 1ull << 20, 16ull << 20,
-					      256ull << 20, 4ull << 30, 64ull << 30 };
 	struct sio_nvme_cmb *m = &c->info.cmb;
 	struct sio_nvme_backoff b;
 	struct sio_segment *bar;
 	uint32_t loc, sz, szu;
-	uint64_t bus, deadline;
+	uint64_t bus, deadline, unit;
 	int ret;
 
-	if (!SIO_NVME_CAP_CMBS(c->info.cap))
+	if (!NVME_CAP_CMBS(c->info.cap))
 		return 0;
 	/* CMBLOC/CMBSZ read 0 until the host sets CMBMSC.CRE. */
-	sio_nvme_wr64(c->regs, SIO_NVME_REG_CMBMSC, SIO_NVME_CMBMSC_CRE);
+	sio_nvme_wr64(c->regs, NVME_REG_CMBMSC, NVME_SET(1, CMBMSC_CRE));
 	/* A controller may take a moment to publish them (a polled model
 	 * does): wait, bounded by CAP.TO. */
 	deadline = sio_nvme_now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
 	sio_nvme_backoff_init(&b, 1000000);
 	for (;;) {
-		loc = sio_nvme_rd32(c->regs, SIO_NVME_REG_CMBLOC);
-		sz = sio_nvme_rd32(c->regs, SIO_NVME_REG_CMBSZ);
+		loc = sio_nvme_rd32(c->regs, NVME_REG_CMBLOC);
+		sz = sio_nvme_rd32(c->regs, NVME_REG_CMBSZ);
 		if (sz || sio_nvme_now_ns() > deadline)
 			break;
 		sio_nvme_backoff_wait(&b);
 	}
-	szu = (sz >> 8) & 0xf;
-	if (sz == 0 || sz == 0xffffffffu || szu >= 7)
+	szu = NVME_CMBSZ_SZU(sz);
+	if (sz == 0 || sz == 0xffffffffu || szu > NVME_CMBSZ_SZU_64G)
 		return 0;
-	m->bar = (int)(loc & 7);
-	m->size = (uint64_t)(sz >> 12) * szu_bytes[szu];
-	m->offset = (uint64_t)(loc >> 12) * szu_bytes[szu];
-	m->sqs = sz & SIO_NVME_CMBSZ_SQS;
-	m->cqs = sz & SIO_NVME_CMBSZ_CQS;
-	m->data = (sz & SIO_NVME_CMBSZ_RDS) && (sz & SIO_NVME_CMBSZ_WDS);
+	unit = 1ull << (12 + 4 * szu);	/* 4 KiB, 64 KiB, ... 64 GiB */
+	m->bar = (int)NVME_CMBLOC_BIR(loc);
+	m->size = NVME_CMBSZ_SZ(sz) * unit;
+	m->offset = NVME_CMBLOC_OFST(loc) * unit;
+	m->sqs = NVME_CMBSZ_SQS(sz);
+	m->cqs = NVME_CMBSZ_CQS(sz);
+	m->data = NVME_CMBSZ_RDS(sz) && NVME_CMBSZ_WDS(sz);
 	ret = sio_device_bar(c->dev, m->bar, &bar);
 	if (!ret)
 		ret = sio_device_map(c->dev, bar, &bus);
 	if (ret) {
 		memset(m, 0, sizeof(*m));
 		return sio_err_wrap(-ret, "cannot resolve the CMB's bus address (BAR%d)",
-				    (int)(loc & 7));
+				    m->bar);
 	}
 	m->bus = bus + m->offset;
 	/* Tell the controller where the host sees its CMB (CBA) and enable
 	 * memory space: without CMSE a controller such as QEMU's does not
 	 * treat queue addresses in the CMB as its own. */
-	sio_nvme_wr64(c->regs, SIO_NVME_REG_CMBMSC,
-		      (m->bus & ~0xfffull) | SIO_NVME_CMBMSC_CRE | SIO_NVME_CMBMSC_CMSE);
+	sio_nvme_wr64(c->regs, NVME_REG_CMBMSC,
+		      NVME_SET(m->bus >> NVME_CMBMSC_CBA_SHIFT, CMBMSC_CBA) |
+		      NVME_SET(1, CMBMSC_CRE) | NVME_SET(1, CMBMSC_CMSE));
 	return 0;
 }
 
@@ -226,7 +225,7 @@ static int identify_and_queues(struct sio_nvme_ctrl *c, const struct sio_nvme_ct
 	uint16_t st = 0;
 	int ret;
 
-	ret = sio_nvme_ctrl_identify(c, SIO_NVME_CNS_CTRL, 0,
+	ret = sio_nvme_ctrl_identify(c, NVME_IDENTIFY_CNS_CTRL, 0,
 				     c->adm_bus + ADM_SCRATCH_OFF, &st);
 	if (ret)
 		return ret;
@@ -237,7 +236,7 @@ static int identify_and_queues(struct sio_nvme_ctrl *c, const struct sio_nvme_ct
 	c->info.nn = c->id.nn;
 	c->info.vwc = c->id.vwc & 1;
 	c->info.oncs = c->id.oncs;
-	minpage = 4096u << SIO_NVME_CAP_MPSMIN(c->info.cap);
+	minpage = 4096u << NVME_CAP_MPSMIN(c->info.cap);
 	c->info.max_xfer = SIO_NVME_MAX_XFER;
 	if (c->id.mdts && c->id.mdts < 20 &&
 	    ((uint64_t)minpage << c->id.mdts) < SIO_NVME_MAX_XFER)
@@ -256,7 +255,7 @@ static int identify_and_queues(struct sio_nvme_ctrl *c, const struct sio_nvme_ct
 					   (unsigned long long)c->bar0_size,
 					   4u << c->info.dstrd);
 	}
-	ret = sio_nvme_ctrl_set_features(c, SIO_NVME_FEAT_NUM_QUEUES,
+	ret = sio_nvme_ctrl_set_features(c, NVME_FEAT_FID_NUM_QUEUES,
 					 sio_nvme_feat_num_queues(want, want), &res, &st);
 	if (ret)
 		return sio_err_set(EIO, "Set Features (Number of Queues) failed: %s",
@@ -272,7 +271,7 @@ static int identify_and_queues(struct sio_nvme_ctrl *c, const struct sio_nvme_ct
 int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *opts,
 		       struct sio_nvme_ctrl **out)
 {
-	struct sio_nvme_ctrl_opts def = { 0, SIO_NVME_CC_AMS_RR, true };
+	struct sio_nvme_ctrl_opts def = { 0, NVME_CC_AMS_RR, true };
 	struct sio_errsave es;
 	struct sio_nvme_ctrl *c;
 	uint32_t mps, cc, ams;
@@ -290,16 +289,16 @@ int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *
 	if (ret)
 		goto fail;
 
-	c->info.cap = sio_nvme_rd64(c->regs, SIO_NVME_REG_CAP);
-	c->info.vs = sio_nvme_rd32(c->regs, SIO_NVME_REG_VS);
+	c->info.cap = sio_nvme_rd64(c->regs, NVME_REG_CAP);
+	c->info.vs = sio_nvme_rd32(c->regs, NVME_REG_VS);
 	if (c->info.cap == ~0ull) {
 		ret = sio_err_set(ENODEV, "controller registers read all ones: "
 				  "device gone or link down");
 		goto fail;
 	}
-	c->info.mqes = SIO_NVME_CAP_MQES(c->info.cap) + 1;
-	c->info.dstrd = SIO_NVME_CAP_DSTRD(c->info.cap);
-	c->info.timeout_ms = SIO_NVME_CAP_TO(c->info.cap) * 500u;
+	c->info.mqes = NVME_CAP_MQES(c->info.cap) + 1;
+	c->info.dstrd = NVME_CAP_DSTRD(c->info.cap);
+	c->info.timeout_ms = NVME_CAP_TO(c->info.cap) * 500u;
 	if (c->info.timeout_ms < 500)
 		c->info.timeout_ms = 500;
 	if (c->info.mqes < 2) {
@@ -307,12 +306,12 @@ int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *
 				  c->info.mqes);
 		goto fail;
 	}
-	if (!(SIO_NVME_CAP_CSS(c->info.cap) & 1)) {
+	if (!(NVME_CAP_CSS(c->info.cap) & NVME_CAP_CSS_NVM)) {
 		ret = sio_err_set(ENOTSUP, "controller does not support the NVM "
 				  "command set (CAP.CSS)");
 		goto fail;
 	}
-	mps = SIO_NVME_CAP_MPSMIN(c->info.cap);
+	mps = NVME_CAP_MPSMIN(c->info.cap);
 	c->info.page_size = sio_nvme_prp_page_size(mps);
 	if (c->info.page_size > 4096) {
 		ret = sio_err_set(ENOTSUP, "controller's smallest page is %u bytes; "
@@ -346,21 +345,21 @@ int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *
 				  SIO_NVME_ADMIN_DEPTH);
 		goto fail;
 	}
-	sio_nvme_wr32(c->regs, SIO_NVME_REG_AQA,
-		      (SIO_NVME_ADMIN_DEPTH - 1) << 16 | (SIO_NVME_ADMIN_DEPTH - 1));
-	sio_nvme_wr64(c->regs, SIO_NVME_REG_ASQ, c->adm_bus + ADM_SQ_OFF);
-	sio_nvme_wr64(c->regs, SIO_NVME_REG_ACQ, c->adm_bus + ADM_CQ_OFF);
+	sio_nvme_wr32(c->regs, NVME_REG_AQA, NVME_SET(SIO_NVME_ADMIN_DEPTH - 1, AQA_ACQS) |
+		      NVME_SET(SIO_NVME_ADMIN_DEPTH - 1, AQA_ASQS));
+	sio_nvme_wr64(c->regs, NVME_REG_ASQ, c->adm_bus + ADM_SQ_OFF);
+	sio_nvme_wr64(c->regs, NVME_REG_ACQ, c->adm_bus + ADM_CQ_OFF);
 
 	ams = opts->arbitration;
-	if (ams == SIO_NVME_CC_AMS_WRR && !(SIO_NVME_CAP_AMS(c->info.cap) & 1)) {
+	if (ams == NVME_CC_AMS_WRRU && !(NVME_CAP_AMS(c->info.cap) & NVME_CAP_AMS_WRR)) {
 		ret = sio_err_set(ENOTSUP, "controller does not support weighted "
 				  "round robin arbitration (CAP.AMS)");
 		goto fail;
 	}
-	cc = SIO_NVME_CC_EN | 0u << SIO_NVME_CC_CSS_SHIFT | mps << SIO_NVME_CC_MPS_SHIFT |
-	     ams << SIO_NVME_CC_AMS_SHIFT | 6u << SIO_NVME_CC_IOSQES_SHIFT |
-	     4u << SIO_NVME_CC_IOCQES_SHIFT;
-	sio_nvme_wr32(c->regs, SIO_NVME_REG_CC, cc);
+	cc = NVME_SET(1, CC_EN) | NVME_SET(NVME_CC_CSS_NVM, CC_CSS) | NVME_SET(mps, CC_MPS) |
+	     NVME_SET(ams, CC_AMS) | NVME_SET(SIO_NVME_SQES, CC_IOSQES) |
+	     NVME_SET(SIO_NVME_CQES, CC_IOCQES);
+	sio_nvme_wr32(c->regs, NVME_REG_CC, cc);
 	ret = wait_ready(c, 1);
 	if (ret)
 		goto fail;
@@ -393,23 +392,24 @@ void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c)
 		return;
 	if (c->regs && c->enabled) {
 		/* Normal shutdown so a controller with a cache persists it. */
-		cc = sio_nvme_rd32(c->regs, SIO_NVME_REG_CC);
+		cc = sio_nvme_rd32(c->regs, NVME_REG_CC);
 		if (cc != 0xffffffffu) {
-			sio_nvme_wr32(c->regs, SIO_NVME_REG_CC,
-				      (cc & ~SIO_NVME_CC_SHN_MASK) | SIO_NVME_CC_SHN_NORMAL);
+			sio_nvme_wr32(c->regs, NVME_REG_CC,
+				      (cc & ~NVME_SET(NVME_CC_SHN_MASK, CC_SHN)) |
+				      NVME_SET(NVME_CC_SHN_NORMAL, CC_SHN));
 			deadline = sio_nvme_now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
 			sio_nvme_backoff_init(&b, 1000000);
 			for (;;) {
-				csts = sio_nvme_rd32(c->regs, SIO_NVME_REG_CSTS);
+				csts = sio_nvme_rd32(c->regs, NVME_REG_CSTS);
 				if (csts == 0xffffffffu ||
-				    (csts & SIO_NVME_CSTS_SHST_MASK) == SIO_NVME_CSTS_SHST_CMPLT ||
+				    NVME_CSTS_SHST(csts) == NVME_CSTS_SHST_CMPLT ||
 				    sio_nvme_now_ns() > deadline)
 					break;
 				sio_nvme_backoff_wait(&b);
 			}
-			cc = sio_nvme_rd32(c->regs, SIO_NVME_REG_CC);
+			cc = sio_nvme_rd32(c->regs, NVME_REG_CC);
 			if (cc != 0xffffffffu)
-				sio_nvme_wr32(c->regs, SIO_NVME_REG_CC, cc & ~SIO_NVME_CC_EN);
+				sio_nvme_wr32(c->regs, NVME_REG_CC, cc & ~NVME_SET(1, CC_EN));
 		}
 	}
 	if (c->adm_seg) {
@@ -517,7 +517,7 @@ int sio_nvme_ctrl_ns(struct sio_nvme_ctrl *c, uint32_t nsid, struct sio_nvme_ns 
 	if (nsid == 0 || nsid > c->info.nn)
 		return sio_err_set(ENOENT, "namespace %u does not exist (the controller "
 				   "has %u)", nsid, c->info.nn);
-	ret = sio_nvme_ctrl_identify(c, SIO_NVME_CNS_NS, nsid,
+	ret = sio_nvme_ctrl_identify(c, NVME_IDENTIFY_CNS_NS, nsid,
 				     c->adm_bus + ADM_SCRATCH_OFF, &st);
 	if (ret)
 		return ret;
@@ -561,13 +561,13 @@ static int features(struct sio_nvme_ctrl *c, uint8_t opcode, uint8_t fid, uint32
 int sio_nvme_ctrl_get_features(struct sio_nvme_ctrl *c, uint8_t fid, uint32_t cdw11,
 			       uint32_t *result, uint16_t *status)
 {
-	return features(c, SIO_NVME_ADM_GET_FEAT, fid, cdw11, result, status);
+	return features(c, nvme_admin_get_features, fid, cdw11, result, status);
 }
 
 int sio_nvme_ctrl_set_features(struct sio_nvme_ctrl *c, uint8_t fid, uint32_t cdw11,
 			       uint32_t *result, uint16_t *status)
 {
-	return features(c, SIO_NVME_ADM_SET_FEAT, fid, cdw11, result, status);
+	return features(c, nvme_admin_set_features, fid, cdw11, result, status);
 }
 
 int sio_nvme_ctrl_create_qpair(struct sio_nvme_ctrl *c, uint16_t qid, uint32_t size,
@@ -596,7 +596,7 @@ int sio_nvme_ctrl_create_qpair(struct sio_nvme_ctrl *c, uint16_t qid, uint32_t s
 		uint16_t st2;
 
 		sio_err_save(&es);
-		sio_nvme_cmd_delete_q(&cmd, SIO_NVME_ADM_DELETE_CQ, qid);
+		sio_nvme_cmd_delete_q(&cmd, nvme_admin_delete_cq, qid);
 		admin_st(c, &cmd, NULL, &st2);
 		sio_err_restore(&es);
 		return ret;
@@ -609,9 +609,9 @@ int sio_nvme_ctrl_delete_qpair(struct sio_nvme_ctrl *c, uint16_t qid)
 	struct sio_nvme_cmd cmd;
 	int ret, ret2;
 
-	sio_nvme_cmd_delete_q(&cmd, SIO_NVME_ADM_DELETE_SQ, qid);
+	sio_nvme_cmd_delete_q(&cmd, nvme_admin_delete_sq, qid);
 	ret = admin_st(c, &cmd, NULL, NULL);
-	sio_nvme_cmd_delete_q(&cmd, SIO_NVME_ADM_DELETE_CQ, qid);
+	sio_nvme_cmd_delete_q(&cmd, nvme_admin_delete_cq, qid);
 	ret2 = admin_st(c, &cmd, NULL, NULL);
 	/*
 	 * The queue is gone; leave its doorbells at their reset value so a

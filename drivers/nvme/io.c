@@ -26,8 +26,8 @@ static inline uint32_t chunk_blocks(const struct sio_nvme_ioq *q, uint64_t bus,
 	uint32_t bytes = q->max_xfer - (uint32_t)(bus & (q->page - 1));
 	uint32_t n = bytes / lba_size;
 
-	if (n > 65536)
-		n = 65536;
+	if (n > SIO_NVME_MAX_NLB)
+		n = SIO_NVME_MAX_NLB;
 	if (n == 0)
 		n = 1;
 	return n < left ? n : left;
@@ -176,13 +176,13 @@ submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba, uin
 int sio_nvme_ioq_read(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
 		      struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg)
 {
-	return submit_rw(q, SIO_NVME_CMD_READ, nsid, slba, nlb, buf, off, cb, arg);
+	return submit_rw(q, nvme_cmd_read, nsid, slba, nlb, buf, off, cb, arg);
 }
 
 int sio_nvme_ioq_write(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
 		       struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg)
 {
-	return submit_rw(q, SIO_NVME_CMD_WRITE, nsid, slba, nlb, buf, off, cb, arg);
+	return submit_rw(q, nvme_cmd_write, nsid, slba, nlb, buf, off, cb, arg);
 }
 
 static int submit_simple(struct sio_nvme_ioq *q, struct cmdrec *rec, sio_nvme_io_cb cb,
@@ -214,18 +214,18 @@ int sio_nvme_ioq_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t sl
 	struct cmdrec rec;
 	int ret;
 
-	if (!(q->cl->ci.oncs & (1u << 3)))
+	if (!(q->cl->ci.oncs & NVME_CTRL_ONCS_WRITE_ZEROES))
 		return sio_err_set(ENOTSUP, "the controller does not support Write Zeroes "
 				   "(ONCS bit 3)");
 	ret = ns_get(q, nsid, &tmp, &ns);
 	if (ret)
 		return ret;
-	if (!nlb || nlb > 65536 || slba >= ns->nsze || nlb > ns->nsze - slba)
+	if (!nlb || nlb > SIO_NVME_MAX_NLB || slba >= ns->nsze || nlb > ns->nsze - slba)
 		return sio_err_set(EINVAL, "Write Zeroes of %llu+%u outside namespace %u "
-				   "(%llu blocks) or above 65536 blocks",
+				   "(%llu blocks) or above %u blocks",
 				   (unsigned long long)slba, nlb, nsid,
-				   (unsigned long long)ns->nsze);
-	rec.opc = SIO_NVME_CMD_WRITE_ZEROES;
+				   (unsigned long long)ns->nsze, SIO_NVME_MAX_NLB);
+	rec.opc = nvme_cmd_write_zeroes;
 	rec.nsid = nsid;
 	rec.slba = slba;
 	rec.nlb = nlb;
@@ -236,7 +236,7 @@ int sio_nvme_ioq_flush(struct sio_nvme_ioq *q, uint32_t nsid, sio_nvme_io_cb cb,
 {
 	struct cmdrec rec;
 
-	rec.opc = SIO_NVME_CMD_FLUSH;
+	rec.opc = nvme_cmd_flush;
 	rec.nsid = nsid;
 	rec.slba = 0;
 	rec.nlb = 0;
@@ -267,7 +267,7 @@ static void finish(struct sio_nvme_ioq *q, uint32_t ridx, int err, uint16_t stat
 /* No progress for too long: end everything in flight and fail the queue. */
 int sio_nvme_ioq_fail(struct sio_nvme_ioq *q)
 {
-	uint32_t csts = __atomic_load_n((volatile uint32_t *)(q->cl->regs + SIO_NVME_REG_CSTS),
+	uint32_t csts = __atomic_load_n((volatile uint32_t *)(q->cl->regs + NVME_REG_CSTS),
 					__ATOMIC_ACQUIRE);
 	uint32_t cid, i;
 	int err, p;
@@ -275,7 +275,7 @@ int sio_nvme_ioq_fail(struct sio_nvme_ioq *q)
 	if (csts == 0xffffffffu)
 		err = sio_err_set(ENODEV, "queue %u: controller registers read all ones "
 				  "(device gone or link down)", q->qp[0].q.qid);
-	else if (csts & SIO_NVME_CSTS_CFS)
+	else if (NVME_CSTS_CFS(csts))
 		err = sio_err_set(EIO, "queue %u: controller fatal status", q->qp[0].q.qid);
 	else if (q->mp && !q->act)
 		err = sio_err_set(ETIMEDOUT, "queue %u: no path to the controller for "
@@ -328,7 +328,7 @@ int sio_nvme_qpair_reap(struct sio_nvme_ioq *q, struct qpair *p, uint32_t max, b
 			continue;
 		st = SIO_NVME_STATUS_CODE(cpl.status);
 		n++;
-		if (q->mp && st == SIO_NVME_SC_DATA_XFER_ERROR && !SIO_NVME_STATUS_DNR(cpl.status) &&
+		if (q->mp && st == NVME_SC_DATA_XFER_ERROR && !SIO_NVME_STATUS_DNR(cpl.status) &&
 		    p->rec[cid].retries < 4 && q->npend < q->pend_cap) {
 			q->pend[q->npend] = p->rec[cid];
 			q->pend[q->npend++].retries++;
@@ -476,10 +476,10 @@ static int sync_room_wait(struct sio_nvme_ioq *q, struct sio_nvme_backoff *b, ui
 static int sync_rw1(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba,
 		    uint32_t nlb, struct sio_nvme_buf *buf, uint64_t off)
 {
-	SYNC_SUBMIT(q, opc == SIO_NVME_CMD_READ ?
+	SYNC_SUBMIT(q, opc == nvme_cmd_read ?
 		    sio_nvme_ioq_read(q, nsid, slba, nlb, buf, off, sync_cb, &d) :
 		    sio_nvme_ioq_write(q, nsid, slba, nlb, buf, off, sync_cb, &d),
-		    opc == SIO_NVME_CMD_READ ? "read" : "write");
+		    opc == nvme_cmd_read ? "read" : "write");
 }
 
 /* Synchronous transfers of any size: pieces that fit half the queue. */
@@ -496,8 +496,8 @@ static int sync_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t 
 		return ret;
 	lba_size = ns->lba_size;
 	piece = (uint64_t)(q->max_xfer / lba_size) * (q->depth - 1 > 2 ? (q->depth - 1) / 2 : 1);
-	if (piece > 65536ull * 64)
-		piece = 65536ull * 64;
+	if (piece > 64ull * SIO_NVME_MAX_NLB)	/* at most 64 commands' worth */
+		piece = 64ull * SIO_NVME_MAX_NLB;
 	do {
 		n = nlb > piece ? (uint32_t)piece : nlb;
 		ret = sync_rw1(q, opc, nsid, slba, n, buf, off);
@@ -511,13 +511,13 @@ static int sync_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t 
 int sio_nvme_read(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
 		  struct sio_nvme_buf *buf, uint64_t off)
 {
-	return sync_rw(q, SIO_NVME_CMD_READ, nsid, slba, nlb, buf, off);
+	return sync_rw(q, nvme_cmd_read, nsid, slba, nlb, buf, off);
 }
 
 int sio_nvme_write(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
 		   struct sio_nvme_buf *buf, uint64_t off)
 {
-	return sync_rw(q, SIO_NVME_CMD_WRITE, nsid, slba, nlb, buf, off);
+	return sync_rw(q, nvme_cmd_write, nsid, slba, nlb, buf, off);
 }
 
 int sio_nvme_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb)

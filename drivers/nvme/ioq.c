@@ -142,9 +142,10 @@ static int queue_mem(struct sio_nvme_client *cl, struct qpair *p, int loc, unsig
 	return 0;
 }
 
-static uint64_t align_page(uint64_t v)
+/* @v rounded up to the controller's memory page (a power of two). */
+static uint64_t align_page(const struct sio_nvme_ioq *q, uint64_t v)
 {
-	return (v + 4095) & ~4095ull;
+	return (v + q->page - 1) & ~((uint64_t)q->page - 1);
 }
 
 /*
@@ -329,9 +330,9 @@ static int qpair_setup(struct sio_nvme_ioq *q, struct qpair *p, const struct sio
 	p->rec = q->mp ? calloc(nslots, sizeof(*p->rec)) : NULL;
 	if (!p->cids || !p->cookies || !p->busy || (q->mp && !p->rec))
 		return sio_err_set(ENOMEM, "out of memory");
-	sq_bytes = align_page((uint64_t)q->depth * 64);
-	cq_bytes = align_page((uint64_t)q->depth * 16);
-	prp_bytes = align_page((uint64_t)nslots * q->prp_stride);
+	sq_bytes = align_page(q, (uint64_t)q->depth * sizeof(struct sio_nvme_cmd));
+	cq_bytes = align_page(q, (uint64_t)q->depth * sizeof(struct sio_nvme_cpl));
+	prp_bytes = align_page(q, (uint64_t)nslots * q->prp_stride);
 	p->cq_bytes = cq_bytes;
 	/* PRP lists are written by the host and read by the device, like the
 	 * SQ: they go with it unless it sits in the CMB. */

@@ -463,8 +463,9 @@ static int op_identify(struct sio_nvme_manager *m, const struct sio_nvme_mbox_re
 	uint16_t st = 0;
 
 	/* Only the read-only CNS values a client has use for. */
-	if (q->cdw10 != SIO_NVME_CNS_NS && q->cdw10 != SIO_NVME_CNS_CTRL &&
-	    q->cdw10 != SIO_NVME_CNS_NS_ACTIVE && q->cdw10 != 0x03)
+	if (q->cdw10 != NVME_IDENTIFY_CNS_NS && q->cdw10 != NVME_IDENTIFY_CNS_CTRL &&
+	    q->cdw10 != NVME_IDENTIFY_CNS_NS_ACTIVE_LIST &&
+	    q->cdw10 != NVME_IDENTIFY_CNS_NS_DESC_LIST)
 		return refuse(m, r, EINVAL, "Identify CNS 0x%x is not relayed", q->cdw10);
 	if (!q->bus1 || (q->bus1 & 0xfff))
 		return refuse(m, r, EINVAL, "Identify buffer must be non-zero and 4 KiB "
@@ -498,8 +499,9 @@ static int op_get_feat(struct sio_nvme_manager *m, const struct sio_nvme_mbox_re
 	int ret;
 
 	/* Features that return data through a buffer are not relayed. */
-	if (q->cdw10 > 0xff || q->cdw10 == 0x03 || q->cdw10 == 0x0c || q->cdw10 == 0x0d ||
-	    q->cdw10 == 0x0e || q->cdw10 == 0x10)
+	if (q->cdw10 > 0xff || q->cdw10 == NVME_FEAT_FID_LBA_RANGE ||
+	    q->cdw10 == NVME_FEAT_FID_AUTO_PST || q->cdw10 == NVME_FEAT_FID_HOST_MEM_BUF ||
+	    q->cdw10 == NVME_FEAT_FID_TIMESTAMP || q->cdw10 == NVME_FEAT_FID_HCTM)
 		return refuse(m, r, EINVAL, "Get Features for feature 0x%x is not relayed",
 			      q->cdw10);
 	ret = sio_nvme_ctrl_get_features(m->ctrl, (uint8_t)q->cdw10, q->cdw11, &res, &st);

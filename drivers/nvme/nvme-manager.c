@@ -48,7 +48,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct sio_nvme_manager_opts mo = { { 0, SIO_NVME_CC_AMS_RR, true }, stderr };
+	struct sio_nvme_manager_opts mo = { { 0, NVME_CC_AMS_RR, true }, stderr };
 	struct sio_nvme_manager_stats st;
 	struct tool_common t;
 	struct sio_nvme_manager *m;
@@ -76,9 +76,9 @@ int main(int argc, char **argv)
 			break;
 		case 'a':
 			if (!strcmp(optarg, "rr"))
-				mo.ctrl.arbitration = SIO_NVME_CC_AMS_RR;
+				mo.ctrl.arbitration = NVME_CC_AMS_RR;
 			else if (!strcmp(optarg, "wrr"))
-				mo.ctrl.arbitration = SIO_NVME_CC_AMS_WRR;
+				mo.ctrl.arbitration = NVME_CC_AMS_WRRU;
 			else {
 				fprintf(stderr, "nvme-manager: --arbitration '%s' is not rr "
 					"or wrr\n", optarg);

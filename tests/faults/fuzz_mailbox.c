@@ -80,7 +80,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	struct sio_fabric_config fc = { .nodes = 2, .windows = 32 };
 	struct sio_nvme_emu_config ec;
-	struct sio_nvme_manager_opts mo = { { 0, SIO_NVME_CC_AMS_RR, true }, NULL };
+	struct sio_nvme_manager_opts mo = { { 0, NVME_CC_AMS_RR, true }, NULL };
 	struct sio_segment *mseg;
 	void *va;
 

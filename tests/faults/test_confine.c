@@ -159,7 +159,7 @@ static void client_b(uint16_t a_qid, int out_fd, int go_fd)
 	b_note(&r, r.map_regs_ro);
 	if (!r.map_regs_ro) {
 		regs = va;
-		r.csts = regs[SIO_NVME_REG_CSTS / 4];
+		r.csts = regs[NVME_REG_CSTS / 4];
 		/* Clearing CC.EN would reset the controller under everyone. */
 		g = fork();
 		if (g == 0) {
@@ -168,7 +168,7 @@ static void client_b(uint16_t a_qid, int out_fd, int go_fd)
 			/* The default action, whatever the test runner set; no core. */
 			setrlimit(RLIMIT_CORE, &nocore);
 			signal(SIGSEGV, SIG_DFL);
-			regs[SIO_NVME_REG_CC / 4] = 0;
+			regs[NVME_REG_CC / 4] = 0;
 			_exit(0);
 		}
 		if (g > 0 && waitpid(g, &st, 0) == g)
@@ -264,7 +264,7 @@ Test(confine, clients_map_only_their_own_doorbells)
 		     r.map_regs_rw);
 	cr_expect_eq(r.map_regs_ro, 0, "B cannot read the registers: %d %s", r.map_regs_ro,
 		     r.msg);
-	cr_expect(r.csts & SIO_NVME_CSTS_RDY, "CSTS read by B: 0x%x", r.csts);
+	cr_expect(NVME_CSTS_RDY(r.csts), "CSTS read by B: 0x%x", r.csts);
 	cr_expect_eq(r.store_sig, SIGSEGV, "a store to CC ended with signal %d", r.store_sig);
 	cr_expect_eq(r.db_own, 0, "B cannot map its own doorbells: %d", r.db_own);
 	cr_expect_eq(r.db_own_len, 8192, "B's doorbell mapping is %llu bytes",

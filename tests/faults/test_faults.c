@@ -321,7 +321,7 @@ Test(faults, prp_to_unmapped_memory_is_a_data_transfer_error)
 		cr_assert_eq(sio_nvme_ioq_wait(c.q), 0, "%s", sio_errmsg());
 		cr_expect_eq(d.n, 1);
 		cr_expect_eq(d.err, -EIO, "%s: err %d", i ? "write" : "read", d.err);
-		cr_expect_eq(d.status & 0x7ff, SIO_NVME_SC_DATA_XFER_ERROR,
+		cr_expect_eq(d.status & 0x7ff, NVME_SC_DATA_XFER_ERROR,
 			     "%s: status 0x%x, want Data Transfer Error", i ? "write" : "read",
 			     d.status);
 	}
@@ -392,7 +392,7 @@ Test(faults, killed_manager_gives_clear_errors_and_loses_no_flushed_data)
 	cluster_wait(C.mgr, 2000);
 	C.mgr = 0;
 	/* Requests to the manager end with a clear error, not a hang. */
-	ret = sio_nvme_client_identify(c.cl, SIO_NVME_CNS_CTRL, 0, id);
+	ret = sio_nvme_client_identify(c.cl, NVME_IDENTIFY_CNS_CTRL, 0, id);
 	cr_expect_eq(ret, -ENOTCONN, "identify with the manager dead: %d %s", ret,
 		     sio_errmsg());
 	cr_expect(strstr(sio_errmsg(), "manager"), "%s", sio_errmsg());
@@ -650,7 +650,7 @@ Test(faults, multipath_resends_transfer_errors_unless_do_not_retry)
 	sio_nvme_ioq_info(c.q, &qi);
 	cr_expect_eq(d.n, 1);
 	cr_expect_eq(d.err, -EIO);
-	cr_expect_eq(d.status, SIO_NVME_SC_DATA_XFER_ERROR, "status 0x%x", d.status);
+	cr_expect_eq(d.status, NVME_SC_DATA_XFER_ERROR, "status 0x%x", d.status);
 	cr_expect_eq(qi.resubmitted, 4, "sent again %llu times, want 4",
 		     (unsigned long long)qi.resubmitted);
 	before = qi.resubmitted;
@@ -660,13 +660,13 @@ Test(faults, multipath_resends_transfer_errors_unless_do_not_retry)
 	cr_assert_eq(sio_nvme_ioq_read(c.q, 1, 0, 8, &wild, 0, on_done, &d), 0, "%s",
 		     sio_errmsg());
 	e = posted(c.q);
-	cr_assert_eq(SIO_NVME_STATUS_CODE(e->status), SIO_NVME_SC_DATA_XFER_ERROR);
+	cr_assert_eq(SIO_NVME_STATUS_CODE(e->status), NVME_SC_DATA_XFER_ERROR);
 	e->status |= 0x8000;
 	cr_assert_eq(sio_nvme_ioq_wait(c.q), 0, "%s", sio_errmsg());
 	sio_nvme_ioq_info(c.q, &qi);
 	cr_expect_eq(d.n, 1);
 	cr_expect_eq(d.err, -EIO);
-	cr_expect_eq(d.status, SIO_NVME_SC_DATA_XFER_ERROR, "status 0x%x", d.status);
+	cr_expect_eq(d.status, NVME_SC_DATA_XFER_ERROR, "status 0x%x", d.status);
 	cr_expect_eq(qi.resubmitted, before, "a DNR completion was sent again");
 
 	/* Good I/O goes on. */

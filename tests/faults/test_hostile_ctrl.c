@@ -42,15 +42,15 @@ static uint16_t answer(struct hostile *h, const struct sio_nvme_cmd *cmd, uint32
 
 	memset(page, 0, sizeof(page));
 	switch (cmd->opcode) {
-	case SIO_NVME_ADM_IDENTIFY:
-		if ((cmd->cdw10 & 0xff) == SIO_NVME_CNS_CTRL) {
+	case nvme_admin_identify:
+		if ((cmd->cdw10 & 0xff) == NVME_IDENTIFY_CNS_CTRL) {
 			struct nvme_id_ctrl *id = (void *)page;
 
 			memcpy(id->mn, "hostile", 7);
 			id->nn = 1;
 			id->sqes = 0x66;
 			id->cqes = 0x44;
-		} else if ((cmd->cdw10 & 0xff) == SIO_NVME_CNS_NS) {
+		} else if ((cmd->cdw10 & 0xff) == NVME_IDENTIFY_CNS_NS) {
 			struct nvme_id_ns *ns = (void *)page;
 
 			ns->nsze = ns->ncap = ns->nuse = 1024;
@@ -59,8 +59,8 @@ static uint16_t answer(struct hostile *h, const struct sio_nvme_cmd *cmd, uint32
 			return SIO_NVME_MK_STATUS(0, 0x02);	/* Invalid Field */
 		}
 		return sio_dma_write(h->reg, cmd->prp1, page, sizeof(page)) ? 0x04 : 0;
-	case SIO_NVME_ADM_SET_FEAT:
-		if ((cmd->cdw10 & 0xff) != SIO_NVME_FEAT_NUM_QUEUES)
+	case nvme_admin_set_features:
+		if ((cmd->cdw10 & 0xff) != NVME_FEAT_FID_NUM_QUEUES)
 			return SIO_NVME_MK_STATUS(0, 0x02);
 		h->nq_asked = cmd->cdw11 & 0xffff;
 		*result = h->nq_grant | h->nq_grant << 16;
@@ -77,21 +77,21 @@ static void *play(void *arg)
 	uint32_t qsize = 0, sqh = 0, cqt = 0, phase = 1;
 
 	while (!atomic_load(&h->stop)) {
-		uint32_t cc = rd(h, SIO_NVME_REG_CC), csts = rd(h, SIO_NVME_REG_CSTS);
+		uint32_t cc = rd(h, NVME_REG_CC), csts = rd(h, NVME_REG_CSTS);
 
-		if ((cc & SIO_NVME_CC_EN) && !(csts & SIO_NVME_CSTS_RDY)) {
-			qsize = (rd(h, SIO_NVME_REG_AQA) & 0xfff) + 1;
-			asq = rd(h, SIO_NVME_REG_ASQ) | (uint64_t)rd(h, SIO_NVME_REG_ASQ + 4) << 32;
-			acq = rd(h, SIO_NVME_REG_ACQ) | (uint64_t)rd(h, SIO_NVME_REG_ACQ + 4) << 32;
+		if (NVME_CC_EN(cc) && !NVME_CSTS_RDY(csts)) {
+			qsize = (rd(h, NVME_REG_AQA) & 0xfff) + 1;
+			asq = rd(h, NVME_REG_ASQ) | (uint64_t)rd(h, NVME_REG_ASQ + 4) << 32;
+			acq = rd(h, NVME_REG_ACQ) | (uint64_t)rd(h, NVME_REG_ACQ + 4) << 32;
 			sqh = cqt = 0;
 			phase = 1;
-			wr(h, SIO_NVME_REG_CSTS, SIO_NVME_CSTS_RDY);
-		} else if (!(cc & SIO_NVME_CC_EN) && csts) {
-			wr(h, SIO_NVME_REG_CSTS, 0);
+			wr(h, NVME_REG_CSTS, NVME_SET(1, CSTS_RDY));
+		} else if (!NVME_CC_EN(cc) && csts) {
+			wr(h, NVME_REG_CSTS, 0);
 		} else if (cc & (3u << 14)) {	/* CC.SHN: shut down at once */
-			wr(h, SIO_NVME_REG_CSTS, csts | SIO_NVME_CSTS_SHST_CMPLT);
+			wr(h, NVME_REG_CSTS, csts | NVME_SET(NVME_CSTS_SHST_CMPLT, CSTS_SHST));
 		}
-		while ((csts & SIO_NVME_CSTS_RDY) && qsize && sqh != rd(h, SIO_NVME_REG_DBS) % qsize) {
+		while (NVME_CSTS_RDY(csts) && qsize && sqh != rd(h, SIO_NVME_REG_DBS) % qsize) {
 			struct sio_nvme_cmd cmd;
 			struct sio_nvme_cpl cpl = { 0 };
 
@@ -125,9 +125,9 @@ static void hostile_start(struct hostile *h, struct sio_fabric *f, uint64_t bar0
 	cr_assert_eq(sio_devreg_bar(h->reg, 0, &seg), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_segment_map(seg, &va), 0, "%s", sio_errmsg());
 	h->bar = va;
-	wr(h, SIO_NVME_REG_CAP, (uint32_t)cap);
-	wr(h, SIO_NVME_REG_CAP + 4, (uint32_t)(cap >> 32));
-	wr(h, SIO_NVME_REG_VS, 0x10400);
+	wr(h, NVME_REG_CAP, (uint32_t)cap);
+	wr(h, NVME_REG_CAP + 4, (uint32_t)(cap >> 32));
+	wr(h, NVME_REG_VS, 0x10400);
 	atomic_store(&h->stop, false);
 	cr_assert_eq(pthread_create(&h->thread, NULL, play, h), 0);
 }

@@ -105,7 +105,7 @@ Test(ioq_at, caller_placed_queue_does_io_and_bad_input_is_refused)
 	for (i = 0; i < 2; i++) {
 		if (i == 1)
 			memset(buf->va, 0, 4096);
-		sio_nvme_cmd_rw(&cmd, i ? SIO_NVME_CMD_READ : SIO_NVME_CMD_WRITE, 1, 40, 8,
+		sio_nvme_cmd_rw(&cmd, i ? nvme_cmd_read : nvme_cmd_write, 1, 40, 8,
 				buf->bus, 0);
 		cr_assert_geq(sio_nvme_sq_submit(&q, &cmd, 7 + i), 0);
 		sio_nvme_sq_ring(&q);

@@ -86,7 +86,7 @@ static int attach(struct host *h, int node)
 	if (rc)
 		return rc;
 	h->regs = va;
-	h->dstrd = SIO_NVME_CAP_DSTRD(h_rd64(h, SIO_NVME_REG_CAP));
+	h->dstrd = NVME_CAP_DSTRD(h_rd64(h, NVME_REG_CAP));
 	return 0;
 }
 
@@ -214,18 +214,19 @@ int h_enable(struct host *h, uint32_t qsize, uint32_t cc_extra)
 	a->size = qsize;
 	a->sq_tail = a->cq_head = 0;
 	a->phase = 1;
-	h_wr32(h, SIO_NVME_REG_AQA, (qsize - 1) | ((qsize - 1) << 16));
-	h_wr64(h, SIO_NVME_REG_ASQ, a->sq.bus);
-	h_wr64(h, SIO_NVME_REG_ACQ, a->cq.bus);
-	h_wr32(h, SIO_NVME_REG_CC, SIO_NVME_CC_EN | (6u << SIO_NVME_CC_IOSQES_SHIFT) |
-				   (4u << SIO_NVME_CC_IOCQES_SHIFT) | cc_extra);
-	return h_wait_reg(h, SIO_NVME_REG_CSTS, SIO_NVME_CSTS_RDY, SIO_NVME_CSTS_RDY, 5000) ? 0 : -ETIMEDOUT;
+	h_wr32(h, NVME_REG_AQA, (qsize - 1) | ((qsize - 1) << 16));
+	h_wr64(h, NVME_REG_ASQ, a->sq.bus);
+	h_wr64(h, NVME_REG_ACQ, a->cq.bus);
+	h_wr32(h, NVME_REG_CC, NVME_SET(1, CC_EN) | NVME_SET(SIO_NVME_SQES, CC_IOSQES) |
+			       NVME_SET(SIO_NVME_CQES, CC_IOCQES) | cc_extra);
+	return h_wait_reg(h, NVME_REG_CSTS, NVME_SET(1, CSTS_RDY), NVME_SET(1, CSTS_RDY), 5000) ?
+	       0 : -ETIMEDOUT;
 }
 
 int h_disable(struct host *h)
 {
-	h_wr32(h, SIO_NVME_REG_CC, h_rd32(h, SIO_NVME_REG_CC) & ~SIO_NVME_CC_EN);
-	return h_wait_reg(h, SIO_NVME_REG_CSTS, SIO_NVME_CSTS_RDY, 0, 5000) ? 0 : -ETIMEDOUT;
+	h_wr32(h, NVME_REG_CC, h_rd32(h, NVME_REG_CC) & ~NVME_SET(1, CC_EN));
+	return h_wait_reg(h, NVME_REG_CSTS, NVME_SET(1, CSTS_RDY), 0, 5000) ? 0 : -ETIMEDOUT;
 }
 
 static uint32_t db(struct host *h, uint16_t qid, bool cq)

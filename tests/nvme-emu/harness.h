@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <nvme/types.h>
 #include <smartio/smartio.h>
 #include <smartio/nvme/cmd.h>
 

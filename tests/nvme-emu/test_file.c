@@ -39,7 +39,7 @@ Test(file, many_in_flight_then_durable_across_restart)
 	for (int i = 0; i < n * 8192; i++)
 		d.va[i] = (uint8_t)(i * 13 + (i >> 12));
 	for (int i = 0; i < n; i++) {
-		c = h_rw(SIO_NVME_CMD_WRITE, 1, (uint64_t)i * 16, 16, d.bus + (uint64_t)i * 8192,
+		c = h_rw(nvme_cmd_write, 1, (uint64_t)i * 16, 16, d.bus + (uint64_t)i * 8192,
 			 d.bus + (uint64_t)i * 8192 + 4096);
 		c.cid = (uint16_t)i;
 		h_submit(&H, &q, &c);
@@ -51,9 +51,9 @@ Test(file, many_in_flight_then_durable_across_restart)
 		seen |= 1ull << r.cid;
 	}
 	cr_assert_eq(seen, (1ull << n) - 1);
-	c = h_rw(SIO_NVME_CMD_WRITE_ZEROES, 2, 5, 2, 0, 0);
+	c = h_rw(nvme_cmd_write_zeroes, 2, 5, 2, 0, 0);
 	cr_assert_eq(h_cmd(&H, &q, &c, NULL), 0);
-	c = h_rw(SIO_NVME_CMD_FLUSH, 1, 0, 1, 0, 0);
+	c = h_rw(nvme_cmd_flush, 1, 0, 1, 0, 0);
 	cr_assert_eq(h_cmd(&H, &q, &c, NULL), 0);
 
 	/* a new controller process on the same file */
@@ -62,13 +62,13 @@ Test(file, many_in_flight_then_durable_across_restart)
 	cr_assert_eq(h_qpair(&H, 1, 64, 0, &q), 0);
 	cr_assert_eq(h_mem(&H, (uint64_t)n * 8192, &d), 0);
 	for (int i = 0; i < n; i++) {
-		c = h_rw(SIO_NVME_CMD_READ, 1, (uint64_t)i * 16, 16, d.bus + (uint64_t)i * 8192,
+		c = h_rw(nvme_cmd_read, 1, (uint64_t)i * 16, 16, d.bus + (uint64_t)i * 8192,
 			 d.bus + (uint64_t)i * 8192 + 4096);
 		cr_assert_eq(h_cmd(&H, &q, &c, NULL), 0);
 	}
 	for (int i = 0; i < n * 8192; i++)
 		cr_assert_eq(d.va[i], (uint8_t)(i * 13 + (i >> 12)), "byte %d after restart", i);
-	c = h_rw(SIO_NVME_CMD_READ, 2, 4, 4, d.bus, 0);
+	c = h_rw(nvme_cmd_read, 2, 4, 4, d.bus, 0);
 	c.prp2 = 0;
 	memset(d.va, 0xee, 16384);
 	struct hmem l;
@@ -95,14 +95,14 @@ Test(file, bad_commands_in_flight_mix)
 	for (int i = 0; i < 20; i++) {
 		uint64_t buf = (i % 4 == 3) ? 0x7f0000000000ull : d.bus + (uint64_t)(i % 8) * 4096;
 
-		c = h_rw(i % 2 ? SIO_NVME_CMD_READ : SIO_NVME_CMD_WRITE, 2, (uint64_t)i, 1, buf, 0);
+		c = h_rw(i % 2 ? nvme_cmd_read : nvme_cmd_write, 2, (uint64_t)i, 1, buf, 0);
 		c.cid = (uint16_t)i;
 		h_submit(&H, &q, &c);
 	}
 	for (int i = 0; i < 20; i++) {
 		cr_assert_eq(h_reap(&H, &q, &r, 5000), 0);
 		if (r.cid % 4 == 3) {
-			cr_assert_eq(SIO_NVME_STATUS_CODE(r.status), ST(0, SIO_NVME_SC_DATA_XFER_ERROR));
+			cr_assert_eq(SIO_NVME_STATUS_CODE(r.status), ST(0, NVME_SC_DATA_XFER_ERROR));
 			bad++;
 		} else {
 			cr_assert_eq(SIO_NVME_STATUS_CODE(r.status), 0);

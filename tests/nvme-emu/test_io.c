@@ -51,19 +51,19 @@ Test(io, write_read_both_lba_sizes)
 	uint8_t *w = D.va, *r = D.va + 65536;
 
 	fill(w, 8192, 1);
-	cr_assert_eq(io(SIO_NVME_CMD_WRITE, 1, 100, 16, D.bus, D.bus + 4096), 0);
-	cr_assert_eq(io(SIO_NVME_CMD_READ, 1, 100, 16, D.bus + 65536, D.bus + 65536 + 4096), 0);
+	cr_assert_eq(io(nvme_cmd_write, 1, 100, 16, D.bus, D.bus + 4096), 0);
+	cr_assert_eq(io(nvme_cmd_read, 1, 100, 16, D.bus + 65536, D.bus + 65536 + 4096), 0);
 	cr_assert_arr_eq(w, r, 8192);
 	/* 4 KiB LBAs: one block, and namespaces do not overlap */
 	fill(w, 4096, 2);
-	cr_assert_eq(io(SIO_NVME_CMD_WRITE, 2, 0, 1, D.bus, 0), 0);
-	cr_assert_eq(io(SIO_NVME_CMD_READ, 2, 0, 1, D.bus + 65536, 0), 0);
+	cr_assert_eq(io(nvme_cmd_write, 2, 0, 1, D.bus, 0), 0);
+	cr_assert_eq(io(nvme_cmd_read, 2, 0, 1, D.bus + 65536, 0), 0);
 	cr_assert_arr_eq(w, r, 4096);
-	cr_assert_eq(io(SIO_NVME_CMD_READ, 1, 0, 8, D.bus + 65536, 0), 0);
+	cr_assert_eq(io(nvme_cmd_read, 1, 0, 8, D.bus + 65536, 0), 0);
 	for (int i = 0; i < 4096; i++)
 		cr_assert_eq(r[i], 0, "namespace 1 LBA 0 untouched");
-	cr_assert_eq(io(SIO_NVME_CMD_FLUSH, 1, 0, 1, 0, 0), 0);
-	struct sio_nvme_cmd c = h_rw(SIO_NVME_CMD_FLUSH, 0xffffffff, 0, 1, 0, 0);
+	cr_assert_eq(io(nvme_cmd_flush, 1, 0, 1, 0, 0), 0);
+	struct sio_nvme_cmd c = h_rw(nvme_cmd_flush, 0xffffffff, 0, 1, 0, 0);
 	cr_assert_eq(h_cmd(&H, &Q, &c, NULL), 0, "flush all namespaces");
 }
 
@@ -78,22 +78,22 @@ Test(io, prp_offset_and_lists)
 	fill(w, len, 3);
 	for (int i = 0; i < 16; i++)
 		list[i] = D.bus + (uint64_t)(i + 2) * 4096;
-	cr_assert_eq(io(SIO_NVME_CMD_WRITE, 1, 1000, len / 512, D.bus + 4096 + 512, list_bus), 0);
+	cr_assert_eq(io(nvme_cmd_write, 1, 1000, len / 512, D.bus + 4096 + 512, list_bus), 0);
 	memset(D.va + (256 << 10), 0, len);
 	r = D.va + (256 << 10);
 	for (int i = 0; i < 15; i++)
 		list[i] = D.bus + (256 << 10) + (uint64_t)(i + 1) * 4096;
-	cr_assert_eq(io(SIO_NVME_CMD_READ, 1, 1000, len / 512, D.bus + (256 << 10), list_bus), 0);
+	cr_assert_eq(io(nvme_cmd_read, 1, 1000, len / 512, D.bus + (256 << 10), list_bus), 0);
 	cr_assert_arr_eq(r, w, len);
 
 	/* list entries must be page aligned; PRP2 as a plain second page too */
 	list[3] += 8;
-	cr_assert_eq(io(SIO_NVME_CMD_READ, 1, 0, len / 512, D.bus, list_bus),
-		     ST(0, SIO_NVME_SC_PRP_OFFSET_INVALID));
-	cr_assert_eq(io(SIO_NVME_CMD_READ, 1, 0, 16, D.bus, D.bus + 4096 + 8),
-		     ST(0, SIO_NVME_SC_PRP_OFFSET_INVALID));
-	cr_assert_eq(io(SIO_NVME_CMD_READ, 1, 0, 1, D.bus + 2, 0),
-		     ST(0, SIO_NVME_SC_PRP_OFFSET_INVALID), "PRP1 must be dword aligned");
+	cr_assert_eq(io(nvme_cmd_read, 1, 0, len / 512, D.bus, list_bus),
+		     ST(0, NVME_SC_PRP_INVALID_OFFSET));
+	cr_assert_eq(io(nvme_cmd_read, 1, 0, 16, D.bus, D.bus + 4096 + 8),
+		     ST(0, NVME_SC_PRP_INVALID_OFFSET));
+	cr_assert_eq(io(nvme_cmd_read, 1, 0, 1, D.bus + 2, 0),
+		     ST(0, NVME_SC_PRP_INVALID_OFFSET), "PRP1 must be dword aligned");
 }
 
 Test(io, prp_list_chains_across_pages)
@@ -112,11 +112,11 @@ Test(io, prp_list_chains_across_pages)
 	p0[1] = l.bus + 8192;
 	for (int i = 0; i < 30; i++)
 		p1[i] = D.bus + (uint64_t)(i + 2) * 4096;
-	cr_assert_eq(io(SIO_NVME_CMD_WRITE, 2, 10, len / 4096, D.bus, l.bus + 4096 - 16), 0);
+	cr_assert_eq(io(nvme_cmd_write, 2, 10, len / 4096, D.bus, l.bus + 4096 - 16), 0);
 	memset(D.va + (512 << 10), 0, len);
 	for (int i = 0; i < 31; i++)
 		((uint64_t *)(l.va + 8192))[i] = D.bus + (512 << 10) + (uint64_t)(i + 1) * 4096;
-	cr_assert_eq(io(SIO_NVME_CMD_READ, 2, 10, len / 4096, D.bus + (512 << 10), l.bus + 8192), 0);
+	cr_assert_eq(io(nvme_cmd_read, 2, 10, len / 4096, D.bus + (512 << 10), l.bus + 8192), 0);
 	cr_assert_arr_eq(D.va + (512 << 10), D.va, len);
 }
 
@@ -124,30 +124,30 @@ Test(io, command_errors)
 {
 	struct sio_nvme_cmd c;
 
-	cr_assert_eq(io(SIO_NVME_CMD_READ, 1, (8u << 20) / 512 - 1, 2, D.bus, 0), ST(0, SIO_NVME_SC_LBA_RANGE));
-	cr_assert_eq(io(SIO_NVME_CMD_WRITE, 2, 1ull << 40, 1, D.bus, 0), ST(0, SIO_NVME_SC_LBA_RANGE));
-	cr_assert_eq(io(SIO_NVME_CMD_WRITE_ZEROES, 2, 2047, 2, 0, 0), ST(0, SIO_NVME_SC_LBA_RANGE));
-	cr_assert_eq(io(SIO_NVME_CMD_READ, 3, 0, 1, D.bus, 0), ST(0, SIO_NVME_SC_INVALID_NS));
-	cr_assert_eq(io(SIO_NVME_CMD_READ, 0, 0, 1, D.bus, 0), ST(0, SIO_NVME_SC_INVALID_NS));
-	cr_assert_eq(io(SIO_NVME_CMD_READ, 2, 0, 33, D.bus, 0), ST(0, SIO_NVME_SC_INVALID_FIELD), "MDTS");
-	cr_assert_eq(io(0x7e, 1, 0, 1, D.bus, 0), ST(0, SIO_NVME_SC_INVALID_OPCODE));
-	c = h_rw(SIO_NVME_CMD_READ, 1, 0, 1, D.bus, 0);
+	cr_assert_eq(io(nvme_cmd_read, 1, (8u << 20) / 512 - 1, 2, D.bus, 0), ST(0, NVME_SC_LBA_RANGE));
+	cr_assert_eq(io(nvme_cmd_write, 2, 1ull << 40, 1, D.bus, 0), ST(0, NVME_SC_LBA_RANGE));
+	cr_assert_eq(io(nvme_cmd_write_zeroes, 2, 2047, 2, 0, 0), ST(0, NVME_SC_LBA_RANGE));
+	cr_assert_eq(io(nvme_cmd_read, 3, 0, 1, D.bus, 0), ST(0, NVME_SC_INVALID_NS));
+	cr_assert_eq(io(nvme_cmd_read, 0, 0, 1, D.bus, 0), ST(0, NVME_SC_INVALID_NS));
+	cr_assert_eq(io(nvme_cmd_read, 2, 0, 33, D.bus, 0), ST(0, NVME_SC_INVALID_FIELD), "MDTS");
+	cr_assert_eq(io(0x7e, 1, 0, 1, D.bus, 0), ST(0, NVME_SC_INVALID_OPCODE));
+	c = h_rw(nvme_cmd_read, 1, 0, 1, D.bus, 0);
 	c.flags = SIO_NVME_PSDT_SGL_MPTR << 6;
-	cr_assert_eq(h_cmd(&H, &Q, &c, NULL), ST(0, SIO_NVME_SC_INVALID_FIELD), "no SGL support");
+	cr_assert_eq(h_cmd(&H, &Q, &c, NULL), ST(0, NVME_SC_INVALID_FIELD), "no SGL support");
 	/* DMA faults: an address nobody mapped for the device */
-	cr_assert_eq(io(SIO_NVME_CMD_READ, 1, 0, 8, 0x7f0000000000ull, 0), ST(0, SIO_NVME_SC_DATA_XFER_ERROR));
-	cr_assert_eq(io(SIO_NVME_CMD_WRITE, 1, 0, 16, D.bus, 0x7f0000000000ull), ST(0, SIO_NVME_SC_DATA_XFER_ERROR));
-	cr_assert_eq(io(SIO_NVME_CMD_READ, 1, 0, 64, D.bus, 0x7f0000000000ull), ST(0, SIO_NVME_SC_DATA_XFER_ERROR),
+	cr_assert_eq(io(nvme_cmd_read, 1, 0, 8, 0x7f0000000000ull, 0), ST(0, NVME_SC_DATA_XFER_ERROR));
+	cr_assert_eq(io(nvme_cmd_write, 1, 0, 16, D.bus, 0x7f0000000000ull), ST(0, NVME_SC_DATA_XFER_ERROR));
+	cr_assert_eq(io(nvme_cmd_read, 1, 0, 64, D.bus, 0x7f0000000000ull), ST(0, NVME_SC_DATA_XFER_ERROR),
 		     "PRP list nobody mapped");
-	cr_assert_eq(io(SIO_NVME_CMD_READ, 1, 0, 8, D.bus, 0), 0, "still serving");
+	cr_assert_eq(io(nvme_cmd_read, 1, 0, 8, D.bus, 0), 0, "still serving");
 }
 
 Test(io, write_zeroes)
 {
 	fill(D.va, 8192, 5);
-	cr_assert_eq(io(SIO_NVME_CMD_WRITE, 1, 50, 16, D.bus, D.bus + 4096), 0);
-	cr_assert_eq(io(SIO_NVME_CMD_WRITE_ZEROES, 1, 52, 4, 0, 0), 0);
-	cr_assert_eq(io(SIO_NVME_CMD_READ, 1, 50, 16, D.bus + 65536, D.bus + 65536 + 4096), 0);
+	cr_assert_eq(io(nvme_cmd_write, 1, 50, 16, D.bus, D.bus + 4096), 0);
+	cr_assert_eq(io(nvme_cmd_write_zeroes, 1, 52, 4, 0, 0), 0);
+	cr_assert_eq(io(nvme_cmd_read, 1, 50, 16, D.bus + 65536, D.bus + 65536 + 4096), 0);
 	for (int i = 0; i < 8192; i++) {
 		uint8_t want = (i >= 1024 && i < 3072) ? 0 : D.va[i];
 		cr_assert_eq(D.va[65536 + i], want, "byte %d", i);
@@ -159,7 +159,7 @@ Test(io, sq_head_and_phase_wrap)
 	/* 3 trips round a 64-entry queue: phase flips, SQ head follows */
 	for (int i = 0; i < 200; i++) {
 		struct sio_nvme_cpl r;
-		struct sio_nvme_cmd c = h_rw(SIO_NVME_CMD_READ, 1, (uint64_t)i, 1, D.bus, 0);
+		struct sio_nvme_cmd c = h_rw(nvme_cmd_read, 1, (uint64_t)i, 1, D.bus, 0);
 
 		cr_assert_eq(h_cmd(&H, &Q, &c, &r), 0);
 		cr_assert_eq(r.sq_head, Q.sq_tail, "SQ head after command %d", i);
@@ -172,7 +172,7 @@ Test(io, invalid_doorbell_ignored)
 	h_wr32(&H, SIO_NVME_REG_DBS + 2 * 4, 1000);
 	usleep(2000);
 	h_wr32(&H, SIO_NVME_REG_DBS + 2 * 4, Q.sq_tail);
-	cr_assert_eq(io(SIO_NVME_CMD_READ, 1, 0, 1, D.bus, 0), 0);
+	cr_assert_eq(io(nvme_cmd_read, 1, 0, 1, D.bus, 0), 0);
 }
 
 /*
@@ -189,9 +189,9 @@ static void order_after_gate(int nsq, const int *prio, int per_sq, uint32_t cc_a
 
 	h_stop(&H);
 	cr_assert_eq(h_start(&H, 1, "--backing ram:4M --queues 8"), 0);
-	cr_assert_eq(h_enable(&H, 32, cc_ams << SIO_NVME_CC_AMS_SHIFT), 0);
+	cr_assert_eq(h_enable(&H, 32, NVME_SET(cc_ams, CC_AMS)), 0);
 	cr_assert_eq(h_mem(&H, 1 << 20, &D), 0);
-	sio_nvme_cmd_features(&c, SIO_NVME_ADM_SET_FEAT, SIO_NVME_FEAT_ARBITRATION, arb);
+	sio_nvme_cmd_features(&c, nvme_admin_set_features, NVME_FEAT_FID_ARBITRATION, arb);
 	cr_assert_eq(h_admin(&H, &c, NULL), 0);
 	/* CQ 1 with 8 entries, shared by every SQ */
 	cr_assert_eq(h_qpair_on(&H, 1, 1, csize, prio[0], &sq[0], true), 0);
@@ -200,14 +200,14 @@ static void order_after_gate(int nsq, const int *prio, int per_sq, uint32_t cc_a
 		cr_assert_eq(h_qpair_on(&H, (uint16_t)(i + 1), 1, 64, prio[i], &sq[i], false), 0);
 	/* fill the CQ: 7 completions nobody reaps */
 	for (int i = 0; i < (int)csize - 1; i++) {
-		c = h_rw(SIO_NVME_CMD_FLUSH, 1, 0, 1, 0, 0);
+		c = h_rw(nvme_cmd_flush, 1, 0, 1, 0, 0);
 		c.cid = 0xf000;
 		h_submit(&H, &sq[0], &c);
 	}
 	usleep(20000);
 	for (int s = 0; s < nsq; s++)
 		for (int k = 0; k < per_sq; k++) {
-			c = h_rw(SIO_NVME_CMD_FLUSH, 1, 0, 1, 0, 0);
+			c = h_rw(nvme_cmd_flush, 1, 0, 1, 0, 0);
 			c.cid = (uint16_t)(s * 100 + k);
 			h_submit(&H, &sq[s], &c);
 		}
@@ -226,7 +226,7 @@ Test(io, round_robin)
 {
 	int prio[2] = { 0, 0 }, order[8];
 
-	order_after_gate(2, prio, 4, SIO_NVME_CC_AMS_RR, 0, order, 8);
+	order_after_gate(2, prio, 4, NVME_CC_AMS_RR, 0, order, 8);
 	/* burst 1: strict alternation between the two SQs */
 	for (int i = 1; i < 8; i++)
 		cr_assert_neq(order[i], order[i - 1], "position %d", i);
@@ -238,7 +238,7 @@ Test(io, weighted_round_robin)
 	int prio[2] = { 3, 1 }, order[12], hi_first8 = 0;
 	uint32_t arb = sio_nvme_feat_arbitration(0, 0, 0, 3);
 
-	order_after_gate(2, prio, 6, SIO_NVME_CC_AMS_WRR, arb, order, 12);
+	order_after_gate(2, prio, 6, NVME_CC_AMS_WRRU, arb, order, 12);
 	for (int i = 0; i < 8; i++)
 		hi_first8 += order[i] == 1;
 	cr_assert_geq(hi_first8, 6, "high priority SQ got %d of the first 8", hi_first8);
@@ -249,7 +249,7 @@ Test(io, urgent_class_first)
 {
 	int prio[2] = { 1, 0 }, order[8];
 
-	order_after_gate(2, prio, 4, SIO_NVME_CC_AMS_WRR, 0, order, 8);
+	order_after_gate(2, prio, 4, NVME_CC_AMS_WRRU, 0, order, 8);
 	for (int i = 0; i < 4; i++)
 		cr_assert_eq(order[i], 1, "urgent SQ served first (position %d)", i);
 }
@@ -260,8 +260,8 @@ Test(io, doorbell_stride)
 	start("--backing ram:4M --dstrd 3 --queues 4");
 	cr_assert_eq(H.dstrd, 3);
 	fill(D.va, 4096, 6);
-	cr_assert_eq(io(SIO_NVME_CMD_WRITE, 1, 7, 8, D.bus, 0), 0);
-	cr_assert_eq(io(SIO_NVME_CMD_READ, 1, 7, 8, D.bus + 8192, 0), 0);
+	cr_assert_eq(io(nvme_cmd_write, 1, 7, 8, D.bus, 0), 0);
+	cr_assert_eq(io(nvme_cmd_read, 1, 7, 8, D.bus + 8192, 0), 0);
 	cr_assert_arr_eq(D.va, D.va + 8192, 4096);
 }
 
@@ -274,11 +274,12 @@ Test(io, cmb_hidden_until_enabled_and_usable_for_sq)
 
 	h_stop(&H);
 	start("--backing ram:4M --cmb 2 --queues 4");
-	cr_assert_eq(SIO_NVME_CAP_CMBS(h_rd64(&H, SIO_NVME_REG_CAP)), 1);
-	cr_assert_eq(h_rd32(&H, SIO_NVME_REG_CMBSZ), 0, "CMBSZ reads 0 until CMBMSC.CRE");
-	h_wr64(&H, SIO_NVME_REG_CMBMSC, SIO_NVME_CMBMSC_CRE);
-	cr_assert(h_wait_reg(&H, SIO_NVME_REG_CMBSZ, SIO_NVME_CMBSZ_SQS, SIO_NVME_CMBSZ_SQS, 2000));
-	uint32_t loc = h_rd32(&H, SIO_NVME_REG_CMBLOC), sz = h_rd32(&H, SIO_NVME_REG_CMBSZ);
+	cr_assert_eq(NVME_CAP_CMBS(h_rd64(&H, NVME_REG_CAP)), 1);
+	cr_assert_eq(h_rd32(&H, NVME_REG_CMBSZ), 0, "CMBSZ reads 0 until CMBMSC.CRE");
+	h_wr64(&H, NVME_REG_CMBMSC, NVME_SET(1, CMBMSC_CRE));
+	cr_assert(h_wait_reg(&H, NVME_REG_CMBSZ, NVME_SET(1, CMBSZ_SQS), NVME_SET(1, CMBSZ_SQS),
+			     2000));
+	uint32_t loc = h_rd32(&H, NVME_REG_CMBLOC), sz = h_rd32(&H, NVME_REG_CMBSZ);
 	cr_assert_eq(loc & 7, 2, "BIR");
 	cr_assert_eq((sz >> 8) & 0xf, 2, "SZU: 1 MiB units");
 	cr_assert_eq(sz >> 12, 2, "2 MiB");
@@ -301,9 +302,9 @@ Test(io, cmb_hidden_until_enabled_and_usable_for_sq)
 	sio_nvme_cmd_create_sq(&c, 2, 16, cmb_bus, 2, 0);
 	cr_assert_eq(h_admin(&H, &c, NULL), 0);
 	fill(D.va, 4096, 7);
-	c = h_rw(SIO_NVME_CMD_WRITE, 1, 3, 8, D.bus, 0);
+	c = h_rw(nvme_cmd_write, 1, 3, 8, D.bus, 0);
 	cr_assert_eq(h_cmd(&H, &q, &c, NULL), 0);
-	c = h_rw(SIO_NVME_CMD_READ, 1, 3, 8, D.bus + 8192, 0);
+	c = h_rw(nvme_cmd_read, 1, 3, 8, D.bus + 8192, 0);
 	cr_assert_eq(h_cmd(&H, &q, &c, NULL), 0);
 	cr_assert_arr_eq(D.va, D.va + 8192, 4096);
 }
@@ -319,7 +320,7 @@ Test(io, second_process_survives_first_bad_commands)
 
 	cr_assert_eq(h_qpair(&H, 2, 16, 0, &q2), 0);
 	fill(w, 4096, 8);
-	cr_assert_eq(io(SIO_NVME_CMD_WRITE, 1, 9, 8, D.bus, 0), 0);
+	cr_assert_eq(io(nvme_cmd_write, 1, 9, 8, D.bus, 0), 0);
 
 	int fds[2];
 	cr_assert_eq(pipe(fds), 0);
@@ -339,9 +340,9 @@ Test(io, second_process_survives_first_bad_commands)
 			memset(&g, 0xa5 + i, sizeof(g));
 			g.cid = (uint16_t)i;
 			if (i % 3 == 0)
-				g = h_rw(SIO_NVME_CMD_READ, 1, 0, 8, 0xdead0000ull, 0);
+				g = h_rw(nvme_cmd_read, 1, 0, 8, 0xdead0000ull, 0);
 			if (i % 3 == 1)
-				g = h_rw(SIO_NVME_CMD_WRITE, 9, 0, 8, 0, 0);
+				g = h_rw(nvme_cmd_write, 9, 0, 8, 0, 0);
 			memcpy(q2.sq.va + (uint64_t)q2.sq_tail * 64, &g, 64);
 			q2.sq_tail = (q2.sq_tail + 1) % q2.size;
 		}
@@ -363,6 +364,6 @@ Test(io, second_process_survives_first_bad_commands)
 		errors += SIO_NVME_STATUS_CODE(r.status) != 0;
 	cr_assert_eq(errors, 12);
 	memset(D.va + 8192, 0, 4096);
-	cr_assert_eq(io(SIO_NVME_CMD_READ, 1, 9, 8, D.bus + 8192, 0), 0);
+	cr_assert_eq(io(nvme_cmd_read, 1, 9, 8, D.bus + 8192, 0), 0);
 	cr_assert_arr_eq(D.va + 8192, w, 4096);
 }

@@ -36,21 +36,21 @@ static struct sio_nvme_cmd adm(uint8_t opc, uint32_t nsid, uint32_t cdw10, uint3
 
 Test(regs, capabilities)
 {
-	uint64_t cap = h_rd64(&H, SIO_NVME_REG_CAP);
+	uint64_t cap = h_rd64(&H, NVME_REG_CAP);
 	struct sio_device_info in;
 
-	cr_assert_eq(SIO_NVME_CAP_MQES(cap), 255);
-	cr_assert_eq(SIO_NVME_CAP_CQR(cap), 1);
-	cr_assert_eq(SIO_NVME_CAP_AMS(cap) & 1, 1, "weighted round robin offered");
-	cr_assert_neq(SIO_NVME_CAP_TO(cap), 0);
-	cr_assert_eq(SIO_NVME_CAP_DSTRD(cap), 0);
-	cr_assert_eq(SIO_NVME_CAP_CSS(cap) & 1, 1, "NVM command set");
-	cr_assert_eq(SIO_NVME_CAP_MPSMIN(cap), 0);
-	cr_assert_geq(SIO_NVME_CAP_MPSMAX(cap), 0);
-	cr_assert_eq(SIO_NVME_CAP_CMBS(cap), 0);
-	cr_assert_eq(h_rd32(&H, SIO_NVME_REG_VS), 0x00010400);
-	cr_assert_eq(h_rd32(&H, SIO_NVME_REG_CMBLOC), 0);
-	cr_assert_eq(h_rd32(&H, SIO_NVME_REG_CMBSZ), 0);
+	cr_assert_eq(NVME_CAP_MQES(cap), 255);
+	cr_assert_eq(NVME_CAP_CQR(cap), 1);
+	cr_assert_eq(NVME_CAP_AMS(cap) & 1, 1, "weighted round robin offered");
+	cr_assert_neq(NVME_CAP_TO(cap), 0);
+	cr_assert_eq(NVME_CAP_DSTRD(cap), 0);
+	cr_assert_eq(NVME_CAP_CSS(cap) & 1, 1, "NVM command set");
+	cr_assert_eq(NVME_CAP_MPSMIN(cap), 0);
+	cr_assert_geq(NVME_CAP_MPSMAX(cap), 0);
+	cr_assert_eq(NVME_CAP_CMBS(cap), 0);
+	cr_assert_eq(h_rd32(&H, NVME_REG_VS), 0x00010400);
+	cr_assert_eq(h_rd32(&H, NVME_REG_CMBLOC), 0);
+	cr_assert_eq(h_rd32(&H, NVME_REG_CMBSZ), 0);
 	cr_assert_eq(sio_device_info(H.dev, &in), 0);
 	cr_assert_eq(in.class_code, 0x010802);
 	cr_assert_geq(in.bar_size[0], 0x1000 + 2 * 9 * 4);
@@ -58,12 +58,13 @@ Test(regs, capabilities)
 
 Test(regs, read_only_registers_restored)
 {
-	h_wr64(&H, SIO_NVME_REG_CAP, 0);
-	h_wr32(&H, SIO_NVME_REG_VS, 0xdead);
-	h_wr32(&H, SIO_NVME_REG_CSTS, 0);
-	cr_assert(h_wait_reg(&H, SIO_NVME_REG_VS, ~0u, 0x00010400, 2000));
-	cr_assert(h_wait_reg(&H, SIO_NVME_REG_CSTS, SIO_NVME_CSTS_RDY, SIO_NVME_CSTS_RDY, 2000));
-	cr_assert_eq(SIO_NVME_CAP_MQES(h_rd64(&H, SIO_NVME_REG_CAP)), 255);
+	h_wr64(&H, NVME_REG_CAP, 0);
+	h_wr32(&H, NVME_REG_VS, 0xdead);
+	h_wr32(&H, NVME_REG_CSTS, 0);
+	cr_assert(h_wait_reg(&H, NVME_REG_VS, ~0u, 0x00010400, 2000));
+	cr_assert(h_wait_reg(&H, NVME_REG_CSTS, NVME_SET(1, CSTS_RDY), NVME_SET(1, CSTS_RDY),
+			     2000));
+	cr_assert_eq(NVME_CAP_MQES(h_rd64(&H, NVME_REG_CAP)), 255);
 }
 
 Test(regs, identify)
@@ -72,7 +73,7 @@ Test(regs, identify)
 	struct sio_nvme_cmd c;
 
 	cr_assert_eq(h_mem(&H, 8192, &m), 0);
-	c = adm(SIO_NVME_ADM_IDENTIFY, 0, SIO_NVME_CNS_CTRL, 0, m.bus);
+	c = adm(nvme_admin_identify, 0, NVME_IDENTIFY_CNS_CTRL, 0, m.bus);
 	cr_assert_eq(h_admin(&H, &c, NULL), 0);
 	struct nvme_id_ctrl *ic = (void *)m.va;
 	cr_assert_eq(ic->nn, 2);
@@ -84,40 +85,40 @@ Test(regs, identify)
 	cr_assert(ic->vwc & 1);
 
 	/* Namespace 2 has 4 KiB LBAs; the data crosses a page (PRP2). */
-	c = adm(SIO_NVME_ADM_IDENTIFY, 2, SIO_NVME_CNS_NS, 0, m.bus + 2048);
+	c = adm(nvme_admin_identify, 2, NVME_IDENTIFY_CNS_NS, 0, m.bus + 2048);
 	c.prp2 = m.bus + 4096;
 	cr_assert_eq(h_admin(&H, &c, NULL), 0);
 	struct nvme_id_ns *in = (void *)(m.va + 2048);
 	cr_assert_eq(in->nsze, (8u << 20) / 4096);
 	cr_assert_eq(in->lbaf[in->flbas & 0xf].ds, 12);
-	c = adm(SIO_NVME_ADM_IDENTIFY, 1, SIO_NVME_CNS_NS, 0, m.bus);
+	c = adm(nvme_admin_identify, 1, NVME_IDENTIFY_CNS_NS, 0, m.bus);
 	cr_assert_eq(h_admin(&H, &c, NULL), 0);
 	in = (void *)m.va;
 	cr_assert_eq(in->nsze, (8u << 20) / 512);
 	cr_assert_eq(in->lbaf[0].ds, 9);
 
-	c = adm(SIO_NVME_ADM_IDENTIFY, 0, SIO_NVME_CNS_NS_ACTIVE, 0, m.bus);
+	c = adm(nvme_admin_identify, 0, NVME_IDENTIFY_CNS_NS_ACTIVE_LIST, 0, m.bus);
 	cr_assert_eq(h_admin(&H, &c, NULL), 0);
 	uint32_t *l = (void *)m.va;
 	cr_assert_eq(l[0], 1);
 	cr_assert_eq(l[1], 2);
 	cr_assert_eq(l[2], 0);
-	c = adm(SIO_NVME_ADM_IDENTIFY, 1, SIO_NVME_CNS_NS_ACTIVE, 0, m.bus);
+	c = adm(nvme_admin_identify, 1, NVME_IDENTIFY_CNS_NS_ACTIVE_LIST, 0, m.bus);
 	cr_assert_eq(h_admin(&H, &c, NULL), 0);
 	cr_assert_eq(l[0], 2, "list starts after CDW1.NSID");
 
-	c = adm(SIO_NVME_ADM_IDENTIFY, 0, SIO_NVME_CNS_NS, 0, m.bus);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, SIO_NVME_SC_INVALID_NS));
-	c = adm(SIO_NVME_ADM_IDENTIFY, 3, SIO_NVME_CNS_NS, 0, m.bus);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, SIO_NVME_SC_INVALID_NS));
-	c = adm(SIO_NVME_ADM_IDENTIFY, 0, 0x55, 0, m.bus);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, SIO_NVME_SC_INVALID_FIELD));
+	c = adm(nvme_admin_identify, 0, NVME_IDENTIFY_CNS_NS, 0, m.bus);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, NVME_SC_INVALID_NS));
+	c = adm(nvme_admin_identify, 3, NVME_IDENTIFY_CNS_NS, 0, m.bus);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, NVME_SC_INVALID_NS));
+	c = adm(nvme_admin_identify, 0, 0x55, 0, m.bus);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, NVME_SC_INVALID_FIELD));
 	c = adm(0x7f, 0, 0, 0, 0);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, SIO_NVME_SC_INVALID_OPCODE));
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, NVME_SC_INVALID_OPCODE));
 	/* Identify into memory nobody mapped for the device: data transfer error. */
-	c = adm(SIO_NVME_ADM_IDENTIFY, 0, SIO_NVME_CNS_CTRL, 0, 0x7f0000000000ull);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, SIO_NVME_SC_DATA_XFER_ERROR));
-	c = adm(SIO_NVME_ADM_IDENTIFY, 0, SIO_NVME_CNS_CTRL, 0, m.bus);
+	c = adm(nvme_admin_identify, 0, NVME_IDENTIFY_CNS_CTRL, 0, 0x7f0000000000ull);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, NVME_SC_DATA_XFER_ERROR));
+	c = adm(nvme_admin_identify, 0, NVME_IDENTIFY_CNS_CTRL, 0, m.bus);
 	cr_assert_eq(h_admin(&H, &c, NULL), 0, "still serving after a DMA fault");
 }
 
@@ -129,43 +130,43 @@ Test(regs, queue_creation_checks)
 
 	cr_assert_eq(h_mem(&H, 65536, &m), 0);
 	/* CQ id 0, beyond the limit */
-	c = adm(SIO_NVME_ADM_CREATE_CQ, 0, (15u << 16) | 0, 1, m.bus);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, SIO_NVME_SC_QID_INVALID));
-	c = adm(SIO_NVME_ADM_CREATE_CQ, 0, (15u << 16) | 9, 1, m.bus);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, SIO_NVME_SC_QID_INVALID));
+	c = adm(nvme_admin_create_cq, 0, (15u << 16) | 0, 1, m.bus);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, NVME_SC_QID_INVALID));
+	c = adm(nvme_admin_create_cq, 0, (15u << 16) | 9, 1, m.bus);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, NVME_SC_QID_INVALID));
 	/* size 0 (1 entry) and above MQES+1 */
-	c = adm(SIO_NVME_ADM_CREATE_CQ, 0, (0u << 16) | 1, 1, m.bus);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, SIO_NVME_SC_QUEUE_SIZE));
-	c = adm(SIO_NVME_ADM_CREATE_CQ, 0, (256u << 16) | 1, 1, m.bus);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, SIO_NVME_SC_QUEUE_SIZE));
+	c = adm(nvme_admin_create_cq, 0, (0u << 16) | 1, 1, m.bus);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, NVME_SC_QUEUE_SIZE));
+	c = adm(nvme_admin_create_cq, 0, (256u << 16) | 1, 1, m.bus);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, NVME_SC_QUEUE_SIZE));
 	/* not page aligned; not contiguous */
-	c = adm(SIO_NVME_ADM_CREATE_CQ, 0, (15u << 16) | 1, 1, m.bus + 64);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, SIO_NVME_SC_PRP_OFFSET_INVALID));
-	c = adm(SIO_NVME_ADM_CREATE_CQ, 0, (15u << 16) | 1, 0, m.bus);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, SIO_NVME_SC_INVALID_FIELD));
+	c = adm(nvme_admin_create_cq, 0, (15u << 16) | 1, 1, m.bus + 64);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, NVME_SC_PRP_INVALID_OFFSET));
+	c = adm(nvme_admin_create_cq, 0, (15u << 16) | 1, 0, m.bus);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, NVME_SC_INVALID_FIELD));
 	/* SQ before its CQ */
-	c = adm(SIO_NVME_ADM_CREATE_SQ, 0, (15u << 16) | 1, (1u << 16) | 1, m.bus);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, SIO_NVME_SC_CQ_INVALID));
+	c = adm(nvme_admin_create_sq, 0, (15u << 16) | 1, (1u << 16) | 1, m.bus);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, NVME_SC_CQ_INVALID));
 	/* a full size queue is fine */
 	cr_assert_eq(h_qpair(&H, 1, 256, 0, &q), 0);
 	/* twice */
-	c = adm(SIO_NVME_ADM_CREATE_CQ, 0, (15u << 16) | 1, 1, m.bus);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, SIO_NVME_SC_QID_INVALID));
-	c = adm(SIO_NVME_ADM_CREATE_SQ, 0, (15u << 16) | 1, (1u << 16) | 1, m.bus);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, SIO_NVME_SC_QID_INVALID));
+	c = adm(nvme_admin_create_cq, 0, (15u << 16) | 1, 1, m.bus);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, NVME_SC_QID_INVALID));
+	c = adm(nvme_admin_create_sq, 0, (15u << 16) | 1, (1u << 16) | 1, m.bus);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, NVME_SC_QID_INVALID));
 	/* CQ in use */
-	c = adm(SIO_NVME_ADM_DELETE_CQ, 0, 1, 0, 0);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, SIO_NVME_SC_INVALID_QUEUE_DELETION));
-	c = adm(SIO_NVME_ADM_DELETE_SQ, 0, 2, 0, 0);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, SIO_NVME_SC_QID_INVALID));
-	c = adm(SIO_NVME_ADM_DELETE_SQ, 0, 0, 0, 0);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, SIO_NVME_SC_QID_INVALID), "admin SQ is not deletable");
-	c = adm(SIO_NVME_ADM_DELETE_SQ, 0, 1, 0, 0);
+	c = adm(nvme_admin_delete_cq, 0, 1, 0, 0);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, NVME_SC_INVALID_QUEUE));
+	c = adm(nvme_admin_delete_sq, 0, 2, 0, 0);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, NVME_SC_QID_INVALID));
+	c = adm(nvme_admin_delete_sq, 0, 0, 0, 0);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, NVME_SC_QID_INVALID), "admin SQ is not deletable");
+	c = adm(nvme_admin_delete_sq, 0, 1, 0, 0);
 	cr_assert_eq(h_admin(&H, &c, NULL), 0);
-	c = adm(SIO_NVME_ADM_DELETE_CQ, 0, 1, 0, 0);
+	c = adm(nvme_admin_delete_cq, 0, 1, 0, 0);
 	cr_assert_eq(h_admin(&H, &c, NULL), 0);
-	c = adm(SIO_NVME_ADM_DELETE_CQ, 0, 1, 0, 0);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, SIO_NVME_SC_QID_INVALID));
+	c = adm(nvme_admin_delete_cq, 0, 1, 0, 0);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, NVME_SC_QID_INVALID));
 }
 
 Test(regs, reset_deletes_io_queues)
@@ -178,26 +179,28 @@ Test(regs, reset_deletes_io_queues)
 	cr_assert_eq(h_disable(&H), 0, "RDY clears after CC.EN = 0");
 	cr_assert_eq(h_enable(&H, 8, 0), 0, "re-enable");
 	cr_assert_eq(h_mem(&H, 4096, &m), 0);
-	c = adm(SIO_NVME_ADM_CREATE_SQ, 0, (15u << 16) | 1, (1u << 16) | 1, m.bus);
+	c = adm(nvme_admin_create_sq, 0, (15u << 16) | 1, (1u << 16) | 1, m.bus);
 	int rc = h_admin(&H, &c, NULL);
-	cr_assert_eq(rc, ST(1, SIO_NVME_SC_CQ_INVALID), "CQ 1 went with the reset (%d)", rc);
+	cr_assert_eq(rc, ST(1, NVME_SC_CQ_INVALID), "CQ 1 went with the reset (%d)", rc);
 	cr_assert_eq(h_qpair(&H, 1, 16, 0, &q), 0, "and can be made again");
 }
 
 Test(regs, bad_enable_stays_not_ready)
 {
 	cr_assert_eq(h_disable(&H), 0);
-	h_wr32(&H, SIO_NVME_REG_AQA, 0);	/* one-entry admin queues */
-	h_wr32(&H, SIO_NVME_REG_CC, SIO_NVME_CC_EN);
-	cr_assert_not(h_wait_reg(&H, SIO_NVME_REG_CSTS, SIO_NVME_CSTS_RDY, SIO_NVME_CSTS_RDY, 200));
+	h_wr32(&H, NVME_REG_AQA, 0);	/* one-entry admin queues */
+	h_wr32(&H, NVME_REG_CC, NVME_SET(1, CC_EN));
+	cr_assert_not(h_wait_reg(&H, NVME_REG_CSTS, NVME_SET(1, CSTS_RDY), NVME_SET(1, CSTS_RDY),
+				 200));
 	cr_assert_eq(h_disable(&H), 0);
 	cr_assert_eq(h_enable(&H, 8, 0), 0, "a good enable after a bad one");
 }
 
 Test(regs, shutdown)
 {
-	h_wr32(&H, SIO_NVME_REG_CC, h_rd32(&H, SIO_NVME_REG_CC) | SIO_NVME_CC_SHN_NORMAL);
-	cr_assert(h_wait_reg(&H, SIO_NVME_REG_CSTS, SIO_NVME_CSTS_SHST_MASK, SIO_NVME_CSTS_SHST_CMPLT, 5000));
+	h_wr32(&H, NVME_REG_CC, h_rd32(&H, NVME_REG_CC) | NVME_SET(NVME_CC_SHN_NORMAL, CC_SHN));
+	cr_assert(h_wait_reg(&H, NVME_REG_CSTS, NVME_SET(NVME_CSTS_SHST_MASK, CSTS_SHST),
+			     NVME_SET(NVME_CSTS_SHST_CMPLT, CSTS_SHST), 5000));
 }
 
 Test(regs, features)
@@ -205,39 +208,39 @@ Test(regs, features)
 	struct sio_nvme_cmd c;
 	struct sio_nvme_cpl r;
 
-	c = adm(SIO_NVME_ADM_GET_FEAT, 0, SIO_NVME_FEAT_NUM_QUEUES, 0, 0);
+	c = adm(nvme_admin_get_features, 0, NVME_FEAT_FID_NUM_QUEUES, 0, 0);
 	cr_assert_eq(h_admin(&H, &c, &r), 0);
 	cr_assert_eq(r.result, 7u | (7u << 16));
-	c = adm(SIO_NVME_ADM_SET_FEAT, 0, SIO_NVME_FEAT_NUM_QUEUES, 1u | (1u << 16), 0);
+	c = adm(nvme_admin_set_features, 0, NVME_FEAT_FID_NUM_QUEUES, 1u | (1u << 16), 0);
 	cr_assert_eq(h_admin(&H, &c, &r), 0);
 	cr_assert_eq(r.result, 1u | (1u << 16), "two of each allocated");
-	c = adm(SIO_NVME_ADM_SET_FEAT, 0, SIO_NVME_FEAT_NUM_QUEUES, 0xffff, 0);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, SIO_NVME_SC_INVALID_FIELD));
+	c = adm(nvme_admin_set_features, 0, NVME_FEAT_FID_NUM_QUEUES, 0xffff, 0);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, NVME_SC_INVALID_FIELD));
 	struct hq q;
-	cr_assert_eq(h_qpair(&H, 3, 8, 0, &q), ST(1, SIO_NVME_SC_QID_INVALID), "beyond the allocation");
+	cr_assert_eq(h_qpair(&H, 3, 8, 0, &q), ST(1, NVME_SC_QID_INVALID), "beyond the allocation");
 	cr_assert_eq(h_qpair(&H, 2, 8, 0, &q), 0);
 
-	c = adm(SIO_NVME_ADM_SET_FEAT, 0, SIO_NVME_FEAT_ARBITRATION, 0x03020103, 0);
+	c = adm(nvme_admin_set_features, 0, NVME_FEAT_FID_ARBITRATION, 0x03020103, 0);
 	cr_assert_eq(h_admin(&H, &c, NULL), 0);
-	c = adm(SIO_NVME_ADM_GET_FEAT, 0, SIO_NVME_FEAT_ARBITRATION, 0, 0);
+	c = adm(nvme_admin_get_features, 0, NVME_FEAT_FID_ARBITRATION, 0, 0);
 	cr_assert_eq(h_admin(&H, &c, &r), 0);
 	cr_assert_eq(r.result, 0x03020103);
 
-	c = adm(SIO_NVME_ADM_SET_FEAT, 0, SIO_NVME_FEAT_VWC, 0, 0);
+	c = adm(nvme_admin_set_features, 0, NVME_FEAT_FID_VOLATILE_WC, 0, 0);
 	cr_assert_eq(h_admin(&H, &c, NULL), 0);
-	c = adm(SIO_NVME_ADM_GET_FEAT, 0, SIO_NVME_FEAT_VWC, 0, 0);
+	c = adm(nvme_admin_get_features, 0, NVME_FEAT_FID_VOLATILE_WC, 0, 0);
 	cr_assert_eq(h_admin(&H, &c, &r), 0);
 	cr_assert_eq(r.result, 0);
-	c = adm(SIO_NVME_ADM_GET_FEAT, 0, SIO_NVME_FEAT_VWC | (1u << 8), 0, 0);
+	c = adm(nvme_admin_get_features, 0, NVME_FEAT_FID_VOLATILE_WC | (1u << 8), 0, 0);
 	cr_assert_eq(h_admin(&H, &c, &r), 0);
 	cr_assert_eq(r.result, 1, "default: cache enabled");
 
-	c = adm(SIO_NVME_ADM_SET_FEAT, 0, SIO_NVME_FEAT_VWC | (1u << 31), 1, 0);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, SIO_NVME_SC_FEATURE_NOT_SAVEABLE));
-	c = adm(SIO_NVME_ADM_GET_FEAT, 0, 0x7e, 0, 0);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, SIO_NVME_SC_INVALID_FIELD));
-	c = adm(SIO_NVME_ADM_SET_FEAT, 0, 0x7e, 0, 0);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, SIO_NVME_SC_INVALID_FIELD));
+	c = adm(nvme_admin_set_features, 0, NVME_FEAT_FID_VOLATILE_WC | (1u << 31), 1, 0);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, NVME_SC_FEATURE_NOT_SAVEABLE));
+	c = adm(nvme_admin_get_features, 0, 0x7e, 0, 0);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, NVME_SC_INVALID_FIELD));
+	c = adm(nvme_admin_set_features, 0, 0x7e, 0, 0);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, NVME_SC_INVALID_FIELD));
 }
 
 Test(regs, log_pages)
@@ -250,13 +253,13 @@ Test(regs, log_pages)
 	cr_assert_eq(h_mem(&H, 65536, &d), 0);
 	cr_assert_eq(h_qpair(&H, 1, 16, 0, &q), 0);
 	for (int i = 0; i < 3; i++) {
-		c = h_rw(SIO_NVME_CMD_WRITE, 1, 0, 8, d.bus, 0);
+		c = h_rw(nvme_cmd_write, 1, 0, 8, d.bus, 0);
 		cr_assert_eq(h_cmd(&H, &q, &c, NULL), 0);
 	}
-	c = h_rw(SIO_NVME_CMD_READ, 1, 0, 2000 / 2, 0, 0);	/* 500 KiB > MDTS */
-	cr_assert_eq(h_cmd(&H, &q, &c, NULL), ST(0, SIO_NVME_SC_INVALID_FIELD));
+	c = h_rw(nvme_cmd_read, 1, 0, 2000 / 2, 0, 0);	/* 500 KiB > MDTS */
+	cr_assert_eq(h_cmd(&H, &q, &c, NULL), ST(0, NVME_SC_INVALID_FIELD));
 
-	c = adm(SIO_NVME_ADM_GET_LOG, 0xffffffff, SIO_NVME_LOG_SMART | ((512 / 4 - 1) << 16), 0, m.bus);
+	c = adm(nvme_admin_get_log_page, 0xffffffff, NVME_LOG_LID_SMART | ((512 / 4 - 1) << 16), 0, m.bus);
 	cr_assert_eq(h_admin(&H, &c, NULL), 0);
 	struct nvme_smart_log *s = (void *)m.va;
 	cr_assert_eq(s->host_writes[0], 3);
@@ -264,18 +267,18 @@ Test(regs, log_pages)
 	cr_assert_eq(s->host_reads[0], 0, "a refused read is not counted");
 	cr_assert_gt(s->temperature[0] | s->temperature[1], 0);
 
-	c = adm(SIO_NVME_ADM_GET_LOG, 0, SIO_NVME_LOG_ERROR | ((64 / 4 - 1) << 16), 0, m.bus);
+	c = adm(nvme_admin_get_log_page, 0, NVME_LOG_LID_ERROR | ((64 / 4 - 1) << 16), 0, m.bus);
 	cr_assert_eq(h_admin(&H, &c, NULL), 0);
 	struct nvme_error_log_page *e = (void *)m.va;
 	cr_assert_geq(e->error_count, 1);
 	cr_assert_eq(e->sqid, 1);
-	cr_assert_eq((e->status_field >> 1) & 0x7ff, SIO_NVME_SC_INVALID_FIELD);
+	cr_assert_eq((e->status_field >> 1) & 0x7ff, NVME_SC_INVALID_FIELD);
 
-	c = adm(SIO_NVME_ADM_GET_LOG, 0, 0x70 | (127u << 16), 0, m.bus);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, SIO_NVME_SC_INVALID_LOG_PAGE));
-	c = adm(SIO_NVME_ADM_GET_LOG, 0, SIO_NVME_LOG_SMART | (127u << 16), 0, m.bus);
+	c = adm(nvme_admin_get_log_page, 0, 0x70 | (127u << 16), 0, m.bus);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(1, NVME_SC_INVALID_LOG_PAGE));
+	c = adm(nvme_admin_get_log_page, 0, NVME_LOG_LID_SMART | (127u << 16), 0, m.bus);
 	c.cdw12 = 2;	/* offset not dword aligned */
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, SIO_NVME_SC_INVALID_FIELD));
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, NVME_SC_INVALID_FIELD));
 }
 
 Test(regs, async_event_request_limit)
@@ -294,6 +297,6 @@ Test(regs, async_event_request_limit)
 		n++;
 	}
 	cr_assert_eq(n, 8 - 4);
-	c = adm(SIO_NVME_ADM_IDENTIFY, 0, SIO_NVME_CNS_CTRL, 0, 0x7f0000000000ull);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, SIO_NVME_SC_DATA_XFER_ERROR), "admin still served");
+	c = adm(nvme_admin_identify, 0, NVME_IDENTIFY_CNS_CTRL, 0, 0x7f0000000000ull);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, NVME_SC_DATA_XFER_ERROR), "admin still served");
 }

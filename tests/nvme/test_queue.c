@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
+#include <nvme/types.h>
 #include <smartio/nvme/queue.h>
 
 #define QS 8
@@ -158,7 +159,7 @@ Test(queue, submit_ring_complete)
 	uint64_t ck;
 	int cid;
 
-	sio_nvme_cmd_rw(&cmd, SIO_NVME_CMD_READ, 1, 0x123456789ull, 8, 0x1000, 0);
+	sio_nvme_cmd_rw(&cmd, nvme_cmd_read, 1, 0x123456789ull, 8, 0x1000, 0);
 	cid = sio_nvme_sq_submit(&q, &cmd, 42);
 	cr_assert_geq(cid, 0);
 	cr_assert_eq(sqdb, 0, "no doorbell before ring");
@@ -225,12 +226,12 @@ Test(queue, phase_wraps_and_unknown_ids_ignored)
 		cr_assert_geq(cid, 0);
 		sio_nvme_sq_ring(&q);
 		cr_assert(ctrl_fetch(&got));
-		ctrl_complete(got.cid, round % 3 == 0 ? SIO_NVME_SC_LBA_RANGE : 0);
+		ctrl_complete(got.cid, round % 3 == 0 ? NVME_SC_LBA_RANGE : 0);
 		cr_assert_not_null(sio_nvme_cq_peek(&q));
 		cr_assert_eq(sio_nvme_cq_pop(&q, &cpl, &ck), cid);
 		cr_assert_eq(ck, (uint64_t)round);
 		cr_assert_eq(SIO_NVME_STATUS_SC(cpl.status),
-			     round % 3 == 0 ? SIO_NVME_SC_LBA_RANGE : 0);
+			     round % 3 == 0 ? NVME_SC_LBA_RANGE : 0);
 		sio_nvme_cq_ring(&q);
 		n++;
 	}
@@ -344,7 +345,7 @@ Test(queue, late_duplicate_after_reissue_is_stale)
 	cr_assert(ctrl_fetch(&got));
 	cr_assert_neq(got.cid, old, "but not the id");
 	/* The old command's completion, with an error, arrives now. */
-	ctrl_complete(old, SIO_NVME_SC_LBA_RANGE);
+	ctrl_complete(old, NVME_SC_LBA_RANGE);
 	cr_assert_eq(sio_nvme_cq_pop(&q, &cpl, &ck), -EPROTO);
 	cr_assert_eq(q.stale, 1);
 	cr_assert_eq(sio_nvme_queue_inflight(&q), 1, "the new command is still in flight");

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <nvme/types.h>
 #include <smartio/smartio.h>
 #include <smartio/nvme/cmd.h>
 
@@ -87,8 +88,8 @@ static bool wait_for(bool (*cond)(struct ctl *), struct ctl *c, uint32_t ms)
 	return true;
 }
 
-static bool rdy0(struct ctl *c) { return !(c->regs[SIO_NVME_REG_CSTS / 4] & SIO_NVME_CSTS_RDY); }
-static bool rdy1(struct ctl *c) { return c->regs[SIO_NVME_REG_CSTS / 4] & SIO_NVME_CSTS_RDY; }
+static bool rdy0(struct ctl *c) { return !NVME_CSTS_RDY(c->regs[NVME_REG_CSTS / 4]); }
+static bool rdy1(struct ctl *c) { return NVME_CSTS_RDY(c->regs[NVME_REG_CSTS / 4]); }
 
 static volatile struct sio_nvme_cpl *cq(struct ctl *c)
 {
@@ -148,20 +149,20 @@ static void reset(struct ctl *c)
 {
 	uint64_t cap = c->regs[0] | (uint64_t)c->regs[1] << 32;
 
-	c->dstrd = SIO_NVME_CAP_DSTRD(cap);
-	c->to_ms = (SIO_NVME_CAP_TO(cap) + 1) * 500;
-	c->regs[SIO_NVME_REG_CC / 4] = 0;
+	c->dstrd = NVME_CAP_DSTRD(cap);
+	c->to_ms = (NVME_CAP_TO(cap) + 1) * 500;
+	c->regs[NVME_REG_CC / 4] = 0;
 	if (!wait_for(rdy0, c, c->to_ms))
 		die("controller did not clear CSTS.RDY");
 	memset(c->va, 0, 8192);
 	c->sqt = c->cqh = 0;
 	c->phase = 1;
-	c->regs[SIO_NVME_REG_AQA / 4] = (QD - 1) << 16 | (QD - 1);
-	w64(c, SIO_NVME_REG_ASQ, c->sq_bus);
-	w64(c, SIO_NVME_REG_ACQ, c->iova + 4096);
+	c->regs[NVME_REG_AQA / 4] = (QD - 1) << 16 | (QD - 1);
+	w64(c, NVME_REG_ASQ, c->sq_bus);
+	w64(c, NVME_REG_ACQ, c->iova + 4096);
 	atomic_thread_fence(memory_order_seq_cst);
-	c->regs[SIO_NVME_REG_CC / 4] = SIO_NVME_CC_EN | 6u << SIO_NVME_CC_IOSQES_SHIFT |
-				       4u << SIO_NVME_CC_IOCQES_SHIFT;
+	c->regs[NVME_REG_CC / 4] = NVME_SET(1, CC_EN) | NVME_SET(SIO_NVME_SQES, CC_IOSQES) |
+				   NVME_SET(SIO_NVME_CQES, CC_IOCQES);
 	if (!wait_for(rdy1, c, c->to_ms))
 		die("controller did not become ready");
 }
@@ -194,7 +195,7 @@ static int identify(struct ctl *c, uint64_t prp)
 {
 	struct sio_nvme_cmd cmd;
 
-	sio_nvme_cmd_identify(&cmd, SIO_NVME_CNS_CTRL, 0, prp);
+	sio_nvme_cmd_identify(&cmd, NVME_IDENTIFY_CNS_CTRL, 0, prp);
 
 	return admin(c, &cmd);
 }
@@ -203,7 +204,7 @@ static void t_identify(struct ctl *c)
 {
 	char sn[21], mn[41], d[96];
 	uint8_t *id = c->va + 8192;
-	uint32_t vs = c->regs[SIO_NVME_REG_VS / 4];
+	uint32_t vs = c->regs[NVME_REG_VS / 4];
 
 	snprintf(d, sizeof(d), "VS %u.%u", vs >> 16, (vs >> 8) & 0xff);
 	check(vs >= 0x10000, "CAP/VS read through the BAR the lender passed", d);
@@ -345,23 +346,23 @@ static void t_cmb(struct ctl *c)
 	char d[128];
 	void *cmb;
 
-	if (!SIO_NVME_CAP_CMBS(cap)) {
+	if (!NVME_CAP_CMBS(cap)) {
 		check(false, "controller reports CAP.CMBS", "no CMB: run with cmb_size_mb");
 		return;
 	}
 	/* CMBLOC/CMBSZ read 0 until CMBMSC.CRE is set. */
-	w64(c, SIO_NVME_REG_CMBMSC, SIO_NVME_CMBMSC_CRE);
-	loc = c->regs[SIO_NVME_REG_CMBLOC / 4];
-	sz = c->regs[SIO_NVME_REG_CMBSZ / 4];
+	w64(c, NVME_REG_CMBMSC, NVME_SET(1, CMBMSC_CRE));
+	loc = c->regs[NVME_REG_CMBLOC / 4];
+	sz = c->regs[NVME_REG_CMBSZ / 4];
 	snprintf(d, sizeof(d), "CMBLOC %#x CMBSZ %#x", loc, sz);
-	check(sz & SIO_NVME_CMBSZ_SQS, "CMB supports submission queues", d);
+	check(NVME_CMBSZ_SQS(sz), "CMB supports submission queues", d);
 	if (sio_device_bar(c->dev, loc & 7, &c->cmbseg) || sio_segment_map(c->cmbseg, &cmb) ||
 	    sio_device_map(c->dev, c->cmbseg, &bus))
 		die("map the CMB BAR");
 	snprintf(d, sizeof(d), "BAR%u at bus %#llx", loc & 7, (unsigned long long)bus);
 	check(bus != 0, "the CMB maps to its BAR's bus address", d);
 	/* Enable the controller memory space at that address. */
-	w64(c, SIO_NVME_REG_CMBMSC, bus | SIO_NVME_CMBMSC_CRE | SIO_NVME_CMBMSC_CMSE);
+	w64(c, NVME_REG_CMBMSC, bus | NVME_SET(1, CMBMSC_CRE) | NVME_SET(1, CMBMSC_CMSE));
 	c->sq = (volatile struct sio_nvme_cmd *)((uint8_t *)cmb + (loc >> 12) * 4096ull);
 	c->sq_bus = bus + (loc >> 12) * 4096ull;
 	reset(c);
@@ -420,7 +421,7 @@ static void t_write(struct ctl *c, const char *file)
 	int sc;
 
 	reset(c);
-	sio_nvme_cmd_identify(&cmd, SIO_NVME_CNS_NS, 1, c->iova + 8192);
+	sio_nvme_cmd_identify(&cmd, NVME_IDENTIFY_CNS_NS, 1, c->iova + 8192);
 	sc = admin(c, &cmd);
 	lbads = ns[128 + 4 * (ns[26] & 0xf) + 2];
 	nlb = 8192u >> lbads;
@@ -436,7 +437,7 @@ static void t_write(struct ctl *c, const char *file)
 	check(sc == 0, "I/O queue pair created", NULL);
 	for (int i = 0; i < 8192; i++)
 		data[i] = (uint8_t)(i * 7 + (i >> 9) + 0x5a);
-	cmd = (struct sio_nvme_cmd){ .opcode = SIO_NVME_CMD_WRITE, .nsid = 1,
+	cmd = (struct sio_nvme_cmd){ .opcode = nvme_cmd_write, .nsid = 1,
 				     .prp1 = c->iova + 8192, .prp2 = c->iova + 12288,
 				     .cdw12 = nlb - 1 };
 	sc = io(c, &cmd);
@@ -445,7 +446,7 @@ static void t_write(struct ctl *c, const char *file)
 	fp = fopen(file, "wb");
 	check(fp && fwrite(data, 1, 8192, fp) == 8192 && fclose(fp) == 0, "pattern saved", file);
 	memset(data, 0, 8192);
-	cmd.opcode = SIO_NVME_CMD_READ;
+	cmd.opcode = nvme_cmd_read;
 	sc = io(c, &cmd);
 	for (int i = 0; i < 8192 && !sc; i++)
 		if (data[i] != (uint8_t)(i * 7 + (i >> 9) + 0x5a))
@@ -514,7 +515,7 @@ int main(int argc, char **argv)
 	else
 		return 2;
 	/* Disable the controller so the next user starts clean. */
-	c.regs[SIO_NVME_REG_CC / 4] = 0;
+	c.regs[NVME_REG_CC / 4] = 0;
 	wait_for(rdy0, &c, c.to_ms ? c.to_ms : 1000);
 	check(sio_device_unmap(c.dev, c.mem) == 0, "segment unmapped for the device", NULL);
 	sio_segment_unmap(c.bar);

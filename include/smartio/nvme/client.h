@@ -195,7 +195,7 @@ int sio_nvme_client_manager_node(const struct sio_nvme_client *cl);
 /**
  * sio_nvme_client_identify() - Identify through the manager
  * @cl: client
- * @cns: SIO_NVME_CNS_*
+ * @cns: Controller or Namespace Structure (libnvme's NVME_IDENTIFY_CNS_*)
  * @nsid: namespace for CNS 0/2
  * @out: 4096 bytes; the controller writes them into the client's memory
  */

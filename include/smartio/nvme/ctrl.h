@@ -50,7 +50,8 @@ struct sio_nvme_ctrl;
  * struct sio_nvme_ctrl_opts - how to bring a controller up
  * @io_queues: I/O queue pairs to ask for with Set Features (0: as many as
  *	the controller grants, up to 65535)
- * @arbitration: SIO_NVME_CC_AMS_RR or SIO_NVME_CC_AMS_WRR
+ * @arbitration: NVME_CC_AMS_RR or NVME_CC_AMS_WRRU (libnvme's names for round
+ *	robin and weighted round robin with urgent priority class)
  * @enable_cmb: turn on the controller memory buffer if it has one
  */
 struct sio_nvme_ctrl_opts {
@@ -196,7 +197,7 @@ int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
 /**
  * sio_nvme_ctrl_identify() - Identify into memory the controller can reach
  * @c: controller
- * @cns: SIO_NVME_CNS_*
+ * @cns: Controller or Namespace Structure (libnvme's NVME_IDENTIFY_CNS_*)
  * @nsid: namespace id (for CNS 0 and 2)
  * @bus: bus address of 4 KiB (page aligned) as the controller sees it
  * @status: NVMe status (SCT << 8 | SC) on an error completion (may be NULL)

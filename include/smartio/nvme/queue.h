@@ -457,13 +457,16 @@ static inline SIO_HD uint32_t sio_nvme_doorbell_offset(uint32_t qid, uint32_t cq
 
 /* Command builders for the NVM command set. */
 
+/* Most blocks one Read or Write moves: NLB is a 0-based 16-bit field. */
+#define SIO_NVME_MAX_NLB	65536u
+
 /**
  * sio_nvme_cmd_rw() - fill a Read or Write command
  * @cmd: command to fill (cid is assigned at submission)
  * @opcode: SIO_NVME_CMD_READ or SIO_NVME_CMD_WRITE
  * @nsid: namespace
  * @slba: first LBA
- * @nlb: number of blocks, 1..65536
+ * @nlb: number of blocks, 1..SIO_NVME_MAX_NLB
  * @prp1, @prp2: data pointer
  */
 static inline SIO_HD void sio_nvme_cmd_rw(struct sio_nvme_cmd *cmd, uint8_t opcode,

@@ -9,7 +9,7 @@
 #include <string.h>
 #include "emu_priv.h"
 
-#define ST_SEQ_ERROR	EMU_ST(SIO_NVME_SCT_GENERIC, 0x0c)	/* Command Sequence Error */
+#define ST_SEQ_ERROR	EMU_ST(NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR)
 
 void emu_features_reset(struct sio_nvme_emu *emu)
 {
@@ -47,7 +47,7 @@ static void identify_ctrl(struct sio_nvme_emu *emu, struct nvme_id_ctrl *id)
 	id->ieee[0] = 0x00; id->ieee[1] = 0x54; id->ieee[2] = 0x52;	/* as QEMU */
 	id->mdts = (uint8_t)emu->cfg.mdts;
 	id->cntlid = (uint16_t)(emu->devid < 0 ? 0 : emu->devid);
-	id->ver = 0x00010400;
+	id->ver = EMU_VS;
 	id->cntrltype = 1;	/* I/O controller */
 	id->acl = 3;
 	id->aerl = EMU_AERL;
@@ -90,15 +90,15 @@ static uint16_t cmd_identify(struct sio_nvme_emu *emu, const struct sio_nvme_cmd
 
 	memset(buf, 0, 4096);
 	switch (cns) {
-	case SIO_NVME_CNS_NS:
+	case NVME_IDENTIFY_CNS_NS:
 		if (nsid == 0 || nsid > (uint32_t)emu->nns)
 			return EMU_ST_NS;
 		identify_ns(emu, nsid, (struct nvme_id_ns *)buf);
 		break;
-	case SIO_NVME_CNS_CTRL:
+	case NVME_IDENTIFY_CNS_CTRL:
 		identify_ctrl(emu, (struct nvme_id_ctrl *)buf);
 		break;
-	case SIO_NVME_CNS_NS_ACTIVE: {
+	case NVME_IDENTIFY_CNS_NS_ACTIVE_LIST: {
 		uint32_t *list = (uint32_t *)buf, n = 0;
 
 		if (nsid >= 0xfffffffeu)
@@ -116,7 +116,7 @@ static uint16_t cmd_identify(struct sio_nvme_emu *emu, const struct sio_nvme_cmd
 static uint16_t cmd_create_cq(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd)
 {
 	uint32_t qid = cmd->cdw10 & 0xffff, qsize = (cmd->cdw10 >> 16) + 1;
-	uint32_t iv = cmd->cdw11 >> 16, iosz = (emu_cc(emu) >> SIO_NVME_CC_IOCQES_SHIFT) & 0xf;
+	uint32_t iv = cmd->cdw11 >> 16, iosz = NVME_CC_IOCQES(emu_cc(emu));
 	bool pc = cmd->cdw11 & 1, ien = cmd->cdw11 & 2;
 
 	if (qid == 0 || qid > emu->ncqa || emu->cq[qid].valid)
@@ -139,7 +139,7 @@ static uint16_t cmd_create_cq(struct sio_nvme_emu *emu, const struct sio_nvme_cm
 static uint16_t cmd_create_sq(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd)
 {
 	uint32_t qid = cmd->cdw10 & 0xffff, qsize = (cmd->cdw10 >> 16) + 1;
-	uint32_t cqid = cmd->cdw11 >> 16, iosz = (emu_cc(emu) >> SIO_NVME_CC_IOSQES_SHIFT) & 0xf;
+	uint32_t cqid = cmd->cdw11 >> 16, iosz = NVME_CC_IOSQES(emu_cc(emu));
 	bool pc = cmd->cdw11 & 1;
 
 	if (qid == 0 || qid > emu->nsqa || emu->sq[qid].valid)
@@ -206,13 +206,13 @@ static uint16_t cmd_set_features(struct sio_nvme_emu *emu, const struct sio_nvme
 	if (cmd->cdw10 >> 31)
 		return EMU_ST_NOT_SAVEABLE;
 	switch (fid) {
-	case SIO_NVME_FEAT_ARBITRATION:
+	case NVME_FEAT_FID_ARBITRATION:
 		emu->arb = v & 0xffffff07u;
 		return EMU_OK;
-	case SIO_NVME_FEAT_VWC:
+	case NVME_FEAT_FID_VOLATILE_WC:
 		emu->wce = v & 1;
 		return EMU_OK;
-	case SIO_NVME_FEAT_NUM_QUEUES: {
+	case NVME_FEAT_FID_NUM_QUEUES: {
 		uint32_t nsqr = v & 0xffff, ncqr = v >> 16, max = emu->cfg.max_qpairs;
 
 		if (nsqr == 0xffff || ncqr == 0xffff)
@@ -238,18 +238,18 @@ static uint16_t cmd_get_features(struct sio_nvme_emu *emu, const struct sio_nvme
 
 	if (sel > 3)
 		return EMU_ST_FIELD;
-	if (fid != SIO_NVME_FEAT_ARBITRATION && fid != SIO_NVME_FEAT_VWC &&
-	    fid != SIO_NVME_FEAT_NUM_QUEUES)
+	if (fid != NVME_FEAT_FID_ARBITRATION && fid != NVME_FEAT_FID_VOLATILE_WC &&
+	    fid != NVME_FEAT_FID_NUM_QUEUES)
 		return EMU_ST_FIELD;
 	if (sel == 3) {
 		*result = 0x4;	/* changeable, not saveable, not namespace specific */
 		return EMU_OK;
 	}
 	switch (fid) {
-	case SIO_NVME_FEAT_ARBITRATION:
+	case NVME_FEAT_FID_ARBITRATION:
 		*result = cur ? emu->arb : 0;
 		break;
-	case SIO_NVME_FEAT_VWC:
+	case NVME_FEAT_FID_VOLATILE_WC:
 		*result = cur ? emu->wce : 1;
 		break;
 	default:
@@ -269,7 +269,7 @@ static void put_units(uint8_t *dst, uint64_t units512)
 static uint32_t build_log(struct sio_nvme_emu *emu, uint32_t lid, uint8_t *buf)
 {
 	switch (lid) {
-	case SIO_NVME_LOG_ERROR: {
+	case NVME_LOG_LID_ERROR: {
 		struct nvme_error_log_page *e = (struct nvme_error_log_page *)buf;
 
 		/* newest first */
@@ -277,7 +277,7 @@ static uint32_t build_log(struct sio_nvme_emu *emu, uint32_t lid, uint8_t *buf)
 			e[i] = emu->elog[(emu->elog_next + EMU_ELOG_ENTRIES - 1 - i) % EMU_ELOG_ENTRIES];
 		return EMU_ELOG_ENTRIES * sizeof(*e);
 	}
-	case SIO_NVME_LOG_SMART: {
+	case NVME_LOG_LID_SMART: {
 		struct nvme_smart_log *s = (struct nvme_smart_log *)buf;
 		uint64_t hours = (emu_now_ns() - emu->start_ns) / 3600000000000ull;
 
@@ -315,9 +315,9 @@ static uint16_t cmd_get_log(struct sio_nvme_emu *emu, const struct sio_nvme_cmd 
 	uint8_t *buf = emu->scratch;
 	uint32_t size;
 
-	if (lid != SIO_NVME_LOG_ERROR && lid != SIO_NVME_LOG_SMART && lid != 0x03)
+	if (lid != NVME_LOG_LID_ERROR && lid != NVME_LOG_LID_SMART && lid != 0x03)
 		return EMU_ST_LOG_PAGE;
-	if (lid == SIO_NVME_LOG_SMART && cmd->nsid != 0 && cmd->nsid != 0xffffffffu)
+	if (lid == NVME_LOG_LID_SMART && cmd->nsid != 0 && cmd->nsid != 0xffffffffu)
 		return EMU_ST_FIELD;	/* LPA: no per-namespace SMART */
 	if (len > emu->mdts_bytes || (off & 3))
 		return EMU_ST_FIELD;
@@ -345,24 +345,24 @@ uint16_t emu_admin(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd, uin
 	if ((cmd->flags >> 6) != SIO_NVME_PSDT_PRP)
 		return EMU_ST_FIELD;	/* admin commands use PRPs */
 	switch (cmd->opcode) {
-	case SIO_NVME_ADM_DELETE_SQ:
+	case nvme_admin_delete_sq:
 		return cmd_delete_sq(emu, cmd);
-	case SIO_NVME_ADM_CREATE_SQ:
+	case nvme_admin_create_sq:
 		return cmd_create_sq(emu, cmd);
-	case SIO_NVME_ADM_GET_LOG:
+	case nvme_admin_get_log_page:
 		return cmd_get_log(emu, cmd);
-	case SIO_NVME_ADM_DELETE_CQ:
+	case nvme_admin_delete_cq:
 		return cmd_delete_cq(emu, cmd);
-	case SIO_NVME_ADM_CREATE_CQ:
+	case nvme_admin_create_cq:
 		return cmd_create_cq(emu, cmd);
-	case SIO_NVME_ADM_IDENTIFY:
+	case nvme_admin_identify:
 		return cmd_identify(emu, cmd);
-	case SIO_NVME_ADM_ABORT:
+	case nvme_admin_abort_cmd:
 		*result = 1;	/* the command was not aborted */
 		return EMU_OK;
-	case SIO_NVME_ADM_SET_FEAT:
+	case nvme_admin_set_features:
 		return cmd_set_features(emu, cmd, result);
-	case SIO_NVME_ADM_GET_FEAT:
+	case nvme_admin_get_features:
 		return cmd_get_features(emu, cmd, result);
 	case 0x0c:	/* Asynchronous Event Request: held; no events are raised */
 		if (emu->aer_outstanding > EMU_AERL)

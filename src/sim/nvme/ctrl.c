@@ -60,19 +60,27 @@ static uint32_t csts(struct sio_nvme_emu *emu)
 static void set_csts(struct sio_nvme_emu *emu, uint32_t v)
 {
 	emu->csts = v;
-	wr32(emu, SIO_NVME_REG_CSTS, v);
+	wr32(emu, NVME_REG_CSTS, v);
+}
+
+/* CSTS.SHST: shutdown processing not started, under way, or complete. */
+static void set_shst(struct sio_nvme_emu *emu, uint32_t shst)
+{
+	set_csts(emu, (csts(emu) & ~NVME_SET(NVME_CSTS_SHST_MASK, CSTS_SHST)) |
+		 NVME_SET(shst, CSTS_SHST));
 }
 
 /* CMBLOC/CMBSZ read 0 until CMBMSC.CRE is set, as QEMU's controller does. */
 static void cmb_regs(struct sio_nvme_emu *emu, uint32_t *loc, uint32_t *sz)
 {
 	*loc = *sz = 0;
-	if (!emu->cfg.cmb_mib || !(emu->cmbmsc & SIO_NVME_CMBMSC_CRE))
+	if (!emu->cfg.cmb_mib || !NVME_CMBMSC_CRE(emu->cmbmsc))
 		return;
-	*loc = EMU_CMB_BAR;	/* BIR 2, offset 0 */
-	/* SZU 2 (1 MiB units); SQS, CQS, RDS, WDS supported */
-	*sz = (emu->cfg.cmb_mib << 12) | (2u << 8) | SIO_NVME_CMBSZ_SQS |
-	      SIO_NVME_CMBSZ_CQS | SIO_NVME_CMBSZ_RDS | SIO_NVME_CMBSZ_WDS;
+	*loc = NVME_SET(EMU_CMB_BAR, CMBLOC_BIR);	/* offset 0 */
+	/* in 1 MiB units; SQs, CQs and read and write data may live in it */
+	*sz = NVME_SET(emu->cfg.cmb_mib, CMBSZ_SZ) | NVME_SET(NVME_CMBSZ_SZU_1M, CMBSZ_SZU) |
+	      NVME_SET(1, CMBSZ_SQS) | NVME_SET(1, CMBSZ_CQS) | NVME_SET(1, CMBSZ_RDS) |
+	      NVME_SET(1, CMBSZ_WDS);
 }
 
 /* Restore what the host may only read, if a host store clobbered it. */
@@ -80,17 +88,17 @@ static void republish(struct sio_nvme_emu *emu)
 {
 	uint32_t loc, sz;
 
-	if (rd64(emu, SIO_NVME_REG_CAP) != emu->cap)
-		wr64(emu, SIO_NVME_REG_CAP, emu->cap);
-	if (rd32(emu, SIO_NVME_REG_VS) != 0x00010400u)
-		wr32(emu, SIO_NVME_REG_VS, 0x00010400u);
-	if (rd32(emu, SIO_NVME_REG_CSTS) != csts(emu))
-		wr32(emu, SIO_NVME_REG_CSTS, csts(emu));
+	if (rd64(emu, NVME_REG_CAP) != emu->cap)
+		wr64(emu, NVME_REG_CAP, emu->cap);
+	if (rd32(emu, NVME_REG_VS) != EMU_VS)
+		wr32(emu, NVME_REG_VS, EMU_VS);
+	if (rd32(emu, NVME_REG_CSTS) != csts(emu))
+		wr32(emu, NVME_REG_CSTS, csts(emu));
 	cmb_regs(emu, &loc, &sz);
-	if (rd32(emu, SIO_NVME_REG_CMBLOC) != loc)
-		wr32(emu, SIO_NVME_REG_CMBLOC, loc);
-	if (rd32(emu, SIO_NVME_REG_CMBSZ) != sz)
-		wr32(emu, SIO_NVME_REG_CMBSZ, sz);
+	if (rd32(emu, NVME_REG_CMBLOC) != loc)
+		wr32(emu, NVME_REG_CMBLOC, loc);
+	if (rd32(emu, NVME_REG_CMBSZ) != sz)
+		wr32(emu, NVME_REG_CMBSZ, sz);
 	/* CMBSTS (0x58) is read-only and reports no errors */
 	if (rd32(emu, 0x58) != 0)
 		wr32(emu, 0x58, 0);
@@ -123,8 +131,8 @@ static void log_error(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
 	e->parm_error_location = 0xffff;
 	if (cmd) {
 		e->nsid = cmd->nsid;
-		if (sq->qid && (cmd->opcode == SIO_NVME_CMD_READ || cmd->opcode == SIO_NVME_CMD_WRITE ||
-				cmd->opcode == SIO_NVME_CMD_WRITE_ZEROES))
+		if (sq->qid && (cmd->opcode == nvme_cmd_read || cmd->opcode == nvme_cmd_write ||
+				cmd->opcode == nvme_cmd_write_zeroes))
 			e->lba = (uint64_t)cmd->cdw10 | ((uint64_t)cmd->cdw11 << 32);
 	}
 	emu->elog_next = (emu->elog_next + 1) % EMU_ELOG_ENTRIES;
@@ -395,33 +403,33 @@ static void ctrl_reset(struct sio_nvme_emu *emu)
 	queues_clear(emu);
 	emu->enabled = false;
 	emu_features_reset(emu);
-	set_csts(emu, csts(emu) & ~(SIO_NVME_CSTS_RDY | SIO_NVME_CSTS_CFS));
+	set_csts(emu, csts(emu) & ~(NVME_SET(1, CSTS_RDY) | NVME_SET(1, CSTS_CFS)));
 }
 
 static const char *enable_check(struct sio_nvme_emu *emu, uint32_t cc, uint32_t aqa,
 				uint64_t asq, uint64_t acq)
 {
-	uint32_t mps = (cc >> SIO_NVME_CC_MPS_SHIFT) & 0xf;
-	uint32_t css = (cc >> SIO_NVME_CC_CSS_SHIFT) & 0x7;
-	uint32_t ams = (cc >> SIO_NVME_CC_AMS_SHIFT) & 0x7;
+	uint32_t mps = NVME_CC_MPS(cc);
+	uint32_t css = NVME_CC_CSS(cc);
+	uint32_t ams = NVME_CC_AMS(cc);
 
-	if ((aqa & 0xfff) == 0 || ((aqa >> 16) & 0xfff) == 0)
+	if (NVME_AQA_ASQS(aqa) == 0 || NVME_AQA_ACQS(aqa) == 0)
 		return "AQA: admin queue sizes must be at least 2 entries";
 	if ((asq & 0xfff) || (acq & 0xfff))
 		return "ASQ/ACQ must be 4 KiB aligned";
 	if (mps > EMU_MPSMAX)
 		return "CC.MPS above CAP.MPSMAX";
-	if (css != 0)
+	if (css != NVME_CC_CSS_NVM)
 		return "CC.CSS: only the NVM command set";
-	if (ams != SIO_NVME_CC_AMS_RR && ams != SIO_NVME_CC_AMS_WRR)
+	if (ams != NVME_CC_AMS_RR && ams != NVME_CC_AMS_WRRU)
 		return "CC.AMS: unsupported arbitration mechanism";
 	return NULL;
 }
 
 static void ctrl_enable(struct sio_nvme_emu *emu, uint32_t cc)
 {
-	uint32_t aqa = rd32(emu, SIO_NVME_REG_AQA);
-	uint64_t asq = rd64(emu, SIO_NVME_REG_ASQ), acq = rd64(emu, SIO_NVME_REG_ACQ);
+	uint32_t aqa = rd32(emu, NVME_REG_AQA);
+	uint64_t asq = rd64(emu, NVME_REG_ASQ), acq = rd64(emu, NVME_REG_ACQ);
 	const char *why = enable_check(emu, cc, aqa, asq, acq);
 
 	if (why) {
@@ -429,14 +437,14 @@ static void ctrl_enable(struct sio_nvme_emu *emu, uint32_t cc)
 		fprintf(stderr, "nvme-emu: enable refused: %s\n", why);
 		return;
 	}
-	emu->page_size = sio_nvme_prp_page_size((cc >> SIO_NVME_CC_MPS_SHIFT) & 0xf);
-	emu->wrr = ((cc >> SIO_NVME_CC_AMS_SHIFT) & 7) == SIO_NVME_CC_AMS_WRR;
+	emu->page_size = sio_nvme_prp_page_size(NVME_CC_MPS(cc));
+	emu->wrr = NVME_CC_AMS(cc) == NVME_CC_AMS_WRRU;
 	emu->cq[0] = (struct emu_cq){ .valid = true, .phase = 1, .qid = 0,
-				      .size = ((aqa >> 16) & 0xfff) + 1, .base = acq, .nsq = 1 };
-	emu->sq[0] = (struct emu_sq){ .valid = true, .qid = 0, .size = (aqa & 0xfff) + 1,
+				      .size = NVME_AQA_ACQS(aqa) + 1, .base = acq, .nsq = 1 };
+	emu->sq[0] = (struct emu_sq){ .valid = true, .qid = 0, .size = NVME_AQA_ASQS(aqa) + 1,
 				      .base = asq, .cq = &emu->cq[0] };
 	emu->enabled = true;
-	set_csts(emu, (csts(emu) & ~SIO_NVME_CSTS_CFS) | SIO_NVME_CSTS_RDY);
+	set_csts(emu, (csts(emu) & ~NVME_SET(1, CSTS_CFS)) | NVME_SET(1, CSTS_RDY));
 }
 
 static int cc_changed(struct sio_nvme_emu *emu, uint32_t cc)
@@ -449,20 +457,20 @@ static int cc_changed(struct sio_nvme_emu *emu, uint32_t cc)
 	 * set: a host may clear and set EN faster than one poll, and with RDY
 	 * already 0 it has nothing to wait for in between.
 	 */
-	if ((cc & SIO_NVME_CC_EN) && (!(old & SIO_NVME_CC_EN) || !emu->enabled))
+	if (NVME_CC_EN(cc) && (!NVME_CC_EN(old) || !emu->enabled))
 		ctrl_enable(emu, cc);
-	else if (!(cc & SIO_NVME_CC_EN) && (old & SIO_NVME_CC_EN))
+	else if (!NVME_CC_EN(cc) && NVME_CC_EN(old))
 		ctrl_reset(emu);
 
-	if ((cc & SIO_NVME_CC_SHN_MASK) && !(old & SIO_NVME_CC_SHN_MASK)) {
-		set_csts(emu, (csts(emu) & ~SIO_NVME_CSTS_SHST_MASK) | (1u << 2));
+	if (NVME_CC_SHN(cc) && !NVME_CC_SHN(old)) {
+		set_shst(emu, NVME_CSTS_SHST_OCCUR);
 		emu->resetting = true;
 		emu_drain(emu, NULL);
 		emu->resetting = false;
 		emu_flush_all(emu);
-		set_csts(emu, (csts(emu) & ~SIO_NVME_CSTS_SHST_MASK) | SIO_NVME_CSTS_SHST_CMPLT);
-	} else if (!(cc & SIO_NVME_CC_SHN_MASK) && (old & SIO_NVME_CC_SHN_MASK)) {
-		set_csts(emu, csts(emu) & ~SIO_NVME_CSTS_SHST_MASK);
+		set_shst(emu, NVME_CSTS_SHST_CMPLT);
+	} else if (!NVME_CC_SHN(cc) && NVME_CC_SHN(old)) {
+		set_shst(emu, NVME_CSTS_SHST_NORMAL);
 	}
 	return 1;
 }
@@ -471,8 +479,8 @@ static int cc_changed(struct sio_nvme_emu *emu, uint32_t cc)
 
 int sio_nvme_emu_poll(struct sio_nvme_emu *emu)
 {
-	uint32_t cc = rd32(emu, SIO_NVME_REG_CC);
-	uint64_t msc = rd64(emu, SIO_NVME_REG_CMBMSC);
+	uint32_t cc = rd32(emu, NVME_REG_CC);
+	uint64_t msc = rd64(emu, NVME_REG_CMBMSC);
 	int work = 0;
 
 	if (cc != emu->cc)
@@ -644,15 +652,15 @@ int sio_nvme_emu_create(const struct sio_nvme_emu_config *cfg, struct sio_nvme_e
 		sio_nvme_emu_destroy(emu);
 		return sio_err_set(ENOMEM, "out of memory");
 	}
-	emu->cap = (uint64_t)(cfg->mqes - 1) |		/* MQES */
-		   (1ull << 16) |			/* CQR: contiguous queues */
-		   (1ull << 17) |			/* AMS: weighted round robin */
-		   ((uint64_t)EMU_CAP_TO << 24) |
-		   ((uint64_t)cfg->dstrd << 32) |
-		   (1ull << 37) |			/* CSS: NVM command set */
-		   (0ull << 48) |			/* MPSMIN: 4 KiB */
-		   ((uint64_t)EMU_MPSMAX << 52) |
-		   ((uint64_t)(cfg->cmb_mib ? 1 : 0) << 57);	/* CMBS */
+	emu->cap = NVME_SET((uint64_t)cfg->mqes - 1, CAP_MQES) |
+		   NVME_SET(1ull, CAP_CQR) |			/* contiguous queues only */
+		   NVME_SET((uint64_t)NVME_CAP_AMS_WRR, CAP_AMS) |
+		   NVME_SET((uint64_t)EMU_CAP_TO, CAP_TO) |
+		   NVME_SET((uint64_t)cfg->dstrd, CAP_DSTRD) |
+		   NVME_SET((uint64_t)NVME_CAP_CSS_NVM, CAP_CSS) |
+		   NVME_SET(0ull, CAP_MPSMIN) |			/* 4 KiB */
+		   NVME_SET((uint64_t)EMU_MPSMAX, CAP_MPSMAX) |
+		   NVME_SET((uint64_t)(cfg->cmb_mib ? 1 : 0), CAP_CMBS);
 	emu_features_reset(emu);
 	emu->start_ns = emu_now_ns();
 	rc = emu_backing_open(emu);
@@ -666,10 +674,10 @@ int sio_nvme_emu_create(const struct sio_nvme_emu_config *cfg, struct sio_nvme_e
 
 static void publish_initial(struct sio_nvme_emu *emu)
 {
-	wr64(emu, SIO_NVME_REG_CAP, emu->cap);
-	wr32(emu, SIO_NVME_REG_VS, 0x00010400u);
-	emu->cc = rd32(emu, SIO_NVME_REG_CC);
-	emu->cmbmsc = rd64(emu, SIO_NVME_REG_CMBMSC);
+	wr64(emu, NVME_REG_CAP, emu->cap);
+	wr32(emu, NVME_REG_VS, EMU_VS);
+	emu->cc = rd32(emu, NVME_REG_CC);
+	emu->cmbmsc = rd64(emu, NVME_REG_CMBMSC);
 	set_csts(emu, 0);
 	republish(emu);
 	for (uint32_t q = 0; q < emu->nq; q++) {
@@ -807,5 +815,5 @@ void emu_active_del(struct sio_nvme_emu *emu, struct emu_sq *sq)
 
 uint32_t emu_cc(struct sio_nvme_emu *emu)
 {
-	return rd32(emu, SIO_NVME_REG_CC);
+	return rd32(emu, NVME_REG_CC);
 }

@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include "emu_priv.h"
 
-#define ST_WRITE_FAULT		SIO_NVME_MK_STATUS(SIO_NVME_SCT_MEDIA, 0x80)
-#define ST_READ_ERROR		SIO_NVME_MK_STATUS(SIO_NVME_SCT_MEDIA, 0x81)
+#define ST_WRITE_FAULT		SIO_NVME_MK_STATUS(NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT)
+#define ST_READ_ERROR		SIO_NVME_MK_STATUS(NVME_SCT_MEDIA, NVME_SC_READ_ERROR)
 
 static int layout(struct sio_nvme_emu *emu, uint64_t avail, bool grow, uint64_t *need)
 {
@@ -215,7 +215,7 @@ static int zero_sync(struct sio_nvme_emu *emu, uint64_t off, uint64_t len)
 static uint16_t req_status(struct sio_nvme_emu *emu, struct emu_req *r, int res)
 {
 	switch (r->opcode) {
-	case SIO_NVME_CMD_READ:
+	case nvme_cmd_read:
 		if (res < 0)
 			return ST_READ_ERROR;
 		if ((uint64_t)res < r->bytes) {
@@ -232,9 +232,9 @@ static uint16_t req_status(struct sio_nvme_emu *emu, struct emu_req *r, int res)
 			}
 		}
 		return EMU_OK;
-	case SIO_NVME_CMD_WRITE:
+	case nvme_cmd_write:
 		return res < 0 || (uint64_t)res < r->bytes ? ST_WRITE_FAULT : EMU_OK;
-	case SIO_NVME_CMD_WRITE_ZEROES:
+	case nvme_cmd_write_zeroes:
 		if (res < 0) {
 			const struct emu_ns *ns = &emu->ns[r->nsid - 1];
 
@@ -463,18 +463,18 @@ uint16_t emu_io(struct sio_nvme_emu *emu, struct emu_sq *sq, const struct sio_nv
 		return EMU_ST_FIELD;	/* no fused operations */
 	if ((cmd->flags >> 6) != SIO_NVME_PSDT_PRP)
 		return EMU_ST_FIELD;	/* SGLs are not supported (Identify SGLS = 0) */
-	if (cmd->opcode == SIO_NVME_CMD_FLUSH) {
+	if (cmd->opcode == nvme_cmd_flush) {
 		if (cmd->nsid != 0xffffffffu && (cmd->nsid == 0 || cmd->nsid > (uint32_t)emu->nns))
 			return EMU_ST_NS;
 		return flush(emu, sq, cmd);
 	}
-	if (cmd->opcode != SIO_NVME_CMD_READ && cmd->opcode != SIO_NVME_CMD_WRITE &&
-	    cmd->opcode != SIO_NVME_CMD_WRITE_ZEROES)
+	if (cmd->opcode != nvme_cmd_read && cmd->opcode != nvme_cmd_write &&
+	    cmd->opcode != nvme_cmd_write_zeroes)
 		return EMU_ST_OPCODE;
 	if (cmd->nsid == 0 || cmd->nsid > (uint32_t)emu->nns)
 		return EMU_ST_NS;
 	ns = &emu->ns[cmd->nsid - 1];
-	if (cmd->opcode == SIO_NVME_CMD_WRITE_ZEROES)
+	if (cmd->opcode == nvme_cmd_write_zeroes)
 		return write_zeroes(emu, sq, cmd, ns);
-	return rw(emu, sq, cmd, ns, cmd->opcode == SIO_NVME_CMD_WRITE);
+	return rw(emu, sq, cmd, ns, cmd->opcode == nvme_cmd_write);
 }
