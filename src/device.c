@@ -6,7 +6,7 @@
 #include <unistd.h>
 #include "internal.h"
 
-static void fill_info(struct sio_registry *r, int d, struct sio_device_info *o)
+void sio__device_info(struct sio_registry *r, int d, struct sio_device_info *o)
 {
 	const struct reg_dev *v = &r->devs[d];
 
@@ -43,7 +43,7 @@ int sio_device_list(struct sio_fabric *f, uint32_t class_code, uint32_t class_ma
 		if (!v->used || ((v->class_code ^ class_code) & class_mask))
 			continue;
 		if (n < max)
-			fill_info(f->reg, d, &out[n]);
+			sio__device_info(f->reg, d, &out[n]);
 		n++;
 	}
 	sio__unlock(f);
@@ -180,7 +180,7 @@ int sio_device_info(struct sio_device *dev, struct sio_device_info *out)
 		return ret;
 	ret = sio__dev_check(dev);
 	if (!ret)
-		fill_info(dev->f->reg, dev->slot, out);
+		sio__device_info(dev->f->reg, dev->slot, out);
 	sio__unlock(dev->f);
 	return ret;
 }

@@ -141,7 +141,7 @@ int sio_fabric_create(const char *name, const struct sio_fabric_config *cfg)
 	return create(name, cfg, false, 0);
 }
 
-int sio__fabric_create_group(const char *name, const struct sio_fabric_config *cfg, gid_t gid)
+int sio_fabric_create_group(const char *name, const struct sio_fabric_config *cfg, gid_t gid)
 {
 	return create(name, cfg, true, gid);
 }
@@ -332,6 +332,23 @@ const char *sio_fabric_name(const struct sio_fabric *f)
 	return f ? f->name : "";
 }
 
+void sio__node_info(struct sio_fabric *f, int n, struct sio_node_info *o)
+{
+	const struct reg_node *rn = &f->reg->nodes[n];
+
+	memset(o, 0, sizeof(*o));
+	o->id = n;
+	o->adapters = f->topo.adapters;
+	o->windows_total = f->topo.windows;
+	for (int a = 0; a < o->adapters; a++) {
+		o->switch_id[a] = rn->sw[a];
+		o->link_up[a] = rn->link_up[a] != 0;
+		o->windows_used[a] = rn->windows_used[a];
+	}
+	for (int p = 0; p < SIO_MAX_PROCS; p++)
+		o->procs += f->reg->procs[p].used && f->reg->procs[p].node == n;
+}
+
 int sio_fabric_nodes(struct sio_fabric *f, struct sio_node_info *out, int max)
 {
 	int n;
@@ -341,22 +358,8 @@ int sio_fabric_nodes(struct sio_fabric *f, struct sio_node_info *out, int max)
 	if ((n = sio__lock(f)))
 		return n;
 	n = f->topo.nodes;
-	for (int i = 0; i < n && i < max; i++) {
-		struct sio_node_info *o = &out[i];
-		const struct reg_node *rn = &f->reg->nodes[i];
-
-		memset(o, 0, sizeof(*o));
-		o->id = i;
-		o->adapters = f->topo.adapters;
-		o->windows_total = f->topo.windows;
-		for (int a = 0; a < o->adapters; a++) {
-			o->switch_id[a] = rn->sw[a];
-			o->link_up[a] = rn->link_up[a] != 0;
-			o->windows_used[a] = rn->windows_used[a];
-		}
-		for (int p = 0; p < SIO_MAX_PROCS; p++)
-			o->procs += f->reg->procs[p].used && f->reg->procs[p].node == i;
-	}
+	for (int i = 0; i < n && i < max; i++)
+		sio__node_info(f, i, &out[i]);
 	sio__unlock(f);
 	return n;
 }

@@ -18,6 +18,7 @@
 
 #include <smartio/smartio.h>
 #include <smartio/model.h>
+#include <smartio/status.h>
 #include "backend.h"
 #include "registry.h"
 
@@ -94,6 +95,9 @@ int sio__seg_check(struct sio_segment *seg);
 int sio__dev_check(struct sio_device *dev);
 /* Registry lock held: the slot of multicast group @group, or -errno. */
 int sio__mcast_group(struct sio_fabric *f, uint32_t group);
+/* Registry lock held: describe node @n, device slot @d (an entry in use). */
+void sio__node_info(struct sio_fabric *f, int n, struct sio_node_info *o);
+void sio__device_info(struct sio_registry *r, int d, struct sio_device_info *o);
 /* Registry lock held: may this process map that part of a (BAR) segment? */
 int sio__bar_access(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly);
 
@@ -108,9 +112,6 @@ int sio__lock(struct sio_fabric *f) __attribute__((warn_unused_result));
 /* The same without the lazy reaping (joining, sio_fabric_reap). */
 int sio__lock_noreap(struct sio_fabric *f) __attribute__((warn_unused_result));
 void sio__unlock(struct sio_fabric *f);
-
-/* sio_fabric_create() whose members of group @gid may join too. */
-int sio__fabric_create_group(const char *name, const struct sio_fabric_config *cfg, gid_t gid);
 
 uint64_t sio__now_ns(void);
 void sio__delay_ns(uint64_t ns);

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* smartio: create, inspect and break simulated fabrics. */
+#include <errno.h>
 #include <getopt.h>
 #include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
+#include <smartio/smartio.h>
 #ifdef SIO_TOOL_VFIO
 #include "smartio-vfio.h"
 #endif
@@ -92,7 +93,7 @@ static int cmd_create(int argc, char **argv)
 			fprintf(stderr, "smartio create: no group '%s'\n", group);
 			return 1;
 		}
-		ret = sio__fabric_create_group(name, &c, (gid_t)g);
+		ret = sio_fabric_create_group(name, &c, (gid_t)g);
 	} else {
 		ret = sio_fabric_create(name, &c);
 	}
@@ -121,11 +122,81 @@ static const char *kind_name(int k)
 	return k == SIO_SEG_BAR ? "bar" : k == SIO_SEG_GPU ? "gpu" : "ram";
 }
 
+static void status_json(const struct sio_fabric_status *st, const char *topo)
+{
+	const struct sio_topology *t = &st->topo;
+
+	printf("{\"fabric\":\"%s\",\"topology\":\"%s\",\"nodes\":%d,\"adapters\":%d,\"windows\":%d,"
+	       "\"latency_model\":%s,\"node\":[", st->name, topo, t->nodes, t->adapters, t->windows,
+	       t->latency_model ? "true" : "false");
+	for (int n = 0; n < st->nnodes; n++) {
+		const struct sio_node_info *ni = &st->nodes[n];
+
+		printf("%s{\"id\":%d,\"adapters\":[", n ? "," : "", n);
+		for (int a = 0; a < ni->adapters; a++)
+			printf("%s{\"switch\":%d,\"link_up\":%s,\"windows_used\":%d}", a ? "," : "",
+			       ni->switch_id[a], ni->link_up[a] ? "true" : "false", ni->windows_used[a]);
+		printf("]}");
+	}
+	printf("],\"segments\":[");
+	for (int i = 0; i < st->nsegments; i++) {
+		const struct sio_segment_status *sg = &st->segments[i];
+
+		printf("%s{\"node\":%d,\"id\":%u,\"size\":%llu,\"kind\":\"%s\",\"name\":\"%s\",\"pid\":%d}",
+		       i ? "," : "", sg->node, sg->id, (unsigned long long)sg->size, kind_name(sg->kind),
+		       sg->name, sg->owner_pid);
+	}
+	printf("],\"devices\":[");
+	for (int i = 0; i < st->ndevices; i++) {
+		const struct sio_device_info *d = &st->devices[i];
+
+		printf("%s{\"id\":%u,\"lender\":%d,\"class\":\"0x%06x\",\"name\":\"%s\",\"borrowers\":%d,"
+		       "\"exclusive\":%s,\"dma_faults\":%llu}", i ? "," : "", d->id, d->lender,
+		       d->class_code, d->name, d->borrowers, d->exclusive ? "true" : "false",
+		       (unsigned long long)d->dma_faults);
+	}
+	printf("]}\n");
+}
+
+static void status_text(const struct sio_fabric_status *st, const char *topo)
+{
+	const struct sio_topology *t = &st->topo;
+
+	printf("fabric %s: %s, %d nodes, %d adapter(s) per node, %d windows per adapter, latency model %s\n",
+	       st->name, topo, t->nodes, t->adapters, t->windows,
+	       t->latency_model ? "on (modelled, not measured)" : "off");
+	printf("%-6s %-8s %-10s %-14s %s\n", "node", "adapter", "switch", "link", "windows used");
+	for (int n = 0; n < st->nnodes; n++)
+		for (int a = 0; a < st->nodes[n].adapters; a++)
+			printf("%-6d %-8d %-10d %-14s %d/%d\n", n, a, st->nodes[n].switch_id[a],
+			       st->nodes[n].link_up[a] ? "up" : "DOWN", st->nodes[n].windows_used[a],
+			       t->windows);
+	printf("\nsegments:\n%-6s %-10s %-12s %-5s %-8s %s\n", "node", "id", "size", "kind", "pid", "name");
+	for (int i = 0; i < st->nsegments; i++) {
+		const struct sio_segment_status *sg = &st->segments[i];
+
+		printf("%-6d %-10u %-12llu %-5s %-8d %s\n", sg->node, sg->id,
+		       (unsigned long long)sg->size, kind_name(sg->kind), sg->owner_pid, sg->name);
+	}
+	printf("\ndevices:\n%-4s %-7s %-9s %-16s %-10s %s\n", "id", "lender", "class", "name", "borrowers", "dma faults");
+	for (int i = 0; i < st->ndevices; i++) {
+		const struct sio_device_info *d = &st->devices[i];
+
+		printf("%-4u %-7d 0x%06x  %-16s %d%-9s %llu\n", d->id, d->lender, d->class_code, d->name,
+		       d->borrowers, d->exclusive ? " (excl)" : "", (unsigned long long)d->dma_faults);
+	}
+	printf("\nborrows:\n");
+	for (int i = 0; i < st->nborrows; i++)
+		printf("  device %u by pid %d on node %d%s\n", st->borrows[i].device, st->borrows[i].pid,
+		       st->borrows[i].node, st->borrows[i].exclusive ? " (exclusive)" : "");
+}
+
 static int cmd_status(int argc, char **argv)
 {
-	bool json = false;
+	struct sio_fabric_status *st;
 	struct sio_fabric *f;
-	struct sio_registry *r;
+	bool json = false;
+	const char *topo;
 	int ret;
 
 	for (int i = 1; i < argc; i++)
@@ -135,79 +206,16 @@ static int cmd_status(int argc, char **argv)
 	ret = sio_fabric_open(fabric_arg(argc, argv), 0, &f);
 	if (ret)
 		return fail(ret, "status");
-	r = f->reg;
-	if ((ret = sio__lock(f))) {
-		sio_fabric_close(f);
-		return fail(ret, "status");
-	}
-	reg_reap(f);
-	/* joining validated the registry; it is read under the lock, indices checked */
-	const struct sio_topology *t = &f->topo;
-	const char *topo = t->kind == SIO_TOPO_B2B ? "b2b" : t->kind == SIO_TOPO_SWITCH ? "switch" : "cascade";
-	if (json) {
-		printf("{\"fabric\":\"%s\",\"topology\":\"%s\",\"nodes\":%d,\"adapters\":%d,\"windows\":%d,"
-		       "\"latency_model\":%s,\"node\":[", f->name, topo, t->nodes, t->adapters, t->windows,
-		       t->latency_model ? "true" : "false");
-		for (int n = 0; n < t->nodes; n++) {
-			printf("%s{\"id\":%d,\"adapters\":[", n ? "," : "", n);
-			for (int a = 0; a < t->adapters; a++)
-				printf("%s{\"switch\":%d,\"link_up\":%s,\"windows_used\":%d}", a ? "," : "",
-				       r->nodes[n].sw[a], r->nodes[n].link_up[a] ? "true" : "false",
-				       r->nodes[n].windows_used[a]);
-			printf("]}");
-		}
-		printf("],\"segments\":[");
-		for (int s = 0, first = 1; s < SIO_MAX_SEGS; s++)
-			if (r->segs[s].used && r->segs[s].owner != f->proc) {
-				printf("%s{\"node\":%d,\"id\":%u,\"size\":%llu,\"kind\":\"%s\",\"name\":\"%.*s\",\"pid\":%d}",
-				       first ? "" : ",", r->segs[s].node, r->segs[s].id,
-				       (unsigned long long)r->segs[s].size, kind_name(r->segs[s].kind),
-				       SIO_NAME_MAX - 1, r->segs[s].name, reg_proc_pid(r, r->segs[s].owner));
-				first = 0;
-			}
-		printf("],\"devices\":[");
-		for (int d = 0, first = 1; d < SIO_MAX_DEVS; d++)
-			if (r->devs[d].used) {
-				printf("%s{\"id\":%u,\"lender\":%d,\"class\":\"0x%06x\",\"name\":\"%.*s\",\"borrowers\":%d,"
-				       "\"exclusive\":%s,\"dma_faults\":%llu}", first ? "" : ",", r->devs[d].id,
-				       r->devs[d].lender, r->devs[d].class_code, SIO_NAME_MAX - 1, r->devs[d].name,
-				       r->devs[d].nborrows, r->devs[d].excl >= 0 ? "true" : "false",
-				       (unsigned long long)r->devs[d].dma_faults);
-				first = 0;
-			}
-		printf("]}\n");
-	} else {
-		printf("fabric %s: %s, %d nodes, %d adapter(s) per node, %d windows per adapter, latency model %s\n",
-		       f->name, topo, t->nodes, t->adapters, t->windows,
-		       t->latency_model ? "on (modelled, not measured)" : "off");
-		printf("%-6s %-8s %-10s %-14s %s\n", "node", "adapter", "switch", "link", "windows used");
-		for (int n = 0; n < t->nodes; n++)
-			for (int a = 0; a < t->adapters; a++)
-				printf("%-6d %-8d %-10d %-14s %d/%d\n", n, a, r->nodes[n].sw[a],
-				       r->nodes[n].link_up[a] ? "up" : "DOWN", r->nodes[n].windows_used[a], t->windows);
-		printf("\nsegments:\n%-6s %-10s %-12s %-5s %-8s %s\n", "node", "id", "size", "kind", "pid", "name");
-		for (int s = 0; s < SIO_MAX_SEGS; s++)
-			if (r->segs[s].used)
-				printf("%-6d %-10u %-12llu %-5s %-8d %.*s\n", r->segs[s].node, r->segs[s].id,
-				       (unsigned long long)r->segs[s].size, kind_name(r->segs[s].kind),
-				       reg_proc_pid(r, r->segs[s].owner), SIO_NAME_MAX - 1, r->segs[s].name);
-		printf("\ndevices:\n%-4s %-7s %-9s %-16s %-10s %s\n", "id", "lender", "class", "name", "borrowers", "dma faults");
-		for (int d = 0; d < SIO_MAX_DEVS; d++)
-			if (r->devs[d].used)
-				printf("%-4u %-7d 0x%06x  %-16.*s %d%-9s %llu\n", r->devs[d].id, r->devs[d].lender,
-				       r->devs[d].class_code, SIO_NAME_MAX - 1, r->devs[d].name, r->devs[d].nborrows,
-				       r->devs[d].excl >= 0 ? " (excl)" : "", (unsigned long long)r->devs[d].dma_faults);
-		printf("\nborrows:\n");
-		for (int b = 0; b < SIO_MAX_BORROWS; b++) {
-			const struct reg_dev *dv = reg_dev_at(r, r->borrows[b].dev);
-			const struct reg_proc *pr = reg_proc_at(r, r->borrows[b].proc);
-			if (r->borrows[b].used && dv && pr)
-				printf("  device %u by pid %d on node %d%s\n", dv->id, pr->pid, pr->node,
-				       r->borrows[b].excl ? " (exclusive)" : "");
-		}
-	}
-	sio__unlock(f);
+	ret = sio_fabric_status_get(f, &st);
 	sio_fabric_close(f);
+	if (ret)
+		return fail(ret, "status");
+	topo = st->topo.kind == SIO_TOPO_B2B ? "b2b" : st->topo.kind == SIO_TOPO_SWITCH ? "switch" : "cascade";
+	if (json)
+		status_json(st, topo);
+	else
+		status_text(st, topo);
+	sio_fabric_status_free(st);
 	return 0;
 }
 

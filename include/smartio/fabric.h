@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -102,6 +103,19 @@ struct sio_topology {
  * Return: 0, -EEXIST if it exists, -EINVAL for a bad configuration.
  */
 int sio_fabric_create(const char *name, const struct sio_fabric_config *cfg);
+
+/**
+ * sio_fabric_create_group() - create a fabric that a group may join too
+ * @name: fabric name; NULL uses $SMARTIO_FABRIC
+ * @cfg: its shape and limits
+ * @gid: the group whose members may join it; the caller must be one
+ *
+ * As sio_fabric_create(), but the fabric's directory is given to group
+ * @gid with mode 2770, and its registry and segments with mode 0660
+ * (`smartio create --group`). Only its creator may destroy it.
+ * Return: as sio_fabric_create(); -EPERM if the group cannot be given.
+ */
+int sio_fabric_create_group(const char *name, const struct sio_fabric_config *cfg, gid_t gid);
 
 /**
  * sio_fabric_destroy() - remove a fabric and everything in it

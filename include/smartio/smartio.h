@@ -16,5 +16,6 @@
 #include <smartio/path.h>
 #include <smartio/multicast.h>
 #include <smartio/event.h>
+#include <smartio/status.h>
 
 #endif

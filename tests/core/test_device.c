@@ -344,3 +344,68 @@ Test(device, restricted_bar_grants_ranges_per_process)
 	sio_fabric_close(l);
 	sio_fabric_destroy(name);
 }
+
+/* The status a tool prints: one consistent look, with what the dead held gone. */
+Test(device, fabric_status_shows_what_the_living_hold)
+{
+	struct sio_fabric_config c = { .nodes = 2, .windows = 4 };
+	const char *name = test_fabric("status", &c);
+	struct sio_fabric *l = join(name, 0), *h = join(name, 1);
+	struct sio_devreg *reg = make_device(l, false);
+	struct sio_fabric_status *st;
+	struct sio_segment *seg;
+	struct sio_device *dev;
+	uint64_t bus;
+	pid_t child;
+	int wst;
+
+	cr_assert_eq(sio_device_borrow(h, sio_devreg_id(reg), SIO_BORROW_EXCLUSIVE, &dev), 0);
+	cr_assert_eq(sio_segment_create(h, 42, 8192, SIO_SEG_F_NOHUGE, &seg), 0);
+	cr_assert_eq(sio_segment_set_name(seg, "queue"), 0);
+	cr_assert_eq(sio_device_map(dev, seg, &bus), 0, "%s", sio_errmsg());	/* a window on node 0 */
+	child = fork();
+	if (child == 0) {	/* a process that dies holding a segment */
+		struct sio_fabric *c2;
+		struct sio_segment *s2;
+		if (sio_fabric_open(name, 1, &c2) || sio_segment_create(c2, 77, 4096, 0, &s2))
+			_exit(1);
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(child, &wst, 0), child);
+	cr_assert(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+
+	cr_assert_eq(sio_fabric_status_get(l, &st), 0, "%s", sio_errmsg());
+	cr_expect_str_eq(st->name, name);
+	cr_expect_str_eq(st->backend, "shm");
+	cr_expect_eq(st->topo.nodes, 2);
+	cr_expect_eq(st->procs, 2, "the dead child is reaped first");
+	cr_assert_eq(st->nnodes, 2);
+	cr_expect_eq(st->nodes[0].windows_used[0], 1, "the device's window to node 1");
+	cr_expect_eq(st->nodes[0].windows_total, 4);
+	cr_expect_eq(st->nodes[1].procs, 1);
+	cr_assert_eq(st->nsegments, 2, "the BAR and the queue; not the dead child's");
+	cr_expect_eq(st->segments[0].kind, SIO_SEG_BAR);
+	cr_expect_eq(st->segments[0].device, (int)sio_devreg_id(reg));
+	cr_expect_eq(st->segments[0].owner_pid, getpid());
+	cr_expect_eq(st->segments[1].id, 42);
+	cr_expect_eq(st->segments[1].node, 1);
+	cr_expect_eq(st->segments[1].size, 8192);
+	cr_expect_str_eq(st->segments[1].name, "queue");
+	cr_assert_eq(st->ndevices, 1);
+	cr_expect_eq(st->devices[0].borrowers, 1);
+	cr_expect(st->devices[0].exclusive);
+	cr_assert_eq(st->nborrows, 1);
+	cr_expect_eq(st->borrows[0].device, sio_devreg_id(reg));
+	cr_expect_eq(st->borrows[0].node, 1);
+	cr_expect(st->borrows[0].exclusive);
+	sio_fabric_status_free(st);
+	sio_fabric_status_free(NULL);
+	cr_expect_eq(sio_fabric_status_get(NULL, &st), -EINVAL);
+
+	sio_segment_remove(seg);
+	sio_device_return(dev);
+	sio_device_unregister(reg);
+	sio_fabric_close(h);
+	sio_fabric_close(l);
+	sio_fabric_destroy(name);
+}

@@ -370,7 +370,7 @@ Test(registry, group_fabric_is_shared_with_its_group_only)
 
 	snprintf(name, sizeof(name), "t-group-%d", (int)getpid());
 	sio_fabric_destroy(name);
-	cr_assert_eq(sio__fabric_create_group(name, &c, g), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_fabric_create_group(name, &c, g), 0, "%s", sio_errmsg());
 	cr_assert_eq(stat(fabric_dir(name), &st), 0);
 	cr_assert_eq(st.st_mode & 07777, 02770, "mode %o", st.st_mode & 07777);
 	cr_assert_eq(st.st_gid, g);
