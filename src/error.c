@@ -8,7 +8,7 @@
 static __thread char errbuf[SIO_ERRMSG_MAX];	/* room for a path and a reason */
 
 /* Formatted aside first: the arguments may point into errbuf. */
-static void vset(const char *fmt, va_list ap, const char *cause)
+static __attribute__((format(printf, 1, 0))) void vset(const char *fmt, va_list ap, const char *cause)
 {
 	char msg[SIO_ERRMSG_MAX];
 	size_t n;

@@ -46,7 +46,7 @@ static volatile uint8_t *regs;
 static struct sio_device *dev;
 static struct sio_fabric *fab;
 
-static void die(const char *what)
+static __attribute__((noreturn)) void die(const char *what)
 {
 	fprintf(stderr, "emu-bench: %s: %s\n", what, sio_errmsg());
 	exit(1);

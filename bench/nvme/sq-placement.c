@@ -40,8 +40,6 @@ struct run {
 	struct nb_stats st;
 };
 
-static volatile int done_flag;
-
 static void on_done(void *arg, int err, uint16_t status)
 {
 	*(int *)arg = err ? err : 1;

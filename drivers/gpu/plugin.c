@@ -208,6 +208,7 @@ static void gpu_forget(const struct sio_gpu_seg *live, int n)
 }
 
 /* For tests: how many IPC mappings are open. */
+int sio_gpu_dma_plugin_open_count(void);	/* found with dlsym() */
 __attribute__((visibility("default")))
 int sio_gpu_dma_plugin_open_count(void)
 {

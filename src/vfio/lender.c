@@ -49,7 +49,7 @@ struct lender {
 	FILE *log;
 };
 
-static void say(struct lender *l, const char *fmt, ...)
+static __attribute__((format(printf, 2, 3))) void say(struct lender *l, const char *fmt, ...)
 {
 	va_list ap;
 
