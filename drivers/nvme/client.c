@@ -208,7 +208,7 @@ static int map_registers(struct sio_nvme_client *cl)
 	return 0;
 }
 
-int sio_nvme_client_open(struct sio_fabric *f, int64_t device, struct sio_nvme_client **out)
+int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_client **out)
 {
 	struct sio_nvme_client *cl;
 	struct sio_nvme_mbox_req req;

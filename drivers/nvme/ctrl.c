@@ -626,7 +626,7 @@ int sio_nvme_ctrl_delete_qpair(struct sio_nvme_ctrl *c, uint16_t qid)
 	return ret ? ret : ret2;
 }
 
-int sio_nvme_find_device(struct sio_fabric *f, int64_t id, struct sio_device_info *out)
+int sio_nvme_find_device(struct sio_fabric *f, uint32_t id, struct sio_device_info *out)
 {
 	struct sio_device_info *all;
 	int n, i, ret;
@@ -643,7 +643,7 @@ int sio_nvme_find_device(struct sio_fabric *f, int64_t id, struct sio_device_inf
 	n = sio_device_list(f, 0, 0, all, n);
 	ret = -ENOENT;
 	for (i = 0; i < n; i++) {
-		if (id >= 0 && all[i].id == (uint32_t)id) {
+		if (id != SIO_DEVICE_ANY && all[i].id == id) {
 			if (all[i].class_code != SIO_NVME_CLASS) {
 				ret = sio_err_set(ENODEV, "device %u is not an NVMe "
 						  "controller (class 0x%06x)",
@@ -654,18 +654,18 @@ int sio_nvme_find_device(struct sio_fabric *f, int64_t id, struct sio_device_inf
 			ret = 0;
 			goto out;
 		}
-		if (id < 0 && all[i].class_code == SIO_NVME_CLASS) {
+		if (id == SIO_DEVICE_ANY && all[i].class_code == SIO_NVME_CLASS) {
 			*out = all[i];
 			ret = 0;
 			goto out;
 		}
 	}
-	if (id >= 0)
-		ret = sio_err_set(ENOENT, "device %lld does not exist on fabric '%s'",
-				  (long long)id, sio_fabric_name(f));
+	if (id != SIO_DEVICE_ANY)
+		ret = sio_err_set(ENOENT, "device %u does not exist on fabric '%s'", id,
+				  sio_fabric_name(f));
 	else
-		ret = sio_err_set(ENOENT, "no NVMe controller (class 0x010802) on "
-				  "fabric '%s'", sio_fabric_name(f));
+		ret = sio_err_set(ENOENT, "no NVMe controller (class 0x%06x) on fabric '%s'",
+				  SIO_NVME_CLASS, sio_fabric_name(f));
 out:
 	free(all);
 	return ret;

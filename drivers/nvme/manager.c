@@ -123,7 +123,7 @@ static int confine(struct sio_nvme_manager *m)
 	return 0;
 }
 
-int sio_nvme_manager_start(struct sio_fabric *f, int64_t device,
+int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 			   const struct sio_nvme_manager_opts *opts,
 			   struct sio_nvme_manager **out)
 {

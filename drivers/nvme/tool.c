@@ -16,7 +16,7 @@ void tool_init(struct tool_common *t, const char *prog)
 	t->prog = prog;
 	t->fabric = getenv("SMARTIO_FABRIC");
 	t->node = n && *n ? atoi(n) : 0;
-	t->device = -1;
+	t->device = SIO_DEVICE_ANY;
 }
 
 int tool_parse_u64(const char *s, uint64_t *out)
@@ -62,11 +62,11 @@ int tool_opt(struct tool_common *t, int c, const char *arg)
 		t->node = (int)v;
 		return 1;
 	case 'D':
-		if (tool_parse_u64(arg, &v) || v > 0xffffffffull) {
+		if (tool_parse_u64(arg, &v) || v >= SIO_DEVICE_ANY) {
 			fprintf(stderr, "%s: --device '%s' is not a device id\n", t->prog, arg);
 			return -1;
 		}
-		t->device = (int64_t)v;
+		t->device = (uint32_t)v;
 		return 1;
 	case 'J':
 		t->json = true;

@@ -12,7 +12,7 @@ struct tool_common {
 	const char *prog;
 	const char *fabric;	/* --fabric, default $SMARTIO_FABRIC */
 	int node;		/* --node, default $SMARTIO_NODE, else 0 */
-	int64_t device;		/* --device, default -1: first NVMe */
+	uint32_t device;	/* --device, default SIO_DEVICE_ANY: first NVMe */
 	bool json;
 };
 

@@ -22,6 +22,8 @@ extern "C" {
 #endif
 
 #define SIO_MAX_BARS		6
+/* No device id in particular: for calls that pick one themselves. */
+#define SIO_DEVICE_ANY		UINT32_MAX
 
 struct sio_device;
 

@@ -123,7 +123,7 @@ static void client_b(uint16_t a_qid, int out_fd, int go_fd)
 
 	r.open = sio_fabric_open(C.fabric, 2, &f);
 	if (!r.open)
-		r.open = sio_nvme_client_open(f, -1, &cl);
+		r.open = sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl);
 	if (!r.open)
 		r.open = sio_nvme_ioq_create(cl, NULL, &q);
 	if (!r.open)
@@ -225,7 +225,7 @@ Test(confine, clients_map_only_their_own_doorbells)
 
 	cluster_up(&C, 3, 32, emu);
 	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_open(f, -1, &cl), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
 	sio_nvme_client_info(cl, &ci);
 	cr_assert_eq(ci.dstrd, 10, "the controller reports DSTRD %u", ci.dstrd);
 	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_errmsg());

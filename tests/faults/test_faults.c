@@ -51,7 +51,7 @@ static void cli_open(struct cli *c, int node)
 {
 	memset(c, 0, sizeof(*c));
 	cr_assert_eq(sio_fabric_open(C.fabric, node, &c->f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_open(c->f, -1, &c->cl), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(c->f, SIO_DEVICE_ANY, &c->cl), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_nvme_ioq_create(c->cl, NULL, &c->q), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_nvme_buf_alloc(c->cl, 64 << 10, &c->buf), 0, "%s", sio_errmsg());
 }
@@ -636,7 +636,7 @@ Test(faults, multipath_resends_transfer_errors_unless_do_not_retry)
 
 	memset(&c, 0, sizeof(c));
 	cr_assert_eq(sio_fabric_open(C.fabric, 1, &c.f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_open(c.f, -1, &c.cl), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(c.f, SIO_DEVICE_ANY, &c.cl), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_nvme_qspec_parse("multipath,depth=32", &spec), 0);
 	cr_assert_eq(sio_nvme_ioq_create(c.cl, &spec, &c.q), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_nvme_buf_alloc(c.cl, 64 << 10, &c.buf), 0, "%s", sio_errmsg());

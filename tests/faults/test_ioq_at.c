@@ -44,7 +44,7 @@ Test(ioq_at, caller_placed_queue_does_io_and_bad_input_is_refused)
 
 	cluster_up(&C, 2, 32, emu);
 	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_open(f, -1, &cl), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
 	sio_nvme_client_info(cl, &ci);
 
 	/* One message for every layer: a refusal relayed from the manager

@@ -79,7 +79,7 @@ Test(multipath, refused_without_a_second_adapter_and_bad_specs)
 
 	mp_cluster_up(1);
 	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_open(f, -1, &cl), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_nvme_qspec_parse("multipath", &spec), 0);
 	cr_expect_eq(sio_nvme_ioq_create(cl, &spec, &q), -EINVAL);
 	cr_expect(strstr(sio_errmsg(), "two adapters"), "%s", sio_errmsg());
@@ -192,7 +192,7 @@ Test(multipath, link_flaps_during_verified_io_cost_no_errors_and_no_data)
 
 	mp_cluster_up(2);
 	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_open(f, -1, &cl), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_nvme_qspec_parse("multipath,depth=32", &spec), 0);
 	cr_assert_eq(sio_nvme_ioq_create(cl, &spec, &q), 0, "%s", sio_errmsg());
 	sio_nvme_ioq_info(q, &qi);

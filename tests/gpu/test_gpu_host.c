@@ -262,7 +262,7 @@ static void unreadable_sq(const char *why_in_log)
 
 	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
 	for (int i = 0; i < 100 && ret; i++) {
-		ret = sio_nvme_client_open(f, -1, &cl);
+		ret = sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl);
 		if (ret)
 			usleep(50000);
 	}

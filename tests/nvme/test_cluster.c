@@ -148,7 +148,7 @@ Test(nvme_cluster, too_many_queues_is_a_clear_error)
 
 	cluster_up(&C, 3, 32, emu);
 	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_open(f, -1, &cl), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
 	sio_nvme_qspec_parse("depth=16", &spec);
 	for (i = 0; i < 3; i++)
 		cr_assert_eq(sio_nvme_ioq_create(cl, &spec, &q[i]), 0, "queue %d: %s", i,

@@ -155,7 +155,7 @@ int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out);
 /**
  * sio_nvme_client_open() - connect to the manager serving a controller
  * @f: fabric handle (the client's node)
- * @device: device id, or negative for the first NVMe controller
+ * @device: device id, or SIO_DEVICE_ANY for the first NVMe controller
  * @out: the client
  *
  * Borrows the device shared, finds the manager's mailbox, claims a slot and
@@ -163,7 +163,7 @@ int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out);
  * Return: 0; -ENOENT (no such device, or no manager serves it), -EBUSY
  * (borrowed exclusively by someone else), -ENOSPC (mailbox full).
  */
-int sio_nvme_client_open(struct sio_fabric *f, int64_t device,
+int sio_nvme_client_open(struct sio_fabric *f, uint32_t device,
 			 struct sio_nvme_client **out);
 
 /**

@@ -290,11 +290,11 @@ const char *sio_nvme_errmsg(void);
 /**
  * sio_nvme_find_device() - pick an NVMe controller on the fabric
  * @f: fabric handle
- * @id: device id, or a negative value for the first device of class 0x010802
+ * @id: device id, or SIO_DEVICE_ANY for the first device of class 0x010802
  * @out: its description
  * Return: 0, -ENOENT (none, or no such device), -ENODEV (@id is not NVMe).
  */
-int sio_nvme_find_device(struct sio_fabric *f, int64_t id, struct sio_device_info *out);
+int sio_nvme_find_device(struct sio_fabric *f, uint32_t id, struct sio_device_info *out);
 
 #ifdef __cplusplus
 }

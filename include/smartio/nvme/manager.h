@@ -68,14 +68,14 @@ struct sio_nvme_manager_stats {
 /**
  * sio_nvme_manager_start() - take a controller and open the mailbox
  * @f: fabric handle (the manager's node)
- * @device: device id, or negative for the first NVMe controller
+ * @device: device id, or SIO_DEVICE_ANY for the first NVMe controller
  * @opts: options (NULL for defaults)
  * @out: the manager
  *
  * Return: 0; -ENOENT (no such device), -EBUSY (device already borrowed, or
  * another manager serves it), -errno from bringing the controller up.
  */
-int sio_nvme_manager_start(struct sio_fabric *f, int64_t device,
+int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 			   const struct sio_nvme_manager_opts *opts,
 			   struct sio_nvme_manager **out);
 
