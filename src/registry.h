@@ -3,10 +3,11 @@
 #define SIO_REGISTRY_H
 
 /*
- * The fabric registry: one file in the fabric's directory, mapped shared by
- * every process of the fabric, guarded by a lock word whose holder is known
- * (reglock.c): a dead holder is taken over and a live one waited for a
- * bounded time, so nothing can wedge the others. Fixed-size tables: no
+ * The fabric registry: one region that every process of the fabric maps
+ * (the fabric backend provides it; shm: a file in the fabric's directory),
+ * guarded by a lock whose holder is known (shm: reglock.c): a dead holder
+ * is taken over and a live one waited for a bounded time, so nothing can
+ * wedge the others. Fixed-size tables: no
  * pointers, only slot indices, since every process maps it elsewhere. A
  * slot's gen moves each time it is reused, so a stale handle is detected.
  *
@@ -50,7 +51,8 @@ struct reg_proc {
 	int32_t pid;
 	int32_t node;
 	int32_t rsvd;
-	uint64_t starttime;	/* /proc/PID/stat field 22: guards pid reuse */
+	uint64_t starttime;	/* the fabric backend's liveness check (shm: the start
+				 * time in /proc/PID/stat, against pid reuse) */
 };
 
 struct reg_node {

@@ -94,6 +94,30 @@ Test(registry, corrupt_tables_are_refused_when_joining)
 	cr_assert_eq(sio_fabric_destroy(name), 0, "%s", sio_errmsg());
 }
 
+/* The fabric backend is picked by name, and a fabric is opened only by its own. */
+Test(registry, fabric_backend_is_picked_by_name_and_recorded)
+{
+	struct sio_fabric_config c = { .nodes = 1 };
+	const char *name = test_fabric("backend", &c);
+	struct sio_registry *r = raw_map(name);
+	struct sio_fabric *f;
+
+	cr_expect_str_eq(r->backend, "shm", "the registry records who made it");
+	setenv("SMARTIO_FABRIC_BACKEND", "ntb", 1);
+	cr_expect_eq(sio_fabric_open(name, 0, &f), -EINVAL);
+	cr_expect(strstr(sio_errmsg(), "'ntb'") && strstr(sio_errmsg(), "shm"), "%s", sio_errmsg());
+	cr_expect_eq(sio_fabric_create("t-backend-none", &c), -EINVAL, "%s", sio_errmsg());
+	setenv("SMARTIO_FABRIC_BACKEND", "shm", 1);
+	snprintf(r->backend, sizeof(r->backend), "shmwin");
+	cr_expect_eq(sio_fabric_open(name, 0, &f), -EPROTO);
+	cr_expect(strstr(sio_errmsg(), "'shmwin' fabric backend"), "%s", sio_errmsg());
+	memset(r->backend, 'x', sizeof(r->backend));
+	expect_refused(name, EUCLEAN, "backend's name is not terminated");
+	unsetenv("SMARTIO_FABRIC_BACKEND");
+	munmap(r, sizeof(*r));
+	cr_assert_eq(sio_fabric_destroy(name), 0, "%s", sio_errmsg());
+}
+
 Test(registry, damage_after_joining_gives_errors_not_crashes)
 {
 	struct sio_fabric_config c = { .nodes = 2, .mcast_groups = 4 };
