@@ -171,12 +171,8 @@ static int claim_slot(struct sio_nvme_client *cl)
 }
 
 /*
- * BAR0. With doorbells a page or more apart (CAP.DSTRD >= 10) the manager
- * confines BAR0: this process maps the register page read-only (for CSTS)
- * and, per queue pair, that queue's doorbell pages (ioq.c). With a smaller
- * stride (QEMU, real SSDs) queues share doorbell pages, no mapping can keep
- * them apart, and the whole BAR is mapped; the manager's ownership checks
- * on requests are then the protection.
+ * BAR0: confined (manager.h), the register page read-only, for CSTS; each
+ * queue pair maps its own doorbell pages (ioq.c). Otherwise the whole BAR.
  */
 static int map_registers(struct sio_nvme_client *cl)
 {

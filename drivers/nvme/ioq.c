@@ -149,12 +149,10 @@ static uint64_t align_page(const struct sio_nvme_ioq *q, uint64_t v)
 }
 
 /*
- * Map qid's doorbells through @dev and @path's adapter. Confined (a doorbell
- * stride of a page or more), just its SQ tail and CQ head doorbell pages,
- * which the manager granted this process, through a BAR0 handle of their
+ * Map qid's doorbells through @dev and @path's adapter. Confined (manager.h),
+ * just its SQ tail and CQ head doorbell pages, through a BAR0 handle of their
  * own: the range up to the next queue's SQ doorbell, qid's alone. Otherwise
- * doorbells of different queues share pages, no mapping could tell them
- * apart, and the whole-BAR0 mapping serves.
+ * the whole-BAR0 mapping serves.
  */
 static int doorbells_map(struct sio_nvme_client *cl, struct sio_device *dev, int path,
 			 uint16_t qid, struct sio_nvme_doorbells *out)

@@ -96,15 +96,8 @@ static void publish(struct sio_nvme_manager *m)
 	__atomic_store_n(&h->magic, SIO_NVME_MBOX_MAGIC, __ATOMIC_RELEASE);
 }
 
-/*
- * Confine BAR0 when each queue's doorbells have pages of their own (a
- * stride of a page or more): other processes may then map the register
- * page read-only and the doorbell pages of their own queues, nothing else,
- * so a client can neither ring another's queues nor reset the controller.
- * With a smaller stride (QEMU, real SSDs: DSTRD 0) doorbells of different
- * queues share a page and no mapping can keep them apart; the ownership
- * checks on mailbox requests are then the protection.
- */
+/* Confine BAR0 when each queue's doorbells have pages of their own (the
+ * rule: manager.h, DOC); with a smaller stride, leave it whole. */
 static int confine(struct sio_nvme_manager *m)
 {
 	int ret;

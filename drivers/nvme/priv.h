@@ -10,12 +10,7 @@
 #include <time.h>
 #include <smartio/nvme/ctrl.h>
 
-/*
- * With doorbells at least a page apart (CAP.DSTRD >= 10 on 4 KiB pages) each
- * queue's doorbells have pages of their own: the manager confines BAR0 to
- * its register page (read-only for others) plus, per client, the doorbell
- * pages of its queues, and the client maps just those.
- */
+/* Doorbells this far apart can be confined (the rule: manager.h, DOC). */
 #define SIO_NVME_CONFINE_PAGE	4096u
 
 static inline uint64_t sio_nvme_now_ns(void)

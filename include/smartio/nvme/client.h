@@ -36,18 +36,10 @@
  * an application that also wants them should use a fabric handle of its
  * own.
  *
- * Confinement: when the controller's doorbells are at least a page apart
- * (CAP.DSTRD >= 10 on 4 KiB pages, e.g. nvme-emu --dstrd 10) every queue's
- * doorbells have pages of their own. The manager then restricts BAR0: a
- * client's process may map the register page read-only and the doorbell
- * pages of the queues it was given, nothing else, so it can neither ring
- * another client's queues nor write CC to reset the controller; mapping
- * anything else of BAR0 fails with -EACCES. The client maps just those
- * (sio_nvme_client_doorbells() does it for queues made with
- * sio_nvme_ioq_create_at()). With a smaller stride (QEMU, real SSDs:
- * DSTRD 0) doorbells of different queues share a page, which no mapping
- * can split: every client maps BAR0 whole, and the manager's ownership
- * checks on requests are the only protection.
+ * Confinement (see DOC: NVMe manager in manager.h): with doorbells a page
+ * or more apart, a client maps only BAR0's register page (read-only) and
+ * the doorbell pages of its own queues; sio_nvme_client_doorbells() does
+ * it for queues made with sio_nvme_ioq_create_at().
  */
 
 #include <stdbool.h>
@@ -329,9 +321,9 @@ struct sio_nvme_doorbells {
  * @qid: its queue id
  * @out: filled in
  *
- * Confined (doorbells a page or more apart), maps only that queue's SQ tail
- * and CQ head doorbell pages, which the manager granted this process;
- * otherwise points into the client's mapping of the whole BAR0. Release
+ * Confined (manager.h), maps only that queue's SQ tail and CQ head doorbell
+ * pages, which the manager granted this process; otherwise points into the
+ * client's mapping of the whole BAR0. Release
  * with sio_nvme_client_doorbells_unmap() before sio_nvme_ioq_delete_at().
  * Return: 0; -EINVAL for an id out of range; -EACCES for a queue whose
  * doorbells were not granted to this process.

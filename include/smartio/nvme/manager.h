@@ -15,16 +15,21 @@
  * data DMA'd straight into the client's memory, and deletes the queues of a
  * client that died within about a second. It never sits on the I/O path.
  *
- * When the controller's doorbells are at least a page apart (CAP.DSTRD >=
- * 10) the manager also confines BAR0 before sharing the controller
- * (sio_device_restrict()): other processes may map its register page
- * read-only and, per client process, the doorbell pages of the queues it
- * was given (sio_device_grant(), withdrawn when the queue is deleted or
- * the client leaves or dies). A queue id whose pages a still-running
- * process was granted is given to no other process, since withdrawing a
- * grant does not undo a mapping. With a smaller stride (QEMU, real SSDs)
- * queues share doorbell pages and cannot be confined by mappings; the
- * ownership checks on requests are then the protection.
+ * Confinement (the rule the manager, the client and their files follow;
+ * they refer here). When the controller's doorbells are at least a page
+ * apart (CAP.DSTRD >= 10 on 4 KiB pages, e.g. nvme-emu --dstrd 10) every
+ * queue's doorbells have pages of their own, and the manager confines BAR0
+ * before sharing the controller (sio_device_restrict()): other processes
+ * may map its register page read-only and, per client process, the
+ * doorbell pages of the queues it was given (sio_device_grant(), withdrawn
+ * when the queue is deleted or the client leaves or dies), nothing else. A
+ * client can then neither ring another's queues nor write CC to reset the
+ * controller; mapping anything else of BAR0 fails with -EACCES. A queue id
+ * whose pages a still-running process was granted is given to no other
+ * process, since withdrawing a grant does not undo a mapping. With a
+ * smaller stride (QEMU, real SSDs: DSTRD 0) doorbells of different queues
+ * share a page, which no mapping can split: every client maps BAR0 whole,
+ * and the manager's ownership checks on requests are the only protection.
  */
 
 #include <signal.h>
