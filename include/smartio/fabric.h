@@ -99,8 +99,13 @@ struct sio_topology {
  * @name: fabric name (letters, digits, '-', '_'); NULL uses $SMARTIO_FABRIC
  * @cfg: its shape and limits
  *
- * Creates the fabric's directory (mode 0700) and registry.
- * Return: 0, -EEXIST if it exists, -EINVAL for a bad configuration.
+ * The fabric lives where its fabric backend keeps it, picked by
+ * $SMARTIO_FABRIC_BACKEND: "shm" (the default), shared memory on this host,
+ * makes a directory $SMARTIO_RUNDIR/smartio-NAME (default /dev/shm), mode
+ * 0700, holding its registry. The fabric is opened and destroyed through
+ * the same backend.
+ * Return: 0, -EEXIST if it exists, -EINVAL for a bad configuration or an
+ * unknown fabric backend.
  */
 int sio_fabric_create(const char *name, const struct sio_fabric_config *cfg);
 
@@ -124,7 +129,7 @@ int sio_fabric_create_group(const char *name, const struct sio_fabric_config *cf
  * Works on a corrupt registry too (it is not mapped); symlinks are not
  * followed.
  * Return: 0, -ENOENT, or -EACCES/-EPERM when the caller may not remove it
- * (the message says why).
+ * (the message says why), -EINVAL for an unknown fabric backend.
  */
 int sio_fabric_destroy(const char *name);
 
@@ -144,7 +149,8 @@ int sio_fabric_destroy(const char *name);
  * Return: 0, -ENOENT (no such fabric), -ENODEV (no such node), -EINVAL (a
  * bad $SMARTIO_NODE), -EACCES or -EPERM (not the caller's fabric),
  * -EUCLEAN (a corrupt registry: the message names the field), -EPROTO
- * (another registry version), -ETIMEDOUT (the lock).
+ * (another registry version, or a fabric of another fabric backend),
+ * -ETIMEDOUT (the lock).
  */
 int sio_fabric_open(const char *name, int node, struct sio_fabric **out);
 
