@@ -69,24 +69,15 @@ extern "C" {
  * struct sio_nvme_queue - an I/O (or admin) queue pair as the host sees it
  * @sq: SQ entries (host or device memory mapped into this process)
  * @cq: CQ entries
- * @sq_db: the SQ tail doorbell
- * @cq_db: the CQ head doorbell
- * @cid_stack: free tags (caller-provided, @nslots entries)
- * @cookie: per-tag user value, set at submission (caller-provided)
- * @busy: per-tag state and generation (caller-provided, @nslots entries);
- *	read it with sio_nvme_queue_tag_state()
+ * @sq_db: the SQ tail doorbell (the caller may point it elsewhere, e.g. at
+ *	memory of its own once the real one is unmapped)
+ * @cq_db: the CQ head doorbell (likewise)
  * @qid: queue id
  * @size: entries in the SQ and in the CQ (they are equal)
  * @nslots: tags available, size - 1: at most this many in flight, so
  *	neither the SQ nor the CQ can overflow
- * @nfree: entries on @cid_stack
- * @sq_tail: next SQ slot to fill
  * @sq_head: SQ head as last reported by a delivered completion (for
  *	information; submission does not depend on it)
- * @sq_rung: tail value last written to the doorbell
- * @cq_head: next CQ slot to look at
- * @cq_phase: phase tag that marks a new completion
- * @cq_pending: completions consumed but not yet told to the controller
  * @spurious: completions consumed and not delivered because their id names
  *	no command ever issued: a tag out of range or not used yet, or
  *	generation 0
@@ -98,26 +89,32 @@ extern "C" {
  *
  * The three counters are the caller's to read (or fold elsewhere and zero)
  * at any time; queue.h only increments them, and sio_nvme_queue_init()
- * zeroes them.
+ * zeroes them. The fields marked private are the queue's own state, kept
+ * by the functions below: callers must not touch them (the tag storage
+ * they provided included; sio_nvme_queue_tag_state() reads a tag).
  */
 struct sio_nvme_queue {
 	struct sio_nvme_cmd *sq;
 	volatile struct sio_nvme_cpl *cq;
 	volatile uint32_t *sq_db;
 	volatile uint32_t *cq_db;
-	uint16_t *cid_stack;
-	uint64_t *cookie;
-	uint8_t *busy;
 	uint16_t qid;
 	uint16_t size;
 	uint16_t nslots;
-	uint16_t nfree;
-	uint16_t sq_tail;
 	uint16_t sq_head;
-	uint16_t sq_rung;
-	uint16_t cq_head;
-	uint8_t cq_phase;
-	uint16_t cq_pending;
+
+	/* private: */
+	uint16_t *cid_stack;	/* free tags, @nfree of them on top */
+	uint64_t *cookie;	/* per tag, the submitter's value */
+	uint8_t *busy;		/* per tag, state and generation */
+	uint16_t nfree;
+	uint16_t sq_tail;	/* next SQ slot to fill */
+	uint16_t sq_rung;	/* tail last written to the doorbell */
+	uint16_t cq_head;	/* next CQ slot to look at */
+	uint8_t cq_phase;	/* phase tag of a new completion */
+	uint16_t cq_pending;	/* consumed, not yet told to the controller */
+
+	/* public: */
 	uint64_t spurious;
 	uint64_t duplicate;
 	uint64_t stale;
