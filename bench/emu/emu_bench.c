@@ -19,6 +19,7 @@
 #include <nvme/types.h>
 #include <smartio/smartio.h>
 #include <smartio/nvme/cmd.h>
+#include <smartio/nvme/queue.h>
 #include "emu.h"
 
 static uint64_t now_ns(void)
@@ -71,7 +72,7 @@ static inline void db(uint16_t qid, bool cq, uint32_t v)
 
 static inline void submit(struct q *q, const struct sio_nvme_cmd *c)
 {
-	memcpy(q->sq.va + (uint64_t)q->tail * 64, c, 64);
+	memcpy(q->sq.va + (uint64_t)q->tail * sizeof(*c), c, sizeof(*c));
 	if (++q->tail == q->size)
 		q->tail = 0;
 	db(q->qid, false, q->tail);
@@ -233,8 +234,8 @@ int main(int argc, char **argv)
 
 	/* warm up: write every block once is too slow for 1 GiB; write the first 64 MiB */
 	for (uint64_t b = 0; b < 16384; b++) {
-		cmd = (struct sio_nvme_cmd){ .opcode = nvme_cmd_write, .nsid = 1, .cid = 1,
-					     .prp1 = data.bus, .cdw10 = (uint32_t)(b * 8), .cdw12 = 7 };
+		sio_nvme_cmd_rw(&cmd, nvme_cmd_write, 1, b * 8, 8, data.bus, 0);
+		cmd.cid = 1;
 		if (sync_cmd(&io, &cmd))
 			die("warm-up write");
 	}
@@ -245,9 +246,8 @@ int main(int argc, char **argv)
 	for (uint64_t i = 0; i < n_qd1; i++) {
 		uint64_t lba = (xorshift(&seed) % nblk) * 8;
 
-		cmd = (struct sio_nvme_cmd){ .opcode = nvme_cmd_read, .nsid = 1, .cid = (uint16_t)i,
-					     .prp1 = data.bus, .cdw10 = (uint32_t)lba,
-					     .cdw11 = (uint32_t)(lba >> 32), .cdw12 = 7 };
+		sio_nvme_cmd_rw(&cmd, nvme_cmd_read, 1, lba, 8, data.bus, 0);
+		cmd.cid = (uint16_t)i;
 		uint64_t t0 = now_ns();
 		submit(&io, &cmd);
 		if (reap(&io, &r, true) || SIO_NVME_STATUS_CODE(r.status))
@@ -276,10 +276,9 @@ int main(int argc, char **argv)
 	fprintf(stderr, "QD32: %llu s\n", (unsigned long long)secs);
 	for (uint32_t i = 0; i < qd; i++) {
 		uint64_t lba = (xorshift(&seed) % nblk) * 8;
-		cmd = (struct sio_nvme_cmd){ .opcode = nvme_cmd_read, .nsid = 1, .cid = (uint16_t)i,
-					     .prp1 = data.bus + (uint64_t)i * 4096, .cdw10 = (uint32_t)lba,
-					     .cdw11 = (uint32_t)(lba >> 32), .cdw12 = 7 };
-		memcpy(io.sq.va + (uint64_t)io.tail * 64, &cmd, 64);
+		sio_nvme_cmd_rw(&cmd, nvme_cmd_read, 1, lba, 8, data.bus + (uint64_t)i * 4096, 0);
+		cmd.cid = (uint16_t)i;
+		memcpy(io.sq.va + (uint64_t)io.tail * sizeof(cmd), &cmd, sizeof(cmd));
 		io.tail = (io.tail + 1) % io.size;
 	}
 	db(1, false, io.tail);
@@ -291,11 +290,10 @@ int main(int argc, char **argv)
 			if (reap(&io, &r, false) || SIO_NVME_STATUS_CODE(r.status))
 				die("QD32 read");
 			uint64_t lba = (xorshift(&seed) % nblk) * 8;
-			cmd = (struct sio_nvme_cmd){ .opcode = nvme_cmd_read, .nsid = 1, .cid = r.cid,
-						     .prp1 = data.bus + (uint64_t)(r.cid % qd) * 4096,
-						     .cdw10 = (uint32_t)lba, .cdw11 = (uint32_t)(lba >> 32),
-						     .cdw12 = 7 };
-			memcpy(io.sq.va + (uint64_t)io.tail * 64, &cmd, 64);
+			sio_nvme_cmd_rw(&cmd, nvme_cmd_read, 1, lba, 8,
+					data.bus + (uint64_t)(r.cid % qd) * 4096, 0);
+			cmd.cid = r.cid;
+			memcpy(io.sq.va + (uint64_t)io.tail * sizeof(cmd), &cmd, sizeof(cmd));
 			io.tail = (io.tail + 1) % io.size;
 			got++;
 			done++;
