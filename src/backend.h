@@ -59,8 +59,10 @@ struct reg_proc;
  *	records it (at most 15 characters)
  *
  * The shared state. The core fills in the registry's tables; the backend
- * gives it a place, zeroed, of sizeof(struct sio_registry) bytes, mapped at
- * the same offsets in every process (f->reg), plus f->be for its own state.
+ * gives it a place of sizeof(struct sio_registry) bytes, zeroed when new,
+ * that every process of the fabric maps (at an address of its own: the
+ * registry holds slot indices, never pointers) as f->reg, and keeps its own
+ * state in f->be.
  *
  * @create: make fabric f->name's shared state, new (-EEXIST if it
  *	exists), and attach it. The core initialises the registry, sets its
