@@ -55,103 +55,139 @@ struct reg_proc;
 
 /**
  * struct sio_fabric_ops - what a fabric backend provides to the core
- * @name: its name, as $SMARTIO_FABRIC_BACKEND gives it and the registry
- *	records it (at most 15 characters)
  *
- * The shared state. The core fills in the registry's tables; the backend
- * gives it a place of sizeof(struct sio_registry) bytes, zeroed when new,
- * that every process of the fabric maps (at an address of its own: the
- * registry holds slot indices, never pointers) as f->reg, and keeps its own
- * state in f->be.
- *
- * @create: make fabric f->name's shared state, new (-EEXIST if it
- *	exists), and attach it. The core initialises the registry, sets its
- *	magic last and detaches. @group: members of group @gid may join too
- *	(-EOPNOTSUPP where the backend has no such notion).
- * @attach: find fabric f->name's shared state, check that this process may
- *	use it and that its header is whole (reg_check_header()), and map it:
- *	f->reg, f->be. On failure it leaves nothing behind (f->reg NULL).
- * @detach: undo @attach (or @create): unmap, close, free f->be.
- * @destroy: remove fabric @name and everything in it, even when its
- *	registry is corrupt; only its owner may.
- * @host_path: a place on this host for a service of this fabric to meet
- *	its clients (the vfio lender's socket): @leaf made into a path.
- *
- * The registry lock. Every change to the registry, and every read that
- * must be consistent, happens under it.
- *
- * @lock: take it, waiting a bounded time; a holder that died is taken over
- *	and *@holder_died set, so the core reaps at once. On failure say who
- *	holds it; the caller then must not touch the registry.
- * @unlock: release it; a caller that does not hold it releases nothing.
- *
- * Processes. A process joins as one slot of reg->procs; the core fills in
- * its node and pid (the pid names it in events, grants and messages).
- *
- * @proc_init: lock held: record in @p what tells later whether this
- *	process still lives (shm: its start time, against pid reuse).
- * @proc_alive: does the process of slot @p still live? The core reclaims
- *	what a dead one held (reg_reap()); this process is always alive.
- * @proc_gone: lock held: the process of slot @proc died; drop what the
- *	backend keeps for it (shm: its event socket). The slot still holds it.
- *
- * Segments. The core keeps each segment's slot in reg->segs; the backend
- * keeps its memory. GPU segments have none (their memory stays with the
- * exporting process): these are not called for them.
- *
- * @seg_create: lock held: back segment slot @slot (filled in, size page
- *	aligned) with memory of its home node. May round its size up and set
- *	its huge flag (SIO_SEG_F_HUGE, SIO_SEG_F_NOHUGE in @flags).
- * @seg_remove: lock held: free the backing of slot @slot; mappings made of
- *	it may stay until unmapped.
- * @seg_map: map bytes [@off, @off + @len) of slot @slot's memory into this
- *	process (read-only with @rdonly); the backing is input too: one that
- *	does not hold the range is refused, not a SIGBUS later.
- * @seg_unmap: undo @seg_map.
- *
- * Events and notifications. An event (struct sio_event) goes to one
- * process; a sender never blocks, and a full queue drops it, as an
- * interrupt would coalesce. A notification wakes whoever waits on a 32-bit
- * word of a mapped segment; it carries no data.
- *
- * @ev_open: this process's event endpoint, after it took its slot (f->proc).
- * @ev_close: close and remove it, as the process leaves.
- * @ev_send: lock held: send @ev to the process of slot @proc; failures are
- *	dropped events.
- * @ev_fd: a file descriptor that polls readable when events wait.
- * @ev_read: take up to @max waiting events without blocking; the count.
- * @notify: wake every waiter on @word; the number woken.
- * @wait: sleep while *@word is @old, at most @timeout_ns; 0 when woken or
- *	changed (or spuriously), -ETIMEDOUT.
+ * The members are documented in line, in five groups: the shared state,
+ * the registry lock, processes, segments, events and notifications.
  */
 struct sio_fabric_ops {
+	/**
+	 * @name: its name, as $SMARTIO_FABRIC_BACKEND gives it and the
+	 * registry records it (at most 15 characters)
+	 */
 	const char *name;
 
+	/*
+	 * The shared state. The core fills in the registry's tables; the
+	 * backend gives it a place of sizeof(struct sio_registry) bytes,
+	 * zeroed when new, that every process of the fabric maps as f->reg
+	 * (at an address of its own: the registry holds slot indices, never
+	 * pointers), and keeps its own state in f->be.
+	 */
+
+	/**
+	 * @create: make fabric f->name's shared state, new (-EEXIST if it
+	 * exists), and attach it. The core initialises the registry, sets its
+	 * magic last and detaches. With @group, members of group @gid may
+	 * join too (-EOPNOTSUPP where the backend has no such notion).
+	 */
 	int (*create)(struct sio_fabric *f, bool group, gid_t gid);
+	/**
+	 * @attach: find fabric f->name's shared state, check that this process
+	 * may use it and that its header is whole (reg_check_header()), and map
+	 * it: f->reg, f->be. On failure it leaves nothing behind (f->reg NULL).
+	 */
 	int (*attach)(struct sio_fabric *f);
+	/** @detach: undo @attach (or @create): unmap, close, free f->be. */
 	void (*detach)(struct sio_fabric *f);
+	/**
+	 * @destroy: remove fabric @name and everything in it, even when its
+	 * registry is corrupt; only its owner may.
+	 */
 	int (*destroy)(const char *name);
+	/**
+	 * @host_path: a place on this host where a service of this fabric
+	 * meets its clients (the vfio lender's socket): @leaf made a path.
+	 */
 	int (*host_path)(struct sio_fabric *f, const char *leaf, char *buf, size_t len);
 
+	/*
+	 * The registry lock. Every change to the registry, and every read that
+	 * must be consistent, happens under it.
+	 */
+
+	/**
+	 * @lock: take it, waiting a bounded time. A holder that died is taken
+	 * over and *@holder_died set, so the core reaps at once. On failure
+	 * say who holds it; the caller then must not touch the registry.
+	 */
 	int (*lock)(struct sio_fabric *f, bool *holder_died);
+	/** @unlock: release it; a caller that does not hold it releases nothing. */
 	void (*unlock)(struct sio_fabric *f);
 
+	/*
+	 * Processes. A process joins as one slot of reg->procs; the core fills
+	 * in its node and pid (the pid names it in events, grants, messages).
+	 */
+
+	/**
+	 * @proc_init: lock held: record in @p what tells later whether this
+	 * process still lives (shm: its start time, against pid reuse).
+	 */
 	void (*proc_init)(struct sio_fabric *f, struct reg_proc *p);
+	/**
+	 * @proc_alive: does the process of slot @p still live? The core
+	 * reclaims what a dead one held (reg_reap()); this process is alive.
+	 */
 	bool (*proc_alive)(struct sio_fabric *f, const struct reg_proc *p);
+	/**
+	 * @proc_gone: lock held: the process of slot @proc died; drop what the
+	 * backend keeps for it (shm: its event socket). The slot still holds it.
+	 */
 	void (*proc_gone)(struct sio_fabric *f, int proc);
 
+	/*
+	 * Segments. The core keeps each segment's slot in reg->segs; the
+	 * backend keeps its memory. GPU segments have none here (their memory
+	 * stays with the exporting process): these are not called for them.
+	 */
+
+	/**
+	 * @seg_create: lock held: back segment slot @slot (filled in, its size
+	 * page aligned) with memory of its home node. It may round the size up
+	 * and set the slot's huge flag (@flags: SIO_SEG_F_HUGE, _NOHUGE).
+	 */
 	int (*seg_create)(struct sio_fabric *f, int slot, unsigned int flags);
+	/**
+	 * @seg_remove: lock held: free the backing of slot @slot; mappings made
+	 * of it may stay until they are unmapped.
+	 */
 	void (*seg_remove)(struct sio_fabric *f, int slot);
+	/**
+	 * @seg_map: map bytes [@off, @off + @len) of slot @slot's memory into
+	 * this process, read-only with @rdonly. The backing is input too: one
+	 * that does not hold the range is refused, not a SIGBUS later.
+	 */
 	int (*seg_map)(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly,
 		       void **vaddr);
+	/** @seg_unmap: undo @seg_map. */
 	void (*seg_unmap)(struct sio_fabric *f, void *vaddr, uint64_t len);
 
+	/*
+	 * Events and notifications. An event (struct sio_event) goes to one
+	 * process; a sender never blocks, and a full queue drops it, as an
+	 * interrupt would coalesce. A notification wakes whoever waits on a
+	 * 32-bit word of a mapped segment; it carries no data.
+	 */
+
+	/** @ev_open: this process's event endpoint, once it has its slot (f->proc). */
 	int (*ev_open)(struct sio_fabric *f);
+	/** @ev_close: close and remove it, as the process leaves. */
 	void (*ev_close)(struct sio_fabric *f);
+	/**
+	 * @ev_send: lock held: send @ev to the process of slot @proc; a failure
+	 * is a dropped event.
+	 */
 	void (*ev_send)(struct sio_fabric *f, int proc, const struct sio_event *ev);
+	/** @ev_fd: a file descriptor that polls readable when events wait. */
 	int (*ev_fd)(struct sio_fabric *f);
+	/** @ev_read: take up to @max waiting events, without blocking; the count. */
 	int (*ev_read)(struct sio_fabric *f, struct sio_event *ev, int max);
+	/** @notify: wake every waiter on @word; the number woken. */
 	int (*notify)(struct sio_fabric *f, uint32_t *word);
+	/**
+	 * @wait: sleep while *@word is @old, at most @timeout_ns: 0 when woken,
+	 * changed (or spuriously), -ETIMEDOUT.
+	 */
 	int (*wait)(struct sio_fabric *f, uint32_t *word, uint32_t old, uint64_t timeout_ns);
 };
 
