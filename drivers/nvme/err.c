@@ -47,29 +47,33 @@ void sio_nvme_strcpy_id(char *dst, const char *src, size_t n)
 			dst[i] = '?';
 }
 
+#define GEN(sc)		SIO_NVME_MK_STATUS(NVME_SCT_GENERIC, NVME_SC_##sc)
+#define CMD(sc)		SIO_NVME_MK_STATUS(NVME_SCT_CMD_SPECIFIC, NVME_SC_##sc)
+#define MEDIA(sc)	SIO_NVME_MK_STATUS(NVME_SCT_MEDIA, NVME_SC_##sc)
+
 static const struct { uint16_t code; const char *s; } status_names[] = {
-	{ 0x000, "success" },
-	{ 0x001, "invalid command opcode" },
-	{ 0x002, "invalid field in command" },
-	{ 0x003, "command id conflict" },
-	{ 0x004, "data transfer error" },
-	{ 0x005, "commands aborted due to power loss" },
-	{ 0x006, "internal error" },
-	{ 0x007, "command abort requested" },
-	{ 0x008, "command aborted due to SQ deletion" },
-	{ 0x00b, "invalid namespace or format" },
-	{ 0x013, "PRP offset invalid" },
-	{ 0x080, "LBA out of range" },
-	{ 0x081, "capacity exceeded" },
-	{ 0x082, "namespace not ready" },
-	{ 0x100, "completion queue invalid" },
-	{ 0x101, "invalid queue identifier" },
-	{ 0x102, "invalid queue size" },
-	{ 0x109, "invalid log page" },
-	{ 0x10c, "invalid queue deletion" },
-	{ 0x10d, "feature identifier not saveable" },
-	{ 0x280, "write fault" },
-	{ 0x281, "unrecovered read error" },
+	{ GEN(SUCCESS), "success" },
+	{ GEN(INVALID_OPCODE), "invalid command opcode" },
+	{ GEN(INVALID_FIELD), "invalid field in command" },
+	{ GEN(CMDID_CONFLICT), "command id conflict" },
+	{ GEN(DATA_XFER_ERROR), "data transfer error" },
+	{ GEN(POWER_LOSS), "commands aborted due to power loss" },
+	{ GEN(INTERNAL), "internal error" },
+	{ GEN(ABORT_REQ), "command abort requested" },
+	{ GEN(ABORT_QUEUE), "command aborted due to SQ deletion" },
+	{ GEN(INVALID_NS), "invalid namespace or format" },
+	{ GEN(PRP_INVALID_OFFSET), "PRP offset invalid" },
+	{ GEN(LBA_RANGE), "LBA out of range" },
+	{ GEN(CAP_EXCEEDED), "capacity exceeded" },
+	{ GEN(NS_NOT_READY), "namespace not ready" },
+	{ CMD(CQ_INVALID), "completion queue invalid" },
+	{ CMD(QID_INVALID), "invalid queue identifier" },
+	{ CMD(QUEUE_SIZE), "invalid queue size" },
+	{ CMD(INVALID_LOG_PAGE), "invalid log page" },
+	{ CMD(INVALID_QUEUE), "invalid queue deletion" },
+	{ CMD(FEATURE_NOT_SAVEABLE), "feature identifier not saveable" },
+	{ MEDIA(WRITE_FAULT), "write fault" },
+	{ MEDIA(READ_ERROR), "unrecovered read error" },
 };
 
 const char *sio_nvme_status_str(uint16_t status)
