@@ -45,6 +45,7 @@
  * e.g. nvme-emu without the GPU plugin).
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -439,10 +440,11 @@ uint64_t sio_gpu_checksum_host(const void *p, uint64_t len);
  * queue pair among many threads.
  */
 
-#define SIO_GPU_EINVAL		(-22)
-#define SIO_GPU_EIO		(-5)
-#define SIO_GPU_ETIMEDOUT	(-110)
-#define SIO_GPU_EFAULT		(-14)	/* the controller could not read the SQ */
+/* Device functions' errors: <errno.h> values, as on the host (nvcc takes it). */
+#define SIO_GPU_EINVAL		(-EINVAL)
+#define SIO_GPU_EIO		(-EIO)
+#define SIO_GPU_ETIMEDOUT	(-ETIMEDOUT)
+#define SIO_GPU_EFAULT		(-EFAULT)	/* the controller could not read the SQ */
 
 static __device__ __forceinline__ uint64_t sio_gpu_now_ns(void)
 {
