@@ -39,7 +39,7 @@ int main(int argc, char **argv)
 	printf("joined fabric %s as node %d\n", argv[1], sio_fabric_node_id(f));
 
 	/* No controller was lent: the driver must say so, not crash. */
-	ret = sio_nvme_client_open(f, -1, &cl);
+	ret = sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl);
 	if (ret != -ENODEV && ret != -ENOENT) {
 		fprintf(stderr, "sio_nvme_client_open on an empty fabric: %d (%s)\n", ret,
 			sio_errmsg());

@@ -96,7 +96,7 @@ if [ "$nvme" = true ]; then
 	fi
 fi
 # shellcheck disable=SC2046
-$cc -std=gnu11 -Wall -Werror "$src/examples/hello-fabric.c" -o "$dest/hello-fabric" \
+$cc -std=gnu11 -Wall -Wextra -Werror "$src/examples/hello-fabric.c" -o "$dest/hello-fabric" \
 	$(pkg-config --cflags --libs smartio) || bad "examples/hello-fabric.c does not build against smartio.pc"
 
 [ "$fail" -eq 0 ] && echo "installed headers, libraries and .pc files: OK"
