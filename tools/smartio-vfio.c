@@ -7,17 +7,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <linux/vfio.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <smartio/smartio.h>
+#include <smartio/vfio.h>
 #include "smartio-vfio.h"
-#include "vfio/vfio.h"
 
 static void usage(FILE *o)
 {
@@ -189,68 +187,32 @@ static int mode_opt(int argc, char **argv, enum sio_vfio_mode *mode, const char 
 static int cmd_probe(int argc, char **argv)
 {
 	enum sio_vfio_mode mode = SIO_VFIO_AUTO;
-	struct sio_vfio_dev d;
-	uint32_t cls;
-	int i = mode_opt(argc, argv, &mode, NULL), rc = 1;
+	struct sio_vfio_probe p;
+	int i = mode_opt(argc, argv, &mode, NULL);
 
 	if (i < 0) {
 		usage(stderr);
 		return 2;
 	}
-	if (sio_vfio_open(argv[i], mode, &d))
+	if (sio_vfio_probe(argv[i], mode, &p))
 		return fail("probe");
-	printf("%s: opened via %s, IOMMU group %d, page sizes 0x%llx\n", d.bdf,
-	       d.mode == SIO_VFIO_IOMMUFD ? "iommufd" : "VFIO type1", d.iommu_group,
-	       (unsigned long long)d.pgsizes);
-	for (int r = 0; r < d.iova.nranges; r++)
-		printf("  IOVA range %#llx-%#llx\n", (unsigned long long)d.iova.ranges[r].start,
-		       (unsigned long long)d.iova.ranges[r].last);
-	for (int b = 0; b < 6; b++) {
-		uint64_t bus = 0;
-
-		if (!d.region[b].size)
-			continue;
-		sio_vfio_bar_bus(&d, b, &bus);
-		printf("  BAR%d %llu bytes at bus %#llx%s\n", b, (unsigned long long)d.region[b].size,
-		       (unsigned long long)bus, (d.region[b].flags & VFIO_REGION_INFO_FLAG_MMAP) ? ", mmappable" : "");
-	}
-	if (sio_vfio_enable_master(&d) || sio_vfio_cfg_read(&d, 0x08, &cls, 4))
-		goto out;
-	if ((cls >> 8) == 0x010802) {
-		volatile uint32_t *bar;
-		uint64_t sz;
-
-		if (sio_vfio_bar_mmap(&d, 0, (void **)&bar, &sz))
-			goto out;
-		uint64_t cap = bar[0] | (uint64_t)bar[1] << 32;
-		uint32_t vs = bar[2];
-
+	printf("%s: opened via %s, IOMMU group %d, page sizes 0x%llx\n", p.bdf,
+	       p.mode == SIO_VFIO_IOMMUFD ? "iommufd" : "VFIO type1", p.iommu_group,
+	       (unsigned long long)p.pgsizes);
+	for (int r = 0; r < p.nranges; r++)
+		printf("  IOVA range %#llx-%#llx\n", (unsigned long long)p.ranges[r].start,
+		       (unsigned long long)p.ranges[r].last);
+	for (int b = 0; b < 6; b++)
+		if (p.bar[b].size)
+			printf("  BAR%d %llu bytes at bus %#llx%s\n", b, (unsigned long long)p.bar[b].size,
+			       (unsigned long long)p.bar[b].bus, p.bar[b].mmap ? ", mmappable" : "");
+	if (p.nvme)
 		printf("  NVMe CAP %#018llx (MQES %u, TO %u x 500 ms, DSTRD %u), VS %u.%u.%u\n",
-		       (unsigned long long)cap, (unsigned)(cap & 0xffff) + 1,
-		       (unsigned)(cap >> 24) & 0xff, (unsigned)(cap >> 32) & 0xf,
-		       vs >> 16, (vs >> 8) & 0xff, vs & 0xff);
-		munmap((void *)bar, sz);
-	}
-	/* Exercise the IOMMU path: map and unmap a buffer. */
-	{
-		size_t len = 1 << 20;
-		void *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		uint64_t iova;
-
-		if (buf == MAP_FAILED || sio_vfio_dma_map(&d, buf, len, &iova))
-			goto out;
-		printf("  DMA map of 1 MiB at IOVA %#llx: ok\n", (unsigned long long)iova);
-		if (sio_vfio_dma_unmap(&d, iova, len))
-			goto out;
-		munmap(buf, len);
-	}
-	rc = 0;
-out:
-	if (rc)
-		fail("probe");
-	sio_vfio_close(&d);
-	return rc;
+		       (unsigned long long)p.nvme_cap, (unsigned)(p.nvme_cap & 0xffff) + 1,
+		       (unsigned)(p.nvme_cap >> 24) & 0xff, (unsigned)(p.nvme_cap >> 32) & 0xf,
+		       p.nvme_vs >> 16, (p.nvme_vs >> 8) & 0xff, p.nvme_vs & 0xff);
+	printf("  DMA map of 1 MiB at IOVA %#llx: ok\n", (unsigned long long)p.dma_iova);
+	return 0;
 }
 
 static volatile sig_atomic_t stop;

@@ -7,27 +7,20 @@
  * (VFIO type1 container, or iommufd), its regions and config space, DMA
  * mapping through the IOMMU with an IOVA allocator that keeps to the ranges
  * the kernel reports, and PCI enumeration with libpciaccess. It knows
- * nothing of the registry, so the lender, the tool and tests share it.
+ * nothing of the registry. What programs may call of it (PCI listing, probe,
+ * the lender) is public, in <smartio/vfio.h>.
  */
 
-#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
+#include <smartio/vfio.h>
 
 /* The library's error setter (src/error.c). */
 int sio__err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define SIO_VFIO_MAX_RANGES	32
 #define SIO_VFIO_NREGIONS	9	/* BAR0..5, ROM, config, VGA */
 #define SIO_VFIO_CONFIG		7	/* VFIO_PCI_CONFIG_REGION_INDEX */
-
-enum sio_vfio_mode {
-	SIO_VFIO_AUTO = 0,	/* iommufd where present, else type1 */
-	SIO_VFIO_TYPE1,
-	SIO_VFIO_IOMMUFD,
-};
 
 struct sio_iova_range {
 	uint64_t start, last;	/* inclusive, as the kernel reports them */
@@ -87,32 +80,5 @@ void sio_iova_init(struct sio_iova_alloc *a, const struct sio_iova_range *r, int
 int sio_iova_get(struct sio_iova_alloc *a, uint64_t len, uint64_t align, uint64_t *iova);
 int sio_iova_put(struct sio_iova_alloc *a, uint64_t iova);
 void sio_iova_fini(struct sio_iova_alloc *a);
-
-/* PCI functions as libpciaccess and sysfs see them. */
-struct sio_pci_fn {
-	char bdf[16];
-	uint32_t class_code;
-	uint16_t vendor, device;
-	char driver[32];	/* bound driver, "" if none */
-	int iommu_group;	/* -1 if none */
-};
-
-/*
- * sio_pci_scan() - list PCI functions whose class matches under @mask
- * Return: the number found (may exceed @max), or -errno.
- */
-int sio_pci_scan(uint32_t class_code, uint32_t mask, struct sio_pci_fn *out, int max);
-/* Read one function's sysfs facts (driver, IOMMU group, ids). */
-int sio_pci_fn_get(const char *bdf, struct sio_pci_fn *out);
-/* Normalise "4:00.0" or "0000:00:04.0" to "0000:00:04.0". */
-int sio_pci_bdf_parse(const char *in, char out[16]);
-
-/*
- * sio_vfio_lend() - lend a function bound to vfio-pci to a fabric
- * Opens it, enables bus mastering, registers it in @fabric's registry and
- * serves borrowers until *@stop is set. Progress goes to @log (may be NULL).
- */
-int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
-		  volatile sig_atomic_t *stop, FILE *log);
 
 #endif
