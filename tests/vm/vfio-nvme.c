@@ -124,7 +124,8 @@ static void open_dev(struct ctl *c, const char *fabric, const char *bdf)
 			break;
 		}
 	if (!c->dev) {
-		printf("FAIL: no NVMe device %s in fabric %s (is the lender running?)\n", bdf, fabric);
+		printf("FAIL: no NVMe device %s in fabric %s (is the lender running?): %d listed%s%s\n",
+		       bdf, fabric, n, n < 0 ? ": " : "", n < 0 ? sio_errmsg() : "");
 		exit(1);
 	}
 	if (sio_device_bar(c->dev, 0, &c->bar) || sio_segment_map(c->bar, (void **)&c->regs))
