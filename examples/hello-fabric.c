@@ -60,9 +60,9 @@ int main(void)
 		       (unsigned long long)bus);
 		fflush(stdout);
 		int bad = strcmp(mem, "hello across the fabric") != 0;
-		sio_segment_remove(rbar);
-		sio_device_return(dev);
-		sio_segment_remove(buf);
+		sio_segment_close(rbar);
+		sio_device_close(dev);
+		sio_segment_close(buf);
 		sio_fabric_close(f);
 		_exit(bad);
 	}
@@ -75,7 +75,7 @@ int main(void)
 
 	int st;
 	waitpid(pid, &st, 0);
-	sio_device_unregister(reg);
+	sio_devreg_close(reg);
 	sio_fabric_close(lender);
 	sio_fabric_destroy(name);
 	puts(WIFEXITED(st) && !WEXITSTATUS(st) ? "ok" : "FAILED");

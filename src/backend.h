@@ -217,7 +217,7 @@ int sio__fabric_backend(const struct sio_fabric_ops **out);
  * @mcast_map: put in *@bus the address at which one device write reaches
  *	every subscriber of multicast @group; NULL when the backend has no
  *	multicast (the core then fails with -ENOTSUP).
- * @release: the borrow ends (sio_device_return()): drop what the backend
+ * @release: the borrow ends (sio_device_close()): drop what the backend
  *	holds for it, such as a connection to the lender; mappings made
  *	through it must go too. NULL when it holds nothing of its own.
  */

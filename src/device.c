@@ -152,22 +152,19 @@ int sio_device_downgrade(struct sio_device *dev)
 	return ret;
 }
 
-int sio_device_return(struct sio_device *dev)
+void sio_device_close(struct sio_device *dev)
 {
-	int ret;
-
 	if (!dev)
-		return 0;
+		return;
 	if (dev->ops->release)
 		dev->ops->release(dev);
 	/* the handle goes either way; the borrow goes when this process leaves */
-	if (!(ret = sio__lock(dev->f))) {
+	if (!sio__lock(dev->f)) {
 		if (!sio__dev_check(dev))
 			reg_borrow_release(dev->f, dev->borrow);
 		sio__unlock(dev->f);
 	}
 	free(dev);
-	return ret;
 }
 
 int sio_device_info(struct sio_device *dev, struct sio_device_info *out)
@@ -499,12 +496,10 @@ int sio_device_register(struct sio_fabric *f, const struct sio_device_desc *desc
 	return sio__device_register_ext(f, desc, SIO_BACKEND_SIM, NULL, NULL, out);
 }
 
-int sio_device_unregister(struct sio_devreg *reg)
+void sio_devreg_close(struct sio_devreg *reg)
 {
-	int ret;
-
 	if (!reg)
-		return 0;
+		return;
 	for (int i = 0; i < SIO_MAX_BARS; i++)
 		if (reg->bars[i]) {
 			if (reg->bars[i]->vaddr)
@@ -512,7 +507,7 @@ int sio_device_unregister(struct sio_devreg *reg)
 			free(reg->bars[i]);
 		}
 	/* the handle goes either way; the device goes when this process leaves */
-	if (!(ret = sio__lock(reg->f))) {
+	if (!sio__lock(reg->f)) {
 		if (reg->f->reg->devs[reg->slot].used && reg->f->reg->devs[reg->slot].id == reg->id)
 			reg_dev_release(reg->f, reg->slot);
 		sio__unlock(reg->f);
@@ -520,7 +515,6 @@ int sio_device_unregister(struct sio_devreg *reg)
 	free(reg->cache);
 	free(reg->gpu);
 	free(reg);
-	return ret;
 }
 
 uint32_t sio_devreg_id(const struct sio_devreg *reg)

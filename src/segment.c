@@ -366,22 +366,19 @@ int sio_segment_set_name(struct sio_segment *seg, const char *name)
 	return ret;
 }
 
-int sio_segment_remove(struct sio_segment *seg)
+void sio_segment_close(struct sio_segment *seg)
 {
-	int ret = 0;
-
 	if (!seg)
-		return 0;
+		return;
 	if (seg->vaddr)
 		sio_segment_unmap(seg);
 	/* the handle goes either way; what the registry holds, a reaper frees */
-	if (seg->owner && !seg->bar_dev && !(ret = sio__lock(seg->f))) {
+	if (seg->owner && !seg->bar_dev && !sio__lock(seg->f)) {
 		if (!seg_check(seg))
 			reg_seg_release(seg->f, seg->slot, true);
 		sio__unlock(seg->f);
 	}
 	free(seg);
-	return ret;
 }
 
 struct sio_fabric *sio_segment_fabric(const struct sio_segment *seg)

@@ -108,7 +108,7 @@ int sio_fabric_status_get(struct sio_fabric *f, struct sio_fabric_status **out)
 	return 0;
 }
 
-void sio_fabric_status_free(struct sio_fabric_status *st)
+void sio_fabric_status_close(struct sio_fabric_status *st)
 {
 	free(st);
 }

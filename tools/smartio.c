@@ -215,7 +215,7 @@ static int cmd_status(int argc, char **argv)
 		status_json(st, topo);
 	else
 		status_text(st, topo);
-	sio_fabric_status_free(st);
+	sio_fabric_status_close(st);
 	return 0;
 }
 

@@ -328,7 +328,7 @@ int main(int argc, char **argv)
 	}
 	kill(pid, SIGTERM);
 	waitpid(pid, NULL, 0);
-	sio_device_return(dev);
+	sio_device_close(dev);
 	sio_fabric_close(fab);
 	sio_fabric_destroy(name);
 	free(lat);

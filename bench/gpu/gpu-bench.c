@@ -60,7 +60,7 @@ static int run(uint32_t threads, uint32_t nq, uint32_t depth, bool sq_host, uint
 		ret = sio_gpu_run_job(dq, (int)nq, &j, r);
 	}
 	while (i--)
-		sio_gpu_qp_destroy(qp[i]);
+		sio_gpu_qp_close(qp[i]);
 	if (ret)
 		fprintf(stderr, "gpu-bench: %s\n", sio_errmsg());
 	return ret;
@@ -206,7 +206,7 @@ int main(int argc, char **argv)
 	fclose(jf);
 	printf("wrote %s\n", json);
 	sio_device_unmap(sio_nvme_client_device(cl), buf->seg);
-	sio_gpu_mem_free(buf);
+	sio_gpu_mem_close(buf);
 	sio_gpu_nvme_close(g);
 	sio_fabric_close(f);
 	return 0;

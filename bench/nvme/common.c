@@ -97,7 +97,7 @@ static void mgr_child(const struct nb_env *e, int wfd)
 	close(wfd);
 	if (!rc)
 		sio_nvme_manager_run(m, &child_stop);
-	sio_nvme_manager_stop(m);
+	sio_nvme_manager_close(m);
 	sio_fabric_close(f);
 	_exit(rc ? 1 : 0);
 }
@@ -237,9 +237,9 @@ int nb_client_open(struct nb_client *c, const struct nb_env *e, int node,
 void nb_client_close(struct nb_client *c)
 {
 	if (c->buf)
-		sio_nvme_buf_free(c->cl, c->buf);
+		sio_nvme_buf_close(c->cl, c->buf);
 	if (c->q)
-		sio_nvme_ioq_destroy(c->q);
+		sio_nvme_ioq_close(c->q);
 	sio_nvme_client_close(c->cl);
 	sio_fabric_close(c->f);
 	memset(c, 0, sizeof(*c));

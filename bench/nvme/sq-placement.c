@@ -167,7 +167,7 @@ int main(int argc, char **argv)
 		return 1;
 	nb_pin(0);
 	if (nb_client_open(&c, &env, 0, NULL, 4096) == 0)
-		sio_nvme_ioq_destroy(c.q), c.q = NULL;	/* only the client and buffer */
+		sio_nvme_ioq_close(c.q), c.q = NULL;	/* only the client and buffer */
 	else
 		return 1;
 	nlb = 4096 / c.ns.lba_size;
@@ -338,7 +338,7 @@ int main(int argc, char **argv)
 	printf("\nwrote %s/sq-placement.json, hist.dat, box.dat, sq-placement.png\n", out);
 
 	for (int p = 0; p < NPLACE; p++) {
-		sio_nvme_ioq_destroy(r[p].q);
+		sio_nvme_ioq_close(r[p].q);
 		free(r[p].lat);
 	}
 	nb_client_close(&c);

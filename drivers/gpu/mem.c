@@ -97,7 +97,7 @@ int sio_gpu_segment_create_hinted(struct sio_device *dev, uint64_t size, unsigne
 	return 0;
 }
 
-void sio_gpu_mem_free(struct sio_gpu_mem *m)
+void sio_gpu_mem_close(struct sio_gpu_mem *m)
 {
 	int cur = -1;
 
@@ -105,7 +105,7 @@ void sio_gpu_mem_free(struct sio_gpu_mem *m)
 		return;
 	/* Unregistered first: device models close their mappings of it at
 	 * their next DMA (the GPU plugin's forget()). */
-	sio_segment_remove(m->seg);
+	sio_segment_close(m->seg);
 	if (cudaGetDevice(&cur) != cudaSuccess)
 		cur = -1;
 	if (cur != m->gpu)

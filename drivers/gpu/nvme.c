@@ -137,7 +137,7 @@ void sio_gpu_nvme_close(struct sio_gpu_nvme *g)
 	if (!g)
 		return;
 	while (g->qps)
-		sio_gpu_qp_destroy(g->qps);
+		sio_gpu_qp_close(g->qps);
 	if (g->bar0_dev)
 		cudaHostUnregister(g->bar0_va);	/* the client's mapping: it unmaps */
 	sio_nvme_client_close(g->cl);
@@ -275,20 +275,19 @@ int sio_gpu_qp_create(struct sio_gpu_nvme *g, const struct sio_gpu_qp_opts *opts
 	return 0;
 fail:
 	sio_err_save(&es);
-	sio_gpu_qp_destroy(qp);	/* not on g->qps yet */
+	sio_gpu_qp_close(qp);	/* not on g->qps yet */
 	sio_err_restore(&es);
 	return ret;
 }
 
-int sio_gpu_qp_destroy(struct sio_gpu_qp *qp)
+void sio_gpu_qp_close(struct sio_gpu_qp *qp)
 {
 	struct sio_errsave es;
 	struct sio_gpu_qp **pp;
 	struct sio_gpu_nvme *g;
-	int ret = 0;
 
 	if (!qp)
-		return 0;
+		return;
 	g = qp->g;
 	for (pp = &g->qps; *pp; pp = &(*pp)->next)
 		if (*pp == qp) {
@@ -301,25 +300,24 @@ int sio_gpu_qp_destroy(struct sio_gpu_qp *qp)
 	if (qp->dbmapped)
 		sio_nvme_client_doorbells_unmap(&qp->db);
 	if (qp->created)
-		ret = sio_nvme_ioq_delete_at(g->cl, qp->info.qid);
+		sio_nvme_ioq_delete_at(g->cl, qp->info.qid);
 	/* What follows may set messages of its own; a failed deletion's counts. */
 	sio_err_save(&es);
-	sio_gpu_queue_free(qp->info.queue);
+	sio_gpu_queue_close(qp->info.queue);
 	if (qp->hreg)
 		cudaHostUnregister(qp->hva);
 	if (qp->hseg) {
 		if (qp->hmapped)
 			sio_device_unmap(g->dev, qp->hseg);
-		sio_segment_remove(qp->hseg);
+		sio_segment_close(qp->hseg);
 	}
 	if (qp->gmem) {
 		if (qp->gmapped)
 			sio_device_unmap(g->dev, qp->gmem->seg);
-		sio_gpu_mem_free(qp->gmem);
+		sio_gpu_mem_close(qp->gmem);
 	}
 	sio_err_restore(&es);
 	free(qp);
-	return ret;
 }
 
 void sio_gpu_qp_info(const struct sio_gpu_qp *qp, struct sio_gpu_qp_info *out)

@@ -155,7 +155,7 @@ fail:
 	return ret;
 }
 
-void sio_gpu_queue_free(struct sio_gpu_queue *q)
+void sio_gpu_queue_close(struct sio_gpu_queue *q)
 {
 	struct mirror **pp, *m = NULL;
 

@@ -213,7 +213,7 @@ int main(int argc, char **argv)
 		sio_nvme_ctrl_identify(ctrl, NVME_IDENTIFY_CNS_CTRL, 0, bus, &st);
 		t_uni += now_ns() - t0;
 		sio_device_unmap(dev, s);
-		sio_segment_remove(s);
+		sio_segment_close(s);
 	}
 	if (t.json)
 		printf("{\"subscribers\":%d,\"identical\":%d,\"multicast_commands\":1,\"multicast_us\":%.1f,"
@@ -228,9 +228,9 @@ out:
 		waitpid(pids[i], NULL, 0);
 	sio_mcast_destroy(f, group);
 	sio_nvme_ctrl_close(ctrl);
-	sio_device_return(dev);
-	sio_segment_remove(ref_seg);
-	sio_segment_remove(ctl_seg);
+	sio_device_close(dev);
+	sio_segment_close(ref_seg);
+	sio_segment_close(ctl_seg);
 	sio_fabric_close(f);
 	return ret || same != n ? 1 : 0;
 }

@@ -32,7 +32,7 @@ int sio_nvme_buf_alloc(struct sio_nvme_client *cl, uint64_t size, struct sio_nvm
 		sio_err_save(&es);
 		if (cl->dev2)
 			sio_device_unmap(cl->dev, b->seg);
-		sio_segment_remove(b->seg);
+		sio_segment_close(b->seg);
 		sio_err_restore(&es);
 		free(b);
 		return ret;
@@ -42,14 +42,14 @@ int sio_nvme_buf_alloc(struct sio_nvme_client *cl, uint64_t size, struct sio_nvm
 	return 0;
 }
 
-void sio_nvme_buf_free(struct sio_nvme_client *cl, struct sio_nvme_buf *b)
+void sio_nvme_buf_close(struct sio_nvme_client *cl, struct sio_nvme_buf *b)
 {
 	if (!b)
 		return;
 	sio_device_unmap(cl->dev, b->seg);
 	if (b->bus2 && cl->dev2)
 		sio_device_unmap(cl->dev2, b->seg);
-	sio_segment_remove(b->seg);
+	sio_segment_close(b->seg);
 	free(b);
 }
 

@@ -82,7 +82,7 @@ static int find_mailbox(struct sio_nvme_client *cl)
 			continue;
 		ret = sio_segment_info(seg, &si);
 		if (!ret && si.size < SIO_NVME_MBOX_SIZE) {
-			sio_segment_remove(seg);
+			sio_segment_close(seg);
 			return sio_err_set(EPROTO, "the mailbox of device %u on node %d is %llu "
 					   "bytes, not %zu: not a mailbox", cl->dinfo.id,
 					   order[i], (unsigned long long)si.size,
@@ -91,7 +91,7 @@ static int find_mailbox(struct sio_nvme_client *cl)
 		if (!ret)
 			ret = sio_segment_map(seg, &va);
 		if (ret) {
-			sio_segment_remove(seg);
+			sio_segment_close(seg);
 			return sio_err_wrap(-ret, "cannot map the manager's mailbox on "
 					    "node %d", order[i]);
 		}
@@ -99,7 +99,7 @@ static int find_mailbox(struct sio_nvme_client *cl)
 		if (__atomic_load_n(&mb->h.magic, __ATOMIC_ACQUIRE) != SIO_NVME_MBOX_MAGIC ||
 		    mb->h.version != SIO_NVME_MBOX_VERSION || mb->h.device != cl->dinfo.id ||
 		    !mb->h.serving) {
-			sio_segment_remove(seg);
+			sio_segment_close(seg);
 			return sio_err_set(EAGAIN, "the manager of device %u on node %d "
 					   "is not serving yet", cl->dinfo.id, order[i]);
 		}
@@ -235,7 +235,7 @@ int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_
 			ret = find_mailbox(cl);
 			if (ret != -EAGAIN)
 				break;
-			sio_device_return(cl->dev);
+			sio_device_close(cl->dev);
 			cl->dev = NULL;
 		} else if (ret != -EBUSY) {
 			ret = sio_err_wrap(-ret, "cannot borrow device %u", cl->dinfo.id);
@@ -295,7 +295,7 @@ void sio_nvme_client_close(struct sio_nvme_client *cl)
 	if (!cl)
 		return;
 	while (cl->queues)
-		sio_nvme_ioq_destroy(cl->queues);
+		sio_nvme_ioq_close(cl->queues);
 	if (cl->mb && cl->slot >= 0) {
 		memset(&req, 0, sizeof(req));
 		req.op = SIO_MBOX_OP_BYE;
@@ -306,15 +306,15 @@ void sio_nvme_client_close(struct sio_nvme_client *cl)
 		__atomic_store_n(&cl->mb->slots[cl->slot].pid, 0, __ATOMIC_RELEASE);
 	}
 	if (cl->scratch)
-		sio_segment_remove(cl->scratch);
+		sio_segment_close(cl->scratch);
 	if (cl->bar0)
-		sio_segment_remove(cl->bar0);
+		sio_segment_close(cl->bar0);
 	if (cl->bar0_2)
-		sio_segment_remove(cl->bar0_2);
-	sio_device_return(cl->dev2);
+		sio_segment_close(cl->bar0_2);
+	sio_device_close(cl->dev2);
 	if (cl->mseg)
-		sio_segment_remove(cl->mseg);
-	sio_device_return(cl->dev);
+		sio_segment_close(cl->mseg);
+	sio_device_close(cl->dev);
 	pthread_mutex_destroy(&cl->lock);
 	free(cl);
 }

@@ -414,7 +414,7 @@ void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c)
 	}
 	if (c->adm_seg) {
 		sio_device_unmap(c->dev, c->adm_seg);
-		sio_segment_remove(c->adm_seg);
+		sio_segment_close(c->adm_seg);
 	}
 	if (c->bar0)
 		sio_segment_unmap(c->bar0);

@@ -187,7 +187,7 @@ static int doorbells_map(struct sio_nvme_client *cl, struct sio_device *dev, int
 				   "(BAR0 0x%llx+0x%x)", qid, (unsigned long long)sq_off,
 				   2 * cl->db_stride);
 		sio_err_save(&es);
-		sio_segment_remove(out->seg);
+		sio_segment_close(out->seg);
 		sio_err_restore(&es);
 		memset(out, 0, sizeof(*out));
 		return ret;
@@ -210,7 +210,7 @@ void sio_nvme_client_doorbells_unmap(struct sio_nvme_doorbells *db)
 {
 	if (!db)
 		return;
-	sio_segment_remove(db->seg);	/* unmaps */
+	sio_segment_close(db->seg);	/* unmaps */
 	memset(db, 0, sizeof(*db));
 }
 
@@ -232,11 +232,11 @@ static void qpair_free(struct sio_nvme_client *cl, struct qpair *p)
 	qpair_doorbells_unmap(p);
 	if (p->sq_seg) {
 		sio_device_unmap(p->dev, p->sq_seg);
-		sio_segment_remove(p->sq_seg);
+		sio_segment_close(p->sq_seg);
 	}
 	if (p->cq_seg) {
 		sio_device_unmap(p->dev, p->cq_seg);
-		sio_segment_remove(p->cq_seg);
+		sio_segment_close(p->cq_seg);
 	}
 	if (p->sq_cmb) {
 		memset(&req, 0, sizeof(req));
@@ -533,18 +533,18 @@ int sio_nvme_ioq_delete_at(struct sio_nvme_client *cl, uint16_t qid)
 	return sio_nvme_mbox_call(cl, &req, &resp);
 }
 
-int sio_nvme_ioq_destroy(struct sio_nvme_ioq *q)
+void sio_nvme_ioq_close(struct sio_nvme_ioq *q)
 {
 	struct sio_nvme_ioq **pp;
 
 	if (!q)
-		return 0;
+		return;
 	for (pp = &q->cl->queues; *pp; pp = &(*pp)->next)
 		if (*pp == q) {
 			*pp = q->next;
 			break;
 		}
-	return ioq_delete_free(q);
+	ioq_delete_free(q);
 }
 
 void sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *out)

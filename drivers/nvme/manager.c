@@ -205,7 +205,7 @@ int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 	return 0;
 fail:
 	sio_err_save(&es);
-	sio_nvme_manager_stop(m);
+	sio_nvme_manager_close(m);
 	sio_err_restore(&es);
 	return ret;
 }
@@ -672,7 +672,7 @@ int sio_nvme_manager_run(struct sio_nvme_manager *m, volatile sig_atomic_t *stop
 	return 0;
 }
 
-void sio_nvme_manager_stop(struct sio_nvme_manager *m)
+void sio_nvme_manager_close(struct sio_nvme_manager *m)
 {
 	int s;
 
@@ -689,9 +689,9 @@ void sio_nvme_manager_stop(struct sio_nvme_manager *m)
 				sio_segment_notify(m->seg, sio_nvme_mbox_slot_off(s, 0));
 	}
 	if (m->seg)
-		sio_segment_remove(m->seg);
+		sio_segment_close(m->seg);
 	sio_nvme_ctrl_close(m->ctrl);
-	sio_device_return(m->dev);
+	sio_device_close(m->dev);
 	free(m->qowner);
 	free(m->qpid);
 	free(m->dbpid);

@@ -51,9 +51,9 @@ int sio_nvme_client_second_path(struct sio_nvme_client *cl)
 		ret = sio_err_wrap(-ret, "cannot set up the second path to device %u",
 				   cl->dinfo.id);
 		sio_err_save(&es);
-		sio_segment_remove(cl->bar0_2);
+		sio_segment_close(cl->bar0_2);
 		cl->bar0_2 = NULL;
-		sio_device_return(cl->dev2);
+		sio_device_close(cl->dev2);
 		cl->dev2 = NULL;
 		sio_err_restore(&es);
 		return ret;

@@ -490,9 +490,9 @@ bad:
 			"expected\n", (unsigned long long)r.mismatches);
 	rc = r.errors || r.mismatches ? 1 : 0;
 out:
-	sio_nvme_buf_free(cl, r.buf);
+	sio_nvme_buf_close(cl, r.buf);
 	if (r.q)
-		sio_nvme_ioq_destroy(r.q);
+		sio_nvme_ioq_close(r.q);
 	sio_nvme_client_close(cl);
 	sio_fabric_close(f);
 	free(r.slots);

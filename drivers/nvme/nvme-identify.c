@@ -165,7 +165,7 @@ int main(int argc, char **argv)
 out:
 	sio_nvme_client_close(cl);
 	sio_nvme_ctrl_close(ctrl);
-	sio_device_return(dev);
+	sio_device_close(dev);
 	sio_fabric_close(f);
 	return rc;
 }

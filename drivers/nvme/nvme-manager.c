@@ -121,7 +121,7 @@ int main(int argc, char **argv)
 		if (!rf || fprintf(rf, "%d\n", (int)getpid()) < 0 || fclose(rf)) {
 			fprintf(stderr, "nvme-manager: cannot write ready file %s: %s\n",
 				ready, strerror(errno));
-			sio_nvme_manager_stop(m);
+			sio_nvme_manager_close(m);
 			sio_fabric_close(f);
 			return 1;
 		}
@@ -134,7 +134,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nvme-manager: stopping: %llu requests, %llu refused, "
 			"%llu dead clients cleaned up\n", (unsigned long long)st.requests,
 			(unsigned long long)st.refused, (unsigned long long)st.reaped);
-	sio_nvme_manager_stop(m);
+	sio_nvme_manager_close(m);
 	sio_fabric_close(f);
 	return ret ? 1 : 0;
 }

@@ -265,10 +265,10 @@ int main(int argc, char **argv)
 	cudaEventDestroy(e0);
 	cudaEventDestroy(e1);
 	cudaFree(dck);
-	sio_nvme_buf_free(cl, b);
-	sio_nvme_ioq_destroy(q);
+	sio_nvme_buf_close(cl, b);
+	sio_nvme_ioq_close(q);
 	sio_device_unmap(dev, m->seg);
-	sio_gpu_mem_free(m);
+	sio_gpu_mem_close(m);
 	cudaFree(dq);
 	sio_gpu_nvme_close(g);
 	sio_fabric_close(f);

@@ -104,12 +104,12 @@ int sio_device_borrow(struct sio_fabric *f, uint32_t id, unsigned int flags,
 int sio_device_downgrade(struct sio_device *dev);
 
 /**
- * sio_device_return() - give a borrowed device back
+ * sio_device_close() - give a borrowed device back
  * @dev: borrow handle (NULL is ignored)
  *
  * Unmaps every segment mapped for the device through this handle.
  */
-int sio_device_return(struct sio_device *dev);
+void sio_device_close(struct sio_device *dev);
 
 /**
  * sio_device_info() - describe a borrowed device

@@ -214,7 +214,7 @@ int sio_gpu_placement(int gpu_node, int lender);
  * @f: fabric handle (the GPU's node)
  * @size: bytes (rounded up to 64 KiB)
  * @gpu: CUDA device ordinal
- * @out: the memory; free with sio_gpu_mem_free()
+ * @out: the memory; free with sio_gpu_mem_close()
  * Return: 0, -EINVAL, -ENODEV (no such GPU), -ENOMEM, -errno.
  */
 int sio_gpu_mem_create(struct sio_fabric *f, uint64_t size, int gpu, struct sio_gpu_mem **out);
@@ -238,15 +238,15 @@ int sio_gpu_segment_create_hinted(struct sio_device *dev, uint64_t size, unsigne
 				  int gpu, struct sio_gpu_mem **out, enum sio_placement *placed);
 
 /**
- * sio_gpu_mem_free() - unregister and free GPU memory
+ * sio_gpu_mem_close() - unregister and free GPU memory
  * @m: memory (NULL is ignored); unmap it from devices first
  */
-void sio_gpu_mem_free(struct sio_gpu_mem *m);
+void sio_gpu_mem_close(struct sio_gpu_mem *m);
 
 /**
  * sio_gpu_queue_alloc() - build the device-side state of a GPU queue
  * @d: the memory it runs on
- * @out: device pointer to the queue; free with sio_gpu_queue_free()
+ * @out: device pointer to the queue; free with sio_gpu_queue_close()
  *
  * The low-level half of sio_gpu_qp_create(): it neither asks for the queue
  * at the controller nor maps anything.
@@ -254,8 +254,8 @@ void sio_gpu_mem_free(struct sio_gpu_mem *m);
  */
 int sio_gpu_queue_alloc(const struct sio_gpu_queue_desc *d, struct sio_gpu_queue **out);
 
-/** sio_gpu_queue_free() - free what sio_gpu_queue_alloc() made (NULL ignored) */
-void sio_gpu_queue_free(struct sio_gpu_queue *q);
+/** sio_gpu_queue_close() - free what sio_gpu_queue_alloc() made (NULL ignored) */
+void sio_gpu_queue_close(struct sio_gpu_queue *q);
 
 /**
  * sio_gpu_queue_failed() - read a GPU queue's failure from the host
@@ -333,8 +333,8 @@ struct sio_nvme_client *sio_gpu_nvme_client(struct sio_gpu_nvme *g);
 int sio_gpu_qp_create(struct sio_gpu_nvme *g, const struct sio_gpu_qp_opts *opts,
 		      struct sio_gpu_qp **out);
 
-/** sio_gpu_qp_destroy() - delete a queue pair (NULL ignored); no kernel may use it */
-int sio_gpu_qp_destroy(struct sio_gpu_qp *qp);
+/** sio_gpu_qp_close() - delete a queue pair (NULL ignored); no kernel may use it */
+void sio_gpu_qp_close(struct sio_gpu_qp *qp);
 
 /** sio_gpu_qp_info() - describe a queue pair */
 void sio_gpu_qp_info(const struct sio_gpu_qp *qp, struct sio_gpu_qp_info *out);

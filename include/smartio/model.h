@@ -66,10 +66,10 @@ int sio_device_register(struct sio_fabric *f, const struct sio_device_desc *desc
 			struct sio_devreg **out);
 
 /**
- * sio_device_unregister() - remove a registered device
+ * sio_devreg_close() - remove a registered device
  * @reg: registration (NULL is ignored)
  */
-int sio_device_unregister(struct sio_devreg *reg);
+void sio_devreg_close(struct sio_devreg *reg);
 
 /**
  * sio_devreg_id() - the fabric id assigned to a registered device

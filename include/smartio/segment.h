@@ -153,13 +153,13 @@ int sio_segment_unmap(struct sio_segment *seg);
 int sio_segment_info(const struct sio_segment *seg, struct sio_segment_info *out);
 
 /**
- * sio_segment_remove() - release a segment handle
+ * sio_segment_close() - release a segment handle
  * @seg: segment (NULL is ignored)
  *
  * For a segment this process created the memory is freed and connected
  * users get SIO_EV_SEGMENT_LOST; for a connected one the handle is dropped.
  */
-int sio_segment_remove(struct sio_segment *seg);
+void sio_segment_close(struct sio_segment *seg);
 
 /**
  * sio_segment_set_name() - label a segment (shown by `smartio status`)

@@ -75,7 +75,7 @@ struct sio_borrow_status {
  * @nborrows: entries of @borrows
  * @borrows: every borrow
  *
- * One allocation: sio_fabric_status_free() frees it and the arrays.
+ * One allocation: sio_fabric_status_close() frees it and the arrays.
  */
 struct sio_fabric_status {
 	char name[SIO_NAME_MAX];
@@ -95,7 +95,7 @@ struct sio_fabric_status {
 /**
  * sio_fabric_status_get() - take a consistent look at the whole fabric
  * @f: fabric handle
- * @out: the status, owned by the caller (sio_fabric_status_free())
+ * @out: the status, owned by the caller (sio_fabric_status_close())
  *
  * Reclaims what dead processes held first, as sio_fabric_reap() does.
  * Return: 0, -ENOMEM, or the registry lock's errors (-ETIMEDOUT naming its
@@ -104,10 +104,10 @@ struct sio_fabric_status {
 int sio_fabric_status_get(struct sio_fabric *f, struct sio_fabric_status **out);
 
 /**
- * sio_fabric_status_free() - free what sio_fabric_status_get() returned
+ * sio_fabric_status_close() - free what sio_fabric_status_get() returned
  * @st: the status (NULL is ignored)
  */
-void sio_fabric_status_free(struct sio_fabric_status *st);
+void sio_fabric_status_close(struct sio_fabric_status *st);
 
 #ifdef __cplusplus
 }

@@ -67,7 +67,7 @@ static void unmap_one(struct lender *l, struct mapping *m)
 		say(l, "vfio lender: %s\n", sio_errmsg());
 	if (m->seg) {
 		sio_segment_unmap(m->seg);
-		sio_segment_remove(m->seg);
+		sio_segment_close(m->seg);
 	}
 }
 
@@ -134,7 +134,7 @@ static int map_seg(struct lender *l, const struct sio_vfio_req *rq, struct mappi
 	m->iommu = true;
 	return 0;
 fail:
-	sio_segment_remove(m->seg);
+	sio_segment_close(m->seg);
 	m->seg = NULL;
 	return rc;
 }
@@ -365,7 +365,7 @@ out:
 		if (l->conns[i].fd >= 0)
 			conn_close(l, &l->conns[i]);
 	if (l->reg)
-		sio_device_unregister(l->reg);
+		sio_devreg_close(l->reg);
 	if (lfd >= 0) {
 		close(lfd);
 		unlink(l->svc);

@@ -35,7 +35,7 @@ Test(mailbox, client_refuses_a_bad_header)
 	cr_assert_eq(sio_segment_create(l, SIO_NVME_MBOX_SEGID(dev), 4096, 0, &seg), 0);
 	cr_assert_eq(sio_nvme_client_open(h, dev, &cl), -EPROTO);
 	cr_assert(strstr(sio_nvme_errmsg(), "not a mailbox"), "%s", sio_nvme_errmsg());
-	sio_segment_remove(seg);
+	sio_segment_close(seg);
 
 	cr_assert_eq(sio_segment_create(l, SIO_NVME_MBOX_SEGID(dev), SIO_NVME_MBOX_SIZE, 0, &seg), 0);
 	cr_assert_eq(sio_segment_map(seg, &va), 0);
@@ -69,8 +69,8 @@ Test(mailbox, client_refuses_a_bad_header)
 	x.mgr_pid = gone;
 	memcpy((void *)&mb->h, &x, sizeof(x));
 	cr_assert_eq(sio_nvme_client_open(h, dev, &cl), -ENOTCONN, "%s", sio_nvme_errmsg());
-	sio_segment_remove(seg);
-	sio_device_unregister(reg);
+	sio_segment_close(seg);
+	sio_devreg_close(reg);
 	sio_fabric_close(h);
 	sio_fabric_close(l);
 	sio_fabric_destroy(name);

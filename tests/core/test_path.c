@@ -74,8 +74,8 @@ Test(path, device_in_chassis_and_segments)
 	cr_assert_eq(p.nhops, 1, "device to its lender's RAM: the chassis switch");
 	struct sio_endpoint nodev = { .kind = SIO_EP_DEVICE, .id = 4242 };
 	cr_assert_eq(sio_path_resolve(b, &nodev, &lender, -1, &p), -ENOENT);
-	sio_segment_remove(s);
-	sio_device_unregister(reg);
+	sio_segment_close(s);
+	sio_devreg_close(reg);
 	sio_fabric_close(b);
 	sio_fabric_close(l);
 	sio_fabric_destroy(n);
@@ -110,12 +110,12 @@ Test(hint, sq_near_device_cq_near_cpu)
 	cr_assert_eq(sio_segment_create_hinted(ldev, 4096, SIO_HINT_DEVICE_READ | SIO_HINT_HOST_WRITE, &lsq, &pl), 0);
 	cr_assert_eq(pl, SIO_PLACE_LOCAL);
 	cr_assert_str_eq(sio_placement_name(SIO_PLACE_LENDER), "lender");
-	sio_segment_remove(lsq);
-	sio_segment_remove(sq);
-	sio_segment_remove(cq);
-	sio_device_return(ldev);
-	sio_device_return(dev);
-	sio_device_unregister(reg);
+	sio_segment_close(lsq);
+	sio_segment_close(sq);
+	sio_segment_close(cq);
+	sio_device_close(ldev);
+	sio_device_close(dev);
+	sio_devreg_close(reg);
 	sio_fabric_close(b);
 	sio_fabric_close(l);
 	sio_fabric_destroy(n);
@@ -158,10 +158,10 @@ Test(multicast, one_write_reaches_every_subscriber)
 	cr_assert_eq(sio_dma_write(reg, bus + 100, "x", 2), 0);
 	cr_assert_eq(p[2][100], 0);
 	cr_assert_eq(p[3][100], 'x');
-	sio_device_return(dev);
-	sio_device_unregister(reg);
+	sio_device_close(dev);
+	sio_devreg_close(reg);
 	for (int i = 1; i < 5; i++)
-		sio_segment_remove(s[i]);
+		sio_segment_close(s[i]);
 	for (int i = 0; i < 5; i++)
 		sio_fabric_close(f[i]);
 	sio_fabric_destroy(n);
@@ -184,7 +184,7 @@ Test(path, device_to_its_own_bar_crosses_nothing)
 	cr_assert_eq(sio_path_resolve(l, &dev, &own, -1, &p), 0);
 	cr_assert_eq(p.nhops, 0, "a controller reads its own CMB without crossing a switch");
 	cr_assert_eq(p.round_trip_ns, 0);
-	sio_device_unregister(reg);
+	sio_devreg_close(reg);
 	sio_fabric_close(l);
 	sio_fabric_destroy(n);
 }

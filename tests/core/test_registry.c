@@ -165,12 +165,12 @@ Test(registry, damage_after_joining_gives_errors_not_crashes)
 	r->pmaps[bar->window].window = 1 << 20;
 	cr_assert_eq(sio_segment_unmap(bar), 0, "%s", sio_errmsg());
 	r->borrows[dev->borrow].dev = 1 << 20;
-	sio_segment_remove(bar);
-	sio_device_return(dev);	/* the borrow is not this handle's any more */
+	sio_segment_close(bar);
+	sio_device_close(dev);	/* the borrow is not this handle's any more */
 	r->segs[s->slot].owner = 1 << 24;	/* leaving cannot find it, and does not crash */
 	sio_fabric_close(h);
 	free(s);
-	sio_device_unregister(reg);
+	sio_devreg_close(reg);
 	sio_fabric_close(l);
 	cr_assert_eq(sio_fabric_destroy(name), 0, "%s", sio_errmsg());
 }
@@ -200,8 +200,8 @@ Test(registry, segment_files_are_checked_before_mapping)
 	cr_assert_eq(truncate(segpath, 8192), 0);
 	cr_assert_eq(chmod(segpath, 0644), 0);
 	cr_assert_eq(sio_segment_map(t, &v), -EPERM, "a file others can read: %s", sio_errmsg());
-	sio_segment_remove(t);
-	sio_segment_remove(s);
+	sio_segment_close(t);
+	sio_segment_close(s);
 	sio_fabric_close(a);
 	sio_fabric_destroy(name);
 }
@@ -406,7 +406,7 @@ Test(registry, group_fabric_is_shared_with_its_group_only)
 	cr_assert_eq(stat(segpath, &st), 0);
 	cr_assert_eq(st.st_mode & 07777, 0660, "group members map segments too");
 	cr_assert_eq(st.st_gid, g);
-	sio_segment_remove(s);
+	sio_segment_close(s);
 	sio_fabric_close(f);
 	/* a 0770 directory without the registry's group flag is not a group fabric */
 	cr_assert_eq(chmod(fabric_dir(name), 0770), 0);

@@ -31,7 +31,7 @@ Test(segment, data_crosses_processes)
 		char b;
 		if (read(pipefd[0], &b, 1) != 1 || q[2] != 0xabad1dea)
 			_exit(2);
-		sio_segment_remove(r);
+		sio_segment_close(r);
 		sio_fabric_close(g);
 		_exit(0);
 	}
@@ -44,7 +44,7 @@ Test(segment, data_crosses_processes)
 	int st;
 	waitpid(pid, &st, 0);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child saw wrong data (%d)", WEXITSTATUS(st));
-	sio_segment_remove(s);
+	sio_segment_close(s);
 	sio_fabric_close(f);
 	sio_fabric_destroy(name);
 }
@@ -65,7 +65,7 @@ Test(segment, info_and_lookup)
 	cr_assert_eq(sio_segment_create(f, in.id, 100, 0, &r), -EEXIST, "ids are unique per node");
 	cr_assert_eq(sio_segment_connect(f, 2, in.id, &r), 0);
 	cr_assert_eq(sio_segment_connect(f, 1, in.id, &r), -ENOENT);
-	sio_segment_remove(s);
+	sio_segment_close(s);
 	struct sio_segment *gone;
 	cr_assert_eq(sio_segment_connect(f, 2, in.id, &gone), -ENOENT, "removed segments are gone");
 	void *v;
@@ -98,8 +98,8 @@ Test(segment, window_exhaustion_and_release)
 	cr_assert_eq(ni[0].windows_used[0], 3, "unmapping returns the window");
 	cr_assert_eq(sio_segment_map(con[4], &v), 0, "a freed window is reusable: %s", sio_errmsg());
 	for (int i = 0; i < 5; i++) {
-		sio_segment_remove(con[i]);
-		sio_segment_remove(own[i]);
+		sio_segment_close(con[i]);
+		sio_segment_close(own[i]);
 	}
 	sio_fabric_nodes(f, ni, 2);
 	cr_assert_eq(ni[0].windows_used[0], 0);
@@ -159,7 +159,7 @@ Test(segment, range_mapping_confines_a_process)
 	cr_assert_eq(sio_segment_map_range(x, -1, 3 * 4096, 2 * 4096, 0, (void **)&w), -EINVAL,
 		     "a range past the end is refused");
 	cr_assert_eq(sio_segment_map_range(x, -1, 0, 4096, 0x10, (void **)&w), -EINVAL);
-	sio_segment_remove(x);
+	sio_segment_close(x);
 	/* a store through the read-only mapping faults, in a child */
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -171,9 +171,9 @@ Test(segment, range_mapping_confines_a_process)
 	waitpid(pid, &st, 0);
 	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "a store to a read-only mapping must fault");
 	cr_assert_eq(p[0], 0x1234);
-	sio_segment_remove(ro);
-	sio_segment_remove(rw);
-	sio_segment_remove(own);
+	sio_segment_close(ro);
+	sio_segment_close(rw);
+	sio_segment_close(own);
 	sio_fabric_close(f);
 	sio_fabric_close(home);
 	sio_fabric_destroy(name);

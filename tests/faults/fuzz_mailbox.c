@@ -64,11 +64,11 @@ static void die(const char *what, const char *msg)
 
 static void cleanup(void)
 {
-	sio_nvme_manager_stop(mgr);
+	sio_nvme_manager_close(mgr);
 	emu_stop = 1;
 	pthread_join(emu_thread, NULL);
 	sio_nvme_emu_destroy(emu);
-	sio_device_return(cli_dev);
+	sio_device_close(cli_dev);
 	sio_fabric_close(f_cli);
 	sio_fabric_close(f_mgr);
 	sio_fabric_close(f_emu);
@@ -160,11 +160,11 @@ static void probe_library(void)
 		sio_segment_info(s, &si);
 		if (!sio_segment_map(s, &va))
 			sio_segment_unmap(s);
-		sio_segment_remove(s);
+		sio_segment_close(s);
 	}
 	if (!sio_device_bar(cli_dev, 0, &s)) {
 		sio_segment_info(s, &si);
-		sio_segment_remove(s);
+		sio_segment_close(s);
 	}
 	/* mapped already: looked up, not made (a new segment could take the
 	 * slot of one whose used flag is the corrupt byte) */

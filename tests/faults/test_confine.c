@@ -53,7 +53,7 @@ static int map_bar0(struct sio_device *dev, uint64_t off, uint64_t len, unsigned
 	ret = len ? sio_segment_map_range(*seg, -1, off, len, flags, va)
 		  : sio_segment_map(*seg, va);
 	if (ret) {
-		sio_segment_remove(*seg);
+		sio_segment_close(*seg);
 		*seg = NULL;
 	}
 	return ret;
@@ -145,16 +145,16 @@ static void client_b(uint16_t a_qid, int out_fd, int go_fd)
 
 	r.map_a_db = map_bar0(dev, db_off(a_qid), 8192, 0, &seg, &va);
 	b_note(&r, r.map_a_db);
-	sio_segment_remove(seg);
+	sio_segment_close(seg);
 	r.map_a_db_ro = map_bar0(dev, db_off(a_qid), 4096, SIO_MAP_RDONLY, &seg, &va);
 	b_note(&r, r.map_a_db_ro);
-	sio_segment_remove(seg);
+	sio_segment_close(seg);
 	r.map_whole = map_bar0(dev, 0, 0, 0, &seg, &va);
 	b_note(&r, r.map_whole);
-	sio_segment_remove(seg);
+	sio_segment_close(seg);
 	r.map_regs_rw = map_bar0(dev, 0, 4096, 0, &seg, &va);
 	b_note(&r, r.map_regs_rw);
-	sio_segment_remove(seg);
+	sio_segment_close(seg);
 	r.map_regs_ro = map_bar0(dev, 0, 4096, SIO_MAP_RDONLY, &rseg, &va);
 	b_note(&r, r.map_regs_ro);
 	if (!r.map_regs_ro) {
@@ -173,7 +173,7 @@ static void client_b(uint16_t a_qid, int out_fd, int go_fd)
 		}
 		if (g > 0 && waitpid(g, &st, 0) == g)
 			r.store_sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-		sio_segment_remove(rseg);
+		sio_segment_close(rseg);
 	}
 
 	{
@@ -187,11 +187,11 @@ static void client_b(uint16_t a_qid, int out_fd, int go_fd)
 	}
 
 	/* Its queue deleted, its doorbell pages are its no more. */
-	sio_nvme_ioq_destroy(q);
+	sio_nvme_ioq_close(q);
 	q = NULL;
 	r.remap_deleted = map_bar0(dev, db_off(r.qid), 8192, 0, &seg, &va);
 	b_note(&r, r.remap_deleted);
-	sio_segment_remove(seg);
+	sio_segment_close(seg);
 out:
 	if (write(out_fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
 		_exit(2);
@@ -199,8 +199,8 @@ out:
 	if (read(go_fd, &c, 1) < 0)
 		c = 0;
 	if (cl) {
-		sio_nvme_buf_free(cl, buf);
-		sio_nvme_ioq_destroy(q);
+		sio_nvme_buf_close(cl, buf);
+		sio_nvme_ioq_close(q);
 		sio_nvme_client_close(cl);
 	}
 	sio_fabric_close(f);
@@ -237,7 +237,7 @@ Test(confine, clients_map_only_their_own_doorbells)
 	ret = map_bar0(sio_nvme_client_device(cl), 0, 0, 0, &seg, &va);
 	cr_expect_eq(ret, -EACCES, "A mapped the whole BAR0: %d", ret);
 	cr_expect(ret != -EACCES || strstr(sio_errmsg(), "restricted"), "%s", sio_errmsg());
-	sio_segment_remove(seg);
+	sio_segment_close(seg);
 
 	cr_assert_eq(pipe(to_test), 0);
 	cr_assert_eq(pipe(to_b), 0);
@@ -280,7 +280,7 @@ Test(confine, clients_map_only_their_own_doorbells)
 	cr_expect_neq(qi2.qid, r.qid, "A got queue %u, whose doorbells B had", qi2.qid);
 	cr_expect_eq(write_verify(q2, buf, 300, 33), 0, "A's second queue: %s",
 		     sio_errmsg());
-	sio_nvme_ioq_destroy(q2);
+	sio_nvme_ioq_close(q2);
 	cr_assert_eq(write(to_b[1], "x", 1), 1);
 	close(to_b[1]);
 	cr_expect_eq(cluster_wait(b, 10000), 0, "B did not exit cleanly");
@@ -298,7 +298,7 @@ Test(confine, clients_map_only_their_own_doorbells)
 	do {
 		sio_fabric_reap(f0);
 		ret = map_bar0(sio_nvme_client_device(cl), 0, 0, 0, &seg, &va);
-		sio_segment_remove(seg);
+		sio_segment_close(seg);
 		if (ret != -EACCES)
 			break;
 		usleep(20000);
@@ -306,8 +306,8 @@ Test(confine, clients_map_only_their_own_doorbells)
 	cr_expect_eq(ret, 0, "BAR0 after the manager died: %d %s", ret, sio_errmsg());
 	sio_fabric_close(f0);
 
-	sio_nvme_buf_free(cl, buf);
-	sio_nvme_ioq_destroy(q);
+	sio_nvme_buf_close(cl, buf);
+	sio_nvme_ioq_close(q);
 	sio_nvme_client_close(cl);
 	sio_fabric_close(f);
 }

@@ -59,8 +59,8 @@ static void cli_open(struct cli *c, int node)
 static void cli_close(struct cli *c)
 {
 	if (c->cl) {
-		sio_nvme_buf_free(c->cl, c->buf);
-		sio_nvme_ioq_destroy(c->q);
+		sio_nvme_buf_close(c->cl, c->buf);
+		sio_nvme_ioq_close(c->q);
 		sio_nvme_client_close(c->cl);
 	}
 	sio_fabric_close(c->f);
@@ -223,7 +223,7 @@ static void raw_close(struct rawmb *r)
 	raw_call(r, &req, &resp);
 	r->mb->slots[r->slot].pid = 0;
 	__atomic_store_n(&r->mb->slots[r->slot].state, SIO_MBOX_FREE, __ATOMIC_RELEASE);
-	sio_segment_remove(r->seg);
+	sio_segment_close(r->seg);
 	sio_fabric_close(r->f);
 }
 
@@ -471,7 +471,7 @@ Test(faults, lender_link_down_gives_errors_then_recovers)
 
 	cr_assert_eq(sio_link_set(admin, 0, -1, true), 0, "%s", sio_errmsg());
 	/* The failed queue pair is replaced; the data written before is there. */
-	sio_nvme_ioq_destroy(c.q);
+	sio_nvme_ioq_close(c.q);
 	c.q = NULL;
 	ret = sio_nvme_ioq_create(c.cl, NULL, &c.q);
 	cr_assert_eq(ret, 0, "new queue after link up: %s", sio_errmsg());
@@ -524,7 +524,7 @@ Test(faults, stopped_controller_ends_every_waiter_with_a_timeout)
 		     "a failed queue takes no new command");
 	kill(C.emu, SIGCONT);
 
-	sio_nvme_ioq_destroy(c.q);
+	sio_nvme_ioq_close(c.q);
 	c.q = NULL;
 	cr_assert_eq(sio_nvme_ioq_create(c.cl, NULL, &c.q), 0, "%s", sio_errmsg());
 	cr_expect_eq(cli_verify(&c, 900, 10), 0, "%s", sio_errmsg());

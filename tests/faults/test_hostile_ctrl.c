@@ -136,7 +136,7 @@ static void hostile_stop(struct hostile *h)
 {
 	atomic_store(&h->stop, true);
 	pthread_join(h->thread, NULL);
-	sio_device_unregister(h->reg);
+	sio_devreg_close(h->reg);
 }
 
 /* A two-node fabric: node 0 lends the hostile controller, node 1 borrows it. */
@@ -161,7 +161,7 @@ static void bench_up(struct bench *b, const char *tag, uint64_t bar0, uint32_t d
 
 static void bench_down(struct bench *b)
 {
-	sio_device_return(b->dev);
+	sio_device_close(b->dev);
 	hostile_stop(&b->h);
 	sio_fabric_close(b->borrower);
 	sio_fabric_close(b->lender);

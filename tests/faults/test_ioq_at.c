@@ -142,8 +142,8 @@ Test(ioq_at, caller_placed_queue_does_io_and_bad_input_is_refused)
 	cr_expect_eq(qid2, qid);
 	/* Left for sio_nvme_client_close() to delete; returning the borrow
 	 * unmaps the segment for the device. */
-	sio_nvme_buf_free(cl, buf);
+	sio_nvme_buf_close(cl, buf);
 	sio_nvme_client_close(cl);
-	sio_segment_remove(seg);
+	sio_segment_close(seg);
 	sio_fabric_close(f);
 }

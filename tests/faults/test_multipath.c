@@ -305,8 +305,8 @@ Test(multipath, link_flaps_during_verified_io_cost_no_errors_and_no_data)
 		i = bad_words(buf->va, r, expect[r]);
 		cr_expect_eq(i, 0, "region %u: %u words differ from the last write", r, i);
 	}
-	sio_nvme_buf_free(cl, buf);
-	cr_expect_eq(sio_nvme_ioq_destroy(q), 0, "%s", sio_errmsg());
+	sio_nvme_buf_close(cl, buf);
+	sio_nvme_ioq_close(q);
 	sio_nvme_client_close(cl);
 	sio_fabric_close(f);
 }

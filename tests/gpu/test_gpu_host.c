@@ -161,8 +161,8 @@ static void fab_up(struct fab *x)
 
 static void fab_down(struct fab *x)
 {
-	sio_device_return(x->dev);
-	sio_device_unregister(x->reg);
+	sio_device_close(x->dev);
+	sio_devreg_close(x->reg);
 	sio_fabric_close(x->f);
 	sio_fabric_destroy(x->name);
 }
@@ -191,7 +191,7 @@ Test(gpu_hinted, placement_and_refusals)
 		cr_expect_eq(placed, SIO_PLACE_DEVICE, "node 0 lends the device");
 		cr_assert_eq(sio_segment_info(m->seg, &si), 0);
 		cr_expect_eq(si.kind, SIO_SEG_GPU);
-		sio_gpu_mem_free(m);
+		sio_gpu_mem_close(m);
 	}
 	fab_down(&x);
 }
@@ -225,7 +225,7 @@ Test(gpu_dma, through_the_plugin)
 	sio_device_unmap(x.dev, seg);
 	/* unmapped: a fault, the plugin is not asked */
 	cr_expect_eq(sio_dma_read(x.reg, bus, buf, sizeof(buf)), -EFAULT);
-	sio_segment_remove(seg);
+	sio_segment_close(seg);
 	fab_down(&x);
 }
 
@@ -298,8 +298,8 @@ static void unreadable_sq(const char *why_in_log)
 	sio_nvme_ioq_delete_at(cl, qid);
 	sio_device_unmap(dev, sq);
 	sio_device_unmap(dev, cq);
-	sio_segment_remove(sq);
-	sio_segment_remove(cq);
+	sio_segment_close(sq);
+	sio_segment_close(cq);
 	sio_nvme_client_close(cl);
 	sio_fabric_close(f);
 	log = cluster_output(&C, "nvme-emu", "err");
@@ -384,7 +384,7 @@ static int ipc_child(const char *fabric)
 		else
 			printf("ok %llu\n", bad);
 	}
-	sio_device_unregister(reg);
+	sio_devreg_close(reg);
 	sio_fabric_close(f);
 	return 0;
 }
@@ -495,7 +495,7 @@ Test(gpu_ipc, roundtrip_with_another_process, .timeout = 120)
 
 	/* the slot reused by new memory: the old mapping must not serve it */
 	sio_device_unmap(dev, m->seg);
-	sio_gpu_mem_free(m);
+	sio_gpu_mem_close(m);
 	cr_assert_eq(sio_gpu_mem_create(f, len, 0, &m2), 0, "%s", sio_errmsg());
 	fill(m2, len, 0xc);
 	cr_assert_eq(sio_device_map(dev, m2->seg, &bus2), 0, "%s", sio_errmsg());
@@ -516,7 +516,7 @@ Test(gpu_ipc, roundtrip_with_another_process, .timeout = 120)
 	/* gone: the device process closes its mappings at its next DMA */
 	for (int i = 0; i < NSEGS; i++) {
 		sio_device_unmap(dev, many[i]->seg);
-		sio_gpu_mem_free(many[i]);
+		sio_gpu_mem_close(many[i]);
 	}
 	cr_expect_eq(child_ask(&ch, "r %llx %llu %x\n", (unsigned long long)bus2,
 			       (unsigned long long)len, 0xc), 0);
@@ -527,8 +527,8 @@ Test(gpu_ipc, roundtrip_with_another_process, .timeout = 120)
 	fclose(ch.out);
 	waitpid(ch.pid, NULL, 0);
 	sio_device_unmap(dev, m2->seg);
-	sio_gpu_mem_free(m2);
-	sio_device_return(dev);
+	sio_gpu_mem_close(m2);
+	sio_device_close(dev);
 	sio_fabric_close(f);
 	sio_fabric_destroy(name);
 }

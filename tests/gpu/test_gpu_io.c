@@ -120,8 +120,8 @@ static void cpu_pattern(uint64_t slba, uint64_t blocks, uint64_t seed)
 	for (uint64_t d = 0; d < blocks; d += chunk)
 		cr_assert_eq(sio_nvme_write(q, 1, slba + d, blocks - d < chunk ? blocks - d : chunk,
 					    b, d * ns.lba_size), 0, "%s", sio_errmsg());
-	sio_nvme_buf_free(cl, b);
-	sio_nvme_ioq_destroy(q);
+	sio_nvme_buf_close(cl, b);
+	sio_nvme_ioq_close(q);
 }
 
 /* Read blocks [@slba, +@blocks) through the CPU and count pattern mismatches. */
@@ -141,8 +141,8 @@ static uint64_t cpu_check(uint64_t slba, uint64_t blocks, uint64_t seed)
 	w = b->va;
 	for (uint64_t i = 0; i < blocks * ns.lba_size / 8; i++)
 		bad += w[i] != sio_gpu_pattern(seed, word_of(slba) + i);
-	sio_nvme_buf_free(cl, b);
-	sio_nvme_ioq_destroy(q);
+	sio_nvme_buf_close(cl, b);
+	sio_nvme_ioq_close(q);
 	return bad;
 }
 
@@ -176,7 +176,7 @@ static void gbuf_make(struct gbuf *b, uint64_t size)
 static void gbuf_free(struct gbuf *b)
 {
 	sio_device_unmap(sio_nvme_client_device(sio_gpu_nvme_client(gn)), b->m->seg);
-	sio_gpu_mem_free(b->m);
+	sio_gpu_mem_close(b->m);
 }
 
 /*
@@ -232,7 +232,7 @@ static void qps_read(uint32_t threads, int nq, uint32_t depth, uint32_t nlb, uin
 	gpu_read_check(dq, nq, threads, nlb, 0, blocks, 0);
 	for (int i = 0; i < nq; i++) {
 		cr_expect_eq(sio_gpu_queue_failed(dq[i]), 0);
-		cr_expect_eq(sio_gpu_qp_destroy(qp[i]), 0, "%s", sio_errmsg());
+		sio_gpu_qp_close(qp[i]);
 	}
 }
 
@@ -290,7 +290,7 @@ Test(gpu_io, qd1_single)
 	fflush(stdout);
 	cudaFree(dlat);
 	gbuf_free(&b);
-	cr_expect_eq(sio_gpu_qp_destroy(qp), 0, "%s", sio_errmsg());
+	sio_gpu_qp_close(qp);
 }
 
 /* SQ in GPU or host memory x CQ in host or GPU memory. */
@@ -310,7 +310,7 @@ Test(gpu_io, placements)
 		cr_expect_eq(qi.cq_kind, cq_gpu ? SIO_SEG_GPU : SIO_SEG_RAM, "placement %d", k);
 		gpu_read_check(&qi.queue, 1, 32, nlb, 0, 256 * nlb, 0x9);
 		cr_expect_eq(sio_gpu_queue_failed(qi.queue), 0, "placement %d", k);
-		cr_expect_eq(sio_gpu_qp_destroy(qp), 0, "%s", sio_errmsg());
+		sio_gpu_qp_close(qp);
 	}
 }
 
@@ -332,7 +332,7 @@ Test(gpu_io, data_checked_in_kernel)
 	cpu_pattern(0, 64 * nlb, 0x1234);
 	qp = qp_make(32, false, false, &qi);
 	gpu_read_check(&qi.queue, 1, 16, nlb, 0, 64 * nlb, 0x1234);
-	cr_expect_eq(sio_gpu_qp_destroy(qp), 0, "%s", sio_errmsg());
+	sio_gpu_qp_close(qp);
 }
 
 /* The kernel writes a pattern it made itself; the CPU reads it back. */
@@ -361,7 +361,7 @@ Test(gpu_io, write_then_cpu_read)
 	bad = cpu_check(1024, blocks, 0x77);
 	cr_expect_eq(bad, 0, "%llu words the GPU wrote read back wrong", (unsigned long long)bad);
 	gbuf_free(&b);
-	cr_expect_eq(sio_gpu_qp_destroy(qp), 0, "%s", sio_errmsg());
+	sio_gpu_qp_close(qp);
 }
 
 /* An NVMe error is the command's, not the queue's: -EIO with the status,
@@ -388,7 +388,7 @@ Test(gpu_io, error_status_does_not_fail_the_queue)
 	cr_expect_eq(sio_gpu_queue_failed(qi.queue), 0, "an NVMe error failed the queue");
 	gbuf_free(&b);
 	gpu_read_check(&qi.queue, 1, 4, 1, 0, 64, 0x3);
-	cr_expect_eq(sio_gpu_qp_destroy(qp), 0, "%s", sio_errmsg());
+	sio_gpu_qp_close(qp);
 }
 
 /* One queue pair across kernel launches, then tickets across 2^32. */
@@ -412,7 +412,7 @@ Test(gpu_io, reuse_and_ticket_wrap)
 	/* and once more, well past it */
 	gpu_read_check(&qi.queue, 1, 16, nlb, 0, 256 * nlb, 0x5);
 	cr_expect_eq(sio_gpu_queue_failed(qi.queue), 0);
-	cr_expect_eq(sio_gpu_qp_destroy(qp), 0, "%s", sio_errmsg());
+	sio_gpu_qp_close(qp);
 }
 
 /* Doorbells a page apart: the manager confines BAR0 and the GPU queue pair
@@ -483,7 +483,7 @@ Test(gpu_nodev, timeout_fails_the_queue, .timeout = 60)
 	cr_expect_eq(sio_gpu_queue_failed(b.q), -ETIMEDOUT);
 	cr_expect_lt(t1 - t0, 4.0, "the kernel took %.1f s to leave after a 1 s timeout", t1 - t0);
 	cr_expect_eq(sio_gpu_queue_set_ticket(b.q, 0), -EBUSY, "a failed queue was reset");
-	sio_gpu_queue_free(b.q);
+	sio_gpu_queue_close(b.q);
 	cudaFree(mem);
 }
 

@@ -129,7 +129,7 @@ int h_restart_emu(struct host *h, const char *args)
 {
 	int node = sio_fabric_node_id(h->f);
 
-	sio_device_return(h->dev);
+	sio_device_close(h->dev);
 	sio_fabric_close(h->f);
 	stop_emu(h);
 	memset(&h->admin, 0, sizeof(h->admin));
@@ -142,7 +142,7 @@ int h_restart_emu(struct host *h, const char *args)
 void h_stop(struct host *h)
 {
 	if (h->dev)
-		sio_device_return(h->dev);
+		sio_device_close(h->dev);
 	if (h->f)
 		sio_fabric_close(h->f);
 	h->dev = NULL;

@@ -148,7 +148,7 @@ Test(vfio_client, no_lender)
 	cr_assert(strstr(sio_errmsg(), "smartio vfio lend"), "%s", sio_errmsg());
 	cr_assert_eq(sio_segment_create(f, 0, 4096, 0, &mem), 0);
 	cr_assert_eq(sio_device_map(dev, mem, &bus), -ENODEV);
-	sio_segment_remove(mem);
+	sio_segment_close(mem);
 	/* what the vfio backend does not have says so, naming it */
 	cr_assert_eq(sio_device_restrict(dev, 0, 4096), -EOPNOTSUPP);
 	cr_assert(strstr(sio_errmsg(), "vfio lender"), "%s", sio_errmsg());
@@ -157,10 +157,10 @@ Test(vfio_client, no_lender)
 	/* one host: memory for it is local, whatever the hints say */
 	cr_assert_eq(sio_segment_create_hinted(dev, 4096, SIO_HINT_DEVICE_READ, &mem, &placed), 0);
 	cr_assert_eq(placed, SIO_PLACE_LOCAL);
-	sio_segment_remove(mem);
-	sio_segment_remove(bar);
-	sio_device_return(dev);
-	sio_device_unregister(reg);
+	sio_segment_close(mem);
+	sio_segment_close(bar);
+	sio_device_close(dev);
+	sio_devreg_close(reg);
 	sio_fabric_close(f);
 	cr_assert_eq(sio_fabric_destroy(name), 0);
 }

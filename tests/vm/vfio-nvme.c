@@ -337,7 +337,7 @@ static void t_crash(struct ctl *c, const char *fabric)
 	snprintf(d, sizeof(d), "after SIGKILL, %d retries", tries);
 	check(tries < 50, "a killed borrower's IOMMU mapping is torn down", d);
 	sio_segment_unmap(seg);
-	sio_segment_remove(seg);
+	sio_segment_close(seg);
 }
 
 static void t_cmb(struct ctl *c)
@@ -520,10 +520,10 @@ int main(int argc, char **argv)
 	wait_for(rdy0, &c, c.to_ms ? c.to_ms : 1000);
 	check(sio_device_unmap(c.dev, c.mem) == 0, "segment unmapped for the device", NULL);
 	sio_segment_unmap(c.bar);
-	sio_segment_remove(c.bar);
-	sio_segment_remove(c.cmbseg);
-	sio_segment_remove(c.mem);
-	sio_device_return(c.dev);
+	sio_segment_close(c.bar);
+	sio_segment_close(c.cmbseg);
+	sio_segment_close(c.mem);
+	sio_device_close(c.dev);
 	sio_fabric_close(c.f);
 	return fails ? 1 : 0;
 }

@@ -240,11 +240,11 @@ void sio_nvme_client_set_timeout(struct sio_nvme_client *cl, uint32_t ms);
 int sio_nvme_buf_alloc(struct sio_nvme_client *cl, uint64_t size, struct sio_nvme_buf **out);
 
 /**
- * sio_nvme_buf_free() - unmap and free a buffer
+ * sio_nvme_buf_close() - unmap and free a buffer
  * @cl: client
  * @b: buffer (NULL is ignored)
  */
-void sio_nvme_buf_free(struct sio_nvme_client *cl, struct sio_nvme_buf *b);
+void sio_nvme_buf_close(struct sio_nvme_client *cl, struct sio_nvme_buf *b);
 
 /**
  * sio_nvme_ioq_create() - place a queue pair and have the manager create it
@@ -260,10 +260,10 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 			struct sio_nvme_ioq **out);
 
 /**
- * sio_nvme_ioq_destroy() - delete a queue pair; commands in flight are lost
+ * sio_nvme_ioq_close() - delete a queue pair; commands in flight are lost
  * @q: queue pair (NULL is ignored)
  */
-int sio_nvme_ioq_destroy(struct sio_nvme_ioq *q);
+void sio_nvme_ioq_close(struct sio_nvme_ioq *q);
 
 /**
  * sio_nvme_ioq_create_at() - have the manager create a queue pair in memory

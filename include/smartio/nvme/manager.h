@@ -119,10 +119,10 @@ void sio_nvme_manager_stats(const struct sio_nvme_manager *m,
 struct sio_nvme_ctrl *sio_nvme_manager_ctrl(const struct sio_nvme_manager *m);
 
 /**
- * sio_nvme_manager_stop() - delete every client queue, shut down, leave
+ * sio_nvme_manager_close() - delete every client queue, shut down, leave
  * @m: manager (NULL is ignored)
  */
-void sio_nvme_manager_stop(struct sio_nvme_manager *m);
+void sio_nvme_manager_close(struct sio_nvme_manager *m);
 
 #ifdef __cplusplus
 }

@@ -744,7 +744,7 @@ int sio_nvme_emu_attach(struct sio_nvme_emu *emu, struct sio_fabric *f)
 	if (rc) {
 		rc = sio_err_wrap(-rc, "map BAR0");
 		sio_err_save(&es);
-		sio_device_unregister(emu->reg);
+		sio_devreg_close(emu->reg);
 		sio_err_restore(&es);
 		emu->reg = NULL;
 		return rc;
@@ -773,7 +773,7 @@ void sio_nvme_emu_destroy(struct sio_nvme_emu *emu)
 		set_csts(emu, 0);
 	}
 	if (emu->reg)
-		sio_device_unregister(emu->reg);
+		sio_devreg_close(emu->reg);
 	emu_backing_close(emu);
 	free(emu->sq);
 	free(emu->cq);
