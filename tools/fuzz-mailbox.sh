@@ -1,5 +1,5 @@
 #!/bin/sh
-# Build the NVMe manager's mailbox fuzz target (tests/faults/fuzz_mailbox.c)
+# Build the NVMe manager's mailbox fuzz target (fuzz/mailbox_fuzz.c)
 # with clang, libFuzzer, ASan and UBSan in its own build directory, and run
 # it for a fixed time, corrupting the registry under the manager too. Exits
 # non-zero on a crash, a leak of queue ids or an unanswered request.
@@ -15,13 +15,14 @@ if [ ! -f "$build/build.ninja" ]; then
 		-Dbuildtype=debugoptimized >"$build.setup.log" 2>&1 ||
 		{ cat "$build.setup.log"; exit 1; }
 fi
-ninja -C "$build" src/libsmartio.a src/sim/nvme/libsio-nvme-emu.a
+ninja -C "$build" lib/libsmartio.a models/nvme-emu/libsio-nvme-emu.a
 # The manager itself is compiled here with coverage for the fuzzer.
 clang -std=gnu11 -g -O1 -fsanitize=fuzzer $san \
-	-I"$src/include" -I"$src/src" -I"$src/drivers/nvme" -I"$src/src/sim/nvme" -I"$build/src" \
-	"$src/tests/faults/fuzz_mailbox.c" "$src/drivers/nvme/manager.c" \
-	"$src/drivers/nvme/ctrl.c" "$src/drivers/nvme/err.c" \
-	"$build/src/sim/nvme/libsio-nvme-emu.a" "$build/src/libsmartio.a" \
+	-I"$src/include" -I"$src/lib/core" -I"$src/lib/backend" -I"$src/lib/nvme" \
+	-I"$src/models/nvme-emu" -I"$build/lib" \
+	"$src/fuzz/mailbox_fuzz.c" "$src/lib/nvme/manager.c" \
+	"$src/lib/nvme/ctrl.c" "$src/lib/nvme/err.c" \
+	"$build/models/nvme-emu/libsio-nvme-emu.a" "$build/lib/libsmartio.a" \
 	-luring -lhugetlbfs -lpthread -ldl $(pkg-config --libs pciaccess 2>/dev/null || true) \
 	-o "$build/fuzz-mailbox"
 . "$src/tools/fuzz-lib.sh"

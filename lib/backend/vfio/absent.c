@@ -2,7 +2,7 @@
 /*
  * The public vfio calls (<smartio/vfio.h>) of a libsmartio built without
  * the vfio backend (-Dvfio=disabled): each says so. A device of that
- * backend is refused when borrowed (src/backends.c).
+ * backend is refused when borrowed (core/backends.c).
  */
 #include <smartio/vfio.h>
 #include "internal.h"

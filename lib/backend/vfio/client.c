@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The vfio device backend, borrower's side: the core calls these ops for
- * devices registered with SIO_BACKEND_VFIO (see src/backend.h). Requests go to the lender's socket; the
+ * devices registered with SIO_BACKEND_VFIO (see core/backend.h). Requests go to the lender's socket; the
  * BAR is mmapped here from the device fd the lender passes, so MMIO (and
  * doorbells) has nothing in between. Control path only.
  */

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../internal.h"
+#include "internal.h"
 
 static const struct sio_gpu_dma_plugin *gpu_ops;
 static pthread_once_t gpu_once = PTHREAD_ONCE_INIT;

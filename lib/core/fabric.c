@@ -2,7 +2,7 @@
 /*
  * Fabric lifetime: create/destroy a fabric, join/leave it as a node, and the
  * registry lock around every use of it. Where the registry lives and how it
- * is locked is the fabric backend's (src/backend.h); what it holds is ours.
+ * is locked is the fabric backend's (core/backend.h); what it holds is ours.
  */
 #include <stdio.h>
 #include <stdlib.h>

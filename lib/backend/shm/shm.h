@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "../internal.h"
+#include "internal.h"
 
 /* What the backend keeps per fabric handle (sio_fabric.be). */
 struct shm_fabric {

@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <smartio/smartio.h>
 #include <smartio/nvme/ctrl.h>
-#include "../nvme/tool.h"
+#include "tool.h"
 
 #define ID_SIZE		4096
 #define MAX_SUBS	255

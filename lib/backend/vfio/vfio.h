@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <smartio/vfio.h>
 
-/* The library's error setter (src/error.c). */
+/* The library's error setter (core/error.c). */
 int sio__err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define SIO_VFIO_NREGIONS	9	/* BAR0..5, ROM, config, VGA */

@@ -8,7 +8,7 @@
  * which translates the device's DMA through these, is dma.c.
  */
 #include <string.h>
-#include "../internal.h"
+#include "internal.h"
 
 /* Registry lock held: a free device mapping slot, or -1 having said why. */
 static int dmamap_slot(struct sio_registry *r)

@@ -15,7 +15,7 @@
  * travel. One serves a whole fabric. It is picked by name at run time
  * ($SMARTIO_FABRIC_BACKEND, default "shm") when a fabric is created,
  * opened or destroyed, and the registry records which one made it, so
- * another is refused. "shm" (src/shm/, and reglock.c) is one host's shared
+ * another is refused. "shm" (backend/shm/) is one host's shared
  * memory: processes are the nodes. A fabric of several kernels sharing a
  * memory window plugs in beside it: its lock a lease with a timeout in the
  * window instead of a thread id, liveness a heartbeat instead of pids,
@@ -28,9 +28,9 @@
  * the registry); a borrow takes that backend's ops from sio__device_ops()
  * when it is made, and the core calls dev->ops->...() from then on. The
  * backends are peers: "sim" (device models on the fabric, whose DMA the
- * library translates through the fabric's windows: src/sim/) and "vfio" (a
+ * library translates through the fabric's windows: backend/sim/) and "vfio" (a
  * real PCI function on this host, served by its lender process through the
- * IOMMU: src/vfio/).
+ * IOMMU: backend/vfio/).
  *
  * The rules every op follows:
  *
@@ -191,11 +191,11 @@ struct sio_fabric_ops {
 	int (*wait)(struct sio_fabric *f, uint32_t *word, uint32_t old, uint64_t timeout_ns);
 };
 
-extern const struct sio_fabric_ops sio__shm_fabric_ops;	/* src/shm/ */
+extern const struct sio_fabric_ops sio__shm_fabric_ops;	/* backend/shm/ */
 
 /*
  * The fabric backend $SMARTIO_FABRIC_BACKEND names (default "shm"), or
- * -EINVAL naming the ones there are (src/backends.c).
+ * -EINVAL naming the ones there are (core/backends.c).
  */
 int sio__fabric_backend(const struct sio_fabric_ops **out);
 
@@ -232,12 +232,12 @@ struct sio_device_ops {
 	void (*release)(struct sio_device *dev);
 };
 
-extern const struct sio_device_ops sio__sim_device_ops;	/* src/sim/device.c */
-extern const struct sio_device_ops sio__vfio_device_ops;	/* src/vfio/client.c */
+extern const struct sio_device_ops sio__sim_device_ops;	/* backend/sim/device.c */
+extern const struct sio_device_ops sio__vfio_device_ops;	/* backend/vfio/client.c */
 
 /*
  * The ops of device backend @backend (enum sio_device_backend), or NULL
- * when this libsmartio was built without it (src/backends.c).
+ * when this libsmartio was built without it (core/backends.c).
  */
 const struct sio_device_ops *sio__device_ops(int backend);
 /* Its name, known even when it is not built in: "sim", "vfio", "unknown". */
