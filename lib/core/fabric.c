@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <smartio/parse.h>
 #include "internal.h"
 
 #define REAP_EVERY_NS		100000000ull
@@ -35,8 +36,13 @@ void sio__delay_ns(uint64_t ns)
 
 static int check_name(const char **name)
 {
-	const char *n = *name;
+	const char *n = *name, *lt = getenv("SMARTIO_LOCK_TIMEOUT_MS");
+	uint64_t ms;
 
+	/* Every entry point passes here: a bad lock timeout is refused at
+	 * once rather than replaced, silently, deep inside the lock. */
+	if (lt && *lt && sio_parse_u64(lt, 1, SIO_LOCK_TIMEOUT_MAX_MS, &ms))
+		return sio_err_wrap(EINVAL, "SMARTIO_LOCK_TIMEOUT_MS='%s' is not a time in milliseconds", lt);
 	if (!n)
 		n = getenv("SMARTIO_FABRIC");
 	if (!n || !*n)
@@ -175,16 +181,14 @@ static void fabric_free(struct sio_fabric *f)
 static int pick_node(int node)
 {
 	const char *e = getenv("SMARTIO_NODE");
-	char *end;
-	long n;
+	uint64_t n;
 
 	if (node >= 0)
 		return node;
-	if (!e || !*e)
+	if (!e || !*e)	/* set but empty is unset, as for $SMARTIO_FABRIC */
 		return 0;
-	n = strtol(e, &end, 10);
-	if (*end || n < 0 || n >= SIO_MAX_NODES)
-		return sio__err(EINVAL, "SMARTIO_NODE='%s' is not a node id (0..%d)", e, SIO_MAX_NODES - 1);
+	if (sio_parse_u64(e, 0, SIO_MAX_NODES - 1, &n))
+		return sio_err_wrap(EINVAL, "SMARTIO_NODE='%s' is not a node id", e);
 	return (int)n;
 }
 

@@ -108,6 +108,7 @@ int sio__bar_access(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, 
  * fabric and the holder, and the caller must not touch the registry. A dead
  * holder's lock is taken over. Then the header and topology are checked.
  */
+#define SIO_LOCK_TIMEOUT_MAX_MS	3600000	/* $SMARTIO_LOCK_TIMEOUT_MS: 1 ms..1 h */
 int sio__lock(struct sio_fabric *f) __attribute__((warn_unused_result));
 /* The same without the lazy reaping (joining, sio_fabric_reap). */
 int sio__lock_noreap(struct sio_fabric *f) __attribute__((warn_unused_result));

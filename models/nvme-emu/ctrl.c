@@ -15,6 +15,7 @@
 #include <time.h>
 #include <smartio/smartio.h>
 #include <smartio/model.h>
+#include <smartio/parse.h>
 #include "emu_priv.h"
 
 uint64_t emu_now_ns(void)
@@ -559,28 +560,7 @@ void sio_nvme_emu_config_default(struct sio_nvme_emu_config *cfg)
 
 int sio_nvme_emu_parse_size(const char *s, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s || *s == '-')
-		return sio_err_set(EINVAL, "size: empty or negative");
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return sio_err_set(EINVAL, "size '%s': not a number", s);
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	case 't': case 'T': v <<= 40; end++; break;
-	default: break;
-	}
-	if (*end == 'i' || *end == 'B')
-		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
-	if (*end)
-		return sio_err_set(EINVAL, "size '%s': unknown suffix", s);
-	*out = v;
-	return 0;
+	return sio_parse_size(s, 0, UINT64_MAX, out) ? sio_err_wrap(EINVAL, "size") : 0;
 }
 
 uint64_t sio_nvme_emu_bar0_size(const struct sio_nvme_emu_config *cfg)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <smartio/parse.h>
 #include "shm/shm.h"
 
 #define LOCK_TIMEOUT_MS		5000
@@ -48,13 +49,10 @@ static uint32_t self_tid(void)
 static uint64_t timeout_ns(void)
 {
 	const char *e = getenv("SMARTIO_LOCK_TIMEOUT_MS");
-	char *end;
-	unsigned long ms;
+	uint64_t ms;
 
-	if (!e || !*e)
-		return LOCK_TIMEOUT_MS * 1000000ull;
-	ms = strtoul(e, &end, 10);
-	if (*end || !ms || ms > 3600000)
+	/* refused when the fabric was opened; the default if changed since */
+	if (!e || !*e || sio_parse_u64(e, 1, SIO_LOCK_TIMEOUT_MAX_MS, &ms))
 		ms = LOCK_TIMEOUT_MS;
 	return ms * 1000000ull;
 }

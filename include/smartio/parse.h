@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SMARTIO_PARSE_H
+#define SMARTIO_PARSE_H
+
+/**
+ * DOC: parsing numbers
+ *
+ * The one way smartio reads a number from a person: every program's options
+ * and the library's environment variables ($SMARTIO_NODE,
+ * $SMARTIO_LOCK_TIMEOUT_MS). A number is the whole string, decimal or 0x
+ * hexadecimal, with no sign, no space and no leading 0 taken as octal; it
+ * must not overflow and must lie in [@min, @max]. On failure the calling
+ * thread's sio_errmsg() quotes the string as given and says what is wrong,
+ * and the result is left untouched.
+ */
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * sio_parse_u64() - parse a whole unsigned number in a range
+ * @s: the text, e.g. "4", "0x1f"
+ * @min: smallest accepted value
+ * @max: largest accepted value
+ * @out: the value, set only on success
+ *
+ * Return: 0; -EINVAL if @s is NULL, empty or not a number (a sign, a space,
+ * trailing characters); -ERANGE if it overflows or lies outside [@min, @max].
+ */
+int sio_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/**
+ * sio_parse_size() - parse a byte count with an optional binary suffix
+ * @s: the text, e.g. "4096", "64M", "1GiB", "2T" (K, M, G, T: powers of 1024,
+ *     in either case, optionally followed by "i", "B" or "iB")
+ * @min: smallest accepted size in bytes
+ * @max: largest accepted size in bytes
+ * @out: the size in bytes, set only on success
+ *
+ * Return: 0; -EINVAL if @s is not a size; -ERANGE if it overflows 64 bits or
+ * lies outside [@min, @max].
+ */
+int sio_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/**
+ * sio_parse_double() - parse a whole, finite decimal number in a range
+ * @s: the text, e.g. "2.5", "10"
+ * @min: smallest accepted value
+ * @max: largest accepted value
+ * @out: the value, set only on success
+ *
+ * NaN and infinities are refused whatever the range.
+ *
+ * Return: 0; -EINVAL if @s is not a finite number; -ERANGE if it lies outside
+ * [@min, @max].
+ */
+int sio_parse_double(const char *s, double min, double max, double *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
