@@ -320,7 +320,7 @@ int main(int argc, char **argv)
 		if (ch == TOOL_OPT_BAD)
 			return 2;
 		switch (ch) {
-		case 'n': if (tool_parse_u64(optarg, &v) || !v || v > 0xffffffffull) goto bad; c.nsid = (uint32_t)v; break;
+		case 'n': if (tool_u64(&t, "--nsid", optarg, 1, UINT32_MAX, &v)) return 2; c.nsid = (uint32_t)v; break;
 		case 'o':
 			if (!strcmp(optarg, "write")) c.op = OP_WRITE;
 			else if (!strcmp(optarg, "read")) c.op = OP_READ;
@@ -328,29 +328,29 @@ int main(int argc, char **argv)
 			else if (!strcmp(optarg, "write-verify")) c.op = OP_WRITE_VERIFY;
 			else goto bad;
 			break;
-		case 'l': if (tool_parse_u64(optarg, &c.lba)) goto bad; break;
-		case 'c': if (tool_parse_u64(optarg, &c.count) || !c.count) goto bad; break;
-		case 'b': if (tool_parse_u64(optarg, &v) || !v || v > 65536) goto bad; c.io_blocks = (uint32_t)v; break;
-		case 'i': if (tool_parse_u64(optarg, &c.ios)) goto bad; break;
+		case 'l': if (tool_u64(&t, "--lba", optarg, 0, UINT64_MAX, &c.lba)) return 2; break;
+		case 'c': if (tool_u64(&t, "--count", optarg, 1, UINT64_MAX, &c.count)) return 2; break;
+		case 'b': if (tool_u64(&t, "--bs", optarg, 1, 65536, &v)) return 2; c.io_blocks = (uint32_t)v; break;
+		case 'i': if (tool_u64(&t, "--ios", optarg, 0, UINT64_MAX, &c.ios)) return 2; break;
 		case 'R': c.random = true; break;
-		case 'd': if (tool_parse_u64(optarg, &v) || !v || v > SIO_NVME_QUEUE_MAX_SIZE - 1) goto bad; c.qd = (uint32_t)v; break;
+		case 'd': if (tool_u64(&t, "--qd", optarg, 1, SIO_NVME_QUEUE_MAX_SIZE - 1, &v)) return 2; c.qd = (uint32_t)v; break;
 		case 'q': c.queue = optarg; break;
 		case 'p':
 			if (!strcmp(optarg, "lba")) c.pat = PAT_LBA;
 			else if (!strcmp(optarg, "zero")) c.pat = PAT_ZERO;
-			else if (!tool_parse_u64(optarg, &v) && v < 256) { c.pat = PAT_BYTE; c.byte = (uint8_t)v; }
-			else goto bad;
+			else if (!tool_u64(&t, "--pattern", optarg, 0, 255, &v)) { c.pat = PAT_BYTE; c.byte = (uint8_t)v; }
+			else return 2;
 			break;
-		case 's': if (tool_parse_u64(optarg, &c.seed)) goto bad; break;
-		case 't': c.seconds = atof(optarg); if (c.seconds <= 0) goto bad; break;
+		case 's': if (tool_u64(&t, "--seed", optarg, 0, UINT64_MAX, &c.seed)) return 2; break;
+		case 't': if (tool_double(&t, "--time", optarg, 0.001, 31536000.0, &c.seconds)) return 2; break;
 		case 'f': c.flush = true; break;
-		case 'T': if (tool_parse_u64(optarg, &v) || !v || v > 3600000) goto bad; c.timeout_ms = (uint32_t)v; break;
+		case 'T': if (tool_u64(&t, "--timeout", optarg, 1, 3600000, &v)) return 2; c.timeout_ms = (uint32_t)v; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 		continue;
 bad:
-		fprintf(stderr, "nvme-client: bad value '%s' (see --help)\n", optarg);
+		fprintf(stderr, "nvme-client: --op: '%s' is not write, read, verify or write-verify\n", optarg);
 		return 2;
 	}
 	if (c.count < c.io_blocks) {

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <smartio/smartio.h>
+#include <smartio/parse.h>
 #include "emu.h"
 
 static volatile sig_atomic_t stop;
@@ -44,16 +45,59 @@ static void usage(FILE *out)
 
 static int parse_u32(const char *opt, const char *s, uint32_t max, uint32_t *out)
 {
-	char *end;
-	unsigned long v;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoul(s, &end, 0);
-	if (errno || end == s || *end || *s == '-' || v > max) {
-		fprintf(stderr, "nvme-emu: %s: '%s' is not a number in 0..%u\n", opt, s, max);
+	if (sio_parse_u64(s, 0, max, &v)) {
+		fprintf(stderr, "nvme-emu: %s: %s\n", opt, sio_errmsg());
 		return -EINVAL;
 	}
 	*out = (uint32_t)v;
+	return 0;
+}
+
+/* What RAM a store may take: MemAvailable. The store fills lazily, so a
+ * larger one would start and then be killed by the OOM killer mid-run. */
+static uint64_t ram_available(void)
+{
+	char line[128];
+	unsigned long long kb;
+	uint64_t v = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+	FILE *fp = fopen("/proc/meminfo", "re");
+
+	while (fp && fgets(line, sizeof(line), fp))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			v = kb * 1024;
+	if (fp)
+		fclose(fp);
+	return v;
+}
+
+/* --backing ram:SIZE and the --ns sizes against the RAM there is. */
+static int check_ram(const struct sio_nvme_emu_config *cfg)
+{
+	uint64_t size, ns = 0, avail;
+
+	if (strncmp(cfg->backing, "ram:", 4))
+		return 0;
+	if (sio_parse_size(cfg->backing + 4, 0, UINT64_MAX, &size)) {
+		fprintf(stderr, "nvme-emu: --backing '%s': %s\n", cfg->backing, sio_errmsg());
+		return -EINVAL;
+	}
+	for (int i = 0; i < cfg->nns; i++)
+		ns = cfg->ns[i].size > UINT64_MAX - ns ? UINT64_MAX : ns + cfg->ns[i].size;
+	avail = ram_available();
+	if (size > avail) {
+		fprintf(stderr, "nvme-emu: --backing '%s': %llu bytes is more than the %llu bytes "
+			"of memory available\n", cfg->backing, (unsigned long long)size,
+			(unsigned long long)avail);
+		return -ENOMEM;
+	}
+	if (ns > avail) {	/* a RAM store grows to hold its namespaces */
+		fprintf(stderr, "nvme-emu: --ns: namespaces of %llu bytes in all are more than the "
+			"%llu bytes of memory available to --backing '%s'\n", (unsigned long long)ns,
+			(unsigned long long)avail, cfg->backing);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -159,6 +203,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (check_ram(&cfg))
+		return 2;
 
 	rc = sio_nvme_emu_create(&cfg, &emu);
 	if (rc) {

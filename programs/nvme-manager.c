@@ -67,11 +67,8 @@ int main(int argc, char **argv)
 			ready = optarg;
 			break;
 		case 'q':
-			if (tool_parse_u64(optarg, &v) || v < 1 || v > 65535) {
-				fprintf(stderr, "nvme-manager: --io-queues '%s' out of range "
-					"1..65535\n", optarg);
+			if (tool_u64(&t, "--io-queues", optarg, 1, 65535, &v))
 				return 2;
-			}
 			mo.ctrl.io_queues = (uint32_t)v;
 			break;
 		case 'a':

@@ -126,17 +126,17 @@ int main(int argc, char **argv)
 	int nsub = -1, opt, ret, nodes[MAX_SUBS], n = 0, same = 0;
 	pid_t pids[MAX_SUBS];
 	uint16_t st = 0;
+	uint64_t v;
 
 	tool_init(&t, "nvme-mcast-identify");
-	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		int r = tool_opt(&t, opt, optarg);
-		if (r < 0)
+	while ((opt = tool_getopt(&t, argc, argv, lo)) != -1) {
+		if (opt == TOOL_OPT_BAD)
 			return 2;
-		if (r)
-			continue;
-		if (opt == 's')
-			nsub = atoi(optarg);
-		else if (opt == 'h')
+		if (opt == 's') {
+			if (tool_u64(&t, "--subscribers", optarg, 1, MAX_SUBS, &v))
+				return 2;
+			nsub = (int)v;
+		} else if (opt == 'h')
 			return usage(stdout), 0;
 		else
 			return usage(stderr), 2;

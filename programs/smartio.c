@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <smartio/smartio.h>
+#include <smartio/parse.h>
 #ifdef SIO_TOOL_VFIO
 #include "smartio-vfio.h"
 #endif
@@ -16,6 +17,36 @@ static const char *fabric_arg(int argc, char **argv)
 	if (optind < argc)
 		return argv[optind++];
 	return getenv("SMARTIO_FABRIC");
+}
+
+/* A number option or argument, strictly (<smartio/parse.h>); 0 or -1, reported. */
+static int num(const char *cmd, const char *what, const char *arg, uint64_t min, uint64_t max,
+	       uint64_t *out)
+{
+	if (!sio_parse_u64(arg, min, max, out))
+		return 0;
+	fprintf(stderr, "smartio %s: %s: %s\n", cmd, what, sio_errmsg());
+	return -1;
+}
+
+static int inum(const char *cmd, const char *what, const char *arg, uint64_t min, uint64_t max,
+		int *out)
+{
+	uint64_t v;
+
+	if (num(cmd, what, arg, min, max, &v))
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+/* [NAME] and nothing after it: a stray argument is an error, not ignored. */
+static int no_more(const char *cmd, int argc, char **argv)
+{
+	if (optind >= argc)
+		return 0;
+	fprintf(stderr, "smartio %s: unexpected argument '%s'\n", cmd, argv[optind]);
+	return -1;
 }
 
 static int fail(int ret, const char *what)
@@ -55,20 +86,28 @@ static int cmd_create(int argc, char **argv)
 	struct sio_fabric_config c = { .nodes = 2, .topology = SIO_TOPO_SWITCH };
 	const char *name, *group = NULL;
 	struct group *gr;
-	int opt, ret;
+	uint64_t v;
+	int opt, ret = 0;
 
 	while ((opt = getopt_long(argc, argv, "n:t:p:a:w:s:g:lh", o, NULL)) != -1) {
 		switch (opt) {
 		case 'G': group = optarg; break;
-		case 'A': c.adapter_ns = (uint32_t)atoi(optarg); break;
-		case 'C': c.chassis_ns = (uint32_t)atoi(optarg); break;
-		case 'S': c.switch_ns = (uint32_t)atoi(optarg); break;
-		case 'n': c.nodes = atoi(optarg); break;
-		case 'p': c.nodes_per_switch = atoi(optarg); break;
-		case 'a': c.adapters = atoi(optarg); break;
-		case 'w': c.windows = atoi(optarg); break;
-		case 's': c.window_size = strtoull(optarg, NULL, 0); break;
-		case 'g': c.mcast_groups = atoi(optarg); break;
+		/* a hop's modelled delay: up to 1 ms, far beyond any real one */
+		case 'A': ret = num("create", "--adapter-ns", optarg, 0, 1000000, &v); c.adapter_ns = (uint32_t)v; break;
+		case 'C': ret = num("create", "--chassis-ns", optarg, 0, 1000000, &v); c.chassis_ns = (uint32_t)v; break;
+		case 'S': ret = num("create", "--switch-ns", optarg, 0, 1000000, &v); c.switch_ns = (uint32_t)v; break;
+		case 'n': ret = inum("create", "--nodes", optarg, 1, SIO_MAX_NODES, &c.nodes); break;
+		case 'p': ret = inum("create", "--per-switch", optarg, 1, SIO_MAX_NODES, &c.nodes_per_switch); break;
+		case 'a': ret = inum("create", "--adapters", optarg, 1, SIO_MAX_ADAPTERS, &c.adapters); break;
+		/* the library checks the finer limits (windows, groups, a power of 2) */
+		case 'w': ret = inum("create", "--windows", optarg, 1, INT32_MAX, &c.windows); break;
+		case 's':
+			if (sio_parse_size(optarg, 4096, UINT64_MAX, &c.window_size)) {
+				fprintf(stderr, "smartio create: --window-size: %s\n", sio_errmsg());
+				ret = -1;
+			}
+			break;
+		case 'g': ret = inum("create", "--mcast-groups", optarg, 0, INT32_MAX, &c.mcast_groups); break;
 		case 'l': c.latency_model = true; break;
 		case 't':
 			if (!strcmp(optarg, "b2b")) c.topology = SIO_TOPO_B2B;
@@ -82,8 +121,12 @@ static int cmd_create(int argc, char **argv)
 		case 'h': return usage(stdout, 0);
 		default: return usage(stderr, 1);
 		}
+		if (ret)
+			return 1;
 	}
 	name = fabric_arg(argc, argv);
+	if (no_more("create", argc, argv))
+		return 1;
 	if (group) {
 		char *end;
 		unsigned long g = strtoul(group, &end, 10);
@@ -202,8 +245,17 @@ static int cmd_status(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--json"))
 			json = true, memmove(&argv[i], &argv[i + 1], (argc - i) * sizeof(*argv)), argc--, i--;
+	const char *name;
+
 	optind = 1;
-	ret = sio_fabric_open(fabric_arg(argc, argv), 0, &f);
+	if (optind < argc && argv[optind][0] == '-') {
+		fprintf(stderr, "smartio status: unknown option '%s'\n", argv[optind]);
+		return 1;
+	}
+	name = fabric_arg(argc, argv);
+	if (no_more("status", argc, argv))
+		return 1;
+	ret = sio_fabric_open(name, 0, &f);
 	if (ret)
 		return fail(ret, "status");
 	ret = sio_fabric_status_get(f, &st);
@@ -219,17 +271,29 @@ static int cmd_status(int argc, char **argv)
 	return 0;
 }
 
+/* node:N, dev:ID or seg:NODE:ID, every number whole and in range. */
 static int parse_ep(const char *s, struct sio_endpoint *e)
 {
-	unsigned a, b;
+	char buf[64], *colon = NULL;
+	uint64_t a, b;
 
-	if (sscanf(s, "node:%u", &a) == 1)
+	if (!strncmp(s, "seg:", 4) && strlen(s) < sizeof(buf))
+		colon = strchr(strcpy(buf, s + 4), ':');
+	if (!strncmp(s, "node:", 5)) {
+		if (num("path", s, s + 5, 0, SIO_MAX_NODES - 1, &a))
+			return -1;
 		*e = (struct sio_endpoint){ .kind = SIO_EP_NODE, .node = (int)a };
-	else if (sscanf(s, "dev:%u", &a) == 1)
-		*e = (struct sio_endpoint){ .kind = SIO_EP_DEVICE, .id = a };
-	else if (sscanf(s, "seg:%u:%u", &a, &b) == 2)
-		*e = (struct sio_endpoint){ .kind = SIO_EP_SEGMENT, .node = (int)a, .id = b };
-	else {
+	} else if (!strncmp(s, "dev:", 4)) {
+		if (num("path", s, s + 4, 0, UINT32_MAX - 1, &a))
+			return -1;
+		*e = (struct sio_endpoint){ .kind = SIO_EP_DEVICE, .id = (uint32_t)a };
+	} else if (colon) {
+		*colon = 0;
+		if (num("path", s, buf, 0, SIO_MAX_NODES - 1, &a) ||
+		    num("path", s, colon + 1, 0, UINT32_MAX, &b))
+			return -1;
+		*e = (struct sio_endpoint){ .kind = SIO_EP_SEGMENT, .node = (int)a, .id = (uint32_t)b };
+	} else {
 		fprintf(stderr, "smartio path: '%s' is not node:N, dev:ID or seg:NODE:ID\n", s);
 		return -1;
 	}
@@ -248,6 +312,11 @@ static int cmd_path(int argc, char **argv)
 		if (!strcmp(argv[i], "--json"))
 			json = true, memmove(&argv[i], &argv[i + 1], (argc - i) * sizeof(*argv)), argc--, i--;
 	optind = 1;
+	for (int i = 1; i < argc; i++)
+		if (argv[i][0] == '-') {
+			fprintf(stderr, "smartio path: unknown option '%s'\n", argv[i]);
+			return 1;
+		}
 	if (argc - optind < 2 || argc - optind > 3)
 		return usage(stderr, 1);
 	const char *name = argc - optind == 3 ? argv[optind++] : getenv("SMARTIO_FABRIC");
@@ -293,14 +362,17 @@ static int cmd_link(int argc, char **argv)
 		fprintf(stderr, "smartio link: last argument must be 'up' or 'down'\n");
 		return 1;
 	}
-	/* [NAME] NODE [ADAPTER] up|down: a non-number first argument is the name */
+	/* [NAME] NODE [ADAPTER] up|down: the name is there when the
+	 * arguments are too many for NODE [ADAPTER], or the first is no number */
 	int i = 1;
-	char *end;
-	strtol(argv[1], &end, 10);
-	name = *end ? argv[i++] : getenv("SMARTIO_FABRIC");
-	node = atoi(argv[i++]);
-	if (i < argc - 1)
-		adapter = atoi(argv[i]);
+	uint64_t v;
+	bool named = nargs == 4 || (nargs == 3 && sio_parse_u64(argv[1], 0, UINT64_MAX, &v));
+
+	name = named ? argv[i++] : getenv("SMARTIO_FABRIC");
+	if (inum("link", "node", argv[i++], 0, SIO_MAX_NODES - 1, &node))
+		return 1;
+	if (i < argc - 1 && inum("link", "adapter", argv[i], 0, SIO_MAX_ADAPTERS - 1, &adapter))
+		return 1;
 	if ((ret = sio_fabric_open(name, 0, &f)))
 		return fail(ret, "link");
 	ret = sio_link_set(f, node, adapter, up);

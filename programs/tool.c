@@ -6,44 +6,43 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <smartio/parse.h>
 #include "tool.h"
 
 void tool_init(struct tool_common *t, const char *prog)
 {
-	const char *n = getenv("SMARTIO_NODE");
-
 	memset(t, 0, sizeof(*t));
 	t->prog = prog;
 	t->fabric = getenv("SMARTIO_FABRIC");
-	t->node = n && *n ? atoi(n) : 0;
+	t->node = -1;	/* libsmartio reads and checks $SMARTIO_NODE */
 	t->device = SIO_DEVICE_ANY;
 }
 
-int tool_parse_u64(const char *s, uint64_t *out)
+int tool_u64(const struct tool_common *t, const char *opt, const char *arg,
+	     uint64_t min, uint64_t max, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
+	if (!sio_parse_u64(arg, min, max, out))
+		return 0;
+	fprintf(stderr, "%s: %s: %s\n", t->prog, opt, sio_errmsg());
+	return -1;
+}
 
-	if (!s || !*s || *s == '-')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	default: break;
-	}
-	if (*end == 'i' || *end == 'B')
-		end++;
-	if (*end == 'B')
-		end++;
-	if (*end)
-		return -1;
-	*out = v;
-	return 0;
+int tool_size(const struct tool_common *t, const char *opt, const char *arg,
+	      uint64_t min, uint64_t max, uint64_t *out)
+{
+	if (!sio_parse_size(arg, min, max, out))
+		return 0;
+	fprintf(stderr, "%s: %s: %s\n", t->prog, opt, sio_errmsg());
+	return -1;
+}
+
+int tool_double(const struct tool_common *t, const char *opt, const char *arg,
+		double min, double max, double *out)
+{
+	if (!sio_parse_double(arg, min, max, out))
+		return 0;
+	fprintf(stderr, "%s: %s: %s\n", t->prog, opt, sio_errmsg());
+	return -1;
 }
 
 int tool_opt(struct tool_common *t, int c, const char *arg)
@@ -55,17 +54,14 @@ int tool_opt(struct tool_common *t, int c, const char *arg)
 		t->fabric = arg;
 		return 1;
 	case 'N':
-		if (tool_parse_u64(arg, &v) || v >= 256) {
-			fprintf(stderr, "%s: --node '%s' is not a node number\n", t->prog, arg);
+		if (tool_u64(t, "--node", arg, 0, SIO_MAX_NODES - 1, &v))
 			return -1;
-		}
 		t->node = (int)v;
 		return 1;
 	case 'D':
-		if (tool_parse_u64(arg, &v) || v >= SIO_DEVICE_ANY) {
-			fprintf(stderr, "%s: --device '%s' is not a device id\n", t->prog, arg);
+		/* SIO_DEVICE_ANY is what no --device means, not an id */
+		if (tool_u64(t, "--device", arg, 0, SIO_DEVICE_ANY - 1, &v))
 			return -1;
-		}
 		t->device = (uint32_t)v;
 		return 1;
 	case 'J':
@@ -87,12 +83,16 @@ int tool_getopt(struct tool_common *t, int argc, char **argv, const struct optio
 		if (!ret)
 			return c;
 	}
+	if (optind < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", t->prog, argv[optind]);
+		return TOOL_OPT_BAD;
+	}
 	return -1;
 }
 
 int tool_open(struct tool_common *t, struct sio_fabric **f)
 {
-	int ret, n;
+	int ret;
 
 	if (!t->fabric || !*t->fabric) {
 		fprintf(stderr, "%s: no fabric given: use --fabric NAME or set "
@@ -105,18 +105,12 @@ int tool_open(struct tool_common *t, struct sio_fabric **f)
 			"'smartio create %s')\n", t->prog, t->fabric, t->fabric);
 		return ret;
 	}
-	if (ret == -ENODEV) {
-		fprintf(stderr, "%s: node %d does not exist on fabric '%s': %s\n", t->prog,
-			t->node, t->fabric, sio_errmsg());
+	if (ret) {	/* the message names the node, or what is wrong with $SMARTIO_NODE */
+		fprintf(stderr, "%s: cannot join fabric '%s': %s\n", t->prog, t->fabric,
+			sio_errmsg());
 		return ret;
 	}
-	if (ret) {
-		fprintf(stderr, "%s: cannot join fabric '%s' as node %d: %s\n", t->prog,
-			t->fabric, t->node, sio_errmsg());
-		return ret;
-	}
-	n = sio_fabric_nodes(*f, NULL, 0);
-	(void)n;
+	t->node = sio_fabric_node_id(*f);
 	return 0;
 }
 

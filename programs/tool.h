@@ -11,7 +11,7 @@
 struct tool_common {
 	const char *prog;
 	const char *fabric;	/* --fabric, default $SMARTIO_FABRIC */
-	int node;		/* --node, default $SMARTIO_NODE, else 0 */
+	int node;		/* --node; -1: $SMARTIO_NODE, else 0 (the node joined after tool_open) */
 	uint32_t device;	/* --device, default SIO_DEVICE_ANY: first NVMe */
 	bool json;
 };
@@ -36,12 +36,19 @@ int tool_opt(struct tool_common *t, int c, const char *arg);
 struct option;
 /* getopt_long() over @lo (short option -h) that takes the common options
  * itself. Return: the program's next own option, -1 at the end, or
- * TOOL_OPT_BAD after a bad common value (already reported). */
+ * TOOL_OPT_BAD after a bad common value or a stray argument (reported). */
 int tool_getopt(struct tool_common *t, int argc, char **argv, const struct option *lo);
 /* Join the fabric, printing what is wrong on failure. */
 int tool_open(struct tool_common *t, struct sio_fabric **f);
-/* Parse an unsigned number with optional K/M/G suffix (binary). */
-int tool_parse_u64(const char *s, uint64_t *out);
+/* Option @opt's value @arg by sio_parse_u64(), sio_parse_size() or
+ * sio_parse_double() (<smartio/parse.h>); on failure each prints
+ * "PROG: OPT: what is wrong with 'ARG'" and returns -1. */
+int tool_u64(const struct tool_common *t, const char *opt, const char *arg,
+	     uint64_t min, uint64_t max, uint64_t *out);
+int tool_size(const struct tool_common *t, const char *opt, const char *arg,
+	      uint64_t min, uint64_t max, uint64_t *out);
+int tool_double(const struct tool_common *t, const char *opt, const char *arg,
+		double min, double max, double *out);
 /* Print a JSON string with escaping. */
 void tool_json_str(const char *s);
 

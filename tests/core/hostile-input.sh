@@ -1,0 +1,106 @@
+#!/bin/bash
+# Hostile input: every program is given numbers that are negative, overflow,
+# carry trailing garbage, are empty, nan or inf, sizes it cannot back, unknown
+# options and stray arguments. Each must exit 1 or 2 (never 0, never killed
+# by a signal, never hang) with a message that quotes the bad value as given,
+# and must not come up on the fabric. Usage: hostile-input.sh SMARTIO NVME-EMU
+# NVME-IDENTIFY NVME-MANAGER NVME-CLIENT NVME-MCAST-IDENTIFY
+set -u
+S=$1 EMU=$2 IDENT=$3 MGR=$4 CLIENT=$5 MCAST=$6
+export SMARTIO_QUIET=1 SMARTIO_LOCK_TIMEOUT_MS=500
+unset SMARTIO_NODE
+F=t-hostile-$$
+out=$(mktemp)
+trap '"$S" destroy "$F" >/dev/null 2>&1; "$S" destroy "$F-x" >/dev/null 2>&1; rm -f "$out"' EXIT
+pass=0 fail=0
+
+# refuses DESCRIPTION EXPECTED COMMAND...: exit 1 or 2, saying EXPECTED.
+refuses() {
+	local d=$1 want=$2 rc
+	shift 2
+	timeout 20 "$@" >"$out" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ] || [ $rc -gt 2 ]; then
+		echo "FAIL: $d: exit status $rc (0: accepted; 124: hung; over 128: a signal)"
+	elif ! grep -qF -- "$want" "$out"; then
+		echo "FAIL: $d: the message does not quote $want"
+	elif grep -q "ready on node" "$out"; then
+		echo "FAIL: $d: the emulator came up"
+	else
+		pass=$((pass + 1))
+		return
+	fi
+	sed 's/^/    /' "$out"
+	fail=$((fail + 1))
+}
+
+"$S" create "$F" --nodes 4 >/dev/null || { echo "FAIL: cannot create $F"; exit 1; }
+
+# Numbers: each bad value, quoted back, for an option of each program.
+for v in -3 -20 -40 abc 4294967298 18446744073709551617 99999999999999999999999 \
+	 1x 0x 12abc " 1" "+1" "1 " nan inf ""; do
+	refuses "smartio create --nodes '$v'" "'$v'" "$S" create "$F-x" --nodes "$v"
+	refuses "nvme-emu --node '$v'" "'$v'" "$EMU" --fabric "$F" --node "$v" --backing ram:4M
+	refuses "nvme-identify --node '$v'" "'$v'" "$IDENT" --fabric "$F" --node "$v"
+	refuses "nvme-identify --device '$v'" "'$v'" "$IDENT" --fabric "$F" --device "$v"
+	refuses "nvme-manager --io-queues '$v'" "'$v'" "$MGR" --fabric "$F" --io-queues "$v"
+	refuses "nvme-client --qd '$v'" "'$v'" "$CLIENT" --fabric "$F" --qd "$v"
+	refuses "nvme-client --time '$v'" "'$v'" "$CLIENT" --fabric "$F" --time "$v"
+	refuses "nvme-mcast-identify --subscribers '$v'" "'$v'" "$MCAST" --fabric "$F" --subscribers "$v"
+	refuses "smartio link NODE '$v'" "'$v'" "$S" link "$F" "$v" up
+	refuses "smartio path node:'$v'" "'$v'" "$S" path "$F" "node:$v" node:0
+done
+for v in -3 abc 4294967298 12abc; do
+	[ -n "$v" ] || continue
+	refuses "SMARTIO_NODE='$v' nvme-emu" "'$v'" env SMARTIO_NODE="$v" "$EMU" --fabric "$F" --backing ram:4M
+	refuses "SMARTIO_NODE='$v' nvme-identify" "'$v'" env SMARTIO_NODE="$v" "$IDENT" --fabric "$F"
+	refuses "SMARTIO_LOCK_TIMEOUT_MS='$v' smartio status" "'$v'" env SMARTIO_LOCK_TIMEOUT_MS="$v" "$S" status "$F"
+done
+
+# Ids within the parser's range but not on this 4-node fabric.
+refuses "nvme-emu --node 4 (a 4-node fabric)" "no node 4" "$EMU" --fabric "$F" --node 4 --backing ram:4M
+refuses "nvme-identify --node 200" "no node 200" "$IDENT" --fabric "$F" --node 200
+refuses "smartio link node 9" "no node 9" "$S" link "$F" 9 up
+refuses "smartio link adapter 1 of 1" "not 1" "$S" link "$F" 0 1 up
+refuses "nvme-identify --device 77 (none registered)" "no devices" "$IDENT" --fabric "$F" --device 77
+
+# Other numbers the issue names.
+refuses "smartio create --adapter-ns 99999999999" "'99999999999'" "$S" create "$F-x" --adapter-ns 99999999999
+refuses "smartio create --window-size 1Q" "'1Q'" "$S" create "$F-x" --window-size 1Q
+refuses "smartio create --window-size 99999999T" "'99999999T'" "$S" create "$F-x" --window-size 99999999T
+refuses "nvme-client --time -1" "'-1'" "$CLIENT" --fabric "$F" --time -1
+refuses "nvme-client --time 1e999" "'1e999'" "$CLIENT" --fabric "$F" --time 1e999
+refuses "nvme-client --nsid 0" "'0'" "$CLIENT" --fabric "$F" --nsid 0
+refuses "nvme-client --pattern 256" "'256'" "$CLIENT" --fabric "$F" --pattern 256
+refuses "nvme-emu --backing ram:1T" "'ram:1T'" "$EMU" --fabric "$F" --backing ram:1T
+refuses "nvme-emu --backing ram:16E" "'ram:16E'" "$EMU" --fabric "$F" --backing ram:16E
+refuses "nvme-emu --backing ram:99999999T" "'99999999T'" "$EMU" --fabric "$F" --backing ram:99999999T
+refuses "nvme-emu --ns 1T" "--ns" "$EMU" --fabric "$F" --backing ram:4M --ns 1T
+refuses "nvme-emu --queues -1" "'-1'" "$EMU" --fabric "$F" --queues -1
+
+# Unknown options and stray arguments.
+refuses "smartio create --bogus" "bogus" "$S" create "$F-x" --bogus
+refuses "smartio create NAME stray" "'stray'" "$S" create "$F-x" stray
+refuses "smartio status NAME stray" "'stray'" "$S" status "$F" stray
+refuses "smartio status --bogus" "'--bogus'" "$S" status "$F" --bogus
+refuses "smartio path --bogus" "'--bogus'" "$S" path "$F" node:0 node:1 --bogus
+refuses "smartio link sideways" "'up' or 'down'" "$S" link "$F" 0 sideways
+for p in "$EMU" "$IDENT" "$MGR" "$CLIENT" "$MCAST"; do
+	n=$(basename "$p")
+	refuses "$n --bogus" "bogus" "$p" --fabric "$F" --bogus
+	refuses "$n stray" "'stray'" "$p" --fabric "$F" stray
+done
+
+# Nothing of the above changed the fabric: still 4 nodes, no device.
+timeout 20 "$S" status "$F" --json >"$out" 2>&1
+if grep -q '"nodes":4,' "$out" && grep -q '"devices":\[\]' "$out"; then
+	pass=$((pass + 1))
+else
+	echo "FAIL: the fabric changed:"; sed 's/^/    /' "$out"; fail=$((fail + 1))
+fi
+if "$S" status "$F-x" >/dev/null 2>&1; then
+	echo "FAIL: a refused 'smartio create' created $F-x"; fail=$((fail + 1))
+fi
+
+echo "hostile input: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
