@@ -58,6 +58,9 @@ struct run {
 	uint64_t rng;
 	int first_err;
 	uint16_t first_status;
+	struct sio_fabric *f;
+	uint64_t deadline;	/* --time: the run ends here, mid-pass too (0: none) */
+	uint64_t next_check;	/* when to ask again whether the fabric still exists */
 };
 
 static volatile sig_atomic_t stop;
@@ -201,6 +204,17 @@ static int pass(struct run *r, uint64_t n, bool write, uint64_t seed)
 
 	r->rng = seed;
 	while (issued < n || sio_nvme_ioq_inflight(r->q)) {
+		uint64_t now = now_ns();
+
+		if (r->deadline && now >= r->deadline)
+			stop = 1;	/* issue no more; what is in flight completes */
+		if (now >= r->next_check) {
+			r->next_check = now + 100000000ull;
+			if (sio_fabric_alive(r->f)) {
+				fprintf(stderr, "nvme-client: %s; stopping\n", sio_errmsg());
+				return -ESHUTDOWN;
+			}
+		}
 		for (i = 0; i < r->c->qd && issued < n && !stop; i++) {
 			if (r->slots[i].busy)
 				continue;
@@ -426,6 +440,9 @@ bad:
 	sigaction(SIGTERM, &sa, NULL);
 
 	t0 = now_ns();
+	r.f = f;
+	if (c.seconds > 0)
+		r.deadline = t0 + (uint64_t)(c.seconds * 1e9);
 	do {
 		uint64_t seed = c.seed + passes;
 
@@ -445,6 +462,8 @@ bad:
 		}
 		passes++;
 	} while (!stop && c.seconds > 0 && (double)(now_ns() - t0) / 1e9 < c.seconds);
+	if (ret == -ESHUTDOWN)
+		return 1;	/* the fabric is gone: nothing to hand back, no one to wait for */
 	elapsed = now_ns() - t0;
 	if (ret && !r.errors) {
 		r.errors++;

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,22 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop = 1;
+}
+
+/* The controller's loop knows nothing of the fabric's life: watch it here. */
+static void *watch_fabric(void *arg)
+{
+	struct sio_fabric *f = arg;
+
+	while (!stop) {
+		if (sio_fabric_alive(f)) {
+			fprintf(stderr, "nvme-emu: %s; stopping\n", sio_errmsg());
+			stop = 2;
+			break;
+		}
+		usleep(100000);
+	}
+	return NULL;
 }
 
 static void usage(FILE *out)
@@ -231,14 +248,25 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
+	/* before announcing ready: a script waiting on the file must not wait forever */
+	if (ready && (rc = write_ready(ready, sio_nvme_emu_device_id(emu)))) {
+		fprintf(stderr, "nvme-emu: --ready-file %s: %s\n", ready, strerror(-rc));
+		sio_nvme_emu_destroy(emu);
+		sio_fabric_close(f);
+		return 1;
+	}
 	printf("nvme-emu: device %lld ready on node %d of fabric %s\n",
 	       (long long)sio_nvme_emu_device_id(emu), sio_fabric_node_id(f), sio_fabric_name(f));
 	fflush(stdout);
-	if (ready && write_ready(ready, sio_nvme_emu_device_id(emu)))
-		fprintf(stderr, "nvme-emu: --ready-file %s: %s\n", ready, strerror(errno));
 
+	pthread_t watcher;
+	bool watching = !pthread_create(&watcher, NULL, watch_fabric, f);
 	rc = sio_nvme_emu_run(emu, &stop);
+	if (!stop)
+		stop = 1;
+	if (watching)
+		pthread_join(watcher, NULL);
 	sio_nvme_emu_destroy(emu);
 	sio_fabric_close(f);
-	return rc ? 1 : 0;
+	return rc ? 1 : 0;	/* a destroyed fabric is an orderly stop */
 }

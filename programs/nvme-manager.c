@@ -124,6 +124,12 @@ int main(int argc, char **argv)
 		}
 	}
 	ret = sio_nvme_manager_run(m, &stop);
+	if (ret == -ESHUTDOWN) {
+		/* nothing to hand back, and a controller whose model left would
+		 * only make its shutdown wait out CAP.TO: just leave */
+		fprintf(stderr, "nvme-manager: %s; stopping\n", sio_errmsg());
+		return 0;
+	}
 	if (ret)
 		fprintf(stderr, "nvme-manager: controller failed: %s\n", sio_errmsg());
 	sio_nvme_manager_stats(m, &st);

@@ -55,6 +55,10 @@ static int wait_for(struct sio_segment *s, struct control *c, size_t off, uint32
 	while ((v = __atomic_load_n(w, __ATOMIC_ACQUIRE)) < want) {
 		if (now_ns() > end)
 			return -ETIMEDOUT;
+		if (sio_fabric_alive(sio_segment_fabric(s))) {
+			fprintf(stderr, "nvme-mcast-identify: %s; stopping\n", sio_errmsg());
+			return -ESHUTDOWN;
+		}
 		sio_segment_wait(s, off, v, 10000000);
 	}
 	return 0;

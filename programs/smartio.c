@@ -63,7 +63,8 @@ static int usage(FILE *o, int code)
 "              [--adapters 1|2] [--windows W] [--window-size BYTES]\n"
 "              [--mcast-groups G] [--latency-model] [--group GROUP]\n"
 "              [--adapter-ns NS] [--chassis-ns NS] [--switch-ns NS]   per-hop model delays\n"
-"  destroy NAME\n"
+"  destroy NAME [--force]          refused while processes are attached;\n"
+"                                  --force tells them to leave\n"
 "  status [NAME] [--json]          nodes, windows, segments, devices, borrows\n"
 "  path [NAME] FROM TO [--json]    FROM/TO: node:N, dev:ID or seg:NODE:ID\n"
 "  link [NAME] NODE [ADAPTER] up|down\n"
@@ -153,10 +154,15 @@ static int cmd_create(int argc, char **argv)
 
 static int cmd_destroy(int argc, char **argv)
 {
+	unsigned int flags = 0;
 	int ret;
 
-	optind++;
-	ret = sio_fabric_destroy(fabric_arg(argc, argv));
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--force"))
+			flags = SIO_DESTROY_FORCE, memmove(&argv[i], &argv[i + 1], (argc - i) * sizeof(*argv)), argc--, i--;
+	optind = 2;
+	/* refused while processes are attached; --force tells them to leave */
+	ret = sio_fabric_destroy_flags(fabric_arg(argc, argv), flags);
 	return ret ? fail(ret, "destroy") : 0;
 }
 

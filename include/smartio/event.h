@@ -22,6 +22,7 @@ enum sio_event_type {
 	SIO_EV_SEGMENT_LOST,	/* segment (@node, @segment) went away */
 	SIO_EV_DEVICE_GONE,	/* device @device was unregistered */
 	SIO_EV_PROCESS_GONE,	/* process @pid died; what it held is reclaimed */
+	SIO_EV_FABRIC_GONE,	/* the fabric is being destroyed: leave it (sio_fabric_alive()) */
 };
 
 /**

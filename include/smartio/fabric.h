@@ -126,12 +126,43 @@ int sio_fabric_create_group(const char *name, const struct sio_fabric_config *cf
  * sio_fabric_destroy() - remove a fabric and everything in it
  * @name: fabric name; NULL uses $SMARTIO_FABRIC
  *
- * Works on a corrupt registry too (it is not mapped); symlinks are not
+ * sio_fabric_destroy_flags() with SIO_DESTROY_FORCE: processes still
+ * attached are told to leave (SIO_EV_FABRIC_GONE), and the fabric is
+ * removed under them. Works on a corrupt registry too; symlinks are not
  * followed.
  * Return: 0, -ENOENT, or -EACCES/-EPERM when the caller may not remove it
  * (the message says why), -EINVAL for an unknown fabric backend.
  */
 int sio_fabric_destroy(const char *name);
+
+/* sio_fabric_destroy_flags() flags */
+#define SIO_DESTROY_FORCE	(1u << 0)	/* even while processes are attached */
+
+/**
+ * sio_fabric_destroy_flags() - remove a fabric, unless it is in use
+ * @name: fabric name; NULL uses $SMARTIO_FABRIC
+ * @flags: 0 or SIO_DESTROY_FORCE
+ *
+ * Dead processes are reaped first. Without SIO_DESTROY_FORCE a fabric with
+ * processes attached is left alone and the message lists them (pid, node,
+ * what they hold). With it, each is sent SIO_EV_FABRIC_GONE and the fabric
+ * is removed; sio_fabric_alive() then fails in every process that had
+ * joined it, so their loops can stop. A registry that cannot be read is
+ * removed without asking.
+ * Return: as sio_fabric_destroy(); -EBUSY while processes are attached.
+ */
+int sio_fabric_destroy_flags(const char *name, unsigned int flags);
+
+/**
+ * sio_fabric_alive() - is the fabric this handle joined still there?
+ * @f: handle
+ *
+ * A cheap check (one fstat on shm) for a program's loop: once the fabric is
+ * destroyed the registry it maps is no one else's, and recreating the name
+ * makes another fabric, so the program should leave.
+ * Return: 0 while it exists, -ESHUTDOWN (with a message) once destroyed.
+ */
+int sio_fabric_alive(struct sio_fabric *f);
 
 /**
  * sio_fabric_open() - join a fabric as one node

@@ -95,6 +95,11 @@ struct sio_fabric_ops {
 	 */
 	int (*destroy)(const char *name);
 	/**
+	 * @removed: has the fabric this handle attached been destroyed since
+	 * (shm: its registry file has no link left)? Optional: NULL is never.
+	 */
+	bool (*removed)(struct sio_fabric *f);
+	/**
 	 * @host_path: a place on this host where a service of this fabric
 	 * meets its clients (the vfio lender's socket): @leaf made a path.
 	 */

@@ -152,14 +152,95 @@ int sio_fabric_create_group(const char *name, const struct sio_fabric_config *cf
 	return create(name, cfg, true, gid);
 }
 
-int sio_fabric_destroy(const char *name)
+/* "pid 42 on node 0 (lends 1 device, 2 borrows, 3 segments)", for destroy's refusal. */
+static int describe_proc(struct sio_fabric *f, int p, char *buf, size_t len)
+{
+	const struct sio_registry *r = f->reg;
+	int devs = 0, borrows = 0, segs = 0;
+
+	for (int d = 0; d < SIO_MAX_DEVS; d++)
+		devs += r->devs[d].used && r->devs[d].owner == p;
+	for (int b = 0; b < SIO_MAX_BORROWS; b++)
+		borrows += r->borrows[b].used && r->borrows[b].proc == p;
+	for (int i = 0; i < SIO_MAX_SEGS; i++)
+		segs += r->segs[i].used && r->segs[i].owner == p;
+	return snprintf(buf, len, "pid %d on node %d (lends %d device%s, %d borrow%s, %d segment%s)",
+			r->procs[p].pid, r->procs[p].node, devs, devs == 1 ? "" : "s",
+			borrows, borrows == 1 ? "" : "s", segs, segs == 1 ? "" : "s");
+}
+
+static bool want_all(struct sio_fabric *f, int p, const struct sio_event *ev);
+
+/*
+ * Who is still attached, reaped of the dead first: refuse (listing them),
+ * or with @force tell each to leave. A registry we cannot open or lock says
+ * nothing of who is attached; the backend removes it all the same.
+ */
+static int destroy_check(const char *name, bool force)
+{
+	struct sio_event ev = { .type = SIO_EV_FABRIC_GONE, .adapter = -1, .device = -1 };
+	struct sio_fabric *f;
+	char list[SIO_ERRMSG_MAX - 96] = "";
+	size_t at = 0;
+	int n = 0;
+
+	if (sio_fabric_open(name, 0, &f))
+		return 0;
+	if ((f->reg->uid != (uint32_t)geteuid() && geteuid() != 0) || sio__lock_noreap(f)) {
+		sio_fabric_close(f);	/* not ours to destroy: the backend says why */
+		return 0;
+	}
+	reg_reap(f);
+	for (int p = 0; p < SIO_MAX_PROCS; p++) {
+		if (!f->reg->procs[p].used || p == f->proc)
+			continue;
+		if (++n > 4 || at >= sizeof(list))
+			continue;
+		if (n > 1)
+			at += (size_t)snprintf(list + at, sizeof(list) - at, "; ");
+		if (at < sizeof(list))
+			at += (size_t)describe_proc(f, p, list + at, sizeof(list) - at);
+	}
+	if (n && force) {
+		ev.node = f->node;
+		ev.pid = getpid();
+		ev.time_ns = sio__now_ns();
+		sio__event_broadcast(f, &ev, want_all);
+	}
+	sio__unlock(f);
+	sio_fabric_close(f);
+	if (!n || force)
+		return 0;
+	return sio__err(EBUSY, "fabric '%s' has %d process%s attached: %s%s; stop them, or destroy with --force (they are told to leave)",
+			name, n, n == 1 ? "" : "es", list, n > 4 ? " ..." : "");
+}
+
+int sio_fabric_destroy_flags(const char *name, unsigned int flags)
 {
 	const struct sio_fabric_ops *ops;
 	int ret;
 
 	if ((ret = check_name(&name)) || (ret = sio__fabric_backend(&ops)))
 		return ret;
+	if (flags & ~SIO_DESTROY_FORCE)
+		return sio__err(EINVAL, "unknown sio_fabric_destroy_flags() flags 0x%x", flags);
+	if ((ret = destroy_check(name, flags & SIO_DESTROY_FORCE)))
+		return ret;
 	return ops->destroy(name);
+}
+
+int sio_fabric_destroy(const char *name)
+{
+	return sio_fabric_destroy_flags(name, SIO_DESTROY_FORCE);
+}
+
+int sio_fabric_alive(struct sio_fabric *f)
+{
+	if (!f)
+		return sio__err(EINVAL, "fabric handle is NULL");
+	if (f->ops->removed && f->ops->removed(f))
+		return sio__err(ESHUTDOWN, "fabric '%s' was destroyed", f->name);
+	return 0;
 }
 
 int sio__fabric_host_path(struct sio_fabric *f, const char *leaf, char *buf, size_t len)

@@ -668,6 +668,9 @@ int sio_nvme_manager_run(struct sio_nvme_manager *m, volatile sig_atomic_t *stop
 		ret = sio_nvme_manager_serve(m, 100);
 		if (ret < 0)
 			return ret;
+		/* a destroyed fabric is no one's: the clients are told to leave too */
+		if ((ret = sio_fabric_alive(m->f)))
+			return ret;
 	}
 	return 0;
 }

@@ -368,6 +368,15 @@ int sio__shm_destroy(const char *name)
 	return ret;
 }
 
+/* Destroyed under us: the registry we map was unlinked (or replaced by a new one). */
+bool sio__shm_removed(struct sio_fabric *f)
+{
+	struct shm_fabric *s = shm_of(f);
+	struct stat st;
+
+	return s && s->regfd >= 0 && !fstat(s->regfd, &st) && st.st_nlink == 0;
+}
+
 int sio__shm_host_path(struct sio_fabric *f, const char *leaf, char *buf, size_t len)
 {
 	if ((size_t)snprintf(buf, len, "%s/%s", shm_of(f)->dir, leaf) >= len)
@@ -439,6 +448,7 @@ const struct sio_fabric_ops sio__shm_fabric_ops = {
 	.attach = sio__shm_attach,
 	.detach = sio__shm_detach,
 	.destroy = sio__shm_destroy,
+	.removed = sio__shm_removed,
 	.host_path = sio__shm_host_path,
 	.lock = sio__shm_lock,
 	.unlock = sio__shm_unlock,
