@@ -43,7 +43,8 @@ static int parse_class(const char *s, uint32_t *cls, uint32_t *mask)
 	unsigned long v = strtoul(h, &end, 16);
 	size_t n = end - h;
 
-	if (*end || (n != 2 && n != 4 && n != 6)) {
+	/* strtoul would take a sign or spaces: only hex digits count */
+	if (*end || (n != 2 && n != 4 && n != 6) || strspn(h, "0123456789abcdefABCDEF") != n) {
 		fprintf(stderr, "smartio vfio list: --class wants 2, 4 or 6 hex digits, not '%s'\n", s);
 		return -1;
 	}

@@ -6,6 +6,7 @@
  *   - QD32 4 KiB random reads: IOPS
  * Prints a table and writes JSON (and the QD1 latencies, one per line).
  */
+#include "opt.h"
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -137,8 +138,8 @@ int main(int argc, char **argv)
 
 	while ((c = getopt(argc, argv, "n:t:j:l:h")) != -1) {
 		switch (c) {
-		case 'n': n_qd1 = strtoull(optarg, NULL, 0); break;
-		case 't': secs = strtoull(optarg, NULL, 0); break;
+		case 'n': n_qd1 = bench_u64("emu-bench", "-n", optarg, 1, 1000000000); break;
+		case 't': secs = bench_u64("emu-bench", "-t", optarg, 1, 3600); break;
 		case 'j': json = optarg; break;
 		case 'l': lat_out = optarg; break;
 		default:
@@ -147,6 +148,7 @@ int main(int argc, char **argv)
 			return c == 'h' ? 0 : 2;
 		}
 	}
+	bench_no_args("emu-bench", optind, argc, argv);
 	if (n_qd1 < 100 || secs < 1) {
 		fprintf(stderr, "emu-bench: -n at least 100, -t at least 1\n");
 		return 2;

@@ -12,6 +12,7 @@
  * 1 when SMARTIO_REQUIRE_GPU=1 is set.
  */
 
+#include "opt.h"
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,8 +93,8 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "f:n:i:t:q:d:j:p", lo, NULL)) != -1) {
 		switch (c) {
 		case 'f': fname = optarg; break;
-		case 'n': node = atoi(optarg); break;
-		case 'i': nios = strtoull(optarg, NULL, 0); break;
+		case 'n': node = (int)bench_u64("gpu-bench", "--node", optarg, 0, SIO_MAX_NODES - 1); break;
+		case 'i': nios = bench_u64("gpu-bench", "--ios", optarg, 1, 1ull << 40); break;
 		case 't': nth = parse_list(optarg, th, 16); break;
 		case 'q': nqs = parse_list(optarg, qs, 16); break;
 		case 'd': nds = parse_list(optarg, ds, 16); break;
@@ -102,6 +103,7 @@ int main(int argc, char **argv)
 		default: nth = -1; break;
 		}
 	}
+	bench_no_args("gpu-bench", optind, argc, argv);
 	if (!fname || nth < 1 || nqs < 1 || nds < 1 || !nios) {
 		fprintf(stderr, "usage: gpu-bench --fabric NAME [--node N] [--ios N] [--threads "
 			"LIST] [--queues LIST] [--depth LIST] [--sq-placement] [--json FILE]\n");

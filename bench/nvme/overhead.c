@@ -13,6 +13,7 @@
  * only around the reaping poll (another pass, started once the completion
  * has surely been posted).
  */
+#include "opt.h"
 #include "common.h"
 
 #include <errno.h>
@@ -208,7 +209,7 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt_long(argc, argv, "n:qo:h", lo, NULL)) != -1) {
 		switch (opt) {
-		case 'n': n = ncg = strtoull(optarg, NULL, 0); break;
+		case 'n': n = ncg = bench_u64("nvme-bench-overhead", "--count", optarg, 1, 1000000000); break;
 		case 'q': quick = true; break;
 		case 'I':
 			if (!HAVE_CALLGRIND) {
@@ -221,11 +222,12 @@ int main(int argc, char **argv)
 		case 'P': pass = optarg; break;
 		case 'F': cgfab = optarg; break;
 		case 'D': cgdev = atoll(optarg); break;
-		case 'L': cglender = atoi(optarg); break;
+		case 'L': cglender = (int)bench_u64("nvme-bench-overhead", "-L", optarg, 0, SIO_MAX_NODES - 1); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
+	bench_no_args("nvme-bench-overhead", optind, argc, argv);
 	if (pass)
 		return cgfab ? cg_pass(cgfab, cgdev, cglender, pass, n) : 2;
 	if (quick)

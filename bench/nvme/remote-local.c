@@ -11,6 +11,7 @@
  * a second model-on pass puts each client's SQ in its own RAM, where the
  * model predicts the extra SQ-fetch round trip of the remote node.
  */
+#include "opt.h"
 #include "common.h"
 
 #include <getopt.h>
@@ -140,7 +141,7 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt_long(argc, argv, "n:qo:h", lo, NULL)) != -1) {
 		switch (opt) {
-		case 'n': n = strtoull(optarg, NULL, 0); break;
+		case 'n': n = bench_u64("nvme-bench-remote-local", "--count", optarg, 1, 1000000000); break;
 		case 'q': n = 16384; break;
 		case 'o': out = optarg; break;
 		case 'h':
@@ -150,6 +151,7 @@ int main(int argc, char **argv)
 		default: return 2;
 		}
 	}
+	bench_no_args("nvme-bench-remote-local", optind, argc, argv);
 	if (n < 1024 || n > 50000000) {
 		fprintf(stderr, "remote-local: --count 1024..50000000\n");
 		return 2;

@@ -10,6 +10,7 @@
  * the command is written into the SQ until its completion is seen in the CQ.
  * The placements run interleaved in rounds so that drift hits all alike.
  */
+#include "opt.h"
 #include "common.h"
 
 #include <errno.h>
@@ -136,16 +137,17 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt_long(argc, argv, "n:qo:h", lo, NULL)) != -1) {
 		switch (opt) {
-		case 'n': n = strtoull(optarg, NULL, 0); break;
+		case 'n': n = bench_u64("nvme-bench-sq-placement", "--count", optarg, 1, 1000000000); break;
 		case 'q': n = 32768; break;
 		case 'M': eo.model = false; break;
-		case 'c': eo.cmb_mib = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'c': eo.cmb_mib = (uint32_t)bench_u64("nvme-bench-sq-placement", "--cmb", optarg, 1, 4096); break;
 		case 'g': gpu = true; break;
 		case 'o': out = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
+	bench_no_args("nvme-bench-sq-placement", optind, argc, argv);
 	if (n < rounds || n > 100000000) {
 		fprintf(stderr, "sq-placement: --count %llu: give %u..100000000\n",
 			(unsigned long long)n, rounds);

@@ -7,6 +7,7 @@
  * between clients (Jain's index) under round-robin and weighted round-robin
  * arbitration. Latency model off: this measures software.
  */
+#include "opt.h"
 #include "worker.h"
 
 #include <errno.h>
@@ -90,17 +91,18 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt_long(argc, argv, "t:qc:o:hd:r:", lo, NULL)) != -1) {
 		switch (opt) {
-		case 't': secs = atof(optarg); break;
+		case 't': secs = bench_double("nvme-bench-sweep", "--time", optarg, 0.01, 3600); break;
 		case 'q': quick = true; break;
-		case 'c': maxc = atoi(optarg); break;
+		case 'c': maxc = (int)bench_u64("nvme-bench-sweep", "--clients", optarg, 1, SIO_MAX_NODES - 1); break;
 		case 'F': nofile = true; break;
 		case 'o': out = optarg; break;
-		case 'd': one_qd = atoi(optarg); break;
-		case 'r': repeat = atoi(optarg); break;
+		case 'd': one_qd = (int)bench_u64("nvme-bench-sweep", "--qd", optarg, 1, SIO_NVME_QUEUE_MAX_SIZE - 1); break;
+		case 'r': repeat = (int)bench_u64("nvme-bench-sweep", "--repeat", optarg, 1, 1000); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
+	bench_no_args("nvme-bench-sweep", optind, argc, argv);
 	if (quick) {
 		qds = qd_quick, nqd = 5, cls = cl_quick, ncl = 4;
 		if (secs == 1.0)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
+#include <smartio/parse.h>
 #include "client-priv.h"
 
 /* ---- queue spec ---- */
@@ -28,8 +29,8 @@ static int parse_loc(const char *v, bool sq, int *out)
 
 int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 {
-	char buf[256], *tok, *save = NULL, *eq, *end;
-	unsigned long v;
+	char buf[256], *tok, *save = NULL, *eq;
+	uint64_t v;
 
 	out->sq_loc = SIO_NVME_QLOC_HINT;
 	out->cq_loc = SIO_NVME_QLOC_HINT;
@@ -64,14 +65,12 @@ int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 				return sio_err_set(EINVAL, "queue spec: cq '%s' is not "
 						   "local, lender or hint", eq);
 		} else if (!strcmp(tok, "depth") || !strcmp(tok, "qd")) {
-			v = strtoul(eq, &end, 0);
-			if (*end || !*eq || v < 2 || v > SIO_NVME_QUEUE_MAX_SIZE)
+			if (sio_parse_u64(eq, 2, SIO_NVME_QUEUE_MAX_SIZE, &v))
 				return sio_err_set(EINVAL, "queue spec: depth '%s' out of "
 						   "range 2..%u", eq, SIO_NVME_QUEUE_MAX_SIZE);
 			out->depth = (uint32_t)v;
 		} else if (!strcmp(tok, "prio")) {
-			v = strtoul(eq, &end, 0);
-			if (*end || !*eq || v > 3)
+			if (sio_parse_u64(eq, 0, 3, &v))
 				return sio_err_set(EINVAL, "queue spec: prio '%s' out of "
 						   "range 0..3", eq);
 			out->prio = (uint32_t)v;

@@ -162,6 +162,10 @@ Test(nvme_cluster, too_many_queues_is_a_clear_error)
 	/* Bad specs are refused before anything is asked of the manager. */
 	cr_assert_eq(sio_nvme_qspec_parse("location=moon", &spec), -EINVAL);
 	cr_assert_eq(sio_nvme_qspec_parse("depth=1", &spec), -EINVAL);
+	cr_assert_eq(sio_nvme_qspec_parse("depth= 16", &spec), -EINVAL);
+	cr_assert_eq(sio_nvme_qspec_parse("depth=16x", &spec), -EINVAL);
+	cr_assert_eq(sio_nvme_qspec_parse("depth=4097", &spec), -EINVAL);
+	cr_assert_eq(sio_nvme_qspec_parse("prio=-1", &spec), -EINVAL);
 	cr_assert_eq(sio_nvme_qspec_parse("colour=blue", &spec), -EINVAL);
 	sio_nvme_client_close(cl);
 	sio_fabric_close(f);
