@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <smartio/nvme/manager.h>
 #include "tool.h"
@@ -20,6 +21,53 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop = 1;
+}
+
+#define REATTACH_NS	30000000000ull	/* how long a vanished controller is waited for */
+
+/*
+ * The controller @di went away. Wait, bounded, for one of the same name on
+ * the same node (a restarted emulator: same backing, a new device id; or
+ * the same device once its link is back) and start serving it.
+ */
+static int reattach(struct sio_fabric *f, struct sio_device_info *di,
+		    const struct sio_nvme_manager_opts *mo, struct sio_nvme_manager **m)
+{
+	struct timespec ts;
+	uint64_t now, end;
+	int n;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	end = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + REATTACH_NS;
+	fprintf(stderr, "nvme-manager: waiting up to %llu s for controller '%s' on node %d to come back\n",
+		(unsigned long long)(REATTACH_NS / 1000000000ull), di->name, di->lender);
+	while (!stop) {
+		struct sio_device_info l[64];
+
+		if (sio_fabric_alive(f)) {
+			fprintf(stderr, "nvme-manager: %s; stopping\n", sio_errmsg());
+			return -ESHUTDOWN;
+		}
+		n = sio_device_list(f, 0x010802, 0xffffff, l, 64);
+		for (int i = 0; i < n && i < 64; i++) {
+			if (strcmp(l[i].name, di->name) || l[i].lender != di->lender)
+				continue;
+			if (!sio_nvme_manager_start(f, l[i].id, mo, m)) {
+				fprintf(stderr, "nvme-manager: controller '%s' is back as device %u; serving it\n",
+					di->name, l[i].id);
+				*di = l[i];
+				return 0;
+			}
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		if (now >= end)
+			break;
+		usleep(200000);
+	}
+	if (!stop)
+		fprintf(stderr, "nvme-manager: controller '%s' did not come back; giving up\n", di->name);
+	return -ENODEV;
 }
 
 static void usage(FILE *o)
@@ -50,6 +98,7 @@ int main(int argc, char **argv)
 	};
 	struct sio_nvme_manager_opts mo = { { 0, NVME_CC_AMS_RR, true }, stderr };
 	struct sio_nvme_manager_stats st;
+	struct sio_device_info di;
 	struct tool_common t;
 	struct sio_nvme_manager *m;
 	struct sio_fabric *f;
@@ -102,7 +151,12 @@ int main(int argc, char **argv)
 	}
 	if (tool_open(&t, &f))
 		return 1;
-	ret = sio_nvme_manager_start(f, t.device, &mo, &m);
+	if (sio_nvme_find_device(f, t.device, &di)) {
+		fprintf(stderr, "nvme-manager: %s\n", sio_errmsg());
+		sio_fabric_close(f);
+		return 1;
+	}
+	ret = sio_nvme_manager_start(f, di.id, &mo, &m);
 	if (ret) {
 		fprintf(stderr, "nvme-manager: %s\n", sio_errmsg());
 		sio_fabric_close(f);
@@ -123,21 +177,27 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	ret = sio_nvme_manager_run(m, &stop);
-	if (ret == -ESHUTDOWN) {
-		/* nothing to hand back, and a controller whose model left would
-		 * only make its shutdown wait out CAP.TO: just leave */
-		fprintf(stderr, "nvme-manager: %s; stopping\n", sio_errmsg());
-		return 0;
+	for (;;) {
+		ret = sio_nvme_manager_run(m, &stop);
+		if (ret == -ESHUTDOWN) {
+			/* nothing to hand back, and a controller whose model left would
+			 * only make its shutdown wait out CAP.TO: just leave */
+			fprintf(stderr, "nvme-manager: %s; stopping\n", sio_errmsg());
+			return 0;
+		}
+		if (ret)
+			fprintf(stderr, "nvme-manager: controller failed: %s\n", sio_errmsg());
+		sio_nvme_manager_stats(m, &st);
+		if (mo.log)
+			fprintf(stderr, "nvme-manager: stopping: %llu requests, %llu refused, "
+				"%llu dead clients cleaned up\n", (unsigned long long)st.requests,
+				(unsigned long long)st.refused, (unsigned long long)st.reaped);
+		sio_nvme_manager_close(m);
+		m = NULL;
+		/* a controller that went away (unregistered, or all ones) may come back */
+		if (stop || (ret != -ENODEV && ret != -EIO) || reattach(f, &di, &mo, &m))
+			break;
 	}
-	if (ret)
-		fprintf(stderr, "nvme-manager: controller failed: %s\n", sio_errmsg());
-	sio_nvme_manager_stats(m, &st);
-	if (mo.log)
-		fprintf(stderr, "nvme-manager: stopping: %llu requests, %llu refused, "
-			"%llu dead clients cleaned up\n", (unsigned long long)st.requests,
-			(unsigned long long)st.refused, (unsigned long long)st.reaped);
-	sio_nvme_manager_close(m);
 	sio_fabric_close(f);
-	return ret ? 1 : 0;
+	return ret && ret != -ESHUTDOWN ? 1 : 0;
 }

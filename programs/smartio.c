@@ -155,14 +155,21 @@ static int cmd_create(int argc, char **argv)
 static int cmd_destroy(int argc, char **argv)
 {
 	unsigned int flags = 0;
+	const char *name;
 	int ret;
 
 	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--force"))
-			flags = SIO_DESTROY_FORCE, memmove(&argv[i], &argv[i + 1], (argc - i) * sizeof(*argv)), argc--, i--;
+		if (!strcmp(argv[i], "--force")) {
+			flags = SIO_DESTROY_FORCE;
+			memmove(&argv[i], &argv[i + 1], (argc - i) * sizeof(*argv));
+			argc--, i--;
+		}
 	optind = 2;
+	name = fabric_arg(argc, argv);
+	if (no_more("destroy", argc, argv))
+		return 1;
 	/* refused while processes are attached; --force tells them to leave */
-	ret = sio_fabric_destroy_flags(fabric_arg(argc, argv), flags);
+	ret = sio_fabric_destroy_flags(name, flags);
 	return ret ? fail(ret, "destroy") : 0;
 }
 

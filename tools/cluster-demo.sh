@@ -33,7 +33,7 @@ cleanup() {
 		p=${PIDS[i]}
 		kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
 	done
-	"$SMARTIO" destroy "$FABRIC" >/dev/null 2>&1
+	"$SMARTIO" destroy "$FABRIC" --force >/dev/null 2>&1
 	rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -198,7 +198,7 @@ FAB=gpuchk-$$
 PIDS=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
-	with_deps "$B/programs/smartio" destroy "$FAB" >/dev/null 2>&1
+	with_deps "$B/programs/smartio" destroy "$FAB" --force >/dev/null 2>&1
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

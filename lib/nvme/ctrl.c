@@ -57,12 +57,18 @@ volatile void *sio_nvme_ctrl_regs(const struct sio_nvme_ctrl *c)
 int sio_nvme_ctrl_check(struct sio_nvme_ctrl *c)
 {
 	uint32_t csts = sio_nvme_rd32(c->regs, NVME_REG_CSTS);
+	struct sio_device_info di;
 
 	if (csts == 0xffffffffu)
 		return sio_err_set(ENODEV, "controller registers read all ones: "
 				   "device gone or link down");
 	if (NVME_CSTS_CFS(csts))
 		return sio_err_set(EIO, "controller fatal status (CSTS.CFS set)");
+	/* A device model that left keeps its last register values in memory:
+	 * only the fabric knows the device is gone. */
+	if (sio_device_info(c->dev, &di) == -ENODEV)
+		return sio_err_set(ENODEV, "controller (device %u) is gone: its lender "
+				   "or device model left", sio_device_id(c->dev));
 	return 0;
 }
 
@@ -388,9 +394,13 @@ void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c)
 	struct sio_nvme_backoff b;
 	uint32_t cc, csts;
 
+	struct sio_errsave es;
+
 	if (!c)
 		return;
-	if (c->regs && c->enabled) {
+	sio_err_save(&es);
+	/* A controller that is gone gets no shutdown: it would only wait CAP.TO. */
+	if (c->regs && c->enabled && !sio_nvme_ctrl_check(c)) {
 		/* Normal shutdown so a controller with a cache persists it. */
 		cc = sio_nvme_rd32(c->regs, NVME_REG_CC);
 		if (cc != 0xffffffffu) {
@@ -419,6 +429,7 @@ void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c)
 	if (c->bar0)
 		sio_segment_unmap(c->bar0);
 	free(c);
+	sio_err_restore(&es);
 }
 
 int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,

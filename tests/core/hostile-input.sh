@@ -11,7 +11,7 @@ export SMARTIO_QUIET=1 SMARTIO_LOCK_TIMEOUT_MS=500
 unset SMARTIO_NODE
 F=t-hostile-$$
 out=$(mktemp)
-trap '"$S" destroy "$F" >/dev/null 2>&1; "$S" destroy "$F-x" >/dev/null 2>&1; rm -f "$out"' EXIT
+trap '"$S" destroy "$F" --force >/dev/null 2>&1; "$S" destroy "$F-x" --force >/dev/null 2>&1; rm -f "$out"' EXIT
 pass=0 fail=0
 
 # refuses DESCRIPTION EXPECTED COMMAND...: exit 1 or 2, saying EXPECTED.

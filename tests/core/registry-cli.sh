@@ -13,7 +13,7 @@ D=${SMARTIO_RUNDIR:-/dev/shm}/smartio-$F
 R=$D/registry
 out=$(mktemp)
 sleeper=
-trap '"$S" destroy "$F" >/dev/null 2>&1; [ -n "$sleeper" ] && kill $sleeper; rm -f "$out" /tmp/regcli-victim-$$' EXIT
+trap '"$S" destroy "$F" --force >/dev/null 2>&1; [ -n "$sleeper" ] && kill $sleeper; rm -f "$out" /tmp/regcli-victim-$$' EXIT
 pass=0 fail=0
 
 bad() {
@@ -48,7 +48,7 @@ works() {
 }
 
 fresh() {
-	"$S" destroy "$F" >/dev/null 2>&1
+	"$S" destroy "$F" --force >/dev/null 2>&1
 	"$S" create "$F" --nodes 2 >/dev/null || { echo "FAIL: cannot create $F"; exit 1; }
 }
 

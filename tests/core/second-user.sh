@@ -30,7 +30,7 @@ S=$bin/smartio EMU=$bin/nvme-emu IDENT=$bin/nvme-identify
 R=t-root-$$ P=t-other-$$ H=t-link-$$ G=t-group-$$
 out=$bin/out
 cleanup() {
-	for f in $R $P $G; do "$S" destroy "$f" >/dev/null 2>&1; done
+	for f in $R $P $G; do "$S" destroy "$f" --force >/dev/null 2>&1; done
 	rm -f "$base/smartio-$H" /tmp/second-user-back-$$ /tmp/second-user-new-$$
 	rm -rf "$bin"
 }

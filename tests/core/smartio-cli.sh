@@ -4,7 +4,7 @@ set -u
 S=$1
 export SMARTIO_QUIET=1
 F=t-cli-$$
-trap '"$S" destroy "$F" >/dev/null 2>&1' EXIT
+trap '"$S" destroy "$F" --force >/dev/null 2>&1' EXIT
 pass=0 fail=0
 check() {	# description, then the command that must succeed
 	local d=$1; shift

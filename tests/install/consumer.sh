@@ -18,7 +18,7 @@ bad() { echo "FAIL: $*"; fail=1; }
 
 dest=$(mktemp -d "${TMPDIR:-/tmp}/smartio-install.XXXXXX")
 fabric=sio-consumer-$$
-trap '"$dest$bindir/smartio" destroy "$fabric" >/dev/null 2>&1 || true; rm -rf "$dest"' EXIT
+trap '"$dest$bindir/smartio" destroy "$fabric" --force >/dev/null 2>&1 || true; rm -rf "$dest"' EXIT
 meson install -C "$build" --destdir "$dest" --no-rebuild --quiet >"$dest.log" 2>&1 ||
 	{ cat "$dest.log"; rm -f "$dest.log"; echo "FAIL: meson install"; exit 1; }
 rm -f "$dest.log"

@@ -8,7 +8,7 @@ F=t-mcast-$$
 EMU_PID=
 cleanup() {
 	[ -n "$EMU_PID" ] && kill "$EMU_PID" 2>/dev/null && wait "$EMU_PID" 2>/dev/null
-	"$SMARTIO" destroy "$F" >/dev/null 2>&1
+	"$SMARTIO" destroy "$F" --force >/dev/null 2>&1
 	rm -f "/tmp/$F.ready"
 }
 trap cleanup EXIT

@@ -196,6 +196,6 @@ if command -v nvme-manager >/dev/null; then
 fi
 smartio vfio list --class 010802 | sed 's/^/    | /'
 expect_fail error-group-not-viable 'not viable' smartio vfio probe $GRP1
-smartio destroy vmfab >/dev/null 2>&1
-smartio destroy vmhuge >/dev/null 2>&1
+smartio destroy vmfab --force >/dev/null 2>&1
+smartio destroy vmhuge --force >/dev/null 2>&1
 echo "vm: suite took $(cut -d' ' -f1 /proc/uptime)s of guest uptime"
