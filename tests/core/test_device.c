@@ -102,10 +102,12 @@ Test(device, dma_translation_and_faults)
 	sio_fabric_destroy(name);
 }
 
-Test(device, kill_releases_borrows_and_windows)
+/* A process killed while borrowing: reaped whether its parent has waited
+ * for it yet or it is still a zombie (a zombie holds nothing). */
+static void kill_releases(const char *tag, bool zombie)
 {
 	struct sio_fabric_config c = { .nodes = 2, .topology = SIO_TOPO_SWITCH };
-	const char *name = test_fabric("kill", &c);
+	const char *name = test_fabric(tag, &c);
 	struct sio_fabric *l = join(name, 0);
 	struct sio_devreg *reg = make_device(l, false);
 	uint32_t id = sio_devreg_id(reg);
@@ -139,8 +141,15 @@ Test(device, kill_releases_borrows_and_windows)
 	struct sio_device *x;
 	cr_assert_eq(sio_device_borrow(l, id, 0, &x), -EBUSY);
 	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	if (zombie) {	/* dead, not yet waited for */
+		siginfo_t si;
+		cr_assert_eq(waitid(P_PID, pid, &si, WEXITED | WNOWAIT), 0);
+	} else {
+		waitpid(pid, NULL, 0);
+	}
 	cr_assert_eq(sio_fabric_reap(l), 1, "one dead process reaped");
+	if (zombie)
+		waitpid(pid, NULL, 0);
 	sio_fabric_nodes(l, ni, 2);
 	cr_assert_eq(ni[0].windows_used[0], 0);
 	cr_assert_eq(ni[1].windows_used[0], 0);
@@ -151,6 +160,16 @@ Test(device, kill_releases_borrows_and_windows)
 	sio_devreg_close(reg);
 	sio_fabric_close(l);
 	sio_fabric_destroy(name);
+}
+
+Test(device, kill_releases_borrows_and_windows)
+{
+	kill_releases("kill", false);
+}
+
+Test(device, killed_zombie_releases_borrows_and_windows)
+{
+	kill_releases("zombie", true);
 }
 
 Test(device, link_down_and_up)
