@@ -14,25 +14,7 @@ out=$(mktemp)
 trap '"$S" destroy "$F" --force >/dev/null 2>&1; "$S" destroy "$F-x" --force >/dev/null 2>&1; rm -f "$out"' EXIT
 pass=0 fail=0
 
-# refuses DESCRIPTION EXPECTED COMMAND...: exit 1 or 2, saying EXPECTED.
-refuses() {
-	local d=$1 want=$2 rc
-	shift 2
-	timeout 20 "$@" >"$out" 2>&1
-	rc=$?
-	if [ $rc -eq 0 ] || [ $rc -gt 2 ]; then
-		echo "FAIL: $d: exit status $rc (0: accepted; 124: hung; over 128: a signal)"
-	elif ! grep -qF -- "$want" "$out"; then
-		echo "FAIL: $d: the message does not quote $want"
-	elif grep -q "ready on node" "$out"; then
-		echo "FAIL: $d: the emulator came up"
-	else
-		pass=$((pass + 1))
-		return
-	fi
-	sed 's/^/    /' "$out"
-	fail=$((fail + 1))
-}
+. "$(dirname "$0")/refuses.sh"
 
 "$S" create "$F" --nodes 4 >/dev/null || { echo "FAIL: cannot create $F"; exit 1; }
 

@@ -16,28 +16,7 @@ sleeper=
 trap '"$S" destroy "$F" --force >/dev/null 2>&1; [ -n "$sleeper" ] && kill $sleeper; rm -f "$out" /tmp/regcli-victim-$$' EXIT
 pass=0 fail=0
 
-bad() {
-	echo "FAIL: $1"
-	sed 's/^/    /' "$out"
-	fail=$((fail + 1))
-}
-
-# refuses DESCRIPTION EXPECTED COMMAND...: it must exit 1 or 2 and say EXPECTED.
-refuses() {
-	local d=$1 want=$2 rc
-	shift 2
-	timeout 20 "$@" >"$out" 2>&1
-	rc=$?
-	if [ $rc -eq 0 ] || [ $rc -gt 2 ]; then
-		bad "$d: exit status $rc (124: hung; over 128: killed by a signal)"
-	elif ! grep -q -- "$want" "$out"; then
-		bad "$d: the message does not say '$want'"
-	elif grep -q "ready on node" "$out"; then
-		bad "$d: the emulator came up on it"
-	else
-		pass=$((pass + 1))
-	fi
-}
+. "$(dirname "$0")/refuses.sh"
 
 works() {
 	local d=$1 rc

@@ -46,28 +46,7 @@ exec runuser -u $U -- env SMARTIO_QUIET=1 SMARTIO_LOCK_TIMEOUT_MS=500 \
 EOF
 chmod 755 "$as_user"
 
-bad() {
-	echo "FAIL: $1"
-	sed 's/^/    /' "$out"
-	fail=$((fail + 1))
-}
-
-# refuses DESCRIPTION EXPECTED COMMAND...: exit 1 or 2, saying EXPECTED.
-refuses() {
-	local d=$1 want=$2 rc
-	shift 2
-	timeout 20 "$@" >"$out" 2>&1
-	rc=$?
-	if [ $rc -eq 0 ] || [ $rc -gt 2 ]; then
-		bad "$d: exit status $rc (124: hung; over 128: killed by a signal)"
-	elif ! grep -q -- "$want" "$out"; then
-		bad "$d: the message does not say '$want'"
-	elif grep -q "ready on node" "$out"; then
-		bad "$d: the emulator came up"
-	else
-		pass=$((pass + 1))
-	fi
-}
+. "$(dirname "$0")/refuses.sh"
 
 check() {	# description, then a command that must succeed
 	local d=$1
