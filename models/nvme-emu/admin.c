@@ -1,22 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Admin commands (NVMe 1.4, 5): Identify, queue creation and deletion,
- * features, log pages. The checks are made in the order QEMU's controller
+ * log pages; features are in features.c. The checks are made in the order QEMU's controller
  * makes them, so that one bad command gets the same status from both.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include "emu_priv.h"
-
-#define ST_SEQ_ERROR	EMU_ST(NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR)
-
-void emu_features_reset(struct sio_nvme_emu *emu)
-{
-	emu->nsqa = emu->ncqa = emu->cfg.max_qpairs;
-	emu->arb = 0;		/* burst 1, weights 1: plain alternation */
-	emu->wce = true;
-}
 
 static void put_str(char *dst, size_t n, const char *src)
 {
@@ -52,15 +43,19 @@ static void identify_ctrl(struct sio_nvme_emu *emu, struct nvme_id_ctrl *id)
 	id->acl = 3;
 	id->aerl = EMU_AERL;
 	id->frmw = 0x3;		/* one slot, read only */
-	id->lpa = 0;		/* SMART log is controller-wide */
+	/* SMART log is controller-wide; NUMDU and the log page offset are honoured */
+	id->lpa = NVME_CTRL_LPA_EXTENDED;
 	id->elpe = EMU_ELOG_ENTRIES - 1;
-	id->wctemp = 343;
-	id->cctemp = 373;
+	id->wctemp = EMU_WCTEMP;
+	id->cctemp = EMU_CCTEMP;
 	id->sqes = 0x66;
 	id->cqes = 0x44;
 	id->maxcmd = (uint16_t)(emu->cfg.mqes > 0xffff ? 0xffff : emu->cfg.mqes);
 	id->nn = (uint32_t)emu->nns;
-	id->oncs = 1u << 3;	/* Write Zeroes */
+	/* Save/Select: SEL is honoured and SV answered (nothing is saveable) */
+	id->oncs = NVME_CTRL_ONCS_WRITE_ZEROES | NVME_CTRL_ONCS_SAVE_FEATURES;
+	id->oacs = 0;		/* no optional admin command */
+	id->oaes = 0;		/* no optional asynchronous event */
 	id->vwc = 0x7;		/* volatile write cache; flush to all namespaces */
 	id->sgls = 0;		/* PRPs only */
 	snprintf(buf, sizeof(buf), "nqn.2024-01.io.smartio:emu-%lld", (long long)emu->devid);
@@ -77,10 +72,73 @@ static void identify_ns(struct sio_nvme_emu *emu, uint32_t nsid, struct nvme_id_
 	id->flbas = 0;
 	id->lbaf[0].ds = (uint8_t)ns->lba_shift;
 	put_u128(id->nvmcap, ns->nlb << ns->lba_shift);
-	/* Unique per controller and namespace. */
-	uint64_t eui = 0x5254000000000000ull | ((uint64_t)(emu->devid & 0xffffff) << 8) | nsid;
+	memcpy(id->nguid, ns->nguid, sizeof(id->nguid));
+	memcpy(id->eui64, ns->eui64, sizeof(id->eui64));
+}
+
+static uint8_t *put_desc(uint8_t *p, uint8_t nidt, const uint8_t *nid, uint8_t len)
+{
+	struct nvme_ns_id_desc *d = (struct nvme_ns_id_desc *)p;
+
+	d->nidt = nidt;
+	d->nidl = len;
+	memcpy(d->nid, nid, len);
+	return p + sizeof(*d) + len;
+}
+
+/* CNS 03h: the namespace's identifiers, as Identify Namespace reports the first two. */
+static void identify_descs(struct sio_nvme_emu *emu, uint32_t nsid, uint8_t *buf)
+{
+	const struct emu_ns *ns = &emu->ns[nsid - 1];
+
+	buf = put_desc(buf, NVME_NIDT_EUI64, ns->eui64, NVME_NIDT_EUI64_LEN);
+	buf = put_desc(buf, NVME_NIDT_NGUID, ns->nguid, NVME_NIDT_NGUID_LEN);
+	put_desc(buf, NVME_NIDT_UUID, ns->uuid, NVME_NIDT_UUID_LEN);
+}
+
+/* splitmix64's finaliser: every input bit reaches every output bit */
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static void put_be64(uint8_t *dst, uint64_t v)
+{
 	for (int i = 0; i < 8; i++)
-		id->eui64[i] = (uint8_t)(eui >> (56 - 8 * i));
+		dst[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+
+/**
+ * emu_ns_ids() - derive each namespace's EUI64, NGUID and UUID
+ * @emu: controller, its namespaces laid out
+ * @seed: names the backing store (the same store gives the same seed)
+ *
+ * The identifiers depend only on @seed and the namespace's number and place
+ * in the store, so a store reopened with the same layout keeps them, and a
+ * namespace laid out differently is a new namespace with new identifiers.
+ * EUI64 is OUI 52-54-00 (as Identify's IEEE field) and a 40-bit extension;
+ * NGUID is a 64-bit vendor extension followed by that EUI64; UUID is RFC 9562
+ * version 8 (vendor-defined) from the same hash.
+ */
+void emu_ns_ids(struct sio_nvme_emu *emu, uint64_t seed)
+{
+	for (int i = 0; i < emu->nns; i++) {
+		struct emu_ns *ns = &emu->ns[i];
+		uint64_t h = mix(seed ^ mix((uint64_t)i + 1));
+
+		h = mix(h ^ ns->off);
+		h = mix(h ^ (ns->nlb << 5 | ns->lba_shift));
+		put_be64(ns->eui64, 0x525400ull << 40 | (mix(h + 1) & 0xffffffffffull));
+		put_be64(ns->nguid, mix(h + 2));
+		memcpy(ns->nguid + 8, ns->eui64, 8);
+		put_be64(ns->uuid, mix(h + 3));
+		put_be64(ns->uuid + 8, mix(h + 4));
+		ns->uuid[6] = (uint8_t)((ns->uuid[6] & 0x0f) | 0x80);	/* version 8 */
+		ns->uuid[8] = (uint8_t)((ns->uuid[8] & 0x3f) | 0x80);	/* variant 10b */
+	}
 }
 
 static uint16_t cmd_identify(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd)
@@ -97,6 +155,11 @@ static uint16_t cmd_identify(struct sio_nvme_emu *emu, const struct sio_nvme_cmd
 		break;
 	case NVME_IDENTIFY_CNS_CTRL:
 		identify_ctrl(emu, (struct nvme_id_ctrl *)buf);
+		break;
+	case NVME_IDENTIFY_CNS_NS_DESC_LIST:
+		if (nsid == 0 || nsid > (uint32_t)emu->nns)
+			return EMU_ST_NS;
+		identify_descs(emu, nsid, buf);
 		break;
 	case NVME_IDENTIFY_CNS_NS_ACTIVE_LIST: {
 		uint32_t *list = (uint32_t *)buf, n = 0;
@@ -127,12 +190,13 @@ static uint16_t cmd_create_cq(struct sio_nvme_emu *emu, const struct sio_nvme_cm
 		return EMU_ST_PRP_OFF;
 	if (!pc)
 		return EMU_ST_FIELD;	/* CAP.CQR: queues must be contiguous */
-	if (ien && iv > emu->cfg.max_qpairs)
+	if (ien && iv >= emu_vectors(emu))
 		return EMU_ST_IV;
 	if (iosz != 0 && iosz != 4)
 		return EMU_ST_FIELD;	/* CC.IOCQES: 16-byte entries only */
 	emu->cq[qid] = (struct emu_cq){ .valid = true, .phase = 1, .qid = (uint16_t)qid,
 					.size = qsize, .base = cmd->prp1 };
+	emu->ioq_created = true;
 	return EMU_OK;
 }
 
@@ -159,6 +223,7 @@ static uint16_t cmd_create_sq(struct sio_nvme_emu *emu, const struct sio_nvme_cm
 					.cq = &emu->cq[cqid] };
 	emu->cq[cqid].nsq++;
 	emu_active_add(emu, &emu->sq[qid]);
+	emu->ioq_created = true;
 	return EMU_OK;
 }
 
@@ -190,76 +255,6 @@ static uint16_t cmd_delete_cq(struct sio_nvme_emu *emu, const struct sio_nvme_cm
 	return EMU_OK;
 }
 
-static bool io_queues_exist(struct sio_nvme_emu *emu)
-{
-	for (uint32_t i = 1; i < emu->nq; i++)
-		if (emu->cq[i].valid || emu->sq[i].valid)
-			return true;
-	return false;
-}
-
-static uint16_t cmd_set_features(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd,
-				 uint32_t *result)
-{
-	uint32_t fid = cmd->cdw10 & 0xff, v = cmd->cdw11;
-
-	if (cmd->cdw10 >> 31)
-		return EMU_ST_NOT_SAVEABLE;
-	switch (fid) {
-	case NVME_FEAT_FID_ARBITRATION:
-		emu->arb = v & 0xffffff07u;
-		return EMU_OK;
-	case NVME_FEAT_FID_VOLATILE_WC:
-		emu->wce = v & 1;
-		return EMU_OK;
-	case NVME_FEAT_FID_NUM_QUEUES: {
-		uint32_t nsqr = v & 0xffff, ncqr = v >> 16, max = emu->cfg.max_qpairs;
-
-		if (nsqr == 0xffff || ncqr == 0xffff)
-			return EMU_ST_FIELD;
-		if (io_queues_exist(emu))
-			return ST_SEQ_ERROR;	/* only before any I/O queue exists */
-		emu->nsqa = nsqr + 1 < max ? nsqr + 1 : max;
-		emu->ncqa = ncqr + 1 < max ? ncqr + 1 : max;
-		*result = (emu->nsqa - 1) | ((emu->ncqa - 1) << 16);
-		return EMU_OK;
-	}
-	default:
-		return EMU_ST_FIELD;
-	}
-}
-
-static uint16_t cmd_get_features(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd,
-				 uint32_t *result)
-{
-	uint32_t fid = cmd->cdw10 & 0xff, sel = (cmd->cdw10 >> 8) & 7;
-	uint32_t max = emu->cfg.max_qpairs;
-	bool cur = sel == 0;
-
-	if (sel > 3)
-		return EMU_ST_FIELD;
-	if (fid != NVME_FEAT_FID_ARBITRATION && fid != NVME_FEAT_FID_VOLATILE_WC &&
-	    fid != NVME_FEAT_FID_NUM_QUEUES)
-		return EMU_ST_FIELD;
-	if (sel == 3) {
-		*result = 0x4;	/* changeable, not saveable, not namespace specific */
-		return EMU_OK;
-	}
-	switch (fid) {
-	case NVME_FEAT_FID_ARBITRATION:
-		*result = cur ? emu->arb : 0;
-		break;
-	case NVME_FEAT_FID_VOLATILE_WC:
-		*result = cur ? emu->wce : 1;
-		break;
-	default:
-		*result = cur ? (emu->nsqa - 1) | ((emu->ncqa - 1) << 16)
-			      : (max - 1) | ((max - 1) << 16);
-		break;
-	}
-	return EMU_OK;
-}
-
 /* 128-bit little-endian counter; data units are thousands of 512 B, rounded up */
 static void put_units(uint8_t *dst, uint64_t units512)
 {
@@ -281,8 +276,11 @@ static uint32_t build_log(struct sio_nvme_emu *emu, uint32_t lid, uint8_t *buf)
 		struct nvme_smart_log *s = (struct nvme_smart_log *)buf;
 		uint64_t hours = (emu_now_ns() - emu->start_ns) / 3600000000000ull;
 
-		s->temperature[0] = 313 & 0xff;	/* 40 C, in kelvin */
-		s->temperature[1] = 313 >> 8;
+		s->temperature[0] = EMU_TEMP & 0xff;
+		s->temperature[1] = EMU_TEMP >> 8;
+		/* past a threshold of Temperature Threshold */
+		if (EMU_TEMP > emu->temp_over || EMU_TEMP < emu->temp_under)
+			s->critical_warning |= NVME_SMART_CRIT_TEMPERATURE;
 		s->avail_spare = 100;
 		s->spare_thresh = 10;
 		put_units(s->data_units_read, emu->units_read);
@@ -361,9 +359,9 @@ uint16_t emu_admin(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd, uin
 		*result = 1;	/* the command was not aborted */
 		return EMU_OK;
 	case nvme_admin_set_features:
-		return cmd_set_features(emu, cmd, result);
+		return emu_set_features(emu, cmd, result);
 	case nvme_admin_get_features:
-		return cmd_get_features(emu, cmd, result);
+		return emu_get_features(emu, cmd, result);
 	case 0x0c:	/* Asynchronous Event Request: held; no events are raised */
 		if (emu->aer_outstanding > EMU_AERL)
 			return EMU_ST_AER_LIMIT;

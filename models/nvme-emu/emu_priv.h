@@ -18,6 +18,10 @@
 #define EMU_ELOG_ENTRIES	64u
 #define EMU_AERL		3u
 #define EMU_CMB_BAR		2
+/* Temperatures in kelvin: the composite reads a steady 40 C */
+#define EMU_TEMP		313u
+#define EMU_WCTEMP		343u
+#define EMU_CCTEMP		373u
 /* The specification it follows: NVMe 1.4 */
 #define EMU_VS			(NVME_SET(1u, VS_MJR) | NVME_SET(4u, VS_MNR))
 
@@ -76,6 +80,10 @@ struct emu_ns {
 	uint64_t off;		/* in the backing store */
 	uint64_t nlb;
 	uint32_t lba_shift;
+	uint16_t tler;		/* Error Recovery, per namespace */
+	uint8_t eui64[8];	/* identifiers, big-endian as Identify reports them */
+	uint8_t nguid[16];
+	uint8_t uuid[16];
 };
 
 /* A file I/O command in flight. */
@@ -111,6 +119,13 @@ struct sio_nvme_emu {
 	uint32_t nsqa, ncqa;	/* allocated I/O queues (Number of Queues) */
 	uint32_t arb;		/* Arbitration feature, CDW11 layout */
 	bool wce;
+	bool ioq_created;	/* an I/O queue was created since the last reset */
+	uint32_t power_mgmt;	/* the other features, CDW11 layout (features.c) */
+	uint16_t temp_over, temp_under;
+	uint32_t irq_coalesce;
+	uint32_t write_atomic;
+	uint32_t async_cfg;
+	uint64_t ivc_cd[(SIO_NVME_EMU_MAX_QUEUES + 64) / 64];	/* per vector: Coalescing Disable */
 	bool wrr;
 	uint32_t aer_outstanding;
 	uint32_t rr_next[4];	/* round-robin cursor per WRR class */
@@ -163,7 +178,20 @@ uint32_t emu_cc(struct sio_nvme_emu *emu);
 /* admin.c */
 uint16_t emu_admin(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd,
 		   uint32_t *result);
+void emu_ns_ids(struct sio_nvme_emu *emu, uint64_t seed);
+
+/* features.c */
 void emu_features_reset(struct sio_nvme_emu *emu);
+uint16_t emu_get_features(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd,
+			  uint32_t *result);
+uint16_t emu_set_features(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd,
+			  uint32_t *result);
+
+/* Interrupt vectors a CQ may name: one per I/O queue pair, plus the admin queue's. */
+static inline uint32_t emu_vectors(const struct sio_nvme_emu *emu)
+{
+	return emu->cfg.max_qpairs + 1;
+}
 
 /* io.c */
 uint16_t emu_io(struct sio_nvme_emu *emu, struct emu_sq *sq,

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <linux/falloc.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include "emu_priv.h"
 
@@ -50,10 +51,37 @@ static int layout(struct sio_nvme_emu *emu, uint64_t avail, bool grow, uint64_t 
 	return 0;
 }
 
+/* A RAM store lives as long as the controller: its identifiers need only differ from others'. */
+static uint64_t ram_seed(void)
+{
+	uint64_t seed;
+
+	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+		seed = emu_now_ns() ^ ((uint64_t)getpid() << 32);
+	return seed;
+}
+
+/*
+ * A file store is named by what survives a restart: its device and inode
+ * (a block device by its device number), not the path it was opened by.
+ */
+static int file_seed(struct sio_nvme_emu *emu, uint64_t *seed)
+{
+	struct stat st;
+
+	if (fstat(emu->fd, &st))
+		return sio_err_set(errno, "backing: stat %s: %s", emu->cfg.backing, strerror(errno));
+	if (S_ISBLK(st.st_mode))
+		*seed = (uint64_t)st.st_rdev;
+	else
+		*seed = (uint64_t)st.st_dev << 32 ^ (uint64_t)st.st_ino;
+	return 0;
+}
+
 int emu_backing_open(struct sio_nvme_emu *emu)
 {
 	const char *b = emu->cfg.backing;
-	uint64_t size = 0, need = 0;
+	uint64_t size = 0, need = 0, seed = 0;
 	int rc;
 
 	if (strncmp(b, "ram:", 4) == 0) {
@@ -63,6 +91,7 @@ int emu_backing_open(struct sio_nvme_emu *emu)
 		rc = layout(emu, size, size == 0, &need);
 		if (rc)
 			return rc;
+		emu_ns_ids(emu, ram_seed());
 		if (size < need)
 			size = need;
 		/*
@@ -104,6 +133,10 @@ int emu_backing_open(struct sio_nvme_emu *emu)
 	rc = layout(emu, size, true, &need);
 	if (rc)
 		return rc;
+	rc = file_seed(emu, &seed);
+	if (rc)
+		return rc;
+	emu_ns_ids(emu, seed);
 	if (size < need) {
 		if (ftruncate(emu->fd, (off_t)need))
 			return sio_err_set(errno, "backing: grow %s to %llu bytes: %s", b,

@@ -112,3 +112,31 @@ Test(file, bad_commands_in_flight_mix)
 	cr_assert_eq(bad, 5);
 	cr_assert_eq(ok, 15);
 }
+
+/* Identify CNS 03h for @nsid: the descriptor list, as the controller wrote it. */
+static void ns_ids(uint32_t nsid, uint8_t out[64])
+{
+	struct sio_nvme_cmd c;
+	struct hmem m;
+
+	cr_assert_eq(h_mem(&H, 4096, &m), 0);
+	sio_nvme_cmd_identify(&c, NVME_IDENTIFY_CNS_NS_DESC_LIST, nsid, m.bus);
+	cr_assert_eq(h_admin(&H, &c, NULL), 0);
+	memcpy(out, m.va, 64);
+}
+
+Test(file, namespace_identifiers_survive_a_restart)
+{
+	uint8_t a1[64], a2[64], b1[64], b2[64];
+
+	ns_ids(1, a1);
+	ns_ids(2, a2);
+	cr_assert_eq(a1[0], NVME_NIDT_EUI64, "a descriptor list");
+	cr_assert_neq(memcmp(a1, a2, 64), 0);
+	cr_assert_eq(h_restart_emu(&H, args), 0);
+	cr_assert_eq(h_enable(&H, 16, 0), 0);
+	ns_ids(1, b1);
+	ns_ids(2, b2);
+	cr_assert_eq(memcmp(a1, b1, 64), 0, "namespace 1: same EUI64, NGUID and UUID");
+	cr_assert_eq(memcmp(a2, b2, 64), 0, "namespace 2");
+}
