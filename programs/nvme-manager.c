@@ -195,9 +195,13 @@ int main(int argc, char **argv)
 		sio_nvme_manager_close(m);
 		m = NULL;
 		/* a controller that went away (unregistered, or all ones) may come back */
-		if (stop || (ret != -ENODEV && ret != -EIO) || reattach(f, &di, &mo, &m))
+		if (stop || (ret != -ENODEV && ret != -EIO))
+			break;
+		ret = reattach(f, &di, &mo, &m);
+		if (ret)
 			break;
 	}
 	sio_fabric_close(f);
-	return ret && ret != -ESHUTDOWN ? 1 : 0;
+	/* stopped by a signal, or the fabric was destroyed: a clean exit */
+	return ret && ret != -ESHUTDOWN && !stop ? 1 : 0;
 }
