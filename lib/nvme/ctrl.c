@@ -30,6 +30,7 @@ struct sio_nvme_ctrl {
 	uint8_t adm_busy[SIO_NVME_ADMIN_DEPTH];
 	bool admin_broken;
 	bool enabled;
+	bool gone;		/* its device left the fabric (sio_nvme_ctrl_gone()) */
 	struct sio_nvme_ctrl_info info;
 	struct nvme_id_ctrl id;
 };
@@ -54,21 +55,23 @@ volatile void *sio_nvme_ctrl_regs(const struct sio_nvme_ctrl *c)
 	return c->regs;
 }
 
+void sio_nvme_ctrl_gone(struct sio_nvme_ctrl *c)
+{
+	/* A model that left keeps its last register values in memory, so only
+	 * the fabric knows: no admin command or shutdown waits for it. */
+	c->gone = true;
+	c->admin_broken = true;
+}
+
 int sio_nvme_ctrl_check(struct sio_nvme_ctrl *c)
 {
 	uint32_t csts = sio_nvme_rd32(c->regs, NVME_REG_CSTS);
-	struct sio_device_info di;
 
 	if (csts == 0xffffffffu)
 		return sio_err_set(ENODEV, "controller registers read all ones: "
 				   "device gone or link down");
 	if (NVME_CSTS_CFS(csts))
 		return sio_err_set(EIO, "controller fatal status (CSTS.CFS set)");
-	/* A device model that left keeps its last register values in memory:
-	 * only the fabric knows the device is gone. */
-	if (sio_device_info(c->dev, &di) == -ENODEV)
-		return sio_err_set(ENODEV, "controller (device %u) is gone: its lender "
-				   "or device model left", sio_device_id(c->dev));
 	return 0;
 }
 
@@ -400,7 +403,7 @@ void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c)
 		return;
 	sio_err_save(&es);
 	/* A controller that is gone gets no shutdown: it would only wait CAP.TO. */
-	if (c->regs && c->enabled && !sio_nvme_ctrl_check(c)) {
+	if (c->regs && c->enabled && !c->gone && !sio_nvme_ctrl_check(c)) {
 		/* Normal shutdown so a controller with a cache persists it. */
 		cc = sio_nvme_rd32(c->regs, NVME_REG_CC);
 		if (cc != 0xffffffffu) {
@@ -440,6 +443,9 @@ int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
 	uint64_t deadline, cookie, now, next_check;
 	int cid, ret;
 
+	if (c->gone)
+		return sio_err_set(ENODEV, "controller (device %u) is gone: its lender or "
+				   "device model left the fabric", sio_device_id(c->dev));
 	if (c->admin_broken)
 		return sio_err_set(EIO, "admin queue unusable after an earlier timeout; "
 				   "reset the controller");

@@ -681,6 +681,8 @@ void sio_nvme_manager_close(struct sio_nvme_manager *m)
 
 	if (!m)
 		return;
+	if (m->dev_gone && m->ctrl)
+		sio_nvme_ctrl_gone(m->ctrl);
 	if (m->mb) {
 		__atomic_store_n(&m->mb->h.serving, 0, __ATOMIC_RELEASE);
 		if (m->ctrl)

@@ -82,6 +82,10 @@ static inline void sio_nvme_wr64(volatile void *regs, uint32_t off, uint64_t v)
 	sio_nvme_wr32(regs, off + 4, (uint32_t)(v >> 32));
 }
 
+/* The controller's device left the fabric: admin commands fail at once
+ * and sio_nvme_ctrl_close() skips the shutdown that would wait CAP.TO. */
+void sio_nvme_ctrl_gone(struct sio_nvme_ctrl *c);
+
 /* Copy a space-padded identify string, cutting trailing blanks. */
 void sio_nvme_strcpy_id(char *dst, const char *src, size_t n);
 
