@@ -12,6 +12,19 @@
 
 #define MBOX_TIMEOUT_MS	10000u
 
+/* The manager stopped serving: because its device left with its lender
+ * (the manager stops then), or of its own accord. */
+static int stopped(struct sio_nvme_client *cl)
+{
+	struct sio_device_info di;
+
+	if (sio_device_info(cl->dev, &di) == -ENODEV)
+		return sio_err_set(ENOTCONN, "the NVMe manager has stopped: device %u is "
+				   "gone, its lender, node %d, has left the fabric",
+				   cl->dinfo.id, cl->dinfo.lender);
+	return sio_err_set(ENOTCONN, "the NVMe manager has stopped");
+}
+
 /* One request to the manager; bounded wait, detects a vanished manager. */
 int sio_nvme_mbox_call(struct sio_nvme_client *cl, const struct sio_nvme_mbox_req *req,
 		     struct sio_nvme_mbox_resp *resp)
@@ -32,7 +45,7 @@ int sio_nvme_mbox_call(struct sio_nvme_client *cl, const struct sio_nvme_mbox_re
 		if (st == SIO_MBOX_RESP)
 			break;
 		if (!__atomic_load_n(&cl->mb->h.serving, __ATOMIC_ACQUIRE)) {
-			ret = sio_err_set(ENOTCONN, "the NVMe manager has stopped");
+			ret = stopped(cl);
 			goto out;
 		}
 		if (cl->mgr_pid > 0 && kill(cl->mgr_pid, 0) < 0 && errno == ESRCH) {
@@ -360,6 +373,10 @@ static int admin_data_call(struct sio_nvme_client *cl, struct sio_nvme_mbox_req 
 	if (cl->dev2 && !sio_nvme_path_links_up(cl, 0) && sio_nvme_path_links_up(cl, 1))
 		dev = cl->dev2;
 	ret = sio_device_map(dev, cl->scratch, &bus);
+	if (ret == -ENODEV)
+		return sio_err_wrap(ENODEV, "cannot map the admin buffer for the device: "
+				    "its lender, node %d, has left the fabric",
+				    cl->dinfo.lender);
 	if (ret)
 		return sio_err_wrap(-ret, "cannot map the admin buffer for the device");
 	memset(cl->scratch_va, 0, len);

@@ -136,6 +136,9 @@ static int queue_mem(struct sio_nvme_client *cl, struct qpair *p, int loc, unsig
 	if (ret)
 		return sio_err_wrap(-ret, "cannot map queue memory");
 	ret = sio_device_map(p->dev, *seg, bus);
+	if (ret == -ENODEV)
+		return sio_err_wrap(ENODEV, "cannot map queue memory for the device: its "
+				    "lender, node %d, has left the fabric", cl->dinfo.lender);
 	if (ret)
 		return sio_err_wrap(-ret, "cannot map queue memory for the device");
 	return 0;

@@ -345,6 +345,40 @@ static int from_ctrl(struct sio_nvme_manager *m, struct sio_nvme_mbox_resp *r, i
 	return ret;
 }
 
+/*
+ * A command that failed moving data (or got no answer) while a link on the
+ * way between the controller and the client's node is down failed because
+ * of it: say so, with the node and adapter, before the bare NVMe status.
+ * The client's node comes from its slot, which it wrote: range-checked.
+ */
+static void name_cause(struct sio_nvme_manager *m, int s, struct sio_nvme_mbox_resp *r)
+{
+	int node = m->mb->slots[s].node, lender = m->dinfo.lender, a;
+	struct sio_topology t;
+	char cause[80] = "", was[sizeof(r->msg) - sizeof(cause)];
+
+	if ((r->status & 0x7ff) != SIO_NVME_MK_STATUS(NVME_SCT_GENERIC,
+						      NVME_SC_DATA_XFER_ERROR) &&
+	    r->err != -ETIMEDOUT)
+		return;
+	if (sio_fabric_topology(m->f, &t) || node < 0 || node >= t.nodes)
+		return;
+	for (a = 0; a < t.adapters && !cause[0]; a++) {
+		if (node != lender && sio_link_get(m->f, node, a) == 0)
+			snprintf(cause, sizeof(cause), "node %d's link to the lender (adapter "
+				 "%d) is down", node, a);
+		else if (node != lender && sio_link_get(m->f, lender, a) == 0)
+			snprintf(cause, sizeof(cause), "the lender's link (node %d, adapter "
+				 "%d) is down", lender, a);
+	}
+	if (!cause[0])
+		return;
+	/* The status after the cause: cut short if need be, the cause is whole. */
+	memcpy(was, r->msg, sizeof(was) - 1);
+	was[sizeof(was) - 1] = 0;
+	snprintf(r->msg, sizeof(r->msg), "%s: %s", cause, was);
+}
+
 /* A free qid for @pid: confined, not one whose doorbell pages another live
  * process may still have mapped. Return: the qid, or 0 (@held says whether
  * free ones exist but are held so). */
@@ -454,6 +488,7 @@ static int op_identify(struct sio_nvme_manager *m, const struct sio_nvme_mbox_re
 		       struct sio_nvme_mbox_resp *r)
 {
 	uint16_t st = 0;
+	int ret;
 
 	/* Only the read-only CNS values a client has use for. */
 	if (q->cdw10 != NVME_IDENTIFY_CNS_NS && q->cdw10 != NVME_IDENTIFY_CNS_CTRL &&
@@ -463,14 +498,16 @@ static int op_identify(struct sio_nvme_manager *m, const struct sio_nvme_mbox_re
 	if (!q->bus1 || (q->bus1 & 0xfff))
 		return refuse(m, r, EINVAL, "Identify buffer must be non-zero and 4 KiB "
 			      "aligned");
-	return from_ctrl(m, r, sio_nvme_ctrl_identify(m->ctrl, (uint8_t)q->cdw10, q->nsid,
-						      q->bus1, &st), st);
+	/* The call first: @st is its output. */
+	ret = sio_nvme_ctrl_identify(m->ctrl, (uint8_t)q->cdw10, q->nsid, q->bus1, &st);
+	return from_ctrl(m, r, ret, st);
 }
 
 static int op_get_log(struct sio_nvme_manager *m, const struct sio_nvme_mbox_req *q,
 		      struct sio_nvme_mbox_resp *r)
 {
 	uint16_t st = 0;
+	int ret;
 
 	if (q->cdw10 > 0xff)
 		return refuse(m, r, EINVAL, "log page id %u out of range", q->cdw10);
@@ -480,8 +517,9 @@ static int op_get_log(struct sio_nvme_manager *m, const struct sio_nvme_mbox_req
 	if (!q->bus1 || (q->bus1 & 0xfff))
 		return refuse(m, r, EINVAL, "log page buffer must be non-zero and 4 KiB "
 			      "aligned");
-	return from_ctrl(m, r, sio_nvme_ctrl_get_log(m->ctrl, (uint8_t)q->cdw10, q->nsid,
-						     q->bus1, q->len, &st), st);
+	ret = sio_nvme_ctrl_get_log(m->ctrl, (uint8_t)q->cdw10, q->nsid, q->bus1, q->len,
+				    &st);
+	return from_ctrl(m, r, ret, st);
 }
 
 static int op_get_feat(struct sio_nvme_manager *m, const struct sio_nvme_mbox_req *q,
@@ -617,8 +655,10 @@ static void handle(struct sio_nvme_manager *m, int s)
 		ret = refuse(m, &r, EINVAL, "unknown request %u", q.op);
 		break;
 	}
-	if (ret)
+	if (ret) {
+		name_cause(m, s, &r);
 		mlog(m, "refused request %u from pid %d: %s", q.op, (int)sl->pid, r.msg);
+	}
 	m->st.requests++;
 	memcpy((void *)&sl->resp, &r, sizeof(r));
 	__atomic_store_n(&sl->state, SIO_MBOX_RESP, __ATOMIC_RELEASE);
