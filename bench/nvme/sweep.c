@@ -69,6 +69,77 @@ static void usage(FILE *o)
 		"  -o, --out DIR        output directory (default bench-out/sweep)\n");
 }
 
+/*
+ * One plot, its series from @dat: column @col of index 0 (RAM) and, unless
+ * @nofile, index 1 (file). A single point is drawn as a point (a line needs
+ * two), over an x range set around it (gnuplot cannot autoscale one value).
+ */
+static void plot_series(FILE *g, const char *dat, int npoints, const int *cols,
+			const char *const *titles, int nseries, bool nofile)
+{
+	const char *sty = npoints > 1 ? "lp" : "p pt 7 ps 1.5";
+	int i, ix;
+
+	fprintf(g, "plot ");
+	for (ix = 0; ix < (nofile ? 1 : 2); ix++)
+		for (i = 0; i < nseries; i++) {
+			if (!titles[ix * nseries + i])
+				continue;
+			fprintf(g, "%s'%s' index %d using 2:%d w %s t '%s'",
+				ix || i ? ", " : "", ix || i ? "" : dat, ix, cols[i], sty,
+				titles[ix * nseries + i]);
+		}
+	fprintf(g, "\n");
+}
+
+/* sweep.gp, and the PNGs from it: qd.png, and clients.png when the client
+ * sweep ran (@ncl points; @cl0 the first one's client count). */
+static void write_plot(const char *out, int nqd, uint32_t qd0, int ncl, int cl0, bool nofile)
+{
+	static const int iops[] = { 3, 4 }, lat[] = { 5, 7, 6, 8 }, jain[] = { 5, 6 };
+	static const char *const iops_t[] = { "smartio RAM", "io_uring tmpfs", "smartio file",
+					      "io_uring file O_DIRECT" };
+	static const char *const lat_t[] = { "smartio RAM p50", "smartio RAM p99",
+					     "io_uring tmpfs p50", "io_uring tmpfs p99",
+					     NULL, NULL, NULL, NULL };
+	static const char *const jain_t[] = { "smartio RAM", "io_uring tmpfs", NULL, NULL };
+	FILE *g = nb_open_out(out, "sweep.gp");
+
+	if (!g)
+		return;
+	fprintf(g, "set terminal pngcairo size 1400,560 noenhanced\n"
+		   "set key top left\nset grid\n"
+		   "set output 'qd.png'\n"
+		   "set multiplot layout 1,2 title '4 KiB random reads vs queue depth, 1 client "
+		   "(latency model off)'\n"
+		   "set logscale x 2\nset xlabel 'queue depth'\nset ylabel 'IOPS'\n");
+	if (nqd == 1)
+		fprintf(g, "set xrange [%g:%g]\nset xtics (%u)\n"
+			   "set offsets 0, 0, graph 0.05, graph 0.05\n", qd0 / 2.0, qd0 * 2.0, qd0);
+	plot_series(g, "qd.dat", nqd, iops, iops_t, 2, nofile);
+	fprintf(g, "set logscale y\nset ylabel 'p50 / p99 latency (ns)'\n");
+	plot_series(g, "qd.dat", nqd, lat, lat_t, 4, true);
+	fprintf(g, "unset multiplot\nunset logscale y\n");
+	if (nqd == 1)
+		fprintf(g, "set xrange [*:*]\nset xtics autofreq\nset offsets\n");
+	if (ncl) {
+		fprintf(g, "set output 'clients.png'\n"
+			   "set multiplot layout 1,2 title '4 KiB random reads vs client processes, "
+			   "QD 8 each (latency model off; clients above 1 share the 2 cores)'\n"
+			   "set xlabel 'clients'\nset ylabel 'IOPS (all clients)'\n");
+		if (ncl == 1)
+			fprintf(g, "set xrange [%g:%g]\nset xtics (%d)\n"
+				   "set offsets 0, 0, graph 0.05, graph 0.05\n", cl0 / 2.0,
+				cl0 * 2.0, cl0);
+		plot_series(g, "clients.dat", ncl, iops, iops_t, 2, nofile);
+		fprintf(g, "set ylabel \"Jain's fairness index\"\nset yrange [0:1.05]\n");
+		plot_series(g, "clients.dat", ncl, jain, jain_t, 2, true);
+		fprintf(g, "unset multiplot\n");
+	}
+	fclose(g);
+	nb_gnuplot(out, "sweep.gp");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -82,12 +153,13 @@ int main(int argc, char **argv)
 	const uint32_t *qds = qd_full;
 	const int *cls = cl_full;
 	int nqd = 9, ncl = 6, maxc = 32, opt, rc, steps, step = 0, one_qd = 0, repeat = 1;
+	int ncl_done = 0;	/* client-sweep points measured (RAM) */
 	uint32_t qd_one[1];
 	const char *out = "bench-out/sweep";
 	bool quick = false, nofile = false, first = true;
 	double secs = 1.0;
 	struct nb_point p;
-	FILE *j, *qf, *cf, *g;
+	FILE *j, *qf, *cf;
 
 	while ((opt = getopt_long(argc, argv, "t:qc:o:hd:r:", lo, NULL)) != -1) {
 		switch (opt) {
@@ -199,6 +271,8 @@ int main(int argc, char **argv)
 			row(j, &first, bname, bk ? "io_uring-direct" : "io_uring-tmpfs", "clients", &u);
 			fprintf(cf, "%s %d %.0f %.0f %.4f %.4f %.0f %.0f\n", bname, cls[i], s.iops, u.iops,
 				s.jain, u.jain, s.lat.p99, u.lat.p99);
+			if (!bk)
+				ncl_done++;
 			nb_progress("sweep", ++step, steps);
 		}
 		nb_env_down(&env);
@@ -248,36 +322,8 @@ done:
 	fclose(qf);
 	fclose(cf);
 
-	if ((g = nb_open_out(out, "sweep.gp"))) {
-		fprintf(g,
-			"set terminal pngcairo size 1400,560 noenhanced\n"
-			"set key top left\nset grid\n"
-			"set output 'qd.png'\n"
-			"set multiplot layout 1,2 title '4 KiB random reads vs queue depth, 1 client "
-			"(latency model off)'\n"
-			"set logscale x 2\nset xlabel 'queue depth'\nset ylabel 'IOPS'\n"
-			"plot 'qd.dat' index 0 using 2:3 w lp t 'smartio RAM', '' index 0 using 2:4 w lp "
-			"t 'io_uring tmpfs', '' index 1 using 2:3 w lp t 'smartio file', '' index 1 using "
-			"2:4 w lp t 'io_uring file O_DIRECT'\n"
-			"set logscale y\nset ylabel 'p50 / p99 latency (ns)'\n"
-			"plot 'qd.dat' index 0 using 2:5 w lp t 'smartio RAM p50', '' index 0 using 2:7 "
-			"w lp t 'smartio RAM p99', '' index 0 using 2:6 w lp t 'io_uring tmpfs p50', '' "
-			"index 0 using 2:8 w lp t 'io_uring tmpfs p99'\n"
-			"unset multiplot\nunset logscale y\n"
-			"set output 'clients.png'\n"
-			"set multiplot layout 1,2 title '4 KiB random reads vs client processes, QD 8 "
-			"each (latency model off; clients above 1 share the 2 cores)'\n"
-			"set xlabel 'clients'\nset ylabel 'IOPS (all clients)'\n"
-			"plot 'clients.dat' index 0 using 2:3 w lp t 'smartio RAM', '' index 0 using 2:4 "
-			"w lp t 'io_uring tmpfs', '' index 1 using 2:3 w lp t 'smartio file', '' index 1 "
-			"using 2:4 w lp t 'io_uring file O_DIRECT'\n"
-			"set ylabel \"Jain's fairness index\"\nset yrange [0:1.05]\n"
-			"plot 'clients.dat' index 0 using 2:5 w lp t 'smartio RAM', '' index 0 using 2:6 "
-			"w lp t 'io_uring tmpfs'\n"
-			"unset multiplot\n");
-		fclose(g);
-		nb_gnuplot(out, "sweep.gp");
-	}
-	printf("\nwrote %s/sweep.json, qd.dat, clients.dat, qd.png, clients.png\n", out);
+	write_plot(out, nqd, qds[0], ncl_done, cls[0], nofile);
+	printf("\nwrote %s/sweep.json, qd.dat, clients.dat, qd.png%s\n", out,
+	       ncl_done ? ", clients.png" : "");
 	return 0;
 }
