@@ -163,12 +163,12 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt_long(argc, argv, "t:qc:o:hd:r:", lo, NULL)) != -1) {
 		switch (opt) {
-		case 't': secs = bench_double("nvme-bench-sweep", "--time", optarg, 0.01, 3600); break;
+		case 't': secs = bench_double("nvme-bench-sweep", "--seconds", optarg, 0.05, 60); break;
 		case 'q': quick = true; break;
-		case 'c': maxc = (int)bench_u64("nvme-bench-sweep", "--clients", optarg, 1, SIO_MAX_NODES - 1); break;
+		case 'c': maxc = (int)bench_u64("nvme-bench-sweep", "--max-clients", optarg, 1, 63); break;
 		case 'F': nofile = true; break;
 		case 'o': out = optarg; break;
-		case 'd': one_qd = (int)bench_u64("nvme-bench-sweep", "--qd", optarg, 1, SIO_NVME_QUEUE_MAX_SIZE - 1); break;
+		case 'd': one_qd = (int)bench_u64("nvme-bench-sweep", "--qd", optarg, 1, 256); break;
 		case 'r': repeat = (int)bench_u64("nvme-bench-sweep", "--repeat", optarg, 1, 1000); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
