@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
+#include <criterion/criterion.h>
 #include "harness.h"
 
 static uint64_t now_ms(void)
@@ -328,4 +329,11 @@ struct sio_nvme_cmd h_rw(uint8_t opc, uint32_t nsid, uint64_t slba, uint32_t nlb
 	c.cdw11 = (uint32_t)(slba >> 32);
 	c.cdw12 = nlb - 1;
 	return c;
+}
+
+void h_up_raw(struct host *h)
+{
+	cr_assert_eq(h_start(h, 1, "--backing ram:16M --ns 8M:512 --ns 8M:4096 --queues 8 --mqes 256"),
+		     0, "start: %s", sio_errmsg());
+	cr_assert_eq(h_enable(h, 32, 0), 0, "controller did not become ready");
 }

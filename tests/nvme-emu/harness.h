@@ -83,4 +83,9 @@ struct sio_nvme_cmd h_rw(uint8_t opc, uint32_t nsid, uint64_t slba, uint32_t nlb
 
 #define ST(sct, sc) ((int)SIO_NVME_MK_STATUS(sct, sc))
 
+/* The raw-command suites' controller: two namespaces (512 B and 4 KiB LBAs),
+ * 8 queue pairs, queues of up to 256 entries, enabled with a 32-entry admin
+ * queue. Asserts (Criterion) that it came up. */
+void h_up_raw(struct host *h);
+
 #endif

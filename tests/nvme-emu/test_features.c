@@ -18,9 +18,7 @@ static struct host H;
 
 static void up(void)
 {
-	cr_assert_eq(h_start(&H, 1, "--backing ram:16M --ns 8M:512 --ns 8M:4096 --queues 8 --mqes 256"),
-		     0, "start: %s", sio_errmsg());
-	cr_assert_eq(h_enable(&H, 32, 0), 0, "controller did not become ready");
+	h_up_raw(&H);
 }
 
 static void down(void)
