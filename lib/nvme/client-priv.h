@@ -86,6 +86,7 @@ struct qpair {
 	uint64_t sq_seg_bus, cq_seg_bus;
 	bool sq_cmb;
 	uint64_t cmb_off;
+	struct sio_segment *cmb_seg;	/* the CMB's BAR, mapped here for the SQ */
 	uint8_t *sq_va, *cq_va;
 	uint64_t sq_bus, cq_bus, cq_bytes;
 	uint64_t *prp_va;

@@ -240,6 +240,7 @@ static void qpair_free(struct sio_nvme_client *cl, struct qpair *p)
 		sio_device_unmap(p->dev, p->cq_seg);
 		sio_segment_close(p->cq_seg);
 	}
+	sio_segment_close(p->cmb_seg);
 	if (p->sq_cmb) {
 		memset(&req, 0, sizeof(req));
 		req.op = SIO_MBOX_OP_CMB_FREE;
@@ -355,7 +356,6 @@ static int qpair_setup(struct sio_nvme_ioq *q, struct qpair *p, const struct sio
 		p->prp_va = (uint64_t *)(p->sq_va + sq_bytes);
 		p->prp_bus = p->sq_bus + sq_bytes;
 	} else if (spec->sq_loc == SIO_PLACE_DEVICE) {
-		struct sio_segment *bar;
 		void *bva;
 
 		if (!cl->ci.cmb.sqs)
@@ -369,9 +369,9 @@ static int qpair_setup(struct sio_nvme_ioq *q, struct qpair *p, const struct sio
 			return ret;
 		p->sq_cmb = true;
 		p->cmb_off = resp.value;
-		ret = sio_device_bar(p->dev, cl->ci.cmb.bar, &bar);
+		ret = sio_device_bar(p->dev, cl->ci.cmb.bar, &p->cmb_seg);
 		if (!ret)
-			ret = map_here(p, bar, &bva);
+			ret = map_here(p, p->cmb_seg, &bva);
 		if (ret)
 			return sio_err_wrap(-ret, "cannot map the CMB (BAR%d)", cl->ci.cmb.bar);
 		p->sq_va = (uint8_t *)bva + cl->ci.cmb.offset + p->cmb_off;
