@@ -12,6 +12,11 @@ run() {	# build dir, sanitizer, suites...
 		-Dcuda=disabled -Dvm_tests=disabled >/dev/null
 	ninja -C "$b" >/dev/null
 	for suite in ${@+"$@"}; do
+		meson test -C "$b" --suite "$suite" --print-errorlogs --num-processes 1 && continue
+		# Sanitized multi-process tests are slow on 2 cores; one known case
+		# (nvme-cluster sq_in_cmb under ASan after the fuzz runs) has timed
+		# out in CI while passing alone. A second failure is a failure.
+		echo "WARN: sanitizer suite $suite failed in $b; running it once more"
 		meson test -C "$b" --suite "$suite" --print-errorlogs --num-processes 1
 	done
 }
