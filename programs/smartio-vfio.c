@@ -110,13 +110,13 @@ static int sysfs_write(const char *path, const char *val, bool quiet_enodev)
 	ssize_t n;
 
 	if (fd < 0) {
-		fprintf(stderr, "smartio vfio: cannot open %s: %s%s\n", path, strerror(errno),
+		fprintf(stderr, "smartio: cannot open %s: %s%s\n", path, strerror(errno),
 			errno == EACCES ? " (run as root)" : "");
 		return -1;
 	}
 	n = write(fd, val, strlen(val));
 	if (n < 0 && !(quiet_enodev && (errno == ENODEV || errno == EINVAL))) {
-		fprintf(stderr, "smartio vfio: writing '%s' to %s: %s\n", val, path, strerror(errno));
+		fprintf(stderr, "smartio: writing '%s' to %s: %s\n", val, path, strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -124,20 +124,22 @@ static int sysfs_write(const char *path, const char *val, bool quiet_enodev)
 	return 0;
 }
 
-/* Set driver_override (or clear it with "\n"), unbind, and reprobe. */
-static int rebind(const char *arg, const char *override, const char *want)
+int sio_tool_rebind(const char *cmd, const char *arg, const char *override, const char *want)
 {
 	struct sio_pci_fn fn;
 	char bdf[16], p[160];
 
-	if (sio_pci_bdf_parse(arg, bdf) || sio_pci_fn_get(bdf, &fn))
-		return fail(want ? "bind" : "unbind");
+	if (sio_pci_bdf_parse(arg, bdf) || sio_pci_fn_get(bdf, &fn)) {
+		fprintf(stderr, "smartio %s %s: %s\n", cmd, want ? "bind" : "unbind", sio_errmsg());
+		return 1;
+	}
 	if (want && !strcmp(fn.driver, want)) {
 		printf("%s is already bound to %s\n", bdf, want);
 		return 0;
 	}
-	if (want && access("/sys/bus/pci/drivers/vfio-pci", F_OK)) {
-		fprintf(stderr, "smartio vfio bind: vfio-pci is not loaded: modprobe vfio-pci\n");
+	snprintf(p, sizeof(p), "/sys/bus/pci/drivers/%s", want ? want : "");
+	if (want && access(p, F_OK)) {
+		fprintf(stderr, "smartio %s bind: %s is not loaded: modprobe %s\n", cmd, want, want);
 		return 1;
 	}
 	snprintf(p, sizeof(p), "/sys/bus/pci/devices/%s/driver_override", bdf);
@@ -151,11 +153,14 @@ static int rebind(const char *arg, const char *override, const char *want)
 	/* Probing may find no driver (nvme not loaded): that is not an error. */
 	if (sysfs_write("/sys/bus/pci/drivers_probe", bdf, true))
 		return 1;
-	if (sio_pci_fn_get(bdf, &fn))
-		return fail("bind");
+	if (sio_pci_fn_get(bdf, &fn)) {
+		fprintf(stderr, "smartio %s bind: %s\n", cmd, sio_errmsg());
+		return 1;
+	}
 	if (want && strcmp(fn.driver, want)) {
-		fprintf(stderr, "smartio vfio bind: %s did not bind to %s (driver now '%s'); "
-			"is it in an IOMMU group?\n", bdf, want, fn.driver);
+		fprintf(stderr, "smartio %s bind: %s did not bind to %s (driver now '%s')%s\n", cmd,
+			bdf, want, fn.driver, !strcmp(want, "vfio-pci") ?
+			"; is it in an IOMMU group?" : "");
 		return 1;
 	}
 	printf("%s: driver %s\n", bdf, fn.driver[0] ? fn.driver : "(none)");
@@ -257,9 +262,9 @@ int sio_tool_vfio(int argc, char **argv)
 		return 2;
 	}
 	if (!strcmp(sub, "bind"))
-		return rebind(argv[2], "vfio-pci", "vfio-pci");
+		return sio_tool_rebind("vfio", argv[2], "vfio-pci", "vfio-pci");
 	if (!strcmp(sub, "unbind"))
-		return rebind(argv[2], "\n", NULL);
+		return sio_tool_rebind("vfio", argv[2], "\n", NULL);
 	if (!strcmp(sub, "probe"))
 		return cmd_probe(argc - 1, argv + 1);
 	if (!strcmp(sub, "lend"))

@@ -71,6 +71,9 @@ static int usage(FILE *o, int code)
 #ifdef SIO_TOOL_VFIO
 "  vfio ...                        real devices through vfio-pci (smartio vfio --help)\n"
 #endif
+#ifdef SIO_TOOL_UIO
+"  uio ...                         real devices without an IOMMU (smartio uio --help)\n"
+#endif
 "NAME defaults to $SMARTIO_FABRIC. A fabric is its creator's alone; with --group,\n"
 "members of GROUP may join it too. Exit codes: 0 ok, 1 error, 2 not found.\n");
 	return code;
@@ -410,6 +413,9 @@ int main(int argc, char **argv)
 	if (!strcmp(c, "link")) return cmd_link(argc - 1, argv + 1);
 #ifdef SIO_TOOL_VFIO
 	if (!strcmp(c, "vfio")) return sio_tool_vfio(argc - 1, argv + 1);
+#endif
+#ifdef SIO_TOOL_UIO
+	if (!strcmp(c, "uio")) return sio_tool_uio(argc - 1, argv + 1);
 #endif
 	fprintf(stderr, "smartio: unknown command '%s'\n", c);
 	return usage(stderr, 1);

@@ -30,6 +30,7 @@ struct sio_device;
 enum sio_device_backend {
 	SIO_BACKEND_SIM = 0,	/* a device model on the simulated fabric */
 	SIO_BACKEND_VFIO,	/* a real PCI function bound to vfio-pci */
+	SIO_BACKEND_UIO,	/* one bound to uio_pci_generic, no IOMMU */
 };
 
 /**

@@ -145,6 +145,26 @@ int sio_vfio_probe(const char *bdf, enum sio_vfio_mode mode, struct sio_vfio_pro
 int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
 		  volatile sig_atomic_t *stop, FILE *log);
 
+/**
+ * sio_uio_lend() - lend a function bound to uio_pci_generic (no IOMMU)
+ * @fabric: fabric name; NULL uses $SMARTIO_FABRIC (joined as $SMARTIO_NODE)
+ * @bdf: its address
+ * @stop: serving ends when *@stop becomes non-zero; NULL serves until an error
+ * @log: progress and the borrowers' comings and goings (may be NULL)
+ *
+ * For hosts without an IOMMU: registers the function as a device of @fabric
+ * (SIO_BACKEND_UIO), enables bus mastering, and serves its borrowers as
+ * sio_vfio_lend() does, except that a segment mapped for the device's DMA
+ * is given by its physical address: it must be on huge pages and within one
+ * physically contiguous run (one huge page always is). Bus mastering is
+ * turned off again when the lender stops. docs/uio.md says more.
+ * Return: 0 once stopped, or -errno, refusing what is unsafe or impossible:
+ * an IOMMU is on (-EOPNOTSUPP: use vfio), not root (-EPERM), the function
+ * absent or not bound to uio_pci_generic (-ENODEV), no hugetlbfs mounted or
+ * no huge pages reserved (-ENOMEM). Without the uio backend, -ENOTSUP.
+ */
+int sio_uio_lend(const char *fabric, const char *bdf, volatile sig_atomic_t *stop, FILE *log);
+
 #ifdef __cplusplus
 }
 #endif

@@ -239,6 +239,7 @@ struct sio_device_ops {
 
 extern const struct sio_device_ops sio__sim_device_ops;	/* backend/sim/device.c */
 extern const struct sio_device_ops sio__vfio_device_ops;	/* backend/vfio/client.c */
+extern const struct sio_device_ops sio__uio_device_ops;	/* backend/vfio/client.c too */
 
 /*
  * The ops of device backend @backend (enum sio_device_backend), or NULL

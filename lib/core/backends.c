@@ -36,11 +36,17 @@ static const struct sio_device_ops *const device_backends[] = {
 #else
 	[SIO_BACKEND_VFIO] = NULL,	/* built without libpciaccess (-Dvfio) */
 #endif
+#if SIO_HAVE_UIO
+	[SIO_BACKEND_UIO] = &sio__uio_device_ops,
+#else
+	[SIO_BACKEND_UIO] = NULL,	/* built without it (-Duio) */
+#endif
 };
 
 static const char *const device_backend_names[] = {
 	[SIO_BACKEND_SIM] = "sim",
 	[SIO_BACKEND_VFIO] = "vfio",
+	[SIO_BACKEND_UIO] = "uio",
 };
 
 #define NDEV (int)(sizeof(device_backends) / sizeof(device_backends[0]))

@@ -182,7 +182,7 @@ static int check_devs(struct sio_fabric *f)
 				BAD("device slots %d and %d both have id %u", o, d, v->id);
 		if (!in(v->lender, t->nodes) || !in(v->owner, SIO_MAX_PROCS))
 			BAD("device %u names lender node %d, owner process slot %d", v->id, v->lender, v->owner);
-		if ((unsigned)v->backend > SIO_BACKEND_VFIO || !in(v->nbars, SIO_MAX_BARS + 1))
+		if ((unsigned)v->backend > SIO_BACKEND_UIO || !in(v->nbars, SIO_MAX_BARS + 1))
 			BAD("device %u has backend %d, %d BARs", v->id, v->backend, v->nbars);
 		if ((v->excl != -1 && !in(v->excl, SIO_MAX_BORROWS)) || !in(v->nborrows, SIO_MAX_BORROWS + 1))
 			BAD("device %u names exclusive borrow %d, %d borrowers", v->id, v->excl, v->nborrows);

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * The vfio device backend, borrower's side: the core calls these ops for
- * devices registered with SIO_BACKEND_VFIO (see core/backend.h). Requests go to the lender's socket; the
- * BAR is mmapped here from the device fd the lender passes, so MMIO (and
- * doorbells) has nothing in between. Control path only.
+ * The vfio and uio device backends, borrower's side: the core calls these
+ * ops for devices registered with SIO_BACKEND_VFIO or SIO_BACKEND_UIO (see
+ * core/backend.h). Both are served by the same lender (lend.h); requests go
+ * to its socket, and the BAR is mmapped here from the fd the lender passes
+ * (the vfio device fd, or sysfs's resourceN), so MMIO (and doorbells) has
+ * nothing in between. Control path only.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -35,16 +37,18 @@ static int conn_get(struct sio_device *dev, struct vfio_conn **out)
 	}
 	svc = sio__device_svc(dev);
 	if (!svc || !svc[0])
-		return sio__err(EINVAL, "vfio: device %u has no lender socket", dev->id);
+		return sio__err(EINVAL, "%s: device %u has no lender socket", dev->ops->name,
+				dev->id);
 	if (strlen(svc) >= sizeof(sa.sun_path))
-		return sio__err(ENAMETOOLONG, "vfio: lender socket path too long: %s", svc);
+		return sio__err(ENAMETOOLONG, "%s: lender socket path too long: %s",
+				dev->ops->name, svc);
 	c = calloc(1, sizeof(*c));
 	if (!c)
-		return sio__err(ENOMEM, "vfio: out of memory");
+		return sio__err(ENOMEM, "%s: out of memory", dev->ops->name);
 	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
 		free(c);
-		return sio__err(errno, "vfio: socket: %s", strerror(errno));
+		return sio__err(errno, "%s: socket: %s", dev->ops->name, strerror(errno));
 	}
 	strcpy(sa.sun_path, svc);
 	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa))) {
@@ -53,8 +57,9 @@ static int conn_get(struct sio_device *dev, struct vfio_conn **out)
 		close(c->fd);
 		free(c);
 		return sio__err(e == ENOENT || e == ECONNREFUSED ? ENODEV : e,
-				"vfio: cannot reach the lender of device %u at %s: %s "
-				"(is `smartio vfio lend` running?)", dev->id, svc, strerror(e));
+				"%s: cannot reach the lender of device %u at %s: %s "
+				"(is `smartio %s lend` running?)", dev->ops->name, dev->id, svc,
+				strerror(e), dev->ops->name);
 	}
 	pthread_mutex_init(&c->lock, NULL);
 	dev->backend_priv = c;
@@ -78,16 +83,16 @@ static int call(struct sio_device *dev, const struct sio_vfio_req *rq,
 		return rc;
 	pthread_mutex_lock(&c->lock);
 	if (send(c->fd, rq, sizeof(*rq), MSG_NOSIGNAL) != sizeof(*rq)) {
-		rc = sio__err(ENOLINK, "vfio: the lender of device %u is gone: %s", dev->id,
-			      strerror(errno));
+		rc = sio__err(ENOLINK, "%s: the lender of device %u is gone: %s", dev->ops->name,
+			      dev->id, strerror(errno));
 		goto out;
 	}
 	do
 		n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	if (n != sizeof(*rp)) {
-		rc = sio__err(ENOLINK, "vfio: the lender of device %u closed the connection",
-			      dev->id);
+		rc = sio__err(ENOLINK, "%s: the lender of device %u closed the connection",
+			      dev->ops->name, dev->id);
 		goto out;
 	}
 	if (fdp) {
@@ -114,12 +119,12 @@ static int vfio_bar_map(struct sio_device *dev, int bar, void **vaddr, uint64_t 
 	if (rc)
 		return rc;
 	if (fd < 0)
-		return sio__err(EPROTO, "vfio: the lender sent no device fd for BAR %d", bar);
+		return sio__err(EPROTO, "%s: the lender sent no fd for BAR %d", dev->ops->name, bar);
 	p = mmap(NULL, rp.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, rp.offset);
 	rc = errno;
 	close(fd);	/* the mapping keeps the device open */
 	if (p == MAP_FAILED)
-		return sio__err(rc, "vfio: mmap of BAR %d (%llu bytes): %s", bar,
+		return sio__err(rc, "%s: mmap of BAR %d (%llu bytes): %s", dev->ops->name, bar,
 				(unsigned long long)rp.size, strerror(rc));
 	*vaddr = p;
 	*size = rp.size;
@@ -183,6 +188,16 @@ static void vfio_release(struct sio_device *dev)
 
 const struct sio_device_ops sio__vfio_device_ops = {
 	.name = "vfio",
+	.host_local = true,
+	.bar_map = vfio_bar_map,
+	.dma_map = vfio_dma_map,
+	.dma_unmap = vfio_dma_unmap,
+	.release = vfio_release,
+};
+
+/* The same borrower's side: only the lender differs (uio/uio_dev.c). */
+const struct sio_device_ops sio__uio_device_ops = {
+	.name = "uio",
 	.host_local = true,
 	.bar_map = vfio_bar_map,
 	.dma_map = vfio_dma_map,

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
- * The vfio lender: holds a function bound to vfio-pci, registers it in the
- * fabric's registry, and serves borrowers over a unix socket: BAR access (the
- * device fd, passed by SCM_RIGHTS) and DMA mappings of segments through the
- * IOMMU. Each connection's mappings are undone when it closes, so a crashed
- * borrower leaves nothing pinned or mapped; if the lender itself dies, closing
- * its vfio fds tears down every mapping in the kernel.
+ * The lender of a real PCI function (vfio or uio, lend.h): holds the
+ * function, registers it in the fabric's registry, and serves borrowers over
+ * a unix socket: BAR access (an fd to mmap it from, passed by SCM_RIGHTS)
+ * and DMA mappings of segments (through the IOMMU with vfio, physical
+ * addresses of pinned huge pages with uio). Each connection's mappings are
+ * undone when it closes, so a crashed borrower leaves nothing pinned or
+ * mapped; if the lender itself dies, closing its fds and mappings does the
+ * same in the kernel.
  */
 #include <errno.h>
-#include <linux/vfio.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,7 +22,7 @@
 
 #include "internal.h"
 #include "proto.h"
-#include "vfio.h"
+#include "lend.h"
 
 #define MAX_CONN	64
 
@@ -30,7 +31,8 @@ struct mapping {
 	uint32_t id;
 	uint64_t iova, len;
 	struct sio_segment *seg;
-	bool iommu;		/* false for the device's own BAR (the CMB) */
+	void *va;		/* this process's mapping of @seg */
+	bool dma;		/* false for the device's own BAR (the CMB) */
 };
 
 struct conn {
@@ -41,7 +43,7 @@ struct conn {
 
 struct lender {
 	struct sio_fabric *f;
-	struct sio_vfio_dev dev;
+	struct sio_lend_dev *dev;
 	struct sio_devreg *reg;
 	uint32_t id;
 	char svc[108];
@@ -63,8 +65,8 @@ static __attribute__((format(printf, 2, 3))) void say(struct lender *l, const ch
 
 static void unmap_one(struct lender *l, struct mapping *m)
 {
-	if (m->iommu && sio_vfio_dma_unmap(&l->dev, m->iova, m->len))
-		say(l, "vfio lender: %s\n", sio_errmsg());
+	if (m->dma && l->dev->dma_unmap(l->dev->priv, m->va, m->iova, m->len))
+		say(l, "%s lender: %s\n", l->dev->kind, sio_errmsg());
 	if (m->seg) {
 		sio_segment_unmap(m->seg);
 		sio_segment_close(m->seg);
@@ -76,7 +78,8 @@ static void conn_close(struct lender *l, struct conn *c)
 	for (int i = 0; i < c->nmaps; i++)
 		unmap_one(l, &c->maps[i]);
 	if (c->nmaps)
-		say(l, "vfio lender: connection closed, %d mapping(s) released\n", c->nmaps);
+		say(l, "%s lender: connection closed, %d mapping(s) released\n", l->dev->kind,
+		    c->nmaps);
 	free(c->maps);
 	close(c->fd);
 	memset(c, 0, sizeof(*c));
@@ -99,13 +102,13 @@ static int map_bar(struct lender *l, const struct sio_vfio_req *rq, struct mappi
 	 * BAR address before any IOMMU, so the bus address is the BAR's.
 	 */
 	if (rq->seg != l->id)
-		return sio__err(ENOTSUP, "vfio: device %u cannot DMA to BAR %d of device %u "
-				"(peer-to-peer between vfio devices is not supported)",
-				l->id, rq->bar, rq->seg);
-	if (rq->bar < 0 || rq->bar > 5 || !l->dev.region[rq->bar].size)
-		return sio__err(ENOENT, "%s has no BAR %d", l->dev.bdf, rq->bar);
-	m->len = l->dev.region[rq->bar].size;
-	return sio_vfio_bar_bus(&l->dev, rq->bar, &m->iova);
+		return sio__err(ENOTSUP, "%s: device %u cannot DMA to BAR %d of device %u "
+				"(peer-to-peer between %s devices is not supported)",
+				l->dev->kind, l->id, rq->bar, rq->seg, l->dev->kind);
+	if (rq->bar < 0 || rq->bar > 5 || !l->dev->bar[rq->bar].size)
+		return sio__err(ENOENT, "%s has no BAR %d", l->dev->cfg.bdf, rq->bar);
+	m->len = l->dev->bar[rq->bar].size;
+	return sio_pci_bar_bus(&l->dev->cfg, rq->bar, &m->iova);
 }
 
 static int map_seg(struct lender *l, const struct sio_vfio_req *rq, struct mapping *m)
@@ -118,20 +121,21 @@ static int map_seg(struct lender *l, const struct sio_vfio_req *rq, struct mappi
 		return rc;
 	rc = sio_segment_info(m->seg, &si);
 	if (!rc && si.kind != SIO_SEG_RAM)
-		rc = sio__err(ENOTSUP, "vfio: segment %u of node %d is not host memory",
-			      rq->seg, rq->node);
+		rc = sio__err(ENOTSUP, "%s: segment %u of node %d is not host memory",
+			      l->dev->kind, rq->seg, rq->node);
 	/* Map the same shared pages here and pin them for the device. */
 	if (!rc)
 		rc = sio_segment_map(m->seg, &va);
 	if (rc)
 		goto fail;
 	m->len = (si.size + 4095) & ~4095ull;
-	rc = sio_vfio_dma_map(&l->dev, va, m->len, &m->iova);
+	rc = l->dev->dma_map(l->dev->priv, va, m->len, &m->iova);
 	if (rc) {
 		sio_segment_unmap(m->seg);
 		goto fail;
 	}
-	m->iommu = true;
+	m->va = va;
+	m->dma = true;
 	return 0;
 fail:
 	sio_segment_close(m->seg);
@@ -156,7 +160,7 @@ static int do_map(struct lender *l, struct conn *c, const struct sio_vfio_req *r
 		void *p = realloc(c->maps, nc * sizeof(*c->maps));
 
 		if (!p)
-			return sio__err(ENOMEM, "vfio lender: out of memory");
+			return sio__err(ENOMEM, "%s lender: out of memory", l->dev->kind);
 		c->maps = p;
 		c->cap = nc;
 	}
@@ -216,23 +220,25 @@ static bool serve(struct lender *l, struct conn *c)
 	if (n <= 0)
 		return false;
 	if (n != sizeof(rq)) {
-		rp.status = sio__err(EPROTO, "vfio lender: malformed request of %zd bytes", n);
+		rp.status = sio__err(EPROTO, "%s lender: malformed request of %zd bytes",
+				     l->dev->kind, n);
 	} else if (rq.op == SIO_VFIO_OP_BAR) {
-		if (rq.bar < 0 || rq.bar > 5 || !l->dev.region[rq.bar].size) {
-			rp.status = sio__err(ENOENT, "%s has no BAR %d", l->dev.bdf, rq.bar);
-		} else if (!(l->dev.region[rq.bar].flags & VFIO_REGION_INFO_FLAG_MMAP)) {
-			rp.status = sio__err(ENOTSUP, "%s BAR %d cannot be mmapped", l->dev.bdf, rq.bar);
+		if (rq.bar < 0 || rq.bar > 5 || !l->dev->bar[rq.bar].size) {
+			rp.status = sio__err(ENOENT, "%s has no BAR %d", l->dev->cfg.bdf, rq.bar);
+		} else if (!l->dev->bar[rq.bar].mmap) {
+			rp.status = sio__err(ENOTSUP, "%s BAR %d cannot be mmapped", l->dev->cfg.bdf,
+					     rq.bar);
 		} else {
-			rp.offset = l->dev.region[rq.bar].offset;
-			rp.size = l->dev.region[rq.bar].size;
-			pass = l->dev.fd;
+			rp.offset = l->dev->bar[rq.bar].offset;
+			rp.size = l->dev->bar[rq.bar].size;
+			pass = l->dev->bar[rq.bar].fd;
 		}
 	} else if (rq.op == SIO_VFIO_OP_MAP) {
 		rp.status = do_map(l, c, &rq, &rp);
 	} else if (rq.op == SIO_VFIO_OP_UNMAP) {
 		rp.status = do_unmap(l, c, &rq);
 	} else {
-		rp.status = sio__err(EPROTO, "vfio lender: unknown request %u", rq.op);
+		rp.status = sio__err(EPROTO, "%s lender: unknown request %u", l->dev->kind, rq.op);
 	}
 	if (rp.status)
 		snprintf(rp.msg, sizeof(rp.msg), "%s", sio_errmsg());
@@ -245,14 +251,15 @@ static int listen_on(struct lender *l)
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
-		return sio__err(errno, "vfio lender: socket: %s", strerror(errno));
+		return sio__err(errno, "%s lender: socket: %s", l->dev->kind, strerror(errno));
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", l->svc);
 	unlink(l->svc);		/* a stale socket from a lender that crashed */
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 16)) {
 		int e = errno;
 
 		close(fd);
-		return sio__err(e, "vfio lender: cannot listen on %s: %s", l->svc, strerror(e));
+		return sio__err(e, "%s lender: cannot listen on %s: %s", l->dev->kind, l->svc,
+				strerror(e));
 	}
 	return fd;
 }
@@ -260,10 +267,10 @@ static int listen_on(struct lender *l)
 static int describe(struct lender *l, struct sio_device_desc *d, char *name, size_t len)
 {
 	uint32_t id, cls;
-	int rc = sio_vfio_cfg_read(&l->dev, 0x00, &id, 4);
+	int rc = sio_pci_cfg_read(&l->dev->cfg, 0x00, &id, 4);
 
 	if (!rc)
-		rc = sio_vfio_cfg_read(&l->dev, 0x08, &cls, 4);
+		rc = sio_pci_cfg_read(&l->dev->cfg, 0x08, &cls, 4);
 	if (rc)
 		return rc;
 	memset(d, 0, sizeof(*d));
@@ -271,17 +278,17 @@ static int describe(struct lender *l, struct sio_device_desc *d, char *name, siz
 	d->device = id >> 16;
 	d->class_code = cls >> 8;
 	for (int b = 0; b < SIO_MAX_BARS; b++) {
-		d->bar_size[b] = l->dev.region[b].size;
+		d->bar_size[b] = l->dev->bar[b].size;
 		if (d->bar_size[b])
 			d->nbars = b + 1;
 	}
-	snprintf(name, len, "vfio %s", l->dev.bdf);
+	snprintf(name, len, "%s %s", l->dev->kind, l->dev->cfg.bdf);
 	d->name = name;
 	return 0;
 }
 
-int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
-		  volatile sig_atomic_t *stop, FILE *log)
+int sio__lend(const char *fabric, struct sio_lend_dev *dev, volatile sig_atomic_t *stop,
+	      FILE *log)
 {
 	struct lender *l = calloc(1, sizeof(*l));
 	struct sio_device_desc desc;
@@ -290,14 +297,12 @@ int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
 	int lfd = -1, rc;
 
 	if (!l)
-		return sio__err(ENOMEM, "vfio lender: out of memory");
+		return sio__err(ENOMEM, "%s lender: out of memory", dev->kind);
 	l->log = log;
+	l->dev = dev;
 	for (int i = 0; i < MAX_CONN; i++)
 		l->conns[i].fd = -1;
-	rc = sio_vfio_open(bdf, mode, &l->dev);
-	if (rc)
-		goto out;
-	rc = sio_vfio_enable_master(&l->dev);
+	rc = sio_pci_enable_master(&dev->cfg);
 	if (rc)
 		goto out;
 	rc = sio_fabric_open(fabric, -1, &l->f);
@@ -306,7 +311,7 @@ int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
 	rc = describe(l, &desc, name, sizeof(name));
 	if (rc)
 		goto out;
-	snprintf(leaf, sizeof(leaf), "vfio-%s.sock", l->dev.bdf);
+	snprintf(leaf, sizeof(leaf), "%s-%s.sock", dev->kind, dev->cfg.bdf);
 	rc = sio__fabric_host_path(l->f, leaf, l->svc, sizeof(l->svc));
 	if (rc)
 		goto out;
@@ -315,14 +320,13 @@ int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
 		rc = lfd;
 		goto out;
 	}
-	rc = sio__device_register_ext(l->f, &desc, SIO_BACKEND_VFIO, l->dev.bdf, l->svc, &l->reg);
+	rc = sio__device_register_ext(l->f, &desc, dev->backend, dev->cfg.bdf, l->svc, &l->reg);
 	if (rc)
 		goto out;
 	l->id = sio_devreg_id(l->reg);
-	say(l, "lending %s (%04x:%04x class %06x) as device %u of fabric %s via %s; %d IOVA range(s)\n",
-	    l->dev.bdf, desc.vendor, desc.device, desc.class_code, l->id,
-	    sio_fabric_name(l->f), l->dev.mode == SIO_VFIO_IOMMUFD ? "iommufd" : "VFIO type1",
-	    l->dev.iova.nranges);
+	say(l, "lending %s (%04x:%04x class %06x) as device %u of fabric %s via %s\n",
+	    dev->cfg.bdf, desc.vendor, desc.device, desc.class_code, l->id,
+	    sio_fabric_name(l->f), dev->how);
 
 	while (!stop || !*stop) {
 		int n = 0, map[MAX_CONN + 1];
@@ -339,7 +343,7 @@ int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
 		if (poll(pfd, n, 500) < 0) {
 			if (errno == EINTR)
 				continue;
-			rc = sio__err(errno, "vfio lender: poll: %s", strerror(errno));
+			rc = sio__err(errno, "%s lender: poll: %s", dev->kind, strerror(errno));
 			break;
 		}
 		for (int k = 1; k < n; k++)
@@ -354,8 +358,8 @@ int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
 					break;
 				}
 			if (cfd >= 0 && i == MAX_CONN) {
-				say(l, "vfio lender: %d borrowers connected already, refusing one\n",
-				    MAX_CONN);
+				say(l, "%s lender: %d borrowers connected already, refusing one\n",
+				    dev->kind, MAX_CONN);
 				close(cfd);
 			}
 		}
@@ -371,7 +375,6 @@ out:
 		unlink(l->svc);
 	}
 	sio_fabric_close(l->f);
-	sio_vfio_close(&l->dev);
 	free(l);
 	return rc;
 }

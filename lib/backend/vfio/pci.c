@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * PCI functions: enumeration with libpciaccess, and the sysfs facts it does
- * not give (bound driver, IOMMU group).
+ * PCI functions: enumeration with libpciaccess, the sysfs facts it does
+ * not give (bound driver, IOMMU group), and config space through a file
+ * (vfio's config region or sysfs's config, for the uio backend).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pciaccess.h>
@@ -136,4 +138,75 @@ int sio_pci_scan(uint32_t class_code, uint32_t mask, struct sio_pci_fn *out, int
 	pci_iterator_destroy(it);
 	pci_system_cleanup();
 	return n;
+}
+
+bool sio_pci_iommu_active(void)
+{
+	DIR *d = opendir("/sys/kernel/iommu_groups");
+	struct dirent *e;
+	bool any = false;
+
+	if (!d)
+		return false;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.') {
+			any = true;
+			break;
+		}
+	closedir(d);
+	return any;
+}
+
+int sio_pci_cfg_read(const struct sio_pci_cfg *c, uint32_t off, void *buf, size_t len)
+{
+	if (off + len > c->size)
+		return sio__err(EINVAL, "config read at 0x%x beyond %llu bytes", off,
+				(unsigned long long)c->size);
+	if (pread(c->fd, buf, len, c->base + off) != (ssize_t)len)
+		return sio__err(EIO, "%s: config read at 0x%x failed", c->bdf, off);
+	return 0;
+}
+
+int sio_pci_cfg_write(const struct sio_pci_cfg *c, uint32_t off, const void *buf, size_t len)
+{
+	if (off + len > c->size)
+		return sio__err(EINVAL, "config write at 0x%x beyond %llu bytes", off,
+				(unsigned long long)c->size);
+	if (pwrite(c->fd, buf, len, c->base + off) != (ssize_t)len)
+		return sio__err(EIO, "%s: config write at 0x%x failed", c->bdf, off);
+	return 0;
+}
+
+int sio_pci_enable_master(const struct sio_pci_cfg *c)
+{
+	uint16_t cmd;
+	int rc = sio_pci_cfg_read(c, 0x04, &cmd, 2);
+
+	if (rc)
+		return rc;
+	cmd |= 0x0002 | 0x0004;		/* memory space, bus master */
+	return sio_pci_cfg_write(c, 0x04, &cmd, 2);
+}
+
+int sio_pci_bar_bus(const struct sio_pci_cfg *c, int bar, uint64_t *bus)
+{
+	uint32_t lo, hi = 0;
+	int rc;
+
+	if (bar < 0 || bar > 5)
+		return sio__err(EINVAL, "BAR %d out of range", bar);
+	rc = sio_pci_cfg_read(c, 0x10 + 4 * bar, &lo, 4);
+	if (rc)
+		return rc;
+	if (lo & 1)
+		return sio__err(EINVAL, "%s BAR %d is an I/O BAR", c->bdf, bar);
+	if (((lo >> 1) & 3) == 2) {	/* 64-bit */
+		if (bar == 5)
+			return sio__err(EINVAL, "%s BAR 5 claims 64 bits", c->bdf);
+		rc = sio_pci_cfg_read(c, 0x14 + 4 * bar, &hi, 4);
+		if (rc)
+			return rc;
+	}
+	*bus = ((uint64_t)hi << 32) | (lo & ~0xfu);
+	return 0;
 }

@@ -63,6 +63,25 @@ struct sio_vfio_dev {
 int sio_vfio_open(const char *bdf, enum sio_vfio_mode mode, struct sio_vfio_dev *d);
 void sio_vfio_close(struct sio_vfio_dev *d);
 
+/*
+ * A function's config space as a file: vfio's config region of the device
+ * fd, or sysfs's config file (uio). Shared by both backends.
+ */
+struct sio_pci_cfg {
+	const char *bdf;
+	int fd;
+	uint64_t base, size;	/* where config space starts in @fd, its length */
+};
+
+int sio_pci_cfg_read(const struct sio_pci_cfg *c, uint32_t off, void *buf, size_t len);
+int sio_pci_cfg_write(const struct sio_pci_cfg *c, uint32_t off, const void *buf, size_t len);
+/* Set the command register's memory-space and bus-master bits. */
+int sio_pci_enable_master(const struct sio_pci_cfg *c);
+/* The bus address a BAR is programmed at (from config space). */
+int sio_pci_bar_bus(const struct sio_pci_cfg *c, int bar, uint64_t *bus);
+/* Is an IOMMU on (any group in /sys/kernel/iommu_groups)? */
+bool sio_pci_iommu_active(void);
+
 int sio_vfio_cfg_read(struct sio_vfio_dev *d, uint32_t off, void *buf, size_t len);
 int sio_vfio_cfg_write(struct sio_vfio_dev *d, uint32_t off, const void *buf, size_t len);
 /* Set the command register's memory-space and bus-master bits. */

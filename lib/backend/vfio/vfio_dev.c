@@ -12,30 +12,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "internal.h"
 #include "iommufd.h"
-#include "vfio.h"
+#include "lend.h"
 
 static bool exists(const char *p)
 {
 	return access(p, F_OK) == 0;
-}
-
-/* Does this machine have an IOMMU turned on at all? */
-static bool have_iommu(void)
-{
-	DIR *d = opendir("/sys/kernel/iommu_groups");
-	struct dirent *e;
-	bool any = false;
-
-	if (!d)
-		return false;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.') {
-			any = true;
-			break;
-		}
-	closedir(d);
-	return any;
 }
 
 static int open_dev_node(const char *path, const char *what)
@@ -247,7 +230,7 @@ int sio_vfio_open(const char *bdf, enum sio_vfio_mode mode, struct sio_vfio_dev 
 	if (rc)
 		return rc;
 	/* No IOMMU at all comes first: binding would not help. */
-	if (fn.iommu_group < 0 && !have_iommu())
+	if (fn.iommu_group < 0 && !sio_pci_iommu_active())
 		return sio__err(ENODEV, "no IOMMU is active on this machine: enable VT-d "
 				"(or AMD-Vi) in the firmware and boot with intel_iommu=on; "
 				"Debian's kernel has no vfio no-IOMMU mode");
@@ -305,62 +288,40 @@ void sio_vfio_close(struct sio_vfio_dev *d)
 	sio_iova_fini(&d->iova);
 }
 
-int sio_vfio_cfg_read(struct sio_vfio_dev *d, uint32_t off, void *buf, size_t len)
+/* Config space is the device fd's config region. */
+static struct sio_pci_cfg cfg_of(struct sio_vfio_dev *d)
 {
 	const struct sio_vfio_region *r = &d->region[SIO_VFIO_CONFIG];
 
-	if (off + len > r->size)
-		return sio__err(EINVAL, "config read at 0x%x beyond %llu bytes", off,
-				(unsigned long long)r->size);
-	if (pread(d->fd, buf, len, r->offset + off) != (ssize_t)len)
-		return sio__err(EIO, "%s: config read at 0x%x failed", d->bdf, off);
-	return 0;
+	return (struct sio_pci_cfg){ .bdf = d->bdf, .fd = d->fd, .base = r->offset, .size = r->size };
+}
+
+int sio_vfio_cfg_read(struct sio_vfio_dev *d, uint32_t off, void *buf, size_t len)
+{
+	struct sio_pci_cfg c = cfg_of(d);
+
+	return sio_pci_cfg_read(&c, off, buf, len);
 }
 
 int sio_vfio_cfg_write(struct sio_vfio_dev *d, uint32_t off, const void *buf, size_t len)
 {
-	const struct sio_vfio_region *r = &d->region[SIO_VFIO_CONFIG];
+	struct sio_pci_cfg c = cfg_of(d);
 
-	if (off + len > r->size)
-		return sio__err(EINVAL, "config write at 0x%x beyond %llu bytes", off,
-				(unsigned long long)r->size);
-	if (pwrite(d->fd, buf, len, r->offset + off) != (ssize_t)len)
-		return sio__err(EIO, "%s: config write at 0x%x failed", d->bdf, off);
-	return 0;
+	return sio_pci_cfg_write(&c, off, buf, len);
 }
 
 int sio_vfio_enable_master(struct sio_vfio_dev *d)
 {
-	uint16_t cmd;
-	int rc = sio_vfio_cfg_read(d, 0x04, &cmd, 2);
+	struct sio_pci_cfg c = cfg_of(d);
 
-	if (rc)
-		return rc;
-	cmd |= 0x0002 | 0x0004;		/* memory space, bus master */
-	return sio_vfio_cfg_write(d, 0x04, &cmd, 2);
+	return sio_pci_enable_master(&c);
 }
 
 int sio_vfio_bar_bus(struct sio_vfio_dev *d, int bar, uint64_t *bus)
 {
-	uint32_t lo, hi = 0;
-	int rc;
+	struct sio_pci_cfg c = cfg_of(d);
 
-	if (bar < 0 || bar > 5)
-		return sio__err(EINVAL, "BAR %d out of range", bar);
-	rc = sio_vfio_cfg_read(d, 0x10 + 4 * bar, &lo, 4);
-	if (rc)
-		return rc;
-	if (lo & 1)
-		return sio__err(EINVAL, "%s BAR %d is an I/O BAR", d->bdf, bar);
-	if (((lo >> 1) & 3) == 2) {	/* 64-bit */
-		if (bar == 5)
-			return sio__err(EINVAL, "%s BAR 5 claims 64 bits", d->bdf);
-		rc = sio_vfio_cfg_read(d, 0x14 + 4 * bar, &hi, 4);
-		if (rc)
-			return rc;
-	}
-	*bus = ((uint64_t)hi << 32) | (lo & ~0xfu);
-	return 0;
+	return sio_pci_bar_bus(&c, bar, bus);
 }
 
 int sio_vfio_bar_mmap(struct sio_vfio_dev *d, int bar, void **vaddr, uint64_t *size)
@@ -459,4 +420,38 @@ int sio_vfio_dma_unmap(struct sio_vfio_dev *d, uint64_t iova, uint64_t len)
 		return sio__err(errno, "IOMMU unmap of IOVA 0x%llx: %s",
 				(unsigned long long)iova, strerror(errno));
 	return sio_iova_put(&d->iova, iova);
+}
+
+static int lend_map(void *priv, void *va, uint64_t len, uint64_t *bus)
+{
+	return sio_vfio_dma_map(priv, va, len, bus);
+}
+
+static int lend_unmap(void *priv, void *va, uint64_t bus, uint64_t len)
+{
+	return sio_vfio_dma_unmap(priv, bus, len);
+}
+
+int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
+		  volatile sig_atomic_t *stop, FILE *log)
+{
+	struct sio_vfio_dev d;
+	struct sio_lend_dev ld = { .kind = "vfio", .backend = SIO_BACKEND_VFIO, .priv = &d,
+				   .dma_map = lend_map, .dma_unmap = lend_unmap };
+	int rc = sio_vfio_open(bdf, mode, &d);
+
+	if (rc)
+		return rc;
+	ld.cfg = cfg_of(&d);
+	for (int b = 0; b < 6; b++) {
+		ld.bar[b].size = d.region[b].size;
+		ld.bar[b].offset = d.region[b].offset;
+		ld.bar[b].fd = d.fd;	/* every region is an offset of the device fd */
+		ld.bar[b].mmap = d.region[b].flags & VFIO_REGION_INFO_FLAG_MMAP;
+	}
+	snprintf(ld.how, sizeof(ld.how), "%s; %d IOVA range(s)",
+		 d.mode == SIO_VFIO_IOMMUFD ? "iommufd" : "VFIO type1", d.iova.nranges);
+	rc = sio__lend(fabric, &ld, stop, log);
+	sio_vfio_close(&d);
+	return rc;
 }

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `smartio uio`: bind a function to uio_pci_generic (or give it back) and
+ * lend it to a fabric, on a host without an IOMMU (docs/uio.md). Borrowers
+ * reach it as they reach a vfio device.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <smartio/smartio.h>
+#include <smartio/vfio.h>
+#include "smartio-vfio.h"
+
+static void usage(FILE *o)
+{
+	fprintf(o,
+		"usage: smartio uio bind BDF          bind to uio_pci_generic (root)\n"
+		"       smartio uio unbind BDF        give it back to its kernel driver (root)\n"
+		"       smartio uio lend BDF [--fabric NAME]\n"
+		"For hosts without an IOMMU (with one, use smartio vfio). Lending needs root,\n"
+		"huge pages reserved and hugetlbfs mounted: the device is given the physical\n"
+		"addresses of the fabric's segments, which must be on huge pages.\n");
+}
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	stop = 1;
+}
+
+static int cmd_lend(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "fabric", required_argument, NULL, 'f' },
+		{ 0 }
+	};
+	struct sigaction sa = { .sa_handler = on_signal };	/* no SA_RESTART */
+	const char *fabric = NULL;
+	int o;
+
+	while ((o = getopt_long(argc, argv, "f:", lo, NULL)) != -1) {
+		if (o != 'f') {
+			usage(stderr);
+			return 2;
+		}
+		fabric = optarg;
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return 2;
+	}
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	if (sio_uio_lend(fabric, argv[optind], &stop, stdout)) {
+		fprintf(stderr, "smartio uio lend: %s\n", sio_errmsg());
+		return 1;
+	}
+	return 0;
+}
+
+int sio_tool_uio(int argc, char **argv)
+{
+	const char *sub = argc > 1 ? argv[1] : NULL;
+
+	optind = 0;	/* glibc: 0 restarts getopt afresh */
+	if (!sub || !strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) {
+		usage(sub ? stdout : stderr);
+		return sub ? 0 : 2;
+	}
+	if (!strcmp(sub, "lend"))
+		return cmd_lend(argc - 1, argv + 1);
+	if ((strcmp(sub, "bind") && strcmp(sub, "unbind")) || argc != 3) {
+		fprintf(stderr, "smartio uio: unknown subcommand or arguments: '%s'\n", sub);
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(sub, "bind"))
+		return sio_tool_rebind("uio", argv[2], "uio_pci_generic", "uio_pci_generic");
+	return sio_tool_rebind("uio", argv[2], "\n", NULL);
+}
