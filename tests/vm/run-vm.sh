@@ -10,6 +10,8 @@
 # usage: run-vm.sh BUILD_ROOT SOURCE_DIR [WORK_DIR]  (a WORK_DIR given is kept)
 #   SIO_VM_KERNEL=/boot/vmlinuz-X picks the kernel; SIO_VM_TIMEOUT (s) bounds
 #   the whole boot; SIO_VM_SUITE=FILE runs another guest script instead.
+#   SIO_VM_IOMMU=0 boots without the emulated VT-d; SIO_VM_APPEND adds to the
+#   kernel command line (the uio suite: no IOMMU, hugepages=N).
 set -eu
 
 build=$(cd "$1" && pwd)
@@ -72,7 +74,7 @@ modlist() {
 	for m in "$@"; do modprobe -S "$kver" --show-depends "$m" 2>/dev/null; done |
 		awk '$1 == "insmod" && !seen[$2]++ {print $2}'
 }
-for set in "vfio:vfio-pci vfio_iommu_type1" "nvme:nvme"; do
+for set in "vfio:vfio-pci vfio_iommu_type1" "nvme:nvme" "uio:uio_pci_generic"; do
 	name=${set%%:*}
 	: >"$root/lib/modules/$name.list"
 	for ko in $(modlist ${set#*:}); do
@@ -89,6 +91,7 @@ done
 
 cp "$src/guest-init.sh" "$root/init"
 cp "${SIO_VM_SUITE:-$src/guest-suite.sh}" "$root/suite.sh"
+cp "$src/guest-suite.sh" "$root/guest-suite.sh"	# its helpers, for other suites
 chmod +x "$root/init"
 if command -v cpio >/dev/null 2>&1; then
 	(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 >"$work/initramfs.gz")
@@ -103,13 +106,15 @@ fi
 for i in main ns1 ns2 small; do truncate -s 64M "$work/$i.img"; done
 log=$work/console.log
 echo "vm: kernel $kver, $(echo $progs | wc -w) programs, initramfs $(du -k "$work/initramfs.gz" | cut -f1) KiB"
+iommu="-device intel-iommu,intremap=on,caching-mode=on" kiommu=intel_iommu=on
+[ "${SIO_VM_IOMMU:-1}" = 0 ] && iommu="" kiommu=intel_iommu=off
 start=$(date +%s)
 set +e
 timeout "${SIO_VM_TIMEOUT:-300}" "$qemu" -nodefaults -no-user-config -display none \
 	-machine q35 -accel tcg,thread=multi -cpu max -smp 2 -m 768 \
-	-device intel-iommu,intremap=on,caching-mode=on \
+	$iommu \
 	-kernel "$kernel" -initrd "$work/initramfs.gz" \
-	-append "console=ttyS0 intel_iommu=on quiet panic=-1 rdinit=/init" \
+	-append "console=ttyS0 $kiommu quiet panic=-1 rdinit=/init ${SIO_VM_APPEND:-}" \
 	-serial stdio -no-reboot \
 	-drive file="$work/main.img",if=none,id=d0,format=raw \
 	-device nvme,serial=sio-main,drive=d0,addr=4 \

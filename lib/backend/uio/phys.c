@@ -40,9 +40,26 @@ static int read_entries(const char *path, uint64_t first, uint64_t *e, uint64_t 
 	return 0;
 }
 
+/*
+ * Are the @n frames from @pfn (mapped at @a, pages of @pg) hugetlb pages?
+ * @buf holds @n entries.
+ */
+static int check_huge(uint64_t pfn, uint64_t n, uint64_t *buf, uintptr_t a, uint64_t pg)
+{
+	int rc = read_entries("/proc/kpageflags", pfn, buf, n);
+
+	for (uint64_t i = 0; !rc && i < n; i++)
+		if (!(buf[i] & KPF_HUGE_BIT))
+			rc = sio__err(EOPNOTSUPP, "uio: the memory at %p is not on huge pages: "
+				      "without an IOMMU only huge pages stay put for the device; "
+				      "reserve some (hugepages=N) and mount hugetlbfs",
+				      (void *)(a + i * pg));
+	return rc;
+}
+
 int sio_uio_phys(const void *va, uint64_t len, uint64_t *phys)
 {
-	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)va, n, *e, pfn0;
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)va, n, *e, pfn0, flags;
 	int rc;
 
 	if (!len || a % pg || len % pg)
@@ -53,6 +70,10 @@ int sio_uio_phys(const void *va, uint64_t len, uint64_t *phys)
 	if (!e)
 		return sio__err(ENOMEM, "uio: out of memory");
 	rc = read_entries("/proc/self/pagemap", a / pg, e, n);
+	pfn0 = rc ? 0 : e[0] & PM_PFN_MASK;
+	/* Ordinary memory is told apart first, rather than by its contiguity. */
+	if (!rc && e[0] & PM_PRESENT && pfn0)
+		rc = check_huge(pfn0, 1, &flags, a, pg);
 	for (uint64_t i = 0; !rc && i < n; i++) {
 		if (!(e[i] & PM_PRESENT))
 			rc = sio__err(EFAULT, "uio: page %p is not resident (lock it first)",
@@ -60,28 +81,17 @@ int sio_uio_phys(const void *va, uint64_t len, uint64_t *phys)
 		else if (!(e[i] & PM_PFN_MASK))
 			rc = sio__err(EPERM, "uio: the kernel hides physical addresses from this "
 				      "process (/proc/self/pagemap gives frame 0): run as root");
-		else if ((e[i] & PM_PFN_MASK) != (e[0] & PM_PFN_MASK) + i)
+		else if ((e[i] & PM_PFN_MASK) != pfn0 + i)
 			rc = sio__err(EOPNOTSUPP, "uio: %llu bytes at %p are not physically "
-				      "contiguous (a break after %llu KiB); without an IOMMU the "
-				      "device needs one contiguous range per segment: keep DMA "
-				      "segments within one huge page", (unsigned long long)len, va,
-				      (unsigned long long)(i * pg >> 10));
+				      "contiguous (a break after %llu KiB): without an IOMMU a "
+				      "segment for the device must fit in one huge page",
+				      (unsigned long long)len, va, (unsigned long long)(i * pg >> 10));
 	}
-	if (rc)
-		goto out;
 	/* Contiguous: the frames' flags are one run of /proc/kpageflags. */
-	pfn0 = e[0] & PM_PFN_MASK;
-	rc = read_entries("/proc/kpageflags", pfn0, e, n);
-	for (uint64_t i = 0; !rc && i < n; i++)
-		if (!(e[i] & KPF_HUGE_BIT))
-			rc = sio__err(EOPNOTSUPP, "uio: the memory at %p is not on huge pages "
-				      "(hugetlbfs): without an IOMMU only huge pages stay put for "
-				      "the device's DMA; reserve some (hugepages=N on the kernel "
-				      "command line, or /proc/sys/vm/nr_hugepages) and mount hugetlbfs",
-				      (void *)(uintptr_t)(a + i * pg));
+	if (!rc)
+		rc = check_huge(pfn0, n, e, a, pg);
 	if (!rc)
 		*phys = pfn0 * pg;
-out:
 	free(e);
 	return rc;
 }

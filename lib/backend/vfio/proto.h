@@ -33,7 +33,7 @@ struct sio_vfio_rep {
 	uint64_t offset;
 	uint64_t size;
 	uint64_t iova;
-	char msg[192];		/* the lender's error message */
+	char msg[320];		/* the lender's error message */
 };
 
 #endif
