@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ghost.h"
 #include "internal.h"
 #include "vfio/vfio.h"
 
@@ -124,29 +125,19 @@ Test(vfio_open, a_function_on_another_driver_is_refused)
 /* A vfio device whose lender is not running: clear errors, no crash. */
 Test(vfio_client, no_lender)
 {
-	char name[64], svc[108];
-	struct sio_fabric_config cfg = { .nodes = 1 };
-	struct sio_device_desc desc = { .class_code = 0x010802, .vendor = 0x1b36, .device = 0x10,
-					.nbars = 1, .bar_size = { 16384 }, .name = "ghost" };
-	struct sio_fabric *f;
-	struct sio_devreg *reg;
+	struct ghost g;
 	struct sio_device *dev;
 	struct sio_segment *bar, *mem;
 	enum sio_placement placed;
 	uint64_t bus;
 	void *va;
 
-	snprintf(name, sizeof(name), "vfio-unit-%d", getpid());
-	snprintf(svc, sizeof(svc), "/tmp/sio-no-lender-%d.sock", getpid());
-	cr_assert_eq(sio_fabric_create(name, &cfg), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio__device_register_ext(f, &desc, SIO_BACKEND_VFIO, "0000:00:04.0", svc, &reg),
-		     0, "%s", sio_errmsg());
-	cr_assert_eq(sio_device_borrow(f, sio_devreg_id(reg), SIO_BORROW_EXCLUSIVE, &dev), 0);
+	ghost_up(&g, SIO_BACKEND_VFIO);
+	dev = g.dev;
 	cr_assert_eq(sio_device_bar(dev, 0, &bar), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_segment_map(bar, &va), -ENODEV);
 	cr_assert(strstr(sio_errmsg(), "smartio vfio lend"), "%s", sio_errmsg());
-	cr_assert_eq(sio_segment_create(f, 0, 4096, 0, &mem), 0);
+	cr_assert_eq(sio_segment_create(g.f, 0, 4096, 0, &mem), 0);
 	cr_assert_eq(sio_device_map(dev, mem, &bus), -ENODEV);
 	sio_segment_close(mem);
 	/* what the vfio backend does not have says so, naming it */
@@ -159,8 +150,5 @@ Test(vfio_client, no_lender)
 	cr_assert_eq(placed, SIO_PLACE_LOCAL);
 	sio_segment_close(mem);
 	sio_segment_close(bar);
-	sio_device_close(dev);
-	sio_devreg_close(reg);
-	sio_fabric_close(f);
-	cr_assert_eq(sio_fabric_destroy(name), 0);
+	ghost_down(&g);
 }

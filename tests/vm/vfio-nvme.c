@@ -475,7 +475,7 @@ static int kcheck(const char *bdev, const char *file, uint64_t off)
 	}
 	same = !memcmp(want, got, len);
 	snprintf(d, sizeof(d), "%s, %ld bytes at offset %llu", bdev, len, (unsigned long long)off);
-	check(same, "the kernel's nvme driver reads back what was written through vfio", d);
+	check(same, "the kernel's nvme driver reads back what was written from userspace (vfio or uio)", d);
 	return same ? 0 : 1;
 }
 

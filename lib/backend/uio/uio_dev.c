@@ -185,11 +185,15 @@ void sio_uio_close(struct sio_uio_dev *d)
 /* Lock the pages (resident, for as long as the device may use them), then translate. */
 static int lend_map(void *priv, void *va, uint64_t len, uint64_t *bus)
 {
+	long pg = sysconf(_SC_PAGESIZE);
 	int rc;
 
 	if (mlock(va, len))
 		return sio__err(errno, "uio: cannot lock %llu bytes for the device: %s",
 				(unsigned long long)len, strerror(errno));
+	/* mlock faults them in; a sanitizer's mlock does nothing, so touch them too. */
+	for (uint64_t off = 0; off < len; off += pg)
+		(void)*(volatile char *)((char *)va + off);
 	rc = sio_uio_phys(va, len, bus);
 	if (rc)
 		munlock(va, len);
