@@ -59,6 +59,31 @@ if command -v nvme-manager >/dev/null; then
 	# A known pattern, read back by the kernel's driver below.
 	client $MAIN uio-client-pattern --lba 4096 --count 256 --bs 8 --qd 2 --pattern 0x5c --flush
 	collect uio-client-pattern
+	# A 4 MiB data buffer spans two huge pages: served if they are physically
+	# adjacent (and the data checked), refused by name if not; never wrong.
+	nvme-client --fabric $FAB --device $(devid $MAIN) --lba 8192 --count 8192 --bs 512 \
+		--qd 16 --timeout 10000 >/tmp/big.log 2>&1; rc=$?
+	sed 's/^/    | /' /tmp/big.log
+	if [ $rc -eq 0 ]; then res PASS uio-client-4mib-buffer "two adjacent huge pages, data verified"
+	elif grep -q 'not physically contiguous' /tmp/big.log; then
+		res PASS uio-client-4mib-buffer "refused: the huge pages are not adjacent"
+	else res FAIL uio-client-4mib-buffer "exit $rc"; fi
+	# A client killed mid-I/O: the lender releases what it mapped for it, and
+	# the next client runs.
+	nrel() { grep -c 'connection closed, [0-9]* mapping(s) released' /tmp/lend-$MAIN.log; }
+	nq() { grep -ci 'client.*\(arriv\|join\|connect\)' /tmp/mgr-$MAIN.log; }
+	before=$(nrel) q=$(nq)
+	nvme-client --fabric $FAB --device $(devid $MAIN) --lba 16 --count 2032 --qd 4 \
+		--time 30 >/tmp/victim.log 2>&1 &
+	victim=$!
+	# killed once the manager has made its queue pair, and a moment into its I/O
+	i=0; while [ "$(nq)" -le "$q" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	sleep 0.5
+	kill -9 $victim; wait $victim 2>/dev/null
+	i=0; while [ "$(nrel)" -le "$before" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	run uio-killed-client-released sh -c "tail -n 3 /tmp/lend-$MAIN.log; [ $(nrel) -gt $before ]"
+	client $MAIN uio-client-after-kill --lba 16 --count 2032 --bs 8 --qd 4
+	collect uio-client-after-kill
 	stop_manager $MAIN
 	unlend $MAIN
 	# The lender took bus mastering away as it stopped, and every huge page
@@ -67,6 +92,17 @@ if command -v nvme-manager >/dev/null; then
 		echo command register \$cmd; [ \$((0x\$cmd & 4)) -eq 0 ]"
 	run uio-huge-pages-free sh -c 'grep -E "HugePages_(Total|Free)" /proc/meminfo |
 		tee /dev/stderr | awk "{v[\$1]=\$2} END {exit v[\"HugePages_Total:\"] != v[\"HugePages_Free:\"]}"'
+
+	# The CMB controller: its admin SQ and a client's SQ in its own BAR2, at
+	# the bus address from config space (the device decodes it, no DMA
+	# mapping needed).
+	run uio-bind-cmb smartio uio bind $CMB
+	run uio-lend-cmb lend $CMB
+	run uio-manager-cmb manager $CMB
+	client $CMB uio-sq-in-cmb --nsid 1 --lba 2048 --count 256 --queue location=device
+	collect uio-sq-in-cmb
+	stop_manager $CMB
+	unlend $CMB
 
 	# The controller back to the kernel: what the clients wrote is on the disk.
 	run uio-unbind smartio uio unbind $MAIN
