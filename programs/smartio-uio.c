@@ -48,8 +48,12 @@ static int cmd_lend(int argc, char **argv)
 		}
 		fabric = optarg;
 	}
-	if (optind != argc - 1) {
-		usage(stderr);
+	if (optind > argc - 1) {
+		fprintf(stderr, "smartio uio lend: which function? (a PCI address such as 0000:00:04.0)\n");
+		return 2;
+	}
+	if (optind < argc - 1) {
+		fprintf(stderr, "smartio uio lend: stray argument '%s'\n", argv[optind + 1]);
 		return 2;
 	}
 	sigaction(SIGTERM, &sa, NULL);
@@ -72,9 +76,14 @@ int sio_tool_uio(int argc, char **argv)
 	}
 	if (!strcmp(sub, "lend"))
 		return cmd_lend(argc - 1, argv + 1);
-	if ((strcmp(sub, "bind") && strcmp(sub, "unbind")) || argc != 3) {
-		fprintf(stderr, "smartio uio: unknown subcommand or arguments: '%s'\n", sub);
+	if (strcmp(sub, "bind") && strcmp(sub, "unbind")) {
+		fprintf(stderr, "smartio uio: unknown subcommand '%s'\n", sub);
 		usage(stderr);
+		return 2;
+	}
+	if (argc != 3) {
+		fprintf(stderr, "smartio uio %s: wants one PCI address%s%s%s\n", sub,
+			argc > 3 ? ", not also '" : "", argc > 3 ? argv[3] : "", argc > 3 ? "'" : "");
 		return 2;
 	}
 	if (!strcmp(sub, "bind"))

@@ -72,6 +72,15 @@ for p in "$EMU" "$IDENT" "$MGR" "$CLIENT" "$MCAST"; do
 	refuses "$n --bogus" "bogus" "$p" --fabric "$F" --bogus
 	refuses "$n stray" "'stray'" "$p" --fabric "$F" stray
 done
+# smartio uio (where built): its arguments, refused before any device is touched.
+if "$S" uio --help >/dev/null 2>&1; then
+	refuses "smartio uio frob" "'frob'" "$S" uio frob
+	refuses "smartio uio lend" "which function" "$S" uio lend --fabric "$F"
+	refuses "smartio uio lend BDF stray" "'stray'" "$S" uio lend 00:04.0 stray --fabric "$F"
+	refuses "smartio uio lend --bogus" "bogus" "$S" uio lend --bogus 00:04.0
+	refuses "smartio uio bind BDF stray" "'stray'" "$S" uio bind 00:04.0 stray
+	refuses "smartio uio bind 00:zz.0" "'00:zz.0'" "$S" uio bind 00:zz.0
+fi
 
 # Nothing of the above changed the fabric: still 4 nodes, no device.
 timeout 20 "$S" status "$F" --json >"$out" 2>&1
