@@ -32,6 +32,7 @@ load() {
 }
 # lend BDF: start a lender and wait until it has registered the device.
 lend() {
+	: >/tmp/lend-$1.log	# not the last lender's log, before this one opens it
 	smartio ${SIO_LEND:-vfio} lend "$1" --fabric $FAB >/tmp/lend-$1.log 2>&1 &
 	echo $! >/tmp/lend-$1.pid
 	i=0
