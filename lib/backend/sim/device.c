@@ -19,6 +19,42 @@ static int dmamap_slot(struct sio_registry *r)
 	return sio__err(ENOSPC, "the fabric has all %d device mappings in use", SIO_MAX_DMAMAPS);
 }
 
+/* The lowest bus address a masked device's mappings are placed at: a zero
+ * bus address is a bug, as on the IOMMU side (vfio's IOVA floor). */
+#define LOW_FLOOR	(1ull << 20)
+
+/*
+ * Registry lock held: place mapping @m of device slot @dev (size m->size)
+ * at or below @mask, lowest first, clear of the device's other mappings:
+ * the device's domain then remaps it, as an IOMMU would, for a device that
+ * cannot reach the fabric's high bus addresses. Windows keep their own
+ * addresses on the adapter side; only the device's view moves.
+ */
+static int place_low(struct sio_registry *r, int dev, int self, uint64_t mask, struct reg_dmamap *m)
+{
+	uint64_t at = LOW_FLOOR, len = (m->size + 4095) & ~4095ull;
+	bool moved = true;
+
+	for (int pass = 0; moved && pass <= SIO_MAX_DMAMAPS; pass++) {
+		moved = false;
+		for (int i = 0; i < SIO_MAX_DMAMAPS; i++) {
+			const struct reg_dmamap *o = &r->dmamaps[i];
+
+			if (i == self || !o->used || o->dev != dev || o->bus >= at + len ||
+			    o->bus + o->size <= at)
+				continue;
+			at = (o->bus + o->size + 4095) & ~4095ull;
+			moved = true;
+		}
+	}
+	if (moved || at > mask || len - 1 > mask - at)
+		return sio__err(ERANGE, "no room for %llu bytes between bus address 0x%llx and device "
+				"%u's DMA mask 0x%llx (%d bits)", (unsigned long long)m->size, LOW_FLOOR,
+				r->devs[dev].id, (unsigned long long)mask, sio__mask_bits(mask));
+	m->bus = at;
+	return 0;
+}
+
 static int sim_dma_map(struct sio_device *dev, struct sio_segment *seg, uint64_t *bus_addr)
 {
 	struct sio_registry *r = dev->f->reg;
@@ -76,6 +112,11 @@ static int sim_dma_map(struct sio_device *dev, struct sio_segment *seg, uint64_t
 		m->link_adapter[0] = path.adapter;
 		m->link_node[1] = seg->node;
 		m->link_adapter[1] = path.adapter;
+	}
+	if ((m->bus > dev->dma_mask || m->size - 1 > dev->dma_mask - m->bus) &&
+	    (ret = place_low(r, dev->slot, slot, dev->dma_mask, m))) {
+		reg_dmamap_release(dev->f, slot);	/* and the window */
+		goto out;
 	}
 	*bus_addr = m->bus;
 	ret = 0;
@@ -138,4 +179,7 @@ const struct sio_device_ops sio__sim_device_ops = {
 	.dma_map = sim_dma_map,
 	.dma_unmap = sim_dma_unmap,
 	.mcast_map = sim_mcast_map,
+	.irq_enable = sio__sim_irq_enable,
+	.irq_disable = sio__sim_irq_disable,
+	.irq_take = sio__sim_irq_take,
 };
