@@ -24,6 +24,7 @@ static void usage(FILE *out)
 		"  --node N         node to join as (default $SMARTIO_NODE, else 0)\n"
 		"  --device ID      edu device id (default: the first 1234:11e8)\n"
 		"  --irq            wait for interrupts instead of polling\n"
+		"  --irq-kind KIND  with --irq: intx, msi, msix or any (default)\n"
 		"  --seg WHERE      the data segment's node: here (default), lender, or a number\n"
 		"  --size BYTES     bytes per transfer, 1..4096 (default 4096)\n"
 		"  --rounds N       transfers each way, checked (default 2)\n"
@@ -113,7 +114,7 @@ static int clamp_demo(struct edu *e, struct sio_segment *seg, uint8_t *va, uint3
 int main(int argc, char **argv)
 {
 	enum { O_FABRIC = 256, O_NODE, O_DEVICE, O_IRQ, O_SEG, O_SIZE, O_ROUNDS, O_FACT, O_BITS,
-	       O_TIMEOUT, O_BUS, O_CLAMP };
+	       O_TIMEOUT, O_BUS, O_CLAMP, O_KIND };
 	static const struct option opts[] = {
 		{ "fabric", required_argument, 0, O_FABRIC }, { "node", required_argument, 0, O_NODE },
 		{ "device", required_argument, 0, O_DEVICE }, { "irq", no_argument, 0, O_IRQ },
@@ -121,7 +122,7 @@ int main(int argc, char **argv)
 		{ "rounds", required_argument, 0, O_ROUNDS }, { "fact", required_argument, 0, O_FACT },
 		{ "dma-bits", required_argument, 0, O_BITS },
 		{ "timeout", required_argument, 0, O_TIMEOUT }, { "bus", required_argument, 0, O_BUS },
-		{ "clamp", no_argument, 0, O_CLAMP }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "clamp", no_argument, 0, O_CLAMP }, { "irq-kind", required_argument, 0, O_KIND }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	struct edu_opts o = { .device = SIO_DEVICE_ANY };
 	const char *fabric = NULL, *where = "here";
@@ -168,6 +169,14 @@ int main(int argc, char **argv)
 			break;
 		case O_BUS: opt = "--bus"; rc = sio_parse_u64(optarg, 0, UINT64_MAX, &bus); have_bus = true; break;
 		case O_CLAMP: clamp = o.unchecked = true; break;
+		case O_KIND:
+			opt = "--irq-kind";
+			o.irq_kinds = !strcmp(optarg, "intx") ? SIO_IRQ_F(SIO_IRQ_INTX) :
+				      !strcmp(optarg, "msi") ? SIO_IRQ_F(SIO_IRQ_MSI) :
+				      !strcmp(optarg, "msix") ? SIO_IRQ_F(SIO_IRQ_MSIX) : 0;
+			if (!o.irq_kinds && strcmp(optarg, "any"))
+				rc = sio_err_set(EINVAL, "'%s' is not intx, msi, msix or any", optarg);
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -196,7 +205,7 @@ int main(int argc, char **argv)
 	printf("edu-dma: device %u (%s, %s backend, node %d): edu version %u.%u, DMA mask %d bits, %s\n",
 	       info.id, info.name, info.backend == SIO_BACKEND_VFIO ? "vfio" : "sim", info.lender,
 	       edu_id(e) >> 24, (edu_id(e) >> 16) & 0xff, o.dma_bits ? o.dma_bits : EDU_DMA_BITS,
-	       o.irq ? "interrupts" : "polling");
+	       o.irq ? sio_irq_kind_name(edu_irq_kind(e)) : "polling");
 	if (edu_live(e, 0x12345678)) {
 		fail("liveness");
 		goto out;
@@ -255,7 +264,8 @@ int main(int argc, char **argv)
 		printf("edu-dma: DMA to bus address 0x%llx done\n", (unsigned long long)bus);
 	}
 	if (o.irq)
-		printf("edu-dma: %llu interrupt(s) taken\n", (unsigned long long)edu_irqs(e));
+		printf("edu-dma: %llu interrupt(s) taken (%s)\n", (unsigned long long)edu_irqs(e),
+		       sio_irq_kind_name(edu_irq_kind(e)));
 	rc = 0;
 out:
 	edu_close(e);

@@ -31,6 +31,7 @@ struct edu {
 	uint64_t mask;
 	int timeout_ms;
 	bool irq, unchecked;
+	int irq_kind;
 	uint32_t causes;		/* interrupt causes taken and acknowledged */
 	uint64_t nirq;
 	struct sio_segment *mapped[MAX_MAPS];	/* what we mapped for the device */
@@ -222,7 +223,7 @@ int edu_open(struct sio_fabric *f, const struct edu_opts *o, struct edu **out)
 				  e->id, id);
 		goto fail;
 	}
-	if (e->irq && (ret = sio_device_irq_enable(e->dev, SIO_IRQ_F_ANY, 1)) < 0)
+	if (e->irq && (ret = e->irq_kind = sio_device_irq_enable(e->dev, o->irq_kinds, 1)) < 0)
 		goto fail;
 	*out = e;
 	return 0;
@@ -246,6 +247,7 @@ void edu_close(struct edu *e)
 struct sio_device *edu_device(struct edu *e) { return e->dev; }
 uint32_t edu_id(struct edu *e) { return rd32(e, EDU_REG_ID); }
 uint64_t edu_irqs(struct edu *e) { return e->nirq; }
+int edu_irq_kind(struct edu *e) { return e->irq ? e->irq_kind : 0; }
 
 /* ---- liveness and factorial ---- */
 

@@ -43,6 +43,7 @@ struct edu;
  * struct edu_opts - how to open an edu device
  * @device: fabric device id, or SIO_DEVICE_ANY for the first 1234:11e8
  * @irq: sleep on the device's interrupt instead of polling its registers
+ * @irq_kinds: which kinds will do (SIO_IRQ_F(SIO_IRQ_MSI)...; 0: any)
  * @dma_bits: address bits the device drives (0: 28, QEMU's default)
  * @timeout_ms: bound on every wait for the device (0: 5000)
  * @unchecked: hand the DMA engine bus addresses beyond the mask anyway, to
@@ -51,6 +52,7 @@ struct edu;
 struct edu_opts {
 	uint32_t device;
 	bool irq;
+	unsigned int irq_kinds;
 	int dma_bits;
 	int timeout_ms;
 	bool unchecked;
@@ -77,5 +79,7 @@ int edu_from_device(struct edu *e, struct sio_segment *seg, uint64_t off, uint32
 int edu_dma(struct edu *e, bool to_ram, uint64_t bus, uint32_t buf_off, uint32_t len);
 /* Interrupts taken so far (0 when polling). */
 uint64_t edu_irqs(struct edu *e);
+/* The kind of interrupt in use (enum sio_irq_kind), 0 when polling. */
+int edu_irq_kind(struct edu *e);
 
 #endif

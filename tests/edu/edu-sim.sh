@@ -60,6 +60,10 @@ drv --irq --rounds 2 --fact 3 --fact 4
 [ $RC -eq 0 ] || bad "--irq exits $RC: $OUT"
 n=$(echo "$OUT" | sed -n 's/.* \([0-9]*\) interrupt(s) taken.*/\1/p')
 [ -n "$n" ] && [ "$n" -ge 6 ] || bad "--irq: 2 factorials and 4 DMAs took '${n}' interrupts: $OUT"
+expect "--irq kind" "interrupt(s) taken (MSI)"
+drv --irq --irq-kind intx --rounds 0
+[ $RC -ne 0 ] || bad "INTx on the simulator was not refused"
+expect "INTx refused" "message interrupts (MSI) only"
 
 # 4. the DMA mask: an address beyond it refused by the driver, a mapping
 # that cannot fit refused by the library, both naming the mask

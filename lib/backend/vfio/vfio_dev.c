@@ -393,6 +393,12 @@ static uint64_t pick_align(uint64_t len, uint64_t granule)
 
 int sio_vfio_dma_map(struct sio_vfio_dev *d, void *vaddr, uint64_t len, uint64_t *iova)
 {
+	return sio_vfio_dma_map_below(d, vaddr, len, UINT64_MAX, iova);
+}
+
+int sio_vfio_dma_map_below(struct sio_vfio_dev *d, void *vaddr, uint64_t len, uint64_t limit,
+			   uint64_t *iova)
+{
 	uint64_t granule = d->pgsizes & -d->pgsizes, io;
 	int rc;
 
@@ -402,7 +408,7 @@ int sio_vfio_dma_map(struct sio_vfio_dev *d, void *vaddr, uint64_t len, uint64_t
 		return sio__err(EINVAL, "DMA map of %llu bytes at %p: not a multiple of the "
 				"IOMMU page (%llu)", (unsigned long long)len, vaddr,
 				(unsigned long long)granule);
-	rc = sio_iova_get(&d->iova, len, pick_align(len, granule), &io);
+	rc = sio_iova_get_below(&d->iova, len, pick_align(len, granule), limit, &io);
 	if (rc)
 		return rc;
 	if (d->mode == SIO_VFIO_IOMMUFD) {
