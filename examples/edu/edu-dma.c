@@ -26,7 +26,7 @@ static void usage(FILE *out)
 		"  --irq            wait for interrupts instead of polling\n"
 		"  --irq-kind KIND  with --irq: intx, msi, msix or any (default)\n"
 		"  --seg WHERE      the data segment's node: here (default), lender, or a number\n"
-		"  --size BYTES     bytes per transfer, 1..4096 (default 4096)\n"
+		"  --size BYTES     bytes per transfer, 1..4095 (default 4095)\n"
 		"  --rounds N       transfers each way, checked (default 2)\n"
 		"  --fact N         compute N! (default 10; repeat the option for more)\n"
 		"  --dma-bits N     address bits the device drives (default 28)\n"
@@ -126,7 +126,7 @@ int main(int argc, char **argv)
 	};
 	struct edu_opts o = { .device = SIO_DEVICE_ANY };
 	const char *fabric = NULL, *where = "here";
-	uint64_t node = UINT64_MAX, v, size = 4096, rounds = 2, bus = 0, facts[16];
+	uint64_t node = UINT64_MAX, v, size = EDU_XFER_MAX, rounds = 2, bus = 0, facts[16];
 	int nfacts = 0, c, home, rc = 0;
 	bool have_bus = false, clamp = false;
 	struct sio_device_info info;
@@ -148,7 +148,7 @@ int main(int argc, char **argv)
 			break;
 		case O_IRQ: o.irq = true; break;
 		case O_SEG: where = optarg; break;
-		case O_SIZE: opt = "--size"; rc = sio_parse_size(optarg, 1, EDU_BUF_SIZE, &size); break;
+		case O_SIZE: opt = "--size"; rc = sio_parse_size(optarg, 1, EDU_BUF_SIZE, &size); break;	/* 4096: to see it refused */
 		case O_ROUNDS: opt = "--rounds"; rc = sio_parse_u64(optarg, 0, 1000000, &rounds); break;
 		case O_FACT:
 			opt = "--fact";

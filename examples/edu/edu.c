@@ -324,9 +324,10 @@ static bool dma_done(struct edu *e, uint32_t unused)
 
 int edu_dma(struct edu *e, bool to_ram, uint64_t bus, uint32_t buf_off, uint32_t len)
 {
-	if (!len || len > EDU_BUF_SIZE || buf_off > EDU_BUF_SIZE - len)
-		return sio_err_set(EINVAL, "edu: %u bytes at buffer offset %u: the device's buffer "
-				   "holds %u", len, buf_off, EDU_BUF_SIZE);
+	if (!len || len > EDU_XFER_MAX || buf_off > EDU_XFER_MAX - len)
+		return sio_err_set(EINVAL, "edu: %u bytes at buffer offset %u: a transfer may cover "
+				   "the first %u bytes of the device's %u-byte buffer (QEMU 7.2 aborts on "
+				   "one that reaches the last)", len, buf_off, EDU_XFER_MAX, EDU_BUF_SIZE);
 	/* the device clamps what lies beyond its mask (QEMU's edu_clamp_addr):
 	 * the transfer would land elsewhere, so it is refused here */
 	if (!e->unchecked && (bus > e->mask || len - 1 > e->mask - bus))

@@ -35,6 +35,13 @@
 #define  EDU_CMD_IRQ		0x4u	/* raise EDU_IRQ_DMA when done */
 #define EDU_BUF_OFF		0x40000u	/* the device's DMA buffer, as DMA sees it */
 #define EDU_BUF_SIZE		4096u
+/*
+ * What one transfer may cover of it: QEMU 7.2 (Debian 12's) refuses a
+ * transfer that reaches the buffer's last byte and aborts the whole VM
+ * (hw_error in edu_check_range); later QEMU takes it. The driver keeps
+ * off that byte, as a driver for hardware with an erratum would.
+ */
+#define EDU_XFER_MAX		(EDU_BUF_SIZE - 1)
 #define EDU_DMA_BITS		28	/* QEMU's default dma_mask */
 
 struct edu;
