@@ -37,6 +37,7 @@ enum {
 #define BAR_SIZE		(1u << 20)
 
 struct sio_edu_emu {
+	struct sio_fabric *f;
 	struct sio_devreg *reg;
 	char *bar;
 	struct sio_edu_emu_config cfg;
@@ -197,10 +198,18 @@ int sio_edu_emu_poll(struct sio_edu_emu *e)
 
 int sio_edu_emu_run(struct sio_edu_emu *e, volatile sig_atomic_t *stop)
 {
-	uint64_t sleep_ns = 1000;
+	uint64_t sleep_ns = 1000, checked = now_ns();
 	unsigned idle = 0;
 
 	while (!*stop) {
+		/* a destroyed fabric is an orderly stop */
+		if (now_ns() - checked > 100000000ull) {
+			checked = now_ns();
+			if (sio_fabric_alive(e->f)) {
+				fprintf(stderr, "edu-emu: %s; stopping\n", sio_errmsg());
+				return 0;
+			}
+		}
 		if (sio_edu_emu_poll(e) > 0) {
 			idle = 0;
 			sleep_ns = 1000;
@@ -241,6 +250,7 @@ int sio_edu_emu_create(struct sio_fabric *f, const struct sio_edu_emu_config *cf
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return sio_err_set(ENOMEM, "edu-emu: out of memory");
+	e->f = f;
 	e->cfg = *cfg;
 	if (!e->cfg.dma_mask)
 		e->cfg.dma_mask = (1ull << 28) - 1;

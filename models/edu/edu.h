@@ -30,7 +30,7 @@ int sio_edu_emu_create(struct sio_fabric *f, const struct sio_edu_emu_config *cf
 		       struct sio_edu_emu **out);
 /* Serve what the driver wrote since the last call: > 0 when there was work. */
 int sio_edu_emu_poll(struct sio_edu_emu *e);
-/* Poll until *@stop, backing off when idle. */
+/* Poll until *@stop or the fabric is destroyed, backing off when idle. */
 int sio_edu_emu_run(struct sio_edu_emu *e, volatile sig_atomic_t *stop);
 uint32_t sio_edu_emu_device_id(const struct sio_edu_emu *e);
 /* Unregister the device (borrowers get SIO_EV_DEVICE_GONE) and free. */

@@ -124,5 +124,29 @@ for sig in KILL TERM; do
 	[ $el -lt 10000 ] || bad "SIG$sig mid-DMA: the driver took $el ms to notice"
 done
 
+# 10. the driver's link goes down mid-DMA: it says so, and works once it is up
+start_emu --dma-ms 5000
+"$DRV" --fabric "$F" --node 1 --device "$ID" --seg here --timeout 30000 >"$D/drv.log" 2>&1 & P=$!
+for i in $(seq 200); do grep -q "round 0" "$D/drv.log" && break; sleep 0.05; done
+sleep 0.2
+"$S" link "$F" 1 down >/dev/null || bad "smartio link down"
+wait $P; rc=$?
+"$S" link "$F" 1 up >/dev/null || bad "smartio link up"
+[ $rc -ne 0 ] || bad "link down mid-DMA: the driver exits 0: $(cat "$D/drv.log")"
+grep -q "link of node 1 adapter .* is down\|reads all ones" "$D/drv.log" ||
+	bad "link down mid-DMA: the driver does not say so: $(cat "$D/drv.log")"
+stop_emu
+start_emu
+drv --rounds 1
+[ $RC -eq 0 ] || bad "after the link came back: exit $RC: $OUT"
+stop_emu
+# a destroyed fabric stops the model
+start_emu
+"$S" destroy "$F" --force >/dev/null 2>&1
+for i in $(seq 40); do kill -0 $E 2>/dev/null || break; sleep 0.05; done
+kill -0 $E 2>/dev/null && bad "edu-emu runs on in a destroyed fabric"
+wait $E || bad "edu-emu exits non-zero on a destroyed fabric"
+E=
+
 [ $fails -eq 0 ] && echo "edu-sim: all passed"
 exit $((fails != 0))
