@@ -14,6 +14,7 @@
 #include <smartio/smartio.h>
 #include <smartio/parse.h>
 #include "edu.h"
+#include "ready.h"
 
 static volatile sig_atomic_t stop;
 
@@ -36,21 +37,6 @@ static void usage(FILE *out)
 		"  --chassis          the device sits in an expansion chassis behind a switch\n"
 		"  --name LABEL       device label (default edu)\n"
 		"  --ready-file PATH  write the device id there once ready\n");
-}
-
-/* Written then renamed, so a script never reads half a line. */
-static int write_ready(const char *path, uint32_t id)
-{
-	char tmp[4096];
-	FILE *f;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
-	if (!(f = fopen(tmp, "w")))
-		return -errno;
-	fprintf(f, "%u\n", id);
-	if (fclose(f) || rename(tmp, path))
-		return -errno;
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -123,7 +109,7 @@ int main(int argc, char **argv)
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	if (ready && (rc = write_ready(ready, sio_edu_emu_device_id(e)))) {
+	if (ready && (rc = ready_file_write(ready, sio_edu_emu_device_id(e)))) {
 		fprintf(stderr, "edu-emu: --ready-file %s: %s\n", ready, strerror(-rc));
 		stop = 1;
 	} else {
