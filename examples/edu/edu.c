@@ -32,6 +32,7 @@ struct edu {
 	int timeout_ms;
 	bool irq, unchecked;
 	int irq_kind;
+	uint64_t asked_ms;		/* when the fabric was last asked about the device */
 	uint32_t causes;		/* interrupt causes taken and acknowledged */
 	uint64_t nirq;
 	struct sio_segment *mapped[MAX_MAPS];	/* what we mapped for the device */
@@ -92,9 +93,13 @@ static int check_alive(struct edu *e)
 						   "device %u cannot be reached", ev[i].node,
 						   ev[i].adapter, e->id);
 		}
-	/* a lender that died sends nothing: asking about the device reaps it */
-	if (sio_device_info(e->dev, &info))
-		return sio_err_wrap(ENODEV, "edu: lost device %u", e->id);
+	/* a lender that died sends nothing: asking about the device reaps it
+	 * (under the registry lock, so ten times a second, not every poll) */
+	if (now_ms() - e->asked_ms >= 100) {
+		e->asked_ms = now_ms();
+		if (sio_device_info(e->dev, &info))
+			return sio_err_wrap(ENODEV, "edu: lost device %u", e->id);
+	}
 	if (rd32(e, EDU_REG_ID) == UINT32_MAX)
 		return sio_err_set(ENODEV, "edu: device %u reads all ones: removed, or its link is down",
 				   e->id);

@@ -12,7 +12,11 @@ trap '[ -n "$E" ] && kill $E 2>/dev/null; "$S" destroy "$F" --force >/dev/null 2
 awk '/<!-- my-edu.c/ {on = 1; next} on && /^```c$/ {inblock = 1; next}
      inblock && /^```$/ {exit} inblock {print}' "$SRC/docs/writing-a-driver.md" >"$D/my-edu.c"
 [ -s "$D/my-edu.c" ] || { echo "FAIL: no my-edu.c block in docs/writing-a-driver.md"; exit 1; }
-"$cc" -std=gnu11 -O2 -Wall -Wextra -Werror -I"$SRC/include" "$D/my-edu.c" \
+# a sanitized build's library wants its runtime in the program too
+san=
+nm -D "$LIB" 2>/dev/null | grep -q __asan_ && san="$san -fsanitize=address"
+nm -D "$LIB" 2>/dev/null | grep -q __ubsan_ && san="$san -fsanitize=undefined"
+"$cc" -std=gnu11 -O2 -Wall -Wextra -Werror $san -I"$SRC/include" "$D/my-edu.c" \
 	-L"$(dirname "$LIB")" -lsmartio -Wl,-rpath,"$(dirname "$LIB")" -o "$D/my-edu" ||
 	{ echo "FAIL: the guide's program does not compile"; exit 1; }
 "$S" create "$F" --nodes 2 >/dev/null || { echo "FAIL: create"; exit 1; }
