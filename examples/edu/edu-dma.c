@@ -32,6 +32,8 @@ static void usage(FILE *out)
 		"  --dma-bits N     address bits the device drives (default 28)\n"
 		"  --timeout MS     bound on each wait for the device (default 5000)\n"
 		"  --bus ADDR       also DMA the buffer to bus address ADDR as given (to see it refused)\n"
+		"  --live-once      store to the liveness register and read it back at once,\n"
+		"                   without waiting, and say whether it shows the inverse yet\n"
 		"  --clamp          also DMA to the segment's bus address with bit --dma-bits set,\n"
 		"                   unchecked, and show where the device put the data\n");
 }
@@ -114,7 +116,7 @@ static int clamp_demo(struct edu *e, struct sio_segment *seg, uint8_t *va, uint3
 int main(int argc, char **argv)
 {
 	enum { O_FABRIC = 256, O_NODE, O_DEVICE, O_IRQ, O_SEG, O_SIZE, O_ROUNDS, O_FACT, O_BITS,
-	       O_TIMEOUT, O_BUS, O_CLAMP, O_KIND };
+	       O_TIMEOUT, O_BUS, O_CLAMP, O_KIND, O_ONCE };
 	static const struct option opts[] = {
 		{ "fabric", required_argument, 0, O_FABRIC }, { "node", required_argument, 0, O_NODE },
 		{ "device", required_argument, 0, O_DEVICE }, { "irq", no_argument, 0, O_IRQ },
@@ -122,13 +124,14 @@ int main(int argc, char **argv)
 		{ "rounds", required_argument, 0, O_ROUNDS }, { "fact", required_argument, 0, O_FACT },
 		{ "dma-bits", required_argument, 0, O_BITS },
 		{ "timeout", required_argument, 0, O_TIMEOUT }, { "bus", required_argument, 0, O_BUS },
-		{ "clamp", no_argument, 0, O_CLAMP }, { "irq-kind", required_argument, 0, O_KIND }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "clamp", no_argument, 0, O_CLAMP }, { "irq-kind", required_argument, 0, O_KIND },
+		{ "live-once", no_argument, 0, O_ONCE }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	struct edu_opts o = { .device = SIO_DEVICE_ANY };
 	const char *fabric = NULL, *where = "here";
 	uint64_t node = UINT64_MAX, v, size = EDU_XFER_MAX, rounds = 2, bus = 0, facts[16];
 	int nfacts = 0, c, home, rc = 0;
-	bool have_bus = false, clamp = false;
+	bool have_bus = false, clamp = false, once = false;
 	struct sio_device_info info;
 	struct sio_segment *seg = NULL;
 	struct sio_fabric *f;
@@ -169,6 +172,7 @@ int main(int argc, char **argv)
 			break;
 		case O_BUS: opt = "--bus"; rc = sio_parse_u64(optarg, 0, UINT64_MAX, &bus); have_bus = true; break;
 		case O_CLAMP: clamp = o.unchecked = true; break;
+		case O_ONCE: once = true; break;
 		case O_KIND:
 			opt = "--irq-kind";
 			o.irq_kinds = !strcmp(optarg, "intx") ? SIO_IRQ_F(SIO_IRQ_INTX) :
@@ -206,6 +210,13 @@ int main(int argc, char **argv)
 	       info.id, info.name, info.backend == SIO_BACKEND_VFIO ? "vfio" : "sim", info.lender,
 	       edu_id(e) >> 24, (edu_id(e) >> 16) & 0xff, o.dma_bits ? o.dma_bits : EDU_DMA_BITS,
 	       o.irq ? sio_irq_kind_name(edu_irq_kind(e)) : "polling");
+	if (once) {
+		uint32_t r, p = 0x0badcafe;
+
+		edu_live_once(e, p, &r);
+		printf("edu-dma: liveness register read at once after the store: 0x%08x (%s)\n", r,
+		       r == ~p ? "inverted" : "not inverted yet");
+	}
 	if (edu_live(e, 0x12345678)) {
 		fail("liveness");
 		goto out;

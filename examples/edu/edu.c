@@ -278,6 +278,15 @@ int edu_live(struct edu *e, uint32_t pattern)
 	return ret;
 }
 
+int edu_live_once(struct edu *e, uint32_t pattern, uint32_t *read)
+{
+	if (!read)
+		return sio_err_set(EINVAL, "edu: out pointer is NULL");
+	wr32(e, EDU_REG_LIVE, pattern);
+	*read = rd32(e, EDU_REG_LIVE);
+	return 0;
+}
+
 /* n! mod 2^32 equals n for n = 1 and 2 only */
 static bool fixed_point(uint32_t n)
 {

@@ -74,6 +74,10 @@ struct sio_device *edu_device(struct edu *e);
 uint32_t edu_id(struct edu *e);
 /* Write a pattern to the liveness register and check it comes back inverted. */
 int edu_live(struct edu *e, uint32_t pattern);
+/* Diagnostic: store a pattern to the liveness register and read it back at
+ * once, without waiting: QEMU's edu shows the inverse already, the
+ * simulator's model not before it polls. */
+int edu_live_once(struct edu *e, uint32_t pattern, uint32_t *read);
 /* n! modulo 2^32, by the device. */
 int edu_factorial(struct edu *e, uint32_t n, uint32_t *out);
 /* Copy @len bytes at offset @off of @seg into the device's buffer at @buf_off. */

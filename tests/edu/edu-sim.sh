@@ -104,7 +104,8 @@ kill $P; wait $P 2>/dev/null
 # liveness register showing what was written (QEMU shows its inverse at once).
 stop_emu
 start_emu --poll-ms 10000
-drv --rounds 0 --timeout 300
+drv --rounds 0 --live-once --timeout 300
+expect "read at once" "read at once after the store: 0x0badcafe (not inverted yet)"
 [ $RC -ne 0 ] || bad "liveness passed with the model not looking"
 expect "slow model" "wrote 0x12345678, read back 0x12345678, not 0xedcba987"
 stop_emu

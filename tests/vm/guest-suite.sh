@@ -223,6 +223,9 @@ if command -v edu-dma >/dev/null; then
 	expect_fail edu-beyond-mask "DMA mask 0xfffffff (28 bits)" $E --rounds 0 --bus 0x10000000
 	expect_fail edu-mask-no-room "DMA mask 0xfffff (20 bits)" $E --rounds 1 --dma-bits 20
 	run edu-clamp sh -c "$E --rounds 0 --clamp | tee /dev/stderr | grep -q 'data verified'"
+	# QEMU applies a register write before the store returns (the model
+	# does when it next polls: tests/edu/edu-sim.sh shows that side)
+	run edu-mmio-at-once sh -c "$E --rounds 0 --live-once | grep -q '(inverted)'"
 	# The lender stops while the driver copies (each DMA takes QEMU's 100 ms).
 	$E --irq --rounds 1000 --size 64 >/tmp/edu-gone.log 2>&1 &
 	P=$!; i=0
