@@ -7,6 +7,7 @@
  * adapter, a multicast group at the group's address. The model's side,
  * which translates the device's DMA through these, is dma.c.
  */
+#include <stdlib.h>
 #include <string.h>
 #include "internal.h"
 
@@ -23,31 +24,39 @@ static int dmamap_slot(struct sio_registry *r)
  * bus address is a bug, as on the IOMMU side (vfio's IOVA floor). */
 #define LOW_FLOOR	(1ull << 20)
 
+struct extent { uint64_t bus, end; };	/* [bus, end) */
+
+static int by_bus(const void *a, const void *b)
+{
+	const struct extent *x = a, *y = b;
+
+	return x->bus < y->bus ? -1 : x->bus > y->bus;
+}
+
 /*
  * Registry lock held: place mapping @m of device slot @dev (size m->size)
- * at or below @mask, lowest first, clear of the device's other mappings:
- * the device's domain then remaps it, as an IOMMU would, for a device that
- * cannot reach the fabric's high bus addresses. Windows keep their own
- * addresses on the adapter side; only the device's view moves.
+ * at or below @mask, first fit from the bottom, clear of the device's other
+ * mappings: the device's domain then remaps it, as an IOMMU would, for a
+ * device that cannot reach the fabric's high bus addresses. Windows keep
+ * their own addresses on the adapter side; only the device's view moves.
  */
 static int place_low(struct sio_registry *r, int dev, int self, uint64_t mask, struct reg_dmamap *m)
 {
 	uint64_t at = LOW_FLOOR, len = (m->size + 4095) & ~4095ull;
-	bool moved = true;
+	struct extent *x = malloc(SIO_MAX_DMAMAPS * sizeof(*x));
+	int n = 0;
 
-	for (int pass = 0; moved && pass <= SIO_MAX_DMAMAPS; pass++) {
-		moved = false;
-		for (int i = 0; i < SIO_MAX_DMAMAPS; i++) {
-			const struct reg_dmamap *o = &r->dmamaps[i];
-
-			if (i == self || !o->used || o->dev != dev || o->bus >= at + len ||
-			    o->bus + o->size <= at)
-				continue;
-			at = (o->bus + o->size + 4095) & ~4095ull;
-			moved = true;
-		}
-	}
-	if (moved || at > mask || len - 1 > mask - at)
+	if (!x)
+		return sio__err(ENOMEM, "out of memory placing a mapping under a DMA mask");
+	for (int i = 0; i < SIO_MAX_DMAMAPS; i++)
+		if (i != self && r->dmamaps[i].used && r->dmamaps[i].dev == dev)
+			x[n++] = (struct extent){ r->dmamaps[i].bus, r->dmamaps[i].bus + r->dmamaps[i].size };
+	qsort(x, (size_t)n, sizeof(*x), by_bus);
+	for (int i = 0; i < n && x[i].bus < at + len; i++)	/* the gap below x[i] is too small */
+		if (x[i].end > at)
+			at = (x[i].end + 4095) & ~4095ull;
+	free(x);
+	if (at > mask || len - 1 > mask - at)
 		return sio__err(ERANGE, "no room for %llu bytes between bus address 0x%llx and device "
 				"%u's DMA mask 0x%llx (%d bits)", (unsigned long long)m->size, LOW_FLOOR,
 				r->devs[dev].id, (unsigned long long)mask, sio__mask_bits(mask));
