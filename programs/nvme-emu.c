@@ -14,6 +14,7 @@
 #include <smartio/smartio.h>
 #include <smartio/parse.h>
 #include "emu.h"
+#include "ready.h"
 
 static volatile sig_atomic_t stop;
 
@@ -145,22 +146,6 @@ static int parse_ns(const char *s, struct sio_nvme_emu_config *cfg)
 	return 0;
 }
 
-static int write_ready(const char *path, int64_t id)
-{
-	char tmp[4096];
-	FILE *f;
-
-	/* Written then renamed, so a script never reads half a line. */
-	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
-	f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
-	fprintf(f, "%lld\n", (long long)id);
-	if (fclose(f) || rename(tmp, path))
-		return -errno;
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	enum { O_FABRIC = 256, O_NODE, O_BACKING, O_NS, O_LBA, O_QUEUES, O_MQES, O_CMB,
@@ -249,7 +234,7 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 
 	/* before announcing ready: a script waiting on the file must not wait forever */
-	if (ready && (rc = write_ready(ready, sio_nvme_emu_device_id(emu)))) {
+	if (ready && (rc = ready_file_write(ready, sio_nvme_emu_device_id(emu)))) {
 		fprintf(stderr, "nvme-emu: --ready-file %s: %s\n", ready, strerror(-rc));
 		sio_nvme_emu_destroy(emu);
 		sio_fabric_close(f);

@@ -213,6 +213,26 @@ struct sio_fabric *sio_device_fabric(const struct sio_device *dev);
  */
 uint32_t sio_device_id(const struct sio_device *dev);
 
+/**
+ * sio_device_set_dma_mask() - the bus addresses the device can reach
+ * @dev: borrow handle
+ * @mask: 2^n - 1 for a device that drives n address bits (12 <= n <= 64;
+ *	a fresh borrow has all 64)
+ *
+ * Later mappings through @dev get bus addresses at or below @mask: the
+ * vfio backend allocates IOVAs there, the simulated fabric places the
+ * mapping low in the device's domain. A mapping that cannot fit, or one
+ * made earlier above the new mask, fails with -ERANGE naming the mask.
+ * Return: 0, -EINVAL (not of the form 2^n - 1).
+ */
+int sio_device_set_dma_mask(struct sio_device *dev, uint64_t mask);
+
+/**
+ * sio_device_dma_mask() - the DMA mask of a borrow
+ * @dev: borrow handle
+ */
+uint64_t sio_device_dma_mask(const struct sio_device *dev);
+
 #ifdef __cplusplus
 }
 #endif

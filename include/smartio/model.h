@@ -140,6 +140,18 @@ struct sio_dma_stats {
  */
 int sio_dma_stats(struct sio_devreg *reg, struct sio_dma_stats *out);
 
+/**
+ * sio_devreg_irq_raise() - the device signals interrupt vector @vec
+ * @reg: the device
+ * @vec: vector, 0..SIO_IRQ_MAX_VECS-1
+ *
+ * A message interrupt: each borrower that enabled @vec
+ * (sio_device_irq_enable()) gets one, which its vector's fd shows; a
+ * borrower that did not is not told (the vector is masked there).
+ * Return: the number of borrowers signalled, or -errno.
+ */
+int sio_devreg_irq_raise(struct sio_devreg *reg, int vec);
+
 
 /**
  * DOC: GPU memory and the GPU DMA plugin

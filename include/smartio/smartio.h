@@ -17,5 +17,6 @@
 #include <smartio/multicast.h>
 #include <smartio/event.h>
 #include <smartio/status.h>
+#include <smartio/irq.h>
 
 #endif

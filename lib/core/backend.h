@@ -225,6 +225,23 @@ int sio__fabric_backend(const struct sio_fabric_ops **out);
  * @release: the borrow ends (sio_device_close()): drop what the backend
  *	holds for it, such as a connection to the lender; mappings made
  *	through it must go too. NULL when it holds nothing of its own.
+ *
+ * DMA masks: @dma_map places the mapping at or below dev->dma_mask when it
+ * can choose (an IOVA allocator, the simulator); the core checks every
+ * address it returns against the mask either way and undoes a mapping that
+ * does not fit (a backend that cannot choose, such as physical addresses,
+ * needs nothing more).
+ *
+ * Interrupts (optional: NULL where the backend has none, and
+ * sio_device_irq_enable() then fails with -EOPNOTSUPP):
+ * @irq_enable: enable @nvec vectors of one of @kinds (SIO_IRQ_F bits, 0 for
+ *	any, best first) and put in @fds one fd per vector that polls
+ *	readable when it fired; the backend owns them. Return the kind.
+ * @irq_disable: undo @irq_enable and close the fds.
+ * @irq_take: take what vector @vec has pending without blocking: the
+ *	count, or -EAGAIN. NULL when the fds are eventfds (the core reads them).
+ * @irq_unmask: re-arm vector @vec once the device is serviced (a level
+ *	interrupt is masked when it fires). NULL when there is nothing to do.
  */
 struct sio_device_ops {
 	const char *name;
@@ -235,6 +252,10 @@ struct sio_device_ops {
 	int (*dma_unmap)(struct sio_device *dev, struct sio_segment *seg);
 	int (*mcast_map)(struct sio_device *dev, uint32_t group, uint64_t *bus);
 	void (*release)(struct sio_device *dev);
+	int (*irq_enable)(struct sio_device *dev, unsigned int kinds, int nvec, int *fds);
+	void (*irq_disable)(struct sio_device *dev);
+	int (*irq_take)(struct sio_device *dev, int vec);
+	int (*irq_unmask)(struct sio_device *dev, int vec);
 };
 
 extern const struct sio_device_ops sio__sim_device_ops;	/* backend/sim/device.c */

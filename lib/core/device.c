@@ -124,7 +124,7 @@ int sio_device_borrow(struct sio_fabric *f, uint32_t id, unsigned int flags, str
 	if (flags & SIO_BORROW_EXCLUSIVE)
 		r->devs[d].excl = b;
 	*h = (struct sio_device){ .f = f, .slot = d, .id = id, .borrow = b, .ops = ops,
-				  .adapter = -1 };
+				  .adapter = -1, .dma_mask = UINT64_MAX };
 	*out = h;
 out:
 	sio__unlock(f);
@@ -156,6 +156,7 @@ void sio_device_close(struct sio_device *dev)
 {
 	if (!dev)
 		return;
+	sio_device_irq_disable(dev);
 	if (dev->ops->release)
 		dev->ops->release(dev);
 	/* the handle goes either way; the borrow goes when this process leaves */
@@ -229,7 +230,7 @@ int sio_device_map(struct sio_device *dev, struct sio_segment *seg, uint64_t *bu
 {
 	if (!dev || !seg || !bus_addr)
 		return sio__err(EINVAL, "device, segment or bus_addr pointer is NULL");
-	return dev->ops->dma_map(dev, seg, bus_addr);
+	return sio__dma_map_masked(dev, seg, bus_addr);
 }
 
 int sio_device_unmap(struct sio_device *dev, struct sio_segment *seg)

@@ -20,6 +20,7 @@
 #include <smartio/model.h>
 #include <smartio/status.h>
 #include "backend.h"
+#include <smartio/irq.h>
 #include "registry.h"
 
 /* Set the thread's error message and return -err. */
@@ -65,6 +66,9 @@ struct sio_device {
 	const struct sio_device_ops *ops;	/* its backend's, chosen at borrow */
 	int adapter;			/* lender adapter for windows, -1: any */
 	void *backend_priv;		/* the backend's own state (vfio: the connection) */
+	uint64_t dma_mask;		/* highest bus address the device reaches (irq.c) */
+	int irq_kind, irq_nvec;		/* enum sio_irq_kind, 0: not enabled */
+	int irq_fd[SIO_IRQ_MAX_VECS];	/* the backend's, per vector */
 };
 
 struct sio_devreg {
@@ -138,5 +142,19 @@ int sio__device_register_ext(struct sio_fabric *f, const struct sio_device_desc 
 			     const char *svc, struct sio_devreg **out);
 /* The lender's service socket of a device (vfio backend). */
 const char *sio__device_svc(struct sio_device *dev);
+
+/*
+ * The backend's dma_map, then the check every mapping passes: the bus
+ * address must lie under the borrow's DMA mask, or the mapping is undone
+ * and refused naming the mask (core/irq.c).
+ */
+int sio__dma_map_masked(struct sio_device *dev, struct sio_segment *seg, uint64_t *bus);
+/* The number of bits of a DMA mask (2^n - 1), for messages. */
+int sio__mask_bits(uint64_t mask);
+
+/* The sim device backend's interrupts (backend/sim/irq.c). */
+int sio__sim_irq_enable(struct sio_device *dev, unsigned int kinds, int nvec, int *fds);
+void sio__sim_irq_disable(struct sio_device *dev);
+int sio__sim_irq_take(struct sio_device *dev, int vec);
 
 #endif

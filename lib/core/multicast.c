@@ -143,5 +143,16 @@ int sio_device_map_mcast(struct sio_device *dev, uint32_t group, uint64_t *bus_a
 	if (!dev->ops->mcast_map)
 		return sio__err(ENOTSUP, "device %u (%s backend) cannot reach multicast groups: they need a fabric of switches",
 				dev->id, dev->ops->name);
-	return dev->ops->mcast_map(dev, group, bus_addr);
+	uint64_t b;
+	int ret = dev->ops->mcast_map(dev, group, &b);
+
+	if (ret)
+		return ret;
+	/* a group's address is the fabric's: a device that drives fewer bits cannot reach it */
+	if (b > dev->dma_mask)
+		return sio__err(ERANGE, "multicast group %u is at bus address 0x%llx, beyond device %u's "
+				"DMA mask 0x%llx (%d bits)", group, (unsigned long long)b, dev->id,
+				(unsigned long long)dev->dma_mask, sio__mask_bits(dev->dma_mask));
+	*bus_addr = b;
+	return 0;
 }

@@ -54,7 +54,7 @@ cp "$busybox" "$root/bin/busybox"
 
 # Programs: the tool, our checks, and the NVMe driver's programs when built.
 progs=""
-for p in smartio vfio-nvme nvme-identify nvme-manager nvme-client; do
+for p in smartio vfio-nvme nvme-identify nvme-manager nvme-client edu-dma; do
 	f=$(find "$build" -name "$p" -type f -perm -u+x -not -path '*/meson-*' 2>/dev/null | head -n1)
 	[ -n "$f" ] && progs="$progs $f"
 done
@@ -127,6 +127,7 @@ timeout "${SIO_VM_TIMEOUT:-300}" "$qemu" -nodefaults -no-user-config -display no
 	-device nvme,serial=sio-small,drive=d3,mdts=2,max_ioqpairs=2,addr=6 \
 	-device pcie-pci-bridge,id=pb,bus=pcie.0,addr=8 \
 	-device nvme,serial=sio-grp1,bus=pb,addr=1 -device nvme,serial=sio-grp2,bus=pb,addr=2 \
+	-device edu,addr=9 \
 	</dev/null >"$log" 2>&1
 qrc=$?
 set -e

@@ -55,6 +55,25 @@ Test(vfio_iova, aligns_and_reuses_freed_space)
 	sio_iova_fini(&a);
 }
 
+/* A 28-bit device (QEMU's edu): every extent ends at or below 2^28 - 1, and
+ * what cannot fit under the mask is refused naming it. */
+Test(vfio_iova, keeps_under_a_dma_mask)
+{
+	const uint64_t mask = (1ull << 28) - 1;
+	struct sio_iova_alloc a;
+	uint64_t io;
+
+	sio_iova_init(&a, x86, 2);
+	cr_assert_eq(sio_iova_get(&a, 0x8000000, 4096, &io), 0);	/* 128 MiB, no mask */
+	cr_assert_eq(sio_iova_get_below(&a, 64 << 20, 4096, mask, &io), 0);
+	cr_assert_leq(io + (64 << 20) - 1, mask, "extent 0x%lx+64M passes the mask", (unsigned long)io);
+	cr_assert_eq(sio_iova_get_below(&a, 128 << 20, 4096, mask, &io), -ERANGE);
+	cr_assert(strstr(sio_errmsg(), "DMA mask 0xfffffff (28 bits)"), "%s", sio_errmsg());
+	cr_assert_eq(sio_iova_get(&a, 128 << 20, 4096, &io), 0, "without the mask it fits");
+	cr_assert_gt(io + (128 << 20) - 1, mask, "it ends beyond the mask");
+	sio_iova_fini(&a);
+}
+
 Test(vfio_iova, full_range_says_so)
 {
 	struct sio_iova_range small = { 0x100000, 0x10ffff };	/* 64 KiB */

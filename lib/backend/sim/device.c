@@ -7,6 +7,7 @@
  * adapter, a multicast group at the group's address. The model's side,
  * which translates the device's DMA through these, is dma.c.
  */
+#include <stdlib.h>
 #include <string.h>
 #include "internal.h"
 
@@ -17,6 +18,50 @@ static int dmamap_slot(struct sio_registry *r)
 		if (!r->dmamaps[m].used)
 			return m;
 	return sio__err(ENOSPC, "the fabric has all %d device mappings in use", SIO_MAX_DMAMAPS);
+}
+
+/* The lowest bus address a masked device's mappings are placed at: a zero
+ * bus address is a bug, as on the IOMMU side (vfio's IOVA floor). */
+#define LOW_FLOOR	(1ull << 20)
+
+struct extent { uint64_t bus, end; };	/* [bus, end) */
+
+static int by_bus(const void *a, const void *b)
+{
+	const struct extent *x = a, *y = b;
+
+	return x->bus < y->bus ? -1 : x->bus > y->bus;
+}
+
+/*
+ * Registry lock held: place mapping @m of device slot @dev (size m->size)
+ * at or below @mask, first fit from the bottom, clear of the device's other
+ * mappings: the device's domain then remaps it, as an IOMMU would, for a
+ * device that cannot reach the fabric's high bus addresses. Windows keep
+ * their own addresses on the adapter side; only the device's view moves.
+ */
+static int place_low(struct sio_registry *r, int dev, int self, uint64_t mask, struct reg_dmamap *m)
+{
+	uint64_t at = LOW_FLOOR, len = (m->size + 4095) & ~4095ull;
+	struct extent *x = malloc(SIO_MAX_DMAMAPS * sizeof(*x));
+	int n = 0;
+
+	if (!x)
+		return sio__err(ENOMEM, "out of memory placing a mapping under a DMA mask");
+	for (int i = 0; i < SIO_MAX_DMAMAPS; i++)
+		if (i != self && r->dmamaps[i].used && r->dmamaps[i].dev == dev)
+			x[n++] = (struct extent){ r->dmamaps[i].bus, r->dmamaps[i].bus + r->dmamaps[i].size };
+	qsort(x, (size_t)n, sizeof(*x), by_bus);
+	for (int i = 0; i < n && x[i].bus < at + len; i++)	/* the gap below x[i] is too small */
+		if (x[i].end > at)
+			at = (x[i].end + 4095) & ~4095ull;
+	free(x);
+	if (at > mask || len - 1 > mask - at)
+		return sio__err(ERANGE, "no room for %llu bytes between bus address 0x%llx and device "
+				"%u's DMA mask 0x%llx (%d bits)", (unsigned long long)m->size, LOW_FLOOR,
+				r->devs[dev].id, (unsigned long long)mask, sio__mask_bits(mask));
+	m->bus = at;
+	return 0;
 }
 
 static int sim_dma_map(struct sio_device *dev, struct sio_segment *seg, uint64_t *bus_addr)
@@ -76,6 +121,11 @@ static int sim_dma_map(struct sio_device *dev, struct sio_segment *seg, uint64_t
 		m->link_adapter[0] = path.adapter;
 		m->link_node[1] = seg->node;
 		m->link_adapter[1] = path.adapter;
+	}
+	if ((m->bus > dev->dma_mask || m->size - 1 > dev->dma_mask - m->bus) &&
+	    (ret = place_low(r, dev->slot, slot, dev->dma_mask, m))) {
+		reg_dmamap_release(dev->f, slot);	/* and the window */
+		goto out;
 	}
 	*bus_addr = m->bus;
 	ret = 0;
@@ -138,4 +188,7 @@ const struct sio_device_ops sio__sim_device_ops = {
 	.dma_map = sim_dma_map,
 	.dma_unmap = sim_dma_unmap,
 	.mcast_map = sim_mcast_map,
+	.irq_enable = sio__sim_irq_enable,
+	.irq_disable = sio__sim_irq_disable,
+	.irq_take = sio__sim_irq_take,
 };

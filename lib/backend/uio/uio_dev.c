@@ -183,7 +183,7 @@ void sio_uio_close(struct sio_uio_dev *d)
 }
 
 /* Lock the pages (resident, for as long as the device may use them), then translate. */
-static int lend_map(void *priv, void *va, uint64_t len, uint64_t *bus)
+static int lend_map(void *priv, void *va, uint64_t len, uint64_t mask, uint64_t *bus)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	int rc;
@@ -195,6 +195,10 @@ static int lend_map(void *priv, void *va, uint64_t len, uint64_t *bus)
 	for (uint64_t off = 0; off < len; off += pg)
 		(void)*(volatile char *)((char *)va + off);
 	rc = sio_uio_phys(va, len, bus);
+	/* Physical addresses are what they are: one beyond the mask is refused. */
+	if (!rc && (*bus > mask || len - 1 > mask - *bus))
+		rc = sio__err(ERANGE, "uio: memory at physical 0x%llx is beyond the device's "
+			      "DMA mask 0x%llx", (unsigned long long)*bus, (unsigned long long)mask);
 	if (rc)
 		munlock(va, len);
 	return rc;

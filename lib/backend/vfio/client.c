@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -67,10 +68,13 @@ static int conn_get(struct sio_device *dev, struct vfio_conn **out)
 	return 0;
 }
 
-/* Send @rq, wait for the reply (and an fd if @fdp). */
-static int call(struct sio_device *dev, const struct sio_vfio_req *rq,
-		struct sio_vfio_rep *rp, int *fdp)
+/* Send @rq with @nsend fds @send, wait for the reply (and an fd if @fdp). */
+static int call_fds(struct sio_device *dev, const struct sio_vfio_req *rq, const int *send,
+		    int nsend, struct sio_vfio_rep *rp, int *fdp)
 {
+	char sbuf[CMSG_SPACE(SIO_IRQ_MAX_VECS * sizeof(int))] = { 0 };
+	struct iovec siov = { (void *)rq, sizeof(*rq) };
+	struct msghdr smh = { .msg_iov = &siov, .msg_iovlen = 1 };
 	char cbuf[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = { rp, sizeof(*rp) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
@@ -81,8 +85,19 @@ static int call(struct sio_device *dev, const struct sio_vfio_req *rq,
 
 	if (rc)
 		return rc;
+	if (nsend) {
+		struct cmsghdr *cm;
+
+		smh.msg_control = sbuf;
+		smh.msg_controllen = CMSG_SPACE((size_t)nsend * sizeof(int));
+		cm = CMSG_FIRSTHDR(&smh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN((size_t)nsend * sizeof(int));
+		memcpy(CMSG_DATA(cm), send, (size_t)nsend * sizeof(int));
+	}
 	pthread_mutex_lock(&c->lock);
-	if (send(c->fd, rq, sizeof(*rq), MSG_NOSIGNAL) != sizeof(*rq)) {
+	if (sendmsg(c->fd, &smh, MSG_NOSIGNAL) != sizeof(*rq)) {
 		rc = sio__err(ENOLINK, "%s: the lender of device %u is gone: %s", dev->ops->name,
 			      dev->id, strerror(errno));
 		goto out;
@@ -107,6 +122,12 @@ static int call(struct sio_device *dev, const struct sio_vfio_req *rq,
 out:
 	pthread_mutex_unlock(&c->lock);
 	return rc;
+}
+
+static int call(struct sio_device *dev, const struct sio_vfio_req *rq,
+		struct sio_vfio_rep *rp, int *fdp)
+{
+	return call_fds(dev, rq, NULL, 0, rp, fdp);
 }
 
 static int vfio_bar_map(struct sio_device *dev, int bar, void **vaddr, uint64_t *size)
@@ -152,7 +173,7 @@ static int seg_key(struct sio_segment *seg, struct sio_vfio_req *rq)
 
 static int vfio_dma_map(struct sio_device *dev, struct sio_segment *seg, uint64_t *iova)
 {
-	struct sio_vfio_req rq = { .op = SIO_VFIO_OP_MAP };
+	struct sio_vfio_req rq = { .op = SIO_VFIO_OP_MAP, .mask = dev->dma_mask };
 	struct sio_vfio_rep rp;
 	int rc = seg_key(seg, &rq);
 
@@ -186,6 +207,50 @@ static void vfio_release(struct sio_device *dev)
 	dev->backend_priv = NULL;
 }
 
+/*
+ * Interrupts: eventfds made here, handed to the lender, which points the
+ * function's vectors at them (VFIO_DEVICE_SET_IRQS); the kernel signals
+ * them directly, with nothing in between. They go when the connection does.
+ */
+static int vfio_irq_enable(struct sio_device *dev, unsigned int kinds, int nvec, int *fds)
+{
+	struct sio_vfio_req rq = { .op = SIO_VFIO_OP_IRQ, .seg = kinds, .size = (uint64_t)nvec };
+	struct sio_vfio_rep rp;
+	int rc = 0;
+
+	for (int i = 0; i < nvec && !rc; i++)
+		if ((fds[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+			rc = sio__err(errno, "vfio: eventfd: %s", strerror(errno));
+	if (!rc)
+		rc = call_fds(dev, &rq, fds, nvec, &rp, NULL);
+	if (rc) {
+		for (int i = 0; i < nvec; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		return rc;
+	}
+	return (int)rp.offset;
+}
+
+static void vfio_irq_disable(struct sio_device *dev)
+{
+	struct sio_vfio_req rq = { .op = SIO_VFIO_OP_IRQ };
+	struct sio_vfio_rep rp;
+
+	call(dev, &rq, &rp, NULL);	/* a lender that is gone has let them go */
+	for (int i = 0; i < dev->irq_nvec; i++)
+		close(dev->irq_fd[i]);
+}
+
+static int vfio_irq_unmask(struct sio_device *dev, int vec)
+{
+	struct sio_vfio_req rq = { .op = SIO_VFIO_OP_IRQ_UNMASK };
+	struct sio_vfio_rep rp;
+
+	(void)vec;
+	return dev->irq_kind == SIO_IRQ_INTX ? call(dev, &rq, &rp, NULL) : 0;
+}
+
 const struct sio_device_ops sio__vfio_device_ops = {
 	.name = "vfio",
 	.host_local = true,
@@ -193,6 +258,9 @@ const struct sio_device_ops sio__vfio_device_ops = {
 	.dma_map = vfio_dma_map,
 	.dma_unmap = vfio_dma_unmap,
 	.release = vfio_release,
+	.irq_enable = vfio_irq_enable,
+	.irq_disable = vfio_irq_disable,
+	.irq_unmask = vfio_irq_unmask,
 };
 
 /* The same borrower's side: only the lender differs (uio/uio_dev.c). */

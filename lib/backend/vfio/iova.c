@@ -77,6 +77,12 @@ static int take(struct sio_iova_alloc *a, uint64_t s, uint64_t len)
 
 int sio_iova_get(struct sio_iova_alloc *a, uint64_t len, uint64_t align, uint64_t *iova)
 {
+	return sio_iova_get_below(a, len, align, UINT64_MAX, iova);
+}
+
+int sio_iova_get_below(struct sio_iova_alloc *a, uint64_t len, uint64_t align, uint64_t limit,
+		       uint64_t *iova)
+{
 	uint64_t s;
 
 	if (!len || !align || (align & (align - 1)))
@@ -84,6 +90,11 @@ int sio_iova_get(struct sio_iova_alloc *a, uint64_t len, uint64_t align, uint64_
 				(unsigned long long)len, (unsigned long long)align);
 	for (int r = 0; r < a->nranges; r++) {
 		uint64_t cur = a->ranges[r].start, hi = a->ranges[r].last;
+
+		if (hi > limit)		/* the device's DMA mask */
+			hi = limit;
+		if (cur > hi)
+			continue;
 
 		/* Walk the gaps between used extents (sorted) inside this range. */
 		for (int k = 0; k < a->nused && cur <= hi; k++) {
@@ -102,6 +113,11 @@ int sio_iova_get(struct sio_iova_alloc *a, uint64_t len, uint64_t align, uint64_
 		if (cur && cur <= hi && fit(cur, hi, len, align, &s) == 0)
 			goto found;
 	}
+	if (limit != UINT64_MAX)
+		return sio__err(ERANGE, "iova: no room for %llu bytes at or below the device's DMA mask "
+				"0x%llx (%d bits) in the %d IOVA range(s) the IOMMU allows",
+				(unsigned long long)len, (unsigned long long)limit,
+				limit == UINT64_MAX ? 64 : __builtin_ctzll(~limit), a->nranges);
 	return sio__err(ENOSPC, "iova: no room for %llu bytes in the %d IOVA range(s) the IOMMU allows",
 			(unsigned long long)len, a->nranges);
 found:

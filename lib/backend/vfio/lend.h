@@ -26,8 +26,14 @@
  *	at which offset, and whether it may be mmapped at all
  * @priv: the backend's own state, passed to the two calls below
  * @dma_map: make [@va, @va + @len) of this process reachable for the
- *	device's DMA; *@bus is the address the device must use
+ *	device's DMA at a bus address no higher than @mask (the borrower's
+ *	DMA mask); *@bus is the address the device must use
  * @dma_unmap: undo @dma_map
+ * @irq_set: point @nvec vectors of the first kind in @kinds (SIO_IRQ_*
+ *	bits) that the function offers at eventfds @fds; the kind used, or
+ *	-errno. NULL: the backend serves no interrupts.
+ * @irq_off: stop the vectors of @kind
+ * @irq_unmask: unmask INTx after the borrower handled it
  */
 struct sio_lend_dev {
 	const char *kind;
@@ -40,8 +46,11 @@ struct sio_lend_dev {
 		bool mmap;
 	} bar[6];
 	void *priv;
-	int (*dma_map)(void *priv, void *va, uint64_t len, uint64_t *bus);
+	int (*dma_map)(void *priv, void *va, uint64_t len, uint64_t mask, uint64_t *bus);
 	int (*dma_unmap)(void *priv, void *va, uint64_t bus, uint64_t len);
+	int (*irq_set)(void *priv, unsigned int kinds, int nvec, const int *fds);
+	int (*irq_off)(void *priv, int kind);
+	int (*irq_unmask)(void *priv);
 };
 
 /*

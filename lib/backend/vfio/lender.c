@@ -48,6 +48,8 @@ struct lender {
 	uint32_t id;
 	char svc[108];
 	struct conn conns[MAX_CONN];
+	struct conn *irq_conn;	/* the borrower holding the interrupts, or NULL */
+	int irq_kind;
 	FILE *log;
 };
 
@@ -75,6 +77,11 @@ static void unmap_one(struct lender *l, struct mapping *m)
 
 static void conn_close(struct lender *l, struct conn *c)
 {
+	if (l->irq_conn == c) {		/* its eventfds: nobody reads them now */
+		if (l->dev->irq_off(l->dev->priv, l->irq_kind))
+			say(l, "vfio lender: %s\n", sio_errmsg());
+		l->irq_conn = NULL;
+	}
 	for (int i = 0; i < c->nmaps; i++)
 		unmap_one(l, &c->maps[i]);
 	if (c->nmaps)
@@ -129,7 +136,8 @@ static int map_seg(struct lender *l, const struct sio_vfio_req *rq, struct mappi
 	if (rc)
 		goto fail;
 	m->len = (si.size + 4095) & ~4095ull;
-	rc = l->dev->dma_map(l->dev->priv, va, m->len, &m->iova);
+	rc = l->dev->dma_map(l->dev->priv, va, m->len, rq->mask ? rq->mask : UINT64_MAX,
+			     &m->iova);
 	if (rc) {
 		sio_segment_unmap(m->seg);
 		goto fail;
@@ -209,16 +217,72 @@ static int send_rep(int fd, struct sio_vfio_rep *rp, int pass_fd)
 	return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(*rp) ? 0 : -errno;
 }
 
+/* OP_IRQ: one borrower at a time holds the function's interrupts. */
+static int do_irq(struct lender *l, struct conn *c, const struct sio_vfio_req *rq,
+		  const int *fds, int nfds, struct sio_vfio_rep *rp)
+{
+	int kind;
+
+	if (!rq->size) {
+		if (l->irq_conn != c)
+			return 0;
+		l->irq_conn = NULL;
+		return l->dev->irq_off(l->dev->priv, l->irq_kind);
+	}
+	if (!l->dev->irq_set)
+		return sio__err(ENOTSUP, "%s lender: %s serves no interrupts: poll the device",
+				l->dev->kind, l->dev->cfg.bdf);
+	if (l->irq_conn)
+		return sio__err(EBUSY, "%s lender: the interrupts of %s are held by %s borrower",
+				l->dev->kind, l->dev->cfg.bdf, l->irq_conn == c ? "this" : "another");
+	if (rq->size > SIO_IRQ_MAX_VECS || nfds != (int)rq->size)
+		return sio__err(EPROTO, "%s lender: %llu vectors asked for with %d eventfds",
+				l->dev->kind, (unsigned long long)rq->size, nfds);
+	kind = l->dev->irq_set(l->dev->priv, rq->seg, (int)rq->size, fds);
+	if (kind < 0)
+		return kind;
+	l->irq_conn = c;
+	l->irq_kind = kind;
+	rp->offset = (uint64_t)kind;
+	say(l, "%s lender: %llu %s vector(s) of %s enabled for a borrower\n", l->dev->kind,
+	    (unsigned long long)rq->size, sio_irq_kind_name(kind), l->dev->cfg.bdf);
+	return 0;
+}
+
+/* A request and the fds it carries (OP_IRQ's eventfds): their count, or -1. */
+static int recv_req(int fd, struct sio_vfio_req *rq, ssize_t *n, int *fds)
+{
+	char cbuf[CMSG_SPACE(SIO_IRQ_MAX_VECS * sizeof(int))];
+	struct iovec iov = { rq, sizeof(*rq) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	int nfds = 0;
+
+	*n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); *n > 0 && cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+			int k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+			memcpy(fds + nfds, CMSG_DATA(cm), (size_t)k * sizeof(int));
+			nfds += k;
+		}
+	return nfds;
+}
+
 /* One request; false when the connection should close. */
 static bool serve(struct lender *l, struct conn *c)
 {
 	struct sio_vfio_req rq;
 	struct sio_vfio_rep rp = { 0 };
-	ssize_t n = recv(c->fd, &rq, sizeof(rq), 0);
-	int pass = -1;
+	int fds[SIO_IRQ_MAX_VECS], pass = -1;
+	ssize_t n;
+	int nfds = recv_req(c->fd, &rq, &n, fds);
 
-	if (n <= 0)
+	if (n <= 0) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
 		return false;
+	}
 	if (n != sizeof(rq)) {
 		rp.status = sio__err(EPROTO, "%s lender: malformed request of %zd bytes",
 				     l->dev->kind, n);
@@ -237,9 +301,16 @@ static bool serve(struct lender *l, struct conn *c)
 		rp.status = do_map(l, c, &rq, &rp);
 	} else if (rq.op == SIO_VFIO_OP_UNMAP) {
 		rp.status = do_unmap(l, c, &rq);
+	} else if (rq.op == SIO_VFIO_OP_IRQ) {
+		rp.status = do_irq(l, c, &rq, fds, nfds, &rp);
+	} else if (rq.op == SIO_VFIO_OP_IRQ_UNMASK) {
+		rp.status = l->irq_conn == c && l->irq_kind == SIO_IRQ_INTX ?
+			    l->dev->irq_unmask(l->dev->priv) : 0;
 	} else {
 		rp.status = sio__err(EPROTO, "%s lender: unknown request %u", l->dev->kind, rq.op);
 	}
+	for (int i = 0; i < nfds; i++)	/* the kernel holds its own reference */
+		close(fds[i]);
 	if (rp.status)
 		snprintf(rp.msg, sizeof(rp.msg), "%s", sio_errmsg());
 	return send_rep(c->fd, &rp, pass) == 0;

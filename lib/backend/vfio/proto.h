@@ -16,6 +16,10 @@ enum sio_vfio_op {
 	SIO_VFIO_OP_MAP,	/* segment (@node, @seg) -> @iova; or, with @bar >= 0,
 				 * BAR @bar of device @seg -> its bus address */
 	SIO_VFIO_OP_UNMAP,	/* undo the MAP of the same (@node, @seg, @bar) */
+	SIO_VFIO_OP_IRQ,	/* enable @size vectors of kinds @seg (SIO_IRQ_F bits), one
+				 * eventfd each by SCM_RIGHTS -> kind in @offset; @size 0
+				 * disables. The connection holds them until it closes. */
+	SIO_VFIO_OP_IRQ_UNMASK,	/* re-arm INTx once the device is serviced */
 };
 
 struct sio_vfio_req {
@@ -25,6 +29,7 @@ struct sio_vfio_req {
 	uint32_t seg;
 	uint64_t size;
 	uint64_t iova;
+	uint64_t mask;		/* MAP: the device's DMA mask (0: all 64 bits) */
 };
 
 struct sio_vfio_rep {

@@ -93,11 +93,28 @@ int sio_vfio_bar_mmap(struct sio_vfio_dev *d, int bar, void **vaddr, uint64_t *s
 
 /* Map @len bytes at @vaddr for device DMA; picks the IOVA. */
 int sio_vfio_dma_map(struct sio_vfio_dev *d, void *vaddr, uint64_t len, uint64_t *iova);
+/* ... with the IOVA at or below @limit (the device's DMA mask): -ERANGE naming it. */
+int sio_vfio_dma_map_below(struct sio_vfio_dev *d, void *vaddr, uint64_t len, uint64_t limit,
+			   uint64_t *iova);
 int sio_vfio_dma_unmap(struct sio_vfio_dev *d, uint64_t iova, uint64_t len);
 
 void sio_iova_init(struct sio_iova_alloc *a, const struct sio_iova_range *r, int n);
 int sio_iova_get(struct sio_iova_alloc *a, uint64_t len, uint64_t align, uint64_t *iova);
+/* ... the whole extent at or below @limit. */
+int sio_iova_get_below(struct sio_iova_alloc *a, uint64_t len, uint64_t align, uint64_t limit,
+		       uint64_t *iova);
 int sio_iova_put(struct sio_iova_alloc *a, uint64_t iova);
 void sio_iova_fini(struct sio_iova_alloc *a);
+
+/*
+ * Interrupts (irq.c): enable @nvec vectors of the best kind @kinds allows
+ * (SIO_IRQ_F bits, 0: any; MSI-X, MSI, then INTx), each signalling the
+ * eventfd @fds[i]; the kind, or -EOPNOTSUPP naming what the function has.
+ */
+int sio_vfio_irq_set(struct sio_vfio_dev *d, unsigned int kinds, int nvec, const int *fds);
+/* Disable the vectors of @kind again. */
+int sio_vfio_irq_off(struct sio_vfio_dev *d, int kind);
+/* Unmask INTx after the device was serviced (vfio masks it when it fires). */
+int sio_vfio_irq_unmask(struct sio_vfio_dev *d);
 
 #endif

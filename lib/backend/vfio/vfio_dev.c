@@ -354,6 +354,12 @@ static uint64_t pick_align(uint64_t len, uint64_t granule)
 
 int sio_vfio_dma_map(struct sio_vfio_dev *d, void *vaddr, uint64_t len, uint64_t *iova)
 {
+	return sio_vfio_dma_map_below(d, vaddr, len, UINT64_MAX, iova);
+}
+
+int sio_vfio_dma_map_below(struct sio_vfio_dev *d, void *vaddr, uint64_t len, uint64_t limit,
+			   uint64_t *iova)
+{
 	uint64_t granule = d->pgsizes & -d->pgsizes, io;
 	int rc;
 
@@ -363,7 +369,7 @@ int sio_vfio_dma_map(struct sio_vfio_dev *d, void *vaddr, uint64_t len, uint64_t
 		return sio__err(EINVAL, "DMA map of %llu bytes at %p: not a multiple of the "
 				"IOMMU page (%llu)", (unsigned long long)len, vaddr,
 				(unsigned long long)granule);
-	rc = sio_iova_get(&d->iova, len, pick_align(len, granule), &io);
+	rc = sio_iova_get_below(&d->iova, len, pick_align(len, granule), limit, &io);
 	if (rc)
 		return rc;
 	if (d->mode == SIO_VFIO_IOMMUFD) {
@@ -422,9 +428,9 @@ int sio_vfio_dma_unmap(struct sio_vfio_dev *d, uint64_t iova, uint64_t len)
 	return sio_iova_put(&d->iova, iova);
 }
 
-static int lend_map(void *priv, void *va, uint64_t len, uint64_t *bus)
+static int lend_map(void *priv, void *va, uint64_t len, uint64_t mask, uint64_t *bus)
 {
-	return sio_vfio_dma_map(priv, va, len, bus);
+	return sio_vfio_dma_map_below(priv, va, len, mask, bus);
 }
 
 static int lend_unmap(void *priv, void *va, uint64_t bus, uint64_t len)
@@ -432,12 +438,29 @@ static int lend_unmap(void *priv, void *va, uint64_t bus, uint64_t len)
 	return sio_vfio_dma_unmap(priv, bus, len);
 }
 
+static int lend_irq_set(void *priv, unsigned int kinds, int nvec, const int *fds)
+{
+	return sio_vfio_irq_set(priv, kinds, nvec, fds);
+}
+
+static int lend_irq_off(void *priv, int kind)
+{
+	return sio_vfio_irq_off(priv, kind);
+}
+
+static int lend_irq_unmask(void *priv)
+{
+	return sio_vfio_irq_unmask(priv);
+}
+
 int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
 		  volatile sig_atomic_t *stop, FILE *log)
 {
 	struct sio_vfio_dev d;
 	struct sio_lend_dev ld = { .kind = "vfio", .backend = SIO_BACKEND_VFIO, .priv = &d,
-				   .dma_map = lend_map, .dma_unmap = lend_unmap };
+				   .dma_map = lend_map, .dma_unmap = lend_unmap,
+				   .irq_set = lend_irq_set, .irq_off = lend_irq_off,
+				   .irq_unmask = lend_irq_unmask };
 	int rc = sio_vfio_open(bdf, mode, &d);
 
 	if (rc)

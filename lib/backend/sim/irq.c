@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Interrupts on the simulated fabric. A vector a borrower enabled is a unix
+ * datagram socket of its own, at a path the fabric gives this host
+ * (host_path: "irq-d<device>-b<borrow>-v<vector>"); a device model raising
+ * the vector sends one datagram to each borrower of the device that bound
+ * it, as an MSI is one posted write. The socket polls readable while
+ * datagrams wait; a full queue drops the send, which coalesces as a real
+ * interrupt does. Nodes are processes of one host here; a fabric whose
+ * nodes have no common kernel needs its own delivery (a doorbell word).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include "internal.h"
+
+static int irq_path(struct sio_fabric *f, uint32_t dev, int borrow, int vec, struct sockaddr_un *sa)
+{
+	char leaf[64];
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	snprintf(leaf, sizeof(leaf), "irq-d%u-b%d-v%d", dev, borrow, vec);
+	return sio__fabric_host_path(f, leaf, sa->sun_path, sizeof(sa->sun_path));
+}
+
+static void sim_irq_close(struct sio_device *dev, int nvec, int *fds)
+{
+	struct sockaddr_un sa;
+
+	for (int v = 0; v < nvec; v++) {
+		if (fds[v] < 0)
+			continue;
+		close(fds[v]);
+		fds[v] = -1;
+		if (!irq_path(dev->f, dev->id, dev->borrow, v, &sa))
+			unlink(sa.sun_path);
+	}
+}
+
+int sio__sim_irq_enable(struct sio_device *dev, unsigned int kinds, int nvec, int *fds)
+{
+	struct sockaddr_un sa;
+	int ret;
+
+	if (kinds && !(kinds & (SIO_IRQ_F(SIO_IRQ_MSI) | SIO_IRQ_F(SIO_IRQ_MSIX))))
+		return sio__err(EOPNOTSUPP, "device %u: a device model on the simulated fabric signals "
+				"message interrupts (MSI) only", dev->id);
+	for (int v = 0; v < nvec; v++) {
+		if ((ret = irq_path(dev->f, dev->id, dev->borrow, v, &sa)))
+			goto fail;
+		fds[v] = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fds[v] < 0) {
+			ret = sio__err(errno, "device %u: interrupt socket: %s", dev->id, strerror(errno));
+			goto fail;
+		}
+		unlink(sa.sun_path);	/* left by a borrower of this slot that died */
+		if (bind(fds[v], (struct sockaddr *)&sa, sizeof(sa))) {
+			ret = sio__err(errno, "device %u: cannot bind interrupt socket %s: %s", dev->id,
+				       sa.sun_path, strerror(errno));
+			goto fail;
+		}
+	}
+	return SIO_IRQ_MSI;
+fail:
+	sim_irq_close(dev, nvec, fds);
+	return ret;
+}
+
+void sio__sim_irq_disable(struct sio_device *dev)
+{
+	sim_irq_close(dev, dev->irq_nvec, dev->irq_fd);
+}
+
+int sio__sim_irq_take(struct sio_device *dev, int vec)
+{
+	uint32_t msg;
+	int n = 0;
+
+	/* bounded: a model raising without pause cannot keep this looping */
+	while (n < 4096 && recv(dev->irq_fd[vec], &msg, sizeof(msg), 0) >= 0)
+		n++;
+	if (!n && errno != EAGAIN)
+		return sio__err(errno, "device %u: reading vector %d: %s", dev->id, vec, strerror(errno));
+	return n ? n : -EAGAIN;
+}
+
+int sio_devreg_irq_raise(struct sio_devreg *reg, int vec)
+{
+	static int tx = -1;	/* one unbound sending socket per process */
+	struct sio_fabric *f;
+	int borrows[64], n = 0, sent = 0;
+
+	if (!reg || vec < 0 || vec >= SIO_IRQ_MAX_VECS)
+		return sio__err(EINVAL, "sio_devreg_irq_raise: no registration, or vector %d out of 0..%d",
+				vec, SIO_IRQ_MAX_VECS - 1);
+	f = reg->f;
+	/*
+	 * The borrowers, read without the registry lock (an interrupt must not
+	 * wait for it): a slot seen half-changed costs at most a datagram to a
+	 * socket nobody bound, and a borrower has its slot before it can enable.
+	 */
+	for (int b = 0; b < SIO_MAX_BORROWS && n < (int)(sizeof(borrows) / sizeof(*borrows)); b++)
+		if (__atomic_load_n(&f->reg->borrows[b].used, __ATOMIC_ACQUIRE) &&
+		    __atomic_load_n(&f->reg->borrows[b].dev, __ATOMIC_RELAXED) == reg->slot)
+			borrows[n++] = b;
+	if (tx < 0) {
+		int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+		if (s < 0)
+			return sio__err(errno, "interrupt socket: %s", strerror(errno));
+		if (!__atomic_compare_exchange_n(&tx, &(int){ -1 }, s, false, __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE))
+			close(s);
+	}
+	for (int i = 0; i < n; i++) {
+		struct sockaddr_un sa;
+		uint32_t msg = (uint32_t)vec;
+
+		if (irq_path(f, reg->id, borrows[i], vec, &sa))
+			continue;
+		/* not bound: that borrower has not enabled the vector (masked) */
+		if (sendto(tx, &msg, sizeof(msg), MSG_NOSIGNAL, (struct sockaddr *)&sa, sizeof(sa)) == sizeof(msg))
+			sent++;
+	}
+	return sent;
+}

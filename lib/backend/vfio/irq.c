@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A vfio function's interrupts: VFIO_DEVICE_GET_IRQ_INFO says how many
+ * vectors each kind has; VFIO_DEVICE_SET_IRQS points them at eventfds
+ * (ACTION_TRIGGER), takes them away (count 0), and unmasks INTx, which
+ * the kernel masks each time it fires, until the driver has serviced the
+ * device (a level interrupt would otherwise fire again at once).
+ */
+#include <errno.h>
+#include <linux/vfio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <smartio/irq.h>
+
+#include "vfio.h"
+
+/* VFIO's index of each kind */
+static int index_of(int kind)
+{
+	return kind == SIO_IRQ_MSIX ? VFIO_PCI_MSIX_IRQ_INDEX :
+	       kind == SIO_IRQ_MSI ? VFIO_PCI_MSI_IRQ_INDEX : VFIO_PCI_INTX_IRQ_INDEX;
+}
+
+static uint32_t count_of(struct sio_vfio_dev *d, int kind)
+{
+	struct vfio_irq_info info = { .argsz = sizeof(info), .index = (uint32_t)index_of(kind) };
+
+	return ioctl(d->fd, VFIO_DEVICE_GET_IRQ_INFO, &info) ? 0 : info.count;
+}
+
+/* SET_IRQS on @kind's index: @flags, vectors [0, @n), with eventfds @fds. */
+static int set_irqs(struct sio_vfio_dev *d, int kind, uint32_t flags, int n, const int *fds)
+{
+	size_t sz = sizeof(struct vfio_irq_set) + (size_t)n * sizeof(int32_t);
+	struct vfio_irq_set *s = calloc(1, sz);
+	int rc;
+
+	if (!s)
+		return sio__err(ENOMEM, "vfio: out of memory");
+	s->argsz = (uint32_t)sz;
+	s->flags = flags;
+	s->index = (uint32_t)index_of(kind);
+	s->count = (uint32_t)n;
+	if (n && fds)
+		memcpy(s->data, fds, (size_t)n * sizeof(int32_t));
+	rc = ioctl(d->fd, VFIO_DEVICE_SET_IRQS, s) ? -errno : 0;
+	free(s);
+	return rc;
+}
+
+int sio_vfio_irq_set(struct sio_vfio_dev *d, unsigned int kinds, int nvec, const int *fds)
+{
+	static const int order[] = { SIO_IRQ_MSIX, SIO_IRQ_MSI, SIO_IRQ_INTX };
+	uint32_t have[4] = { 0 };
+	int rc;
+
+	for (int i = 0; i < 3; i++) {
+		int k = order[i];
+
+		have[k] = count_of(d, k);
+		if ((kinds && !(kinds & SIO_IRQ_F(k))) || have[k] < (uint32_t)nvec)
+			continue;
+		rc = set_irqs(d, k, VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, nvec, fds);
+		if (!rc)
+			return k;
+		return sio__err(-rc, "vfio: %s: enabling %d %s vector(s): %s", d->bdf, nvec,
+				sio_irq_kind_name(k), strerror(-rc));
+	}
+	return sio__err(EOPNOTSUPP, "vfio: %s has no %d vector(s) of the kinds asked for "
+			"(it has MSI-X %u, MSI %u, INTx %u)", d->bdf, nvec, have[SIO_IRQ_MSIX],
+			have[SIO_IRQ_MSI], have[SIO_IRQ_INTX]);
+}
+
+int sio_vfio_irq_off(struct sio_vfio_dev *d, int kind)
+{
+	int rc = set_irqs(d, kind, VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER, 0, NULL);
+
+	return rc ? sio__err(-rc, "vfio: %s: disabling %s: %s", d->bdf, sio_irq_kind_name(kind),
+			     strerror(-rc)) : 0;
+}
+
+int sio_vfio_irq_unmask(struct sio_vfio_dev *d)
+{
+	size_t sz = sizeof(struct vfio_irq_set);
+	struct vfio_irq_set s = { .argsz = (uint32_t)sz, .index = VFIO_PCI_INTX_IRQ_INDEX,
+				  .flags = VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_UNMASK,
+				  .start = 0, .count = 1 };
+
+	if (ioctl(d->fd, VFIO_DEVICE_SET_IRQS, &s))
+		return sio__err(errno, "vfio: %s: unmasking INTx: %s", d->bdf, strerror(errno));
+	return 0;
+}
