@@ -25,44 +25,93 @@ static int stopped(struct sio_nvme_client *cl)
 	return sio_err_set(ENOTCONN, "the NVMe manager has stopped");
 }
 
-/* One request to the manager; bounded wait, detects a vanished manager. */
-int sio_nvme_mbox_call(struct sio_nvme_client *cl, const struct sio_nvme_mbox_req *req,
-		     struct sio_nvme_mbox_resp *resp)
-{
-	struct sio_nvme_mbox_slot *sl = &cl->mb->slots[cl->slot];
-	uint64_t deadline = sio_nvme_now_ns() + MBOX_TIMEOUT_MS * 1000000ull;
-	uint32_t st;
-	int ret;
+/* How long a request waits for a successor to a manager that died, unless
+ * $SMARTIO_NVME_RESTART_MS says otherwise. */
+#define RESTART_WAIT_MS	10000u
+#define RETRIES		8	/* requests cut short by take-overs, in a row */
 
-	pthread_mutex_lock(&cl->lock);
+static uint32_t restart_wait_ms(void)
+{
+	const char *e = getenv("SMARTIO_NVME_RESTART_MS");
+	char *end;
+	unsigned long v;
+
+	if (!e || !*e)
+		return RESTART_WAIT_MS;
+	v = strtoul(e, &end, 10);
+	return *end || v > 600000 ? RESTART_WAIT_MS : (uint32_t)v;
+}
+
+/* Post the request in our slot and ring the manager. */
+static void post(struct sio_nvme_client *cl, struct sio_nvme_mbox_slot *sl,
+		 const struct sio_nvme_mbox_req *req)
+{
 	memcpy((void *)&sl->req, req, sizeof(*req));
 	sl->seq++;
 	__atomic_store_n(&sl->state, SIO_MBOX_REQ, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&cl->mb->h.doorbell, 1, __ATOMIC_ACQ_REL);
 	sio_segment_notify(cl->mseg, offsetof(struct sio_nvme_mbox_hdr, doorbell));
+}
+
+/*
+ * Wait for the answer in our slot. A manager that dies is waited for, up
+ * to restart_wait_ms(): the mailbox outlives it, and a successor that
+ * takes over (writing its pid in the header) answers what is waiting.
+ */
+static int await(struct sio_nvme_client *cl, struct sio_nvme_mbox_slot *sl)
+{
+	uint64_t now = sio_nvme_now_ns(), deadline = now + MBOX_TIMEOUT_MS * 1000000ull;
+	uint64_t dead_since = 0;
+	uint32_t st, wait_ms = restart_wait_ms();
+	int32_t pid;
+
 	for (;;) {
 		st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
 		if (st == SIO_MBOX_RESP)
-			break;
-		if (!__atomic_load_n(&cl->mb->h.serving, __ATOMIC_ACQUIRE)) {
-			ret = stopped(cl);
-			goto out;
+			return 0;
+		if (!__atomic_load_n(&cl->mb->h.serving, __ATOMIC_ACQUIRE))
+			return stopped(cl);
+		now = sio_nvme_now_ns();
+		pid = __atomic_load_n(&cl->mb->h.mgr_pid, __ATOMIC_ACQUIRE);
+		if (pid != cl->mgr_pid) {
+			/* A successor took over: it serves what waits. */
+			cl->mgr_pid = pid;
+			dead_since = 0;
+			deadline = now + MBOX_TIMEOUT_MS * 1000000ull;
+		} else if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH) {
+			if (!dead_since)
+				dead_since = now;
+			if (now - dead_since > wait_ms * 1000000ull)
+				return sio_err_set(ENOTCONN, "the NVMe manager (pid %d) has died "
+						   "and none took over within %u ms", (int)pid,
+						   wait_ms);
+			deadline = now + MBOX_TIMEOUT_MS * 1000000ull;
 		}
-		if (cl->mgr_pid > 0 && kill(cl->mgr_pid, 0) < 0 && errno == ESRCH) {
-			ret = sio_err_set(ENOTCONN, "the NVMe manager (pid %d) has died",
-					  (int)cl->mgr_pid);
-			goto out;
-		}
-		if (sio_nvme_now_ns() > deadline) {
-			ret = sio_err_set(ETIMEDOUT, "the NVMe manager did not answer "
-					  "within %u ms", MBOX_TIMEOUT_MS);
-			goto out;
-		}
-		sio_segment_wait(cl->mseg, sio_nvme_mbox_slot_off(cl->slot, offsetof(struct sio_nvme_mbox_slot, state)), st, 100000000ull);
+		if (now > deadline)
+			return sio_err_set(ETIMEDOUT, "the NVMe manager did not answer "
+					   "within %u ms", MBOX_TIMEOUT_MS);
+		sio_segment_wait(cl->mseg, sio_nvme_mbox_slot_off(cl->slot, offsetof(struct sio_nvme_mbox_slot, state)), st, dead_since ? 20000000ull : 100000000ull);
 	}
-	memcpy(resp, (const void *)&sl->resp, sizeof(*resp));
-	__atomic_store_n(&sl->state, SIO_MBOX_IDLE, __ATOMIC_RELEASE);
-	ret = resp->err;
+}
+
+/* One request to the manager; bounded wait; a request a manager restart cut
+ * short is asked again, a bounded number of times. */
+int sio_nvme_mbox_call(struct sio_nvme_client *cl, const struct sio_nvme_mbox_req *req,
+		     struct sio_nvme_mbox_resp *resp)
+{
+	struct sio_nvme_mbox_slot *sl = &cl->mb->slots[cl->slot];
+	int ret, tries = 0;
+
+	pthread_mutex_lock(&cl->lock);
+	do {
+		post(cl, sl, req);
+		ret = await(cl, sl);
+		if (ret)
+			goto out;
+		memcpy(resp, (const void *)&sl->resp, sizeof(*resp));
+		__atomic_store_n(&sl->state, SIO_MBOX_IDLE, __ATOMIC_RELEASE);
+		ret = resp->err;
+	} while (ret == -EAGAIN && (resp->flags & SIO_MBOX_RESP_RETRY) && ++tries < RETRIES);
 	if (ret) {
 		resp->msg[sizeof(resp->msg) - 1] = 0;
 		sio_err_set(-ret, "manager: %s", resp->msg);

@@ -18,10 +18,35 @@
 #define CMB_MAX_ALLOCS	256
 #define REAP_EVERY_NS	200000000ull
 #define PIDCHECK_EVERY_NS 500000000ull
+#define STATE_QIDS	1024	/* I/O queue pairs a manager hands out, at most */
+#define STATE_MAGIC	0x3154534d564e53ull	/* "SNVMST1" */
 
 struct cmb_alloc {
-	int slot;		/* -1: unused entry */
+	int32_t slot;		/* -1: unused entry */
 	uint64_t off, size;
+};
+
+enum { PEND_NONE, PEND_CREATE, PEND_DELETE };
+
+/*
+ * The manager's tables, in a kept segment on the lender's node (priv.h)
+ * that no client maps: a manager that takes over after a crash goes on
+ * from them, once the controller has confirmed the rest (ctrl.c, adopt).
+ */
+struct mgr_state {
+	uint64_t magic;		/* written last */
+	uint32_t device;
+	uint32_t io_queues;
+	/* A queue pair being created or deleted: after a crash its fate in the
+	 * controller is unknown, and the successor deletes it to be sure. */
+	int32_t pend_op, pend_qid;
+	int32_t qowner[STATE_QIDS + 1];	/* per qid: owning slot or -1 */
+	int32_t qpid[STATE_QIDS + 1];	/* per qid: owner's pid when created */
+	/* BAR0 confined: per qid, the process last granted its doorbell pages
+	 * (0: none). A revoked grant does not undo a mapping, so a qid goes to
+	 * another process only once that one is gone. */
+	int32_t dbpid[STATE_QIDS + 1];
+	struct cmb_alloc cmb[CMB_MAX_ALLOCS];
 };
 
 struct sio_nvme_manager {
@@ -32,15 +57,14 @@ struct sio_nvme_manager {
 	const struct sio_nvme_ctrl_info *ci;
 	struct sio_segment *seg;
 	struct sio_nvme_mbox *mb;
-	int *qowner;		/* per qid: owning slot or -1 */
-	int32_t *qpid;		/* per qid: owner's pid when created */
-	/* BAR0 confined: per qid, the process last granted its doorbell pages
-	 * (0: none). A revoked grant does not undo a mapping, so a qid goes to
-	 * another process only once that one is gone. */
-	int32_t *dbpid;
+	struct sio_segment *state_seg;
+	struct mgr_state *state;
+	int32_t *qowner, *qpid, *dbpid;	/* the state's tables */
+	struct cmb_alloc *cmb;
 	bool confined;
+	bool published;		/* serving: the mailbox is ours to close */
+	bool adopted;		/* took over from a crashed manager */
 	uint32_t db_stride;
-	struct cmb_alloc cmb[CMB_MAX_ALLOCS];
 	uint32_t last_doorbell;
 	uint64_t last_reap, last_pidcheck;
 	FILE *log;
@@ -77,23 +101,30 @@ void sio_nvme_manager_stats(const struct sio_nvme_manager *m,
 	*out = m->st;
 }
 
-static void publish(struct sio_nvme_manager *m)
+/* Open the mailbox. @clients: slots of running clients stay (a take-over);
+ * otherwise it starts empty. */
+static void publish(struct sio_nvme_manager *m, bool clients)
 {
 	struct sio_nvme_mbox_hdr *h = &m->mb->h;
 	int i;
 
-	memset(m->mb, 0, sizeof(*m->mb));
+	if (!clients) {
+		memset(m->mb, 0, sizeof(*m->mb));
+		for (i = 0; i < SIO_NVME_MBOX_SLOTS; i++)
+			m->mb->slots[i].state = SIO_MBOX_FREE;
+	}
 	h->version = SIO_NVME_MBOX_VERSION;
-	h->mgr_pid = getpid();
 	h->mgr_node = sio_fabric_node_id(m->f);
 	h->device = m->dinfo.id;
 	h->nslots = SIO_NVME_MBOX_SLOTS;
-	sio_nvme_mbox_ctrl_pack(&h->ctrl, m->ci);
-	for (i = 0; i < SIO_NVME_MBOX_SLOTS; i++)
-		m->mb->slots[i].state = SIO_MBOX_FREE;
+	if (!m->adopted)
+		sio_nvme_mbox_ctrl_pack(&h->ctrl, m->ci);
+	h->epoch++;
+	__atomic_store_n(&h->mgr_pid, getpid(), __ATOMIC_RELEASE);
 	__atomic_store_n(&h->serving, 1, __ATOMIC_RELEASE);
 	/* The magic goes last: a client that sees it sees a whole header. */
 	__atomic_store_n(&h->magic, SIO_NVME_MBOX_MAGIC, __ATOMIC_RELEASE);
+	m->published = true;
 }
 
 /* Confine BAR0 when each queue's doorbells have pages of their own (the
@@ -116,14 +147,139 @@ static int confine(struct sio_nvme_manager *m)
 	return 0;
 }
 
+/* The mailbox and the state: kept segments on the lender's node, adopted
+ * when a crashed manager left them. */
+static int open_kept(struct sio_nvme_manager *m)
+{
+	struct sio_fabric *f = m->f;
+	void *va;
+	int ret;
+
+	ret = sio_segment_create_on(f, m->dinfo.lender, SIO_NVME_MBOX_SEGID(m->dinfo.id),
+				    SIO_NVME_MBOX_SIZE, SIO_SEG_F_NOHUGE | SIO_SEG_F_KEEP, &m->seg);
+	if (ret == -EEXIST)
+		return sio_err_set(EBUSY, "a manager for device %u already serves (its "
+				   "mailbox is on node %d)", m->dinfo.id, m->dinfo.lender);
+	if (ret)
+		return sio_err_wrap(-ret, "cannot create the mailbox segment");
+	sio_segment_set_name(m->seg, "nvme-mailbox");
+	ret = sio_segment_map(m->seg, &va);
+	if (ret)
+		return sio_err_wrap(-ret, "cannot map the mailbox segment");
+	m->mb = va;
+	ret = sio_segment_create_on(f, m->dinfo.lender, SIO_NVME_STATE_SEGID(m->dinfo.id),
+				    sizeof(struct mgr_state), SIO_SEG_F_NOHUGE | SIO_SEG_F_KEEP,
+				    &m->state_seg);
+	if (ret == -EEXIST)
+		return sio_err_set(EBUSY, "a manager for device %u already serves (its "
+				   "state is on node %d)", m->dinfo.id, m->dinfo.lender);
+	if (ret)
+		return sio_err_wrap(-ret, "cannot create the manager's state segment");
+	sio_segment_set_name(m->state_seg, "nvme-manager-state");
+	ret = sio_segment_map(m->state_seg, &va);
+	if (ret)
+		return sio_err_wrap(-ret, "cannot map the manager's state segment");
+	m->state = va;
+	m->qowner = m->state->qowner;
+	m->qpid = m->state->qpid;
+	m->dbpid = m->state->dbpid;
+	m->cmb = m->state->cmb;
+	return 0;
+}
+
+/* Whether a crashed manager of this device left state to go on from. */
+static bool kept_state(const struct sio_nvme_manager *m)
+{
+	return __atomic_load_n(&m->state->magic, __ATOMIC_ACQUIRE) == STATE_MAGIC &&
+	       m->state->device == m->dinfo.id && m->state->io_queues <= STATE_QIDS &&
+	       __atomic_load_n(&m->mb->h.magic, __ATOMIC_ACQUIRE) == SIO_NVME_MBOX_MAGIC &&
+	       m->mb->h.device == m->dinfo.id;
+}
+
+/* No queue pair exists: fresh tables. */
+static void state_reset(struct sio_nvme_manager *m)
+{
+	uint32_t i;
+
+	m->state->magic = 0;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memset(m->state, 0, sizeof(*m->state));
+	for (i = 0; i <= STATE_QIDS; i++)
+		m->qowner[i] = -1;
+	for (i = 0; i < CMB_MAX_ALLOCS; i++)
+		m->cmb[i].slot = -1;
+	m->state->device = m->dinfo.id;
+	m->state->io_queues = m->ci->io_queues;
+	__atomic_store_n(&m->state->magic, STATE_MAGIC, __ATOMIC_RELEASE);
+}
+
+static int grant_doorbells(struct sio_nvme_manager *m, uint32_t qid, int32_t pid,
+			   struct sio_nvme_mbox_resp *r);
+
+/*
+ * Go on where a crashed manager stopped: settle the queue pair it was
+ * creating or deleting, answer the requests it had taken with "ask again",
+ * grant the live clients their doorbell pages anew (its grants died with
+ * its borrow), and look for clients that died meanwhile at once.
+ */
+static void take_over(struct sio_nvme_manager *m)
+{
+	struct sio_nvme_mbox_resp r;
+	int32_t q = m->state->pend_qid;
+	uint32_t qid;
+	int s;
+
+	if (m->state->pend_op && q > 0 && (uint32_t)q <= m->ci->io_queues &&
+	    (m->state->pend_op == PEND_DELETE || m->qowner[q] < 0)) {
+		sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)q);
+		m->qowner[q] = -1;
+		mlog(m, "queue pair %d was being %s when the manager died: deleted", (int)q,
+		     m->state->pend_op == PEND_CREATE ? "created" : "deleted");
+	}
+	m->state->pend_op = PEND_NONE;
+	for (qid = 1; qid <= m->ci->io_queues; qid++) {
+		if (m->qowner[qid] < 0)
+			continue;
+		if (m->qowner[qid] >= SIO_NVME_MBOX_SLOTS) {
+			m->qowner[qid] = -1;	/* not a slot: nobody's */
+			continue;
+		}
+		m->st.queues++;
+		memset(&r, 0, sizeof(r));
+		if (m->confined && m->dbpid[qid] && grant_doorbells(m, qid, m->dbpid[qid], &r))
+			mlog(m, "%s", r.msg);
+	}
+	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++) {
+		struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
+		uint32_t exp = SIO_MBOX_BUSY;
+
+		m->slot_pid[s] = __atomic_load_n(&sl->pid, __ATOMIC_ACQUIRE);
+		if (m->slot_pid[s] > 0)
+			m->st.clients++;
+		if (!__atomic_compare_exchange_n(&sl->state, &exp, SIO_MBOX_RESP, false,
+						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			continue;
+		memset(&r, 0, sizeof(r));
+		r.err = -EAGAIN;
+		r.flags = SIO_MBOX_RESP_RETRY;
+		snprintf(r.msg, sizeof(r.msg), "manager restarting: the request was cut "
+			 "short, ask again");
+		memcpy((void *)&sl->resp, &r, sizeof(r));
+		__atomic_store_n(&sl->state, SIO_MBOX_RESP, __ATOMIC_RELEASE);
+		sio_segment_notify(m->seg, sio_nvme_mbox_slot_off(s, 0));
+	}
+	m->last_pidcheck = 0;
+}
+
 int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 			   const struct sio_nvme_manager_opts *opts,
 			   struct sio_nvme_manager **out)
 {
+	struct sio_nvme_ctrl_opts co = { 0, NVME_CC_AMS_RR, true };
+	struct sio_nvme_ctrl_info was;
 	struct sio_errsave es;
 	struct sio_nvme_manager *m;
-	void *va;
-	uint32_t i;
+	bool shared = false;
 	int ret;
 
 	if (!f || !out)
@@ -133,74 +289,88 @@ int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 		return sio_err_set(ENOMEM, "out of memory");
 	m->f = f;
 	m->log = opts ? opts->log : NULL;
-	for (i = 0; i < CMB_MAX_ALLOCS; i++)
-		m->cmb[i].slot = -1;
+	if (opts)
+		co = opts->ctrl;
+	if (!co.io_queues || co.io_queues > STATE_QIDS)
+		co.io_queues = STATE_QIDS;
 
 	ret = sio_nvme_find_device(f, device, &m->dinfo);
 	if (ret)
 		goto fail;
+	/* A crashed manager's borrow goes now, and its kept segments wait. */
+	sio_fabric_reap(f);
 	ret = sio_device_borrow(f, m->dinfo.id, SIO_BORROW_EXCLUSIVE, &m->dev);
+	if (ret == -EBUSY) {
+		/* Running clients hold it: take over from a crashed manager. */
+		shared = true;
+		ret = sio_device_borrow(f, m->dinfo.id, SIO_BORROW_SHARED, &m->dev);
+	}
 	if (ret) {
-		if (ret == -EBUSY)
-			ret = sio_err_set(EBUSY, "device %u is already borrowed (%d "
-					  "borrower%s): is another manager running?",
-					  m->dinfo.id, m->dinfo.borrowers,
-					  m->dinfo.borrowers == 1 ? "" : "s");
-		else
-			ret = sio_err_wrap(-ret, "cannot borrow device %u", m->dinfo.id);
+		ret = sio_err_wrap(-ret, "cannot borrow device %u", m->dinfo.id);
 		goto fail;
 	}
-	ret = sio_nvme_ctrl_open(m->dev, opts ? &opts->ctrl : NULL, &m->ctrl);
+	ret = open_kept(m);
+	if (ret)
+		goto fail;
+	if (shared && !kept_state(m)) {
+		ret = sio_err_set(EBUSY, "device %u is already borrowed (%d borrower%s) and "
+				  "no crashed manager left state to take over: is another "
+				  "manager running?", m->dinfo.id, m->dinfo.borrowers,
+				  m->dinfo.borrowers == 1 ? "" : "s");
+		goto fail;
+	}
+	if (shared) {
+		sio_nvme_mbox_ctrl_unpack(&was, &m->mb->h.ctrl);
+		ret = sio_nvme_ctrl_open_kept(m->dev, &co, SIO_NVME_ADM_SEGID(m->dinfo.id),
+					      &was, &m->ctrl);
+		if (!ret) {
+			m->adopted = true;
+		} else if (ret == -ESTALE || ret == -EIO) {
+			/* Reset under running clients: their queues go, they are told. */
+			mlog(m, "%s: resetting device %u; its %d client(s) must reconnect",
+			     sio_errmsg(), m->dinfo.id, m->dinfo.borrowers);
+			__atomic_fetch_add(&m->mb->h.resets, 1, __ATOMIC_ACQ_REL);
+			ret = sio_nvme_ctrl_open_kept(m->dev, &co,
+						      SIO_NVME_ADM_SEGID(m->dinfo.id), NULL,
+						      &m->ctrl);
+		}
+	} else {
+		ret = sio_nvme_ctrl_open_kept(m->dev, &co, SIO_NVME_ADM_SEGID(m->dinfo.id),
+					      NULL, &m->ctrl);
+	}
 	if (ret)
 		goto fail;
 	m->ci = sio_nvme_ctrl_info(m->ctrl);
-
-	m->qowner = malloc(sizeof(int) * (m->ci->io_queues + 1));
-	m->qpid = calloc(m->ci->io_queues + 1, sizeof(int32_t));
-	m->dbpid = calloc(m->ci->io_queues + 1, sizeof(int32_t));
-	if (!m->qowner || !m->qpid || !m->dbpid) {
-		ret = sio_err_set(ENOMEM, "out of memory");
-		goto fail;
-	}
-	for (i = 0; i <= m->ci->io_queues; i++)
-		m->qowner[i] = -1;
-
-	ret = sio_segment_create(f, SIO_NVME_MBOX_SEGID(m->dinfo.id), SIO_NVME_MBOX_SIZE,
-				 SIO_SEG_F_NOHUGE, &m->seg);
-	if (ret == -EEXIST) {
-		ret = sio_err_set(EBUSY, "a manager for device %u already serves on "
-				  "node %d", m->dinfo.id, sio_fabric_node_id(f));
-		goto fail;
-	}
-	if (ret) {
-		ret = sio_err_wrap(-ret, "cannot create the mailbox segment");
-		goto fail;
-	}
-	sio_segment_set_name(m->seg, "nvme-mailbox");
-	ret = sio_segment_map(m->seg, &va);
-	if (ret) {
-		ret = sio_err_wrap(-ret, "cannot map the mailbox segment");
-		goto fail;
-	}
-	m->mb = va;
-	/* While the borrow is exclusive, so no one maps BAR0 unconfined. */
+	if (!m->adopted)
+		state_reset(m);
+	/* Exclusive, so no one maps BAR0 unconfined; on a take-over, at once. */
 	ret = confine(m);
 	if (ret)
 		goto fail;
-	ret = sio_device_downgrade(m->dev);
-	if (ret) {
-		ret = sio_err_wrap(-ret, "cannot share device %u", m->dinfo.id);
-		goto fail;
+	if (!shared) {
+		ret = sio_device_downgrade(m->dev);
+		if (ret) {
+			ret = sio_err_wrap(-ret, "cannot share device %u", m->dinfo.id);
+			goto fail;
+		}
 	}
-	publish(m);
-	m->last_reap = m->last_pidcheck = sio_nvme_now_ns();
+	if (shared)
+		take_over(m);
+	publish(m, shared);
+	m->last_reap = sio_nvme_now_ns();
+	if (!m->adopted)
+		m->last_pidcheck = m->last_reap;
+	if (m->adopted)
+		mlog(m, "took over device %u (%s, %s) without a reset: %u client(s), %u "
+		     "queue pair(s) in use", m->dinfo.id, m->ci->mn, m->ci->sn,
+		     m->st.clients, m->st.queues);
 	mlog(m, "device %u (%s, %s) on node %d: %u I/O queue pairs of up to %u "
 	     "entries, %u namespace(s), max transfer %u KiB%s%s; mailbox segment 0x%x "
 	     "on node %d", m->dinfo.id, m->ci->mn, m->ci->sn, m->dinfo.lender,
 	     m->ci->io_queues, m->ci->mqes, m->ci->nn, m->ci->max_xfer / 1024,
 	     m->ci->cmb.size ? ", CMB enabled" : "",
 	     m->confined ? ", BAR0 confined (each client maps its own doorbell pages)" : "",
-	     SIO_NVME_MBOX_SEGID(m->dinfo.id), sio_fabric_node_id(f));
+	     SIO_NVME_MBOX_SEGID(m->dinfo.id), m->dinfo.lender);
 	*out = m;
 	return 0;
 fail:
@@ -243,9 +413,12 @@ static int release_slot(struct sio_nvme_manager *m, int s)
 	for (q = 1; q <= m->ci->io_queues; q++) {
 		if (m->qowner[q] != s)
 			continue;
+		m->state->pend_qid = (int32_t)q;
+		m->state->pend_op = PEND_DELETE;
 		sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)q);
 		revoke_doorbells(m, q);
 		m->qowner[q] = -1;
+		m->state->pend_op = PEND_NONE;
 		m->st.queues--;
 		n++;
 	}
@@ -450,17 +623,23 @@ static int op_create_qp(struct sio_nvme_manager *m, int s, const struct sio_nvme
 	if (!qid)
 		return refuse(m, r, ENOSPC, "no I/O queue pair left: the controller has "
 			      "%u and all are taken", m->ci->io_queues);
+	m->state->pend_qid = (int32_t)qid;
+	m->state->pend_op = PEND_CREATE;
 	ret = sio_nvme_ctrl_create_qpair(m->ctrl, (uint16_t)qid, q->qsize, q->bus1,
 					 q->bus2, q->cdw10, &st);
-	if (ret)
-		return from_ctrl(m, r, ret, st);
-	ret = grant_doorbells(m, qid, pid, r);
+	if (!ret)
+		ret = grant_doorbells(m, qid, pid, r);
+	else
+		ret = from_ctrl(m, r, ret, st);
 	if (ret) {
-		sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)qid);
+		if (!st)	/* created: the grant failed */
+			sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)qid);
+		m->state->pend_op = PEND_NONE;
 		return ret;
 	}
-	m->qowner[qid] = s;
 	m->qpid[qid] = pid;
+	m->qowner[qid] = s;
+	m->state->pend_op = PEND_NONE;
 	m->st.queues++;
 	r->qid = (uint16_t)qid;
 	return 0;
@@ -476,10 +655,13 @@ static int op_delete_qp(struct sio_nvme_manager *m, int s, const struct sio_nvme
 			      m->ci->io_queues);
 	if (m->qowner[q->qid] != s)
 		return refuse(m, r, EPERM, "queue %u is not yours", q->qid);
+	m->state->pend_qid = q->qid;
+	m->state->pend_op = PEND_DELETE;
 	/* The controller's answer first: revoking may set a message of its own. */
 	ret = from_ctrl(m, r, sio_nvme_ctrl_delete_qpair(m->ctrl, q->qid), 0);
 	revoke_doorbells(m, q->qid);
 	m->qowner[q->qid] = -1;
+	m->state->pend_op = PEND_NONE;
 	m->st.queues--;
 	return ret;
 }
@@ -723,7 +905,7 @@ void sio_nvme_manager_close(struct sio_nvme_manager *m)
 		return;
 	if (m->dev_gone && m->ctrl)
 		sio_nvme_ctrl_gone(m->ctrl);
-	if (m->mb) {
+	if (m->mb && m->published) {
 		__atomic_store_n(&m->mb->h.serving, 0, __ATOMIC_RELEASE);
 		if (m->ctrl)
 			for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++)
@@ -733,12 +915,12 @@ void sio_nvme_manager_close(struct sio_nvme_manager *m)
 			if (m->mb->slots[s].pid)
 				sio_segment_notify(m->seg, sio_nvme_mbox_slot_off(s, 0));
 	}
+	/* A clean stop removes the kept state: a successor starts afresh. */
+	if (m->state_seg)
+		sio_segment_close(m->state_seg);
 	if (m->seg)
 		sio_segment_close(m->seg);
 	sio_nvme_ctrl_close(m->ctrl);
 	sio_device_close(m->dev);
-	free(m->qowner);
-	free(m->qpid);
-	free(m->dbpid);
 	free(m);
 }

@@ -86,6 +86,28 @@ static inline void sio_nvme_wr64(volatile void *regs, uint32_t off, uint64_t v)
  * and sio_nvme_ctrl_close() skips the shutdown that would wait CAP.TO. */
 void sio_nvme_ctrl_gone(struct sio_nvme_ctrl *c);
 
+/*
+ * Manager failover (manager.c, ctrl.c): what a manager needs to take a
+ * running controller over lives in kept segments (SIO_SEG_F_KEEP) on the
+ * lender's node, which outlive the manager's crash: the admin queues and
+ * their positions, the mailbox, and the manager's tables. Well-known ids,
+ * one of each per device.
+ */
+#define SIO_NVME_ADM_SEGID(dev)		(0x4e570000u | ((dev) & 0xffffu))
+#define SIO_NVME_STATE_SEGID(dev)	(0x4e580000u | ((dev) & 0xffffu))
+
+/*
+ * Bring the controller up with its admin queues in the kept segment
+ * @adm_id on the lender's node. @was NULL: reset and enable it. Otherwise
+ * adopt it as it runs, without a reset, once its registers, the kept admin
+ * queue and an Identify agree with @was (what the manager that enabled it
+ * published): -ESTALE when they do not (a reset is needed), -EIO on
+ * CSTS.CFS.
+ */
+int sio_nvme_ctrl_open_kept(struct sio_device *dev, const struct sio_nvme_ctrl_opts *opts,
+			    uint32_t adm_id, const struct sio_nvme_ctrl_info *was,
+			    struct sio_nvme_ctrl **out);
+
 /* Copy a space-padded identify string, cutting trailing blanks. */
 void sio_nvme_strcpy_id(char *dst, const char *src, size_t n);
 

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Manager failover: a manager killed with SIGKILL while clients do verified
+ * I/O, and a new one started, takes the controller and the clients' queues
+ * over without a reset. The clients see no I/O error and no mismatch, their
+ * admin requests wait for the new manager, and a new client joins.
+ */
+
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <smartio/smartio.h>
+#include <smartio/nvme/client.h>
+#include "cluster.h"
+
+static struct cluster C;
+
+static void down(void)
+{
+	cluster_down(&C);
+}
+
+TestSuite(failover, .fini = down, .timeout = 240);
+
+static const char *emu[] = { "--backing", "ram:64M", NULL };
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* nvme-client on @node: write and verify its own 1 MiB for @secs seconds. */
+static pid_t io_client(int node, const char *secs, char *tag, size_t len)
+{
+	static char lba[16][16], nodes[64][8];
+	const char *argv[] = { "NVME_CLIENT", "--fabric", C.fabric, "--node", nodes[node],
+			       "--op", "write-verify", "--lba", lba[node % 16], "--count", "2048",
+			       "--bs", "8", "--qd", "4", "--random", "--seed", nodes[node],
+			       "--time", secs, NULL };
+
+	snprintf(nodes[node], sizeof(nodes[node]), "%d", node);
+	snprintf(lba[node % 16], sizeof(lba[0]), "%d", (node % 16) * 2048);
+	snprintf(tag, len, "client-%d", node);
+	return cluster_spawn(&C, tag, argv);
+}
+
+static void kill_manager(void)
+{
+	cr_assert_eq(kill(C.mgr, SIGKILL), 0);
+	cr_assert_eq(cluster_wait(C.mgr, 5000), 128 + SIGKILL);
+	C.mgr = 0;
+}
+
+/* 16 clients run verified I/O for 30 s; the manager is killed 5 s in and a
+ * new one started 2 s later. */
+Test(failover, manager_killed_and_restarted_under_16_clients)
+{
+	enum { N = 16 };
+	char tags[N][32], *log;
+	pid_t pid[N];
+	struct sio_fabric *f;
+	struct sio_nvme_client *cl;
+	struct sio_nvme_ioq *q;
+	uint64_t t0;
+	int i, st;
+
+	cluster_up(&C, N + 2, 64, emu);
+	for (i = 0; i < N; i++)
+		pid[i] = io_client(i + 1, "30", tags[i], sizeof(tags[i]));
+	sleep(5);
+	kill_manager();
+	sleep(2);
+	cluster_start_mgr(&C);
+	log = cluster_output(&C, "nvme-manager", "err");
+	cr_expect(strstr(log, "took over device"), "the new manager reset the controller: %s",
+		  log);
+
+	/* A new client joins: its queue pair works. */
+	t0 = now_ms();
+	cr_assert_eq(sio_fabric_open(C.fabric, N + 1, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_errmsg());
+	cr_log_info("a new client joined %llu ms after the new manager was ready",
+		    (unsigned long long)(now_ms() - t0));
+	sio_nvme_ioq_close(q);
+	sio_nvme_client_close(cl);
+	sio_fabric_close(f);
+
+	for (i = 0; i < N; i++) {
+		st = cluster_wait(pid[i], 90000);
+		cr_expect_eq(st, 0, "%s exited %d: %s", tags[i], st,
+			     cluster_output(&C, tags[i], "err"));
+	}
+	/* Their queues went with them: the new manager deleted them. */
+	log = cluster_output(&C, "nvme-manager", "err");
+	cr_expect(!strstr(log, "controller failed"), "%s", log);
+}
+
+/* A client that dies while no manager runs has its queues reclaimed by the
+ * next one; a client alive across the restart is served by it. */
+Test(failover, dead_clients_reclaimed_live_ones_served)
+{
+	struct sio_fabric *f;
+	struct sio_nvme_client *cl;
+	struct sio_nvme_ioq *q;
+	char tag[32], *log;
+	uint8_t id[4096];
+	pid_t dead;
+	int ret;
+
+	cluster_up(&C, 4, 32, emu);
+	dead = io_client(2, "60", tag, sizeof(tag));
+	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_errmsg());
+	sleep(1);
+	kill_manager();
+	kill(dead, SIGKILL);
+	cluster_wait(dead, 5000);
+	cluster_start_mgr(&C);
+	/* An admin request after the take-over is served. */
+	ret = sio_nvme_client_identify(cl, NVME_IDENTIFY_CNS_CTRL, 0, id);
+	cr_expect_eq(ret, 0, "identify after the take-over: %s", sio_errmsg());
+	/* The live client's queue pair was kept, and is deleted by its owner. */
+	sio_nvme_ioq_close(q);
+	sio_nvme_client_close(cl);
+	sio_fabric_close(f);
+	for (int i = 0; i < 100; i++) {
+		log = cluster_output(&C, "nvme-manager", "err");
+		if (strstr(log, "is gone: deleted 1 queue pair"))
+			break;
+		usleep(50000);
+	}
+	cr_expect(strstr(log, "took over device"), "%s", log);
+	cr_expect(strstr(log, "is gone: deleted 1 queue pair"),
+		  "the dead client's queue pair was not reclaimed: %s", log);
+}
+
+struct feat_call {
+	struct sio_nvme_client *cl;
+	uint32_t res;
+	int ret;
+	char err[256];
+};
+
+static void *get_features(void *arg)
+{
+	struct feat_call *c = arg;
+
+	c->ret = sio_nvme_client_get_features(c->cl, NVME_FEAT_FID_NUM_QUEUES, 0, &c->res);
+	snprintf(c->err, sizeof(c->err), "%s", c->ret ? sio_errmsg() : "");
+	return NULL;
+}
+
+/* An admin request made while no manager runs waits for the next one. */
+Test(failover, admin_request_waits_for_the_new_manager)
+{
+	struct sio_fabric *f;
+	struct feat_call c = { 0 };
+	pthread_t t;
+
+	cluster_up(&C, 2, 32, emu);
+	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &c.cl), 0, "%s", sio_errmsg());
+	kill_manager();
+	cr_assert_eq(pthread_create(&t, NULL, get_features, &c), 0);
+	sleep(1);
+	cluster_start_mgr(&C);
+	pthread_join(t, NULL);
+	cr_expect_eq(c.ret, 0, "Get Features across the restart: %s", c.err);
+	cr_expect_gt(c.res, 0);
+	sio_nvme_client_close(c.cl);
+	sio_fabric_close(f);
+}
