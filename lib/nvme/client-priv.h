@@ -29,6 +29,7 @@ struct sio_nvme_client {
 	int slot;
 	int mgr_node;
 	int32_t mgr_pid;
+	uint32_t resets;		/* the mailbox's reset count when we came */
 	pthread_mutex_t lock;		/* one mailbox request at a time */
 	struct sio_segment *bar0;
 	volatile uint8_t *regs;		/* BAR0, or only its register page (read-only) */

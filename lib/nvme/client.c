@@ -169,6 +169,7 @@ static int find_mailbox(struct sio_nvme_client *cl)
 		cl->mb = mb;
 		cl->mgr_node = order[i];
 		cl->mgr_pid = mb->h.mgr_pid;
+		cl->resets = __atomic_load_n(&mb->h.resets, __ATOMIC_ACQUIRE);
 		return 0;
 	}
 	return sio_err_set(ENOENT, "no NVMe manager serves device %u on fabric '%s' "

@@ -54,6 +54,7 @@ struct sio_nvme_manager {
 	struct sio_device *dev;
 	struct sio_device_info dinfo;
 	struct sio_nvme_ctrl *ctrl;
+	struct sio_nvme_ctrl_opts co;	/* what it was brought up with */
 	const struct sio_nvme_ctrl_info *ci;
 	struct sio_segment *seg;
 	struct sio_nvme_mbox *mb;
@@ -196,14 +197,17 @@ static bool kept_state(const struct sio_nvme_manager *m)
 	       m->mb->h.device == m->dinfo.id;
 }
 
-/* No queue pair exists: fresh tables. */
-static void state_reset(struct sio_nvme_manager *m)
+/* No queue pair exists: fresh tables. The doorbell grants stay with a
+ * reset under running clients, who may still have the pages mapped. */
+static void state_reset(struct sio_nvme_manager *m, bool keep_grants)
 {
 	uint32_t i;
 
 	m->state->magic = 0;
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	memset(m->state, 0, sizeof(*m->state));
+	if (!keep_grants)
+		memset(m->dbpid, 0, sizeof(m->state->dbpid));
+	m->state->pend_op = PEND_NONE;
 	for (i = 0; i <= STATE_QIDS; i++)
 		m->qowner[i] = -1;
 	for (i = 0; i < CMB_MAX_ALLOCS; i++)
@@ -275,7 +279,6 @@ int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 			   const struct sio_nvme_manager_opts *opts,
 			   struct sio_nvme_manager **out)
 {
-	struct sio_nvme_ctrl_opts co = { 0, NVME_CC_AMS_RR, true };
 	struct sio_nvme_ctrl_info was;
 	struct sio_errsave es;
 	struct sio_nvme_manager *m;
@@ -289,10 +292,11 @@ int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 		return sio_err_set(ENOMEM, "out of memory");
 	m->f = f;
 	m->log = opts ? opts->log : NULL;
+	m->co = (struct sio_nvme_ctrl_opts){ 0, NVME_CC_AMS_RR, true };
 	if (opts)
-		co = opts->ctrl;
-	if (!co.io_queues || co.io_queues > STATE_QIDS)
-		co.io_queues = STATE_QIDS;
+		m->co = opts->ctrl;
+	if (!m->co.io_queues || m->co.io_queues > STATE_QIDS)
+		m->co.io_queues = STATE_QIDS;
 
 	ret = sio_nvme_find_device(f, device, &m->dinfo);
 	if (ret)
@@ -321,7 +325,7 @@ int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 	}
 	if (shared) {
 		sio_nvme_mbox_ctrl_unpack(&was, &m->mb->h.ctrl);
-		ret = sio_nvme_ctrl_open_kept(m->dev, &co, SIO_NVME_ADM_SEGID(m->dinfo.id),
+		ret = sio_nvme_ctrl_open_kept(m->dev, &m->co, SIO_NVME_ADM_SEGID(m->dinfo.id),
 					      &was, &m->ctrl);
 		if (!ret) {
 			m->adopted = true;
@@ -330,19 +334,19 @@ int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 			mlog(m, "%s: resetting device %u; its %d client(s) must reconnect",
 			     sio_errmsg(), m->dinfo.id, m->dinfo.borrowers);
 			__atomic_fetch_add(&m->mb->h.resets, 1, __ATOMIC_ACQ_REL);
-			ret = sio_nvme_ctrl_open_kept(m->dev, &co,
+			ret = sio_nvme_ctrl_open_kept(m->dev, &m->co,
 						      SIO_NVME_ADM_SEGID(m->dinfo.id), NULL,
 						      &m->ctrl);
 		}
 	} else {
-		ret = sio_nvme_ctrl_open_kept(m->dev, &co, SIO_NVME_ADM_SEGID(m->dinfo.id),
+		ret = sio_nvme_ctrl_open_kept(m->dev, &m->co, SIO_NVME_ADM_SEGID(m->dinfo.id),
 					      NULL, &m->ctrl);
 	}
 	if (ret)
 		goto fail;
 	m->ci = sio_nvme_ctrl_info(m->ctrl);
 	if (!m->adopted)
-		state_reset(m);
+		state_reset(m, shared);
 	/* Exclusive, so no one maps BAR0 unconfined; on a take-over, at once. */
 	ret = confine(m);
 	if (ret)
@@ -847,6 +851,37 @@ static void handle(struct sio_nvme_manager *m, int s)
 	sio_segment_notify(m->seg, sio_nvme_mbox_slot_off(s, offsetof(struct sio_nvme_mbox_slot, state)));
 }
 
+/*
+ * The controller reported a fatal status (CSTS.CFS): reset it in place.
+ * Every queue pair is gone with the reset; the clients learn it from the
+ * mailbox's reset count (their I/O fails saying so) and reconnect.
+ */
+static int reset_ctrl(struct sio_nvme_manager *m)
+{
+	int ret;
+
+	mlog(m, "controller fatal status (CSTS.CFS): resetting device %u; its %u "
+	     "client(s) lose their queue pairs and must reconnect", m->dinfo.id,
+	     m->st.clients);
+	__atomic_fetch_add(&m->mb->h.resets, 1, __ATOMIC_ACQ_REL);
+	sio_nvme_ctrl_close(m->ctrl);
+	m->ci = NULL;
+	ret = sio_nvme_ctrl_open_kept(m->dev, &m->co, SIO_NVME_ADM_SEGID(m->dinfo.id), NULL,
+				      &m->ctrl);
+	if (ret) {
+		m->ctrl = NULL;
+		return sio_err_wrap(-ret, "cannot reset device %u after its fatal status",
+				    m->dinfo.id);
+	}
+	m->ci = sio_nvme_ctrl_info(m->ctrl);
+	state_reset(m, true);
+	sio_nvme_mbox_ctrl_pack(&m->mb->h.ctrl, m->ci);
+	m->st.queues = 0;
+	m->st.resets++;
+	mlog(m, "device %u is ready again after the reset", m->dinfo.id);
+	return 0;
+}
+
 int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
 {
 	struct sio_nvme_mbox_hdr *h = &m->mb->h;
@@ -877,6 +912,8 @@ int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
 				   m->dinfo.id);
 	}
 	ret = sio_nvme_ctrl_check(m->ctrl);
+	if (ret == -EIO)
+		ret = reset_ctrl(m);
 	if (ret)
 		return ret;
 	return n;

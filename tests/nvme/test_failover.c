@@ -179,3 +179,52 @@ Test(failover, admin_request_waits_for_the_new_manager)
 	sio_nvme_client_close(c.cl);
 	sio_fabric_close(f);
 }
+
+/* A controller fatal status: the manager resets the controller in place,
+ * running clients get an error that says so, and reconnect. */
+Test(failover, fatal_status_reset_is_told_and_clients_reconnect)
+{
+	struct sio_fabric *f;
+	struct sio_nvme_client *cl;
+	struct sio_nvme_ioq *q;
+	struct sio_nvme_buf *buf;
+	char *log = NULL;
+	int ret, i;
+
+	cluster_up(&C, 2, 32, emu);
+	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
+	sio_nvme_client_set_timeout(cl, 1000);
+	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_buf_alloc(cl, 4096, &buf), 0, "%s", sio_errmsg());
+	memset(buf->va, 0x5a, 4096);
+	cr_assert_eq(sio_nvme_write(q, 1, 64, 8, buf, 0), 0, "%s", sio_errmsg());
+
+	cr_assert_eq(kill(C.emu, SIGUSR1), 0);	/* nvme-emu fails: CSTS.CFS */
+	for (i = 0; i < 200; i++) {
+		log = cluster_output(&C, "nvme-manager", "err");
+		if (strstr(log, "ready again after the reset"))
+			break;
+		usleep(50000);
+	}
+	cr_assert(strstr(log, "controller fatal status"), "%s", log);
+	ret = sio_nvme_read(q, 1, 64, 8, buf, 0);
+	cr_expect_eq(ret, -ECONNRESET, "I/O on a queue pair the reset took: %d %s", ret,
+		     sio_errmsg());
+	cr_expect(strstr(sio_errmsg(), "reset the controller"), "%s", sio_errmsg());
+	sio_nvme_buf_close(cl, buf);
+	sio_nvme_ioq_close(q);
+	sio_nvme_client_close(cl);
+
+	/* Reconnected, the data written before the reset is there. */
+	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_buf_alloc(cl, 4096, &buf), 0, "%s", sio_errmsg());
+	memset(buf->va, 0, 4096);
+	cr_expect_eq(sio_nvme_read(q, 1, 64, 8, buf, 0), 0, "%s", sio_errmsg());
+	cr_expect_eq(((uint8_t *)buf->va)[4095], 0x5a);
+	sio_nvme_buf_close(cl, buf);
+	sio_nvme_ioq_close(q);
+	sio_nvme_client_close(cl);
+	sio_fabric_close(f);
+}

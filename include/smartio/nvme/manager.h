@@ -61,6 +61,7 @@ struct sio_nvme_manager_opts {
  * @requests: requests served
  * @refused: requests answered with an error
  * @reaped: dead clients cleaned up
+ * @resets: controller resets under running clients (after CSTS.CFS)
  */
 struct sio_nvme_manager_stats {
 	uint32_t clients;
@@ -68,6 +69,7 @@ struct sio_nvme_manager_stats {
 	uint64_t requests;
 	uint64_t refused;
 	uint64_t reaped;
+	uint64_t resets;
 };
 
 /**
