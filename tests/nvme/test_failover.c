@@ -103,6 +103,55 @@ Test(failover, manager_killed_and_restarted_under_16_clients)
 	cr_expect(!strstr(log, "controller failed"), "%s", log);
 }
 
+/* A standby manager on another node takes over when the active one is
+ * killed, under 8 clients doing verified I/O for 10 s. */
+Test(failover, standby_on_another_node_takes_over)
+{
+	enum { N = 8 };
+	const char *argv[] = { "NVME_MANAGER", "--fabric", C.fabric, "--node", "9",
+			       "--standby", "--ready-file", NULL, NULL };
+	char tags[N][32], ready[300], *log;
+	pid_t pid[N], sb;
+	struct sio_fabric *f;
+	struct sio_nvme_client *cl;
+	struct sio_nvme_ioq *q;
+	FILE *rf;
+	int i, st;
+
+	cluster_up(&C, N + 2, 64, emu);
+	argv[2] = C.fabric;
+	snprintf(ready, sizeof(ready), "%s/standby.ready", C.dir);
+	argv[7] = ready;
+	sb = cluster_spawn(&C, "standby", argv);
+	for (i = 0; i < N; i++)
+		pid[i] = io_client(i + 1, "10", tags[i], sizeof(tags[i]));
+	sleep(3);
+	log = cluster_output(&C, "standby", "err");
+	cr_expect(strstr(log, "standing by on node 9"), "%s", log);
+	cr_expect(access(ready, F_OK) != 0, "the standby served while the manager ran");
+	kill_manager();
+	C.mgr = sb;	/* stopped at the end as the manager */
+	for (i = 0; i < 300 && access(ready, F_OK) != 0; i++)
+		usleep(20000);
+	rf = fopen(ready, "r");
+	cr_assert(rf, "the standby did not take over: %s", cluster_output(&C, "standby", "err"));
+	fclose(rf);
+	log = cluster_output(&C, "standby", "err");
+	cr_expect(strstr(log, "took over device"), "%s", log);
+
+	cr_assert_eq(sio_fabric_open(C.fabric, N + 1, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_errmsg());
+	sio_nvme_ioq_close(q);
+	sio_nvme_client_close(cl);
+	sio_fabric_close(f);
+	for (i = 0; i < N; i++) {
+		st = cluster_wait(pid[i], 60000);
+		cr_expect_eq(st, 0, "%s exited %d: %s", tags[i], st,
+			     cluster_output(&C, tags[i], "err"));
+	}
+}
+
 /* A client that dies while no manager runs has its queues reclaimed by the
  * next one; a client alive across the restart is served by it. */
 Test(failover, dead_clients_reclaimed_live_ones_served)
