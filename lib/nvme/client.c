@@ -274,6 +274,7 @@ int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_
 	struct sio_nvme_mbox_resp resp;
 	struct sio_errsave es;
 	struct sio_nvme_backoff b;
+	struct sio_nvme_slice sl;
 	uint64_t deadline;
 	int ret;
 
@@ -333,14 +334,22 @@ int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_
 	ret = map_registers(cl);
 	if (ret)
 		goto fail;
-	ret = sio_segment_create(f, 0, 8192, 0, &cl->scratch);
-	if (!ret)
-		ret = sio_segment_map(cl->scratch, &cl->scratch_va);
-	if (ret) {
-		ret = sio_err_wrap(-ret, "cannot create the client's admin buffer");
+	ret = sio_nvme_arena_open(cl);
+	if (ret)
 		goto fail;
+	if (!sio_nvme_arena_alloc(cl, 8192, &sl)) {
+		cl->scratch_va = sl.va;
+		cl->scratch_off = sl.off;
+	} else {
+		ret = sio_segment_create(f, 0, 8192, 0, &cl->scratch);
+		if (!ret)
+			ret = sio_segment_map(cl->scratch, &cl->scratch_va);
+		if (ret) {
+			ret = sio_err_wrap(-ret, "cannot create the client's admin buffer");
+			goto fail;
+		}
+		sio_segment_set_name(cl->scratch, "nvme-client-admin");
 	}
-	sio_segment_set_name(cl->scratch, "nvme-client-admin");
 	*out = cl;
 	return 0;
 fail:
@@ -370,6 +379,7 @@ void sio_nvme_client_close(struct sio_nvme_client *cl)
 	}
 	if (cl->scratch)
 		sio_segment_close(cl->scratch);
+	sio_nvme_arena_close(cl);
 	if (cl->bar0)
 		sio_segment_close(cl->bar0);
 	if (cl->bar0_2)
@@ -422,6 +432,20 @@ static int admin_data_call(struct sio_nvme_client *cl, struct sio_nvme_mbox_req 
 	/* A multipath client takes the second path while the first is down. */
 	if (cl->dev2 && !sio_nvme_path_links_up(cl, 0) && sio_nvme_path_links_up(cl, 1))
 		dev = cl->dev2;
+	if (!cl->scratch) {	/* in the arena, mapped for good */
+		if (dev == cl->dev2)
+			ret = sio_nvme_arena_bus2(cl, &bus);
+		else
+			ret = sio_nvme_arena_bus(cl, &bus);
+		if (ret)
+			return ret;
+		memset(cl->scratch_va, 0, len);
+		req->bus1 = bus + cl->scratch_off;
+		ret = sio_nvme_mbox_call(cl, req, &resp);
+		if (!ret)
+			memcpy(out, cl->scratch_va, len);
+		return ret;
+	}
 	ret = sio_device_map(dev, cl->scratch, &bus);
 	if (ret == -ENODEV)
 		return sio_err_wrap(ENODEV, "cannot map the admin buffer for the device: "
