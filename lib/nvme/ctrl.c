@@ -30,7 +30,7 @@ struct adm_keep {
 	uint16_t sq_tail;
 	uint16_t cq_head;
 	uint8_t cq_phase;
-	uint8_t inflight;	/* rung (or about to be), completion not consumed */
+	uint8_t inflight;	/* commands rung (or about to be), completions not consumed */
 };
 
 struct sio_nvme_ctrl {
@@ -218,14 +218,14 @@ static int init_admin_queue(struct sio_nvme_ctrl *c)
 }
 
 /* Record the admin queue's positions where a successor finds them. */
-static void keep_pos(struct sio_nvme_ctrl *c, bool inflight)
+static void keep_pos(struct sio_nvme_ctrl *c, uint32_t inflight)
 {
 	if (!c->keep)
 		return;
 	c->keep->sq_tail = c->admin.sq_tail;
 	c->keep->cq_head = c->admin.cq_head;
 	c->keep->cq_phase = c->admin.cq_phase;
-	c->keep->inflight = inflight;
+	c->keep->inflight = (uint8_t)inflight;
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 }
 
@@ -399,16 +399,22 @@ static int adopt(struct sio_nvme_ctrl *c, uint32_t adm_id, const struct sio_nvme
 	c->admin.sq_tail = c->admin.sq_rung = c->admin.sq_head = k.sq_tail;
 	c->admin.cq_head = k.cq_head;
 	c->admin.cq_phase = k.cq_phase;
+	if (k.inflight >= SIO_NVME_ADMIN_DEPTH)
+		return stale("the kept count of admin commands in flight is out of range");
 	if (k.inflight) {
-		/* Its doorbell may not have been rung: ring the same tail again
-		 * (a no-op if it was), and wait for the completion. */
+		/* Their doorbell may not have been rung: ring the same tail again
+		 * (a no-op if it was), and wait for their completions. */
 		sio_nvme_wr32(c->regs, sio_nvme_doorbell_offset(0, 0, c->info.dstrd),
 			      k.sq_tail);
 		deadline = sio_nvme_now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
 		sio_nvme_backoff_init(&b, 1000000);
-		while (!sio_nvme_cq_peek(&c->admin)) {
+		while (k.inflight) {
+			if (sio_nvme_cq_pop(&c->admin, NULL, NULL) != -EAGAIN) {
+				k.inflight--;
+				continue;
+			}
 			if (sio_nvme_now_ns() > deadline)
-				return stale("the admin command in flight at the crash got "
+				return stale("the admin commands in flight at the crash got "
 					     "no completion");
 			sio_nvme_backoff_wait(&b);
 		}
@@ -417,7 +423,7 @@ static int adopt(struct sio_nvme_ctrl *c, uint32_t adm_id, const struct sio_nvme
 	while (sio_nvme_cq_pop(&c->admin, NULL, NULL) != -EAGAIN)
 		;
 	sio_nvme_cq_ring(&c->admin);
-	keep_pos(c, false);
+	keep_pos(c, 0);
 
 	c->info.nn = was->nn;
 	c->info.vwc = was->vwc;
@@ -554,7 +560,7 @@ int sio_nvme_ctrl_open_kept(struct sio_device *dev, const struct sio_nvme_ctrl_o
 		c->keep->bus = c->adm_bus;
 		c->keep->cc = cc;
 		c->keep->aqa = sio_nvme_rd32(c->regs, NVME_REG_AQA);
-		keep_pos(c, false);
+		keep_pos(c, 0);
 		__atomic_store_n(&c->keep->magic, ADM_KEEP_MAGIC, __ATOMIC_RELEASE);
 	}
 
@@ -619,13 +625,14 @@ void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c)
 	sio_err_restore(&es);
 }
 
-int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
-			struct sio_nvme_cpl *cpl, uint32_t timeout_ms)
+int sio_nvme_ctrl_admin_many(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmds,
+			     uint32_t n, struct sio_nvme_cpl *cpls, uint32_t timeout_ms)
 {
 	struct sio_nvme_backoff b;
 	struct sio_nvme_cpl done;
 	uint64_t deadline, cookie, now, next_check;
-	int cid, ret;
+	uint32_t i, left = n;
+	int ret;
 
 	if (c->gone)
 		return sio_err_set(ENODEV, "controller (device %u) is gone: its lender or "
@@ -633,13 +640,16 @@ int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
 	if (c->admin_broken)
 		return sio_err_set(EIO, "admin queue unusable after an earlier timeout; "
 				   "reset the controller");
+	if (!n || n >= SIO_NVME_ADMIN_DEPTH)
+		return sio_err_set(EINVAL, "%u admin commands at once (1..%u)", n,
+				   SIO_NVME_ADMIN_DEPTH - 1);
 	ret = sio_nvme_ctrl_check(c);
 	if (ret)
 		return ret;
-	cid = sio_nvme_sq_submit(&c->admin, cmd, 0);
-	if (cid < 0)
-		return sio_err_set(EBUSY, "admin queue full");
-	keep_pos(c, true);
+	for (i = 0; i < n; i++)
+		if (sio_nvme_sq_submit(&c->admin, &cmds[i], i) < 0)
+			return sio_err_set(EBUSY, "admin queue full");	/* none rung */
+	keep_pos(c, n);
 	sio_nvme_sq_ring(&c->admin);
 
 	if (!timeout_ms)
@@ -648,14 +658,16 @@ int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
 	deadline = now + (uint64_t)timeout_ms * 1000000ull;
 	next_check = now + 1000000ull;
 	sio_nvme_backoff_init(&b, 200000);
-	for (;;) {
+	while (left) {
 		if (sio_nvme_cq_peek(&c->admin)) {
 			ret = sio_nvme_cq_pop(&c->admin, &done, &cookie);
 			sio_nvme_cq_ring(&c->admin);
-			keep_pos(c, ret != cid);
-			if (ret != cid)
-				continue;	/* stale completion: keep waiting for ours */
-			break;
+			if (ret >= 0 && cookie < n) {
+				cpls[cookie] = done;
+				left--;
+			}
+			keep_pos(c, left);	/* a stale completion is skipped */
+			continue;
 		}
 		now = sio_nvme_now_ns();
 		if (now > next_check) {
@@ -667,10 +679,22 @@ int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
 		if (now > deadline) {
 			c->admin_broken = true;
 			return sio_err_set(ETIMEDOUT, "admin command 0x%02x got no "
-					   "completion within %u ms", cmd->opcode, timeout_ms);
+					   "completion within %u ms", cmds[0].opcode, timeout_ms);
 		}
 		sio_nvme_backoff_wait(&b);
 	}
+	return 0;
+}
+
+int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
+			struct sio_nvme_cpl *cpl, uint32_t timeout_ms)
+{
+	struct sio_nvme_cpl done;
+	int ret;
+
+	ret = sio_nvme_ctrl_admin_many(c, cmd, 1, &done, timeout_ms);
+	if (ret)
+		return ret;
 	if (cpl)
 		*cpl = done;
 	if (SIO_NVME_STATUS_CODE(done.status))

@@ -19,6 +19,7 @@
 #define REAP_EVERY_NS	200000000ull
 #define PIDCHECK_EVERY_NS 500000000ull
 #define STATE_QIDS	1024	/* I/O queue pairs a manager hands out, at most */
+#define CREATE_BATCH	(SIO_NVME_ADMIN_DEPTH - 1)	/* queue pairs created at once */
 #define STATE_MAGIC	0x3154534d564e53ull	/* "SNVMST1" */
 
 struct cmb_alloc {
@@ -37,9 +38,10 @@ struct mgr_state {
 	uint64_t magic;		/* written last */
 	uint32_t device;
 	uint32_t io_queues;
-	/* A queue pair being created or deleted: after a crash its fate in the
-	 * controller is unknown, and the successor deletes it to be sure. */
-	int32_t pend_op, pend_qid;
+	/* Per qid, a queue pair being created or deleted (PEND_*): after a
+	 * crash its fate in the controller is unknown, and the successor
+	 * deletes it to be sure. */
+	uint8_t pend[STATE_QIDS + 1];
 	int32_t qowner[STATE_QIDS + 1];	/* per qid: owning slot or -1 */
 	int32_t qpid[STATE_QIDS + 1];	/* per qid: owner's pid when created */
 	/* BAR0 confined: per qid, the process last granted its doorbell pages
@@ -207,7 +209,7 @@ static void state_reset(struct sio_nvme_manager *m, bool keep_grants)
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	if (!keep_grants)
 		memset(m->dbpid, 0, sizeof(m->state->dbpid));
-	m->state->pend_op = PEND_NONE;
+	memset(m->state->pend, PEND_NONE, sizeof(m->state->pend));
 	for (i = 0; i <= STATE_QIDS; i++)
 		m->qowner[i] = -1;
 	for (i = 0; i < CMB_MAX_ALLOCS; i++)
@@ -229,18 +231,18 @@ static int grant_doorbells(struct sio_nvme_manager *m, uint32_t qid, int32_t pid
 static void take_over(struct sio_nvme_manager *m)
 {
 	struct sio_nvme_mbox_resp r;
-	int32_t q = m->state->pend_qid;
 	uint32_t qid;
 	int s;
 
-	if (m->state->pend_op && q > 0 && (uint32_t)q <= m->ci->io_queues &&
-	    (m->state->pend_op == PEND_DELETE || m->qowner[q] < 0)) {
-		sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)q);
-		m->qowner[q] = -1;
-		mlog(m, "queue pair %d was being %s when the manager died: deleted", (int)q,
-		     m->state->pend_op == PEND_CREATE ? "created" : "deleted");
+	for (qid = 1; qid <= m->ci->io_queues; qid++) {
+		if (!m->state->pend[qid])
+			continue;
+		sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)qid);
+		m->qowner[qid] = -1;
+		mlog(m, "queue pair %u was being %s when the manager died: deleted", qid,
+		     m->state->pend[qid] == PEND_CREATE ? "created" : "deleted");
+		m->state->pend[qid] = PEND_NONE;
 	}
-	m->state->pend_op = PEND_NONE;
 	for (qid = 1; qid <= m->ci->io_queues; qid++) {
 		if (m->qowner[qid] < 0)
 			continue;
@@ -417,13 +419,13 @@ static int release_slot(struct sio_nvme_manager *m, int s)
 	for (q = 1; q <= m->ci->io_queues; q++) {
 		if (m->qowner[q] != s)
 			continue;
-		m->state->pend_qid = (int32_t)q;
-		m->state->pend_op = PEND_DELETE;
+		m->state->pend[q] = PEND_DELETE;
 		sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)q);
 		revoke_doorbells(m, q);
 		m->qowner[q] = -1;
-		m->state->pend_op = PEND_NONE;
-		m->st.queues--;
+		m->state->pend[q] = PEND_NONE;
+		if (m->st.queues)
+			m->st.queues--;
 		n++;
 	}
 	for (i = 0; i < CMB_MAX_ALLOCS; i++)
@@ -601,52 +603,126 @@ static int grant_doorbells(struct sio_nvme_manager *m, uint32_t qid, int32_t pid
 	return 0;
 }
 
-static int op_create_qp(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox_req *q,
-			struct sio_nvme_mbox_resp *r)
-{
-	uint32_t qid, page = m->ci->page_size;
-	int32_t pid = __atomic_load_n(&m->mb->slots[s].pid, __ATOMIC_ACQUIRE);
-	uint16_t st = 0;
-	bool held;
+/* A Create I/O Queue Pair request, served with others taken at once. */
+struct creating {
+	int s;
+	struct sio_nvme_mbox_req q;
+	struct sio_nvme_mbox_resp r;
+	uint32_t qid;		/* reserved (qowner and pend set); 0: none */
+	int32_t pid;
 	int ret;
+	bool drop_cq;		/* its SQ failed: its CQ is deleted */
+};
 
+/* Check a request and reserve a qid for it, or refuse it. */
+static void create_check(struct sio_nvme_manager *m, struct creating *c)
+{
+	const struct sio_nvme_mbox_req *q = &c->q;
+	uint32_t page = m->ci->page_size;
+	bool held;
+
+	c->pid = __atomic_load_n(&m->mb->slots[c->s].pid, __ATOMIC_ACQUIRE);
 	if (q->qsize < 2 || q->qsize > m->ci->mqes)
-		return refuse(m, r, EINVAL, "queue size %u out of range 2..%u (CAP.MQES)",
-			      q->qsize, m->ci->mqes);
-	if (!q->bus1 || !q->bus2 || ((q->bus1 | q->bus2) & (page - 1)))
-		return refuse(m, r, EINVAL, "queue addresses must be non-zero and "
-			      "%u-byte aligned", page);
-	if (q->cdw10 > 3)
-		return refuse(m, r, EINVAL, "SQ priority %u out of range 0..3", q->cdw10);
-	if (m->confined && pid <= 0)
-		return refuse(m, r, EINVAL, "mailbox slot %d names no process", s);
-	qid = pick_qid(m, pid, &held);
-	if (!qid && held)
-		return refuse(m, r, ENOSPC, "no I/O queue pair left: the free ones' "
-			      "doorbells were granted to processes still running");
-	if (!qid)
-		return refuse(m, r, ENOSPC, "no I/O queue pair left: the controller has "
-			      "%u and all are taken", m->ci->io_queues);
-	m->state->pend_qid = (int32_t)qid;
-	m->state->pend_op = PEND_CREATE;
-	ret = sio_nvme_ctrl_create_qpair(m->ctrl, (uint16_t)qid, q->qsize, q->bus1,
-					 q->bus2, q->cdw10, &st);
-	if (!ret)
-		ret = grant_doorbells(m, qid, pid, r);
-	else
-		ret = from_ctrl(m, r, ret, st);
-	if (ret) {
-		if (!st)	/* created: the grant failed */
-			sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)qid);
-		m->state->pend_op = PEND_NONE;
-		return ret;
+		c->ret = refuse(m, &c->r, EINVAL, "queue size %u out of range 2..%u (CAP.MQES)",
+				q->qsize, m->ci->mqes);
+	else if (!q->bus1 || !q->bus2 || ((q->bus1 | q->bus2) & (page - 1)))
+		c->ret = refuse(m, &c->r, EINVAL, "queue addresses must be non-zero and "
+				"%u-byte aligned", page);
+	else if (q->cdw10 > 3)
+		c->ret = refuse(m, &c->r, EINVAL, "SQ priority %u out of range 0..3", q->cdw10);
+	else if (m->confined && c->pid <= 0)
+		c->ret = refuse(m, &c->r, EINVAL, "mailbox slot %d names no process", c->s);
+	if (c->ret)
+		return;
+	c->qid = pick_qid(m, c->pid, &held);
+	if (!c->qid && held)
+		c->ret = refuse(m, &c->r, ENOSPC, "no I/O queue pair left: the free ones' "
+				"doorbells were granted to processes still running");
+	else if (!c->qid)
+		c->ret = refuse(m, &c->r, ENOSPC, "no I/O queue pair left: the controller has "
+				"%u and all are taken", m->ci->io_queues);
+	if (c->ret)
+		return;
+	m->state->pend[c->qid] = PEND_CREATE;
+	m->qowner[c->qid] = c->s;	/* taken: the next pick skips it */
+}
+
+/* One admin command per pending request (@mk builds it, false: none), all
+ * at once; a request whose command failed is answered with its status. */
+static void create_step(struct sio_nvme_manager *m, struct creating *c, int n,
+			bool (*mk)(const struct creating *, struct sio_nvme_cmd *))
+{
+	struct sio_nvme_cmd cmd[SIO_NVME_ADMIN_DEPTH];
+	struct sio_nvme_cpl cpl[SIO_NVME_ADMIN_DEPTH];
+	int idx[SIO_NVME_ADMIN_DEPTH], k = 0, i, j, ret;
+	uint16_t st;
+
+	for (i = 0; i < n; i++)
+		if (!c[i].ret && mk(&c[i], &cmd[k]))
+			idx[k++] = i;
+	if (!k)
+		return;
+	ret = sio_nvme_ctrl_admin_many(m->ctrl, cmd, (uint32_t)k, cpl, 0);
+	for (j = 0; j < k; j++) {
+		i = idx[j];
+		st = ret ? 0 : SIO_NVME_STATUS_CODE(cpl[j].status);
+		if (!ret && !st)
+			continue;
+		if (!ret)
+			sio_err_set(EIO, "admin command 0x%02x failed: %s (status 0x%03x)",
+				    cmd[j].opcode, sio_nvme_status_str(st), st);
+		c[i].ret = from_ctrl(m, &c[i].r, ret ? ret : -EIO, st);
+		c[i].drop_cq = !ret && cmd[j].opcode == nvme_admin_create_sq;
+		if (ret)
+			c[i].qid = 0;	/* fate unknown: pend stays for a successor */
 	}
-	m->qpid[qid] = pid;
-	m->qowner[qid] = s;
-	m->state->pend_op = PEND_NONE;
-	m->st.queues++;
-	r->qid = (uint16_t)qid;
-	return 0;
+}
+
+static bool mk_cq(const struct creating *c, struct sio_nvme_cmd *cmd)
+{
+	sio_nvme_cmd_create_cq(cmd, (uint16_t)c->qid, c->q.qsize, c->q.bus2, SIO_NVME_Q_PC, 0);
+	return true;
+}
+
+static bool mk_sq(const struct creating *c, struct sio_nvme_cmd *cmd)
+{
+	sio_nvme_cmd_create_sq(cmd, (uint16_t)c->qid, c->q.qsize, c->q.bus1, (uint16_t)c->qid,
+			       c->q.cdw10);
+	return true;
+}
+
+/*
+ * Create the queue pairs of @n requests together: the CQs in one batch of
+ * admin commands, then the SQs in another, so clients arriving at once
+ * wait for two admin round trips, not two each.
+ */
+static void create_many(struct sio_nvme_manager *m, struct creating *c, int n)
+{
+	struct sio_nvme_cmd cmd;
+	int i;
+
+	for (i = 0; i < n; i++)
+		create_check(m, &c[i]);
+	create_step(m, c, n, mk_cq);
+	create_step(m, c, n, mk_sq);
+	for (i = 0; i < n; i++) {
+		if (c[i].drop_cq) {
+			sio_nvme_cmd_delete_q(&cmd, nvme_admin_delete_cq, (uint16_t)c[i].qid);
+			sio_nvme_ctrl_admin(m->ctrl, &cmd, NULL, 0);
+		}
+		if (!c[i].ret && (c[i].ret = grant_doorbells(m, c[i].qid, c[i].pid, &c[i].r)))
+			sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)c[i].qid);
+		if (!c[i].qid)
+			continue;
+		if (c[i].ret) {
+			m->qowner[c[i].qid] = -1;
+		} else {
+			m->qpid[c[i].qid] = c[i].pid;
+			m->st.queues++;
+			c[i].r.qid = (uint16_t)c[i].qid;
+		}
+		m->state->pend[c[i].qid] = PEND_NONE;
+	}
 }
 
 static int op_delete_qp(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox_req *q,
@@ -659,13 +735,12 @@ static int op_delete_qp(struct sio_nvme_manager *m, int s, const struct sio_nvme
 			      m->ci->io_queues);
 	if (m->qowner[q->qid] != s)
 		return refuse(m, r, EPERM, "queue %u is not yours", q->qid);
-	m->state->pend_qid = q->qid;
-	m->state->pend_op = PEND_DELETE;
+	m->state->pend[q->qid] = PEND_DELETE;
 	/* The controller's answer first: revoking may set a message of its own. */
 	ret = from_ctrl(m, r, sio_nvme_ctrl_delete_qpair(m->ctrl, q->qid), 0);
 	revoke_doorbells(m, q->qid);
 	m->qowner[q->qid] = -1;
-	m->state->pend_op = PEND_NONE;
+	m->state->pend[q->qid] = PEND_NONE;
 	m->st.queues--;
 	return ret;
 }
@@ -789,27 +864,62 @@ static int op_cmb_free(struct sio_nvme_manager *m, int s, const struct sio_nvme_
 		      (unsigned long long)q->value);
 }
 
-static void handle(struct sio_nvme_manager *m, int s)
+/* A request from slot @s: its client is known from now on. */
+static void note_client(struct sio_nvme_manager *m, int s)
 {
 	struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
-	struct sio_nvme_mbox_req q;
-	struct sio_nvme_mbox_resp r;
-	int ret = 0;
 
-	/* Work on a copy: the client's memory could change under us. */
-	memcpy(&q, (const void *)&sl->req, sizeof(q));
-	memset(&r, 0, sizeof(r));
 	if (m->slot_pid[s] != sl->pid) {
 		m->slot_pid[s] = sl->pid;
 		m->st.clients++;
 		mlog(m, "client pid %d on node %d connected (slot %d)", (int)sl->pid,
 		     (int)sl->node, s);
 	}
+}
+
+static void respond(struct sio_nvme_manager *m, int s, uint32_t op, int ret,
+		    struct sio_nvme_mbox_resp *r)
+{
+	struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
+
+	if (ret) {
+		name_cause(m, s, r);
+		mlog(m, "refused request %u from pid %d: %s", op, (int)sl->pid, r->msg);
+	}
+	m->st.requests++;
+	memcpy((void *)&sl->resp, r, sizeof(*r));
+	__atomic_store_n(&sl->state, SIO_MBOX_RESP, __ATOMIC_RELEASE);
+	sio_segment_notify(m->seg, sio_nvme_mbox_slot_off(s, offsetof(struct sio_nvme_mbox_slot, state)));
+}
+
+/* Serve the create requests taken at once, and answer them. */
+static void create_and_respond(struct sio_nvme_manager *m, struct creating *c, int n)
+{
+	create_many(m, c, n);
+	for (int i = 0; i < n; i++)
+		respond(m, c[i].s, SIO_MBOX_OP_CREATE_QP, c[i].ret, &c[i].r);
+}
+
+static void handle(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox_req *req)
+{
+	struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
+	struct sio_nvme_mbox_req q = *req;
+	struct sio_nvme_mbox_resp r;
+	struct creating c;
+	int ret = 0;
+
+	memset(&r, 0, sizeof(r));
+	note_client(m, s);
 	switch (q.op) {
 	case SIO_MBOX_OP_HELLO:
 		break;
 	case SIO_MBOX_OP_CREATE_QP:
-		ret = op_create_qp(m, s, &q, &r);
+		memset(&c, 0, sizeof(c));
+		c.s = s;
+		c.q = q;
+		create_many(m, &c, 1);
+		ret = c.ret;
+		r = c.r;
 		break;
 	case SIO_MBOX_OP_DELETE_QP:
 		ret = op_delete_qp(m, s, &q, &r);
@@ -841,14 +951,7 @@ static void handle(struct sio_nvme_manager *m, int s)
 		ret = refuse(m, &r, EINVAL, "unknown request %u", q.op);
 		break;
 	}
-	if (ret) {
-		name_cause(m, s, &r);
-		mlog(m, "refused request %u from pid %d: %s", q.op, (int)sl->pid, r.msg);
-	}
-	m->st.requests++;
-	memcpy((void *)&sl->resp, &r, sizeof(r));
-	__atomic_store_n(&sl->state, SIO_MBOX_RESP, __ATOMIC_RELEASE);
-	sio_segment_notify(m->seg, sio_nvme_mbox_slot_off(s, offsetof(struct sio_nvme_mbox_slot, state)));
+	respond(m, s, q.op, ret, &r);
 }
 
 /*
@@ -885,8 +988,10 @@ static int reset_ctrl(struct sio_nvme_manager *m)
 int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
 {
 	struct sio_nvme_mbox_hdr *h = &m->mb->h;
+	struct creating cr[CREATE_BATCH];
+	struct sio_nvme_mbox_req q;
 	uint32_t db;
-	int s, n = 0, ret;
+	int s, n = 0, ncr = 0, ret;
 	uint32_t exp;
 
 	db = __atomic_load_n(&h->doorbell, __ATOMIC_ACQUIRE);
@@ -896,15 +1001,31 @@ int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
 	m->last_doorbell = __atomic_load_n(&h->doorbell, __ATOMIC_ACQUIRE);
 	__atomic_fetch_add(&h->heartbeat, 1, __ATOMIC_RELAXED);
 
-	/* Scan every slot: a bump may cover several requests. */
+	/* Scan every slot: a bump may cover several requests. Queue pairs to
+	 * create are gathered and created together (create_many()). */
 	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++) {
 		exp = SIO_MBOX_REQ;
 		if (!__atomic_compare_exchange_n(&m->mb->slots[s].state, &exp, SIO_MBOX_BUSY,
 						 false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 			continue;
-		handle(m, s);
+		/* Work on a copy: the client's memory could change under us. */
+		memcpy(&q, (const void *)&m->mb->slots[s].req, sizeof(q));
 		n++;
+		if (q.op != SIO_MBOX_OP_CREATE_QP) {
+			handle(m, s, &q);
+			continue;
+		}
+		note_client(m, s);
+		memset(&cr[ncr], 0, sizeof(cr[ncr]));
+		cr[ncr].s = s;
+		cr[ncr++].q = q;
+		if (ncr == CREATE_BATCH) {
+			create_and_respond(m, cr, ncr);
+			ncr = 0;
+		}
 	}
+	if (ncr)
+		create_and_respond(m, cr, ncr);
 	check_clients(m, sio_nvme_now_ns());
 	if (m->dev_gone) {
 		__atomic_store_n(&h->serving, 0, __ATOMIC_RELEASE);

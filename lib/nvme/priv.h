@@ -108,6 +108,15 @@ int sio_nvme_ctrl_open_kept(struct sio_device *dev, const struct sio_nvme_ctrl_o
 			    uint32_t adm_id, const struct sio_nvme_ctrl_info *was,
 			    struct sio_nvme_ctrl **out);
 
+/*
+ * Several admin commands at once (the manager serving several clients):
+ * submitted together, rung once, each completion matched to its command in
+ * @cpls. Return: 0 once all were answered (their status is in @cpls), or
+ * -errno when the admin queue failed (none, or not all, answered).
+ */
+int sio_nvme_ctrl_admin_many(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmds,
+			     uint32_t n, struct sio_nvme_cpl *cpls, uint32_t timeout_ms);
+
 /* Copy a space-padded identify string, cutting trailing blanks. */
 void sio_nvme_strcpy_id(char *dst, const char *src, size_t n);
 
