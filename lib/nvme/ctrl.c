@@ -162,6 +162,24 @@ static int map_bar0(struct sio_nvme_ctrl *c)
 	return 0;
 }
 
+int sio_nvme_kept_segment(struct sio_fabric *f, int node, uint32_t id, uint64_t size,
+			  const char *name, struct sio_segment **seg, void **va)
+{
+	int ret;
+
+	ret = sio_segment_create_on(f, node, id, size, SIO_SEG_F_KEEP | SIO_SEG_F_NOHUGE, seg);
+	if (ret == -EEXIST)
+		return sio_err_set(EBUSY, "the %s (segment 0x%x on node %d) is held by a "
+				   "manager still running", name, id, node);
+	if (ret)
+		return sio_err_wrap(-ret, "cannot create the %s", name);
+	sio_segment_set_name(*seg, name);
+	ret = sio_segment_map(*seg, va);
+	if (ret)
+		return sio_err_wrap(-ret, "cannot map the %s", name);
+	return 0;
+}
+
 /* The admin segment: private (@adm_id 0), or kept on the lender's node
  * (adopted when a crashed manager left it; zeroed when @fresh). */
 static int alloc_admin(struct sio_nvme_ctrl *c, uint32_t adm_id, bool fresh)
@@ -173,22 +191,21 @@ static int alloc_admin(struct sio_nvme_ctrl *c, uint32_t adm_id, bool fresh)
 
 	if (adm_id) {
 		ret = sio_device_info(c->dev, &di);
-		if (!ret)
-			ret = sio_segment_create_on(f, di.lender, adm_id, ADM_SEG_SIZE,
-						    SIO_SEG_F_KEEP | SIO_SEG_F_NOHUGE,
-						    &c->adm_seg);
-		if (ret == -EEXIST)
-			return sio_err_set(EBUSY, "the admin queues of device %u are held by "
-					   "a manager still running", sio_device_id(c->dev));
+		if (ret)
+			return ret;
+		ret = sio_nvme_kept_segment(f, di.lender, adm_id, ADM_SEG_SIZE, "nvme-admin",
+					    &c->adm_seg, &va);
+		if (ret)
+			return ret;
 	} else {
 		ret = sio_segment_create(f, 0, ADM_SEG_SIZE, 0, &c->adm_seg);
+		if (ret)
+			return sio_err_wrap(-ret, "cannot create the admin queue segment");
+		sio_segment_set_name(c->adm_seg, "nvme-admin");
+		ret = sio_segment_map(c->adm_seg, &va);
+		if (ret)
+			return sio_err_wrap(-ret, "cannot map the admin queue segment");
 	}
-	if (ret)
-		return sio_err_wrap(-ret, "cannot create the admin queue segment");
-	sio_segment_set_name(c->adm_seg, "nvme-admin");
-	ret = sio_segment_map(c->adm_seg, &va);
-	if (ret)
-		return sio_err_wrap(-ret, "cannot map the admin queue segment");
 	ret = sio_device_map(c->dev, c->adm_seg, &c->adm_bus);
 	if (ret)
 		return sio_err_wrap(-ret, "cannot map the admin queues for the device");

@@ -154,34 +154,20 @@ static int confine(struct sio_nvme_manager *m)
  * when a crashed manager left them. */
 static int open_kept(struct sio_nvme_manager *m)
 {
-	struct sio_fabric *f = m->f;
 	void *va;
 	int ret;
 
-	ret = sio_segment_create_on(f, m->dinfo.lender, SIO_NVME_MBOX_SEGID(m->dinfo.id),
-				    SIO_NVME_MBOX_SIZE, SIO_SEG_F_NOHUGE | SIO_SEG_F_KEEP, &m->seg);
-	if (ret == -EEXIST)
-		return sio_err_set(EBUSY, "a manager for device %u already serves (its "
-				   "mailbox is on node %d)", m->dinfo.id, m->dinfo.lender);
+	ret = sio_nvme_kept_segment(m->f, m->dinfo.lender, SIO_NVME_MBOX_SEGID(m->dinfo.id),
+				    SIO_NVME_MBOX_SIZE, "nvme-mailbox", &m->seg, &va);
 	if (ret)
-		return sio_err_wrap(-ret, "cannot create the mailbox segment");
-	sio_segment_set_name(m->seg, "nvme-mailbox");
-	ret = sio_segment_map(m->seg, &va);
-	if (ret)
-		return sio_err_wrap(-ret, "cannot map the mailbox segment");
+		return ret == -EBUSY ? sio_err_set(EBUSY, "a manager for device %u already "
+						   "serves: %s", m->dinfo.id, sio_errmsg()) : ret;
 	m->mb = va;
-	ret = sio_segment_create_on(f, m->dinfo.lender, SIO_NVME_STATE_SEGID(m->dinfo.id),
-				    sizeof(struct mgr_state), SIO_SEG_F_NOHUGE | SIO_SEG_F_KEEP,
-				    &m->state_seg);
-	if (ret == -EEXIST)
-		return sio_err_set(EBUSY, "a manager for device %u already serves (its "
-				   "state is on node %d)", m->dinfo.id, m->dinfo.lender);
+	ret = sio_nvme_kept_segment(m->f, m->dinfo.lender, SIO_NVME_STATE_SEGID(m->dinfo.id),
+				    sizeof(struct mgr_state), "nvme-manager-state",
+				    &m->state_seg, &va);
 	if (ret)
-		return sio_err_wrap(-ret, "cannot create the manager's state segment");
-	sio_segment_set_name(m->state_seg, "nvme-manager-state");
-	ret = sio_segment_map(m->state_seg, &va);
-	if (ret)
-		return sio_err_wrap(-ret, "cannot map the manager's state segment");
+		return ret;
 	m->state = va;
 	m->qowner = m->state->qowner;
 	m->qpid = m->state->qpid;
@@ -896,6 +882,8 @@ static void respond(struct sio_nvme_manager *m, int s, uint32_t op, int ret,
 static void create_and_respond(struct sio_nvme_manager *m, struct creating *c, int n)
 {
 	create_many(m, c, n);
+	if (n > 1)
+		mlog(m, "%d queue pair requests served together", n);
 	for (int i = 0; i < n; i++)
 		respond(m, c[i].s, SIO_MBOX_OP_CREATE_QP, c[i].ret, &c[i].r);
 }

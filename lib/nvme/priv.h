@@ -97,6 +97,14 @@ void sio_nvme_ctrl_gone(struct sio_nvme_ctrl *c);
 #define SIO_NVME_STATE_SEGID(dev)	(0x4e580000u | ((dev) & 0xffffu))
 
 /*
+ * Create (or adopt, from a manager that crashed) the kept segment @id of
+ * @size bytes on @node, named @name, and map it here. -EBUSY when a live
+ * manager holds it.
+ */
+int sio_nvme_kept_segment(struct sio_fabric *f, int node, uint32_t id, uint64_t size,
+			  const char *name, struct sio_segment **seg, void **va);
+
+/*
  * Bring the controller up with its admin queues in the kept segment
  * @adm_id on the lender's node. @was NULL: reset and enable it. Otherwise
  * adopt it as it runs, without a reset, once its registers, the kept admin

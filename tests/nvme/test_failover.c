@@ -51,6 +51,32 @@ static pid_t io_client(int node, const char *secs, char *tag, size_t len)
 	return cluster_spawn(&C, tag, argv);
 }
 
+/* A client joins on @node: its queue pair is created; then it leaves. */
+static void join(int node)
+{
+	struct sio_fabric *f;
+	struct sio_nvme_client *cl;
+	struct sio_nvme_ioq *q;
+
+	cr_assert_eq(sio_fabric_open(C.fabric, node, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_errmsg());
+	sio_nvme_ioq_close(q);
+	sio_nvme_client_close(cl);
+	sio_fabric_close(f);
+}
+
+/* Every I/O client ended well: no I/O error, no mismatch. */
+static void expect_clients_ok(const pid_t *pid, char (*tags)[32], int n)
+{
+	for (int i = 0; i < n; i++) {
+		int st = cluster_wait(pid[i], 90000);
+
+		cr_expect_eq(st, 0, "%s exited %d: %s", tags[i], st,
+			     cluster_output(&C, tags[i], "err"));
+	}
+}
+
 static void kill_manager(void)
 {
 	cr_assert_eq(kill(C.mgr, SIGKILL), 0);
@@ -65,11 +91,8 @@ Test(failover, manager_killed_and_restarted_under_16_clients)
 	enum { N = 16 };
 	char tags[N][32], *log;
 	pid_t pid[N];
-	struct sio_fabric *f;
-	struct sio_nvme_client *cl;
-	struct sio_nvme_ioq *q;
 	uint64_t t0;
-	int i, st;
+	int i;
 
 	cluster_up(&C, N + 2, 64, emu);
 	for (i = 0; i < N; i++)
@@ -82,23 +105,12 @@ Test(failover, manager_killed_and_restarted_under_16_clients)
 	cr_expect(strstr(log, "took over device"), "the new manager reset the controller: %s",
 		  log);
 
-	/* A new client joins: its queue pair works. */
+	/* A new client joins: its queue pair is created. */
 	t0 = now_ms();
-	cr_assert_eq(sio_fabric_open(C.fabric, N + 1, &f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_errmsg());
-	cr_log_info("a new client joined %llu ms after the new manager was ready",
-		    (unsigned long long)(now_ms() - t0));
-	sio_nvme_ioq_close(q);
-	sio_nvme_client_close(cl);
-	sio_fabric_close(f);
-
-	for (i = 0; i < N; i++) {
-		st = cluster_wait(pid[i], 90000);
-		cr_expect_eq(st, 0, "%s exited %d: %s", tags[i], st,
-			     cluster_output(&C, tags[i], "err"));
-	}
-	/* Their queues went with them: the new manager deleted them. */
+	join(N + 1);
+	cr_log_info("a new client joined (and left) %llu ms after the new manager was "
+		    "ready", (unsigned long long)(now_ms() - t0));
+	expect_clients_ok(pid, tags, N);
 	log = cluster_output(&C, "nvme-manager", "err");
 	cr_expect(!strstr(log, "controller failed"), "%s", log);
 }
@@ -112,11 +124,8 @@ Test(failover, standby_on_another_node_takes_over)
 			       "--standby", "--ready-file", NULL, NULL };
 	char tags[N][32], ready[300], *log;
 	pid_t pid[N], sb;
-	struct sio_fabric *f;
-	struct sio_nvme_client *cl;
-	struct sio_nvme_ioq *q;
 	FILE *rf;
-	int i, st;
+	int i;
 
 	cluster_up(&C, N + 2, 64, emu);
 	argv[2] = C.fabric;
@@ -138,18 +147,8 @@ Test(failover, standby_on_another_node_takes_over)
 	fclose(rf);
 	log = cluster_output(&C, "standby", "err");
 	cr_expect(strstr(log, "took over device"), "%s", log);
-
-	cr_assert_eq(sio_fabric_open(C.fabric, N + 1, &f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_errmsg());
-	sio_nvme_ioq_close(q);
-	sio_nvme_client_close(cl);
-	sio_fabric_close(f);
-	for (i = 0; i < N; i++) {
-		st = cluster_wait(pid[i], 60000);
-		cr_expect_eq(st, 0, "%s exited %d: %s", tags[i], st,
-			     cluster_output(&C, tags[i], "err"));
-	}
+	join(N + 1);
+	expect_clients_ok(pid, tags, N);
 }
 
 /* A client that dies while no manager runs has its queues reclaimed by the
