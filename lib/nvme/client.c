@@ -83,7 +83,8 @@ static int await(struct sio_nvme_client *cl, struct sio_nvme_mbox_slot *sl)
 				dead_since = now;
 			if (now - dead_since > wait_ms * 1000000ull)
 				return sio_err_set(ENOTCONN, "the NVMe manager (pid %d) has died "
-						   "and none took over within %u ms", (int)pid,
+						   "and no manager took over within %u ms "
+						   "($SMARTIO_NVME_RESTART_MS)", (int)pid,
 						   wait_ms);
 			deadline = now + MBOX_TIMEOUT_MS * 1000000ull;
 		}

@@ -276,3 +276,60 @@ Test(failover, fatal_status_reset_is_told_and_clients_reconnect)
 	sio_nvme_client_close(cl);
 	sio_fabric_close(f);
 }
+
+/* A controller disabled behind the manager's back while none ran does not
+ * match the kept state: the next manager resets it, and clients are told. */
+Test(failover, a_controller_changed_meanwhile_is_reset_not_adopted)
+{
+	struct sio_fabric *f;
+	struct sio_nvme_client *cl;
+	struct sio_nvme_ioq *q;
+	struct sio_nvme_buf *buf;
+	struct sio_device *dev;
+	struct sio_segment *bar;
+	void *regs;
+	char *log;
+	int ret;
+
+	cluster_up(&C, 2, 32, emu);
+	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
+	sio_nvme_client_set_timeout(cl, 1000);
+	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_buf_alloc(cl, 4096, &buf), 0, "%s", sio_errmsg());
+	memset(buf->va, 0x3c, 4096);
+	cr_assert_eq(sio_nvme_write(q, 1, 16, 8, buf, 0), 0, "%s", sio_errmsg());
+	kill_manager();
+
+	/* CC.EN to 0: the controller drops every queue. */
+	cr_assert_eq(sio_device_borrow(f, sio_device_id(sio_nvme_client_device(cl)),
+				       SIO_BORROW_SHARED, &dev), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_device_bar(dev, 0, &bar), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_map(bar, &regs), 0, "%s", sio_errmsg());
+	__atomic_store_n((uint32_t *)((uint8_t *)regs + NVME_REG_CC), 0, __ATOMIC_RELEASE);
+	usleep(200000);
+	sio_segment_close(bar);
+	sio_device_close(dev);
+
+	cluster_start_mgr(&C);
+	log = cluster_output(&C, "nvme-manager", "err");
+	cr_expect(strstr(log, "does not match the kept state"), "%s", log);
+	cr_expect(!strstr(log, "took over device"), "%s", log);
+	ret = sio_nvme_read(q, 1, 16, 8, buf, 0);
+	cr_expect_eq(ret, -ECONNRESET, "I/O on a queue pair the reset took: %d %s", ret,
+		     sio_errmsg());
+	sio_nvme_buf_close(cl, buf);
+	sio_nvme_ioq_close(q);
+	sio_nvme_client_close(cl);
+
+	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_buf_alloc(cl, 4096, &buf), 0, "%s", sio_errmsg());
+	memset(buf->va, 0, 4096);
+	cr_expect_eq(sio_nvme_read(q, 1, 16, 8, buf, 0), 0, "%s", sio_errmsg());
+	cr_expect_eq(((uint8_t *)buf->va)[100], 0x3c);
+	sio_nvme_buf_close(cl, buf);
+	sio_nvme_ioq_close(q);
+	sio_nvme_client_close(cl);
+	sio_fabric_close(f);
+}
