@@ -228,26 +228,67 @@ Test(failover, admin_request_waits_for_the_new_manager)
 	sio_fabric_close(f);
 }
 
-/* A controller fatal status: the manager resets the controller in place,
- * running clients get an error that says so, and reconnect. */
-Test(failover, fatal_status_reset_is_told_and_clients_reconnect)
-{
+/* An in-process client on node 1 with a queue pair and a 4 KiB buffer. */
+struct cli {
 	struct sio_fabric *f;
 	struct sio_nvme_client *cl;
 	struct sio_nvme_ioq *q;
 	struct sio_nvme_buf *buf;
+};
+
+static void cli_open(struct cli *c)
+{
+	if (!c->f)
+		cr_assert_eq(sio_fabric_open(C.fabric, 1, &c->f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(c->f, SIO_DEVICE_ANY, &c->cl), 0, "%s", sio_errmsg());
+	sio_nvme_client_set_timeout(c->cl, 1000);
+	cr_assert_eq(sio_nvme_ioq_create(c->cl, NULL, &c->q), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_buf_alloc(c->cl, 4096, &c->buf), 0, "%s", sio_errmsg());
+}
+
+static void cli_close(struct cli *c)
+{
+	sio_nvme_buf_close(c->cl, c->buf);
+	sio_nvme_ioq_close(c->q);
+	sio_nvme_client_close(c->cl);
+}
+
+/* Blocks 64..71 hold 0x5a before the controller is reset under @c. */
+static void cli_write(struct cli *c)
+{
+	memset(c->buf->va, 0x5a, 4096);
+	cr_assert_eq(sio_nvme_write(c->q, 1, 64, 8, c->buf, 0), 0, "%s", sio_errmsg());
+}
+
+/* The reset took @c's queue pair, and said so; reconnected, the client
+ * finds what it wrote. */
+static void cli_told_and_reconnects(struct cli *c)
+{
+	int ret = sio_nvme_read(c->q, 1, 64, 8, c->buf, 0);
+
+	cr_expect_eq(ret, -ECONNRESET, "I/O on a queue pair the reset took: %d %s", ret,
+		     sio_errmsg());
+	cr_expect(strstr(sio_errmsg(), "reset the controller"), "%s", sio_errmsg());
+	cli_close(c);
+	cli_open(c);
+	memset(c->buf->va, 0, 4096);
+	cr_expect_eq(sio_nvme_read(c->q, 1, 64, 8, c->buf, 0), 0, "%s", sio_errmsg());
+	cr_expect_eq(((uint8_t *)c->buf->va)[4095], 0x5a);
+	cli_close(c);
+	sio_fabric_close(c->f);
+}
+
+/* A controller fatal status: the manager resets the controller in place,
+ * running clients get an error that says so, and reconnect. */
+Test(failover, fatal_status_reset_is_told_and_clients_reconnect)
+{
+	struct cli c = { 0 };
 	char *log = NULL;
-	int ret, i;
+	int i;
 
 	cluster_up(&C, 2, 32, emu);
-	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
-	sio_nvme_client_set_timeout(cl, 1000);
-	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_buf_alloc(cl, 4096, &buf), 0, "%s", sio_errmsg());
-	memset(buf->va, 0x5a, 4096);
-	cr_assert_eq(sio_nvme_write(q, 1, 64, 8, buf, 0), 0, "%s", sio_errmsg());
-
+	cli_open(&c);
+	cli_write(&c);
 	cr_assert_eq(kill(C.emu, SIGUSR1), 0);	/* nvme-emu fails: CSTS.CFS */
 	for (i = 0; i < 200; i++) {
 		log = cluster_output(&C, "nvme-manager", "err");
@@ -256,53 +297,25 @@ Test(failover, fatal_status_reset_is_told_and_clients_reconnect)
 		usleep(50000);
 	}
 	cr_assert(strstr(log, "controller fatal status"), "%s", log);
-	ret = sio_nvme_read(q, 1, 64, 8, buf, 0);
-	cr_expect_eq(ret, -ECONNRESET, "I/O on a queue pair the reset took: %d %s", ret,
-		     sio_errmsg());
-	cr_expect(strstr(sio_errmsg(), "reset the controller"), "%s", sio_errmsg());
-	sio_nvme_buf_close(cl, buf);
-	sio_nvme_ioq_close(q);
-	sio_nvme_client_close(cl);
-
-	/* Reconnected, the data written before the reset is there. */
-	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_buf_alloc(cl, 4096, &buf), 0, "%s", sio_errmsg());
-	memset(buf->va, 0, 4096);
-	cr_expect_eq(sio_nvme_read(q, 1, 64, 8, buf, 0), 0, "%s", sio_errmsg());
-	cr_expect_eq(((uint8_t *)buf->va)[4095], 0x5a);
-	sio_nvme_buf_close(cl, buf);
-	sio_nvme_ioq_close(q);
-	sio_nvme_client_close(cl);
-	sio_fabric_close(f);
+	cli_told_and_reconnects(&c);
 }
 
 /* A controller disabled behind the manager's back while none ran does not
  * match the kept state: the next manager resets it, and clients are told. */
 Test(failover, a_controller_changed_meanwhile_is_reset_not_adopted)
 {
-	struct sio_fabric *f;
-	struct sio_nvme_client *cl;
-	struct sio_nvme_ioq *q;
-	struct sio_nvme_buf *buf;
+	struct cli c = { 0 };
 	struct sio_device *dev;
 	struct sio_segment *bar;
 	void *regs;
 	char *log;
-	int ret;
 
 	cluster_up(&C, 2, 32, emu);
-	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
-	sio_nvme_client_set_timeout(cl, 1000);
-	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_buf_alloc(cl, 4096, &buf), 0, "%s", sio_errmsg());
-	memset(buf->va, 0x3c, 4096);
-	cr_assert_eq(sio_nvme_write(q, 1, 16, 8, buf, 0), 0, "%s", sio_errmsg());
+	cli_open(&c);
+	cli_write(&c);
 	kill_manager();
-
 	/* CC.EN to 0: the controller drops every queue. */
-	cr_assert_eq(sio_device_borrow(f, sio_device_id(sio_nvme_client_device(cl)),
+	cr_assert_eq(sio_device_borrow(c.f, sio_device_id(sio_nvme_client_device(c.cl)),
 				       SIO_BORROW_SHARED, &dev), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_device_bar(dev, 0, &bar), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_segment_map(bar, &regs), 0, "%s", sio_errmsg());
@@ -315,21 +328,5 @@ Test(failover, a_controller_changed_meanwhile_is_reset_not_adopted)
 	log = cluster_output(&C, "nvme-manager", "err");
 	cr_expect(strstr(log, "does not match the kept state"), "%s", log);
 	cr_expect(!strstr(log, "took over device"), "%s", log);
-	ret = sio_nvme_read(q, 1, 16, 8, buf, 0);
-	cr_expect_eq(ret, -ECONNRESET, "I/O on a queue pair the reset took: %d %s", ret,
-		     sio_errmsg());
-	sio_nvme_buf_close(cl, buf);
-	sio_nvme_ioq_close(q);
-	sio_nvme_client_close(cl);
-
-	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_ioq_create(cl, NULL, &q), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_buf_alloc(cl, 4096, &buf), 0, "%s", sio_errmsg());
-	memset(buf->va, 0, 4096);
-	cr_expect_eq(sio_nvme_read(q, 1, 16, 8, buf, 0), 0, "%s", sio_errmsg());
-	cr_expect_eq(((uint8_t *)buf->va)[100], 0x3c);
-	sio_nvme_buf_close(cl, buf);
-	sio_nvme_ioq_close(q);
-	sio_nvme_client_close(cl);
-	sio_fabric_close(f);
+	cli_told_and_reconnects(&c);
 }
