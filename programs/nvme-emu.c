@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * nvme-emu: an emulated NVMe controller as a device of a simulated fabric
- * node. Runs until SIGINT or SIGTERM, then unregisters the device.
+ * node. Runs until SIGINT or SIGTERM, then unregisters the device. SIGUSR1
+ * makes it fail with a fatal status (CSTS.CFS), for fault tests.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -22,6 +23,14 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop = 1;
+}
+
+static struct sio_nvme_emu *the_emu;
+
+static void on_fail(int sig)
+{
+	(void)sig;
+	sio_nvme_emu_fail(the_emu);
 }
 
 /* The controller's loop knows nothing of the fabric's life: watch it here. */
@@ -58,7 +67,8 @@ static void usage(FILE *out)
 		"  --dstrd N          doorbell stride, 4 << N bytes (default 0)\n"
 		"  --io-depth N       file commands in flight (default 64)\n"
 		"  --name LABEL       device label\n"
-		"  --ready-file PATH  write the device id there once ready\n");
+		"  --ready-file PATH  write the device id there once ready\n"
+		"SIGUSR1 fails the controller (CSTS.CFS) until the host resets it.\n");
 }
 
 static int parse_u32(const char *opt, const char *s, uint32_t max, uint32_t *out)
@@ -232,6 +242,9 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	the_emu = emu;
+	sa.sa_handler = on_fail;
+	sigaction(SIGUSR1, &sa, NULL);
 
 	/* before announcing ready: a script waiting on the file must not wait forever */
 	if (ready && (rc = ready_file_write(ready, sio_nvme_emu_device_id(emu)))) {

@@ -70,6 +70,30 @@ static int reattach(struct sio_fabric *f, struct sio_device_info *di,
 	return -ENODEV;
 }
 
+/*
+ * --standby: wait until no manager serves the device, then take it over.
+ * The state a manager needs is kept on the lender's node, so the
+ * successor may run on any node; a start refused with -EBUSY means the
+ * active manager still serves.
+ */
+static int standby(struct sio_fabric *f, const struct sio_device_info *di,
+		   const struct sio_nvme_manager_opts *mo, struct sio_nvme_manager **m)
+{
+	int ret;
+
+	fprintf(stderr, "nvme-manager: standing by on node %d: taking device %u over when "
+		"its manager stops serving\n", sio_fabric_node_id(f), di->id);
+	while (!stop) {
+		ret = sio_nvme_manager_start(f, di->id, mo, m);
+		if (ret != -EBUSY)
+			return ret;
+		if (sio_fabric_alive(f))
+			return -ESHUTDOWN;
+		usleep(100000);
+	}
+	return sio_err_set(EINTR, "stopped while standing by");
+}
+
 static void usage(FILE *o)
 {
 	fprintf(o, "usage: nvme-manager [options]\n"
@@ -81,6 +105,8 @@ static void usage(FILE *o)
 		"  --arbitration rr|wrr  SQ arbitration (default rr)\n"
 		"  --no-cmb        leave the controller memory buffer off\n"
 		"  --quiet         do not log client arrivals and departures\n"
+		"  --standby       wait while another manager serves the device, then\n"
+		"                  take it over (after a crash: no reset, clients kept)\n"
 		"  --help\n");
 }
 
@@ -93,6 +119,7 @@ int main(int argc, char **argv)
 		{ "arbitration", required_argument, NULL, 'a' },
 		{ "no-cmb", no_argument, NULL, 'c' },
 		{ "quiet", no_argument, NULL, 's' },
+		{ "standby", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -104,6 +131,7 @@ int main(int argc, char **argv)
 	struct sio_fabric *f;
 	struct sigaction sa;
 	const char *ready = NULL;
+	bool wait_standby = false;
 	uint64_t v;
 	int c, ret;
 
@@ -137,6 +165,9 @@ int main(int argc, char **argv)
 		case 's':
 			mo.log = NULL;
 			break;
+		case 'S':
+			wait_standby = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -156,16 +187,23 @@ int main(int argc, char **argv)
 		sio_fabric_close(f);
 		return 1;
 	}
-	ret = sio_nvme_manager_start(f, di.id, &mo, &m);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (wait_standby)
+		ret = standby(f, &di, &mo, &m);
+	else
+		ret = sio_nvme_manager_start(f, di.id, &mo, &m);
+	if (ret && (stop || ret == -ESHUTDOWN)) {	/* stopped while standing by */
+		sio_fabric_close(f);
+		return 0;
+	}
 	if (ret) {
 		fprintf(stderr, "nvme-manager: %s\n", sio_errmsg());
 		sio_fabric_close(f);
 		return 1;
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	if (ready) {
 		FILE *rf = fopen(ready, "w");
 

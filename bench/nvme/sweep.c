@@ -38,9 +38,11 @@ static void row(FILE *j, bool *first, const char *backing, const char *engine, c
 	fprintf(j, "%s\n  {\"backing\": \"%s\", \"engine\": \"%s\", \"sweep\": \"%s\", "
 		   "\"clients\": %d, \"qd\": %u, \"iops\": %.0f, \"iops_per_client_core\": %.0f, "
 		   "\"client_cpu_util\": %.4f, \"iops_per_busy_client_core\": %.0f, "
-		   "\"jain\": %.4f, \"client_iops\": [", *first ? "" : ",", backing, engine, sweep,
-		p->nclients, p->qd, p->iops, p->iops_per_core, p->cpu_util, p->iops_per_busy_core,
-		p->jain);
+		   "\"jain\": %.4f, \"setup_p50_ms\": %.3f, \"setup_max_ms\": %.3f, "
+		   "\"verified\": %llu, \"mismatches\": %llu, \"client_iops\": [", *first ? "" : ",",
+		backing, engine, sweep, p->nclients, p->qd, p->iops, p->iops_per_core, p->cpu_util,
+		p->iops_per_busy_core, p->jain, p->setup_p50_ms, p->setup_max_ms,
+		(unsigned long long)p->verified, (unsigned long long)p->mismatches);
 	for (int i = 0; i < p->nclients; i++)
 		fprintf(j, "%s%.0f", i ? ", " : "", p->client_iops[i]);
 	fprintf(j, "], ");
@@ -62,7 +64,9 @@ static void usage(FILE *o)
 		"usage: nvme-bench-sweep [options]\n"
 		"  -t, --seconds S      run time per point (default 1.0)\n"
 		"  -q, --quick          0.3 s per point, depths 1,4,16,64,256, clients 1,2,8,32\n"
-		"  -c, --max-clients N  largest client count (default 32, at most 63)\n"
+		"  -c, --max-clients N  largest client count (default 32, at most 63): the client\n"
+		"                       sweep runs 1,2,4,...,32 up to N, and N itself\n"
+		"      --verify         smartio clients check every read's data (client sweep)\n"
 		"      --no-file        RAM backing only\n"
 		"  -d, --qd N           only queue depth N, one client: no client or fairness sweep\n"
 		"  -r, --repeat N       run each point N times, interleaved (default 1)\n"
@@ -146,7 +150,8 @@ int main(int argc, char **argv)
 		{ "seconds", required_argument, NULL, 't' }, { "quick", no_argument, NULL, 'q' },
 		{ "max-clients", required_argument, NULL, 'c' }, { "no-file", no_argument, NULL, 'F' },
 		{ "out", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
-		{ "qd", required_argument, NULL, 'd' }, { "repeat", required_argument, NULL, 'r' }, { 0 },
+		{ "qd", required_argument, NULL, 'd' }, { "repeat", required_argument, NULL, 'r' },
+		{ "verify", no_argument, NULL, 'V' }, { 0 },
 	};
 	static const uint32_t qd_full[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256 }, qd_quick[] = { 1, 4, 16, 64, 256 };
 	static const int cl_full[] = { 1, 2, 4, 8, 16, 32 }, cl_quick[] = { 1, 2, 8, 32 };
@@ -156,7 +161,8 @@ int main(int argc, char **argv)
 	int ncl_done = 0;	/* client-sweep points measured (RAM) */
 	uint32_t qd_one[1];
 	const char *out = "bench-out/sweep";
-	bool quick = false, nofile = false, first = true;
+	bool quick = false, nofile = false, first = true, verify = false, mismatched = false;
+	int cl_list[8];
 	double secs = 1.0;
 	struct nb_point p;
 	FILE *j, *qf, *cf;
@@ -167,6 +173,7 @@ int main(int argc, char **argv)
 		case 'q': quick = true; break;
 		case 'c': maxc = (int)bench_u64("nvme-bench-sweep", "--max-clients", optarg, 1, 63); break;
 		case 'F': nofile = true; break;
+		case 'V': verify = true; break;
 		case 'o': out = optarg; break;
 		case 'd': one_qd = (int)bench_u64("nvme-bench-sweep", "--qd", optarg, 1, 256); break;
 		case 'r': repeat = (int)bench_u64("nvme-bench-sweep", "--repeat", optarg, 1, 1000); break;
@@ -189,6 +196,17 @@ int main(int argc, char **argv)
 	if (one_qd) {
 		qd_one[0] = (uint32_t)one_qd;
 		qds = qd_one, nqd = 1, ncl = 0;
+	}
+	/* The client counts up to --max-clients, and that count itself. */
+	{
+		int n = 0;
+
+		for (int i = 0; i < ncl && cls[i] <= maxc; i++)
+			cl_list[n++] = cls[i];
+		if (ncl && (!n || cl_list[n - 1] != maxc))
+			cl_list[n++] = maxc;
+		cls = cl_list;
+		ncl = n;
 	}
 	if (nb_outdir("bench-out") || nb_outdir(out))
 		return 1;
@@ -260,11 +278,24 @@ int main(int argc, char **argv)
 
 			pc.nclients = cls[i], pc.qd = 8;
 			pc.engine = NB_SMARTIO;
-			if ((rc = nb_run_point(&pc, &s))) {
+			pc.verify = verify;
+			rc = nb_run_point(&pc, &s);
+			pc.verify = false;
+			if (rc) {
 				fprintf(stderr, "sweep: %d clients: %s\n", cls[i], strerror(-rc));
 				break;
 			}
 			row(j, &first, bname, "smartio", "clients", &s);
+			printf("      setup of %d clients arriving together (client, queue pair, "
+			       "buffer): p50 %.1f ms, max %.1f ms", cls[i], s.setup_p50_ms,
+			       s.setup_max_ms);
+			if (verify)
+				printf("; %llu reads verified, %llu mismatches",
+				       (unsigned long long)s.verified,
+				       (unsigned long long)s.mismatches);
+			printf("\n");
+			if (s.mismatches)
+				mismatched = true;
 			pc.engine = NB_URING;
 			if (nb_run_point(&pc, &u))
 				return 1;
@@ -325,5 +356,9 @@ done:
 	write_plot(out, nqd, qds[0], ncl_done, cls[0], nofile);
 	printf("\nwrote %s/sweep.json, qd.dat, clients.dat, qd.png%s\n", out,
 	       ncl_done ? ", clients.png" : "");
+	if (mismatched) {
+		fprintf(stderr, "sweep: verified reads found data that was not the store's\n");
+		return 1;
+	}
 	return 0;
 }

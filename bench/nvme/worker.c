@@ -21,14 +21,40 @@ struct shared {
 	uint64_t cap;			/* samples per worker */
 	struct {
 		uint64_t ios, nsamp, cpu_ns, idle_ns;
+		uint64_t setup_ns, verified, mismatches;
 	} w[64];
 	uint64_t samples[];		/* w * cap */
 };
 
 struct slot {
 	uint64_t t0;
+	uint64_t slba;
 	volatile int st;
 };
+
+#define POISON	0xa5
+
+/*
+ * What a 4 KiB read at @slba must find: a RAM store starts zeroed (the
+ * sweep only reads it), a file store holds nb_make_file()'s pattern. The
+ * buffer was poisoned before the read, so data that never landed shows.
+ */
+static bool read_ok(const struct nb_env *e, const uint8_t *b, uint64_t slba, uint32_t lba_size)
+{
+	static uint8_t zero[4096], *pat;
+	uint64_t off = slba * lba_size;
+
+	if (!strncmp(e->o.backing, "ram:", 4))
+		return !memcmp(b, zero, sizeof(zero));
+	if (!pat) {	/* nb_make_file()'s MiB, and a page more for reads across its end */
+		pat = malloc((1u << 20) + 4096);
+		if (!pat)
+			return false;
+		for (uint32_t k = 0; k < (1u << 20) + 4096; k++)
+			pat[k] = (uint8_t)((k & ((1u << 20) - 1)) * 131 + 7);
+	}
+	return !memcmp(b, pat + (off & ((1u << 20) - 1)), 4096);
+}
 
 struct loop {
 	struct shared *sh;
@@ -84,9 +110,11 @@ static int run_smartio(const struct nb_point_cfg *c, struct loop *l)
 
 	if (c->wrr_prios)
 		qs.prio = 1 + l->w % 3;
+	t = nb_now_ns();
 	rc = nb_client_open(&cl, c->env, l->w, &qs, (uint64_t)c->qd * 4096);
 	if (rc)
 		return rc;
+	l->sh->w[l->w].setup_ns = nb_now_ns() - t;
 	nlb = 4096 / cl.ns.lba_size;
 	nblk = cl.ns.nsze / nlb;
 	barrier(l->sh);
@@ -107,13 +135,22 @@ static int run_smartio(const struct nb_point_cfg *c, struct loop *l)
 			}
 			if (s[i].t0)
 				record(l, now - s[i].t0);
+			if (s[i].t0 && c->verify) {
+				l->sh->w[l->w].verified++;
+				if (!read_ok(c->env, (uint8_t *)cl.buf->va + (uint64_t)i * 4096,
+					     s[i].slba, cl.ns.lba_size))
+					l->sh->w[l->w].mismatches++;
+			}
 			s[i].t0 = 0;
 			if (!more)
 				continue;
 			s[i].st = 0;
+			s[i].slba = nb_rand(&l->seed) % nblk * nlb;
+			if (c->verify)
+				memset((uint8_t *)cl.buf->va + (uint64_t)i * 4096, POISON, 4096);
 			s[i].t0 = nb_now_ns();
-			rc = sio_nvme_ioq_read(cl.q, 1, nb_rand(&l->seed) % nblk * nlb, nlb,
-					       cl.buf, (uint64_t)i * 4096, cpl, &s[i]);
+			rc = sio_nvme_ioq_read(cl.q, 1, s[i].slba, nlb, cl.buf, (uint64_t)i * 4096,
+					       cpl, &s[i]);
 			if (rc)
 				goto out;
 		}
@@ -202,6 +239,27 @@ out:
 	return rc;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void setup_stats(const struct shared *sh, int n, struct nb_point *out)
+{
+	uint64_t t[64];
+
+	for (int w = 0; w < n; w++) {
+		t[w] = sh->w[w].setup_ns;
+		out->verified += sh->w[w].verified;
+		out->mismatches += sh->w[w].mismatches;
+	}
+	qsort(t, (size_t)n, sizeof(t[0]), cmp_u64);
+	out->setup_p50_ms = (double)t[n / 2] / 1e6;
+	out->setup_max_ms = (double)t[n - 1] / 1e6;
+}
+
 int nb_run_point(const struct nb_point_cfg *c, struct nb_point *out)
 {
 	size_t sz;
@@ -264,6 +322,7 @@ int nb_run_point(const struct nb_point_cfg *c, struct nb_point *out)
 			out->client_prio[w] = c->wrr_prios ? 1 + w % 3 : 0;
 		}
 		nb_stats_compute(all, nsamp, &out->lat);
+		setup_stats(sh, n, out);
 		out->iops = (double)total / c->seconds;
 		/* The same measure for both engines: CPU time (user + system) of
 		 * the client processes while they ran, from getrusage's clock. */

@@ -24,6 +24,7 @@ struct nb_point_cfg {
 	double seconds;
 	bool wrr_prios;			/* clients get priorities 1,2,3,1,... */
 	bool pin;			/* one client: pin it to CPU 0 */
+	bool verify;			/* smartio: check every read's data */
 };
 
 struct nb_point {
@@ -38,6 +39,11 @@ struct nb_point {
 	double client_iops[64];
 	int client_prio[64];
 	struct nb_stats lat;
+	/* smartio: how long the clients took to set up (client, queue pair
+	 * and buffer), all arriving together; and, with verify, reads whose
+	 * data was not the store's */
+	double setup_p50_ms, setup_max_ms;
+	uint64_t verified, mismatches;
 	int err;
 };
 

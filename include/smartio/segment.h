@@ -33,6 +33,11 @@ enum sio_segment_kind {
 /* sio_segment_create() flags */
 #define SIO_SEG_F_HUGE		(1u << 0)	/* require huge pages */
 #define SIO_SEG_F_NOHUGE	(1u << 1)	/* never use huge pages */
+/* Outlive the creator's crash: a process that dies holding the segment
+ * leaves it, ownerless, with its contents; a later sio_segment_create() of
+ * the same node and id with this flag adopts it (a restarted service's
+ * state). A clean sio_segment_close() by the owner removes it as usual. */
+#define SIO_SEG_F_KEEP		(1u << 2)
 
 /**
  * struct sio_segment_info - what a segment is
@@ -65,6 +70,8 @@ struct sio_segment_info {
  * @out: the segment, owned by this process until removed
  *
  * Huge pages are used when free; otherwise shared memory pages (said once).
+ * With SIO_SEG_F_KEEP, an ownerless kept segment of that id and size is
+ * adopted, contents and all, instead of refused.
  * Return: 0, -EEXIST (id taken), -ENOSPC (registry full), -EINVAL.
  */
 int sio_segment_create(struct sio_fabric *f, uint32_t id, uint64_t size,

@@ -94,7 +94,7 @@ static int check_procs_segs(struct sio_fabric *f)
 			continue;
 		if (!in(sg->node, t->nodes))
 			BAD("segment slot %d is on node %d (0..%d)", s, sg->node, t->nodes - 1);
-		if (!in(sg->owner, SIO_MAX_PROCS))
+		if (!in(sg->owner, SIO_MAX_PROCS) && !(sg->keep == 1 && sg->owner == -1))
 			BAD("segment slot %d names owner process slot %d (0..%d)", s, sg->owner, SIO_MAX_PROCS - 1);
 		if (!sg->size || sg->size > SIO_SEG_MAX_SIZE)
 			BAD("segment slot %d is %llu bytes", s, (unsigned long long)sg->size);

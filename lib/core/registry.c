@@ -244,9 +244,14 @@ void reg_proc_release(struct sio_fabric *f, int p, bool died)
 	for (int d = 0; d < SIO_MAX_DEVS; d++)
 		if (r->devs[d].used && r->devs[d].owner == p)
 			reg_dev_release(f, d);
-	for (int s = 0; s < SIO_MAX_SEGS; s++)
-		if (r->segs[s].used && r->segs[s].owner == p)
+	for (int s = 0; s < SIO_MAX_SEGS; s++) {
+		if (!r->segs[s].used || r->segs[s].owner != p)
+			continue;
+		if (died && r->segs[s].keep)	/* a restarted owner adopts it */
+			r->segs[s].owner = -1;
+		else
 			reg_seg_release(f, s, true);
+	}
 	for (int g = 0; g < SIO_MAX_GROUPS; g++)
 		if (r->groups[g].used && r->groups[g].owner == p)
 			memset(&r->groups[g], 0, sizeof(r->groups[g]));

@@ -27,7 +27,7 @@
 #include <smartio/model.h>
 
 #define SIO_REG_MAGIC		0x534d494fu	/* "SMIO" */
-#define SIO_REG_VERSION		3	/* 2: lock word, owner and group; 3: backend */
+#define SIO_REG_VERSION		4	/* 2: lock word, owner and group; 3: backend; 4: kept segments */
 #define SIO_MAX_PROCS		512
 #define SIO_MAX_SEGS		4096
 _Static_assert(SIO_MAX_SEGS == SIO_GPU_SEG_SLOTS, "a GPU segment's slot indexes its plugin's table");
@@ -65,13 +65,14 @@ struct reg_seg {
 	int32_t used;
 	uint32_t id;
 	int32_t node;
-	int32_t owner;		/* proc slot */
+	int32_t owner;		/* proc slot; -1: a kept segment whose owner died */
 	uint64_t size;
 	uint64_t gen;
 	int32_t kind;
 	int32_t device;		/* dev slot for BARs, else -1 */
 	int32_t bar;
 	uint8_t huge;
+	uint8_t keep;		/* SIO_SEG_F_KEEP: outlives its owner's death */
 	char name[SIO_NAME_MAX];
 	int32_t gpu;		/* CUDA device ordinal for GPU segments */
 	uint8_t gpu_handle[SIO_GPU_HANDLE_MAX];	/* the exporter's IPC handle */

@@ -70,7 +70,15 @@ static int seg_new(struct sio_fabric *f, int node, uint32_t id, uint64_t size,
 		do
 			id = r->next_seg_id[node]++;
 		while (find_seg(r, node, id) >= 0);
-	} else if (find_seg(r, node, id) >= 0) {
+	} else if ((s = find_seg(r, node, id)) >= 0) {
+		/* A kept segment whose owner died: adopted, contents and all. */
+		if ((flags & SIO_SEG_F_KEEP) && kind == SIO_SEG_RAM && r->segs[s].keep &&
+		    r->segs[s].owner == -1 && r->segs[s].kind == SIO_SEG_RAM &&
+		    r->segs[s].size == size) {
+			r->segs[s].owner = f->proc;
+			*slotp = s;
+			return 0;
+		}
 		return sio__err(EEXIST, "segment id %u is already in use on node %d", id, node);
 	}
 	for (s = 0; s < SIO_MAX_SEGS && r->segs[s].used; s++)
@@ -79,7 +87,7 @@ static int seg_new(struct sio_fabric *f, int node, uint32_t id, uint64_t size,
 		return sio__err(ENOSPC, "the fabric has all %d segments in use", SIO_MAX_SEGS);
 	r->segs[s] = (struct reg_seg){ .used = 1, .id = id, .node = node, .owner = f->proc,
 				       .size = size, .gen = r->next_gen++, .kind = kind,
-				       .device = -1, .bar = -1 };
+				       .device = -1, .bar = -1, .keep = !!(flags & SIO_SEG_F_KEEP) };
 	if ((ret = f->ops->seg_create(f, s, flags))) {
 		r->segs[s].used = 0;
 		return ret;

@@ -7,6 +7,7 @@
 int sio_nvme_buf_alloc(struct sio_nvme_client *cl, uint64_t size, struct sio_nvme_buf **out)
 {
 	struct sio_errsave es;
+	struct sio_nvme_slice sl;
 	struct sio_nvme_buf *b;
 	int ret;
 
@@ -15,6 +16,20 @@ int sio_nvme_buf_alloc(struct sio_nvme_client *cl, uint64_t size, struct sio_nvm
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return sio_err_set(ENOMEM, "out of memory");
+	if (!sio_nvme_arena_alloc(cl, size, &sl)) {
+		*b = (struct sio_nvme_buf){ .seg = sl.seg, .va = sl.va, .bus = sl.bus,
+					    .size = size, .off = sl.off };
+		ret = cl->dev2 ? sio_nvme_arena_bus2(cl, &b->bus2) : 0;
+		if (ret) {
+			sio_nvme_arena_free(cl, sl.off);
+			free(b);
+			return ret;
+		}
+		if (b->bus2)
+			b->bus2 += sl.off;
+		*out = b;
+		return 0;
+	}
 	ret = sio_segment_create(cl->f, 0, size, 0, &b->seg);
 	if (ret) {
 		free(b);
@@ -46,6 +61,11 @@ void sio_nvme_buf_close(struct sio_nvme_client *cl, struct sio_nvme_buf *b)
 {
 	if (!b)
 		return;
+	if (sio_nvme_arena_owns(cl, b->seg)) {
+		sio_nvme_arena_free(cl, b->off);
+		free(b);
+		return;
+	}
 	sio_device_unmap(cl->dev, b->seg);
 	if (b->bus2 && cl->dev2)
 		sio_device_unmap(cl->dev2, b->seg);
@@ -62,6 +82,12 @@ int sio_nvme_buf_second_path(struct sio_nvme_ioq *q, struct sio_nvme_buf *buf)
 	if (!buf->seg)
 		return sio_err_set(EINVAL, "a multipath queue needs buffers from "
 				   "sio_nvme_buf_alloc()");
+	if (sio_nvme_arena_owns(q->cl, buf->seg)) {
+		ret = sio_nvme_arena_bus2(q->cl, &buf->bus2);
+		if (!ret)
+			buf->bus2 += buf->off;
+		return ret;
+	}
 	ret = sio_device_map(q->cl->dev2, buf->seg, &buf->bus2);
 	if (ret)
 		return sio_err_wrap(-ret, "cannot map a data buffer for the second path");

@@ -9,6 +9,7 @@
  * ioq.c: queue specs, placement, creation and deletion of queue pairs
  * io.c: submission, polling, timeouts, the synchronous calls
  * multipath.c: the second path, failover and restore
+ * arena.c: one segment for what the device writes here (one window)
  */
 
 #include <pthread.h>
@@ -29,6 +30,7 @@ struct sio_nvme_client {
 	int slot;
 	int mgr_node;
 	int32_t mgr_pid;
+	uint32_t resets;		/* the mailbox's reset count when we came */
 	pthread_mutex_t lock;		/* one mailbox request at a time */
 	struct sio_segment *bar0;
 	volatile uint8_t *regs;		/* BAR0, or only its register page (read-only) */
@@ -36,8 +38,10 @@ struct sio_nvme_client {
 	 * (the manager grants them to this process), not the whole BAR. */
 	bool confined;
 	uint32_t db_stride;		/* bytes between doorbells, 4 << CAP.DSTRD */
-	struct sio_segment *scratch;	/* admin data lands here */
+	struct sio_nvme_arena *arena;	/* NULL: none (arena.c) */
+	struct sio_segment *scratch;	/* admin data lands here (NULL: in the arena) */
 	void *scratch_va;
+	uint64_t scratch_off;		/* in the arena */
 	struct sio_nvme_ctrl_info ci;
 	uint32_t timeout_ms;
 	struct sio_nvme_ns ns[NS_CACHE + 1];
@@ -84,6 +88,8 @@ struct qpair {
 	bool live;			/* exists in the controller */
 	struct sio_segment *sq_seg, *cq_seg;	/* sq_seg NULL: in cq_seg or CMB */
 	uint64_t sq_seg_bus, cq_seg_bus;
+	bool cq_arena;			/* the CQ (and what shares it) is in the arena */
+	uint64_t cq_off;
 	bool sq_cmb;
 	uint64_t cmb_off;
 	struct sio_segment *cmb_seg;	/* the CMB's BAR, mapped here for the SQ */
@@ -125,6 +131,26 @@ struct sio_nvme_ioq {
 	uint64_t stale;			/* completions ignored by queue pairs since
 					 * deleted (their counters start over) */
 };
+
+/* arena.c: ranges of the client's arena. */
+#define SIO_NVME_ARENA_RANGES	256
+struct sio_nvme_arena;
+struct sio_nvme_slice {
+	struct sio_segment *seg;	/* the arena's */
+	uint64_t off;
+	uint8_t *va;
+	uint64_t bus, bus2;		/* bus2: 0 until mapped on the second path */
+};
+int sio_nvme_arena_open(struct sio_nvme_client *cl);
+void sio_nvme_arena_close(struct sio_nvme_client *cl);
+/* Return: 0, or -ENOSPC (no arena, or no room: the caller makes a segment). */
+int sio_nvme_arena_alloc(struct sio_nvme_client *cl, uint64_t len, struct sio_nvme_slice *out);
+void sio_nvme_arena_free(struct sio_nvme_client *cl, uint64_t off);
+bool sio_nvme_arena_owns(const struct sio_nvme_client *cl, const struct sio_segment *seg);
+/* The arena's address for the device (first path). */
+int sio_nvme_arena_bus(struct sio_nvme_client *cl, uint64_t *bus);
+/* The arena's address on the second path, mapped there at first use. */
+int sio_nvme_arena_bus2(struct sio_nvme_client *cl, uint64_t *bus2);
 
 /* client.c: one request to the manager; bounded wait, detects a vanished
  * manager. */

@@ -25,44 +25,94 @@ static int stopped(struct sio_nvme_client *cl)
 	return sio_err_set(ENOTCONN, "the NVMe manager has stopped");
 }
 
-/* One request to the manager; bounded wait, detects a vanished manager. */
-int sio_nvme_mbox_call(struct sio_nvme_client *cl, const struct sio_nvme_mbox_req *req,
-		     struct sio_nvme_mbox_resp *resp)
-{
-	struct sio_nvme_mbox_slot *sl = &cl->mb->slots[cl->slot];
-	uint64_t deadline = sio_nvme_now_ns() + MBOX_TIMEOUT_MS * 1000000ull;
-	uint32_t st;
-	int ret;
+/* How long a request waits for a successor to a manager that died, unless
+ * $SMARTIO_NVME_RESTART_MS says otherwise. */
+#define RESTART_WAIT_MS	10000u
+#define RETRIES		8	/* requests cut short by take-overs, in a row */
 
-	pthread_mutex_lock(&cl->lock);
+static uint32_t restart_wait_ms(void)
+{
+	const char *e = getenv("SMARTIO_NVME_RESTART_MS");
+	char *end;
+	unsigned long v;
+
+	if (!e || !*e)
+		return RESTART_WAIT_MS;
+	v = strtoul(e, &end, 10);
+	return *end || v > 600000 ? RESTART_WAIT_MS : (uint32_t)v;
+}
+
+/* Post the request in our slot and ring the manager. */
+static void post(struct sio_nvme_client *cl, struct sio_nvme_mbox_slot *sl,
+		 const struct sio_nvme_mbox_req *req)
+{
 	memcpy((void *)&sl->req, req, sizeof(*req));
 	sl->seq++;
 	__atomic_store_n(&sl->state, SIO_MBOX_REQ, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&cl->mb->h.doorbell, 1, __ATOMIC_ACQ_REL);
 	sio_segment_notify(cl->mseg, offsetof(struct sio_nvme_mbox_hdr, doorbell));
+}
+
+/*
+ * Wait for the answer in our slot. A manager that dies is waited for, up
+ * to restart_wait_ms(): the mailbox outlives it, and a successor that
+ * takes over (writing its pid in the header) answers what is waiting.
+ */
+static int await(struct sio_nvme_client *cl, struct sio_nvme_mbox_slot *sl)
+{
+	uint64_t now = sio_nvme_now_ns(), deadline = now + MBOX_TIMEOUT_MS * 1000000ull;
+	uint64_t dead_since = 0;
+	uint32_t st, wait_ms = restart_wait_ms();
+	int32_t pid;
+
 	for (;;) {
 		st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
 		if (st == SIO_MBOX_RESP)
-			break;
-		if (!__atomic_load_n(&cl->mb->h.serving, __ATOMIC_ACQUIRE)) {
-			ret = stopped(cl);
-			goto out;
+			return 0;
+		if (!__atomic_load_n(&cl->mb->h.serving, __ATOMIC_ACQUIRE))
+			return stopped(cl);
+		now = sio_nvme_now_ns();
+		pid = __atomic_load_n(&cl->mb->h.mgr_pid, __ATOMIC_ACQUIRE);
+		if (pid != cl->mgr_pid) {
+			/* A successor took over: it serves what waits. */
+			cl->mgr_pid = pid;
+			dead_since = 0;
+			deadline = now + MBOX_TIMEOUT_MS * 1000000ull;
+		} else if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH) {
+			if (!dead_since)
+				dead_since = now;
+			if (now - dead_since > wait_ms * 1000000ull)
+				return sio_err_set(ENOTCONN, "the NVMe manager (pid %d) has died "
+						   "and no manager took over within %u ms "
+						   "($SMARTIO_NVME_RESTART_MS)", (int)pid,
+						   wait_ms);
+			deadline = now + MBOX_TIMEOUT_MS * 1000000ull;
 		}
-		if (cl->mgr_pid > 0 && kill(cl->mgr_pid, 0) < 0 && errno == ESRCH) {
-			ret = sio_err_set(ENOTCONN, "the NVMe manager (pid %d) has died",
-					  (int)cl->mgr_pid);
-			goto out;
-		}
-		if (sio_nvme_now_ns() > deadline) {
-			ret = sio_err_set(ETIMEDOUT, "the NVMe manager did not answer "
-					  "within %u ms", MBOX_TIMEOUT_MS);
-			goto out;
-		}
-		sio_segment_wait(cl->mseg, sio_nvme_mbox_slot_off(cl->slot, offsetof(struct sio_nvme_mbox_slot, state)), st, 100000000ull);
+		if (now > deadline)
+			return sio_err_set(ETIMEDOUT, "the NVMe manager did not answer "
+					   "within %u ms", MBOX_TIMEOUT_MS);
+		sio_segment_wait(cl->mseg, sio_nvme_mbox_slot_off(cl->slot, offsetof(struct sio_nvme_mbox_slot, state)), st, dead_since ? 20000000ull : 100000000ull);
 	}
-	memcpy(resp, (const void *)&sl->resp, sizeof(*resp));
-	__atomic_store_n(&sl->state, SIO_MBOX_IDLE, __ATOMIC_RELEASE);
-	ret = resp->err;
+}
+
+/* One request to the manager; bounded wait; a request a manager restart cut
+ * short is asked again, a bounded number of times. */
+int sio_nvme_mbox_call(struct sio_nvme_client *cl, const struct sio_nvme_mbox_req *req,
+		     struct sio_nvme_mbox_resp *resp)
+{
+	struct sio_nvme_mbox_slot *sl = &cl->mb->slots[cl->slot];
+	int ret, tries = 0;
+
+	pthread_mutex_lock(&cl->lock);
+	do {
+		post(cl, sl, req);
+		ret = await(cl, sl);
+		if (ret)
+			goto out;
+		memcpy(resp, (const void *)&sl->resp, sizeof(*resp));
+		__atomic_store_n(&sl->state, SIO_MBOX_IDLE, __ATOMIC_RELEASE);
+		ret = resp->err;
+	} while (ret == -EAGAIN && (resp->flags & SIO_MBOX_RESP_RETRY) && ++tries < RETRIES);
 	if (ret) {
 		resp->msg[sizeof(resp->msg) - 1] = 0;
 		sio_err_set(-ret, "manager: %s", resp->msg);
@@ -120,6 +170,7 @@ static int find_mailbox(struct sio_nvme_client *cl)
 		cl->mb = mb;
 		cl->mgr_node = order[i];
 		cl->mgr_pid = mb->h.mgr_pid;
+		cl->resets = __atomic_load_n(&mb->h.resets, __ATOMIC_ACQUIRE);
 		return 0;
 	}
 	return sio_err_set(ENOENT, "no NVMe manager serves device %u on fabric '%s' "
@@ -224,6 +275,7 @@ int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_
 	struct sio_nvme_mbox_resp resp;
 	struct sio_errsave es;
 	struct sio_nvme_backoff b;
+	struct sio_nvme_slice sl;
 	uint64_t deadline;
 	int ret;
 
@@ -283,14 +335,22 @@ int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_
 	ret = map_registers(cl);
 	if (ret)
 		goto fail;
-	ret = sio_segment_create(f, 0, 8192, 0, &cl->scratch);
-	if (!ret)
-		ret = sio_segment_map(cl->scratch, &cl->scratch_va);
-	if (ret) {
-		ret = sio_err_wrap(-ret, "cannot create the client's admin buffer");
+	ret = sio_nvme_arena_open(cl);
+	if (ret)
 		goto fail;
+	if (!sio_nvme_arena_alloc(cl, 8192, &sl)) {
+		cl->scratch_va = sl.va;
+		cl->scratch_off = sl.off;
+	} else {
+		ret = sio_segment_create(f, 0, 8192, 0, &cl->scratch);
+		if (!ret)
+			ret = sio_segment_map(cl->scratch, &cl->scratch_va);
+		if (ret) {
+			ret = sio_err_wrap(-ret, "cannot create the client's admin buffer");
+			goto fail;
+		}
+		sio_segment_set_name(cl->scratch, "nvme-client-admin");
 	}
-	sio_segment_set_name(cl->scratch, "nvme-client-admin");
 	*out = cl;
 	return 0;
 fail:
@@ -320,6 +380,7 @@ void sio_nvme_client_close(struct sio_nvme_client *cl)
 	}
 	if (cl->scratch)
 		sio_segment_close(cl->scratch);
+	sio_nvme_arena_close(cl);
 	if (cl->bar0)
 		sio_segment_close(cl->bar0);
 	if (cl->bar0_2)
@@ -372,6 +433,20 @@ static int admin_data_call(struct sio_nvme_client *cl, struct sio_nvme_mbox_req 
 	/* A multipath client takes the second path while the first is down. */
 	if (cl->dev2 && !sio_nvme_path_links_up(cl, 0) && sio_nvme_path_links_up(cl, 1))
 		dev = cl->dev2;
+	if (!cl->scratch) {	/* in the arena, mapped for good */
+		if (dev == cl->dev2)
+			ret = sio_nvme_arena_bus2(cl, &bus);
+		else
+			ret = sio_nvme_arena_bus(cl, &bus);
+		if (ret)
+			return ret;
+		memset(cl->scratch_va, 0, len);
+		req->bus1 = bus + cl->scratch_off;
+		ret = sio_nvme_mbox_call(cl, req, &resp);
+		if (!ret)
+			memcpy(out, cl->scratch_va, len);
+		return ret;
+	}
 	ret = sio_device_map(dev, cl->scratch, &bus);
 	if (ret == -ENODEV)
 		return sio_err_wrap(ENODEV, "cannot map the admin buffer for the device: "

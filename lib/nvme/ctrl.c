@@ -14,7 +14,24 @@
 #define ADM_SQ_OFF	0x0000u
 #define ADM_CQ_OFF	0x1000u
 #define ADM_SCRATCH_OFF	0x2000u
+#define ADM_KEEP_OFF	0x3000u
 #define ADM_SEG_SIZE	0x4000u
+
+/*
+ * In a kept admin segment (priv.h), what a successor needs to go on with
+ * the admin queue where a crashed manager left it: the registers it set,
+ * and the queue positions, the SQ tail recorded before the doorbell.
+ */
+#define ADM_KEEP_MAGIC	0x5045454b4d4441ull	/* "ADMKEEP" */
+struct adm_keep {
+	uint64_t magic;		/* written last */
+	uint64_t bus;		/* the segment's address for the device */
+	uint32_t cc, aqa;	/* as enabled */
+	uint16_t sq_tail;
+	uint16_t cq_head;
+	uint8_t cq_phase;
+	uint8_t inflight;	/* commands rung (or about to be), completions not consumed */
+};
 
 struct sio_nvme_ctrl {
 	struct sio_device *dev;
@@ -24,6 +41,7 @@ struct sio_nvme_ctrl {
 	struct sio_segment *adm_seg;
 	uint8_t *adm_va;
 	uint64_t adm_bus;
+	struct adm_keep *keep;	/* in a kept admin segment, else NULL */
 	struct sio_nvme_queue admin;
 	uint16_t adm_cids[SIO_NVME_ADMIN_DEPTH];
 	uint64_t adm_cookies[SIO_NVME_ADMIN_DEPTH];
@@ -144,25 +162,88 @@ static int map_bar0(struct sio_nvme_ctrl *c)
 	return 0;
 }
 
-static int alloc_admin(struct sio_nvme_ctrl *c)
+int sio_nvme_kept_segment(struct sio_fabric *f, int node, uint32_t id, uint64_t size,
+			  const char *name, struct sio_segment **seg, void **va)
+{
+	int ret;
+
+	ret = sio_segment_create_on(f, node, id, size, SIO_SEG_F_KEEP | SIO_SEG_F_NOHUGE, seg);
+	if (ret == -EEXIST)
+		return sio_err_set(EBUSY, "the %s (segment 0x%x on node %d) is held by a "
+				   "manager still running", name, id, node);
+	if (ret)
+		return sio_err_wrap(-ret, "cannot create the %s", name);
+	sio_segment_set_name(*seg, name);
+	ret = sio_segment_map(*seg, va);
+	if (ret)
+		return sio_err_wrap(-ret, "cannot map the %s", name);
+	return 0;
+}
+
+/* The admin segment: private (@adm_id 0), or kept on the lender's node
+ * (adopted when a crashed manager left it; zeroed when @fresh). */
+static int alloc_admin(struct sio_nvme_ctrl *c, uint32_t adm_id, bool fresh)
 {
 	struct sio_fabric *f = sio_device_fabric(c->dev);
+	struct sio_device_info di;
 	void *va;
 	int ret;
 
-	ret = sio_segment_create(f, 0, ADM_SEG_SIZE, 0, &c->adm_seg);
-	if (ret)
-		return sio_err_wrap(-ret, "cannot create the admin queue segment");
-	sio_segment_set_name(c->adm_seg, "nvme-admin");
-	ret = sio_segment_map(c->adm_seg, &va);
-	if (ret)
-		return sio_err_wrap(-ret, "cannot map the admin queue segment");
+	if (adm_id) {
+		ret = sio_device_info(c->dev, &di);
+		if (ret)
+			return ret;
+		ret = sio_nvme_kept_segment(f, di.lender, adm_id, ADM_SEG_SIZE, "nvme-admin",
+					    &c->adm_seg, &va);
+		if (ret)
+			return ret;
+	} else {
+		ret = sio_segment_create(f, 0, ADM_SEG_SIZE, 0, &c->adm_seg);
+		if (ret)
+			return sio_err_wrap(-ret, "cannot create the admin queue segment");
+		sio_segment_set_name(c->adm_seg, "nvme-admin");
+		ret = sio_segment_map(c->adm_seg, &va);
+		if (ret)
+			return sio_err_wrap(-ret, "cannot map the admin queue segment");
+	}
 	ret = sio_device_map(c->dev, c->adm_seg, &c->adm_bus);
 	if (ret)
 		return sio_err_wrap(-ret, "cannot map the admin queues for the device");
 	c->adm_va = va;
-	memset(va, 0, ADM_SEG_SIZE);
+	if (adm_id)
+		c->keep = (struct adm_keep *)((uint8_t *)va + ADM_KEEP_OFF);
+	if (fresh)
+		memset(va, 0, ADM_SEG_SIZE);
 	return 0;
+}
+
+static int init_admin_queue(struct sio_nvme_ctrl *c)
+{
+	int ret;
+
+	ret = sio_nvme_queue_init(&c->admin, 0, SIO_NVME_ADMIN_DEPTH, c->adm_va + ADM_SQ_OFF,
+				  c->adm_va + ADM_CQ_OFF,
+				  (volatile uint32_t *)(c->regs +
+					sio_nvme_doorbell_offset(0, 0, c->info.dstrd)),
+				  (volatile uint32_t *)(c->regs +
+					sio_nvme_doorbell_offset(0, 1, c->info.dstrd)),
+				  c->adm_cids, c->adm_cookies, c->adm_busy);
+	if (ret)
+		return sio_err_set(-ret, "admin queue of %u entries rejected",
+				   SIO_NVME_ADMIN_DEPTH);
+	return 0;
+}
+
+/* Record the admin queue's positions where a successor finds them. */
+static void keep_pos(struct sio_nvme_ctrl *c, uint32_t inflight)
+{
+	if (!c->keep)
+		return;
+	c->keep->sq_tail = c->admin.sq_tail;
+	c->keep->cq_head = c->admin.cq_head;
+	c->keep->cq_phase = c->admin.cq_phase;
+	c->keep->inflight = (uint8_t)inflight;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
 }
 
 static int enable_cmb(struct sio_nvme_ctrl *c)
@@ -277,8 +358,130 @@ static int identify_and_queues(struct sio_nvme_ctrl *c, const struct sio_nvme_ct
 	return 0;
 }
 
+static int stale(const char *why)
+{
+	return sio_err_set(ESTALE, "the running controller does not match the kept "
+			   "state: %s; it must be reset", why);
+}
+
+/*
+ * Take over a controller a crashed manager enabled, without a reset: trust
+ * the kept state only as far as the controller confirms it (registers, the
+ * admin queue answering where it was left, the same serial number and
+ * queue count). @c has BAR0 mapped and CAP read.
+ */
+static int adopt(struct sio_nvme_ctrl *c, uint32_t adm_id, const struct sio_nvme_ctrl_info *was)
+{
+	uint32_t cc = sio_nvme_rd32(c->regs, NVME_REG_CC);
+	uint32_t csts = sio_nvme_rd32(c->regs, NVME_REG_CSTS);
+	struct sio_nvme_backoff b;
+	struct sio_segment *bar;
+	struct adm_keep k;
+	uint64_t deadline, bus;
+	uint32_t res = 0;
+	uint16_t st = 0;
+	char sn[sizeof(c->info.sn)];
+	int ret;
+
+	if (csts == 0xffffffffu)
+		return sio_err_set(ENODEV, "controller registers read all ones: device gone "
+				   "or link down");
+	if (NVME_CSTS_CFS(csts))
+		return sio_err_set(EIO, "controller fatal status (CSTS.CFS set): it must be "
+				   "reset");
+	if (c->info.cap != was->cap || c->info.vs != was->vs)
+		return stale("CAP or VS differ");
+	if (!NVME_CC_EN(cc) || !NVME_CSTS_RDY(csts) || NVME_CSTS_SHST(csts) ||
+	    NVME_CC_SHN(cc))
+		return stale("it is not enabled, ready and running");
+	if (!adm_id)
+		return stale("no kept admin queues");
+	ret = alloc_admin(c, adm_id, false);
+	if (ret)
+		return ret;
+	memcpy(&k, c->keep, sizeof(k));
+	if (__atomic_load_n(&c->keep->magic, __ATOMIC_ACQUIRE) != ADM_KEEP_MAGIC)
+		return stale("the kept admin queue state is missing");
+	if (k.bus != c->adm_bus || k.cc != cc ||
+	    sio_nvme_rd32(c->regs, NVME_REG_AQA) != k.aqa ||
+	    sio_nvme_rd64(c->regs, NVME_REG_ASQ) != c->adm_bus + ADM_SQ_OFF ||
+	    sio_nvme_rd64(c->regs, NVME_REG_ACQ) != c->adm_bus + ADM_CQ_OFF)
+		return stale("CC, AQA, ASQ or ACQ are not what the kept admin queues need");
+	if (k.sq_tail >= SIO_NVME_ADMIN_DEPTH || k.cq_head >= SIO_NVME_ADMIN_DEPTH ||
+	    k.cq_phase > 1)
+		return stale("the kept admin queue positions are out of range");
+	ret = init_admin_queue(c);
+	if (ret)
+		return ret;
+	c->admin.sq_tail = c->admin.sq_rung = c->admin.sq_head = k.sq_tail;
+	c->admin.cq_head = k.cq_head;
+	c->admin.cq_phase = k.cq_phase;
+	if (k.inflight >= SIO_NVME_ADMIN_DEPTH)
+		return stale("the kept count of admin commands in flight is out of range");
+	if (k.inflight) {
+		/* Their doorbell may not have been rung: ring the same tail again
+		 * (a no-op if it was), and wait for their completions. */
+		sio_nvme_wr32(c->regs, sio_nvme_doorbell_offset(0, 0, c->info.dstrd),
+			      k.sq_tail);
+		deadline = sio_nvme_now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
+		sio_nvme_backoff_init(&b, 1000000);
+		while (k.inflight) {
+			if (sio_nvme_cq_pop(&c->admin, NULL, NULL) != -EAGAIN) {
+				k.inflight--;
+				continue;
+			}
+			if (sio_nvme_now_ns() > deadline)
+				return stale("the admin commands in flight at the crash got "
+					     "no completion");
+			sio_nvme_backoff_wait(&b);
+		}
+	}
+	/* What the crashed manager left unconsumed is no one's now. */
+	while (sio_nvme_cq_pop(&c->admin, NULL, NULL) != -EAGAIN)
+		;
+	sio_nvme_cq_ring(&c->admin);
+	keep_pos(c, 0);
+
+	c->info.nn = was->nn;
+	c->info.vwc = was->vwc;
+	c->info.oncs = was->oncs;
+	c->info.max_xfer = was->max_xfer;
+	c->info.io_queues = was->io_queues;
+	ret = sio_nvme_ctrl_identify(c, NVME_IDENTIFY_CNS_CTRL, 0, c->adm_bus + ADM_SCRATCH_OFF,
+				     &st);
+	if (ret)
+		return stale("Identify through the kept admin queue failed");
+	memcpy(&c->id, c->adm_va + ADM_SCRATCH_OFF, sizeof(c->id));
+	sio_nvme_strcpy_id(c->info.mn, c->id.mn, sizeof(c->id.mn));
+	sio_nvme_strcpy_id(sn, c->id.sn, sizeof(c->id.sn));
+	sio_nvme_strcpy_id(c->info.fr, c->id.fr, sizeof(c->id.fr));
+	if (strcmp(sn, was->sn) || strcmp(c->info.mn, was->mn))
+		return stale("it reports another model or serial number");
+	memcpy(c->info.sn, sn, sizeof(sn));
+	ret = sio_nvme_ctrl_get_features(c, NVME_FEAT_FID_NUM_QUEUES, 0, &res, &st);
+	if (ret || (res & 0xffff) + 1 < was->io_queues || (res >> 16) + 1 < was->io_queues)
+		return stale("its number of queues is not the kept one");
+	if (was->cmb.size) {
+		ret = sio_device_bar(c->dev, was->cmb.bar, &bar);
+		if (!ret)
+			ret = sio_device_map(c->dev, bar, &bus);
+		if (ret || bus + was->cmb.offset != was->cmb.bus)
+			return stale("its controller memory buffer moved");
+		c->info.cmb = was->cmb;
+	}
+	c->enabled = true;
+	return 0;
+}
+
 int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *opts,
 		       struct sio_nvme_ctrl **out)
+{
+	return sio_nvme_ctrl_open_kept(dev, opts, 0, NULL, out);
+}
+
+int sio_nvme_ctrl_open_kept(struct sio_device *dev, const struct sio_nvme_ctrl_opts *opts,
+			    uint32_t adm_id, const struct sio_nvme_ctrl_info *was,
+			    struct sio_nvme_ctrl **out)
 {
 	struct sio_nvme_ctrl_opts def = { 0, NVME_CC_AMS_RR, true };
 	struct sio_errsave es;
@@ -335,25 +538,22 @@ int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *
 		goto fail;
 	}
 
+	if (was) {
+		ret = adopt(c, adm_id, was);
+		if (ret)
+			goto fail;
+		*out = c;
+		return 0;
+	}
 	ret = ctrl_disable(c);
 	if (ret)
 		goto fail;
-	ret = alloc_admin(c);
+	ret = alloc_admin(c, adm_id, true);
 	if (ret)
 		goto fail;
-
-	ret = sio_nvme_queue_init(&c->admin, 0, SIO_NVME_ADMIN_DEPTH, c->adm_va + ADM_SQ_OFF,
-				  c->adm_va + ADM_CQ_OFF,
-				  (volatile uint32_t *)(c->regs +
-					sio_nvme_doorbell_offset(0, 0, c->info.dstrd)),
-				  (volatile uint32_t *)(c->regs +
-					sio_nvme_doorbell_offset(0, 1, c->info.dstrd)),
-				  c->adm_cids, c->adm_cookies, c->adm_busy);
-	if (ret) {
-		ret = sio_err_set(-ret, "admin queue of %u entries rejected",
-				  SIO_NVME_ADMIN_DEPTH);
+	ret = init_admin_queue(c);
+	if (ret)
 		goto fail;
-	}
 	sio_nvme_wr32(c->regs, NVME_REG_AQA, NVME_SET(SIO_NVME_ADMIN_DEPTH - 1, AQA_ACQS) |
 		      NVME_SET(SIO_NVME_ADMIN_DEPTH - 1, AQA_ASQS));
 	sio_nvme_wr64(c->regs, NVME_REG_ASQ, c->adm_bus + ADM_SQ_OFF);
@@ -373,6 +573,13 @@ int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *
 	if (ret)
 		goto fail;
 	c->enabled = true;
+	if (c->keep) {
+		c->keep->bus = c->adm_bus;
+		c->keep->cc = cc;
+		c->keep->aqa = sio_nvme_rd32(c->regs, NVME_REG_AQA);
+		keep_pos(c, 0);
+		__atomic_store_n(&c->keep->magic, ADM_KEEP_MAGIC, __ATOMIC_RELEASE);
+	}
 
 	ret = identify_and_queues(c, opts);
 	if (ret)
@@ -435,13 +642,14 @@ void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c)
 	sio_err_restore(&es);
 }
 
-int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
-			struct sio_nvme_cpl *cpl, uint32_t timeout_ms)
+int sio_nvme_ctrl_admin_many(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmds,
+			     uint32_t n, struct sio_nvme_cpl *cpls, uint32_t timeout_ms)
 {
 	struct sio_nvme_backoff b;
 	struct sio_nvme_cpl done;
 	uint64_t deadline, cookie, now, next_check;
-	int cid, ret;
+	uint32_t i, left = n;
+	int ret;
 
 	if (c->gone)
 		return sio_err_set(ENODEV, "controller (device %u) is gone: its lender or "
@@ -449,12 +657,16 @@ int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
 	if (c->admin_broken)
 		return sio_err_set(EIO, "admin queue unusable after an earlier timeout; "
 				   "reset the controller");
+	if (!n || n >= SIO_NVME_ADMIN_DEPTH)
+		return sio_err_set(EINVAL, "%u admin commands at once (1..%u)", n,
+				   SIO_NVME_ADMIN_DEPTH - 1);
 	ret = sio_nvme_ctrl_check(c);
 	if (ret)
 		return ret;
-	cid = sio_nvme_sq_submit(&c->admin, cmd, 0);
-	if (cid < 0)
-		return sio_err_set(EBUSY, "admin queue full");
+	for (i = 0; i < n; i++)
+		if (sio_nvme_sq_submit(&c->admin, &cmds[i], i) < 0)
+			return sio_err_set(EBUSY, "admin queue full");	/* none rung */
+	keep_pos(c, n);
 	sio_nvme_sq_ring(&c->admin);
 
 	if (!timeout_ms)
@@ -463,13 +675,16 @@ int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
 	deadline = now + (uint64_t)timeout_ms * 1000000ull;
 	next_check = now + 1000000ull;
 	sio_nvme_backoff_init(&b, 200000);
-	for (;;) {
+	while (left) {
 		if (sio_nvme_cq_peek(&c->admin)) {
 			ret = sio_nvme_cq_pop(&c->admin, &done, &cookie);
 			sio_nvme_cq_ring(&c->admin);
-			if (ret != cid)
-				continue;	/* stale completion: keep waiting for ours */
-			break;
+			if (ret >= 0 && cookie < n) {
+				cpls[cookie] = done;
+				left--;
+			}
+			keep_pos(c, left);	/* a stale completion is skipped */
+			continue;
 		}
 		now = sio_nvme_now_ns();
 		if (now > next_check) {
@@ -481,10 +696,22 @@ int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
 		if (now > deadline) {
 			c->admin_broken = true;
 			return sio_err_set(ETIMEDOUT, "admin command 0x%02x got no "
-					   "completion within %u ms", cmd->opcode, timeout_ms);
+					   "completion within %u ms", cmds[0].opcode, timeout_ms);
 		}
 		sio_nvme_backoff_wait(&b);
 	}
+	return 0;
+}
+
+int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
+			struct sio_nvme_cpl *cpl, uint32_t timeout_ms)
+{
+	struct sio_nvme_cpl done;
+	int ret;
+
+	ret = sio_nvme_ctrl_admin_many(c, cmd, 1, &done, timeout_ms);
+	if (ret)
+		return ret;
 	if (cpl)
 		*cpl = done;
 	if (SIO_NVME_STATUS_CODE(done.status))

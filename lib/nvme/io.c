@@ -272,7 +272,11 @@ int sio_nvme_ioq_fail(struct sio_nvme_ioq *q)
 	uint32_t cid, i;
 	int err, p;
 
-	if (csts == 0xffffffffu)
+	if (__atomic_load_n(&q->cl->mb->h.resets, __ATOMIC_ACQUIRE) != q->cl->resets)
+		err = sio_err_set(ECONNRESET, "queue %u: the NVMe manager reset the controller "
+				  "(after a fatal status): this queue pair is gone; close the "
+				  "client and open it again", q->qp[0].q.qid);
+	else if (csts == 0xffffffffu)
 		err = sio_err_set(ENODEV, "queue %u: controller registers read all ones "
 				  "(device gone or link down)", q->qp[0].q.qid);
 	else if (NVME_CSTS_CFS(csts))

@@ -240,6 +240,9 @@ static void qpair_free(struct sio_nvme_client *cl, struct qpair *p)
 		sio_device_unmap(p->dev, p->cq_seg);
 		sio_segment_close(p->cq_seg);
 	}
+	if (p->cq_arena)
+		sio_nvme_arena_free(cl, p->cq_off);
+	p->cq_arena = false;
 	sio_segment_close(p->cmb_seg);
 	if (p->sq_cmb) {
 		memset(&req, 0, sizeof(req));
@@ -314,6 +317,29 @@ int sio_nvme_qpair_delete(struct sio_nvme_ioq *q, struct qpair *p)
 	return sio_nvme_ioq_delete_at(q->cl, p->q.qid);
 }
 
+/*
+ * A CQ that goes on this node goes in the client's arena (arena.c), with
+ * what shares its memory: no window of its own. Not for multipath queues,
+ * whose memory is mapped again when a path comes back.
+ */
+static bool cq_in_arena(struct sio_nvme_ioq *q, struct qpair *p, int loc, uint64_t bytes)
+{
+	struct sio_nvme_slice sl;
+
+	if (q->mp || p->path)
+		return false;
+	if (loc == SIO_NVME_QLOC_HINT)
+		loc = sio_hint_place(p->dev, SIO_HINT_DEVICE_WRITE | SIO_HINT_HOST_READ);
+	if (loc != SIO_PLACE_LOCAL || sio_nvme_arena_alloc(q->cl, bytes, &sl))
+		return false;
+	p->cq_arena = true;
+	p->cq_off = sl.off;
+	p->cq_place = SIO_PLACE_LOCAL;
+	p->cq_va = sl.va;
+	p->cq_bus = sl.bus;
+	return true;
+}
+
 /* Place and map one queue pair's memory for @p->dev, and create it. */
 static int qpair_setup(struct sio_nvme_ioq *q, struct qpair *p, const struct sio_nvme_qspec *spec)
 {
@@ -342,11 +368,13 @@ static int qpair_setup(struct sio_nvme_ioq *q, struct qpair *p, const struct sio
 
 	cq_seg_bytes = cq_bytes + (sq_in_cq ? sq_bytes : 0) +
 		       (!prp_with_sq || sq_in_cq ? prp_bytes : 0);
-	ret = queue_mem(cl, p, spec->cq_loc, SIO_HINT_DEVICE_WRITE | SIO_HINT_HOST_READ,
-			cq_seg_bytes, p->path ? "nvme-cq-backup" : "nvme-cq", &p->cq_seg,
-			&p->cq_place, &p->cq_va, &p->cq_bus);
-	if (ret)
-		return ret;
+	if (!cq_in_arena(q, p, spec->cq_loc, cq_seg_bytes)) {
+		ret = queue_mem(cl, p, spec->cq_loc, SIO_HINT_DEVICE_WRITE | SIO_HINT_HOST_READ,
+				cq_seg_bytes, p->path ? "nvme-cq-backup" : "nvme-cq",
+				&p->cq_seg, &p->cq_place, &p->cq_va, &p->cq_bus);
+		if (ret)
+			return ret;
+	}
 	p->cq_seg_bus = p->cq_bus;
 	memset(p->cq_va, 0, cq_bytes);
 	if (sq_in_cq) {

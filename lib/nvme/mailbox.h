@@ -3,9 +3,10 @@
 #define SIO_NVME_MAILBOX_H
 
 /*
- * The manager's mailbox: one segment on the manager's node, built only from
+ * The manager's mailbox: one segment on the lender's node, built only from
  * fabric primitives (shared memory plus sio_segment_notify/wait), so it works
- * on every backend.
+ * on every backend. It is kept (SIO_SEG_F_KEEP): a manager that crashes
+ * leaves it, with the clients' slots, to the manager that takes over.
  *
  * A client claims a slot with a compare-and-swap of its state from FREE to
  * IDLE and keeps it for its lifetime. To ask something it fills the request,
@@ -63,12 +64,15 @@ struct sio_nvme_mbox_req {
 	uint32_t flags;
 };
 
+/* sio_nvme_mbox_resp.flags */
+#define SIO_MBOX_RESP_RETRY	(1u << 0)	/* cut short by a manager restart: ask again */
+
 struct sio_nvme_mbox_resp {
 	int32_t err;		/* 0 or -errno */
 	uint16_t status;	/* NVMe status (SCT << 8 | SC) if the device refused */
 	uint16_t qid;
 	uint32_t result;
-	uint32_t pad;
+	uint32_t flags;		/* SIO_MBOX_RESP_* */
 	uint64_t value;
 	char msg[160];
 };
@@ -141,6 +145,11 @@ struct sio_nvme_mbox_hdr {
 	uint32_t serving;	/* 0 once the manager stops */
 	uint32_t nslots;
 	struct sio_nvme_mbox_ctrl ctrl;
+	/* Failover: the mailbox outlives a manager's crash (SIO_SEG_F_KEEP)
+	 * and its successor takes it over, writing mgr_pid anew. */
+	uint32_t epoch;		/* bumped by each manager that takes over */
+	uint32_t resets;	/* bumped when a manager had to reset the controller
+				 * under running clients: their queues are gone */
 };
 
 _Static_assert(offsetof(struct sio_nvme_mbox_hdr, ctrl) == 40, "mailbox header layout");

@@ -18,10 +18,37 @@
 #define CMB_MAX_ALLOCS	256
 #define REAP_EVERY_NS	200000000ull
 #define PIDCHECK_EVERY_NS 500000000ull
+#define STATE_QIDS	1024	/* I/O queue pairs a manager hands out, at most */
+#define CREATE_BATCH	(SIO_NVME_ADMIN_DEPTH - 1)	/* queue pairs created at once */
+#define STATE_MAGIC	0x3154534d564e53ull	/* "SNVMST1" */
 
 struct cmb_alloc {
-	int slot;		/* -1: unused entry */
+	int32_t slot;		/* -1: unused entry */
 	uint64_t off, size;
+};
+
+enum { PEND_NONE, PEND_CREATE, PEND_DELETE };
+
+/*
+ * The manager's tables, in a kept segment on the lender's node (priv.h)
+ * that no client maps: a manager that takes over after a crash goes on
+ * from them, once the controller has confirmed the rest (ctrl.c, adopt).
+ */
+struct mgr_state {
+	uint64_t magic;		/* written last */
+	uint32_t device;
+	uint32_t io_queues;
+	/* Per qid, a queue pair being created or deleted (PEND_*): after a
+	 * crash its fate in the controller is unknown, and the successor
+	 * deletes it to be sure. */
+	uint8_t pend[STATE_QIDS + 1];
+	int32_t qowner[STATE_QIDS + 1];	/* per qid: owning slot or -1 */
+	int32_t qpid[STATE_QIDS + 1];	/* per qid: owner's pid when created */
+	/* BAR0 confined: per qid, the process last granted its doorbell pages
+	 * (0: none). A revoked grant does not undo a mapping, so a qid goes to
+	 * another process only once that one is gone. */
+	int32_t dbpid[STATE_QIDS + 1];
+	struct cmb_alloc cmb[CMB_MAX_ALLOCS];
 };
 
 struct sio_nvme_manager {
@@ -29,18 +56,18 @@ struct sio_nvme_manager {
 	struct sio_device *dev;
 	struct sio_device_info dinfo;
 	struct sio_nvme_ctrl *ctrl;
+	struct sio_nvme_ctrl_opts co;	/* what it was brought up with */
 	const struct sio_nvme_ctrl_info *ci;
 	struct sio_segment *seg;
 	struct sio_nvme_mbox *mb;
-	int *qowner;		/* per qid: owning slot or -1 */
-	int32_t *qpid;		/* per qid: owner's pid when created */
-	/* BAR0 confined: per qid, the process last granted its doorbell pages
-	 * (0: none). A revoked grant does not undo a mapping, so a qid goes to
-	 * another process only once that one is gone. */
-	int32_t *dbpid;
+	struct sio_segment *state_seg;
+	struct mgr_state *state;
+	int32_t *qowner, *qpid, *dbpid;	/* the state's tables */
+	struct cmb_alloc *cmb;
 	bool confined;
+	bool published;		/* serving: the mailbox is ours to close */
+	bool adopted;		/* took over from a crashed manager */
 	uint32_t db_stride;
-	struct cmb_alloc cmb[CMB_MAX_ALLOCS];
 	uint32_t last_doorbell;
 	uint64_t last_reap, last_pidcheck;
 	FILE *log;
@@ -77,23 +104,30 @@ void sio_nvme_manager_stats(const struct sio_nvme_manager *m,
 	*out = m->st;
 }
 
-static void publish(struct sio_nvme_manager *m)
+/* Open the mailbox. @clients: slots of running clients stay (a take-over);
+ * otherwise it starts empty. */
+static void publish(struct sio_nvme_manager *m, bool clients)
 {
 	struct sio_nvme_mbox_hdr *h = &m->mb->h;
 	int i;
 
-	memset(m->mb, 0, sizeof(*m->mb));
+	if (!clients) {
+		memset(m->mb, 0, sizeof(*m->mb));
+		for (i = 0; i < SIO_NVME_MBOX_SLOTS; i++)
+			m->mb->slots[i].state = SIO_MBOX_FREE;
+	}
 	h->version = SIO_NVME_MBOX_VERSION;
-	h->mgr_pid = getpid();
 	h->mgr_node = sio_fabric_node_id(m->f);
 	h->device = m->dinfo.id;
 	h->nslots = SIO_NVME_MBOX_SLOTS;
-	sio_nvme_mbox_ctrl_pack(&h->ctrl, m->ci);
-	for (i = 0; i < SIO_NVME_MBOX_SLOTS; i++)
-		m->mb->slots[i].state = SIO_MBOX_FREE;
+	if (!m->adopted)
+		sio_nvme_mbox_ctrl_pack(&h->ctrl, m->ci);
+	h->epoch++;
+	__atomic_store_n(&h->mgr_pid, getpid(), __ATOMIC_RELEASE);
 	__atomic_store_n(&h->serving, 1, __ATOMIC_RELEASE);
 	/* The magic goes last: a client that sees it sees a whole header. */
 	__atomic_store_n(&h->magic, SIO_NVME_MBOX_MAGIC, __ATOMIC_RELEASE);
+	m->published = true;
 }
 
 /* Confine BAR0 when each queue's doorbells have pages of their own (the
@@ -116,14 +150,127 @@ static int confine(struct sio_nvme_manager *m)
 	return 0;
 }
 
+/* The mailbox and the state: kept segments on the lender's node, adopted
+ * when a crashed manager left them. */
+static int open_kept(struct sio_nvme_manager *m)
+{
+	void *va;
+	int ret;
+
+	ret = sio_nvme_kept_segment(m->f, m->dinfo.lender, SIO_NVME_MBOX_SEGID(m->dinfo.id),
+				    SIO_NVME_MBOX_SIZE, "nvme-mailbox", &m->seg, &va);
+	if (ret)
+		return ret == -EBUSY ? sio_err_set(EBUSY, "a manager for device %u already "
+						   "serves: %s", m->dinfo.id, sio_errmsg()) : ret;
+	m->mb = va;
+	ret = sio_nvme_kept_segment(m->f, m->dinfo.lender, SIO_NVME_STATE_SEGID(m->dinfo.id),
+				    sizeof(struct mgr_state), "nvme-manager-state",
+				    &m->state_seg, &va);
+	if (ret)
+		return ret;
+	m->state = va;
+	m->qowner = m->state->qowner;
+	m->qpid = m->state->qpid;
+	m->dbpid = m->state->dbpid;
+	m->cmb = m->state->cmb;
+	return 0;
+}
+
+/* Whether a crashed manager of this device left state to go on from. */
+static bool kept_state(const struct sio_nvme_manager *m)
+{
+	return __atomic_load_n(&m->state->magic, __ATOMIC_ACQUIRE) == STATE_MAGIC &&
+	       m->state->device == m->dinfo.id && m->state->io_queues <= STATE_QIDS &&
+	       __atomic_load_n(&m->mb->h.magic, __ATOMIC_ACQUIRE) == SIO_NVME_MBOX_MAGIC &&
+	       m->mb->h.device == m->dinfo.id;
+}
+
+/* No queue pair exists: fresh tables. The doorbell grants stay with a
+ * reset under running clients, who may still have the pages mapped. */
+static void state_reset(struct sio_nvme_manager *m, bool keep_grants)
+{
+	uint32_t i;
+
+	m->state->magic = 0;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	if (!keep_grants)
+		memset(m->dbpid, 0, sizeof(m->state->dbpid));
+	memset(m->state->pend, PEND_NONE, sizeof(m->state->pend));
+	for (i = 0; i <= STATE_QIDS; i++)
+		m->qowner[i] = -1;
+	for (i = 0; i < CMB_MAX_ALLOCS; i++)
+		m->cmb[i].slot = -1;
+	m->state->device = m->dinfo.id;
+	m->state->io_queues = m->ci->io_queues;
+	__atomic_store_n(&m->state->magic, STATE_MAGIC, __ATOMIC_RELEASE);
+}
+
+static int grant_doorbells(struct sio_nvme_manager *m, uint32_t qid, int32_t pid,
+			   struct sio_nvme_mbox_resp *r);
+
+/*
+ * Go on where a crashed manager stopped: settle the queue pair it was
+ * creating or deleting, answer the requests it had taken with "ask again",
+ * grant the live clients their doorbell pages anew (its grants died with
+ * its borrow), and look for clients that died meanwhile at once.
+ */
+static void take_over(struct sio_nvme_manager *m)
+{
+	struct sio_nvme_mbox_resp r;
+	uint32_t qid;
+	int s;
+
+	for (qid = 1; qid <= m->ci->io_queues; qid++) {
+		if (!m->state->pend[qid])
+			continue;
+		sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)qid);
+		m->qowner[qid] = -1;
+		mlog(m, "queue pair %u was being %s when the manager died: deleted", qid,
+		     m->state->pend[qid] == PEND_CREATE ? "created" : "deleted");
+		m->state->pend[qid] = PEND_NONE;
+	}
+	for (qid = 1; qid <= m->ci->io_queues; qid++) {
+		if (m->qowner[qid] < 0)
+			continue;
+		if (m->qowner[qid] >= SIO_NVME_MBOX_SLOTS) {
+			m->qowner[qid] = -1;	/* not a slot: nobody's */
+			continue;
+		}
+		m->st.queues++;
+		memset(&r, 0, sizeof(r));
+		if (m->confined && m->dbpid[qid] && grant_doorbells(m, qid, m->dbpid[qid], &r))
+			mlog(m, "%s", r.msg);
+	}
+	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++) {
+		struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
+		uint32_t exp = SIO_MBOX_BUSY;
+
+		m->slot_pid[s] = __atomic_load_n(&sl->pid, __ATOMIC_ACQUIRE);
+		if (m->slot_pid[s] > 0)
+			m->st.clients++;
+		if (!__atomic_compare_exchange_n(&sl->state, &exp, SIO_MBOX_RESP, false,
+						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			continue;
+		memset(&r, 0, sizeof(r));
+		r.err = -EAGAIN;
+		r.flags = SIO_MBOX_RESP_RETRY;
+		snprintf(r.msg, sizeof(r.msg), "manager restarting: the request was cut "
+			 "short, ask again");
+		memcpy((void *)&sl->resp, &r, sizeof(r));
+		__atomic_store_n(&sl->state, SIO_MBOX_RESP, __ATOMIC_RELEASE);
+		sio_segment_notify(m->seg, sio_nvme_mbox_slot_off(s, 0));
+	}
+	m->last_pidcheck = 0;
+}
+
 int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 			   const struct sio_nvme_manager_opts *opts,
 			   struct sio_nvme_manager **out)
 {
+	struct sio_nvme_ctrl_info was;
 	struct sio_errsave es;
 	struct sio_nvme_manager *m;
-	void *va;
-	uint32_t i;
+	bool shared = false;
 	int ret;
 
 	if (!f || !out)
@@ -133,74 +280,89 @@ int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 		return sio_err_set(ENOMEM, "out of memory");
 	m->f = f;
 	m->log = opts ? opts->log : NULL;
-	for (i = 0; i < CMB_MAX_ALLOCS; i++)
-		m->cmb[i].slot = -1;
+	m->co = (struct sio_nvme_ctrl_opts){ 0, NVME_CC_AMS_RR, true };
+	if (opts)
+		m->co = opts->ctrl;
+	if (!m->co.io_queues || m->co.io_queues > STATE_QIDS)
+		m->co.io_queues = STATE_QIDS;
 
 	ret = sio_nvme_find_device(f, device, &m->dinfo);
 	if (ret)
 		goto fail;
+	/* A crashed manager's borrow goes now, and its kept segments wait. */
+	sio_fabric_reap(f);
 	ret = sio_device_borrow(f, m->dinfo.id, SIO_BORROW_EXCLUSIVE, &m->dev);
+	if (ret == -EBUSY) {
+		/* Running clients hold it: take over from a crashed manager. */
+		shared = true;
+		ret = sio_device_borrow(f, m->dinfo.id, SIO_BORROW_SHARED, &m->dev);
+	}
 	if (ret) {
-		if (ret == -EBUSY)
-			ret = sio_err_set(EBUSY, "device %u is already borrowed (%d "
-					  "borrower%s): is another manager running?",
-					  m->dinfo.id, m->dinfo.borrowers,
-					  m->dinfo.borrowers == 1 ? "" : "s");
-		else
-			ret = sio_err_wrap(-ret, "cannot borrow device %u", m->dinfo.id);
+		ret = sio_err_wrap(-ret, "cannot borrow device %u", m->dinfo.id);
 		goto fail;
 	}
-	ret = sio_nvme_ctrl_open(m->dev, opts ? &opts->ctrl : NULL, &m->ctrl);
+	ret = open_kept(m);
+	if (ret)
+		goto fail;
+	if (shared && !kept_state(m)) {
+		ret = sio_err_set(EBUSY, "device %u is already borrowed (%d borrower%s) and "
+				  "no crashed manager left state to take over: is another "
+				  "manager running?", m->dinfo.id, m->dinfo.borrowers,
+				  m->dinfo.borrowers == 1 ? "" : "s");
+		goto fail;
+	}
+	if (shared) {
+		sio_nvme_mbox_ctrl_unpack(&was, &m->mb->h.ctrl);
+		ret = sio_nvme_ctrl_open_kept(m->dev, &m->co, SIO_NVME_ADM_SEGID(m->dinfo.id),
+					      &was, &m->ctrl);
+		if (!ret) {
+			m->adopted = true;
+		} else if (ret == -ESTALE || ret == -EIO) {
+			/* Reset under running clients: their queues go, they are told. */
+			mlog(m, "%s: resetting device %u; its %d client(s) must reconnect",
+			     sio_errmsg(), m->dinfo.id, m->dinfo.borrowers);
+			__atomic_fetch_add(&m->mb->h.resets, 1, __ATOMIC_ACQ_REL);
+			ret = sio_nvme_ctrl_open_kept(m->dev, &m->co,
+						      SIO_NVME_ADM_SEGID(m->dinfo.id), NULL,
+						      &m->ctrl);
+		}
+	} else {
+		ret = sio_nvme_ctrl_open_kept(m->dev, &m->co, SIO_NVME_ADM_SEGID(m->dinfo.id),
+					      NULL, &m->ctrl);
+	}
 	if (ret)
 		goto fail;
 	m->ci = sio_nvme_ctrl_info(m->ctrl);
-
-	m->qowner = malloc(sizeof(int) * (m->ci->io_queues + 1));
-	m->qpid = calloc(m->ci->io_queues + 1, sizeof(int32_t));
-	m->dbpid = calloc(m->ci->io_queues + 1, sizeof(int32_t));
-	if (!m->qowner || !m->qpid || !m->dbpid) {
-		ret = sio_err_set(ENOMEM, "out of memory");
-		goto fail;
-	}
-	for (i = 0; i <= m->ci->io_queues; i++)
-		m->qowner[i] = -1;
-
-	ret = sio_segment_create(f, SIO_NVME_MBOX_SEGID(m->dinfo.id), SIO_NVME_MBOX_SIZE,
-				 SIO_SEG_F_NOHUGE, &m->seg);
-	if (ret == -EEXIST) {
-		ret = sio_err_set(EBUSY, "a manager for device %u already serves on "
-				  "node %d", m->dinfo.id, sio_fabric_node_id(f));
-		goto fail;
-	}
-	if (ret) {
-		ret = sio_err_wrap(-ret, "cannot create the mailbox segment");
-		goto fail;
-	}
-	sio_segment_set_name(m->seg, "nvme-mailbox");
-	ret = sio_segment_map(m->seg, &va);
-	if (ret) {
-		ret = sio_err_wrap(-ret, "cannot map the mailbox segment");
-		goto fail;
-	}
-	m->mb = va;
-	/* While the borrow is exclusive, so no one maps BAR0 unconfined. */
+	if (!m->adopted)
+		state_reset(m, shared);
+	/* Exclusive, so no one maps BAR0 unconfined; on a take-over, at once. */
 	ret = confine(m);
 	if (ret)
 		goto fail;
-	ret = sio_device_downgrade(m->dev);
-	if (ret) {
-		ret = sio_err_wrap(-ret, "cannot share device %u", m->dinfo.id);
-		goto fail;
+	if (!shared) {
+		ret = sio_device_downgrade(m->dev);
+		if (ret) {
+			ret = sio_err_wrap(-ret, "cannot share device %u", m->dinfo.id);
+			goto fail;
+		}
 	}
-	publish(m);
-	m->last_reap = m->last_pidcheck = sio_nvme_now_ns();
+	if (shared)
+		take_over(m);
+	publish(m, shared);
+	m->last_reap = sio_nvme_now_ns();
+	if (!m->adopted)
+		m->last_pidcheck = m->last_reap;
+	if (m->adopted)
+		mlog(m, "took over device %u (%s, %s) without a reset: %u client(s), %u "
+		     "queue pair(s) in use", m->dinfo.id, m->ci->mn, m->ci->sn,
+		     m->st.clients, m->st.queues);
 	mlog(m, "device %u (%s, %s) on node %d: %u I/O queue pairs of up to %u "
 	     "entries, %u namespace(s), max transfer %u KiB%s%s; mailbox segment 0x%x "
 	     "on node %d", m->dinfo.id, m->ci->mn, m->ci->sn, m->dinfo.lender,
 	     m->ci->io_queues, m->ci->mqes, m->ci->nn, m->ci->max_xfer / 1024,
 	     m->ci->cmb.size ? ", CMB enabled" : "",
 	     m->confined ? ", BAR0 confined (each client maps its own doorbell pages)" : "",
-	     SIO_NVME_MBOX_SEGID(m->dinfo.id), sio_fabric_node_id(f));
+	     SIO_NVME_MBOX_SEGID(m->dinfo.id), m->dinfo.lender);
 	*out = m;
 	return 0;
 fail:
@@ -243,10 +405,13 @@ static int release_slot(struct sio_nvme_manager *m, int s)
 	for (q = 1; q <= m->ci->io_queues; q++) {
 		if (m->qowner[q] != s)
 			continue;
+		m->state->pend[q] = PEND_DELETE;
 		sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)q);
 		revoke_doorbells(m, q);
 		m->qowner[q] = -1;
-		m->st.queues--;
+		m->state->pend[q] = PEND_NONE;
+		if (m->st.queues)
+			m->st.queues--;
 		n++;
 	}
 	for (i = 0; i < CMB_MAX_ALLOCS; i++)
@@ -424,46 +589,126 @@ static int grant_doorbells(struct sio_nvme_manager *m, uint32_t qid, int32_t pid
 	return 0;
 }
 
-static int op_create_qp(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox_req *q,
-			struct sio_nvme_mbox_resp *r)
-{
-	uint32_t qid, page = m->ci->page_size;
-	int32_t pid = __atomic_load_n(&m->mb->slots[s].pid, __ATOMIC_ACQUIRE);
-	uint16_t st = 0;
-	bool held;
+/* A Create I/O Queue Pair request, served with others taken at once. */
+struct creating {
+	int s;
+	struct sio_nvme_mbox_req q;
+	struct sio_nvme_mbox_resp r;
+	uint32_t qid;		/* reserved (qowner and pend set); 0: none */
+	int32_t pid;
 	int ret;
+	bool drop_cq;		/* its SQ failed: its CQ is deleted */
+};
 
+/* Check a request and reserve a qid for it, or refuse it. */
+static void create_check(struct sio_nvme_manager *m, struct creating *c)
+{
+	const struct sio_nvme_mbox_req *q = &c->q;
+	uint32_t page = m->ci->page_size;
+	bool held;
+
+	c->pid = __atomic_load_n(&m->mb->slots[c->s].pid, __ATOMIC_ACQUIRE);
 	if (q->qsize < 2 || q->qsize > m->ci->mqes)
-		return refuse(m, r, EINVAL, "queue size %u out of range 2..%u (CAP.MQES)",
-			      q->qsize, m->ci->mqes);
-	if (!q->bus1 || !q->bus2 || ((q->bus1 | q->bus2) & (page - 1)))
-		return refuse(m, r, EINVAL, "queue addresses must be non-zero and "
-			      "%u-byte aligned", page);
-	if (q->cdw10 > 3)
-		return refuse(m, r, EINVAL, "SQ priority %u out of range 0..3", q->cdw10);
-	if (m->confined && pid <= 0)
-		return refuse(m, r, EINVAL, "mailbox slot %d names no process", s);
-	qid = pick_qid(m, pid, &held);
-	if (!qid && held)
-		return refuse(m, r, ENOSPC, "no I/O queue pair left: the free ones' "
-			      "doorbells were granted to processes still running");
-	if (!qid)
-		return refuse(m, r, ENOSPC, "no I/O queue pair left: the controller has "
-			      "%u and all are taken", m->ci->io_queues);
-	ret = sio_nvme_ctrl_create_qpair(m->ctrl, (uint16_t)qid, q->qsize, q->bus1,
-					 q->bus2, q->cdw10, &st);
-	if (ret)
-		return from_ctrl(m, r, ret, st);
-	ret = grant_doorbells(m, qid, pid, r);
-	if (ret) {
-		sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)qid);
-		return ret;
+		c->ret = refuse(m, &c->r, EINVAL, "queue size %u out of range 2..%u (CAP.MQES)",
+				q->qsize, m->ci->mqes);
+	else if (!q->bus1 || !q->bus2 || ((q->bus1 | q->bus2) & (page - 1)))
+		c->ret = refuse(m, &c->r, EINVAL, "queue addresses must be non-zero and "
+				"%u-byte aligned", page);
+	else if (q->cdw10 > 3)
+		c->ret = refuse(m, &c->r, EINVAL, "SQ priority %u out of range 0..3", q->cdw10);
+	else if (m->confined && c->pid <= 0)
+		c->ret = refuse(m, &c->r, EINVAL, "mailbox slot %d names no process", c->s);
+	if (c->ret)
+		return;
+	c->qid = pick_qid(m, c->pid, &held);
+	if (!c->qid && held)
+		c->ret = refuse(m, &c->r, ENOSPC, "no I/O queue pair left: the free ones' "
+				"doorbells were granted to processes still running");
+	else if (!c->qid)
+		c->ret = refuse(m, &c->r, ENOSPC, "no I/O queue pair left: the controller has "
+				"%u and all are taken", m->ci->io_queues);
+	if (c->ret)
+		return;
+	m->state->pend[c->qid] = PEND_CREATE;
+	m->qowner[c->qid] = c->s;	/* taken: the next pick skips it */
+}
+
+/* One admin command per pending request (@mk builds it, false: none), all
+ * at once; a request whose command failed is answered with its status. */
+static void create_step(struct sio_nvme_manager *m, struct creating *c, int n,
+			bool (*mk)(const struct creating *, struct sio_nvme_cmd *))
+{
+	struct sio_nvme_cmd cmd[SIO_NVME_ADMIN_DEPTH];
+	struct sio_nvme_cpl cpl[SIO_NVME_ADMIN_DEPTH];
+	int idx[SIO_NVME_ADMIN_DEPTH], k = 0, i, j, ret;
+	uint16_t st;
+
+	for (i = 0; i < n; i++)
+		if (!c[i].ret && mk(&c[i], &cmd[k]))
+			idx[k++] = i;
+	if (!k)
+		return;
+	ret = sio_nvme_ctrl_admin_many(m->ctrl, cmd, (uint32_t)k, cpl, 0);
+	for (j = 0; j < k; j++) {
+		i = idx[j];
+		st = ret ? 0 : SIO_NVME_STATUS_CODE(cpl[j].status);
+		if (!ret && !st)
+			continue;
+		if (!ret)
+			sio_err_set(EIO, "admin command 0x%02x failed: %s (status 0x%03x)",
+				    cmd[j].opcode, sio_nvme_status_str(st), st);
+		c[i].ret = from_ctrl(m, &c[i].r, ret ? ret : -EIO, st);
+		c[i].drop_cq = !ret && cmd[j].opcode == nvme_admin_create_sq;
+		if (ret)
+			c[i].qid = 0;	/* fate unknown: pend stays for a successor */
 	}
-	m->qowner[qid] = s;
-	m->qpid[qid] = pid;
-	m->st.queues++;
-	r->qid = (uint16_t)qid;
-	return 0;
+}
+
+static bool mk_cq(const struct creating *c, struct sio_nvme_cmd *cmd)
+{
+	sio_nvme_cmd_create_cq(cmd, (uint16_t)c->qid, c->q.qsize, c->q.bus2, SIO_NVME_Q_PC, 0);
+	return true;
+}
+
+static bool mk_sq(const struct creating *c, struct sio_nvme_cmd *cmd)
+{
+	sio_nvme_cmd_create_sq(cmd, (uint16_t)c->qid, c->q.qsize, c->q.bus1, (uint16_t)c->qid,
+			       c->q.cdw10);
+	return true;
+}
+
+/*
+ * Create the queue pairs of @n requests together: the CQs in one batch of
+ * admin commands, then the SQs in another, so clients arriving at once
+ * wait for two admin round trips, not two each.
+ */
+static void create_many(struct sio_nvme_manager *m, struct creating *c, int n)
+{
+	struct sio_nvme_cmd cmd;
+	int i;
+
+	for (i = 0; i < n; i++)
+		create_check(m, &c[i]);
+	create_step(m, c, n, mk_cq);
+	create_step(m, c, n, mk_sq);
+	for (i = 0; i < n; i++) {
+		if (c[i].drop_cq) {
+			sio_nvme_cmd_delete_q(&cmd, nvme_admin_delete_cq, (uint16_t)c[i].qid);
+			sio_nvme_ctrl_admin(m->ctrl, &cmd, NULL, 0);
+		}
+		if (!c[i].ret && (c[i].ret = grant_doorbells(m, c[i].qid, c[i].pid, &c[i].r)))
+			sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)c[i].qid);
+		if (!c[i].qid)
+			continue;
+		if (c[i].ret) {
+			m->qowner[c[i].qid] = -1;
+		} else {
+			m->qpid[c[i].qid] = c[i].pid;
+			m->st.queues++;
+			c[i].r.qid = (uint16_t)c[i].qid;
+		}
+		m->state->pend[c[i].qid] = PEND_NONE;
+	}
 }
 
 static int op_delete_qp(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox_req *q,
@@ -476,10 +721,12 @@ static int op_delete_qp(struct sio_nvme_manager *m, int s, const struct sio_nvme
 			      m->ci->io_queues);
 	if (m->qowner[q->qid] != s)
 		return refuse(m, r, EPERM, "queue %u is not yours", q->qid);
+	m->state->pend[q->qid] = PEND_DELETE;
 	/* The controller's answer first: revoking may set a message of its own. */
 	ret = from_ctrl(m, r, sio_nvme_ctrl_delete_qpair(m->ctrl, q->qid), 0);
 	revoke_doorbells(m, q->qid);
 	m->qowner[q->qid] = -1;
+	m->state->pend[q->qid] = PEND_NONE;
 	m->st.queues--;
 	return ret;
 }
@@ -603,27 +850,64 @@ static int op_cmb_free(struct sio_nvme_manager *m, int s, const struct sio_nvme_
 		      (unsigned long long)q->value);
 }
 
-static void handle(struct sio_nvme_manager *m, int s)
+/* A request from slot @s: its client is known from now on. */
+static void note_client(struct sio_nvme_manager *m, int s)
 {
 	struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
-	struct sio_nvme_mbox_req q;
-	struct sio_nvme_mbox_resp r;
-	int ret = 0;
 
-	/* Work on a copy: the client's memory could change under us. */
-	memcpy(&q, (const void *)&sl->req, sizeof(q));
-	memset(&r, 0, sizeof(r));
 	if (m->slot_pid[s] != sl->pid) {
 		m->slot_pid[s] = sl->pid;
 		m->st.clients++;
 		mlog(m, "client pid %d on node %d connected (slot %d)", (int)sl->pid,
 		     (int)sl->node, s);
 	}
+}
+
+static void respond(struct sio_nvme_manager *m, int s, uint32_t op, int ret,
+		    struct sio_nvme_mbox_resp *r)
+{
+	struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
+
+	if (ret) {
+		name_cause(m, s, r);
+		mlog(m, "refused request %u from pid %d: %s", op, (int)sl->pid, r->msg);
+	}
+	m->st.requests++;
+	memcpy((void *)&sl->resp, r, sizeof(*r));
+	__atomic_store_n(&sl->state, SIO_MBOX_RESP, __ATOMIC_RELEASE);
+	sio_segment_notify(m->seg, sio_nvme_mbox_slot_off(s, offsetof(struct sio_nvme_mbox_slot, state)));
+}
+
+/* Serve the create requests taken at once, and answer them. */
+static void create_and_respond(struct sio_nvme_manager *m, struct creating *c, int n)
+{
+	create_many(m, c, n);
+	if (n > 1)
+		mlog(m, "%d queue pair requests served together", n);
+	for (int i = 0; i < n; i++)
+		respond(m, c[i].s, SIO_MBOX_OP_CREATE_QP, c[i].ret, &c[i].r);
+}
+
+static void handle(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox_req *req)
+{
+	struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
+	struct sio_nvme_mbox_req q = *req;
+	struct sio_nvme_mbox_resp r;
+	struct creating c;
+	int ret = 0;
+
+	memset(&r, 0, sizeof(r));
+	note_client(m, s);
 	switch (q.op) {
 	case SIO_MBOX_OP_HELLO:
 		break;
 	case SIO_MBOX_OP_CREATE_QP:
-		ret = op_create_qp(m, s, &q, &r);
+		memset(&c, 0, sizeof(c));
+		c.s = s;
+		c.q = q;
+		create_many(m, &c, 1);
+		ret = c.ret;
+		r = c.r;
 		break;
 	case SIO_MBOX_OP_DELETE_QP:
 		ret = op_delete_qp(m, s, &q, &r);
@@ -655,21 +939,47 @@ static void handle(struct sio_nvme_manager *m, int s)
 		ret = refuse(m, &r, EINVAL, "unknown request %u", q.op);
 		break;
 	}
+	respond(m, s, q.op, ret, &r);
+}
+
+/*
+ * The controller reported a fatal status (CSTS.CFS): reset it in place.
+ * Every queue pair is gone with the reset; the clients learn it from the
+ * mailbox's reset count (their I/O fails saying so) and reconnect.
+ */
+static int reset_ctrl(struct sio_nvme_manager *m)
+{
+	int ret;
+
+	mlog(m, "controller fatal status (CSTS.CFS): resetting device %u; its %u "
+	     "client(s) lose their queue pairs and must reconnect", m->dinfo.id,
+	     m->st.clients);
+	__atomic_fetch_add(&m->mb->h.resets, 1, __ATOMIC_ACQ_REL);
+	sio_nvme_ctrl_close(m->ctrl);
+	m->ci = NULL;
+	ret = sio_nvme_ctrl_open_kept(m->dev, &m->co, SIO_NVME_ADM_SEGID(m->dinfo.id), NULL,
+				      &m->ctrl);
 	if (ret) {
-		name_cause(m, s, &r);
-		mlog(m, "refused request %u from pid %d: %s", q.op, (int)sl->pid, r.msg);
+		m->ctrl = NULL;
+		return sio_err_wrap(-ret, "cannot reset device %u after its fatal status",
+				    m->dinfo.id);
 	}
-	m->st.requests++;
-	memcpy((void *)&sl->resp, &r, sizeof(r));
-	__atomic_store_n(&sl->state, SIO_MBOX_RESP, __ATOMIC_RELEASE);
-	sio_segment_notify(m->seg, sio_nvme_mbox_slot_off(s, offsetof(struct sio_nvme_mbox_slot, state)));
+	m->ci = sio_nvme_ctrl_info(m->ctrl);
+	state_reset(m, true);
+	sio_nvme_mbox_ctrl_pack(&m->mb->h.ctrl, m->ci);
+	m->st.queues = 0;
+	m->st.resets++;
+	mlog(m, "device %u is ready again after the reset", m->dinfo.id);
+	return 0;
 }
 
 int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
 {
 	struct sio_nvme_mbox_hdr *h = &m->mb->h;
+	struct creating cr[CREATE_BATCH];
+	struct sio_nvme_mbox_req q;
 	uint32_t db;
-	int s, n = 0, ret;
+	int s, n = 0, ncr = 0, ret;
 	uint32_t exp;
 
 	db = __atomic_load_n(&h->doorbell, __ATOMIC_ACQUIRE);
@@ -679,15 +989,31 @@ int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
 	m->last_doorbell = __atomic_load_n(&h->doorbell, __ATOMIC_ACQUIRE);
 	__atomic_fetch_add(&h->heartbeat, 1, __ATOMIC_RELAXED);
 
-	/* Scan every slot: a bump may cover several requests. */
+	/* Scan every slot: a bump may cover several requests. Queue pairs to
+	 * create are gathered and created together (create_many()). */
 	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++) {
 		exp = SIO_MBOX_REQ;
 		if (!__atomic_compare_exchange_n(&m->mb->slots[s].state, &exp, SIO_MBOX_BUSY,
 						 false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 			continue;
-		handle(m, s);
+		/* Work on a copy: the client's memory could change under us. */
+		memcpy(&q, (const void *)&m->mb->slots[s].req, sizeof(q));
 		n++;
+		if (q.op != SIO_MBOX_OP_CREATE_QP) {
+			handle(m, s, &q);
+			continue;
+		}
+		note_client(m, s);
+		memset(&cr[ncr], 0, sizeof(cr[ncr]));
+		cr[ncr].s = s;
+		cr[ncr++].q = q;
+		if (ncr == CREATE_BATCH) {
+			create_and_respond(m, cr, ncr);
+			ncr = 0;
+		}
 	}
+	if (ncr)
+		create_and_respond(m, cr, ncr);
 	check_clients(m, sio_nvme_now_ns());
 	if (m->dev_gone) {
 		__atomic_store_n(&h->serving, 0, __ATOMIC_RELEASE);
@@ -695,6 +1021,8 @@ int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
 				   m->dinfo.id);
 	}
 	ret = sio_nvme_ctrl_check(m->ctrl);
+	if (ret == -EIO)
+		ret = reset_ctrl(m);
 	if (ret)
 		return ret;
 	return n;
@@ -723,7 +1051,7 @@ void sio_nvme_manager_close(struct sio_nvme_manager *m)
 		return;
 	if (m->dev_gone && m->ctrl)
 		sio_nvme_ctrl_gone(m->ctrl);
-	if (m->mb) {
+	if (m->mb && m->published) {
 		__atomic_store_n(&m->mb->h.serving, 0, __ATOMIC_RELEASE);
 		if (m->ctrl)
 			for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++)
@@ -733,12 +1061,12 @@ void sio_nvme_manager_close(struct sio_nvme_manager *m)
 			if (m->mb->slots[s].pid)
 				sio_segment_notify(m->seg, sio_nvme_mbox_slot_off(s, 0));
 	}
+	/* A clean stop removes the kept state: a successor starts afresh. */
+	if (m->state_seg)
+		sio_segment_close(m->state_seg);
 	if (m->seg)
 		sio_segment_close(m->seg);
 	sio_nvme_ctrl_close(m->ctrl);
 	sio_device_close(m->dev);
-	free(m->qowner);
-	free(m->qpid);
-	free(m->dbpid);
 	free(m);
 }

@@ -86,6 +86,45 @@ static inline void sio_nvme_wr64(volatile void *regs, uint32_t off, uint64_t v)
  * and sio_nvme_ctrl_close() skips the shutdown that would wait CAP.TO. */
 void sio_nvme_ctrl_gone(struct sio_nvme_ctrl *c);
 
+/*
+ * Manager failover (manager.c, ctrl.c): what a manager needs to take a
+ * running controller over lives in kept segments (SIO_SEG_F_KEEP) on the
+ * lender's node, which outlive the manager's crash: the admin queues and
+ * their positions, the mailbox, and the manager's tables. Well-known ids,
+ * one of each per device.
+ */
+#define SIO_NVME_ADM_SEGID(dev)		(0x4e570000u | ((dev) & 0xffffu))
+#define SIO_NVME_STATE_SEGID(dev)	(0x4e580000u | ((dev) & 0xffffu))
+
+/*
+ * Create (or adopt, from a manager that crashed) the kept segment @id of
+ * @size bytes on @node, named @name, and map it here. -EBUSY when a live
+ * manager holds it.
+ */
+int sio_nvme_kept_segment(struct sio_fabric *f, int node, uint32_t id, uint64_t size,
+			  const char *name, struct sio_segment **seg, void **va);
+
+/*
+ * Bring the controller up with its admin queues in the kept segment
+ * @adm_id on the lender's node. @was NULL: reset and enable it. Otherwise
+ * adopt it as it runs, without a reset, once its registers, the kept admin
+ * queue and an Identify agree with @was (what the manager that enabled it
+ * published): -ESTALE when they do not (a reset is needed), -EIO on
+ * CSTS.CFS.
+ */
+int sio_nvme_ctrl_open_kept(struct sio_device *dev, const struct sio_nvme_ctrl_opts *opts,
+			    uint32_t adm_id, const struct sio_nvme_ctrl_info *was,
+			    struct sio_nvme_ctrl **out);
+
+/*
+ * Several admin commands at once (the manager serving several clients):
+ * submitted together, rung once, each completion matched to its command in
+ * @cpls. Return: 0 once all were answered (their status is in @cpls), or
+ * -errno when the admin queue failed (none, or not all, answered).
+ */
+int sio_nvme_ctrl_admin_many(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmds,
+			     uint32_t n, struct sio_nvme_cpl *cpls, uint32_t timeout_ms);
+
 /* Copy a space-padded identify string, cutting trailing blanks. */
 void sio_nvme_strcpy_id(char *dst, const char *src, size_t n);
 

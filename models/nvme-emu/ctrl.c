@@ -403,6 +403,7 @@ static void ctrl_reset(struct sio_nvme_emu *emu)
 {
 	queues_clear(emu);
 	emu->enabled = false;
+	emu->failed = false;
 	emu_features_reset(emu);
 	set_csts(emu, csts(emu) & ~(NVME_SET(1, CSTS_RDY) | NVME_SET(1, CSTS_CFS)));
 }
@@ -493,7 +494,12 @@ int sio_nvme_emu_poll(struct sio_nvme_emu *emu)
 	}
 	if ((++emu->polls & 63) == 0)
 		republish(emu);
-	if (!emu->enabled)
+	if (__atomic_exchange_n(&emu->fail_req, 0, __ATOMIC_ACQ_REL) && emu->enabled) {
+		emu->failed = true;
+		set_csts(emu, csts(emu) | NVME_SET(1, CSTS_CFS));
+		work++;
+	}
+	if (!emu->enabled || emu->failed)
 		return work;
 	if (emu->inflight)
 		work += emu_reap(emu, false);
@@ -512,6 +518,11 @@ static inline void cpu_relax(void)
 #elif defined(__aarch64__)
 	__asm__ __volatile__("yield");
 #endif
+}
+
+void sio_nvme_emu_fail(struct sio_nvme_emu *emu)
+{
+	__atomic_store_n(&emu->fail_req, 1, __ATOMIC_RELEASE);
 }
 
 int sio_nvme_emu_run(struct sio_nvme_emu *emu, volatile sig_atomic_t *stop)

@@ -153,6 +153,16 @@ int64_t sio_nvme_emu_device_id(const struct sio_nvme_emu *emu);
 int sio_nvme_emu_poll(struct sio_nvme_emu *emu);
 
 /**
+ * sio_nvme_emu_fail() - fail as a controller with a fatal error does
+ * @emu: controller
+ *
+ * Fault injection, safe from any thread (or a signal handler): at its next
+ * poll an enabled controller sets CSTS.CFS and processes no command until
+ * the host resets it (CC.EN to 0), which clears CFS.
+ */
+void sio_nvme_emu_fail(struct sio_nvme_emu *emu);
+
+/**
  * sio_nvme_emu_run() - poll until *@stop, backing off when idle
  * @emu: controller
  * @stop: set (by a signal handler) to end the loop

@@ -133,6 +133,8 @@ struct sio_nvme_emu {
 	uint64_t polls;
 	uint32_t csts;		/* CSTS as published */
 	bool resetting;		/* completions are dropped while set */
+	int fail_req;		/* sio_nvme_emu_fail() asked, from any thread */
+	bool failed;		/* CSTS.CFS set: no command is processed until a reset */
 
 	struct emu_sq *sq;	/* [0..max_qpairs], 0 is admin */
 	struct emu_cq *cq;

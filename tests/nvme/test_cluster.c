@@ -238,7 +238,7 @@ Test(nvme_cluster, tools_say_what_is_wrong)
 	expect_failure("b", nonode, "node 77");
 	expect_failure("c", nodev, "device 4242 does not exist");
 	expect_failure("d", nons, "namespace 5 does not exist");
-	expect_failure("e", mgr2, "already borrowed");
+	expect_failure("e", mgr2, "already serves");
 	cr_expect_eq(cluster_wait(cluster_spawn(&C, "f", id), 20000), 0, "%s",
 		     cluster_output(&C, "f", "err"));
 	cr_expect(strstr(cluster_output(&C, "f", "out"), "\"via\": \"through the manager\""),

@@ -63,6 +63,10 @@ struct sio_nvme_ioq;
  * @bus2: the controller's address for @va through the second path of a
  *	multipath client (0 until the client has one; then filled in by
  *	sio_nvme_buf_alloc(), or at the buffer's first use on a multipath queue)
+ * @off: where @va starts in @seg: buffers share the client's arena, one
+ *	segment mapped once for the device, so a remote client holds one
+ *	window of the lender's adapter ($SMARTIO_NVME_ARENA_MB, default 64;
+ *	a buffer that does not fit gets a segment of its own, @off 0)
  */
 struct sio_nvme_buf {
 	struct sio_segment *seg;
@@ -70,6 +74,7 @@ struct sio_nvme_buf {
 	uint64_t bus;
 	uint64_t size;
 	uint64_t bus2;
+	uint64_t off;
 };
 
 /* Where a queue goes; the SIO_PLACE_* values, or by hints. */

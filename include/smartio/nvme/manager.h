@@ -15,6 +15,22 @@
  * data DMA'd straight into the client's memory, and deletes the queues of a
  * client that died within about a second. It never sits on the I/O path.
  *
+ * Failover. What the manager needs lives in fabric memory that outlives
+ * it (SIO_SEG_F_KEEP segments on the lender's node): the mailbox with the
+ * clients' slots, the admin queues with their positions, and its tables
+ * (queue ownership, doorbell grants, CMB ranges). A manager started while
+ * clients hold the device (after a crash, on any node; nvme-manager
+ * --standby waits for that) takes the controller over without a reset
+ * once the controller confirms the kept state (enabled and ready, the
+ * admin queue registers, an Identify of the same serial number, the queue
+ * count), so running clients' I/O goes on untouched. Their admin requests
+ * wait for it (bounded; $SMARTIO_NVME_RESTART_MS, default 10 s) and a
+ * request cut short is asked again. If the controller needs a reset
+ * (CSTS.CFS, or it does not match), the manager resets it and clients'
+ * queue pairs fail with -ECONNRESET saying so: they reopen. A clean stop
+ * removes the kept state. BAR0 is unconfined between a crash and the
+ * take-over (the crashed manager's restriction ended with its borrow).
+ *
  * Confinement (the rule the manager, the client and their files follow;
  * they refer here). When the controller's doorbells are at least a page
  * apart (CAP.DSTRD >= 10 on 4 KiB pages, e.g. nvme-emu --dstrd 10) every
@@ -61,6 +77,7 @@ struct sio_nvme_manager_opts {
  * @requests: requests served
  * @refused: requests answered with an error
  * @reaped: dead clients cleaned up
+ * @resets: controller resets under running clients (after CSTS.CFS)
  */
 struct sio_nvme_manager_stats {
 	uint32_t clients;
@@ -68,6 +85,7 @@ struct sio_nvme_manager_stats {
 	uint64_t requests;
 	uint64_t refused;
 	uint64_t reaped;
+	uint64_t resets;
 };
 
 /**
