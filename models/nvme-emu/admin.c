@@ -53,11 +53,13 @@ static void identify_ctrl(struct sio_nvme_emu *emu, struct nvme_id_ctrl *id)
 	id->maxcmd = (uint16_t)(emu->cfg.mqes > 0xffff ? 0xffff : emu->cfg.mqes);
 	id->nn = (uint32_t)emu->nns;
 	/* Save/Select: SEL is honoured and SV answered (nothing is saveable) */
-	id->oncs = NVME_CTRL_ONCS_WRITE_ZEROES | NVME_CTRL_ONCS_SAVE_FEATURES;
-	id->oacs = 0;		/* no optional admin command */
+	id->oncs = NVME_CTRL_ONCS_COMPARE | NVME_CTRL_ONCS_DSM | NVME_CTRL_ONCS_WRITE_ZEROES |
+		   NVME_CTRL_ONCS_SAVE_FEATURES | NVME_CTRL_ONCS_VERIFY;
+	id->oacs = NVME_CTRL_OACS_FORMAT;
+	id->fna = 0;		/* Format and secure erase per namespace; no crypto erase */
 	id->oaes = 0;		/* no optional asynchronous event */
 	id->vwc = 0x7;		/* volatile write cache; flush to all namespaces */
-	id->sgls = 0;		/* PRPs only */
+	id->sgls = 1;		/* SGLs for I/O, byte-aligned data blocks; nothing optional */
 	snprintf(buf, sizeof(buf), "nqn.2024-01.io.smartio:emu-%lld", (long long)emu->devid);
 	memcpy(id->subnqn, buf, strlen(buf));
 	id->psd[0].mp = 2500;	/* 25 W, in 0.01 W */
@@ -71,6 +73,8 @@ static void identify_ns(struct sio_nvme_emu *emu, uint32_t nsid, struct nvme_id_
 	id->nlbaf = 0;
 	id->flbas = 0;
 	id->lbaf[0].ds = (uint8_t)ns->lba_shift;
+	/* deallocated blocks read as zeroes; Write Zeroes deallocates (DEAC honoured) */
+	id->dlfeat = NVME_NS_DLFEAT_RB_ALL_0S | NVME_NS_DLFEAT_WRITE_ZEROES;
 	put_u128(id->nvmcap, ns->nlb << ns->lba_shift);
 	memcpy(id->nguid, ns->nguid, sizeof(id->nguid));
 	memcpy(id->eui64, ns->eui64, sizeof(id->eui64));
@@ -355,6 +359,8 @@ uint16_t emu_admin(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd, uin
 		return cmd_create_cq(emu, cmd);
 	case nvme_admin_identify:
 		return cmd_identify(emu, cmd);
+	case nvme_admin_format_nvm:
+		return emu_format(emu, cmd);
 	case nvme_admin_abort_cmd:
 		*result = 1;	/* the command was not aborted */
 		return EMU_OK;

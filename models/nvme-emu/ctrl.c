@@ -620,7 +620,10 @@ int sio_nvme_emu_create(const struct sio_nvme_emu_config *cfg, struct sio_nvme_e
 	emu->devid = -1;
 	emu->nq = cfg->max_qpairs + 1;
 	emu->mdts_bytes = EMU_PAGE << cfg->mdts;
+	/* a PRP transfer takes at most a piece per page; an SGL up to EMU_SGL_PIECES */
 	emu->max_segs = (emu->mdts_bytes / EMU_PAGE) + 1;
+	if (emu->max_segs < EMU_SGL_PIECES)
+		emu->max_segs = EMU_SGL_PIECES;
 	emu->page_size = EMU_PAGE;
 	emu->sq = calloc(emu->nq, sizeof(*emu->sq));
 	emu->cq = calloc(emu->nq, sizeof(*emu->cq));

@@ -18,6 +18,7 @@
 #define EMU_ELOG_ENTRIES	64u
 #define EMU_AERL		3u
 #define EMU_CMB_BAR		2
+#define EMU_SGL_PIECES		256u	/* data blocks one SGL command may use */
 /* Temperatures in kelvin: the composite reads a steady 40 C */
 #define EMU_TEMP		313u
 #define EMU_WCTEMP		343u
@@ -204,7 +205,19 @@ int emu_flush_all(struct sio_nvme_emu *emu);
 /* prp.c */
 int emu_prp_segs(struct sio_nvme_emu *emu, uint64_t prp1, uint64_t prp2,
 		 uint64_t len, struct emu_seg *segs, uint16_t *status);
+int emu_dptr_segs(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd, uint64_t len,
+		  struct emu_seg *segs, uint16_t *status);
 uint16_t emu_xfer(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd,
 		  void *buf, uint64_t len, bool to_host);
+
+/* dsm.c */
+uint16_t emu_nvm_optional(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd);
+uint16_t emu_format(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd);
+int emu_deallocate(struct sio_nvme_emu *emu, uint64_t off, uint64_t len);
+int emu_zero_file(struct sio_nvme_emu *emu, uint64_t off, uint64_t len);
+
+/* sgl.c */
+int emu_sgl_segs(struct sio_nvme_emu *emu, const struct sio_nvme_sgl *sgl1, uint64_t len,
+		 struct emu_seg *segs, uint16_t *status);
 
 #endif
