@@ -55,7 +55,7 @@ static void identify_ctrl(struct sio_nvme_emu *emu, struct nvme_id_ctrl *id)
 	/* Save/Select: SEL is honoured and SV answered (nothing is saveable) */
 	id->oncs = NVME_CTRL_ONCS_COMPARE | NVME_CTRL_ONCS_DSM | NVME_CTRL_ONCS_WRITE_ZEROES |
 		   NVME_CTRL_ONCS_SAVE_FEATURES | NVME_CTRL_ONCS_VERIFY;
-	id->oacs = NVME_CTRL_OACS_FORMAT;
+	id->oacs = NVME_CTRL_OACS_FORMAT | NVME_CTRL_OACS_DBBUF_CFG;
 	id->fna = 0;		/* Format and secure erase per namespace; no crypto erase */
 	id->oaes = 0;		/* no optional asynchronous event */
 	id->vwc = 0x7;		/* volatile write cache; flush to all namespaces */
@@ -200,6 +200,7 @@ static uint16_t cmd_create_cq(struct sio_nvme_emu *emu, const struct sio_nvme_cm
 		return EMU_ST_FIELD;	/* CC.IOCQES: 16-byte entries only */
 	emu->cq[qid] = (struct emu_cq){ .valid = true, .phase = 1, .qid = (uint16_t)qid,
 					.size = qsize, .base = cmd->prp1 };
+	emu_dbbuf_queue(emu, qid, true);
 	emu->ioq_created = true;
 	return EMU_OK;
 }
@@ -227,6 +228,7 @@ static uint16_t cmd_create_sq(struct sio_nvme_emu *emu, const struct sio_nvme_cm
 					.cq = &emu->cq[cqid] };
 	emu->cq[cqid].nsq++;
 	emu_active_add(emu, &emu->sq[qid]);
+	emu_dbbuf_queue(emu, qid, false);
 	emu->ioq_created = true;
 	return EMU_OK;
 }
@@ -359,6 +361,8 @@ uint16_t emu_admin(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd, uin
 		return cmd_create_cq(emu, cmd);
 	case nvme_admin_identify:
 		return cmd_identify(emu, cmd);
+	case nvme_admin_dbbuf:
+		return emu_dbbuf_config(emu, cmd);
 	case nvme_admin_format_nvm:
 		return emu_format(emu, cmd);
 	case nvme_admin_abort_cmd:

@@ -57,6 +57,7 @@ struct emu_cq {
 	uint32_t reserved;	/* slots promised to fetched commands */
 	uint32_t nsq;		/* SQs completing here */
 	uint64_t base;
+	uint32_t db_mmio;	/* the MMIO head doorbell as last seen (shadow doorbells) */
 };
 
 struct emu_sq {
@@ -69,6 +70,8 @@ struct emu_sq {
 	uint32_t inflight;
 	uint64_t base;
 	struct emu_cq *cq;
+	uint32_t db_mmio;	/* shadow doorbells: the MMIO tail doorbell as last seen */
+	bool db_look;		/* read the shadow tail on the next pass */
 };
 
 /* A contiguous piece of a PRP-described transfer. */
@@ -129,6 +132,7 @@ struct sio_nvme_emu {
 	uint64_t ivc_cd[(SIO_NVME_EMU_MAX_QUEUES + 64) / 64];	/* per vector: Coalescing Disable */
 	bool wrr;
 	uint32_t aer_outstanding;
+	uint64_t dbs, eis;	/* Doorbell Buffer Config: shadow doorbells, EventIdx (or 0) */
 	uint32_t rr_next[4];	/* round-robin cursor per WRR class */
 	uint32_t credit[4];	/* WRR credits left per class */
 	uint64_t polls;
@@ -166,6 +170,30 @@ struct sio_nvme_emu {
 	uint64_t host_reads, host_writes;
 	uint64_t busy_ns, start_ns;
 };
+
+static inline uint32_t cq_used(const struct emu_cq *cq)
+{
+	return cq->tail >= cq->head ? cq->tail - cq->head : cq->size - cq->head + cq->tail;
+}
+
+/* Slots left for completions not yet promised to a fetched command. */
+static inline uint32_t cq_room(const struct emu_cq *cq)
+{
+	uint32_t busy = cq_used(cq) + cq->reserved;
+
+	return busy + 1 >= cq->size ? 0 : cq->size - 1 - busy;
+}
+
+static inline uint32_t db_off(const struct sio_nvme_emu *emu, uint32_t qid, bool cq)
+{
+	return SIO_NVME_REG_DBS + (2 * qid + (cq ? 1 : 0)) * (4u << emu->cfg.dstrd);
+}
+
+/* An MMIO doorbell as the host last stored it (BAR0 is shared memory). */
+static inline uint32_t rd32_db(struct sio_nvme_emu *emu, uint32_t qid, bool cq)
+{
+	return __atomic_load_n((uint32_t *)(emu->bar0 + db_off(emu, qid, cq)), __ATOMIC_RELAXED);
+}
 
 /* ctrl.c */
 void emu_post(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
@@ -215,6 +243,11 @@ uint16_t emu_nvm_optional(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *c
 uint16_t emu_format(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd);
 int emu_deallocate(struct sio_nvme_emu *emu, uint64_t off, uint64_t len);
 int emu_zero_file(struct sio_nvme_emu *emu, uint64_t off, uint64_t len);
+
+/* dbbuf.c */
+uint16_t emu_dbbuf_config(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd);
+void emu_dbbuf_queue(struct sio_nvme_emu *emu, uint32_t qid, bool cq);
+void emu_dbbuf_doorbells(struct sio_nvme_emu *emu, struct emu_sq *sq, uint32_t *t, uint32_t *h);
 
 /* sgl.c */
 int emu_sgl_segs(struct sio_nvme_emu *emu, const struct sio_nvme_sgl *sgl1, uint64_t len,

@@ -256,7 +256,8 @@ Test(features, identify_reports_only_what_is_implemented)
 	sio_nvme_cmd_identify(&c, NVME_IDENTIFY_CNS_CTRL, 0, m.bus);
 	cr_assert_eq(h_admin(&H, &c, NULL), 0);
 	struct nvme_id_ctrl *id = (void *)m.va;
-	cr_assert_eq(id->oacs, NVME_CTRL_OACS_FORMAT, "Format NVM only");
+	cr_assert_eq(id->oacs, NVME_CTRL_OACS_FORMAT | NVME_CTRL_OACS_DBBUF_CFG,
+		     "Format NVM and Doorbell Buffer Config");
 	cr_assert_eq(id->oncs, NVME_CTRL_ONCS_COMPARE | NVME_CTRL_ONCS_DSM |
 		     NVME_CTRL_ONCS_WRITE_ZEROES | NVME_CTRL_ONCS_SAVE_FEATURES | NVME_CTRL_ONCS_VERIFY);
 	cr_assert_eq(id->fna, 0, "Format per namespace, no cryptographic erase");
@@ -270,8 +271,8 @@ Test(features, identify_reports_only_what_is_implemented)
 	/* what it leaves out is refused */
 	sio_nvme_cmd_init(&c, nvme_admin_fw_commit, 0);
 	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, NVME_SC_INVALID_OPCODE), "OACS.FW clear");
-	sio_nvme_cmd_init(&c, nvme_admin_dbbuf, 0);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, NVME_SC_INVALID_OPCODE), "OACS.DBBUF clear");
+	sio_nvme_cmd_init(&c, nvme_admin_ns_mgmt, 0);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, NVME_SC_INVALID_OPCODE), "OACS.NS_MGMT clear");
 	struct hq q;
 	cr_assert_eq(h_qpair(&H, 1, 16, 0, &q), 0);
 	sio_nvme_cmd_init(&c, nvme_cmd_write_uncor, 1);

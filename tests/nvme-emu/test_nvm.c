@@ -328,3 +328,93 @@ Test(nvm_file, deallocate_compare_format_on_a_file)
 	cr_assert_eq(h_mem(&H, 1 << 20, &D), 0);	/* mapped for the new device */
 	cr_assert(zeroes(get(1, 30, 512), 512));
 }
+
+static int dbbuf(uint64_t dbs, uint64_t eis)
+{
+	struct sio_nvme_cmd c;
+
+	sio_nvme_cmd_init(&c, nvme_admin_dbbuf, 0);
+	c.prp1 = dbs;
+	c.prp2 = eis;
+	return h_admin(&H, &c, NULL);
+}
+
+/* Wait (bounded) until EventIdx @slot reads @v. */
+static bool ei_is(volatile uint32_t *eis, uint32_t slot, uint32_t v)
+{
+	for (int i = 0; i < 5000; i++) {
+		if (eis[slot] == v)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+Test(nvm, shadow_doorbells_and_event_idx)
+{
+	struct hmem b;
+	struct hq q;
+	struct sio_nvme_cmd c;
+	struct sio_nvme_cpl r;
+	const uint32_t qsz = 16, n = 5 * qsz;
+
+	cr_assert_eq(h_mem(&H, 2 * 4096, &b), 0);
+	cr_assert_eq(dbbuf(b.bus + 8, b.bus + 4096), ST(0, NVME_SC_INVALID_FIELD), "not page aligned");
+	cr_assert_eq(dbbuf(b.bus, 0), ST(0, NVME_SC_INVALID_FIELD));
+	cr_assert_eq(dbbuf(b.bus, 0x7f0000000000ull), ST(0, NVME_SC_DATA_XFER_ERROR), "unmapped");
+	/* queue 1 exists: its shadow slots hold its doorbells' values, and it uses them from now */
+	memset(b.va, 0, 2 * 4096);
+	((uint32_t *)b.va)[2] = Q.sq_tail;
+	((uint32_t *)b.va)[3] = Q.cq_head;
+	cr_assert_eq(dbbuf(b.bus, b.bus + 4096), 0);
+	Q.dbs = (uint32_t *)b.va;
+	Q.eis = (volatile uint32_t *)(b.va + 4096);
+
+	/* a queue made now uses them; its shadow slots start at 0 */
+	cr_assert_eq(h_qpair(&H, 2, qsz, 0, &q), 0);
+	q.dbs = (uint32_t *)b.va;
+	q.eis = (volatile uint32_t *)(b.va + 4096);
+	cr_assert(ei_is(q.eis, 5, qsz / 2), "CQ EventIdx: a ring every half queue");
+	cr_assert(ei_is(q.eis, 4, 0), "SQ EventIdx: the tail acted on");
+
+	/* many commands through a small queue: the CQ wraps, heads come from the shadow */
+	for (uint32_t i = 0; i < n; i++) {
+		fill(D.va, 512, i);
+		c = h_rw(nvme_cmd_write, 1, i, 1, D.bus, 0);
+		cr_assert_eq(h_cmd(&H, &q, &c, &r), 0, "command %u", i);
+	}
+	for (uint32_t i = 0; i < n; i += 17) {
+		fill(D.va, 512, i);
+		cr_assert_arr_eq(get(1, i, 512), D.va, 512, "LBA %u", i);
+	}
+	cr_assert_lt(q.rings, 2 * n, "some rings were not needed");
+
+	/* a batch: 8 entries, one shadow store, at most one ring */
+	unsigned before = q.rings;
+	uint32_t old = q.sq_tail;
+	for (int i = 0; i < 8; i++) {
+		c = h_rw(nvme_cmd_read, 1, (uint64_t)i, 1, D.bus + 4096 * (uint64_t)(i + 1), 0);
+		c.cid = (uint16_t)(100 + i);
+		memcpy(q.sq.va + (uint64_t)q.sq_tail * 64, &c, 64);
+		q.sq_tail = (q.sq_tail + 1) % q.size;
+	}
+	atomic_thread_fence(memory_order_release);
+	h_doorbell(&H, &q, false, q.sq_tail, old);
+	cr_assert_leq(q.rings - before, 1);
+	for (int i = 0; i < 8; i++) {
+		cr_assert_eq(h_reap(&H, &q, &r, 5000), 0, "batch completion %d", i);
+		cr_assert_eq(SIO_NVME_STATUS_CODE(r.status), 0);
+	}
+	cr_assert(ei_is(q.eis, 4, q.sq_tail), "caught up: EventIdx is the tail");
+
+	/* a reset forgets the buffers: MMIO doorbells alone work again */
+	cr_assert_eq(h_disable(&H), 0);
+	cr_assert_eq(h_enable(&H, 32, 0), 0);
+	cr_assert_eq(h_qpair(&H, 2, qsz, 0, &q), 0);
+	memset(b.va, 0xff, 4096);	/* a stale shadow would be an invalid tail */
+	memset(D.va, 0, 512);
+	c = h_rw(nvme_cmd_read, 1, 7, 1, D.bus, 0);
+	cr_assert_eq(h_cmd(&H, &q, &c, NULL), 0, "MMIO doorbells after the reset");
+	fill(D.va + 4096, 512, 7);
+	cr_assert_arr_eq(D.va, D.va + 4096, 512);
+}
