@@ -57,7 +57,7 @@ static void identify_ctrl(struct sio_nvme_emu *emu, struct nvme_id_ctrl *id)
 		   NVME_CTRL_ONCS_SAVE_FEATURES | NVME_CTRL_ONCS_VERIFY;
 	id->oacs = NVME_CTRL_OACS_FORMAT | NVME_CTRL_OACS_DBBUF_CFG;
 	id->fna = 0;		/* Format and secure erase per namespace; no crypto erase */
-	id->oaes = 0;		/* no optional asynchronous event */
+	id->oaes = NVME_CTRL_OAES_NA;	/* Namespace Attribute Notices (aer.c) */
 	id->vwc = 0x7;		/* volatile write cache; flush to all namespaces */
 	id->sgls = 1;		/* SGLs for I/O, byte-aligned data blocks; nothing optional */
 	snprintf(buf, sizeof(buf), "nqn.2024-01.io.smartio:emu-%lld", (long long)emu->devid);
@@ -285,7 +285,7 @@ static uint32_t build_log(struct sio_nvme_emu *emu, uint32_t lid, uint8_t *buf)
 		s->temperature[0] = EMU_TEMP & 0xff;
 		s->temperature[1] = EMU_TEMP >> 8;
 		/* past a threshold of Temperature Threshold */
-		if (EMU_TEMP > emu->temp_over || EMU_TEMP < emu->temp_under)
+		if (emu_temp_warning(emu))
 			s->critical_warning |= NVME_SMART_CRIT_TEMPERATURE;
 		s->avail_spare = 100;
 		s->spare_thresh = 10;
@@ -299,6 +299,8 @@ static uint32_t build_log(struct sio_nvme_emu *emu, uint32_t lid, uint8_t *buf)
 		put_u128(s->num_err_log_entries, emu->err_count);
 		return sizeof(*s);
 	}
+	case NVME_LOG_LID_CHANGED_NS:
+		return emu_changed_ns_log(emu, buf);
 	case 0x03: {	/* Firmware Slot Information */
 		struct nvme_firmware_slot *fw = (struct nvme_firmware_slot *)buf;
 
@@ -318,8 +320,10 @@ static uint16_t cmd_get_log(struct sio_nvme_emu *emu, const struct sio_nvme_cmd 
 	uint64_t len = (numd + 1) * 4, off = cmd->cdw12 | ((uint64_t)cmd->cdw13 << 32);
 	uint8_t *buf = emu->scratch;
 	uint32_t size;
+	uint16_t st;
 
-	if (lid != NVME_LOG_LID_ERROR && lid != NVME_LOG_LID_SMART && lid != 0x03)
+	if (lid != NVME_LOG_LID_ERROR && lid != NVME_LOG_LID_SMART && lid != 0x03 &&
+	    lid != NVME_LOG_LID_CHANGED_NS)
 		return EMU_ST_LOG_PAGE;
 	if (lid == NVME_LOG_LID_SMART && cmd->nsid != 0 && cmd->nsid != 0xffffffffu)
 		return EMU_ST_FIELD;	/* LPA: no per-namespace SMART */
@@ -332,7 +336,10 @@ static uint16_t cmd_get_log(struct sio_nvme_emu *emu, const struct sio_nvme_cmd 
 	if (off)
 		memmove(buf, buf + off, size - off);
 	memset(buf + (size - off), 0, emu->mdts_bytes - (size - off));
-	return emu_xfer(emu, cmd, buf, len, true);
+	st = emu_xfer(emu, cmd, buf, len, true);
+	if (st == EMU_OK)
+		emu_aer_log_read(emu, lid, cmd->cdw10 >> 15 & 1);
+	return st;
 }
 
 /**
@@ -372,11 +379,8 @@ uint16_t emu_admin(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd, uin
 		return emu_set_features(emu, cmd, result);
 	case nvme_admin_get_features:
 		return emu_get_features(emu, cmd, result);
-	case 0x0c:	/* Asynchronous Event Request: held; no events are raised */
-		if (emu->aer_outstanding > EMU_AERL)
-			return EMU_ST_AER_LIMIT;
-		emu->aer_outstanding++;
-		return EMU_PENDING;
+	case nvme_admin_async_event:	/* held until an event (aer.c) */
+		return emu_aer_request(emu, cmd);
 	default:
 		return EMU_ST_OPCODE;
 	}

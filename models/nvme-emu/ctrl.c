@@ -328,6 +328,7 @@ static uint32_t process_queues(struct sio_nvme_emu *emu)
 
 	read_doorbells(emu);
 	total += fetch(emu, &emu->sq[0], 16);	/* admin is in the urgent class */
+	emu_aer_poll(emu);
 	if (!emu->wrr) {
 		total += serve(emu, -1, 256);
 		return total;
@@ -387,7 +388,7 @@ static void queues_clear(struct sio_nvme_emu *emu)
 	memset(emu->sq, 0, sizeof(*emu->sq) * emu->nq);
 	memset(emu->cq, 0, sizeof(*emu->cq) * emu->nq);
 	emu->nactive = 0;
-	emu->aer_outstanding = 0;
+	emu_aer_reset(emu);
 	emu->dbs = emu->eis = 0;	/* Doorbell Buffer Config is forgotten */
 }
 
@@ -639,6 +640,8 @@ int sio_nvme_emu_create(const struct sio_nvme_emu_config *cfg, struct sio_nvme_e
 	emu_features_reset(emu);
 	emu->start_ns = emu_now_ns();
 	rc = emu_backing_open(emu);
+	if (!rc)
+		rc = emu_ns_state(emu);
 	if (rc) {
 		sio_nvme_emu_destroy(emu);
 		return rc;

@@ -17,6 +17,7 @@
 #define EMU_CAP_TO		15u	/* 7.5 s, as QEMU */
 #define EMU_ELOG_ENTRIES	64u
 #define EMU_AERL		3u
+#define EMU_AEV_MAX		8u	/* events waiting to be reported */
 #define EMU_CMB_BAR		2
 #define EMU_SGL_PIECES		256u	/* data blocks one SGL command may use */
 /* Temperatures in kelvin: the composite reads a steady 40 C */
@@ -90,6 +91,11 @@ struct emu_ns {
 	uint8_t uuid[16];
 };
 
+/* An asynchronous event waiting for a request (aer.c). */
+struct emu_aev {
+	uint8_t type, info, lid;
+};
+
 /* A file I/O command in flight. */
 struct emu_req {
 	struct emu_sq *sq;
@@ -132,6 +138,15 @@ struct sio_nvme_emu {
 	uint64_t ivc_cd[(SIO_NVME_EMU_MAX_QUEUES + 64) / 64];	/* per vector: Coalescing Disable */
 	bool wrr;
 	uint32_t aer_outstanding;
+	uint16_t aer_cid[EMU_AERL + 1];	/* the held requests */
+	uint32_t aer_masked;	/* event types reported and not yet acknowledged by a log read */
+	struct emu_aev aev[EMU_AEV_MAX];
+	uint32_t naev;
+	bool aer_kick;		/* something changed: try to report */
+	bool temp_warned;	/* the temperature warning was already true */
+	bool ns_reported;	/* the namespace change was raised */
+	uint32_t changed[SIO_NVME_EMU_MAX_NS * 2];	/* Changed Namespace List */
+	uint32_t nchanged;
 	uint64_t dbs, eis;	/* Doorbell Buffer Config: shadow doorbells, EventIdx (or 0) */
 	uint32_t rr_next[4];	/* round-robin cursor per WRR class */
 	uint32_t credit[4];	/* WRR credits left per class */
@@ -243,6 +258,16 @@ uint16_t emu_nvm_optional(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *c
 uint16_t emu_format(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd);
 int emu_deallocate(struct sio_nvme_emu *emu, uint64_t off, uint64_t len);
 int emu_zero_file(struct sio_nvme_emu *emu, uint64_t off, uint64_t len);
+
+/* aer.c */
+uint16_t emu_aer_request(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd);
+void emu_aer_poll(struct sio_nvme_emu *emu);
+void emu_aer_settings(struct sio_nvme_emu *emu);
+void emu_aer_log_read(struct sio_nvme_emu *emu, uint32_t lid, bool rae);
+void emu_aer_reset(struct sio_nvme_emu *emu);
+bool emu_temp_warning(const struct sio_nvme_emu *emu);
+uint32_t emu_changed_ns_log(struct sio_nvme_emu *emu, uint8_t *buf);
+int emu_ns_state(struct sio_nvme_emu *emu);
 
 /* dbbuf.c */
 uint16_t emu_dbbuf_config(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd);

@@ -183,9 +183,9 @@ Test(features, coalescing_atomicity_async_events)
 	cr_assert_eq(cur(NVME_FEAT_FID_IRQ_COALESCE, 0, 0), 0x0a04, "TIME 10, THR 4");
 	cr_assert_eq(set(NVME_FEAT_FID_WRITE_ATOMIC, 0, 1, 0), 0);
 	cr_assert_eq(cur(NVME_FEAT_FID_WRITE_ATOMIC, 0, 0), 1);
-	cr_assert_eq(set(NVME_FEAT_FID_ASYNC_EVENT, 0, 0x1ff, 0), 0);
-	cr_assert_eq(cur(NVME_FEAT_FID_ASYNC_EVENT, 0, 0), 0xff,
-		     "SMART warnings kept; namespace notices are not offered (OAES = 0)");
+	cr_assert_eq(set(NVME_FEAT_FID_ASYNC_EVENT, 0, 0x3ff, 0), 0);
+	cr_assert_eq(cur(NVME_FEAT_FID_ASYNC_EVENT, 0, 0), 0x1ff,
+		     "SMART warnings and namespace notices kept; firmware notices not offered");
 }
 
 Test(features, interrupt_vector_configuration)
@@ -263,7 +263,7 @@ Test(features, identify_reports_only_what_is_implemented)
 	cr_assert_eq(id->fna, 0, "Format per namespace, no cryptographic erase");
 	cr_assert_eq(id->lpa, NVME_CTRL_LPA_EXTENDED, "offsets honoured, SMART controller-wide");
 	cr_assert_eq(id->sgls, 1, "SGLs, byte-aligned data blocks, no bit bucket");
-	cr_assert_eq(id->oaes, 0);
+	cr_assert_eq(id->oaes, NVME_CTRL_OAES_NA, "Namespace Attribute Notices only");
 	cr_assert_eq(id->fuses, 0);
 	cr_assert_eq(id->aerl, 3);
 	cr_assert_eq(id->npss, 0);
