@@ -106,6 +106,9 @@ struct sio_nvme_ioq {
 	uint16_t *req_stack;
 	uint32_t nreq_free;
 	uint32_t prp_stride;		/* bytes of PRP list per cid */
+	uint8_t sgl;			/* SIO_NVME_SGL_*: what this queue may use */
+	bool sgl_always;		/* dptr=sgl */
+	uint64_t sgl_cmds;
 	uint32_t page;
 	uint32_t max_xfer;
 	uint32_t depth;
@@ -162,6 +165,13 @@ put_rw(struct sio_nvme_ioq *q, struct qpair *p, uint8_t opc, uint32_t nsid, uint
 
 	if (!e)
 		return -EAGAIN;
+	if (q->sgl && (q->sgl_always || sio_nvme_sgl_wanted(q->sgl, bus, len, q->page))) {
+		/* one descriptor in the command: no list for the controller to fetch */
+		sio_nvme_cmd_rw(e, opc, nsid, slba, nlb, 0, 0);
+		sio_nvme_cmd_sgl_data(e, bus, len);
+		q->sgl_cmds++;
+		return sio_nvme_sq_commit(&p->q, ridx);
+	}
 	list_off = (size_t)sio_nvme_sq_next_cid(&p->q) * q->prp_stride;
 	sio_nvme_prp_fill(bus, len, q->page, (uint64_t *)((uint8_t *)p->prp_va + list_off),
 			  p->prp_bus + list_off, &prp1, &prp2);

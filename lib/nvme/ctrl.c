@@ -245,6 +245,7 @@ static int identify_and_queues(struct sio_nvme_ctrl *c, const struct sio_nvme_ct
 	c->info.nn = c->id.nn;
 	c->info.vwc = c->id.vwc & 1;
 	c->info.oncs = c->id.oncs;
+	c->info.sgl = (uint8_t)(c->id.sgls & 3u);
 	minpage = 4096u << NVME_CAP_MPSMIN(c->info.cap);
 	c->info.max_xfer = SIO_NVME_MAX_XFER;
 	if (c->id.mdts && c->id.mdts < 20 &&

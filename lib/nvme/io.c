@@ -137,9 +137,11 @@ submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba, uin
 				   "blocks)", (unsigned long long)slba, nlb, nsid,
 				   (unsigned long long)ns->nsze);
 	bytes = (uint64_t)nlb * ns->lba_size;
-	if (!buf || (off & 3) || off > buf->size || bytes > buf->size - off)
+	/* PRPs start at a dword; byte-granular SGL data blocks anywhere */
+	if (!buf || (off & (q->sgl == SIO_NVME_SGL_BYTE ? 0 : 3)) || off > buf->size ||
+	    bytes > buf->size - off)
 		return sio_err_set(EINVAL, "%llu bytes at offset %llu do not fit the "
-				   "buffer (%llu bytes, offset a multiple of 4)",
+				   "buffer (%llu bytes, offset a multiple of 4 unless SGLs)",
 				   (unsigned long long)bytes, (unsigned long long)off,
 				   buf ? (unsigned long long)buf->size : 0ull);
 	if (q->mp && !buf->bus2) {

@@ -37,6 +37,7 @@ int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 	out->depth = 0;
 	out->prio = 0;
 	out->multipath = false;
+	out->dptr = SIO_NVME_DPTR_AUTO;
 	if (!s || !*s)
 		return 0;
 	if (strlen(s) >= sizeof(buf))
@@ -79,9 +80,19 @@ int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 				return sio_err_set(EINVAL, "queue spec: multipath '%s' is "
 						   "not 0 or 1", eq);
 			out->multipath = *eq == '1';
+		} else if (!strcmp(tok, "dptr")) {
+			if (!strcmp(eq, "auto"))
+				out->dptr = SIO_NVME_DPTR_AUTO;
+			else if (!strcmp(eq, "prp"))
+				out->dptr = SIO_NVME_DPTR_PRP;
+			else if (!strcmp(eq, "sgl"))
+				out->dptr = SIO_NVME_DPTR_SGL;
+			else
+				return sio_err_set(EINVAL, "queue spec: dptr '%s' is not auto, "
+						   "prp or sgl", eq);
 		} else {
 			return sio_err_set(EINVAL, "queue spec: unknown key '%s' (location, "
-					   "cq, depth, prio, multipath)", tok);
+					   "cq, depth, prio, multipath, dptr)", tok);
 		}
 	}
 	return 0;
@@ -423,6 +434,12 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 				   "buffer, and device %u has none", cl->dinfo.id);
 	if (spec->cq_loc == SIO_PLACE_DEVICE)
 		return sio_err_set(EINVAL, "the CQ cannot be placed in the device");
+	if (spec->dptr < SIO_NVME_DPTR_AUTO || spec->dptr > SIO_NVME_DPTR_SGL)
+		return sio_err_set(EINVAL, "data pointer choice %d is not auto, prp or sgl",
+				   spec->dptr);
+	if (spec->dptr == SIO_NVME_DPTR_SGL && cl->ci.sgl == SIO_NVME_SGL_NONE)
+		return sio_err_set(ENOTSUP, "dptr=sgl: device %u takes PRPs only (Identify SGLS)",
+				   cl->dinfo.id);
 	if (spec->multipath) {
 		ret = sio_nvme_client_second_path(cl);
 		if (ret)
@@ -437,6 +454,8 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 	q->depth = depth;
 	q->page = cl->ci.page_size;
 	q->max_xfer = cl->ci.max_xfer;
+	q->sgl = spec->dptr == SIO_NVME_DPTR_PRP ? SIO_NVME_SGL_NONE : cl->ci.sgl;
+	q->sgl_always = spec->dptr == SIO_NVME_DPTR_SGL;
 	/* A multipath queue can hold a full queue on each path at once (one
 	 * draining while the other fills), or one full and one to resend. */
 	nreqs = (depth - 1) * (q->mp ? 2 : 1);
@@ -565,6 +584,7 @@ void sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *o
 	out->resubmitted = q->resubmitted;
 	out->stale = q->stale + sio_nvme_queue_ignored(&q->qp[0].q) +
 		     sio_nvme_queue_ignored(&q->qp[1].q);
+	out->sgl_cmds = q->sgl_cmds;
 }
 
 uint32_t sio_nvme_ioq_inflight(const struct sio_nvme_ioq *q)

@@ -117,7 +117,7 @@ struct sio_nvme_mbox_ctrl {
 	char mn[41];
 	char sn[21];
 	char fr[9];
-	uint8_t pad;
+	uint8_t sgl;		/* Identify SGLS bits 1:0 */
 };
 
 _Static_assert(offsetof(struct sio_nvme_mbox_ctrl, cmb_offset) == 56, "mailbox ctrl layout");
@@ -173,6 +173,7 @@ static inline void sio_nvme_mbox_ctrl_pack(struct sio_nvme_mbox_ctrl *m,
 	m->timeout_ms = ci->timeout_ms;
 	m->vwc = ci->vwc;
 	m->oncs = ci->oncs;
+	m->sgl = ci->sgl;
 	m->cmb_bar = ci->cmb.size ? ci->cmb.bar : -1;
 	m->cmb_flags = (ci->cmb.sqs ? SIO_NVME_MBOX_CMB_SQS : 0) |
 		       (ci->cmb.cqs ? SIO_NVME_MBOX_CMB_CQS : 0) |
@@ -201,6 +202,7 @@ static inline void sio_nvme_mbox_ctrl_unpack(struct sio_nvme_ctrl_info *ci,
 	ci->timeout_ms = m->timeout_ms;
 	ci->vwc = m->vwc != 0;
 	ci->oncs = (uint16_t)m->oncs;
+	ci->sgl = m->sgl < 3 ? m->sgl : 0;	/* 3 is reserved */
 	ci->cmb.bar = m->cmb_bar;
 	ci->cmb.offset = m->cmb_offset;
 	ci->cmb.size = m->cmb_size;

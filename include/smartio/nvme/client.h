@@ -85,6 +85,9 @@ struct sio_nvme_buf {
  * @prio: SQ priority for weighted round robin, 0 (urgent) .. 3 (low)
  * @multipath: keep a backup queue pair through adapter 1 and fail over to
  *	it ("multipath" or "multipath=1" in a spec string)
+ * @dptr: data pointers: SIO_NVME_DPTR_AUTO (SGLs where the controller takes
+ *	them and sio_nvme_sgl_wanted() says so, PRPs otherwise), _PRP or _SGL
+ *	("dptr=auto|prp|sgl")
  */
 struct sio_nvme_qspec {
 	int sq_loc;
@@ -92,7 +95,12 @@ struct sio_nvme_qspec {
 	uint32_t depth;
 	uint32_t prio;
 	bool multipath;
+	int dptr;
 };
+
+#define SIO_NVME_DPTR_AUTO	0
+#define SIO_NVME_DPTR_PRP	1
+#define SIO_NVME_DPTR_SGL	2
 
 /**
  * struct sio_nvme_ioq_info - a queue pair as created
@@ -111,6 +119,7 @@ struct sio_nvme_qspec {
  * @stale: completions consumed and not delivered: their command had been
  *	moved to the other path, had already completed, or was never issued
  *	(a late, repeated or forged completion; see struct sio_nvme_queue)
+ * @sgl_cmds: reads and writes sent with an SGL data pointer (the rest: PRPs)
  */
 struct sio_nvme_ioq_info {
 	uint16_t qid;
@@ -125,6 +134,7 @@ struct sio_nvme_ioq_info {
 	uint32_t restores;
 	uint64_t resubmitted;
 	uint64_t stale;
+	uint64_t sgl_cmds;
 };
 
 /**
@@ -351,7 +361,8 @@ void sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *o
  * @slba: first block
  * @nlb: blocks (split into several commands above the transfer limit)
  * @buf: destination buffer
- * @off: byte offset in @buf (a multiple of 4)
+ * @off: byte offset in @buf (a multiple of 4, any byte when the queue may
+ *	use SGLs and the controller takes data blocks at any byte)
  * @cb: called from sio_nvme_ioq_poll() when every part is done
  * @arg: passed to @cb
  * Return: 0, and @cb will be called exactly once; or an error, and nothing

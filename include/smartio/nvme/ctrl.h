@@ -91,6 +91,7 @@ struct sio_nvme_cmb {
  * @nn: namespaces (Identify Controller NN)
  * @vwc: volatile write cache present
  * @oncs: optional NVM commands (Write Zeroes is bit 3)
+ * @sgl: SGL support, Identify SGLS bits 1:0 (SIO_NVME_SGL_* in queue.h)
  * @cmb: the CMB, when enabled (size 0 otherwise)
  * @mn, @sn, @fr: model, serial, firmware (NUL terminated, trailing spaces cut)
  */
@@ -106,6 +107,7 @@ struct sio_nvme_ctrl_info {
 	uint32_t nn;
 	bool vwc;
 	uint16_t oncs;
+	uint8_t sgl;
 	struct sio_nvme_cmb cmb;
 	char mn[41];
 	char sn[21];

@@ -525,6 +525,49 @@ static inline SIO_HD uint32_t sio_nvme_prp_fill(uint64_t bus, uint32_t len, uint
 	return n;
 }
 
+/* Identify SGLS bits 1:0, as struct sio_nvme_ctrl_info.sgl keeps them */
+#define SIO_NVME_SGL_NONE	0u	/* PRPs only */
+#define SIO_NVME_SGL_BYTE	1u	/* SGLs, data blocks at any byte */
+#define SIO_NVME_SGL_DWORD	2u	/* SGLs, data blocks dword aligned */
+
+/**
+ * sio_nvme_sgl_wanted() - whether a contiguous transfer goes better as an SGL
+ * @sgl: the controller's SIO_NVME_SGL_* support
+ * @bus: where the data starts
+ * @len: bytes
+ * @page: memory page size
+ *
+ * One SGL Data Block descriptor describes any contiguous buffer in the
+ * command itself, where PRPs need a list page (written by the host, read
+ * by the controller: a round trip across the fabric) once the data spans
+ * more than two pages, and cannot start off a dword at all. So: an SGL when
+ * the controller takes one and the data is not page aligned or spans more
+ * than two pages; PRPs otherwise (what every controller takes).
+ */
+static inline SIO_HD bool sio_nvme_sgl_wanted(uint32_t sgl, uint64_t bus, uint32_t len,
+					      uint32_t page)
+{
+	if (sgl == SIO_NVME_SGL_NONE || (sgl == SIO_NVME_SGL_DWORD && (bus & 3)))
+		return false;
+	return (bus & (page - 1)) != 0 || len > 2 * page;
+}
+
+/**
+ * sio_nvme_cmd_sgl_data() - make a command's data pointer one SGL Data Block
+ * @cmd: command (PSDT is set to SGL, MPTR unused)
+ * @bus: where the data starts
+ * @len: bytes
+ */
+static inline SIO_HD void sio_nvme_cmd_sgl_data(struct sio_nvme_cmd *cmd, uint64_t bus,
+						uint32_t len)
+{
+	cmd->flags = (uint8_t)((cmd->flags & 0x3fu) | SIO_NVME_PSDT_SGL_MPTR << 6);
+	cmd->sgl.addr = bus;
+	cmd->sgl.length = len;
+	cmd->sgl.rsvd[0] = cmd->sgl.rsvd[1] = cmd->sgl.rsvd[2] = 0;
+	cmd->sgl.type = SIO_NVME_SGL_TYPE(SIO_NVME_SGL_DATA);
+}
+
 #ifdef __cplusplus
 }
 #endif
