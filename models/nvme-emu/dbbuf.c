@@ -6,6 +6,8 @@
  * publishes beside it. Both buffers are laid out as the doorbells: queue y's
  * SQ entry at 2y * (4 << CAP.DSTRD), its CQ entry after it. The admin queue
  * keeps its MMIO doorbells (as Linux's driver uses it). A reset forgets both.
+ * A host that writes only MMIO doorbells for some queue (a GPU kernel's)
+ * still works: its ring is taken and copied into the shadow slot.
  *
  * The shadow buffer is host memory: each look is a DMA read (the fabric's
  * latency model applies), so the controller looks only when told to (the
@@ -89,6 +91,22 @@ void emu_dbbuf_queue(struct sio_nvme_emu *emu, uint32_t qid, bool cq)
 	}
 }
 
+/*
+ * The MMIO doorbell moved to @m while the controller was at @cur: a host
+ * using the shadow stored it there first (the shadow is @m or further);
+ * one that writes MMIO only left the shadow where the controller last put
+ * it (@cur), and the controller copies @m there so later looks agree.
+ */
+static uint32_t rung(struct sio_nvme_emu *emu, uint32_t qid, bool cq, uint32_t cur, uint32_t m)
+{
+	uint32_t s = shadow(emu, qid, cq, cur);
+
+	if (s != cur)
+		return s;
+	emu->dma.write(emu->dma.ctx, slot(emu, emu->dbs, qid, cq), &m, 4);
+	return m;
+}
+
 /**
  * emu_dbbuf_doorbells() - an I/O queue's SQ tail and CQ head
  * @emu: controller with a shadow buffer
@@ -99,24 +117,30 @@ void emu_dbbuf_doorbells(struct sio_nvme_emu *emu, struct emu_sq *sq, uint32_t *
 {
 	struct emu_cq *cq = sq->cq;
 	uint32_t mt = rd32_db(emu, sq->qid, false), mh = rd32_db(emu, cq->qid, true);
+	uint32_t old = *t;
 
-	if (mt != sq->db_mmio || sq->db_look) {
-		uint32_t old = *t;
-
+	if (mt != sq->db_mmio) {
 		sq->db_mmio = mt;
+		*t = rung(emu, sq->qid, false, old, mt);
+		sq->db_look = true;
+	} else if (sq->db_look) {
 		*t = shadow(emu, sq->qid, false, old);
 		if (*t == old) {
 			/* caught up: from here the host rings; look once more after saying so */
 			publish(emu, sq->qid, false, old);
 			atomic_thread_fence(memory_order_seq_cst);
 			*t = shadow(emu, sq->qid, false, old);
+			sq->db_look = *t != old;
 		}
-		sq->db_look = *t != old;
 	}
-	if (mh != cq->db_mmio || cq_room(cq) < cq->size / 2) {
+	if (mh != cq->db_mmio) {
 		cq->db_mmio = mh;
+		*h = rung(emu, cq->qid, true, *h, mh);
+	} else if (cq_room(cq) < cq->size / 2) {
 		*h = shadow(emu, cq->qid, true, *h);
-		if (*h < cq->size)
-			publish(emu, cq->qid, true, (*h + cq->size / 2) % cq->size);
+	} else {
+		return;
 	}
+	if (*h < cq->size)
+		publish(emu, cq->qid, true, (*h + cq->size / 2) % cq->size);
 }

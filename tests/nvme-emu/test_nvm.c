@@ -407,6 +407,17 @@ Test(nvm, shadow_doorbells_and_event_idx)
 	}
 	cr_assert(ei_is(q.eis, 4, q.sq_tail), "caught up: EventIdx is the tail");
 
+	/* a queue whose host writes MMIO doorbells only still works beside them */
+	struct hq m;
+	cr_assert_eq(h_qpair(&H, 3, qsz, 0, &m), 0);
+	for (uint32_t i = 0; i < 3 * qsz; i++) {
+		c = h_rw(nvme_cmd_read, 1, i, 1, D.bus + 8192, 0);
+		cr_assert_eq(h_cmd(&H, &m, &c, NULL), 0, "MMIO-only command %u", i);
+	}
+	fill(D.va, 512, 3 * qsz - 1);
+	cr_assert_arr_eq(D.va + 8192, D.va, 512);
+	cr_assert_eq(((uint32_t *)b.va)[6], m.sq_tail, "its ring copied into the shadow slot");
+
 	/* a reset forgets the buffers: MMIO doorbells alone work again */
 	cr_assert_eq(h_disable(&H), 0);
 	cr_assert_eq(h_enable(&H, 32, 0), 0);
