@@ -47,6 +47,7 @@ struct sio_nvme_client {
 	struct sio_segment *bar0_2;
 	volatile uint8_t *regs2;
 	uint32_t link_gen;		/* bumped when a link event is read */
+	struct sio_nvme_dbbuf dbbuf;	/* the manager's shadow doorbells, mapped here */
 };
 
 struct ioreq {
@@ -145,6 +146,10 @@ int sio_nvme_qpair_delete(struct sio_nvme_ioq *q, struct qpair *p);
 /* io.c: take @p's completions; end everything in flight and fail the queue. */
 int sio_nvme_qpair_reap(struct sio_nvme_ioq *q, struct qpair *p, uint32_t max, bool ring);
 int sio_nvme_ioq_fail(struct sio_nvme_ioq *q);
+
+/* dbbuf.c */
+int sio_nvme_client_dbbuf(struct sio_nvme_client *cl);
+void sio_nvme_qpair_dbbuf(struct sio_nvme_client *cl, struct sio_nvme_queue *q);
 
 /* multipath.c */
 bool sio_nvme_path_links_up(struct sio_nvme_client *cl, int a);

@@ -31,6 +31,7 @@ struct sio_nvme_ctrl {
 	bool admin_broken;
 	bool enabled;
 	bool gone;		/* its device left the fabric (sio_nvme_ctrl_gone()) */
+	struct sio_nvme_dbbuf dbbuf;	/* shadow doorbells, when configured */
 	struct sio_nvme_ctrl_info info;
 	struct nvme_id_ctrl id;
 };
@@ -38,6 +39,11 @@ struct sio_nvme_ctrl {
 const struct sio_nvme_ctrl_info *sio_nvme_ctrl_info(const struct sio_nvme_ctrl *c)
 {
 	return &c->info;
+}
+
+const struct sio_nvme_dbbuf *sio_nvme_ctrl_dbbuf(const struct sio_nvme_ctrl *c)
+{
+	return &c->dbbuf;
 }
 
 const struct nvme_id_ctrl *sio_nvme_ctrl_id(const struct sio_nvme_ctrl *c)
@@ -281,7 +287,7 @@ static int identify_and_queues(struct sio_nvme_ctrl *c, const struct sio_nvme_ct
 int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *opts,
 		       struct sio_nvme_ctrl **out)
 {
-	struct sio_nvme_ctrl_opts def = { 0, NVME_CC_AMS_RR, true };
+	struct sio_nvme_ctrl_opts def = { .arbitration = NVME_CC_AMS_RR, .enable_cmb = true };
 	struct sio_errsave es;
 	struct sio_nvme_ctrl *c;
 	uint32_t mps, cc, ams;
@@ -383,6 +389,14 @@ int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *
 		if (ret)
 			goto fail;
 	}
+	/* Not where BAR0 is confined (DSTRD >= 10): one buffer serves every queue. */
+	if (!opts->no_shadow_doorbells && (c->id.oacs & NVME_CTRL_OACS_DBBUF_CFG) &&
+	    c->info.dstrd < 10) {
+		ret = sio_nvme_dbbuf_open(c, &c->dbbuf);
+		if (ret)
+			goto fail;
+		c->info.dbbuf = true;
+	}
 	*out = c;
 	return 0;
 fail:
@@ -426,6 +440,7 @@ void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c)
 				sio_nvme_wr32(c->regs, NVME_REG_CC, cc & ~NVME_SET(1, CC_EN));
 		}
 	}
+	sio_nvme_dbbuf_close(c->dev, &c->dbbuf);
 	if (c->adm_seg) {
 		sio_device_unmap(c->dev, c->adm_seg);
 		sio_segment_close(c->adm_seg);
@@ -603,6 +618,7 @@ int sio_nvme_ctrl_create_qpair(struct sio_nvme_ctrl *c, uint16_t qid, uint32_t s
 				   size, c->info.mqes);
 	if ((sq_bus | cq_bus) & (c->info.page_size - 1))
 		return sio_err_set(EINVAL, "queue memory is not page aligned");
+	sio_nvme_dbbuf_reset(&c->dbbuf, qid);	/* a new queue's doorbells start at 0 */
 	sio_nvme_cmd_create_cq(&cmd, qid, size, cq_bus, SIO_NVME_Q_PC, 0);	/* polled */
 	ret = admin_st(c, &cmd, NULL, status);
 	if (ret)
@@ -640,6 +656,7 @@ int sio_nvme_ctrl_delete_qpair(struct sio_nvme_ctrl *c, uint16_t qid)
 	if (!c->admin_broken) {
 		sio_nvme_wr32(c->regs, sio_nvme_doorbell_offset(qid, 0, c->info.dstrd), 0);
 		sio_nvme_wr32(c->regs, sio_nvme_doorbell_offset(qid, 1, c->info.dstrd), 0);
+		sio_nvme_dbbuf_reset(&c->dbbuf, qid);
 	}
 	return ret ? ret : ret2;
 }

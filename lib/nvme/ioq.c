@@ -313,6 +313,9 @@ int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p)
 	}
 	p->q.sq_db = p->db.sq_db;
 	p->q.cq_db = p->db.cq_db;
+	/* a multipath queue keeps to MMIO: the shadow buffer has one path */
+	if (!q->mp)
+		sio_nvme_qpair_dbbuf(q->cl, &p->q);
 	p->live = true;
 	return 0;
 }
@@ -585,6 +588,8 @@ void sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *o
 	out->stale = q->stale + sio_nvme_queue_ignored(&q->qp[0].q) +
 		     sio_nvme_queue_ignored(&q->qp[1].q);
 	out->sgl_cmds = q->sgl_cmds;
+	out->shadow_doorbells = q->qp[0].q.sq_shadow != NULL;
+	out->db_writes = q->qp[0].q.db_writes + q->qp[1].q.db_writes;
 }
 
 uint32_t sio_nvme_ioq_inflight(const struct sio_nvme_ioq *q)

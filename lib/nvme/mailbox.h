@@ -130,6 +130,14 @@ _Static_assert(sizeof(((struct sio_nvme_mbox_ctrl *)0)->mn) ==
 	       sizeof(((struct sio_nvme_mbox_ctrl *)0)->fr) ==
 	       sizeof(((struct sio_nvme_ctrl_info *)0)->fr), "identify strings fit");
 
+/* The manager's shadow doorbells (dbbuf.c): size 0 when it offers none. */
+struct sio_nvme_mbox_dbbuf {
+	int32_t node;
+	uint32_t seg;
+	uint32_t size;
+	uint32_t stride;
+};
+
 struct sio_nvme_mbox_hdr {
 	uint64_t magic;		/* written last, once the header is valid */
 	uint32_t version;
@@ -141,6 +149,7 @@ struct sio_nvme_mbox_hdr {
 	uint32_t serving;	/* 0 once the manager stops */
 	uint32_t nslots;
 	struct sio_nvme_mbox_ctrl ctrl;
+	struct sio_nvme_mbox_dbbuf dbbuf;
 };
 
 _Static_assert(offsetof(struct sio_nvme_mbox_hdr, ctrl) == 40, "mailbox header layout");

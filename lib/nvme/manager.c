@@ -89,6 +89,7 @@ static void publish(struct sio_nvme_manager *m)
 	h->device = m->dinfo.id;
 	h->nslots = SIO_NVME_MBOX_SLOTS;
 	sio_nvme_mbox_ctrl_pack(&h->ctrl, m->ci);
+	sio_nvme_dbbuf_publish(&h->dbbuf, sio_nvme_ctrl_dbbuf(m->ctrl));
 	for (i = 0; i < SIO_NVME_MBOX_SLOTS; i++)
 		m->mb->slots[i].state = SIO_MBOX_FREE;
 	__atomic_store_n(&h->serving, 1, __ATOMIC_RELEASE);

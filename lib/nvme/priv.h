@@ -89,4 +89,22 @@ void sio_nvme_ctrl_gone(struct sio_nvme_ctrl *c);
 /* Copy a space-padded identify string, cutting trailing blanks. */
 void sio_nvme_strcpy_id(char *dst, const char *src, size_t n);
 
+/*
+ * dbbuf.c: shadow doorbells. One segment: the shadow page(s) at 0, the
+ * EventIdx page(s) at @size; slots @stride apart as BAR0's doorbells.
+ */
+struct sio_nvme_dbbuf {
+	struct sio_segment *seg;
+	uint8_t *va;
+	uint64_t bus;		/* the controller's address (owner only) */
+	uint32_t size;		/* bytes of each buffer, whole pages */
+	uint32_t stride;
+};
+int sio_nvme_dbbuf_open(struct sio_nvme_ctrl *c, struct sio_nvme_dbbuf *d);
+void sio_nvme_dbbuf_close(struct sio_device *dev, struct sio_nvme_dbbuf *d);
+void sio_nvme_dbbuf_reset(struct sio_nvme_dbbuf *d, uint32_t qid);
+const struct sio_nvme_dbbuf *sio_nvme_ctrl_dbbuf(const struct sio_nvme_ctrl *c);
+struct sio_nvme_mbox_dbbuf;
+void sio_nvme_dbbuf_publish(struct sio_nvme_mbox_dbbuf *m, const struct sio_nvme_dbbuf *d);
+
 #endif

@@ -125,3 +125,58 @@ Test(dptr, spec_strings)
 	struct sio_nvme_ioq *q;
 	cr_assert_eq(sio_nvme_ioq_create(CL, &s, &q), -EINVAL);
 }
+
+static uint64_t db_writes(struct sio_nvme_ioq *q, bool *shadow)
+{
+	struct sio_nvme_ioq_info i;
+
+	sio_nvme_ioq_info(q, &i);
+	if (shadow)
+		*shadow = i.shadow_doorbells;
+	return i.db_writes;
+}
+
+static void count_cb(void *arg, int err, uint16_t status)
+{
+	(*(int *)arg) += err || status ? 1000 : 1;
+}
+
+Test(dptr, shadow_doorbells_spare_mmio_writes)
+{
+	struct sio_nvme_ctrl_info ci;
+	struct sio_nvme_ioq *q = queue("depth=64");
+	struct sio_nvme_buf *b;
+	const uint32_t n = 200;
+	bool shadow;
+	int done = 0;
+
+	sio_nvme_client_info(CL, &ci);
+	cr_assert(ci.dbbuf, "the manager configured Doorbell Buffer Config");
+	cr_assert_eq(sio_nvme_buf_alloc(CL, 1 << 20, &b), 0, "%s", sio_errmsg());
+	uint8_t *v = b->va;
+
+	/* QD1: the controller has caught up each time, so each SQ ring is asked
+	 * for; CQ heads are asked for every half queue */
+	for (uint32_t i = 0; i < n; i++) {
+		fill(v, 4096, i);
+		cr_assert_eq(sio_nvme_write(q, 1, i * 8, 8, b, 0), 0, "%s", sio_errmsg());
+	}
+	uint64_t w1 = db_writes(q, &shadow);
+	cr_assert(shadow);
+	cr_assert_lt(w1, 2 * n, "%llu MMIO writes for %u commands", (unsigned long long)w1, n);
+	cr_assert_geq(w1, n / 2);
+
+	/* 32 at once: one shadow store, one ring at most */
+	for (uint32_t i = 0; i < 32; i++)
+		cr_assert_eq(sio_nvme_ioq_read(q, 1, i * 8, 8, b, 4096 * (i + 1), count_cb, &done),
+			     0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_ioq_wait(q), 0, "%s", sio_errmsg());
+	cr_assert_eq(done, 32);
+	for (uint32_t i = 0; i < 32; i++) {
+		fill(v, 4096, i);
+		cr_assert_arr_eq(v + 4096 * (i + 1), v, 4096, "block %u", i);
+	}
+
+	sio_nvme_ioq_close(q);
+	sio_nvme_buf_close(CL, b);
+}

@@ -120,6 +120,9 @@ struct sio_nvme_qspec {
  *	moved to the other path, had already completed, or was never issued
  *	(a late, repeated or forged completion; see struct sio_nvme_queue)
  * @sgl_cmds: reads and writes sent with an SGL data pointer (the rest: PRPs)
+ * @shadow_doorbells: rings go to the manager's shadow doorbells, and to
+ *	BAR0 only when the controller's EventIdx asks (not on multipath queues)
+ * @db_writes: MMIO doorbell writes (SQ and CQ) since the queue pair was made
  */
 struct sio_nvme_ioq_info {
 	uint16_t qid;
@@ -135,6 +138,8 @@ struct sio_nvme_ioq_info {
 	uint64_t resubmitted;
 	uint64_t stale;
 	uint64_t sgl_cmds;
+	bool shadow_doorbells;
+	uint64_t db_writes;
 };
 
 /**

@@ -58,6 +58,7 @@ struct sio_nvme_ctrl_opts {
 	uint32_t io_queues;
 	uint32_t arbitration;
 	bool enable_cmb;
+	bool no_shadow_doorbells;
 };
 
 /**
@@ -92,6 +93,7 @@ struct sio_nvme_cmb {
  * @vwc: volatile write cache present
  * @oncs: optional NVM commands (Write Zeroes is bit 3)
  * @sgl: SGL support, Identify SGLS bits 1:0 (SIO_NVME_SGL_* in queue.h)
+ * @dbbuf: shadow doorbells are configured (Doorbell Buffer Config)
  * @cmb: the CMB, when enabled (size 0 otherwise)
  * @mn, @sn, @fr: model, serial, firmware (NUL terminated, trailing spaces cut)
  */
@@ -108,6 +110,7 @@ struct sio_nvme_ctrl_info {
 	bool vwc;
 	uint16_t oncs;
 	uint8_t sgl;
+	bool dbbuf;
 	struct sio_nvme_cmb cmb;
 	char mn[41];
 	char sn[21];

@@ -41,6 +41,7 @@
  */
 
 #include <errno.h>
+#include <stdbool.h>
 #include <smartio/nvme/types.h>
 #include <smartio/nvme/barrier.h>
 
@@ -86,6 +87,8 @@ extern "C" {
  * @stale: completions consumed and not delivered because their generation
  *	is not the tag's latest: a late completion of an earlier command whose
  *	tag has been reused since
+ * @db_writes: MMIO doorbell stores made (SQ and CQ); with shadow doorbells
+ *	(sio_nvme_queue_shadow()) only those EventIdx asked for
  *
  * The three counters are the caller's to read (or fold elsewhere and zero)
  * at any time; queue.h only increments them, and sio_nvme_queue_init()
@@ -113,11 +116,14 @@ struct sio_nvme_queue {
 	uint16_t cq_head;	/* next CQ slot to look at */
 	uint8_t cq_phase;	/* phase tag of a new completion */
 	uint16_t cq_pending;	/* consumed, not yet told to the controller */
+	volatile uint32_t *sq_shadow, *cq_shadow;	/* Doorbell Buffer Config, or NULL */
+	const volatile uint32_t *sq_ei, *cq_ei;
 
 	/* public: */
 	uint64_t spurious;
 	uint64_t duplicate;
 	uint64_t stale;
+	uint64_t db_writes;
 };
 
 /**
@@ -168,10 +174,64 @@ static inline SIO_HD int sio_nvme_queue_init(struct sio_nvme_queue *q, uint16_t 
 	q->cq_head = 0;
 	q->cq_phase = 1;
 	q->cq_pending = 0;
+	q->sq_shadow = q->cq_shadow = 0;
+	q->sq_ei = q->cq_ei = 0;
 	q->spurious = 0;
 	q->duplicate = 0;
 	q->stale = 0;
+	q->db_writes = 0;
 	return 0;
+}
+
+/**
+ * sio_nvme_queue_shadow() - ring through shadow doorbells (Doorbell Buffer Config)
+ * @q: queue, just initialised (its doorbells at 0)
+ * @sq_shadow, @cq_shadow: the queue's slots in the shadow doorbell buffer
+ * @sq_ei, @cq_ei: its slots in the EventIdx buffer
+ *
+ * From now on a ring stores the shadow doorbell and writes the MMIO one only
+ * when the new value passes the EventIdx the controller published (NVMe
+ * 1.4, 5.8; Linux's nvme_dbbuf_need_event()). Memory stores reach where an
+ * MMIO write may not: a node that can map the buffer but not BAR0.
+ */
+static inline SIO_HD void sio_nvme_queue_shadow(struct sio_nvme_queue *q,
+						volatile uint32_t *sq_shadow,
+						volatile uint32_t *cq_shadow,
+						const volatile uint32_t *sq_ei,
+						const volatile uint32_t *cq_ei)
+{
+	q->sq_shadow = sq_shadow;
+	q->cq_shadow = cq_shadow;
+	q->sq_ei = sq_ei;
+	q->cq_ei = cq_ei;
+}
+
+/**
+ * sio_nvme_dbbuf_need_event() - does moving a doorbell from @old to @v pass @ei?
+ *
+ * In 16-bit wrapping arithmetic, as the specification's EventIdx is used:
+ * true when @ei lies in [@old, @v).
+ */
+static inline SIO_HD bool sio_nvme_dbbuf_need_event(uint16_t ei, uint16_t v, uint16_t old)
+{
+	return (uint16_t)(v - ei - 1) < (uint16_t)(v - old);
+}
+
+/* Store doorbell @v (from @old): the shadow and, if EventIdx asks, MMIO. */
+static inline SIO_HD void sio_nvme__doorbell(struct sio_nvme_queue *q, volatile uint32_t *db,
+					     volatile uint32_t *shadow,
+					     const volatile uint32_t *ei, uint16_t v, uint16_t old)
+{
+	if (shadow) {
+		*shadow = v;
+		/* the shadow store is seen before EventIdx is read: a controller
+		 * that stopped looking has published it, or sees the store */
+		sio_nvme_mb();
+		if (!sio_nvme_dbbuf_need_event((uint16_t)*ei, v, old))
+			return;
+	}
+	sio_nvme_mmio_write32(db, v);
+	q->db_writes++;
 }
 
 /**
@@ -333,7 +393,7 @@ static inline SIO_HD void sio_nvme_sq_ring(struct sio_nvme_queue *q)
 	if (q->sq_tail == q->sq_rung)
 		return;
 	sio_nvme_wmb();
-	sio_nvme_mmio_write32(q->sq_db, q->sq_tail);
+	sio_nvme__doorbell(q, q->sq_db, q->sq_shadow, q->sq_ei, q->sq_tail, q->sq_rung);
 	q->sq_rung = q->sq_tail;
 }
 
@@ -436,7 +496,8 @@ static inline SIO_HD void sio_nvme_cq_ring(struct sio_nvme_queue *q)
 	 * handed back to the controller (a read barrier orders loads before
 	 * later stores too). */
 	sio_nvme_rmb();
-	sio_nvme_mmio_write32(q->cq_db, q->cq_head);
+	sio_nvme__doorbell(q, q->cq_db, q->cq_shadow, q->cq_ei, q->cq_head,
+			   (uint16_t)((q->cq_head + q->size - q->cq_pending) % q->size));
 	q->cq_pending = 0;
 }
 
