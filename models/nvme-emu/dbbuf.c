@@ -7,7 +7,7 @@
  * SQ entry at 2y * (4 << CAP.DSTRD), its CQ entry after it. The admin queue
  * keeps its MMIO doorbells (as Linux's driver uses it). A reset forgets both.
  * A host that writes only MMIO doorbells for some queue (a GPU kernel's)
- * still works: its ring is taken and copied into the shadow slot.
+ * still works: while a queue's shadow slots stay 0, BAR0 holds its values.
  *
  * The shadow buffer is host memory: each look is a DMA read (the fabric's
  * latency model applies), so the controller looks only when told to (the
@@ -65,11 +65,14 @@ uint16_t emu_dbbuf_config(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *c
 	for (uint32_t q = 1; q < emu->nq; q++) {
 		if (emu->sq[q].valid) {
 			publish(emu, q, false, emu->sq[q].tail);
-			emu->sq[q].db_mmio = emu->sq[q].tail;
+			emu->sq[q].db_mmio = rd32_db(emu, q, false);
 			emu->sq[q].db_look = true;
+			emu->sq[q].db_used = false;
 		}
-		if (emu->cq[q].valid)
+		if (emu->cq[q].valid) {
+			emu->cq[q].db_used = false;
 			emu_dbbuf_queue(emu, q, true);
+		}
 	}
 	return EMU_OK;
 }
@@ -92,19 +95,48 @@ void emu_dbbuf_queue(struct sio_nvme_emu *emu, uint32_t qid, bool cq)
 }
 
 /*
- * The MMIO doorbell moved to @m while the controller was at @cur: a host
- * using the shadow stored it there first (the shadow is @m or further);
- * one that writes MMIO only left the shadow where the controller last put
- * it (@cur), and the controller copies @m there so later looks agree.
+ * A queue's doorbell value. Once its shadow slot has left 0 the host uses
+ * shadow doorbells for it, and the MMIO doorbell only says "look"; while
+ * the slot stays 0 the host writes BAR0 only (a GPU kernel's queue), and
+ * BAR0 holds the value. The controller never writes the shadow buffer, so
+ * it cannot undo a host's store.
  */
-static uint32_t rung(struct sio_nvme_emu *emu, uint32_t qid, bool cq, uint32_t cur, uint32_t m)
+static uint32_t look(struct sio_nvme_emu *emu, uint32_t qid, bool cq, bool *used,
+		     uint32_t mmio, uint32_t cur)
 {
 	uint32_t s = shadow(emu, qid, cq, cur);
 
-	if (s != cur)
+	if (*used || s != 0) {
+		*used = true;
 		return s;
-	emu->dma.write(emu->dma.ctx, slot(emu, emu->dbs, qid, cq), &m, 4);
-	return m;
+	}
+	return mmio;
+}
+
+/*
+ * Was the MMIO doorbell written since the last look? BAR0 is memory the
+ * controller polls, so a write of the value already there is invisible;
+ * with shadow doorbells the host rings rarely, and may ring with the value
+ * of its last ring a whole queue later. Once a queue uses its shadow slot,
+ * the controller swaps a value no host writes into the register as it
+ * reads it, so every ring changes it. Before that, BAR0 holds the value.
+ */
+static bool rang(struct sio_nvme_emu *emu, uint32_t qid, bool cq, bool used, uint32_t *seen)
+{
+	volatile uint32_t *r = (volatile uint32_t *)(emu->bar0 + db_off(emu, qid, cq));
+	uint32_t m;
+
+	if (used) {
+		if (__atomic_load_n(r, __ATOMIC_RELAXED) == EMU_DB_IDLE)
+			return false;
+		*seen = __atomic_exchange_n(r, EMU_DB_IDLE, __ATOMIC_ACQ_REL);
+		return true;	/* whatever value: a ring */
+	}
+	m = __atomic_load_n(r, __ATOMIC_RELAXED);
+	if (m == *seen)
+		return false;
+	*seen = m;
+	return true;
 }
 
 /**
@@ -116,31 +148,21 @@ static uint32_t rung(struct sio_nvme_emu *emu, uint32_t qid, bool cq, uint32_t c
 void emu_dbbuf_doorbells(struct sio_nvme_emu *emu, struct emu_sq *sq, uint32_t *t, uint32_t *h)
 {
 	struct emu_cq *cq = sq->cq;
-	uint32_t mt = rd32_db(emu, sq->qid, false), mh = rd32_db(emu, cq->qid, true);
 	uint32_t old = *t;
 
-	if (mt != sq->db_mmio) {
-		sq->db_mmio = mt;
-		*t = rung(emu, sq->qid, false, old, mt);
-		sq->db_look = true;
-	} else if (sq->db_look) {
-		*t = shadow(emu, sq->qid, false, old);
+	if (rang(emu, sq->qid, false, sq->db_used, &sq->db_mmio) || sq->db_look) {
+		*t = look(emu, sq->qid, false, &sq->db_used, sq->db_mmio, old);
 		if (*t == old) {
 			/* caught up: from here the host rings; look once more after saying so */
 			publish(emu, sq->qid, false, old);
 			atomic_thread_fence(memory_order_seq_cst);
-			*t = shadow(emu, sq->qid, false, old);
-			sq->db_look = *t != old;
+			*t = look(emu, sq->qid, false, &sq->db_used, sq->db_mmio, old);
 		}
+		sq->db_look = *t != old;
 	}
-	if (mh != cq->db_mmio) {
-		cq->db_mmio = mh;
-		*h = rung(emu, cq->qid, true, *h, mh);
-	} else if (cq_room(cq) < cq->size / 2) {
-		*h = shadow(emu, cq->qid, true, *h);
-	} else {
-		return;
+	if (rang(emu, cq->qid, true, cq->db_used, &cq->db_mmio) || cq_room(cq) < cq->size / 2) {
+		*h = look(emu, cq->qid, true, &cq->db_used, cq->db_mmio, *h);
+		if (*h < cq->size)
+			publish(emu, cq->qid, true, (*h + cq->size / 2) % cq->size);
 	}
-	if (*h < cq->size)
-		publish(emu, cq->qid, true, (*h + cq->size / 2) % cq->size);
 }

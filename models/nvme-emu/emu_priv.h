@@ -20,6 +20,7 @@
 #define EMU_AEV_MAX		8u	/* events waiting to be reported */
 #define EMU_CMB_BAR		2
 #define EMU_SGL_PIECES		256u	/* data blocks one SGL command may use */
+#define EMU_DB_IDLE		0xffffffffu	/* an MMIO doorbell read since its last ring (dbbuf.c) */
 /* Temperatures in kelvin: the composite reads a steady 40 C */
 #define EMU_TEMP		313u
 #define EMU_WCTEMP		343u
@@ -59,6 +60,7 @@ struct emu_cq {
 	uint32_t nsq;		/* SQs completing here */
 	uint64_t base;
 	uint32_t db_mmio;	/* the MMIO head doorbell as last seen (shadow doorbells) */
+	bool db_used;		/* its shadow slot has left 0: the host uses it */
 };
 
 struct emu_sq {
@@ -73,6 +75,7 @@ struct emu_sq {
 	struct emu_cq *cq;
 	uint32_t db_mmio;	/* shadow doorbells: the MMIO tail doorbell as last seen */
 	bool db_look;		/* read the shadow tail on the next pass */
+	bool db_used;		/* its shadow slot has left 0: the host uses it */
 };
 
 /* A contiguous piece of a PRP-described transfer. */

@@ -407,6 +407,21 @@ Test(nvm, shadow_doorbells_and_event_idx)
 	}
 	cr_assert(ei_is(q.eis, 4, q.sq_tail), "caught up: EventIdx is the tail");
 
+	/* a ring is a ring whatever value it writes: twice the same value (a host
+	 * may ring with its last value a whole queue later) */
+	for (int k = 0; k < 2; k++) {
+		c = h_rw(nvme_cmd_read, 1, 3, 1, D.bus + 4096, 0);
+		c.cid = (uint16_t)(300 + k);
+		memcpy(q.sq.va + (uint64_t)q.sq_tail * 64, &c, 64);
+		q.sq_tail = (q.sq_tail + 1) % q.size;
+		atomic_thread_fence(memory_order_seq_cst);
+		q.dbs[4] = q.sq_tail;
+		atomic_thread_fence(memory_order_seq_cst);
+		h_wr32(&H, 0x1000 + 4 * 4, 5);	/* the value is not what counts */
+		cr_assert_eq(h_reap(&H, &q, &r, 5000), 0, "completion after ring %d of value 5", k);
+		cr_assert_eq(r.cid, 300 + k);
+	}
+
 	/* a queue whose host writes MMIO doorbells only still works beside them */
 	struct hq m;
 	cr_assert_eq(h_qpair(&H, 3, qsz, 0, &m), 0);
@@ -416,7 +431,7 @@ Test(nvm, shadow_doorbells_and_event_idx)
 	}
 	fill(D.va, 512, 3 * qsz - 1);
 	cr_assert_arr_eq(D.va + 8192, D.va, 512);
-	cr_assert_eq(((uint32_t *)b.va)[6], m.sq_tail, "its ring copied into the shadow slot");
+	cr_assert_eq(((uint32_t *)b.va)[6], 0, "the controller never writes a shadow slot");
 
 	/* a reset forgets the buffers: MMIO doorbells alone work again */
 	cr_assert_eq(h_disable(&H), 0);
