@@ -32,6 +32,9 @@ struct sio_nvme_ctrl {
 	bool enabled;
 	bool gone;		/* its device left the fabric (sio_nvme_ctrl_gone()) */
 	struct sio_nvme_dbbuf dbbuf;	/* shadow doorbells, when configured */
+	uint32_t aer_armed;		/* Asynchronous Event Requests outstanding */
+	uint32_t aen[SIO_NVME_AEN_MAX];	/* their completions' DW0, not yet taken */
+	uint32_t naen;
 	struct sio_nvme_ctrl_info info;
 	struct nvme_id_ctrl id;
 };
@@ -451,6 +454,71 @@ void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c)
 	sio_err_restore(&es);
 }
 
+/* An admin command's cookie that marks an Asynchronous Event Request. */
+#define AER_COOKIE	0xae5ull
+
+static void aer_done(struct sio_nvme_ctrl *c, const struct sio_nvme_cpl *cpl)
+{
+	c->aer_armed--;
+	/* an error (Abort, Asynchronous Event Request Limit) carries no event */
+	if (SIO_NVME_STATUS_CODE(cpl->status) == 0 && c->naen < SIO_NVME_AEN_MAX)
+		c->aen[c->naen++] = cpl->result;
+}
+
+int sio_nvme_ctrl_aer_arm(struct sio_nvme_ctrl *c)
+{
+	struct sio_nvme_cmd cmd;
+	int ret;
+
+	if (c->gone || c->admin_broken)
+		return sio_err_set(ENODEV, "admin queue of device %u unusable", sio_device_id(c->dev));
+	if (c->aer_armed >= (uint32_t)c->id.aerl + 1)
+		return sio_err_set(EBUSY, "%u Asynchronous Event Requests outstanding: the "
+				   "controller's limit (AERL)", c->aer_armed);
+	sio_nvme_cmd_init(&cmd, nvme_admin_async_event, 0);
+	ret = sio_nvme_sq_submit(&c->admin, &cmd, AER_COOKIE);
+	if (ret < 0)
+		return sio_err_set(EBUSY, "admin queue full");
+	sio_nvme_sq_ring(&c->admin);
+	c->aer_armed++;
+	return 0;
+}
+
+int sio_nvme_ctrl_aer_take(struct sio_nvme_ctrl *c, uint32_t *dw0, uint32_t max)
+{
+	struct sio_nvme_cpl done;
+	uint64_t cookie;
+	uint32_t n;
+	int ret;
+
+	/* between admin commands only AERs can complete: take what came */
+	while (!c->gone && sio_nvme_cq_peek(&c->admin)) {
+		ret = sio_nvme_cq_pop(&c->admin, &done, &cookie);
+		if (ret >= 0 && cookie == AER_COOKIE)
+			aer_done(c, &done);
+	}
+	sio_nvme_cq_ring(&c->admin);
+	n = c->naen < max ? c->naen : max;
+	memcpy(dw0, c->aen, n * sizeof(*dw0));
+	memmove(c->aen, c->aen + n, (c->naen - n) * sizeof(*dw0));
+	c->naen -= n;
+	return (int)n;
+}
+
+int sio_nvme_ctrl_aer_ack(struct sio_nvme_ctrl *c, uint32_t dw0)
+{
+	uint8_t lid = (uint8_t)SIO_NVME_AEN_LID(dw0);
+	uint32_t len = lid == NVME_LOG_LID_SMART ? 512 : 4096;
+
+	/* read without RAE: the controller unmasks the event type */
+	return sio_nvme_ctrl_get_log(c, lid, 0xffffffffu, c->adm_bus + ADM_SCRATCH_OFF, len, NULL);
+}
+
+uint32_t sio_nvme_ctrl_aer_armed(const struct sio_nvme_ctrl *c)
+{
+	return c->aer_armed;
+}
+
 int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
 			struct sio_nvme_cpl *cpl, uint32_t timeout_ms)
 {
@@ -483,6 +551,8 @@ int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
 		if (sio_nvme_cq_peek(&c->admin)) {
 			ret = sio_nvme_cq_pop(&c->admin, &done, &cookie);
 			sio_nvme_cq_ring(&c->admin);
+			if (ret >= 0 && cookie == AER_COOKIE)
+				aer_done(c, &done);
 			if (ret != cid)
 				continue;	/* stale completion: keep waiting for ours */
 			break;

@@ -138,6 +138,14 @@ struct sio_nvme_mbox_dbbuf {
 	uint32_t stride;
 };
 
+/* Asynchronous events the manager took (aer.c): event k is dw0[k % N];
+ * @seq counts them all and is stored after the entry. */
+#define SIO_NVME_MBOX_EVENTS	16u
+struct sio_nvme_mbox_events {
+	uint32_t seq;
+	uint32_t dw0[SIO_NVME_MBOX_EVENTS];
+};
+
 struct sio_nvme_mbox_hdr {
 	uint64_t magic;		/* written last, once the header is valid */
 	uint32_t version;
@@ -150,6 +158,7 @@ struct sio_nvme_mbox_hdr {
 	uint32_t nslots;
 	struct sio_nvme_mbox_ctrl ctrl;
 	struct sio_nvme_mbox_dbbuf dbbuf;
+	struct sio_nvme_mbox_events events;
 };
 
 _Static_assert(offsetof(struct sio_nvme_mbox_hdr, ctrl) == 40, "mailbox header layout");

@@ -194,6 +194,8 @@ int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 		goto fail;
 	}
 	publish(m);
+	if (sio_nvme_aer_start(m->ctrl))
+		mlog(m, "asynchronous events not served: %s", sio_errmsg());
 	m->last_reap = m->last_pidcheck = sio_nvme_now_ns();
 	mlog(m, "device %u (%s, %s) on node %d: %u I/O queue pairs of up to %u "
 	     "entries, %u namespace(s), max transfer %u KiB%s%s; mailbox segment 0x%x "
@@ -689,6 +691,8 @@ int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
 		handle(m, s);
 		n++;
 	}
+	if (sio_nvme_aer_service(m->ctrl, m->dev, &h->events) < 0)
+		mlog(m, "asynchronous event: %s", sio_errmsg());
 	check_clients(m, sio_nvme_now_ns());
 	if (m->dev_gone) {
 		__atomic_store_n(&h->serving, 0, __ATOMIC_RELEASE);

@@ -107,4 +107,10 @@ const struct sio_nvme_dbbuf *sio_nvme_ctrl_dbbuf(const struct sio_nvme_ctrl *c);
 struct sio_nvme_mbox_dbbuf;
 void sio_nvme_dbbuf_publish(struct sio_nvme_mbox_dbbuf *m, const struct sio_nvme_dbbuf *d);
 
+/* aer.c: the manager's side of asynchronous events */
+struct sio_nvme_mbox_events;
+int sio_nvme_aer_start(struct sio_nvme_ctrl *c);
+int sio_nvme_aer_service(struct sio_nvme_ctrl *c, struct sio_device *dev,
+			 struct sio_nvme_mbox_events *ring);
+
 #endif

@@ -180,3 +180,23 @@ Test(dptr, shadow_doorbells_spare_mmio_writes)
 	sio_nvme_ioq_close(q);
 	sio_nvme_buf_close(CL, b);
 }
+
+Test(dptr, queue_ids_reused_with_shadow_doorbells)
+{
+	struct sio_nvme_buf *b;
+
+	cr_assert_eq(sio_nvme_buf_alloc(CL, 1 << 16, &b), 0, "%s", sio_errmsg());
+	for (int run = 0; run < 4; run++) {
+		struct sio_nvme_ioq *q = queue("depth=16");
+		int done = 0;
+
+		for (uint32_t i = 0; i < 40; i++) {
+			while (sio_nvme_ioq_read(q, 1, i * 8, 8, b, 4096 * (i % 8), count_cb, &done) == -EAGAIN)
+				cr_assert_geq(sio_nvme_ioq_poll(q, 0), 0, "%s", sio_errmsg());
+		}
+		cr_assert_eq(sio_nvme_ioq_wait(q), 0, "run %d: %s", run, sio_errmsg());
+		cr_assert_eq(done, 40);
+		sio_nvme_ioq_close(q);
+	}
+	sio_nvme_buf_close(CL, b);
+}

@@ -353,6 +353,25 @@ int sio_nvme_client_doorbells(struct sio_nvme_client *cl, uint16_t qid,
 void sio_nvme_client_doorbells_unmap(struct sio_nvme_doorbells *db);
 
 /**
+ * sio_nvme_client_events() - the controller's asynchronous events, as the
+ *	manager took them
+ * @cl: client
+ * @seq: in: events seen so far (0 at first); out: advanced past those read
+ * @dw0: each event's Asynchronous Event Request DW0 (SIO_NVME_AEN_TYPE(),
+ *	_INFO(), _LID() in ctrl.h)
+ * @max: room in @dw0
+ *
+ * The manager keeps the last 16; older ones are skipped. For a wake-up,
+ * the client's fabric events (sio_event_fd()) carry SIO_EV_DEVICE_NOTICE
+ * with the same DW0 in info, from the manager, while this process borrows
+ * the device.
+ * Return: events read (0: none new), or -errno (-EAGAIN: overrun while
+ * reading, ask again).
+ */
+int sio_nvme_client_events(struct sio_nvme_client *cl, uint32_t *seq, uint32_t *dw0,
+			   uint32_t max);
+
+/**
  * sio_nvme_ioq_info() - describe a queue pair
  * @q: queue pair
  * @out: filled in
