@@ -184,6 +184,25 @@ put_rw(struct sio_nvme_ioq *q, struct qpair *p, uint8_t opc, uint32_t nsid, uint
 	return sio_nvme_sq_commit(&p->q, ridx);
 }
 
+/* Dataset Management, Deallocate, one range: the range goes where this
+ * command's PRP list would, which it does not need. */
+static inline void put_deallocate(struct sio_nvme_ioq *q, struct qpair *p, struct sio_nvme_cmd *e,
+				  const struct cmdrec *r)
+{
+	size_t off = (size_t)sio_nvme_sq_next_cid(&p->q) * q->prp_stride;
+	struct nvme_dsm_range *range = (struct nvme_dsm_range *)((uint8_t *)p->prp_va + off);
+
+	range->cattr = 0;
+	range->nlb = r->nlb;
+	range->slba = r->slba;
+	memset(e, 0, sizeof(*e));
+	e->opcode = nvme_cmd_dsm;
+	e->nsid = r->nsid;
+	e->prp1 = p->prp_bus + off;
+	e->cdw10 = 0;			/* NR: one range */
+	e->cdw11 = NVME_DSMGMT_AD;
+}
+
 /* Put the command @r describes in @p's SQ (not rung); a multipath queue
  * remembers it. Return: the tag, or -EAGAIN when no tag is free (nothing
  * was written, and the caller still owns request @r->ridx). */
@@ -192,7 +211,7 @@ static inline int put_cmd(struct sio_nvme_ioq *q, struct qpair *p, const struct 
 	struct sio_nvme_cmd *e;
 	int cid;
 
-	if (r->opc == nvme_cmd_read || r->opc == nvme_cmd_write) {
+	if (r->opc == nvme_cmd_read || r->opc == nvme_cmd_write || r->opc == nvme_cmd_compare) {
 		/* Data buffers have an address per path; their page offsets agree. */
 		cid = put_rw(q, p, r->opc, r->nsid, r->slba, r->nlb,
 			     (p->path ? r->buf->bus2 : r->buf->bus) + r->off, r->len, r->ridx);
@@ -200,8 +219,10 @@ static inline int put_cmd(struct sio_nvme_ioq *q, struct qpair *p, const struct 
 		e = sio_nvme_sq_entry(&p->q);
 		if (!e)
 			return -EAGAIN;
-		if (r->opc == nvme_cmd_write_zeroes) {
+		if (r->opc == nvme_cmd_write_zeroes || r->opc == nvme_cmd_verify) {
 			sio_nvme_cmd_rw(e, r->opc, r->nsid, r->slba, r->nlb, 0, 0);
+		} else if (r->opc == nvme_cmd_dsm) {
+			put_deallocate(q, p, e, r);
 		} else {
 			memset(e, 0, sizeof(*e));
 			e->opcode = r->opc;

@@ -55,13 +55,6 @@ static bool is_seg(uint8_t type)
 	       type == SIO_NVME_SGL_TYPE(SIO_NVME_SGL_LAST_SEGMENT);
 }
 
-/* A descriptor of a type (or subtype) this controller does not take. */
-static uint16_t unsupported(const struct sio_nvme_sgl *d)
-{
-	(void)d;
-	return ST_TYPE;
-}
-
 /* Walk segments from @d (a Segment or Last Segment descriptor). */
 static uint16_t segments(struct walk *w, struct sio_nvme_sgl d)
 {
@@ -95,8 +88,9 @@ static uint16_t segments(struct walk *w, struct sio_nvme_sgl d)
 					chained = true;
 					break;
 				}
+				/* a Bit Bucket, Keyed or Transport block, or another subtype */
 				st = buf[i].type == SIO_NVME_SGL_TYPE(SIO_NVME_SGL_DATA)
-					? data_block(w, &buf[i]) : unsupported(&buf[i]);
+					? data_block(w, &buf[i]) : ST_TYPE;
 				if (st)
 					return st;
 			}
@@ -130,7 +124,7 @@ int emu_sgl_segs(struct sio_nvme_emu *emu, const struct sio_nvme_sgl *sgl1, uint
 	else if (is_seg(sgl1->type))
 		st = segments(&w, *sgl1);
 	else
-		st = unsupported(sgl1);
+		st = ST_TYPE;
 	if (!st && w.got != len)
 		st = ST_DATA_LEN;	/* the SGL describes less than the command moves */
 	if (st) {

@@ -58,8 +58,9 @@ static void serve_until(struct sio_nvme_manager *m, struct sio_nvme_client *cl, 
 	cr_assert_eq(got, n, "%d event(s) reached the client", n);
 }
 
-/* A client needs the manager to answer while it opens: serve from a thread. */
-struct opener {
+/* Opening and closing a client need the manager to answer: serve while a
+ * thread does it. */
+struct beside {
 	struct sio_fabric *f;
 	struct sio_nvme_client *cl;
 	int ret;
@@ -68,45 +69,46 @@ struct opener {
 
 static void *open_client(void *arg)
 {
-	struct opener *o = arg;
+	struct beside *o = arg;
 
 	o->ret = sio_nvme_client_open(o->f, SIO_DEVICE_ANY, &o->cl);
 	o->done = 1;
 	return NULL;
 }
 
-static struct sio_nvme_client *client(struct sio_nvme_manager *m, struct sio_fabric *f)
-{
-	struct opener o = { .f = f };
-	pthread_t t;
-
-	cr_assert_eq(pthread_create(&t, NULL, open_client, &o), 0);
-	for (int i = 0; i < 3000 && !o.done; i++)
-		sio_nvme_manager_serve(m, 2);
-	pthread_join(t, NULL);
-	cr_assert_eq(o.ret, 0, "client: %s", sio_errmsg());
-	return o.cl;
-}
-
 static void *close_client(void *arg)
 {
-	struct opener *o = arg;
+	struct beside *o = arg;
 
 	sio_nvme_client_close(o->cl);
 	o->done = 1;
 	return NULL;
 }
 
-/* Its goodbye is answered too. */
-static void client_close(struct sio_nvme_manager *m, struct sio_nvme_client *cl)
+static void serving(struct sio_nvme_manager *m, void *(*fn)(void *), struct beside *o)
 {
-	struct opener o = { .cl = cl };
 	pthread_t t;
 
-	cr_assert_eq(pthread_create(&t, NULL, close_client, &o), 0);
-	for (int i = 0; i < 3000 && !o.done; i++)
+	cr_assert_eq(pthread_create(&t, NULL, fn, o), 0);
+	for (int i = 0; i < 3000 && !o->done; i++)
 		sio_nvme_manager_serve(m, 2);
 	pthread_join(t, NULL);
+}
+
+static struct sio_nvme_client *client(struct sio_nvme_manager *m, struct sio_fabric *f)
+{
+	struct beside o = { .f = f };
+
+	serving(m, open_client, &o);
+	cr_assert_eq(o.ret, 0, "client: %s", sio_errmsg());
+	return o.cl;
+}
+
+static void client_close(struct sio_nvme_manager *m, struct sio_nvme_client *cl)
+{
+	struct beside o = { .cl = cl };
+
+	serving(m, close_client, &o);
 }
 
 static bool notice(struct sio_fabric *f, uint32_t dev, uint32_t dw0)

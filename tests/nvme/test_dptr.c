@@ -3,7 +3,8 @@
  * Data pointers: the driver sends an SGL Data Block where the controller
  * takes SGLs and the buffer is not page aligned or spans more than two
  * pages, PRPs otherwise (or as the queue spec forces), and the data comes
- * back the same whichever way it went.
+ * back the same whichever way it went; shadow doorbells; and the optional
+ * NVM commands (Compare, Verify, Deallocate) through the driver.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -198,5 +199,38 @@ Test(dptr, queue_ids_reused_with_shadow_doorbells)
 		cr_assert_eq(done, 40);
 		sio_nvme_ioq_close(q);
 	}
+	sio_nvme_buf_close(CL, b);
+}
+
+/* The optional NVM commands through the driver: Compare, Verify, Deallocate. */
+Test(dptr, compare_verify_deallocate)
+{
+	struct sio_nvme_ioq *q = queue("depth=16");
+	struct sio_nvme_buf *b;
+	uint8_t *v;
+
+	cr_assert_eq(sio_nvme_buf_alloc(CL, 1 << 16, &b), 0, "%s", sio_errmsg());
+	v = b->va;
+	fill(v, 16384, 9);
+	cr_assert_eq(sio_nvme_write(q, 1, 4000, 32, b, 0), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_compare(q, 1, 4000, 32, b, 0), 0, "%s", sio_errmsg());
+	v[12345] ^= 0x10;
+	cr_assert_eq(sio_nvme_compare(q, 1, 4000, 32, b, 0), -EIO);
+	cr_assert(strstr(sio_errmsg(), "ompare"), "the status is named: %s", sio_errmsg());
+	cr_assert_eq(sio_nvme_verify(q, 1, 4000, 32), 0, "%s", sio_errmsg());
+
+	/* deallocated blocks read as zeroes (DLFEAT), the rest stays */
+	cr_assert_eq(sio_nvme_deallocate(q, 1, 4008, 16), 0, "%s", sio_errmsg());
+	memset(v + 32768, 0xee, 16384);
+	cr_assert_eq(sio_nvme_read(q, 1, 4000, 32, b, 32768), 0, "%s", sio_errmsg());
+	fill(v, 16384, 9);
+	cr_assert_arr_eq(v + 32768, v, 4096, "blocks 4000..4007 kept");
+	for (int i = 4096; i < 12288; i++)
+		cr_assert_eq(v[32768 + i], 0, "byte %d of the deallocated blocks", i);
+	cr_assert_arr_eq(v + 32768 + 12288, v + 12288, 4096, "blocks 4024..4031 kept");
+	cr_assert_eq(sio_nvme_deallocate(q, 1, 1ull << 40, 1), -EINVAL);
+	cr_assert(strstr(sio_errmsg(), "outside namespace"), "%s", sio_errmsg());
+
+	sio_nvme_ioq_close(q);
 	sio_nvme_buf_close(CL, b);
 }

@@ -408,6 +408,32 @@ int sio_nvme_ioq_write(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uin
 int sio_nvme_ioq_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba,
 			      uint32_t nlb, sio_nvme_io_cb cb, void *arg);
 
+/**
+ * sio_nvme_ioq_verify() - submit Verify: the controller checks the blocks
+ *	are readable, nothing moves (asynchronous)
+ * Return: as sio_nvme_ioq_write_zeroes(); -ENOTSUP without ONCS Verify.
+ */
+int sio_nvme_ioq_verify(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+			sio_nvme_io_cb cb, void *arg);
+
+/**
+ * sio_nvme_ioq_deallocate() - submit Dataset Management with Deallocate for
+ *	one range (asynchronous): the blocks read afterwards as the namespace's
+ *	DLFEAT says (zeroes on the emulated controller)
+ * Return: as sio_nvme_ioq_write_zeroes(); -ENOTSUP without ONCS DSM.
+ */
+int sio_nvme_ioq_deallocate(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+			    sio_nvme_io_cb cb, void *arg);
+
+/**
+ * sio_nvme_ioq_compare() - submit Compare of @buf with the blocks
+ *	(asynchronous); a difference completes with Compare Failure (status
+ *	SCT 2h, SC 85h), as read and write arguments otherwise
+ * Return: as sio_nvme_ioq_read(); -ENOTSUP without ONCS Compare.
+ */
+int sio_nvme_ioq_compare(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+			 struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg);
+
 /** sio_nvme_ioq_flush() - submit a Flush of a namespace (asynchronous) */
 int sio_nvme_ioq_flush(struct sio_nvme_ioq *q, uint32_t nsid, sio_nvme_io_cb cb, void *arg);
 
@@ -451,6 +477,10 @@ int sio_nvme_write(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_
 		   struct sio_nvme_buf *buf, uint64_t off);
 int sio_nvme_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb);
 int sio_nvme_flush(struct sio_nvme_ioq *q, uint32_t nsid);
+int sio_nvme_verify(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb);
+int sio_nvme_deallocate(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb);
+int sio_nvme_compare(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+		     struct sio_nvme_buf *buf, uint64_t off);
 
 #ifdef __cplusplus
 }
