@@ -96,13 +96,21 @@ static volatile uint32_t *slot(uint8_t *base, uint32_t stride, uint32_t qid, boo
 	return (volatile uint32_t *)(base + (2ull * qid + (cq ? 1 : 0)) * stride);
 }
 
-/** sio_nvme_dbbuf_reset() - queue @qid's shadow doorbells back to 0 (before it is made) */
+/**
+ * sio_nvme_dbbuf_reset() - queue @qid's shadow doorbells and EventIdx back to
+ *	0, while no queue @qid exists. A stale EventIdx from an earlier queue of
+ *	that id would tell the host not to ring for the new one, and a
+ *	controller that publishes EventIdx only as it works (QEMU's) would then
+ *	never look: its commands would wait for ever.
+ */
 void sio_nvme_dbbuf_reset(struct sio_nvme_dbbuf *d, uint32_t qid)
 {
 	if (!d->va)
 		return;
 	*slot(d->va, d->stride, qid, false) = 0;
 	*slot(d->va, d->stride, qid, true) = 0;
+	*slot(d->va + d->size, d->stride, qid, false) = 0;
+	*slot(d->va + d->size, d->stride, qid, true) = 0;
 	sio_nvme_wmb();
 }
 

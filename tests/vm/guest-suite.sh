@@ -134,6 +134,7 @@ run vfio-write-huge env SIO_VM_EXPECT_HUGE=1 vfio-nvme $FAB $MAIN write /tmp/pat
 # SGL descriptors and shadow doorbells, raw, on QEMU's controller (data compared).
 run vfio-sgl vfio-nvme $FAB $MAIN sgl
 run vfio-dbbuf vfio-nvme $FAB $MAIN dbbuf
+run vfio-aer vfio-nvme $FAB $MAIN aer
 
 
 # The project's NVMe driver, unchanged, on the vfio backend.

@@ -7,14 +7,15 @@
  * through the IOMMU, isolation (an IOVA nobody mapped fails), the CMB as a
  * DMA target, and cleanup when a borrower dies.
  *
- * usage: vfio-nvme FABRIC BDF identify|isolation|crash|cmb|sgl|dbbuf|write FILE
+ * usage: vfio-nvme FABRIC BDF identify|isolation|crash|cmb|sgl|dbbuf|aer|write FILE
  *        vfio-nvme kcheck BLOCKDEV FILE [OFFSET]
  *        vfio-nvme run-as UID PROGRAM ARGS...   (to check permission errors)
  * `write` puts a pattern at LBA 0 of namespace 1 through an I/O queue pair
  * and saves it to FILE; `sgl` moves data through SGL descriptors (a byte-
  * aligned data block, segments) and compares it; `dbbuf` rings through
  * Doorbell Buffer Config's shadow doorbells as EventIdx asks and compares
- * the data; `kcheck` reads a device through the kernel's own
+ * the data; `aer` has an Asynchronous Event Request completed by a
+ * temperature threshold; `kcheck` reads a device through the kernel's own
  * driver with O_DIRECT and compares it with FILE. One line per check; exit 0 when all
  * passed.
  */
@@ -172,11 +173,10 @@ static void reset(struct ctl *c)
 		die("controller did not become ready");
 }
 
-/* Submit one admin command and wait; returns the status code field. */
-static int admin(struct ctl *c, struct sio_nvme_cmd *cmd)
+/* Put an admin command in the SQ and ring; its completion is not waited for. */
+static void admin_submit(struct ctl *c, struct sio_nvme_cmd *cmd)
 {
 	volatile uint32_t *db = c->regs + SIO_NVME_REG_DBS / 4;
-	uint16_t st;
 
 	cmd->cid = ++c->cid;
 	memcpy((void *)&c->sq[c->sqt], cmd, sizeof(*cmd));
@@ -184,16 +184,31 @@ static int admin(struct ctl *c, struct sio_nvme_cmd *cmd)
 	/* The entry must be visible to the device before the doorbell. */
 	atomic_thread_fence(memory_order_release);
 	db[0] = c->sqt;
+}
+
+/* The next admin completion (waited for, bounded). */
+static struct sio_nvme_cpl admin_reap(struct ctl *c)
+{
+	volatile uint32_t *db = c->regs + SIO_NVME_REG_DBS / 4;
+	struct sio_nvme_cpl r;
+
 	if (!wait_for(cpl_ready, c, c->to_ms))
 		die("admin command timed out");
 	atomic_thread_fence(memory_order_acquire);
-	st = cq(c)[c->cqh].status;
+	memcpy(&r, (const void *)&cq(c)[c->cqh], sizeof(r));
 	if (++c->cqh == QD) {
 		c->cqh = 0;
 		c->phase ^= 1;
 	}
 	db[(1u << c->dstrd)] = c->cqh;	/* CQ 0 head doorbell */
-	return SIO_NVME_STATUS_CODE(st);
+	return r;
+}
+
+/* Submit one admin command and wait; returns the status code field. */
+static int admin(struct ctl *c, struct sio_nvme_cmd *cmd)
+{
+	admin_submit(c, cmd);
+	return SIO_NVME_STATUS_CODE(admin_reap(c).status);
 }
 
 static int identify(struct ctl *c, uint64_t prp)
@@ -681,6 +696,46 @@ static void t_dbbuf(struct ctl *c)
 	check(sc == 0, "a batch of 8 through one shadow store, data compared", d);
 }
 
+/*
+ * An Asynchronous Event Request completed for a real event on QEMU's
+ * controller: a temperature threshold set below the composite temperature,
+ * enabled in Asynchronous Event Configuration.
+ */
+static void t_aer(struct ctl *c)
+{
+	struct sio_nvme_cmd cmd;
+	struct sio_nvme_cpl r, aer = { 0 };
+	uint16_t aer_cid, set_cid;
+	uint8_t *smart = c->va + 8192;
+	char d[96];
+	int got = 0;
+
+	reset(c);
+	sio_nvme_cmd_features(&cmd, SIO_NVME_ADM_SET_FEAT, NVME_FEAT_FID_ASYNC_EVENT, 1u << 1);
+	check(admin(c, &cmd) == 0, "Asynchronous Event Configuration: temperature warnings", NULL);
+	sio_nvme_cmd_init(&cmd, nvme_admin_async_event, 0);
+	admin_submit(c, &cmd);
+	aer_cid = cmd.cid;
+	sio_nvme_cmd_features(&cmd, SIO_NVME_ADM_SET_FEAT, NVME_FEAT_FID_TEMP_THRESH, 200);
+	admin_submit(c, &cmd);
+	set_cid = cmd.cid;
+	for (int i = 0; i < 2; i++) {
+		r = admin_reap(c);
+		if (r.cid == aer_cid)
+			aer = r;
+		got += r.cid == aer_cid || (r.cid == set_cid && !SIO_NVME_STATUS_CODE(r.status));
+	}
+	snprintf(d, sizeof(d), "DW0 %#x, status %#x", aer.result, SIO_NVME_STATUS_CODE(aer.status));
+	check(got == 2 && !SIO_NVME_STATUS_CODE(aer.status) &&
+	      aer.result == (NVME_AER_SMART | NVME_AER_SMART_TEMPERATURE_THRESHOLD << 8 |
+			     NVME_LOG_LID_SMART << 16),
+	      "the request completed with SMART, temperature threshold, log 02h", d);
+	memset(smart, 0, 512);
+	sio_nvme_cmd_get_log(&cmd, NVME_LOG_LID_SMART, 0xffffffffu, c->iova + 8192, 0, 512);
+	check(admin(c, &cmd) == 0 && (smart[0] & NVME_SMART_CRIT_TEMPERATURE),
+	      "the SMART log says why (critical warning: temperature)", NULL);
+}
+
 /* Compare FILE with BLOCKDEV at OFFSET, read by the kernel's driver. */
 static int kcheck(const char *bdev, const char *file, uint64_t off)
 {
@@ -724,7 +779,7 @@ int main(int argc, char **argv)
 	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "kcheck"))
 		return kcheck(argv[2], argv[3], argc == 5 ? strtoull(argv[4], NULL, 0) : 0);
 	if (argc < 4 || (!strcmp(argv[3], "write") && argc != 5)) {
-		fprintf(stderr, "usage: vfio-nvme FABRIC BDF identify|isolation|crash|cmb|sgl|dbbuf|write FILE\n"
+		fprintf(stderr, "usage: vfio-nvme FABRIC BDF identify|isolation|crash|cmb|sgl|dbbuf|aer|write FILE\n"
 			"       vfio-nvme kcheck BLOCKDEV FILE [OFFSET]\n");
 		return 2;
 	}
@@ -743,6 +798,8 @@ int main(int argc, char **argv)
 		t_sgl(&c);
 	else if (!strcmp(argv[3], "dbbuf"))
 		t_dbbuf(&c);
+	else if (!strcmp(argv[3], "aer"))
+		t_aer(&c);
 	else
 		return 2;
 	/* Disable the controller so the next user starts clean. */
