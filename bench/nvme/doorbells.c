@@ -106,7 +106,8 @@ static int point(bool dbbuf, double seconds, FILE *j, bool *first)
 
 	if ((rc = nb_env_up(&e, dbbuf ? "dbbuf" : "mmio", &o)))
 		return rc;
-	sio_nvme_qspec_parse("depth=64", &qs);
+	/* shadow doorbells from another node than their buffer's: asked for */
+	sio_nvme_qspec_parse(dbbuf ? "depth=64,dbbuf=on" : "depth=64", &qs);
 	if ((rc = nb_client_open(&c, &e, 0, &qs, 32 * 4096))) {
 		nb_env_down(&e);
 		return rc;

@@ -48,6 +48,7 @@ struct sio_nvme_client {
 	volatile uint8_t *regs2;
 	uint32_t link_gen;		/* bumped when a link event is read */
 	struct sio_nvme_dbbuf dbbuf;	/* the manager's shadow doorbells, mapped here */
+	bool dbbuf_local;		/* ... in this node's memory */
 };
 
 struct ioreq {
@@ -109,6 +110,7 @@ struct sio_nvme_ioq {
 	uint32_t prp_stride;		/* bytes of PRP list per cid */
 	uint8_t sgl;			/* SIO_NVME_SGL_*: what this queue may use */
 	bool sgl_always;		/* dptr=sgl */
+	bool dbbuf;			/* rings go through the shadow doorbells */
 	uint64_t sgl_cmds;
 	uint32_t page;
 	uint32_t max_xfer;

@@ -145,6 +145,7 @@ int sio_nvme_client_dbbuf(struct sio_nvme_client *cl)
 	cl->dbbuf.va = va;
 	cl->dbbuf.size = m.size;
 	cl->dbbuf.stride = m.stride;
+	cl->dbbuf_local = m.node == sio_fabric_node_id(cl->f);
 	cl->ci.dbbuf = true;
 	return 0;
 }

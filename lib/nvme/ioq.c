@@ -38,6 +38,7 @@ int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 	out->prio = 0;
 	out->multipath = false;
 	out->dptr = SIO_NVME_DPTR_AUTO;
+	out->dbbuf = SIO_NVME_DBBUF_AUTO;
 	if (!s || !*s)
 		return 0;
 	if (strlen(s) >= sizeof(buf))
@@ -90,9 +91,19 @@ int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 			else
 				return sio_err_set(EINVAL, "queue spec: dptr '%s' is not auto, "
 						   "prp or sgl", eq);
+		} else if (!strcmp(tok, "dbbuf")) {
+			if (!strcmp(eq, "auto"))
+				out->dbbuf = SIO_NVME_DBBUF_AUTO;
+			else if (!strcmp(eq, "on"))
+				out->dbbuf = SIO_NVME_DBBUF_ON;
+			else if (!strcmp(eq, "off"))
+				out->dbbuf = SIO_NVME_DBBUF_OFF;
+			else
+				return sio_err_set(EINVAL, "queue spec: dbbuf '%s' is not auto, "
+						   "on or off", eq);
 		} else {
 			return sio_err_set(EINVAL, "queue spec: unknown key '%s' (location, "
-					   "cq, depth, prio, multipath, dptr)", tok);
+					   "cq, depth, prio, multipath, dptr, dbbuf)", tok);
 		}
 	}
 	return 0;
@@ -313,8 +324,7 @@ int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p)
 	}
 	p->q.sq_db = p->db.sq_db;
 	p->q.cq_db = p->db.cq_db;
-	/* a multipath queue keeps to MMIO: the shadow buffer has one path */
-	if (!q->mp)
+	if (q->dbbuf)
 		sio_nvme_qpair_dbbuf(q->cl, &p->q);
 	p->live = true;
 	return 0;
@@ -440,6 +450,13 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 	if (spec->dptr < SIO_NVME_DPTR_AUTO || spec->dptr > SIO_NVME_DPTR_SGL)
 		return sio_err_set(EINVAL, "data pointer choice %d is not auto, prp or sgl",
 				   spec->dptr);
+	if (spec->dbbuf < SIO_NVME_DBBUF_AUTO || spec->dbbuf > SIO_NVME_DBBUF_OFF)
+		return sio_err_set(EINVAL, "shadow doorbell choice %d is not auto, on or off",
+				   spec->dbbuf);
+	if (spec->dbbuf == SIO_NVME_DBBUF_ON && (!cl->dbbuf.va || spec->multipath))
+		return sio_err_set(ENOTSUP, "dbbuf=on: %s", spec->multipath ?
+				   "a multipath queue keeps MMIO doorbells" :
+				   "the manager offers no shadow doorbells (Doorbell Buffer Config)");
 	if (spec->dptr == SIO_NVME_DPTR_SGL && cl->ci.sgl == SIO_NVME_SGL_NONE)
 		return sio_err_set(ENOTSUP, "dptr=sgl: device %u takes PRPs only (Identify SGLS)",
 				   cl->dinfo.id);
@@ -459,6 +476,8 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 	q->max_xfer = cl->ci.max_xfer;
 	q->sgl = spec->dptr == SIO_NVME_DPTR_PRP ? SIO_NVME_SGL_NONE : cl->ci.sgl;
 	q->sgl_always = spec->dptr == SIO_NVME_DPTR_SGL;
+	q->dbbuf = !spec->multipath && (spec->dbbuf == SIO_NVME_DBBUF_ON ||
+					(spec->dbbuf == SIO_NVME_DBBUF_AUTO && cl->dbbuf_local));
 	/* A multipath queue can hold a full queue on each path at once (one
 	 * draining while the other fills), or one full and one to resend. */
 	nreqs = (depth - 1) * (q->mp ? 2 : 1);

@@ -117,13 +117,21 @@ Test(dptr, chosen_by_alignment_and_size)
 Test(dptr, spec_strings)
 {
 	struct sio_nvme_qspec s;
+	struct sio_nvme_ioq *q;
 
 	cr_assert_eq(sio_nvme_qspec_parse("dptr=sgl,depth=8", &s), 0);
 	cr_assert_eq(s.dptr, SIO_NVME_DPTR_SGL);
 	cr_assert_eq(sio_nvme_qspec_parse("dptr=list", &s), -EINVAL);
 	cr_assert(strstr(sio_errmsg(), "dptr 'list'"), "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_qspec_parse("dbbuf=maybe", &s), -EINVAL);
+	cr_assert_eq(sio_nvme_qspec_parse("dbbuf=off,dptr=prp", &s), 0);
+	cr_assert_eq(s.dbbuf, SIO_NVME_DBBUF_OFF);
+	s.dbbuf = SIO_NVME_DBBUF_ON;
+	s.multipath = true;
+	cr_assert_eq(sio_nvme_ioq_create(CL, &s, &q), -ENOTSUP, "multipath keeps MMIO doorbells");
+	s.multipath = false;
+	s.dbbuf = SIO_NVME_DBBUF_AUTO;
 	s.dptr = 7;
-	struct sio_nvme_ioq *q;
 	cr_assert_eq(sio_nvme_ioq_create(CL, &s, &q), -EINVAL);
 }
 
@@ -145,7 +153,7 @@ static void count_cb(void *arg, int err, uint16_t status)
 Test(dptr, shadow_doorbells_spare_mmio_writes)
 {
 	struct sio_nvme_ctrl_info ci;
-	struct sio_nvme_ioq *q = queue("depth=64");
+	struct sio_nvme_ioq *q = queue("depth=64,dbbuf=on"), *a = queue("depth=8");
 	struct sio_nvme_buf *b;
 	const uint32_t n = 200;
 	bool shadow;
@@ -153,6 +161,9 @@ Test(dptr, shadow_doorbells_spare_mmio_writes)
 
 	sio_nvme_client_info(CL, &ci);
 	cr_assert(ci.dbbuf, "the manager configured Doorbell Buffer Config");
+	db_writes(a, &shadow);
+	cr_assert_not(shadow, "by default not from another node than the buffer's");
+	sio_nvme_ioq_close(a);
 	cr_assert_eq(sio_nvme_buf_alloc(CL, 1 << 20, &b), 0, "%s", sio_errmsg());
 	uint8_t *v = b->va;
 
@@ -188,7 +199,7 @@ Test(dptr, queue_ids_reused_with_shadow_doorbells)
 
 	cr_assert_eq(sio_nvme_buf_alloc(CL, 1 << 16, &b), 0, "%s", sio_errmsg());
 	for (int run = 0; run < 4; run++) {
-		struct sio_nvme_ioq *q = queue("depth=16");
+		struct sio_nvme_ioq *q = queue("depth=16,dbbuf=on");
 		int done = 0;
 
 		for (uint32_t i = 0; i < 40; i++) {

@@ -88,6 +88,11 @@ struct sio_nvme_buf {
  * @dptr: data pointers: SIO_NVME_DPTR_AUTO (SGLs where the controller takes
  *	them and sio_nvme_sgl_wanted() says so, PRPs otherwise), _PRP or _SGL
  *	("dptr=auto|prp|sgl")
+ * @dbbuf: shadow doorbells, where the manager offers them:
+ *	SIO_NVME_DBBUF_AUTO (when they are in this node's memory: from another
+ *	node, reading EventIdx is a non-posted read across the fabric on every
+ *	ring, where an MMIO doorbell is one posted write), _ON or _OFF
+ *	("dbbuf=auto|on|off"); multipath queues never use them
  */
 struct sio_nvme_qspec {
 	int sq_loc;
@@ -96,7 +101,12 @@ struct sio_nvme_qspec {
 	uint32_t prio;
 	bool multipath;
 	int dptr;
+	int dbbuf;
 };
+
+#define SIO_NVME_DBBUF_AUTO	0
+#define SIO_NVME_DBBUF_ON	1
+#define SIO_NVME_DBBUF_OFF	2
 
 #define SIO_NVME_DPTR_AUTO	0
 #define SIO_NVME_DPTR_PRP	1
