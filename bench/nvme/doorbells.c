@@ -2,7 +2,8 @@
 /*
  * doorbells: MMIO doorbell writes per I/O and latency with shadow doorbells
  * (Doorbell Buffer Config) on and off, at QD1 and QD32, 4 KiB random reads
- * from a client on another node than the controller.
+ * from a client on another node than the controller, and with them on from a
+ * client beside it.
  *
  * Runs on the simulated fabric with its latency model on (modelled per-hop
  * delays, not hardware): the controller's looks at the shadow buffer are
@@ -94,7 +95,8 @@ static int run(struct nb_client *c, uint32_t qd, double seconds, struct result *
 	return rc;
 }
 
-static int point(bool dbbuf, double seconds, FILE *j, bool *first)
+/* @node: the client's (the controller and the manager are on node 1) */
+static int point(bool dbbuf, int node, double seconds, FILE *j, bool *first)
 {
 	struct nb_env_opts o = { .nodes = 2, .lender = 1, .model = true, .backing = "ram:256M",
 				 .arbitration = NVME_CC_AMS_RR, .no_dbbuf = !dbbuf };
@@ -106,9 +108,9 @@ static int point(bool dbbuf, double seconds, FILE *j, bool *first)
 
 	if ((rc = nb_env_up(&e, dbbuf ? "dbbuf" : "mmio", &o)))
 		return rc;
-	/* shadow doorbells from another node than their buffer's: asked for */
+	/* from another node than their buffer's, shadow doorbells are asked for */
 	sio_nvme_qspec_parse(dbbuf ? "depth=64,dbbuf=on" : "depth=64", &qs);
-	if ((rc = nb_client_open(&c, &e, 0, &qs, 32 * 4096))) {
+	if ((rc = nb_client_open(&c, &e, node, &qs, 32 * 4096))) {
 		nb_env_down(&e);
 		return rc;
 	}
@@ -122,13 +124,14 @@ static int point(bool dbbuf, double seconds, FILE *j, bool *first)
 
 		if ((rc = run(&c, qds[k], seconds, &r)))
 			break;
-		printf("  %-6s QD%-3u  MMIO doorbell writes/IO %5.3f  IOPS %9.0f  latency p50 %7.1f us "
-		       "p99 %7.1f us\n", dbbuf ? "shadow" : "mmio", qds[k], r.writes_per_io, r.iops,
-		       r.lat.p50 / 1e3, r.lat.p99 / 1e3);
-		fprintf(j, "%s{\"shadow_doorbells\": %s, \"qd\": %u, \"mmio_writes_per_io\": %.4f, "
-			"\"iops\": %.0f, \"lat_p50_ns\": %.0f, \"lat_p99_ns\": %.0f, \"lat_mean_ns\": %.0f}",
-			*first ? "" : ",\n", dbbuf ? "true" : "false", qds[k], r.writes_per_io, r.iops,
-			r.lat.p50, r.lat.p99, r.lat.mean);
+		printf("  %-6s node %d QD%-3u  MMIO doorbell writes/IO %5.3f  IOPS %9.0f  latency p50 "
+		       "%7.1f us p99 %7.1f us\n", dbbuf ? "shadow" : "mmio", node, qds[k],
+		       r.writes_per_io, r.iops, r.lat.p50 / 1e3, r.lat.p99 / 1e3);
+		fprintf(j, "%s{\"shadow_doorbells\": %s, \"client_node\": %d, \"qd\": %u, "
+			"\"mmio_writes_per_io\": %.4f, \"iops\": %.0f, \"lat_p50_ns\": %.0f, "
+			"\"lat_p99_ns\": %.0f, \"lat_mean_ns\": %.0f}",
+			*first ? "" : ",\n", dbbuf ? "true" : "false", node, qds[k], r.writes_per_io,
+			r.iops, r.lat.p50, r.lat.p99, r.lat.mean);
 		*first = false;
 	}
 	nb_client_close(&c);
@@ -167,11 +170,12 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (nb_outdir("bench-out") || nb_outdir(out) || !(j = nb_open_out(out, "doorbells.json")))
 		return 1;
-	printf("doorbells: 4 KiB random reads, client on node 0, controller and manager on node 1; "
-	       "%s\n", nb_model_label(true));
+	printf("doorbells: 4 KiB random reads, controller and manager on node 1, client on node 0 "
+	       "or 1; %s\n", nb_model_label(true));
 	fprintf(j, "{\"benchmark\": \"doorbells\", \"seconds\": %g, \"model\": \"simulated fabric, "
 		"latency model on\", \"points\": [\n", seconds);
-	if (point(false, seconds, j, &first) || point(true, seconds, j, &first))
+	if (point(false, 0, seconds, j, &first) || point(true, 0, seconds, j, &first) ||
+	    point(true, 1, seconds, j, &first))
 		return 1;
 	fprintf(j, "\n]}\n");
 	fclose(j);
