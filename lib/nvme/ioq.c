@@ -27,6 +27,15 @@ static int parse_loc(const char *v, bool sq, int *out)
 	return 0;
 }
 
+/* The index of @v among @words, or -1. */
+static int word(const char *v, const char *const *words, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(v, words[i]))
+			return i;
+	return -1;
+}
+
 int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 {
 	char buf[256], *tok, *save = NULL, *eq;
@@ -82,23 +91,15 @@ int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 						   "not 0 or 1", eq);
 			out->multipath = *eq == '1';
 		} else if (!strcmp(tok, "dptr")) {
-			if (!strcmp(eq, "auto"))
-				out->dptr = SIO_NVME_DPTR_AUTO;
-			else if (!strcmp(eq, "prp"))
-				out->dptr = SIO_NVME_DPTR_PRP;
-			else if (!strcmp(eq, "sgl"))
-				out->dptr = SIO_NVME_DPTR_SGL;
-			else
+			static const char *const w[] = { "auto", "prp", "sgl" };	/* SIO_NVME_DPTR_* */
+
+			if ((out->dptr = word(eq, w, 3)) < 0)
 				return sio_err_set(EINVAL, "queue spec: dptr '%s' is not auto, "
 						   "prp or sgl", eq);
 		} else if (!strcmp(tok, "dbbuf")) {
-			if (!strcmp(eq, "auto"))
-				out->dbbuf = SIO_NVME_DBBUF_AUTO;
-			else if (!strcmp(eq, "on"))
-				out->dbbuf = SIO_NVME_DBBUF_ON;
-			else if (!strcmp(eq, "off"))
-				out->dbbuf = SIO_NVME_DBBUF_OFF;
-			else
+			static const char *const w[] = { "auto", "on", "off" };	/* SIO_NVME_DBBUF_* */
+
+			if ((out->dbbuf = word(eq, w, 3)) < 0)
 				return sio_err_set(EINVAL, "queue spec: dbbuf '%s' is not auto, "
 						   "on or off", eq);
 		} else {

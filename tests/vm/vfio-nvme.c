@@ -581,18 +581,62 @@ static void t_sgl(struct ctl *c)
 	check(sc == 0, "written through an SGL, read back with PRPs, data compared", NULL);
 }
 
+/* Shadow doorbells (offsets in dwords): store @v, ring BAR0 only if EventIdx asks. */
+struct shadow {
+	volatile uint32_t *dbs, *eis, *db;
+	uint32_t sqs, cqs;		/* queue 1's slots */
+	uint32_t rings;
+};
+
+static void shadow_ring(struct shadow *sh, uint32_t slot, uint16_t v, uint16_t old)
+{
+	sh->dbs[slot] = v;
+	atomic_thread_fence(memory_order_seq_cst);
+	if (sio_nvme_dbbuf_need_event((uint16_t)sh->eis[slot], v, old)) {
+		sh->db[slot] = v;
+		sh->rings++;
+	}
+}
+
+/* Put @cmd in I/O SQ 1 without ringing. */
+static void io_put(struct ctl *c, struct sio_nvme_cmd *cmd)
+{
+	volatile struct sio_nvme_cmd *sq = (void *)(c->va + (48 << 10));
+
+	cmd->cid = ++c->cid;
+	memcpy((void *)&sq[c->io_sqt], cmd, sizeof(*cmd));
+	c->io_sqt = (c->io_sqt + 1) % QD;
+}
+
+/* The next I/O completion's status; its head goes to the shadow doorbell. */
+static int io_reap_shadow(struct ctl *c, struct shadow *sh)
+{
+	uint16_t old = c->io_cqh;
+	int sc;
+
+	if (!wait_for(io_ready, c, c->to_ms))
+		die("I/O command timed out (shadow doorbells)");
+	atomic_thread_fence(memory_order_acquire);
+	sc = SIO_NVME_STATUS_CODE(iocq(c)[c->io_cqh].status);
+	if (++c->io_cqh == QD) {
+		c->io_cqh = 0;
+		c->io_phase ^= 1;
+	}
+	shadow_ring(sh, sh->cqs, c->io_cqh, old);
+	return sc;
+}
+
 /* Doorbell Buffer Config on QEMU's controller: rings as EventIdx asks, data compared. */
 static void t_dbbuf(struct ctl *c)
 {
-	volatile uint32_t *dbs = (void *)(c->va + (56 << 10)), *eis = (void *)(c->va + (60 << 10));
-	volatile uint32_t *db = c->regs + SIO_NVME_REG_DBS / 4;
-	volatile struct sio_nvme_cmd *sq = (void *)(c->va + (48 << 10));
+	struct shadow sh = { .dbs = (void *)(c->va + (56 << 10)), .eis = (void *)(c->va + (60 << 10)),
+			     .db = c->regs + SIO_NVME_REG_DBS / 4,
+			     .sqs = 2u << c->dstrd, .cqs = 3u << c->dstrd };
 	uint8_t *id = c->va + 8192, *buf = c->va + 8192;
-	uint32_t lba, nlb, rings = 0, n = 3 * QD + 6;
-	uint32_t sqs = 2u << c->dstrd, cqs = 3u << c->dstrd;	/* queue 1's slots, in dwords */
+	uint32_t lba, nlb, n = 3 * QD + 6;
 	struct sio_nvme_cmd cmd;
-	uint16_t oacs;
-	char d[96];
+	uint16_t oacs, old;
+	char d[128];
 	int sc = 0;
 
 	reset(c);
@@ -601,98 +645,54 @@ static void t_dbbuf(struct ctl *c)
 	check(oacs & (1u << 8), "Identify reports Doorbell Buffer Config (OACS bit 8)", NULL);
 	if (!(oacs & (1u << 8)))
 		return;
-	memset((void *)dbs, 0, 8192);
+	memset((void *)sh.dbs, 0, 8192);
 	sio_nvme_cmd_init(&cmd, nvme_admin_dbbuf, 0);
 	cmd.prp1 = c->iova + (56 << 10);
 	cmd.prp2 = c->iova + (60 << 10);
 	check(admin(c, &cmd) == 0, "Doorbell Buffer Config accepted", NULL);
 	lba = io_setup(c);
 	nlb = 4096 / lba;
-	/* one command at a time; each ring goes to the shadow, and to BAR0 only as asked */
+	/* one command at a time: write a block, read it back */
 	for (uint32_t k = 0; k < n && !sc; k++) {
-		uint16_t old = c->io_sqt, oldh;
-
 		for (uint32_t i = 0; i < 4096; i++)
 			buf[i] = pat(i, k);
-		cmd = rw(k & 1 ? nvme_cmd_read : nvme_cmd_write, 256 + (k / 2) * nlb, nlb);
-		cmd.prp1 = c->iova + 8192;
 		if (k & 1)
 			memset(buf, 0, 4096);
-		cmd.cid = ++c->cid;
-		memcpy((void *)&sq[c->io_sqt], &cmd, sizeof(cmd));
-		c->io_sqt = (c->io_sqt + 1) % QD;
+		cmd = rw(k & 1 ? nvme_cmd_read : nvme_cmd_write, 256 + (k / 2) * nlb, nlb);
+		cmd.prp1 = c->iova + 8192;
+		old = c->io_sqt;
+		io_put(c, &cmd);
 		atomic_thread_fence(memory_order_seq_cst);
-		dbs[sqs] = c->io_sqt;
-		atomic_thread_fence(memory_order_seq_cst);
-		if (sio_nvme_dbbuf_need_event((uint16_t)eis[sqs], c->io_sqt, old)) {
-			db[sqs] = c->io_sqt;
-			rings++;
-		}
-		if (!wait_for(io_ready, c, c->to_ms))
-			die("I/O command timed out (shadow doorbells)");
-		atomic_thread_fence(memory_order_acquire);
-		sc = SIO_NVME_STATUS_CODE(iocq(c)[c->io_cqh].status);
-		oldh = c->io_cqh;
-		if (++c->io_cqh == QD) {
-			c->io_cqh = 0;
-			c->io_phase ^= 1;
-		}
-		dbs[cqs] = c->io_cqh;
-		atomic_thread_fence(memory_order_seq_cst);
-		if (sio_nvme_dbbuf_need_event((uint16_t)eis[cqs], c->io_cqh, oldh)) {
-			db[cqs] = c->io_cqh;
-			rings++;
-		}
+		shadow_ring(&sh, sh.sqs, c->io_sqt, old);
+		sc = io_reap_shadow(c, &sh);
 		for (uint32_t i = 0; (k & 1) && i < 4096 && !sc; i++)
 			if (buf[i] != pat(i, k - 1))
 				sc = -1;
 	}
 	snprintf(d, sizeof(d), "%u commands, %u MMIO doorbell writes, EventIdx SQ %u, tail %u", n,
-		 rings, eis[sqs], c->io_sqt);
+		 sh.rings, sh.eis[sh.sqs], c->io_sqt);
 	check(sc == 0, "I/O one at a time through shadow doorbells (the CQ wrapped three times), "
 	      "data compared", d);
-	check(eis[sqs] == c->io_sqt, "the controller published EventIdx = the tail it took", d);
+	check(sh.eis[sh.sqs] == c->io_sqt, "the controller published EventIdx = the tail it took", d);
 
 	/* a batch: 8 entries, one shadow store, a ring only if EventIdx asks */
-	uint16_t old = c->io_sqt, oldh;
-	rings = 0;
+	sh.rings = 0;
+	old = c->io_sqt;
+	memset(c->va + (16 << 10), 0, 8 * 4096);
 	for (uint32_t k = 0; k < 8; k++) {
 		cmd = rw(nvme_cmd_read, 256 + k * nlb, nlb);
 		cmd.prp1 = c->iova + (16 << 10) + 4096ull * k;
-		cmd.cid = ++c->cid;
-		memcpy((void *)&sq[c->io_sqt], &cmd, sizeof(cmd));
-		c->io_sqt = (c->io_sqt + 1) % QD;
+		io_put(c, &cmd);
 	}
-	memset(c->va + (16 << 10), 0, 8 * 4096);
 	atomic_thread_fence(memory_order_seq_cst);
-	dbs[sqs] = c->io_sqt;
-	atomic_thread_fence(memory_order_seq_cst);
-	if (sio_nvme_dbbuf_need_event((uint16_t)eis[sqs], c->io_sqt, old)) {
-		db[sqs] = c->io_sqt;
-		rings++;
-	}
-	for (uint32_t k = 0; k < 8 && !sc; k++) {
-		if (!wait_for(io_ready, c, c->to_ms))
-			die("I/O command timed out (shadow doorbells, batch)");
-		atomic_thread_fence(memory_order_acquire);
-		sc = SIO_NVME_STATUS_CODE(iocq(c)[c->io_cqh].status);
-		oldh = c->io_cqh;
-		if (++c->io_cqh == QD) {
-			c->io_cqh = 0;
-			c->io_phase ^= 1;
-		}
-		dbs[cqs] = c->io_cqh;
-		atomic_thread_fence(memory_order_seq_cst);
-		if (sio_nvme_dbbuf_need_event((uint16_t)eis[cqs], c->io_cqh, oldh)) {
-			db[cqs] = c->io_cqh;
-			rings++;
-		}
-	}
+	shadow_ring(&sh, sh.sqs, c->io_sqt, old);
+	for (uint32_t k = 0; k < 8 && !sc; k++)
+		sc = io_reap_shadow(c, &sh);
 	for (uint32_t k = 0; k < 8 && !sc; k++)
 		for (uint32_t i = 0; i < 4096 && !sc; i++)
 			if (c->va[(16 << 10) + 4096 * k + i] != pat(i, 2 * k))
 				sc = -1;
-	snprintf(d, sizeof(d), "8 commands, %u MMIO doorbell writes", rings);
+	snprintf(d, sizeof(d), "8 commands, %u MMIO doorbell writes", sh.rings);
 	check(sc == 0, "a batch of 8 through one shadow store, data compared", d);
 }
 
