@@ -284,7 +284,9 @@ static void usage(FILE *o)
 		"  --qd N          I/Os in flight, 1..4095 (default 1)\n"
 		"  --queue SPEC    queue placement: location=local|lender|device|hint,\n"
 		"                  cq=local|lender|hint, depth=N, prio=0..3, multipath\n"
-		"                  (a backup queue pair through adapter 1, for failover)\n"
+		"                  (a backup queue pair through adapter 1, for failover),\n"
+		"                  dptr=auto|prp|sgl (data pointers), dbbuf=auto|on|off\n"
+		"                  (shadow doorbells)\n"
 		"  --pattern P     lba (default; content from seed and block) | zero | 0xNN\n"
 		"  --seed N        pattern seed (default 1)\n"
 		"  --time SEC      repeat passes for this long\n"
@@ -470,6 +472,7 @@ bad:
 		r.first_err = ret;
 	}
 
+	sio_nvme_ioq_info(r.q, &qi);	/* what the run did: doorbells, data pointers */
 	qsort(r.lat, r.nlat, sizeof(uint64_t), cmp_u64);
 	secs = (double)elapsed / 1e9;
 	mibs = secs > 0 ? (double)r.bytes / 1048576.0 / secs : 0;
@@ -498,6 +501,10 @@ bad:
 		       r.nlat ? r.lat[r.nlat - 1] / 1000.0 : 0);
 		printf("  mismatches %llu  errors %llu\n", (unsigned long long)r.mismatches,
 		       (unsigned long long)r.errors);
+		printf("  doorbells: shadow %s, %llu MMIO writes (%.3f per I/O); %llu SGL commands\n",
+		       qi.shadow_doorbells ? "on" : "off", (unsigned long long)qi.db_writes,
+		       r.ios ? (double)qi.db_writes / (double)r.ios : 0.0,
+		       (unsigned long long)qi.sgl_cmds);
 	}
 	if (r.errors)
 		fprintf(stderr, "nvme-client: %llu I/O error(s), first: %s%s%s\n",

@@ -68,6 +68,8 @@ static void usage(FILE *out)
 		"  --io-depth N       file commands in flight (default 64)\n"
 		"  --name LABEL       device label\n"
 		"  --ready-file PATH  write the device id there once ready\n"
+		"  --ns-state FILE    remember the namespaces there; a namespace added, removed or\n"
+		"                     reshaped since the last run is a Namespace Attribute Changed event\n"
 		"SIGUSR1 fails the controller (CSTS.CFS) until the host resets it.\n");
 }
 
@@ -159,7 +161,7 @@ static int parse_ns(const char *s, struct sio_nvme_emu_config *cfg)
 int main(int argc, char **argv)
 {
 	enum { O_FABRIC = 256, O_NODE, O_BACKING, O_NS, O_LBA, O_QUEUES, O_MQES, O_CMB,
-	       O_MDTS, O_DSTRD, O_DEPTH, O_NAME, O_READY, O_CHASSIS };
+	       O_MDTS, O_DSTRD, O_DEPTH, O_NAME, O_READY, O_CHASSIS, O_NS_STATE };
 	static const struct option opts[] = {
 		{ "fabric", required_argument, 0, O_FABRIC },
 		{ "node", required_argument, 0, O_NODE },
@@ -175,6 +177,7 @@ int main(int argc, char **argv)
 		{ "name", required_argument, 0, O_NAME },
 		{ "ready-file", required_argument, 0, O_READY },
 		{ "chassis", no_argument, 0, O_CHASSIS },
+		{ "ns-state", required_argument, 0, O_NS_STATE },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -204,6 +207,7 @@ int main(int argc, char **argv)
 		case O_NAME: cfg.name = optarg; break;
 		case O_READY: ready = optarg; break;
 		case O_CHASSIS: cfg.chassis = true; break;
+		case O_NS_STATE: cfg.ns_state = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

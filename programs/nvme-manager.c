@@ -104,6 +104,8 @@ static void usage(FILE *o)
 		"  --io-queues N   I/O queue pairs to ask the controller for\n"
 		"  --arbitration rr|wrr  SQ arbitration (default rr)\n"
 		"  --no-cmb        leave the controller memory buffer off\n"
+		"  --no-shadow-doorbells  leave Doorbell Buffer Config unused: clients\n"
+		"                  write every doorbell to BAR0\n"
 		"  --quiet         do not log client arrivals and departures\n"
 		"  --standby       wait while another manager serves the device, then\n"
 		"                  take it over (after a crash: no reset, clients kept)\n"
@@ -118,12 +120,14 @@ int main(int argc, char **argv)
 		{ "io-queues", required_argument, NULL, 'q' },
 		{ "arbitration", required_argument, NULL, 'a' },
 		{ "no-cmb", no_argument, NULL, 'c' },
+		{ "no-shadow-doorbells", no_argument, NULL, 'd' },
 		{ "quiet", no_argument, NULL, 's' },
 		{ "standby", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct sio_nvme_manager_opts mo = { { 0, NVME_CC_AMS_RR, true }, stderr };
+	struct sio_nvme_manager_opts mo = {
+		.ctrl = { .arbitration = NVME_CC_AMS_RR, .enable_cmb = true }, .log = stderr };
 	struct sio_nvme_manager_stats st;
 	struct sio_device_info di;
 	struct tool_common t;
@@ -161,6 +165,9 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			mo.ctrl.enable_cmb = false;
+			break;
+		case 'd':
+			mo.ctrl.no_shadow_doorbells = true;
 			break;
 		case 's':
 			mo.log = NULL;

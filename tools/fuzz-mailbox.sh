@@ -21,7 +21,7 @@ clang -std=gnu11 -g -O1 -fsanitize=fuzzer $san \
 	-I"$src/include" -I"$src/lib/core" -I"$src/lib/backend" -I"$src/lib/nvme" \
 	-I"$src/models/nvme-emu" -I"$build/lib" \
 	"$src/fuzz/mailbox_fuzz.c" "$src/lib/nvme/manager.c" \
-	"$src/lib/nvme/ctrl.c" "$src/lib/nvme/err.c" \
+	"$src/lib/nvme/ctrl.c" "$src/lib/nvme/err.c" "$src/lib/nvme/dbbuf.c" "$src/lib/nvme/aer.c" \
 	"$build/models/nvme-emu/libsio-nvme-emu.a" "$build/lib/libsmartio.a" \
 	-luring -lhugetlbfs -lpthread -ldl $(pkg-config --libs pciaccess 2>/dev/null || true) \
 	-o "$build/fuzz-mailbox"

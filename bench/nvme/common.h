@@ -32,6 +32,7 @@
  * @windows: windows per adapter (0: the fabric's default)
  * @queues: I/O queue pairs the controller offers (0: its default)
  * @pin: pin the controller to the last CPU (the client takes CPU 0)
+ * @no_dbbuf: the manager leaves shadow doorbells off (every ring to BAR0)
  */
 struct nb_env_opts {
 	int nodes;
@@ -45,6 +46,7 @@ struct nb_env_opts {
 	int windows;
 	uint32_t queues;
 	bool pin;
+	bool no_dbbuf;
 };
 
 struct nb_env {

@@ -105,6 +105,17 @@ int sio_device_borrow(struct sio_fabric *f, uint32_t id, unsigned int flags,
 int sio_device_downgrade(struct sio_device *dev);
 
 /**
+ * sio_device_notice() - tell the device's other borrowers something happened
+ * @dev: borrow handle
+ * @info: what (the device's driver defines it)
+ *
+ * Each other process that borrows the device gets SIO_EV_DEVICE_NOTICE with
+ * @info (the events of <smartio/event.h>: a full event queue drops it).
+ * Return: 0 or -errno.
+ */
+int sio_device_notice(struct sio_device *dev, uint32_t info);
+
+/**
  * sio_device_close() - give a borrowed device back
  * @dev: borrow handle (NULL is ignored)
  *

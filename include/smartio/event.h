@@ -23,6 +23,7 @@ enum sio_event_type {
 	SIO_EV_DEVICE_GONE,	/* device @device was unregistered */
 	SIO_EV_PROCESS_GONE,	/* process @pid died; what it held is reclaimed */
 	SIO_EV_FABRIC_GONE,	/* the fabric is being destroyed: leave it (sio_fabric_alive()) */
+	SIO_EV_DEVICE_NOTICE,	/* a borrower of @device posted @info (sio_device_notice()) */
 };
 
 /**
@@ -35,6 +36,8 @@ enum sio_event_type {
  *	device the dead process had borrowed (-1 if none)
  * @pid: the process concerned
  * @time_ns: CLOCK_MONOTONIC time of the event
+ * @info: for SIO_EV_DEVICE_NOTICE, what the poster said (an NVMe manager:
+ *	an Asynchronous Event Request's completion DW0)
  */
 struct sio_event {
 	enum sio_event_type type;
@@ -44,6 +47,7 @@ struct sio_event {
 	int32_t device;
 	int32_t pid;
 	uint64_t time_ns;
+	uint32_t info;
 };
 
 /**

@@ -152,6 +152,33 @@ int sio_device_downgrade(struct sio_device *dev)
 	return ret;
 }
 
+/* Every borrower but the poster. */
+static bool want_others(struct sio_fabric *f, int p, const struct sio_event *ev)
+{
+	return p != f->proc && sio__want_dev_users(f, p, ev);
+}
+
+int sio_device_notice(struct sio_device *dev, uint32_t info)
+{
+	struct sio_event ev;
+	int ret;
+
+	if (!dev)
+		return sio__err(EINVAL, "device handle is NULL");
+	if ((ret = sio__lock(dev->f)))
+		return ret;
+	ret = sio__dev_check(dev);
+	if (!ret) {
+		ev = (struct sio_event){ .type = SIO_EV_DEVICE_NOTICE, .node = dev->f->node,
+					 .adapter = -1, .device = (int32_t)dev->id,
+					 .pid = (int32_t)getpid(), .time_ns = sio__now_ns(),
+					 .info = info };
+		sio__event_broadcast(dev->f, &ev, want_others);
+	}
+	sio__unlock(dev->f);
+	return ret;
+}
+
 void sio_device_close(struct sio_device *dev)
 {
 	if (!dev)

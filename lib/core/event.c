@@ -39,6 +39,7 @@ const char *sio_event_name(enum sio_event_type t)
 	case SIO_EV_DEVICE_GONE: return "device-gone";
 	case SIO_EV_PROCESS_GONE: return "process-gone";
 	case SIO_EV_FABRIC_GONE: return "fabric-gone";
+	case SIO_EV_DEVICE_NOTICE: return "device-notice";
 	}
 	return "unknown";
 }

@@ -128,6 +128,8 @@ int sio__fabric_host_path(struct sio_fabric *f, const char *leaf, char *buf, siz
 void sio__event_broadcast(struct sio_fabric *f, const struct sio_event *ev,
 			  bool (*want)(struct sio_fabric *, int proc, const struct sio_event *));
 void sio__event_send(struct sio_fabric *f, int proc, const struct sio_event *ev);
+/* The filter for processes that borrow device @ev->device. */
+bool sio__want_dev_users(struct sio_fabric *f, int proc, const struct sio_event *ev);
 
 /* Path resolution from a node (and adapter) to a node. */
 int sio__route(struct sio_fabric *f, int from, int to, int adapter, bool chassis_from,

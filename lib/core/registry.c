@@ -170,7 +170,7 @@ void reg_seg_release(struct sio_fabric *f, int s, bool notify)
 	reg_bump(r);
 }
 
-static bool want_dev_users(struct sio_fabric *f, int p, const struct sio_event *ev)
+bool sio__want_dev_users(struct sio_fabric *f, int p, const struct sio_event *ev)
 {
 	const struct reg_dev *dv;
 
@@ -191,7 +191,7 @@ void reg_dev_release(struct sio_fabric *f, int d)
 		return;
 	ev = (struct sio_event){ .type = SIO_EV_DEVICE_GONE, .node = dv->lender, .adapter = -1,
 				 .device = (int32_t)dv->id, .time_ns = sio__now_ns() };
-	sio__event_broadcast(f, &ev, want_dev_users);
+	sio__event_broadcast(f, &ev, sio__want_dev_users);
 	for (int b = 0; b < SIO_MAX_BORROWS; b++)
 		if (r->borrows[b].used && r->borrows[b].dev == d)
 			reg_borrow_release(f, b);

@@ -51,6 +51,8 @@ struct sio_nvme_client {
 	struct sio_segment *bar0_2;
 	volatile uint8_t *regs2;
 	uint32_t link_gen;		/* bumped when a link event is read */
+	struct sio_nvme_dbbuf dbbuf;	/* the manager's shadow doorbells, mapped here */
+	bool dbbuf_local;		/* ... in this node's memory */
 };
 
 struct ioreq {
@@ -112,6 +114,10 @@ struct sio_nvme_ioq {
 	uint16_t *req_stack;
 	uint32_t nreq_free;
 	uint32_t prp_stride;		/* bytes of PRP list per cid */
+	uint8_t sgl;			/* SIO_NVME_SGL_*: what this queue may use */
+	bool sgl_always;		/* dptr=sgl */
+	bool dbbuf;			/* rings go through the shadow doorbells */
+	uint64_t sgl_cmds;
 	uint32_t page;
 	uint32_t max_xfer;
 	uint32_t depth;
@@ -169,6 +175,10 @@ int sio_nvme_qpair_delete(struct sio_nvme_ioq *q, struct qpair *p);
 int sio_nvme_qpair_reap(struct sio_nvme_ioq *q, struct qpair *p, uint32_t max, bool ring);
 int sio_nvme_ioq_fail(struct sio_nvme_ioq *q);
 
+/* dbbuf.c */
+int sio_nvme_client_dbbuf(struct sio_nvme_client *cl);
+void sio_nvme_qpair_dbbuf(struct sio_nvme_client *cl, struct sio_nvme_queue *q);
+
 /* multipath.c */
 bool sio_nvme_path_links_up(struct sio_nvme_client *cl, int a);
 int sio_nvme_client_second_path(struct sio_nvme_client *cl);
@@ -188,11 +198,37 @@ put_rw(struct sio_nvme_ioq *q, struct qpair *p, uint8_t opc, uint32_t nsid, uint
 
 	if (!e)
 		return -EAGAIN;
+	if (q->sgl && (q->sgl_always || sio_nvme_sgl_wanted(q->sgl, bus, len, q->page))) {
+		/* one descriptor in the command: no list for the controller to fetch */
+		sio_nvme_cmd_rw(e, opc, nsid, slba, nlb, 0, 0);
+		sio_nvme_cmd_sgl_data(e, bus, len);
+		q->sgl_cmds++;
+		return sio_nvme_sq_commit(&p->q, ridx);
+	}
 	list_off = (size_t)sio_nvme_sq_next_cid(&p->q) * q->prp_stride;
 	sio_nvme_prp_fill(bus, len, q->page, (uint64_t *)((uint8_t *)p->prp_va + list_off),
 			  p->prp_bus + list_off, &prp1, &prp2);
 	sio_nvme_cmd_rw(e, opc, nsid, slba, nlb, prp1, prp2);
 	return sio_nvme_sq_commit(&p->q, ridx);
+}
+
+/* Dataset Management, Deallocate, one range: the range goes where this
+ * command's PRP list would, which it does not need. */
+static inline void put_deallocate(struct sio_nvme_ioq *q, struct qpair *p, struct sio_nvme_cmd *e,
+				  const struct cmdrec *r)
+{
+	size_t off = (size_t)sio_nvme_sq_next_cid(&p->q) * q->prp_stride;
+	struct nvme_dsm_range *range = (struct nvme_dsm_range *)((uint8_t *)p->prp_va + off);
+
+	range->cattr = 0;
+	range->nlb = r->nlb;
+	range->slba = r->slba;
+	memset(e, 0, sizeof(*e));
+	e->opcode = nvme_cmd_dsm;
+	e->nsid = r->nsid;
+	e->prp1 = p->prp_bus + off;
+	e->cdw10 = 0;			/* NR: one range */
+	e->cdw11 = NVME_DSMGMT_AD;
 }
 
 /* Put the command @r describes in @p's SQ (not rung); a multipath queue
@@ -203,7 +239,7 @@ static inline int put_cmd(struct sio_nvme_ioq *q, struct qpair *p, const struct 
 	struct sio_nvme_cmd *e;
 	int cid;
 
-	if (r->opc == nvme_cmd_read || r->opc == nvme_cmd_write) {
+	if (r->opc == nvme_cmd_read || r->opc == nvme_cmd_write || r->opc == nvme_cmd_compare) {
 		/* Data buffers have an address per path; their page offsets agree. */
 		cid = put_rw(q, p, r->opc, r->nsid, r->slba, r->nlb,
 			     (p->path ? r->buf->bus2 : r->buf->bus) + r->off, r->len, r->ridx);
@@ -211,8 +247,10 @@ static inline int put_cmd(struct sio_nvme_ioq *q, struct qpair *p, const struct 
 		e = sio_nvme_sq_entry(&p->q);
 		if (!e)
 			return -EAGAIN;
-		if (r->opc == nvme_cmd_write_zeroes) {
+		if (r->opc == nvme_cmd_write_zeroes || r->opc == nvme_cmd_verify) {
 			sio_nvme_cmd_rw(e, r->opc, r->nsid, r->slba, r->nlb, 0, 0);
+		} else if (r->opc == nvme_cmd_dsm) {
+			put_deallocate(q, p, e, r);
 		} else {
 			memset(e, 0, sizeof(*e));
 			e->opcode = r->opc;

@@ -333,6 +333,8 @@ int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_
 		goto fail;
 
 	ret = map_registers(cl);
+	if (!ret)
+		ret = sio_nvme_client_dbbuf(cl);
 	if (ret)
 		goto fail;
 	ret = sio_nvme_arena_open(cl);
@@ -381,6 +383,8 @@ void sio_nvme_client_close(struct sio_nvme_client *cl)
 	if (cl->scratch)
 		sio_segment_close(cl->scratch);
 	sio_nvme_arena_close(cl);
+	if (cl->dbbuf.seg)
+		sio_segment_close(cl->dbbuf.seg);
 	if (cl->bar0)
 		sio_segment_close(cl->bar0);
 	if (cl->bar0_2)

@@ -31,7 +31,16 @@ struct adm_keep {
 	uint16_t cq_head;
 	uint8_t cq_phase;
 	uint8_t inflight;	/* commands rung (or about to be), completions not consumed */
+	uint8_t naer;		/* Asynchronous Event Requests outstanding: they never */
+	uint16_t aer_cid[SIO_NVME_ADMIN_AERS];	/* complete on their own: a successor
+						 * claims their ids */
+	uint64_t dbbuf_bus;	/* the shadow doorbells given to the controller (0: none) */
+	uint32_t dbbuf_size;
 };
+
+
+/* The kept shadow doorbell segment's id: beside the admin segment's (priv.h). */
+#define DBBUF_SEGID_DELTA	(SIO_NVME_DBBUF_SEGID(0) - SIO_NVME_ADM_SEGID(0))
 
 struct sio_nvme_ctrl {
 	struct sio_device *dev;
@@ -49,6 +58,10 @@ struct sio_nvme_ctrl {
 	bool admin_broken;
 	bool enabled;
 	bool gone;		/* its device left the fabric (sio_nvme_ctrl_gone()) */
+	struct sio_nvme_dbbuf dbbuf;	/* shadow doorbells, when configured */
+	uint32_t aer_armed;		/* Asynchronous Event Requests outstanding */
+	uint32_t aen[SIO_NVME_AEN_MAX];	/* their completions' DW0, not yet taken */
+	uint32_t naen;
 	struct sio_nvme_ctrl_info info;
 	struct nvme_id_ctrl id;
 };
@@ -56,6 +69,11 @@ struct sio_nvme_ctrl {
 const struct sio_nvme_ctrl_info *sio_nvme_ctrl_info(const struct sio_nvme_ctrl *c)
 {
 	return &c->info;
+}
+
+const struct sio_nvme_dbbuf *sio_nvme_ctrl_dbbuf(const struct sio_nvme_ctrl *c)
+{
+	return &c->dbbuf;
 }
 
 const struct nvme_id_ctrl *sio_nvme_ctrl_id(const struct sio_nvme_ctrl *c)
@@ -326,6 +344,7 @@ static int identify_and_queues(struct sio_nvme_ctrl *c, const struct sio_nvme_ct
 	c->info.nn = c->id.nn;
 	c->info.vwc = c->id.vwc & 1;
 	c->info.oncs = c->id.oncs;
+	c->info.sgl = (uint8_t)(c->id.sgls & 3u);
 	minpage = 4096u << NVME_CAP_MPSMIN(c->info.cap);
 	c->info.max_xfer = SIO_NVME_MAX_XFER;
 	if (c->id.mdts && c->id.mdts < 20 &&
@@ -364,6 +383,25 @@ static int stale(const char *why)
 			   "state: %s; it must be reset", why);
 }
 
+/* An admin command's cookie that marks an Asynchronous Event Request. */
+#define AER_COOKIE	0xae5ull
+
+static void aer_done(struct sio_nvme_ctrl *c, const struct sio_nvme_cpl *cpl)
+{
+	c->aer_armed--;
+	if (c->keep) {		/* a successor must not claim this id any more */
+		for (uint32_t i = 0; i < c->keep->naer && i < SIO_NVME_ADMIN_AERS; i++) {
+			if (c->keep->aer_cid[i] != cpl->cid)
+				continue;
+			c->keep->aer_cid[i] = c->keep->aer_cid[--c->keep->naer];
+			break;
+		}
+	}
+	/* an error (Abort, Asynchronous Event Request Limit) carries no event */
+	if (SIO_NVME_STATUS_CODE(cpl->status) == 0 && c->naen < SIO_NVME_AEN_MAX)
+		c->aen[c->naen++] = cpl->result;
+}
+
 /*
  * Take over a controller a crashed manager enabled, without a reset: trust
  * the kept state only as far as the controller confirms it (registers, the
@@ -376,8 +414,9 @@ static int adopt(struct sio_nvme_ctrl *c, uint32_t adm_id, const struct sio_nvme
 	uint32_t csts = sio_nvme_rd32(c->regs, NVME_REG_CSTS);
 	struct sio_nvme_backoff b;
 	struct sio_segment *bar;
+	struct sio_nvme_cpl done;
 	struct adm_keep k;
-	uint64_t deadline, bus;
+	uint64_t deadline, bus, cookie;
 	uint32_t res = 0;
 	uint16_t st = 0;
 	char sn[sizeof(c->info.sn)];
@@ -418,6 +457,15 @@ static int adopt(struct sio_nvme_ctrl *c, uint32_t adm_id, const struct sio_nvme
 	c->admin.cq_phase = k.cq_phase;
 	if (k.inflight >= SIO_NVME_ADMIN_DEPTH)
 		return stale("the kept count of admin commands in flight is out of range");
+	if (k.naer > SIO_NVME_ADMIN_AERS)
+		return stale("the kept count of Asynchronous Event Requests is out of range");
+	/* The crashed manager's event requests are still held by the controller:
+	 * their ids stay taken, and their completions are events for us. */
+	for (uint32_t i = 0; i < k.naer; i++) {
+		if (sio_nvme_queue_claim_cid(&c->admin, k.aer_cid[i], AER_COOKIE) < 0)
+			return stale("a kept Asynchronous Event Request id is not valid");
+		c->aer_armed++;
+	}
 	if (k.inflight) {
 		/* Their doorbell may not have been rung: ring the same tail again
 		 * (a no-op if it was), and wait for their completions. */
@@ -426,7 +474,12 @@ static int adopt(struct sio_nvme_ctrl *c, uint32_t adm_id, const struct sio_nvme
 		deadline = sio_nvme_now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
 		sio_nvme_backoff_init(&b, 1000000);
 		while (k.inflight) {
-			if (sio_nvme_cq_pop(&c->admin, NULL, NULL) != -EAGAIN) {
+			ret = sio_nvme_cq_pop(&c->admin, &done, &cookie);
+			if (ret >= 0 && cookie == AER_COOKIE) {
+				aer_done(c, &done);
+				continue;
+			}
+			if (ret != -EAGAIN) {
 				k.inflight--;
 				continue;
 			}
@@ -436,9 +489,10 @@ static int adopt(struct sio_nvme_ctrl *c, uint32_t adm_id, const struct sio_nvme
 			sio_nvme_backoff_wait(&b);
 		}
 	}
-	/* What the crashed manager left unconsumed is no one's now. */
-	while (sio_nvme_cq_pop(&c->admin, NULL, NULL) != -EAGAIN)
-		;
+	/* What the crashed manager left unconsumed is no one's now, but events. */
+	while ((ret = sio_nvme_cq_pop(&c->admin, &done, &cookie)) != -EAGAIN)
+		if (ret >= 0 && cookie == AER_COOKIE)
+			aer_done(c, &done);
 	sio_nvme_cq_ring(&c->admin);
 	keep_pos(c, 0);
 
@@ -469,6 +523,13 @@ static int adopt(struct sio_nvme_ctrl *c, uint32_t adm_id, const struct sio_nvme
 			return stale("its controller memory buffer moved");
 		c->info.cmb = was->cmb;
 	}
+	if (k.dbbuf_bus) {
+		ret = sio_nvme_dbbuf_adopt(c, &c->dbbuf, adm_id + DBBUF_SEGID_DELTA, k.dbbuf_bus,
+					   k.dbbuf_size);
+		if (ret)
+			return stale("its shadow doorbells are not where they were kept");
+		c->info.dbbuf = true;
+	}
 	c->enabled = true;
 	return 0;
 }
@@ -483,7 +544,7 @@ int sio_nvme_ctrl_open_kept(struct sio_device *dev, const struct sio_nvme_ctrl_o
 			    uint32_t adm_id, const struct sio_nvme_ctrl_info *was,
 			    struct sio_nvme_ctrl **out)
 {
-	struct sio_nvme_ctrl_opts def = { 0, NVME_CC_AMS_RR, true };
+	struct sio_nvme_ctrl_opts def = { .arbitration = NVME_CC_AMS_RR, .enable_cmb = true };
 	struct sio_errsave es;
 	struct sio_nvme_ctrl *c;
 	uint32_t mps, cc, ams;
@@ -589,6 +650,18 @@ int sio_nvme_ctrl_open_kept(struct sio_device *dev, const struct sio_nvme_ctrl_o
 		if (ret)
 			goto fail;
 	}
+	/* Not where BAR0 is confined (DSTRD >= 10): one buffer serves every queue. */
+	if (!opts->no_shadow_doorbells && (c->id.oacs & NVME_CTRL_OACS_DBBUF_CFG) &&
+	    c->info.dstrd < 10) {
+		ret = sio_nvme_dbbuf_open(c, &c->dbbuf, adm_id ? adm_id + DBBUF_SEGID_DELTA : 0);
+		if (ret)
+			goto fail;
+		c->info.dbbuf = true;
+		if (c->keep) {
+			c->keep->dbbuf_size = c->dbbuf.size;
+			__atomic_store_n(&c->keep->dbbuf_bus, c->dbbuf.bus, __ATOMIC_RELEASE);
+		}
+	}
 	*out = c;
 	return 0;
 fail:
@@ -632,6 +705,7 @@ void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c)
 				sio_nvme_wr32(c->regs, NVME_REG_CC, cc & ~NVME_SET(1, CC_EN));
 		}
 	}
+	sio_nvme_dbbuf_close(c->dev, &c->dbbuf);
 	if (c->adm_seg) {
 		sio_device_unmap(c->dev, c->adm_seg);
 		sio_segment_close(c->adm_seg);
@@ -679,7 +753,9 @@ int sio_nvme_ctrl_admin_many(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd 
 		if (sio_nvme_cq_peek(&c->admin)) {
 			ret = sio_nvme_cq_pop(&c->admin, &done, &cookie);
 			sio_nvme_cq_ring(&c->admin);
-			if (ret >= 0 && cookie < n) {
+			if (ret >= 0 && cookie == AER_COOKIE) {
+				aer_done(c, &done);
+			} else if (ret >= 0 && cookie < n) {
 				cpls[cookie] = done;
 				left--;
 			}
@@ -720,6 +796,69 @@ int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
 				   sio_nvme_status_str(SIO_NVME_STATUS_CODE(done.status)),
 				   SIO_NVME_STATUS_CODE(done.status));
 	return 0;
+}
+
+int sio_nvme_ctrl_aer_arm(struct sio_nvme_ctrl *c)
+{
+	struct sio_nvme_cmd cmd;
+	uint16_t slot;
+	int ret;
+
+	if (c->gone || c->admin_broken)
+		return sio_err_set(ENODEV, "admin queue of device %u unusable", sio_device_id(c->dev));
+	if (c->aer_armed >= (uint32_t)c->id.aerl + 1)
+		return sio_err_set(EBUSY, "%u Asynchronous Event Requests outstanding: the "
+				   "controller's limit (AERL)", c->aer_armed);
+	if (c->aer_armed >= SIO_NVME_ADMIN_AERS)
+		return sio_err_set(EBUSY, "%u Asynchronous Event Requests outstanding: as many "
+				   "as the driver keeps", c->aer_armed);
+	sio_nvme_cmd_init(&cmd, nvme_admin_async_event, 0);
+	slot = c->admin.sq_tail;
+	ret = sio_nvme_sq_submit(&c->admin, &cmd, AER_COOKIE);
+	if (ret < 0)
+		return sio_err_set(EBUSY, "admin queue full");
+	if (c->keep) {		/* recorded before the doorbell, as every admin command */
+		c->keep->aer_cid[c->keep->naer++] = c->admin.sq[slot].cid;
+		keep_pos(c, 0);
+	}
+	sio_nvme_sq_ring(&c->admin);
+	c->aer_armed++;
+	return 0;
+}
+
+int sio_nvme_ctrl_aer_take(struct sio_nvme_ctrl *c, uint32_t *dw0, uint32_t max)
+{
+	struct sio_nvme_cpl done;
+	uint64_t cookie;
+	uint32_t n;
+	int ret;
+
+	/* between admin commands only AERs can complete: take what came */
+	while (!c->gone && sio_nvme_cq_peek(&c->admin)) {
+		ret = sio_nvme_cq_pop(&c->admin, &done, &cookie);
+		if (ret >= 0 && cookie == AER_COOKIE)
+			aer_done(c, &done);
+	}
+	sio_nvme_cq_ring(&c->admin);
+	n = c->naen < max ? c->naen : max;
+	memcpy(dw0, c->aen, n * sizeof(*dw0));
+	memmove(c->aen, c->aen + n, (c->naen - n) * sizeof(*dw0));
+	c->naen -= n;
+	return (int)n;
+}
+
+int sio_nvme_ctrl_aer_ack(struct sio_nvme_ctrl *c, uint32_t dw0)
+{
+	uint8_t lid = (uint8_t)SIO_NVME_AEN_LID(dw0);
+	uint32_t len = lid == NVME_LOG_LID_SMART ? 512 : 4096;
+
+	/* read without RAE: the controller unmasks the event type */
+	return sio_nvme_ctrl_get_log(c, lid, 0xffffffffu, c->adm_bus + ADM_SCRATCH_OFF, len, NULL);
+}
+
+uint32_t sio_nvme_ctrl_aer_armed(const struct sio_nvme_ctrl *c)
+{
+	return c->aer_armed;
 }
 
 static int admin_st(struct sio_nvme_ctrl *c, struct sio_nvme_cmd *cmd, uint32_t *result,
@@ -829,6 +968,7 @@ int sio_nvme_ctrl_create_qpair(struct sio_nvme_ctrl *c, uint16_t qid, uint32_t s
 				   size, c->info.mqes);
 	if ((sq_bus | cq_bus) & (c->info.page_size - 1))
 		return sio_err_set(EINVAL, "queue memory is not page aligned");
+	sio_nvme_dbbuf_reset(&c->dbbuf, qid);	/* a new queue's doorbells start at 0 */
 	sio_nvme_cmd_create_cq(&cmd, qid, size, cq_bus, SIO_NVME_Q_PC, 0);	/* polled */
 	ret = admin_st(c, &cmd, NULL, status);
 	if (ret)
@@ -866,6 +1006,7 @@ int sio_nvme_ctrl_delete_qpair(struct sio_nvme_ctrl *c, uint16_t qid)
 	if (!c->admin_broken) {
 		sio_nvme_wr32(c->regs, sio_nvme_doorbell_offset(qid, 0, c->info.dstrd), 0);
 		sio_nvme_wr32(c->regs, sio_nvme_doorbell_offset(qid, 1, c->info.dstrd), 0);
+		sio_nvme_dbbuf_reset(&c->dbbuf, qid);
 	}
 	return ret ? ret : ret2;
 }

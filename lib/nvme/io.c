@@ -137,9 +137,11 @@ submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba, uin
 				   "blocks)", (unsigned long long)slba, nlb, nsid,
 				   (unsigned long long)ns->nsze);
 	bytes = (uint64_t)nlb * ns->lba_size;
-	if (!buf || (off & 3) || off > buf->size || bytes > buf->size - off)
+	/* PRPs start at a dword; byte-granular SGL data blocks anywhere */
+	if (!buf || (off & (q->sgl == SIO_NVME_SGL_BYTE ? 0 : 3)) || off > buf->size ||
+	    bytes > buf->size - off)
 		return sio_err_set(EINVAL, "%llu bytes at offset %llu do not fit the "
-				   "buffer (%llu bytes, offset a multiple of 4)",
+				   "buffer (%llu bytes, offset a multiple of 4 unless SGLs)",
 				   (unsigned long long)bytes, (unsigned long long)off,
 				   buf ? (unsigned long long)buf->size : 0ull);
 	if (q->mp && !buf->bus2) {
@@ -206,30 +208,63 @@ static int submit_simple(struct sio_nvme_ioq *q, struct cmdrec *rec, sio_nvme_io
 	return 0;
 }
 
-int sio_nvme_ioq_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba,
-			      uint32_t nlb, sio_nvme_io_cb cb, void *arg)
+/* A command on a block range and no data: Write Zeroes, Verify, Deallocate.
+ * @oncs: the ONCS bit that offers it; @max: most blocks one command takes. */
+static int submit_range(struct sio_nvme_ioq *q, uint8_t opc, uint16_t oncs, const char *name,
+			uint32_t nsid, uint64_t slba, uint32_t nlb, uint32_t max,
+			sio_nvme_io_cb cb, void *arg)
 {
 	const struct sio_nvme_ns *ns;
 	struct sio_nvme_ns tmp;
 	struct cmdrec rec;
 	int ret;
 
-	if (!(q->cl->ci.oncs & NVME_CTRL_ONCS_WRITE_ZEROES))
-		return sio_err_set(ENOTSUP, "the controller does not support Write Zeroes "
-				   "(ONCS bit 3)");
+	if (!(q->cl->ci.oncs & oncs))
+		return sio_err_set(ENOTSUP, "the controller does not support %s (ONCS bit %d)",
+				   name, __builtin_ctz(oncs));
 	ret = ns_get(q, nsid, &tmp, &ns);
 	if (ret)
 		return ret;
-	if (!nlb || nlb > SIO_NVME_MAX_NLB || slba >= ns->nsze || nlb > ns->nsze - slba)
-		return sio_err_set(EINVAL, "Write Zeroes of %llu+%u outside namespace %u "
-				   "(%llu blocks) or above %u blocks",
+	if (!nlb || nlb > max || slba >= ns->nsze || nlb > ns->nsze - slba)
+		return sio_err_set(EINVAL, "%s of %llu+%u outside namespace %u "
+				   "(%llu blocks) or above %u blocks", name,
 				   (unsigned long long)slba, nlb, nsid,
-				   (unsigned long long)ns->nsze, SIO_NVME_MAX_NLB);
-	rec.opc = nvme_cmd_write_zeroes;
+				   (unsigned long long)ns->nsze, max);
+	rec.opc = opc;
 	rec.nsid = nsid;
 	rec.slba = slba;
 	rec.nlb = nlb;
 	return submit_simple(q, &rec, cb, arg);
+}
+
+int sio_nvme_ioq_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba,
+			      uint32_t nlb, sio_nvme_io_cb cb, void *arg)
+{
+	return submit_range(q, nvme_cmd_write_zeroes, NVME_CTRL_ONCS_WRITE_ZEROES, "Write Zeroes",
+			    nsid, slba, nlb, SIO_NVME_MAX_NLB, cb, arg);
+}
+
+int sio_nvme_ioq_verify(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+			sio_nvme_io_cb cb, void *arg)
+{
+	return submit_range(q, nvme_cmd_verify, NVME_CTRL_ONCS_VERIFY, "Verify", nsid, slba, nlb,
+			    SIO_NVME_MAX_NLB, cb, arg);
+}
+
+int sio_nvme_ioq_deallocate(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+			    sio_nvme_io_cb cb, void *arg)
+{
+	/* a range's length is 32 bits */
+	return submit_range(q, nvme_cmd_dsm, NVME_CTRL_ONCS_DSM, "Dataset Management", nsid, slba,
+			    nlb, UINT32_MAX, cb, arg);
+}
+
+int sio_nvme_ioq_compare(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+			 struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg)
+{
+	if (!(q->cl->ci.oncs & NVME_CTRL_ONCS_COMPARE))
+		return sio_err_set(ENOTSUP, "the controller does not support Compare (ONCS bit 0)");
+	return submit_rw(q, nvme_cmd_compare, nsid, slba, nlb, buf, off, cb, arg);
 }
 
 int sio_nvme_ioq_flush(struct sio_nvme_ioq *q, uint32_t nsid, sio_nvme_io_cb cb, void *arg)
@@ -528,6 +563,22 @@ int sio_nvme_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, 
 {
 	SYNC_SUBMIT(q, sio_nvme_ioq_write_zeroes(q, nsid, slba, nlb, sync_cb, &d),
 		    "write zeroes");
+}
+
+int sio_nvme_verify(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb)
+{
+	SYNC_SUBMIT(q, sio_nvme_ioq_verify(q, nsid, slba, nlb, sync_cb, &d), "verify");
+}
+
+int sio_nvme_deallocate(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb)
+{
+	SYNC_SUBMIT(q, sio_nvme_ioq_deallocate(q, nsid, slba, nlb, sync_cb, &d), "deallocate");
+}
+
+int sio_nvme_compare(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+		     struct sio_nvme_buf *buf, uint64_t off)
+{
+	SYNC_SUBMIT(q, sio_nvme_ioq_compare(q, nsid, slba, nlb, buf, off, sync_cb, &d), "compare");
 }
 
 int sio_nvme_flush(struct sio_nvme_ioq *q, uint32_t nsid)

@@ -27,6 +27,15 @@ static int parse_loc(const char *v, bool sq, int *out)
 	return 0;
 }
 
+/* The index of @v among @words, or -1. */
+static int word(const char *v, const char *const *words, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(v, words[i]))
+			return i;
+	return -1;
+}
+
 int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 {
 	char buf[256], *tok, *save = NULL, *eq;
@@ -37,6 +46,8 @@ int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 	out->depth = 0;
 	out->prio = 0;
 	out->multipath = false;
+	out->dptr = SIO_NVME_DPTR_AUTO;
+	out->dbbuf = SIO_NVME_DBBUF_AUTO;
 	if (!s || !*s)
 		return 0;
 	if (strlen(s) >= sizeof(buf))
@@ -79,9 +90,21 @@ int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 				return sio_err_set(EINVAL, "queue spec: multipath '%s' is "
 						   "not 0 or 1", eq);
 			out->multipath = *eq == '1';
+		} else if (!strcmp(tok, "dptr")) {
+			static const char *const w[] = { "auto", "prp", "sgl" };	/* SIO_NVME_DPTR_* */
+
+			if ((out->dptr = word(eq, w, 3)) < 0)
+				return sio_err_set(EINVAL, "queue spec: dptr '%s' is not auto, "
+						   "prp or sgl", eq);
+		} else if (!strcmp(tok, "dbbuf")) {
+			static const char *const w[] = { "auto", "on", "off" };	/* SIO_NVME_DBBUF_* */
+
+			if ((out->dbbuf = word(eq, w, 3)) < 0)
+				return sio_err_set(EINVAL, "queue spec: dbbuf '%s' is not auto, "
+						   "on or off", eq);
 		} else {
 			return sio_err_set(EINVAL, "queue spec: unknown key '%s' (location, "
-					   "cq, depth, prio, multipath)", tok);
+					   "cq, depth, prio, multipath, dptr, dbbuf)", tok);
 		}
 	}
 	return 0;
@@ -305,6 +328,8 @@ int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p)
 	}
 	p->q.sq_db = p->db.sq_db;
 	p->q.cq_db = p->db.cq_db;
+	if (q->dbbuf)
+		sio_nvme_qpair_dbbuf(q->cl, &p->q);
 	p->live = true;
 	return 0;
 }
@@ -451,6 +476,19 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 				   "buffer, and device %u has none", cl->dinfo.id);
 	if (spec->cq_loc == SIO_PLACE_DEVICE)
 		return sio_err_set(EINVAL, "the CQ cannot be placed in the device");
+	if (spec->dptr < SIO_NVME_DPTR_AUTO || spec->dptr > SIO_NVME_DPTR_SGL)
+		return sio_err_set(EINVAL, "data pointer choice %d is not auto, prp or sgl",
+				   spec->dptr);
+	if (spec->dbbuf < SIO_NVME_DBBUF_AUTO || spec->dbbuf > SIO_NVME_DBBUF_OFF)
+		return sio_err_set(EINVAL, "shadow doorbell choice %d is not auto, on or off",
+				   spec->dbbuf);
+	if (spec->dbbuf == SIO_NVME_DBBUF_ON && (!cl->dbbuf.va || spec->multipath))
+		return sio_err_set(ENOTSUP, "dbbuf=on: %s", spec->multipath ?
+				   "a multipath queue keeps MMIO doorbells" :
+				   "the manager offers no shadow doorbells (Doorbell Buffer Config)");
+	if (spec->dptr == SIO_NVME_DPTR_SGL && cl->ci.sgl == SIO_NVME_SGL_NONE)
+		return sio_err_set(ENOTSUP, "dptr=sgl: device %u takes PRPs only (Identify SGLS)",
+				   cl->dinfo.id);
 	if (spec->multipath) {
 		ret = sio_nvme_client_second_path(cl);
 		if (ret)
@@ -465,6 +503,10 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 	q->depth = depth;
 	q->page = cl->ci.page_size;
 	q->max_xfer = cl->ci.max_xfer;
+	q->sgl = spec->dptr == SIO_NVME_DPTR_PRP ? SIO_NVME_SGL_NONE : cl->ci.sgl;
+	q->sgl_always = spec->dptr == SIO_NVME_DPTR_SGL;
+	q->dbbuf = !spec->multipath && (spec->dbbuf == SIO_NVME_DBBUF_ON ||
+					(spec->dbbuf == SIO_NVME_DBBUF_AUTO && cl->dbbuf_local));
 	/* A multipath queue can hold a full queue on each path at once (one
 	 * draining while the other fills), or one full and one to resend. */
 	nreqs = (depth - 1) * (q->mp ? 2 : 1);
@@ -593,6 +635,9 @@ void sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *o
 	out->resubmitted = q->resubmitted;
 	out->stale = q->stale + sio_nvme_queue_ignored(&q->qp[0].q) +
 		     sio_nvme_queue_ignored(&q->qp[1].q);
+	out->sgl_cmds = q->sgl_cmds;
+	out->shadow_doorbells = q->qp[0].q.sq_shadow != NULL;
+	out->db_writes = q->qp[0].q.db_writes + q->qp[1].q.db_writes;
 }
 
 uint32_t sio_nvme_ioq_inflight(const struct sio_nvme_ioq *q)

@@ -121,7 +121,7 @@ struct sio_nvme_mbox_ctrl {
 	char mn[41];
 	char sn[21];
 	char fr[9];
-	uint8_t pad;
+	uint8_t sgl;		/* Identify SGLS bits 1:0 */
 };
 
 _Static_assert(offsetof(struct sio_nvme_mbox_ctrl, cmb_offset) == 56, "mailbox ctrl layout");
@@ -133,6 +133,22 @@ _Static_assert(sizeof(((struct sio_nvme_mbox_ctrl *)0)->mn) ==
 	       sizeof(((struct sio_nvme_ctrl_info *)0)->sn) &&
 	       sizeof(((struct sio_nvme_mbox_ctrl *)0)->fr) ==
 	       sizeof(((struct sio_nvme_ctrl_info *)0)->fr), "identify strings fit");
+
+/* The manager's shadow doorbells (dbbuf.c): size 0 when it offers none. */
+struct sio_nvme_mbox_dbbuf {
+	int32_t node;
+	uint32_t seg;
+	uint32_t size;
+	uint32_t stride;
+};
+
+/* Asynchronous events the manager took (aer.c): event k is dw0[k % N];
+ * @seq counts them all and is stored after the entry. */
+#define SIO_NVME_MBOX_EVENTS	16u
+struct sio_nvme_mbox_events {
+	uint32_t seq;
+	uint32_t dw0[SIO_NVME_MBOX_EVENTS];
+};
 
 struct sio_nvme_mbox_hdr {
 	uint64_t magic;		/* written last, once the header is valid */
@@ -150,6 +166,8 @@ struct sio_nvme_mbox_hdr {
 	uint32_t epoch;		/* bumped by each manager that takes over */
 	uint32_t resets;	/* bumped when a manager had to reset the controller
 				 * under running clients: their queues are gone */
+	struct sio_nvme_mbox_dbbuf dbbuf;
+	struct sio_nvme_mbox_events events;
 };
 
 _Static_assert(offsetof(struct sio_nvme_mbox_hdr, ctrl) == 40, "mailbox header layout");
@@ -182,6 +200,7 @@ static inline void sio_nvme_mbox_ctrl_pack(struct sio_nvme_mbox_ctrl *m,
 	m->timeout_ms = ci->timeout_ms;
 	m->vwc = ci->vwc;
 	m->oncs = ci->oncs;
+	m->sgl = ci->sgl;
 	m->cmb_bar = ci->cmb.size ? ci->cmb.bar : -1;
 	m->cmb_flags = (ci->cmb.sqs ? SIO_NVME_MBOX_CMB_SQS : 0) |
 		       (ci->cmb.cqs ? SIO_NVME_MBOX_CMB_CQS : 0) |
@@ -210,6 +229,7 @@ static inline void sio_nvme_mbox_ctrl_unpack(struct sio_nvme_ctrl_info *ci,
 	ci->timeout_ms = m->timeout_ms;
 	ci->vwc = m->vwc != 0;
 	ci->oncs = (uint16_t)m->oncs;
+	ci->sgl = m->sgl < 3 ? m->sgl : 0;	/* 3 is reserved */
 	ci->cmb.bar = m->cmb_bar;
 	ci->cmb.offset = m->cmb_offset;
 	ci->cmb.size = m->cmb_size;

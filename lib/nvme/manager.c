@@ -19,7 +19,8 @@
 #define REAP_EVERY_NS	200000000ull
 #define PIDCHECK_EVERY_NS 500000000ull
 #define STATE_QIDS	1024	/* I/O queue pairs a manager hands out, at most */
-#define CREATE_BATCH	(SIO_NVME_ADMIN_DEPTH - 1)	/* queue pairs created at once */
+/* queue pairs created at once: the admin tags the event requests leave */
+#define CREATE_BATCH	(SIO_NVME_ADMIN_DEPTH - 1 - SIO_NVME_ADMIN_AERS)
 #define STATE_MAGIC	0x3154534d564e53ull	/* "SNVMST1" */
 
 struct cmb_alloc {
@@ -122,6 +123,8 @@ static void publish(struct sio_nvme_manager *m, bool clients)
 	h->nslots = SIO_NVME_MBOX_SLOTS;
 	if (!m->adopted)
 		sio_nvme_mbox_ctrl_pack(&h->ctrl, m->ci);
+	/* adopted: the same buffers, which running clients use already */
+	sio_nvme_dbbuf_publish(&h->dbbuf, sio_nvme_ctrl_dbbuf(m->ctrl));
 	h->epoch++;
 	__atomic_store_n(&h->mgr_pid, getpid(), __ATOMIC_RELEASE);
 	__atomic_store_n(&h->serving, 1, __ATOMIC_RELEASE);
@@ -280,7 +283,7 @@ int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 		return sio_err_set(ENOMEM, "out of memory");
 	m->f = f;
 	m->log = opts ? opts->log : NULL;
-	m->co = (struct sio_nvme_ctrl_opts){ 0, NVME_CC_AMS_RR, true };
+	m->co = (struct sio_nvme_ctrl_opts){ .arbitration = NVME_CC_AMS_RR, .enable_cmb = true };
 	if (opts)
 		m->co = opts->ctrl;
 	if (!m->co.io_queues || m->co.io_queues > STATE_QIDS)
@@ -349,6 +352,8 @@ int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 	if (shared)
 		take_over(m);
 	publish(m, shared);
+	if (sio_nvme_aer_start(m->ctrl))
+		mlog(m, "asynchronous events not served: %s", sio_errmsg());
 	m->last_reap = sio_nvme_now_ns();
 	if (!m->adopted)
 		m->last_pidcheck = m->last_reap;
@@ -967,6 +972,9 @@ static int reset_ctrl(struct sio_nvme_manager *m)
 	m->ci = sio_nvme_ctrl_info(m->ctrl);
 	state_reset(m, true);
 	sio_nvme_mbox_ctrl_pack(&m->mb->h.ctrl, m->ci);
+	sio_nvme_dbbuf_publish(&m->mb->h.dbbuf, sio_nvme_ctrl_dbbuf(m->ctrl));
+	if (sio_nvme_aer_start(m->ctrl))	/* the reset dropped the event requests */
+		mlog(m, "asynchronous events not served: %s", sio_errmsg());
 	m->st.queues = 0;
 	m->st.resets++;
 	mlog(m, "device %u is ready again after the reset", m->dinfo.id);
@@ -1014,6 +1022,8 @@ int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
 	}
 	if (ncr)
 		create_and_respond(m, cr, ncr);
+	if (sio_nvme_aer_service(m->ctrl, m->dev, &h->events) < 0)
+		mlog(m, "asynchronous event: %s", sio_errmsg());
 	check_clients(m, sio_nvme_now_ns());
 	if (m->dev_gone) {
 		__atomic_store_n(&h->serving, 0, __ATOMIC_RELEASE);

@@ -95,6 +95,14 @@ void sio_nvme_ctrl_gone(struct sio_nvme_ctrl *c);
  */
 #define SIO_NVME_ADM_SEGID(dev)		(0x4e570000u | ((dev) & 0xffffu))
 #define SIO_NVME_STATE_SEGID(dev)	(0x4e580000u | ((dev) & 0xffffu))
+#define SIO_NVME_DBBUF_SEGID(dev)	(0x4e590000u | ((dev) & 0xffffu))
+
+/*
+ * Asynchronous Event Requests the controller driver keeps outstanding at
+ * most (ctrl.c): each holds an admin tag for as long as no event comes, so
+ * a batch of admin commands is at most SIO_NVME_ADMIN_DEPTH - 1 - this.
+ */
+#define SIO_NVME_ADMIN_AERS	4u
 
 /*
  * Create (or adopt, from a manager that crashed) the kept segment @id of
@@ -127,5 +135,31 @@ int sio_nvme_ctrl_admin_many(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd 
 
 /* Copy a space-padded identify string, cutting trailing blanks. */
 void sio_nvme_strcpy_id(char *dst, const char *src, size_t n);
+
+/*
+ * dbbuf.c: shadow doorbells. One segment: the shadow page(s) at 0, the
+ * EventIdx page(s) at @size; slots @stride apart as BAR0's doorbells.
+ */
+struct sio_nvme_dbbuf {
+	struct sio_segment *seg;
+	uint8_t *va;
+	uint64_t bus;		/* the controller's address (owner only) */
+	uint32_t size;		/* bytes of each buffer, whole pages */
+	uint32_t stride;
+};
+int sio_nvme_dbbuf_open(struct sio_nvme_ctrl *c, struct sio_nvme_dbbuf *d, uint32_t kept_id);
+int sio_nvme_dbbuf_adopt(struct sio_nvme_ctrl *c, struct sio_nvme_dbbuf *d, uint32_t kept_id,
+			 uint64_t bus, uint32_t size);
+void sio_nvme_dbbuf_close(struct sio_device *dev, struct sio_nvme_dbbuf *d);
+void sio_nvme_dbbuf_reset(struct sio_nvme_dbbuf *d, uint32_t qid);
+const struct sio_nvme_dbbuf *sio_nvme_ctrl_dbbuf(const struct sio_nvme_ctrl *c);
+struct sio_nvme_mbox_dbbuf;
+void sio_nvme_dbbuf_publish(struct sio_nvme_mbox_dbbuf *m, const struct sio_nvme_dbbuf *d);
+
+/* aer.c: the manager's side of asynchronous events */
+struct sio_nvme_mbox_events;
+int sio_nvme_aer_start(struct sio_nvme_ctrl *c);
+int sio_nvme_aer_service(struct sio_nvme_ctrl *c, struct sio_device *dev,
+			 struct sio_nvme_mbox_events *ring);
 
 #endif

@@ -53,11 +53,13 @@ static void identify_ctrl(struct sio_nvme_emu *emu, struct nvme_id_ctrl *id)
 	id->maxcmd = (uint16_t)(emu->cfg.mqes > 0xffff ? 0xffff : emu->cfg.mqes);
 	id->nn = (uint32_t)emu->nns;
 	/* Save/Select: SEL is honoured and SV answered (nothing is saveable) */
-	id->oncs = NVME_CTRL_ONCS_WRITE_ZEROES | NVME_CTRL_ONCS_SAVE_FEATURES;
-	id->oacs = 0;		/* no optional admin command */
-	id->oaes = 0;		/* no optional asynchronous event */
+	id->oncs = NVME_CTRL_ONCS_COMPARE | NVME_CTRL_ONCS_DSM | NVME_CTRL_ONCS_WRITE_ZEROES |
+		   NVME_CTRL_ONCS_SAVE_FEATURES | NVME_CTRL_ONCS_VERIFY;
+	id->oacs = NVME_CTRL_OACS_FORMAT | NVME_CTRL_OACS_DBBUF_CFG;
+	id->fna = 0;		/* Format and secure erase per namespace; no crypto erase */
+	id->oaes = NVME_CTRL_OAES_NA;	/* Namespace Attribute Notices (aer.c) */
 	id->vwc = 0x7;		/* volatile write cache; flush to all namespaces */
-	id->sgls = 0;		/* PRPs only */
+	id->sgls = 1;		/* SGLs for I/O, byte-aligned data blocks; nothing optional */
 	snprintf(buf, sizeof(buf), "nqn.2024-01.io.smartio:emu-%lld", (long long)emu->devid);
 	memcpy(id->subnqn, buf, strlen(buf));
 	id->psd[0].mp = 2500;	/* 25 W, in 0.01 W */
@@ -71,6 +73,8 @@ static void identify_ns(struct sio_nvme_emu *emu, uint32_t nsid, struct nvme_id_
 	id->nlbaf = 0;
 	id->flbas = 0;
 	id->lbaf[0].ds = (uint8_t)ns->lba_shift;
+	/* deallocated blocks read as zeroes; Write Zeroes deallocates (DEAC honoured) */
+	id->dlfeat = NVME_NS_DLFEAT_RB_ALL_0S | NVME_NS_DLFEAT_WRITE_ZEROES;
 	put_u128(id->nvmcap, ns->nlb << ns->lba_shift);
 	memcpy(id->nguid, ns->nguid, sizeof(id->nguid));
 	memcpy(id->eui64, ns->eui64, sizeof(id->eui64));
@@ -196,6 +200,7 @@ static uint16_t cmd_create_cq(struct sio_nvme_emu *emu, const struct sio_nvme_cm
 		return EMU_ST_FIELD;	/* CC.IOCQES: 16-byte entries only */
 	emu->cq[qid] = (struct emu_cq){ .valid = true, .phase = 1, .qid = (uint16_t)qid,
 					.size = qsize, .base = cmd->prp1 };
+	emu_dbbuf_queue(emu, qid, true);
 	emu->ioq_created = true;
 	return EMU_OK;
 }
@@ -223,6 +228,7 @@ static uint16_t cmd_create_sq(struct sio_nvme_emu *emu, const struct sio_nvme_cm
 					.cq = &emu->cq[cqid] };
 	emu->cq[cqid].nsq++;
 	emu_active_add(emu, &emu->sq[qid]);
+	emu_dbbuf_queue(emu, qid, false);
 	emu->ioq_created = true;
 	return EMU_OK;
 }
@@ -279,7 +285,7 @@ static uint32_t build_log(struct sio_nvme_emu *emu, uint32_t lid, uint8_t *buf)
 		s->temperature[0] = EMU_TEMP & 0xff;
 		s->temperature[1] = EMU_TEMP >> 8;
 		/* past a threshold of Temperature Threshold */
-		if (EMU_TEMP > emu->temp_over || EMU_TEMP < emu->temp_under)
+		if (emu_temp_warning(emu))
 			s->critical_warning |= NVME_SMART_CRIT_TEMPERATURE;
 		s->avail_spare = 100;
 		s->spare_thresh = 10;
@@ -293,6 +299,8 @@ static uint32_t build_log(struct sio_nvme_emu *emu, uint32_t lid, uint8_t *buf)
 		put_u128(s->num_err_log_entries, emu->err_count);
 		return sizeof(*s);
 	}
+	case NVME_LOG_LID_CHANGED_NS:
+		return emu_changed_ns_log(emu, buf);
 	case 0x03: {	/* Firmware Slot Information */
 		struct nvme_firmware_slot *fw = (struct nvme_firmware_slot *)buf;
 
@@ -312,8 +320,10 @@ static uint16_t cmd_get_log(struct sio_nvme_emu *emu, const struct sio_nvme_cmd 
 	uint64_t len = (numd + 1) * 4, off = cmd->cdw12 | ((uint64_t)cmd->cdw13 << 32);
 	uint8_t *buf = emu->scratch;
 	uint32_t size;
+	uint16_t st;
 
-	if (lid != NVME_LOG_LID_ERROR && lid != NVME_LOG_LID_SMART && lid != 0x03)
+	if (lid != NVME_LOG_LID_ERROR && lid != NVME_LOG_LID_SMART && lid != 0x03 &&
+	    lid != NVME_LOG_LID_CHANGED_NS)
 		return EMU_ST_LOG_PAGE;
 	if (lid == NVME_LOG_LID_SMART && cmd->nsid != 0 && cmd->nsid != 0xffffffffu)
 		return EMU_ST_FIELD;	/* LPA: no per-namespace SMART */
@@ -326,7 +336,10 @@ static uint16_t cmd_get_log(struct sio_nvme_emu *emu, const struct sio_nvme_cmd 
 	if (off)
 		memmove(buf, buf + off, size - off);
 	memset(buf + (size - off), 0, emu->mdts_bytes - (size - off));
-	return emu_xfer(emu, cmd, buf, len, true);
+	st = emu_xfer(emu, cmd, buf, len, true);
+	if (st == EMU_OK)
+		emu_aer_log_read(emu, lid, cmd->cdw10 >> 15 & 1);
+	return st;
 }
 
 /**
@@ -355,6 +368,10 @@ uint16_t emu_admin(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd, uin
 		return cmd_create_cq(emu, cmd);
 	case nvme_admin_identify:
 		return cmd_identify(emu, cmd);
+	case nvme_admin_dbbuf:
+		return emu_dbbuf_config(emu, cmd);
+	case nvme_admin_format_nvm:
+		return emu_format(emu, cmd);
 	case nvme_admin_abort_cmd:
 		*result = 1;	/* the command was not aborted */
 		return EMU_OK;
@@ -362,11 +379,8 @@ uint16_t emu_admin(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd, uin
 		return emu_set_features(emu, cmd, result);
 	case nvme_admin_get_features:
 		return emu_get_features(emu, cmd, result);
-	case 0x0c:	/* Asynchronous Event Request: held; no events are raised */
-		if (emu->aer_outstanding > EMU_AERL)
-			return EMU_ST_AER_LIMIT;
-		emu->aer_outstanding++;
-		return EMU_PENDING;
+	case nvme_admin_async_event:	/* held until an event (aer.c) */
+		return emu_aer_request(emu, cmd);
 	default:
 		return EMU_ST_OPCODE;
 	}

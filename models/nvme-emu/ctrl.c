@@ -48,11 +48,6 @@ static inline void wr64(struct sio_nvme_emu *emu, uint32_t off, uint64_t v)
 	__atomic_store_n((uint64_t *)(emu->bar0 + off), v, __ATOMIC_RELEASE);
 }
 
-static inline uint32_t db_off(struct sio_nvme_emu *emu, uint32_t qid, bool cq)
-{
-	return SIO_NVME_REG_DBS + (2 * qid + (cq ? 1 : 0)) * (4u << emu->cfg.dstrd);
-}
-
 static uint32_t csts(struct sio_nvme_emu *emu)
 {
 	return emu->csts;
@@ -106,18 +101,6 @@ static void republish(struct sio_nvme_emu *emu)
 }
 
 /* ---- queues ---- */
-
-static inline uint32_t cq_used(const struct emu_cq *cq)
-{
-	return cq->tail >= cq->head ? cq->tail - cq->head : cq->size - cq->head + cq->tail;
-}
-
-static inline uint32_t cq_room(const struct emu_cq *cq)
-{
-	uint32_t busy = cq_used(cq) + cq->reserved;
-
-	return busy + 1 >= cq->size ? 0 : cq->size - 1 - busy;
-}
 
 static void log_error(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
 		      uint16_t status, const struct sio_nvme_cmd *cmd)
@@ -301,8 +284,16 @@ static void read_doorbells(struct sio_nvme_emu *emu)
 	for (uint32_t i = 0; i <= emu->nactive; i++) {
 		struct emu_sq *sq = i == 0 ? &emu->sq[0] : emu->active[i - 1];
 		struct emu_cq *cq = sq->cq;
-		uint32_t t = rd32(emu, db_off(emu, sq->qid, false));
-		uint32_t h = rd32(emu, db_off(emu, cq->qid, true));
+		uint32_t t, h;
+
+		if (emu->dbs && sq->qid) {	/* I/O queues, once configured */
+			t = sq->tail;
+			h = cq->head;
+			emu_dbbuf_doorbells(emu, sq, &t, &h);
+		} else {
+			t = rd32_db(emu, sq->qid, false);
+			h = rd32_db(emu, cq->qid, true);
+		}
 
 		/* A value past the queue is an invalid doorbell write: ignored. */
 		if (t < sq->size)
@@ -337,6 +328,7 @@ static uint32_t process_queues(struct sio_nvme_emu *emu)
 
 	read_doorbells(emu);
 	total += fetch(emu, &emu->sq[0], 16);	/* admin is in the urgent class */
+	emu_aer_poll(emu);
 	if (!emu->wrr) {
 		total += serve(emu, -1, 256);
 		return total;
@@ -396,7 +388,8 @@ static void queues_clear(struct sio_nvme_emu *emu)
 	memset(emu->sq, 0, sizeof(*emu->sq) * emu->nq);
 	memset(emu->cq, 0, sizeof(*emu->cq) * emu->nq);
 	emu->nactive = 0;
-	emu->aer_outstanding = 0;
+	emu_aer_reset(emu);
+	emu->dbs = emu->eis = 0;	/* Doorbell Buffer Config is forgotten */
 }
 
 static void ctrl_reset(struct sio_nvme_emu *emu)
@@ -631,7 +624,10 @@ int sio_nvme_emu_create(const struct sio_nvme_emu_config *cfg, struct sio_nvme_e
 	emu->devid = -1;
 	emu->nq = cfg->max_qpairs + 1;
 	emu->mdts_bytes = EMU_PAGE << cfg->mdts;
+	/* a PRP transfer takes at most a piece per page; an SGL up to EMU_SGL_PIECES */
 	emu->max_segs = (emu->mdts_bytes / EMU_PAGE) + 1;
+	if (emu->max_segs < EMU_SGL_PIECES)
+		emu->max_segs = EMU_SGL_PIECES;
 	emu->page_size = EMU_PAGE;
 	emu->sq = calloc(emu->nq, sizeof(*emu->sq));
 	emu->cq = calloc(emu->nq, sizeof(*emu->cq));
@@ -655,6 +651,8 @@ int sio_nvme_emu_create(const struct sio_nvme_emu_config *cfg, struct sio_nvme_e
 	emu_features_reset(emu);
 	emu->start_ns = emu_now_ns();
 	rc = emu_backing_open(emu);
+	if (!rc)
+		rc = emu_ns_state(emu);
 	if (rc) {
 		sio_nvme_emu_destroy(emu);
 		return rc;

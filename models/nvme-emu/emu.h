@@ -52,6 +52,8 @@ struct sio_nvme_emu_ns {
  * @vendor: PCI vendor id (0 picks 0x1b36)
  * @name: device label
  * @chassis: sits behind an expansion-chassis switch of its node
+ * @ns_state: file remembering the namespaces between runs (NULL: none); a
+ *	change since the last run is a Namespace Attribute Changed event
  */
 struct sio_nvme_emu_config {
 	const char *backing;
@@ -67,6 +69,7 @@ struct sio_nvme_emu_config {
 	uint16_t vendor;
 	const char *name;
 	bool chassis;
+	const char *ns_state;
 };
 
 /**

@@ -17,7 +17,10 @@
 #define EMU_CAP_TO		15u	/* 7.5 s, as QEMU */
 #define EMU_ELOG_ENTRIES	64u
 #define EMU_AERL		3u
+#define EMU_AEV_MAX		8u	/* events waiting to be reported */
 #define EMU_CMB_BAR		2
+#define EMU_SGL_PIECES		256u	/* data blocks one SGL command may use */
+#define EMU_DB_IDLE		0xffffffffu	/* an MMIO doorbell read since its last ring (dbbuf.c) */
 /* Temperatures in kelvin: the composite reads a steady 40 C */
 #define EMU_TEMP		313u
 #define EMU_WCTEMP		343u
@@ -56,6 +59,8 @@ struct emu_cq {
 	uint32_t reserved;	/* slots promised to fetched commands */
 	uint32_t nsq;		/* SQs completing here */
 	uint64_t base;
+	uint32_t db_mmio;	/* the MMIO head doorbell as last seen (shadow doorbells) */
+	bool db_used;		/* its shadow slot has left 0: the host uses it */
 };
 
 struct emu_sq {
@@ -68,6 +73,9 @@ struct emu_sq {
 	uint32_t inflight;
 	uint64_t base;
 	struct emu_cq *cq;
+	uint32_t db_mmio;	/* shadow doorbells: the MMIO tail doorbell as last seen */
+	bool db_look;		/* read the shadow tail on the next pass */
+	bool db_used;		/* its shadow slot has left 0: the host uses it */
 };
 
 /* A contiguous piece of a PRP-described transfer. */
@@ -84,6 +92,11 @@ struct emu_ns {
 	uint8_t eui64[8];	/* identifiers, big-endian as Identify reports them */
 	uint8_t nguid[16];
 	uint8_t uuid[16];
+};
+
+/* An asynchronous event waiting for a request (aer.c). */
+struct emu_aev {
+	uint8_t type, info, lid;
 };
 
 /* A file I/O command in flight. */
@@ -128,6 +141,16 @@ struct sio_nvme_emu {
 	uint64_t ivc_cd[(SIO_NVME_EMU_MAX_QUEUES + 64) / 64];	/* per vector: Coalescing Disable */
 	bool wrr;
 	uint32_t aer_outstanding;
+	uint16_t aer_cid[EMU_AERL + 1];	/* the held requests */
+	uint32_t aer_masked;	/* event types reported and not yet acknowledged by a log read */
+	struct emu_aev aev[EMU_AEV_MAX];
+	uint32_t naev;
+	bool aer_kick;		/* something changed: try to report */
+	bool temp_warned;	/* the temperature warning was already true */
+	bool ns_reported;	/* the namespace change was raised */
+	uint32_t changed[SIO_NVME_EMU_MAX_NS * 2];	/* Changed Namespace List */
+	uint32_t nchanged;
+	uint64_t dbs, eis;	/* Doorbell Buffer Config: shadow doorbells, EventIdx (or 0) */
 	uint32_t rr_next[4];	/* round-robin cursor per WRR class */
 	uint32_t credit[4];	/* WRR credits left per class */
 	uint64_t polls;
@@ -168,6 +191,30 @@ struct sio_nvme_emu {
 	uint64_t busy_ns, start_ns;
 };
 
+static inline uint32_t cq_used(const struct emu_cq *cq)
+{
+	return cq->tail >= cq->head ? cq->tail - cq->head : cq->size - cq->head + cq->tail;
+}
+
+/* Slots left for completions not yet promised to a fetched command. */
+static inline uint32_t cq_room(const struct emu_cq *cq)
+{
+	uint32_t busy = cq_used(cq) + cq->reserved;
+
+	return busy + 1 >= cq->size ? 0 : cq->size - 1 - busy;
+}
+
+static inline uint32_t db_off(const struct sio_nvme_emu *emu, uint32_t qid, bool cq)
+{
+	return SIO_NVME_REG_DBS + (2 * qid + (cq ? 1 : 0)) * (4u << emu->cfg.dstrd);
+}
+
+/* An MMIO doorbell as the host last stored it (BAR0 is shared memory). */
+static inline uint32_t rd32_db(struct sio_nvme_emu *emu, uint32_t qid, bool cq)
+{
+	return __atomic_load_n((uint32_t *)(emu->bar0 + db_off(emu, qid, cq)), __ATOMIC_RELAXED);
+}
+
 /* ctrl.c */
 void emu_post(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
 	      uint16_t status, uint32_t result, const struct sio_nvme_cmd *cmd);
@@ -206,7 +253,34 @@ int emu_flush_all(struct sio_nvme_emu *emu);
 /* prp.c */
 int emu_prp_segs(struct sio_nvme_emu *emu, uint64_t prp1, uint64_t prp2,
 		 uint64_t len, struct emu_seg *segs, uint16_t *status);
+int emu_dptr_segs(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd, uint64_t len,
+		  struct emu_seg *segs, uint16_t *status);
 uint16_t emu_xfer(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd,
 		  void *buf, uint64_t len, bool to_host);
+
+/* dsm.c */
+uint16_t emu_nvm_optional(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd);
+uint16_t emu_format(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd);
+int emu_deallocate(struct sio_nvme_emu *emu, uint64_t off, uint64_t len);
+int emu_zero_file(struct sio_nvme_emu *emu, uint64_t off, uint64_t len);
+
+/* aer.c */
+uint16_t emu_aer_request(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd);
+void emu_aer_poll(struct sio_nvme_emu *emu);
+void emu_aer_settings(struct sio_nvme_emu *emu);
+void emu_aer_log_read(struct sio_nvme_emu *emu, uint32_t lid, bool rae);
+void emu_aer_reset(struct sio_nvme_emu *emu);
+bool emu_temp_warning(const struct sio_nvme_emu *emu);
+uint32_t emu_changed_ns_log(struct sio_nvme_emu *emu, uint8_t *buf);
+int emu_ns_state(struct sio_nvme_emu *emu);
+
+/* dbbuf.c */
+uint16_t emu_dbbuf_config(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd);
+void emu_dbbuf_queue(struct sio_nvme_emu *emu, uint32_t qid, bool cq);
+void emu_dbbuf_doorbells(struct sio_nvme_emu *emu, struct emu_sq *sq, uint32_t *t, uint32_t *h);
+
+/* sgl.c */
+int emu_sgl_segs(struct sio_nvme_emu *emu, const struct sio_nvme_sgl *sgl1, uint64_t len,
+		 struct emu_seg *segs, uint16_t *status);
 
 #endif

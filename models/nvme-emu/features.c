@@ -22,8 +22,9 @@
 #define TT_UNDER	1u
 #define TT_ALL		0xfu	/* TMPSEL: every implemented sensor (Set only) */
 
-/* The notices Asynchronous Event Configuration can enable: SMART warnings only (OAES = 0). */
-#define AEC_SUPPORTED	0xffu
+/* What Asynchronous Event Configuration can enable: SMART warnings, and the Namespace
+ * Attribute notice (OAES bit 8). */
+#define AEC_SUPPORTED	0x1ffu
 
 static uint32_t feat_caps(uint32_t fid)
 {
@@ -208,6 +209,7 @@ static uint16_t set_temp(struct sio_nvme_emu *emu, uint32_t v)
 		emu->temp_over = th;
 	else
 		emu->temp_under = th;
+	emu_aer_settings(emu);	/* crossed now: a SMART event, if enabled */
 	return EMU_OK;
 }
 
@@ -271,8 +273,9 @@ uint16_t emu_set_features(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *c
 	case NVME_FEAT_FID_WRITE_ATOMIC:
 		emu->write_atomic = v & 1;
 		return EMU_OK;
-	default:	/* NVME_FEAT_FID_ASYNC_EVENT; delivery is not implemented yet */
+	default:	/* NVME_FEAT_FID_ASYNC_EVENT */
 		emu->async_cfg = v & AEC_SUPPORTED;
+		emu_aer_settings(emu);
 		return EMU_OK;
 	}
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * NVM commands (Read, Write, Flush, Write Zeroes) and the backing store.
+ * NVM commands (Read, Write, Flush, Write Zeroes; the others in dsm.c) and
+ * the backing store.
  * RAM backing copies inline between the store and host memory; file backing
  * hands host memory (reached by sio_dma_ptr) straight to io_uring, with up
  * to io_depth commands in flight, reaped from the same polling loop.
@@ -228,23 +229,6 @@ static void submit(struct sio_nvme_emu *emu, struct io_uring_sqe *sqe, struct em
 	emu->inflight++;
 }
 
-/* Zero a range synchronously: the fallback where hole punching is refused. */
-static int zero_sync(struct sio_nvme_emu *emu, uint64_t off, uint64_t len)
-{
-	static const uint8_t zeroes[65536];
-
-	while (len) {
-		size_t n = len < sizeof(zeroes) ? (size_t)len : sizeof(zeroes);
-		ssize_t w = pwrite(emu->fd, zeroes, n, (off_t)off);
-
-		if (w <= 0)
-			return -1;
-		off += (uint64_t)w;
-		len -= (uint64_t)w;
-	}
-	return 0;
-}
-
 static uint16_t req_status(struct sio_nvme_emu *emu, struct emu_req *r, int res)
 {
 	switch (r->opcode) {
@@ -271,7 +255,7 @@ static uint16_t req_status(struct sio_nvme_emu *emu, struct emu_req *r, int res)
 		if (res < 0) {
 			const struct emu_ns *ns = &emu->ns[r->nsid - 1];
 
-			if (zero_sync(emu, ns->off + (r->slba << ns->lba_shift), r->bytes))
+			if (emu_zero_file(emu, ns->off + (r->slba << ns->lba_shift), r->bytes))
 				return ST_WRITE_FAULT;
 		}
 		return EMU_OK;
@@ -374,7 +358,7 @@ static uint16_t rw(struct sio_nvme_emu *emu, struct emu_sq *sq, const struct sio
 	}
 
 	if (emu->ram) {
-		n = emu_prp_segs(emu, cmd->prp1, cmd->prp2, bytes, emu->segs, &st);
+		n = emu_dptr_segs(emu, cmd, bytes, emu->segs, &st);
 		if (n < 0)
 			return st;
 		for (int i = 0; i < n; i++) {
@@ -392,7 +376,7 @@ static uint16_t rw(struct sio_nvme_emu *emu, struct emu_sq *sq, const struct sio
 	struct emu_seg *segs = emu->segs;
 	struct io_uring_sqe *sqe;
 
-	n = emu_prp_segs(emu, cmd->prp1, cmd->prp2, bytes, segs, &st);
+	n = emu_dptr_segs(emu, cmd, bytes, segs, &st);
 	if (n < 0)
 		goto fail;
 	for (int i = 0; i < n; i++) {
@@ -444,7 +428,7 @@ static uint16_t write_zeroes(struct sio_nvme_emu *emu, struct emu_sq *sq,
 		return EMU_ST_LBA;
 	off = ns->off + (slba << ns->lba_shift);
 	if (emu->ram) {
-		memset(emu->ram + off, 0, bytes);
+		emu_deallocate(emu, off, bytes);
 		return EMU_OK;
 	}
 
@@ -494,19 +478,31 @@ uint16_t emu_io(struct sio_nvme_emu *emu, struct emu_sq *sq, const struct sio_nv
 
 	if (cmd->flags & 0x3)
 		return EMU_ST_FIELD;	/* no fused operations */
-	if ((cmd->flags >> 6) != SIO_NVME_PSDT_PRP)
-		return EMU_ST_FIELD;	/* SGLs are not supported (Identify SGLS = 0) */
+	/* PRPs or an SGL with a contiguous metadata pointer (SGLS.MPTR_SGL is not reported) */
+	if ((cmd->flags >> 6) != SIO_NVME_PSDT_PRP && (cmd->flags >> 6) != SIO_NVME_PSDT_SGL_MPTR)
+		return EMU_ST_FIELD;
 	if (cmd->opcode == nvme_cmd_flush) {
 		if (cmd->nsid != 0xffffffffu && (cmd->nsid == 0 || cmd->nsid > (uint32_t)emu->nns))
 			return EMU_ST_NS;
 		return flush(emu, sq, cmd);
 	}
-	if (cmd->opcode != nvme_cmd_read && cmd->opcode != nvme_cmd_write &&
-	    cmd->opcode != nvme_cmd_write_zeroes)
+	switch (cmd->opcode) {
+	case nvme_cmd_read:
+	case nvme_cmd_write:
+	case nvme_cmd_write_zeroes:
+	case nvme_cmd_compare:
+	case nvme_cmd_dsm:
+	case nvme_cmd_verify:
+		break;
+	default:
 		return EMU_ST_OPCODE;
+	}
 	if (cmd->nsid == 0 || cmd->nsid > (uint32_t)emu->nns)
 		return EMU_ST_NS;
 	ns = &emu->ns[cmd->nsid - 1];
+	if (cmd->opcode == nvme_cmd_compare || cmd->opcode == nvme_cmd_dsm ||
+	    cmd->opcode == nvme_cmd_verify)
+		return emu_nvm_optional(emu, cmd);
 	if (cmd->opcode == nvme_cmd_write_zeroes)
 		return write_zeroes(emu, sq, cmd, ns);
 	return rw(emu, sq, cmd, ns, cmd->opcode == nvme_cmd_write);

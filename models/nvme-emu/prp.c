@@ -117,9 +117,21 @@ int emu_prp_segs(struct sio_nvme_emu *emu, uint64_t prp1, uint64_t prp2,
 }
 
 /**
- * emu_xfer() - copy between a buffer and the command's PRP-described memory
+ * emu_dptr_segs() - the command's data pointer (PRPs or an SGL, as PSDT says)
+ * as contiguous bus ranges; see emu_prp_segs(). PSDT was checked on fetch.
+ */
+int emu_dptr_segs(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd, uint64_t len,
+		  struct emu_seg *segs, uint16_t *status)
+{
+	if ((cmd->flags >> 6) == SIO_NVME_PSDT_SGL_MPTR)
+		return emu_sgl_segs(emu, &cmd->sgl, len, segs, status);
+	return emu_prp_segs(emu, cmd->prp1, cmd->prp2, len, segs, status);
+}
+
+/**
+ * emu_xfer() - copy between a buffer and the command's data pointer
  * @emu: controller
- * @cmd: the command (PRP1/PRP2)
+ * @cmd: the command (PRPs or SGL)
  * @buf: model-side buffer
  * @len: bytes
  * @to_host: true for controller-to-host (reads, Identify)
@@ -130,7 +142,7 @@ uint16_t emu_xfer(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd,
 {
 	uint16_t st = EMU_OK;
 	uint8_t *p = buf;
-	int n = emu_prp_segs(emu, cmd->prp1, cmd->prp2, len, emu->segs, &st);
+	int n = emu_dptr_segs(emu, cmd, len, emu->segs, &st);
 
 	if (n < 0)
 		return st;

@@ -235,13 +235,33 @@ static uint32_t db(struct host *h, uint16_t qid, bool cq)
 	return SIO_NVME_REG_DBS + (2u * qid + (cq ? 1 : 0)) * (4u << h->dstrd);
 }
 
+void h_doorbell(struct host *h, struct hq *q, bool cq, uint32_t v, uint32_t old)
+{
+	uint32_t slot = (2 * q->qid + (cq ? 1 : 0)) * (1u << h->dstrd);
+
+	if (!q->dbs) {
+		h_wr32(h, db(h, q->qid, cq), v);
+		return;
+	}
+	/* NVMe 1.4, 5.8: the shadow first; the MMIO doorbell only if v passes EventIdx */
+	__atomic_store_n(&q->dbs[slot], v, __ATOMIC_RELEASE);
+	atomic_thread_fence(memory_order_seq_cst);
+	uint16_t ei = (uint16_t)__atomic_load_n(&q->eis[slot], __ATOMIC_ACQUIRE);
+	if ((uint16_t)(v - ei - 1) < (uint16_t)(v - old)) {
+		h_wr32(h, db(h, q->qid, cq), v);
+		q->rings++;
+	}
+}
+
 void h_submit(struct host *h, struct hq *q, struct sio_nvme_cmd *cmd)
 {
+	uint32_t old = q->sq_tail;
+
 	memcpy(q->sq.va + (uint64_t)q->sq_tail * 64, cmd, 64);
 	q->sq_tail = (q->sq_tail + 1) % q->size;
 	/* The entry must be visible before the doorbell. */
 	atomic_thread_fence(memory_order_release);
-	h_wr32(h, db(h, q->qid, false), q->sq_tail);
+	h_doorbell(h, q, false, q->sq_tail, old);
 }
 
 int h_reap(struct host *h, struct hq *q, struct sio_nvme_cpl *cpl, int ms)
@@ -257,12 +277,14 @@ int h_reap(struct host *h, struct hq *q, struct sio_nvme_cpl *cpl, int ms)
 		if (now_ms() - t0 > (uint64_t)ms)
 			return -ETIMEDOUT;
 	}
+	uint32_t old = q->cq_head;
+
 	memcpy(cpl, (const void *)e, sizeof(*cpl));
 	if (++q->cq_head == q->size) {
 		q->cq_head = 0;
 		q->phase ^= 1;
 	}
-	h_wr32(h, db(h, q->qid, true), q->cq_head);
+	h_doorbell(h, q, true, q->cq_head, old);
 	return 0;
 }
 

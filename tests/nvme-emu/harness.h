@@ -30,6 +30,10 @@ struct hq {
 	uint32_t sq_tail, cq_head;
 	uint8_t phase;
 	uint16_t cid;
+	/* Doorbell Buffer Config: the shadow doorbells and EventIdx (whole buffers), or NULL */
+	uint32_t *dbs;
+	volatile uint32_t *eis;
+	unsigned rings;		/* MMIO doorbell writes made while shadowed */
 };
 
 struct host {
@@ -66,6 +70,8 @@ bool h_wait_reg(struct host *h, uint32_t off, uint32_t mask, uint32_t want, int 
 int h_enable(struct host *h, uint32_t qsize, uint32_t cc_extra);
 int h_disable(struct host *h);
 
+/* Move @q's SQ tail (or CQ head) from @old to @v: MMIO, or shadow + MMIO as EventIdx says. */
+void h_doorbell(struct host *h, struct hq *q, bool cq, uint32_t v, uint32_t old);
 void h_submit(struct host *h, struct hq *q, struct sio_nvme_cmd *cmd);
 /* Next completion within @ms: 0 or -ETIMEDOUT. */
 int h_reap(struct host *h, struct hq *q, struct sio_nvme_cpl *cpl, int ms);

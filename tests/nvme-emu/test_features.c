@@ -183,9 +183,9 @@ Test(features, coalescing_atomicity_async_events)
 	cr_assert_eq(cur(NVME_FEAT_FID_IRQ_COALESCE, 0, 0), 0x0a04, "TIME 10, THR 4");
 	cr_assert_eq(set(NVME_FEAT_FID_WRITE_ATOMIC, 0, 1, 0), 0);
 	cr_assert_eq(cur(NVME_FEAT_FID_WRITE_ATOMIC, 0, 0), 1);
-	cr_assert_eq(set(NVME_FEAT_FID_ASYNC_EVENT, 0, 0x1ff, 0), 0);
-	cr_assert_eq(cur(NVME_FEAT_FID_ASYNC_EVENT, 0, 0), 0xff,
-		     "SMART warnings kept; namespace notices are not offered (OAES = 0)");
+	cr_assert_eq(set(NVME_FEAT_FID_ASYNC_EVENT, 0, 0x3ff, 0), 0);
+	cr_assert_eq(cur(NVME_FEAT_FID_ASYNC_EVENT, 0, 0), 0x1ff,
+		     "SMART warnings and namespace notices kept; firmware notices not offered");
 }
 
 Test(features, interrupt_vector_configuration)
@@ -256,28 +256,30 @@ Test(features, identify_reports_only_what_is_implemented)
 	sio_nvme_cmd_identify(&c, NVME_IDENTIFY_CNS_CTRL, 0, m.bus);
 	cr_assert_eq(h_admin(&H, &c, NULL), 0);
 	struct nvme_id_ctrl *id = (void *)m.va;
-	cr_assert_eq(id->oacs, 0, "no optional admin command");
-	cr_assert_eq(id->oncs, NVME_CTRL_ONCS_WRITE_ZEROES | NVME_CTRL_ONCS_SAVE_FEATURES);
+	cr_assert_eq(id->oacs, NVME_CTRL_OACS_FORMAT | NVME_CTRL_OACS_DBBUF_CFG,
+		     "Format NVM and Doorbell Buffer Config");
+	cr_assert_eq(id->oncs, NVME_CTRL_ONCS_COMPARE | NVME_CTRL_ONCS_DSM |
+		     NVME_CTRL_ONCS_WRITE_ZEROES | NVME_CTRL_ONCS_SAVE_FEATURES | NVME_CTRL_ONCS_VERIFY);
+	cr_assert_eq(id->fna, 0, "Format per namespace, no cryptographic erase");
 	cr_assert_eq(id->lpa, NVME_CTRL_LPA_EXTENDED, "offsets honoured, SMART controller-wide");
-	cr_assert_eq(id->sgls, 0, "PRPs only");
-	cr_assert_eq(id->oaes, 0);
+	cr_assert_eq(id->sgls, 1, "SGLs, byte-aligned data blocks, no bit bucket");
+	cr_assert_eq(id->oaes, NVME_CTRL_OAES_NA, "Namespace Attribute Notices only");
 	cr_assert_eq(id->fuses, 0);
 	cr_assert_eq(id->aerl, 3);
 	cr_assert_eq(id->npss, 0);
 
 	/* what it leaves out is refused */
-	sio_nvme_cmd_init(&c, nvme_admin_format_nvm, 1);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, NVME_SC_INVALID_OPCODE), "OACS.FORMAT clear");
 	sio_nvme_cmd_init(&c, nvme_admin_fw_commit, 0);
 	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, NVME_SC_INVALID_OPCODE), "OACS.FW clear");
-	sio_nvme_cmd_init(&c, nvme_admin_dbbuf, 0);
-	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, NVME_SC_INVALID_OPCODE), "OACS.DBBUF clear");
+	sio_nvme_cmd_init(&c, nvme_admin_ns_mgmt, 0);
+	cr_assert_eq(h_admin(&H, &c, NULL), ST(0, NVME_SC_INVALID_OPCODE), "OACS.NS_MGMT clear");
 	struct hq q;
 	cr_assert_eq(h_qpair(&H, 1, 16, 0, &q), 0);
-	sio_nvme_cmd_init(&c, nvme_cmd_compare, 1);
-	cr_assert_eq(h_cmd(&H, &q, &c, NULL), ST(0, NVME_SC_INVALID_OPCODE), "ONCS.COMPARE clear");
-	sio_nvme_cmd_init(&c, nvme_cmd_dsm, 1);
-	cr_assert_eq(h_cmd(&H, &q, &c, NULL), ST(0, NVME_SC_INVALID_OPCODE), "ONCS.DSM clear");
+	sio_nvme_cmd_init(&c, nvme_cmd_write_uncor, 1);
+	cr_assert_eq(h_cmd(&H, &q, &c, NULL), ST(0, NVME_SC_INVALID_OPCODE),
+		     "ONCS.WRITE_UNCORRECTABLE clear");
+	sio_nvme_cmd_init(&c, nvme_cmd_resv_register, 1);
+	cr_assert_eq(h_cmd(&H, &q, &c, NULL), ST(0, NVME_SC_INVALID_OPCODE), "ONCS.RESERVATIONS clear");
 }
 
 /* Identify CNS 03h for @nsid into @m; the descriptors, checked for shape. */

@@ -132,8 +132,8 @@ Test(io, command_errors)
 	cr_assert_eq(io(nvme_cmd_read, 2, 0, 33, D.bus, 0), ST(0, NVME_SC_INVALID_FIELD), "MDTS");
 	cr_assert_eq(io(0x7e, 1, 0, 1, D.bus, 0), ST(0, NVME_SC_INVALID_OPCODE));
 	c = h_rw(nvme_cmd_read, 1, 0, 1, D.bus, 0);
-	c.flags = SIO_NVME_PSDT_SGL_MPTR << 6;
-	cr_assert_eq(h_cmd(&H, &Q, &c, NULL), ST(0, NVME_SC_INVALID_FIELD), "no SGL support");
+	c.flags = 3 << 6;
+	cr_assert_eq(h_cmd(&H, &Q, &c, NULL), ST(0, NVME_SC_INVALID_FIELD), "PSDT 11b is reserved");
 	/* DMA faults: an address nobody mapped for the device */
 	cr_assert_eq(io(nvme_cmd_read, 1, 0, 8, 0x7f0000000000ull, 0), ST(0, NVME_SC_DATA_XFER_ERROR));
 	cr_assert_eq(io(nvme_cmd_write, 1, 0, 16, D.bus, 0x7f0000000000ull), ST(0, NVME_SC_DATA_XFER_ERROR));

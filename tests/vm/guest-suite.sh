@@ -133,6 +133,10 @@ run fabric-create-huge smartio create $FAB --nodes 1
 run lend-main-huge lend $MAIN
 run lend-cmb-huge lend $CMB
 run vfio-write-huge env SIO_VM_EXPECT_HUGE=1 vfio-nvme $FAB $MAIN write /tmp/pattern.bin
+# SGL descriptors and shadow doorbells, raw, on QEMU's controller (data compared).
+run vfio-sgl vfio-nvme $FAB $MAIN sgl
+run vfio-dbbuf vfio-nvme $FAB $MAIN dbbuf
+run vfio-aer vfio-nvme $FAB $MAIN aer
 
 
 # The project's NVMe driver, unchanged, on the vfio backend.
@@ -145,6 +149,25 @@ if command -v nvme-manager >/dev/null; then
 	# (its blocks are read back through the kernel's driver at the end)
 	client $MAIN drv-client-3 --lba 4096 --count 256 --bs 8 --qd 2 --pattern 0xa7 --flush
 	collect drv-client-1 drv-client-2 drv-client-3
+	# SGLs on QEMU's controller (the client verifies every block it reads back):
+	# every command as one SGL Data Block, and the driver's own choice (SGL above
+	# two pages); then shadow doorbells (this manager configured them) against
+	# a manager without, QD1 and QD32 (TCG: timings are the emulator's, the
+	# MMIO doorbell writes per I/O are the driver's).
+	client $MAIN drv-sgl --lba 8192 --count 1024 --bs 64 --qd 4 --queue dptr=sgl
+	collect drv-sgl
+	client $MAIN drv-sgl-auto --lba 10240 --count 1024 --bs 32 --qd 2
+	collect drv-sgl-auto
+	client $MAIN drv-db-shadow-qd1 --op read --lba 16 --count 2032 --bs 8 --qd 1 --ios 1000 --random
+	collect drv-db-shadow-qd1
+	client $MAIN drv-db-shadow-qd32 --op read --lba 16 --count 2032 --bs 8 --qd 32 --ios 4000 --random
+	collect drv-db-shadow-qd32
+	stop_manager $MAIN
+	run drv-manager-mmio manager $MAIN --no-shadow-doorbells
+	client $MAIN drv-db-mmio-qd1 --op read --lba 16 --count 2032 --bs 8 --qd 1 --ios 1000 --random
+	collect drv-db-mmio-qd1
+	client $MAIN drv-db-mmio-qd32 --op read --lba 16 --count 2032 --bs 8 --qd 32 --ios 4000 --random
+	collect drv-db-mmio-qd32
 	stop_manager $MAIN
 	# Two namespaces (512 B and 4 KiB blocks) and the CMB on the second controller.
 	run drv-identify-ns sh -c "nvme-identify --fabric $FAB --device $(devid $CMB) |

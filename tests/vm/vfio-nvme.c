@@ -7,11 +7,15 @@
  * through the IOMMU, isolation (an IOVA nobody mapped fails), the CMB as a
  * DMA target, and cleanup when a borrower dies.
  *
- * usage: vfio-nvme FABRIC BDF identify|isolation|crash|cmb|write FILE
+ * usage: vfio-nvme FABRIC BDF identify|isolation|crash|cmb|sgl|dbbuf|aer|write FILE
  *        vfio-nvme kcheck BLOCKDEV FILE [OFFSET]
  *        vfio-nvme run-as UID PROGRAM ARGS...   (to check permission errors)
  * `write` puts a pattern at LBA 0 of namespace 1 through an I/O queue pair
- * and saves it to FILE; `kcheck` reads a device through the kernel's own
+ * and saves it to FILE; `sgl` moves data through SGL descriptors (a byte-
+ * aligned data block, segments) and compares it; `dbbuf` rings through
+ * Doorbell Buffer Config's shadow doorbells as EventIdx asks and compares
+ * the data; `aer` has an Asynchronous Event Request completed by a
+ * temperature threshold; `kcheck` reads a device through the kernel's own
  * driver with O_DIRECT and compares it with FILE. One line per check; exit 0 when all
  * passed.
  */
@@ -30,6 +34,7 @@
 #include <nvme/types.h>
 #include <smartio/smartio.h>
 #include <smartio/nvme/cmd.h>
+#include <smartio/nvme/queue.h>
 
 #define QD	16
 
@@ -168,11 +173,10 @@ static void reset(struct ctl *c)
 		die("controller did not become ready");
 }
 
-/* Submit one admin command and wait; returns the status code field. */
-static int admin(struct ctl *c, struct sio_nvme_cmd *cmd)
+/* Put an admin command in the SQ and ring; its completion is not waited for. */
+static void admin_submit(struct ctl *c, struct sio_nvme_cmd *cmd)
 {
 	volatile uint32_t *db = c->regs + SIO_NVME_REG_DBS / 4;
-	uint16_t st;
 
 	cmd->cid = ++c->cid;
 	memcpy((void *)&c->sq[c->sqt], cmd, sizeof(*cmd));
@@ -180,16 +184,31 @@ static int admin(struct ctl *c, struct sio_nvme_cmd *cmd)
 	/* The entry must be visible to the device before the doorbell. */
 	atomic_thread_fence(memory_order_release);
 	db[0] = c->sqt;
+}
+
+/* The next admin completion (waited for, bounded). */
+static struct sio_nvme_cpl admin_reap(struct ctl *c)
+{
+	volatile uint32_t *db = c->regs + SIO_NVME_REG_DBS / 4;
+	struct sio_nvme_cpl r;
+
 	if (!wait_for(cpl_ready, c, c->to_ms))
 		die("admin command timed out");
 	atomic_thread_fence(memory_order_acquire);
-	st = cq(c)[c->cqh].status;
+	memcpy(&r, (const void *)&cq(c)[c->cqh], sizeof(r));
 	if (++c->cqh == QD) {
 		c->cqh = 0;
 		c->phase ^= 1;
 	}
 	db[(1u << c->dstrd)] = c->cqh;	/* CQ 0 head doorbell */
-	return SIO_NVME_STATUS_CODE(st);
+	return r;
+}
+
+/* Submit one admin command and wait; returns the status code field. */
+static int admin(struct ctl *c, struct sio_nvme_cmd *cmd)
+{
+	admin_submit(c, cmd);
+	return SIO_NVME_STATUS_CODE(admin_reap(c).status);
 }
 
 static int identify(struct ctl *c, uint64_t prp)
@@ -412,22 +431,19 @@ static int io(struct ctl *c, struct sio_nvme_cmd *cmd)
 	return SIO_NVME_STATUS_CODE(st);
 }
 
-static void t_write(struct ctl *c, const char *file)
+/* Identify Namespace 1 and I/O queue pair 1 over c->va 48 KiB (SQ) and 52 KiB (CQ). */
+static uint32_t io_setup(struct ctl *c)
 {
-	uint8_t *data = c->va + 8192, *ns = c->va + 8192;
+	uint8_t *ns = c->va + 8192;
 	struct sio_nvme_cmd cmd;
-	uint32_t lbads, nlb;
-	char d[96];
-	FILE *fp;
+	uint32_t lbads;
 	int sc;
 
-	reset(c);
 	sio_nvme_cmd_identify(&cmd, NVME_IDENTIFY_CNS_NS, 1, c->iova + 8192);
 	sc = admin(c, &cmd);
 	lbads = ns[128 + 4 * (ns[26] & 0xf) + 2];
-	nlb = 8192u >> lbads;
-	snprintf(d, sizeof(d), "status %#x, %u-byte LBAs", sc, 1u << lbads);
-	check(sc == 0 && lbads >= 9, "Identify Namespace 1", d);
+	if (sc || lbads < 9)
+		die("Identify Namespace 1");
 	memset(c->va + (48 << 10), 0, 8192);
 	c->io_sqt = c->io_cqh = 0;
 	c->io_phase = 1;
@@ -435,7 +451,28 @@ static void t_write(struct ctl *c, const char *file)
 	sc = admin(c, &cmd);
 	sio_nvme_cmd_create_sq(&cmd, 1, QD, c->iova + (48 << 10), 1, 0);
 	sc = sc ? sc : admin(c, &cmd);
-	check(sc == 0, "I/O queue pair created", NULL);
+	if (sc)
+		die("create I/O queue pair 1");
+	return 1u << lbads;
+}
+
+static uint8_t pat(uint32_t i, uint32_t seed)
+{
+	return (uint8_t)(i * 13 + (i >> 9) + seed);
+}
+
+static void t_write(struct ctl *c, const char *file)
+{
+	uint8_t *data = c->va + 8192;
+	struct sio_nvme_cmd cmd;
+	uint32_t nlb;
+	char d[96];
+	FILE *fp;
+	int sc;
+
+	reset(c);
+	nlb = 8192u / io_setup(c);
+	check(true, "Identify Namespace 1 and I/O queue pair 1", NULL);
 	for (int i = 0; i < 8192; i++)
 		data[i] = (uint8_t)(i * 7 + (i >> 9) + 0x5a);
 	cmd = (struct sio_nvme_cmd){ .opcode = nvme_cmd_write, .nsid = 1,
@@ -453,6 +490,250 @@ static void t_write(struct ctl *c, const char *file)
 		if (data[i] != (uint8_t)(i * 7 + (i >> 9) + 0x5a))
 			sc = -1;
 	check(sc == 0, "read back through the same queue pair", NULL);
+}
+
+static struct sio_nvme_cmd rw(uint8_t opc, uint64_t slba, uint32_t nlb)
+{
+	return (struct sio_nvme_cmd){ .opcode = opc, .nsid = 1, .cdw10 = (uint32_t)slba,
+				      .cdw11 = (uint32_t)(slba >> 32), .cdw12 = nlb - 1 };
+}
+
+static void sgl_desc(volatile struct sio_nvme_sgl *d, uint8_t type, uint64_t addr, uint32_t len)
+{
+	d->addr = addr;
+	d->length = len;
+	d->type = SIO_NVME_SGL_TYPE(type);
+}
+
+/* SGL data pointers on QEMU's controller (NVMe 1.4, 4.4), data compared. */
+static void t_sgl(struct ctl *c)
+{
+	uint8_t *id = c->va + 8192, *buf = c->va + 8192;
+	struct sio_nvme_cmd cmd;
+	uint32_t sgls, lba, nlb, off;
+	char d[96];
+	int sc;
+
+	reset(c);
+	sc = identify(c, c->iova + 8192);
+	memcpy(&sgls, id + 536, 4);
+	snprintf(d, sizeof(d), "SGLS %#x", sgls);
+	check(sc == 0 && (sgls & 3), "Identify reports SGLs for the NVM command set", d);
+	if (!(sgls & 3))
+		return;
+	lba = io_setup(c);
+	nlb = 8192 / lba;
+	/* written with PRPs */
+	for (uint32_t i = 0; i < 8192; i++)
+		buf[i] = pat(i, 1);
+	cmd = rw(nvme_cmd_write, 64, nlb);
+	cmd.prp1 = c->iova + 8192;
+	cmd.prp2 = c->iova + 12288;
+	check(io(c, &cmd) == 0, "8 KiB written with PRPs", NULL);
+
+	/* read into one data block that starts off a dword (or a dword, SGLS 10b) */
+	off = (sgls & 3) == 1 ? 3 : 4;
+	memset(c->va + (16 << 10), 0, 8200 + off);
+	cmd = rw(nvme_cmd_read, 64, nlb);
+	cmd.flags = SIO_NVME_PSDT_SGL_MPTR << 6;
+	sgl_desc(&cmd.sgl, SIO_NVME_SGL_DATA, c->iova + (16 << 10) + off, 8192);
+	sc = io(c, &cmd);
+	for (uint32_t i = 0; i < 8192 && !sc; i++)
+		if (c->va[(16 << 10) + off + i] != pat(i, 1))
+			sc = -1;
+	snprintf(d, sizeof(d), "byte offset %u", off);
+	check(sc == 0, "read back through one SGL Data Block, data compared", d);
+
+	/* a Segment of two data blocks chaining to a Last Segment of one */
+	volatile struct sio_nvme_sgl *seg = (void *)(c->va + (40 << 10));
+	memset(c->va + (16 << 10), 0, 24 << 10);
+	sgl_desc(&seg[0], SIO_NVME_SGL_DATA, c->iova + (16 << 10), 1024);
+	sgl_desc(&seg[1], SIO_NVME_SGL_DATA, c->iova + (24 << 10), 4096);
+	sgl_desc(&seg[2], SIO_NVME_SGL_LAST_SEGMENT, c->iova + (40 << 10) + 256, 16);
+	sgl_desc(&seg[16], SIO_NVME_SGL_DATA, c->iova + (32 << 10), 8192 - 5120);
+	cmd = rw(nvme_cmd_read, 64, nlb);
+	cmd.flags = SIO_NVME_PSDT_SGL_MPTR << 6;
+	sgl_desc(&cmd.sgl, SIO_NVME_SGL_SEGMENT, c->iova + (40 << 10), 48);
+	sc = io(c, &cmd);
+	for (uint32_t i = 0; i < 8192 && !sc; i++) {
+		uint32_t at = i < 1024 ? (16 << 10) + i : i < 5120 ? (24 << 10) + i - 1024
+								 : (32 << 10) + i - 5120;
+		if (c->va[at] != pat(i, 1))
+			sc = -1;
+	}
+	check(sc == 0, "read back through a Segment and a Last Segment, data compared", NULL);
+
+	/* written through an SGL, read back with PRPs */
+	for (uint32_t i = 0; i < 8192; i++)
+		c->va[(16 << 10) + off + i] = pat(i, 2);
+	cmd = rw(nvme_cmd_write, 96, nlb);
+	cmd.flags = SIO_NVME_PSDT_SGL_MPTR << 6;
+	sgl_desc(&cmd.sgl, SIO_NVME_SGL_DATA, c->iova + (16 << 10) + off, 8192);
+	sc = io(c, &cmd);
+	memset(buf, 0, 8192);
+	cmd = rw(nvme_cmd_read, 96, nlb);
+	cmd.prp1 = c->iova + 8192;
+	cmd.prp2 = c->iova + 12288;
+	sc = sc ? sc : io(c, &cmd);
+	for (uint32_t i = 0; i < 8192 && !sc; i++)
+		if (buf[i] != pat(i, 2))
+			sc = -1;
+	check(sc == 0, "written through an SGL, read back with PRPs, data compared", NULL);
+}
+
+/* Shadow doorbells (offsets in dwords): store @v, ring BAR0 only if EventIdx asks. */
+struct shadow {
+	volatile uint32_t *dbs, *eis, *db;
+	uint32_t sqs, cqs;		/* queue 1's slots */
+	uint32_t rings;
+};
+
+static void shadow_ring(struct shadow *sh, uint32_t slot, uint16_t v, uint16_t old)
+{
+	sh->dbs[slot] = v;
+	atomic_thread_fence(memory_order_seq_cst);
+	if (sio_nvme_dbbuf_need_event((uint16_t)sh->eis[slot], v, old)) {
+		sh->db[slot] = v;
+		sh->rings++;
+	}
+}
+
+/* Put @cmd in I/O SQ 1 without ringing. */
+static void io_put(struct ctl *c, struct sio_nvme_cmd *cmd)
+{
+	volatile struct sio_nvme_cmd *sq = (void *)(c->va + (48 << 10));
+
+	cmd->cid = ++c->cid;
+	memcpy((void *)&sq[c->io_sqt], cmd, sizeof(*cmd));
+	c->io_sqt = (c->io_sqt + 1) % QD;
+}
+
+/* The next I/O completion's status; its head goes to the shadow doorbell. */
+static int io_reap_shadow(struct ctl *c, struct shadow *sh)
+{
+	uint16_t old = c->io_cqh;
+	int sc;
+
+	if (!wait_for(io_ready, c, c->to_ms))
+		die("I/O command timed out (shadow doorbells)");
+	atomic_thread_fence(memory_order_acquire);
+	sc = SIO_NVME_STATUS_CODE(iocq(c)[c->io_cqh].status);
+	if (++c->io_cqh == QD) {
+		c->io_cqh = 0;
+		c->io_phase ^= 1;
+	}
+	shadow_ring(sh, sh->cqs, c->io_cqh, old);
+	return sc;
+}
+
+/* Doorbell Buffer Config on QEMU's controller: rings as EventIdx asks, data compared. */
+static void t_dbbuf(struct ctl *c)
+{
+	struct shadow sh = { .dbs = (void *)(c->va + (56 << 10)), .eis = (void *)(c->va + (60 << 10)),
+			     .db = c->regs + SIO_NVME_REG_DBS / 4,
+			     .sqs = 2u << c->dstrd, .cqs = 3u << c->dstrd };
+	uint8_t *id = c->va + 8192, *buf = c->va + 8192;
+	uint32_t lba, nlb, n = 3 * QD + 6;
+	struct sio_nvme_cmd cmd;
+	uint16_t oacs, old;
+	char d[128];
+	int sc = 0;
+
+	reset(c);
+	identify(c, c->iova + 8192);
+	memcpy(&oacs, id + 256, 2);
+	check(oacs & (1u << 8), "Identify reports Doorbell Buffer Config (OACS bit 8)", NULL);
+	if (!(oacs & (1u << 8)))
+		return;
+	memset((void *)sh.dbs, 0, 8192);
+	sio_nvme_cmd_init(&cmd, nvme_admin_dbbuf, 0);
+	cmd.prp1 = c->iova + (56 << 10);
+	cmd.prp2 = c->iova + (60 << 10);
+	check(admin(c, &cmd) == 0, "Doorbell Buffer Config accepted", NULL);
+	lba = io_setup(c);
+	nlb = 4096 / lba;
+	/* one command at a time: write a block, read it back */
+	for (uint32_t k = 0; k < n && !sc; k++) {
+		for (uint32_t i = 0; i < 4096; i++)
+			buf[i] = pat(i, k);
+		if (k & 1)
+			memset(buf, 0, 4096);
+		cmd = rw(k & 1 ? nvme_cmd_read : nvme_cmd_write, 256 + (k / 2) * nlb, nlb);
+		cmd.prp1 = c->iova + 8192;
+		old = c->io_sqt;
+		io_put(c, &cmd);
+		atomic_thread_fence(memory_order_seq_cst);
+		shadow_ring(&sh, sh.sqs, c->io_sqt, old);
+		sc = io_reap_shadow(c, &sh);
+		for (uint32_t i = 0; (k & 1) && i < 4096 && !sc; i++)
+			if (buf[i] != pat(i, k - 1))
+				sc = -1;
+	}
+	snprintf(d, sizeof(d), "%u commands, %u MMIO doorbell writes, EventIdx SQ %u, tail %u", n,
+		 sh.rings, sh.eis[sh.sqs], c->io_sqt);
+	check(sc == 0, "I/O one at a time through shadow doorbells (the CQ wrapped three times), "
+	      "data compared", d);
+	check(sh.eis[sh.sqs] == c->io_sqt, "the controller published EventIdx = the tail it took", d);
+
+	/* a batch: 8 entries, one shadow store, a ring only if EventIdx asks */
+	sh.rings = 0;
+	old = c->io_sqt;
+	memset(c->va + (16 << 10), 0, 8 * 4096);
+	for (uint32_t k = 0; k < 8; k++) {
+		cmd = rw(nvme_cmd_read, 256 + k * nlb, nlb);
+		cmd.prp1 = c->iova + (16 << 10) + 4096ull * k;
+		io_put(c, &cmd);
+	}
+	atomic_thread_fence(memory_order_seq_cst);
+	shadow_ring(&sh, sh.sqs, c->io_sqt, old);
+	for (uint32_t k = 0; k < 8 && !sc; k++)
+		sc = io_reap_shadow(c, &sh);
+	for (uint32_t k = 0; k < 8 && !sc; k++)
+		for (uint32_t i = 0; i < 4096 && !sc; i++)
+			if (c->va[(16 << 10) + 4096 * k + i] != pat(i, 2 * k))
+				sc = -1;
+	snprintf(d, sizeof(d), "8 commands, %u MMIO doorbell writes", sh.rings);
+	check(sc == 0, "a batch of 8 through one shadow store, data compared", d);
+}
+
+/*
+ * An Asynchronous Event Request completed for a real event on QEMU's
+ * controller: a temperature threshold set below the composite temperature,
+ * enabled in Asynchronous Event Configuration.
+ */
+static void t_aer(struct ctl *c)
+{
+	struct sio_nvme_cmd cmd;
+	struct sio_nvme_cpl r, aer = { 0 };
+	uint16_t aer_cid, set_cid;
+	uint8_t *smart = c->va + 8192;
+	char d[96];
+	int got = 0;
+
+	reset(c);
+	sio_nvme_cmd_features(&cmd, SIO_NVME_ADM_SET_FEAT, NVME_FEAT_FID_ASYNC_EVENT, 1u << 1);
+	check(admin(c, &cmd) == 0, "Asynchronous Event Configuration: temperature warnings", NULL);
+	sio_nvme_cmd_init(&cmd, nvme_admin_async_event, 0);
+	admin_submit(c, &cmd);
+	aer_cid = cmd.cid;
+	sio_nvme_cmd_features(&cmd, SIO_NVME_ADM_SET_FEAT, NVME_FEAT_FID_TEMP_THRESH, 200);
+	admin_submit(c, &cmd);
+	set_cid = cmd.cid;
+	for (int i = 0; i < 2; i++) {
+		r = admin_reap(c);
+		if (r.cid == aer_cid)
+			aer = r;
+		got += r.cid == aer_cid || (r.cid == set_cid && !SIO_NVME_STATUS_CODE(r.status));
+	}
+	snprintf(d, sizeof(d), "DW0 %#x, status %#x", aer.result, SIO_NVME_STATUS_CODE(aer.status));
+	check(got == 2 && !SIO_NVME_STATUS_CODE(aer.status) &&
+	      aer.result == (NVME_AER_SMART | NVME_AER_SMART_TEMPERATURE_THRESHOLD << 8 |
+			     NVME_LOG_LID_SMART << 16),
+	      "the request completed with SMART, temperature threshold, log 02h", d);
+	memset(smart, 0, 512);
+	sio_nvme_cmd_get_log(&cmd, NVME_LOG_LID_SMART, 0xffffffffu, c->iova + 8192, 0, 512);
+	check(admin(c, &cmd) == 0 && (smart[0] & NVME_SMART_CRIT_TEMPERATURE),
+	      "the SMART log says why (critical warning: temperature)", NULL);
 }
 
 /* Compare FILE with BLOCKDEV at OFFSET, read by the kernel's driver. */
@@ -498,7 +779,7 @@ int main(int argc, char **argv)
 	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "kcheck"))
 		return kcheck(argv[2], argv[3], argc == 5 ? strtoull(argv[4], NULL, 0) : 0);
 	if (argc < 4 || (!strcmp(argv[3], "write") && argc != 5)) {
-		fprintf(stderr, "usage: vfio-nvme FABRIC BDF identify|isolation|crash|cmb|write FILE\n"
+		fprintf(stderr, "usage: vfio-nvme FABRIC BDF identify|isolation|crash|cmb|sgl|dbbuf|aer|write FILE\n"
 			"       vfio-nvme kcheck BLOCKDEV FILE [OFFSET]\n");
 		return 2;
 	}
@@ -513,6 +794,12 @@ int main(int argc, char **argv)
 		t_cmb(&c);
 	else if (!strcmp(argv[3], "write"))
 		t_write(&c, argv[4]);
+	else if (!strcmp(argv[3], "sgl"))
+		t_sgl(&c);
+	else if (!strcmp(argv[3], "dbbuf"))
+		t_dbbuf(&c);
+	else if (!strcmp(argv[3], "aer"))
+		t_aer(&c);
 	else
 		return 2;
 	/* Disable the controller so the next user starts clean. */

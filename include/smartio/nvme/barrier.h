@@ -12,6 +12,9 @@
  * - sio_nvme_rmb(): loads before it (a completion's phase tag) complete
  *   before loads and stores after it (the rest of the entry; the CQ head
  *   doorbell that hands the slot back).
+ * - sio_nvme_mb(): stores before it are visible before loads after it (a
+ *   shadow doorbell store before the EventIdx load that decides whether
+ *   the MMIO doorbell is rung too).
  * - sio_nvme_mmio_write32(): one untorn 32-bit store to a register.
  * - sio_nvme_cpu_relax(): a hint inside a spin loop.
  *
@@ -67,6 +70,18 @@ static inline SIO_HD void sio_nvme_rmb(void)
 	__asm__ __volatile__("dmb oshld" ::: "memory");
 #else
 	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/** sio_nvme_mb() - order stores to DMA memory before later loads of it */
+static inline SIO_HD void sio_nvme_mb(void)
+{
+#if defined(__CUDA_ARCH__)
+	__threadfence_system();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("dmb osh" ::: "memory");
+#else
+	__asm__ __volatile__("mfence" ::: "memory");
 #endif
 }
 

@@ -90,6 +90,14 @@ struct sio_nvme_buf {
  * @prio: SQ priority for weighted round robin, 0 (urgent) .. 3 (low)
  * @multipath: keep a backup queue pair through adapter 1 and fail over to
  *	it ("multipath" or "multipath=1" in a spec string)
+ * @dptr: data pointers: SIO_NVME_DPTR_AUTO (SGLs where the controller takes
+ *	them and sio_nvme_sgl_wanted() says so, PRPs otherwise), _PRP or _SGL
+ *	("dptr=auto|prp|sgl")
+ * @dbbuf: shadow doorbells, where the manager offers them:
+ *	SIO_NVME_DBBUF_AUTO (when they are in this node's memory: from another
+ *	node, reading EventIdx is a non-posted read across the fabric on every
+ *	ring, where an MMIO doorbell is one posted write), _ON or _OFF
+ *	("dbbuf=auto|on|off"); multipath queues never use them
  */
 struct sio_nvme_qspec {
 	int sq_loc;
@@ -97,7 +105,17 @@ struct sio_nvme_qspec {
 	uint32_t depth;
 	uint32_t prio;
 	bool multipath;
+	int dptr;
+	int dbbuf;
 };
+
+#define SIO_NVME_DBBUF_AUTO	0
+#define SIO_NVME_DBBUF_ON	1
+#define SIO_NVME_DBBUF_OFF	2
+
+#define SIO_NVME_DPTR_AUTO	0
+#define SIO_NVME_DPTR_PRP	1
+#define SIO_NVME_DPTR_SGL	2
 
 /**
  * struct sio_nvme_ioq_info - a queue pair as created
@@ -116,6 +134,10 @@ struct sio_nvme_qspec {
  * @stale: completions consumed and not delivered: their command had been
  *	moved to the other path, had already completed, or was never issued
  *	(a late, repeated or forged completion; see struct sio_nvme_queue)
+ * @sgl_cmds: reads and writes sent with an SGL data pointer (the rest: PRPs)
+ * @shadow_doorbells: rings go to the manager's shadow doorbells, and to
+ *	BAR0 only when the controller's EventIdx asks (not on multipath queues)
+ * @db_writes: MMIO doorbell writes (SQ and CQ) since the queue pair was made
  */
 struct sio_nvme_ioq_info {
 	uint16_t qid;
@@ -130,6 +152,9 @@ struct sio_nvme_ioq_info {
 	uint32_t restores;
 	uint64_t resubmitted;
 	uint64_t stale;
+	uint64_t sgl_cmds;
+	bool shadow_doorbells;
+	uint64_t db_writes;
 };
 
 /**
@@ -343,6 +368,25 @@ int sio_nvme_client_doorbells(struct sio_nvme_client *cl, uint16_t qid,
 void sio_nvme_client_doorbells_unmap(struct sio_nvme_doorbells *db);
 
 /**
+ * sio_nvme_client_events() - the controller's asynchronous events, as the
+ *	manager took them
+ * @cl: client
+ * @seq: in: events seen so far (0 at first); out: advanced past those read
+ * @dw0: each event's Asynchronous Event Request DW0 (SIO_NVME_AEN_TYPE(),
+ *	_INFO(), _LID() in ctrl.h)
+ * @max: room in @dw0
+ *
+ * The manager keeps the last 16; older ones are skipped. For a wake-up,
+ * the client's fabric events (sio_event_fd()) carry SIO_EV_DEVICE_NOTICE
+ * with the same DW0 in info, from the manager, while this process borrows
+ * the device.
+ * Return: events read (0: none new), or -errno (-EAGAIN: overrun while
+ * reading, ask again).
+ */
+int sio_nvme_client_events(struct sio_nvme_client *cl, uint32_t *seq, uint32_t *dw0,
+			   uint32_t max);
+
+/**
  * sio_nvme_ioq_info() - describe a queue pair
  * @q: queue pair
  * @out: filled in
@@ -356,7 +400,8 @@ void sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *o
  * @slba: first block
  * @nlb: blocks (split into several commands above the transfer limit)
  * @buf: destination buffer
- * @off: byte offset in @buf (a multiple of 4)
+ * @off: byte offset in @buf (a multiple of 4, any byte when the queue may
+ *	use SGLs and the controller takes data blocks at any byte)
  * @cb: called from sio_nvme_ioq_poll() when every part is done
  * @arg: passed to @cb
  * Return: 0, and @cb will be called exactly once; or an error, and nothing
@@ -377,6 +422,32 @@ int sio_nvme_ioq_write(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uin
  */
 int sio_nvme_ioq_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba,
 			      uint32_t nlb, sio_nvme_io_cb cb, void *arg);
+
+/**
+ * sio_nvme_ioq_verify() - submit Verify: the controller checks the blocks
+ *	are readable, nothing moves (asynchronous)
+ * Return: as sio_nvme_ioq_write_zeroes(); -ENOTSUP without ONCS Verify.
+ */
+int sio_nvme_ioq_verify(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+			sio_nvme_io_cb cb, void *arg);
+
+/**
+ * sio_nvme_ioq_deallocate() - submit Dataset Management with Deallocate for
+ *	one range (asynchronous): the blocks read afterwards as the namespace's
+ *	DLFEAT says (zeroes on the emulated controller)
+ * Return: as sio_nvme_ioq_write_zeroes(); -ENOTSUP without ONCS DSM.
+ */
+int sio_nvme_ioq_deallocate(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+			    sio_nvme_io_cb cb, void *arg);
+
+/**
+ * sio_nvme_ioq_compare() - submit Compare of @buf with the blocks
+ *	(asynchronous); a difference completes with Compare Failure (status
+ *	SCT 2h, SC 85h), as read and write arguments otherwise
+ * Return: as sio_nvme_ioq_read(); -ENOTSUP without ONCS Compare.
+ */
+int sio_nvme_ioq_compare(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+			 struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg);
 
 /** sio_nvme_ioq_flush() - submit a Flush of a namespace (asynchronous) */
 int sio_nvme_ioq_flush(struct sio_nvme_ioq *q, uint32_t nsid, sio_nvme_io_cb cb, void *arg);
@@ -421,6 +492,10 @@ int sio_nvme_write(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_
 		   struct sio_nvme_buf *buf, uint64_t off);
 int sio_nvme_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb);
 int sio_nvme_flush(struct sio_nvme_ioq *q, uint32_t nsid);
+int sio_nvme_verify(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb);
+int sio_nvme_deallocate(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb);
+int sio_nvme_compare(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
+		     struct sio_nvme_buf *buf, uint64_t off);
 
 #ifdef __cplusplus
 }

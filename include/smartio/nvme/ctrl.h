@@ -58,7 +58,16 @@ struct sio_nvme_ctrl_opts {
 	uint32_t io_queues;
 	uint32_t arbitration;
 	bool enable_cmb;
+	bool no_shadow_doorbells;
 };
+
+/* Asynchronous events the controller driver keeps until taken */
+#define SIO_NVME_AEN_MAX	16u
+
+/* An Asynchronous Event Request's completion DW0 (NVMe 1.4, 5.2) */
+#define SIO_NVME_AEN_TYPE(dw0)	((dw0) & 7u)		/* 0 error, 1 SMART, 2 notice, 6 I/O set */
+#define SIO_NVME_AEN_INFO(dw0)	(((dw0) >> 8) & 0xffu)
+#define SIO_NVME_AEN_LID(dw0)	(((dw0) >> 16) & 0xffu)	/* the log page to read */
 
 /**
  * struct sio_nvme_cmb - a controller memory buffer
@@ -91,6 +100,8 @@ struct sio_nvme_cmb {
  * @nn: namespaces (Identify Controller NN)
  * @vwc: volatile write cache present
  * @oncs: optional NVM commands (Write Zeroes is bit 3)
+ * @sgl: SGL support, Identify SGLS bits 1:0 (SIO_NVME_SGL_* in queue.h)
+ * @dbbuf: shadow doorbells are configured (Doorbell Buffer Config)
  * @cmb: the CMB, when enabled (size 0 otherwise)
  * @mn, @sn, @fr: model, serial, firmware (NUL terminated, trailing spaces cut)
  */
@@ -106,6 +117,8 @@ struct sio_nvme_ctrl_info {
 	uint32_t nn;
 	bool vwc;
 	uint16_t oncs;
+	uint8_t sgl;
+	bool dbbuf;
 	struct sio_nvme_cmb cmb;
 	char mn[41];
 	char sn[21];
@@ -271,6 +284,39 @@ int sio_nvme_ctrl_create_qpair(struct sio_nvme_ctrl *c, uint16_t qid, uint32_t s
  * Return: 0 or the first error; both deletions are tried.
  */
 int sio_nvme_ctrl_delete_qpair(struct sio_nvme_ctrl *c, uint16_t qid);
+
+/**
+ * sio_nvme_ctrl_aer_arm() - submit one Asynchronous Event Request
+ * @c: controller
+ *
+ * It stays outstanding until the controller has an event; its completion
+ * is taken by sio_nvme_ctrl_aer_take() (or while an admin command waits).
+ * Return: 0; -EBUSY at the controller's limit (AERL + 1) or a full admin
+ * queue; -ENODEV once the admin queue is unusable.
+ */
+int sio_nvme_ctrl_aer_arm(struct sio_nvme_ctrl *c);
+
+/**
+ * sio_nvme_ctrl_aer_take() - events that completed requests, oldest first
+ * @c: controller (the thread that issues its admin commands)
+ * @dw0: filled with each completion's DW0 (SIO_NVME_AEN_TYPE() and friends)
+ * @max: room in @dw0
+ * Return: the number taken (each request that completed is no longer
+ * outstanding: arm another).
+ */
+int sio_nvme_ctrl_aer_take(struct sio_nvme_ctrl *c, uint32_t *dw0, uint32_t max);
+
+/**
+ * sio_nvme_ctrl_aer_ack() - read the log page an event names, without
+ *	Retain Asynchronous Event, so that the controller reports that type again
+ * @c: controller
+ * @dw0: the event (sio_nvme_ctrl_aer_take())
+ * Return: 0 or -errno.
+ */
+int sio_nvme_ctrl_aer_ack(struct sio_nvme_ctrl *c, uint32_t dw0);
+
+/** sio_nvme_ctrl_aer_armed() - Asynchronous Event Requests outstanding */
+uint32_t sio_nvme_ctrl_aer_armed(const struct sio_nvme_ctrl *c);
 
 /**
  * sio_nvme_status_str() - words for an NVMe status

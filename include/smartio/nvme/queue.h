@@ -41,6 +41,7 @@
  */
 
 #include <errno.h>
+#include <stdbool.h>
 #include <smartio/nvme/types.h>
 #include <smartio/nvme/barrier.h>
 
@@ -86,6 +87,8 @@ extern "C" {
  * @stale: completions consumed and not delivered because their generation
  *	is not the tag's latest: a late completion of an earlier command whose
  *	tag has been reused since
+ * @db_writes: MMIO doorbell stores made (SQ and CQ); with shadow doorbells
+ *	(sio_nvme_queue_shadow()) only those EventIdx asked for
  *
  * The three counters are the caller's to read (or fold elsewhere and zero)
  * at any time; queue.h only increments them, and sio_nvme_queue_init()
@@ -113,11 +116,14 @@ struct sio_nvme_queue {
 	uint16_t cq_head;	/* next CQ slot to look at */
 	uint8_t cq_phase;	/* phase tag of a new completion */
 	uint16_t cq_pending;	/* consumed, not yet told to the controller */
+	volatile uint32_t *sq_shadow, *cq_shadow;	/* Doorbell Buffer Config, or NULL */
+	const volatile uint32_t *sq_ei, *cq_ei;
 
 	/* public: */
 	uint64_t spurious;
 	uint64_t duplicate;
 	uint64_t stale;
+	uint64_t db_writes;
 };
 
 /**
@@ -168,10 +174,64 @@ static inline SIO_HD int sio_nvme_queue_init(struct sio_nvme_queue *q, uint16_t 
 	q->cq_head = 0;
 	q->cq_phase = 1;
 	q->cq_pending = 0;
+	q->sq_shadow = q->cq_shadow = 0;
+	q->sq_ei = q->cq_ei = 0;
 	q->spurious = 0;
 	q->duplicate = 0;
 	q->stale = 0;
+	q->db_writes = 0;
 	return 0;
+}
+
+/**
+ * sio_nvme_queue_shadow() - ring through shadow doorbells (Doorbell Buffer Config)
+ * @q: queue, just initialised (its doorbells at 0)
+ * @sq_shadow, @cq_shadow: the queue's slots in the shadow doorbell buffer
+ * @sq_ei, @cq_ei: its slots in the EventIdx buffer
+ *
+ * From now on a ring stores the shadow doorbell and writes the MMIO one only
+ * when the new value passes the EventIdx the controller published (NVMe
+ * 1.4, 5.8; Linux's nvme_dbbuf_need_event()). Memory stores reach where an
+ * MMIO write may not: a node that can map the buffer but not BAR0.
+ */
+static inline SIO_HD void sio_nvme_queue_shadow(struct sio_nvme_queue *q,
+						volatile uint32_t *sq_shadow,
+						volatile uint32_t *cq_shadow,
+						const volatile uint32_t *sq_ei,
+						const volatile uint32_t *cq_ei)
+{
+	q->sq_shadow = sq_shadow;
+	q->cq_shadow = cq_shadow;
+	q->sq_ei = sq_ei;
+	q->cq_ei = cq_ei;
+}
+
+/**
+ * sio_nvme_dbbuf_need_event() - does moving a doorbell from @old to @v pass @ei?
+ *
+ * In 16-bit wrapping arithmetic, as the specification's EventIdx is used:
+ * true when @ei lies in [@old, @v).
+ */
+static inline SIO_HD bool sio_nvme_dbbuf_need_event(uint16_t ei, uint16_t v, uint16_t old)
+{
+	return (uint16_t)(v - ei - 1) < (uint16_t)(v - old);
+}
+
+/* Store doorbell @v (from @old): the shadow and, if EventIdx asks, MMIO. */
+static inline SIO_HD void sio_nvme__doorbell(struct sio_nvme_queue *q, volatile uint32_t *db,
+					     volatile uint32_t *shadow,
+					     const volatile uint32_t *ei, uint16_t v, uint16_t old)
+{
+	if (shadow) {
+		*shadow = v;
+		/* the shadow store is seen before EventIdx is read: a controller
+		 * that stopped looking has published it, or sees the store */
+		sio_nvme_mb();
+		if (!sio_nvme_dbbuf_need_event((uint16_t)*ei, v, old))
+			return;
+	}
+	sio_nvme_mmio_write32(db, v);
+	q->db_writes++;
 }
 
 /**
@@ -243,6 +303,39 @@ static inline SIO_HD void sio_nvme_queue_release(struct sio_nvme_queue *q, uint3
 		return;
 	q->busy[tag] = (uint8_t)(s & ~SIO_NVME_CID_STATE_MASK);
 	q->cid_stack[q->nfree++] = (uint16_t)tag;
+}
+
+/**
+ * sio_nvme_queue_claim_cid() - take command id @cid as in flight, for a
+ *	command an earlier owner of the queue submitted
+ * @q: queue, as set up to go on where the earlier owner left it
+ * @cid: the command id the controller holds (tag and generation)
+ * @cookie: returned with its completion
+ *
+ * A driver that takes a running queue over (a manager after a crash)
+ * claims the ids of commands still held by the controller, so it neither
+ * reuses them (a command id must be unique among those outstanding on an
+ * SQ) nor mistakes their completions for spurious ones.
+ * Return: the tag, or -EINVAL when @cid is not a free tag of @q.
+ */
+static inline SIO_HD int sio_nvme_queue_claim_cid(struct sio_nvme_queue *q, uint16_t cid,
+						  uint64_t cookie)
+{
+	uint16_t tag = (uint16_t)SIO_NVME_CID_TAG(cid);
+	uint32_t gen = SIO_NVME_CID_GEN(cid);
+
+	if (gen == 0 || tag >= q->nslots ||
+	    (q->busy[tag] & SIO_NVME_CID_STATE_MASK) != SIO_NVME_CID_FREE)
+		return -EINVAL;
+	for (uint16_t i = 0; i < q->nfree; i++) {
+		if (q->cid_stack[i] != tag)
+			continue;
+		q->cid_stack[i] = q->cid_stack[--q->nfree];
+		q->cookie[tag] = cookie;
+		q->busy[tag] = (uint8_t)(gen << SIO_NVME_CID_GEN_SHIFT | SIO_NVME_CID_BUSY);
+		return tag;
+	}
+	return -EINVAL;
 }
 
 /**
@@ -333,7 +426,7 @@ static inline SIO_HD void sio_nvme_sq_ring(struct sio_nvme_queue *q)
 	if (q->sq_tail == q->sq_rung)
 		return;
 	sio_nvme_wmb();
-	sio_nvme_mmio_write32(q->sq_db, q->sq_tail);
+	sio_nvme__doorbell(q, q->sq_db, q->sq_shadow, q->sq_ei, q->sq_tail, q->sq_rung);
 	q->sq_rung = q->sq_tail;
 }
 
@@ -436,7 +529,8 @@ static inline SIO_HD void sio_nvme_cq_ring(struct sio_nvme_queue *q)
 	 * handed back to the controller (a read barrier orders loads before
 	 * later stores too). */
 	sio_nvme_rmb();
-	sio_nvme_mmio_write32(q->cq_db, q->cq_head);
+	sio_nvme__doorbell(q, q->cq_db, q->cq_shadow, q->cq_ei, q->cq_head,
+			   (uint16_t)((q->cq_head + q->size - q->cq_pending) % q->size));
 	q->cq_pending = 0;
 }
 
@@ -523,6 +617,49 @@ static inline SIO_HD uint32_t sio_nvme_prp_fill(uint64_t bus, uint32_t len, uint
 		list[n++] = a;
 	*prp2 = list_bus;
 	return n;
+}
+
+/* Identify SGLS bits 1:0, as struct sio_nvme_ctrl_info.sgl keeps them */
+#define SIO_NVME_SGL_NONE	0u	/* PRPs only */
+#define SIO_NVME_SGL_BYTE	1u	/* SGLs, data blocks at any byte */
+#define SIO_NVME_SGL_DWORD	2u	/* SGLs, data blocks dword aligned */
+
+/**
+ * sio_nvme_sgl_wanted() - whether a contiguous transfer goes better as an SGL
+ * @sgl: the controller's SIO_NVME_SGL_* support
+ * @bus: where the data starts
+ * @len: bytes
+ * @page: memory page size
+ *
+ * One SGL Data Block descriptor describes any contiguous buffer in the
+ * command itself, where PRPs need a list page (written by the host, read
+ * by the controller: a round trip across the fabric) once the data spans
+ * more than two pages, and cannot start off a dword at all. So: an SGL when
+ * the controller takes one and the data is not page aligned or spans more
+ * than two pages; PRPs otherwise (what every controller takes).
+ */
+static inline SIO_HD bool sio_nvme_sgl_wanted(uint32_t sgl, uint64_t bus, uint32_t len,
+					      uint32_t page)
+{
+	if (sgl == SIO_NVME_SGL_NONE || (sgl == SIO_NVME_SGL_DWORD && (bus & 3)))
+		return false;
+	return (bus & (page - 1)) != 0 || len > 2 * page;
+}
+
+/**
+ * sio_nvme_cmd_sgl_data() - make a command's data pointer one SGL Data Block
+ * @cmd: command (PSDT is set to SGL, MPTR unused)
+ * @bus: where the data starts
+ * @len: bytes
+ */
+static inline SIO_HD void sio_nvme_cmd_sgl_data(struct sio_nvme_cmd *cmd, uint64_t bus,
+						uint32_t len)
+{
+	cmd->flags = (uint8_t)((cmd->flags & 0x3fu) | SIO_NVME_PSDT_SGL_MPTR << 6);
+	cmd->sgl.addr = bus;
+	cmd->sgl.length = len;
+	cmd->sgl.rsvd[0] = cmd->sgl.rsvd[1] = cmd->sgl.rsvd[2] = 0;
+	cmd->sgl.type = SIO_NVME_SGL_TYPE(SIO_NVME_SGL_DATA);
 }
 
 #ifdef __cplusplus

@@ -59,6 +59,13 @@ enum {
 #define SIO_NVME_PSDT_PRP		0x0
 #define SIO_NVME_PSDT_SGL_MPTR		0x1
 
+/* SGL descriptor types (the high nibble of sio_nvme_sgl.type; subtype 0, Address) */
+#define SIO_NVME_SGL_DATA		0x0
+#define SIO_NVME_SGL_BIT_BUCKET		0x1
+#define SIO_NVME_SGL_SEGMENT		0x2
+#define SIO_NVME_SGL_LAST_SEGMENT	0x3
+#define SIO_NVME_SGL_TYPE(t)		((uint8_t)((t) << 4))
+
 /**
  * struct sio_nvme_sgl - an SGL descriptor (16 bytes)
  */
