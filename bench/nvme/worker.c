@@ -84,7 +84,9 @@ static int run_smartio(const struct nb_point_cfg *c, struct loop *l)
 
 	if (c->wrr_prios)
 		qs.prio = 1 + l->w % 3;
-	rc = nb_client_open(&cl, c->env, l->w, &qs, (uint64_t)c->qd * 4096);
+	/* a private fabric gives each client a node; an existing one, --node */
+	rc = nb_client_open(&cl, c->env, nb_env_client_node(c->env, l->w), &qs,
+			    (uint64_t)c->qd * 4096);
 	if (rc)
 		return rc;
 	nlb = 4096 / cl.ns.lba_size;
