@@ -221,8 +221,14 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		if ((rc = sq_path(&c, &env, p, &r[p].path))) {
-			fprintf(stderr, "sq-placement: path: %s\n", sio_errmsg());
-			return 1;
+			if (!env.external) {
+				fprintf(stderr, "sq-placement: path: %s\n", sio_errmsg());
+				return 1;
+			}
+			/* a backend without paths to this memory: no modelled figure */
+			printf("  %s: no path from the device to the SQ's memory (%s): no modelled "
+			       "round trip\n", place[p].name, sio_errmsg());
+			memset(&r[p].path, 0, sizeof(r[p].path));
 		}
 		r[p].lat = malloc(n * sizeof(uint64_t));
 		if (!r[p].lat || (rc = measure(&c, &(struct run){ .q = r[p].q }, 2000, &seed, nlb,

@@ -5,7 +5,8 @@
 # and polled queues) and then through smartio's driver on vfio (fio with the
 # smartio engine, nvme-bench-sweep). Results go to the console between
 # "SIO-BENCH-BEGIN name cpu=JIFFIES hz=HZ" and "SIO-BENCH-END name"; checks
-# print "SIO-VM PASS|FAIL|SKIP name" as in guest-suite.sh.
+# print "SIO-VM PASS|FAIL|SKIP name" as in guest-suite.sh. Then the other
+# benchmarks on vfio-lent controllers (sq-placement, overhead, emu-bench).
 RT=@RUNTIME@		# seconds per measured run, set by side-by-side.sh
 BDF=0000:00:04.0	# the controller under test (run-vm.sh's "main", 64 MiB)
 FAB=sbs
@@ -103,5 +104,32 @@ measure s-sweep-qd1 /tmp/w1/sweep.json \
 	nvme-bench-sweep --fabric $FAB --device "$DEV" --qd 1 -t $RT -o /tmp/w1
 measure s-sweep-qd32 /tmp/w32/sweep.json \
 	nvme-bench-sweep --fabric $FAB --device "$DEV" --qd 32 -t $RT -o /tmp/w32
+
+# The benchmarks pointed at vfio-lent controllers as a user would: on this
+# one (no CMB) and on the 16 MiB CMB controller at 00:05.0.
+expect() {	# expect NAME PATTERN CMD...: CMD's output must match PATTERN
+	n=$1 pat=$2; shift 2
+	"$@" >/tmp/$n.log 2>&1; rc=$?
+	sed 's/^/    | /' /tmp/$n.log
+	if grep -q "$pat" /tmp/$n.log; then res PASS "$n"; else res FAIL "$n" "exit $rc, no '$pat'"; fi
+}
+expect sq-placement-vfio "skipped: cmb .*no CMB" \
+	nvme-bench-sq-placement --fabric $FAB --device "$DEV" -n 4096 -o /tmp/sq1
+CMB=0000:00:05.0
+echo $CMB >/sys/bus/pci/drivers/nvme/unbind
+smartio vfio bind $CMB >/dev/null
+smartio vfio lend $CMB --fabric $FAB >/tmp/lend2.log 2>&1 &
+i=0
+while ! grep -q '^lending' /tmp/lend2.log && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+DEV2=$(sed -n 's/.* as device \([0-9]*\) .*/\1/p' /tmp/lend2.log)
+expect sq-placement-no-manager "no manager serves device $DEV2" \
+	nvme-bench-sq-placement --fabric $FAB --device "$DEV2" -n 4096 -o /tmp/sq2
+expect sq-placement-vfio-cmb "^cmb " \
+	nvme-bench-sq-placement --fabric $FAB --device "$DEV2" --start-manager -n 4096 -o /tmp/sq2
+expect overhead-vfio "^submit + complete" nvme-bench-overhead --fabric $FAB --device "$DEV" -n 2000 -o /tmp/ov
+expect emu-bench-refuses-served "needs it alone" \
+	emu-bench --fabric $FAB --device "$DEV" --reset -n 100 -t 1 -j /tmp/e.json -l /tmp/e.dat
 kill $MGR
 wait $MGR
+expect emu-bench-vfio "QD32 4KiB reads/s" \
+	emu-bench --fabric $FAB --device "$DEV" --reset -n 2000 -t 1 -j /tmp/e.json -l /tmp/e.dat

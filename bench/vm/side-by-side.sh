@@ -41,18 +41,22 @@ fio=$(command -v fio || true)
 engine=$build/bench/fio/fio-smartio.so
 [ -f "$engine" ] || skip "$engine not built (see docs/fio.md: it needs the fio source)"
 sweep=$build/bench/nvme/nvme-bench-sweep
-[ -x "$sweep" ] || skip "$sweep not built"
+benches="$sweep $build/bench/nvme/nvme-bench-sq-placement $build/bench/nvme/nvme-bench-overhead
+	$build/bench/emu/emu-bench"
+for b in $benches; do [ -x "$b" ] || skip "$b not built"; done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/sio-sbs.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 sed "s/@RUNTIME@/$rt/" "$here/side-by-side-guest.sh" >"$work/guest.sh"
 set +e
-SIO_VM_SUITE=$work/guest.sh SIO_VM_EXTRA="$fio $engine $sweep" \
+SIO_VM_SUITE=$work/guest.sh SIO_VM_EXTRA="$fio $engine $benches" \
 	SIO_VM_TIMEOUT=$((300 + 20 * rt)) "$src/tests/vm/run-vm.sh" "$build" "$src/tests/vm" "$work" \
 	>"$work/run.log" 2>&1
 rc=$?
 set -e
-grep -v '^SIO-BENCH-\|^[] {}"[]' "$work/run.log" | grep -v '^ *$' || true
+# the console less the results (JSON between the BEGIN and END markers)
+awk '/^SIO-BENCH-BEGIN/ {skip = 1} !skip && !/^SIO-BENCH-/ {print} /^SIO-BENCH-END/ {skip = 0}' \
+	"$work/run.log"
 [ $rc -eq 77 ] && exit 77
 [ $smoke -eq 1 ] && exit $rc
 [ $rc -eq 0 ] || { echo "side-by-side: the guest run failed (exit $rc)"; exit 1; }
