@@ -8,19 +8,7 @@
 set -u
 SMARTIO=$1 EMU=$2 MGR=$3 CLIENT=$4 SWEEP=$5 SQP=$6 OVH=$7 RL=$8 EMUB=$9
 export SMARTIO_QUIET=1
-F=t-bench-$$
-T=$(mktemp -d)
-EMU_PID= MGR_PID=
-cleanup() {
-	[ -n "$MGR_PID" ] && kill "$MGR_PID" 2>/dev/null && wait "$MGR_PID" 2>/dev/null
-	[ -n "$EMU_PID" ] && kill "$EMU_PID" 2>/dev/null && wait "$EMU_PID" 2>/dev/null
-	"$SMARTIO" destroy "$F" --force >/dev/null 2>&1
-	rm -rf "$T"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-pass=0
-ok() { echo "ok: $*"; pass=$((pass + 1)); }
+. "$(dirname "$0")/lib.sh" t-bench
 # expect_fail RC PATTERN CMD...: exits RC with a message matching PATTERN
 expect_fail() {
 	want=$1 pat=$2; shift 2
@@ -30,12 +18,7 @@ expect_fail() {
 }
 alive() { kill -0 "$1" 2>/dev/null || fail "$2 is gone"; }
 
-"$SMARTIO" create "$F" --nodes 3 >/dev/null || fail create
-"$EMU" --fabric "$F" --node 1 --backing ram:32M --cmb 4 --ready-file "$T/emu.ready" >"$T/emu.log" 2>&1 &
-EMU_PID=$!
-for _ in $(seq 100); do [ -s "$T/emu.ready" ] && break; sleep 0.05; done
-[ -s "$T/emu.ready" ] || fail "nvme-emu did not start"
-DEV=$(cat "$T/emu.ready")
+start_emu 3 --backing ram:32M --cmb 4
 
 # Options that mean nothing without --fabric, and devices that are not there.
 expect_fail 2 "need --fabric" "$SWEEP" --device 1
@@ -55,10 +38,7 @@ grep -q '"started_manager": true' "$T/sw/sweep.json" || fail "the JSON does not 
 "$SMARTIO" status "$F" >/dev/null || fail "the fabric was removed"
 ok "--start-manager"
 
-"$MGR" --fabric "$F" --node 1 --device "$DEV" --ready-file "$T/mgr.ready" >"$T/mgr.log" 2>&1 &
-MGR_PID=$!
-for _ in $(seq 100); do [ -s "$T/mgr.ready" ] && break; sleep 0.05; done
-[ -s "$T/mgr.ready" ] || { cat "$T/mgr.log"; fail "nvme-manager did not start"; }
+start_mgr
 
 # Served: each benchmark runs, names what it measured, leaves all running.
 "$SWEEP" --fabric "$F" --device "$DEV" --qd 2 -t 0.05 -o "$T/sw" >"$T/out" 2>&1 ||

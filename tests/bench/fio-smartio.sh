@@ -9,20 +9,8 @@ set -u
 SMARTIO=$1 EMU=$2 MGR=$3 CLIENT=$4 ENGINE=$5 EX=$6
 command -v fio >/dev/null || { echo "SKIP: fio not installed (apt-get install fio)"; exit 77; }
 export SMARTIO_QUIET=1 SIO_FIO_ENGINE=$ENGINE
-F=t-fio-$$
+. "$(dirname "$0")/lib.sh" t-fio
 export SMARTIO_FABRIC=$F
-T=$(mktemp -d)
-EMU_PID= MGR_PID=
-cleanup() {
-	[ -n "$MGR_PID" ] && kill "$MGR_PID" 2>/dev/null && wait "$MGR_PID" 2>/dev/null
-	[ -n "$EMU_PID" ] && kill "$EMU_PID" 2>/dev/null && wait "$EMU_PID" 2>/dev/null
-	"$SMARTIO" destroy "$F" --force >/dev/null 2>&1
-	rm -rf "$T"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-pass=0
-ok() { echo "ok: $*"; pass=$((pass + 1)); }
 E="--ioengine=external:$ENGINE"
 # fio_ok NAME ARGS...: a fio run that must succeed with no job error
 fio_ok() {
@@ -39,21 +27,13 @@ fio_err() {
 	grep -q "$pat" "$T/$n.log" || { cat "$T/$n.log"; fail "fio $n: no message matching '$pat'"; }
 }
 
-"$SMARTIO" create "$F" --nodes 3 >/dev/null || fail create
-"$EMU" --fabric "$F" --node 1 --backing ram:64M --queues 8 --ready-file "$T/emu.ready" >"$T/emu.log" 2>&1 &
-EMU_PID=$!
-for _ in $(seq 100); do [ -s "$T/emu.ready" ] && break; sleep 0.05; done
-[ -s "$T/emu.ready" ] || fail "nvme-emu did not start"
-DEV=$(cat "$T/emu.ready")
+start_emu 3 --backing ram:64M --queues 8
 
 # No manager yet: the job fails as a fio error naming the cause.
 fio_err nomgr "no NVMe manager serves device" --name=x $E --rw=read --bs=4k --size=64k
 ok "no manager: a fio error"
 
-"$MGR" --fabric "$F" --node 1 --device "$DEV" --ready-file "$T/mgr.ready" >"$T/mgr.log" 2>&1 &
-MGR_PID=$!
-for _ in $(seq 100); do [ -s "$T/mgr.ready" ] && break; sleep 0.05; done
-[ -s "$T/mgr.ready" ] || { cat "$T/mgr.log"; fail "nvme-manager did not start"; }
+start_mgr
 
 # fio -> device -> nvme-client: 1 MiB of 0x5a at 4 MiB (512 B blocks 8192..10239)
 fio_ok w1 --name=w $E --sio_device="$DEV" --sio_node=0 --rw=write --bs=64k --iodepth=4 \
