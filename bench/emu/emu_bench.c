@@ -120,6 +120,8 @@ static int sync_cmd(struct q *q, struct sio_nvme_cmd *c)
 }
 
 /* Take an existing fabric's controller (--fabric, --reset): its device id. */
+static char measured[512];	/* what is measured, said once the device is ours */
+
 static uint32_t existing(const struct bench_target *t)
 {
 	struct sio_device_info d[64];
@@ -136,12 +138,13 @@ static uint32_t existing(const struct bench_target *t)
 	n = sio_device_list(fab, 0x010802, 0xffffff, d, 64);
 	for (int i = 0; i < n && i < 64; i++)
 		if (t->device == SIO_DEVICE_ANY || d[i].id == t->device) {
-			printf("measured: fabric %s, device %u%s%s on node %d (%s), taken exclusively "
-			       "and reset (--reset); no latency model%s\n", t->fabric, d[i].id,
-			       d[i].bdf[0] ? " at " : "", d[i].bdf, d[i].lender,
-			       d[i].backend == SIO_BACKEND_VFIO ? "vfio" : "sim",
-			       d[i].backend == SIO_BACKEND_VFIO ? " (a real device path)" : " applied by "
-			       "emu-bench (the fabric's own setting holds)");
+			snprintf(measured, sizeof(measured),
+				 "measured: fabric %s, device %u%s%s on node %d (%s), taken "
+				 "exclusively and reset (--reset); no latency model%s\n", t->fabric,
+				 d[i].id, d[i].bdf[0] ? " at " : "", d[i].bdf, d[i].lender,
+				 d[i].backend == SIO_BACKEND_VFIO ? "vfio" : "sim",
+				 d[i].backend == SIO_BACKEND_VFIO ? " (a real device path)"
+				 : " applied by emu-bench (the fabric's own setting holds)");
 			return d[i].id;
 		}
 	fprintf(stderr, "emu-bench: fabric %s has no NVMe controller%s (%d listed)\n", t->fabric,
@@ -272,6 +275,8 @@ borrow:;
 	}
 	if (sio_device_bar(dev, 0, &bar) || sio_segment_map(bar, &va))
 		die("map BAR0");
+	if (measured[0])
+		printf("%s", measured);
 	regs = va;
 	disable();	/* from a known state: a lent controller may be running */
 
