@@ -131,8 +131,10 @@ static void write_plot(const char *out, int nqd, uint32_t qd0, int ncl, int cl0,
 	if (nqd == 1)
 		fprintf(g, "set xrange [%g:%g]\nset xtics (%u)\n"
 			   "set offsets 0, 0, graph 0.05, graph 0.05\n", qd0 / 2.0, qd0 * 2.0, qd0);
+	/* IOPS from 0: one series of one point would leave an empty y range */
+	fprintf(g, "set yrange [0:*]\n");
 	plot_series(g, "qd.dat", nqd, iops, iops_t, 2, nofile);
-	fprintf(g, "set logscale y\nset ylabel 'p50 / p99 latency (ns)'\n");
+	fprintf(g, "set yrange [*:*]\nset logscale y\nset ylabel 'p50 / p99 latency (ns)'\n");
 	plot_series(g, "qd.dat", nqd, lat, lat_t, 4, true);
 	fprintf(g, "unset multiplot\nunset logscale y\n");
 	if (nqd == 1)
@@ -146,6 +148,7 @@ static void write_plot(const char *out, int nqd, uint32_t qd0, int ncl, int cl0,
 			fprintf(g, "set xrange [%g:%g]\nset xtics (%d)\n"
 				   "set offsets 0, 0, graph 0.05, graph 0.05\n", cl0 / 2.0,
 				cl0 * 2.0, cl0);
+		fprintf(g, "set yrange [0:*]\n");
 		plot_series(g, "clients.dat", ncl, iops, iops_t, 2, nofile);
 		fprintf(g, "set ylabel \"Jain's fairness index\"\nset yrange [0:1.05]\n");
 		plot_series(g, "clients.dat", ncl, jain, jain_t, 2, true);
