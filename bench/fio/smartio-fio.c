@@ -38,8 +38,8 @@ struct sio_fio {
 	struct sio_nvme_ioq *q;
 	struct sio_nvme_buf *buf;
 	struct sio_nvme_ns ns;
-	struct io_u **events;	/* completed since the last getevents() */
-	unsigned int nevents, max_events;
+	struct io_u **events;	/* completed, not yet handed to fio */
+	unsigned int nevents, nret, max_events;
 };
 
 static struct fio_option options[] = {
@@ -250,6 +250,7 @@ static void sio_fio_done(void *arg, int err, uint16_t status)
 	io_u->resid = err ? io_u->xfer_buflen : 0;
 	/* status kept for errdetails(): the NVMe status of a failed command */
 	io_u->mmap_data = (void *)(uintptr_t)status;
+	/* never full: at most iodepth commands are in flight or held here */
 	if (s->nevents < s->max_events)
 		s->events[s->nevents++] = io_u;
 }
@@ -310,7 +311,11 @@ static int sio_fio_getevents(struct thread_data *td, unsigned int min, unsigned 
 	unsigned int idle = 0;
 	int rc;
 
-	s->nevents = 0;
+	/* what the last call could not hand over (a failed queue completes
+	 * everything at once) goes first this time */
+	memmove(s->events, s->events + s->nret, (s->nevents - s->nret) * sizeof(*s->events));
+	s->nevents -= s->nret;
+	s->nret = 0;
 	if (t) {
 		struct timespec now;
 
@@ -320,14 +325,14 @@ static int sio_fio_getevents(struct thread_data *td, unsigned int min, unsigned 
 	}
 	if (max > s->max_events)
 		max = s->max_events;
-	for (;;) {
-		rc = sio_nvme_ioq_poll(s->q, max - s->nevents);
+	for (;;) {	/* polls at least once, even for min 0 */
+		rc = s->nevents < max ? sio_nvme_ioq_poll(s->q, max - s->nevents) : 0;
 		if (rc < 0 && !s->nevents) {
 			log_err("fio: smartio: poll: %s\n", sio_errmsg());
 			td_vmsg(td, -rc, sio_errmsg(), "smartio poll");
 			return rc;
 		}
-		if (s->nevents >= min || s->nevents >= max || rc < 0)
+		if (rc < 0 || s->nevents >= min || s->nevents >= max)
 			break;
 		if (rc > 0) {
 			idle = 0;
@@ -345,7 +350,8 @@ static int sio_fio_getevents(struct thread_data *td, unsigned int min, unsigned 
 			}
 		}
 	}
-	return (int)s->nevents;
+	s->nret = s->nevents < max ? s->nevents : max;
+	return (int)s->nret;
 }
 
 static struct io_u *sio_fio_event(struct thread_data *td, int i)
