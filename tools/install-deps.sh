@@ -31,6 +31,7 @@ if [ ! -f "$fio_dir/config-host.h" ]; then
 		apt-get update -qq
 	fi
 	mkdir -p /usr/local/src/smartio
+	rm -rf "$fio_dir"	# a half-made tree from an earlier try
 	pkgver=$(dpkg-query -W -f='${Version}' fio)
 	(cd /usr/local/src/smartio && apt-get source -qq "fio=$pkgver" >/dev/null 2>&1) &&
 		(cd "$fio_dir" && ./configure --disable-native --prefix=/usr >/dev/null) ||
