@@ -10,9 +10,9 @@
  * Each job (each of numjobs) is its own client with its own queue pair,
  * created in the job's process or thread and deleted when it ends; fio's
  * I/O buffers are one buffer mapped for the device (iomem_alloc), so data
- * moves by DMA with no copy. Commands go to the controller as they are
- * queued (one doorbell write each); completions are reaped by polling in
- * getevents(). Built against the fio source of the installed fio version
+ * moves by DMA with no copy. Commands are written into the SQ as they are
+ * queued and the doorbell is written once per batch fio commits
+ * (iodepth_batch_submit); completions are reaped by polling in getevents(). Built against the fio source of the installed fio version
  * (its config-host.h and headers; see bench/fio/meson.build).
  */
 #include "fio.h"
@@ -183,6 +183,10 @@ static int sio_fio_init(struct thread_data *td)
 		return 1;
 	if ((rc = sio_nvme_ioq_create(s->cl, &qs, &s->q)))
 		return fail(td, rc, "create the queue pair");
+	/* one doorbell write per batch fio commits (a multipath queue rings
+	 * at every submission) */
+	if (!qs.multipath && (rc = sio_nvme_ioq_hold(s->q, true)))
+		return fail(td, rc, "batch doorbells");
 	return 0;
 }
 
@@ -303,6 +307,15 @@ static enum fio_q_status sio_fio_queue(struct thread_data *td, struct io_u *io_u
  * that make no progress within its timeout) or @t has passed. After a few
  * empty polls the CPU is yielded: two processes may share a core here.
  */
+/* fio's batch is in: one SQ doorbell write for all of it. */
+static int sio_fio_commit(struct thread_data *td)
+{
+	struct sio_fio *s = td->io_ops_data;
+
+	sio_nvme_ioq_ring(s->q);
+	return 0;
+}
+
 static int sio_fio_getevents(struct thread_data *td, unsigned int min, unsigned int max,
 			     const struct timespec *t)
 {
@@ -382,6 +395,7 @@ struct ioengine_ops ioengine = {
 	.init = sio_fio_init,
 	.cleanup = sio_fio_cleanup,
 	.queue = sio_fio_queue,
+	.commit = sio_fio_commit,
 	.getevents = sio_fio_getevents,
 	.event = sio_fio_event,
 	.errdetails = sio_fio_errdetails,

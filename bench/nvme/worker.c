@@ -91,6 +91,11 @@ static int run_smartio(const struct nb_point_cfg *c, struct loop *l)
 		return rc;
 	nlb = 4096 / cl.ns.lba_size;
 	nblk = cl.ns.nsze / nlb;
+	/* a round's submissions go out with one doorbell write, at its poll */
+	if ((rc = sio_nvme_ioq_hold(cl.q, true))) {
+		nb_client_close(&cl);
+		return rc;
+	}
 	barrier(l->sh);
 	l->end = nb_now_ns() + (uint64_t)(c->seconds * 1e9);
 	c0 = cpu_ns();
