@@ -14,4 +14,27 @@ if [ -n "$missing" ]; then
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
+# fio, and the source of that very fio version for the smartio ioengine
+# (bench/fio): an external engine is built against its headers and
+# config-host.h. Debian's source lists give it: a deb-src line for bookworm,
+# `apt-get source fio`, then ./configure as Debian's build does.
+if ! command -v fio >/dev/null 2>&1 || ! command -v dpkg-source >/dev/null 2>&1; then
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends fio dpkg-dev >/dev/null
+fi
+fio_ver=$(fio --version)
+fio_dir=/usr/local/src/smartio/$fio_ver
+if [ ! -f "$fio_dir/config-host.h" ]; then
+	src_list=/etc/apt/sources.list.d/smartio-deb-src.sources
+	if ! grep -rqs '^Types:.*deb-src\|^deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+		printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' >"$src_list"
+		apt-get update -qq
+	fi
+	mkdir -p /usr/local/src/smartio
+	rm -rf "$fio_dir"	# a half-made tree from an earlier try
+	pkgver=$(dpkg-query -W -f='${Version}' fio)
+	(cd /usr/local/src/smartio && apt-get source -qq "fio=$pkgver" >/dev/null 2>&1) &&
+		(cd "$fio_dir" && ./configure --disable-native --prefix=/usr >/dev/null) ||
+		echo "smartio: the fio source ($fio_ver) could not be fetched: the fio engine will not be built" >&2
+fi
 echo "smartio: build dependencies present"

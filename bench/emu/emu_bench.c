@@ -5,6 +5,11 @@
  *   - QD1 4 KiB random reads: latency percentiles (submit to completion seen)
  *   - QD32 4 KiB random reads: IOPS
  * Prints a table and writes JSON (and the QD1 latencies, one per line).
+ *
+ * With --fabric NAME --device ID --reset it measures a controller lent on an
+ * existing fabric instead (vfio-lent, say): it borrows it exclusively, resets
+ * it and writes the first 64 MiB of namespace 1, so it does so only when
+ * asked, and never while a manager or client holds the device.
  */
 #include "opt.h"
 #include <errno.h>
@@ -114,6 +119,55 @@ static int sync_cmd(struct q *q, struct sio_nvme_cmd *c)
 	return SIO_NVME_STATUS_CODE(r.status);
 }
 
+/* Take an existing fabric's controller (--fabric, --reset): its device id. */
+static char measured[512];	/* what is measured, said once the device is ours */
+
+static uint32_t existing(const struct bench_target *t)
+{
+	struct sio_device_info d[64];
+	int n, node = t->node < 0 ? 0 : t->node;
+
+	if (!t->reset) {
+		fprintf(stderr, "emu-bench: --fabric: emu-bench drives the controller's registers "
+				"itself: it borrows the device exclusively, resets it and writes the "
+				"first 64 MiB of namespace 1; give --reset to allow that\n");
+		exit(2);
+	}
+	if (sio_fabric_open(t->fabric, node, &fab))
+		die("join fabric");
+	n = sio_device_list(fab, 0x010802, 0xffffff, d, 64);
+	for (int i = 0; i < n && i < 64; i++)
+		if (t->device == SIO_DEVICE_ANY || d[i].id == t->device) {
+			snprintf(measured, sizeof(measured),
+				 "measured: fabric %s, device %u%s%s on node %d (%s), taken "
+				 "exclusively and reset (--reset); no latency model%s\n", t->fabric,
+				 d[i].id, d[i].bdf[0] ? " at " : "", d[i].bdf, d[i].lender,
+				 d[i].backend == SIO_BACKEND_VFIO ? "vfio" : "sim",
+				 d[i].backend == SIO_BACKEND_VFIO ? " (a real device path)"
+				 : " applied by emu-bench (the fabric's own setting holds)");
+			return d[i].id;
+		}
+	fprintf(stderr, "emu-bench: fabric %s has no NVMe controller%s (%d listed)\n", t->fabric,
+		t->device == SIO_DEVICE_ANY ? "" : " with that device id", n < 0 ? 0 : n);
+	exit(1);
+}
+
+/* CC.EN = 0 and wait for CSTS.RDY = 0, bounded by CAP.TO. */
+static void disable(void)
+{
+	uint64_t cap = __atomic_load_n((uint64_t *)(regs + NVME_REG_CAP), __ATOMIC_ACQUIRE);
+	uint64_t t0 = now_ns(), to = (NVME_CAP_TO(cap) + 1) * 500000000ull;
+
+	__atomic_store_n((uint32_t *)(regs + NVME_REG_CC), 0, __ATOMIC_RELEASE);
+	while (NVME_CSTS_RDY(__atomic_load_n((uint32_t *)(regs + NVME_REG_CSTS), __ATOMIC_ACQUIRE))) {
+		if (now_ns() - t0 > to) {
+			fprintf(stderr, "emu-bench: the controller did not reset within CAP.TO\n");
+			exit(1);
+		}
+		usleep(100);
+	}
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -133,27 +187,46 @@ int main(int argc, char **argv)
 {
 	uint64_t n_qd1 = 200000, secs = 3, size = 1ull << 30;
 	const char *json = "emu-bench.json", *lat_out = "emu-bench-qd1.dat";
+	static const struct option lo[] = {
+		BENCH_TARGET_LONGOPTS, { "reset", no_argument, NULL, 'R' }, { 0 },
+	};
+	struct bench_target tgt;
 	char name[SIO_NAME_MAX];
+	uint32_t nlb = 8, lbads = 512;	/* LBAs per 4 KiB, LBA size */
+	pid_t pid = 0;
 	int c;
 
-	while ((c = getopt(argc, argv, "n:t:j:l:h")) != -1) {
+	bench_target_init(&tgt);
+	while ((c = getopt_long(argc, argv, "n:t:j:l:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'n': n_qd1 = bench_u64("emu-bench", "-n", optarg, 1, 1000000000); break;
 		case 't': secs = bench_u64("emu-bench", "-t", optarg, 1, 3600); break;
 		case 'j': json = optarg; break;
 		case 'l': lat_out = optarg; break;
+		case 'R': tgt.reset = true; break;
 		default:
+			if (c != BENCH_OPT_START_MANAGER && bench_target_opt("emu-bench", &tgt, c, optarg))
+				break;
 			fprintf(stderr, "usage: emu-bench [-n QD1_READS] [-t QD32_SECONDS] "
-					"[-j JSON] [-l QD1_LATENCIES]\n");
+					"[-j JSON] [-l QD1_LATENCIES]\n"
+					"  [--fabric NAME [--device ID] [--node N] --reset]: an existing "
+					"fabric's controller, taken exclusively and reset\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
 	bench_no_args("emu-bench", optind, argc, argv);
+	bench_target_check("emu-bench", &tgt);
 	if (n_qd1 < 100 || secs < 1) {
 		fprintf(stderr, "emu-bench: -n at least 100, -t at least 1\n");
 		return 2;
 	}
 
+	uint32_t devid;
+	if (tgt.fabric) {
+		devid = existing(&tgt);
+		snprintf(name, sizeof(name), "%s", tgt.fabric);
+		goto borrow;
+	}
 	snprintf(name, sizeof(name), "emubench-%d", (int)getpid());
 	struct sio_fabric_config fc = { .nodes = 1, .latency_model = false };
 	if (sio_fabric_create(name, &fc))
@@ -163,7 +236,7 @@ int main(int argc, char **argv)
 	int pfd[2];
 	if (pipe(pfd))
 		return 1;
-	pid_t pid = fork();
+	pid = fork();
 	if (pid == 0) {
 		static volatile sig_atomic_t stop;
 		struct sio_nvme_emu_config cfg;
@@ -186,18 +259,26 @@ int main(int argc, char **argv)
 		sio_nvme_emu_run(emu, &stop);	/* ends with SIGTERM */
 		_exit(0);
 	}
-	uint32_t devid;
 	if (read(pfd[0], &devid, sizeof(devid)) != sizeof(devid)) {
 		fprintf(stderr, "emu-bench: controller did not start\n");
 		return 1;
 	}
-
+	if (sio_fabric_open(name, 0, &fab))
+		die("join fabric");
+borrow:;
 	struct sio_segment *bar;
 	void *va;
-	if (sio_fabric_open(name, 0, &fab) || sio_device_borrow(fab, devid, SIO_BORROW_EXCLUSIVE, &dev) ||
-	    sio_device_bar(dev, 0, &bar) || sio_segment_map(bar, &va))
-		die("borrow");
+	if (sio_device_borrow(fab, devid, SIO_BORROW_EXCLUSIVE, &dev)) {
+		fprintf(stderr, "emu-bench: borrow device %u exclusively: %s%s\n", devid, sio_errmsg(),
+			tgt.fabric ? " (a manager or client holds it? emu-bench needs it alone)" : "");
+		return 1;
+	}
+	if (sio_device_bar(dev, 0, &bar) || sio_segment_map(bar, &va))
+		die("map BAR0");
+	if (measured[0])
+		printf("%s", measured);
 	regs = va;
+	disable();	/* from a known state: a lent controller may be running */
 
 	struct q admin = { .qid = 0, .size = 32, .phase = 1 }, io = { .qid = 1, .size = 64, .phase = 1 };
 	struct mem data;
@@ -223,6 +304,29 @@ int main(int argc, char **argv)
 	}
 	struct sio_nvme_cmd cmd;
 
+	/* namespace 1's size and LBA size (Identify Namespace) */
+	sio_nvme_cmd_identify(&cmd, NVME_IDENTIFY_CNS_NS, 1, data.bus);
+	if (sync_cmd(&admin, &cmd))
+		die("identify namespace 1");
+	{
+		const struct nvme_id_ns *ns = (const void *)data.va;
+		uint64_t nsze = ns->nsze;
+
+		lbads = 1u << ns->lbaf[ns->flbas & 0xf].ds;
+		if (lbads < 512 || lbads > 4096) {
+			fprintf(stderr, "emu-bench: namespace 1 has %u B blocks (512..4096 taken)\n", lbads);
+			return 1;
+		}
+		nlb = 4096 / lbads;
+		if (nsze * lbads < size)
+			size = nsze * lbads;
+		if (size < (1ull << 20)) {
+			fprintf(stderr, "emu-bench: namespace 1 is too small (%llu B)\n",
+				(unsigned long long)size);
+			return 1;
+		}
+	}
+
 	sio_nvme_cmd_create_cq(&cmd, 1, 64, io.cq.bus, SIO_NVME_Q_PC, 0);
 	if (sync_cmd(&admin, &cmd))
 		die("create CQ");
@@ -235,8 +339,8 @@ int main(int argc, char **argv)
 	struct sio_nvme_cpl r;
 
 	/* warm up: write every block once is too slow for 1 GiB; write the first 64 MiB */
-	for (uint64_t b = 0; b < 16384; b++) {
-		sio_nvme_cmd_rw(&cmd, nvme_cmd_write, 1, b * 8, 8, data.bus, 0);
+	for (uint64_t b = 0; b < 16384 && b < nblk; b++) {
+		sio_nvme_cmd_rw(&cmd, nvme_cmd_write, 1, b * nlb, nlb, data.bus, 0);
 		cmd.cid = 1;
 		if (sync_cmd(&io, &cmd))
 			die("warm-up write");
@@ -246,9 +350,9 @@ int main(int argc, char **argv)
 	uint64_t *lat = malloc(n_qd1 * sizeof(*lat));
 	fprintf(stderr, "QD1: %llu reads\n", (unsigned long long)n_qd1);
 	for (uint64_t i = 0; i < n_qd1; i++) {
-		uint64_t lba = (xorshift(&seed) % nblk) * 8;
+		uint64_t lba = (xorshift(&seed) % nblk) * nlb;
 
-		sio_nvme_cmd_rw(&cmd, nvme_cmd_read, 1, lba, 8, data.bus, 0);
+		sio_nvme_cmd_rw(&cmd, nvme_cmd_read, 1, lba, nlb, data.bus, 0);
 		cmd.cid = (uint16_t)i;
 		uint64_t t0 = now_ns();
 		submit(&io, &cmd);
@@ -277,8 +381,8 @@ int main(int argc, char **argv)
 	uint64_t done = 0, t_end, t0;
 	fprintf(stderr, "QD32: %llu s\n", (unsigned long long)secs);
 	for (uint32_t i = 0; i < qd; i++) {
-		uint64_t lba = (xorshift(&seed) % nblk) * 8;
-		sio_nvme_cmd_rw(&cmd, nvme_cmd_read, 1, lba, 8, data.bus + (uint64_t)i * 4096, 0);
+		uint64_t lba = (xorshift(&seed) % nblk) * nlb;
+		sio_nvme_cmd_rw(&cmd, nvme_cmd_read, 1, lba, nlb, data.bus + (uint64_t)i * 4096, 0);
 		cmd.cid = (uint16_t)i;
 		memcpy(io.sq.va + (uint64_t)io.tail * sizeof(cmd), &cmd, sizeof(cmd));
 		io.tail = (io.tail + 1) % io.size;
@@ -291,8 +395,8 @@ int main(int argc, char **argv)
 		do {
 			if (reap(&io, &r, false) || SIO_NVME_STATUS_CODE(r.status))
 				die("QD32 read");
-			uint64_t lba = (xorshift(&seed) % nblk) * 8;
-			sio_nvme_cmd_rw(&cmd, nvme_cmd_read, 1, lba, 8,
+			uint64_t lba = (xorshift(&seed) % nblk) * nlb;
+			sio_nvme_cmd_rw(&cmd, nvme_cmd_read, 1, lba, nlb,
 					data.bus + (uint64_t)(r.cid % qd) * 4096, 0);
 			cmd.cid = r.cid;
 			memcpy(io.sq.va + (uint64_t)io.tail * sizeof(cmd), &cmd, sizeof(cmd));
@@ -309,7 +413,8 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < qd; i++)
 		reap(&io, &r, true);
 
-	printf("emulated NVMe controller, RAM backing, latency model off (no modelled delays)\n");
+	if (!tgt.fabric)
+		printf("emulated NVMe controller, RAM backing, latency model off (no modelled delays)\n");
 	printf("%-28s %12s\n", "metric", "value");
 	printf("%-28s %12.3f\n", "QD1 4KiB read p50 (us)", pv[0] / 1e3);
 	printf("%-28s %12.3f\n", "QD1 4KiB read p90 (us)", pv[1] / 1e3);
@@ -319,7 +424,10 @@ int main(int argc, char **argv)
 	printf("%-28s %12.0f\n", "QD32 4KiB reads/s", iops);
 	FILE *jf = fopen(json, "w");
 	if (jf) {
-		fprintf(jf, "{\"bench\":\"emu\",\"backing\":\"ram\",\"latency_model\":false,"
+		fprintf(jf, "{\"bench\":\"emu\",\"backing\":\"%s\",\"fabric\":\"%s\",\"device\":%u,"
+			    "\"latency_model\":false,", tgt.fabric ? "existing device" : "ram", name, devid);
+		fprintf(jf, "\"lba_size\":%u,", lbads);
+		fprintf(jf, ""
 			    "\"qd1\":{\"reads\":%llu,\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,"
 			    "\"p999_ns\":%llu,\"max_ns\":%llu},\"qd32\":{\"seconds\":%.3f,\"reads\":%llu,"
 			    "\"iops\":%.0f}}\n",
@@ -328,11 +436,14 @@ int main(int argc, char **argv)
 			el, (unsigned long long)done, iops);
 		fclose(jf);
 	}
-	kill(pid, SIGTERM);
-	waitpid(pid, NULL, 0);
+	disable();	/* leave the controller off, its queues gone, for the next owner */
 	sio_device_close(dev);
 	sio_fabric_close(fab);
-	sio_fabric_destroy(name);
+	if (pid > 0) {
+		kill(pid, SIGTERM);
+		waitpid(pid, NULL, 0);
+		sio_fabric_destroy(name);
+	}
 	free(lat);
 	return 0;
 }

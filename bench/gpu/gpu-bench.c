@@ -84,14 +84,17 @@ int main(int argc, char **argv)
 	const char *fname = getenv("SMARTIO_FABRIC"), *json = "gpu-bench.json";
 	uint32_t th[16] = { 32, 256 }, qs[16] = { 1, 4 }, ds[16] = { 32, 256 };
 	int nth = 2, nqs = 2, nds = 2, node = 0, c;
+	int64_t devid = -1;	/* --device; -1: the first NVMe controller */
 	bool placement = false;
 	static const struct option lo[] = {
 		{ "fabric", 1, 0, 'f' }, { "node", 1, 0, 'n' }, { "ios", 1, 0, 'i' },
 		{ "threads", 1, 0, 't' }, { "queues", 1, 0, 'q' }, { "depth", 1, 0, 'd' },
-		{ "json", 1, 0, 'j' }, { "sq-placement", 0, 0, 'p' }, { 0, 0, 0, 0 } };
+		{ "json", 1, 0, 'j' }, { "sq-placement", 0, 0, 'p' }, { "device", 1, 0, 'D' },
+		{ 0, 0, 0, 0 } };
 
 	while ((c = getopt_long(argc, argv, "f:n:i:t:q:d:j:p", lo, NULL)) != -1) {
 		switch (c) {
+		case 'D': devid = (int64_t)bench_u64("gpu-bench", "--device", optarg, 0, UINT32_MAX - 1); break;
 		case 'f': fname = optarg; break;
 		case 'n': node = (int)bench_u64("gpu-bench", "--node", optarg, 0, SIO_MAX_NODES - 1); break;
 		case 'i': nios = bench_u64("gpu-bench", "--ios", optarg, 1, 1ull << 40); break;
@@ -105,7 +108,7 @@ int main(int argc, char **argv)
 	}
 	bench_no_args("gpu-bench", optind, argc, argv);
 	if (!fname || nth < 1 || nqs < 1 || nds < 1 || !nios) {
-		fprintf(stderr, "usage: gpu-bench --fabric NAME [--node N] [--ios N] [--threads "
+		fprintf(stderr, "usage: gpu-bench --fabric NAME [--node N] [--device ID] [--ios N] [--threads "
 			"LIST] [--queues LIST] [--depth LIST] [--sq-placement] [--json FILE]\n");
 		return 2;
 	}
@@ -123,11 +126,21 @@ int main(int argc, char **argv)
 		printf("skipped: %s\n", sio_errmsg());
 		return 77;
 	}
-	if (sio_fabric_open(fname, node, &f) || sio_gpu_nvme_open(f, -1, 0, &g)) {
+	if (sio_fabric_open(fname, node, &f) || sio_gpu_nvme_open(f, devid, 0, &g)) {
 		fprintf(stderr, "gpu-bench: %s %s\n", sio_errmsg(), sio_errmsg());
 		return 1;
 	}
 	struct sio_nvme_client *cl = sio_gpu_nvme_client(g);
+	struct sio_device_info di;
+	struct sio_topology topo;
+
+	if (!sio_device_info(sio_nvme_client_device(cl), &di) && !sio_fabric_topology(f, &topo))
+		printf("measured: fabric %s, device %u%s%s (%s) on node %d, GPU 0 on node %d; %s\n",
+		       fname, di.id, di.bdf[0] ? " at " : "", di.bdf,
+		       di.backend == SIO_BACKEND_VFIO ? "vfio" : "sim", di.lender, node,
+		       di.backend == SIO_BACKEND_VFIO ? "no latency model (a real device path)"
+		       : topo.latency_model ? "latency model ON (modelled per-hop delays, not hardware)"
+					    : "latency model OFF (software cost only)");
 	if (sio_nvme_client_ns(cl, 1, &ns) ||
 	    sio_gpu_mem_create(f, 16u << 20, 0, &buf) ||
 	    sio_device_map(sio_nvme_client_device(cl), buf->seg, &buf_bus)) {

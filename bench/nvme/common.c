@@ -154,7 +154,8 @@ void nb_env_down(struct nb_env *e)
 	reap(e->mgr_pid);
 	reap(e->emu_pid);
 	e->mgr_pid = e->emu_pid = 0;
-	sio_fabric_destroy(e->fabric);
+	if (!e->external)	/* an existing fabric is left as it was found */
+		sio_fabric_destroy(e->fabric);
 	e->fabric[0] = 0;
 }
 
@@ -170,13 +171,28 @@ static void on_signal(int sig)
 	raise(sig);
 }
 
+/* Tear down what this process started, at exit and on signals. */
+static void teardown_on_exit(struct nb_env *e)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	owner = getpid();
+	if (!live_env) {
+		atexit(at_exit);
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+	}
+	live_env = e;
+}
+
 int nb_env_up(struct nb_env *e, const char *tag, const struct nb_env_opts *o)
 {
 	struct sio_fabric_config fc = {
 		.nodes = o->nodes, .topology = SIO_TOPO_SWITCH,
 		.latency_model = o->model, .windows = o->windows,
 	};
-	struct sigaction sa = { .sa_handler = on_signal };
 	int64_t v;
 	int rc;
 
@@ -188,15 +204,7 @@ int nb_env_up(struct nb_env *e, const char *tag, const struct nb_env_opts *o)
 		e->fabric[0] = 0;
 		return rc;
 	}
-	owner = getpid();
-	if (!live_env) {
-		atexit(at_exit);
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-		sigaction(SIGHUP, &sa, NULL);
-	}
-	live_env = e;
+	teardown_on_exit(e);
 	e->emu_pid = spawn(e, emu_child, &v);
 	if (e->emu_pid < 0 || v < 0) {
 		fprintf(stderr, "bench: the emulated controller did not start\n");
@@ -211,6 +219,162 @@ int nb_env_up(struct nb_env *e, const char *tag, const struct nb_env_opts *o)
 		return -EIO;
 	}
 	return 0;
+}
+
+/* The NVMe controller @want (SIO_DEVICE_ANY: the first) on @f. */
+static int find_device(struct sio_fabric *f, const char *fabric, uint32_t want,
+		       struct sio_device_info *out)
+{
+	struct sio_device_info d[64];
+	int n = sio_device_list(f, 0x010802, 0xffffff, d, 64);
+
+	if (n < 0) {
+		fprintf(stderr, "bench: %s: list devices: %s\n", fabric, sio_errmsg());
+		return n;
+	}
+	for (int i = 0; i < n && i < 64; i++)
+		if (want == SIO_DEVICE_ANY || d[i].id == want) {
+			*out = d[i];
+			return 0;
+		}
+	if (want == SIO_DEVICE_ANY)
+		fprintf(stderr, "bench: fabric %s has no NVMe controller (class 010802); "
+				"lend one first (smartio vfio lend BDF, or nvme-emu)\n", fabric);
+	else
+		fprintf(stderr, "bench: fabric %s has no NVMe controller with device id %u "
+				"(%d registered; smartio status lists them)\n", fabric, want, n);
+	return -ENOENT;
+}
+
+int nb_env_attach(struct nb_env *e, const struct bench_target *t)
+{
+	struct sio_nvme_client *cl = NULL;
+	struct sio_topology topo;
+	struct sio_fabric *f;
+	int64_t v;
+	int rc;
+
+	memset(e, 0, sizeof(*e));
+	e->external = true;
+	e->node = t->node < 0 ? 0 : t->node;
+	snprintf(e->fabric, sizeof(e->fabric), "%s", t->fabric);
+	if ((rc = sio_fabric_open(t->fabric, e->node, &f))) {
+		fprintf(stderr, "bench: join fabric %s as node %d: %s\n", t->fabric, e->node,
+			sio_errmsg());
+		e->fabric[0] = 0;
+		return rc;
+	}
+	if ((rc = sio_fabric_topology(f, &topo)) || (rc = find_device(f, t->fabric, t->device, &e->dev)))
+		goto out;
+	e->devid = e->dev.id;
+	e->o.nodes = topo.nodes;
+	e->o.lender = e->dev.lender;
+	e->o.model = topo.latency_model;
+	e->o.chassis = e->dev.chassis;
+	rc = sio_nvme_client_open(f, e->dev.id, &cl);
+	if (rc == -ENOENT && t->start_manager) {
+		/* asked for: the manager resets the controller and serves it */
+		teardown_on_exit(e);
+		e->o.cmb_mib = 1;	/* enable the CMB where the controller has one */
+		e->mgr_pid = spawn(e, mgr_child, &v);
+		if (e->mgr_pid < 0 || v < 0) {
+			fprintf(stderr, "bench: the manager did not start on device %u\n", e->dev.id);
+			rc = -EIO;
+			goto out;
+		}
+		rc = sio_nvme_client_open(f, e->dev.id, &cl);
+	} else if (rc == -ENOENT) {
+		fprintf(stderr, "bench: no manager serves device %u on fabric %s: start one "
+				"(nvme-manager --fabric %s --device %u), or give --start-manager to "
+				"have the benchmark start one (it resets the controller)\n",
+			e->dev.id, t->fabric, t->fabric, e->dev.id);
+		goto out;
+	}
+	if (rc) {
+		fprintf(stderr, "bench: device %u on fabric %s: %s\n", e->dev.id, t->fabric,
+			sio_errmsg());
+		goto out;
+	}
+	sio_nvme_client_info(cl, &e->ctrl);
+	sio_nvme_client_close(cl);
+out:
+	sio_fabric_close(f);
+	if (rc) {
+		nb_env_down(e);
+		e->fabric[0] = 0;
+	}
+	return rc;
+}
+
+int nb_env_open(struct nb_env *e, const char *tag, const struct nb_env_opts *o,
+		const struct bench_target *t)
+{
+	if (!t || !t->fabric)
+		return nb_env_up(e, tag, o);
+	return nb_env_attach(e, t);
+}
+
+int nb_env_client_node(const struct nb_env *e, int own)
+{
+	return e->external ? e->node : own;
+}
+
+static const char *backend_name(const struct nb_env *e)
+{
+	if (!e->external)
+		return "sim (private fabric, emulated controller)";
+	return e->dev.backend == SIO_BACKEND_VFIO ? "vfio (a PCI function bound to vfio-pci)"
+						  : "sim (emulated controller)";
+}
+
+const char *nb_env_model_label(const struct nb_env *e)
+{
+	if (e->external && e->dev.backend == SIO_BACKEND_VFIO)
+		return "no latency model (a real device path through vfio)";
+	return nb_model_label(e->o.model);
+}
+
+void nb_env_describe(const struct nb_env *e, FILE *o)
+{
+	if (!e->external) {
+		fprintf(o, "measured: a private simulated fabric %s, emulated controller (device %lld) "
+			   "on node %d; %s\n", e->fabric, (long long)e->devid, e->o.lender,
+			nb_model_label(e->o.model));
+		return;
+	}
+	fprintf(o, "measured: fabric %s, backend %s; device %u%s%s '%s' serial '%s' fw '%s' on "
+		   "node %d, clients on node %d; CMB %s; %s\n",
+		e->fabric, backend_name(e), e->dev.id, e->dev.bdf[0] ? " at " : "", e->dev.bdf,
+		e->ctrl.mn, e->ctrl.sn, e->ctrl.fr, e->dev.lender, e->node,
+		e->ctrl.cmb.size ? "present" : "none", nb_env_model_label(e));
+	if (e->mgr_pid)
+		fprintf(o, "  (this benchmark started the manager: --start-manager)\n");
+}
+
+static void json_str(FILE *j, const char *key, const char *v)
+{
+	fprintf(j, "\"%s\": \"", key);
+	for (; *v; v++)
+		fprintf(j, *v == '"' || *v == '\\' ? "\\%c" : (unsigned char)*v < 0x20 ? "?" : "%c", *v);
+	fprintf(j, "\"");
+}
+
+void nb_json_target(FILE *j, const struct nb_env *e)
+{
+	fprintf(j, "\"target\": {\"existing_fabric\": %s, ", e->external ? "true" : "false");
+	json_str(j, "fabric", e->fabric);
+	fprintf(j, ", ");
+	json_str(j, "backend", backend_name(e));
+	fprintf(j, ", \"device\": %lld, \"lender\": %d, \"client_node\": %d, ",
+		(long long)e->devid, e->o.lender, e->external ? e->node : 0);
+	json_str(j, "bdf", e->dev.bdf);
+	fprintf(j, ", ");
+	json_str(j, "model", e->external ? e->ctrl.mn : "smartio emulated controller");
+	fprintf(j, ", ");
+	json_str(j, "serial", e->ctrl.sn);
+	fprintf(j, ", \"latency_model\": %s, ", e->o.model ? "true" : "false");
+	json_str(j, "model_note", nb_env_model_label(e));
+	fprintf(j, ", \"started_manager\": %s}", e->mgr_pid ? "true" : "false");
 }
 
 int nb_client_open(struct nb_client *c, const struct nb_env *e, int node,

@@ -16,6 +16,7 @@
 #include <smartio/smartio.h>
 #include <smartio/nvme/client.h>
 #include <smartio/nvme/manager.h>
+#include "opt.h"
 
 /* ---- environment: fabric, controller, manager ---- */
 
@@ -49,17 +50,49 @@ struct nb_env_opts {
 	bool no_dbbuf;
 };
 
+/**
+ * struct nb_env - what a benchmark runs on
+ * @fabric: the fabric's name
+ * @o: its set-up (on an existing fabric: @o.lender, @o.model, @o.nodes and
+ *	@o.chassis as found there)
+ * @emu_pid: the private controller's process (0: none)
+ * @mgr_pid: the manager's process, when this benchmark started it (0: none)
+ * @devid: the controller's device id
+ * @external: an existing fabric and device (--fabric), left as found
+ * @node: node the clients join on an existing fabric
+ * @dev: the device as registered
+ * @ctrl: the controller as its manager brought it up (model, serial, CMB)
+ */
 struct nb_env {
 	char fabric[SIO_NAME_MAX];
 	struct nb_env_opts o;
 	pid_t emu_pid, mgr_pid;
 	int64_t devid;
+	bool external;
+	int node;
+	struct sio_device_info dev;
+	struct sio_nvme_ctrl_info ctrl;
 };
 
 /* Create the fabric, start the controller and the manager; register the
  * teardown with atexit and SIGINT/SIGTERM. Return 0 or -errno (message on
  * stderr). */
 int nb_env_up(struct nb_env *e, const char *tag, const struct nb_env_opts *o);
+/* Join the existing fabric @t names and find its device and the manager
+ * serving it; start a manager only with @t->start_manager. Nothing is
+ * created, reset or taken over otherwise. 0 or -errno (message on stderr). */
+int nb_env_attach(struct nb_env *e, const struct bench_target *t);
+/* nb_env_attach() with @t->fabric, else nb_env_up() with @o. */
+int nb_env_open(struct nb_env *e, const char *tag, const struct nb_env_opts *o,
+		const struct bench_target *t);
+/* Node the benchmark's first client joins (@own on a private fabric). */
+int nb_env_client_node(const struct nb_env *e, int own);
+/* Say what is measured: fabric, backend, device, latency model. */
+void nb_env_describe(const struct nb_env *e, FILE *o);
+/* The same as a JSON member: "target": {...} */
+void nb_json_target(FILE *j, const struct nb_env *e);
+/* The latency-model label of what runs (a real device has no model). */
+const char *nb_env_model_label(const struct nb_env *e);
 /* Stop the children and destroy the fabric (idempotent). */
 void nb_env_down(struct nb_env *e);
 

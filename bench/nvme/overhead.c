@@ -48,7 +48,7 @@ static int cg_pass(const char *fabric, int64_t devid, int lender, const char *wh
 	int rc;
 
 	snprintf(e.fabric, sizeof(e.fabric), "%s", fabric);
-	if ((rc = nb_client_open(&c, &e, 0, NULL, 4096)))
+	if ((rc = nb_client_open(&c, &e, -1, NULL, 4096)))	/* $SMARTIO_NODE */
 		return 1;
 	nlb = 4096 / c.ns.lba_size;
 	nblk = c.ns.nsze / nlb;
@@ -95,10 +95,10 @@ static double callgrind(const char *self, const struct nb_env *e, const char *ou
 
 	snprintf(file, sizeof(file), "%s/callgrind.%s.out", out, what);
 	snprintf(cmd, sizeof(cmd),
-		 "valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file='%s' "
+		 "SMARTIO_NODE=%d valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file='%s' "
 		 "'%s' --cg-pass %s --cg-fabric %s --cg-dev %lld --cg-lender %d -n %llu "
 		 ">'%s/callgrind.%s.log' 2>&1",
-		 file, self, what, e->fabric, (long long)e->devid, e->o.lender,
+		 nb_env_client_node(e, 0), file, self, what, e->fabric, (long long)e->devid, e->o.lender,
 		 (unsigned long long)n, out, what);
 	if (system(cmd)) {
 		fprintf(stderr, "overhead: callgrind pass failed, see %s/callgrind.%s.log\n", out, what);
@@ -181,7 +181,8 @@ static void usage(FILE *o)
 		"  -n, --count N       I/Os (default 200000)\n"
 		"  -q, --quick         20000 I/Os, 500 under callgrind\n"
 		"      --instructions  also count instructions with valgrind --tool=callgrind\n"
-		"  -o, --out DIR       output directory (default bench-out/overhead)\n");
+		"  -o, --out DIR       output directory (default bench-out/overhead)\n"
+		BENCH_TARGET_HELP);
 }
 
 int main(int argc, char **argv)
@@ -191,8 +192,9 @@ int main(int argc, char **argv)
 		{ "instructions", no_argument, NULL, 'I' }, { "out", required_argument, NULL, 'o' },
 		{ "cg-pass", required_argument, NULL, 'P' }, { "cg-fabric", required_argument, NULL, 'F' },
 		{ "cg-dev", required_argument, NULL, 'D' }, { "cg-lender", required_argument, NULL, 'L' },
-		{ "help", no_argument, NULL, 'h' }, { 0 },
+		{ "help", no_argument, NULL, 'h' }, BENCH_TARGET_LONGOPTS, { 0 },
 	};
+	struct bench_target tgt;
 	struct nb_env_opts eo = { .nodes = 2, .lender = 1, .backing = "ram:256M", .pin = true };
 	const char *out = "bench-out/overhead", *pass = NULL, *cgfab = NULL;
 	uint64_t n = 200000, ncg = 2000, seed = 7, nblk, empty = 0;
@@ -200,9 +202,11 @@ int main(int argc, char **argv)
 	int64_t cgdev = -1;
 	int opt, rc, cglender = 1;
 	bool instr = false, quick = false;
+
+	bench_target_init(&tgt);
 	struct nb_stats ss, cs;
 	struct nb_client c;
-	struct nb_env env;
+	struct nb_env env, shown;
 	double tpn, ir_sub = -1, ir_cpl = -1, ts_ns, rt_ns, net_sub, net_cpl;
 	uint32_t nlb;
 	FILE *j;
@@ -224,10 +228,15 @@ int main(int argc, char **argv)
 		case 'D': cgdev = atoll(optarg); break;
 		case 'L': cglender = (int)bench_u64("nvme-bench-overhead", "-L", optarg, 0, SIO_MAX_NODES - 1); break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default:
+			if (bench_target_opt("nvme-bench-overhead", &tgt, opt, optarg))
+				break;
+			usage(stderr);
+			return 2;
 		}
 	}
 	bench_no_args("nvme-bench-overhead", optind, argc, argv);
+	bench_target_check("nvme-bench-overhead", &tgt);
 	if (pass)
 		return cgfab ? cg_pass(cgfab, cgdev, cglender, pass, n) : 2;
 	if (quick)
@@ -248,10 +257,10 @@ int main(int argc, char **argv)
 	}
 	ts_ns /= tpn;
 	rt_ns /= tpn;
-	if (nb_env_up(&env, "overhead", &eo))
+	if (nb_env_open(&env, "overhead", &eo, &tgt))
 		return 1;
 	nb_pin(0);
-	if (nb_client_open(&c, &env, 0, NULL, 4096))
+	if (nb_client_open(&c, &env, nb_env_client_node(&env, 0), NULL, 4096))
 		return 1;
 	nlb = 4096 / c.ns.lba_size;
 	nblk = c.ns.nsze / nlb;
@@ -259,8 +268,10 @@ int main(int argc, char **argv)
 	cpl = malloc(n * sizeof(*cpl));
 	if (!sub || !cpl)
 		return 1;
-	printf("overhead: QD1 4 KiB random reads, %llu I/Os, client on node 0, controller on node 1; "
-	       "%s; TSC %.3f ticks/ns\n", (unsigned long long)n, nb_model_label(false), tpn);
+	printf("overhead: QD1 4 KiB random reads, %llu I/Os, client on node %d, controller on node "
+	       "%d; %s; TSC %.3f ticks/ns\n", (unsigned long long)n, nb_env_client_node(&env, 0),
+	       env.o.lender, nb_env_model_label(&env), tpn);
+	nb_env_describe(&env, stdout);
 	for (uint64_t i = 0; i < n + 1000; i++) {	/* the first 1000 warm up */
 		volatile int st = 0;
 		uint64_t lba = nb_rand(&seed) % nblk * nlb, a, b, done = 0;
@@ -308,6 +319,7 @@ int main(int argc, char **argv)
 		ir_sub = callgrind(self, &env, out, "submit", ncg);
 		ir_cpl = callgrind(self, &env, out, "complete", ncg);
 	}
+	shown = env;	/* what was measured, for the JSON */
 	nb_env_down(&env);
 
 	printf("\n%-22s %8s %8s %8s %8s %8s %12s\n", "per I/O (ns)", "p1", "p50", "mean", "p99",
@@ -337,9 +349,12 @@ int main(int argc, char **argv)
 		       "timed calls; the PMU is not available here\n");
 
 	if ((j = nb_open_out(out, "overhead.json"))) {
-		fprintf(j, "{\"benchmark\": \"overhead\", \"latency_model\": false, \"model_note\": \"%s\", "
+		fprintf(j, "{\"benchmark\": \"overhead\", \"latency_model\": %s, \"model_note\": \"%s\", "
 			   "\"count\": %llu, \"tsc_ticks_per_ns\": %.4f, ",
-			nb_model_label(false), (unsigned long long)n, tpn);
+			shown.o.model ? "true" : "false", nb_env_model_label(&shown),
+			(unsigned long long)n, tpn);
+		nb_json_target(j, &shown);
+		fprintf(j, ", ");
 		nb_json_stats(j, "submit", &ss);
 		fprintf(j, ", ");
 		nb_json_stats(j, "complete", &cs);

@@ -10,6 +10,11 @@
  * hints both SQs sit in lender memory, so the model predicts no difference;
  * a second model-on pass puts each client's SQ in its own RAM, where the
  * model predicts the extra SQ-fetch round trip of the remote node.
+ *
+ * With --fabric NAME it runs on an existing fabric of two nodes or more: one
+ * client on the device's lender, one on --node (default: the first other
+ * node), with the fabric's latency model as it is (two passes: SQ by hints,
+ * SQ in each client's RAM).
  */
 #include "opt.h"
 #include "common.h"
@@ -57,7 +62,8 @@ static int measure(struct side *s, uint64_t *dst, uint64_t n, uint64_t *seed)
 }
 
 /* One configuration: both clients, n reads each; fills JSON. */
-static int pass(const char *name, bool model, int sq_loc, uint64_t n, FILE *j, bool last)
+static int pass(const char *name, bool model, int sq_loc, uint64_t n, FILE *j, bool last,
+		const struct bench_target *tgt)
 {
 	struct nb_env_opts eo = { .nodes = 2, .lender = 1, .model = model, .backing = "ram:256M",
 				  .chassis = true, .pin = true };
@@ -67,19 +73,33 @@ static int pass(const char *name, bool model, int sq_loc, uint64_t n, FILE *j, b
 	struct side s[2];	/* 0: on the lender, 1: remote */
 	struct nb_env env;
 	double dm, dp, ratio;
-	int rc;
+	int rc, node[2];	/* 0: the lender, 1: the remote node */
+	char where[2][32];
 
 	memset(s, 0, sizeof(s));
-	if (nb_env_up(&env, name, &eo))
+	if (nb_env_open(&env, name, &eo, tgt))
 		return 1;
+	model = env.o.model;
+	node[0] = env.o.lender;
+	node[1] = env.external && tgt->node >= 0 ? tgt->node : env.o.lender ? 0 : 1;
+	if (env.o.nodes < 2 || node[0] == node[1]) {
+		fprintf(stderr, "remote-local: needs a client on another node than the lender "
+				"(node %d): fabric %s has %d node(s)%s\n", node[0], env.fabric,
+			env.o.nodes, env.o.nodes < 2 ? " (a vfio fabric has one)" : "; give --node");
+		nb_env_down(&env);
+		return 1;
+	}
+	if (env.external)
+		nb_env_describe(&env, stdout);
 	nb_pin(0);
 	for (int k = 0; k < 2; k++) {
-		struct sio_endpoint from = { SIO_EP_DEVICE, 1, (uint32_t)env.devid };
+		struct sio_endpoint from = { SIO_EP_DEVICE, node[0], (uint32_t)env.devid };
 		struct sio_endpoint to = { SIO_EP_NODE, 0, 0 };
 
-		if (nb_client_open(&s[k].c, &env, k == 0 ? 1 : 0, &qs, 4096))
+		snprintf(where[k], sizeof(where[k]), "node %d (%s)", node[k], k ? "remote" : "lender");
+		if (nb_client_open(&s[k].c, &env, node[k], &qs, 4096))
 			return 1;
-		to.node = s[k].c.qi.sq_place == SIO_PLACE_LOCAL ? (k == 0 ? 1 : 0) : 1;
+		to.node = s[k].c.qi.sq_place == SIO_PLACE_LOCAL ? node[k] : node[0];
 		if (sio_path_resolve(s[k].c.f, &from, &to, -1, &s[k].sqp))
 			return 1;
 		if (!(s[k].lat = malloc(n * sizeof(uint64_t))) || measure(&s[k], NULL, 2000, &seed))
@@ -99,13 +119,13 @@ static int pass(const char *name, bool model, int sq_loc, uint64_t n, FILE *j, b
 	dm = s[1].st.p50 - s[0].st.p50;
 	dp = model ? (double)s[1].sqp.round_trip_ns - s[0].sqp.round_trip_ns : 0;
 	ratio = s[1].st.p50 / s[0].st.p50;
-	printf("\n%s: %s; SQ %s, CQ in the client's RAM\n", name, nb_model_label(model),
+	printf("\n%s: %s; SQ %s, CQ in the client's RAM\n", name, nb_env_model_label(&env),
 	       sq_loc == SIO_NVME_QLOC_HINT ? "by hints" : "in the client's RAM");
 	printf("  %-16s %-7s %8s %8s %8s %8s %8s %10s\n", "client on", "SQ in", "p1", "p50", "p99",
 	       "p99.9", "mean", "SQ RT mod");
 	for (int k = 0; k < 2; k++)
 		printf("  %-16s %-7s %8.0f %8.0f %8.0f %8.0f %8.0f %10u\n",
-		       k ? "node 0 (remote)" : "node 1 (lender)",
+		       where[k],
 		       sio_placement_name(s[k].c.qi.sq_place), s[k].st.p1, s[k].st.p50, s[k].st.p99,
 		       s[k].st.p999, s[k].st.mean, s[k].sqp.round_trip_ns);
 	printf("  p50 remote/local %.3f; remote - local: measured %.0f ns, modelled %.0f ns, "
@@ -115,7 +135,9 @@ static int pass(const char *name, bool model, int sq_loc, uint64_t n, FILE *j, b
 	fprintf(j, "  {\"pass\": \"%s\", \"latency_model\": %s, \"model_note\": \"%s\", "
 		   "\"sq\": \"%s\", \"p50_ratio\": %.4f, \"diff_p50_ns\": %.1f, "
 		   "\"modelled_diff_ns\": %.1f, ", name, model ? "true" : "false",
-		nb_model_label(model), sq_loc == SIO_NVME_QLOC_HINT ? "hints" : "local", ratio, dm, dp);
+		nb_env_model_label(&env), sq_loc == SIO_NVME_QLOC_HINT ? "hints" : "local", ratio, dm, dp);
+	nb_json_target(j, &env);
+	fprintf(j, ", ");
 	nb_json_stats(j, "local", &s[0].st);
 	fprintf(j, ", ");
 	nb_json_stats(j, "remote", &s[1].st);
@@ -132,13 +154,16 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "count", required_argument, NULL, 'n' }, { "quick", no_argument, NULL, 'q' },
-		{ "out", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "out", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
+		BENCH_TARGET_LONGOPTS, { 0 },
 	};
+	struct bench_target tgt;
 	const char *out = "bench-out/remote-local";
 	uint64_t n = 100000;
 	FILE *j;
 	int opt;
 
+	bench_target_init(&tgt);
 	while ((opt = getopt_long(argc, argv, "n:qo:h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'n': n = bench_u64("nvme-bench-remote-local", "--count", optarg, 1, 1000000000); break;
@@ -146,12 +171,16 @@ int main(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 'h':
 			printf("usage: nvme-bench-remote-local [-n COUNT (default 100000)] [-q] "
-			       "[-o DIR (default bench-out/remote-local)]\n");
+			       "[-o DIR (default bench-out/remote-local)]\n" BENCH_TARGET_HELP);
 			return 0;
-		default: return 2;
+		default:
+			if (bench_target_opt("nvme-bench-remote-local", &tgt, opt, optarg))
+				break;
+			return 2;
 		}
 	}
 	bench_no_args("nvme-bench-remote-local", optind, argc, argv);
+	bench_target_check("nvme-bench-remote-local", &tgt);
 	if (n < 1024 || n > 50000000) {
 		fprintf(stderr, "remote-local: --count 1024..50000000\n");
 		return 2;
@@ -159,13 +188,19 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (nb_outdir("bench-out") || nb_outdir(out) || !(j = nb_open_out(out, "remote-local.json")))
 		return 1;
-	printf("remote-local: QD1 4 KiB random reads, %llu per client, node 0 -> cluster switch -> "
-	       "node 1 (lender, controller behind a chassis)\n", (unsigned long long)n);
+	if (!tgt.fabric)
+		printf("remote-local: QD1 4 KiB random reads, %llu per client, node 0 -> cluster "
+		       "switch -> node 1 (lender, controller behind a chassis)\n",
+		       (unsigned long long)n);
 	fprintf(j, "{\"benchmark\": \"remote-local\", \"count\": %llu, \"passes\": [\n",
 		(unsigned long long)n);
-	if (pass("model-off", false, SIO_NVME_QLOC_HINT, n, j, false) ||
-	    pass("model-on", true, SIO_NVME_QLOC_HINT, n, j, false) ||
-	    pass("model-on-sq-local", true, SIO_PLACE_LOCAL, n, j, true))
+	if (tgt.fabric) {	/* the fabric's model as it is */
+		if (pass("existing", false, SIO_NVME_QLOC_HINT, n, j, false, &tgt) ||
+		    pass("existing-sq-local", false, SIO_PLACE_LOCAL, n, j, true, &tgt))
+			return 1;
+	} else if (pass("model-off", false, SIO_NVME_QLOC_HINT, n, j, false, &tgt) ||
+		   pass("model-on", true, SIO_NVME_QLOC_HINT, n, j, false, &tgt) ||
+		   pass("model-on-sq-local", true, SIO_PLACE_LOCAL, n, j, true, &tgt))
 		return 1;
 	fprintf(j, "]}\n");
 	fclose(j);

@@ -9,6 +9,11 @@
  * Latency is command completion latency as the paper defines it: from before
  * the command is written into the SQ until its completion is seen in the CQ.
  * The placements run interleaved in rounds so that drift hits all alike.
+ *
+ * With --fabric NAME it measures a device lent there as it is (a vfio-lent
+ * controller, say): the placements that device and fabric offer run, and
+ * each one that cannot is named with the reason (no CMB, the client on the
+ * lender so lender RAM is its own RAM, no GPU location).
  */
 #include "opt.h"
 #include "common.h"
@@ -35,6 +40,7 @@ static const struct {
 
 struct run {
 	bool on;
+	const char *skip;	/* why it did not run */
 	struct sio_nvme_ioq *q;
 	uint64_t *lat;
 	struct sio_path path;
@@ -56,14 +62,15 @@ static void usage(FILE *o)
 		"      --no-model   latency model off (software cost only)\n"
 		"      --cmb MIB    CMB size (default 16; 0 drops the CMB placement)\n"
 		"      --gpu        also place the SQ in GPU memory (not available yet)\n"
-		"  -o, --out DIR    output directory (default bench-out/sq-placement)\n");
+		"  -o, --out DIR    output directory (default bench-out/sq-placement)\n"
+		BENCH_TARGET_HELP);
 }
 
 /* Modelled DMA round trip from the controller to where its SQ lives. */
 static int sq_path(struct nb_client *c, const struct nb_env *e, int p, struct sio_path *out)
 {
 	struct sio_endpoint from = { SIO_EP_DEVICE, e->o.lender, (uint32_t)e->devid };
-	struct sio_endpoint to = { SIO_EP_NODE, 0, 0 };
+	struct sio_endpoint to = { SIO_EP_NODE, nb_env_client_node(e, 0), 0 };
 	struct sio_segment_info si;
 	struct sio_segment *bar;
 	int rc;
@@ -108,7 +115,8 @@ static int measure(struct nb_client *c, struct run *r, uint64_t n, uint64_t *see
 		t1 = nb_now_ns();
 		if (st < 0)
 			return st;
-		r->lat[i] = t1 - t0;
+		if (r->lat)	/* NULL: warm-up */
+			r->lat[i] = t1 - t0;
 	}
 	return 0;
 }
@@ -119,8 +127,9 @@ int main(int argc, char **argv)
 		{ "count", required_argument, NULL, 'n' }, { "quick", no_argument, NULL, 'q' },
 		{ "no-model", no_argument, NULL, 'M' }, { "cmb", required_argument, NULL, 'c' },
 		{ "gpu", no_argument, NULL, 'g' }, { "out", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' }, { 0 },
+		{ "help", no_argument, NULL, 'h' }, BENCH_TARGET_LONGOPTS, { 0 },
 	};
+	struct bench_target tgt;
 	struct nb_env_opts eo = { .nodes = 2, .lender = 1, .model = true, .backing = "ram:1G",
 				  .cmb_mib = 16, .chassis = true, .pin = true };
 	const char *out = "bench-out/sq-placement";
@@ -133,8 +142,9 @@ int main(int argc, char **argv)
 	uint32_t nlb;
 	char hops[96];
 	FILE *j, *h, *b;
-	int opt, rc;
+	int opt, rc, cnode;
 
+	bench_target_init(&tgt);
 	while ((opt = getopt_long(argc, argv, "n:qo:h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'n': n = bench_u64("nvme-bench-sq-placement", "--count", optarg, 1, 1000000000); break;
@@ -144,10 +154,15 @@ int main(int argc, char **argv)
 		case 'g': gpu = true; break;
 		case 'o': out = optarg; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default:
+			if (bench_target_opt("nvme-bench-sq-placement", &tgt, opt, optarg))
+				break;
+			usage(stderr);
+			return 2;
 		}
 	}
 	bench_no_args("nvme-bench-sq-placement", optind, argc, argv);
+	bench_target_check("nvme-bench-sq-placement", &tgt);
 	if (n < rounds || n > 100000000) {
 		fprintf(stderr, "sq-placement: --count %llu: give %u..100000000\n",
 			(unsigned long long)n, rounds);
@@ -162,13 +177,26 @@ int main(int argc, char **argv)
 	if (nb_outdir("bench-out") || nb_outdir(out))
 		return 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (nb_env_open(&env, "sqplace", &eo, &tgt))
+		return 1;
+	cnode = nb_env_client_node(&env, 0);
 	r[P_LOCAL].on = r[P_LENDER].on = true;
 	r[P_DEVICE].on = eo.cmb_mib > 0;
-
-	if (nb_env_up(&env, "sqplace", &eo))
-		return 1;
+	r[P_DEVICE].skip = "--cmb 0";
+	r[P_GPU].skip = "no GPU location in the client's queue spec yet";
+	if (env.external) {	/* what this device and fabric offer */
+		if (cnode == env.o.lender) {
+			r[P_LENDER].on = false;
+			r[P_LENDER].skip = "the client runs on the lender, so lender RAM is its own RAM "
+					   "(give --node of another node to compare)";
+		}
+		r[P_DEVICE].on = env.ctrl.cmb.size && env.ctrl.cmb.sqs;
+		r[P_DEVICE].skip = !env.ctrl.cmb.size ? "the controller has no CMB (or its manager "
+							"left it off)"
+				 : "the controller's CMB does not take SQs (CMBSZ.SQS is 0)";
+	}
 	nb_pin(0);
-	if (nb_client_open(&c, &env, 0, NULL, 4096) == 0)
+	if (nb_client_open(&c, &env, cnode, NULL, 4096) == 0)
 		sio_nvme_ioq_close(c.q), c.q = NULL;	/* only the client and buffer */
 	else
 		return 1;
@@ -193,21 +221,34 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		if ((rc = sq_path(&c, &env, p, &r[p].path))) {
-			fprintf(stderr, "sq-placement: path: %s\n", sio_errmsg());
-			return 1;
+			if (!env.external) {
+				fprintf(stderr, "sq-placement: path: %s\n", sio_errmsg());
+				return 1;
+			}
+			/* a backend without paths to this memory: no modelled figure */
+			printf("  %s: no path from the device to the SQ's memory (%s): no modelled "
+			       "round trip\n", place[p].name, sio_errmsg());
+			memset(&r[p].path, 0, sizeof(r[p].path));
 		}
 		r[p].lat = malloc(n * sizeof(uint64_t));
-		if (!r[p].lat || (rc = measure(&c, &r[p], 2000, &seed, nlb, nblk))) {
+		if (!r[p].lat || (rc = measure(&c, &(struct run){ .q = r[p].q }, 2000, &seed, nlb,
+					       nblk))) {
 			fprintf(stderr, "sq-placement: warm-up %s: %s\n", place[p].name,
 				rc ? sio_errmsg() : "out of memory");
 			return 1;
 		}
 	}
 
-	printf("sq-placement: QD1 4 KiB random reads, %llu per placement, CQ in borrower RAM\n"
-	       "  topology: node 0 (borrower) -> cluster switch -> node 1 (lender), "
-	       "controller behind an expansion chassis\n  %s\n",
-	       (unsigned long long)n, nb_model_label(eo.model));
+	printf("sq-placement: QD1 4 KiB random reads, %llu per placement, CQ in borrower RAM\n",
+	       (unsigned long long)n);
+	if (env.external)
+		nb_env_describe(&env, stdout);
+	else
+		printf("  topology: node 0 (borrower) -> cluster switch -> node 1 (lender), "
+		       "controller behind an expansion chassis\n  %s\n", nb_model_label(eo.model));
+	for (int p = 0; p < NPLACE; p++)
+		if (!r[p].on)
+			printf("  skipped: %s (%s): %s\n", place[p].name, place[p].what, r[p].skip);
 	for (unsigned k = 0; k < rounds; k++)
 		for (int p = 0; p < NPLACE; p++) {
 			uint64_t per = n / rounds;
@@ -241,14 +282,14 @@ int main(int argc, char **argv)
 		       r[p].st.p999, r[p].st.mean);
 	}
 	printf("\ndifference to SQ in borrower RAM (p50 measured vs modelled SQ-fetch round trip%s):\n",
-	       eo.model ? "" : "; model off, so 0 is expected");
+	       env.o.model ? "" : "; model off, so 0 is expected");
 	for (int p = 1; p < NPLACE; p++) {
 		double dm, dp;
 
 		if (!r[p].on)
 			continue;
 		dm = r[P_LOCAL].st.p50 - r[p].st.p50;
-		dp = eo.model ? (double)r[P_LOCAL].path.round_trip_ns - r[p].path.round_trip_ns : 0;
+		dp = env.o.model ? (double)r[P_LOCAL].path.round_trip_ns - r[p].path.round_trip_ns : 0;
 		printf("  local - %-6s measured %7.0f ns   modelled %7.0f ns   residual %+6.0f ns\n",
 		       place[p].name, dm, dp, dm - dp);
 	}
@@ -257,8 +298,17 @@ int main(int argc, char **argv)
 	if (!(j = nb_open_out(out, "sq-placement.json")))
 		return 1;
 	fprintf(j, "{\"benchmark\": \"sq-placement\", \"latency_model\": %s, \"model_note\": \"%s\", "
-		   "\"count\": %llu, \"block\": 4096, \"queue_depth\": 1, \"placements\": [",
-		eo.model ? "true" : "false", nb_model_label(eo.model), (unsigned long long)n);
+		   "\"count\": %llu, \"block\": 4096, \"queue_depth\": 1, ",
+		env.o.model ? "true" : "false", nb_env_model_label(&env), (unsigned long long)n);
+	nb_json_target(j, &env);
+	fprintf(j, ", \"skipped\": [");
+	for (int p = 0, first = 1; p < NPLACE; p++)
+		if (!r[p].on) {
+			fprintf(j, "%s{\"sq\": \"%s\", \"why\": \"%s\"}", first ? "" : ", ",
+				place[p].name, r[p].skip);
+			first = 0;
+		}
+	fprintf(j, "], \"placements\": [");
 	for (int p = 0, first = 1; p < NPLACE; p++) {
 		if (!r[p].on)
 			continue;
@@ -319,7 +369,7 @@ int main(int argc, char **argv)
 		fclose(b);
 	}
 	if ((h = nb_open_out(out, "sq-placement.gp"))) {
-		int ncol = r[P_DEVICE].on ? 3 : 2;
+		int ncol = r[P_LOCAL].on + r[P_LENDER].on + r[P_DEVICE].on;
 
 		fprintf(h,
 			"set terminal pngcairo size 1400,560 noenhanced\n"
@@ -333,7 +383,7 @@ int main(int argc, char **argv)
 			"set ylabel 'ns (log scale)'\nset logscale y\nset xrange [0.5:%d.5]\nset boxwidth 0.4\nunset key\n"
 			"plot 'box.dat' using 1:4:3:7:6:xtic(2) with candlesticks whiskerbars lw 2, "
 			"'' using 1:5:5:5:5 with candlesticks lw 3 lc 'black'\n"
-			"unset multiplot\n", nb_model_label(eo.model), ncol + 1, ncol);
+			"unset multiplot\n", nb_env_model_label(&env), ncol + 1, ncol);
 		fclose(h);
 		nb_gnuplot(out, "sq-placement.gp");
 	}

@@ -6,6 +6,12 @@
  * io_uring on the same kind of store measured in the same run; then fairness
  * between clients (Jain's index) under round-robin and weighted round-robin
  * arbitration. Latency model off: this measures software.
+ *
+ * With --fabric NAME it measures an existing fabric's device instead (a
+ * vfio-lent controller, a cluster, a simulated one): the queue-depth sweep
+ * and the client sweep, every client on --node; the io_uring baseline and
+ * the fairness runs need the private set-up (the same store, a manager set
+ * to WRR) and are skipped, saying so.
  */
 #include "opt.h"
 #include "worker.h"
@@ -70,7 +76,8 @@ static void usage(FILE *o)
 		"      --no-file        RAM backing only\n"
 		"  -d, --qd N           only queue depth N, one client: no client or fairness sweep\n"
 		"  -r, --repeat N       run each point N times, interleaved (default 1)\n"
-		"  -o, --out DIR        output directory (default bench-out/sweep)\n");
+		"  -o, --out DIR        output directory (default bench-out/sweep)\n"
+		BENCH_TARGET_HELP);
 }
 
 /*
@@ -98,30 +105,40 @@ static void plot_series(FILE *g, const char *dat, int npoints, const int *cols,
 
 /* sweep.gp, and the PNGs from it: qd.png, and clients.png when the client
  * sweep ran (@ncl points; @cl0 the first one's client count). */
-static void write_plot(const char *out, int nqd, uint32_t qd0, int ncl, int cl0, bool nofile)
+static void write_plot(const char *out, int nqd, uint32_t qd0, int ncl, int cl0, bool nofile,
+		       const struct nb_env *ext)
 {
 	static const int iops[] = { 3, 4 }, lat[] = { 5, 7, 6, 8 }, jain[] = { 5, 6 };
-	static const char *const iops_t[] = { "smartio RAM", "io_uring tmpfs", "smartio file",
-					      "io_uring file O_DIRECT" };
-	static const char *const lat_t[] = { "smartio RAM p50", "smartio RAM p99",
-					     "io_uring tmpfs p50", "io_uring tmpfs p99",
-					     NULL, NULL, NULL, NULL };
-	static const char *const jain_t[] = { "smartio RAM", "io_uring tmpfs", NULL, NULL };
+	const char *iops_t[] = { "smartio RAM", "io_uring tmpfs", "smartio file",
+				 "io_uring file O_DIRECT" };
+	const char *lat_t[] = { "smartio RAM p50", "smartio RAM p99", "io_uring tmpfs p50",
+				"io_uring tmpfs p99", NULL, NULL, NULL, NULL };
+	const char *jain_t[] = { "smartio RAM", "io_uring tmpfs", NULL, NULL };
+	char what[160];
 	FILE *g = nb_open_out(out, "sweep.gp");
 
 	if (!g)
 		return;
+	snprintf(what, sizeof(what), "latency model off");
+	if (ext) {	/* one device, no io_uring baseline */
+		iops_t[0] = jain_t[0] = "smartio", iops_t[1] = jain_t[1] = NULL;
+		lat_t[0] = "smartio p50", lat_t[1] = "smartio p99", lat_t[2] = lat_t[3] = NULL;
+		snprintf(what, sizeof(what), "device %lld (%s) on %s, %s", (long long)ext->devid,
+			 ext->ctrl.mn, ext->fabric, nb_env_model_label(ext));
+	}
 	fprintf(g, "set terminal pngcairo size 1400,560 noenhanced\n"
 		   "set key top left\nset grid\n"
 		   "set output 'qd.png'\n"
 		   "set multiplot layout 1,2 title '4 KiB random reads vs queue depth, 1 client "
-		   "(latency model off)'\n"
-		   "set logscale x 2\nset xlabel 'queue depth'\nset ylabel 'IOPS'\n");
+		   "(%s)'\n"
+		   "set logscale x 2\nset xlabel 'queue depth'\nset ylabel 'IOPS'\n", what);
 	if (nqd == 1)
 		fprintf(g, "set xrange [%g:%g]\nset xtics (%u)\n"
 			   "set offsets 0, 0, graph 0.05, graph 0.05\n", qd0 / 2.0, qd0 * 2.0, qd0);
+	/* IOPS from 0: one series of one point would leave an empty y range */
+	fprintf(g, "set yrange [0:*]\n");
 	plot_series(g, "qd.dat", nqd, iops, iops_t, 2, nofile);
-	fprintf(g, "set logscale y\nset ylabel 'p50 / p99 latency (ns)'\n");
+	fprintf(g, "set yrange [*:*]\nset logscale y\nset ylabel 'p50 / p99 latency (ns)'\n");
 	plot_series(g, "qd.dat", nqd, lat, lat_t, 4, true);
 	fprintf(g, "unset multiplot\nunset logscale y\n");
 	if (nqd == 1)
@@ -129,12 +146,13 @@ static void write_plot(const char *out, int nqd, uint32_t qd0, int ncl, int cl0,
 	if (ncl) {
 		fprintf(g, "set output 'clients.png'\n"
 			   "set multiplot layout 1,2 title '4 KiB random reads vs client processes, "
-			   "QD 8 each (latency model off; clients above 1 share the 2 cores)'\n"
-			   "set xlabel 'clients'\nset ylabel 'IOPS (all clients)'\n");
+			   "QD 8 each (%s; clients above the CPU count share cores)'\n"
+			   "set xlabel 'clients'\nset ylabel 'IOPS (all clients)'\n", what);
 		if (ncl == 1)
 			fprintf(g, "set xrange [%g:%g]\nset xtics (%d)\n"
 				   "set offsets 0, 0, graph 0.05, graph 0.05\n", cl0 / 2.0,
 				cl0 * 2.0, cl0);
+		fprintf(g, "set yrange [0:*]\n");
 		plot_series(g, "clients.dat", ncl, iops, iops_t, 2, nofile);
 		fprintf(g, "set ylabel \"Jain's fairness index\"\nset yrange [0:1.05]\n");
 		plot_series(g, "clients.dat", ncl, jain, jain_t, 2, true);
@@ -151,7 +169,7 @@ int main(int argc, char **argv)
 		{ "max-clients", required_argument, NULL, 'c' }, { "no-file", no_argument, NULL, 'F' },
 		{ "out", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
 		{ "qd", required_argument, NULL, 'd' }, { "repeat", required_argument, NULL, 'r' },
-		{ "verify", no_argument, NULL, 'V' }, { 0 },
+		{ "verify", no_argument, NULL, 'V' }, BENCH_TARGET_LONGOPTS, { 0 },
 	};
 	static const uint32_t qd_full[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256 }, qd_quick[] = { 1, 4, 16, 64, 256 };
 	static const int cl_full[] = { 1, 2, 4, 8, 16, 32 }, cl_quick[] = { 1, 2, 8, 32 };
@@ -165,8 +183,11 @@ int main(int argc, char **argv)
 	int cl_list[8];
 	double secs = 1.0;
 	struct nb_point p;
+	struct bench_target tgt;
+	struct nb_env ext;
 	FILE *j, *qf, *cf;
 
+	bench_target_init(&tgt);
 	while ((opt = getopt_long(argc, argv, "t:qc:o:hd:r:", lo, NULL)) != -1) {
 		switch (opt) {
 		case 't': secs = bench_double("nvme-bench-sweep", "--seconds", optarg, 0.05, 60); break;
@@ -178,10 +199,17 @@ int main(int argc, char **argv)
 		case 'd': one_qd = (int)bench_u64("nvme-bench-sweep", "--qd", optarg, 1, 256); break;
 		case 'r': repeat = (int)bench_u64("nvme-bench-sweep", "--repeat", optarg, 1, 1000); break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default:
+			if (bench_target_opt("nvme-bench-sweep", &tgt, opt, optarg))
+				break;
+			usage(stderr);
+			return 2;
 		}
 	}
 	bench_no_args("nvme-bench-sweep", optind, argc, argv);
+	bench_target_check("nvme-bench-sweep", &tgt);
+	if (tgt.fabric)
+		nofile = true;	/* the device is the store */
 	if (quick) {
 		qds = qd_quick, nqd = 5, cls = cl_quick, ncl = 4;
 		if (secs == 1.0)
@@ -211,10 +239,14 @@ int main(int argc, char **argv)
 	if (nb_outdir("bench-out") || nb_outdir(out))
 		return 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (tgt.fabric && nb_env_attach(&ext, &tgt))
+		return 1;
 	snprintf(ram_file, sizeof(ram_file), "/dev/shm/nb-sweep-%d.img", (int)getpid());
 	snprintf(disk_file, sizeof(disk_file), "/var/tmp/nb-sweep-%d.img", (int)getpid());
 	atexit(cleanup);
-	if ((rc = nb_make_file(ram_file, FILE_SIZE)) ||
+	if (tgt.fabric)
+		ram_file[0] = disk_file[0] = 0;	/* no baseline: no files */
+	else if ((rc = nb_make_file(ram_file, FILE_SIZE)) ||
 	    (!nofile && (rc = nb_make_file(disk_file, FILE_SIZE)))) {
 		fprintf(stderr, "sweep: make backing files: %s\n", strerror(-rc));
 		return 1;
@@ -222,9 +254,15 @@ int main(int argc, char **argv)
 	if (!(j = nb_open_out(out, "sweep.json")) || !(qf = nb_open_out(out, "qd.dat")) ||
 	    !(cf = nb_open_out(out, "clients.dat")))
 		return 1;
-	fprintf(j, "{\"benchmark\": \"sweep\", \"latency_model\": false, \"model_note\": \"%s\", "
-		   "\"block\": 4096, \"seconds_per_point\": %.2f, \"cpus\": %d, \"points\": [",
-		nb_model_label(false), secs, nb_ncpus());
+	fprintf(j, "{\"benchmark\": \"sweep\", \"latency_model\": %s, \"model_note\": \"%s\", "
+		   "\"block\": 4096, \"seconds_per_point\": %.2f, \"cpus\": %d, ",
+		tgt.fabric && ext.o.model ? "true" : "false",
+		tgt.fabric ? nb_env_model_label(&ext) : nb_model_label(false), secs, nb_ncpus());
+	if (tgt.fabric) {
+		nb_json_target(j, &ext);
+		fprintf(j, ", ");
+	}
+	fprintf(j, "\"points\": [");
 	fprintf(qf, "# backing qd smartio_iops uring_iops smartio_p50 uring_p50 smartio_p99 uring_p99\n");
 	fprintf(cf, "# backing clients smartio_iops uring_iops smartio_jain uring_jain smartio_p99 uring_p99\n");
 	printf("sweep: 4 KiB random reads, %.2f s per point, %d CPUs; %s\n"
@@ -233,9 +271,15 @@ int main(int argc, char **argv)
 	       "counted (it stands for the device). CPU%%: client CPU time per wall second\n"
 	       "(per client). IOPS/busy: IOPS/core less the CPU of smartio polls that found\n"
 	       "nothing (device time); io_uring sleeps instead, so there it equals IOPS/core\n\n",
-	       secs, nb_ncpus(), nb_model_label(false));
+	       secs, nb_ncpus(), tgt.fabric ? nb_env_model_label(&ext) : nb_model_label(false));
+	if (tgt.fabric) {
+		nb_env_describe(&ext, stdout);
+		printf("skipped: the io_uring baseline (it needs the same store as a file; for the "
+		       "kernel's driver on the same device see bench/vm/side-by-side.sh) and the "
+		       "fairness runs (they need a manager set to WRR arbitration)\n");
+	}
 	header();
-	steps = (nofile ? 1 : 2) * (nqd * repeat + ncl) + (one_qd ? 0 : 2);
+	steps = (nofile ? 1 : 2) * (nqd * repeat + ncl) + (one_qd || tgt.fabric ? 0 : 2);
 
 	for (int bk = 0; bk < (nofile ? 1 : 2); bk++) {
 		const char *bname = bk ? "file" : "ram";
@@ -246,7 +290,9 @@ int main(int argc, char **argv)
 		struct nb_point_cfg pc = { .env = &env, .file_size = FILE_SIZE, .seconds = secs,
 					   .pin = true };
 
-		if (nb_env_up(&env, "sweep", &eo))
+		if (tgt.fabric)
+			env = ext, bname = "device";
+		else if (nb_env_up(&env, "sweep", &eo))
 			return 1;
 		/* io_uring reads the same kind of store: tmpfs for RAM, the same file */
 		pc.file = bk ? disk_file : ram_file;
@@ -258,6 +304,12 @@ int main(int argc, char **argv)
 			if (nb_run_point(&pc, &s))
 				return 1;
 			row(j, &first, bname, "smartio", "qd", &s);
+			if (tgt.fabric) {
+				fprintf(qf, "%s %u %.0f NaN %.0f NaN %.0f NaN\n", bname, pc.qd, s.iops,
+					s.lat.p50, s.lat.p99);
+				nb_progress("sweep", ++step, steps);
+				continue;
+			}
 			pc.engine = NB_URING;
 			if (nb_run_point(&pc, &u))
 				return 1;
@@ -296,6 +348,13 @@ int main(int argc, char **argv)
 			printf("\n");
 			if (s.mismatches)
 				mismatched = true;
+			if (tgt.fabric) {
+				fprintf(cf, "%s %d %.0f NaN %.4f NaN %.0f NaN\n", bname, cls[i], s.iops,
+					s.jain, s.lat.p99);
+				ncl_done++;
+				nb_progress("sweep", ++step, steps);
+				continue;
+			}
 			pc.engine = NB_URING;
 			if (nb_run_point(&pc, &u))
 				return 1;
@@ -306,13 +365,14 @@ int main(int argc, char **argv)
 				ncl_done++;
 			nb_progress("sweep", ++step, steps);
 		}
-		nb_env_down(&env);
+		if (!tgt.fabric)
+			nb_env_down(&env);
 		fprintf(qf, "\n\n");
 		fprintf(cf, "\n\n");
 	}
 
 	/* Fairness: 6 clients at QD 32 under RR, then WRR with weights 8:4:1. */
-	if (one_qd)
+	if (one_qd || tgt.fabric)
 		goto done;
 	printf("\nfairness: 6 clients, QD 32 each, RAM backing; WRR weights high 8, medium 4, low 1 "
 	       "(clients take priorities high, medium, low in turn)\n");
@@ -353,7 +413,9 @@ done:
 	fclose(qf);
 	fclose(cf);
 
-	write_plot(out, nqd, qds[0], ncl_done, cls[0], nofile);
+	write_plot(out, nqd, qds[0], ncl_done, cls[0], nofile, tgt.fabric ? &ext : NULL);
+	if (tgt.fabric)
+		nb_env_down(&ext);
 	printf("\nwrote %s/sweep.json, qd.dat, clients.dat, qd.png%s\n", out,
 	       ncl_done ? ", clients.png" : "");
 	if (mismatched) {

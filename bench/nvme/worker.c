@@ -111,12 +111,19 @@ static int run_smartio(const struct nb_point_cfg *c, struct loop *l)
 	if (c->wrr_prios)
 		qs.prio = 1 + l->w % 3;
 	t = nb_now_ns();
-	rc = nb_client_open(&cl, c->env, l->w, &qs, (uint64_t)c->qd * 4096);
+	/* a private fabric gives each client a node; an existing one, --node */
+	rc = nb_client_open(&cl, c->env, nb_env_client_node(c->env, l->w), &qs,
+			    (uint64_t)c->qd * 4096);
 	if (rc)
 		return rc;
 	l->sh->w[l->w].setup_ns = nb_now_ns() - t;
 	nlb = 4096 / cl.ns.lba_size;
 	nblk = cl.ns.nsze / nlb;
+	/* a round's submissions go out with one doorbell write, at its poll */
+	if ((rc = sio_nvme_ioq_hold(cl.q, true))) {
+		nb_client_close(&cl);
+		return rc;
+	}
 	barrier(l->sh);
 	l->end = nb_now_ns() + (uint64_t)(c->seconds * 1e9);
 	c0 = cpu_ns();

@@ -122,6 +122,7 @@ struct sio_nvme_ioq {
 	uint32_t max_xfer;
 	uint32_t depth;
 	int failed;
+	bool hold;			/* submissions leave the doorbell to the caller */
 	uint32_t empty_polls;
 	uint64_t stall_since;
 	/* multipath */

@@ -67,6 +67,14 @@ static inline void req_put(struct sio_nvme_ioq *q, uint32_t ridx)
 
 /* A request above the transfer limit (MDTS): several commands, counted
  * first so that the request goes in whole or not at all. */
+/* The SQ doorbell after a submission, unless the caller batches them
+ * (sio_nvme_ioq_hold()): then sio_nvme_ioq_ring() or the next poll rings. */
+static inline void ring(struct sio_nvme_ioq *q, struct qpair *p)
+{
+	if (!q->hold)
+		sio_nvme_sq_ring(&p->q);
+}
+
 static int submit_split(struct sio_nvme_ioq *q, const struct cmdrec *r, uint32_t lba_size,
 			sio_nvme_io_cb cb, void *arg)
 {
@@ -111,7 +119,7 @@ static int submit_split(struct sio_nvme_ioq *q, const struct cmdrec *r, uint32_t
 		req->remaining = sent;
 		req->err = ret;
 	}
-	sio_nvme_sq_ring(&q->act->q);
+	ring(q, q->act);
 	return 0;
 }
 
@@ -171,7 +179,7 @@ submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba, uin
 		p->rec[cid] = (struct cmdrec){ .opc = opc, .ridx = ridx, .nsid = nsid, .nlb = nlb,
 					       .len = (uint32_t)bytes, .slba = slba, .buf = buf,
 					       .off = off };
-	sio_nvme_sq_ring(&p->q);
+	ring(q, p);
 	return 0;
 }
 
@@ -204,7 +212,7 @@ static int submit_simple(struct sio_nvme_ioq *q, struct cmdrec *rec, sio_nvme_io
 		req_put(q, rec->ridx);
 		return ret;
 	}
-	sio_nvme_sq_ring(&q->act->q);
+	ring(q, q->act);
 	return 0;
 }
 
@@ -381,6 +389,23 @@ int sio_nvme_qpair_reap(struct sio_nvme_ioq *q, struct qpair *p, uint32_t max, b
 	return n;
 }
 
+int sio_nvme_ioq_hold(struct sio_nvme_ioq *q, bool on)
+{
+	if (q->mp && on)
+		return sio_err_set(EINVAL, "a multipath queue pair rings its doorbell at every "
+				   "submission (its commands may move to the other path)");
+	q->hold = on;
+	if (!on)
+		sio_nvme_sq_ring(&q->qp[0].q);
+	return 0;
+}
+
+void sio_nvme_ioq_ring(struct sio_nvme_ioq *q)
+{
+	if (q->hold && !q->failed)
+		sio_nvme_sq_ring(&q->qp[0].q);	/* nothing written if nothing is new */
+}
+
 int sio_nvme_ioq_poll(struct sio_nvme_ioq *q, uint32_t max)
 {
 	uint64_t now;
@@ -388,6 +413,8 @@ int sio_nvme_ioq_poll(struct sio_nvme_ioq *q, uint32_t max)
 
 	if (q->failed)
 		return q->failed;
+	if (q->hold)	/* what was held back goes now: nothing waits unseen */
+		sio_nvme_sq_ring(&q->qp[0].q);
 	if (q->mp)
 		return sio_nvme_mp_poll(q, max);
 	n = sio_nvme_qpair_reap(q, &q->qp[0], max, true);

@@ -58,6 +58,8 @@ for p in smartio vfio-nvme nvme-identify nvme-manager nvme-client edu-dma; do
 	f=$(find "$build" -name "$p" -type f -perm -u+x -not -path '*/meson-*' 2>/dev/null | head -n1)
 	[ -n "$f" ] && progs="$progs $f"
 done
+# SIO_VM_EXTRA: more files for a sibling script's guest suite (fio, say), same way.
+progs="$progs ${SIO_VM_EXTRA:-}"
 for f in $progs; do
 	cp "$f" "$root/prog/"
 	# Their shared libraries, and the loader, at the same paths as here.

@@ -467,6 +467,27 @@ int sio_nvme_ioq_flush(struct sio_nvme_ioq *q, uint32_t nsid, sio_nvme_io_cb cb,
  */
 int sio_nvme_ioq_poll(struct sio_nvme_ioq *q, uint32_t max);
 
+/**
+ * sio_nvme_ioq_hold() - batch SQ doorbell writes
+ * @q: queue pair
+ * @on: true: submissions write their commands into the SQ but not the
+ *	doorbell; sio_nvme_ioq_ring(), or the next sio_nvme_ioq_poll(), tells
+ *	the controller of all of them with one MMIO write. false (the default):
+ *	every submission rings; turning it off rings what was held.
+ *
+ * For callers that submit in batches (fio's commit hook, a benchmark's
+ * loop): one doorbell write per batch instead of per command.
+ * Return: 0; -EINVAL to hold on a multipath queue pair (its commands may
+ * move to the other path, so it rings at every submission).
+ */
+int sio_nvme_ioq_hold(struct sio_nvme_ioq *q, bool on);
+
+/**
+ * sio_nvme_ioq_ring() - tell the controller of the commands held back
+ * @q: queue pair; nothing is written when no command is new
+ */
+void sio_nvme_ioq_ring(struct sio_nvme_ioq *q);
+
 /** sio_nvme_ioq_inflight() - commands submitted and not completed */
 uint32_t sio_nvme_ioq_inflight(const struct sio_nvme_ioq *q);
 

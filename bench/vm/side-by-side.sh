@@ -1,0 +1,176 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# The kernel's NVMe driver and smartio's, side by side in one QEMU guest on
+# the same emulated NVMe controller (a benchmark, not a test):
+#   (a) Linux's nvme driver: fio, io_uring, O_DIRECT, with interrupts and
+#       with polled queues (nvme.poll_queues=2, fio --hipri);
+#   (b) smartio's driver on vfio: fio with the smartio ioengine, and
+#       nvme-bench-sweep --fabric.
+# 4 KiB random reads at QD1 and QD32. Reports QD1 p50/p99 latency and IOPS
+# per guest CPU-second (all guest CPUs' non-idle time over the run, from the
+# guest's /proc/stat) for each, and smartio/kernel ratios; writes
+# side-by-side.json and side-by-side.png to the output directory.
+# QEMU runs under TCG here: absolute figures are emulation speed, the ratios
+# are the point.
+#
+# usage: bench/vm/side-by-side.sh BUILD_DIR [-t SECONDS] [-o DIR] [--smoke]
+#   -t: seconds per measured run (default 8); --smoke: 1 s runs, checks only
+#   (the vm suite's side-by-side-smoke). Exit 77 when QEMU, a kernel, fio or
+#   the fio engine is missing.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+[ $# -ge 1 ] || { sed -n 's/^# usage: //p' "$0"; exit 2; }
+build=$(cd "$1" && pwd)
+shift
+rt=8 out=bench-out/side-by-side smoke=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	-t) rt=$2; shift ;;
+	-o) out=$2; shift ;;
+	--smoke) smoke=1 rt=1 ;;
+	*) echo "side-by-side: unknown argument '$1'" >&2; exit 2 ;;
+	esac
+	shift
+done
+case $rt in ''|*[!0-9]*) echo "side-by-side: -t takes whole seconds, not '$rt'" >&2; exit 2 ;; esac
+skip() { echo "SKIP: $*"; exit 77; }
+fio=$(command -v fio || true)
+[ -n "$fio" ] || skip "fio not installed (apt-get install fio)"
+engine=$build/bench/fio/fio-smartio.so
+[ -f "$engine" ] || skip "$engine not built (see docs/fio.md: it needs the fio source)"
+sweep=$build/bench/nvme/nvme-bench-sweep
+benches="$sweep $build/bench/nvme/nvme-bench-sq-placement $build/bench/nvme/nvme-bench-overhead
+	$build/bench/emu/emu-bench"
+for b in $benches; do [ -x "$b" ] || skip "$b not built"; done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/sio-sbs.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+sed "s/@RUNTIME@/$rt/" "$here/side-by-side-guest.sh" >"$work/guest.sh"
+set +e
+SIO_VM_SUITE=$work/guest.sh SIO_VM_EXTRA="$fio $engine $benches" \
+	SIO_VM_TIMEOUT=$((300 + 20 * rt)) "$src/tests/vm/run-vm.sh" "$build" "$src/tests/vm" "$work" \
+	>"$work/run.log" 2>&1
+rc=$?
+set -e
+# the console less the results (JSON between the BEGIN and END markers)
+awk '/^SIO-BENCH-BEGIN/ {skip = 1} !skip && !/^SIO-BENCH-/ {print} /^SIO-BENCH-END/ {skip = 0}' \
+	"$work/run.log"
+[ $rc -eq 77 ] && exit 77
+[ $smoke -eq 1 ] && exit $rc
+[ $rc -eq 0 ] || { echo "side-by-side: the guest run failed (exit $rc)"; exit 1; }
+
+mkdir -p "$out"
+python3 - "$work/console.log" "$out" "$rt" <<'EOF'
+import json, re, sys
+log, out, rt = sys.argv[1], sys.argv[2], int(sys.argv[3])
+runs, cur, buf, info = {}, None, [], []
+for line in open(log, errors="replace"):
+    line = line.rstrip("\r\n")
+    if re.match(r"^\[ *[0-9]+\.[0-9]+\]", line):
+        continue                       # kernel messages on the console
+    if line.startswith("SIO-BENCH-INFO "):
+        info.append(line[15:])
+    m = re.match(r"^SIO-BENCH-BEGIN (\S+) cpu=(\d+) hz=(\d+)", line)
+    if m:
+        cur, cpu, hz, buf = m.group(1), int(m.group(2)), int(m.group(3)), []
+        continue
+    if cur and line.startswith("SIO-BENCH-END"):
+        runs[cur] = (json.loads("\n".join(buf)), cpu / hz)
+        cur = None
+        continue
+    if cur:
+        buf.append(line)
+
+def fio(name):
+    j, cpu_s = runs[name]
+    r = j["jobs"][0]["read"]
+    pct = r["lat_ns"]["percentile"]
+    return {"iops": r["iops"], "ios": r["total_ios"], "guest_cpu_s": cpu_s,
+            "iops_per_guest_cpu_s": r["total_ios"] / cpu_s if cpu_s else 0,
+            "fio_process_cpu_pct": j["jobs"][0]["usr_cpu"] + j["jobs"][0]["sys_cpu"],
+            "p50_ns": pct["50.000000"], "p99_ns": pct["99.000000"]}
+
+def sweep(name):
+    j, cpu_s = runs[name]
+    p = j["points"][0]
+    ios = p["iops"] * j["seconds_per_point"]
+    return {"iops": p["iops"], "ios": ios, "guest_cpu_s": cpu_s,
+            "iops_per_guest_cpu_s": ios / cpu_s if cpu_s else 0,
+            "iops_per_client_cpu_s": p["iops_per_client_core"],
+            "p50_ns": p["latency"]["p50_ns"], "p99_ns": p["latency"]["p99_ns"],
+            "target": j.get("target")}
+
+rows = {}
+for key, name, fn in [("kernel io_uring irq", "k-irq", fio), ("kernel io_uring polled", "k-poll", fio),
+                      ("smartio fio", "s-fio", fio), ("smartio nvme-bench-sweep", "s-sweep", sweep)]:
+    if name + "-qd1" in runs and name + "-qd32" in runs:
+        rows[key] = {"qd1": fn(name + "-qd1"), "qd32": fn(name + "-qd32")}
+kbest = {}
+for qd in ("qd1", "qd32"):     # the kernel's better figure of irq and polled
+    ks = [rows[k][qd] for k in rows if k.startswith("kernel")]
+    kbest[qd] = {"iops_per_guest_cpu_s": max(k["iops_per_guest_cpu_s"] for k in ks),
+                 "p50_ns": min(k["p50_ns"] for k in ks), "p99_ns": min(k["p99_ns"] for k in ks)}
+ratios = {}
+for k in rows:
+    if k.startswith("smartio"):
+        s = rows[k]
+        ratios[k] = {
+            "qd1_p50_latency": s["qd1"]["p50_ns"] / kbest["qd1"]["p50_ns"],
+            "qd1_p99_latency": s["qd1"]["p99_ns"] / kbest["qd1"]["p99_ns"],
+            "qd1_iops_per_guest_cpu_s": s["qd1"]["iops_per_guest_cpu_s"] / kbest["qd1"]["iops_per_guest_cpu_s"],
+            "qd32_iops_per_guest_cpu_s": s["qd32"]["iops_per_guest_cpu_s"] / kbest["qd32"]["iops_per_guest_cpu_s"]}
+res = {"benchmark": "side-by-side", "emulation": "QEMU TCG (no KVM): emulation speed, read the ratios",
+       "runtime_s": rt, "guest": info, "block": 4096, "rw": "randread",
+       "cpu_measure": "non-idle ticks of all guest CPUs over the run (/proc/stat), fio start-up included",
+       "ratio_reference": "the kernel's better figure of interrupt and polled queues",
+       "targets": {"qd32_iops_per_guest_cpu_s": ">= 3.0", "qd1_p50_latency": "<= 0.7"},
+       "runs": rows, "kernel_best": kbest, "ratios_smartio_over_kernel": ratios}
+json.dump(res, open(out + "/side-by-side.json", "w"), indent=1)
+
+print("\nside by side on one QEMU NVMe (TCG: emulation speed, read the ratios); 4 KiB random reads, %d s each" % rt)
+for i in info:
+    print("  " + i)
+print("%-26s %12s %12s %12s %12s %12s %12s" % ("", "QD1 IOPS", "QD1 p50 ns", "QD1 p99 ns",
+      "QD1 IOPS/cpu", "QD32 IOPS", "QD32 IOPS/cpu"))
+for k, r in rows.items():
+    print("%-26s %12.0f %12.0f %12.0f %12.0f %12.0f %12.0f" % (k, r["qd1"]["iops"], r["qd1"]["p50_ns"],
+          r["qd1"]["p99_ns"], r["qd1"]["iops_per_guest_cpu_s"], r["qd32"]["iops"], r["qd32"]["iops_per_guest_cpu_s"]))
+print("\nsmartio / kernel (kernel: the better of irq and polled)   target: QD32 IOPS/cpu >= 3.0, QD1 p50 <= 0.7")
+for k, r in ratios.items():
+    print("  %-26s QD1 p50 %.2f  p99 %.2f  QD1 IOPS/cpu %.2f  QD32 IOPS/cpu %.2f" % (
+        k, r["qd1_p50_latency"], r["qd1_p99_latency"], r["qd1_iops_per_guest_cpu_s"],
+        r["qd32_iops_per_guest_cpu_s"]))
+with open(out + "/side-by-side.dat", "w") as d:
+    d.write("# name qd1_iops_per_cpu qd32_iops_per_cpu qd1_p50_us qd1_p99_us\n")
+    for k, r in rows.items():
+        d.write('"%s" %.0f %.0f %.1f %.1f\n' % (k, r["qd1"]["iops_per_guest_cpu_s"], r["qd32"]["iops_per_guest_cpu_s"],
+                r["qd1"]["p50_ns"] / 1000, r["qd1"]["p99_ns"] / 1000))
+EOF
+cat >"$out/side-by-side.gp" <<'EOF'
+set terminal pngcairo size 1400,560 noenhanced
+set output 'side-by-side.png'
+set multiplot layout 1,2 title 'one QEMU NVMe, kernel nvme driver vs smartio on vfio, 4 KiB random reads (QEMU TCG: emulation speed, read the ratios)'
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.7 border -1
+set boxwidth 0.9
+set grid y
+set key top left
+set xtics rotate by -15
+set title 'IOPS per guest CPU-second (all guest CPUs, /proc/stat)'
+set yrange [0:*]
+plot 'side-by-side.dat' using 2:xtic(1) title 'QD1', '' using 3 title 'QD32'
+set title 'QD1 latency (submit to completion)'
+set ylabel 'us (log scale)'
+set logscale y
+set yrange [*:*]
+plot 'side-by-side.dat' using 4:xtic(1) title 'p50', '' using 5 title 'p99'
+unset multiplot
+EOF
+if command -v gnuplot >/dev/null 2>&1; then
+	(cd "$out" && gnuplot side-by-side.gp) && echo "wrote $out/side-by-side.json, side-by-side.png"
+else
+	echo "wrote $out/side-by-side.json (gnuplot not installed: no PNG)"
+fi

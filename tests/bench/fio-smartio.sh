@@ -1,0 +1,88 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# fio through the smartio ioengine on a simulated fabric: the data fio writes
+# is what nvme-client reads and the other way round, verify jobs pass and
+# catch a corrupted block, numjobs gives each job a queue pair of its own,
+# and bad options and device errors end the job as fio errors.
+# usage: fio-smartio.sh SMARTIO NVME_EMU NVME_MANAGER NVME_CLIENT ENGINE_SO EXAMPLES_DIR
+set -u
+SMARTIO=$1 EMU=$2 MGR=$3 CLIENT=$4 ENGINE=$5 EX=$6
+command -v fio >/dev/null || { echo "SKIP: fio not installed (apt-get install fio)"; exit 77; }
+export SMARTIO_QUIET=1 SIO_FIO_ENGINE=$ENGINE
+. "$(dirname "$0")/lib.sh" t-fio
+export SMARTIO_FABRIC=$F
+E="--ioengine=external:$ENGINE"
+# fio_ok NAME ARGS...: a fio run that must succeed with no job error
+fio_ok() {
+	n=$1; shift
+	timeout 120 fio --output-format=json --output="$T/$n.json" "$@" >"$T/$n.log" 2>&1 ||
+		{ cat "$T/$n.log" "$T/$n.json" 2>/dev/null; fail "fio $n exited non-zero"; }
+	grep -q '"error" : [1-9]' "$T/$n.json" && { cat "$T/$n.json"; fail "fio $n: a job error"; }
+	return 0
+}
+# fio_err NAME PATTERN ARGS...: a fio run that must fail, saying PATTERN
+fio_err() {
+	n=$1 pat=$2; shift 2
+	timeout 120 fio "$@" >"$T/$n.log" 2>&1 && { cat "$T/$n.log"; fail "fio $n succeeded"; }
+	grep -q "$pat" "$T/$n.log" || { cat "$T/$n.log"; fail "fio $n: no message matching '$pat'"; }
+}
+
+start_emu 3 --backing ram:64M --queues 8
+
+# No manager yet: the job fails as a fio error naming the cause.
+fio_err nomgr "no NVMe manager serves device" --name=x $E --rw=read --bs=4k --size=64k
+ok "no manager: a fio error"
+
+start_mgr
+
+# fio -> device -> nvme-client: 1 MiB of 0x5a at 4 MiB (512 B blocks 8192..10239)
+fio_ok w1 --name=w $E --sio_device="$DEV" --sio_node=0 --rw=write --bs=64k --iodepth=4 \
+	--offset=4m --size=1m --buffer_pattern=0x5a
+"$CLIENT" --device "$DEV" --op verify --lba 8192 --count 2048 --pattern 0x5a >"$T/c.log" 2>&1 ||
+	{ cat "$T/c.log"; fail "nvme-client does not read back what fio wrote"; }
+# nvme-client -> device -> fio: 0xa5 at 8 MiB, checked by a verify-only read job
+"$CLIENT" --device "$DEV" --op write --lba 16384 --count 2048 --pattern 0xa5 >"$T/c.log" 2>&1 ||
+	{ cat "$T/c.log"; fail "nvme-client write"; }
+fio_ok r1 --name=r $E --rw=read --bs=16k --iodepth=8 --offset=8m --size=1m \
+	--verify=pattern --verify_pattern=0xa5 --verify_only=1
+fio_err r1bad "verify" --name=r $E --rw=read --bs=16k --offset=8m --size=1m \
+	--verify=pattern --verify_pattern=0x3c --verify_only=1
+ok "data: fio and nvme-client see the same blocks; verify catches a wrong pattern"
+
+# The example jobs: verify, rw mix and bsrange, numjobs=4 (four queue pairs).
+fio_ok mix "$EX/verify-mix.fio" --runtime=1
+for j in write-verify mix jobs4; do
+	grep -q "\"jobname\" : \"$j\"" "$T/mix.json" || fail "example job $j did not run"
+done
+[ "$(grep -c '"jobname" : "jobs4"' "$T/mix.json")" -eq 4 ] || fail "numjobs=4 did not run 4 jobs"
+grep -q '"verify_errors"\|"error" : 0' "$T/mix.json" || fail "no job status"
+ok "example jobs: verify, rw mix, numjobs"
+
+# Each job its own queue pair: the controller offers 8, 9 jobs need 9.
+fio_err toomany "no I/O queue pair left" --name=x $E --rw=randread --bs=4k --size=1m \
+	--numjobs=9 --time_based --runtime=2
+fio_ok threads --name=t $E --thread --numjobs=3 --rw=randread --bs=4k --iodepth=8 \
+	--size=4m --time_based --runtime=1 --group_reporting
+ok "numjobs: one queue pair per job (processes and threads)"
+
+# Bad options and device errors are fio errors.
+fio_err badq "sio_queue" --name=x $E --sio_queue=location=moon --rw=read --bs=4k --size=64k
+fio_err baddev "sio_device" --name=x $E --sio_device=1x --rw=read --bs=4k --size=64k
+fio_err nons "namespace" --name=x $E --sio_nsid=7 --rw=read --bs=4k --size=64k
+fio_err align "not whole 512 B blocks" --name=x $E --rw=read --bs=4k --offset=100 --size=64k
+fio_err trim "Operation not supported" --name=x $E --rw=trim --bs=4k --size=64k
+ok "bad options and unsupported commands: fio errors"
+
+kill -0 "$MGR_PID" 2>/dev/null || fail "the manager died"
+
+# The controller goes away under a running job: the job ends with an error.
+timeout 120 fio --name=x $E --rw=randread --bs=4k --iodepth=8 --size=4m --time_based \
+	--runtime=30 >"$T/gone.log" 2>&1 &
+FIO_PID=$!
+sleep 1.5
+kill "$EMU_PID"; wait "$EMU_PID" 2>/dev/null; EMU_PID=
+wait "$FIO_PID" && { cat "$T/gone.log"; fail "fio did not fail when the controller went away"; }
+grep -Eq "err= *[1-9]|error" "$T/gone.log" || { cat "$T/gone.log"; fail "no fio error reported"; }
+sed -n '/error\|err=/p' "$T/gone.log" | head -3
+ok "a controller that goes away: a fio error"
+echo "$pass passed, 0 failed"
