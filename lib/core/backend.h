@@ -197,6 +197,7 @@ struct sio_fabric_ops {
 };
 
 extern const struct sio_fabric_ops sio__shm_fabric_ops;	/* backend/shm/ */
+extern const struct sio_fabric_ops sio__shmwin_fabric_ops;	/* backend/shmwin/ */
 
 /*
  * The fabric backend $SMARTIO_FABRIC_BACKEND names (default "shm"), or

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SIO_SHMWIN_H
+#define SIO_SHMWIN_H
+
+/*
+ * The shmwin fabric backend: a fabric whose nodes are separate kernels that
+ * share one PCI memory window (the BAR2 of a QEMU ivshmem function in each
+ * guest; on one host, a file stands in for it). Everything shared lives in
+ * the window: a header of the backend's own (the lease lock, a heartbeat
+ * per process slot, where each segment sits, an event ring per process,
+ * per-device relay state), the core's registry, then the segments.
+ *
+ * Nothing here relies on a common kernel: the lock is a lease renewed by
+ * its holder's heartbeat thread and taken over when it stops moving;
+ * liveness is a heartbeat counter, read against this process's own clock
+ * (the kernels' clocks are not comparable); events are rings in the window;
+ * notifications are polled. Pids are kept for messages, and are trusted
+ * only where the peer runs on this very kernel (same boot id).
+ *
+ * How a node maps the window is one replaceable piece (window.c): a file,
+ * a PCI BAR through sysfs (resourceN, whatever driver holds the function),
+ * or another source added there (UIO) -- an fd and an offset to mmap.
+ */
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "internal.h"
+
+#define SHMWIN_MAGIC		0x31304e49574f4953ull	/* "SIOWIN01" */
+#define SHMWIN_VERSION		1
+#define SHMWIN_EVQ_LEN		32
+#define SHMWIN_PAGE		4096ull
+#define SHMWIN_LEASE_MS		3000	/* $SMARTIO_SHMWIN_LEASE_MS */
+#define SHMWIN_BEAT_NS		50000000ull	/* heartbeat period */
+#define SHMWIN_BAR0_MIRROR	(64ull << 10)	/* per lent device: its BAR0 mirror */
+
+/* Where a node finds the window: the piece that differs per host setup. */
+struct shmwin_win {
+	int fd;			/* mmap()able */
+	uint64_t base;		/* offset of the window in @fd */
+	uint64_t size;
+	char what[160];		/* for messages: "file /x", "PCI 0000:00:05.0 BAR2" */
+	char bdf[16];		/* a PCI source's function, else "" */
+	int bar;
+};
+
+/* window.c: $SMARTIO_SHMWIN names it: a file path, or pci:BDF[:BAR] (default BAR 2). */
+int shmwin_win_open(const char *spec, bool create, struct shmwin_win *w);
+void shmwin_win_close(struct shmwin_win *w);
+
+/* The lease lock: no thread ids; an owner token and a lease its holder renews. */
+struct shmwin_lock {
+	_Atomic uint64_t owner;		/* 0 free, else the holder's token */
+	_Atomic uint64_t lease;		/* bumped by the holder's heartbeat */
+	int32_t node, pid;		/* the holder, for messages */
+	uint64_t boot;			/* its kernel (boot id hash) */
+	_Atomic uint64_t info;		/* the token these details are of */
+};
+
+struct shmwin_proc {			/* per reg->procs slot */
+	_Atomic uint64_t token;		/* the process's token, 0: none */
+	_Atomic uint64_t beat;		/* moves while it lives */
+	uint64_t boot;			/* its kernel */
+	int32_t pid, node;
+};
+
+struct shmwin_seg {			/* per reg->segs slot: its place in the window */
+	uint64_t off, len;		/* from the data area's start; len 0: none */
+	uint64_t gen;			/* the reg_seg gen it was made for */
+};
+
+struct shmwin_evq {			/* per process slot: events to it */
+	_Atomic uint32_t head, tail;	/* head: the sender's (lock held), tail: the reader's */
+	struct sio_event ev[SHMWIN_EVQ_LEN];
+};
+
+/*
+ * A vfio device lent on a shmwin fabric: the lender maps the whole window
+ * into the device's IOVA space at @window_bus, so a segment's bus address is
+ * window_bus + its offset, and keeps a mirror of BAR0 in the window whose
+ * doorbell writes its relay forwards (relay.c).
+ */
+struct shmwin_dev {
+	uint64_t gen;			/* the reg_dev gen this is for */
+	uint64_t window_bus;		/* IOVA of the window's start, 0: not mapped */
+	uint64_t mirror_off;		/* BAR0 mirror, from the window's start */
+	uint64_t mirror_len;
+	uint32_t db_first;		/* doorbell area in BAR0 [db_first, mirror_len) */
+	_Atomic uint32_t relay_up;
+	_Atomic uint64_t relay_beat;	/* the relay's heartbeat */
+	_Atomic uint64_t relayed;	/* doorbell writes forwarded */
+};
+
+struct shmwin_hdr {
+	uint64_t magic;
+	uint32_t version, rsvd;
+	uint64_t size;			/* the window's */
+	uint64_t create_gen;		/* moves at each create: a handle of an older fabric is stale */
+	char name[SIO_NAME_MAX];
+	uint64_t reg_off, data_off, data_size;
+	struct shmwin_lock lock;
+	struct shmwin_proc procs[SIO_MAX_PROCS];
+	struct shmwin_seg segs[SIO_MAX_SEGS];
+	struct shmwin_evq evq[SIO_MAX_PROCS];
+	struct shmwin_dev devs[SIO_MAX_DEVS];
+};
+
+/* What the backend keeps per fabric handle (sio_fabric.be). */
+struct shmwin_fabric {
+	struct shmwin_win win;
+	struct shmwin_hdr *hdr;		/* the header, mapped */
+	uint64_t create_gen;
+	int evfd;			/* eventfd the heartbeat thread signals, or -1 */
+	int slot;			/* our proc slot, or -1 */
+	/* what this process saw of each slot's heartbeat, on its own clock */
+	uint64_t seen_beat[SIO_MAX_PROCS], seen_ns[SIO_MAX_PROCS];
+	struct shmwin_fabric *next;	/* the heartbeat thread's list */
+	struct sio_fabric *f;
+};
+
+static inline struct shmwin_fabric *shmwin_of(struct sio_fabric *f)
+{
+	return (struct shmwin_fabric *)f->be;
+}
+
+/* state.c */
+uint64_t shmwin_boot_id(void);
+uint64_t shmwin_proc_token(void);
+uint64_t shmwin_lease_ns(void);
+bool shmwin_trust_pids(void);
+bool shmwin_pid_dead(int pid);
+void shmwin_beat_add(struct shmwin_fabric *s);
+void shmwin_beat_del(struct shmwin_fabric *s);
+
+/* lock.c */
+int sio__shmwin_lock(struct sio_fabric *f, bool *holder_died);
+void sio__shmwin_unlock(struct sio_fabric *f);
+void shmwin_lock_renew(struct shmwin_fabric *s);
+
+/* seg.c */
+int sio__shmwin_seg_create(struct sio_fabric *f, int slot, unsigned int flags);
+void sio__shmwin_seg_remove(struct sio_fabric *f, int slot);
+int sio__shmwin_seg_map(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly,
+			void **vaddr);
+void sio__shmwin_seg_unmap(struct sio_fabric *f, void *vaddr, uint64_t len);
+/* The window offset of segment slot @slot's memory, checked; -errno. */
+int shmwin_seg_where(struct sio_fabric *f, int slot, uint64_t *off, uint64_t *len);
+/* Map [@off, @off + @len) of the window (page aligned inside); munmap with shmwin_unmap(). */
+int shmwin_map(struct shmwin_fabric *s, uint64_t off, uint64_t len, bool rdonly, void **vaddr);
+void shmwin_unmap(void *vaddr, uint64_t len);
+
+/* event.c */
+int sio__shmwin_ev_open(struct sio_fabric *f);
+void sio__shmwin_ev_close(struct sio_fabric *f);
+void sio__shmwin_ev_send(struct sio_fabric *f, int proc, const struct sio_event *ev);
+int sio__shmwin_ev_fd(struct sio_fabric *f);
+int sio__shmwin_ev_read(struct sio_fabric *f, struct sio_event *ev, int max);
+int sio__shmwin_notify(struct sio_fabric *f, uint32_t *word);
+int sio__shmwin_wait(struct sio_fabric *f, uint32_t *word, uint32_t old, uint64_t timeout_ns);
+/* The heartbeat thread: wake this handle's event fd when its ring holds events. */
+void shmwin_ev_poll(struct shmwin_fabric *s);
+
+#endif
