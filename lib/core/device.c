@@ -100,6 +100,8 @@ int sio_device_borrow(struct sio_fabric *f, uint32_t id, unsigned int flags, str
 			       id, sio__device_backend_name(r->devs[d].backend), r->devs[d].backend);
 		goto out;
 	}
+	if (f->ops->dev_ops && f->ops->dev_ops(f, d))	/* lent by another kernel */
+		ops = f->ops->dev_ops(f, d);
 	if (r->devs[d].excl >= 0) {
 		eb = reg_borrow_at(r, r->devs[d].excl);
 		ret = eb ? sio__err(EBUSY, "device %u is borrowed exclusively by pid %d", id,

@@ -48,7 +48,8 @@ int sio_nvme_mbox_call(struct sio_nvme_client *cl, const struct sio_nvme_mbox_re
 			ret = stopped(cl);
 			goto out;
 		}
-		if (cl->mgr_pid > 0 && kill(cl->mgr_pid, 0) < 0 && errno == ESRCH) {
+		/* its pid means something on its own kernel only: ask the fabric */
+		if (cl->mgr_pid > 0 && !sio_fabric_proc_alive(cl->f, cl->mgr_node, cl->mgr_pid)) {
 			ret = sio_err_set(ENOTCONN, "the NVMe manager (pid %d) has died",
 					  (int)cl->mgr_pid);
 			goto out;

@@ -34,7 +34,6 @@
 #define SHMWIN_PAGE		4096ull
 #define SHMWIN_LEASE_MS		3000	/* $SMARTIO_SHMWIN_LEASE_MS */
 #define SHMWIN_BEAT_NS		50000000ull	/* heartbeat period */
-#define SHMWIN_BAR0_MIRROR	(64ull << 10)	/* per lent device: its BAR0 mirror */
 
 /* Where a node finds the window: the piece that differs per host setup. */
 struct shmwin_win {
@@ -77,20 +76,25 @@ struct shmwin_evq {			/* per process slot: events to it */
 };
 
 /*
- * A vfio device lent on a shmwin fabric: the lender maps the whole window
- * into the device's IOVA space at @window_bus, so a segment's bus address is
- * window_bus + its offset, and keeps a mirror of BAR0 in the window whose
- * doorbell writes its relay forwards (relay.c).
+ * A device of one kernel (vfio) lent to the others (relay.c): its lender
+ * maps the whole window into the device's IOVA space at @window_bus, so a
+ * segment's bus address is window_bus + its offset in the window, and keeps
+ * a copy of BAR0's register page. Each remote borrower gets a BAR0 mirror
+ * (a segment of its own); the lender's relay forwards the doorbell writes
+ * it sees there to the real BAR0.
  */
+#define SHMWIN_MIRRORS		32
+#define SHMWIN_RELAY_QUEUES	64	/* I/O queue pairs whose doorbells are relayed */
 struct shmwin_dev {
 	uint64_t gen;			/* the reg_dev gen this is for */
-	uint64_t window_bus;		/* IOVA of the window's start, 0: not mapped */
-	uint64_t mirror_off;		/* BAR0 mirror, from the window's start */
-	uint64_t mirror_len;
-	uint32_t db_first;		/* doorbell area in BAR0 [db_first, mirror_len) */
-	_Atomic uint32_t relay_up;
+	uint64_t window_bus;		/* the device's address of the window's start */
+	uint64_t bar0_size;
+	int32_t regs_slot;		/* the register page copy: segment slot, gen */
+	uint32_t dstrd;			/* CAP.DSTRD */
+	uint64_t regs_gen;
 	_Atomic uint64_t relay_beat;	/* the relay's heartbeat */
 	_Atomic uint64_t relayed;	/* doorbell writes forwarded */
+	struct { int32_t slot, rsvd; uint64_t gen; } mirror[SHMWIN_MIRRORS];
 };
 
 struct shmwin_hdr {
@@ -117,6 +121,7 @@ struct shmwin_fabric {
 	/* what this process saw of each slot's heartbeat, on its own clock */
 	uint64_t seen_beat[SIO_MAX_PROCS], seen_ns[SIO_MAX_PROCS];
 	struct shmwin_fabric *next;	/* the heartbeat thread's list */
+	struct shmwin_relay *relays;	/* devices this process exports (relay.c) */
 	struct sio_fabric *f;
 };
 
@@ -150,6 +155,11 @@ int shmwin_seg_where(struct sio_fabric *f, int slot, uint64_t *off, uint64_t *le
 /* Map [@off, @off + @len) of the window (page aligned inside); munmap with shmwin_unmap(). */
 int shmwin_map(struct shmwin_fabric *s, uint64_t off, uint64_t len, bool rdonly, void **vaddr);
 void shmwin_unmap(void *vaddr, uint64_t len);
+
+/* relay.c */
+const struct sio_device_ops *sio__shmwin_dev_ops(struct sio_fabric *f, int dev);
+int sio__shmwin_dev_export(struct sio_fabric *f, int dev, const struct sio_dev_export *x);
+void sio__shmwin_dev_unexport(struct sio_fabric *f, int dev);
 
 /* event.c */
 int sio__shmwin_ev_open(struct sio_fabric *f);

@@ -454,4 +454,7 @@ const struct sio_fabric_ops sio__shmwin_fabric_ops = {
 	.ev_read = sio__shmwin_ev_read,
 	.notify = sio__shmwin_notify,
 	.wait = sio__shmwin_wait,
+	.dev_ops = sio__shmwin_dev_ops,
+	.dev_export = sio__shmwin_dev_export,
+	.dev_unexport = sio__shmwin_dev_unexport,
 };

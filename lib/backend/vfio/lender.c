@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -47,6 +48,9 @@ struct lender {
 	char svc[108];
 	struct conn conns[MAX_CONN];
 	FILE *log;
+	volatile void *bar0;	/* mapped here when exported to other kernels */
+	uint64_t bar0_size;
+	bool exported;
 };
 
 static __attribute__((format(printf, 2, 3))) void say(struct lender *l, const char *fmt, ...)
@@ -280,6 +284,43 @@ static int describe(struct lender *l, struct sio_device_desc *d, char *name, siz
 	return 0;
 }
 
+static int export_map(void *ctx, void *va, uint64_t len, uint64_t *bus)
+{
+	return sio_vfio_dma_map(&((struct lender *)ctx)->dev, va, len, bus);
+}
+
+static int export_unmap(void *ctx, uint64_t bus, uint64_t len)
+{
+	return sio_vfio_dma_unmap(&((struct lender *)ctx)->dev, bus, len);
+}
+
+/*
+ * On a fabric of several kernels, borrowers elsewhere cannot reach this
+ * socket: the fabric backend serves them (its dev_export), given BAR0 and a
+ * way to map memory for the device's DMA through this IOMMU.
+ */
+static int export(struct lender *l)
+{
+	struct sio_dev_export x = { .ctx = l, .dma_map = export_map, .dma_unmap = export_unmap };
+	void *bar0;
+	int rc;
+
+	if (!l->f->ops->dev_export)
+		return 0;
+	rc = sio_vfio_bar_mmap(&l->dev, 0, &bar0, &l->bar0_size);
+	if (rc)
+		return rc;
+	l->bar0 = x.bar0 = bar0;
+	x.bar0_size = l->bar0_size;
+	rc = l->f->ops->dev_export(l->f, l->reg->slot, &x);
+	if (!rc) {
+		l->exported = true;
+		say(l, "device %u is reachable from the other kernels of fabric %s\n", l->id,
+		    sio_fabric_name(l->f));
+	}
+	return rc;
+}
+
 int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
 		  volatile sig_atomic_t *stop, FILE *log)
 {
@@ -319,6 +360,9 @@ int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
 	if (rc)
 		goto out;
 	l->id = sio_devreg_id(l->reg);
+	rc = export(l);
+	if (rc)
+		goto out;
 	say(l, "lending %s (%04x:%04x class %06x) as device %u of fabric %s via %s; %d IOVA range(s)\n",
 	    l->dev.bdf, desc.vendor, desc.device, desc.class_code, l->id,
 	    sio_fabric_name(l->f), l->dev.mode == SIO_VFIO_IOMMUFD ? "iommufd" : "VFIO type1",
@@ -364,6 +408,10 @@ out:
 	for (int i = 0; i < MAX_CONN; i++)
 		if (l->conns[i].fd >= 0)
 			conn_close(l, &l->conns[i]);
+	if (l->exported)
+		l->f->ops->dev_unexport(l->f, l->reg->slot);
+	if (l->bar0)
+		munmap((void *)l->bar0, l->bar0_size);
 	if (l->reg)
 		sio_devreg_close(l->reg);
 	if (lfd >= 0) {
