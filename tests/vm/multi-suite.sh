@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: MIT
+# The multi-guest suite's guest side (run-multi.sh), run by /init in each of
+# three guests; sio.role= on the kernel command line says which. One shmwin
+# fabric in the ivshmem window; each guest is one node and one kernel.
+FAB=mgfab
+MAIN=0000:00:04.0			# QEMU's NVMe (guest 0 only)
+export SMARTIO_FABRIC_BACKEND=shmwin SMARTIO_SHMWIN=pci:0000:00:10.0 SMARTIO_QUIET=1
+role=$(sed -n 's/.*sio\.role=\([a-z0-9]*\).*/\1/p' /proc/cmdline)
+
+res() { echo "SIO-VM $1 $2${3:+ : $3}"; }
+run() {
+	n=$1; shift
+	"$@" >/tmp/out 2>&1; rc=$?
+	sed 's/^/    | /' /tmp/out
+	if [ $rc -eq 0 ]; then res PASS "$n"; else res FAIL "$n" "exit $rc"; fi
+	return $rc
+}
+# until TRIES CMD...: retry CMD every second, TRIES times.
+until_ok() {
+	t=$1; shift
+	while ! "$@" >/tmp/until 2>&1; do
+		t=$((t - 1)); [ $t -gt 0 ] || { cat /tmp/until; return 1; }
+		sleep 1
+	done
+}
+devid() { smartio status $FAB | awk '$NF ~ /^0000:00:04.0|vfio/ && $1 ~ /^[0-9]+$/ {print $1; exit}'; }
+
+case $role in
+lender)
+	export SMARTIO_NODE=0
+	run fabric-create smartio create $FAB --nodes 3
+	for m in $(cat /lib/modules/vfio.list); do insmod /lib/modules/$m 2>/dev/null; done
+	run bind smartio vfio bind $MAIN
+	smartio vfio lend $MAIN --fabric $FAB >/tmp/lend.log 2>&1 &
+	lpid=$!
+	until_ok 60 grep -q '^lending' /tmp/lend.log && res PASS lend || { cat /tmp/lend.log; res FAIL lend; }
+	cat /tmp/lend.log | sed 's/^/    | /'
+	dev=$(sed -n 's/.* as device \([0-9]*\) .*/\1/p' /tmp/lend.log)
+	nvme-manager --fabric $FAB --device $dev --ready-file /tmp/mgr.ready >/tmp/mgr.log 2>&1 &
+	mpid=$!
+	until_ok 120 test -s /tmp/mgr.ready && res PASS manager || { cat /tmp/mgr.log; res FAIL manager; }
+	# Guest 2 killed and reclaimed; guest 1's four (identify and three clients) gone.
+	until_ok 150 sh -c 'grep -q "node 2.*is gone" /tmp/mgr.log &&
+		[ $(grep -c "on node 1 left" /tmp/mgr.log) -ge 4 ]'
+	sed 's/^/    | /' /tmp/mgr.log
+	grep -q 'node 2.*is gone' /tmp/mgr.log && res PASS dead-client-reclaimed ||
+		res FAIL dead-client-reclaimed "the manager never deleted guest 2's queues"
+	smartio status $FAB | sed 's/^/    | /'
+	kill $mpid; wait $mpid
+	kill $lpid; wait $lpid
+	sed 's/^/    | /' /tmp/lend.log
+	run unbind smartio vfio unbind $MAIN
+	for m in $(cat /lib/modules/nvme.list); do insmod /lib/modules/$m 2>/dev/null; done
+	until_ok 30 sh -c "ls -d /sys/bus/pci/devices/$MAIN/nvme/nvme*/nvme*n1"
+	BLK=/dev/$(basename $(ls -d /sys/bus/pci/devices/$MAIN/nvme/nvme*/nvme*n1 | head -n1))
+	head -c $((256 * 512)) /dev/zero | tr '\0' '\241' >/tmp/a1.bin
+	head -c $((256 * 512)) /dev/zero | tr '\0' '\262' >/tmp/b2.bin
+	run readback-client1 vfio-nvme kcheck $BLK /tmp/a1.bin 0
+	run readback-client2 vfio-nvme kcheck $BLK /tmp/b2.bin $((1024 * 512))
+	smartio destroy $FAB --force >/dev/null 2>&1
+	;;
+client1|client2)
+	me=${role#client}
+	export SMARTIO_NODE=$me
+	# the manager borrows the device alone first: wait until it has (its admin queues)
+	until_ok 300 sh -c "smartio status $FAB | grep -q nvme-admin"
+	until_ok 60 nvme-identify --fabric $FAB && res PASS identify || res FAIL identify
+	sed 's/^/    | /' /tmp/until
+	if [ $me = 1 ]; then lba=0; pat=0xa1; else lba=1024; pat=0xb2; fi
+	run client-write-verify nvme-client --fabric $FAB --lba $lba --count 256 --bs 8 --qd 4 \
+		--pattern $pat --flush --timeout 20000
+	if [ $me = 2 ]; then
+		echo "SIO-VM MARK long-client"
+		nvme-client --fabric $FAB --lba 4096 --count 2048 --bs 8 --qd 4 --random --time 120
+		res FAIL still-alive "guest 2 should have been killed"
+	else
+		run client-across-the-kill nvme-client --fabric $FAB --lba 2048 --count 1024 --bs 8 \
+			--qd 2 --random --time 25 --timeout 20000
+		run client-after-reclaim nvme-client --fabric $FAB --lba 3072 --count 256 --bs 8 --qd 2 \
+			--timeout 20000
+	fi
+	;;
+*)
+	res FAIL role "no sio.role= on the kernel command line"
+	;;
+esac
+echo "multi: guest $role took $(cut -d' ' -f1 /proc/uptime)s of uptime"

@@ -1,0 +1,90 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# The multi-guest vm suite: three QEMU guests (TCG), each its own kernel,
+# share one ivshmem window (ivshmem-plain over a host file; notifications are
+# polled) and form one shmwin fabric. Guest 0 holds QEMU's NVMe through
+# vfio (emulated VT-d) and runs nvme-manager; guests 1 and 2 run nvme-client
+# and nvme-identify against it across kernels; guest 2's QEMU is SIGKILLed
+# mid-I/O and guest 0's manager must reclaim its queues while guest 1 goes
+# on; guest 0's kernel then reads the clients' blocks back through its own
+# nvme driver. Exit 0 when every check passed, 1 on a failure, 77 to skip.
+#
+# usage: run-multi.sh BUILD_ROOT SOURCE_DIR [WORK_DIR]
+set -eu
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+work=${3:-}
+unset MALLOC_PERTURB_
+qemu=$(command -v qemu-system-x86_64 || true)
+[ -n "$qemu" ] || { echo "SKIP: qemu-system-x86_64 not installed"; exit 77; }
+if [ -z "$work" ]; then
+	work=$(mktemp -d "${TMPDIR:-/tmp}/sio-multi.XXXXXX")
+	trap 'kill $pids 2>/dev/null; rm -rf "$work"' EXIT
+fi
+pids=""
+# The initramfs of the vm suite, with this suite's script as /suite.sh.
+rc=0
+SIO_VM_BUILD_ONLY=1 SIO_VM_SUITE="$src/multi-suite.sh" sh "$src/run-vm.sh" "$build" "$src" "$work" || rc=$?
+[ $rc -eq 0 ] || exit $rc
+kernel=${SIO_VM_KERNEL:-$(ls /boot/vmlinuz-* | tail -n1)}
+truncate -s 64M "$work/win"		# the window: ivshmem BAR2 in every guest
+truncate -s 64M "$work/nvme.img"
+tmo=${SIO_VM_TIMEOUT:-420}
+
+# guest N ROLE EXTRA...: boot one guest in the background, console to gN.log.
+guest() {
+	n=$1; role=$2; shift 2
+	timeout "$tmo" "$qemu" -nodefaults -no-user-config -display none \
+		-machine q35 -accel tcg,thread=multi -cpu max -smp 1 -m 384 \
+		-kernel "$kernel" -initrd "$work/initramfs.gz" \
+		-append "console=ttyS0 quiet panic=-1 rdinit=/init sio.role=$role $APPEND" \
+		-serial stdio -no-reboot \
+		-object memory-backend-file,id=win,share=on,mem-path="$work/win",size=64M \
+		-device ivshmem-plain,memdev=win,addr=0x10 \
+		"$@" </dev/null >"$work/g$n.log" 2>&1 &
+	pids="$pids $!"
+	eval "pid$n=$!"
+}
+start=$(date +%s)
+APPEND="intel_iommu=on" guest 0 lender \
+	-device intel-iommu,intremap=on,caching-mode=on \
+	-drive file="$work/nvme.img",if=none,id=d0,format=raw \
+	-device nvme,serial=sio-multi,drive=d0,addr=4
+APPEND="" guest 1 client1
+APPEND="" guest 2 client2
+echo "multi: three guests started (pids $pids)"
+
+# Kill guest 2's QEMU once its long client is under way.
+i=0
+while ! grep -q '^SIO-VM MARK long-client' "$work/g2.log" && [ $i -lt "$tmo" ]; do
+	kill -0 $pid2 2>/dev/null || break
+	sleep 1; i=$((i + 1))
+done
+if grep -q '^SIO-VM MARK long-client' "$work/g2.log"; then
+	sleep 4
+	kill -KILL $pid2 && echo "multi: guest 2 (QEMU pid $pid2) SIGKILLed mid-I/O"
+	echo "SIO-VM PASS guest2-killed" >>"$work/g2.log"
+fi
+for p in $pids; do wait $p || true; done
+end=$(date +%s)
+pids=""
+fail=0
+for n in 0 1 2; do
+	echo "---- guest $n"
+	grep -v '^\[ *[0-9.]*\]' "$work/g$n.log" || true
+done
+echo "multi: the guests ran for $((end - start)) s"
+grep -q '^SIO-VM DONE' "$work/g0.log" || { echo "multi: FAIL: guest 0 did not finish"; fail=1; }
+grep -q '^SIO-VM DONE' "$work/g1.log" || { echo "multi: FAIL: guest 1 did not finish"; fail=1; }
+# What must have passed, whatever else did.
+for want in g0:fabric-create g0:lend g0:manager g0:dead-client-reclaimed g0:readback-client1 \
+	g0:readback-client2 g1:identify g1:client-write-verify g1:client-across-the-kill \
+	g1:client-after-reclaim g2:identify g2:client-write-verify g2:guest2-killed; do
+	tr -d '\r' <"$work/${want%%:*}.log" | grep -q "^SIO-VM PASS ${want#*:}\$" ||
+		{ echo "multi: FAIL: no pass of ${want#*:} in guest ${want%%:*}"; fail=1; }
+done
+nfail=$(cat "$work"/g?.log | grep -c '^SIO-VM FAIL' || true)
+npass=$(cat "$work"/g?.log | grep -c '^SIO-VM PASS' || true)
+echo "multi: $npass passed, $nfail failed"
+[ "$nfail" -eq 0 ] && [ $fail -eq 0 ]
