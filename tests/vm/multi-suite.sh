@@ -15,6 +15,8 @@ run() {
 	if [ $rc -eq 0 ]; then res PASS "$n"; else res FAIL "$n" "exit $rc"; fi
 	return $rc
 }
+# measure NAME: the latency line of the last run, for run-multi.sh's summary
+measure() { grep 'latency us' /tmp/out | sed "s/^ */SIO-VM MEASURE $1: /"; }
 # until TRIES CMD...: retry CMD every second, TRIES times.
 until_ok() {
 	t=$1; shift
@@ -39,13 +41,16 @@ lender)
 	nvme-manager --fabric $FAB --device $dev --ready-file /tmp/mgr.ready >/tmp/mgr.log 2>&1 &
 	mpid=$!
 	until_ok 120 test -s /tmp/mgr.ready && res PASS manager || { cat /tmp/mgr.log; res FAIL manager; }
-	# Guest 2 killed and reclaimed; guest 1's four (identify and three clients) gone.
+	# Guest 2 killed and reclaimed; guest 1's five (identify and four clients) gone.
 	until_ok 150 sh -c 'grep -q "node 2.*is gone" /tmp/mgr.log &&
-		[ $(grep -c "on node 1 left" /tmp/mgr.log) -ge 4 ]'
+		[ $(grep -c "on node 1 left" /tmp/mgr.log) -ge 5 ]'
 	sed 's/^/    | /' /tmp/mgr.log
 	grep -q 'node 2.*is gone' /tmp/mgr.log && res PASS dead-client-reclaimed ||
 		res FAIL dead-client-reclaimed "the manager never deleted guest 2's queues"
 	smartio status $FAB | sed 's/^/    | /'
+	# The same QD1 reads from the lender's kernel: its own BAR0, no relay
+	run qd1-local nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 8 --qd 1 \
+		--ios 2000 --timeout 20000 && measure qd1-local
 	kill $mpid; wait $mpid
 	kill $lpid; wait $lpid
 	sed 's/^/    | /' /tmp/lend.log
@@ -78,6 +83,9 @@ client1|client2)
 			--qd 2 --random --time 25 --timeout 20000
 		run client-after-reclaim nvme-client --fabric $FAB --lba 3072 --count 256 --bs 8 --qd 2 \
 			--timeout 20000
+		# QD1 reads from this kernel: every doorbell goes through the lender's relay
+		run qd1-remote nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 8 --qd 1 \
+			--ios 2000 --timeout 20000 && measure qd1-remote
 	fi
 	;;
 *)
