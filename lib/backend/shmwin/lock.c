@@ -4,7 +4,7 @@
  * word holds the holder's token (its process's random token and a thread
  * number: thread ids mean nothing on another kernel); the lease word moves
  * while the holder's heartbeat thread runs. A waiter that sees neither move
- * for $SMARTIO_SHMWIN_LEASE_MS (default 3 s) of its own clock takes the lock
+ * for $SMARTIO_SHMWIN_LEASE_MS (default 5 s) of its own clock takes the lock
  * over, the holder's node having died (a guest killed, a kernel stopped).
  * On the holder's own kernel its pid settles it at once. A live holder is
  * waited for up to $SMARTIO_LOCK_TIMEOUT_MS, then named in the error.

@@ -32,7 +32,7 @@
 #define SHMWIN_VERSION		1
 #define SHMWIN_EVQ_LEN		32
 #define SHMWIN_PAGE		4096ull
-#define SHMWIN_LEASE_MS		3000	/* $SMARTIO_SHMWIN_LEASE_MS */
+#define SHMWIN_LEASE_MS		5000	/* $SMARTIO_SHMWIN_LEASE_MS: longer than a TCG guest stalls */
 #define SHMWIN_BEAT_NS		50000000ull	/* heartbeat period */
 
 /* Where a node finds the window: the piece that differs per host setup. */
