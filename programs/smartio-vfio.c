@@ -25,6 +25,8 @@ static void usage(FILE *o)
 		"       smartio vfio unbind BDF        give it back to its kernel driver (root)\n"
 		"       smartio vfio probe BDF [--type1|--iommufd]\n"
 		"       smartio vfio lend BDF [--fabric NAME] [--type1|--iommufd]\n"
+		"       smartio vfio doorbell BDF [--fabric NAME] [--type1|--iommufd]\n"
+		"                                      receive a shmwin window's doorbells\n"
 		"BDF is a PCI address such as 0000:00:04.0. A class given as 2 hex digits\n"
 		"matches the base class, 4 the subclass too, 6 the programming interface\n"
 		"(NVMe: 010802).\n");
@@ -241,6 +243,24 @@ static int cmd_lend(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_doorbell(int argc, char **argv)
+{
+	enum sio_vfio_mode mode = SIO_VFIO_AUTO;
+	const char *fabric = NULL;
+	struct sigaction sa = { .sa_handler = on_signal };
+	int i = mode_opt(argc, argv, &mode, &fabric);
+
+	if (i < 0) {
+		usage(stderr);
+		return 2;
+	}
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	if (sio_vfio_doorbell(fabric, argv[i], mode, &stop, stdout))
+		return fail("doorbell");
+	return 0;
+}
+
 int sio_tool_vfio(int argc, char **argv)
 {
 	const char *sub = argc > 1 ? argv[1] : NULL;
@@ -264,6 +284,8 @@ int sio_tool_vfio(int argc, char **argv)
 		return cmd_probe(argc - 1, argv + 1);
 	if (!strcmp(sub, "lend"))
 		return cmd_lend(argc - 1, argv + 1);
+	if (!strcmp(sub, "doorbell"))
+		return cmd_doorbell(argc - 1, argv + 1);
 	fprintf(stderr, "smartio vfio: unknown subcommand '%s'\n", sub);
 	usage(stderr);
 	return 2;

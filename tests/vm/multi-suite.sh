@@ -5,6 +5,7 @@
 FAB=mgfab
 MAIN=0000:00:04.0			# QEMU's NVMe (guest 0 only)
 export SMARTIO_FABRIC_BACKEND=shmwin SMARTIO_SHMWIN=pci:0000:00:10.0 SMARTIO_QUIET=1
+WIN=0000:00:10.0			# the window's ivshmem function
 role=$(sed -n 's/.*sio\.role=\([a-z0-9]*\).*/\1/p' /proc/cmdline)
 
 res() { echo "SIO-VM $1 $2${3:+ : $3}"; }
@@ -27,10 +28,30 @@ until_ok() {
 }
 devid() { smartio status $FAB | awk '$NF ~ /^0000:00:04.0|vfio/ && $1 ~ /^[0-9]+$/ {print $1; exit}'; }
 
+# doorbell: where the window has doorbells, this kernel's receiver (vfio)
+doorbell() {
+	[ -e /sys/bus/pci/devices/$WIN/resource1 ] || return 0
+	for m in $(cat /lib/modules/vfio.list); do insmod /lib/modules/$m 2>/dev/null; done
+	smartio vfio bind $WIN >/dev/null || { res FAIL doorbell-bind; return 1; }
+	smartio vfio doorbell $WIN --fabric $FAB >/tmp/db.log 2>&1 &
+	dbpid=$!
+	until_ok 30 grep -q '^doorbell: kernel' /tmp/db.log || { cat /tmp/db.log; res FAIL doorbell; }
+}
+# doorbell_end: stop the receiver; some interrupts must have come
+doorbell_end() {
+	[ -n "${dbpid:-}" ] || return 0
+	kill $dbpid; wait $dbpid
+	sed 's/^/    | /' /tmp/db.log
+	n=$(sed -n 's/^doorbell: \([0-9]*\) interrupt.*/\1/p' /tmp/db.log)
+	[ "${n:-0}" -gt 0 ] && res PASS doorbell-interrupts || res FAIL doorbell-interrupts "none came"
+}
+dbpid=
+
 case $role in
 lender)
 	export SMARTIO_NODE=0
 	run fabric-create smartio create $FAB --nodes 3
+	doorbell
 	for m in $(cat /lib/modules/vfio.list); do insmod /lib/modules/$m 2>/dev/null; done
 	run bind smartio vfio bind $MAIN
 	smartio vfio lend $MAIN --fabric $FAB >/tmp/lend.log 2>&1 &
@@ -62,6 +83,7 @@ lender)
 	head -c $((256 * 512)) /dev/zero | tr '\0' '\262' >/tmp/b2.bin
 	run readback-client1 vfio-nvme kcheck $BLK /tmp/a1.bin 0
 	run readback-client2 vfio-nvme kcheck $BLK /tmp/b2.bin $((1024 * 512))
+	doorbell_end
 	smartio destroy $FAB --force >/dev/null 2>&1
 	;;
 client1|client2)
@@ -69,6 +91,7 @@ client1|client2)
 	export SMARTIO_NODE=$me
 	# the manager borrows the device alone first: wait until it has (its admin queues)
 	until_ok 300 sh -c "smartio status $FAB | grep -q nvme-admin"
+	doorbell
 	until_ok 60 nvme-identify --fabric $FAB && res PASS identify || res FAIL identify
 	sed 's/^/    | /' /tmp/until
 	if [ $me = 1 ]; then lba=0; pat=0xa1; else lba=1024; pat=0xb2; fi
@@ -86,6 +109,7 @@ client1|client2)
 		# QD1 reads from this kernel: every doorbell goes through the lender's relay
 		run qd1-remote nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 8 --qd 1 \
 			--ios 2000 --timeout 20000 && measure qd1-remote
+		doorbell_end
 	fi
 	;;
 *)

@@ -4,8 +4,10 @@
  * per process slot in the window (the sender holds the registry lock, so
  * there is one writer at a time; the owner is the one reader), and the
  * owner's heartbeat thread makes its eventfd readable when the ring holds
- * some. Notifications are polled: a waiter looks at the word with a
- * backoff bounded at a millisecond, since a futex wakes only its own kernel.
+ * some. Notifications ring the other kernels' doorbells where the window
+ * has them and a receiver serves this kernel (doorbell.c); otherwise a
+ * waiter polls the word with a backoff bounded at a millisecond, since a
+ * futex wakes only its own kernel.
  */
 #include <string.h>
 #include <time.h>
@@ -98,16 +100,16 @@ void shmwin_ev_poll(struct shmwin_fabric *s)
 
 int sio__shmwin_notify(struct sio_fabric *f, uint32_t *word)
 {
-	(void)f;
 	(void)word;
-	return 0;	/* waiters poll the word */
+	return shmwin_db_ring(f);	/* without doorbells, waiters poll the word */
 }
 
 int sio__shmwin_wait(struct sio_fabric *f, uint32_t *word, uint32_t old, uint64_t timeout_ns)
 {
 	uint64_t start = sio__now_ns(), nap = 10000;
 
-	(void)f;
+	if (shmwin_db_sleep(shmwin_of(f), word, old, timeout_ns))
+		return __atomic_load_n(word, __ATOMIC_ACQUIRE) != old ? 0 : -ETIMEDOUT;
 	while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == old) {
 		uint64_t el = sio__now_ns() - start;
 		struct timespec ts;

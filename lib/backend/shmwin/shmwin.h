@@ -23,6 +23,8 @@
  */
 
 #include <limits.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -63,6 +65,8 @@ struct shmwin_proc {			/* per reg->procs slot */
 	_Atomic uint64_t beat;		/* moves while it lives */
 	uint64_t boot;			/* its kernel */
 	int32_t pid, node;
+	int32_t peer;			/* its kernel's ivshmem doorbell id, -1: none */
+	int32_t rsvd;
 };
 
 struct shmwin_seg {			/* per reg->segs slot: its place in the window */
@@ -111,6 +115,29 @@ struct shmwin_hdr {
 	struct shmwin_dev devs[SIO_MAX_DEVS];
 };
 
+/*
+ * Doorbells (doorbell.c), where the window is an ivshmem-doorbell function:
+ * a notification rings every other kernel's doorbell (BAR0 Doorbell
+ * register, peer << 16 | vector 0); in each kernel one process holds the
+ * function through vfio (smartio vfio doorbell) and turns its MSI-X
+ * interrupt, delivered to an eventfd, into a futex wake on a wake page of
+ * this host, on which the kernel's waiters sleep. Without it, polling.
+ */
+struct shmwin_wake {			/* the host's wake page, in host_path "wake" */
+	_Atomic uint32_t seq;		/* moves at every interrupt or local notify */
+	int32_t pid;			/* the receiving process, 0: none */
+	_Atomic uint64_t interrupts;
+	_Atomic uint64_t rung;		/* doorbells rung from this host */
+};
+
+struct shmwin_db {
+	volatile uint32_t *regs;	/* BAR0 of the ivshmem-doorbell function */
+	int peer;			/* its IVPosition */
+	struct shmwin_wake *wake;
+	uint64_t checked_ns;		/* when the receiver was last seen alive */
+	bool receiver;
+};
+
 /* What the backend keeps per fabric handle (sio_fabric.be). */
 struct shmwin_fabric {
 	struct shmwin_win win;
@@ -122,6 +149,7 @@ struct shmwin_fabric {
 	uint64_t seen_beat[SIO_MAX_PROCS], seen_ns[SIO_MAX_PROCS];
 	struct shmwin_fabric *next;	/* the heartbeat thread's list */
 	struct shmwin_relay *relays;	/* devices this process exports (relay.c) */
+	struct shmwin_db db;
 	struct sio_fabric *f;
 };
 
@@ -160,6 +188,16 @@ void shmwin_unmap(void *vaddr, uint64_t len);
 const struct sio_device_ops *sio__shmwin_dev_ops(struct sio_fabric *f, int dev);
 int sio__shmwin_dev_export(struct sio_fabric *f, int dev, const struct sio_dev_export *x);
 void sio__shmwin_dev_unexport(struct sio_fabric *f, int dev);
+
+/* doorbell.c */
+void shmwin_db_open(struct sio_fabric *f, struct shmwin_fabric *s);
+void shmwin_db_close(struct shmwin_fabric *s);
+int shmwin_db_ring(struct sio_fabric *f);
+/* Sleep on the wake page while *@word is @old, at most @ns: false when no receiver serves this host. */
+bool shmwin_db_sleep(struct shmwin_fabric *s, uint32_t *word, uint32_t old, uint64_t ns);
+/* The receiver: every event on @efd (the function's interrupt) wakes this host's waiters. */
+int sio__shmwin_doorbell_serve(struct sio_fabric *f, int efd, volatile sig_atomic_t *stop,
+			       FILE *log);
 
 /* event.c */
 int sio__shmwin_ev_open(struct sio_fabric *f);

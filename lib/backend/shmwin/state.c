@@ -304,6 +304,7 @@ static int sio__shmwin_attach(struct sio_fabric *f)
 		goto fail;
 	}
 	f->be = s;
+	shmwin_db_open(f, s);
 	shmwin_beat_add(s);
 	return 0;
 fail:
@@ -326,6 +327,7 @@ static void sio__shmwin_detach(struct sio_fabric *f)
 		return;
 	if (s->evfd >= 0)
 		close(s->evfd);
+	shmwin_db_close(s);
 	win_drop(s);
 	free(s);
 	f->be = NULL;
@@ -390,6 +392,7 @@ static void sio__shmwin_proc_init(struct sio_fabric *f, struct reg_proc *p)
 	w->boot = shmwin_boot_id();
 	w->pid = p->pid;
 	w->node = p->node;
+	w->peer = s->db.regs ? s->db.peer : -1;
 	atomic_store(&w->beat, 1);
 	atomic_store(&w->token, shmwin_proc_token());
 	atomic_store(&s->hdr->evq[i].head, 0);
