@@ -59,6 +59,9 @@ lender)
 	until_ok 60 grep -q '^lending' /tmp/lend.log && res PASS lend || { cat /tmp/lend.log; res FAIL lend; }
 	cat /tmp/lend.log | sed 's/^/    | /'
 	dev=$(sed -n 's/.* as device \([0-9]*\) .*/\1/p' /tmp/lend.log)
+	# One Identify to a multicast group: subscribers in guests 1 and 2 (before the
+	# manager: the issuer brings the controller up itself)
+	run mcast-identify nvme-mcast-identify --fabric $FAB --device $dev --external
 	nvme-manager --fabric $FAB --device $dev --ready-file /tmp/mgr.ready >/tmp/mgr.log 2>&1 &
 	mpid=$!
 	until_ok 120 test -s /tmp/mgr.ready && res PASS manager || { cat /tmp/mgr.log; res FAIL manager; }
@@ -89,9 +92,11 @@ lender)
 client1|client2)
 	me=${role#client}
 	export SMARTIO_NODE=$me
-	# the manager borrows the device alone first: wait until it has (its admin queues)
-	until_ok 300 sh -c "smartio status $FAB | grep -q nvme-admin"
+	until_ok 300 smartio status $FAB
 	doorbell
+	run mcast-subscriber nvme-mcast-identify --fabric $FAB --subscribe 0
+	# the manager borrows the device alone first: wait until it serves (its mailbox)
+	until_ok 300 sh -c "smartio status $FAB | grep -q nvme-mailbox"
 	until_ok 60 nvme-identify --fabric $FAB && res PASS identify || res FAIL identify
 	sed 's/^/    | /' /tmp/until
 	if [ $me = 1 ]; then lba=0; pat=0xa1; else lba=1024; pat=0xb2; fi

@@ -108,7 +108,8 @@ echo "multi: the guests ran for $((end - start)) s"
 grep -q '^SIO-VM DONE' "$work/g0.log" || { echo "multi: FAIL: guest 0 did not finish"; fail=1; }
 grep -q '^SIO-VM DONE' "$work/g1.log" || { echo "multi: FAIL: guest 1 did not finish"; fail=1; }
 # What must have passed, whatever else did.
-for want in g0:fabric-create g0:lend g0:manager g0:dead-client-reclaimed g0:readback-client1 \
+for want in g0:fabric-create g0:lend g0:mcast-identify g1:mcast-subscriber g2:mcast-subscriber \
+	g0:manager g0:dead-client-reclaimed g0:readback-client1 \
 	g0:readback-client2 g1:identify g1:client-write-verify g1:client-across-the-kill \
 	g1:client-after-reclaim g2:identify g2:client-write-verify g2:guest2-killed \
 	$([ "$variant" = doorbell ] && echo g0:doorbell-interrupts g1:doorbell-interrupts); do

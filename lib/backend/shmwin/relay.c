@@ -17,6 +17,12 @@
  * lender's relay thread forwards the doorbell writes it sees there to the
  * real BAR0, shadow-doorbell style. The admin queue's doorbells are never
  * forwarded: they are the manager's, on the lender's kernel.
+ *
+ * Multicast: one window cannot fan a device write out to several places as
+ * a PCIe switch's multicast does. A group's address is a landing segment
+ * in the window; the relay copies what lands there into every subscriber's
+ * segment when they differ (every 5 ms). The second place this backend
+ * differs from NTB hardware: subscribers see the data after that copy.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -96,6 +102,37 @@ static int mirrors_sync(struct shmwin_relay *r)
 	return n;
 }
 
+/* Copy each group's landing segment into its subscribers' segments where they differ. */
+static void groups_sync(struct shmwin_relay *r)
+{
+	struct sio_registry *reg = r->f->reg;
+	char *w = r->win;
+
+	for (int g = 0; g < SIO_MAX_GROUPS; g++) {
+		const struct shmwin_group *sg = &r->s->hdr->groups[g];
+		const struct reg_group *gr = &reg->groups[g];
+		const struct reg_seg *ls = reg_seg_at(reg, sg->slot);
+		uint64_t loff, llen, off, len;
+		int n = gr->nsubs;
+
+		if (!gr->used || !sg->gen || !ls || ls->gen != sg->gen || gr->gen != sg->group_gen ||
+		    shmwin_seg_where(r->f, sg->slot, &loff, &llen) || n < 0 || n > SIO_MAX_SUBS)
+			continue;
+		if (llen > gr->size)
+			llen = gr->size;
+		for (int i = 0; i < n; i++) {
+			const struct reg_seg *ss = reg_seg_at(reg, gr->sub_seg[i]);
+			if (!ss || ss->gen != gr->sub_gen[i] ||
+			    shmwin_seg_where(r->f, gr->sub_seg[i], &off, &len))
+				continue;
+			if (len > llen)
+				len = llen;
+			if (memcmp(w + off, w + loff, len))
+				memcpy(w + off, w + loff, len);
+		}
+	}
+}
+
 static void *relay_thread(void *arg)
 {
 	struct shmwin_relay *r = arg;
@@ -118,6 +155,7 @@ static void *relay_thread(void *arg)
 			for (int i = 0; i < SHMWIN_MIRRORS; i++)
 				if (r->m[i].va)
 					r->m[i].va[CSTS / 4] = csts;
+			groups_sync(r);
 			atomic_fetch_add(&d->relay_beat, 1);
 			last_sync = now;
 		}
@@ -353,22 +391,97 @@ static void remote_release(struct sio_device *dev)
 	dev->backend_priv = NULL;
 }
 
+/* Lock held: the landing segment of group slot @g, if it serves this group. */
+static bool landing(struct sio_fabric *f, int g, uint64_t *off, uint64_t *len)
+{
+	const struct shmwin_group *sg = &shmwin_of(f)->hdr->groups[g];
+	const struct reg_seg *ls = reg_seg_at(f->reg, sg->slot);
+
+	return sg->gen && ls && ls->used && ls->gen == sg->gen &&
+	       f->reg->groups[g].gen == sg->group_gen && !shmwin_seg_where(f, sg->slot, off, len);
+}
+
+/*
+ * The address at which the device's write reaches group @group: its landing
+ * segment in the window (made by the first mapper, owned by it), which the
+ * lender's relay copies into the subscribers' segments.
+ */
+static int window_mcast_map(struct sio_device *dev, uint32_t group, uint64_t *bus)
+{
+	struct sio_fabric *f = dev->f;
+	struct sio_segment *seg = NULL;
+	struct shmwin_dev *d;
+	uint64_t off, len, size;
+	int g, ret;
+
+	for (int tries = 0; tries < 2; tries++) {
+		if ((ret = sio__lock(f)))
+			break;
+		if ((g = ret = sio__mcast_group(f, group)) < 0) {
+			sio__unlock(f);
+			break;
+		}
+		size = f->reg->groups[g].size;
+		if (!(d = exported(f, dev->slot))) {
+			ret = sio__err(ENODEV, "device %u is no longer exported by its lender", dev->id);
+		} else if (landing(f, g, &off, &len)) {
+			*bus = d->window_bus + off;
+			ret = 0;
+		} else if (seg) {	/* made below: record it as the group's */
+			shmwin_of(f)->hdr->groups[g] = (struct shmwin_group){
+				.slot = seg->slot, .gen = seg->gen, .group_gen = f->reg->groups[g].gen };
+			ret = shmwin_seg_where(f, seg->slot, &off, &len);
+			if (!ret) {
+				*bus = d->window_bus + off;
+				seg = NULL;	/* kept: the group's landing until this process leaves */
+			}
+		} else {
+			ret = -EAGAIN;
+		}
+		sio__unlock(f);
+		if (ret != -EAGAIN)
+			break;
+		if ((ret = sio_segment_create_on(f, f->node, 0, size ? size : 4096, 0, &seg)))
+			break;
+	}
+	if (seg)
+		sio_segment_close(seg);
+	return ret;
+}
+
 static const struct sio_device_ops remote_ops = {
 	.name = "vfio via shmwin",
 	.bar_map = remote_bar_map,
 	.dma_map = remote_dma_map,
 	.dma_unmap = remote_dma_unmap,
+	.mcast_map = window_mcast_map,
 	.release = remote_release,
 };
+
+/* A borrower on the lender's own kernel: vfio's ops, and multicast through the window. */
+static struct sio_device_ops local_ops;
+static pthread_once_t local_once = PTHREAD_ONCE_INIT;
+
+static void local_init(void)
+{
+	const struct sio_device_ops *v = sio__device_ops(SIO_BACKEND_VFIO);
+
+	if (v) {
+		local_ops = *v;
+		local_ops.mcast_map = window_mcast_map;
+	}
+}
 
 const struct sio_device_ops *sio__shmwin_dev_ops(struct sio_fabric *f, int dev)
 {
 	struct shmwin_fabric *s = shmwin_of(f);
 	const struct reg_dev *dv = reg_dev_at(f->reg, dev);
 
-	/* a device of this kernel is reached by its own backend */
-	if (!exported(f, dev) || !dv || dv->owner < 0 || dv->owner >= SIO_MAX_PROCS ||
-	    s->hdr->procs[dv->owner].boot == shmwin_boot_id())
+	if (!exported(f, dev) || !dv || dv->owner < 0 || dv->owner >= SIO_MAX_PROCS)
 		return NULL;
+	if (s->hdr->procs[dv->owner].boot == shmwin_boot_id()) {
+		pthread_once(&local_once, local_init);
+		return local_ops.name ? &local_ops : NULL;
+	}
 	return &remote_ops;
 }

@@ -101,6 +101,17 @@ struct shmwin_dev {
 	struct { int32_t slot, rsvd; uint64_t gen; } mirror[SHMWIN_MIRRORS];
 };
 
+/*
+ * A multicast group that a lent device writes to (relay.c): its landing
+ * segment in the window, which the device's writes reach; the lender's
+ * relay copies it into every subscriber's segment.
+ */
+struct shmwin_group {
+	int32_t slot, rsvd;		/* the landing segment: slot, gen */
+	uint64_t gen;
+	uint64_t group_gen;		/* the reg_group gen it serves */
+};
+
 struct shmwin_hdr {
 	uint64_t magic;
 	uint32_t version, rsvd;
@@ -113,6 +124,7 @@ struct shmwin_hdr {
 	struct shmwin_seg segs[SIO_MAX_SEGS];
 	struct shmwin_evq evq[SIO_MAX_PROCS];
 	struct shmwin_dev devs[SIO_MAX_DEVS];
+	struct shmwin_group groups[SIO_MAX_GROUPS];
 };
 
 /*
