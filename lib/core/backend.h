@@ -222,6 +222,8 @@ struct sio_fabric_ops {
 /**
  * struct sio_dev_export - what a lender gives @dev_export
  * @bar0: BAR0 mapped in the lender's process; @bar0_size its size
+ * @db_end: where BAR0's doorbells end (an MSI-X table may follow): nothing
+ *	from there on is written on a remote borrower's behalf
  * @dma_map: map @len bytes at @va of this process for the device's DMA, the
  *	device's address in *@bus (vfio: through the IOMMU); @dma_unmap undoes it
  * @ctx: their first argument
@@ -229,6 +231,7 @@ struct sio_fabric_ops {
 struct sio_dev_export {
 	volatile void *bar0;
 	uint64_t bar0_size;
+	uint64_t db_end;
 	void *ctx;
 	int (*dma_map)(void *ctx, void *va, uint64_t len, uint64_t *bus);
 	int (*dma_unmap)(void *ctx, uint64_t bus, uint64_t len);

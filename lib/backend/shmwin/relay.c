@@ -52,7 +52,7 @@ struct shmwin_relay {
 		int32_t slot;
 		uint64_t gen, len;
 		volatile uint32_t *va;
-		uint32_t last[2 * (SHMWIN_RELAY_QUEUES + 1)];
+		uint32_t last[2 * (SHMWIN_RELAY_QUEUES + 1)];	/* per doorbell */
 	} m[SHMWIN_MIRRORS];
 };
 
@@ -138,10 +138,13 @@ static void *relay_thread(void *arg)
 	struct shmwin_relay *r = arg;
 	struct shmwin_dev *d = &r->s->hdr->devs[r->dev];
 	uint32_t stride = 4u << d->dstrd, ndb = 2 * (SHMWIN_RELAY_QUEUES + 1);
-	uint64_t nap = NAP_MIN_NS, last_sync = 0;
+	uint64_t nap = NAP_MIN_NS, last_sync = 0, end = r->x.db_end;
 	int watched = 0;
 
-	while ((0x1000 + (uint64_t)ndb * stride) > r->x.bar0_size && ndb > 2)
+	/* the doorbells, and nothing past them (QEMU's NVMe keeps its MSI-X table in BAR0) */
+	if (!end || end > r->x.bar0_size)
+		end = r->x.bar0_size;
+	while ((0x1000 + (uint64_t)ndb * stride) > end && ndb > 2)
 		ndb -= 2;
 	while (!atomic_load(&r->stop)) {
 		uint64_t now = sio__now_ns();
@@ -225,7 +228,10 @@ int sio__shmwin_dev_export(struct sio_fabric *f, int dev, const struct sio_dev_e
 		return sio__err(EINVAL, "shmwin: device slot %d: no BAR0 of doorbells to relay", dev);
 	if (!(r = calloc(1, sizeof(*r))))
 		return sio__err(ENOMEM, "out of memory");
-	*r = (struct shmwin_relay){ .f = f, .s = s, .dev = dev, .x = *x };
+	r->f = f;	/* calloc'd: the per-doorbell tables are large for a stack */
+	r->s = s;
+	r->dev = dev;
+	r->x = *x;
 	/* the whole window, once, for the device: every segment at bus + offset */
 	if ((ret = shmwin_map(s, 0, s->win.size, false, &r->win)) ||
 	    (ret = x->dma_map(x->ctx, r->win, s->win.size, &r->bus)))

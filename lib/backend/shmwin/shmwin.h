@@ -88,7 +88,7 @@ struct shmwin_evq {			/* per process slot: events to it */
  * it sees there to the real BAR0.
  */
 #define SHMWIN_MIRRORS		32
-#define SHMWIN_RELAY_QUEUES	64	/* I/O queue pairs whose doorbells are relayed */
+#define SHMWIN_RELAY_QUEUES	1024	/* I/O queue pairs whose doorbells may be relayed */
 struct shmwin_dev {
 	uint64_t gen;			/* the reg_dev gen this is for */
 	uint64_t window_bus;		/* the device's address of the window's start */

@@ -295,6 +295,33 @@ static int export_unmap(void *ctx, uint64_t bus, uint64_t len)
 }
 
 /*
+ * Where BAR0's registers end: at its MSI-X table or PBA when the MSI-X
+ * capability puts them in BAR0 (QEMU's NVMe does), else at its end.
+ */
+static uint64_t bar0_regs_end(struct lender *l)
+{
+	uint64_t end = l->bar0_size;
+	uint8_t at = 0, id = 0;
+	uint32_t tab[2];
+
+	if (sio_vfio_cfg_read(&l->dev, 0x34, &at, 1))
+		return end;
+	for (int n = 0; at >= 0x40 && n < 48; n++) {
+		if (sio_vfio_cfg_read(&l->dev, at, &id, 1))
+			break;
+		if (id == 0x11 && !sio_vfio_cfg_read(&l->dev, at + 4u, tab, sizeof(tab))) {
+			for (int i = 0; i < 2; i++)	/* table, PBA: BIR in bits 0..2 */
+				if ((tab[i] & 7) == 0 && (tab[i] & ~7u) < end)
+					end = tab[i] & ~7u;
+			break;
+		}
+		if (sio_vfio_cfg_read(&l->dev, at + 1u, &at, 1))
+			break;
+	}
+	return end;
+}
+
+/*
  * On a fabric of several kernels, borrowers elsewhere cannot reach this
  * socket: the fabric backend serves them (its dev_export), given BAR0 and a
  * way to map memory for the device's DMA through this IOMMU.
@@ -312,6 +339,7 @@ static int export(struct lender *l)
 		return rc;
 	l->bar0 = x.bar0 = bar0;
 	x.bar0_size = l->bar0_size;
+	x.db_end = bar0_regs_end(l);
 	rc = l->f->ops->dev_export(l->f, l->reg->slot, &x);
 	if (!rc) {
 		l->exported = true;
