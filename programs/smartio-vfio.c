@@ -225,7 +225,10 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-static int cmd_lend(int argc, char **argv)
+/* lend, doorbell: serve a function until a signal; the same options. */
+static int cmd_serve(int argc, char **argv, const char *what,
+		     int (*fn)(const char *, const char *, enum sio_vfio_mode,
+			       volatile sig_atomic_t *, FILE *))
 {
 	enum sio_vfio_mode mode = SIO_VFIO_AUTO;
 	const char *fabric = NULL;
@@ -238,26 +241,8 @@ static int cmd_lend(int argc, char **argv)
 	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-	if (sio_vfio_lend(fabric, argv[i], mode, &stop, stdout))
-		return fail("lend");
-	return 0;
-}
-
-static int cmd_doorbell(int argc, char **argv)
-{
-	enum sio_vfio_mode mode = SIO_VFIO_AUTO;
-	const char *fabric = NULL;
-	struct sigaction sa = { .sa_handler = on_signal };
-	int i = mode_opt(argc, argv, &mode, &fabric);
-
-	if (i < 0) {
-		usage(stderr);
-		return 2;
-	}
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	if (sio_vfio_doorbell(fabric, argv[i], mode, &stop, stdout))
-		return fail("doorbell");
+	if (fn(fabric, argv[i], mode, &stop, stdout))
+		return fail(what);
 	return 0;
 }
 
@@ -283,9 +268,9 @@ int sio_tool_vfio(int argc, char **argv)
 	if (!strcmp(sub, "probe"))
 		return cmd_probe(argc - 1, argv + 1);
 	if (!strcmp(sub, "lend"))
-		return cmd_lend(argc - 1, argv + 1);
+		return cmd_serve(argc - 1, argv + 1, "lend", sio_vfio_lend);
 	if (!strcmp(sub, "doorbell"))
-		return cmd_doorbell(argc - 1, argv + 1);
+		return cmd_serve(argc - 1, argv + 1, "doorbell", sio_vfio_doorbell);
 	fprintf(stderr, "smartio vfio: unknown subcommand '%s'\n", sub);
 	usage(stderr);
 	return 2;
