@@ -314,7 +314,9 @@ static void check_clients(struct sio_nvme_manager *m, uint64_t now)
 	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++) {
 		int32_t pid = __atomic_load_n(&m->mb->slots[s].pid, __ATOMIC_ACQUIRE);
 
-		if (pid > 0 && !sio_fabric_proc_alive(m->f, m->mb->slots[s].node, pid))
+		/* its node is written once the slot leaves FREE: judge settled slots only */
+		if (pid > 0 && __atomic_load_n(&m->mb->slots[s].state, __ATOMIC_ACQUIRE) != SIO_MBOX_FREE &&
+		    !sio_fabric_proc_alive(m->f, m->mb->slots[s].node, pid))
 			reap_slot(m, s, "is gone");
 	}
 }
