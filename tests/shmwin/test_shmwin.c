@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include "internal.h"
+#include "shmwin/shmwin.h"
 
 static char name[SIO_NAME_MAX];
 
@@ -173,5 +174,25 @@ Test(shmwin, the_window_has_limits_and_one_fabric, .init = setup, .fini = teardo
 	cr_assert_eq(sio_segment_create(f, 1, 1ull << 30, 0, &s), -ENOSPC);
 	cr_assert(strstr(sio_errmsg(), "window"), "%s", sio_errmsg());
 	cr_assert_eq(sio_segment_create(f, 1, 4096, SIO_SEG_F_HUGE, &s), -EOPNOTSUPP);
+	sio_fabric_close(f);
+}
+
+/* The window is input too: a segment record pointing outside it is refused, not mapped. */
+Test(shmwin, a_corrupt_window_record_is_refused, .init = setup, .fini = teardown)
+{
+	struct sio_fabric *f;
+	struct sio_segment *s, *r;
+	struct shmwin_fabric *w;
+	void *v;
+
+	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_create(f, 5, 8192, 0, &s), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_connect(f, 0, 5, &r), 0, "%s", sio_errmsg());
+	w = (struct shmwin_fabric *)f->be;
+	w->hdr->segs[s->slot].off = w->hdr->data_size;	/* past the data area */
+	cr_assert_eq(sio_segment_map(r, &v), -EUCLEAN);
+	cr_assert(strstr(sio_errmsg(), "outside"), "%s", sio_errmsg());
+	sio_segment_close(r);
+	sio_segment_close(s);
 	sio_fabric_close(f);
 }
