@@ -15,7 +15,9 @@
  * differs from NTB hardware: each remote borrower's BAR0 is a mirror in the
  * window (register page copied from the lender's, CSTS kept fresh), and the
  * lender's relay thread forwards the doorbell writes it sees there to the
- * real BAR0, shadow-doorbell style. The admin queue's doorbells are never
+ * real BAR0, shadow-doorbell style: it takes each value, leaving an
+ * impossible one (SHMWIN_DB_EMPTY) in its place, so every write is
+ * forwarded once, a repeated value too. The admin queue's doorbells are never
  * forwarded: they are the manager's, on the lender's kernel.
  *
  * Multicast: one window cannot fan a device write out to several places as
@@ -52,7 +54,6 @@ struct shmwin_relay {
 		int32_t slot;
 		uint64_t gen, len;
 		volatile uint32_t *va;
-		uint32_t last[2 * (SHMWIN_RELAY_QUEUES + 1)];	/* per doorbell */
 	} m[SHMWIN_MIRRORS];
 };
 
@@ -95,7 +96,6 @@ static int mirrors_sync(struct shmwin_relay *r)
 			r->m[i].len = r->x.bar0_size;
 			r->m[i].slot = d->mirror[i].slot;
 			r->m[i].gen = d->mirror[i].gen;
-			memset(r->m[i].last, 0, sizeof(r->m[i].last));
 		}
 		n += r->m[i].va != NULL;
 	}
@@ -167,11 +167,15 @@ static void *relay_thread(void *arg)
 				continue;
 			for (uint32_t q = 2; q < ndb; q++) {	/* 0, 1: the admin queue's */
 				uint64_t off = 0x1000 + (uint64_t)q * stride;
-				uint32_t v = __atomic_load_n(&r->m[i].va[off / 4], __ATOMIC_ACQUIRE);
+				uint32_t *db = (uint32_t *)&r->m[i].va[off / 4];
+				uint32_t v = __atomic_load_n(db, __ATOMIC_ACQUIRE);
 
-				if (v == r->m[i].last[q])
+				/* taken once: a borrower's write of the value it wrote
+				 * before (a queue made anew) is forwarded too */
+				if (v == SHMWIN_DB_EMPTY ||
+				    !__atomic_compare_exchange_n(db, &v, SHMWIN_DB_EMPTY, false,
+								 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 					continue;
-				r->m[i].last[q] = v;
 				/* the borrower's queue entries are in the window before its doorbell */
 				atomic_thread_fence(memory_order_seq_cst);
 				*reg32(r->x.bar0, off) = v;
@@ -228,7 +232,7 @@ int sio__shmwin_dev_export(struct sio_fabric *f, int dev, const struct sio_dev_e
 		return sio__err(EINVAL, "shmwin: device slot %d: no BAR0 of doorbells to relay", dev);
 	if (!(r = calloc(1, sizeof(*r))))
 		return sio__err(ENOMEM, "out of memory");
-	r->f = f;	/* calloc'd: the per-doorbell tables are large for a stack */
+	r->f = f;
 	r->s = s;
 	r->dev = dev;
 	r->x = *x;
@@ -332,6 +336,8 @@ static int remote_bar_map(struct sio_device *dev, int bar, void **vaddr, uint64_
 	    (ret = shmwin_map(s, roff, 4096, true, &regs)))
 		goto out;
 	memcpy(va, regs, REGS_COPY);	/* CAP, VS, CSTS... as the lender read them */
+	for (uint64_t o = 0x1000; o + 4 <= bsize; o += 4)	/* no doorbell written yet */
+		((uint32_t *)va)[o / 4] = SHMWIN_DB_EMPTY;
 	for (i = 0; i < SHMWIN_MIRRORS; i++) {
 		uint64_t o, l;
 		if (!mirror_live(f, d, i, &o, &l) || d->mirror[i].slot == rm->mirror->slot)

@@ -89,6 +89,7 @@ struct shmwin_evq {			/* per process slot: events to it */
  */
 #define SHMWIN_MIRRORS		32
 #define SHMWIN_RELAY_QUEUES	1024	/* I/O queue pairs whose doorbells may be relayed */
+#define SHMWIN_DB_EMPTY		0xffffffffu	/* a mirror doorbell the relay has taken */
 struct shmwin_dev {
 	uint64_t gen;			/* the reg_dev gen this is for */
 	uint64_t window_bus;		/* the device's address of the window's start */
