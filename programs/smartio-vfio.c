@@ -25,6 +25,8 @@ static void usage(FILE *o)
 		"       smartio vfio unbind BDF        give it back to its kernel driver (root)\n"
 		"       smartio vfio probe BDF [--type1|--iommufd]\n"
 		"       smartio vfio lend BDF [--fabric NAME] [--type1|--iommufd]\n"
+		"       smartio vfio doorbell BDF [--fabric NAME] [--type1|--iommufd]\n"
+		"                                      receive a shmwin window's doorbells\n"
 		"BDF is a PCI address such as 0000:00:04.0. A class given as 2 hex digits\n"
 		"matches the base class, 4 the subclass too, 6 the programming interface\n"
 		"(NVMe: 010802).\n");
@@ -228,7 +230,10 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-static int cmd_lend(int argc, char **argv)
+/* lend, doorbell: serve a function until a signal; the same options. */
+static int cmd_serve(int argc, char **argv, const char *what,
+		     int (*fn)(const char *, const char *, enum sio_vfio_mode,
+			       volatile sig_atomic_t *, FILE *))
 {
 	enum sio_vfio_mode mode = SIO_VFIO_AUTO;
 	const char *fabric = NULL;
@@ -241,8 +246,8 @@ static int cmd_lend(int argc, char **argv)
 	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-	if (sio_vfio_lend(fabric, argv[i], mode, &stop, stdout))
-		return fail("lend");
+	if (fn(fabric, argv[i], mode, &stop, stdout))
+		return fail(what);
 	return 0;
 }
 
@@ -268,7 +273,9 @@ int sio_tool_vfio(int argc, char **argv)
 	if (!strcmp(sub, "probe"))
 		return cmd_probe(argc - 1, argv + 1);
 	if (!strcmp(sub, "lend"))
-		return cmd_lend(argc - 1, argv + 1);
+		return cmd_serve(argc - 1, argv + 1, "lend", sio_vfio_lend);
+	if (!strcmp(sub, "doorbell"))
+		return cmd_serve(argc - 1, argv + 1, "doorbell", sio_vfio_doorbell);
 	fprintf(stderr, "smartio vfio: unknown subcommand '%s'\n", sub);
 	usage(stderr);
 	return 2;

@@ -201,6 +201,19 @@ int sio_device_grant(struct sio_device *dev, int pid, int bar, uint64_t offset,
 int sio_device_revoke(struct sio_device *dev, int pid, int bar, uint64_t offset);
 
 /**
+ * sio_device_grant_node() - sio_device_grant() to pid @pid of node @node
+ *
+ * A pid names a process of one kernel: where nodes are separate kernels
+ * (the shmwin backend), two nodes may have processes of the same pid.
+ * sio_device_grant() takes the node where pid @pid is joined (the
+ * caller's own if none is) and refuses a pid joined on two nodes.
+ */
+int sio_device_grant_node(struct sio_device *dev, int node, int pid, int bar, uint64_t offset,
+			  uint64_t length);
+/** sio_device_revoke_node() - withdraw a grant of sio_device_grant_node() */
+int sio_device_revoke_node(struct sio_device *dev, int node, int pid, int bar, uint64_t offset);
+
+/**
  * sio_device_use_adapter() - choose the lender adapter for later mappings
  * @dev: borrow handle
  * @adapter: adapter index of the lender, or -1 for the first one whose

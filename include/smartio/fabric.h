@@ -230,6 +230,20 @@ int sio_fabric_topology(struct sio_fabric *f, struct sio_topology *out);
 int sio_fabric_reap(struct sio_fabric *f);
 
 /**
+ * sio_fabric_proc_alive() - is process @pid of node @node still joined?
+ * @f: handle
+ * @node: the node it joined as
+ * @pid: its pid, as its own kernel numbers it
+ *
+ * Pids mean something only on their own kernel: a program that watches a
+ * peer of another node (a manager its clients, a client its manager) asks
+ * the fabric, whose backend knows how that node's processes live (shm: the
+ * pid; shmwin: a heartbeat). Dead processes are reaped first.
+ * Return: 1 when such a process is joined, 0 when none is, or -errno.
+ */
+int sio_fabric_proc_alive(struct sio_fabric *f, int node, int pid);
+
+/**
  * sio_link_set() - inject a link fault, or repair it
  * @f: handle
  * @node: node whose adapter link changes

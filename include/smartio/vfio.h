@@ -165,6 +165,24 @@ int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
  */
 int sio_uio_lend(const char *fabric, const char *bdf, volatile sig_atomic_t *stop, FILE *log);
 
+/**
+ * sio_vfio_doorbell() - receive a shmwin window's doorbells for this kernel
+ * @fabric: a fabric of the shmwin backend; NULL uses $SMARTIO_FABRIC
+ * @bdf: the ivshmem-doorbell function whose BAR2 is the window, bound to
+ *	vfio-pci
+ * @mode: how to open it
+ * @stop: serving ends when *@stop becomes non-zero; NULL: until an error
+ * @log: progress and, at the end, how many interrupts came (may be NULL)
+ *
+ * Routes the function's MSI-X vector 0 to an eventfd and wakes the waiters
+ * of this kernel at each interrupt, so that notifications from other
+ * kernels need no polling. One such process per kernel; without it the
+ * fabric polls.
+ * Return: 0 once stopped, or -errno.
+ */
+int sio_vfio_doorbell(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
+		      volatile sig_atomic_t *stop, FILE *log);
+
 #ifdef __cplusplus
 }
 #endif

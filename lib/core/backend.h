@@ -52,6 +52,7 @@ struct sio_event;
 struct sio_fabric;
 struct sio_segment;
 struct reg_proc;
+struct sio_dev_export;
 
 /**
  * struct sio_fabric_ops - what a fabric backend provides to the core
@@ -194,9 +195,50 @@ struct sio_fabric_ops {
 	 * changed (or spuriously), -ETIMEDOUT.
 	 */
 	int (*wait)(struct sio_fabric *f, uint32_t *word, uint32_t old, uint64_t timeout_ns);
+
+	/*
+	 * Devices lent across kernels (optional: NULL where every node shares
+	 * the lender's host, as in shm). A device backend of one host (vfio)
+	 * serves its own host's borrowers; these let the fabric backend serve
+	 * the others by its own means (shmwin: the window).
+	 */
+
+	/**
+	 * @dev_ops: lock held: the device ops a borrow of device slot @dev from
+	 * this process uses instead of its registered backend's, or NULL to
+	 * keep those (shmwin: a vfio device of another kernel).
+	 */
+	const struct sio_device_ops *(*dev_ops)(struct sio_fabric *f, int dev);
+	/**
+	 * @dev_export: device slot @dev, registered by this process and served
+	 * by a device backend of this host, is to be reached from other nodes:
+	 * @x says how. The backend keeps it up until @dev_unexport.
+	 */
+	int (*dev_export)(struct sio_fabric *f, int dev, const struct sio_dev_export *x);
+	/** @dev_unexport: undo @dev_export, before the device is unregistered. */
+	void (*dev_unexport)(struct sio_fabric *f, int dev);
+};
+
+/**
+ * struct sio_dev_export - what a lender gives @dev_export
+ * @bar0: BAR0 mapped in the lender's process; @bar0_size its size
+ * @db_end: where BAR0's doorbells end (an MSI-X table may follow): nothing
+ *	from there on is written on a remote borrower's behalf
+ * @dma_map: map @len bytes at @va of this process for the device's DMA, the
+ *	device's address in *@bus (vfio: through the IOMMU); @dma_unmap undoes it
+ * @ctx: their first argument
+ */
+struct sio_dev_export {
+	volatile void *bar0;
+	uint64_t bar0_size;
+	uint64_t db_end;
+	void *ctx;
+	int (*dma_map)(void *ctx, void *va, uint64_t len, uint64_t *bus);
+	int (*dma_unmap)(void *ctx, uint64_t bus, uint64_t len);
 };
 
 extern const struct sio_fabric_ops sio__shm_fabric_ops;	/* backend/shm/ */
+extern const struct sio_fabric_ops sio__shmwin_fabric_ops;	/* backend/shmwin/ */
 
 /*
  * The fabric backend $SMARTIO_FABRIC_BACKEND names (default "shm"), or

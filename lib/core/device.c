@@ -100,6 +100,8 @@ int sio_device_borrow(struct sio_fabric *f, uint32_t id, unsigned int flags, str
 			       id, sio__device_backend_name(r->devs[d].backend), r->devs[d].backend);
 		goto out;
 	}
+	if (f->ops->dev_ops && f->ops->dev_ops(f, d))	/* lent by another kernel */
+		ops = f->ops->dev_ops(f, d);
 	if (r->devs[d].excl >= 0) {
 		eb = reg_borrow_at(r, r->devs[d].excl);
 		ret = eb ? sio__err(EBUSY, "device %u is borrowed exclusively by pid %d", id,
@@ -317,18 +319,46 @@ static int owner_check(struct sio_device *dev, int bar)
 	return ret;
 }
 
-int sio_device_grant(struct sio_device *dev, int pid, int bar, uint64_t offset, uint64_t length)
+/*
+ * Lock held: the node of joined process @pid, for the calls that name a pid
+ * alone: the one node where such a process is joined, else the caller's own
+ * (one kernel: pids are unique). Refused when pid @pid is joined on two
+ * nodes, as it may be once the nodes are separate kernels.
+ */
+static int pid_node(struct sio_fabric *f, int pid)
+{
+	int node = -1;
+
+	for (int p = 0; p < SIO_MAX_PROCS; p++) {
+		const struct reg_proc *pr = &f->reg->procs[p];
+		if (!pr->used || pr->pid != pid || pr->node == node)
+			continue;
+		if (node >= 0)
+			return sio__err(EINVAL, "pid %d is a process of node %d and of node %d: name the node (sio_device_grant_node())",
+					pid, node, pr->node);
+		node = pr->node;
+	}
+	return node >= 0 ? node : f->node;
+}
+
+static int grant(struct sio_device *dev, int node, int pid, int bar, uint64_t offset,
+		 uint64_t length)
 {
 	struct sio_registry *r;
 	int ret, i;
 
 	if (!dev || pid <= 0 || !length)
 		return sio__err(EINVAL, "grant needs a device, a pid and a length");
+	if (node < -1 || node >= dev->f->topo.nodes)
+		return sio__err(EINVAL, "no node %d (the fabric has %d)", node, dev->f->topo.nodes);
 	r = dev->f->reg;
 	if ((ret = sio__lock(dev->f)))
 		return ret;
 	if ((ret = owner_check(dev, bar)) || (ret = bar_check(dev, bar, offset, length)))
 		goto out;
+	if (node < 0 && (ret = node = pid_node(dev->f, pid)) < 0)
+		goto out;
+	ret = 0;
 	for (i = 0; i < SIO_MAX_GRANTS && r->grants[i].used; i++)
 		;
 	if (i == SIO_MAX_GRANTS) {
@@ -336,13 +366,26 @@ int sio_device_grant(struct sio_device *dev, int pid, int bar, uint64_t offset, 
 		goto out;
 	}
 	r->grants[i] = (struct reg_grant){ .used = 1, .dev = dev->slot, .bar = bar, .pid = pid,
-					   .off = offset, .len = length };
+					   .node = node, .off = offset, .len = length };
 out:
 	sio__unlock(dev->f);
 	return ret;
 }
 
-int sio_device_revoke(struct sio_device *dev, int pid, int bar, uint64_t offset)
+int sio_device_grant(struct sio_device *dev, int pid, int bar, uint64_t offset, uint64_t length)
+{
+	return grant(dev, -1, pid, bar, offset, length);
+}
+
+int sio_device_grant_node(struct sio_device *dev, int node, int pid, int bar, uint64_t offset,
+			  uint64_t length)
+{
+	if (node < 0)
+		return sio__err(EINVAL, "no node %d", node);
+	return grant(dev, node, pid, bar, offset, length);
+}
+
+static int grant_revoke(struct sio_device *dev, int node, int pid, int bar, uint64_t offset)
 {
 	struct sio_registry *r;
 	int ret;
@@ -352,13 +395,13 @@ int sio_device_revoke(struct sio_device *dev, int pid, int bar, uint64_t offset)
 	r = dev->f->reg;
 	if ((ret = sio__lock(dev->f)))
 		return ret;
-	if (!(ret = owner_check(dev, bar))) {
-		ret = sio__err(ENOENT, "no grant of BAR%d+0x%llx to pid %d", bar,
-			       (unsigned long long)offset, pid);
+	if (!(ret = owner_check(dev, bar)) && (node >= 0 || (ret = node = pid_node(dev->f, pid)) >= 0)) {
+		ret = sio__err(ENOENT, "no grant of BAR%d+0x%llx to pid %d of node %d", bar,
+			       (unsigned long long)offset, pid, node);
 		for (int i = 0; i < SIO_MAX_GRANTS; i++) {
 			struct reg_grant *g = &r->grants[i];
 			if (g->used && g->dev == dev->slot && g->bar == bar && g->pid == pid &&
-			    g->off == offset) {
+			    g->node == node && g->off == offset) {
 				memset(g, 0, sizeof(*g));
 				ret = 0;
 			}
@@ -366,6 +409,18 @@ int sio_device_revoke(struct sio_device *dev, int pid, int bar, uint64_t offset)
 	}
 	sio__unlock(dev->f);
 	return ret;
+}
+
+int sio_device_revoke(struct sio_device *dev, int pid, int bar, uint64_t offset)
+{
+	return grant_revoke(dev, -1, pid, bar, offset);
+}
+
+int sio_device_revoke_node(struct sio_device *dev, int node, int pid, int bar, uint64_t offset)
+{
+	if (node < 0)
+		return sio__err(EINVAL, "no node %d", node);
+	return grant_revoke(dev, node, pid, bar, offset);
 }
 
 int sio__bar_access(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly)
@@ -387,14 +442,14 @@ int sio__bar_access(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, 
 	if (!(rb = reg_borrow_at(r, v->restricted[s->bar] - 1)))
 		return reg_corrupt(f, "BAR%d of device %u names restricting borrow %d", s->bar, v->id,
 				   v->restricted[s->bar] - 1);
-	if (reg_proc_pid(r, rb->proc) == pid)
+	if (reg_proc_pid(r, rb->proc) == pid && r->procs[rb->proc].node == f->node)
 		return 0;	/* the restricting process */
 	if (rdonly && off + len <= v->public_len[s->bar])
 		return 0;
 	for (int i = 0; i < SIO_MAX_GRANTS; i++) {
 		const struct reg_grant *g = &r->grants[i];
 		if (g->used && g->dev == s->device && g->bar == s->bar && g->pid == pid &&
-		    off >= g->off && off + len <= g->off + g->len)
+		    g->node == f->node && off >= g->off && off + len <= g->off + g->len)
 			return 0;
 	}
 	return sio__err(EACCES, "BAR%d of device %u is restricted: map its first %llu bytes read-only, or ranges granted to this process",

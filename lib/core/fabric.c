@@ -470,6 +470,24 @@ int sio_fabric_reap(struct sio_fabric *f)
 	return n;
 }
 
+int sio_fabric_proc_alive(struct sio_fabric *f, int node, int pid)
+{
+	int n, found = 0;
+
+	if (!f)
+		return sio__err(EINVAL, "fabric handle is NULL");
+	if (pid <= 0 || node < 0 || node >= f->topo.nodes)
+		return 0;
+	if ((n = sio__lock_noreap(f)))
+		return n;
+	reg_reap(f);
+	for (int p = 0; p < SIO_MAX_PROCS && !found; p++)
+		found = f->reg->procs[p].used && f->reg->procs[p].pid == pid &&
+			f->reg->procs[p].node == node;
+	sio__unlock(f);
+	return found;
+}
+
 static bool want_all(struct sio_fabric *f, int p, const struct sio_event *ev)
 {
 	(void)f; (void)p; (void)ev;

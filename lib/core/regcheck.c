@@ -211,8 +211,10 @@ static int check_devs(struct sio_fabric *f)
 		if ((uint32_t)g->used > 1)
 			BAD("BAR grant %d has used = %d", i, g->used);
 		if (g->used && (!in(g->dev, SIO_MAX_DEVS) || !in(g->bar, SIO_MAX_BARS) || g->pid <= 0 ||
+				!in(g->node, t->nodes) ||
 				g->off > SIO_SEG_MAX_SIZE || g->len > SIO_SEG_MAX_SIZE - g->off))
-			BAD("BAR grant %d names device slot %d BAR%d, pid %d", i, g->dev, g->bar, g->pid);
+			BAD("BAR grant %d names device slot %d BAR%d, pid %d of node %d", i, g->dev, g->bar,
+			    g->pid, g->node);
 	}
 	for (int g = 0; g < SIO_MAX_GROUPS; g++) {
 		const struct reg_group *gr = &r->groups[g];

@@ -77,13 +77,13 @@ void reg_dmamap_release(struct sio_fabric *f, int m)
 	reg_bump(f->reg);
 }
 
-/* Drop grants matching @dev (-1 any), @bar (-1 any) and @pid (-1 any). */
-void reg_grants_drop(struct sio_fabric *f, int dev, int bar, int pid)
+/* Drop grants matching @dev, @bar and process (@node, @pid) (-1: any). */
+void reg_grants_drop(struct sio_fabric *f, int dev, int bar, int node, int pid)
 {
 	for (int i = 0; i < SIO_MAX_GRANTS; i++) {
 		struct reg_grant *g = &f->reg->grants[i];
 		if (g->used && (dev < 0 || g->dev == dev) && (bar < 0 || g->bar == bar) &&
-		    (pid < 0 || g->pid == pid))
+		    (pid < 0 || (g->pid == pid && g->node == node)))
 			memset(g, 0, sizeof(*g));
 	}
 }
@@ -100,7 +100,7 @@ void reg_borrow_release(struct sio_fabric *f, int b)
 	for (int bar = 0; dv && bar < SIO_MAX_BARS; bar++)	/* its restrictions end with it */
 		if (dv->restricted[bar] == b + 1) {
 			dv->restricted[bar] = 0;
-			reg_grants_drop(f, br->dev, bar, -1);
+			reg_grants_drop(f, br->dev, bar, -1, -1);
 		}
 	for (int m = 0; m < SIO_MAX_DMAMAPS; m++)
 		if (r->dmamaps[m].used && r->dmamaps[m].borrow == b)
@@ -197,7 +197,7 @@ void reg_dev_release(struct sio_fabric *f, int d)
 			reg_borrow_release(f, b);
 	for (int i = 0; i < dv->nbars && i < SIO_MAX_BARS; i++)
 		reg_seg_release(f, dv->bar_seg[i], false);
-	reg_grants_drop(f, d, -1, -1);
+	reg_grants_drop(f, d, -1, -1, -1);
 	dv->used = 0;
 	dv->gen = r->next_gen++;
 	reg_bump(r);
@@ -232,9 +232,10 @@ void reg_proc_release(struct sio_fabric *f, int p, bool died)
 	notify_gone(f, p, died);
 	bool last = true;	/* grants are per process, not per handle */
 	for (int o = 0; o < SIO_MAX_PROCS; o++)
-		last &= o == p || !r->procs[o].used || r->procs[o].pid != r->procs[p].pid;
+		last &= o == p || !r->procs[o].used || r->procs[o].pid != r->procs[p].pid ||
+			r->procs[o].node != r->procs[p].node;
 	if (last && r->procs[p].pid > 0)	/* -1 would match every pid */
-		reg_grants_drop(f, -1, -1, r->procs[p].pid);
+		reg_grants_drop(f, -1, -1, r->procs[p].node, r->procs[p].pid);
 	for (int b = 0; b < SIO_MAX_BORROWS; b++)
 		if (r->borrows[b].used && r->borrows[b].proc == p)
 			reg_borrow_release(f, b);

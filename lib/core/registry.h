@@ -27,7 +27,8 @@
 #include <smartio/model.h>
 
 #define SIO_REG_MAGIC		0x534d494fu	/* "SMIO" */
-#define SIO_REG_VERSION		4	/* 2: lock word, owner and group; 3: backend; 4: kept segments */
+#define SIO_REG_VERSION		5	/* 2: lock word, owner and group; 3: backend; 4: kept segments;
+				 * 5: grants by (node, pid) */
 #define SIO_MAX_PROCS		512
 #define SIO_MAX_SEGS		4096
 _Static_assert(SIO_MAX_SEGS == SIO_GPU_SEG_SLOTS, "a GPU segment's slot indexes its plugin's table");
@@ -140,7 +141,9 @@ struct reg_grant {		/* a BAR range one process may map read-write */
 	int32_t used;
 	int32_t dev;
 	int32_t bar;
-	int32_t pid;
+	int32_t pid;		/* the grantee: pid @pid of node @node (a pid */
+	int32_t node;		/* alone names no process once kernels differ) */
+	int32_t rsvd;
 	uint64_t off, len;
 };
 
@@ -233,7 +236,7 @@ int reg_window_get(struct sio_fabric *f, int node, int adapter, int seg, uint64_
 void reg_window_put(struct sio_fabric *f, int node, int adapter, int window);
 void reg_borrow_release(struct sio_fabric *f, int b);
 void reg_pmap_release(struct sio_fabric *f, int i);
-void reg_grants_drop(struct sio_fabric *f, int dev, int bar, int pid);
+void reg_grants_drop(struct sio_fabric *f, int dev, int bar, int node, int pid);
 void reg_dmamap_release(struct sio_fabric *f, int m);
 void reg_seg_release(struct sio_fabric *f, int s, bool notify);
 void reg_dev_release(struct sio_fabric *f, int d);

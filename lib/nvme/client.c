@@ -78,7 +78,9 @@ static int await(struct sio_nvme_client *cl, struct sio_nvme_mbox_slot *sl)
 			cl->mgr_pid = pid;
 			dead_since = 0;
 			deadline = now + MBOX_TIMEOUT_MS * 1000000ull;
-		} else if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH) {
+		} else if (pid > 0 &&	/* a pid means something on its own kernel only */
+			   !sio_fabric_proc_alive(cl->f, __atomic_load_n(&cl->mb->h.mgr_node,
+									 __ATOMIC_RELAXED), pid)) {
 			if (!dead_since)
 				dead_since = now;
 			if (now - dead_since > wait_ms * 1000000ull)

@@ -442,19 +442,21 @@ static void reap_slot(struct sio_nvme_manager *m, int s, const char *why)
 		m->st.clients--;
 }
 
-static void reap_pid(struct sio_nvme_manager *m, int32_t pid)
+static void reap_pid(struct sio_nvme_manager *m, int node, int32_t pid)
 {
 	int s;
 
 	if (pid <= 0)
 		return;
-	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++)
-		if (__atomic_load_n(&m->mb->slots[s].pid, __ATOMIC_ACQUIRE) == pid)
+	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++)	/* a pid names a process of one node */
+		if (__atomic_load_n(&m->mb->slots[s].pid, __ATOMIC_ACQUIRE) == pid &&
+		    m->mb->slots[s].node == node)
 			reap_slot(m, s, "is gone");
 }
 
 /* Clients that died: from fabric events, and (on single-host backends,
- * where pids are meaningful) from a periodic check of the owner's pid. */
+ * where pids are meaningful) from a periodic check of the owner's pid,
+ * asked of the fabric: a pid names a process of its own kernel only. */
 static void check_clients(struct sio_nvme_manager *m, uint64_t now)
 {
 	struct sio_event ev[32];
@@ -467,7 +469,7 @@ static void check_clients(struct sio_nvme_manager *m, uint64_t now)
 	while ((n = sio_event_read(m->f, ev, 32)) > 0) {
 		for (i = 0; i < n; i++) {
 			if (ev[i].type == SIO_EV_PROCESS_GONE)
-				reap_pid(m, ev[i].pid);
+				reap_pid(m, ev[i].node, ev[i].pid);
 			/* Its BAR may stay mapped and read as alive: trust the event. */
 			if (ev[i].type == SIO_EV_DEVICE_GONE &&
 			    (uint32_t)ev[i].device == m->dinfo.id)
@@ -482,7 +484,9 @@ static void check_clients(struct sio_nvme_manager *m, uint64_t now)
 	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++) {
 		int32_t pid = __atomic_load_n(&m->mb->slots[s].pid, __ATOMIC_ACQUIRE);
 
-		if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH)
+		/* its node is written once the slot leaves FREE: judge settled slots only */
+		if (pid > 0 && __atomic_load_n(&m->mb->slots[s].state, __ATOMIC_ACQUIRE) != SIO_MBOX_FREE &&
+		    !sio_fabric_proc_alive(m->f, m->mb->slots[s].node, pid))
 			reap_slot(m, s, "is gone");
 	}
 }

@@ -54,7 +54,7 @@ cp "$busybox" "$root/bin/busybox"
 
 # Programs: the tool, our checks, and the NVMe driver's programs when built.
 progs=""
-for p in smartio vfio-nvme nvme-identify nvme-manager nvme-client edu-dma; do
+for p in smartio vfio-nvme nvme-identify nvme-manager nvme-client nvme-mcast-identify edu-dma; do
 	f=$(find "$build" -name "$p" -type f -perm -u+x -not -path '*/meson-*' 2>/dev/null | head -n1)
 	[ -n "$f" ] && progs="$progs $f"
 done
@@ -100,6 +100,9 @@ if command -v cpio >/dev/null 2>&1; then
 else
 	(cd "$root" && find . | "$busybox" cpio -o -H newc | gzip -1 >"$work/initramfs.gz")
 fi
+
+# SIO_VM_BUILD_ONLY: the initramfs is all the caller wants (run-multi.sh).
+[ -z "${SIO_VM_BUILD_ONLY:-}" ] || exit 0
 
 # Sparse images: the main controller, a CMB controller with two namespaces
 # (512 B and 4 KiB LBAs), a small-MDTS controller with two I/O queue pairs.

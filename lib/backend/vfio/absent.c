@@ -32,6 +32,12 @@ int sio_vfio_probe(const char *bdf, enum sio_vfio_mode mode, struct sio_vfio_pro
 	return absent();
 }
 
+int sio_vfio_doorbell(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
+		      volatile sig_atomic_t *stop, FILE *log)
+{
+	return absent();
+}
+
 int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
 		  volatile sig_atomic_t *stop, FILE *log)
 {

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -51,6 +52,9 @@ struct lender {
 	struct conn *irq_conn;	/* the borrower holding the interrupts, or NULL */
 	int irq_kind;
 	FILE *log;
+	volatile void *bar0;	/* mapped here when exported to other kernels */
+	uint64_t bar0_size;
+	bool exported;
 };
 
 static __attribute__((format(printf, 2, 3))) void say(struct lender *l, const char *fmt, ...)
@@ -358,6 +362,85 @@ static int describe(struct lender *l, struct sio_device_desc *d, char *name, siz
 	return 0;
 }
 
+static int export_map(void *ctx, void *va, uint64_t len, uint64_t *bus)
+{
+	struct sio_lend_dev *d = ((struct lender *)ctx)->dev;
+
+	return d->dma_map(d->priv, va, len, UINT64_MAX, bus);
+}
+
+static int export_unmap(void *ctx, uint64_t bus, uint64_t len)
+{
+	struct sio_lend_dev *d = ((struct lender *)ctx)->dev;
+
+	return d->dma_unmap(d->priv, NULL, bus, len);
+}
+
+/*
+ * Where BAR0's registers end: at its MSI-X table or PBA when the MSI-X
+ * capability puts them in BAR0 (QEMU's NVMe does), else at its end.
+ */
+static uint64_t bar0_regs_end(struct lender *l)
+{
+	uint64_t end = l->bar0_size;
+	uint8_t at = 0, id = 0;
+	uint32_t tab[2];
+
+	if (sio_pci_cfg_read(&l->dev->cfg, 0x34, &at, 1))
+		return end;
+	for (int n = 0; at >= 0x40 && n < 48; n++) {
+		if (sio_pci_cfg_read(&l->dev->cfg, at, &id, 1))
+			break;
+		if (id == 0x11 && !sio_pci_cfg_read(&l->dev->cfg, at + 4u, tab, sizeof(tab))) {
+			for (int i = 0; i < 2; i++)	/* table, PBA: BIR in bits 0..2 */
+				if ((tab[i] & 7) == 0 && (tab[i] & ~7u) < end)
+					end = tab[i] & ~7u;
+			break;
+		}
+		if (sio_pci_cfg_read(&l->dev->cfg, at + 1u, &at, 1))
+			break;
+	}
+	return end;
+}
+
+/*
+ * On a fabric of several kernels, borrowers elsewhere cannot reach this
+ * socket: the fabric backend serves them (its dev_export), given BAR0 and a
+ * way to map memory for the device's DMA through this IOMMU.
+ */
+static int export(struct lender *l)
+{
+	struct sio_dev_export x = { .ctx = l, .dma_map = export_map, .dma_unmap = export_unmap };
+	void *bar0;
+	int rc;
+
+	if (!l->f->ops->dev_export)
+		return 0;
+	/* The window is MMIO of another function: only an IOMMU maps it for DMA. */
+	if (l->dev->backend != SIO_BACKEND_VFIO)
+		return sio__err(ENOTSUP, "%s lender: fabric %s spans several kernels, and its "
+				"window can be made reachable for DMA through vfio only",
+				l->dev->kind, sio_fabric_name(l->f));
+	if (!l->dev->bar[0].size || !l->dev->bar[0].mmap)
+		return sio__err(ENOTSUP, "%s has no BAR 0 to map", l->dev->cfg.bdf);
+	l->bar0_size = l->dev->bar[0].size;
+	bar0 = mmap(NULL, l->bar0_size, PROT_READ | PROT_WRITE, MAP_SHARED, l->dev->bar[0].fd,
+		    (off_t)l->dev->bar[0].offset);
+	if (bar0 == MAP_FAILED)
+		return sio__err(errno, "%s: cannot map BAR 0: %s", l->dev->cfg.bdf,
+				strerror(errno));
+	l->bar0 = x.bar0 = bar0;
+	x.bar0_size = l->bar0_size;
+	x.db_end = bar0_regs_end(l);
+	rc = l->f->ops->dev_export(l->f, l->reg->slot, &x);
+	if (!rc) {
+		l->exported = true;
+		say(l, "device %u is reachable from the other kernels of fabric %s\n", l->id,
+		    sio_fabric_name(l->f));
+	}
+	return rc;
+}
+
 int sio__lend(const char *fabric, struct sio_lend_dev *dev, volatile sig_atomic_t *stop,
 	      FILE *log)
 {
@@ -395,6 +478,9 @@ int sio__lend(const char *fabric, struct sio_lend_dev *dev, volatile sig_atomic_
 	if (rc)
 		goto out;
 	l->id = sio_devreg_id(l->reg);
+	rc = export(l);
+	if (rc)
+		goto out;
 	say(l, "lending %s (%04x:%04x class %06x) as device %u of fabric %s via %s\n",
 	    dev->cfg.bdf, desc.vendor, desc.device, desc.class_code, l->id,
 	    sio_fabric_name(l->f), dev->how);
@@ -439,6 +525,10 @@ out:
 	for (int i = 0; i < MAX_CONN; i++)
 		if (l->conns[i].fd >= 0)
 			conn_close(l, &l->conns[i]);
+	if (l->exported)
+		l->f->ops->dev_unexport(l->f, l->reg->slot);
+	if (l->bar0)
+		munmap((void *)l->bar0, l->bar0_size);
 	if (l->reg)
 		sio_devreg_close(l->reg);
 	if (lfd >= 0) {

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * smartio-ivshmem-server: the small ivshmem server QEMU's ivshmem-doorbell
+ * devices connect to (Debian ships none), so that guests sharing one window
+ * can interrupt each other. It speaks the protocol of QEMU's
+ * docs/specs/ivshmem-spec.rst: to each new peer, the protocol version (0),
+ * its id, the shared memory's fd (with -1), the other peers' eventfds (their
+ * id, once per vector), then its own eventfds (its id, once per vector);
+ * the others learn of it the same way, and of its leaving by its id alone.
+ * Every message is a little-endian int64, an fd rides along by SCM_RIGHTS.
+ *
+ * usage: smartio-ivshmem-server --socket PATH --shm FILE [--vectors N]
+ *        [--ready-file PATH]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#define MAX_PEERS	64
+#define MAX_VECTORS	8
+
+struct peer {
+	int sock;		/* -1: slot free */
+	int ev[MAX_VECTORS];	/* its eventfds: others write, its QEMU reads */
+};
+
+static struct peer peers[MAX_PEERS];
+static int nvec = 1, shm_fd = -1;
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/* One message: @v, little endian, with @fd when >= 0. */
+static int msg(int sock, int64_t v, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	int64_t le = (int64_t)htole64((uint64_t)v);
+	struct iovec iov = { &le, sizeof(le) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (fd >= 0) {
+		struct cmsghdr *cm;
+
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(le) ? 0 : -1;
+}
+
+static void drop(int id)
+{
+	struct peer *p = &peers[id];
+
+	close(p->sock);
+	for (int v = 0; v < nvec; v++)
+		close(p->ev[v]);
+	p->sock = -1;
+	for (int o = 0; o < MAX_PEERS; o++)	/* a disconnect: its id, no fd */
+		if (peers[o].sock >= 0 && msg(peers[o].sock, id, -1))
+			fprintf(stderr, "ivshmem-server: cannot tell peer %d that %d left\n", o, id);
+	printf("ivshmem-server: peer %d left\n", id);
+	fflush(stdout);
+}
+
+static void join(int sock)
+{
+	int id, v, o;
+	struct peer *p;
+
+	for (id = 0; id < MAX_PEERS && peers[id].sock >= 0; id++)
+		;
+	if (id == MAX_PEERS) {
+		fprintf(stderr, "ivshmem-server: all %d peer ids in use; refusing one\n", MAX_PEERS);
+		close(sock);
+		return;
+	}
+	p = &peers[id];
+	for (v = 0; v < nvec; v++)
+		if ((p->ev[v] = eventfd(0, EFD_CLOEXEC)) < 0) {
+			fprintf(stderr, "ivshmem-server: eventfd: %s\n", strerror(errno));
+			while (v--)
+				close(p->ev[v]);
+			close(sock);
+			return;
+		}
+	p->sock = sock;
+	int bad = msg(sock, 0, -1) || msg(sock, id, -1) || msg(sock, -1, shm_fd);
+	for (o = 0; o < MAX_PEERS && !bad; o++) {
+		if (o == id || peers[o].sock < 0)
+			continue;
+		for (v = 0; v < nvec && !bad; v++)	/* the others, to the newcomer */
+			bad = msg(sock, o, peers[o].ev[v]);
+		for (v = 0; v < nvec; v++)		/* the newcomer, to the others */
+			if (msg(peers[o].sock, id, p->ev[v]))
+				fprintf(stderr, "ivshmem-server: cannot tell peer %d of %d\n", o, id);
+	}
+	for (v = 0; v < nvec && !bad; v++)		/* its own, to receive */
+		bad = msg(sock, id, p->ev[v]);
+	printf("ivshmem-server: peer %d joined%s\n", id, bad ? ", and failed" : "");
+	fflush(stdout);
+	if (bad)
+		drop(id);
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: smartio-ivshmem-server --socket PATH --shm FILE [--vectors 1..%d] [--ready-file PATH]\n",
+		MAX_VECTORS);
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, 0, 's' }, { "shm", required_argument, 0, 'm' },
+		{ "vectors", required_argument, 0, 'n' }, { "ready-file", required_argument, 0, 'r' },
+		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
+	};
+	const char *path = NULL, *shm = NULL, *ready = NULL;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sigaction act = { .sa_handler = on_signal };
+	struct stat st;
+	char *end;
+	int opt, lfd;
+
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's': path = optarg; break;
+		case 'm': shm = optarg; break;
+		case 'r': ready = optarg; break;
+		case 'n':
+			nvec = (int)strtol(optarg, &end, 10);
+			if (*end || nvec < 1 || nvec > MAX_VECTORS) {
+				fprintf(stderr, "ivshmem-server: --vectors must be 1..%d, not '%s'\n",
+					MAX_VECTORS, optarg);
+				return 2;
+			}
+			break;
+		default:
+			return usage();
+		}
+	}
+	if (!path || !shm || optind != argc)
+		return usage();
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "ivshmem-server: socket path %s is too long\n", path);
+		return 1;
+	}
+	shm_fd = open(shm, O_RDWR | O_CLOEXEC);
+	if (shm_fd < 0 || fstat(shm_fd, &st) || !S_ISREG(st.st_mode) || !st.st_size) {
+		fprintf(stderr, "ivshmem-server: %s is no file of shared memory to serve: %s\n", shm,
+			shm_fd < 0 ? strerror(errno) : "empty or not a plain file");
+		return 1;
+	}
+	for (int i = 0; i < MAX_PEERS; i++)
+		peers[i].sock = -1;
+	strcpy(sa.sun_path, path);
+	unlink(path);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 8)) {
+		fprintf(stderr, "ivshmem-server: cannot listen on %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	sigaction(SIGINT, &act, NULL);
+	sigaction(SIGTERM, &act, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	printf("ivshmem-server: serving %s (%lld bytes) on %s, %d vector(s) per peer\n", shm,
+	       (long long)st.st_size, path, nvec);
+	fflush(stdout);
+	if (ready) {
+		FILE *fp = fopen(ready, "w");
+		if (fp) {
+			fprintf(fp, "%d\n", (int)getpid());
+			fclose(fp);
+		}
+	}
+	while (!stop) {
+		struct pollfd pfd[MAX_PEERS + 1];
+		int map[MAX_PEERS + 1], n = 0;
+
+		pfd[n].fd = lfd;
+		pfd[n++].events = POLLIN;
+		for (int i = 0; i < MAX_PEERS; i++)
+			if (peers[i].sock >= 0) {
+				map[n] = i;
+				pfd[n].fd = peers[i].sock;
+				pfd[n++].events = POLLIN;	/* peers send nothing: only hangups */
+			}
+		if (poll(pfd, (nfds_t)n, 1000) < 0) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "ivshmem-server: poll: %s\n", strerror(errno));
+			break;
+		}
+		for (int k = 1; k < n; k++) {
+			char b;
+			if (pfd[k].revents && recv(pfd[k].fd, &b, 1, MSG_DONTWAIT) <= 0)
+				drop(map[k]);
+		}
+		if (pfd[0].revents & POLLIN) {
+			int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+			if (c >= 0)
+				join(c);
+		}
+	}
+	for (int i = 0; i < MAX_PEERS; i++)
+		if (peers[i].sock >= 0)
+			drop(i);
+	close(lfd);
+	unlink(path);
+	return 0;
+}

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shmwin backend where it differs from shm: processes that play separate
+ * kernels ($SMARTIO_SHMWIN_KERNEL), so no pid of theirs is trusted; a lock
+ * whose holder died is taken over when its lease runs out; a dead node's
+ * segments and borrows are reclaimed once its heartbeat stops; events cross
+ * through the window. Run through with-window.sh (a file is the window).
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include "internal.h"
+#include "shmwin/shmwin.h"
+
+static char name[SIO_NAME_MAX];
+
+static void setup(void)
+{
+	struct sio_fabric_config c = { .nodes = 3, .topology = SIO_TOPO_SWITCH };
+
+	setenv("SMARTIO_QUIET", "1", 1);
+	setenv("SMARTIO_SHMWIN_LEASE_MS", "300", 1);
+	setenv("SMARTIO_SHMWIN_KERNEL", "kernel-0", 1);
+	snprintf(name, sizeof(name), "w-%d", getpid());
+	cr_assert_eq(sio_fabric_create(name, &c), 0, "create: %s", sio_errmsg());
+}
+
+static void teardown(void)
+{
+	sio_fabric_destroy(name);
+}
+
+static void nap_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* A child on "kernel-N" that joins as node @node, does @what, and reports on @fd. */
+static pid_t other_kernel(int node, void (*what)(struct sio_fabric *), int fd)
+{
+	pid_t pid = fork();
+
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		struct sio_fabric *g;
+		char k[32];
+
+		snprintf(k, sizeof(k), "kernel-%d", node);
+		setenv("SMARTIO_SHMWIN_KERNEL", k, 1);
+		if (sio_fabric_open(name, node, &g))
+			_exit(1);
+		what(g);
+		if (write(fd, "r", 1) != 1)
+			_exit(2);
+		for (;;)
+			pause();	/* until killed */
+	}
+	return pid;
+}
+
+static void hold_segment(struct sio_fabric *g)
+{
+	struct sio_segment *s;
+	volatile uint32_t *p;
+
+	if (sio_segment_create(g, 9, 8192, 0, &s) || sio_segment_map(s, (void **)&p))
+		_exit(3);
+	p[0] = 0x5eed;
+}
+
+static void hold_lock(struct sio_fabric *g)
+{
+	if (sio__lock(g))
+		_exit(4);
+}
+
+Test(shmwin, a_dead_kernels_segment_is_reclaimed_after_its_heartbeat_stops,
+     .init = setup, .fini = teardown)
+{
+	struct sio_fabric *f;
+	struct sio_segment *s = NULL;
+	volatile uint32_t *p;
+	int pfd[2], i;
+	char b;
+
+	cr_assert_eq(pipe(pfd), 0);
+	pid_t pid = other_kernel(1, hold_segment, pfd[1]);
+	cr_assert_eq(read(pfd[0], &b, 1), 1, "the child could not make its segment");
+	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_connect(f, 1, 9, &s), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_map(s, (void **)&p), 0, "%s", sio_errmsg());
+	cr_assert_eq(p[0], 0x5eed, "the store of the other kernel is in the window");
+	sio_segment_close(s);
+	/* alive: its heartbeat moves, so reaping keeps it, pid or no pid */
+	for (i = 0; i < 5; i++) {
+		nap_ms(100);
+		cr_assert_eq(sio_fabric_reap(f), 0, "a live node was reaped");
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	/* its pid is gone, but this "kernel" cannot know: only the heartbeat tells */
+	for (i = 0; i < 100 && sio_segment_connect(f, 1, 9, &s) == 0; i++) {
+		sio_segment_close(s);
+		nap_ms(50);
+		sio_fabric_reap(f);
+	}
+	cr_assert_eq(sio_segment_connect(f, 1, 9, &s), -ENOENT, "the dead node's segment stayed");
+	sio_fabric_close(f);
+}
+
+Test(shmwin, a_lock_whose_holder_died_is_taken_over_when_its_lease_runs_out,
+     .init = setup, .fini = teardown)
+{
+	struct sio_fabric *f;
+	struct sio_segment *s;
+	int pfd[2];
+	char b;
+
+	cr_assert_eq(pipe(pfd), 0);
+	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
+	pid_t pid = other_kernel(2, hold_lock, pfd[1]);
+	cr_assert_eq(read(pfd[0], &b, 1), 1, "the child could not take the lock");
+	/* held and renewed: a short wait fails and names the holder's node */
+	setenv("SMARTIO_LOCK_TIMEOUT_MS", "700", 1);
+	cr_assert_eq(sio_segment_create(f, 1, 4096, 0, &s), -ETIMEDOUT);
+	cr_assert(strstr(sio_errmsg(), "node 2"), "the holder is named: %s", sio_errmsg());
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	setenv("SMARTIO_LOCK_TIMEOUT_MS", "5000", 1);
+	cr_assert_eq(sio_segment_create(f, 1, 4096, 0, &s), 0, "after the lease: %s", sio_errmsg());
+	sio_segment_close(s);
+	sio_fabric_close(f);
+}
+
+Test(shmwin, events_reach_a_process_of_another_kernel, .init = setup, .fini = teardown)
+{
+	struct sio_fabric *f, *g;
+	struct sio_event ev[4];
+	int n = 0;
+
+	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
+	setenv("SMARTIO_SHMWIN_KERNEL", "kernel-1", 1);
+	cr_assert_eq(sio_fabric_open(name, 1, &g), 0, "%s", sio_errmsg());
+	setenv("SMARTIO_SHMWIN_KERNEL", "kernel-0", 1);
+	cr_assert_eq(sio_link_set(f, 2, 0, false), 0, "%s", sio_errmsg());
+	for (int i = 0; i < 100 && n <= 0; i++) {
+		nap_ms(20);
+		n = sio_event_read(g, ev, 4);
+	}
+	cr_assert_eq(n, 1, "one event, not %d", n);
+	cr_assert_eq(ev[0].type, SIO_EV_LINK_DOWN);
+	cr_assert_eq(ev[0].node, 2);
+	sio_fabric_close(g);
+	sio_fabric_close(f);
+}
+
+Test(shmwin, the_window_has_limits_and_one_fabric, .init = setup, .fini = teardown)
+{
+	struct sio_fabric_config c = { .nodes = 2 };
+	struct sio_fabric *f;
+	struct sio_segment *s;
+
+	cr_assert_eq(sio_fabric_create("another", &c), -EEXIST);
+	cr_assert(strstr(sio_errmsg(), name), "names the fabric it holds: %s", sio_errmsg());
+	cr_assert_eq(sio_fabric_open("another", 0, &f), -ENOENT);
+	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_create(f, 1, 1ull << 30, 0, &s), -ENOSPC);
+	cr_assert(strstr(sio_errmsg(), "window"), "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_create(f, 1, 4096, SIO_SEG_F_HUGE, &s), -EOPNOTSUPP);
+	sio_fabric_close(f);
+}
+
+/* The window is input too: a segment record pointing outside it is refused, not mapped. */
+Test(shmwin, a_corrupt_window_record_is_refused, .init = setup, .fini = teardown)
+{
+	struct sio_fabric *f;
+	struct sio_segment *s, *r;
+	struct shmwin_fabric *w;
+	void *v;
+
+	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_create(f, 5, 8192, 0, &s), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_connect(f, 0, 5, &r), 0, "%s", sio_errmsg());
+	w = (struct shmwin_fabric *)f->be;
+	w->hdr->segs[s->slot].off = w->hdr->data_size;	/* past the data area */
+	cr_assert_eq(sio_segment_map(r, &v), -EUCLEAN);
+	cr_assert(strstr(sio_errmsg(), "outside"), "%s", sio_errmsg());
+	sio_segment_close(r);
+	sio_segment_close(s);
+	sio_fabric_close(f);
+}

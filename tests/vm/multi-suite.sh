@@ -1,0 +1,124 @@
+# SPDX-License-Identifier: MIT
+# The multi-guest suite's guest side (run-multi.sh), run by /init in each of
+# three guests; sio.role= on the kernel command line says which. One shmwin
+# fabric in the ivshmem window; each guest is one node and one kernel.
+FAB=mgfab
+MAIN=0000:00:04.0			# QEMU's NVMe (guest 0 only)
+export SMARTIO_FABRIC_BACKEND=shmwin SMARTIO_SHMWIN=pci:0000:00:10.0 SMARTIO_QUIET=1
+WIN=0000:00:10.0			# the window's ivshmem function
+role=$(sed -n 's/.*sio\.role=\([a-z0-9]*\).*/\1/p' /proc/cmdline)
+
+res() { echo "SIO-VM $1 $2${3:+ : $3}"; }
+run() {
+	n=$1; shift
+	"$@" >/tmp/out 2>&1; rc=$?
+	sed 's/^/    | /' /tmp/out
+	if [ $rc -eq 0 ]; then res PASS "$n"; else res FAIL "$n" "exit $rc"; fi
+	return $rc
+}
+# measure NAME: the latency line of the last run, for run-multi.sh's summary
+measure() { grep 'latency us' /tmp/out | sed "s/^ */SIO-VM MEASURE $1: /"; }
+# until TRIES CMD...: retry CMD every second, TRIES times.
+until_ok() {
+	t=$1; shift
+	while ! "$@" >/tmp/until 2>&1; do
+		t=$((t - 1)); [ $t -gt 0 ] || { cat /tmp/until; return 1; }
+		sleep 1
+	done
+}
+devid() { smartio status $FAB | awk '$NF ~ /^0000:00:04.0|vfio/ && $1 ~ /^[0-9]+$/ {print $1; exit}'; }
+
+# doorbell: where the window has doorbells, this kernel's receiver (vfio)
+doorbell() {
+	[ -e /sys/bus/pci/devices/$WIN/resource1 ] || return 0
+	for m in $(cat /lib/modules/vfio.list); do insmod /lib/modules/$m 2>/dev/null; done
+	smartio vfio bind $WIN >/dev/null || { res FAIL doorbell-bind; return 1; }
+	smartio vfio doorbell $WIN --fabric $FAB >/tmp/db.log 2>&1 &
+	dbpid=$!
+	until_ok 30 grep -q '^doorbell: kernel' /tmp/db.log || { cat /tmp/db.log; res FAIL doorbell; }
+}
+# doorbell_end: stop the receiver; some interrupts must have come
+doorbell_end() {
+	[ -n "${dbpid:-}" ] || return 0
+	kill $dbpid; wait $dbpid
+	sed 's/^/    | /' /tmp/db.log
+	n=$(sed -n 's/^doorbell: \([0-9]*\) interrupt.*/\1/p' /tmp/db.log)
+	[ "${n:-0}" -gt 0 ] && res PASS doorbell-interrupts || res FAIL doorbell-interrupts "none came"
+}
+dbpid=
+
+case $role in
+lender)
+	export SMARTIO_NODE=0
+	run fabric-create smartio create $FAB --nodes 3
+	doorbell
+	for m in $(cat /lib/modules/vfio.list); do insmod /lib/modules/$m 2>/dev/null; done
+	run bind smartio vfio bind $MAIN
+	smartio vfio lend $MAIN --fabric $FAB >/tmp/lend.log 2>&1 &
+	lpid=$!
+	until_ok 60 grep -q '^lending' /tmp/lend.log && res PASS lend || { cat /tmp/lend.log; res FAIL lend; }
+	cat /tmp/lend.log | sed 's/^/    | /'
+	dev=$(sed -n 's/.* as device \([0-9]*\) .*/\1/p' /tmp/lend.log)
+	# One Identify to a multicast group: subscribers in guests 1 and 2 (before the
+	# manager: the issuer brings the controller up itself)
+	run mcast-identify nvme-mcast-identify --fabric $FAB --device $dev --external
+	nvme-manager --fabric $FAB --device $dev --ready-file /tmp/mgr.ready >/tmp/mgr.log 2>&1 &
+	mpid=$!
+	until_ok 120 test -s /tmp/mgr.ready && res PASS manager || { cat /tmp/mgr.log; res FAIL manager; }
+	# Guest 2 killed and reclaimed; guest 1's five (identify and four clients) gone.
+	until_ok 150 sh -c 'grep -q "node 2.*is gone" /tmp/mgr.log &&
+		[ $(grep -c "on node 1 left" /tmp/mgr.log) -ge 5 ]'
+	sed 's/^/    | /' /tmp/mgr.log
+	grep -q 'node 2.*is gone' /tmp/mgr.log && res PASS dead-client-reclaimed ||
+		res FAIL dead-client-reclaimed "the manager never deleted guest 2's queues"
+	smartio status $FAB | sed 's/^/    | /'
+	# The same QD1 reads from the lender's kernel: its own BAR0, no relay
+	run qd1-local nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 8 --qd 1 \
+		--ios 2000 --timeout 20000 && measure qd1-local
+	kill $mpid; wait $mpid
+	kill $lpid; wait $lpid
+	sed 's/^/    | /' /tmp/lend.log
+	run unbind smartio vfio unbind $MAIN
+	for m in $(cat /lib/modules/nvme.list); do insmod /lib/modules/$m 2>/dev/null; done
+	until_ok 30 sh -c "ls -d /sys/bus/pci/devices/$MAIN/nvme/nvme*/nvme*n1"
+	BLK=/dev/$(basename $(ls -d /sys/bus/pci/devices/$MAIN/nvme/nvme*/nvme*n1 | head -n1))
+	head -c $((256 * 512)) /dev/zero | tr '\0' '\241' >/tmp/a1.bin
+	head -c $((256 * 512)) /dev/zero | tr '\0' '\262' >/tmp/b2.bin
+	run readback-client1 vfio-nvme kcheck $BLK /tmp/a1.bin 0
+	run readback-client2 vfio-nvme kcheck $BLK /tmp/b2.bin $((1024 * 512))
+	doorbell_end
+	smartio destroy $FAB --force >/dev/null 2>&1
+	;;
+client1|client2)
+	me=${role#client}
+	export SMARTIO_NODE=$me
+	until_ok 300 smartio status $FAB
+	doorbell
+	run mcast-subscriber nvme-mcast-identify --fabric $FAB --subscribe 0
+	# the manager borrows the device alone first: wait until it serves (its mailbox)
+	until_ok 300 sh -c "smartio status $FAB | grep -q nvme-mailbox"
+	until_ok 60 nvme-identify --fabric $FAB && res PASS identify || res FAIL identify
+	sed 's/^/    | /' /tmp/until
+	if [ $me = 1 ]; then lba=0; pat=0xa1; else lba=1024; pat=0xb2; fi
+	run client-write-verify nvme-client --fabric $FAB --lba $lba --count 256 --bs 8 --qd 4 \
+		--pattern $pat --flush --timeout 20000
+	if [ $me = 2 ]; then
+		echo "SIO-VM MARK long-client"
+		nvme-client --fabric $FAB --lba 4096 --count 2048 --bs 8 --qd 4 --random --time 120
+		res FAIL still-alive "guest 2 should have been killed"
+	else
+		run client-across-the-kill nvme-client --fabric $FAB --lba 2048 --count 1024 --bs 8 \
+			--qd 2 --random --time 25 --timeout 20000
+		run client-after-reclaim nvme-client --fabric $FAB --lba 3072 --count 256 --bs 8 --qd 2 \
+			--timeout 20000
+		# QD1 reads from this kernel: every doorbell goes through the lender's relay
+		run qd1-remote nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 8 --qd 1 \
+			--ios 2000 --timeout 20000 && measure qd1-remote
+		doorbell_end
+	fi
+	;;
+*)
+	res FAIL role "no sio.role= on the kernel command line"
+	;;
+esac
+echo "multi: guest $role took $(cut -d' ' -f1 /proc/uptime)s of uptime"

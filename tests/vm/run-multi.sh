@@ -1,0 +1,126 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# The multi-guest vm suite: three QEMU guests (TCG), each its own kernel,
+# share one ivshmem window (ivshmem-plain over a host file; notifications are
+# polled) and form one shmwin fabric. Guest 0 holds QEMU's NVMe through
+# vfio (emulated VT-d) and runs nvme-manager; guests 1 and 2 run nvme-client
+# and nvme-identify against it across kernels; guest 2's QEMU is SIGKILLed
+# mid-I/O and guest 0's manager must reclaim its queues while guest 1 goes
+# on; guest 0's kernel then reads the clients' blocks back through its own
+# nvme driver. Exit 0 when every check passed, 1 on a failure, 77 to skip.
+#
+# usage: run-multi.sh BUILD_ROOT SOURCE_DIR [WORK_DIR]
+#   SIO_MULTI_WINDOW=doorbell (default): ivshmem-doorbell devices joined by
+#   smartio-ivshmem-server, every guest with VT-d so that one process per
+#   guest takes the MSI-X interrupts through vfio; =plain: ivshmem-plain over
+#   the file, notifications polled.
+set -eu
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+work=${3:-}
+unset MALLOC_PERTURB_
+qemu=$(command -v qemu-system-x86_64 || true)
+[ -n "$qemu" ] || { echo "SKIP: qemu-system-x86_64 not installed"; exit 77; }
+if [ -z "$work" ]; then
+	work=$(mktemp -d "${TMPDIR:-/tmp}/sio-multi.XXXXXX")
+	trap 'stop_all; rm -rf "$work"' EXIT
+fi
+pids=""
+srv=""
+# QEMU and the ivshmem server, whatever happened (the trap's status is the script's: keep it 0)
+stop_all() { for p in $pids $srv; do kill -KILL "$p" 2>/dev/null || true; done; }
+variant=${SIO_MULTI_WINDOW:-doorbell}
+case $variant in doorbell|plain) ;; *) echo "multi: SIO_MULTI_WINDOW is doorbell or plain"; exit 1 ;; esac
+# The initramfs of the vm suite, with this suite's script as /suite.sh.
+rc=0
+SIO_VM_BUILD_ONLY=1 SIO_VM_SUITE="$src/multi-suite.sh" sh "$src/run-vm.sh" "$build" "$src" "$work" || rc=$?
+[ $rc -eq 0 ] || exit $rc
+kernel=${SIO_VM_KERNEL:-$(ls /boot/vmlinuz-* | tail -n1)}
+truncate -s 64M "$work/win"		# the window: ivshmem BAR2 in every guest
+truncate -s 64M "$work/nvme.img"
+tmo=${SIO_VM_TIMEOUT:-420}
+iommu="-device intel-iommu,intremap=on,caching-mode=on"
+if [ "$variant" = doorbell ]; then
+	"$build/programs/smartio-ivshmem-server" --socket "$work/ivs.sock" --shm "$work/win" \
+		--ready-file "$work/ivs.ready" >"$work/server.log" 2>&1 &
+	srv=$!
+	i=0; while [ ! -s "$work/ivs.ready" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -s "$work/ivs.ready" ] || { cat "$work/server.log"; echo "multi: FAIL: no ivshmem server"; exit 1; }
+	window="-chardev socket,path=$work/ivs.sock,id=ivs -device ivshmem-doorbell,chardev=ivs,vectors=1,addr=0x10"
+else
+	window="-object memory-backend-file,id=win,share=on,mem-path=$work/win,size=64M -device ivshmem-plain,memdev=win,addr=0x10"
+fi
+
+# guest N ROLE EXTRA...: boot one guest in the background, console to gN.log.
+guest() {
+	n=$1; role=$2; shift 2
+	"$qemu" -nodefaults -no-user-config -display none \
+		-machine q35 -accel tcg,thread=multi -cpu max -smp 1 -m 384 \
+		-kernel "$kernel" -initrd "$work/initramfs.gz" \
+		-append "console=ttyS0 quiet panic=-1 rdinit=/init sio.role=$role $APPEND" \
+		-serial stdio -no-reboot $window \
+		"$@" </dev/null >"$work/g$n.log" 2>&1 &
+	pids="$pids $!"
+	eval "pid$n=$!"
+}
+start=$(date +%s)
+APPEND="intel_iommu=on" guest 0 lender $iommu \
+	-drive file="$work/nvme.img",if=none,id=d0,format=raw \
+	-device nvme,serial=sio-multi,drive=d0,addr=4
+if [ "$variant" = doorbell ]; then
+	APPEND="intel_iommu=on" guest 1 client1 $iommu
+	APPEND="intel_iommu=on" guest 2 client2 $iommu
+else
+	APPEND="" guest 1 client1
+	APPEND="" guest 2 client2
+fi
+echo "multi: three guests started (QEMU pids $pids), ivshmem-$variant window"
+# A watchdog: no guest outlives the time limit (QEMU itself is killed, so
+# the kill below reaches the guest, not a wrapper).
+( t=0; while [ $t -lt "$tmo" ]; do sleep 5; t=$((t + 5)); done
+  kill -KILL $pids ) >/dev/null 2>&1 &
+watchdog=$!
+
+# Kill guest 2's QEMU once its long client is under way.
+i=0
+while ! grep -q '^SIO-VM MARK long-client' "$work/g2.log" && [ $i -lt "$tmo" ]; do
+	kill -0 $pid2 2>/dev/null || break
+	sleep 1; i=$((i + 1))
+done
+if grep -q '^SIO-VM MARK long-client' "$work/g2.log"; then
+	sleep 4
+	kill -KILL $pid2 && echo "multi: guest 2 (QEMU pid $pid2) SIGKILLed mid-I/O"
+	echo "SIO-VM PASS guest2-killed" >>"$work/g2.log"
+fi
+for p in $pids; do wait $p || true; done
+kill $watchdog 2>/dev/null || true
+[ -z "$srv" ] || { kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null; sed 's/^/    | /' "$work/server.log"; }
+srv=""
+end=$(date +%s)
+pids=""
+fail=0
+for n in 0 1 2; do
+	echo "---- guest $n"
+	grep -v '^\[ *[0-9.]*\]' "$work/g$n.log" || true
+done
+echo "multi: the guests ran for $((end - start)) s"
+grep -q '^SIO-VM DONE' "$work/g0.log" || { echo "multi: FAIL: guest 0 did not finish"; fail=1; }
+grep -q '^SIO-VM DONE' "$work/g1.log" || { echo "multi: FAIL: guest 1 did not finish"; fail=1; }
+# What must have passed, whatever else did.
+for want in g0:fabric-create g0:lend g0:mcast-identify g1:mcast-subscriber g2:mcast-subscriber \
+	g0:manager g0:dead-client-reclaimed g0:readback-client1 \
+	g0:readback-client2 g1:identify g1:client-write-verify g1:client-across-the-kill \
+	g1:client-after-reclaim g2:identify g2:client-write-verify g2:guest2-killed \
+	$([ "$variant" = doorbell ] && echo g0:doorbell-interrupts g1:doorbell-interrupts); do
+	tr -d '\r' <"$work/${want%%:*}.log" | grep -q "^SIO-VM PASS ${want#*:}\$" ||
+		{ echo "multi: FAIL: no pass of ${want#*:} in guest ${want%%:*}"; fail=1; }
+done
+echo "multi: QD1 4 KiB reads, measured in TCG guests (emulated CPUs and NVMe, load-dependent; not hardware figures):"
+cat "$work"/g?.log | tr -d '\r' | sed -n 's/^SIO-VM MEASURE /multi:   /p'
+nfail=$(cat "$work"/g?.log | grep -c '^SIO-VM FAIL' || true)
+npass=$(cat "$work"/g?.log | grep -c '^SIO-VM PASS' || true)
+echo "multi: $npass passed, $nfail failed"
+pids=""
+[ "$nfail" -eq 0 ] && [ $fail -eq 0 ] && exit 0
+exit 1
