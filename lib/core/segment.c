@@ -74,7 +74,8 @@ static int seg_new(struct sio_fabric *f, int node, uint32_t id, uint64_t size,
 		/* A kept segment whose owner died: adopted, contents and all. */
 		if ((flags & SIO_SEG_F_KEEP) && kind == SIO_SEG_RAM && r->segs[s].keep &&
 		    r->segs[s].owner == -1 && r->segs[s].kind == SIO_SEG_RAM &&
-		    r->segs[s].size == size) {
+		    /* on huge pages it was rounded up to whole ones */
+		    (r->segs[s].huge ? size <= r->segs[s].size : r->segs[s].size == size)) {
 			r->segs[s].owner = f->proc;
 			*slotp = s;
 			return 0;

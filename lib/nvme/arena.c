@@ -56,13 +56,24 @@ int sio_nvme_arena_open(struct sio_nvme_client *cl)
 	void *va;
 	int ret;
 
-	if (!size)
+	/* It saves adapter windows, which only a remote client of a device
+	 * model spends; a real device's DMA memory has other rules (uio: huge
+	 * pages), which the per-buffer segments follow. */
+	if (!size || cl->dinfo.backend != SIO_BACKEND_SIM ||
+	    cl->dinfo.lender == sio_fabric_node_id(cl->f))
 		return 0;
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return sio_err_set(ENOMEM, "out of memory");
 	pthread_mutex_init(&a->lock, NULL);
 	ret = sio_segment_create(cl->f, 0, size, SIO_SEG_F_NOHUGE, &a->seg);
+	if (ret == -ENOSPC) {
+		/* a fabric whose memory is a window of fixed size (shmwin) may
+		 * have no room for it: buffers then take segments of their own */
+		pthread_mutex_destroy(&a->lock);
+		free(a);
+		return 0;
+	}
 	if (!ret) {
 		sio_segment_set_name(a->seg, "nvme-client-arena");
 		ret = sio_segment_map(a->seg, &va);

@@ -180,12 +180,13 @@ static int map_bar0(struct sio_nvme_ctrl *c)
 	return 0;
 }
 
-int sio_nvme_kept_segment(struct sio_fabric *f, int node, uint32_t id, uint64_t size,
+int sio_nvme_kept_segment(struct sio_fabric *f, int node, uint32_t id, uint64_t size, bool dma,
 			  const char *name, struct sio_segment **seg, void **va)
 {
 	int ret;
 
-	ret = sio_segment_create_on(f, node, id, size, SIO_SEG_F_KEEP | SIO_SEG_F_NOHUGE, seg);
+	ret = sio_segment_create_on(f, node, id, size,
+				    SIO_SEG_F_KEEP | (dma ? 0 : SIO_SEG_F_NOHUGE), seg);
 	if (ret == -EEXIST)
 		return sio_err_set(EBUSY, "the %s (segment 0x%x on node %d) is held by a "
 				   "manager still running", name, id, node);
@@ -211,7 +212,7 @@ static int alloc_admin(struct sio_nvme_ctrl *c, uint32_t adm_id, bool fresh)
 		ret = sio_device_info(c->dev, &di);
 		if (ret)
 			return ret;
-		ret = sio_nvme_kept_segment(f, di.lender, adm_id, ADM_SEG_SIZE, "nvme-admin",
+		ret = sio_nvme_kept_segment(f, di.lender, adm_id, ADM_SEG_SIZE, true, "nvme-admin",
 					    &c->adm_seg, &va);
 		if (ret)
 			return ret;

@@ -39,7 +39,7 @@ static int dbbuf_seg(struct sio_nvme_ctrl *c, struct sio_nvme_dbbuf *d, uint32_t
 	if (kept_id) {
 		ret = sio_device_info(dev, &di);
 		if (!ret)
-			ret = sio_nvme_kept_segment(f, di.lender, kept_id, 2ull * d->size,
+			ret = sio_nvme_kept_segment(f, di.lender, kept_id, 2ull * d->size, true,
 						    "nvme-dbbuf", &d->seg, &va);
 		if (ret)
 			return ret;

@@ -161,13 +161,13 @@ static int open_kept(struct sio_nvme_manager *m)
 	int ret;
 
 	ret = sio_nvme_kept_segment(m->f, m->dinfo.lender, SIO_NVME_MBOX_SEGID(m->dinfo.id),
-				    SIO_NVME_MBOX_SIZE, "nvme-mailbox", &m->seg, &va);
+				    SIO_NVME_MBOX_SIZE, false, "nvme-mailbox", &m->seg, &va);
 	if (ret)
 		return ret == -EBUSY ? sio_err_set(EBUSY, "a manager for device %u already "
 						   "serves: %s", m->dinfo.id, sio_errmsg()) : ret;
 	m->mb = va;
 	ret = sio_nvme_kept_segment(m->f, m->dinfo.lender, SIO_NVME_STATE_SEGID(m->dinfo.id),
-				    sizeof(struct mgr_state), "nvme-manager-state",
+				    sizeof(struct mgr_state), false, "nvme-manager-state",
 				    &m->state_seg, &va);
 	if (ret)
 		return ret;

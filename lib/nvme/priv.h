@@ -106,10 +106,12 @@ void sio_nvme_ctrl_gone(struct sio_nvme_ctrl *c);
 
 /*
  * Create (or adopt, from a manager that crashed) the kept segment @id of
- * @size bytes on @node, named @name, and map it here. -EBUSY when a live
- * manager holds it.
+ * @size bytes on @node, named @name, and map it here. @dma: the device
+ * reaches it (its memory is then placed as any DMA buffer's, on huge pages
+ * where there are: without an IOMMU the device needs them). -EBUSY when a
+ * live manager holds it.
  */
-int sio_nvme_kept_segment(struct sio_fabric *f, int node, uint32_t id, uint64_t size,
+int sio_nvme_kept_segment(struct sio_fabric *f, int node, uint32_t id, uint64_t size, bool dma,
 			  const char *name, struct sio_segment **seg, void **va);
 
 /*
