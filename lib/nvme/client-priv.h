@@ -178,7 +178,7 @@ int sio_nvme_ioq_fail(struct sio_nvme_ioq *q);
 
 /* dbbuf.c */
 int sio_nvme_client_dbbuf(struct sio_nvme_client *cl);
-void sio_nvme_qpair_dbbuf(struct sio_nvme_client *cl, struct sio_nvme_queue *q);
+void sio_nvme_qpair_dbbuf(struct sio_nvme_client *cl, struct sio_nvme_queue *q, bool eventidx);
 
 /* multipath.c */
 bool sio_nvme_path_links_up(struct sio_nvme_client *cl, int a);

@@ -198,7 +198,7 @@ int sio_nvme_client_dbbuf(struct sio_nvme_client *cl)
 }
 
 /** sio_nvme_qpair_dbbuf() - have a queue pair ring through the shadow doorbells */
-void sio_nvme_qpair_dbbuf(struct sio_nvme_client *cl, struct sio_nvme_queue *q)
+void sio_nvme_qpair_dbbuf(struct sio_nvme_client *cl, struct sio_nvme_queue *q, bool eventidx)
 {
 	struct sio_nvme_dbbuf *d = &cl->dbbuf;
 
@@ -206,6 +206,6 @@ void sio_nvme_qpair_dbbuf(struct sio_nvme_client *cl, struct sio_nvme_queue *q)
 		return;
 	sio_nvme_queue_shadow(q, slot(d->va, d->stride, q->qid, false),
 			      slot(d->va, d->stride, q->qid, true),
-			      slot(d->va + d->size, d->stride, q->qid, false),
-			      slot(d->va + d->size, d->stride, q->qid, true));
+			      eventidx ? slot(d->va + d->size, d->stride, q->qid, false) : NULL,
+			      eventidx ? slot(d->va + d->size, d->stride, q->qid, true) : NULL);
 }

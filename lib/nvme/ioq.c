@@ -328,8 +328,11 @@ int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p)
 	}
 	p->q.sq_db = p->db.sq_db;
 	p->q.cq_db = p->db.cq_db;
-	if (q->dbbuf)
-		sio_nvme_qpair_dbbuf(q->cl, &p->q);
+	/* With Doorbell Buffer Config on, a controller may read the shadow
+	 * alone (QEMU's does): every queue writes it; EventIdx decides the MMIO
+	 * rings of those that read it (q->dbbuf), the others ring every time. */
+	if (!q->mp)
+		sio_nvme_qpair_dbbuf(q->cl, &p->q, q->dbbuf);
 	p->live = true;
 	return 0;
 }
@@ -636,7 +639,7 @@ void sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *o
 	out->stale = q->stale + sio_nvme_queue_ignored(&q->qp[0].q) +
 		     sio_nvme_queue_ignored(&q->qp[1].q);
 	out->sgl_cmds = q->sgl_cmds;
-	out->shadow_doorbells = q->qp[0].q.sq_shadow != NULL;
+	out->shadow_doorbells = q->qp[0].q.sq_ei != NULL;	/* rings as EventIdx says */
 	out->db_writes = q->qp[0].q.db_writes + q->qp[1].q.db_writes;
 }
 

@@ -93,11 +93,14 @@ struct sio_nvme_buf {
  * @dptr: data pointers: SIO_NVME_DPTR_AUTO (SGLs where the controller takes
  *	them and sio_nvme_sgl_wanted() says so, PRPs otherwise), _PRP or _SGL
  *	("dptr=auto|prp|sgl")
- * @dbbuf: shadow doorbells, where the manager offers them:
+ * @dbbuf: ringing by EventIdx, where the manager offers shadow doorbells:
  *	SIO_NVME_DBBUF_AUTO (when they are in this node's memory: from another
  *	node, reading EventIdx is a non-posted read across the fabric on every
  *	ring, where an MMIO doorbell is one posted write), _ON or _OFF
- *	("dbbuf=auto|on|off"); multipath queues never use them
+ *	("dbbuf=auto|on|off"). Whatever the choice, a queue writes its shadow
+ *	doorbells when the controller has them (it may read those alone);
+ *	without EventIdx it rings MMIO every time. Multipath queues keep MMIO
+ *	doorbells only.
  */
 struct sio_nvme_qspec {
 	int sq_loc;

@@ -187,7 +187,9 @@ static inline SIO_HD int sio_nvme_queue_init(struct sio_nvme_queue *q, uint16_t 
  * sio_nvme_queue_shadow() - ring through shadow doorbells (Doorbell Buffer Config)
  * @q: queue, just initialised (its doorbells at 0)
  * @sq_shadow, @cq_shadow: the queue's slots in the shadow doorbell buffer
- * @sq_ei, @cq_ei: its slots in the EventIdx buffer
+ * @sq_ei, @cq_ei: its slots in the EventIdx buffer, or NULL (both): the
+ *	shadow is written and MMIO rung every time, as for a host that cannot
+ *	read EventIdx cheaply
  *
  * From now on a ring stores the shadow doorbell and writes the MMIO one only
  * when the new value passes the EventIdx the controller published (NVMe
@@ -217,18 +219,24 @@ static inline SIO_HD bool sio_nvme_dbbuf_need_event(uint16_t ei, uint16_t v, uin
 	return (uint16_t)(v - ei - 1) < (uint16_t)(v - old);
 }
 
-/* Store doorbell @v (from @old): the shadow and, if EventIdx asks, MMIO. */
+/*
+ * Store doorbell @v (from @old): the shadow, and MMIO if EventIdx asks (or
+ * always, for a queue that does not read EventIdx: @ei NULL).
+ */
 static inline SIO_HD void sio_nvme__doorbell(struct sio_nvme_queue *q, volatile uint32_t *db,
 					     volatile uint32_t *shadow,
 					     const volatile uint32_t *ei, uint16_t v, uint16_t old)
 {
-	if (shadow) {
+	if (shadow && ei) {
 		*shadow = v;
 		/* the shadow store is seen before EventIdx is read: a controller
 		 * that stopped looking has published it, or sees the store */
 		sio_nvme_mb();
 		if (!sio_nvme_dbbuf_need_event((uint16_t)*ei, v, old))
 			return;
+	} else if (shadow) {
+		*shadow = v;
+		sio_nvme_wmb();	/* a controller that reads the shadow at the ring sees it */
 	}
 	sio_nvme_mmio_write32(db, v);
 	q->db_writes++;
