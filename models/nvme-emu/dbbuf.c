@@ -98,15 +98,17 @@ void emu_dbbuf_queue(struct sio_nvme_emu *emu, uint32_t qid, bool cq)
  * it cannot undo a host's store.
  */
 static uint32_t look(struct sio_nvme_emu *emu, uint32_t qid, bool cq, bool *used,
-		     uint32_t mmio, uint32_t cur)
+		     uint32_t mmio, uint32_t cur, bool *unread)
 {
 	uint32_t s;
 
 	/* The buffer cannot be read (its mapping lapsed: an owner that crashed,
-	 * until a successor maps it again): BAR0 is all there is. A host that
-	 * writes only the shadow is not heard until then. */
-	if (!shadow(emu, qid, cq, &s))
+	 * until a successor maps it again): BAR0 is all there is, and a queue
+	 * that rings through the shadow is looked at again until it reads. */
+	if (!shadow(emu, qid, cq, &s)) {
+		*unread = *used;
 		return *used ? cur : mmio;
+	}
 	if (*used || s != 0) {
 		*used = true;
 		return s;
@@ -150,19 +152,20 @@ void emu_dbbuf_doorbells(struct sio_nvme_emu *emu, struct emu_sq *sq, uint32_t *
 {
 	struct emu_cq *cq = sq->cq;
 	uint32_t old = *t;
+	bool unread = false;
 
 	if (rang(emu, sq->qid, false, sq->db_used, &sq->db_mmio) || sq->db_look) {
-		*t = look(emu, sq->qid, false, &sq->db_used, sq->db_mmio, old);
-		if (*t == old) {
+		*t = look(emu, sq->qid, false, &sq->db_used, sq->db_mmio, old, &unread);
+		if (*t == old && !unread) {
 			/* caught up: from here the host rings; look once more after saying so */
 			publish(emu, sq->qid, false, old);
 			atomic_thread_fence(memory_order_seq_cst);
-			*t = look(emu, sq->qid, false, &sq->db_used, sq->db_mmio, old);
+			*t = look(emu, sq->qid, false, &sq->db_used, sq->db_mmio, old, &unread);
 		}
-		sq->db_look = *t != old;
+		sq->db_look = *t != old || unread;
 	}
 	if (rang(emu, cq->qid, true, cq->db_used, &cq->db_mmio) || cq_room(cq) < cq->size / 2) {
-		*h = look(emu, cq->qid, true, &cq->db_used, cq->db_mmio, *h);
+		*h = look(emu, cq->qid, true, &cq->db_used, cq->db_mmio, *h, &unread);
 		if (*h < cq->size)
 			publish(emu, cq->qid, true, (*h + cq->size / 2) % cq->size);
 	}

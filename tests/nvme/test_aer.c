@@ -10,9 +10,11 @@
 #include <criterion/criterion.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <smartio/smartio.h>
 #include <smartio/nvme/client.h>
 #include <smartio/nvme/manager.h>
@@ -183,6 +185,55 @@ Test(aer, temperature_and_namespace_events_reach_clients)
 	sio_nvme_client_info(cl, &ci);
 	cr_assert_eq(ci.nn, 2);
 	cr_assert_eq(sio_nvme_client_events(cl, &seq, dw0, 4), 0, "nothing new");
+	client_close(m, cl);
+	sio_nvme_manager_close(m);
+	sio_fabric_close(fc);
+	sio_fabric_close(fm);
+}
+
+/*
+ * A manager killed while its event request is outstanding: the successor
+ * that takes the controller over claims that request's command id (it must
+ * not reuse it) and takes its completion as the event it is, without
+ * arming a second request.
+ */
+Test(aer, a_successor_takes_the_crashed_managers_request_over)
+{
+	const uint32_t temp = 1 | 1u << 8 | 2u << 16;	/* SMART, temperature, log 02h */
+	const char *emu[] = { "--backing", "ram:16M", NULL };
+	const char *io[] = { "NVME_CLIENT", "--fabric", NULL, "--node", "1", "--op", "write-verify",
+			     "--count", "256", "--qd", "2", "--time", "6", NULL };
+	struct sio_fabric *fm, *fc;
+	struct sio_nvme_manager *m;
+	struct sio_nvme_client *cl;
+	uint32_t dw0[2], seq = 0;
+	pid_t p;
+
+	cluster_up(&C, 3, 32, emu);
+	io[2] = C.fabric;
+	p = cluster_spawn(&C, "io", io);	/* a running client keeps the device borrowed */
+	usleep(500000);
+	cr_assert_eq(kill(C.mgr, SIGKILL), 0);
+	cr_assert_eq(cluster_wait(C.mgr, 5000), 128 + SIGKILL);
+	C.mgr = 0;
+	cr_assert_eq(sio_fabric_open(C.fabric, 0, &fm), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_fabric_open(C.fabric, 2, &fc), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_manager_start(fm, devid(), NULL, &m), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_ctrl_aer_armed(sio_nvme_manager_ctrl(m)), 1,
+		     "the crashed manager's request, claimed; no second one");
+	cl = client(m, fc);
+	cr_assert_eq(sio_nvme_ctrl_set_features(sio_nvme_manager_ctrl(m), NVME_FEAT_FID_TEMP_THRESH,
+						300, NULL, NULL), 0, "%s", sio_errmsg());
+	serve_until(m, cl, &seq, dw0, 1);
+	cr_assert_eq(dw0[0], temp, "0x%x", dw0[0]);
+	cr_assert_eq(sio_nvme_ctrl_aer_armed(sio_nvme_manager_ctrl(m)), 1, "armed again");
+	/* the I/O client ends on its own, with no error across the take-over */
+	int st = -1;
+
+	for (int i = 0; i < 2000 && waitpid(p, &st, WNOHANG) != p; i++)
+		sio_nvme_manager_serve(m, 10);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the I/O client: %s",
+		  cluster_output(&C, "io", "err"));
 	client_close(m, cl);
 	sio_nvme_manager_close(m);
 	sio_fabric_close(fc);
