@@ -225,7 +225,10 @@ struct sio_fabric_ops {
  * @db_end: where BAR0's doorbells end (an MSI-X table may follow): nothing
  *	from there on is written on a remote borrower's behalf
  * @dma_map: map @len bytes at @va of this process for the device's DMA, the
- *	device's address in *@bus (vfio: through the IOMMU); @dma_unmap undoes it
+ *	device's address in *@bus (vfio: through the IOMMU); @phys is their
+ *	bus address where the fabric knows it (its window is a PCI BAR), else
+ *	UINT64_MAX: a device without an IOMMU (uio) is given that; @dma_unmap
+ *	undoes it
  * @ctx: their first argument
  */
 struct sio_dev_export {
@@ -233,7 +236,7 @@ struct sio_dev_export {
 	uint64_t bar0_size;
 	uint64_t db_end;
 	void *ctx;
-	int (*dma_map)(void *ctx, void *va, uint64_t len, uint64_t *bus);
+	int (*dma_map)(void *ctx, void *va, uint64_t len, uint64_t phys, uint64_t *bus);
 	int (*dma_unmap)(void *ctx, uint64_t bus, uint64_t len);
 };
 

@@ -7,6 +7,9 @@ MAIN=0000:00:04.0			# QEMU's NVMe (guest 0 only)
 export SMARTIO_FABRIC_BACKEND=shmwin SMARTIO_SHMWIN=pci:0000:00:10.0 SMARTIO_QUIET=1
 WIN=0000:00:10.0			# the window's ivshmem function
 role=$(sed -n 's/.*sio\.role=\([a-z0-9]*\).*/\1/p' /proc/cmdline)
+# How guest 0 lends the NVMe: vfio (IOMMU), or uio (no IOMMU: the window's bus address)
+LEND=$(sed -n 's/.*sio\.lend=\([a-z]*\).*/\1/p' /proc/cmdline)
+LEND=${LEND:-vfio}
 
 res() { echo "SIO-VM $1 $2${3:+ : $3}"; }
 run() {
@@ -52,9 +55,14 @@ lender)
 	export SMARTIO_NODE=0
 	run fabric-create smartio create $FAB --nodes 3
 	doorbell
-	for m in $(cat /lib/modules/vfio.list); do insmod /lib/modules/$m 2>/dev/null; done
-	run bind smartio vfio bind $MAIN
-	smartio vfio lend $MAIN --fabric $FAB >/tmp/lend.log 2>&1 &
+	for m in $(cat /lib/modules/$LEND.list); do insmod /lib/modules/$m 2>/dev/null; done
+	if [ $LEND = uio ]; then
+		[ -z "$(ls /sys/kernel/iommu_groups 2>/dev/null)" ] && res PASS no-iommu ||
+			res FAIL no-iommu "IOMMU groups exist"
+		mkdir -p /dev/hugepages && mount -t hugetlbfs none /dev/hugepages
+	fi
+	run bind smartio $LEND bind $MAIN
+	smartio $LEND lend $MAIN --fabric $FAB >/tmp/lend.log 2>&1 &
 	lpid=$!
 	until_ok 60 grep -q '^lending' /tmp/lend.log && res PASS lend || { cat /tmp/lend.log; res FAIL lend; }
 	cat /tmp/lend.log | sed 's/^/    | /'
@@ -78,7 +86,7 @@ lender)
 	kill $mpid; wait $mpid
 	kill $lpid; wait $lpid
 	sed 's/^/    | /' /tmp/lend.log
-	run unbind smartio vfio unbind $MAIN
+	run unbind smartio $LEND unbind $MAIN
 	for m in $(cat /lib/modules/nvme.list); do insmod /lib/modules/$m 2>/dev/null; done
 	until_ok 30 sh -c "ls -d /sys/bus/pci/devices/$MAIN/nvme/nvme*/nvme*n1"
 	BLK=/dev/$(basename $(ls -d /sys/bus/pci/devices/$MAIN/nvme/nvme*/nvme*n1 | head -n1))

@@ -238,7 +238,7 @@ int sio__shmwin_dev_export(struct sio_fabric *f, int dev, const struct sio_dev_e
 	r->x = *x;
 	/* the whole window, once, for the device: every segment at bus + offset */
 	if ((ret = shmwin_map(s, 0, s->win.size, false, &r->win)) ||
-	    (ret = x->dma_map(x->ctx, r->win, s->win.size, &r->bus)))
+	    (ret = x->dma_map(x->ctx, r->win, s->win.size, s->win.bus, &r->bus)))
 		goto fail;
 	if ((ret = sio_segment_create_on(f, f->node, 0, 4096, 0, &r->regs)) ||
 	    (ret = sio_segment_map(r->regs, (void **)&r->regs_va)))
@@ -470,8 +470,13 @@ static const struct sio_device_ops remote_ops = {
 	.release = remote_release,
 };
 
-/* A borrower on the lender's own kernel: vfio's ops, and multicast through the window. */
-static struct sio_device_ops local_ops;
+/*
+ * A borrower on the lender's own kernel: vfio's ops, and multicast through
+ * the window. Without an IOMMU (uio) the lender cannot translate the window
+ * (MMIO) by pagemap: its segments are at the window's bus address + offset,
+ * as for a remote borrower.
+ */
+static struct sio_device_ops local_ops, local_bus_ops;
 static pthread_once_t local_once = PTHREAD_ONCE_INIT;
 
 static void local_init(void)
@@ -481,6 +486,9 @@ static void local_init(void)
 	if (v) {
 		local_ops = *v;
 		local_ops.mcast_map = window_mcast_map;
+		local_bus_ops = local_ops;
+		local_bus_ops.dma_map = remote_dma_map;
+		local_bus_ops.dma_unmap = remote_dma_unmap;
 	}
 }
 
@@ -493,7 +501,9 @@ const struct sio_device_ops *sio__shmwin_dev_ops(struct sio_fabric *f, int dev)
 		return NULL;
 	if (s->hdr->procs[dv->owner].boot == shmwin_boot_id()) {
 		pthread_once(&local_once, local_init);
-		return local_ops.name ? &local_ops : NULL;
+		if (!local_ops.name)
+			return NULL;
+		return dv->backend == SIO_BACKEND_UIO ? &local_bus_ops : &local_ops;
 	}
 	return &remote_ops;
 }

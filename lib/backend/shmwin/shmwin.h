@@ -45,6 +45,7 @@ struct shmwin_win {
 	char what[160];		/* for messages: "file /x", "PCI 0000:00:05.0 BAR2" */
 	char bdf[16];		/* a PCI source's function, else "" */
 	int bar;
+	uint64_t bus;		/* a PCI source's bus address (sysfs resource), else UINT64_MAX */
 };
 
 /* window.c: $SMARTIO_SHMWIN names it: a file path, or pci:BDF[:BAR] (default BAR 2). */

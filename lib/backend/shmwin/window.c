@@ -11,6 +11,8 @@
  *                      PCI function BDF through sysfs resourceN. It works
  *                      whatever driver holds the function (none, vfio-pci,
  *                      uio_pci_generic); memory decoding is turned on if off.
+ *                      Its bus address is known too, for devices without an
+ *                      IOMMU.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -39,6 +41,7 @@ static int open_file(const char *path, bool create, struct shmwin_win *w)
 	w->fd = fd;
 	w->base = 0;
 	w->size = (uint64_t)st.st_size;
+	w->bus = UINT64_MAX;
 	snprintf(w->what, sizeof(w->what), "file %s", path);
 	return 0;
 }
@@ -59,6 +62,28 @@ static void pci_mem_on(const char *dir)
 			cmd = 0;
 	}
 	close(fd);
+}
+
+/*
+ * The BAR's bus address, which a device without an IOMMU is given to reach
+ * the window: line @bar of sysfs resource ("start end flags"). Pagemap has
+ * no answer for it: the window is MMIO of another function, not RAM.
+ */
+static uint64_t pci_bar_bus(const char *dir, int bar)
+{
+	unsigned long long start = 0, end = 0;
+	char path[160], line[128];
+	uint64_t bus = UINT64_MAX;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/resource", dir);
+	if (!(fp = fopen(path, "re")))
+		return bus;
+	for (int i = 0; i <= bar && fgets(line, sizeof(line), fp); i++)
+		if (i == bar && sscanf(line, "%llx %llx", &start, &end) == 2 && end > start)
+			bus = start;
+	fclose(fp);
+	return bus;
 }
 
 static int open_pci(const char *spec, struct shmwin_win *w)
@@ -91,6 +116,7 @@ static int open_pci(const char *spec, struct shmwin_win *w)
 	w->base = 0;
 	w->size = (uint64_t)st.st_size;
 	w->bar = bar;
+	w->bus = pci_bar_bus(dir, bar);
 	snprintf(w->bdf, sizeof(w->bdf), "%s", bdf);
 	snprintf(w->what, sizeof(w->what), "PCI %s BAR%d", bdf, bar);
 	return 0;

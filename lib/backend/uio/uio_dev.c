@@ -214,7 +214,9 @@ int sio_uio_lend(const char *fabric, const char *bdf, volatile sig_atomic_t *sto
 {
 	struct sio_uio_dev d;
 	struct sio_lend_dev ld = { .kind = "uio", .backend = SIO_BACKEND_UIO, .priv = &d,
-				   .dma_map = lend_map, .dma_unmap = lend_unmap };
+				   .dma_map = lend_map, .dma_unmap = lend_unmap,
+				   /* what the window is checked against; borrowers bring their own */
+				   .dma_mask = UINT64_MAX };
 	uint16_t cmd;
 	long hs;
 	int rc = sio_uio_host_check();

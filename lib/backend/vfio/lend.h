@@ -29,6 +29,8 @@
  *	device's DMA at a bus address no higher than @mask (the borrower's
  *	DMA mask); *@bus is the address the device must use
  * @dma_unmap: undo @dma_map
+ * @dma_mask: the highest bus address the device is given without an IOMMU
+ *	(the fabric's window on a fabric of several kernels); unused by vfio
  * @irq_set: point @nvec vectors of the first kind in @kinds (SIO_IRQ_*
  *	bits) that the function offers at eventfds @fds; the kind used, or
  *	-errno. NULL: the backend serves no interrupts.
@@ -48,6 +50,7 @@ struct sio_lend_dev {
 	void *priv;
 	int (*dma_map)(void *priv, void *va, uint64_t len, uint64_t mask, uint64_t *bus);
 	int (*dma_unmap)(void *priv, void *va, uint64_t bus, uint64_t len);
+	uint64_t dma_mask;
 	int (*irq_set)(void *priv, unsigned int kinds, int nvec, const int *fds);
 	int (*irq_off)(void *priv, int kind);
 	int (*irq_unmask)(void *priv);

@@ -362,18 +362,34 @@ static int describe(struct lender *l, struct sio_device_desc *d, char *name, siz
 	return 0;
 }
 
-static int export_map(void *ctx, void *va, uint64_t len, uint64_t *bus)
+static int export_map(void *ctx, void *va, uint64_t len, uint64_t phys, uint64_t *bus)
 {
 	struct sio_lend_dev *d = ((struct lender *)ctx)->dev;
 
-	return d->dma_map(d->priv, va, len, UINT64_MAX, bus);
+	if (d->backend == SIO_BACKEND_VFIO)
+		return d->dma_map(d->priv, va, len, UINT64_MAX, bus);
+	/*
+	 * No IOMMU: the device reaches the window (MMIO of another function,
+	 * which pagemap cannot translate) at the window's own bus address.
+	 */
+	if (phys == UINT64_MAX)
+		return sio__err(ENOTSUP, "%s lender: the fabric's window has no bus address (it "
+				"is no PCI BAR): %s, without an IOMMU, cannot reach it",
+				d->kind, d->cfg.bdf);
+	if (!len || len - 1 > d->dma_mask || phys > d->dma_mask - (len - 1))
+		return sio__err(ERANGE, "%s lender: the window at bus 0x%llx (%llu bytes) is "
+				"beyond the DMA mask 0x%llx of %s", d->kind,
+				(unsigned long long)phys, (unsigned long long)len,
+				(unsigned long long)d->dma_mask, d->cfg.bdf);
+	*bus = phys;
+	return 0;
 }
 
 static int export_unmap(void *ctx, uint64_t bus, uint64_t len)
 {
 	struct sio_lend_dev *d = ((struct lender *)ctx)->dev;
 
-	return d->dma_unmap(d->priv, NULL, bus, len);
+	return d->backend == SIO_BACKEND_VFIO ? d->dma_unmap(d->priv, NULL, bus, len) : 0;
 }
 
 /*
@@ -406,7 +422,8 @@ static uint64_t bar0_regs_end(struct lender *l)
 /*
  * On a fabric of several kernels, borrowers elsewhere cannot reach this
  * socket: the fabric backend serves them (its dev_export), given BAR0 and a
- * way to map memory for the device's DMA through this IOMMU.
+ * way to map memory for the device's DMA: through this IOMMU (vfio), or at
+ * the window's bus address (uio).
  */
 static int export(struct lender *l)
 {
@@ -416,11 +433,6 @@ static int export(struct lender *l)
 
 	if (!l->f->ops->dev_export)
 		return 0;
-	/* The window is MMIO of another function: only an IOMMU maps it for DMA. */
-	if (l->dev->backend != SIO_BACKEND_VFIO)
-		return sio__err(ENOTSUP, "%s lender: fabric %s spans several kernels, and its "
-				"window can be made reachable for DMA through vfio only",
-				l->dev->kind, sio_fabric_name(l->f));
 	if (!l->dev->bar[0].size || !l->dev->bar[0].mmap)
 		return sio__err(ENOTSUP, "%s has no BAR 0 to map", l->dev->cfg.bdf);
 	l->bar0_size = l->dev->bar[0].size;
