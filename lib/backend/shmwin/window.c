@@ -67,7 +67,9 @@ static void pci_mem_on(const char *dir)
 /*
  * The BAR's bus address, which a device without an IOMMU is given to reach
  * the window: line @bar of sysfs resource ("start end flags"). Pagemap has
- * no answer for it: the window is MMIO of another function, not RAM.
+ * no answer for it: the window is MMIO of another function, not RAM. That
+ * start is the CPU's address, which is the bus's on x86 (no offset between
+ * them); a platform with an offset would read the config-space BAR.
  */
 static uint64_t pci_bar_bus(const char *dir, int bar)
 {
