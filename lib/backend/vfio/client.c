@@ -72,9 +72,6 @@ static int conn_get(struct sio_device *dev, struct vfio_conn **out)
 static int call_fds(struct sio_device *dev, const struct sio_vfio_req *rq, const int *send,
 		    int nsend, struct sio_vfio_rep *rp, int *fdp)
 {
-	char sbuf[CMSG_SPACE(SIO_IRQ_MAX_VECS * sizeof(int))] = { 0 };
-	struct iovec siov = { (void *)rq, sizeof(*rq) };
-	struct msghdr smh = { .msg_iov = &siov, .msg_iovlen = 1 };
 	char cbuf[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = { rp, sizeof(*rp) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
@@ -85,21 +82,11 @@ static int call_fds(struct sio_device *dev, const struct sio_vfio_req *rq, const
 
 	if (rc)
 		return rc;
-	if (nsend) {
-		struct cmsghdr *cm;
-
-		smh.msg_control = sbuf;
-		smh.msg_controllen = CMSG_SPACE((size_t)nsend * sizeof(int));
-		cm = CMSG_FIRSTHDR(&smh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN((size_t)nsend * sizeof(int));
-		memcpy(CMSG_DATA(cm), send, (size_t)nsend * sizeof(int));
-	}
 	pthread_mutex_lock(&c->lock);
-	if (sendmsg(c->fd, &smh, MSG_NOSIGNAL) != sizeof(*rq)) {
+	rc = sio__send_fds(c->fd, rq, sizeof(*rq), send, nsend);
+	if (rc) {
 		rc = sio__err(ENOLINK, "%s: the lender of device %u is gone: %s", dev->ops->name,
-			      dev->id, strerror(errno));
+			      dev->id, strerror(-rc));
 		goto out;
 	}
 	do

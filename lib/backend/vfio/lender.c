@@ -201,26 +201,6 @@ static int do_unmap(struct lender *l, struct conn *c, const struct sio_vfio_req 
 	return 0;
 }
 
-static int send_rep(int fd, struct sio_vfio_rep *rp, int pass_fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { rp, sizeof(*rp) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (pass_fd >= 0) {
-		struct cmsghdr *cm;
-
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
-	}
-	return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(*rp) ? 0 : -errno;
-}
-
 /* OP_IRQ: one borrower at a time holds the function's interrupts. */
 static int do_irq(struct lender *l, struct conn *c, const struct sio_vfio_req *rq,
 		  const int *fds, int nfds, struct sio_vfio_rep *rp)
@@ -317,7 +297,7 @@ static bool serve(struct lender *l, struct conn *c)
 		close(fds[i]);
 	if (rp.status)
 		snprintf(rp.msg, sizeof(rp.msg), "%s", sio_errmsg());
-	return send_rep(c->fd, &rp, pass) == 0;
+	return sio__send_fds(c->fd, &rp, sizeof(rp), &pass, pass >= 0) == 0;
 }
 
 static int listen_on(struct lender *l)
