@@ -14,11 +14,11 @@ set -u
 BUILD=${1:?usage: cluster-demo.sh BUILD_DIR [nvme-client options]}
 shift
 NODES=${NODES:-8}
-SMARTIO=$BUILD/programs/smartio
-EMU=$BUILD/programs/nvme-emu
-MGR=$BUILD/programs/nvme-manager
-CLIENT=$BUILD/programs/nvme-client
-MCAST=$BUILD/programs/nvme-mcast-identify
+SMARTIO=$BUILD/src/tools/smartio
+EMU=$BUILD/drivers/nvme/emu/nvme-emu
+MGR=$BUILD/drivers/nvme/tools/nvme-manager
+CLIENT=$BUILD/drivers/nvme/tools/nvme-client
+MCAST=$BUILD/drivers/nvme/tools/nvme-mcast-identify
 for p in "$SMARTIO" "$EMU" "$MGR" "$CLIENT" "$MCAST"; do
 	[ -x "$p" ] || { echo "cluster-demo: $p not found: build first" >&2; exit 1; }
 done

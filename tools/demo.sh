@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 b=${1:-build}
 [ -f "$b/build.ninja" ] || meson setup "$b" >/dev/null
 ninja -C "$b" >/dev/null
-if [ -x tools/cluster-demo.sh ] && [ -x "$b/programs/nvme-client" ]; then
+if [ -x tools/cluster-demo.sh ] && [ -x "$b/drivers/nvme/tools/nvme-client" ]; then
 	exec tools/cluster-demo.sh "$b"
 fi
 exec "$b/examples/hello-fabric"

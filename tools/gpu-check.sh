@@ -159,7 +159,7 @@ if ! timeout 240 ninja -C "$B" >"$L/build.log" 2>&1; then
 fi
 result PASS build "$B"
 
-PLUGIN=$PWD/$B/lib/gpu/libsmartio-gpudma.so
+PLUGIN=$PWD/$B/drivers/gpu/libsmartio-gpudma.so
 if [ ! -f "$PLUGIN" ]; then
 	result FAIL plugin "$PLUGIN was not built (is CUDA found? see $L/setup.log)"
 	verdict
@@ -198,7 +198,7 @@ FAB=gpuchk-$$
 PIDS=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
-	with_deps "$B/programs/smartio" destroy "$FAB" --force >/dev/null 2>&1
+	with_deps "$B/src/tools/smartio" destroy "$FAB" --force >/dev/null 2>&1
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -212,13 +212,13 @@ wait_file() {	# FILE PID
 }
 live_ok=1
 rm -f "$L/emu.ready" "$L/mgr.ready"
-if ! with_deps "$B/programs/smartio" create "$FAB" --nodes 2 >"$L/fabric.log" 2>&1; then
+if ! with_deps "$B/src/tools/smartio" create "$FAB" --nodes 2 >"$L/fabric.log" 2>&1; then
 	result FAIL live "cannot create fabric $FAB"
 	show_log "$L/fabric.log"
 	live_ok=0
 fi
 if [ $live_ok = 1 ]; then
-	SMARTIO_GPU_PLUGIN=$PLUGIN with_deps "$B/programs/nvme-emu" --fabric "$FAB" --node 0 \
+	SMARTIO_GPU_PLUGIN=$PLUGIN with_deps "$B/drivers/nvme/emu/nvme-emu" --fabric "$FAB" --node 0 \
 		--backing ram:256M --ready-file "$L/emu.ready" >"$L/emu.log" 2>&1 &
 	PIDS+=($!)
 	if ! wait_file "$L/emu.ready" $!; then
@@ -228,7 +228,7 @@ if [ $live_ok = 1 ]; then
 	fi
 fi
 if [ $live_ok = 1 ]; then
-	with_deps "$B/programs/nvme-manager" --fabric "$FAB" --node 0 --ready-file "$L/mgr.ready" \
+	with_deps "$B/drivers/nvme/tools/nvme-manager" --fabric "$FAB" --node 0 --ready-file "$L/mgr.ready" \
 		>"$L/mgr.log" 2>&1 &
 	PIDS+=($!)
 	if ! wait_file "$L/mgr.ready" $!; then
@@ -269,7 +269,7 @@ if [ $live_ok = 1 ]; then
 		--fabric "$FAB" --mib 64 --threads 256 --queues 4 --depth 64 --pattern 0xc0ffee; then
 		result PASS gpu-read-parallel "$(grep -o 'GPU read.*MiB/s)' "$L/parallel.log"); checked in the kernel"
 	fi
-	FAULTS=$(with_deps "$B/programs/smartio" status "$FAB" --json 2>/dev/null | grep -o '"dma_faults":[0-9]*' |
+	FAULTS=$(with_deps "$B/src/tools/smartio" status "$FAB" --json 2>/dev/null | grep -o '"dma_faults":[0-9]*' |
 		 grep -o '[0-9]*$' | awk '{ s += $1 } END { if (NR) print s }')
 	if [ -z "$FAULTS" ]; then
 		result WARN dma-faults "could not read them (smartio status)"

@@ -10,9 +10,9 @@
  * The emulated controller reaches GPU memory through the plugin
  * libsmartio-gpudma.so; in a build tree, tell nvme-emu where it is:
  *
- *   SMARTIO_GPU_PLUGIN=$PWD/build/lib/gpu/libsmartio-gpudma.so \
- *       build/programs/nvme-emu --fabric demo --backing ram:256M &
- *   build/programs/nvme-manager --fabric demo &
+ *   SMARTIO_GPU_PLUGIN=$PWD/build/drivers/gpu/libsmartio-gpudma.so \
+ *       build/drivers/nvme/emu/nvme-emu --fabric demo --backing ram:256M &
+ *   build/drivers/nvme/tools/nvme-manager --fabric demo &
  *   build/examples/gpu/gpu-read --fabric demo --mib 16 --threads 256 --queues 4 --pattern 7
  *
  * Exit status: 0 verified, 1 failure, 2 usage, 77 no GPU (a failure when
@@ -91,7 +91,7 @@ static void usage(FILE *out)
 		"  --pattern SEED  first write a pattern over the blocks through the CPU (this\n"
 		"                  overwrites them), then check it in the kernel as it is read\n"
 		"nvme-emu must find the GPU plugin: start it with\n"
-		"  SMARTIO_GPU_PLUGIN=<build>/lib/gpu/libsmartio-gpudma.so\n"
+		"  SMARTIO_GPU_PLUGIN=<build>/drivers/gpu/libsmartio-gpudma.so\n"
 		"(or install libsmartio-gpudma.so on the library path).\n"
 		"SMARTIO_REQUIRE_GPU=1: no GPU is a failure (exit 1), not a skip (exit 77).\n");
 }

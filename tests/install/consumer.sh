@@ -70,12 +70,12 @@ check_abi() {	# LIBRARY MAP: it exports exactly what its installed headers decla
 	done
 	echo "lib$1.so exports $(wc -l <"$dest/have") functions, each declared in its installed headers"
 }
-check_abi smartio lib/libsmartio.map
+check_abi smartio src/libsmartio.map
 if [ "$nvme" = true ]; then
-	check_abi smartio-nvme lib/nvme/libsmartio-nvme.map
+	check_abi smartio-nvme drivers/nvme/libsmartio-nvme.map
 fi
 if [ "$gpu" = true ]; then
-	check_abi smartio-gpu lib/gpu/libsmartio-gpu.map
+	check_abi smartio-gpu drivers/gpu/libsmartio-gpu.map
 	plugin=$(exported "$lib/libsmartio-gpudma.so" | grep -v '^sio_gpu_dma_plugin_' || true)
 	[ -z "$plugin" ] || bad "libsmartio-gpudma.so exports more than its plugin symbols: $plugin"
 fi

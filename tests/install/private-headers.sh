@@ -4,10 +4,10 @@
 # white-box tests (tests/) may reach internals. What each object includes
 # is read from the compiler's own dependency lists (ninja -t deps), so
 # headers reached through -I and through other headers count too.
-#   libsmartio       lib/core/*.h, lib/backend/**.h and sio_config.h
-#   libsmartio-nvme  lib/nvme/*.h
-#   libsmartio-gpu   lib/gpu/*.h (the library and its DMA plugin)
-#   nvme-emu model   models/nvme-emu/emu_priv.h (emu.h is the model's interface)
+#   libsmartio       src/core/*.h, src/backend/**.h and sio_config.h
+#   libsmartio-nvme  drivers/nvme/*.h
+#   libsmartio-gpu   drivers/gpu/*.h (the library and its DMA plugin)
+#   nvme-emu model   drivers/nvme/emu/emu_priv.h (emu.h is the model's interface)
 # Usage: private-headers.sh BUILD_DIR SOURCE_DIR
 set -eu
 build=$(cd "$1" && pwd -P) src=$(cd "$2" && pwd -P)
@@ -27,21 +27,21 @@ function normal(path,	n, i, k, part, stack, out) {	# an absolute path without . 
 	return out
 }
 function owner(path) {	# the library a header is private to, or ""
-	if (path ~ /^models\/nvme-emu\//)
+	if (path ~ /^drivers\/nvme\/emu\//)
 		return path ~ /\/emu_priv\.h$/ ? "nvme-emu" : ""
-	if (path ~ /^lib\/(core|backend)\/.*\.h$/ || path == "lib/sio_config.h")
+	if (path ~ /^src\/(core|backend)\/.*\.h$/ || path == "src/sio_config.h")
 		return "libsmartio"
-	if (path ~ /^lib\/nvme\/.*\.h$/)
+	if (path ~ /^drivers\/nvme\/[^\/]*\.h$/)
 		return "libsmartio-nvme"
-	if (path ~ /^lib\/gpu\/.*\.h$/)
+	if (path ~ /^drivers\/gpu\/.*\.h$/)
 		return "libsmartio-gpu"
 	return ""
 }
 function target_lib(t) {	# the library a build target belongs to, or ""
-	if (t == "lib/libsmartio.a") return "libsmartio"
-	if (t == "lib/nvme/libsmartio-nvme.a") return "libsmartio-nvme"
-	if (t ~ /^lib\/gpu\/libsmartio-gpu(dma\.so|\.a)$/) return "libsmartio-gpu"
-	if (t == "models/nvme-emu/libsio-nvme-emu.a") return "nvme-emu"
+	if (t == "src/libsmartio.a") return "libsmartio"
+	if (t == "drivers/nvme/libsmartio-nvme.a") return "libsmartio-nvme"
+	if (t ~ /^drivers\/gpu\/libsmartio-gpu(dma\.so|\.a)$/) return "libsmartio-gpu"
+	if (t == "drivers/nvme/emu/libsio-nvme-emu.a") return "nvme-emu"
 	return ""
 }
 /^[^ ].*: #deps/ {
@@ -52,8 +52,8 @@ function target_lib(t) {	# the library a build target belongs to, or ""
 }
 /^    / {
 	p = normal($1 ~ /^\// ? $1 : build "/" $1)
-	if (p == build "/lib/sio_config.h")
-		p = "lib/sio_config.h"		# generated into the build directory
+	if (p == build "/src/sio_config.h")
+		p = "src/sio_config.h"		# generated into the build directory
 	else if (index(p, srcdir "/") == 1 && index(p, build "/") != 1)
 		p = substr(p, length(srcdir) + 2)
 	else

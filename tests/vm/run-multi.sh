@@ -50,7 +50,7 @@ truncate -s 64M "$work/nvme.img"
 tmo=${SIO_VM_TIMEOUT:-420}
 iommu="-device intel-iommu,intremap=on,caching-mode=on"
 if [ "$variant" = doorbell ]; then
-	"$build/programs/smartio-ivshmem-server" --socket "$work/ivs.sock" --shm "$work/win" \
+	"$build/src/tools/smartio-ivshmem-server" --socket "$work/ivs.sock" --shm "$work/win" \
 		--ready-file "$work/ivs.ready" >"$work/server.log" 2>&1 &
 	srv=$!
 	i=0; while [ ! -s "$work/ivs.ready" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done

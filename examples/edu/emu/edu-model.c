@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 #include <smartio/model.h>
-#include "edu.h"
+#include "edu-model.h"
 
 /* The register map (QEMU docs/specs/edu.rst). */
 enum {

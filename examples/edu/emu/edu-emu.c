@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <smartio/smartio.h>
 #include <smartio/parse.h>
-#include "edu.h"
+#include "edu-model.h"
 #include "ready.h"
 
 static volatile sig_atomic_t stop;

@@ -21,7 +21,7 @@
  *
  * After each input every slot says BYE, so queue ids never leak between
  * inputs; the manager's own bookkeeping is checked against the controller.
- * Built and run by tools/fuzz-mailbox.sh.
+ * Built and run by tests/fuzz/fuzz-mailbox.sh.
  */
 
 #include <pthread.h>
