@@ -15,12 +15,15 @@
  * travel. One serves a whole fabric. It is picked by name at run time
  * ($SMARTIO_FABRIC_BACKEND, default "shm") when a fabric is created,
  * opened or destroyed, and the registry records which one made it, so
- * another is refused. "shm" (backend/shm/) is one host's shared
- * memory: processes are the nodes. A fabric of several kernels sharing a
- * memory window plugs in beside it: its lock a lease with a timeout in the
- * window instead of a thread id, liveness a heartbeat instead of pids,
- * segments carved from the window instead of files, notifications a
- * doorbell or polling instead of futexes and sockets.
+ * another is refused. The fabric backends are peers: "shm" (backend/shm/)
+ * is one host's shared memory, processes its nodes; "shmwin"
+ * (backend/shmwin/) is one PCI memory window shared by several kernels
+ * (QEMU guests over ivshmem), each kernel a node: its lock a lease with a
+ * timeout in the window instead of a thread id, liveness a heartbeat
+ * instead of pids, segments carved from the window instead of files,
+ * notifications a doorbell or polling instead of futexes and sockets.
+ * "ntb" (the Linux NTB framework, through the smartio_ntb module) comes
+ * next, beside them.
  *
  * A *device backend* is how a borrower reaches a device: how its BARs are
  * mapped into this process and how memory is made reachable for its DMA.
@@ -28,9 +31,11 @@
  * the registry); a borrow takes that backend's ops from sio__device_ops()
  * when it is made, and the core calls dev->ops->...() from then on. The
  * backends are peers: "sim" (device models on the fabric, whose DMA the
- * library translates through the fabric's windows: backend/sim/) and "vfio" (a
+ * library translates through the fabric's windows: backend/sim/), "vfio" (a
  * real PCI function on this host, served by its lender process through the
- * IOMMU: backend/vfio/).
+ * IOMMU: backend/vfio/) and "uio" (the same on uio_pci_generic for hosts
+ * without an IOMMU, physical addresses of pinned huge pages: backend/uio/,
+ * served by the vfio backend's lender, vfio/lend.h).
  *
  * The rules every op follows:
  *
