@@ -404,24 +404,18 @@ static void aer_done(struct sio_nvme_ctrl *c, const struct sio_nvme_cpl *cpl)
 }
 
 /*
- * Take over a controller a crashed manager enabled, without a reset: trust
- * the kept state only as far as the controller confirms it (registers, the
- * admin queue answering where it was left, the same serial number and
- * queue count). @c has BAR0 mapped and CAP read.
+ * Taking over a controller a crashed manager enabled, without a reset
+ * (adopt()): the kept state is trusted only as far as the controller
+ * confirms it, in steps: its registers, the admin queue where it was
+ * left, what was in flight on it, its identity, and its CMB and shadow
+ * doorbells where they were.
  */
-static int adopt(struct sio_nvme_ctrl *c, uint32_t adm_id, const struct sio_nvme_ctrl_info *was)
+
+/* Enabled, ready, not failed, and the same CAP and VS as published. */
+static int adopt_check_regs(struct sio_nvme_ctrl *c, const struct sio_nvme_ctrl_info *was)
 {
 	uint32_t cc = sio_nvme_rd32(c->regs, NVME_REG_CC);
 	uint32_t csts = sio_nvme_rd32(c->regs, NVME_REG_CSTS);
-	struct sio_nvme_backoff b;
-	struct sio_segment *bar;
-	struct sio_nvme_cpl done;
-	struct adm_keep k;
-	uint64_t deadline, bus, cookie;
-	uint32_t res = 0;
-	uint16_t st = 0;
-	char sn[sizeof(c->info.sn)];
-	int ret;
 
 	if (csts == 0xffffffffu)
 		return sio_err_set(ENODEV, "controller registers read all ones: device gone "
@@ -434,54 +428,75 @@ static int adopt(struct sio_nvme_ctrl *c, uint32_t adm_id, const struct sio_nvme
 	if (!NVME_CC_EN(cc) || !NVME_CSTS_RDY(csts) || NVME_CSTS_SHST(csts) ||
 	    NVME_CC_SHN(cc))
 		return stale("it is not enabled, ready and running");
+	return 0;
+}
+
+/* The kept admin segment, and the admin queue set up where it was left,
+ * with the crashed manager's event requests claimed; a copy in @k. */
+static int adopt_admin_queue(struct sio_nvme_ctrl *c, uint32_t adm_id, struct adm_keep *k)
+{
+	uint32_t cc = sio_nvme_rd32(c->regs, NVME_REG_CC);
+	int ret;
+
 	if (!adm_id)
 		return stale("no kept admin queues");
 	ret = alloc_admin(c, adm_id, false);
 	if (ret)
 		return ret;
-	memcpy(&k, c->keep, sizeof(k));
+	memcpy(k, c->keep, sizeof(*k));
 	if (__atomic_load_n(&c->keep->magic, __ATOMIC_ACQUIRE) != ADM_KEEP_MAGIC)
 		return stale("the kept admin queue state is missing");
-	if (k.bus != c->adm_bus || k.cc != cc ||
-	    sio_nvme_rd32(c->regs, NVME_REG_AQA) != k.aqa ||
+	if (k->bus != c->adm_bus || k->cc != cc ||
+	    sio_nvme_rd32(c->regs, NVME_REG_AQA) != k->aqa ||
 	    sio_nvme_rd64(c->regs, NVME_REG_ASQ) != c->adm_bus + ADM_SQ_OFF ||
 	    sio_nvme_rd64(c->regs, NVME_REG_ACQ) != c->adm_bus + ADM_CQ_OFF)
 		return stale("CC, AQA, ASQ or ACQ are not what the kept admin queues need");
-	if (k.sq_tail >= SIO_NVME_ADMIN_DEPTH || k.cq_head >= SIO_NVME_ADMIN_DEPTH ||
-	    k.cq_phase > 1)
+	if (k->sq_tail >= SIO_NVME_ADMIN_DEPTH || k->cq_head >= SIO_NVME_ADMIN_DEPTH ||
+	    k->cq_phase > 1)
 		return stale("the kept admin queue positions are out of range");
 	ret = init_admin_queue(c);
 	if (ret)
 		return ret;
-	c->admin.sq_tail = c->admin.sq_rung = c->admin.sq_head = k.sq_tail;
-	c->admin.cq_head = k.cq_head;
-	c->admin.cq_phase = k.cq_phase;
-	if (k.inflight >= SIO_NVME_ADMIN_DEPTH)
+	c->admin.sq_tail = c->admin.sq_rung = c->admin.sq_head = k->sq_tail;
+	c->admin.cq_head = k->cq_head;
+	c->admin.cq_phase = k->cq_phase;
+	if (k->inflight >= SIO_NVME_ADMIN_DEPTH)
 		return stale("the kept count of admin commands in flight is out of range");
-	if (k.naer > SIO_NVME_ADMIN_AERS)
+	if (k->naer > SIO_NVME_ADMIN_AERS)
 		return stale("the kept count of Asynchronous Event Requests is out of range");
 	/* The crashed manager's event requests are still held by the controller:
 	 * their ids stay taken, and their completions are events for us. */
-	for (uint32_t i = 0; i < k.naer; i++) {
-		if (sio_nvme_queue_claim_cid(&c->admin, k.aer_cid[i], AER_COOKIE) < 0)
+	for (uint32_t i = 0; i < k->naer; i++) {
+		if (sio_nvme_queue_claim_cid(&c->admin, k->aer_cid[i], AER_COOKIE) < 0)
 			return stale("a kept Asynchronous Event Request id is not valid");
 		c->aer_armed++;
 	}
-	if (k.inflight) {
-		/* Their doorbell may not have been rung: ring the same tail again
-		 * (a no-op if it was), and wait for their completions. */
+	return 0;
+}
+
+/* What the crashed manager had in flight: rung again (a no-op if it was),
+ * waited for, bounded by CAP.TO; then what it left unconsumed, but events. */
+static int adopt_drain(struct sio_nvme_ctrl *c, const struct adm_keep *k)
+{
+	uint32_t inflight = k->inflight;
+	struct sio_nvme_backoff b;
+	struct sio_nvme_cpl done;
+	uint64_t deadline, cookie;
+	int ret;
+
+	if (inflight) {
 		sio_nvme_wr32(c->regs, sio_nvme_doorbell_offset(0, 0, c->info.dstrd),
-			      k.sq_tail);
+			      k->sq_tail);
 		deadline = sio_nvme_now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
 		sio_nvme_backoff_init(&b, 1000000);
-		while (k.inflight) {
+		while (inflight) {
 			ret = sio_nvme_cq_pop(&c->admin, &done, &cookie);
 			if (ret >= 0 && cookie == AER_COOKIE) {
 				aer_done(c, &done);
 				continue;
 			}
 			if (ret != -EAGAIN) {
-				k.inflight--;
+				inflight--;
 				continue;
 			}
 			if (sio_nvme_now_ns() > deadline)
@@ -490,12 +505,22 @@ static int adopt(struct sio_nvme_ctrl *c, uint32_t adm_id, const struct sio_nvme
 			sio_nvme_backoff_wait(&b);
 		}
 	}
-	/* What the crashed manager left unconsumed is no one's now, but events. */
 	while ((ret = sio_nvme_cq_pop(&c->admin, &done, &cookie)) != -EAGAIN)
 		if (ret >= 0 && cookie == AER_COOKIE)
 			aer_done(c, &done);
 	sio_nvme_cq_ring(&c->admin);
 	keep_pos(c, 0);
+	return 0;
+}
+
+/* Identify through the kept admin queue: the same model and serial, and
+ * at least the queues that were granted. */
+static int adopt_identity(struct sio_nvme_ctrl *c, const struct sio_nvme_ctrl_info *was)
+{
+	char sn[sizeof(c->info.sn)];
+	uint32_t res = 0;
+	uint16_t st = 0;
+	int ret;
 
 	c->info.nn = was->nn;
 	c->info.vwc = was->vwc;
@@ -516,6 +541,18 @@ static int adopt(struct sio_nvme_ctrl *c, uint32_t adm_id, const struct sio_nvme
 	ret = sio_nvme_ctrl_get_features(c, NVME_FEAT_FID_NUM_QUEUES, 0, &res, &st);
 	if (ret || (res & 0xffff) + 1 < was->io_queues || (res >> 16) + 1 < was->io_queues)
 		return stale("its number of queues is not the kept one");
+	return 0;
+}
+
+/* The CMB at the address clients use, and the shadow doorbells where the
+ * controller reads them. */
+static int adopt_cmb_dbbuf(struct sio_nvme_ctrl *c, uint32_t adm_id,
+			   const struct sio_nvme_ctrl_info *was, const struct adm_keep *k)
+{
+	struct sio_segment *bar;
+	uint64_t bus;
+	int ret;
+
 	if (was->cmb.size) {
 		ret = sio_device_bar(c->dev, was->cmb.bar, &bar);
 		if (!ret)
@@ -524,15 +561,157 @@ static int adopt(struct sio_nvme_ctrl *c, uint32_t adm_id, const struct sio_nvme
 			return stale("its controller memory buffer moved");
 		c->info.cmb = was->cmb;
 	}
-	if (k.dbbuf_bus) {
-		ret = sio_nvme_dbbuf_adopt(c, &c->dbbuf, adm_id + DBBUF_SEGID_DELTA, k.dbbuf_bus,
-					   k.dbbuf_size);
+	if (k->dbbuf_bus) {
+		ret = sio_nvme_dbbuf_adopt(c, &c->dbbuf, adm_id + DBBUF_SEGID_DELTA, k->dbbuf_bus,
+					   k->dbbuf_size);
 		if (ret)
 			return stale("its shadow doorbells are not where they were kept");
 		c->info.dbbuf = true;
 	}
-	c->enabled = true;
 	return 0;
+}
+
+/* Take over a running controller (@c has BAR0 mapped and CAP read). */
+static int adopt(struct sio_nvme_ctrl *c, uint32_t adm_id, const struct sio_nvme_ctrl_info *was)
+{
+	struct adm_keep k;
+	int ret;
+
+	ret = adopt_check_regs(c, was);
+	if (!ret)
+		ret = adopt_admin_queue(c, adm_id, &k);
+	if (!ret)
+		ret = adopt_drain(c, &k);
+	if (!ret)
+		ret = adopt_identity(c, was);
+	if (!ret)
+		ret = adopt_cmb_dbbuf(c, adm_id, was, &k);
+	if (!ret)
+		c->enabled = true;
+	return ret;
+}
+
+/*
+ * Bringing a controller up from reset, in the steps of Linux's
+ * nvme_pci_enable() → nvme_pci_configure_admin_queue() →
+ * nvme_init_ctrl_finish() → nvme_dbbuf_set(): read what CAP allows,
+ * disable, place the admin queue, enable, identify and ask for queues,
+ * then the CMB and the shadow doorbells.
+ */
+
+/* CAP and VS, and whether the driver can work with what they say. */
+static int read_cap(struct sio_nvme_ctrl *c)
+{
+	c->info.cap = sio_nvme_rd64(c->regs, NVME_REG_CAP);
+	c->info.vs = sio_nvme_rd32(c->regs, NVME_REG_VS);
+	if (c->info.cap == ~0ull)
+		return sio_err_set(ENODEV, "controller registers read all ones: "
+				   "device gone or link down");
+	c->info.mqes = NVME_CAP_MQES(c->info.cap) + 1;
+	c->info.dstrd = NVME_CAP_DSTRD(c->info.cap);
+	c->info.timeout_ms = NVME_CAP_TO(c->info.cap) * 500u;
+	if (c->info.timeout_ms < 500)
+		c->info.timeout_ms = 500;
+	if (c->info.mqes < 2)
+		return sio_err_set(EIO, "CAP.MQES reports queues of %u entries", c->info.mqes);
+	if (!(NVME_CAP_CSS(c->info.cap) & NVME_CAP_CSS_NVM))
+		return sio_err_set(ENOTSUP, "controller does not support the NVM "
+				   "command set (CAP.CSS)");
+	c->info.page_size = sio_nvme_prp_page_size(NVME_CAP_MPSMIN(c->info.cap));
+	if (c->info.page_size > 4096)
+		return sio_err_set(ENOTSUP, "controller's smallest page is %u bytes; "
+				   "the driver uses 4 KiB pages", c->info.page_size);
+	if (c->bar0_size < SIO_NVME_REG_DBS + 2ull * (4u << c->info.dstrd))
+		return sio_err_set(EINVAL, "BAR0 of device %u is %llu bytes: too small for "
+				   "the admin queue's doorbells at a stride of %u bytes (CAP.DSTRD %u)",
+				   sio_device_id(c->dev), (unsigned long long)c->bar0_size,
+				   4u << c->info.dstrd, c->info.dstrd);
+	return 0;
+}
+
+/* The admin queue pair over the admin segment, told to the controller. */
+static int configure_adminq(struct sio_nvme_ctrl *c)
+{
+	int ret = init_admin_queue(c);
+
+	if (ret)
+		return ret;
+	sio_nvme_wr32(c->regs, NVME_REG_AQA, NVME_SET(SIO_NVME_ADMIN_DEPTH - 1, AQA_ACQS) |
+		      NVME_SET(SIO_NVME_ADMIN_DEPTH - 1, AQA_ASQS));
+	sio_nvme_wr64(c->regs, NVME_REG_ASQ, c->adm_bus + ADM_SQ_OFF);
+	sio_nvme_wr64(c->regs, NVME_REG_ACQ, c->adm_bus + ADM_CQ_OFF);
+	return 0;
+}
+
+/* CC.EN with the options' arbitration; ready within CAP.TO; recorded in
+ * the kept segment for a successor. */
+static int ctrl_enable(struct sio_nvme_ctrl *c, const struct sio_nvme_ctrl_opts *o)
+{
+	uint32_t ams = o->arbitration, cc;
+	int ret;
+
+	if (ams == NVME_CC_AMS_WRRU && !(NVME_CAP_AMS(c->info.cap) & NVME_CAP_AMS_WRR))
+		return sio_err_set(ENOTSUP, "controller does not support weighted "
+				   "round robin arbitration (CAP.AMS)");
+	cc = NVME_SET(1, CC_EN) | NVME_SET(NVME_CC_CSS_NVM, CC_CSS) |
+	     NVME_SET(NVME_CAP_MPSMIN(c->info.cap), CC_MPS) | NVME_SET(ams, CC_AMS) |
+	     NVME_SET(SIO_NVME_SQES, CC_IOSQES) | NVME_SET(SIO_NVME_CQES, CC_IOCQES);
+	sio_nvme_wr32(c->regs, NVME_REG_CC, cc);
+	ret = wait_ready(c, 1);
+	if (ret)
+		return ret;
+	c->enabled = true;
+	if (c->keep) {
+		c->keep->bus = c->adm_bus;
+		c->keep->cc = cc;
+		c->keep->aqa = sio_nvme_rd32(c->regs, NVME_REG_AQA);
+		keep_pos(c, 0);
+		__atomic_store_n(&c->keep->magic, ADM_KEEP_MAGIC, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+/* Doorbell Buffer Config where the controller has it and it pays. Not
+ * where BAR0 is confined (DSTRD >= 10): one buffer serves every queue. */
+static int init_dbbuf(struct sio_nvme_ctrl *c, const struct sio_nvme_ctrl_opts *o,
+		      uint32_t adm_id)
+{
+	int ret;
+
+	if (o->no_shadow_doorbells || !(c->id.oacs & NVME_CTRL_OACS_DBBUF_CFG) ||
+	    c->info.dstrd >= 10)
+		return 0;
+	ret = sio_nvme_dbbuf_open(c, &c->dbbuf, adm_id ? adm_id + DBBUF_SEGID_DELTA : 0);
+	if (ret)
+		return ret;
+	c->info.dbbuf = true;
+	if (c->keep) {
+		c->keep->dbbuf_size = c->dbbuf.size;
+		__atomic_store_n(&c->keep->dbbuf_bus, c->dbbuf.bus, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+/* From reset to serving: the admin segment made anew (@adm_id kept, or 0). */
+static int bring_up(struct sio_nvme_ctrl *c, const struct sio_nvme_ctrl_opts *o,
+		    uint32_t adm_id)
+{
+	int ret;
+
+	ret = ctrl_disable(c);
+	if (!ret)
+		ret = alloc_admin(c, adm_id, true);
+	if (!ret)
+		ret = configure_adminq(c);
+	if (!ret)
+		ret = ctrl_enable(c, o);
+	if (!ret)
+		ret = identify_and_queues(c, o);
+	if (!ret && o->enable_cmb)
+		ret = enable_cmb(c);
+	if (!ret)
+		ret = init_dbbuf(c, o, adm_id);
+	return ret;
 }
 
 int sio_nvme_ctrl_open(struct sio_device *dev, const struct sio_nvme_ctrl_opts *opts,
@@ -548,7 +727,6 @@ int sio_nvme_ctrl_open_kept(struct sio_device *dev, const struct sio_nvme_ctrl_o
 	struct sio_nvme_ctrl_opts def = { .arbitration = NVME_CC_AMS_RR, .enable_cmb = true };
 	struct sio_errsave es;
 	struct sio_nvme_ctrl *c;
-	uint32_t mps, cc, ams;
 	int ret;
 
 	if (!dev || !out)
@@ -560,116 +738,18 @@ int sio_nvme_ctrl_open_kept(struct sio_device *dev, const struct sio_nvme_ctrl_o
 		return sio_err_set(ENOMEM, "out of memory");
 	c->dev = dev;
 	ret = map_bar0(c);
-	if (ret)
-		goto fail;
-
-	c->info.cap = sio_nvme_rd64(c->regs, NVME_REG_CAP);
-	c->info.vs = sio_nvme_rd32(c->regs, NVME_REG_VS);
-	if (c->info.cap == ~0ull) {
-		ret = sio_err_set(ENODEV, "controller registers read all ones: "
-				  "device gone or link down");
-		goto fail;
-	}
-	c->info.mqes = NVME_CAP_MQES(c->info.cap) + 1;
-	c->info.dstrd = NVME_CAP_DSTRD(c->info.cap);
-	c->info.timeout_ms = NVME_CAP_TO(c->info.cap) * 500u;
-	if (c->info.timeout_ms < 500)
-		c->info.timeout_ms = 500;
-	if (c->info.mqes < 2) {
-		ret = sio_err_set(EIO, "CAP.MQES reports queues of %u entries",
-				  c->info.mqes);
-		goto fail;
-	}
-	if (!(NVME_CAP_CSS(c->info.cap) & NVME_CAP_CSS_NVM)) {
-		ret = sio_err_set(ENOTSUP, "controller does not support the NVM "
-				  "command set (CAP.CSS)");
-		goto fail;
-	}
-	mps = NVME_CAP_MPSMIN(c->info.cap);
-	c->info.page_size = sio_nvme_prp_page_size(mps);
-	if (c->info.page_size > 4096) {
-		ret = sio_err_set(ENOTSUP, "controller's smallest page is %u bytes; "
-				  "the driver uses 4 KiB pages", c->info.page_size);
-		goto fail;
-	}
-	if (c->bar0_size < SIO_NVME_REG_DBS + 2ull * (4u << c->info.dstrd)) {
-		ret = sio_err_set(EINVAL, "BAR0 of device %u is %llu bytes: too small for "
-				  "the admin queue's doorbells at a stride of %u bytes (CAP.DSTRD %u)",
-				  sio_device_id(c->dev), (unsigned long long)c->bar0_size,
-				  4u << c->info.dstrd, c->info.dstrd);
-		goto fail;
-	}
-
-	if (was) {
-		ret = adopt(c, adm_id, was);
-		if (ret)
-			goto fail;
-		*out = c;
-		return 0;
-	}
-	ret = ctrl_disable(c);
-	if (ret)
-		goto fail;
-	ret = alloc_admin(c, adm_id, true);
-	if (ret)
-		goto fail;
-	ret = init_admin_queue(c);
-	if (ret)
-		goto fail;
-	sio_nvme_wr32(c->regs, NVME_REG_AQA, NVME_SET(SIO_NVME_ADMIN_DEPTH - 1, AQA_ACQS) |
-		      NVME_SET(SIO_NVME_ADMIN_DEPTH - 1, AQA_ASQS));
-	sio_nvme_wr64(c->regs, NVME_REG_ASQ, c->adm_bus + ADM_SQ_OFF);
-	sio_nvme_wr64(c->regs, NVME_REG_ACQ, c->adm_bus + ADM_CQ_OFF);
-
-	ams = opts->arbitration;
-	if (ams == NVME_CC_AMS_WRRU && !(NVME_CAP_AMS(c->info.cap) & NVME_CAP_AMS_WRR)) {
-		ret = sio_err_set(ENOTSUP, "controller does not support weighted "
-				  "round robin arbitration (CAP.AMS)");
-		goto fail;
-	}
-	cc = NVME_SET(1, CC_EN) | NVME_SET(NVME_CC_CSS_NVM, CC_CSS) | NVME_SET(mps, CC_MPS) |
-	     NVME_SET(ams, CC_AMS) | NVME_SET(SIO_NVME_SQES, CC_IOSQES) |
-	     NVME_SET(SIO_NVME_CQES, CC_IOCQES);
-	sio_nvme_wr32(c->regs, NVME_REG_CC, cc);
-	ret = wait_ready(c, 1);
-	if (ret)
-		goto fail;
-	c->enabled = true;
-	if (c->keep) {
-		c->keep->bus = c->adm_bus;
-		c->keep->cc = cc;
-		c->keep->aqa = sio_nvme_rd32(c->regs, NVME_REG_AQA);
-		keep_pos(c, 0);
-		__atomic_store_n(&c->keep->magic, ADM_KEEP_MAGIC, __ATOMIC_RELEASE);
-	}
-
-	ret = identify_and_queues(c, opts);
-	if (ret)
-		goto fail;
-	if (opts->enable_cmb) {
-		ret = enable_cmb(c);
-		if (ret)
-			goto fail;
-	}
-	/* Not where BAR0 is confined (DSTRD >= 10): one buffer serves every queue. */
-	if (!opts->no_shadow_doorbells && (c->id.oacs & NVME_CTRL_OACS_DBBUF_CFG) &&
-	    c->info.dstrd < 10) {
-		ret = sio_nvme_dbbuf_open(c, &c->dbbuf, adm_id ? adm_id + DBBUF_SEGID_DELTA : 0);
-		if (ret)
-			goto fail;
-		c->info.dbbuf = true;
-		if (c->keep) {
-			c->keep->dbbuf_size = c->dbbuf.size;
-			__atomic_store_n(&c->keep->dbbuf_bus, c->dbbuf.bus, __ATOMIC_RELEASE);
-		}
+	if (!ret)
+		ret = read_cap(c);
+	if (!ret)
+		ret = was ? adopt(c, adm_id, was) : bring_up(c, opts, adm_id);
+	if (ret) {
+		sio_err_save(&es);
+		sio_nvme_ctrl_close(c);
+		sio_err_restore(&es);
+		return ret;
 	}
 	*out = c;
 	return 0;
-fail:
-	sio_err_save(&es);
-	sio_nvme_ctrl_close(c);
-	sio_err_restore(&es);
-	return ret;
 }
 
 void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c)

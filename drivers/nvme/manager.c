@@ -266,21 +266,20 @@ static void take_over(struct sio_nvme_manager *m)
 	m->last_pidcheck = 0;
 }
 
-int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
-			   const struct sio_nvme_manager_opts *opts,
-			   struct sio_nvme_manager **out)
-{
-	struct sio_nvme_ctrl_info was;
-	struct sio_errsave es;
-	struct sio_nvme_manager *m;
-	bool shared = false;
-	int ret;
+/*
+ * Starting a manager, in steps: borrow the controller (exclusively, or
+ * shared when a crashed manager's clients hold it), open the kept
+ * segments, bring the controller up (adopted as it runs, or reset), then
+ * go live: tables, BAR0 confined, the mailbox published, events armed.
+ */
 
-	if (!f || !out)
-		return sio_err_set(EINVAL, "sio_nvme_manager_start: NULL argument");
-	m = calloc(1, sizeof(*m));
+static struct sio_nvme_manager *mgr_new(struct sio_fabric *f,
+					const struct sio_nvme_manager_opts *opts)
+{
+	struct sio_nvme_manager *m = calloc(1, sizeof(*m));
+
 	if (!m)
-		return sio_err_set(ENOMEM, "out of memory");
+		return NULL;
 	m->f = f;
 	m->log = opts ? opts->log : NULL;
 	m->co = (struct sio_nvme_ctrl_opts){ .arbitration = NVME_CC_AMS_RR, .enable_cmb = true };
@@ -288,67 +287,77 @@ int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 		m->co = opts->ctrl;
 	if (!m->co.io_queues || m->co.io_queues > STATE_QIDS)
 		m->co.io_queues = STATE_QIDS;
+	return m;
+}
 
-	ret = sio_nvme_find_device(f, device, &m->dinfo);
+/* Exclusive, or shared (@shared) when running clients hold the device:
+ * then a crashed manager must have left state to take over. */
+static int mgr_borrow(struct sio_nvme_manager *m, uint32_t device, bool *shared)
+{
+	int ret;
+
+	ret = sio_nvme_find_device(m->f, device, &m->dinfo);
 	if (ret)
-		goto fail;
+		return ret;
 	/* A crashed manager's borrow goes now, and its kept segments wait. */
-	sio_fabric_reap(f);
-	ret = sio_device_borrow(f, m->dinfo.id, SIO_BORROW_EXCLUSIVE, &m->dev);
+	sio_fabric_reap(m->f);
+	*shared = false;
+	ret = sio_device_borrow(m->f, m->dinfo.id, SIO_BORROW_EXCLUSIVE, &m->dev);
 	if (ret == -EBUSY) {
-		/* Running clients hold it: take over from a crashed manager. */
-		shared = true;
-		ret = sio_device_borrow(f, m->dinfo.id, SIO_BORROW_SHARED, &m->dev);
+		*shared = true;
+		ret = sio_device_borrow(m->f, m->dinfo.id, SIO_BORROW_SHARED, &m->dev);
 	}
-	if (ret) {
-		ret = sio_err_wrap(-ret, "cannot borrow device %u", m->dinfo.id);
-		goto fail;
-	}
+	if (ret)
+		return sio_err_wrap(-ret, "cannot borrow device %u", m->dinfo.id);
 	ret = open_kept(m);
 	if (ret)
-		goto fail;
-	if (shared && !kept_state(m)) {
-		ret = sio_err_set(EBUSY, "device %u is already borrowed (%d borrower%s) and "
-				  "no crashed manager left state to take over: is another "
-				  "manager running?", m->dinfo.id, m->dinfo.borrowers,
-				  m->dinfo.borrowers == 1 ? "" : "s");
-		goto fail;
+		return ret;
+	if (*shared && !kept_state(m))
+		return sio_err_set(EBUSY, "device %u is already borrowed (%d borrower%s) and "
+				   "no crashed manager left state to take over: is another "
+				   "manager running?", m->dinfo.id, m->dinfo.borrowers,
+				   m->dinfo.borrowers == 1 ? "" : "s");
+	return 0;
+}
+
+/* The controller: adopted as it runs (@shared), or reset (and then, under
+ * running clients, they are told: their queues are gone). */
+static int mgr_ctrl_up(struct sio_nvme_manager *m, bool shared)
+{
+	uint32_t adm = SIO_NVME_ADM_SEGID(m->dinfo.id);
+	struct sio_nvme_ctrl_info was;
+	int ret;
+
+	if (!shared)
+		return sio_nvme_ctrl_open_kept(m->dev, &m->co, adm, NULL, &m->ctrl);
+	sio_nvme_mbox_ctrl_unpack(&was, &m->mb->h.ctrl);
+	ret = sio_nvme_ctrl_open_kept(m->dev, &m->co, adm, &was, &m->ctrl);
+	if (!ret) {
+		m->adopted = true;
+		return 0;
 	}
-	if (shared) {
-		sio_nvme_mbox_ctrl_unpack(&was, &m->mb->h.ctrl);
-		ret = sio_nvme_ctrl_open_kept(m->dev, &m->co, SIO_NVME_ADM_SEGID(m->dinfo.id),
-					      &was, &m->ctrl);
-		if (!ret) {
-			m->adopted = true;
-		} else if (ret == -ESTALE || ret == -EIO) {
-			/* Reset under running clients: their queues go, they are told. */
-			mlog(m, "%s: resetting device %u; its %d client(s) must reconnect",
-			     sio_errmsg(), m->dinfo.id, m->dinfo.borrowers);
-			__atomic_fetch_add(&m->mb->h.resets, 1, __ATOMIC_ACQ_REL);
-			ret = sio_nvme_ctrl_open_kept(m->dev, &m->co,
-						      SIO_NVME_ADM_SEGID(m->dinfo.id), NULL,
-						      &m->ctrl);
-		}
-	} else {
-		ret = sio_nvme_ctrl_open_kept(m->dev, &m->co, SIO_NVME_ADM_SEGID(m->dinfo.id),
-					      NULL, &m->ctrl);
-	}
-	if (ret)
-		goto fail;
+	if (ret != -ESTALE && ret != -EIO)
+		return ret;
+	mlog(m, "%s: resetting device %u; its %d client(s) must reconnect",
+	     sio_errmsg(), m->dinfo.id, m->dinfo.borrowers);
+	__atomic_fetch_add(&m->mb->h.resets, 1, __ATOMIC_ACQ_REL);
+	return sio_nvme_ctrl_open_kept(m->dev, &m->co, adm, NULL, &m->ctrl);
+}
+
+/* Tables, confinement, sharing, the take-over, the mailbox, events. */
+static int mgr_go_live(struct sio_nvme_manager *m, bool shared)
+{
+	int ret;
+
 	m->ci = sio_nvme_ctrl_info(m->ctrl);
 	if (!m->adopted)
 		state_reset(m, shared);
 	/* Exclusive, so no one maps BAR0 unconfined; on a take-over, at once. */
 	ret = confine(m);
 	if (ret)
-		goto fail;
-	if (!shared) {
-		ret = sio_device_downgrade(m->dev);
-		if (ret) {
-			ret = sio_err_wrap(-ret, "cannot share device %u", m->dinfo.id);
-			goto fail;
-		}
-	}
+		return ret;
+	if (!shared && (ret = sio_device_downgrade(m->dev)))
+		return sio_err_wrap(-ret, "cannot share device %u", m->dinfo.id);
 	if (shared)
 		take_over(m);
 	publish(m, shared);
@@ -357,6 +366,11 @@ int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 	m->last_reap = sio_nvme_now_ns();
 	if (!m->adopted)
 		m->last_pidcheck = m->last_reap;
+	return 0;
+}
+
+static void mgr_log_serving(struct sio_nvme_manager *m)
+{
 	if (m->adopted)
 		mlog(m, "took over device %u (%s, %s) without a reset: %u client(s), %u "
 		     "queue pair(s) in use", m->dinfo.id, m->ci->mn, m->ci->sn,
@@ -368,13 +382,36 @@ int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 	     m->ci->cmb.size ? ", CMB enabled" : "",
 	     m->confined ? ", BAR0 confined (each client maps its own doorbell pages)" : "",
 	     SIO_NVME_MBOX_SEGID(m->dinfo.id), m->dinfo.lender);
+}
+
+int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
+			   const struct sio_nvme_manager_opts *opts,
+			   struct sio_nvme_manager **out)
+{
+	struct sio_nvme_manager *m;
+	struct sio_errsave es;
+	bool shared = false;
+	int ret;
+
+	if (!f || !out)
+		return sio_err_set(EINVAL, "sio_nvme_manager_start: NULL argument");
+	m = mgr_new(f, opts);
+	if (!m)
+		return sio_err_set(ENOMEM, "out of memory");
+	ret = mgr_borrow(m, device, &shared);
+	if (!ret)
+		ret = mgr_ctrl_up(m, shared);
+	if (!ret)
+		ret = mgr_go_live(m, shared);
+	if (ret) {
+		sio_err_save(&es);
+		sio_nvme_manager_close(m);
+		sio_err_restore(&es);
+		return ret;
+	}
+	mgr_log_serving(m);
 	*out = m;
 	return 0;
-fail:
-	sio_err_save(&es);
-	sio_nvme_manager_close(m);
-	sio_err_restore(&es);
-	return ret;
 }
 
 static uint64_t db_offset(const struct sio_nvme_manager *m, uint32_t qid)
