@@ -6,13 +6,6 @@
 #include <string.h>
 #include "priv.h"
 
-/* The driver's messages go to libsmartio's channel (sio_errmsg()); this
- * name is kept for programs written against it. */
-const char *sio_gpu_errmsg(void)
-{
-	return sio_errmsg();
-}
-
 int sio_gpu_cuda_err(cudaError_t e, const char *what)
 {
 	int err;

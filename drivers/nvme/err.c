@@ -6,13 +6,6 @@
 #include <string.h>
 #include "priv.h"
 
-/* The driver's messages go to libsmartio's channel (sio_errmsg()); this
- * name is kept for programs written against it. */
-const char *sio_nvme_errmsg(void)
-{
-	return sio_errmsg();
-}
-
 void sio_nvme_backoff_wait(struct sio_nvme_backoff *b)
 {
 	struct timespec ts;

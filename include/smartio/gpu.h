@@ -186,14 +186,6 @@ struct sio_gpu_qp_info {
 };
 
 /**
- * sio_gpu_errmsg() - the same as sio_errmsg()
- *
- * The GPU driver reports through libsmartio's one message per thread. Kept
- * for one release for programs written against it; use sio_errmsg().
- */
-const char *sio_gpu_errmsg(void);
-
-/**
  * sio_gpu_count() - CUDA devices present
  * Return: the count (> 0), or -ENODEV with the reason in sio_errmsg()
  * (no driver, no device, CUDA built out).
@@ -440,12 +432,6 @@ uint64_t sio_gpu_checksum_host(const void *p, uint64_t len);
  * queue pair among many threads.
  */
 
-/* Device functions' errors: <errno.h> values, as on the host (nvcc takes it). */
-#define SIO_GPU_EINVAL		(-EINVAL)
-#define SIO_GPU_EIO		(-EIO)
-#define SIO_GPU_ETIMEDOUT	(-ETIMEDOUT)
-#define SIO_GPU_EFAULT		(-EFAULT)	/* the controller could not read the SQ */
-
 static __device__ __forceinline__ uint64_t sio_gpu_now_ns(void)
 {
 	uint64_t t;
@@ -560,7 +546,7 @@ static __device__ __forceinline__ void sio_gpu_cq_reap(struct sio_gpu_queue *q)
 			 * not fetch an SQ entry, whose command will never complete.
 			 * Fail now rather than at the timeout. */
 			if (SIO_NVME_STATUS_CODE(c->status))
-				sio_gpu_fail(q, SIO_GPU_EFAULT);
+				sio_gpu_fail(q, -EFAULT);
 		}
 		if (++head == q->depth) {
 			head = 0;
@@ -601,7 +587,7 @@ static __device__ int sio_gpu_submit(struct sio_gpu_queue *q, struct sio_nvme_cm
 	int failed;
 
 	if (bytes > q->max_xfer || (bus & 3u))
-		return SIO_GPU_EINVAL;
+		return -EINVAL;
 	if ((failed = sio_gpu_failed(q)))
 		return failed;
 	deadline = sio_gpu_now_ns() + q->timeout_ns;
@@ -615,7 +601,7 @@ static __device__ int sio_gpu_submit(struct sio_gpu_queue *q, struct sio_nvme_cm
 		if ((failed = sio_gpu_failed(q)))
 			return failed;
 		if (sio_gpu_now_ns() > deadline)
-			return sio_gpu_fail(q, SIO_GPU_ETIMEDOUT);
+			return sio_gpu_fail(q, -ETIMEDOUT);
 		sio_gpu_cq_reap(q);
 		sio_gpu_backoff(&ns);
 	}
@@ -640,7 +626,7 @@ static __device__ int sio_gpu_submit(struct sio_gpu_queue *q, struct sio_nvme_cm
 		if ((failed = sio_gpu_failed(q)))
 			return failed;
 		if (sio_gpu_now_ns() > deadline)
-			return sio_gpu_fail(q, SIO_GPU_ETIMEDOUT);
+			return sio_gpu_fail(q, -ETIMEDOUT);
 		sio_gpu_backoff(&ns);
 	}
 	*ticket = t;
@@ -670,7 +656,7 @@ static __device__ int sio_gpu_wait(struct sio_gpu_queue *q, uint32_t ticket, uin
 		if (sio_gpu_ld(&q->done[p]) == ticket + 1)
 			break;
 		if (sio_gpu_now_ns() > deadline)
-			return sio_gpu_fail(q, SIO_GPU_ETIMEDOUT);
+			return sio_gpu_fail(q, -ETIMEDOUT);
 		sio_gpu_backoff(&ns);
 	}
 	/* the completion (and the data before it) before our reads */
@@ -681,7 +667,7 @@ static __device__ int sio_gpu_wait(struct sio_gpu_queue *q, uint32_t ticket, uin
 	/* hand the slot to the ticket one round on */
 	__threadfence();
 	atomicExch(&q->round[p], ticket + q->depth);
-	return st ? SIO_GPU_EIO : 0;
+	return st ? -EIO : 0;
 }
 
 /**
@@ -705,7 +691,7 @@ static __device__ int sio_gpu_rw(struct sio_gpu_queue *q, uint8_t opcode, uint32
 	int ret;
 
 	if (nlb == 0 || nlb > 65536u || (uint64_t)nlb * lba_size > q->max_xfer)
-		return SIO_GPU_EINVAL;
+		return -EINVAL;
 	sio_nvme_cmd_rw(&cmd, opcode, nsid, slba, nlb, 0, 0);
 	ret = sio_gpu_submit(q, &cmd, bus, nlb * lba_size, &t);
 	if (ret)

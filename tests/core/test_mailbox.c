@@ -34,7 +34,7 @@ Test(mailbox, client_refuses_a_bad_header)
 
 	cr_assert_eq(sio_segment_create(l, SIO_NVME_MBOX_SEGID(dev), 4096, 0, &seg), 0);
 	cr_assert_eq(sio_nvme_client_open(h, dev, &cl), -EPROTO);
-	cr_assert(strstr(sio_nvme_errmsg(), "not a mailbox"), "%s", sio_nvme_errmsg());
+	cr_assert(strstr(sio_errmsg(), "not a mailbox"), "%s", sio_errmsg());
 	sio_segment_close(seg);
 
 	cr_assert_eq(sio_segment_create(l, SIO_NVME_MBOX_SEGID(dev), SIO_NVME_MBOX_SIZE, 0, &seg), 0);
@@ -56,8 +56,8 @@ Test(mailbox, client_refuses_a_bad_header)
 		}
 		memcpy((void *)&mb->h, &x, sizeof(x));
 		cr_assert_eq(sio_nvme_client_open(h, dev, &cl), -EPROTO, "%s: %s", why[i],
-			     sio_nvme_errmsg());
-		cr_assert(strstr(sio_nvme_errmsg(), why[i]), "%s", sio_nvme_errmsg());
+			     sio_errmsg());
+		cr_assert(strstr(sio_errmsg(), why[i]), "%s", sio_errmsg());
 	}
 	/* the good header passes: the client gets as far as asking the manager,
 	 * which is a dead pid here, so it is told at once */
@@ -68,7 +68,7 @@ Test(mailbox, client_refuses_a_bad_header)
 	waitpid(gone, NULL, 0);
 	x.mgr_pid = gone;
 	memcpy((void *)&mb->h, &x, sizeof(x));
-	cr_assert_eq(sio_nvme_client_open(h, dev, &cl), -ENOTCONN, "%s", sio_nvme_errmsg());
+	cr_assert_eq(sio_nvme_client_open(h, dev, &cl), -ENOTCONN, "%s", sio_errmsg());
 	sio_segment_close(seg);
 	sio_devreg_close(reg);
 	sio_fabric_close(h);

@@ -45,6 +45,4 @@ Test(errors, the_nvme_driver_reports_through_sio_errmsg)
 	sio_err_set(EIO, "stale");
 	cr_assert_eq(sio_nvme_qspec_parse("depth=1", &spec), -EINVAL);
 	cr_assert(strstr(sio_errmsg(), "depth '1' out of range"), "%s", sio_errmsg());
-	/* The old name reads the same message. */
-	cr_assert_str_eq(sio_nvme_errmsg(), sio_errmsg());
 }

@@ -10,7 +10,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <nvme/types.h>
-#include <smartio/dma.h>
+#include <smartio/model.h>
 #include <smartio/nvme/ctrl.h>
 #include <smartio/nvme/queue.h>
 #include "../core/common.h"

@@ -325,15 +325,6 @@ uint32_t sio_nvme_ctrl_aer_armed(const struct sio_nvme_ctrl *c);
 const char *sio_nvme_status_str(uint16_t status);
 
 /**
- * sio_nvme_errmsg() - the same as sio_errmsg()
- *
- * The driver reports through libsmartio's one message per thread, which
- * already includes libsmartio's words where a library call was the cause.
- * Kept for one release for programs written against it; use sio_errmsg().
- */
-const char *sio_nvme_errmsg(void);
-
-/**
  * sio_nvme_find_device() - pick an NVMe controller on the fabric
  * @f: fabric handle
  * @id: device id, or SIO_DEVICE_ANY for the first device of class 0x010802

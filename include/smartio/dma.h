@@ -1,3 +1,0 @@
-/* SPDX-License-Identifier: MIT */
-/* The provider API's old name: see <smartio/model.h>. */
-#include <smartio/model.h>
