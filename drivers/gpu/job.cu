@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <cuda_runtime.h>
 #include <smartio/gpu.h>
+#include <smartio/gpu/queue.cuh>
 
 extern "C" int sio_gpu_cuda_err(cudaError_t e, const char *what);
 

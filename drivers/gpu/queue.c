@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <smartio/gpu/queue.cuh>
 #include "priv.h"
 
 /* Per-slot arrays, laid out after the struct in one allocation. */

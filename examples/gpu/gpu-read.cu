@@ -25,6 +25,7 @@
 #include <string.h>
 #include <cuda_runtime.h>
 #include <smartio/gpu.h>
+#include <smartio/gpu/queue.cuh>
 #include <smartio/nvme/client.h>
 
 struct check {

@@ -12,37 +12,14 @@
  * GPU's address space, so a CUDA kernel runs the I/O with no CPU on the data
  * path (the paper's sections 6.4 and 7.4.1).
  *
- * Many GPU threads share one queue pair: each takes a ticket (atomicAdd),
- * which names its SQ slot and command id; the thread that wins the doorbell
- * lock rings for every entry written so far (batched doorbells); whoever
- * holds the CQ lock reaps every posted completion and hands each to its
- * waiter by command id. Every wait is bounded by the queue's timeout
- * (globaltimer) and ends in -ETIMEDOUT, which fails the queue, rather than
- * hanging the GPU. A failed queue stays failed (a late completion could
- * otherwise complete the next user of its slot): destroy it and make
- * another.
- *
- * Tickets are 32-bit and wrap: every comparison is modulo 2^32, so a queue
- * runs for any number of commands.
- *
- * Rule: a thread holds at most one ticket it has not waited on. Its next
- * submit may need the slot its own unwaited command holds, which only its
- * sio_gpu_wait() frees: the submit then times out and fails the queue
- * (bounded, never a hang). sio_gpu_rw() and its wrappers obey the rule by
- * construction; callers of the split sio_gpu_submit()/sio_gpu_wait() must
- * wait before they submit again.
- *
- * Data a read brought in is visible to the thread that waited for it (and,
- * after a __syncthreads() or fence, to others) as soon as sio_gpu_wait()
- * returns 0: the controller posts the completion only after the data
- * landed.
+ * This header is the host side: GPU memory, queue pairs, batch jobs. The
+ * calls a CUDA kernel makes on a queue (sio_gpu_submit(), sio_gpu_wait(),
+ * sio_gpu_read(), ...) and the queue's layout are in the device-side
+ * header <smartio/gpu/queue.cuh>; host code holds a queue only by its
+ * device pointer.
  *
  * Host functions return 0 or -errno with sio_errmsg() saying why; the
- * ones that need a GPU return -ENODEV without one. Device functions (below,
- * compiled by nvcc only) return 0, -EIO with the NVMe status, -ETIMEDOUT,
- * -EINVAL, or the queue's failure: -ETIMEDOUT, or -EFAULT when the
- * controller reported that it could not read an SQ entry (its log says why,
- * e.g. nvme-emu without the GPU plugin).
+ * ones that need a GPU return -ENODEV without one.
  */
 
 #include <errno.h>
@@ -51,7 +28,6 @@
 #include <stdint.h>
 #include <smartio/smartio.h>
 #include <smartio/nvme/types.h>
-#include <smartio/nvme/queue.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,6 +36,7 @@ extern "C" {
 struct sio_nvme_client;
 struct sio_gpu_nvme;
 struct sio_gpu_qp;
+struct sio_gpu_queue;		/* <smartio/gpu/queue.cuh>; in GPU memory */
 
 /**
  * struct sio_gpu_mem - GPU memory registered with the fabric
@@ -74,49 +51,6 @@ struct sio_gpu_mem {
 	void *dptr;
 	uint64_t size;
 	int gpu;
-};
-
-/**
- * struct sio_gpu_queue - a queue pair as GPU threads drive it
- *
- * Lives in GPU memory; filled by sio_gpu_queue_alloc(). Kernels take a
- * pointer to it and use only the device functions below.
- */
-struct sio_gpu_queue {
-	struct sio_nvme_cmd *sq;		/* device pointer */
-	volatile struct sio_nvme_cpl *cq;	/* device pointer (GPU or host memory) */
-	volatile uint32_t *sq_db;		/* device pointer into BAR0 */
-	volatile uint32_t *cq_db;
-	uint64_t *prp;				/* depth PRP list pages */
-	uint64_t prp_bus;			/* their bus address */
-	uint32_t depth;				/* entries, a power of two */
-	uint32_t shift;				/* log2(depth) */
-	uint32_t page;				/* controller memory page size */
-	uint32_t max_xfer;			/* bytes per command at most */
-	uint64_t timeout_ns;			/* bound on every wait */
-	uint16_t qid;
-	volatile int32_t *failed_host;		/* mirror of @failed in mapped host
-						 * memory (device pointer), or NULL */
-	/* state shared by the threads */
-	uint32_t ticket;			/* next ticket */
-	uint32_t rung;				/* tickets the SQ doorbell covers */
-	uint32_t sq_lock, cq_lock;
-	uint32_t cq_head, cq_phase;
-	uint32_t cq_seen;			/* completions consumed (from the
-						 * first ticket) */
-	int32_t failed;				/* 0, or the error that failed it */
-	uint32_t spurious;			/* completions for no command */
-	/*
-	 * Per slot (depth entries each). Slot p serves tickets t with
-	 * t % depth == p in turn; all markers are whole tickets compared for
-	 * equality, so they wrap with the ticket, and each starts as if the
-	 * ticket one round before the first had used the slot.
-	 */
-	uint32_t *round;			/* the ticket allowed to use it next */
-	uint32_t *ready;			/* ticket + 1 once the entry is written */
-	uint32_t *tick;				/* ticket occupying it */
-	uint32_t *done;				/* ticket + 1 once completed */
-	uint16_t *status;			/* NVMe status (SCT << 8 | SC) */
 };
 
 /**
@@ -424,298 +358,5 @@ uint64_t sio_gpu_checksum_host(const void *p, uint64_t len);
 #ifdef __cplusplus
 }
 #endif
-
-#if defined(__CUDACC__)
-/*
- * Device side: the calls a CUDA kernel makes. Command building, PRP lists,
- * fences and doorbell stores are queue.h's; what is added here is sharing a
- * queue pair among many threads.
- */
-
-static __device__ __forceinline__ uint64_t sio_gpu_now_ns(void)
-{
-	uint64_t t;
-
-	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-	return t;
-}
-
-/* Back off between polls: a spinning warp steals issue slots from the
- * threads that do the work. */
-static __device__ __forceinline__ void sio_gpu_backoff(uint32_t *ns)
-{
-#if __CUDA_ARCH__ >= 700
-	__nanosleep(*ns);
-#endif
-	if (*ns < 2048)
-		*ns <<= 1;
-}
-
-static __device__ __forceinline__ uint32_t sio_gpu_ld(const volatile uint32_t *p)
-{
-	return *p;
-}
-
-static __device__ __forceinline__ bool sio_gpu_trylock(uint32_t *l)
-{
-	if (atomicCAS(l, 0u, 1u) != 0u)
-		return false;
-	__threadfence();
-	return true;
-}
-
-static __device__ __forceinline__ void sio_gpu_unlock(uint32_t *l)
-{
-	__threadfence();
-	atomicExch(l, 0u);
-}
-
-/* Fail the queue once: every waiter sees it and returns. The host reads
- * the mirror (sio_gpu_queue_failed()) without waiting for the kernel. */
-static __device__ __forceinline__ int sio_gpu_fail(struct sio_gpu_queue *q, int err)
-{
-	int v;
-
-	atomicCAS((int *)&q->failed, 0, err);
-	v = (int)sio_gpu_ld((volatile uint32_t *)&q->failed);
-	if (q->failed_host) {
-		*q->failed_host = v;
-		__threadfence_system();
-	}
-	return v ? v : err;
-}
-
-static __device__ __forceinline__ int sio_gpu_failed(struct sio_gpu_queue *q)
-{
-	return (int)sio_gpu_ld((volatile uint32_t *)&q->failed);
-}
-
-/* Ring the SQ doorbell for every consecutive written entry (batched). */
-static __device__ __forceinline__ void sio_gpu_sq_ring(struct sio_gpu_queue *q)
-{
-	uint32_t n, start;
-
-	if (!sio_gpu_trylock(&q->sq_lock))
-		return;
-	start = n = sio_gpu_ld(&q->rung);
-	while (sio_gpu_ld(&q->ready[n & (q->depth - 1)]) == n + 1)
-		n++;
-	if (n != start) {
-		/* the entries (written by any thread) before the tail */
-		sio_nvme_wmb();
-		sio_nvme_mmio_write32(q->sq_db, n & (q->depth - 1));
-		/* the tail leaves before the next holder's: never an older
-		 * tail after a newer one */
-		__threadfence_system();
-		*(volatile uint32_t *)&q->rung = n;
-	}
-	sio_gpu_unlock(&q->sq_lock);
-}
-
-/* Reap every posted completion, hand each to its slot, ring the CQ head. */
-static __device__ __forceinline__ void sio_gpu_cq_reap(struct sio_gpu_queue *q)
-{
-	uint32_t head, phase, n = 0;
-
-	if (!sio_gpu_trylock(&q->cq_lock))
-		return;
-	head = sio_gpu_ld(&q->cq_head);
-	phase = sio_gpu_ld(&q->cq_phase);
-	for (;;) {
-		volatile struct sio_nvme_cpl *c = &q->cq[head];
-		uint16_t st = c->status;
-		uint16_t cid;
-
-		if ((st & 1u) != phase)
-			break;
-		sio_nvme_rmb();
-		cid = c->cid;
-		if (cid < q->depth) {
-			uint32_t t = sio_gpu_ld(&q->tick[cid]);
-
-			if (sio_gpu_ld(&q->done[cid]) != t + 1) {
-				q->status[cid] = SIO_NVME_STATUS_CODE(c->status);
-				__threadfence();
-				*(volatile uint32_t *)&q->done[cid] = t + 1;
-			} else {
-				q->spurious++;
-			}
-		} else {
-			q->spurious++;
-			/* An error for no command (cid 0xffff): the controller could
-			 * not fetch an SQ entry, whose command will never complete.
-			 * Fail now rather than at the timeout. */
-			if (SIO_NVME_STATUS_CODE(c->status))
-				sio_gpu_fail(q, -EFAULT);
-		}
-		if (++head == q->depth) {
-			head = 0;
-			phase ^= 1u;
-		}
-		n++;
-	}
-	if (n) {
-		*(volatile uint32_t *)&q->cq_head = head;
-		*(volatile uint32_t *)&q->cq_phase = phase;
-		/* our reads of the entries before the slots go back */
-		sio_nvme_wmb();
-		sio_nvme_mmio_write32(q->cq_db, head);
-		__threadfence_system();
-		atomicAdd(&q->cq_seen, n);
-	}
-	sio_gpu_unlock(&q->cq_lock);
-}
-
-/**
- * sio_gpu_submit() - place one command in a shared GPU queue and ring
- * @q: queue (device pointer)
- * @cmd: the command; its cid and, when @bytes > 0, its PRPs are filled here
- * @bus: data address as the controller sees it (dword aligned)
- * @bytes: data length, at most q->max_xfer (0: no data)
- * @ticket: the ticket to wait on with sio_gpu_wait()
- *
- * The calling thread must not hold another ticket it has not waited on
- * (see the DOC at the top).
- * Return: 0, -EINVAL, -ETIMEDOUT (no slot freed in time), or the queue's
- * failure. A timeout fails the queue.
- */
-static __device__ int sio_gpu_submit(struct sio_gpu_queue *q, struct sio_nvme_cmd *cmd,
-				     uint64_t bus, uint32_t bytes, uint32_t *ticket)
-{
-	uint64_t deadline;
-	uint32_t t, p, ns = 32;
-	int failed;
-
-	if (bytes > q->max_xfer || (bus & 3u))
-		return -EINVAL;
-	if ((failed = sio_gpu_failed(q)))
-		return failed;
-	deadline = sio_gpu_now_ns() + q->timeout_ns;
-	t = atomicAdd(&q->ticket, 1u);
-	p = t & (q->depth - 1);
-	/* The slot's previous command has been waited on (round[p] is our
-	 * ticket), and at most depth - 1 are in flight so the CQ cannot
-	 * overflow. Both comparisons hold across the 2^32 wrap. */
-	while (sio_gpu_ld(&q->round[p]) != t ||
-	       (int32_t)(t - sio_gpu_ld(&q->cq_seen)) >= (int32_t)(q->depth - 1)) {
-		if ((failed = sio_gpu_failed(q)))
-			return failed;
-		if (sio_gpu_now_ns() > deadline)
-			return sio_gpu_fail(q, -ETIMEDOUT);
-		sio_gpu_cq_reap(q);
-		sio_gpu_backoff(&ns);
-	}
-	*(volatile uint32_t *)&q->tick[p] = t;
-	if (bytes) {
-		uint64_t *list = q->prp + (uint64_t)p * (q->page / 8);
-
-		sio_nvme_prp_fill(bus, bytes, q->page, list,
-				  q->prp_bus + (uint64_t)p * q->page, &cmd->prp1, &cmd->prp2);
-	}
-	cmd->cid = (uint16_t)p;
-	q->sq[p] = *cmd;
-	/* entry and PRP list visible to the controller before anyone rings */
-	__threadfence_system();
-	atomicExch(&q->ready[p], t + 1);
-	ns = 32;
-	while ((int32_t)(sio_gpu_ld(&q->rung) - t) <= 0) {
-		sio_gpu_sq_ring(q);
-		if ((int32_t)(sio_gpu_ld(&q->rung) - t) > 0)
-			break;
-		/* a failed queue rings no more: leave now, not at the deadline */
-		if ((failed = sio_gpu_failed(q)))
-			return failed;
-		if (sio_gpu_now_ns() > deadline)
-			return sio_gpu_fail(q, -ETIMEDOUT);
-		sio_gpu_backoff(&ns);
-	}
-	*ticket = t;
-	return 0;
-}
-
-/**
- * sio_gpu_wait() - wait for a submitted command's completion
- * @q: queue
- * @ticket: from sio_gpu_submit()
- * @status: NVMe status (SCT << 8 | SC), 0 on success (may be NULL)
- * Return: 0, -EIO (see @status), -ETIMEDOUT (fails the queue), or the
- * queue's failure. On 0 the command's data is in place and visible to the
- * calling thread.
- */
-static __device__ int sio_gpu_wait(struct sio_gpu_queue *q, uint32_t ticket, uint16_t *status)
-{
-	uint32_t p = ticket & (q->depth - 1), ns = 64;
-	uint64_t deadline = sio_gpu_now_ns() + q->timeout_ns;
-	uint16_t st;
-	int failed;
-
-	while (sio_gpu_ld(&q->done[p]) != ticket + 1) {
-		if ((failed = sio_gpu_failed(q)))
-			return failed;
-		sio_gpu_cq_reap(q);
-		if (sio_gpu_ld(&q->done[p]) == ticket + 1)
-			break;
-		if (sio_gpu_now_ns() > deadline)
-			return sio_gpu_fail(q, -ETIMEDOUT);
-		sio_gpu_backoff(&ns);
-	}
-	/* the completion (and the data before it) before our reads */
-	__threadfence_system();
-	st = *(volatile uint16_t *)&q->status[p];
-	if (status)
-		*status = st;
-	/* hand the slot to the ticket one round on */
-	__threadfence();
-	atomicExch(&q->round[p], ticket + q->depth);
-	return st ? -EIO : 0;
-}
-
-/**
- * sio_gpu_rw() - read or write blocks between the device and GPU memory
- * @q: queue
- * @opcode: SIO_NVME_CMD_READ or SIO_NVME_CMD_WRITE
- * @nsid: namespace
- * @slba: first block
- * @nlb: blocks
- * @lba_size: bytes per block
- * @bus: bus address of the GPU buffer (as the controller sees it)
- * @status: NVMe status on -EIO (may be NULL)
- * Return: as sio_gpu_wait(), or -EINVAL above q->max_xfer.
- */
-static __device__ int sio_gpu_rw(struct sio_gpu_queue *q, uint8_t opcode, uint32_t nsid,
-				 uint64_t slba, uint32_t nlb, uint32_t lba_size, uint64_t bus,
-				 uint16_t *status)
-{
-	struct sio_nvme_cmd cmd;
-	uint32_t t;
-	int ret;
-
-	if (nlb == 0 || nlb > 65536u || (uint64_t)nlb * lba_size > q->max_xfer)
-		return -EINVAL;
-	sio_nvme_cmd_rw(&cmd, opcode, nsid, slba, nlb, 0, 0);
-	ret = sio_gpu_submit(q, &cmd, bus, nlb * lba_size, &t);
-	if (ret)
-		return ret;
-	return sio_gpu_wait(q, t, status);
-}
-
-/** sio_gpu_read() - read blocks into GPU memory at @bus; as sio_gpu_rw() */
-static __device__ __forceinline__ int sio_gpu_read(struct sio_gpu_queue *q, uint32_t nsid,
-						   uint64_t slba, uint32_t nlb,
-						   uint32_t lba_size, uint64_t bus,
-						   uint16_t *status)
-{
-	return sio_gpu_rw(q, SIO_NVME_CMD_READ, nsid, slba, nlb, lba_size, bus, status);
-}
-
-/** sio_gpu_write() - write blocks from GPU memory at @bus; as sio_gpu_rw() */
-static __device__ __forceinline__ int sio_gpu_write(struct sio_gpu_queue *q, uint32_t nsid,
-						    uint64_t slba, uint32_t nlb,
-						    uint32_t lba_size, uint64_t bus,
-						    uint16_t *status)
-{
-	return sio_gpu_rw(q, SIO_NVME_CMD_WRITE, nsid, slba, nlb, lba_size, bus, status);
-}
-#endif /* __CUDACC__ */
 
 #endif

@@ -25,10 +25,10 @@ rm -f "$dest.log"
 lib=$dest$libdir inc=$dest$includedir
 
 # -- headers --------------------------------------------------------------
-want=$(cd "$src/include" && find smartio -name '*.h' | sort |
+want=$(cd "$src/include" && find smartio -name '*.h' -o -name '*.cuh' | sort |
 	{ if [ "$nvme" = true ]; then cat; else grep -v '^smartio/nvme/'; fi; } |
-	{ if [ "$gpu" = true ]; then cat; else grep -vx 'smartio/gpu.h'; fi; })
-have=$(cd "$inc" && find smartio -name '*.h' | sort)
+	{ if [ "$gpu" = true ]; then cat; else grep -v '^smartio/gpu[./]'; fi; })
+have=$(cd "$inc" && find smartio -name '*.h' -o -name '*.cuh' | sort)
 for h in $want; do
 	[ -f "$inc/$h" ] || bad "include/$h is not installed (add it to include/meson.build)"
 done

@@ -10,8 +10,8 @@
  * unchanged from host C, C++ and CUDA device code (SIO_HD). A queue pair is
  * driven by one thread at a time; callers that share one serialise. (The
  * GPU driver shares a queue pair among many threads with an engine of its
- * own in gpu.h; it takes only the barriers, doorbell stores and command
- * builders from here.)
+ * own in gpu/queue.cuh; it takes only the barriers, doorbell stores and
+ * command builders from here.)
  *
  * Ordering is explicit (barrier.h): SQ entries are fenced before the
  * doorbell store, and a completion's phase tag is read once, then fenced,
