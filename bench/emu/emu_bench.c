@@ -23,9 +23,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include <nvme/types.h>
-#include <smartio/smartio.h>
-#include <smartio/nvme/cmd.h>
-#include <smartio/nvme/queue.h>
+#include <smartio/nvme.h>
 #include "emu.h"
 
 static uint64_t now_ns(void)

@@ -19,9 +19,8 @@
 #include "optgroup.h"
 
 #include <sched.h>
-#include <smartio/smartio.h>
+#include <smartio/nvme.h>
 #include <smartio/parse.h>
-#include <smartio/nvme/client.h>
 
 struct sio_fio_opts {
 	void *pad;		/* fio: an option's offset must not be 0 */

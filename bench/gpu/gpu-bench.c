@@ -19,7 +19,7 @@
 #include <string.h>
 #include <cuda_runtime_api.h>
 #include <smartio/gpu.h>
-#include <smartio/nvme/client.h>
+#include <smartio/nvme.h>
 
 static struct sio_fabric *f;
 static struct sio_gpu_nvme *g;

@@ -13,9 +13,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include <time.h>
-#include <smartio/smartio.h>
-#include <smartio/nvme/client.h>
-#include <smartio/nvme/manager.h>
+#include <smartio/nvme.h>
 #include "opt.h"
 
 /* ---- environment: fabric, controller, manager ---- */

@@ -29,7 +29,7 @@
 #define CALLGRIND_TOGGLE_COLLECT do { } while (0)
 #define HAVE_CALLGRIND 0
 #endif
-#include <smartio/nvme/queue.h>
+#include <smartio/nvme.h>
 
 static void on_done(void *arg, int err, uint16_t status)
 {

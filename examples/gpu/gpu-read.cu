@@ -26,7 +26,7 @@
 #include <cuda_runtime.h>
 #include <smartio/gpu.h>
 #include <smartio/gpu/queue.cuh>
-#include <smartio/nvme/client.h>
+#include <smartio/nvme.h>
 
 struct check {
 	int err;

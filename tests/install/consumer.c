@@ -9,8 +9,7 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <smartio/smartio.h>
-#include <smartio/nvme/client.h>
+#include <smartio/nvme.h>
 #ifdef CONSUMER_GPU
 #include <smartio/gpu.h>
 #endif

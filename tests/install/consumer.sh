@@ -26,7 +26,7 @@ lib=$dest$libdir inc=$dest$includedir
 
 # -- headers --------------------------------------------------------------
 want=$(cd "$src/include" && find smartio -name '*.h' -o -name '*.cuh' | sort |
-	{ if [ "$nvme" = true ]; then cat; else grep -v '^smartio/nvme/'; fi; } |
+	{ if [ "$nvme" = true ]; then cat; else grep -v '^smartio/nvme[./]'; fi; } |
 	{ if [ "$gpu" = true ]; then cat; else grep -v '^smartio/gpu[./]'; fi; })
 have=$(cd "$inc" && find smartio -name '*.h' -o -name '*.cuh' | sort)
 for h in $want; do
@@ -45,7 +45,8 @@ CC=$cc sh "$src/tests/core/headers.sh" "$dest/hdr" ||
 # -- exported symbols ----------------------------------------------------
 # The functions the installed headers declare (gcc's -aux-info lists every
 # prototype with its header), by library: gpu.h is libsmartio-gpu's,
-# nvme/*.h libsmartio-nvme's, the rest libsmartio's.
+# nvme/*.h libsmartio-nvme's, the rest libsmartio's (the bundles nvme.h and
+# smartio.h declare nothing of their own).
 for h in $have; do echo "#include <$h>"; done >"$dest/all.c"
 : >"$dest/aux"
 gcc -std=gnu11 -fsyntax-only -aux-info "$dest/aux" -I"$inc" "$dest/all.c" ||

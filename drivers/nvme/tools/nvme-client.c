@@ -15,7 +15,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
-#include <smartio/nvme/client.h>
+#include <smartio/nvme.h>
 #include "tool.h"
 
 enum op { OP_WRITE, OP_READ, OP_VERIFY, OP_WRITE_VERIFY };

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <smartio/nvme/client.h>
+#include <smartio/nvme.h>
 #include "tool.h"
 
 static void usage(FILE *o)

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <smartio/nvme/manager.h>
+#include <smartio/nvme.h>
 #include "tool.h"
 
 static volatile sig_atomic_t stop;

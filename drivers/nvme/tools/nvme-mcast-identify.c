@@ -26,8 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
-#include <smartio/smartio.h>
-#include <smartio/nvme/ctrl.h>
+#include <smartio/nvme.h>
 #include "tool.h"
 
 #define ID_SIZE		4096

@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <smartio/nvme/ctrl.h>
+#include <smartio/nvme.h>
 
 struct tool_common {
 	const char *prog;
