@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <smartio/parse.h>
+#include "parse.h"
 #include <smartio/fabric.h>
 #include <smartio/device.h>
 

@@ -20,7 +20,7 @@
 
 #include <sched.h>
 #include <smartio/nvme.h>
-#include <smartio/parse.h>
+#include "parse.h"
 
 struct sio_fio_opts {
 	void *pad;		/* fio: an option's offset must not be 0 */

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
-#include <smartio/parse.h>
+#include "parse.h"
 #include "client-priv.h"
 
 /* ---- queue spec ---- */

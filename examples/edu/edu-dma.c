@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <smartio/smartio.h>
-#include <smartio/parse.h>
+#include "parse.h"
 #include "edu.h"
 
 static void usage(FILE *out)

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <smartio/parse.h>
+#include "parse.h"
 #include "internal.h"
 
 #define REAP_EVERY_NS		100000000ull

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <smartio/smartio.h>
-#include <smartio/parse.h>
+#include "parse.h"
 #ifdef SIO_TOOL_VFIO
 #include "smartio-vfio.h"
 #endif

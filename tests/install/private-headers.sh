@@ -8,6 +8,7 @@
 #   libsmartio-nvme  drivers/nvme/*.h
 #   libsmartio-gpu   drivers/gpu/*.h (the library and its DMA plugin)
 #   nvme-emu model   drivers/nvme/emu/emu_priv.h (emu.h is the model's interface)
+# (src/support/*.h is shared by the libraries and the programs alike.)
 # Usage: private-headers.sh BUILD_DIR SOURCE_DIR
 set -eu
 build=$(cd "$1" && pwd -P) src=$(cd "$2" && pwd -P)

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <smartio/smartio.h>
 #include <smartio/model.h>
-#include <smartio/parse.h>
+#include "parse.h"
 #include "emu_priv.h"
 
 uint64_t emu_now_ns(void)

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <smartio/smartio.h>
-#include <smartio/parse.h>
+#include "parse.h"
 #include "emu.h"
 #include "ready.h"
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <smartio/parse.h>
+#include "parse.h"
 #include "tool.h"
 
 void tool_init(struct tool_common *t, const char *prog)

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <smartio/smartio.h>
-#include <smartio/parse.h>
+#include "parse.h"
 #include "edu-model.h"
 #include "ready.h"
 

@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
-#include <smartio/parse.h>
+#include "parse.h"
 #include "shm/shm.h"
 
 #define LOCK_TIMEOUT_MS		5000

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
-#include <smartio/parse.h>
+#include "parse.h"
 #include "shmwin.h"
 
 static __thread uint32_t my_tix;

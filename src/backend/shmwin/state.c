@@ -16,7 +16,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <smartio/parse.h>
+#include "parse.h"
 #include "shmwin.h"
 #include "shm/shm.h"
 

@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef SMARTIO_PARSE_H
-#define SMARTIO_PARSE_H
+#ifndef SIO_SUPPORT_PARSE_H
+#define SIO_SUPPORT_PARSE_H
 
 /**
  * DOC: parsing numbers
  *
- * The one way smartio reads a number from a person: every program's options
- * and the library's environment variables ($SMARTIO_NODE,
- * $SMARTIO_LOCK_TIMEOUT_MS). A number is the whole string, decimal or 0x
+ * The one way smartio reads a number from a person: every program's options,
+ * the library's environment variables ($SMARTIO_NODE,
+ * $SMARTIO_LOCK_TIMEOUT_MS) and the NVMe driver's queue specs. It is in no
+ * library's ABI: libsmartio and libsmartio-nvme each carry a hidden copy,
+ * and the programs take it from the static archives they link (meson:
+ * sio_parse_dep). A number is the whole string, decimal or 0x
  * hexadecimal, with no sign, no space and no leading 0 taken as octal; it
  * must not overflow and must lie in [@min, @max]. On failure the calling
- * thread's sio_errmsg() quotes the string as given and says what is wrong,
- * and the result is left untouched.
+ * thread's sio_errmsg() quotes the string as given and says what is wrong
+ * (set with sio_err_set(), so every copy writes the one message), and the
+ * result is left untouched.
  */
 
 #include <stdint.h>
