@@ -320,7 +320,10 @@ void sio_gpu_qp_close(struct sio_gpu_qp *qp)
 	free(qp);
 }
 
-void sio_gpu_qp_info(const struct sio_gpu_qp *qp, struct sio_gpu_qp_info *out)
+int sio_gpu_qp_info(const struct sio_gpu_qp *qp, struct sio_gpu_qp_info *out)
 {
+	if (!qp || !out)
+		return sio_err_set(EINVAL, "sio_gpu_qp_info: NULL argument");
 	*out = qp->info;
+	return 0;
 }

@@ -399,9 +399,12 @@ void sio_nvme_client_close(struct sio_nvme_client *cl)
 	free(cl);
 }
 
-void sio_nvme_client_info(const struct sio_nvme_client *cl, struct sio_nvme_ctrl_info *out)
+int sio_nvme_client_info(const struct sio_nvme_client *cl, struct sio_nvme_ctrl_info *out)
 {
+	if (!cl || !out)
+		return sio_err_set(EINVAL, "sio_nvme_client_info: NULL argument");
 	*out = cl->ci;
+	return 0;
 }
 
 struct sio_device *sio_nvme_client_device(const struct sio_nvme_client *cl)

@@ -66,7 +66,15 @@ struct sio_nvme_ctrl {
 	struct nvme_id_ctrl id;
 };
 
-const struct sio_nvme_ctrl_info *sio_nvme_ctrl_info(const struct sio_nvme_ctrl *c)
+int sio_nvme_ctrl_info(const struct sio_nvme_ctrl *c, struct sio_nvme_ctrl_info *out)
+{
+	if (!c || !out)
+		return sio_err_set(EINVAL, "sio_nvme_ctrl_info: NULL argument");
+	*out = c->info;
+	return 0;
+}
+
+const struct sio_nvme_ctrl_info *sio_nvme_ctrl_ci(const struct sio_nvme_ctrl *c)
 {
 	return &c->info;
 }

@@ -26,7 +26,7 @@ static int dbbuf_seg(struct sio_nvme_ctrl *c, struct sio_nvme_dbbuf *d, uint32_t
 {
 	struct sio_device *dev = sio_nvme_ctrl_device(c);
 	struct sio_fabric *f = sio_device_fabric(dev);
-	const struct sio_nvme_ctrl_info *ci = sio_nvme_ctrl_info(c);
+	const struct sio_nvme_ctrl_info *ci = sio_nvme_ctrl_ci(c);
 	struct sio_device_info di;
 	uint64_t page = ci->page_size, bytes;
 	void *va;

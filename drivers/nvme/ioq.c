@@ -622,8 +622,10 @@ void sio_nvme_ioq_close(struct sio_nvme_ioq *q)
 	ioq_delete_free(q);
 }
 
-void sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *out)
+int sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *out)
 {
+	if (!q || !out)
+		return sio_err_set(EINVAL, "sio_nvme_ioq_info: NULL argument");
 	memset(out, 0, sizeof(*out));
 	out->qid = q->qp[0].q.qid;
 	out->depth = q->depth;
@@ -641,6 +643,7 @@ void sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *o
 	out->sgl_cmds = q->sgl_cmds;
 	out->shadow_doorbells = q->qp[0].q.sq_ei != NULL;	/* rings as EventIdx says */
 	out->db_writes = q->qp[0].q.db_writes + q->qp[1].q.db_writes;
+	return 0;
 }
 
 uint32_t sio_nvme_ioq_inflight(const struct sio_nvme_ioq *q)

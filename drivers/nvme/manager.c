@@ -99,10 +99,13 @@ struct sio_nvme_ctrl *sio_nvme_manager_ctrl(const struct sio_nvme_manager *m)
 	return m->ctrl;
 }
 
-void sio_nvme_manager_stats(const struct sio_nvme_manager *m,
-			    struct sio_nvme_manager_stats *out)
+int sio_nvme_manager_stats(const struct sio_nvme_manager *m,
+			   struct sio_nvme_manager_stats *out)
 {
+	if (!m || !out)
+		return sio_err_set(EINVAL, "sio_nvme_manager_stats: NULL argument");
 	*out = m->st;
+	return 0;
 }
 
 /* Open the mailbox. @clients: slots of running clients stay (a take-over);
@@ -349,7 +352,7 @@ static int mgr_go_live(struct sio_nvme_manager *m, bool shared)
 {
 	int ret;
 
-	m->ci = sio_nvme_ctrl_info(m->ctrl);
+	m->ci = sio_nvme_ctrl_ci(m->ctrl);
 	if (!m->adopted)
 		state_reset(m, shared);
 	/* Exclusive, so no one maps BAR0 unconfined; on a take-over, at once. */
@@ -1010,7 +1013,7 @@ static int reset_ctrl(struct sio_nvme_manager *m)
 		return sio_err_wrap(-ret, "cannot reset device %u after its fatal status",
 				    m->dinfo.id);
 	}
-	m->ci = sio_nvme_ctrl_info(m->ctrl);
+	m->ci = sio_nvme_ctrl_ci(m->ctrl);
 	state_reset(m, true);
 	sio_nvme_mbox_ctrl_pack(&m->mb->h.ctrl, m->ci);
 	sio_nvme_dbbuf_publish(&m->mb->h.dbbuf, sio_nvme_ctrl_dbbuf(m->ctrl));

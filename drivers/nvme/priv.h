@@ -155,6 +155,9 @@ int sio_nvme_dbbuf_adopt(struct sio_nvme_ctrl *c, struct sio_nvme_dbbuf *d, uint
 void sio_nvme_dbbuf_close(struct sio_device *dev, struct sio_nvme_dbbuf *d);
 void sio_nvme_dbbuf_reset(struct sio_nvme_dbbuf *d, uint32_t qid);
 const struct sio_nvme_dbbuf *sio_nvme_ctrl_dbbuf(const struct sio_nvme_ctrl *c);
+/* The controller's info in place (sio_nvme_ctrl_info() copies it), for the
+ * driver's files that keep a pointer for the controller's life. */
+const struct sio_nvme_ctrl_info *sio_nvme_ctrl_ci(const struct sio_nvme_ctrl *c);
 struct sio_nvme_mbox_dbbuf;
 void sio_nvme_dbbuf_publish(struct sio_nvme_mbox_dbbuf *m, const struct sio_nvme_dbbuf *d);
 

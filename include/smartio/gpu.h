@@ -262,8 +262,13 @@ int sio_gpu_qp_create(struct sio_gpu_nvme *g, const struct sio_gpu_qp_opts *opts
 /** sio_gpu_qp_close() - delete a queue pair (NULL ignored); no kernel may use it */
 void sio_gpu_qp_close(struct sio_gpu_qp *qp);
 
-/** sio_gpu_qp_info() - describe a queue pair */
-void sio_gpu_qp_info(const struct sio_gpu_qp *qp, struct sio_gpu_qp_info *out);
+/**
+ * sio_gpu_qp_info() - describe a queue pair
+ * @qp: queue pair
+ * @out: filled in
+ * Return: 0, or -EINVAL for a NULL argument.
+ */
+int sio_gpu_qp_info(const struct sio_gpu_qp *qp, struct sio_gpu_qp_info *out);
 
 /**
  * struct sio_gpu_job - a batch of I/O run by a kernel over several queues

@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 #include <smartio/smartio.h>
-#include <smartio/nvme/client.h>
+#include <smartio/nvme.h>
 
 Test(errors, set_returns_the_errno_negated_and_may_quote_the_old_message)
 {
@@ -45,4 +45,22 @@ Test(errors, the_nvme_driver_reports_through_sio_errmsg)
 	sio_err_set(EIO, "stale");
 	cr_assert_eq(sio_nvme_qspec_parse("depth=1", &spec), -EINVAL);
 	cr_assert(strstr(sio_errmsg(), "depth '1' out of range"), "%s", sio_errmsg());
+}
+
+Test(errors, every_info_getter_refuses_a_null_handle_with_einval)
+{
+	struct sio_nvme_ctrl_info ci;
+	struct sio_nvme_ioq_info qi;
+	struct sio_nvme_manager_stats ms;
+
+	cr_assert_eq(sio_nvme_ctrl_info(NULL, &ci), -EINVAL);
+	cr_assert(strstr(sio_errmsg(), "sio_nvme_ctrl_info"), "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_info(NULL, &ci), -EINVAL);
+	cr_assert(strstr(sio_errmsg(), "sio_nvme_client_info"), "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_ioq_info(NULL, &qi), -EINVAL);
+	cr_assert(strstr(sio_errmsg(), "sio_nvme_ioq_info"), "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_manager_stats(NULL, &ms), -EINVAL);
+	cr_assert(strstr(sio_errmsg(), "sio_nvme_manager_stats"), "%s", sio_errmsg());
+	cr_assert_eq(sio_device_info(NULL, NULL), -EINVAL);
+	cr_assert_eq(sio_segment_info(NULL, NULL), -EINVAL);
 }

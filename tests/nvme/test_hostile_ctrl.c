@@ -183,13 +183,15 @@ Test(hostile_ctrl, bar0_too_small_for_the_doorbell_stride)
 Test(hostile_ctrl, queue_count_clamped_to_the_doorbells_bar0_holds)
 {
 	struct bench b = { .h = { .lba_ds = 9, .nq_grant = 0xfffe } };	/* grants anything */
+	struct sio_nvme_ctrl_info ci;
 	struct sio_nvme_ctrl *ctrl;
 
 	/* 0x4000 bytes, doorbells 1 KiB apart: queue ids 0..5 fit (12 KiB / 2 KiB). */
 	bench_up(&b, "hc-nq", 0x4000, 8);
 	cr_assert_eq(sio_nvme_ctrl_open(b.dev, NULL, &ctrl), 0, "%s", sio_errmsg());
 	cr_assert_eq(b.h.nq_asked + 1, 5, "asked for %u queues", b.h.nq_asked + 1);
-	cr_assert_eq(sio_nvme_ctrl_info(ctrl)->io_queues, 5);
+	cr_assert_eq(sio_nvme_ctrl_info(ctrl, &ci), 0);
+	cr_assert_eq(ci.io_queues, 5);
 	sio_nvme_ctrl_close(ctrl);
 	bench_down(&b);
 }

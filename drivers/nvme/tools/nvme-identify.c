@@ -141,7 +141,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "nvme-identify: %s\n", sio_errmsg());
 			goto out;
 		}
-		ci = *sio_nvme_ctrl_info(ctrl);
+		sio_nvme_ctrl_info(ctrl, &ci);
 		via = "borrowed exclusively";
 	}
 	for (i = 1; i <= (int)ci.nn && nns < MAX_NS_SHOWN; i++, nns++) {

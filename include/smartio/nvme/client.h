@@ -202,8 +202,9 @@ void sio_nvme_client_close(struct sio_nvme_client *cl);
  * sio_nvme_client_info() - the controller as the manager brought it up
  * @cl: client
  * @out: filled in (cmb.size is 0 without a CMB)
+ * Return: 0, or -EINVAL for a NULL argument.
  */
-void sio_nvme_client_info(const struct sio_nvme_client *cl, struct sio_nvme_ctrl_info *out);
+int sio_nvme_client_info(const struct sio_nvme_client *cl, struct sio_nvme_ctrl_info *out);
 
 /**
  * sio_nvme_client_device() - the client's borrow of the controller
@@ -393,8 +394,9 @@ int sio_nvme_client_events(struct sio_nvme_client *cl, uint32_t *seq, uint32_t *
  * sio_nvme_ioq_info() - describe a queue pair
  * @q: queue pair
  * @out: filled in
+ * Return: 0, or -EINVAL for a NULL argument.
  */
-void sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *out);
+int sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *out);
 
 /**
  * sio_nvme_ioq_read() - submit a read (asynchronous)

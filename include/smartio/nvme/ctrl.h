@@ -165,8 +165,10 @@ void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c);
 /**
  * sio_nvme_ctrl_info() - what is known about the controller
  * @c: controller
+ * @out: filled in (cmb.size is 0 without a CMB)
+ * Return: 0, or -EINVAL for a NULL argument.
  */
-const struct sio_nvme_ctrl_info *sio_nvme_ctrl_info(const struct sio_nvme_ctrl *c);
+int sio_nvme_ctrl_info(const struct sio_nvme_ctrl *c, struct sio_nvme_ctrl_info *out);
 
 /**
  * sio_nvme_ctrl_id() - Identify Controller data read at open

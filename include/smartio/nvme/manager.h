@@ -126,9 +126,10 @@ int sio_nvme_manager_run(struct sio_nvme_manager *m, volatile sig_atomic_t *stop
  * sio_nvme_manager_stats() - counters
  * @m: manager
  * @out: filled in
+ * Return: 0, or -EINVAL for a NULL argument.
  */
-void sio_nvme_manager_stats(const struct sio_nvme_manager *m,
-			    struct sio_nvme_manager_stats *out);
+int sio_nvme_manager_stats(const struct sio_nvme_manager *m,
+			   struct sio_nvme_manager_stats *out);
 
 /**
  * sio_nvme_manager_ctrl() - the controller the manager drives
