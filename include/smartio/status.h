@@ -24,26 +24,13 @@ extern "C" {
 
 /**
  * struct sio_segment_status - one segment of the fabric
- * @id: its id, unique on its home node
- * @node: its home node
- * @size: bytes
- * @kind: RAM, BAR or GPU
- * @device: for a BAR, the id of its device; else -1
- * @bar: for a BAR, its index; else -1
- * @hugepages: backed by huge pages
+ * @info: what it is, as sio_segment_info() says (@info.name: its label,
+ *	sio_segment_set_name())
  * @owner_pid: the process that created it (for a BAR, its device's lender)
- * @name: its label (sio_segment_set_name())
  */
 struct sio_segment_status {
-	uint32_t id;
-	int node;
-	uint64_t size;
-	enum sio_segment_kind kind;
-	int device;
-	int bar;
-	bool hugepages;
+	struct sio_segment_info info;
 	int owner_pid;
-	char name[SIO_NAME_MAX];
 };
 
 /**

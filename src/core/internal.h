@@ -99,9 +99,11 @@ int sio__seg_check(struct sio_segment *seg);
 int sio__dev_check(struct sio_device *dev);
 /* Registry lock held: the slot of multicast group @group, or -errno. */
 int sio__mcast_group(struct sio_fabric *f, uint32_t group);
-/* Registry lock held: describe node @n, device slot @d (an entry in use). */
+/* Registry lock held: describe node @n, device slot @d, segment slot @s
+ * (an entry in use). */
 void sio__node_info(struct sio_fabric *f, int n, struct sio_node_info *o);
 void sio__device_info(struct sio_registry *r, int d, struct sio_device_info *o);
+void sio__segment_info(struct sio_registry *r, int s, struct sio_segment_info *o);
 /* Registry lock held: may this process map that part of a (BAR) segment? */
 int sio__bar_access(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly);
 

@@ -328,20 +328,35 @@ int sio_segment_unmap(struct sio_segment *seg)
 	return 0;
 }
 
+void sio__segment_info(struct sio_registry *r, int s, struct sio_segment_info *o)
+{
+	const struct reg_seg *sg = &r->segs[s];
+	const struct reg_dev *dv = reg_dev_at(r, sg->device);
+
+	memset(o, 0, sizeof(*o));
+	o->id = sg->id;
+	o->node = sg->node;
+	o->size = sg->size;
+	o->kind = (enum sio_segment_kind)sg->kind;
+	o->device = dv ? (int)dv->id : -1;
+	o->bar = dv ? sg->bar : -1;
+	o->hugepages = sg->huge;
+	memcpy(o->name, sg->name, sizeof(o->name));
+	o->name[sizeof(o->name) - 1] = 0;
+}
+
 int sio_segment_info(const struct sio_segment *seg, struct sio_segment_info *out)
 {
 	const struct reg_seg *s;
 
 	if (!seg || !out)
 		return sio__err(EINVAL, "segment or out pointer is NULL");
-	memset(out, 0, sizeof(*out));
-	out->id = seg->id;
-	out->node = seg->node;
-	out->size = seg->size;
-	out->kind = seg->kind;
-	out->device = -1;
-	out->bar = -1;
 	if (seg->bar_dev) {
+		memset(out, 0, sizeof(*out));
+		out->id = seg->id;
+		out->node = seg->node;
+		out->size = seg->size;
+		out->kind = seg->kind;
 		out->device = (int)sio_device_id(seg->bar_dev);
 		out->bar = seg->bar_idx;
 		snprintf(out->name, sizeof(out->name), "bar%d", seg->bar_idx);
@@ -350,12 +365,11 @@ int sio_segment_info(const struct sio_segment *seg, struct sio_segment_info *out
 	s = &seg->f->reg->segs[seg->slot];
 	if (!s->used || s->gen != seg->gen)
 		return sio__err(ENOENT, "segment %u of node %d is gone", seg->id, seg->node);
-	out->kind = s->kind;
-	out->device = reg_dev_at(seg->f->reg, s->device) ? (int)seg->f->reg->devs[s->device].id : -1;
-	out->bar = s->bar;
-	out->hugepages = s->huge;
-	memcpy(out->name, s->name, sizeof(out->name));
-	out->name[sizeof(out->name) - 1] = 0;
+	sio__segment_info(seg->f->reg, seg->slot, out);
+	/* the handle's view: a connected segment's id, node and size as mapped */
+	out->id = seg->id;
+	out->node = seg->node;
+	out->size = seg->size;
 	return 0;
 }
 

@@ -42,18 +42,12 @@ static void fill(struct sio_fabric *f, struct sio_fabric_status *st)
 	for (int n = 0; n < st->nnodes; n++)
 		sio__node_info(f, n, &st->nodes[n]);
 	for (int s = 0, i = 0; s < SIO_MAX_SEGS; s++) {
-		const struct reg_seg *sg = &r->segs[s];
 		struct sio_segment_status *o = &st->segments[i];
 
-		if (!sg->used)
+		if (!r->segs[s].used)
 			continue;
-		dv = reg_dev_at(r, sg->device);
-		*o = (struct sio_segment_status){ .id = sg->id, .node = sg->node, .size = sg->size,
-						  .kind = (enum sio_segment_kind)sg->kind,
-						  .device = dv ? (int)dv->id : -1, .bar = dv ? sg->bar : -1,
-						  .hugepages = sg->huge, .owner_pid = reg_proc_pid(r, sg->owner) };
-		memcpy(o->name, sg->name, sizeof(o->name));
-		o->name[sizeof(o->name) - 1] = 0;
+		sio__segment_info(r, s, &o->info);
+		o->owner_pid = reg_proc_pid(r, r->segs[s].owner);
 		i++;
 	}
 	for (int d = 0, i = 0; d < SIO_MAX_DEVS; d++)

@@ -199,11 +199,11 @@ static void status_json(const struct sio_fabric_status *st, const char *topo)
 	}
 	printf("],\"segments\":[");
 	for (int i = 0; i < st->nsegments; i++) {
-		const struct sio_segment_status *sg = &st->segments[i];
+		const struct sio_segment_info *sg = &st->segments[i].info;
 
 		printf("%s{\"node\":%d,\"id\":%u,\"size\":%llu,\"kind\":\"%s\",\"name\":\"%s\",\"pid\":%d}",
 		       i ? "," : "", sg->node, sg->id, (unsigned long long)sg->size, kind_name(sg->kind),
-		       sg->name, sg->owner_pid);
+		       sg->name, st->segments[i].owner_pid);
 	}
 	printf("],\"devices\":[");
 	for (int i = 0; i < st->ndevices; i++) {
@@ -232,10 +232,11 @@ static void status_text(const struct sio_fabric_status *st, const char *topo)
 			       t->windows);
 	printf("\nsegments:\n%-6s %-10s %-12s %-5s %-8s %s\n", "node", "id", "size", "kind", "pid", "name");
 	for (int i = 0; i < st->nsegments; i++) {
-		const struct sio_segment_status *sg = &st->segments[i];
+		const struct sio_segment_info *sg = &st->segments[i].info;
 
 		printf("%-6d %-10u %-12llu %-5s %-8d %s\n", sg->node, sg->id,
-		       (unsigned long long)sg->size, kind_name(sg->kind), sg->owner_pid, sg->name);
+		       (unsigned long long)sg->size, kind_name(sg->kind), st->segments[i].owner_pid,
+		       sg->name);
 	}
 	printf("\ndevices:\n%-4s %-7s %-9s %-16s %-10s %s\n", "id", "lender", "class", "name", "borrowers", "dma faults");
 	for (int i = 0; i < st->ndevices; i++) {
