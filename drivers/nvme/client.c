@@ -203,7 +203,7 @@ static int load_info(struct sio_nvme_client *cl)
 		why = "transfer limit";
 	else if (!m.timeout_ms || m.timeout_ms > 255 * 500)
 		why = "timeout";
-	else if (m.cmb_size && (m.cmb_bar < 0 || m.cmb_bar > 5 ||
+	else if (m.cmb_size && (m.cmb_bar < 0 || m.cmb_bar >= SIO_MAX_BARS ||
 				m.cmb_size > (1ull << 32) || m.cmb_offset > (1ull << 32)))
 		why = "controller memory buffer";
 	if (why)

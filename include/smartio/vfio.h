@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <smartio/device.h>	/* SIO_MAX_BARS */
 
 #ifdef __cplusplus
 extern "C" {
@@ -104,7 +105,7 @@ struct sio_vfio_probe {
 	struct {
 		uint64_t size, bus;
 		bool mmap;
-	} bar[6];
+	} bar[SIO_MAX_BARS];
 	uint32_t class_code;
 	bool nvme;
 	uint64_t nvme_cap;

@@ -101,14 +101,14 @@ struct reg_dev {
 	uint16_t vendor, device;
 	int32_t backend;
 	int32_t nbars;
-	int32_t bar_seg[6];
-	uint64_t bar_size[6];
+	int32_t bar_seg[SIO_MAX_BARS];
+	uint64_t bar_size[SIO_MAX_BARS];
 	uint8_t chassis;
 	int32_t excl;		/* borrow slot holding it exclusively, or -1 */
 	int32_t nborrows;
 	uint64_t gen;
-	int32_t restricted[6];	/* per BAR: restricting borrow slot + 1, 0: open */
-	uint64_t public_len[6];	/* per BAR: read-only prefix open to all */
+	int32_t restricted[SIO_MAX_BARS];	/* per BAR: restricting borrow slot + 1, 0: open */
+	uint64_t public_len[SIO_MAX_BARS];	/* per BAR: read-only prefix open to all */
 	_Atomic uint64_t dma_faults, dma_linkdown, last_fault;
 	char name[SIO_NAME_MAX];
 	char bdf[16];

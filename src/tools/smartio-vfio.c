@@ -210,7 +210,7 @@ static int cmd_probe(int argc, char **argv)
 	for (int r = 0; r < p.nranges; r++)
 		printf("  IOVA range %#llx-%#llx\n", (unsigned long long)p.ranges[r].start,
 		       (unsigned long long)p.ranges[r].last);
-	for (int b = 0; b < 6; b++)
+	for (int b = 0; b < SIO_MAX_BARS; b++)
 		if (p.bar[b].size)
 			printf("  BAR%d %llu bytes at bus %#llx%s\n", b, (unsigned long long)p.bar[b].size,
 			       (unsigned long long)p.bar[b].bus, p.bar[b].mmap ? ", mmappable" : "");

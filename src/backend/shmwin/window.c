@@ -98,7 +98,7 @@ static int open_pci(const char *spec, struct shmwin_win *w)
 	/* BDF is dddd:bb:dd.f; an optional :BAR follows */
 	snprintf(bdf, sizeof(bdf), "%s", spec);
 	if ((c = strchr(bdf, '.')) && (c = strchr(c, ':'))) {
-		if (sscanf(c + 1, "%d%n", &bar, &n) != 1 || c[1 + n] || bar < 0 || bar > 5)
+		if (sscanf(c + 1, "%d%n", &bar, &n) != 1 || c[1 + n] || bar < 0 || bar >= SIO_MAX_BARS)
 			return sio__err(EINVAL, "shmwin: '%s' names no BAR 0..5 after the function", spec);
 		bdf[c - bdf] = 0;
 	}

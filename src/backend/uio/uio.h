@@ -20,9 +20,9 @@ struct sio_uio_dev {
 	int uio;		/* N of /dev/uioN */
 	int cfg_fd;		/* /sys/bus/pci/devices/BDF/config */
 	uint64_t cfg_size;
-	int res_fd[6];		/* .../resourceN, -1 where absent */
-	uint64_t bar_size[6];
-	bool bar_io[6];		/* an I/O port BAR: not mmappable */
+	int res_fd[SIO_MAX_BARS];	/* .../resourceN, -1 where absent */
+	uint64_t bar_size[SIO_MAX_BARS];
+	bool bar_io[SIO_MAX_BARS];	/* an I/O port BAR: not mmappable */
 };
 
 /*

@@ -108,7 +108,7 @@ static int read_bars(struct sio_uio_dev *d)
 	fp = fopen(p, "r");
 	if (!fp)
 		return sio__err(errno, "uio: cannot read %s: %s", p, strerror(errno));
-	for (int b = 0; b < 6 && fscanf(fp, "%llx %llx %llx", &start, &end, &flags) == 3; b++) {
+	for (int b = 0; b < SIO_MAX_BARS && fscanf(fp, "%llx %llx %llx", &start, &end, &flags) == 3; b++) {
 		char leaf[16];
 
 		if (!end || end < start)
@@ -136,7 +136,7 @@ int sio_uio_open(const char *bdf, struct sio_uio_dev *d)
 
 	memset(d, 0, sizeof(*d));
 	d->cfg_fd = -1;
-	for (int b = 0; b < 6; b++)
+	for (int b = 0; b < SIO_MAX_BARS; b++)
 		d->res_fd[b] = -1;
 	rc = sio_pci_bdf_parse(bdf, d->bdf);
 	if (!rc)
@@ -174,11 +174,11 @@ void sio_uio_close(struct sio_uio_dev *d)
 {
 	if (d->cfg_fd >= 0)
 		close(d->cfg_fd);
-	for (int b = 0; b < 6; b++)
+	for (int b = 0; b < SIO_MAX_BARS; b++)
 		if (d->res_fd[b] >= 0)
 			close(d->res_fd[b]);
 	d->cfg_fd = -1;
-	for (int b = 0; b < 6; b++)
+	for (int b = 0; b < SIO_MAX_BARS; b++)
 		d->res_fd[b] = -1;
 }
 
@@ -229,7 +229,7 @@ int sio_uio_lend(const char *fabric, const char *bdf, volatile sig_atomic_t *sto
 	if (rc)
 		goto out;
 	ld.cfg = (struct sio_pci_cfg){ .bdf = d.bdf, .fd = d.cfg_fd, .size = d.cfg_size };
-	for (int b = 0; b < 6; b++) {
+	for (int b = 0; b < SIO_MAX_BARS; b++) {
 		ld.bar[b].size = d.bar_size[b];
 		ld.bar[b].fd = d.res_fd[b];	/* resourceN maps from offset 0 */
 		ld.bar[b].mmap = d.res_fd[b] >= 0;

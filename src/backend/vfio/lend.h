@@ -46,7 +46,7 @@ struct sio_lend_dev {
 		uint64_t size, offset;
 		int fd;
 		bool mmap;
-	} bar[6];
+	} bar[SIO_MAX_BARS];
 	void *priv;
 	int (*dma_map)(void *priv, void *va, uint64_t len, uint64_t mask, uint64_t *bus);
 	int (*dma_unmap)(void *priv, void *va, uint64_t bus, uint64_t len);

@@ -116,7 +116,7 @@ static int map_bar(struct lender *l, const struct sio_vfio_req *rq, struct mappi
 		return sio__err(ENOTSUP, "%s: device %u cannot DMA to BAR %d of device %u "
 				"(peer-to-peer between %s devices is not supported)",
 				l->dev->kind, l->id, rq->bar, rq->seg, l->dev->kind);
-	if (rq->bar < 0 || rq->bar > 5 || !l->dev->bar[rq->bar].size)
+	if (rq->bar < 0 || rq->bar >= SIO_MAX_BARS || !l->dev->bar[rq->bar].size)
 		return sio__err(ENOENT, "%s has no BAR %d", l->dev->cfg.bdf, rq->bar);
 	m->len = l->dev->bar[rq->bar].size;
 	return sio_pci_bar_bus(&l->dev->cfg, rq->bar, &m->iova);
@@ -271,7 +271,7 @@ static bool serve(struct lender *l, struct conn *c)
 		rp.status = sio__err(EPROTO, "%s lender: malformed request of %zd bytes",
 				     l->dev->kind, n);
 	} else if (rq.op == SIO_VFIO_OP_BAR) {
-		if (rq.bar < 0 || rq.bar > 5 || !l->dev->bar[rq.bar].size) {
+		if (rq.bar < 0 || rq.bar >= SIO_MAX_BARS || !l->dev->bar[rq.bar].size) {
 			rp.status = sio__err(ENOENT, "%s has no BAR %d", l->dev->cfg.bdf, rq.bar);
 		} else if (!l->dev->bar[rq.bar].mmap) {
 			rp.status = sio__err(ENOTSUP, "%s BAR %d cannot be mmapped", l->dev->cfg.bdf,

@@ -193,7 +193,7 @@ int sio_pci_bar_bus(const struct sio_pci_cfg *c, int bar, uint64_t *bus)
 	uint32_t lo, hi = 0;
 	int rc;
 
-	if (bar < 0 || bar > 5)
+	if (bar < 0 || bar >= SIO_MAX_BARS)
 		return sio__err(EINVAL, "BAR %d out of range", bar);
 	rc = sio_pci_cfg_read(c, 0x10 + 4 * bar, &lo, 4);
 	if (rc)

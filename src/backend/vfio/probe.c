@@ -66,7 +66,7 @@ int sio_vfio_probe(const char *bdf, enum sio_vfio_mode mode, struct sio_vfio_pro
 		out->ranges[r].start = d.iova.ranges[r].start;
 		out->ranges[r].last = d.iova.ranges[r].last;
 	}
-	for (int b = 0; b < 6; b++) {
+	for (int b = 0; b < SIO_MAX_BARS; b++) {
 		if (!(out->bar[b].size = d.region[b].size))
 			continue;
 		sio_vfio_bar_bus(&d, b, &out->bar[b].bus);

@@ -329,7 +329,7 @@ int sio_vfio_bar_mmap(struct sio_vfio_dev *d, int bar, void **vaddr, uint64_t *s
 	const struct sio_vfio_region *r;
 	void *p;
 
-	if (bar < 0 || bar > 5 || !d->region[bar].size)
+	if (bar < 0 || bar >= SIO_MAX_BARS || !d->region[bar].size)
 		return sio__err(ENOENT, "%s has no BAR %d", d->bdf, bar);
 	r = &d->region[bar];
 	if (!(r->flags & VFIO_REGION_INFO_FLAG_MMAP))
@@ -466,7 +466,7 @@ int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
 	if (rc)
 		return rc;
 	ld.cfg = cfg_of(&d);
-	for (int b = 0; b < 6; b++) {
+	for (int b = 0; b < SIO_MAX_BARS; b++) {
 		ld.bar[b].size = d.region[b].size;
 		ld.bar[b].offset = d.region[b].offset;
 		ld.bar[b].fd = d.fd;	/* every region is an offset of the device fd */
