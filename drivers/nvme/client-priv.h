@@ -37,7 +37,6 @@ struct sio_nvme_client {
 	/* Doorbells a page or more apart: each queue pair maps its own pages
 	 * (the manager grants them to this process), not the whole BAR. */
 	bool confined;
-	uint32_t db_stride;		/* bytes between doorbells, 4 << CAP.DSTRD */
 	struct sio_nvme_arena *arena;	/* NULL: none (arena.c) */
 	struct sio_segment *scratch;	/* admin data lands here (NULL: in the arena) */
 	void *scratch_va;

@@ -245,11 +245,10 @@ static int map_registers(struct sio_nvme_client *cl)
 	void *va;
 	int ret;
 
-	cl->db_stride = 4u << cl->ci.dstrd;
 	ret = sio_device_bar(cl->dev, 0, &cl->bar0);
 	if (ret)
 		return sio_err_wrap(-ret, "cannot reach BAR0 of device %u", cl->dinfo.id);
-	if (cl->db_stride >= SIO_NVME_CONFINE_PAGE) {
+	if (cl->ci.db_stride >= SIO_NVME_CONFINE_PAGE) {
 		ret = sio_segment_map_range(cl->bar0, -1, 0, SIO_NVME_CONFINE_PAGE,
 					    SIO_MAP_RDONLY, &va);
 		if (!ret) {

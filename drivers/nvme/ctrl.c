@@ -251,9 +251,9 @@ static int init_admin_queue(struct sio_nvme_ctrl *c)
 	ret = sio_nvme_queue_init(&c->admin, 0, SIO_NVME_ADMIN_DEPTH, c->adm_va + ADM_SQ_OFF,
 				  c->adm_va + ADM_CQ_OFF,
 				  (volatile uint32_t *)(c->regs +
-					sio_nvme_doorbell_offset(0, 0, c->info.dstrd)),
+					sio_nvme_doorbell_offset(0, 0, c->info.db_stride)),
 				  (volatile uint32_t *)(c->regs +
-					sio_nvme_doorbell_offset(0, 1, c->info.dstrd)),
+					sio_nvme_doorbell_offset(0, 1, c->info.db_stride)),
 				  c->adm_cids, c->adm_cookies, c->adm_busy);
 	if (ret)
 		return sio_err_set(-ret, "admin queue of %u entries rejected",
@@ -328,7 +328,7 @@ static int enable_cmb(struct sio_nvme_ctrl *c)
 /* Queue ids 0..n whose two doorbells lie inside BAR0; returns n. */
 static uint32_t bar0_queues(const struct sio_nvme_ctrl *c)
 {
-	uint64_t pair = 2ull * (4u << c->info.dstrd);
+	uint64_t pair = 2ull * c->info.db_stride;
 
 	if (c->bar0_size < SIO_NVME_REG_DBS + pair)
 		return 0;
@@ -371,7 +371,7 @@ static int identify_and_queues(struct sio_nvme_ctrl *c, const struct sio_nvme_ct
 					   "room for I/O queue doorbells at stride %u",
 					   sio_device_id(c->dev),
 					   (unsigned long long)c->bar0_size,
-					   4u << c->info.dstrd);
+					   c->info.db_stride);
 	}
 	ret = sio_nvme_ctrl_set_features(c, NVME_FEAT_FID_NUM_QUEUES,
 					 sio_nvme_feat_num_queues(want, want), &res, &st);
@@ -493,7 +493,7 @@ static int adopt_drain(struct sio_nvme_ctrl *c, const struct adm_keep *k)
 	int ret;
 
 	if (inflight) {
-		sio_nvme_wr32(c->regs, sio_nvme_doorbell_offset(0, 0, c->info.dstrd),
+		sio_nvme_wr32(c->regs, sio_nvme_doorbell_offset(0, 0, c->info.db_stride),
 			      k->sq_tail);
 		deadline = sio_nvme_now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
 		sio_nvme_backoff_init(&b, 1000000);
@@ -617,6 +617,7 @@ static int read_cap(struct sio_nvme_ctrl *c)
 				   "device gone or link down");
 	c->info.mqes = NVME_CAP_MQES(c->info.cap) + 1;
 	c->info.dstrd = NVME_CAP_DSTRD(c->info.cap);
+	c->info.db_stride = sio_nvme_db_stride(c->info.dstrd);
 	c->info.timeout_ms = NVME_CAP_TO(c->info.cap) * 500u;
 	if (c->info.timeout_ms < 500)
 		c->info.timeout_ms = 500;
@@ -629,11 +630,11 @@ static int read_cap(struct sio_nvme_ctrl *c)
 	if (c->info.page_size > 4096)
 		return sio_err_set(ENOTSUP, "controller's smallest page is %u bytes; "
 				   "the driver uses 4 KiB pages", c->info.page_size);
-	if (c->bar0_size < SIO_NVME_REG_DBS + 2ull * (4u << c->info.dstrd))
+	if (c->bar0_size < SIO_NVME_REG_DBS + 2ull * c->info.db_stride)
 		return sio_err_set(EINVAL, "BAR0 of device %u is %llu bytes: too small for "
 				   "the admin queue's doorbells at a stride of %u bytes (CAP.DSTRD %u)",
 				   sio_device_id(c->dev), (unsigned long long)c->bar0_size,
-				   4u << c->info.dstrd, c->info.dstrd);
+				   c->info.db_stride, c->info.dstrd);
 	return 0;
 }
 
@@ -1093,8 +1094,8 @@ int sio_nvme_ctrl_delete_qpair(struct sio_nvme_ctrl *c, uint16_t qid)
 	 * queues that do not exist (at most an async event, never requested).
 	 */
 	if (!c->admin_broken) {
-		sio_nvme_wr32(c->regs, sio_nvme_doorbell_offset(qid, 0, c->info.dstrd), 0);
-		sio_nvme_wr32(c->regs, sio_nvme_doorbell_offset(qid, 1, c->info.dstrd), 0);
+		sio_nvme_wr32(c->regs, sio_nvme_doorbell_offset(qid, 0, c->info.db_stride), 0);
+		sio_nvme_wr32(c->regs, sio_nvme_doorbell_offset(qid, 1, c->info.db_stride), 0);
 		sio_nvme_dbbuf_reset(&c->dbbuf, qid);
 	}
 	return ret ? ret : ret2;

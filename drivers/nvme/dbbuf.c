@@ -33,7 +33,7 @@ static int dbbuf_seg(struct sio_nvme_ctrl *c, struct sio_nvme_dbbuf *d, uint32_t
 	int ret;
 
 	memset(d, 0, sizeof(*d));
-	d->stride = 4u << ci->dstrd;
+	d->stride = ci->db_stride;
 	bytes = 2ull * (ci->io_queues + 1) * d->stride;
 	d->size = (uint32_t)((bytes + page - 1) / page * page);
 	if (kept_id) {
@@ -176,7 +176,7 @@ int sio_nvme_client_dbbuf(struct sio_nvme_client *cl)
 	memcpy(&m, (const void *)&cl->mb->h.dbbuf, sizeof(m));
 	if (!m.size || cl->confined)
 		return 0;
-	if (m.size % 4096 || m.size > (64u << 20) || m.stride != cl->db_stride ||
+	if (m.size % 4096 || m.size > (64u << 20) || m.stride != cl->ci.db_stride ||
 	    2ull * (cl->ci.io_queues + 1) * m.stride > m.size)
 		return sio_err_set(EPROTO, "the mailbox of device %u offers a bad shadow doorbell "
 				   "buffer: refusing it", cl->dinfo.id);

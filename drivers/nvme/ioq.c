@@ -182,9 +182,8 @@ static uint64_t align_page(const struct sio_nvme_ioq *q, uint64_t v)
 static int doorbells_map(struct sio_nvme_client *cl, struct sio_device *dev, int path,
 			 uint16_t qid, struct sio_nvme_doorbells *out)
 {
-	uint32_t dstrd = cl->ci.dstrd;
-	uint64_t sq_off = sio_nvme_doorbell_offset(qid, 0, dstrd);
-	uint64_t cq_off = sio_nvme_doorbell_offset(qid, 1, dstrd);
+	uint64_t sq_off = sio_nvme_doorbell_offset(qid, 0, cl->ci.db_stride);
+	uint64_t cq_off = sio_nvme_doorbell_offset(qid, 1, cl->ci.db_stride);
 	struct sio_segment_info si;
 	struct sio_errsave es;
 	volatile uint8_t *base;
@@ -205,19 +204,19 @@ static int doorbells_map(struct sio_nvme_client *cl, struct sio_device *dev, int
 	ret = sio_device_bar(dev, 0, &out->seg);
 	if (ret)
 		return sio_err_wrap(-ret, "cannot reach BAR0 of device %u", cl->dinfo.id);
-	ret = sio_segment_map_range(out->seg, path ? path : -1, sq_off, 2ull * cl->db_stride,
+	ret = sio_segment_map_range(out->seg, path ? path : -1, sq_off, 2ull * cl->ci.db_stride,
 				    0, &out->va);
 	if (ret) {
 		ret = sio_err_wrap(-ret, "cannot map the doorbell pages of queue %u "
 				   "(BAR0 0x%llx+0x%x)", qid, (unsigned long long)sq_off,
-				   2 * cl->db_stride);
+				   2 * cl->ci.db_stride);
 		sio_err_save(&es);
 		sio_segment_close(out->seg);
 		sio_err_restore(&es);
 		memset(out, 0, sizeof(*out));
 		return ret;
 	}
-	out->len = 2ull * cl->db_stride;
+	out->len = 2ull * cl->ci.db_stride;
 	out->sq_db = (volatile uint32_t *)out->va;
 	out->cq_db = (volatile uint32_t *)((uint8_t *)out->va + (cq_off - sq_off));
 	return 0;

@@ -221,6 +221,7 @@ static inline void sio_nvme_mbox_ctrl_unpack(struct sio_nvme_ctrl_info *ci,
 	ci->cap = m->cap;
 	ci->vs = m->vs;
 	ci->dstrd = m->dstrd;
+	ci->db_stride = sio_nvme_db_stride(m->dstrd);	/* DSTRD checked by the caller */
 	ci->mqes = m->mqes;
 	ci->page_size = m->page_size;
 	ci->max_xfer = m->max_xfer;

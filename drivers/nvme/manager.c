@@ -68,7 +68,6 @@ struct sio_nvme_manager {
 	bool confined;
 	bool published;		/* serving: the mailbox is ours to close */
 	bool adopted;		/* took over from a crashed manager */
-	uint32_t db_stride;
 	uint32_t last_doorbell;
 	uint64_t last_reap, last_pidcheck;
 	FILE *log;
@@ -142,8 +141,7 @@ static int confine(struct sio_nvme_manager *m)
 {
 	int ret;
 
-	m->db_stride = 4u << m->ci->dstrd;
-	if (m->db_stride < SIO_NVME_CONFINE_PAGE)
+	if (m->ci->db_stride < SIO_NVME_CONFINE_PAGE)
 		return 0;
 	ret = sio_device_restrict(m->dev, 0, SIO_NVME_CONFINE_PAGE);
 	if (ret == -EOPNOTSUPP) {
@@ -419,7 +417,7 @@ int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 
 static uint64_t db_offset(const struct sio_nvme_manager *m, uint32_t qid)
 {
-	return sio_nvme_doorbell_offset((uint16_t)qid, 0, m->ci->dstrd);
+	return sio_nvme_doorbell_offset((uint16_t)qid, 0, m->ci->db_stride);
 }
 
 static bool pid_alive(int32_t pid)
@@ -626,7 +624,7 @@ static int grant_doorbells(struct sio_nvme_manager *m, uint32_t qid, int32_t pid
 		return 0;
 	if (m->dbpid[qid] && m->dbpid[qid] != pid)
 		revoke_doorbells(m, qid);	/* a dead process's, to be sure */
-	ret = sio_device_grant(m->dev, pid, 0, db_offset(m, qid), 2ull * m->db_stride);
+	ret = sio_device_grant(m->dev, pid, 0, db_offset(m, qid), 2ull * m->ci->db_stride);
 	if (ret) {
 		snprintf(r->msg, sizeof(r->msg), "cannot grant the doorbells of queue %u: %s",
 			 qid, sio_errmsg());

@@ -39,7 +39,7 @@ static uint64_t now_ms(void)
 
 static uint64_t db_off(uint16_t qid)
 {
-	return sio_nvme_doorbell_offset(qid, 0, 10);
+	return sio_nvme_doorbell_offset(qid, 0, sio_nvme_db_stride(10));
 }
 
 /* Map @len bytes of BAR0 at @off through a handle of its own. */

@@ -91,9 +91,9 @@ Test(ioq_at, caller_placed_queue_does_io_and_bad_input_is_refused)
 		cr_assert_eq(sio_segment_map(bar0, &regs), 0, "%s", sio_errmsg());
 		sio_nvme_queue_init(&q, qid, DEPTH, va, va + 4096,
 				    (volatile uint32_t *)((uint8_t *)regs +
-					sio_nvme_doorbell_offset(qid, 0, ci.dstrd)),
+					sio_nvme_doorbell_offset(qid, 0, ci.db_stride)),
 				    (volatile uint32_t *)((uint8_t *)regs +
-					sio_nvme_doorbell_offset(qid, 1, ci.dstrd)),
+					sio_nvme_doorbell_offset(qid, 1, ci.db_stride)),
 				    cids, cookies, busy);
 	}
 	cr_assert_eq(sio_nvme_buf_alloc(cl, 4096, &buf), 0, "%s", sio_errmsg());

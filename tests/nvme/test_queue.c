@@ -509,5 +509,5 @@ Test(queue, prp_fill)
 	cr_assert_eq(p2, 0x9000, "more: PRP2 points at the list");
 	cr_assert_eq(list[0], 0x11000);
 	cr_assert_eq(list[2], 0x13000);
-	cr_assert_eq(sio_nvme_doorbell_offset(3, 1, 2), 0x1000u + 7u * 16u);
+	cr_assert_eq(sio_nvme_doorbell_offset(3, 1, sio_nvme_db_stride(2)), 0x1000u + 7u * 16u);
 }

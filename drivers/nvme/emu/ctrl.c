@@ -569,7 +569,7 @@ int sio_nvme_emu_parse_size(const char *s, uint64_t *out)
 
 uint64_t sio_nvme_emu_bar0_size(const struct sio_nvme_emu_config *cfg)
 {
-	uint64_t db = 2ull * (cfg->max_qpairs + 1) * (4ull << cfg->dstrd);
+	uint64_t db = 2ull * (cfg->max_qpairs + 1) * sio_nvme_db_stride(cfg->dstrd);
 
 	return (SIO_NVME_REG_DBS + db + EMU_PAGE - 1) & ~(uint64_t)(EMU_PAGE - 1);
 }
@@ -623,6 +623,7 @@ int sio_nvme_emu_create(const struct sio_nvme_emu_config *cfg, struct sio_nvme_e
 	emu->fd = -1;
 	emu->devid = -1;
 	emu->nq = cfg->max_qpairs + 1;
+	emu->db_stride = sio_nvme_db_stride(cfg->dstrd);
 	emu->mdts_bytes = EMU_PAGE << cfg->mdts;
 	/* a PRP transfer takes at most a piece per page; an SGL up to EMU_SGL_PIECES */
 	emu->max_segs = (emu->mdts_bytes / EMU_PAGE) + 1;

@@ -4,7 +4,7 @@
  * SQ tail and CQ head in a shadow doorbell in its own memory and writes the
  * MMIO doorbell only when the new value passes the EventIdx the controller
  * publishes beside it. Both buffers are laid out as the doorbells: queue y's
- * SQ entry at 2y * (4 << CAP.DSTRD), its CQ entry after it. The admin queue
+ * SQ entry at 2y * the doorbell stride, its CQ entry after it. The admin queue
  * keeps its MMIO doorbells (as Linux's driver uses it). A reset forgets both.
  * A host that writes only MMIO doorbells for some queue (a GPU kernel's)
  * still works: while a queue's shadow slots stay 0, BAR0 holds its values.
@@ -46,7 +46,7 @@ static bool shadow(struct sio_nvme_emu *emu, uint32_t qid, bool cq, uint32_t *v)
  */
 uint16_t emu_dbbuf_config(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd)
 {
-	uint64_t mask = emu->page_size - 1, len = 2ull * emu->nq * (4u << emu->cfg.dstrd);
+	uint64_t mask = emu->page_size - 1, len = 2ull * emu->nq * emu->db_stride;
 	void *p;
 
 	if (!cmd->prp1 || !cmd->prp2 || (cmd->prp1 & mask) || (cmd->prp2 & mask))

@@ -10,6 +10,7 @@
 #include <nvme/types.h>
 #include <smartio/fabric.h>		/* errors: sio_err_set() */
 #include <smartio/nvme/types.h>
+#include <smartio/nvme/queue.h>	/* doorbell offsets */
 #include "emu.h"
 
 #define EMU_PAGE		4096u
@@ -121,6 +122,7 @@ struct sio_nvme_emu {
 	volatile uint8_t *bar0;
 	uint64_t bar0_size;
 	uint64_t cap;
+	uint32_t db_stride;	/* bytes between doorbells, from CAP.DSTRD */
 
 	/* controller state */
 	uint32_t cc;		/* CC as last acted on */
@@ -206,7 +208,7 @@ static inline uint32_t cq_room(const struct emu_cq *cq)
 
 static inline uint32_t db_off(const struct sio_nvme_emu *emu, uint32_t qid, bool cq)
 {
-	return SIO_NVME_REG_DBS + (2 * qid + (cq ? 1 : 0)) * (4u << emu->cfg.dstrd);
+	return sio_nvme_doorbell_offset(qid, cq, emu->db_stride);
 }
 
 /* An MMIO doorbell as the host last stored it (BAR0 is shared memory). */

@@ -93,6 +93,7 @@ struct sio_nvme_cmb {
  * @vs: VS register
  * @mqes: largest queue, entries (CAP.MQES + 1)
  * @dstrd: CAP.DSTRD
+ * @db_stride: bytes between doorbells, sio_nvme_db_stride(@dstrd)
  * @timeout_ms: CAP.TO in milliseconds
  * @page_size: memory page size in use (CC.MPS)
  * @max_xfer: largest transfer per command, bytes (MDTS, capped by the driver)
@@ -110,6 +111,7 @@ struct sio_nvme_ctrl_info {
 	uint32_t vs;
 	uint32_t mqes;
 	uint32_t dstrd;
+	uint32_t db_stride;
 	uint32_t timeout_ms;
 	uint32_t page_size;
 	uint32_t max_xfer;

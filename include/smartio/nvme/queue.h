@@ -543,15 +543,27 @@ static inline SIO_HD void sio_nvme_cq_ring(struct sio_nvme_queue *q)
 }
 
 /**
+ * sio_nvme_db_stride() - bytes between two doorbells, 4 << CAP.DSTRD
+ * @dstrd: CAP.DSTRD (0..15)
+ *
+ * Computed once per controller and kept (struct sio_nvme_ctrl_info
+ * @db_stride), as Linux keeps dev->db_stride.
+ */
+static inline SIO_HD uint32_t sio_nvme_db_stride(uint32_t dstrd)
+{
+	return 4u << dstrd;
+}
+
+/**
  * sio_nvme_doorbell_offset() - byte offset of a doorbell in BAR0
  * @qid: queue id
  * @cq: 0 for the SQ tail doorbell, 1 for the CQ head doorbell
- * @dstrd: CAP.DSTRD
+ * @stride: bytes between doorbells, sio_nvme_db_stride()
  */
 static inline SIO_HD uint32_t sio_nvme_doorbell_offset(uint32_t qid, uint32_t cq,
-						      uint32_t dstrd)
+						      uint32_t stride)
 {
-	return SIO_NVME_REG_DBS + (2u * qid + cq) * (4u << dstrd);
+	return SIO_NVME_REG_DBS + (2u * qid + cq) * stride;
 }
 
 /* Command builders for the NVM command set. */
