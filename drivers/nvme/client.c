@@ -275,7 +275,7 @@ int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_
 	struct sio_nvme_mbox_req req;
 	struct sio_nvme_mbox_resp resp;
 	struct sio_errsave es;
-	struct sio_nvme_backoff b;
+	struct sio_backoff b;
 	struct sio_nvme_slice sl;
 	uint64_t deadline;
 	int ret;
@@ -315,7 +315,7 @@ int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_
 						  cl->dinfo.id);
 			goto fail;
 		}
-		sio_nvme_backoff_wait(&b);
+		sio_backoff_wait(&b);
 	}
 	if (ret)
 		goto fail;

@@ -123,7 +123,7 @@ int sio_nvme_ctrl_check(struct sio_nvme_ctrl *c)
 static int wait_ready(struct sio_nvme_ctrl *c, uint32_t rdy)
 {
 	uint64_t deadline = sio_nvme_now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
-	struct sio_nvme_backoff b;
+	struct sio_backoff b;
 	uint32_t csts;
 
 	sio_nvme_backoff_init(&b, 1000000);
@@ -142,7 +142,7 @@ static int wait_ready(struct sio_nvme_ctrl *c, uint32_t rdy)
 			return sio_err_set(ETIMEDOUT, "controller did not %s within "
 					   "CAP.TO (%u ms)", rdy ? "become ready" :
 					   "finish reset", c->info.timeout_ms);
-		sio_nvme_backoff_wait(&b);
+		sio_backoff_wait(&b);
 	}
 }
 
@@ -276,7 +276,7 @@ static void keep_pos(struct sio_nvme_ctrl *c, uint32_t inflight)
 static int enable_cmb(struct sio_nvme_ctrl *c)
 {
 	struct sio_nvme_cmb *m = &c->info.cmb;
-	struct sio_nvme_backoff b;
+	struct sio_backoff b;
 	struct sio_segment *bar;
 	uint32_t loc, sz, szu;
 	uint64_t bus, deadline, unit;
@@ -295,7 +295,7 @@ static int enable_cmb(struct sio_nvme_ctrl *c)
 		sz = sio_nvme_rd32(c->regs, NVME_REG_CMBSZ);
 		if (sz || sio_nvme_now_ns() > deadline)
 			break;
-		sio_nvme_backoff_wait(&b);
+		sio_backoff_wait(&b);
 	}
 	szu = NVME_CMBSZ_SZU(sz);
 	if (sz == 0 || sz == 0xffffffffu || szu > NVME_CMBSZ_SZU_64G)
@@ -487,7 +487,7 @@ static int adopt_admin_queue(struct sio_nvme_ctrl *c, uint32_t adm_id, struct ad
 static int adopt_drain(struct sio_nvme_ctrl *c, const struct adm_keep *k)
 {
 	uint32_t inflight = k->inflight;
-	struct sio_nvme_backoff b;
+	struct sio_backoff b;
 	struct sio_nvme_cpl done;
 	uint64_t deadline, cookie;
 	int ret;
@@ -510,7 +510,7 @@ static int adopt_drain(struct sio_nvme_ctrl *c, const struct adm_keep *k)
 			if (sio_nvme_now_ns() > deadline)
 				return stale("the admin commands in flight at the crash got "
 					     "no completion");
-			sio_nvme_backoff_wait(&b);
+			sio_backoff_wait(&b);
 		}
 	}
 	while ((ret = sio_nvme_cq_pop(&c->admin, &done, &cookie)) != -EAGAIN)
@@ -764,7 +764,7 @@ int sio_nvme_ctrl_open_kept(struct sio_device *dev, const struct sio_nvme_ctrl_o
 void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c)
 {
 	uint64_t deadline;
-	struct sio_nvme_backoff b;
+	struct sio_backoff b;
 	uint32_t cc, csts;
 
 	struct sio_errsave es;
@@ -788,7 +788,7 @@ void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c)
 				    NVME_CSTS_SHST(csts) == NVME_CSTS_SHST_CMPLT ||
 				    sio_nvme_now_ns() > deadline)
 					break;
-				sio_nvme_backoff_wait(&b);
+				sio_backoff_wait(&b);
 			}
 			cc = sio_nvme_rd32(c->regs, NVME_REG_CC);
 			if (cc != 0xffffffffu)
@@ -809,7 +809,7 @@ void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c)
 int sio_nvme_ctrl_admin_many(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmds,
 			     uint32_t n, struct sio_nvme_cpl *cpls, uint32_t timeout_ms)
 {
-	struct sio_nvme_backoff b;
+	struct sio_backoff b;
 	struct sio_nvme_cpl done;
 	uint64_t deadline, cookie, now, next_check;
 	uint32_t i, left = n;
@@ -864,7 +864,7 @@ int sio_nvme_ctrl_admin_many(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd 
 			return sio_err_set(ETIMEDOUT, "admin command 0x%02x got no "
 					   "completion within %u ms", cmds[0].opcode, timeout_ms);
 		}
-		sio_nvme_backoff_wait(&b);
+		sio_backoff_wait(&b);
 	}
 	return 0;
 }

@@ -1,31 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Small helpers the driver's files share: back-off, identify strings, status words. */
+/* Small helpers the driver's files share: identify strings, status words. */
 
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include "priv.h"
-
-void sio_nvme_backoff_wait(struct sio_nvme_backoff *b)
-{
-	struct timespec ts;
-
-	if (b->iter < b->spins) {
-		b->iter++;
-		sio_nvme_cpu_relax();
-		return;
-	}
-	if (b->iter < b->spins + b->yields) {
-		b->iter++;
-		sched_yield();
-		return;
-	}
-	ts.tv_sec = 0;
-	ts.tv_nsec = b->sleep_ns;
-	nanosleep(&ts, NULL);
-	if (b->sleep_ns < b->max_ns)
-		b->sleep_ns = b->sleep_ns * 2 > b->max_ns ? b->max_ns : b->sleep_ns * 2;
-}
 
 void sio_nvme_strcpy_id(char *dst, const char *src, size_t n)
 {

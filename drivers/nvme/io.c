@@ -436,7 +436,7 @@ int sio_nvme_ioq_poll(struct sio_nvme_ioq *q, uint32_t max)
 
 int sio_nvme_ioq_wait(struct sio_nvme_ioq *q)
 {
-	struct sio_nvme_backoff b;
+	struct sio_backoff b;
 	int ret;
 
 	sio_nvme_backoff_init_io(&b);
@@ -445,9 +445,9 @@ int sio_nvme_ioq_wait(struct sio_nvme_ioq *q)
 		if (ret < 0)
 			return ret;
 		if (ret > 0)
-			sio_nvme_backoff_init_io(&b);
+			sio_backoff_reset(&b);
 		else
-			sio_nvme_backoff_wait(&b);
+			sio_backoff_wait(&b);
 	}
 	return q->failed;
 }
@@ -473,7 +473,7 @@ static void sync_cb(void *arg, int err, uint16_t status)
  * so that is an error at once rather than a wait forever. */
 static int sync_wait(struct sio_nvme_ioq *q, struct sync_done *d, const char *what)
 {
-	struct sio_nvme_backoff b;
+	struct sio_backoff b;
 	int ret;
 
 	sio_nvme_backoff_init_io(&b);
@@ -488,7 +488,7 @@ static int sync_wait(struct sio_nvme_ioq *q, struct sync_done *d, const char *wh
 		if (!sio_nvme_ioq_inflight(q))
 			return sio_err_set(EIO, "queue %u: %s is no longer in flight and "
 					   "never completed", q->qp[0].q.qid, what);
-		sio_nvme_backoff_wait(&b);
+		sio_backoff_wait(&b);
 	}
 	if (d->err == -EIO)
 		return sio_err_set(EIO, "%s failed: %s (status 0x%03x)", what,
@@ -500,7 +500,7 @@ static int sync_wait(struct sio_nvme_ioq *q, struct sync_done *d, const char *wh
  * completed for the timeout (a multipath queue with no path and nothing in
  * flight, say, which the queue's own stall timeout does not see).
  * Return: 0 to try again, or -errno. */
-static int sync_room_wait(struct sio_nvme_ioq *q, struct sio_nvme_backoff *b, uint64_t *since)
+static int sync_room_wait(struct sio_nvme_ioq *q, struct sio_backoff *b, uint64_t *since)
 {
 	uint64_t now;
 	int ret = sio_nvme_ioq_poll(q, 0);
@@ -511,7 +511,7 @@ static int sync_room_wait(struct sio_nvme_ioq *q, struct sio_nvme_backoff *b, ui
 		*since = 0;
 		return 0;
 	}
-	sio_nvme_backoff_wait(b);
+	sio_backoff_wait(b);
 	now = sio_nvme_now_ns();
 	if (!*since)
 		*since = now;
@@ -525,7 +525,7 @@ static int sync_room_wait(struct sio_nvme_ioq *q, struct sio_nvme_backoff *b, ui
 /* Submit with retries while the queue is full (others' async I/O). */
 #define SYNC_SUBMIT(q, call, what) do {						\
 	struct sync_done d = { 0, 0, 0 };					\
-	struct sio_nvme_backoff b;						\
+	struct sio_backoff b;						\
 	uint64_t since_ = 0;							\
 	int r_;									\
 	sio_nvme_backoff_init_io(&b);						\

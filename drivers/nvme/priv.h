@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <time.h>
+#include <smartio/backoff.h>
 #include <smartio/nvme/ctrl.h>
 
 /* Doorbells this far apart can be confined (the rule: manager.h, DOC). */
@@ -21,37 +22,18 @@ static inline uint64_t sio_nvme_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/*
- * Back-off for polling loops: spin briefly (cheap when the answer is near),
- * then yield, then sleep with a growing delay up to max_ns, so a waiting
- * process never starves the controller or other clients of a 2-core host.
- */
-struct sio_nvme_backoff {
-	uint32_t iter;
-	uint32_t spins;
-	uint32_t yields;
-	uint32_t sleep_ns;
-	uint32_t max_ns;
-};
-
-static inline void sio_nvme_backoff_init(struct sio_nvme_backoff *b, uint32_t max_ns)
+/* The driver's waits back off as every polling loop does (smartio/backoff.h):
+ * register and mailbox waits briefly spin, then sleep up to @max_ns. */
+static inline void sio_nvme_backoff_init(struct sio_backoff *b, uint32_t max_ns)
 {
-	b->iter = 0;
-	b->spins = 64;
-	b->yields = 16;
-	b->sleep_ns = 1000;
-	b->max_ns = max_ns ? max_ns : 100000;
+	sio_backoff_init(b, 64, 16, max_ns);
 }
 
 /* For I/O waits, where the answer is usually microseconds away. */
-static inline void sio_nvme_backoff_init_io(struct sio_nvme_backoff *b)
+static inline void sio_nvme_backoff_init_io(struct sio_backoff *b)
 {
-	sio_nvme_backoff_init(b, 50000);
-	b->spins = 200;
-	b->yields = 2000;
+	sio_backoff_init(b, 200, 2000, 50000);
 }
-
-void sio_nvme_backoff_wait(struct sio_nvme_backoff *b);
 
 /* 32/64-bit register access on BAR0; 64-bit registers as two dwords (lo
  * first), which every controller accepts. */

@@ -18,5 +18,6 @@
 #include <smartio/event.h>
 #include <smartio/status.h>
 #include <smartio/irq.h>
+#include <smartio/backoff.h>
 
 #endif

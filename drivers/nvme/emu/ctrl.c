@@ -8,7 +8,6 @@
  * polling, and re-publishes the registers the host may only read.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -504,15 +503,6 @@ int sio_nvme_emu_poll(struct sio_nvme_emu *emu)
 	return work;
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
 void sio_nvme_emu_fail(struct sio_nvme_emu *emu)
 {
 	__atomic_store_n(&emu->fail_req, 1, __ATOMIC_RELEASE);
@@ -520,31 +510,22 @@ void sio_nvme_emu_fail(struct sio_nvme_emu *emu)
 
 int sio_nvme_emu_run(struct sio_nvme_emu *emu, volatile sig_atomic_t *stop)
 {
-	uint32_t idle = 0;
-	uint64_t sleep_ns = 1000;
+	struct sio_backoff b;
 
+	/* Spin a little (a busy host answers within ~1 us), then yield, then
+	 * sleep: less long while file I/O is in flight. */
+	sio_backoff_init(&b, 2000, 100, 200000);
 	while (!*stop) {
 		int w = sio_nvme_emu_poll(emu);
 
 		if (w < 0)
 			return w;
 		if (w > 0) {
-			idle = 0;
-			sleep_ns = 1000;
+			sio_backoff_reset(&b);
 			continue;
 		}
-		/* Spin a little (a busy host answers within ~1 us), then yield, then sleep. */
-		if (++idle < 2000) {
-			cpu_relax();
-		} else if (idle < 2100) {
-			sched_yield();
-		} else {
-			struct timespec ts = { 0, (long)sleep_ns };
-			uint64_t cap = emu->inflight ? 20000 : 200000;
-
-			nanosleep(&ts, NULL);
-			sleep_ns = sleep_ns * 2 > cap ? cap : sleep_ns * 2;
-		}
+		b.max_ns = emu->inflight ? 20000 : 200000;
+		sio_backoff_wait(&b);
 	}
 	return 0;
 }

@@ -10,11 +10,11 @@
  * the value a register already shows cannot be seen.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <smartio/backoff.h>
 #include <smartio/model.h>
 #include "edu-model.h"
 
@@ -198,9 +198,11 @@ int sio_edu_emu_poll(struct sio_edu_emu *e)
 
 int sio_edu_emu_run(struct sio_edu_emu *e, volatile sig_atomic_t *stop)
 {
-	uint64_t sleep_ns = 1000, checked = now_ns();
-	unsigned idle = 0;
+	uint64_t checked = now_ns();
+	struct sio_backoff b;
 
+	/* yield a little, then sleep longer and longer up to 1 ms (2 cores) */
+	sio_backoff_init(&b, 0, 64, 1000000);
 	while (!*stop) {
 		/* a destroyed fabric is an orderly stop */
 		if (now_ns() - checked > 100000000ull) {
@@ -211,24 +213,17 @@ int sio_edu_emu_run(struct sio_edu_emu *e, volatile sig_atomic_t *stop)
 			}
 		}
 		if (sio_edu_emu_poll(e) > 0) {
-			idle = 0;
-			sleep_ns = 1000;
+			sio_backoff_reset(&b);
 			continue;
 		}
-		/* yield a little, then sleep longer and longer up to 1 ms (2 cores) */
-		if (e->cfg.poll_ms) {
+		if (e->cfg.poll_ms) {	/* a fixed interval, as asked */
 			struct timespec ts = { e->cfg.poll_ms / 1000, (long)(e->cfg.poll_ms % 1000) * 1000000 };
 
 			nanosleep(&ts, NULL);
-		} else if (++idle < 64) {
-			sched_yield();
-		} else {
-			struct timespec ts = { 0, (long)sleep_ns };
-			uint64_t cap = e->busy ? 100000 : 1000000;
-
-			nanosleep(&ts, NULL);
-			sleep_ns = sleep_ns * 2 > cap ? cap : sleep_ns * 2;
+			continue;
 		}
+		b.max_ns = e->busy ? 100000 : 1000000;
+		sio_backoff_wait(&b);
 	}
 	return 0;
 }
