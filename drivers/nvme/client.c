@@ -269,15 +269,81 @@ static int map_registers(struct sio_nvme_client *cl)
 	return 0;
 }
 
+/* Borrow the device and find its manager's mailbox. A manager that is
+ * starting holds the device exclusively, briefly: wait for it (bounded). */
+static int borrow(struct sio_nvme_client *cl)
+{
+	uint64_t deadline = sio_nvme_now_ns() + 3000000000ull;
+	struct sio_backoff b;
+	int ret;
+
+	sio_nvme_backoff_init(&b, 20000000);
+	for (;;) {
+		ret = sio_device_borrow(cl->f, cl->dinfo.id, SIO_BORROW_SHARED, &cl->dev);
+		if (!ret) {
+			ret = find_mailbox(cl);
+			if (ret != -EAGAIN)
+				return ret;
+			sio_device_close(cl->dev);
+			cl->dev = NULL;
+		} else if (ret != -EBUSY) {
+			return sio_err_wrap(-ret, "cannot borrow device %u", cl->dinfo.id);
+		}
+		if (sio_nvme_now_ns() > deadline) {
+			if (ret == -EBUSY)
+				ret = sio_err_set(EBUSY, "device %u is borrowed exclusively "
+						  "by another process (a manager starting, "
+						  "or nvme-identify without a manager)",
+						  cl->dinfo.id);
+			return ret;
+		}
+		sio_backoff_wait(&b);
+	}
+}
+
+/* Take a mailbox slot and say hello to the manager. */
+static int hello(struct sio_nvme_client *cl)
+{
+	struct sio_nvme_mbox_req req;
+	struct sio_nvme_mbox_resp resp;
+	int ret = claim_slot(cl);
+
+	if (ret)
+		return ret;
+	memset(&req, 0, sizeof(req));
+	req.op = SIO_MBOX_OP_HELLO;
+	return sio_nvme_mbox_call(cl, &req, &resp);
+}
+
+/* Where admin data lands: in the arena, or a segment of its own. */
+static int admin_buffer(struct sio_nvme_client *cl)
+{
+	struct sio_nvme_slice sl;
+	int ret = sio_nvme_arena_open(cl);
+
+	if (ret)
+		return ret;
+	if (!sio_nvme_arena_alloc(cl, 8192, &sl)) {
+		cl->scratch_va = sl.va;
+		cl->scratch_off = sl.off;
+		return 0;
+	}
+	ret = sio_segment_create(cl->f, 0, 8192, 0, &cl->scratch);
+	if (!ret)
+		ret = sio_segment_map(cl->scratch, &cl->scratch_va);
+	if (ret)
+		return sio_err_wrap(-ret, "cannot create the client's admin buffer");
+	sio_segment_set_name(cl->scratch, "nvme-client-admin");
+	return 0;
+}
+
+/* The steps: find the device, borrow it and find its manager, read what the
+ * mailbox says of the controller, say hello, map the doorbells (and the
+ * shadow ones), make the admin buffer. */
 int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_client **out)
 {
 	struct sio_nvme_client *cl;
-	struct sio_nvme_mbox_req req;
-	struct sio_nvme_mbox_resp resp;
 	struct sio_errsave es;
-	struct sio_backoff b;
-	struct sio_nvme_slice sl;
-	uint64_t deadline;
 	int ret;
 
 	if (!f || !out)
@@ -289,71 +355,22 @@ int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_
 	cl->slot = -1;
 	pthread_mutex_init(&cl->lock, NULL);
 	ret = sio_nvme_find_device(f, device, &cl->dinfo);
+	if (!ret)
+		ret = borrow(cl);
+	if (!ret)
+		ret = load_info(cl);
 	if (ret)
 		goto fail;
-
-	/* A manager that is starting holds the device exclusively, briefly. */
-	deadline = sio_nvme_now_ns() + 3000000000ull;
-	sio_nvme_backoff_init(&b, 20000000);
-	for (;;) {
-		ret = sio_device_borrow(f, cl->dinfo.id, SIO_BORROW_SHARED, &cl->dev);
-		if (!ret) {
-			ret = find_mailbox(cl);
-			if (ret != -EAGAIN)
-				break;
-			sio_device_close(cl->dev);
-			cl->dev = NULL;
-		} else if (ret != -EBUSY) {
-			ret = sio_err_wrap(-ret, "cannot borrow device %u", cl->dinfo.id);
-			goto fail;
-		}
-		if (sio_nvme_now_ns() > deadline) {
-			if (ret == -EBUSY)
-				ret = sio_err_set(EBUSY, "device %u is borrowed exclusively "
-						  "by another process (a manager starting, "
-						  "or nvme-identify without a manager)",
-						  cl->dinfo.id);
-			goto fail;
-		}
-		sio_backoff_wait(&b);
-	}
-	if (ret)
-		goto fail;
-	ret = load_info(cl);
-	if (ret)
-		goto fail;
-	cl->timeout_ms = 0;
 	sio_nvme_client_set_timeout(cl, 0);
-	ret = claim_slot(cl);
-	if (ret)
-		goto fail;
-	memset(&req, 0, sizeof(req));
-	req.op = SIO_MBOX_OP_HELLO;
-	ret = sio_nvme_mbox_call(cl, &req, &resp);
-	if (ret)
-		goto fail;
-
-	ret = map_registers(cl);
+	ret = hello(cl);
+	if (!ret)
+		ret = map_registers(cl);
 	if (!ret)
 		ret = sio_nvme_client_dbbuf(cl);
+	if (!ret)
+		ret = admin_buffer(cl);
 	if (ret)
 		goto fail;
-	ret = sio_nvme_arena_open(cl);
-	if (ret)
-		goto fail;
-	if (!sio_nvme_arena_alloc(cl, 8192, &sl)) {
-		cl->scratch_va = sl.va;
-		cl->scratch_off = sl.off;
-	} else {
-		ret = sio_segment_create(f, 0, 8192, 0, &cl->scratch);
-		if (!ret)
-			ret = sio_segment_map(cl->scratch, &cl->scratch_va);
-		if (ret) {
-			ret = sio_err_wrap(-ret, "cannot create the client's admin buffer");
-			goto fail;
-		}
-		sio_segment_set_name(cl->scratch, "nvme-client-admin");
-	}
 	*out = cl;
 	return 0;
 fail:

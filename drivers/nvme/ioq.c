@@ -447,30 +447,19 @@ static int qpair_setup(struct sio_nvme_ioq *q, struct qpair *p, const struct sio
 	return sio_nvme_qpair_create(q, p);
 }
 
-int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec *spec,
-			struct sio_nvme_ioq **out)
+/* What @spec asks of @cl's controller, checked; the depth it gets in *@depth. */
+static int spec_check(const struct sio_nvme_client *cl, const struct sio_nvme_qspec *spec,
+		      uint32_t *depth)
 {
-	struct sio_errsave es;
-	struct sio_nvme_qspec def;
-	struct sio_nvme_ioq *q;
-	uint32_t depth, i, nreqs;
-	int ret;
-
-	if (!cl || !out)
-		return sio_err_set(EINVAL, "sio_nvme_ioq_create: NULL argument");
-	if (!spec) {
-		sio_nvme_qspec_parse(NULL, &def);
-		spec = &def;
-	}
-	depth = spec->depth ? spec->depth : 256;
-	if (depth > SIO_NVME_QUEUE_MAX_SIZE)
+	*depth = spec->depth ? spec->depth : 256;
+	if (*depth > SIO_NVME_QUEUE_MAX_SIZE)
 		return sio_err_set(EINVAL, "queue depth %u above %u, the most the driver "
-				   "tracks (12-bit command tags)", depth,
+				   "tracks (12-bit command tags)", *depth,
 				   SIO_NVME_QUEUE_MAX_SIZE);
-	if (depth > cl->ci.mqes)
-		depth = cl->ci.mqes;
-	if (depth < 2)
-		return sio_err_set(EINVAL, "queue depth %u below 2", depth);
+	if (*depth > cl->ci.mqes)
+		*depth = cl->ci.mqes;
+	if (*depth < 2)
+		return sio_err_set(EINVAL, "queue depth %u below 2", *depth);
 	if (spec->prio > 3)
 		return sio_err_set(EINVAL, "SQ priority %u out of range 0..3", spec->prio);
 	if (spec->sq_loc == SIO_PLACE_DEVICE && !cl->ci.cmb.size)
@@ -491,14 +480,19 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 	if (spec->dptr == SIO_NVME_DPTR_SGL && cl->ci.sgl == SIO_NVME_SGL_NONE)
 		return sio_err_set(ENOTSUP, "dptr=sgl: device %u takes PRPs only (Identify SGLS)",
 				   cl->dinfo.id);
-	if (spec->multipath) {
-		ret = sio_nvme_client_second_path(cl);
-		if (ret)
-			return ret;
-	}
-	q = calloc(1, sizeof(*q));
+	return 0;
+}
+
+/* The host's side of a queue pair, before any memory is placed: its
+ * settings from @spec, the request table and the free stack. */
+static struct sio_nvme_ioq *ioq_alloc(struct sio_nvme_client *cl,
+				      const struct sio_nvme_qspec *spec, uint32_t depth)
+{
+	struct sio_nvme_ioq *q = calloc(1, sizeof(*q));
+	uint32_t i, nreqs;
+
 	if (!q)
-		return sio_err_set(ENOMEM, "out of memory");
+		return NULL;
 	q->cl = cl;
 	q->mp = spec->multipath;
 	q->prio = (uint16_t)spec->prio;
@@ -523,7 +517,7 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 		free(q->req_stack);
 		free(q->pend);
 		free(q);
-		return sio_err_set(ENOMEM, "out of memory");
+		return NULL;
 	}
 	for (i = 0; i < nreqs; i++)
 		q->req_stack[i] = (uint16_t)(nreqs - 1 - i);
@@ -533,7 +527,33 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 	q->prp_stride = q->max_xfer / q->page * 8;
 	if (q->prp_stride < 64)
 		q->prp_stride = 64;
+	return q;
+}
 
+int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec *spec,
+			struct sio_nvme_ioq **out)
+{
+	struct sio_errsave es;
+	struct sio_nvme_qspec def;
+	struct sio_nvme_ioq *q;
+	uint32_t depth;
+	int ret;
+
+	if (!cl || !out)
+		return sio_err_set(EINVAL, "sio_nvme_ioq_create: NULL argument");
+	if (!spec) {
+		sio_nvme_qspec_parse(NULL, &def);
+		spec = &def;
+	}
+	ret = spec_check(cl, spec, &depth);
+	if (!ret && spec->multipath)
+		ret = sio_nvme_client_second_path(cl);
+	if (ret)
+		return ret;
+	q = ioq_alloc(cl, spec, depth);
+	if (!q)
+		return sio_err_set(ENOMEM, "out of memory");
+	/* the memory of each path's queue pair, placed, mapped and created */
 	q->qp[0].dev = cl->dev;
 	q->qp[0].path = 0;
 	ret = qpair_setup(q, &q->qp[0], spec);
