@@ -34,7 +34,7 @@ static void print_human(const struct sio_device_info *di, const struct sio_nvme_
 	printf("  queues       %u I/O queue pairs, up to %u entries each\n", ci->io_queues,
 	       ci->mqes);
 	printf("  max transfer %u KiB\n", ci->max_xfer / 1024);
-	printf("  doorbells    stride %u bytes\n", 4u << ci->dstrd);
+	printf("  doorbells    stride %u bytes\n", ci->db_stride);
 	printf("  timeout      %u ms (CAP.TO)\n", ci->timeout_ms);
 	printf("  write cache  %s\n", ci->vwc ? "yes" : "no");
 	if (ci->cmb.size)
