@@ -52,6 +52,8 @@ struct sio_nvme_client {
 	uint32_t link_gen;		/* bumped when a link event is read */
 	struct sio_nvme_dbbuf dbbuf;	/* the manager's shadow doorbells, mapped here */
 	bool dbbuf_local;		/* ... in this node's memory */
+	struct sio_segment *stats_seg;	/* live counters (stats.c) */
+	struct sio_nvme_stats_page *stats;
 };
 
 struct ioreq {
@@ -136,6 +138,9 @@ struct sio_nvme_ioq {
 	uint64_t resubmitted;
 	uint64_t stale;			/* completions ignored by queue pairs since
 					 * deleted (their counters start over) */
+	struct sio_nvme_qstats *qs;	/* live counters: in the client's stats page,
+					 * or qs_local (stats.c) */
+	struct sio_nvme_qstats qs_local;
 };
 
 /* arena.c: ranges of the client's arena. */
@@ -174,6 +179,13 @@ int sio_nvme_qpair_delete(struct sio_nvme_ioq *q, struct qpair *p);
 /* io.c: take @p's completions; end everything in flight and fail the queue. */
 int sio_nvme_qpair_reap(struct sio_nvme_ioq *q, struct qpair *p, uint32_t max, bool ring);
 int sio_nvme_ioq_fail(struct sio_nvme_ioq *q);
+
+/* stats.c: the client's page of counters, a block per queue pair. */
+int sio_nvme_stats_open(struct sio_nvme_client *cl);
+void sio_nvme_stats_close(struct sio_nvme_client *cl);
+void sio_nvme_stats_attach(struct sio_nvme_ioq *q);
+void sio_nvme_stats_detach(struct sio_nvme_ioq *q);
+void sio_nvme_stats_sync(struct sio_nvme_ioq *q);
 
 /* dbbuf.c */
 int sio_nvme_client_dbbuf(struct sio_nvme_client *cl);

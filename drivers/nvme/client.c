@@ -371,6 +371,7 @@ int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_
 		ret = admin_buffer(cl);
 	if (ret)
 		goto fail;
+	sio_nvme_stats_open(cl);	/* the live counters: no reason to refuse a client */
 	*out = cl;
 	return 0;
 fail:
@@ -400,6 +401,7 @@ void sio_nvme_client_close(struct sio_nvme_client *cl)
 	}
 	if (cl->scratch)
 		sio_segment_close(cl->scratch);
+	sio_nvme_stats_close(cl);
 	sio_nvme_arena_close(cl);
 	if (cl->dbbuf.seg)
 		sio_segment_close(cl->dbbuf.seg);

@@ -566,6 +566,7 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 		goto fail;
 	q->act = &q->qp[0];
 	q->seen_gen = __atomic_load_n(&cl->link_gen, __ATOMIC_ACQUIRE);
+	sio_nvme_stats_attach(q);
 	q->next = cl->queues;
 	cl->queues = q;
 	*out = q;
@@ -638,6 +639,7 @@ void sio_nvme_ioq_close(struct sio_nvme_ioq *q)
 			*pp = q->next;
 			break;
 		}
+	sio_nvme_stats_detach(q);
 	ioq_delete_free(q);
 }
 

@@ -46,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <smartio/nvme/ctrl.h>
+#include <smartio/nvme/stats.h>
 
 #ifdef __cplusplus
 extern "C" {
