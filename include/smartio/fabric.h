@@ -154,6 +154,19 @@ int sio_fabric_destroy(const char *name);
 int sio_fabric_destroy_flags(const char *name, unsigned int flags);
 
 /**
+ * sio_fabric_list() - the fabrics there are on this host
+ * @names: filled with up to @max fabric names (may be NULL with @max 0)
+ * @max: entries of @names
+ *
+ * Lists what the fabric backend $SMARTIO_FABRIC_BACKEND holds (shm: the
+ * directories smartio-NAME under $SMARTIO_RUNDIR, default /dev/shm), in no
+ * particular order, whoever owns them.
+ * Return: the number of fabrics (more than @max when @names was too short),
+ * -EOPNOTSUPP for a backend that cannot list, or another -errno.
+ */
+int sio_fabric_list(char (*names)[SIO_NAME_MAX], int max);
+
+/**
  * sio_fabric_alive() - is the fabric this handle joined still there?
  * @f: handle
  *

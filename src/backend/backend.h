@@ -106,6 +106,12 @@ struct sio_fabric_ops {
 	 */
 	bool (*removed)(struct sio_fabric *f);
 	/**
+	 * @list: the names of the fabrics this backend holds on this host,
+	 * @max at most into @names; the count there are. Optional: NULL
+	 * cannot list (-EOPNOTSUPP).
+	 */
+	int (*list)(char (*names)[SIO_NAME_MAX], int max);
+	/**
 	 * @host_path: a place on this host where a service of this fabric
 	 * meets its clients (the vfio lender's socket): @leaf made a path.
 	 */

@@ -234,6 +234,21 @@ int sio_fabric_destroy(const char *name)
 	return sio_fabric_destroy_flags(name, SIO_DESTROY_FORCE);
 }
 
+int sio_fabric_list(char (*names)[SIO_NAME_MAX], int max)
+{
+	const struct sio_fabric_ops *ops;
+	int ret;
+
+	if ((ret = sio__fabric_backend(&ops)))
+		return ret;
+	if (max < 0 || (max && !names))
+		return sio__err(EINVAL, "sio_fabric_list(): %d names at %p", max, (void *)names);
+	if (!ops->list)
+		return sio__err(EOPNOTSUPP, "the %s fabric backend cannot list its fabrics",
+				ops->name);
+	return ops->list(names, max);
+}
+
 int sio_fabric_alive(struct sio_fabric *f)
 {
 	if (!f)

@@ -41,6 +41,7 @@ int sio__shm_create(struct sio_fabric *f, bool group, gid_t gid);
 int sio__shm_attach(struct sio_fabric *f);
 void sio__shm_detach(struct sio_fabric *f);
 int sio__shm_destroy(const char *name);
+int sio__shm_list(char (*names)[SIO_NAME_MAX], int max);
 bool sio__shm_removed(struct sio_fabric *f);
 int sio__shm_host_path(struct sio_fabric *f, const char *leaf, char *buf, size_t len);
 void sio__shm_proc_init(struct sio_fabric *f, struct reg_proc *p);

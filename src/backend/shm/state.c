@@ -377,6 +377,29 @@ bool sio__shm_removed(struct sio_fabric *f)
 	return s && s->regfd >= 0 && !fstat(s->regfd, &st) && st.st_nlink == 0;
 }
 
+/* Every directory smartio-NAME in the run directory is a fabric. */
+int sio__shm_list(char (*names)[SIO_NAME_MAX], int max)
+{
+	DIR *d = opendir(run_base());
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return sio__err(errno, "cannot list %s: %s", run_base(), strerror(errno));
+	while ((e = readdir(d))) {
+		const char *name = e->d_name + 8;
+
+		if (strncmp(e->d_name, "smartio-", 8) || e->d_type != DT_DIR || !*name ||
+		    strlen(name) >= SIO_NAME_MAX)
+			continue;
+		if (names && n < max)
+			snprintf(names[n], SIO_NAME_MAX, "%s", name);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
 int sio__shm_host_path(struct sio_fabric *f, const char *leaf, char *buf, size_t len)
 {
 	if ((size_t)snprintf(buf, len, "%s/%s", shm_of(f)->dir, leaf) >= len)
@@ -449,6 +472,7 @@ const struct sio_fabric_ops sio__shm_fabric_ops = {
 	.detach = sio__shm_detach,
 	.destroy = sio__shm_destroy,
 	.removed = sio__shm_removed,
+	.list = sio__shm_list,
 	.host_path = sio__shm_host_path,
 	.lock = sio__shm_lock,
 	.unlock = sio__shm_unlock,
