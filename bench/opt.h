@@ -10,29 +10,22 @@
 #include "parse.h"
 #include <smartio/fabric.h>
 #include <smartio/device.h>
+#include "prog.h"
 
+/* The benchmarks keep every program's contract (prog.h); these name the
+ * program for their messages. */
 static inline uint64_t bench_u64(const char *prog, const char *opt, const char *s,
 				 uint64_t min, uint64_t max)
 {
-	uint64_t v;
-
-	if (sio_parse_u64(s, min, max, &v)) {
-		fprintf(stderr, "%s: %s: %s\n", prog, opt, sio_errmsg());
-		exit(2);
-	}
-	return v;
+	(void)prog;
+	return prog_u64(opt, s, min, max);
 }
 
 static inline double bench_double(const char *prog, const char *opt, const char *s,
 				  double min, double max)
 {
-	double v;
-
-	if (sio_parse_double(s, min, max, &v)) {
-		fprintf(stderr, "%s: %s: %s\n", prog, opt, sio_errmsg());
-		exit(2);
-	}
-	return v;
+	(void)prog;
+	return prog_double(opt, s, min, max);
 }
 
 /*
@@ -52,6 +45,7 @@ struct bench_target {
 enum { BENCH_OPT_FABRIC = 0x1000, BENCH_OPT_DEVICE, BENCH_OPT_NODE, BENCH_OPT_START_MANAGER };
 
 #define BENCH_TARGET_LONGOPTS							\
+	PROG_LONGOPTS,								\
 	{ "fabric", required_argument, NULL, BENCH_OPT_FABRIC },		\
 	{ "device", required_argument, NULL, BENCH_OPT_DEVICE },		\
 	{ "node", required_argument, NULL, BENCH_OPT_NODE },			\
@@ -62,7 +56,8 @@ enum { BENCH_OPT_FABRIC = 0x1000, BENCH_OPT_DEVICE, BENCH_OPT_NODE, BENCH_OPT_ST
 	"  --device ID      the NVMe controller to measure (default: the first)\n"	\
 	"  --node N         node the benchmark's clients join (default 0)\n"	\
 	"  --start-manager  start a manager when none serves the device (it resets\n" \
-	"                   the controller; never done unless asked)\n"
+	"                   the controller; never done unless asked)\n"	\
+	"  --help           this text\n  --version        the smartio version\n"
 
 static inline void bench_target_init(struct bench_target *t)
 {
@@ -89,19 +84,17 @@ static inline int bench_target_opt(const char *prog, struct bench_target *t, int
 /* --device, --node and --start-manager only mean something with --fabric. */
 static inline void bench_target_check(const char *prog, const struct bench_target *t)
 {
-	if (!t->fabric && (t->device != SIO_DEVICE_ANY || t->node >= 0 || t->start_manager)) {
-		fprintf(stderr, "%s: --device, --node and --start-manager need --fabric NAME "
-				"(without it the benchmark makes its own set-up)\n", prog);
-		exit(2);
-	}
+	(void)prog;
+	if (!t->fabric && (t->device != SIO_DEVICE_ANY || t->node >= 0 || t->start_manager))
+		prog_usage_error("--device, --node and --start-manager need --fabric NAME "
+				 "(without it the benchmark makes its own set-up)");
 }
 
 /* Every argument is an option: a stray word is refused, not ignored. */
 static inline void bench_no_args(const char *prog, int optind_, int argc, char **argv)
 {
-	if (optind_ < argc) {
-		fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", prog, argv[optind_]);
-		exit(2);
-	}
+	(void)prog;
+	if (optind_ < argc)
+		prog_usage_error("unexpected argument '%s'", argv[optind_]);
 }
 #endif

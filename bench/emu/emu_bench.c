@@ -181,43 +181,69 @@ static uint64_t xorshift(uint64_t *s)
 	return *s;
 }
 
+static void usage(FILE *o)
+{
+	fprintf(o, "usage: emu-bench [options]\n"
+		"The emulated NVMe controller's own speed: QD1 4 KiB random reads (latency),\n"
+		"then QD32 (IOPS), from one polling client on the controller's node.\n\n"
+		"  -n, --ios N           QD1 reads (default 200000, at least 100)\n"
+		"  -t, --time SEC        QD32 run time (default 3)\n"
+		"  -j, --json FILE       the results as JSON (default emu-bench.json)\n"
+		"  -l, --latencies FILE  every QD1 latency, one per line in ns\n"
+		"                        (default emu-bench-qd1.dat)\n"
+		"  --fabric NAME [--device ID] [--node N] --reset\n"
+		"                        an existing fabric's controller instead, taken\n"
+		"                        exclusively and reset (it writes the first 64 MiB)\n"
+		PROG_HELP);
+}
+
+struct emu_opts {
+	uint64_t n_qd1, secs;
+	const char *json, *lat_out;
+	struct bench_target tgt;
+};
+
+static int run_bench(struct emu_opts *o);
+
 int main(int argc, char **argv)
 {
-	uint64_t n_qd1 = 200000, secs = 3, size = 1ull << 30;
-	const char *json = "emu-bench.json", *lat_out = "emu-bench-qd1.dat";
 	static const struct option lo[] = {
+		{ "ios", required_argument, NULL, 'n' }, { "time", required_argument, NULL, 't' },
+		{ "json", required_argument, NULL, 'j' }, { "latencies", required_argument, NULL, 'l' },
 		BENCH_TARGET_LONGOPTS, { "reset", no_argument, NULL, 'R' }, { 0 },
 	};
-	struct bench_target tgt;
+	struct emu_opts o = { .n_qd1 = 200000, .secs = 3, .json = "emu-bench.json",
+			      .lat_out = "emu-bench-qd1.dat" };
+	int c;
+
+	prog_init("emu-bench", usage);
+	bench_target_init(&o.tgt);
+	while ((c = prog_getopt(argc, argv, "n:t:j:l:h", lo)) != -1) {
+		switch (c) {
+		case 'n': o.n_qd1 = prog_u64("--ios", optarg, 100, 1000000000); break;
+		case 't': o.secs = prog_u64("--time", optarg, 1, 3600); break;
+		case 'j': o.json = optarg; break;
+		case 'l': o.lat_out = optarg; break;
+		case 'R': o.tgt.reset = true; break;
+		default:
+			if (c == BENCH_OPT_START_MANAGER ||
+			    !bench_target_opt(prog_name, &o.tgt, c, optarg))
+				prog_usage_error("emu-bench drives the controller itself: no manager");
+		}
+	}
+	prog_no_args(argc, argv);
+	bench_target_check(prog_name, &o.tgt);
+	return run_bench(&o);
+}
+
+static int run_bench(struct emu_opts *o)
+{
+	uint64_t n_qd1 = o->n_qd1, secs = o->secs, size = 1ull << 30;
+	const char *json = o->json, *lat_out = o->lat_out;
+	struct bench_target tgt = o->tgt;
 	char name[SIO_NAME_MAX];
 	uint32_t nlb = 8, lbads = 512;	/* LBAs per 4 KiB, LBA size */
 	pid_t pid = 0;
-	int c;
-
-	bench_target_init(&tgt);
-	while ((c = getopt_long(argc, argv, "n:t:j:l:h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'n': n_qd1 = bench_u64("emu-bench", "-n", optarg, 1, 1000000000); break;
-		case 't': secs = bench_u64("emu-bench", "-t", optarg, 1, 3600); break;
-		case 'j': json = optarg; break;
-		case 'l': lat_out = optarg; break;
-		case 'R': tgt.reset = true; break;
-		default:
-			if (c != BENCH_OPT_START_MANAGER && bench_target_opt("emu-bench", &tgt, c, optarg))
-				break;
-			fprintf(stderr, "usage: emu-bench [-n QD1_READS] [-t QD32_SECONDS] "
-					"[-j JSON] [-l QD1_LATENCIES]\n"
-					"  [--fabric NAME [--device ID] [--node N] --reset]: an existing "
-					"fabric's controller, taken exclusively and reset\n");
-			return c == 'h' ? 0 : 2;
-		}
-	}
-	bench_no_args("emu-bench", optind, argc, argv);
-	bench_target_check("emu-bench", &tgt);
-	if (n_qd1 < 100 || secs < 1) {
-		fprintf(stderr, "emu-bench: -n at least 100, -t at least 1\n");
-		return 2;
-	}
 
 	uint32_t devid;
 	if (tgt.fabric) {

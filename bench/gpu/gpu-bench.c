@@ -13,7 +13,6 @@
  */
 
 #include "opt.h"
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,44 +78,78 @@ static int parse_list(const char *s, uint32_t *out, int max)
 	return n;
 }
 
+static void usage(FILE *o)
+{
+	fprintf(o, "usage: gpu-bench --fabric NAME [options]\n"
+		"NVMe reads issued by CUDA threads from queues in GPU memory.\n\n"
+		"  --fabric NAME     the fabric (default $SMARTIO_FABRIC)\n"
+		"  --node N          node to join as (default 0)\n"
+		"  --device ID       the NVMe controller (default: the first)\n"
+		"  --ios N           reads per point\n"
+		"  --threads LIST    CUDA threads, comma-separated (default 32,256)\n"
+		"  --queues LIST     queue pairs (default 1,4; at most 64)\n"
+		"  --depth LIST      queue depths (default 32,256)\n"
+		"  --sq-placement    also compare SQs in GPU and host memory\n"
+		"  --json FILE       the results (default gpu-bench.json)\n"
+		PROG_HELP
+		"Exit status: 0 ok, 1 failed, 2 usage error, 77 no GPU (skipped).\n");
+}
+
+struct gb_opts {
+	const char *fname, *json;
+	uint32_t th[16], qs[16], ds[16];
+	int nth, nqs, nds, node;
+	int64_t devid;	/* --device; -1: the first NVMe controller */
+	bool placement;
+};
+
+static int run_bench(struct gb_opts *o);
+
 int main(int argc, char **argv)
 {
-	const char *fname = getenv("SMARTIO_FABRIC"), *json = "gpu-bench.json";
-	uint32_t th[16] = { 32, 256 }, qs[16] = { 1, 4 }, ds[16] = { 32, 256 };
-	int nth = 2, nqs = 2, nds = 2, node = 0, c;
-	int64_t devid = -1;	/* --device; -1: the first NVMe controller */
-	bool placement = false;
+	struct gb_opts o = { .fname = getenv("SMARTIO_FABRIC"), .json = "gpu-bench.json",
+			     .th = { 32, 256 }, .qs = { 1, 4 }, .ds = { 32, 256 },
+			     .nth = 2, .nqs = 2, .nds = 2, .devid = -1 };
 	static const struct option lo[] = {
 		{ "fabric", 1, 0, 'f' }, { "node", 1, 0, 'n' }, { "ios", 1, 0, 'i' },
 		{ "threads", 1, 0, 't' }, { "queues", 1, 0, 'q' }, { "depth", 1, 0, 'd' },
 		{ "json", 1, 0, 'j' }, { "sq-placement", 0, 0, 'p' }, { "device", 1, 0, 'D' },
-		{ 0, 0, 0, 0 } };
+		PROG_LONGOPTS, { 0, 0, 0, 0 } };
+	int c;
 
-	while ((c = getopt_long(argc, argv, "f:n:i:t:q:d:j:p", lo, NULL)) != -1) {
+	prog_init("gpu-bench", usage);
+	while ((c = prog_getopt(argc, argv, "f:n:i:t:q:d:j:ph", lo)) != -1) {
 		switch (c) {
-		case 'D': devid = (int64_t)bench_u64("gpu-bench", "--device", optarg, 0, UINT32_MAX - 1); break;
-		case 'f': fname = optarg; break;
-		case 'n': node = (int)bench_u64("gpu-bench", "--node", optarg, 0, SIO_MAX_NODES - 1); break;
-		case 'i': nios = bench_u64("gpu-bench", "--ios", optarg, 1, 1ull << 40); break;
-		case 't': nth = parse_list(optarg, th, 16); break;
-		case 'q': nqs = parse_list(optarg, qs, 16); break;
-		case 'd': nds = parse_list(optarg, ds, 16); break;
-		case 'j': json = optarg; break;
-		case 'p': placement = true; break;
-		default: nth = -1; break;
+		case 'D': o.devid = (int64_t)prog_u64("--device", optarg, 0, UINT32_MAX - 1); break;
+		case 'f': o.fname = optarg; break;
+		case 'n': o.node = (int)prog_u64("--node", optarg, 0, SIO_MAX_NODES - 1); break;
+		case 'i': nios = prog_u64("--ios", optarg, 1, 1ull << 40); break;
+		case 't': o.nth = parse_list(optarg, o.th, 16); break;
+		case 'q': o.nqs = parse_list(optarg, o.qs, 16); break;
+		case 'd': o.nds = parse_list(optarg, o.ds, 16); break;
+		case 'j': o.json = optarg; break;
+		case 'p': o.placement = true; break;
 		}
 	}
-	bench_no_args("gpu-bench", optind, argc, argv);
-	if (!fname || nth < 1 || nqs < 1 || nds < 1 || !nios) {
-		fprintf(stderr, "usage: gpu-bench --fabric NAME [--node N] [--device ID] [--ios N] [--threads "
-			"LIST] [--queues LIST] [--depth LIST] [--sq-placement] [--json FILE]\n");
-		return 2;
-	}
-	for (int i = 0; i < nqs; i++)
-		if (qs[i] > 64) {
-			fprintf(stderr, "gpu-bench: at most 64 queues\n");
-			return 2;
-		}
+	prog_no_args(argc, argv);
+	if (!o.fname)
+		prog_usage_error("no fabric given: use --fabric NAME or set SMARTIO_FABRIC");
+	if (o.nth < 1 || o.nqs < 1 || o.nds < 1)
+		prog_usage_error("--threads, --queues and --depth take lists of numbers");
+	for (int i = 0; i < o.nqs; i++)
+		if (o.qs[i] > 64)
+			prog_usage_error("--queues: at most 64 queues");
+	return run_bench(&o);
+}
+
+static int run_bench(struct gb_opts *o)
+{
+	const char *fname = o->fname, *json = o->json;
+	uint32_t *th = o->th, *qs = o->qs, *ds = o->ds;
+	int nth = o->nth, nqs = o->nqs, nds = o->nds, node = o->node;
+	int64_t devid = o->devid;
+	bool placement = o->placement;
+
 	if (sio_gpu_count() <= 0) {
 		if (sio_gpu_required()) {
 			fprintf(stderr, "gpu-bench: FAIL: SMARTIO_REQUIRE_GPU is set, but %s\n",

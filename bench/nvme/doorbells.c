@@ -139,11 +139,19 @@ static int point(bool dbbuf, int node, double seconds, FILE *j, bool *first)
 	return rc;
 }
 
+static void usage(FILE *o)
+{
+	fprintf(o, "usage: nvme-bench-doorbells [options]\n"
+		"  -t, --time S     seconds per point, 0.05..60 (default 2)\n"
+		"  -o, --out DIR    output directory (default bench-out/doorbells)\n"
+		PROG_HELP);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "seconds", required_argument, NULL, 's' }, { "out", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' }, { 0 },
+		{ "time", required_argument, NULL, 't' }, { "out", required_argument, NULL, 'o' },
+		PROG_LONGOPTS, { 0 },
 	};
 	const char *out = "bench-out/doorbells";
 	double seconds = 2;
@@ -151,15 +159,11 @@ int main(int argc, char **argv)
 	FILE *j;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "s:o:h", lo, NULL)) != -1) {
+	prog_init("nvme-bench-doorbells", usage);
+	while ((opt = prog_getopt(argc, argv, "t:o:h", lo)) != -1) {
 		switch (opt) {
-		case 's': seconds = bench_double("nvme-bench-doorbells", "--seconds", optarg, 0.05, 60); break;
+		case 't': seconds = prog_double("--time", optarg, 0.05, 60); break;
 		case 'o': out = optarg; break;
-		case 'h':
-			printf("usage: nvme-bench-doorbells [--seconds S (0.05..60, default 2)] "
-			       "[--out DIR (default bench-out/doorbells)]\n");
-			return 0;
-		default: return 2;
 		}
 	}
 	bench_no_args("nvme-bench-doorbells", optind, argc, argv);

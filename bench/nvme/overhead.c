@@ -178,7 +178,7 @@ static void usage(FILE *o)
 {
 	fprintf(o,
 		"usage: nvme-bench-overhead [options]\n"
-		"  -n, --count N       I/Os (default 200000)\n"
+		"  -n, --ios N         I/Os (default 200000)\n"
 		"  -q, --quick         20000 I/Os, 500 under callgrind\n"
 		"      --instructions  also count instructions with valgrind --tool=callgrind\n"
 		"  -o, --out DIR       output directory (default bench-out/overhead)\n"
@@ -188,11 +188,11 @@ static void usage(FILE *o)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "count", required_argument, NULL, 'n' }, { "quick", no_argument, NULL, 'q' },
+		{ "ios", required_argument, NULL, 'n' }, { "quick", no_argument, NULL, 'q' },
 		{ "instructions", no_argument, NULL, 'I' }, { "out", required_argument, NULL, 'o' },
 		{ "cg-pass", required_argument, NULL, 'P' }, { "cg-fabric", required_argument, NULL, 'F' },
 		{ "cg-dev", required_argument, NULL, 'D' }, { "cg-lender", required_argument, NULL, 'L' },
-		{ "help", no_argument, NULL, 'h' }, BENCH_TARGET_LONGOPTS, { 0 },
+		BENCH_TARGET_LONGOPTS, { 0 },
 	};
 	struct bench_target tgt;
 	struct nb_env_opts eo = { .nodes = 2, .lender = 1, .backing = "ram:256M", .pin = true };
@@ -211,9 +211,10 @@ int main(int argc, char **argv)
 	uint32_t nlb;
 	FILE *j;
 
-	while ((opt = getopt_long(argc, argv, "n:qo:h", lo, NULL)) != -1) {
+	prog_init("nvme-bench-overhead", usage);
+	while ((opt = prog_getopt(argc, argv, "n:qo:h", lo)) != -1) {
 		switch (opt) {
-		case 'n': n = ncg = bench_u64("nvme-bench-overhead", "--count", optarg, 1, 1000000000); break;
+		case 'n': n = ncg = bench_u64("nvme-bench-overhead", "--ios", optarg, 1, 1000000000); break;
 		case 'q': quick = true; break;
 		case 'I':
 			if (!HAVE_CALLGRIND) {
@@ -227,12 +228,9 @@ int main(int argc, char **argv)
 		case 'F': cgfab = optarg; break;
 		case 'D': cgdev = atoll(optarg); break;
 		case 'L': cglender = (int)bench_u64("nvme-bench-overhead", "-L", optarg, 0, SIO_MAX_NODES - 1); break;
-		case 'h': usage(stdout); return 0;
 		default:
-			if (bench_target_opt("nvme-bench-overhead", &tgt, opt, optarg))
-				break;
-			usage(stderr);
-			return 2;
+			if (!bench_target_opt("nvme-bench-overhead", &tgt, opt, optarg))
+				prog_usage_error("unhandled option");
 		}
 	}
 	bench_no_args("nvme-bench-overhead", optind, argc, argv);
@@ -242,7 +240,7 @@ int main(int argc, char **argv)
 	if (quick)
 		n = 20000, ncg = 500;
 	if (n < 100 || n > 50000000) {
-		fprintf(stderr, "overhead: --count 100..50000000\n");
+		fprintf(stderr, "overhead: --ios 100..50000000\n");
 		return 2;
 	}
 	if (ncg > 5000)

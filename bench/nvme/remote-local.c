@@ -150,12 +150,20 @@ static int pass(const char *name, bool model, int sq_loc, uint64_t n, FILE *j, b
 	return 0;
 }
 
+static void usage(FILE *o)
+{
+	fprintf(o, "usage: nvme-bench-remote-local [options]\n"
+		"  -n, --ios N      reads per pass (default 100000)\n"
+		"  -q, --quick      16384 reads per pass\n"
+		"  -o, --out DIR    output directory (default bench-out/remote-local)\n"
+		BENCH_TARGET_HELP);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "count", required_argument, NULL, 'n' }, { "quick", no_argument, NULL, 'q' },
-		{ "out", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
-		BENCH_TARGET_LONGOPTS, { 0 },
+		{ "ios", required_argument, NULL, 'n' }, { "quick", no_argument, NULL, 'q' },
+		{ "out", required_argument, NULL, 'o' }, BENCH_TARGET_LONGOPTS, { 0 },
 	};
 	struct bench_target tgt;
 	const char *out = "bench-out/remote-local";
@@ -163,20 +171,16 @@ int main(int argc, char **argv)
 	FILE *j;
 	int opt;
 
+	prog_init("nvme-bench-remote-local", usage);
 	bench_target_init(&tgt);
-	while ((opt = getopt_long(argc, argv, "n:qo:h", lo, NULL)) != -1) {
+	while ((opt = prog_getopt(argc, argv, "n:qo:h", lo)) != -1) {
 		switch (opt) {
-		case 'n': n = bench_u64("nvme-bench-remote-local", "--count", optarg, 1, 1000000000); break;
+		case 'n': n = bench_u64("nvme-bench-remote-local", "--ios", optarg, 1, 1000000000); break;
 		case 'q': n = 16384; break;
 		case 'o': out = optarg; break;
-		case 'h':
-			printf("usage: nvme-bench-remote-local [-n COUNT (default 100000)] [-q] "
-			       "[-o DIR (default bench-out/remote-local)]\n" BENCH_TARGET_HELP);
-			return 0;
 		default:
-			if (bench_target_opt("nvme-bench-remote-local", &tgt, opt, optarg))
-				break;
-			return 2;
+			if (!bench_target_opt("nvme-bench-remote-local", &tgt, opt, optarg))
+				prog_usage_error("unhandled option");
 		}
 	}
 	bench_no_args("nvme-bench-remote-local", optind, argc, argv);

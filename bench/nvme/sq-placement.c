@@ -57,7 +57,7 @@ static void usage(FILE *o)
 {
 	fprintf(o,
 		"usage: nvme-bench-sq-placement [options]\n"
-		"  -n, --count N    reads per placement (default 327680)\n"
+		"  -n, --ios N      reads per placement (default 327680)\n"
 		"  -q, --quick      32768 reads per placement\n"
 		"      --no-model   latency model off (software cost only)\n"
 		"      --cmb MIB    CMB size (default 16; 0 drops the CMB placement)\n"
@@ -121,63 +121,72 @@ static int measure(struct nb_client *c, struct run *r, uint64_t n, uint64_t *see
 	return 0;
 }
 
+/* What to measure: parsed from the command line. */
+struct sqp_opts {
+	uint64_t n;
+	struct nb_env_opts eo;
+	const char *out;
+	struct bench_target tgt;
+};
+
+static int run_placements(struct sqp_opts *o);
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "count", required_argument, NULL, 'n' }, { "quick", no_argument, NULL, 'q' },
+		{ "ios", required_argument, NULL, 'n' }, { "quick", no_argument, NULL, 'q' },
 		{ "no-model", no_argument, NULL, 'M' }, { "cmb", required_argument, NULL, 'c' },
 		{ "gpu", no_argument, NULL, 'g' }, { "out", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' }, BENCH_TARGET_LONGOPTS, { 0 },
+		BENCH_TARGET_LONGOPTS, { 0 },
 	};
-	struct bench_target tgt;
-	struct nb_env_opts eo = { .nodes = 2, .lender = 1, .model = true, .backing = "ram:1G",
-				  .cmb_mib = 16, .chassis = true, .pin = true };
-	const char *out = "bench-out/sq-placement";
-	uint64_t n = 327680, seed = 0x5eed, nblk;
+	struct sqp_opts o = {
+		.n = 327680, .out = "bench-out/sq-placement",
+		.eo = { .nodes = 2, .lender = 1, .model = true, .backing = "ram:1G", .cmb_mib = 16,
+			.chassis = true, .pin = true },
+	};
+	int opt;
+
+	prog_init("nvme-bench-sq-placement", usage);
+	bench_target_init(&o.tgt);
+	while ((opt = prog_getopt(argc, argv, "n:qo:h", lo)) != -1) {
+		switch (opt) {
+		case 'n': o.n = prog_u64("--ios", optarg, 8, 100000000); break;
+		case 'q': o.n = 32768; break;
+		case 'M': o.eo.model = false; break;
+		case 'c': o.eo.cmb_mib = prog_u32("--cmb", optarg, 1, 4096); break;
+		case 'g':
+			prog_usage_error("--gpu: the NVMe client cannot place an SQ in GPU memory yet "
+					 "(no GPU location in struct sio_nvme_qspec)");
+		case 'o': o.out = optarg; break;
+		default:
+			if (!bench_target_opt(prog_name, &o.tgt, opt, optarg))
+				prog_usage_error("unhandled option");
+		}
+	}
+	prog_no_args(argc, argv);
+	bench_target_check(prog_name, &o.tgt);
+	return run_placements(&o);
+}
+
+static int run_placements(struct sqp_opts *o)
+{
+	struct nb_env_opts eo = o->eo;
+	const char *out = o->out;
+	uint64_t n = o->n, seed = 0x5eed, nblk;
 	struct run r[NPLACE] = { 0 };
 	const unsigned rounds = 8;
 	struct nb_client c;
 	struct nb_env env;
-	bool gpu = false;
 	uint32_t nlb;
 	char hops[96];
 	FILE *j, *h, *b;
-	int opt, rc, cnode;
+	int rc, cnode;
 
-	bench_target_init(&tgt);
-	while ((opt = getopt_long(argc, argv, "n:qo:h", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'n': n = bench_u64("nvme-bench-sq-placement", "--count", optarg, 1, 1000000000); break;
-		case 'q': n = 32768; break;
-		case 'M': eo.model = false; break;
-		case 'c': eo.cmb_mib = (uint32_t)bench_u64("nvme-bench-sq-placement", "--cmb", optarg, 1, 4096); break;
-		case 'g': gpu = true; break;
-		case 'o': out = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default:
-			if (bench_target_opt("nvme-bench-sq-placement", &tgt, opt, optarg))
-				break;
-			usage(stderr);
-			return 2;
-		}
-	}
-	bench_no_args("nvme-bench-sq-placement", optind, argc, argv);
-	bench_target_check("nvme-bench-sq-placement", &tgt);
-	if (n < rounds || n > 100000000) {
-		fprintf(stderr, "sq-placement: --count %llu: give %u..100000000\n",
-			(unsigned long long)n, rounds);
-		return 2;
-	}
-	if (gpu) {
-		fprintf(stderr, "sq-placement: --gpu: the NVMe client cannot place an SQ in GPU "
-				"memory yet (no GPU location in struct sio_nvme_qspec)\n");
-		return 2;
-	}
 	n -= n % rounds;
 	if (nb_outdir("bench-out") || nb_outdir(out))
 		return 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (nb_env_open(&env, "sqplace", &eo, &tgt))
+	if (nb_env_open(&env, "sqplace", &eo, &o->tgt))
 		return 1;
 	cnode = nb_env_client_node(&env, 0);
 	r[P_LOCAL].on = r[P_LENDER].on = true;

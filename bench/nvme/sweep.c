@@ -68,7 +68,7 @@ static void usage(FILE *o)
 {
 	fprintf(o,
 		"usage: nvme-bench-sweep [options]\n"
-		"  -t, --seconds S      run time per point (default 1.0)\n"
+		"  -t, --time S         run time per point, seconds (default 1.0)\n"
 		"  -q, --quick          0.3 s per point, depths 1,4,16,64,256, clients 1,2,8,32\n"
 		"  -c, --max-clients N  largest client count (default 32, at most 63): the client\n"
 		"                       sweep runs 1,2,4,...,32 up to N, and N itself\n"
@@ -165,9 +165,9 @@ static void write_plot(const char *out, int nqd, uint32_t qd0, int ncl, int cl0,
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "seconds", required_argument, NULL, 't' }, { "quick", no_argument, NULL, 'q' },
+		{ "time", required_argument, NULL, 't' }, { "quick", no_argument, NULL, 'q' },
 		{ "max-clients", required_argument, NULL, 'c' }, { "no-file", no_argument, NULL, 'F' },
-		{ "out", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
+		{ "out", required_argument, NULL, 'o' },
 		{ "qd", required_argument, NULL, 'd' }, { "repeat", required_argument, NULL, 'r' },
 		{ "verify", no_argument, NULL, 'V' }, BENCH_TARGET_LONGOPTS, { 0 },
 	};
@@ -187,23 +187,21 @@ int main(int argc, char **argv)
 	struct nb_env ext;
 	FILE *j, *qf, *cf;
 
+	prog_init("nvme-bench-sweep", usage);
 	bench_target_init(&tgt);
-	while ((opt = getopt_long(argc, argv, "t:qc:o:hd:r:", lo, NULL)) != -1) {
+	while ((opt = prog_getopt(argc, argv, "t:qc:o:hd:r:", lo)) != -1) {
 		switch (opt) {
-		case 't': secs = bench_double("nvme-bench-sweep", "--seconds", optarg, 0.05, 60); break;
+		case 't': secs = bench_double("nvme-bench-sweep", "--time", optarg, 0.05, 60); break;
 		case 'q': quick = true; break;
 		case 'c': maxc = (int)bench_u64("nvme-bench-sweep", "--max-clients", optarg, 1, 63); break;
 		case 'F': nofile = true; break;
 		case 'V': verify = true; break;
 		case 'o': out = optarg; break;
 		case 'd': one_qd = (int)bench_u64("nvme-bench-sweep", "--qd", optarg, 1, 256); break;
-		case 'r': repeat = (int)bench_u64("nvme-bench-sweep", "--repeat", optarg, 1, 1000); break;
-		case 'h': usage(stdout); return 0;
+		case 'r': repeat = (int)bench_u64("nvme-bench-sweep", "--repeat", optarg, 1, 100); break;
 		default:
-			if (bench_target_opt("nvme-bench-sweep", &tgt, opt, optarg))
-				break;
-			usage(stderr);
-			return 2;
+			if (!bench_target_opt("nvme-bench-sweep", &tgt, opt, optarg))
+				prog_usage_error("unhandled option");
 		}
 	}
 	bench_no_args("nvme-bench-sweep", optind, argc, argv);
@@ -214,12 +212,6 @@ int main(int argc, char **argv)
 		qds = qd_quick, nqd = 5, cls = cl_quick, ncl = 4;
 		if (secs == 1.0)
 			secs = 0.3;
-	}
-	if (secs < 0.05 || secs > 60 || maxc < 1 || maxc > 63 || one_qd < 0 || one_qd > 256 ||
-	    repeat < 1 || repeat > 100) {
-		fprintf(stderr, "sweep: --seconds 0.05..60, --max-clients 1..63, --qd 1..256, "
-			"--repeat 1..100\n");
-		return 2;
 	}
 	if (one_qd) {
 		qd_one[0] = (uint32_t)one_qd;

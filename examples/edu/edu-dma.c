@@ -35,7 +35,9 @@ static void usage(FILE *out)
 		"  --live-once      store to the liveness register and read it back at once,\n"
 		"                   without waiting, and say whether it shows the inverse yet\n"
 		"  --clamp          also DMA to the segment's bus address with bit --dma-bits set,\n"
-		"                   unchecked, and show where the device put the data\n");
+		"                   unchecked, and show where the device put the data\n"
+		"  --help, --version\n"
+		"Exit status: 0 every check passed, 1 one failed, 2 usage error.\n");
 }
 
 static int fail(const char *what)
@@ -113,168 +115,115 @@ static int clamp_demo(struct edu *e, struct sio_segment *seg, uint8_t *va, uint3
 	return at < 0 ? 0 : 1;
 }
 
-int main(int argc, char **argv)
+/* What to do, from the command line. */
+struct dma_args {
+	struct edu_opts o;
+	const char *fabric, *where;
+	uint64_t node, size, rounds, bus, facts[16];
+	int nfacts;
+	bool have_bus, clamp, once;
+};
+
+/* The segment the transfers use, on the node --seg names, mapped here. */
+static int data_segment(struct sio_fabric *f, const struct sio_device_info *info,
+			const char *where, struct sio_segment **seg, void **va, int *home)
 {
-	enum { O_FABRIC = 256, O_NODE, O_DEVICE, O_IRQ, O_SEG, O_SIZE, O_ROUNDS, O_FACT, O_BITS,
-	       O_TIMEOUT, O_BUS, O_CLAMP, O_KIND, O_ONCE };
-	static const struct option opts[] = {
-		{ "fabric", required_argument, 0, O_FABRIC }, { "node", required_argument, 0, O_NODE },
-		{ "device", required_argument, 0, O_DEVICE }, { "irq", no_argument, 0, O_IRQ },
-		{ "seg", required_argument, 0, O_SEG }, { "size", required_argument, 0, O_SIZE },
-		{ "rounds", required_argument, 0, O_ROUNDS }, { "fact", required_argument, 0, O_FACT },
-		{ "dma-bits", required_argument, 0, O_BITS },
-		{ "timeout", required_argument, 0, O_TIMEOUT }, { "bus", required_argument, 0, O_BUS },
-		{ "clamp", no_argument, 0, O_CLAMP }, { "irq-kind", required_argument, 0, O_KIND },
-		{ "live-once", no_argument, 0, O_ONCE }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
-	};
-	struct edu_opts o = { .device = SIO_DEVICE_ANY };
-	const char *fabric = NULL, *where = "here";
-	uint64_t node = UINT64_MAX, v, size = EDU_XFER_MAX, rounds = 2, bus = 0, facts[16];
-	int nfacts = 0, c, home, rc = 0;
-	bool have_bus = false, clamp = false, once = false;
-	struct sio_device_info info;
-	struct sio_segment *seg = NULL;
-	struct sio_fabric *f;
-	struct edu *e;
-	void *va;
+	uint64_t v;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		const char *opt = NULL;
+	*home = sio_fabric_node_id(f);
+	if (!strcmp(where, "lender"))
+		*home = info->lender;
+	else if (strcmp(where, "here")) {
+		if (sio_parse_u64(where, 0, SIO_MAX_NODES - 1, &v))
+			return fail("--seg");
+		*home = (int)v;
+	}
+	if ((*home == sio_fabric_node_id(f) ? sio_segment_create(f, 0, 3 * EDU_BUF_SIZE, 0, seg)
+					    : sio_segment_create_on(f, *home, 0, 3 * EDU_BUF_SIZE, 0, seg)) ||
+	    sio_segment_map(*seg, va))
+		return fail("data segment");
+	return 0;
+}
 
-		switch (c) {
-		case O_FABRIC: fabric = optarg; break;
-		case O_NODE: opt = "--node"; rc = sio_parse_u64(optarg, 0, SIO_MAX_NODES - 1, &node); break;
-		case O_DEVICE:
-			opt = "--device";
-			rc = sio_parse_u64(optarg, 0, UINT32_MAX - 1, &v);
-			o.device = (uint32_t)v;
-			break;
-		case O_IRQ: o.irq = true; break;
-		case O_SEG: where = optarg; break;
-		case O_SIZE: opt = "--size"; rc = sio_parse_size(optarg, 1, EDU_BUF_SIZE, &size); break;	/* 4096: to see it refused */
-		case O_ROUNDS: opt = "--rounds"; rc = sio_parse_u64(optarg, 0, 1000000, &rounds); break;
-		case O_FACT:
-			opt = "--fact";
-			if (nfacts == 16)
-				rc = sio_err_set(EINVAL, "at most 16 of them");
-			else
-				rc = sio_parse_u64(optarg, 0, UINT32_MAX, &facts[nfacts++]);
-			break;
-		case O_BITS:
-			opt = "--dma-bits";
-			rc = sio_parse_u64(optarg, 12, 64, &v);
-			o.dma_bits = (int)v;
-			break;
-		case O_TIMEOUT:
-			opt = "--timeout";
-			rc = sio_parse_u64(optarg, 1, 3600000, &v);
-			o.timeout_ms = (int)v;
-			break;
-		case O_BUS: opt = "--bus"; rc = sio_parse_u64(optarg, 0, UINT64_MAX, &bus); have_bus = true; break;
-		case O_CLAMP: clamp = o.unchecked = true; break;
-		case O_ONCE: once = true; break;
-		case O_KIND:
-			opt = "--irq-kind";
-			o.irq_kinds = !strcmp(optarg, "intx") ? SIO_IRQ_F(SIO_IRQ_INTX) :
-				      !strcmp(optarg, "msi") ? SIO_IRQ_F(SIO_IRQ_MSI) :
-				      !strcmp(optarg, "msix") ? SIO_IRQ_F(SIO_IRQ_MSIX) : 0;
-			if (!o.irq_kinds && strcmp(optarg, "any"))
-				rc = sio_err_set(EINVAL, "'%s' is not intx, msi, msix or any", optarg);
-			break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-		if (rc) {
-			fprintf(stderr, "edu-dma: %s: %s\n", opt, sio_errmsg());
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "edu-dma: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
-	if (!nfacts)
-		facts[nfacts++] = 10;
-	if (sio_fabric_open(fabric, node == UINT64_MAX ? -1 : (int)node, &f))
-		return fail("join the fabric");
-	if (edu_open(f, &o, &e)) {
-		sio_fabric_close(f);
-		return fail("open the edu device");
-	}
-	rc = 1;
-	if (sio_device_info(edu_device(e), &info)) {
-		fail("device info");
-		goto out;
-	}
-	printf("edu-dma: device %u (%s, %s backend, node %d): edu version %u.%u, DMA mask %d bits, %s\n",
-	       info.id, info.name, info.backend == SIO_BACKEND_VFIO ? "vfio" : "sim", info.lender,
-	       edu_id(e) >> 24, (edu_id(e) >> 16) & 0xff, o.dma_bits ? o.dma_bits : EDU_DMA_BITS,
-	       o.irq ? sio_irq_kind_name(edu_irq_kind(e)) : "polling");
-	if (once) {
+/* Liveness and factorials: the device's registers. */
+static int registers(struct edu *e, const struct dma_args *a)
+{
+	if (a->once) {
 		uint32_t r, p = 0x0badcafe;
 
 		edu_live_once(e, p, &r);
 		printf("edu-dma: liveness register read at once after the store: 0x%08x (%s)\n", r,
 		       r == ~p ? "inverted" : "not inverted yet");
 	}
-	if (edu_live(e, 0x12345678)) {
-		fail("liveness");
-		goto out;
-	}
+	if (edu_live(e, 0x12345678))
+		return fail("liveness");
 	printf("edu-dma: liveness check passed\n");
-	for (int i = 0; i < nfacts; i++) {
+	for (int i = 0; i < a->nfacts; i++) {
 		uint32_t r;
 
-		if (edu_factorial(e, (uint32_t)facts[i], &r)) {
-			fail("factorial");
-			goto out;
-		}
-		printf("edu-dma: factorial %llu! = %u\n", (unsigned long long)facts[i], r);
+		if (edu_factorial(e, (uint32_t)a->facts[i], &r))
+			return fail("factorial");
+		printf("edu-dma: factorial %llu! = %u\n", (unsigned long long)a->facts[i], r);
 	}
-	/* the segment: where it lives decides whether the device reaches it
-	 * locally or through a window */
-	home = sio_fabric_node_id(f);
-	if (!strcmp(where, "lender"))
-		home = info.lender;
-	else if (strcmp(where, "here")) {
-		if (sio_parse_u64(where, 0, SIO_MAX_NODES - 1, &v)) {
-			fail("--seg");
-			goto out;
-		}
-		home = (int)v;
-	}
-	if ((home == sio_fabric_node_id(f) ? sio_segment_create(f, 0, 3 * EDU_BUF_SIZE, 0, &seg)
-					   : sio_segment_create_on(f, home, 0, 3 * EDU_BUF_SIZE, 0, &seg)) ||
-	    sio_segment_map(seg, &va)) {
-		fail("data segment");
-		goto out;
-	}
-	if (rounds) {
-		uint64_t b;
+	return 0;
+}
 
-		if (sio_device_map(edu_device(e), seg, &b)) {
-			fail("map the data segment for the device");
-			goto out;
-		}
+/* The DMA engine: round trips through the segment, --clamp, --bus. */
+static int transfers(struct edu *e, struct sio_segment *seg, void *va, int home,
+		     const struct dma_args *a)
+{
+	uint64_t b;
+
+	if (a->rounds) {
+		if (sio_device_map(edu_device(e), seg, &b))
+			return fail("map the data segment for the device");
 		printf("edu-dma: data segment on node %d, at bus address 0x%llx for the device\n", home,
 		       (unsigned long long)b);
 	}
-	for (uint64_t r = 0; r < rounds; r++)
-		if (round_trip(e, seg, va, (uint32_t)size, (int)r))
-			goto out;
-	if (rounds)
+	for (uint64_t r = 0; r < a->rounds; r++)
+		if (round_trip(e, seg, va, (uint32_t)a->size, (int)r))
+			return 1;
+	if (a->rounds)
 		printf("edu-dma: %llu round(s) of %llu bytes verified byte for byte\n",
-		       (unsigned long long)rounds, (unsigned long long)size);
-	if (clamp && clamp_demo(e, seg, va, (uint32_t)size, o.dma_bits ? o.dma_bits : EDU_DMA_BITS))
-		goto out;
-	if (have_bus) {
-		if (edu_dma(e, true, bus, 0, (uint32_t)size)) {
-			fail("--bus");
-			goto out;
-		}
-		printf("edu-dma: DMA to bus address 0x%llx done\n", (unsigned long long)bus);
+		       (unsigned long long)a->rounds, (unsigned long long)a->size);
+	if (a->clamp && clamp_demo(e, seg, va, (uint32_t)a->size,
+				   a->o.dma_bits ? a->o.dma_bits : EDU_DMA_BITS))
+		return 1;
+	if (a->have_bus) {
+		if (edu_dma(e, true, a->bus, 0, (uint32_t)a->size))
+			return fail("--bus");
+		printf("edu-dma: DMA to bus address 0x%llx done\n", (unsigned long long)a->bus);
 	}
-	if (o.irq)
+	return 0;
+}
+
+static int run(struct dma_args *a)
+{
+	struct sio_device_info info;
+	struct sio_segment *seg = NULL;
+	struct sio_fabric *f;
+	struct edu *e;
+	void *va;
+	int home, rc = 1;
+
+	if (sio_fabric_open(a->fabric, a->node == UINT64_MAX ? -1 : (int)a->node, &f))
+		return fail("join the fabric");
+	if (edu_open(f, &a->o, &e)) {
+		sio_fabric_close(f);
+		return fail("open the edu device");
+	}
+	if (sio_device_info(edu_device(e), &info)) {
+		fail("device info");
+		goto out;
+	}
+	printf("edu-dma: device %u (%s, %s backend, node %d): edu version %u.%u, DMA mask %d bits, %s\n",
+	       info.id, info.name, info.backend == SIO_BACKEND_VFIO ? "vfio" : "sim", info.lender,
+	       edu_id(e) >> 24, (edu_id(e) >> 16) & 0xff, a->o.dma_bits ? a->o.dma_bits : EDU_DMA_BITS,
+	       a->o.irq ? sio_irq_kind_name(edu_irq_kind(e)) : "polling");
+	if (registers(e, a) || data_segment(f, &info, a->where, &seg, &va, &home) ||
+	    transfers(e, seg, va, home, a))
+		goto out;
+	if (a->o.irq)
 		printf("edu-dma: %llu interrupt(s) taken (%s)\n", (unsigned long long)edu_irqs(e),
 		       sio_irq_kind_name(edu_irq_kind(e)));
 	rc = 0;
@@ -286,4 +235,85 @@ out:
 	}
 	sio_fabric_close(f);
 	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_FABRIC = 256, O_NODE, O_DEVICE, O_IRQ, O_SEG, O_SIZE, O_ROUNDS, O_FACT, O_BITS,
+	       O_TIMEOUT, O_BUS, O_CLAMP, O_KIND, O_ONCE, O_VERSION };
+	static const struct option opts[] = {
+		{ "fabric", required_argument, 0, O_FABRIC }, { "node", required_argument, 0, O_NODE },
+		{ "device", required_argument, 0, O_DEVICE }, { "irq", no_argument, 0, O_IRQ },
+		{ "seg", required_argument, 0, O_SEG }, { "size", required_argument, 0, O_SIZE },
+		{ "rounds", required_argument, 0, O_ROUNDS }, { "fact", required_argument, 0, O_FACT },
+		{ "dma-bits", required_argument, 0, O_BITS },
+		{ "timeout", required_argument, 0, O_TIMEOUT }, { "bus", required_argument, 0, O_BUS },
+		{ "clamp", no_argument, 0, O_CLAMP }, { "irq-kind", required_argument, 0, O_KIND },
+		{ "live-once", no_argument, 0, O_ONCE }, { "help", no_argument, 0, 'h' },
+		{ "version", no_argument, 0, O_VERSION }, { 0, 0, 0, 0 },
+	};
+	struct dma_args a = { .o = { .device = SIO_DEVICE_ANY }, .where = "here",
+			      .node = UINT64_MAX, .size = EDU_XFER_MAX, .rounds = 2 };
+	uint64_t v;
+	int c, rc = 0;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		const char *opt = NULL;
+
+		switch (c) {
+		case O_FABRIC: a.fabric = optarg; break;
+		case O_NODE: opt = "--node"; rc = sio_parse_u64(optarg, 0, SIO_MAX_NODES - 1, &a.node); break;
+		case O_DEVICE:
+			opt = "--device";
+			rc = sio_parse_u64(optarg, 0, UINT32_MAX - 1, &v);
+			a.o.device = (uint32_t)v;
+			break;
+		case O_IRQ: a.o.irq = true; break;
+		case O_SEG: a.where = optarg; break;
+		case O_SIZE: opt = "--size"; rc = sio_parse_size(optarg, 1, EDU_BUF_SIZE, &a.size); break;	/* 4096: to see it refused */
+		case O_ROUNDS: opt = "--rounds"; rc = sio_parse_u64(optarg, 0, 1000000, &a.rounds); break;
+		case O_FACT:
+			opt = "--fact";
+			if (a.nfacts == 16)
+				rc = sio_err_set(EINVAL, "at most 16 of them");
+			else
+				rc = sio_parse_u64(optarg, 0, UINT32_MAX, &a.facts[a.nfacts++]);
+			break;
+		case O_BITS:
+			opt = "--dma-bits";
+			rc = sio_parse_u64(optarg, 12, 64, &v);
+			a.o.dma_bits = (int)v;
+			break;
+		case O_TIMEOUT:
+			opt = "--timeout";
+			rc = sio_parse_u64(optarg, 1, 3600000, &v);
+			a.o.timeout_ms = (int)v;
+			break;
+		case O_BUS: opt = "--bus"; rc = sio_parse_u64(optarg, 0, UINT64_MAX, &a.bus); a.have_bus = true; break;
+		case O_CLAMP: a.clamp = a.o.unchecked = true; break;
+		case O_ONCE: a.once = true; break;
+		case O_KIND:
+			opt = "--irq-kind";
+			a.o.irq_kinds = !strcmp(optarg, "intx") ? SIO_IRQ_F(SIO_IRQ_INTX) :
+					!strcmp(optarg, "msi") ? SIO_IRQ_F(SIO_IRQ_MSI) :
+					!strcmp(optarg, "msix") ? SIO_IRQ_F(SIO_IRQ_MSIX) : 0;
+			if (!a.o.irq_kinds && strcmp(optarg, "any"))
+				rc = sio_err_set(EINVAL, "'%s' is not intx, msi, msix or any", optarg);
+			break;
+		case 'h': usage(stdout); return 0;
+		case O_VERSION: printf("edu-dma (smartio) %s\n", EDU_DMA_VERSION); return 0;
+		default: usage(stderr); return 2;
+		}
+		if (rc) {
+			fprintf(stderr, "edu-dma: %s: %s\n", opt, sio_errmsg());
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "edu-dma: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (!a.nfacts)
+		a.facts[a.nfacts++] = 10;
+	return run(&a);
 }

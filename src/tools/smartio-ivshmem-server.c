@@ -14,7 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
+#include "prog.h"
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -37,13 +37,6 @@ struct peer {
 
 static struct peer peers[MAX_PEERS];
 static int nvec = 1, shm_fd = -1;
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
 
 /* One message: @v, little endian, with @fd when >= 0. */
 static int msg(int sock, int64_t v, int fd)
@@ -122,79 +115,24 @@ static void join(int sock)
 		drop(id);
 }
 
-static int usage(void)
+static void usage(FILE *o)
 {
-	fprintf(stderr, "usage: smartio-ivshmem-server --socket PATH --shm FILE [--vectors 1..%d] [--ready-file PATH]\n",
-		MAX_VECTORS);
-	return 2;
+	fprintf(o, "usage: smartio-ivshmem-server --socket PATH --shm FILE [options]\n"
+		"Serve QEMU's ivshmem-doorbell: hand each guest that connects to PATH the\n"
+		"shared memory FILE and its peers' interrupt vectors. Runs until SIGINT or\n"
+		"SIGTERM.\n\n"
+		"  --socket PATH     the unix socket QEMU's ivshmem-doorbell chardev connects to\n"
+		"  --shm FILE        the file of shared memory to serve\n"
+		"  --vectors N       interrupt vectors per peer, 1..%d (default 1)\n"
+		"  --ready-file F    write our pid to F once listening\n"
+		PROG_HELP
+		"Exit status: 0 stopped, 1 failed, 2 usage error.\n", MAX_VECTORS);
 }
 
-int main(int argc, char **argv)
+/* Serve until stopped: accept peers, drop the ones that hang up. */
+static void serve(int lfd)
 {
-	static const struct option opts[] = {
-		{ "socket", required_argument, 0, 's' }, { "shm", required_argument, 0, 'm' },
-		{ "vectors", required_argument, 0, 'n' }, { "ready-file", required_argument, 0, 'r' },
-		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 }
-	};
-	const char *path = NULL, *shm = NULL, *ready = NULL;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct sigaction act = { .sa_handler = on_signal };
-	struct stat st;
-	char *end;
-	int opt, lfd;
-
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (opt) {
-		case 's': path = optarg; break;
-		case 'm': shm = optarg; break;
-		case 'r': ready = optarg; break;
-		case 'n':
-			nvec = (int)strtol(optarg, &end, 10);
-			if (*end || nvec < 1 || nvec > MAX_VECTORS) {
-				fprintf(stderr, "ivshmem-server: --vectors must be 1..%d, not '%s'\n",
-					MAX_VECTORS, optarg);
-				return 2;
-			}
-			break;
-		default:
-			return usage();
-		}
-	}
-	if (!path || !shm || optind != argc)
-		return usage();
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "ivshmem-server: socket path %s is too long\n", path);
-		return 1;
-	}
-	shm_fd = open(shm, O_RDWR | O_CLOEXEC);
-	if (shm_fd < 0 || fstat(shm_fd, &st) || !S_ISREG(st.st_mode) || !st.st_size) {
-		fprintf(stderr, "ivshmem-server: %s is no file of shared memory to serve: %s\n", shm,
-			shm_fd < 0 ? strerror(errno) : "empty or not a plain file");
-		return 1;
-	}
-	for (int i = 0; i < MAX_PEERS; i++)
-		peers[i].sock = -1;
-	strcpy(sa.sun_path, path);
-	unlink(path);
-	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 8)) {
-		fprintf(stderr, "ivshmem-server: cannot listen on %s: %s\n", path, strerror(errno));
-		return 1;
-	}
-	sigaction(SIGINT, &act, NULL);
-	sigaction(SIGTERM, &act, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	printf("ivshmem-server: serving %s (%lld bytes) on %s, %d vector(s) per peer\n", shm,
-	       (long long)st.st_size, path, nvec);
-	fflush(stdout);
-	if (ready) {
-		FILE *fp = fopen(ready, "w");
-		if (fp) {
-			fprintf(fp, "%d\n", (int)getpid());
-			fclose(fp);
-		}
-	}
-	while (!stop) {
+	while (!prog_stop) {
 		struct pollfd pfd[MAX_PEERS + 1];
 		int map[MAX_PEERS + 1], n = 0;
 
@@ -209,7 +147,7 @@ int main(int argc, char **argv)
 		if (poll(pfd, (nfds_t)n, 1000) < 0) {
 			if (errno == EINTR)
 				continue;
-			fprintf(stderr, "ivshmem-server: poll: %s\n", strerror(errno));
+			prog_fail("poll: %s", strerror(errno));
 			break;
 		}
 		for (int k = 1; k < n; k++) {
@@ -226,7 +164,67 @@ int main(int argc, char **argv)
 	for (int i = 0; i < MAX_PEERS; i++)
 		if (peers[i].sock >= 0)
 			drop(i);
+}
+
+static int run(const char *path, const char *shm, const char *ready)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	char status[256];
+	int lfd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return prog_fail("socket path %s is too long", path);
+	shm_fd = open(shm, O_RDWR | O_CLOEXEC);
+	if (shm_fd < 0 || fstat(shm_fd, &st) || !S_ISREG(st.st_mode) || !st.st_size)
+		return prog_fail("%s is no file of shared memory to serve: %s", shm,
+				 shm_fd < 0 ? strerror(errno) : "empty or not a plain file");
+	for (int i = 0; i < MAX_PEERS; i++)
+		peers[i].sock = -1;
+	strcpy(sa.sun_path, path);
+	unlink(path);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 8))
+		return prog_fail("cannot listen on %s: %s", path, strerror(errno));
+	prog_catch_stop();
+	signal(SIGPIPE, SIG_IGN);
+	snprintf(status, sizeof(status), "serving %s (%lld bytes) on %s, %d vector(s) per peer",
+		 shm, (long long)st.st_size, path, nvec);
+	printf("smartio-ivshmem-server: %s\n", status);
+	fflush(stdout);
+	if (prog_ready(ready, getpid(), status)) {
+		close(lfd);
+		unlink(path);
+		return PROG_FAIL;
+	}
+	serve(lfd);
+	prog_notify_stopping();
 	close(lfd);
 	unlink(path);
-	return 0;
+	return PROG_OK;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, 0, 's' }, { "shm", required_argument, 0, 'm' },
+		{ "vectors", required_argument, 0, 'n' }, { "ready-file", required_argument, 0, 'r' },
+		PROG_LONGOPTS, { 0, 0, 0, 0 }
+	};
+	const char *path = NULL, *shm = NULL, *ready = NULL;
+	int opt;
+
+	prog_init("smartio-ivshmem-server", usage);
+	while ((opt = prog_getopt(argc, argv, "h", opts)) != -1) {
+		switch (opt) {
+		case 's': path = optarg; break;
+		case 'm': shm = optarg; break;
+		case 'r': ready = optarg; break;
+		case 'n': nvec = (int)prog_u64("--vectors", optarg, 1, MAX_VECTORS); break;
+		}
+	}
+	prog_no_args(argc, argv);
+	if (!path || !shm)
+		prog_usage_error("--socket PATH and --shm FILE are needed");
+	return run(path, shm, ready);
 }

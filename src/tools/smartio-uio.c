@@ -11,6 +11,7 @@
 
 #include <smartio/smartio.h>
 #include <smartio/vfio.h>
+#include "prog.h"
 #include "smartio-vfio.h"
 
 static void usage(FILE *o)
@@ -24,22 +25,15 @@ static void usage(FILE *o)
 		"addresses of the fabric's segments, which must be on huge pages.\n");
 }
 
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	stop = 1;
-}
-
 static int cmd_lend(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "fabric", required_argument, NULL, 'f' },
 		{ 0 }
 	};
-	struct sigaction sa = { .sa_handler = on_signal };	/* no SA_RESTART */
 	const char *fabric = NULL;
-	int o;
+	FILE *log;
+	int o, ret;
 
 	while ((o = getopt_long(argc, argv, "f:", lo, NULL)) != -1) {
 		if (o != 'f') {
@@ -56,9 +50,14 @@ static int cmd_lend(int argc, char **argv)
 		fprintf(stderr, "smartio uio lend: stray argument '%s'\n", argv[optind + 1]);
 		return 2;
 	}
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	if (sio_uio_lend(fabric, argv[optind], &stop, stdout)) {
+	prog_catch_stop();	/* no SA_RESTART: the lender's poll wakes */
+	/* under systemd (Type=notify): ready once the lender says it lends */
+	log = prog_ready_stream(stdout, "lending ", NULL);
+	ret = sio_uio_lend(fabric, argv[optind], &prog_stop, log);
+	prog_notify_stopping();
+	if (log != stdout)
+		fclose(log);
+	if (ret) {
 		fprintf(stderr, "smartio uio lend: %s\n", sio_errmsg());
 		return 1;
 	}

@@ -15,6 +15,7 @@
 
 #include <smartio/smartio.h>
 #include <smartio/vfio.h>
+#include "prog.h"
 #include "smartio-vfio.h"
 
 static void usage(FILE *o)
@@ -223,13 +224,6 @@ static int cmd_probe(int argc, char **argv)
 	return 0;
 }
 
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	stop = 1;
-}
-
 /* lend, doorbell: serve a function until a signal; the same options. */
 static int cmd_serve(int argc, char **argv, const char *what,
 		     int (*fn)(const char *, const char *, enum sio_vfio_mode,
@@ -237,18 +231,22 @@ static int cmd_serve(int argc, char **argv, const char *what,
 {
 	enum sio_vfio_mode mode = SIO_VFIO_AUTO;
 	const char *fabric = NULL;
-	struct sigaction sa = { .sa_handler = on_signal };	/* no SA_RESTART */
-	int i = mode_opt(argc, argv, &mode, &fabric);
+	FILE *log = stdout;
+	int i = mode_opt(argc, argv, &mode, &fabric), ret;
 
 	if (i < 0) {
 		usage(stderr);
 		return 2;
 	}
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	if (fn(fabric, argv[i], mode, &stop, stdout))
-		return fail(what);
-	return 0;
+	prog_catch_stop();	/* no SA_RESTART: the lender's poll wakes */
+	/* under systemd (Type=notify): ready once the lender says it lends */
+	if (!strcmp(what, "lend"))
+		log = prog_ready_stream(stdout, "lending ", NULL);
+	ret = fn(fabric, argv[i], mode, &prog_stop, log);
+	prog_notify_stopping();
+	if (log != stdout)
+		fclose(log);
+	return ret ? fail(what) : 0;
 }
 
 int sio_tool_vfio(int argc, char **argv)

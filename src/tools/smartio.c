@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* smartio: create, inspect and break simulated fabrics. */
 #include <errno.h>
-#include <getopt.h>
 #include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <smartio/smartio.h>
 #include "parse.h"
+#include "smartio-cmd.h"
 #ifdef SIO_TOOL_VFIO
 #include "smartio-vfio.h"
 #endif
 
+/* [NAME]: the fabric, or $SMARTIO_FABRIC. */
 static const char *fabric_arg(int argc, char **argv)
 {
 	if (optind < argc)
@@ -19,43 +20,12 @@ static const char *fabric_arg(int argc, char **argv)
 	return getenv("SMARTIO_FABRIC");
 }
 
-/* A number option or argument, strictly (<smartio/parse.h>); 0 or -1, reported. */
-static int num(const char *cmd, const char *what, const char *arg, uint64_t min, uint64_t max,
-	       uint64_t *out)
+static int fail(const char *what)
 {
-	if (!sio_parse_u64(arg, min, max, out))
-		return 0;
-	fprintf(stderr, "smartio %s: %s: %s\n", cmd, what, sio_errmsg());
-	return -1;
+	return prog_fail("%s: %s", what, sio_errmsg());
 }
 
-static int inum(const char *cmd, const char *what, const char *arg, uint64_t min, uint64_t max,
-		int *out)
-{
-	uint64_t v;
-
-	if (num(cmd, what, arg, min, max, &v))
-		return -1;
-	*out = (int)v;
-	return 0;
-}
-
-/* [NAME] and nothing after it: a stray argument is an error, not ignored. */
-static int no_more(const char *cmd, int argc, char **argv)
-{
-	if (optind >= argc)
-		return 0;
-	fprintf(stderr, "smartio %s: unexpected argument '%s'\n", cmd, argv[optind]);
-	return -1;
-}
-
-static int fail(int ret, const char *what)
-{
-	fprintf(stderr, "smartio %s: %s\n", what, sio_errmsg());
-	return ret == -ENOENT || ret == -ENODEV ? 2 : 1;
-}
-
-static int usage(FILE *o, int code)
+static void usage(FILE *o)
 {
 	fprintf(o,
 "usage: smartio COMMAND [ARGS]\n"
@@ -65,87 +35,97 @@ static int usage(FILE *o, int code)
 "              [--adapter-ns NS] [--chassis-ns NS] [--switch-ns NS]   per-hop model delays\n"
 "  destroy NAME [--force]          refused while processes are attached;\n"
 "                                  --force tells them to leave\n"
-"  status [NAME] [--json]          nodes, windows, segments, devices, borrows\n"
+"  list [--json]                   the fabrics on this host\n"
+"  status [NAME] [--json|--dot] [--watch [SEC]] [--count N]\n"
+"                                  nodes, windows, segments, devices, borrows;\n"
+"                                  --dot: a Graphviz picture (dot -Tsvg)\n"
 "  path [NAME] FROM TO [--json]    FROM/TO: node:N, dev:ID or seg:NODE:ID\n"
 "  link [NAME] NODE [ADAPTER] up|down\n"
+#ifdef SIO_TOOL_NVME
+"  top [NAME] [--interval SEC] [--count N]\n"
+"                                  live NVMe clients and queue pairs: IOPS, MiB/s,\n"
+"                                  latency, errors, doorbells\n"
+"  nvme stats [NAME] [--json] [--watch [SEC]] [--count N]\n"
+"                                  the NVMe driver's counters, per client and queue\n"
+#endif
 #ifdef SIO_TOOL_VFIO
 "  vfio ...                        real devices through vfio-pci (smartio vfio --help)\n"
 #endif
 #ifdef SIO_TOOL_UIO
 "  uio ...                         real devices without an IOMMU (smartio uio --help)\n"
 #endif
+"  --help, --version\n"
 "NAME defaults to $SMARTIO_FABRIC. A fabric is its creator's alone; with --group,\n"
-"members of GROUP may join it too. Exit codes: 0 ok, 1 error, 2 not found.\n");
-	return code;
+"members of GROUP may join it too.\n"
+"Exit status: 0 ok, 1 failed (a fabric, node or device that does not exist\n"
+"included), 2 usage error.\n");
+}
+
+static int topology(const char *arg)
+{
+	static const char *const names[] = { "b2b", "switch", "cascade", NULL };
+	static const enum sio_topology_kind kinds[] = { SIO_TOPO_B2B, SIO_TOPO_SWITCH,
+							SIO_TOPO_CASCADE };
+
+	return (int)kinds[prog_choice("--topology", arg, names)];
+}
+
+/* --group G: a group name or number. */
+static gid_t group_id(const char *group)
+{
+	struct group *gr = getgrnam(group);
+	char *end;
+	unsigned long g;
+
+	if (gr)
+		return gr->gr_gid;
+	g = strtoul(group, &end, 10);
+	if (!*group || *end || g > 0x7fffffff)
+		prog_usage_error("--group: no group '%s'", group);
+	return (gid_t)g;
 }
 
 static int cmd_create(int argc, char **argv)
 {
+	enum { O_NODES = 256, O_TOPO, O_PER, O_ADAPTERS, O_WINDOWS, O_WSIZE, O_GROUPS, O_MODEL,
+	       O_ADAPTER_NS, O_CHASSIS_NS, O_SWITCH_NS, O_GROUP };
 	static const struct option o[] = {
-		{ "nodes", 1, 0, 'n' }, { "topology", 1, 0, 't' }, { "per-switch", 1, 0, 'p' },
-		{ "adapters", 1, 0, 'a' }, { "windows", 1, 0, 'w' }, { "window-size", 1, 0, 's' },
-		{ "mcast-groups", 1, 0, 'g' }, { "latency-model", 0, 0, 'l' }, { "help", 0, 0, 'h' },
-		{ "adapter-ns", 1, 0, 'A' }, { "chassis-ns", 1, 0, 'C' }, { "switch-ns", 1, 0, 'S' },
-		{ "group", 1, 0, 'G' }, { 0 } };
+		{ "nodes", 1, 0, O_NODES }, { "topology", 1, 0, O_TOPO }, { "per-switch", 1, 0, O_PER },
+		{ "adapters", 1, 0, O_ADAPTERS }, { "windows", 1, 0, O_WINDOWS },
+		{ "window-size", 1, 0, O_WSIZE }, { "mcast-groups", 1, 0, O_GROUPS },
+		{ "latency-model", 0, 0, O_MODEL }, { "adapter-ns", 1, 0, O_ADAPTER_NS },
+		{ "chassis-ns", 1, 0, O_CHASSIS_NS }, { "switch-ns", 1, 0, O_SWITCH_NS },
+		{ "group", 1, 0, O_GROUP }, PROG_LONGOPTS, { 0 } };
 	struct sio_fabric_config c = { .nodes = 2, .topology = SIO_TOPO_SWITCH };
 	const char *name, *group = NULL;
-	struct group *gr;
-	uint64_t v;
-	int opt, ret = 0;
+	int opt, ret;
 
-	while ((opt = getopt_long(argc, argv, "n:t:p:a:w:s:g:lh", o, NULL)) != -1) {
+	while ((opt = prog_getopt(argc, argv, "h", o)) != -1) {
 		switch (opt) {
-		case 'G': group = optarg; break;
+		case O_GROUP: group = optarg; break;
 		/* a hop's modelled delay: up to 1 ms, far beyond any real one */
-		case 'A': ret = num("create", "--adapter-ns", optarg, 0, 1000000, &v); c.adapter_ns = (uint32_t)v; break;
-		case 'C': ret = num("create", "--chassis-ns", optarg, 0, 1000000, &v); c.chassis_ns = (uint32_t)v; break;
-		case 'S': ret = num("create", "--switch-ns", optarg, 0, 1000000, &v); c.switch_ns = (uint32_t)v; break;
-		case 'n': ret = inum("create", "--nodes", optarg, 1, SIO_MAX_NODES, &c.nodes); break;
-		case 'p': ret = inum("create", "--per-switch", optarg, 1, SIO_MAX_NODES, &c.nodes_per_switch); break;
-		case 'a': ret = inum("create", "--adapters", optarg, 1, SIO_MAX_ADAPTERS, &c.adapters); break;
+		case O_ADAPTER_NS: c.adapter_ns = prog_u32("--adapter-ns", optarg, 0, 1000000); break;
+		case O_CHASSIS_NS: c.chassis_ns = prog_u32("--chassis-ns", optarg, 0, 1000000); break;
+		case O_SWITCH_NS: c.switch_ns = prog_u32("--switch-ns", optarg, 0, 1000000); break;
+		case O_NODES: c.nodes = (int)prog_u64("--nodes", optarg, 1, SIO_MAX_NODES); break;
+		case O_PER: c.nodes_per_switch = (int)prog_u64("--per-switch", optarg, 1, SIO_MAX_NODES); break;
+		case O_ADAPTERS: c.adapters = (int)prog_u64("--adapters", optarg, 1, SIO_MAX_ADAPTERS); break;
 		/* the library checks the finer limits (windows, groups, a power of 2) */
-		case 'w': ret = inum("create", "--windows", optarg, 1, INT32_MAX, &c.windows); break;
-		case 's':
-			if (sio_parse_size(optarg, 4096, UINT64_MAX, &c.window_size)) {
-				fprintf(stderr, "smartio create: --window-size: %s\n", sio_errmsg());
-				ret = -1;
-			}
-			break;
-		case 'g': ret = inum("create", "--mcast-groups", optarg, 0, INT32_MAX, &c.mcast_groups); break;
-		case 'l': c.latency_model = true; break;
-		case 't':
-			if (!strcmp(optarg, "b2b")) c.topology = SIO_TOPO_B2B;
-			else if (!strcmp(optarg, "switch")) c.topology = SIO_TOPO_SWITCH;
-			else if (!strcmp(optarg, "cascade")) c.topology = SIO_TOPO_CASCADE;
-			else {
-				fprintf(stderr, "smartio create: unknown topology '%s' (b2b, switch, cascade)\n", optarg);
-				return 1;
-			}
-			break;
-		case 'h': return usage(stdout, 0);
-		default: return usage(stderr, 1);
+		case O_WINDOWS: c.windows = (int)prog_u64("--windows", optarg, 1, INT32_MAX); break;
+		case O_WSIZE: c.window_size = prog_size("--window-size", optarg, 4096, UINT64_MAX); break;
+		case O_GROUPS: c.mcast_groups = (int)prog_u64("--mcast-groups", optarg, 0, INT32_MAX); break;
+		case O_MODEL: c.latency_model = true; break;
+		case O_TOPO: c.topology = topology(optarg); break;
 		}
-		if (ret)
-			return 1;
 	}
 	name = fabric_arg(argc, argv);
-	if (no_more("create", argc, argv))
-		return 1;
-	if (group) {
-		char *end;
-		unsigned long g = strtoul(group, &end, 10);
-		if ((gr = getgrnam(group)))
-			g = gr->gr_gid;
-		else if (!*group || *end || g > 0x7fffffff) {
-			fprintf(stderr, "smartio create: no group '%s'\n", group);
-			return 1;
-		}
-		ret = sio_fabric_create_group(name, &c, (gid_t)g);
-	} else {
+	prog_no_args(argc, argv);
+	if (group)
+		ret = sio_fabric_create_group(name, &c, group_id(group));
+	else
 		ret = sio_fabric_create(name, &c);
-	}
 	if (ret)
-		return fail(ret, "create");
+		return fail("create");
 	printf("fabric '%s': %d nodes, %s, %d adapter(s), %d windows per adapter%s%s%s\n",
 	       name ? name : getenv("SMARTIO_FABRIC"), c.nodes,
 	       c.topology == SIO_TOPO_B2B ? "back-to-back" : c.topology == SIO_TOPO_SWITCH ? "one switch" : "cascade",
@@ -157,134 +137,133 @@ static int cmd_create(int argc, char **argv)
 
 static int cmd_destroy(int argc, char **argv)
 {
+	static const struct option o[] = { { "force", 0, 0, 'f' }, PROG_LONGOPTS, { 0 } };
 	unsigned int flags = 0;
 	const char *name;
-	int ret;
 
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--force")) {
-			flags = SIO_DESTROY_FORCE;
-			memmove(&argv[i], &argv[i + 1], (argc - i) * sizeof(*argv));
-			argc--, i--;
-		}
-	optind = 2;
+	while (prog_getopt(argc, argv, "hf", o) != -1)
+		flags = SIO_DESTROY_FORCE;
 	name = fabric_arg(argc, argv);
-	if (no_more("destroy", argc, argv))
-		return 1;
+	prog_no_args(argc, argv);
 	/* refused while processes are attached; --force tells them to leave */
-	ret = sio_fabric_destroy_flags(name, flags);
-	return ret ? fail(ret, "destroy") : 0;
+	return sio_fabric_destroy_flags(name, flags) ? fail("destroy") : 0;
 }
 
-static const char *kind_name(int k)
+struct status_arg {
+	const char *name;
+	enum sio_tool_fmt fmt;
+};
+
+static int status_once(void *arg)
 {
-	return k == SIO_SEG_BAR ? "bar" : k == SIO_SEG_GPU ? "gpu" : "ram";
-}
+	const struct status_arg *a = arg;
 
-static void status_json(const struct sio_fabric_status *st, const char *topo)
-{
-	const struct sio_topology *t = &st->topo;
-
-	printf("{\"fabric\":\"%s\",\"topology\":\"%s\",\"nodes\":%d,\"adapters\":%d,\"windows\":%d,"
-	       "\"latency_model\":%s,\"node\":[", st->name, topo, t->nodes, t->adapters, t->windows,
-	       t->latency_model ? "true" : "false");
-	for (int n = 0; n < st->nnodes; n++) {
-		const struct sio_node_info *ni = &st->nodes[n];
-
-		printf("%s{\"id\":%d,\"adapters\":[", n ? "," : "", n);
-		for (int a = 0; a < ni->adapters; a++)
-			printf("%s{\"switch\":%d,\"link_up\":%s,\"windows_used\":%d}", a ? "," : "",
-			       ni->switch_id[a], ni->link_up[a] ? "true" : "false", ni->windows_used[a]);
-		printf("]}");
-	}
-	printf("],\"segments\":[");
-	for (int i = 0; i < st->nsegments; i++) {
-		const struct sio_segment_info *sg = &st->segments[i].info;
-
-		printf("%s{\"node\":%d,\"id\":%u,\"size\":%llu,\"kind\":\"%s\",\"name\":\"%s\",\"pid\":%d}",
-		       i ? "," : "", sg->node, sg->id, (unsigned long long)sg->size, kind_name(sg->kind),
-		       sg->name, st->segments[i].owner_pid);
-	}
-	printf("],\"devices\":[");
-	for (int i = 0; i < st->ndevices; i++) {
-		const struct sio_device_info *d = &st->devices[i];
-
-		printf("%s{\"id\":%u,\"lender\":%d,\"class\":\"0x%06x\",\"name\":\"%s\",\"borrowers\":%d,"
-		       "\"exclusive\":%s,\"dma_faults\":%llu}", i ? "," : "", d->id, d->lender,
-		       d->class_code, d->name, d->borrowers, d->exclusive ? "true" : "false",
-		       (unsigned long long)d->dma_faults);
-	}
-	printf("]}\n");
-}
-
-static void status_text(const struct sio_fabric_status *st, const char *topo)
-{
-	const struct sio_topology *t = &st->topo;
-
-	printf("fabric %s: %s, %d nodes, %d adapter(s) per node, %d windows per adapter, latency model %s\n",
-	       st->name, topo, t->nodes, t->adapters, t->windows,
-	       t->latency_model ? "on (modelled, not measured)" : "off");
-	printf("%-6s %-8s %-10s %-14s %s\n", "node", "adapter", "switch", "link", "windows used");
-	for (int n = 0; n < st->nnodes; n++)
-		for (int a = 0; a < st->nodes[n].adapters; a++)
-			printf("%-6d %-8d %-10d %-14s %d/%d\n", n, a, st->nodes[n].switch_id[a],
-			       st->nodes[n].link_up[a] ? "up" : "DOWN", st->nodes[n].windows_used[a],
-			       t->windows);
-	printf("\nsegments:\n%-6s %-10s %-12s %-5s %-8s %s\n", "node", "id", "size", "kind", "pid", "name");
-	for (int i = 0; i < st->nsegments; i++) {
-		const struct sio_segment_info *sg = &st->segments[i].info;
-
-		printf("%-6d %-10u %-12llu %-5s %-8d %s\n", sg->node, sg->id,
-		       (unsigned long long)sg->size, kind_name(sg->kind), st->segments[i].owner_pid,
-		       sg->name);
-	}
-	printf("\ndevices:\n%-4s %-7s %-9s %-16s %-10s %s\n", "id", "lender", "class", "name", "borrowers", "dma faults");
-	for (int i = 0; i < st->ndevices; i++) {
-		const struct sio_device_info *d = &st->devices[i];
-
-		printf("%-4u %-7d 0x%06x  %-16s %d%-9s %llu\n", d->id, d->lender, d->class_code, d->name,
-		       d->borrowers, d->exclusive ? " (excl)" : "", (unsigned long long)d->dma_faults);
-	}
-	printf("\nborrows:\n");
-	for (int i = 0; i < st->nborrows; i++)
-		printf("  device %u by pid %d on node %d%s\n", st->borrows[i].device, st->borrows[i].pid,
-		       st->borrows[i].node, st->borrows[i].exclusive ? " (exclusive)" : "");
+	return sio_tool_status_once(a->name, a->fmt);
 }
 
 static int cmd_status(int argc, char **argv)
 {
-	struct sio_fabric_status *st;
-	struct sio_fabric *f;
-	bool json = false;
-	const char *topo;
-	int ret;
+	enum { O_JSON = 256, O_DOT, O_WATCH, O_COUNT };
+	static const struct option o[] = {
+		{ "json", 0, 0, O_JSON }, { "dot", 0, 0, O_DOT }, { "watch", 2, 0, O_WATCH },
+		{ "count", 1, 0, O_COUNT }, PROG_LONGOPTS, { 0 } };
+	struct status_arg a = { .fmt = SIO_TOOL_TEXT };
+	double interval = 0;
+	uint64_t count = 0;
+	int c;
 
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--json"))
-			json = true, memmove(&argv[i], &argv[i + 1], (argc - i) * sizeof(*argv)), argc--, i--;
-	const char *name;
-
-	optind = 1;
-	if (optind < argc && argv[optind][0] == '-') {
-		fprintf(stderr, "smartio status: unknown option '%s'\n", argv[optind]);
-		return 1;
+	while ((c = prog_getopt(argc, argv, "h", o)) != -1) {
+		switch (c) {
+		case O_JSON: a.fmt = SIO_TOOL_JSON; break;
+		case O_DOT: a.fmt = SIO_TOOL_DOT; break;
+		case O_WATCH:
+			interval = 1;
+			/* --watch SEC: the next word, when it is a number */
+			if (optarg)
+				interval = prog_double("--watch", optarg, 0.1, 86400);
+			else if (optind < argc && !sio_parse_double(argv[optind], 0.1, 86400, &interval))
+				optind++;
+			break;
+		case O_COUNT: count = prog_u64("--count", optarg, 1, UINT64_MAX); break;
+		}
 	}
-	name = fabric_arg(argc, argv);
-	if (no_more("status", argc, argv))
-		return 1;
-	ret = sio_fabric_open(name, 0, &f);
-	if (ret)
-		return fail(ret, "status");
-	ret = sio_fabric_status_get(f, &st);
-	sio_fabric_close(f);
-	if (ret)
-		return fail(ret, "status");
-	topo = st->topo.kind == SIO_TOPO_B2B ? "b2b" : st->topo.kind == SIO_TOPO_SWITCH ? "switch" : "cascade";
+	a.name = fabric_arg(argc, argv);
+	prog_no_args(argc, argv);
+	if (count && !interval)
+		prog_usage_error("--count goes with --watch");
+	if (!interval)
+		return status_once(&a);
+	return sio_tool_watch(status_once, &a, interval, count);
+}
+
+static int cmd_list(int argc, char **argv)
+{
+	static const struct option o[] = { { "json", 0, 0, 'j' }, PROG_LONGOPTS, { 0 } };
+	char (*names)[SIO_NAME_MAX] = NULL;
+	struct json_object *arr = json_object_new_array();
+	bool json = false;
+	int n, i;
+
+	while (prog_getopt(argc, argv, "h", o) != -1)
+		json = true;
+	prog_no_args(argc, argv);
+	n = sio_fabric_list(NULL, 0);
+	if (n > 0 && !(names = calloc((size_t)n, sizeof(*names))))
+		return prog_fail("out of memory");
+	if (n > 0)
+		n = sio_fabric_list(names, n);
+	if (n < 0) {
+		json_object_put(arr);
+		free(names);
+		return fail("list");
+	}
+	if (!json)
+		printf("%-24s %-8s %-6s %-6s %-8s %s\n", "fabric", "topology", "nodes", "procs",
+		       "devices", "state");
+	for (i = 0; i < n; i++) {
+		struct sio_fabric_status *st = NULL;
+		struct sio_fabric *f = NULL;
+		const char *why = NULL;
+
+		/* a fabric another user made, or one half made, is listed as such */
+		if (sio_fabric_open(names[i], 0, &f))
+			why = sio_errmsg(), f = NULL;
+		else if (sio_fabric_status_get(f, &st))
+			why = sio_errmsg();
+		if (json) {
+			struct json_object *x = pj_push_obj(arr);
+
+			pj_str(x, "fabric", names[i]);
+			if (st) {
+				pj_str(x, "topology", sio_tool_topo_name(st->topo.kind));
+				pj_int(x, "nodes", st->topo.nodes);
+				pj_int(x, "procs", st->procs - 1);	/* not counting us */
+				pj_int(x, "devices", st->ndevices);
+			} else {
+				pj_str(x, "error", why);
+			}
+		} else if (st) {
+			printf("%-24s %-8s %-6d %-6d %-8d live\n", names[i],
+			       sio_tool_topo_name(st->topo.kind), st->topo.nodes, st->procs - 1,
+			       st->ndevices);
+		} else {
+			printf("%-24s %-8s %-6s %-6s %-8s %s\n", names[i], "-", "-", "-", "-", why);
+		}
+		sio_fabric_status_close(st);
+		sio_fabric_close(f);
+	}
+	free(names);
 	if (json)
-		status_json(st, topo);
-	else
-		status_text(st, topo);
-	sio_fabric_status_close(st);
+		return prog_json_print(stdout, arr);
+	json_object_put(arr);
+	return 0;
+}
+
+/* A number in an endpoint, strictly: a bad one is a usage error. */
+static int num(const char *what, const char *arg, uint64_t min, uint64_t max, uint64_t *out)
+{
+	if (sio_parse_u64(arg, min, max, out))
+		prog_usage_error("path: %s: %s", what, sio_errmsg());
 	return 0;
 }
 
@@ -297,127 +276,163 @@ static int parse_ep(const char *s, struct sio_endpoint *e)
 	if (!strncmp(s, "seg:", 4) && strlen(s) < sizeof(buf))
 		colon = strchr(strcpy(buf, s + 4), ':');
 	if (!strncmp(s, "node:", 5)) {
-		if (num("path", s, s + 5, 0, SIO_MAX_NODES - 1, &a))
+		if (num(s, s + 5, 0, SIO_MAX_NODES - 1, &a))
 			return -1;
 		*e = (struct sio_endpoint){ .kind = SIO_EP_NODE, .node = (int)a };
 	} else if (!strncmp(s, "dev:", 4)) {
-		if (num("path", s, s + 4, 0, UINT32_MAX - 1, &a))
+		if (num(s, s + 4, 0, UINT32_MAX - 1, &a))
 			return -1;
 		*e = (struct sio_endpoint){ .kind = SIO_EP_DEVICE, .id = (uint32_t)a };
 	} else if (colon) {
 		*colon = 0;
-		if (num("path", s, buf, 0, SIO_MAX_NODES - 1, &a) ||
-		    num("path", s, colon + 1, 0, UINT32_MAX, &b))
+		if (num(s, buf, 0, SIO_MAX_NODES - 1, &a) ||
+		    num(s, colon + 1, 0, UINT32_MAX, &b))
 			return -1;
 		*e = (struct sio_endpoint){ .kind = SIO_EP_SEGMENT, .node = (int)a, .id = (uint32_t)b };
 	} else {
-		fprintf(stderr, "smartio path: '%s' is not node:N, dev:ID or seg:NODE:ID\n", s);
-		return -1;
+		prog_usage_error("path: '%s' is not node:N, dev:ID or seg:NODE:ID", s);
 	}
 	return 0;
 }
 
+static void path_json(const struct sio_path *p)
+{
+	struct json_object *o = json_object_new_object(), *hops = NULL;
+
+	pj_int(o, "from_node", p->from_node);
+	pj_int(o, "to_node", p->to_node);
+	pj_int(o, "adapter", p->adapter);
+	pj_bool(o, "up", p->up);
+	hops = pj_arr(o, "hops");
+	for (int i = 0; i < p->nhops; i++) {
+		struct json_object *h = pj_push_obj(hops);
+
+		pj_str(h, "kind", sio_hop_kind_name(p->hops[i].kind));
+		pj_int(h, "id", p->hops[i].id);
+		pj_u64(h, "ns", p->hops[i].ns);
+	}
+	pj_u64(o, "model_one_way_ns", p->one_way_ns);
+	pj_u64(o, "model_round_trip_ns", p->round_trip_ns);
+	prog_json_print(stdout, o);
+}
+
+static void path_text(const struct sio_path *p)
+{
+	printf("node %d -> node %d via adapter %d, link %s, %d hop(s):\n", p->from_node,
+	       p->to_node, p->adapter, p->up ? "up" : "DOWN", p->nhops);
+	for (int i = 0; i < p->nhops; i++)
+		printf("  %-8s %-4d %4u ns\n", sio_hop_kind_name(p->hops[i].kind), p->hops[i].id,
+		       p->hops[i].ns);
+	printf("latency model (not a measurement): one way %u ns, round trip %u ns\n",
+	       p->one_way_ns, p->round_trip_ns);
+}
+
 static int cmd_path(int argc, char **argv)
 {
+	static const struct option o[] = { { "json", 0, 0, 'j' }, PROG_LONGOPTS, { 0 } };
 	struct sio_endpoint from, to;
 	struct sio_fabric *f;
 	struct sio_path p;
+	const char *name;
 	bool json = false;
-	int ret;
+	int ret, n;
 
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--json"))
-			json = true, memmove(&argv[i], &argv[i + 1], (argc - i) * sizeof(*argv)), argc--, i--;
-	optind = 1;
-	for (int i = 1; i < argc; i++)
-		if (argv[i][0] == '-') {
-			fprintf(stderr, "smartio path: unknown option '%s'\n", argv[i]);
-			return 1;
-		}
-	if (argc - optind < 2 || argc - optind > 3)
-		return usage(stderr, 1);
-	const char *name = argc - optind == 3 ? argv[optind++] : getenv("SMARTIO_FABRIC");
-	if (parse_ep(argv[optind], &from) || parse_ep(argv[optind + 1], &to))
-		return 1;
-	if ((ret = sio_fabric_open(name, 0, &f)))
-		return fail(ret, "path");
+	while (prog_getopt(argc, argv, "h", o) != -1)
+		json = true;
+	n = argc - optind;
+	if (n < 2 || n > 3)
+		prog_usage_error("path wants [NAME] FROM TO, not %d argument(s)", n);
+	/* "path NAME node:1": a fabric's name where FROM should be */
+	if (n == 2 && !strchr(argv[optind], ':'))
+		prog_usage_error("path: '%s' is no endpoint: after the fabric's name give FROM and "
+				 "TO (node:N, dev:ID or seg:NODE:ID)", argv[optind]);
+	name = n == 3 ? argv[optind++] : getenv("SMARTIO_FABRIC");
+	parse_ep(argv[optind], &from);
+	parse_ep(argv[optind + 1], &to);
+	if (prog_join(name, 0, &f))
+		return PROG_FAIL;
 	ret = sio_path_resolve(f, &from, &to, -1, &p);
-	if (ret) {
-		sio_fabric_close(f);
-		return fail(ret, "path");
-	}
-	if (json) {
-		printf("{\"from_node\":%d,\"to_node\":%d,\"adapter\":%d,\"up\":%s,\"hops\":[",
-		       p.from_node, p.to_node, p.adapter, p.up ? "true" : "false");
-		for (int i = 0; i < p.nhops; i++)
-			printf("%s{\"kind\":\"%s\",\"id\":%d,\"ns\":%u}", i ? "," : "",
-			       sio_hop_kind_name(p.hops[i].kind), p.hops[i].id, p.hops[i].ns);
-		printf("],\"model_one_way_ns\":%u,\"model_round_trip_ns\":%u}\n", p.one_way_ns, p.round_trip_ns);
-	} else {
-		printf("node %d -> node %d via adapter %d, link %s, %d hop(s):\n", p.from_node, p.to_node,
-		       p.adapter, p.up ? "up" : "DOWN", p.nhops);
-		for (int i = 0; i < p.nhops; i++)
-			printf("  %-8s %-4d %4u ns\n", sio_hop_kind_name(p.hops[i].kind), p.hops[i].id, p.hops[i].ns);
-		printf("latency model (not a measurement): one way %u ns, round trip %u ns\n",
-		       p.one_way_ns, p.round_trip_ns);
-	}
 	sio_fabric_close(f);
+	if (ret)
+		return fail("path");
+	if (json)
+		path_json(&p);
+	else
+		path_text(&p);
 	return 0;
 }
 
 static int cmd_link(int argc, char **argv)
 {
+	static const struct option o[] = { PROG_LONGOPTS, { 0 } };
 	struct sio_fabric *f;
 	const char *name;
-	int node, adapter = -1, ret, nargs = argc - 1;
-	bool up;
+	int node, adapter = -1, ret, i, nargs;
+	bool up, named;
+	uint64_t v;
 
+	/* --help and --version; nothing else: "-3" is a node, to be refused */
+	if (argc > 1 && argv[1][0] == '-' && argv[1][1] == '-')
+		prog_getopt(2, argv, "", o);
+	i = 1;
+	nargs = argc - i;
 	if (nargs < 2 || nargs > 4)
-		return usage(stderr, 1);
+		prog_usage_error("link wants [NAME] NODE [ADAPTER] up|down");
 	up = !strcmp(argv[argc - 1], "up");
-	if (!up && strcmp(argv[argc - 1], "down")) {
-		fprintf(stderr, "smartio link: last argument must be 'up' or 'down'\n");
-		return 1;
-	}
+	if (!up && strcmp(argv[argc - 1], "down"))
+		prog_usage_error("link: last argument must be 'up' or 'down'");
 	/* [NAME] NODE [ADAPTER] up|down: the name is there when the
 	 * arguments are too many for NODE [ADAPTER], or the first is no number */
-	int i = 1;
-	uint64_t v;
-	bool named = nargs == 4 || (nargs == 3 && sio_parse_u64(argv[1], 0, UINT64_MAX, &v));
-
+	named = nargs == 4 || (nargs == 3 && sio_parse_u64(argv[i], 0, UINT64_MAX, &v));
 	name = named ? argv[i++] : getenv("SMARTIO_FABRIC");
-	if (inum("link", "node", argv[i++], 0, SIO_MAX_NODES - 1, &node))
-		return 1;
-	if (i < argc - 1 && inum("link", "adapter", argv[i], 0, SIO_MAX_ADAPTERS - 1, &adapter))
-		return 1;
-	if ((ret = sio_fabric_open(name, 0, &f)))
-		return fail(ret, "link");
+	node = (int)prog_u64("link: node", argv[i++], 0, SIO_MAX_NODES - 1);
+	if (i < argc - 1)
+		adapter = (int)prog_u64("link: adapter", argv[i], 0, SIO_MAX_ADAPTERS - 1);
+	if (prog_join(name, 0, &f))
+		return PROG_FAIL;
 	ret = sio_link_set(f, node, adapter, up);
 	sio_fabric_close(f);
 	if (ret)
-		return fail(ret, "link");
+		return fail("link");
 	printf("node %d adapter %s: link %s\n", node, adapter < 0 ? "all" : argv[i], up ? "up" : "down");
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc < 2)
-		return usage(stderr, 1);
-	const char *c = argv[1];
-	if (!strcmp(c, "--help") || !strcmp(c, "-h") || !strcmp(c, "help"))
-		return usage(stdout, 0);
-	if (!strcmp(c, "create")) return optind = 2, cmd_create(argc, argv);
-	if (!strcmp(c, "destroy")) return optind = 1, cmd_destroy(argc, argv);
-	if (!strcmp(c, "status")) return cmd_status(argc - 1, argv + 1);
-	if (!strcmp(c, "path")) return cmd_path(argc - 1, argv + 1);
-	if (!strcmp(c, "link")) return cmd_link(argc - 1, argv + 1);
+	static const struct {
+		const char *name;
+		int (*fn)(int argc, char **argv);
+	} cmds[] = {
+		{ "create", cmd_create }, { "destroy", cmd_destroy }, { "list", cmd_list },
+		{ "status", cmd_status }, { "path", cmd_path }, { "link", cmd_link },
+#ifdef SIO_TOOL_NVME
+		{ "top", sio_tool_top }, { "nvme", sio_tool_nvme },
+#endif
 #ifdef SIO_TOOL_VFIO
-	if (!strcmp(c, "vfio")) return sio_tool_vfio(argc - 1, argv + 1);
+		{ "vfio", sio_tool_vfio },
 #endif
 #ifdef SIO_TOOL_UIO
-	if (!strcmp(c, "uio")) return sio_tool_uio(argc - 1, argv + 1);
+		{ "uio", sio_tool_uio },
 #endif
-	fprintf(stderr, "smartio: unknown command '%s'\n", c);
-	return usage(stderr, 1);
+	};
+	static const struct option o[] = { PROG_LONGOPTS, { 0 } };
+	const char *c;
+
+	prog_init("smartio", usage);
+	if (argc < 2 || !strcmp(argv[1], "help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? PROG_USAGE : PROG_OK;
+	}
+	if (argv[1][0] == '-') {	/* --help, --version */
+		prog_getopt(2, argv, "h", o);
+		prog_usage_error("unknown option '%s'", argv[1]);
+	}
+	c = argv[1];
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(c, cmds[i].name)) {
+			optind = 1;
+			return cmds[i].fn(argc - 1, argv + 1);
+		}
+	prog_usage_error("unknown command '%s'", c);
 }

@@ -22,7 +22,7 @@ check "status shows the link down" bash -c "'$S' status '$F' --json | python3 -c
 check "link up" "$S" link "$F" 2 up
 check "no such node" bash -c "! '$S' link '$F' 9 down"
 check "destroy" "$S" destroy "$F"
-check "status of a missing fabric exits 2" bash -c "'$S' status '$F'; test \$? -eq 2"
+check "status of a missing fabric exits 1" bash -c "'$S' status '$F'; test \$? -eq 1"
 check "nothing left behind" bash -c "! ls -d /dev/shm/smartio-$F 2>/dev/null"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <smartio/smartio.h>
+#include <json-c/json.h>
 #include "cluster.h"
 
 static void msleep(int ms)
@@ -90,6 +91,45 @@ char *cluster_output(struct cluster *c, const char *tag, const char *ext)
 	buf[n] = 0;
 	fclose(f);
 	return buf;
+}
+
+struct json_object *cluster_json(struct cluster *c, const char *tag)
+{
+	const char *out = cluster_output(c, tag, "out");
+	enum json_tokener_error err;
+	struct json_object *o = json_tokener_parse_verbose(out, &err);
+
+	cr_assert(o, "%s: the output is not JSON (%s): %s", tag, json_tokener_error_desc(err), out);
+	return o;
+}
+
+struct json_object *cluster_jget(struct json_object *o, const char *path)
+{
+	char key[64];
+	const char *dot;
+
+	while (o && *path) {
+		dot = strchr(path, '.');
+		snprintf(key, sizeof(key), "%.*s", dot ? (int)(dot - path) : (int)strlen(path), path);
+		if (!json_object_object_get_ex(o, key, &o))
+			return NULL;
+		path = dot ? dot + 1 : "";
+	}
+	return o;
+}
+
+int64_t cluster_jint(struct json_object *o, const char *path, int64_t dflt)
+{
+	struct json_object *v = cluster_jget(o, path);
+
+	return v ? json_object_get_int64(v) : dflt;
+}
+
+const char *cluster_jstr(struct json_object *o, const char *path)
+{
+	struct json_object *v = cluster_jget(o, path);
+
+	return v ? json_object_get_string(v) : "";
 }
 
 static void wait_ready(struct cluster *c, const char *file, pid_t pid, const char *what)

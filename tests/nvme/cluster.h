@@ -29,4 +29,15 @@ int cluster_wait(pid_t pid, int ms);
 /* Read a spawned program's output file ("TAG.out" / "TAG.err"). */
 char *cluster_output(struct cluster *c, const char *tag, const char *ext);
 
+struct json_object;
+/* A spawned program's stdout parsed as JSON (json-c): the test fails when it
+ * is not one valid JSON value. Free with json_object_put(). */
+struct json_object *cluster_json(struct cluster *c, const char *tag);
+/* The member at @path ("read.lat_us.p99") of @o, or NULL. */
+struct json_object *cluster_jget(struct json_object *o, const char *path);
+/* Its value as an integer, or @dflt when it is absent. */
+int64_t cluster_jint(struct json_object *o, const char *path, int64_t dflt);
+/* Its value as a string, or "" when it is absent. */
+const char *cluster_jstr(struct json_object *o, const char *path);
+
 #endif

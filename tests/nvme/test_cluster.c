@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <json-c/json.h>
 #include <smartio/nvme/client.h>
 #include "cluster.h"
 
@@ -54,8 +55,18 @@ static void run_clients(int n, const char *queue, int ios)
 		rc = cluster_wait(pids[i], 90000);
 		cr_expect_eq(rc, 0, "client on node %d: exit %d: %s%s", i + 1, rc,
 			     cluster_output(&C, tag[i], "err"), cluster_output(&C, tag[i], "out"));
-		cr_expect(strstr(cluster_output(&C, tag[i], "out"), "\"mismatches\": 0"),
-			  "client %d: %s", i + 1, cluster_output(&C, tag[i], "out"));
+		if (rc)
+			continue;
+		struct json_object *o = cluster_json(&C, tag[i]);
+
+		/* a write pass and a verifying read pass, each of --ios I/Os */
+		cr_expect_eq(cluster_jint(o, "mismatches", -1), 0, "client %d: %s", i + 1,
+			     cluster_output(&C, tag[i], "out"));
+		cr_expect_eq(cluster_jint(o, "write.ios", -1), ios, "client %d", i + 1);
+		cr_expect_eq(cluster_jint(o, "read.ios", -1), ios, "client %d", i + 1);
+		cr_expect_eq(cluster_jint(o, "read.lat_us.n", -1), ios,
+			     "client %d: every read's latency is counted", i + 1);
+		json_object_put(o);
 	}
 }
 
@@ -72,20 +83,21 @@ Test(nvme_cluster, sixteen_clients_verify_disjoint_ranges)
 static void placement(const char *loc, const char *want)
 {
 	const char *emu[] = { "--backing", "ram:32M", "--cmb", "4", NULL };
-	char spec[64], want_json[64];
+	char spec[64];
 	int i;
 
 	snprintf(spec, sizeof(spec), "location=%s", loc);
-	snprintf(want_json, sizeof(want_json), "\"sq\": \"%s\"", want);
 	cluster_up(&C, 4, 32, emu);
 	run_clients(3, spec, 300);
 	for (i = 1; i <= 3; i++) {
 		char tag[16];
 
 		snprintf(tag, sizeof(tag), "client%d", i);
-		cr_expect(strstr(cluster_output(&C, tag, "out"), want_json),
-			  "client %d placed its SQ elsewhere: %s", i,
-			  cluster_output(&C, tag, "out"));
+		struct json_object *o = cluster_json(&C, tag);
+
+		cr_expect_str_eq(cluster_jstr(o, "sq"), want, "client %d placed its SQ elsewhere: %s",
+				 i, cluster_output(&C, tag, "out"));
+		json_object_put(o);
 	}
 }
 
@@ -241,8 +253,11 @@ Test(nvme_cluster, tools_say_what_is_wrong)
 	expect_failure("e", mgr2, "already serves");
 	cr_expect_eq(cluster_wait(cluster_spawn(&C, "f", id), 20000), 0, "%s",
 		     cluster_output(&C, "f", "err"));
-	cr_expect(strstr(cluster_output(&C, "f", "out"), "\"via\": \"through the manager\""),
-		  "%s", cluster_output(&C, "f", "out"));
+	struct json_object *o = cluster_json(&C, "f");
+
+	cr_expect_str_eq(cluster_jstr(o, "via"), "through the manager", "%s",
+			 cluster_output(&C, "f", "out"));
+	json_object_put(o);
 }
 
 /*
@@ -265,7 +280,11 @@ Test(nvme_cluster, split_requests_under_a_small_mdts_verify)
 
 		cr_assert_eq(rc, 0, "run %d: exit %d: %s%s", run, rc, cluster_output(&C, "split", "err"),
 			     cluster_output(&C, "split", "out"));
-		cr_assert(strstr(cluster_output(&C, "split", "out"), "\"mismatches\": 0"),
-			  "run %d: %s", run, cluster_output(&C, "split", "out"));
+		struct json_object *o = cluster_json(&C, "split");
+
+		cr_assert_eq(cluster_jint(o, "mismatches", -1), 0, "run %d: %s", run,
+			     cluster_output(&C, "split", "out"));
+		cr_assert_eq(cluster_jint(o, "errors", -1), 0, "run %d", run);
+		json_object_put(o);
 	}
 }

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * nvme-client: write, read and verify LBA ranges of a shared NVMe
- * controller through a queue pair of our own, and report what it cost.
+ * controller through a queue pair of our own, and report what it cost:
+ * writes and reads apart, latency percentiles over every I/O (log-linear
+ * histograms, constant memory), progress every few seconds on long runs.
  * Exits non-zero on any mismatch or error.
  */
 
 #include <errno.h>
-#include <getopt.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +16,12 @@
 #include <time.h>
 #include <unistd.h>
 #include <smartio/nvme.h>
+#include "hist.h"
 #include "tool.h"
 
 enum op { OP_WRITE, OP_READ, OP_VERIFY, OP_WRITE_VERIFY };
 enum pat { PAT_LBA, PAT_ZERO, PAT_BYTE };
+enum { DIR_WRITE, DIR_READ, NDIR };
 
 struct cfg {
 	uint32_t nsid;
@@ -33,6 +35,7 @@ struct cfg {
 	bool random;
 	uint32_t qd;
 	double seconds;		/* repeat until this much time passed */
+	double progress;	/* a progress line this often (s; 0: none) */
 	bool flush;
 	const char *queue;
 	uint32_t timeout_ms;
@@ -45,6 +48,12 @@ struct slot {
 	bool busy;
 };
 
+/* What one direction (writes or reads) did. */
+struct dir_stats {
+	uint64_t ios, bytes, errors;
+	struct hist lat;	/* ns, every I/O */
+};
+
 struct run {
 	struct cfg *c;
 	struct sio_nvme_ioq *q;
@@ -52,24 +61,20 @@ struct run {
 	struct sio_nvme_ns ns;
 	struct slot *slots;
 	bool verify;		/* this pass compares what it reads */
-	uint64_t *lat;
-	uint64_t nlat, maxlat;
-	uint64_t ios, bytes, mismatches, errors;
+	int dir;		/* DIR_WRITE or DIR_READ: this pass */
+	struct dir_stats d[NDIR];
+	uint64_t mismatches;
 	uint64_t rng;
 	int first_err;
 	uint16_t first_status;
 	struct sio_fabric *f;
+	uint64_t t0;
 	uint64_t deadline;	/* --time: the run ends here, mid-pass too (0: none) */
 	uint64_t next_check;	/* when to ask again whether the fabric still exists */
+	uint64_t next_progress;
+	uint64_t next_publish;	/* latency shown beside the live counters */
+	uint64_t last_ios, last_ns;	/* at the last progress line */
 };
-
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
 
 static uint64_t now_ns(void)
 {
@@ -132,6 +137,63 @@ struct cbarg {
 
 static struct cbarg *cbargs;
 
+static uint64_t total_ios(const struct run *r)
+{
+	return r->d[DIR_WRITE].ios + r->d[DIR_READ].ios;
+}
+
+/* Every --progress seconds: what was done since the last line, and in all. */
+static void progress(struct run *r, uint64_t now)
+{
+	uint64_t ios = total_ios(r), bytes = r->d[DIR_WRITE].bytes + r->d[DIR_READ].bytes;
+	double dt = (double)(now - r->last_ns) / 1e9, el = (double)(now - r->t0) / 1e9;
+
+	fprintf(stderr, "nvme-client: %.0f s%s%.0f s: %llu I/Os, %.1f MiB; last %.1f s: %.0f IOPS, "
+		"p99 %s %.1f us\n", el, r->c->seconds > 0 ? " of " : "",
+		r->c->seconds > 0 ? r->c->seconds : 0.0, (unsigned long long)ios,
+		(double)bytes / 1048576.0, dt, dt > 0 ? (double)(ios - r->last_ios) / dt : 0.0,
+		r->dir == DIR_WRITE ? "write" : "read", hist_pct(&r->d[r->dir].lat, 99) / 1000.0);
+	r->last_ios = ios;
+	r->last_ns = now;
+	r->next_progress = now + (uint64_t)(r->c->progress * 1e9);
+}
+
+/* This pass's latency so far, for smartio top (<smartio/nvme/stats.h>). */
+static void publish(struct run *r)
+{
+	const struct hist *h = &r->d[r->dir].lat;
+	struct sio_nvme_lat l = {
+		.ios = h->n, .p50_ns = (uint64_t)hist_pct(h, 50), .p99_ns = (uint64_t)hist_pct(h, 99),
+		.p999_ns = (uint64_t)hist_pct(h, 99.9), .max_ns = h->max,
+	};
+
+	if (h->n)
+		sio_nvme_ioq_publish_latency(r->q, &l);
+}
+
+/* Between polls: the deadline, the fabric's life, progress. */
+static int tick(struct run *r)
+{
+	uint64_t now = now_ns();
+
+	if (r->deadline && now >= r->deadline)
+		prog_stop = 1;	/* issue no more; what is in flight completes */
+	if (r->next_progress && now >= r->next_progress)
+		progress(r, now);
+	if (now >= r->next_publish) {
+		publish(r);
+		r->next_publish = now + 1000000000ull;
+	}
+	if (now < r->next_check)
+		return 0;
+	r->next_check = now + 100000000ull;
+	if (sio_fabric_alive(r->f)) {
+		prog_fail("%s; stopping", sio_errmsg());
+		return -ESHUTDOWN;
+	}
+	return 0;
+}
+
 static uint64_t next_lba(struct run *r, uint64_t n)
 {
 	uint64_t units = r->c->count / r->c->io_blocks;
@@ -175,17 +237,18 @@ static void io_done(void *arg, int err, uint16_t status)
 	struct slot *s = &r->slots[a->idx];
 	uint64_t t = now_ns() - s->t0;
 
+	struct dir_stats *d = &r->d[r->dir];
+
 	s->busy = false;
-	if (r->nlat < r->maxlat)
-		r->lat[r->nlat++] = t;
-	r->ios++;
-	r->bytes += (uint64_t)r->c->io_blocks * r->ns.lba_size;
+	hist_add(&d->lat, t);
+	d->ios++;
+	d->bytes += (uint64_t)r->c->io_blocks * r->ns.lba_size;
 	if (err) {
-		if (!r->errors) {
+		if (!r->d[DIR_WRITE].errors && !r->d[DIR_READ].errors) {
 			r->first_err = err;
 			r->first_status = status;
 		}
-		r->errors++;
+		d->errors++;
 		return;
 	}
 	if (r->verify)
@@ -203,19 +266,11 @@ static int pass(struct run *r, uint64_t n, bool write, uint64_t seed)
 	int ret;
 
 	r->rng = seed;
+	r->dir = write ? DIR_WRITE : DIR_READ;
 	while (issued < n || sio_nvme_ioq_inflight(r->q)) {
-		uint64_t now = now_ns();
-
-		if (r->deadline && now >= r->deadline)
-			stop = 1;	/* issue no more; what is in flight completes */
-		if (now >= r->next_check) {
-			r->next_check = now + 100000000ull;
-			if (sio_fabric_alive(r->f)) {
-				fprintf(stderr, "nvme-client: %s; stopping\n", sio_errmsg());
-				return -ESHUTDOWN;
-			}
-		}
-		for (i = 0; i < r->c->qd && issued < n && !stop; i++) {
+		if ((ret = tick(r)))
+			return ret;
+		for (i = 0; i < r->c->qd && issued < n && !prog_stop; i++) {
 			if (r->slots[i].busy)
 				continue;
 			uint64_t rng = r->rng;
@@ -227,17 +282,16 @@ static int pass(struct run *r, uint64_t n, bool write, uint64_t seed)
 				break;
 			}
 			if (ret) {
-				fprintf(stderr, "nvme-client: cannot submit: %s\n",
-					sio_errmsg());
+				prog_fail("cannot submit: %s", sio_errmsg());
 				return ret;
 			}
 			issued++;
 		}
-		if (stop && !sio_nvme_ioq_inflight(r->q))
+		if (prog_stop && !sio_nvme_ioq_inflight(r->q))
 			break;
 		ret = sio_nvme_ioq_poll(r->q, 0);
 		if (ret < 0) {
-			fprintf(stderr, "nvme-client: %s\n", sio_errmsg());
+			prog_fail("%s", sio_errmsg());
 			return ret;
 		}
 		if (ret == 0) {
@@ -251,278 +305,327 @@ static int pass(struct run *r, uint64_t n, bool write, uint64_t seed)
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double pct(const uint64_t *v, uint64_t n, double p)
-{
-	uint64_t i;
-
-	if (!n)
-		return 0;
-	i = (uint64_t)(p / 100.0 * (double)(n - 1) + 0.5);
-	return (double)v[i] / 1000.0;
-}
-
 static void usage(FILE *o)
 {
 	fprintf(o, "usage: nvme-client [options]\n"
 		"Write, read and verify blocks of a shared NVMe controller through a\n"
-		"queue pair of our own. Exit status is non-zero on any mismatch or error.\n\n"
+		"queue pair of our own.\n\n"
 		TOOL_COMMON_HELP
-		"  --nsid N        namespace (default 1)\n"
-		"  --op OP         write | read | verify | write-verify (default)\n"
-		"  --lba N         first block of the range (default 0)\n"
-		"  --count N       blocks in the range (default 8192)\n"
-		"  --bs N          blocks per I/O (default 8)\n"
-		"  --ios N         I/Os per pass (default: cover the range once)\n"
-		"  --random        random block offsets within the range\n"
-		"  --qd N          I/Os in flight, 1..4095 (default 1)\n"
-		"  --queue SPEC    queue placement: location=local|lender|device|hint,\n"
-		"                  cq=local|lender|hint, depth=N, prio=0..3, multipath\n"
-		"                  (a backup queue pair through adapter 1, for failover),\n"
-		"                  dptr=auto|prp|sgl (data pointers), dbbuf=auto|on|off\n"
-		"                  (shadow doorbells)\n"
-		"  --pattern P     lba (default; content from seed and block) | zero | 0xNN\n"
-		"  --seed N        pattern seed (default 1)\n"
-		"  --time SEC      repeat passes for this long\n"
-		"  --flush         flush after writing\n"
-		"  --timeout MS    fail an I/O that makes no progress this long\n"
-		"  --help\n");
+		"  --nsid N          namespace (default 1)\n"
+		"  --op OP           write | read | verify | write-verify (default: a write\n"
+		"                    pass, then a read pass that verifies it)\n"
+		"  --lba N           first block of the range (default 0)\n"
+		"  --count N         blocks in the range (default 8192)\n"
+		"  --bs N            blocks per I/O (default 8)\n"
+		"  --ios N           I/Os per pass (default: cover the range once); a\n"
+		"                    write-verify run makes two passes: N writes, N reads\n"
+		"  --random          random block offsets within the range\n"
+		"  --qd N            I/Os in flight, 1..4095 (default 1)\n"
+		"  --queue SPEC      queue placement: location=local|lender|device|hint,\n"
+		"                    cq=local|lender|hint, depth=N, prio=0..3, multipath\n"
+		"                    (a backup queue pair through adapter 1, for failover),\n"
+		"                    dptr=auto|prp|sgl (data pointers), dbbuf=auto|on|off\n"
+		"                    (shadow doorbells)\n"
+		"  --pattern P       lba (default; content from seed and block) | zero | 0xNN\n"
+		"  --seed N          pattern seed (default 1)\n"
+		"  --time SEC        repeat passes for this long\n"
+		"  --progress SEC    a progress line on stderr this often (default 5; 0: none)\n"
+		"  --flush           flush after writing\n"
+		"  --timeout MS      fail an I/O that makes no progress this long\n"
+		TOOL_JSON_HELP
+		PROG_HELP
+		"Latency percentiles count every I/O (log-linear buckets, within 1.6 %%).\n"
+		"Exit status: 0 all verified, 1 an error or a mismatch, 2 usage error.\n");
 }
 
-int main(int argc, char **argv)
+/* The write and read passes until done, stopped or out of time. */
+static int run_passes(struct run *r)
 {
-	static const struct option lo[] = {
-		TOOL_COMMON_LONGOPTS,
-		{ "nsid", required_argument, NULL, 'n' },
-		{ "op", required_argument, NULL, 'o' },
-		{ "lba", required_argument, NULL, 'l' },
-		{ "count", required_argument, NULL, 'c' },
-		{ "bs", required_argument, NULL, 'b' },
-		{ "ios", required_argument, NULL, 'i' },
-		{ "random", no_argument, NULL, 'R' },
-		{ "qd", required_argument, NULL, 'd' },
-		{ "queue", required_argument, NULL, 'q' },
-		{ "pattern", required_argument, NULL, 'p' },
-		{ "seed", required_argument, NULL, 's' },
-		{ "time", required_argument, NULL, 't' },
-		{ "flush", no_argument, NULL, 'f' },
-		{ "timeout", required_argument, NULL, 'T' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
-	struct cfg c = { .nsid = 1, .op = OP_WRITE_VERIFY, .pat = PAT_LBA, .seed = 1,
-			 .lba = 0, .count = 8192, .io_blocks = 8, .qd = 1 };
-	struct tool_common t;
-	struct sio_fabric *f = NULL;
-	struct sio_nvme_client *cl = NULL;
-	struct sio_nvme_qspec spec;
-	struct sio_nvme_ioq_info qi;
-	struct run r;
-	struct sigaction sa;
-	uint64_t v, per_pass, t0, elapsed, passes = 0;
-	double secs, mibs;
-	int ch, ret, rc = 1;
-	uint32_t i;
+	const struct cfg *c = r->c;
+	uint64_t per_pass = c->ios ? c->ios : c->count / c->io_blocks, passes = 0;
+	int ret = 0;
 
-	memset(&r, 0, sizeof(r));
-	tool_init(&t, "nvme-client");
-	while ((ch = tool_getopt(&t, argc, argv, lo)) != -1) {
-		if (ch == TOOL_OPT_BAD)
-			return 2;
-		switch (ch) {
-		case 'n': if (tool_u64(&t, "--nsid", optarg, 1, UINT32_MAX, &v)) return 2; c.nsid = (uint32_t)v; break;
-		case 'o':
-			if (!strcmp(optarg, "write")) c.op = OP_WRITE;
-			else if (!strcmp(optarg, "read")) c.op = OP_READ;
-			else if (!strcmp(optarg, "verify")) c.op = OP_VERIFY;
-			else if (!strcmp(optarg, "write-verify")) c.op = OP_WRITE_VERIFY;
-			else goto bad;
-			break;
-		case 'l': if (tool_u64(&t, "--lba", optarg, 0, UINT64_MAX, &c.lba)) return 2; break;
-		case 'c': if (tool_u64(&t, "--count", optarg, 1, UINT64_MAX, &c.count)) return 2; break;
-		case 'b': if (tool_u64(&t, "--bs", optarg, 1, 65536, &v)) return 2; c.io_blocks = (uint32_t)v; break;
-		case 'i': if (tool_u64(&t, "--ios", optarg, 0, UINT64_MAX, &c.ios)) return 2; break;
-		case 'R': c.random = true; break;
-		case 'd': if (tool_u64(&t, "--qd", optarg, 1, SIO_NVME_QUEUE_MAX_SIZE - 1, &v)) return 2; c.qd = (uint32_t)v; break;
-		case 'q': c.queue = optarg; break;
-		case 'p':
-			if (!strcmp(optarg, "lba")) c.pat = PAT_LBA;
-			else if (!strcmp(optarg, "zero")) c.pat = PAT_ZERO;
-			else if (!tool_u64(&t, "--pattern", optarg, 0, 255, &v)) { c.pat = PAT_BYTE; c.byte = (uint8_t)v; }
-			else return 2;
-			break;
-		case 's': if (tool_u64(&t, "--seed", optarg, 0, UINT64_MAX, &c.seed)) return 2; break;
-		case 't': if (tool_double(&t, "--time", optarg, 0.001, 31536000.0, &c.seconds)) return 2; break;
-		case 'f': c.flush = true; break;
-		case 'T': if (tool_u64(&t, "--timeout", optarg, 1, 3600000, &v)) return 2; c.timeout_ms = (uint32_t)v; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-		continue;
-bad:
-		fprintf(stderr, "nvme-client: --op: '%s' is not write, read, verify or write-verify\n", optarg);
-		return 2;
-	}
-	if (c.count < c.io_blocks) {
-		fprintf(stderr, "nvme-client: --count %llu is smaller than --bs %u\n",
-			(unsigned long long)c.count, c.io_blocks);
-		return 2;
-	}
-	if (sio_nvme_qspec_parse(c.queue, &spec)) {
-		fprintf(stderr, "nvme-client: %s\n", sio_errmsg());
-		return 2;
-	}
-	if (!spec.depth)
-		spec.depth = c.qd + 1 > 32 ? c.qd + 1 : 32;
-	/* Short sleeps in back-off should be short. */
-	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-	if (tool_open(&t, &f))
-		return 1;
-	ret = sio_nvme_client_open(f, t.device, &cl);
-	if (ret) {
-		fprintf(stderr, "nvme-client: %s\n", sio_errmsg());
-		goto out;
-	}
-	if (c.timeout_ms)
-		sio_nvme_client_set_timeout(cl, c.timeout_ms);
-	ret = sio_nvme_client_ns(cl, c.nsid, &r.ns);
-	if (ret) {
-		fprintf(stderr, "nvme-client: %s\n", sio_errmsg());
-		goto out;
-	}
-	if (c.lba >= r.ns.nsze || c.count > r.ns.nsze - c.lba) {
-		fprintf(stderr, "nvme-client: blocks %llu..%llu are outside namespace %u "
-			"(%llu blocks)\n", (unsigned long long)c.lba,
-			(unsigned long long)(c.lba + c.count - 1), c.nsid,
-			(unsigned long long)r.ns.nsze);
-		goto out;
-	}
-	if (r.ns.lba_size > 65536) {
-		fprintf(stderr, "nvme-client: block size %u not supported\n", r.ns.lba_size);
-		goto out;
-	}
-	ret = sio_nvme_ioq_create(cl, &spec, &r.q);
-	if (ret) {
-		fprintf(stderr, "nvme-client: %s\n", sio_errmsg());
-		goto out;
-	}
-	sio_nvme_ioq_info(r.q, &qi);
-	if (c.qd > qi.max_inflight)
-		c.qd = qi.max_inflight;
-	ret = sio_nvme_buf_alloc(cl, (uint64_t)c.qd * c.io_blocks * r.ns.lba_size, &r.buf);
-	if (ret) {
-		fprintf(stderr, "nvme-client: %s\n", sio_errmsg());
-		goto out;
-	}
-	r.c = &c;
-	r.slots = calloc(c.qd, sizeof(*r.slots));
-	cbargs = calloc(c.qd, sizeof(*cbargs));
-	per_pass = c.ios ? c.ios : c.count / c.io_blocks;
-	r.maxlat = per_pass * (c.op == OP_WRITE_VERIFY ? 2 : 1);
-	if (c.seconds > 0 || r.maxlat > (1u << 22))
-		r.maxlat = 1u << 22;
-	r.lat = malloc(r.maxlat * sizeof(uint64_t));
-	if (!r.slots || !cbargs || !r.lat) {
-		fprintf(stderr, "nvme-client: out of memory\n");
-		goto out;
-	}
-	for (i = 0; i < c.qd; i++) {
-		cbargs[i].r = &r;
-		cbargs[i].idx = (int)i;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-
-	t0 = now_ns();
-	r.f = f;
-	if (c.seconds > 0)
-		r.deadline = t0 + (uint64_t)(c.seconds * 1e9);
+	r->t0 = r->last_ns = now_ns();
+	if (c->seconds > 0)
+		r->deadline = r->t0 + (uint64_t)(c->seconds * 1e9);
+	if (c->progress > 0)
+		r->next_progress = r->t0 + (uint64_t)(c->progress * 1e9);
 	do {
-		uint64_t seed = c.seed + passes;
+		uint64_t seed = c->seed + passes;
 
-		if (c.op == OP_WRITE || c.op == OP_WRITE_VERIFY) {
-			r.verify = false;
-			ret = pass(&r, per_pass, true, seed);
-			if (!ret && c.flush)
-				ret = sio_nvme_flush(r.q, c.nsid);
+		if (c->op == OP_WRITE || c->op == OP_WRITE_VERIFY) {
+			r->verify = false;
+			ret = pass(r, per_pass, true, seed);
+			if (!ret && c->flush)
+				ret = sio_nvme_flush(r->q, c->nsid);
 			if (ret)
 				break;
 		}
-		if (c.op != OP_WRITE) {
-			r.verify = c.op != OP_READ;
-			ret = pass(&r, per_pass, false, seed);
+		if (c->op != OP_WRITE) {
+			r->verify = c->op != OP_READ;
+			ret = pass(r, per_pass, false, seed);
 			if (ret)
 				break;
 		}
 		passes++;
-	} while (!stop && c.seconds > 0 && (double)(now_ns() - t0) / 1e9 < c.seconds);
-	if (ret == -ESHUTDOWN)
-		return 1;	/* the fabric is gone: nothing to hand back, no one to wait for */
-	elapsed = now_ns() - t0;
-	if (ret && !r.errors) {
-		r.errors++;
-		r.first_err = ret;
-	}
+	} while (!prog_stop && c->seconds > 0 && (double)(now_ns() - r->t0) / 1e9 < c->seconds);
+	return ret;
+}
 
-	sio_nvme_ioq_info(r.q, &qi);	/* what the run did: doorbells, data pointers */
-	qsort(r.lat, r.nlat, sizeof(uint64_t), cmp_u64);
-	secs = (double)elapsed / 1e9;
-	mibs = secs > 0 ? (double)r.bytes / 1048576.0 / secs : 0;
-	if (t.json) {
-		printf("{\"node\": %d, \"device\": %u, \"qid\": %u, \"sq\": \"%s\", \"cq\": "
-		       "\"%s\", \"depth\": %u, \"qd\": %u, \"nsid\": %u, \"ios\": %llu, "
-		       "\"bytes\": %llu, \"seconds\": %.3f, \"mib_s\": %.2f, \"iops\": %.0f, "
-		       "\"lat_us\": {\"p50\": %.2f, \"p99\": %.2f, \"p99.9\": %.2f, "
-		       "\"max\": %.2f}, \"mismatches\": %llu, \"errors\": %llu}\n",
-		       t.node, sio_device_id(sio_nvme_client_device(cl)), qi.qid,
-		       sio_placement_name(qi.sq_place), sio_placement_name(qi.cq_place),
-		       qi.depth, c.qd, c.nsid, (unsigned long long)r.ios,
-		       (unsigned long long)r.bytes, secs, mibs, secs > 0 ? r.ios / secs : 0,
-		       pct(r.lat, r.nlat, 50), pct(r.lat, r.nlat, 99), pct(r.lat, r.nlat, 99.9),
-		       r.nlat ? r.lat[r.nlat - 1] / 1000.0 : 0,
-		       (unsigned long long)r.mismatches, (unsigned long long)r.errors);
-	} else {
-		printf("node %d  queue %u (sq %s, cq %s, depth %u)  qd %u  nsid %u\n", t.node,
-		       qi.qid, sio_placement_name(qi.sq_place), sio_placement_name(qi.cq_place),
-		       qi.depth, c.qd, c.nsid);
-		printf("  %llu I/Os, %.1f MiB in %.3f s: %.1f MiB/s, %.0f IOPS\n",
-		       (unsigned long long)r.ios, (double)r.bytes / 1048576.0, secs, mibs,
-		       secs > 0 ? r.ios / secs : 0);
-		printf("  latency us: p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n",
-		       pct(r.lat, r.nlat, 50), pct(r.lat, r.nlat, 99), pct(r.lat, r.nlat, 99.9),
-		       r.nlat ? r.lat[r.nlat - 1] / 1000.0 : 0);
-		printf("  mismatches %llu  errors %llu\n", (unsigned long long)r.mismatches,
-		       (unsigned long long)r.errors);
-		printf("  doorbells: shadow %s, %llu MMIO writes (%.3f per I/O); %llu SGL commands\n",
-		       qi.shadow_doorbells ? "on" : "off", (unsigned long long)qi.db_writes,
-		       r.ios ? (double)qi.db_writes / (double)r.ios : 0.0,
-		       (unsigned long long)qi.sgl_cmds);
+static struct json_object *dir_json(const struct dir_stats *d, double secs)
+{
+	struct json_object *o = json_object_new_object();
+
+	pj_u64(o, "ios", d->ios);
+	pj_u64(o, "bytes", d->bytes);
+	pj_dbl(o, "iops", secs > 0 ? (double)d->ios / secs : 0);
+	pj_dbl(o, "mib_s", secs > 0 ? (double)d->bytes / 1048576.0 / secs : 0);
+	pj_u64(o, "errors", d->errors);
+	json_object_object_add(o, "lat_us", hist_json(&d->lat, 1000.0));
+	return o;
+}
+
+static int report_json(const struct run *r, const struct tool_common *t,
+		       const struct sio_nvme_ioq_info *qi, uint32_t device, double secs)
+{
+	struct json_object *o = json_object_new_object(), *db;
+	uint64_t ios = total_ios(r), bytes = r->d[DIR_WRITE].bytes + r->d[DIR_READ].bytes;
+
+	pj_int(o, "node", t->node);
+	pj_u64(o, "device", device);
+	pj_u64(o, "qid", qi->qid);
+	pj_str(o, "sq", sio_placement_name(qi->sq_place));
+	pj_str(o, "cq", sio_placement_name(qi->cq_place));
+	pj_u64(o, "depth", qi->depth);
+	pj_u64(o, "qd", r->c->qd);
+	pj_u64(o, "nsid", r->c->nsid);
+	pj_u64(o, "block_size", r->ns.lba_size);
+	pj_u64(o, "io_bytes", (uint64_t)r->c->io_blocks * r->ns.lba_size);
+	pj_u64(o, "ios", ios);
+	pj_u64(o, "bytes", bytes);
+	pj_dbl(o, "seconds", secs);
+	pj_dbl(o, "mib_s", secs > 0 ? (double)bytes / 1048576.0 / secs : 0);
+	pj_dbl(o, "iops", secs > 0 ? (double)ios / secs : 0);
+	if (r->d[DIR_WRITE].ios)
+		json_object_object_add(o, "write", dir_json(&r->d[DIR_WRITE], secs));
+	if (r->d[DIR_READ].ios)
+		json_object_object_add(o, "read", dir_json(&r->d[DIR_READ], secs));
+	pj_u64(o, "mismatches", r->mismatches);
+	pj_u64(o, "errors", r->d[DIR_WRITE].errors + r->d[DIR_READ].errors);
+	db = pj_obj(o, "doorbells");
+	pj_bool(db, "shadow", qi->shadow_doorbells);
+	pj_u64(db, "mmio_writes", qi->db_writes);
+	pj_dbl(db, "per_io", ios ? (double)qi->db_writes / (double)ios : 0);
+	pj_u64(o, "sgl_cmds", qi->sgl_cmds);
+	return prog_json_print(stdout, o);
+}
+
+static void report_dir(const char *what, const struct dir_stats *d, double secs)
+{
+	const struct hist *h = &d->lat;
+
+	if (!d->ios)
+		return;
+	printf("  %-5s %llu I/Os, %.1f MiB: %.1f MiB/s, %.0f IOPS; latency us: p50 %.1f  "
+	       "p99 %.1f  p99.9 %.1f  max %.1f\n", what, (unsigned long long)d->ios,
+	       (double)d->bytes / 1048576.0, secs > 0 ? (double)d->bytes / 1048576.0 / secs : 0,
+	       secs > 0 ? (double)d->ios / secs : 0, hist_pct(h, 50) / 1000, hist_pct(h, 99) / 1000,
+	       hist_pct(h, 99.9) / 1000, (double)h->max / 1000);
+}
+
+static void report_text(const struct run *r, const struct tool_common *t,
+			const struct sio_nvme_ioq_info *qi, double secs)
+{
+	uint64_t ios = total_ios(r), bytes = r->d[DIR_WRITE].bytes + r->d[DIR_READ].bytes;
+
+	printf("node %d  queue %u (sq %s, cq %s, depth %u)  qd %u  nsid %u\n", t->node,
+	       qi->qid, sio_placement_name(qi->sq_place), sio_placement_name(qi->cq_place),
+	       qi->depth, r->c->qd, r->c->nsid);
+	printf("  %llu I/Os, %.1f MiB in %.3f s: %.1f MiB/s, %.0f IOPS\n",
+	       (unsigned long long)ios, (double)bytes / 1048576.0, secs,
+	       secs > 0 ? (double)bytes / 1048576.0 / secs : 0, secs > 0 ? (double)ios / secs : 0);
+	report_dir("write", &r->d[DIR_WRITE], secs);
+	report_dir("read", &r->d[DIR_READ], secs);
+	printf("  mismatches %llu  errors %llu\n", (unsigned long long)r->mismatches,
+	       (unsigned long long)(r->d[DIR_WRITE].errors + r->d[DIR_READ].errors));
+	/* a remote client reads EventIdx only with dbbuf=on: "off" is no fault */
+	printf("  doorbells: shadow %s, %llu MMIO writes (%.3f per I/O); %llu SGL commands\n",
+	       qi->shadow_doorbells ? "on" : "off (dbbuf=on asks for it)",
+	       (unsigned long long)qi->db_writes,
+	       ios ? (double)qi->db_writes / (double)ios : 0.0, (unsigned long long)qi->sgl_cmds);
+}
+
+/* Open the queue pair and its buffer for @c on @cl: 0 or PROG_FAIL (said). */
+static int setup(struct run *r, struct sio_nvme_client *cl, struct sio_nvme_qspec *spec)
+{
+	struct cfg *c = r->c;
+	struct sio_nvme_ioq_info qi;
+
+	if (sio_nvme_client_ns(cl, c->nsid, &r->ns))
+		return prog_fail("%s", sio_errmsg());
+	if (c->lba >= r->ns.nsze || c->count > r->ns.nsze - c->lba)
+		return prog_fail("blocks %llu..%llu are outside namespace %u (%llu blocks; "
+				 "--lba and --count choose the range)", (unsigned long long)c->lba,
+				 (unsigned long long)(c->lba + c->count - 1), c->nsid,
+				 (unsigned long long)r->ns.nsze);
+	if (r->ns.lba_size > 65536)
+		return prog_fail("block size %u not supported", r->ns.lba_size);
+	if (sio_nvme_ioq_create(cl, spec, &r->q))
+		return prog_fail("%s", sio_errmsg());
+	sio_nvme_ioq_info(r->q, &qi);
+	if (c->qd > qi.max_inflight)
+		c->qd = qi.max_inflight;
+	if (sio_nvme_buf_alloc(cl, (uint64_t)c->qd * c->io_blocks * r->ns.lba_size, &r->buf))
+		return prog_fail("%s", sio_errmsg());
+	r->slots = calloc(c->qd, sizeof(*r->slots));
+	cbargs = calloc(c->qd, sizeof(*cbargs));
+	if (!r->slots || !cbargs)
+		return prog_fail("out of memory");
+	for (uint32_t i = 0; i < c->qd; i++) {
+		cbargs[i].r = r;
+		cbargs[i].idx = (int)i;
 	}
-	if (r.errors)
-		fprintf(stderr, "nvme-client: %llu I/O error(s), first: %s%s%s\n",
-			(unsigned long long)r.errors, strerror(-r.first_err),
-			r.first_status ? ": " : "",
-			r.first_status ? sio_nvme_status_str(r.first_status) : "");
-	if (r.mismatches)
-		fprintf(stderr, "nvme-client: %llu block(s) read back differ from what was "
-			"expected\n", (unsigned long long)r.mismatches);
-	rc = r.errors || r.mismatches ? 1 : 0;
+	return 0;
+}
+
+/* What the run did, and its exit status. */
+static int report(struct run *r, struct tool_common *t, struct sio_nvme_client *cl,
+		  uint64_t elapsed)
+{
+	struct sio_nvme_ioq_info qi;
+	double secs = (double)elapsed / 1e9;
+	uint64_t errors = r->d[DIR_WRITE].errors + r->d[DIR_READ].errors;
+
+	sio_nvme_ioq_info(r->q, &qi);	/* what the run did: doorbells, data pointers */
+	if (t->json)
+		report_json(r, t, &qi, sio_device_id(sio_nvme_client_device(cl)), secs);
+	else
+		report_text(r, t, &qi, secs);
+	if (errors)
+		prog_fail("%llu I/O error(s), first: %s%s%s", (unsigned long long)errors,
+			  strerror(-r->first_err), r->first_status ? ": " : "",
+			  r->first_status ? sio_nvme_status_str(r->first_status) : "");
+	if (r->mismatches)
+		prog_fail("%llu block(s) read back differ from what was expected",
+			  (unsigned long long)r->mismatches);
+	return errors || r->mismatches ? PROG_FAIL : PROG_OK;
+}
+
+static int run_client(struct tool_common *t, struct cfg *c, struct sio_nvme_qspec *spec)
+{
+	struct sio_nvme_client *cl = NULL;
+	struct sio_fabric *f = NULL;
+	struct run *r = calloc(1, sizeof(*r));	/* two histograms: 60 KiB */
+	int ret, rc = PROG_FAIL;
+
+	if (!r)
+		return prog_fail("out of memory");
+	r->c = c;
+	hist_init(&r->d[DIR_WRITE].lat);
+	hist_init(&r->d[DIR_READ].lat);
+	/* Short sleeps in back-off should be short. */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+	if (tool_open(t, &f))
+		goto out;
+	if (sio_nvme_client_open(f, t->device, &cl)) {
+		prog_fail("%s", sio_errmsg());
+		goto out;
+	}
+	if (c->timeout_ms)
+		sio_nvme_client_set_timeout(cl, c->timeout_ms);
+	if (setup(r, cl, spec))
+		goto out;
+	prog_catch_stop();
+	r->f = f;
+	ret = run_passes(r);
+	publish(r);
+	if (ret == -ESHUTDOWN) {
+		free(r);
+		return PROG_FAIL;	/* the fabric is gone: nothing to hand back, no one to wait for */
+	}
+	if (ret && !r->d[DIR_WRITE].errors && !r->d[DIR_READ].errors) {
+		r->d[r->dir].errors++;
+		r->first_err = ret;
+	}
+	rc = report(r, t, cl, now_ns() - r->t0);
 out:
-	sio_nvme_buf_close(cl, r.buf);
-	if (r.q)
-		sio_nvme_ioq_close(r.q);
+	sio_nvme_buf_close(cl, r->buf);
+	if (r->q)
+		sio_nvme_ioq_close(r->q);
 	sio_nvme_client_close(cl);
 	sio_fabric_close(f);
-	free(r.slots);
-	free(r.lat);
+	free(r->slots);
 	free(cbargs);
+	free(r);
 	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_NSID = 256, O_OP, O_LBA, O_COUNT, O_BS, O_IOS, O_RANDOM, O_QD, O_QUEUE,
+	       O_PATTERN, O_SEED, O_TIME, O_PROGRESS, O_FLUSH, O_TIMEOUT };
+	static const struct option lo[] = {
+		TOOL_COMMON_LONGOPTS,
+		TOOL_JSON_LONGOPT,
+		{ "nsid", required_argument, NULL, O_NSID },
+		{ "op", required_argument, NULL, O_OP },
+		{ "lba", required_argument, NULL, O_LBA },
+		{ "count", required_argument, NULL, O_COUNT },
+		{ "bs", required_argument, NULL, O_BS },
+		{ "ios", required_argument, NULL, O_IOS },
+		{ "random", no_argument, NULL, O_RANDOM },
+		{ "qd", required_argument, NULL, O_QD },
+		{ "queue", required_argument, NULL, O_QUEUE },
+		{ "pattern", required_argument, NULL, O_PATTERN },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "time", required_argument, NULL, O_TIME },
+		{ "progress", required_argument, NULL, O_PROGRESS },
+		{ "flush", no_argument, NULL, O_FLUSH },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ 0 }
+	};
+	static const char *const ops[] = { "write", "read", "verify", "write-verify", NULL };
+	struct cfg c = { .nsid = 1, .op = OP_WRITE_VERIFY, .pat = PAT_LBA, .seed = 1,
+			 .lba = 0, .count = 8192, .io_blocks = 8, .qd = 1, .progress = 5 };
+	struct sio_nvme_qspec spec;
+	struct tool_common t;
+	int ch;
+
+	tool_init(&t, "nvme-client", usage);
+	while ((ch = tool_getopt(&t, argc, argv, lo)) != -1) {
+		switch (ch) {
+		case O_NSID: c.nsid = prog_u32("--nsid", optarg, 1, UINT32_MAX); break;
+		case O_OP: c.op = (enum op)prog_choice("--op", optarg, ops); break;
+		case O_LBA: c.lba = prog_u64("--lba", optarg, 0, UINT64_MAX); break;
+		case O_COUNT: c.count = prog_u64("--count", optarg, 1, UINT64_MAX); break;
+		case O_BS: c.io_blocks = prog_u32("--bs", optarg, 1, 65536); break;
+		case O_IOS: c.ios = prog_u64("--ios", optarg, 0, UINT64_MAX); break;
+		case O_RANDOM: c.random = true; break;
+		case O_QD: c.qd = prog_u32("--qd", optarg, 1, SIO_NVME_QUEUE_MAX_SIZE - 1); break;
+		case O_QUEUE: c.queue = optarg; break;
+		case O_PATTERN:
+			if (!strcmp(optarg, "lba")) {
+				c.pat = PAT_LBA;
+			} else if (!strcmp(optarg, "zero")) {
+				c.pat = PAT_ZERO;
+			} else {
+				c.pat = PAT_BYTE;
+				c.byte = (uint8_t)prog_u64("--pattern", optarg, 0, 255);
+			}
+			break;
+		case O_SEED: c.seed = prog_u64("--seed", optarg, 0, UINT64_MAX); break;
+		case O_TIME: c.seconds = prog_double("--time", optarg, 0.001, 31536000.0); break;
+		case O_PROGRESS: c.progress = prog_double("--progress", optarg, 0, 86400.0); break;
+		case O_FLUSH: c.flush = true; break;
+		case O_TIMEOUT: c.timeout_ms = prog_u32("--timeout", optarg, 1, 3600000); break;
+		}
+	}
+	if (c.count < c.io_blocks)
+		prog_usage_error("--count %llu is smaller than --bs %u",
+				 (unsigned long long)c.count, c.io_blocks);
+	if (sio_nvme_qspec_parse(c.queue, &spec))
+		prog_usage_error("--queue: %s", sio_errmsg());
+	if (!spec.depth)
+		spec.depth = c.qd + 1 > 32 ? c.qd + 1 : 32;
+	return run_client(&t, &c, &spec);
 }

@@ -6,7 +6,6 @@
  */
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +17,9 @@ static void usage(FILE *o)
 	fprintf(o, "usage: nvme-identify [options]\n"
 		"Show an NVMe controller and its namespaces.\n\n"
 		TOOL_COMMON_HELP
-		"  --help\n");
+		TOOL_JSON_HELP
+		PROG_HELP
+		"Exit status: 0 ok, 1 failed, 2 usage error.\n");
 }
 
 static void print_human(const struct sio_device_info *di, const struct sio_nvme_ctrl_info *ci,
@@ -56,30 +57,40 @@ static void print_human(const struct sio_device_info *di, const struct sio_nvme_
 	}
 }
 
-static void print_json(const struct sio_device_info *di, const struct sio_nvme_ctrl_info *ci,
-		       const struct sio_nvme_ns *ns, int nns, const char *via)
+static int print_json(const struct sio_device_info *di, const struct sio_nvme_ctrl_info *ci,
+		      const struct sio_nvme_ns *ns, int nns, const char *via)
 {
+	struct json_object *o = json_object_new_object(), *a;
+	char ver[32];
 	int i;
 
-	printf("{\"device\": %u, \"lender\": %d, \"via\": ", di->id, di->lender);
-	tool_json_str(via);
-	printf(", \"model\": ");
-	tool_json_str(ci->mn);
-	printf(", \"serial\": ");
-	tool_json_str(ci->sn);
-	printf(", \"firmware\": ");
-	tool_json_str(ci->fr);
-	printf(", \"version\": \"%u.%u.%u\", \"io_queues\": %u, \"mqes\": %u, "
-	       "\"max_transfer\": %u, \"dstrd\": %u, \"timeout_ms\": %u, \"vwc\": %s, "
-	       "\"cmb_size\": %llu, \"nn\": %u, \"namespaces\": [",
-	       ci->vs >> 16, (ci->vs >> 8) & 0xff, ci->vs & 0xff, ci->io_queues, ci->mqes,
-	       ci->max_xfer, ci->dstrd, ci->timeout_ms, ci->vwc ? "true" : "false",
-	       (unsigned long long)ci->cmb.size, ci->nn);
-	for (i = 0; i < nns; i++)
-		printf("%s{\"nsid\": %u, \"active\": %s, \"blocks\": %llu, \"lba_size\": %u}",
-		       i ? ", " : "", ns[i].nsid, ns[i].active ? "true" : "false",
-		       (unsigned long long)ns[i].nsze, ns[i].lba_size);
-	printf("]}\n");
+	snprintf(ver, sizeof(ver), "%u.%u.%u", ci->vs >> 16, (ci->vs >> 8) & 0xff, ci->vs & 0xff);
+	pj_u64(o, "device", di->id);
+	pj_int(o, "lender", di->lender);
+	pj_str(o, "name", di->name);
+	pj_str(o, "via", via);
+	pj_str(o, "model", ci->mn);
+	pj_str(o, "serial", ci->sn);
+	pj_str(o, "firmware", ci->fr);
+	pj_str(o, "version", ver);
+	pj_u64(o, "io_queues", ci->io_queues);
+	pj_u64(o, "mqes", ci->mqes);
+	pj_u64(o, "max_transfer", ci->max_xfer);
+	pj_u64(o, "dstrd", ci->dstrd);
+	pj_u64(o, "timeout_ms", ci->timeout_ms);
+	pj_bool(o, "vwc", ci->vwc);
+	pj_u64(o, "cmb_size", ci->cmb.size);
+	pj_u64(o, "nn", ci->nn);
+	a = pj_arr(o, "namespaces");
+	for (i = 0; i < nns; i++) {
+		struct json_object *n = pj_push_obj(a);
+
+		pj_u64(n, "nsid", ns[i].nsid);
+		pj_bool(n, "active", ns[i].active);
+		pj_u64(n, "blocks", ns[i].nsze);
+		pj_u64(n, "lba_size", ns[i].lba_size);
+	}
+	return prog_json_print(stdout, o);
 }
 
 #define MAX_NS_SHOWN 1024
@@ -88,7 +99,7 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		TOOL_COMMON_LONGOPTS,
-		{ "help", no_argument, NULL, 'h' },
+		TOOL_JSON_LONGOPT,
 		{ 0 }
 	};
 	struct tool_common t;
@@ -102,17 +113,9 @@ int main(int argc, char **argv)
 	const char *via;
 	int c, ret, i, nns = 0, rc = 1;
 
-	tool_init(&t, "nvme-identify");
-	while ((c = tool_getopt(&t, argc, argv, lo)) != -1) {
-		if (c == TOOL_OPT_BAD)
-			return 2;
-		if (c == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		usage(stderr);
-		return 2;
-	}
+	tool_init(&t, "nvme-identify", usage);
+	while ((c = tool_getopt(&t, argc, argv, lo)) != -1)
+		;
 	if (tool_open(&t, &f))
 		return 1;
 	ret = sio_nvme_find_device(f, t.device, &di);

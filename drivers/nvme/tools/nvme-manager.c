@@ -5,8 +5,6 @@
  */
 
 #include <errno.h>
-#include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,13 +13,8 @@
 #include <smartio/nvme.h>
 #include "tool.h"
 
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
+/* The log: text lines with a time, or JSON lines (--json). */
+static FILE *lg;
 
 #define REATTACH_NS	30000000000ull	/* how long a vanished controller is waited for */
 
@@ -39,13 +32,13 @@ static int reattach(struct sio_fabric *f, struct sio_device_info *di,
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	end = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + REATTACH_NS;
-	fprintf(stderr, "nvme-manager: waiting up to %llu s for controller '%s' on node %d to come back\n",
+	fprintf(lg, "nvme-manager: waiting up to %llu s for controller '%s' on node %d to come back\n",
 		(unsigned long long)(REATTACH_NS / 1000000000ull), di->name, di->lender);
-	while (!stop) {
+	while (!prog_stop) {
 		struct sio_device_info l[64];
 
 		if (sio_fabric_alive(f)) {
-			fprintf(stderr, "nvme-manager: %s; stopping\n", sio_errmsg());
+			fprintf(lg, "nvme-manager: %s; stopping\n", sio_errmsg());
 			return -ESHUTDOWN;
 		}
 		n = sio_device_list(f, 0x010802, 0xffffff, l, 64);
@@ -53,7 +46,7 @@ static int reattach(struct sio_fabric *f, struct sio_device_info *di,
 			if (strcmp(l[i].name, di->name) || l[i].lender != di->lender)
 				continue;
 			if (!sio_nvme_manager_start(f, l[i].id, mo, m)) {
-				fprintf(stderr, "nvme-manager: controller '%s' is back as device %u; serving it\n",
+				fprintf(lg, "nvme-manager: controller '%s' is back as device %u; serving it\n",
 					di->name, l[i].id);
 				*di = l[i];
 				return 0;
@@ -65,8 +58,8 @@ static int reattach(struct sio_fabric *f, struct sio_device_info *di,
 			break;
 		usleep(200000);
 	}
-	if (!stop)
-		fprintf(stderr, "nvme-manager: controller '%s' did not come back; giving up\n", di->name);
+	if (!prog_stop)
+		fprintf(lg, "nvme-manager: controller '%s' did not come back; giving up\n", di->name);
 	return -ENODEV;
 }
 
@@ -81,9 +74,9 @@ static int standby(struct sio_fabric *f, const struct sio_device_info *di,
 {
 	int ret;
 
-	fprintf(stderr, "nvme-manager: standing by on node %d: taking device %u over when "
+	fprintf(lg, "nvme-manager: standing by on node %d: taking device %u over when "
 		"its manager stops serving\n", sio_fabric_node_id(f), di->id);
-	while (!stop) {
+	while (!prog_stop) {
 		ret = sio_nvme_manager_start(f, di->id, mo, m);
 		if (ret != -EBUSY)
 			return ret;
@@ -100,153 +93,143 @@ static void usage(FILE *o)
 		"Reset an NVMe controller and serve its I/O queues to nvme-client\n"
 		"processes on any node. Runs until SIGINT or SIGTERM.\n\n"
 		TOOL_COMMON_HELP
-		"  --ready-file F  write our pid to F once serving\n"
-		"  --io-queues N   I/O queue pairs to ask the controller for\n"
+		"  --ready-file F    write our pid to F once serving\n"
+		"  --io-queues N     I/O queue pairs to ask the controller for\n"
 		"  --arbitration rr|wrr  SQ arbitration (default rr)\n"
-		"  --no-cmb        leave the controller memory buffer off\n"
+		"  --no-cmb          leave the controller memory buffer off\n"
 		"  --no-shadow-doorbells  leave Doorbell Buffer Config unused: clients\n"
-		"                  write every doorbell to BAR0\n"
-		"  --quiet         do not log client arrivals and departures\n"
-		"  --standby       wait while another manager serves the device, then\n"
-		"                  take it over (after a crash: no reset, clients kept)\n"
-		"  --help\n");
+		"                    write every doorbell to BAR0\n"
+		"  --quiet           do not log client arrivals and departures\n"
+		"  --json            log as JSON lines ({\"time\", \"prog\", \"pid\", \"msg\"})\n"
+		"  --standby         wait while another manager serves the device, then\n"
+		"                    take it over (after a crash: no reset, clients kept)\n"
+		PROG_HELP
+		"Log lines go to stderr with a UTC time (none under systemd's journal).\n"
+		"Exit status: 0 stopped, 1 failed, 2 usage error.\n");
 }
 
-int main(int argc, char **argv)
+struct mgr_cfg {
+	struct sio_nvme_manager_opts mo;
+	const char *ready;
+	bool standby;
+	bool quiet;
+};
+
+/* Serve the controller until stopped, and again when it comes back. */
+static int serve_loop(struct sio_fabric *f, struct sio_device_info *di,
+		      const struct sio_nvme_manager_opts *mo, struct sio_nvme_manager *m)
 {
-	static const struct option lo[] = {
-		TOOL_COMMON_LONGOPTS,
-		{ "ready-file", required_argument, NULL, 'r' },
-		{ "io-queues", required_argument, NULL, 'q' },
-		{ "arbitration", required_argument, NULL, 'a' },
-		{ "no-cmb", no_argument, NULL, 'c' },
-		{ "no-shadow-doorbells", no_argument, NULL, 'd' },
-		{ "quiet", no_argument, NULL, 's' },
-		{ "standby", no_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
-	struct sio_nvme_manager_opts mo = {
-		.ctrl = { .arbitration = NVME_CC_AMS_RR, .enable_cmb = true }, .log = stderr };
 	struct sio_nvme_manager_stats st;
-	struct sio_device_info di;
-	struct tool_common t;
-	struct sio_nvme_manager *m;
-	struct sio_fabric *f;
-	struct sigaction sa;
-	const char *ready = NULL;
-	bool wait_standby = false;
-	uint64_t v;
-	int c, ret;
+	int ret;
 
-	tool_init(&t, "nvme-manager");
-	while ((c = tool_getopt(&t, argc, argv, lo)) != -1) {
-		if (c == TOOL_OPT_BAD)
-			return 2;
-		switch (c) {
-		case 'r':
-			ready = optarg;
-			break;
-		case 'q':
-			if (tool_u64(&t, "--io-queues", optarg, 1, 65535, &v))
-				return 2;
-			mo.ctrl.io_queues = (uint32_t)v;
-			break;
-		case 'a':
-			if (!strcmp(optarg, "rr"))
-				mo.ctrl.arbitration = NVME_CC_AMS_RR;
-			else if (!strcmp(optarg, "wrr"))
-				mo.ctrl.arbitration = NVME_CC_AMS_WRRU;
-			else {
-				fprintf(stderr, "nvme-manager: --arbitration '%s' is not rr "
-					"or wrr\n", optarg);
-				return 2;
-			}
-			break;
-		case 'c':
-			mo.ctrl.enable_cmb = false;
-			break;
-		case 'd':
-			mo.ctrl.no_shadow_doorbells = true;
-			break;
-		case 's':
-			mo.log = NULL;
-			break;
-		case 'S':
-			wait_standby = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "nvme-manager: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
-	if (tool_open(&t, &f))
-		return 1;
-	if (sio_nvme_find_device(f, t.device, &di)) {
-		fprintf(stderr, "nvme-manager: %s\n", sio_errmsg());
-		sio_fabric_close(f);
-		return 1;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	if (wait_standby)
-		ret = standby(f, &di, &mo, &m);
-	else
-		ret = sio_nvme_manager_start(f, di.id, &mo, &m);
-	if (ret && (stop || ret == -ESHUTDOWN)) {	/* stopped while standing by */
-		sio_fabric_close(f);
-		return 0;
-	}
-	if (ret) {
-		fprintf(stderr, "nvme-manager: %s\n", sio_errmsg());
-		sio_fabric_close(f);
-		return 1;
-	}
-	if (ready) {
-		FILE *rf = fopen(ready, "w");
-
-		if (!rf || fprintf(rf, "%d\n", (int)getpid()) < 0 || fclose(rf)) {
-			fprintf(stderr, "nvme-manager: cannot write ready file %s: %s\n",
-				ready, strerror(errno));
-			sio_nvme_manager_close(m);
-			sio_fabric_close(f);
-			return 1;
-		}
-	}
 	for (;;) {
-		ret = sio_nvme_manager_run(m, &stop);
+		ret = sio_nvme_manager_run(m, &prog_stop);
 		if (ret == -ESHUTDOWN) {
 			/* nothing to hand back, and a controller whose model left would
 			 * only make its shutdown wait out CAP.TO: just leave */
-			fprintf(stderr, "nvme-manager: %s; stopping\n", sio_errmsg());
+			fprintf(lg, "nvme-manager: %s; stopping\n", sio_errmsg());
 			return 0;
 		}
 		if (ret)
-			fprintf(stderr, "nvme-manager: controller failed: %s\n", sio_errmsg());
+			fprintf(lg, "nvme-manager: controller failed: %s\n", sio_errmsg());
 		sio_nvme_manager_stats(m, &st);
-		if (mo.log)
-			fprintf(stderr, "nvme-manager: stopping: %llu requests, %llu refused, "
+		if (mo->log)
+			fprintf(lg, "nvme-manager: stopping: %llu requests, %llu refused, "
 				"%llu dead clients cleaned up\n", (unsigned long long)st.requests,
 				(unsigned long long)st.refused, (unsigned long long)st.reaped);
 		sio_nvme_manager_close(m);
 		m = NULL;
 		/* a controller that went away (unregistered, or all ones) may come back */
-		if (stop || (ret != -ENODEV && ret != -EIO))
+		if (prog_stop || (ret != -ENODEV && ret != -EIO))
 			break;
-		ret = reattach(f, &di, &mo, &m);
+		ret = reattach(f, di, mo, &m);
 		if (ret)
 			break;
 	}
-	sio_fabric_close(f);
 	/* stopped by a signal, or the fabric was destroyed: a clean exit */
-	return ret && ret != -ESHUTDOWN && !stop ? 1 : 0;
+	return ret && ret != -ESHUTDOWN && !prog_stop ? PROG_FAIL : PROG_OK;
+}
+
+static int serve(struct tool_common *t, struct mgr_cfg *c)
+{
+	struct sio_nvme_manager *m;
+	struct sio_device_info di;
+	struct sio_fabric *f;
+	char status[160];
+	int ret;
+
+	if (tool_open(t, &f))
+		return PROG_FAIL;
+	if (sio_nvme_find_device(f, t->device, &di)) {
+		fprintf(lg, "nvme-manager: %s\n", sio_errmsg());
+		sio_fabric_close(f);
+		return PROG_FAIL;
+	}
+	prog_catch_stop();
+	if (c->standby)
+		ret = standby(f, &di, &c->mo, &m);
+	else
+		ret = sio_nvme_manager_start(f, di.id, &c->mo, &m);
+	if (ret && (prog_stop || ret == -ESHUTDOWN)) {	/* stopped while standing by */
+		sio_fabric_close(f);
+		return PROG_OK;
+	}
+	if (ret) {
+		fprintf(lg, "nvme-manager: %s\n", sio_errmsg());
+		sio_fabric_close(f);
+		return PROG_FAIL;
+	}
+	snprintf(status, sizeof(status), "serving device %u of fabric %s from node %d", di.id,
+		 sio_fabric_name(f), sio_fabric_node_id(f));
+	if (prog_ready(c->ready, getpid(), status)) {
+		sio_nvme_manager_close(m);
+		sio_fabric_close(f);
+		return PROG_FAIL;
+	}
+	ret = serve_loop(f, &di, &c->mo, m);
+	prog_notify_stopping();
+	sio_fabric_close(f);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_READY = 256, O_QUEUES, O_ARB, O_NO_CMB, O_NO_DBBUF, O_QUIET, O_STANDBY };
+	static const struct option lo[] = {
+		TOOL_COMMON_LONGOPTS,
+		TOOL_JSON_LONGOPT,
+		{ "ready-file", required_argument, NULL, O_READY },
+		{ "io-queues", required_argument, NULL, O_QUEUES },
+		{ "arbitration", required_argument, NULL, O_ARB },
+		{ "no-cmb", no_argument, NULL, O_NO_CMB },
+		{ "no-shadow-doorbells", no_argument, NULL, O_NO_DBBUF },
+		{ "quiet", no_argument, NULL, O_QUIET },
+		{ "standby", no_argument, NULL, O_STANDBY },
+		{ 0 }
+	};
+	static const char *const arbs[] = { "rr", "wrr", NULL };
+	struct mgr_cfg c = { .mo = { .ctrl = { .arbitration = NVME_CC_AMS_RR, .enable_cmb = true } } };
+	struct tool_common t;
+	int opt, ret;
+
+	tool_init(&t, "nvme-manager", usage);
+	while ((opt = tool_getopt(&t, argc, argv, lo)) != -1) {
+		switch (opt) {
+		case O_READY: c.ready = optarg; break;
+		case O_QUEUES: c.mo.ctrl.io_queues = prog_u32("--io-queues", optarg, 1, 65535); break;
+		case O_ARB:
+			c.mo.ctrl.arbitration = prog_choice("--arbitration", optarg, arbs) ?
+						NVME_CC_AMS_WRRU : NVME_CC_AMS_RR;
+			break;
+		case O_NO_CMB: c.mo.ctrl.enable_cmb = false; break;
+		case O_NO_DBBUF: c.mo.ctrl.no_shadow_doorbells = true; break;
+		case O_QUIET: c.quiet = true; break;
+		case O_STANDBY: c.standby = true; break;
+		}
+	}
+	lg = prog_log_stream(t.json);
+	c.mo.log = c.quiet ? NULL : lg;
+	ret = serve(&t, &c);
+	fclose(lg);
+	return ret;
 }

@@ -18,7 +18,6 @@
  * is fixed (CTL_ID).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,165 +169,227 @@ static void usage(FILE *o)
 	fprintf(o, "usage: nvme-mcast-identify [options]\n"
 		"Issue one Identify Controller to a multicast group and check that every\n"
 		"subscribed node received the same 4 KiB; compare with one unicast\n"
-		"Identify per subscriber.\n"
+		"Identify per subscriber. It brings the controller up itself: run it\n"
+		"while no manager serves the device.\n\n"
 		TOOL_COMMON_HELP
-		"  --subscribers N one subscriber process on each of N other nodes\n"
-		"                  (default: every other node, at most %d)\n"
-		"  --external      the subscribers run elsewhere (other kernels): wait\n"
-		"                  for N of them instead of starting them\n"
+		"  --subscribers N   one subscriber process on each of N other nodes\n"
+		"                    (default: every other node, at most %d)\n"
+		"  --external        the subscribers run elsewhere (other kernels): wait\n"
+		"                    for N of them instead of starting them\n"
 		"  --subscribe ISSUER  be one subscriber, as --node, of the issuer on\n"
-		"                  node ISSUER (which runs with --external)\n", MAX_SUBS);
+		"                    node ISSUER (which runs with --external)\n"
+		TOOL_JSON_HELP
+		PROG_HELP
+		"Exit status: 0 every subscriber received the same data, 1 not, or an\n"
+		"error; 2 usage error.\n", MAX_SUBS);
+}
+
+/* The issuer's state: the controller, the reference copy, the group. */
+struct issuer {
+	struct tool_common *t;
+	struct sio_fabric *f;
+	struct sio_topology topo;
+	struct sio_device *dev;
+	struct sio_nvme_ctrl *ctrl;
+	struct sio_segment *ctl_seg, *ref_seg;
+	struct control *c;
+	uint8_t *ref;
+	uint64_t ref_bus, gbus;
+	uint32_t group;
+	bool external, have_group;
+	int nodes[MAX_SUBS], n;
+	pid_t pids[MAX_SUBS];
+};
+
+/* Take the controller, make the reference Identify and the group. */
+static int issuer_setup(struct issuer *is)
+{
+	struct sio_device_info di;
+	uint16_t st = 0;
+	int ret;
+
+	if ((ret = sio_nvme_find_device(is->f, is->t->device, &di)) ||
+	    (ret = sio_device_borrow(is->f, di.id, SIO_BORROW_EXCLUSIVE, &is->dev)))
+		return prog_fail("%s%s", sio_errmsg(), ret == -EBUSY ? " (stop the manager first: "
+				 "this program brings the controller up itself)" : "");
+	if (sio_nvme_ctrl_open(is->dev, NULL, &is->ctrl))
+		return prog_fail("controller bring-up: %s", sio_errmsg());
+	/* the reference: a unicast Identify into the issuer's own memory */
+	if (sio_segment_create(is->f, is->external ? CTL_ID : 0, sizeof(*is->c), 0, &is->ctl_seg) ||
+	    sio_segment_map(is->ctl_seg, (void **)&is->c) ||
+	    sio_segment_create(is->f, 0, ID_SIZE, 0, &is->ref_seg) ||
+	    sio_segment_map(is->ref_seg, (void **)&is->ref) ||
+	    sio_device_map(is->dev, is->ref_seg, &is->ref_bus) ||
+	    sio_nvme_ctrl_identify(is->ctrl, NVME_IDENTIFY_CNS_CTRL, 0, is->ref_bus, &st) ||
+	    sio_mcast_create(is->f, ID_SIZE, &is->group))
+		return prog_fail("setup: %s %s", sio_errmsg(), st ? sio_nvme_status_str(st) : "");
+	is->have_group = true;
+	if (sio_device_map_mcast(is->dev, is->group, &is->gbus))
+		return prog_fail("setup: %s", sio_errmsg());
+	memset(is->c, 0, sizeof(*is->c));
+	return 0;
+}
+
+/* The subscribers: forked here, one per node, or (--external) announced. */
+static void start_subscribers(struct issuer *is, int nsub)
+{
+	struct sio_segment_info ci, ri;
+
+	sio_segment_info(is->ctl_seg, &ci);
+	sio_segment_info(is->ref_seg, &ri);
+	fflush(stdout);
+	if (is->external) {	/* they come by themselves: the control segment tells them where */
+		is->c->group = is->group;
+		is->c->ref_id = ri.id;
+		__atomic_store_n(&is->c->magic, CTL_MAGIC, __ATOMIC_RELEASE);
+		sio_segment_notify(is->ctl_seg, offsetof(struct control, magic));
+		for (int node = 0; node < is->topo.nodes && is->n < nsub; node++)
+			if (node != is->t->node)
+				is->nodes[is->n++] = node;
+		return;
+	}
+	for (int node = 0; node < is->topo.nodes && is->n < nsub; node++) {
+		pid_t p;
+
+		if (node == is->t->node)
+			continue;
+		p = fork();
+		if (p == 0)
+			_exit(subscriber(sio_fabric_name(is->f), node, is->t->node, is->group, ci.id,
+					 ri.id));
+		is->nodes[is->n] = node;
+		is->pids[is->n++] = p;
+	}
+}
+
+/* The same 4 KiB to each subscriber node by unicast, one command each. */
+static uint64_t unicast_all(struct issuer *is)
+{
+	uint64_t t_uni = 0, t0;
+	uint16_t st;
+
+	for (int i = 0; i < is->n; i++) {
+		struct sio_segment *s;
+		uint64_t bus;
+
+		if (sio_segment_create_on(is->f, is->nodes[i], 0, ID_SIZE, 0, &s) ||
+		    sio_device_map(is->dev, s, &bus)) {
+			prog_fail("unicast to node %d: %s", is->nodes[i], sio_errmsg());
+			break;
+		}
+		t0 = now_ns();
+		sio_nvme_ctrl_identify(is->ctrl, NVME_IDENTIFY_CNS_CTRL, 0, bus, &st);
+		t_uni += now_ns() - t0;
+		sio_device_unmap(is->dev, s);
+		sio_segment_close(s);
+	}
+	return t_uni;
+}
+
+static void report(const struct issuer *is, int same, uint64_t t_mc, uint64_t t_uni)
+{
+	if (is->t->json) {
+		struct json_object *o = json_object_new_object();
+
+		pj_int(o, "subscribers", is->n);
+		pj_int(o, "identical", same);
+		pj_int(o, "multicast_commands", 1);
+		pj_dbl(o, "multicast_us", (double)t_mc / 1e3);
+		pj_int(o, "unicast_commands", is->n);
+		pj_dbl(o, "unicast_us", (double)t_uni / 1e3);
+		prog_json_print(stdout, o);
+		return;
+	}
+	printf("multicast Identify: 1 command put the same 4 KiB in %d of %d subscribers' memory in %.1f us\n"
+	       "unicast Identify:   %d commands, one per subscriber, took %.1f us\n"
+	       "(wall-clock times on this fabric's backend, not hardware figures)\n",
+	       same, is->n, (double)t_mc / 1e3, is->n, (double)t_uni / 1e3);
+}
+
+/* One multicast Identify, checked by every subscriber; then the unicasts. */
+static int issue(struct issuer *is, int nsub)
+{
+	uint64_t t0, t_mc, t_uni = 0;
+	int ret, same = 0;
+	uint16_t st = 0;
+
+	start_subscribers(is, nsub);
+	ret = wait_for(is->ctl_seg, is->c, offsetof(struct control, ready), (uint32_t)is->n);
+	if (ret)
+		return prog_fail("subscribers did not get ready");
+	t0 = now_ns();
+	ret = sio_nvme_ctrl_identify(is->ctrl, NVME_IDENTIFY_CNS_CTRL, 0, is->gbus, &st);
+	t_mc = now_ns() - t0;
+	if (ret)
+		prog_fail("multicast Identify failed: %s", st ? sio_nvme_status_str(st) : sio_errmsg());
+	bump(is->ctl_seg, is->c, offsetof(struct control, go));
+	wait_for(is->ctl_seg, is->c, offsetof(struct control, done), (uint32_t)is->n);
+	for (int i = 0; i < is->n; i++)
+		same += is->c->verdict[is->nodes[i]] == V_SAME;
+	if (!ret)
+		t_uni = unicast_all(is);
+	report(is, same, t_mc, t_uni);
+	return ret || same != is->n ? PROG_FAIL : PROG_OK;
+}
+
+static int run_issuer(struct tool_common *t, int nsub, bool external)
+{
+	struct issuer is = { .t = t, .external = external };
+	int rc;
+
+	if (tool_open(t, &is.f))
+		return PROG_FAIL;
+	sio_fabric_topology(is.f, &is.topo);
+	if (nsub < 0)
+		nsub = is.topo.nodes - 1;
+	if (nsub < 1 || nsub > MAX_SUBS || nsub > is.topo.nodes - 1) {
+		sio_fabric_close(is.f);
+		prog_usage_error("--subscribers must be 1..%d (the fabric has %d other nodes)",
+				 is.topo.nodes - 1 < MAX_SUBS ? is.topo.nodes - 1 : MAX_SUBS,
+				 is.topo.nodes - 1);
+	}
+	rc = issuer_setup(&is);
+	if (!rc)
+		rc = issue(&is, nsub);
+	for (int i = 0; i < is.n && !external; i++)
+		waitpid(is.pids[i], NULL, 0);
+	if (is.have_group)
+		sio_mcast_destroy(is.f, is.group);
+	sio_nvme_ctrl_close(is.ctrl);
+	sio_device_close(is.dev);
+	sio_segment_close(is.ref_seg);
+	sio_segment_close(is.ctl_seg);
+	sio_fabric_close(is.f);
+	return rc;
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = { TOOL_COMMON_LONGOPTS,
-		{ "subscribers", required_argument, NULL, 's' }, { "help", no_argument, NULL, 'h' },
-		{ "external", no_argument, NULL, 'x' }, { "subscribe", required_argument, NULL, 'S' },
+	enum { O_SUBS = 256, O_EXTERNAL, O_SUBSCRIBE };
+	static const struct option lo[] = {
+		TOOL_COMMON_LONGOPTS,
+		TOOL_JSON_LONGOPT,
+		{ "subscribers", required_argument, NULL, O_SUBS },
+		{ "external", no_argument, NULL, O_EXTERNAL },
+		{ "subscribe", required_argument, NULL, O_SUBSCRIBE },
 		{ NULL, 0, NULL, 0 } };
 	struct tool_common t;
-	struct sio_fabric *f;
-	struct sio_device_info di;
-	struct sio_device *dev;
-	struct sio_nvme_ctrl *ctrl;
-	struct sio_segment *ctl_seg, *ref_seg;
-	struct sio_topology topo;
-	struct control *c;
-	uint8_t *ref;
-	uint64_t ref_bus, gbus, t_mc, t_uni = 0;
-	uint32_t group;
-	int nsub = -1, opt, ret, nodes[MAX_SUBS], n = 0, same = 0, issuer = -1;
+	int nsub = -1, opt, issuer = -1;
 	bool external = false;
-	pid_t pids[MAX_SUBS];
-	uint16_t st = 0;
-	uint64_t v;
 
-	tool_init(&t, "nvme-mcast-identify");
+	tool_init(&t, "nvme-mcast-identify", usage);
 	while ((opt = tool_getopt(&t, argc, argv, lo)) != -1) {
-		if (opt == TOOL_OPT_BAD)
-			return 2;
-		if (opt == 's') {
-			if (tool_u64(&t, "--subscribers", optarg, 1, MAX_SUBS, &v))
-				return 2;
-			nsub = (int)v;
-		} else if (opt == 'x') {
-			external = true;
-		} else if (opt == 'S') {
-			if (tool_u64(&t, "--subscribe", optarg, 0, SIO_MAX_NODES - 1, &v))
-				return 2;
-			issuer = (int)v;
-		} else if (opt == 'h')
-			return usage(stdout), 0;
-		else
-			return usage(stderr), 2;
+		switch (opt) {
+		case O_SUBS: nsub = (int)prog_u64("--subscribers", optarg, 1, MAX_SUBS); break;
+		case O_EXTERNAL: external = true; break;
+		case O_SUBSCRIBE: issuer = (int)prog_u64("--subscribe", optarg, 0, SIO_MAX_NODES - 1); break;
+		}
 	}
 	if (issuer >= 0) {	/* one subscriber, the issuer elsewhere */
-		if (external || issuer == t.node) {
-			fprintf(stderr, "nvme-mcast-identify: --subscribe names the issuer's node, another than --node, and goes without --external\n");
-			return 2;
-		}
+		if (external || issuer == t.node)
+			prog_usage_error("--subscribe names the issuer's node, another than --node, "
+					 "and goes without --external");
 		return subscriber(t.fabric, t.node, issuer, 0, 0, 0);
 	}
-	if (tool_open(&t, &f))
-		return 1;
-	sio_fabric_topology(f, &topo);
-	if (nsub < 0)
-		nsub = topo.nodes - 1;
-	if (nsub < 1 || nsub > MAX_SUBS || nsub > topo.nodes - 1) {
-		fprintf(stderr, "nvme-mcast-identify: --subscribers must be 1..%d (the fabric has %d other nodes)\n",
-			topo.nodes - 1 < MAX_SUBS ? topo.nodes - 1 : MAX_SUBS, topo.nodes - 1);
-		return 2;
-	}
-	if ((ret = sio_nvme_find_device(f, t.device, &di)) ||
-	    (ret = sio_device_borrow(f, di.id, SIO_BORROW_EXCLUSIVE, &dev))) {
-		fprintf(stderr, "nvme-mcast-identify: %s%s\n", sio_errmsg(),
-			ret == -EBUSY ? " (stop the manager first: this program brings the controller up itself)" : "");
-		return 1;
-	}
-	if ((ret = sio_nvme_ctrl_open(dev, NULL, &ctrl))) {
-		fprintf(stderr, "nvme-mcast-identify: controller bring-up: %s\n", sio_errmsg());
-		return 1;
-	}
-	/* the reference: a unicast Identify into the issuer's own memory */
-	if (sio_segment_create(f, external ? CTL_ID : 0, sizeof(*c), 0, &ctl_seg) ||
-	    sio_segment_map(ctl_seg, (void **)&c) ||
-	    sio_segment_create(f, 0, ID_SIZE, 0, &ref_seg) || sio_segment_map(ref_seg, (void **)&ref) ||
-	    sio_device_map(dev, ref_seg, &ref_bus) ||
-	    sio_nvme_ctrl_identify(ctrl, NVME_IDENTIFY_CNS_CTRL, 0, ref_bus, &st) ||
-	    sio_mcast_create(f, ID_SIZE, &group) || sio_device_map_mcast(dev, group, &gbus)) {
-		fprintf(stderr, "nvme-mcast-identify: setup: %s %s\n", sio_errmsg(),
-			st ? sio_nvme_status_str(st) : "");
-		return 1;
-	}
-	memset(c, 0, sizeof(*c));
-	struct sio_segment_info ci, ri;
-	sio_segment_info(ctl_seg, &ci);
-	sio_segment_info(ref_seg, &ri);
-	fflush(stdout);
-	if (external) {	/* they come by themselves: the control segment tells them where */
-		c->group = group;
-		c->ref_id = ri.id;
-		__atomic_store_n(&c->magic, CTL_MAGIC, __ATOMIC_RELEASE);
-		sio_segment_notify(ctl_seg, offsetof(struct control, magic));
-		for (int node = 0; node < topo.nodes && n < nsub; node++)
-			if (node != t.node)
-				nodes[n++] = node;
-	}
-	for (int node = 0; node < topo.nodes && n < nsub && !external; node++) {
-		if (node == t.node)
-			continue;
-		pid_t p = fork();
-		if (p == 0)
-			_exit(subscriber(sio_fabric_name(f), node, t.node, group, ci.id, ri.id));
-		nodes[n] = node;
-		pids[n++] = p;
-	}
-	ret = wait_for(ctl_seg, c, offsetof(struct control, ready), (uint32_t)n);
-	if (ret) {
-		fprintf(stderr, "nvme-mcast-identify: subscribers did not get ready\n");
-		goto out;
-	}
-	uint64_t t0 = now_ns();
-	ret = sio_nvme_ctrl_identify(ctrl, NVME_IDENTIFY_CNS_CTRL, 0, gbus, &st);
-	t_mc = now_ns() - t0;
-	if (ret)
-		fprintf(stderr, "nvme-mcast-identify: multicast Identify failed: %s\n",
-			st ? sio_nvme_status_str(st) : sio_errmsg());
-	bump(ctl_seg, c, offsetof(struct control, go));
-	wait_for(ctl_seg, c, offsetof(struct control, done), (uint32_t)n);
-	for (int i = 0; i < n; i++)
-		same += c->verdict[nodes[i]] == V_SAME;
-
-	/* the same 4 KiB to each subscriber node by unicast, one command each */
-	for (int i = 0; i < n && !ret; i++) {
-		struct sio_segment *s;
-		uint64_t bus;
-		if (sio_segment_create_on(f, nodes[i], 0, ID_SIZE, 0, &s) || sio_device_map(dev, s, &bus)) {
-			fprintf(stderr, "nvme-mcast-identify: unicast to node %d: %s\n", nodes[i], sio_errmsg());
-			break;
-		}
-		t0 = now_ns();
-		sio_nvme_ctrl_identify(ctrl, NVME_IDENTIFY_CNS_CTRL, 0, bus, &st);
-		t_uni += now_ns() - t0;
-		sio_device_unmap(dev, s);
-		sio_segment_close(s);
-	}
-	if (t.json)
-		printf("{\"subscribers\":%d,\"identical\":%d,\"multicast_commands\":1,\"multicast_us\":%.1f,"
-		       "\"unicast_commands\":%d,\"unicast_us\":%.1f}\n", n, same, t_mc / 1e3, n, t_uni / 1e3);
-	else
-		printf("multicast Identify: 1 command put the same 4 KiB in %d of %d subscribers' memory in %.1f us\n"
-		       "unicast Identify:   %d commands, one per subscriber, took %.1f us\n"
-		       "(wall-clock times on this fabric's backend, not hardware figures)\n",
-		       same, n, t_mc / 1e3, n, t_uni / 1e3);
-out:
-	for (int i = 0; i < n && !external; i++)
-		waitpid(pids[i], NULL, 0);
-	sio_mcast_destroy(f, group);
-	sio_nvme_ctrl_close(ctrl);
-	sio_device_close(dev);
-	sio_segment_close(ref_seg);
-	sio_segment_close(ctl_seg);
-	sio_fabric_close(f);
-	return ret || same != n ? 1 : 0;
+	return run_issuer(&t, nsub, external);
 }

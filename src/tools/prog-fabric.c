@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/* Joining a fabric, and the options of programs that serve on one (prog.h). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <smartio/fabric.h>
+#include "prog.h"
+
+int prog_join(const char *fabric, int node, struct sio_fabric **f)
+{
+	int ret;
+
+	if (!fabric || !*fabric)
+		fabric = getenv("SMARTIO_FABRIC");
+	if (!fabric || !*fabric) {
+		prog_fail("no fabric given: use --fabric NAME or set SMARTIO_FABRIC "
+			  "('smartio list' shows the fabrics there are)");
+		return -EINVAL;
+	}
+	ret = sio_fabric_open(fabric, node, f);
+	if (ret == -ENOENT)
+		prog_fail("fabric '%s' does not exist (create it with 'smartio create %s')",
+			  fabric, fabric);
+	else if (ret)	/* the message names the node, or what is wrong with $SMARTIO_NODE */
+		prog_fail("cannot join fabric '%s': %s", fabric, sio_errmsg());
+	return ret;
+}
+
+void prog_service_init(struct prog_service *s)
+{
+	*s = (struct prog_service){ .node = -1 };
+}
+
+int prog_service_opt(struct prog_service *s, int c, const char *arg)
+{
+	switch (c) {
+	case PROG_OPT_FABRIC:
+		s->fabric = arg;
+		return 1;
+	case PROG_OPT_NODE:
+		s->node = (int)prog_u64("--node", arg, 0, SIO_MAX_NODES - 1);
+		return 1;
+	case PROG_OPT_READY:
+		s->ready_file = arg;
+		return 1;
+	}
+	return 0;
+}
+
+static pthread_t watcher;
+static bool watching;
+
+static void *watch(void *arg)
+{
+	struct sio_fabric *f = arg;
+
+	while (!prog_stop) {
+		if (sio_fabric_alive(f)) {
+			fprintf(stderr, "%s: %s; stopping\n", prog_name, sio_errmsg());
+			prog_stop = 2;
+			break;
+		}
+		usleep(100000);
+	}
+	return NULL;
+}
+
+void prog_watch_fabric(struct sio_fabric *f)
+{
+	watching = !pthread_create(&watcher, NULL, watch, f);
+}
+
+void prog_unwatch_fabric(void)
+{
+	if (!prog_stop)
+		prog_stop = 1;
+	if (watching)
+		pthread_join(watcher, NULL);
+	watching = false;
+}

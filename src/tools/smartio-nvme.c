@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * smartio nvme stats, smartio top: the NVMe driver's live counters
+ * (<smartio/nvme/stats.h>) per client and queue pair, with rates between
+ * two readings, beside the fabric's nodes, windows and borrows.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <smartio/smartio.h>
+#include "parse.h"
+#include <smartio/nvme/stats.h>
+#include "smartio-cmd.h"
+
+#define MAX_CLIENTS	256
+
+struct reading {
+	uint64_t t_ns;
+	int n;
+	struct sio_nvme_client_stats c[MAX_CLIENTS];
+};
+
+/* Two readings, for rates: the last and the one before it. */
+struct stats_view {
+	const char *name;
+	uint32_t device;
+	enum sio_tool_fmt fmt;
+	bool top;
+	struct reading *bufs;	/* two: the last reading and the one before */
+	int k;			/* bufs[k] is filled next */
+	bool have_prev;
+	struct reading *cur, *prev;	/* while printing: prev NULL the first time */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static const char *place(int p)
+{
+	return p < 0 ? "?" : sio_placement_name(p);
+}
+
+static const char *doorbell_path(const struct sio_nvme_qstats *q)
+{
+	if (q->flags & SIO_NVME_QS_MULTIPATH)
+		return q->flags & SIO_NVME_QS_BACKUP ? "mmio, backup" : "mmio, primary";
+	return q->flags & SIO_NVME_QS_SHADOW_DB ? "shadow" : "mmio";
+}
+
+/* Queue pair @q of client @c as it was in @prev, or NULL. */
+static const struct sio_nvme_qstats *before(const struct reading *prev,
+					    const struct sio_nvme_client_stats *c,
+					    const struct sio_nvme_qstats *q)
+{
+	for (int i = 0; prev && i < prev->n; i++) {
+		const struct sio_nvme_client_stats *p = &prev->c[i];
+
+		if (p->pid != c->pid || p->node != c->node)
+			continue;
+		for (uint32_t k = 0; k < p->nqueues; k++)
+			if (p->q[k].qid == q->qid)
+				return &p->q[k];
+	}
+	return NULL;
+}
+
+struct rate {
+	bool have;
+	double iops, read_iops, write_iops, mib_s;
+};
+
+static struct rate rate_of(const struct stats_view *v, const struct sio_nvme_client_stats *c,
+			   const struct sio_nvme_qstats *q)
+{
+	const struct sio_nvme_qstats *b = before(v->prev, c, q);
+	struct rate r = { 0 };
+	double dt;
+
+	if (!b || !v->prev || v->cur->t_ns <= v->prev->t_ns || b->reads > q->reads ||
+	    b->writes > q->writes)
+		return r;	/* new, or a queue pair made anew under the same id */
+	dt = (double)(v->cur->t_ns - v->prev->t_ns) / 1e9;
+	r.have = true;
+	r.read_iops = (double)(q->reads - b->reads) / dt;
+	r.write_iops = (double)(q->writes - b->writes) / dt;
+	r.iops = r.read_iops + r.write_iops;
+	r.mib_s = (double)(q->read_bytes - b->read_bytes + q->write_bytes - b->write_bytes) /
+		  1048576.0 / dt;
+	return r;
+}
+
+static struct json_object *queue_json(const struct stats_view *v,
+				      const struct sio_nvme_client_stats *c,
+				      const struct sio_nvme_qstats *q)
+{
+	struct json_object *o = json_object_new_object(), *x;
+	struct rate r = rate_of(v, c, q);
+
+	pj_u64(o, "qid", q->qid);
+	pj_str(o, "sq", place(q->sq_place));
+	pj_str(o, "cq", place(q->cq_place));
+	pj_str(o, "doorbells", doorbell_path(q));
+	pj_bool(o, "multipath", q->flags & SIO_NVME_QS_MULTIPATH);
+	pj_u64(o, "reads", q->reads);
+	pj_u64(o, "writes", q->writes);
+	pj_u64(o, "other", q->other);
+	pj_u64(o, "read_bytes", q->read_bytes);
+	pj_u64(o, "write_bytes", q->write_bytes);
+	pj_u64(o, "errors", q->errors);
+	pj_u64(o, "db_writes", q->db_writes);
+	if (r.have) {
+		x = pj_obj(o, "rate");
+		pj_dbl(x, "iops", r.iops);
+		pj_dbl(x, "read_iops", r.read_iops);
+		pj_dbl(x, "write_iops", r.write_iops);
+		pj_dbl(x, "mib_s", r.mib_s);
+	}
+	if (q->lat_ios) {	/* what the client program measured and published */
+		x = pj_obj(o, "lat_us");
+		pj_u64(x, "ios", q->lat_ios);
+		pj_dbl(x, "p50", (double)q->lat_p50_ns / 1e3);
+		pj_dbl(x, "p99", (double)q->lat_p99_ns / 1e3);
+		pj_dbl(x, "p99_9", (double)q->lat_p999_ns / 1e3);
+		pj_dbl(x, "max", (double)q->lat_max_ns / 1e3);
+	}
+	return o;
+}
+
+static struct json_object *stats_json(const struct stats_view *v)
+{
+	struct json_object *o = json_object_new_object(), *a = NULL;
+
+	pj_str(o, "fabric", v->name);
+	pj_u64(o, "time_ns", v->cur->t_ns);
+	if (v->prev)
+		pj_dbl(o, "interval_s", (double)(v->cur->t_ns - v->prev->t_ns) / 1e9);
+	a = pj_arr(o, "clients");
+	for (int i = 0; i < v->cur->n; i++) {
+		const struct sio_nvme_client_stats *c = &v->cur->c[i];
+		struct json_object *x = pj_push_obj(a), *qa;
+
+		pj_int(x, "pid", c->pid);
+		pj_int(x, "node", c->node);
+		pj_u64(x, "device", c->device);
+		qa = pj_arr(x, "queues");
+		for (uint32_t k = 0; k < c->nqueues; k++)
+			json_object_array_add(qa, queue_json(v, c, &c->q[k]));
+	}
+	return o;
+}
+
+static void stats_text(FILE *o, const struct stats_view *v)
+{
+	fprintf(o, "%-5s %-8s %-4s %-4s %-7s %-7s %-13s %9s %8s %6s %9s %9s %6s %7s\n", "node",
+		"pid", "dev", "qid", "sq", "cq", "doorbells", "IOPS", "MiB/s", "read%", "p50 us",
+		"p99 us", "errors", "db/IO");
+	for (int i = 0; i < v->cur->n; i++) {
+		const struct sio_nvme_client_stats *c = &v->cur->c[i];
+
+		for (uint32_t k = 0; k < c->nqueues; k++) {
+			const struct sio_nvme_qstats *q = &c->q[k];
+			struct rate r = rate_of(v, c, q);
+			uint64_t ios = q->reads + q->writes;
+			char iops[16] = "-", mibs[16] = "-", rd[8] = "-", p50[16] = "-", p99[16] = "-";
+
+			if (r.have) {
+				snprintf(iops, sizeof(iops), "%.0f", r.iops);
+				snprintf(mibs, sizeof(mibs), "%.1f", r.mib_s);
+				if (r.iops > 0)
+					snprintf(rd, sizeof(rd), "%.0f", 100 * r.read_iops / r.iops);
+			}
+			if (q->lat_ios) {
+				snprintf(p50, sizeof(p50), "%.1f", (double)q->lat_p50_ns / 1e3);
+				snprintf(p99, sizeof(p99), "%.1f", (double)q->lat_p99_ns / 1e3);
+			}
+			fprintf(o, "%-5d %-8d %-4u %-4u %-7s %-7s %-13s %9s %8s %6s %9s %9s %6llu %7.3f\n",
+				c->node, c->pid, c->device, q->qid, place(q->sq_place),
+				place(q->cq_place), doorbell_path(q), iops, mibs, rd, p50, p99,
+				(unsigned long long)q->errors,
+				ios ? (double)q->db_writes / (double)ios : 0.0);
+		}
+	}
+	if (!v->cur->n)
+		fprintf(o, "(no NVMe client on this fabric)\n");
+}
+
+/* The fabric in a few lines: nodes, links down, windows, devices, borrows. */
+static void fabric_summary(FILE *o, const struct sio_fabric_status *st)
+{
+	int down = 0, used = 0, most = 0, mnode = 0;
+
+	for (int n = 0; n < st->nnodes; n++)
+		for (int a = 0; a < st->nodes[n].adapters; a++) {
+			down += !st->nodes[n].link_up[a];
+			used += st->nodes[n].windows_used[a];
+			if (st->nodes[n].windows_used[a] > most)
+				most = st->nodes[n].windows_used[a], mnode = n;
+		}
+	fprintf(o, "fabric %s: %d nodes (%s), %d processes, %d link(s) down; windows in use %d, "
+		"most %d/%d on node %d\n", st->name, st->topo.nodes, sio_tool_topo_name(st->topo.kind),
+		st->procs, down, used, most, st->topo.windows, mnode);
+	for (int i = 0; i < st->ndevices; i++) {
+		const struct sio_device_info *d = &st->devices[i];
+
+		fprintf(o, "device %u %-16s lent by node %d, %d borrower(s)%s, %llu DMA fault(s):",
+			d->id, d->name, d->lender, d->borrowers, d->exclusive ? " (exclusive)" : "",
+			(unsigned long long)d->dma_faults);
+		for (int b = 0; b < st->nborrows; b++)
+			if (st->borrows[b].device == d->id)
+				fprintf(o, " %d@%d", st->borrows[b].pid, st->borrows[b].node);
+		fprintf(o, "\n");
+	}
+}
+
+static int stats_once(void *arg)
+{
+	struct stats_view *v = arg;
+	struct sio_fabric_status *st = NULL;
+	struct sio_fabric *f;
+	int n;
+
+	if (prog_join(v->name, 0, &f))
+		return PROG_FAIL;
+	v->cur = &v->bufs[v->k];
+	v->prev = v->have_prev ? &v->bufs[!v->k] : NULL;
+	v->cur->t_ns = now_ns();
+	n = sio_nvme_stats_read(f, v->device, v->cur->c, MAX_CLIENTS);
+	if (n >= 0 && v->top && sio_fabric_status_get(f, &st))
+		n = -1;
+	sio_fabric_close(f);
+	if (n < 0)
+		return prog_fail("%s", sio_errmsg());
+	v->cur->n = n < MAX_CLIENTS ? n : MAX_CLIENTS;
+	if (v->fmt == SIO_TOOL_JSON) {
+		prog_json_print(stdout, stats_json(v));
+	} else {
+		if (st)
+			fabric_summary(stdout, st);
+		stats_text(stdout, v);
+		if (v->top)
+			printf("(latency: as each client program publishes it; rates over the last "
+			       "interval)\n");
+	}
+	fflush(stdout);
+	sio_fabric_status_close(st);
+	v->k = !v->k;
+	v->have_prev = true;
+	return 0;
+}
+
+static int run_view(struct stats_view *v, double interval, uint64_t count)
+{
+	int ret;
+
+	v->bufs = calloc(2, sizeof(*v->bufs));
+	if (!v->bufs)
+		return prog_fail("out of memory");
+	if (interval > 0)
+		ret = sio_tool_watch(stats_once, v, interval, count);
+	else
+		ret = stats_once(v);
+	free(v->bufs);
+	return ret;
+}
+
+/* --watch [SEC]: the next word too when it is a number (1 s without). */
+static double watch_arg(const char *optarg_, int argc, char **argv)
+{
+	double w = 1;
+
+	if (optarg_)
+		return prog_double("--watch", optarg_, 0.1, 86400);
+	if (optind < argc && !sio_parse_double(argv[optind], 0.1, 86400, &w))
+		optind++;
+	return w;
+}
+
+static int cmd_stats(int argc, char **argv)
+{
+	enum { O_JSON = 256, O_WATCH, O_COUNT, O_DEVICE };
+	static const struct option o[] = {
+		{ "json", 0, 0, O_JSON }, { "watch", 2, 0, O_WATCH }, { "count", 1, 0, O_COUNT },
+		{ "device", 1, 0, O_DEVICE }, PROG_LONGOPTS, { 0 } };
+	struct stats_view v = { .device = SIO_DEVICE_ANY, .fmt = SIO_TOOL_TEXT };
+	double interval = 0;
+	uint64_t count = 0;
+	int c;
+
+	while ((c = prog_getopt(argc, argv, "h", o)) != -1) {
+		switch (c) {
+		case O_JSON: v.fmt = SIO_TOOL_JSON; break;
+		case O_WATCH: interval = watch_arg(optarg, argc, argv); break;
+		case O_COUNT: count = prog_u64("--count", optarg, 1, UINT64_MAX); break;
+		case O_DEVICE: v.device = prog_u32("--device", optarg, 0, SIO_DEVICE_ANY - 1); break;
+		}
+	}
+	if (optind < argc)
+		v.name = argv[optind++];
+	prog_no_args(argc, argv);
+	if (count && !interval)
+		prog_usage_error("--count goes with --watch");
+	return run_view(&v, interval, count);
+}
+
+int sio_tool_nvme(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "stats")) {
+		if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+			printf("usage: smartio nvme stats [NAME] [--json] [--watch [SEC]] [--count N] "
+			       "[--device ID]\n");
+			return PROG_OK;
+		}
+		prog_usage_error("nvme: %s%s%s (there is: nvme stats)", argc < 2 ? "no command" :
+				 "unknown command '", argc < 2 ? "" : argv[1], argc < 2 ? "" : "'");
+	}
+	optind = 1;
+	return cmd_stats(argc - 1, argv + 1);
+}
+
+int sio_tool_top(int argc, char **argv)
+{
+	enum { O_INTERVAL = 256, O_COUNT, O_DEVICE };
+	static const struct option o[] = {
+		{ "interval", 1, 0, O_INTERVAL }, { "count", 1, 0, O_COUNT },
+		{ "device", 1, 0, O_DEVICE }, PROG_LONGOPTS, { 0 } };
+	struct stats_view v = { .device = SIO_DEVICE_ANY, .fmt = SIO_TOOL_TEXT, .top = true };
+	double interval = 1;
+	uint64_t count = 0;
+	int c;
+
+	while ((c = prog_getopt(argc, argv, "hd:n:", o)) != -1) {
+		switch (c) {
+		case O_INTERVAL: case 'd': interval = prog_double("--interval", optarg, 0.1, 86400); break;
+		case O_COUNT: case 'n': count = prog_u64("--count", optarg, 1, UINT64_MAX); break;
+		case O_DEVICE: v.device = prog_u32("--device", optarg, 0, SIO_DEVICE_ANY - 1); break;
+		}
+	}
+	if (optind < argc)
+		v.name = argv[optind++];
+	prog_no_args(argc, argv);
+	return run_view(&v, interval, count);
+}

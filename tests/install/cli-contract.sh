@@ -1,0 +1,67 @@
+#!/bin/sh
+# The command-line contract (src/tools/prog.h), for every installed program
+# and every benchmark: --help prints a usage on stdout and exits 0,
+# --version prints the project's version and exits 0, an unknown option
+# exits 2 with a message naming it, and a runtime failure (a fabric that
+# does not exist) exits 1.
+# Usage: cli-contract.sh BUILD_DIR BINDIR VERSION [BENCHMARK...]
+set -eu
+build=$1 bindir=$2 version=$3
+shift 3
+export SMARTIO_QUIET=1
+unset SMARTIO_FABRIC SMARTIO_NODE
+fail=0 n=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+dest=$(mktemp -d "${TMPDIR:-/tmp}/smartio-cli.XXXXXX")
+trap 'rm -rf "$dest"' EXIT
+meson install -C "$build" --destdir "$dest" --no-rebuild --quiet >"$dest/log" 2>&1 ||
+	{ cat "$dest/log"; echo "FAIL: meson install"; exit 1; }
+export LD_LIBRARY_PATH="$(dirname "$(find "$dest" -name 'libsmartio.so*' | head -1)")"
+
+# One program: the four promises. $1 the program, the rest: arguments that
+# make it fail at run time (a fabric that does not exist).
+check() {
+	p=$1; shift
+	name=$(basename "$p")
+	n=$((n + 1))
+	out=$(timeout 20 "$p" --help 2>/dev/null) || bad "$name --help exits $? (want 0)"
+	echo "$out" | grep -qi "usage" || bad "$name --help prints no usage on stdout"
+	out=$(timeout 20 "$p" --version 2>&1) || bad "$name --version exits $? (want 0)"
+	echo "$out" | grep -q "$version" || bad "$name --version prints '$out', not $version"
+	rc=0; err=$(timeout 20 "$p" --bogus-option 2>&1 >/dev/null) || rc=$?
+	[ $rc -eq 2 ] || bad "$name --bogus-option exits $rc (want 2)"
+	echo "$err" | grep -q -- "--bogus-option" || bad "$name --bogus-option: the message does not name it: $err"
+	[ $# -eq 0 ] && return
+	rc=0; err=$(timeout 30 "$p" "$@" 2>&1 >/dev/null) || rc=$?
+	[ $rc -eq 1 ] || bad "$name $* exits $rc (want 1, a runtime failure): $err"
+}
+
+nofab=t-cli-no-such-fabric-$$
+for p in "$dest$bindir"/*; do
+	case $(basename "$p") in
+	smartio) check "$p" status "$nofab" ;;
+	smartio-ivshmem-server) check "$p" --socket "$dest/s" --shm "$dest/no-such-file" ;;
+	nvme-mcast-identify|nvme-identify|nvme-manager|nvme-client|nvme-emu|edu-emu)
+		check "$p" --fabric "$nofab" ;;
+	*) check "$p" ;;
+	esac
+done
+for p in "$@"; do
+	case $(basename "$p") in
+	emu-bench) check "$p" --fabric "$nofab" --reset ;;
+	gpu-bench|nvme-bench-doorbells) check "$p" ;;	# no --fabric
+	*) check "$p" --fabric "$nofab" ;;
+	esac
+done
+# Sub-commands keep it too.
+S=$dest$bindir/smartio
+for c in create destroy list status path link; do
+	timeout 10 "$S" $c --help >/dev/null 2>&1 || bad "smartio $c --help exits non-zero"
+	rc=0; timeout 10 "$S" $c --bogus-option >/dev/null 2>&1 || rc=$?
+	[ $rc -eq 2 ] || bad "smartio $c --bogus-option exits $rc (want 2)"
+done
+rc=0; "$S" frobnicate >/dev/null 2>&1 || rc=$?
+[ $rc -eq 2 ] || bad "smartio frobnicate (no such command) exits $rc (want 2)"
+[ $fail -eq 0 ] || exit 1
+echo "$n programs keep the command-line contract"
