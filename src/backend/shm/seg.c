@@ -41,7 +41,9 @@ static bool use_huge(struct shm_fabric *s, uint64_t size, unsigned int flags)
 	if (!ok && !said) {
 		said = 1;
 		if (!getenv("SMARTIO_QUIET"))
-			fprintf(stderr, "smartio: no free huge pages%s; segments use shared memory (tmpfs) pages\n",
+			fprintf(stderr, "smartio: no free huge pages%s: segments use shared memory "
+				"(tmpfs) pages; harmless on the simulated fabric, but the uio backend "
+				"needs huge pages (docs/uio.md); SMARTIO_QUIET=1 hides this\n",
 				s->hugedir[0] ? "" : " (no hugetlbfs mount)");
 	}
 	return ok;
