@@ -4,10 +4,12 @@
 # --version prints the project's version and exits 0, an unknown option
 # exits 2 with a message naming it, and a runtime failure (a fabric that
 # does not exist) exits 1.
-# Usage: cli-contract.sh BUILD_DIR BINDIR VERSION [BENCHMARK...]
+# Each installed program also has a man page (when help2man was there at
+# build time) and bash completion that offers its options.
+# Usage: cli-contract.sh BUILD_DIR BINDIR MANDIR DATADIR HAVE_MAN VERSION [BENCHMARK...]
 set -eu
-build=$1 bindir=$2 version=$3
-shift 3
+build=$1 bindir=$2 mandir=$3 datadir=$4 have_man=$5 version=$6
+shift 6
 export SMARTIO_QUIET=1
 unset SMARTIO_FABRIC SMARTIO_NODE
 fail=0 n=0
@@ -54,6 +56,23 @@ for p in "$@"; do
 	*) check "$p" --fabric "$nofab" ;;
 	esac
 done
+# Man pages and completion, for each installed program.
+for p in "$dest$bindir"/*; do
+	name=$(basename "$p")
+	if [ "$have_man" = true ]; then
+		page=$dest$mandir/man1/$name.1
+		[ -s "$page" ] || bad "no man page $mandir/man1/$name.1"
+		[ -s "$page" ] && ! grep -q -e '--version' -e '\\-\\-version' "$page" && bad "$name.1 does not list --version"
+	fi
+	comp=$dest$datadir/bash-completion/completions/$name
+	[ -s "$comp" ] || { bad "no bash completion for $name"; continue; }
+	got=$(PATH=$dest$bindir:$PATH bash -c '. "$1"; COMP_WORDS=("$2" --versi); COMP_CWORD=1;
+		_smartio_complete; echo "${COMPREPLY[*]}"' _ "$comp" "$name")
+	[ "$got" = --version ] || bad "bash completion of '$name --versi' gives '$got', not --version"
+done
+got=$(PATH=$dest$bindir:$PATH bash -c '. "$1"; COMP_WORDS=(smartio sta); COMP_CWORD=1;
+	_smartio_complete; echo "${COMPREPLY[*]}"' _ "$dest$datadir/bash-completion/completions/smartio")
+[ "$got" = status ] || bad "bash completion of 'smartio sta' gives '$got', not status"
 # Sub-commands keep it too.
 S=$dest$bindir/smartio
 for c in create destroy list status path link; do
