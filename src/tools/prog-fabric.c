@@ -45,6 +45,9 @@ int prog_service_opt(struct prog_service *s, int c, const char *arg)
 	case PROG_OPT_READY:
 		s->ready_file = arg;
 		return 1;
+	case PROG_OPT_BACKGROUND:
+		s->background = true;
+		return 1;
 	}
 	return 0;
 }

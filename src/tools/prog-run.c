@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Readiness (--ready-file, sd_notify) and daemon logs (prog.h). */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +45,35 @@ int prog_notify(const char *msg)
 	return n < 0 ? -errno : 1;
 }
 
+/* --background: the pipe on which the child tells the waiting parent. */
+static int bg_fd = -1;
+
+void prog_background(void)
+{
+	struct pollfd p;
+	int fds[2], st;
+	pid_t pid;
+	char c;
+
+	fflush(NULL);
+	if (pipe2(fds, O_CLOEXEC) || (pid = fork()) < 0)
+		exit(prog_fail("--background: %s", strerror(errno)));
+	if (pid == 0) {
+		close(fds[0]);
+		bg_fd = fds[1];
+		setsid();	/* the terminal's ^C is the shell's, not ours */
+		return;
+	}
+	close(fds[1]);
+	p = (struct pollfd){ .fd = fds[0], .events = POLLIN };
+	if (poll(&p, 1, 120000) == 1 && read(fds[0], &c, 1) == 1)
+		exit(PROG_OK);	/* serving */
+	if (waitpid(pid, &st, WNOHANG) == pid)	/* it failed, and said why */
+		exit(WIFEXITED(st) && WEXITSTATUS(st) ? WEXITSTATUS(st) : PROG_FAIL);
+	exit(prog_fail("--background: pid %d is not serving after 120 s; left running",
+		       (int)pid));
+}
+
 int prog_ready(const char *ready_file, long long id, const char *status)
 {
 	char msg[512];
@@ -51,6 +83,12 @@ int prog_ready(const char *ready_file, long long id, const char *status)
 		return prog_fail("--ready-file %s: %s", ready_file, strerror(-ret));
 	snprintf(msg, sizeof(msg), "READY=1\nMAINPID=%d%s%s", (int)getpid(),
 		 status ? "\nSTATUS=" : "", status ? status : "");
+	if (bg_fd >= 0) {	/* the parent of --background exits now */
+		if (write(bg_fd, "r", 1) != 1)
+			fprintf(stderr, "%s: --background: cannot tell the parent\n", prog_name);
+		close(bg_fd);
+		bg_fd = -1;
+	}
 	ret = prog_notify(msg);
 	if (ret < 0)	/* systemd would wait out TimeoutStartSec: say why */
 		fprintf(stderr, "%s: cannot tell systemd we are ready ($NOTIFY_SOCKET %s): %s\n",

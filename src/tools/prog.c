@@ -45,15 +45,24 @@ void prog_no_args(int argc, char **argv)
 		prog_usage_error("unexpected argument '%s'", argv[optind]);
 }
 
+/* "PROG: MESSAGE" and @tail on stderr. */
+static __attribute__((format(printf, 2, 0))) void say(const char *tail, const char *fmt,
+							 va_list ap)
+{
+	fprintf(stderr, "%s: ", prog_name);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "%s\n", tail);
+}
+
 void prog_usage_error(const char *fmt, ...)
 {
+	char tail[128];
 	va_list ap;
 
-	fprintf(stderr, "%s: ", prog_name);
+	snprintf(tail, sizeof(tail), " (see %s --help)", prog_name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say(tail, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (see %s --help)\n", prog_name);
 	exit(PROG_USAGE);
 }
 
@@ -61,11 +70,9 @@ int prog_fail(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", prog_name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say("", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return PROG_FAIL;
 }
 

@@ -118,6 +118,17 @@ int prog_ready(const char *ready_file, long long id, const char *status);
  */
 FILE *prog_ready_stream(FILE *out, const char *prefix, const char *ready_file);
 
+/**
+ * prog_background() - go on in the background once ready (--background)
+ *
+ * Forks: the parent waits (at most 120 s) until the child has called
+ * prog_ready(), then exits 0, so a shell script's next line finds the
+ * service serving; it exits 1 when the child fails first (the child has
+ * said why). The child leaves the terminal's session and goes on. Call it
+ * after the options are parsed, before the service starts.
+ */
+void prog_background(void);
+
 /* Tell systemd (when it started us) that we are stopping: STOPPING=1. */
 void prog_notify_stopping(void);
 
@@ -164,19 +175,28 @@ struct prog_service {
 	const char *fabric;	/* default $SMARTIO_FABRIC */
 	int node;		/* -1: $SMARTIO_NODE, else 0 */
 	const char *ready_file;
+	bool background;
 };
 
-enum { PROG_OPT_FABRIC = 0x7f10, PROG_OPT_NODE, PROG_OPT_READY };
+enum { PROG_OPT_FABRIC = 0x7f10, PROG_OPT_NODE, PROG_OPT_READY, PROG_OPT_BACKGROUND };
+
+#define PROG_BACKGROUND_LONGOPT						\
+	{ "background", no_argument, NULL, PROG_OPT_BACKGROUND }
 
 #define PROG_SERVICE_LONGOPTS						\
 	{ "fabric", required_argument, NULL, PROG_OPT_FABRIC },		\
 	{ "node", required_argument, NULL, PROG_OPT_NODE },		\
-	{ "ready-file", required_argument, NULL, PROG_OPT_READY }
+	{ "ready-file", required_argument, NULL, PROG_OPT_READY },	\
+	PROG_BACKGROUND_LONGOPT
+
+#define PROG_BACKGROUND_HELP						\
+	"  --background      return once serving, and go on in the background\n"
 
 #define PROG_SERVICE_HELP						\
 	"  --fabric NAME     fabric to join (default $SMARTIO_FABRIC)\n"	\
 	"  --node N          node to join as (default $SMARTIO_NODE, else 0)\n" \
-	"  --ready-file F    once serving, write F (see the program's text for what)\n"
+	"  --ready-file F    once serving, write F (see the program's text for what)\n" \
+	PROG_BACKGROUND_HELP
 
 void prog_service_init(struct prog_service *s);
 /* One of the service options: 1 when @c was one (its value checked), else 0. */

@@ -103,6 +103,7 @@ static void usage(FILE *o)
 		"  --json            log as JSON lines ({\"time\", \"prog\", \"pid\", \"msg\"})\n"
 		"  --standby         wait while another manager serves the device, then\n"
 		"                    take it over (after a crash: no reset, clients kept)\n"
+		PROG_BACKGROUND_HELP
 		PROG_HELP
 		"Log lines go to stderr with a UTC time (none under systemd's journal).\n"
 		"Exit status: 0 stopped, 1 failed, 2 usage error.\n");
@@ -113,6 +114,7 @@ struct mgr_cfg {
 	const char *ready;
 	bool standby;
 	bool quiet;
+	bool background;
 };
 
 /* Serve the controller until stopped, and again when it comes back. */
@@ -205,6 +207,7 @@ int main(int argc, char **argv)
 		{ "no-shadow-doorbells", no_argument, NULL, O_NO_DBBUF },
 		{ "quiet", no_argument, NULL, O_QUIET },
 		{ "standby", no_argument, NULL, O_STANDBY },
+		PROG_BACKGROUND_LONGOPT,
 		{ 0 }
 	};
 	static const char *const arbs[] = { "rr", "wrr", NULL };
@@ -225,8 +228,11 @@ int main(int argc, char **argv)
 		case O_NO_DBBUF: c.mo.ctrl.no_shadow_doorbells = true; break;
 		case O_QUIET: c.quiet = true; break;
 		case O_STANDBY: c.standby = true; break;
+		case PROG_OPT_BACKGROUND: c.background = true; break;
 		}
 	}
+	if (c.background)
+		prog_background();
 	lg = prog_log_stream(t.json);
 	c.mo.log = c.quiet ? NULL : lg;
 	ret = serve(&t, &c);

@@ -97,5 +97,7 @@ int main(int argc, char **argv)
 		}
 	}
 	prog_no_args(argc, argv);
+	if (svc.background)
+		prog_background();
 	return serve(&cfg, &svc);
 }
