@@ -69,7 +69,7 @@ sc start "nvme-emu@$F.service" || bad "nvme-emu@$F did not start: $(sc status nv
 "$S" status "$F" --json | python3 -c "import json,sys; d=json.load(sys.stdin); assert len(d[\"devices\"]) == 1, d" ||
 	bad "nvme-emu@$F is active but its device is not registered"
 sc start "nvme-manager@$F.service" || bad "nvme-manager@$F did not start: $(sc status nvme-manager@$F.service 2>&1 | tail -5)"
-"$D$prefix/$bindir/nvme-identify" --fabric "$F" --node 1 --json | python3 -c "import json,sys; d=json.load(sys.stdin); assert d[\"via\"] == \"through the manager\", d" ||
+"$D$prefix/$bindir/nvme-identify" --fabric "$F" --node 1 --json | python3 -c "import json,sys; d=json.load(sys.stdin); assert d[\"smartio\"][\"via\"] == \"through the manager\", d" ||
 	bad "nvme-manager@$F is active but does not serve"
 "$D$prefix/$bindir/nvme-client" --fabric "$F" --node 2 --ios 200 --qd 4 >/dev/null ||
 	bad "a client of the services failed"

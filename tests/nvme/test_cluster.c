@@ -255,7 +255,7 @@ Test(nvme_cluster, tools_say_what_is_wrong)
 		     cluster_output(&C, "f", "err"));
 	struct json_object *o = cluster_json(&C, "f");
 
-	cr_expect_str_eq(cluster_jstr(o, "via"), "through the manager", "%s",
+	cr_expect_str_eq(cluster_jstr(o, "smartio.via"), "through the manager", "%s",
 			 cluster_output(&C, "f", "out"));
 	json_object_put(o);
 }

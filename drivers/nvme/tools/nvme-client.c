@@ -592,7 +592,7 @@ int main(int argc, char **argv)
 	int ch;
 
 	tool_init(&t, "nvme-client", usage);
-	while ((ch = tool_getopt(&t, argc, argv, lo)) != -1) {
+	while ((ch = tool_getopt(&t, argc, argv, "h", lo)) != -1) {
 		switch (ch) {
 		case O_NSID: c.nsid = prog_u32("--nsid", optarg, 1, UINT32_MAX); break;
 		case O_OP: c.op = (enum op)prog_choice("--op", optarg, ops); break;

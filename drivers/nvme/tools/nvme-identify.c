@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * nvme-identify: describe an NVMe controller and its namespaces. Goes
+ * nvme-identify: describe an NVMe controller and its namespaces, read its
+ * SMART / Health, Error Information and Firmware Slot logs and its
+ * features, as nvme-cli's id-ctrl, smart-log, error-log, fw-log and
+ * get-feature do (JSON with nvme-cli's keys, or the raw structure). Goes
  * through the manager when one serves the device; otherwise borrows the
  * device exclusively and brings it up itself.
  */
@@ -9,25 +12,169 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <smartio/nvme.h>
+#include "nvme-pages.h"
 #include "tool.h"
+
+#define MAX_NS_SHOWN	1024
+#define BUF_SIZE	8192	/* a log page read at once: two PRP entries */
+
+enum what { W_ID, W_SMART, W_ERROR, W_FW, W_FEATURES };
+
+struct opts {
+	enum what what;
+	bool raw;
+};
+
+/* The controller, through its manager or taken here. */
+struct target {
+	struct sio_fabric *f;
+	struct sio_device_info di;
+	struct sio_nvme_ctrl_info ci;
+	struct sio_nvme_client *cl;	/* through the manager, or */
+	struct sio_nvme_ctrl *ctrl;	/* brought up here, with */
+	struct sio_device *dev;
+	struct sio_segment *seg;	/* a buffer the controller writes */
+	void *buf;
+	uint64_t bus;
+	const char *via;
+};
 
 static void usage(FILE *o)
 {
 	fprintf(o, "usage: nvme-identify [options]\n"
-		"Show an NVMe controller and its namespaces.\n\n"
+		"Show an NVMe controller and its namespaces, a log page or its features.\n\n"
 		TOOL_COMMON_HELP
+		"  --log smart|error|fw  a log page: SMART / Health Information, Error\n"
+		"                    Information, Firmware Slot Information\n"
+		"  --features        the current value of each feature\n"
+		"  -b, --raw         the structure as the controller gave it, binary, on stdout\n"
+		"                    (Identify Controller, or the --log page)\n"
 		TOOL_JSON_HELP
+		"                    (the keys nvme-cli's `-o json` uses: id-ctrl, smart-log,\n"
+		"                    error-log, fw-log; what smartio adds is under \"smartio\")\n"
 		PROG_HELP
 		"Exit status: 0 ok, 1 failed, 2 usage error.\n");
 }
 
-static void print_human(const struct sio_device_info *di, const struct sio_nvme_ctrl_info *ci,
-			const struct sio_nvme_ns *ns, int nns, const char *via)
+/* Borrow the device exclusively and bring the controller up here. */
+static int take(struct target *t)
 {
-	int i;
+	int ret = sio_device_borrow(t->f, t->di.id, SIO_BORROW_EXCLUSIVE, &t->dev);
 
-	printf("device %u on node %d (%s), %s\n", di->id, di->lender, di->name, via);
+	if (ret)
+		return prog_fail("device %u is taken: %s", t->di.id, sio_errmsg());
+	if (sio_nvme_ctrl_open(t->dev, NULL, &t->ctrl) || sio_nvme_ctrl_info(t->ctrl, &t->ci))
+		return prog_fail("%s", sio_errmsg());
+	if (sio_segment_create(t->f, 0, BUF_SIZE, 0, &t->seg) || sio_segment_map(t->seg, &t->buf) ||
+	    sio_device_map(t->dev, t->seg, &t->bus))
+		return prog_fail("a buffer for the controller: %s", sio_errmsg());
+	t->via = "borrowed exclusively";
+	return 0;
+}
+
+static int open_target(struct tool_common *tc, struct target *t)
+{
+	if (tool_open(tc, &t->f))
+		return PROG_FAIL;
+	if (sio_nvme_find_device(t->f, tc->device, &t->di))
+		return prog_fail("%s", sio_errmsg());
+	/* Ask the manager if one serves the device; take it ourselves if not. */
+	if (t->di.borrowers == 0)
+		return take(t);
+	if (sio_nvme_client_open(t->f, t->di.id, &t->cl) || sio_nvme_client_info(t->cl, &t->ci))
+		return prog_fail("%s", sio_errmsg());
+	t->via = "through the manager";
+	return 0;
+}
+
+static void close_target(struct target *t)
+{
+	sio_nvme_client_close(t->cl);
+	if (t->seg)
+		sio_segment_close(t->seg);
+	sio_nvme_ctrl_close(t->ctrl);
+	sio_device_close(t->dev);
+	sio_fabric_close(t->f);
+}
+
+/* Get Log Page @lid (@len bytes) into @out. */
+static int get_log(struct target *t, uint8_t lid, void *out, uint32_t len)
+{
+	uint16_t st = 0;
+
+	if (t->cl) {
+		if (sio_nvme_client_get_log(t->cl, lid, 0xffffffffu, out, len))
+			return prog_fail("log page 0x%02x: %s", lid, sio_errmsg());
+		return 0;
+	}
+	if (sio_nvme_ctrl_get_log(t->ctrl, lid, 0xffffffffu, t->bus, len, &st))
+		return prog_fail("log page 0x%02x: %s", lid, st ? sio_nvme_status_str(st) :
+				 sio_errmsg());
+	memcpy(out, t->buf, len);
+	return 0;
+}
+
+static int get_feature(struct target *t, uint8_t fid, uint32_t *val)
+{
+	uint16_t st = 0;
+
+	if (t->cl)
+		return sio_nvme_client_get_features(t->cl, fid, 0, val);
+	return sio_nvme_ctrl_get_features(t->ctrl, fid, 0, val, &st);
+}
+
+static int id_ctrl(struct target *t, struct nvme_id_ctrl *out)
+{
+	const struct nvme_id_ctrl *id;
+
+	if (t->cl) {
+		if (sio_nvme_client_identify(t->cl, NVME_IDENTIFY_CNS_CTRL, 0, out))
+			return prog_fail("Identify Controller: %s", sio_errmsg());
+		return 0;
+	}
+	id = sio_nvme_ctrl_id(t->ctrl);
+	if (!id)
+		return prog_fail("Identify Controller: %s", sio_errmsg());
+	memcpy(out, id, sizeof(*out));
+	return 0;
+}
+
+static int read_namespaces(struct target *t, struct sio_nvme_ns *ns, int *nns)
+{
+	int ret;
+
+	*nns = 0;
+	for (uint32_t i = 1; i <= t->ci.nn && *nns < MAX_NS_SHOWN; i++, (*nns)++) {
+		ret = t->cl ? sio_nvme_client_ns(t->cl, i, &ns[*nns]) :
+			      sio_nvme_ctrl_ns(t->ctrl, i, &ns[*nns]);
+		ns[*nns].nsid = i;
+		if (ret == -ENOENT)
+			ns[*nns].active = false;
+		else if (ret)
+			return prog_fail("namespace %u: %s", i, sio_errmsg());
+	}
+	return 0;
+}
+
+/* Volatile Write Cache: present (Identify) and enabled (the feature). */
+static const char *write_cache(struct target *t)
+{
+	uint32_t v;
+
+	if (!t->ci.vwc)
+		return "none";
+	if (get_feature(t, NVME_FEAT_FID_VOLATILE_WC, &v))
+		return "present";
+	return v & 1 ? "present, enabled" : "present, disabled";
+}
+
+static void print_human(struct target *t, const struct sio_nvme_ns *ns, int nns)
+{
+	const struct sio_nvme_ctrl_info *ci = &t->ci;
+
+	printf("device %u on node %d (%s), %s\n", t->di.id, t->di.lender, t->di.name, t->via);
 	printf("  model        %s\n", ci->mn);
 	printf("  serial       %s\n", ci->sn);
 	printf("  firmware     %s\n", ci->fr);
@@ -37,7 +184,7 @@ static void print_human(const struct sio_device_info *di, const struct sio_nvme_
 	printf("  max transfer %u KiB\n", ci->max_xfer / 1024);
 	printf("  doorbells    stride %u bytes\n", ci->db_stride);
 	printf("  timeout      %u ms (CAP.TO)\n", ci->timeout_ms);
-	printf("  write cache  %s\n", ci->vwc ? "yes" : "no");
+	printf("  write cache  %s\n", write_cache(t));
 	if (ci->cmb.size)
 		printf("  CMB          %llu KiB in BAR%d at 0x%llx%s%s\n",
 		       (unsigned long long)ci->cmb.size / 1024, ci->cmb.bar,
@@ -46,7 +193,7 @@ static void print_human(const struct sio_device_info *di, const struct sio_nvme_
 	else
 		printf("  CMB          none\n");
 	printf("  namespaces   %u\n", ci->nn);
-	for (i = 0; i < nns; i++) {
+	for (int i = 0; i < nns; i++) {
 		if (!ns[i].active) {
 			printf("    nsid %u: inactive\n", ns[i].nsid);
 			continue;
@@ -57,32 +204,28 @@ static void print_human(const struct sio_device_info *di, const struct sio_nvme_
 	}
 }
 
-static int print_json(const struct sio_device_info *di, const struct sio_nvme_ctrl_info *ci,
-		      const struct sio_nvme_ns *ns, int nns, const char *via)
+/* What smartio knows beyond Identify Controller: the "smartio" member. */
+static struct json_object *smartio_json(struct target *t, const struct sio_nvme_ns *ns, int nns)
 {
+	const struct sio_nvme_ctrl_info *ci = &t->ci;
 	struct json_object *o = json_object_new_object(), *a;
 	char ver[32];
-	int i;
 
 	snprintf(ver, sizeof(ver), "%u.%u.%u", ci->vs >> 16, (ci->vs >> 8) & 0xff, ci->vs & 0xff);
-	pj_u64(o, "device", di->id);
-	pj_int(o, "lender", di->lender);
-	pj_str(o, "name", di->name);
-	pj_str(o, "via", via);
-	pj_str(o, "model", ci->mn);
-	pj_str(o, "serial", ci->sn);
-	pj_str(o, "firmware", ci->fr);
+	pj_u64(o, "device", t->di.id);
+	pj_int(o, "lender", t->di.lender);
+	pj_str(o, "name", t->di.name);
+	pj_str(o, "via", t->via);
 	pj_str(o, "version", ver);
 	pj_u64(o, "io_queues", ci->io_queues);
 	pj_u64(o, "mqes", ci->mqes);
 	pj_u64(o, "max_transfer", ci->max_xfer);
-	pj_u64(o, "dstrd", ci->dstrd);
+	pj_u64(o, "db_stride", ci->db_stride);
 	pj_u64(o, "timeout_ms", ci->timeout_ms);
-	pj_bool(o, "vwc", ci->vwc);
+	pj_str(o, "write_cache", write_cache(t));
 	pj_u64(o, "cmb_size", ci->cmb.size);
-	pj_u64(o, "nn", ci->nn);
 	a = pj_arr(o, "namespaces");
-	for (i = 0; i < nns; i++) {
+	for (int i = 0; i < nns; i++) {
 		struct json_object *n = pj_push_obj(a);
 
 		pj_u64(n, "nsid", ns[i].nsid);
@@ -90,85 +233,154 @@ static int print_json(const struct sio_device_info *di, const struct sio_nvme_ct
 		pj_u64(n, "blocks", ns[i].nsze);
 		pj_u64(n, "lba_size", ns[i].lba_size);
 	}
-	return prog_json_print(stdout, o);
+	return o;
 }
 
-#define MAX_NS_SHOWN 1024
+static int write_raw(const void *p, size_t len)
+{
+	if (fwrite(p, 1, len, stdout) != len || fflush(stdout))
+		return prog_fail("cannot write the raw structure: %s", strerror(errno));
+	return 0;
+}
+
+static int show_identify(struct target *t, const struct tool_common *tc, const struct opts *o)
+{
+	static struct sio_nvme_ns ns[MAX_NS_SHOWN];
+	static struct nvme_id_ctrl id;
+	struct json_object *j;
+	int nns;
+
+	if ((o->raw || tc->json) && id_ctrl(t, &id))
+		return PROG_FAIL;
+	if (o->raw)
+		return write_raw(&id, sizeof(id));
+	if (read_namespaces(t, ns, &nns))
+		return PROG_FAIL;
+	if (!tc->json) {
+		print_human(t, ns, nns);
+		return 0;
+	}
+	j = pages_id_ctrl_json(&id);
+	json_object_object_add(j, "smartio", smartio_json(t, ns, nns));
+	return prog_json_print(stdout, j);
+}
+
+static int show_log(struct target *t, const struct tool_common *tc, const struct opts *o)
+{
+	static uint8_t page[BUF_SIZE];
+	static const uint8_t lid[] = { [W_SMART] = NVME_LOG_LID_SMART, [W_ERROR] = NVME_LOG_LID_ERROR,
+				       [W_FW] = NVME_LOG_LID_FW_SLOT };
+	/* the Error Information log: as many entries as the controller keeps */
+	int nerr = 0;
+	uint32_t len = o->what == W_SMART ? sizeof(struct nvme_smart_log) :
+		       o->what == W_FW ? sizeof(struct nvme_firmware_slot) : 0;
+	char dev[32];
+
+	if (o->what == W_ERROR) {
+		static struct nvme_id_ctrl id;
+
+		if (id_ctrl(t, &id))
+			return PROG_FAIL;
+		nerr = id.elpe + 1 < BUF_SIZE / 64 ? id.elpe + 1 : BUF_SIZE / 64;
+		len = (uint32_t)nerr * sizeof(struct nvme_error_log_page);
+	}
+	if (get_log(t, lid[o->what], page, len))
+		return PROG_FAIL;
+	if (o->raw)
+		return write_raw(page, len);
+	snprintf(dev, sizeof(dev), "device %u", t->di.id);
+	if (tc->json)
+		return prog_json_print(stdout, o->what == W_SMART ? pages_smart_json((void *)page) :
+				       o->what == W_FW ? pages_fw_json((void *)page, dev) :
+				       pages_error_json((void *)page, nerr));
+	if (o->what == W_SMART)
+		pages_smart_text((void *)page);
+	else if (o->what == W_FW)
+		pages_fw_text((void *)page);
+	else
+		pages_error_text((void *)page, nerr);
+	return 0;
+}
+
+/* Get Features of those a controller may have; an error names what refused. */
+static int show_features(struct target *t, const struct tool_common *tc)
+{
+	static const struct { uint8_t fid; const char *name; } f[] = {
+		{ NVME_FEAT_FID_ARBITRATION, "arbitration" },
+		{ NVME_FEAT_FID_POWER_MGMT, "power_management" },
+		{ NVME_FEAT_FID_TEMP_THRESH, "temperature_threshold" },
+		{ NVME_FEAT_FID_ERR_RECOVERY, "error_recovery" },
+		{ NVME_FEAT_FID_VOLATILE_WC, "volatile_write_cache" },
+		{ NVME_FEAT_FID_NUM_QUEUES, "number_of_queues" },
+		{ NVME_FEAT_FID_IRQ_COALESCE, "interrupt_coalescing" },
+		{ NVME_FEAT_FID_WRITE_ATOMIC, "write_atomicity" },
+		{ NVME_FEAT_FID_ASYNC_EVENT, "async_event_config" },
+	};
+	struct json_object *o = json_object_new_object(), *a = pj_arr(o, "features");
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		struct json_object *x = pj_push_obj(a);
+		uint32_t v = 0;
+		int ret = get_feature(t, f[i].fid, &v);
+
+		pj_u64(x, "fid", f[i].fid);
+		pj_str(x, "name", f[i].name);
+		if (ret)
+			pj_str(x, "error", sio_errmsg());
+		else
+			pj_u64(x, "value", v);
+		if (tc->json)
+			continue;
+		if (ret)
+			printf("  0x%02x %-24s (%s)\n", f[i].fid, f[i].name, sio_errmsg());
+		else
+			printf("  0x%02x %-24s 0x%08x\n", f[i].fid, f[i].name, v);
+	}
+	if (tc->json)
+		return prog_json_print(stdout, o);
+	json_object_put(o);
+	return 0;
+}
+
+static int run(struct tool_common *tc, const struct opts *o)
+{
+	struct target t = { 0 };
+	int rc = open_target(tc, &t);
+
+	if (!rc)
+		rc = o->what == W_ID ? show_identify(&t, tc, o) :
+		     o->what == W_FEATURES ? show_features(&t, tc) : show_log(&t, tc, o);
+	close_target(&t);
+	return rc;
+}
 
 int main(int argc, char **argv)
 {
+	enum { O_LOG = 256, O_FEATURES, O_RAW };
 	static const struct option lo[] = {
 		TOOL_COMMON_LONGOPTS,
 		TOOL_JSON_LONGOPT,
+		{ "log", required_argument, NULL, O_LOG },
+		{ "features", no_argument, NULL, O_FEATURES },
+		{ "raw", no_argument, NULL, O_RAW },
 		{ 0 }
 	};
+	static const char *const logs[] = { "smart", "error", "fw", NULL };
+	struct opts o = { .what = W_ID };
 	struct tool_common t;
-	struct sio_fabric *f;
-	struct sio_device_info di;
-	struct sio_nvme_ctrl_info ci;
-	struct sio_nvme_client *cl = NULL;
-	struct sio_nvme_ctrl *ctrl = NULL;
-	struct sio_device *dev = NULL;
-	static struct sio_nvme_ns ns[MAX_NS_SHOWN];
-	const char *via;
-	int c, ret, i, nns = 0, rc = 1;
+	int c;
 
 	tool_init(&t, "nvme-identify", usage);
-	while ((c = tool_getopt(&t, argc, argv, lo)) != -1)
-		;
-	if (tool_open(&t, &f))
-		return 1;
-	ret = sio_nvme_find_device(f, t.device, &di);
-	if (ret) {
-		fprintf(stderr, "nvme-identify: %s\n", sio_errmsg());
-		goto out;
-	}
-	/* Ask the manager if one serves the device; take it ourselves if not. */
-	if (di.borrowers > 0) {
-		ret = sio_nvme_client_open(f, di.id, &cl);
-		if (ret) {
-			fprintf(stderr, "nvme-identify: %s\n", sio_errmsg());
-			goto out;
-		}
-		sio_nvme_client_info(cl, &ci);
-		via = "through the manager";
-	} else {
-		ret = sio_device_borrow(f, di.id, SIO_BORROW_EXCLUSIVE, &dev);
-		if (ret) {
-			fprintf(stderr, "nvme-identify: device %u is taken: %s\n", di.id,
-				sio_errmsg());
-			goto out;
-		}
-		ret = sio_nvme_ctrl_open(dev, NULL, &ctrl);
-		if (ret) {
-			fprintf(stderr, "nvme-identify: %s\n", sio_errmsg());
-			goto out;
-		}
-		sio_nvme_ctrl_info(ctrl, &ci);
-		via = "borrowed exclusively";
-	}
-	for (i = 1; i <= (int)ci.nn && nns < MAX_NS_SHOWN; i++, nns++) {
-		ret = cl ? sio_nvme_client_ns(cl, (uint32_t)i, &ns[nns]) :
-			   sio_nvme_ctrl_ns(ctrl, (uint32_t)i, &ns[nns]);
-		ns[nns].nsid = (uint32_t)i;
-		if (ret == -ENOENT) {
-			ns[nns].active = false;
-			continue;
-		}
-		if (ret) {
-			fprintf(stderr, "nvme-identify: namespace %d: %s\n", i, sio_errmsg());
-			goto out;
+	while ((c = tool_getopt(&t, argc, argv, "hb", lo)) != -1) {
+		switch (c) {
+		case O_LOG: o.what = (enum what)(W_SMART + prog_choice("--log", optarg, logs)); break;
+		case O_FEATURES: o.what = W_FEATURES; break;
+		case O_RAW: case 'b': o.raw = true; break;
 		}
 	}
-	if (t.json)
-		print_json(&di, &ci, ns, nns, via);
-	else
-		print_human(&di, &ci, ns, nns, via);
-	rc = 0;
-out:
-	sio_nvme_client_close(cl);
-	sio_nvme_ctrl_close(ctrl);
-	sio_device_close(dev);
-	sio_fabric_close(f);
-	return rc;
+	if (o.raw && (t.json || o.what == W_FEATURES))
+		prog_usage_error("--raw writes one structure: not with --json or --features");
+	if (o.raw && isatty(1))
+		prog_usage_error("--raw writes binary: send it to a file or a pipe");
+	return run(&t, &o);
 }

@@ -216,7 +216,7 @@ int main(int argc, char **argv)
 	int opt, ret;
 
 	tool_init(&t, "nvme-manager", usage);
-	while ((opt = tool_getopt(&t, argc, argv, lo)) != -1) {
+	while ((opt = tool_getopt(&t, argc, argv, "h", lo)) != -1) {
 		switch (opt) {
 		case O_READY: c.ready = optarg; break;
 		case O_QUEUES: c.mo.ctrl.io_queues = prog_u32("--io-queues", optarg, 1, 65535); break;

@@ -378,7 +378,7 @@ int main(int argc, char **argv)
 	bool external = false;
 
 	tool_init(&t, "nvme-mcast-identify", usage);
-	while ((opt = tool_getopt(&t, argc, argv, lo)) != -1) {
+	while ((opt = tool_getopt(&t, argc, argv, "h", lo)) != -1) {
 		switch (opt) {
 		case O_SUBS: nsub = (int)prog_u64("--subscribers", optarg, 1, MAX_SUBS); break;
 		case O_EXTERNAL: external = true; break;

@@ -15,11 +15,12 @@ void tool_init(struct tool_common *t, const char *prog, void (*usage)(FILE *))
 	t->device = SIO_DEVICE_ANY;
 }
 
-int tool_getopt(struct tool_common *t, int argc, char **argv, const struct option *lo)
+int tool_getopt(struct tool_common *t, int argc, char **argv, const char *shortopts,
+		const struct option *lo)
 {
 	int c;
 
-	while ((c = prog_getopt(argc, argv, "h", lo)) != -1) {
+	while ((c = prog_getopt(argc, argv, shortopts, lo)) != -1) {
 		switch (c) {
 		case TOOL_OPT_FABRIC:
 			t->fabric = optarg;

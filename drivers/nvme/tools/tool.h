@@ -41,7 +41,8 @@ void tool_init(struct tool_common *t, const char *prog, void (*usage)(FILE *));
 /* prog_getopt() over @lo that takes the common options itself.
  * Return: the program's next own option, or -1 at the end (stray
  * arguments refused). */
-int tool_getopt(struct tool_common *t, int argc, char **argv, const struct option *lo);
+int tool_getopt(struct tool_common *t, int argc, char **argv, const char *shortopts,
+		const struct option *lo);
 
 /* Join the fabric, printing what is wrong on failure. */
 int tool_open(struct tool_common *t, struct sio_fabric **f);
