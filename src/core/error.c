@@ -20,16 +20,6 @@ static __attribute__((format(printf, 1, 0))) void vset(const char *fmt, va_list 
 	memcpy(errbuf, msg, sizeof(errbuf));
 }
 
-int sio__err(int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vset(fmt, ap, NULL);
-	va_end(ap);
-	return -err;
-}
-
 int sio_err_set(int err, const char *fmt, ...)
 {
 	va_list ap;

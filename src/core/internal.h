@@ -23,8 +23,9 @@
 #include <smartio/irq.h>
 #include "registry.h"
 
-/* Set the thread's error message and return -err. */
-int sio__err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Set the thread's error message and return -err: the library's own name
+ * for sio_err_set(), the one setter every layer uses. */
+#define sio__err sio_err_set
 
 struct sio_fabric {
 	char name[SIO_NAME_MAX];

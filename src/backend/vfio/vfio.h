@@ -14,10 +14,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <smartio/fabric.h>
 #include <smartio/vfio.h>
 
-/* The library's error setter (core/error.c). */
-int sio__err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The library's error setter, as in core/internal.h. */
+#define sio__err sio_err_set
 
 #define SIO_VFIO_NREGIONS	9	/* BAR0..5, ROM, config, VGA */
 #define SIO_VFIO_CONFIG		7	/* VFIO_PCI_CONFIG_REGION_INDEX */
