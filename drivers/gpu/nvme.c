@@ -154,130 +154,194 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 	return (v + a - 1) & ~(a - 1);
 }
 
+/*
+ * Where a queue pair's parts lie. The SQ, the CQ and the PRP lists (one
+ * page per slot) are carved from one GPU segment and one host segment, as
+ * the options place them; once both are mapped, an offset becomes a bus
+ * address for the controller and a device pointer for kernels.
+ */
+struct qp_layout {
+	uint32_t depth;
+	uint64_t page;
+	bool sq_in_host, cq_in_gpu;
+	uint64_t sq_off, cq_off, prp_off;	/* in the memory each lives in */
+	uint64_t gpu_len, host_len;		/* host_len 0: no host segment */
+	uint64_t gbus, hbus;			/* the two as the controller sees them */
+	char *gdev, *hdev;			/* and as the GPU does */
+};
+
+static uint64_t carve(uint64_t *len, uint64_t size)
+{
+	uint64_t off = *len;
+
+	*len += size;
+	return off;
+}
+
+static uint64_t sq_bus(const struct qp_layout *l)
+{
+	return (l->sq_in_host ? l->hbus : l->gbus) + l->sq_off;
+}
+
+static uint64_t cq_bus(const struct qp_layout *l)
+{
+	return (l->cq_in_gpu ? l->gbus : l->hbus) + l->cq_off;
+}
+
+/* The options checked; the depth rounded down to a power of two, capped by
+ * the controller's MQES. */
+static int qp_opts(const struct sio_gpu_nvme *g, const struct sio_gpu_qp_opts *opts,
+		   struct sio_gpu_qp_opts *o, uint32_t *depth)
+{
+	*o = opts ? *opts : (struct sio_gpu_qp_opts){ .depth = 64 };
+	if (o->prio > 3)
+		return sio_err_set(EINVAL, "SQ priority %u out of range 0..3", o->prio);
+	if (o->depth == 0)
+		o->depth = 64;
+	if (o->depth > g->ci.mqes)
+		o->depth = g->ci.mqes;
+	for (*depth = 2; *depth * 2 <= o->depth; *depth *= 2)
+		;
+	if (o->depth < 2)
+		return sio_err_set(EINVAL, "queue depth %u: at least 2 entries", o->depth);
+	return 0;
+}
+
+static void qp_layout(struct qp_layout *l, const struct sio_gpu_qp_opts *o, uint32_t depth,
+		      uint64_t page)
+{
+	memset(l, 0, sizeof(*l));
+	l->depth = depth;
+	l->page = page;
+	l->sq_in_host = o->sq_in_host;
+	l->cq_in_gpu = o->cq_in_gpu;
+	l->sq_off = carve(l->sq_in_host ? &l->host_len : &l->gpu_len,
+			  align_up((uint64_t)depth * sizeof(struct sio_nvme_cmd), page));
+	l->cq_off = carve(l->cq_in_gpu ? &l->gpu_len : &l->host_len,
+			  align_up((uint64_t)depth * sizeof(struct sio_nvme_cpl), page));
+	l->prp_off = carve(&l->gpu_len, (uint64_t)depth * page);
+}
+
+/* The GPU segment, mapped for the controller. */
+static int qp_gpu_mem(struct sio_gpu_qp *qp, struct qp_layout *l)
+{
+	struct sio_gpu_nvme *g = qp->g;
+	int ret;
+
+	ret = sio_gpu_mem_create(g->f, l->gpu_len, g->gpu, &qp->gmem);
+	if (ret)
+		return ret;
+	sio_segment_set_name(qp->gmem->seg, "gpu-nvme-queue");
+	ret = sio_device_map(g->dev, qp->gmem->seg, &l->gbus);
+	if (ret)
+		return sio_err_wrap(-ret, "mapping GPU queue memory for the controller");
+	qp->gmapped = true;
+	l->gdev = qp->gmem->dptr;
+	return 0;
+}
+
+/* The host segment, if any: zeroed, mapped for the controller and the GPU. */
+static int qp_host_mem(struct sio_gpu_qp *qp, struct qp_layout *l)
+{
+	struct sio_gpu_nvme *g = qp->g;
+	cudaError_t e;
+	int ret;
+
+	if (!l->host_len)
+		return 0;
+	ret = sio_segment_create(g->f, 0, l->host_len, 0, &qp->hseg);
+	if (!ret)
+		ret = sio_segment_map(qp->hseg, &qp->hva);
+	if (!ret)
+		ret = sio_device_map(g->dev, qp->hseg, &l->hbus);
+	if (ret)
+		return sio_err_wrap(-ret, "host queue memory");
+	qp->hmapped = true;
+	sio_segment_set_name(qp->hseg, "gpu-nvme-queue-host");
+	memset(qp->hva, 0, l->host_len);
+	e = cudaHostRegister(qp->hva, l->host_len, cudaHostRegisterMapped);
+	if (e == cudaSuccess) {
+		qp->hreg = true;
+		e = cudaHostGetDevicePointer((void **)&l->hdev, qp->hva, 0);
+	}
+	if (e != cudaSuccess)
+		return sio_gpu_cuda_err(e, "mapping host queue memory for the GPU");
+	return 0;
+}
+
+/* What the kernels run on (the doorbells are already in @d). */
+static void qp_desc(const struct sio_gpu_qp *qp, const struct qp_layout *l,
+		    const struct sio_gpu_qp_opts *o, struct sio_gpu_queue_desc *d)
+{
+	const struct sio_nvme_ctrl_info *ci = &qp->g->ci;
+	uint32_t ms = o->timeout_ms ? o->timeout_ms : ci->timeout_ms > 2000 ? ci->timeout_ms : 2000;
+
+	d->sq = (l->sq_in_host ? l->hdev : l->gdev) + l->sq_off;
+	d->cq = (l->cq_in_gpu ? l->gdev : l->hdev) + l->cq_off;
+	d->prp = l->gdev + l->prp_off;
+	d->prp_bus = l->gbus + l->prp_off;
+	d->qid = qp->info.qid;
+	d->depth = l->depth;
+	d->page = (uint32_t)l->page;
+	d->max_xfer = ci->max_xfer;
+	d->timeout_ns = (uint64_t)ms * 1000000ull;
+}
+
+/*
+ * Memory laid out and mapped, the queue pair created by the manager, its
+ * doorbells mapped for the GPU, then the device-side queue built on it.
+ */
 int sio_gpu_qp_create(struct sio_gpu_nvme *g, const struct sio_gpu_qp_opts *opts,
 		      struct sio_gpu_qp **out)
 {
-	struct sio_gpu_qp_opts o = { .depth = 64 };
-	struct sio_gpu_queue_desc d;
+	struct sio_gpu_queue_desc d = { 0 };
+	struct sio_gpu_qp_opts o;
 	struct sio_errsave es;
 	struct sio_gpu_qp *qp;
-	uint64_t page, sq_sz, cq_sz, goff = 0, hoff = 0, gbus = 0, hbus = 0;
-	uint64_t sq_off, cq_off, prp_off, sq_bus, cq_bus;
-	char *hdev = NULL;
-	uint32_t depth;
-	uint16_t qid;
-	cudaError_t e;
+	struct qp_layout l;
+	uint32_t depth = 0;
 	int ret;
 
 	if (!g || !out)
 		return sio_err_set(EINVAL, "sio_gpu_qp_create: NULL argument");
-	if (opts)
-		o = *opts;
-	if (o.prio > 3)
-		return sio_err_set(EINVAL, "SQ priority %u out of range 0..3", o.prio);
-	if (o.depth == 0)
-		o.depth = 64;
-	if (o.depth > g->ci.mqes)
-		o.depth = g->ci.mqes;
-	for (depth = 2; depth * 2 <= o.depth; depth *= 2)
-		;
-	if (o.depth < 2)
-		return sio_err_set(EINVAL, "queue depth %u: at least 2 entries", o.depth);
-	page = g->ci.page_size;
-	sq_sz = align_up((uint64_t)depth * 64, page);
-	cq_sz = align_up((uint64_t)depth * 16, page);
-
+	ret = qp_opts(g, opts, &o, &depth);
+	if (ret)
+		return ret;
+	qp_layout(&l, &o, depth, g->ci.page_size);
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return sio_err_set(ENOMEM, "out of memory");
 	qp->g = g;
-	/* GPU memory: SQ, CQ, PRP lists as chosen; host memory the rest. */
-	sq_off = o.sq_in_host ? hoff : goff;
-	if (o.sq_in_host)
-		hoff += sq_sz;
-	else
-		goff += sq_sz;
-	cq_off = o.cq_in_gpu ? goff : hoff;
-	if (o.cq_in_gpu)
-		goff += cq_sz;
-	else
-		hoff += cq_sz;
-	prp_off = goff;
-	goff += (uint64_t)depth * page;
-
-	ret = sio_gpu_mem_create(g->f, goff, g->gpu, &qp->gmem);
-	if (ret)
-		goto fail;
-	sio_segment_set_name(qp->gmem->seg, "gpu-nvme-queue");
-	ret = sio_device_map(g->dev, qp->gmem->seg, &gbus);
-	if (ret) {
-		ret = sio_err_wrap(-ret, "mapping GPU queue memory for the controller");
-		goto fail;
-	}
-	qp->gmapped = true;
-	if (hoff) {
-		ret = sio_segment_create(g->f, 0, hoff, 0, &qp->hseg);
-		if (!ret)
-			ret = sio_segment_map(qp->hseg, &qp->hva);
-		if (!ret)
-			ret = sio_device_map(g->dev, qp->hseg, &hbus);
-		if (ret) {
-			ret = sio_err_wrap(-ret, "host queue memory");
-			goto fail;
-		}
-		qp->hmapped = true;
-		sio_segment_set_name(qp->hseg, "gpu-nvme-queue-host");
-		memset(qp->hva, 0, hoff);
-		e = cudaHostRegister(qp->hva, hoff, cudaHostRegisterMapped);
-		if (e == cudaSuccess) {
-			qp->hreg = true;
-			e = cudaHostGetDevicePointer((void **)&hdev, qp->hva, 0);
-		}
-		if (e != cudaSuccess) {
-			ret = sio_gpu_cuda_err(e, "mapping host queue memory for the GPU");
-			goto fail;
-		}
-	}
-	sq_bus = (o.sq_in_host ? hbus : gbus) + sq_off;
-	cq_bus = (o.cq_in_gpu ? gbus : hbus) + cq_off;
-
-	ret = sio_nvme_ioq_create_at(g->cl, sq_bus, cq_bus, depth, o.prio, &qid);
-	if (ret)
-		goto fail;
-	qp->created = true;
-	qp->info.qid = qid;
-	memset(&d, 0, sizeof(d));
-	ret = doorbells_for_gpu(qp, &d);
-	if (ret)
-		goto fail;
 	qp->info.depth = depth;
 	qp->info.sq_kind = o.sq_in_host ? SIO_SEG_RAM : SIO_SEG_GPU;
 	qp->info.cq_kind = o.cq_in_gpu ? SIO_SEG_GPU : SIO_SEG_RAM;
 	qp->info.sq_place = o.sq_in_host ? SIO_PLACE_LOCAL :
 			    sio_gpu_placement(sio_fabric_node_id(g->f), g->di.lender);
 
-	d.sq = (o.sq_in_host ? hdev : (char *)qp->gmem->dptr) + sq_off;
-	d.cq = (o.cq_in_gpu ? (char *)qp->gmem->dptr : hdev) + cq_off;
-	d.prp = (char *)qp->gmem->dptr + prp_off;
-	d.prp_bus = gbus + prp_off;
-	d.qid = qid;
-	d.depth = depth;
-	d.page = (uint32_t)page;
-	d.max_xfer = g->ci.max_xfer;
-	d.timeout_ns = (uint64_t)(o.timeout_ms ? o.timeout_ms :
-				  (g->ci.timeout_ms > 2000 ? g->ci.timeout_ms : 2000)) * 1000000ull;
-	ret = sio_gpu_queue_alloc(&d, &qp->info.queue);
-	if (ret)
-		goto fail;
+	ret = qp_gpu_mem(qp, &l);
+	if (!ret)
+		ret = qp_host_mem(qp, &l);
+	if (!ret)
+		ret = sio_nvme_ioq_create_at(g->cl, sq_bus(&l), cq_bus(&l), depth, o.prio,
+					     &qp->info.qid);
+	if (!ret) {
+		qp->created = true;
+		ret = doorbells_for_gpu(qp, &d);
+	}
+	if (!ret) {
+		qp_desc(qp, &l, &o, &d);
+		ret = sio_gpu_queue_alloc(&d, &qp->info.queue);
+	}
+	if (ret) {
+		sio_err_save(&es);
+		sio_gpu_qp_close(qp);	/* not on g->qps yet */
+		sio_err_restore(&es);
+		return ret;
+	}
 	qp->next = g->qps;
 	g->qps = qp;
 	*out = qp;
 	return 0;
-fail:
-	sio_err_save(&es);
-	sio_gpu_qp_close(qp);	/* not on g->qps yet */
-	sio_err_restore(&es);
-	return ret;
 }
 
 void sio_gpu_qp_close(struct sio_gpu_qp *qp)
