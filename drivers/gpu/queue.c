@@ -69,19 +69,8 @@ static int slots_init(const struct sio_gpu_queue *q, uint32_t base)
 	return e == cudaSuccess ? 0 : sio_gpu_cuda_err(e, "initialising GPU queue slots");
 }
 
-int sio_gpu_queue_alloc(const struct sio_gpu_queue_desc *d, struct sio_gpu_queue **out)
+static int desc_check(const struct sio_gpu_queue_desc *d)
 {
-	struct sio_gpu_queue q;
-	size_t hdr = (sizeof(q) + 255) & ~(size_t)255;
-	struct mirror *m = NULL;
-	int32_t *host = NULL;
-	char *mem = NULL;
-	cudaError_t e;
-	uint32_t shift = 0;
-	int ret;
-
-	if (!d || !out)
-		return sio_err_set(EINVAL, "sio_gpu_queue_alloc: NULL argument");
 	if (d->depth < 2 || d->depth > 65536 || (d->depth & (d->depth - 1)))
 		return sio_err_set(EINVAL, "GPU queue depth %u must be a power of two in 2..65536",
 				   d->depth);
@@ -93,52 +82,93 @@ int sio_gpu_queue_alloc(const struct sio_gpu_queue_desc *d, struct sio_gpu_queue
 	if (!d->max_xfer || (d->prp_bus & (d->page - 1)))
 		return sio_err_set(EINVAL, "GPU queue: max_xfer is 0 or the PRP pages are not "
 				   "page aligned");
-	while ((1u << shift) < d->depth)
-		shift++;
-	memset(&q, 0, sizeof(q));
-	q.sq = d->sq;
-	q.cq = d->cq;
-	q.sq_db = d->sq_db;
-	q.cq_db = d->cq_db;
-	q.prp = d->prp;
-	q.prp_bus = d->prp_bus;
-	q.depth = d->depth;
-	q.shift = shift;
-	q.page = d->page;
-	/* one PRP list page per slot bounds a transfer */
-	q.max_xfer = d->max_xfer;
-	if ((uint64_t)q.max_xfer > (uint64_t)(d->page / 8) * d->page)
-		q.max_xfer = (d->page / 8) * d->page;
-	q.timeout_ns = d->timeout_ns ? d->timeout_ns : 2000000000ull;
-	q.qid = d->qid;
-	q.cq_phase = 1;
+	return 0;
+}
 
+/* The host copy of the queue as @d describes it, before its state exists. */
+static void queue_from_desc(struct sio_gpu_queue *q, const struct sio_gpu_queue_desc *d)
+{
+	memset(q, 0, sizeof(*q));
+	q->sq = d->sq;
+	q->cq = d->cq;
+	q->sq_db = d->sq_db;
+	q->cq_db = d->cq_db;
+	q->prp = d->prp;
+	q->prp_bus = d->prp_bus;
+	q->depth = d->depth;
+	while ((1u << q->shift) < d->depth)
+		q->shift++;
+	q->page = d->page;
+	/* one PRP list page per slot bounds a transfer */
+	q->max_xfer = d->max_xfer;
+	if ((uint64_t)q->max_xfer > (uint64_t)(d->page / 8) * d->page)
+		q->max_xfer = (d->page / 8) * d->page;
+	q->timeout_ns = d->timeout_ns ? d->timeout_ns : 2000000000ull;
+	q->qid = d->qid;
+	q->cq_phase = 1;
+}
+
+/*
+ * GPU memory for the queue and its per-slot arrays (@mem, the arrays'
+ * pointers set in @q), and its failure's mirror in mapped host memory
+ * (@host, its device pointer in @q).
+ */
+static int state_alloc(struct sio_gpu_queue *q, char **mem, int32_t **host)
+{
+	size_t hdr = (sizeof(*q) + 255) & ~(size_t)255;
+	cudaError_t e;
+
+	e = cudaHostAlloc((void **)host, sizeof(**host), cudaHostAllocMapped);
+	if (e == cudaSuccess) {
+		**host = 0;
+		e = cudaHostGetDevicePointer((void **)&q->failed_host, *host, 0);
+	}
+	if (e == cudaSuccess)
+		e = cudaMalloc((void **)mem, hdr + arrays_size(q->depth));
+	if (e != cudaSuccess)
+		return sio_gpu_cuda_err(e, "allocating GPU queue state");
+	q->round = (uint32_t *)(*mem + hdr);
+	q->ready = q->round + q->depth;
+	q->tick = q->ready + q->depth;
+	q->done = q->tick + q->depth;
+	q->status = (uint16_t *)(q->done + q->depth);
+	return 0;
+}
+
+/* Validate, build the state on the host, copy it into GPU memory once,
+ * and keep its failure's mirror where sio_gpu_queue_failed() finds it. */
+int sio_gpu_queue_alloc(const struct sio_gpu_queue_desc *d, struct sio_gpu_queue **out)
+{
+	struct sio_gpu_queue q;
+	struct mirror *m = NULL;
+	int32_t *host = NULL;
+	char *mem = NULL;
+	cudaError_t e;
+	int ret;
+
+	if (!d || !out)
+		return sio_err_set(EINVAL, "sio_gpu_queue_alloc: NULL argument");
+	ret = desc_check(d);
+	if (ret)
+		return ret;
+	queue_from_desc(&q, d);
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return sio_err_set(ENOMEM, "out of memory");
-	e = cudaHostAlloc((void **)&host, sizeof(*host), cudaHostAllocMapped);
-	if (e == cudaSuccess) {
-		*host = 0;
-		e = cudaHostGetDevicePointer((void **)&q.failed_host, host, 0);
+	ret = state_alloc(&q, &mem, &host);
+	if (!ret)
+		ret = slots_init(&q, 0);
+	if (!ret) {
+		e = cudaMemcpy(mem, &q, sizeof(q), cudaMemcpyHostToDevice);
+		if (e != cudaSuccess)
+			ret = sio_gpu_cuda_err(e, "initialising GPU queue state");
 	}
-	if (e == cudaSuccess)
-		e = cudaMalloc((void **)&mem, hdr + arrays_size(d->depth));
-	if (e != cudaSuccess) {
-		ret = sio_gpu_cuda_err(e, "allocating GPU queue state");
-		goto fail;
-	}
-	q.round = (uint32_t *)(mem + hdr);
-	q.ready = q.round + d->depth;
-	q.tick = q.ready + d->depth;
-	q.done = q.tick + d->depth;
-	q.status = (uint16_t *)(q.done + d->depth);
-	ret = slots_init(&q, 0);
-	if (ret)
-		goto fail;
-	e = cudaMemcpy(mem, &q, sizeof(q), cudaMemcpyHostToDevice);
-	if (e != cudaSuccess) {
-		ret = sio_gpu_cuda_err(e, "initialising GPU queue state");
-		goto fail;
+	if (ret) {
+		cudaFree(mem);
+		if (host)
+			cudaFreeHost(host);
+		free(m);
+		return ret;
 	}
 	m->q = (struct sio_gpu_queue *)mem;
 	m->host = host;
@@ -148,12 +178,6 @@ int sio_gpu_queue_alloc(const struct sio_gpu_queue_desc *d, struct sio_gpu_queue
 	pthread_mutex_unlock(&mirrors_lock);
 	*out = (struct sio_gpu_queue *)mem;
 	return 0;
-fail:
-	cudaFree(mem);
-	if (host)
-		cudaFreeHost(host);
-	free(m);
-	return ret;
 }
 
 void sio_gpu_queue_close(struct sio_gpu_queue *q)
