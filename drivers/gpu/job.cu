@@ -108,17 +108,10 @@ static __global__ void job_kernel(struct sio_gpu_queue *const *qs, int nq, struc
 	}
 }
 
-extern "C" int sio_gpu_run_job(struct sio_gpu_queue *const *qs, int nq,
-			       const struct sio_gpu_job *job, struct sio_gpu_job_result *res)
+static int job_check(struct sio_gpu_queue *const *qs, int nq, const struct sio_gpu_job *job,
+		     const struct sio_gpu_job_result *res)
 {
-	struct sio_gpu_queue **dqs = NULL;
-	struct job_stats *dst = NULL, st = {};
-	cudaEvent_t ev[2] = {};
 	uint64_t bytes;
-	uint32_t block = 128;
-	float ms = 0;
-	cudaError_t e;
-	int ret = 0;
 
 	if (!qs || nq <= 0 || !job || !res)
 		return sio_err_set(EINVAL, "sio_gpu_run_job: NULL argument or no queue");
@@ -142,55 +135,94 @@ extern "C" int sio_gpu_run_job(struct sio_gpu_queue *const *qs, int nq,
 	for (int i = 0; i < nq; i++)
 		if (!qs[i])
 			return sio_err_set(EINVAL, "queue %d is NULL", i);
-	e = cudaMalloc((void **)&dqs, sizeof(*dqs) * nq);
+	return 0;
+}
+
+/* What one run of the kernel needs on the GPU, and its timing events. */
+struct job_run {
+	struct sio_gpu_queue **dqs;
+	struct job_stats *dst;
+	cudaEvent_t ev[2];
+};
+
+/* The queue pointers and zeroed statistics in GPU memory, the events made. */
+static int job_prepare(struct job_run *r, struct sio_gpu_queue *const *qs, int nq)
+{
+	const unsigned long long none = ~0ull;	/* no bad word yet: atomicMin wins */
+	cudaError_t e;
+
+	e = cudaMalloc((void **)&r->dqs, sizeof(*r->dqs) * nq);
 	if (e == cudaSuccess)
-		e = cudaMemcpy(dqs, qs, sizeof(*dqs) * nq, cudaMemcpyHostToDevice);
+		e = cudaMemcpy(r->dqs, qs, sizeof(*r->dqs) * nq, cudaMemcpyHostToDevice);
 	if (e == cudaSuccess)
-		e = cudaMalloc((void **)&dst, sizeof(*dst));
+		e = cudaMalloc((void **)&r->dst, sizeof(*r->dst));
 	if (e == cudaSuccess)
-		e = cudaMemset(dst, 0, sizeof(*dst));
-	if (e == cudaSuccess) {
-		st.first_bad = ~0ull;
-		e = cudaMemcpy(&dst->first_bad, &st.first_bad, sizeof(st.first_bad),
-			       cudaMemcpyHostToDevice);
-		st.first_bad = 0;
-	}
+		e = cudaMemset(r->dst, 0, sizeof(*r->dst));
 	if (e == cudaSuccess)
-		e = cudaEventCreate(&ev[0]);
+		e = cudaMemcpy(&r->dst->first_bad, &none, sizeof(none), cudaMemcpyHostToDevice);
 	if (e == cudaSuccess)
-		e = cudaEventCreate(&ev[1]);
-	if (e != cudaSuccess) {
-		ret = sio_gpu_cuda_err(e, "preparing the I/O kernel");
-		goto out;
-	}
-	cudaEventRecord(ev[0]);
-	job_kernel<<<(job->threads + block - 1) / block, block>>>(dqs, nq, *job, dst);
-	cudaEventRecord(ev[1]);
+		e = cudaEventCreate(&r->ev[0]);
+	if (e == cudaSuccess)
+		e = cudaEventCreate(&r->ev[1]);
+	return e == cudaSuccess ? 0 : sio_gpu_cuda_err(e, "preparing the I/O kernel");
+}
+
+/* Run the kernel, wait for it, and bring its statistics back. */
+static int job_launch(struct job_run *r, int nq, const struct sio_gpu_job *job,
+		      struct job_stats *st, float *ms)
+{
+	const uint32_t block = 128;
+	cudaError_t e;
+
+	cudaEventRecord(r->ev[0]);
+	job_kernel<<<(job->threads + block - 1) / block, block>>>(r->dqs, nq, *job, r->dst);
+	cudaEventRecord(r->ev[1]);
 	e = cudaGetLastError();
 	if (e == cudaSuccess)
-		e = cudaEventSynchronize(ev[1]);
+		e = cudaEventSynchronize(r->ev[1]);
 	if (e == cudaSuccess)
-		e = cudaMemcpy(&st, dst, sizeof(st), cudaMemcpyDeviceToHost);
-	if (e != cudaSuccess) {
-		ret = sio_gpu_cuda_err(e, "running the I/O kernel");
-		goto out;
+		e = cudaMemcpy(st, r->dst, sizeof(*st), cudaMemcpyDeviceToHost);
+	if (e != cudaSuccess)
+		return sio_gpu_cuda_err(e, "running the I/O kernel");
+	cudaEventElapsedTime(ms, r->ev[0], r->ev[1]);
+	return 0;
+}
+
+static void job_free(struct job_run *r)
+{
+	if (r->ev[0])
+		cudaEventDestroy(r->ev[0]);
+	if (r->ev[1])
+		cudaEventDestroy(r->ev[1]);
+	cudaFree(r->dst);
+	cudaFree(r->dqs);
+}
+
+extern "C" int sio_gpu_run_job(struct sio_gpu_queue *const *qs, int nq,
+			       const struct sio_gpu_job *job, struct sio_gpu_job_result *res)
+{
+	struct job_run run = {};
+	struct job_stats st = {};
+	float ms = 0;
+	int ret;
+
+	ret = job_check(qs, nq, job, res);
+	if (ret)
+		return ret;
+	ret = job_prepare(&run, qs, nq);
+	if (!ret)
+		ret = job_launch(&run, nq, job, &st, &ms);
+	if (!ret) {
+		res->ok = st.ok;
+		res->failed = st.failed;
+		res->first_err = st.first_err;
+		res->first_status = (uint16_t)st.first_status;
+		res->seconds = ms / 1000.0;
+		res->mismatches = st.mismatches;
+		res->first_bad_word = st.mismatches ? st.first_bad - 1 : 0;
+		res->first_bad_value = st.first_bad_value;
 	}
-	cudaEventElapsedTime(&ms, ev[0], ev[1]);
-	res->ok = st.ok;
-	res->failed = st.failed;
-	res->first_err = st.first_err;
-	res->first_status = (uint16_t)st.first_status;
-	res->seconds = ms / 1000.0;
-	res->mismatches = st.mismatches;
-	res->first_bad_word = st.mismatches ? st.first_bad - 1 : 0;
-	res->first_bad_value = st.first_bad_value;
-out:
-	if (ev[0])
-		cudaEventDestroy(ev[0]);
-	if (ev[1])
-		cudaEventDestroy(ev[1]);
-	cudaFree(dst);
-	cudaFree(dqs);
+	job_free(&run);
 	return ret;
 }
 
