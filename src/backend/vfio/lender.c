@@ -48,6 +48,7 @@ struct lender {
 	struct sio_devreg *reg;
 	uint32_t id;
 	char svc[108];
+	int lfd;		/* listening on svc, or -1 */
 	struct conn conns[MAX_CONN];
 	struct conn *irq_conn;	/* the borrower holding the interrupts, or NULL */
 	int irq_kind;
@@ -433,54 +434,73 @@ static int export(struct lender *l)
 	return rc;
 }
 
-int sio__lend(const char *fabric, struct sio_lend_dev *dev, volatile sig_atomic_t *stop,
-	      FILE *log)
+/*
+ * Bus mastering on, the fabric joined, the service socket listening, the
+ * device registered (pointing borrowers at the socket) and, on a fabric of
+ * several kernels, exported to them.
+ */
+static int lend_setup(struct lender *l, const char *fabric)
 {
-	struct lender *l = calloc(1, sizeof(*l));
+	struct sio_lend_dev *dev = l->dev;
 	struct sio_device_desc desc;
-	struct pollfd pfd[MAX_CONN + 1];
 	char name[SIO_NAME_MAX], leaf[64];
-	int lfd = -1, rc;
+	int rc;
 
-	if (!l)
-		return sio__err(ENOMEM, "%s lender: out of memory", dev->kind);
-	l->log = log;
-	l->dev = dev;
-	for (int i = 0; i < MAX_CONN; i++)
-		l->conns[i].fd = -1;
 	rc = sio_pci_enable_master(&dev->cfg);
 	if (rc)
-		goto out;
+		return rc;
 	rc = sio_fabric_open(fabric, -1, &l->f);
 	if (rc)
-		goto out;
+		return rc;
 	rc = describe(l, &desc, name, sizeof(name));
 	if (rc)
-		goto out;
+		return rc;
 	snprintf(leaf, sizeof(leaf), "%s-%s.sock", dev->kind, dev->cfg.bdf);
 	rc = sio__fabric_host_path(l->f, leaf, l->svc, sizeof(l->svc));
 	if (rc)
-		goto out;
-	lfd = listen_on(l);
-	if (lfd < 0) {
-		rc = lfd;
-		goto out;
-	}
+		return rc;
+	l->lfd = listen_on(l);
+	if (l->lfd < 0)
+		return l->lfd;
 	rc = sio__device_register_ext(l->f, &desc, dev->backend, dev->cfg.bdf, l->svc, &l->reg);
 	if (rc)
-		goto out;
+		return rc;
 	l->id = sio_devreg_id(l->reg);
 	rc = export(l);
 	if (rc)
-		goto out;
+		return rc;
 	say(l, "lending %s (%04x:%04x class %06x) as device %u of fabric %s via %s\n",
 	    dev->cfg.bdf, desc.vendor, desc.device, desc.class_code, l->id,
 	    sio_fabric_name(l->f), dev->how);
+	return 0;
+}
+
+/* A borrower connects: a free connection slot, or a refusal said in the log. */
+static void accept_one(struct lender *l)
+{
+	int cfd = accept4(l->lfd, NULL, NULL, SOCK_CLOEXEC), i;
+
+	for (i = 0; cfd >= 0 && i < MAX_CONN; i++)
+		if (l->conns[i].fd < 0) {
+			l->conns[i].fd = cfd;
+			break;
+		}
+	if (cfd >= 0 && i == MAX_CONN) {
+		say(l, "%s lender: %d borrowers connected already, refusing one\n",
+		    l->dev->kind, MAX_CONN);
+		close(cfd);
+	}
+}
+
+/* Serve borrowers' requests and connections until *@stop is set. */
+static int serve_loop(struct lender *l, volatile sig_atomic_t *stop)
+{
+	struct pollfd pfd[MAX_CONN + 1];
 
 	while (!stop || !*stop) {
 		int n = 0, map[MAX_CONN + 1];
 
-		pfd[n].fd = lfd;
+		pfd[n].fd = l->lfd;
 		pfd[n++].events = POLLIN;
 		for (int i = 0; i < MAX_CONN; i++)
 			if (l->conns[i].fd >= 0) {
@@ -492,28 +512,20 @@ int sio__lend(const char *fabric, struct sio_lend_dev *dev, volatile sig_atomic_
 		if (poll(pfd, n, 500) < 0) {
 			if (errno == EINTR)
 				continue;
-			rc = sio__err(errno, "%s lender: poll: %s", dev->kind, strerror(errno));
-			break;
+			return sio__err(errno, "%s lender: poll: %s", l->dev->kind, strerror(errno));
 		}
 		for (int k = 1; k < n; k++)
 			if (pfd[k].revents && !serve(l, &l->conns[map[k]]))
 				conn_close(l, &l->conns[map[k]]);
-		if (pfd[0].revents & POLLIN) {
-			int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC), i;
-
-			for (i = 0; cfd >= 0 && i < MAX_CONN; i++)
-				if (l->conns[i].fd < 0) {
-					l->conns[i].fd = cfd;
-					break;
-				}
-			if (cfd >= 0 && i == MAX_CONN) {
-				say(l, "%s lender: %d borrowers connected already, refusing one\n",
-				    dev->kind, MAX_CONN);
-				close(cfd);
-			}
-		}
+		if (pfd[0].revents & POLLIN)
+			accept_one(l);
 	}
-out:
+	return 0;
+}
+
+/* Undo lend_setup() and close every borrower's connection. */
+static void lend_teardown(struct lender *l)
+{
 	for (int i = 0; i < MAX_CONN; i++)
 		if (l->conns[i].fd >= 0)
 			conn_close(l, &l->conns[i]);
@@ -523,11 +535,30 @@ out:
 		munmap((void *)l->bar0, l->bar0_size);
 	if (l->reg)
 		sio_devreg_close(l->reg);
-	if (lfd >= 0) {
-		close(lfd);
+	if (l->lfd >= 0) {
+		close(l->lfd);
 		unlink(l->svc);
 	}
 	sio_fabric_close(l->f);
+}
+
+int sio__lend(const char *fabric, struct sio_lend_dev *dev, volatile sig_atomic_t *stop,
+	      FILE *log)
+{
+	struct lender *l = calloc(1, sizeof(*l));
+	int rc;
+
+	if (!l)
+		return sio__err(ENOMEM, "%s lender: out of memory", dev->kind);
+	l->log = log;
+	l->dev = dev;
+	l->lfd = -1;
+	for (int i = 0; i < MAX_CONN; i++)
+		l->conns[i].fd = -1;
+	rc = lend_setup(l, fabric);
+	if (!rc)
+		rc = serve_loop(l, stop);
+	lend_teardown(l);
 	free(l);
 	return rc;
 }
