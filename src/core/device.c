@@ -484,19 +484,12 @@ const char *sio__device_svc(struct sio_device *dev)
 	return memchr(svc, 0, sizeof(dev->f->reg->devs[0].svc)) ? svc : "";
 }
 
-int sio__device_register_ext(struct sio_fabric *f, const struct sio_device_desc *desc,
-			     enum sio_device_backend backend, const char *bdf, const char *svc,
-			     struct sio_devreg **out)
+/* What a device model or a lender describes, checked before the registry
+ * is locked; @ops: its backend's. */
+static int desc_check(const struct sio_device_desc *desc, enum sio_device_backend backend,
+		      const struct sio_device_ops **ops)
 {
-	const struct sio_device_ops *ops;
-	struct sio_registry *r;
-	struct sio_devreg *reg;
-	struct reg_dev *v;
-	int d, ret = 0;
-
-	if (!f || !desc || !out)
-		return sio__err(EINVAL, "fabric, descriptor or out pointer is NULL");
-	if (!(ops = sio__device_ops(backend)))
+	if (!(*ops = sio__device_ops(backend)))
 		return sio__err(ENOTSUP, "device backend %d (%s) is not built into this libsmartio",
 				backend, sio__device_backend_name(backend));
 	if (desc->nbars < 0 || desc->nbars > SIO_MAX_BARS)
@@ -505,26 +498,34 @@ int sio__device_register_ext(struct sio_fabric *f, const struct sio_device_desc 
 		if (desc->bar_size[i] > SIO_SEG_MAX_SIZE)
 			return sio__err(EINVAL, "BAR %d of %llu bytes exceeds 4 GiB", i,
 					(unsigned long long)desc->bar_size[i]);
-	reg = calloc(1, sizeof(*reg));
-	if (!reg)
-		return sio__err(ENOMEM, "out of memory");
-	r = f->reg;
-	if ((ret = sio__lock(f))) {
-		free(reg);
-		return ret;
-	}
+	return 0;
+}
+
+/* Registry lock held: a free device slot, and a next device id to trust. */
+static int dev_slot_locked(struct sio_fabric *f, int *slot)
+{
+	struct sio_registry *r = f->reg;
+	int d;
+
 	for (d = 0; d < SIO_MAX_DEVS && r->devs[d].used; d++)
 		;
-	if (d == SIO_MAX_DEVS) {
-		ret = sio__err(ENOSPC, "the fabric has all %d devices registered", SIO_MAX_DEVS);
-		goto out;
-	}
-	if (!r->next_dev_id || r->next_dev_id > INT32_MAX || find_dev(r, r->next_dev_id) >= 0) {
-		ret = reg_corrupt(f, "the next device id is %u", r->next_dev_id);
-		goto out;
-	}
-	v = &r->devs[d];
+	if (d == SIO_MAX_DEVS)
+		return sio__err(ENOSPC, "the fabric has all %d devices registered", SIO_MAX_DEVS);
+	if (!r->next_dev_id || r->next_dev_id > INT32_MAX || find_dev(r, r->next_dev_id) >= 0)
+		return reg_corrupt(f, "the next device id is %u", r->next_dev_id);
+	*slot = d;
+	return 0;
+}
+
+/* Registry lock held: device slot @d as @desc says, lent by this process
+ * (not yet in use: no BAR segment yet, and not visible). */
+static void dev_init_locked(struct sio_fabric *f, int d, const struct sio_device_desc *desc,
+			    enum sio_device_backend backend, const char *bdf, const char *svc)
+{
+	struct sio_registry *r = f->reg;
+	struct reg_dev *v = &r->devs[d];
 	uint64_t gen = v->gen;
+
 	memset(v, 0, sizeof(*v));
 	*v = (struct reg_dev){ .id = r->next_dev_id++, .lender = f->node, .owner = f->proc,
 			       .class_code = desc->class_code, .vendor = desc->vendor,
@@ -535,28 +536,48 @@ int sio__device_register_ext(struct sio_fabric *f, const struct sio_device_desc 
 	snprintf(v->svc, sizeof(v->svc), "%s", svc ? svc : "");
 	for (int i = 0; i < SIO_MAX_BARS; i++)
 		v->bar_seg[i] = -1;
-	for (int i = 0; i < desc->nbars; i++) {
+	for (int i = 0; i < desc->nbars; i++)
 		v->bar_size[i] = desc->bar_size[i];
-		if (!ops->fabric_bars || !desc->bar_size[i])
+}
+
+/* Registry lock held: device slot @d's BARs as segments, where its backend
+ * keeps BARs in fabric memory; on failure none is left. */
+static int dev_bars_locked(struct sio_fabric *f, const struct sio_device_ops *ops, int d)
+{
+	struct sio_registry *r = f->reg;
+	struct reg_dev *v = &r->devs[d];
+	int ret;
+
+	for (int i = 0; i < v->nbars; i++) {
+		if (!ops->fabric_bars || !v->bar_size[i])
 			continue;
-		ret = sio__seg_new_locked(f, f->node, 0, (desc->bar_size[i] + 4095) & ~4095ull,
+		ret = sio__seg_new_locked(f, f->node, 0, (v->bar_size[i] + 4095) & ~4095ull,
 					  SIO_SEG_F_NOHUGE, SIO_SEG_BAR, &v->bar_seg[i]);
 		if (ret) {
 			for (int j = 0; j < i; j++)
 				if (v->bar_seg[j] >= 0)
 					reg_seg_release(f, v->bar_seg[j], false);
-			goto out;
+			return ret;
 		}
 		r->segs[v->bar_seg[i]].device = d;
 		r->segs[v->bar_seg[i]].bar = i;
 		snprintf(r->segs[v->bar_seg[i]].name, SIO_NAME_MAX, "dev%u.bar%d", v->id, i);
 	}
-	v->used = 1;
+	return 0;
+}
+
+/* The registration of slot @d, with a handle on each of its BAR segments. */
+static void devreg_fill(struct sio_devreg *reg, struct sio_fabric *f, int d)
+{
+	const struct reg_dev *v = &f->reg->devs[d];
+
 	*reg = (struct sio_devreg){ .f = f, .slot = d, .id = v->id, .mru = -1 };
-	for (int i = 0; i < desc->nbars; i++) {
+	for (int i = 0; i < v->nbars; i++) {
+		const struct reg_seg *s;
+
 		if (v->bar_seg[i] < 0)
 			continue;
-		const struct reg_seg *s = &r->segs[v->bar_seg[i]];
+		s = &f->reg->segs[v->bar_seg[i]];
 		reg->bars[i] = calloc(1, sizeof(struct sio_segment));
 		if (reg->bars[i])
 			*reg->bars[i] = (struct sio_segment){ .f = f, .slot = v->bar_seg[i], .id = s->id,
@@ -564,9 +585,39 @@ int sio__device_register_ext(struct sio_fabric *f, const struct sio_device_desc 
 							      .window = -1, .bar_idx = -1,
 							      .kind = SIO_SEG_BAR };
 	}
-	reg_bump(r);
-	*out = reg;
-out:
+}
+
+int sio__device_register_ext(struct sio_fabric *f, const struct sio_device_desc *desc,
+			     enum sio_device_backend backend, const char *bdf, const char *svc,
+			     struct sio_devreg **out)
+{
+	const struct sio_device_ops *ops;
+	struct sio_devreg *reg;
+	int d = -1, ret;
+
+	if (!f || !desc || !out)
+		return sio__err(EINVAL, "fabric, descriptor or out pointer is NULL");
+	ret = desc_check(desc, backend, &ops);
+	if (ret)
+		return ret;
+	reg = calloc(1, sizeof(*reg));
+	if (!reg)
+		return sio__err(ENOMEM, "out of memory");
+	if ((ret = sio__lock(f))) {
+		free(reg);
+		return ret;
+	}
+	ret = dev_slot_locked(f, &d);
+	if (!ret) {
+		dev_init_locked(f, d, desc, backend, bdf, svc);
+		ret = dev_bars_locked(f, ops, d);
+	}
+	if (!ret) {
+		f->reg->devs[d].used = 1;
+		devreg_fill(reg, f, d);
+		reg_bump(f->reg);
+		*out = reg;
+	}
 	sio__unlock(f);
 	if (ret)
 		free(reg);
