@@ -79,43 +79,48 @@ static int file_seed(struct sio_nvme_emu *emu, uint64_t *seed)
 	return 0;
 }
 
-int emu_backing_open(struct sio_nvme_emu *emu)
+/* "ram:SIZE": anonymous memory; a SIZE of 0 or short of the namespaces grows to fit them. */
+static int ram_open(struct sio_nvme_emu *emu, const char *arg)
 {
-	const char *b = emu->cfg.backing;
-	uint64_t size = 0, need = 0, seed = 0;
+	uint64_t size = 0, need = 0;
 	int rc;
 
-	if (strncmp(b, "ram:", 4) == 0) {
-		rc = sio_nvme_emu_parse_size(b + 4, &size);
-		if (rc)
-			return rc;
-		rc = layout(emu, size, size == 0, &need);
-		if (rc)
-			return rc;
-		emu_ns_ids(emu, ram_seed());
-		if (size < need)
-			size = need;
-		/*
-		 * Up to 4 GiB is populated now (huge pages where the kernel gives
-		 * them): a page fault on the data path costs microseconds. Larger
-		 * stores fill lazily; untouched pages read as zeroes.
-		 */
-		emu->ram = mmap(NULL, size, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (emu->ram == MAP_FAILED) {
-			emu->ram = NULL;
-			return sio_err_set(ENOMEM, "backing: cannot map %llu bytes of RAM",
-					   (unsigned long long)size);
-		}
-		madvise(emu->ram, size, MADV_HUGEPAGE);
-		if (size <= (4ull << 30))
-			madvise(emu->ram, size, MADV_POPULATE_WRITE);
-		emu->backing_size = size;
-		return 0;
+	rc = sio_nvme_emu_parse_size(arg, &size);
+	if (rc)
+		return rc;
+	rc = layout(emu, size, size == 0, &need);
+	if (rc)
+		return rc;
+	emu_ns_ids(emu, ram_seed());
+	if (size < need)
+		size = need;
+	/*
+	 * Up to 4 GiB is populated now (huge pages where the kernel gives
+	 * them): a page fault on the data path costs microseconds. Larger
+	 * stores fill lazily; untouched pages read as zeroes.
+	 */
+	emu->ram = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (emu->ram == MAP_FAILED) {
+		emu->ram = NULL;
+		return sio_err_set(ENOMEM, "backing: cannot map %llu bytes of RAM",
+				   (unsigned long long)size);
 	}
+	madvise(emu->ram, size, MADV_HUGEPAGE);
+	if (size <= (4ull << 30))
+		madvise(emu->ram, size, MADV_POPULATE_WRITE);
+	emu->backing_size = size;
+	return 0;
+}
 
+/* A file or block device @b: opened (a file created when the namespaces
+ * are given), laid out, named, and grown to fit the namespaces. */
+static int file_open(struct sio_nvme_emu *emu, const char *b)
+{
+	uint64_t size = 0, need = 0, seed = 0;
 	struct stat st;
 	bool exists = stat(b, &st) == 0;
+	int rc;
 
 	if (exists && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
 		return sio_err_set(EINVAL, "backing: %s is not a file", b);
@@ -145,6 +150,13 @@ int emu_backing_open(struct sio_nvme_emu *emu)
 		size = need;
 	}
 	emu->backing_size = size;
+	return 0;
+}
+
+/* The file's io_uring and its io_depth requests, each with its iovecs. */
+static int ring_open(struct sio_nvme_emu *emu)
+{
+	int rc;
 
 	rc = io_uring_queue_init(emu->cfg.io_depth * 2, &emu->ring, 0);
 	if (rc < 0)
@@ -160,6 +172,17 @@ int emu_backing_open(struct sio_nvme_emu *emu)
 		emu->free_reqs = &emu->reqs[i];
 	}
 	return 0;
+}
+
+int emu_backing_open(struct sio_nvme_emu *emu)
+{
+	const char *b = emu->cfg.backing;
+	int rc;
+
+	if (strncmp(b, "ram:", 4) == 0)
+		return ram_open(emu, b + 4);
+	rc = file_open(emu, b);
+	return rc ? rc : ring_open(emu);
 }
 
 void emu_backing_close(struct sio_nvme_emu *emu)
@@ -334,47 +357,38 @@ static uint16_t bounce_rw(struct sio_nvme_emu *emu, const struct emu_seg *segs, 
 	return st;
 }
 
-static uint16_t rw(struct sio_nvme_emu *emu, struct emu_sq *sq, const struct sio_nvme_cmd *cmd,
-		   const struct emu_ns *ns, bool write)
+/* RAM backing: copied at once between the store at @off and host memory. */
+static uint16_t rw_ram(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd, uint64_t bytes,
+		       uint64_t off, bool write)
 {
-	uint64_t slba = cmd->cdw10 | ((uint64_t)cmd->cdw11 << 32);
-	uint64_t nlb = (cmd->cdw12 & 0xffff) + 1;
-	uint64_t bytes = nlb << ns->lba_shift;
-	uint64_t off;
 	uint16_t st = EMU_OK;
 	int n;
 
-	if (bytes > emu->mdts_bytes)
-		return EMU_ST_FIELD;
-	if (slba >= ns->nlb || nlb > ns->nlb - slba)
-		return EMU_ST_LBA;
-	off = ns->off + (slba << ns->lba_shift);
-	if (write) {
-		emu->host_writes++;
-		emu->units_written += bytes >> 9;
-	} else {
-		emu->host_reads++;
-		emu->units_read += bytes >> 9;
+	n = emu_dptr_segs(emu, cmd, bytes, emu->segs, &st);
+	if (n < 0)
+		return st;
+	for (int i = 0; i < n; i++) {
+		uint8_t *m = emu->ram + off;
+		int rc = write ? emu->dma.read(emu->dma.ctx, emu->segs[i].bus, m, emu->segs[i].len)
+			       : emu->dma.write(emu->dma.ctx, emu->segs[i].bus, m, emu->segs[i].len);
+		if (rc)
+			return EMU_ST_XFER;
+		off += emu->segs[i].len;
 	}
+	return EMU_OK;
+}
 
-	if (emu->ram) {
-		n = emu_dptr_segs(emu, cmd, bytes, emu->segs, &st);
-		if (n < 0)
-			return st;
-		for (int i = 0; i < n; i++) {
-			uint8_t *m = emu->ram + off;
-			int rc = write ? emu->dma.read(emu->dma.ctx, emu->segs[i].bus, m, emu->segs[i].len)
-				       : emu->dma.write(emu->dma.ctx, emu->segs[i].bus, m, emu->segs[i].len);
-			if (rc)
-				return EMU_ST_XFER;
-			off += emu->segs[i].len;
-		}
-		return EMU_OK;
-	}
-
+/* File backing: handed to io_uring (EMU_PENDING; emu_reap() completes it),
+ * or bounced when the memory has no host pointer. */
+static uint16_t rw_file(struct sio_nvme_emu *emu, struct emu_sq *sq,
+			const struct sio_nvme_cmd *cmd, uint64_t slba, uint64_t bytes,
+			uint64_t off, bool write)
+{
 	struct emu_req *r = req_get(emu, sq, cmd);
 	struct emu_seg *segs = emu->segs;
 	struct io_uring_sqe *sqe;
+	uint16_t st = EMU_OK;
+	int n;
 
 	n = emu_dptr_segs(emu, cmd, bytes, segs, &st);
 	if (n < 0)
@@ -415,6 +429,32 @@ static uint16_t rw(struct sio_nvme_emu *emu, struct emu_sq *sq, const struct sio
 fail:
 	req_put(emu, r);
 	return st;
+}
+
+/* Read or Write: the range checked and counted (SMART), then the store's way. */
+static uint16_t rw(struct sio_nvme_emu *emu, struct emu_sq *sq, const struct sio_nvme_cmd *cmd,
+		   const struct emu_ns *ns, bool write)
+{
+	uint64_t slba = cmd->cdw10 | ((uint64_t)cmd->cdw11 << 32);
+	uint64_t nlb = (cmd->cdw12 & 0xffff) + 1;
+	uint64_t bytes = nlb << ns->lba_shift;
+	uint64_t off;
+
+	if (bytes > emu->mdts_bytes)
+		return EMU_ST_FIELD;
+	if (slba >= ns->nlb || nlb > ns->nlb - slba)
+		return EMU_ST_LBA;
+	off = ns->off + (slba << ns->lba_shift);
+	if (write) {
+		emu->host_writes++;
+		emu->units_written += bytes >> 9;
+	} else {
+		emu->host_reads++;
+		emu->units_read += bytes >> 9;
+	}
+	if (emu->ram)
+		return rw_ram(emu, cmd, bytes, off, write);
+	return rw_file(emu, sq, cmd, slba, bytes, off, write);
 }
 
 static uint16_t write_zeroes(struct sio_nvme_emu *emu, struct emu_sq *sq,
