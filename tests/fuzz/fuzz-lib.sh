@@ -1,6 +1,22 @@
-# Sourced by the fuzz scripts: run a libFuzzer binary for a fixed time,
-# keep its chatter in a log, print the log's tail and fail on a crash.
-# fuzz_run NAME BINARY SECONDS CORPUS [libFuzzer options...]
+# Sourced by the fuzz scripts.
+
+# fuzz_build SRC BUILD TARGET: build one libFuzzer target with clang, ASan
+# and UBSan, in a build directory of its own (set up on first use; the
+# fuzz scripts share it).
+fuzz_build() {
+	fsrc=$1 fbuild=$2 target=$3
+	if [ ! -f "$fbuild/build.ninja" ]; then
+		CC=clang meson setup "$fbuild" "$fsrc" -Dfuzz=true -Dtests=disabled -Dcuda=disabled \
+			-Dvm_tests=disabled -Db_sanitize=address,undefined -Db_lundef=false \
+			-Dbuildtype=debugoptimized >"$fbuild.setup.log" 2>&1 ||
+			{ cat "$fbuild.setup.log"; return 1; }
+	fi
+	ninja -C "$fbuild" "$target"
+}
+
+# fuzz_run NAME BINARY SECONDS CORPUS [libFuzzer options...]: run a
+# libFuzzer binary for a fixed time, keep its chatter in a log, print the
+# log's tail and fail on a crash.
 fuzz_run() {
 	name=$1 bin=$2 secs=$3 corpus=$4
 	shift 4

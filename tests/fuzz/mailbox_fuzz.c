@@ -21,7 +21,8 @@
  *
  * After each input every slot says BYE, so queue ids never leak between
  * inputs; the manager's own bookkeeping is checked against the controller.
- * Built and run by tests/fuzz/fuzz-mailbox.sh.
+ * Built by meson -Dfuzz=true (tests/fuzz/meson.build), run by
+ * tests/fuzz/fuzz-mailbox.sh.
  */
 
 #include <pthread.h>
@@ -80,7 +81,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	struct sio_fabric_config fc = { .nodes = 2, .windows = 32 };
 	struct sio_nvme_emu_config ec;
-	struct sio_nvme_manager_opts mo = { { 0, NVME_CC_AMS_RR, true }, NULL };
+	struct sio_nvme_manager_opts mo = {
+		.ctrl = { .arbitration = NVME_CC_AMS_RR, .enable_cmb = true },
+	};
 	struct sio_segment *mseg;
 	void *va;
 
