@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/* The emulated controller in this process, on plain memory (inproc.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <nvme/types.h>
+#include "inproc.h"
+
+static bool in_host(uint64_t bus, size_t len)
+{
+	return bus >= INPROC_HOST_BUS && bus - INPROC_HOST_BUS < INPROC_HOST_SIZE &&
+	       len <= INPROC_HOST_SIZE - (bus - INPROC_HOST_BUS);
+}
+
+static bool dead(uint64_t bus)
+{
+	return bus >= INPROC_DEAD_BUS && bus - INPROC_DEAD_BUS < INPROC_HOST_SIZE;
+}
+
+static int dma_read(void *ctx, uint64_t bus, void *buf, size_t len)
+{
+	struct inproc *h = ctx;
+
+	if (in_host(bus, len)) {
+		memcpy(buf, h->host + (bus - INPROC_HOST_BUS), len);
+		return 0;
+	}
+	if (dead(bus)) {
+		memset(buf, 0xff, len);
+		return -ENOLINK;
+	}
+	return -EFAULT;
+}
+
+static int dma_write(void *ctx, uint64_t bus, const void *buf, size_t len)
+{
+	struct inproc *h = ctx;
+
+	if (in_host(bus, len)) {
+		memcpy(h->host + (bus - INPROC_HOST_BUS), buf, len);
+		return 0;
+	}
+	return dead(bus) ? -ENOLINK : -EFAULT;
+}
+
+static int dma_ptr(void *ctx, uint64_t bus, size_t len, bool write, void **p)
+{
+	struct inproc *h = ctx;
+
+	if (in_host(bus, len)) {
+		*p = h->host + (bus - INPROC_HOST_BUS);
+		return 0;
+	}
+	return dead(bus) ? -ENOLINK : -EFAULT;
+}
+
+int inproc_open(struct inproc *h, const struct sio_nvme_emu_config *cfg)
+{
+	struct sio_nvme_emu_dma dma = { dma_read, dma_write, dma_ptr, h };
+	int ret;
+
+	memset(h, 0, sizeof(*h));
+	ret = sio_nvme_emu_create(cfg, &h->emu);
+	if (ret)
+		return ret;
+	h->bar0_size = sio_nvme_emu_bar0_size(cfg);
+	h->bar0 = calloc(1, h->bar0_size);
+	h->host = aligned_alloc(4096, INPROC_HOST_SIZE);
+	if (!h->bar0 || !h->host) {
+		inproc_close(h);
+		return -ENOMEM;
+	}
+	memset(h->host, 0, INPROC_HOST_SIZE);
+	ret = sio_nvme_emu_attach_mem(h->emu, h->bar0, &dma);
+	if (ret)
+		inproc_close(h);
+	return ret;
+}
+
+void inproc_close(struct inproc *h)
+{
+	sio_nvme_emu_destroy(h->emu);
+	free(h->bar0);
+	free(h->host);
+	memset(h, 0, sizeof(*h));
+}
+
+void inproc_wr32(struct inproc *h, uint32_t off, uint32_t v)
+{
+	memcpy(h->bar0 + off, &v, 4);
+}
+
+void inproc_wr64(struct inproc *h, uint32_t off, uint64_t v)
+{
+	memcpy(h->bar0 + off, &v, 8);
+}
+
+uint32_t inproc_rd32(struct inproc *h, uint32_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, h->bar0 + off, 4);
+	return v;
+}
+
+void inproc_pump(struct inproc *h, int n)
+{
+	for (int i = 0; i < n; i++)
+		sio_nvme_emu_poll(h->emu);
+}
+
+void inproc_reset(struct inproc *h)
+{
+	inproc_wr32(h, NVME_REG_CC, 0);
+	inproc_pump(h, 2);
+}
+
+bool inproc_enable(struct inproc *h, struct inproc_q *a)
+{
+	*a = (struct inproc_q){ .qid = 0, .sqoff = a->sqoff, .cqoff = a->cqoff, .phase = 1 };
+	memset(h->host + a->cqoff, 0, INPROC_QSZ * sizeof(struct sio_nvme_cpl));
+	inproc_wr32(h, NVME_REG_AQA, NVME_SET(INPROC_QSZ - 1, AQA_ASQS) |
+		    NVME_SET(INPROC_QSZ - 1, AQA_ACQS));
+	inproc_wr64(h, NVME_REG_ASQ, INPROC_HOST_BUS + a->sqoff);
+	inproc_wr64(h, NVME_REG_ACQ, INPROC_HOST_BUS + a->cqoff);
+	inproc_wr32(h, NVME_REG_CC, NVME_SET(1, CC_EN) | NVME_SET(SIO_NVME_SQES, CC_IOSQES) |
+		    NVME_SET(SIO_NVME_CQES, CC_IOCQES));
+	inproc_pump(h, 2);
+	return NVME_CSTS_RDY(inproc_rd32(h, NVME_REG_CSTS));
+}
+
+/* The queue's doorbells at CAP.DSTRD 0 (the tests' and the fuzzer's). */
+static uint32_t db(const struct inproc_q *q, bool cq)
+{
+	return 0x1000u + (2u * q->qid + (cq ? 1u : 0u)) * 4u;
+}
+
+void inproc_submit(struct inproc *h, struct inproc_q *q, const struct sio_nvme_cmd *c)
+{
+	memcpy(h->host + q->sqoff + q->tail * sizeof(*c), c, sizeof(*c));
+	q->tail = (q->tail + 1) % INPROC_QSZ;
+	q->out++;
+	inproc_wr32(h, db(q, false), q->tail);
+}
+
+bool inproc_reap(struct inproc *h, struct inproc_q *q, struct sio_nvme_cpl *out)
+{
+	struct sio_nvme_cpl c;
+
+	memcpy(&c, h->host + q->cqoff + q->head * sizeof(c), sizeof(c));
+	if ((c.status & 1) != q->phase)
+		return false;
+	if (++q->head == INPROC_QSZ) {
+		q->head = 0;
+		q->phase ^= 1;
+	}
+	if (q->out)
+		q->out--;
+	if (out)
+		*out = c;
+	return true;
+}
+
+bool inproc_wait(struct inproc *h, struct inproc_q *q, struct sio_nvme_cpl *out)
+{
+	for (int i = 0; i < 64; i++) {
+		if (inproc_reap(h, q, out)) {
+			inproc_wr32(h, db(q, true), q->head);
+			return true;
+		}
+		inproc_pump(h, 1);
+	}
+	return false;
+}
+
+int inproc_drain(struct inproc *h, struct inproc_q *q)
+{
+	int n = 0;
+
+	while (inproc_reap(h, q, NULL))
+		n++;
+	inproc_wr32(h, db(q, true), q->head);
+	return n;
+}
