@@ -10,8 +10,9 @@
  * static-inline hot path and its barriers (nvme/queue.h, nvme/barrier.h),
  * the controller (nvme/ctrl.h), the client with its I/O queues
  * (nvme/client.h) and the manager that shares a controller among clients
- * (nvme/manager.h). It brings <smartio/smartio.h> with it. Code that needs
- * only the hot path, such as a CUDA kernel, may include nvme/queue.h alone.
+ * (nvme/manager.h), and live per-queue counters (nvme/stats.h). It brings
+ * <smartio/smartio.h> with it. Code that needs only the hot path, such as
+ * a CUDA kernel, may include nvme/queue.h alone.
  */
 
 #include <smartio/smartio.h>
@@ -22,5 +23,6 @@
 #include <smartio/nvme/ctrl.h>
 #include <smartio/nvme/client.h>
 #include <smartio/nvme/manager.h>
+#include <smartio/nvme/stats.h>
 
 #endif
