@@ -511,3 +511,55 @@ Test(queue, prp_fill)
 	cr_assert_eq(list[2], 0x13000);
 	cr_assert_eq(sio_nvme_doorbell_offset(3, 1, sio_nvme_db_stride(2)), 0x1000u + 7u * 16u);
 }
+
+Test(queue, prp_fill_at_the_edges)
+{
+	uint64_t list[512], p1, p2;
+
+	/* ending exactly at a page boundary needs no more than that page */
+	cr_assert_eq(sio_nvme_prp_fill(0x10800, 0x800, 4096, list, 0x9000, &p1, &p2), 0);
+	cr_assert_eq(p2, 0);
+	/* one byte into the next page: PRP2 names it */
+	cr_assert_eq(sio_nvme_prp_fill(0x10800, 0x801, 4096, list, 0x9000, &p1, &p2), 0);
+	cr_assert_eq(p2, 0x11000);
+	/* exactly two pages from a page start: still no list */
+	cr_assert_eq(sio_nvme_prp_fill(0x10000, 8192, 4096, list, 0x9000, &p1, &p2), 0);
+	cr_assert_eq(p2, 0x11000);
+	/* the driver's cap, one list page of page/8 entries past PRP1's page */
+	cr_assert_eq(sio_nvme_prp_fill(0x10000, 513 * 4096, 4096, list, 0x9000, &p1, &p2), 512);
+	cr_assert_eq(p2, 0x9000);
+	cr_assert_eq(list[0], 0x11000);
+	cr_assert_eq(list[511], 0x10000 + 512ull * 4096);
+	/* a 64 KiB memory page */
+	cr_assert_eq(sio_nvme_prp_fill(0x30000, 3 * 65536, 65536, list, 0x9000, &p1, &p2), 2);
+	cr_assert_eq(list[1], 0x50000);
+}
+
+Test(queue, sgl_wanted_where_prps_would_need_a_list_or_cannot_start)
+{
+	/* no SGLs: never */
+	cr_assert_not(sio_nvme_sgl_wanted(SIO_NVME_SGL_NONE, 0x10001, 9000, 4096));
+	/* aligned, up to two pages: PRPs in the command do as well */
+	cr_assert_not(sio_nvme_sgl_wanted(SIO_NVME_SGL_BYTE, 0x10000, 8192, 4096));
+	cr_assert(sio_nvme_sgl_wanted(SIO_NVME_SGL_BYTE, 0x10000, 8193, 4096));
+	cr_assert(sio_nvme_sgl_wanted(SIO_NVME_SGL_BYTE, 0x10004, 512, 4096));
+	/* off a dword: only a byte-granular SGL can */
+	cr_assert(sio_nvme_sgl_wanted(SIO_NVME_SGL_BYTE, 0x10001, 512, 4096));
+	cr_assert_not(sio_nvme_sgl_wanted(SIO_NVME_SGL_DWORD, 0x10001, 512, 4096));
+	cr_assert(sio_nvme_sgl_wanted(SIO_NVME_SGL_DWORD, 0x10004, 512, 4096));
+}
+
+Test(queue, sgl_data_block_in_the_command)
+{
+	struct sio_nvme_cmd cmd;
+
+	memset(&cmd, 0xff, sizeof(cmd));
+	cmd.flags = 0x05;	/* FUSE and reserved bits stay */
+	sio_nvme_cmd_sgl_data(&cmd, 0x123456789ull, 12345);
+	cr_assert_eq(cmd.flags, 0x05 | SIO_NVME_PSDT_SGL_MPTR << 6);
+	cr_assert_eq(cmd.sgl.addr, 0x123456789ull);
+	cr_assert_eq(cmd.sgl.length, 12345);
+	cr_assert_eq(cmd.sgl.type, SIO_NVME_SGL_TYPE(SIO_NVME_SGL_DATA));
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(cmd.sgl.rsvd[i], 0);
+}
