@@ -47,14 +47,7 @@ static void setup(void)
 {
 	struct sio_nvme_emu_config cfg;
 
-	sio_nvme_emu_config_default(&cfg);
-	cfg.backing = "ram:2M";
-	cfg.nns = 2;
-	cfg.ns[0] = (struct sio_nvme_emu_ns){ 1u << 20, 512 };
-	cfg.ns[1] = (struct sio_nvme_emu_ns){ 1u << 20, 4096 };
-	cfg.max_qpairs = 4;
-	cfg.mqes = 64;
-	cfg.mdts = 3;
+	inproc_config(&cfg);
 	if (inproc_open(&h, &cfg))
 		abort();
 }

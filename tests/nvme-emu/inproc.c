@@ -54,6 +54,18 @@ static int dma_ptr(void *ctx, uint64_t bus, size_t len, bool write, void **p)
 	return dead(bus) ? -ENOLINK : -EFAULT;
 }
 
+void inproc_config(struct sio_nvme_emu_config *cfg)
+{
+	sio_nvme_emu_config_default(cfg);
+	cfg->backing = "ram:2M";
+	cfg->nns = 2;
+	cfg->ns[0] = (struct sio_nvme_emu_ns){ 1u << 20, 512 };
+	cfg->ns[1] = (struct sio_nvme_emu_ns){ 1u << 20, 4096 };
+	cfg->max_qpairs = 4;
+	cfg->mqes = 64;
+	cfg->mdts = 3;
+}
+
 int inproc_open(struct inproc *h, const struct sio_nvme_emu_config *cfg)
 {
 	struct sio_nvme_emu_dma dma = { dma_read, dma_write, dma_ptr, h };

@@ -36,6 +36,13 @@ struct inproc_q {
 	uint32_t out;			/* submitted, not yet completed */
 };
 
+/*
+ * A small controller: 2 MiB of RAM, namespace 1 of 1 MiB in 512-byte
+ * blocks, namespace 2 of 1 MiB in 4 KiB blocks, 4 I/O queue pairs of up to
+ * 64 entries, MDTS 3 (32 KiB).
+ */
+void inproc_config(struct sio_nvme_emu_config *cfg);
+
 /* Create the controller for @cfg and attach it to fresh memory. 0 or -errno. */
 int inproc_open(struct inproc *h, const struct sio_nvme_emu_config *cfg);
 void inproc_close(struct inproc *h);

@@ -36,14 +36,9 @@ static void up(void)
 {
 	struct sio_nvme_emu_config cfg;
 
-	sio_nvme_emu_config_default(&cfg);
-	cfg.backing = "ram:2M";
-	cfg.nns = 2;
-	cfg.ns[0] = (struct sio_nvme_emu_ns){ 1u << 20, 512 };
-	cfg.ns[1] = (struct sio_nvme_emu_ns){ 1u << 20, 4096 };
-	cfg.max_qpairs = QPAIRS;
-	cfg.mqes = MQES;
-	cfg.mdts = 3;		/* 32 KiB */
+	inproc_config(&cfg);	/* MQES, QPAIRS; MDTS 32 KiB */
+	cr_assert_eq(cfg.mqes, MQES);
+	cr_assert_eq(cfg.max_qpairs, QPAIRS);
 	cr_assert_eq(inproc_open(&h, &cfg), 0, "%s", sio_errmsg());
 	inproc_reset(&h);
 	cr_assert(inproc_enable(&h, &a), "the controller did not come ready");
