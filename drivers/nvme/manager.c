@@ -497,6 +497,7 @@ static void reap_pid(struct sio_nvme_manager *m, int node, int32_t pid)
  * asked of the fabric: a pid names a process of its own kernel only. */
 static void check_clients(struct sio_nvme_manager *m, uint64_t now)
 {
+	struct sio_device_info di;
 	struct sio_event ev[32];
 	int n, i, s;
 
@@ -519,6 +520,9 @@ static void check_clients(struct sio_nvme_manager *m, uint64_t now)
 	if (now - m->last_pidcheck < PIDCHECK_EVERY_NS)
 		return;
 	m->last_pidcheck = now;
+	/* An event can be dropped (a full socket): the fabric is asked too. */
+	if (!m->dev_gone && sio_device_info(m->dev, &di) == -ENODEV)
+		m->dev_gone = true;
 	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++) {
 		int32_t pid = __atomic_load_n(&m->mb->slots[s].pid, __ATOMIC_ACQUIRE);
 

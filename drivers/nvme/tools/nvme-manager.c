@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <smartio/nvme.h>
 #include "tool.h"
@@ -16,50 +15,49 @@
 /* The log: text lines with a time, or JSON lines (--json). */
 static FILE *lg;
 
-#define REATTACH_NS	30000000000ull	/* how long a vanished controller is waited for */
-
 /*
- * The controller @di went away. Wait, bounded, for one of the same name on
- * the same node (a restarted emulator: same backing, a new device id; or
- * the same device once its link is back) and start serving it.
+ * The controller @di went away. Follow every new registration of the same
+ * name on the same node (a restarted emulator: same backing, a new device
+ * id; or the same device once its link is back), newest first, for as
+ * long as the manager runs: one that dies again while it is being brought
+ * up is left for the next.
  */
 static int reattach(struct sio_fabric *f, struct sio_device_info *di,
 		    const struct sio_nvme_manager_opts *mo, struct sio_nvme_manager **m)
 {
-	struct timespec ts;
-	uint64_t now, end;
+	uint32_t tried = 0, since = 0;
 	int n;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	end = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + REATTACH_NS;
-	fprintf(lg, "nvme-manager: waiting up to %llu s for controller '%s' on node %d to come back\n",
-		(unsigned long long)(REATTACH_NS / 1000000000ull), di->name, di->lender);
+	fprintf(lg, "nvme-manager: waiting for controller '%s' on node %d to come back "
+		"(SIGTERM stops the wait)\n", di->name, di->lender);
 	while (!prog_stop) {
 		struct sio_device_info l[64];
+		int best = -1;
 
 		if (sio_fabric_alive(f)) {
 			fprintf(lg, "nvme-manager: %s; stopping\n", sio_errmsg());
 			return -ESHUTDOWN;
 		}
 		n = sio_device_list(f, 0x010802, 0xffffff, l, 64);
-		for (int i = 0; i < n && i < 64; i++) {
-			if (strcmp(l[i].name, di->name) || l[i].lender != di->lender)
-				continue;
-			if (!sio_nvme_manager_start(f, l[i].id, mo, m)) {
-				fprintf(lg, "nvme-manager: controller '%s' is back as device %u; serving it\n",
-					di->name, l[i].id);
-				*di = l[i];
+		for (int i = 0; i < n && i < 64; i++)	/* the newest registration */
+			if (!strcmp(l[i].name, di->name) && l[i].lender == di->lender &&
+			    (best < 0 || l[i].id > l[best].id))
+				best = i;
+		/* the one that just failed is tried again after 2 s */
+		if (best >= 0 && (l[best].id != tried || ++since >= 10)) {
+			tried = l[best].id;
+			since = 0;
+			if (!sio_nvme_manager_start(f, tried, mo, m)) {
+				fprintf(lg, "nvme-manager: controller '%s' is back as device %u; "
+					"serving it\n", di->name, tried);
+				*di = l[best];
 				return 0;
 			}
+			fprintf(lg, "nvme-manager: device %u: %s; waiting for the next\n",
+				tried, sio_errmsg());
 		}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-		if (now >= end)
-			break;
 		usleep(200000);
 	}
-	if (!prog_stop)
-		fprintf(lg, "nvme-manager: controller '%s' did not come back; giving up\n", di->name);
 	return -ENODEV;
 }
 

@@ -75,13 +75,24 @@ void sio__shm_ev_send(struct sio_fabric *f, int proc, const struct sio_event *ev
 {
 	const struct reg_proc *p = reg_proc_at(f->reg, proc);
 	struct sockaddr_un a;
+	int fd, tmp = -1;
 
 	if (!p || !p->used)
 		return;
 	ev_path(f, proc, p->pid, &a);
+	/*
+	 * A process that reaps before its own socket exists (sio_fabric_open()
+	 * does) sends from a socket of the moment: an event it owes others
+	 * (a device gone with its dead lender) is never dropped for that.
+	 */
+	fd = shm_of(f)->evfd;
+	if (fd < 0)
+		fd = tmp = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	/* a full queue drops the event, as an interrupt would coalesce */
-	(void)sendto(shm_of(f)->evfd, ev, sizeof(*ev), MSG_DONTWAIT | MSG_NOSIGNAL,
-		     (struct sockaddr *)&a, sizeof(a));
+	(void)sendto(fd, ev, sizeof(*ev), MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a,
+		     sizeof(a));
+	if (tmp >= 0)
+		close(tmp);
 }
 
 int sio__shm_ev_fd(struct sio_fabric *f)
