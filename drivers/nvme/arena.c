@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include "client-priv.h"
 
-#define ARENA_DEFAULT_MB	64u
 
 struct range {
 	uint64_t off, len;
@@ -28,23 +27,14 @@ struct sio_nvme_arena {
 	uint32_t n;
 };
 
-/* $SMARTIO_NVME_ARENA_MB, default 64 MiB (pages are used as touched); 0
- * turns the arena off. */
-static uint64_t arena_bytes(struct sio_fabric *f)
+/* The arena's size: $SMARTIO_NVME_ARENA_MB (default 64 MiB), at most a
+ * window; 0 turns the arena off. */
+static uint64_t arena_bytes(struct sio_nvme_client *cl)
 {
-	const char *e = getenv("SMARTIO_NVME_ARENA_MB");
 	struct sio_topology t;
-	uint64_t mb = ARENA_DEFAULT_MB, bytes;
-	char *end;
+	uint64_t bytes = (uint64_t)cl->arena_mb << 20;
 
-	if (e && *e) {
-		unsigned long v = strtoul(e, &end, 10);
-
-		if (!*end && v <= 4096)
-			mb = v;
-	}
-	bytes = mb << 20;
-	if (!sio_fabric_topology(f, &t) && bytes > t.window_size)
+	if (!sio_fabric_topology(cl->f, &t) && bytes > t.window_size)
 		bytes = t.window_size;	/* one window must cover it */
 	return bytes;
 }
@@ -52,7 +42,7 @@ static uint64_t arena_bytes(struct sio_fabric *f)
 int sio_nvme_arena_open(struct sio_nvme_client *cl)
 {
 	struct sio_nvme_arena *a;
-	uint64_t size = arena_bytes(cl->f);
+	uint64_t size = arena_bytes(cl);
 	void *va;
 	int ret;
 

@@ -30,7 +30,8 @@ struct sio_nvme_client {
 	int slot;
 	int mgr_node;
 	int32_t mgr_pid;
-	uint32_t resets;		/* the mailbox's reset count when we came */
+	uint32_t restart_ms;		/* $SMARTIO_NVME_RESTART_MS */
+	uint32_t arena_mb;		/* $SMARTIO_NVME_ARENA_MB */
 	pthread_mutex_t lock;		/* one mailbox request at a time */
 	struct sio_segment *bar0;
 	volatile uint8_t *regs;		/* BAR0, or only its register page (read-only) */
@@ -141,9 +142,20 @@ struct sio_nvme_ioq {
 	struct sio_nvme_qstats *qs;	/* live counters: in the client's stats page,
 					 * or qs_local (stats.c) */
 	struct sio_nvme_qstats qs_local;
+	/* recovery (recover.c) */
+	uint32_t resets_seen;		/* the mailbox's reset count its pairs were made under */
+	uint32_t recover_tries;		/* in a row, without progress */
+	uint64_t recover_ns;
+	uint32_t recoveries;
 };
 
-/* arena.c: ranges of the client's arena. */
+/* client.c: $@var, strictly (0..@max; @def when unset), for what it says. */
+int sio_nvme_env_u32(const char *var, uint32_t def, uint32_t max, const char *what,
+		     uint32_t *out);
+
+/* arena.c: ranges of the client's arena ($SMARTIO_NVME_ARENA_MB, default 64). */
+#define SIO_NVME_ARENA_MB	64u
+#define SIO_NVME_ARENA_MAX_MB	4096u
 #define SIO_NVME_ARENA_RANGES	256
 struct sio_nvme_arena;
 struct sio_nvme_slice {
@@ -176,9 +188,27 @@ int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p);
 /* ioq.c: let go of @p's doorbells and have the manager delete it. */
 int sio_nvme_qpair_delete(struct sio_nvme_ioq *q, struct qpair *p);
 
-/* io.c: take @p's completions; end everything in flight and fail the queue. */
+/* io.c: take @p's completions; end a request; end everything in flight and
+ * fail the queue (saying why, or with @err). */
 int sio_nvme_qpair_reap(struct sio_nvme_ioq *q, struct qpair *p, uint32_t max, bool ring);
+void sio_nvme_ioq_end(struct sio_nvme_ioq *q, uint32_t ridx, int err, uint16_t status);
 int sio_nvme_ioq_fail(struct sio_nvme_ioq *q);
+int sio_nvme_ioq_fail_with(struct sio_nvme_ioq *q, int err);
+
+/* recover.c: the queue's pairs made again after a controller reset, or a
+ * timeout (@timed_out); 0, or the queue fails. */
+int sio_nvme_ioq_recover(struct sio_nvme_ioq *q, bool timed_out);
+/* The reset count a queue compares with its own (even: none under way). */
+static inline uint32_t sio_nvme_resets(const struct sio_nvme_client *cl)
+{
+	return __atomic_load_n(&cl->mb->h.resets, __ATOMIC_ACQUIRE);
+}
+
+/* Whether a controller reset took the queue's pairs since they were made. */
+static inline bool sio_nvme_reset_moved(const struct sio_nvme_ioq *q)
+{
+	return sio_nvme_resets(q->cl) != q->resets_seen;
+}
 
 /* stats.c: the client's page of counters, a block per queue pair. */
 int sio_nvme_stats_open(struct sio_nvme_client *cl);
@@ -195,6 +225,7 @@ void sio_nvme_qpair_dbbuf(struct sio_nvme_client *cl, struct sio_nvme_queue *q, 
 bool sio_nvme_path_links_up(struct sio_nvme_client *cl, int a);
 int sio_nvme_client_second_path(struct sio_nvme_client *cl);
 bool sio_nvme_mp_flush(struct sio_nvme_ioq *q);
+int sio_nvme_mp_recover(struct sio_nvme_ioq *q);
 int sio_nvme_mp_poll(struct sio_nvme_ioq *q, uint32_t max);
 
 /* Build a Read or Write of @len bytes at @bus in @p's next SQ entry and

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include "parse.h"
 #include "client-priv.h"
 
 #define MBOX_TIMEOUT_MS	10000u
@@ -25,21 +26,26 @@ static int stopped(struct sio_nvme_client *cl)
 	return sio_err_set(ENOTCONN, "the NVMe manager has stopped");
 }
 
-/* How long a request waits for a successor to a manager that died, unless
- * $SMARTIO_NVME_RESTART_MS says otherwise. */
+/* How long a request waits for a successor to a manager that died or
+ * stopped, or for one that does not run, unless $SMARTIO_NVME_RESTART_MS
+ * says otherwise. */
 #define RESTART_WAIT_MS	10000u
+#define RESTART_WAIT_MAX 600000u
 #define RETRIES		8	/* requests cut short by take-overs, in a row */
 
-static uint32_t restart_wait_ms(void)
+int sio_nvme_env_u32(const char *var, uint32_t def, uint32_t max, const char *what,
+		     uint32_t *out)
 {
-	const char *e = getenv("SMARTIO_NVME_RESTART_MS");
-	char *end;
-	unsigned long v;
+	const char *e = getenv(var);
+	uint64_t v;
 
-	if (!e || !*e)
-		return RESTART_WAIT_MS;
-	v = strtoul(e, &end, 10);
-	return *end || v > 600000 ? RESTART_WAIT_MS : (uint32_t)v;
+	*out = def;
+	if (!e)
+		return 0;
+	if (sio_parse_u64(e, 0, max, &v))
+		return sio_err_wrap(EINVAL, "$%s (%s, 0..%u)", var, what, max);
+	*out = (uint32_t)v;
+	return 0;
 }
 
 /* Post the request in our slot and ring the manager. */
@@ -53,47 +59,104 @@ static void post(struct sio_nvme_client *cl, struct sio_nvme_mbox_slot *sl,
 	sio_segment_notify(cl->mseg, offsetof(struct sio_nvme_mbox_hdr, doorbell));
 }
 
+/* What a client waiting for an answer knows of the manager. */
+struct mgr_watch {
+	int32_t pid;		/* the manager it waits for */
+	uint32_t beat;		/* its heartbeat, last seen moving ... */
+	uint64_t beat_ns;	/* ... then */
+	uint64_t away_ns;	/* since when it is dead or stopped, with no successor */
+	uint64_t reset_ns;	/* since when it resets the controller */
+	uint64_t deadline;	/* for an answer from a manager at work */
+};
+
+/* How long a manager resets a controller at most (reset_ctrl(), manager.c):
+ * CAP.TO to disable, and again to enable, each try, and the pauses. */
+static uint64_t reset_bound_ns(const struct sio_nvme_client *cl)
+{
+	return (uint64_t)SIO_NVME_RESET_TRIES * (3ull * cl->ci.timeout_ms + 2000) * 1000000ull;
+}
+
 /*
- * Wait for the answer in our slot. A manager that dies is waited for, up
- * to restart_wait_ms(): the mailbox outlives it, and a successor that
- * takes over (writing its pid in the header) answers what is waiting.
+ * Whether to go on waiting: 0, or -errno with the reason. A successor's
+ * pid restarts the watch; a manager dead, or stopped having left its
+ * clients to a successor, is waited for $SMARTIO_NVME_RESTART_MS; one
+ * whose heartbeat stands still (stopped by a signal, or stuck) as long, at
+ * least a second; one resetting the controller for as long as that takes.
  */
+static int watch(struct sio_nvme_client *cl, struct mgr_watch *w, uint64_t now)
+{
+	const struct sio_nvme_mbox_hdr *h = &cl->mb->h;
+	int32_t pid = __atomic_load_n(&h->mgr_pid, __ATOMIC_ACQUIRE);
+	uint32_t beat = __atomic_load_n(&h->heartbeat, __ATOMIC_ACQUIRE);
+	uint64_t wait_ns = (uint64_t)cl->restart_ms * 1000000ull;
+	bool serving = __atomic_load_n(&h->serving, __ATOMIC_ACQUIRE);
+
+	if (pid != w->pid || beat != w->beat) {	/* a successor, or it runs */
+		if (pid != w->pid)
+			w->deadline = now + MBOX_TIMEOUT_MS * 1000000ull;
+		w->pid = pid;
+		w->beat = beat;
+		w->beat_ns = now;
+		w->away_ns = 0;
+	}
+	if (!serving && !__atomic_load_n(&h->left, __ATOMIC_ACQUIRE))
+		return stopped(cl);
+	if (!serving || (pid > 0 &&	/* a pid means something on its own kernel only */
+			 !sio_fabric_proc_alive(cl->f, __atomic_load_n(&h->mgr_node,
+								  __ATOMIC_RELAXED), pid))) {
+		if (!w->away_ns)
+			w->away_ns = now;
+		if (now - w->away_ns > wait_ns)
+			return sio_err_set(ENOTCONN, "the NVMe manager (pid %d) %s and no manager "
+					   "took over within %u ms ($SMARTIO_NVME_RESTART_MS)",
+					   (int)pid, serving ? "has died" : "has stopped",
+					   cl->restart_ms);
+		w->deadline = now + MBOX_TIMEOUT_MS * 1000000ull;
+		return 0;
+	}
+	if (now - w->beat_ns > (wait_ns > 1000000000ull ? wait_ns : 1000000000ull))
+		return sio_err_set(ETIMEDOUT, "the NVMe manager (pid %d) has not run for %llu ms: "
+				   "it is stopped (SIGSTOP) or stuck ($SMARTIO_NVME_RESTART_MS)",
+				   (int)pid, (unsigned long long)((now - w->beat_ns) / 1000000));
+	if (__atomic_load_n(&h->resets, __ATOMIC_ACQUIRE) & 1) {
+		if (!w->reset_ns)
+			w->reset_ns = now;
+		if (now - w->reset_ns > reset_bound_ns(cl))
+			return sio_err_set(ETIMEDOUT, "the NVMe manager has been resetting the "
+					   "controller for over %llu ms",
+					   (unsigned long long)(reset_bound_ns(cl) / 1000000));
+		w->deadline = now + MBOX_TIMEOUT_MS * 1000000ull;
+	} else {
+		w->reset_ns = 0;
+	}
+	if (now > w->deadline)
+		return sio_err_set(ETIMEDOUT, "the NVMe manager did not answer within %u ms",
+				   MBOX_TIMEOUT_MS);
+	return 0;
+}
+
+/* Wait for the answer in our slot: the mailbox outlives a manager, and a
+ * successor that takes over (writing its pid in the header) answers what
+ * is waiting. */
 static int await(struct sio_nvme_client *cl, struct sio_nvme_mbox_slot *sl)
 {
-	uint64_t now = sio_nvme_now_ns(), deadline = now + MBOX_TIMEOUT_MS * 1000000ull;
-	uint64_t dead_since = 0;
-	uint32_t st, wait_ms = restart_wait_ms();
-	int32_t pid;
+	uint64_t now = sio_nvme_now_ns();
+	struct mgr_watch w = { .pid = cl->mgr_pid, .beat = cl->mb->h.heartbeat, .beat_ns = now,
+			       .deadline = now + MBOX_TIMEOUT_MS * 1000000ull };
+	uint32_t st;
+	int ret;
 
 	for (;;) {
 		st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
 		if (st == SIO_MBOX_RESP)
 			return 0;
-		if (!__atomic_load_n(&cl->mb->h.serving, __ATOMIC_ACQUIRE))
-			return stopped(cl);
-		now = sio_nvme_now_ns();
-		pid = __atomic_load_n(&cl->mb->h.mgr_pid, __ATOMIC_ACQUIRE);
-		if (pid != cl->mgr_pid) {
-			/* A successor took over: it serves what waits. */
-			cl->mgr_pid = pid;
-			dead_since = 0;
-			deadline = now + MBOX_TIMEOUT_MS * 1000000ull;
-		} else if (pid > 0 &&	/* a pid means something on its own kernel only */
-			   !sio_fabric_proc_alive(cl->f, __atomic_load_n(&cl->mb->h.mgr_node,
-									 __ATOMIC_RELAXED), pid)) {
-			if (!dead_since)
-				dead_since = now;
-			if (now - dead_since > wait_ms * 1000000ull)
-				return sio_err_set(ENOTCONN, "the NVMe manager (pid %d) has died "
-						   "and no manager took over within %u ms "
-						   "($SMARTIO_NVME_RESTART_MS)", (int)pid,
-						   wait_ms);
-			deadline = now + MBOX_TIMEOUT_MS * 1000000ull;
-		}
-		if (now > deadline)
-			return sio_err_set(ETIMEDOUT, "the NVMe manager did not answer "
-					   "within %u ms", MBOX_TIMEOUT_MS);
-		sio_segment_wait(cl->mseg, sio_nvme_mbox_slot_off(cl->slot, offsetof(struct sio_nvme_mbox_slot, state)), st, dead_since ? 20000000ull : 100000000ull);
+		ret = watch(cl, &w, sio_nvme_now_ns());
+		if (ret)
+			return ret;
+		cl->mgr_pid = w.pid;
+		sio_segment_wait(cl->mseg, sio_nvme_mbox_slot_off(cl->slot,
+			offsetof(struct sio_nvme_mbox_slot, state)), st,
+			w.away_ns ? 20000000ull : 100000000ull);
 	}
 }
 
@@ -172,7 +235,6 @@ static int find_mailbox(struct sio_nvme_client *cl)
 		cl->mb = mb;
 		cl->mgr_node = order[i];
 		cl->mgr_pid = mb->h.mgr_pid;
-		cl->resets = __atomic_load_n(&mb->h.resets, __ATOMIC_ACQUIRE);
 		return 0;
 	}
 	return sio_err_set(ENOENT, "no NVMe manager serves device %u on fabric '%s' "
@@ -354,7 +416,15 @@ int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_
 	cl->f = f;
 	cl->slot = -1;
 	pthread_mutex_init(&cl->lock, NULL);
-	ret = sio_nvme_find_device(f, device, &cl->dinfo);
+	ret = sio_nvme_env_u32("SMARTIO_NVME_RESTART_MS", RESTART_WAIT_MS, RESTART_WAIT_MAX,
+			       "milliseconds a request waits for a manager to take over",
+			       &cl->restart_ms);
+	if (!ret)
+		ret = sio_nvme_env_u32("SMARTIO_NVME_ARENA_MB", SIO_NVME_ARENA_MB,
+				       SIO_NVME_ARENA_MAX_MB, "MiB of the client's arena; 0 "
+				       "turns it off", &cl->arena_mb);
+	if (!ret)
+		ret = sio_nvme_find_device(f, device, &cl->dinfo);
 	if (!ret)
 		ret = borrow(cl);
 	if (!ret)

@@ -55,7 +55,7 @@ struct sio_nvme_ctrl {
 	uint16_t adm_cids[SIO_NVME_ADMIN_DEPTH];
 	uint64_t adm_cookies[SIO_NVME_ADMIN_DEPTH];
 	uint8_t adm_busy[SIO_NVME_ADMIN_DEPTH];
-	bool admin_broken;
+	bool admin_broken;	/* an admin command timed out: a reset is due */
 	bool enabled;
 	bool gone;		/* its device left the fabric (sio_nvme_ctrl_gone()) */
 	struct sio_nvme_dbbuf dbbuf;	/* shadow doorbells, when configured */
@@ -64,6 +64,10 @@ struct sio_nvme_ctrl {
 	uint32_t naen;
 	struct sio_nvme_ctrl_info info;
 	struct nvme_id_ctrl id;
+	struct sio_nvme_ctrl_opts opts;	/* as brought up: a reset does the same */
+	uint32_t adm_id;
+	int (*tick)(void *);		/* called while waiting (sio_nvme_ctrl_set_tick()) */
+	void *tick_arg;
 };
 
 int sio_nvme_ctrl_info(const struct sio_nvme_ctrl *c, struct sio_nvme_ctrl_info *out)
@@ -125,6 +129,7 @@ static int wait_ready(struct sio_nvme_ctrl *c, uint32_t rdy)
 	uint64_t deadline = sio_nvme_now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
 	struct sio_backoff b;
 	uint32_t csts;
+	int ret;
 
 	sio_nvme_backoff_init(&b, 1000000);
 	for (;;) {
@@ -142,6 +147,8 @@ static int wait_ready(struct sio_nvme_ctrl *c, uint32_t rdy)
 			return sio_err_set(ETIMEDOUT, "controller did not %s within "
 					   "CAP.TO (%u ms)", rdy ? "become ready" :
 					   "finish reset", c->info.timeout_ms);
+		if (c->tick && (ret = c->tick(c->tick_arg)))
+			return ret;
 		sio_backoff_wait(&b);
 	}
 }
@@ -273,6 +280,16 @@ static void keep_pos(struct sio_nvme_ctrl *c, uint32_t inflight)
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 }
 
+/* Tell the controller where the host sees its CMB (CBA) and enable memory
+ * space: without CMSE a controller such as QEMU's does not treat queue
+ * addresses in the CMB as its own. */
+static void cmb_set(struct sio_nvme_ctrl *c)
+{
+	sio_nvme_wr64(c->regs, NVME_REG_CMBMSC,
+		      NVME_SET(c->info.cmb.bus >> NVME_CMBMSC_CBA_SHIFT, CMBMSC_CBA) |
+		      NVME_SET(1, CMBMSC_CRE) | NVME_SET(1, CMBMSC_CMSE));
+}
+
 static int enable_cmb(struct sio_nvme_ctrl *c)
 {
 	struct sio_nvme_cmb *m = &c->info.cmb;
@@ -316,12 +333,7 @@ static int enable_cmb(struct sio_nvme_ctrl *c)
 				    m->bar);
 	}
 	m->bus = bus + m->offset;
-	/* Tell the controller where the host sees its CMB (CBA) and enable
-	 * memory space: without CMSE a controller such as QEMU's does not
-	 * treat queue addresses in the CMB as its own. */
-	sio_nvme_wr64(c->regs, NVME_REG_CMBMSC,
-		      NVME_SET(m->bus >> NVME_CMBMSC_CBA_SHIFT, CMBMSC_CBA) |
-		      NVME_SET(1, CMBMSC_CRE) | NVME_SET(1, CMBMSC_CMSE));
+	cmb_set(c);
 	return 0;
 }
 
@@ -680,6 +692,8 @@ static int ctrl_enable(struct sio_nvme_ctrl *c, const struct sio_nvme_ctrl_opts 
 	return 0;
 }
 
+static void keep_dbbuf(struct sio_nvme_ctrl *c);
+
 /* Doorbell Buffer Config where the controller has it and it pays. Not
  * where BAR0 is confined (DSTRD >= 10): one buffer serves every queue. */
 static int init_dbbuf(struct sio_nvme_ctrl *c, const struct sio_nvme_ctrl_opts *o,
@@ -694,11 +708,17 @@ static int init_dbbuf(struct sio_nvme_ctrl *c, const struct sio_nvme_ctrl_opts *
 	if (ret)
 		return ret;
 	c->info.dbbuf = true;
-	if (c->keep) {
-		c->keep->dbbuf_size = c->dbbuf.size;
-		__atomic_store_n(&c->keep->dbbuf_bus, c->dbbuf.bus, __ATOMIC_RELEASE);
-	}
+	keep_dbbuf(c);
 	return 0;
+}
+
+/* Where the shadow doorbells are, for a successor (sio_nvme_dbbuf_adopt()). */
+static void keep_dbbuf(struct sio_nvme_ctrl *c)
+{
+	if (!c->keep)
+		return;
+	c->keep->dbbuf_size = c->dbbuf.size;
+	__atomic_store_n(&c->keep->dbbuf_bus, c->dbbuf.bus, __ATOMIC_RELEASE);
 }
 
 /* From reset to serving: the admin segment made anew (@adm_id kept, or 0). */
@@ -707,6 +727,8 @@ static int bring_up(struct sio_nvme_ctrl *c, const struct sio_nvme_ctrl_opts *o,
 {
 	int ret;
 
+	c->opts = *o;
+	c->adm_id = adm_id;
 	ret = ctrl_disable(c);
 	if (!ret)
 		ret = alloc_admin(c, adm_id, true);
@@ -759,6 +781,85 @@ int sio_nvme_ctrl_open_kept(struct sio_device *dev, const struct sio_nvme_ctrl_o
 	}
 	*out = c;
 	return 0;
+}
+
+/*
+ * Reset in place, as Linux's nvme_reset_work(): disable, the admin queue
+ * anew over the same memory, enable, identify and ask for queues, the CMB
+ * and the shadow doorbells where they were. Every I/O queue is gone after.
+ */
+int sio_nvme_ctrl_reset(struct sio_nvme_ctrl *c)
+{
+	int ret;
+
+	if (c->gone)
+		return sio_err_set(ENODEV, "controller (device %u) is gone: its lender or "
+				   "device model left the fabric", sio_device_id(c->dev));
+	/* No successor adopts a controller half reset. */
+	if (c->keep)
+		__atomic_store_n(&c->keep->magic, 0, __ATOMIC_RELEASE);
+	c->enabled = false;
+	c->admin_broken = true;		/* until it is enabled again */
+	c->aer_armed = c->naen = 0;
+	ret = ctrl_disable(c);
+	if (!ret) {
+		memset(c->adm_va, 0, ADM_SEG_SIZE);
+		ret = configure_adminq(c);
+	}
+	if (!ret)
+		ret = ctrl_enable(c, &c->opts);
+	if (ret)
+		return ret;
+	c->admin_broken = false;
+	ret = identify_and_queues(c, &c->opts);
+	if (!ret && c->info.cmb.size)
+		cmb_set(c);
+	if (!ret && c->info.dbbuf) {
+		ret = sio_nvme_dbbuf_config(c, &c->dbbuf);
+		keep_dbbuf(c);
+	}
+	return ret;
+}
+
+int sio_nvme_ctrl_health(struct sio_nvme_ctrl *c)
+{
+	uint32_t cc, csts;
+	int ret = sio_nvme_ctrl_check(c);
+
+	if (ret || c->gone)
+		return ret ? ret : sio_err_set(ENODEV, "controller (device %u) is gone",
+					       sio_device_id(c->dev));
+	if (c->admin_broken)
+		return sio_err_set(ETIMEDOUT, "an admin command got no completion");
+	cc = sio_nvme_rd32(c->regs, NVME_REG_CC);
+	csts = sio_nvme_rd32(c->regs, NVME_REG_CSTS);
+	if (c->enabled && (!NVME_CC_EN(cc) || !NVME_CSTS_RDY(csts) || NVME_CC_SHN(cc)))
+		return sio_err_set(ESTALE, "the controller is no longer enabled and ready "
+				   "(CC 0x%08x, CSTS 0x%08x): something else disabled or shut it "
+				   "down", cc, csts);
+	return 0;
+}
+
+void sio_nvme_ctrl_set_tick(struct sio_nvme_ctrl *c, int (*tick)(void *), void *arg)
+{
+	c->tick = tick;
+	c->tick_arg = arg;
+}
+
+void sio_nvme_ctrl_leave(struct sio_nvme_ctrl *c)
+{
+	if (!c)
+		return;
+	/* mapped for the device by our borrow, which goes with it */
+	if (c->dbbuf.seg)
+		sio_segment_leave(c->dbbuf.seg);
+	if (c->keep)
+		sio_segment_leave(c->adm_seg);
+	else
+		sio_segment_close(c->adm_seg);
+	if (c->bar0)
+		sio_segment_unmap(c->bar0);
+	free(c);
 }
 
 void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c)
@@ -819,8 +920,8 @@ int sio_nvme_ctrl_admin_many(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd 
 		return sio_err_set(ENODEV, "controller (device %u) is gone: its lender or "
 				   "device model left the fabric", sio_device_id(c->dev));
 	if (c->admin_broken)
-		return sio_err_set(EIO, "admin queue unusable after an earlier timeout; "
-				   "reset the controller");
+		return sio_err_set(EIO, "the admin queue of device %u is unusable after a "
+				   "timeout until the controller is reset", sio_device_id(c->dev));
 	if (!n || n >= SIO_NVME_ADMIN_DEPTH)
 		return sio_err_set(EINVAL, "%u admin commands at once (1..%u)", n,
 				   SIO_NVME_ADMIN_DEPTH - 1);
@@ -864,6 +965,8 @@ int sio_nvme_ctrl_admin_many(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd 
 			return sio_err_set(ETIMEDOUT, "admin command 0x%02x got no "
 					   "completion within %u ms", cmds[0].opcode, timeout_ms);
 		}
+		if (c->tick && (ret = c->tick(c->tick_arg)))
+			return ret;
 		sio_backoff_wait(&b);
 	}
 	return 0;

@@ -67,25 +67,34 @@ static int dbbuf_seg(struct sio_nvme_ctrl *c, struct sio_nvme_dbbuf *d, uint32_t
  */
 int sio_nvme_dbbuf_open(struct sio_nvme_ctrl *c, struct sio_nvme_dbbuf *d, uint32_t kept_id)
 {
-	struct sio_nvme_cmd cmd;
 	int ret;
 
 	ret = dbbuf_seg(c, d, kept_id);
+	if (!ret)
+		ret = sio_nvme_dbbuf_config(c, d);
 	if (ret)
-		goto fail;
+		sio_nvme_dbbuf_close(sio_nvme_ctrl_device(c), d);
+	return ret;
+}
+
+/**
+ * sio_nvme_dbbuf_config() - give the controller the buffers, zeroed (after
+ *	a reset too: it forgets them)
+ * @c: controller, enabled
+ * @d: the buffers
+ * Return: 0, or -errno with the error set.
+ */
+int sio_nvme_dbbuf_config(struct sio_nvme_ctrl *c, struct sio_nvme_dbbuf *d)
+{
+	struct sio_nvme_cmd cmd;
+	int ret;
+
 	memset(d->va, 0, 2ull * d->size);
 	sio_nvme_cmd_init(&cmd, nvme_admin_dbbuf, 0);
 	cmd.prp1 = d->bus;
 	cmd.prp2 = d->bus + d->size;
 	ret = sio_nvme_ctrl_admin(c, &cmd, NULL, 0);
-	if (ret) {
-		ret = sio_err_wrap(-ret, "Doorbell Buffer Config");
-		goto fail;
-	}
-	return 0;
-fail:
-	sio_nvme_dbbuf_close(sio_nvme_ctrl_device(c), d);
-	return ret;
+	return ret ? sio_err_wrap(-ret, "Doorbell Buffer Config") : 0;
 }
 
 /**

@@ -332,18 +332,23 @@ static void finish(struct sio_nvme_ioq *q, uint32_t ridx, int err, uint16_t stat
 		cb(arg, err, status);
 }
 
-/* No progress for too long: end everything in flight and fail the queue. */
+void sio_nvme_ioq_end(struct sio_nvme_ioq *q, uint32_t ridx, int err, uint16_t status)
+{
+	finish(q, ridx, err, status);
+}
+
+/* No progress for too long, and no recovery: fail the queue, saying why. */
 int sio_nvme_ioq_fail(struct sio_nvme_ioq *q)
 {
 	uint32_t csts = __atomic_load_n((volatile uint32_t *)(q->cl->regs + NVME_REG_CSTS),
 					__ATOMIC_ACQUIRE);
-	uint32_t cid, i;
-	int err, p;
+	struct sio_device_info di;
+	int err;
 
-	if (__atomic_load_n(&q->cl->mb->h.resets, __ATOMIC_ACQUIRE) != q->cl->resets)
-		err = sio_err_set(ECONNRESET, "queue %u: the NVMe manager reset the controller "
-				  "(after a fatal status): this queue pair is gone; close the "
-				  "client and open it again", q->qp[0].q.qid);
+	if (sio_device_info(q->cl->dev, &di) == -ENODEV)
+		err = sio_err_set(ENODEV, "queue %u: device %u is gone: its lender, node %d, "
+				  "has left the fabric", q->qp[0].q.qid, q->cl->dinfo.id,
+				  q->cl->dinfo.lender);
 	else if (csts == 0xffffffffu)
 		err = sio_err_set(ENODEV, "queue %u: controller registers read all ones "
 				  "(device gone or link down)", q->qp[0].q.qid);
@@ -356,6 +361,14 @@ int sio_nvme_ioq_fail(struct sio_nvme_ioq *q)
 		err = sio_err_set(ETIMEDOUT, "queue %u: %u command(s) got no completion "
 				  "within %u ms%s", q->qp[0].q.qid, sio_nvme_ioq_inflight(q),
 				  q->cl->timeout_ms, q->mp ? " on either path" : "");
+	return sio_nvme_ioq_fail_with(q, err);
+}
+
+int sio_nvme_ioq_fail_with(struct sio_nvme_ioq *q, int err)
+{
+	uint32_t cid, i;
+	int p;
+
 	q->failed = err;
 	for (p = 0; p < 2; p++) {
 		struct qpair *qp = &q->qp[p];
@@ -451,12 +464,15 @@ int sio_nvme_ioq_poll(struct sio_nvme_ioq *q, uint32_t max)
 	}
 	if (!sio_nvme_queue_inflight(&q->qp[0].q) || (++q->empty_polls & 255))
 		return 0;
-	/* Only a queue that looks stuck reads the clock. */
+	/* Only a queue that looks stuck reads the clock, and the reset count:
+	 * a queue pair a reset took, or that timed out, is made again. */
+	if (sio_nvme_reset_moved(q))
+		return sio_nvme_ioq_recover(q, false);
 	now = sio_nvme_now_ns();
 	if (!q->stall_since)
 		q->stall_since = now;
 	else if (now - q->stall_since > (uint64_t)q->cl->timeout_ms * 1000000ull)
-		return sio_nvme_ioq_fail(q);
+		return sio_nvme_ioq_recover(q, true);
 	return 0;
 }
 

@@ -565,6 +565,8 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 	if (ret)
 		goto fail;
 	q->act = &q->qp[0];
+	/* a reset under way when it was made (odd) took it too */
+	q->resets_seen = sio_nvme_resets(cl) & ~1u;
 	q->seen_gen = __atomic_load_n(&cl->link_gen, __ATOMIC_ACQUIRE);
 	sio_nvme_stats_attach(q);
 	q->next = cl->queues;
@@ -664,6 +666,7 @@ int sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *ou
 	out->sgl_cmds = q->sgl_cmds;
 	out->shadow_doorbells = q->qp[0].q.sq_ei != NULL;	/* rings as EventIdx says */
 	out->db_writes = q->qp[0].q.db_writes + q->qp[1].q.db_writes;
+	out->recoveries = q->recoveries;
 	return 0;
 }
 

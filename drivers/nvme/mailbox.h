@@ -38,7 +38,8 @@ enum sio_nvme_mbox_state {
 
 enum sio_nvme_mbox_op {
 	SIO_MBOX_OP_HELLO = 1,	/* check the manager is serving */
-	SIO_MBOX_OP_CREATE_QP,	/* qsize, bus1 = SQ, bus2 = CQ, cdw10 = prio */
+	SIO_MBOX_OP_CREATE_QP,	/* qsize, bus1 = SQ, bus2 = CQ, cdw10 = prio; qid 0, or
+				 * the slot's own that a reset took: made again */
 	SIO_MBOX_OP_DELETE_QP,	/* qid */
 	SIO_MBOX_OP_IDENTIFY,	/* cdw10 = CNS, nsid, bus1 = 4 KiB */
 	SIO_MBOX_OP_GET_LOG,	/* cdw10 = LID, nsid, bus1, len */
@@ -46,6 +47,8 @@ enum sio_nvme_mbox_op {
 	SIO_MBOX_OP_CMB_ALLOC,	/* len: bytes of the CMB, answer in value */
 	SIO_MBOX_OP_CMB_FREE,	/* value: offset returned by CMB_ALLOC */
 	SIO_MBOX_OP_BYE,	/* release everything the slot holds */
+	SIO_MBOX_OP_RESET_QP,	/* qid timed out: deleted in the controller (what it
+				 * holds ends), kept for its owner to create again */
 	SIO_MBOX_OP_MAX,
 };
 
@@ -164,11 +167,18 @@ struct sio_nvme_mbox_hdr {
 	/* Failover: the mailbox outlives a manager's crash (SIO_SEG_F_KEEP)
 	 * and its successor takes it over, writing mgr_pid anew. */
 	uint32_t epoch;		/* bumped by each manager that takes over */
-	uint32_t resets;	/* bumped when a manager had to reset the controller
-				 * under running clients: their queues are gone */
+	uint32_t resets;	/* moved when a manager reset the controller under
+				 * running clients: their queues are gone, to be made
+				 * again; odd while the reset is under way */
 	struct sio_nvme_mbox_dbbuf dbbuf;
 	struct sio_nvme_mbox_events events;
+	uint32_t left;		/* with serving 0: the manager stopped and left the
+				 * clients' queue pairs running for a successor */
 };
+
+/* Tries a manager makes to reset a controller before it gives up; each
+ * waits CAP.TO at most to disable, and to enable it. */
+#define SIO_NVME_RESET_TRIES	3
 
 _Static_assert(offsetof(struct sio_nvme_mbox_hdr, ctrl) == 40, "mailbox header layout");
 

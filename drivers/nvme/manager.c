@@ -28,7 +28,9 @@ struct cmb_alloc {
 	uint64_t off, size;
 };
 
-enum { PEND_NONE, PEND_CREATE, PEND_DELETE };
+/* PEND_GONE: owned, but not in the controller (a reset took it): kept for
+ * its owner to create again with the same id, and no one else's meanwhile. */
+enum { PEND_NONE, PEND_CREATE, PEND_DELETE, PEND_GONE };
 
 /*
  * The manager's tables, in a kept segment on the lender's node (priv.h)
@@ -41,7 +43,7 @@ struct mgr_state {
 	uint32_t io_queues;
 	/* Per qid, a queue pair being created or deleted (PEND_*): after a
 	 * crash its fate in the controller is unknown, and the successor
-	 * deletes it to be sure. */
+	 * deletes it to be sure; or one a reset took (PEND_GONE). */
 	uint8_t pend[STATE_QIDS + 1];
 	int32_t qowner[STATE_QIDS + 1];	/* per qid: owning slot or -1 */
 	int32_t qpid[STATE_QIDS + 1];	/* per qid: owner's pid when created */
@@ -69,7 +71,7 @@ struct sio_nvme_manager {
 	bool published;		/* serving: the mailbox is ours to close */
 	bool adopted;		/* took over from a crashed manager */
 	uint32_t last_doorbell;
-	uint64_t last_reap, last_pidcheck;
+	uint64_t last_reap, last_pidcheck, last_look;
 	FILE *log;
 	bool dev_gone;		/* the controller was unregistered */
 	struct sio_nvme_manager_stats st;
@@ -107,6 +109,34 @@ int sio_nvme_manager_stats(const struct sio_nvme_manager *m,
 	return 0;
 }
 
+/* The mailbox's reset count: odd while a reset is under way, so clients
+ * wait for it to end before they create their queue pairs again. */
+static void reset_mark(struct sio_nvme_manager *m, bool underway)
+{
+	uint32_t r = __atomic_load_n(&m->mb->h.resets, __ATOMIC_ACQUIRE);
+
+	if ((r & 1) != underway)
+		__atomic_store_n(&m->mb->h.resets, r + 1, __ATOMIC_RELEASE);
+}
+
+/* What a reset took: every queue pair, each kept for its owner to create
+ * again with the same id (and doorbell pages); none beyond the controller's
+ * new count. */
+static void state_queues_gone(struct sio_nvme_manager *m)
+{
+	for (uint32_t q = 1; q <= STATE_QIDS; q++) {
+		uint8_t p = m->state->pend[q];
+
+		/* one half made or deleted when a manager died was no one's yet */
+		if (m->qowner[q] >= 0 && (q > m->ci->io_queues || p == PEND_CREATE ||
+					  p == PEND_DELETE))
+			m->qowner[q] = -1;
+		m->state->pend[q] = m->qowner[q] >= 0 ? PEND_GONE : PEND_NONE;
+	}
+	m->state->io_queues = m->ci->io_queues;
+	m->st.queues = 0;
+}
+
 /* Open the mailbox. @clients: slots of running clients stay (a take-over);
  * otherwise it starts empty. */
 static void publish(struct sio_nvme_manager *m, bool clients)
@@ -128,6 +158,8 @@ static void publish(struct sio_nvme_manager *m, bool clients)
 	/* adopted: the same buffers, which running clients use already */
 	sio_nvme_dbbuf_publish(&h->dbbuf, sio_nvme_ctrl_dbbuf(m->ctrl));
 	h->epoch++;
+	reset_mark(m, false);	/* one a predecessor left under way is over */
+	__atomic_store_n(&h->left, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&h->mgr_pid, getpid(), __ATOMIC_RELEASE);
 	__atomic_store_n(&h->serving, 1, __ATOMIC_RELEASE);
 	/* The magic goes last: a client that sees it sees a whole header. */
@@ -225,7 +257,7 @@ static void take_over(struct sio_nvme_manager *m)
 	int s;
 
 	for (qid = 1; qid <= m->ci->io_queues; qid++) {
-		if (!m->state->pend[qid])
+		if (!m->state->pend[qid] || m->state->pend[qid] == PEND_GONE)
 			continue;
 		sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)qid);
 		m->qowner[qid] = -1;
@@ -238,9 +270,11 @@ static void take_over(struct sio_nvme_manager *m)
 			continue;
 		if (m->qowner[qid] >= SIO_NVME_MBOX_SLOTS) {
 			m->qowner[qid] = -1;	/* not a slot: nobody's */
+			m->state->pend[qid] = PEND_NONE;
 			continue;
 		}
-		m->st.queues++;
+		if (m->state->pend[qid] != PEND_GONE)
+			m->st.queues++;
 		memset(&r, 0, sizeof(r));
 		if (m->confined && m->dbpid[qid] && grant_doorbells(m, qid, m->dbpid[qid], &r))
 			mlog(m, "%s", r.msg);
@@ -273,6 +307,38 @@ static void take_over(struct sio_nvme_manager *m)
  * segments, bring the controller up (adopted as it runs, or reset), then
  * go live: tables, BAR0 confined, the mailbox published, events armed.
  */
+
+/* Whether the fabric and the device are still there: 0, or -ENODEV (the
+ * device left; its model may have cleared its registers as it did) or
+ * the fabric's error. */
+static int still_there(struct sio_nvme_manager *m)
+{
+	struct sio_device_info di;
+	int ret = sio_fabric_alive(m->f);
+
+	if (ret)
+		return ret;
+	if (sio_device_info(m->dev, &di) == -ENODEV) {
+		m->dev_gone = true;
+		return sio_err_set(ENODEV, "device %u is gone: its lender, node %d, has left "
+				   "the fabric", m->dinfo.id, m->dinfo.lender);
+	}
+	return 0;
+}
+
+/* The controller driver waits (admin commands, CSTS.RDY): we still live. */
+static int mgr_tick(void *arg)
+{
+	struct sio_nvme_manager *m = arg;
+	uint64_t now = sio_nvme_now_ns();
+
+	__atomic_fetch_add(&m->mb->h.heartbeat, 1, __ATOMIC_RELAXED);
+	/* no waiting out CAP.TO for a device that left, or a fabric destroyed */
+	if (now - m->last_look < 100000000ull)
+		return 0;
+	m->last_look = now;
+	return still_there(m);
+}
 
 static struct sio_nvme_manager *mgr_new(struct sio_fabric *f,
 					const struct sio_nvme_manager_opts *opts)
@@ -339,9 +405,9 @@ static int mgr_ctrl_up(struct sio_nvme_manager *m, bool shared)
 	}
 	if (ret != -ESTALE && ret != -EIO)
 		return ret;
-	mlog(m, "%s: resetting device %u; its %d client(s) must reconnect",
+	mlog(m, "%s: resetting device %u; its %d client(s) create their queue pairs again",
 	     sio_errmsg(), m->dinfo.id, m->dinfo.borrowers);
-	__atomic_fetch_add(&m->mb->h.resets, 1, __ATOMIC_ACQ_REL);
+	reset_mark(m, true);
 	return sio_nvme_ctrl_open_kept(m->dev, &m->co, adm, NULL, &m->ctrl);
 }
 
@@ -351,8 +417,11 @@ static int mgr_go_live(struct sio_nvme_manager *m, bool shared)
 	int ret;
 
 	m->ci = sio_nvme_ctrl_ci(m->ctrl);
-	if (!m->adopted)
-		state_reset(m, shared);
+	sio_nvme_ctrl_set_tick(m->ctrl, mgr_tick, m);
+	if (!m->adopted && shared)
+		state_queues_gone(m);	/* reset under running clients */
+	else if (!m->adopted)
+		state_reset(m, false);
 	/* Exclusive, so no one maps BAR0 unconfined; on a take-over, at once. */
 	ret = confine(m);
 	if (ret)
@@ -439,6 +508,28 @@ static void revoke_doorbells(struct sio_nvme_manager *m, uint32_t qid)
 		     (int)m->dbpid[qid], sio_errmsg());
 }
 
+/* Delete queue pair @q in the controller (unless a reset took it) and
+ * take it from its owner. Return: the controller's answer (its message
+ * set, not a revocation's). */
+static int qpair_drop(struct sio_nvme_manager *m, uint32_t q)
+{
+	bool gone = m->state->pend[q] == PEND_GONE;
+	struct sio_errsave es;
+	int ret = 0;
+
+	m->state->pend[q] = PEND_DELETE;
+	if (!gone)
+		ret = sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)q);
+	sio_err_save(&es);
+	revoke_doorbells(m, q);
+	sio_err_restore(&es);
+	m->qowner[q] = -1;
+	m->state->pend[q] = PEND_NONE;
+	if (!gone && m->st.queues)
+		m->st.queues--;
+	return ret;
+}
+
 /* Delete what a slot holds: its queues and its CMB ranges. */
 static int release_slot(struct sio_nvme_manager *m, int s)
 {
@@ -448,13 +539,7 @@ static int release_slot(struct sio_nvme_manager *m, int s)
 	for (q = 1; q <= m->ci->io_queues; q++) {
 		if (m->qowner[q] != s)
 			continue;
-		m->state->pend[q] = PEND_DELETE;
-		sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)q);
-		revoke_doorbells(m, q);
-		m->qowner[q] = -1;
-		m->state->pend[q] = PEND_NONE;
-		if (m->st.queues)
-			m->st.queues--;
+		qpair_drop(m, q);
 		n++;
 	}
 	for (i = 0; i < CMB_MAX_ALLOCS; i++)
@@ -558,6 +643,14 @@ static int from_ctrl(struct sio_nvme_manager *m, struct sio_nvme_mbox_resp *r, i
 	snprintf(r->msg, sizeof(r->msg), "%s", sio_errmsg());
 	r->err = ret;
 	m->st.refused++;
+	/* The admin queue timed out: the controller is reset before the next
+	 * request (check_ctrl()), which the client makes again. */
+	if (ret == -ETIMEDOUT && sio_nvme_ctrl_health(m->ctrl) == -ETIMEDOUT) {
+		snprintf(r->msg, sizeof(r->msg), "the controller timed out and is being "
+			 "reset: ask again");
+		r->err = ret = -EAGAIN;
+		r->flags |= SIO_MBOX_RESP_RETRY;
+	}
 	return ret;
 }
 
@@ -649,7 +742,28 @@ struct creating {
 	int32_t pid;
 	int ret;
 	bool drop_cq;		/* its SQ failed: its CQ is deleted */
+	bool again;		/* the slot's own, taken by a reset, made again */
 };
+
+/* A request to make again a queue pair of the slot's that a reset took:
+ * the same id, so its doorbell pages stay its own. Return: true when
+ * handled (reserved, or refused). */
+static bool create_again_check(struct sio_nvme_manager *m, struct creating *c)
+{
+	uint32_t qid = c->q.qid;
+
+	if (qid > m->ci->io_queues || m->qowner[qid] != c->s)
+		c->ret = refuse(m, &c->r, EPERM, "queue %u is not yours to create again", qid);
+	else if (m->state->pend[qid] != PEND_GONE)
+		c->ret = refuse(m, &c->r, EBUSY, "queue %u exists: only one a reset took is "
+				"created again", qid);
+	if (c->ret)
+		return true;
+	c->qid = qid;
+	c->again = true;
+	m->state->pend[qid] = PEND_CREATE;
+	return true;
+}
 
 /* Check a request and reserve a qid for it, or refuse it. */
 static void create_check(struct sio_nvme_manager *m, struct creating *c)
@@ -669,7 +783,7 @@ static void create_check(struct sio_nvme_manager *m, struct creating *c)
 		c->ret = refuse(m, &c->r, EINVAL, "SQ priority %u out of range 0..3", q->cdw10);
 	else if (m->confined && c->pid <= 0)
 		c->ret = refuse(m, &c->r, EINVAL, "mailbox slot %d names no process", c->s);
-	if (c->ret)
+	if (c->ret || (q->qid && create_again_check(m, c)))
 		return;
 	c->qid = pick_qid(m, c->pid, &held);
 	if (!c->qid && held)
@@ -747,23 +861,41 @@ static void create_many(struct sio_nvme_manager *m, struct creating *c, int n)
 			sio_nvme_cmd_delete_q(&cmd, nvme_admin_delete_cq, (uint16_t)c[i].qid);
 			sio_nvme_ctrl_admin(m->ctrl, &cmd, NULL, 0);
 		}
-		if (!c[i].ret && (c[i].ret = grant_doorbells(m, c[i].qid, c[i].pid, &c[i].r)))
+		/* made again: its doorbell pages were never taken back */
+		if (!c[i].ret && !(c[i].again && m->dbpid[c[i].qid] == c[i].pid) &&
+		    (c[i].ret = grant_doorbells(m, c[i].qid, c[i].pid, &c[i].r)))
 			sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)c[i].qid);
 		if (!c[i].qid)
 			continue;
-		if (c[i].ret) {
+		m->state->pend[c[i].qid] = PEND_NONE;
+		if (c[i].ret && c[i].again) {
+			m->state->pend[c[i].qid] = PEND_GONE;	/* still the slot's */
+		} else if (c[i].ret) {
 			m->qowner[c[i].qid] = -1;
 		} else {
 			m->qpid[c[i].qid] = c[i].pid;
 			m->st.queues++;
 			c[i].r.qid = (uint16_t)c[i].qid;
 		}
-		m->state->pend[c[i].qid] = PEND_NONE;
 	}
 }
 
 static int op_delete_qp(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox_req *q,
 			struct sio_nvme_mbox_resp *r)
+{
+	if (q->qid == 0 || q->qid > m->ci->io_queues)
+		return refuse(m, r, EINVAL, "queue id %u out of range 1..%u", q->qid,
+			      m->ci->io_queues);
+	if (m->qowner[q->qid] != s)
+		return refuse(m, r, EPERM, "queue %u is not yours", q->qid);
+	return from_ctrl(m, r, qpair_drop(m, q->qid), 0);
+}
+
+/* A client's queue pair timed out: deleted in the controller, which ends
+ * what it holds (or drops what it never fetched), and kept for its owner
+ * to create again over the same memory. */
+static int op_reset_qp(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox_req *q,
+		       struct sio_nvme_mbox_resp *r)
 {
 	int ret;
 
@@ -772,13 +904,16 @@ static int op_delete_qp(struct sio_nvme_manager *m, int s, const struct sio_nvme
 			      m->ci->io_queues);
 	if (m->qowner[q->qid] != s)
 		return refuse(m, r, EPERM, "queue %u is not yours", q->qid);
+	if (m->state->pend[q->qid] == PEND_GONE)
+		return 0;
 	m->state->pend[q->qid] = PEND_DELETE;
-	/* The controller's answer first: revoking may set a message of its own. */
 	ret = from_ctrl(m, r, sio_nvme_ctrl_delete_qpair(m->ctrl, q->qid), 0);
-	revoke_doorbells(m, q->qid);
-	m->qowner[q->qid] = -1;
-	m->state->pend[q->qid] = PEND_NONE;
-	m->st.queues--;
+	m->state->pend[q->qid] = PEND_GONE;
+	if (m->st.queues)
+		m->st.queues--;
+	mlog(m, "queue pair %u of pid %d (slot %d) timed out: deleted for its owner to "
+	     "create again%s%s", q->qid, (int)m->qpid[q->qid], s, ret ? ": " : "",
+	     ret ? r->msg : "");
 	return ret;
 }
 
@@ -963,6 +1098,9 @@ static void handle(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox
 	case SIO_MBOX_OP_DELETE_QP:
 		ret = op_delete_qp(m, s, &q, &r);
 		break;
+	case SIO_MBOX_OP_RESET_QP:
+		ret = op_reset_qp(m, s, &q, &r);
+		break;
 	case SIO_MBOX_OP_IDENTIFY:
 		ret = op_identify(m, &q, &r);
 		break;
@@ -993,38 +1131,72 @@ static void handle(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox
 	respond(m, s, q.op, ret, &r);
 }
 
-/*
- * The controller reported a fatal status (CSTS.CFS): reset it in place.
- * Every queue pair is gone with the reset; the clients learn it from the
- * mailbox's reset count (their I/O fails saying so) and reconnect.
- */
-static int reset_ctrl(struct sio_nvme_manager *m)
+/* Sleep @ms, the heartbeat going on (clients see a manager at work). */
+static void pause_beating(struct sio_nvme_manager *m, uint32_t ms)
 {
-	int ret;
-
-	mlog(m, "controller fatal status (CSTS.CFS): resetting device %u; its %u "
-	     "client(s) lose their queue pairs and must reconnect", m->dinfo.id,
-	     m->st.clients);
-	__atomic_fetch_add(&m->mb->h.resets, 1, __ATOMIC_ACQ_REL);
-	sio_nvme_ctrl_close(m->ctrl);
-	m->ci = NULL;
-	ret = sio_nvme_ctrl_open_kept(m->dev, &m->co, SIO_NVME_ADM_SEGID(m->dinfo.id), NULL,
-				      &m->ctrl);
-	if (ret) {
-		m->ctrl = NULL;
-		return sio_err_wrap(-ret, "cannot reset device %u after its fatal status",
-				    m->dinfo.id);
+	for (uint32_t i = 0; i < ms / 50; i++) {
+		__atomic_fetch_add(&m->mb->h.heartbeat, 1, __ATOMIC_RELAXED);
+		usleep(50000);
 	}
+}
+
+/*
+ * Reset the controller in place, as Linux's nvme_reset_work(): the admin
+ * queue anew, the same CMB and shadow doorbells. Every queue pair is gone;
+ * the clients learn it from the mailbox's reset count and create theirs
+ * again (recover.c), sending again what was in flight. A controller that
+ * does not come back within SIO_NVME_RESET_TRIES tries is given up.
+ */
+static int reset_ctrl(struct sio_nvme_manager *m, const char *why)
+{
+	int ret, tries;
+
+	mlog(m, "%s: resetting device %u; its %u client(s) create their queue pairs again",
+	     why, m->dinfo.id, m->st.clients);
+	reset_mark(m, true);
+	for (tries = 1;; tries++) {
+		ret = sio_nvme_ctrl_reset(m->ctrl);
+		if (!ret || ret == -ENODEV || tries == SIO_NVME_RESET_TRIES ||
+		    (ret = still_there(m)))
+			break;
+		mlog(m, "reset %d of %d failed: %s; trying again in %d s", tries,
+		     SIO_NVME_RESET_TRIES, sio_errmsg(), tries);
+		pause_beating(m, 1000u * (uint32_t)tries);
+	}
+	if (ret)
+		return sio_err_wrap(ret == -ENODEV ? ENODEV : EIO, "device %u did not come back "
+				    "after %d reset%s; restart the controller (its device model, "
+				    "or its host's device) and nvme-manager serves it again",
+				    m->dinfo.id, tries, tries == 1 ? "" : "s");
 	m->ci = sio_nvme_ctrl_ci(m->ctrl);
-	state_reset(m, true);
+	state_queues_gone(m);
 	sio_nvme_mbox_ctrl_pack(&m->mb->h.ctrl, m->ci);
 	sio_nvme_dbbuf_publish(&m->mb->h.dbbuf, sio_nvme_ctrl_dbbuf(m->ctrl));
 	if (sio_nvme_aer_start(m->ctrl))	/* the reset dropped the event requests */
 		mlog(m, "asynchronous events not served: %s", sio_errmsg());
-	m->st.queues = 0;
 	m->st.resets++;
-	mlog(m, "device %u is ready again after the reset", m->dinfo.id);
+	reset_mark(m, false);
+	mlog(m, "device %u is ready again after the reset%s", m->dinfo.id,
+	     tries > 1 ? " (more than one try)" : "");
 	return 0;
+}
+
+/* After the requests: reset a controller that failed, timed out or was
+ * disabled behind our back. Return: 0, or -errno when it is gone or does
+ * not come back. */
+static int check_ctrl(struct sio_nvme_manager *m)
+{
+	int ret = sio_nvme_ctrl_health(m->ctrl);
+	char why[200];
+
+	if (!ret || ret == -ENODEV)
+		return ret;
+	/* a model that left, or a fabric destroyed, reads as disabled too */
+	if ((ret = still_there(m)))
+		return ret;
+	snprintf(why, sizeof(why), "%s", ret == -EIO ? "controller fatal status (CSTS.CFS)" :
+		 sio_errmsg());
+	return reset_ctrl(m, why);
 }
 
 int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
@@ -1073,15 +1245,11 @@ int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
 	check_clients(m, sio_nvme_now_ns());
 	if (m->dev_gone) {
 		__atomic_store_n(&h->serving, 0, __ATOMIC_RELEASE);
-		return sio_err_set(ENODEV, "device %u is gone (its lender left the fabric)",
-				   m->dinfo.id);
+		return sio_err_set(ENODEV, "device %u is gone: its lender, node %d, has left "
+				   "the fabric", m->dinfo.id, m->dinfo.lender);
 	}
-	ret = sio_nvme_ctrl_check(m->ctrl);
-	if (ret == -EIO)
-		ret = reset_ctrl(m);
-	if (ret)
-		return ret;
-	return n;
+	ret = check_ctrl(m);
+	return ret ? ret : n;
 }
 
 int sio_nvme_manager_run(struct sio_nvme_manager *m, volatile sig_atomic_t *stop)
@@ -1099,14 +1267,57 @@ int sio_nvme_manager_run(struct sio_nvme_manager *m, volatile sig_atomic_t *stop
 	return 0;
 }
 
+/* Clients with a slot, whose queue pairs run on without us. */
+static uint32_t clients_running(const struct sio_nvme_manager *m)
+{
+	uint32_t n = 0;
+
+	for (int s = 0; s < SIO_NVME_MBOX_SLOTS; s++)
+		n += __atomic_load_n(&m->mb->slots[s].pid, __ATOMIC_ACQUIRE) > 0 &&
+		     __atomic_load_n(&m->mb->slots[s].state, __ATOMIC_ACQUIRE) != SIO_MBOX_FREE;
+	return n;
+}
+
+/*
+ * Stop with clients running: their queue pairs and the controller go on
+ * (the data path needs no manager), and the kept state stays whole for a
+ * successor, a --standby or the next manager started, which takes it over
+ * as after a crash. The mailbox says so: clients' requests wait for it
+ * ($SMARTIO_NVME_RESTART_MS), and their I/O does not stop.
+ */
+static void leave(struct sio_nvme_manager *m, uint32_t clients)
+{
+	if (m->published) {
+		mlog(m, "stopping with %u client(s) running: their queue pairs go on, and the "
+		     "next manager of device %u (--standby, or one started later) takes them "
+		     "over", clients, m->dinfo.id);
+		__atomic_store_n(&m->mb->h.left, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&m->mb->h.serving, 0, __ATOMIC_RELEASE);
+		for (int s = 0; s < SIO_NVME_MBOX_SLOTS; s++)	/* waiters see it at once */
+			if (m->mb->slots[s].pid)
+				sio_segment_notify(m->seg, sio_nvme_mbox_slot_off(s, 0));
+	}
+	sio_nvme_ctrl_leave(m->ctrl);
+	sio_segment_leave(m->state_seg);
+	sio_segment_leave(m->seg);
+	sio_device_close(m->dev);
+	free(m);
+}
+
 void sio_nvme_manager_close(struct sio_nvme_manager *m)
 {
+	uint32_t clients;
 	int s;
 
 	if (!m)
 		return;
 	if (m->dev_gone && m->ctrl)
 		sio_nvme_ctrl_gone(m->ctrl);
+	/* a take-over that failed leaves what it found, too */
+	if (m->mb && m->state && !m->dev_gone && (clients = clients_running(m))) {
+		leave(m, clients);
+		return;
+	}
 	if (m->mb && m->published) {
 		__atomic_store_n(&m->mb->h.serving, 0, __ATOMIC_RELEASE);
 		if (m->ctrl)

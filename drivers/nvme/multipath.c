@@ -214,6 +214,17 @@ static void mp_events(struct sio_nvme_ioq *q)
 	}
 }
 
+/* A controller reset took both queue pairs: what they held waits, and the
+ * paths whose links are up get theirs again (new ids). */
+int sio_nvme_mp_recover(struct sio_nvme_ioq *q)
+{
+	for (int p = 0; p < 2; p++)
+		path_down(q, &q->qp[p], false);
+	mp_evaluate(q);
+	return q->act ? 0 : sio_err_set(ENOTCONN, "neither path's queue pair could be made "
+					"again");
+}
+
 /* Poll of a multipath queue: events every few polls (a syscall that finds
  * nothing costs little), both queue pairs, waiting commands, and on a stall
  * a failover before the queue is failed. */
@@ -249,6 +260,8 @@ int sio_nvme_mp_poll(struct sio_nvme_ioq *q, uint32_t max)
 	}
 	if (!sio_nvme_ioq_inflight(q) || (++q->empty_polls & 255))
 		return 0;
+	if (sio_nvme_reset_moved(q))
+		return sio_nvme_ioq_recover(q, false);
 	now = sio_nvme_now_ns();
 	if (!q->act) {
 		if (now - q->down_since > (uint64_t)q->cl->timeout_ms * 1000000ull)

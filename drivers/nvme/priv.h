@@ -117,6 +117,31 @@ int sio_nvme_ctrl_open_kept(struct sio_device *dev, const struct sio_nvme_ctrl_o
 int sio_nvme_ctrl_admin_many(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmds,
 			     uint32_t n, struct sio_nvme_cpl *cpls, uint32_t timeout_ms);
 
+/*
+ * Reset the controller in place (disable, the admin queue anew, enable,
+ * identify, CMB and shadow doorbells as before): every I/O queue is gone.
+ * Return: 0, or -errno (-ETIMEDOUT: it did not disable or become ready
+ * within CAP.TO; -ENODEV: it is gone).
+ */
+int sio_nvme_ctrl_reset(struct sio_nvme_ctrl *c);
+
+/*
+ * Whether the controller serves: 0; -ENODEV (gone, or all ones), -EIO
+ * (CSTS.CFS), -ETIMEDOUT (an admin command timed out), -ESTALE (no longer
+ * enabled and ready: something else disabled it). All but -ENODEV call
+ * for sio_nvme_ctrl_reset().
+ */
+int sio_nvme_ctrl_health(struct sio_nvme_ctrl *c);
+
+/* Let go of the controller as it runs, no shutdown: its kept segments
+ * stay for a successor (a manager handing over). */
+void sio_nvme_ctrl_leave(struct sio_nvme_ctrl *c);
+
+/* @tick(@arg) is called now and then while the controller driver waits
+ * (admin completions, CSTS.RDY): a manager's heartbeat goes on; a non-zero
+ * return (-errno, its message set) ends the wait with it. */
+void sio_nvme_ctrl_set_tick(struct sio_nvme_ctrl *c, int (*tick)(void *), void *arg);
+
 /* Copy a space-padded identify string, cutting trailing blanks. */
 void sio_nvme_strcpy_id(char *dst, const char *src, size_t n);
 
@@ -132,6 +157,7 @@ struct sio_nvme_dbbuf {
 	uint32_t stride;
 };
 int sio_nvme_dbbuf_open(struct sio_nvme_ctrl *c, struct sio_nvme_dbbuf *d, uint32_t kept_id);
+int sio_nvme_dbbuf_config(struct sio_nvme_ctrl *c, struct sio_nvme_dbbuf *d);
 int sio_nvme_dbbuf_adopt(struct sio_nvme_ctrl *c, struct sio_nvme_dbbuf *d, uint32_t kept_id,
 			 uint64_t bus, uint32_t size);
 void sio_nvme_dbbuf_close(struct sio_device *dev, struct sio_nvme_dbbuf *d);

@@ -169,6 +169,16 @@ int sio_segment_info(const struct sio_segment *seg, struct sio_segment_info *out
 void sio_segment_close(struct sio_segment *seg);
 
 /**
+ * sio_segment_leave() - let go of a kept segment as a crash would
+ * @seg: a segment this process created with SIO_SEG_F_KEEP (NULL is ignored)
+ *
+ * The segment stays, ownerless and whole, for a successor to adopt (a
+ * service handing over, not stopping); the handle goes. Any other segment
+ * is closed as by sio_segment_close().
+ */
+void sio_segment_leave(struct sio_segment *seg);
+
+/**
  * sio_segment_set_name() - label a segment (shown by `smartio status`)
  * @seg: segment
  * @name: label, truncated to SIO_NAME_MAX - 1

@@ -404,6 +404,23 @@ void sio_segment_close(struct sio_segment *seg)
 	free(seg);
 }
 
+void sio_segment_leave(struct sio_segment *seg)
+{
+	struct reg_seg *s;
+
+	if (!seg)
+		return;
+	if (seg->owner && !seg->bar_dev && !sio__lock(seg->f)) {
+		s = &seg->f->reg->segs[seg->slot];
+		if (!seg_check(seg) && s->keep && s->owner == seg->f->proc) {
+			s->owner = -1;
+			seg->owner = false;	/* closed as a connected handle */
+		}
+		sio__unlock(seg->f);
+	}
+	sio_segment_close(seg);
+}
+
 struct sio_fabric *sio_segment_fabric(const struct sio_segment *seg)
 {
 	return seg ? seg->f : NULL;

@@ -142,6 +142,9 @@ struct sio_nvme_qspec {
  * @shadow_doorbells: rings go to the manager's shadow doorbells, and to
  *	BAR0 only when the controller's EventIdx asks (not on multipath queues)
  * @db_writes: MMIO doorbell writes (SQ and CQ) since the queue pair was made
+ * @recoveries: times the queue pair was made again, and what it had in flight
+ *	sent again: after the manager reset the controller, or after a timeout
+ *	(the manager deleted it, ending what the controller held)
  */
 struct sio_nvme_ioq_info {
 	uint16_t qid;
@@ -159,6 +162,7 @@ struct sio_nvme_ioq_info {
 	uint64_t sgl_cmds;
 	bool shadow_doorbells;
 	uint64_t db_writes;
+	uint32_t recoveries;
 };
 
 /**

@@ -542,6 +542,76 @@ static inline SIO_HD void sio_nvme_cq_ring(struct sio_nvme_queue *q)
 	q->cq_pending = 0;
 }
 
+/* A tag's state while sio_nvme_queue_unsent() looks at the SQ. */
+#define SIO_NVME_CID__FOUND	3u
+
+/**
+ * sio_nvme_queue_unsent() - the commands in flight, as the SQ still holds
+ *	them, oldest first, to send again on the queue pair made anew
+ * @q: queue; the controller holds none of its commands any more (the queue
+ *	pair was deleted in it, or the controller was reset)
+ * @out: room for @q->nslots commands; filled with copies, command ids kept
+ *
+ * The SQ's slots hold the last @size commands submitted, the oldest at the
+ * tail. A tag in flight was last submitted after any other use of it, so
+ * the newest slot naming the tag names its command, with its generation.
+ * One not found (it stayed in flight while @size later commands went in,
+ * or another process wrote over the SQ) is marked abandoned: the caller
+ * ends it and releases its tag.
+ * Return: the number of commands copied.
+ */
+static inline SIO_HD uint32_t sio_nvme_queue_unsent(struct sio_nvme_queue *q,
+						    struct sio_nvme_cmd *out)
+{
+	uint32_t n = 0, i;
+	uint16_t slot = q->sq_tail, tag, cid;
+
+	for (i = 0; i < q->size && n < q->nslots; i++) {
+		slot = (uint16_t)(slot ? slot - 1 : q->size - 1);	/* newest first */
+		cid = q->sq[slot].cid;
+		tag = SIO_NVME_CID_TAG(cid);
+		if (tag >= q->nslots || !SIO_NVME_CID_GEN(cid) ||
+		    q->busy[tag] != (uint8_t)(SIO_NVME_CID_GEN(cid) << SIO_NVME_CID_GEN_SHIFT |
+					       SIO_NVME_CID_BUSY))
+			continue;
+		q->busy[tag] = (uint8_t)((q->busy[tag] & ~SIO_NVME_CID_STATE_MASK) |
+					 SIO_NVME_CID__FOUND);
+		out[q->nslots - 1 - n++] = q->sq[slot];
+	}
+	for (i = 0; i < q->nslots; i++)
+		if ((q->busy[i] & SIO_NVME_CID_STATE_MASK) == SIO_NVME_CID_BUSY)
+			sio_nvme_queue_abandon(q, i);
+	for (i = 0; i < n; i++) {
+		out[i] = out[q->nslots - n + i];	/* to the front, oldest first */
+		tag = SIO_NVME_CID_TAG(out[i].cid);
+		q->busy[tag] = (uint8_t)((q->busy[tag] & ~SIO_NVME_CID_STATE_MASK) |
+					 SIO_NVME_CID_BUSY);
+	}
+	return n;
+}
+
+/**
+ * sio_nvme_queue_restart() - the queue pair was made anew in the controller:
+ *	positions back to the start, and the commands still in flight put back
+ * @q: queue; its CQ memory zeroed by the caller
+ * @cmds: commands from sio_nvme_queue_unsent(), oldest first
+ * @n: how many
+ *
+ * Tags and generations are kept, so the completions match as before; the
+ * commands go in at slots 0..@n-1 and reach the controller at the next
+ * sio_nvme_sq_ring().
+ */
+static inline SIO_HD void sio_nvme_queue_restart(struct sio_nvme_queue *q,
+						 const struct sio_nvme_cmd *cmds, uint32_t n)
+{
+	q->sq_tail = q->sq_head = q->sq_rung = 0;
+	q->cq_head = 0;
+	q->cq_phase = 1;
+	q->cq_pending = 0;
+	for (uint32_t i = 0; i < n && i < q->nslots; i++)
+		q->sq[q->sq_tail++] = cmds[i];
+}
+
 /**
  * sio_nvme_db_stride() - bytes between two doorbells, 4 << CAP.DSTRD
  * @dstrd: CAP.DSTRD (0..15)

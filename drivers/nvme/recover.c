@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A client's queue pairs made again, as Linux's nvme_reset_work() makes
+ * its own after a controller reset and nvme_timeout() resets what timed
+ * out: when the manager reset the controller (on a fatal status, an admin
+ * timeout, or a controller disabled behind its back; the mailbox's reset
+ * count says so), or when the queue's commands got no completion within
+ * the timeout (the manager then deletes the queue pair, which ends what
+ * the controller started and drops what it never fetched). The queue pair
+ * is created again over the same memory with the same id, and the commands
+ * still in flight are sent again from the SQ, where they still are, with
+ * the same command ids. Only a queue that cannot be made again, or keeps
+ * timing out, fails; each command ends once.
+ */
+
+#include <stdlib.h>
+#include "client-priv.h"
+
+/* Recoveries within four timeouts of each other before the queue fails. */
+#define RECOVER_TRIES	3
+
+/* The reset count once no reset is under way: the manager answers a
+ * HELLO (await() waits out a reset) between resets. */
+static int settled_resets(struct sio_nvme_client *cl, uint32_t *resets)
+{
+	struct sio_nvme_mbox_req req = { .op = SIO_MBOX_OP_HELLO };
+	struct sio_nvme_mbox_resp resp;
+	int ret;
+
+	for (int i = 0; i < RECOVER_TRIES; i++) {
+		ret = sio_nvme_mbox_call(cl, &req, &resp);
+		if (ret)
+			return ret;
+		*resets = sio_nvme_resets(cl);
+		if (!(*resets & 1))
+			return 0;
+	}
+	return sio_err_set(EAGAIN, "the NVMe manager keeps resetting the controller");
+}
+
+/* Have the manager delete @p in the controller, keeping its id for us. */
+static int reset_qpair(struct sio_nvme_ioq *q, struct qpair *p)
+{
+	struct sio_nvme_mbox_req req = { .op = SIO_MBOX_OP_RESET_QP, .qid = p->q.qid };
+	struct sio_nvme_mbox_resp resp;
+
+	return sio_nvme_mbox_call(q->cl, &req, &resp);
+}
+
+/* What @p's CQ holds: delivered, but what its deletion aborted, which is
+ * taken back to be sent again. */
+static void take_completions(struct sio_nvme_ioq *q, struct qpair *p)
+{
+	struct sio_nvme_cpl cpl;
+	uint64_t cookie;
+	uint16_t st;
+	int tag;
+
+	for (uint32_t seen = 0; seen < p->q.size; seen++) {
+		tag = sio_nvme_cq_pop(&p->q, &cpl, &cookie);
+		if (tag == -EAGAIN)
+			break;
+		if (tag < 0)
+			continue;
+		st = SIO_NVME_STATUS_CODE(cpl.status);
+		if (st == SIO_NVME_MK_STATUS(NVME_SCT_GENERIC, NVME_SC_ABORT_QUEUE) &&
+		    sio_nvme_queue_claim_cid(&p->q, cpl.cid, cookie) >= 0)
+			continue;
+		sio_nvme_ioq_end(q, (uint32_t)cookie, st ? -EIO : 0, st);
+	}
+}
+
+/* Commands in flight whose SQ entry is gone: ended, their tags free. */
+static void end_lost(struct sio_nvme_ioq *q, struct qpair *p)
+{
+	for (uint32_t tag = 0; tag < p->q.nslots; tag++) {
+		if (sio_nvme_queue_tag_state(&p->q, tag) != SIO_NVME_CID_ABANDONED)
+			continue;
+		sio_err_set(ECANCELED, "queue %u: a command in flight when its queue pair was "
+			    "made again was no longer in its SQ, and was not sent again",
+			    p->q.qid);
+		sio_nvme_queue_release(&p->q, tag);
+		sio_nvme_ioq_end(q, (uint32_t)p->cookies[tag], -ECANCELED, 0);
+	}
+}
+
+/* @p made again in the controller with its id, over its memory, and what
+ * it had in flight sent again. */
+static int qpair_restart(struct sio_nvme_ioq *q, struct qpair *p)
+{
+	struct sio_nvme_mbox_req req;
+	struct sio_nvme_mbox_resp resp;
+	struct sio_nvme_cmd *cmds;
+	uint32_t n;
+	int ret;
+
+	take_completions(q, p);
+	cmds = malloc(p->q.nslots * sizeof(*cmds));
+	if (!cmds)
+		return sio_err_set(ENOMEM, "out of memory");
+	n = sio_nvme_queue_unsent(&p->q, cmds);
+	end_lost(q, p);
+	memset(p->cq_va, 0, p->cq_bytes);	/* phase tags 0 before the controller sees it */
+	sio_nvme_queue_restart(&p->q, cmds, n);
+	free(cmds);
+	memset(&req, 0, sizeof(req));
+	req.op = SIO_MBOX_OP_CREATE_QP;
+	req.qid = p->q.qid;
+	req.qsize = q->depth;
+	req.bus1 = p->sq_bus;
+	req.bus2 = p->cq_bus;
+	req.cdw10 = q->prio;
+	ret = sio_nvme_mbox_call(q->cl, &req, &resp);
+	if (ret)
+		return ret;
+	sio_nvme_sq_ring(&p->q);
+	q->resubmitted += n;
+	return 0;
+}
+
+/* Nothing to make again: the device left, or reads all ones. */
+static bool gone(struct sio_nvme_ioq *q)
+{
+	struct sio_device_info di;
+
+	return __atomic_load_n((volatile uint32_t *)(q->cl->regs + NVME_REG_CSTS),
+			       __ATOMIC_ACQUIRE) == 0xffffffffu ||
+	       sio_device_info(q->cl->dev, &di) == -ENODEV;
+}
+
+int sio_nvme_ioq_recover(struct sio_nvme_ioq *q, bool timed_out)
+{
+	struct sio_nvme_client *cl = q->cl;
+	uint64_t now = sio_nvme_now_ns();
+	uint32_t resets = 0;
+	bool reset;
+	int ret, r2;
+
+	if (now - q->recover_ns > 4ull * cl->timeout_ms * 1000000ull)
+		q->recover_tries = 0;
+	q->recover_ns = now;
+	q->stall_since = 0;
+	if (++q->recover_tries > RECOVER_TRIES || gone(q))
+		return sio_nvme_ioq_fail(q);
+	ret = settled_resets(cl, &resets);
+	if (!ret && resets == q->resets_seen) {
+		if (!timed_out)
+			return 0;
+		ret = reset_qpair(q, &q->qp[0]);
+		/* the controller may have been reset meanwhile: its count, anew */
+		r2 = settled_resets(cl, &resets);
+		if (!ret)
+			ret = r2;
+	}
+	reset = resets != q->resets_seen;
+	if (!ret) {
+		q->resets_seen = resets;
+		ret = q->mp ? sio_nvme_mp_recover(q) : qpair_restart(q, &q->qp[0]);
+	}
+	if (ret)
+		return sio_nvme_ioq_fail_with(q, sio_err_wrap(-ret, "queue %u could not be made "
+				"again after %s", q->qp[0].q.qid, reset ? "a controller reset" :
+				"a timeout"));
+	q->recoveries++;
+	return 0;
+}
