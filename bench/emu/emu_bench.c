@@ -25,6 +25,7 @@
 #include <nvme/types.h>
 #include <smartio/nvme.h>
 #include "emu.h"
+#include "hist.h"
 
 static uint64_t now_ns(void)
 {
@@ -164,13 +165,6 @@ static void disable(void)
 		}
 		usleep(100);
 	}
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static uint64_t xorshift(uint64_t *s)
@@ -370,8 +364,15 @@ borrow:;
 			die("warm-up write");
 	}
 
-	/* QD1 */
-	uint64_t *lat = malloc(n_qd1 * sizeof(*lat));
+	/* QD1: every read's latency in the histogram, and in the file as it comes */
+	struct hist *lat = malloc(sizeof(*lat));
+	FILE *lf = fopen(lat_out, "w");
+
+	if (!lat || !lf) {
+		fprintf(stderr, "emu-bench: %s: %s\n", lat ? lat_out : "histogram", strerror(errno));
+		return 1;
+	}
+	hist_init(lat);
 	fprintf(stderr, "QD1: %llu reads\n", (unsigned long long)n_qd1);
 	for (uint64_t i = 0; i < n_qd1; i++) {
 		uint64_t lba = (xorshift(&seed) % nblk) * nlb;
@@ -382,23 +383,16 @@ borrow:;
 		submit(&io, &cmd);
 		if (reap(&io, &r, true) || SIO_NVME_STATUS_CODE(r.status))
 			die("QD1 read");
-		lat[i] = now_ns() - t0;
+		uint64_t t = now_ns() - t0;
+
+		hist_add(lat, t);
+		fprintf(lf, "%llu\n", (unsigned long long)t);	/* outside the timed span */
 		if (i % (n_qd1 / 10 + 1) == 0 && i)
 			fprintf(stderr, "  %llu%%\n", (unsigned long long)(i * 100 / n_qd1));
 	}
-	FILE *lf = fopen(lat_out, "w");
-	if (lf) {
-		for (uint64_t i = 0; i < n_qd1; i++)
-			fprintf(lf, "%llu\n", (unsigned long long)lat[i]);
-		fclose(lf);
-	}
-	qsort(lat, n_qd1, sizeof(*lat), cmp_u64);
-	double p[5] = { 0.5, 0.9, 0.99, 0.999, 1.0 };
-	uint64_t pv[5];
-	for (int i = 0; i < 5; i++) {
-		uint64_t k = (uint64_t)(p[i] * (double)(n_qd1 - 1));
-		pv[i] = lat[k];
-	}
+	fclose(lf);
+	double pv[5] = { hist_pct(lat, 50), hist_pct(lat, 90), hist_pct(lat, 99), hist_pct(lat, 99.9),
+			 (double)lat->max };
 
 	/* QD32: keep 32 reads outstanding, ring the CQ head once per batch */
 	const uint32_t qd = 32;
@@ -440,26 +434,30 @@ borrow:;
 	if (!tgt.fabric)
 		printf("emulated NVMe controller, RAM backing, latency model off (no modelled delays)\n");
 	printf("%-28s %12s\n", "metric", "value");
-	printf("%-28s %12.3f\n", "QD1 4KiB read p50 (us)", pv[0] / 1e3);
+	printf("%-28s %12.3f\n", "QD1 4KiB read p50 (us)", pv[0] / 1e3);	/* within 1.6 % */
 	printf("%-28s %12.3f\n", "QD1 4KiB read p90 (us)", pv[1] / 1e3);
 	printf("%-28s %12.3f\n", "QD1 4KiB read p99 (us)", pv[2] / 1e3);
 	printf("%-28s %12.3f\n", "QD1 4KiB read p99.9 (us)", pv[3] / 1e3);
 	printf("%-28s %12.3f\n", "QD1 4KiB read max (us)", pv[4] / 1e3);
 	printf("%-28s %12.0f\n", "QD32 4KiB reads/s", iops);
-	FILE *jf = fopen(json, "w");
-	if (jf) {
-		fprintf(jf, "{\"bench\":\"emu\",\"backing\":\"%s\",\"fabric\":\"%s\",\"device\":%u,"
-			    "\"latency_model\":false,", tgt.fabric ? "existing device" : "ram", name, devid);
-		fprintf(jf, "\"lba_size\":%u,", lbads);
-		fprintf(jf, ""
-			    "\"qd1\":{\"reads\":%llu,\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,"
-			    "\"p999_ns\":%llu,\"max_ns\":%llu},\"qd32\":{\"seconds\":%.3f,\"reads\":%llu,"
-			    "\"iops\":%.0f}}\n",
-			(unsigned long long)n_qd1, (unsigned long long)pv[0], (unsigned long long)pv[1],
-			(unsigned long long)pv[2], (unsigned long long)pv[3], (unsigned long long)pv[4],
-			el, (unsigned long long)done, iops);
-		fclose(jf);
-	}
+	struct json_object *jo = json_object_new_object(), *q;
+
+	pj_str(jo, "bench", "emu");
+	pj_str(jo, "backing", tgt.fabric ? "existing device" : "ram");
+	pj_str(jo, "fabric", name);
+	pj_u64(jo, "device", devid);
+	pj_bool(jo, "latency_model", false);
+	pj_u64(jo, "lba_size", lbads);
+	q = pj_obj(jo, "qd1");
+	pj_u64(q, "reads", n_qd1);
+	json_object_object_add(q, "lat_ns", hist_json(lat, 1));
+	q = pj_obj(jo, "qd32");
+	pj_dbl(q, "seconds", el);
+	pj_u64(q, "reads", done);
+	pj_dbl(q, "iops", iops);
+	pj_run_info(jo);
+	if (prog_json_write(json, jo))
+		return 1;
 	disable();	/* leave the controller off, its queues gone, for the next owner */
 	sio_device_close(dev);
 	sio_fabric_close(fab);

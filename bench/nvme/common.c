@@ -351,30 +351,32 @@ void nb_env_describe(const struct nb_env *e, FILE *o)
 		fprintf(o, "  (this benchmark started the manager: --start-manager)\n");
 }
 
-static void json_str(FILE *j, const char *key, const char *v)
+struct json_object *nb_target_json(const struct nb_env *e)
 {
-	fprintf(j, "\"%s\": \"", key);
-	for (; *v; v++)
-		fprintf(j, *v == '"' || *v == '\\' ? "\\%c" : (unsigned char)*v < 0x20 ? "?" : "%c", *v);
-	fprintf(j, "\"");
+	struct json_object *o = json_object_new_object();
+
+	pj_bool(o, "existing_fabric", e->external);
+	pj_str(o, "fabric", e->fabric);
+	pj_str(o, "backend", backend_name(e));
+	pj_int(o, "device", e->devid);
+	pj_int(o, "lender", e->o.lender);
+	pj_int(o, "client_node", e->external ? e->node : 0);
+	pj_str(o, "bdf", e->dev.bdf);
+	pj_str(o, "model", e->external ? e->ctrl.mn : "smartio emulated controller");
+	pj_str(o, "serial", e->ctrl.sn);
+	pj_bool(o, "latency_model", e->o.model);
+	pj_str(o, "model_note", nb_env_model_label(e));
+	pj_bool(o, "started_manager", e->mgr_pid != 0);
+	return o;
 }
 
 void nb_json_target(FILE *j, const struct nb_env *e)
 {
-	fprintf(j, "\"target\": {\"existing_fabric\": %s, ", e->external ? "true" : "false");
-	json_str(j, "fabric", e->fabric);
-	fprintf(j, ", ");
-	json_str(j, "backend", backend_name(e));
-	fprintf(j, ", \"device\": %lld, \"lender\": %d, \"client_node\": %d, ",
-		(long long)e->devid, e->o.lender, e->external ? e->node : 0);
-	json_str(j, "bdf", e->dev.bdf);
-	fprintf(j, ", ");
-	json_str(j, "model", e->external ? e->ctrl.mn : "smartio emulated controller");
-	fprintf(j, ", ");
-	json_str(j, "serial", e->ctrl.sn);
-	fprintf(j, ", \"latency_model\": %s, ", e->o.model ? "true" : "false");
-	json_str(j, "model_note", nb_env_model_label(e));
-	fprintf(j, ", \"started_manager\": %s}", e->mgr_pid ? "true" : "false");
+	struct json_object *o = nb_target_json(e);
+
+	fprintf(j, "\"target\": %s", json_object_to_json_string_ext(o, JSON_C_TO_STRING_SPACED |
+						JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
 }
 
 int nb_client_open(struct nb_client *c, const struct nb_env *e, int node,
@@ -470,40 +472,21 @@ int nb_cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-double nb_pct_sorted(const uint64_t *v, uint64_t n, double pct)
+void nb_stats_hist(const struct hist *h, struct nb_stats *s)
 {
-	double r;
-	uint64_t i;
-
-	if (!n)
-		return 0;
-	r = pct / 100.0 * (double)(n - 1);	/* linear interpolation */
-	i = (uint64_t)r;
-	if (i + 1 >= n)
-		return (double)v[n - 1];
-	return (double)v[i] + (r - (double)i) * (double)(v[i + 1] - v[i]);
-}
-
-void nb_stats_compute(uint64_t *v, uint64_t n, struct nb_stats *s)
-{
-	double sum = 0;
-
 	memset(s, 0, sizeof(*s));
-	s->n = n;
-	if (!n)
+	s->n = h->n;
+	if (!h->n)
 		return;
-	qsort(v, n, sizeof(*v), nb_cmp_u64);
-	for (uint64_t i = 0; i < n; i++)
-		sum += (double)v[i];
-	s->mean = sum / (double)n;
-	s->min = (double)v[0];
-	s->max = (double)v[n - 1];
-	s->p1 = nb_pct_sorted(v, n, 1);
-	s->p25 = nb_pct_sorted(v, n, 25);
-	s->p50 = nb_pct_sorted(v, n, 50);
-	s->p75 = nb_pct_sorted(v, n, 75);
-	s->p99 = nb_pct_sorted(v, n, 99);
-	s->p999 = nb_pct_sorted(v, n, 99.9);
+	s->mean = hist_mean(h);
+	s->min = (double)h->min;
+	s->max = (double)h->max;
+	s->p1 = hist_pct(h, 1);
+	s->p25 = hist_pct(h, 25);
+	s->p50 = hist_pct(h, 50);
+	s->p75 = hist_pct(h, 75);
+	s->p99 = hist_pct(h, 99);
+	s->p999 = hist_pct(h, 99.9);
 }
 
 double nb_jain(const double *x, int n)
@@ -572,13 +555,38 @@ int nb_gnuplot(const char *dir, const char *script)
 	return system(cmd) ? -EIO : 0;
 }
 
+struct json_object *nb_stats_json(const struct nb_stats *s)
+{
+	struct json_object *o = json_object_new_object();
+
+	pj_u64(o, "n", s->n);
+	pj_dbl(o, "mean_ns", s->mean);
+	pj_dbl(o, "min_ns", s->min);
+	pj_dbl(o, "p1_ns", s->p1);
+	pj_dbl(o, "p25_ns", s->p25);
+	pj_dbl(o, "p50_ns", s->p50);
+	pj_dbl(o, "p75_ns", s->p75);
+	pj_dbl(o, "p99_ns", s->p99);
+	pj_dbl(o, "p99_9_ns", s->p999);
+	pj_dbl(o, "max_ns", s->max);
+	return o;
+}
+
 void nb_json_stats(FILE *j, const char *key, const struct nb_stats *s)
 {
-	fprintf(j, "\"%s\": {\"n\": %llu, \"mean_ns\": %.1f, \"min_ns\": %.0f, \"p1_ns\": %.1f, "
-		   "\"p25_ns\": %.1f, \"p50_ns\": %.1f, \"p75_ns\": %.1f, \"p99_ns\": %.1f, "
-		   "\"p99_9_ns\": %.1f, \"max_ns\": %.0f}",
-		key, (unsigned long long)s->n, s->mean, s->min, s->p1, s->p25, s->p50, s->p75,
-		s->p99, s->p999, s->max);
+	struct json_object *o = nb_stats_json(s);
+
+	fprintf(j, "\"%s\": %s", key, json_object_to_json_string_ext(o, JSON_C_TO_STRING_SPACED));
+	json_object_put(o);
+}
+
+int nb_write_json(const char *dir, const char *name, struct json_object *o)
+{
+	char p[4096];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	pj_run_info(o);
+	return prog_json_write(p, o) ? -1 : 0;
 }
 
 const char *nb_model_label(bool model)

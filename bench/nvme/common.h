@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include <time.h>
 #include <smartio/nvme.h>
+#include "hist.h"
 #include "opt.h"
 
 /* ---- environment: fabric, controller, manager ---- */
@@ -87,8 +88,9 @@ int nb_env_open(struct nb_env *e, const char *tag, const struct nb_env_opts *o,
 int nb_env_client_node(const struct nb_env *e, int own);
 /* Say what is measured: fabric, backend, device, latency model. */
 void nb_env_describe(const struct nb_env *e, FILE *o);
-/* The same as a JSON member: "target": {...} */
+/* The same as a JSON member: "target": {...} (json-c, so escaped) */
 void nb_json_target(FILE *j, const struct nb_env *e);
+struct json_object *nb_target_json(const struct nb_env *e);
 /* The latency-model label of what runs (a real device has no model). */
 const char *nb_env_model_label(const struct nb_env *e);
 /* Stop the children and destroy the fabric (idempotent). */
@@ -156,9 +158,9 @@ struct nb_stats {
 
 /* qsort() comparison of uint64_t */
 int nb_cmp_u64(const void *a, const void *b);
-/* Sorts @v in place. */
-void nb_stats_compute(uint64_t *v, uint64_t n, struct nb_stats *s);
-double nb_pct_sorted(const uint64_t *v, uint64_t n, double pct);
+/* The statistics of every sample in @h (log-linear buckets: each
+ * percentile within 1.6 %; n, mean, min and max exact). */
+void nb_stats_hist(const struct hist *h, struct nb_stats *s);
 double nb_jain(const double *x, int n);
 
 /* ---- output ---- */
@@ -173,6 +175,10 @@ FILE *nb_open_out(const char *dir, const char *name);
 int nb_gnuplot(const char *dir, const char *script);
 
 void nb_json_stats(FILE *j, const char *key, const struct nb_stats *s);
+struct json_object *nb_stats_json(const struct nb_stats *s);
+/* A benchmark's JSON file @dir/@name: @o, with what ran it (version, host,
+ * kernel, date, load), written whole; @o is freed. 0 or -1 (said). */
+int nb_write_json(const char *dir, const char *name, struct json_object *o);
 const char *nb_model_label(bool model);
 
 #endif

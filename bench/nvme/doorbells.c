@@ -28,16 +28,14 @@ struct slot {
 	int done;
 };
 
-static uint64_t *lat;
-static uint64_t nlat, cap;
+static struct hist lat;	/* every I/O of a point */
 
 static void on_done(void *arg, int err, uint16_t status)
 {
 	struct slot *s = arg;
 
 	s->done = err || status ? -1 : 1;
-	if (nlat < cap)
-		lat[nlat++] = nb_now_ns() - s->t0;
+	hist_add(&lat, nb_now_ns() - s->t0);
 }
 
 /* Closed loop at @qd for @seconds: every completion submits the next read. */
@@ -51,7 +49,7 @@ static int run(struct nb_client *c, uint32_t qd, double seconds, struct result *
 
 	if (!s)
 		return -1;
-	nlat = 0;
+	hist_init(&lat);
 	sio_nvme_ioq_info(c->q, &qi);
 	w0 = qi.db_writes;
 	t0 = nb_now_ns();
@@ -90,13 +88,13 @@ static int run(struct nb_client *c, uint32_t qd, double seconds, struct result *
 	sio_nvme_ioq_info(c->q, &qi);
 	r->writes_per_io = ios ? (double)(qi.db_writes - w0) / (double)ios : 0;
 	r->iops = (double)ios / ((double)(nb_now_ns() - t0) / 1e9);
-	nb_stats_compute(lat, nlat, &r->lat);
+	nb_stats_hist(&lat, &r->lat);
 	free(s);
 	return rc;
 }
 
 /* @node: the client's (the controller and the manager are on node 1) */
-static int point(bool dbbuf, int node, double seconds, FILE *j, bool *first)
+static int point(bool dbbuf, int node, double seconds, struct json_object *j)
 {
 	struct nb_env_opts o = { .nodes = 2, .lender = 1, .model = true, .backing = "ram:256M",
 				 .arbitration = NVME_CC_AMS_RR, .no_dbbuf = !dbbuf };
@@ -127,16 +125,40 @@ static int point(bool dbbuf, int node, double seconds, FILE *j, bool *first)
 		printf("  %-6s node %d QD%-3u  MMIO doorbell writes/IO %5.3f  IOPS %9.0f  latency p50 "
 		       "%7.1f us p99 %7.1f us\n", dbbuf ? "shadow" : "mmio", node, qds[k],
 		       r.writes_per_io, r.iops, r.lat.p50 / 1e3, r.lat.p99 / 1e3);
-		fprintf(j, "%s{\"shadow_doorbells\": %s, \"client_node\": %d, \"qd\": %u, "
-			"\"mmio_writes_per_io\": %.4f, \"iops\": %.0f, \"lat_p50_ns\": %.0f, "
-			"\"lat_p99_ns\": %.0f, \"lat_mean_ns\": %.0f}",
-			*first ? "" : ",\n", dbbuf ? "true" : "false", node, qds[k], r.writes_per_io,
-			r.iops, r.lat.p50, r.lat.p99, r.lat.mean);
-		*first = false;
+		struct json_object *x = pj_push_obj(j);
+
+		pj_bool(x, "shadow_doorbells", dbbuf);
+		pj_int(x, "client_node", node);
+		pj_u64(x, "qd", qds[k]);
+		pj_dbl(x, "mmio_writes_per_io", r.writes_per_io);
+		pj_dbl(x, "iops", r.iops);
+		json_object_object_add(x, "latency", nb_stats_json(&r.lat));
 	}
 	nb_client_close(&c);
 	nb_env_down(&e);
 	return rc;
+}
+
+/* Shadow doorbells against MMIO ones, from the lender's node and another. */
+static int run_points(double seconds, const char *out)
+{
+	struct json_object *o = json_object_new_object(), *j;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (nb_outdir("bench-out") || nb_outdir(out))
+		return 1;
+	printf("doorbells: 4 KiB random reads, controller and manager on node 1, client on node 0 "
+	       "or 1; %s\n", nb_model_label(true));
+	pj_str(o, "benchmark", "doorbells");
+	pj_dbl(o, "seconds", seconds);
+	pj_str(o, "model", "simulated fabric, latency model on");
+	j = pj_arr(o, "points");
+	if (point(false, 0, seconds, j) || point(true, 0, seconds, j) || point(true, 1, seconds, j))
+		return 1;
+	if (nb_write_json(out, "doorbells.json", o))
+		return 1;
+	printf("wrote %s/doorbells.json\n", out);
+	return 0;
 }
 
 static void usage(FILE *o)
@@ -155,8 +177,6 @@ int main(int argc, char **argv)
 	};
 	const char *out = "bench-out/doorbells";
 	double seconds = 2;
-	bool first = true;
-	FILE *j;
 	int opt;
 
 	prog_init("nvme-bench-doorbells", usage);
@@ -167,22 +187,5 @@ int main(int argc, char **argv)
 		}
 	}
 	bench_no_args("nvme-bench-doorbells", optind, argc, argv);
-	cap = (uint64_t)(seconds * 2e6) + 1024;
-	lat = malloc(cap * sizeof(*lat));
-	if (!lat)
-		return 1;
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (nb_outdir("bench-out") || nb_outdir(out) || !(j = nb_open_out(out, "doorbells.json")))
-		return 1;
-	printf("doorbells: 4 KiB random reads, controller and manager on node 1, client on node 0 "
-	       "or 1; %s\n", nb_model_label(true));
-	fprintf(j, "{\"benchmark\": \"doorbells\", \"seconds\": %g, \"model\": \"simulated fabric, "
-		"latency model on\", \"points\": [\n", seconds);
-	if (point(false, 0, seconds, j, &first) || point(true, 0, seconds, j, &first) ||
-	    point(true, 1, seconds, j, &first))
-		return 1;
-	fprintf(j, "\n]}\n");
-	fclose(j);
-	printf("wrote %s/doorbells.json\n", out);
-	return 0;
+	return run_points(seconds, out);
 }

@@ -198,7 +198,8 @@ int main(int argc, char **argv)
 	struct nb_env_opts eo = { .nodes = 2, .lender = 1, .backing = "ram:256M", .pin = true };
 	const char *out = "bench-out/overhead", *pass = NULL, *cgfab = NULL;
 	uint64_t n = 200000, ncg = 2000, seed = 7, nblk, empty = 0;
-	uint64_t *sub, *cpl, empty_ticks = 0;
+	struct hist *sub, *cpl;	/* ns, every I/O */
+	uint64_t empty_ticks = 0;
 	int64_t cgdev = -1;
 	int opt, rc, cglender = 1;
 	bool instr = false, quick = false;
@@ -262,10 +263,12 @@ int main(int argc, char **argv)
 		return 1;
 	nlb = 4096 / c.ns.lba_size;
 	nblk = c.ns.nsze / nlb;
-	sub = malloc(n * sizeof(*sub));
-	cpl = malloc(n * sizeof(*cpl));
+	sub = malloc(sizeof(*sub));
+	cpl = malloc(sizeof(*cpl));
 	if (!sub || !cpl)
 		return 1;
+	hist_init(sub);
+	hist_init(cpl);
 	printf("overhead: QD1 4 KiB random reads, %llu I/Os, client on node %d, controller on node "
 	       "%d; %s; TSC %.3f ticks/ns\n", (unsigned long long)n, nb_env_client_node(&env, 0),
 	       env.o.lender, nb_env_model_label(&env), tpn);
@@ -282,7 +285,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		if (i >= 1000)
-			sub[i - 1000] = b - a;
+			hist_add(sub, (uint64_t)((double)(b - a) / tpn + 0.5));
 		while (!st) {
 			a = nb_tsc();
 			rc = sio_nvme_ioq_poll(c.q, 1);
@@ -297,15 +300,13 @@ int main(int argc, char **argv)
 				empty++, empty_ticks += b - a;
 		}
 		if (i >= 1000)
-			cpl[i - 1000] = done;
+			hist_add(cpl, (uint64_t)((double)done / tpn + 0.5));
 		if (i % 4096 == 0)
 			nb_progress("overhead", i, n + 1000);
 	}
 	nb_progress("overhead", 1, 1);
-	for (uint64_t i = 0; i < n; i++)
-		sub[i] = (uint64_t)((double)sub[i] / tpn + 0.5), cpl[i] = (uint64_t)((double)cpl[i] / tpn + 0.5);
-	nb_stats_compute(sub, n, &ss);
-	nb_stats_compute(cpl, n, &cs);
+	nb_stats_hist(sub, &ss);
+	nb_stats_hist(cpl, &cs);
 	nb_client_close(&c);
 
 	if (instr) {

@@ -25,7 +25,7 @@
 
 struct side {
 	struct nb_client c;
-	uint64_t *lat;
+	struct hist lat;	/* every measured read */
 	struct nb_stats st;
 	struct sio_path sqp;
 };
@@ -36,7 +36,7 @@ static void on_done(void *arg, int err, uint16_t status)
 	(void)status;
 }
 
-static int measure(struct side *s, uint64_t *dst, uint64_t n, uint64_t *seed)
+static int measure(struct side *s, struct hist *dst, uint64_t n, uint64_t *seed)
 {
 	uint32_t nlb = 4096 / s->c.ns.lba_size;
 	uint64_t nblk = s->c.ns.nsze / nlb;
@@ -56,13 +56,13 @@ static int measure(struct side *s, uint64_t *dst, uint64_t n, uint64_t *seed)
 		if (st < 0)
 			return st;
 		if (dst)
-			dst[i] = t1 - t0;
+			hist_add(dst, t1 - t0);
 	}
 	return 0;
 }
 
 /* One configuration: both clients, n reads each; fills JSON. */
-static int pass(const char *name, bool model, int sq_loc, uint64_t n, FILE *j, bool last,
+static int pass(const char *name, bool model, int sq_loc, uint64_t n, struct json_object *j,
 		const struct bench_target *tgt)
 {
 	struct nb_env_opts eo = { .nodes = 2, .lender = 1, .model = model, .backing = "ram:256M",
@@ -70,14 +70,14 @@ static int pass(const char *name, bool model, int sq_loc, uint64_t n, FILE *j, b
 	struct sio_nvme_qspec qs = { .sq_loc = sq_loc, .cq_loc = SIO_PLACE_LOCAL, .depth = 64 };
 	const unsigned rounds = 16;
 	uint64_t seed = 99, per = n / rounds;
-	struct side s[2];	/* 0: on the lender, 1: remote */
+	struct side *s = calloc(2, sizeof(*s));	/* 0: on the lender, 1: remote */
+	struct json_object *x;
 	struct nb_env env;
 	double dm, dp, ratio;
 	int rc, node[2];	/* 0: the lender, 1: the remote node */
 	char where[2][32];
 
-	memset(s, 0, sizeof(s));
-	if (nb_env_open(&env, name, &eo, tgt))
+	if (!s || nb_env_open(&env, name, &eo, tgt))
 		return 1;
 	model = env.o.model;
 	node[0] = env.o.lender;
@@ -102,12 +102,13 @@ static int pass(const char *name, bool model, int sq_loc, uint64_t n, FILE *j, b
 		to.node = s[k].c.qi.sq_place == SIO_PLACE_LOCAL ? node[k] : node[0];
 		if (sio_path_resolve(s[k].c.f, &from, &to, -1, &s[k].sqp))
 			return 1;
-		if (!(s[k].lat = malloc(n * sizeof(uint64_t))) || measure(&s[k], NULL, 2000, &seed))
+		hist_init(&s[k].lat);
+		if (measure(&s[k], NULL, 2000, &seed))
 			return 1;
 	}
 	for (unsigned r = 0; r < rounds; r++) {
 		for (int k = 0; k < 2; k++)
-			if ((rc = measure(&s[k], s[k].lat + r * per, per, &seed))) {
+			if ((rc = measure(&s[k], &s[k].lat, per, &seed))) {
 				fprintf(stderr, "remote-local: %s\n", sio_errmsg());
 				return 1;
 			}
@@ -115,7 +116,7 @@ static int pass(const char *name, bool model, int sq_loc, uint64_t n, FILE *j, b
 	}
 	nb_progress(name, 1, 1);
 	for (int k = 0; k < 2; k++)
-		nb_stats_compute(s[k].lat, per * rounds, &s[k].st);
+		nb_stats_hist(&s[k].lat, &s[k].st);
 	dm = s[1].st.p50 - s[0].st.p50;
 	dp = model ? (double)s[1].sqp.round_trip_ns - s[0].sqp.round_trip_ns : 0;
 	ratio = s[1].st.p50 / s[0].st.p50;
@@ -132,23 +133,25 @@ static int pass(const char *name, bool model, int sq_loc, uint64_t n, FILE *j, b
 	       "residual %+.0f ns\n", ratio, dm, dp, dm - dp);
 	if (!model)
 		printf("  target p50 ratio <= 1.05: %s\n", ratio <= 1.05 ? "met" : "MISSED");
-	fprintf(j, "  {\"pass\": \"%s\", \"latency_model\": %s, \"model_note\": \"%s\", "
-		   "\"sq\": \"%s\", \"p50_ratio\": %.4f, \"diff_p50_ns\": %.1f, "
-		   "\"modelled_diff_ns\": %.1f, ", name, model ? "true" : "false",
-		nb_env_model_label(&env), sq_loc == SIO_NVME_QLOC_HINT ? "hints" : "local", ratio, dm, dp);
-	nb_json_target(j, &env);
-	fprintf(j, ", ");
-	nb_json_stats(j, "local", &s[0].st);
-	fprintf(j, ", ");
-	nb_json_stats(j, "remote", &s[1].st);
-	fprintf(j, "}%s\n", last ? "" : ",");
-	for (int k = 0; k < 2; k++) {
+	x = pj_push_obj(j);
+	pj_str(x, "pass", name);
+	pj_bool(x, "latency_model", model);
+	pj_str(x, "model_note", nb_env_model_label(&env));
+	pj_str(x, "sq", sq_loc == SIO_NVME_QLOC_HINT ? "hints" : "local");
+	pj_dbl(x, "p50_ratio", ratio);
+	pj_dbl(x, "diff_p50_ns", dm);
+	pj_dbl(x, "modelled_diff_ns", dp);
+	json_object_object_add(x, "target", nb_target_json(&env));
+	json_object_object_add(x, "local", nb_stats_json(&s[0].st));
+	json_object_object_add(x, "remote", nb_stats_json(&s[1].st));
+	for (int k = 0; k < 2; k++)
 		nb_client_close(&s[k].c);
-		free(s[k].lat);
-	}
+	free(s);
 	nb_env_down(&env);
 	return 0;
 }
+
+static int run(uint64_t n, const char *out, const struct bench_target *t);
 
 static void usage(FILE *o)
 {
@@ -168,7 +171,6 @@ int main(int argc, char **argv)
 	struct bench_target tgt;
 	const char *out = "bench-out/remote-local";
 	uint64_t n = 100000;
-	FILE *j;
 	int opt;
 
 	prog_init("nvme-bench-remote-local", usage);
@@ -185,29 +187,37 @@ int main(int argc, char **argv)
 	}
 	bench_no_args("nvme-bench-remote-local", optind, argc, argv);
 	bench_target_check("nvme-bench-remote-local", &tgt);
-	if (n < 1024 || n > 50000000) {
-		fprintf(stderr, "remote-local: --count 1024..50000000\n");
-		return 2;
-	}
+	if (n < 1024 || n > 50000000)
+		prog_usage_error("--ios %llu: give 1024..50000000", (unsigned long long)n);
+	return run(n, out, &tgt);
+}
+
+/* The passes, and the JSON of them all. */
+static int run(uint64_t n, const char *out, const struct bench_target *t)
+{
+	struct bench_target tgt = *t;
+	struct json_object *o = json_object_new_object(), *j;
+
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (nb_outdir("bench-out") || nb_outdir(out) || !(j = nb_open_out(out, "remote-local.json")))
+	if (nb_outdir("bench-out") || nb_outdir(out))
 		return 1;
 	if (!tgt.fabric)
 		printf("remote-local: QD1 4 KiB random reads, %llu per client, node 0 -> cluster "
 		       "switch -> node 1 (lender, controller behind a chassis)\n",
 		       (unsigned long long)n);
-	fprintf(j, "{\"benchmark\": \"remote-local\", \"count\": %llu, \"passes\": [\n",
-		(unsigned long long)n);
+	pj_str(o, "benchmark", "remote-local");
+	pj_u64(o, "ios", n);
+	j = pj_arr(o, "passes");
 	if (tgt.fabric) {	/* the fabric's model as it is */
-		if (pass("existing", false, SIO_NVME_QLOC_HINT, n, j, false, &tgt) ||
-		    pass("existing-sq-local", false, SIO_PLACE_LOCAL, n, j, true, &tgt))
+		if (pass("existing", false, SIO_NVME_QLOC_HINT, n, j, &tgt) ||
+		    pass("existing-sq-local", false, SIO_PLACE_LOCAL, n, j, &tgt))
 			return 1;
-	} else if (pass("model-off", false, SIO_NVME_QLOC_HINT, n, j, false, &tgt) ||
-		   pass("model-on", true, SIO_NVME_QLOC_HINT, n, j, false, &tgt) ||
-		   pass("model-on-sq-local", true, SIO_PLACE_LOCAL, n, j, true, &tgt))
+	} else if (pass("model-off", false, SIO_NVME_QLOC_HINT, n, j, &tgt) ||
+		   pass("model-on", true, SIO_NVME_QLOC_HINT, n, j, &tgt) ||
+		   pass("model-on-sq-local", true, SIO_PLACE_LOCAL, n, j, &tgt))
 		return 1;
-	fprintf(j, "]}\n");
-	fclose(j);
+	if (nb_write_json(out, "remote-local.json", o))
+		return 1;
 	printf("\nwrote %s/remote-local.json\n", out);
 	return 0;
 }

@@ -42,7 +42,7 @@ struct run {
 	bool on;
 	const char *skip;	/* why it did not run */
 	struct sio_nvme_ioq *q;
-	uint64_t *lat;
+	struct hist *lat;	/* every measured read; NULL in a warm-up */
 	struct sio_path path;
 	struct nb_stats st;
 };
@@ -115,8 +115,8 @@ static int measure(struct nb_client *c, struct run *r, uint64_t n, uint64_t *see
 		t1 = nb_now_ns();
 		if (st < 0)
 			return st;
-		if (r->lat)	/* NULL: warm-up */
-			r->lat[i] = t1 - t0;
+		if (r->lat)
+			hist_add(r->lat, t1 - t0);
 	}
 	return 0;
 }
@@ -168,6 +168,88 @@ int main(int argc, char **argv)
 	return run_placements(&o);
 }
 
+static int write_json(const struct run *r, uint64_t n, const struct nb_env *env, const char *out)
+{
+	struct json_object *o = json_object_new_object(), *a;
+	char hops[96];
+
+	pj_str(o, "benchmark", "sq-placement");
+	pj_bool(o, "latency_model", env->o.model);
+	pj_str(o, "model_note", nb_env_model_label(env));
+	pj_u64(o, "ios", n);
+	pj_int(o, "block", 4096);
+	pj_int(o, "queue_depth", 1);
+	json_object_object_add(o, "target", nb_target_json(env));
+	a = pj_arr(o, "skipped");
+	for (int p = 0; p < NPLACE; p++)
+		if (!r[p].on) {
+			struct json_object *x = pj_push_obj(a);
+
+			pj_str(x, "sq", place[p].name);
+			pj_str(x, "why", r[p].skip);
+		}
+	a = pj_arr(o, "placements");
+	for (int p = 0; p < NPLACE; p++) {
+		struct json_object *x;
+
+		if (!r[p].on)
+			continue;
+		x = pj_push_obj(a);
+		hops_str(&r[p].path, hops, sizeof(hops));
+		pj_str(x, "sq", place[p].name);
+		pj_str(x, "cq", "local");
+		pj_str(x, "path_hops", hops);
+		pj_u64(x, "modelled_rt_ns", r[p].path.round_trip_ns);
+		json_object_object_add(x, "latency", nb_stats_json(&r[p].st));
+	}
+	return nb_write_json(out, "sq-placement.json", o);
+}
+
+/*
+ * hist.dat: the latency histograms' buckets (log-linear, the same for every
+ * placement) from the smallest p1 to the largest p95, as reads per ns of
+ * latency (the buckets' widths differ); box.dat: percentiles, in us.
+ */
+static int write_plot_data(const struct run *r, const char *out)
+{
+	double lo = 1e18, hi = 0;
+	FILE *h, *b;
+
+	for (int p = 0; p < NPLACE; p++)
+		if (r[p].on) {
+			double p95 = hist_pct(r[p].lat, 95);
+
+			lo = lo < r[p].st.p1 ? lo : r[p].st.p1;
+			hi = hi > p95 ? hi : p95;
+		}
+	if (!(h = nb_open_out(out, "hist.dat")) || !(b = nb_open_out(out, "box.dat")))
+		return -1;
+	fprintf(h, "bin_us width_us");
+	for (int p = 0; p < NPLACE; p++)
+		if (r[p].on)
+			fprintf(h, " %s", place[p].name);
+	fprintf(h, "\n");
+	for (unsigned i = hist_index((uint64_t)lo); i < HIST_BUCKETS &&
+	     (double)hist_bucket_lo(i) <= hi; i++) {
+		uint64_t blo = hist_bucket_lo(i), w = hist_bucket_hi(i) - blo;
+
+		fprintf(h, "%.4f %.4f", ((double)blo + (double)w / 2) / 1e3, (double)w / 1e3);
+		for (int p = 0; p < NPLACE; p++)
+			if (r[p].on)
+				fprintf(h, " %.6f", (double)r[p].lat->b[i] / (double)w);
+		fprintf(h, "\n");
+	}
+	fclose(h);
+	fprintf(b, "# x name p1 p25 p50 p75 p99 (us)\n");
+	for (int p = 0, x = 1; p < NPLACE; p++)
+		if (r[p].on)
+			fprintf(b, "%d %s %.3f %.3f %.3f %.3f %.3f\n", x++, place[p].name,
+				r[p].st.p1 / 1e3, r[p].st.p25 / 1e3, r[p].st.p50 / 1e3,
+				r[p].st.p75 / 1e3, r[p].st.p99 / 1e3);
+	fclose(b);
+	return 0;
+}
+
 static int run_placements(struct sqp_opts *o)
 {
 	struct nb_env_opts eo = o->eo;
@@ -179,7 +261,7 @@ static int run_placements(struct sqp_opts *o)
 	struct nb_env env;
 	uint32_t nlb;
 	char hops[96];
-	FILE *j, *h, *b;
+	FILE *h;
 	int rc, cnode;
 
 	n -= n % rounds;
@@ -239,7 +321,9 @@ static int run_placements(struct sqp_opts *o)
 			       "round trip\n", place[p].name, sio_errmsg());
 			memset(&r[p].path, 0, sizeof(r[p].path));
 		}
-		r[p].lat = malloc(n * sizeof(uint64_t));
+		r[p].lat = malloc(sizeof(*r[p].lat));
+		if (r[p].lat)
+			hist_init(r[p].lat);
 		if (!r[p].lat || (rc = measure(&c, &(struct run){ .q = r[p].q }, 2000, &seed, nlb,
 					       nblk))) {
 			fprintf(stderr, "sq-placement: warm-up %s: %s\n", place[p].name,
@@ -264,7 +348,7 @@ static int run_placements(struct sqp_opts *o)
 
 			if (!r[p].on)
 				continue;
-			rc = measure(&c, &(struct run){ .q = r[p].q, .lat = r[p].lat + k * per },
+			rc = measure(&c, &(struct run){ .q = r[p].q, .lat = r[p].lat },
 				     per, &seed, nlb, nblk);
 			if (rc) {
 				fprintf(stderr, "\nsq-placement: %s: %s\n", place[p].name,
@@ -278,7 +362,7 @@ static int run_placements(struct sqp_opts *o)
 
 	for (int p = 0; p < NPLACE; p++)
 		if (r[p].on)
-			nb_stats_compute(r[p].lat, n, &r[p].st);
+			nb_stats_hist(r[p].lat, &r[p].st);
 
 	printf("\n%-7s %-30s %9s %8s %8s %8s %8s %8s  %s\n", "SQ in", "SQ-fetch path (model)",
 	       "model RT", "p1", "p50", "p99", "p99.9", "mean", "(ns)");
@@ -303,96 +387,35 @@ static int run_placements(struct sqp_opts *o)
 		       place[p].name, dm, dp, dm - dp);
 	}
 
-	/* JSON */
-	if (!(j = nb_open_out(out, "sq-placement.json")))
+	if (write_json(r, n, &env, out) || write_plot_data(r, out))
 		return 1;
-	fprintf(j, "{\"benchmark\": \"sq-placement\", \"latency_model\": %s, \"model_note\": \"%s\", "
-		   "\"count\": %llu, \"block\": 4096, \"queue_depth\": 1, ",
-		env.o.model ? "true" : "false", nb_env_model_label(&env), (unsigned long long)n);
-	nb_json_target(j, &env);
-	fprintf(j, ", \"skipped\": [");
-	for (int p = 0, first = 1; p < NPLACE; p++)
-		if (!r[p].on) {
-			fprintf(j, "%s{\"sq\": \"%s\", \"why\": \"%s\"}", first ? "" : ", ",
-				place[p].name, r[p].skip);
-			first = 0;
-		}
-	fprintf(j, "], \"placements\": [");
-	for (int p = 0, first = 1; p < NPLACE; p++) {
-		if (!r[p].on)
-			continue;
-		hops_str(&r[p].path, hops, sizeof(hops));
-		fprintf(j, "%s\n  {\"sq\": \"%s\", \"cq\": \"local\", \"path_hops\": \"%s\", "
-			   "\"modelled_rt_ns\": %u, ", first ? "" : ",", place[p].name, hops,
-			r[p].path.round_trip_ns);
-		nb_json_stats(j, "latency", &r[p].st);
-		fprintf(j, "}");
-		first = 0;
-	}
-	fprintf(j, "\n]}\n");
-	fclose(j);
-
-	/* histogram: 25 ns bins from the smallest p1 to the largest p95; a
-	 * p99 hit by a preemption would squeeze every placement into a corner */
-	{
-		double lo_ns = 1e18, hi_ns = 0, bw = 25;
-		uint64_t idx[NPLACE] = { 0 };
+	if ((h = nb_open_out(out, "sq-placement.gp"))) {
+		int ncol = r[P_LOCAL].on + r[P_LENDER].on + r[P_DEVICE].on;
+		double ylo = 1e18, yhi = 0;	/* the box plot's axis: no empty decades */
 
 		for (int p = 0; p < NPLACE; p++)
 			if (r[p].on) {
-				lo_ns = lo_ns < r[p].st.p1 ? lo_ns : r[p].st.p1;
-				double p95 = nb_pct_sorted(r[p].lat, n, 95);	/* lat is sorted */
-
-				hi_ns = hi_ns > p95 ? hi_ns : p95;
+				ylo = ylo < r[p].st.p1 ? ylo : r[p].st.p1;
+				yhi = yhi > r[p].st.p99 ? yhi : r[p].st.p99;
 			}
-		lo_ns = (double)((uint64_t)lo_ns / 25 * 25);
-		if ((hi_ns - lo_ns) / bw > 400)
-			bw = (hi_ns - lo_ns) / 400;
-		if (!(h = nb_open_out(out, "hist.dat")) || !(b = nb_open_out(out, "box.dat")))
-			return 1;
-		fprintf(h, "bin_ns");
-		for (int p = 0; p < NPLACE; p++)
-			if (r[p].on)
-				fprintf(h, " %s", place[p].name);
-		fprintf(h, "\n");
-		for (double x = lo_ns; x < hi_ns; x += bw) {
-			fprintf(h, "%.0f", x + bw / 2);
-			for (int p = 0; p < NPLACE; p++) {
-				uint64_t cnt = 0;
-
-				if (!r[p].on)
-					continue;
-				while (idx[p] < n && (double)r[p].lat[idx[p]] < x + bw)
-					if ((double)r[p].lat[idx[p]++] >= x)
-						cnt++;
-				fprintf(h, " %llu", (unsigned long long)cnt);
-			}
-			fprintf(h, "\n");
-		}
-		fclose(h);
-		fprintf(b, "# x name p1 p25 p50 p75 p99\n");
-		for (int p = 0, x = 1; p < NPLACE; p++)
-			if (r[p].on)
-				fprintf(b, "%d %s %.0f %.0f %.0f %.0f %.0f\n", x++, place[p].name,
-					r[p].st.p1, r[p].st.p25, r[p].st.p50, r[p].st.p75, r[p].st.p99);
-		fclose(b);
-	}
-	if ((h = nb_open_out(out, "sq-placement.gp"))) {
-		int ncol = r[P_LOCAL].on + r[P_LENDER].on + r[P_DEVICE].on;
 
 		fprintf(h,
 			"set terminal pngcairo size 1400,560 noenhanced\n"
 			"set output 'sq-placement.png'\n"
 			"set multiplot layout 1,2 title 'SQ placement, QD1 4 KiB random reads, CQ in "
 			"borrower RAM - %s'\n"
-			"set title 'histogram (p1..p95; the tail is in the JSON)'\nset xlabel 'command completion latency (ns)'\n"
-			"set ylabel 'commands'\nset style fill transparent solid 0.45 noborder\n"
-			"plot for [i=2:%d] 'hist.dat' using 1:i with boxes title columnhead(i)\n"
+			"set title 'histogram, p1..p95 (every read counted; the tail is in the JSON)'\n"
+			"set xlabel 'command completion latency (us)'\n"
+			"set ylabel 'reads per ns of latency'\nset style fill transparent solid 0.45 noborder\n"
+			"set key top right opaque box\n"
+			"plot for [i=3:%d] 'hist.dat' using 1:i:2 with boxes title columnhead(i)\n"
 			"set title 'box: p25..p75, whiskers p1..p99, line p50'\nset xlabel 'SQ in'\n"
-			"set ylabel 'ns (log scale)'\nset logscale y\nset xrange [0.5:%d.5]\nset boxwidth 0.4\nunset key\n"
-			"plot 'box.dat' using 1:4:3:7:6:xtic(2) with candlesticks whiskerbars lw 2, "
+			"set ylabel 'us (log scale, p1..p99 of all)'\nset logscale y\nset yrange [%g:%g]\n"
+			"set xrange [0.5:%d.5]\nset boxwidth 0.4\nunset key\n"
+			"plot 'box.dat' using 1:4:3:7:6:1:xtic(2) with candlesticks whiskerbars lw 2 lc variable, "
 			"'' using 1:5:5:5:5 with candlesticks lw 3 lc 'black'\n"
-			"unset multiplot\n", nb_env_model_label(&env), ncol + 1, ncol);
+			"unset multiplot\n", nb_env_model_label(&env), ncol + 2, ylo * 0.9 / 1e3,
+			yhi * 1.1 / 1e3, ncol);
 		fclose(h);
 		nb_gnuplot(out, "sq-placement.gp");
 	}

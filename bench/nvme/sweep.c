@@ -34,27 +34,33 @@ static void cleanup(void)
 		unlink(disk_file);
 }
 
-static void row(FILE *j, bool *first, const char *backing, const char *engine, const char *sweep,
+static void row(struct json_object *j, const char *backing, const char *engine, const char *sweep,
 		const struct nb_point *p)
 {
+	struct json_object *x = pj_push_obj(j), *a;
+
 	printf("%-5s %-15s %7s %4d %4u %11.0f %11.0f %5.0f %11.0f %8.0f %8.0f %8.0f %8.0f %6.3f\n",
 	       backing, engine, sweep, p->nclients, p->qd, p->iops, p->iops_per_core,
 	       p->cpu_util * 100, p->iops_per_busy_core, p->lat.p1, p->lat.p50, p->lat.p99,
 	       p->lat.p999, p->jain);
-	fprintf(j, "%s\n  {\"backing\": \"%s\", \"engine\": \"%s\", \"sweep\": \"%s\", "
-		   "\"clients\": %d, \"qd\": %u, \"iops\": %.0f, \"iops_per_client_core\": %.0f, "
-		   "\"client_cpu_util\": %.4f, \"iops_per_busy_client_core\": %.0f, "
-		   "\"jain\": %.4f, \"setup_p50_ms\": %.3f, \"setup_max_ms\": %.3f, "
-		   "\"verified\": %llu, \"mismatches\": %llu, \"client_iops\": [", *first ? "" : ",",
-		backing, engine, sweep, p->nclients, p->qd, p->iops, p->iops_per_core, p->cpu_util,
-		p->iops_per_busy_core, p->jain, p->setup_p50_ms, p->setup_max_ms,
-		(unsigned long long)p->verified, (unsigned long long)p->mismatches);
+	pj_str(x, "backing", backing);
+	pj_str(x, "engine", engine);
+	pj_str(x, "sweep", sweep);
+	pj_int(x, "clients", p->nclients);
+	pj_u64(x, "qd", p->qd);
+	pj_dbl(x, "iops", p->iops);
+	pj_dbl(x, "iops_per_client_core", p->iops_per_core);
+	pj_dbl(x, "client_cpu_util", p->cpu_util);
+	pj_dbl(x, "iops_per_busy_client_core", p->iops_per_busy_core);
+	pj_dbl(x, "jain", p->jain);
+	pj_dbl(x, "setup_p50_ms", p->setup_p50_ms);
+	pj_dbl(x, "setup_max_ms", p->setup_max_ms);
+	pj_u64(x, "verified", p->verified);
+	pj_u64(x, "mismatches", p->mismatches);
+	a = pj_arr(x, "client_iops");
 	for (int i = 0; i < p->nclients; i++)
-		fprintf(j, "%s%.0f", i ? ", " : "", p->client_iops[i]);
-	fprintf(j, "], ");
-	nb_json_stats(j, "latency", &p->lat);
-	fprintf(j, "}");
-	*first = false;
+		json_object_array_add(a, json_object_new_int64((int64_t)p->client_iops[i]));
+	json_object_object_add(x, "latency", nb_stats_json(&p->lat));
 }
 
 static void header(void)
@@ -162,6 +168,17 @@ static void write_plot(const char *out, int nqd, uint32_t qd0, int ncl, int cl0,
 	nb_gnuplot(out, "sweep.gp");
 }
 
+/* What to sweep: parsed from the command line. */
+struct sweep_opts {
+	double secs;
+	bool quick, nofile, verify;
+	int maxc, one_qd, repeat;
+	const char *out;
+	struct bench_target tgt;
+};
+
+static int run_sweep(struct sweep_opts *o);
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -171,41 +188,51 @@ int main(int argc, char **argv)
 		{ "qd", required_argument, NULL, 'd' }, { "repeat", required_argument, NULL, 'r' },
 		{ "verify", no_argument, NULL, 'V' }, BENCH_TARGET_LONGOPTS, { 0 },
 	};
+	struct sweep_opts o = { .secs = 1.0, .maxc = 32, .repeat = 1, .out = "bench-out/sweep" };
+	int opt;
+
+	prog_init("nvme-bench-sweep", usage);
+	bench_target_init(&o.tgt);
+	while ((opt = prog_getopt(argc, argv, "t:qc:o:hd:r:", lo)) != -1) {
+		switch (opt) {
+		case 't': o.secs = prog_double("--time", optarg, 0.05, 60); break;
+		case 'q': o.quick = true; break;
+		case 'c': o.maxc = (int)prog_u64("--max-clients", optarg, 1, 63); break;
+		case 'F': o.nofile = true; break;
+		case 'V': o.verify = true; break;
+		case 'o': o.out = optarg; break;
+		case 'd': o.one_qd = (int)prog_u64("--qd", optarg, 1, 256); break;
+		case 'r': o.repeat = (int)prog_u64("--repeat", optarg, 1, 100); break;
+		default:
+			if (!bench_target_opt(prog_name, &o.tgt, opt, optarg))
+				prog_usage_error("unhandled option");
+		}
+	}
+	prog_no_args(argc, argv);
+	bench_target_check(prog_name, &o.tgt);
+	return run_sweep(&o);
+}
+
+static int run_sweep(struct sweep_opts *o)
+{
 	static const uint32_t qd_full[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256 }, qd_quick[] = { 1, 4, 16, 64, 256 };
 	static const int cl_full[] = { 1, 2, 4, 8, 16, 32 }, cl_quick[] = { 1, 2, 8, 32 };
 	const uint32_t *qds = qd_full;
 	const int *cls = cl_full;
-	int nqd = 9, ncl = 6, maxc = 32, opt, rc, steps, step = 0, one_qd = 0, repeat = 1;
+	int nqd = 9, ncl = 6, maxc = o->maxc, rc, steps, step = 0, one_qd = o->one_qd;
+	int repeat = o->repeat;
 	int ncl_done = 0;	/* client-sweep points measured (RAM) */
 	uint32_t qd_one[1];
-	const char *out = "bench-out/sweep";
-	bool quick = false, nofile = false, first = true, verify = false, mismatched = false;
+	const char *out = o->out;
+	bool quick = o->quick, nofile = o->nofile, verify = o->verify, mismatched = false;
 	int cl_list[8];
-	double secs = 1.0;
+	double secs = o->secs;
 	struct nb_point p;
-	struct bench_target tgt;
+	struct bench_target tgt = o->tgt;
 	struct nb_env ext;
-	FILE *j, *qf, *cf;
+	struct json_object *root = json_object_new_object(), *j;
+	FILE *qf, *cf;
 
-	prog_init("nvme-bench-sweep", usage);
-	bench_target_init(&tgt);
-	while ((opt = prog_getopt(argc, argv, "t:qc:o:hd:r:", lo)) != -1) {
-		switch (opt) {
-		case 't': secs = bench_double("nvme-bench-sweep", "--time", optarg, 0.05, 60); break;
-		case 'q': quick = true; break;
-		case 'c': maxc = (int)bench_u64("nvme-bench-sweep", "--max-clients", optarg, 1, 63); break;
-		case 'F': nofile = true; break;
-		case 'V': verify = true; break;
-		case 'o': out = optarg; break;
-		case 'd': one_qd = (int)bench_u64("nvme-bench-sweep", "--qd", optarg, 1, 256); break;
-		case 'r': repeat = (int)bench_u64("nvme-bench-sweep", "--repeat", optarg, 1, 100); break;
-		default:
-			if (!bench_target_opt("nvme-bench-sweep", &tgt, opt, optarg))
-				prog_usage_error("unhandled option");
-		}
-	}
-	bench_no_args("nvme-bench-sweep", optind, argc, argv);
-	bench_target_check("nvme-bench-sweep", &tgt);
 	if (tgt.fabric)
 		nofile = true;	/* the device is the store */
 	if (quick) {
@@ -243,18 +270,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sweep: make backing files: %s\n", strerror(-rc));
 		return 1;
 	}
-	if (!(j = nb_open_out(out, "sweep.json")) || !(qf = nb_open_out(out, "qd.dat")) ||
-	    !(cf = nb_open_out(out, "clients.dat")))
+	if (!(qf = nb_open_out(out, "qd.dat")) || !(cf = nb_open_out(out, "clients.dat")))
 		return 1;
-	fprintf(j, "{\"benchmark\": \"sweep\", \"latency_model\": %s, \"model_note\": \"%s\", "
-		   "\"block\": 4096, \"seconds_per_point\": %.2f, \"cpus\": %d, ",
-		tgt.fabric && ext.o.model ? "true" : "false",
-		tgt.fabric ? nb_env_model_label(&ext) : nb_model_label(false), secs, nb_ncpus());
-	if (tgt.fabric) {
-		nb_json_target(j, &ext);
-		fprintf(j, ", ");
-	}
-	fprintf(j, "\"points\": [");
+	pj_str(root, "benchmark", "sweep");
+	pj_bool(root, "latency_model", tgt.fabric && ext.o.model);
+	pj_str(root, "model_note", tgt.fabric ? nb_env_model_label(&ext) : nb_model_label(false));
+	pj_int(root, "block", 4096);
+	pj_dbl(root, "seconds_per_point", secs);
+	pj_int(root, "cpus", nb_ncpus());
+	if (tgt.fabric)
+		json_object_object_add(root, "target", nb_target_json(&ext));
+	j = pj_arr(root, "points");
 	fprintf(qf, "# backing qd smartio_iops uring_iops smartio_p50 uring_p50 smartio_p99 uring_p99\n");
 	fprintf(cf, "# backing clients smartio_iops uring_iops smartio_jain uring_jain smartio_p99 uring_p99\n");
 	printf("sweep: 4 KiB random reads, %.2f s per point, %d CPUs; %s\n"
@@ -295,7 +321,7 @@ int main(int argc, char **argv)
 			pc.engine = NB_SMARTIO;
 			if (nb_run_point(&pc, &s))
 				return 1;
-			row(j, &first, bname, "smartio", "qd", &s);
+			row(j, bname, "smartio", "qd", &s);
 			if (tgt.fabric) {
 				fprintf(qf, "%s %u %.0f NaN %.0f NaN %.0f NaN\n", bname, pc.qd, s.iops,
 					s.lat.p50, s.lat.p99);
@@ -305,13 +331,13 @@ int main(int argc, char **argv)
 			pc.engine = NB_URING;
 			if (nb_run_point(&pc, &u))
 				return 1;
-			row(j, &first, bname, bk ? "io_uring-direct" : "io_uring-tmpfs", "qd", &u);
+			row(j, bname, bk ? "io_uring-direct" : "io_uring-tmpfs", "qd", &u);
 			if (bk) {	/* the controller's file I/O is buffered: show that too */
 				pc.buffered = true;
 				if (nb_run_point(&pc, &ub))
 					return 1;
 				pc.buffered = false;
-				row(j, &first, bname, "io_uring-buffer", "qd", &ub);
+				row(j, bname, "io_uring-buffer", "qd", &ub);
 			}
 			fprintf(qf, "%s %u %.0f %.0f %.0f %.0f %.0f %.0f\n", bname, pc.qd, s.iops, u.iops,
 				s.lat.p50, u.lat.p50, s.lat.p99, u.lat.p99);
@@ -329,7 +355,7 @@ int main(int argc, char **argv)
 				fprintf(stderr, "sweep: %d clients: %s\n", cls[i], strerror(-rc));
 				break;
 			}
-			row(j, &first, bname, "smartio", "clients", &s);
+			row(j, bname, "smartio", "clients", &s);
 			printf("      setup of %d clients arriving together (client, queue pair, "
 			       "buffer): p50 %.1f ms, max %.1f ms", cls[i], s.setup_p50_ms,
 			       s.setup_max_ms);
@@ -350,7 +376,7 @@ int main(int argc, char **argv)
 			pc.engine = NB_URING;
 			if (nb_run_point(&pc, &u))
 				return 1;
-			row(j, &first, bname, bk ? "io_uring-direct" : "io_uring-tmpfs", "clients", &u);
+			row(j, bname, bk ? "io_uring-direct" : "io_uring-tmpfs", "clients", &u);
 			fprintf(cf, "%s %d %.0f %.0f %.4f %.4f %.0f %.0f\n", bname, cls[i], s.iops, u.iops,
 				s.jain, u.jain, s.lat.p99, u.lat.p99);
 			if (!bk)
@@ -383,7 +409,7 @@ int main(int argc, char **argv)
 		pc.env = &env;
 		if (nb_run_point(&pc, &p))
 			return 1;
-		row(j, &first, "ram", wrr ? "smartio-wrr" : "smartio-rr", "fair", &p);
+		row(j, "ram", wrr ? "smartio-wrr" : "smartio-rr", "fair", &p);
 		for (int i = 0; i < 6; i++)
 			cls_iops[wrr ? p.client_prio[i] : 0] += p.client_iops[i];
 		printf("      per client IOPS:");
@@ -400,8 +426,8 @@ int main(int argc, char **argv)
 	}
 done:
 	nb_progress("sweep", 1, 1);
-	fprintf(j, "\n]}\n");
-	fclose(j);
+	if (nb_write_json(out, "sweep.json", root))
+		return 1;
 	fclose(qf);
 	fclose(cf);
 

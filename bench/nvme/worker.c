@@ -14,16 +14,16 @@
 #include <unistd.h>
 
 #define MAX_QD		256
-#define SAMPLE_BUDGET	(8u << 20)	/* latency samples kept, all workers */
 
+/* What the workers (forked processes) report: per worker a latency
+ * histogram of every I/O, in constant memory whatever the run's length. */
 struct shared {
 	_Atomic int ready, go, err;
-	uint64_t cap;			/* samples per worker */
 	struct {
-		uint64_t ios, nsamp, cpu_ns, idle_ns;
+		uint64_t ios, cpu_ns, idle_ns;
 		uint64_t setup_ns, verified, mismatches;
 	} w[64];
-	uint64_t samples[];		/* w * cap */
+	struct hist lat[];		/* one per worker */
 };
 
 struct slot {
@@ -59,7 +59,8 @@ static bool read_ok(const struct nb_env *e, const uint8_t *b, uint64_t slba, uin
 struct loop {
 	struct shared *sh;
 	int w;
-	uint64_t seed, end, *samp;
+	uint64_t seed, end;
+	struct hist *lat;
 	double tpn;			/* TSC ticks per ns */
 };
 
@@ -71,10 +72,7 @@ static void cpl(void *arg, int err, uint16_t status)
 
 static void record(struct loop *l, uint64_t lat)
 {
-	uint64_t *n = &l->sh->w[l->w].nsamp;
-
-	if (*n < l->sh->cap)
-		l->samp[(*n)++] = lat;
+	hist_add(l->lat, lat);
 	l->sh->w[l->w].ios++;
 }
 
@@ -272,7 +270,8 @@ int nb_run_point(const struct nb_point_cfg *c, struct nb_point *out)
 	size_t sz;
 	struct shared *sh;
 	pid_t pid[64];
-	uint64_t total = 0, cpu = 0, idle = 0, nsamp = 0, *all;
+	uint64_t total = 0, cpu = 0, idle = 0;
+	struct hist *all;
 	static double tpn;
 	int rc = 0, n = c->nclients;
 
@@ -281,11 +280,12 @@ int nb_run_point(const struct nb_point_cfg *c, struct nb_point *out)
 	out->qd = c->qd;
 	if (n < 1 || n > 64 || c->qd < 1 || c->qd > MAX_QD)
 		return -EINVAL;
-	sz = sizeof(*sh) + (size_t)SAMPLE_BUDGET * sizeof(uint64_t);
+	sz = sizeof(*sh) + (size_t)(n + 1) * sizeof(struct hist);
 	sh = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)
 		return -errno;
-	sh->cap = SAMPLE_BUDGET / (uint64_t)n;
+	for (int w = 0; w <= n; w++)	/* lat[n]: all of them, merged */
+		hist_init(&sh->lat[w]);
 	if (!tpn)
 		tpn = nb_tsc_per_ns();
 	fflush(NULL);
@@ -293,7 +293,7 @@ int nb_run_point(const struct nb_point_cfg *c, struct nb_point *out)
 		pid[w] = fork();
 		if (pid[w] == 0) {
 			struct loop l = { .sh = sh, .w = w, .seed = 0x9e3779b97f4a7c15ull * (w + 1),
-					  .samp = sh->samples + (uint64_t)w * sh->cap, .tpn = tpn };
+					  .lat = &sh->lat[w], .tpn = tpn };
 
 			if (n == 1 && c->pin)
 				nb_pin(0);
@@ -316,19 +316,16 @@ int nb_run_point(const struct nb_point_cfg *c, struct nb_point *out)
 			waitpid(pid[w], NULL, 0);
 	rc = atomic_load(&sh->err);
 	if (!rc) {
-		all = sh->samples;
+		all = &sh->lat[n];
 		for (int w = 0; w < n; w++) {
-			/* compact the samples to the front */
-			memmove(all + nsamp, sh->samples + (uint64_t)w * sh->cap,
-				sh->w[w].nsamp * sizeof(uint64_t));
-			nsamp += sh->w[w].nsamp;
+			hist_merge(all, &sh->lat[w]);
 			total += sh->w[w].ios;
 			cpu += sh->w[w].cpu_ns;
 			idle += sh->w[w].idle_ns < sh->w[w].cpu_ns ? sh->w[w].idle_ns : sh->w[w].cpu_ns;
 			out->client_iops[w] = (double)sh->w[w].ios / c->seconds;
 			out->client_prio[w] = c->wrr_prios ? 1 + w % 3 : 0;
 		}
-		nb_stats_compute(all, nsamp, &out->lat);
+		nb_stats_hist(all, &out->lat);
 		setup_stats(sh, n, out);
 		out->iops = (double)total / c->seconds;
 		/* The same measure for both engines: CPU time (user + system) of

@@ -9,6 +9,8 @@ set -u
 SMARTIO=$1 EMU=$2 MGR=$3 CLIENT=$4 SWEEP=$5 SQP=$6 OVH=$7 RL=$8 EMUB=$9
 export SMARTIO_QUIET=1
 . "$(dirname "$0")/lib.sh" t-bench
+# A JSON file, parsed, and a Python expression over it (d) that must hold.
+jq_ok() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$1"; }
 # expect_fail RC PATTERN CMD...: exits RC with a message matching PATTERN
 expect_fail() {
 	want=$1 pat=$2; shift 2
@@ -34,7 +36,7 @@ ok "no manager: refused, device untouched"
 # --start-manager: started for the run, stopped after; the fabric stays.
 "$SWEEP" --fabric "$F" --start-manager --qd 2 -t 0.05 -o "$T/sw" >"$T/out" 2>&1 ||
 	{ cat "$T/out"; fail "sweep --start-manager"; }
-grep -q '"started_manager": true' "$T/sw/sweep.json" || fail "the JSON does not say the manager was started"
+jq_ok "$T/sw/sweep.json" 'd["target"]["started_manager"] is True' || fail "the JSON does not say the manager was started"
 "$SMARTIO" status "$F" >/dev/null || fail "the fabric was removed"
 ok "--start-manager"
 
@@ -45,22 +47,24 @@ start_mgr
 	{ cat "$T/out"; fail "sweep"; }
 grep -q "^measured: fabric $F, backend sim" "$T/out" || { cat "$T/out"; fail "sweep did not say what it measured"; }
 grep -q "skipped: the io_uring baseline" "$T/out" || fail "sweep did not say what it skipped"
-grep -q '"existing_fabric": true' "$T/sw/sweep.json" || fail "sweep JSON lacks the target"
-grep -q '"started_manager": false' "$T/sw/sweep.json" || fail "sweep JSON: started_manager"
+jq_ok "$T/sw/sweep.json" 'd["target"]["existing_fabric"] is True' || fail "sweep JSON lacks the target"
+jq_ok "$T/sw/sweep.json" 'd["target"]["started_manager"] is False' || fail "sweep JSON: started_manager"
+jq_ok "$T/sw/sweep.json" 'all(p["latency"]["n"] > 0 for p in d["points"])' || fail "sweep JSON: no latencies"
 ok "sweep on an existing fabric"
 
 "$SQP" --fabric "$F" --node 1 -n 256 -o "$T/sq" >"$T/out" 2>&1 || { cat "$T/out"; fail "sq-placement"; }
 grep -q "skipped: lender .*the client runs on the lender" "$T/out" || { cat "$T/out"; fail "lender placement not skipped on the lender"; }
-grep -q '"sq": "cmb"' "$T/sq/sq-placement.json" || fail "the CMB placement did not run"
-grep -q '"skipped": \[{"sq": "lender"' "$T/sq/sq-placement.json" || fail "JSON lacks the skipped placement"
+jq_ok "$T/sq/sq-placement.json" '"cmb" in [p["sq"] for p in d["placements"]]' || fail "the CMB placement did not run"
+jq_ok "$T/sq/sq-placement.json" 'd["skipped"][0]["sq"] == "lender"' || fail "JSON lacks the skipped placement"
+jq_ok "$T/sq/sq-placement.json" 'all(p["latency"]["n"] == 256 for p in d["placements"])' || fail "sq-placement: not every read counted"
 "$SQP" --fabric "$F" -n 256 -o "$T/sq0" >"$T/out" 2>&1 || { cat "$T/out"; fail "sq-placement node 0"; }
-grep -q '"sq": "lender"' "$T/sq0/sq-placement.json" || fail "from node 0 the lender placement did not run"
+jq_ok "$T/sq0/sq-placement.json" '"lender" in [p["sq"] for p in d["placements"]]' || fail "from node 0 the lender placement did not run"
 ok "sq-placement runs what the device offers"
 
 "$OVH" --fabric "$F" -n 200 -o "$T/ov" >"$T/out" 2>&1 || { cat "$T/out"; fail overhead; }
-grep -q '"existing_fabric": true' "$T/ov/overhead.json" || fail "overhead JSON lacks the target"
+jq_ok "$T/ov/overhead.json" 'd["target"]["existing_fabric"] is True' || fail "overhead JSON lacks the target"
 "$RL" --fabric "$F" -n 1024 -o "$T/rl" >"$T/out" 2>&1 || { cat "$T/out"; fail remote-local; }
-grep -q '"pass": "existing"' "$T/rl/remote-local.json" || fail "remote-local JSON"
+jq_ok "$T/rl/remote-local.json" 'd["passes"][0]["pass"] == "existing" and d["run"]["version"]' || fail "remote-local JSON"
 expect_fail 1 "another node than the lender" "$RL" --fabric "$F" --node 1 -n 1024 -o "$T/rl"
 ok "overhead and remote-local"
 
