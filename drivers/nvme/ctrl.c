@@ -984,8 +984,8 @@ int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
 	if (cpl)
 		*cpl = done;
 	if (SIO_NVME_STATUS_CODE(done.status))
-		return sio_err_set(EIO, "admin command 0x%02x failed: %s (status 0x%03x)",
-				   cmd->opcode,
+		return sio_err_set(EIO, "%s (0x%02x) failed: %s (status 0x%03x)",
+				   sio_nvme_admin_name(cmd->opcode), cmd->opcode,
 				   sio_nvme_status_str(SIO_NVME_STATUS_CODE(done.status)),
 				   SIO_NVME_STATUS_CODE(done.status));
 	return 0;
@@ -1213,8 +1213,9 @@ int sio_nvme_find_device(struct sio_fabric *f, uint32_t id, struct sio_device_in
 	if (n < 0)
 		return sio_err_wrap(-n, "cannot list devices");
 	if (n == 0)
-		return sio_err_set(ENOENT, "no devices are registered on fabric '%s'",
-				   sio_fabric_name(f));
+		return sio_err_set(ENOENT, "no devices are registered on fabric '%s' (lend one "
+				   "first: nvme-emu, or smartio vfio lend BDF; nvme-emu --background "
+				   "returns once its device is registered)", sio_fabric_name(f));
 	all = calloc((size_t)n, sizeof(*all));
 	if (!all)
 		return sio_err_set(ENOMEM, "out of memory");

@@ -56,3 +56,21 @@ const char *sio_nvme_status_str(uint16_t status)
 			return status_names[i].s;
 	return "unknown status";
 }
+
+const char *sio_nvme_admin_name(uint8_t opc)
+{
+	switch (opc) {
+	case nvme_admin_delete_sq: return "Delete I/O SQ";
+	case nvme_admin_create_sq: return "Create I/O SQ";
+	case nvme_admin_get_log_page: return "Get Log Page";
+	case nvme_admin_delete_cq: return "Delete I/O CQ";
+	case nvme_admin_create_cq: return "Create I/O CQ";
+	case nvme_admin_identify: return "Identify";
+	case nvme_admin_abort_cmd: return "Abort";
+	case nvme_admin_set_features: return "Set Features";
+	case nvme_admin_get_features: return "Get Features";
+	case nvme_admin_async_event: return "Asynchronous Event Request";
+	case nvme_admin_dbbuf: return "Doorbell Buffer Config";
+	default: return "admin command";
+	}
+}

@@ -464,7 +464,8 @@ static int spec_check(const struct sio_nvme_client *cl, const struct sio_nvme_qs
 		return sio_err_set(EINVAL, "SQ priority %u out of range 0..3", spec->prio);
 	if (spec->sq_loc == SIO_PLACE_DEVICE && !cl->ci.cmb.size)
 		return sio_err_set(ENODEV, "location=device needs a controller memory "
-				   "buffer, and device %u has none", cl->dinfo.id);
+				   "buffer, and device %u has none (nvme-emu --cmb MIB gives the "
+				   "emulated controller one)", cl->dinfo.id);
 	if (spec->cq_loc == SIO_PLACE_DEVICE)
 		return sio_err_set(EINVAL, "the CQ cannot be placed in the device");
 	if (spec->dptr < SIO_NVME_DPTR_AUTO || spec->dptr > SIO_NVME_DPTR_SGL)

@@ -197,7 +197,9 @@ static int open_kept(struct sio_nvme_manager *m)
 				    SIO_NVME_MBOX_SIZE, false, "nvme-mailbox", &m->seg, &va);
 	if (ret)
 		return ret == -EBUSY ? sio_err_set(EBUSY, "a manager for device %u already "
-						   "serves: %s", m->dinfo.id, sio_errmsg()) : ret;
+						   "serves: %s (smartio status names its pid as the "
+						   "segment's owner); nvme-manager --standby takes "
+						   "over when it stops", m->dinfo.id, sio_errmsg()) : ret;
 	m->mb = va;
 	ret = sio_nvme_kept_segment(m->f, m->dinfo.lender, SIO_NVME_STATE_SEGID(m->dinfo.id),
 				    sizeof(struct mgr_state), false, "nvme-manager-state",
@@ -664,7 +666,7 @@ static void name_cause(struct sio_nvme_manager *m, int s, struct sio_nvme_mbox_r
 {
 	int node = m->mb->slots[s].node, lender = m->dinfo.lender, a;
 	struct sio_topology t;
-	char cause[80] = "", was[sizeof(r->msg) - sizeof(cause)];
+	char cause[96] = "", was[sizeof(r->msg) - sizeof(cause)];
 
 	if ((r->status & 0x7ff) != SIO_NVME_MK_STATUS(NVME_SCT_GENERIC,
 						      NVME_SC_DATA_XFER_ERROR) &&
@@ -674,11 +676,13 @@ static void name_cause(struct sio_nvme_manager *m, int s, struct sio_nvme_mbox_r
 		return;
 	for (a = 0; a < t.adapters && !cause[0]; a++) {
 		if (node != lender && sio_link_get(m->f, node, a) == 0)
-			snprintf(cause, sizeof(cause), "node %d's link to the lender (adapter "
-				 "%d) is down", node, a);
+			snprintf(cause, sizeof(cause), "node %u's link to the lender (adapter %u) "
+				 "is down (smartio link ... %u %u up)", (uint8_t)node, (uint8_t)a,
+				 (uint8_t)node, (uint8_t)a);
 		else if (node != lender && sio_link_get(m->f, lender, a) == 0)
-			snprintf(cause, sizeof(cause), "the lender's link (node %d, adapter "
-				 "%d) is down", lender, a);
+			snprintf(cause, sizeof(cause), "the lender's link (node %u, adapter %u) "
+				 "is down (smartio link ... %u %u up)", (uint8_t)lender, (uint8_t)a,
+				 (uint8_t)lender, (uint8_t)a);
 	}
 	if (!cause[0])
 		return;
@@ -820,8 +824,9 @@ static void create_step(struct sio_nvme_manager *m, struct creating *c, int n,
 		if (!ret && !st)
 			continue;
 		if (!ret)
-			sio_err_set(EIO, "admin command 0x%02x failed: %s (status 0x%03x)",
-				    cmd[j].opcode, sio_nvme_status_str(st), st);
+			sio_err_set(EIO, "%s (0x%02x) failed: %s (status 0x%03x)",
+				    sio_nvme_admin_name(cmd[j].opcode), cmd[j].opcode,
+				    sio_nvme_status_str(st), st);
 		c[i].ret = from_ctrl(m, &c[i].r, ret ? ret : -EIO, st);
 		c[i].drop_cq = !ret && cmd[j].opcode == nvme_admin_create_sq;
 		if (ret)

@@ -35,7 +35,8 @@ int sio_nvme_client_second_path(struct sio_nvme_client *cl)
 		return sio_err_wrap(-ret, "cannot read the fabric's topology");
 	if (t.adapters < 2)
 		return sio_err_set(EINVAL, "multipath needs two adapters per node, and "
-				   "fabric '%s' has %d", sio_fabric_name(cl->f), t.adapters);
+				   "fabric '%s' has %d (smartio create NAME --adapters 2)",
+				   sio_fabric_name(cl->f), t.adapters);
 	ret = sio_device_borrow(cl->f, cl->dinfo.id, SIO_BORROW_SHARED, &cl->dev2);
 	if (ret)
 		return sio_err_wrap(-ret, "cannot borrow device %u a second time",

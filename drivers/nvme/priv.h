@@ -14,6 +14,9 @@
 /* Doorbells this far apart can be confined (the rule: manager.h, DOC). */
 #define SIO_NVME_CONFINE_PAGE	4096u
 
+/* err.c: an admin opcode's name, for messages ("Identify"). */
+const char *sio_nvme_admin_name(uint8_t opc);
+
 static inline uint64_t sio_nvme_now_ns(void)
 {
 	struct timespec ts;

@@ -42,7 +42,9 @@ int reg_window_get(struct sio_fabric *f, int node, int adapter, int seg, uint64_
 			free_w = i;
 	}
 	if (free_w < 0)
-		return sio__err(ENOSPC, "no free window on node %d adapter %d: all %d windows per adapter are in use",
+		return sio__err(ENOSPC, "no free window on node %d adapter %d: all %d windows per adapter "
+				"are in use (smartio create --windows N makes more; an NVMe client maps "
+				"a few of its own node's, and one of the lender's)",
 				node, adapter, f->topo.windows);
 	w[free_w] = (struct reg_window){ .refs = 1, .seg = seg, .seg_gen = r->segs[seg].gen };
 	r->nodes[node].windows_used[adapter]++;

@@ -140,6 +140,11 @@ int sio_tool_rebind(const char *cmd, const char *arg, const char *override, cons
 		printf("%s is already bound to %s\n", bdf, want);
 		return 0;
 	}
+	if (geteuid() != 0) {	/* sysfs would say EACCES, or that the driver is absent */
+		fprintf(stderr, "smartio %s %s: binding a PCI function to a driver needs root\n",
+			cmd, want ? "bind" : "unbind");
+		return 1;
+	}
 	snprintf(p, sizeof(p), "/sys/bus/pci/drivers/%s", want ? want : "");
 	if (want && access(p, F_OK)) {
 		fprintf(stderr, "smartio %s bind: %s is not loaded: modprobe %s\n", cmd, want, want);

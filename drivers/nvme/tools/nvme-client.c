@@ -321,8 +321,11 @@ static void usage(FILE *o)
 		"                    write-verify run makes two passes: N writes, N reads\n"
 		"  --random          random block offsets within the range\n"
 		"  --qd N            I/Os in flight, 1..4095 (default 1)\n"
-		"  --queue SPEC      queue placement: location=local|lender|device|hint,\n"
-		"                    cq=local|lender|hint, depth=N, prio=0..3, multipath\n"
+		"  --queue SPEC      queue placement: location=local|lender|device|hint\n"
+		"                    (lender: also 'remote'; device: the controller's CMB, also\n"
+		"                    'cmb'; hint: as the access hints place it, also 'auto'),\n"
+		"                    cq=local|lender|hint,\n"
+		"                    depth=N (at most the controller's MQES), prio=0..3, multipath\n"
 		"                    (a backup queue pair through adapter 1, for failover),\n"
 		"                    dptr=auto|prp|sgl (data pointers), dbbuf=auto|on|off\n"
 		"                    (shadow doorbells)\n"
@@ -473,6 +476,9 @@ static int setup(struct run *r, struct sio_nvme_client *cl, struct sio_nvme_qspe
 	if (sio_nvme_ioq_create(cl, spec, &r->q))
 		return prog_fail("%s", sio_errmsg());
 	sio_nvme_ioq_info(r->q, &qi);
+	if (spec->depth > qi.depth)	/* said, not silently taken */
+		fprintf(stderr, "nvme-client: --queue depth=%u: the controller takes at most %u "
+			"entries (CAP.MQES); the queue has %u\n", spec->depth, qi.depth, qi.depth);
 	if (c->qd > qi.max_inflight)
 		c->qd = qi.max_inflight;
 	if (sio_nvme_buf_alloc(cl, (uint64_t)c->qd * c->io_blocks * r->ns.lba_size, &r->buf))

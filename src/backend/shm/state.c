@@ -91,8 +91,10 @@ static int open_dir(const char *name, const char *dir, struct stat *st, bool *gr
 		if (!lstat(dir, st) && !S_ISDIR(st->st_mode))
 			return sio__err(ENOTDIR, "fabric '%s': %s is not a directory", name, dir);
 		if (e == EACCES && !lstat(dir, st) && st->st_uid != geteuid())
-			return sio__err(EACCES, "fabric '%s' belongs to %s, not to you (%s)", name,
-					who(st->st_uid, u, sizeof(u)), who(geteuid(), me, sizeof(me)));
+			return sio__err(EACCES, "fabric '%s' belongs to %s, not to you (%s); its "
+					"creator can share it with a group: smartio create %s --group GROUP",
+					name, who(st->st_uid, u, sizeof(u)), who(geteuid(), me, sizeof(me)),
+					name);
 		return sio__err(e, "fabric '%s': cannot open %s: %s", name, dir, strerror(e));
 	}
 	if (fstat(fd, st)) {

@@ -146,6 +146,14 @@ int sio_uio_open(const char *bdf, struct sio_uio_dev *d)
 	if (fn.iommu_group >= 0)
 		return sio__err(EOPNOTSUPP, "uio: %s is in IOMMU group %d: use the vfio backend "
 				"(smartio vfio bind %s)", d->bdf, fn.iommu_group, d->bdf);
+	/* A virtio function (vendor 0x1af4) or one of no class carries the
+	 * guest's own disk or network: never suggest taking it from its driver. */
+	if (strcmp(fn.driver, "uio_pci_generic") && fn.driver[0] &&
+	    (fn.vendor == 0x1af4 || (fn.class_code >> 16) == 0xff))
+		return sio__err(ENODEV, "uio: %s is bound to '%s', not to uio_pci_generic, and "
+				"it is no function to lend (%04x:%04x, class %06x: the machine's own "
+				"disk or network); check the address: smartio vfio list",
+				d->bdf, fn.driver, fn.vendor, fn.device, fn.class_code);
 	if (strcmp(fn.driver, "uio_pci_generic"))
 		return sio__err(ENODEV, "uio: %s is %s%s%s, not to uio_pci_generic: bind it with "
 				"`smartio uio bind %s` (as root)", d->bdf,

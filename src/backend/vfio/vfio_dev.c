@@ -233,7 +233,8 @@ int sio_vfio_open(const char *bdf, enum sio_vfio_mode mode, struct sio_vfio_dev 
 	if (fn.iommu_group < 0 && !sio_pci_iommu_active())
 		return sio__err(ENODEV, "no IOMMU is active on this machine: enable VT-d "
 				"(or AMD-Vi) in the firmware and boot with intel_iommu=on; "
-				"Debian's kernel has no vfio no-IOMMU mode");
+				"Debian's kernel has no vfio no-IOMMU mode; without an IOMMU, "
+				"lend it through uio: smartio uio bind/lend (docs/uio.md)");
 	if (strcmp(fn.driver, "vfio-pci"))
 		return sio__err(ENODEV, "%s is %s%s%s, not to vfio-pci: bind it with "
 				"`smartio vfio bind %s` (as root)", d->bdf,
