@@ -287,8 +287,16 @@ static enum fio_q_status sio_fio_queue(struct thread_data *td, struct io_u *io_u
 			s->buf, off, sio_fio_done, io_u);
 	} else if (ddir_sync(io_u->ddir)) {
 		rc = sio_nvme_ioq_flush(s->q, o->nsid, sio_fio_done, io_u);
+	} else if (io_u->ddir == DDIR_TRIM) {
+		if (io_u->offset % lbs || io_u->xfer_buflen % lbs || !io_u->xfer_buflen) {
+			io_u->error = EINVAL;
+			return FIO_Q_COMPLETED;
+		}
+		/* Dataset Management, Deallocate; -ENOTSUP without ONCS DSM */
+		rc = sio_nvme_ioq_deallocate(s->q, o->nsid, io_u->offset / lbs,
+					     (uint32_t)(io_u->xfer_buflen / lbs), sio_fio_done, io_u);
 	} else {
-		io_u->error = EOPNOTSUPP;	/* trim: no Dataset Management here */
+		io_u->error = EOPNOTSUPP;
 		return FIO_Q_COMPLETED;
 	}
 	if (rc == -EAGAIN)
