@@ -86,6 +86,7 @@ done
 
 printf '\n%-5s %-4s %-7s %-6s %8s %9s %9s %9s %9s %10s %6s\n' node qid sq cq I/Os MiB/s \
 	"p50 us" "p99 us" "p99.9 us" mismatches errors
+echo "      (I/Os and MiB/s: writes and reads; latency: the verified reads, every one counted)"
 for n in $(seq 1 $((NODES - 1))); do
 	j=$WORK/client$n.json
 	if [ ! -s "$j" ]; then
@@ -96,10 +97,10 @@ for n in $(seq 1 $((NODES - 1))); do
 	python3 - "$j" "$n" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-l = d["lat_us"]
+l = d["read"]["lat_us"]
 print("%-5s %-4s %-7s %-6s %8d %9.1f %9.1f %9.1f %9.1f %10d %6d" % (
     sys.argv[2], d["qid"], d["sq"], d["cq"], d["ios"], d["mib_s"], l["p50"], l["p99"],
-    l["p99.9"], d["mismatches"], d["errors"]))
+    l["p99_9"], d["mismatches"], d["errors"]))
 PY
 done
 echo

@@ -21,10 +21,12 @@ int sio_tool_status_once(const char *name, enum sio_tool_fmt fmt);
 
 /*
  * Call @once(@arg) every @interval seconds, @count times (0: until SIGINT
- * or SIGTERM); on a terminal each time on a cleared screen. Return: 0, or
+ * or SIGTERM); on a terminal each time on a cleared screen, else text
+ * readings apart by a blank line and @json ones one a line. Return: 0, or
  * what @once returned when it failed.
  */
-int sio_tool_watch(int (*once)(void *arg), void *arg, double interval, uint64_t count);
+int sio_tool_watch(int (*once)(void *arg), void *arg, double interval, uint64_t count,
+		   bool json);
 
 #ifdef SIO_TOOL_NVME
 /* smartio-nvme.c: `smartio nvme stats` and `smartio top`. */

@@ -263,7 +263,7 @@ static int run_view(struct stats_view *v, double interval, uint64_t count)
 	if (!v->bufs)
 		return prog_fail("out of memory");
 	if (interval > 0)
-		ret = sio_tool_watch(stats_once, v, interval, count);
+		ret = sio_tool_watch(stats_once, v, interval, count, v->fmt == SIO_TOOL_JSON);
 	else
 		ret = stats_once(v);
 	free(v->bufs);

@@ -258,9 +258,10 @@ int sio_tool_status_once(const char *name, enum sio_tool_fmt fmt)
 	return ret;
 }
 
-int sio_tool_watch(int (*once)(void *arg), void *arg, double interval, uint64_t count)
+int sio_tool_watch(int (*once)(void *arg), void *arg, double interval, uint64_t count,
+		   bool json)
 {
-	bool tty = isatty(1);
+	bool tty = isatty(1) && !json;
 	int ret = 0;
 
 	prog_catch_stop();
@@ -268,7 +269,7 @@ int sio_tool_watch(int (*once)(void *arg), void *arg, double interval, uint64_t 
 		struct timespec ts = { (time_t)interval,
 				       (long)((interval - (double)(time_t)interval) * 1e9) };
 
-		if (i && !tty)
+		if (i && !tty && !json)
 			printf("\n");
 		if (tty)	/* home and clear, as top(1) */
 			printf("\033[H\033[2J");

@@ -193,7 +193,7 @@ static int cmd_status(int argc, char **argv)
 		prog_usage_error("--count goes with --watch");
 	if (!interval)
 		return status_once(&a);
-	return sio_tool_watch(status_once, &a, interval, count);
+	return sio_tool_watch(status_once, &a, interval, count, a.fmt == SIO_TOOL_JSON);
 }
 
 static int cmd_list(int argc, char **argv)
