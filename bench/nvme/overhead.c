@@ -185,6 +185,16 @@ static void usage(FILE *o)
 		BENCH_TARGET_HELP);
 }
 
+/* What to measure: parsed from the command line. */
+struct ovh_opts {
+	struct bench_target tgt;
+	const char *out;
+	uint64_t n, ncg;
+	bool instr;
+};
+
+static int run_overhead(struct ovh_opts *o);
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -194,17 +204,55 @@ int main(int argc, char **argv)
 		{ "cg-dev", required_argument, NULL, 'D' }, { "cg-lender", required_argument, NULL, 'L' },
 		BENCH_TARGET_LONGOPTS, { 0 },
 	};
-	struct bench_target tgt;
+	struct ovh_opts o = { .out = "bench-out/overhead", .n = 200000, .ncg = 2000 };
+	const char *pass = NULL, *cgfab = NULL;
+	int64_t cgdev = -1;
+	int opt, cglender = 1;
+	bool quick = false;
+
+	prog_init("nvme-bench-overhead", usage);
+	bench_target_init(&o.tgt);
+	while ((opt = prog_getopt(argc, argv, "n:qo:h", lo)) != -1) {
+		switch (opt) {
+		case 'n': o.n = o.ncg = prog_u64("--ios", optarg, 100, 50000000); break;
+		case 'q': quick = true; break;
+		case 'I':
+			if (!HAVE_CALLGRIND)
+				prog_usage_error("--instructions needs valgrind's headers at build time "
+						 "(apt-get install valgrind)");
+			o.instr = true;
+			break;
+		case 'o': o.out = optarg; break;
+		case 'P': pass = optarg; break;
+		case 'F': cgfab = optarg; break;
+		case 'D': cgdev = atoll(optarg); break;
+		case 'L': cglender = (int)prog_u64("-L", optarg, 0, SIO_MAX_NODES - 1); break;
+		default:
+			if (!bench_target_opt(prog_name, &o.tgt, opt, optarg))
+				prog_usage_error("unhandled option");
+		}
+	}
+	prog_no_args(argc, argv);
+	bench_target_check(prog_name, &o.tgt);
+	if (pass)	/* a callgrind pass: this program again, under valgrind */
+		return cgfab ? cg_pass(cgfab, cgdev, cglender, pass, o.n) : PROG_USAGE;
+	if (quick)
+		o.n = 20000, o.ncg = 500;
+	if (o.ncg > 5000)
+		o.ncg = 5000;
+	return run_overhead(&o);
+}
+
+static int run_overhead(struct ovh_opts *o)
+{
 	struct nb_env_opts eo = { .nodes = 2, .lender = 1, .backing = "ram:256M", .pin = true };
-	const char *out = "bench-out/overhead", *pass = NULL, *cgfab = NULL;
-	uint64_t n = 200000, ncg = 2000, seed = 7, nblk, empty = 0;
+	struct bench_target tgt = o->tgt;
+	const char *out = o->out;
+	uint64_t n = o->n, ncg = o->ncg, seed = 7, nblk, empty = 0;
 	struct hist *sub, *cpl;	/* ns, every I/O */
 	uint64_t empty_ticks = 0;
-	int64_t cgdev = -1;
-	int opt, rc, cglender = 1;
-	bool instr = false, quick = false;
-
-	bench_target_init(&tgt);
+	int rc;
+	bool instr = o->instr;
 	struct nb_stats ss, cs;
 	struct nb_client c;
 	struct nb_env env, shown;
@@ -212,40 +260,6 @@ int main(int argc, char **argv)
 	uint32_t nlb;
 	FILE *j;
 
-	prog_init("nvme-bench-overhead", usage);
-	while ((opt = prog_getopt(argc, argv, "n:qo:h", lo)) != -1) {
-		switch (opt) {
-		case 'n': n = ncg = bench_u64("nvme-bench-overhead", "--ios", optarg, 1, 1000000000); break;
-		case 'q': quick = true; break;
-		case 'I':
-			if (!HAVE_CALLGRIND) {
-				fprintf(stderr, "overhead: --instructions needs valgrind's headers at build time (apt-get install valgrind)\n");
-				return 2;
-			}
-			instr = true;
-			break;
-		case 'o': out = optarg; break;
-		case 'P': pass = optarg; break;
-		case 'F': cgfab = optarg; break;
-		case 'D': cgdev = atoll(optarg); break;
-		case 'L': cglender = (int)bench_u64("nvme-bench-overhead", "-L", optarg, 0, SIO_MAX_NODES - 1); break;
-		default:
-			if (!bench_target_opt("nvme-bench-overhead", &tgt, opt, optarg))
-				prog_usage_error("unhandled option");
-		}
-	}
-	bench_no_args("nvme-bench-overhead", optind, argc, argv);
-	bench_target_check("nvme-bench-overhead", &tgt);
-	if (pass)
-		return cgfab ? cg_pass(cgfab, cgdev, cglender, pass, n) : 2;
-	if (quick)
-		n = 20000, ncg = 500;
-	if (n < 100 || n > 50000000) {
-		fprintf(stderr, "overhead: --ios 100..50000000\n");
-		return 2;
-	}
-	if (ncg > 5000)
-		ncg = 5000;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (nb_outdir("bench-out") || nb_outdir(out))
 		return 1;
