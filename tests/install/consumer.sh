@@ -99,6 +99,11 @@ fi
 # shellcheck disable=SC2046
 $cc -std=gnu11 -Wall -Wextra -Werror "$src/examples/hello-fabric.c" -o "$dest/hello-fabric" \
 	$(pkg-config --cflags --libs smartio) || bad "examples/hello-fabric.c does not build against smartio.pc"
+# ... and against the build tree, not installed (meson-uninstalled/*.pc)
+PKG_CONFIG_PATH=$build/meson-uninstalled $cc -std=gnu11 -Wall -Wextra -Werror \
+	"$src/examples/hello-fabric.c" -o "$dest/hello-fabric-uninstalled" \
+	$(PKG_CONFIG_PATH=$build/meson-uninstalled PKG_CONFIG_SYSROOT_DIR= pkg-config --cflags --libs smartio) ||
+	bad "examples/hello-fabric.c does not build against the uninstalled smartio.pc (build/meson-uninstalled)"
 
 [ "$fail" -eq 0 ] && echo "installed headers, libraries and .pc files: OK"
 exit "$fail"
