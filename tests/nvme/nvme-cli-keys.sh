@@ -1,7 +1,7 @@
 #!/bin/bash
 # nvme-identify's JSON has the keys of nvme-cli's `-o json` output: id-ctrl
 # (with its psds), smart-log, error-log and fw-log, against the key lists of
-# nvme-cli 2.4 in nvme-cli-keys.txt (taken from nvme-cli's printing code:
+# nvme-cli 2.3 and 2.4 in nvme-cli-keys.txt (taken from nvme-cli's printing code:
 # this machine has no NVMe for nvme-cli itself to read). Each key nvme-cli
 # always prints must be there, and no key nvme-cli never prints; smartio's
 # own are under "smartio". Also: --raw gives the structure's bytes.
@@ -73,7 +73,7 @@ check('fw-log', slots.keys(), want['fw-log.DEVICE'])
 # the raw structures: Identify Controller is 4096 bytes, and its model
 # number (bytes 24..63) is the JSON's mn; the SMART log is 512
 raw = open(f'{tmp}/id.bin', 'rb').read()
-if len(raw) != 4096 or raw[24:64].decode().rstrip(' \0') != d['mn']:
+if len(raw) != 4096 or raw[24:64].decode().rstrip('\0') != d['mn']:
     print(f"FAIL: --raw: {len(raw)} bytes, model {raw[24:64]!r}, not {d['mn']!r}"); fail = 1
 if len(open(f'{tmp}/smart.bin', 'rb').read()) != 512:
     print("FAIL: --log smart -b is not 512 bytes"); fail = 1

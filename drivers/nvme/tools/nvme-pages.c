@@ -34,15 +34,15 @@ static uint64_t le(const uint8_t *p, size_t len)
 	return v;
 }
 
-/* A fixed-width string field, its trailing spaces and NULs left off. */
+/* A fixed-width string field as nvme-cli prints it: up to its first NUL,
+ * the space padding kept (scripts compare the two outputs). */
 static void put_str(struct json_object *o, const char *key, const uint8_t *p, size_t len)
 {
 	char s[257];
 
 	len = len < sizeof(s) ? len : sizeof(s) - 1;
 	memcpy(s, p, len);
-	while (len && (s[len - 1] == ' ' || s[len - 1] == 0))
-		len--;
+	len = strnlen(s, len);
 	s[len] = 0;
 	pj_str(o, key, s);
 }
@@ -61,6 +61,9 @@ static void put_fields(struct json_object *o, const void *base, const struct fie
 			snprintf(u, sizeof(u), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
 				 "%02x%02x%02x%02x%02x%02x", p[0], p[1], p[2], p[3], p[4], p[5],
 				 p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15]);
+			pj_str(o, f[i].key, u);
+		} else if (f[i].len == 16) {	/* 128 bits: a string of digits, as nvme-cli */
+			snprintf(u, sizeof(u), "%llu", (unsigned long long)le(p, f[i].len));
 			pj_str(o, f[i].key, u);
 		} else {
 			pj_u64(o, f[i].key, le(p, f[i].len));
@@ -200,15 +203,16 @@ struct json_object *pages_error_json(const struct nvme_error_log_page *e, int n)
 	return o;
 }
 
-/* A firmware revision: its 8 bytes as a number and as text, as nvme-cli. */
+/* A firmware revision: its 8 bytes as a number and as text, as nvme-cli
+ * (which shows a byte that is not a letter, digit or dot as a dot). */
 static void fw_rev(char *out, size_t len, const char frs[8])
 {
 	char s[9];
-	int n = 0;
 
-	for (int i = 0; i < 8 && frs[i] >= ' ' && frs[i] < 0x7f; i++)
-		s[n++] = frs[i];
-	s[n] = 0;
+	for (int i = 0; i < 8; i++)
+		s[i] = (frs[i] >= '0' && frs[i] <= '9') || (frs[i] >= 'a' && frs[i] <= 'z') ||
+		       (frs[i] >= 'A' && frs[i] <= 'Z') ? frs[i] : '.';
+	s[8] = 0;
 	snprintf(out, len, "%llu (%s)", (unsigned long long)le((const uint8_t *)frs, 8), s);
 }
 
