@@ -6,7 +6,8 @@ export DEBIAN_FRONTEND=noninteractive
 pkgs="build-essential meson ninja-build pkg-config liburing-dev libpciaccess-dev
       libhugetlbfs-dev libcriterion-dev libnvme-dev libjson-c-dev libssl-dev clang llvm gnuplot-nox
       help2man systemd graphviz
-      qemu-system-x86 linux-image-amd64 busybox-static cpio kmod python3 valgrind libclang-rt-14-dev"
+      qemu-system-x86 linux-image-amd64 busybox-static cpio kmod python3 valgrind libclang-rt-14-dev
+      nvme-cli"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

@@ -1,0 +1,56 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# nvme-identify's JSON against nvme-cli's, on the same controller: QEMU's
+# NVMe in the vm suite's guest, read by Debian's nvme-cli under the kernel's
+# nvme driver and by nvme-identify on vfio (nvme-cli-suite.sh). Each key set
+# of nvme-identify (id-ctrl and its psds, smart-log, error-log entries,
+# fw-log) must equal nvme-cli's; smartio's own keys are under "smartio".
+# Skipped (77) without nvme-cli, qemu or a kernel, as run-vm.sh says.
+# usage: nvme-cli.sh BUILD_ROOT VM_DIR
+set -u
+nvme=$(command -v nvme || true)
+[ -n "$nvme" ] || { echo "SKIP: nvme-cli is not installed (apt-get install nvme-cli)"; exit 77; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/sio-vm-nvmecli.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+SIO_VM_SUITE=$2/nvme-cli-suite.sh SIO_VM_EXTRA=$nvme "$2/run-vm.sh" "$1" "$2" "$work"
+rc=$?
+[ $rc -eq 0 ] || exit $rc
+python3 - "$work/console.log" <<'PY'
+import json, sys
+docs = {}
+for line in open(sys.argv[1], errors='replace'):
+    if line.startswith('SIO-VM-JSON '):
+        _, tool, cmd, text = line.rstrip('\n').split(' ', 3)
+        docs[(tool, cmd)] = json.loads(text)
+fail = 0
+def same(what, a, b, drop=()):
+    global fail
+    a, b = set(a) - set(drop), set(b)
+    if a != b:
+        print(f"FAIL: {what}: nvme-identify only {sorted(a - b)}, nvme-cli only {sorted(b - a)}")
+        fail = 1
+    else:
+        print(f"{what}: the same {len(a)} keys as nvme-cli")
+for cmd in ('id-ctrl', 'smart-log', 'error-log', 'fw-log'):
+    if ('smartio', cmd) not in docs or ('nvme-cli', cmd) not in docs:
+        print(f"FAIL: {cmd}: missing from the guest's output"); fail = 1; continue
+    s, n = docs[('smartio', cmd)], docs[('nvme-cli', cmd)]
+    if cmd != 'fw-log':
+        same(cmd, s.keys(), n.keys(), drop=('smartio',))
+        for k in set(s) & set(n):	# numbers where nvme-cli has numbers, strings where strings
+            if type(s[k]) != type(n[k]):
+                print(f"FAIL: {cmd} {k}: nvme-identify {s[k]!r}, nvme-cli {n[k]!r}"); fail = 1
+    if cmd == 'id-ctrl':
+        same('id-ctrl psds', s['psds'][0].keys(), n['psds'][0].keys())
+        for k in ('vid', 'ssvid', 'sn', 'mn', 'mdts', 'nn', 'sqes', 'cqes', 'oncs'):
+            if s[k] != n[k]:
+                print(f"FAIL: id-ctrl {k}: nvme-identify {s[k]!r}, nvme-cli {n[k]!r}"); fail = 1
+    if cmd == 'error-log':
+        same('error-log entry', s['errors'][0].keys(), n['errors'][0].keys())
+    if cmd == 'fw-log':	# its one key names the device: nvme0 there, "device N" here
+        fs, fn = next(iter(s.values())), next(iter(n.values()))
+        same('fw-log slots', fs.keys(), fn.keys())
+        if fs != fn:
+            print(f"FAIL: fw-log: nvme-identify {fs}, nvme-cli {fn}"); fail = 1
+sys.exit(fail)
+PY
