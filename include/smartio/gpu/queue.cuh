@@ -96,6 +96,7 @@ struct sio_gpu_queue {
 };
 
 #if defined(__CUDACC__)
+/** sio_gpu_now_ns() - the GPU's global timer in ns, the clock of every wait */
 static __device__ __forceinline__ uint64_t sio_gpu_now_ns(void)
 {
 	uint64_t t;
@@ -104,8 +105,12 @@ static __device__ __forceinline__ uint64_t sio_gpu_now_ns(void)
 	return t;
 }
 
-/* Back off between polls: a spinning warp steals issue slots from the
- * threads that do the work. */
+/**
+ * sio_gpu_backoff() - sleep *@ns between polls, doubling it up to 2 us
+ * @ns: the next sleep, kept by the caller
+ *
+ * A spinning warp steals issue slots from the threads that do the work.
+ */
 static __device__ __forceinline__ void sio_gpu_backoff(uint32_t *ns)
 {
 #if __CUDA_ARCH__ >= 700
@@ -115,11 +120,13 @@ static __device__ __forceinline__ void sio_gpu_backoff(uint32_t *ns)
 		*ns <<= 1;
 }
 
+/** sio_gpu_ld() - a load that polls memory, never a value held in a register */
 static __device__ __forceinline__ uint32_t sio_gpu_ld(const volatile uint32_t *p)
 {
 	return *p;
 }
 
+/** sio_gpu_trylock() - take a queue lock if free (acquire); false if held */
 static __device__ __forceinline__ bool sio_gpu_trylock(uint32_t *l)
 {
 	if (atomicCAS(l, 0u, 1u) != 0u)
@@ -128,14 +135,22 @@ static __device__ __forceinline__ bool sio_gpu_trylock(uint32_t *l)
 	return true;
 }
 
+/** sio_gpu_unlock() - release a queue lock (release) */
 static __device__ __forceinline__ void sio_gpu_unlock(uint32_t *l)
 {
 	__threadfence();
 	atomicExch(l, 0u);
 }
 
-/* Fail the queue once: every waiter sees it and returns. The host reads
- * the mirror (sio_gpu_queue_failed()) without waiting for the kernel. */
+/**
+ * sio_gpu_fail() - fail the queue, once
+ * @q: queue
+ * @err: the failure, unless an earlier one stands
+ *
+ * Every waiter sees it and returns. The host reads the mirror
+ * (sio_gpu_queue_failed()) without waiting for the kernel.
+ * Return: the queue's failure (the first one).
+ */
 static __device__ __forceinline__ int sio_gpu_fail(struct sio_gpu_queue *q, int err)
 {
 	int v;
@@ -149,12 +164,13 @@ static __device__ __forceinline__ int sio_gpu_fail(struct sio_gpu_queue *q, int 
 	return v ? v : err;
 }
 
+/** sio_gpu_failed() - the queue's failure, 0 while it is healthy */
 static __device__ __forceinline__ int sio_gpu_failed(struct sio_gpu_queue *q)
 {
 	return (int)sio_gpu_ld((volatile uint32_t *)&q->failed);
 }
 
-/* Ring the SQ doorbell for every consecutive written entry (batched). */
+/** sio_gpu_sq_ring() - ring for every consecutive written entry (batched), if no one else is */
 static __device__ __forceinline__ void sio_gpu_sq_ring(struct sio_gpu_queue *q)
 {
 	uint32_t n, start;
@@ -176,7 +192,7 @@ static __device__ __forceinline__ void sio_gpu_sq_ring(struct sio_gpu_queue *q)
 	sio_gpu_unlock(&q->sq_lock);
 }
 
-/* Reap every posted completion, hand each to its slot, ring the CQ head. */
+/** sio_gpu_cq_reap() - reap every posted completion into its slot, ring the CQ head */
 static __device__ __forceinline__ void sio_gpu_cq_reap(struct sio_gpu_queue *q)
 {
 	uint32_t head, phase, n = 0;

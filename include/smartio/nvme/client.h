@@ -508,23 +508,44 @@ uint32_t sio_nvme_ioq_inflight(const struct sio_nvme_ioq *q);
  */
 int sio_nvme_ioq_wait(struct sio_nvme_ioq *q);
 
-/*
- * Synchronous forms: submit, then wait with bounded, backing-off polling.
- * Every wait ends: a controller that stops answering fails the queue after
- * the client's timeout (sio_nvme_client_set_timeout()), and every command
- * in flight on it, this one and other callers' asynchronous ones, ends with
- * -ETIMEDOUT (-ENODEV if the device is gone); a queue with no room for the
- * command for as long also gives -ETIMEDOUT.
- * Return 0 or -errno; on -EIO sio_errmsg() names the NVMe status.
+/**
+ * sio_nvme_read() - read blocks and wait for them (synchronous)
+ * @q: queue pair
+ * @nsid: namespace
+ * @slba: first block
+ * @nlb: blocks
+ * @buf: destination buffer
+ * @off: byte offset in @buf
+ *
+ * The synchronous forms submit as their sio_nvme_ioq_*() twins do, then
+ * wait with bounded, backing-off polling. Every wait ends: a controller
+ * that stops answering fails the queue after the client's timeout
+ * (sio_nvme_client_set_timeout()), and every command in flight on it, this
+ * one and other callers' asynchronous ones, ends with -ETIMEDOUT (-ENODEV
+ * if the device is gone); a queue with no room for the command for as long
+ * also gives -ETIMEDOUT.
+ * Return: 0 or -errno; on -EIO sio_errmsg() names the NVMe status.
  */
 int sio_nvme_read(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
 		  struct sio_nvme_buf *buf, uint64_t off);
+
+/** sio_nvme_write() - write blocks and wait (synchronous); as sio_nvme_read() */
 int sio_nvme_write(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
 		   struct sio_nvme_buf *buf, uint64_t off);
+
+/** sio_nvme_write_zeroes() - Write Zeroes and wait; as sio_nvme_ioq_write_zeroes() */
 int sio_nvme_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb);
+
+/** sio_nvme_flush() - Flush a namespace and wait; as sio_nvme_read() */
 int sio_nvme_flush(struct sio_nvme_ioq *q, uint32_t nsid);
+
+/** sio_nvme_verify() - Verify blocks and wait; as sio_nvme_ioq_verify() */
 int sio_nvme_verify(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb);
+
+/** sio_nvme_deallocate() - deallocate blocks and wait; as sio_nvme_ioq_deallocate() */
 int sio_nvme_deallocate(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb);
+
+/** sio_nvme_compare() - Compare and wait; as sio_nvme_ioq_compare() */
 int sio_nvme_compare(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
 		     struct sio_nvme_buf *buf, uint64_t off);
 
