@@ -202,6 +202,12 @@ int sio_device_revoke(struct sio_device *dev, int pid, int bar, uint64_t offset)
 
 /**
  * sio_device_grant_node() - sio_device_grant() to pid @pid of node @node
+ * @dev: borrow handle of the restricting borrower
+ * @node: the node the process is joined as
+ * @pid: the process, as its node's kernel knows it
+ * @bar: BAR index
+ * @offset: start of the range
+ * @length: bytes
  *
  * A pid names a process of one kernel: where nodes are separate kernels
  * (the shmwin backend), two nodes may have processes of the same pid.

@@ -43,8 +43,10 @@ enum sio_topology_kind {
  * @window_size: largest mapping one window can hold, bytes; 0 picks 1 GiB
  * @mcast_groups: multicast groups the switches support; 0 picks 16
  * @latency_model: apply the modelled per-hop delays to device DMA
- * @adapter_ns, @chassis_ns, @switch_ns: the model's per-hop delays in ns;
- *	0 picks the paper's 132, 150 and 170
+ * @adapter_ns: the model's delay through an NTB adapter's switch, ns; 0
+ *	picks the paper's 132
+ * @chassis_ns: through an expansion chassis's switch; 0 picks 150
+ * @switch_ns: through a cluster switch; 0 picks 170
  */
 struct sio_fabric_config {
 	int nodes;
@@ -79,13 +81,26 @@ struct sio_node_info {
 };
 
 /**
- * struct sio_topology - the shape of the fabric
+ * struct sio_topology - the shape of the fabric, as made
+ * @kind: back to back, one switch, or a cascade
+ * @nodes: nodes
+ * @adapters: adapters per node
+ * @switches: switches per adapter plane, the top switch included
+ * @nodes_per_switch: nodes under each switch
+ * @windows: windows per adapter
+ * @window_size: largest mapping one window holds, bytes
+ * @mcast_groups: multicast groups the switches support
+ * @latency_model: device DMA pays the modelled per-hop delays
+ * @adapter_ns: the model's delays per hop, in ns, as in struct
+ *	sio_fabric_config
+ * @chassis_ns: the same, for a chassis switch
+ * @switch_ns: the same, for a cluster switch
  */
 struct sio_topology {
 	enum sio_topology_kind kind;
 	int nodes;
 	int adapters;
-	int switches;		/* switches per adapter plane, top switch included */
+	int switches;
 	int nodes_per_switch;
 	int windows;
 	uint64_t window_size;
@@ -326,7 +341,8 @@ int sio_err_wrap(int err, const char *fmt, ...) __attribute__((format(printf, 2,
  * @msg: the saved message
  *
  * Cleanup may fail in turn and set messages of its own; the first failure
- * is the one to report:
+ * is the one to report::
+ *
  *	sio_err_save(&es); cleanup(); sio_err_restore(&es); return ret;
  */
 struct sio_errsave {

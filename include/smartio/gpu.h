@@ -282,9 +282,11 @@ int sio_gpu_qp_info(const struct sio_gpu_qp *qp, struct sio_gpu_qp_info *out);
  * @seed: random seed
  * @threads: GPU threads; thread t uses queue t % nq and issues one command
  *	at a time, commands t, t + threads, ...
- * @dptr, @bus, @size: the data buffer (device pointer, bus address for
- *	the controller, bytes); sequential command i uses offset i * bytes,
- *	random ones the issuing thread's own slot, modulo @size
+ * @dptr: the data buffer, as kernels address it; sequential command i
+ *	uses offset i * bytes per command, random ones the issuing thread's
+ *	own slot, modulo @size
+ * @bus: the data buffer's bus address, as the controller sees it
+ * @size: the data buffer's bytes
  * @lat_ns: optional device array of @nios latencies in ns (may be NULL)
  * @verify: reads: right after each command completes, the thread that
  *	issued it compares the data, in the kernel, with sio_gpu_pattern(

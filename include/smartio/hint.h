@@ -28,11 +28,14 @@ extern "C" {
 
 /**
  * enum sio_placement - where a hinted segment was put
+ * @SIO_PLACE_LOCAL: this node's RAM
+ * @SIO_PLACE_LENDER: the device lender's RAM
+ * @SIO_PLACE_DEVICE: device-adjacent memory (a BAR such as the CMB, or GPU)
  */
 enum sio_placement {
-	SIO_PLACE_LOCAL = 0,	/* this node's RAM */
-	SIO_PLACE_LENDER,	/* the device lender's RAM */
-	SIO_PLACE_DEVICE,	/* device-adjacent memory (a BAR such as the CMB, or GPU) */
+	SIO_PLACE_LOCAL = 0,
+	SIO_PLACE_LENDER,
+	SIO_PLACE_DEVICE,
 };
 
 /**

@@ -126,6 +126,9 @@ int sio_dma_ptr(struct sio_devreg *reg, uint64_t bus, size_t len, bool write,
 
 /**
  * struct sio_dma_stats - a device's DMA counters
+ * @faults: DMAs to an address nothing was mapped at for the device
+ * @linkdown: DMAs through a link that was down (writes dropped, reads all ones)
+ * @last_fault_addr: the bus address of the last fault
  */
 struct sio_dma_stats {
 	uint64_t faults;

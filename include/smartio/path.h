@@ -53,7 +53,8 @@ struct sio_hop {
 
 /**
  * struct sio_path - a resolved route
- * @from_node, @to_node: the nodes at either end
+ * @from_node: the node at the start
+ * @to_node: the node at the end
  * @adapter: the adapter used on @from_node (-1 when local)
  * @nhops: number of hops
  * @hops: the hops in order

@@ -59,6 +59,7 @@
  * pointer to it and use only the device functions below.
  */
 struct sio_gpu_queue {
+	/* private: the engine's, for the device functions below */
 	struct sio_nvme_cmd *sq;		/* device pointer */
 	volatile struct sio_nvme_cpl *cq;	/* device pointer (GPU or host memory) */
 	volatile uint32_t *sq_db;		/* device pointer into BAR0 */

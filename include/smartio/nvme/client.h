@@ -166,7 +166,7 @@ struct sio_nvme_ioq_info {
 };
 
 /**
- * sio_nvme_io_cb - completion callback
+ * typedef sio_nvme_io_cb - completion callback
  * @arg: the caller's argument
  * @err: 0, -EIO (the controller reported @status), -ETIMEDOUT, -ENODEV
  * @status: NVMe status (SCT << 8 | SC), 0 on success
@@ -428,6 +428,12 @@ int sio_nvme_ioq_write(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uin
 
 /**
  * sio_nvme_ioq_write_zeroes() - submit Write Zeroes (asynchronous)
+ * @q: queue pair
+ * @nsid: namespace
+ * @slba: first block
+ * @nlb: blocks
+ * @cb: called from sio_nvme_ioq_poll() when it is done
+ * @arg: passed to @cb
  * Return: as sio_nvme_ioq_read(), and -ENOTSUP if the controller lacks it.
  */
 int sio_nvme_ioq_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba,
@@ -436,6 +442,12 @@ int sio_nvme_ioq_write_zeroes(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t sl
 /**
  * sio_nvme_ioq_verify() - submit Verify: the controller checks the blocks
  *	are readable, nothing moves (asynchronous)
+ * @q: queue pair
+ * @nsid: namespace
+ * @slba: first block
+ * @nlb: blocks
+ * @cb: called from sio_nvme_ioq_poll() when it is done
+ * @arg: passed to @cb
  * Return: as sio_nvme_ioq_write_zeroes(); -ENOTSUP without ONCS Verify.
  */
 int sio_nvme_ioq_verify(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
@@ -445,6 +457,12 @@ int sio_nvme_ioq_verify(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, ui
  * sio_nvme_ioq_deallocate() - submit Dataset Management with Deallocate for
  *	one range (asynchronous): the blocks read afterwards as the namespace's
  *	DLFEAT says (zeroes on the emulated controller)
+ * @q: queue pair
+ * @nsid: namespace
+ * @slba: first block
+ * @nlb: blocks
+ * @cb: called from sio_nvme_ioq_poll() when it is done
+ * @arg: passed to @cb
  * Return: as sio_nvme_ioq_write_zeroes(); -ENOTSUP without ONCS DSM.
  */
 int sio_nvme_ioq_deallocate(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
@@ -453,7 +471,15 @@ int sio_nvme_ioq_deallocate(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba
 /**
  * sio_nvme_ioq_compare() - submit Compare of @buf with the blocks
  *	(asynchronous); a difference completes with Compare Failure (status
- *	SCT 2h, SC 85h), as read and write arguments otherwise
+ *	SCT 2h, SC 85h)
+ * @q: queue pair
+ * @nsid: namespace
+ * @slba: first block
+ * @nlb: blocks
+ * @buf: the data to compare with
+ * @off: byte offset in @buf, as for sio_nvme_ioq_read()
+ * @cb: called from sio_nvme_ioq_poll() when it is done
+ * @arg: passed to @cb
  * Return: as sio_nvme_ioq_read(); -ENOTSUP without ONCS Compare.
  */
 int sio_nvme_ioq_compare(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,

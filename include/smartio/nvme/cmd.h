@@ -52,7 +52,8 @@ static inline SIO_HD void sio_nvme_cmd_identify(struct sio_nvme_cmd *cmd, uint8_
  * @cmd: command to fill
  * @lid: log page identifier
  * @nsid: namespace (0xffffffff: controller wide)
- * @prp1, @prp2: data pointer
+ * @prp1: data pointer, first PRP entry
+ * @prp2: data pointer, second PRP entry
  * @len: bytes, a non-zero multiple of 4 (NUMD is 0-based dwords)
  */
 static inline SIO_HD void sio_nvme_cmd_get_log(struct sio_nvme_cmd *cmd, uint8_t lid,
@@ -92,7 +93,9 @@ static inline SIO_HD uint32_t sio_nvme_feat_num_queues(uint32_t nsq, uint32_t nc
 /**
  * sio_nvme_feat_arbitration() - Arbitration value
  * @ab: arbitration burst, log2 (7: no limit)
- * @lpw, @mpw, @hpw: low, medium and high priority weights, 0-based
+ * @lpw: low priority weight, 0-based
+ * @mpw: medium priority weight, 0-based
+ * @hpw: high priority weight, 0-based
  */
 static inline SIO_HD uint32_t sio_nvme_feat_arbitration(uint32_t ab, uint32_t lpw, uint32_t mpw,
 							uint32_t hpw)

@@ -53,6 +53,8 @@ struct sio_nvme_ctrl;
  * @arbitration: NVME_CC_AMS_RR or NVME_CC_AMS_WRRU (libnvme's names for round
  *	robin and weighted round robin with urgent priority class)
  * @enable_cmb: turn on the controller memory buffer if it has one
+ * @no_shadow_doorbells: leave Doorbell Buffer Config off even where the
+ *	controller has it (queues then ring MMIO doorbells alone)
  */
 struct sio_nvme_ctrl_opts {
 	uint32_t io_queues;
@@ -104,7 +106,9 @@ struct sio_nvme_cmb {
  * @sgl: SGL support, Identify SGLS bits 1:0 (SIO_NVME_SGL_* in queue.h)
  * @dbbuf: shadow doorbells are configured (Doorbell Buffer Config)
  * @cmb: the CMB, when enabled (size 0 otherwise)
- * @mn, @sn, @fr: model, serial, firmware (NUL terminated, trailing spaces cut)
+ * @mn: model number (NUL terminated, trailing spaces cut)
+ * @sn: serial number (the same)
+ * @fr: firmware revision (the same)
  */
 struct sio_nvme_ctrl_info {
 	uint64_t cap;

@@ -186,10 +186,12 @@ static inline SIO_HD int sio_nvme_queue_init(struct sio_nvme_queue *q, uint16_t 
 /**
  * sio_nvme_queue_shadow() - ring through shadow doorbells (Doorbell Buffer Config)
  * @q: queue, just initialised (its doorbells at 0)
- * @sq_shadow, @cq_shadow: the queue's slots in the shadow doorbell buffer
- * @sq_ei, @cq_ei: its slots in the EventIdx buffer, or NULL (both): the
+ * @sq_shadow: the SQ's slot in the shadow doorbell buffer
+ * @cq_shadow: the CQ's slot in it
+ * @sq_ei: the SQ's slot in the EventIdx buffer, or NULL (with @cq_ei): the
  *	shadow is written and MMIO rung every time, as for a host that cannot
  *	read EventIdx cheaply
+ * @cq_ei: the CQ's slot in it, or NULL
  *
  * From now on a ring stores the shadow doorbell and writes the MMIO one only
  * when the new value passes the EventIdx the controller published (NVMe
@@ -210,6 +212,9 @@ static inline SIO_HD void sio_nvme_queue_shadow(struct sio_nvme_queue *q,
 
 /**
  * sio_nvme_dbbuf_need_event() - does moving a doorbell from @old to @v pass @ei?
+ * @ei: the EventIdx the controller published
+ * @v: the doorbell's new value
+ * @old: its value before
  *
  * In 16-bit wrapping arithmetic, as the specification's EventIdx is used:
  * true when @ei lies in [@old, @v).
@@ -244,6 +249,7 @@ static inline SIO_HD void sio_nvme__doorbell(struct sio_nvme_queue *q, volatile 
 
 /**
  * sio_nvme_queue_inflight() - commands submitted and not yet completed
+ * @q: queue
  *
  * Abandoned commands count: their tags are not free.
  */
@@ -648,7 +654,8 @@ static inline SIO_HD uint32_t sio_nvme_doorbell_offset(uint32_t qid, uint32_t cq
  * @nsid: namespace
  * @slba: first LBA
  * @nlb: number of blocks, 1..SIO_NVME_MAX_NLB
- * @prp1, @prp2: data pointer
+ * @prp1: data pointer, first PRP entry
+ * @prp2: data pointer, second PRP entry or PRP list
  */
 static inline SIO_HD void sio_nvme_cmd_rw(struct sio_nvme_cmd *cmd, uint8_t opcode,
 					  uint32_t nsid, uint64_t slba, uint32_t nlb,
@@ -678,7 +685,8 @@ static inline SIO_HD void sio_nvme_cmd_rw(struct sio_nvme_cmd *cmd, uint8_t opco
  * @page: memory page size (CC.MPS)
  * @list: PRP list page, used when the data spans more than two pages
  * @list_bus: its bus address
- * @prp1, @prp2: results
+ * @prp1: the first PRP entry (@bus)
+ * @prp2: the second: 0, the next page, or @list_bus
  *
  * The buffer is contiguous in the device's address space (a segment mapped
  * for it), so the list holds consecutive page addresses; one list page of

@@ -68,6 +68,10 @@ enum {
 
 /**
  * struct sio_nvme_sgl - an SGL descriptor (16 bytes)
+ * @addr: where the data (or the next segment) starts
+ * @length: its bytes
+ * @rsvd: reserved, zero
+ * @type: descriptor type << 4 | subtype (SIO_NVME_SGL_TYPE())
  */
 struct sio_nvme_sgl {
 	uint64_t addr;
@@ -82,10 +86,18 @@ struct sio_nvme_sgl {
  * @flags: FUSE (bits 1:0) and PSDT (bits 7:6)
  * @cid: command identifier, unique per SQ among commands in flight
  * @nsid: namespace id
- * @cdw2, @cdw3: command specific
+ * @cdw2: command specific
+ * @cdw3: command specific
  * @mptr: metadata pointer
- * @prp1, @prp2: data pointer as PRP entries (or @sgl when PSDT says so)
- * @cdw10..@cdw15: command specific
+ * @prp1: data pointer, first PRP entry
+ * @prp2: data pointer, second PRP entry or PRP list
+ * @sgl: the data pointer as one SGL descriptor, when PSDT says so
+ * @cdw10: command specific
+ * @cdw11: command specific
+ * @cdw12: command specific
+ * @cdw13: command specific
+ * @cdw14: command specific
+ * @cdw15: command specific
  */
 struct sio_nvme_cmd {
 	uint8_t opcode;
