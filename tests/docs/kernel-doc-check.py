@@ -12,6 +12,9 @@ underscore (sio__x, sio_nvme__x: private helpers of an inline function, by
 the project's convention). Each function without such a comment is named
 with its file and line, and the test fails.
 
+And every public header is in the rendered API reference: named by a
+".. kernel-doc::" line of docs/api/*.rst.
+
 Usage: kernel-doc-check.py SOURCE_DIR
 """
 import pathlib
@@ -100,12 +103,20 @@ def main():
             if not documented:
                 missing.append(f'{h.relative_to(root)}:{line}: {name}() has no kernel-doc '
                                f'comment right above it ("/** {name}() - what it does")')
+    rendered = set()
+    for rst in (root / 'docs' / 'api').glob('*.rst'):
+        rendered |= set(re.findall(r'^\.\. kernel-doc:: (\S+)', rst.read_text(), re.M))
+    for h in headers:
+        if str(h.relative_to(root)) not in rendered:
+            missing.append(f'{h.relative_to(root)} is in no ".. kernel-doc::" of docs/api/*.rst: '
+                           f'the API reference leaves it out')
     for m in missing:
         print(m)
     if missing:
-        print(f'FAIL: {len(missing)} of {total} public functions without kernel-doc')
+        print(f'FAIL: {len(missing)} problems ({total} public functions)')
         return 1
-    print(f'{total} public functions in {len(headers)} headers, each with its kernel-doc comment')
+    print(f'{total} public functions in {len(headers)} headers, each with its kernel-doc '
+          f'comment; every header in docs/api')
     return 0
 
 
