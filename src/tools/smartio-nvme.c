@@ -206,6 +206,19 @@ static void fabric_summary(FILE *o, const struct sio_fabric_status *st)
 	fprintf(o, "fabric %s: %d nodes (%s), %d processes, %d link(s) down; windows in use %d, "
 		"most %d/%d on node %d\n", st->name, st->topo.nodes, sio_tool_topo_name(st->topo.kind),
 		st->procs, down, used, most, st->topo.windows, mnode);
+	/* per node and adapter: windows in use, and a link that is down */
+	fprintf(o, "windows (of %d) per node%s:", st->topo.windows,
+		st->topo.adapters > 1 ? " and adapter" : "");
+	for (int n = 0; n < st->nnodes; n++)
+		for (int a = 0; a < st->nodes[n].adapters; a++) {
+			if (st->topo.adapters > 1)
+				fprintf(o, " %d.%d:", n, a);
+			else
+				fprintf(o, " %d:", n);
+			fprintf(o, "%d%s", st->nodes[n].windows_used[a],
+				st->nodes[n].link_up[a] ? "" : "(DOWN)");
+		}
+	fprintf(o, "\n");
 	for (int i = 0; i < st->ndevices; i++) {
 		const struct sio_device_info *d = &st->devices[i];
 

@@ -21,7 +21,7 @@
 static void usage(FILE *o)
 {
 	fprintf(o,
-		"usage: smartio vfio list [--class HEX] [--vfio-only]\n"
+		"usage: smartio vfio list [--class HEX] [--vfio-only] [--json]\n"
 		"       smartio vfio bind BDF          bind to vfio-pci (root)\n"
 		"       smartio vfio unbind BDF        give it back to its kernel driver (root)\n"
 		"       smartio vfio probe BDF [--type1|--iommufd]\n"
@@ -56,15 +56,41 @@ static int parse_class(const char *s, uint32_t *cls, uint32_t *mask)
 	return 0;
 }
 
+/* The functions as JSON: one object each, as the table's columns. */
+static int list_json(const struct sio_pci_fn *fn, int n, bool vonly)
+{
+	struct json_object *a = json_object_new_array();
+	char s[16];
+
+	for (int i = 0; i < n; i++) {
+		bool v = !strcmp(fn[i].driver, "vfio-pci");
+		struct json_object *x;
+
+		if (vonly && !v)
+			continue;
+		x = pj_push_obj(a);
+		pj_str(x, "bdf", fn[i].bdf);
+		snprintf(s, sizeof(s), "0x%06x", fn[i].class_code);
+		pj_str(x, "class", s);
+		snprintf(s, sizeof(s), "%04x:%04x", fn[i].vendor, fn[i].device);
+		pj_str(x, "id", s);
+		pj_int(x, "iommu_group", fn[i].iommu_group);
+		pj_str(x, "driver", fn[i].driver);
+		pj_bool(x, "vfio", v);
+	}
+	return prog_json_print(stdout, a);
+}
+
 static int cmd_list(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "class", required_argument, NULL, 'c' },
 		{ "vfio-only", no_argument, NULL, 'v' },
+		{ "json", no_argument, NULL, 'j' },
 		{ 0 }
 	};
 	uint32_t cls = 0, mask = 0;
-	bool vonly = false, hint = false;
+	bool vonly = false, hint = false, json = false;
 	struct sio_pci_fn *fn;
 	int o, n;
 
@@ -73,6 +99,8 @@ static int cmd_list(int argc, char **argv)
 			return 2;
 		if (o == 'v')
 			vonly = true;
+		if (o == 'j')
+			json = true;
 		if (o == '?')
 			return 2;
 	}
@@ -85,6 +113,11 @@ static int cmd_list(int argc, char **argv)
 	n = sio_pci_scan(cls, mask, fn, n);
 	if (n < 0)
 		return fail("list");
+	if (json) {
+		o = list_json(fn, n, vonly);
+		free(fn);
+		return o;
+	}
 	printf("%-13s %-6s %-9s %-6s %-14s %s\n", "BDF", "CLASS", "ID", "GROUP", "DRIVER", "VFIO");
 	for (int i = 0; i < n; i++) {
 		bool v = !strcmp(fn[i].driver, "vfio-pci");
