@@ -11,11 +11,11 @@
  *
  * The shadow buffer is host memory: each look is a DMA read (the fabric's
  * latency model applies), so the controller looks only when told to (the
- * MMIO doorbell moved) or while it expects more: after it found new entries
- * it looks again, publishes EventIdx = the tail it acted on, and looks once
- * more (a host that stored past it in between either is seen now or sees
- * the new EventIdx and rings). CQ heads matter only for room: EventIdx asks
- * for a ring every half queue, and the shadow is read when room runs low.
+ * MMIO doorbell moved) or while it expects more: once it has fetched all it
+ * found, it publishes EventIdx = the tail it acted on and looks once more
+ * (a host that stored past it in between either is seen now or sees the new
+ * EventIdx and rings). CQ heads matter only for room: EventIdx asks for a
+ * ring every half queue, and the shadow is read when room runs low.
  */
 #include <errno.h>
 #include "emu_priv.h"
@@ -147,6 +147,14 @@ static bool rang(struct sio_nvme_emu *emu, uint32_t qid, bool cq, bool used, uin
  * @emu: controller with a shadow buffer
  * @sq: the SQ (its CQ too)
  * @t, @h: in: the values acted on; out: the values to act on
+ *
+ * What each I/O costs here (one look is one DMA read of host memory):
+ * an SQ ring is one look, before the command is fetched; once everything
+ * taken is fetched, EventIdx is published and the shadow looked at once
+ * more, after the command went on its way. A CQ ring costs nothing: CQ
+ * heads only make room, so the shadow is read when room runs below half
+ * the queue, and a queue that keeps its head in BAR0 (no shadow) has the
+ * value rung taken as it is.
  */
 void emu_dbbuf_doorbells(struct sio_nvme_emu *emu, struct emu_sq *sq, uint32_t *t, uint32_t *h)
 {
@@ -154,17 +162,28 @@ void emu_dbbuf_doorbells(struct sio_nvme_emu *emu, struct emu_sq *sq, uint32_t *
 	uint32_t old = *t;
 	bool unread = false;
 
-	if (rang(emu, sq->qid, false, sq->db_used, &sq->db_mmio) || sq->db_look) {
+	if (rang(emu, sq->qid, false, sq->db_used, &sq->db_mmio)) {
+		/*
+		 * The tail is in the shadow: a value rung may be older than what
+		 * a look already took (the host stores the shadow first), so it
+		 * only says "look". A queue that keeps it in BAR0 has it there.
+		 */
 		*t = look(emu, sq->qid, false, &sq->db_used, sq->db_mmio, old, &unread);
-		if (*t == old && !unread) {
-			/* caught up: from here the host rings; look once more after saying so */
-			publish(emu, sq->qid, false, old);
-			atomic_thread_fence(memory_order_seq_cst);
-			*t = look(emu, sq->qid, false, &sq->db_used, sq->db_mmio, old, &unread);
-		}
+		sq->db_look = true;
+	} else if (sq->db_look && sq->head == old) {
+		/*
+		 * All taken so far is fetched: from here the host rings. Say so in
+		 * EventIdx, then look once more: a host that stored past it before
+		 * it saw the new EventIdx did not ring.
+		 */
+		publish(emu, sq->qid, false, old);
+		atomic_thread_fence(memory_order_seq_cst);
+		*t = look(emu, sq->qid, false, &sq->db_used, sq->db_mmio, old, &unread);
 		sq->db_look = *t != old || unread;
 	}
-	if (rang(emu, cq->qid, true, cq->db_used, &cq->db_mmio) || cq_room(cq) < cq->size / 2) {
+	if (rang(emu, cq->qid, true, cq->db_used, &cq->db_mmio) && !cq->db_used) {
+		*h = cq->db_mmio;	/* kept in BAR0, as rung */
+	} else if (cq_room(cq) < cq->size / 2) {
 		*h = look(emu, cq->qid, true, &cq->db_used, cq->db_mmio, *h, &unread);
 		if (*h < cq->size)
 			publish(emu, cq->qid, true, (*h + cq->size / 2) % cq->size);
