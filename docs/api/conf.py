@@ -18,5 +18,5 @@ html_show_sourcelink = False
 master_doc = 'index'
 # What the headers' declarations carry that the C domain would not parse:
 # the host/device marker of queue.h's inline functions and CUDA's own.
-c_id_attributes = ['SIO_HD', '__host__', '__device__', '__forceinline__', '__global__']
+c_id_attributes = ['SIO_HD', 'SIO_HD_HOT', '__host__', '__device__', '__forceinline__', '__global__']
 c_paren_attributes = ['__attribute__']

@@ -58,6 +58,7 @@ struct sio_nvme_client {
 };
 
 struct ioreq {
+	struct sio_nvme_ioq *q;
 	sio_nvme_io_cb cb;
 	void *arg;
 	uint32_t remaining;
@@ -78,12 +79,17 @@ struct cmdrec {
 	uint64_t off;
 };
 
-/* One queue pair in the controller, reached through one path. */
+/* One queue pair in the controller, reached through one path. A command
+ * ends with a call of its tag's @cbs entry with its cookie: the caller's
+ * callback and argument for a request of one command on a queue pair of
+ * one path; else req_chunk_done() (io.c) and the request it is part of
+ * (struct ioreq, in the queue's table). */
 struct qpair {
 	struct sio_nvme_queue q;
 	uint16_t *cids;
 	uint64_t *cookies;
 	uint8_t *busy;
+	sio_nvme_io_cb *cbs;		/* per tag */
 	struct cmdrec *rec;		/* per cid, multipath only */
 	struct sio_device *dev;		/* the borrow its memory is mapped for */
 	int path;
@@ -110,6 +116,12 @@ struct sio_nvme_ioq {
 	struct sio_nvme_ioq *next;
 	struct qpair *act;		/* where new commands go; NULL: nowhere now */
 	struct qpair qp[2];		/* primary, and the backup of a multipath queue */
+	bool slow;			/* multipath, failed or holding doorbells: not
+					 * the fast path of polling (io.c) */
+	uint32_t fast_nsid;		/* reads and writes of this namespace may take
+					 * the fast path (0: none may) */
+	const struct sio_nvme_ns *fast_ns;	/* its entry in the client's cache */
+	uint32_t off_mask;		/* buffer offsets must have these bits clear */
 	bool mp;
 	uint16_t prio;
 	struct ioreq *reqs;
@@ -121,6 +133,7 @@ struct sio_nvme_ioq {
 	bool dbbuf;			/* rings go through the shadow doorbells */
 	uint64_t sgl_cmds;
 	uint32_t page;
+	uint32_t page_mask;		/* page - 1 */
 	uint32_t max_xfer;
 	uint32_t depth;
 	int failed;
@@ -188,10 +201,12 @@ int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p);
 /* ioq.c: let go of @p's doorbells and have the manager delete it. */
 int sio_nvme_qpair_delete(struct sio_nvme_ioq *q, struct qpair *p);
 
-/* io.c: take @p's completions; end a request; end everything in flight and
- * fail the queue (saying why, or with @err). */
+/* io.c: take @p's completions; end command @tag of @p (its caller told, or
+ * its request counting it); end everything in flight and fail the queue
+ * (saying why, or with @err). */
 int sio_nvme_qpair_reap(struct sio_nvme_ioq *q, struct qpair *p, uint32_t max, bool ring);
-void sio_nvme_ioq_end(struct sio_nvme_ioq *q, uint32_t ridx, int err, uint16_t status);
+void sio_nvme_ioq_end(struct sio_nvme_ioq *q, struct qpair *p, uint32_t tag, uint64_t cookie,
+		      int err, uint16_t status);
 int sio_nvme_ioq_fail(struct sio_nvme_ioq *q);
 int sio_nvme_ioq_fail_with(struct sio_nvme_ioq *q, int err);
 
@@ -217,6 +232,10 @@ void sio_nvme_stats_attach(struct sio_nvme_ioq *q);
 void sio_nvme_stats_detach(struct sio_nvme_ioq *q);
 void sio_nvme_stats_sync(struct sio_nvme_ioq *q);
 
+/* io.c: a command of a request in the queue's table ended (@arg: the
+ * struct ioreq). */
+void req_chunk_done(void *arg, int err, uint16_t status);
+
 /* dbbuf.c */
 int sio_nvme_client_dbbuf(struct sio_nvme_client *cl);
 void sio_nvme_qpair_dbbuf(struct sio_nvme_client *cl, struct sio_nvme_queue *q, bool eventidx);
@@ -229,30 +248,37 @@ int sio_nvme_mp_recover(struct sio_nvme_ioq *q);
 int sio_nvme_mp_poll(struct sio_nvme_ioq *q, uint32_t max);
 
 /* Build a Read or Write of @len bytes at @bus in @p's next SQ entry and
- * commit it (not rung). Return: the tag, or -EAGAIN when no tag is free
- * (nothing was written). */
+ * commit it (not rung), with @cookie and @cb (struct qpair).
+ * Return: the tag, or -EAGAIN when no tag is free (nothing was written). */
 static inline __attribute__((always_inline)) int
 put_rw(struct sio_nvme_ioq *q, struct qpair *p, uint8_t opc, uint32_t nsid, uint64_t slba,
-       uint32_t nlb, uint64_t bus, uint32_t len, uint16_t ridx)
+       uint32_t nlb, uint64_t bus, uint32_t len, uint64_t cookie, sio_nvme_io_cb cb)
 {
-	struct sio_nvme_cmd *e = sio_nvme_sq_entry(&p->q);
+	struct sio_nvme_cmd *e;
 	size_t list_off;
 	uint64_t prp1, prp2;
+	int tag;
 
-	if (!e)
+	if (!sio_nvme_queue_free_slots(&p->q))
 		return -EAGAIN;
-	if (q->sgl && (q->sgl_always || sio_nvme_sgl_wanted(q->sgl, bus, len, q->page))) {
+	e = sio_nvme_sq_entry(&p->q);	/* not NULL: a tag is free */
+	/* An SGL when asked for, or where sio_nvme_sgl_wanted() says so: never
+	 * for an aligned transfer of two pages at most, tested first. */
+	if (q->sgl_always || (((bus & q->page_mask) || len > 2 * q->page) &&
+			      sio_nvme_sgl_wanted(q->sgl, bus, len, q->page))) {
 		/* one descriptor in the command: no list for the controller to fetch */
 		sio_nvme_cmd_rw(e, opc, nsid, slba, nlb, 0, 0);
 		sio_nvme_cmd_sgl_data(e, bus, len);
 		q->sgl_cmds++;
-		return sio_nvme_sq_commit(&p->q, ridx);
+	} else {
+		list_off = (size_t)sio_nvme_sq_next_cid(&p->q) * q->prp_stride;
+		sio_nvme_prp_fill(bus, len, q->page, (uint64_t *)((uint8_t *)p->prp_va + list_off),
+				  p->prp_bus + list_off, &prp1, &prp2);
+		sio_nvme_cmd_rw(e, opc, nsid, slba, nlb, prp1, prp2);
 	}
-	list_off = (size_t)sio_nvme_sq_next_cid(&p->q) * q->prp_stride;
-	sio_nvme_prp_fill(bus, len, q->page, (uint64_t *)((uint8_t *)p->prp_va + list_off),
-			  p->prp_bus + list_off, &prp1, &prp2);
-	sio_nvme_cmd_rw(e, opc, nsid, slba, nlb, prp1, prp2);
-	return sio_nvme_sq_commit(&p->q, ridx);
+	tag = sio_nvme_sq_commit(&p->q, cookie);
+	p->cbs[tag] = cb;
+	return tag;
 }
 
 /* Dataset Management, Deallocate, one range: the range goes where this
@@ -285,7 +311,8 @@ static inline int put_cmd(struct sio_nvme_ioq *q, struct qpair *p, const struct 
 	if (r->opc == nvme_cmd_read || r->opc == nvme_cmd_write || r->opc == nvme_cmd_compare) {
 		/* Data buffers have an address per path; their page offsets agree. */
 		cid = put_rw(q, p, r->opc, r->nsid, r->slba, r->nlb,
-			     (p->path ? r->buf->bus2 : r->buf->bus) + r->off, r->len, r->ridx);
+			     (p->path ? r->buf->bus2 : r->buf->bus) + r->off, r->len,
+			     (uint64_t)(uintptr_t)&q->reqs[r->ridx], req_chunk_done);
 	} else {
 		e = sio_nvme_sq_entry(&p->q);
 		if (!e)
@@ -299,7 +326,8 @@ static inline int put_cmd(struct sio_nvme_ioq *q, struct qpair *p, const struct 
 			e->opcode = r->opc;
 			e->nsid = r->nsid;
 		}
-		cid = sio_nvme_sq_commit(&p->q, r->ridx);
+		cid = sio_nvme_sq_commit(&p->q, (uint64_t)(uintptr_t)&q->reqs[r->ridx]);
+		p->cbs[cid] = req_chunk_done;
 	}
 	if (q->mp && cid >= 0)
 		p->rec[cid] = *r;

@@ -50,6 +50,7 @@ static inline uint32_t req_get(struct sio_nvme_ioq *q, sio_nvme_io_cb cb, void *
 	uint32_t ridx = q->req_stack[--q->nreq_free];
 	struct ioreq *r = &q->reqs[ridx];
 
+	r->q = q;
 	r->cb = cb;
 	r->arg = arg;
 	r->remaining = chunks;
@@ -139,10 +140,32 @@ count_rw(struct sio_nvme_ioq *q, uint8_t opc, uint64_t bytes)
 	}
 }
 
-/* Inlined into the read and write calls: this is the hot path. */
+/* What every read or write must pass. @report: say what is wrong (the
+ * general path); the fast path, which does not, takes the general one. */
 static inline __attribute__((always_inline)) int
-submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba, uint32_t nlb,
-	  struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg)
+rw_check(const struct sio_nvme_ioq *q, const struct sio_nvme_ns *ns, uint32_t nsid,
+	 uint64_t slba, uint32_t nlb, const struct sio_nvme_buf *buf, uint64_t off,
+	 uint64_t bytes, bool report)
+{
+	if (slba >= ns->nsze || (uint64_t)nlb - 1 >= ns->nsze - slba)	/* nlb 0 too */
+		return !report ? -EINVAL :
+		       sio_err_set(EINVAL, "blocks %llu+%u outside namespace %u (%llu "
+				   "blocks)", (unsigned long long)slba, nlb, nsid,
+				   (unsigned long long)ns->nsze);
+	if (!buf || (off & q->off_mask) || off > buf->size || bytes > buf->size - off)
+		return !report ? -EINVAL :
+		       sio_err_set(EINVAL, "%llu bytes at offset %llu do not fit the "
+				   "buffer (%llu bytes, offset a multiple of 4 unless SGLs)",
+				   (unsigned long long)bytes, (unsigned long long)off,
+				   buf ? (unsigned long long)buf->size : 0ull);
+	return 0;
+}
+
+/* Any read or write: an uncached namespace, an error to report, a request
+ * above the transfer limit, a multipath or failed queue. */
+static __attribute__((noinline)) int
+submit_rw_any(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba, uint32_t nlb,
+	      struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg)
 {
 	const struct sio_nvme_ns *ns;
 	struct sio_nvme_ns tmp;
@@ -156,18 +179,14 @@ submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba, uin
 	ret = ns_get(q, nsid, &tmp, &ns);
 	if (ret)
 		return ret;
-	if (!nlb || slba >= ns->nsze || nlb > ns->nsze - slba)
-		return sio_err_set(EINVAL, "blocks %llu+%u outside namespace %u (%llu "
-				   "blocks)", (unsigned long long)slba, nlb, nsid,
-				   (unsigned long long)ns->nsze);
+	if (!q->slow && ns != &tmp) {	/* cached: the next ones take the fast path */
+		q->fast_nsid = nsid;
+		q->fast_ns = ns;
+	}
 	bytes = (uint64_t)nlb * ns->lba_size;
-	/* PRPs start at a dword; byte-granular SGL data blocks anywhere */
-	if (!buf || (off & (q->sgl == SIO_NVME_SGL_BYTE ? 0 : 3)) || off > buf->size ||
-	    bytes > buf->size - off)
-		return sio_err_set(EINVAL, "%llu bytes at offset %llu do not fit the "
-				   "buffer (%llu bytes, offset a multiple of 4 unless SGLs)",
-				   (unsigned long long)bytes, (unsigned long long)off,
-				   buf ? (unsigned long long)buf->size : 0ull);
+	ret = rw_check(q, ns, nsid, slba, nlb, buf, off, bytes, true);
+	if (ret)
+		return ret;
 	if (q->mp && !buf->bus2) {
 		ret = sio_nvme_buf_second_path(q, buf);
 		if (ret)
@@ -190,7 +209,7 @@ submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba, uin
 	p = q->act;
 	/* Data buffers have an address per path; their page offsets agree. */
 	cid = put_rw(q, p, opc, nsid, slba, nlb, (p->path ? buf->bus2 : buf->bus) + off,
-		     (uint32_t)bytes, ridx);
+		     (uint32_t)bytes, (uint64_t)(uintptr_t)&q->reqs[ridx], req_chunk_done);
 	if (cid < 0) {
 		req_put(q, ridx);
 		return cid;
@@ -202,6 +221,40 @@ submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba, uin
 	ring(q, p);
 	count_rw(q, opc, bytes);
 	return 0;
+}
+
+/*
+ * Inlined into the read and write calls: the hot path. One command on a
+ * queue pair of one path, for a namespace the client has cached: no request
+ * of the queue's table, the caller's callback and argument ride with the
+ * tag. Everything else takes submit_rw_any().
+ */
+static inline __attribute__((always_inline)) int
+submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba, uint32_t nlb,
+	  struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg)
+{
+	const struct sio_nvme_ns *ns = q->fast_ns;
+	struct qpair *p = &q->qp[0];
+	uint64_t bytes, bus;
+	int tag;
+
+	if (nsid != q->fast_nsid)	/* 0 while the queue is slow */
+		goto any;
+	bytes = (uint64_t)nlb * ns->lba_size;
+	if (rw_check(q, ns, nsid, slba, nlb, buf, off, bytes, false))
+		goto any;
+	bus = buf->bus + off;
+	if (bytes > q->max_xfer - (uint32_t)(bus & q->page_mask))
+		goto any;
+	tag = put_rw(q, p, opc, nsid, slba, nlb, bus, (uint32_t)bytes, (uint64_t)(uintptr_t)arg, cb);
+	if (tag < 0)
+		return tag;
+	if (!q->hold)	/* rung after every submission but this one: it is new */
+		sio_nvme__sq_ring_new(&p->q);
+	count_rw(q, opc, bytes);
+	return 0;
+any:
+	return submit_rw_any(q, opc, nsid, slba, nlb, buf, off, cb, arg);
 }
 
 int sio_nvme_ioq_read(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
@@ -314,12 +367,9 @@ static void finish(struct sio_nvme_ioq *q, uint32_t ridx, int err, uint16_t stat
 	sio_nvme_io_cb cb;
 	void *arg;
 
-	if (err) {
-		q->qs->errors++;
-		if (!r->err) {
-			r->err = err;
-			r->status = status;
-		}
+	if (err && !r->err) {	/* (counted in the live counters by the caller) */
+		r->err = err;
+		r->status = status;
 	}
 	if (--r->remaining)
 		return;
@@ -332,9 +382,29 @@ static void finish(struct sio_nvme_ioq *q, uint32_t ridx, int err, uint16_t stat
 		cb(arg, err, status);
 }
 
-void sio_nvme_ioq_end(struct sio_nvme_ioq *q, uint32_t ridx, int err, uint16_t status)
+void req_chunk_done(void *arg, int err, uint16_t status)
 {
-	finish(q, ridx, err, status);
+	struct ioreq *r = arg;
+
+	finish(r->q, (uint32_t)(r - r->q->reqs), err, status);
+}
+
+/* Command @tag of @p ended: its caller is told, or its request counts it. */
+static inline void done(struct sio_nvme_ioq *q, struct qpair *p, uint32_t tag, uint64_t cookie,
+			int err, uint16_t status)
+{
+	sio_nvme_io_cb cb = p->cbs[tag];
+
+	if (err)
+		q->qs->errors++;
+	if (cb)
+		cb((void *)(uintptr_t)cookie, err, status);
+}
+
+void sio_nvme_ioq_end(struct sio_nvme_ioq *q, struct qpair *p, uint32_t tag, uint64_t cookie,
+		      int err, uint16_t status)
+{
+	done(q, p, tag, cookie, err, status);
 }
 
 /* No progress for too long, and no recovery: fail the queue, saying why. */
@@ -370,6 +440,8 @@ int sio_nvme_ioq_fail_with(struct sio_nvme_ioq *q, int err)
 	int p;
 
 	q->failed = err;
+	q->slow = true;
+	q->fast_nsid = 0;
 	for (p = 0; p < 2; p++) {
 		struct qpair *qp = &q->qp[p];
 
@@ -381,11 +453,13 @@ int sio_nvme_ioq_fail_with(struct sio_nvme_ioq *q, int err)
 			/* The tag stays taken: the controller may still complete
 			 * the command, and that completion is not delivered. */
 			sio_nvme_queue_abandon(&qp->q, cid);
-			finish(q, (uint32_t)qp->cookies[cid], err, 0);
+			done(q, qp, cid, qp->cookies[cid], err, 0);
 		}
 	}
-	for (i = 0; i < q->npend; i++)
+	for (i = 0; i < q->npend; i++) {
+		q->qs->errors++;
 		finish(q, q->pend[i].ridx, err, 0);
+	}
 	q->npend = 0;
 	return err;
 }
@@ -397,34 +471,54 @@ int sio_nvme_ioq_fail_with(struct sio_nvme_ioq *q, int err)
  * do not count as progress; at most a queue's worth of entries is looked
  * at per call, so a controller posting garbage cannot keep us here.
  * Return: completions delivered. */
-int sio_nvme_qpair_reap(struct sio_nvme_ioq *q, struct qpair *p, uint32_t max, bool ring)
+/* A multipath queue's command that met a data transfer error goes again
+ * (on the path then active), unless it may not. Return: whether it will. */
+static __attribute__((noinline)) bool resend(struct sio_nvme_ioq *q, struct qpair *p, int cid,
+					     uint16_t status)
 {
-	struct sio_nvme_cpl cpl;
+	if (SIO_NVME_STATUS_CODE(status) != NVME_SC_DATA_XFER_ERROR ||
+	    SIO_NVME_STATUS_DNR(status) || p->rec[cid].retries >= 4 || q->npend >= q->pend_cap)
+		return false;
+	q->pend[q->npend] = p->rec[cid];
+	q->pend[q->npend++].retries++;
+	q->resubmitted++;
+	return true;
+}
+
+/* @mp: the queue is multipath (a constant where it is known, so the fast
+ * path of polling has no trace of it). */
+static inline __attribute__((always_inline)) int
+reap(struct sio_nvme_ioq *q, struct qpair *p, uint32_t max, bool ring, bool mp)
+{
 	uint64_t cookie;
-	uint32_t seen;
+	uint32_t seen, dw3;
 	uint16_t st;
 	int n = 0, cid;
 
-	for (seen = 0; seen < p->q.size && (!max || (uint32_t)n < max); seen++) {
-		cid = sio_nvme_cq_pop(&p->q, &cpl, &cookie);
-		if (cid == -EAGAIN)
-			break;
-		if (cid < 0)
-			continue;
-		st = SIO_NVME_STATUS_CODE(cpl.status);
-		n++;
-		if (q->mp && st == NVME_SC_DATA_XFER_ERROR && !SIO_NVME_STATUS_DNR(cpl.status) &&
-		    p->rec[cid].retries < 4 && q->npend < q->pend_cap) {
-			q->pend[q->npend] = p->rec[cid];
-			q->pend[q->npend++].retries++;
-			q->resubmitted++;
+	seen = 0;
+	do {	/* a queue holds at least two entries */
+		cid = sio_nvme__cq_take(&p->q, NULL, &dw3, &cookie);
+		if (cid < 0) {
+			if (cid == -EAGAIN)
+				break;
 			continue;
 		}
-		finish(q, (uint32_t)cookie, st ? -EIO : 0, st);
-	}
+		st = (uint16_t)(dw3 >> 16);
+		n++;
+		if (!mp || !st || !resend(q, p, cid, st))
+			done(q, p, (uint32_t)cid, cookie, SIO_NVME_STATUS_CODE(st) ? -EIO : 0,
+			     SIO_NVME_STATUS_CODE(st));
+		if ((uint32_t)n == max)
+			break;
+	} while (++seen < p->q.size);
 	if (ring)
 		sio_nvme_cq_ring(&p->q);
 	return n;
+}
+
+int sio_nvme_qpair_reap(struct sio_nvme_ioq *q, struct qpair *p, uint32_t max, bool ring)
+{
+	return reap(q, p, max, ring, q->mp);
 }
 
 int sio_nvme_ioq_hold(struct sio_nvme_ioq *q, bool on)
@@ -433,6 +527,7 @@ int sio_nvme_ioq_hold(struct sio_nvme_ioq *q, bool on)
 		return sio_err_set(EINVAL, "a multipath queue pair rings its doorbell at every "
 				   "submission (its commands may move to the other path)");
 	q->hold = on;
+	q->slow = on || q->mp || q->failed;
 	if (!on)
 		sio_nvme_sq_ring(&q->qp[0].q);
 	return 0;
@@ -444,24 +539,12 @@ void sio_nvme_ioq_ring(struct sio_nvme_ioq *q)
 		sio_nvme_sq_ring(&q->qp[0].q);	/* nothing written if nothing is new */
 }
 
-int sio_nvme_ioq_poll(struct sio_nvme_ioq *q, uint32_t max)
+/* A poll that delivered nothing: only a queue that looks stuck reads the
+ * clock, and one stuck past the timeout fails. */
+static __attribute__((noinline)) int poll_idle(struct sio_nvme_ioq *q)
 {
 	uint64_t now;
-	int n;
 
-	if (q->failed)
-		return q->failed;
-	if (q->hold)	/* what was held back goes now: nothing waits unseen */
-		sio_nvme_sq_ring(&q->qp[0].q);
-	if (q->mp)
-		return sio_nvme_mp_poll(q, max);
-	n = sio_nvme_qpair_reap(q, &q->qp[0], max, true);
-	if (n) {
-		q->empty_polls = 0;
-		q->stall_since = 0;
-		q->qs->db_writes = q->qp[0].q.db_writes;
-		return n;
-	}
 	if (!sio_nvme_queue_inflight(&q->qp[0].q) || (++q->empty_polls & 255))
 		return 0;
 	/* Only a queue that looks stuck reads the clock, and the reset count:
@@ -474,6 +557,75 @@ int sio_nvme_ioq_poll(struct sio_nvme_ioq *q, uint32_t max)
 	else if (now - q->stall_since > (uint64_t)q->cl->timeout_ms * 1000000ull)
 		return sio_nvme_ioq_recover(q, true);
 	return 0;
+}
+
+/* @n completions delivered: the queue is not stuck. */
+static inline int progress(struct sio_nvme_ioq *q, int n)
+{
+	if (!n)
+		return poll_idle(q);
+	q->stall_since = 0;	/* (empty_polls only spaces the clock reads out) */
+	q->qs->db_writes = q->qp[0].q.db_writes;
+	return n;
+}
+
+/* Polling, all but the fast path: a failed, multipath or holding queue;
+ * several completions at once, or an entry the queue rejected (@cid < 0,
+ * not -EAGAIN); a completion already taken is delivered first. */
+static __attribute__((noinline)) int poll_any(struct sio_nvme_ioq *q, uint32_t max, int cid,
+					     uint32_t dw3, uint64_t cookie)
+{
+	struct qpair *p = &q->qp[0];
+	uint16_t st = SIO_NVME_STATUS_CODE(dw3 >> 16);
+	int n = 0;
+
+	if (cid >= 0) {
+		done(q, p, (uint32_t)cid, cookie, st ? -EIO : 0, st);
+		n = 1;
+	} else if (q->slow) {
+		if (q->failed)
+			return q->failed;
+		if (q->mp)
+			return sio_nvme_mp_poll(q, max);	/* held doorbells are refused there */
+		sio_nvme_sq_ring(&p->q);	/* what was held back goes now */
+	}
+	if (!max || (uint32_t)n < max)
+		n += reap(q, p, max ? max - (uint32_t)n : 0, false, false);
+	sio_nvme_cq_ring(&p->q);
+	return progress(q, n);
+}
+
+/*
+ * The fast path: one completion taken and none behind it, the common case
+ * at low depth. Its slot goes back to the controller and the stall clock
+ * stops before its caller is told, so that nothing waits across the call.
+ */
+int sio_nvme_ioq_poll(struct sio_nvme_ioq *q, uint32_t max)
+{
+	struct qpair *p = &q->qp[0];
+	sio_nvme_io_cb cb;
+	uint64_t cookie;
+	uint32_t dw3;
+	uint16_t st;
+	int cid;
+
+	if (q->slow)
+		return poll_any(q, max, -EPROTO, 0, 0);
+	cid = sio_nvme__cq_take(&p->q, NULL, &dw3, &cookie);
+	if (cid < 0)
+		return cid == -EAGAIN ? poll_idle(q) : poll_any(q, max, cid, 0, 0);
+	if (max != 1 && sio_nvme_cq_peek(&p->q))
+		return poll_any(q, max, cid, dw3, cookie);
+	sio_nvme__cq_ring_new(&p->q);
+	q->stall_since = 0;	/* (empty_polls only spaces the clock reads out) */
+	q->qs->db_writes = p->q.db_writes;
+	st = SIO_NVME_STATUS_CODE(dw3 >> 16);
+	if (st)
+		q->qs->errors++;
+	cb = p->cbs[cid];
+	if (cb)
+		cb((void *)(uintptr_t)cookie, st ? -EIO : 0, st);
+	return 1;
 }
 
 int sio_nvme_ioq_wait(struct sio_nvme_ioq *q)

@@ -275,6 +275,7 @@ static void qpair_free(struct sio_nvme_client *cl, struct qpair *p)
 	free(p->cids);
 	free(p->cookies);
 	free(p->busy);
+	free(p->cbs);
 	free(p->rec);
 	memset(p, 0, sizeof(*p));
 }
@@ -381,8 +382,9 @@ static int qpair_setup(struct sio_nvme_ioq *q, struct qpair *p, const struct sio
 	p->cids = calloc(nslots, sizeof(*p->cids));
 	p->cookies = calloc(nslots, sizeof(*p->cookies));
 	p->busy = calloc(nslots, 1);
+	p->cbs = calloc(nslots, sizeof(*p->cbs));
 	p->rec = q->mp ? calloc(nslots, sizeof(*p->rec)) : NULL;
-	if (!p->cids || !p->cookies || !p->busy || (q->mp && !p->rec))
+	if (!p->cids || !p->cookies || !p->busy || !p->cbs || (q->mp && !p->rec))
 		return sio_err_set(ENOMEM, "out of memory");
 	sq_bytes = align_page(q, (uint64_t)q->depth * sizeof(struct sio_nvme_cmd));
 	cq_bytes = align_page(q, (uint64_t)q->depth * sizeof(struct sio_nvme_cpl));
@@ -496,12 +498,16 @@ static struct sio_nvme_ioq *ioq_alloc(struct sio_nvme_client *cl,
 		return NULL;
 	q->cl = cl;
 	q->mp = spec->multipath;
+	q->slow = q->mp;
 	q->prio = (uint16_t)spec->prio;
 	q->depth = depth;
 	q->page = cl->ci.page_size;
+	q->page_mask = q->page - 1;
 	q->max_xfer = cl->ci.max_xfer;
 	q->sgl = spec->dptr == SIO_NVME_DPTR_PRP ? SIO_NVME_SGL_NONE : cl->ci.sgl;
 	q->sgl_always = spec->dptr == SIO_NVME_DPTR_SGL;
+	/* PRPs start at a dword; byte-granular SGL data blocks anywhere */
+	q->off_mask = q->sgl == SIO_NVME_SGL_BYTE ? 0 : 3;
 	q->dbbuf = !spec->multipath && (spec->dbbuf == SIO_NVME_DBBUF_ON ||
 					(spec->dbbuf == SIO_NVME_DBBUF_AUTO && cl->dbbuf_local));
 	/* A multipath queue can hold a full queue on each path at once (one

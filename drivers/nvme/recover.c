@@ -66,7 +66,7 @@ static void take_completions(struct sio_nvme_ioq *q, struct qpair *p)
 		if (st == SIO_NVME_MK_STATUS(NVME_SCT_GENERIC, NVME_SC_ABORT_QUEUE) &&
 		    sio_nvme_queue_claim_cid(&p->q, cpl.cid, cookie) >= 0)
 			continue;
-		sio_nvme_ioq_end(q, (uint32_t)cookie, st ? -EIO : 0, st);
+		sio_nvme_ioq_end(q, p, (uint32_t)tag, cookie, st ? -EIO : 0, st);
 	}
 }
 
@@ -80,7 +80,7 @@ static void end_lost(struct sio_nvme_ioq *q, struct qpair *p)
 			    "made again was no longer in its SQ, and was not sent again",
 			    p->q.qid);
 		sio_nvme_queue_release(&p->q, tag);
-		sio_nvme_ioq_end(q, (uint32_t)p->cookies[tag], -ECANCELED, 0);
+		sio_nvme_ioq_end(q, p, tag, p->cookies[tag], -ECANCELED, 0);
 	}
 }
 

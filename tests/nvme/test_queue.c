@@ -155,7 +155,7 @@ Test(queue, init_rejects_bad_sizes)
 Test(queue, submit_ring_complete)
 {
 	struct sio_nvme_cmd cmd, got;
-	struct sio_nvme_cpl cpl;
+	struct sio_nvme_cpl cpl = { 0 };
 	uint64_t ck;
 	int cid;
 
@@ -216,7 +216,7 @@ Test(queue, full_queue_and_unique_cids)
 Test(queue, phase_wraps_and_unknown_ids_ignored)
 {
 	struct sio_nvme_cmd cmd, got;
-	struct sio_nvme_cpl cpl;
+	struct sio_nvme_cpl cpl = { 0 };
 	uint64_t ck;
 	int round, cid, n = 0;
 
@@ -332,7 +332,7 @@ Test(queue, duplicate_completion_is_counted_not_delivered)
 Test(queue, late_duplicate_after_reissue_is_stale)
 {
 	struct sio_nvme_cmd cmd, got;
-	struct sio_nvme_cpl cpl;
+	struct sio_nvme_cpl cpl = { 0 };
 	uint16_t old;
 	uint64_t ck = 0;
 	int tag;

@@ -36,6 +36,7 @@ static uint32_t sqdb, cqdb;
 static uint16_t cids[QS - 1], req_stack[QS - 1];
 static uint64_t cookies[QS - 1];
 static uint8_t busy[QS - 1];
+static sio_nvme_io_cb cbs[QS - 1];
 static struct ioreq reqs[QS - 1];
 static uint64_t prp[(QS - 1) * (MAX_XFER / PAGE)];	/* prp_stride bytes per cid */
 /* the controller's view */
@@ -63,6 +64,7 @@ static void setup(void)
 	p->cids = cids;
 	p->cookies = cookies;
 	p->busy = busy;
+	p->cbs = cbs;
 	p->prp_va = prp;
 	p->prp_bus = PRP_BUS;
 	p->live = true;
@@ -70,6 +72,8 @@ static void setup(void)
 	q.act = p;
 	q.depth = QS;
 	q.page = PAGE;
+	q.page_mask = PAGE - 1;
+	q.off_mask = 3;		/* PRPs: dword-aligned offsets (as ioq.c sets it) */
 	q.max_xfer = MAX_XFER;
 	q.prp_stride = MAX_XFER / PAGE * 8;	/* as ioq.c sets it */
 	q.sgl = SIO_NVME_SGL_NONE;
@@ -264,17 +268,18 @@ Test(split, a_request_longer_than_the_queue_is_refused_with_nothing_sent)
 Test(split, a_request_that_does_not_fit_now_waits_whole)
 {
 	struct sio_nvme_cmd cmds[QS];
-	uint32_t rung;
+	uint32_t rung, reqs_free;
 
 	/* 13 commands in flight leave 2 slots: a 3-command request must wait */
 	for (int i = 0; i < 13; i++)
 		cr_assert_eq(sio_nvme_ioq_read(&q, 1, (uint64_t)i, 1, &buf, 0, NULL, NULL), 0);
 	rung = sqdb;
+	reqs_free = q.nreq_free;
 	cr_assert_eq(sio_nvme_ioq_read(&q, 1, 0, 3 * MAX_XFER / LBA, &buf, 0, on_done, NULL),
 		     -EAGAIN);
 	cr_expect_eq(sqdb, rung, "part of the request went in");
 	cr_expect_eq(sio_nvme_ioq_inflight(&q), 13);
-	cr_expect_eq(q.nreq_free, QS - 1 - 13);
+	cr_expect_eq(q.nreq_free, reqs_free, "the refused request kept an entry of the table");
 	/* once one completes, it goes in whole */
 	cr_assert_eq(fetch(cmds, QS), 13);
 	complete(cmds[0].cid, 0);

@@ -219,7 +219,7 @@ static inline SIO_HD void sio_nvme_queue_shadow(struct sio_nvme_queue *q,
  * In 16-bit wrapping arithmetic, as the specification's EventIdx is used:
  * true when @ei lies in [@old, @v).
  */
-static inline SIO_HD bool sio_nvme_dbbuf_need_event(uint16_t ei, uint16_t v, uint16_t old)
+static inline SIO_HD_HOT bool sio_nvme_dbbuf_need_event(uint16_t ei, uint16_t v, uint16_t old)
 {
 	return (uint16_t)(v - ei - 1) < (uint16_t)(v - old);
 }
@@ -228,20 +228,22 @@ static inline SIO_HD bool sio_nvme_dbbuf_need_event(uint16_t ei, uint16_t v, uin
  * Store doorbell @v (from @old): the shadow, and MMIO if EventIdx asks (or
  * always, for a queue that does not read EventIdx: @ei NULL).
  */
-static inline SIO_HD void sio_nvme__doorbell(struct sio_nvme_queue *q, volatile uint32_t *db,
+static inline SIO_HD_HOT void sio_nvme__doorbell(struct sio_nvme_queue *q, volatile uint32_t *db,
 					     volatile uint32_t *shadow,
 					     const volatile uint32_t *ei, uint16_t v, uint16_t old)
 {
-	if (shadow && ei) {
+	if (shadow) {
 		*shadow = v;
-		/* the shadow store is seen before EventIdx is read: a controller
-		 * that stopped looking has published it, or sees the store */
-		sio_nvme_mb();
-		if (!sio_nvme_dbbuf_need_event((uint16_t)*ei, v, old))
-			return;
-	} else if (shadow) {
-		*shadow = v;
-		sio_nvme_wmb();	/* a controller that reads the shadow at the ring sees it */
+		if (ei) {
+			/* the shadow store is seen before EventIdx is read: a
+			 * controller that stopped looking has published it, or
+			 * sees the store */
+			sio_nvme_mb();
+			if (!sio_nvme_dbbuf_need_event((uint16_t)*ei, v, old))
+				return;
+		} else {
+			sio_nvme_wmb();	/* a controller that reads the shadow at the ring sees it */
+		}
 	}
 	sio_nvme_mmio_write32(db, v);
 	q->db_writes++;
@@ -359,7 +361,7 @@ static inline SIO_HD int sio_nvme_queue_claim_cid(struct sio_nvme_queue *q, uint
  * Lets a caller place per-command memory (a PRP list page indexed by tag)
  * before submitting. Return: the tag, or -EAGAIN if none is free.
  */
-static inline SIO_HD int sio_nvme_sq_next_cid(const struct sio_nvme_queue *q)
+static inline SIO_HD_HOT int sio_nvme_sq_next_cid(const struct sio_nvme_queue *q)
 {
 	return q->nfree ? (int)q->cid_stack[q->nfree - 1] : -EAGAIN;
 }
@@ -374,11 +376,39 @@ static inline SIO_HD int sio_nvme_sq_next_cid(const struct sio_nvme_queue *q)
  * Return: the entry, or NULL (0) when no tag is free. A free tag is all it
  * takes: with at most size - 1 commands in flight the SQ cannot be full.
  */
-static inline SIO_HD struct sio_nvme_cmd *sio_nvme_sq_entry(struct sio_nvme_queue *q)
+static inline SIO_HD_HOT struct sio_nvme_cmd *sio_nvme_sq_entry(struct sio_nvme_queue *q)
 {
 	if (q->nfree == 0)
 		return 0;
 	return &q->sq[q->sq_tail];
+}
+
+/*
+ * Take a tag (with its next generation) and the next SQ slot, for a command
+ * the caller writes there next: *@e the slot, *@cid the id to put in it.
+ * Only when a tag is free. Everything is read from @q before the first
+ * store, and the caller's stores into the slot come after: a byte store
+ * could alias @q, as far as the compiler knows.
+ */
+static inline SIO_HD_HOT int sio_nvme__sq_claim(struct sio_nvme_queue *q, uint64_t cookie,
+						struct sio_nvme_cmd **e, uint16_t *cid)
+{
+	uint16_t tail = q->sq_tail, next = (uint16_t)(tail + 1), size = q->size;
+	uint16_t nfree = (uint16_t)(q->nfree - 1);
+	uint16_t tag = q->cid_stack[nfree];
+	struct sio_nvme_cmd *sq = q->sq;
+	uint64_t *ck = q->cookie;
+	uint8_t *busy = q->busy;
+	uint32_t gen = (uint32_t)busy[tag] >> SIO_NVME_CID_GEN_SHIFT;
+
+	gen = gen >= 15 ? 1 : gen + 1;
+	*e = &sq[tail];
+	*cid = (uint16_t)(gen << SIO_NVME_CID_TAG_BITS | tag);
+	q->nfree = nfree;
+	q->sq_tail = next == size ? 0 : next;
+	ck[tag] = cookie;
+	busy[tag] = (uint8_t)(gen << SIO_NVME_CID_GEN_SHIFT | SIO_NVME_CID_BUSY);
+	return tag;
 }
 
 /**
@@ -391,19 +421,13 @@ static inline SIO_HD struct sio_nvme_cmd *sio_nvme_sq_entry(struct sio_nvme_queu
  * entry.
  * Return: the tag.
  */
-static inline SIO_HD int sio_nvme_sq_commit(struct sio_nvme_queue *q, uint64_t cookie)
+static inline SIO_HD_HOT int sio_nvme_sq_commit(struct sio_nvme_queue *q, uint64_t cookie)
 {
-	uint16_t tail = q->sq_tail;
-	uint16_t tag = q->cid_stack[--q->nfree];
-	uint32_t gen = (uint32_t)q->busy[tag] >> SIO_NVME_CID_GEN_SHIFT;
+	struct sio_nvme_cmd *e;
+	uint16_t cid;
+	int tag = sio_nvme__sq_claim(q, cookie, &e, &cid);
 
-	gen = gen >= 15 ? 1 : gen + 1;
-	/* Everything read from @q before the byte store to busy[], which the
-	 * compiler must assume could alias it. */
-	q->sq_tail = (uint16_t)(tail + 1 == q->size ? 0 : tail + 1);
-	q->sq[tail].cid = (uint16_t)(gen << SIO_NVME_CID_TAG_BITS | tag);
-	q->cookie[tag] = cookie;
-	q->busy[tag] = (uint8_t)(gen << SIO_NVME_CID_GEN_SHIFT | SIO_NVME_CID_BUSY);
+	e->cid = cid;
 	return tag;
 }
 
@@ -435,13 +459,26 @@ static inline SIO_HD int sio_nvme_sq_submit(struct sio_nvme_queue *q,
  * Fences the entries written so far, then stores the tail doorbell.
  * Nothing is written when no entry was added since the last ring.
  */
-static inline SIO_HD void sio_nvme_sq_ring(struct sio_nvme_queue *q)
+static inline SIO_HD_HOT void sio_nvme_sq_ring(struct sio_nvme_queue *q)
 {
-	if (q->sq_tail == q->sq_rung)
+	uint16_t tail = q->sq_tail, rung = q->sq_rung;
+
+	if (tail == rung)
 		return;
+	q->sq_rung = tail;
 	sio_nvme_wmb();
-	sio_nvme__doorbell(q, q->sq_db, q->sq_shadow, q->sq_ei, q->sq_tail, q->sq_rung);
-	q->sq_rung = q->sq_tail;
+	sio_nvme__doorbell(q, q->sq_db, q->sq_shadow, q->sq_ei, tail, rung);
+}
+
+/* sio_nvme_sq_ring() for a caller that knows an entry was added since the
+ * last ring. */
+static inline SIO_HD_HOT void sio_nvme__sq_ring_new(struct sio_nvme_queue *q)
+{
+	uint16_t tail = q->sq_tail, rung = q->sq_rung;
+
+	q->sq_rung = tail;
+	sio_nvme_wmb();
+	sio_nvme__doorbell(q, q->sq_db, q->sq_shadow, q->sq_ei, tail, rung);
 }
 
 /**
@@ -460,6 +497,73 @@ static inline SIO_HD volatile struct sio_nvme_cpl *sio_nvme_cq_peek(struct sio_n
 	return c;
 }
 
+/* A completion whose id names no command in flight: counted by why. */
+static inline SIO_HD int sio_nvme__cq_reject(struct sio_nvme_queue *q, uint32_t gen, uint8_t s)
+{
+	if (gen == 0 || !(s >> SIO_NVME_CID_GEN_SHIFT))
+		q->spurious++;
+	else if ((uint32_t)s >> SIO_NVME_CID_GEN_SHIFT != gen)
+		q->stale++;
+	else
+		q->duplicate++;
+	return -EPROTO;
+}
+
+/*
+ * Consume the next completion, as sio_nvme_cq_pop() does, and give its DW3
+ * (command id and status) in *@dw3. DW3 holds the phase tag: one 32-bit load
+ * gives the id and status that go with it; the rest of the entry is read
+ * after the barrier.
+ */
+static inline SIO_HD_HOT int sio_nvme__cq_take(struct sio_nvme_queue *q, struct sio_nvme_cpl *out,
+					       uint32_t *dw3, uint64_t *cookie)
+{
+	uint16_t cq_head = q->cq_head, size = q->size, tail = q->sq_tail, old = q->sq_head;
+	const volatile uint32_t *e = (const volatile uint32_t *)&q->cq[cq_head];
+	uint32_t w3 = e[3], w2, gen, dh, dt;
+	uint16_t cid = (uint16_t)w3, head, tag;
+	uint8_t s, *busy = q->busy;
+
+	if (((w3 >> 16) & 1u) != q->cq_phase)
+		return -EAGAIN;
+	sio_nvme_rmb();
+	w2 = e[2];
+	*dw3 = w3;
+	head = (uint16_t)w2;
+	if (out) {
+		out->result = e[0];
+		out->rsvd = e[1];
+		out->sq_head = head;
+		out->sq_id = (uint16_t)(w2 >> 16);
+		out->cid = cid;
+		out->status = (uint16_t)(w3 >> 16);
+	}
+	if (++cq_head == size) {
+		cq_head = 0;
+		q->cq_phase ^= 1u;
+	}
+	q->cq_head = cq_head;
+	q->cq_pending++;
+	tag = SIO_NVME_CID_TAG(cid);
+	gen = SIO_NVME_CID_GEN(cid);
+	s = tag < q->nslots ? busy[tag] : 0;
+	/* In flight with this generation (a tag in flight has one of 1..15,
+	 * so an id of generation 0 never matches) */
+	if (s != (uint8_t)(gen << SIO_NVME_CID_GEN_SHIFT | SIO_NVME_CID_BUSY))
+		return sio_nvme__cq_reject(q, gen, s);
+	if (cookie)
+		*cookie = q->cookie[tag];
+	q->cid_stack[q->nfree++] = tag;
+	busy[tag] = (uint8_t)(s & ~SIO_NVME_CID_STATE_MASK);
+	/* The head moves forward from where it was, never past the tail (nor
+	 * off the queue: a head at or past the size is further than the tail). */
+	dh = head >= old ? (uint32_t)(head - old) : (uint32_t)head + size - old;
+	dt = tail >= old ? (uint32_t)(tail - old) : (uint32_t)tail + size - old;
+	if (dh <= dt)
+		q->sq_head = head;
+	return tag;
+}
+
 /**
  * sio_nvme_cq_pop() - consume the next completion
  * @q: queue
@@ -475,77 +579,38 @@ static inline SIO_HD volatile struct sio_nvme_cpl *sio_nvme_cq_peek(struct sio_n
  * -EPROTO for an entry consumed but not delivered because its id matches no
  * command in flight (counted in @q->spurious, @q->duplicate or @q->stale).
  */
-static inline SIO_HD int sio_nvme_cq_pop(struct sio_nvme_queue *q,
+/* A completion whose id names no command in flight: counted by why. */
+static inline SIO_HD_HOT int sio_nvme_cq_pop(struct sio_nvme_queue *q,
 					 struct sio_nvme_cpl *out, uint64_t *cookie)
 {
-	volatile struct sio_nvme_cpl *c = &q->cq[q->cq_head];
-	uint16_t st = c->status;
-	uint16_t cid, head, tag, tail, old;
-	uint32_t gen, dh, dt;
-	uint8_t s;
+	uint32_t dw3;
 
-	if ((st & 1u) != q->cq_phase)
-		return -EAGAIN;
+	return sio_nvme__cq_take(q, out, &dw3, cookie);
+}
+
+/* sio_nvme_cq_ring() for a caller that knows an entry was consumed since
+ * the last ring. */
+static inline SIO_HD_HOT void sio_nvme__cq_ring_new(struct sio_nvme_queue *q)
+{
+	uint16_t head = q->cq_head, n = q->cq_pending;
+
+	q->cq_pending = 0;
+	/* Our reads of the consumed entries complete before the slots are
+	 * handed back to the controller (a read barrier orders loads before
+	 * later stores too). */
 	sio_nvme_rmb();
-	cid = c->cid;
-	head = c->sq_head;
-	if (out) {
-		out->result = c->result;
-		out->rsvd = c->rsvd;
-		out->sq_head = head;
-		out->sq_id = c->sq_id;
-		out->cid = cid;
-		out->status = st;
-	}
-	if (++q->cq_head == q->size) {
-		q->cq_head = 0;
-		q->cq_phase ^= 1u;
-	}
-	q->cq_pending++;
-	tag = SIO_NVME_CID_TAG(cid);
-	gen = SIO_NVME_CID_GEN(cid);
-	s = tag < q->nslots ? q->busy[tag] : 0;
-	if (gen == 0 || !(s >> SIO_NVME_CID_GEN_SHIFT)) {
-		q->spurious++;
-		return -EPROTO;
-	}
-	if ((uint32_t)s >> SIO_NVME_CID_GEN_SHIFT != gen) {
-		q->stale++;
-		return -EPROTO;
-	}
-	if ((s & SIO_NVME_CID_STATE_MASK) != SIO_NVME_CID_BUSY) {
-		q->duplicate++;
-		return -EPROTO;
-	}
-	q->busy[tag] = (uint8_t)(s & ~SIO_NVME_CID_STATE_MASK);
-	if (cookie)
-		*cookie = q->cookie[tag];
-	q->cid_stack[q->nfree++] = tag;
-	/* The head moves forward from where it was, never past the tail. */
-	old = q->sq_head;
-	tail = q->sq_tail;
-	dh = head >= old ? (uint32_t)(head - old) : (uint32_t)head + q->size - old;
-	dt = tail >= old ? (uint32_t)(tail - old) : (uint32_t)tail + q->size - old;
-	if (head < q->size && dh <= dt)
-		q->sq_head = head;
-	return tag;
+	sio_nvme__doorbell(q, q->cq_db, q->cq_shadow, q->cq_ei, head,
+			   (uint16_t)(head >= n ? head - n : head + q->size - n));
 }
 
 /**
  * sio_nvme_cq_ring() - tell the controller which completions were consumed
  * @q: queue
  */
-static inline SIO_HD void sio_nvme_cq_ring(struct sio_nvme_queue *q)
+static inline SIO_HD_HOT void sio_nvme_cq_ring(struct sio_nvme_queue *q)
 {
-	if (!q->cq_pending)
-		return;
-	/* Our reads of the consumed entries complete before the slots are
-	 * handed back to the controller (a read barrier orders loads before
-	 * later stores too). */
-	sio_nvme_rmb();
-	sio_nvme__doorbell(q, q->cq_db, q->cq_shadow, q->cq_ei, q->cq_head,
-			   (uint16_t)((q->cq_head + q->size - q->cq_pending) % q->size));
-	q->cq_pending = 0;
+	if (q->cq_pending)
+		sio_nvme__cq_ring_new(q);
 }
 
 /* A tag's state while sio_nvme_queue_unsent() looks at the SQ. */
@@ -657,7 +722,7 @@ static inline SIO_HD uint32_t sio_nvme_doorbell_offset(uint32_t qid, uint32_t cq
  * @prp1: data pointer, first PRP entry
  * @prp2: data pointer, second PRP entry or PRP list
  */
-static inline SIO_HD void sio_nvme_cmd_rw(struct sio_nvme_cmd *cmd, uint8_t opcode,
+static inline SIO_HD_HOT void sio_nvme_cmd_rw(struct sio_nvme_cmd *cmd, uint8_t opcode,
 					  uint32_t nsid, uint64_t slba, uint32_t nlb,
 					  uint64_t prp1, uint64_t prp2)
 {
@@ -693,7 +758,7 @@ static inline SIO_HD void sio_nvme_cmd_rw(struct sio_nvme_cmd *cmd, uint8_t opco
  * page/8 entries is enough up to the driver's transfer cap.
  * Return: the number of list entries written.
  */
-static inline SIO_HD uint32_t sio_nvme_prp_fill(uint64_t bus, uint32_t len, uint32_t page,
+static inline SIO_HD_HOT uint32_t sio_nvme_prp_fill(uint64_t bus, uint32_t len, uint32_t page,
 						uint64_t *list, uint64_t list_bus,
 						uint64_t *prp1, uint64_t *prp2)
 {
@@ -736,7 +801,7 @@ static inline SIO_HD uint32_t sio_nvme_prp_fill(uint64_t bus, uint32_t len, uint
  * the controller takes one and the data is not page aligned or spans more
  * than two pages; PRPs otherwise (what every controller takes).
  */
-static inline SIO_HD bool sio_nvme_sgl_wanted(uint32_t sgl, uint64_t bus, uint32_t len,
+static inline SIO_HD_HOT bool sio_nvme_sgl_wanted(uint32_t sgl, uint64_t bus, uint32_t len,
 					      uint32_t page)
 {
 	if (sgl == SIO_NVME_SGL_NONE || (sgl == SIO_NVME_SGL_DWORD && (bus & 3)))
@@ -750,7 +815,7 @@ static inline SIO_HD bool sio_nvme_sgl_wanted(uint32_t sgl, uint64_t bus, uint32
  * @bus: where the data starts
  * @len: bytes
  */
-static inline SIO_HD void sio_nvme_cmd_sgl_data(struct sio_nvme_cmd *cmd, uint64_t bus,
+static inline SIO_HD_HOT void sio_nvme_cmd_sgl_data(struct sio_nvme_cmd *cmd, uint64_t bus,
 						uint32_t len)
 {
 	cmd->flags = (uint8_t)((cmd->flags & 0x3fu) | SIO_NVME_PSDT_SGL_MPTR << 6);

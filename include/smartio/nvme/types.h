@@ -21,6 +21,16 @@
 #define SIO_HD
 #endif
 
+/* The I/O hot path (queue.h): inlined whatever the compiler's size
+ * heuristics say, since each call costs a frame on every command. */
+#if defined(__CUDACC__)
+#define SIO_HD_HOT __host__ __device__ __attribute__((always_inline))
+#elif defined(__GNUC__)
+#define SIO_HD_HOT __attribute__((always_inline))
+#else
+#define SIO_HD_HOT
+#endif
+
 #ifdef __cplusplus
 #define SIO_STATIC_ASSERT(c, m) static_assert(c, m)
 #else
