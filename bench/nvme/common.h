@@ -32,7 +32,8 @@
  * @windows: windows per adapter (0: the fabric's default)
  * @queues: I/O queue pairs the controller offers (0: its default)
  * @pin: pin the controller to the last CPU (the client takes CPU 0)
- * @no_dbbuf: the manager leaves shadow doorbells off (every ring to BAR0)
+ * @dbbuf: the manager's shadow doorbells, SIO_NVME_DBBUF_AUTO (off on the
+ *	simulated fabric), _ON or _OFF (every ring to BAR0)
  */
 struct nb_env_opts {
 	int nodes;
@@ -46,7 +47,7 @@ struct nb_env_opts {
 	int windows;
 	uint32_t queues;
 	bool pin;
-	bool no_dbbuf;
+	int dbbuf;
 };
 
 /**

@@ -97,7 +97,7 @@ static int run(struct nb_client *c, uint32_t qd, double seconds, struct result *
 static int point(bool dbbuf, int node, double seconds, struct json_object *j)
 {
 	struct nb_env_opts o = { .nodes = 2, .lender = 1, .model = true, .backing = "ram:256M",
-				 .arbitration = NVME_CC_AMS_RR, .no_dbbuf = !dbbuf };
+				 .arbitration = NVME_CC_AMS_RR, .dbbuf = dbbuf ? SIO_NVME_DBBUF_ON : SIO_NVME_DBBUF_OFF };
 	static const uint32_t qds[] = { 1, 32 };
 	struct sio_nvme_qspec qs;
 	struct nb_client c;

@@ -694,15 +694,31 @@ static int ctrl_enable(struct sio_nvme_ctrl *c, const struct sio_nvme_ctrl_opts 
 
 static void keep_dbbuf(struct sio_nvme_ctrl *c);
 
-/* Doorbell Buffer Config where the controller has it and it pays. Not
- * where BAR0 is confined (DSTRD >= 10): one buffer serves every queue. */
+/*
+ * Shadow doorbells pay where an MMIO write costs more than a store to
+ * memory: a PCI function (vfio, uio) whose controller offers them is a
+ * virtual one (QEMU's; SSDs do not offer the feature), where every MMIO
+ * write exits to the hypervisor. A device model's BAR0 on the simulated
+ * fabric is memory: there a shadow store saves nothing and costs the
+ * controller a read of host memory per ring (docs/benchmarks.md).
+ */
+static bool dbbuf_pays(struct sio_nvme_ctrl *c)
+{
+	struct sio_device_info di;
+
+	return !sio_device_info(c->dev, &di) && di.backend != SIO_BACKEND_SIM;
+}
+
+/* Doorbell Buffer Config where the controller has it and it pays (or as
+ * asked). Not where BAR0 is confined (DSTRD >= 10): one buffer serves every
+ * queue. */
 static int init_dbbuf(struct sio_nvme_ctrl *c, const struct sio_nvme_ctrl_opts *o,
 		      uint32_t adm_id)
 {
 	int ret;
 
-	if (o->no_shadow_doorbells || !(c->id.oacs & NVME_CTRL_OACS_DBBUF_CFG) ||
-	    c->info.dstrd >= 10)
+	if (o->dbbuf == SIO_NVME_DBBUF_OFF || !(c->id.oacs & NVME_CTRL_OACS_DBBUF_CFG) ||
+	    c->info.dstrd >= 10 || (o->dbbuf == SIO_NVME_DBBUF_AUTO && !dbbuf_pays(c)))
 		return 0;
 	ret = sio_nvme_dbbuf_open(c, &c->dbbuf, adm_id ? adm_id + DBBUF_SEGID_DELTA : 0);
 	if (ret)

@@ -17,7 +17,10 @@ struct cluster {
 /* Create the fabric; extra nvme-emu arguments end with NULL. */
 void cluster_up(struct cluster *c, int nodes, int windows, const char *const *emu_args);
 void cluster_start_emu(struct cluster *c, const char *const *emu_args);
+/* The manager, with shadow doorbells on (cluster.c says why). */
 void cluster_start_mgr(struct cluster *c);
+/* The manager with these arguments only (NULL-terminated). */
+void cluster_start_mgr_args(struct cluster *c, const char *const *mgr_args);
 void cluster_stop(pid_t *pid);
 void cluster_down(struct cluster *c);
 

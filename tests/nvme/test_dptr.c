@@ -193,6 +193,40 @@ Test(dptr, shadow_doorbells_spare_mmio_writes)
 	sio_nvme_buf_close(CL, b);
 }
 
+/* By default a manager configures shadow doorbells only where they pay, and
+ * on the simulated fabric an MMIO doorbell is a store to memory: off. */
+Test(dptr, shadow_doorbells_off_by_default_on_the_simulated_fabric)
+{
+	struct sio_nvme_ctrl_info ci;
+	struct sio_nvme_qspec s;
+	struct sio_nvme_ioq *q;
+	struct sio_nvme_buf *b;
+	bool shadow;
+	int done = 0;
+
+	sio_nvme_client_close(CL);
+	CL = NULL;
+	cluster_stop(&C.mgr);
+	cluster_start_mgr_args(&C, NULL);
+	cr_assert_eq(sio_nvme_client_open(F, SIO_DEVICE_ANY, &CL), 0, "%s", sio_errmsg());
+	sio_nvme_client_info(CL, &ci);
+	cr_assert_not(ci.dbbuf, "Doorbell Buffer Config left off");
+	cr_assert_eq(sio_nvme_qspec_parse("dbbuf=on", &s), 0);
+	cr_assert_eq(sio_nvme_ioq_create(CL, &s, &q), -ENOTSUP, "dbbuf=on without the buffer");
+	q = queue("depth=8");
+	cr_assert_eq(sio_nvme_buf_alloc(CL, 1 << 16, &b), 0, "%s", sio_errmsg());
+	for (uint32_t i = 0; i < 20; i++) {
+		cr_assert_eq(sio_nvme_ioq_read(q, 1, i * 8, 8, b, 0, count_cb, &done), 0, "%s",
+			     sio_errmsg());
+		cr_assert_eq(sio_nvme_ioq_wait(q), 0, "%s", sio_errmsg());
+	}
+	cr_assert_eq(done, 20);
+	cr_assert_eq(db_writes(q, &shadow), 40, "an SQ and a CQ ring per command, to BAR0");
+	cr_assert_not(shadow);
+	sio_nvme_ioq_close(q);
+	sio_nvme_buf_close(CL, b);
+}
+
 Test(dptr, queue_ids_reused_with_shadow_doorbells)
 {
 	struct sio_nvme_buf *b;

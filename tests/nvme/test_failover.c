@@ -121,7 +121,8 @@ Test(failover, standby_on_another_node_takes_over)
 {
 	enum { N = 8 };
 	const char *argv[] = { "NVME_MANAGER", "--fabric", C.fabric, "--node", "9",
-			       "--standby", "--ready-file", NULL, NULL };
+			       "--standby", "--ready-file", NULL, "--shadow-doorbells", "on",
+			       NULL };
 	char tags[N][32], ready[300], *log;
 	pid_t pid[N], sb;
 	FILE *rf;

@@ -163,7 +163,7 @@ if command -v nvme-manager >/dev/null; then
 	client $MAIN drv-db-shadow-qd32 --op read --lba 16 --count 2032 --bs 8 --qd 32 --ios 4000 --random
 	collect drv-db-shadow-qd32
 	stop_manager $MAIN
-	run drv-manager-mmio manager $MAIN --no-shadow-doorbells
+	run drv-manager-mmio manager $MAIN --shadow-doorbells off
 	client $MAIN drv-db-mmio-qd1 --op read --lba 16 --count 2032 --bs 8 --qd 1 --ios 1000 --random
 	collect drv-db-mmio-qd1
 	client $MAIN drv-db-mmio-qd32 --op read --lba 16 --count 2032 --bs 8 --qd 32 --ios 4000 --random

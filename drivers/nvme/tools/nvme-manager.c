@@ -95,7 +95,10 @@ static void usage(FILE *o)
 		"  --io-queues N     I/O queue pairs to ask the controller for\n"
 		"  --arbitration rr|wrr  SQ arbitration (default rr)\n"
 		"  --no-cmb          leave the controller memory buffer off\n"
-		"  --no-shadow-doorbells  leave Doorbell Buffer Config unused: clients\n"
+		"  --shadow-doorbells auto|on|off  Doorbell Buffer Config, where the\n"
+		"                    controller offers it: auto (default) where an MMIO\n"
+		"                    write exits to a hypervisor (a PCI function, e.g.\n"
+		"                    QEMU's), not on the simulated fabric; off: clients\n"
 		"                    write every doorbell to BAR0\n"
 		"  --quiet           do not log client arrivals and departures\n"
 		"  --json            log as JSON lines ({\"time\", \"prog\", \"pid\", \"msg\"})\n"
@@ -194,7 +197,7 @@ static int serve(struct tool_common *t, struct mgr_cfg *c)
 
 int main(int argc, char **argv)
 {
-	enum { O_READY = 256, O_QUEUES, O_ARB, O_NO_CMB, O_NO_DBBUF, O_QUIET, O_STANDBY };
+	enum { O_READY = 256, O_QUEUES, O_ARB, O_NO_CMB, O_DBBUF, O_QUIET, O_STANDBY };
 	static const struct option lo[] = {
 		TOOL_COMMON_LONGOPTS,
 		TOOL_JSON_LONGOPT,
@@ -202,13 +205,14 @@ int main(int argc, char **argv)
 		{ "io-queues", required_argument, NULL, O_QUEUES },
 		{ "arbitration", required_argument, NULL, O_ARB },
 		{ "no-cmb", no_argument, NULL, O_NO_CMB },
-		{ "no-shadow-doorbells", no_argument, NULL, O_NO_DBBUF },
+		{ "shadow-doorbells", required_argument, NULL, O_DBBUF },
 		{ "quiet", no_argument, NULL, O_QUIET },
 		{ "standby", no_argument, NULL, O_STANDBY },
 		PROG_BACKGROUND_LONGOPT,
 		{ 0 }
 	};
 	static const char *const arbs[] = { "rr", "wrr", NULL };
+	static const char *const dbbufs[] = { "auto", "on", "off", NULL };	/* SIO_NVME_DBBUF_* */
 	struct mgr_cfg c = { .mo = { .ctrl = { .arbitration = NVME_CC_AMS_RR, .enable_cmb = true } } };
 	struct tool_common t;
 	int opt, ret;
@@ -223,7 +227,7 @@ int main(int argc, char **argv)
 						NVME_CC_AMS_WRRU : NVME_CC_AMS_RR;
 			break;
 		case O_NO_CMB: c.mo.ctrl.enable_cmb = false; break;
-		case O_NO_DBBUF: c.mo.ctrl.no_shadow_doorbells = true; break;
+		case O_DBBUF: c.mo.ctrl.dbbuf = prog_choice("--shadow-doorbells", optarg, dbbufs); break;
 		case O_QUIET: c.quiet = true; break;
 		case O_STANDBY: c.standby = true; break;
 		case PROG_OPT_BACKGROUND: c.background = true; break;

@@ -113,10 +113,6 @@ struct sio_nvme_qspec {
 	int dbbuf;
 };
 
-#define SIO_NVME_DBBUF_AUTO	0
-#define SIO_NVME_DBBUF_ON	1
-#define SIO_NVME_DBBUF_OFF	2
-
 #define SIO_NVME_DPTR_AUTO	0
 #define SIO_NVME_DPTR_PRP	1
 #define SIO_NVME_DPTR_SGL	2

@@ -53,15 +53,25 @@ struct sio_nvme_ctrl;
  * @arbitration: NVME_CC_AMS_RR or NVME_CC_AMS_WRRU (libnvme's names for round
  *	robin and weighted round robin with urgent priority class)
  * @enable_cmb: turn on the controller memory buffer if it has one
- * @no_shadow_doorbells: leave Doorbell Buffer Config off even where the
- *	controller has it (queues then ring MMIO doorbells alone)
+ * @dbbuf: shadow doorbells (Doorbell Buffer Config), where the controller
+ *	offers them and BAR0 is not confined: SIO_NVME_DBBUF_AUTO (0) where
+ *	they pay, that is where an MMIO write costs more than a store to memory:
+ *	a PCI function (vfio, uio), such as QEMU's controller, where each one
+ *	exits to the hypervisor; not a device model on the simulated fabric,
+ *	whose BAR0 is memory. _ON wherever offered, _OFF never.
  */
 struct sio_nvme_ctrl_opts {
 	uint32_t io_queues;
 	uint32_t arbitration;
 	bool enable_cmb;
-	bool no_shadow_doorbells;
+	int dbbuf;
 };
+
+/* Shadow doorbells: the controller's (struct sio_nvme_ctrl_opts @dbbuf) and a
+ * queue pair's use of EventIdx (struct sio_nvme_qspec @dbbuf). */
+#define SIO_NVME_DBBUF_AUTO	0
+#define SIO_NVME_DBBUF_ON	1
+#define SIO_NVME_DBBUF_OFF	2
 
 /* Asynchronous events the controller driver keeps until taken */
 #define SIO_NVME_AEN_MAX	16u
