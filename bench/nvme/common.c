@@ -43,7 +43,7 @@ static void emu_child(const struct nb_env *e, int wfd)
 
 	child_signals();
 	if (e->o.pin)
-		nb_pin(nb_ncpus() - 1);
+		nb_pin(e->o.ctrl_cpu ? e->o.ctrl_cpu - 1 : nb_ncpus() - 1);
 	sio_nvme_emu_config_default(&cfg);
 	cfg.backing = e->o.backing;
 	cfg.cmb_mib = e->o.cmb_mib;
@@ -434,6 +434,122 @@ int nb_ncpus(void)
 		cached = n > 0 ? (int)n : 1;
 	}
 	return cached;
+}
+
+void nb_run_init(struct nb_run *r, unsigned repeat)
+{
+	*r = (struct nb_run){ .repeat = repeat, .client_cpu = 0, .ctrl_cpu = nb_ncpus() - 1,
+			      .dbbuf = SIO_NVME_DBBUF_AUTO };
+}
+
+int nb_run_opt(const char *prog, struct nb_run *r, int c, const char *arg)
+{
+	static const char *const w[] = { "auto", "on", "off" };	/* SIO_NVME_DBBUF_* */
+	int cpus = nb_ncpus();
+
+	switch (c) {
+	case NB_OPT_REPEAT:
+		r->repeat = (unsigned)bench_u64(prog, "--repeat", arg, 1, 1000);
+		return 1;
+	case NB_OPT_CLIENT_CPU:
+		r->client_cpu = (int)bench_u64(prog, "--client-cpu", arg, 0, (uint64_t)cpus - 1);
+		return 1;
+	case NB_OPT_CTRL_CPU:
+		r->ctrl_cpu = (int)bench_u64(prog, "--ctrl-cpu", arg, 0, (uint64_t)cpus - 1);
+		return 1;
+	case NB_OPT_DBBUF:
+		for (r->dbbuf = 2; r->dbbuf >= 0 && strcmp(arg, w[r->dbbuf]); r->dbbuf--)
+			;
+		if (r->dbbuf < 0) {
+			fprintf(stderr, "%s: --shadow-doorbells '%s' is not auto, on or off\n",
+				prog, arg);
+			exit(2);
+		}
+		return 1;
+	}
+	return 0;
+}
+
+void nb_run_apply(const struct nb_run *r, struct nb_env_opts *o)
+{
+	o->pin = true;
+	o->ctrl_cpu = r->ctrl_cpu + 1;
+	o->dbbuf = r->dbbuf;
+}
+
+static const char *dbbuf_name(int v)
+{
+	return v == SIO_NVME_DBBUF_ON ? "on" : v == SIO_NVME_DBBUF_OFF ? "off" : "auto";
+}
+
+void nb_run_describe(const struct nb_run *r, const struct nb_env *e, FILE *o)
+{
+	double la[3] = { 0, 0, 0 };
+
+	getloadavg(la, 3);
+	if (e->external)
+		fprintf(o, "placement: clients on CPU %d (the device's own controller is not "
+			   "ours to pin); %d CPUs online; load average %.2f %.2f %.2f; %u run(s)\n",
+			r->client_cpu, nb_ncpus(), la[0], la[1], la[2], r->repeat);
+	else
+		fprintf(o, "placement: clients on CPU %d, emulated controller on CPU %d, "
+			   "manager not pinned (idle while I/O runs); %d CPUs online; load "
+			   "average %.2f %.2f %.2f; shadow doorbells %s; %u run(s)\n",
+			r->client_cpu, r->ctrl_cpu, nb_ncpus(), la[0], la[1], la[2],
+			dbbuf_name(r->dbbuf), r->repeat);
+}
+
+struct json_object *nb_run_json(const struct nb_run *r, const struct nb_env *e)
+{
+	struct json_object *o = json_object_new_object(), *la;
+	double l[3] = { 0, 0, 0 };
+
+	getloadavg(l, 3);
+	pj_int(o, "client_cpu", r->client_cpu);
+	pj_int(o, "ctrl_cpu", e->external ? -1 : r->ctrl_cpu);
+	pj_int(o, "cpus", nb_ncpus());
+	la = pj_arr(o, "load_average");
+	for (int k = 0; k < 3; k++)
+		json_object_array_add(la, json_object_new_double(l[k]));
+	pj_str(o, "shadow_doorbells", dbbuf_name(r->dbbuf));
+	pj_u64(o, "repeat", r->repeat);
+	return o;
+}
+
+void nb_json_run(FILE *j, const struct nb_run *r, const struct nb_env *e)
+{
+	struct json_object *o = nb_run_json(r, e);
+
+	fprintf(j, "\"placement\": %s", json_object_to_json_string_ext(o, JSON_C_TO_STRING_SPACED |
+						JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void nb_spread(double *v, unsigned n, struct nb_spread *s)
+{
+	*s = (struct nb_spread){ 0, 0, 0 };
+	if (!n)
+		return;
+	qsort(v, n, sizeof(*v), cmp_double);
+	s->min = v[0];
+	s->max = v[n - 1];
+	s->median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+const char *nb_spread_str(const struct nb_spread *s, char *buf, size_t len)
+{
+	if (s->min == s->max)
+		snprintf(buf, len, "%.0f", s->median);
+	else
+		snprintf(buf, len, "%.0f [%.0f..%.0f]", s->median, s->min, s->max);
+	return buf;
 }
 
 double nb_tsc_per_ns(void)

@@ -31,7 +31,10 @@
  * @arb_cdw11: Set Features (Arbitration) value the manager applies (0: none)
  * @windows: windows per adapter (0: the fabric's default)
  * @queues: I/O queue pairs the controller offers (0: its default)
- * @pin: pin the controller to the last CPU (the client takes CPU 0)
+ * @pin: pin the controller to @ctrl_cpu (the client takes CPU 0, or the
+ *	CPU its struct nb_run says)
+ * @ctrl_cpu: where @pin puts the controller (0: the last CPU; a CPU number
+ *	plus one otherwise, so that a zeroed struct means the default)
  * @dbbuf: the manager's shadow doorbells, SIO_NVME_DBBUF_AUTO (off on the
  *	simulated fabric), _ON or _OFF (every ring to BAR0)
  */
@@ -47,6 +50,7 @@ struct nb_env_opts {
 	int windows;
 	uint32_t queues;
 	bool pin;
+	int ctrl_cpu;
 	int dbbuf;
 };
 
@@ -114,6 +118,58 @@ void nb_client_close(struct nb_client *c);
 /* Pin the calling process to one CPU (ignored where it fails). */
 void nb_pin(int cpu);
 int nb_ncpus(void);
+
+/* ---- how a benchmark runs: placement and repetition ---- */
+
+/**
+ * struct nb_run - where a benchmark's processes sit and how often it runs
+ * @repeat: runs; each is reported, the summary is their median and range
+ * @client_cpu: the CPU the benchmark's clients are pinned to
+ * @ctrl_cpu: the CPU the emulated controller is pinned to
+ * @dbbuf: the manager's shadow doorbells (SIO_NVME_DBBUF_AUTO: off on the
+ *	simulated fabric, _ON, _OFF)
+ */
+struct nb_run {
+	unsigned repeat;
+	int client_cpu;
+	int ctrl_cpu;
+	int dbbuf;
+};
+
+enum { NB_OPT_REPEAT = 0x1100, NB_OPT_CLIENT_CPU, NB_OPT_CTRL_CPU, NB_OPT_DBBUF };
+
+#define NB_RUN_LONGOPTS								\
+	{ "repeat", required_argument, NULL, NB_OPT_REPEAT },			\
+	{ "client-cpu", required_argument, NULL, NB_OPT_CLIENT_CPU },		\
+	{ "ctrl-cpu", required_argument, NULL, NB_OPT_CTRL_CPU },		\
+	{ "shadow-doorbells", required_argument, NULL, NB_OPT_DBBUF }
+
+#define NB_RUN_HELP								\
+	"  --repeat N       runs, each reported; medians and their range summed up\n" \
+	"  --client-cpu N   pin the clients to CPU N (default 0)\n"		\
+	"  --ctrl-cpu N     pin the emulated controller to CPU N (default the last)\n" \
+	"  --shadow-doorbells auto|on|off  the manager's (default auto: off on the\n" \
+	"                   simulated fabric, where they do not pay)\n"
+
+/* Defaults: @repeat runs, clients on CPU 0, the controller on the last CPU. */
+void nb_run_init(struct nb_run *r, unsigned repeat);
+/* One of the options above: 1 when @c was one (its value checked), else 0. */
+int nb_run_opt(const char *prog, struct nb_run *r, int c, const char *arg);
+/* Apply @r to the set-up a benchmark is about to make. */
+void nb_run_apply(const struct nb_run *r, struct nb_env_opts *o);
+/* Say where things run and how loaded the machine is: one "placement:" line. */
+void nb_run_describe(const struct nb_run *r, const struct nb_env *e, FILE *o);
+/* The same as JSON: an object, or a member "placement": {...} */
+struct json_object *nb_run_json(const struct nb_run *r, const struct nb_env *e);
+void nb_json_run(FILE *j, const struct nb_run *r, const struct nb_env *e);
+
+/* The median of @n values and their range (@v is sorted in place). */
+struct nb_spread {
+	double median, min, max;
+};
+void nb_spread(double *v, unsigned n, struct nb_spread *s);
+/* "median [min..max]" of @s, as printed by the benchmarks */
+const char *nb_spread_str(const struct nb_spread *s, char *buf, size_t len);
 
 /* ---- time ---- */
 

@@ -15,6 +15,11 @@
  * client on the device's lender, one on --node (default: the first other
  * node), with the fabric's latency model as it is (two passes: SQ by hints,
  * SQ in each client's RAM).
+ *
+ * The clients (one process) and the controller are pinned to stated CPUs,
+ * and the passes are run --repeat times, each on a set-up of its own: every
+ * run is printed, and the summary gives the median and the range of the
+ * runs' p50s and ratios.
  */
 #include "opt.h"
 #include "common.h"
@@ -61,12 +66,18 @@ static int measure(struct side *s, struct hist *dst, uint64_t n, uint64_t *seed)
 	return 0;
 }
 
+/* What one run of a pass found: p50 local, p50 remote, their ratio. */
+struct result {
+	double local, remote, ratio;
+};
+
 /* One configuration: both clients, n reads each; fills JSON. */
 static int pass(const char *name, bool model, int sq_loc, uint64_t n, struct json_object *j,
-		const struct bench_target *tgt)
+		const struct bench_target *tgt, const struct nb_run *run, unsigned run_no,
+		struct result *res)
 {
 	struct nb_env_opts eo = { .nodes = 2, .lender = 1, .model = model, .backing = "ram:256M",
-				  .chassis = true, .pin = true };
+				  .chassis = true };
 	struct sio_nvme_qspec qs = { .sq_loc = sq_loc, .cq_loc = SIO_PLACE_LOCAL, .depth = 64 };
 	const unsigned rounds = 16;
 	uint64_t seed = 99, per = n / rounds;
@@ -77,6 +88,7 @@ static int pass(const char *name, bool model, int sq_loc, uint64_t n, struct jso
 	int rc, node[2];	/* 0: the lender, 1: the remote node */
 	char where[2][32];
 
+	nb_run_apply(run, &eo);
 	if (!s || nb_env_open(&env, name, &eo, tgt))
 		return 1;
 	model = env.o.model;
@@ -89,9 +101,9 @@ static int pass(const char *name, bool model, int sq_loc, uint64_t n, struct jso
 		nb_env_down(&env);
 		return 1;
 	}
-	if (env.external)
+	if (env.external && run_no == 0)
 		nb_env_describe(&env, stdout);
-	nb_pin(0);
+	nb_pin(run->client_cpu);
 	for (int k = 0; k < 2; k++) {
 		struct sio_endpoint from = { SIO_EP_DEVICE, node[0], (uint32_t)env.devid };
 		struct sio_endpoint to = { SIO_EP_NODE, 0, 0 };
@@ -120,8 +132,10 @@ static int pass(const char *name, bool model, int sq_loc, uint64_t n, struct jso
 	dm = s[1].st.p50 - s[0].st.p50;
 	dp = model ? (double)s[1].sqp.round_trip_ns - s[0].sqp.round_trip_ns : 0;
 	ratio = s[1].st.p50 / s[0].st.p50;
-	printf("\n%s: %s; SQ %s, CQ in the client's RAM\n", name, nb_env_model_label(&env),
-	       sq_loc == SIO_NVME_QLOC_HINT ? "by hints" : "in the client's RAM");
+	printf("\n%s, run %u: %s; SQ %s, CQ in the client's RAM\n", name, run_no + 1,
+	       nb_env_model_label(&env), sq_loc == SIO_NVME_QLOC_HINT ? "by hints" :
+	       "in the client's RAM");
+	nb_run_describe(run, &env, stdout);
 	printf("  %-16s %-7s %8s %8s %8s %8s %8s %10s\n", "client on", "SQ in", "p1", "p50", "p99",
 	       "p99.9", "mean", "SQ RT mod");
 	for (int k = 0; k < 2; k++)
@@ -135,6 +149,7 @@ static int pass(const char *name, bool model, int sq_loc, uint64_t n, struct jso
 		printf("  target p50 ratio <= 1.05: %s\n", ratio <= 1.05 ? "met" : "MISSED");
 	x = pj_push_obj(j);
 	pj_str(x, "pass", name);
+	pj_u64(x, "run", run_no + 1);
 	pj_bool(x, "latency_model", model);
 	pj_str(x, "model_note", nb_env_model_label(&env));
 	pj_str(x, "sq", sq_loc == SIO_NVME_QLOC_HINT ? "hints" : "local");
@@ -142,8 +157,10 @@ static int pass(const char *name, bool model, int sq_loc, uint64_t n, struct jso
 	pj_dbl(x, "diff_p50_ns", dm);
 	pj_dbl(x, "modelled_diff_ns", dp);
 	json_object_object_add(x, "target", nb_target_json(&env));
+	json_object_object_add(x, "placement", nb_run_json(run, &env));
 	json_object_object_add(x, "local", nb_stats_json(&s[0].st));
 	json_object_object_add(x, "remote", nb_stats_json(&s[1].st));
+	*res = (struct result){ s[0].st.p50, s[1].st.p50, ratio };
 	for (int k = 0; k < 2; k++)
 		nb_client_close(&s[k].c);
 	free(s);
@@ -151,7 +168,59 @@ static int pass(const char *name, bool model, int sq_loc, uint64_t n, struct jso
 	return 0;
 }
 
-static int run(uint64_t n, const char *out, const struct bench_target *t);
+struct passdef {
+	const char *name;
+	bool model;
+	int sq_loc;
+};
+
+/* Each pass --repeat times, interleaved (all passes, then again); then the
+ * median and range of each pass's p50s and ratio. */
+static int run_all(const struct passdef *pd, int np, uint64_t n, struct json_object *o,
+		   const struct bench_target *tgt, const struct nb_run *run)
+{
+	struct json_object *j = pj_arr(o, "passes"), *sj = pj_arr(o, "summary"), *x;
+	struct result (*res)[3] = calloc(run->repeat, sizeof(*res));
+	double *v = calloc(run->repeat, sizeof(*v));
+	struct nb_spread sp[3];
+	char b[2][64];
+
+	if (!res || !v)
+		return 1;
+	for (unsigned r = 0; r < run->repeat; r++)
+		for (int k = 0; k < np; k++)
+			if (pass(pd[k].name, pd[k].model, pd[k].sq_loc, n, j, tgt, run, r, &res[r][k]))
+				return 1;
+	printf("\nsummary over %u run(s): p50 median [min..max] ns, and the ratio's\n", run->repeat);
+	for (int k = 0; k < np; k++) {
+		for (int m = 0; m < 3; m++) {
+			for (unsigned r = 0; r < run->repeat; r++)
+				v[r] = m == 0 ? res[r][k].local : m == 1 ? res[r][k].remote : res[r][k].ratio;
+			nb_spread(v, run->repeat, &sp[m]);
+		}
+		printf("  %-18s lender %-20s remote %-20s remote/local %.3f [%.3f..%.3f]\n",
+		       pd[k].name, nb_spread_str(&sp[0], b[0], 64), nb_spread_str(&sp[1], b[1], 64),
+		       sp[2].median, sp[2].min, sp[2].max);
+		x = pj_push_obj(sj);
+		pj_str(x, "pass", pd[k].name);
+		pj_u64(x, "runs", run->repeat);
+		pj_dbl(x, "local_p50_median_ns", sp[0].median);
+		pj_dbl(x, "local_p50_min_ns", sp[0].min);
+		pj_dbl(x, "local_p50_max_ns", sp[0].max);
+		pj_dbl(x, "remote_p50_median_ns", sp[1].median);
+		pj_dbl(x, "remote_p50_min_ns", sp[1].min);
+		pj_dbl(x, "remote_p50_max_ns", sp[1].max);
+		pj_dbl(x, "p50_ratio_median", sp[2].median);
+		pj_dbl(x, "p50_ratio_min", sp[2].min);
+		pj_dbl(x, "p50_ratio_max", sp[2].max);
+	}
+	free(res);
+	free(v);
+	return 0;
+}
+
+static int run(uint64_t n, const char *out, const struct bench_target *t,
+	       const struct nb_run *nr);
 
 static void usage(FILE *o)
 {
@@ -159,29 +228,33 @@ static void usage(FILE *o)
 		"  -n, --ios N      reads per pass (default 100000)\n"
 		"  -q, --quick      16384 reads per pass\n"
 		"  -o, --out DIR    output directory (default bench-out/remote-local)\n"
-		BENCH_TARGET_HELP);
+		NB_RUN_HELP BENCH_TARGET_HELP);
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "ios", required_argument, NULL, 'n' }, { "quick", no_argument, NULL, 'q' },
-		{ "out", required_argument, NULL, 'o' }, BENCH_TARGET_LONGOPTS, { 0 },
+		{ "out", required_argument, NULL, 'o' }, NB_RUN_LONGOPTS, BENCH_TARGET_LONGOPTS,
+		{ 0 },
 	};
 	struct bench_target tgt;
+	struct nb_run nr;
 	const char *out = "bench-out/remote-local";
 	uint64_t n = 100000;
 	int opt;
 
 	prog_init("nvme-bench-remote-local", usage);
 	bench_target_init(&tgt);
+	nb_run_init(&nr, 3);
 	while ((opt = prog_getopt(argc, argv, "n:qo:h", lo)) != -1) {
 		switch (opt) {
 		case 'n': n = bench_u64("nvme-bench-remote-local", "--ios", optarg, 1, 1000000000); break;
 		case 'q': n = 16384; break;
 		case 'o': out = optarg; break;
 		default:
-			if (!bench_target_opt("nvme-bench-remote-local", &tgt, opt, optarg))
+			if (!nb_run_opt("nvme-bench-remote-local", &nr, opt, optarg) &&
+			    !bench_target_opt("nvme-bench-remote-local", &tgt, opt, optarg))
 				prog_usage_error("unhandled option");
 		}
 	}
@@ -189,14 +262,22 @@ int main(int argc, char **argv)
 	bench_target_check("nvme-bench-remote-local", &tgt);
 	if (n < 1024 || n > 50000000)
 		prog_usage_error("--ios %llu: give 1024..50000000", (unsigned long long)n);
-	return run(n, out, &tgt);
+	return run(n, out, &tgt, &nr);
 }
 
 /* The passes, and the JSON of them all. */
-static int run(uint64_t n, const char *out, const struct bench_target *t)
+static int run(uint64_t n, const char *out, const struct bench_target *t,
+	       const struct nb_run *nr)
 {
+	static const struct passdef own[] = {
+		{ "model-off", false, SIO_NVME_QLOC_HINT }, { "model-on", true, SIO_NVME_QLOC_HINT },
+		{ "model-on-sq-local", true, SIO_PLACE_LOCAL },
+	}, existing[] = {	/* the fabric's model as it is */
+		{ "existing", false, SIO_NVME_QLOC_HINT },
+		{ "existing-sq-local", false, SIO_PLACE_LOCAL },
+	};
 	struct bench_target tgt = *t;
-	struct json_object *o = json_object_new_object(), *j;
+	struct json_object *o = json_object_new_object();
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (nb_outdir("bench-out") || nb_outdir(out))
@@ -207,14 +288,7 @@ static int run(uint64_t n, const char *out, const struct bench_target *t)
 		       (unsigned long long)n);
 	pj_str(o, "benchmark", "remote-local");
 	pj_u64(o, "ios", n);
-	j = pj_arr(o, "passes");
-	if (tgt.fabric) {	/* the fabric's model as it is */
-		if (pass("existing", false, SIO_NVME_QLOC_HINT, n, j, &tgt) ||
-		    pass("existing-sq-local", false, SIO_PLACE_LOCAL, n, j, &tgt))
-			return 1;
-	} else if (pass("model-off", false, SIO_NVME_QLOC_HINT, n, j, &tgt) ||
-		   pass("model-on", true, SIO_NVME_QLOC_HINT, n, j, &tgt) ||
-		   pass("model-on-sq-local", true, SIO_PLACE_LOCAL, n, j, &tgt))
+	if (tgt.fabric ? run_all(existing, 2, n, o, &tgt, nr) : run_all(own, 3, n, o, &tgt, nr))
 		return 1;
 	if (nb_write_json(out, "remote-local.json", o))
 		return 1;
