@@ -56,7 +56,8 @@ int sio_nvme_arena_open(struct sio_nvme_client *cl)
 	if (!a)
 		return sio_err_set(ENOMEM, "out of memory");
 	pthread_mutex_init(&a->lock, NULL);
-	ret = sio_segment_create(cl->f, 0, size, SIO_SEG_F_NOHUGE, &a->seg);
+	/* its pages reserved as ranges are handed out (arena_alloc()) */
+	ret = sio_segment_create(cl->f, 0, size, SIO_SEG_F_NOHUGE | SIO_SEG_F_LAZY, &a->seg);
 	if (ret == -ENOSPC) {
 		/* a fabric whose memory is a window of fixed size (shmwin) may
 		 * have no room for it: buffers then take segments of their own */
@@ -113,7 +114,8 @@ int sio_nvme_arena_alloc(struct sio_nvme_client *cl, uint64_t len, struct sio_nv
 	/* First fit in the gaps between the taken ranges. */
 	for (i = 0; i < a->n && a->taken[i].off < off + len; i++)
 		off = a->taken[i].off + a->taken[i].len;
-	if (a->n == SIO_NVME_ARENA_RANGES || !len || off + len > a->size) {
+	if (a->n == SIO_NVME_ARENA_RANGES || !len || off + len > a->size ||
+	    sio_segment_reserve(a->seg, off, len)) {
 		pthread_mutex_unlock(&a->lock);
 		return -ENOSPC;
 	}

@@ -38,6 +38,12 @@ enum sio_segment_kind {
  * the same node and id with this flag adopts it (a restarted service's
  * state). A clean sio_segment_close() by the owner removes it as usual. */
 #define SIO_SEG_F_KEEP		(1u << 2)
+/* Memory is reserved when a segment is created, so that no room for it is
+ * an error there (naming where and how much), never a SIGBUS later in
+ * whichever process touches a page. With this flag only the ranges given
+ * to sio_segment_reserve() are: for a large arena of which little is used;
+ * its creator reserves each range before anyone (a device) writes it. */
+#define SIO_SEG_F_LAZY		(1u << 3)
 
 /**
  * struct sio_segment_info - what a segment is
@@ -167,6 +173,17 @@ int sio_segment_info(const struct sio_segment *seg, struct sio_segment_info *out
  * users get SIO_EV_SEGMENT_LOST; for a connected one the handle is dropped.
  */
 void sio_segment_close(struct sio_segment *seg);
+
+/**
+ * sio_segment_reserve() - reserve the memory of a range of a segment
+ * @seg: a segment this process created (with SIO_SEG_F_LAZY)
+ * @offset: first byte
+ * @length: bytes
+ *
+ * Return: 0 (also for memory that is always there), -ENOSPC naming where
+ * there is no room, -EINVAL for a range outside the segment.
+ */
+int sio_segment_reserve(struct sio_segment *seg, uint64_t offset, uint64_t length);
 
 /**
  * sio_segment_leave() - let go of a kept segment as a crash would

@@ -165,6 +165,13 @@ struct sio_fabric_ops {
 	 */
 	int (*seg_create)(struct sio_fabric *f, int slot, unsigned int flags);
 	/**
+	 * @seg_reserve: optional: reserve the memory of bytes [@off, @off +
+	 * @len) of slot @slot (created with SIO_SEG_F_LAZY; without it
+	 * @seg_create reserves it all), -ENOSPC naming where there is no room.
+	 * NULL: the memory is always there.
+	 */
+	int (*seg_reserve)(struct sio_fabric *f, int slot, uint64_t off, uint64_t len);
+	/**
 	 * @seg_remove: lock held: free the backing of slot @slot; mappings made
 	 * of it may stay until they are unmapped.
 	 */

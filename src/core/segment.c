@@ -404,6 +404,27 @@ void sio_segment_close(struct sio_segment *seg)
 	free(seg);
 }
 
+int sio_segment_reserve(struct sio_segment *seg, uint64_t offset, uint64_t length)
+{
+	int ret;
+
+	if (!seg)
+		return sio__err(EINVAL, "segment is NULL");
+	if (!length || offset > seg->size || length > seg->size - offset)
+		return sio__err(EINVAL, "range %llu+%llu is not inside the %llu-byte segment",
+				(unsigned long long)offset, (unsigned long long)length,
+				(unsigned long long)seg->size);
+	if (!seg->owner || seg->bar_dev || !seg->f->ops->seg_reserve)
+		return 0;
+	if ((ret = sio__lock(seg->f)))
+		return ret;
+	ret = seg_check(seg);
+	if (!ret)
+		ret = seg->f->ops->seg_reserve(seg->f, seg->slot, offset, length);
+	sio__unlock(seg->f);
+	return ret;
+}
+
 void sio_segment_leave(struct sio_segment *seg)
 {
 	struct reg_seg *s;

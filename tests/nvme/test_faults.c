@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -841,4 +842,58 @@ Test(faults, multipath_resends_transfer_errors_unless_do_not_retry)
 	cr_expect_eq(cli_write(&c, 64, 12), 0, "%s", sio_errmsg());
 	cr_expect_eq(cli_verify(&c, 64, 12), 0, "%s", sio_errmsg());
 	cli_close(&c);
+}
+
+/* A run directory on an 8 MiB tmpfs: a client whose buffers do not fit is
+ * refused when it makes them, naming the directory and the size; the
+ * controller's model, which writes read data into them, used to die of
+ * SIGBUS on the first page tmpfs had no room for, taking the device from
+ * every client. */
+Test(faults, full_run_directory_is_an_error_not_a_crash)
+{
+	const char *emu[] = { "--backing", "ram:16M", NULL };
+	const char *argv[] = { "NVME_CLIENT", "--fabric", NULL, "--node", NULL, "--op", "read",
+			       "--lba", "0", "--count", "16384", "--bs", "2048", "--qd", "16",
+			       "--time", "2", NULL };
+	char dir[128], tag[2][16], node[2][4], *err;
+	pid_t pid[2];
+	struct cli c;
+	int i, st;
+
+	snprintf(dir, sizeof(dir), "/tmp/faults-tmpfs-%d", (int)getpid());
+	mkdir(dir, 0700);
+	if (geteuid() || mount("tmpfs", dir, "tmpfs", 0, "size=8m,mode=0700")) {
+		rmdir(dir);
+		cr_skip_test("skipped: mounting an 8 MiB tmpfs needs root (%s)", strerror(errno));
+	}
+	setenv("SMARTIO_RUNDIR", dir, 1);
+	cluster_up(&C, 3, 32, emu);
+	argv[2] = C.fabric;
+	for (i = 0; i < 2; i++) {
+		snprintf(tag[i], sizeof(tag[i]), "reader-%d", i + 1);
+		snprintf(node[i], sizeof(node[i]), "%d", i + 1);
+		argv[4] = node[i];
+		pid[i] = cluster_spawn(&C, tag[i], argv);
+	}
+	for (i = 0; i < 2; i++) {
+		st = cluster_wait(pid[i], 60000);
+		err = cluster_output(&C, tag[i], "err");
+		if (st)
+			cr_expect(strstr(err, "no room for") && strstr(err, dir),
+				  "%s exited %d: %s", tag[i], st, err);
+	}
+	cr_expect_eq(waitpid(C.emu, &st, WNOHANG), 0, "nvme-emu died (status 0x%x): %s", st,
+		     cluster_output(&C, "nvme-emu", "err"));
+	/* The device still serves a client that fits. */
+	setenv("SMARTIO_NVME_ARENA_MB", "1", 1);
+	cli_open(&c, 1);
+	cr_expect_eq(cli_write(&c, 64, 14), 0, "%s", sio_errmsg());
+	cr_expect_eq(cli_verify(&c, 64, 14), 0, "%s", sio_errmsg());
+	cli_close(&c);
+	unsetenv("SMARTIO_NVME_ARENA_MB");
+	cluster_down(&C);
+	memset(&C, 0, sizeof(C));
+	unsetenv("SMARTIO_RUNDIR");
+	umount2(dir, MNT_DETACH);
+	rmdir(dir);
 }

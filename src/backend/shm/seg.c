@@ -64,12 +64,30 @@ int sio__segment_path(struct sio_fabric *f, int slot, char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * The pages of [@off, @off + @len) of the file @fd, in @dir, taken now: a
+ * tmpfs (or hugetlbfs) with no room says so here, where it names the place
+ * and the size, not as a SIGBUS later in whichever process (a device's
+ * model) first touches a page.
+ */
+static int reserve(int fd, const char *dir, uint64_t off, uint64_t len)
+{
+	if (!fallocate(fd, 0, (off_t)off, (off_t)len) || errno == EOPNOTSUPP)
+		return 0;
+	if (errno == ENOSPC)
+		return sio__err(ENOSPC, "no room for %llu KiB of segment memory in %s: free some, "
+				"or point $SMARTIO_RUNDIR at a larger tmpfs",
+				(unsigned long long)(len >> 10), dir);
+	return sio__err(errno, "cannot reserve %llu KiB of segment memory in %s: %s",
+			(unsigned long long)(len >> 10), dir, strerror(errno));
+}
+
 int sio__shm_seg_create(struct sio_fabric *f, int slot, unsigned int flags)
 {
 	struct reg_seg *sg = reg_seg_at(f->reg, slot);
 	struct shm_fabric *s = shm_of(f);
 	char path[PATH_MAX + 64];
-	int fd;
+	int fd, ret;
 
 	if (!sg)
 		return sio__err(EINVAL, "no segment slot %d", slot);
@@ -90,8 +108,28 @@ int sio__shm_seg_create(struct sio_fabric *f, int slot, unsigned int flags)
 		unlink(path);
 		return sio__err(e, "cannot create segment memory %s: %s", path, strerror(e));
 	}
+	ret = flags & SIO_SEG_F_LAZY ? 0 : reserve(fd, sg->huge ? s->hugedir : s->dir, 0,
+						   sg->size);
 	close(fd);
-	return 0;
+	if (ret)
+		unlink(path);
+	return ret;
+}
+
+int sio__shm_seg_reserve(struct sio_fabric *f, int slot, uint64_t off, uint64_t len)
+{
+	const struct reg_seg *sg = reg_seg_at(f->reg, slot);
+	char path[PATH_MAX + 64];
+	int fd, ret;
+
+	if ((ret = sio__segment_path(f, slot, path, sizeof(path))))
+		return ret;
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return sio__err(errno, "segment file %s: %s", path, strerror(errno));
+	ret = reserve(fd, sg->huge ? shm_of(f)->hugedir : shm_of(f)->dir, off, len);
+	close(fd);
+	return ret;
 }
 
 void sio__shm_seg_remove(struct sio_fabric *f, int slot)

@@ -55,6 +55,7 @@ void sio__shm_hugedir(char *buf, size_t len);
 
 /* seg.c: segment files */
 int sio__shm_seg_create(struct sio_fabric *f, int slot, unsigned int flags);
+int sio__shm_seg_reserve(struct sio_fabric *f, int slot, uint64_t off, uint64_t len);
 void sio__shm_seg_remove(struct sio_fabric *f, int slot);
 int sio__shm_seg_map(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly,
 		     void **vaddr);

@@ -185,6 +185,13 @@ int sio__shm_create(struct sio_fabric *f, bool group, gid_t gid)
 		ret = sio__err(errno, "cannot create %s/registry: %s", s->dir, strerror(errno));
 		goto fail;
 	}
+	/* its pages now: a full tmpfs is this error, not a SIGBUS in a later user */
+	if (fallocate(s->regfd, 0, 0, sizeof(*r)) && errno != EOPNOTSUPP) {
+		ret = sio__err(errno, "cannot create %s/registry: %s (%zu KiB); point "
+			       "$SMARTIO_RUNDIR at a tmpfs with room", s->dir, strerror(errno),
+			       sizeof(*r) >> 10);
+		goto fail;
+	}
 	r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_SHARED, s->regfd, 0);
 	if (r == MAP_FAILED) {
 		ret = sio__err(errno, "cannot map %s/registry: %s", s->dir, strerror(errno));
@@ -482,6 +489,7 @@ const struct sio_fabric_ops sio__shm_fabric_ops = {
 	.proc_alive = sio__shm_proc_alive,
 	.proc_gone = sio__shm_proc_gone,
 	.seg_create = sio__shm_seg_create,
+	.seg_reserve = sio__shm_seg_reserve,
 	.seg_remove = sio__shm_seg_remove,
 	.seg_map = sio__shm_seg_map,
 	.seg_unmap = sio__shm_seg_unmap,
