@@ -143,7 +143,8 @@ static int check_maps(struct sio_fabric *f)
 			BAD("device mapping %d has used = %d", m, d->used);
 		if (!d->used)
 			continue;
-		if (!in(d->dev, SIO_MAX_DEVS) || !in(d->borrow, SIO_MAX_BORROWS))
+		if (!in(d->dev, SIO_MAX_DEVS) || (d->borrow != -1 && !in(d->borrow, SIO_MAX_BORROWS)) ||
+		    (d->borrow == -1 && d->seg == -1))
 			BAD("device mapping %d names device slot %d, borrow %d", m, d->dev, d->borrow);
 		if ((d->seg == -1) == (d->group == -1) || (d->seg != -1 && !in(d->seg, SIO_MAX_SEGS)) ||
 		    (d->group != -1 && !in(d->group, t->mcast_groups)))

@@ -104,9 +104,25 @@ void reg_borrow_release(struct sio_fabric *f, int b)
 			dv->restricted[bar] = 0;
 			reg_grants_drop(f, br->dev, bar, -1, -1);
 		}
-	for (int m = 0; m < SIO_MAX_DMAMAPS; m++)
-		if (r->dmamaps[m].used && r->dmamaps[m].borrow == b)
+	for (int m = 0; m < SIO_MAX_DMAMAPS; m++) {
+		struct reg_dmamap *d = &r->dmamaps[m];
+		const struct reg_seg *sg;
+
+		if (!d->used || d->borrow != b)
+			continue;
+		/*
+		 * A kept segment (SIO_SEG_F_KEEP) outlives its owner for a
+		 * successor, and so does what the device was given of it: a
+		 * controller goes on reaching the admin queues and shadow
+		 * doorbells of a manager that died until the next one maps them
+		 * again (and so adopts this mapping), or they go.
+		 */
+		sg = d->seg >= 0 ? reg_seg_at(r, d->seg) : NULL;
+		if (sg && sg->used && sg->keep && sg->gen == d->seg_gen && dv && dv->used)
+			d->borrow = -1;
+		else
 			reg_dmamap_release(f, m);
+	}
 	if (dv && dv->used) {
 		if (dv->nborrows > 0)
 			dv->nborrows--;
@@ -197,6 +213,9 @@ void reg_dev_release(struct sio_fabric *f, int d)
 	for (int b = 0; b < SIO_MAX_BORROWS; b++)
 		if (r->borrows[b].used && r->borrows[b].dev == d)
 			reg_borrow_release(f, b);
+	for (int m = 0; m < SIO_MAX_DMAMAPS; m++)	/* the kept ones, no one's now */
+		if (r->dmamaps[m].used && r->dmamaps[m].dev == d)
+			reg_dmamap_release(f, m);
 	for (int i = 0; i < dv->nbars && i < SIO_MAX_BARS; i++)
 		reg_seg_release(f, dv->bar_seg[i], false);
 	reg_grants_drop(f, d, -1, -1, -1);

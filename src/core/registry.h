@@ -125,7 +125,8 @@ struct reg_borrow {
 struct reg_dmamap {
 	int32_t used;
 	int32_t dev;
-	int32_t borrow;
+	int32_t borrow;		/* -1: kept for the device after its borrow went
+				 * (a kept segment's, reg_borrow_release()) */
 	int32_t seg;		/* -1 for a multicast mapping */
 	int32_t group;		/* group slot, or -1 */
 	int32_t window;		/* -1 when the segment is in the lender's domain */

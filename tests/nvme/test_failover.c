@@ -229,6 +229,12 @@ Test(failover, admin_request_waits_for_the_new_manager)
 	sio_fabric_close(f);
 }
 
+static void done_cb(void *arg, int err, uint16_t status)
+{
+	(void)status;
+	*(int *)arg = err ? -1 : 1;
+}
+
 /* An in-process client on node 1 with a queue pair and a 4 KiB buffer. */
 struct cli {
 	struct sio_fabric *f;
@@ -332,4 +338,49 @@ Test(failover, a_controller_changed_meanwhile_is_reset_not_adopted)
 	cr_expect(strstr(log, "does not match the kept state"), "%s", log);
 	cr_expect(!strstr(log, "took over device"), "%s", log);
 	cli_goes_on(&c);
+}
+
+/* SQs in the controller memory buffer (location=device) while no manager
+ * runs: the controller reads its own CMB, not through the crashed
+ * manager's mapping of it (which went with its borrow), so a command
+ * issued then is fetched and completes, not lost until a timeout. */
+Test(failover, cmb_queues_lose_nothing_while_no_manager_runs)
+{
+	const char *cmb[] = { "--backing", "ram:64M", "--cmb", "16", NULL };
+	struct sio_nvme_ioq_info qi;
+	struct sio_nvme_qspec spec;
+	struct cli c = { 0 };
+	int done = 0, err = 0, ret;
+	uint64_t t0;
+
+	cluster_up(&C, 2, 32, cmb);
+	cr_assert_eq(sio_fabric_open(C.fabric, 1, &c.f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(c.f, SIO_DEVICE_ANY, &c.cl), 0, "%s", sio_errmsg());
+	sio_nvme_client_set_timeout(c.cl, 60000);	/* no queue reset within the test */
+	cr_assert_eq(sio_nvme_qspec_parse("location=device", &spec), 0);
+	cr_assert_eq(sio_nvme_ioq_create(c.cl, &spec, &c.q), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_buf_alloc(c.cl, 4096, &c.buf), 0, "%s", sio_errmsg());
+	cli_write(&c);
+	kill_manager();
+	sio_fabric_reap(c.f);	/* its borrow, and its mappings, are gone */
+	memset(c.buf->va, 0x6b, 4096);
+	cr_assert_eq(sio_nvme_ioq_write(c.q, 1, 72, 8, c.buf, 0, done_cb, &done), 0, "%s",
+		     sio_errmsg());
+	for (t0 = now_ms(); !done && now_ms() - t0 < 15000; usleep(1000)) {
+		ret = sio_nvme_ioq_poll(c.q, 0);
+		if (ret < 0)
+			err = ret;
+	}
+	cr_expect_eq(done, 1, "a write with no manager running never completed (%d): %s",
+		     err, cluster_output(&C, "nvme-emu", "err"));
+	cluster_start_mgr(&C);
+	memset(c.buf->va, 0, 4096);
+	cr_expect_eq(sio_nvme_read(c.q, 1, 72, 8, c.buf, 0), 0, "%s", sio_errmsg());
+	cr_expect_eq(((uint8_t *)c.buf->va)[4095], 0x6b);
+	sio_nvme_ioq_info(c.q, &qi);
+	cr_expect_eq(qi.recoveries, 0, "the queue pair had to be made again");
+	cr_expect(!strstr(cluster_output(&C, "nvme-emu", "err"), "cannot fetch"), "%s",
+		  cluster_output(&C, "nvme-emu", "err"));
+	cli_close(&c);
+	sio_fabric_close(c.f);
 }

@@ -671,21 +671,6 @@ int sio_nvme_emu_attach_mem(struct sio_nvme_emu *emu, void *bar0,
 	return 0;
 }
 
-static int fab_read(void *ctx, uint64_t bus, void *buf, size_t len)
-{
-	return sio_dma_read(ctx, bus, buf, len);
-}
-
-static int fab_write(void *ctx, uint64_t bus, const void *buf, size_t len)
-{
-	return sio_dma_write(ctx, bus, buf, len);
-}
-
-static int fab_ptr(void *ctx, uint64_t bus, size_t len, bool write, void **ptr)
-{
-	return sio_dma_ptr(ctx, bus, len, write, ptr);
-}
-
 int sio_nvme_emu_attach(struct sio_nvme_emu *emu, struct sio_fabric *f)
 {
 	struct sio_device_desc desc = {
@@ -712,8 +697,11 @@ int sio_nvme_emu_attach(struct sio_nvme_emu *emu, struct sio_fabric *f)
 	rc = sio_devreg_bar(emu->reg, 0, &bar);
 	if (!rc)
 		rc = sio_segment_map(bar, &va);
-	if (rc) {
+	if (rc)
 		rc = sio_err_wrap(-rc, "map BAR0");
+	if (!rc)
+		rc = emu_fabric_dma(emu);
+	if (rc) {
 		sio_err_save(&es);
 		sio_devreg_close(emu->reg);
 		sio_err_restore(&es);
@@ -724,7 +712,6 @@ int sio_nvme_emu_attach(struct sio_nvme_emu *emu, struct sio_fabric *f)
 	emu->devid = sio_devreg_id(emu->reg);
 	emu->bar0 = va;
 	emu->bar0_size = desc.bar_size[0];
-	emu->dma = (struct sio_nvme_emu_dma){ fab_read, fab_write, fab_ptr, emu->reg };
 	publish_initial(emu);
 	return 0;
 }

@@ -121,6 +121,7 @@ struct sio_nvme_emu {
 	int64_t devid;
 	volatile uint8_t *bar0;
 	uint64_t bar0_size;
+	uint8_t *cmb;		/* BAR2 mapped here (fabdma.c), or NULL */
 	uint64_t cap;
 	uint32_t db_stride;	/* bytes between doorbells, from CAP.DSTRD */
 
@@ -216,6 +217,9 @@ static inline uint32_t rd32_db(struct sio_nvme_emu *emu, uint32_t qid, bool cq)
 {
 	return __atomic_load_n((uint32_t *)(emu->bar0 + db_off(emu, qid, cq)), __ATOMIC_RELAXED);
 }
+
+/* fabdma.c */
+int emu_fabric_dma(struct sio_nvme_emu *emu);
 
 /* ctrl.c */
 void emu_post(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,

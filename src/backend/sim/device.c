@@ -80,12 +80,18 @@ static int sim_dma_map(struct sio_device *dev, struct sio_segment *seg, uint64_t
 		return ret;
 	if ((ret = sio__dev_check(dev)) || (ret = sio__seg_check(seg)))
 		goto out;
-	for (int i = 0; i < SIO_MAX_DMAMAPS; i++)
-		if (r->dmamaps[i].used && r->dmamaps[i].borrow == dev->borrow &&
-		    r->dmamaps[i].seg == seg->slot && r->dmamaps[i].seg_gen == seg->gen) {
-			*bus_addr = r->dmamaps[i].bus;
+	for (int i = 0; i < SIO_MAX_DMAMAPS; i++) {
+		struct reg_dmamap *d = &r->dmamaps[i];
+
+		/* ours, or one kept for the device since its borrower died
+		 * (reg_borrow_release()): taken over, at the same address */
+		if (d->used && (d->borrow == dev->borrow || (d->borrow == -1 && d->dev == dev->slot)) &&
+		    d->seg == seg->slot && d->seg_gen == seg->gen) {
+			d->borrow = dev->borrow;
+			*bus_addr = d->bus;
 			goto out;
 		}
+	}
 	if ((ret = slot = dmamap_slot(r)) < 0)
 		goto out;
 	lender = r->devs[dev->slot].lender;
