@@ -30,6 +30,8 @@ struct sio_nvme_client {
 	int slot;
 	int mgr_node;
 	int32_t mgr_pid;
+	int32_t lost_pid;		/* a manager given up on (client.c, await()), */
+	uint32_t lost_beat;		/* its heartbeat then */
 	uint32_t restart_ms;		/* $SMARTIO_NVME_RESTART_MS */
 	uint32_t arena_mb;		/* $SMARTIO_NVME_ARENA_MB */
 	pthread_mutex_t lock;		/* one mailbox request at a time */

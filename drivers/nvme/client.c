@@ -67,6 +67,8 @@ struct mgr_watch {
 	uint64_t away_ns;	/* since when it is dead or stopped, with no successor */
 	uint64_t reset_ns;	/* since when it resets the controller */
 	uint64_t deadline;	/* for an answer from a manager at work */
+	uint32_t successors;	/* managers that took over while we waited */
+	bool lost;		/* given up on: dead, stopped or stuck, no successor */
 };
 
 /* How long a manager resets a controller at most (reset_ctrl(), manager.c):
@@ -92,6 +94,11 @@ static int watch(struct sio_nvme_client *cl, struct mgr_watch *w, uint64_t now)
 	bool serving = __atomic_load_n(&h->serving, __ATOMIC_ACQUIRE);
 
 	if (pid != w->pid || beat != w->beat) {	/* a successor, or it runs */
+		/* each gets its time; managers that come and go without an
+		 * answer (a storm of restarts) do not keep us here for ever */
+		if (pid != w->pid && ++w->successors > RETRIES)
+			return sio_err_set(ETIMEDOUT, "%u NVMe managers took over in turn and "
+					   "none answered", w->successors);
 		if (pid != w->pid)
 			w->deadline = now + MBOX_TIMEOUT_MS * 1000000ull;
 		w->pid = pid;
@@ -106,7 +113,7 @@ static int watch(struct sio_nvme_client *cl, struct mgr_watch *w, uint64_t now)
 								  __ATOMIC_RELAXED), pid))) {
 		if (!w->away_ns)
 			w->away_ns = now;
-		if (now - w->away_ns > wait_ns)
+		if (now - w->away_ns > wait_ns && (w->lost = true))
 			return sio_err_set(ENOTCONN, "the NVMe manager (pid %d) %s and no manager "
 					   "took over within %u ms ($SMARTIO_NVME_RESTART_MS)",
 					   (int)pid, serving ? "has died" : "has stopped",
@@ -114,7 +121,8 @@ static int watch(struct sio_nvme_client *cl, struct mgr_watch *w, uint64_t now)
 		w->deadline = now + MBOX_TIMEOUT_MS * 1000000ull;
 		return 0;
 	}
-	if (now - w->beat_ns > (wait_ns > 1000000000ull ? wait_ns : 1000000000ull))
+	if (now - w->beat_ns > (wait_ns > 1000000000ull ? wait_ns : 1000000000ull) &&
+	    (w->lost = true))
 		return sio_err_set(ETIMEDOUT, "the NVMe manager (pid %d) has not run for %llu ms: "
 				   "it is stopped (SIGSTOP) or stuck ($SMARTIO_NVME_RESTART_MS)",
 				   (int)pid, (unsigned long long)((now - w->beat_ns) / 1000000));
@@ -150,7 +158,16 @@ static int await(struct sio_nvme_client *cl, struct sio_nvme_mbox_slot *sl)
 		st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
 		if (st == SIO_MBOX_RESP)
 			return 0;
+		/* a manager that took us for dead freed the slot: no answer comes */
+		if (st == SIO_MBOX_FREE || __atomic_load_n(&sl->pid, __ATOMIC_ACQUIRE) != getpid())
+			return sio_err_set(ENOTCONN, "the NVMe manager took this client's mailbox "
+					   "slot %d back (it found the client gone); open the "
+					   "client again", cl->slot);
 		ret = watch(cl, &w, sio_nvme_now_ns());
+		if (ret && w.lost) {	/* the next requests do not wait for it again */
+			cl->lost_pid = w.pid;
+			cl->lost_beat = w.beat;
+		}
 		if (ret)
 			return ret;
 		cl->mgr_pid = w.pid;
@@ -169,6 +186,15 @@ int sio_nvme_mbox_call(struct sio_nvme_client *cl, const struct sio_nvme_mbox_re
 	int ret, tries = 0;
 
 	pthread_mutex_lock(&cl->lock);
+	/* a manager given up on, that no successor replaced, is not waited for
+	 * again: a client that failed leaves at once */
+	if (cl->lost_pid && __atomic_load_n(&cl->mb->h.mgr_pid, __ATOMIC_ACQUIRE) == cl->lost_pid &&
+	    __atomic_load_n(&cl->mb->h.heartbeat, __ATOMIC_ACQUIRE) == cl->lost_beat) {
+		ret = sio_err_set(ENOTCONN, "the NVMe manager (pid %d) is gone or stopped, and "
+				  "no manager took over", (int)cl->lost_pid);
+		goto out;
+	}
+	cl->lost_pid = 0;
 	do {
 		post(cl, sl, req);
 		ret = await(cl, sl);

@@ -384,3 +384,135 @@ Test(failover, cmb_queues_lose_nothing_while_no_manager_runs)
 	cli_close(&c);
 	sio_fabric_close(c.f);
 }
+
+/* SIGTERM to the manager under clients doing verified I/O, with a standby
+ * on another node: the stopping manager leaves the controller and the
+ * clients' queue pairs running and says so, the standby takes them over
+ * without a reset, and no client sees an I/O error (it saw "Connection
+ * timed out": the stopping manager deleted their queue pairs). */
+Test(failover, sigterm_hands_over_to_a_standby_and_io_goes_on)
+{
+	enum { N = 6 };
+	const char *argv[] = { "NVME_MANAGER", "--fabric", NULL, "--node", "8",
+			       "--standby", "--ready-file", NULL, NULL };
+	char tags[N][32], ready[300], *log;
+	pid_t pid[N], sb;
+	int i;
+
+	cluster_up(&C, N + 3, 64, emu);
+	argv[2] = C.fabric;
+	snprintf(ready, sizeof(ready), "%s/standby.ready", C.dir);
+	argv[7] = ready;
+	sb = cluster_spawn(&C, "standby", argv);
+	for (i = 0; i < N; i++)
+		pid[i] = io_client(i + 1, "8", tags[i], sizeof(tags[i]));
+	sleep(2);
+	cr_assert_eq(kill(C.mgr, SIGTERM), 0);
+	cr_expect_eq(cluster_wait(C.mgr, 10000), 0, "the manager did not stop cleanly");
+	C.mgr = sb;
+	log = cluster_output(&C, "nvme-manager", "err");
+	cr_expect(strstr(log, "client(s) running: their queue pairs go on"), "%s", log);
+	for (i = 0; i < 500 && access(ready, F_OK) != 0; i++)
+		usleep(20000);
+	log = cluster_output(&C, "standby", "err");
+	cr_expect(strstr(log, "took over device"), "%s", log);
+	expect_clients_ok(pid, tags, N);
+}
+
+/* SIGTERM with no standby: the clients' I/O goes on; their admin requests
+ * wait for a successor $SMARTIO_NVME_RESTART_MS and then say the manager
+ * stopped; the next manager started takes over, and serves them. */
+Test(failover, sigterm_without_a_standby_leaves_io_running_and_requests_wait)
+{
+	struct cli c = { 0 };
+	uint8_t id[4096];
+	uint64_t t0;
+	int ret;
+
+	setenv("SMARTIO_NVME_RESTART_MS", "1000", 1);
+	cluster_up(&C, 2, 32, emu);
+	cli_open(&c);
+	cli_write(&c);
+	cr_assert_eq(kill(C.mgr, SIGTERM), 0);
+	cr_expect_eq(cluster_wait(C.mgr, 10000), 0);
+	C.mgr = 0;
+	memset(c.buf->va, 0, 4096);
+	cr_expect_eq(sio_nvme_read(c.q, 1, 64, 8, c.buf, 0), 0, "I/O after the manager "
+		     "stopped: %s", sio_errmsg());
+	cr_expect_eq(((uint8_t *)c.buf->va)[4095], 0x5a);
+	t0 = now_ms();
+	ret = sio_nvme_client_identify(c.cl, NVME_IDENTIFY_CNS_CTRL, 0, id);
+	cr_expect_eq(ret, -ENOTCONN, "%d %s", ret, sio_errmsg());
+	cr_expect(strstr(sio_errmsg(), "has stopped and no manager took over within 1000 ms"),
+		  "%s", sio_errmsg());
+	cr_expect_lt(now_ms() - t0, 30000);
+	cluster_start_mgr(&C);
+	cr_expect(strstr(cluster_output(&C, "nvme-manager", "err"), "took over device"), "%s",
+		  cluster_output(&C, "nvme-manager", "err"));
+	ret = sio_nvme_client_identify(c.cl, NVME_IDENTIFY_CNS_CTRL, 0, id);
+	cr_expect_eq(ret, 0, "%s", sio_errmsg());
+	cli_close(&c);
+	sio_fabric_close(c.f);
+	unsetenv("SMARTIO_NVME_RESTART_MS");
+}
+
+/* A manager that is stopped (SIGSTOP), not dead: a request waits for it
+ * $SMARTIO_NVME_RESTART_MS, not 10 s or more, and says why; the next
+ * request does not wait again; once it runs again it serves. */
+Test(failover, stopped_manager_is_waited_for_restart_ms_and_said)
+{
+	struct cli c = { 0 };
+	uint8_t id[4096];
+	uint64_t t0, took;
+	int ret;
+
+	setenv("SMARTIO_NVME_RESTART_MS", "1500", 1);
+	cluster_up(&C, 2, 32, emu);
+	cli_open(&c);
+	cr_assert_eq(kill(C.mgr, SIGSTOP), 0);
+	t0 = now_ms();
+	ret = sio_nvme_client_identify(c.cl, NVME_IDENTIFY_CNS_CTRL, 0, id);
+	took = now_ms() - t0;
+	cr_expect_eq(ret, -ETIMEDOUT, "%d %s", ret, sio_errmsg());
+	cr_expect(strstr(sio_errmsg(), "has not run for") && strstr(sio_errmsg(),
+		  "SMARTIO_NVME_RESTART_MS"), "%s", sio_errmsg());
+	cr_expect(took >= 1500 && took < 9000, "waited %llu ms for a manager stopped, with "
+		  "$SMARTIO_NVME_RESTART_MS=1500", (unsigned long long)took);
+	t0 = now_ms();
+	ret = sio_nvme_client_identify(c.cl, NVME_IDENTIFY_CNS_CTRL, 0, id);
+	cr_expect_eq(ret, -ENOTCONN, "%d %s", ret, sio_errmsg());
+	cr_expect_lt(now_ms() - t0, 1000, "the second request waited again");
+	kill(C.mgr, SIGCONT);
+	for (t0 = now_ms(); ret && now_ms() - t0 < 10000; usleep(50000))
+		ret = sio_nvme_client_identify(c.cl, NVME_IDENTIFY_CNS_CTRL, 0, id);
+	cr_expect_eq(ret, 0, "once the manager runs again: %s", sio_errmsg());
+	cli_close(&c);
+	sio_fabric_close(c.f);
+	unsetenv("SMARTIO_NVME_RESTART_MS");
+}
+
+/* The NVMe driver's variables are numbers or refused, as the others. */
+Test(failover, nvme_variables_are_parsed_strictly)
+{
+	static const char *const bad[][2] = {
+		{ "SMARTIO_NVME_RESTART_MS", "3s" }, { "SMARTIO_NVME_RESTART_MS", "-1" },
+		{ "SMARTIO_NVME_RESTART_MS", "" }, { "SMARTIO_NVME_ARENA_MB", "64M" },
+		{ "SMARTIO_NVME_ARENA_MB", "99999" },
+	};
+	struct sio_nvme_client *cl;
+	struct sio_fabric *f;
+	int ret;
+
+	cluster_up(&C, 2, 32, emu);
+	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv(bad[i][0], bad[i][1], 1);
+		ret = sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl);
+		cr_expect_eq(ret, -EINVAL, "%s='%s': %d", bad[i][0], bad[i][1], ret);
+		if (!ret)
+			sio_nvme_client_close(cl);
+		cr_expect(strstr(sio_errmsg(), bad[i][0]), "%s", sio_errmsg());
+		unsetenv(bad[i][0]);
+	}
+	sio_fabric_close(f);
+}
