@@ -9,6 +9,11 @@
  * the others learn of it the same way, and of its leaving by its id alone.
  * Every message is a little-endian int64, an fd rides along by SCM_RIGHTS.
  *
+ * Peer ids are never reused (as with QEMU's own server): QEMU's ivshmem frees
+ * a departed peer's eventfd array and never allocates it again, so a new
+ * peer under an old id would make every other QEMU write into freed memory.
+ * A guest rebooted in place keeps its connection, and its id.
+ *
  * usage: smartio-ivshmem-server --socket PATH --shm FILE [--vectors N]
  *        [--ready-file PATH]
  */
@@ -27,16 +32,18 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-#define MAX_PEERS	64
+#define MAX_PEERS	64		/* connected at once */
+#define MAX_ID		0xffff		/* ids are 16 bits in the Doorbell register */
 #define MAX_VECTORS	8
 
 struct peer {
 	int sock;		/* -1: slot free */
+	int id;			/* its ivshmem peer id (IVPosition) */
 	int ev[MAX_VECTORS];	/* its eventfds: others write, its QEMU reads */
 };
 
 static struct peer peers[MAX_PEERS];
-static int nvec = 1, shm_fd = -1;
+static int nvec = 1, shm_fd = -1, next_id;
 
 /* One message: @v, little endian, with @fd when >= 0. */
 static int msg(int sock, int64_t v, int fd)
@@ -60,34 +67,36 @@ static int msg(int sock, int64_t v, int fd)
 	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(le) ? 0 : -1;
 }
 
-static void drop(int id)
+static void drop(int slot)
 {
-	struct peer *p = &peers[id];
+	struct peer *p = &peers[slot];
 
 	close(p->sock);
 	for (int v = 0; v < nvec; v++)
 		close(p->ev[v]);
 	p->sock = -1;
 	for (int o = 0; o < MAX_PEERS; o++)	/* a disconnect: its id, no fd */
-		if (peers[o].sock >= 0 && msg(peers[o].sock, id, -1))
-			fprintf(stderr, "ivshmem-server: cannot tell peer %d that %d left\n", o, id);
-	printf("ivshmem-server: peer %d left\n", id);
+		if (peers[o].sock >= 0 && msg(peers[o].sock, p->id, -1))
+			fprintf(stderr, "ivshmem-server: cannot tell peer %d that %d left\n", peers[o].id, p->id);
+	printf("ivshmem-server: peer %d left\n", p->id);
 	fflush(stdout);
 }
 
 static void join(int sock)
 {
-	int id, v, o;
+	int slot, id, v, o;
 	struct peer *p;
 
-	for (id = 0; id < MAX_PEERS && peers[id].sock >= 0; id++)
+	for (slot = 0; slot < MAX_PEERS && peers[slot].sock >= 0; slot++)
 		;
-	if (id == MAX_PEERS) {
-		fprintf(stderr, "ivshmem-server: all %d peer ids in use; refusing one\n", MAX_PEERS);
+	if (slot == MAX_PEERS || next_id > MAX_ID) {
+		fprintf(stderr, "ivshmem-server: %s; refusing a peer\n", slot == MAX_PEERS ?
+			"all peer slots in use" : "all peer ids used (they are not reused)");
 		close(sock);
 		return;
 	}
-	p = &peers[id];
+	p = &peers[slot];
+	id = next_id++;
 	for (v = 0; v < nvec; v++)
 		if ((p->ev[v] = eventfd(0, EFD_CLOEXEC)) < 0) {
 			fprintf(stderr, "ivshmem-server: eventfd: %s\n", strerror(errno));
@@ -97,22 +106,23 @@ static void join(int sock)
 			return;
 		}
 	p->sock = sock;
+	p->id = id;
 	int bad = msg(sock, 0, -1) || msg(sock, id, -1) || msg(sock, -1, shm_fd);
 	for (o = 0; o < MAX_PEERS && !bad; o++) {
-		if (o == id || peers[o].sock < 0)
+		if (o == slot || peers[o].sock < 0)
 			continue;
 		for (v = 0; v < nvec && !bad; v++)	/* the others, to the newcomer */
-			bad = msg(sock, o, peers[o].ev[v]);
+			bad = msg(sock, peers[o].id, peers[o].ev[v]);
 		for (v = 0; v < nvec; v++)		/* the newcomer, to the others */
 			if (msg(peers[o].sock, id, p->ev[v]))
-				fprintf(stderr, "ivshmem-server: cannot tell peer %d of %d\n", o, id);
+				fprintf(stderr, "ivshmem-server: cannot tell peer %d of %d\n", peers[o].id, id);
 	}
 	for (v = 0; v < nvec && !bad; v++)		/* its own, to receive */
 		bad = msg(sock, id, p->ev[v]);
 	printf("ivshmem-server: peer %d joined%s\n", id, bad ? ", and failed" : "");
 	fflush(stdout);
 	if (bad)
-		drop(id);
+		drop(slot);
 }
 
 static void usage(FILE *o)
