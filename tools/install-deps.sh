@@ -6,7 +6,7 @@ export DEBIAN_FRONTEND=noninteractive
 pkgs="build-essential meson ninja-build pkg-config liburing-dev libpciaccess-dev
       libhugetlbfs-dev libcriterion-dev libnvme-dev libjson-c-dev libssl-dev clang llvm gnuplot-nox
       help2man systemd graphviz
-      qemu-system-x86 linux-image-amd64 busybox-static cpio kmod python3 valgrind libclang-rt-14-dev
+      qemu-system-x86 linux-image-amd64 busybox-static cpio kmod xz-utils python3 valgrind libclang-rt-14-dev
       nvme-cli"
 missing=
 for p in $pkgs; do
@@ -39,4 +39,9 @@ if [ ! -f "$fio_dir/config-host.h" ]; then
 		(cd "$fio_dir" && ./configure --disable-native --prefix=/usr >/dev/null) ||
 		echo "smartio: the fio source ($fio_ver) could not be fetched: the fio engine will not be built" >&2
 fi
+# The NTB modules (kernel/): the headers of the kernel the vm suite boots, and
+# the NTB framework's sources from Debian's kernel source package of that
+# kernel's version (Debian builds no ntb.ko), cached under /var/cache/smartio.
+sh "$(dirname "$0")/../kernel/upstream.sh" ||
+	echo "smartio: the NTB framework's sources could not be fetched: the NTB modules will not be built" >&2
 echo "smartio: build dependencies present"

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * ntb_hw_ivshmem: link detection. ivshmem has no link to train; a port's
+ * link with a peer is up while both have it enabled and the peer's heartbeat
+ * in BAR2 keeps moving. A peer whose heartbeat stops (its guest died, or
+ * hangs) goes down after link_timeout_ms of this port's own polls; a peer
+ * that comes back with a new session (rebooted) is taken down first, then up
+ * again, so that clients set up their windows anew.
+ */
+#include <linux/module.h>
+
+#include "ntb_hw_ivshmem.h"
+
+static unsigned int heartbeat_ms = 100;
+module_param(heartbeat_ms, uint, 0444);
+MODULE_PARM_DESC(heartbeat_ms, "Heartbeat and link poll period, in ms (default 100)");
+
+static unsigned int link_timeout_ms = 5000;
+module_param(link_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(link_timeout_ms,
+	"A peer whose heartbeat has not moved for this long (ms of this guest's own polls) is down (default 5000)");
+
+static void ivntb_link_work(struct work_struct *work);
+
+void ivntb_link_init(struct ivntb_dev *iv)
+{
+	spin_lock_init(&iv->link_lock);
+	INIT_DELAYED_WORK(&iv->link_work, ivntb_link_work);
+}
+
+/* The layout this port uses is still the one in BAR2 (a port may rewrite an empty one). */
+static bool ivntb_layout_intact(struct ivntb_dev *iv)
+{
+	return le64_to_cpu(READ_ONCE(iv->desc->magic)) == IVNTB_MAGIC &&
+	       le32_to_cpu(READ_ONCE(iv->desc->ports)) == iv->ports &&
+	       le32_to_cpu(READ_ONCE(iv->desc->region_shift)) == iv->region_shift;
+}
+
+/*
+ * Whether peer @pidx is alive and has its link enabled. Counting this port's
+ * own polls, not time, keeps a guest that was not scheduled for a while
+ * (TCG on a loaded host) from declaring its peers dead on waking.
+ */
+static bool ivntb_peer_poll(struct ivntb_dev *iv, int pidx)
+{
+	struct ivntb_slot *s = ivntb_slot_of(iv, ivntb_pidx_port(iv, pidx));
+	struct ivntb_peer *p = &iv->peer[pidx];
+	unsigned int limit = DIV_ROUND_UP(link_timeout_ms, heartbeat_ms);
+	u64 session;
+	u32 hb;
+
+	int port = ivntb_pidx_port(iv, pidx);
+	__le64 *seen = &iv->slot->seen[port];
+
+	if (le64_to_cpu(READ_ONCE(s->magic)) != IVNTB_SLOT_MAGIC) {
+		p->alive = false;
+		WRITE_ONCE(*seen, 0);
+		return false;
+	}
+	session = le64_to_cpu(READ_ONCE(s->session));
+	hb = le32_to_cpu(READ_ONCE(s->heartbeat));
+	if (session != p->session) {
+		/* new, or restarted: up only once its heartbeat is seen to move */
+		WRITE_ONCE(*seen, 0);
+		ivntb_db_forget(iv, port);
+		p->session = session;
+		p->heartbeat = hb;
+		p->still = 0;
+		p->alive = false;
+		return false;
+	}
+	if (hb != p->heartbeat) {
+		p->heartbeat = hb;
+		p->still = 0;
+		p->alive = true;
+	} else if (++p->still >= limit) {
+		p->alive = false;
+	}
+	/* tell the peer we see this life of it; up once it sees ours */
+	WRITE_ONCE(*seen, p->alive ? cpu_to_le64(session) : 0);
+	return p->alive && READ_ONCE(s->enabled) &&
+	       le64_to_cpu(READ_ONCE(s->seen[iv->port])) == iv->session;
+}
+
+static void ivntb_link_report(struct ivntb_dev *iv, u64 old, u64 now)
+{
+	u64 diff = old ^ now;
+	int pidx;
+
+	for_each_set_bit(pidx, (unsigned long *)&diff, ivntb_peer_count(iv)) {
+		int port = ivntb_pidx_port(iv, pidx);
+
+		ivntb_db_link(iv, port, now & BIT_ULL(pidx));
+		if (now & BIT_ULL(pidx))
+			dev_info(&iv->ntb.dev, "link with port %d up\n", port);
+		else
+			dev_info(&iv->ntb.dev, "link with port %d down (%s)\n", port,
+				 !iv->enabled ? "disabled here" :
+				 iv->peer[pidx].alive ? "disabled by the peer" :
+				 "the peer is gone or restarted");
+	}
+}
+
+static void ivntb_link_work(struct work_struct *work)
+{
+	struct ivntb_dev *iv = container_of(to_delayed_work(work), struct ivntb_dev,
+					    link_work);
+	bool intact = ivntb_layout_intact(iv);
+	u64 mask = 0, old;
+	int pidx;
+
+	WRITE_ONCE(iv->slot->heartbeat,
+		   cpu_to_le32(le32_to_cpu(READ_ONCE(iv->slot->heartbeat)) + 1));
+	for (pidx = 0; pidx < ivntb_peer_count(iv); pidx++)
+		if (ivntb_peer_poll(iv, pidx) && iv->enabled && intact)
+			mask |= BIT_ULL(pidx);
+	if (!intact)
+		dev_err_ratelimited(&iv->ntb.dev,
+				    "BAR2's layout was rewritten by another guest (load every guest with the same ports=): link kept down\n");
+
+	spin_lock_irq(&iv->link_lock);
+	old = iv->link_mask;
+	iv->link_mask = mask;
+	spin_unlock_irq(&iv->link_lock);
+	if (old != mask) {
+		ivntb_link_report(iv, old, mask);
+		ntb_link_event(&iv->ntb);
+	}
+	spin_lock_irq(&iv->link_lock);
+	if (iv->link_running)
+		queue_delayed_work(system_wq, &iv->link_work, msecs_to_jiffies(heartbeat_ms));
+	spin_unlock_irq(&iv->link_lock);
+}
+
+void ivntb_link_start(struct ivntb_dev *iv)
+{
+	spin_lock_irq(&iv->link_lock);
+	iv->link_running = true;
+	queue_delayed_work(system_wq, &iv->link_work, 0);
+	spin_unlock_irq(&iv->link_lock);
+}
+
+void ivntb_link_stop(struct ivntb_dev *iv)
+{
+	spin_lock_irq(&iv->link_lock);
+	iv->link_running = false;	/* neither the work nor a kick requeues it now */
+	spin_unlock_irq(&iv->link_lock);
+	cancel_delayed_work_sync(&iv->link_work);
+	spin_lock_irq(&iv->link_lock);
+	iv->link_mask = 0;
+	spin_unlock_irq(&iv->link_lock);
+}
+
+/* Poll now (a peer rang, or the local link changed); from any context. */
+void ivntb_link_kick(struct ivntb_dev *iv)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&iv->link_lock, flags);
+	if (iv->link_running)
+		mod_delayed_work(system_wq, &iv->link_work, 0);
+	spin_unlock_irqrestore(&iv->link_lock, flags);
+}
+
+u64 ivntb_link_is_up(struct ntb_dev *ntb, enum ntb_speed *speed,
+		     enum ntb_width *width)
+{
+	struct ivntb_dev *iv = to_ivntb(ntb);
+	unsigned long flags;
+	u64 mask;
+
+	spin_lock_irqsave(&iv->link_lock, flags);
+	mask = iv->link_mask;
+	spin_unlock_irqrestore(&iv->link_lock, flags);
+	/* no PCIe link is trained between guests: nothing to report */
+	if (speed)
+		*speed = mask ? NTB_SPEED_AUTO : NTB_SPEED_NONE;
+	if (width)
+		*width = mask ? NTB_WIDTH_AUTO : NTB_WIDTH_NONE;
+	return mask;
+}
+
+static void ivntb_link_set(struct ivntb_dev *iv, bool on)
+{
+	int port;
+
+	iv->enabled = on;
+	WRITE_ONCE(iv->slot->enabled, cpu_to_le32(on));
+	wmb();	/* the flag before the peers are told to look */
+	for (port = 0; port < iv->ports; port++)
+		if (port != iv->port)
+			ivntb_ring(iv, port, 0);
+	ivntb_link_kick(iv);
+}
+
+int ivntb_link_enable(struct ntb_dev *ntb, enum ntb_speed speed,
+		      enum ntb_width width)
+{
+	ivntb_link_set(to_ivntb(ntb), true);
+	return 0;
+}
+
+int ivntb_link_disable(struct ntb_dev *ntb)
+{
+	ivntb_link_set(to_ivntb(ntb), false);
+	return 0;
+}

@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * ntb_hw_ivshmem: an NTB hardware driver over QEMU's ivshmem-doorbell, so that
+ * the Linux NTB framework and its clients run between QEMU guests. The PCI
+ * side: probe, the layout of BAR2, the port operations, remove.
+ */
+#include <linux/dma-map-ops.h>
+#include <linux/io.h>
+#include <linux/module.h>
+#include <linux/pci.h>
+#include <linux/random.h>
+
+#include "ntb_hw_ivshmem.h"
+
+static int ports;
+module_param(ports, int, 0444);
+MODULE_PARM_DESC(ports,
+	"Ports of the NTB (2-8): used to lay out an empty BAR2; a laid-out one is adopted (0: its layout, else 8)");
+
+static int ivntb_port_number(struct ntb_dev *ntb)
+{
+	return to_ivntb(ntb)->port;
+}
+
+static int ivntb_peer_port_count(struct ntb_dev *ntb)
+{
+	return ivntb_peer_count(to_ivntb(ntb));
+}
+
+static int ivntb_peer_port_number(struct ntb_dev *ntb, int pidx)
+{
+	struct ivntb_dev *iv = to_ivntb(ntb);
+
+	if (pidx < 0 || pidx >= ivntb_peer_count(iv))
+		return -EINVAL;
+	return ivntb_pidx_port(iv, pidx);
+}
+
+static int ivntb_peer_port_idx(struct ntb_dev *ntb, int port)
+{
+	struct ivntb_dev *iv = to_ivntb(ntb);
+
+	if (port < 0 || port >= iv->ports || port == iv->port)
+		return -EINVAL;
+	return ivntb_port_pidx(iv, port);
+}
+
+static struct device *ivntb_get_dma_dev(struct ntb_dev *ntb)
+{
+	return &ntb->pdev->dev;
+}
+
+static const struct ntb_dev_ops ivntb_ops = {
+	.port_number		= ivntb_port_number,
+	.peer_port_count	= ivntb_peer_port_count,
+	.peer_port_number	= ivntb_peer_port_number,
+	.peer_port_idx		= ivntb_peer_port_idx,
+	.link_is_up		= ivntb_link_is_up,
+	.link_enable		= ivntb_link_enable,
+	.link_disable		= ivntb_link_disable,
+	.mw_count		= ivntb_mw_count,
+	.mw_get_align		= ivntb_mw_get_align,
+	.mw_set_trans		= ivntb_mw_set_trans,
+	.mw_clear_trans		= ivntb_mw_clear_trans,
+	.peer_mw_count		= ivntb_peer_mw_count,
+	.peer_mw_get_addr	= ivntb_peer_mw_get_addr,
+	.db_is_unsafe		= ivntb_db_is_unsafe,
+	.db_valid_mask		= ivntb_db_valid_mask,
+	.db_vector_count	= ivntb_db_vector_count,
+	.db_vector_mask		= ivntb_db_vector_mask,
+	.db_read		= ivntb_db_read,
+	.db_set			= ivntb_db_set,
+	.db_clear		= ivntb_db_clear,
+	.db_read_mask		= ivntb_db_read_mask,
+	.db_set_mask		= ivntb_db_set_mask,
+	.db_clear_mask		= ivntb_db_clear_mask,
+	.peer_db_set		= ivntb_peer_db_set,
+	.spad_is_unsafe		= ivntb_spad_is_unsafe,
+	.spad_count		= ivntb_spad_count,
+	.spad_read		= ivntb_spad_read,
+	.spad_write		= ivntb_spad_write,
+	.peer_spad_read		= ivntb_peer_spad_read,
+	.peer_spad_write	= ivntb_peer_spad_write,
+	.get_dma_dev		= ivntb_get_dma_dev,
+};
+
+/*
+ * The layout of a BAR2 of @bar_size bytes for @nports ports: the header
+ * (descriptor page, then a slot per port), then a region per inbound window,
+ * as large a power of two as fits, aligned to its size so that a region's
+ * bus address meets any alignment up to it.
+ */
+static int ivntb_layout(u64 bar_size, int nports, struct ivntb_desc *d)
+{
+	u64 slot_size = round_up(sizeof(struct ivntb_slot), PAGE_SIZE);
+	u64 hdr = PAGE_SIZE + nports * slot_size;
+	u64 nreg = (u64)nports * (nports - 1) * nports;
+	unsigned int shift;
+
+	memset(d, 0, sizeof(*d));
+	for (shift = ilog2(bar_size); shift >= PAGE_SHIFT; shift--) {
+		u64 data = round_up(hdr, 1ULL << shift);
+
+		if (data + (nreg << shift) > bar_size)
+			continue;
+		d->version = cpu_to_le32(IVNTB_VERSION);
+		d->ports = cpu_to_le32(nports);
+		d->mws = cpu_to_le32(nports);
+		/* ntb_perf needs 3 per port; ntb_transport fits its windows in 2 * mws + 4 */
+		d->spads = cpu_to_le32(max(3 * nports, 2 * nports + 4));
+		d->db_bits = cpu_to_le32(IVNTB_DB_BITS);
+		d->region_shift = cpu_to_le32(shift);
+		d->bar_size = cpu_to_le64(bar_size);
+		d->slot_offset = cpu_to_le64(PAGE_SIZE);
+		d->slot_size = cpu_to_le64(slot_size);
+		d->data_offset = cpu_to_le64(data);
+		d->magic = cpu_to_le64(IVNTB_MAGIC);
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+/* Adopt the layout BAR2 holds, or lay out an empty BAR2; refuse anything else. */
+static int ivntb_setup_layout(struct ivntb_dev *iv)
+{
+	struct device *dev = &iv->pdev->dev;
+	struct ivntb_desc want, *d = iv->shm;
+	int n, ret;
+
+	if (ports && (ports < IVNTB_MIN_PORTS || ports > IVNTB_MAX_PORTS)) {
+		dev_err(dev, "ports=%d: an NTB over ivshmem has %d to %d ports\n",
+			ports, IVNTB_MIN_PORTS, IVNTB_MAX_PORTS);
+		return -EINVAL;
+	}
+	if (le64_to_cpu(READ_ONCE(d->magic)) == IVNTB_MAGIC) {
+		n = le32_to_cpu(READ_ONCE(d->ports));
+		if (n < IVNTB_MIN_PORTS || n > IVNTB_MAX_PORTS ||
+		    ivntb_layout(iv->shm_size, n, &want) || memcmp(&want, d, sizeof(want))) {
+			dev_err(dev, "BAR2 holds an ntb_hw_ivshmem layout this driver cannot use (version %u, %d ports, %llu bytes): clear the shared memory\n",
+				le32_to_cpu(d->version), n, le64_to_cpu(d->bar_size));
+			return -EPROTO;
+		}
+		if (ports && ports != n) {
+			dev_err(dev, "BAR2 is laid out for %d ports: load ntb_hw_ivshmem with ports=%d (or none) on every guest\n",
+				n, n);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (memchr_inv(d, 0, PAGE_SIZE)) {
+		dev_err(dev, "BAR2 holds data that is not an ntb_hw_ivshmem layout (another user of this ivshmem?): not touching it\n");
+		return -EBUSY;
+	}
+	n = ports ? ports : IVNTB_MAX_PORTS;
+	ret = ivntb_layout(iv->shm_size, n, &want);
+	if (ret) {
+		dev_err(dev, "BAR2 of %pa bytes is too small for %d ports\n", &iv->shm_size, n);
+		return ret;
+	}
+	/* Every port that finds BAR2 empty writes the same bytes: no race to lose. */
+	memcpy((void *)d + sizeof(d->magic), (void *)&want + sizeof(want.magic),
+	       sizeof(want) - sizeof(want.magic));
+	wmb();	/* the fields before the magic that vouches for them */
+	WRITE_ONCE(d->magic, want.magic);
+	return 0;
+}
+
+static void ivntb_read_layout(struct ivntb_dev *iv)
+{
+	struct ivntb_desc *d = iv->desc;
+
+	iv->ports = le32_to_cpu(d->ports);
+	iv->mws = le32_to_cpu(d->mws);
+	iv->spads = le32_to_cpu(d->spads);
+	iv->region_shift = le32_to_cpu(d->region_shift);
+}
+
+/*
+ * Take this port's slot: a slot left by an earlier life of this port (a
+ * guest killed, rebooted) is reset; doorbell rings it never cleared are
+ * dropped by acknowledging them. The counters this port keeps in the other
+ * slots are its own, and go on from where they are.
+ */
+static void ivntb_slot_init(struct ivntb_dev *iv)
+{
+	struct ivntb_slot *s = iv->slot;
+	int p, b, w;
+
+	if (le64_to_cpu(READ_ONCE(s->magic)) == IVNTB_SLOT_MAGIC)
+		dev_info(&iv->pdev->dev, "port %d restarted: its slot still holds the life before (not unloaded: a crash or reset); the peers see the link go down, then up\n",
+			 iv->port);
+	WRITE_ONCE(s->magic, 0);
+	WRITE_ONCE(s->enabled, 0);
+	wmb();	/* peers stop trusting the slot before it changes */
+	for (b = 0; b < IVNTB_MAX_SPADS; b++)
+		WRITE_ONCE(s->spad[b], 0);
+	for (p = 0; p < IVNTB_MAX_PORTS; p++) {
+		WRITE_ONCE(s->seen[p], 0);
+		for (w = 0; w < IVNTB_MAX_MWS; w++)
+			WRITE_ONCE(s->bind[p][w], w);
+		for (b = 0; b < IVNTB_DB_BITS; b++)
+			WRITE_ONCE(s->db_ack[p][b], READ_ONCE(s->db_set[p][b]));
+	}
+	iv->session = get_random_u64() | 1;
+	WRITE_ONCE(s->session, cpu_to_le64(iv->session));
+	wmb();
+	WRITE_ONCE(s->magic, cpu_to_le64(IVNTB_SLOT_MAGIC));
+}
+
+static void ivntb_slot_fini(struct ivntb_dev *iv)
+{
+	WRITE_ONCE(iv->slot->enabled, 0);
+	WRITE_ONCE(iv->slot->magic, 0);
+	wmb();
+}
+
+static int ivntb_map(struct ivntb_dev *iv)
+{
+	struct pci_dev *pdev = iv->pdev;
+	struct device *dev = &pdev->dev;
+	u32 pos;
+
+	iv->regs = pci_iomap(pdev, IVSHMEM_BAR_REGS, 0);
+	if (!iv->regs) {
+		dev_err(dev, "cannot map BAR0, ivshmem's registers\n");
+		return -ENOMEM;
+	}
+	pos = readl(iv->regs + IVSHMEM_IVPOSITION);
+	if ((s32)pos < 0) {
+		dev_err(dev, "no IVPosition: the ivshmem device has no server (an ivshmem-doorbell with chardev= is needed)\n");
+		return -ENODEV;
+	}
+	iv->port = pos;
+	iv->shm_phys = pci_resource_start(pdev, IVSHMEM_BAR_SHM);
+	iv->shm_size = pci_resource_len(pdev, IVSHMEM_BAR_SHM);
+	iv->shm_bus = pci_bus_address(pdev, IVSHMEM_BAR_SHM);
+	if (iv->shm_size < SZ_1M) {
+		dev_err(dev, "BAR2 is %pa bytes: too small for an NTB (1 MiB at least)\n", &iv->shm_size);
+		return -ENOSPC;
+	}
+	/* Shared memory, not registers: write-back, as the peers' kernels map it too. */
+	iv->shm = memremap(iv->shm_phys, iv->shm_size, MEMREMAP_WB);
+	if (!iv->shm) {
+		dev_err(dev, "cannot map BAR2 (%pa bytes at %pa)\n", &iv->shm_size, &iv->shm_phys);
+		return -ENOMEM;
+	}
+	iv->desc = iv->shm;
+	return 0;
+}
+
+static void ivntb_unmap(struct ivntb_dev *iv)
+{
+	if (iv->shm)
+		memunmap(iv->shm);
+	if (iv->regs)
+		pci_iounmap(iv->pdev, iv->regs);
+}
+
+static int ivntb_setup(struct ivntb_dev *iv)
+{
+	struct device *dev = &iv->pdev->dev;
+	int ret;
+
+	ret = ivntb_setup_layout(iv);
+	if (ret)
+		return ret;
+	ivntb_read_layout(iv);
+	if (iv->port >= iv->ports) {
+		dev_err(dev, "this guest is ivshmem peer %d, beyond the %d ports BAR2 is laid out for: use ports=N with N above the highest peer id\n",
+			iv->port, iv->ports);
+		return -ERANGE;
+	}
+	iv->slot = ivntb_slot_of(iv, iv->port);
+	ivntb_slot_init(iv);
+	ivntb_mw_init(iv);
+	ivntb_db_init(iv);
+	ivntb_link_init(iv);
+	return 0;
+}
+
+static int ivntb_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct device *dev = &pdev->dev;
+	struct ivntb_dev *iv;
+	int ret;
+
+	if (!pdev->msix_cap) {
+		dev_info(dev, "no MSI-X: an ivshmem-plain (no doorbells), not an NTB; left alone\n");
+		return -ENODEV;
+	}
+	iv = kzalloc(sizeof(*iv), GFP_KERNEL);
+	if (!iv)
+		return -ENOMEM;
+	iv->pdev = pdev;
+	ret = pci_enable_device(pdev);
+	if (ret) {
+		dev_err(dev, "cannot enable the device: %d\n", ret);
+		goto err_free;
+	}
+	ret = pci_request_regions(pdev, IVNTB_NAME);
+	if (ret) {
+		dev_err(dev, "its BARs are taken by another driver: %d\n", ret);
+		goto err_disable;
+	}
+	ret = ivntb_map(iv);
+	if (ret)
+		goto err_unmap;
+	ret = ivntb_setup(iv);
+	if (ret)
+		goto err_unmap;
+	ret = dma_set_mask_and_coherent(dev, DMA_BIT_MASK(64));
+	if (ret) {
+		dev_err(dev, "cannot set a 64-bit DMA mask: %d\n", ret);
+		goto err_slot;
+	}
+	/* MSI-X messages are memory writes of the function: without bus mastering they go nowhere */
+	pci_set_master(pdev);
+	ret = ivntb_irq_init(iv);
+	if (ret)
+		goto err_master;
+
+	/*
+	 * Clients allocate their inbound buffers with dma_alloc_coherent() on
+	 * this function; the only memory the peers see is BAR2, so those
+	 * allocations must come from there. The function itself never does
+	 * DMA, so its own DMA ops (an IOMMU's, or none) are not needed while
+	 * ours are in place.
+	 */
+	iv->orig_dma_ops = dev->dma_ops;
+	set_dma_ops(dev, &ivntb_dma_ops);
+	pci_set_drvdata(pdev, iv);
+
+	iv->ntb.pdev = pdev;
+	iv->ntb.topo = NTB_TOPO_SWITCH;
+	iv->ntb.ops = &ivntb_ops;
+	ivntb_link_start(iv);
+	ret = ntb_register_device(&iv->ntb);
+	if (ret) {
+		dev_err(dev, "the NTB core refused the device: %d\n", ret);
+		goto err_link;
+	}
+	dev_info(dev, "NTB port %d of %d, %d windows of %lu KiB per peer, %d scratchpads, %d doorbell bits on %d vector(s)\n",
+		 iv->port, iv->ports, iv->mws, (unsigned long)(ivntb_region_size(iv) >> 10),
+		 iv->spads, IVNTB_DB_BITS, iv->nvec);
+	return 0;
+
+err_link:
+	ivntb_link_stop(iv);
+	set_dma_ops(dev, iv->orig_dma_ops);
+	ivntb_irq_fini(iv);
+err_master:
+	pci_clear_master(pdev);
+err_slot:
+	ivntb_slot_fini(iv);
+err_unmap:
+	ivntb_unmap(iv);
+	pci_release_regions(pdev);
+err_disable:
+	pci_disable_device(pdev);
+err_free:
+	kfree(iv);
+	return ret;
+}
+
+/*
+ * Clients bound to the NTB device are removed first (the core calls their
+ * remove), and free their buffers through our DMA ops; then the link, the
+ * interrupts, the DMA ops and the mappings go.
+ */
+static void ivntb_remove(struct pci_dev *pdev)
+{
+	struct ivntb_dev *iv = pci_get_drvdata(pdev);
+
+	ntb_unregister_device(&iv->ntb);
+	ivntb_link_stop(iv);
+	ivntb_irq_fini(iv);
+	set_dma_ops(&pdev->dev, iv->orig_dma_ops);
+	pci_clear_master(pdev);
+	ivntb_slot_fini(iv);
+	ivntb_unmap(iv);
+	pci_release_regions(pdev);
+	pci_disable_device(pdev);
+	kfree(iv);
+}
+
+static const struct pci_device_id ivntb_pci_ids[] = {
+	{ PCI_DEVICE(PCI_VENDOR_ID_REDHAT_QUMRANET, 0x1110) },	/* ivshmem */
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, ivntb_pci_ids);
+
+static struct pci_driver ivntb_driver = {
+	.name		= IVNTB_NAME,
+	.id_table	= ivntb_pci_ids,
+	.probe		= ivntb_probe,
+	.remove		= ivntb_remove,
+};
+module_pci_driver(ivntb_driver);
+
+MODULE_LICENSE("Dual MIT/GPL");
+MODULE_DESCRIPTION("NTB hardware driver over QEMU's ivshmem-doorbell (smartio)");

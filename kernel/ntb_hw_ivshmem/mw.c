@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * ntb_hw_ivshmem: memory windows.
+ *
+ * ivshmem cannot translate addresses: a store of one guest lands at the same
+ * offset of BAR2 in every guest. So each inbound window that port R offers
+ * port S is a region of R's area in BAR2, and S's outbound window reaches
+ * that region; a translation can only name one of those regions.
+ *
+ * Clients allocate inbound buffers with dma_alloc_coherent() on the NTB's PCI
+ * function and translate a window to the buffer's DMA address. The function's
+ * DMA ops (ivntb_dma_ops) hand out the regions: the one of the window that
+ * the task last asked ntb_mw_get_align() about (every client asks before it
+ * allocates), else any free region of that peer's area, else of any peer's.
+ * A translation to a region that is not its window's own rebinds the two
+ * windows' regions (published in BAR2 for the peer's peer_mw_get_addr()):
+ * ntb_perf asks the alignment of one window and translates another. A
+ * mapping the peer made before the rebinding keeps reaching the old region;
+ * ivshmem has nothing to redirect it.
+ *
+ * Outbound window w reaches peer index w / mws, its inbound window w % mws
+ * (the same as two-port hardware, where the peer's windows are all the
+ * windows); mws is the number of ports, as ntb_perf indexes windows by the
+ * global index of a port.
+ */
+#include <linux/dma-map-ops.h>
+#include <linux/mm.h>
+#include <linux/sched.h>
+
+#include "ntb_hw_ivshmem.h"
+
+void ivntb_mw_init(struct ivntb_dev *iv)
+{
+	int p, w;
+
+	spin_lock_init(&iv->mw_lock);
+	for (p = 0; p < ivntb_peer_count(iv); p++)
+		for (w = 0; w < iv->mws; w++)
+			iv->bind[p][w] = w;
+}
+
+static int ivntb_mw_check(struct ivntb_dev *iv, int pidx, int widx, const char *what)
+{
+	if (pidx >= 0 && pidx < ivntb_peer_count(iv) && widx >= 0 && widx < iv->mws)
+		return 0;
+	dev_err_ratelimited(&iv->ntb.dev, "%s: window %d of peer %d: %d windows per peer, %d peers\n",
+			    what, widx, pidx, iv->mws, ivntb_peer_count(iv));
+	return -EINVAL;
+}
+
+int ivntb_mw_count(struct ntb_dev *ntb, int pidx)
+{
+	struct ivntb_dev *iv = to_ivntb(ntb);
+
+	if (pidx < 0 || pidx >= ivntb_peer_count(iv))
+		return -EINVAL;
+	return iv->mws;
+}
+
+static void ivntb_hint_set(struct ivntb_dev *iv, int pidx, int widx)
+{
+	struct ivntb_hint *h = NULL;
+	int i;
+
+	spin_lock(&iv->mw_lock);
+	for (i = 0; i < IVNTB_HINTS && !h; i++)
+		if (iv->hint[i].task == current)
+			h = &iv->hint[i];
+	if (!h)
+		h = &iv->hint[iv->hint_next++ % IVNTB_HINTS];
+	/* the pointer is compared, never followed: a stale one is harmless */
+	h->task = current;
+	h->pidx = pidx;
+	h->widx = widx;
+	spin_unlock(&iv->mw_lock);
+}
+
+int ivntb_mw_get_align(struct ntb_dev *ntb, int pidx, int widx,
+		       resource_size_t *addr_align, resource_size_t *size_align,
+		       resource_size_t *size_max)
+{
+	struct ivntb_dev *iv = to_ivntb(ntb);
+	int ret = ivntb_mw_check(iv, pidx, widx, "mw_get_align");
+
+	if (ret)
+		return ret;
+	ivntb_hint_set(iv, pidx, widx);
+	/* a translation is a whole region: its start, at most its size */
+	if (addr_align)
+		*addr_align = ivntb_region_size(iv);
+	if (size_align)
+		*size_align = PAGE_SIZE;
+	if (size_max)
+		*size_max = ivntb_region_size(iv);
+	return 0;
+}
+
+/* Publish window @widx's region for the peer's peer_mw_get_addr(). */
+static void ivntb_bind_publish(struct ivntb_dev *iv, int pidx, int widx)
+{
+	WRITE_ONCE(iv->slot->bind[ivntb_pidx_port(iv, pidx)][widx], iv->bind[pidx][widx]);
+}
+
+static int ivntb_bound_to(struct ivntb_dev *iv, int pidx, int region)
+{
+	int w;
+
+	for (w = 0; w < iv->mws; w++)
+		if (iv->bind[pidx][w] == region)
+			return w;
+	return -1;	/* not reached: bind[pidx] is a permutation */
+}
+
+static void ivntb_bind_swap(struct ivntb_dev *iv, int pidx, int a, int b)
+{
+	swap(iv->bind[pidx][a], iv->bind[pidx][b]);
+	ivntb_bind_publish(iv, pidx, a);
+	ivntb_bind_publish(iv, pidx, b);
+}
+
+/* The region of peer @pidx's area at bus address @addr, or -1. */
+static int ivntb_region_at(struct ivntb_dev *iv, int pidx, dma_addr_t addr)
+{
+	dma_addr_t base = iv->shm_bus + ivntb_region_off(iv, iv->port, ivntb_pidx_port(iv, pidx), 0);
+	u64 off = addr - base;
+
+	if (addr < base || off >= ((u64)iv->mws << iv->region_shift) ||
+	    (off & (ivntb_region_size(iv) - 1)))
+		return -1;
+	return off >> iv->region_shift;
+}
+
+int ivntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
+		       dma_addr_t addr, resource_size_t size)
+{
+	struct ivntb_dev *iv = to_ivntb(ntb);
+	int ret = ivntb_mw_check(iv, pidx, widx, "mw_set_trans");
+	int region, other;
+
+	if (ret)
+		return ret;
+	if (!size)
+		return ivntb_mw_clear_trans(ntb, pidx, widx);
+	if (size > ivntb_region_size(iv)) {
+		dev_err_ratelimited(&ntb->dev, "window %d of port %d: %pa bytes, the window has %lu\n",
+				    widx, ivntb_pidx_port(iv, pidx), &size,
+				    (unsigned long)ivntb_region_size(iv));
+		return -EINVAL;
+	}
+	region = ivntb_region_at(iv, pidx, addr);
+	if (region < 0) {
+		dev_err_ratelimited(&ntb->dev, "window %d of port %d: ivshmem cannot translate to %pad, only to this port's regions for that peer (buffers from dma_alloc_coherent() on the NTB device)\n",
+				    widx, ivntb_pidx_port(iv, pidx), &addr);
+		return -EOPNOTSUPP;
+	}
+	spin_lock(&iv->mw_lock);
+	other = ivntb_bound_to(iv, pidx, region);
+	if (other != widx && test_bit(other, &iv->xlat[pidx])) {
+		spin_unlock(&iv->mw_lock);
+		dev_err_ratelimited(&ntb->dev, "window %d of port %d: %pad is window %d's translation\n",
+				    widx, ivntb_pidx_port(iv, pidx), &addr, other);
+		return -EBUSY;
+	}
+	if (other != widx)
+		ivntb_bind_swap(iv, pidx, widx, other);
+	set_bit(widx, &iv->xlat[pidx]);
+	spin_unlock(&iv->mw_lock);
+	return 0;
+}
+
+int ivntb_mw_clear_trans(struct ntb_dev *ntb, int pidx, int widx)
+{
+	struct ivntb_dev *iv = to_ivntb(ntb);
+	int ret = ivntb_mw_check(iv, pidx, widx, "mw_clear_trans");
+	int other;
+
+	if (ret)
+		return ret;
+	spin_lock(&iv->mw_lock);
+	clear_bit(widx, &iv->xlat[pidx]);
+	/* back to its own region when the window holding that has no translation */
+	other = ivntb_bound_to(iv, pidx, widx);
+	if (other != widx && !test_bit(other, &iv->xlat[pidx]))
+		ivntb_bind_swap(iv, pidx, widx, other);
+	spin_unlock(&iv->mw_lock);
+	return 0;
+}
+
+int ivntb_peer_mw_count(struct ntb_dev *ntb)
+{
+	struct ivntb_dev *iv = to_ivntb(ntb);
+
+	return ivntb_peer_count(iv) * iv->mws;
+}
+
+int ivntb_peer_mw_get_addr(struct ntb_dev *ntb, int widx, phys_addr_t *base,
+			   resource_size_t *size)
+{
+	struct ivntb_dev *iv = to_ivntb(ntb);
+	int port, w, region;
+	struct ivntb_slot *s;
+
+	if (widx < 0 || widx >= ivntb_peer_mw_count(ntb)) {
+		dev_err_ratelimited(&ntb->dev, "peer_mw_get_addr: outbound window %d of %d\n",
+				    widx, ivntb_peer_mw_count(ntb));
+		return -EINVAL;
+	}
+	port = ivntb_pidx_port(iv, widx / iv->mws);
+	w = widx % iv->mws;
+	s = ivntb_slot_of(iv, port);
+	region = w;
+	if (le64_to_cpu(READ_ONCE(s->magic)) == IVNTB_SLOT_MAGIC) {
+		region = READ_ONCE(s->bind[iv->port][w]);
+		if (region >= iv->mws)
+			region = w;	/* a peer's bad byte must not send us elsewhere */
+	}
+	if (base)
+		*base = iv->shm_phys + ivntb_region_off(iv, port, iv->port, region);
+	if (size)
+		*size = ivntb_region_size(iv);
+	return 0;
+}
+
+/* --- the DMA ops of the ivshmem function ------------------------------- */
+
+static struct ivntb_dev *ivntb_of_dev(struct device *dev)
+{
+	return pci_get_drvdata(to_pci_dev(dev));
+}
+
+/* The peer index and region of the task's last ntb_mw_get_align(), consumed. */
+static bool ivntb_hint_take(struct ivntb_dev *iv, int *pidx, int *region)
+{
+	int i;
+
+	for (i = 0; i < IVNTB_HINTS; i++) {
+		struct ivntb_hint *h = &iv->hint[i];
+
+		if (h->task != current)
+			continue;
+		h->task = NULL;
+		*pidx = h->pidx;
+		*region = iv->bind[h->pidx][h->widx];
+		return true;
+	}
+	return false;
+}
+
+/* A free region: the hinted one, else one of the hinted peer's, else any. */
+static bool ivntb_region_pick(struct ivntb_dev *iv, int *pidx, int *region)
+{
+	int p, r, want_p, want_r;
+
+	if (ivntb_hint_take(iv, &want_p, &want_r)) {
+		if (!test_bit(want_r, &iv->used[want_p]))
+			goto found;
+		want_r = find_first_zero_bit(&iv->used[want_p], iv->mws);
+		if (want_r < iv->mws)
+			goto found;
+	}
+	for (p = 0; p < ivntb_peer_count(iv); p++) {
+		r = find_first_zero_bit(&iv->used[p], iv->mws);
+		if (r < iv->mws) {
+			want_p = p;
+			want_r = r;
+			goto found;
+		}
+	}
+	return false;
+found:
+	set_bit(want_r, &iv->used[want_p]);
+	*pidx = want_p;
+	*region = want_r;
+	return true;
+}
+
+static void *ivntb_dma_alloc(struct device *dev, size_t size, dma_addr_t *handle,
+			     gfp_t gfp, unsigned long attrs)
+{
+	struct ivntb_dev *iv = ivntb_of_dev(dev);
+	int pidx, region;
+	bool ok;
+	u64 off;
+
+	if (size > ivntb_region_size(iv)) {
+		dev_err_ratelimited(dev, "dma_alloc_coherent of %zu bytes: a window is %lu bytes (size_max of ntb_mw_get_align())\n",
+				    size, (unsigned long)ivntb_region_size(iv));
+		return NULL;
+	}
+	spin_lock(&iv->mw_lock);
+	ok = ivntb_region_pick(iv, &pidx, &region);
+	spin_unlock(&iv->mw_lock);
+	if (!ok) {
+		dev_err_ratelimited(dev, "dma_alloc_coherent: all %d window regions of port %d are in use\n",
+				    ivntb_peer_count(iv) * iv->mws, iv->port);
+		return NULL;
+	}
+	off = ivntb_region_off(iv, iv->port, ivntb_pidx_port(iv, pidx), region);
+	memset(iv->shm + off, 0, ivntb_region_size(iv));
+	*handle = iv->shm_bus + off;
+	return iv->shm + off;
+}
+
+/* The peer index and region of a handle this allocator gave, or false. */
+static bool ivntb_region_of(struct ivntb_dev *iv, dma_addr_t handle, int *pidx, int *region)
+{
+	int p;
+
+	for (p = 0; p < ivntb_peer_count(iv); p++) {
+		*region = ivntb_region_at(iv, p, handle);
+		if (*region >= 0) {
+			*pidx = p;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void ivntb_dma_free(struct device *dev, size_t size, void *vaddr,
+			   dma_addr_t handle, unsigned long attrs)
+{
+	struct ivntb_dev *iv = ivntb_of_dev(dev);
+	int pidx, region;
+	bool was = false;
+
+	if (ivntb_region_of(iv, handle, &pidx, &region)) {
+		spin_lock(&iv->mw_lock);
+		was = __test_and_clear_bit(region, &iv->used[pidx]);
+		spin_unlock(&iv->mw_lock);
+	}
+	if (!was)
+		dev_err_ratelimited(dev, "dma_free_coherent of %pad: not a buffer this device handed out\n",
+				    &handle);
+}
+
+static int ivntb_dma_mmap(struct device *dev, struct vm_area_struct *vma, void *cpu_addr,
+			  dma_addr_t handle, size_t size, unsigned long attrs)
+{
+	struct ivntb_dev *iv = ivntb_of_dev(dev);
+	unsigned long pages = PAGE_ALIGN(size) >> PAGE_SHIFT;
+	int pidx, region;
+	u64 off;
+
+	if (!ivntb_region_of(iv, handle, &pidx, &region) || size > ivntb_region_size(iv))
+		return -ENXIO;
+	if (vma->vm_pgoff >= pages || vma_pages(vma) > pages - vma->vm_pgoff)
+		return -ENXIO;
+	off = ivntb_region_off(iv, iv->port, ivntb_pidx_port(iv, pidx), region);
+	return remap_pfn_range(vma, vma->vm_start,
+			       PHYS_PFN(iv->shm_phys + off) + vma->vm_pgoff,
+			       vma->vm_end - vma->vm_start, vma->vm_page_prot);
+}
+
+/* BAR2 has no struct pages to describe, and the function never does DMA. */
+static int ivntb_dma_get_sgtable(struct device *dev, struct sg_table *sgt, void *cpu_addr,
+				 dma_addr_t handle, size_t size, unsigned long attrs)
+{
+	return -ENXIO;
+}
+
+static dma_addr_t ivntb_dma_map_page(struct device *dev, struct page *page, unsigned long offset,
+				     size_t size, enum dma_data_direction dir, unsigned long attrs)
+{
+	dev_err_ratelimited(dev, "dma_map_page: the ivshmem function does no DMA\n");
+	return DMA_MAPPING_ERROR;
+}
+
+static int ivntb_dma_map_sg(struct device *dev, struct scatterlist *sg, int nents,
+			    enum dma_data_direction dir, unsigned long attrs)
+{
+	dev_err_ratelimited(dev, "dma_map_sg: the ivshmem function does no DMA\n");
+	return -EIO;
+}
+
+static dma_addr_t ivntb_dma_map_resource(struct device *dev, phys_addr_t phys, size_t size,
+					 enum dma_data_direction dir, unsigned long attrs)
+{
+	dev_err_ratelimited(dev, "dma_map_resource: the ivshmem function does no DMA\n");
+	return DMA_MAPPING_ERROR;
+}
+
+static int ivntb_dma_supported(struct device *dev, u64 mask)
+{
+	return 1;
+}
+
+const struct dma_map_ops ivntb_dma_ops = {
+	.alloc		= ivntb_dma_alloc,
+	.free		= ivntb_dma_free,
+	.mmap		= ivntb_dma_mmap,
+	.get_sgtable	= ivntb_dma_get_sgtable,
+	.map_page	= ivntb_dma_map_page,
+	.map_sg		= ivntb_dma_map_sg,
+	.map_resource	= ivntb_dma_map_resource,
+	.dma_supported	= ivntb_dma_supported,
+};

@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * ntb_hw_ivshmem: an NTB hardware driver over QEMU's ivshmem-doorbell device.
+ *
+ * Every guest that shares one ivshmem region is a port of one multi-port
+ * NTB; its port number is its ivshmem peer id (IVPosition). BAR2, the region
+ * all ports see, is laid out as below; a port writes its own slot (and the
+ * doorbell counters it owns in the others'), reads the others'.
+ *
+ *   0            struct ivntb_desc: the layout, the same from every port
+ *   slot_offset  struct ivntb_slot per port: heartbeat, link enable,
+ *                scratchpads, window bindings, doorbell counters
+ *   data_offset  the window regions: for each port, for each peer, one
+ *                region of 2^region_shift bytes per inbound window
+ *
+ * Nothing in BAR2 relies on an atomic operation across guests: every word
+ * has one writer, except scratchpads, which are plain registers (the last
+ * store wins, as on NTB hardware).
+ */
+#ifndef NTB_HW_IVSHMEM_H
+#define NTB_HW_IVSHMEM_H
+
+#include <linux/bitops.h>
+#include <linux/dma-mapping.h>
+#include <linux/ntb.h>
+#include <linux/pci.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/workqueue.h>
+
+#define IVNTB_NAME		"ntb_hw_ivshmem"
+#define IVNTB_MAGIC		0x313042544e4f4953ULL	/* "SIONTB01" */
+#define IVNTB_SLOT_MAGIC	0x544f4c5342544e49ULL	/* "INTBSLOT" */
+#define IVNTB_VERSION		1
+#define IVNTB_MIN_PORTS		2
+#define IVNTB_MAX_PORTS		8
+#define IVNTB_MAX_MWS		IVNTB_MAX_PORTS	/* inbound windows per peer */
+#define IVNTB_DB_BITS		32
+#define IVNTB_MAX_SPADS		32
+#define IVNTB_MAX_VECTORS	8
+
+/* ivshmem's registers, BAR0 (docs/specs/ivshmem-spec.rst in QEMU) */
+#define IVSHMEM_IVPOSITION	0x08
+#define IVSHMEM_DOORBELL	0x0c
+#define IVSHMEM_BAR_REGS	0
+#define IVSHMEM_BAR_SHM		2
+
+/* struct ivntb_desc - the layout of BAR2, at offset 0 */
+struct ivntb_desc {
+	__le64 magic;
+	__le32 version;
+	__le32 ports;
+	__le32 mws;		/* inbound windows per peer */
+	__le32 spads;
+	__le32 db_bits;
+	__le32 region_shift;	/* log2 of one window's region */
+	__le64 bar_size;
+	__le64 slot_offset;
+	__le64 slot_size;
+	__le64 data_offset;
+};
+
+/*
+ * struct ivntb_slot - one port's registers in BAR2
+ * @magic:	IVNTB_SLOT_MAGIC while the port's driver is bound
+ * @session:	random per probe: a new value means the port restarted
+ * @heartbeat:	bumped by the port every heartbeat period
+ * @enabled:	non-zero while a client has the port's link enabled
+ * @seen:	[port]: that port's session as this one sees it alive (0: not);
+ *		a port's link with this one is up only once this one has seen
+ *		its current session, so each side has dropped the other's rings
+ *		of an earlier life before the first ring of this one
+ * @spad:	the port's inbound scratchpads (any port writes them)
+ * @bind:	[sender port][window]: the region of the port's own area that
+ *		the sender's outbound window reaches (written by this port)
+ * @db_set:	[sender port][bit]: rings of the bit by the sender (written by
+ *		the sender only)
+ * @db_ack:	[sender port][bit]: the last ring this port has cleared
+ *		(written by this port only); a bit is pending while they differ
+ */
+struct ivntb_slot {
+	__le64 magic;
+	__le64 session;
+	__le32 heartbeat;
+	__le32 enabled;
+	__le64 seen[IVNTB_MAX_PORTS];
+	__le32 spad[IVNTB_MAX_SPADS];
+	u8 bind[IVNTB_MAX_PORTS][IVNTB_MAX_MWS];
+	__le32 db_set[IVNTB_MAX_PORTS][IVNTB_DB_BITS];
+	__le32 db_ack[IVNTB_MAX_PORTS][IVNTB_DB_BITS];
+};
+
+/* What the last ntb_mw_get_align() of a task asked about (see mw.c). */
+struct ivntb_hint {
+	struct task_struct *task;
+	int pidx;
+	int widx;
+};
+#define IVNTB_HINTS		8
+
+/* An MSI-X vector and the device it belongs to, for its handler. */
+struct ivntb_vec {
+	struct ivntb_dev *iv;
+	int vector;
+};
+
+/* struct ivntb_peer - what this port knows of another */
+struct ivntb_peer {
+	u64 session;		/* the session last seen */
+	u32 heartbeat;		/* the heartbeat last seen */
+	unsigned int still;	/* link polls since the heartbeat last moved */
+	bool alive;
+};
+
+/**
+ * struct ivntb_dev - one ivshmem-doorbell function as an NTB device
+ * @ntb:	the NTB core's device (first: the core frees nothing of ours)
+ * @pdev:	the ivshmem function
+ * @regs:	BAR0, ivshmem's registers
+ * @shm:	the whole of BAR2 (write-back), its bus address and size
+ * @desc:	the layout at the start of BAR2
+ * @slot:	this port's slot; slots of the others through ivntb_slot_of()
+ * @port:	this port's number (ivshmem IVPosition)
+ * @ports, @mws, @spads: from the layout
+ * @region_shift: log2 of one window's region
+ * @nvec:	MSI-X vectors in use
+ * @vec:	their handlers' context
+ * @session:	this port's session (also in its slot)
+ * @db_lock:	serialises this port's doorbell counters and mask
+ * @db_mask:	doorbell bits masked by the client
+ * @db_up:	ports whose rings count now: this one, and the peers whose link
+ *		is up here (a ring of a peer that sees the link up before this
+ *		port does waits for it; see db.c)
+ * @db_vis:	[port][bit]: for a port not in @db_up, the rings that count
+ * @db_told:	[bit]: the rings (all ports) the client has had events for
+ * @db_work:	delivers doorbell events that were not interrupts (local rings,
+ *		unmasked pending bits)
+ * @mw_lock:	serialises the window state below
+ * @bind:	[pidx][window] -> region index within the peer's area (mirrors
+ *		the slot's @bind, by peer index)
+ * @xlat:	[pidx]: bit per window with a translation set
+ * @used:	[pidx]: bit per region handed out by the DMA allocator
+ * @hint:	recent ntb_mw_get_align() calls, by task
+ * @link_work:	the heartbeat and link poll
+ * @link_lock:	serialises @link_mask and @link_running
+ * @link_mask:	peers (by index) whose link is up
+ * @link_running: the poll may be queued (false from remove on)
+ * @peer:	per peer index
+ * @enabled:	the link is enabled by the client
+ * @orig_dma_ops: the ivshmem function's DMA ops before ours, restored on remove
+ */
+struct ivntb_dev {
+	struct ntb_dev ntb;
+	struct pci_dev *pdev;
+	void __iomem *regs;
+	void *shm;
+	dma_addr_t shm_bus;
+	phys_addr_t shm_phys;
+	resource_size_t shm_size;
+	struct ivntb_desc *desc;
+	struct ivntb_slot *slot;
+	int port;
+	int ports;
+	int mws;
+	int spads;
+	unsigned int region_shift;
+	int nvec;
+	struct ivntb_vec vec[IVNTB_MAX_VECTORS];
+
+	u64 session;
+	spinlock_t db_lock;
+	u64 db_mask;
+	u32 db_up;
+	u32 db_vis[IVNTB_MAX_PORTS][IVNTB_DB_BITS];
+	u32 db_told[IVNTB_DB_BITS];
+	struct work_struct db_work;
+
+	spinlock_t mw_lock;
+	u8 bind[IVNTB_MAX_PORTS - 1][IVNTB_MAX_MWS];
+	unsigned long xlat[IVNTB_MAX_PORTS - 1];
+	unsigned long used[IVNTB_MAX_PORTS - 1];
+	struct ivntb_hint hint[IVNTB_HINTS];
+	unsigned int hint_next;
+
+	struct delayed_work link_work;
+	spinlock_t link_lock;
+	u64 link_mask;
+	bool link_running;
+	struct ivntb_peer peer[IVNTB_MAX_PORTS - 1];
+	bool enabled;
+
+	const struct dma_map_ops *orig_dma_ops;
+};
+
+static inline struct ivntb_dev *to_ivntb(struct ntb_dev *ntb)
+{
+	return container_of(ntb, struct ivntb_dev, ntb);
+}
+
+static inline int ivntb_peer_count(struct ivntb_dev *iv)
+{
+	return iv->ports - 1;
+}
+
+/* The port of a peer index: the ports other than ours, in order. */
+static inline int ivntb_pidx_port(struct ivntb_dev *iv, int pidx)
+{
+	return pidx < iv->port ? pidx : pidx + 1;
+}
+
+static inline int ivntb_port_pidx(struct ivntb_dev *iv, int port)
+{
+	return port < iv->port ? port : port - 1;
+}
+
+static inline struct ivntb_slot *ivntb_slot_of(struct ivntb_dev *iv, int port)
+{
+	return iv->shm + le64_to_cpu(iv->desc->slot_offset) +
+	       port * le64_to_cpu(iv->desc->slot_size);
+}
+
+static inline resource_size_t ivntb_region_size(struct ivntb_dev *iv)
+{
+	return (resource_size_t)1 << iv->region_shift;
+}
+
+/*
+ * The offset in BAR2 of region @region of the area that port @owner keeps
+ * for port @sender: areas are per owner, then per sender, @mws regions each.
+ */
+static inline u64 ivntb_region_off(struct ivntb_dev *iv, int owner, int sender,
+				   int region)
+{
+	int spidx = sender < owner ? sender : sender - 1;
+	u64 idx = ((u64)owner * (iv->ports - 1) + spidx) * iv->mws + region;
+
+	return le64_to_cpu(iv->desc->data_offset) + (idx << iv->region_shift);
+}
+
+/* link.c */
+void ivntb_link_init(struct ivntb_dev *iv);
+void ivntb_link_start(struct ivntb_dev *iv);
+void ivntb_link_stop(struct ivntb_dev *iv);
+void ivntb_link_kick(struct ivntb_dev *iv);
+u64 ivntb_link_is_up(struct ntb_dev *ntb, enum ntb_speed *speed,
+		     enum ntb_width *width);
+int ivntb_link_enable(struct ntb_dev *ntb, enum ntb_speed speed,
+		      enum ntb_width width);
+int ivntb_link_disable(struct ntb_dev *ntb);
+
+/* db.c: doorbells, scratchpads, interrupts */
+int ivntb_irq_init(struct ivntb_dev *iv);
+void ivntb_db_link(struct ivntb_dev *iv, int port, bool up);
+void ivntb_db_forget(struct ivntb_dev *iv, int port);
+void ivntb_irq_fini(struct ivntb_dev *iv);
+void ivntb_db_init(struct ivntb_dev *iv);
+void ivntb_ring(struct ivntb_dev *iv, int port, int vector);
+int ivntb_db_is_unsafe(struct ntb_dev *ntb);
+u64 ivntb_db_valid_mask(struct ntb_dev *ntb);
+int ivntb_db_vector_count(struct ntb_dev *ntb);
+u64 ivntb_db_vector_mask(struct ntb_dev *ntb, int vector);
+u64 ivntb_db_read(struct ntb_dev *ntb);
+int ivntb_db_set(struct ntb_dev *ntb, u64 bits);
+int ivntb_db_clear(struct ntb_dev *ntb, u64 bits);
+u64 ivntb_db_read_mask(struct ntb_dev *ntb);
+int ivntb_db_set_mask(struct ntb_dev *ntb, u64 bits);
+int ivntb_db_clear_mask(struct ntb_dev *ntb, u64 bits);
+int ivntb_peer_db_set(struct ntb_dev *ntb, u64 bits);
+int ivntb_spad_is_unsafe(struct ntb_dev *ntb);
+int ivntb_spad_count(struct ntb_dev *ntb);
+u32 ivntb_spad_read(struct ntb_dev *ntb, int sidx);
+int ivntb_spad_write(struct ntb_dev *ntb, int sidx, u32 val);
+u32 ivntb_peer_spad_read(struct ntb_dev *ntb, int pidx, int sidx);
+int ivntb_peer_spad_write(struct ntb_dev *ntb, int pidx, int sidx, u32 val);
+
+/* mw.c: memory windows and the DMA allocator that feeds them */
+void ivntb_mw_init(struct ivntb_dev *iv);
+extern const struct dma_map_ops ivntb_dma_ops;
+int ivntb_mw_count(struct ntb_dev *ntb, int pidx);
+int ivntb_mw_get_align(struct ntb_dev *ntb, int pidx, int widx,
+		       resource_size_t *addr_align, resource_size_t *size_align,
+		       resource_size_t *size_max);
+int ivntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
+		       dma_addr_t addr, resource_size_t size);
+int ivntb_mw_clear_trans(struct ntb_dev *ntb, int pidx, int widx);
+int ivntb_peer_mw_count(struct ntb_dev *ntb);
+int ivntb_peer_mw_get_addr(struct ntb_dev *ntb, int widx, phys_addr_t *base,
+			   resource_size_t *size);
+
+#endif
