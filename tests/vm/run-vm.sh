@@ -11,7 +11,8 @@
 #   SIO_VM_KERNEL=/boot/vmlinuz-X picks the kernel; SIO_VM_TIMEOUT (s) bounds
 #   the whole boot; SIO_VM_SUITE=FILE runs another guest script instead.
 #   SIO_VM_IOMMU=0 boots without the emulated VT-d; SIO_VM_APPEND adds to the
-#   kernel command line (the uio suite: no IOMMU, hugepages=N).
+#   kernel command line (the uio suite: no IOMMU, hugepages=N). SIO_VM_MODULES
+#   names .ko files to put in the guest's /lib/modules.
 set -eu
 
 build=$(cd "$1" && pwd)
@@ -90,6 +91,8 @@ for set in "vfio:vfio-pci vfio_iommu_type1" "nvme:nvme" "uio:uio_pci_generic"; d
 	done
 done
 [ -s "$root/lib/modules/vfio.list" ] || skip "kernel $kver has no vfio-pci module"
+# SIO_VM_MODULES: modules built out of tree (the NTB suite's), into /lib/modules as they are.
+for ko in ${SIO_VM_MODULES:-}; do cp "$ko" "$root/lib/modules/"; done
 
 cp "$src/guest-init.sh" "$root/init"
 cp "${SIO_VM_SUITE:-$src/guest-suite.sh}" "$root/suite.sh"

@@ -1,0 +1,295 @@
+# SPDX-License-Identifier: MIT
+# The NTB suite's guest side (run-ntb.sh), run by /init in each guest:
+# sio.guest=N on the kernel command line says which (its ivshmem peer id, so
+# its NTB port). One client binds to the NTB device at a time, so the
+# clients take turns, phase by phase, every guest alike. The life of the
+# fabric, by ports:
+#   0 1 2    the upstream clients: ntb_tool, ntb_perf, ntb_pingpong, ntb_transport
+#   0 1 -    2 is killed while it writes its windows: 0 and 1 see it go, carry on
+#   0 1 - 3  a new guest joins (the server never reuses 2's id)
+#   0 - - 3  1 is reset (a reboot in place, same port) while it writes windows
+#   0 1 - 3  1 is back, a new kernel on the same port; then every driver is
+#            unloaded under a bound client, and dmesg is read
+# A guest that joins late (3, or 1 after its reset) asks run-ntb.sh which
+# phase the others are at.
+#
+# want: g0:load g1:load g2:load g3:load g0:port g1:port g2:port g3:port
+# want: g0:tool-link g1:tool-link g2:tool-link g0:tool-spad g1:tool-spad g2:tool-spad
+# want: g0:tool-db g1:tool-db g2:tool-db g0:tool-mw g1:tool-mw g2:tool-mw
+# want: g0:perf g1:perf g2:perf g0:pingpong g1:pingpong g2:pingpong
+# want: g0:transport g1:transport g2:transport g0:dmesg-a g1:dmesg-a g2:dmesg-a
+# want: host:guest2-killed g0:kill-link-down g1:kill-link-down g0:kill-mw g1:kill-mw
+# want: g0:kill-perf g1:kill-perf g0:kill-pingpong g1:kill-pingpong
+# want: g0:join-link g1:join-link g3:join-link g0:join-mw g1:join-mw g3:join-mw
+# want: g0:dmesg-b g1:dmesg-b g3:dmesg-b host:guest1-reset
+# want: g0:reset-link-down g3:reset-link-down g1:restarted g0:reset-link-up g1:reset-link-up g3:reset-link-up
+# want: g0:reset-mw g1:reset-mw g3:reset-mw g0:unload-bound g1:unload-bound g3:unload-bound
+# want: g0:dmesg g1:dmesg g3:dmesg
+G=$(sed -n 's/.*sio\.guest=\([0-9]*\).*/\1/p' /proc/cmdline)
+MOD=/lib/modules
+DBG=/sys/kernel/debug
+DEV=0000:00:10.0		# the ivshmem-doorbell function, so the NTB device
+PORTS=4
+T=$DBG/ntb_tool/$DEV
+n=0				# the last phase asked for
+
+res() { echo "SIO-VM $1 $2${3:+ : $3}"; }
+ok() { res PASS "$1"; }
+no() { res FAIL "$1" "$2"; }
+# run NAME CMD...: a check whose output is shown
+run() {
+	name=$1; shift
+	"$@" >/tmp/out 2>&1 && r=0 || r=$?
+	sed 's/^/    | /' /tmp/out
+	if [ $r -eq 0 ]; then ok "$name"; else no "$name" "exit $r"; fi
+	return $r
+}
+# phase NAME: wait until every live guest got here (run-ntb.sh answers GO n)
+phase() {
+	n=$((n + 1))
+	echo "SIO-NTB SYNC $n $1"
+	t=0
+	while [ $t -lt 600 ]; do
+		line=
+		read -r -t 1 line </dev/console || true
+		[ "$line" != "GO $n" ] || return 0
+		t=$((t + 1))
+	done
+	no "phase-$1" "no GO $n from the host"
+	return 1
+}
+pidx() { if [ "$1" -lt "$ME" ]; then echo "$1"; else echo $(($1 - 1)); fi; }
+peers() { p=0; while [ $p -lt $PORTS ]; do [ $p = "$ME" ] || echo $p; p=$((p + 1)); done; }
+# pattern S R SIZE: the bytes port S writes to port R, in /tmp/pat.S.R
+pattern() {
+	head -c "$3" /dev/zero | tr '\0' "\\$(printf %03o $((0100 + $1 * 8 + $2)))" >/tmp/pat.$1.$2
+}
+# link_wait STATE PORT...: ntb_tool's link with each PORT reaches STATE (Y or N)
+link_wait() {
+	s=$1; shift
+	for p in "$@"; do
+		timeout 60 sh -c "echo $s > $T/peer$(pidx "$p")/link_event" ||
+			{ echo "link with port $p not $s within 60 s"; return 1; }
+	done
+}
+tool_load() {
+	insmod $MOD/ntb_tool.ko && echo Y >$T/link && link_wait Y "$@"
+}
+# mw_in PORT SIZE: offer PORT an inbound window (window (me + PORT) % PORTS)
+mw_in() {
+	echo "$2" >$T/peer$(pidx "$1")/mw_trans$((($1 + ME) % PORTS))
+}
+# mw_out PORT SIZE: write our pattern into PORT's window for us
+mw_out() {
+	w=$(($(pidx "$1") * PORTS + ($1 + ME) % PORTS))
+	pattern "$ME" "$1" "$2"
+	echo "0:$2" >$T/peer$(pidx "$1")/peer_mw_trans$w &&
+		dd if=/tmp/pat.$ME.$1 of=$T/peer$(pidx "$1")/peer_mw$w bs=4096 conv=notrunc 2>/dev/null
+}
+# mw_check PORT SIZE: what PORT wrote arrived in our window for it
+mw_check() {
+	pattern "$1" "$ME" "$2"
+	dd if=$T/peer$(pidx "$1")/mw$((($1 + ME) % PORTS)) of=/tmp/got bs=4096 count=$(($2 / 4096)) 2>/dev/null &&
+		cmp /tmp/got /tmp/pat.$1.$ME
+}
+mw_clear() {
+	for p in "$@"; do
+		echo 0 >$T/peer$(pidx "$p")/mw_trans$((($p + ME) % PORTS))
+		echo 0:0 >$T/peer$(pidx "$p")/peer_mw_trans$(($(pidx "$p") * PORTS + ($p + ME) % PORTS))
+	done
+	return 0
+}
+# windows NAME SIZE PORT...: both ways with each PORT, data checked by the receiver
+windows() {
+	name=$1 size=$2; shift 2
+	for p in "$@"; do mw_in "$p" "$size" || no "$name" "inbound window for port $p"; done
+	phase "$name-in"
+	for p in "$@"; do mw_out "$p" "$size" || no "$name" "writing port $p's window"; done
+	phase "$name-out"
+	bad=
+	for p in "$@"; do mw_check "$p" "$size" || bad="$bad $p"; done
+	if [ -z "$bad" ]; then ok "$name"; else no "$name" "data from port(s)$bad did not arrive"; diag; fi
+	mw_clear "$@"
+}
+perf_run() {	# NAME PORT...: ntb_perf from here to each PORT
+	name=$1; shift
+	insmod $MOD/ntb_perf.ko total_order=22 || { no "$name" "insmod ntb_perf"; return; }
+	phase "$name-loaded"
+	bad=
+	for p in "$@"; do
+		if timeout 60 sh -c "echo $(pidx "$p") > $DBG/ntb_perf/$DEV/run"; then
+			st=$(cat $DBG/ntb_perf/$DEV/run)
+			echo "$st" | sed 's/^/    | /'
+			mbs=$(echo "$st" | sed -n 's/.*copied \([0-9]*\) bytes.* \([0-9]*\) MBytes\/s.*/\1 \2/p')
+			[ "${mbs%% *}" = 4194304 ] || bad="$bad $p"
+			echo "SIO-VM MEASURE ntb_perf port $ME -> port $p: 4 MiB in ${mbs##* } MB/s (TCG)"
+		else
+			bad="$bad $p"
+			sed 's/^/    | /' $DBG/ntb_perf/$DEV/info
+		fi
+	done
+	[ -z "$bad" ] || diag
+	phase "$name-done"
+	rmmod ntb_perf
+	if [ -z "$bad" ]; then ok "$name"; else no "$name" "no run to port(s)$bad"; fi
+}
+pingpong() {	# NAME: count the pings that reach here in 6 s
+	phase "$1-load"
+	insmod $MOD/ntb_pingpong.ko delay_ms=100 || no "$1" "insmod ntb_pingpong"
+	phase "$1-run"
+	sleep 6
+	c=$(cat $DBG/ntb_pingpong/$DEV/count 2>/dev/null)
+	phase "$1-stop"
+	rmmod ntb_pingpong
+	echo "    | port $ME received $c pings"
+	if [ "${c:-0}" -ge 3 ]; then ok "$1"; else no "$1" "only ${c:-no} pings reached port $ME"; diag; fi
+}
+# diag: the kernel's last words on NTB, after a failure
+diag() {
+	dmesg | grep -i 'ntb' | tail -n 25 | sed 's/^/    | /'
+}
+dmesg_check() {	# NAME
+	if dmesg | grep -E 'WARNING:|BUG:|Oops' >/tmp/bad; then
+		sed 's/^/    | /' /tmp/bad; no "$1" "the kernel complained"
+	else
+		ok "$1"
+	fi
+}
+# hello: a guest that joins late asks run-ntb.sh which phase the others are at
+hello() {
+	echo "SIO-NTB HELLO"
+	t=0
+	while [ $t -lt 600 ]; do
+		line=
+		read -r -t 1 line </dev/console || true
+		case $line in "PHASE "*) n=$((${line#PHASE } - 1)); return 0 ;; esac
+		t=$((t + 1))
+	done
+	no hello "no PHASE from the host"
+	return 1
+}
+# writing NAME PORT...: write our windows of each PORT until killed or reset
+writing() {
+	name=$1; shift
+	for p in "$@"; do mw_in "$p" 65536; done
+	i=0
+	while [ $i -lt 300 ]; do for p in "$@"; do mw_out "$p" 65536; done; i=$((i + 1)); done
+	no "$name" "guest $G should have been stopped"
+}
+# unload PORT...: unload the hardware driver under a bound client that holds
+# windows: ntb_perf, its buffers set up by a run to each PORT (ntb_tool of
+# 6.1 cannot be removed with windows set: it removes their debugfs files
+# after their directory)
+unload() {
+	phase unload-tool
+	rmmod ntb_tool
+	insmod $MOD/ntb_perf.ko total_order=20
+	phase unload
+	for p in "$@"; do
+		timeout 60 sh -c "echo $(pidx "$p") > $DBG/ntb_perf/$DEV/run" || no unload-bound "no ntb_perf run to port $p"
+	done
+	phase unload-runs
+	if rmmod ntb_hw_ivshmem && [ ! -e /sys/bus/ntb/devices/$DEV ] && rmmod ntb_perf && rmmod ntb; then
+		ok unload-bound
+	else
+		no unload-bound "$(lsmod | grep ntb)"
+	fi
+	dmesg_check dmesg
+	phase end
+}
+
+mount -t debugfs none $DBG
+insmod $MOD/ntb.ko && insmod $MOD/ntb_hw_ivshmem.ko ports=$PORTS && [ -e /sys/bus/ntb/devices/$DEV ] &&
+	ok load || no load "$(dmesg | grep -i ntb | tail -n 3)"
+ME=$(dmesg | sed -n 's/.*NTB port \([0-9]*\) of.*/\1/p' | tail -n 1)
+dmesg | grep ntb_hw_ivshmem | sed 's/^/    | /'
+[ "$ME" = "$G" ] && ok port || no port "guest $G is port ${ME:-none}"
+
+if [ "$G" = 3 ]; then
+	# -- the new guest: it joins 0 and 1
+	hello
+	run join-link tool_load 0 1
+	phase join
+	windows join-mw 65536 0 1
+elif dmesg | grep -q 'restarted: its slot still holds'; then
+	# -- guest 1 after its reset: a new kernel on its old port
+	ok restarted
+	hello
+	run reset-link-up tool_load 0 3
+	phase reset-back
+	windows reset-mw 65536 0 3
+	unload 0 3
+	exit 0
+else
+	PEERS=$(peers | grep -v 3)
+	# -- ntb_tool: link, scratchpads, doorbells, windows both ways
+	phase tool
+	run tool-link tool_load $PEERS
+	phase tool-up
+	for p in $PEERS; do echo $((0x5100 + ME * 16 + p)) >$T/peer$(pidx $p)/spad$ME; done
+	phase tool-spad
+	bad=
+	for p in $PEERS; do [ $(($(cat $T/spad$p))) = $((0x5100 + p * 16 + ME)) ] || bad="$bad $p"; done
+	if [ -z "$bad" ]; then ok tool-spad; else no tool-spad "wrong scratchpad from port(s)$bad"; fi
+	echo "c 0xffffffff" >$T/db_mask
+	phase tool-db-unmasked
+	echo "s $((1 << ME))" >$T/peer_db
+	phase tool-db-rung
+	want=0
+	for p in $PEERS; do want=$((want | 1 << p)); done
+	if timeout 30 sh -c "echo $want > $T/db_event" && echo "c $want" >$T/db && [ $(($(cat $T/db))) = 0 ]; then
+		ok tool-db
+	else
+		no tool-db "doorbells $(cat $T/db), wanted $want"
+	fi
+	windows tool-mw 65536 $PEERS
+	phase tool-done
+	rmmod ntb_tool
+
+	# -- ntb_perf between every pair of ports, each way
+	perf_run perf $PEERS
+	# -- ntb_pingpong: the ports ping each other in a ring
+	pingpong pingpong
+	# -- ntb_transport binds (a two-port client: it warns of the other ports)
+	phase transport
+	insmod $MOD/ntb_transport.ko
+	drv=$(readlink /sys/bus/ntb/devices/$DEV/driver)
+	[ "${drv##*/}" = ntb_transport ] && ok transport || no transport "bound to '${drv##*/}'"
+	phase transport-done
+	rmmod ntb_transport
+
+	# -- guest 2 is killed while it writes its windows; 0 and 1 go on
+	tool_load $PEERS
+	dmesg_check dmesg-a
+	phase kill-2
+	if [ "$ME" = 2 ]; then
+		writing still-alive $PEERS
+		exit 0
+	fi
+	run kill-link-down link_wait N 2
+	OTHER=$((1 - ME))
+	windows kill-mw 65536 $OTHER
+	phase kill-tool-done
+	rmmod ntb_tool
+	perf_run kill-perf $OTHER
+	pingpong kill-pingpong
+	# -- a new guest joins: run-ntb.sh boots it at this phase
+	tool_load $OTHER
+	phase join
+	run join-link link_wait Y 3
+	windows join-mw 65536 $OTHER 3
+fi
+
+# -- guest 1 is reset while it writes its windows; 0 and 3 see it go and come back
+dmesg_check dmesg-b
+phase reset-1
+if [ "$ME" = 1 ]; then
+	writing still-running 0 3
+	exit 0
+fi
+OTHER=$((3 - ME))		# 0 and 3
+run reset-link-down link_wait N 1
+phase reset-back
+run reset-link-up link_wait Y 1
+windows reset-mw 65536 $OTHER 1
+unload $OTHER 1

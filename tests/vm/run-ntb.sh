@@ -1,0 +1,169 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# The NTB vm suite: QEMU guests (TCG), each its own kernel, share one
+# ivshmem-doorbell region served by smartio-ivshmem-server; in each, the
+# upstream NTB core (ntb.ko) and ntb_hw_ivshmem make ports of a 4-port NTB,
+# and ntb-suite.sh runs the upstream clients (ntb_tool, ntb_perf,
+# ntb_pingpong, ntb_transport) over it. Guest 0 has an
+# emulated VT-d, the others none. Three guests start; guest 2's QEMU is
+# SIGKILLed mid-run (the others must see its link go down and carry on), a
+# fourth guest joins, and guest 1 is reset in place mid-run (the others see
+# it go and come back on the same port). Exit 0 when every check passed, 1 on
+# a failure, 77 (SKIP) without QEMU or the NTB modules.
+#
+# Phases are synchronised across guests through this script: a guest prints
+# "SIO-NTB SYNC n NAME" and waits for "GO n" on its serial console; the
+# n-th GO goes to every live guest once all of them asked for it.
+#
+# usage: run-ntb.sh BUILD_ROOT SOURCE_DIR [WORK_DIR]   (SIO_VM_TIMEOUT bounds it, s)
+set -eu
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+work=${3:-}
+root=$(cd "$src/../.." && pwd)
+unset MALLOC_PERTURB_
+skip() { echo "SKIP: $*"; exit 77; }
+qemu=$(command -v qemu-system-x86_64 || true)
+[ -n "$qemu" ] || skip "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
+kver=$(sh "$root/kernel/kver.sh") || skip "no kernel in /boot with its modules (apt-get install linux-image-amd64)"
+mods=$build/kernel
+if [ ! -f "$mods/ntb_hw_ivshmem.ko" ]; then
+	[ -f "/lib/modules/$kver/build/Module.symvers" ] ||
+		skip "no headers for $kver to build the NTB modules with (tools/install-deps.sh installs linux-headers-$kver)"
+	[ -f "${SMARTIO_CACHE:-/var/cache/smartio}/linux-ntb/$kver/drivers/ntb/core.c" ] ||
+		skip "no NTB framework sources for $kver (tools/install-deps.sh runs kernel/upstream.sh)"
+	skip "the NTB modules were not built (meson configure -Dkernel_modules=enabled)"
+fi
+if [ -z "$work" ]; then
+	work=$(mktemp -d "${TMPDIR:-/tmp}/sio-ntb.XXXXXX")
+	trap 'stop_all; rm -rf "$work"' EXIT
+else
+	trap 'stop_all' EXIT
+fi
+pids="" srv=""
+stop_all() { for p in $pids $srv; do kill -KILL "$p" 2>/dev/null || true; done; }
+
+ko=""
+for m in ntb ntb_hw_ivshmem ntb_tool ntb_perf ntb_pingpong ntb_transport smartio_ntb; do
+	[ -f "$mods/$m.ko" ] && ko="$ko $mods/$m.ko"
+done
+rc=0
+SIO_VM_BUILD_ONLY=1 SIO_VM_SUITE="${SIO_NTB_SUITE:-$src/ntb-suite.sh}" SIO_VM_MODULES="$ko" \
+	sh "$src/run-vm.sh" "$build" "$src" "$work" || rc=$?
+[ $rc -eq 0 ] || exit $rc
+kernel=/boot/vmlinuz-$kver
+tmo=${SIO_VM_TIMEOUT:-540}	# under meson's 600 s; a quiet 2-core host needs about 120
+truncate -s 32M "$work/shm"
+"$build/src/tools/smartio-ivshmem-server" --socket "$work/ivs.sock" --shm "$work/shm" \
+	--vectors "${SIO_NTB_VECTORS:-2}" --ready-file "$work/ivs.ready" >"$work/server.log" 2>&1 &
+srv=$!
+i=0; while [ ! -s "$work/ivs.ready" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+[ -s "$work/ivs.ready" ] || { cat "$work/server.log"; echo "ntb: FAIL: no ivshmem server"; exit 1; }
+
+# guest N APPEND EXTRA...: boot guest N (ivshmem peer N: guests start one at a
+# time), console to gN.log, input from the fifo gN.in, held open here
+# (read-write: never a reader-less pipe) on fd 3+N. The console is muxed with
+# QEMU's monitor (Ctrl-A c), for a reset.
+guest() {
+	n=$1 app=$2; shift 2
+	mkfifo "$work/g$n.in"
+	eval "exec $((3 + n))<>\"\$work/g$n.in\""
+	"$qemu" -nodefaults -no-user-config -display none \
+		-machine q35 -accel tcg,thread=multi -cpu max -smp 1 -m 320 \
+		-kernel "$kernel" -initrd "$work/initramfs.gz" \
+		-append "console=ttyS0 quiet panic=-1 no_timer_check rdinit=/init sio.guest=$n $app" \
+		-serial mon:stdio \
+		-chardev socket,path="$work/ivs.sock",id=ivs \
+		-device ivshmem-doorbell,chardev=ivs,vectors=${SIO_NTB_VECTORS:-2},addr=0x10 \
+		"$@" <"$work/g$n.in" >"$work/g$n.log" 2>&1 &
+	pids="$pids $!"
+	eval "pid$n=$!"
+	i=0; while ! grep -q "peer $n joined" "$work/server.log" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+}
+start=$(date +%s)
+guest 0 "intel_iommu=on" -no-reboot -device intel-iommu,intremap=on,caching-mode=on
+guest 1 "intel_iommu=off"		# reset in place later: it may reboot
+guest 2 "intel_iommu=off" -no-reboot
+echo "ntb: three guests (QEMU pids$pids), one 32 MiB ivshmem-doorbell region, 2 vectors; guest 0 with VT-d"
+
+: >"$work/host.log"		# what this script saw pass
+live="0 1 2" k=1 killed="" joined="" reset=""
+log() { tr -d '\r' <"$work/g$1.log"; }
+synced() {	# GUEST N: the name of guest's N-th sync request, if it made it
+	log "$1" | grep -ao 'SIO-NTB SYNC [0-9]* [A-Za-z0-9_-]*' | awk -v n="$2" '$3 == n { print $4; exit }'
+}
+while :; do
+	now=$(date +%s)
+	[ $((now - start)) -lt "$tmo" ] || { echo "ntb: FAIL: the guests ran past ${tmo}s"; stop_all; break; }
+	still=""
+	for g in $live; do eval "p=\$pid$g"; kill -0 "$p" 2>/dev/null && still="$still $g"; done
+	live=$still
+	[ -n "$live" ] || break
+	# a guest that joins late asks for the phase the others are at (hello)
+	for g in $live; do
+		eval "h=\${hello$g:-0}"
+		if [ "$(log "$g" | grep -ac '^SIO-NTB HELLO')" -gt "$h" ]; then
+			echo "PHASE $k" >&$((3 + g))
+			eval "hello$g=$((h + 1))"
+		fi
+	done
+	name="" all=1
+	for g in $live; do
+		s=$(synced "$g" "$k")
+		[ -n "$s" ] || { all=0; continue; }
+		[ -z "$name" ] || [ "$s" = "$name" ] ||
+			{ echo "ntb: FAIL: guests disagree on phase $k ($name, $s)"; stop_all; break 2; }
+		name=$s
+	done
+	if [ "$name" = join ] && [ -z "$joined" ]; then
+		guest 3 "intel_iommu=off" -no-reboot	# the server gives it id 3: ids are not reused
+		echo "ntb: guest 3 joins (QEMU pid $pid3)"
+		joined=1 live="$live 3"
+		continue
+	fi
+	if [ $all = 0 ]; then sleep 0.3; continue; fi
+	for g in $live; do echo "GO $k" >&$((3 + g)); done
+	if [ "$name" = kill-2 ] && [ -z "$killed" ]; then
+		sleep 3	# let guest 2 get going on its windows
+		kill -KILL "$pid2" && killed=1 && echo "ntb: guest 2 (QEMU pid $pid2) SIGKILLed mid-run"
+		echo "SIO-VM PASS guest2-killed" >>"$work/host.log"
+	fi
+	if [ "$name" = reset-1 ] && [ -z "$reset" ]; then
+		sleep 3	# let guest 1 get going on its windows
+		printf '\001csystem_reset\n\001c' >&4 && reset=1 &&
+			echo "ntb: guest 1 reset in place (QEMU's system_reset) mid-run"
+		echo "SIO-VM PASS guest1-reset" >>"$work/host.log"
+	fi
+	k=$((k + 1))
+done
+for p in $pids; do wait "$p" 2>/dev/null || true; done
+kill "$srv" 2>/dev/null || true	# stop_all may have killed it
+wait "$srv" 2>/dev/null || true
+srv="" pids=""
+end=$(date +%s)
+sed 's/^/    | /' "$work/server.log"
+fail=0
+for n in 0 1 2 3; do
+	[ -f "$work/g$n.log" ] || continue
+	echo "---- guest $n"
+	log $n | grep -av '^\[ *[0-9.]*\]' || true
+done
+echo "ntb: the guests ran for $((end - start)) s ($k phases)"
+for n in 0 1 3; do
+	log $n 2>/dev/null | grep -q '^SIO-VM DONE' || { echo "ntb: FAIL: guest $n did not finish"; fail=1; }
+done
+[ -n "$killed" ] || { echo "ntb: FAIL: guest 2 was never killed"; fail=1; }
+[ -n "$joined" ] || { echo "ntb: FAIL: guest 3 never joined"; fail=1; }
+[ -n "$reset" ] || { echo "ntb: FAIL: guest 1 was never reset"; fail=1; }
+# What must have passed, whatever else did (a missing line is a failure too).
+for want in $(sed -n 's/^# want: //p' "$src/ntb-suite.sh"); do
+	tr -d '\r' <"$work/${want%%:*}.log" 2>/dev/null | grep -q "^SIO-VM PASS ${want#*:}\$" ||
+		{ echo "ntb: FAIL: no pass of ${want#*:} in ${want%%:*}"; fail=1; }
+done
+echo "ntb: ntb_perf over ntb_hw_ivshmem, measured in TCG guests (emulated CPUs; says nothing of NTB hardware):"
+cat "$work"/g?.log | tr -d '\r' | sed -n 's/^SIO-VM MEASURE /ntb:   /p'
+nfail=$(cat "$work"/g?.log "$work/host.log" | tr -d '\r' | grep -c '^SIO-VM FAIL' || true)
+npass=$(cat "$work"/g?.log "$work/host.log" | tr -d '\r' | grep -c '^SIO-VM PASS' || true)
+echo "ntb: $npass passed, $nfail failed"
+[ "$nfail" -eq 0 ] && [ $fail -eq 0 ]
