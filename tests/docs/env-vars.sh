@@ -6,7 +6,7 @@
 set -eu
 src=$1
 cd "$src"
-used=$(grep -rhoE 'SMARTIO_[A-Z0-9_]+' src drivers examples bench tools tests include \
+used=$(grep -rhoE 'SMARTIO_[A-Z0-9_]+' src drivers examples bench tools tests include kernel \
 	--include='*.c' --include='*.h' --include='*.cu' --include='*.sh' --include='*.in' \
 	--include='meson.build' | grep -v '_H$' | sort -u)
 documented=$(grep -oE '`SMARTIO_[A-Z0-9_]+`' docs/env.md | tr -d '`' | sort -u)
