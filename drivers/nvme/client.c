@@ -32,6 +32,7 @@ static int stopped(struct sio_nvme_client *cl)
 #define RESTART_WAIT_MS	10000u
 #define RESTART_WAIT_MAX 600000u
 #define RETRIES		8	/* requests cut short by take-overs, in a row */
+#define SLOT_LOST_NS	2000000000ull	/* a slot not ours this long is lost */
 
 int sio_nvme_env_u32(const char *var, uint32_t def, uint32_t max, const char *what,
 		     uint32_t *out)
@@ -148,7 +149,7 @@ static int watch(struct sio_nvme_client *cl, struct mgr_watch *w, uint64_t now)
  * is waiting. */
 static int await(struct sio_nvme_client *cl, struct sio_nvme_mbox_slot *sl)
 {
-	uint64_t now = sio_nvme_now_ns();
+	uint64_t now = sio_nvme_now_ns(), lost_ns = 0;
 	struct mgr_watch w = { .pid = cl->mgr_pid, .beat = cl->mb->h.heartbeat, .beat_ns = now,
 			       .deadline = now + MBOX_TIMEOUT_MS * 1000000ull };
 	uint32_t st;
@@ -158,12 +159,21 @@ static int await(struct sio_nvme_client *cl, struct sio_nvme_mbox_slot *sl)
 		st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
 		if (st == SIO_MBOX_RESP)
 			return 0;
-		/* a manager that took us for dead freed the slot: no answer comes */
-		if (st == SIO_MBOX_FREE || __atomic_load_n(&sl->pid, __ATOMIC_ACQUIRE) != getpid())
-			return sio_err_set(ENOTCONN, "the NVMe manager took this client's mailbox "
-					   "slot %d back (it found the client gone); open the "
-					   "client again", cl->slot);
-		ret = watch(cl, &w, sio_nvme_now_ns());
+		/* written over (the manager puts it back and answers "ask
+		 * again"), or freed by a manager that took us for dead */
+		now = sio_nvme_now_ns();
+		if (st == SIO_MBOX_FREE || st > SIO_MBOX_RESP ||
+		    __atomic_load_n(&sl->pid, __ATOMIC_ACQUIRE) != getpid()) {
+			if (!lost_ns)
+				lost_ns = now;
+			if (now - lost_ns > SLOT_LOST_NS)
+				return sio_err_set(ENOTCONN, "this client's mailbox slot %d is no "
+						   "longer its own (the manager took it for "
+						   "gone); open the client again", cl->slot);
+		} else {
+			lost_ns = 0;
+		}
+		ret = watch(cl, &w, now);
 		if (ret && w.lost) {	/* the next requests do not wait for it again */
 			cl->lost_pid = w.pid;
 			cl->lost_beat = w.beat;

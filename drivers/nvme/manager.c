@@ -11,77 +11,24 @@
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
-#include <smartio/nvme/manager.h>
-#include "mailbox.h"
-#include "priv.h"
+#include "mgr-priv.h"
 
-#define CMB_MAX_ALLOCS	256
-#define REAP_EVERY_NS	200000000ull
-#define PIDCHECK_EVERY_NS 500000000ull
-#define STATE_QIDS	1024	/* I/O queue pairs a manager hands out, at most */
-/* queue pairs created at once: the admin tags the event requests leave */
-#define CREATE_BATCH	(SIO_NVME_ADMIN_DEPTH - 1 - SIO_NVME_ADMIN_AERS)
-#define STATE_MAGIC	0x3154534d564e53ull	/* "SNVMST1" */
+/* Answer slot @s's request, if any, with "ask again" (@why). */
+void sio_nvme_mgr_retry(struct sio_nvme_manager *m, int s, const char *why)
+{
+	struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
+	struct sio_nvme_mbox_resp r;
 
-struct cmb_alloc {
-	int32_t slot;		/* -1: unused entry */
-	uint64_t off, size;
-};
+	memset(&r, 0, sizeof(r));
+	r.err = -EAGAIN;
+	r.flags = SIO_MBOX_RESP_RETRY;
+	snprintf(r.msg, sizeof(r.msg), "%s", why);
+	memcpy((void *)&sl->resp, &r, sizeof(r));
+	__atomic_store_n(&sl->state, SIO_MBOX_RESP, __ATOMIC_RELEASE);
+	sio_segment_notify(m->seg, sio_nvme_mbox_slot_off(s, 0));
+}
 
-/* PEND_GONE: owned, but not in the controller (a reset took it): kept for
- * its owner to create again with the same id, and no one else's meanwhile. */
-enum { PEND_NONE, PEND_CREATE, PEND_DELETE, PEND_GONE };
-
-/*
- * The manager's tables, in a kept segment on the lender's node (priv.h)
- * that no client maps: a manager that takes over after a crash goes on
- * from them, once the controller has confirmed the rest (ctrl.c, adopt).
- */
-struct mgr_state {
-	uint64_t magic;		/* written last */
-	uint32_t device;
-	uint32_t io_queues;
-	/* Per qid, a queue pair being created or deleted (PEND_*): after a
-	 * crash its fate in the controller is unknown, and the successor
-	 * deletes it to be sure; or one a reset took (PEND_GONE). */
-	uint8_t pend[STATE_QIDS + 1];
-	int32_t qowner[STATE_QIDS + 1];	/* per qid: owning slot or -1 */
-	int32_t qpid[STATE_QIDS + 1];	/* per qid: owner's pid when created */
-	/* BAR0 confined: per qid, the process last granted its doorbell pages
-	 * (0: none). A revoked grant does not undo a mapping, so a qid goes to
-	 * another process only once that one is gone. */
-	int32_t dbpid[STATE_QIDS + 1];
-	struct cmb_alloc cmb[CMB_MAX_ALLOCS];
-};
-
-struct sio_nvme_manager {
-	struct sio_fabric *f;
-	struct sio_device *dev;
-	struct sio_device_info dinfo;
-	struct sio_nvme_ctrl *ctrl;
-	struct sio_nvme_ctrl_opts co;	/* what it was brought up with */
-	const struct sio_nvme_ctrl_info *ci;
-	struct sio_segment *seg;
-	struct sio_nvme_mbox *mb;
-	struct sio_segment *state_seg;
-	struct mgr_state *state;
-	int32_t *qowner, *qpid, *dbpid;	/* the state's tables */
-	struct cmb_alloc *cmb;
-	bool confined;
-	bool published;		/* serving: the mailbox is ours to close */
-	bool adopted;		/* took over from a crashed manager */
-	uint32_t last_doorbell;
-	uint64_t last_reap, last_pidcheck, last_look;
-	FILE *log;
-	bool dev_gone;		/* the controller was unregistered */
-	struct sio_nvme_manager_stats st;
-	int32_t slot_pid[SIO_NVME_MBOX_SLOTS];	/* pid seen on the slot */
-};
-
-static void mlog(struct sio_nvme_manager *m, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void mlog(struct sio_nvme_manager *m, const char *fmt, ...)
+void sio_nvme_mgr_log(struct sio_nvme_manager *m, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -109,16 +56,6 @@ int sio_nvme_manager_stats(const struct sio_nvme_manager *m,
 	return 0;
 }
 
-/* The mailbox's reset count: odd while a reset is under way, so clients
- * wait for it to end before they create their queue pairs again. */
-static void reset_mark(struct sio_nvme_manager *m, bool underway)
-{
-	uint32_t r = __atomic_load_n(&m->mb->h.resets, __ATOMIC_ACQUIRE);
-
-	if ((r & 1) != underway)
-		__atomic_store_n(&m->mb->h.resets, r + 1, __ATOMIC_RELEASE);
-}
-
 /* What a reset took: every queue pair, each kept for its owner to create
  * again with the same id (and doorbell pages); none beyond the controller's
  * new count. */
@@ -135,36 +72,6 @@ static void state_queues_gone(struct sio_nvme_manager *m)
 	}
 	m->state->io_queues = m->ci->io_queues;
 	m->st.queues = 0;
-}
-
-/* Open the mailbox. @clients: slots of running clients stay (a take-over);
- * otherwise it starts empty. */
-static void publish(struct sio_nvme_manager *m, bool clients)
-{
-	struct sio_nvme_mbox_hdr *h = &m->mb->h;
-	int i;
-
-	if (!clients) {
-		memset(m->mb, 0, sizeof(*m->mb));
-		for (i = 0; i < SIO_NVME_MBOX_SLOTS; i++)
-			m->mb->slots[i].state = SIO_MBOX_FREE;
-	}
-	h->version = SIO_NVME_MBOX_VERSION;
-	h->mgr_node = sio_fabric_node_id(m->f);
-	h->device = m->dinfo.id;
-	h->nslots = SIO_NVME_MBOX_SLOTS;
-	if (!m->adopted)
-		sio_nvme_mbox_ctrl_pack(&h->ctrl, m->ci);
-	/* adopted: the same buffers, which running clients use already */
-	sio_nvme_dbbuf_publish(&h->dbbuf, sio_nvme_ctrl_dbbuf(m->ctrl));
-	h->epoch++;
-	reset_mark(m, false);	/* one a predecessor left under way is over */
-	__atomic_store_n(&h->left, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&h->mgr_pid, getpid(), __ATOMIC_RELEASE);
-	__atomic_store_n(&h->serving, 1, __ATOMIC_RELEASE);
-	/* The magic goes last: a client that sees it sees a whole header. */
-	__atomic_store_n(&h->magic, SIO_NVME_MBOX_MAGIC, __ATOMIC_RELEASE);
-	m->published = true;
 }
 
 /* Confine BAR0 when each queue's doorbells have pages of their own (the
@@ -207,6 +114,9 @@ static int open_kept(struct sio_nvme_manager *m)
 	if (ret)
 		return ret;
 	m->state = va;
+	/* what a predecessor left counted goes on (mbox.c keeps the header) */
+	m->resets = m->mb->h.resets;
+	m->epoch = m->mb->h.epoch;
 	m->qowner = m->state->qowner;
 	m->qpid = m->state->qpid;
 	m->dbpid = m->state->dbpid;
@@ -241,6 +151,18 @@ static void state_reset(struct sio_nvme_manager *m, bool keep_grants)
 	m->state->device = m->dinfo.id;
 	m->state->io_queues = m->ci->io_queues;
 	__atomic_store_n(&m->state->magic, STATE_MAGIC, __ATOMIC_RELEASE);
+}
+
+/* Whether slot @s looks like a client's: a state in range, a pid, and a
+ * node of the fabric (whether that process lives is another question). */
+static bool slot_plausible(const struct sio_nvme_manager *m, int s)
+{
+	const struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
+	uint32_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+
+	return st > SIO_MBOX_FREE && st <= SIO_MBOX_RESP &&
+	       __atomic_load_n(&sl->pid, __ATOMIC_ACQUIRE) > 0 && sl->node >= 0 &&
+	       sl->node < m->nodes;
 }
 
 static int grant_doorbells(struct sio_nvme_manager *m, uint32_t qid, int32_t pid,
@@ -283,22 +205,17 @@ static void take_over(struct sio_nvme_manager *m)
 	}
 	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++) {
 		struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
-		uint32_t exp = SIO_MBOX_BUSY;
 
-		m->slot_pid[s] = __atomic_load_n(&sl->pid, __ATOMIC_ACQUIRE);
-		if (m->slot_pid[s] > 0)
-			m->st.clients++;
-		if (!__atomic_compare_exchange_n(&sl->state, &exp, SIO_MBOX_RESP, false,
-						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		/* the predecessor's clients, as far as their slots look like ones;
+		 * whether they live is asked at once (check_clients()) */
+		if (!slot_plausible(m, s))
 			continue;
-		memset(&r, 0, sizeof(r));
-		r.err = -EAGAIN;
-		r.flags = SIO_MBOX_RESP_RETRY;
-		snprintf(r.msg, sizeof(r.msg), "manager restarting: the request was cut "
-			 "short, ask again");
-		memcpy((void *)&sl->resp, &r, sizeof(r));
-		__atomic_store_n(&sl->state, SIO_MBOX_RESP, __ATOMIC_RELEASE);
-		sio_segment_notify(m->seg, sio_nvme_mbox_slot_off(s, 0));
+		m->slot_pid[s] = __atomic_load_n(&sl->pid, __ATOMIC_ACQUIRE);
+		m->slot_node[s] = sl->node;
+		m->st.clients++;
+		if (__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) == SIO_MBOX_BUSY)
+			sio_nvme_mgr_retry(m, s, "manager restarting: the request was cut "
+					   "short, ask again");
 	}
 	m->last_pidcheck = 0;
 }
@@ -363,11 +280,15 @@ static struct sio_nvme_manager *mgr_new(struct sio_fabric *f,
  * then a crashed manager must have left state to take over. */
 static int mgr_borrow(struct sio_nvme_manager *m, uint32_t device, bool *shared)
 {
+	struct sio_topology t;
 	int ret;
 
 	ret = sio_nvme_find_device(m->f, device, &m->dinfo);
+	if (!ret)
+		ret = sio_fabric_topology(m->f, &t);
 	if (ret)
 		return ret;
+	m->nodes = t.nodes;
 	/* A crashed manager's borrow goes now, and its kept segments wait. */
 	sio_fabric_reap(m->f);
 	*shared = false;
@@ -409,7 +330,7 @@ static int mgr_ctrl_up(struct sio_nvme_manager *m, bool shared)
 		return ret;
 	mlog(m, "%s: resetting device %u; its %d client(s) create their queue pairs again",
 	     sio_errmsg(), m->dinfo.id, m->dinfo.borrowers);
-	reset_mark(m, true);
+	sio_nvme_mbox_reset_mark(m, true);
 	return sio_nvme_ctrl_open_kept(m->dev, &m->co, adm, NULL, &m->ctrl);
 }
 
@@ -432,7 +353,7 @@ static int mgr_go_live(struct sio_nvme_manager *m, bool shared)
 		return sio_err_wrap(-ret, "cannot share device %u", m->dinfo.id);
 	if (shared)
 		take_over(m);
-	publish(m, shared);
+	sio_nvme_mbox_publish(m, shared);
 	if (sio_nvme_aer_start(m->ctrl))
 		mlog(m, "asynchronous events not served: %s", sio_errmsg());
 	m->last_reap = sio_nvme_now_ns();
@@ -550,18 +471,26 @@ static int release_slot(struct sio_nvme_manager *m, int s)
 	return n;
 }
 
-static void reap_slot(struct sio_nvme_manager *m, int s, const char *why)
+/* Slot @s back to free. */
+static void slot_free(struct sio_nvme_manager *m, int s)
 {
 	struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
-	int32_t pid = sl->pid;
-	int n = release_slot(m, s);
 
-	mlog(m, "client pid %d (node %d, slot %d) %s: deleted %d queue pair%s",
-	     (int)pid, (int)sl->node, s, why, n, n == 1 ? "" : "s");
 	__atomic_store_n(&sl->state, SIO_MBOX_FREE, __ATOMIC_RELEASE);
 	sl->node = -1;
 	__atomic_store_n(&sl->pid, 0, __ATOMIC_RELEASE);
 	m->slot_pid[s] = 0;
+}
+
+/* A client gone: what it held deleted, its slot free. Its pid and node as
+ * the manager saw them, not as the slot (shared memory) says now. */
+static void reap_slot(struct sio_nvme_manager *m, int s, const char *why)
+{
+	int n = release_slot(m, s);
+
+	mlog(m, "client pid %d (node %d, slot %d) %s: deleted %d queue pair%s",
+	     (int)m->slot_pid[s], (int)m->slot_node[s], s, why, n, n == 1 ? "" : "s");
+	slot_free(m, s);
 	m->st.reaped++;
 	if (m->st.clients)
 		m->st.clients--;
@@ -574,9 +503,36 @@ static void reap_pid(struct sio_nvme_manager *m, int node, int32_t pid)
 	if (pid <= 0)
 		return;
 	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++)	/* a pid names a process of one node */
-		if (__atomic_load_n(&m->mb->slots[s].pid, __ATOMIC_ACQUIRE) == pid &&
-		    m->mb->slots[s].node == node)
+		if (m->slot_pid[s] == pid && m->slot_node[s] == node)
 			reap_slot(m, s, "is gone");
+}
+
+/*
+ * Slots no client made a request from, judged now and then: one holding
+ * what no client writes (a state out of range; claimed, with no pid or a
+ * node that does not exist) or naming no process of the fabric is freed,
+ * said once per look. A claim in progress (FREE, its pid set) is left be.
+ */
+static void check_strangers(struct sio_nvme_manager *m)
+{
+	int freed = 0, s;
+
+	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++) {
+		struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
+		uint32_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+
+		if (m->slot_pid[s] || st == SIO_MBOX_FREE)
+			continue;
+		if (!slot_plausible(m, s) ||
+		    !sio_fabric_proc_alive(m->f, sl->node, __atomic_load_n(&sl->pid,
+									   __ATOMIC_ACQUIRE))) {
+			slot_free(m, s);
+			freed++;
+		}
+	}
+	if (freed)
+		mlog(m, "%d mailbox slot(s) named no client of the fabric (written over, or "
+		     "left by one that died before asking anything): freed", freed);
 }
 
 /* Clients that died: from fabric events, and (on single-host backends,
@@ -610,14 +566,11 @@ static void check_clients(struct sio_nvme_manager *m, uint64_t now)
 	/* An event can be dropped (a full socket): the fabric is asked too. */
 	if (!m->dev_gone && sio_device_info(m->dev, &di) == -ENODEV)
 		m->dev_gone = true;
-	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++) {
-		int32_t pid = __atomic_load_n(&m->mb->slots[s].pid, __ATOMIC_ACQUIRE);
-
-		/* its node is written once the slot leaves FREE: judge settled slots only */
-		if (pid > 0 && __atomic_load_n(&m->mb->slots[s].state, __ATOMIC_ACQUIRE) != SIO_MBOX_FREE &&
-		    !sio_fabric_proc_alive(m->f, m->mb->slots[s].node, pid))
+	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++)	/* the clients we know */
+		if (m->slot_pid[s] > 0 &&
+		    !sio_fabric_proc_alive(m->f, m->slot_node[s], m->slot_pid[s]))
 			reap_slot(m, s, "is gone");
-	}
+	check_strangers(m);
 }
 
 static int refuse(struct sio_nvme_manager *m, struct sio_nvme_mbox_resp *r, int err,
@@ -1042,16 +995,38 @@ static int op_cmb_free(struct sio_nvme_manager *m, int s, const struct sio_nvme_
 }
 
 /* A request from slot @s: its client is known from now on. */
-static void note_client(struct sio_nvme_manager *m, int s)
+static void respond(struct sio_nvme_manager *m, int s, uint32_t op, int ret,
+		    struct sio_nvme_mbox_resp *r);
+
+/*
+ * The client a request comes from: the one seen on the slot before, or a
+ * new one, which must be a process of the fabric on the node it names.
+ * Return: whether to serve the request (if not, it was answered).
+ */
+static bool note_client(struct sio_nvme_manager *m, int s, uint32_t op)
 {
 	struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
+	int32_t pid = __atomic_load_n(&sl->pid, __ATOMIC_ACQUIRE), node = sl->node;
+	struct sio_nvme_mbox_resp r;
 
-	if (m->slot_pid[s] != sl->pid) {
-		m->slot_pid[s] = sl->pid;
-		m->st.clients++;
-		mlog(m, "client pid %d on node %d connected (slot %d)", (int)sl->pid,
-		     (int)sl->node, s);
+	if (m->slot_pid[s] && sio_nvme_mbox_known(m, s))
+		return true;
+	if (m->slot_pid[s]) {	/* written over: mended at the next look */
+		sio_nvme_mgr_retry(m, s, "the mailbox slot was overwritten: ask again");
+		return false;
 	}
+	if (!slot_plausible(m, s) || !sio_fabric_proc_alive(m->f, node, pid)) {
+		memset(&r, 0, sizeof(r));
+		refuse(m, &r, EPERM, "mailbox slot %d names pid %d on node %d, which is no "
+		       "process of fabric '%s'", s, (int)pid, (int)node, sio_fabric_name(m->f));
+		respond(m, s, op, -EPERM, &r);
+		return false;
+	}
+	m->slot_pid[s] = pid;
+	m->slot_node[s] = node;
+	m->st.clients++;
+	mlog(m, "client pid %d on node %d connected (slot %d)", (int)pid, (int)node, s);
+	return true;
 }
 
 static void respond(struct sio_nvme_manager *m, int s, uint32_t op, int ret,
@@ -1088,7 +1063,6 @@ static void handle(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox
 	int ret = 0;
 
 	memset(&r, 0, sizeof(r));
-	note_client(m, s);
 	switch (q.op) {
 	case SIO_MBOX_OP_HELLO:
 		break;
@@ -1158,7 +1132,7 @@ static int reset_ctrl(struct sio_nvme_manager *m, const char *why)
 
 	mlog(m, "%s: resetting device %u; its %u client(s) create their queue pairs again",
 	     why, m->dinfo.id, m->st.clients);
-	reset_mark(m, true);
+	sio_nvme_mbox_reset_mark(m, true);
 	for (tries = 1;; tries++) {
 		ret = sio_nvme_ctrl_reset(m->ctrl);
 		if (!ret || ret == -ENODEV || tries == SIO_NVME_RESET_TRIES ||
@@ -1175,12 +1149,11 @@ static int reset_ctrl(struct sio_nvme_manager *m, const char *why)
 				    m->dinfo.id, tries, tries == 1 ? "" : "s");
 	m->ci = sio_nvme_ctrl_ci(m->ctrl);
 	state_queues_gone(m);
-	sio_nvme_mbox_ctrl_pack(&m->mb->h.ctrl, m->ci);
-	sio_nvme_dbbuf_publish(&m->mb->h.dbbuf, sio_nvme_ctrl_dbbuf(m->ctrl));
+	sio_nvme_mbox_ctrl_changed(m);
 	if (sio_nvme_aer_start(m->ctrl))	/* the reset dropped the event requests */
 		mlog(m, "asynchronous events not served: %s", sio_errmsg());
 	m->st.resets++;
-	reset_mark(m, false);
+	sio_nvme_mbox_reset_mark(m, false);
 	mlog(m, "device %u is ready again after the reset%s", m->dinfo.id,
 	     tries > 1 ? " (more than one try)" : "");
 	return 0;
@@ -1219,6 +1192,7 @@ int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
 				 (uint64_t)timeout_ms * 1000000ull);
 	m->last_doorbell = __atomic_load_n(&h->doorbell, __ATOMIC_ACQUIRE);
 	__atomic_fetch_add(&h->heartbeat, 1, __ATOMIC_RELAXED);
+	sio_nvme_mbox_check(m, sio_nvme_now_ns());	/* what others wrote over, back */
 
 	/* Scan every slot: a bump may cover several requests. Queue pairs to
 	 * create are gathered and created together (create_many()). */
@@ -1230,11 +1204,12 @@ int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
 		/* Work on a copy: the client's memory could change under us. */
 		memcpy(&q, (const void *)&m->mb->slots[s].req, sizeof(q));
 		n++;
+		if (!note_client(m, s, q.op))
+			continue;
 		if (q.op != SIO_MBOX_OP_CREATE_QP) {
 			handle(m, s, &q);
 			continue;
 		}
-		note_client(m, s);
 		memset(&cr[ncr], 0, sizeof(cr[ncr]));
 		cr[ncr].s = s;
 		cr[ncr++].q = q;
@@ -1245,8 +1220,9 @@ int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
 	}
 	if (ncr)
 		create_and_respond(m, cr, ncr);
-	if (sio_nvme_aer_service(m->ctrl, m->dev, &h->events) < 0)
+	if (sio_nvme_aer_service(m->ctrl, m->dev, &m->events) < 0)
 		mlog(m, "asynchronous event: %s", sio_errmsg());
+	sio_nvme_mbox_events(m);
 	check_clients(m, sio_nvme_now_ns());
 	if (m->dev_gone) {
 		__atomic_store_n(&h->serving, 0, __ATOMIC_RELEASE);

@@ -143,16 +143,17 @@ int sio_nvme_ioq_recover(struct sio_nvme_ioq *q, bool timed_out)
 	if (++q->recover_tries > RECOVER_TRIES || gone(q))
 		return sio_nvme_ioq_fail(q);
 	ret = settled_resets(cl, &resets);
-	if (!ret && resets == q->resets_seen) {
-		if (!timed_out)
-			return 0;
+	if (!ret && resets == q->resets_seen && !timed_out)
+		return 0;
+	reset = resets != q->resets_seen;
+	/* the manager says whether the pair is gone (the count is shared
+	 * memory, which anyone may write): deleted now if it was not */
+	if (!ret && !q->mp) {
 		ret = reset_qpair(q, &q->qp[0]);
-		/* the controller may have been reset meanwhile: its count, anew */
-		r2 = settled_resets(cl, &resets);
+		r2 = settled_resets(cl, &resets);	/* a reset meanwhile: its count */
 		if (!ret)
 			ret = r2;
 	}
-	reset = resets != q->resets_seen;
 	if (!ret) {
 		q->resets_seen = resets;
 		ret = q->mp ? sio_nvme_mp_recover(q) : qpair_restart(q, &q->qp[0]);

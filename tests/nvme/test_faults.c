@@ -6,6 +6,7 @@
  */
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
@@ -896,4 +897,119 @@ Test(faults, full_run_directory_is_an_error_not_a_crash)
 	unsetenv("SMARTIO_RUNDIR");
 	umount2(dir, MNT_DETACH);
 	rmdir(dir);
+}
+
+/* The fabric files of @size bytes (segments are files seg.SLOT.GEN in the
+ * fabric's directory), cut to nothing or filled with random bytes. */
+static int damage_files(uint64_t size, bool cut)
+{
+	const char *base = getenv("SMARTIO_RUNDIR");
+	char dir[300], path[600];
+	struct dirent *e;
+	struct stat st;
+	int n = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/smartio-%s", base && *base ? base : "/dev/shm", C.fabric);
+	d = opendir(dir);
+	cr_assert(d, "cannot read %s", dir);
+	while ((e = readdir(d))) {
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (strncmp(e->d_name, "seg.", 4) || stat(path, &st) || (uint64_t)st.st_size != size)
+			continue;
+		if (cut) {
+			cr_assert_eq(truncate(path, 0), 0);
+		} else {
+			FILE *fp = fopen(path, "r+");
+			uint32_t x = 0x12345678u;
+
+			cr_assert(fp);
+			for (uint64_t i = 0; i < size / 4; i++) {
+				x = x * 1664525u + 1013904223u;
+				fwrite(&x, 4, 1, fp);
+			}
+			fclose(fp);
+		}
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* A writer on node 2 for @secs seconds: verified, it must see no error. */
+static pid_t writer(const char *secs)
+{
+	const char *argv[] = { "NVME_CLIENT", "--fabric", C.fabric, "--node", "2", "--op",
+			       "write-verify", "--lba", "8192", "--count", "2048", "--qd", "4",
+			       "--time", secs, NULL };
+
+	return cluster_spawn(&C, "writer", argv);
+}
+
+/* Random bytes over the whole mailbox, slots and header: the manager
+ * neither trusts nor logs what it finds (it logged clients "pid 1726429678
+ * on node 1226452539" and served no new client); it writes its header and
+ * its clients' slots back, answers what they asked "ask again", frees the
+ * rest; running clients go on and new ones are served. */
+Test(faults, random_bytes_over_the_mailbox_are_mended_not_trusted)
+{
+	const char *emu[] = { "--backing", "ram:16M", NULL };
+	struct cli c, n;
+	uint8_t id[4096];
+	pid_t w;
+	char *log;
+	int st;
+
+	cluster_up(&C, 4, 32, emu);
+	cli_open(&c, 1);
+	cr_assert_eq(cli_write(&c, 64, 15), 0, "%s", sio_errmsg());
+	w = writer("4");
+	usleep(1000000);
+	cr_assert_eq(damage_files(SIO_NVME_MBOX_SIZE, false), 1, "no mailbox file");
+	usleep(300000);
+	cli_open(&n, 3);
+	cr_expect_eq(cli_write(&n, 128, 16), 0, "%s", sio_errmsg());
+	cr_expect_eq(cli_verify(&n, 128, 16), 0, "%s", sio_errmsg());
+	cli_close(&n);
+	cr_expect_eq(sio_nvme_client_identify(c.cl, NVME_IDENTIFY_CNS_CTRL, 0, id), 0, "%s",
+		     sio_errmsg());
+	cr_expect_eq(cli_verify(&c, 64, 15), 0, "%s", sio_errmsg());
+	st = cluster_wait(w, 60000);
+	cr_expect_eq(st, 0, "the running client: %s", cluster_output(&C, "writer", "err"));
+	cli_close(&c);
+	cr_expect_eq(waitpid(C.mgr, NULL, WNOHANG), 0, "the manager died");
+	log = cluster_output(&C, "nvme-manager", "err");
+	cr_expect(strstr(log, "another process wrote over the mailbox"), "%s", log);
+	cr_expect(!strstr(log, "is gone"), "a forged slot was taken for a client: %s", log);
+}
+
+/* truncate -s 0 on the mailbox and on a running client's arena (its CQ and
+ * buffers): SIGBUS killed the manager, the client and the controller's
+ * model. The files are grown back where they are touched, the mailbox
+ * rebuilt, the client's queue made again; no one dies, and the client's
+ * data is verified. */
+Test(faults, truncated_files_kill_no_one)
+{
+	const char *emu[] = { "--backing", "ram:16M", NULL };
+	struct cli n;
+	pid_t w;
+	int st;
+
+	cluster_up(&C, 4, 32, emu);
+	w = writer("5");
+	usleep(1500000);
+	cr_assert_eq(damage_files(SIO_NVME_MBOX_SIZE, true), 1, "no mailbox file");
+	cr_assert_geq(damage_files(64ull << 20, true), 1, "no client arena");
+	st = cluster_wait(w, 60000);
+	cr_expect_eq(st, 0, "the running client: %s", cluster_output(&C, "writer", "err"));
+	cr_expect(strstr(cluster_output(&C, "writer", "err"), "was shrunk by another process"),
+		  "%s", cluster_output(&C, "writer", "err"));
+	cr_expect_eq(waitpid(C.mgr, NULL, WNOHANG), 0, "the manager died: %s",
+		     cluster_output(&C, "nvme-manager", "err"));
+	cr_expect_eq(waitpid(C.emu, NULL, WNOHANG), 0, "the controller died: %s",
+		     cluster_output(&C, "nvme-emu", "err"));
+	cli_open(&n, 3);
+	cr_expect_eq(cli_write(&n, 128, 17), 0, "%s", sio_errmsg());
+	cr_expect_eq(cli_verify(&n, 128, 17), 0, "%s", sio_errmsg());
+	cli_close(&n);
 }

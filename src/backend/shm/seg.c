@@ -184,6 +184,8 @@ int sio__shm_seg_map(struct sio_fabric *f, int slot, uint64_t off, uint64_t len,
 	}
 	p = mmap(NULL, len, rdonly ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
 	ret = errno;
+	if (p != MAP_FAILED)	/* shrunk later by another process: sigbus.c */
+		sio__shm_guard(p, len, fd, path, off, rdonly);
 	close(fd);	/* the mapping keeps the file */
 	if (p == MAP_FAILED)
 		return sio__err(ret, "cannot map segment %s: %s", path, strerror(ret));
@@ -193,5 +195,6 @@ int sio__shm_seg_map(struct sio_fabric *f, int slot, uint64_t off, uint64_t len,
 
 void sio__shm_seg_unmap(struct sio_fabric *f, void *vaddr, uint64_t len)
 {
+	sio__shm_unguard(vaddr);
 	munmap(vaddr, len);
 }

@@ -63,6 +63,11 @@ void sio__shm_seg_unmap(struct sio_fabric *f, void *vaddr, uint64_t len);
 /* The path of segment slot @slot's file (for the tests, too). */
 int sio__segment_path(struct sio_fabric *f, int slot, char *buf, size_t len);
 
+/* sigbus.c: mappings of fabric files survive their shrinking by another
+ * process (the file grown back, or zeros in its place), named on stderr */
+void sio__shm_guard(void *va, size_t len, int fd, const char *path, uint64_t off, bool rdonly);
+void sio__shm_unguard(void *va);
+
 /* event.c: events and notifications */
 int sio__shm_ev_open(struct sio_fabric *f);
 void sio__shm_ev_close(struct sio_fabric *f);

@@ -140,6 +140,15 @@ static int check_regfile(const char *name, int fd, const struct stat *dst, bool 
 	return 0;
 }
 
+/* The registry survives another process shrinking its file (sigbus.c). */
+static void guard_registry(struct shm_fabric *s, struct sio_registry *r)
+{
+	char path[PATH_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/registry", s->dir);
+	sio__shm_guard(r, sizeof(*r), s->regfd, path, 0, false);
+}
+
 static struct shm_fabric *state_new(const char *name)
 {
 	struct shm_fabric *s = calloc(1, sizeof(*s));
@@ -197,6 +206,7 @@ int sio__shm_create(struct sio_fabric *f, bool group, gid_t gid)
 		ret = sio__err(errno, "cannot map %s/registry: %s", s->dir, strerror(errno));
 		goto fail;
 	}
+	guard_registry(s, r);
 	r->uid = (uint32_t)geteuid();
 	r->gid = group ? (uint32_t)gid : (uint32_t)getegid();
 	r->flags = group ? REG_F_GROUP : 0;
@@ -245,6 +255,7 @@ int sio__shm_attach(struct sio_fabric *f)
 		goto fail;
 	}
 	f->reg = r;	/* for reg_corrupt()'s messages */
+	guard_registry(s, r);
 	if ((ret = reg_check_header(r, f->name)))
 		goto fail;
 	if (r->uid != dst.st_uid || !!(r->flags & REG_F_GROUP) != group || (group && r->gid != dst.st_gid)) {
@@ -261,8 +272,10 @@ int sio__shm_attach(struct sio_fabric *f)
 	f->be = s;
 	return 0;
 fail:
-	if (r != MAP_FAILED)
+	if (r != MAP_FAILED) {
+		sio__shm_unguard(r);
 		munmap(r, sizeof(*r));
+	}
 	f->reg = NULL;
 	if (s->regfd >= 0)
 		close(s->regfd);
@@ -274,8 +287,10 @@ void sio__shm_detach(struct sio_fabric *f)
 {
 	struct shm_fabric *s = shm_of(f);
 
-	if (f->reg)
+	if (f->reg) {
+		sio__shm_unguard(f->reg);
 		munmap(f->reg, sizeof(*f->reg));
+	}
 	f->reg = NULL;
 	if (!s)
 		return;
