@@ -292,7 +292,7 @@ static int ivntb_db_check(struct ivntb_dev *iv, u64 bits, const char *what)
 {
 	if (!(bits & ~IVNTB_DB_VALID))
 		return 0;
-	dev_err_ratelimited(&iv->ntb.dev, "%s: doorbell bits %#llx beyond the valid %#llx\n",
+	dev_err_ratelimited(&iv->pdev->dev, "%s: doorbell bits %#llx beyond the valid %#llx\n",
 			    what, bits, IVNTB_DB_VALID);
 	return -EINVAL;
 }
@@ -417,7 +417,7 @@ static __le32 *ivntb_spad(struct ivntb_dev *iv, int pidx, int sidx, const char *
 	int port = pidx < 0 ? iv->port : ivntb_pidx_port(iv, pidx);
 
 	if (sidx < 0 || sidx >= iv->spads || pidx >= ivntb_peer_count(iv)) {
-		dev_err_ratelimited(&iv->ntb.dev, "%s: scratchpad %d of peer %d: %d scratchpads, %d peers\n",
+		dev_err_ratelimited(&iv->pdev->dev, "%s: scratchpad %d of peer %d: %d scratchpads, %d peers\n",
 				    what, sidx, pidx, iv->spads, ivntb_peer_count(iv));
 		return NULL;
 	}

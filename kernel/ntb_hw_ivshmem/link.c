@@ -92,9 +92,9 @@ static void ivntb_link_report(struct ivntb_dev *iv, u64 old, u64 now)
 
 		ivntb_db_link(iv, port, now & BIT_ULL(pidx));
 		if (now & BIT_ULL(pidx))
-			dev_info(&iv->ntb.dev, "link with port %d up\n", port);
+			dev_info(&iv->pdev->dev, "link with port %d up\n", port);
 		else
-			dev_info(&iv->ntb.dev, "link with port %d down (%s)\n", port,
+			dev_info(&iv->pdev->dev, "link with port %d down (%s)\n", port,
 				 !iv->enabled ? "disabled here" :
 				 iv->peer[pidx].alive ? "disabled by the peer" :
 				 "the peer is gone or restarted");
@@ -115,7 +115,7 @@ static void ivntb_link_work(struct work_struct *work)
 		if (ivntb_peer_poll(iv, pidx) && iv->enabled && intact)
 			mask |= BIT_ULL(pidx);
 	if (!intact)
-		dev_err_ratelimited(&iv->ntb.dev,
+		dev_err_ratelimited(&iv->pdev->dev,
 				    "BAR2's layout was rewritten by another guest (load every guest with the same ports=): link kept down\n");
 
 	spin_lock_irq(&iv->link_lock);

@@ -43,7 +43,7 @@ static int ivntb_mw_check(struct ivntb_dev *iv, int pidx, int widx, const char *
 {
 	if (pidx >= 0 && pidx < ivntb_peer_count(iv) && widx >= 0 && widx < iv->mws)
 		return 0;
-	dev_err_ratelimited(&iv->ntb.dev, "%s: window %d of peer %d: %d windows per peer, %d peers\n",
+	dev_err_ratelimited(&iv->pdev->dev, "%s: window %d of peer %d: %d windows per peer, %d peers\n",
 			    what, widx, pidx, iv->mws, ivntb_peer_count(iv));
 	return -EINVAL;
 }
@@ -142,14 +142,14 @@ int ivntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
 	if (!size)
 		return ivntb_mw_clear_trans(ntb, pidx, widx);
 	if (size > ivntb_region_size(iv)) {
-		dev_err_ratelimited(&ntb->dev, "window %d of port %d: %pa bytes, the window has %lu\n",
+		dev_err_ratelimited(&iv->pdev->dev, "window %d of port %d: %pa bytes, the window has %lu\n",
 				    widx, ivntb_pidx_port(iv, pidx), &size,
 				    (unsigned long)ivntb_region_size(iv));
 		return -EINVAL;
 	}
 	region = ivntb_region_at(iv, pidx, addr);
 	if (region < 0) {
-		dev_err_ratelimited(&ntb->dev, "window %d of port %d: ivshmem cannot translate to %pad, only to this port's regions for that peer (buffers from dma_alloc_coherent() on the NTB device)\n",
+		dev_err_ratelimited(&iv->pdev->dev, "window %d of port %d: ivshmem cannot translate to %pad, only to this port's regions for that peer (buffers from dma_alloc_coherent() on the NTB device)\n",
 				    widx, ivntb_pidx_port(iv, pidx), &addr);
 		return -EOPNOTSUPP;
 	}
@@ -157,7 +157,7 @@ int ivntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
 	other = ivntb_bound_to(iv, pidx, region);
 	if (other != widx && test_bit(other, &iv->xlat[pidx])) {
 		spin_unlock(&iv->mw_lock);
-		dev_err_ratelimited(&ntb->dev, "window %d of port %d: %pad is window %d's translation\n",
+		dev_err_ratelimited(&iv->pdev->dev, "window %d of port %d: %pad is window %d's translation\n",
 				    widx, ivntb_pidx_port(iv, pidx), &addr, other);
 		return -EBUSY;
 	}
@@ -165,6 +165,8 @@ int ivntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
 		ivntb_bind_swap(iv, pidx, widx, other);
 	set_bit(widx, &iv->xlat[pidx]);
 	spin_unlock(&iv->mw_lock);
+	dev_dbg(&iv->pdev->dev, "window %d of port %d: translated to region %d%s\n", widx,
+		ivntb_pidx_port(iv, pidx), region, other != widx ? " (rebound)" : "");
 	return 0;
 }
 
@@ -201,7 +203,7 @@ int ivntb_peer_mw_get_addr(struct ntb_dev *ntb, int widx, phys_addr_t *base,
 	struct ivntb_slot *s;
 
 	if (widx < 0 || widx >= ivntb_peer_mw_count(ntb)) {
-		dev_err_ratelimited(&ntb->dev, "peer_mw_get_addr: outbound window %d of %d\n",
+		dev_err_ratelimited(&iv->pdev->dev, "peer_mw_get_addr: outbound window %d of %d\n",
 				    widx, ivntb_peer_mw_count(ntb));
 		return -EINVAL;
 	}
@@ -214,6 +216,7 @@ int ivntb_peer_mw_get_addr(struct ntb_dev *ntb, int widx, phys_addr_t *base,
 		if (region >= iv->mws)
 			region = w;	/* a peer's bad byte must not send us elsewhere */
 	}
+	dev_dbg(&iv->pdev->dev, "outbound window %d: port %d's region %d for us\n", widx, port, region);
 	if (base)
 		*base = iv->shm_phys + ivntb_region_off(iv, port, iv->port, region);
 	if (size)
@@ -296,6 +299,8 @@ static void *ivntb_dma_alloc(struct device *dev, size_t size, dma_addr_t *handle
 		return NULL;
 	}
 	off = ivntb_region_off(iv, iv->port, ivntb_pidx_port(iv, pidx), region);
+	dev_dbg(dev, "dma_alloc_coherent: region %d of the area for port %d\n", region,
+		ivntb_pidx_port(iv, pidx));
 	memset(iv->shm + off, 0, ivntb_region_size(iv));
 	*handle = iv->shm_bus + off;
 	return iv->shm + off;
