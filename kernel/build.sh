@@ -51,11 +51,11 @@ own=$kb/smartio
 (cd "$root" && find kernel -name '*.[ch]' -o -name Kbuild) | while read -r f; do
 	sync "$root/$f" "$own/$f"
 done
-[ ! -f "$root/include/smartio/ntb.h" ] || sync "$root/include/smartio/ntb.h" "$own/include/smartio/ntb.h"
+sync "$root/include/smartio/ntb.h" "$own/include/smartio/ntb.h"	# smartio_ntb's uapi
 kmake "$own/kernel" "$own/build.log" KBUILD_EXTRA_SYMBOLS="$up/Module.symvers" W=1 KCFLAGS=-Werror
 
 mods="$up/ntb.ko $up/ntb_transport.ko $up/ntb_tool.ko $up/ntb_perf.ko $up/ntb_pingpong.ko
-      $own/kernel/ntb_hw_ivshmem/ntb_hw_ivshmem.ko"
+      $own/kernel/ntb_hw_ivshmem/ntb_hw_ivshmem.ko $own/kernel/smartio_ntb/smartio_ntb.ko"
 
 # -- do they fit the kernel? vermagic, then each imported symbol's CRC
 ref=$(find "/lib/modules/$kver/kernel" -name '*.ko*' -print 2>/dev/null | head -n1)

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR MIT */
+#ifndef SMARTIO_NTB_H
+#define SMARTIO_NTB_H
+
+/**
+ * DOC: ntb: the Linux NTB framework, through smartio_ntb
+ *
+ * smartio_ntb (kernel/smartio_ntb/) is a client of the kernel's NTB
+ * framework: one character device per NTB device, /dev/smartio-ntbN,
+ * whatever its hardware driver. This header is its user interface: it
+ * compiles in C and C++ and needs nothing but the kernel's uapi types.
+ *
+ * What a process does with it, on every node:
+ *
+ * - SIO_NTB_IOC_INFO, SIO_NTB_IOC_PEER: this port, the peers, their links;
+ * - export memory to a peer: SIO_NTB_IOC_MW (the inbound window's limits),
+ *   SIO_NTB_IOC_MW_ALLOC (a buffer the window is translated to), then mmap()
+ *   it at the offset returned; or SIO_NTB_IOC_MW_XLAT, to translate the
+ *   window to a bus address of this host (a device's BAR) where the
+ *   hardware driver can (else -EOPNOTSUPP);
+ * - reach a peer's memory: SIO_NTB_IOC_PEER_MW, then mmap() the outbound
+ *   window (write-combining);
+ * - notify: SIO_NTB_IOC_DB_RING; be notified: read() or poll() (doorbells and
+ *   link changes), or an eventfd per doorbell bit (SIO_NTB_IOC_DB_EVENTFD);
+ * - bootstrap: scratchpads (SIO_NTB_IOC_SPAD_READ, SIO_NTB_IOC_SPAD_WRITE).
+ *
+ * The NTB framework's conventions, which user code follows:
+ *
+ * - Peers are named by index (0 .. peers - 1); their port numbers are in
+ *   struct sio_ntb_peer. A mask of peers is by index.
+ * - Outbound windows are numbered across peers. Where the hardware has no
+ *   outbound translation (no SIO_NTB_F_OUTBOUND_XLAT), outbound window w
+ *   reaches peer w / mws_per_peer, its inbound window w % mws_per_peer
+ *   (on two-port hardware, all windows reach the one peer).
+ * - On multi-port hardware a doorbell ring names no peer: the bits reach the
+ *   peers the hardware routes them to (every peer, on IDT-like hardware and
+ *   ntb_hw_ivshmem); peers agree on which bits are whose.
+ *
+ * Every call returns 0 or fails with an errno: -EINVAL for a bad argument
+ * (a peer, window, bit or scratchpad out of range, a size beyond the
+ * window), -ENOTCONN when the peer's link is down, -EBUSY when another
+ * process holds the window (or it is mapped already), -ENODEV once the NTB
+ * device is gone, -ENOTTY for an unknown request. A process that dies
+ * releases its buffers, translations, windows and eventfds. When a peer's
+ * link goes down its outbound mappings are revoked before the processes are
+ * told: a revoked mapping is one page of its own, repeated, that starts all
+ * ones; loads read all ones until the process stores there, and its stores
+ * reach no peer. munmap() it and map the window again once the link is back.
+ * When the NTB device goes (hot unbind, its driver unloaded) every mapping is
+ * revoked the same way; read() fails with -ENODEV and poll() reports
+ * POLLHUP.
+ */
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define SIO_NTB_UAPI_VERSION	1
+#define SIO_NTB_DEV_FMT		"/dev/smartio-ntb%d"
+#define SIO_NTB_MAX_PEERS	64	/* peer masks are 64 bits */
+#define SIO_NTB_LOCAL		0xffffffffu	/* pidx of this port's own scratchpads */
+
+/* struct sio_ntb_info flags */
+#define SIO_NTB_F_INBOUND_XLAT	(1u << 0)	/* inbound windows take translations */
+#define SIO_NTB_F_OUTBOUND_XLAT	(1u << 1)	/* outbound windows take translations */
+
+/**
+ * struct sio_ntb_info - the NTB device (SIO_NTB_IOC_INFO)
+ * @version:	SIO_NTB_UAPI_VERSION
+ * @port:	this port's number
+ * @peers:	number of peers
+ * @flags:	SIO_NTB_F_*
+ * @peer_mws:	outbound windows
+ * @mws_per_peer: outbound windows per peer in the numbering above (0: the
+ *		windows do not divide among the peers)
+ * @spads:	scratchpads (each port's, the same count)
+ * @db_vectors:	doorbell interrupt vectors
+ * @db_valid:	the doorbell bits that exist
+ * @link:	peers (bit per index) whose link is up
+ * @link_gen:	the device's link generation: one more at every change
+ * @name:	the NTB device's name (its PCI function's)
+ * @driver:	its hardware driver
+ */
+struct sio_ntb_info {
+	__u32 version;
+	__s32 port;
+	__u32 peers;
+	__u32 flags;
+	__u32 peer_mws;
+	__u32 mws_per_peer;
+	__u32 spads;
+	__u32 db_vectors;
+	__u64 db_valid;
+	__u64 link;
+	__u64 link_gen;
+	char name[32];
+	char driver[32];
+};
+
+/**
+ * struct sio_ntb_peer - one peer (SIO_NTB_IOC_PEER)
+ * @pidx:	in: its index
+ * @port:	its port number
+ * @link_up:	1 while its link is up
+ * @mws:	inbound windows this port offers it
+ * @link_gen:	the device's link generation when its link last changed: a new
+ *		value means the peer came back (rebooted): its buffers are new
+ */
+struct sio_ntb_peer {
+	__u32 pidx;
+	__s32 port;
+	__u32 link_up;
+	__u32 mws;
+	__u64 link_gen;
+};
+
+/**
+ * struct sio_ntb_mw - an inbound window (SIO_NTB_IOC_MW); its link must be up
+ * @pidx:	in: the peer
+ * @widx:	in: the window
+ * @addr_align:	a translation's address alignment
+ * @size_align:	its size alignment
+ * @size_max:	the largest translation
+ * @size:	the size of this process's buffer or translation (0: none)
+ * @mmap_offset: where to mmap() this process's buffer
+ */
+struct sio_ntb_mw {
+	__u32 pidx;
+	__u32 widx;
+	__u64 addr_align;
+	__u64 size_align;
+	__u64 size_max;
+	__u64 size;
+	__u64 mmap_offset;
+};
+
+/**
+ * struct sio_ntb_buf - allocate an inbound buffer and translate the window to
+ *			it (SIO_NTB_IOC_MW_ALLOC); SIO_NTB_IOC_MW_FREE undoes it
+ * @pidx:	in: the peer
+ * @widx:	in: the window
+ * @size:	in: bytes (0: the window's size_max), rounded up to size_align;
+ *		out: the buffer's size
+ * @dma_addr:	its bus address (what the window is translated to)
+ * @mmap_offset: where to mmap() it
+ */
+struct sio_ntb_buf {
+	__u32 pidx;
+	__u32 widx;
+	__u64 size;
+	__u64 dma_addr;
+	__u64 mmap_offset;
+};
+
+/**
+ * struct sio_ntb_xlat - translate an inbound window to a bus address of this
+ *			 host (SIO_NTB_IOC_MW_XLAT; CAP_SYS_RAWIO): a size of 0
+ *			 clears the translation
+ * @pidx:	the peer
+ * @widx:	the window
+ * @addr:	the bus address (aligned to addr_align)
+ * @size:	the size (a multiple of size_align, at most size_max)
+ */
+struct sio_ntb_xlat {
+	__u32 pidx;
+	__u32 widx;
+	__u64 addr;
+	__u64 size;
+};
+
+/**
+ * struct sio_ntb_peer_mw - an outbound window (SIO_NTB_IOC_PEER_MW)
+ * @widx:	in: the window
+ * @pidx:	the peer it reaches (see the numbering above; ~0: not known)
+ * @size:	its size
+ * @mmap_offset: where to mmap() it
+ */
+struct sio_ntb_peer_mw {
+	__u32 widx;
+	__u32 pidx;
+	__u64 size;
+	__u64 mmap_offset;
+};
+
+/**
+ * struct sio_ntb_db_eventfd - signal an eventfd at each ring of a doorbell bit
+ *			      (SIO_NTB_IOC_DB_EVENTFD)
+ * @bit:	the bit
+ * @fd:		an eventfd, or -1 to stop
+ */
+struct sio_ntb_db_eventfd {
+	__u32 bit;
+	__s32 fd;
+};
+
+/**
+ * struct sio_ntb_spad - a scratchpad (SIO_NTB_IOC_SPAD_READ, _WRITE)
+ * @pidx:	the peer whose scratchpad (its link must be up), or SIO_NTB_LOCAL
+ * @sidx:	the scratchpad
+ * @value:	read: out; write: in
+ * @reserved:	0
+ */
+struct sio_ntb_spad {
+	__u32 pidx;
+	__u32 sidx;
+	__u32 value;
+	__u32 reserved;
+};
+
+/**
+ * struct sio_ntb_event - what read() returns: a process's events since its
+ *			  last read; read() blocks until there is one
+ * @db:		the doorbell bits rung
+ * @link:	peers whose link is up now
+ * @link_gen:	the device's link generation now (changed: look at the peers)
+ */
+struct sio_ntb_event {
+	__u64 db;
+	__u64 link;
+	__u64 link_gen;
+};
+
+/**
+ * SIO_NTB_MMAP_INBOUND() - the mmap() offset of a process's inbound buffer
+ * @pidx: the peer
+ * @widx: the inbound window
+ *
+ * Each buffer and window has 1 TiB of offsets; map from its start or within.
+ */
+#define SIO_NTB_MMAP_INBOUND(pidx, widx) \
+	((1ULL << 56) | ((__u64)(pidx) << 48) | ((__u64)(widx) << 40))
+/**
+ * SIO_NTB_MMAP_OUTBOUND() - the mmap() offset of an outbound window
+ * @widx: the outbound window
+ */
+#define SIO_NTB_MMAP_OUTBOUND(widx) \
+	((2ULL << 56) | ((__u64)(widx) << 40))
+
+#define SIO_NTB_IOC_MAGIC	0xb5
+#define SIO_NTB_IOC_INFO	_IOR(SIO_NTB_IOC_MAGIC, 0x00, struct sio_ntb_info)
+#define SIO_NTB_IOC_PEER	_IOWR(SIO_NTB_IOC_MAGIC, 0x01, struct sio_ntb_peer)
+#define SIO_NTB_IOC_MW		_IOWR(SIO_NTB_IOC_MAGIC, 0x02, struct sio_ntb_mw)
+#define SIO_NTB_IOC_MW_ALLOC	_IOWR(SIO_NTB_IOC_MAGIC, 0x03, struct sio_ntb_buf)
+#define SIO_NTB_IOC_MW_FREE	_IOW(SIO_NTB_IOC_MAGIC, 0x04, struct sio_ntb_buf)
+#define SIO_NTB_IOC_MW_XLAT	_IOW(SIO_NTB_IOC_MAGIC, 0x05, struct sio_ntb_xlat)
+#define SIO_NTB_IOC_PEER_MW	_IOWR(SIO_NTB_IOC_MAGIC, 0x06, struct sio_ntb_peer_mw)
+#define SIO_NTB_IOC_DB_RING	_IOW(SIO_NTB_IOC_MAGIC, 0x07, __u64)
+#define SIO_NTB_IOC_DB_EVENTFD	_IOW(SIO_NTB_IOC_MAGIC, 0x08, struct sio_ntb_db_eventfd)
+#define SIO_NTB_IOC_SPAD_READ	_IOWR(SIO_NTB_IOC_MAGIC, 0x09, struct sio_ntb_spad)
+#define SIO_NTB_IOC_SPAD_WRITE	_IOW(SIO_NTB_IOC_MAGIC, 0x0a, struct sio_ntb_spad)
+
+#endif

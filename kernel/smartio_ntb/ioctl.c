@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * smartio_ntb: the ioctls of <smartio/ntb.h>. Each takes the device lock and
+ * checks that the NTB device is still there; the arguments are copied in
+ * before the lock and out after it (see struct sntb_dev). Bad arguments
+ * are -EINVAL, a peer whose link is down -ENOTCONN, a window held by
+ * another process -EBUSY, and an NTB device that went away -ENODEV.
+ */
+#include <linux/capability.h>
+#include <linux/dma-mapping.h>
+#include <linux/eventfd.h>
+#include <linux/fs.h>
+#include <linux/uaccess.h>
+
+#include "smartio_ntb.h"
+
+static bool sntb_peer_up(struct sntb_dev *sd, u32 pidx)
+{
+	return ntb_link_is_up(sd->ntb, NULL, NULL) & BIT_ULL(pidx);
+}
+
+/* An inbound window by the caller's numbers, or NULL. */
+static struct sntb_in *sntb_in_arg(struct sntb_dev *sd, u32 pidx, u32 widx)
+{
+	if (pidx >= sd->peers || widx >= sd->in_max || (int)widx >= ntb_mw_count(sd->ntb, pidx))
+		return NULL;
+	return sntb_in(sd, pidx, widx);
+}
+
+static int sntb_info(struct sntb_dev *sd, struct sntb_file *f, void *arg)
+{
+	struct sio_ntb_info *i = arg;
+	struct ntb_dev *ntb = sd->ntb;
+
+	memset(i, 0, sizeof(*i));
+	i->version = SIO_NTB_UAPI_VERSION;
+	i->port = ntb_port_number(ntb);
+	i->peers = sd->peers;
+	i->flags = (ntb->ops->mw_set_trans ? SIO_NTB_F_INBOUND_XLAT : 0) |
+		   (ntb->ops->peer_mw_set_trans ? SIO_NTB_F_OUTBOUND_XLAT : 0);
+	i->peer_mws = sd->peer_mws;
+	i->mws_per_peer = sd->mws_per_peer;
+	i->spads = sd->spads;
+	i->db_vectors = ntb_db_vector_count(ntb);
+	i->db_valid = ntb_db_valid_mask(ntb);
+	spin_lock_irq(&sd->ev_lock);
+	i->link = sd->link;
+	i->link_gen = sd->link_gen;
+	spin_unlock_irq(&sd->ev_lock);
+	strscpy(i->name, dev_name(&ntb->dev), sizeof(i->name));
+	/* the hardware driver is the driver of the NTB device's parent */
+	strscpy(i->driver, ntb->dev.parent ? dev_driver_string(ntb->dev.parent) : "",
+		sizeof(i->driver));
+	return 0;
+}
+
+static int sntb_peer(struct sntb_dev *sd, struct sntb_file *f, void *arg)
+{
+	struct sio_ntb_peer *p = arg;
+
+	if (p->pidx >= sd->peers)
+		return -EINVAL;
+	p->port = ntb_peer_port_number(sd->ntb, p->pidx);
+	p->link_up = sntb_peer_up(sd, p->pidx);
+	p->mws = max(ntb_mw_count(sd->ntb, p->pidx), 0);
+	spin_lock_irq(&sd->ev_lock);
+	p->link_gen = sd->peer_gen[p->pidx];
+	spin_unlock_irq(&sd->ev_lock);
+	return 0;
+}
+
+static int sntb_mw(struct sntb_dev *sd, struct sntb_file *f, void *arg)
+{
+	struct sio_ntb_mw *m = arg;
+	struct sntb_in *in = sntb_in_arg(sd, m->pidx, m->widx);
+	resource_size_t a, s, max;
+	int ret;
+
+	if (!in)
+		return -EINVAL;
+	ret = ntb_mw_get_align(sd->ntb, m->pidx, m->widx, &a, &s, &max);
+	if (ret)
+		return ret;	/* -ENOTCONN: the link is down */
+	m->addr_align = a;
+	m->size_align = s;
+	m->size_max = max;
+	m->size = in->owner == f ? in->size : 0;
+	m->mmap_offset = SIO_NTB_MMAP_INBOUND(m->pidx, m->widx);
+	return 0;
+}
+
+/* Who holds the window decides: -EEXIST (the caller), -EBUSY (another). */
+static int sntb_in_free_for(struct sntb_in *in, struct sntb_file *f)
+{
+	if (!in->owner)
+		return 0;
+	return in->owner == f ? -EEXIST : -EBUSY;
+}
+
+static int sntb_mw_alloc(struct sntb_dev *sd, struct sntb_file *f, void *arg)
+{
+	struct sio_ntb_buf *b = arg;
+	struct sntb_in *in = sntb_in_arg(sd, b->pidx, b->widx);
+	resource_size_t align, salign, max;
+	u64 size = b->size;
+	dma_addr_t dma;
+	void *vaddr;
+	int ret;
+
+	if (!in)
+		return -EINVAL;
+	ret = sntb_in_free_for(in, f);
+	if (ret)
+		return ret;
+	/* asked right before the allocation: some hardware drivers place it by this */
+	ret = ntb_mw_get_align(sd->ntb, b->pidx, b->widx, &align, &salign, &max);
+	if (ret)
+		return ret;
+	size = round_up(size ? size : max, max_t(u64, salign, PAGE_SIZE));
+	if (!size || size > max)
+		return -EINVAL;	/* larger than the window */
+	vaddr = dma_alloc_coherent(sd->dma_dev, size, &dma, GFP_KERNEL);
+	if (!vaddr)
+		return -ENOMEM;
+	if (!IS_ALIGNED(dma, align)) {
+		dev_dbg(&sd->ntb->dev, "buffer at %pad, the window wants %pa alignment\n", &dma, &align);
+		ret = -ENOMEM;
+		goto err;
+	}
+	ret = ntb_mw_set_trans(sd->ntb, b->pidx, b->widx, dma, size);
+	if (ret)
+		goto err;
+	in->owner = f;
+	in->vaddr = vaddr;
+	in->dma = dma;
+	in->size = size;
+	b->size = size;
+	b->dma_addr = dma;
+	b->mmap_offset = SIO_NTB_MMAP_INBOUND(b->pidx, b->widx);
+	return 0;
+err:
+	dma_free_coherent(sd->dma_dev, size, vaddr, dma);
+	return ret;
+}
+
+/* Clear the window's translation, free its buffer (device lock held). */
+void sntb_free_in(struct sntb_dev *sd, struct sntb_in *in, int pidx, int widx)
+{
+	if (!in->owner)
+		return;
+	ntb_mw_clear_trans(sd->ntb, pidx, widx);
+	if (in->vaddr)
+		dma_free_coherent(sd->dma_dev, in->size, in->vaddr, in->dma);
+	in->owner = NULL;
+	in->vaddr = NULL;
+	in->dma = 0;
+	in->size = 0;
+}
+
+static int sntb_mw_free(struct sntb_dev *sd, struct sntb_file *f, void *arg)
+{
+	struct sio_ntb_buf *b = arg;
+	struct sntb_in *in = sntb_in_arg(sd, b->pidx, b->widx);
+
+	if (!in)
+		return -EINVAL;
+	if (in->owner != f)
+		return in->owner ? -EBUSY : -ENOENT;
+	if (in->mapped)
+		return -EBUSY;	/* munmap() it first */
+	sntb_free_in(sd, in, b->pidx, b->widx);
+	return 0;
+}
+
+static int sntb_mw_xlat(struct sntb_dev *sd, struct sntb_file *f, void *arg)
+{
+	struct sio_ntb_xlat *x = arg;
+	struct sntb_in *in = sntb_in_arg(sd, x->pidx, x->widx);
+	resource_size_t align, salign, max;
+	int ret;
+
+	if (!capable(CAP_SYS_RAWIO))
+		return -EPERM;	/* the peer reaches whatever the address is */
+	if (!in)
+		return -EINVAL;
+	if (!x->size) {
+		if (in->owner != f || in->vaddr)
+			return in->owner ? -EBUSY : -ENOENT;
+		sntb_free_in(sd, in, x->pidx, x->widx);
+		return 0;
+	}
+	ret = sntb_in_free_for(in, f);
+	if (ret)
+		return ret;
+	if (!sd->ntb->ops->mw_set_trans)
+		return -EOPNOTSUPP;	/* outbound translation only: the peer sets it */
+	ret = ntb_mw_get_align(sd->ntb, x->pidx, x->widx, &align, &salign, &max);
+	if (ret)
+		return ret;
+	if (!IS_ALIGNED(x->addr, align) || !IS_ALIGNED(x->size, salign) || x->size > max)
+		return -EINVAL;
+	ret = ntb_mw_set_trans(sd->ntb, x->pidx, x->widx, x->addr, x->size);
+	if (ret)
+		return ret;	/* -EOPNOTSUPP: the hardware driver cannot translate there */
+	in->owner = f;
+	in->size = x->size;
+	return 0;
+}
+
+static int sntb_peer_mw(struct sntb_dev *sd, struct sntb_file *f, void *arg)
+{
+	struct sio_ntb_peer_mw *m = arg;
+	resource_size_t size;
+	phys_addr_t base;
+	int ret;
+
+	if (m->widx >= sd->peer_mws)
+		return -EINVAL;
+	ret = ntb_peer_mw_get_addr(sd->ntb, m->widx, &base, &size);
+	if (ret)
+		return ret;
+	m->pidx = sd->mws_per_peer ? m->widx / sd->mws_per_peer : ~0u;
+	m->size = size;
+	m->mmap_offset = SIO_NTB_MMAP_OUTBOUND(m->widx);
+	return 0;
+}
+
+static int sntb_db_ring(struct sntb_dev *sd, struct sntb_file *f, void *arg)
+{
+	u64 bits = *(u64 *)arg;
+
+	if (!bits || (bits & ~ntb_db_valid_mask(sd->ntb)))
+		return -EINVAL;
+	if (!ntb_link_is_up(sd->ntb, NULL, NULL))
+		return -ENOTCONN;
+	return ntb_peer_db_set(sd->ntb, bits);
+}
+
+static int sntb_db_eventfd(struct sntb_dev *sd, struct sntb_file *f, void *arg)
+{
+	struct sio_ntb_db_eventfd *e = arg;
+	struct eventfd_ctx *ctx = NULL, *old;
+
+	if (e->bit >= SNTB_DB_BITS || !(ntb_db_valid_mask(sd->ntb) & BIT_ULL(e->bit)))
+		return -EINVAL;
+	if (e->fd != -1) {
+		ctx = eventfd_ctx_fdget(e->fd);
+		if (IS_ERR(ctx))
+			return PTR_ERR(ctx);	/* -EBADF, -EINVAL: not an eventfd */
+	}
+	spin_lock_irq(&sd->ev_lock);
+	old = f->efd[e->bit];
+	f->efd[e->bit] = ctx;
+	spin_unlock_irq(&sd->ev_lock);
+	if (old)
+		eventfd_ctx_put(old);
+	return 0;
+}
+
+static int sntb_spad(struct sntb_dev *sd, struct sio_ntb_spad *s, bool write)
+{
+	bool local = s->pidx == SIO_NTB_LOCAL;
+
+	if (s->sidx >= sd->spads || (!local && s->pidx >= sd->peers))
+		return -EINVAL;
+	if (!local && !sntb_peer_up(sd, s->pidx))
+		return -ENOTCONN;
+	if (write)
+		return local ? ntb_spad_write(sd->ntb, s->sidx, s->value) :
+			       ntb_peer_spad_write(sd->ntb, s->pidx, s->sidx, s->value);
+	s->value = local ? ntb_spad_read(sd->ntb, s->sidx) :
+			   ntb_peer_spad_read(sd->ntb, s->pidx, s->sidx);
+	return 0;
+}
+
+static int sntb_spad_read(struct sntb_dev *sd, struct sntb_file *f, void *arg)
+{
+	return sntb_spad(sd, arg, false);
+}
+
+static int sntb_spad_write(struct sntb_dev *sd, struct sntb_file *f, void *arg)
+{
+	return sntb_spad(sd, arg, true);
+}
+
+/* Release what the file holds (device lock held; its mappings are gone). */
+void sntb_release_windows(struct sntb_dev *sd, struct sntb_file *f)
+{
+	int pidx, widx;
+
+	for (pidx = 0; sd->ntb && pidx < sd->peers; pidx++)
+		for (widx = 0; widx < sd->in_max; widx++)
+			if (sntb_in(sd, pidx, widx)->owner == f)
+				sntb_free_in(sd, sntb_in(sd, pidx, widx), pidx, widx);
+	for (widx = 0; widx < sd->peer_mws; widx++)
+		if (sd->out[widx].owner == f)
+			sd->out[widx].owner = NULL;
+}
+
+static const struct {
+	unsigned int cmd;
+	int (*fn)(struct sntb_dev *sd, struct sntb_file *f, void *arg);
+} sntb_ioctls[] = {
+	{ SIO_NTB_IOC_INFO, sntb_info },
+	{ SIO_NTB_IOC_PEER, sntb_peer },
+	{ SIO_NTB_IOC_MW, sntb_mw },
+	{ SIO_NTB_IOC_MW_ALLOC, sntb_mw_alloc },
+	{ SIO_NTB_IOC_MW_FREE, sntb_mw_free },
+	{ SIO_NTB_IOC_MW_XLAT, sntb_mw_xlat },
+	{ SIO_NTB_IOC_PEER_MW, sntb_peer_mw },
+	{ SIO_NTB_IOC_DB_RING, sntb_db_ring },
+	{ SIO_NTB_IOC_DB_EVENTFD, sntb_db_eventfd },
+	{ SIO_NTB_IOC_SPAD_READ, sntb_spad_read },
+	{ SIO_NTB_IOC_SPAD_WRITE, sntb_spad_write },
+};
+
+long sntb_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct sntb_file *f = file->private_data;
+	struct sntb_dev *sd = f->sd;
+	void __user *uarg = (void __user *)arg;
+	unsigned int i, size = _IOC_SIZE(cmd);
+	union {
+		struct sio_ntb_info info;
+		struct sio_ntb_mw mw;
+		struct sio_ntb_buf buf;
+		u64 bits;
+	} u;
+	long ret;
+
+	for (i = 0; i < ARRAY_SIZE(sntb_ioctls) && sntb_ioctls[i].cmd != cmd; i++)
+		;
+	if (i == ARRAY_SIZE(sntb_ioctls))
+		return -ENOTTY;
+	if (size > sizeof(u))
+		return -EINVAL;
+	memset(&u, 0, sizeof(u));
+	if ((_IOC_DIR(cmd) & _IOC_WRITE) && copy_from_user(&u, uarg, size))
+		return -EFAULT;
+	mutex_lock(&sd->lock);
+	ret = sd->ntb ? sntb_ioctls[i].fn(sd, f, &u) : -ENODEV;
+	mutex_unlock(&sd->lock);
+	if (!ret && (_IOC_DIR(cmd) & _IOC_READ) && copy_to_user(uarg, &u, size))
+		return -EFAULT;
+	return ret;
+}

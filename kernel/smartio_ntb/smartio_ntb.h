@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * smartio_ntb: an NTB client of the Linux NTB framework that gives user space
+ * one character device per NTB device (<smartio/ntb.h>). It uses the
+ * framework's API (include/linux/ntb.h) and nothing of any hardware driver.
+ */
+#ifndef SMARTIO_NTB_PRIV_H
+#define SMARTIO_NTB_PRIV_H
+
+#include <linux/cdev.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/ntb.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+
+#include <smartio/ntb.h>
+
+#define SNTB_NAME	"smartio_ntb"
+#define SNTB_DB_BITS	64
+
+struct sntb_file;
+
+/*
+ * struct sntb_in - an inbound window (peer, window) of the device
+ * @owner:	the file that holds it (its buffer or translation), or NULL
+ * @vaddr, @dma, @size: its buffer (vaddr NULL: a translation, no buffer)
+ * @mapped:	mappings of the buffer (at most one mmap(), split by munmap())
+ */
+struct sntb_in {
+	struct sntb_file *owner;
+	void *vaddr;
+	dma_addr_t dma;
+	u64 size;
+	unsigned int mapped;
+};
+
+/*
+ * struct sntb_out - an outbound window of the device
+ * @owner:	the file whose mapping holds it, or NULL
+ * @mapped:	its mappings (at most one mmap(), split by munmap())
+ */
+struct sntb_out {
+	struct sntb_file *owner;
+	unsigned int mapped;
+};
+
+/**
+ * struct sntb_dev - one NTB device and its character device
+ * @kref:	held by the NTB client binding and by each open file
+ * @lock:	serialises calls, mappings and removal (never held across
+ *		copy_{to,from}_user: a fault on a mapping takes no lock here)
+ * @ntb:	the NTB device; NULL once it is gone (hot unbind)
+ * @dma_dev:	where inbound buffers are allocated (ntb_get_dma_dev())
+ * @minor:	N of /dev/smartio-ntbN
+ * @cdev, @dev:	the character device (apart: open files outlive it) and its
+ *		class device
+ * @inode:	an anonymous inode whose mapping every open file uses, so that
+ *		removal and link loss revoke mappings with unmap_mapping_range()
+ * @peers, @peer_mws, @mws_per_peer, @spads: from the framework at probe
+ * @in:		[peer * IN_MAX + window]
+ * @out:	[outbound window]
+ * @ev_lock:	serialises @files, the files' pending events and @link* with
+ *		the framework's callbacks (called with interrupts off) and read()
+ * @files:	the open files
+ * @link, @link_gen, @peer_gen: link state, as told to processes;
+ *		@peer_gen[pidx] is @link_gen when that peer's link last changed
+ * @wq:		read() and poll() sleep here
+ * @link_work:	takes link changes in: revokes a lost peer's outbound
+ *		mappings, then updates @link and wakes the processes
+ */
+struct sntb_dev {
+	struct kref kref;
+	struct mutex lock;
+	struct ntb_dev *ntb;
+	struct device *dma_dev;
+	int minor;
+	struct cdev *cdev;
+	struct device *dev;
+	struct inode *inode;
+	int peers;
+	int peer_mws;
+	int mws_per_peer;
+	int spads;
+	int in_max;
+	struct sntb_in *in;
+	struct sntb_out *out;
+
+	spinlock_t ev_lock;
+	struct list_head files;
+	u64 link;
+	u64 link_gen;
+	u64 peer_gen[SIO_NTB_MAX_PEERS];
+	wait_queue_head_t wq;
+	struct work_struct link_work;
+};
+
+/**
+ * struct sntb_file - an open /dev/smartio-ntbN
+ * @sd:		its device
+ * @node:	in @sd->files
+ * @db:		doorbell bits rung since its last read()
+ * @link_gen:	the link generation its last read() reported
+ * @efd:	eventfd per doorbell bit (under @sd->ev_lock)
+ */
+struct sntb_file {
+	struct sntb_dev *sd;
+	struct list_head node;
+	u64 db;
+	u64 link_gen;
+	struct eventfd_ctx *efd[SNTB_DB_BITS];
+};
+
+static inline struct sntb_in *sntb_in(struct sntb_dev *sd, int pidx, int widx)
+{
+	return &sd->in[pidx * sd->in_max + widx];
+}
+
+/* main.c */
+void sntb_put(struct sntb_dev *sd);
+
+/* ioctl.c */
+long sntb_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+void sntb_release_windows(struct sntb_dev *sd, struct sntb_file *f);
+void sntb_free_in(struct sntb_dev *sd, struct sntb_in *in, int pidx, int widx);
+
+/* mmap.c */
+int sntb_mmap(struct file *file, struct vm_area_struct *vma);
+void sntb_revoke(struct sntb_dev *sd, u64 offset, u64 len);
+struct inode *sntb_inode_new(void);
+void sntb_inode_put(struct inode *inode);
+
+#endif
