@@ -8,6 +8,7 @@
 #include <smartio/smartio.h>
 #include "parse.h"
 #include "smartio-cmd.h"
+#include "smartio-ntb.h"
 #ifdef SIO_TOOL_VFIO
 #include "smartio-vfio.h"
 #endif
@@ -54,6 +55,8 @@ static void usage(FILE *o)
 #ifdef SIO_TOOL_UIO
 "  uio ...                         real devices without an IOMMU (smartio uio --help)\n"
 #endif
+"  ntb status|ping|bench ...       NTB devices of the Linux NTB framework, through\n"
+"                                  smartio_ntb (smartio ntb --help)\n"
 "  --help, --version\n"
 "NAME defaults to $SMARTIO_FABRIC. A fabric is its creator's alone; with --group,\n"
 "members of GROUP may join it too.\n"
@@ -415,6 +418,7 @@ int main(int argc, char **argv)
 #ifdef SIO_TOOL_UIO
 		{ "uio", sio_tool_uio },
 #endif
+		{ "ntb", sio_tool_ntb },
 	};
 	static const struct option o[] = { PROG_LONGOPTS, { 0 } };
 	const char *c;
