@@ -4,12 +4,15 @@
 # its NTB port). One client binds to the NTB device at a time, so the
 # clients take turns, phase by phase, every guest alike. The life of the
 # fabric, by ports:
-#   0 1 2    the upstream clients: ntb_tool, ntb_perf, ntb_pingpong, ntb_transport
-#   0 1 -    2 is killed while it writes its windows: 0 and 1 see it go, carry on
+#   0 1 2    the upstream clients: ntb_tool, ntb_perf, ntb_pingpong, ntb_transport;
+#            then smartio_ntb: `smartio ntb` ping and bench, ntb-uapi's bad input
+#   0 1 -    2 is killed while it stores into a window: 0 and 1, which hold its
+#            window mapped, see it go and its pages read all ones; they carry on
 #   0 1 - 3  a new guest joins (the server never reuses 2's id)
 #   0 - - 3  1 is reset (a reboot in place, same port) while it writes windows
-#   0 1 - 3  1 is back, a new kernel on the same port; then every driver is
-#            unloaded under a bound client, and dmesg is read
+#   0 1 - 3  1 is back, a new kernel on the same port; then the hardware driver
+#            is unloaded under a process that holds smartio_ntb's windows, loaded
+#            again, and unloaded under a bound ntb_perf; dmesg is read
 # A guest that joins late (3, or 1 after its reset) asks run-ntb.sh which
 # phase the others are at.
 #
@@ -18,12 +21,22 @@
 # want: g0:tool-db g1:tool-db g2:tool-db g0:tool-mw g1:tool-mw g2:tool-mw
 # want: g0:perf g1:perf g2:perf g0:pingpong g1:pingpong g2:pingpong
 # want: g0:transport g1:transport g2:transport g0:dmesg-a g1:dmesg-a g2:dmesg-a
+# want: g0:sntb-load g1:sntb-load g2:sntb-load g0:sntb-ping g1:sntb-ping g2:sntb-ping
+# want: g0:sntb-echo g1:sntb-echo g2:sntb-echo g0:sntb-eventfd g1:sntb-eventfd g2:sntb-eventfd
+# want: g0:sntb-bench g1:sntb-bench g2:sntb-bench g0:sntb-serve g1:sntb-serve g2:sntb-serve
+# want: g0:sntb-bad g1:sntb-bad g2:sntb-bad g0:sntb-death-releases g1:sntb-death-releases
+# want: g2:sntb-death-releases g0:sntb-unload g1:sntb-unload g2:sntb-unload
+# want: g0:kill-load g1:kill-load g2:kill-load
 # want: host:guest2-killed g0:kill-link-down g1:kill-link-down g0:kill-mw g1:kill-mw
 # want: g0:kill-perf g1:kill-perf g0:kill-pingpong g1:kill-pingpong
 # want: g0:join-link g1:join-link g3:join-link g0:join-mw g1:join-mw g3:join-mw
 # want: g0:dmesg-b g1:dmesg-b g3:dmesg-b host:guest1-reset
 # want: g0:reset-link-down g3:reset-link-down g1:restarted g0:reset-link-up g1:reset-link-up g3:reset-link-up
-# want: g0:reset-mw g1:reset-mw g3:reset-mw g0:unload-bound g1:unload-bound g3:unload-bound
+# want: g0:reset-mw g1:reset-mw g3:reset-mw
+# want: g0:unbind-load g1:unbind-load g3:unbind-load g0:sntb-rmmod-busy g1:sntb-rmmod-busy
+# want: g3:sntb-rmmod-busy g0:unbind-hw g1:unbind-hw g3:unbind-hw g0:sntb-unbind g1:sntb-unbind
+# want: g3:sntb-unbind g0:sntb-unload-after g1:sntb-unload-after g3:sntb-unload-after
+# want: g0:reload g1:reload g3:reload g0:unload-bound g1:unload-bound g3:unload-bound
 # want: g0:dmesg g1:dmesg g3:dmesg
 G=$(sed -n 's/.*sio\.guest=\([0-9]*\).*/\1/p' /proc/cmdline)
 MOD=/lib/modules
@@ -146,7 +159,7 @@ pingpong() {	# NAME: count the pings that reach here in 6 s
 }
 # diag: the kernel's last words on NTB, after a failure
 diag() {
-	dmesg | grep -i 'ntb' | tail -n 25 | sed 's/^/    | /'
+	dmesg | grep -i 'ntb' | tail -n 40 | sed 's/^/    | /'
 }
 dmesg_check() {	# NAME
 	if dmesg | grep -E 'WARNING:|BUG:|Oops' >/tmp/bad; then
@@ -198,8 +211,93 @@ unload() {
 	phase end
 }
 
+# sntb_links PORT...: smartio_ntb sees the link with each PORT up (bounded)
+sntb_links() {
+	for p in "$@"; do
+		i=0
+		while ! smartio ntb status 2>/dev/null | grep -q "port $p, link up"; do
+			i=$((i + 1))
+			[ $i -lt 300 ] || { echo "smartio_ntb: no link with port $p within 60 s"; return 1; }
+			sleep 0.2
+		done
+	done
+}
+# sntb_load PORT...: smartio_ntb bound, its links with each PORT up
+sntb_load() {
+	insmod $MOD/smartio_ntb.ko && [ -c /dev/smartio-ntb0 ] && sntb_links "$@"
+}
+# started LOG WHAT: a background program says it started (within 30 s)
+started() {
+	i=0
+	while ! grep -q "$2" "$1" 2>/dev/null && [ $i -lt 150 ]; do sleep 0.2; i=$((i + 1)); done
+}
+# waited NAME PID LOG: the background check PID passed
+waited() {
+	if wait "$2"; then ok "$1"; else no "$1" "exit $?"; fi
+	sed 's/^/    | /' "$3"
+}
+# sntb: smartio_ntb's user interface between the ports, through `smartio ntb`
+# (ping, bench: data written by one guest, checked by the other) and ntb-uapi
+# (eventfds, bad input, a process that dies holding windows)
+sntb() {
+	NEXT=$(((ME + 1) % 3))
+	phase sntb
+	run sntb-load sntb_load $PEERS
+	smartio ntb status | sed 's/^/    | /'
+	ntb-uapi eventfd "$ME" 5 >/tmp/efd.log 2>&1 &
+	efd=$!
+	smartio ntb ping --echo --count 20 >/tmp/echo.log 2>&1 &
+	echo=$!
+	started /tmp/echo.log 'answers'
+	phase sntb-ping
+	run sntb-ping smartio ntb ping $NEXT --count 20 &&
+		sed -n "s/^ping port \(.*\)/SIO-VM MEASURE smartio ntb ping port $ME -> port \1 (TCG)/p" /tmp/out
+	waited sntb-echo $echo /tmp/echo.log
+	waited sntb-eventfd $efd /tmp/efd.log
+	phase sntb-bench
+	smartio ntb bench --serve --rounds 8 >/tmp/serve.log 2>&1 &
+	serve=$!
+	started /tmp/serve.log 'serves'
+	phase sntb-bench-go
+	bad=
+	for p in $PEERS; do
+		smartio ntb bench "$p" --rounds 4 >/tmp/bench.log 2>&1 || bad="$bad $p"
+		sed 's/^/    | /' /tmp/bench.log
+		sed -n "s/^bench \(port .*\), every.*/SIO-VM MEASURE smartio ntb bench port $ME -> \1 (TCG)/p" /tmp/bench.log
+	done
+	if [ -z "$bad" ]; then ok sntb-bench; else no sntb-bench "to port(s)$bad"; diag; fi
+	waited sntb-serve $serve /tmp/serve.log
+	phase sntb-bad
+	run sntb-bad ntb-uapi bad $NEXT
+	# a process that dies (SIGKILL) holding every window for NEXT: they are free again
+	ntb-uapi take $NEXT >/tmp/take1.log 2>&1
+	ntb-uapi take $NEXT >/tmp/take2.log 2>&1
+	cat /tmp/take1.log /tmp/take2.log | sed 's/^/    | /'
+	[ "$(grep -c '^ok take-every-window' /tmp/take1.log /tmp/take2.log | grep -c ':1$')" = 2 ] &&
+		ok sntb-death-releases || no sntb-death-releases "the windows of a dead process stayed taken"
+	phase sntb-done
+	rmmod smartio_ntb && ok sntb-unload || no sntb-unload "$(lsmod | grep smartio_ntb)"
+}
+# unbind PORT...: smartio_ntb's NTB device goes (its hardware driver unloaded)
+# while a process has it open and mapped; the driver is loaded again after
+unbind() {
+	phase unbind
+	run unbind-load sntb_load "$@"
+	ntb-uapi hold "$1" >/tmp/hold.log 2>&1 &
+	h=$!
+	started /tmp/hold.log '^holding'
+	phase unbind-held
+	rmmod smartio_ntb 2>/tmp/rmmod.log && no sntb-rmmod-busy "smartio_ntb unloaded under an open file" ||
+		ok sntb-rmmod-busy
+	rmmod ntb_hw_ivshmem && ok unbind-hw || no unbind-hw "$(lsmod | grep ntb)"
+	waited sntb-unbind $h /tmp/hold.log
+	rmmod smartio_ntb && ok sntb-unload-after || no sntb-unload-after "$(lsmod | grep smartio)"
+	insmod $MOD/ntb_hw_ivshmem.ko ports=$PORTS && ok reload || no reload "$(dmesg | tail -n 3)"
+	phase unbind-done
+}
+
 mount -t debugfs none $DBG
-insmod $MOD/ntb.ko && insmod $MOD/ntb_hw_ivshmem.ko ports=$PORTS && [ -e /sys/bus/ntb/devices/$DEV ] &&
+insmod $MOD/ntb.ko && insmod $MOD/ntb_hw_ivshmem.ko ports=$PORTS dyndbg=+p && [ -e /sys/bus/ntb/devices/$DEV ] &&
 	ok load || no load "$(dmesg | grep -i ntb | tail -n 3)"
 ME=$(dmesg | sed -n 's/.*NTB port \([0-9]*\) of.*/\1/p' | tail -n 1)
 dmesg | grep ntb_hw_ivshmem | sed 's/^/    | /'
@@ -218,6 +316,9 @@ elif dmesg | grep -q 'restarted: its slot still holds'; then
 	run reset-link-up tool_load 0 3
 	phase reset-back
 	windows reset-mw 65536 0 3
+	rmmod ntb_tool
+	unbind 0 3
+	tool_load 0 3
 	unload 0 3
 	exit 0
 else
@@ -258,16 +359,27 @@ else
 	phase transport-done
 	rmmod ntb_transport
 
-	# -- guest 2 is killed while it writes its windows; 0 and 1 go on
-	tool_load $PEERS
+	sntb
+
+	# -- guest 2 is killed while it stores into port 0's window; 0 and 1, which
+	# hold its window mapped (smartio_ntb), see it go, then go on
+	run kill-load sntb_load $PEERS
 	dmesg_check dmesg-a
+	if [ "$ME" = 2 ]; then hold=0; else hold=2; fi
+	ntb-uapi hold $hold >/tmp/hold.log 2>&1 &
+	h=$!
+	started /tmp/hold.log '^holding'
 	phase kill-2
 	if [ "$ME" = 2 ]; then
-		writing still-alive $PEERS
+		wait $h
+		no still-alive "guest 2 should have been killed"
 		exit 0
 	fi
-	run kill-link-down link_wait N 2
+	waited kill-link-down $h /tmp/hold.log
+	phase kill-sntb-done
+	rmmod smartio_ntb
 	OTHER=$((1 - ME))
+	tool_load $OTHER
 	windows kill-mw 65536 $OTHER
 	phase kill-tool-done
 	rmmod ntb_tool
@@ -292,4 +404,7 @@ run reset-link-down link_wait N 1
 phase reset-back
 run reset-link-up link_wait Y 1
 windows reset-mw 65536 $OTHER 1
+rmmod ntb_tool
+unbind $OTHER 1
+tool_load $OTHER 1
 unload $OTHER 1

@@ -5,7 +5,7 @@
 # ivshmem-doorbell region served by smartio-ivshmem-server; in each, the
 # upstream NTB core (ntb.ko) and ntb_hw_ivshmem make ports of a 4-port NTB,
 # and ntb-suite.sh runs the upstream clients (ntb_tool, ntb_perf,
-# ntb_pingpong, ntb_transport) over it. Guest 0 has an
+# ntb_pingpong, ntb_transport) and smartio_ntb over it. Guest 0 has an
 # emulated VT-d, the others none. Three guests start; guest 2's QEMU is
 # SIGKILLed mid-run (the others must see its link go down and carry on), a
 # fourth guest joins, and guest 1 is reset in place mid-run (the others see
@@ -28,7 +28,7 @@ qemu=$(command -v qemu-system-x86_64 || true)
 [ -n "$qemu" ] || skip "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
 kver=$(sh "$root/kernel/kver.sh") || skip "no kernel in /boot with its modules (apt-get install linux-image-amd64)"
 mods=$build/kernel
-if [ ! -f "$mods/ntb_hw_ivshmem.ko" ]; then
+if [ ! -f "$mods/ntb_hw_ivshmem.ko" ] || [ ! -f "$mods/smartio_ntb.ko" ]; then
 	[ -f "/lib/modules/$kver/build/Module.symvers" ] ||
 		skip "no headers for $kver to build the NTB modules with (tools/install-deps.sh installs linux-headers-$kver)"
 	[ -f "${SMARTIO_CACHE:-/var/cache/smartio}/linux-ntb/$kver/drivers/ntb/core.c" ] ||
@@ -50,6 +50,7 @@ for m in ntb ntb_hw_ivshmem ntb_tool ntb_perf ntb_pingpong ntb_transport smartio
 done
 rc=0
 SIO_VM_BUILD_ONLY=1 SIO_VM_SUITE="${SIO_NTB_SUITE:-$src/ntb-suite.sh}" SIO_VM_MODULES="$ko" \
+	SIO_VM_EXTRA="$build/tests/vm/ntb-uapi" \
 	sh "$src/run-vm.sh" "$build" "$src" "$work" || rc=$?
 [ $rc -eq 0 ] || exit $rc
 kernel=/boot/vmlinuz-$kver
@@ -161,7 +162,7 @@ for want in $(sed -n 's/^# want: //p' "$src/ntb-suite.sh"); do
 	tr -d '\r' <"$work/${want%%:*}.log" 2>/dev/null | grep -q "^SIO-VM PASS ${want#*:}\$" ||
 		{ echo "ntb: FAIL: no pass of ${want#*:} in ${want%%:*}"; fail=1; }
 done
-echo "ntb: ntb_perf over ntb_hw_ivshmem, measured in TCG guests (emulated CPUs; says nothing of NTB hardware):"
+echo "ntb: ntb_perf and smartio ntb over ntb_hw_ivshmem, measured in TCG guests (emulated CPUs; says nothing of NTB hardware):"
 cat "$work"/g?.log | tr -d '\r' | sed -n 's/^SIO-VM MEASURE /ntb:   /p'
 nfail=$(cat "$work"/g?.log "$work/host.log" | tr -d '\r' | grep -c '^SIO-VM FAIL' || true)
 npass=$(cat "$work"/g?.log "$work/host.log" | tr -d '\r' | grep -c '^SIO-VM PASS' || true)

@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: MIT
+/*
+ * smartio_ntb's user interface under bad input and faults, in a guest of the
+ * NTB vm suite (ntb-suite.sh), on <smartio/ntb.h> alone (ntb_hw_ivshmem's
+ * refusals where a driver decides: a translation elsewhere is -EOPNOTSUPP):
+ *
+ *   ntb-uapi bad PORT       every refusal the uapi promises, each its errno,
+ *                           with PORT's link up (a peer, to reach windows)
+ *   ntb-uapi hold PORT      map PORT's outbound window and an inbound buffer
+ *                           for it, then wait until PORT's link goes down or
+ *                           the NTB device goes: then the outbound pages
+ *                           (both, when the device went) read all ones, and
+ *                           calls say -ENODEV (the device gone)
+ *   ntb-uapi take PORT      allocate every inbound window for PORT and
+ *                           register an eventfd, then die by SIGKILL
+ *   ntb-uapi eventfd BIT N  wait for N rings of doorbell BIT on an eventfd
+ *
+ * Prints a line per check ("ok NAME", "FAIL NAME: ..."); exits 1 when one
+ * failed, 2 on bad usage.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include <smartio/ntb.h>
+
+static int fails;
+
+/* check NAME: the call returned @ret with @err; it should have failed with @want (0: succeeded). */
+static void check(const char *name, int ret, int err, int want)
+{
+	if ((want && ret == -1 && err == want) || (!want && ret != -1)) {
+		printf("ok %s\n", name);
+		return;
+	}
+	printf("FAIL %s: %s, want %s\n", name, ret == -1 ? strerror(err) : "success",
+	       want ? strerror(want) : "success");
+	fails++;
+}
+
+#define EXPECT(name, call, want) do { int r_ = (call); check(name, r_, errno, want); } while (0)
+
+static int dev_open(struct sio_ntb_info *info)
+{
+	int fd = open("/dev/smartio-ntb0", O_RDWR);
+
+	if (fd < 0 || ioctl(fd, SIO_NTB_IOC_INFO, info)) {
+		printf("FAIL open: /dev/smartio-ntb0: %s\n", strerror(errno));
+		exit(1);
+	}
+	return fd;
+}
+
+static int pidx_of(int fd, const struct sio_ntb_info *info, int port)
+{
+	for (unsigned int i = 0; i < info->peers; i++) {
+		struct sio_ntb_peer p = { .pidx = i };
+
+		if (!ioctl(fd, SIO_NTB_IOC_PEER, &p) && p.port == port)
+			return (int)i;
+	}
+	printf("FAIL peer: no peer is port %d\n", port);
+	exit(1);
+}
+
+/* Bad requests and arguments: each refused with its errno, nothing else. */
+static void bad_args(int fd, const struct sio_ntb_info *info, int pidx)
+{
+	struct sio_ntb_peer peer = { .pidx = info->peers };
+	struct sio_ntb_mw mw = { .pidx = info->peers };
+	struct sio_ntb_spad sp = { .pidx = SIO_NTB_LOCAL, .sidx = info->spads };
+	struct sio_ntb_db_eventfd ef = { .bit = 64, .fd = -1 };
+	struct sio_ntb_peer_mw pmw = { .widx = info->peer_mws };
+	uint64_t bits = ~info->db_valid;
+
+	EXPECT("unknown-ioctl", ioctl(fd, _IO(SIO_NTB_IOC_MAGIC, 0x7f)), ENOTTY);
+	EXPECT("foreign-ioctl", ioctl(fd, _IOR('T', 1, int), &bits), ENOTTY);
+	EXPECT("peer-out-of-range", ioctl(fd, SIO_NTB_IOC_PEER, &peer), EINVAL);
+	EXPECT("mw-peer-out-of-range", ioctl(fd, SIO_NTB_IOC_MW, &mw), EINVAL);
+	mw = (struct sio_ntb_mw){ .pidx = pidx, .widx = 1000 };
+	EXPECT("mw-window-out-of-range", ioctl(fd, SIO_NTB_IOC_MW, &mw), EINVAL);
+	EXPECT("peer-mw-out-of-range", ioctl(fd, SIO_NTB_IOC_PEER_MW, &pmw), EINVAL);
+	EXPECT("spad-out-of-range", ioctl(fd, SIO_NTB_IOC_SPAD_READ, &sp), EINVAL);
+	sp = (struct sio_ntb_spad){ .pidx = info->peers + 5, .sidx = 0 };
+	EXPECT("spad-peer-out-of-range", ioctl(fd, SIO_NTB_IOC_SPAD_WRITE, &sp), EINVAL);
+	if (bits)
+		EXPECT("doorbell-bit-out-of-range", ioctl(fd, SIO_NTB_IOC_DB_RING, &bits), EINVAL);
+	bits = 0;
+	EXPECT("doorbell-no-bit", ioctl(fd, SIO_NTB_IOC_DB_RING, &bits), EINVAL);
+	EXPECT("eventfd-bit-out-of-range", ioctl(fd, SIO_NTB_IOC_DB_EVENTFD, &ef), EINVAL);
+	ef = (struct sio_ntb_db_eventfd){ .bit = 0, .fd = 999 };
+	EXPECT("eventfd-bad-fd", ioctl(fd, SIO_NTB_IOC_DB_EVENTFD, &ef), EBADF);
+	ef.fd = fd;	/* a file, not an eventfd */
+	EXPECT("eventfd-not-an-eventfd", ioctl(fd, SIO_NTB_IOC_DB_EVENTFD, &ef), EINVAL);
+	EXPECT("ioctl-bad-pointer", ioctl(fd, SIO_NTB_IOC_INFO, (void *)8), EFAULT);
+}
+
+/* Windows: too large, twice, mapped twice, freed while mapped, translated elsewhere. */
+static void bad_windows(int fd, const struct sio_ntb_info *info, int pidx)
+{
+	struct sio_ntb_mw mw = { .pidx = pidx, .widx = 0 };
+	struct sio_ntb_buf b = { .pidx = pidx, .widx = 0 };
+	struct sio_ntb_xlat x = { .pidx = pidx, .widx = 1 };
+	struct sio_ntb_peer_mw pmw = { .widx = pidx * info->mws_per_peer };
+	void *m1, *m2;
+
+	EXPECT("mw-limits", ioctl(fd, SIO_NTB_IOC_MW, &mw), 0);
+	b.size = mw.size_max + mw.size_align;
+	EXPECT("mw-alloc-too-large", ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b), EINVAL);
+	b.size = 0;
+	EXPECT("mw-alloc", ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b), 0);
+	EXPECT("mw-alloc-twice", ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b), EEXIST);
+	EXPECT("mmap-private", mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, (off_t)b.mmap_offset) == MAP_FAILED ? -1 : 0, EINVAL);
+	EXPECT("mmap-past-the-buffer", mmap(NULL, b.size + 4096, PROT_READ, MAP_SHARED, fd, (off_t)b.mmap_offset) == MAP_FAILED ? -1 : 0, EINVAL);
+	EXPECT("mmap-no-buffer", mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, (off_t)SIO_NTB_MMAP_INBOUND(pidx, 1)) == MAP_FAILED ? -1 : 0, ENXIO);
+	EXPECT("mmap-no-such-offset", mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, (off_t)(7ULL << 56)) == MAP_FAILED ? -1 : 0, EINVAL);
+	m1 = mmap(NULL, b.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)b.mmap_offset);
+	check("mmap-buffer", m1 == MAP_FAILED ? -1 : 0, errno, 0);
+	m2 = mmap(NULL, b.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)b.mmap_offset);
+	check("mmap-buffer-twice", m2 == MAP_FAILED ? -1 : 0, errno, EBUSY);
+	EXPECT("mw-free-while-mapped", ioctl(fd, SIO_NTB_IOC_MW_FREE, &b), EBUSY);
+	if (m1 != MAP_FAILED) {
+		memset(m1, 0x5a, b.size);	/* our own memory: no fault */
+		munmap(m1, b.size);
+	}
+	EXPECT("mw-free", ioctl(fd, SIO_NTB_IOC_MW_FREE, &b), 0);
+	EXPECT("mw-free-twice", ioctl(fd, SIO_NTB_IOC_MW_FREE, &b), ENOENT);
+	/* a translation to a bus address that is no buffer: a device's BAR */
+	x.addr = 0xfe000000;
+	x.size = mw.size_align;
+	EXPECT("mw-xlat-elsewhere", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), EOPNOTSUPP);
+	x.addr = 1;
+	EXPECT("mw-xlat-misaligned", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), EINVAL);
+	EXPECT("peer-mw", ioctl(fd, SIO_NTB_IOC_PEER_MW, &pmw), 0);
+	m1 = mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd, (off_t)pmw.mmap_offset);
+	check("mmap-outbound", m1 == MAP_FAILED ? -1 : 0, errno, 0);
+	m2 = mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd, (off_t)pmw.mmap_offset);
+	check("mmap-outbound-twice", m2 == MAP_FAILED ? -1 : 0, errno, EBUSY);
+	if (m1 != MAP_FAILED)
+		munmap(m1, 4096);
+}
+
+/*
+ * The pages of a lost peer (or device) read all ones, but for what this
+ * process stored into them: its stores land in one page of its own, which
+ * every revoked page of the mapping shows (word 0 of each, here: 0x42).
+ */
+static void check_revoked(const char *name, volatile uint64_t *p, size_t size)
+{
+	size_t i, words = size / 8, per_page = 4096 / 8;
+
+	for (i = 0; i < words && (p[i] == ~0ULL || (i % per_page == 0 && p[i] == 0x42)); i++)
+		;
+	if (i < words)
+		printf("word %zu of %zu reads %#llx\n", i, words, (unsigned long long)p[i]);
+	check(name, i == words ? 0 : -1, EIO, 0);
+}
+
+/* Hold PORT's windows until its link goes down or the device goes. */
+static void hold(int fd, const struct sio_ntb_info *info, int port)
+{
+	int pidx = pidx_of(fd, info, port);
+	struct sio_ntb_peer_mw pmw = { .widx = pidx * info->mws_per_peer };
+	struct sio_ntb_buf b = { .pidx = pidx, .widx = 1 };
+	struct sio_ntb_event ev;
+	volatile uint64_t *out, *in;
+	struct sio_ntb_peer p = { .pidx = pidx };
+	int gone = 0;
+
+	if (ioctl(fd, SIO_NTB_IOC_PEER_MW, &pmw) || ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b)) {
+		printf("FAIL hold: %s\n", strerror(errno));
+		exit(1);
+	}
+	out = mmap(NULL, pmw.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)pmw.mmap_offset);
+	in = mmap(NULL, b.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)b.mmap_offset);
+	if (out == MAP_FAILED || in == MAP_FAILED) {
+		printf("FAIL hold-mmap: %s\n", strerror(errno));
+		exit(1);
+	}
+	printf("holding port %d's window (%llu KiB) and a buffer for it\n", port,
+	       (unsigned long long)pmw.size >> 10);
+	fflush(stdout);
+	for (int t = 0; t < 600 && !gone; t++) {	/* at most 10 minutes */
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+		if (poll(&pf, 1, 1000) < 0)
+			continue;
+		if (pf.revents & POLLHUP)
+			gone = 2;
+		else if ((pf.revents & POLLIN) && read(fd, &ev, sizeof(ev)) == sizeof(ev) &&
+			 !(ev.link >> pidx & 1))
+			gone = 1;
+		out[0] = 0x42;	/* stores go on meanwhile */
+	}
+	if (!gone) {
+		printf("FAIL hold: neither port %d's link nor the device went\n", port);
+		exit(1);
+	}
+	check_revoked(gone == 2 ? "device-gone-outbound-reads-ones" : "peer-gone-outbound-reads-ones",
+		      out, pmw.size);
+	if (gone == 2) {
+		check_revoked("device-gone-inbound-reads-ones", in, b.size);
+		EXPECT("device-gone-calls", ioctl(fd, SIO_NTB_IOC_PEER, &p), ENODEV);
+		EXPECT("device-gone-read", (int)read(fd, &ev, sizeof(ev)), ENODEV);
+	} else {
+		EXPECT("peer-gone-mapped-still", mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd,
+						      (off_t)pmw.mmap_offset) == MAP_FAILED ? -1 : 0, EBUSY);
+		munmap((void *)out, pmw.size);
+		EXPECT("peer-gone-no-new-mapping", mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd,
+							(off_t)pmw.mmap_offset) == MAP_FAILED ? -1 : 0, ENOTCONN);
+	}
+}
+
+static void take(int fd, const struct sio_ntb_info *info, int port)
+{
+	int pidx = pidx_of(fd, info, port), efd = eventfd(0, 0), n = 0;
+	struct sio_ntb_peer p = { .pidx = pidx };
+	struct sio_ntb_db_eventfd ef = { .bit = 0, .fd = efd };
+
+	ioctl(fd, SIO_NTB_IOC_PEER, &p);
+	for (unsigned int w = 0; w < p.mws; w++) {
+		struct sio_ntb_buf b = { .pidx = pidx, .widx = w };
+
+		if (!ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b) &&
+		    mmap(NULL, b.size, PROT_READ, MAP_SHARED, fd, (off_t)b.mmap_offset) != MAP_FAILED)
+			n++;
+	}
+	check("take-every-window", n == (int)p.mws ? 0 : -1, EBUSY, 0);
+	check("take-eventfd", ioctl(fd, SIO_NTB_IOC_DB_EVENTFD, &ef), errno, 0);
+	fflush(stdout);
+	kill(getpid(), SIGKILL);
+}
+
+static void wait_eventfd(int fd, unsigned int bit, uint64_t want)
+{
+	struct sio_ntb_db_eventfd ef = { .bit = bit, .fd = eventfd(0, 0) };
+	uint64_t got = 0, v;
+
+	check("eventfd-register", ioctl(fd, SIO_NTB_IOC_DB_EVENTFD, &ef), errno, 0);
+	printf("waiting for %llu rings of doorbell bit %u\n", (unsigned long long)want, bit);
+	fflush(stdout);
+	for (int t = 0; t < 120 && got < want; t++) {
+		struct pollfd pf = { .fd = ef.fd, .events = POLLIN };
+
+		if (poll(&pf, 1, 1000) > 0 && read(ef.fd, &v, sizeof(v)) == sizeof(v))
+			got += v;
+	}
+	check("eventfd-rings", got >= want ? 0 : -1, ETIMEDOUT, 0);
+}
+
+int main(int argc, char **argv)
+{
+	struct sio_ntb_info info;
+	int fd, pidx;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: ntb-uapi bad|hold|take PORT | eventfd BIT N\n");
+		return 2;
+	}
+	fd = dev_open(&info);
+	if (!strcmp(argv[1], "eventfd") && argc == 4) {
+		wait_eventfd(fd, (unsigned int)atoi(argv[2]), strtoull(argv[3], NULL, 0));
+	} else if (!strcmp(argv[1], "bad")) {
+		pidx = pidx_of(fd, &info, atoi(argv[2]));
+		bad_args(fd, &info, pidx);
+		bad_windows(fd, &info, pidx);
+	} else if (!strcmp(argv[1], "hold")) {
+		hold(fd, &info, atoi(argv[2]));
+	} else if (!strcmp(argv[1], "take")) {
+		take(fd, &info, atoi(argv[2]));
+	} else {
+		fprintf(stderr, "ntb-uapi: no command '%s'\n", argv[1]);
+		return 2;
+	}
+	return fails ? 1 : 0;
+}
