@@ -182,14 +182,14 @@ Test(shmwin, a_corrupt_window_record_is_refused, .init = setup, .fini = teardown
 {
 	struct sio_fabric *f;
 	struct sio_segment *s, *r;
-	struct shmwin_fabric *w;
+	struct wf_fabric *w;
 	void *v;
 
 	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_segment_create(f, 5, 8192, 0, &s), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_segment_connect(f, 0, 5, &r), 0, "%s", sio_errmsg());
-	w = (struct shmwin_fabric *)f->be;
-	w->hdr->segs[s->slot].off = w->hdr->data_size;	/* past the data area */
+	w = (struct wf_fabric *)f->be;
+	w->hdr->segs[s->slot].off = w->hdr->pools[0].size;	/* past the data area */
 	cr_assert_eq(sio_segment_map(r, &v), -EUCLEAN);
 	cr_assert(strstr(sio_errmsg(), "outside"), "%s", sio_errmsg());
 	sio_segment_close(r);

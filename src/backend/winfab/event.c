@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Events and notifications of the shmwin backend. An event goes into a ring
- * per process slot in the window (the sender holds the registry lock, so
- * there is one writer at a time; the owner is the one reader), and the
- * owner's heartbeat thread makes its eventfd readable when the ring holds
- * some. Notifications ring the other kernels' doorbells where the window
- * has them and a receiver serves this kernel (doorbell.c); otherwise a
+ * Events and notifications of the window fabric. An event goes into a ring
+ * per process slot in the shared memory (the sender holds the registry
+ * lock, so there is one writer at a time; the owner is the one reader), and
+ * the owner's heartbeat thread makes its eventfd readable when the ring
+ * holds some. Notifications ring the other kernels' doorbells where the
+ * source has them and a receiver serves this kernel (wake.c); otherwise a
  * waiter polls the word with a backoff bounded at a millisecond, since a
  * futex wakes only its own kernel.
  */
@@ -13,13 +13,13 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
-#include "shmwin.h"
+#include "winfab.h"
 
 #define WAIT_NAP_MAX_NS		1000000ull
 
-int sio__shmwin_ev_open(struct sio_fabric *f)
+int sio__wf_ev_open(struct sio_fabric *f)
 {
-	struct shmwin_fabric *s = shmwin_of(f);
+	struct wf_fabric *s = wf_of(f);
 
 	s->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (s->evfd < 0)
@@ -27,10 +27,10 @@ int sio__shmwin_ev_open(struct sio_fabric *f)
 	return 0;
 }
 
-void sio__shmwin_ev_close(struct sio_fabric *f)
+void sio__wf_ev_close(struct sio_fabric *f)
 {
-	struct shmwin_fabric *s = shmwin_of(f);
-	uint64_t tok = shmwin_proc_token();
+	struct wf_fabric *s = wf_of(f);
+	uint64_t tok = wf_proc_token();
 
 	/* the slot may be someone else's by now: clear only our own record */
 	if (s->slot >= 0)
@@ -41,10 +41,10 @@ void sio__shmwin_ev_close(struct sio_fabric *f)
 	s->evfd = -1;
 }
 
-void sio__shmwin_ev_send(struct sio_fabric *f, int proc, const struct sio_event *ev)
+void sio__wf_ev_send(struct sio_fabric *f, int proc, const struct sio_event *ev)
 {
-	struct shmwin_fabric *s = shmwin_of(f);
-	struct shmwin_evq *q;
+	struct wf_fabric *s = wf_of(f);
+	struct wf_evq *q;
 	uint32_t h, t;
 
 	if (proc < 0 || proc >= SIO_MAX_PROCS || !atomic_load(&s->hdr->procs[proc].token))
@@ -52,21 +52,21 @@ void sio__shmwin_ev_send(struct sio_fabric *f, int proc, const struct sio_event 
 	q = &s->hdr->evq[proc];
 	h = atomic_load(&q->head);
 	t = atomic_load(&q->tail);
-	if (h - t >= SHMWIN_EVQ_LEN)
+	if (h - t >= WF_EVQ_LEN)
 		return;	/* full: dropped, as an interrupt would coalesce */
-	q->ev[h % SHMWIN_EVQ_LEN] = *ev;
+	q->ev[h % WF_EVQ_LEN] = *ev;
 	atomic_store_explicit(&q->head, h + 1, memory_order_release);
 }
 
-int sio__shmwin_ev_fd(struct sio_fabric *f)
+int sio__wf_ev_fd(struct sio_fabric *f)
 {
-	return shmwin_of(f)->evfd;
+	return wf_of(f)->evfd;
 }
 
-int sio__shmwin_ev_read(struct sio_fabric *f, struct sio_event *ev, int max)
+int sio__wf_ev_read(struct sio_fabric *f, struct sio_event *ev, int max)
 {
-	struct shmwin_fabric *s = shmwin_of(f);
-	struct shmwin_evq *q;
+	struct wf_fabric *s = wf_of(f);
+	struct wf_evq *q;
 	uint64_t drain;
 	uint32_t h, t;
 	int n = 0;
@@ -78,17 +78,17 @@ int sio__shmwin_ev_read(struct sio_fabric *f, struct sio_event *ev, int max)
 	q = &s->hdr->evq[s->slot];
 	h = atomic_load_explicit(&q->head, memory_order_acquire);
 	t = atomic_load(&q->tail);
-	if (h - t > SHMWIN_EVQ_LEN)	/* a corrupt ring: what it held is lost */
+	if (h - t > WF_EVQ_LEN)	/* a corrupt ring: what it held is lost */
 		t = h;
 	while (n < max && t != h)
-		ev[n++] = q->ev[t++ % SHMWIN_EVQ_LEN];
+		ev[n++] = q->ev[t++ % WF_EVQ_LEN];
 	atomic_store_explicit(&q->tail, t, memory_order_release);
 	return n;
 }
 
-void shmwin_ev_poll(struct shmwin_fabric *s)
+void wf_ev_poll(struct wf_fabric *s)
 {
-	struct shmwin_evq *q;
+	struct wf_evq *q;
 	uint64_t one = 1;
 
 	if (s->slot < 0 || s->evfd < 0)
@@ -98,17 +98,17 @@ void shmwin_ev_poll(struct shmwin_fabric *s)
 		return;
 }
 
-int sio__shmwin_notify(struct sio_fabric *f, uint32_t *word)
+int sio__wf_notify(struct sio_fabric *f, uint32_t *word)
 {
 	(void)word;
-	return shmwin_db_ring(f);	/* without doorbells, waiters poll the word */
+	return wf_notify(wf_of(f));	/* without doorbells, waiters poll the word */
 }
 
-int sio__shmwin_wait(struct sio_fabric *f, uint32_t *word, uint32_t old, uint64_t timeout_ns)
+int sio__wf_wait(struct sio_fabric *f, uint32_t *word, uint32_t old, uint64_t timeout_ns)
 {
 	uint64_t start = sio__now_ns(), nap = 10000;
 
-	if (shmwin_db_sleep(shmwin_of(f), word, old, timeout_ns))
+	if (wf_wake_sleep(wf_of(f), word, old, timeout_ns))
 		return __atomic_load_n(word, __ATOMIC_ACQUIRE) != old ? 0 : -ETIMEDOUT;
 	while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == old) {
 		uint64_t el = sio__now_ns() - start;

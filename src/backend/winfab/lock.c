@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The registry lock of the shmwin backend: a lease in the window. The owner
+ * The lease lock of the window fabric, for sources whose memory takes atomic
+ * operations from every kernel (shmwin: one host's RAM): a lease in the
+ * shared memory. The owner
  * word holds the holder's token (its process's random token and a thread
  * number: thread ids mean nothing on another kernel); the lease word moves
  * while the holder's heartbeat thread runs. A waiter that sees neither move
@@ -19,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "parse.h"
-#include "shmwin.h"
+#include "winfab.h"
 
 static __thread uint32_t my_tix;
 static _Atomic uint32_t next_tix;
@@ -28,7 +30,7 @@ static uint64_t token(void)
 {
 	if (!my_tix)
 		my_tix = (atomic_fetch_add(&next_tix, 1) % 0xffffu) + 1;
-	return shmwin_proc_token() | my_tix;
+	return wf_proc_token() | my_tix;
 }
 
 static uint64_t timeout_ns(void)
@@ -42,17 +44,17 @@ static uint64_t timeout_ns(void)
 }
 
 /* The holder's details, stamped with its token: trusted only while they are the owner's. */
-static void took(struct shmwin_lock *l, struct sio_fabric *f, uint64_t me)
+static void took(struct wf_lock *l, struct sio_fabric *f, uint64_t me)
 {
 	l->node = f->node;
 	l->pid = getpid();
-	l->boot = shmwin_boot_id();
+	l->boot = wf_boot_id();
 	atomic_store(&l->info, me);
 	atomic_fetch_add(&l->lease, 1);
 }
 
 /* Has the holder @v died on this kernel? Only when the details are its own. */
-static bool holder_dead_here(struct shmwin_lock *l, uint64_t v)
+static bool holder_dead_here(struct wf_lock *l, uint64_t v)
 {
 	int pid;
 	uint64_t boot;
@@ -63,14 +65,13 @@ static bool holder_dead_here(struct shmwin_lock *l, uint64_t v)
 	boot = l->boot;
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load(&l->info) != v || atomic_load(&l->owner) != v ||
-	    boot != shmwin_boot_id() || !shmwin_trust_pids())
+	    boot != wf_boot_id() || !wf_trust_pids())
 		return false;
-	return pid > 0 && shmwin_pid_dead(pid);
+	return pid > 0 && wf_pid_dead(pid);
 }
 
-int sio__shmwin_lock(struct sio_fabric *f, bool *holder_died)
+int wf_lease_lock(struct sio_fabric *f, struct wf_lock *l, bool *holder_died)
 {
-	struct shmwin_lock *l = &shmwin_of(f)->hdr->lock;
 	uint64_t me = token(), v = 0, lease, seen_v = 0, seen_l = 0, seen_t, start, limit;
 	uint64_t nap = 20000;
 
@@ -92,7 +93,7 @@ int sio__shmwin_lock(struct sio_fabric *f, bool *holder_died)
 				seen_v = v;
 				seen_l = lease;
 				seen_t = now;
-			} else if (now - seen_t >= shmwin_lease_ns()) {
+			} else if (now - seen_t >= wf_lease_ns()) {
 				dead = true;	/* its lease ran out */
 			}
 			dead = dead || holder_dead_here(l, v);
@@ -115,9 +116,8 @@ int sio__shmwin_lock(struct sio_fabric *f, bool *holder_died)
 	}
 }
 
-void sio__shmwin_unlock(struct sio_fabric *f)
+void wf_lease_unlock(struct wf_lock *l)
 {
-	struct shmwin_lock *l = &shmwin_of(f)->hdr->lock;
 	uint64_t me = token();
 
 	/* only the holder unlocks: a caller whose lock failed frees no one's */
@@ -125,10 +125,8 @@ void sio__shmwin_unlock(struct sio_fabric *f)
 }
 
 /* Heartbeat thread: renew the lease while a thread of this process holds the lock. */
-void shmwin_lock_renew(struct shmwin_fabric *s)
+void wf_lease_renew(struct wf_lock *l)
 {
-	struct shmwin_lock *l = &s->hdr->lock;
-
-	if ((atomic_load(&l->owner) & ~0xffffull) == shmwin_proc_token())
+	if ((atomic_load(&l->owner) & ~0xffffull) == wf_proc_token())
 		atomic_fetch_add(&l->lease, 1);
 }

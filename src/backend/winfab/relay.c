@@ -1,0 +1,587 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Devices across kernels on the window fabric.
+ *
+ * DMA: the lender maps each pool of memory into its device's bus space
+ * once (vfio: VFIO_IOMMU_MAP_DMA of its mapping of the pool: peer to peer
+ * through the IOMMU when the pool is a window; uio: the pool's own bus
+ * address), so every segment is reachable at pool_bus + its offset, and a
+ * remote borrower computes that address with no request to the lender. The
+ * IOMMU confines the device to the pools, not to the segments mapped for
+ * it: the isolation is per pool here, per segment on the sim backend and on
+ * one vfio host. Pools that appear later (ntb: a node that joins, or comes
+ * back) are mapped as the relay thread finds them.
+ *
+ * MMIO: where a remote node cannot store to the lender's BAR (ivshmem; an
+ * NTB whose hardware driver refuses a window onto it), each remote
+ * borrower's BAR0 is a mirror, and the lender's relay thread forwards the
+ * doorbell writes it sees there to the real BAR0, shadow-doorbell style: it
+ * takes each value, leaving an impossible one (WF_DB_EMPTY) in its place,
+ * so every write is forwarded once, a repeated value too. The admin queue's
+ * doorbells are never forwarded: they are the manager's, on the lender's
+ * kernel.
+ *
+ * Multicast: one window cannot fan a device write out to several places as
+ * a PCIe switch's multicast does. A group's address is a landing segment;
+ * the relay copies what lands there into every subscriber's segment when
+ * they differ (every 5 ms). Subscribers see the data after that copy.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "winfab.h"
+
+#define NAP_MIN_NS	2000ull
+#define NAP_MAX_NS	100000ull	/* while a mirror is watched */
+#define NAP_IDLE_NS	10000000ull	/* while none is */
+#define CSTS		0x1c
+#define REGS_COPY	0x100		/* CAP .. CMB registers */
+
+struct wf_relay {
+	struct wf_relay *next;
+	struct sio_fabric *f;
+	struct wf_fabric *s;
+	int dev;
+	struct sio_dev_export x;
+	struct {			/* each pool, mapped here and for the device */
+		void *va;
+		uint64_t len, bus, epoch;
+	} pool[WF_MAX_POOLS];
+	struct sio_segment *regs;
+	volatile uint32_t *regs_va;
+	pthread_t thr;
+	_Atomic bool stop;
+	struct {			/* the mirrors, in the pools as this relay maps them */
+		int32_t slot;
+		uint64_t gen;
+		volatile uint32_t *va;
+	} m[WF_MIRRORS];
+};
+
+static volatile uint32_t *reg32(volatile void *bar, uint64_t off)
+{
+	return (volatile uint32_t *)((volatile char *)bar + off);
+}
+
+/*
+ * Segment slot @slot through the relay's mapping of its pool, and its
+ * length, or NULL: not live, or in a pool the relay has not mapped.
+ */
+static void *seg_va(struct wf_relay *r, int slot, uint64_t *len)
+{
+	uint64_t off;
+	int p;
+
+	if (wf_seg_where(r->f, slot, &p, &off, len) || !r->pool[p].va ||
+	    r->pool[p].epoch != r->s->hdr->pools[p].epoch)
+		return NULL;
+	off -= r->s->hdr->pools[p].off;
+	return off <= r->pool[p].len && *len <= r->pool[p].len - off ?
+	       (char *)r->pool[p].va + off : NULL;
+}
+
+/* Map pool @p for the device (again, when its memory is new), and say where it is. */
+static int pool_map(struct wf_relay *r, int p)
+{
+	struct wf_dev *d = &r->s->hdr->devs[r->dev];
+	const struct wf_pool *pl = &r->s->hdr->pools[p];
+	uint64_t phys = r->s->src->bus(r->s, p), size = pl->size, epoch = pl->epoch, bus;
+	void *va;
+	int ret;
+
+	if (r->pool[p].va) {
+		d->pool_bus[p] = 0;
+		r->x.dma_unmap(r->x.ctx, r->pool[p].bus, r->pool[p].len);
+		r->s->src->unmap(r->s, r->pool[p].va, r->pool[p].len);
+		r->pool[p].va = NULL;
+	}
+	if (!size)
+		return 0;
+	if ((ret = r->s->src->map(r->s, p, pl->off, size, false, &va)))
+		return ret;
+	if ((ret = r->x.dma_map(r->x.ctx, va, size, phys == UINT64_MAX ? phys : phys + pl->off,
+				&bus))) {
+		r->s->src->unmap(r->s, va, size);
+		return ret;
+	}
+	r->pool[p].va = va;
+	r->pool[p].len = size;
+	r->pool[p].bus = bus;
+	r->pool[p].epoch = epoch;
+	/* the epoch before the address: a reader that sees the address sees its epoch */
+	d->pool_epoch[p] = epoch;
+	atomic_thread_fence(memory_order_release);
+	d->pool_bus[p] = bus;
+	return 0;
+}
+
+/* Map the pools that are new since last time; the first error, if any. */
+static int pools_sync(struct wf_relay *r)
+{
+	int ret = 0;
+
+	for (int p = 0; p < WF_MAX_POOLS; p++) {
+		const struct wf_pool *pl = &r->s->hdr->pools[p];
+
+		if (pl->size == r->pool[p].len && pl->epoch == r->pool[p].epoch &&
+		    (r->pool[p].va || !pl->size))
+			continue;
+		int e = pool_map(r, p);
+		ret = ret ? ret : e;
+	}
+	return ret;
+}
+
+/* Is mirror entry @i of @d a live segment? */
+static bool mirror_live(struct sio_fabric *f, const struct wf_dev *d, int i)
+{
+	int slot = d->mirror[i].slot;
+	const struct reg_seg *sg = reg_seg_at(f->reg, slot);
+
+	return sg && sg->used && sg->gen == d->mirror[i].gen && d->mirror[i].gen;
+}
+
+/* Follow the mirror table: find new mirrors, drop gone ones. */
+static int mirrors_sync(struct wf_relay *r)
+{
+	const struct wf_dev *d = &r->s->hdr->devs[r->dev];
+	int n = 0;
+
+	for (int i = 0; i < WF_MIRRORS; i++) {
+		uint64_t len = 0;
+		void *va = mirror_live(r->f, d, i) ? seg_va(r, d->mirror[i].slot, &len) : NULL;
+
+		r->m[i].va = va && len >= r->x.bar0_size ? va : NULL;
+		r->m[i].slot = d->mirror[i].slot;
+		r->m[i].gen = d->mirror[i].gen;
+		n += r->m[i].va != NULL;
+	}
+	return n;
+}
+
+/* Copy each group's landing segment into its subscribers' segments where they differ. */
+static void groups_sync(struct wf_relay *r)
+{
+	struct sio_registry *reg = r->f->reg;
+
+	for (int g = 0; g < SIO_MAX_GROUPS; g++) {
+		const struct wf_group *sg = &r->s->hdr->groups[g];
+		const struct reg_group *gr = &reg->groups[g];
+		const struct reg_seg *ls = reg_seg_at(reg, sg->slot);
+		uint64_t llen, len;
+		char *land, *sub;
+		int n = gr->nsubs;
+
+		if (!gr->used || !sg->gen || !ls || ls->gen != sg->gen || gr->gen != sg->group_gen ||
+		    !(land = seg_va(r, sg->slot, &llen)) || n < 0 || n > SIO_MAX_SUBS)
+			continue;
+		if (llen > gr->size)
+			llen = gr->size;
+		for (int i = 0; i < n; i++) {
+			const struct reg_seg *ss = reg_seg_at(reg, gr->sub_seg[i]);
+			if (!ss || ss->gen != gr->sub_gen[i] || !(sub = seg_va(r, gr->sub_seg[i], &len)))
+				continue;
+			if (len > llen)
+				len = llen;
+			if (memcmp(sub, land, len))
+				memcpy(sub, land, len);
+		}
+	}
+}
+
+static void *relay_thread(void *arg)
+{
+	struct wf_relay *r = arg;
+	struct wf_dev *d = &r->s->hdr->devs[r->dev];
+	uint32_t stride = 4u << d->dstrd, ndb = 2 * (WF_RELAY_QUEUES + 1);
+	uint64_t nap = NAP_MIN_NS, last_sync = 0, end = r->x.db_end;
+	int watched = 0;
+
+	/* the doorbells, and nothing past them (QEMU's NVMe keeps its MSI-X table in BAR0) */
+	if (!end || end > r->x.bar0_size)
+		end = r->x.bar0_size;
+	while ((0x1000 + (uint64_t)ndb * stride) > end && ndb > 2)
+		ndb -= 2;
+	while (!atomic_load(&r->stop)) {
+		uint64_t now = sio__now_ns();
+		bool moved = false;
+
+		if (now - last_sync > 5000000ull) {	/* every 5 ms: the table, CSTS */
+			uint32_t csts = *reg32(r->x.bar0, CSTS);
+
+			pools_sync(r);
+			watched = mirrors_sync(r);
+			r->regs_va[CSTS / 4] = csts;
+			for (int i = 0; i < WF_MIRRORS; i++)
+				if (r->m[i].va)
+					r->m[i].va[CSTS / 4] = csts;
+			groups_sync(r);
+			atomic_fetch_add(&d->relay_beat, 1);
+			last_sync = now;
+		}
+		for (int i = 0; i < WF_MIRRORS; i++) {
+			if (!r->m[i].va)
+				continue;
+			for (uint32_t q = 2; q < ndb; q++) {	/* 0, 1: the admin queue's */
+				uint64_t off = 0x1000 + (uint64_t)q * stride;
+				uint32_t *db = (uint32_t *)&r->m[i].va[off / 4];
+				uint32_t v = __atomic_load_n(db, __ATOMIC_ACQUIRE);
+
+				/* taken once: a borrower's write of the value it wrote
+				 * before (a queue made anew) is forwarded too */
+				if (v == WF_DB_EMPTY ||
+				    !__atomic_compare_exchange_n(db, &v, WF_DB_EMPTY, false,
+								 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+					continue;
+				/* the borrower's queue entries are in the window before its doorbell */
+				atomic_thread_fence(memory_order_seq_cst);
+				*reg32(r->x.bar0, off) = v;
+				atomic_fetch_add_explicit(&d->relayed, 1, memory_order_relaxed);
+				moved = true;
+			}
+		}
+		if (moved) {
+			nap = NAP_MIN_NS;
+			continue;
+		}
+		struct timespec ts = { 0, (long)(watched ? nap : NAP_IDLE_NS) };
+		nanosleep(&ts, NULL);
+		if (nap < NAP_MAX_NS)
+			nap *= 2;
+	}
+	return NULL;
+}
+
+static struct wf_relay *relay_of(struct wf_fabric *s, int dev, struct wf_relay ***pp)
+{
+	for (struct wf_relay **p = &s->relays; *p; p = &(*p)->next)
+		if ((*p)->dev == dev) {
+			if (pp)
+				*pp = p;
+			return *p;
+		}
+	return NULL;
+}
+
+static void relay_free(struct wf_relay *r)
+{
+	for (int p = 0; p < WF_MAX_POOLS; p++)
+		if (r->pool[p].va) {
+			r->x.dma_unmap(r->x.ctx, r->pool[p].bus, r->pool[p].len);
+			r->s->src->unmap(r->s, r->pool[p].va, r->pool[p].len);
+		}
+	if (r->regs)
+		sio_segment_close(r->regs);
+	free(r);
+}
+
+/* The copy of BAR0's register page, in a segment of the lender's node: CAP's DSTRD. */
+static int regs_copy(struct wf_relay *r, uint32_t *dstrd)
+{
+	uint64_t cap;
+	int ret;
+
+	if ((ret = sio_segment_create_on(r->f, r->f->node, 0, 4096, 0, &r->regs)) ||
+	    (ret = sio_segment_map(r->regs, (void **)&r->regs_va)))
+		return ret;
+	for (uint64_t o = 0; o < REGS_COPY; o += 4)
+		r->regs_va[o / 4] = *reg32(r->x.bar0, o);
+	cap = r->regs_va[0] | (uint64_t)r->regs_va[1] << 32;
+	*dstrd = (cap >> 32) & 0xf;
+	return 0;
+}
+
+int sio__wf_dev_export(struct sio_fabric *f, int dev, const struct sio_dev_export *x)
+{
+	struct wf_fabric *s = wf_of(f);
+	struct wf_relay *r;
+	struct wf_dev *d;
+	uint32_t dstrd;
+	int ret;
+
+	if (dev < 0 || dev >= SIO_MAX_DEVS || !x->bar0 || x->bar0_size < 0x2000)
+		return sio__err(EINVAL, "%s: device slot %d: no BAR0 of doorbells to relay",
+				s->src->name, dev);
+	if (!(r = calloc(1, sizeof(*r))))
+		return sio__err(ENOMEM, "out of memory");
+	r->f = f;
+	r->s = s;
+	r->dev = dev;
+	r->x = *x;
+	d = &s->hdr->devs[dev];
+	if ((ret = regs_copy(r, &dstrd)) || (ret = sio__lock(f)))
+		goto fail;
+	*d = (struct wf_dev){ .gen = reg_dev_at(f->reg, dev)->gen, .regs_slot = r->regs->slot,
+			      .regs_gen = r->regs->gen, .dstrd = dstrd };
+	sio__unlock(f);
+	/* every pool, once, for the device: every segment at its pool's bus + offset */
+	if ((ret = pools_sync(r)))
+		goto fail;
+	atomic_thread_fence(memory_order_release);
+	d->bar0_size = x->bar0_size;	/* exported from here on */
+	if ((ret = pthread_create(&r->thr, NULL, relay_thread, r))) {
+		ret = sio__err(ret, "%s: cannot start the doorbell relay: %s", s->src->name,
+			       strerror(ret));
+		goto fail;
+	}
+	r->next = s->relays;
+	s->relays = r;
+	return 0;
+fail:
+	d->bar0_size = 0;
+	d->gen = 0;
+	relay_free(r);
+	return ret;
+}
+
+void sio__wf_dev_unexport(struct sio_fabric *f, int dev)
+{
+	struct wf_fabric *s = wf_of(f);
+	struct wf_relay **pp, *r = relay_of(s, dev, &pp);
+
+	if (!r)
+		return;
+	*pp = r->next;
+	atomic_store(&r->stop, true);
+	pthread_join(r->thr, NULL);
+	if (!sio__lock(f)) {
+		memset(&s->hdr->devs[dev], 0, sizeof(s->hdr->devs[dev]));
+		sio__unlock(f);
+	}
+	relay_free(r);
+}
+
+/* Borrower's side: what a borrow of a device of another kernel keeps. */
+struct remote {
+	struct sio_segment *mirror;
+};
+
+/* Lock held: the window record of @dev's device, if it is exported and current. */
+static struct wf_dev *exported(struct sio_fabric *f, int dev)
+{
+	struct wf_fabric *s = wf_of(f);
+	const struct reg_dev *dv = reg_dev_at(f->reg, dev);
+	struct wf_dev *d;
+
+	if (!dv || !dv->used)
+		return NULL;
+	d = &s->hdr->devs[dev];
+	return d->gen == dv->gen && d->bar0_size ? d : NULL;
+}
+
+/* Lock held: the bus address at which exported device @d reaches segment slot @slot. */
+static int seg_bus(struct sio_fabric *f, const struct wf_dev *d, uint32_t id, int slot,
+		   uint64_t *bus)
+{
+	const struct wf_hdr *h = wf_of(f)->hdr;
+	uint64_t off, len;
+	int p, ret = wf_seg_where(f, slot, &p, &off, &len);
+
+	if (ret)
+		return ret;
+	if (!d->pool_bus[p] || d->pool_epoch[p] != h->pools[p].epoch)
+		return sio__err(EHOSTUNREACH, "device %u's lender does not reach the memory of segment slot %d (pool %d) yet: it maps new memory within 5 ms, unless it cannot (its messages say why)",
+				id, slot, p);
+	*bus = d->pool_bus[p] + (off - h->pools[p].off);
+	return 0;
+}
+
+static int remote_bar_map(struct sio_device *dev, int bar, void **vaddr, uint64_t *size)
+{
+	struct sio_fabric *f = dev->f;
+	struct remote *rm = dev->backend_priv;
+	struct wf_dev *d;
+	uint64_t bsize;
+	void *va = NULL, *regs = NULL;
+	int ret, i;
+
+	if (bar != 0)
+		return sio__err(EOPNOTSUPP, "device %u is lent by another kernel: only its BAR0 doorbells reach it (relayed), not BAR%d",
+				dev->id, bar);
+	if ((ret = sio__lock(f)))
+		return ret;
+	d = exported(f, dev->slot);
+	bsize = d ? d->bar0_size : 0;
+	sio__unlock(f);
+	if (!d)
+		return sio__err(ENODEV, "device %u is no longer exported by its lender", dev->id);
+	if (!rm && !(rm = dev->backend_priv = calloc(1, sizeof(*rm))))
+		return sio__err(ENOMEM, "out of memory");
+	if (!rm->mirror && (ret = sio_segment_create_on(f, f->node, 0, bsize, 0, &rm->mirror)))
+		return ret;
+	if ((ret = sio__lock(f)))
+		return ret;
+	if (!(d = exported(f, dev->slot)) || d->bar0_size != bsize) {
+		ret = sio__err(ENODEV, "device %u is no longer exported by its lender", dev->id);
+		goto out;
+	}
+	if ((ret = wf_seg_map(f, rm->mirror->slot, 0, bsize, false, &va)) ||
+	    (ret = wf_seg_map(f, d->regs_slot, 0, 4096, true, &regs)))
+		goto out;
+	memcpy(va, regs, REGS_COPY);	/* CAP, VS, CSTS... as the lender read them */
+	for (uint64_t o = 0x1000; o + 4 <= bsize; o += 4)	/* no doorbell written yet */
+		((uint32_t *)va)[o / 4] = WF_DB_EMPTY;
+	for (i = 0; i < WF_MIRRORS; i++)
+		if (!mirror_live(f, d, i) || d->mirror[i].slot == rm->mirror->slot)
+			break;
+	if (i == WF_MIRRORS) {
+		ret = sio__err(ENOSPC, "device %u has all %d doorbell mirrors in use by other kernels' borrowers",
+			       dev->id, WF_MIRRORS);
+		goto out;
+	}
+	d->mirror[i].slot = rm->mirror->slot;
+	d->mirror[i].gen = rm->mirror->gen;
+	*vaddr = va;
+	*size = bsize;
+	va = NULL;
+out:
+	sio__unlock(f);
+	if (regs)
+		wf_of(f)->src->unmap(wf_of(f), regs, 4096);
+	if (va)
+		wf_of(f)->src->unmap(wf_of(f), va, bsize);
+	return ret;
+}
+
+static int remote_dma_map(struct sio_device *dev, struct sio_segment *seg, uint64_t *bus)
+{
+	struct sio_fabric *f = dev->f;
+	struct wf_dev *d;
+	int ret;
+
+	if (seg->f != f)
+		return sio__err(EINVAL, "the segment belongs to another fabric handle");
+	if ((ret = sio__lock(f)))
+		return ret;
+	if (!(d = exported(f, dev->slot)))
+		ret = sio__err(ENODEV, "device %u is no longer exported by its lender", dev->id);
+	else if (seg->kind != SIO_SEG_RAM)
+		ret = sio__err(ENOTSUP, "device %u is lent by another kernel: it reaches memory in the window only, not segment %u (a %s)",
+			       dev->id, seg->id, seg->kind == SIO_SEG_BAR ? "BAR" : "GPU segment");
+	else if (!(ret = sio__seg_check(seg)))
+		ret = seg_bus(f, d, dev->id, seg->slot, bus);
+	sio__unlock(f);
+	return ret;
+}
+
+static int remote_dma_unmap(struct sio_device *dev, struct sio_segment *seg)
+{
+	(void)dev;
+	(void)seg;
+	return 0;	/* the window stays mapped for the device */
+}
+
+static void remote_release(struct sio_device *dev)
+{
+	struct remote *rm = dev->backend_priv;
+
+	if (!rm)
+		return;
+	if (rm->mirror)
+		sio_segment_close(rm->mirror);
+	free(rm);
+	dev->backend_priv = NULL;
+}
+
+/* Lock held: the landing segment of group slot @g, if it serves this group. */
+static bool landing(struct sio_fabric *f, int g)
+{
+	const struct wf_group *sg = &wf_of(f)->hdr->groups[g];
+	const struct reg_seg *ls = reg_seg_at(f->reg, sg->slot);
+
+	return sg->gen && ls && ls->used && ls->gen == sg->gen &&
+	       f->reg->groups[g].gen == sg->group_gen;
+}
+
+/*
+ * The address at which the device's write reaches group @group: its landing
+ * segment (made by the first mapper, owned by it), which the
+ * lender's relay copies into the subscribers' segments.
+ */
+static int window_mcast_map(struct sio_device *dev, uint32_t group, uint64_t *bus)
+{
+	struct sio_fabric *f = dev->f;
+	struct sio_segment *seg = NULL;
+	struct wf_dev *d;
+	uint64_t size;
+	int g, ret;
+
+	for (int tries = 0; tries < 2; tries++) {
+		if ((ret = sio__lock(f)))
+			break;
+		if ((g = ret = sio__mcast_group(f, group)) < 0) {
+			sio__unlock(f);
+			break;
+		}
+		size = f->reg->groups[g].size;
+		if (!(d = exported(f, dev->slot))) {
+			ret = sio__err(ENODEV, "device %u is no longer exported by its lender", dev->id);
+		} else if (landing(f, g)) {
+			ret = seg_bus(f, d, dev->id, wf_of(f)->hdr->groups[g].slot, bus);
+		} else if (seg) {	/* made below: record it as the group's */
+			wf_of(f)->hdr->groups[g] = (struct wf_group){
+				.slot = seg->slot, .gen = seg->gen, .group_gen = f->reg->groups[g].gen };
+			ret = seg_bus(f, d, dev->id, seg->slot, bus);
+			if (!ret)
+				seg = NULL;	/* kept: the group's landing until this process leaves */
+		} else {
+			ret = -EAGAIN;
+		}
+		sio__unlock(f);
+		if (ret != -EAGAIN)
+			break;
+		if ((ret = sio_segment_create_on(f, f->node, 0, size ? size : 4096, 0, &seg)))
+			break;
+	}
+	if (seg)
+		sio_segment_close(seg);
+	return ret;
+}
+
+static const struct sio_device_ops remote_ops = {
+	.name = "lent across kernels",
+	.bar_map = remote_bar_map,
+	.dma_map = remote_dma_map,
+	.dma_unmap = remote_dma_unmap,
+	.mcast_map = window_mcast_map,
+	.release = remote_release,
+};
+
+/*
+ * A borrower on the lender's own kernel: vfio's ops, and multicast through
+ * the pools. Without an IOMMU (uio) the lender cannot translate a window
+ * (MMIO) by pagemap: its segments are at their pool's bus address + offset,
+ * as for a remote borrower.
+ */
+static struct sio_device_ops local_ops, local_bus_ops;
+static pthread_once_t local_once = PTHREAD_ONCE_INIT;
+
+static void local_init(void)
+{
+	const struct sio_device_ops *v = sio__device_ops(SIO_BACKEND_VFIO);
+
+	if (v) {
+		local_ops = *v;
+		local_ops.mcast_map = window_mcast_map;
+		local_bus_ops = local_ops;
+		local_bus_ops.dma_map = remote_dma_map;
+		local_bus_ops.dma_unmap = remote_dma_unmap;
+	}
+}
+
+const struct sio_device_ops *sio__wf_dev_ops(struct sio_fabric *f, int dev)
+{
+	struct wf_fabric *s = wf_of(f);
+	const struct reg_dev *dv = reg_dev_at(f->reg, dev);
+
+	if (!exported(f, dev) || !dv || dv->owner < 0 || dv->owner >= SIO_MAX_PROCS)
+		return NULL;
+	if (s->hdr->procs[dv->owner].boot == wf_boot_id()) {
+		pthread_once(&local_once, local_init);
+		if (!local_ops.name)
+			return NULL;
+		return dv->backend == SIO_BACKEND_UIO ? &local_bus_ops : &local_ops;
+	}
+	return &remote_ops;
+}

@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SIO_WINFAB_H
+#define SIO_WINFAB_H
+
+/*
+ * The window fabric: a fabric whose nodes are separate kernels that reach
+ * one another's memory through PCI windows, the code that the shmwin and ntb
+ * fabric backends share. Everything shared lives in memory that every
+ * kernel maps: a header of the window fabric's own (the lock, a heartbeat
+ * per process slot, where each segment sits, an event ring per process,
+ * per-device relay state), the core's registry, then the segments, carved
+ * from pools of memory.
+ *
+ * Nothing here relies on a common kernel: liveness is a heartbeat counter
+ * read against this process's own clock (the kernels' clocks are not
+ * comparable); events are rings in the shared memory; notifications ring
+ * the other kernels' doorbells where there are some and are polled
+ * otherwise. Pids are kept for messages, and are trusted only where the
+ * peer runs on this very kernel (same boot id).
+ *
+ * Where the memory comes from is a window source (struct wf_source):
+ *
+ *   shmwin (backend/shmwin/)  one PCI window (an ivshmem BAR2) that every
+ *                             kernel maps whole: the state at its start, one
+ *                             pool for every node's segments after it
+ *   ntb (backend/ntb/)        the Linux NTB framework: each node's memory is
+ *                             its own, exported through inbound windows and
+ *                             reached through outbound ones; the state lives
+ *                             at the start of one node's memory, and each node
+ *                             has a pool of its own
+ *
+ * Each word of the shared memory is written by one kernel at a time (its
+ * owner, or the lock's holder), except where a source says its memory takes
+ * atomic operations from every kernel (shmwin: one host's RAM). A source
+ * whose memory does not (an NTB: a locked read-modify-write does not cross
+ * PCIe) brings a lock of its own.
+ */
+
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "internal.h"
+
+#define WF_MAGIC		0x31304e49574f4953ull	/* "SIOWIN01" */
+#define WF_VERSION		2
+#define WF_EVQ_LEN		32
+#define WF_PAGE			4096ull
+#define WF_LEASE_MS		5000	/* $SMARTIO_SHMWIN_LEASE_MS: longer than a TCG guest stalls */
+#define WF_BEAT_NS		50000000ull	/* heartbeat period */
+#define WF_MAX_POOLS		64	/* pools of memory for segments: one per node at most */
+#define WF_STATE		(-1)	/* the pool argument that names the state's memory */
+
+/* The lease lock: no thread ids; an owner token and a lease its holder renews. */
+struct wf_lock {
+	_Atomic uint64_t owner;		/* 0 free, else the holder's token */
+	_Atomic uint64_t lease;		/* bumped by the holder's heartbeat */
+	int32_t node, pid;		/* the holder, for messages */
+	uint64_t boot;			/* its kernel (boot id hash) */
+	_Atomic uint64_t info;		/* the token these details are of */
+};
+
+struct wf_proc {			/* per reg->procs slot */
+	_Atomic uint64_t token;		/* the process's token, 0: none */
+	_Atomic uint64_t beat;		/* moves while it lives (its own thread writes it) */
+	uint64_t boot;			/* its kernel */
+	int32_t pid, node;
+	int32_t peer;			/* its kernel's doorbell id (shmwin: ivshmem), -1: none */
+	int32_t rsvd;
+};
+
+/*
+ * A pool of memory for segments: pool @i's memory as its source maps it,
+ * from @off on, @size bytes. @epoch moves when the memory is new (ntb: the
+ * node's service started again): segments placed in an older one are gone.
+ */
+struct wf_pool {
+	uint64_t off, size;		/* size 0: no pool (yet) */
+	uint64_t epoch;
+};
+
+struct wf_seg {				/* per reg->segs slot: where its memory is */
+	uint64_t off, len;		/* from its pool's start; len 0: none */
+	uint64_t gen;			/* the reg_seg gen it was made for */
+	int32_t pool, rsvd;
+	uint64_t epoch;			/* its pool's epoch then */
+};
+
+struct wf_evq {				/* per process slot: events to it */
+	_Atomic uint32_t head, tail;	/* head: the sender's (lock held), tail: the reader's */
+	struct sio_event ev[WF_EVQ_LEN];
+};
+
+/*
+ * A device of one kernel (vfio, uio) lent to the others (relay.c): its
+ * lender maps each pool into the device's bus space at @pool_bus[pool] (0:
+ * not reachable), so a segment's bus address is pool_bus + its offset, and
+ * keeps a copy of BAR0's register page. Each remote borrower gets a BAR0
+ * mirror (a segment of its own); the lender's relay forwards the doorbell
+ * writes it sees there to the real BAR0.
+ */
+#define WF_MIRRORS		32
+#define WF_RELAY_QUEUES		1024	/* I/O queue pairs whose doorbells may be relayed */
+#define WF_DB_EMPTY		0xffffffffu	/* a mirror doorbell the relay has taken */
+struct wf_dev {
+	uint64_t gen;			/* the reg_dev gen this is for */
+	uint64_t bar0_size;
+	int32_t regs_slot;		/* the register page copy: segment slot, gen */
+	uint32_t dstrd;			/* CAP.DSTRD */
+	uint64_t regs_gen;
+	_Atomic uint64_t relay_beat;	/* the relay's heartbeat */
+	_Atomic uint64_t relayed;	/* doorbell writes forwarded */
+	struct { int32_t slot, rsvd; uint64_t gen; } mirror[WF_MIRRORS];
+	uint64_t pool_bus[WF_MAX_POOLS];	/* where the device reaches each pool */
+	uint64_t pool_epoch[WF_MAX_POOLS];	/* the pool's epoch when it was mapped */
+};
+
+/*
+ * A multicast group that a lent device writes to (relay.c): its landing
+ * segment, which the device's writes reach; the lender's relay copies it
+ * into every subscriber's segment.
+ */
+struct wf_group {
+	int32_t slot, rsvd;		/* the landing segment: slot, gen */
+	uint64_t gen;
+	uint64_t group_gen;		/* the reg_group gen it serves */
+};
+
+struct wf_hdr {
+	uint64_t magic;
+	uint32_t version, rsvd;
+	uint64_t size;			/* the state's memory, as its source laid it out */
+	uint64_t create_gen;		/* moves at each create: a handle of an older fabric is stale */
+	char name[SIO_NAME_MAX];
+	uint64_t reg_off;		/* the registry, in the state's memory */
+	struct wf_lock lock;
+	struct wf_pool pools[WF_MAX_POOLS];
+	struct wf_proc procs[SIO_MAX_PROCS];
+	struct wf_seg segs[SIO_MAX_SEGS];
+	struct wf_evq evq[SIO_MAX_PROCS];
+	struct wf_dev devs[SIO_MAX_DEVS];
+	struct wf_group groups[SIO_MAX_GROUPS];
+};
+
+#define WF_ALIGN(v, a)		(((v) + (a) - 1) & ~((uint64_t)(a) - 1))
+/* Where the registry and the data follow the header in a source's layout. */
+#define WF_REG_OFF		WF_ALIGN(sizeof(struct wf_hdr), WF_PAGE)
+#define WF_STATE_END		WF_ALIGN(WF_REG_OFF + sizeof(struct sio_registry), 64 * 1024)
+
+/*
+ * The host's wake page (wake.c), in host_path "wake": doorbells of other
+ * kernels, delivered to this host's receiver process, and local notifies
+ * move @seq, on which the host's waiters sleep (futex).
+ */
+struct wf_wake {
+	_Atomic uint32_t seq;		/* moves at every interrupt or local notify */
+	int32_t pid;			/* the receiving process, 0: none */
+	_Atomic uint64_t interrupts;
+	_Atomic uint64_t rung;		/* doorbells rung from this host */
+};
+
+struct wf_fabric;
+
+/**
+ * struct wf_source - where a window fabric's memory comes from
+ * @name: "shmwin", "ntb": messages and the host directory's name
+ * @map: map [@off, @off + @len) of pool @pool's memory (WF_STATE: the
+ *	state's: header, registry) into this process
+ * @unmap: undo @map
+ * @bus: the bus address of pool @pool's memory at offset 0, which a device
+ *	without an IOMMU is given; UINT64_MAX where it has none
+ * @pool_of: the pool in which segments of node @node live
+ * @ring: ring every other kernel's doorbell once; the count rung. NULL:
+ *	no doorbells, waiters poll.
+ * @beat: the heartbeat thread's hook, every period (optional)
+ * @lock, @unlock: the registry lock (struct sio_fabric_ops says how)
+ * @what: the memory, for messages ("the window (file /x)")
+ */
+struct wf_source {
+	const char *name;
+	int (*map)(struct wf_fabric *s, int pool, uint64_t off, uint64_t len, bool rdonly,
+		   void **va);
+	void (*unmap)(struct wf_fabric *s, void *va, uint64_t len);
+	uint64_t (*bus)(struct wf_fabric *s, int pool);
+	int (*pool_of)(struct wf_fabric *s, int node);
+	int (*ring)(struct wf_fabric *s);
+	void (*beat)(struct wf_fabric *s);
+	int (*lock)(struct sio_fabric *f, bool *holder_died);
+	void (*unlock)(struct sio_fabric *f);
+	const char *(*what)(struct wf_fabric *s);
+};
+
+/* What the backend keeps per fabric handle (sio_fabric.be). */
+struct wf_fabric {
+	const struct wf_source *src;
+	void *priv;			/* the source's own */
+	struct wf_hdr *hdr;		/* the header, mapped */
+	uint64_t create_gen;
+	int evfd;			/* eventfd the heartbeat thread signals, or -1 */
+	int slot;			/* our proc slot, or -1 */
+	int32_t peer;			/* this kernel's doorbell id for wf_proc.peer, -1: none */
+	/* what this process saw of each slot's heartbeat, on its own clock */
+	uint64_t seen_beat[SIO_MAX_PROCS], seen_ns[SIO_MAX_PROCS];
+	struct wf_fabric *next;		/* the heartbeat thread's list */
+	struct wf_relay *relays;	/* devices this process exports (relay.c) */
+	struct wf_wake *wake;		/* this host's wake page, or NULL: polling */
+	uint64_t checked_ns;		/* when the receiver was last seen alive */
+	bool receiver;
+	struct sio_fabric *f;
+};
+
+static inline struct wf_fabric *wf_of(struct sio_fabric *f)
+{
+	return (struct wf_fabric *)f->be;
+}
+
+/* state.c: identities, liveness, the heartbeat thread, the state's lifetime */
+uint64_t wf_boot_id(void);
+uint64_t wf_proc_token(void);
+uint64_t wf_lease_ns(void);
+bool wf_trust_pids(void);
+bool wf_pid_dead(int pid);
+uint64_t wf_fnv(const char *p);
+struct wf_fabric *wf_new(struct sio_fabric *f, const struct wf_source *src);
+/* A new fabric's header, after the source claimed it (magic set): fill it, map the registry. */
+int wf_init(struct sio_fabric *f, struct wf_fabric *s, uint64_t size, uint64_t create_gen);
+/* Is the mapped header fabric @name's, laid out as this smartio lays it? */
+int wf_check(struct wf_fabric *s, const char *name, uint64_t size, const char *how_to_create);
+/* Map the registry of a checked header and start the handle's life. */
+int wf_attach(struct sio_fabric *f, struct wf_fabric *s);
+/* Undo wf_attach (or wf_init); the source's state is then its to drop. */
+void wf_detach(struct sio_fabric *f, struct wf_fabric *s);
+void wf_beat_add(struct wf_fabric *s);
+void wf_beat_del(struct wf_fabric *s);
+int sio__wf_host_path(struct sio_fabric *f, const char *leaf, char *buf, size_t len);
+bool sio__wf_removed(struct sio_fabric *f);
+void sio__wf_proc_init(struct sio_fabric *f, struct reg_proc *p);
+bool sio__wf_proc_alive(struct sio_fabric *f, const struct reg_proc *p);
+void sio__wf_proc_gone(struct sio_fabric *f, int proc);
+int sio__wf_lock(struct sio_fabric *f, bool *holder_died);
+void sio__wf_unlock(struct sio_fabric *f);
+
+/* lock.c: the lease lock, for a source whose memory takes atomics from every kernel */
+int wf_lease_lock(struct sio_fabric *f, struct wf_lock *l, bool *holder_died);
+void wf_lease_unlock(struct wf_lock *l);
+void wf_lease_renew(struct wf_lock *l);
+
+/* seg.c */
+int sio__wf_seg_create(struct sio_fabric *f, int slot, unsigned int flags);
+void sio__wf_seg_remove(struct sio_fabric *f, int slot);
+int sio__wf_seg_map(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly,
+		    void **vaddr);
+void sio__wf_seg_unmap(struct sio_fabric *f, void *vaddr, uint64_t len);
+/* Segment slot @slot's pool and its offset there (from the pool's memory start), checked. */
+int wf_seg_where(struct sio_fabric *f, int slot, int *pool, uint64_t *off, uint64_t *len);
+/* Map bytes [@off, @off + @len) of segment slot @slot, checked. */
+int wf_seg_map(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly, void **va);
+/* mmap() of an fd at any offset, whole pages inside; wf_munmap() undoes it. */
+int wf_mmap(int fd, uint64_t off, uint64_t len, bool rdonly, const char *what, void **va);
+void wf_munmap(void *va, uint64_t len);
+
+/* relay.c */
+const struct sio_device_ops *sio__wf_dev_ops(struct sio_fabric *f, int dev);
+int sio__wf_dev_export(struct sio_fabric *f, int dev, const struct sio_dev_export *x);
+void sio__wf_dev_unexport(struct sio_fabric *f, int dev);
+
+/* wake.c: the host's wake page, and the receiver that feeds it */
+void wf_wake_open(struct sio_fabric *f, struct wf_fabric *s);
+void wf_wake_close(struct wf_fabric *s);
+/* Wake this host's sleepers and ring every other kernel once (the source's ring). */
+int wf_notify(struct wf_fabric *s);
+/* Sleep on the wake page while *@word is @old, at most @ns: false when no receiver serves this host. */
+bool wf_wake_sleep(struct wf_fabric *s, uint32_t *word, uint32_t old, uint64_t ns);
+/* The receiver: every event on @efd (doorbells of other kernels) wakes this host's waiters. */
+int wf_doorbell_serve(struct sio_fabric *f, int efd, volatile sig_atomic_t *stop, FILE *log,
+		      const char *what);
+
+/* event.c */
+int sio__wf_ev_open(struct sio_fabric *f);
+void sio__wf_ev_close(struct sio_fabric *f);
+void sio__wf_ev_send(struct sio_fabric *f, int proc, const struct sio_event *ev);
+int sio__wf_ev_fd(struct sio_fabric *f);
+int sio__wf_ev_read(struct sio_fabric *f, struct sio_event *ev, int max);
+int sio__wf_notify(struct sio_fabric *f, uint32_t *word);
+int sio__wf_wait(struct sio_fabric *f, uint32_t *word, uint32_t old, uint64_t timeout_ns);
+/* The heartbeat thread: wake this handle's event fd when its ring holds events. */
+void wf_ev_poll(struct wf_fabric *s);
+
+/* The fabric ops every window source shares; a backend fills in the rest. */
+#define WF_FABRIC_OPS \
+	.removed = sio__wf_removed, \
+	.host_path = sio__wf_host_path, \
+	.lock = sio__wf_lock, \
+	.unlock = sio__wf_unlock, \
+	.proc_init = sio__wf_proc_init, \
+	.proc_alive = sio__wf_proc_alive, \
+	.proc_gone = sio__wf_proc_gone, \
+	.seg_create = sio__wf_seg_create, \
+	.seg_remove = sio__wf_seg_remove, \
+	.seg_map = sio__wf_seg_map, \
+	.seg_unmap = sio__wf_seg_unmap, \
+	.ev_open = sio__wf_ev_open, \
+	.ev_close = sio__wf_ev_close, \
+	.ev_send = sio__wf_ev_send, \
+	.ev_fd = sio__wf_ev_fd, \
+	.ev_read = sio__wf_ev_read, \
+	.notify = sio__wf_notify, \
+	.wait = sio__wf_wait, \
+	.dev_ops = sio__wf_dev_ops, \
+	.dev_export = sio__wf_dev_export, \
+	.dev_unexport = sio__wf_dev_unexport
+
+#endif
