@@ -11,6 +11,7 @@
  * it and writes the first 64 MiB of namespace 1, so it does so only when
  * asked, and never while a manager or client holds the device.
  */
+#include "ready.h"
 #include "opt.h"
 #include <errno.h>
 #include <getopt.h>
@@ -366,7 +367,7 @@ borrow:;
 
 	/* QD1: every read's latency in the histogram, and in the file as it comes */
 	struct hist *lat = malloc(sizeof(*lat));
-	FILE *lf = fopen(lat_out, "w");
+	FILE *lf = safe_fopen_w(lat_out);
 
 	if (!lat || !lf) {
 		fprintf(stderr, "emu-bench: %s: %s\n", lat ? lat_out : "histogram", strerror(errno));

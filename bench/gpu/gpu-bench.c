@@ -12,6 +12,7 @@
  * 1 when SMARTIO_REQUIRE_GPU=1 is set.
  */
 
+#include "ready.h"
 #include "opt.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,7 +181,7 @@ static int run_bench(struct gb_opts *o)
 		fprintf(stderr, "gpu-bench: setup: %s / %s\n", sio_errmsg(), sio_errmsg());
 		return 1;
 	}
-	FILE *jf = fopen(json, "w");
+	FILE *jf = safe_fopen_w(json);
 	if (!jf) {
 		perror(json);
 		return 1;

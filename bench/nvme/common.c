@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Shared plumbing of the NVMe benchmarks; see common.h. */
+#include "ready.h"
 #include "common.h"
 
 #include <errno.h>
@@ -652,7 +653,7 @@ FILE *nb_open_out(const char *dir, const char *name)
 	FILE *f;
 
 	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	f = fopen(p, "w");
+	f = safe_fopen_w(p);
 	if (!f)
 		fprintf(stderr, "bench: %s: %s\n", p, strerror(errno));
 	return f;

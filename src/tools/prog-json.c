@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <sys/utsname.h>
 #include "prog.h"
+#include "ready.h"
 
 #define PJ_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
@@ -23,16 +24,16 @@ int prog_json_print(FILE *out, struct json_object *o)
 
 int prog_json_write(const char *path, struct json_object *o)
 {
-	FILE *f = fopen(path, "w");
-	int ret;
+	struct safe_file sf;
+	int ret = safe_file_open(&sf, path), e;
 
-	if (!f) {
+	if (ret) {
 		json_object_put(o);
-		return prog_fail("%s: %s", path, strerror(errno));
+		return prog_fail("%s: %s", path, strerror(-ret));
 	}
-	ret = prog_json_print(f, o);
-	if (fclose(f) && !ret)
-		return prog_fail("%s: %s", path, strerror(errno));
+	ret = prog_json_print(sf.f, o);
+	if ((e = safe_file_close(&sf, !ret)) && !ret)
+		return prog_fail("%s: %s", path, strerror(-e));
 	return ret;
 }
 

@@ -2,10 +2,39 @@
 #ifndef SIO_PROGRAMS_READY_H
 #define SIO_PROGRAMS_READY_H
 
+#include <limits.h>
+#include <stdio.h>
+
 /*
- * --ready-file: write @id and a newline to @path, through a temporary file
- * renamed into place, so a script polling for it never reads half a line.
- * Return: 0 or -errno.
+ * Files a program writes (--ready-file, nvme-emu's --ns-state, JSON to a
+ * file, benchmark results): through a temporary made in the target's
+ * directory with O_CREAT|O_EXCL (mkostemp: a name nobody could plant; a
+ * symlink there is an error, never followed), renamed over the target
+ * once whole. A reader never sees half a file, and a symlink planted at
+ * the target is replaced, not written through (root's nvme-emu wrote its
+ * device id into the target of one).
+ */
+struct safe_file {
+	FILE *f;			/* write here */
+	char tmp[PATH_MAX];
+	char path[PATH_MAX];
+};
+
+/* Open @path for writing through a temporary. Return: 0 or -errno. */
+int safe_file_open(struct safe_file *sf, const char *path);
+/* Put it in place (or, @ok false, throw it away). Return: 0 or -errno. */
+int safe_file_close(struct safe_file *sf, int ok);
+
+/*
+ * A results file (a benchmark's): opened for writing, created 0644 or
+ * truncated, never through a symlink (refused: ELOOP). Return: the
+ * stream, or NULL with errno set.
+ */
+FILE *safe_fopen_w(const char *path);
+
+/*
+ * --ready-file: write @id and a newline to @path, as above, so a script
+ * polling for it never reads half a line. Return: 0 or -errno.
  */
 int ready_file_write(const char *path, long long id);
 

@@ -7,6 +7,7 @@
 
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1012,4 +1013,80 @@ Test(faults, truncated_files_kill_no_one)
 	cr_expect_eq(cli_write(&n, 128, 17), 0, "%s", sio_errmsg());
 	cr_expect_eq(cli_verify(&n, 128, 17), 0, "%s", sio_errmsg());
 	cli_close(&n);
+}
+
+/* What a file holds, up to 63 bytes. */
+static const char *slurp(const char *path)
+{
+	static char buf[64];
+	FILE *fp = fopen(path, "r");
+	size_t n = fp ? fread(buf, 1, sizeof(buf) - 1, fp) : 0;
+
+	if (fp)
+		fclose(fp);
+	buf[n] = 0;
+	return buf;
+}
+
+/* --ready-file and --ns-state pointed at symlinks planted by someone
+ * else: each is replaced by a file of the program's own, and the files the
+ * links name are not written through (root's nvme-emu overwrote a
+ * symlink's target with its device id). */
+Test(faults, planted_symlinks_are_not_written_through)
+{
+	char victim[300], ready[300], state[300], tmp[320];
+	const char *argv[] = { "NVME_EMU", "--fabric", NULL, "--node", "0", "--backing", "ram:8M",
+			       "--ready-file", ready, "--ns-state", state, NULL };
+	struct sio_fabric_config cfg = { .nodes = 2, .topology = SIO_TOPO_SWITCH, .adapters = 1 };
+	struct stat st;
+	int i, go[2];
+
+	memset(&C, 0, sizeof(C));
+	snprintf(C.fabric, sizeof(C.fabric), "planted-%d", (int)getpid());
+	snprintf(C.dir, sizeof(C.dir), "/tmp/planted-%d", (int)getpid());
+	mkdir(C.dir, 0700);
+	sio_fabric_destroy(C.fabric);
+	cr_assert_eq(sio_fabric_create(C.fabric, &cfg), 0, "%s", sio_errmsg());
+	snprintf(victim, sizeof(victim), "%s/victim", C.dir);
+	snprintf(ready, sizeof(ready), "%s/ready", C.dir);
+	snprintf(state, sizeof(state), "%s/ns-state", C.dir);
+	FILE *fp = fopen(victim, "w");
+	cr_assert(fp);
+	fputs("precious\n", fp);
+	fclose(fp);
+	cr_assert_eq(symlink(victim, ready), 0);
+	cr_assert_eq(symlink(victim, state), 0);
+	argv[2] = C.fabric;
+	argv[0] = getenv("NVME_EMU");
+	cr_assert(argv[0]);
+	/* the temporaries' names too, as they were: PATH.tmpPID, PATH.tmp */
+	cr_assert_eq(pipe(go), 0);
+	C.emu = fork();
+	cr_assert_geq(C.emu, 0);
+	if (!C.emu) {
+		char c;
+
+		close(go[1]);
+		dup2(open("/dev/null", O_WRONLY), 1);
+		if (read(go[0], &c, 1) == 1)
+			execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp%d", ready, (int)C.emu);
+	cr_assert_eq(symlink(victim, tmp), 0);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", state);
+	cr_assert_eq(symlink(victim, tmp), 0);
+	cr_assert_eq(write(go[1], "g", 1), 1);
+	close(go[0]);
+	close(go[1]);
+	for (i = 0; i < 500; i++) {
+		if (!lstat(ready, &st) && S_ISREG(st.st_mode))
+			break;
+		usleep(10000);
+	}
+	cr_expect(S_ISREG(st.st_mode), "the ready file is still a symlink");
+	cr_expect(!lstat(state, &st) && S_ISREG(st.st_mode), "the --ns-state file is still a "
+		  "symlink");
+	cr_expect_str_eq(slurp(victim), "precious\n", "a symlink's target was written through");
+	cr_expect(atoi(slurp(ready)) > 0, "ready file: '%s'", slurp(ready));
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "emu_priv.h"
+#include "ready.h"
 
 #define AEC_TEMP	(1u << 1)	/* SMART critical warning bit 1 */
 #define AEC_NS_ATTR	(1u << 8)
@@ -184,8 +185,10 @@ int emu_ns_state(struct sio_nvme_emu *emu)
 	const char *path = emu->cfg.ns_state;
 	struct ns_rec old[SIO_NVME_EMU_MAX_NS] = { 0 };
 	uint32_t nold = 0;
-	char tmp[4096], eui[17];
+	struct safe_file sf;
+	char eui[17];
 	FILE *f;
+	int ret;
 
 	if (!path)
 		return 0;
@@ -220,19 +223,16 @@ int emu_ns_state(struct sio_nvme_emu *emu)
 				note_changed(emu, i + 1);
 		}
 	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (!f)
-		return sio_err_set(errno, "--ns-state %s: %s", tmp, strerror(errno));
+	ret = safe_file_open(&sf, path);
+	if (ret)
+		return sio_err_set(-ret, "--ns-state %s: %s", path, strerror(-ret));
 	for (int i = 0; i < emu->nns; i++) {
 		eui_hex(emu->ns[i].eui64, eui);
-		fprintf(f, "%d %" PRIu64 " %u %s\n", i + 1, emu->ns[i].nlb, emu->ns[i].lba_shift, eui);
+		fprintf(sf.f, "%d %" PRIu64 " %u %s\n", i + 1, emu->ns[i].nlb,
+			emu->ns[i].lba_shift, eui);
 	}
-	if (fclose(f) || rename(tmp, path)) {
-		int e = errno;
-
-		unlink(tmp);
-		return sio_err_set(e, "--ns-state %s: %s", path, strerror(e));
-	}
+	ret = safe_file_close(&sf, 1);
+	if (ret)
+		return sio_err_set(-ret, "--ns-state %s: %s", path, strerror(-ret));
 	return 0;
 }
