@@ -53,6 +53,9 @@ static int check_name(const char **name)
 		if (!(*p == '-' || *p == '_' || (*p >= '0' && *p <= '9') ||
 		      (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
 			return sio__err(EINVAL, "fabric name '%s' may hold only letters, digits, '-' and '_'", n);
+	/* "-" and "-x" read as options (or stdin) on every command line */
+	if (n[0] == '-')
+		return sio__err(EINVAL, "fabric name '%s' starts with '-': a name must start with a letter, a digit or '_'", n);
 	*name = n;
 	return 0;
 }

@@ -135,6 +135,16 @@ void sio__event_send(struct sio_fabric *f, int proc, const struct sio_event *ev)
 bool sio__want_dev_users(struct sio_fabric *f, int proc, const struct sio_event *ev);
 
 /* Path resolution from a node (and adapter) to a node. */
+/*
+ * Route from node @from to @to (as sio__route(), through @adapter, -1: the
+ * first whose links are up) and take a window of @from's adapter on it for
+ * segment slot @seg. When that adapter has no window free and the caller
+ * did not pin one (@adapter -1), another adapter whose links are up serves,
+ * with its route in @out: a node's windows are those of all its adapters.
+ * Registry lock held. Return: the window, or -errno.
+ */
+int sio__route_window(struct sio_fabric *f, int from, int to, int adapter, bool chassis_from,
+		      bool chassis_to, int seg, struct sio_path *out, uint64_t *bus);
 int sio__route(struct sio_fabric *f, int from, int to, int adapter, bool chassis_from,
 	       bool chassis_to, struct sio_path *out);
 

@@ -122,6 +122,30 @@ int sio_path_resolve(struct sio_fabric *f, const struct sio_endpoint *from,
 	return ret;
 }
 
+int sio__route_window(struct sio_fabric *f, int from, int to, int adapter, bool chassis_from,
+		      bool chassis_to, int seg, struct sio_path *out, uint64_t *bus)
+{
+	struct sio_path p;
+	int ret = sio__route(f, from, to, adapter, chassis_from, chassis_to, out), w;
+
+	if (ret)
+		return ret;
+	w = reg_window_get(f, from, out->adapter, seg, bus);
+	for (int a = 0; w == -ENOSPC && adapter < 0 && a < f->topo.adapters; a++) {
+		if (a == out->adapter ||
+		    sio__route(f, from, to, a, chassis_from, chassis_to, &p) || !p.up)
+			continue;
+		w = reg_window_get(f, from, a, seg, bus);
+		if (w >= 0)
+			*out = p;
+	}
+	if (w == -ENOSPC && adapter < 0 && f->topo.adapters > 1)
+		return sio__err(ENOSPC, "no free window on node %d: all %d windows of each of its "
+				"%d adapters (whose links are up) are in use", from, f->topo.windows,
+				f->topo.adapters);
+	return w;
+}
+
 const char *sio_hop_kind_name(enum sio_hop_kind k)
 {
 	switch (k) {

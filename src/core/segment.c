@@ -266,18 +266,19 @@ int sio_segment_map_range(struct sio_segment *seg, int adapter, uint64_t offset,
 	    (ret = sio__bar_access(f, seg->slot, offset, length, flags & SIO_MAP_RDONLY)))
 		goto out;
 	if (seg->node != f->node) {
-		ret = sio__route(f, f->node, seg->node, adapter, false, false, &path);
-		if (ret)
-			goto out;
 		for (pm = 0; pm < SIO_MAX_PMAPS && f->reg->pmaps[pm].used; pm++)
 			;
 		if (pm == SIO_MAX_PMAPS) {
 			ret = sio__err(ENOSPC, "the fabric has all %d process mappings in use", SIO_MAX_PMAPS);
+			pm = -1;
 			goto out;
 		}
-		ret = reg_window_get(f, f->node, path.adapter, seg->slot, &bus);
-		if (ret < 0)
+		ret = sio__route_window(f, f->node, seg->node, adapter, false, false, seg->slot,
+					&path, &bus);
+		if (ret < 0) {
+			pm = -1;
 			goto out;
+		}
 		f->reg->pmaps[pm] = (struct reg_pmap){ .used = 1, .proc = f->proc, .seg = seg->slot,
 						       .node = f->node, .adapter = path.adapter,
 						       .window = ret };

@@ -60,6 +60,13 @@ refuses "nvme-emu --backing ram:99999999T" "'99999999T'" "$EMU" --fabric "$F" --
 refuses "nvme-emu --ns 1T" "--ns" "$EMU" --fabric "$F" --backing ram:4M --ns 1T
 refuses "nvme-emu --queues -1" "'-1'" "$EMU" --fabric "$F" --queues -1
 
+# Names and options the issue named: a fabric called '-' (an option, or
+# stdin, on every command line), a group that does not exist, LBAs of 0.
+refuses "smartio create -" "starts with '-'" "$S" create -
+refuses "SMARTIO_FABRIC=- smartio status" "starts with '-'" env SMARTIO_FABRIC=- "$S" status
+refuses "smartio create --group (none such)" "nosuch-group-$$" "$S" create "$F-x" --group nosuch-group-$$
+refuses "nvme-emu --lba 0" "'0'" "$EMU" --fabric "$F" --backing ram:4M --lba 0
+
 # Unknown options and stray arguments.
 refuses "smartio create --bogus" "bogus" "$S" create "$F-x" --bogus
 refuses "smartio create NAME stray" "'stray'" "$S" create "$F-x" stray

@@ -90,6 +90,12 @@ fresh; "$POKE" "$R" lock 0 0x3ffffffe
 works "lock of a dead holder: status" "$S" status "$F"
 works "lock of a dead holder: link" "$S" link "$F" 1 down
 
+# A registry that is a directory (with something in it): refused by every
+# tool, and its owner still destroys the fabric, that directory and all.
+fresh; rm -f "$R"; mkdir "$R"; touch "$R/x"
+all_refuse "registry is a directory" "cannot open its registry: Is a directory"
+fresh
+
 # A negative node id never indexes the registry.
 refuses "SMARTIO_NODE=-2" "not a node id" env SMARTIO_NODE=-2 "$EMU" --fabric "$F" --backing ram:4M
 works "destroy" "$S" destroy "$F"

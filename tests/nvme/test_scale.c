@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <smartio/smartio.h>
 #include <smartio/nvme/client.h>
 #include "cluster.h"
@@ -102,4 +103,59 @@ Test(scale, clients_63_share_one_controller_with_verified_io)
 	}
 	cr_expect_eq(failed, 0, "%d of %d clients failed", failed, N);
 	cr_log_info("client 63: %s", cluster_output(&C, tags[N - 1], "out"));
+}
+
+/* A lender with two adapters of 4 windows: 8 client nodes, each holding
+ * one window of the lender, all served; the first adapter's windows spent,
+ * the second's are taken (it refused 4 of them, with 4 windows free). */
+Test(scale, a_lenders_second_adapter_serves_when_the_first_is_full)
+{
+	enum { N = 8 };
+	const char *emu[] = { "--backing", "ram:16M", NULL };
+	struct sio_fabric_config cfg;
+	struct sio_node_info ni[N + 1];
+	static char nodes[N][8], lba[N][16], tags[N][32];
+	struct sio_fabric *f;
+	pid_t pid[N];
+	int i, st;
+
+	memset(&C, 0, sizeof(C));
+	snprintf(C.fabric, sizeof(C.fabric), "twoad-%d", (int)getpid());
+	snprintf(C.dir, sizeof(C.dir), "/tmp/twoad-%d", (int)getpid());
+	mkdir(C.dir, 0700);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.nodes = N + 1;
+	cfg.topology = SIO_TOPO_SWITCH;
+	cfg.adapters = 2;
+	cfg.windows = 4;
+	sio_fabric_destroy(C.fabric);
+	cr_assert_eq(sio_fabric_create(C.fabric, &cfg), 0, "fabric: %s", sio_errmsg());
+	cluster_start_emu(&C, emu);
+	cluster_start_mgr(&C);
+	for (i = 0; i < N; i++) {
+		const char *argv[] = { "NVME_CLIENT", "--fabric", C.fabric, "--node", nodes[i],
+				       "--op", "write-verify", "--lba", lba[i], "--count", "256",
+				       "--bs", "8", "--qd", "2", "--seed", nodes[i],
+				       "--time", "2", NULL };
+
+		snprintf(nodes[i], sizeof(nodes[i]), "%d", i + 1);
+		snprintf(lba[i], sizeof(lba[i]), "%d", i * 256);
+		snprintf(tags[i], sizeof(tags[i]), "client-%d", i + 1);
+		pid[i] = cluster_spawn(&C, tags[i], argv);
+	}
+	cr_assert_eq(sio_fabric_open(C.fabric, 0, &f), 0, "%s", sio_errmsg());
+	for (i = 0; i < 200; i++) {	/* until all eight hold their window */
+		cr_assert_gt(sio_fabric_nodes(f, ni, N + 1), 0, "%s", sio_errmsg());
+		if (ni[0].windows_used[0] + ni[0].windows_used[1] >= N)
+			break;
+		usleep(10000);
+	}
+	cr_expect_eq(ni[0].windows_used[1] > 0, 1, "the second adapter holds no window "
+		     "(%d and %d in use)", ni[0].windows_used[0], ni[0].windows_used[1]);
+	sio_fabric_close(f);
+	for (i = 0; i < N; i++) {
+		st = cluster_wait(pid[i], 60000);
+		cr_expect_eq(st, 0, "%s exited %d: %s", tags[i], st,
+			     cluster_output(&C, tags[i], "err"));
+	}
 }

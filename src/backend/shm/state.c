@@ -329,8 +329,11 @@ static void destroy_hugedir(int dfd, char *buf, size_t len)
 		sio__shm_hugedir(buf, len);
 }
 
-/* Remove every entry of @dfd (not following links); the first error is kept. */
-static int empty_dir(const char *dir, int dfd, const char *prefix, int err)
+/* Remove every entry of @dfd (not following links) whose name starts with
+ * @prefix; the first error is kept. */
+static int remove_subdir(const char *dir, int dfd, const char *name, int depth);
+
+static int empty_dir(const char *dir, int dfd, const char *prefix, int err, int depth)
 {
 	int fd = dup(dfd);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -345,11 +348,34 @@ static int empty_dir(const char *dir, int dfd, const char *prefix, int err)
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
 		    strncmp(e->d_name, prefix, strlen(prefix)))
 			continue;
-		if (unlinkat(dfd, e->d_name, 0) && errno != ENOENT && !err)
+		if (!unlinkat(dfd, e->d_name, 0) || errno == ENOENT)
+			continue;
+		/* a directory where a file belongs (a registry that is one): in
+		 * the fabric's own directory, what is below goes too */
+		if (errno == EISDIR && !*prefix && depth < 8 && !remove_subdir(dir, dfd, e->d_name,
+									   depth))
+			continue;
+		if (!err)
 			err = sio__err(errno, "cannot remove %s/%s: %s", dir, e->d_name, strerror(errno));
 	}
 	closedir(d);
 	return err;
+}
+
+/* Directory @name of @dfd, emptied (not following links) and removed. */
+static int remove_subdir(const char *dir, int dfd, const char *name, int depth)
+{
+	char sub[PATH_MAX];
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -1;
+	snprintf(sub, sizeof(sub), "%s/%s", dir, name);
+	ret = empty_dir(sub, fd, "", 0, depth + 1);
+	close(fd);
+	if (ret || unlinkat(dfd, name, AT_REMOVEDIR))
+		return -1;
+	return 0;
 }
 
 int sio__shm_destroy(const char *name)
@@ -381,10 +407,10 @@ int sio__shm_destroy(const char *name)
 	/* huge-page segment files live outside the directory */
 	destroy_hugedir(dfd, hugedir, sizeof(hugedir));
 	snprintf(prefix, sizeof(prefix), "smartio-%s-seg.", name);
-	ret = empty_dir(dir, dfd, "", 0);
+	ret = empty_dir(dir, dfd, "", 0, 0);
 	close(dfd);
 	if (hugedir[0] && (hfd = open(hugedir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
-		ret = empty_dir(hugedir, hfd, prefix, ret);
+		ret = empty_dir(hugedir, hfd, prefix, ret, 0);
 		close(hfd);
 	}
 	if (rmdir(dir) && !ret)

@@ -114,7 +114,9 @@ static int sim_dma_map(struct sio_device *dev, struct sio_segment *seg, uint64_t
 	if (seg->node == lender) {
 		m->bus = reg_seg_bus(seg->slot);
 	} else {
-		w = reg_window_get(dev->f, lender, path.adapter, seg->slot, &m->bus);
+		w = sio__route_window(dev->f, lender, seg->node, dev->adapter,
+				      r->devs[dev->slot].chassis && !same_chassis,
+				      sd && sd->chassis && !same_chassis, seg->slot, &path, &m->bus);
 		if (w < 0) {
 			ret = w;
 			memset(m, 0, sizeof(*m));
