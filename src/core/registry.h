@@ -159,14 +159,16 @@ struct reg_group {
 };
 
 /*
- * The registry lock's words, the fabric backend's to use. shm: 0 free,
- * else the holder's thread id (| waiters bit).
+ * The registry lock's words, the fabric backend's to use. shm: @word 0
+ * free, else the holder's thread id (| waiters bit); @tickets the queue
+ * of waiters, the next ticket in the low 16 bits, the one served in the
+ * high 16 (reglock.c).
  */
 #define REG_LOCK_WAITERS	0x80000000u
 #define REG_LOCK_TID		0x3fffffffu
 struct reg_lock {
 	_Atomic uint32_t word;
-	uint32_t rsvd;
+	_Atomic uint32_t tickets;
 };
 
 #define REG_F_GROUP		1u	/* members of gid may join (smartio create --group) */
