@@ -68,28 +68,38 @@ Test(scale, a_remote_client_holds_one_lender_window)
 	sio_fabric_close(f);
 }
 
-/* 63 client nodes, each writing and verifying its own range for 3 s, all
- * at once: the lender's adapter has 64 windows. */
-Test(scale, clients_63_share_one_controller_with_verified_io)
+/* @n clients on nodes 1..@n, each writing and verifying its own 256 blocks
+ * at queue depth @qd for @secs seconds, started at once. */
+static void writers(int n, const char *qd, const char *secs, char (*tags)[32], pid_t *pid)
 {
-	enum { N = 63 };
-	const char *emu[] = { "--backing", "ram:32M", "--queues", "64", NULL };
-	static char nodes[N][8], lba[N][16], tags[N][32];
-	pid_t pid[N];
-	int i, st, failed = 0;
+	static char nodes[64][8], lba[64][16];
 
-	cluster_up(&C, N + 1, 64, emu);
-	for (i = 0; i < N; i++) {
+	cr_assert_leq(n, 64);
+	for (int i = 0; i < n; i++) {
 		const char *argv[] = { "NVME_CLIENT", "--fabric", C.fabric, "--node", nodes[i],
 				       "--op", "write-verify", "--lba", lba[i], "--count", "256",
-				       "--bs", "8", "--qd", "4", "--seed", nodes[i],
-				       "--time", "3", NULL };
+				       "--bs", "8", "--qd", qd, "--seed", nodes[i], "--time", secs,
+				       NULL };
 
 		snprintf(nodes[i], sizeof(nodes[i]), "%d", i + 1);
 		snprintf(lba[i], sizeof(lba[i]), "%d", i * 256);
 		snprintf(tags[i], sizeof(tags[i]), "client-%d", i + 1);
 		pid[i] = cluster_spawn(&C, tags[i], argv);
 	}
+}
+
+/* 63 client nodes, each writing and verifying its own range for 3 s, all
+ * at once: the lender's adapter has 64 windows. */
+Test(scale, clients_63_share_one_controller_with_verified_io)
+{
+	enum { N = 63 };
+	const char *emu[] = { "--backing", "ram:32M", "--queues", "64", NULL };
+	static char tags[N][32];
+	pid_t pid[N];
+	int i, st, failed = 0;
+
+	cluster_up(&C, N + 1, 64, emu);
+	writers(N, "4", "3", tags, pid);
 	for (i = 0; i < N; i++) {
 		st = cluster_wait(pid[i], 120000);
 		if (st) {
@@ -114,7 +124,7 @@ Test(scale, a_lenders_second_adapter_serves_when_the_first_is_full)
 	const char *emu[] = { "--backing", "ram:16M", NULL };
 	struct sio_fabric_config cfg;
 	struct sio_node_info ni[N + 1];
-	static char nodes[N][8], lba[N][16], tags[N][32];
+	static char tags[N][32];
 	struct sio_fabric *f;
 	pid_t pid[N];
 	int i, st;
@@ -132,17 +142,7 @@ Test(scale, a_lenders_second_adapter_serves_when_the_first_is_full)
 	cr_assert_eq(sio_fabric_create(C.fabric, &cfg), 0, "fabric: %s", sio_errmsg());
 	cluster_start_emu(&C, emu);
 	cluster_start_mgr(&C);
-	for (i = 0; i < N; i++) {
-		const char *argv[] = { "NVME_CLIENT", "--fabric", C.fabric, "--node", nodes[i],
-				       "--op", "write-verify", "--lba", lba[i], "--count", "256",
-				       "--bs", "8", "--qd", "2", "--seed", nodes[i],
-				       "--time", "2", NULL };
-
-		snprintf(nodes[i], sizeof(nodes[i]), "%d", i + 1);
-		snprintf(lba[i], sizeof(lba[i]), "%d", i * 256);
-		snprintf(tags[i], sizeof(tags[i]), "client-%d", i + 1);
-		pid[i] = cluster_spawn(&C, tags[i], argv);
-	}
+	writers(N, "2", "2", tags, pid);
 	cr_assert_eq(sio_fabric_open(C.fabric, 0, &f), 0, "%s", sio_errmsg());
 	for (i = 0; i < 200; i++) {	/* until all eight hold their window */
 		cr_assert_gt(sio_fabric_nodes(f, ni, N + 1), 0, "%s", sio_errmsg());
