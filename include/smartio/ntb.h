@@ -15,9 +15,9 @@
  * - SIO_NTB_IOC_INFO, SIO_NTB_IOC_PEER: this port, the peers, their links;
  * - export memory to a peer: SIO_NTB_IOC_MW (the inbound window's limits),
  *   SIO_NTB_IOC_MW_ALLOC (a buffer the window is translated to), then mmap()
- *   it at the offset returned; or SIO_NTB_IOC_MW_XLAT, to translate the
- *   window to a bus address of this host (a device's BAR) where the
- *   hardware driver can (else -EOPNOTSUPP);
+ *   it at the offset returned; SIO_NTB_IOC_MW_XLAT, to translate another
+ *   window (another peer's) into that buffer, or to a bus address of this
+ *   host (a device's BAR), where the hardware driver can (else -EOPNOTSUPP);
  * - reach a peer's memory: SIO_NTB_IOC_PEER_MW, then mmap() the outbound
  *   window (write-combining);
  * - notify: SIO_NTB_IOC_DB_RING; be notified: read() or poll() (doorbells and
@@ -39,13 +39,16 @@
  * Every call returns 0 or fails with an errno: -EINVAL for a bad argument
  * (a peer, window, bit or scratchpad out of range, a size beyond the
  * window), -ENOTCONN when the peer's link is down, -EBUSY when another
- * process holds the window (or it is mapped already), -ENODEV once the NTB
- * device is gone, -ENOTTY for an unknown request. A process that dies
+ * open file holds the window (or a buffer is still mapped, or translated
+ * into), -ENODEV once the NTB device is gone, -ENOTTY for an unknown
+ * request. Buffers and windows belong to the open file: the processes that
+ * share it (fork, SCM_RIGHTS) map them as often as they like, no other. A process that dies
  * releases its buffers, translations, windows and eventfds. When a peer's
  * link goes down its outbound mappings are revoked before the processes are
  * told: a revoked mapping is one page of its own, repeated, that starts all
  * ones; loads read all ones until the process stores there, and its stores
- * reach no peer. munmap() it and map the window again once the link is back.
+ * reach no peer. Map the window again once the link is back (MAP_FIXED over
+ * the revoked mapping replaces it; -ENOTCONN while the link is down).
  * When the NTB device goes (hot unbind, its driver unloaded) every mapping is
  * revoked the same way; read() fails with -ENODEV and poll() reports
  * POLLHUP.
@@ -54,7 +57,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define SIO_NTB_UAPI_VERSION	1
+#define SIO_NTB_UAPI_VERSION	2	/* 2: sio_ntb_peer_mw.bus_addr; translations into own buffers */
 #define SIO_NTB_DEV_FMT		"/dev/smartio-ntb%d"
 #define SIO_NTB_MAX_PEERS	64	/* peer masks are 64 bits */
 #define SIO_NTB_LOCAL		0xffffffffu	/* pidx of this port's own scratchpads */
@@ -153,8 +156,10 @@ struct sio_ntb_buf {
 
 /**
  * struct sio_ntb_xlat - translate an inbound window to a bus address of this
- *			 host (SIO_NTB_IOC_MW_XLAT; CAP_SYS_RAWIO): a size of 0
- *			 clears the translation
+ *			 host (SIO_NTB_IOC_MW_XLAT): a size of 0 clears the
+ *			 translation. An address inside one of the file's own
+ *			 buffers (to export it to a second peer, or a part of it)
+ *			 needs no privilege; anywhere else, CAP_SYS_RAWIO
  * @pidx:	the peer
  * @widx:	the window
  * @addr:	the bus address (aligned to addr_align)
@@ -173,12 +178,15 @@ struct sio_ntb_xlat {
  * @pidx:	the peer it reaches (see the numbering above; ~0: not known)
  * @size:	its size
  * @mmap_offset: where to mmap() it
+ * @bus_addr:	its bus address, which a device of this host is given to
+ *		reach the peer through it without an IOMMU (0: not known)
  */
 struct sio_ntb_peer_mw {
 	__u32 widx;
 	__u32 pidx;
 	__u64 size;
 	__u64 mmap_offset;
+	__u64 bus_addr;
 };
 
 /**

@@ -196,8 +196,10 @@ static void ivntb_slot_init(struct ivntb_dev *iv)
 		WRITE_ONCE(s->spad[b], 0);
 	for (p = 0; p < IVNTB_MAX_PORTS; p++) {
 		WRITE_ONCE(s->seen[p], 0);
-		for (w = 0; w < IVNTB_MAX_MWS; w++)
-			WRITE_ONCE(s->bind[p][w], w);
+		for (w = 0; w < IVNTB_MAX_MWS; w++) {
+			WRITE_ONCE(s->xlat[p][w].page, 0);
+			WRITE_ONCE(s->xlat[p][w].pages, 0);
+		}
 		for (b = 0; b < IVNTB_DB_BITS; b++)
 			WRITE_ONCE(s->db_ack[p][b], READ_ONCE(s->db_set[p][b]));
 	}

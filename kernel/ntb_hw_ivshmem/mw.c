@@ -3,20 +3,29 @@
  * ntb_hw_ivshmem: memory windows.
  *
  * ivshmem cannot translate addresses: a store of one guest lands at the same
- * offset of BAR2 in every guest. So each inbound window that port R offers
- * port S is a region of R's area in BAR2, and S's outbound window reaches
- * that region; a translation can only name one of those regions.
+ * offset of BAR2 in every guest. So the memory port R exports is its area
+ * of BAR2 (a region per inbound window of each peer), and an inbound
+ * window R offers port S is a range of that area: by default the window's
+ * own region, or wherever a translation puts it. S's outbound window
+ * reaches that range (published in R's slot for S's peer_mw_get_addr());
+ * a translation elsewhere than R's area is refused (-EOPNOTSUPP).
+ *
+ * A translation is region aligned, as the window's own (mw_get_align's
+ * addr_align is a region), unless the module is loaded with page_xlat=1:
+ * then any page of the area, as NTB hardware with page-granular
+ * translation lets a client export one part of a buffer (smartio's
+ * per-segment translation).
  *
  * Clients allocate inbound buffers with dma_alloc_coherent() on the NTB's PCI
  * function and translate a window to the buffer's DMA address. The function's
  * DMA ops (ivntb_dma_ops) hand out the regions: the one of the window that
  * the task last asked ntb_mw_get_align() about (every client asks before it
  * allocates), else any free region of that peer's area, else of any peer's.
- * A translation to a region that is not its window's own rebinds the two
- * windows' regions (published in BAR2 for the peer's peer_mw_get_addr()):
- * ntb_perf asks the alignment of one window and translates another. A
- * mapping the peer made before the rebinding keeps reaching the old region;
- * ivshmem has nothing to redirect it.
+ * A translation to a buffer of another window, or another peer's, is just
+ * that: ntb_perf asks the alignment of one window and translates another,
+ * smartio exports one buffer to every peer. A mapping the peer made before
+ * the translation changed keeps reaching the old range; ivshmem has
+ * nothing to redirect it.
  *
  * Outbound window w reaches peer index w / mws, its inbound window w % mws
  * (the same as two-port hardware, where the peer's windows are all the
@@ -25,18 +34,20 @@
  */
 #include <linux/dma-map-ops.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/sched.h>
 
 #include "ntb_hw_ivshmem.h"
 
+static bool page_xlat;
+module_param(page_xlat, bool, 0444);
+MODULE_PARM_DESC(page_xlat,
+	"Translate inbound windows to any page of the port's area (default: whole regions only)");
+
 void ivntb_mw_init(struct ivntb_dev *iv)
 {
-	int p, w;
-
 	spin_lock_init(&iv->mw_lock);
-	for (p = 0; p < ivntb_peer_count(iv); p++)
-		for (w = 0; w < iv->mws; w++)
-			iv->bind[p][w] = w;
+	memset(iv->xlat, 0, sizeof(iv->xlat));
 }
 
 static int ivntb_mw_check(struct ivntb_dev *iv, int pidx, int widx, const char *what)
@@ -85,9 +96,9 @@ int ivntb_mw_get_align(struct ntb_dev *ntb, int pidx, int widx,
 	if (ret)
 		return ret;
 	ivntb_hint_set(iv, pidx, widx);
-	/* a translation is a whole region: its start, at most its size */
+	/* a translation is a whole region (or a page of the area): at most a region */
 	if (addr_align)
-		*addr_align = ivntb_region_size(iv);
+		*addr_align = page_xlat ? PAGE_SIZE : ivntb_region_size(iv);
 	if (size_align)
 		*size_align = PAGE_SIZE;
 	if (size_max)
@@ -95,27 +106,17 @@ int ivntb_mw_get_align(struct ntb_dev *ntb, int pidx, int widx,
 	return 0;
 }
 
-/* Publish window @widx's region for the peer's peer_mw_get_addr(). */
-static void ivntb_bind_publish(struct ivntb_dev *iv, int pidx, int widx)
+/* Publish window @widx's translation for the peer's peer_mw_get_addr(). */
+static void ivntb_xlat_publish(struct ivntb_dev *iv, int pidx, int widx)
 {
-	WRITE_ONCE(iv->slot->bind[ivntb_pidx_port(iv, pidx)][widx], iv->bind[pidx][widx]);
-}
+	struct ivntb_slot *s = iv->slot;
+	int port = ivntb_pidx_port(iv, pidx);
 
-static int ivntb_bound_to(struct ivntb_dev *iv, int pidx, int region)
-{
-	int w;
-
-	for (w = 0; w < iv->mws; w++)
-		if (iv->bind[pidx][w] == region)
-			return w;
-	return -1;	/* not reached: bind[pidx] is a permutation */
-}
-
-static void ivntb_bind_swap(struct ivntb_dev *iv, int pidx, int a, int b)
-{
-	swap(iv->bind[pidx][a], iv->bind[pidx][b]);
-	ivntb_bind_publish(iv, pidx, a);
-	ivntb_bind_publish(iv, pidx, b);
+	WRITE_ONCE(s->xlat[port][widx].pages, 0);	/* never a torn pair */
+	wmb();
+	WRITE_ONCE(s->xlat[port][widx].page, cpu_to_le32(iv->xlat[pidx][widx].page));
+	wmb();
+	WRITE_ONCE(s->xlat[port][widx].pages, cpu_to_le32(iv->xlat[pidx][widx].pages));
 }
 
 /* The region of peer @pidx's area at bus address @addr, or -1. */
@@ -135,38 +136,32 @@ int ivntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
 {
 	struct ivntb_dev *iv = to_ivntb(ntb);
 	int ret = ivntb_mw_check(iv, pidx, widx, "mw_set_trans");
-	int region, other;
+	dma_addr_t area = iv->shm_bus + ivntb_area_off(iv, iv->port);
+	u64 align = page_xlat ? PAGE_SIZE : ivntb_region_size(iv);
 
 	if (ret)
 		return ret;
 	if (!size)
 		return ivntb_mw_clear_trans(ntb, pidx, widx);
-	if (size > ivntb_region_size(iv)) {
+	if (size > ivntb_region_size(iv) || !IS_ALIGNED(size, PAGE_SIZE)) {
 		dev_err_ratelimited(&iv->pdev->dev, "window %d of port %d: %pa bytes, the window has %lu\n",
 				    widx, ivntb_pidx_port(iv, pidx), &size,
 				    (unsigned long)ivntb_region_size(iv));
 		return -EINVAL;
 	}
-	region = ivntb_region_at(iv, pidx, addr);
-	if (region < 0) {
-		dev_err_ratelimited(&iv->pdev->dev, "window %d of port %d: ivshmem cannot translate to %pad, only to this port's regions for that peer (buffers from dma_alloc_coherent() on the NTB device)\n",
-				    widx, ivntb_pidx_port(iv, pidx), &addr);
+	if (addr < area || addr - area > ivntb_area_size(iv) - size || !IS_ALIGNED(addr - area, align)) {
+		dev_err_ratelimited(&iv->pdev->dev, "window %d of port %d: ivshmem cannot translate to %pad, only to %s of this port's area (buffers from dma_alloc_coherent() on the NTB device)\n",
+				    widx, ivntb_pidx_port(iv, pidx), &addr,
+				    page_xlat ? "pages" : "whole regions");
 		return -EOPNOTSUPP;
 	}
 	spin_lock(&iv->mw_lock);
-	other = ivntb_bound_to(iv, pidx, region);
-	if (other != widx && test_bit(other, &iv->xlat[pidx])) {
-		spin_unlock(&iv->mw_lock);
-		dev_err_ratelimited(&iv->pdev->dev, "window %d of port %d: %pad is window %d's translation\n",
-				    widx, ivntb_pidx_port(iv, pidx), &addr, other);
-		return -EBUSY;
-	}
-	if (other != widx)
-		ivntb_bind_swap(iv, pidx, widx, other);
-	set_bit(widx, &iv->xlat[pidx]);
+	iv->xlat[pidx][widx].page = (addr - area) >> PAGE_SHIFT;
+	iv->xlat[pidx][widx].pages = size >> PAGE_SHIFT;
+	ivntb_xlat_publish(iv, pidx, widx);
 	spin_unlock(&iv->mw_lock);
-	dev_dbg(&iv->pdev->dev, "window %d of port %d: translated to region %d%s\n", widx,
-		ivntb_pidx_port(iv, pidx), region, other != widx ? " (rebound)" : "");
+	dev_dbg(&iv->pdev->dev, "window %d of port %d: translated to page %llu of the area (%pa bytes)\n",
+		widx, ivntb_pidx_port(iv, pidx), (unsigned long long)((addr - area) >> PAGE_SHIFT), &size);
 	return 0;
 }
 
@@ -174,16 +169,13 @@ int ivntb_mw_clear_trans(struct ntb_dev *ntb, int pidx, int widx)
 {
 	struct ivntb_dev *iv = to_ivntb(ntb);
 	int ret = ivntb_mw_check(iv, pidx, widx, "mw_clear_trans");
-	int other;
 
 	if (ret)
 		return ret;
 	spin_lock(&iv->mw_lock);
-	clear_bit(widx, &iv->xlat[pidx]);
-	/* back to its own region when the window holding that has no translation */
-	other = ivntb_bound_to(iv, pidx, widx);
-	if (other != widx && !test_bit(other, &iv->xlat[pidx]))
-		ivntb_bind_swap(iv, pidx, widx, other);
+	iv->xlat[pidx][widx].page = 0;
+	iv->xlat[pidx][widx].pages = 0;
+	ivntb_xlat_publish(iv, pidx, widx);
 	spin_unlock(&iv->mw_lock);
 	return 0;
 }
@@ -195,12 +187,18 @@ int ivntb_peer_mw_count(struct ntb_dev *ntb)
 	return ivntb_peer_count(iv) * iv->mws;
 }
 
+/*
+ * Where outbound window @widx lands: the peer's translation for us, read
+ * from its slot, else the window's own region. A peer's bad value (outside
+ * its area) must not send us elsewhere: it is the window's own region then.
+ */
 int ivntb_peer_mw_get_addr(struct ntb_dev *ntb, int widx, phys_addr_t *base,
 			   resource_size_t *size)
 {
 	struct ivntb_dev *iv = to_ivntb(ntb);
-	int port, w, region;
+	u64 off, len = ivntb_region_size(iv), page, pages = 0;
 	struct ivntb_slot *s;
+	int port, w;
 
 	if (widx < 0 || widx >= ivntb_peer_mw_count(ntb)) {
 		dev_err_ratelimited(&iv->pdev->dev, "peer_mw_get_addr: outbound window %d of %d\n",
@@ -210,17 +208,25 @@ int ivntb_peer_mw_get_addr(struct ntb_dev *ntb, int widx, phys_addr_t *base,
 	port = ivntb_pidx_port(iv, widx / iv->mws);
 	w = widx % iv->mws;
 	s = ivntb_slot_of(iv, port);
-	region = w;
+	off = ivntb_region_off(iv, port, iv->port, w);
 	if (le64_to_cpu(READ_ONCE(s->magic)) == IVNTB_SLOT_MAGIC) {
-		region = READ_ONCE(s->bind[iv->port][w]);
-		if (region >= iv->mws)
-			region = w;	/* a peer's bad byte must not send us elsewhere */
+		pages = le32_to_cpu(READ_ONCE(s->xlat[iv->port][w].pages));
+		rmb();
+		page = le32_to_cpu(READ_ONCE(s->xlat[iv->port][w].page));
+		if (pages && (pages << PAGE_SHIFT) <= len &&
+		    (page << PAGE_SHIFT) <= ivntb_area_size(iv) - (pages << PAGE_SHIFT)) {
+			off = ivntb_area_off(iv, port) + (page << PAGE_SHIFT);
+			len = pages << PAGE_SHIFT;
+		} else {
+			pages = 0;
+		}
 	}
-	dev_dbg(&iv->pdev->dev, "outbound window %d: port %d's region %d for us\n", widx, port, region);
+	dev_dbg(&iv->pdev->dev, "outbound window %d: port %d's area at %llu (%llu bytes)%s\n",
+		widx, port, off - ivntb_area_off(iv, port), len, pages ? ", translated" : "");
 	if (base)
-		*base = iv->shm_phys + ivntb_region_off(iv, port, iv->port, region);
+		*base = iv->shm_phys + off;
 	if (size)
-		*size = ivntb_region_size(iv);
+		*size = len;
 	return 0;
 }
 
@@ -243,7 +249,7 @@ static bool ivntb_hint_take(struct ivntb_dev *iv, int *pidx, int *region)
 			continue;
 		h->task = NULL;
 		*pidx = h->pidx;
-		*region = iv->bind[h->pidx][h->widx];
+		*region = h->widx;
 		return true;
 	}
 	return false;

@@ -9,7 +9,7 @@
  *
  *   0            struct ivntb_desc: the layout, the same from every port
  *   slot_offset  struct ivntb_slot per port: heartbeat, link enable,
- *                scratchpads, window bindings, doorbell counters
+ *                scratchpads, window translations, doorbell counters
  *   data_offset  the window regions: for each port, for each peer, one
  *                region of 2^region_shift bytes per inbound window
  *
@@ -31,7 +31,7 @@
 #define IVNTB_NAME		"ntb_hw_ivshmem"
 #define IVNTB_MAGIC		0x313042544e4f4953ULL	/* "SIONTB01" */
 #define IVNTB_SLOT_MAGIC	0x544f4c5342544e49ULL	/* "INTBSLOT" */
-#define IVNTB_VERSION		1
+#define IVNTB_VERSION		2	/* 2: translations anywhere in the area */
 #define IVNTB_MIN_PORTS		2
 #define IVNTB_MAX_PORTS		8
 #define IVNTB_MAX_MWS		IVNTB_MAX_PORTS	/* inbound windows per peer */
@@ -71,8 +71,11 @@ struct ivntb_desc {
  *		its current session, so each side has dropped the other's rings
  *		of an earlier life before the first ring of this one
  * @spad:	the port's inbound scratchpads (any port writes them)
- * @bind:	[sender port][window]: the region of the port's own area that
- *		the sender's outbound window reaches (written by this port)
+ * @xlat:	[sender port][window]: where in the port's own area (all the
+ *		regions it keeps for every sender) the sender's outbound
+ *		window reaches, in pages from the area's start, and how many
+ *		pages; 0 pages: no translation, the window's own region
+ *		(written by this port)
  * @db_set:	[sender port][bit]: rings of the bit by the sender (written by
  *		the sender only)
  * @db_ack:	[sender port][bit]: the last ring this port has cleared
@@ -85,7 +88,10 @@ struct ivntb_slot {
 	__le32 enabled;
 	__le64 seen[IVNTB_MAX_PORTS];
 	__le32 spad[IVNTB_MAX_SPADS];
-	u8 bind[IVNTB_MAX_PORTS][IVNTB_MAX_MWS];
+	struct {
+		__le32 page;
+		__le32 pages;
+	} xlat[IVNTB_MAX_PORTS][IVNTB_MAX_MWS];
 	__le32 db_set[IVNTB_MAX_PORTS][IVNTB_DB_BITS];
 	__le32 db_ack[IVNTB_MAX_PORTS][IVNTB_DB_BITS];
 };
@@ -136,9 +142,8 @@ struct ivntb_peer {
  * @db_work:	delivers doorbell events that were not interrupts (local rings,
  *		unmasked pending bits)
  * @mw_lock:	serialises the window state below
- * @bind:	[pidx][window] -> region index within the peer's area (mirrors
- *		the slot's @bind, by peer index)
- * @xlat:	[pidx]: bit per window with a translation set
+ * @xlat:	[pidx][window]: its translation, as published in the slot
+ *		(pages 0: none)
  * @used:	[pidx]: bit per region handed out by the DMA allocator
  * @hint:	recent ntb_mw_get_align() calls, by task
  * @link_work:	the heartbeat and link poll
@@ -176,8 +181,10 @@ struct ivntb_dev {
 	struct work_struct db_work;
 
 	spinlock_t mw_lock;
-	u8 bind[IVNTB_MAX_PORTS - 1][IVNTB_MAX_MWS];
-	unsigned long xlat[IVNTB_MAX_PORTS - 1];
+	struct {
+		u32 page;
+		u32 pages;
+	} xlat[IVNTB_MAX_PORTS - 1][IVNTB_MAX_MWS];
 	unsigned long used[IVNTB_MAX_PORTS - 1];
 	struct ivntb_hint hint[IVNTB_HINTS];
 	unsigned int hint_next;
@@ -227,6 +234,7 @@ static inline resource_size_t ivntb_region_size(struct ivntb_dev *iv)
 /*
  * The offset in BAR2 of region @region of the area that port @owner keeps
  * for port @sender: areas are per owner, then per sender, @mws regions each.
+ * An owner's area is contiguous: its regions for every sender, in order.
  */
 static inline u64 ivntb_region_off(struct ivntb_dev *iv, int owner, int sender,
 				   int region)
@@ -235,6 +243,18 @@ static inline u64 ivntb_region_off(struct ivntb_dev *iv, int owner, int sender,
 	u64 idx = ((u64)owner * (iv->ports - 1) + spidx) * iv->mws + region;
 
 	return le64_to_cpu(iv->desc->data_offset) + (idx << iv->region_shift);
+}
+
+/* The offset in BAR2 of port @owner's area, and its size. */
+static inline u64 ivntb_area_off(struct ivntb_dev *iv, int owner)
+{
+	return le64_to_cpu(iv->desc->data_offset) +
+	       (((u64)owner * (iv->ports - 1) * iv->mws) << iv->region_shift);
+}
+
+static inline u64 ivntb_area_size(struct ivntb_dev *iv)
+{
+	return ((u64)(iv->ports - 1) * iv->mws) << iv->region_shift;
 }
 
 /* link.c */

@@ -10,6 +10,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/eventfd.h>
 #include <linux/fs.h>
+#include <linux/pci.h>
 #include <linux/uaccess.h>
 
 #include "smartio_ntb.h"
@@ -157,6 +158,21 @@ void sntb_free_in(struct sntb_dev *sd, struct sntb_in *in, int pidx, int widx)
 	in->size = 0;
 }
 
+/* The file's translation into [@dma, @dma + @size) of its buffer @buf, if any. */
+static bool sntb_xlat_into(struct sntb_dev *sd, struct sntb_file *f, struct sntb_in *buf)
+{
+	int i;
+
+	for (i = 0; i < sd->peers * sd->in_max; i++) {
+		struct sntb_in *x = &sd->in[i];
+
+		if (x != buf && x->owner == f && !x->vaddr && x->size &&
+		    x->dma >= buf->dma && x->dma - buf->dma < buf->size)
+			return true;
+	}
+	return false;
+}
+
 static int sntb_mw_free(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 {
 	struct sio_ntb_buf *b = arg;
@@ -164,12 +180,27 @@ static int sntb_mw_free(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 
 	if (!in)
 		return -EINVAL;
-	if (in->owner != f)
+	if (in->owner != f || !in->vaddr)
 		return in->owner ? -EBUSY : -ENOENT;
-	if (in->mapped)
-		return -EBUSY;	/* munmap() it first */
+	if (in->mapped || sntb_xlat_into(sd, f, in))
+		return -EBUSY;	/* munmap() it, clear the translations into it first */
 	sntb_free_in(sd, in, b->pidx, b->widx);
 	return 0;
+}
+
+/* Does [@addr, @addr + @size) lie in one of the file's own buffers? */
+static bool sntb_own_memory(struct sntb_dev *sd, struct sntb_file *f, u64 addr, u64 size)
+{
+	int i;
+
+	for (i = 0; i < sd->peers * sd->in_max; i++) {
+		struct sntb_in *b = &sd->in[i];
+
+		if (b->owner == f && b->vaddr && addr >= b->dma && size <= b->size &&
+		    addr - b->dma <= b->size - size)
+			return true;
+	}
+	return false;
 }
 
 static int sntb_mw_xlat(struct sntb_dev *sd, struct sntb_file *f, void *arg)
@@ -179,10 +210,11 @@ static int sntb_mw_xlat(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	resource_size_t align, salign, max;
 	int ret;
 
-	if (!capable(CAP_SYS_RAWIO))
-		return -EPERM;	/* the peer reaches whatever the address is */
 	if (!in)
 		return -EINVAL;
+	/* the peer reaches whatever the address is, unless it is memory the file exports */
+	if (x->size && !sntb_own_memory(sd, f, x->addr, x->size) && !capable(CAP_SYS_RAWIO))
+		return -EPERM;
 	if (!x->size) {
 		if (in->owner != f || in->vaddr)
 			return in->owner ? -EBUSY : -ENOENT;
@@ -203,7 +235,26 @@ static int sntb_mw_xlat(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	if (ret)
 		return ret;	/* -EOPNOTSUPP: the hardware driver cannot translate there */
 	in->owner = f;
+	in->dma = x->addr;
 	in->size = x->size;
+	return 0;
+}
+
+/*
+ * The bus address of the NTB's CPU address @base: through the BAR of the
+ * NTB's PCI function that holds it (0: none does).
+ */
+static u64 sntb_bus_addr(struct ntb_dev *ntb, phys_addr_t base)
+{
+	struct pci_dev *pdev = ntb->pdev;
+	int bar;
+
+	for (bar = 0; pdev && bar < PCI_STD_NUM_BARS; bar++) {
+		struct resource *r = &pdev->resource[bar];
+
+		if ((r->flags & IORESOURCE_MEM) && r->start && base >= r->start && base <= r->end)
+			return pci_bus_address(pdev, bar) + (base - r->start);
+	}
 	return 0;
 }
 
@@ -222,6 +273,7 @@ static int sntb_peer_mw(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	m->pidx = sd->mws_per_peer ? m->widx / sd->mws_per_peer : ~0u;
 	m->size = size;
 	m->mmap_offset = SIO_NTB_MMAP_OUTBOUND(m->widx);
+	m->bus_addr = sntb_bus_addr(sd->ntb, base);
 	return 0;
 }
 
@@ -283,19 +335,36 @@ static int sntb_spad_write(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	return sntb_spad(sd, arg, true);
 }
 
-/* Release what the file holds (device lock held; its mappings are gone). */
+/*
+ * Release what the file holds (device lock held; its mappings are gone),
+ * or every file with @f NULL: translations first, then the buffers they may
+ * point into.
+ */
 void sntb_release_windows(struct sntb_dev *sd, struct sntb_file *f)
 {
-	int pidx, widx;
+	int pidx, widx, pass;
 
-	for (pidx = 0; sd->ntb && pidx < sd->peers; pidx++)
-		for (widx = 0; widx < sd->in_max; widx++)
-			if (sntb_in(sd, pidx, widx)->owner == f)
-				sntb_free_in(sd, sntb_in(sd, pidx, widx), pidx, widx);
-	for (widx = 0; widx < sd->peer_mws; widx++)
+	for (pass = 0; pass < 2; pass++)
+		for (pidx = 0; sd->ntb && pidx < sd->peers; pidx++)
+			for (widx = 0; widx < sd->in_max; widx++) {
+				struct sntb_in *in = sntb_in(sd, pidx, widx);
+
+				if (in->owner && (!f || in->owner == f) && !in->vaddr == !pass)
+					sntb_free_in(sd, in, pidx, widx);
+			}
+	for (widx = 0; f && widx < sd->peer_mws; widx++)
 		if (sd->out[widx].owner == f)
 			sd->out[widx].owner = NULL;
 }
+
+/* SIO_NTB_IOC_PEER_MW of uapi version 1, whose struct had no bus_addr */
+struct sio_ntb_peer_mw_v1 {
+	__u32 widx;
+	__u32 pidx;
+	__u64 size;
+	__u64 mmap_offset;
+};
+#define SIO_NTB_IOC_PEER_MW_V1	_IOWR(SIO_NTB_IOC_MAGIC, 0x06, struct sio_ntb_peer_mw_v1)
 
 static const struct {
 	unsigned int cmd;
@@ -308,6 +377,7 @@ static const struct {
 	{ SIO_NTB_IOC_MW_FREE, sntb_mw_free },
 	{ SIO_NTB_IOC_MW_XLAT, sntb_mw_xlat },
 	{ SIO_NTB_IOC_PEER_MW, sntb_peer_mw },
+	{ SIO_NTB_IOC_PEER_MW_V1, sntb_peer_mw },	/* the fields it has come first */
 	{ SIO_NTB_IOC_DB_RING, sntb_db_ring },
 	{ SIO_NTB_IOC_DB_EVENTFD, sntb_db_eventfd },
 	{ SIO_NTB_IOC_SPAD_READ, sntb_spad_read },
@@ -324,6 +394,7 @@ long sntb_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		struct sio_ntb_info info;
 		struct sio_ntb_mw mw;
 		struct sio_ntb_buf buf;
+		struct sio_ntb_peer_mw peer_mw;
 		u64 bits;
 	} u;
 	long ret;

@@ -365,7 +365,6 @@ err:
 static void sntb_remove(struct ntb_client *client, struct ntb_dev *ntb)
 {
 	struct sntb_dev *sd = ntb->ctx;
-	int pidx, widx;
 
 	sntb_minor_put(sd);	/* no new open() finds it */
 	device_destroy(sntb_class, MKDEV(MAJOR(sntb_devt), sd->minor));
@@ -377,9 +376,7 @@ static void sntb_remove(struct ntb_client *client, struct ntb_dev *ntb)
 
 	mutex_lock(&sd->lock);
 	sntb_revoke(sd, 0, 0);
-	for (pidx = 0; pidx < sd->peers; pidx++)
-		for (widx = 0; widx < sd->in_max; widx++)
-			sntb_free_in(sd, sntb_in(sd, pidx, widx), pidx, widx);
+	sntb_release_windows(sd, NULL);
 	spin_lock_irq(&sd->ev_lock);
 	WRITE_ONCE(sd->ntb, NULL);
 	spin_unlock_irq(&sd->ev_lock);

@@ -2,8 +2,10 @@
 /*
  * smartio_ntb: mappings of inbound buffers and outbound windows.
  *
- * A window or buffer is mapped once (a second mmap() of it is -EBUSY), whole
- * pages at its mmap offset. Mappings are populated at mmap() time and never
+ * A window or buffer is mapped through one open file at a time (another
+ * file's mmap() of it is -EBUSY); that file may map it several times, for
+ * the processes that share it (fork, SCM_RIGHTS). Whole pages at its mmap
+ * offset. Mappings are populated at mmap() time and never
  * fault, until they are revoked: every open file of a device shares the
  * mapping of one anonymous inode, so unmap_mapping_range() reaches every
  * process. A revoked page faults in a page of the mapping's own, filled with
@@ -151,9 +153,7 @@ static int sntb_mmap_in(struct sntb_dev *sd, struct sntb_map *map, struct vm_are
 		return -EINVAL;
 	in = sntb_in(sd, map->pidx, map->widx);
 	if (in->owner != map->f || !in->vaddr)
-		return -ENXIO;	/* no buffer of this process there: SIO_NTB_IOC_MW_ALLOC */
-	if (in->mapped)
-		return -EBUSY;	/* mapped already */
+		return -ENXIO;	/* no buffer of this file there: SIO_NTB_IOC_MW_ALLOC */
 	if (within + len > PAGE_ALIGN(in->size))
 		return -EINVAL;
 	/* dma_mmap_coherent() takes vm_pgoff as the offset in the buffer */
@@ -175,8 +175,8 @@ static int sntb_mmap_out(struct sntb_dev *sd, struct sntb_map *map, struct vm_ar
 	if (map->widx >= sd->peer_mws)
 		return -EINVAL;
 	out = &sd->out[map->widx];
-	if (out->mapped)
-		return -EBUSY;	/* mapped already, by this process or another */
+	if (out->mapped && out->owner != map->f)
+		return -EBUSY;	/* mapped through another open file */
 	if (sd->mws_per_peer &&
 	    !(ntb_link_is_up(sd->ntb, NULL, NULL) & BIT_ULL(map->widx / sd->mws_per_peer)))
 		return -ENOTCONN;

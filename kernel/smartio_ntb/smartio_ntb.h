@@ -26,8 +26,9 @@ struct sntb_file;
 /*
  * struct sntb_in - an inbound window (peer, window) of the device
  * @owner:	the file that holds it (its buffer or translation), or NULL
- * @vaddr, @dma, @size: its buffer (vaddr NULL: a translation, no buffer)
- * @mapped:	mappings of the buffer (at most one mmap(), split by munmap())
+ * @vaddr, @dma, @size: its buffer, or (vaddr NULL) the bus address and
+ *		size of its translation
+ * @mapped:	mappings of the buffer (mmap()s through @owner, split by munmap())
  */
 struct sntb_in {
 	struct sntb_file *owner;
@@ -39,8 +40,8 @@ struct sntb_in {
 
 /*
  * struct sntb_out - an outbound window of the device
- * @owner:	the file whose mapping holds it, or NULL
- * @mapped:	its mappings (at most one mmap(), split by munmap())
+ * @owner:	the file whose mappings hold it, or NULL
+ * @mapped:	its mappings (mmap()s through @owner, split by munmap())
  */
 struct sntb_out {
 	struct sntb_file *owner;

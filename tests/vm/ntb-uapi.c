@@ -30,6 +30,8 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <linux/capability.h>
 
 #include <smartio/ntb.h>
 
@@ -104,6 +106,65 @@ static void bad_args(int fd, const struct sio_ntb_info *info, int pidx)
 	EXPECT("ioctl-bad-pointer", ioctl(fd, SIO_NTB_IOC_INFO, (void *)8), EFAULT);
 }
 
+/* Drop (or take back) CAP_SYS_RAWIO from this process's effective set. */
+static void rawio(int on)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return;
+	if (on)
+		d[CAP_SYS_RAWIO / 32].effective |= 1u << (CAP_SYS_RAWIO % 32);
+	else
+		d[CAP_SYS_RAWIO / 32].effective &= ~(1u << (CAP_SYS_RAWIO % 32));
+	if (syscall(SYS_capset, &h, d))
+		printf("capset: %s\n", strerror(errno));
+}
+
+/*
+ * A translation of another window into the file's own buffer (what exports
+ * one buffer to several peers) needs no privilege, anywhere else it does;
+ * a buffer translated into is not freed under the translation.
+ */
+static void own_translations(int fd, const struct sio_ntb_info *info, int pidx)
+{
+	struct sio_ntb_buf b = { .pidx = pidx, .widx = 0 };
+	struct sio_ntb_xlat x = { .pidx = pidx, .widx = 1 };
+	int other = pidx;
+
+	/* another peer whose link is up (the NTB core translates for those alone), else ours */
+	for (unsigned int i = 0; i < info->peers; i++)
+		if ((int)i != pidx && (info->link >> i & 1))
+			other = (int)i;
+
+	EXPECT("mw-alloc-to-share", ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b), 0);
+	rawio(0);
+	x.addr = 0xfe000000;
+	x.size = 4096;
+	EXPECT("mw-xlat-unprivileged", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), EPERM);
+	x.addr = b.dma_addr;
+	x.size = b.size;
+	EXPECT("mw-xlat-into-own-buffer", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), 0);
+	x.pidx = other;
+	x.widx = other == pidx ? 2 : 0;
+	EXPECT("mw-xlat-another-peer-into-own-buffer", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), 0);
+	rawio(1);
+	EXPECT("mw-free-translated-into", ioctl(fd, SIO_NTB_IOC_MW_FREE, &b), EBUSY);
+	x.size = 0;
+	EXPECT("mw-xlat-clear", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), 0);
+	x.pidx = pidx;
+	x.widx = 1;
+	EXPECT("mw-xlat-clear-other", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), 0);
+	EXPECT("mw-free-once-cleared", ioctl(fd, SIO_NTB_IOC_MW_FREE, &b), 0);
+}
+
+/* SIO_NTB_IOC_PEER_MW as uapi version 1 built it: its fields, without bus_addr. */
+struct peer_mw_v1 {
+	__u32 widx, pidx;
+	__u64 size, mmap_offset;
+};
+
 /* Windows: too large, twice, mapped twice, freed while mapped, translated elsewhere. */
 static void bad_windows(int fd, const struct sio_ntb_info *info, int pidx)
 {
@@ -111,6 +172,8 @@ static void bad_windows(int fd, const struct sio_ntb_info *info, int pidx)
 	struct sio_ntb_buf b = { .pidx = pidx, .widx = 0 };
 	struct sio_ntb_xlat x = { .pidx = pidx, .widx = 1 };
 	struct sio_ntb_peer_mw pmw = { .widx = pidx * info->mws_per_peer };
+	struct peer_mw_v1 v1 = { .widx = pmw.widx };
+	int fd2 = open("/dev/smartio-ntb0", O_RDWR);
 	void *m1, *m2;
 
 	EXPECT("mw-limits", ioctl(fd, SIO_NTB_IOC_MW, &mw), 0);
@@ -126,7 +189,13 @@ static void bad_windows(int fd, const struct sio_ntb_info *info, int pidx)
 	m1 = mmap(NULL, b.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)b.mmap_offset);
 	check("mmap-buffer", m1 == MAP_FAILED ? -1 : 0, errno, 0);
 	m2 = mmap(NULL, b.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)b.mmap_offset);
-	check("mmap-buffer-twice", m2 == MAP_FAILED ? -1 : 0, errno, EBUSY);
+	check("mmap-buffer-twice-same-file", m2 == MAP_FAILED ? -1 : 0, errno, 0);
+	if (m1 != MAP_FAILED && m2 != MAP_FAILED) {
+		*(volatile uint32_t *)m1 = 0x5eed;
+		check("mmap-buffer-twice-same-memory", *(volatile uint32_t *)m2 == 0x5eed ? 0 : -1, EIO, 0);
+		munmap(m2, b.size);
+	}
+	EXPECT("mmap-buffer-other-file", mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd2, (off_t)b.mmap_offset) == MAP_FAILED ? -1 : 0, ENXIO);
 	EXPECT("mw-free-while-mapped", ioctl(fd, SIO_NTB_IOC_MW_FREE, &b), EBUSY);
 	if (m1 != MAP_FAILED) {
 		memset(m1, 0x5a, b.size);	/* our own memory: no fault */
@@ -141,12 +210,20 @@ static void bad_windows(int fd, const struct sio_ntb_info *info, int pidx)
 	x.addr = 1;
 	EXPECT("mw-xlat-misaligned", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), EINVAL);
 	EXPECT("peer-mw", ioctl(fd, SIO_NTB_IOC_PEER_MW, &pmw), 0);
+	check("peer-mw-bus-address", pmw.bus_addr ? 0 : -1, ENXIO, 0);
+	EXPECT("peer-mw-uapi-v1", ioctl(fd, _IOWR(SIO_NTB_IOC_MAGIC, 0x06, struct peer_mw_v1), &v1), 0);
+	check("peer-mw-uapi-v1-fields", v1.size == pmw.size && v1.mmap_offset == pmw.mmap_offset ? 0 : -1, EIO, 0);
 	m1 = mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd, (off_t)pmw.mmap_offset);
 	check("mmap-outbound", m1 == MAP_FAILED ? -1 : 0, errno, 0);
 	m2 = mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd, (off_t)pmw.mmap_offset);
-	check("mmap-outbound-twice", m2 == MAP_FAILED ? -1 : 0, errno, EBUSY);
+	check("mmap-outbound-twice-same-file", m2 == MAP_FAILED ? -1 : 0, errno, 0);
+	EXPECT("mmap-outbound-other-file", mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd2, (off_t)pmw.mmap_offset) == MAP_FAILED ? -1 : 0, EBUSY);
+	if (m2 != MAP_FAILED)
+		munmap(m2, 4096);
 	if (m1 != MAP_FAILED)
 		munmap(m1, 4096);
+	close(fd2);
+	own_translations(fd, info, pidx);
 }
 
 /*
@@ -205,6 +282,9 @@ static void hold(int fd, const struct sio_ntb_info *info, int port)
 		printf("FAIL hold: neither port %d's link nor the device went\n", port);
 		exit(1);
 	}
+	/* the links go down as the other guests unload too: which went first? */
+	if (gone == 1 && ioctl(fd, SIO_NTB_IOC_PEER, &p) && errno == ENODEV)
+		gone = 2;
 	check_revoked(gone == 2 ? "device-gone-outbound-reads-ones" : "peer-gone-outbound-reads-ones",
 		      out, pmw.size);
 	if (gone == 2) {
@@ -212,8 +292,13 @@ static void hold(int fd, const struct sio_ntb_info *info, int port)
 		EXPECT("device-gone-calls", ioctl(fd, SIO_NTB_IOC_PEER, &p), ENODEV);
 		EXPECT("device-gone-read", (int)read(fd, &ev, sizeof(ev)), ENODEV);
 	} else {
-		EXPECT("peer-gone-mapped-still", mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd,
-						      (off_t)pmw.mmap_offset) == MAP_FAILED ? -1 : 0, EBUSY);
+		int fd2 = open("/dev/smartio-ntb0", O_RDWR);
+
+		EXPECT("peer-gone-mapped-still-other-file", mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd2,
+								 (off_t)pmw.mmap_offset) == MAP_FAILED ? -1 : 0, EBUSY);
+		EXPECT("peer-gone-remap", mmap((void *)out, pmw.size, PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+					       (off_t)pmw.mmap_offset) == MAP_FAILED ? -1 : 0, ENOTCONN);
+		close(fd2);
 		munmap((void *)out, pmw.size);
 		EXPECT("peer-gone-no-new-mapping", mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd,
 							(off_t)pmw.mmap_offset) == MAP_FAILED ? -1 : 0, ENOTCONN);
