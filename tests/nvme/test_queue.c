@@ -309,6 +309,38 @@ Test(queue, wild_sq_head_in_a_real_completion_is_not_taken)
 	cr_assert_eq(sio_nvme_queue_ignored(&q), 0, "nothing was ignored: the ids were right");
 }
 
+/* The same with the tail wrapped past the end of the SQ and the last head
+ * before it: a head at or past the size is refused there too, a head
+ * between the last one and the tail, across the wrap, is taken. */
+Test(queue, wild_sq_head_across_the_wrap_is_not_taken)
+{
+	struct sio_nvme_cmd cmd, got[3];
+	int i, tag[3];
+
+	for (i = 0; i < QS - 2; i++)
+		roundtrip(1);
+	cr_assert_eq(q.sq_head, QS - 2);
+	memset(&cmd, 0, sizeof(cmd));
+	for (i = 0; i < 3; i++)
+		tag[i] = sio_nvme_sq_submit(&q, &cmd, (uint64_t)i);
+	cr_assert_eq(q.sq_tail, 1, "the tail wrapped");
+	sio_nvme_sq_ring(&q);
+	for (i = 0; i < 3; i++)
+		cr_assert(ctrl_fetch(&got[i]));
+	ctrl_post(got[0].cid, QS, 0);		/* off the queue */
+	ctrl_post(got[1].cid, 3, 0);		/* past the tail */
+	ctrl_post(got[2].cid, QS - 1, 0);	/* sane: between, before the wrap */
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(sio_nvme_cq_pop(&q, NULL, NULL), tag[i]);
+		cr_assert_eq(q.sq_head, QS - 2, "wild head %d ignored", i);
+	}
+	cr_assert_eq(sio_nvme_cq_pop(&q, NULL, NULL), tag[2]);
+	cr_assert_eq(q.sq_head, QS - 1, "a sane head is taken");
+	sio_nvme_cq_ring(&q);
+	assert_usable();
+	cr_assert_eq(sio_nvme_queue_ignored(&q), 0);
+}
+
 Test(queue, duplicate_completion_is_counted_not_delivered)
 {
 	uint16_t wire;

@@ -224,29 +224,35 @@ static inline SIO_HD_HOT bool sio_nvme_dbbuf_need_event(uint16_t ei, uint16_t v,
 	return (uint16_t)(v - ei - 1) < (uint16_t)(v - old);
 }
 
-/*
- * Store doorbell @v (from @old): the shadow, and MMIO if EventIdx asks (or
- * always, for a queue that does not read EventIdx: @ei NULL).
- */
-static inline SIO_HD_HOT void sio_nvme__doorbell(struct sio_nvme_queue *q, volatile uint32_t *db,
-					     volatile uint32_t *shadow,
-					     const volatile uint32_t *ei, uint16_t v, uint16_t old)
+/* Store doorbell @v in MMIO, and count it. */
+static inline SIO_HD_HOT void sio_nvme__db_mmio(struct sio_nvme_queue *q, volatile uint32_t *db,
+					    uint16_t v)
 {
-	if (shadow) {
-		*shadow = v;
-		if (ei) {
-			/* the shadow store is seen before EventIdx is read: a
-			 * controller that stopped looking has published it, or
-			 * sees the store */
-			sio_nvme_mb();
-			if (!sio_nvme_dbbuf_need_event((uint16_t)*ei, v, old))
-				return;
-		} else {
-			sio_nvme_wmb();	/* a controller that reads the shadow at the ring sees it */
-		}
-	}
 	sio_nvme_mmio_write32(db, v);
 	q->db_writes++;
+}
+
+/*
+ * Store doorbell @v (from @old) through the shadow @shadow, and in MMIO if
+ * EventIdx asks (or always, for a queue that does not read EventIdx: @ei
+ * NULL). Apart from the MMIO ring: what only queues with shadow doorbells
+ * need stays off the others' path.
+ */
+static inline SIO_HD void sio_nvme__db_shadow(struct sio_nvme_queue *q, volatile uint32_t *db,
+					      volatile uint32_t *shadow,
+					      const volatile uint32_t *ei, uint16_t v, uint16_t old)
+{
+	*shadow = v;
+	if (ei) {
+		/* the shadow store is seen before EventIdx is read: a controller
+		 * that stopped looking has published it, or sees the store */
+		sio_nvme_mb();
+		if (!sio_nvme_dbbuf_need_event((uint16_t)*ei, v, old))
+			return;
+	} else {
+		sio_nvme_wmb();	/* a controller that reads the shadow at the ring sees it */
+	}
+	sio_nvme__db_mmio(q, db, v);
 }
 
 /**
@@ -467,18 +473,25 @@ static inline SIO_HD_HOT void sio_nvme_sq_ring(struct sio_nvme_queue *q)
 		return;
 	q->sq_rung = tail;
 	sio_nvme_wmb();
-	sio_nvme__doorbell(q, q->sq_db, q->sq_shadow, q->sq_ei, tail, rung);
+	if (q->sq_shadow)
+		sio_nvme__db_shadow(q, q->sq_db, q->sq_shadow, q->sq_ei, tail, rung);
+	else
+		sio_nvme__db_mmio(q, q->sq_db, tail);
 }
 
 /* sio_nvme_sq_ring() for a caller that knows an entry was added since the
  * last ring. */
 static inline SIO_HD_HOT void sio_nvme__sq_ring_new(struct sio_nvme_queue *q)
 {
-	uint16_t tail = q->sq_tail, rung = q->sq_rung;
+	uint16_t tail = q->sq_tail;
 
+	if (__builtin_expect(q->sq_shadow != 0, 0)) {
+		sio_nvme_sq_ring(q);
+		return;
+	}
 	q->sq_rung = tail;
 	sio_nvme_wmb();
-	sio_nvme__doorbell(q, q->sq_db, q->sq_shadow, q->sq_ei, tail, rung);
+	sio_nvme__db_mmio(q, q->sq_db, tail);
 }
 
 /**
@@ -520,7 +533,7 @@ static inline SIO_HD_HOT int sio_nvme__cq_take(struct sio_nvme_queue *q, struct 
 {
 	uint16_t cq_head = q->cq_head, size = q->size, tail = q->sq_tail, old = q->sq_head;
 	const volatile uint32_t *e = (const volatile uint32_t *)&q->cq[cq_head];
-	uint32_t w3 = e[3], w2, gen, dh, dt;
+	uint32_t w3 = e[3], w2, gen;
 	uint16_t cid = (uint16_t)w3, head, tag;
 	uint8_t s, *busy = q->busy;
 
@@ -555,11 +568,11 @@ static inline SIO_HD_HOT int sio_nvme__cq_take(struct sio_nvme_queue *q, struct 
 		*cookie = q->cookie[tag];
 	q->cid_stack[q->nfree++] = tag;
 	busy[tag] = (uint8_t)(s & ~SIO_NVME_CID_STATE_MASK);
-	/* The head moves forward from where it was, never past the tail (nor
-	 * off the queue: a head at or past the size is further than the tail). */
-	dh = head >= old ? (uint32_t)(head - old) : (uint32_t)head + size - old;
-	dt = tail >= old ? (uint32_t)(tail - old) : (uint32_t)tail + size - old;
-	if (dh <= dt)
+	/* The head moves forward from where it was, never past the tail, nor
+	 * off the queue. Positions are below 4096, so in 16-bit arithmetic
+	 * head - old <= tail - old says just that, wrapped or not, for a head
+	 * on the queue. */
+	if (__builtin_expect(head < size && (uint16_t)(head - old) <= (uint16_t)(tail - old), 1))
 		q->sq_head = head;
 	return tag;
 }
@@ -579,7 +592,6 @@ static inline SIO_HD_HOT int sio_nvme__cq_take(struct sio_nvme_queue *q, struct 
  * -EPROTO for an entry consumed but not delivered because its id matches no
  * command in flight (counted in @q->spurious, @q->duplicate or @q->stale).
  */
-/* A completion whose id names no command in flight: counted by why. */
 static inline SIO_HD_HOT int sio_nvme_cq_pop(struct sio_nvme_queue *q,
 					 struct sio_nvme_cpl *out, uint64_t *cookie)
 {
@@ -592,15 +604,21 @@ static inline SIO_HD_HOT int sio_nvme_cq_pop(struct sio_nvme_queue *q,
  * the last ring. */
 static inline SIO_HD_HOT void sio_nvme__cq_ring_new(struct sio_nvme_queue *q)
 {
-	uint16_t head = q->cq_head, n = q->cq_pending;
+	uint16_t head = q->cq_head, n;
 
-	q->cq_pending = 0;
 	/* Our reads of the consumed entries complete before the slots are
 	 * handed back to the controller (a read barrier orders loads before
 	 * later stores too). */
 	sio_nvme_rmb();
-	sio_nvme__doorbell(q, q->cq_db, q->cq_shadow, q->cq_ei, head,
-			   (uint16_t)(head >= n ? head - n : head + q->size - n));
+	if (__builtin_expect(q->cq_shadow != 0, 0)) {
+		n = q->cq_pending;
+		q->cq_pending = 0;
+		sio_nvme__db_shadow(q, q->cq_db, q->cq_shadow, q->cq_ei, head,
+				    (uint16_t)(head >= n ? head - n : head + q->size - n));
+		return;
+	}
+	q->cq_pending = 0;
+	sio_nvme__db_mmio(q, q->cq_db, head);
 }
 
 /**
