@@ -90,7 +90,7 @@ struct qpair {
 	struct sio_nvme_queue q;
 	uint16_t *cids;
 	uint64_t *cookies;
-	uint8_t *busy;
+	uint16_t *ids;
 	sio_nvme_io_cb *cbs;		/* per tag */
 	struct cmdrec *rec;		/* per cid, multipath only */
 	struct sio_device *dev;		/* the borrow its memory is mapped for */

@@ -54,7 +54,7 @@ struct sio_nvme_ctrl {
 	struct sio_nvme_queue admin;
 	uint16_t adm_cids[SIO_NVME_ADMIN_DEPTH];
 	uint64_t adm_cookies[SIO_NVME_ADMIN_DEPTH];
-	uint8_t adm_busy[SIO_NVME_ADMIN_DEPTH];
+	uint16_t adm_ids[SIO_NVME_ADMIN_DEPTH];
 	bool admin_broken;	/* an admin command timed out: a reset is due */
 	bool enabled;
 	bool gone;		/* its device left the fabric (sio_nvme_ctrl_gone()) */
@@ -261,7 +261,7 @@ static int init_admin_queue(struct sio_nvme_ctrl *c)
 					sio_nvme_doorbell_offset(0, 0, c->info.db_stride)),
 				  (volatile uint32_t *)(c->regs +
 					sio_nvme_doorbell_offset(0, 1, c->info.db_stride)),
-				  c->adm_cids, c->adm_cookies, c->adm_busy);
+				  c->adm_cids, c->adm_cookies, c->adm_ids);
 	if (ret)
 		return sio_err_set(-ret, "admin queue of %u entries rejected",
 				   SIO_NVME_ADMIN_DEPTH);

@@ -445,7 +445,7 @@ int sio_nvme_ioq_fail_with(struct sio_nvme_ioq *q, int err)
 	for (p = 0; p < 2; p++) {
 		struct qpair *qp = &q->qp[p];
 
-		if (!qp->busy)
+		if (!qp->ids)
 			continue;
 		for (cid = 0; cid < qp->q.nslots; cid++) {
 			if (sio_nvme_queue_tag_state(&qp->q, cid) != SIO_NVME_CID_BUSY)

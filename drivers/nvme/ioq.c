@@ -274,7 +274,7 @@ static void qpair_free(struct sio_nvme_client *cl, struct qpair *p)
 	}
 	free(p->cids);
 	free(p->cookies);
-	free(p->busy);
+	free(p->ids);
 	free(p->cbs);
 	free(p->rec);
 	memset(p, 0, sizeof(*p));
@@ -314,7 +314,7 @@ int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p)
 	if (ret)
 		return ret;
 	ret = sio_nvme_queue_init(&p->q, qid, q->depth, p->sq_va, p->cq_va, NULL, NULL,
-				  p->cids, p->cookies, p->busy);
+				  p->cids, p->cookies, p->ids);
 	if (ret)
 		ret = sio_err_set(-ret, "queue %u: depth %u out of range 2..%u", qid,
 				  q->depth, SIO_NVME_QUEUE_MAX_SIZE);
@@ -381,10 +381,10 @@ static int qpair_setup(struct sio_nvme_ioq *q, struct qpair *p, const struct sio
 
 	p->cids = calloc(nslots, sizeof(*p->cids));
 	p->cookies = calloc(nslots, sizeof(*p->cookies));
-	p->busy = calloc(nslots, 1);
+	p->ids = calloc(nslots, sizeof(*p->ids));
 	p->cbs = calloc(nslots, sizeof(*p->cbs));
 	p->rec = q->mp ? calloc(nslots, sizeof(*p->rec)) : NULL;
-	if (!p->cids || !p->cookies || !p->busy || !p->cbs || (q->mp && !p->rec))
+	if (!p->cids || !p->cookies || !p->ids || !p->cbs || (q->mp && !p->rec))
 		return sio_err_set(ENOMEM, "out of memory");
 	sq_bytes = align_page(q, (uint64_t)q->depth * sizeof(struct sio_nvme_cmd));
 	cq_bytes = align_page(q, (uint64_t)q->depth * sizeof(struct sio_nvme_cpl));

@@ -37,7 +37,8 @@ Test(ioq_at, caller_placed_queue_does_io_and_bad_input_is_refused)
 	struct sio_nvme_cpl cpl;
 	uint16_t cids[DEPTH], qid, qid2;
 	uint64_t cookies[DEPTH], bus, cookie;
-	uint8_t busy[DEPTH], *va;
+	uint16_t ids[DEPTH];
+	uint8_t *va;
 	uint32_t *p, i, spins;
 	void *v;
 	int ret;
@@ -94,7 +95,7 @@ Test(ioq_at, caller_placed_queue_does_io_and_bad_input_is_refused)
 					sio_nvme_doorbell_offset(qid, 0, ci.db_stride)),
 				    (volatile uint32_t *)((uint8_t *)regs +
 					sio_nvme_doorbell_offset(qid, 1, ci.db_stride)),
-				    cids, cookies, busy);
+				    cids, cookies, ids);
 	}
 	cr_assert_eq(sio_nvme_buf_alloc(cl, 4096, &buf), 0, "%s", sio_errmsg());
 	p = buf->va;

@@ -19,7 +19,7 @@ static struct sio_nvme_cpl cq[QS];
 static uint32_t sqdb, cqdb;
 static uint16_t cids[QS - 1];
 static uint64_t cookies[QS - 1];
-static uint8_t busy[QS - 1];
+static uint16_t ids[QS - 1];
 static struct sio_nvme_queue q;
 /* the controller's view */
 static uint16_t c_sqhead, c_cqtail;
@@ -32,7 +32,7 @@ static void setup(void)
 	sqdb = cqdb = 0;
 	c_sqhead = c_cqtail = 0;
 	c_phase = 1;
-	cr_assert_eq(sio_nvme_queue_init(&q, 3, QS, sq, cq, &sqdb, &cqdb, cids, cookies, busy), 0);
+	cr_assert_eq(sio_nvme_queue_init(&q, 3, QS, sq, cq, &sqdb, &cqdb, cids, cookies, ids), 0);
 }
 
 /* Fetch one command (if the doorbell says so). */
@@ -126,18 +126,18 @@ Test(queue, init_rejects_bad_sizes)
 {
 	static uint16_t bc[4095];
 	static uint64_t bk[4095];
-	static uint8_t bb[4095];
+	static uint16_t bb[4095];
 	static struct sio_nvme_cmd bsq[4096];
 	static struct sio_nvme_cpl bcq[4096];
 	struct sio_nvme_queue big;
 	struct sio_nvme_cmd cmd;
 	int i, tag;
 
-	cr_assert_eq(sio_nvme_queue_init(&q, 1, 1, sq, cq, &sqdb, &cqdb, cids, cookies, busy),
+	cr_assert_eq(sio_nvme_queue_init(&q, 1, 1, sq, cq, &sqdb, &cqdb, cids, cookies, ids),
 		     -EINVAL);
-	cr_assert_eq(sio_nvme_queue_init(&q, 1, 4097, sq, cq, &sqdb, &cqdb, cids, cookies, busy),
+	cr_assert_eq(sio_nvme_queue_init(&q, 1, 4097, sq, cq, &sqdb, &cqdb, cids, cookies, ids),
 		     -EINVAL, "tags have 12 bits");
-	cr_assert_eq(sio_nvme_queue_init(&q, 1, 65536, sq, cq, &sqdb, &cqdb, cids, cookies, busy),
+	cr_assert_eq(sio_nvme_queue_init(&q, 1, 65536, sq, cq, &sqdb, &cqdb, cids, cookies, ids),
 		     -EINVAL);
 	/* The largest queue: every tag fits beside its generation. */
 	cr_assert_eq(sio_nvme_queue_init(&big, 1, SIO_NVME_QUEUE_MAX_SIZE, bsq, bcq, &sqdb, &cqdb,
@@ -400,16 +400,16 @@ Test(queue, completion_for_an_id_never_issued)
 {
 	/* Generation 0, a tag never used, a tag out of range, and the
 	 * largest id: none is delivered, each is counted as spurious. */
-	static const uint16_t ids[] = { 0x0000, 0x0003, 0x1005, 0x1000 | (QS - 1), 0x1fff,
+	static const uint16_t bad[] = { 0x0000, 0x0003, 0x1005, 0x1000 | (QS - 1), 0x1fff,
 					0xffff };
 	unsigned int i;
 
 	roundtrip(1);	/* tag 0 has been used: 0x1005 names tag 5, which has not */
-	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
-		ctrl_complete(ids[i], 0);
-		cr_assert_eq(sio_nvme_cq_pop(&q, NULL, NULL), -EPROTO, "id 0x%04x", ids[i]);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ctrl_complete(bad[i], 0);
+		cr_assert_eq(sio_nvme_cq_pop(&q, NULL, NULL), -EPROTO, "id 0x%04x", bad[i]);
 	}
-	cr_assert_eq(q.spurious, sizeof(ids) / sizeof(ids[0]));
+	cr_assert_eq(q.spurious, sizeof(bad) / sizeof(bad[0]));
 	cr_assert_eq(sio_nvme_queue_free_slots(&q), QS - 1);
 	sio_nvme_cq_ring(&q);
 	assert_usable();

@@ -35,7 +35,7 @@ static struct sio_nvme_cpl cq[QS];
 static uint32_t sqdb, cqdb;
 static uint16_t cids[QS - 1], req_stack[QS - 1];
 static uint64_t cookies[QS - 1];
-static uint8_t busy[QS - 1];
+static uint16_t ids[QS - 1];
 static sio_nvme_io_cb cbs[QS - 1];
 static struct ioreq reqs[QS - 1];
 static uint64_t prp[(QS - 1) * (MAX_XFER / PAGE)];	/* prp_stride bytes per cid */
@@ -60,10 +60,10 @@ static void setup(void)
 	cb_status = 0;
 	cl.ns[1] = (struct sio_nvme_ns){ .nsid = 1, .nsze = NSZE, .lba_size = LBA, .active = true };
 	cl.timeout_ms = 1000;
-	cr_assert_eq(sio_nvme_queue_init(&p->q, 1, QS, sq, cq, &sqdb, &cqdb, cids, cookies, busy), 0);
+	cr_assert_eq(sio_nvme_queue_init(&p->q, 1, QS, sq, cq, &sqdb, &cqdb, cids, cookies, ids), 0);
 	p->cids = cids;
 	p->cookies = cookies;
-	p->busy = busy;
+	p->ids = ids;
 	p->cbs = cbs;
 	p->prp_va = prp;
 	p->prp_bus = PRP_BUS;

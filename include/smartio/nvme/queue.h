@@ -27,7 +27,10 @@
  * so it can neither complete the wrong command nor free a tag twice.
  * Generations run 1..15 (0 marks a tag never used), so only a completion
  * late by 15 reuses of its tag could pass for the current command; id 0 is
- * never on the wire.
+ * never on the wire. The queue keeps, per tag, the id of its latest
+ * command: while that is in flight, the id alone, so a completion is
+ * checked with one compare of its id; otherwise with two bits of its tag
+ * part flipped to say why not (free, abandoned), which no id can match.
  * Queues hold at most SIO_NVME_QUEUE_MAX_SIZE entries (12-bit tags).
  *
  * The SQ head. At most size - 1 commands are in flight and every SQ entry
@@ -57,14 +60,26 @@ extern "C" {
 #define SIO_NVME_CID_TAG(cid)	((uint16_t)((cid) & SIO_NVME_CID_TAG_MASK))
 #define SIO_NVME_CID_GEN(cid)	((uint16_t)((cid) >> SIO_NVME_CID_TAG_BITS))
 
-/* A tag's state, the low bits of sio_nvme_queue.busy[tag]; the high four
- * bits hold the generation of the tag's latest command (0: never used). */
+/* A tag's state (sio_nvme_queue_tag_state()) */
 #define SIO_NVME_CID_FREE	0u	/* on the free stack */
 #define SIO_NVME_CID_BUSY	1u	/* in flight: its completion is delivered */
 #define SIO_NVME_CID_ABANDONED	2u	/* given up (the queue failed): held, never
 					 * delivered, not reused before queue_init */
-#define SIO_NVME_CID_STATE_MASK	0x0fu
-#define SIO_NVME_CID_GEN_SHIFT	4
+/* The bits of its tag part flipped in the id kept for a tag in @state: none
+ * while in flight; bits 10-11, so the tag part stays below 4096. */
+#define SIO_NVME__ID_FLIP(state)	((((state) ^ 1u) & 3u) << 10)
+
+/* The state a tag's kept id @id says @tag is in. */
+static inline SIO_HD uint32_t sio_nvme__id_state(uint16_t id, uint32_t tag)
+{
+	return ((((uint32_t)id ^ tag) >> 10) & 3u) ^ 1u;
+}
+
+/* @id (a tag's kept id) with the generation kept, for @tag in @state. */
+static inline SIO_HD uint16_t sio_nvme__id_with(uint16_t id, uint32_t tag, uint32_t state)
+{
+	return (uint16_t)((id & ~SIO_NVME_CID_TAG_MASK) | (tag ^ SIO_NVME__ID_FLIP(state)));
+}
 
 /**
  * struct sio_nvme_queue - an I/O (or admin) queue pair as the host sees it
@@ -109,7 +124,7 @@ struct sio_nvme_queue {
 	/* private: */
 	uint16_t *cid_stack;	/* free tags, @nfree of them on top */
 	uint64_t *cookie;	/* per tag, the submitter's value */
-	uint8_t *busy;		/* per tag, state and generation */
+	uint16_t *ids;		/* per tag, its latest command's id and its state */
 	uint16_t nfree;
 	uint16_t sq_tail;	/* next SQ slot to fill */
 	uint16_t sq_rung;	/* tail last written to the doorbell */
@@ -138,7 +153,7 @@ struct sio_nvme_queue {
  * @cq_db: CQ head doorbell
  * @cid_stack: @size - 1 entries
  * @cookie: @size - 1 entries
- * @busy: @size - 1 entries
+ * @ids: @size - 1 entries (per tag: the id of its latest command, and its state)
  * Return: 0, or -EINVAL for a size out of range (@q is then untouched).
  */
 static inline SIO_HD int sio_nvme_queue_init(struct sio_nvme_queue *q, uint16_t qid,
@@ -146,7 +161,7 @@ static inline SIO_HD int sio_nvme_queue_init(struct sio_nvme_queue *q, uint16_t 
 					      volatile uint32_t *sq_db,
 					      volatile uint32_t *cq_db,
 					      uint16_t *cid_stack, uint64_t *cookie,
-					      uint8_t *busy)
+					      uint16_t *ids)
 {
 	uint32_t i;
 
@@ -158,7 +173,7 @@ static inline SIO_HD int sio_nvme_queue_init(struct sio_nvme_queue *q, uint16_t 
 	q->cq_db = cq_db;
 	q->cid_stack = cid_stack;
 	q->cookie = cookie;
-	q->busy = busy;
+	q->ids = ids;
 	q->qid = qid;
 	q->size = (uint16_t)size;
 	q->nslots = (uint16_t)(size - 1);
@@ -166,7 +181,7 @@ static inline SIO_HD int sio_nvme_queue_init(struct sio_nvme_queue *q, uint16_t 
 	 * the generation tells its commands apart. */
 	for (i = 0; i < q->nslots; i++) {
 		cid_stack[i] = (uint16_t)(q->nslots - 1 - i);
-		busy[i] = SIO_NVME_CID_FREE;
+		ids[i] = sio_nvme__id_with(0, i, SIO_NVME_CID_FREE);	/* generation 0: unused */
 		cookie[i] = 0;
 	}
 	q->nfree = q->nslots;
@@ -235,8 +250,7 @@ static inline SIO_HD_HOT void sio_nvme__db_mmio(struct sio_nvme_queue *q, volati
 /*
  * Store doorbell @v (from @old) through the shadow @shadow, and in MMIO if
  * EventIdx asks (or always, for a queue that does not read EventIdx: @ei
- * NULL). Apart from the MMIO ring: what only queues with shadow doorbells
- * need stays off the others' path.
+ * NULL).
  */
 static inline SIO_HD void sio_nvme__db_shadow(struct sio_nvme_queue *q, volatile uint32_t *db,
 					      volatile uint32_t *shadow,
@@ -286,7 +300,7 @@ static inline SIO_HD uint64_t sio_nvme_queue_ignored(const struct sio_nvme_queue
 static inline SIO_HD uint32_t sio_nvme_queue_tag_state(const struct sio_nvme_queue *q,
 						       uint32_t tag)
 {
-	return q->busy[tag] & SIO_NVME_CID_STATE_MASK;
+	return sio_nvme__id_state(q->ids[tag], tag);
 }
 
 /**
@@ -297,14 +311,14 @@ static inline SIO_HD uint32_t sio_nvme_queue_tag_state(const struct sio_nvme_que
  * For a command the caller has ended itself (a timeout): a completion that
  * still comes for it is consumed and counted in @q->duplicate, never
  * delivered. The tag stays taken until sio_nvme_queue_init(), since the
- * controller may still hold the command. Does nothing unless @tag is busy.
+ * controller may still hold the command. Does nothing unless @tag is in flight.
  */
 static inline SIO_HD void sio_nvme_queue_abandon(struct sio_nvme_queue *q, uint32_t tag)
 {
-	uint8_t s = q->busy[tag];
+	uint16_t id = q->ids[tag];
 
-	if ((s & SIO_NVME_CID_STATE_MASK) == SIO_NVME_CID_BUSY)
-		q->busy[tag] = (uint8_t)((s & ~SIO_NVME_CID_STATE_MASK) | SIO_NVME_CID_ABANDONED);
+	if (sio_nvme__id_state(id, tag) == SIO_NVME_CID_BUSY)
+		q->ids[tag] = sio_nvme__id_with(id, tag, SIO_NVME_CID_ABANDONED);
 }
 
 /**
@@ -319,11 +333,11 @@ static inline SIO_HD void sio_nvme_queue_abandon(struct sio_nvme_queue *q, uint3
  */
 static inline SIO_HD void sio_nvme_queue_release(struct sio_nvme_queue *q, uint32_t tag)
 {
-	uint8_t s = q->busy[tag];
+	uint16_t id = q->ids[tag];
 
-	if ((s & SIO_NVME_CID_STATE_MASK) == SIO_NVME_CID_FREE)
+	if (sio_nvme__id_state(id, tag) == SIO_NVME_CID_FREE)
 		return;
-	q->busy[tag] = (uint8_t)(s & ~SIO_NVME_CID_STATE_MASK);
+	q->ids[tag] = sio_nvme__id_with(id, tag, SIO_NVME_CID_FREE);
 	q->cid_stack[q->nfree++] = (uint16_t)tag;
 }
 
@@ -347,14 +361,14 @@ static inline SIO_HD int sio_nvme_queue_claim_cid(struct sio_nvme_queue *q, uint
 	uint32_t gen = SIO_NVME_CID_GEN(cid);
 
 	if (gen == 0 || tag >= q->nslots ||
-	    (q->busy[tag] & SIO_NVME_CID_STATE_MASK) != SIO_NVME_CID_FREE)
+	    sio_nvme__id_state(q->ids[tag], tag) != SIO_NVME_CID_FREE)
 		return -EINVAL;
 	for (uint16_t i = 0; i < q->nfree; i++) {
 		if (q->cid_stack[i] != tag)
 			continue;
 		q->cid_stack[i] = q->cid_stack[--q->nfree];
 		q->cookie[tag] = cookie;
-		q->busy[tag] = (uint8_t)(gen << SIO_NVME_CID_GEN_SHIFT | SIO_NVME_CID_BUSY);
+		q->ids[tag] = cid;
 		return tag;
 	}
 	return -EINVAL;
@@ -390,31 +404,37 @@ static inline SIO_HD_HOT struct sio_nvme_cmd *sio_nvme_sq_entry(struct sio_nvme_
 }
 
 /*
- * Take a tag (with its next generation) and the next SQ slot, for a command
- * the caller writes there next: *@e the slot, *@cid the id to put in it.
- * Only when a tag is free. Everything is read from @q before the first
- * store, and the caller's stores into the slot come after: a byte store
- * could alias @q, as far as the compiler knows.
+ * Take a free tag for a command, with its next generation: the tag, and its
+ * command id in *@cid. Each field of @q is read once, where it is used, and
+ * little is held across the stores: few registers live, and no frame in an
+ * inlining caller for them.
  */
-static inline SIO_HD_HOT int sio_nvme__sq_claim(struct sio_nvme_queue *q, uint64_t cookie,
-						struct sio_nvme_cmd **e, uint16_t *cid)
+static inline SIO_HD_HOT uint32_t sio_nvme__tag_take(struct sio_nvme_queue *q, uint64_t cookie,
+						     uint16_t *cid)
 {
-	uint16_t tail = q->sq_tail, next = (uint16_t)(tail + 1), size = q->size;
-	uint16_t nfree = (uint16_t)(q->nfree - 1);
-	uint16_t tag = q->cid_stack[nfree];
-	struct sio_nvme_cmd *sq = q->sq;
-	uint64_t *ck = q->cookie;
-	uint8_t *busy = q->busy;
-	uint32_t gen = (uint32_t)busy[tag] >> SIO_NVME_CID_GEN_SHIFT;
+	uint32_t nfree = q->nfree - 1u, tag;
+	uint16_t id;
 
-	gen = gen >= 15 ? 1 : gen + 1;
-	*e = &sq[tail];
-	*cid = (uint16_t)(gen << SIO_NVME_CID_TAG_BITS | tag);
-	q->nfree = nfree;
-	q->sq_tail = next == size ? 0 : next;
-	ck[tag] = cookie;
-	busy[tag] = (uint8_t)(gen << SIO_NVME_CID_GEN_SHIFT | SIO_NVME_CID_BUSY);
+	q->nfree = (uint16_t)nfree;
+	tag = q->cid_stack[nfree];
+	q->cookie[tag] = cookie;
+	/* the next generation: 1..15, 15 wraps to 1 (0 only ever for unused) */
+	id = (uint16_t)((q->ids[tag] | SIO_NVME_CID_TAG_MASK) + 1u);
+	if (!id)
+		id = 1u << SIO_NVME_CID_TAG_BITS;
+	id = (uint16_t)(id | tag);
+	q->ids[tag] = id;
+	*cid = id;
 	return tag;
+}
+
+/* The SQ slot the next command goes in, taken: the tail moves on. */
+static inline SIO_HD_HOT struct sio_nvme_cmd *sio_nvme__slot_take(struct sio_nvme_queue *q)
+{
+	uint16_t tail = q->sq_tail, next = (uint16_t)(tail + 1u);
+
+	q->sq_tail = next == q->size ? 0 : next;
+	return &q->sq[tail];
 }
 
 /**
@@ -429,9 +449,9 @@ static inline SIO_HD_HOT int sio_nvme__sq_claim(struct sio_nvme_queue *q, uint64
  */
 static inline SIO_HD_HOT int sio_nvme_sq_commit(struct sio_nvme_queue *q, uint64_t cookie)
 {
-	struct sio_nvme_cmd *e;
+	struct sio_nvme_cmd *e = sio_nvme__slot_take(q);
 	uint16_t cid;
-	int tag = sio_nvme__sq_claim(q, cookie, &e, &cid);
+	int tag = (int)sio_nvme__tag_take(q, cookie, &cid);
 
 	e->cid = cid;
 	return tag;
@@ -511,11 +531,11 @@ static inline SIO_HD volatile struct sio_nvme_cpl *sio_nvme_cq_peek(struct sio_n
 }
 
 /* A completion whose id names no command in flight: counted by why. */
-static inline SIO_HD int sio_nvme__cq_reject(struct sio_nvme_queue *q, uint32_t gen, uint8_t s)
+static inline SIO_HD int sio_nvme__cq_reject(struct sio_nvme_queue *q, uint32_t gen, uint16_t id)
 {
-	if (gen == 0 || !(s >> SIO_NVME_CID_GEN_SHIFT))
+	if (gen == 0 || !SIO_NVME_CID_GEN(id))
 		q->spurious++;
-	else if ((uint32_t)s >> SIO_NVME_CID_GEN_SHIFT != gen)
+	else if (SIO_NVME_CID_GEN(id) != gen)
 		q->stale++;
 	else
 		q->duplicate++;
@@ -531,11 +551,9 @@ static inline SIO_HD int sio_nvme__cq_reject(struct sio_nvme_queue *q, uint32_t 
 static inline SIO_HD_HOT int sio_nvme__cq_take(struct sio_nvme_queue *q, struct sio_nvme_cpl *out,
 					       uint32_t *dw3, uint64_t *cookie)
 {
-	uint16_t cq_head = q->cq_head, size = q->size, tail = q->sq_tail, old = q->sq_head;
-	const volatile uint32_t *e = (const volatile uint32_t *)&q->cq[cq_head];
-	uint32_t w3 = e[3], w2, gen;
-	uint16_t cid = (uint16_t)w3, head, tag;
-	uint8_t s, *busy = q->busy;
+	const volatile uint32_t *e = (const volatile uint32_t *)&q->cq[q->cq_head];
+	uint32_t w3 = e[3], w2;
+	uint16_t cid = (uint16_t)w3, tag = SIO_NVME_CID_TAG(cid), head, next, id;
 
 	if (((w3 >> 16) & 1u) != q->cq_phase)
 		return -EAGAIN;
@@ -551,28 +569,31 @@ static inline SIO_HD_HOT int sio_nvme__cq_take(struct sio_nvme_queue *q, struct 
 		out->cid = cid;
 		out->status = (uint16_t)(w3 >> 16);
 	}
-	if (++cq_head == size) {
-		cq_head = 0;
+	next = (uint16_t)(q->cq_head + 1);
+	if (next == q->size) {
+		next = 0;
 		q->cq_phase ^= 1u;
 	}
-	q->cq_head = cq_head;
+	q->cq_head = next;
 	q->cq_pending++;
-	tag = SIO_NVME_CID_TAG(cid);
-	gen = SIO_NVME_CID_GEN(cid);
-	s = tag < q->nslots ? busy[tag] : 0;
-	/* In flight with this generation (a tag in flight has one of 1..15,
-	 * so an id of generation 0 never matches) */
-	if (s != (uint8_t)(gen << SIO_NVME_CID_GEN_SHIFT | SIO_NVME_CID_BUSY))
-		return sio_nvme__cq_reject(q, gen, s);
+	/* In flight with this generation: the id kept for the tag is this one
+	 * (a tag in flight has a generation of 1..15, so an id of generation 0
+	 * never matches; nor does 0, kept here for a tag out of range). Fields
+	 * are read where they are used: a store could alias the queue, so a
+	 * copy taken early would not save a load. */
+	id = tag < q->nslots ? q->ids[tag] : 0;
+	if (id != cid)
+		return sio_nvme__cq_reject(q, SIO_NVME_CID_GEN(cid), id);
 	if (cookie)
 		*cookie = q->cookie[tag];
 	q->cid_stack[q->nfree++] = tag;
-	busy[tag] = (uint8_t)(s & ~SIO_NVME_CID_STATE_MASK);
+	q->ids[tag] = (uint16_t)(cid ^ SIO_NVME__ID_FLIP(SIO_NVME_CID_FREE));	/* was in flight */
 	/* The head moves forward from where it was, never past the tail, nor
 	 * off the queue. Positions are below 4096, so in 16-bit arithmetic
 	 * head - old <= tail - old says just that, wrapped or not, for a head
 	 * on the queue. */
-	if (__builtin_expect(head < size && (uint16_t)(head - old) <= (uint16_t)(tail - old), 1))
+	if (__builtin_expect(head < q->size && (uint16_t)(head - q->sq_head) <=
+			     (uint16_t)(q->sq_tail - q->sq_head), 1))
 		q->sq_head = head;
 	return tag;
 }
@@ -659,22 +680,16 @@ static inline SIO_HD uint32_t sio_nvme_queue_unsent(struct sio_nvme_queue *q,
 		slot = (uint16_t)(slot ? slot - 1 : q->size - 1);	/* newest first */
 		cid = q->sq[slot].cid;
 		tag = SIO_NVME_CID_TAG(cid);
-		if (tag >= q->nslots || !SIO_NVME_CID_GEN(cid) ||
-		    q->busy[tag] != (uint8_t)(SIO_NVME_CID_GEN(cid) << SIO_NVME_CID_GEN_SHIFT |
-					       SIO_NVME_CID_BUSY))
-			continue;
-		q->busy[tag] = (uint8_t)((q->busy[tag] & ~SIO_NVME_CID_STATE_MASK) |
-					 SIO_NVME_CID__FOUND);
+		if (tag >= q->nslots || !SIO_NVME_CID_GEN(cid) || q->ids[tag] != cid)
+			continue;	/* not the command in flight with this tag */
+		q->ids[tag] = sio_nvme__id_with(cid, tag, SIO_NVME_CID__FOUND);
 		out[q->nslots - 1 - n++] = q->sq[slot];
 	}
 	for (i = 0; i < q->nslots; i++)
-		if ((q->busy[i] & SIO_NVME_CID_STATE_MASK) == SIO_NVME_CID_BUSY)
-			sio_nvme_queue_abandon(q, i);
+		sio_nvme_queue_abandon(q, i);	/* in flight and not found */
 	for (i = 0; i < n; i++) {
 		out[i] = out[q->nslots - n + i];	/* to the front, oldest first */
-		tag = SIO_NVME_CID_TAG(out[i].cid);
-		q->busy[tag] = (uint8_t)((q->busy[tag] & ~SIO_NVME_CID_STATE_MASK) |
-					 SIO_NVME_CID_BUSY);
+		q->ids[SIO_NVME_CID_TAG(out[i].cid)] = out[i].cid;	/* in flight again */
 	}
 	return n;
 }
