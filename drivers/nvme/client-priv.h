@@ -121,8 +121,10 @@ struct sio_nvme_ioq {
 	bool slow;			/* multipath, failed or holding doorbells: not
 					 * the fast path of polling (io.c) */
 	uint32_t fast_nsid;		/* reads and writes of this namespace may take
-					 * the fast path (0: none may) */
-	const struct sio_nvme_ns *fast_ns;	/* its entry in the client's cache */
+					 * the fast path (io.c) */
+	const struct sio_nvme_ns *fast_ns;	/* its entry in the client's cache; never
+						 * NULL (sio_nvme_fast_off()) */
+	uint64_t fast_max;		/* most bytes a fast-path command takes */
 	uint32_t off_mask;		/* buffer offsets must have these bits clear */
 	bool mp;
 	uint16_t prio;
@@ -163,6 +165,20 @@ struct sio_nvme_ioq {
 	uint64_t recover_ns;
 	uint32_t recoveries;
 };
+
+/*
+ * No read or write of @q takes the fast path (io.c) until submit_rw_any()
+ * arms it again: a slow queue (multipath, failed, holding its doorbell), or
+ * one not used yet. The namespace it points at has no block, so every
+ * request fails the fast path's first checks, whatever its nsid.
+ */
+static inline void sio_nvme_fast_off(struct sio_nvme_ioq *q)
+{
+	static const struct sio_nvme_ns none;
+
+	q->fast_nsid = 0;
+	q->fast_ns = &none;
+}
 
 /* client.c: $@var, strictly (0..@max; @def when unset), for what it says. */
 int sio_nvme_env_u32(const char *var, uint32_t def, uint32_t max, const char *what,

@@ -140,29 +140,42 @@ count_rw(struct sio_nvme_ioq *q, uint8_t opc, uint64_t bytes)
 	}
 }
 
-/* What every read or write must pass. @report: say what is wrong (the
- * general path); the fast path, which does not, takes the general one. */
-static inline __attribute__((always_inline)) int
-rw_check(const struct sio_nvme_ioq *q, const struct sio_nvme_ns *ns, uint32_t nsid,
-	 uint64_t slba, uint32_t nlb, const struct sio_nvme_buf *buf, uint64_t off,
-	 uint64_t bytes, bool report)
+/* What every read or write must pass, and what is wrong if it does not. The
+ * fast path (submit_rw()) checks the same in fewer instructions, and takes
+ * this path for anything it does not pass. */
+static int rw_check(const struct sio_nvme_ioq *q, const struct sio_nvme_ns *ns, uint32_t nsid,
+		    uint64_t slba, uint32_t nlb, const struct sio_nvme_buf *buf, uint64_t off,
+		    uint64_t bytes)
 {
 	if (slba >= ns->nsze || (uint64_t)nlb - 1 >= ns->nsze - slba)	/* nlb 0 too */
-		return !report ? -EINVAL :
-		       sio_err_set(EINVAL, "blocks %llu+%u outside namespace %u (%llu "
+		return sio_err_set(EINVAL, "blocks %llu+%u outside namespace %u (%llu "
 				   "blocks)", (unsigned long long)slba, nlb, nsid,
 				   (unsigned long long)ns->nsze);
 	if (!buf || (off & q->off_mask) || off > buf->size || bytes > buf->size - off)
-		return !report ? -EINVAL :
-		       sio_err_set(EINVAL, "%llu bytes at offset %llu do not fit the "
+		return sio_err_set(EINVAL, "%llu bytes at offset %llu do not fit the "
 				   "buffer (%llu bytes, offset a multiple of 4 unless SGLs)",
 				   (unsigned long long)bytes, (unsigned long long)off,
 				   buf ? (unsigned long long)buf->size : 0ull);
 	return 0;
 }
 
+/* Most bytes a read or write takes on the fast path: two pages (PRP1 and
+ * PRP2, no list), within the transfer limit, and no more blocks than a
+ * command takes at the smallest block size (512 bytes). */
+static uint64_t fast_max(const struct sio_nvme_ioq *q)
+{
+	uint64_t m = 2ull * q->page;
+
+	if (m > q->max_xfer)
+		m = q->max_xfer;
+	if (m > 512ull * SIO_NVME_MAX_NLB)
+		m = 512ull * SIO_NVME_MAX_NLB;
+	return m;
+}
+
 /* Any read or write: an uncached namespace, an error to report, a request
- * above the transfer limit, a multipath or failed queue. */
+ * above the transfer limit or of more than two pages or off a page, a
+ * multipath or failed queue, dptr=sgl. */
 static __attribute__((noinline)) int
 submit_rw_any(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba, uint32_t nlb,
 	      struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg)
@@ -179,12 +192,14 @@ submit_rw_any(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba,
 	ret = ns_get(q, nsid, &tmp, &ns);
 	if (ret)
 		return ret;
-	if (!q->slow && ns != &tmp) {	/* cached: the next ones take the fast path */
+	if (!q->slow && !q->sgl_always && ns != &tmp) {
+		/* cached: the next ones may take the fast path */
 		q->fast_nsid = nsid;
 		q->fast_ns = ns;
+		q->fast_max = fast_max(q);
 	}
 	bytes = (uint64_t)nlb * ns->lba_size;
-	ret = rw_check(q, ns, nsid, slba, nlb, buf, off, bytes, true);
+	ret = rw_check(q, ns, nsid, slba, nlb, buf, off, bytes);
 	if (ret)
 		return ret;
 	if (q->mp && !buf->bus2) {
@@ -202,6 +217,16 @@ submit_rw_any(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba,
 			count_rw(q, opc, bytes);
 		return ret;
 	}
+	if (!q->mp) {	/* one command, one path: the callback rides with the tag */
+		p = q->act;
+		cid = put_rw(q, p, opc, nsid, slba, nlb, buf->bus + off, (uint32_t)bytes,
+			     (uint64_t)(uintptr_t)arg, cb);
+		if (cid < 0)
+			return cid;
+		ring(q, p);
+		count_rw(q, opc, bytes);
+		return 0;
+	}
 	ret = room(q, 1);
 	if (ret)
 		return ret;
@@ -214,59 +239,94 @@ submit_rw_any(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba,
 		req_put(q, ridx);
 		return cid;
 	}
-	if (q->mp)
-		p->rec[cid] = (struct cmdrec){ .opc = opc, .ridx = ridx, .nsid = nsid, .nlb = nlb,
-					       .len = (uint32_t)bytes, .slba = slba, .buf = buf,
-					       .off = off };
+	p->rec[cid] = (struct cmdrec){ .opc = opc, .ridx = ridx, .nsid = nsid, .nlb = nlb,
+				       .len = (uint32_t)bytes, .slba = slba, .buf = buf, .off = off };
 	ring(q, p);
 	count_rw(q, opc, bytes);
 	return 0;
 }
 
+/* submit_rw_any() with the arguments of sio_nvme_ioq_read(), so that the fast
+ * path reaches it with a jump (its frame is the caller's). */
+#define RW_ANY(name, opc)							\
+static __attribute__((noinline)) int						\
+name(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,	\
+     struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg)	\
+{										\
+	return submit_rw_any(q, opc, nsid, slba, nlb, buf, off, cb, arg);	\
+}
+RW_ANY(read_any, nvme_cmd_read)
+RW_ANY(write_any, nvme_cmd_write)
+RW_ANY(compare_any, nvme_cmd_compare)
+
 /*
- * Inlined into the read and write calls: the hot path. One command on a
- * queue pair of one path, for a namespace the client has cached: no request
- * of the queue's table, the caller's callback and argument ride with the
- * tag. Everything else takes submit_rw_any().
+ * Inlined into the read, write and compare calls: the hot path. One
+ * command of one or two pages, starting on a page of a page-aligned buffer,
+ * on a queue pair of one path, for a namespace the client has cached: the
+ * command goes straight into the SQ with PRP1 and PRP2, no request of the
+ * queue's table, the caller's callback and argument ride with the tag.
+ * Everything else goes to @any (a jump: the caller's arguments are where
+ * they came), with every check again and a clear error.
  */
 static inline __attribute__((always_inline)) int
 submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba, uint32_t nlb,
-	  struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg)
+	  struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg,
+	  int (*any)(struct sio_nvme_ioq *, uint32_t, uint64_t, uint32_t,
+		     struct sio_nvme_buf *, uint64_t, sio_nvme_io_cb, void *))
 {
 	const struct sio_nvme_ns *ns = q->fast_ns;
-	struct qpair *p = &q->qp[0];
-	uint64_t bytes, bus;
-	int tag;
+	struct sio_nvme_queue *sq = &q->qp[0].q;
+	struct sio_nvme_cmd *e;
+	uint64_t bytes, bus, prp2, end;
+	uint32_t tag;
+	uint16_t cid;
 
-	if (nsid != q->fast_nsid)	/* 0 while the queue is slow */
+	/* the namespace the queue armed the fast path for (it is not armed
+	 * while the queue is slow or takes SGLs always: see
+	 * sio_nvme_fast_off() for what then) */
+	if (nsid != q->fast_nsid)
+		goto any;
+	/* Each check one add or mask and one compare; nlb 0 fails the last. */
+	if (__builtin_add_overflow(slba, (uint64_t)nlb, &end) || end > ns->nsze)
 		goto any;
 	bytes = (uint64_t)nlb * ns->lba_size;
-	if (rw_check(q, ns, nsid, slba, nlb, buf, off, bytes, false))
+	if (!buf || __builtin_add_overflow(off, bytes, &end) || end > buf->size)
 		goto any;
+	/* A buffer and an offset on a page (so on a dword, as PRPs need it),
+	 * and 1 byte to fast_max. */
+	if (((uint32_t)(buf->bus | off) & q->page_mask) || bytes - 1 >= q->fast_max)
+		goto any;
+	if (!sio_nvme_queue_free_slots(sq))
+		return -EAGAIN;
+	/* the entry first, the line the controller reads, then its id and
+	 * the tag's bookkeeping; few values live at once, and the live
+	 * counters after the doorbell */
 	bus = buf->bus + off;
-	if (bytes > q->max_xfer - (uint32_t)(bus & q->page_mask))
-		goto any;
-	tag = put_rw(q, p, opc, nsid, slba, nlb, bus, (uint32_t)bytes, (uint64_t)(uintptr_t)arg, cb);
-	if (tag < 0)
-		return tag;
-	if (!q->hold)	/* rung after every submission but this one: it is new */
-		sio_nvme__sq_ring_new(&p->q);
+	prp2 = bytes > q->page ? bus + q->page : 0;
+	e = sio_nvme__slot_take(sq);
+	*e = (struct sio_nvme_cmd){ .opcode = opc, .nsid = nsid, .prp1 = bus,
+				    .prp2 = prp2, .cdw10 = (uint32_t)slba,
+				    .cdw11 = (uint32_t)(slba >> 32), .cdw12 = nlb - 1 };
+	tag = sio_nvme__tag_take(sq, (uint64_t)(uintptr_t)arg, &cid);
+	e->cid = cid;
+	q->qp[0].cbs[tag] = cb;
+	sio_nvme__sq_ring_new(sq);	/* not holding: rung after every submission */
 	count_rw(q, opc, bytes);
 	return 0;
 any:
-	return submit_rw_any(q, opc, nsid, slba, nlb, buf, off, cb, arg);
+	return any(q, nsid, slba, nlb, buf, off, cb, arg);
 }
 
 int sio_nvme_ioq_read(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
 		      struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg)
 {
-	return submit_rw(q, nvme_cmd_read, nsid, slba, nlb, buf, off, cb, arg);
+	return submit_rw(q, nvme_cmd_read, nsid, slba, nlb, buf, off, cb, arg, read_any);
 }
 
 int sio_nvme_ioq_write(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, uint32_t nlb,
 		       struct sio_nvme_buf *buf, uint64_t off, sio_nvme_io_cb cb, void *arg)
 {
-	return submit_rw(q, nvme_cmd_write, nsid, slba, nlb, buf, off, cb, arg);
+	return submit_rw(q, nvme_cmd_write, nsid, slba, nlb, buf, off, cb, arg, write_any);
 }
 
 static int submit_simple(struct sio_nvme_ioq *q, struct cmdrec *rec, sio_nvme_io_cb cb,
@@ -347,7 +407,7 @@ int sio_nvme_ioq_compare(struct sio_nvme_ioq *q, uint32_t nsid, uint64_t slba, u
 {
 	if (!(q->cl->ci.oncs & NVME_CTRL_ONCS_COMPARE))
 		return sio_err_set(ENOTSUP, "the controller does not support Compare (ONCS bit 0)");
-	return submit_rw(q, nvme_cmd_compare, nsid, slba, nlb, buf, off, cb, arg);
+	return submit_rw(q, nvme_cmd_compare, nsid, slba, nlb, buf, off, cb, arg, compare_any);
 }
 
 int sio_nvme_ioq_flush(struct sio_nvme_ioq *q, uint32_t nsid, sio_nvme_io_cb cb, void *arg)
@@ -441,7 +501,7 @@ int sio_nvme_ioq_fail_with(struct sio_nvme_ioq *q, int err)
 
 	q->failed = err;
 	q->slow = true;
-	q->fast_nsid = 0;
+	sio_nvme_fast_off(q);
 	for (p = 0; p < 2; p++) {
 		struct qpair *qp = &q->qp[p];
 
@@ -528,6 +588,8 @@ int sio_nvme_ioq_hold(struct sio_nvme_ioq *q, bool on)
 				   "submission (its commands may move to the other path)");
 	q->hold = on;
 	q->slow = on || q->mp || q->failed;
+	if (q->slow)
+		sio_nvme_fast_off(q);
 	if (!on)
 		sio_nvme_sq_ring(&q->qp[0].q);
 	return 0;
@@ -604,18 +666,20 @@ int sio_nvme_ioq_poll(struct sio_nvme_ioq *q, uint32_t max)
 {
 	struct qpair *p = &q->qp[0];
 	sio_nvme_io_cb cb;
-	uint64_t cookie;
 	uint32_t dw3;
 	uint16_t st;
 	int cid;
 
 	if (q->slow)
 		return poll_any(q, max, -EPROTO, 0, 0);
-	cid = sio_nvme__cq_take(&p->q, NULL, &dw3, &cookie);
+	/* the cookie is read last, from the array the queue was given: one
+	 * value fewer to hold across the ring (its tag's entry stays until the
+	 * tag is taken again, which nothing here does) */
+	cid = sio_nvme__cq_take(&p->q, NULL, &dw3, NULL);
 	if (cid < 0)
 		return cid == -EAGAIN ? poll_idle(q) : poll_any(q, max, cid, 0, 0);
 	if (max != 1 && sio_nvme_cq_peek(&p->q))
-		return poll_any(q, max, cid, dw3, cookie);
+		return poll_any(q, max, cid, dw3, p->cookies[cid]);
 	sio_nvme__cq_ring_new(&p->q);
 	q->stall_since = 0;	/* (empty_polls only spaces the clock reads out) */
 	q->qs->db_writes = p->q.db_writes;
@@ -624,7 +688,7 @@ int sio_nvme_ioq_poll(struct sio_nvme_ioq *q, uint32_t max)
 		q->qs->errors++;
 	cb = p->cbs[cid];
 	if (cb)
-		cb((void *)(uintptr_t)cookie, st ? -EIO : 0, st);
+		cb((void *)(uintptr_t)p->cookies[cid], st ? -EIO : 0, st);
 	return 1;
 }
 

@@ -499,6 +499,7 @@ static struct sio_nvme_ioq *ioq_alloc(struct sio_nvme_client *cl,
 	q->cl = cl;
 	q->mp = spec->multipath;
 	q->slow = q->mp;
+	sio_nvme_fast_off(q);
 	q->prio = (uint16_t)spec->prio;
 	q->depth = depth;
 	q->page = cl->ci.page_size;

@@ -83,6 +83,7 @@ static void setup(void)
 		req_stack[i] = (uint16_t)(QS - 2 - i);
 	q.nreq_free = QS - 1;
 	q.qs = &q.qs_local;
+	sio_nvme_fast_off(&q);	/* as ioq.c leaves a new queue */
 }
 
 TestSuite(split, .init = setup, .timeout = 10);
@@ -317,4 +318,88 @@ Test(split, with_sgls_a_command_takes_one_data_block_where_prps_would_need_a_lis
 	}
 	cr_assert_eq(blocks, 2 * MAX_XFER / LBA);
 	cr_expect_eq(q.sgl_cmds, 2);
+}
+
+/* One or two pages on a page take the fast path: one command, PRP2 0 or
+ * the second page, no request of the table, the caller's callback and
+ * argument back with the completion. */
+Test(split, one_or_two_pages_go_straight_in_with_prp1_and_prp2)
+{
+	static const uint32_t len[] = { LBA, PAGE, PAGE + LBA, 2 * PAGE };
+	struct sio_nvme_cmd cmds[QS];
+	uint64_t pages[2];
+
+	for (uint32_t i = 0; i < 4; i++) {
+		uint64_t off = (uint64_t)(i + 1) * 2 * PAGE;
+
+		calls = 0;
+		cr_assert_eq(sio_nvme_ioq_read(&q, 1, 10 * i, len[i] / LBA, &buf, off, on_done,
+					       &calls), 0, "%s", sio_errmsg());
+		cr_assert_eq(expect_split(10 * i, len[i] / LBA, off, cmds), 1);
+		cr_assert_eq(prp_pages(&cmds[0], len[i], pages), len[i] > PAGE ? 2 : 1);
+		if (len[i] <= PAGE)
+			cr_expect_eq(cmds[0].prp2, 0, "%u bytes: PRP2 0", len[i]);
+		cr_expect_eq(q.nreq_free, QS - 1, "a request of the table was taken");
+		complete(cmds[0].cid, 0);
+		cr_assert_eq(sio_nvme_ioq_poll(&q, 1), 1);
+		cr_assert_eq(calls, 1, "%u bytes: the callback", len[i]);
+	}
+	cr_expect_eq(q.qs->reads, 4);
+	cr_expect_eq(q.qs->read_bytes, LBA + PAGE + PAGE + LBA + 2 * PAGE);
+}
+
+/* What the general path refuses, the fast path refuses too, with the same
+ * error, nothing written: before the fast path is armed (namespace 0 must
+ * not pass for the namespace of a queue not used yet) and after. */
+Test(split, bad_arguments_are_refused_with_the_fast_path_armed_or_not)
+{
+	struct sio_nvme_buf small = { .bus = BUF_BUS, .size = PAGE };
+	struct sio_nvme_cmd cmds[QS];
+
+	for (int armed = 0; armed < 2; armed++) {
+		cr_assert_eq(sio_nvme_ioq_read(&q, 0, 0, 1, &buf, 0, on_done, NULL), -ENOENT,
+			     "namespace 0, armed %d", armed);
+		cr_assert_eq(sio_nvme_ioq_read(&q, 1, 0, 0, &buf, 0, on_done, NULL), -EINVAL);
+		cr_assert_eq(sio_nvme_ioq_read(&q, 1, NSZE - 1, 2, &buf, 0, on_done, NULL),
+			     -EINVAL);
+		cr_expect(strstr(sio_errmsg(), "outside namespace 1"), "%s", sio_errmsg());
+		cr_assert_eq(sio_nvme_ioq_read(&q, 1, UINT64_MAX, 2, &buf, 0, on_done, NULL),
+			     -EINVAL, "a block range that wraps");
+		cr_assert_eq(sio_nvme_ioq_read(&q, 1, 0, 1, NULL, 0, on_done, NULL), -EINVAL);
+		cr_assert_eq(sio_nvme_ioq_read(&q, 1, 0, 2 * PAGE / LBA, &small, 0, on_done,
+					       NULL), -EINVAL, "past the buffer's end");
+		cr_expect(strstr(sio_errmsg(), "do not fit the buffer"), "%s", sio_errmsg());
+		cr_assert_eq(sio_nvme_ioq_read(&q, 1, 0, 1, &buf, UINT64_MAX - 100, on_done,
+					       NULL), -EINVAL, "an offset that wraps");
+		cr_assert_eq(sio_nvme_ioq_read(&q, 1, 0, 1, &buf, 2, on_done, NULL), -EINVAL,
+			     "an offset off a dword, PRPs");
+		cr_expect_eq(sqdb, armed, "a refused request rang");
+		cr_expect_eq(sio_nvme_ioq_inflight(&q), 0);
+		/* a good one arms the fast path */
+		cr_assert_eq(sio_nvme_ioq_read(&q, 1, 0, 1, &buf, 0, on_done, NULL), 0);
+		cr_assert_eq(q.fast_nsid, 1);
+		cr_assert_eq(fetch(cmds, QS), 1);
+		complete(cmds[0].cid, 0);
+		cr_assert_eq(sio_nvme_ioq_poll(&q, 1), 1);
+	}
+}
+
+/* A queue that holds its doorbell does not take the fast path, which rings
+ * after each submission: the commands wait for sio_nvme_ioq_ring(). */
+Test(split, a_held_doorbell_is_not_rung_by_the_fast_path)
+{
+	struct sio_nvme_cmd cmds[QS];
+
+	cr_assert_eq(sio_nvme_ioq_read(&q, 1, 0, 1, &buf, 0, on_done, NULL), 0);
+	cr_assert_eq(sqdb, 1);
+	cr_assert_eq(sio_nvme_ioq_hold(&q, true), 0);
+	cr_assert_eq(sio_nvme_ioq_read(&q, 1, 1, 1, &buf, 0, on_done, NULL), 0);
+	cr_assert_eq(sio_nvme_ioq_read(&q, 1, 2, 1, &buf, PAGE, on_done, NULL), 0);
+	cr_expect_eq(sqdb, 1, "the doorbell moved while held");
+	sio_nvme_ioq_ring(&q);
+	cr_expect_eq(sqdb, 3);
+	cr_assert_eq(sio_nvme_ioq_hold(&q, false), 0);
+	cr_assert_eq(sio_nvme_ioq_read(&q, 1, 3, 1, &buf, 0, on_done, NULL), 0);
+	cr_expect_eq(sqdb, 4, "not rung once released");
+	cr_assert_eq(fetch(cmds, QS), 4);
 }
