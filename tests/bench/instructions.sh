@@ -1,8 +1,13 @@
 #!/bin/sh
 # Instructions per I/O against the budget kept in the tree: callgrind's
 # counts are deterministic for a given build, so this is a test where a
-# timing could not be. Fails when the count exceeds the budget by more than
-# 10 %, or when the budget file does not say why it is what it is.
+# timing could not be. The count is issue 27's measure: all that
+# nvme-bench-overhead collects between its callgrind toggles, submit +
+# complete (the calls and the benchmark loop's instructions between the
+# toggles), the figure the issue's table gives for e1d480b and main; the
+# count inside the driver's calls is printed beside it. Fails when the
+# count exceeds the budget by more than 10 %, or when the budget file does
+# not say why it is what it is.
 # usage: instructions.sh NVME_BENCH_OVERHEAD BUDGET_FILE OPTIMIZATION SANITIZE
 set -u
 bench=$1 budget_file=$2 opt=$3 san=$4
@@ -30,12 +35,14 @@ if [ $rc -eq 2 ] && grep -q "valgrind's headers" "$out/log"; then
 fi
 [ $rc -eq 0 ] || { cat "$out/log"; fail "nvme-bench-overhead --instructions-only failed ($rc)"; }
 grep -A3 "^instructions per I/O" "$out/log"
-count=$(python3 -c 'import json, sys
+counts=$(python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
-print("%.1f" % (d["instructions_submit"] + d["instructions_complete"]))' "$out/overhead.json") ||
+print("%.1f %.1f" % (d["instructions_submit_with_loop"] + d["instructions_complete_with_loop"],
+                     d["instructions_submit"] + d["instructions_complete"]))' "$out/overhead.json") ||
 	fail "no instruction counts in $out/overhead.json"
+count=${counts% *} inside=${counts#* }
 limit=$(awk -v b="$budget" 'BEGIN { printf "%.1f", b * 1.10 }')
-echo "submit + complete: $count instructions per I/O; budget $budget, failing above $limit"
+echo "submit + complete: $count instructions per I/O ($inside inside the driver's calls); budget $budget, failing above $limit"
 if awk -v c="$count" -v l="$limit" 'BEGIN { exit !(c > l) }'; then
 	fail "$count instructions per I/O is more than 10 % over the budget of $budget ($budget_file): make the hot path cheaper, or raise the budget there with a line saying why"
 fi
