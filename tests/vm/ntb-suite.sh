@@ -283,7 +283,7 @@ sntb() {
 unbind() {
 	phase unbind
 	run unbind-load sntb_load "$@"
-	ntb-uapi hold "$1" >/tmp/hold.log 2>&1 &
+	ntb-uapi hold "$1" dev >/tmp/hold.log 2>&1 &	# until the device goes, whatever links do
 	h=$!
 	started /tmp/hold.log '^holding'
 	phase unbind-held

@@ -6,11 +6,12 @@
  *
  *   ntb-uapi bad PORT       every refusal the uapi promises, each its errno,
  *                           with PORT's link up (a peer, to reach windows)
- *   ntb-uapi hold PORT      map PORT's outbound window and an inbound buffer
- *                           for it, then wait until PORT's link goes down or
- *                           the NTB device goes: then the outbound pages
- *                           (both, when the device went) read all ones, and
- *                           calls say -ENODEV (the device gone)
+ *   ntb-uapi hold PORT [dev]  map PORT's outbound window and an inbound
+ *                           buffer for it, then wait until PORT's link goes
+ *                           down or the NTB device goes (with dev: the device
+ *                           only): then the outbound pages (both, when the
+ *                           device went) read all ones, and calls say -ENODEV
+ *                           (the device gone)
  *   ntb-uapi take PORT      allocate every inbound window for PORT and
  *                           register an eventfd, then die by SIGKILL
  *   ntb-uapi eventfd BIT N  wait for N rings of doorbell BIT on an eventfd
@@ -242,8 +243,8 @@ static void check_revoked(const char *name, volatile uint64_t *p, size_t size)
 	check(name, i == words ? 0 : -1, EIO, 0);
 }
 
-/* Hold PORT's windows until its link goes down or the device goes. */
-static void hold(int fd, const struct sio_ntb_info *info, int port)
+/* Hold PORT's windows until its link goes down (unless @dev_only) or the device goes. */
+static void hold(int fd, const struct sio_ntb_info *info, int port, int dev_only)
 {
 	int pidx = pidx_of(fd, info, port);
 	struct sio_ntb_peer_mw pmw = { .widx = pidx * info->mws_per_peer };
@@ -274,7 +275,7 @@ static void hold(int fd, const struct sio_ntb_info *info, int port)
 		if (pf.revents & POLLHUP)
 			gone = 2;
 		else if ((pf.revents & POLLIN) && read(fd, &ev, sizeof(ev)) == sizeof(ev) &&
-			 !(ev.link >> pidx & 1))
+			 !(ev.link >> pidx & 1) && !dev_only)
 			gone = 1;
 		out[0] = 0x42;	/* stores go on meanwhile */
 	}
@@ -282,9 +283,6 @@ static void hold(int fd, const struct sio_ntb_info *info, int port)
 		printf("FAIL hold: neither port %d's link nor the device went\n", port);
 		exit(1);
 	}
-	/* the links go down as the other guests unload too: which went first? */
-	if (gone == 1 && ioctl(fd, SIO_NTB_IOC_PEER, &p) && errno == ENODEV)
-		gone = 2;
 	check_revoked(gone == 2 ? "device-gone-outbound-reads-ones" : "peer-gone-outbound-reads-ones",
 		      out, pmw.size);
 	if (gone == 2) {
@@ -348,7 +346,7 @@ int main(int argc, char **argv)
 	int fd, pidx;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: ntb-uapi bad|hold|take PORT | eventfd BIT N\n");
+		fprintf(stderr, "usage: ntb-uapi bad|hold|take PORT | hold PORT dev | eventfd BIT N\n");
 		return 2;
 	}
 	fd = dev_open(&info);
@@ -359,7 +357,7 @@ int main(int argc, char **argv)
 		bad_args(fd, &info, pidx);
 		bad_windows(fd, &info, pidx);
 	} else if (!strcmp(argv[1], "hold")) {
-		hold(fd, &info, atoi(argv[2]));
+		hold(fd, &info, atoi(argv[2]), argc > 3 && !strcmp(argv[3], "dev"));
 	} else if (!strcmp(argv[1], "take")) {
 		take(fd, &info, atoi(argv[2]));
 	} else {
