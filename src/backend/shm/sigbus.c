@@ -10,15 +10,19 @@
  *
  * each mapping of a fabric file is recorded (sio__shm_guard()); a SIGBUS at
  * an address inside one grows the file back to what the mapping needs (the
- * same file: its inode is checked) and the access is made again, reading
- * zeros where the cut was. Where that cannot be done (the file was
- * replaced, or the fault is not a shrink: no room on a full tmpfs) the
- * range is covered with private zero pages, so the process goes on,
- * detached from that file. Either way one line on stderr names the file.
+ * same file: its inode is checked), gives the faulting page its memory, and
+ * the access is made again, reading zeros where the cut was. Every process
+ * that maps the file may fault on it at once (a client and the controller
+ * touching its queue): each mends the same shared file, never a copy of its
+ * own, so they go on sharing every page. Where that cannot be done (the file
+ * was replaced, or no room on a full tmpfs) the range is covered with
+ * private zero pages, so the process goes on, detached from that file.
+ * Either way one line on stderr names the file.
  * What a process reads there is input like all shared memory: the manager
  * finds its mailbox damaged and rebuilds it, a queue finds nothing new.
  * A SIGBUS elsewhere goes to the handler there was before.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -66,29 +70,48 @@ static const char *dec(uint64_t v, char *buf)
 	return p;
 }
 
-/* Grow @g's file back to what it maps: true when done, and the same file. */
-static bool regrow(const struct guard *g)
+/*
+ * Mend @g's file for an access at byte @at of it: the same file (its inode
+ * checked) grown back to what the mapping needs, and the page at @at given
+ * memory, so the access made again finds the shared page. fallocate() (mode
+ * 0) only ever grows a file: two processes mending at once never cut it
+ * again (ftruncate() to the smaller of two mappings' sizes would), and one
+ * that finds it grown already by the other (its fault came before the
+ * other's mend, its handler after) still gets its page here. It took the
+ * place of private zeros, which left that process (the controller) writing
+ * completions and reading data no one else could see. Returns 1 when this
+ * process grew the file, 0 when it was long enough, -1 when it cannot be
+ * mended (replaced, read-only here, or no room for the page).
+ */
+static int mend(const struct guard *g, uint64_t at)
 {
 	struct stat st;
-	bool ok = false;
-	int fd;
+	int fd, ret = -1;
 
 	if (!g->path[0])
-		return false;
+		return -1;
 	fd = open(g->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return false;
-	/* already long enough: not a shrink (a full tmpfs): nothing to mend */
-	if (!fstat(fd, &st) && st.st_dev == g->dev && st.st_ino == g->ino &&
-	    (uint64_t)st.st_size < g->need)
-		ok = !ftruncate(fd, (off_t)g->need);
+		return -1;
+	if (fstat(fd, &st) || st.st_dev != g->dev || st.st_ino != g->ino)
+		goto out;
+	ret = (uint64_t)st.st_size < g->need;
+	if (ret && fallocate(fd, 0, (off_t)g->need - 1, 1) &&
+	    (errno != EOPNOTSUPP || ftruncate(fd, (off_t)g->need)))
+		ret = -1;
+	/* no room for the page (a full tmpfs): the access would fault again */
+	if (ret >= 0 && fallocate(fd, 0, (off_t)(at & ~(uint64_t)4095), 4096) &&
+	    errno != EOPNOTSUPP)
+		ret = -1;
+out:
 	close(fd);
-	return ok;
+	return ret;
 }
 
 static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
 	uintptr_t a = (uintptr_t)si->si_addr, s;
+	int saved = errno;	/* the interrupted code's */
 	char n[32];
 
 	for (int i = 0; i < GUARDS; i++) {
@@ -99,16 +122,24 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 			continue;
 		say("smartio: ");
 		say(g->path[0] ? g->path : "a fabric file");
-		if (regrow(g)) {
+		switch (mend(g, g->need - g->len + (a - s))) {
+		case 1:
 			say(" was shrunk by another process: grown back to ");
 			say(dec(g->need, n));
 			say(" bytes; what was cut reads as zeros\n");
+			errno = saved;
+			return;
+		case 0:
+			say(" was shrunk by another process and grown back by one "
+			    "that shares it; what was cut reads as zeros\n");
+			errno = saved;
 			return;
 		}
 		/* not mendable: private zeros, so this process goes on */
 		mmap((void *)s, g->len, g->prot, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		say(" cannot be reached any more (replaced, shrunk, or no room): zeros in its "
 		    "place here\n");
+		errno = saved;
 		return;
 	}
 	if (before.sa_flags & SA_SIGINFO && before.sa_sigaction) {
