@@ -589,7 +589,7 @@ static void stalled_reads(struct cli *c, struct done *d)
 			     "read %d returned other data", i);
 }
 
-/* A controller that stops answering (SIGSTOP, 3 s) with commands in
+/* A controller that stops answering (SIGSTOP, 4 s) with commands in
  * flight, past the client's 1 s timeout: the queue pair is not abandoned
  * but reset through the manager (deleted in the controller and made
  * again), and every command in flight is sent again: each waiter gets its
@@ -607,7 +607,7 @@ Test(faults, stalled_controller_gets_the_queue_pair_reset_not_abandoned)
 	sio_nvme_client_set_timeout(c.cl, 1000);
 	cr_assert_eq(cli_write(&c, 900, 10), 0, "%s", sio_errmsg());
 	cr_assert_eq(cli_verify(&c, 900, 10), 0, "%s", sio_errmsg());
-	stall_start(&st, C.emu, 3000);
+	stall_start(&st, C.emu, 4000);	/* well past the 1 s I/O timeout */
 	usleep(100000);
 	stalled_reads(&c, d);
 	pthread_join(st.t, NULL);
@@ -641,7 +641,7 @@ Test(faults, admin_timeout_resets_the_controller_and_clients_go_on)
 	cli_open(&a, 2);
 	sio_nvme_client_set_timeout(c.cl, 1000);
 	cr_assert_eq(cli_write(&c, 900, 10), 0, "%s", sio_errmsg());
-	stall_start(&st, C.emu, 7000);
+	stall_start(&st, C.emu, 8500);	/* well past the 5 s admin timeout */
 	usleep(100000);
 	ret = sio_nvme_client_identify(a.cl, NVME_IDENTIFY_CNS_CTRL, 0, id);
 	cr_expect_eq(ret, 0, "Identify across the reset: %d %s", ret, sio_errmsg());
