@@ -61,6 +61,16 @@ void sio_nvme_stats_close(struct sio_nvme_client *cl)
 	cl->stats = NULL;
 }
 
+/* How the doorbell stores reach the controller: relayed, or through another kernel's window. */
+static uint16_t bar_path_flag(struct sio_nvme_client *cl)
+{
+	const char *p = sio_device_bar_path(sio_nvme_client_device(cl), 0);
+
+	if (!strncmp(p, "relayed", 7))
+		return SIO_NVME_QS_RELAYED;
+	return !strcmp(p, "NTB window") ? SIO_NVME_QS_NTB_WINDOW : 0;
+}
+
 /* A block for queue pair @q, described as it was made. */
 void sio_nvme_stats_attach(struct sio_nvme_ioq *q)
 {
@@ -76,7 +86,7 @@ void sio_nvme_stats_attach(struct sio_nvme_ioq *q)
 	s->sq_place = (int16_t)q->qp[0].sq_place;
 	s->cq_place = (int16_t)q->qp[0].cq_place;
 	s->flags = (uint16_t)((q->qp[0].q.sq_ei ? SIO_NVME_QS_SHADOW_DB : 0) |
-			      (q->mp ? SIO_NVME_QS_MULTIPATH : 0));
+			      (q->mp ? SIO_NVME_QS_MULTIPATH : 0) | bar_path_flag(q->cl));
 	/* the qid last: it marks the block taken */
 	__atomic_store_n(&s->qid, q->qp[0].q.qid, __ATOMIC_RELEASE);
 	q->qs = s;

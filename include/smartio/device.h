@@ -131,6 +131,21 @@ void sio_device_close(struct sio_device *dev);
 int sio_device_info(struct sio_device *dev, struct sio_device_info *out);
 
 /**
+ * sio_device_bar_path() - how this borrow's stores to a BAR reach the device
+ * @dev: borrow handle
+ * @bar: BAR index
+ *
+ * A mapping of the BAR is what the device decodes ("mapped": this host's
+ * BAR, or a window onto it: "NTB window"), or, for a device of another
+ * kernel where no window can reach it, a copy in memory whose doorbell
+ * writes the lender's relay forwards ("relayed (no window: why)"). Asked
+ * after sio_segment_map() of the BAR; before, "mapped".
+ * Return: a string owned by the library, valid until the next call from
+ * this thread; "" for a NULL handle.
+ */
+const char *sio_device_bar_path(struct sio_device *dev, int bar);
+
+/**
  * sio_device_bar() - a device BAR as a segment
  * @dev: borrow handle
  * @bar: BAR index

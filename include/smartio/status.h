@@ -39,12 +39,16 @@ struct sio_segment_status {
  * @pid: the borrowing process
  * @node: the node it joined as
  * @exclusive: borrowed exclusively
+ * @doorbells: how its stores to BAR0 reach the device where they are not
+ *	plain stores to a mapping of it ("relayed (no window: ...)", "NTB
+ *	window"), else ""
  */
 struct sio_borrow_status {
 	uint32_t device;
 	int pid;
 	int node;
 	bool exclusive;
+	char doorbells[64];
 };
 
 /**

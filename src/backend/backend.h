@@ -22,8 +22,9 @@
  * timeout in the window instead of a thread id, liveness a heartbeat
  * instead of pids, segments carved from the window instead of files,
  * notifications a doorbell or polling instead of futexes and sockets.
- * "ntb" (the Linux NTB framework, through the smartio_ntb module) comes
- * next, beside them.
+ * "ntb" (backend/ntb/) is the Linux NTB framework, through the smartio_ntb
+ * module: each kernel a node with memory of its own, exported to the others
+ * through NTB windows; shmwin and ntb share the window fabric (winfab/).
  *
  * A *device backend* is how a borrower reaches a device: how its BARs are
  * mapped into this process and how memory is made reachable for its DMA.
@@ -111,6 +112,12 @@ struct sio_fabric_ops {
 	 * cannot list (-EOPNOTSUPP).
 	 */
 	int (*list)(char (*names)[SIO_NAME_MAX], int max);
+	/**
+	 * @default_node: the node a process of this host joins as when it
+	 * names none and $SMARTIO_NODE is unset (ntb: this kernel's NTB port).
+	 * Optional: NULL is node 0.
+	 */
+	int (*default_node)(void);
 	/**
 	 * @host_path: a place on this host where a service of this fabric
 	 * meets its clients (the vfio lender's socket): @leaf made a path.
@@ -232,14 +239,22 @@ struct sio_fabric_ops {
 	 * by a device backend of this host, is to be reached from other nodes:
 	 * @x says how. The backend keeps it up until @dev_unexport.
 	 */
-	int (*dev_export)(struct sio_fabric *f, int dev, const struct sio_dev_export *x);
+	int (*dev_export)(struct sio_fabric *f, int dev, struct sio_dev_export *x);
 	/** @dev_unexport: undo @dev_export, before the device is unregistered. */
 	void (*dev_unexport)(struct sio_fabric *f, int dev);
+	/**
+	 * @borrow_doorbells: lock held: how the stores of borrow slot @borrow
+	 * to its device's BAR0 reach it, in @buf ("relayed: ...", "NTB
+	 * window"), or NULL where they are plain stores to a mapping of it.
+	 * Optional.
+	 */
+	const char *(*borrow_doorbells)(struct sio_fabric *f, int borrow, char *buf, size_t len);
 };
 
 /**
  * struct sio_dev_export - what a lender gives @dev_export
- * @bar0: BAR0 mapped in the lender's process; @bar0_size its size
+ * @bar0: BAR0 mapped in the lender's process; @bar0_size its size;
+ *	@bar0_bus its bus address (UINT64_MAX: not known), for a window onto it
  * @db_end: where BAR0's doorbells end (an MSI-X table may follow): nothing
  *	from there on is written on a remote borrower's behalf
  * @dma_map: map @len bytes at @va of this process for the device's DMA, the
@@ -248,18 +263,23 @@ struct sio_fabric_ops {
  *	UINT64_MAX: a device without an IOMMU (uio) is given that; @dma_unmap
  *	undoes it
  * @ctx: their first argument
+ * @how: out: how the other kernels' stores reach BAR0 (a window, or the relay
+ *	and why), for the lender to say
  */
 struct sio_dev_export {
 	volatile void *bar0;
 	uint64_t bar0_size;
+	uint64_t bar0_bus;
 	uint64_t db_end;
 	void *ctx;
 	int (*dma_map)(void *ctx, void *va, uint64_t len, uint64_t phys, uint64_t *bus);
 	int (*dma_unmap)(void *ctx, uint64_t bus, uint64_t len);
+	char how[160];
 };
 
 extern const struct sio_fabric_ops sio__shm_fabric_ops;	/* backend/shm/ */
 extern const struct sio_fabric_ops sio__shmwin_fabric_ops;	/* backend/shmwin/ */
+extern const struct sio_fabric_ops sio__ntb_fabric_ops;	/* backend/ntb/ */
 
 /*
  * The fabric backend $SMARTIO_FABRIC_BACKEND names (default "shm"), or
@@ -285,6 +305,8 @@ int sio__fabric_backend(const struct sio_fabric_ops **out);
  * @mcast_map: put in *@bus the address at which one device write reaches
  *	every subscriber of multicast @group; NULL when the backend has no
  *	multicast (the core then fails with -ENOTSUP).
+ * @bar_how: optional: how stores to BAR @bar reach the device, when they
+ *	are not plain stores to a mapping of it ("relayed: ..."); NULL: they are
  * @release: the borrow ends (sio_device_close()): drop what the backend
  *	holds for it, such as a connection to the lender; mappings made
  *	through it must go too. NULL when it holds nothing of its own.
@@ -314,6 +336,7 @@ struct sio_device_ops {
 	int (*dma_map)(struct sio_device *dev, struct sio_segment *seg, uint64_t *bus);
 	int (*dma_unmap)(struct sio_device *dev, struct sio_segment *seg);
 	int (*mcast_map)(struct sio_device *dev, uint32_t group, uint64_t *bus);
+	const char *(*bar_how)(struct sio_device *dev, int bar);
 	void (*release)(struct sio_device *dev);
 	int (*irq_enable)(struct sio_device *dev, unsigned int kinds, int nvec, int *fds);
 	void (*irq_disable)(struct sio_device *dev);

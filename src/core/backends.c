@@ -9,6 +9,7 @@
 static const struct sio_fabric_ops *const fabric_backends[] = {
 	&sio__shm_fabric_ops,
 	&sio__shmwin_fabric_ops,
+	&sio__ntb_fabric_ops,
 };
 
 int sio__fabric_backend(const struct sio_fabric_ops **out)

@@ -212,6 +212,18 @@ int sio_device_info(struct sio_device *dev, struct sio_device_info *out)
 	return ret;
 }
 
+const char *sio_device_bar_path(struct sio_device *dev, int bar)
+{
+	const char *how;
+
+	if (!dev)
+		return "";
+	how = dev->ops && dev->ops->bar_how ? dev->ops->bar_how(dev, bar) : NULL;
+	if (how)
+		return how;
+	return dev->ops && dev->ops->fabric_bars ? "fabric segment" : "mapped";
+}
+
 int sio_device_bar(struct sio_device *dev, int bar, struct sio_segment **out)
 {
 	struct sio_registry *r;

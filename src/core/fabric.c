@@ -276,8 +276,11 @@ static void fabric_free(struct sio_fabric *f)
 	free(f);
 }
 
-/* The node to join as: @node, or $SMARTIO_NODE for a negative one. */
-static int pick_node(int node)
+/*
+ * The node to join as: @node, or $SMARTIO_NODE for a negative one, or the
+ * backend's default (ntb: this kernel's port).
+ */
+static int pick_node(const struct sio_fabric_ops *ops, int node)
 {
 	const char *e = getenv("SMARTIO_NODE");
 	uint64_t n;
@@ -285,7 +288,7 @@ static int pick_node(int node)
 	if (node >= 0)
 		return node;
 	if (!e || !*e)	/* set but empty is unset, as for $SMARTIO_FABRIC */
-		return 0;
+		return ops->default_node ? ops->default_node() : 0;
 	if (sio_parse_u64(e, 0, SIO_MAX_NODES - 1, &n))
 		return sio_err_wrap(EINVAL, "SMARTIO_NODE='%s' is not a node id", e);
 	return (int)n;
@@ -315,23 +318,56 @@ static int attach(struct sio_fabric *f)
 	return 0;
 }
 
+int sio__fabric_attach(const char *name, int node, struct sio_fabric **out)
+{
+	struct sio_fabric *f = calloc(1, sizeof(*f));
+	int ret;
+
+	if (!f)
+		return sio__err(ENOMEM, "out of memory");
+	f->proc = -1;
+	f->node = node;
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	if ((ret = sio__fabric_backend(&f->ops)) || (ret = attach(f))) {
+		fabric_free(f);
+		return ret;
+	}
+	if (node < 0 || node >= f->topo.nodes) {
+		ret = sio__err(ENODEV, "fabric '%s' has nodes 0..%d; there is no node %d", name,
+			       f->topo.nodes - 1, node);
+		fabric_free(f);
+		return ret;
+	}
+	*out = f;
+	return 0;
+}
+
+void sio__fabric_detach(struct sio_fabric *f)
+{
+	if (f)
+		fabric_free(f);
+}
+
 int sio_fabric_open(const char *name, int node, struct sio_fabric **out)
 {
+	const struct sio_fabric_ops *ops;
 	struct sio_fabric *f;
 	int ret, p;
 
 	if (!out)
 		return sio__err(EINVAL, "out is NULL");
-	if ((ret = check_name(&name)))
+	if ((ret = check_name(&name)) || (ret = sio__fabric_backend(&ops)))
 		return ret;
-	if ((node = pick_node(node)) < 0)
+	if ((node = pick_node(ops, node)) < 0)
 		return node;
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return sio__err(ENOMEM, "out of memory");
 	f->proc = -1;
+	f->ops = ops;
+	f->node = node;	/* the backend may check it (ntb: a kernel is the node of its port) */
 	snprintf(f->name, sizeof(f->name), "%s", name);
-	if ((ret = sio__fabric_backend(&f->ops)) || (ret = attach(f)))
+	if ((ret = attach(f)))
 		goto fail;
 	if (node >= f->topo.nodes) {
 		ret = sio__err(ENODEV, "fabric '%s' has nodes 0..%d; there is no node %d", name,

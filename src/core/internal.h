@@ -124,6 +124,21 @@ void sio__unlock(struct sio_fabric *f);
 uint64_t sio__now_ns(void);
 void sio__delay_ns(uint64_t ns);
 
+/*
+ * Attach fabric @name's shared state as node @node without joining it as a
+ * process (no slot: a service of the backend, ntb's node service, that holds
+ * the lock at times but is no process of the fabric); sio__fabric_detach()
+ * undoes it.
+ */
+int sio__fabric_attach(const char *name, int node, struct sio_fabric **out);
+void sio__fabric_detach(struct sio_fabric *f);
+
+/*
+ * BAR @bar's bus address from sysfs (@dir: /sys/bus/pci/devices/BDF), or
+ * UINT64_MAX: the CPU's address, which is the bus's on x86 (shmwin/window.c).
+ */
+uint64_t sio__pci_bar_bus(const char *dir, int bar);
+
 /* A path on this host for a service of fabric @f (the vfio lender's socket). */
 int sio__fabric_host_path(struct sio_fabric *f, const char *leaf, char *buf, size_t len);
 

@@ -59,8 +59,15 @@ static void fill(struct sio_fabric *f, struct sio_fabric_status *st)
 		/* a borrow naming no device or process is corrupt: not shown */
 		if (!br->used || !(dv = reg_dev_at(r, br->dev)) || !(pr = reg_proc_at(r, br->proc)))
 			continue;
-		st->borrows[st->nborrows++] = (struct sio_borrow_status){
-			.device = dv->id, .pid = pr->pid, .node = pr->node, .exclusive = br->excl != 0 };
+		struct sio_borrow_status *o = &st->borrows[st->nborrows++];
+		char buf[sizeof(o->doorbells)];
+		const char *db = f->ops->borrow_doorbells ?
+				 f->ops->borrow_doorbells(f, b, buf, sizeof(buf)) : NULL;
+
+		*o = (struct sio_borrow_status){ .device = dv->id, .pid = pr->pid, .node = pr->node,
+						 .exclusive = br->excl != 0 };
+		if (db)
+			snprintf(o->doorbells, sizeof(o->doorbells), "%s", db);
 	}
 }
 

@@ -57,6 +57,8 @@ static void usage(FILE *o)
 "       smartio ntb ping --echo [--count N]  this: answer N pings\n"
 "       smartio ntb bench PORT [--rounds N] stores into PORT's buffer through an\n"
 "       smartio ntb bench --serve [--rounds N]  outbound window; PORT checks the data\n"
+"       smartio ntb serve [--dev DEV]      this kernel's node of an ntb fabric\n"
+"                                          (SMARTIO_FABRIC_BACKEND=ntb), until a signal\n"
 "Options: --dev DEV (/dev/smartio-ntbN or N; default 0), --timeout MS (each wait,\n"
 "default 10000). Load smartio_ntb on an NTB hardware driver first (docs/ntb.md).\n"
 "Exit status: 0 done, 1 failed, 2 usage error.\n");
@@ -556,5 +558,7 @@ int sio_tool_ntb(int argc, char **argv)
 		return cmd_sides(argc - 1, argv + 1, "echo", "count", ping_echo, ping_client);
 	if (!strcmp(sub, "bench"))
 		return cmd_sides(argc - 1, argv + 1, "serve", "rounds", bench_serve, bench_client);
-	prog_usage_error("ntb: no subcommand '%s' (status, ping, bench)", sub);
+	if (!strcmp(sub, "serve"))
+		return sio_tool_ntb_serve(argc - 1, argv + 1);
+	prog_usage_error("ntb: no subcommand '%s' (status, ping, bench, serve)", sub);
 }

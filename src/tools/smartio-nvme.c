@@ -49,9 +49,13 @@ static const char *place(int p)
 
 static const char *doorbell_path(const struct sio_nvme_qstats *q)
 {
+	bool relay = q->flags & SIO_NVME_QS_RELAYED, win = q->flags & SIO_NVME_QS_NTB_WINDOW;
+
 	if (q->flags & SIO_NVME_QS_MULTIPATH)
 		return q->flags & SIO_NVME_QS_BACKUP ? "mmio, backup" : "mmio, primary";
-	return q->flags & SIO_NVME_QS_SHADOW_DB ? "shadow" : "mmio";
+	if (q->flags & SIO_NVME_QS_SHADOW_DB)
+		return relay ? "shadow, relayed" : win ? "shadow, NTB window" : "shadow";
+	return relay ? "relayed" : win ? "NTB window" : "mmio";
 }
 
 /* Queue pair @q of client @c as it was in @prev, or NULL. */

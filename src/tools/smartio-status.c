@@ -93,6 +93,7 @@ static void devices_json(struct json_object *o, const struct sio_fabric_status *
 		pj_int(b, "pid", st->borrows[i].pid);
 		pj_int(b, "node", st->borrows[i].node);
 		pj_bool(b, "exclusive", st->borrows[i].exclusive);
+		pj_str(b, "doorbells", st->borrows[i].doorbells[0] ? st->borrows[i].doorbells : "mapped");
 	}
 }
 
@@ -149,9 +150,10 @@ void sio_tool_status_text(FILE *o, const struct sio_fabric_status *st)
 	}
 	fprintf(o, "\nborrows:\n");
 	for (int i = 0; i < st->nborrows; i++)
-		fprintf(o, "  device %u by pid %d on node %d%s\n", st->borrows[i].device,
+		fprintf(o, "  device %u by pid %d on node %d%s%s%s\n", st->borrows[i].device,
 			st->borrows[i].pid, st->borrows[i].node,
-			st->borrows[i].exclusive ? " (exclusive)" : "");
+			st->borrows[i].exclusive ? " (exclusive)" : "",
+			st->borrows[i].doorbells[0] ? ", doorbells " : "", st->borrows[i].doorbells);
 }
 
 /* A Graphviz string: quotes and backslashes escaped. */
@@ -241,7 +243,7 @@ int sio_tool_status_once(const char *name, enum sio_tool_fmt fmt)
 	struct sio_fabric *f;
 	int ret;
 
-	if (prog_join(name, 0, &f))
+	if (prog_join(name, -1, &f))	/* -1: $SMARTIO_NODE, or the backend's (ntb: this kernel's port) */
 		return PROG_FAIL;
 	ret = sio_fabric_status_get(f, &st);
 	sio_fabric_close(f);

@@ -55,7 +55,7 @@ static void usage(FILE *o)
 #ifdef SIO_TOOL_UIO
 "  uio ...                         real devices without an IOMMU (smartio uio --help)\n"
 #endif
-"  ntb status|ping|bench ...       NTB devices of the Linux NTB framework, through\n"
+"  ntb status|ping|bench|serve ... NTB devices of the Linux NTB framework, through\n"
 "                                  smartio_ntb (smartio ntb --help)\n"
 "  --help, --version\n"
 "NAME defaults to $SMARTIO_FABRIC. A fabric is its creator's alone; with --group,\n"
@@ -229,7 +229,7 @@ static int cmd_list(int argc, char **argv)
 		const char *why = NULL;
 
 		/* a fabric another user made, or one half made, is listed as such */
-		if (sio_fabric_open(names[i], 0, &f))
+		if (sio_fabric_open(names[i], -1, &f))
 			why = sio_errmsg(), f = NULL;
 		else if (sio_fabric_status_get(f, &st))
 			why = sio_errmsg();

@@ -389,7 +389,8 @@ static struct json_object *dir_json(const struct dir_stats *d, double secs)
 }
 
 static int report_json(const struct run *r, const struct tool_common *t,
-		       const struct sio_nvme_ioq_info *qi, uint32_t device, double secs)
+		       const struct sio_nvme_ioq_info *qi, uint32_t device, const char *dbpath,
+		       double secs)
 {
 	struct json_object *o = json_object_new_object(), *db;
 	uint64_t ios = total_ios(r), bytes = r->d[DIR_WRITE].bytes + r->d[DIR_READ].bytes;
@@ -417,6 +418,7 @@ static int report_json(const struct run *r, const struct tool_common *t,
 	pj_u64(o, "errors", r->d[DIR_WRITE].errors + r->d[DIR_READ].errors);
 	db = pj_obj(o, "doorbells");
 	pj_bool(db, "shadow", qi->shadow_doorbells);
+	pj_str(db, "path", dbpath);
 	pj_u64(db, "mmio_writes", qi->db_writes);
 	pj_dbl(db, "per_io", ios ? (double)qi->db_writes / (double)ios : 0);
 	pj_u64(o, "sgl_cmds", qi->sgl_cmds);
@@ -437,7 +439,7 @@ static void report_dir(const char *what, const struct dir_stats *d, double secs)
 }
 
 static void report_text(const struct run *r, const struct tool_common *t,
-			const struct sio_nvme_ioq_info *qi, double secs)
+			const struct sio_nvme_ioq_info *qi, const char *dbpath, double secs)
 {
 	uint64_t ios = total_ios(r), bytes = r->d[DIR_WRITE].bytes + r->d[DIR_READ].bytes;
 
@@ -452,10 +454,11 @@ static void report_text(const struct run *r, const struct tool_common *t,
 	printf("  mismatches %llu  errors %llu\n", (unsigned long long)r->mismatches,
 	       (unsigned long long)(r->d[DIR_WRITE].errors + r->d[DIR_READ].errors));
 	/* a remote client reads EventIdx only with dbbuf=on: "off" is no fault */
-	printf("  doorbells: shadow %s, %llu MMIO writes (%.3f per I/O); %llu SGL commands\n",
+	printf("  doorbells: shadow %s, %llu MMIO writes (%.3f per I/O), BAR0 %s; %llu SGL commands\n",
 	       qi->shadow_doorbells ? "on" : "off (dbbuf=on asks for it)",
 	       (unsigned long long)qi->db_writes,
-	       ios ? (double)qi->db_writes / (double)ios : 0.0, (unsigned long long)qi->sgl_cmds);
+	       ios ? (double)qi->db_writes / (double)ios : 0.0, dbpath,
+	       (unsigned long long)qi->sgl_cmds);
 }
 
 /* Open the queue pair and its buffer for @c on @cl: 0 or PROG_FAIL (said). */
@@ -501,12 +504,13 @@ static int report(struct run *r, struct tool_common *t, struct sio_nvme_client *
 	struct sio_nvme_ioq_info qi;
 	double secs = (double)elapsed / 1e9;
 	uint64_t errors = r->d[DIR_WRITE].errors + r->d[DIR_READ].errors;
+	const char *dbpath = sio_device_bar_path(sio_nvme_client_device(cl), 0);
 
 	sio_nvme_ioq_info(r->q, &qi);	/* what the run did: doorbells, data pointers */
 	if (t->json)
-		report_json(r, t, &qi, sio_device_id(sio_nvme_client_device(cl)), secs);
+		report_json(r, t, &qi, sio_device_id(sio_nvme_client_device(cl)), dbpath, secs);
 	else
-		report_text(r, t, &qi, secs);
+		report_text(r, t, &qi, dbpath, secs);
 	if (errors)
 		prog_fail("%llu I/O error(s), first: %s%s%s", (unsigned long long)errors,
 			  strerror(-r->first_err), r->first_status ? ": " : "",

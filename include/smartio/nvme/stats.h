@@ -34,6 +34,8 @@ struct sio_nvme_ioq;
 #define SIO_NVME_QS_SHADOW_DB	(1u << 0)	/* rings go through shadow doorbells */
 #define SIO_NVME_QS_MULTIPATH	(1u << 1)	/* a backup queue pair through adapter 1 */
 #define SIO_NVME_QS_BACKUP	(1u << 2)	/* commands go through the backup now */
+#define SIO_NVME_QS_RELAYED	(1u << 3)	/* BAR0 is a copy the lender's relay forwards */
+#define SIO_NVME_QS_NTB_WINDOW	(1u << 4)	/* BAR0 through an NTB window of another kernel */
 
 /**
  * struct sio_nvme_qstats - one queue pair's counters

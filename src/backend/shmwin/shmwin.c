@@ -105,10 +105,11 @@ static void win_unlock(struct sio_fabric *f)
 	wf_lease_unlock(&wf_of(f)->hdr->lock);
 }
 
-static const char *win_what(struct wf_fabric *s)
+static const char *win_what(struct wf_fabric *s, int pool)
 {
 	static __thread char buf[192];
 
+	(void)pool;	/* one window holds all */
 	snprintf(buf, sizeof(buf), "the window (%s)", sw(s)->win.what);
 	return buf;
 }
@@ -330,5 +331,7 @@ const struct sio_fabric_ops sio__shmwin_fabric_ops = {
 	.attach = sio__shmwin_attach,
 	.detach = sio__shmwin_detach,
 	.destroy = sio__shmwin_destroy,
+	.removed = sio__wf_removed,
+	.proc_init = sio__wf_proc_init,
 	WF_FABRIC_OPS,
 };

@@ -71,7 +71,7 @@ static void pci_mem_on(const char *dir)
  * start is the CPU's address, which is the bus's on x86 (no offset between
  * them); a platform with an offset would read the config-space BAR.
  */
-static uint64_t pci_bar_bus(const char *dir, int bar)
+uint64_t sio__pci_bar_bus(const char *dir, int bar)
 {
 	unsigned long long start = 0, end = 0;
 	char path[160], line[128];
@@ -118,7 +118,7 @@ static int open_pci(const char *spec, struct shmwin_win *w)
 	w->base = 0;
 	w->size = (uint64_t)st.st_size;
 	w->bar = bar;
-	w->bus = pci_bar_bus(dir, bar);
+	w->bus = sio__pci_bar_bus(dir, bar);
 	snprintf(w->bdf, sizeof(w->bdf), "%s", bdf);
 	snprintf(w->what, sizeof(w->what), "PCI %s BAR%d", bdf, bar);
 	return 0;

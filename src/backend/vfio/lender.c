@@ -409,6 +409,7 @@ static uint64_t bar0_regs_end(struct lender *l)
 static int export(struct lender *l)
 {
 	struct sio_dev_export x = { .ctx = l, .dma_map = export_map, .dma_unmap = export_unmap };
+	char dir[96];
 	void *bar0;
 	int rc;
 
@@ -424,12 +425,16 @@ static int export(struct lender *l)
 				strerror(errno));
 	l->bar0 = x.bar0 = bar0;
 	x.bar0_size = l->bar0_size;
+	snprintf(dir, sizeof(dir), "/sys/bus/pci/devices/%s", l->dev->cfg.bdf);
+	x.bar0_bus = sio__pci_bar_bus(dir, 0);	/* for a window onto it (ntb) */
 	x.db_end = bar0_regs_end(l);
 	rc = l->f->ops->dev_export(l->f, l->reg->slot, &x);
 	if (!rc) {
 		l->exported = true;
 		say(l, "device %u is reachable from the other kernels of fabric %s\n", l->id,
 		    sio_fabric_name(l->f));
+		if (x.how[0])
+			say(l, "the other kernels' doorbells: %s\n", x.how);
 	}
 	return rc;
 }

@@ -130,3 +130,120 @@ void wf_lease_renew(struct wf_lock *l)
 	if ((atomic_load(&l->owner) & ~0xffffull) == wf_proc_token())
 		atomic_fetch_add(&l->lease, 1);
 }
+
+/*
+ * The bakery (Lamport's), for sources whose shared memory takes no atomic
+ * operation from another kernel (an NTB: a locked read-modify-write does not
+ * cross PCIe). Each kernel has an entry in the header, written only by the
+ * one process of that kernel that holds the kernel's own lock (@local, a
+ * lease lock on a page of that host, where atomics work): it takes a number
+ * above every other, then waits for each kernel with a smaller one. Every
+ * store is fenced before the next load (store-load order, and write
+ * combining flushed): the bakery needs no more than ordered loads and
+ * stores. A kernel whose entry's lease stands still for the lease time is
+ * dead: its entry is cleared by the waiter, which reaps at once. The
+ * fencing caveat of the lease lock holds here too.
+ */
+
+static bool holds_local(struct wf_lock *local)
+{
+	return atomic_load(&local->owner) == token();
+}
+
+/* Lock held: wait until kernel @j's entry lets entry @me in; -ETIMEDOUT past @deadline. */
+static int bakery_wait(struct sio_fabric *f, struct wf_bakery *b, int j, int me,
+		       uint64_t deadline, bool *died)
+{
+	uint32_t mine = atomic_load(&b[me].number);
+	uint64_t lease = atomic_load(&b[j].lease), seen = sio__now_ns(), nap = 20000;
+
+	for (;;) {
+		uint32_t n = atomic_load(&b[j].number);
+		uint64_t now = sio__now_ns(), l = atomic_load(&b[j].lease);
+
+		if (!atomic_load(&b[j].choosing) && (!n || n > mine || (n == mine && j > me)))
+			return 0;
+		if (l != lease) {
+			lease = l;
+			seen = now;
+		} else if (now - seen >= wf_lease_ns()) {
+			/* its kernel stopped renewing: dead, or cut off for the lease */
+			atomic_store(&b[j].number, 0);
+			atomic_store(&b[j].choosing, 0);
+			atomic_thread_fence(memory_order_seq_cst);
+			*died = true;
+			return 0;
+		}
+		if (now >= deadline)
+			return sio__err(ETIMEDOUT, "fabric '%s': its registry lock has been held for over %.1f s by pid %d of node %d, whose lease is still renewed",
+					f->name, (double)timeout_ns() / 1e9, b[j].pid, j);
+		struct timespec ts = { 0, (long)nap };
+		nanosleep(&ts, NULL);
+		if (nap < 2000000)
+			nap *= 2;
+	}
+}
+
+int wf_bakery_lock(struct sio_fabric *f, struct wf_lock *local, int me, bool *holder_died)
+{
+	struct wf_fabric *s = wf_of(f);
+	struct wf_bakery *b = s->hdr->bakery;
+	uint64_t deadline = sio__now_ns() + timeout_ns();
+	uint32_t max = 0;
+	int ret;
+
+	if (me < 0 || me >= WF_MAX_POOLS)
+		return sio__err(EINVAL, "fabric '%s': kernel %d has no bakery entry", f->name, me);
+	if (__atomic_load_n(&s->hdr->magic, __ATOMIC_ACQUIRE) != WF_MAGIC)
+		return sio__err(EHOSTDOWN, "fabric '%s': its state in %s cannot be read (the link to its home is down, or it was destroyed)",
+				f->name, s->src->what(s, WF_STATE));
+	if ((ret = wf_lease_lock(f, local, holder_died)))
+		return ret;
+	atomic_store(&b[me].choosing, 1);
+	atomic_thread_fence(memory_order_seq_cst);
+	for (int j = 0; j < WF_MAX_POOLS; j++) {
+		uint32_t n = atomic_load(&b[j].number);
+
+		if (n > max && n < UINT32_MAX / 2)
+			max = n;
+	}
+	atomic_store(&b[me].number, max + 1);
+	b[me].pid = getpid();
+	atomic_thread_fence(memory_order_seq_cst);
+	atomic_store(&b[me].choosing, 0);
+	atomic_thread_fence(memory_order_seq_cst);
+	for (int j = 0; j < WF_MAX_POOLS; j++) {
+		if (j != me && (ret = bakery_wait(f, b, j, me, deadline, holder_died))) {
+			wf_bakery_unlock(f, local, me);
+			return ret;
+		}
+	}
+	atomic_thread_fence(memory_order_seq_cst);	/* the registry's loads after the bakery's */
+	return 0;
+}
+
+void wf_bakery_unlock(struct sio_fabric *f, struct wf_lock *local, int me)
+{
+	struct wf_bakery *b = wf_of(f)->hdr->bakery;
+
+	if (!holds_local(local) || me < 0 || me >= WF_MAX_POOLS)
+		return;	/* only the holder: a caller whose lock failed frees no one's */
+	atomic_thread_fence(memory_order_seq_cst);	/* the registry's stores first */
+	atomic_store(&b[me].number, 0);
+	atomic_thread_fence(memory_order_seq_cst);
+	wf_lease_unlock(local);
+}
+
+/* Heartbeat thread: while a thread of this process holds the local lock, both leases move. */
+void wf_bakery_renew(struct wf_fabric *s, struct wf_lock *local, int me)
+{
+	struct wf_bakery *e;
+
+	if ((atomic_load(&local->owner) & ~0xffffull) != wf_proc_token())
+		return;
+	atomic_fetch_add(&local->lease, 1);
+	if (me < 0 || me >= WF_MAX_POOLS)
+		return;
+	e = &s->hdr->bakery[me];
+	atomic_store(&e->lease, atomic_load(&e->lease) + 1);	/* its one writer: no RMW */
+}

@@ -14,12 +14,16 @@
  *
  * MMIO: where a remote node cannot store to the lender's BAR (ivshmem; an
  * NTB whose hardware driver refuses a window onto it), each remote
- * borrower's BAR0 is a mirror, and the lender's relay thread forwards the
- * doorbell writes it sees there to the real BAR0, shadow-doorbell style: it
- * takes each value, leaving an impossible one (WF_DB_EMPTY) in its place,
- * so every write is forwarded once, a repeated value too. The admin queue's
- * doorbells are never forwarded: they are the manager's, on the lender's
- * kernel.
+ * borrower's BAR0 is a mirror on the lender's node, and the lender's relay
+ * thread forwards the doorbell writes it sees there to the real BAR0,
+ * shadow-doorbell style: it takes each value, leaving an impossible one
+ * (WF_DB_EMPTY) in its place, so every write is forwarded once, a repeated
+ * value too. It forwards what the borrower could have written to a mapping
+ * of BAR0: every doorbell while BAR0 is unconfined (QEMU's NVMe: a manager
+ * of another kernel rings the admin queue), the I/O queues' once the
+ * manager confines it. Other register writes are not forwarded (a remote
+ * manager takes a controller over without a reset, or needs a window); the
+ * registers up to ACQ are read again every 5 ms for every mirror.
  *
  * Multicast: one window cannot fan a device write out to several places as
  * a PCIe switch's multicast does. A group's address is a landing segment;
@@ -35,8 +39,8 @@
 #define NAP_MIN_NS	2000ull
 #define NAP_MAX_NS	100000ull	/* while a mirror is watched */
 #define NAP_IDLE_NS	10000000ull	/* while none is */
-#define CSTS		0x1c
 #define REGS_COPY	0x100		/* CAP .. CMB registers */
+#define REGS_LIVE	0x38		/* CAP .. ACQ, read again every 5 ms */
 
 struct wf_relay {
 	struct wf_relay *next;
@@ -190,11 +194,65 @@ static void groups_sync(struct wf_relay *r)
 	}
 }
 
+/*
+ * Every 5 ms: new pools and mirrors, the registers a borrower reads (CAP to
+ * ACQ, fresh from BAR0: CSTS, and CC and the admin queue's for a manager
+ * that takes the controller over from another kernel), multicast copies,
+ * and whether BAR0 is confined (then the admin queue's doorbells are the
+ * lender's kernel's alone, as a confined mapping would have them).
+ */
+static int relay_sync(struct wf_relay *r, struct wf_dev *d, uint32_t *first_db)
+{
+	const struct reg_dev *dv = reg_dev_at(r->f->reg, r->dev);
+	uint32_t regs[REGS_LIVE / 4];
+	int watched;
+
+	pools_sync(r);
+	watched = mirrors_sync(r);
+	for (uint64_t o = 0; o < REGS_LIVE; o += 4)
+		regs[o / 4] = *reg32(r->x.bar0, o);
+	memcpy((void *)r->regs_va, regs, REGS_LIVE);
+	for (int i = 0; i < WF_MIRRORS; i++)
+		if (r->m[i].va)
+			memcpy((void *)r->m[i].va, regs, REGS_LIVE);
+	groups_sync(r);
+	*first_db = dv && dv->restricted[0] ? 2 : 0;
+	atomic_fetch_add(&d->relay_beat, 1);
+	return watched;
+}
+
+/* Forward what mirror @m holds of doorbells @first .. @ndb - 1; whether any came. */
+static bool relay_mirror(struct wf_relay *r, struct wf_dev *d, volatile uint32_t *m,
+			 uint32_t first, uint32_t ndb, uint32_t stride)
+{
+	bool moved = false;
+
+	for (uint32_t q = first; q < ndb; q++) {
+		uint64_t off = 0x1000 + (uint64_t)q * stride;
+		uint32_t *db = (uint32_t *)&m[off / 4];
+		uint32_t v = __atomic_load_n(db, __ATOMIC_ACQUIRE);
+
+		/* taken once: a borrower's write of the value it wrote before (a
+		 * queue made anew) is forwarded too; the mirror is memory of this
+		 * node, so the atomic is this CPU's */
+		if (v == WF_DB_EMPTY ||
+		    !__atomic_compare_exchange_n(db, &v, WF_DB_EMPTY, false, __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE))
+			continue;
+		/* the borrower's queue entries are in memory before its doorbell */
+		atomic_thread_fence(memory_order_seq_cst);
+		*reg32(r->x.bar0, off) = v;
+		atomic_fetch_add_explicit(&d->relayed, 1, memory_order_relaxed);
+		moved = true;
+	}
+	return moved;
+}
+
 static void *relay_thread(void *arg)
 {
 	struct wf_relay *r = arg;
 	struct wf_dev *d = &r->s->hdr->devs[r->dev];
-	uint32_t stride = 4u << d->dstrd, ndb = 2 * (WF_RELAY_QUEUES + 1);
+	uint32_t stride = 4u << d->dstrd, ndb = 2 * (WF_RELAY_QUEUES + 1), first = 2;
 	uint64_t nap = NAP_MIN_NS, last_sync = 0, end = r->x.db_end;
 	int watched = 0;
 
@@ -207,40 +265,13 @@ static void *relay_thread(void *arg)
 		uint64_t now = sio__now_ns();
 		bool moved = false;
 
-		if (now - last_sync > 5000000ull) {	/* every 5 ms: the table, CSTS */
-			uint32_t csts = *reg32(r->x.bar0, CSTS);
-
-			pools_sync(r);
-			watched = mirrors_sync(r);
-			r->regs_va[CSTS / 4] = csts;
-			for (int i = 0; i < WF_MIRRORS; i++)
-				if (r->m[i].va)
-					r->m[i].va[CSTS / 4] = csts;
-			groups_sync(r);
-			atomic_fetch_add(&d->relay_beat, 1);
+		if (now - last_sync > 5000000ull) {
+			watched = relay_sync(r, d, &first);
 			last_sync = now;
 		}
-		for (int i = 0; i < WF_MIRRORS; i++) {
-			if (!r->m[i].va)
-				continue;
-			for (uint32_t q = 2; q < ndb; q++) {	/* 0, 1: the admin queue's */
-				uint64_t off = 0x1000 + (uint64_t)q * stride;
-				uint32_t *db = (uint32_t *)&r->m[i].va[off / 4];
-				uint32_t v = __atomic_load_n(db, __ATOMIC_ACQUIRE);
-
-				/* taken once: a borrower's write of the value it wrote
-				 * before (a queue made anew) is forwarded too */
-				if (v == WF_DB_EMPTY ||
-				    !__atomic_compare_exchange_n(db, &v, WF_DB_EMPTY, false,
-								 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-					continue;
-				/* the borrower's queue entries are in the window before its doorbell */
-				atomic_thread_fence(memory_order_seq_cst);
-				*reg32(r->x.bar0, off) = v;
-				atomic_fetch_add_explicit(&d->relayed, 1, memory_order_relaxed);
-				moved = true;
-			}
-		}
+		for (int i = 0; i < WF_MIRRORS; i++)
+			if (r->m[i].va)
+				moved |= relay_mirror(r, d, r->m[i].va, first, ndb, stride);
 		if (moved) {
 			nap = NAP_MIN_NS;
 			continue;
@@ -292,7 +323,7 @@ static int regs_copy(struct wf_relay *r, uint32_t *dstrd)
 	return 0;
 }
 
-int sio__wf_dev_export(struct sio_fabric *f, int dev, const struct sio_dev_export *x)
+int sio__wf_dev_export(struct sio_fabric *f, int dev, struct sio_dev_export *x)
 {
 	struct wf_fabric *s = wf_of(f);
 	struct wf_relay *r;
@@ -313,11 +344,21 @@ int sio__wf_dev_export(struct sio_fabric *f, int dev, const struct sio_dev_expor
 	if ((ret = regs_copy(r, &dstrd)) || (ret = sio__lock(f)))
 		goto fail;
 	*d = (struct wf_dev){ .gen = reg_dev_at(f->reg, dev)->gen, .regs_slot = r->regs->slot,
-			      .regs_gen = r->regs->gen, .dstrd = dstrd };
+			      .regs_gen = r->regs->gen, .dstrd = dstrd, .db_window = -1 };
 	sio__unlock(f);
 	/* every pool, once, for the device: every segment at its pool's bus + offset */
 	if ((ret = pools_sync(r)))
 		goto fail;
+	/* BAR0 through windows where the source can; the relay for the rest */
+	d->db_err = x->bar0_bus == UINT64_MAX ? ENXIO : EOPNOTSUPP;
+	if (s->src->bar_export && x->bar0_bus != UINT64_MAX)
+		d->db_err = -s->src->bar_export(s, d, x->bar0_bus, x->bar0_size);
+	if (!d->db_err)
+		snprintf(x->how, sizeof(x->how), "stores through inbound window %d of each peer, translated to BAR0 (ports 0x%llx)",
+			 d->db_window, (unsigned long long)d->db_ports);
+	else
+		snprintf(x->how, sizeof(x->how), "relayed from a mirror on this node: no window onto BAR0 (%s)",
+			 strerror(d->db_err));
 	atomic_thread_fence(memory_order_release);
 	d->bar0_size = x->bar0_size;	/* exported from here on */
 	if ((ret = pthread_create(&r->thr, NULL, relay_thread, r))) {
@@ -331,6 +372,8 @@ int sio__wf_dev_export(struct sio_fabric *f, int dev, const struct sio_dev_expor
 fail:
 	d->bar0_size = 0;
 	d->gen = 0;
+	if (d->db_window >= 0 && s->src->bar_unexport)
+		s->src->bar_unexport(s, d);
 	relay_free(r);
 	return ret;
 }
@@ -345,6 +388,8 @@ void sio__wf_dev_unexport(struct sio_fabric *f, int dev)
 	*pp = r->next;
 	atomic_store(&r->stop, true);
 	pthread_join(r->thr, NULL);
+	if (s->hdr->devs[dev].db_window >= 0 && s->src->bar_unexport)
+		s->src->bar_unexport(s, &s->hdr->devs[dev]);
 	if (!sio__lock(f)) {
 		memset(&s->hdr->devs[dev], 0, sizeof(s->hdr->devs[dev]));
 		sio__unlock(f);
@@ -355,7 +400,64 @@ void sio__wf_dev_unexport(struct sio_fabric *f, int dev)
 /* Borrower's side: what a borrow of a device of another kernel keeps. */
 struct remote {
 	struct sio_segment *mirror;
+	int path, err;			/* enum wf_db_path, and why not a window */
 };
+
+/* Lock held: record how borrow @dev reaches BAR0, for smartio status. */
+static void path_note(struct sio_fabric *f, struct sio_device *dev, int path, int err)
+{
+	const struct reg_borrow *b = reg_borrow_at(f->reg, dev->borrow);
+	struct remote *rm = dev->backend_priv;
+
+	rm->path = path;
+	rm->err = err;
+	if (b)
+		wf_of(f)->hdr->borrow_db[dev->borrow] = (typeof(wf_of(f)->hdr->borrow_db[0])){
+			.dev = b->dev, .proc = b->proc, .path = path, .err = err };
+}
+
+static const char *path_name(int path, int err, char *buf, size_t len)
+{
+	if (path == WF_DB_WINDOW)
+		return "NTB window";
+	snprintf(buf, len, "relayed (no window: %s)", strerror(err));
+	return buf;
+}
+
+const char *sio__wf_borrow_doorbells(struct sio_fabric *f, int borrow, char *buf, size_t len)
+{
+	const struct reg_borrow *b = reg_borrow_at(f->reg, borrow);
+	const typeof(wf_of(f)->hdr->borrow_db[0]) *r;
+
+	if (!b || !b->used)
+		return NULL;
+	r = &wf_of(f)->hdr->borrow_db[borrow];
+	if (r->dev != b->dev || r->proc != b->proc || r->path == WF_DB_LOCAL)
+		return NULL;
+	return path_name(r->path, r->err, buf, len);
+}
+
+static const char *remote_bar_how(struct sio_device *dev, int bar)
+{
+	static __thread char buf[96];
+	struct remote *rm = dev->backend_priv;
+
+	return bar == 0 && rm && rm->path != WF_DB_LOCAL ? path_name(rm->path, rm->err, buf, sizeof(buf)) :
+	       NULL;
+}
+
+/* Lock held: BAR0 through the lender's window, where it made one that reaches this node. */
+static int window_bar_map(struct sio_device *dev, struct wf_dev *d, void **vaddr)
+{
+	struct sio_fabric *f = dev->f;
+	struct wf_fabric *s = wf_of(f);
+	const struct reg_dev *dv = reg_dev_at(f->reg, dev->slot);
+
+	if (d->db_window < 0 || !s->src->bar_map || f->node >= 64 || !(d->db_ports >> f->node & 1) ||
+	    !dv)
+		return -EOPNOTSUPP;
+	return s->src->bar_map(s, d, dv->lender, d->bar0_size, vaddr);
+}
 
 /* Lock held: the window record of @dev's device, if it is exported and current. */
 static struct wf_dev *exported(struct sio_fabric *f, int dev)
@@ -387,28 +489,20 @@ static int seg_bus(struct sio_fabric *f, const struct wf_dev *d, uint32_t id, in
 	return 0;
 }
 
-static int remote_bar_map(struct sio_device *dev, int bar, void **vaddr, uint64_t *size)
+/*
+ * BAR0 through a mirror on the lender's node (its relay takes each value
+ * there with a local atomic): the register page as the lender read it, no
+ * doorbell written yet, recorded in the device's mirror table.
+ */
+static int mirror_map(struct sio_device *dev, uint64_t bsize, int lender, void **vaddr)
 {
 	struct sio_fabric *f = dev->f;
 	struct remote *rm = dev->backend_priv;
-	struct wf_dev *d;
-	uint64_t bsize;
 	void *va = NULL, *regs = NULL;
+	struct wf_dev *d;
 	int ret, i;
 
-	if (bar != 0)
-		return sio__err(EOPNOTSUPP, "device %u is lent by another kernel: only its BAR0 doorbells reach it (relayed), not BAR%d",
-				dev->id, bar);
-	if ((ret = sio__lock(f)))
-		return ret;
-	d = exported(f, dev->slot);
-	bsize = d ? d->bar0_size : 0;
-	sio__unlock(f);
-	if (!d)
-		return sio__err(ENODEV, "device %u is no longer exported by its lender", dev->id);
-	if (!rm && !(rm = dev->backend_priv = calloc(1, sizeof(*rm))))
-		return sio__err(ENOMEM, "out of memory");
-	if (!rm->mirror && (ret = sio_segment_create_on(f, f->node, 0, bsize, 0, &rm->mirror)))
+	if (!rm->mirror && (ret = sio_segment_create_on(f, lender, 0, bsize, 0, &rm->mirror)))
 		return ret;
 	if ((ret = sio__lock(f)))
 		return ret;
@@ -432,8 +526,8 @@ static int remote_bar_map(struct sio_device *dev, int bar, void **vaddr, uint64_
 	}
 	d->mirror[i].slot = rm->mirror->slot;
 	d->mirror[i].gen = rm->mirror->gen;
+	path_note(f, dev, WF_DB_RELAY, d->db_err);
 	*vaddr = va;
-	*size = bsize;
 	va = NULL;
 out:
 	sio__unlock(f);
@@ -441,6 +535,37 @@ out:
 		wf_of(f)->src->unmap(wf_of(f), regs, 4096);
 	if (va)
 		wf_of(f)->src->unmap(wf_of(f), va, bsize);
+	return ret;
+}
+
+/* BAR0 of a device of another kernel: through the lender's window onto it, else a mirror. */
+static int remote_bar_map(struct sio_device *dev, int bar, void **vaddr, uint64_t *size)
+{
+	struct sio_fabric *f = dev->f;
+	struct wf_dev *d;
+	uint64_t bsize = 0;
+	int ret, lender = f->node;
+
+	if (bar != 0)
+		return sio__err(EOPNOTSUPP, "device %u is lent by another kernel: only its BAR0 doorbells reach it, not BAR%d",
+				dev->id, bar);
+	if (!dev->backend_priv && !(dev->backend_priv = calloc(1, sizeof(struct remote))))
+		return sio__err(ENOMEM, "out of memory");
+	if ((ret = sio__lock(f)))
+		return ret;
+	if ((d = exported(f, dev->slot))) {
+		bsize = d->bar0_size;
+		lender = reg_dev_at(f->reg, dev->slot)->lender;
+		if (!(ret = window_bar_map(dev, d, vaddr)))
+			path_note(f, dev, WF_DB_WINDOW, 0);
+	}
+	sio__unlock(f);
+	if (!d)
+		return sio__err(ENODEV, "device %u is no longer exported by its lender", dev->id);
+	if (ret)
+		ret = mirror_map(dev, bsize, lender, vaddr);
+	if (!ret)
+		*size = bsize;
 	return ret;
 }
 
@@ -496,7 +621,7 @@ static bool landing(struct sio_fabric *f, int g)
 
 /*
  * The address at which the device's write reaches group @group: its landing
- * segment (made by the first mapper, owned by it), which the
+ * segment on the lender's node (made by the first mapper, owned by it), which the
  * lender's relay copies into the subscribers' segments.
  */
 static int window_mcast_map(struct sio_device *dev, uint32_t group, uint64_t *bus)
@@ -505,7 +630,7 @@ static int window_mcast_map(struct sio_device *dev, uint32_t group, uint64_t *bu
 	struct sio_segment *seg = NULL;
 	struct wf_dev *d;
 	uint64_t size;
-	int g, ret;
+	int g, ret, lender = f->node;
 
 	for (int tries = 0; tries < 2; tries++) {
 		if ((ret = sio__lock(f)))
@@ -515,6 +640,8 @@ static int window_mcast_map(struct sio_device *dev, uint32_t group, uint64_t *bu
 			break;
 		}
 		size = f->reg->groups[g].size;
+		if (reg_dev_at(f->reg, dev->slot))
+			lender = reg_dev_at(f->reg, dev->slot)->lender;
 		if (!(d = exported(f, dev->slot))) {
 			ret = sio__err(ENODEV, "device %u is no longer exported by its lender", dev->id);
 		} else if (landing(f, g)) {
@@ -531,7 +658,8 @@ static int window_mcast_map(struct sio_device *dev, uint32_t group, uint64_t *bu
 		sio__unlock(f);
 		if (ret != -EAGAIN)
 			break;
-		if ((ret = sio_segment_create_on(f, f->node, 0, size ? size : 4096, 0, &seg)))
+		/* on the lender's node, which the relay copies from */
+		if ((ret = sio_segment_create_on(f, lender, 0, size ? size : 4096, 0, &seg)))
 			break;
 	}
 	if (seg)
@@ -545,6 +673,7 @@ static const struct sio_device_ops remote_ops = {
 	.dma_map = remote_dma_map,
 	.dma_unmap = remote_dma_unmap,
 	.mcast_map = window_mcast_map,
+	.bar_how = remote_bar_how,
 	.release = remote_release,
 };
 

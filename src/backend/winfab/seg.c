@@ -123,7 +123,7 @@ static int carve(struct sio_fabric *f, int pool, int slot, uint64_t len, uint64_
 	free(x);
 	if (at >= size || size - at < len)
 		return sio__err(ENOSPC, "%s: %s has no free %llu KiB for a segment (%llu of its %llu KiB in use by %d segments)",
-				s->src->name, s->src->what(s), (unsigned long long)(len >> 10),
+				s->src->name, s->src->what(s, pool), (unsigned long long)(len >> 10),
 				(unsigned long long)(used >> 10), (unsigned long long)(size >> 10), n);
 	*at_out = at;
 	return 0;

@@ -213,7 +213,7 @@ int wf_init(struct sio_fabric *f, struct wf_fabric *s, uint64_t size, uint64_t c
 int wf_check(struct wf_fabric *s, const char *name, uint64_t size, const char *how_to_create)
 {
 	const struct wf_hdr *h = s->hdr;
-	const char *what = s->src->what(s);
+	const char *what = s->src->what(s, WF_STATE);
 
 	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != WF_MAGIC)
 		return sio__err(ENOENT, "no fabric '%s': %s holds none (create it with SMARTIO_FABRIC_BACKEND=%s smartio create %s%s)",

@@ -98,6 +98,20 @@ bool wf_wake_sleep(struct wf_fabric *s, uint32_t *word, uint32_t old, uint64_t n
 	}
 }
 
+void wf_wake_receive(struct wf_fabric *s, bool on)
+{
+	if (s->wake)
+		s->wake->pid = on ? getpid() : 0;
+}
+
+void wf_wake_rx(struct wf_fabric *s, uint64_t n)
+{
+	if (!s->wake)
+		return;
+	atomic_fetch_add(&s->wake->interrupts, n);
+	futex_wake(&s->wake->seq);
+}
+
 int wf_doorbell_serve(struct sio_fabric *f, int efd, volatile sig_atomic_t *stop, FILE *log,
 		      const char *what)
 {
@@ -106,8 +120,8 @@ int wf_doorbell_serve(struct sio_fabric *f, int efd, volatile sig_atomic_t *stop
 	uint64_t v;
 
 	if (!s->wake)
-		return sio__err(ENODEV, "fabric '%s': %s has no doorbells", f->name, s->src->what(s));
-	s->wake->pid = getpid();
+		return sio__err(ENODEV, "fabric '%s': %s has no doorbells", f->name, s->src->what(s, WF_STATE));
+	wf_wake_receive(s, true);
 	if (log) {
 		fprintf(log, "doorbell: kernel of node %d is %s; waking its waiters\n", f->node, what);
 		fflush(log);
@@ -117,12 +131,10 @@ int wf_doorbell_serve(struct sio_fabric *f, int efd, volatile sig_atomic_t *stop
 
 		if (r < 0 && errno != EINTR)
 			return sio__err(errno, "doorbell: poll: %s", strerror(errno));
-		if (r > 0 && read(efd, &v, sizeof(v)) == sizeof(v)) {
-			atomic_fetch_add(&s->wake->interrupts, v);
-			futex_wake(&s->wake->seq);
-		}
+		if (r > 0 && read(efd, &v, sizeof(v)) == sizeof(v))
+			wf_wake_rx(s, v);
 	}
-	s->wake->pid = 0;
+	wf_wake_receive(s, false);
 	if (log) {
 		fprintf(log, "doorbell: %llu interrupt(s) received, %llu doorbell(s) rung from this kernel\n",
 			(unsigned long long)atomic_load(&s->wake->interrupts),

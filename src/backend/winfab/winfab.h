@@ -45,7 +45,7 @@
 #include "internal.h"
 
 #define WF_MAGIC		0x31304e49574f4953ull	/* "SIOWIN01" */
-#define WF_VERSION		2
+#define WF_VERSION		3	/* 3: the bakery */
 #define WF_EVQ_LEN		32
 #define WF_PAGE			4096ull
 #define WF_LEASE_MS		5000	/* $SMARTIO_SHMWIN_LEASE_MS: longer than a TCG guest stalls */
@@ -60,6 +60,17 @@ struct wf_lock {
 	int32_t node, pid;		/* the holder, for messages */
 	uint64_t boot;			/* its kernel (boot id hash) */
 	_Atomic uint64_t info;		/* the token these details are of */
+};
+
+/*
+ * The bakery: the lock among kernels where no atomic operation crosses them
+ * (lock.c). An entry per kernel (its pool's index), written only by the
+ * process of that kernel that holds the kernel's own lock.
+ */
+struct wf_bakery {
+	_Atomic uint32_t choosing, number;	/* number 0: not in the bakery */
+	_Atomic uint64_t lease;		/* moves while the entry's holder lives */
+	int32_t pid, rsvd;		/* the holder, for messages */
 };
 
 struct wf_proc {			/* per reg->procs slot */
@@ -97,9 +108,12 @@ struct wf_evq {				/* per process slot: events to it */
  * A device of one kernel (vfio, uio) lent to the others (relay.c): its
  * lender maps each pool into the device's bus space at @pool_bus[pool] (0:
  * not reachable), so a segment's bus address is pool_bus + its offset, and
- * keeps a copy of BAR0's register page. Each remote borrower gets a BAR0
- * mirror (a segment of its own); the lender's relay forwards the doorbell
- * writes it sees there to the real BAR0.
+ * keeps a copy of BAR0's register page. Where its source can (ntb: an
+ * inbound window of each peer translated to BAR0), the other kernels store
+ * to BAR0 through a window: @db_window (-1: none; @db_err says why, an
+ * errno), at @db_off in it, for the ports in @db_ports. Otherwise each remote
+ * borrower gets a BAR0 mirror (a segment on the lender's node); the lender's
+ * relay forwards the doorbell writes it sees there to the real BAR0.
  */
 #define WF_MIRRORS		32
 #define WF_RELAY_QUEUES		1024	/* I/O queue pairs whose doorbells may be relayed */
@@ -115,7 +129,12 @@ struct wf_dev {
 	struct { int32_t slot, rsvd; uint64_t gen; } mirror[WF_MIRRORS];
 	uint64_t pool_bus[WF_MAX_POOLS];	/* where the device reaches each pool */
 	uint64_t pool_epoch[WF_MAX_POOLS];	/* the pool's epoch when it was mapped */
+	int32_t db_window, db_err;
+	uint64_t db_off, db_ports;
 };
+
+/* How a borrow's stores reach BAR0 (wf_hdr.borrow_db, for smartio status). */
+enum wf_db_path { WF_DB_LOCAL = 0, WF_DB_RELAY, WF_DB_WINDOW };
 
 /*
  * A multicast group that a lent device writes to (relay.c): its landing
@@ -136,12 +155,17 @@ struct wf_hdr {
 	char name[SIO_NAME_MAX];
 	uint64_t reg_off;		/* the registry, in the state's memory */
 	struct wf_lock lock;
+	struct wf_bakery bakery[WF_MAX_POOLS];
 	struct wf_pool pools[WF_MAX_POOLS];
 	struct wf_proc procs[SIO_MAX_PROCS];
 	struct wf_seg segs[SIO_MAX_SEGS];
 	struct wf_evq evq[SIO_MAX_PROCS];
 	struct wf_dev devs[SIO_MAX_DEVS];
 	struct wf_group groups[SIO_MAX_GROUPS];
+	struct {			/* per borrow slot: its doorbell path, while it is this borrow */
+		int32_t dev, proc;
+		int32_t path, err;	/* enum wf_db_path; the relay's reason, an errno */
+	} borrow_db[SIO_MAX_BORROWS];
 };
 
 #define WF_ALIGN(v, a)		(((v) + (a) - 1) & ~((uint64_t)(a) - 1))
@@ -176,7 +200,14 @@ struct wf_fabric;
  *	no doorbells, waiters poll.
  * @beat: the heartbeat thread's hook, every period (optional)
  * @lock, @unlock: the registry lock (struct sio_fabric_ops says how)
- * @what: the memory, for messages ("the window (file /x)")
+ * @bar_export: optional: let the other kernels store to a BAR of this host
+ *	(@bus, @size bytes) through windows; -errno where the hardware cannot
+ *	(the relay then serves them). Set @d's db_window, db_off and db_ports.
+ * @bar_unexport: undo @bar_export
+ * @bar_map: optional: map @size bytes of device record @d's BAR window, as
+ *	node @node (the lender's) exports it
+ * @what: pool @pool's memory (WF_STATE: the state's), for messages ("the
+ *	window (file /x)", "port 2's memory (the NTB /dev/smartio-ntb0)")
  */
 struct wf_source {
 	const char *name;
@@ -189,7 +220,11 @@ struct wf_source {
 	void (*beat)(struct wf_fabric *s);
 	int (*lock)(struct sio_fabric *f, bool *holder_died);
 	void (*unlock)(struct sio_fabric *f);
-	const char *(*what)(struct wf_fabric *s);
+	int (*bar_export)(struct wf_fabric *s, struct wf_dev *d, uint64_t bus, uint64_t size);
+	void (*bar_unexport)(struct wf_fabric *s, struct wf_dev *d);
+	int (*bar_map)(struct wf_fabric *s, const struct wf_dev *d, int node, uint64_t size,
+		       void **va);
+	const char *(*what)(struct wf_fabric *s, int pool);
 };
 
 /* What the backend keeps per fabric handle (sio_fabric.be). */
@@ -246,6 +281,14 @@ void sio__wf_unlock(struct sio_fabric *f);
 int wf_lease_lock(struct sio_fabric *f, struct wf_lock *l, bool *holder_died);
 void wf_lease_unlock(struct wf_lock *l);
 void wf_lease_renew(struct wf_lock *l);
+/*
+ * The bakery lock, for a source whose memory does not: @local (a lease lock
+ * on a page of this host) among this kernel's processes, then entry @me of
+ * the header's bakery among the kernels.
+ */
+int wf_bakery_lock(struct sio_fabric *f, struct wf_lock *local, int me, bool *holder_died);
+void wf_bakery_unlock(struct sio_fabric *f, struct wf_lock *local, int me);
+void wf_bakery_renew(struct wf_fabric *s, struct wf_lock *local, int me);
 
 /* seg.c */
 int sio__wf_seg_create(struct sio_fabric *f, int slot, unsigned int flags);
@@ -263,7 +306,8 @@ void wf_munmap(void *va, uint64_t len);
 
 /* relay.c */
 const struct sio_device_ops *sio__wf_dev_ops(struct sio_fabric *f, int dev);
-int sio__wf_dev_export(struct sio_fabric *f, int dev, const struct sio_dev_export *x);
+const char *sio__wf_borrow_doorbells(struct sio_fabric *f, int borrow, char *buf, size_t len);
+int sio__wf_dev_export(struct sio_fabric *f, int dev, struct sio_dev_export *x);
 void sio__wf_dev_unexport(struct sio_fabric *f, int dev);
 
 /* wake.c: the host's wake page, and the receiver that feeds it */
@@ -273,6 +317,9 @@ void wf_wake_close(struct wf_fabric *s);
 int wf_notify(struct wf_fabric *s);
 /* Sleep on the wake page while *@word is @old, at most @ns: false when no receiver serves this host. */
 bool wf_wake_sleep(struct wf_fabric *s, uint32_t *word, uint32_t old, uint64_t ns);
+/* This process is (no longer) the host's receiver; @n doorbells of other kernels came to it. */
+void wf_wake_receive(struct wf_fabric *s, bool on);
+void wf_wake_rx(struct wf_fabric *s, uint64_t n);
 /* The receiver: every event on @efd (doorbells of other kernels) wakes this host's waiters. */
 int wf_doorbell_serve(struct sio_fabric *f, int efd, volatile sig_atomic_t *stop, FILE *log,
 		      const char *what);
@@ -290,11 +337,9 @@ void wf_ev_poll(struct wf_fabric *s);
 
 /* The fabric ops every window source shares; a backend fills in the rest. */
 #define WF_FABRIC_OPS \
-	.removed = sio__wf_removed, \
 	.host_path = sio__wf_host_path, \
 	.lock = sio__wf_lock, \
 	.unlock = sio__wf_unlock, \
-	.proc_init = sio__wf_proc_init, \
 	.proc_alive = sio__wf_proc_alive, \
 	.proc_gone = sio__wf_proc_gone, \
 	.seg_create = sio__wf_seg_create, \
@@ -309,6 +354,7 @@ void wf_ev_poll(struct wf_fabric *s);
 	.notify = sio__wf_notify, \
 	.wait = sio__wf_wait, \
 	.dev_ops = sio__wf_dev_ops, \
+	.borrow_doorbells = sio__wf_borrow_doorbells, \
 	.dev_export = sio__wf_dev_export, \
 	.dev_unexport = sio__wf_dev_unexport
 

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A process of an ntb fabric reaches its kernel's node service (serve.c):
+ * one request over the service's unix socket, one answer with the
+ * service's open NTB file (SCM_RIGHTS), through which the process maps the
+ * node's memory and the peers' windows. In the service's own process the
+ * service answers directly.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "ntb.h"
+
+/* Send @req, receive the answer and its fd (-1: none came). */
+static int ask(int sk, const struct ntb_req *req, struct ntb_rep *rep, int *fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = rep, .iov_len = sizeof(*rep) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c;
+	ssize_t n;
+
+	*fd = -1;
+	if (send(sk, req, sizeof(*req), MSG_NOSIGNAL) != sizeof(*req))
+		return -errno;
+	n = recvmsg(sk, &mh, MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return -errno;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			memcpy(fd, CMSG_DATA(c), sizeof(int));
+	if (n != sizeof(*rep) || rep->magic != NTB_PROTO_MAGIC) {
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+		return -EPROTO;
+	}
+	return 0;
+}
+
+static int connect_service(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct timeval tv = { 30, 0 };	/* the service answers at once, or is stuck */
+	int sk = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	if (sk < 0)
+		return -errno;
+	if (strlen(path) >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(a.sun_path, path, strlen(path) + 1);
+	setsockopt(sk, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(sk, (struct sockaddr *)&a, sizeof(a))) {
+		int e = errno;
+		close(sk);
+		return -e;
+	}
+	return sk;
+}
+
+static const char *fake_node(int port)
+{
+	static __thread char buf[64];
+
+	snprintf(buf, sizeof(buf), " for node %d (the fake's port %d)", port, port);
+	return buf;
+}
+
+int ntb_node_connect(const char *spec, int fake_port, uint32_t op, const char *name,
+		     struct ntbdev **dev, struct ntb_node *node, uint32_t *gen)
+{
+	struct ntb_req req = { .magic = NTB_PROTO_MAGIC, .op = op };
+	struct ntb_service *sv = sio__ntb_service_here();
+	struct ntb_rep rep;
+	char path[PATH_MAX];
+	int sk, fd, ret;
+
+	if (sv && op == NTB_OP_HELLO) {	/* the service itself joins its fabric */
+		*dev = sio__ntb_service_dev(sv, node);
+		return *dev ? 0 : sio__err(ENODEV, "ntb: the node service holds no NTB yet");
+	}
+	snprintf(req.name, sizeof(req.name), "%s", name ? name : "");
+	if ((ret = ntbdev_service_path(spec, fake_port, path, sizeof(path))))
+		return ret;
+	if ((sk = connect_service(path)) < 0)
+		return sio__err(EHOSTDOWN, "ntb: no node service on this kernel%s (%s: %s): start `smartio ntb serve`, which holds the NTB for the fabric's processes",
+				fake_port >= 0 ? fake_node(fake_port) : "", path, strerror(-sk));
+	ret = ask(sk, &req, &rep, &fd);
+	close(sk);
+	if (ret)
+		return sio__err(-ret, "ntb: the node service at %s did not answer: %s", path, strerror(-ret));
+	if (rep.err) {
+		if (fd >= 0)
+			close(fd);
+		rep.msg[sizeof(rep.msg) - 1] = 0;
+		return sio__err(rep.err, "%s", rep.msg);
+	}
+	if (fd < 0)
+		return sio__err(EPROTO, "ntb: the node service at %s passed no NTB file", path);
+	rep.node.what[sizeof(rep.node.what) - 1] = 0;
+	if ((ret = ntbdev_adopt(fd, rep.node.fake_port, rep.node.what, dev))) {
+		close(fd);
+		return ret;
+	}
+	*node = rep.node;
+	if (gen)
+		*gen = rep.gen;
+	return 0;
+}

@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ntb backend's window source (ntb.h says what lives where): a pool is
+ * a node's memory, mapped through the node service's NTB file: this node's
+ * own buffer, or a peer's through the outbound window that reaches its
+ * inbound window 0. Mappings of a peer's window are revoked by smartio_ntb
+ * when its link goes down (they read all ones); the heartbeat thread maps
+ * them again, in place, once the link is back.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+
+#include "ntb.h"
+
+
+/* Inbound window @w of port @port, as this port reaches it: its mmap() offset and size. */
+int ntb_window_of(struct ntbsrc *n, int port, uint32_t w, uint64_t *off, uint64_t *size)
+{
+	struct sio_ntb_peer_mw pm;
+	int pidx, ret;
+
+	if ((pidx = ntbdev_pidx(n->dev, port)) < 0)
+		return sio__err(ENODEV, "ntb: port %d is no peer of %s", port, n->dev->what);
+	pm = (struct sio_ntb_peer_mw){ .widx = (uint32_t)pidx * n->info.mws_per_peer + w };
+	if ((ret = ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER_MW, &pm)))
+		return sio__err(-ret, "ntb: the outbound window to port %d: %s", port, strerror(-ret));
+	*off = pm.mmap_offset;
+	*size = pm.size;
+	return 0;
+}
+
+/* Port @port's memory: its mmap() offset through our file, and its size. */
+static int mem_of(struct ntbsrc *n, int port, uint64_t *off, uint64_t *size)
+{
+	if (port == n->node.port) {
+		*off = SIO_NTB_MMAP_INBOUND(n->node.mem_pidx, n->node.mem_widx);
+		*size = n->node.mem_size;
+		return 0;
+	}
+	return ntb_window_of(n, port, NTB_MEM_WIDX, off, size);
+}
+
+/* mmap() @len bytes at @off of our file (@port's window: kept to map again after a link loss). */
+int ntb_map_at(struct ntbsrc *n, int port, uint64_t off, uint64_t len, bool rdonly, void **va)
+{
+	uint64_t a = off & ~(WF_PAGE - 1), d = off - a;
+	struct omap *m = NULL;
+	void *p;
+	int ret;
+
+	if (port != n->node.port && !(m = calloc(1, sizeof(*m))))
+		return sio__err(ENOMEM, "out of memory");
+	if ((ret = ntbdev_mmap(n->dev, NULL, a, len + d, &p))) {
+		free(m);
+		return sio__err(-ret, "ntb: cannot map %llu bytes of port %d's memory: %s%s",
+				(unsigned long long)len, port, strerror(-ret),
+				ret == -ENOTCONN ? " (its link is down)" : "");
+	}
+	if (rdonly)
+		mprotect(p, len + d, PROT_READ);
+	if (m) {
+		*m = (struct omap){ .va = p, .len = len + d, .off = a, .port = port };
+		pthread_mutex_lock(&n->mu);
+		m->next = n->maps;
+		n->maps = m;
+		pthread_mutex_unlock(&n->mu);
+	}
+	*va = (char *)p + d;
+	return 0;
+}
+
+static int src_map(struct wf_fabric *s, int pool, uint64_t off, uint64_t len, bool rdonly,
+		   void **va)
+{
+	struct ntbsrc *n = ns(s);
+	int port = pool == WF_STATE ? n->boot.port : pool, ret;
+	uint64_t base, size;
+
+	if (port < 0 || port >= WF_MAX_POOLS)
+		return sio__err(EINVAL, "ntb: no node %d", port);
+	if ((ret = mem_of(n, port, &base, &size)))
+		return ret;
+	if (!len || off > size || len > size - off)
+		return sio__err(EINVAL, "ntb: %llu bytes at %llu are outside port %d's memory (%llu bytes, as its window to this port reaches)",
+				(unsigned long long)len, (unsigned long long)off, port,
+				(unsigned long long)size);
+	return ntb_map_at(n, port, base + off, len, rdonly, va);
+}
+
+static void src_unmap(struct wf_fabric *s, void *va, uint64_t len)
+{
+	struct ntbsrc *n = ns(s);
+	uintptr_t v = (uintptr_t)va, a = v & ~(uintptr_t)(WF_PAGE - 1);
+
+	pthread_mutex_lock(&n->mu);
+	for (struct omap **pp = &n->maps; *pp; pp = &(*pp)->next)
+		if ((*pp)->va == (void *)a) {
+			struct omap *m = *pp;
+			*pp = m->next;
+			free(m);
+			break;
+		}
+	pthread_mutex_unlock(&n->mu);
+	munmap((void *)a, len + (v - a));
+}
+
+static uint64_t src_bus(struct wf_fabric *s, int pool)
+{
+	struct ntbsrc *n = ns(s);
+	struct sio_ntb_peer_mw pm;
+	int pidx;
+
+	if (pool == n->node.port)
+		return n->node.mem_dma ? n->node.mem_dma : UINT64_MAX;
+	if ((pidx = ntbdev_pidx(n->dev, pool)) < 0)
+		return UINT64_MAX;
+	pm = (struct sio_ntb_peer_mw){ .widx = (uint32_t)pidx * n->info.mws_per_peer + NTB_MEM_WIDX };
+	if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER_MW, &pm) || !pm.bus_addr)
+		return UINT64_MAX;
+	return pm.bus_addr;
+}
+
+static int src_pool_of(struct wf_fabric *s, int node)
+{
+	(void)s;
+	return node >= 0 && node < WF_MAX_POOLS ? node : -1;
+}
+
+/* One ring of the fabric's bit reaches every peer whose link is up. */
+static int src_ring(struct wf_fabric *s)
+{
+	uint64_t bits = 1ull << ns(s)->bit;
+
+	atomic_thread_fence(memory_order_seq_cst);	/* the word before the interrupt */
+	return ntbdev_ioctl(ns(s)->dev, SIO_NTB_IOC_DB_RING, &bits) ? 0 : 1;
+}
+
+/* Map again, in place, what a link that went down and came back revoked. */
+static void remap(struct ntbsrc *n)
+{
+	for (uint32_t p = 0; p < n->info.peers; p++) {
+		struct sio_ntb_peer pr = { .pidx = p };
+		void *va;
+
+		if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER, &pr) || pr.port < 0 ||
+		    pr.port >= WF_MAX_POOLS || pr.link_gen == n->peer_gen[pr.port])
+			continue;
+		if (!pr.link_up)
+			continue;	/* still down: later */
+		n->peer_gen[pr.port] = pr.link_gen;
+		for (struct omap *m = n->maps; m; m = m->next)
+			if (m->port == pr.port)
+				ntbdev_mmap(n->dev, m->va, m->off, m->len, &va);
+	}
+}
+
+static void src_beat(struct wf_fabric *s)
+{
+	struct ntbsrc *n = ns(s);
+	struct sio_ntb_info i;
+
+	if (n->local)
+		wf_bakery_renew(s, n->local, n->node.port);
+	if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_INFO, &i) || i.link_gen == n->link_gen)
+		return;
+	pthread_mutex_lock(&n->mu);
+	n->link_gen = i.link_gen;
+	remap(n);
+	ntb_bar_refresh(n);
+	pthread_mutex_unlock(&n->mu);
+}
+
+static int src_lock(struct sio_fabric *f, bool *holder_died)
+{
+	struct ntbsrc *n = ns(wf_of(f));
+
+	return wf_bakery_lock(f, n->local, n->node.port, holder_died);
+}
+
+static void src_unlock(struct sio_fabric *f)
+{
+	struct ntbsrc *n = ns(wf_of(f));
+
+	wf_bakery_unlock(f, n->local, n->node.port);
+}
+
+static const char *src_what(struct wf_fabric *s, int pool)
+{
+	static __thread char buf[192];
+	struct ntbsrc *n = ns(s);
+
+	snprintf(buf, sizeof(buf), "port %d's memory (the NTB %s)",
+		 pool == WF_STATE ? n->boot.port : pool, n->dev->what);
+	return buf;
+}
+
+static const struct wf_source ntb_source = {
+	.name = "ntb",
+	.map = src_map,
+	.unmap = src_unmap,
+	.bus = src_bus,
+	.pool_of = src_pool_of,
+	.ring = src_ring,
+	.beat = src_beat,
+	.lock = src_lock,
+	.unlock = src_unlock,
+	.bar_export = ntb_bar_export,
+	.bar_unexport = ntb_bar_unexport,
+	.bar_map = ntb_bar_map,
+	.what = src_what,
+};
+
+/* The highest doorbell bit: the fabric's. */
+static int fabric_bit(const struct sio_ntb_info *i)
+{
+	return i->db_valid ? 63 - __builtin_clzll(i->db_valid) : -1;
+}
+
+/* A handle's source state: the node service's file and what it said. */
+static int src_open(struct sio_fabric *f, uint32_t op, uint32_t *gen, struct wf_fabric **out)
+{
+	const char *spec = getenv("SMARTIO_NTB_DEV");
+	bool fake = spec && !strncmp(spec, "fake:", 5);
+	struct wf_fabric *s = wf_new(f, &ntb_source);
+	struct ntbsrc *n = calloc(1, sizeof(*n));
+	int ret;
+
+	if (!s || !n) {
+		free(s);
+		free(n);
+		return sio__err(ENOMEM, "out of memory");
+	}
+	s->priv = n;
+	pthread_mutex_init(&n->mu, NULL);
+	n->own_dev = !sio__ntb_service_here() || op != NTB_OP_HELLO;
+	if ((ret = ntb_node_connect(spec, fake ? f->node : -1, op, f->name, &n->dev, &n->node, gen)) ||
+	    (ret = ntbdev_info(n->dev, &n->info)))
+		goto fail;
+	n->bit = fabric_bit(&n->info);
+	n->link_gen = n->info.link_gen;
+	*out = s;
+	return 0;
+fail:
+	if (n->dev && n->own_dev)
+		ntbdev_close(n->dev);
+	free(n);
+	free(s);
+	return ret;
+}
+
+static void src_drop(struct wf_fabric *s)
+{
+	struct ntbsrc *n = ns(s);
+
+	if (s->hdr)
+		src_unmap(s, s->hdr, sizeof(*s->hdr));
+	while (n->maps) {
+		struct omap *m = n->maps;
+		n->maps = m->next;
+		munmap(m->va, m->len);
+		free(m);
+	}
+	if (n->local)
+		munmap(n->local, WF_PAGE);
+	ntb_bar_drop(n);
+	if (n->own_dev)
+		ntbdev_close(n->dev);
+	free(n);
+	free(s);
+}
+
+/* This kernel's lock among its processes: a page of this host. */
+static int local_lock_open(struct sio_fabric *f, struct ntbsrc *n)
+{
+	char leaf[32], path[PATH_MAX];
+	void *p;
+	int fd, ret;
+
+	snprintf(leaf, sizeof(leaf), "lock-%d", n->node.port);
+	if ((ret = sio__fabric_host_path(f, leaf, path, sizeof(path))))
+		return ret;
+	if ((fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+		return sio__err(errno, "ntb: %s: %s", path, strerror(errno));
+	p = ftruncate(fd, WF_PAGE) ? MAP_FAILED :
+	    mmap(NULL, WF_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return sio__err(errno, "ntb: cannot map %s: %s", path, strerror(errno));
+	n->local = p;
+	return 0;
+}
+
+/* Find the home, check the window to it, map the header: for attach and destroy. */
+static int state_find(struct sio_fabric *f, struct wf_fabric *s)
+{
+	struct ntbsrc *n = ns(s);
+	uint64_t off, size;
+	int ret;
+
+	if ((ret = ntb_boot_find(n->dev, &n->info, &n->boot)))
+		return ret;
+	if ((ret = mem_of(n, n->boot.port, &off, &size)))
+		return ret;
+	if (size < n->boot.state_size)
+		return sio__err(EMSGSIZE, "ntb: port %d hosts the fabric, whose state needs %llu KiB; its window to this port reaches %llu KiB (a larger window on port %d: see docs/ntb.md)",
+				n->boot.port, (unsigned long long)(n->boot.state_size >> 10),
+				(unsigned long long)(size >> 10), n->boot.port);
+	if ((ret = src_map(s, WF_STATE, 0, sizeof(struct wf_hdr), false, (void **)&s->hdr)))
+		return ret;
+	return wf_check(s, f->name, n->boot.state_size, " on the node that is to host it");
+}
+
+/* The header holds the generation the bootstrap says, or the bootstrap is stale. */
+static int gen_check(struct sio_fabric *f, struct wf_fabric *s)
+{
+	struct ntbsrc *n = ns(s);
+
+	if (s->hdr->create_gen == n->boot.gen)
+		return 0;
+	return sio__err(ESTALE, "ntb: fabric '%s': port %d's scratchpads say generation %u, its memory holds generation %llu: a stale bootstrap (the fabric was made again, or port %d's node service restarted; it publishes the bootstrap again within a second)",
+			f->name, n->boot.port, n->boot.gen, (unsigned long long)s->hdr->create_gen,
+			n->boot.port);
+}
+
+/*
+ * Lock held, or the fabric new: this node's memory as its pool (its node
+ * service does the same; the first process of the node need not wait for it).
+ */
+static void pool_record(struct wf_fabric *s)
+{
+	struct ntbsrc *n = ns(s);
+	uint64_t off = n->boot.port == n->node.port ? WF_STATE_END : 0;
+
+	if (n->node.mem_size > off)
+		s->hdr->pools[n->node.port] = (struct wf_pool){ .off = off, .size = n->node.mem_size - off,
+								 .epoch = n->node.epoch };
+}
+
+/* Lock held: a process joins; its node's memory is the node's pool from now on. */
+static void sio__ntb_proc_init(struct sio_fabric *f, struct reg_proc *p)
+{
+	struct wf_fabric *s = wf_of(f);
+	struct wf_pool *pl = &s->hdr->pools[ns(s)->node.port];
+
+	sio__wf_proc_init(f, p);
+	if (!pl->size || pl->epoch != ns(s)->node.epoch)
+		pool_record(s);
+}
+
+static int sio__ntb_attach(struct sio_fabric *f)
+{
+	struct wf_fabric *s;
+	int ret;
+
+	if ((ret = src_open(f, NTB_OP_HELLO, NULL, &s)))
+		return ret;
+	if (f->node != ns(s)->node.port) {
+		ret = sio__err(EINVAL, "ntb: this kernel is port %d of %s: join fabric '%s' as node %d (SMARTIO_NODE=%d, or --node %d), not node %d",
+			       ns(s)->node.port, ns(s)->dev->what, f->name, ns(s)->node.port,
+			       ns(s)->node.port, ns(s)->node.port, f->node);
+		goto fail;
+	}
+	if ((ret = state_find(f, s)) || (ret = gen_check(f, s)) || (ret = wf_attach(f, s)))
+		goto fail;
+	if ((ret = local_lock_open(f, ns(s)))) {
+		wf_detach(f, s);
+		goto fail;
+	}
+	wf_wake_open(f, s);
+	return 0;
+fail:
+	f->reg = NULL;
+	src_drop(s);
+	return ret;
+}
+
+static int sio__ntb_create(struct sio_fabric *f, bool group, gid_t gid)
+{
+	struct wf_fabric *s;
+	uint32_t gen = 0;
+	int ret;
+
+	(void)gid;
+	if (group)
+		return sio__err(EOPNOTSUPP, "ntb: a fabric over an NTB has no group access: every node that runs the node service may join");
+	if ((ret = src_open(f, NTB_OP_CREATE, &gen, &s)))
+		return ret;
+	ns(s)->boot = (struct ntb_boot){ .port = ns(s)->node.port, .gen = gen,
+					 .name_hash = ntb_name_hash(f->name),
+					 .state_size = WF_STATE_END, .widx = ns(s)->node.mem_widx };
+	ns(s)->created = true;
+	/* the node service claimed the header (its magic) in its own memory */
+	if ((ret = src_map(s, WF_STATE, 0, sizeof(struct wf_hdr), false, (void **)&s->hdr)) ||
+	    (ret = wf_init(f, s, WF_STATE_END, gen))) {
+		src_drop(s);
+		return ret;
+	}
+	pool_record(s);
+	return local_lock_open(f, ns(s));
+}
+
+static void sio__ntb_detach(struct sio_fabric *f)
+{
+	struct wf_fabric *s = wf_of(f);
+	struct ntbsrc *n;
+
+	if (!s) {
+		f->reg = NULL;
+		return;
+	}
+	n = ns(s);
+	/* the registry whole (the core made it): the bootstrap goes out now, not a tick later */
+	if (n->created && f->reg && __atomic_load_n(&f->reg->magic, __ATOMIC_ACQUIRE) == SIO_REG_MAGIC)
+		ntb_boot_publish(n->dev, &n->info, &n->boot);
+	wf_detach(f, s);
+	src_drop(s);
+}
+
+/* Clear the state's magic words: the home's node service then takes the bootstrap back. */
+static int sio__ntb_destroy(const char *name)
+{
+	struct sio_fabric f = { .proc = -1, .node = ntb_port_default() };
+	struct wf_fabric *s;
+	struct sio_registry *r;
+	int ret;
+
+	snprintf(f.name, sizeof(f.name), "%s", name);
+	if ((ret = src_open(&f, NTB_OP_HELLO, NULL, &s)))
+		return ret;
+	if (!(ret = state_find(&f, s)) &&
+	    !(ret = src_map(s, WF_STATE, s->hdr->reg_off, sizeof(*r), false, (void **)&r))) {
+		r->magic = 0;
+		atomic_thread_fence(memory_order_seq_cst);
+		__atomic_store_n(&s->hdr->magic, 0, __ATOMIC_RELEASE);
+		src_unmap(s, r, sizeof(*r));
+	}
+	src_drop(s);
+	return ret;
+}
+
+/* The one fabric of this NTB, if there is one. */
+static int sio__ntb_list(char (*names)[SIO_NAME_MAX], int max)
+{
+	struct sio_fabric f = { .proc = -1, .node = ntb_port_default() };
+	struct wf_fabric *s;
+	int ret;
+
+	if ((ret = src_open(&f, NTB_OP_HELLO, NULL, &s)))
+		return ret;
+	ret = ntb_boot_find(ns(s)->dev, &ns(s)->info, &ns(s)->boot);
+	if (!ret && !(ret = src_map(s, WF_STATE, 0, sizeof(struct wf_hdr), false, (void **)&s->hdr)))
+		ret = s->hdr->magic == WF_MAGIC && memchr(s->hdr->name, 0, SIO_NAME_MAX) ? 1 : 0;
+	if (ret == 1 && max > 0)
+		snprintf(names[0], SIO_NAME_MAX, "%s", s->hdr->name);
+	src_drop(s);
+	return ret == -ENOENT ? 0 : ret;
+}
+
+/* A home we cannot hear from (its link down) has not destroyed the fabric: we do not know. */
+static bool sio__ntb_removed(struct sio_fabric *f)
+{
+	struct ntbsrc *n = ns(wf_of(f));
+	struct sio_ntb_peer pr;
+	int pidx;
+
+	if (n->boot.port != n->node.port && (pidx = ntbdev_pidx(n->dev, n->boot.port)) >= 0) {
+		pr = (struct sio_ntb_peer){ .pidx = (uint32_t)pidx };
+		if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER, &pr) || !pr.link_up)
+			return false;
+	}
+	return sio__wf_removed(f);
+}
+
+/* This kernel's port: the node a process joins as by default (a fake's: 0). */
+int ntb_port_default(void)
+{
+	const char *spec = getenv("SMARTIO_NTB_DEV");
+	struct ntbdev *d;
+	struct sio_ntb_info i;
+	int port = 0;
+
+	if ((spec && !strncmp(spec, "fake:", 5)) || ntbdev_open(NULL, 0, &d))
+		return 0;
+	if (!ntbdev_ioctl(d, SIO_NTB_IOC_INFO, &i))
+		port = i.port;
+	ntbdev_close(d);
+	return port;
+}
+
+static int sio__ntb_default_node(void)
+{
+	return ntb_port_default();
+}
+
+const struct sio_fabric_ops sio__ntb_fabric_ops = {
+	.name = "ntb",
+	.create = sio__ntb_create,
+	.attach = sio__ntb_attach,
+	.detach = sio__ntb_detach,
+	.destroy = sio__ntb_destroy,
+	.list = sio__ntb_list,
+	.default_node = sio__ntb_default_node,
+	.removed = sio__ntb_removed,
+	WF_FABRIC_OPS,
+	.proc_init = sio__ntb_proc_init,
+};

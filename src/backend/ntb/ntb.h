@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SIO_NTB_BACKEND_H
+#define SIO_NTB_BACKEND_H
+
+/*
+ * The ntb fabric backend: the window fabric (winfab/) over the Linux NTB
+ * framework, through smartio_ntb's uapi (ntbdev.h). Each kernel is a node,
+ * its NTB port number the node's id. What lives where:
+ *
+ *   each node's memory  one buffer of its own (SIO_NTB_IOC_MW_ALLOC), as
+ *                       large as an inbound window, exported to every peer
+ *                       through that peer's inbound window 0 (translated
+ *                       into the same buffer); peers reach it through their
+ *                       outbound window to it. It is the node's pool of
+ *                       segments.
+ *   the fabric's state  at the start of one node's memory (its home: where
+ *                       `smartio create` ran): winfab's header, the registry;
+ *                       the home's pool follows it
+ *   the bootstrap       the home's last four scratchpads (boot.c)
+ *   notifications       one doorbell bit, the highest, rung to every peer
+ *   the lock            a lease among this kernel's processes, then a bakery
+ *                       among the kernels in the state (no atomic operation
+ *                       crosses the NTB)
+ *
+ * One process per kernel, the node service (`smartio ntb serve`, serve.c),
+ * holds the NTB: it allocates the node's memory and translates each peer's
+ * window into it as their links come up, maps the outbound windows, hosts
+ * the state when asked to create a fabric, publishes the bootstrap, and
+ * takes the doorbells for this kernel's waiters. The fabric's processes
+ * receive its open file (SCM_RIGHTS) and map through it.
+ */
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "winfab/winfab.h"
+#include "ntbdev.h"
+
+#define NTB_MEM_WIDX	0	/* the inbound window of a node's memory, for every peer */
+#define NTB_MIN_POOL	(1ull << 20)
+
+/* boot.c */
+struct ntb_boot {
+	int port;			/* the home */
+	uint32_t name_hash, gen;
+	uint64_t state_size;
+	uint32_t widx;			/* the home's inbound window that holds it */
+};
+uint32_t ntb_name_hash(const char *name);
+/* Publish @b in this port's scratchpads, or clear them (@b NULL). */
+int ntb_boot_publish(struct ntbdev *d, const struct sio_ntb_info *i, const struct ntb_boot *b);
+/* The port that hosts a fabric, as the scratchpads of this port and its peers say. */
+int ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_boot *out);
+
+/* What a node service tells the processes of its kernel (with its file). */
+struct ntb_node {
+	int port;			/* this kernel's NTB port: its node */
+	int fake_port;			/* >= 0: the fake's port */
+	uint32_t mem_pidx, mem_widx;	/* the node's memory: the buffer of this inbound window */
+	uint64_t mem_size, mem_dma;	/* its size and bus address */
+	uint64_t epoch;			/* new at every start of the service */
+	char what[96];			/* the device */
+};
+
+/* serve.c: the node service in this process, if it runs here */
+struct ntb_service;
+struct ntb_service *sio__ntb_service_here(void);
+struct ntbdev *sio__ntb_service_dev(struct ntb_service *sv, struct ntb_node *node);
+
+/* client.c: reach this kernel's node service: its device and node */
+int ntb_node_connect(const char *spec, int fake_port, uint32_t op, const char *name,
+		     struct ntbdev **dev, struct ntb_node *node, uint32_t *gen);
+#define NTB_OP_HELLO	1
+#define NTB_OP_CREATE	2
+
+/* The protocol between the node service and the processes (a unix socket). */
+#define NTB_PROTO_MAGIC	0x4e425453u	/* "STBN" */
+struct ntb_req {
+	uint32_t magic, op;
+	char name[SIO_NAME_MAX];
+};
+struct ntb_rep {
+	uint32_t magic;
+	int32_t err;			/* 0, or the errno of @msg */
+	char msg[256];
+	struct ntb_node node;
+	uint32_t gen;			/* CREATE: the new fabric's generation */
+};
+
+/* ntb.c: the window source */
+struct omap {				/* a mapping of a peer's window */
+	struct omap *next;
+	void *va;			/* page aligned */
+	uint64_t len, off;		/* its mmap() offset */
+	int port;
+};
+
+struct ntb_bar;
+
+struct ntbsrc {
+	struct ntbdev *dev;
+	bool own_dev;			/* ours to close (not the node service's) */
+	struct sio_ntb_info info;
+	struct ntb_node node;
+	struct ntb_boot boot;
+	bool created;			/* this handle made the fabric: its detach publishes it */
+	int bit;			/* the fabric's doorbell bit */
+	struct wf_lock *local;		/* this kernel's lock, on a page of this host */
+	pthread_mutex_t mu;		/* @maps, @peer_gen, @bars */
+	struct omap *maps;
+	uint64_t peer_gen[WF_MAX_POOLS];
+	uint64_t link_gen;
+	struct ntbdev *xdev;		/* this process's own file: its windows onto BARs */
+	struct ntb_bar *bars;
+};
+
+static inline struct ntbsrc *ns(struct wf_fabric *s)
+{
+	return s->priv;
+}
+
+int ntb_port_default(void);
+/* Inbound window @w of port @port as this port reaches it: mmap() offset and size. */
+int ntb_window_of(struct ntbsrc *n, int port, uint32_t w, uint64_t *off, uint64_t *size);
+/* mmap() @len bytes at @off of the node service's file (a peer's window: mapped again after a link loss). */
+int ntb_map_at(struct ntbsrc *n, int port, uint64_t off, uint64_t len, bool rdonly, void **va);
+
+/* bar.c: windows onto the BARs of this host's devices, for the other kernels */
+int ntb_bar_export(struct wf_fabric *s, struct wf_dev *d, uint64_t bus, uint64_t size);
+void ntb_bar_unexport(struct wf_fabric *s, struct wf_dev *d);
+int ntb_bar_map(struct wf_fabric *s, const struct wf_dev *d, int node, uint64_t size, void **va);
+/* Heartbeat thread, mutex held: peers whose link came up get the windows too. */
+void ntb_bar_refresh(struct ntbsrc *n);
+void ntb_bar_drop(struct ntbsrc *n);
+
+#endif

@@ -1,0 +1,516 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The node service of an ntb fabric (sio_ntb_serve(), `smartio ntb serve`):
+ * one process per kernel holds its NTB, as NTB clients do, and reacts to
+ * its links.
+ *
+ * - It allocates the node's memory (a buffer of inbound window 0 of the
+ *   first peer whose link comes up, as large as the window) and translates
+ *   window 0 of every other peer into it as their links come up; it maps
+ *   each peer's outbound window 0, so that they are held through its file.
+ * - It answers the fabric's processes of this kernel (a unix socket): its
+ *   open NTB file (SCM_RIGHTS) and where the node's memory is; and creates
+ *   the state of a fabric at the start of the node's memory when asked to.
+ * - Once a created fabric's registry is whole it publishes the bootstrap in
+ *   its scratchpads, and takes it back when the fabric is destroyed.
+ * - It attaches the fabric of its NTB (whichever port hosts it) as this
+ *   node, no process of it, records the node's memory as the node's pool,
+ *   and turns the fabric's doorbell into wakes of this kernel's waiters.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <smartio/ntbserve.h>
+#include "ntb.h"
+
+#define TICK_MS		100
+
+struct ntb_service {
+	struct ntbdev *dev;
+	struct sio_ntb_info info;
+	struct ntb_node node;
+	bool have_mem;
+	void *mem;			/* the node's memory, mapped here */
+	uint64_t xlat;			/* peers (by index) whose window 0 is translated into it */
+	uint64_t xlat_failed;		/* those whose translation failed (said once) */
+	void *out[SIO_NTB_MAX_PEERS];	/* each peer's outbound window 0, held */
+	uint64_t out_len[SIO_NTB_MAX_PEERS], out_gen[SIO_NTB_MAX_PEERS];
+	uint64_t link_gen;
+	int lsk, efd, bit;
+	char path[PATH_MAX];
+	uint32_t host_gen;		/* this node hosts the state of this generation */
+	bool published;
+	char host_name[SIO_NAME_MAX];
+	struct sio_fabric *f;		/* the fabric this node has joined */
+	struct ntb_boot joined;
+	char said[256];			/* the last complaint, said once */
+	FILE *log;
+};
+
+static struct ntb_service *here;
+
+struct ntb_service *sio__ntb_service_here(void)
+{
+	return here;
+}
+
+struct ntbdev *sio__ntb_service_dev(struct ntb_service *sv, struct ntb_node *node)
+{
+	if (!sv->have_mem)
+		return NULL;
+	*node = sv->node;
+	return sv->dev;
+}
+
+static void say(struct ntb_service *sv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct ntb_service *sv, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!sv->log)
+		return;
+	va_start(ap, fmt);
+	fputs("ntb: ", sv->log);
+	vfprintf(sv->log, fmt, ap);
+	va_end(ap);
+	fflush(sv->log);
+}
+
+/* Say a complaint once, until another one comes. */
+static void complain(struct ntb_service *sv, const char *what)
+{
+	if (strcmp(sv->said, what)) {
+		snprintf(sv->said, sizeof(sv->said), "%s", what);
+		say(sv, "%s\n", what);
+	}
+}
+
+/* The node's memory: a buffer of window 0 of the first peer whose link is up. */
+static int mem_alloc(struct ntb_service *sv)
+{
+	for (uint32_t p = 0; p < sv->info.peers; p++) {
+		struct sio_ntb_buf b = { .pidx = p, .widx = NTB_MEM_WIDX };
+		void *va;
+		int ret;
+
+		if (!(sv->info.link >> p & 1))
+			continue;
+		if ((ret = ntbdev_ioctl(sv->dev, SIO_NTB_IOC_MW_ALLOC, &b)))
+			return sio__err(-ret, "ntb: %s: cannot allocate the node's memory (inbound window %d of peer %u): %s",
+					sv->dev->what, NTB_MEM_WIDX, p, strerror(-ret));
+		if ((ret = ntbdev_mmap(sv->dev, NULL, b.mmap_offset, b.size, &va))) {
+			struct sio_ntb_buf f = b;
+			ntbdev_ioctl(sv->dev, SIO_NTB_IOC_MW_FREE, &f);
+			return sio__err(-ret, "ntb: cannot map the node's memory: %s", strerror(-ret));
+		}
+		sv->mem = va;
+		sv->node.mem_pidx = p;
+		sv->node.mem_widx = NTB_MEM_WIDX;
+		sv->node.mem_size = b.size;
+		sv->node.mem_dma = b.dma_addr;
+		sv->xlat |= 1ull << p;
+		sv->have_mem = true;
+		say(sv, "port %d's memory: %llu KiB at bus address 0x%llx, exported through inbound window %d of every peer%s\n",
+		    sv->node.port, (unsigned long long)(b.size >> 10), (unsigned long long)b.dma_addr,
+		    NTB_MEM_WIDX, b.size < WF_STATE_END + NTB_MIN_POOL ?
+		    " (too small to host a fabric's state: this node joins one)" : "");
+		return 0;
+	}
+	return 0;	/* no link up yet */
+}
+
+/* Export the memory to peer @p and hold its window to us, while its link is up. */
+static void peer_up(struct ntb_service *sv, uint32_t p)
+{
+	struct sio_ntb_xlat x = { .pidx = p, .widx = NTB_MEM_WIDX, .addr = sv->node.mem_dma,
+				  .size = sv->node.mem_size };
+	struct sio_ntb_peer_mw pm = { .widx = p * sv->info.mws_per_peer + NTB_MEM_WIDX };
+	struct sio_ntb_peer pr = { .pidx = p };
+	char msg[256];
+	void *va;
+	int ret;
+
+	if (!(sv->xlat >> p & 1)) {
+		if (!(ret = ntbdev_ioctl(sv->dev, SIO_NTB_IOC_MW_XLAT, &x)))
+			sv->xlat |= 1ull << p;
+		else if (!(sv->xlat_failed >> p & 1)) {
+			sv->xlat_failed |= 1ull << p;
+			snprintf(msg, sizeof(msg), "cannot export this node's memory to peer %u (its window %d): %s%s",
+				 p, NTB_MEM_WIDX, strerror(-ret), ret == -EOPNOTSUPP ?
+				 " (the hardware driver translates no window into another's buffer)" : "");
+			complain(sv, msg);
+		}
+	}
+	if (ntbdev_ioctl(sv->dev, SIO_NTB_IOC_PEER, &pr) || ntbdev_ioctl(sv->dev, SIO_NTB_IOC_PEER_MW, &pm))
+		return;
+	if (sv->out[p] && sv->out_gen[p] == pr.link_gen)
+		return;
+	if (sv->out[p] && sv->out_len[p] != pm.size) {
+		munmap(sv->out[p], sv->out_len[p]);
+		sv->out[p] = NULL;
+	}
+	if (!ntbdev_mmap(sv->dev, sv->out[p], pm.mmap_offset, pm.size, &va)) {
+		sv->out[p] = va;
+		sv->out_len[p] = pm.size;
+		sv->out_gen[p] = pr.link_gen;
+		say(sv, "link with port %d up: its memory (%llu KiB) mapped\n", pr.port,
+		    (unsigned long long)(pm.size >> 10));
+	}
+}
+
+/* Follow the links: the memory, once one is up; each peer that is up (what failed, again). */
+static void links(struct ntb_service *sv)
+{
+	struct sio_ntb_info i;
+
+	if (ntbdev_ioctl(sv->dev, SIO_NTB_IOC_INFO, &i))
+		return;
+	sv->info = i;
+	if (!sv->have_mem && mem_alloc(sv)) {
+		complain(sv, sio_errmsg());
+		return;
+	}
+	if (!sv->have_mem)
+		return;
+	sv->link_gen = i.link_gen;
+	for (uint32_t p = 0; p < i.peers; p++)
+		if (i.link >> p & 1)
+			peer_up(sv, p);
+}
+
+/* What this node hosts: published once whole, taken back once destroyed. */
+static void hosting(struct ntb_service *sv)
+{
+	const struct wf_hdr *h = sv->mem;
+	const struct sio_registry *r = (const void *)((char *)sv->mem + WF_REG_OFF);
+	struct ntb_boot b;
+
+	if (!sv->host_gen)
+		return;
+	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != WF_MAGIC ||
+	    (h->create_gen && h->create_gen != sv->host_gen)) {
+		say(sv, "fabric '%s' was destroyed: its bootstrap taken back\n", sv->host_name);
+		ntb_boot_publish(sv->dev, &sv->info, NULL);
+		sv->host_gen = 0;
+		sv->published = false;
+		return;
+	}
+	if (sv->published || __atomic_load_n(&r->magic, __ATOMIC_ACQUIRE) != SIO_REG_MAGIC)
+		return;
+	b = (struct ntb_boot){ .port = sv->node.port, .name_hash = ntb_name_hash(sv->host_name),
+			       .gen = sv->host_gen, .state_size = WF_STATE_END,
+			       .widx = sv->node.mem_widx };
+	if (ntb_boot_publish(sv->dev, &sv->info, &b)) {
+		complain(sv, sio_errmsg());
+		return;
+	}
+	sv->published = true;
+	say(sv, "fabric '%s' (generation %u) is hosted here: bootstrap published\n", sv->host_name,
+	    sv->host_gen);
+}
+
+/* Record this node's memory as its pool in the fabric joined. */
+static int pool_register(struct ntb_service *sv)
+{
+	struct wf_fabric *s = wf_of(sv->f);
+	uint64_t off = sv->joined.port == sv->node.port ? WF_STATE_END : 0;
+	struct wf_pool want = { .off = off, .size = sv->node.mem_size - off, .epoch = sv->node.epoch };
+	int ret;
+
+	if (!memcmp(&s->hdr->pools[sv->node.port], &want, sizeof(want)))
+		return 0;
+	if ((ret = sio__lock(sv->f)))
+		return ret;
+	s->hdr->pools[sv->node.port] = want;
+	sio__unlock(sv->f);
+	say(sv, "node %d's pool: %llu KiB for segments\n", sv->node.port,
+	    (unsigned long long)(want.size >> 10));
+	return 0;
+}
+
+static void leave(struct ntb_service *sv, bool gone)
+{
+	struct wf_fabric *s;
+
+	if (!sv->f)
+		return;
+	s = wf_of(sv->f);
+	if (!gone && !sio__lock(sv->f)) {	/* the memory goes with this service */
+		memset(&s->hdr->pools[sv->node.port], 0, sizeof(struct wf_pool));
+		sio__unlock(sv->f);
+	}
+	wf_wake_receive(s, false);
+	sio__fabric_detach(sv->f);
+	sv->f = NULL;
+}
+
+/* The fabric's name, from the home's header as this node maps it. */
+static bool home_name(struct ntb_service *sv, const struct ntb_boot *b, char *name)
+{
+	const struct wf_hdr *h = sv->mem;
+	int pidx = b->port == sv->node.port ? -1 : ntbdev_pidx(sv->dev, b->port);
+
+	if (pidx >= 0)
+		h = sv->out[pidx];
+	if (!h || h->magic != WF_MAGIC || !memchr(h->name, 0, SIO_NAME_MAX))
+		return false;
+	memcpy(name, h->name, SIO_NAME_MAX);
+	return ntb_name_hash(name) == b->name_hash;
+}
+
+/* Join the fabric of this NTB, whichever port hosts it. */
+static void join(struct ntb_service *sv)
+{
+	char name[SIO_NAME_MAX];
+	struct ntb_boot b;
+
+	if (ntb_boot_find(sv->dev, &sv->info, &b)) {
+		leave(sv, true);
+		return;
+	}
+	if (sv->f && b.port == sv->joined.port && b.gen == sv->joined.gen && !sio_fabric_alive(sv->f)) {
+		if (pool_register(sv))
+			complain(sv, sio_errmsg());
+		return;
+	}
+	leave(sv, true);
+	if (!home_name(sv, &b, name))
+		return;
+	sv->joined = b;
+	if (sio__fabric_attach(name, sv->node.port, &sv->f)) {
+		complain(sv, sio_errmsg());
+		return;
+	}
+	wf_wake_receive(wf_of(sv->f), true);
+	say(sv, "joined fabric '%s' (generation %u, hosted by port %d) as node %d\n", name, b.gen,
+	    b.port, sv->node.port);
+	if (pool_register(sv))
+		complain(sv, sio_errmsg());
+}
+
+/* Claim the start of this node's memory for a new fabric @name. */
+static int create(struct ntb_service *sv, const char *name, uint32_t *gen)
+{
+	struct wf_hdr *h = sv->mem;
+	const struct sio_registry *r = (const void *)((char *)sv->mem + WF_REG_OFF);
+	struct ntb_boot b;
+	uint32_t g = 0;
+
+	hosting(sv);	/* a fabric destroyed since the last tick is gone now */
+	if (sv->node.mem_size < WF_STATE_END + NTB_MIN_POOL)
+		return sio__err(EMSGSIZE, "ntb: port %d's window is %llu KiB; a fabric's state needs %llu KiB and its pool 1 MiB: create it on a node with larger windows (ntb_hw_ivshmem: a larger region, docs/ntb.md)",
+				sv->node.port, (unsigned long long)(sv->node.mem_size >> 10),
+				(unsigned long long)(WF_STATE_END >> 10));
+	if (sv->host_gen && (sv->published || r->magic == SIO_REG_MAGIC))
+		return sio__err(EEXIST, "ntb: this node (port %d) hosts fabric '%s' already: one fabric per NTB",
+				sv->node.port, sv->host_name);
+	if (!ntb_boot_find(sv->dev, &sv->info, &b) && b.port != sv->node.port)
+		return sio__err(EEXIST, "ntb: port %d hosts a fabric already: one fabric per NTB (smartio list, smartio destroy)",
+				b.port);
+	while (!g && getrandom(&g, sizeof(g), 0) != sizeof(g))
+		g = (uint32_t)sio__now_ns();
+	g = g ? g : 1;
+	leave(sv, true);
+	memset(sv->mem, 0, WF_STATE_END);
+	h->create_gen = g;
+	atomic_thread_fence(memory_order_release);
+	h->magic = WF_MAGIC;	/* local memory: the creator fills in the rest */
+	sv->host_gen = g;
+	sv->published = false;
+	snprintf(sv->host_name, sizeof(sv->host_name), "%s", name);
+	*gen = g;
+	say(sv, "creating fabric '%s' (generation %u) in this node's memory\n", name, g);
+	return 0;
+}
+
+/* Answer one request on @sk; only root and this service's user are served. */
+static void answer(struct ntb_service *sv, int sk)
+{
+	struct ntb_rep rep = { .magic = NTB_PROTO_MAGIC, .node = sv->node };
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = &rep, .iov_len = sizeof(rep) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	struct ntb_req req;
+	ssize_t n = recv(sk, &req, sizeof(req), 0);
+	int ret = 0;
+
+	if (n <= 0)
+		return;	/* connected and left: another service looking for this one */
+	if (n != sizeof(req) || req.magic != NTB_PROTO_MAGIC)
+		ret = sio__err(EPROTO, "ntb: a request the node service does not know");
+	else if (getsockopt(sk, SOL_SOCKET, SO_PEERCRED, &cr, &cl) ||
+		 (cr.uid != 0 && cr.uid != geteuid()))
+		ret = sio__err(EACCES, "ntb: the node service of port %d serves root and uid %u only",
+			       sv->node.port, (unsigned)geteuid());
+	else if (!sv->have_mem)
+		ret = sio__err(ENOTCONN, "ntb: port %d's memory is not exported yet: no peer's link has come up (smartio ntb status)",
+			       sv->node.port);
+	else if (req.op == NTB_OP_CREATE) {
+		req.name[SIO_NAME_MAX - 1] = 0;
+		ret = create(sv, req.name, &rep.gen);
+	} else if (req.op != NTB_OP_HELLO)
+		ret = sio__err(EPROTO, "ntb: request %u is none the node service knows", req.op);
+	if (ret) {
+		rep.err = -ret;
+		snprintf(rep.msg, sizeof(rep.msg), "%s", sio_errmsg());
+	} else {
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
+		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
+		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &sv->dev->fd, sizeof(int));
+	}
+	if (sendmsg(sk, &mh, MSG_NOSIGNAL) < 0)
+		say(sv, "a process left before its answer: %s\n", strerror(errno));
+}
+
+/* The service's socket; a stale one (nobody answers) is replaced, a live one refused. */
+static int listen_at(struct ntb_service *sv)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int sk, probe;
+
+	if (ntbdev_service_path(sv->dev->spec, sv->node.port, sv->path, sizeof(sv->path)))
+		return -errno;
+	if (strlen(sv->path) >= sizeof(a.sun_path))
+		return sio__err(ENAMETOOLONG, "ntb: %s is too long a socket path", sv->path);
+	memcpy(a.sun_path, sv->path, strlen(sv->path) + 1);
+	probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (probe >= 0 && !connect(probe, (struct sockaddr *)&a, sizeof(a))) {
+		close(probe);
+		return sio__err(EADDRINUSE, "ntb: a node service for port %d runs already (%s)",
+				sv->node.port, sv->path);
+	}
+	if (probe >= 0)
+		close(probe);
+	unlink(sv->path);
+	sk = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (sk < 0 || bind(sk, (struct sockaddr *)&a, sizeof(a)) || listen(sk, 16)) {
+		int e = errno;
+		if (sk >= 0)
+			close(sk);
+		return sio__err(e, "ntb: cannot listen at %s: %s", sv->path, strerror(e));
+	}
+	chmod(sv->path, 0666);	/* who may: SO_PEERCRED decides */
+	sv->lsk = sk;
+	return 0;
+}
+
+/* The device, its abilities checked, the doorbell, the socket. */
+static int setup(struct ntb_service *sv, const char *dev, int port)
+{
+	struct sio_ntb_db_eventfd e;
+	int ret;
+
+	if ((ret = ntbdev_open(dev, port, &sv->dev)) || (ret = ntbdev_info(sv->dev, &sv->info)))
+		return ret;
+	sv->node.port = sv->info.port;
+	sv->node.fake_port = sv->dev->fake ? sv->dev->port : -1;
+	snprintf(sv->node.what, sizeof(sv->node.what), "%s", sv->dev->spec);
+	while (!sv->node.epoch && getrandom(&sv->node.epoch, sizeof(sv->node.epoch), 0) != 8)
+		sv->node.epoch = sio__now_ns();
+	if (!(sv->info.flags & SIO_NTB_F_INBOUND_XLAT))
+		return sio__err(EOPNOTSUPP, "ntb: %s (%s) translates outbound windows only (the peer sets where a window lands, ntb_hw_idt): smartio_ntb has no request for that; not supported",
+				sv->dev->what, sv->info.driver);
+	if (!sv->info.mws_per_peer || !sv->info.peers || !sv->info.db_valid || sv->node.port >= WF_MAX_POOLS)
+		return sio__err(EOPNOTSUPP, "ntb: %s has %u windows per peer, %u peers, doorbells 0x%llx, port %d: a fabric needs a window per peer, a doorbell, a port below %d",
+				sv->dev->what, sv->info.mws_per_peer, sv->info.peers,
+				(unsigned long long)sv->info.db_valid, sv->node.port, WF_MAX_POOLS);
+	if ((ret = ntb_boot_publish(sv->dev, &sv->info, NULL)))	/* nothing hosted here yet */
+		return ret;
+	sv->bit = 63 - __builtin_clzll(sv->info.db_valid);
+	e = (struct sio_ntb_db_eventfd){ .bit = (uint32_t)sv->bit,
+					 .fd = sv->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) };
+	if (sv->efd < 0 || (ret = ntbdev_ioctl(sv->dev, SIO_NTB_IOC_DB_EVENTFD, &e)))
+		return sio__err(sv->efd < 0 ? errno : -ret, "ntb: the doorbell's eventfd: %s",
+				strerror(sv->efd < 0 ? errno : -ret));
+	if ((ret = listen_at(sv)))
+		return ret;
+	say(sv, "port %d of %s (%s): %u peers, %u windows each, doorbell bit %d; serving this kernel's processes at %s\n",
+	    sv->node.port, sv->dev->what, sv->info.driver, sv->info.peers, sv->info.mws_per_peer,
+	    sv->bit, sv->path);
+	return 0;
+}
+
+static void teardown(struct ntb_service *sv)
+{
+	leave(sv, false);
+	if (sv->host_gen)
+		ntb_boot_publish(sv->dev, &sv->info, NULL);
+	if (sv->lsk >= 0) {
+		close(sv->lsk);
+		unlink(sv->path);
+	}
+	if (sv->efd >= 0)
+		close(sv->efd);
+	for (int p = 0; p < SIO_NTB_MAX_PEERS; p++)
+		if (sv->out[p])
+			munmap(sv->out[p], sv->out_len[p]);
+	if (sv->mem)
+		munmap(sv->mem, sv->node.mem_size);
+	ntbdev_close(sv->dev);	/* the last holder frees the memory */
+}
+
+/* One round: requests, doorbells, then every tick the links, the hosting, the fabric. */
+static void round_once(struct ntb_service *sv, uint64_t *next)
+{
+	struct pollfd pf[2] = { { .fd = sv->lsk, .events = POLLIN }, { .fd = sv->efd, .events = POLLIN } };
+	uint64_t v, now;
+
+	if (poll(pf, 2, TICK_MS) > 0) {
+		if (pf[0].revents & POLLIN) {
+			int sk = accept4(sv->lsk, NULL, NULL, SOCK_CLOEXEC);
+			if (sk >= 0) {
+				answer(sv, sk);
+				close(sk);
+			}
+		}
+		if ((pf[1].revents & POLLIN) && read(sv->efd, &v, sizeof(v)) == sizeof(v) && sv->f)
+			wf_wake_rx(wf_of(sv->f), v);
+	}
+	now = sio__now_ns();
+	if (now < *next)
+		return;
+	*next = now + TICK_MS * 1000000ull;
+	links(sv);
+	if (sv->have_mem) {
+		hosting(sv);
+		join(sv);
+	}
+}
+
+int sio_ntb_serve(const char *dev, int port, volatile sig_atomic_t *stop, FILE *log)
+{
+	struct ntb_service sv = { .lsk = -1, .efd = -1, .log = log };
+	uint64_t next = 0;
+	int ret;
+
+	if (here)
+		return sio__err(EBUSY, "ntb: this process serves a node already");
+	if ((ret = setup(&sv, dev, port))) {
+		if (sv.dev)
+			teardown(&sv);
+		return ret;
+	}
+	here = &sv;
+	while (!stop || !*stop)
+		round_once(&sv, &next);
+	say(&sv, "stopping: port %d's memory goes with this service\n", sv.node.port);
+	teardown(&sv);
+	here = NULL;
+	return 0;
+}

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `smartio ntb serve`: this kernel's node of an ntb fabric (docs/ntb.md),
+ * sio_ntb_serve() of <smartio/ntbserve.h> until SIGINT or SIGTERM. Apart
+ * from smartio-ntb.c, which speaks smartio_ntb's uapi alone: this one is
+ * libsmartio's.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <smartio/smartio.h>
+#include <smartio/ntbserve.h>
+#include "prog.h"
+#include "smartio-ntb.h"
+
+int sio_tool_ntb_serve(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dev", required_argument, NULL, 'd' },
+		{ "port", required_argument, NULL, 'p' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *dev = NULL;
+	int port = 0, c, ret;
+	FILE *log;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 'd')
+			dev = optarg;
+		else if (c == 'p')
+			port = (int)prog_u64("--port", optarg, 0, 63);
+		else
+			prog_usage_error("ntb serve: [--dev DEV] [--port P] (P: a fake NTB's port)");
+	}
+	if (optind != argc)
+		prog_usage_error("ntb serve: no argument '%s'", argv[optind]);
+	prog_catch_stop();	/* no SA_RESTART: the service's poll wakes */
+	/* under systemd (Type=notify): ready once it serves */
+	log = prog_ready_stream(stdout, "ntb: port ", NULL);
+	ret = sio_ntb_serve(dev, port, &prog_stop, log);
+	prog_notify_stopping();
+	if (log != stdout)
+		fclose(log);
+	if (ret)
+		return prog_fail("ntb serve: %s", sio_errmsg());
+	return PROG_OK;
+}

@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ntb backend where it differs from shm and shmwin, on the fake NTB of
+ * one host (with-ntb.sh: a node service per port but the last): the
+ * bootstrap in the scratchpads refused when it is garbage, damaged, of
+ * another layout or stale, a window too small for the state, a node without
+ * its service, a segment living in its node's memory, a dead kernel's
+ * segment and lock reclaimed once its leases stop (processes play separate
+ * kernels: $SMARTIO_SHMWIN_KERNEL), one fabric per NTB.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include "internal.h"
+#include "ntb/ntbdev.h"
+
+static char name[SIO_NAME_MAX];
+static int served;	/* ports with a node service: 0 .. served - 1 */
+
+static void setup(void)
+{
+	struct sio_fabric_config c = { .nodes = 4, .topology = SIO_TOPO_SWITCH };
+	const char *e = getenv("SIO_NTB_SERVED");
+
+	served = e ? atoi(e) : 4;
+	setenv("SMARTIO_QUIET", "1", 1);
+	setenv("SMARTIO_SHMWIN_LEASE_MS", "400", 1);
+	setenv("SMARTIO_SHMWIN_KERNEL", "kernel-0", 1);
+	snprintf(name, sizeof(name), "n-%d", getpid());
+	cr_assert_eq(sio_fabric_create(name, &c), 0, "create: %s", sio_errmsg());
+}
+
+static void teardown(void)
+{
+	sio_fabric_destroy(name);
+}
+
+static void nap_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* The fake NTB as port @port sees it, without taking the port (no link change). */
+static struct ntbdev *port_dev(int port)
+{
+	const char *spec = getenv("SMARTIO_NTB_DEV");
+	struct ntbdev *d;
+	int fd;
+
+	cr_assert(spec && !strncmp(spec, "fake:", 5), "run through with-ntb.sh");
+	fd = open(spec + 5, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ntbdev_adopt(fd, port, spec, &d), 0, "%s", sio_errmsg());
+	return d;
+}
+
+static uint32_t spad(struct ntbdev *d, uint32_t i, bool write, uint32_t v)
+{
+	struct sio_ntb_info info;
+	struct sio_ntb_spad s = { .pidx = SIO_NTB_LOCAL, .value = v };
+
+	cr_assert_eq(ntbdev_ioctl(d, SIO_NTB_IOC_INFO, &info), 0);
+	s.sidx = info.spads - 4 + i;
+	cr_assert_eq(ntbdev_ioctl(d, write ? SIO_NTB_IOC_SPAD_WRITE : SIO_NTB_IOC_SPAD_READ, &s), 0);
+	return s.value;
+}
+
+/* Open node 1 and expect @err, with @msg in the message. */
+static void refused(int err, const char *msg)
+{
+	struct sio_fabric *f;
+
+	cr_assert_eq(sio_fabric_open(name, 1, &f), -err, "want %d: %s", -err, sio_errmsg());
+	cr_assert(strstr(sio_errmsg(), msg), "'%s' in: %s", msg, sio_errmsg());
+}
+
+Test(ntb, a_bad_bootstrap_is_refused_with_what_was_read, .init = setup, .fini = teardown)
+{
+	struct ntbdev *home = port_dev(0);
+	struct sio_fabric *f;
+	uint32_t w[4];
+
+	for (uint32_t i = 0; i < 4; i++)
+		w[i] = spad(home, i, false, 0);
+	spad(home, 0, true, w[0] ^ 0x1);			/* the check byte */
+	refused(EUCLEAN, "damaged bootstrap");
+	spad(home, 0, true, (w[0] & ~0xff00u) | 0x0900u);	/* layout 9 */
+	refused(EPROTO, "layout 9");
+	spad(home, 0, true, w[0]);
+	spad(home, 2, true, w[2] + 1);				/* another generation... */
+	spad(home, 0, true, w[0] ^ (((w[2] + 1) ^ w[2]) & 0xff) ^ ((((w[2] + 1) ^ w[2]) >> 8) & 0xff) ^
+		     ((((w[2] + 1) ^ w[2]) >> 16) & 0xff) ^ (((w[2] + 1) ^ w[2]) >> 24));	/* ...checked */
+	refused(ESTALE, "stale bootstrap");
+	spad(home, 2, true, w[2]);
+	spad(home, 0, true, 0x12345678);			/* another user's words */
+	refused(ENOENT, "not a smartio bootstrap");
+	spad(home, 0, true, w[0]);
+	cr_assert_eq(sio_fabric_open(name, 1, &f), 0, "restored: %s", sio_errmsg());
+	sio_fabric_close(f);
+	ntbdev_close(home);
+}
+
+Test(ntb, a_window_too_small_for_the_state_is_refused, .init = setup, .fini = teardown)
+{
+	struct ntbdev *home = port_dev(0);
+	struct sio_ntb_buf b = { .pidx = 0, .widx = 0 };
+	struct sio_ntb_peer_mw pm = { .widx = 0 };
+	struct sio_ntb_xlat x = { .pidx = 0, .widx = 0 };
+	struct ntbdev *peer = port_dev(1);
+	struct sio_fabric *f;
+
+	/* port 1 reaches port 0 through port 0's window 0 for peer index 0: narrow it */
+	cr_assert_eq(ntbdev_ioctl(peer, SIO_NTB_IOC_PEER_MW, &pm), 0);
+	x.addr = ((uint64_t)1 << 50);	/* port 0's buffer of peer 0, window 0 (the fake's encoding) */
+	x.size = 1 << 20;
+	cr_assert_eq(ntbdev_ioctl(home, SIO_NTB_IOC_MW_XLAT, &x), 0, "narrowing the window");
+	refused(EMSGSIZE, "window to this port reaches 1024 KiB");
+	x.size = pm.size;
+	cr_assert_eq(ntbdev_ioctl(home, SIO_NTB_IOC_MW_XLAT, &x), 0);
+	cr_assert_eq(sio_fabric_open(name, 1, &f), 0, "widened again: %s", sio_errmsg());
+	sio_fabric_close(f);
+	(void)b;
+	ntbdev_close(peer);
+	ntbdev_close(home);
+}
+
+Test(ntb, a_node_without_its_service_says_so, .init = setup, .fini = teardown)
+{
+	struct sio_fabric *f;
+	struct sio_segment *s;
+
+	if (served >= 4)
+		cr_skip_test("every port has a service (SIO_NTB_SERVED)");
+	cr_assert_eq(sio_fabric_open(name, 3, &f), -EHOSTDOWN);
+	cr_assert(strstr(sio_errmsg(), "smartio ntb serve"), "%s", sio_errmsg());
+	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_create_on(f, 3, 0, 4096, 0, &s), -ENODEV, "a node without memory");
+	cr_assert(strstr(sio_errmsg(), "node 3 has no memory"), "%s", sio_errmsg());
+	sio_fabric_close(f);
+}
+
+Test(ntb, a_segment_lives_in_its_nodes_memory, .init = setup, .fini = teardown)
+{
+	const char *spec = getenv("SMARTIO_NTB_DEV");
+	struct sio_fabric *f, *g;
+	struct sio_segment *s, *r;
+	char path[PATH_MAX], *buf;
+	volatile uint64_t *p, *q;
+	int fd, found = 0;
+
+	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_fabric_open(name, 1, &g), 0, "%s", sio_errmsg());
+	/* made by node 0, on node 1: it lives in port 1's memory */
+	cr_assert_eq(sio_segment_create_on(f, 1, 7, 8192, 0, &s), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_map(s, (void **)&p), 0, "%s", sio_errmsg());
+	p[0] = 0x5eed1ab5ull;
+	cr_assert_eq(sio_segment_connect(g, 1, 7, &r), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_map(r, (void **)&q), 0, "%s", sio_errmsg());
+	cr_assert_eq(q[0], 0x5eed1ab5ull, "node 1 reads what node 0 stored");
+	/* in the fake's file of port 1's memory (its buffer of some peer's window 0) */
+	for (int i = 0; i < 3 && !found; i++) {
+		snprintf(path, sizeof(path), "%s/buf-1-%d-0", spec + 5, i);
+		if ((fd = open(path, O_RDONLY)) < 0)
+			continue;
+		buf = mmap(NULL, 16 << 20, PROT_READ, MAP_SHARED, fd, 0);
+		close(fd);
+		cr_assert_neq(buf, MAP_FAILED);
+		for (size_t o = 0; o < (16 << 20) && !found; o += 4096)
+			found = *(uint64_t *)(buf + o) == 0x5eed1ab5ull;
+		munmap(buf, 16 << 20);
+	}
+	cr_assert(found, "the data is in port 1's memory");
+	sio_segment_close(r);
+	sio_segment_close(s);
+	sio_fabric_close(g);
+	sio_fabric_close(f);
+}
+
+/* A child on "kernel-N" that joins as node @node, does @what, reports on @fd. */
+static pid_t other_kernel(int node, void (*what)(struct sio_fabric *), int fd)
+{
+	pid_t pid = fork();
+
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		struct sio_fabric *g;
+		char k[32];
+
+		snprintf(k, sizeof(k), "kernel-%d", node);
+		setenv("SMARTIO_SHMWIN_KERNEL", k, 1);
+		if (sio_fabric_open(name, node, &g))
+			_exit(1);
+		what(g);
+		if (write(fd, "r", 1) != 1)
+			_exit(2);
+		for (;;)
+			pause();
+	}
+	return pid;
+}
+
+static void hold_segment(struct sio_fabric *g)
+{
+	struct sio_segment *s;
+
+	if (sio_segment_create(g, 9, 8192, 0, &s))
+		_exit(3);
+}
+
+static void hold_lock(struct sio_fabric *g)
+{
+	if (sio__lock(g))
+		_exit(4);
+}
+
+Test(ntb, a_dead_kernels_segment_and_lock_are_reclaimed, .init = setup, .fini = teardown)
+{
+	struct sio_fabric *f;
+	struct sio_segment *s;
+	int pfd[2], i;
+	char b;
+	pid_t pid;
+
+	cr_assert_eq(pipe(pfd), 0);
+	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
+	pid = other_kernel(1, hold_segment, pfd[1]);
+	cr_assert_eq(read(pfd[0], &b, 1), 1, "the child could not make its segment");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	for (i = 0; i < 100 && sio_segment_connect(f, 1, 9, &s) == 0; i++) {
+		sio_segment_close(s);
+		nap_ms(50);
+		sio_fabric_reap(f);
+	}
+	cr_assert_eq(sio_segment_connect(f, 1, 9, &s), -ENOENT, "the dead kernel's segment stayed");
+	/* a kernel dies holding the lock (the bakery's entry): taken over after its lease */
+	pid = other_kernel(2, hold_lock, pfd[1]);
+	cr_assert_eq(read(pfd[0], &b, 1), 1, "the child could not take the lock");
+	setenv("SMARTIO_LOCK_TIMEOUT_MS", "300", 1);
+	cr_assert_eq(sio_segment_create(f, 1, 4096, 0, &s), -ETIMEDOUT);
+	cr_assert(strstr(sio_errmsg(), "node 2"), "the holder is named: %s", sio_errmsg());
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	setenv("SMARTIO_LOCK_TIMEOUT_MS", "5000", 1);
+	cr_assert_eq(sio_segment_create(f, 1, 4096, 0, &s), 0, "after the lease: %s", sio_errmsg());
+	sio_segment_close(s);
+	sio_fabric_close(f);
+}
+
+Test(ntb, one_fabric_per_ntb, .init = setup, .fini = teardown)
+{
+	struct sio_fabric_config c = { .nodes = 2 };
+	char list[4][SIO_NAME_MAX];
+
+	cr_assert_eq(sio_fabric_create("another", &c), -EEXIST);
+	cr_assert(strstr(sio_errmsg(), "one fabric per NTB"), "%s", sio_errmsg());
+	cr_assert_eq(sio_fabric_list(list, 4), 1, "%s", sio_errmsg());
+	cr_assert_str_eq(list[0], name);
+}
