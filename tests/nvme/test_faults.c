@@ -1046,6 +1046,36 @@ Test(faults, truncated_files_kill_no_one)
 	cli_close(&n);
 }
 
+/* Random bytes over a running client's arena (its SQ, CQ and buffers):
+ * what the controller fetches from there is input like any other, so it
+ * fails those commands or that queue, never itself; the manager lives
+ * on; the client, whose completions are garbage too, ends on its own
+ * (an error that says why, or a mismatch), not killed and not hung; a new
+ * client is served and its data verified. */
+Test(faults, random_bytes_over_a_queue_fail_that_queue_not_the_controller)
+{
+	const char *emu[] = { "--backing", "ram:16M", NULL };
+	struct cli n;
+	pid_t w;
+	int st;
+
+	cluster_up(&C, 4, 32, emu);
+	w = writer("4");
+	usleep(1500000);
+	cr_assert_geq(damage_files(64ull << 20, false), 1, "no client arena");
+	st = cluster_wait(w, 60000);
+	cr_expect(st == 0 || st == 1, "the running client (status %d): %s", st,
+		  cluster_output(&C, "writer", "err"));
+	cr_expect_eq(waitpid(C.mgr, NULL, WNOHANG), 0, "the manager died: %s",
+		     cluster_output(&C, "nvme-manager", "err"));
+	cr_expect_eq(waitpid(C.emu, NULL, WNOHANG), 0, "the controller died: %s",
+		     cluster_output(&C, "nvme-emu", "err"));
+	cli_open(&n, 3);
+	cr_expect_eq(cli_write(&n, 128, 18), 0, "%s", sio_errmsg());
+	cr_expect_eq(cli_verify(&n, 128, 18), 0, "%s", sio_errmsg());
+	cli_close(&n);
+}
+
 /* What a file holds, up to 63 bytes. */
 static const char *slurp(const char *path)
 {
