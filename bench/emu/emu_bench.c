@@ -231,65 +231,80 @@ int main(int argc, char **argv)
 	return run_bench(&o);
 }
 
-static int run_bench(struct emu_opts *o)
-{
-	uint64_t n_qd1 = o->n_qd1, secs = o->secs, size = 1ull << 30;
-	const char *json = o->json, *lat_out = o->lat_out;
-	struct bench_target tgt = o->tgt;
-	char name[SIO_NAME_MAX];
-	uint32_t nlb = 8, lbads = 512;	/* LBAs per 4 KiB, LBA size */
-	pid_t pid = 0;
-
+/* What one run holds: its set-up and what it measured. */
+struct emu_run {
+	char name[SIO_NAME_MAX];	/* the fabric */
 	uint32_t devid;
-	if (tgt.fabric) {
-		devid = existing(&tgt);
-		snprintf(name, sizeof(name), "%s", tgt.fabric);
-		goto borrow;
-	}
-	snprintf(name, sizeof(name), "emubench-%d", (int)getpid());
-	struct sio_fabric_config fc = { .nodes = 1, .latency_model = false };
-	if (sio_fabric_create(name, &fc))
-		die("fabric");
+	pid_t pid;			/* the private controller (0: none) */
+	uint64_t size;			/* bytes of namespace 1 read over */
+	uint32_t nlb, lbads;		/* LBAs per 4 KiB, LBA size */
+	uint64_t seed;
+	struct q admin, io;
+	struct mem data;
+	struct hist *lat;		/* QD1 latencies */
+	double pv[5];			/* QD1 p50, p90, p99, p99.9, max */
+	double el, iops;		/* QD32 seconds and reads per second */
+	uint64_t done;			/* QD32 reads */
+};
 
-	/* the controller, in a process of its own as in use */
+/* The controller, in a process of its own as in use; it ends with SIGTERM. */
+static __attribute__((noreturn)) void controller(const char *name, int wfd)
+{
+	static volatile sig_atomic_t stop;
+	struct sio_nvme_emu_config cfg;
+	struct sio_nvme_emu *emu;
+	struct sio_fabric *f;
+	uint32_t id;
+
+	sio_nvme_emu_config_default(&cfg);
+	cfg.backing = "ram:1G";
+	cfg.max_qpairs = 4;
+	if (sio_nvme_emu_create(&cfg, &emu) || sio_fabric_open(name, 0, &f) ||
+	    sio_nvme_emu_attach(emu, f)) {
+		fprintf(stderr, "emu-bench: controller: %s\n", sio_errmsg());
+		_exit(1);
+	}
+	id = (uint32_t)sio_nvme_emu_device_id(emu);
+	if (write(wfd, &id, sizeof(id)) != sizeof(id))
+		_exit(1);
+	signal(SIGTERM, SIG_DFL);
+	sio_nvme_emu_run(emu, &stop);
+	_exit(0);
+}
+
+/* A private fabric, its controller started and joined. */
+static int start_private(struct emu_run *r)
+{
+	struct sio_fabric_config fc = { .nodes = 1, .latency_model = false };
 	int pfd[2];
+
+	snprintf(r->name, sizeof(r->name), "emubench-%d", (int)getpid());
+	if (sio_fabric_create(r->name, &fc))
+		die("fabric");
 	if (pipe(pfd))
 		return 1;
-	pid = fork();
-	if (pid == 0) {
-		static volatile sig_atomic_t stop;
-		struct sio_nvme_emu_config cfg;
-		struct sio_nvme_emu *emu;
-		struct sio_fabric *f;
-		uint32_t id;
-
-		sio_nvme_emu_config_default(&cfg);
-		cfg.backing = "ram:1G";
-		cfg.max_qpairs = 4;
-		if (sio_nvme_emu_create(&cfg, &emu) || sio_fabric_open(name, 0, &f) ||
-		    sio_nvme_emu_attach(emu, f)) {
-			fprintf(stderr, "emu-bench: controller: %s\n", sio_errmsg());
-			_exit(1);
-		}
-		id = (uint32_t)sio_nvme_emu_device_id(emu);
-		if (write(pfd[1], &id, sizeof(id)) != sizeof(id))
-			_exit(1);
-		signal(SIGTERM, SIG_DFL);
-		sio_nvme_emu_run(emu, &stop);	/* ends with SIGTERM */
-		_exit(0);
-	}
-	if (read(pfd[0], &devid, sizeof(devid)) != sizeof(devid)) {
+	r->pid = fork();
+	if (r->pid == 0)
+		controller(r->name, pfd[1]);
+	if (read(pfd[0], &r->devid, sizeof(r->devid)) != sizeof(r->devid)) {
 		fprintf(stderr, "emu-bench: controller did not start\n");
 		return 1;
 	}
-	if (sio_fabric_open(name, 0, &fab))
+	if (sio_fabric_open(r->name, 0, &fab))
 		die("join fabric");
-borrow:;
+	return 0;
+}
+
+/* Borrow the device alone, map its registers, turn it off. */
+static int take_device(const struct emu_run *r, const struct bench_target *tgt)
+{
 	struct sio_segment *bar;
 	void *va;
-	if (sio_device_borrow(fab, devid, SIO_BORROW_EXCLUSIVE, &dev)) {
-		fprintf(stderr, "emu-bench: borrow device %u exclusively: %s%s\n", devid, sio_errmsg(),
-			tgt.fabric ? " (a manager or client holds it? emu-bench needs it alone)" : "");
+
+	if (sio_device_borrow(fab, r->devid, SIO_BORROW_EXCLUSIVE, &dev)) {
+		fprintf(stderr, "emu-bench: borrow device %u exclusively: %s%s\n", r->devid,
+			sio_errmsg(),
+			tgt->fabric ? " (a manager or client holds it? emu-bench needs it alone)" : "");
 		return 1;
 	}
 	if (sio_device_bar(dev, 0, &bar) || sio_segment_map(bar, &va))
@@ -298,18 +313,23 @@ borrow:;
 		printf("%s", measured);
 	regs = va;
 	disable();	/* from a known state: a lent controller may be running */
+	return 0;
+}
 
-	struct q admin = { .qid = 0, .size = 32, .phase = 1 }, io = { .qid = 1, .size = 64, .phase = 1 };
-	struct mem data;
-	mem(4096, &admin.sq);
-	mem(4096, &admin.cq);
-	mem(4096, &io.sq);
-	mem(4096, &io.cq);
-	mem(64 * 4096, &data);
+/* The admin queue and the data buffer; CC.EN = 1 and wait for CSTS.RDY. */
+static int enable(struct emu_run *r)
+{
+	r->admin = (struct q){ .qid = 0, .size = 32, .phase = 1 };
+	r->io = (struct q){ .qid = 1, .size = 64, .phase = 1 };
+	mem(4096, &r->admin.sq);
+	mem(4096, &r->admin.cq);
+	mem(4096, &r->io.sq);
+	mem(4096, &r->io.cq);
+	mem(64 * 4096, &r->data);
 	__atomic_store_n((uint32_t *)(regs + NVME_REG_AQA),
 			 NVME_SET(31u, AQA_ASQS) | NVME_SET(31u, AQA_ACQS), __ATOMIC_RELAXED);
-	__atomic_store_n((uint64_t *)(regs + NVME_REG_ASQ), admin.sq.bus, __ATOMIC_RELAXED);
-	__atomic_store_n((uint64_t *)(regs + NVME_REG_ACQ), admin.cq.bus, __ATOMIC_RELAXED);
+	__atomic_store_n((uint64_t *)(regs + NVME_REG_ASQ), r->admin.sq.bus, __ATOMIC_RELAXED);
+	__atomic_store_n((uint64_t *)(regs + NVME_REG_ACQ), r->admin.cq.bus, __ATOMIC_RELAXED);
 	__atomic_store_n((uint32_t *)(regs + NVME_REG_CC),
 			 NVME_SET(1, CC_EN) | NVME_SET(SIO_NVME_SQES, CC_IOSQES) |
 			 NVME_SET(SIO_NVME_CQES, CC_IOCQES), __ATOMIC_RELEASE);
@@ -321,152 +341,202 @@ borrow:;
 		}
 		usleep(50);
 	}
+	return 0;
+}
+
+/* Namespace 1's size and LBA size (Identify Namespace). */
+static int identify_ns(struct emu_run *r)
+{
+	const struct nvme_id_ns *ns = (const void *)r->data.va;
 	struct sio_nvme_cmd cmd;
 
-	/* namespace 1's size and LBA size (Identify Namespace) */
-	sio_nvme_cmd_identify(&cmd, NVME_IDENTIFY_CNS_NS, 1, data.bus);
-	if (sync_cmd(&admin, &cmd))
+	sio_nvme_cmd_identify(&cmd, NVME_IDENTIFY_CNS_NS, 1, r->data.bus);
+	if (sync_cmd(&r->admin, &cmd))
 		die("identify namespace 1");
-	{
-		const struct nvme_id_ns *ns = (const void *)data.va;
-		uint64_t nsze = ns->nsze;
-
-		lbads = 1u << ns->lbaf[ns->flbas & 0xf].ds;
-		if (lbads < 512 || lbads > 4096) {
-			fprintf(stderr, "emu-bench: namespace 1 has %u B blocks (512..4096 taken)\n", lbads);
-			return 1;
-		}
-		nlb = 4096 / lbads;
-		if (nsze * lbads < size)
-			size = nsze * lbads;
-		if (size < (1ull << 20)) {
-			fprintf(stderr, "emu-bench: namespace 1 is too small (%llu B)\n",
-				(unsigned long long)size);
-			return 1;
-		}
-	}
-
-	sio_nvme_cmd_create_cq(&cmd, 1, 64, io.cq.bus, SIO_NVME_Q_PC, 0);
-	if (sync_cmd(&admin, &cmd))
-		die("create CQ");
-	sio_nvme_cmd_create_sq(&cmd, 1, 64, io.sq.bus, 1, 0);
-	if (sync_cmd(&admin, &cmd))
-		die("create SQ");
-
-	const uint64_t nblk = size / 4096;
-	uint64_t seed = 0x9e3779b97f4a7c15ull;
-	struct sio_nvme_cpl r;
-
-	/* warm up: write every block once is too slow for 1 GiB; write the first 64 MiB */
-	for (uint64_t b = 0; b < 16384 && b < nblk; b++) {
-		sio_nvme_cmd_rw(&cmd, nvme_cmd_write, 1, b * nlb, nlb, data.bus, 0);
-		cmd.cid = 1;
-		if (sync_cmd(&io, &cmd))
-			die("warm-up write");
-	}
-
-	/* QD1: every read's latency in the histogram, and in the file as it comes */
-	struct hist *lat = malloc(sizeof(*lat));
-	FILE *lf = safe_fopen_w(lat_out);
-
-	if (!lat || !lf) {
-		fprintf(stderr, "emu-bench: %s: %s\n", lat ? lat_out : "histogram", strerror(errno));
+	r->lbads = 1u << ns->lbaf[ns->flbas & 0xf].ds;
+	if (r->lbads < 512 || r->lbads > 4096) {
+		fprintf(stderr, "emu-bench: namespace 1 has %u B blocks (512..4096 taken)\n",
+			r->lbads);
 		return 1;
 	}
-	hist_init(lat);
+	r->nlb = 4096 / r->lbads;
+	if (ns->nsze * r->lbads < r->size)
+		r->size = ns->nsze * r->lbads;
+	if (r->size < (1ull << 20)) {
+		fprintf(stderr, "emu-bench: namespace 1 is too small (%llu B)\n",
+			(unsigned long long)r->size);
+		return 1;
+	}
+	return 0;
+}
+
+/* I/O queue pair 1; then the first 64 MiB written once (all of 1 GiB is too slow). */
+static void create_ioq(struct emu_run *r)
+{
+	struct sio_nvme_cmd cmd;
+
+	sio_nvme_cmd_create_cq(&cmd, 1, 64, r->io.cq.bus, SIO_NVME_Q_PC, 0);
+	if (sync_cmd(&r->admin, &cmd))
+		die("create CQ");
+	sio_nvme_cmd_create_sq(&cmd, 1, 64, r->io.sq.bus, 1, 0);
+	if (sync_cmd(&r->admin, &cmd))
+		die("create SQ");
+	for (uint64_t b = 0; b < 16384 && b < r->size / 4096; b++) {
+		sio_nvme_cmd_rw(&cmd, nvme_cmd_write, 1, b * r->nlb, r->nlb, r->data.bus, 0);
+		cmd.cid = 1;
+		if (sync_cmd(&r->io, &cmd))
+			die("warm-up write");
+	}
+}
+
+/* A 4 KiB read of a random block into @r->data at @off, command id @cid. */
+static void random_read(struct emu_run *r, struct sio_nvme_cmd *cmd, uint64_t off, uint16_t cid)
+{
+	uint64_t lba = (xorshift(&r->seed) % (r->size / 4096)) * r->nlb;
+
+	sio_nvme_cmd_rw(cmd, nvme_cmd_read, 1, lba, r->nlb, r->data.bus + off, 0);
+	cmd->cid = cid;
+}
+
+/* QD1: every read's latency in the histogram, and in @lat_out as it comes. */
+static int run_qd1(struct emu_run *r, uint64_t n_qd1, const char *lat_out)
+{
+	struct sio_nvme_cmd cmd;
+	struct sio_nvme_cpl cpl;
+	FILE *lf;
+
+	r->lat = malloc(sizeof(*r->lat));
+	lf = safe_fopen_w(lat_out);
+	if (!r->lat || !lf) {
+		fprintf(stderr, "emu-bench: %s: %s\n", r->lat ? lat_out : "histogram",
+			strerror(errno));
+		return 1;
+	}
+	hist_init(r->lat);
 	fprintf(stderr, "QD1: %llu reads\n", (unsigned long long)n_qd1);
 	for (uint64_t i = 0; i < n_qd1; i++) {
-		uint64_t lba = (xorshift(&seed) % nblk) * nlb;
-
-		sio_nvme_cmd_rw(&cmd, nvme_cmd_read, 1, lba, nlb, data.bus, 0);
-		cmd.cid = (uint16_t)i;
+		random_read(r, &cmd, 0, (uint16_t)i);
 		uint64_t t0 = now_ns();
-		submit(&io, &cmd);
-		if (reap(&io, &r, true) || SIO_NVME_STATUS_CODE(r.status))
+		submit(&r->io, &cmd);
+		if (reap(&r->io, &cpl, true) || SIO_NVME_STATUS_CODE(cpl.status))
 			die("QD1 read");
 		uint64_t t = now_ns() - t0;
 
-		hist_add(lat, t);
+		hist_add(r->lat, t);
 		fprintf(lf, "%llu\n", (unsigned long long)t);	/* outside the timed span */
 		if (i % (n_qd1 / 10 + 1) == 0 && i)
 			fprintf(stderr, "  %llu%%\n", (unsigned long long)(i * 100 / n_qd1));
 	}
 	fclose(lf);
-	double pv[5] = { hist_pct(lat, 50), hist_pct(lat, 90), hist_pct(lat, 99), hist_pct(lat, 99.9),
-			 (double)lat->max };
+	r->pv[0] = hist_pct(r->lat, 50), r->pv[1] = hist_pct(r->lat, 90);
+	r->pv[2] = hist_pct(r->lat, 99), r->pv[3] = hist_pct(r->lat, 99.9);
+	r->pv[4] = (double)r->lat->max;
+	return 0;
+}
 
-	/* QD32: keep 32 reads outstanding, ring the CQ head once per batch */
+/* QD32 for @secs: keep 32 reads outstanding, ring the CQ head once per batch. */
+static void run_qd32(struct emu_run *r, uint64_t secs)
+{
 	const uint32_t qd = 32;
-	uint64_t done = 0, t_end, t0;
+	struct q *io = &r->io;
+	struct sio_nvme_cmd cmd;
+	struct sio_nvme_cpl cpl;
+	uint64_t t_end, t0;
+
 	fprintf(stderr, "QD32: %llu s\n", (unsigned long long)secs);
 	for (uint32_t i = 0; i < qd; i++) {
-		uint64_t lba = (xorshift(&seed) % nblk) * nlb;
-		sio_nvme_cmd_rw(&cmd, nvme_cmd_read, 1, lba, nlb, data.bus + (uint64_t)i * 4096, 0);
-		cmd.cid = (uint16_t)i;
-		memcpy(io.sq.va + (uint64_t)io.tail * sizeof(cmd), &cmd, sizeof(cmd));
-		io.tail = (io.tail + 1) % io.size;
+		random_read(r, &cmd, (uint64_t)i * 4096, (uint16_t)i);
+		memcpy(io->sq.va + (uint64_t)io->tail * sizeof(cmd), &cmd, sizeof(cmd));
+		io->tail = (io->tail + 1) % io->size;
 	}
-	db(1, false, io.tail);
+	db(1, false, io->tail);
 	t0 = now_ns();
 	t_end = t0 + secs * 1000000000ull;
-	for (uint64_t now = t0; now < t_end; now = (done & 1023) ? now : now_ns()) {
+	for (uint64_t now = t0; now < t_end; now = (r->done & 1023) ? now : now_ns()) {
 		uint32_t got = 0;
 		do {
-			if (reap(&io, &r, false) || SIO_NVME_STATUS_CODE(r.status))
+			if (reap(io, &cpl, false) || SIO_NVME_STATUS_CODE(cpl.status))
 				die("QD32 read");
-			uint64_t lba = (xorshift(&seed) % nblk) * nlb;
-			sio_nvme_cmd_rw(&cmd, nvme_cmd_read, 1, lba, nlb,
-					data.bus + (uint64_t)(r.cid % qd) * 4096, 0);
-			cmd.cid = r.cid;
-			memcpy(io.sq.va + (uint64_t)io.tail * sizeof(cmd), &cmd, sizeof(cmd));
-			io.tail = (io.tail + 1) % io.size;
+			random_read(r, &cmd, (uint64_t)(cpl.cid % qd) * 4096, cpl.cid);
+			memcpy(io->sq.va + (uint64_t)io->tail * sizeof(cmd), &cmd, sizeof(cmd));
+			io->tail = (io->tail + 1) % io->size;
 			got++;
-			done++;
-		} while ((__atomic_load_n(&((volatile struct sio_nvme_cpl *)io.cq.va)[io.head].status,
-					  __ATOMIC_ACQUIRE) & 1) == io.phase && got < qd);
-		db(1, true, io.head);
-		db(1, false, io.tail);
+			r->done++;
+		} while ((__atomic_load_n(&((volatile struct sio_nvme_cpl *)io->cq.va)[io->head].status,
+					  __ATOMIC_ACQUIRE) & 1) == io->phase && got < qd);
+		db(1, true, io->head);
+		db(1, false, io->tail);
 	}
-	double el = (double)(now_ns() - t0) / 1e9;
-	double iops = (double)done / el;
+	r->el = (double)(now_ns() - t0) / 1e9;
+	r->iops = (double)r->done / r->el;
 	for (uint32_t i = 0; i < qd; i++)
-		reap(&io, &r, true);
+		reap(io, &cpl, true);
+}
 
-	if (!tgt.fabric)
-		printf("emulated NVMe controller, RAM backing, latency model off (no modelled delays)\n");
-	printf("%-28s %12s\n", "metric", "value");
-	printf("%-28s %12.3f\n", "QD1 4KiB read p50 (us)", pv[0] / 1e3);	/* within 1.6 % */
-	printf("%-28s %12.3f\n", "QD1 4KiB read p90 (us)", pv[1] / 1e3);
-	printf("%-28s %12.3f\n", "QD1 4KiB read p99 (us)", pv[2] / 1e3);
-	printf("%-28s %12.3f\n", "QD1 4KiB read p99.9 (us)", pv[3] / 1e3);
-	printf("%-28s %12.3f\n", "QD1 4KiB read max (us)", pv[4] / 1e3);
-	printf("%-28s %12.0f\n", "QD32 4KiB reads/s", iops);
+/* The table on stdout and the JSON file. */
+static int report(const struct emu_run *r, const struct emu_opts *o)
+{
 	struct json_object *jo = json_object_new_object(), *q;
 
+	if (!o->tgt.fabric)
+		printf("emulated NVMe controller, RAM backing, latency model off (no modelled delays)\n");
+	printf("%-28s %12s\n", "metric", "value");
+	printf("%-28s %12.3f\n", "QD1 4KiB read p50 (us)", r->pv[0] / 1e3);	/* within 1.6 % */
+	printf("%-28s %12.3f\n", "QD1 4KiB read p90 (us)", r->pv[1] / 1e3);
+	printf("%-28s %12.3f\n", "QD1 4KiB read p99 (us)", r->pv[2] / 1e3);
+	printf("%-28s %12.3f\n", "QD1 4KiB read p99.9 (us)", r->pv[3] / 1e3);
+	printf("%-28s %12.3f\n", "QD1 4KiB read max (us)", r->pv[4] / 1e3);
+	printf("%-28s %12.0f\n", "QD32 4KiB reads/s", r->iops);
 	pj_str(jo, "bench", "emu");
-	pj_str(jo, "backing", tgt.fabric ? "existing device" : "ram");
-	pj_str(jo, "fabric", name);
-	pj_u64(jo, "device", devid);
+	pj_str(jo, "backing", o->tgt.fabric ? "existing device" : "ram");
+	pj_str(jo, "fabric", r->name);
+	pj_u64(jo, "device", r->devid);
 	pj_bool(jo, "latency_model", false);
-	pj_u64(jo, "lba_size", lbads);
+	pj_u64(jo, "lba_size", r->lbads);
 	q = pj_obj(jo, "qd1");
-	pj_u64(q, "reads", n_qd1);
-	json_object_object_add(q, "lat_ns", hist_json(lat, 1));
+	pj_u64(q, "reads", o->n_qd1);
+	json_object_object_add(q, "lat_ns", hist_json(r->lat, 1));
 	q = pj_obj(jo, "qd32");
-	pj_dbl(q, "seconds", el);
-	pj_u64(q, "reads", done);
-	pj_dbl(q, "iops", iops);
+	pj_dbl(q, "seconds", r->el);
+	pj_u64(q, "reads", r->done);
+	pj_dbl(q, "iops", r->iops);
 	pj_run_info(jo);
-	if (prog_json_write(json, jo))
-		return 1;
-	disable();	/* leave the controller off, its queues gone, for the next owner */
+	return prog_json_write(o->json, jo) ? 1 : 0;
+}
+
+/* Leave the controller off, its queues gone, for the next owner; stop ours. */
+static void teardown(struct emu_run *r)
+{
+	disable();
 	sio_device_close(dev);
 	sio_fabric_close(fab);
-	if (pid > 0) {
-		kill(pid, SIGTERM);
-		waitpid(pid, NULL, 0);
-		sio_fabric_destroy(name);
+	if (r->pid > 0) {
+		kill(r->pid, SIGTERM);
+		waitpid(r->pid, NULL, 0);
+		sio_fabric_destroy(r->name);
 	}
-	free(lat);
+	free(r->lat);
+}
+
+static int run_bench(struct emu_opts *o)
+{
+	struct emu_run r = { .size = 1ull << 30, .nlb = 8, .lbads = 512,
+			     .seed = 0x9e3779b97f4a7c15ull };
+
+	if (o->tgt.fabric) {
+		r.devid = existing(&o->tgt);
+		snprintf(r.name, sizeof(r.name), "%s", o->tgt.fabric);
+	} else if (start_private(&r)) {
+		return 1;
+	}
+	if (take_device(&r, &o->tgt) || enable(&r) || identify_ns(&r))
+		return 1;
+	create_ioq(&r);
+	if (run_qd1(&r, o->n_qd1, o->lat_out))
+		return 1;
+	run_qd32(&r, o->secs);
+	if (report(&r, o))
+		return 1;
+	teardown(&r);
 	return 0;
 }
