@@ -213,232 +213,310 @@ int main(int argc, char **argv)
 	return run_sweep(&o);
 }
 
-static int run_sweep(struct sweep_opts *o)
+/* A sweep under way: its points, outputs and progress. */
+struct sweep {
+	const struct sweep_opts *o;
+	const uint32_t *qds;		/* queue depths */
+	uint32_t qd_one;		/* --qd */
+	int nqd, ncl, cls[8];		/* client counts */
+	double secs;
+	bool nofile, existing;		/* existing: --fabric, on @target */
+	int steps, step;
+	int ncl_done;			/* client-sweep points measured (RAM) */
+	bool mismatched;
+	struct nb_env target;
+	struct json_object *root, *j;	/* j: the points */
+	FILE *qf, *cf;			/* qd.dat, clients.dat */
+};
+
+/* The points to run: queue depths and client counts, from the options. */
+static void plan(struct sweep *s, const struct sweep_opts *o)
 {
 	static const uint32_t qd_full[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256 }, qd_quick[] = { 1, 4, 16, 64, 256 };
 	static const int cl_full[] = { 1, 2, 4, 8, 16, 32 }, cl_quick[] = { 1, 2, 8, 32 };
-	const uint32_t *qds = qd_full;
 	const int *cls = cl_full;
-	int nqd = 9, ncl = 6, maxc = o->maxc, rc, steps, step = 0, one_qd = o->one_qd;
-	int repeat = o->repeat;
-	int ncl_done = 0;	/* client-sweep points measured (RAM) */
-	uint32_t qd_one[1];
-	const char *out = o->out;
-	bool quick = o->quick, nofile = o->nofile, verify = o->verify, mismatched = false;
-	int cl_list[8];
-	double secs = o->secs;
-	struct nb_point p;
-	struct bench_target tgt = o->tgt;
-	struct nb_env ext;
-	struct json_object *root = json_object_new_object(), *j;
-	FILE *qf, *cf;
+	int ncl = 6, n = 0;
 
-	if (tgt.fabric)
-		nofile = true;	/* the device is the store */
-	if (quick) {
-		qds = qd_quick, nqd = 5, cls = cl_quick, ncl = 4;
-		if (secs == 1.0)
-			secs = 0.3;
+	s->o = o;
+	s->secs = o->secs;
+	s->existing = o->tgt.fabric;
+	s->nofile = o->nofile || s->existing;	/* on a device, the device is the store */
+	s->qds = qd_full, s->nqd = 9;
+	if (o->quick) {
+		s->qds = qd_quick, s->nqd = 5, cls = cl_quick, ncl = 4;
+		if (s->secs == 1.0)
+			s->secs = 0.3;
 	}
-	if (one_qd) {
-		qd_one[0] = (uint32_t)one_qd;
-		qds = qd_one, nqd = 1, ncl = 0;
+	if (o->one_qd) {
+		s->qd_one = (uint32_t)o->one_qd;
+		s->qds = &s->qd_one, s->nqd = 1, ncl = 0;
 	}
 	/* The client counts up to --max-clients, and that count itself. */
-	{
-		int n = 0;
+	for (int i = 0; i < ncl && cls[i] <= o->maxc; i++)
+		s->cls[n++] = cls[i];
+	if (ncl && (!n || s->cls[n - 1] != o->maxc))
+		s->cls[n++] = o->maxc;
+	s->ncl = n;
+}
 
-		for (int i = 0; i < ncl && cls[i] <= maxc; i++)
-			cl_list[n++] = cls[i];
-		if (ncl && (!n || cl_list[n - 1] != maxc))
-			cl_list[n++] = maxc;
-		cls = cl_list;
-		ncl = n;
-	}
+/* The output directory, the target, the backing files and the .dat files. */
+static int prepare(struct sweep *s)
+{
+	const char *out = s->o->out;
+	int rc;
+
 	if (nb_outdir("bench-out") || nb_outdir(out))
 		return 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (tgt.fabric && nb_env_attach(&ext, &tgt))
+	if (s->existing && nb_env_attach(&s->target, &s->o->tgt))
 		return 1;
 	snprintf(ram_file, sizeof(ram_file), "/dev/shm/nb-sweep-%d.img", (int)getpid());
 	snprintf(disk_file, sizeof(disk_file), "/var/tmp/nb-sweep-%d.img", (int)getpid());
 	atexit(cleanup);
-	if (tgt.fabric)
+	if (s->existing)
 		ram_file[0] = disk_file[0] = 0;	/* no baseline: no files */
 	else if ((rc = nb_make_file(ram_file, FILE_SIZE)) ||
-	    (!nofile && (rc = nb_make_file(disk_file, FILE_SIZE)))) {
+	    (!s->nofile && (rc = nb_make_file(disk_file, FILE_SIZE)))) {
 		fprintf(stderr, "sweep: make backing files: %s\n", strerror(-rc));
 		return 1;
 	}
-	if (!(qf = nb_open_out(out, "qd.dat")) || !(cf = nb_open_out(out, "clients.dat")))
+	if (!(s->qf = nb_open_out(out, "qd.dat")) || !(s->cf = nb_open_out(out, "clients.dat")))
 		return 1;
+	return 0;
+}
+
+/* Say what is measured: the JSON's head, the .dat headers, the text's. */
+static void describe(struct sweep *s)
+{
+	const char *model = s->existing ? nb_env_model_label(&s->target) : nb_model_label(false);
+	struct json_object *root = json_object_new_object();
+
 	pj_str(root, "benchmark", "sweep");
-	pj_bool(root, "latency_model", tgt.fabric && ext.o.model);
-	pj_str(root, "model_note", tgt.fabric ? nb_env_model_label(&ext) : nb_model_label(false));
+	pj_bool(root, "latency_model", s->existing && s->target.o.model);
+	pj_str(root, "model_note", model);
 	pj_int(root, "block", 4096);
-	pj_dbl(root, "seconds_per_point", secs);
+	pj_dbl(root, "seconds_per_point", s->secs);
 	pj_int(root, "cpus", nb_ncpus());
-	if (tgt.fabric)
-		json_object_object_add(root, "target", nb_target_json(&ext));
-	j = pj_arr(root, "points");
-	fprintf(qf, "# backing qd smartio_iops uring_iops smartio_p50 uring_p50 smartio_p99 uring_p99\n");
-	fprintf(cf, "# backing clients smartio_iops uring_iops smartio_jain uring_jain smartio_p99 uring_p99\n");
+	if (s->existing)
+		json_object_object_add(root, "target", nb_target_json(&s->target));
+	s->root = root;
+	s->j = pj_arr(root, "points");
+	fprintf(s->qf, "# backing qd smartio_iops uring_iops smartio_p50 uring_p50 smartio_p99 uring_p99\n");
+	fprintf(s->cf, "# backing clients smartio_iops uring_iops smartio_jain uring_jain smartio_p99 uring_p99\n");
 	printf("sweep: 4 KiB random reads, %.2f s per point, %d CPUs; %s\n"
 	       "IOPS/core: IOPS per CPU-second used by the issuing processes (user + kernel),\n"
 	       "the same clock for both engines; the emulated controller's own core is not\n"
 	       "counted (it stands for the device). CPU%%: client CPU time per wall second\n"
 	       "(per client). IOPS/busy: IOPS/core less the CPU of smartio polls that found\n"
 	       "nothing (device time); io_uring sleeps instead, so there it equals IOPS/core\n\n",
-	       secs, nb_ncpus(), tgt.fabric ? nb_env_model_label(&ext) : nb_model_label(false));
-	if (tgt.fabric) {
-		nb_env_describe(&ext, stdout);
+	       s->secs, nb_ncpus(), model);
+	if (s->existing) {
+		nb_env_describe(&s->target, stdout);
 		printf("skipped: the io_uring baseline (it needs the same store as a file; for the "
 		       "kernel's driver on the same device see bench/vm/side-by-side.sh) and the "
 		       "fairness runs (they need a manager set to WRR arbitration)\n");
 	}
 	header();
-	steps = (nofile ? 1 : 2) * (nqd * repeat + ncl) + (one_qd || tgt.fabric ? 0 : 2);
+	s->steps = (s->nofile ? 1 : 2) * (s->nqd * s->o->repeat + s->ncl) +
+		   (s->o->one_qd || s->existing ? 0 : 2);
+}
 
-	for (int bk = 0; bk < (nofile ? 1 : 2); bk++) {
-		const char *bname = bk ? "file" : "ram";
-		struct nb_env_opts eo = { .nodes = maxc + 1, .lender = maxc, .model = false,
-					  .backing = bk ? disk_file : "ram:256M", .windows = 64,
-					  .pin = true };
-		struct nb_env env;
-		struct nb_point_cfg pc = { .env = &env, .file_size = FILE_SIZE, .seconds = secs,
-					   .pin = true };
+/* One queue depth, one client: smartio, then io_uring on the same kind of
+ * store (and, on the file, buffered too: the controller's file I/O is). */
+static int qd_point(struct sweep *s, struct nb_point_cfg *pc, int bk, const char *bname,
+		    uint32_t qd)
+{
+	struct nb_point sm, u, ub;
 
-		if (tgt.fabric)
-			env = ext, bname = "device";
-		else if (nb_env_up(&env, "sweep", &eo))
-			return 1;
-		/* io_uring reads the same kind of store: tmpfs for RAM, the same file */
-		pc.file = bk ? disk_file : ram_file;
-		for (int i = 0; i < nqd * repeat; i++) {
-			struct nb_point s, u, ub;
-
-			pc.nclients = 1, pc.qd = qds[i / repeat];
-			pc.engine = NB_SMARTIO;
-			if (nb_run_point(&pc, &s))
-				return 1;
-			row(j, bname, "smartio", "qd", &s);
-			if (tgt.fabric) {
-				fprintf(qf, "%s %u %.0f NaN %.0f NaN %.0f NaN\n", bname, pc.qd, s.iops,
-					s.lat.p50, s.lat.p99);
-				nb_progress("sweep", ++step, steps);
-				continue;
-			}
-			pc.engine = NB_URING;
-			if (nb_run_point(&pc, &u))
-				return 1;
-			row(j, bname, bk ? "io_uring-direct" : "io_uring-tmpfs", "qd", &u);
-			if (bk) {	/* the controller's file I/O is buffered: show that too */
-				pc.buffered = true;
-				if (nb_run_point(&pc, &ub))
-					return 1;
-				pc.buffered = false;
-				row(j, bname, "io_uring-buffer", "qd", &ub);
-			}
-			fprintf(qf, "%s %u %.0f %.0f %.0f %.0f %.0f %.0f\n", bname, pc.qd, s.iops, u.iops,
-				s.lat.p50, u.lat.p50, s.lat.p99, u.lat.p99);
-			nb_progress("sweep", ++step, steps);
-		}
-		for (int i = 0; i < ncl && cls[i] <= maxc; i++) {
-			struct nb_point s, u;
-
-			pc.nclients = cls[i], pc.qd = 8;
-			pc.engine = NB_SMARTIO;
-			pc.verify = verify;
-			rc = nb_run_point(&pc, &s);
-			pc.verify = false;
-			if (rc) {
-				fprintf(stderr, "sweep: %d clients: %s\n", cls[i], strerror(-rc));
-				break;
-			}
-			row(j, bname, "smartio", "clients", &s);
-			printf("      setup of %d clients arriving together (client, queue pair, "
-			       "buffer): p50 %.1f ms, max %.1f ms", cls[i], s.setup_p50_ms,
-			       s.setup_max_ms);
-			if (verify)
-				printf("; %llu reads verified, %llu mismatches",
-				       (unsigned long long)s.verified,
-				       (unsigned long long)s.mismatches);
-			printf("\n");
-			if (s.mismatches)
-				mismatched = true;
-			if (tgt.fabric) {
-				fprintf(cf, "%s %d %.0f NaN %.4f NaN %.0f NaN\n", bname, cls[i], s.iops,
-					s.jain, s.lat.p99);
-				ncl_done++;
-				nb_progress("sweep", ++step, steps);
-				continue;
-			}
-			pc.engine = NB_URING;
-			if (nb_run_point(&pc, &u))
-				return 1;
-			row(j, bname, bk ? "io_uring-direct" : "io_uring-tmpfs", "clients", &u);
-			fprintf(cf, "%s %d %.0f %.0f %.4f %.4f %.0f %.0f\n", bname, cls[i], s.iops, u.iops,
-				s.jain, u.jain, s.lat.p99, u.lat.p99);
-			if (!bk)
-				ncl_done++;
-			nb_progress("sweep", ++step, steps);
-		}
-		if (!tgt.fabric)
-			nb_env_down(&env);
-		fprintf(qf, "\n\n");
-		fprintf(cf, "\n\n");
+	pc->nclients = 1, pc->qd = qd;
+	pc->engine = NB_SMARTIO;
+	if (nb_run_point(pc, &sm))
+		return 1;
+	row(s->j, bname, "smartio", "qd", &sm);
+	if (s->existing) {
+		fprintf(s->qf, "%s %u %.0f NaN %.0f NaN %.0f NaN\n", bname, pc->qd, sm.iops,
+			sm.lat.p50, sm.lat.p99);
+		nb_progress("sweep", ++s->step, s->steps);
+		return 0;
 	}
+	pc->engine = NB_URING;
+	if (nb_run_point(pc, &u))
+		return 1;
+	row(s->j, bname, bk ? "io_uring-direct" : "io_uring-tmpfs", "qd", &u);
+	if (bk) {
+		pc->buffered = true;
+		if (nb_run_point(pc, &ub))
+			return 1;
+		pc->buffered = false;
+		row(s->j, bname, "io_uring-buffer", "qd", &ub);
+	}
+	fprintf(s->qf, "%s %u %.0f %.0f %.0f %.0f %.0f %.0f\n", bname, pc->qd, sm.iops, u.iops,
+		sm.lat.p50, u.lat.p50, sm.lat.p99, u.lat.p99);
+	nb_progress("sweep", ++s->step, s->steps);
+	return 0;
+}
 
-	/* Fairness: 6 clients at QD 32 under RR, then WRR with weights 8:4:1. */
-	if (one_qd || tgt.fabric)
-		goto done;
+/* @n clients at QD 8: smartio (verified with --verify), then io_uring.
+ * 0, 1 to stop the benchmark, -1 to end the client sweep (said). */
+static int clients_point(struct sweep *s, struct nb_point_cfg *pc, int bk, const char *bname,
+			 int n)
+{
+	struct nb_point sm, u;
+	int rc;
+
+	pc->nclients = n, pc->qd = 8;
+	pc->engine = NB_SMARTIO;
+	pc->verify = s->o->verify;
+	rc = nb_run_point(pc, &sm);
+	pc->verify = false;
+	if (rc) {
+		fprintf(stderr, "sweep: %d clients: %s\n", n, strerror(-rc));
+		return -1;
+	}
+	row(s->j, bname, "smartio", "clients", &sm);
+	printf("      setup of %d clients arriving together (client, queue pair, "
+	       "buffer): p50 %.1f ms, max %.1f ms", n, sm.setup_p50_ms, sm.setup_max_ms);
+	if (s->o->verify)
+		printf("; %llu reads verified, %llu mismatches", (unsigned long long)sm.verified,
+		       (unsigned long long)sm.mismatches);
+	printf("\n");
+	if (sm.mismatches)
+		s->mismatched = true;
+	if (s->existing) {
+		fprintf(s->cf, "%s %d %.0f NaN %.4f NaN %.0f NaN\n", bname, n, sm.iops, sm.jain,
+			sm.lat.p99);
+		s->ncl_done++;
+		nb_progress("sweep", ++s->step, s->steps);
+		return 0;
+	}
+	pc->engine = NB_URING;
+	if (nb_run_point(pc, &u))
+		return 1;
+	row(s->j, bname, bk ? "io_uring-direct" : "io_uring-tmpfs", "clients", &u);
+	fprintf(s->cf, "%s %d %.0f %.0f %.4f %.4f %.0f %.0f\n", bname, n, sm.iops, u.iops,
+		sm.jain, u.jain, sm.lat.p99, u.lat.p99);
+	if (!bk)
+		s->ncl_done++;
+	nb_progress("sweep", ++s->step, s->steps);
+	return 0;
+}
+
+/* The queue-depth and client sweeps on one store: RAM (@bk 0) or file (1),
+ * a set-up of their own; on an existing fabric, its device. */
+static int sweep_store(struct sweep *s, int bk)
+{
+	const char *bname = bk ? "file" : "ram";
+	int maxc = s->o->maxc, repeat = s->o->repeat, rc;
+	struct nb_env_opts eo = { .nodes = maxc + 1, .lender = maxc, .model = false,
+				  .backing = bk ? disk_file : "ram:256M", .windows = 64,
+				  .pin = true };
+	struct nb_env env;
+	struct nb_point_cfg pc = { .env = &env, .file_size = FILE_SIZE, .seconds = s->secs,
+				   .pin = true };
+
+	if (s->existing)
+		env = s->target, bname = "device";
+	else if (nb_env_up(&env, "sweep", &eo))
+		return 1;
+	/* io_uring reads the same kind of store: tmpfs for RAM, the same file */
+	pc.file = bk ? disk_file : ram_file;
+	for (int i = 0; i < s->nqd * repeat; i++)
+		if (qd_point(s, &pc, bk, bname, s->qds[i / repeat]))
+			return 1;
+	for (int i = 0; i < s->ncl && s->cls[i] <= maxc; i++) {
+		if ((rc = clients_point(s, &pc, bk, bname, s->cls[i])) > 0)
+			return 1;
+		if (rc < 0)
+			break;
+	}
+	if (!s->existing)
+		nb_env_down(&env);
+	fprintf(s->qf, "\n\n");
+	fprintf(s->cf, "\n\n");
+	return 0;
+}
+
+/* 6 clients at QD 32 on a set-up of their own: RR, or WRR with weights 8:4:1. */
+static int fair_point(struct sweep *s, int wrr)
+{
+	struct nb_env_opts eo = { .nodes = 7, .lender = 6, .backing = "ram:256M", .pin = true,
+				  .arbitration = wrr ? NVME_CC_AMS_WRRU : NVME_CC_AMS_RR,
+				  .arb_cdw11 = wrr ? sio_nvme_feat_arbitration(0, 0, 3, 7) : 0 };
+	struct nb_point_cfg pc = { .engine = NB_SMARTIO, .nclients = 6, .qd = 32,
+				   .seconds = s->secs * 2, .wrr_prios = wrr };
+	struct nb_env env;
+	struct nb_point p;
+	double cls_iops[4] = { 0 };
+
+	if (nb_env_up(&env, wrr ? "wrr" : "rr", &eo))
+		return 1;
+	pc.env = &env;
+	if (nb_run_point(&pc, &p))
+		return 1;
+	row(s->j, "ram", wrr ? "smartio-wrr" : "smartio-rr", "fair", &p);
+	for (int i = 0; i < 6; i++)
+		cls_iops[wrr ? p.client_prio[i] : 0] += p.client_iops[i];
+	printf("      per client IOPS:");
+	for (int i = 0; i < 6; i++)
+		printf(" %.0f%s", p.client_iops[i],
+		       wrr ? (const char *[]){ "", "(H)", "(M)", "(L)" }[p.client_prio[i]] : "");
+	if (wrr)
+		printf("\n      share high/medium/low: %.2f / %.2f / %.2f (weights 8/4/1: "
+		       "0.62 / 0.31 / 0.08 when the controller is the bottleneck)",
+		       cls_iops[1] / p.iops, cls_iops[2] / p.iops, cls_iops[3] / p.iops);
+	printf("\n");
+	nb_env_down(&env);
+	nb_progress("sweep", ++s->step, s->steps);
+	return 0;
+}
+
+/* Fairness between clients: under round-robin, then weighted round-robin. */
+static int fairness(struct sweep *s)
+{
 	printf("\nfairness: 6 clients, QD 32 each, RAM backing; WRR weights high 8, medium 4, low 1 "
 	       "(clients take priorities high, medium, low in turn)\n");
 	header();
-	for (int wrr = 0; wrr < 2; wrr++) {
-		struct nb_env_opts eo = { .nodes = 7, .lender = 6, .backing = "ram:256M", .pin = true,
-					  .arbitration = wrr ? NVME_CC_AMS_WRRU : NVME_CC_AMS_RR,
-					  .arb_cdw11 = wrr ? sio_nvme_feat_arbitration(0, 0, 3, 7) : 0 };
-		struct nb_point_cfg pc = { .engine = NB_SMARTIO, .nclients = 6, .qd = 32,
-					   .seconds = secs * 2, .wrr_prios = wrr };
-		struct nb_env env;
-		double cls_iops[4] = { 0 };
+	for (int wrr = 0; wrr < 2; wrr++)
+		if (fair_point(s, wrr))
+			return 1;
+	return 0;
+}
 
-		if (nb_env_up(&env, wrr ? "wrr" : "rr", &eo))
-			return 1;
-		pc.env = &env;
-		if (nb_run_point(&pc, &p))
-			return 1;
-		row(j, "ram", wrr ? "smartio-wrr" : "smartio-rr", "fair", &p);
-		for (int i = 0; i < 6; i++)
-			cls_iops[wrr ? p.client_prio[i] : 0] += p.client_iops[i];
-		printf("      per client IOPS:");
-		for (int i = 0; i < 6; i++)
-			printf(" %.0f%s", p.client_iops[i],
-			       wrr ? (const char *[]){ "", "(H)", "(M)", "(L)" }[p.client_prio[i]] : "");
-		if (wrr)
-			printf("\n      share high/medium/low: %.2f / %.2f / %.2f (weights 8/4/1: "
-			       "0.62 / 0.31 / 0.08 when the controller is the bottleneck)",
-			       cls_iops[1] / p.iops, cls_iops[2] / p.iops, cls_iops[3] / p.iops);
-		printf("\n");
-		nb_env_down(&env);
-		nb_progress("sweep", ++step, steps);
-	}
-done:
+/* The JSON, the plots; the target left as found; 1 if data did not verify. */
+static int finish(struct sweep *s)
+{
+	const char *out = s->o->out;
+
 	nb_progress("sweep", 1, 1);
-	if (nb_write_json(out, "sweep.json", root))
+	if (nb_write_json(out, "sweep.json", s->root))
 		return 1;
-	fclose(qf);
-	fclose(cf);
-
-	write_plot(out, nqd, qds[0], ncl_done, cls[0], nofile, tgt.fabric ? &ext : NULL);
-	if (tgt.fabric)
-		nb_env_down(&ext);
+	fclose(s->qf);
+	fclose(s->cf);
+	write_plot(out, s->nqd, s->qds[0], s->ncl_done, s->cls[0], s->nofile,
+		   s->existing ? &s->target : NULL);
+	if (s->existing)
+		nb_env_down(&s->target);
 	printf("\nwrote %s/sweep.json, qd.dat, clients.dat, qd.png%s\n", out,
-	       ncl_done ? ", clients.png" : "");
-	if (mismatched) {
+	       s->ncl_done ? ", clients.png" : "");
+	if (s->mismatched) {
 		fprintf(stderr, "sweep: verified reads found data that was not the store's\n");
 		return 1;
 	}
 	return 0;
+}
+
+static int run_sweep(struct sweep_opts *o)
+{
+	struct sweep s = { 0 };
+
+	plan(&s, o);
+	if (prepare(&s))
+		return 1;
+	describe(&s);
+	for (int bk = 0; bk < (s.nofile ? 1 : 2); bk++)
+		if (sweep_store(&s, bk))
+			return 1;
+	if (!o->one_qd && !s.existing && fairness(&s))
+		return 1;
+	return finish(&s);
 }
