@@ -250,119 +250,139 @@ static int write_plot_data(const struct run *r, const char *out)
 	return 0;
 }
 
-static int run_placements(struct sqp_opts *o)
-{
-	struct nb_env_opts eo = o->eo;
-	const char *out = o->out;
-	uint64_t n = o->n, seed = 0x5eed, nblk;
-	struct run r[NPLACE] = { 0 };
-	const unsigned rounds = 8;
-	struct nb_client c;
-	struct nb_env env;
-	uint32_t nlb;
-	char hops[96];
-	FILE *h;
-	int rc, cnode;
+/* The placements run interleaved in this many rounds. */
+enum { ROUNDS = 8 };
 
-	n -= n % rounds;
-	if (nb_outdir("bench-out") || nb_outdir(out))
-		return 1;
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (nb_env_open(&env, "sqplace", &eo, &o->tgt))
-		return 1;
-	cnode = nb_env_client_node(&env, 0);
+/* A run of the benchmark: its set-up, client, and one struct run per placement. */
+struct sqp {
+	struct nb_env env;
+	struct nb_client c;
+	struct run r[NPLACE];
+	uint64_t n, seed, nblk;		/* reads per placement; blocks of 4 KiB */
+	uint32_t nlb;			/* LBAs per 4 KiB */
+};
+
+/* Which placements run: all the simulated set-up offers; on an existing
+ * fabric, what its device and the client's node offer. */
+static void choose(struct sqp *s, const struct nb_env_opts *eo, int cnode)
+{
+	struct run *r = s->r;
+
 	r[P_LOCAL].on = r[P_LENDER].on = true;
-	r[P_DEVICE].on = eo.cmb_mib > 0;
+	r[P_DEVICE].on = eo->cmb_mib > 0;
 	r[P_DEVICE].skip = "--cmb 0";
 	r[P_GPU].skip = "no GPU location in the client's queue spec yet";
-	if (env.external) {	/* what this device and fabric offer */
-		if (cnode == env.o.lender) {
-			r[P_LENDER].on = false;
-			r[P_LENDER].skip = "the client runs on the lender, so lender RAM is its own RAM "
-					   "(give --node of another node to compare)";
-		}
-		r[P_DEVICE].on = env.ctrl.cmb.size && env.ctrl.cmb.sqs;
-		r[P_DEVICE].skip = !env.ctrl.cmb.size ? "the controller has no CMB (or its manager "
-							"left it off)"
-				 : "the controller's CMB does not take SQs (CMBSZ.SQS is 0)";
+	if (!s->env.external)
+		return;
+	if (cnode == s->env.o.lender) {
+		r[P_LENDER].on = false;
+		r[P_LENDER].skip = "the client runs on the lender, so lender RAM is its own RAM "
+				   "(give --node of another node to compare)";
 	}
+	r[P_DEVICE].on = s->env.ctrl.cmb.size && s->env.ctrl.cmb.sqs;
+	r[P_DEVICE].skip = !s->env.ctrl.cmb.size ? "the controller has no CMB (or its manager "
+						   "left it off)"
+			   : "the controller's CMB does not take SQs (CMBSZ.SQS is 0)";
+}
+
+/* Placement @p's queue, checked to be where asked, its modelled path, its
+ * histogram, warmed up. */
+static int open_placement(struct sqp *s, int p)
+{
+	struct sio_nvme_qspec qs = { .sq_loc = place[p].sq_loc, .cq_loc = SIO_PLACE_LOCAL,
+				     .depth = 64 };
+	struct run *r = &s->r[p];
+	struct sio_nvme_ioq_info qi;
+	int rc;
+
+	if (sio_nvme_ioq_create(s->c.cl, &qs, &r->q)) {
+		fprintf(stderr, "sq-placement: %s: %s\n", place[p].name, sio_errmsg());
+		return 1;
+	}
+	sio_nvme_ioq_info(r->q, &qi);
+	if (qi.sq_place != place[p].sq_loc || qi.cq_place != SIO_PLACE_LOCAL) {
+		fprintf(stderr, "sq-placement: %s: the SQ went to %s, CQ to %s\n", place[p].name,
+			sio_placement_name(qi.sq_place), sio_placement_name(qi.cq_place));
+		return 1;
+	}
+	if (sq_path(&s->c, &s->env, p, &r->path)) {
+		if (!s->env.external) {
+			fprintf(stderr, "sq-placement: path: %s\n", sio_errmsg());
+			return 1;
+		}
+		/* a backend without paths to this memory: no modelled figure */
+		printf("  %s: no path from the device to the SQ's memory (%s): no modelled "
+		       "round trip\n", place[p].name, sio_errmsg());
+		memset(&r->path, 0, sizeof(r->path));
+	}
+	rc = 0;
+	r->lat = malloc(sizeof(*r->lat));
+	if (r->lat)
+		hist_init(r->lat);
+	if (!r->lat || (rc = measure(&s->c, &(struct run){ .q = r->q }, 2000, &s->seed, s->nlb,
+				     s->nblk))) {
+		fprintf(stderr, "sq-placement: warm-up %s: %s\n", place[p].name,
+			rc ? sio_errmsg() : "out of memory");
+		return 1;
+	}
+	return 0;
+}
+
+/* The client and buffer on @cnode, and every placement's queue. */
+static int open_all(struct sqp *s, int cnode)
+{
 	nb_pin(0);
-	if (nb_client_open(&c, &env, cnode, NULL, 4096) == 0)
-		sio_nvme_ioq_close(c.q), c.q = NULL;	/* only the client and buffer */
+	if (nb_client_open(&s->c, &s->env, cnode, NULL, 4096) == 0)
+		sio_nvme_ioq_close(s->c.q), s->c.q = NULL;	/* only the client and buffer */
 	else
 		return 1;
-	nlb = 4096 / c.ns.lba_size;
-	nblk = c.ns.nsze / nlb;
-	for (int p = 0; p < NPLACE; p++) {
-		struct sio_nvme_qspec qs = { .sq_loc = place[p].sq_loc, .cq_loc = SIO_PLACE_LOCAL,
-					     .depth = 64 };
-		struct sio_nvme_ioq_info qi;
+	s->nlb = 4096 / s->c.ns.lba_size;
+	s->nblk = s->c.ns.nsze / s->nlb;
+	for (int p = 0; p < NPLACE; p++)
+		if (s->r[p].on && open_placement(s, p))
+			return 1;
+	return 0;
+}
 
-		if (!r[p].on)
-			continue;
-		if ((rc = sio_nvme_ioq_create(c.cl, &qs, &r[p].q))) {
-			fprintf(stderr, "sq-placement: %s: %s\n", place[p].name, sio_errmsg());
-			return 1;
-		}
-		sio_nvme_ioq_info(r[p].q, &qi);
-		if (qi.sq_place != place[p].sq_loc || qi.cq_place != SIO_PLACE_LOCAL) {
-			fprintf(stderr, "sq-placement: %s: the SQ went to %s, CQ to %s\n",
-				place[p].name, sio_placement_name(qi.sq_place),
-				sio_placement_name(qi.cq_place));
-			return 1;
-		}
-		if ((rc = sq_path(&c, &env, p, &r[p].path))) {
-			if (!env.external) {
-				fprintf(stderr, "sq-placement: path: %s\n", sio_errmsg());
-				return 1;
-			}
-			/* a backend without paths to this memory: no modelled figure */
-			printf("  %s: no path from the device to the SQ's memory (%s): no modelled "
-			       "round trip\n", place[p].name, sio_errmsg());
-			memset(&r[p].path, 0, sizeof(r[p].path));
-		}
-		r[p].lat = malloc(sizeof(*r[p].lat));
-		if (r[p].lat)
-			hist_init(r[p].lat);
-		if (!r[p].lat || (rc = measure(&c, &(struct run){ .q = r[p].q }, 2000, &seed, nlb,
-					       nblk))) {
-			fprintf(stderr, "sq-placement: warm-up %s: %s\n", place[p].name,
-				rc ? sio_errmsg() : "out of memory");
-			return 1;
-		}
-	}
+/* Say what runs, then the placements interleaved in rounds; their statistics. */
+static int measure_all(struct sqp *s, bool model)
+{
+	struct run *r = s->r;
 
 	printf("sq-placement: QD1 4 KiB random reads, %llu per placement, CQ in borrower RAM\n",
-	       (unsigned long long)n);
-	if (env.external)
-		nb_env_describe(&env, stdout);
+	       (unsigned long long)s->n);
+	if (s->env.external)
+		nb_env_describe(&s->env, stdout);
 	else
 		printf("  topology: node 0 (borrower) -> cluster switch -> node 1 (lender), "
-		       "controller behind an expansion chassis\n  %s\n", nb_model_label(eo.model));
+		       "controller behind an expansion chassis\n  %s\n", nb_model_label(model));
 	for (int p = 0; p < NPLACE; p++)
 		if (!r[p].on)
 			printf("  skipped: %s (%s): %s\n", place[p].name, place[p].what, r[p].skip);
-	for (unsigned k = 0; k < rounds; k++)
+	for (unsigned k = 0; k < ROUNDS; k++)
 		for (int p = 0; p < NPLACE; p++) {
-			uint64_t per = n / rounds;
-
 			if (!r[p].on)
 				continue;
-			rc = measure(&c, &(struct run){ .q = r[p].q, .lat = r[p].lat },
-				     per, &seed, nlb, nblk);
-			if (rc) {
+			if (measure(&s->c, &(struct run){ .q = r[p].q, .lat = r[p].lat },
+				    s->n / ROUNDS, &s->seed, s->nlb, s->nblk)) {
 				fprintf(stderr, "\nsq-placement: %s: %s\n", place[p].name,
 					sio_errmsg());
 				return 1;
 			}
 			nb_progress("sq-placement", (uint64_t)k * NPLACE + p + 1,
-				    (uint64_t)rounds * NPLACE);
+				    (uint64_t)ROUNDS * NPLACE);
 		}
 	nb_progress("sq-placement", 1, 1);
-
 	for (int p = 0; p < NPLACE; p++)
 		if (r[p].on)
 			nb_stats_hist(r[p].lat, &r[p].st);
+	return 0;
+}
+
+/* The table, and each placement against SQ in borrower RAM. */
+static void print_table(const struct run *r, bool model)
+{
+	char hops[96];
 
 	printf("\n%-7s %-30s %9s %8s %8s %8s %8s %8s  %s\n", "SQ in", "SQ-fetch path (model)",
 	       "model RT", "p1", "p50", "p99", "p99.9", "mean", "(ns)");
@@ -375,57 +395,78 @@ static int run_placements(struct sqp_opts *o)
 		       r[p].st.p999, r[p].st.mean);
 	}
 	printf("\ndifference to SQ in borrower RAM (p50 measured vs modelled SQ-fetch round trip%s):\n",
-	       env.o.model ? "" : "; model off, so 0 is expected");
+	       model ? "" : "; model off, so 0 is expected");
 	for (int p = 1; p < NPLACE; p++) {
 		double dm, dp;
 
 		if (!r[p].on)
 			continue;
 		dm = r[P_LOCAL].st.p50 - r[p].st.p50;
-		dp = env.o.model ? (double)r[P_LOCAL].path.round_trip_ns - r[p].path.round_trip_ns : 0;
+		dp = model ? (double)r[P_LOCAL].path.round_trip_ns - r[p].path.round_trip_ns : 0;
 		printf("  local - %-6s measured %7.0f ns   modelled %7.0f ns   residual %+6.0f ns\n",
 		       place[p].name, dm, dp, dm - dp);
 	}
+}
 
-	if (write_json(r, n, &env, out) || write_plot_data(r, out))
+/* sq-placement.gp and the PNG from it (hist.dat, box.dat). */
+static void write_plot(const struct run *r, const struct nb_env *env, const char *out)
+{
+	int ncol = r[P_LOCAL].on + r[P_LENDER].on + r[P_DEVICE].on;
+	double ylo = 1e18, yhi = 0;	/* the box plot's axis: no empty decades */
+	FILE *h = nb_open_out(out, "sq-placement.gp");
+
+	if (!h)
+		return;
+	for (int p = 0; p < NPLACE; p++)
+		if (r[p].on) {
+			ylo = ylo < r[p].st.p1 ? ylo : r[p].st.p1;
+			yhi = yhi > r[p].st.p99 ? yhi : r[p].st.p99;
+		}
+	fprintf(h,
+		"set terminal pngcairo size 1400,560 noenhanced\n"
+		"set output 'sq-placement.png'\n"
+		"set multiplot layout 1,2 title 'SQ placement, QD1 4 KiB random reads, CQ in "
+		"borrower RAM - %s'\n"
+		"set title 'histogram, p1..p95 (every read counted; the tail is in the JSON)'\n"
+		"set xlabel 'command completion latency (us)'\n"
+		"set ylabel 'reads per ns of latency'\nset style fill transparent solid 0.45 noborder\n"
+		"set key top right opaque box\n"
+		"plot for [i=3:%d] 'hist.dat' using 1:i:2 with boxes title columnhead(i)\n"
+		"set title 'box: p25..p75, whiskers p1..p99, line p50'\nset xlabel 'SQ in'\n"
+		"set ylabel 'us (log scale, p1..p99 of all)'\nset logscale y\nset yrange [%g:%g]\n"
+		"set xrange [0.5:%d.5]\nset boxwidth 0.4\nunset key\n"
+		"plot 'box.dat' using 1:4:3:7:6:1:xtic(2) with candlesticks whiskerbars lw 2 lc variable, "
+		"'' using 1:5:5:5:5 with candlesticks lw 3 lc 'black'\n"
+		"unset multiplot\n", nb_env_model_label(env), ncol + 2, ylo * 0.9 / 1e3,
+		yhi * 1.1 / 1e3, ncol);
+	fclose(h);
+	nb_gnuplot(out, "sq-placement.gp");
+}
+
+static int run_placements(struct sqp_opts *o)
+{
+	struct sqp s = { .n = o->n - o->n % ROUNDS, .seed = 0x5eed };
+	int cnode;
+
+	if (nb_outdir("bench-out") || nb_outdir(o->out))
 		return 1;
-	if ((h = nb_open_out(out, "sq-placement.gp"))) {
-		int ncol = r[P_LOCAL].on + r[P_LENDER].on + r[P_DEVICE].on;
-		double ylo = 1e18, yhi = 0;	/* the box plot's axis: no empty decades */
-
-		for (int p = 0; p < NPLACE; p++)
-			if (r[p].on) {
-				ylo = ylo < r[p].st.p1 ? ylo : r[p].st.p1;
-				yhi = yhi > r[p].st.p99 ? yhi : r[p].st.p99;
-			}
-
-		fprintf(h,
-			"set terminal pngcairo size 1400,560 noenhanced\n"
-			"set output 'sq-placement.png'\n"
-			"set multiplot layout 1,2 title 'SQ placement, QD1 4 KiB random reads, CQ in "
-			"borrower RAM - %s'\n"
-			"set title 'histogram, p1..p95 (every read counted; the tail is in the JSON)'\n"
-			"set xlabel 'command completion latency (us)'\n"
-			"set ylabel 'reads per ns of latency'\nset style fill transparent solid 0.45 noborder\n"
-			"set key top right opaque box\n"
-			"plot for [i=3:%d] 'hist.dat' using 1:i:2 with boxes title columnhead(i)\n"
-			"set title 'box: p25..p75, whiskers p1..p99, line p50'\nset xlabel 'SQ in'\n"
-			"set ylabel 'us (log scale, p1..p99 of all)'\nset logscale y\nset yrange [%g:%g]\n"
-			"set xrange [0.5:%d.5]\nset boxwidth 0.4\nunset key\n"
-			"plot 'box.dat' using 1:4:3:7:6:1:xtic(2) with candlesticks whiskerbars lw 2 lc variable, "
-			"'' using 1:5:5:5:5 with candlesticks lw 3 lc 'black'\n"
-			"unset multiplot\n", nb_env_model_label(&env), ncol + 2, ylo * 0.9 / 1e3,
-			yhi * 1.1 / 1e3, ncol);
-		fclose(h);
-		nb_gnuplot(out, "sq-placement.gp");
-	}
-	printf("\nwrote %s/sq-placement.json, hist.dat, box.dat, sq-placement.png\n", out);
-
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (nb_env_open(&s.env, "sqplace", &o->eo, &o->tgt))
+		return 1;
+	cnode = nb_env_client_node(&s.env, 0);
+	choose(&s, &o->eo, cnode);
+	if (open_all(&s, cnode) || measure_all(&s, o->eo.model))
+		return 1;
+	print_table(s.r, s.env.o.model);
+	if (write_json(s.r, s.n, &s.env, o->out) || write_plot_data(s.r, o->out))
+		return 1;
+	write_plot(s.r, &s.env, o->out);
+	printf("\nwrote %s/sq-placement.json, hist.dat, box.dat, sq-placement.png\n", o->out);
 	for (int p = 0; p < NPLACE; p++) {
-		sio_nvme_ioq_close(r[p].q);
-		free(r[p].lat);
+		sio_nvme_ioq_close(s.r[p].q);
+		free(s.r[p].lat);
 	}
-	nb_client_close(&c);
-	nb_env_down(&env);
+	nb_client_close(&s.c);
+	nb_env_down(&s.env);
 	return 0;
 }
