@@ -143,35 +143,36 @@ int main(int argc, char **argv)
 	return run_bench(&o);
 }
 
-static int run_bench(struct gb_opts *o)
+/* No GPU: skipped (77), or a failure (1) with SMARTIO_REQUIRE_GPU=1; 0: go on. */
+static int gpu_or_skip(void)
 {
-	const char *fname = o->fname, *json = o->json;
-	uint32_t *th = o->th, *qs = o->qs, *ds = o->ds;
-	int nth = o->nth, nqs = o->nqs, nds = o->nds, node = o->node;
-	int64_t devid = o->devid;
-	bool placement = o->placement;
-
-	if (sio_gpu_count() <= 0) {
-		if (sio_gpu_required()) {
-			fprintf(stderr, "gpu-bench: FAIL: SMARTIO_REQUIRE_GPU is set, but %s\n",
-				sio_errmsg());
-			return 1;
-		}
-		printf("skipped: %s\n", sio_errmsg());
-		return 77;
-	}
-	if (sio_fabric_open(fname, node, &f) || sio_gpu_nvme_open(f, devid, 0, &g)) {
-		fprintf(stderr, "gpu-bench: %s %s\n", sio_errmsg(), sio_errmsg());
+	if (sio_gpu_count() > 0)
+		return 0;
+	if (sio_gpu_required()) {
+		fprintf(stderr, "gpu-bench: FAIL: SMARTIO_REQUIRE_GPU is set, but %s\n", sio_errmsg());
 		return 1;
 	}
-	struct sio_nvme_client *cl = sio_gpu_nvme_client(g);
+	printf("skipped: %s\n", sio_errmsg());
+	return 77;
+}
+
+/* Join the fabric, connect to the controller, say what is measured; the
+ * namespace and the GPU buffer the reads land in. */
+static int open_target(const struct gb_opts *o)
+{
+	struct sio_nvme_client *cl;
 	struct sio_device_info di;
 	struct sio_topology topo;
 
+	if (sio_fabric_open(o->fname, o->node, &f) || sio_gpu_nvme_open(f, o->devid, 0, &g)) {
+		fprintf(stderr, "gpu-bench: %s %s\n", sio_errmsg(), sio_errmsg());
+		return 1;
+	}
+	cl = sio_gpu_nvme_client(g);
 	if (!sio_device_info(sio_nvme_client_device(cl), &di) && !sio_fabric_topology(f, &topo))
 		printf("measured: fabric %s, device %u%s%s (%s) on node %d, GPU 0 on node %d; %s\n",
-		       fname, di.id, di.bdf[0] ? " at " : "", di.bdf,
-		       di.backend == SIO_BACKEND_VFIO ? "vfio" : "sim", di.lender, node,
+		       o->fname, di.id, di.bdf[0] ? " at " : "", di.bdf,
+		       di.backend == SIO_BACKEND_VFIO ? "vfio" : "sim", di.lender, o->node,
 		       di.backend == SIO_BACKEND_VFIO ? "no latency model (a real device path)"
 		       : topo.latency_model ? "latency model ON (modelled per-hop delays, not hardware)"
 					    : "latency model OFF (software cost only)");
@@ -181,80 +182,100 @@ static int run_bench(struct gb_opts *o)
 		fprintf(stderr, "gpu-bench: setup: %s / %s\n", sio_errmsg(), sio_errmsg());
 		return 1;
 	}
-	FILE *jf = safe_fopen_w(json);
-	if (!jf) {
-		perror(json);
+	return 0;
+}
+
+/* --sq-placement: QD1 latency, one GPU thread, the SQ in GPU then in host memory. */
+static int placement_runs(FILE *jf)
+{
+	uint64_t *dlat, *lat = malloc(nios * sizeof(*lat));
+	const char *name[2] = { "gpu", "host" };
+
+	if (!lat || cudaMalloc((void **)&dlat, nios * sizeof(*dlat)) != cudaSuccess) {
+		fprintf(stderr, "gpu-bench: no memory for %llu latencies\n",
+			(unsigned long long)nios);
 		return 1;
 	}
-	if (placement) {
-		uint64_t *dlat, *lat = malloc(nios * sizeof(*lat));
-		const char *name[2] = { "gpu", "host" };
+	printf("sq-placement: QD1 4 KiB random reads issued by one GPU thread, %llu each; "
+	       "CQ in host memory\n%-6s %10s %10s %10s %10s %10s\n",
+	       (unsigned long long)nios, "SQ", "p50 us", "p90 us", "p99 us", "p99.9 us",
+	       "max us");
+	fprintf(jf, "{\"benchmark\":\"gpu-sq-placement\",\"ios\":%llu,\"runs\":[",
+		(unsigned long long)nios);
+	for (int k = 0; k < 2; k++) {
+		struct sio_gpu_job_result r;
 
-		if (!lat || cudaMalloc((void **)&dlat, nios * sizeof(*dlat)) != cudaSuccess) {
-			fprintf(stderr, "gpu-bench: no memory for %llu latencies\n",
-				(unsigned long long)nios);
+		if (run(1, 1, 64, k == 1, dlat, &r))
+			return 1;
+		if (cudaMemcpy(lat, dlat, nios * sizeof(*lat), cudaMemcpyDeviceToHost) !=
+		    cudaSuccess) {
+			fprintf(stderr, "gpu-bench: reading the latencies failed\n");
 			return 1;
 		}
-		printf("sq-placement: QD1 4 KiB random reads issued by one GPU thread, %llu each; "
-		       "CQ in host memory\n%-6s %10s %10s %10s %10s %10s\n",
-		       (unsigned long long)nios, "SQ", "p50 us", "p90 us", "p99 us", "p99.9 us",
-		       "max us");
-		fprintf(jf, "{\"benchmark\":\"gpu-sq-placement\",\"ios\":%llu,\"runs\":[",
-			(unsigned long long)nios);
-		for (int k = 0; k < 2; k++) {
-			struct sio_gpu_job_result r;
-
-			if (run(1, 1, 64, k == 1, dlat, &r))
-				return 1;
-			if (cudaMemcpy(lat, dlat, nios * sizeof(*lat), cudaMemcpyDeviceToHost) !=
-			    cudaSuccess) {
-				fprintf(stderr, "gpu-bench: reading the latencies failed\n");
-				return 1;
-			}
-			qsort(lat, nios, sizeof(*lat), cmp_u64);
+		qsort(lat, nios, sizeof(*lat), cmp_u64);
 #define P(q) (lat[(uint64_t)((nios - 1) * (q))] / 1000.0)
-			printf("%-6s %10.2f %10.2f %10.2f %10.2f %10.2f%s\n", name[k], P(0.5), P(0.9),
-			       P(0.99), P(0.999), P(1.0), r.failed ? "  (errors)" : "");
-			fprintf(jf, "%s{\"sq\":\"%s\",\"failed\":%llu,\"p50_us\":%.3f,\"p90_us\":%.3f,"
-				"\"p99_us\":%.3f,\"p999_us\":%.3f,\"max_us\":%.3f}", k ? "," : "",
-				name[k], (unsigned long long)r.failed, P(0.5), P(0.9), P(0.99),
-				P(0.999), P(1.0));
-		}
-		fprintf(jf, "]}\n");
-		cudaFree(dlat);
-		free(lat);
-	} else {
-		int first = 1;
-
-		printf("sweep: 4 KiB random reads issued by GPU threads, %llu per point\n"
-		       "%8s %7s %6s %12s %10s %8s\n", (unsigned long long)nios, "threads", "queues",
-		       "depth", "IOPS", "MiB/s", "errors");
-		fprintf(jf, "{\"benchmark\":\"gpu-sweep\",\"ios\":%llu,\"points\":[",
-			(unsigned long long)nios);
-		for (int a = 0; a < nth; a++)
-			for (int b = 0; b < nqs; b++)
-				for (int d = 0; d < nds; d++) {
-					struct sio_gpu_job_result r;
-					double iops;
-
-					if (run(th[a], qs[b], ds[d], false, NULL, &r))
-						return 1;
-					iops = r.seconds > 0 ? r.ok / r.seconds : 0;
-					printf("%8u %7u %6u %12.0f %10.1f %8llu\n", th[a], qs[b], ds[d],
-					       iops, iops * 4096 / (1 << 20),
-					       (unsigned long long)r.failed);
-					fflush(stdout);
-					fprintf(jf, "%s{\"threads\":%u,\"queues\":%u,\"depth\":%u,"
-						"\"iops\":%.0f,\"failed\":%llu}", first ? "" : ",",
-						th[a], qs[b], ds[d], iops,
-						(unsigned long long)r.failed);
-					first = 0;
-				}
-		fprintf(jf, "]}\n");
+		printf("%-6s %10.2f %10.2f %10.2f %10.2f %10.2f%s\n", name[k], P(0.5), P(0.9),
+		       P(0.99), P(0.999), P(1.0), r.failed ? "  (errors)" : "");
+		fprintf(jf, "%s{\"sq\":\"%s\",\"failed\":%llu,\"p50_us\":%.3f,\"p90_us\":%.3f,"
+			"\"p99_us\":%.3f,\"p999_us\":%.3f,\"max_us\":%.3f}", k ? "," : "",
+			name[k], (unsigned long long)r.failed, P(0.5), P(0.9), P(0.99),
+			P(0.999), P(1.0));
+#undef P
 	}
+	fprintf(jf, "]}\n");
+	cudaFree(dlat);
+	free(lat);
+	return 0;
+}
+
+/* The sweep: every threads x queues x depth point, IOPS and MiB/s. */
+static int sweep_points(const struct gb_opts *o, FILE *jf)
+{
+	int first = 1;
+
+	printf("sweep: 4 KiB random reads issued by GPU threads, %llu per point\n"
+	       "%8s %7s %6s %12s %10s %8s\n", (unsigned long long)nios, "threads", "queues",
+	       "depth", "IOPS", "MiB/s", "errors");
+	fprintf(jf, "{\"benchmark\":\"gpu-sweep\",\"ios\":%llu,\"points\":[",
+		(unsigned long long)nios);
+	for (int a = 0; a < o->nth; a++)
+		for (int b = 0; b < o->nqs; b++)
+			for (int d = 0; d < o->nds; d++) {
+				uint32_t th = o->th[a], qs = o->qs[b], ds = o->ds[d];
+				struct sio_gpu_job_result r;
+				double iops;
+
+				if (run(th, qs, ds, false, NULL, &r))
+					return 1;
+				iops = r.seconds > 0 ? r.ok / r.seconds : 0;
+				printf("%8u %7u %6u %12.0f %10.1f %8llu\n", th, qs, ds, iops,
+				       iops * 4096 / (1 << 20), (unsigned long long)r.failed);
+				fflush(stdout);
+				fprintf(jf, "%s{\"threads\":%u,\"queues\":%u,\"depth\":%u,"
+					"\"iops\":%.0f,\"failed\":%llu}", first ? "" : ",",
+					th, qs, ds, iops, (unsigned long long)r.failed);
+				first = 0;
+			}
+	fprintf(jf, "]}\n");
+	return 0;
+}
+
+static int run_bench(struct gb_opts *o)
+{
+	FILE *jf;
+	int rc;
+
+	if ((rc = gpu_or_skip()) || (rc = open_target(o)))
+		return rc;
+	if (!(jf = safe_fopen_w(o->json))) {
+		perror(o->json);
+		return 1;
+	}
+	if (o->placement ? placement_runs(jf) : sweep_points(o, jf))
+		return 1;
 	fclose(jf);
-	printf("wrote %s\n", json);
-	sio_device_unmap(sio_nvme_client_device(cl), buf->seg);
+	printf("wrote %s\n", o->json);
+	sio_device_unmap(sio_nvme_client_device(sio_gpu_nvme_client(g)), buf->seg);
 	sio_gpu_mem_close(buf);
 	sio_gpu_nvme_close(g);
 	sio_fabric_close(f);
