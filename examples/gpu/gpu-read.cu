@@ -97,93 +97,103 @@ static void usage(FILE *out)
 		"SMARTIO_REQUIRE_GPU=1: no GPU is a failure (exit 1), not a skip (exit 77).\n");
 }
 
-int main(int argc, char **argv)
-{
-	const char *fname = getenv("SMARTIO_FABRIC");
-	int node = getenv("SMARTIO_NODE") ? atoi(getenv("SMARTIO_NODE")) : 0;
-	long long device = -1;
-	uint32_t mib = 16, threads = 256, nq = 4, depth = 64;
-	bool use_pattern = false;
-	uint64_t seed = 0;
-	static const struct option lo[] = {
-		{ "fabric", 1, 0, 'f' }, { "node", 1, 0, 'n' }, { "device", 1, 0, 'd' },
-		{ "mib", 1, 0, 'm' }, { "threads", 1, 0, 't' }, { "queues", 1, 0, 'q' },
-		{ "depth", 1, 0, 'D' }, { "pattern", 1, 0, 'p' }, { "help", 0, 0, 'h' },
-		{ 0, 0, 0, 0 } };
-	cudaError_t ce;
-	int c;
+// What to read: from the command line.
+struct opts {
+	const char *fname;
+	int node;
+	long long device;
+	uint32_t mib, threads, nq, depth;
+	bool use_pattern;
+	uint64_t seed;
+};
 
-	while ((c = getopt_long(argc, argv, "f:n:d:m:t:q:D:p:h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'f': fname = optarg; break;
-		case 'n': node = atoi(optarg); break;
-		case 'd': device = atoll(optarg); break;
-		case 'm': mib = (uint32_t)atoi(optarg); break;
-		case 't': threads = (uint32_t)atoi(optarg); break;
-		case 'q': nq = (uint32_t)atoi(optarg); break;
-		case 'D': depth = (uint32_t)atoi(optarg); break;
-		case 'p': use_pattern = true; seed = strtoull(optarg, NULL, 0); break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (!fname || !mib || !threads || nq < 1 || nq > 64)
-		return fail("arguments", "need --fabric (or $SMARTIO_FABRIC), --mib >= 1, "
-			    "--threads >= 1, --queues 1..64");
-	if (sio_gpu_count() <= 0) {
-		if (sio_gpu_required()) {
-			fprintf(stderr, "gpu-read: FAIL: SMARTIO_REQUIRE_GPU is set, but %s\n",
-				sio_errmsg());
-			return 1;
-		}
-		printf("skipped: %s\n", sio_errmsg());
-		return 77;
-	}
-
+// A read under way: the connection, the CPU's and the GPU's queues and
+// buffers, and what the kernel found.
+struct run {
 	struct sio_fabric *f;
 	struct sio_gpu_nvme *g;
-	if (sio_fabric_open(fname, node, &f))
-		return fail("fabric", sio_errmsg());
-	if (sio_gpu_nvme_open(f, device, 0, &g))
-		return fail("connect", sio_errmsg());
-	struct sio_nvme_client *cl = sio_gpu_nvme_client(g);
-	struct sio_device *dev = sio_nvme_client_device(cl);
-	struct sio_nvme_ctrl_info ci;
+	struct sio_nvme_client *cl;
+	struct sio_device *dev;
 	struct sio_nvme_ns ns;
-	sio_nvme_client_info(cl, &ci);
-	if (sio_nvme_client_ns(cl, 1, &ns))
-		return fail("namespace 1", sio_errmsg());
-	uint64_t bytes = (uint64_t)mib << 20;
-	uint32_t chunk = 64u << 10 < ci.max_xfer ? 64u << 10 : ci.max_xfer;
-	uint32_t chunk_blocks = chunk / ns.lba_size;
-	uint64_t chunks = bytes / chunk;
-	if (bytes / ns.lba_size > ns.nsze)
-		return fail("size", "the namespace is smaller than --mib");
-
-	// The CPU's queue and buffer: the pattern goes in first, the check after.
-	struct sio_nvme_ioq *q;
+	uint64_t bytes, chunks;
+	uint32_t chunk, chunk_blocks;	// one command's bytes and blocks
+	struct sio_nvme_ioq *q;		// the CPU's
 	struct sio_nvme_buf *b;
-	if (sio_nvme_ioq_create(cl, NULL, &q) || sio_nvme_buf_alloc(cl, bytes, &b))
-		return fail("CPU queue", sio_errmsg());
-	if (use_pattern) {
-		uint64_t *w = (uint64_t *)b->va;
+	struct sio_gpu_queue **dq;	// the GPU's queues, a table in GPU memory
+	struct sio_gpu_mem *m;		// where the GPU reads to
+	uint64_t bus;
+	struct check *dck, hck;
+	cudaEvent_t e0, e1;
+	float ms;
+	uint64_t gsum;
+};
 
-		for (uint64_t i = 0; i < bytes / 8; i++)
-			w[i] = sio_gpu_pattern(seed, i);
-		for (uint64_t i = 0; i < chunks; i++)
-			if (sio_nvme_write(q, 1, i * chunk_blocks, chunk_blocks, b, i * chunk))
-				return fail("CPU write of the pattern", sio_errmsg());
+// No GPU: skipped (77), or a failure (1) with SMARTIO_REQUIRE_GPU=1; 0: go on.
+static int gpu_or_skip(void)
+{
+	if (sio_gpu_count() > 0)
+		return 0;
+	if (sio_gpu_required()) {
+		fprintf(stderr, "gpu-read: FAIL: SMARTIO_REQUIRE_GPU is set, but %s\n", sio_errmsg());
+		return 1;
 	}
+	printf("skipped: %s\n", sio_errmsg());
+	return 77;
+}
 
-	// Queues: SQ and PRP lists in GPU memory, CQ in host memory mapped for the GPU.
-	struct sio_gpu_queue *hq[64], **dq;
+// Join the fabric and connect to the controller; size the commands.
+static int open_controller(const struct opts *o, struct run *r)
+{
+	struct sio_nvme_ctrl_info ci;
+
+	if (sio_fabric_open(o->fname, o->node, &r->f))
+		return fail("fabric", sio_errmsg());
+	if (sio_gpu_nvme_open(r->f, o->device, 0, &r->g))
+		return fail("connect", sio_errmsg());
+	r->cl = sio_gpu_nvme_client(r->g);
+	r->dev = sio_nvme_client_device(r->cl);
+	sio_nvme_client_info(r->cl, &ci);
+	if (sio_nvme_client_ns(r->cl, 1, &r->ns))
+		return fail("namespace 1", sio_errmsg());
+	r->bytes = (uint64_t)o->mib << 20;
+	r->chunk = 64u << 10 < ci.max_xfer ? 64u << 10 : ci.max_xfer;
+	r->chunk_blocks = r->chunk / r->ns.lba_size;
+	r->chunks = r->bytes / r->chunk;
+	if (r->bytes / r->ns.lba_size > r->ns.nsze)
+		return fail("size", "the namespace is smaller than --mib");
+	return 0;
+}
+
+// The CPU's queue and buffer: the pattern goes in first, the check after.
+static int cpu_queue(const struct opts *o, struct run *r)
+{
+	if (sio_nvme_ioq_create(r->cl, NULL, &r->q) || sio_nvme_buf_alloc(r->cl, r->bytes, &r->b))
+		return fail("CPU queue", sio_errmsg());
+	if (!o->use_pattern)
+		return 0;
+	uint64_t *w = (uint64_t *)r->b->va;
+
+	for (uint64_t i = 0; i < r->bytes / 8; i++)
+		w[i] = sio_gpu_pattern(o->seed, i);
+	for (uint64_t i = 0; i < r->chunks; i++)
+		if (sio_nvme_write(r->q, 1, i * r->chunk_blocks, r->chunk_blocks, r->b, i * r->chunk))
+			return fail("CPU write of the pattern", sio_errmsg());
+	return 0;
+}
+
+// Queues: SQ and PRP lists in GPU memory, CQ in host memory mapped for the GPU.
+static int gpu_queues(const struct opts *o, struct run *r)
+{
+	struct sio_gpu_queue *hq[64];
 	struct sio_gpu_qp *qp[64];
-	struct sio_gpu_qp_opts o = {};
-	o.depth = depth;
-	for (uint32_t i = 0; i < nq; i++) {
+	struct sio_gpu_qp_opts qo = {};
+	cudaError_t ce;
+
+	qo.depth = o->depth;
+	for (uint32_t i = 0; i < o->nq; i++) {
 		struct sio_gpu_qp_info qi;
 
-		if (sio_gpu_qp_create(g, &o, &qp[i]))
+		if (sio_gpu_qp_create(r->g, &qo, &qp[i]))
 			return fail("queue", sio_errmsg());
 		sio_gpu_qp_info(qp[i], &qi);
 		hq[i] = qi.queue;
@@ -193,85 +203,161 @@ int main(int argc, char **argv)
 			       sio_placement_name((enum sio_placement)qi.sq_place),
 			       qi.cq_kind == SIO_SEG_GPU ? "GPU" : "host");
 	}
-	if ((ce = cudaMalloc(&dq, sizeof(*dq) * nq)) != cudaSuccess ||
-	    (ce = cudaMemcpy(dq, hq, sizeof(*dq) * nq, cudaMemcpyHostToDevice)) != cudaSuccess)
+	if ((ce = cudaMalloc(&r->dq, sizeof(*r->dq) * o->nq)) != cudaSuccess ||
+	    (ce = cudaMemcpy(r->dq, hq, sizeof(*r->dq) * o->nq, cudaMemcpyHostToDevice)) != cudaSuccess)
 		return cuda_fail("queue table", ce);
+	return 0;
+}
 
-	// The destination: GPU memory the controller writes into, poisoned with
-	// 0xff so that nothing read is mistaken for data that arrived.
-	struct sio_gpu_mem *m;
-	uint64_t bus;
-	if (sio_gpu_mem_create(f, bytes, 0, &m))
+// The destination: GPU memory the controller writes into, poisoned with
+// 0xff so that nothing read is mistaken for data that arrived.
+static int gpu_buffer(struct run *r)
+{
+	cudaError_t ce;
+
+	if (sio_gpu_mem_create(r->f, r->bytes, 0, &r->m))
 		return fail("GPU memory", sio_errmsg());
-	if ((ce = cudaMemset(m->dptr, 0xff, m->size)) != cudaSuccess)
+	if ((ce = cudaMemset(r->m->dptr, 0xff, r->m->size)) != cudaSuccess)
 		return cuda_fail("poisoning GPU memory", ce);
-	if (sio_device_map(dev, m->seg, &bus))
+	if (sio_device_map(r->dev, r->m->seg, &r->bus))
 		return fail("map GPU memory", sio_errmsg());
+	return 0;
+}
 
-	struct check *dck, hck = {};
-	cudaEvent_t e0, e1;
-	float ms = 0;
-	hck.first_bad = ~0ull;
-	if ((ce = cudaMalloc(&dck, sizeof(*dck))) != cudaSuccess ||
-	    (ce = cudaMemcpy(dck, &hck, sizeof(hck), cudaMemcpyHostToDevice)) != cudaSuccess ||
-	    (ce = cudaEventCreate(&e0)) != cudaSuccess || (ce = cudaEventCreate(&e1)) != cudaSuccess)
+// The kernel, timed; what it found in r->hck.
+static int run_kernel(const struct opts *o, struct run *r)
+{
+	cudaError_t ce;
+
+	r->hck.first_bad = ~0ull;
+	if ((ce = cudaMalloc(&r->dck, sizeof(*r->dck))) != cudaSuccess ||
+	    (ce = cudaMemcpy(r->dck, &r->hck, sizeof(r->hck), cudaMemcpyHostToDevice)) != cudaSuccess ||
+	    (ce = cudaEventCreate(&r->e0)) != cudaSuccess ||
+	    (ce = cudaEventCreate(&r->e1)) != cudaSuccess)
 		return cuda_fail("kernel state", ce);
-	cudaEventRecord(e0);
-	read_kernel<<<(threads + 127) / 128, threads < 128 ? threads : 128>>>(
-		dq, (int)nq, bus, (const uint64_t *)m->dptr, chunks, chunk_blocks, ns.lba_size,
-		use_pattern, seed, dck);
-	cudaEventRecord(e1);
-	if ((ce = cudaGetLastError()) != cudaSuccess || (ce = cudaEventSynchronize(e1)) != cudaSuccess)
+	cudaEventRecord(r->e0);
+	read_kernel<<<(o->threads + 127) / 128, o->threads < 128 ? o->threads : 128>>>(
+		r->dq, (int)o->nq, r->bus, (const uint64_t *)r->m->dptr, r->chunks, r->chunk_blocks,
+		r->ns.lba_size, o->use_pattern, o->seed, r->dck);
+	cudaEventRecord(r->e1);
+	if ((ce = cudaGetLastError()) != cudaSuccess || (ce = cudaEventSynchronize(r->e1)) != cudaSuccess)
 		return cuda_fail("kernel", ce);
-	cudaEventElapsedTime(&ms, e0, e1);
-	if ((ce = cudaMemcpy(&hck, dck, sizeof(hck), cudaMemcpyDeviceToHost)) != cudaSuccess)
+	cudaEventElapsedTime(&r->ms, r->e0, r->e1);
+	if ((ce = cudaMemcpy(&r->hck, r->dck, sizeof(r->hck), cudaMemcpyDeviceToHost)) != cudaSuccess)
 		return cuda_fail("kernel result", ce);
-	if (hck.err) {
+	if (r->hck.err) {
 		fprintf(stderr, "gpu-read: a GPU read failed: %d (%s), NVMe status 0x%x (%s)%s\n",
-			hck.err, strerror(-hck.err), hck.status, sio_nvme_status_str(hck.status),
-			hck.err == -ETIMEDOUT || hck.err == -EFAULT ? "; see nvme-emu's stderr "
+			r->hck.err, strerror(-r->hck.err), r->hck.status,
+			sio_nvme_status_str(r->hck.status),
+			r->hck.err == -ETIMEDOUT || r->hck.err == -EFAULT ? "; see nvme-emu's stderr "
 			"(is SMARTIO_GPU_PLUGIN set for it?)" : "");
 		return 1;
 	}
-	uint64_t gsum;
-	if (sio_gpu_checksum(m->dptr, bytes, &gsum))
+	return 0;
+}
+
+// What the GPU read: its time, its checksum, the in-kernel check.
+static int report_gpu(const struct opts *o, struct run *r)
+{
+	const struct check *ck = &r->hck;
+
+	if (sio_gpu_checksum(r->m->dptr, r->bytes, &r->gsum))
 		return fail("checksum", sio_errmsg());
 	printf("GPU read %u MiB in %.3f ms (%.1f MiB/s), %llu commands of %u KiB, "
-	       "%u threads, %u queues: checksum %016llx\n", mib, ms, mib / (ms / 1000.0),
-	       (unsigned long long)chunks, chunk >> 10, threads, nq, (unsigned long long)gsum);
-	if (use_pattern)
+	       "%u threads, %u queues: checksum %016llx\n", o->mib, r->ms, o->mib / (r->ms / 1000.0),
+	       (unsigned long long)r->chunks, r->chunk >> 10, o->threads, o->nq,
+	       (unsigned long long)r->gsum);
+	if (o->use_pattern)
 		printf("in-kernel check against pattern %#llx: %s (%llu words differ%s)\n",
-		       (unsigned long long)seed, hck.mismatches ? "MISMATCH" : "match",
-		       hck.mismatches, hck.mismatches ? ", see below" : "");
-	if (hck.mismatches)
+		       (unsigned long long)o->seed, ck->mismatches ? "MISMATCH" : "match",
+		       ck->mismatches, ck->mismatches ? ", see below" : "");
+	if (ck->mismatches)
 		fprintf(stderr, "gpu-read: first bad word %llu (byte 0x%llx)\n",
-			hck.first_bad - 1, (hck.first_bad - 1) * 8);
+			ck->first_bad - 1, (ck->first_bad - 1) * 8);
+	return 0;
+}
 
-	// The same blocks through the CPU.
-	memset(b->va, 0, bytes);
-	for (uint64_t i = 0; i < chunks; i++)
-		if (sio_nvme_read(q, 1, i * chunk_blocks, chunk_blocks, b, i * chunk))
+// The same blocks through the CPU: 0 when their checksum is the GPU's.
+static int cpu_check(const struct opts *o, struct run *r, bool *same)
+{
+	memset(r->b->va, 0, r->bytes);
+	for (uint64_t i = 0; i < r->chunks; i++)
+		if (sio_nvme_read(r->q, 1, i * r->chunk_blocks, r->chunk_blocks, r->b, i * r->chunk))
 			return fail("CPU read", sio_errmsg());
-	uint64_t csum = sio_gpu_checksum_host(b->va, bytes);
+	uint64_t csum = sio_gpu_checksum_host(r->b->va, r->bytes);
 	bool zeros = true;
-	for (uint64_t i = 0; i < bytes / 8 && zeros; i++)
-		zeros = ((uint64_t *)b->va)[i] == 0;
+	for (uint64_t i = 0; i < r->bytes / 8 && zeros; i++)
+		zeros = ((uint64_t *)r->b->va)[i] == 0;
 	printf("CPU read checksum %016llx: %s\n", (unsigned long long)csum,
-	       csum == gsum ? "match" : "MISMATCH");
-	if (zeros && !use_pattern)
+	       csum == r->gsum ? "match" : "MISMATCH");
+	if (zeros && !o->use_pattern)
 		printf("note: the blocks read are all zeros; the GPU buffer was poisoned with 0xff, "
 		       "so the match still shows the data moved, but --pattern checks more\n");
+	*same = csum == r->gsum;
+	return 0;
+}
 
-	int ok = csum == gsum && !hck.mismatches;
-	cudaEventDestroy(e0);
-	cudaEventDestroy(e1);
-	cudaFree(dck);
-	sio_nvme_buf_close(cl, b);
-	sio_nvme_ioq_close(q);
-	sio_device_unmap(dev, m->seg);
-	sio_gpu_mem_close(m);
-	cudaFree(dq);
-	sio_gpu_nvme_close(g);
-	sio_fabric_close(f);
-	return ok ? 0 : 1;
+static void teardown(struct run *r)
+{
+	cudaEventDestroy(r->e0);
+	cudaEventDestroy(r->e1);
+	cudaFree(r->dck);
+	sio_nvme_buf_close(r->cl, r->b);
+	sio_nvme_ioq_close(r->q);
+	sio_device_unmap(r->dev, r->m->seg);
+	sio_gpu_mem_close(r->m);
+	cudaFree(r->dq);
+	sio_gpu_nvme_close(r->g);
+	sio_fabric_close(r->f);
+}
+
+// Read with the GPU, check with the CPU: 0 verified, 1 failed, 77 no GPU.
+static int run_read(const struct opts *o)
+{
+	struct run r = {};
+	bool same;
+	int rc;
+
+	if ((rc = gpu_or_skip()))
+		return rc;
+	if (open_controller(o, &r) || cpu_queue(o, &r) || gpu_queues(o, &r) || gpu_buffer(&r) ||
+	    run_kernel(o, &r) || report_gpu(o, &r) || cpu_check(o, &r, &same))
+		return 1;
+	rc = same && !r.hck.mismatches ? 0 : 1;
+	teardown(&r);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {};
+	static const struct option lo[] = {
+		{ "fabric", 1, 0, 'f' }, { "node", 1, 0, 'n' }, { "device", 1, 0, 'd' },
+		{ "mib", 1, 0, 'm' }, { "threads", 1, 0, 't' }, { "queues", 1, 0, 'q' },
+		{ "depth", 1, 0, 'D' }, { "pattern", 1, 0, 'p' }, { "help", 0, 0, 'h' },
+		{ 0, 0, 0, 0 } };
+	int c;
+
+	o.fname = getenv("SMARTIO_FABRIC");
+	o.node = getenv("SMARTIO_NODE") ? atoi(getenv("SMARTIO_NODE")) : 0;
+	o.device = -1;
+	o.mib = 16, o.threads = 256, o.nq = 4, o.depth = 64;
+	while ((c = getopt_long(argc, argv, "f:n:d:m:t:q:D:p:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'f': o.fname = optarg; break;
+		case 'n': o.node = atoi(optarg); break;
+		case 'd': o.device = atoll(optarg); break;
+		case 'm': o.mib = (uint32_t)atoi(optarg); break;
+		case 't': o.threads = (uint32_t)atoi(optarg); break;
+		case 'q': o.nq = (uint32_t)atoi(optarg); break;
+		case 'D': o.depth = (uint32_t)atoi(optarg); break;
+		case 'p': o.use_pattern = true; o.seed = strtoull(optarg, NULL, 0); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (!o.fname || !o.mib || !o.threads || o.nq < 1 || o.nq > 64)
+		return fail("arguments", "need --fabric (or $SMARTIO_FABRIC), --mib >= 1, "
+			    "--threads >= 1, --queues 1..64");
+	return run_read(&o);
 }
