@@ -71,7 +71,87 @@ struct result {
 	double local, remote, ratio;
 };
 
-/* One configuration: both clients, n reads each; fills JSON. */
+/* The two clients' nodes: 0 the lender, 1 another (--node on an existing
+ * fabric); 1 (said) where the fabric has no other node. */
+static int pick_nodes(const struct nb_env *env, const struct bench_target *tgt, int node[2])
+{
+	node[0] = env->o.lender;
+	node[1] = env->external && tgt->node >= 0 ? tgt->node : env->o.lender ? 0 : 1;
+	if (env->o.nodes < 2 || node[0] == node[1]) {
+		fprintf(stderr, "remote-local: needs a client on another node than the lender "
+				"(node %d): fabric %s has %d node(s)%s\n", node[0], env->fabric,
+			env->o.nodes, env->o.nodes < 2 ? " (a vfio fabric has one)" : "; give --node");
+		return 1;
+	}
+	return 0;
+}
+
+/* A client on each node, its SQ's modelled path, warmed up. */
+static int open_sides(struct side *s, const struct nb_env *env, const int node[2],
+		      const struct sio_nvme_qspec *qs, uint64_t *seed)
+{
+	for (int k = 0; k < 2; k++) {
+		struct sio_endpoint from = { SIO_EP_DEVICE, node[0], (uint32_t)env->devid };
+		struct sio_endpoint to = { SIO_EP_NODE, 0, 0 };
+
+		if (nb_client_open(&s[k].c, env, node[k], qs, 4096))
+			return 1;
+		to.node = s[k].c.qi.sq_place == SIO_PLACE_LOCAL ? node[k] : node[0];
+		if (sio_path_resolve(s[k].c.f, &from, &to, -1, &s[k].sqp))
+			return 1;
+		hist_init(&s[k].lat);
+		if (measure(&s[k], NULL, 2000, seed))
+			return 1;
+	}
+	return 0;
+}
+
+/* One run of a pass on stdout and as an object of @j; its p50s in @res. */
+static void report(const char *name, unsigned run_no, int sq_loc, const struct nb_env *env,
+		   const struct nb_run *run, const int node[2], const struct side *s,
+		   struct json_object *j, struct result *res)
+{
+	bool model = env->o.model;
+	double dm = s[1].st.p50 - s[0].st.p50;
+	double dp = model ? (double)s[1].sqp.round_trip_ns - s[0].sqp.round_trip_ns : 0;
+	double ratio = s[1].st.p50 / s[0].st.p50;
+	struct json_object *x;
+	char where[32];
+
+	printf("\n%s, run %u: %s; SQ %s, CQ in the client's RAM\n", name, run_no + 1,
+	       nb_env_model_label(env), sq_loc == SIO_NVME_QLOC_HINT ? "by hints" :
+	       "in the client's RAM");
+	nb_run_describe(run, env, stdout);
+	printf("  %-16s %-7s %8s %8s %8s %8s %8s %10s\n", "client on", "SQ in", "p1", "p50", "p99",
+	       "p99.9", "mean", "SQ RT mod");
+	for (int k = 0; k < 2; k++) {
+		snprintf(where, sizeof(where), "node %d (%s)", node[k], k ? "remote" : "lender");
+		printf("  %-16s %-7s %8.0f %8.0f %8.0f %8.0f %8.0f %10u\n",
+		       where,
+		       sio_placement_name(s[k].c.qi.sq_place), s[k].st.p1, s[k].st.p50, s[k].st.p99,
+		       s[k].st.p999, s[k].st.mean, s[k].sqp.round_trip_ns);
+	}
+	printf("  p50 remote/local %.3f; remote - local: measured %.0f ns, modelled %.0f ns, "
+	       "residual %+.0f ns\n", ratio, dm, dp, dm - dp);
+	if (!model)
+		printf("  target p50 ratio <= 1.05: %s\n", ratio <= 1.05 ? "met" : "MISSED");
+	x = pj_push_obj(j);
+	pj_str(x, "pass", name);
+	pj_u64(x, "run", run_no + 1);
+	pj_bool(x, "latency_model", model);
+	pj_str(x, "model_note", nb_env_model_label(env));
+	pj_str(x, "sq", sq_loc == SIO_NVME_QLOC_HINT ? "hints" : "local");
+	pj_dbl(x, "p50_ratio", ratio);
+	pj_dbl(x, "diff_p50_ns", dm);
+	pj_dbl(x, "modelled_diff_ns", dp);
+	json_object_object_add(x, "target", nb_target_json(env));
+	json_object_object_add(x, "placement", nb_run_json(run, env));
+	json_object_object_add(x, "local", nb_stats_json(&s[0].st));
+	json_object_object_add(x, "remote", nb_stats_json(&s[1].st));
+	*res = (struct result){ s[0].st.p50, s[1].st.p50, ratio };
+}
+
+/* One configuration: both clients, n reads each, interleaved in rounds; fills JSON. */
 static int pass(const char *name, bool model, int sq_loc, uint64_t n, struct json_object *j,
 		const struct bench_target *tgt, const struct nb_run *run, unsigned run_no,
 		struct result *res)
@@ -82,45 +162,24 @@ static int pass(const char *name, bool model, int sq_loc, uint64_t n, struct jso
 	const unsigned rounds = 16;
 	uint64_t seed = 99, per = n / rounds;
 	struct side *s = calloc(2, sizeof(*s));	/* 0: on the lender, 1: remote */
-	struct json_object *x;
 	struct nb_env env;
-	double dm, dp, ratio;
-	int rc, node[2];	/* 0: the lender, 1: the remote node */
-	char where[2][32];
+	int node[2];	/* 0: the lender, 1: the remote node */
 
 	nb_run_apply(run, &eo);
 	if (!s || nb_env_open(&env, name, &eo, tgt))
 		return 1;
-	model = env.o.model;
-	node[0] = env.o.lender;
-	node[1] = env.external && tgt->node >= 0 ? tgt->node : env.o.lender ? 0 : 1;
-	if (env.o.nodes < 2 || node[0] == node[1]) {
-		fprintf(stderr, "remote-local: needs a client on another node than the lender "
-				"(node %d): fabric %s has %d node(s)%s\n", node[0], env.fabric,
-			env.o.nodes, env.o.nodes < 2 ? " (a vfio fabric has one)" : "; give --node");
+	if (pick_nodes(&env, tgt, node)) {
 		nb_env_down(&env);
 		return 1;
 	}
 	if (env.external && run_no == 0)
 		nb_env_describe(&env, stdout);
 	nb_pin(run->client_cpu);
-	for (int k = 0; k < 2; k++) {
-		struct sio_endpoint from = { SIO_EP_DEVICE, node[0], (uint32_t)env.devid };
-		struct sio_endpoint to = { SIO_EP_NODE, 0, 0 };
-
-		snprintf(where[k], sizeof(where[k]), "node %d (%s)", node[k], k ? "remote" : "lender");
-		if (nb_client_open(&s[k].c, &env, node[k], &qs, 4096))
-			return 1;
-		to.node = s[k].c.qi.sq_place == SIO_PLACE_LOCAL ? node[k] : node[0];
-		if (sio_path_resolve(s[k].c.f, &from, &to, -1, &s[k].sqp))
-			return 1;
-		hist_init(&s[k].lat);
-		if (measure(&s[k], NULL, 2000, &seed))
-			return 1;
-	}
+	if (open_sides(s, &env, node, &qs, &seed))
+		return 1;
 	for (unsigned r = 0; r < rounds; r++) {
 		for (int k = 0; k < 2; k++)
-			if ((rc = measure(&s[k], &s[k].lat, per, &seed))) {
+			if (measure(&s[k], &s[k].lat, per, &seed)) {
 				fprintf(stderr, "remote-local: %s\n", sio_errmsg());
 				return 1;
 			}
@@ -129,38 +188,7 @@ static int pass(const char *name, bool model, int sq_loc, uint64_t n, struct jso
 	nb_progress(name, 1, 1);
 	for (int k = 0; k < 2; k++)
 		nb_stats_hist(&s[k].lat, &s[k].st);
-	dm = s[1].st.p50 - s[0].st.p50;
-	dp = model ? (double)s[1].sqp.round_trip_ns - s[0].sqp.round_trip_ns : 0;
-	ratio = s[1].st.p50 / s[0].st.p50;
-	printf("\n%s, run %u: %s; SQ %s, CQ in the client's RAM\n", name, run_no + 1,
-	       nb_env_model_label(&env), sq_loc == SIO_NVME_QLOC_HINT ? "by hints" :
-	       "in the client's RAM");
-	nb_run_describe(run, &env, stdout);
-	printf("  %-16s %-7s %8s %8s %8s %8s %8s %10s\n", "client on", "SQ in", "p1", "p50", "p99",
-	       "p99.9", "mean", "SQ RT mod");
-	for (int k = 0; k < 2; k++)
-		printf("  %-16s %-7s %8.0f %8.0f %8.0f %8.0f %8.0f %10u\n",
-		       where[k],
-		       sio_placement_name(s[k].c.qi.sq_place), s[k].st.p1, s[k].st.p50, s[k].st.p99,
-		       s[k].st.p999, s[k].st.mean, s[k].sqp.round_trip_ns);
-	printf("  p50 remote/local %.3f; remote - local: measured %.0f ns, modelled %.0f ns, "
-	       "residual %+.0f ns\n", ratio, dm, dp, dm - dp);
-	if (!model)
-		printf("  target p50 ratio <= 1.05: %s\n", ratio <= 1.05 ? "met" : "MISSED");
-	x = pj_push_obj(j);
-	pj_str(x, "pass", name);
-	pj_u64(x, "run", run_no + 1);
-	pj_bool(x, "latency_model", model);
-	pj_str(x, "model_note", nb_env_model_label(&env));
-	pj_str(x, "sq", sq_loc == SIO_NVME_QLOC_HINT ? "hints" : "local");
-	pj_dbl(x, "p50_ratio", ratio);
-	pj_dbl(x, "diff_p50_ns", dm);
-	pj_dbl(x, "modelled_diff_ns", dp);
-	json_object_object_add(x, "target", nb_target_json(&env));
-	json_object_object_add(x, "placement", nb_run_json(run, &env));
-	json_object_object_add(x, "local", nb_stats_json(&s[0].st));
-	json_object_object_add(x, "remote", nb_stats_json(&s[1].st));
-	*res = (struct result){ s[0].st.p50, s[1].st.p50, ratio };
+	report(name, run_no, sq_loc, &env, run, node, s, j, res);
 	for (int k = 0; k < 2; k++)
 		nb_client_close(&s[k].c);
 	free(s);
