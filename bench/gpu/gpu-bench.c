@@ -12,6 +12,8 @@
  * 1 when SMARTIO_REQUIRE_GPU=1 is set.
  */
 
+#include "hist.h"
+#include "prog.h"
 #include "ready.h"
 #include "opt.h"
 #include <stdio.h>
@@ -27,13 +29,6 @@ static struct sio_nvme_ns ns;
 static struct sio_gpu_mem *buf;
 static uint64_t buf_bus;
 static uint64_t nios = 65536;
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static int run(uint32_t threads, uint32_t nq, uint32_t depth, bool sq_host, uint64_t *lat,
 	       struct sio_gpu_job_result *r)
@@ -185,64 +180,86 @@ static int open_target(const struct gb_opts *o)
 	return 0;
 }
 
-/* --sq-placement: QD1 latency, one GPU thread, the SQ in GPU then in host memory. */
-static int placement_runs(FILE *jf)
+/* One SQ placement's latencies (ns, copied from the GPU) into a histogram. */
+static int placement_hist(const uint64_t *dlat, uint64_t *lat, struct hist *h)
 {
-	uint64_t *dlat, *lat = malloc(nios * sizeof(*lat));
-	const char *name[2] = { "gpu", "host" };
+	if (cudaMemcpy(lat, dlat, nios * sizeof(*lat), cudaMemcpyDeviceToHost) != cudaSuccess) {
+		fprintf(stderr, "gpu-bench: reading the latencies failed\n");
+		return 1;
+	}
+	hist_init(h);
+	for (uint64_t i = 0; i < nios; i++)
+		hist_add(h, lat[i]);
+	return 0;
+}
 
-	if (!lat || cudaMalloc((void **)&dlat, nios * sizeof(*dlat)) != cudaSuccess) {
+/* --sq-placement: QD1 latency, one GPU thread, the SQ in GPU then in host memory. */
+static int placement_runs(struct json_object *jo)
+{
+	uint64_t *dlat = NULL, *lat = malloc(nios * sizeof(*lat));
+	const char *name[2] = { "gpu", "host" };
+	struct hist *h = malloc(sizeof(*h));
+	struct json_object *runs;
+	int rc = 1;
+
+	if (!lat || !h || cudaMalloc((void **)&dlat, nios * sizeof(*dlat)) != cudaSuccess) {
 		fprintf(stderr, "gpu-bench: no memory for %llu latencies\n",
 			(unsigned long long)nios);
-		return 1;
+		goto out;
 	}
 	printf("sq-placement: QD1 4 KiB random reads issued by one GPU thread, %llu each; "
 	       "CQ in host memory\n%-6s %10s %10s %10s %10s %10s\n",
 	       (unsigned long long)nios, "SQ", "p50 us", "p90 us", "p99 us", "p99.9 us",
 	       "max us");
-	fprintf(jf, "{\"benchmark\":\"gpu-sq-placement\",\"ios\":%llu,\"runs\":[",
-		(unsigned long long)nios);
+	pj_str(jo, "benchmark", "gpu-sq-placement");
+	pj_u64(jo, "ios", nios);
+	runs = pj_arr(jo, "runs");
 	for (int k = 0; k < 2; k++) {
 		struct sio_gpu_job_result r;
+		struct json_object *o;
 
-		if (run(1, 1, 64, k == 1, dlat, &r))
-			return 1;
-		if (cudaMemcpy(lat, dlat, nios * sizeof(*lat), cudaMemcpyDeviceToHost) !=
-		    cudaSuccess) {
-			fprintf(stderr, "gpu-bench: reading the latencies failed\n");
-			return 1;
-		}
-		qsort(lat, nios, sizeof(*lat), cmp_u64);
-#define P(q) (lat[(uint64_t)((nios - 1) * (q))] / 1000.0)
-		printf("%-6s %10.2f %10.2f %10.2f %10.2f %10.2f%s\n", name[k], P(0.5), P(0.9),
-		       P(0.99), P(0.999), P(1.0), r.failed ? "  (errors)" : "");
-		fprintf(jf, "%s{\"sq\":\"%s\",\"failed\":%llu,\"p50_us\":%.3f,\"p90_us\":%.3f,"
-			"\"p99_us\":%.3f,\"p999_us\":%.3f,\"max_us\":%.3f}", k ? "," : "",
-			name[k], (unsigned long long)r.failed, P(0.5), P(0.9), P(0.99),
-			P(0.999), P(1.0));
+		if (run(1, 1, 64, k == 1, dlat, &r) || placement_hist(dlat, lat, h))
+			goto out;
+#define P(q) (hist_pct(h, (q)) / 1000.0)
+		printf("%-6s %10.2f %10.2f %10.2f %10.2f %10.2f%s\n", name[k], P(50), P(90),
+		       P(99), P(99.9), h->max / 1000.0, r.failed ? "  (errors)" : "");
+		o = pj_push_obj(runs);
+		pj_str(o, "sq", name[k]);
+		pj_u64(o, "failed", r.failed);
+		pj_dbl(o, "p50_us", P(50));
+		pj_dbl(o, "p90_us", P(90));
+		pj_dbl(o, "p99_us", P(99));
+		pj_dbl(o, "p999_us", P(99.9));
+		pj_dbl(o, "max_us", h->max / 1000.0);
 #undef P
+		json_object_object_add(o, "latency_ns", hist_json(h, 1.0));
 	}
-	fprintf(jf, "]}\n");
-	cudaFree(dlat);
+	rc = 0;
+out:
+	if (dlat)
+		cudaFree(dlat);
+	free(h);
 	free(lat);
-	return 0;
+	return rc;
 }
 
 /* The sweep: every threads x queues x depth point, IOPS and MiB/s. */
-static int sweep_points(const struct gb_opts *o, FILE *jf)
+static int sweep_points(const struct gb_opts *o, struct json_object *jo)
 {
-	int first = 1;
+	struct json_object *points;
 
 	printf("sweep: 4 KiB random reads issued by GPU threads, %llu per point\n"
 	       "%8s %7s %6s %12s %10s %8s\n", (unsigned long long)nios, "threads", "queues",
 	       "depth", "IOPS", "MiB/s", "errors");
-	fprintf(jf, "{\"benchmark\":\"gpu-sweep\",\"ios\":%llu,\"points\":[",
-		(unsigned long long)nios);
+	pj_str(jo, "benchmark", "gpu-sweep");
+	pj_u64(jo, "ios", nios);
+	points = pj_arr(jo, "points");
 	for (int a = 0; a < o->nth; a++)
 		for (int b = 0; b < o->nqs; b++)
 			for (int d = 0; d < o->nds; d++) {
 				uint32_t th = o->th[a], qs = o->qs[b], ds = o->ds[d];
 				struct sio_gpu_job_result r;
+				struct json_object *p;
 				double iops;
 
 				if (run(th, qs, ds, false, NULL, &r))
@@ -251,29 +268,32 @@ static int sweep_points(const struct gb_opts *o, FILE *jf)
 				printf("%8u %7u %6u %12.0f %10.1f %8llu\n", th, qs, ds, iops,
 				       iops * 4096 / (1 << 20), (unsigned long long)r.failed);
 				fflush(stdout);
-				fprintf(jf, "%s{\"threads\":%u,\"queues\":%u,\"depth\":%u,"
-					"\"iops\":%.0f,\"failed\":%llu}", first ? "" : ",",
-					th, qs, ds, iops, (unsigned long long)r.failed);
-				first = 0;
+				p = pj_push_obj(points);
+				pj_int(p, "threads", th);
+				pj_int(p, "queues", qs);
+				pj_int(p, "depth", ds);
+				pj_dbl(p, "iops", iops);
+				pj_u64(p, "failed", r.failed);
 			}
-	fprintf(jf, "]}\n");
 	return 0;
 }
 
 static int run_bench(struct gb_opts *o)
 {
-	FILE *jf;
+	struct json_object *jo;
 	int rc;
 
 	if ((rc = gpu_or_skip()) || (rc = open_target(o)))
 		return rc;
-	if (!(jf = safe_fopen_w(o->json))) {
-		perror(o->json);
+	if (!(jo = json_object_new_object()))
+		return 1;
+	pj_run_info(jo);
+	if (o->placement ? placement_runs(jo) : sweep_points(o, jo)) {
+		json_object_put(jo);
 		return 1;
 	}
-	if (o->placement ? placement_runs(jf) : sweep_points(o, jf))
+	if (prog_json_write(o->json, jo))
 		return 1;
-	fclose(jf);
 	printf("wrote %s\n", o->json);
 	sio_device_unmap(sio_nvme_client_device(sio_gpu_nvme_client(g)), buf->seg);
 	sio_gpu_mem_close(buf);
