@@ -6,13 +6,16 @@
  * docs/specs/ivshmem-spec.rst: to each new peer, the protocol version (0),
  * its id, the shared memory's fd (with -1), the other peers' eventfds (their
  * id, once per vector), then its own eventfds (its id, once per vector);
- * the others learn of it the same way, and of its leaving by its id alone.
- * Every message is a little-endian int64, an fd rides along by SCM_RIGHTS.
+ * the others learn of it the same way. Every message is a little-endian
+ * int64, an fd rides along by SCM_RIGHTS.
  *
- * Peer ids are never reused (as with QEMU's own server): QEMU's ivshmem frees
- * a departed peer's eventfd array and never allocates it again, so a new
- * peer under an old id would make every other QEMU write into freed memory.
- * A guest rebooted in place keeps its connection, and its id.
+ * A new peer takes the lowest id free, so a guest that dies and boots again
+ * comes back under its old id (its old port of an NTB over the window). The
+ * others are never told that a peer left: QEMU's ivshmem frees a departed
+ * peer's eventfd array and never allocates it again, so a new peer under the
+ * old id would make every other QEMU write into freed memory. Instead an
+ * id's eventfds are made once and kept: the QEMUs that were told of them keep
+ * ringing the same ones, which the next peer under that id reads.
  *
  * usage: smartio-ivshmem-server --socket PATH --shm FILE [--vectors N]
  *        [--ready-file PATH]
@@ -32,18 +35,18 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-#define MAX_PEERS	64		/* connected at once */
-#define MAX_ID		0xffff		/* ids are 16 bits in the Doorbell register */
+#define MAX_PEERS	64		/* ids 0..63 */
 #define MAX_VECTORS	8
 
+/* An id: the peer connected under it now, if any, and its eventfds. */
 struct peer {
-	int sock;		/* -1: slot free */
-	int id;			/* its ivshmem peer id (IVPosition) */
-	int ev[MAX_VECTORS];	/* its eventfds: others write, its QEMU reads */
+	int sock;		/* -1: no peer under this id now */
+	int ev[MAX_VECTORS];	/* its eventfds (-1: none made yet): kept for good */
+	uint64_t told;		/* ids whose eventfds this peer's QEMU has */
 };
 
 static struct peer peers[MAX_PEERS];
-static int nvec = 1, shm_fd = -1, next_id;
+static int nvec = 1, shm_fd = -1;
 
 /* One message: @v, little endian, with @fd when >= 0. */
 static int msg(int sock, int64_t v, int fd)
@@ -67,62 +70,70 @@ static int msg(int sock, int64_t v, int fd)
 	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(le) ? 0 : -1;
 }
 
-static void drop(int slot)
+/* The peer under @id left: its eventfds stay, for the QEMUs that hold them. */
+static void drop(int id)
 {
-	struct peer *p = &peers[slot];
-
-	close(p->sock);
-	for (int v = 0; v < nvec; v++)
-		close(p->ev[v]);
-	p->sock = -1;
-	for (int o = 0; o < MAX_PEERS; o++)	/* a disconnect: its id, no fd */
-		if (peers[o].sock >= 0 && msg(peers[o].sock, p->id, -1))
-			fprintf(stderr, "ivshmem-server: cannot tell peer %d that %d left\n", peers[o].id, p->id);
-	printf("ivshmem-server: peer %d left\n", p->id);
+	close(peers[id].sock);
+	peers[id].sock = -1;
+	peers[id].told = 0;
+	printf("ivshmem-server: peer %d left\n", id);
 	fflush(stdout);
+}
+
+/* @id's eventfds, made the first time the id is taken. */
+static int eventfds(int id)
+{
+	struct peer *p = &peers[id];
+
+	for (int v = 0; v < nvec; v++)
+		if (p->ev[v] < 0 && (p->ev[v] = eventfd(0, EFD_CLOEXEC)) < 0) {
+			fprintf(stderr, "ivshmem-server: eventfd: %s\n", strerror(errno));
+			return -1;
+		}
+	return 0;
+}
+
+/* Tell peer @to of @id's eventfds, once per QEMU. */
+static int tell(int to, int id)
+{
+	struct peer *p = &peers[to];
+
+	if (p->told >> id & 1)
+		return 0;
+	for (int v = 0; v < nvec; v++)
+		if (msg(p->sock, id, peers[id].ev[v]))
+			return -1;
+	p->told |= 1ULL << id;
+	return 0;
 }
 
 static void join(int sock)
 {
-	int slot, id, v, o;
-	struct peer *p;
+	int id, o;
+	int bad;
 
-	for (slot = 0; slot < MAX_PEERS && peers[slot].sock >= 0; slot++)
+	for (id = 0; id < MAX_PEERS && peers[id].sock >= 0; id++)
 		;
-	if (slot == MAX_PEERS || next_id > MAX_ID) {
-		fprintf(stderr, "ivshmem-server: %s; refusing a peer\n", slot == MAX_PEERS ?
-			"all peer slots in use" : "all peer ids used (they are not reused)");
+	if (id == MAX_PEERS || eventfds(id)) {
+		fprintf(stderr, "ivshmem-server: %s; refusing a peer\n",
+			id == MAX_PEERS ? "all 64 peer ids in use" : "no eventfds");
 		close(sock);
 		return;
 	}
-	p = &peers[slot];
-	id = next_id++;
-	for (v = 0; v < nvec; v++)
-		if ((p->ev[v] = eventfd(0, EFD_CLOEXEC)) < 0) {
-			fprintf(stderr, "ivshmem-server: eventfd: %s\n", strerror(errno));
-			while (v--)
-				close(p->ev[v]);
-			close(sock);
-			return;
-		}
-	p->sock = sock;
-	p->id = id;
-	int bad = msg(sock, 0, -1) || msg(sock, id, -1) || msg(sock, -1, shm_fd);
+	peers[id].sock = sock;
+	bad = msg(sock, 0, -1) || msg(sock, id, -1) || msg(sock, -1, shm_fd);
 	for (o = 0; o < MAX_PEERS && !bad; o++) {
-		if (o == slot || peers[o].sock < 0)
+		if (o == id || peers[o].sock < 0)
 			continue;
-		for (v = 0; v < nvec && !bad; v++)	/* the others, to the newcomer */
-			bad = msg(sock, peers[o].id, peers[o].ev[v]);
-		for (v = 0; v < nvec; v++)		/* the newcomer, to the others */
-			if (msg(peers[o].sock, id, p->ev[v]))
-				fprintf(stderr, "ivshmem-server: cannot tell peer %d of %d\n", peers[o].id, id);
+		bad = tell(id, o);			/* the others, to the newcomer */
+		if (tell(o, id))			/* the newcomer, to the others */
+			fprintf(stderr, "ivshmem-server: cannot tell peer %d of %d\n", o, id);
 	}
-	for (v = 0; v < nvec && !bad; v++)		/* its own, to receive */
-		bad = msg(sock, id, p->ev[v]);
+	bad = bad || tell(id, id);			/* its own, to receive */
 	printf("ivshmem-server: peer %d joined%s\n", id, bad ? ", and failed" : "");
 	fflush(stdout);
 	if (bad)
-		drop(slot);
+		drop(id);
 }
 
 static void usage(FILE *o)
@@ -189,8 +200,11 @@ static int run(const char *path, const char *shm, const char *ready)
 	if (shm_fd < 0 || fstat(shm_fd, &st) || !S_ISREG(st.st_mode) || !st.st_size)
 		return prog_fail("%s is no file of shared memory to serve: %s", shm,
 				 shm_fd < 0 ? strerror(errno) : "empty or not a plain file");
-	for (int i = 0; i < MAX_PEERS; i++)
+	for (int i = 0; i < MAX_PEERS; i++) {
 		peers[i].sock = -1;
+		for (int v = 0; v < MAX_VECTORS; v++)
+			peers[i].ev[v] = -1;
+	}
 	strcpy(sa.sun_path, path);
 	unlink(path);
 	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
