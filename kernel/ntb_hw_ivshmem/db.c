@@ -278,9 +278,10 @@ u64 ivntb_db_vector_mask(struct ntb_dev *ntb, int vector)
 {
 	struct ivntb_dev *iv = to_ivntb(ntb);
 
-	if (vector < 0 || vector >= iv->nvec)
-		return 0;
-	return ivntb_vector_bits(iv, vector);
+	if (vector >= 0 && vector < iv->nvec)
+		return ivntb_vector_bits(iv, vector);
+	dev_err_ratelimited(&iv->pdev->dev, "db_vector_mask: no vector %d of %d\n", vector, iv->nvec);
+	return 0;
 }
 
 u64 ivntb_db_read(struct ntb_dev *ntb)

@@ -95,7 +95,7 @@ static void ivntb_link_report(struct ivntb_dev *iv, u64 old, u64 now)
 			dev_info(&iv->pdev->dev, "link with port %d up\n", port);
 		else
 			dev_info(&iv->pdev->dev, "link with port %d down (%s)\n", port,
-				 !iv->enabled ? "disabled here" :
+				 !READ_ONCE(iv->enabled) ? "disabled here" :
 				 iv->peer[pidx].alive ? "disabled by the peer" :
 				 "the peer is gone or restarted");
 	}
@@ -112,7 +112,7 @@ static void ivntb_link_work(struct work_struct *work)
 	WRITE_ONCE(iv->slot->heartbeat,
 		   cpu_to_le32(le32_to_cpu(READ_ONCE(iv->slot->heartbeat)) + 1));
 	for (pidx = 0; pidx < ivntb_peer_count(iv); pidx++)
-		if (ivntb_peer_poll(iv, pidx) && iv->enabled && intact)
+		if (ivntb_peer_poll(iv, pidx) && READ_ONCE(iv->enabled) && intact)
 			mask |= BIT_ULL(pidx);
 	if (!intact)
 		dev_err_ratelimited(&iv->pdev->dev,
@@ -184,7 +184,7 @@ static void ivntb_link_set(struct ivntb_dev *iv, bool on)
 {
 	int port;
 
-	iv->enabled = on;
+	WRITE_ONCE(iv->enabled, on);
 	WRITE_ONCE(iv->slot->enabled, cpu_to_le32(on));
 	wmb();	/* the flag before the peers are told to look */
 	for (port = 0; port < iv->ports; port++)

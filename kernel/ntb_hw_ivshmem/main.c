@@ -31,18 +31,22 @@ static int ivntb_peer_port_number(struct ntb_dev *ntb, int pidx)
 {
 	struct ivntb_dev *iv = to_ivntb(ntb);
 
-	if (pidx < 0 || pidx >= ivntb_peer_count(iv))
-		return -EINVAL;
-	return ivntb_pidx_port(iv, pidx);
+	if (pidx >= 0 && pidx < ivntb_peer_count(iv))
+		return ivntb_pidx_port(iv, pidx);
+	dev_err_ratelimited(&iv->pdev->dev, "peer_port_number: no peer %d of %d\n", pidx,
+			    ivntb_peer_count(iv));
+	return -EINVAL;
 }
 
 static int ivntb_peer_port_idx(struct ntb_dev *ntb, int port)
 {
 	struct ivntb_dev *iv = to_ivntb(ntb);
 
-	if (port < 0 || port >= iv->ports || port == iv->port)
-		return -EINVAL;
-	return ivntb_port_pidx(iv, port);
+	if (port >= 0 && port < iv->ports && port != iv->port)
+		return ivntb_port_pidx(iv, port);
+	dev_err_ratelimited(&iv->pdev->dev, "peer_port_idx: port %d is no peer of port %d (ports 0..%d)\n",
+			    port, iv->port, iv->ports - 1);
+	return -EINVAL;
 }
 
 static struct device *ivntb_get_dma_dev(struct ntb_dev *ntb)

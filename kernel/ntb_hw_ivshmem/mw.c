@@ -63,9 +63,10 @@ int ivntb_mw_count(struct ntb_dev *ntb, int pidx)
 {
 	struct ivntb_dev *iv = to_ivntb(ntb);
 
-	if (pidx < 0 || pidx >= ivntb_peer_count(iv))
-		return -EINVAL;
-	return iv->mws;
+	if (pidx >= 0 && pidx < ivntb_peer_count(iv))
+		return iv->mws;
+	dev_err_ratelimited(&iv->pdev->dev, "mw_count: no peer %d of %d\n", pidx, ivntb_peer_count(iv));
+	return -EINVAL;
 }
 
 static void ivntb_hint_set(struct ivntb_dev *iv, int pidx, int widx)
@@ -352,10 +353,12 @@ static int ivntb_dma_mmap(struct device *dev, struct vm_area_struct *vma, void *
 	int pidx, region;
 	u64 off;
 
-	if (!ivntb_region_of(iv, handle, &pidx, &region) || size > ivntb_region_size(iv))
+	if (!ivntb_region_of(iv, handle, &pidx, &region) || size > ivntb_region_size(iv) ||
+	    vma->vm_pgoff >= pages || vma_pages(vma) > pages - vma->vm_pgoff) {
+		dev_err_ratelimited(dev, "dma_mmap_coherent of %pad: not a buffer of this device, or past its %zu bytes\n",
+				    &handle, size);
 		return -ENXIO;
-	if (vma->vm_pgoff >= pages || vma_pages(vma) > pages - vma->vm_pgoff)
-		return -ENXIO;
+	}
 	off = ivntb_region_off(iv, iv->port, ivntb_pidx_port(iv, pidx), region);
 	return remap_pfn_range(vma, vma->vm_start,
 			       PHYS_PFN(iv->shm_phys + off) + vma->vm_pgoff,
