@@ -7,9 +7,9 @@
 # and ntb-suite.sh runs the upstream clients (ntb_tool, ntb_perf,
 # ntb_pingpong, ntb_transport) and smartio_ntb over it. Guest 0 has an
 # emulated VT-d, the others none. Three guests start; guest 2's QEMU is
-# SIGKILLed mid-run (the others must see its link go down and carry on), a
-# fourth guest joins, and guest 1 is reset in place mid-run (the others see
-# it go and come back on the same port). Exit 0 when every check passed, 1 on
+# SIGKILLed mid-run (the others must see its link go down and carry on), then
+# boots again (a new QEMU and kernel, back on port 2), and guest 1 is reset in
+# place mid-run (the others see it go and come back on the same port). Exit 0 when every check passed, 1 on
 # a failure, 77 (SKIP) without QEMU or the NTB modules.
 #
 # Phases are synchronised across guests through this script: a guest prints
@@ -62,14 +62,17 @@ srv=$!
 i=0; while [ ! -s "$work/ivs.ready" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 [ -s "$work/ivs.ready" ] || { cat "$work/server.log"; echo "ntb: FAIL: no ivshmem server"; exit 1; }
 
-# guest N APPEND EXTRA...: boot guest N (ivshmem peer N: guests start one at a
-# time), console to gN.log, input from the fifo gN.in, held open here
-# (read-write: never a reader-less pipe) on fd 3+N. The console is muxed with
-# QEMU's monitor (Ctrl-A c), for a reset.
+# guest N LOG APPEND EXTRA...: boot guest N (ivshmem peer N: guests start one
+# at a time, and the server gives the lowest id free), console to LOG.log,
+# input from the fifo gN.in, held open here (read-write: never a reader-less
+# pipe) on fd 3+N. The console is muxed with QEMU's monitor (Ctrl-A c).
 guest() {
-	n=$1 app=$2; shift 2
-	mkfifo "$work/g$n.in"
-	eval "exec $((3 + n))<>\"\$work/g$n.in\""
+	n=$1 lg=$2 app=$3; shift 3
+	eval "log$n=$lg"
+	if [ ! -p "$work/g$n.in" ]; then
+		mkfifo "$work/g$n.in"
+		eval "exec $((3 + n))<>\"\$work/g$n.in\""
+	fi
 	"$qemu" -nodefaults -no-user-config -display none \
 		-machine q35 -accel tcg,thread=multi -cpu max -smp 1 -m 320 \
 		-kernel "$kernel" -initrd "$work/initramfs.gz" \
@@ -77,20 +80,23 @@ guest() {
 		-serial mon:stdio \
 		-chardev socket,path="$work/ivs.sock",id=ivs \
 		-device ivshmem-doorbell,chardev=ivs,vectors=${SIO_NTB_VECTORS:-2},addr=0x10 \
-		"$@" <"$work/g$n.in" >"$work/g$n.log" 2>&1 &
+		"$@" <"$work/g$n.in" >"$work/$lg.log" 2>&1 &
 	pids="$pids $!"
 	eval "pid$n=$!"
-	i=0; while ! grep -q "peer $n joined" "$work/server.log" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	eval "boots$n=\$((\${boots$n:-0} + 1)); b=\$boots$n"
+	i=0; while [ "$(grep -c "peer $n joined" "$work/server.log")" -lt "$b" ] && [ $i -lt 100 ]; do
+		sleep 0.1; i=$((i + 1))
+	done
 }
 start=$(date +%s)
-guest 0 "intel_iommu=on" -no-reboot -device intel-iommu,intremap=on,caching-mode=on
-guest 1 "intel_iommu=off"		# reset in place later: it may reboot
-guest 2 "intel_iommu=off" -no-reboot
+guest 0 g0 "intel_iommu=on" -no-reboot -device intel-iommu,intremap=on,caching-mode=on
+guest 1 g1 "intel_iommu=off"		# reset in place later: it may reboot
+guest 2 g2 "intel_iommu=off" -no-reboot
 echo "ntb: three guests (QEMU pids$pids), one 32 MiB ivshmem-doorbell region, 2 vectors; guest 0 with VT-d"
 
 : >"$work/host.log"		# what this script saw pass
 live="0 1 2" k=1 killed="" joined="" reset=""
-log() { tr -d '\r' <"$work/g$1.log"; }
+log() { eval "tr -d '\r' <\"\$work/\$log$1.log\""; }
 synced() {	# GUEST N: the name of guest's N-th sync request, if it made it
 	log "$1" | grep -ao 'SIO-NTB SYNC [0-9]* [A-Za-z0-9_-]*' | awk -v n="$2" '$3 == n { print $4; exit }'
 }
@@ -117,10 +123,11 @@ while :; do
 			{ echo "ntb: FAIL: guests disagree on phase $k ($name, $s)"; stop_all; break 2; }
 		name=$s
 	done
-	if [ "$name" = join ] && [ -z "$joined" ]; then
-		guest 3 "intel_iommu=off" -no-reboot	# the server gives it id 3: ids are not reused
-		echo "ntb: guest 3 joins (QEMU pid $pid3)"
-		joined=1 live="$live 3"
+	if [ "$name" = join ] && [ -z "$joined" ] && [ -n "$killed" ]; then
+		# guest 2 boots again: a new QEMU, which the server gives the free id 2
+		guest 2 g2b "intel_iommu=off sio.join=1" -no-reboot
+		echo "ntb: guest 2 boots again (QEMU pid $pid2)"
+		joined=1 live="$live 2"
 		continue
 	fi
 	if [ $all = 0 ]; then sleep 0.3; continue; fi
@@ -145,17 +152,18 @@ srv="" pids=""
 end=$(date +%s)
 sed 's/^/    | /' "$work/server.log"
 fail=0
-for n in 0 1 2 3; do
-	[ -f "$work/g$n.log" ] || continue
-	echo "---- guest $n"
-	log $n | grep -av '^\[ *[0-9.]*\]' || true
+for l in g0 g1 g2 g2b; do
+	[ -f "$work/$l.log" ] || continue
+	echo "---- guest ${l#g}"
+	tr -d '\r' <"$work/$l.log" | grep -av '^\[ *[0-9.]*\]' || true
 done
 echo "ntb: the guests ran for $((end - start)) s ($k phases)"
-for n in 0 1 3; do
-	log $n 2>/dev/null | grep -q '^SIO-VM DONE' || { echo "ntb: FAIL: guest $n did not finish"; fail=1; }
+for l in g0 g1 g2b; do
+	tr -d '\r' <"$work/$l.log" 2>/dev/null | grep -q '^SIO-VM DONE' ||
+		{ echo "ntb: FAIL: guest ${l#g} did not finish"; fail=1; }
 done
 [ -n "$killed" ] || { echo "ntb: FAIL: guest 2 was never killed"; fail=1; }
-[ -n "$joined" ] || { echo "ntb: FAIL: guest 3 never joined"; fail=1; }
+[ -n "$joined" ] || { echo "ntb: FAIL: guest 2 never booted again"; fail=1; }
 [ -n "$reset" ] || { echo "ntb: FAIL: guest 1 was never reset"; fail=1; }
 # What must have passed, whatever else did (a missing line is a failure too).
 for want in $(sed -n 's/^# want: //p' "$src/ntb-suite.sh"); do
@@ -163,8 +171,8 @@ for want in $(sed -n 's/^# want: //p' "$src/ntb-suite.sh"); do
 		{ echo "ntb: FAIL: no pass of ${want#*:} in ${want%%:*}"; fail=1; }
 done
 echo "ntb: ntb_perf and smartio ntb over ntb_hw_ivshmem, measured in TCG guests (emulated CPUs; says nothing of NTB hardware):"
-cat "$work"/g?.log | tr -d '\r' | sed -n 's/^SIO-VM MEASURE /ntb:   /p'
-nfail=$(cat "$work"/g?.log "$work/host.log" | tr -d '\r' | grep -c '^SIO-VM FAIL' || true)
-npass=$(cat "$work"/g?.log "$work/host.log" | tr -d '\r' | grep -c '^SIO-VM PASS' || true)
+cat "$work"/g*.log | tr -d '\r' | sed -n 's/^SIO-VM MEASURE /ntb:   /p'
+nfail=$(cat "$work"/g*.log "$work/host.log" | tr -d '\r' | grep -c '^SIO-VM FAIL' || true)
+npass=$(cat "$work"/g*.log "$work/host.log" | tr -d '\r' | grep -c '^SIO-VM PASS' || true)
 echo "ntb: $npass passed, $nfail failed"
 [ "$nfail" -eq 0 ] && [ $fail -eq 0 ]
