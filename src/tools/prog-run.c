@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -74,6 +75,26 @@ void prog_background(void)
 		       (int)pid));
 }
 
+/*
+ * Once serving in the background, let go of the caller's pipes (as QEMU's
+ * -daemonize does): a reader of `$(prog --background)` or `| tee` would wait
+ * for their end as long as the program runs. A terminal or a file keeps
+ * what the program says later (errors, its stop).
+ */
+static void background_detach(void)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	struct stat st;
+
+	if (null < 0)
+		return;
+	dup2(null, 0);
+	for (int fd = 1; fd <= 2; fd++)
+		if (!fstat(fd, &st) && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+			dup2(null, fd);
+	close(null);
+}
+
 int prog_ready(const char *ready_file, long long id, const char *status)
 {
 	char msg[512];
@@ -88,6 +109,8 @@ int prog_ready(const char *ready_file, long long id, const char *status)
 			fprintf(stderr, "%s: --background: cannot tell the parent\n", prog_name);
 		close(bg_fd);
 		bg_fd = -1;
+		fflush(NULL);
+		background_detach();
 	}
 	ret = prog_notify(msg);
 	if (ret < 0)	/* systemd would wait out TimeoutStartSec: say why */

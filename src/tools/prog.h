@@ -190,7 +190,8 @@ enum { PROG_OPT_FABRIC = 0x7f10, PROG_OPT_NODE, PROG_OPT_READY, PROG_OPT_BACKGRO
 	PROG_BACKGROUND_LONGOPT
 
 #define PROG_BACKGROUND_HELP						\
-	"  --background      return once serving, and go on in the background\n"
+	"  --background      return once serving, and go on in the background (its\n"	\
+	"                    later messages go to a terminal or file, not a pipe)\n"
 
 #define PROG_SERVICE_HELP						\
 	"  --fabric NAME     fabric to join (default $SMARTIO_FABRIC)\n"	\

@@ -5,7 +5,7 @@
 # `smartio top` (plain lines off a terminal) lists it; `smartio status
 # --json` parses with a device named a"b\ and lists the borrows; --dot is a
 # graph Graphviz renders (where dot is installed); `smartio list --json` has
-# the fabric.
+# the fabric. A program started with --background lets go of a pipe.
 # Usage: live-stats.sh SMARTIO NVME-EMU NVME-MANAGER NVME-CLIENT EDU-EMU
 set -u
 S=$1 EMU=$2 MGR=$3 CLIENT=$4 EDU=$5
@@ -19,7 +19,9 @@ py() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 i
 
 "$S" create "$F" --nodes 3 >/dev/null || fail "create"
 timeout 60 "$EMU" --fabric "$F" --backing ram:32M --background >/dev/null || fail "nvme-emu"
-timeout 60 "$EDU" --fabric "$F" --node 1 --name 'a"b\' --background >/dev/null || fail "edu-emu"
+# through a pipe: its reader sees the end once the device serves, not when it stops
+timeout 60 "$EDU" --fabric "$F" --node 1 --name 'a"b\' --background 2>&1 | timeout 30 cat >/dev/null ||
+	fail "edu-emu --background kept the pipe of its caller"
 timeout 60 "$MGR" --fabric "$F" --background --quiet 2>"$T/mgr.log" || { cat "$T/mgr.log"; fail "nvme-manager"; }
 timeout 60 "$CLIENT" --fabric "$F" --node 2 --op read --random --qd 4 --time 4 --progress 1 \
 	--json >"$T/client.json" 2>"$T/client.err" &
