@@ -679,12 +679,30 @@ static const struct sio_device_ops remote_ops = {
 
 /*
  * A borrower on the lender's own kernel: vfio's ops, and multicast through
- * the pools. Without an IOMMU (uio) the lender cannot translate a window
- * (MMIO) by pagemap: its segments are at their pool's bus address + offset,
- * as for a remote borrower.
+ * the pools. Its segments, like a remote borrower's, are at their pool's bus
+ * address + offset (the lender mapped every pool for the device): one
+ * address for a segment from every kernel, so that a manager of another
+ * kernel takes over the admin queue this kernel's manager made, where the
+ * controller was told it is. Without an IOMMU (uio) that is the only way:
+ * the lender cannot translate a window (MMIO) by pagemap. A vfio borrower's
+ * other segments (a BAR, GPU memory) go through vfio's own mappings.
  */
 static struct sio_device_ops local_ops, local_bus_ops;
 static pthread_once_t local_once = PTHREAD_ONCE_INIT;
+
+static int local_dma_map(struct sio_device *dev, struct sio_segment *seg, uint64_t *bus)
+{
+	if (seg->kind == SIO_SEG_RAM)
+		return remote_dma_map(dev, seg, bus);
+	return sio__device_ops(SIO_BACKEND_VFIO)->dma_map(dev, seg, bus);
+}
+
+static int local_dma_unmap(struct sio_device *dev, struct sio_segment *seg)
+{
+	if (seg->kind == SIO_SEG_RAM)
+		return remote_dma_unmap(dev, seg);
+	return sio__device_ops(SIO_BACKEND_VFIO)->dma_unmap(dev, seg);
+}
 
 static void local_init(void)
 {
@@ -694,6 +712,8 @@ static void local_init(void)
 		local_ops = *v;
 		local_ops.mcast_map = window_mcast_map;
 		local_bus_ops = local_ops;
+		local_ops.dma_map = local_dma_map;
+		local_ops.dma_unmap = local_dma_unmap;
 		local_bus_ops.dma_map = remote_dma_map;
 		local_bus_ops.dma_unmap = remote_dma_unmap;
 	}
