@@ -17,6 +17,7 @@
 # down. A guest that joins late (2 booted again, 1 after its reset) asks
 # run-ntb.sh which phase the others are at.
 #
+# host: kill-2 join reset-1
 # want: g0:load g1:load g2:load g2b:load g0:port g1:port g2:port g2b:port
 # want: g0:tool-link g1:tool-link g2:tool-link g0:tool-spad g1:tool-spad g2:tool-spad
 # want: g0:tool-db g1:tool-db g2:tool-db g0:tool-mw g1:tool-mw g2:tool-mw

@@ -17,6 +17,20 @@
 # n-th GO goes to every live guest once all of them asked for it.
 #
 # usage: run-ntb.sh BUILD_ROOT SOURCE_DIR [WORK_DIR]   (SIO_VM_TIMEOUT bounds it, s)
+# Another suite runs with the same machinery (the ntb fabric's, ntb-fabric-suite.sh):
+#   SIO_NTB_SUITE=FILE the guests' script; SIO_NTB_EXTRA the programs it needs
+#   SIO_NTB_SHM_MB     the ivshmem region (32)   SIO_NTB_MEM   MiB per guest (320)
+#   SIO_NTB_APPEND     every guest's kernel command line (a variant: sio.lend=uio)
+#   SIO_NTB_G0_APPEND  guest 0's kernel command line (intel_iommu=on), and
+#   SIO_NTB_G0_ARGS    its QEMU arguments beyond the VT-d (an NVMe, say);
+#   SIO_NTB_G0_IOMMU=0 no VT-d for guest 0; SIO_NTB_VARIANT=V: the suite's
+#   "# want-V:" and "# host-V:" lines count too; SIO_NTB_FINISH the guests'
+#   logs that must end in SIO-VM DONE (g0 g1 g2b)
+# and the phases that ask the host to act, which the suite lists in its
+# "# host:" lines: kill-2 (SIGKILL guest 2), join (guest 2 boots again, after
+# kill-2), reset-1 (system_reset guest 1), flap-1 (stop guest 1 for
+# $SIO_NTB_FLAP_S, 4 s, then let it go on: its peers see its link go down and
+# come back, as a cable pulled and put back).
 set -eu
 build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
@@ -50,12 +64,13 @@ for m in ntb ntb_hw_ivshmem ntb_tool ntb_perf ntb_pingpong ntb_transport smartio
 done
 rc=0
 SIO_VM_BUILD_ONLY=1 SIO_VM_SUITE="${SIO_NTB_SUITE:-$src/ntb-suite.sh}" SIO_VM_MODULES="$ko" \
-	SIO_VM_EXTRA="$build/tests/vm/ntb-uapi" \
+	SIO_VM_EXTRA="${SIO_NTB_EXTRA:-$build/tests/vm/ntb-uapi}" \
 	sh "$src/run-vm.sh" "$build" "$src" "$work" || rc=$?
 [ $rc -eq 0 ] || exit $rc
 kernel=/boot/vmlinuz-$kver
 tmo=${SIO_VM_TIMEOUT:-540}	# under meson's 600 s; a quiet 2-core host needs about 120
-truncate -s 32M "$work/shm"
+truncate -s "${SIO_NTB_SHM_MB:-32}M" "$work/shm"
+truncate -s 64M "$work/nvme.img"	# for a suite that gives guest 0 an NVMe
 "$build/src/tools/smartio-ivshmem-server" --socket "$work/ivs.sock" --shm "$work/shm" \
 	--vectors "${SIO_NTB_VECTORS:-2}" --ready-file "$work/ivs.ready" >"$work/server.log" 2>&1 &
 srv=$!
@@ -74,9 +89,9 @@ guest() {
 		eval "exec $((3 + n))<>\"\$work/g$n.in\""
 	fi
 	"$qemu" -nodefaults -no-user-config -display none \
-		-machine q35 -accel tcg,thread=multi -cpu max -smp 1 -m 320 \
+		-machine q35 -accel tcg,thread=multi -cpu max -smp 1 -m "${SIO_NTB_MEM:-320}" \
 		-kernel "$kernel" -initrd "$work/initramfs.gz" \
-		-append "console=ttyS0 quiet panic=-1 no_timer_check rdinit=/init sio.guest=$n $app" \
+		-append "console=ttyS0 quiet panic=-1 no_timer_check rdinit=/init sio.guest=$n $app ${SIO_NTB_APPEND:-}" \
 		-serial mon:stdio \
 		-chardev socket,path="$work/ivs.sock",id=ivs \
 		-device ivshmem-doorbell,chardev=ivs,vectors=${SIO_NTB_VECTORS:-2},addr=0x10 \
@@ -89,13 +104,16 @@ guest() {
 	done
 }
 start=$(date +%s)
-guest 0 g0 "intel_iommu=on" -no-reboot -device intel-iommu,intremap=on,caching-mode=on
+g0iommu="-device intel-iommu,intremap=on,caching-mode=on"
+[ "${SIO_NTB_G0_IOMMU:-1}" != 0 ] || g0iommu=""
+# shellcheck disable=SC2086
+guest 0 g0 "${SIO_NTB_G0_APPEND:-intel_iommu=on}" -no-reboot $g0iommu $(eval echo "${SIO_NTB_G0_ARGS:-}")
 guest 1 g1 "intel_iommu=off"		# reset in place later: it may reboot
 guest 2 g2 "intel_iommu=off" -no-reboot
-echo "ntb: three guests (QEMU pids$pids), one 32 MiB ivshmem-doorbell region, 2 vectors; guest 0 with VT-d"
+echo "ntb: three guests (QEMU pids$pids), one ${SIO_NTB_SHM_MB:-32} MiB ivshmem-doorbell region, 2 vectors; guest 0: ${SIO_NTB_G0_APPEND:-intel_iommu=on}"
 
 : >"$work/host.log"		# what this script saw pass
-live="0 1 2" k=1 killed="" joined="" reset=""
+live="0 1 2" k=1 killed="" joined="" reset="" flapped=""
 log() { eval "tr -d '\r' <\"\$work/\$log$1.log\""; }
 synced() {	# GUEST N: the name of guest's N-th sync request, if it made it
 	log "$1" | grep -ao 'SIO-NTB SYNC [0-9]* [A-Za-z0-9_-]*' | awk -v n="$2" '$3 == n { print $4; exit }'
@@ -137,6 +155,13 @@ while :; do
 		kill -KILL "$pid2" && killed=1 && echo "ntb: guest 2 (QEMU pid $pid2) SIGKILLed mid-run"
 		echo "SIO-VM PASS guest2-killed" >>"$work/host.log"
 	fi
+	if [ "$name" = flap-1 ] && [ -z "$flapped" ]; then
+		sleep 2	# let guest 1 get going
+		printf '\001cstop\n\001c' >&4 && sleep "${SIO_NTB_FLAP_S:-4}" &&
+			printf '\001ccont\n\001c' >&4 && flapped=1 &&
+			echo "ntb: guest 1 stopped for ${SIO_NTB_FLAP_S:-4} s, then let go on (QEMU's stop, cont)"
+		echo "SIO-VM PASS guest1-flapped" >>"$work/host.log"
+	fi
 	if [ "$name" = reset-1 ] && [ -z "$reset" ]; then
 		sleep 3	# let guest 1 get going on its windows
 		printf '\001csystem_reset\n\001c' >&4 && reset=1 &&
@@ -158,19 +183,28 @@ for l in g0 g1 g2 g2b; do
 	tr -d '\r' <"$work/$l.log" | grep -av '^\[ *[0-9.]*\]' || true
 done
 echo "ntb: the guests ran for $((end - start)) s ($k phases)"
-for l in g0 g1 g2b; do
+for l in ${SIO_NTB_FINISH:-g0 g1 g2b}; do
 	tr -d '\r' <"$work/$l.log" 2>/dev/null | grep -q '^SIO-VM DONE' ||
 		{ echo "ntb: FAIL: guest ${l#g} did not finish"; fail=1; }
 done
-[ -n "$killed" ] || { echo "ntb: FAIL: guest 2 was never killed"; fail=1; }
-[ -n "$joined" ] || { echo "ntb: FAIL: guest 2 never booted again"; fail=1; }
-[ -n "$reset" ] || { echo "ntb: FAIL: guest 1 was never reset"; fail=1; }
+# what the suite asks of the host ("# host: kill-2 join reset-1 flap-1"), all of it
+suite=${SIO_NTB_SUITE:-$src/ntb-suite.sh}
+# "# want:" and "# host:" lines, and those of this variant ("# want-VARIANT:")
+lines() { sed -n "s/^# $1: //p; s/^# $1-${SIO_NTB_VARIANT:-}: //p" "$suite"; }
+for h in $(lines host); do
+	case $h in
+	kill-2) [ -n "$killed" ] || { echo "ntb: FAIL: guest 2 was never killed"; fail=1; } ;;
+	join) [ -n "$joined" ] || { echo "ntb: FAIL: guest 2 never booted again"; fail=1; } ;;
+	reset-1) [ -n "$reset" ] || { echo "ntb: FAIL: guest 1 was never reset"; fail=1; } ;;
+	flap-1) [ -n "$flapped" ] || { echo "ntb: FAIL: guest 1 was never stopped"; fail=1; } ;;
+	esac
+done
 # What must have passed, whatever else did (a missing line is a failure too).
-for want in $(sed -n 's/^# want: //p' "$src/ntb-suite.sh"); do
+for want in $(lines want); do
 	tr -d '\r' <"$work/${want%%:*}.log" 2>/dev/null | grep -q "^SIO-VM PASS ${want#*:}\$" ||
 		{ echo "ntb: FAIL: no pass of ${want#*:} in ${want%%:*}"; fail=1; }
 done
-echo "ntb: ntb_perf and smartio ntb over ntb_hw_ivshmem, measured in TCG guests (emulated CPUs; says nothing of NTB hardware):"
+echo "ntb: measured in TCG guests over ntb_hw_ivshmem (emulated CPUs; says nothing of NTB hardware):"
 cat "$work"/g*.log | tr -d '\r' | sed -n 's/^SIO-VM MEASURE /ntb:   /p'
 nfail=$(cat "$work"/g*.log "$work/host.log" | tr -d '\r' | grep -c '^SIO-VM FAIL' || true)
 npass=$(cat "$work"/g*.log "$work/host.log" | tr -d '\r' | grep -c '^SIO-VM PASS' || true)

@@ -1,0 +1,322 @@
+# SPDX-License-Identifier: MIT
+# The ntb fabric's vm suite, the guests' side (run-ntb.sh runs it with
+# SIO_NTB_SUITE): three guests, ports 0 1 2 of an NTB of ntb_hw_ivshmem, one
+# fabric of backend ntb on smartio_ntb, each kernel a node, with its node
+# service (smartio ntb serve). Guest 0 hosts the fabric's state and lends
+# QEMU's NVMe (vfio with VT-d; sio.lend=uio: uio_pci_generic without an
+# IOMMU) and runs nvme-manager; guests 1 and 2 are its clients.
+#
+#   the core     segments made on one node and read on another (each node's
+#                memory through the windows), a notification that wakes a
+#                waiter of another kernel through the NTB doorbell, an event
+#                that reaches another kernel
+#   the NVMe     a multicast Identify whose subscribers are guests 1 and 2;
+#                nvme-identify and verified nvme-client I/O from 1 and 2 at
+#                once, with each borrow's doorbell path labelled (relayed:
+#                ntb_hw_ivshmem refuses a window onto the NVMe's BAR0)
+#   faults       guest 1 stopped mid-I/O (its link goes down and comes back:
+#                its client goes on or stops with a clear error, nothing
+#                mismatches; a new client after it, verified); guest 2 killed mid-I/O (guest 1
+#                goes on, the manager reclaims guest 2's queues); guest 1
+#                reset and rejoining as a new kernel on its port; guest 0's
+#                nvme-manager killed and a standby in guest 1 taking over
+#                under verified I/O; then fio with the smartio engine in
+#                guest 1, data verified; guest 0's nvme driver reads the
+#                clients' blocks back; dmesg clean everywhere.
+# The uio variant (sio.lend=uio) keeps the core, the NVMe and the kill.
+#
+# host: kill-2
+# host-vfio: reset-1 flap-1
+# want: g0:load g1:load g2:load g0:serve g1:serve g2:serve g0:fabric-create
+# want: g1:fabric-join g2:fabric-join g0:seg-across g1:seg-across g2:seg-across
+# want: g1:doorbell-wake g2:event-across g0:lend g0:lend-relay-labelled
+# want: g0:mcast-identify g1:mcast-subscriber g2:mcast-subscriber g0:manager
+# want: g1:identify g2:identify g1:client-write-verify g2:client-write-verify
+# want: g1:doorbells-labelled g2:doorbells-labelled g0:status-labelled
+# want: g0:qd1-local g1:qd1-remote
+# want: g1:client-across-the-kill g0:dead-client-reclaimed host:guest2-killed
+# want: g0:readback-client1 g0:readback-client2 g0:dmesg g1:dmesg
+# want-vfio: g1:flap-clean g1:client-after-flap g0:flap-seen g2:flap-seen host:guest1-flapped
+# want-vfio: host:guest1-reset g1:restarted g1:rejoin g1:client-after-rejoin g0:reset-seen
+# want-vfio: g1:standby-took-over g1:client-across-takeover g1:fio-verify
+FAB=ntbfab
+MOD=/lib/modules
+MAIN=0000:00:04.0			# QEMU's NVMe (guest 0 only)
+G=$(sed -n 's/.*sio\.guest=\([0-9]*\).*/\1/p' /proc/cmdline)
+LEND=$(sed -n 's/.*sio\.lend=\([a-z]*\).*/\1/p' /proc/cmdline)
+LEND=${LEND:-vfio}
+export SMARTIO_FABRIC_BACKEND=ntb SMARTIO_FABRIC=$FAB SMARTIO_QUIET=1
+# a stop of a few seconds (a link that flaps) is no death: the lease outlasts it
+export SMARTIO_SHMWIN_LEASE_MS=12000 SMARTIO_NVME_RESTART_MS=60000
+n=0
+
+res() { echo "SIO-VM $1 $2${3:+ : $3}"; }
+ok() { res PASS "$1"; }
+no() { res FAIL "$1" "$2"; }
+run() {
+	name=$1; shift
+	"$@" >/tmp/out 2>&1 && r=0 || r=$?
+	sed 's/^/    | /' /tmp/out
+	if [ $r -eq 0 ]; then ok "$name"; else no "$name" "exit $r"; fi
+	return $r
+}
+phase() {
+	n=$((n + 1))
+	echo "SIO-NTB SYNC $n $1"
+	t=0
+	while [ $t -lt 600 ]; do
+		line=
+		read -r -t 1 line </dev/console || true
+		[ "$line" != "GO $n" ] || return 0
+		t=$((t + 1))
+	done
+	no "phase-$1" "no GO $n from the host"
+	return 1
+}
+hello() {
+	echo "SIO-NTB HELLO"
+	t=0
+	while [ $t -lt 600 ]; do
+		line=
+		read -r -t 1 line </dev/console || true
+		case $line in "PHASE "*) n=$((${line#PHASE } - 1)); return 0 ;; esac
+		t=$((t + 1))
+	done
+	no hello "no PHASE from the host"
+	return 1
+}
+until_ok() {	# TRIES CMD...: every second, TRIES times
+	t=$1; shift
+	while ! "$@" >/tmp/until 2>&1; do
+		t=$((t - 1)); [ $t -gt 0 ] || { cat /tmp/until; return 1; }
+		sleep 1
+	done
+}
+measure() { grep 'latency us' /tmp/out | sed "s/^ */SIO-VM MEASURE $1: /"; }
+dmesg_check() {
+	if dmesg | grep -E 'WARNING:|BUG:|Oops' >/tmp/bad; then
+		sed 's/^/    | /' /tmp/bad; no "$1" "the kernel complained"
+	else
+		ok "$1"
+	fi
+}
+# load: the NTB and smartio_ntb
+load() {
+	insmod $MOD/ntb.ko && insmod $MOD/ntb_hw_ivshmem.ko ports=3 link_timeout_ms=2000 &&
+		insmod $MOD/smartio_ntb.ko && [ -c /dev/smartio-ntb0 ] && ok load ||
+		no load "$(dmesg | grep -i ntb | tail -n 3)"
+	ME=$(dmesg | sed -n 's/.*NTB port \([0-9]*\) of.*/\1/p' | tail -n 1)
+}
+# serve PEERS: this kernel's node service, with PEERS links up (2: every
+# peer; 1 after guest 2 was killed)
+serve() {
+	smartio ntb serve >/tmp/serve.log 2>&1 &
+	spid=$!
+	until_ok 90 sh -c "[ \$(grep -c 'link with port .* up' /tmp/serve.log) -ge $1 ]" &&
+		ok serve || { cat /tmp/serve.log; no serve "no memory, or not every peer"; }
+}
+serve_log() { sed 's/^/    | serve: /' /tmp/serve.log; }
+# client NAME ARGS...: a verified nvme-client run
+client() {
+	name=$1; shift
+	run "$name" nvme-client --timeout 30000 "$@"
+}
+lend() {
+	for m in $(cat /lib/modules/$LEND.list); do insmod /lib/modules/$m 2>/dev/null; done
+	run bind smartio $LEND bind $MAIN
+	smartio $LEND lend $MAIN --fabric $FAB >/tmp/lend.log 2>&1 &
+	lpid=$!
+	until_ok 90 grep -q '^lending' /tmp/lend.log && ok lend || { cat /tmp/lend.log; no lend; }
+	sed 's/^/    | /' /tmp/lend.log
+	grep -q "other kernels' doorbells: relayed.*Operation not supported" /tmp/lend.log &&
+		ok lend-relay-labelled || no lend-relay-labelled "the lender did not say why it relays"
+	dev=$(sed -n 's/.* as device \([0-9]*\) .*/\1/p' /tmp/lend.log)
+}
+
+load
+if dmesg | grep -q 'restarted: its slot still holds'; then
+	# -- guest 1 after its reset: a new kernel on its old port, back in the fabric
+	ok restarted
+	hello
+	serve 1
+	until_ok 60 smartio status $FAB && ok rejoin || no rejoin "$(cat /tmp/until)"
+	serve_log
+	phase reset-back
+	client client-after-rejoin --lba 5120 --count 256 --bs 8 --qd 2 --pattern 0xc3 --flush
+	phase takeover
+	nvme-manager --fabric $FAB --standby --ready-file /tmp/mgr.ready >/tmp/mgr.log 2>&1 &
+	mpid=$!
+	until_ok 30 grep -q . /tmp/mgr.log
+	phase mgr-kill
+	client client-across-takeover --lba 6144 --count 512 --bs 8 --qd 2 --random --time 20
+	until_ok 90 test -s /tmp/mgr.ready && ok standby-took-over ||
+		{ sed 's/^/    | /' /tmp/mgr.log; no standby-took-over "the standby never served"; }
+	run fio-verify fio --name=v --ioengine=external:/prog/fio-smartio.so \
+		--rw=randwrite --bs=4k --iodepth=4 --offset=16m --size=1m --verify=crc32c \
+		--do_verify=1 --verify_fatal=1
+	phase end-io
+	kill $mpid; wait $mpid
+	sed 's/^/    | /' /tmp/mgr.log
+	phase mgr-stopped
+	dmesg_check dmesg
+	serve_log
+	phase done
+	kill $spid; wait $spid
+	exit 0
+fi
+
+serve 2
+phase serve
+case $G in
+0)	run fabric-create smartio create $FAB --nodes 3 ;;
+*)	until_ok 60 smartio status $FAB && ok fabric-join || no fabric-join "$(cat /tmp/until)" ;;
+esac
+phase fabric
+
+# -- the core across kernels: segments in each node's memory, made by one
+# kernel (into its own memory, or another's through a window), read by another
+case $G in
+1)	run seg-make sh -c 'ntb-fabric seg-make 1 101 0x11 && ntb-fabric seg-make 2 102 0x12' ;;
+2)	run seg-make ntb-fabric seg-make 0 103 0x13 ;;
+esac
+phase seg-made
+case $G in
+0)	run seg-across ntb-fabric seg-check 1 101 0x11 ;;
+1)	run seg-across ntb-fabric seg-check 0 103 0x13 ;;
+2)	run seg-across ntb-fabric seg-check 2 102 0x12 ;;
+esac
+# a waiter in guest 1 woken by guest 0 (the NTB doorbell), an event to guest 2
+case $G in
+1)	ntb-fabric wait 201 >/tmp/wait.log 2>&1 & wpid=$! ;;
+2)	ntb-fabric event-wait 0 >/tmp/ev.log 2>&1 & wpid=$! ;;
+esac
+until_ok 30 sh -c 'grep -q "waiting\|listening" /tmp/wait.log /tmp/ev.log 2>/dev/null || [ '"$G"' = 0 ]'
+phase listening
+if [ "$G" = 0 ]; then
+	ntb-fabric notify 1 201 | sed 's/^/    | /'
+	smartio link $FAB 0 down && smartio link $FAB 0 up
+fi
+case $G in
+1)	wait $wpid && ok doorbell-wake || no doorbell-wake "not woken through the doorbell"
+	sed 's/^/    | /' /tmp/wait.log ;;
+2)	wait $wpid && ok event-across || no event-across "no event"
+	sed 's/^/    | /' /tmp/ev.log ;;
+esac
+phase core-done
+
+# -- the NVMe of guest 0, lent across the NTB
+if [ "$G" = 0 ]; then
+	[ $LEND = uio ] && { mkdir -p /dev/hugepages && mount -t hugetlbfs none /dev/hugepages; }
+	lend
+fi
+phase lent
+case $G in
+0)	run mcast-identify nvme-mcast-identify --fabric $FAB --device $dev --external
+	nvme-manager --fabric $FAB --device $dev --ready-file /tmp/mgr.ready >/tmp/mgr.log 2>&1 &
+	mpid=$!
+	until_ok 120 test -s /tmp/mgr.ready && ok manager || { cat /tmp/mgr.log; no manager; } ;;
+*)	run mcast-subscriber nvme-mcast-identify --fabric $FAB --subscribe 0 ;;
+esac
+phase served
+if [ "$G" != 0 ]; then
+	until_ok 60 nvme-identify --fabric $FAB && ok identify || no identify "$(cat /tmp/until)"
+	if [ "$G" = 1 ]; then lba=0 pat=0xa1; else lba=1024 pat=0xb2; fi
+	client client-write-verify --lba $lba --count 256 --bs 8 --qd 4 --pattern $pat --flush
+	grep -q 'BAR0 relayed (no window: Operation not supported)' /tmp/out && ok doorbells-labelled ||
+		no doorbells-labelled "the client did not say its doorbells are relayed"
+fi
+phase io
+if [ "$G" = 0 ]; then
+	run qd1-local nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 8 --qd 1 \
+		--ios 1000 --timeout 20000 && measure qd1-local
+fi
+phase qd1-local
+# guest 1's QD1 reads, every doorbell relayed; meanwhile guest 0 sees the borrow labelled
+case $G in
+1)	run qd1-remote nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 8 --qd 1 \
+		--ios 2000 --timeout 20000 && measure qd1-remote ;;
+0)	until_ok 60 sh -c "smartio status $FAB | grep -q 'on node 1, doorbells relayed'" &&
+		ok status-labelled || no status-labelled "smartio status shows no borrow's doorbell path"
+	smartio status $FAB | sed 's/^/    | /' ;;
+esac
+phase qd1-remote
+
+if [ "$LEND" = vfio ]; then
+	# -- guest 1 stopped for a while, mid-I/O: its link goes and comes back
+	[ "$G" = 1 ] && { nvme-client --fabric $FAB --lba 2048 --count 512 --bs 8 --qd 2 --random \
+		--time 20 --timeout 60000 >/tmp/flap.log 2>&1 & fpid=$!; sleep 1; }
+	phase flap-1
+	case $G in
+	1)	# the client either carries on, or stops with a clear error
+		# (its BAR0 mirror, in guest 0's memory, read all ones while the
+		# link was down): never a hang, never a block that mismatches
+		wait $fpid && r=0 || r=$?
+		sed 's/^/    | /' /tmp/flap.log
+		if grep -q 'mismatches 0 ' /tmp/flap.log &&
+		   { [ $r = 0 ] || grep -q 'read all ones (device gone or link down)' /tmp/flap.log; }; then
+			ok flap-clean
+		else
+			no flap-clean "exit $r, without a clear error or with mismatches"
+		fi ;;
+	*)	until_ok 60 sh -c 'dmesg | grep -q "link with port 1 down" && dmesg | grep -q "link with port 1 up"' &&
+			ok flap-seen || no flap-seen "port 1's link did not go down and up" ;;
+	esac
+	phase flap-done
+	# once the link is back: a new borrow, verified
+	[ "$G" = 1 ] && client client-after-flap --lba 2048 --count 256 --bs 8 --qd 2 --pattern 0x5a --flush
+	phase after-flap
+fi
+
+# -- guest 2 killed mid-I/O: guest 1 goes on, the manager reclaims guest 2's queues
+if [ "$G" = 2 ]; then
+	nvme-client --fabric $FAB --lba 4096 --count 2048 --bs 8 --qd 4 --random --time 120 \
+		>/dev/null 2>&1 &
+	sleep 2
+fi
+phase kill-2
+case $G in
+2)	sleep 300; no still-alive "guest 2 should have been killed"; exit 0 ;;
+1)	client client-across-the-kill --lba 3072 --count 1024 --bs 8 --qd 2 --random --time 15 ;;
+0)	until_ok 90 grep -q 'node 2.*is gone' /tmp/mgr.log && ok dead-client-reclaimed ||
+		{ sed 's/^/    | /' /tmp/mgr.log; no dead-client-reclaimed "the manager never deleted guest 2's queues"; } ;;
+esac
+phase killed
+
+if [ "$LEND" = vfio ]; then
+	# -- guest 1 reset in place: a new kernel on its port rejoins (see the top);
+	# then guest 0's manager is killed and guest 1's standby takes over
+	phase reset-1
+	[ "$G" = 1 ] && { sleep 300; no still-alive "guest 1 should have been reset"; exit 0; }
+	# down once when it was stopped, again now
+	until_ok 90 sh -c '[ $(dmesg | grep -c "link with port 1 down") -ge 2 ]' &&
+		ok reset-seen || no reset-seen "port 1 did not go"
+	phase reset-back
+	phase takeover
+	phase mgr-kill
+	sleep 3	# the standby waits, guest 1's client starts: then the manager dies
+	kill -KILL $mpid
+	wait $mpid 2>/dev/null
+	phase end-io
+	phase mgr-stopped
+else
+	[ "$G" = 1 ] && { dmesg_check dmesg; exit 0; }
+	kill $mpid; wait $mpid
+fi
+
+# -- guest 0's own nvme driver reads the clients' blocks back
+sed 's/^/    | /' /tmp/mgr.log
+kill $lpid; wait $lpid
+run unbind smartio $LEND unbind $MAIN
+for m in $(cat /lib/modules/nvme.list); do insmod /lib/modules/$m 2>/dev/null; done
+until_ok 30 sh -c "ls -d /sys/bus/pci/devices/$MAIN/nvme/nvme*/nvme*n1"
+BLK=/dev/$(basename $(ls -d /sys/bus/pci/devices/$MAIN/nvme/nvme*/nvme*n1 | head -n1))
+head -c $((256 * 512)) /dev/zero | tr '\0' '\241' >/tmp/a1.bin
+head -c $((256 * 512)) /dev/zero | tr '\0' '\262' >/tmp/b2.bin
+run readback-client1 vfio-nvme kcheck $BLK /tmp/a1.bin 0
+run readback-client2 vfio-nvme kcheck $BLK /tmp/b2.bin $((1024 * 512))
+serve_log
+dmesg_check dmesg
+[ "$LEND" = vfio ] && phase done
+smartio destroy $FAB --force >/dev/null 2>&1
+kill $spid; wait $spid
+echo "ntb-fabric: guest $G took $(cut -d' ' -f1 /proc/uptime)s of uptime"

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The core's segments, notifications and events across kernels, for the
+ * ntb-fabric vm suite (ntb-fabric-suite.sh): each guest runs its part, on
+ * the fabric $SMARTIO_FABRIC, as the node of its NTB port.
+ *
+ *   ntb-fabric seg-make NODE ID BYTE      a kept 64 KiB segment on NODE (any
+ *                                         node's memory), filled with BYTE
+ *   ntb-fabric seg-check NODE ID BYTE     it reads BYTE everywhere; then it goes
+ *   ntb-fabric wait ID                    a segment here; sleep until its word 0
+ *                                         moves (60 s at most): woken, and how
+ *                                         many doorbells this kernel's node
+ *                                         service took meanwhile
+ *   ntb-fabric notify NODE ID             store to that word and notify
+ *   ntb-fabric event-wait NODE            wait for the event of NODE's link
+ *                                         going down (60 s at most)
+ *
+ * Prints what it saw; exits 0 when it is what was expected, 1 otherwise.
+ */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+
+#include <smartio/smartio.h>
+#include "internal.h"
+#include "winfab/winfab.h"
+
+#define SEG_SIZE	(64 << 10)
+
+static struct sio_fabric *f;
+
+static int fail(const char *what)
+{
+	printf("FAIL %s: %s\n", what, sio_errmsg());
+	return 1;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int seg_make(int node, uint32_t id, int byte)
+{
+	struct sio_segment *s;
+	void *p;
+
+	if (sio_segment_create_on(f, node, id, SEG_SIZE, SIO_SEG_F_KEEP, &s) ||
+	    sio_segment_map(s, &p))
+		return fail("segment");
+	memset(p, byte, SEG_SIZE);
+	printf("segment %u on node %d (made by node %d): %d KiB of 0x%02x\n", id, node,
+	       sio_fabric_node_id(f), SEG_SIZE >> 10, byte);
+	sio_segment_leave(s);	/* kept, ownerless: it outlives this process */
+	return 0;
+}
+
+static int seg_check(int node, uint32_t id, int byte)
+{
+	struct sio_segment *s;
+	unsigned char *p;
+	size_t i;
+
+	if (sio_segment_connect(f, node, id, &s) || sio_segment_map(s, (void **)&p))
+		return fail("connect");
+	for (i = 0; i < SEG_SIZE && p[i] == byte; i++)
+		;
+	if (i < SEG_SIZE) {
+		printf("FAIL segment %u of node %d: byte %zu is 0x%02x, not 0x%02x\n", id, node, i,
+		       p[i], byte);
+		return 1;
+	}
+	printf("segment %u of node %d read from node %d: %d KiB of 0x%02x\n", id, node,
+	       sio_fabric_node_id(f), SEG_SIZE >> 10, byte);
+	sio_segment_close(s);
+	/* adopted (the kept segment, ownerless), then removed with its handle */
+	if (sio_segment_create_on(f, node, id, SEG_SIZE, SIO_SEG_F_KEEP, &s))
+		return fail("adopt");
+	sio_segment_close(s);
+	return 0;
+}
+
+/* The doorbells this kernel's node service took for the fabric. */
+static uint64_t interrupts(void)
+{
+	struct wf_fabric *s = f->be;
+
+	return s && s->wake ? atomic_load(&s->wake->interrupts) : 0;
+}
+
+static int wait_word(uint32_t id)
+{
+	struct sio_segment *s;
+	volatile uint32_t *w;
+	uint64_t t0, t1, i0;
+	int ret;
+
+	if (sio_segment_create(f, id, 4096, 0, &s) || sio_segment_map(s, (void **)&w))
+		return fail("segment");
+	i0 = interrupts();
+	printf("waiting on segment %u of node %d\n", id, sio_fabric_node_id(f));
+	fflush(stdout);
+	t0 = now_ms();
+	while (!*w && now_ms() - t0 < 60000)
+		if ((ret = sio_segment_wait(s, 0, 0, 60000ull * 1000000)) && ret != -ETIMEDOUT)
+			return fail("wait");
+	t1 = now_ms();
+	/*
+	 * The waiter looks at the word between sleeps too: it may see the
+	 * store before the doorbell's interrupt has come through the node
+	 * service. The interrupt must come all the same (bounded wait).
+	 */
+	while (interrupts() == i0 && now_ms() - t1 < 10000)
+		usleep(10000);
+	printf("word %u after %llu ms; this kernel took %llu doorbell interrupt(s) (waited %llu ms more for the first)\n",
+	       *w, (unsigned long long)(t1 - t0), (unsigned long long)(interrupts() - i0),
+	       (unsigned long long)(now_ms() - t1));
+	return *w == 0x600d && interrupts() > i0 ? 0 : 1;
+}
+
+static int notify(int node, uint32_t id)
+{
+	struct sio_segment *s;
+	volatile uint32_t *w;
+
+	if (sio_segment_connect(f, node, id, &s) || sio_segment_map(s, (void **)&w))
+		return fail("connect");
+	__atomic_store_n(w, 0x600d, __ATOMIC_RELEASE);
+	printf("notified segment %u of node %d: %d woken here\n", id, node,
+	       sio_segment_notify(s, 0));
+	return 0;
+}
+
+static int event_wait(int node)
+{
+	struct pollfd pf = { .fd = sio_event_fd(f), .events = POLLIN };
+	struct sio_event ev[8];
+	uint64_t t0 = now_ms();
+
+	printf("listening for node %d's link going down\n", node);
+	fflush(stdout);
+	while (now_ms() - t0 < 60000) {
+		int n;
+
+		poll(&pf, 1, 1000);
+		n = sio_event_read(f, ev, 8);
+		for (int i = 0; i < n; i++)
+			if (ev[i].type == SIO_EV_LINK_DOWN && ev[i].node == node) {
+				printf("node %d's link went down (event from pid %d of node %d)\n",
+				       node, ev[i].pid, ev[i].node);
+				return 0;
+			}
+	}
+	printf("FAIL no link-down event for node %d within 60 s\n", node);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	int ret = 2;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: ntb-fabric seg-make|seg-check NODE ID BYTE | wait ID | notify NODE ID | event-wait NODE\n");
+		return 2;
+	}
+	if (sio_fabric_open(NULL, -1, &f))
+		return fail("open");
+	if (!strcmp(argv[1], "seg-make") && argc == 5)
+		ret = seg_make(atoi(argv[2]), (uint32_t)strtoul(argv[3], NULL, 0), (int)strtol(argv[4], NULL, 0));
+	else if (!strcmp(argv[1], "seg-check") && argc == 5)
+		ret = seg_check(atoi(argv[2]), (uint32_t)strtoul(argv[3], NULL, 0), (int)strtol(argv[4], NULL, 0));
+	else if (!strcmp(argv[1], "wait"))
+		ret = wait_word((uint32_t)strtoul(argv[2], NULL, 0));
+	else if (!strcmp(argv[1], "notify") && argc == 4)
+		ret = notify(atoi(argv[2]), (uint32_t)strtoul(argv[3], NULL, 0));
+	else if (!strcmp(argv[1], "event-wait"))
+		ret = event_wait(atoi(argv[2]));
+	sio_fabric_close(f);
+	return ret;
+}
