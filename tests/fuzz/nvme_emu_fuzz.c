@@ -6,7 +6,8 @@
  * anything else faults, and a second window answers as a dead link. Each
  * input is a series of 65-byte records: a control byte, then a 64-byte
  * command that goes to the admin or the I/O SQ. The controller must never crash, never write outside
- * host memory, and keep answering.
+ * host memory, and keep answering (unless a command had it write over the
+ * host's own queues: then the host no longer reads what it posts).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -59,8 +60,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sio_nvme_cmd c;
 	size_t hdr;
 
-	if (!h.emu)
+	if (!h.emu) {
 		setup();
+		h.guard_end = DATA;
+		h.cq[0] = ACQ;
+		h.cq[1] = IOCQ;
+	}
 	/* reset: CC.EN = 0, then a fresh admin queue pair */
 	inproc_reset(&h);
 	memset(h.host, 0, HOST_SIZE);
@@ -71,6 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size -= hdr;
 	if (!inproc_enable(&h, &a))
 		abort();	/* a valid enable must succeed */
+	h.clobbered = 0;
 
 	sio_nvme_cmd_create_cq(&c, 1, QSZ, HOST_BUS + IOCQ, SIO_NVME_Q_PC, 0);
 	submit(&a, &c);
@@ -115,7 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)sent;
 	(void)got;
 	/* the controller still answers on the admin queue (AERs may hold up to 4 slots) */
-	if ((inproc_rd32(&h, NVME_REG_CSTS) & 1) && a.out <= 4) {
+	if ((inproc_rd32(&h, NVME_REG_CSTS) & 1) && a.out <= 4 && !h.clobbered) {
 		memset(&c, 0, sizeof(c));
 		c.opcode = 0xff;	/* invalid opcode: must complete */
 		c.cid = 0xbeef;

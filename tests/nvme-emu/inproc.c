@@ -17,6 +17,27 @@ static bool dead(uint64_t bus)
 	return bus >= INPROC_DEAD_BUS && bus - INPROC_DEAD_BUS < INPROC_HOST_SIZE;
 }
 
+/* Is a write of @len at host offset @off a completion entry, or part of one? */
+static bool cq_entry(const struct inproc *h, uint64_t off, size_t len)
+{
+	for (int i = 0; i < 2; i++) {
+		uint64_t rel = off - h->cq[i];
+
+		if (h->cq[i] && off >= h->cq[i] && rel < INPROC_QSZ * 16u &&
+		    (rel % 16) + len <= 16)
+			return true;
+	}
+	return false;
+}
+
+static void note_write(struct inproc *h, uint64_t bus, size_t len)
+{
+	uint64_t off = bus - INPROC_HOST_BUS;
+
+	if (off < h->guard_end && !cq_entry(h, off, len))
+		h->clobbered++;
+}
+
 static int dma_read(void *ctx, uint64_t bus, void *buf, size_t len)
 {
 	struct inproc *h = ctx;
@@ -37,6 +58,7 @@ static int dma_write(void *ctx, uint64_t bus, const void *buf, size_t len)
 	struct inproc *h = ctx;
 
 	if (in_host(bus, len)) {
+		note_write(h, bus, len);
 		memcpy(h->host + (bus - INPROC_HOST_BUS), buf, len);
 		return 0;
 	}
@@ -48,6 +70,8 @@ static int dma_ptr(void *ctx, uint64_t bus, size_t len, bool write, void **p)
 	struct inproc *h = ctx;
 
 	if (in_host(bus, len)) {
+		if (write)
+			note_write(h, bus, len);
 		*p = h->host + (bus - INPROC_HOST_BUS);
 		return 0;
 	}

@@ -26,6 +26,15 @@ struct inproc {
 	uint8_t *host;			/* INPROC_HOST_SIZE bytes, page aligned */
 	uint8_t *bar0;
 	uint64_t bar0_size;
+	/*
+	 * The host's queues: the controller's writes below @guard_end that are
+	 * not completion entries of a CQ at @cq[] (INPROC_QSZ entries each)
+	 * are counted in @clobbered: a command pointed the controller at the
+	 * host's own queues, and what the host reads there is then its own doing.
+	 */
+	uint32_t guard_end;
+	uint32_t cq[2];
+	unsigned clobbered;
 };
 
 /* A queue pair as the host keeps it: offsets into host memory. */
