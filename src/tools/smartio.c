@@ -274,10 +274,17 @@ static int num(const char *what, const char *arg, uint64_t min, uint64_t max, ui
 static int parse_ep(const char *s, struct sio_endpoint *e)
 {
 	char buf[64], *colon = NULL;
+	size_t len;
 	uint64_t a, b;
 
-	if (!strncmp(s, "seg:", 4) && strlen(s) < sizeof(buf))
-		colon = strchr(strcpy(buf, s + 4), ':');
+	if (!strncmp(s, "seg:", 4)) {
+		len = strnlen(s + 4, sizeof(buf));
+		if (len == sizeof(buf))
+			prog_usage_error("path: '%s' is too long for seg:NODE:ID", s);
+		memcpy(buf, s + 4, len);
+		buf[len] = 0;
+		colon = strchr(buf, ':');
+	}
 	if (!strncmp(s, "node:", 5)) {
 		if (num(s, s + 5, 0, SIO_MAX_NODES - 1, &a))
 			return -1;
