@@ -15,7 +15,9 @@
  * into a buffer of the same port (as ntb_hw_ivshmem's must point into its
  * area): anything else is -EOPNOTSUPP. A port's link is up while a handle
  * that opened it (not one adopted from another process) is open, or until
- * a test clears its flag. What the fake does not model: timing, write
+ * a test clears its flag. $SMARTIO_NTB_FAKE_REFUSE_XLAT=ERRNO (read at open):
+ * this handle's translations are refused with -ERRNO, as a driver whose rules
+ * they break. What the fake does not model: timing, write
  * combining, revocation of mappings when a link goes (its pages stay).
  */
 #include <fcntl.h>
@@ -61,6 +63,7 @@ struct fake {
 	struct fake_hw *hw;
 	char dir[PATH_MAX];
 	bool owner;			/* opened, not adopted: its port's link is up */
+	int refuse_xlat;		/* > 0: every MW_XLAT fails with this errno */
 	int buf_fd[FAKE_PORTS][FAKE_MWS];	/* this handle's buffers, locked */
 	pthread_mutex_t mu;
 	pthread_t thr;
@@ -168,6 +171,8 @@ static int f_mw_xlat(struct ntbdev *d, struct sio_ntb_xlat *x)
 
 	if (x->pidx >= hw->ports - 1 || x->widx >= hw->mws)
 		return -EINVAL;
+	if (fk(d)->refuse_xlat && x->size)
+		return -fk(d)->refuse_xlat;
 	if (!x->size) {
 		atomic_store(&hw->port[d->port].xlat[x->pidx][x->widx].size, 0);
 		return 0;
@@ -500,6 +505,7 @@ int sio_test_ntb_fake_open(const char *dir, int dirfd, int port, struct ntbdev *
 	if (!f)
 		return sio__err(ENOMEM, "out of memory");
 	f->owner = dirfd < 0;
+	f->refuse_xlat = (int)env_u64("SMARTIO_NTB_FAKE_REFUSE_XLAT", 1, 4095, 0);
 	if (dirfd < 0 && (dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		ret = sio__err(errno, "ntb: the fake NTB's directory %s: %s", dir, strerror(errno));
 		free(f);

@@ -3,7 +3,8 @@
  * The ntb backend where it differs from shm and shmwin, on the fake NTB of
  * one host (with-ntb.sh: a node service per port but the last): the
  * bootstrap in the scratchpads refused when it is garbage, damaged, of
- * another layout or stale, a window too small for the state, a node without
+ * another layout or stale, a window too small for the state, a translation
+ * refused (said by the node service and by the peer it leaves out), a node without
  * its service, a segment living in its node's memory, a dead kernel's
  * segment and lock reclaimed once its leases stop (processes play separate
  * kernels: $SMARTIO_SHMWIN_KERNEL), one fabric per NTB.
@@ -18,6 +19,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <smartio/ntbserve.h>
 #include "internal.h"
 #include "ntb/ntbdev.h"
 
@@ -37,8 +39,14 @@ static void setup(void)
 	cr_assert_eq(sio_fabric_create(name, &c), 0, "create: %s", sio_errmsg());
 }
 
+static pid_t serve_pid;	/* a node service a test started */
+
 static void teardown(void)
 {
+	if (serve_pid > 0) {
+		kill(serve_pid, SIGKILL);
+		waitpid(serve_pid, NULL, 0);
+	}
 	sio_fabric_destroy(name);
 }
 
@@ -146,6 +154,80 @@ Test(ntb, a_node_without_its_service_says_so, .init = setup, .fini = teardown)
 	cr_assert_eq(sio_segment_create_on(f, 3, 0, 4096, 0, &s), -ENODEV, "a node without memory");
 	cr_assert(strstr(sio_errmsg(), "node 3 has no memory"), "%s", sio_errmsg());
 	sio_fabric_close(f);
+}
+
+static volatile sig_atomic_t serve_stop;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	serve_stop = 1;
+}
+
+/* Does @path hold @what, within @ms? */
+static bool log_says(const char *path, const char *what, int ms)
+{
+	char line[512];
+
+	for (; ms > 0; ms -= 50, nap_ms(50)) {
+		FILE *l = fopen(path, "r");
+		bool seen = false;
+
+		while (l && !seen && fgets(line, sizeof(line), l))
+			seen = strstr(line, what) != NULL;
+		if (l)
+			fclose(l);
+		if (seen)
+			return true;
+	}
+	return false;
+}
+
+Test(ntb, a_translation_refused_is_said_on_both_sides, .init = setup, .fini = teardown)
+{
+	char log[PATH_MAX];
+	struct sio_fabric *f, *g;
+	struct sio_segment *s, *r;
+	volatile uint64_t *p;
+	int st;
+	pid_t pid;
+
+	if (served >= 4)
+		cr_skip_test("every port has a service (SIO_NTB_SERVED)");
+	/* port 3's service, on hardware that refuses its translations: only the
+	 * peer whose window holds its memory (port 0's, the first up) reaches it */
+	snprintf(log, sizeof(log), "%s/serve3-%d.log", getenv("SMARTIO_RUNDIR"), getpid());
+	pid = serve_pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		FILE *l = fopen(log, "w");
+
+		signal(SIGTERM, on_term);
+		setenv("SMARTIO_NTB_FAKE_REFUSE_XLAT", "22", 1);	/* EINVAL */
+		_exit(l && !sio_ntb_serve(NULL, 3, &serve_stop, l) ? 0 : 1);
+	}
+	cr_assert(log_says(log, "cannot export this node's memory to peer 1, port 1 (its window 0): Invalid argument", 10000),
+		  "the service says which peer it could not export to");
+	cr_assert(log_says(log, "node 3's pool", 10000), "port 3 joined");
+	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_fabric_open(name, 1, &g), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_create_on(f, 3, 11, 8192, 0, &s), 0, "port 0 reaches it: %s", sio_errmsg());
+	cr_assert_eq(sio_segment_map(s, (void **)&p), 0, "%s", sio_errmsg());
+	p[0] = 0xfeedull;
+	cr_assert_eq(sio_segment_connect(g, 3, 11, &r), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_map(r, (void **)&p), -ENXIO, "port 1 does not: %s", sio_errmsg());
+	cr_assert(strstr(sio_errmsg(), "port 3's hardware driver refused to translate its inbound window 0 for port 1"),
+		  "%s", sio_errmsg());
+	sio_segment_close(r);
+	cr_assert_eq(sio_segment_map(s, (void **)&p), 0, "%s", sio_errmsg());
+	cr_assert_eq(p[0], 0xfeedull, "nothing lost on the side that reaches it");
+	sio_segment_close(s);
+	sio_fabric_close(g);
+	sio_fabric_close(f);
+	kill(pid, SIGTERM);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	serve_pid = 0;
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "port 3's service stopped cleanly");
 }
 
 Test(ntb, a_segment_lives_in_its_nodes_memory, .init = setup, .fini = teardown)

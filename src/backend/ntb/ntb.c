@@ -83,6 +83,11 @@ static int src_map(struct wf_fabric *s, int pool, uint64_t off, uint64_t len, bo
 
 	if (port < 0 || port >= WF_MAX_POOLS)
 		return sio__err(EINVAL, "ntb: no node %d", port);
+	/* untranslated, a window reaches whatever its default is: never map that */
+	if (pool != WF_STATE && s->hdr && port != n->node.port &&
+	    (__atomic_load_n(&s->hdr->pools[port].unreached, __ATOMIC_ACQUIRE) >> n->node.port & 1))
+		return sio__err(ENXIO, "ntb: port %d's hardware driver refused to translate its inbound window %d for port %d: its memory is out of this node's reach (port %d's smartio ntb serve says why)",
+				port, NTB_MEM_WIDX, n->node.port, port);
 	if ((ret = mem_of(n, port, &base, &size)))
 		return ret;
 	if (!len || off > size || len > size - off)

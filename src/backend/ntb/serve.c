@@ -44,6 +44,7 @@ struct ntb_service {
 	void *mem;			/* the node's memory, mapped here */
 	uint64_t xlat;			/* peers (by index) whose window 0 is translated into it */
 	uint64_t xlat_failed;		/* those whose translation failed (said once) */
+	uint64_t unreached;		/* their ports: the pool says so to the fabric */
 	void *out[SIO_NTB_MAX_PEERS];	/* each peer's outbound window 0, held */
 	uint64_t out_len[SIO_NTB_MAX_PEERS], out_gen[SIO_NTB_MAX_PEERS];
 	uint64_t link_gen;
@@ -141,18 +142,22 @@ static void peer_up(struct ntb_service *sv, uint32_t p)
 	void *va;
 	int ret;
 
+	if (ntbdev_ioctl(sv->dev, SIO_NTB_IOC_PEER, &pr) || pr.port < 0 || pr.port >= WF_MAX_POOLS)
+		return;
 	if (!(sv->xlat >> p & 1)) {
-		if (!(ret = ntbdev_ioctl(sv->dev, SIO_NTB_IOC_MW_XLAT, &x)))
+		if (!(ret = ntbdev_ioctl(sv->dev, SIO_NTB_IOC_MW_XLAT, &x))) {
 			sv->xlat |= 1ull << p;
-		else if (!(sv->xlat_failed >> p & 1)) {
+			sv->unreached &= ~(1ull << pr.port);
+		} else if (!(sv->xlat_failed >> p & 1)) {
 			sv->xlat_failed |= 1ull << p;
-			snprintf(msg, sizeof(msg), "cannot export this node's memory to peer %u (its window %d): %s%s",
-				 p, NTB_MEM_WIDX, strerror(-ret), ret == -EOPNOTSUPP ?
+			sv->unreached |= 1ull << pr.port;
+			snprintf(msg, sizeof(msg), "cannot export this node's memory to peer %u, port %d (its window %d): %s%s",
+				 p, pr.port, NTB_MEM_WIDX, strerror(-ret), ret == -EOPNOTSUPP ?
 				 " (the hardware driver translates no window into another's buffer)" : "");
 			complain(sv, msg);
 		}
 	}
-	if (ntbdev_ioctl(sv->dev, SIO_NTB_IOC_PEER, &pr) || ntbdev_ioctl(sv->dev, SIO_NTB_IOC_PEER_MW, &pm))
+	if (ntbdev_ioctl(sv->dev, SIO_NTB_IOC_PEER_MW, &pm))
 		return;
 	if (sv->out[p] && sv->out_gen[p] == pr.link_gen)
 		return;
@@ -225,7 +230,8 @@ static int pool_register(struct ntb_service *sv)
 {
 	struct wf_fabric *s = wf_of(sv->f);
 	uint64_t off = sv->joined.port == sv->node.port ? WF_STATE_END : 0;
-	struct wf_pool want = { .off = off, .size = sv->node.mem_size - off, .epoch = sv->node.epoch };
+	struct wf_pool want = { .off = off, .size = sv->node.mem_size - off, .epoch = sv->node.epoch,
+				.unreached = sv->unreached };
 	int ret;
 
 	if (!memcmp(&s->hdr->pools[sv->node.port], &want, sizeof(want)))
@@ -234,8 +240,9 @@ static int pool_register(struct ntb_service *sv)
 		return ret;
 	s->hdr->pools[sv->node.port] = want;
 	sio__unlock(sv->f);
-	say(sv, "node %d's pool: %llu KiB for segments\n", sv->node.port,
-	    (unsigned long long)(want.size >> 10));
+	say(sv, "node %d's pool: %llu KiB for segments%s\n", sv->node.port,
+	    (unsigned long long)(want.size >> 10),
+	    want.unreached ? ", out of reach of the ports this node could not export to" : "");
 	return 0;
 }
 

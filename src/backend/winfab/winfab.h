@@ -45,7 +45,7 @@
 #include "internal.h"
 
 #define WF_MAGIC		0x31304e49574f4953ull	/* "SIOWIN01" */
-#define WF_VERSION		3	/* 3: the bakery */
+#define WF_VERSION		4	/* 3: the bakery; 4: wf_pool.unreached */
 #define WF_EVQ_LEN		32
 #define WF_PAGE			4096ull
 #define WF_LEASE_MS		5000	/* $SMARTIO_SHMWIN_LEASE_MS: longer than a TCG guest stalls */
@@ -90,6 +90,7 @@ struct wf_proc {			/* per reg->procs slot */
 struct wf_pool {
 	uint64_t off, size;		/* size 0: no pool (yet) */
 	uint64_t epoch;
+	uint64_t unreached;		/* ntb: nodes whose window to it is not translated */
 };
 
 struct wf_seg {				/* per reg->segs slot: where its memory is */
