@@ -10,7 +10,7 @@
 #                memory through the windows), a notification that wakes a
 #                waiter of another kernel through the NTB doorbell, an event
 #                that reaches another kernel
-#   the NVMe     a multicast Identify whose subscribers are guests 1 and 2;
+#   the NVMe     a multicast Identify whose subscribers are guests 0, 1 and 2;
 #                nvme-identify and verified nvme-client I/O from 1 and 2 at
 #                once, with each borrow's doorbell path labelled (relayed:
 #                ntb_hw_ivshmem refuses a window onto the NVMe's BAR0)
@@ -18,7 +18,8 @@
 #                its client goes on or stops with a clear error, nothing
 #                mismatches; a new client after it, verified); guest 2 killed mid-I/O (guest 1
 #                goes on, the manager reclaims guest 2's queues); guest 1
-#                reset and rejoining as a new kernel on its port; guest 0's
+#                reset and rejoining as a new kernel on its port (its
+#                nvme-identify and a verified client); guest 0's
 #                nvme-manager killed and a standby in guest 1 taking over
 #                under verified I/O; then fio with the smartio engine in
 #                guest 1, data verified; guest 0's nvme driver reads the
@@ -30,14 +31,15 @@
 # want: g0:load g1:load g2:load g0:serve g1:serve g2:serve g0:fabric-create
 # want: g1:fabric-join g2:fabric-join g0:seg-across g1:seg-across g2:seg-across
 # want: g1:doorbell-wake g2:event-across g0:lend g0:lend-relay-labelled
-# want: g0:mcast-identify g1:mcast-subscriber g2:mcast-subscriber g0:manager
+# want: g0:mcast-identify g0:mcast-subscriber g1:mcast-subscriber g2:mcast-subscriber g0:manager
 # want: g1:identify g2:identify g1:client-write-verify g2:client-write-verify
 # want: g1:doorbells-labelled g2:doorbells-labelled g0:status-labelled
 # want: g0:qd1-local g1:qd1-remote
 # want: g1:client-across-the-kill g0:dead-client-reclaimed host:guest2-killed
 # want: g0:readback-client1 g0:readback-client2 g0:dmesg g1:dmesg
 # want-vfio: g1:flap-clean g1:client-after-flap g0:flap-seen g2:flap-seen host:guest1-flapped
-# want-vfio: host:guest1-reset g1:restarted g1:rejoin g1:client-after-rejoin g0:reset-seen
+# want-vfio: host:guest1-reset g1:restarted g1:rejoin g1:identify-after-rejoin g1:client-after-rejoin
+# want-vfio: g0:reset-seen
 # want-vfio: g1:standby-took-over g1:client-across-takeover g1:fio-verify
 FAB=ntbfab
 MOD=/lib/modules
@@ -142,6 +144,8 @@ if dmesg | grep -q 'restarted: its slot still holds'; then
 	until_ok 60 smartio status $FAB && ok rejoin || no rejoin "$(cat /tmp/until)"
 	serve_log
 	phase reset-back
+	until_ok 60 nvme-identify --fabric $FAB && ok identify-after-rejoin ||
+		no identify-after-rejoin "$(cat /tmp/until)"
 	client client-after-rejoin --lba 5120 --count 256 --bs 8 --qd 2 --pattern 0xc3 --flush
 	phase takeover
 	nvme-manager --fabric $FAB --standby --ready-file /tmp/mgr.ready >/tmp/mgr.log 2>&1 &
@@ -211,7 +215,12 @@ if [ "$G" = 0 ]; then
 fi
 phase lent
 case $G in
-0)	run mcast-identify nvme-mcast-identify --fabric $FAB --device $dev --external
+0)	# a subscriber in this kernel too, beside the issuer
+	nvme-mcast-identify --fabric $FAB --subscribe 0 >/tmp/sub.log 2>&1 &
+	subpid=$!
+	run mcast-identify nvme-mcast-identify --fabric $FAB --device $dev --external --local-subscriber
+	wait $subpid && ok mcast-subscriber || no mcast-subscriber "$(cat /tmp/sub.log)"
+	sed 's/^/    | /' /tmp/sub.log
 	nvme-manager --fabric $FAB --device $dev --ready-file /tmp/mgr.ready >/tmp/mgr.log 2>&1 &
 	mpid=$!
 	until_ok 120 test -s /tmp/mgr.ready && ok manager || { cat /tmp/mgr.log; no manager; } ;;

@@ -176,6 +176,8 @@ static void usage(FILE *o)
 		"                    (default: every other node, at most %d)\n"
 		"  --external        the subscribers run elsewhere (other kernels): wait\n"
 		"                    for N of them instead of starting them\n"
+		"  --local-subscriber  the issuer's own node has a subscriber too (with\n"
+		"                    --external: a --subscribe process of this node)\n"
 		"  --subscribe ISSUER  be one subscriber, as --node, of the issuer on\n"
 		"                    node ISSUER (which runs with --external)\n"
 		TOOL_JSON_HELP
@@ -196,7 +198,7 @@ struct issuer {
 	uint8_t *ref;
 	uint64_t ref_bus, gbus;
 	uint32_t group;
-	bool external, have_group;
+	bool external, local, have_group;
 	int nodes[MAX_SUBS], n;
 	pid_t pids[MAX_SUBS];
 };
@@ -244,14 +246,14 @@ static void start_subscribers(struct issuer *is, int nsub)
 		__atomic_store_n(&is->c->magic, CTL_MAGIC, __ATOMIC_RELEASE);
 		sio_segment_notify(is->ctl_seg, offsetof(struct control, magic));
 		for (int node = 0; node < is->topo.nodes && is->n < nsub; node++)
-			if (node != is->t->node)
+			if (node != is->t->node || is->local)
 				is->nodes[is->n++] = node;
 		return;
 	}
 	for (int node = 0; node < is->topo.nodes && is->n < nsub; node++) {
 		pid_t p;
 
-		if (node == is->t->node)
+		if (node == is->t->node && !is->local)
 			continue;
 		p = fork();
 		if (p == 0)
@@ -332,21 +334,21 @@ static int issue(struct issuer *is, int nsub)
 	return ret || same != is->n ? PROG_FAIL : PROG_OK;
 }
 
-static int run_issuer(struct tool_common *t, int nsub, bool external)
+static int run_issuer(struct tool_common *t, int nsub, bool external, bool local)
 {
-	struct issuer is = { .t = t, .external = external };
-	int rc;
+	struct issuer is = { .t = t, .external = external, .local = local };
+	int rc, most;
 
 	if (tool_open(t, &is.f))
 		return PROG_FAIL;
 	sio_fabric_topology(is.f, &is.topo);
+	most = is.topo.nodes - 1 + local < MAX_SUBS ? is.topo.nodes - 1 + local : MAX_SUBS;
 	if (nsub < 0)
-		nsub = is.topo.nodes - 1;
-	if (nsub < 1 || nsub > MAX_SUBS || nsub > is.topo.nodes - 1) {
+		nsub = most;
+	if (nsub < 1 || nsub > most) {
 		sio_fabric_close(is.f);
-		prog_usage_error("--subscribers must be 1..%d (the fabric has %d other nodes)",
-				 is.topo.nodes - 1 < MAX_SUBS ? is.topo.nodes - 1 : MAX_SUBS,
-				 is.topo.nodes - 1);
+		prog_usage_error("--subscribers must be 1..%d (the fabric has %d other nodes%s)",
+				 most, is.topo.nodes - 1, local ? ", and this one" : "");
 	}
 	rc = issuer_setup(&is);
 	if (!rc)
@@ -365,31 +367,33 @@ static int run_issuer(struct tool_common *t, int nsub, bool external)
 
 int main(int argc, char **argv)
 {
-	enum { O_SUBS = 256, O_EXTERNAL, O_SUBSCRIBE };
+	enum { O_SUBS = 256, O_EXTERNAL, O_LOCAL, O_SUBSCRIBE };
 	static const struct option lo[] = {
 		TOOL_COMMON_LONGOPTS,
 		TOOL_JSON_LONGOPT,
 		{ "subscribers", required_argument, NULL, O_SUBS },
 		{ "external", no_argument, NULL, O_EXTERNAL },
+		{ "local-subscriber", no_argument, NULL, O_LOCAL },
 		{ "subscribe", required_argument, NULL, O_SUBSCRIBE },
 		{ NULL, 0, NULL, 0 } };
 	struct tool_common t;
 	int nsub = -1, opt, issuer = -1;
-	bool external = false;
+	bool external = false, local = false;
 
 	tool_init(&t, "nvme-mcast-identify", usage);
 	while ((opt = tool_getopt(&t, argc, argv, "h", lo)) != -1) {
 		switch (opt) {
 		case O_SUBS: nsub = (int)prog_u64("--subscribers", optarg, 1, MAX_SUBS); break;
 		case O_EXTERNAL: external = true; break;
+		case O_LOCAL: local = true; break;
 		case O_SUBSCRIBE: issuer = (int)prog_u64("--subscribe", optarg, 0, SIO_MAX_NODES - 1); break;
 		}
 	}
 	if (issuer >= 0) {	/* one subscriber, the issuer elsewhere */
-		if (external || issuer == t.node)
-			prog_usage_error("--subscribe names the issuer's node, another than --node, "
-					 "and goes without --external");
+		if (external || local)
+			prog_usage_error("--subscribe names the issuer's node, and goes without "
+					 "--external and --local-subscriber");
 		return subscriber(t.fabric, t.node, issuer, 0, 0, 0);
 	}
-	return run_issuer(&t, nsub, external);
+	return run_issuer(&t, nsub, external, local);
 }
