@@ -116,7 +116,10 @@ echo "ntb: three guests (QEMU pids$pids), one ${SIO_NTB_SHM_MB:-32} MiB ivshmem-
 live="0 1 2" k=1 killed="" joined="" reset="" flapped=""
 log() { eval "tr -d '\r' <\"\$work/\$log$1.log\""; }
 synced() {	# GUEST N: the name of guest's N-th sync request, if it made it
-	log "$1" | grep -ao 'SIO-NTB SYNC [0-9]* [A-Za-z0-9_-]*' | awk -v n="$2" '$3 == n { print $4; exit }'
+	# whole lines only (counted first): a guest may be in the middle of printing one
+	whole=$(log "$1" | wc -l)
+	log "$1" | head -n "$whole" | grep -ao 'SIO-NTB SYNC [0-9]* [A-Za-z0-9_-]*' |
+		awk -v n="$2" '$3 == n { print $4; exit }'
 }
 while :; do
 	now=$(date +%s)
