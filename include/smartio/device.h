@@ -47,6 +47,11 @@ enum sio_device_backend {
  * @exclusive: currently borrowed exclusively
  * @borrowers: number of current borrowers
  * @dma_faults: DMA faults the device has taken
+ * @relayed: doorbell writes of other kernels that its lender's relay
+ *	forwarded to BAR0 (0: none, or its backend has no relay)
+ * @relay_wait_ns: for those, the time between the relay's look that found
+ *	each and its look before (a bound on how long each waited for it)
+ * @relay_fwd_ns: for those, the time the relay took to write each to BAR0
  * @name: model or slot name
  * @bdf: PCI address for real devices ("0000:00:04.0"), else empty
  */
@@ -63,6 +68,7 @@ struct sio_device_info {
 	bool exclusive;
 	int borrowers;
 	uint64_t dma_faults;
+	uint64_t relayed, relay_wait_ns, relay_fwd_ns;
 	char name[SIO_NAME_MAX];
 	char bdf[16];
 };

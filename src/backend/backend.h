@@ -249,6 +249,11 @@ struct sio_fabric_ops {
 	 * Optional.
 	 */
 	const char *(*borrow_doorbells)(struct sio_fabric *f, int borrow, char *buf, size_t len);
+	/**
+	 * @dev_relay: lock held: fill @o's relay counters (relayed,
+	 * relay_wait_ns, relay_fwd_ns) for device slot @dev. Optional.
+	 */
+	void (*dev_relay)(struct sio_fabric *f, int dev, struct sio_device_info *o);
 };
 
 /**

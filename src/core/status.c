@@ -51,8 +51,12 @@ static void fill(struct sio_fabric *f, struct sio_fabric_status *st)
 		i++;
 	}
 	for (int d = 0, i = 0; d < SIO_MAX_DEVS; d++)
-		if (r->devs[d].used)
-			sio__device_info(r, d, &st->devices[i++]);
+		if (r->devs[d].used) {
+			sio__device_info(r, d, &st->devices[i]);
+			if (f->ops->dev_relay)
+				f->ops->dev_relay(f, d, &st->devices[i]);
+			i++;
+		}
 	for (int b = 0; b < SIO_MAX_BORROWS; b++) {
 		const struct reg_borrow *br = &r->borrows[b];
 

@@ -84,6 +84,11 @@ static void devices_json(struct json_object *o, const struct sio_fabric_status *
 		pj_int(x, "borrowers", d->borrowers);
 		pj_bool(x, "exclusive", d->exclusive);
 		pj_u64(x, "dma_faults", d->dma_faults);
+		if (d->relayed) {
+			pj_u64(x, "relayed", d->relayed);
+			pj_u64(x, "relay_wait_ns", d->relay_wait_ns);
+			pj_u64(x, "relay_fwd_ns", d->relay_fwd_ns);
+		}
 	}
 	a = pj_arr(o, "borrows");
 	for (int i = 0; i < st->nborrows; i++) {
@@ -147,6 +152,15 @@ void sio_tool_status_text(FILE *o, const struct sio_fabric_status *st)
 		fprintf(o, "%-4u %-7d 0x%06x  %-16s %d%-9s %llu\n", d->id, d->lender, d->class_code,
 			d->name, d->borrowers, d->exclusive ? " (excl)" : "",
 			(unsigned long long)d->dma_faults);
+	}
+	for (int i = 0; i < st->ndevices; i++) {
+		const struct sio_device_info *d = &st->devices[i];
+
+		if (d->relayed)
+			fprintf(o, "device %u: its relay forwarded %llu doorbells of other kernels: waited at most %llu us, wrote BAR0 in %llu us (all of them)\n",
+				d->id, (unsigned long long)d->relayed,
+				(unsigned long long)(d->relay_wait_ns / 1000),
+				(unsigned long long)(d->relay_fwd_ns / 1000));
 	}
 	fprintf(o, "\nborrows:\n");
 	for (int i = 0; i < st->nborrows; i++)

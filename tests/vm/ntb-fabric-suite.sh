@@ -34,7 +34,7 @@
 # want: g0:mcast-identify g0:mcast-subscriber g1:mcast-subscriber g2:mcast-subscriber g0:manager
 # want: g1:identify g2:identify g1:client-write-verify g2:client-write-verify
 # want: g1:doorbells-labelled g2:doorbells-labelled g0:status-labelled
-# want: g0:qd1-local g1:qd1-remote
+# want: g0:qd1-local g1:qd1-remote g1:relay-counted
 # want: g1:client-across-the-kill g0:dead-client-reclaimed host:guest2-killed
 # want: g0:readback-client1 g0:readback-client2 g0:dmesg g1:dmesg
 # want-vfio: g1:flap-clean g1:client-after-flap g0:flap-seen g2:flap-seen host:guest1-flapped
@@ -96,6 +96,19 @@ until_ok() {	# TRIES CMD...: every second, TRIES times
 	done
 }
 measure() { grep 'latency us' /tmp/out | sed "s/^ */SIO-VM MEASURE $1: /"; }
+# the relay's counters of the lent NVMe (smartio status): doorbells, us waited at most, us writing BAR0
+relay_counters() {
+	c=$(smartio status $FAB | sed -n 's/.*its relay forwarded \([0-9]*\) doorbells.* at most \([0-9]*\) us, wrote BAR0 in \([0-9]*\) us.*/\1 \2 \3/p' |
+		head -n 1)
+	echo "${c:-0 0 0}"
+}
+# relay_share BEFORE AFTER IOS: the relay's part of IOS reads, from the counters around them
+relay_share() {
+	echo "$1 $2" | awk -v ios="$3" 'NF == 6 && $4 > $1 { n = $4 - $1; w = $5 - $2; b = $6 - $3;
+		printf "SIO-VM MEASURE relay-share: %d doorbells relayed for %d QD1 reads (%.1f a read); means a read: %.1f us writing BAR0 + at most %.1f us waiting for the relay'"'"'s look (a bound: the time between its looks): %.1f to %.1f us\n",
+			n, ios, n / ios, b / ios, w / ios, b / ios, (w + b) / ios; ok = 1 }
+		END { exit !ok }'
+}
 dmesg_check() {
 	if dmesg | grep -E 'WARNING:|BUG:|Oops' >/tmp/bad; then
 		sed 's/^/    | /' /tmp/bad; no "$1" "the kernel complained"
@@ -241,14 +254,14 @@ if [ "$G" = 0 ]; then
 		--ios 1000 --timeout 20000 && measure qd1-local
 fi
 phase qd1-local
-# guest 1's QD1 reads, every doorbell relayed; meanwhile guest 0 sees the borrow labelled
-case $G in
-1)	run qd1-remote nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 8 --qd 1 \
-		--ios 2000 --timeout 20000 && measure qd1-remote ;;
-0)	until_ok 60 sh -c "smartio status $FAB | grep -q 'on node 1, doorbells relayed'" &&
-		ok status-labelled || no status-labelled "smartio status shows no borrow's doorbell path"
-	smartio status $FAB | sed 's/^/    | /' ;;
-esac
+# guest 1's QD1 reads, every doorbell relayed, and the relay's part of them
+if [ "$G" = 1 ]; then
+	before=$(relay_counters)
+	run qd1-remote nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 8 --qd 1 \
+		--ios 2000 --timeout 20000 && measure qd1-remote
+	relay_share "$before" "$(relay_counters)" 2000 && ok relay-counted ||
+		no relay-counted "smartio status shows no relay counters that moved: '$before'"
+fi
 phase qd1-remote
 
 if [ "$LEND" = vfio ]; then
@@ -287,7 +300,11 @@ phase kill-2
 case $G in
 2)	sleep 300; no still-alive "guest 2 should have been killed"; exit 0 ;;
 1)	client client-across-the-kill --lba 3072 --count 1024 --bs 8 --qd 2 --random --time 15 ;;
-0)	until_ok 90 grep -q 'node 2.*is gone' /tmp/mgr.log && ok dead-client-reclaimed ||
+0)	# guest 1's borrow, held for 15 s, labelled with its doorbell path
+	until_ok 30 sh -c "smartio status $FAB | grep -q 'on node 1, doorbells relayed'" &&
+		ok status-labelled || no status-labelled "smartio status shows no borrow's doorbell path"
+	smartio status $FAB | sed 's/^/    | /'
+	until_ok 90 grep -q 'node 2.*is gone' /tmp/mgr.log && ok dead-client-reclaimed ||
 		{ sed 's/^/    | /' /tmp/mgr.log; no dead-client-reclaimed "the manager never deleted guest 2's queues"; } ;;
 esac
 phase killed

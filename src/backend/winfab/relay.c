@@ -221,11 +221,16 @@ static int relay_sync(struct wf_relay *r, struct wf_dev *d, uint32_t *first_db)
 	return watched;
 }
 
-/* Forward what mirror @m holds of doorbells @first .. @ndb - 1; whether any came. */
+/*
+ * Forward what mirror @m holds of doorbells @first .. @ndb - 1; whether any
+ * came. Each forward is counted with its share of the relay: how long since
+ * the look before this one (@prev: it was written in between) and its write.
+ */
 static bool relay_mirror(struct wf_relay *r, struct wf_dev *d, volatile uint32_t *m,
-			 uint32_t first, uint32_t ndb, uint32_t stride)
+			 uint32_t first, uint32_t ndb, uint32_t stride, uint64_t prev)
 {
 	bool moved = false;
+	uint64_t t0, t1;
 
 	for (uint32_t q = first; q < ndb; q++) {
 		uint64_t off = 0x1000 + (uint64_t)q * stride;
@@ -241,8 +246,12 @@ static bool relay_mirror(struct wf_relay *r, struct wf_dev *d, volatile uint32_t
 			continue;
 		/* the borrower's queue entries are in memory before its doorbell */
 		atomic_thread_fence(memory_order_seq_cst);
+		t0 = sio__now_ns();
 		*reg32(r->x.bar0, off) = v;
+		t1 = sio__now_ns();
 		atomic_fetch_add_explicit(&d->relayed, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&d->relay_wait_ns, t0 - prev, memory_order_relaxed);
+		atomic_fetch_add_explicit(&d->relay_fwd_ns, t1 - t0, memory_order_relaxed);
 		moved = true;
 	}
 	return moved;
@@ -253,7 +262,7 @@ static void *relay_thread(void *arg)
 	struct wf_relay *r = arg;
 	struct wf_dev *d = &r->s->hdr->devs[r->dev];
 	uint32_t stride = 4u << d->dstrd, ndb = 2 * (WF_RELAY_QUEUES + 1), first = 2;
-	uint64_t nap = NAP_MIN_NS, last_sync = 0, end = r->x.db_end;
+	uint64_t nap = NAP_MIN_NS, last_sync = 0, end = r->x.db_end, prev = sio__now_ns();
 	int watched = 0;
 
 	/* the doorbells, and nothing past them (QEMU's NVMe keeps its MSI-X table in BAR0) */
@@ -271,7 +280,8 @@ static void *relay_thread(void *arg)
 		}
 		for (int i = 0; i < WF_MIRRORS; i++)
 			if (r->m[i].va)
-				moved |= relay_mirror(r, d, r->m[i].va, first, ndb, stride);
+				moved |= relay_mirror(r, d, r->m[i].va, first, ndb, stride, prev);
+		prev = now;
 		if (moved) {
 			nap = NAP_MIN_NS;
 			continue;
@@ -470,6 +480,18 @@ static struct wf_dev *exported(struct sio_fabric *f, int dev)
 		return NULL;
 	d = &s->hdr->devs[dev];
 	return d->gen == dv->gen && d->bar0_size ? d : NULL;
+}
+
+/* Lock held: the relay's counters of @dev's device, if it is lent across kernels. */
+void sio__wf_dev_relay(struct sio_fabric *f, int dev, struct sio_device_info *o)
+{
+	struct wf_dev *d = exported(f, dev);
+
+	if (!d)
+		return;
+	o->relayed = atomic_load(&d->relayed);
+	o->relay_wait_ns = atomic_load(&d->relay_wait_ns);
+	o->relay_fwd_ns = atomic_load(&d->relay_fwd_ns);
 }
 
 /* Lock held: the bus address at which exported device @d reaches segment slot @slot. */

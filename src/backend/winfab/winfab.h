@@ -45,7 +45,7 @@
 #include "internal.h"
 
 #define WF_MAGIC		0x31304e49574f4953ull	/* "SIOWIN01" */
-#define WF_VERSION		4	/* 3: the bakery; 4: wf_pool.unreached */
+#define WF_VERSION		5	/* 3: the bakery; 4: wf_pool.unreached; 5: the relay's counters */
 #define WF_EVQ_LEN		32
 #define WF_PAGE			4096ull
 #define WF_LEASE_MS		5000	/* $SMARTIO_SHMWIN_LEASE_MS: longer than a TCG guest stalls */
@@ -127,6 +127,8 @@ struct wf_dev {
 	uint64_t regs_gen;
 	_Atomic uint64_t relay_beat;	/* the relay's heartbeat */
 	_Atomic uint64_t relayed;	/* doorbell writes forwarded */
+	_Atomic uint64_t relay_wait_ns;	/* each: since the relay's look before the one that found it */
+	_Atomic uint64_t relay_fwd_ns;	/* each: its write to BAR0 */
 	struct { int32_t slot, rsvd; uint64_t gen; } mirror[WF_MIRRORS];
 	uint64_t pool_bus[WF_MAX_POOLS];	/* where the device reaches each pool */
 	uint64_t pool_epoch[WF_MAX_POOLS];	/* the pool's epoch when it was mapped */
@@ -308,6 +310,7 @@ void wf_munmap(void *va, uint64_t len);
 /* relay.c */
 const struct sio_device_ops *sio__wf_dev_ops(struct sio_fabric *f, int dev);
 const char *sio__wf_borrow_doorbells(struct sio_fabric *f, int borrow, char *buf, size_t len);
+void sio__wf_dev_relay(struct sio_fabric *f, int dev, struct sio_device_info *o);
 int sio__wf_dev_export(struct sio_fabric *f, int dev, struct sio_dev_export *x);
 void sio__wf_dev_unexport(struct sio_fabric *f, int dev);
 
@@ -356,6 +359,7 @@ void wf_ev_poll(struct wf_fabric *s);
 	.wait = sio__wf_wait, \
 	.dev_ops = sio__wf_dev_ops, \
 	.borrow_doorbells = sio__wf_borrow_doorbells, \
+	.dev_relay = sio__wf_dev_relay, \
 	.dev_export = sio__wf_dev_export, \
 	.dev_unexport = sio__wf_dev_unexport
 
