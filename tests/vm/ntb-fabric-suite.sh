@@ -55,9 +55,28 @@ n=0
 res() { echo "SIO-VM $1 $2${3:+ : $3}"; }
 ok() { res PASS "$1"; }
 no() { res FAIL "$1" "$2"; }
+# a step that hangs is named with where it hangs (each process's state,
+# kernel wait and system call), then killed, long before the host's limit
+RUN_LIMIT=240
+stuck() {
+	echo "    | $1: still running after ${RUN_LIMIT} s; the processes:"
+	for d in /proc/[0-9]*; do
+		[ -r "$d/cmdline" ] && [ -n "$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null)" ] || continue
+		printf '    |   %s %s [%s] wchan=%s syscall=%s\n' "${d#/proc/}" \
+			"$(tr '\0' ' ' <"$d/cmdline" | cut -c1-80)" "$(cut -d' ' -f3 "$d/stat")" \
+			"$(cat "$d/wchan" 2>/dev/null)" "$(cut -d' ' -f1 "$d/syscall" 2>/dev/null)"
+	done
+	sed 's/^/    |   stack: /' "/proc/$2/stack" 2>/dev/null
+	smartio status $FAB 2>&1 | sed 's/^/    |   /' &
+	sleep 5; kill $! 2>/dev/null
+}
 run() {
 	name=$1; shift
-	"$@" >/tmp/out 2>&1 && r=0 || r=$?
+	"$@" >/tmp/out 2>&1 &
+	p=$! t=0
+	while kill -0 $p 2>/dev/null && [ $t -lt $RUN_LIMIT ]; do sleep 1; t=$((t + 1)); done
+	if kill -0 $p 2>/dev/null; then stuck "$name" $p; kill -9 $p; fi
+	wait $p && r=0 || r=$?
 	sed 's/^/    | /' /tmp/out
 	if [ $r -eq 0 ]; then ok "$name"; else no "$name" "exit $r"; fi
 	return $r
