@@ -39,7 +39,7 @@ static uint64_t now_ms(void)
 /* nvme-client on @node: write and verify its own 1 MiB for @secs seconds. */
 static pid_t io_client(int node, const char *secs, char *tag, size_t len)
 {
-	static char lba[16][16], nodes[64][8];
+	static char lba[16][16], nodes[64][12];
 	const char *argv[] = { "NVME_CLIENT", "--fabric", C.fabric, "--node", nodes[node],
 			       "--op", "write-verify", "--lba", lba[node % 16], "--count", "2048",
 			       "--bs", "8", "--qd", "4", "--random", "--seed", nodes[node],
