@@ -90,6 +90,22 @@ unlend() {
 	wait $(cat /tmp/lend-$1.pid) 2>/dev/null
 	sed 's/^/    | /' /tmp/lend-$1.log
 }
+# The kernel's nvme driver takes PCI function $1 back; prints its namespace's
+# block device once it is there (until_ok: the calling suite's).
+kernel_nvme_blk() {
+	for m in $(cat /lib/modules/nvme.list); do insmod /lib/modules/$m 2>/dev/null; done
+	until_ok 30 sh -c "ls -d /sys/bus/pci/devices/$1/nvme/nvme*/nvme*n1" >/dev/null
+	echo /dev/$(basename $(ls -d /sys/bus/pci/devices/$1/nvme/nvme*/nvme*n1 | head -n1))
+}
+
+# The blocks two clients wrote (256 of 0xa1 at block 0, 256 of 0xb2 at
+# block 1024), read back by the kernel from block device $1.
+readback_clients() {
+	head -c $((256 * 512)) /dev/zero | tr '\0' '\241' >/tmp/a1.bin
+	head -c $((256 * 512)) /dev/zero | tr '\0' '\262' >/tmp/b2.bin
+	run readback-client1 vfio-nvme kcheck $1 /tmp/a1.bin 0
+	run readback-client2 vfio-nvme kcheck $1 /tmp/b2.bin $((1024 * 512))
+}
 [ -n "${SIO_VM_HELPERS_ONLY:-}" ] && return 0	# another suite sources the helpers above
 
 echo "vm: guest up at ${t0}s, kernel $(uname -r), $(grep -c ^processor /proc/cpuinfo) CPUs"

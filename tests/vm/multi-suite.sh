@@ -2,6 +2,7 @@
 # The multi-guest suite's guest side (run-multi.sh), run by /init in each of
 # three guests; sio.role= on the kernel command line says which. One shmwin
 # fabric in the ivshmem window; each guest is one node and one kernel.
+SIO_VM_HELPERS_ONLY=1 . /guest-suite.sh	# its helpers; this suite's own below replace them
 FAB=mgfab
 MAIN=0000:00:04.0			# QEMU's NVMe (guest 0 only)
 export SMARTIO_FABRIC_BACKEND=shmwin SMARTIO_SHMWIN=pci:0000:00:10.0 SMARTIO_QUIET=1
@@ -87,13 +88,7 @@ lender)
 	kill $lpid; wait $lpid
 	sed 's/^/    | /' /tmp/lend.log
 	run unbind smartio $LEND unbind $MAIN
-	for m in $(cat /lib/modules/nvme.list); do insmod /lib/modules/$m 2>/dev/null; done
-	until_ok 30 sh -c "ls -d /sys/bus/pci/devices/$MAIN/nvme/nvme*/nvme*n1"
-	BLK=/dev/$(basename $(ls -d /sys/bus/pci/devices/$MAIN/nvme/nvme*/nvme*n1 | head -n1))
-	head -c $((256 * 512)) /dev/zero | tr '\0' '\241' >/tmp/a1.bin
-	head -c $((256 * 512)) /dev/zero | tr '\0' '\262' >/tmp/b2.bin
-	run readback-client1 vfio-nvme kcheck $BLK /tmp/a1.bin 0
-	run readback-client2 vfio-nvme kcheck $BLK /tmp/b2.bin $((1024 * 512))
+	readback_clients "$(kernel_nvme_blk $MAIN)"
 	doorbell_end
 	smartio destroy $FAB --force >/dev/null 2>&1
 	;;

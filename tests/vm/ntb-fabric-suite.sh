@@ -41,6 +41,7 @@
 # want-vfio: host:guest1-reset g1:restarted g1:rejoin g1:identify-after-rejoin g1:client-after-rejoin
 # want-vfio: g0:reset-seen
 # want-vfio: g1:standby-took-over g1:client-across-takeover g1:fio-verify
+SIO_VM_HELPERS_ONLY=1 . /guest-suite.sh	# its helpers; this suite's own below replace them
 FAB=ntbfab
 MOD=/lib/modules
 MAIN=0000:00:04.0			# QEMU's NVMe (guest 0 only)
@@ -353,13 +354,7 @@ fi
 sed 's/^/    | /' /tmp/mgr.log
 kill $lpid; wait $lpid
 run unbind smartio $LEND unbind $MAIN
-for m in $(cat /lib/modules/nvme.list); do insmod /lib/modules/$m 2>/dev/null; done
-until_ok 30 sh -c "ls -d /sys/bus/pci/devices/$MAIN/nvme/nvme*/nvme*n1"
-BLK=/dev/$(basename $(ls -d /sys/bus/pci/devices/$MAIN/nvme/nvme*/nvme*n1 | head -n1))
-head -c $((256 * 512)) /dev/zero | tr '\0' '\241' >/tmp/a1.bin
-head -c $((256 * 512)) /dev/zero | tr '\0' '\262' >/tmp/b2.bin
-run readback-client1 vfio-nvme kcheck $BLK /tmp/a1.bin 0
-run readback-client2 vfio-nvme kcheck $BLK /tmp/b2.bin $((1024 * 512))
+readback_clients "$(kernel_nvme_blk $MAIN)"
 serve_log
 dmesg_check dmesg
 [ "$LEND" = vfio ] && phase done
