@@ -7,7 +7,7 @@
 # a C compiler and meson/ninja: copy from THIS machine (Debian 12 after
 # tools/install-deps.sh) what building and testing smartio needs beyond
 # that into DIR (default build-gpudeps): the headers of liburing, libpciaccess,
-# libhugetlbfs, libnvme's types.h and Criterion; those libraries with every
+# libhugetlbfs, json-c, libnvme's types.h and Criterion; those libraries with every
 # library they load (glibc excepted); pkg-config files for them; and
 # pkg-config itself. About 15 MB. On the GPU machine:
 #
@@ -25,7 +25,7 @@ rm -rf "$D"
 mkdir -p "$D/include/nvme" "$D/lib" "$D/pkgconfig" "$D/bin"
 
 cp -a /usr/include/criterion /usr/include/liburing /usr/include/liburing.h \
-	/usr/include/pciaccess.h "$D/include/"
+	/usr/include/pciaccess.h /usr/include/json-c "$D/include/"
 cp -a /usr/include/nvme/types.h "$D/include/nvme/"
 [ -f /usr/include/hugetlbfs.h ] && cp -a /usr/include/hugetlbfs.h "$D/include/"
 
@@ -48,8 +48,8 @@ copy_lib() {	# PATH
 		is_glibc "$dep" || copy_lib "$dep"
 	done
 }
-for l in criterion uring pciaccess hugetlbfs pkgconf; do
-	for f in "$ML/lib$l.so" "$ML/lib$l.so.3" "$ML/lib$l.so.0" "$ML/lib$l.so.2"; do
+for l in criterion uring pciaccess hugetlbfs json-c pkgconf; do
+	for f in "$ML/lib$l.so" "$ML/lib$l.so".[0-9]; do
 		if [ -e "$f" ]; then
 			copy_lib "$f"
 			so=$(objdump -p "$(readlink -f "$f")" | awk '/SONAME/ { print $2 }')
@@ -75,6 +75,7 @@ EOF
 pc criterion "$(pkg-config --modversion criterion)" criterion
 pc liburing "$(pkg-config --modversion liburing)" uring
 pc pciaccess "$(pkg-config --modversion pciaccess)" pciaccess
+pc json-c "$(pkg-config --modversion json-c)" json-c
 pc libnvme "$(pkg-config --modversion libnvme)" nvme	# its headers only; never linked
 
 # pkg-config (pkgconf), finding only the bundle's files
