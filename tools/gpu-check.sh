@@ -105,6 +105,37 @@ tmpfs|hugetlbfs) result PASS rundir "$RUNDIR is $FSTYPE (cudaHostRegister on it 
 *) result WARN rundir "$RUNDIR is '$FSTYPE': host queue memory there may not pin (cudaHostRegister); use tmpfs" ;;
 esac
 
+# Without MPS the GPU time-slices between a GPU program's context, whose
+# kernel polls its queues, and nvme-emu's: each of the controller's copies
+# to or from GPU memory waits for a slice (about 1 ms; QD1 ~2.4 ms on an
+# H200, 2026-11-26) and kernels of many commands time out. A daemon of our
+# own (private pipe directory, quit at exit) unless one serves already.
+MPS_DIR=
+mps_quit() {
+	[ -n "$MPS_DIR" ] || return 0
+	echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
+	sleep 0.5
+	rm -rf "$MPS_DIR"
+	MPS_DIR=
+}
+if [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] || [ -e /tmp/nvidia-mps/control ]; then
+	result PASS mps "a daemon serves already (${CUDA_MPS_PIPE_DIRECTORY:-/tmp/nvidia-mps})"
+elif ! command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+	result WARN mps "nvidia-cuda-mps-control not found: the GPU is time-sliced between the GPU programs and nvme-emu (about 1 ms per copy)"
+else
+	MPS_DIR=$(mktemp -d /tmp/smartio-mps-XXXXXX)
+	export CUDA_MPS_PIPE_DIRECTORY=$MPS_DIR CUDA_MPS_LOG_DIRECTORY=$MPS_DIR
+	if nvidia-cuda-mps-control -d >"$L/mps.log" 2>&1; then
+		trap mps_quit EXIT
+		result PASS mps "a daemon of our own ($MPS_DIR), quit at the end"
+	else
+		result WARN mps "nvidia-cuda-mps-control -d failed (see $L/mps.log): the GPU is time-sliced (about 1 ms per copy)"
+		unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+		rm -rf "$MPS_DIR"
+		MPS_DIR=
+	fi
+fi
+
 # Dependencies carried in a bundle (tools/gpu-bundle-deps.sh): pkg-config,
 # headers and libraries from there; at run time only the libraries this
 # machine lacks (its own stay first for everything else).
@@ -199,6 +230,7 @@ PIDS=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
 	with_deps "$B/src/tools/smartio" destroy "$FAB" --force >/dev/null 2>&1
+	mps_quit
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

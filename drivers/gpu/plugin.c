@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <cuda_runtime_api.h>
 #include <smartio/model.h>
@@ -116,9 +117,36 @@ static void count_gpus(void)
 	}
 }
 
+/*
+ * Without MPS the GPU time-slices between the exporter's context, whose
+ * kernel polls its queues, and ours: every copy then waits for a slice
+ * (about a millisecond on an H200) and a GPU thread's QD1 read takes
+ * milliseconds, not tens of microseconds. Say so once, after a few.
+ */
+static void slow_copy(uint64_t ns)
+{
+	static unsigned int slow;
+
+	if (ns < 500000 || ++slow != 8)
+		return;
+	fprintf(stderr, "smartio-gpudma: copies to and from GPU memory take %.1f ms in process %d: "
+		"the GPU is time-sliced between this process and the one running the kernel; "
+		"run both under MPS (nvidia-cuda-mps-control -d, same CUDA_MPS_PIPE_DIRECTORY) "
+		"for microsecond copies (docs/gpu.md)\n", ns / 1e6, (int)getpid());
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static int copy_locked(const struct sio_gpu_seg *s, uint64_t off, void *buf, size_t len,
 		       bool to_gpu)
 {
+	uint64_t t0;
 	cudaStream_t st;
 	cudaError_t ce;
 	void *p;
@@ -145,6 +173,7 @@ static int copy_locked(const struct sio_gpu_seg *s, uint64_t off, void *buf, siz
 		ret = stream_of(s->gpu, &st);
 	if (ret)
 		return ret;
+	t0 = now_ns();
 	ce = to_gpu ? cudaMemcpyAsync((char *)p + off, buf, len, cudaMemcpyHostToDevice, st)
 		    : cudaMemcpyAsync(buf, (char *)p + off, len, cudaMemcpyDeviceToHost, st);
 	/* A pageable host-to-device copy may return before the data landed:
@@ -156,6 +185,7 @@ static int copy_locked(const struct sio_gpu_seg *s, uint64_t off, void *buf, siz
 			to_gpu ? "to" : "from", s->id, cudaGetErrorString(ce));
 		return -EIO;
 	}
+	slow_copy(now_ns() - t0);
 	return 0;
 }
 

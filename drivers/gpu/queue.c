@@ -235,6 +235,14 @@ int sio_gpu_queue_set_ticket(struct sio_gpu_queue *q, uint32_t ticket)
 	if (h.ticket != h.rung)
 		return sio_err_set(EINVAL, "the GPU queue is not idle: tickets %u..%u not rung",
 				   h.rung, h.ticket - 1);
+	/* The controller fetches from the SQ tail it was rung with: a ticket
+	 * in another slot would leave entries it has run before (or none) in
+	 * between. */
+	if ((ticket ^ h.ticket) & (h.depth - 1))
+		return sio_err_set(EINVAL, "ticket %u names SQ slot %u, but the queue's SQ tail is at "
+				   "slot %u: pick a ticket that is %u modulo the depth (%u)", ticket,
+				   ticket & (h.depth - 1), h.ticket & (h.depth - 1),
+				   h.ticket & (h.depth - 1), h.depth);
 	/* every ticket waited on: its slot's round moved one on */
 	{
 		uint32_t *round = malloc((size_t)h.depth * sizeof(*round));

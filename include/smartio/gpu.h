@@ -197,12 +197,15 @@ int sio_gpu_queue_failed(struct sio_gpu_queue *q);
  * sio_gpu_queue_set_ticket() - restart an idle queue's tickets at @ticket
  * @q: device pointer; no kernel may be using it, and every ticket taken
  *	must have been waited on
- * @ticket: the next ticket to hand out
+ * @ticket: the next ticket to hand out; it must name the slot the next
+ *	ticket names now (@ticket % depth == the next ticket % depth), since a
+ *	ticket's slot is its SQ entry and the controller fetches from the SQ
+ *	tail it was last given
  *
  * For tests of ticket wrap-around (start just below 2^32). The queue's
- * completion queue position is kept.
- * Return: 0, -EINVAL (NULL, or not idle: a ticket is outstanding),
- * -EBUSY (the queue failed), -errno from CUDA.
+ * submission and completion queue positions are kept.
+ * Return: 0, -EINVAL (NULL, not idle: a ticket is outstanding, or @ticket
+ * in another slot), -EBUSY (the queue failed), -errno from CUDA.
  */
 int sio_gpu_queue_set_ticket(struct sio_gpu_queue *q, uint32_t ticket);
 

@@ -26,6 +26,7 @@
 #include <smartio/nvme/client.h>
 #include <smartio/model.h>
 #include "cluster.h"
+#include "mps.h"
 
 static const struct sio_gpu_dma_plugin *plugin(void)
 {
@@ -407,7 +408,9 @@ static void child_start(struct child *c, const char *fabric)
 		dup2(from[1], 1);
 		close(to[1]);
 		close(from[0]);
-		/* a fresh process: CUDA is not fork-safe */
+		/* A fresh process: CUDA is not fork-safe. Criterion's sandbox
+		 * variable would make it a test worker of ours: it would abort. */
+		unsetenv("BXFI_MAP");
 		execl("/proc/self/exe", "test-gpu-host", "--ipc-child", fabric, (char *)NULL);
 		_exit(127);
 	}
@@ -416,6 +419,20 @@ static void child_start(struct child *c, const char *fabric)
 	c->in = fdopen(to[1], "w");
 	c->out = fdopen(from[0], "r");
 	setvbuf(c->in, NULL, _IOLBF, 0);
+}
+
+/* The device process's next line, or the test fails saying how it ended. */
+static void child_line(struct child *c, char *line, int size)
+{
+	char why[64] = "still running";
+	int st;
+
+	if (fgets(line, size, c->out))
+		return;
+	if (waitpid(c->pid, &st, 0) == c->pid)
+		snprintf(why, sizeof(why), WIFSIGNALED(st) ? "killed by signal %d" : "exit %d",
+			 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	cr_assert_fail("the device process closed its output (%s); its stderr is above", why);
 }
 
 /* Send one request; returns the number after "ok", or fails the test. */
@@ -431,7 +448,7 @@ static unsigned long long child_ask(struct child *c, const char *fmt, ...)
 	vfprintf(c->in, fmt, ap);
 	va_end(ap);
 	fflush(c->in);
-	cr_assert(fgets(line, sizeof(line), c->out), "the device process died");
+	child_line(c, line, sizeof(line));
 	cr_assert(sscanf(line, "ok %llu", &v) == 1, "device process: %s", line);
 	return v;
 }
@@ -479,8 +496,8 @@ Test(gpu_ipc, roundtrip_with_another_process, .timeout = 120)
 	/* the GPU on the device's node: no window per segment */
 	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
 	child_start(&ch, name);
-	cr_assert(fgets(line, sizeof(line), ch.out) && sscanf(line, "%u", &id) == 1,
-		  "device process: %s", line);
+	child_line(&ch, line, sizeof(line));
+	cr_assert(sscanf(line, "%u", &id) == 1, "device process: %s", line);
 	cr_assert_eq(sio_device_borrow(f, id, SIO_BORROW_SHARED, &dev), 0, "%s", sio_errmsg());
 
 	/* both directions, and the copy to the GPU has landed when it answers */
@@ -540,6 +557,7 @@ int main(int argc, char *argv[])
 
 	if (argc == 3 && !strcmp(argv[1], "--ipc-child"))
 		return ipc_child(argv[2]);
+	gpu_test_mps();
 	if (sio_gpu_required() && !have_gpu()) {
 		printf("FAIL: SMARTIO_REQUIRE_GPU is set, but %s\n", sio_errmsg());
 		return 1;

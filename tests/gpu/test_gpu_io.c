@@ -27,6 +27,7 @@
 #include <smartio/gpu.h>
 #include <smartio/nvme/client.h>
 #include "cluster.h"
+#include "mps.h"
 
 #define TIMEOUT_MS	2000
 
@@ -404,9 +405,11 @@ Test(gpu_io, reuse_and_ticket_wrap)
 	cr_assert_eq(qi.depth, 16);
 	gpu_read_check(&qi.queue, 1, 8, nlb, 0, 64 * nlb, 0x5);
 	gpu_read_check(&qi.queue, 1, 8, nlb, 64 * nlb, 64 * nlb, 0x5);
-	/* 21 tickets before the wrap, 3 x depth commands across it */
-	cr_assert_eq(sio_gpu_queue_set_ticket(qi.queue, 0xffffffffu - 20), 0, "%s",
-		     sio_errmsg());
+	/* a ticket must keep its SQ slot: 128 commands so far, slot 0 next */
+	cr_expect_eq(sio_gpu_queue_set_ticket(qi.queue, 0xffffffffu - 20), -EINVAL);
+	cr_expect(strstr(sio_errmsg(), "SQ tail is at slot 0"), "%s", sio_errmsg());
+	/* 2 x depth tickets before the wrap, 3 x depth commands across it */
+	cr_assert_eq(sio_gpu_queue_set_ticket(qi.queue, 0u - 2 * 16), 0, "%s", sio_errmsg());
 	gpu_read_check(&qi.queue, 1, 8, nlb, 128 * nlb, 48 * nlb, 0x5);
 	cr_expect_eq(sio_gpu_queue_failed(qi.queue), 0, "the wrap failed the queue");
 	/* and once more, well past it */
@@ -495,6 +498,7 @@ int main(int argc, char *argv[])
 	struct criterion_test_set *tests;
 	int result = 0;
 
+	gpu_test_mps();
 	if (sio_gpu_count() <= 0) {
 		if (sio_gpu_required()) {
 			printf("FAIL: SMARTIO_REQUIRE_GPU is set, but %s\n", sio_errmsg());
