@@ -114,8 +114,17 @@ MPS_DIR=
 mps_quit() {
 	[ -n "$MPS_DIR" ] || return 0
 	echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
-	sleep 0.5
-	rm -rf "$MPS_DIR"
+	# the server may take a few tries to stop: never remove the pipes
+	# from under a live daemon
+	for _ in $(seq 50); do
+		grep -qs 'Exit with status' "$MPS_DIR/control.log" && break
+		sleep 0.1
+	done
+	if grep -qs 'Exit with status' "$MPS_DIR/control.log"; then
+		rm -rf "$MPS_DIR"
+	else
+		say "      the MPS daemon of $MPS_DIR has not exited: left in place"
+	fi
 	MPS_DIR=
 }
 if [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] || [ -e /tmp/nvidia-mps/control ]; then
@@ -125,7 +134,7 @@ elif ! command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
 else
 	MPS_DIR=$(mktemp -d /tmp/smartio-mps-XXXXXX)
 	export CUDA_MPS_PIPE_DIRECTORY=$MPS_DIR CUDA_MPS_LOG_DIRECTORY=$MPS_DIR
-	if nvidia-cuda-mps-control -d >"$L/mps.log" 2>&1; then
+	if nvidia-cuda-mps-control -d </dev/null >"$L/mps.log" 2>&1; then
 		trap mps_quit EXIT
 		result PASS mps "a daemon of our own ($MPS_DIR), quit at the end"
 	else

@@ -16,14 +16,18 @@
 
 static char dir[] = "/tmp/smartio-mps-XXXXXX";
 
+/* Quit the daemon; its directory goes once its log says it exited (the
+ * server may take a few tries to stop), never from under a live one. */
 static void mps_quit(void)
 {
-	char cmd[128];
+	char cmd[512];
 
 	snprintf(cmd, sizeof(cmd), "echo quit | nvidia-cuda-mps-control >/dev/null 2>&1; "
-		 "sleep 0.5; rm -rf %s", dir);
+		 "for i in $(seq 50); do grep -qs 'Exit with status' %s/control.log && "
+		 "exec rm -rf %s; sleep 0.1; done; exit 1", dir, dir);
 	if (system(cmd) != 0)
-		fprintf(stderr, "gpu tests: could not quit the MPS daemon in %s\n", dir);
+		fprintf(stderr, "gpu tests: the MPS daemon of %s has not exited: left in place\n",
+			dir);
 }
 
 void gpu_test_mps(void)
@@ -36,7 +40,9 @@ void gpu_test_mps(void)
 		return;
 	setenv("CUDA_MPS_PIPE_DIRECTORY", dir, 1);
 	setenv("CUDA_MPS_LOG_DIRECTORY", dir, 1);
-	if (system("nvidia-cuda-mps-control -d") != 0) {
+	/* its own output: a daemon holding our stdout would keep meson
+	 * waiting for the test to end */
+	if (system("nvidia-cuda-mps-control -d </dev/null >/dev/null 2>&1") != 0) {
 		fprintf(stderr, "gpu tests: nvidia-cuda-mps-control -d failed: the controller's "
 			"copies wait for the GPU's time slices (about 1 ms each)\n");
 		unsetenv("CUDA_MPS_PIPE_DIRECTORY");
