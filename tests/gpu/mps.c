@@ -6,8 +6,8 @@
  * about a millisecond, and a kernel of thousands of commands runs into its
  * timeouts. With MPS both share the GPU at once. A daemon already serving
  * (a pipe directory in the environment, or the default one) is used as it
- * is; otherwise we start a private one (its own pipe directory, quit at
- * exit), where the driver's nvidia-cuda-mps-control is installed.
+ * is; otherwise we start a private one (its own pipe directory, quit once
+ * the test has exited), where the driver's nvidia-cuda-mps-control is installed.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,18 +16,24 @@
 
 static char dir[] = "/tmp/smartio-mps-XXXXXX";
 
-/* Quit the daemon; its directory goes once its log says it exited (the
- * server may take a few tries to stop), never from under a live one. */
-static void mps_quit(void)
+/*
+ * Quit the daemon once this process has exited, from a watcher of its own
+ * session: this process is an MPS client, and a quit asked from in here
+ * waits for the server, which waits for this process to let go. The
+ * directory goes once the daemon's log says it exited, never from under a
+ * live one. The watcher also cleans up after a test killed at its timeout.
+ */
+static void mps_quit_after_us(void)
 {
-	char cmd[512];
+	char cmd[640];
 
-	snprintf(cmd, sizeof(cmd), "echo quit | nvidia-cuda-mps-control >/dev/null 2>&1; "
-		 "for i in $(seq 50); do grep -qs 'Exit with status' %s/control.log && "
-		 "exec rm -rf %s; sleep 0.1; done; exit 1", dir, dir);
+	snprintf(cmd, sizeof(cmd), "setsid sh -c 'while kill -0 %d 2>/dev/null; do sleep 0.2; done; "
+		 "echo quit | nvidia-cuda-mps-control; for i in $(seq 100); do "
+		 "grep -qs \"Exit with status\" %s/control.log && exec rm -rf %s; sleep 0.1; done' "
+		 "</dev/null >/dev/null 2>&1 &", (int)getpid(), dir, dir);
 	if (system(cmd) != 0)
-		fprintf(stderr, "gpu tests: the MPS daemon of %s has not exited: left in place\n",
-			dir);
+		fprintf(stderr, "gpu tests: cannot start the watcher that quits the MPS daemon of "
+			"%s: it stays\n", dir);
 }
 
 void gpu_test_mps(void)
@@ -50,5 +56,5 @@ void gpu_test_mps(void)
 		rmdir(dir);
 		return;
 	}
-	atexit(mps_quit);
+	mps_quit_after_us();
 }
