@@ -183,20 +183,15 @@ static bool log_says(const char *path, const char *what, int ms)
 	return false;
 }
 
-Test(ntb, a_translation_refused_is_said_on_both_sides, .init = setup, .fini = teardown)
+/*
+ * Port 3's service, on hardware that refuses its translations: only the peer
+ * whose window holds its memory (port 0's, the first up) reaches it.
+ */
+static pid_t serve_refusing(char *log, size_t len)
 {
-	char log[PATH_MAX];
-	struct sio_fabric *f, *g;
-	struct sio_segment *s, *r;
-	volatile uint64_t *p;
-	int st;
 	pid_t pid;
 
-	if (served >= 4)
-		cr_skip_test("every port has a service (SIO_NTB_SERVED)");
-	/* port 3's service, on hardware that refuses its translations: only the
-	 * peer whose window holds its memory (port 0's, the first up) reaches it */
-	snprintf(log, sizeof(log), "%s/serve3-%d.log", getenv("SMARTIO_RUNDIR"), getpid());
+	snprintf(log, len, "%s/serve3-%d.log", getenv("SMARTIO_RUNDIR"), getpid());
 	pid = serve_pid = fork();
 	cr_assert_neq(pid, -1);
 	if (pid == 0) {
@@ -208,6 +203,30 @@ Test(ntb, a_translation_refused_is_said_on_both_sides, .init = setup, .fini = te
 	}
 	cr_assert(log_says(log, "cannot export this node's memory to peer 1, port 1 (its window 0): Invalid argument", 10000),
 		  "the service says which peer it could not export to");
+	return pid;
+}
+
+static void serve_stop_clean(pid_t pid)
+{
+	int st;
+
+	kill(pid, SIGTERM);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	serve_pid = 0;
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "port 3's service stopped cleanly");
+}
+
+Test(ntb, a_translation_refused_is_said_on_both_sides, .init = setup, .fini = teardown)
+{
+	char log[PATH_MAX];
+	struct sio_fabric *f, *g;
+	struct sio_segment *s, *r;
+	volatile uint64_t *p;
+	pid_t pid;
+
+	if (served >= 4)
+		cr_skip_test("every port has a service (SIO_NTB_SERVED)");
+	pid = serve_refusing(log, sizeof(log));
 	cr_assert(log_says(log, "node 3's pool", 10000), "port 3 joined");
 	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_fabric_open(name, 1, &g), 0, "%s", sio_errmsg());
@@ -224,10 +243,44 @@ Test(ntb, a_translation_refused_is_said_on_both_sides, .init = setup, .fini = te
 	sio_segment_close(s);
 	sio_fabric_close(g);
 	sio_fabric_close(f);
-	kill(pid, SIGTERM);
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	serve_pid = 0;
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "port 3's service stopped cleanly");
+	serve_stop_clean(pid);
+}
+
+Test(ntb, a_home_that_cannot_export_the_state_is_named, .init = setup, .fini = teardown)
+{
+	struct sio_fabric_config c = { .nodes = 4, .topology = SIO_TOPO_SWITCH };
+	char log[PATH_MAX], home[SIO_NAME_MAX], peer_log[PATH_MAX];
+	struct sio_fabric *f;
+	int ret = -1;
+	pid_t pid;
+
+	if (served >= 4)
+		cr_skip_test("every port has a service (SIO_NTB_SERVED)");
+	pid = serve_refusing(log, sizeof(log));
+	/* the fabric moves to port 3, whose memory port 0 reaches and ports 1 and 2 do not */
+	cr_assert_eq(sio_fabric_destroy(name), 0, "%s", sio_errmsg());
+	snprintf(home, sizeof(home), "h-%d", getpid());
+	setenv("SMARTIO_NODE", "3", 1);
+	for (int i = 0; i < 100 && ret; i++, nap_ms(50))	/* port 0 takes its bootstrap back */
+		ret = sio_fabric_create(home, &c);
+	unsetenv("SMARTIO_NODE");
+	cr_assert_eq(ret, 0, "created on port 3: %s", sio_errmsg());
+	for (int node = 1; node <= 2; node++) {
+		char want[160];
+
+		cr_assert_eq(sio_fabric_open(home, node, &f), -ENXIO, "node %d: %s", node, sio_errmsg());
+		snprintf(want, sizeof(want), "port 3 hosts fabric '%s', but its hardware driver refused to translate its inbound window 0 for port %d",
+			 home, node);
+		cr_assert(strstr(sio_errmsg(), want), "'%s' in: %s", want, sio_errmsg());
+		cr_assert(strstr(sio_errmsg(), "port 3's smartio ntb serve log"), "%s", sio_errmsg());
+	}
+	snprintf(peer_log, sizeof(peer_log), "%s/../serve1.log", getenv("SMARTIO_RUNDIR"));
+	cr_assert(log_says(peer_log, "port 3 hosts a fabric, but its hardware driver refused to translate its memory for this port (1)", 5000),
+		  "port 1's service says why it does not join");
+	cr_assert_eq(sio_fabric_open(home, 0, &f), 0, "port 0 reaches it: %s", sio_errmsg());
+	sio_fabric_close(f);
+	cr_assert_eq(sio_fabric_destroy(home), 0, "%s", sio_errmsg());
+	serve_stop_clean(pid);
 }
 
 Test(ntb, a_segment_lives_in_its_nodes_memory, .init = setup, .fini = teardown)

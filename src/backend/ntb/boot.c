@@ -9,6 +9,15 @@
  *   spads - 2   its generation: new at every create, also in the header
  *   spads - 1   the state's size in 64 KiB | the inbound window it is in << 24
  *
+ * and two more, before them, that every node service keeps (hosting or not):
+ *
+ *   spads - 6   the ports (0 to 31, a bit each) this port could not export
+ *               its memory to: the hardware driver refused their translation
+ *   spads - 5   the same, ports 32 to 63
+ *
+ * so that a peer of a home that could not export the state to it says so
+ * instead of reading what an untranslated window reaches.
+ *
  * Anything there is input: a port whose words are not a bootstrap is no
  * home, one whose check byte is wrong is damaged, and a generation that
  * the header does not hold is stale; each is said with what was read.
@@ -71,6 +80,29 @@ int ntb_boot_publish(struct ntbdev *d, const struct sio_ntb_info *i, const struc
 	    (ret = spads_rw(d, SIO_NTB_LOCAL, i->spads - BOOT_SPADS, 1, w, true)))
 		return sio__err(EIO, "ntb: %s: cannot write the bootstrap's scratchpads", d->what);
 	return 0;
+}
+
+int ntb_unreached_publish(struct ntbdev *d, const struct sio_ntb_info *i, uint64_t ports)
+{
+	uint32_t w[2] = { (uint32_t)ports, (uint32_t)(ports >> 32) };
+
+	if (i->spads < BOOT_SPADS + 2)
+		return 0;	/* peers then learn it from the state's magic, as before */
+	if (spads_rw(d, SIO_NTB_LOCAL, i->spads - BOOT_SPADS - 2, 2, w, true))
+		return sio__err(EIO, "ntb: %s: cannot write the scratchpads of the ports out of reach",
+				d->what);
+	return 0;
+}
+
+bool ntb_unreached(struct ntbdev *d, const struct sio_ntb_info *i, int port, int by)
+{
+	int pidx = ntbdev_pidx(d, port);
+	uint32_t w[2];
+
+	if (pidx < 0 || by < 0 || by >= 64 || i->spads < BOOT_SPADS + 2 ||
+	    spads_rw(d, (uint32_t)pidx, i->spads - BOOT_SPADS - 2, 2, w, false))
+		return false;
+	return ((uint64_t)w[1] << 32 | w[0]) >> by & 1;
 }
 
 /*

@@ -309,6 +309,10 @@ static int state_find(struct sio_fabric *f, struct wf_fabric *s)
 
 	if ((ret = ntb_boot_find(n->dev, &n->info, &n->boot)))
 		return ret;
+	/* untranslated, the window reaches whatever its default is: never read that as the state */
+	if (n->boot.port != n->node.port && ntb_unreached(n->dev, &n->info, n->boot.port, n->node.port))
+		return sio__err(ENXIO, "ntb: port %d hosts fabric '%s', but its hardware driver refused to translate its inbound window %d for port %d: the fabric's state is out of this node's reach (port %d's smartio ntb serve log says why)",
+				n->boot.port, f->name, NTB_MEM_WIDX, n->node.port, n->boot.port);
 	if ((ret = mem_of(n, n->boot.port, &off, &size)))
 		return ret;
 	if (size < n->boot.state_size)
@@ -393,6 +397,7 @@ static int sio__ntb_create(struct sio_fabric *f, bool group, gid_t gid)
 	(void)gid;
 	if (group)
 		return sio__err(EOPNOTSUPP, "ntb: a fabric over an NTB has no group access: every node that runs the node service may join");
+	f->node = ntb_port_default();	/* the fabric's home: this kernel's port */
 	if ((ret = src_open(f, NTB_OP_CREATE, &gen, &s)))
 		return ret;
 	ns(s)->boot = (struct ntb_boot){ .port = ns(s)->node.port, .gen = gen,
@@ -481,15 +486,20 @@ static bool sio__ntb_removed(struct sio_fabric *f)
 	return sio__wf_removed(f);
 }
 
-/* This kernel's port: the node a process joins as by default (a fake's: 0). */
+/*
+ * This kernel's port: the node a process joins as by default. A fake NTB's
+ * processes play whichever port $SMARTIO_NODE says (0 without it).
+ */
 int ntb_port_default(void)
 {
-	const char *spec = getenv("SMARTIO_NTB_DEV");
+	const char *spec = getenv("SMARTIO_NTB_DEV"), *e = getenv("SMARTIO_NODE");
 	struct ntbdev *d;
 	struct sio_ntb_info i;
 	int port = 0;
 
-	if ((spec && !strncmp(spec, "fake:", 5)) || ntbdev_open(NULL, 0, &d))
+	if (spec && !strncmp(spec, "fake:", 5))
+		return e && (port = atoi(e)) > 0 && port < WF_MAX_POOLS ? port : 0;
+	if (ntbdev_open(NULL, 0, &d))
 		return 0;
 	if (!ntbdev_ioctl(d, SIO_NTB_IOC_INFO, &i))
 		port = i.port;

@@ -49,6 +49,10 @@ struct ntb_boot {
 uint32_t ntb_name_hash(const char *name);
 /* Publish @b in this port's scratchpads, or clear them (@b NULL). */
 int ntb_boot_publish(struct ntbdev *d, const struct sio_ntb_info *i, const struct ntb_boot *b);
+/* Publish the ports (a bit each) whose translation of this port's memory was refused. */
+int ntb_unreached_publish(struct ntbdev *d, const struct sio_ntb_info *i, uint64_t ports);
+/* Does port @port say it could not export its memory to port @by? */
+bool ntb_unreached(struct ntbdev *d, const struct sio_ntb_info *i, int port, int by);
 /* The port that hosts a fabric, as the scratchpads of this port and its peers say. */
 int ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_boot *out);
 

@@ -45,6 +45,7 @@ struct ntb_service {
 	uint64_t xlat;			/* peers (by index) whose window 0 is translated into it */
 	uint64_t xlat_failed;		/* those whose translation failed (said once) */
 	uint64_t unreached;		/* their ports: the pool says so to the fabric */
+	uint64_t unreached_spads;	/* ... and the scratchpads, to a home's peers */
 	void *out[SIO_NTB_MAX_PEERS];	/* each peer's outbound window 0, held */
 	uint64_t out_len[SIO_NTB_MAX_PEERS], out_gen[SIO_NTB_MAX_PEERS];
 	uint64_t link_gen;
@@ -192,6 +193,9 @@ static void links(struct ntb_service *sv)
 	for (uint32_t p = 0; p < i.peers; p++)
 		if (i.link >> p & 1)
 			peer_up(sv, p);
+	if (sv->unreached != sv->unreached_spads &&
+	    !ntb_unreached_publish(sv->dev, &sv->info, sv->unreached))
+		sv->unreached_spads = sv->unreached;
 }
 
 /* What this node hosts: published once whole, taken back once destroyed. */
@@ -279,7 +283,7 @@ static bool home_name(struct ntb_service *sv, const struct ntb_boot *b, char *na
 /* Join the fabric of this NTB, whichever port hosts it. */
 static void join(struct ntb_service *sv)
 {
-	char name[SIO_NAME_MAX];
+	char name[SIO_NAME_MAX], msg[256];
 	struct ntb_boot b;
 
 	if (ntb_boot_find(sv->dev, &sv->info, &b)) {
@@ -292,6 +296,12 @@ static void join(struct ntb_service *sv)
 		return;
 	}
 	leave(sv, true);
+	if (b.port != sv->node.port && ntb_unreached(sv->dev, &sv->info, b.port, sv->node.port)) {
+		snprintf(msg, sizeof(msg), "port %d hosts a fabric, but its hardware driver refused to translate its memory for this port (%d): port %d's smartio ntb serve log says why",
+			 b.port, sv->node.port, b.port);
+		complain(sv, msg);
+		return;
+	}
 	if (!home_name(sv, &b, name))
 		return;
 	sv->joined = b;
@@ -437,7 +447,8 @@ static int setup(struct ntb_service *sv, const char *dev, int port)
 		return sio__err(EOPNOTSUPP, "ntb: %s has %u windows per peer, %u peers, doorbells 0x%llx, port %d: a fabric needs a window per peer, a doorbell, a port below %d",
 				sv->dev->what, sv->info.mws_per_peer, sv->info.peers,
 				(unsigned long long)sv->info.db_valid, sv->node.port, WF_MAX_POOLS);
-	if ((ret = ntb_boot_publish(sv->dev, &sv->info, NULL)))	/* nothing hosted here yet */
+	if ((ret = ntb_boot_publish(sv->dev, &sv->info, NULL)) ||	/* nothing hosted here yet */
+	    (ret = ntb_unreached_publish(sv->dev, &sv->info, 0)))
 		return ret;
 	sv->bit = 63 - __builtin_clzll(sv->info.db_valid);
 	e = (struct sio_ntb_db_eventfd){ .bit = (uint32_t)sv->bit,
