@@ -24,9 +24,13 @@
 #                under verified I/O; then fio with the smartio engine in
 #                guest 1, data verified; guest 0's nvme driver reads the
 #                clients' blocks back; dmesg clean everywhere.
-# The uio variant (sio.lend=uio) keeps the core, the NVMe and the kill.
+# The uio variant (sio.lend=uio) keeps the core, the NVMe and the kill, and
+# boots guest 2 again once the manager has reclaimed its queues: back on its
+# port as a new kernel, it rejoins and runs nvme-identify and a verified
+# client, whose blocks guest 0's kernel reads back too.
 #
 # host: kill-2
+# host-uio: join
 # host-vfio: reset-1 flap-1
 # want: g0:load g1:load g2:load g0:serve g1:serve g2:serve g0:fabric-create
 # want: g1:fabric-join g2:fabric-join g0:seg-across g1:seg-across g2:seg-across
@@ -41,6 +45,8 @@
 # want-vfio: host:guest1-reset g1:restarted g1:rejoin g1:identify-after-rejoin g1:client-after-rejoin
 # want-vfio: g0:reset-seen
 # want-vfio: g1:standby-took-over g1:client-across-takeover g1:fio-verify
+# want-uio: g2b:restarted g2b:serve g2b:rejoin g2b:identify-after-rejoin g2b:client-after-rejoin
+# want-uio: g2b:dmesg g0:readback-client2b
 SIO_VM_HELPERS_ONLY=1 . /guest-suite.sh	# its helpers; this suite's own below replace them
 FAB=ntbfab
 MOD=/lib/modules
@@ -170,6 +176,24 @@ lend() {
 }
 
 load
+if grep -q 'sio.join' /proc/cmdline; then
+	# -- guest 2 booted again after its kill: a new kernel on its old port,
+	# once the manager reclaimed its queues (guest 0 checked it before this)
+	dmesg | grep -q 'restarted: its slot still holds' && [ "$ME" = 2 ] && ok restarted ||
+		no restarted "port ${ME:-none}: not port 2's slot of the killed guest"
+	hello
+	serve 2
+	phase join
+	until_ok 60 smartio status $FAB && ok rejoin || no rejoin "$(cat /tmp/until)"
+	until_ok 60 nvme-identify --fabric $FAB && ok identify-after-rejoin ||
+		no identify-after-rejoin "$(cat /tmp/until)"
+	client client-after-rejoin --lba 7168 --count 256 --bs 8 --qd 2 --pattern 0xd4 --flush
+	phase rejoined
+	dmesg_check dmesg
+	serve_log
+	kill $spid; wait $spid
+	exit 0
+fi
 if dmesg | grep -q 'restarted: its slot still holds'; then
 	# -- guest 1 after its reset: a new kernel on its old port, back in the fabric
 	ok restarted
@@ -346,6 +370,10 @@ if [ "$LEND" = vfio ]; then
 	phase end-io
 	phase mgr-stopped
 else
+	# guest 2 boots again (run-ntb.sh, at this phase) and borrows anew;
+	# guest 1 stays until then: its port is not free for guest 2 to take
+	phase join
+	phase rejoined
 	[ "$G" = 1 ] && { dmesg_check dmesg; exit 0; }
 	kill $mpid; wait $mpid
 fi
@@ -354,7 +382,12 @@ fi
 sed 's/^/    | /' /tmp/mgr.log
 kill $lpid; wait $lpid
 run unbind smartio $LEND unbind $MAIN
-readback_clients "$(kernel_nvme_blk $MAIN)"
+blk=$(kernel_nvme_blk $MAIN)
+readback_clients "$blk"
+if [ "$LEND" = uio ]; then
+	head -c $((256 * 512)) /dev/zero | tr '\0' '\324' >/tmp/d4.bin
+	run readback-client2b vfio-nvme kcheck "$blk" /tmp/d4.bin $((7168 * 512))
+fi
 serve_log
 dmesg_check dmesg
 [ "$LEND" = vfio ] && phase done
