@@ -32,6 +32,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <linux/capability.h>
 
 #include <smartio/ntb.h>
@@ -227,6 +228,156 @@ static void bad_windows(int fd, const struct sio_ntb_info *info, int pidx)
 	own_translations(fd, info, pidx);
 }
 
+
+#define MMAP_ERR(p) ((p) == MAP_FAILED ? -1 : 0)
+
+/* Sizes and offsets a careless program gets wrong: each refused, none wraps. */
+static void torture_bounds(int fd, const struct sio_ntb_info *info, int pidx)
+{
+	struct sio_ntb_buf b = { .pidx = pidx, .widx = 0, .size = ~0ULL };
+	struct sio_ntb_xlat x = { .pidx = pidx, .widx = 1 };
+	struct sio_ntb_peer_mw pmw = { .widx = pidx * info->mws_per_peer };
+	char ev[sizeof(struct sio_ntb_event) - 1];
+	void *m;
+
+	EXPECT("mw-alloc-size-wraps", ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b), EINVAL);
+	b.size = ~0ULL - 4095;
+	EXPECT("mw-alloc-size-rounds-to-0", ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b), EINVAL);
+	b = (struct sio_ntb_buf){ .pidx = ~0u, .widx = 0 };
+	EXPECT("mw-alloc-peer-out-of-range", ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b), EINVAL);
+	b = (struct sio_ntb_buf){ .pidx = pidx, .widx = ~0u };
+	EXPECT("mw-alloc-window-out-of-range", ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b), EINVAL);
+	EXPECT("mw-free-window-out-of-range", ioctl(fd, SIO_NTB_IOC_MW_FREE, &b), EINVAL);
+	x.widx = ~0u;
+	EXPECT("mw-xlat-window-out-of-range", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), EINVAL);
+	b = (struct sio_ntb_buf){ .pidx = pidx, .widx = 0 };
+	EXPECT("mw-alloc-for-bounds", ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b), 0);
+	/* addr + size past 2^64: never "inside the buffer" */
+	rawio(0);
+	x = (struct sio_ntb_xlat){ .pidx = pidx, .widx = 1, .addr = b.dma_addr + 4096,
+				   .size = ~0ULL - 4095 };
+	EXPECT("mw-xlat-wraps-unprivileged", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), EPERM);
+	rawio(1);
+	EXPECT("mw-xlat-wraps", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), EINVAL);
+	x.size = 0;
+	EXPECT("mw-xlat-clear-a-buffer", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &(struct sio_ntb_xlat){ .pidx = pidx, .widx = 0 }), EBUSY);
+	EXPECT("mw-xlat-clear-nothing", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), ENOENT);
+	m = mmap(NULL, 8192, PROT_READ, MAP_SHARED, fd, (off_t)(b.mmap_offset + (1ULL << 40) - 4096));
+	EXPECT("mmap-offset-past-2^40", MMAP_ERR(m), EINVAL);
+	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, (off_t)(b.mmap_offset + b.size));
+	EXPECT("mmap-offset-at-the-end", MMAP_ERR(m), EINVAL);
+	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, (off_t)SIO_NTB_MMAP_INBOUND(255, 0));
+	EXPECT("mmap-inbound-peer-out-of-range", MMAP_ERR(m), EINVAL);
+	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, (off_t)SIO_NTB_MMAP_INBOUND(pidx, 255));
+	EXPECT("mmap-inbound-window-out-of-range", MMAP_ERR(m), EINVAL);
+	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, (off_t)SIO_NTB_MMAP_OUTBOUND(0xffff));
+	EXPECT("mmap-outbound-window-out-of-range", MMAP_ERR(m), EINVAL);
+	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	EXPECT("mmap-offset-0", MMAP_ERR(m), EINVAL);
+	if (!ioctl(fd, SIO_NTB_IOC_PEER_MW, &pmw)) {
+		m = mmap(NULL, pmw.size + 4096, PROT_WRITE, MAP_SHARED, fd, (off_t)pmw.mmap_offset);
+		EXPECT("mmap-outbound-past-the-window", MMAP_ERR(m), EINVAL);
+	}
+	EXPECT("read-short", (int)read(fd, ev, sizeof(ev)), EINVAL);
+	EXPECT("mw-free-for-bounds", ioctl(fd, SIO_NTB_IOC_MW_FREE, &b), 0);
+}
+
+/*
+ * Mappings split by munmap(), moved by mremap(), and held past close(): the
+ * buffer stays taken until the last piece goes, then is free for anyone.
+ */
+static void torture_mappings(int fd, const struct sio_ntb_info *info, int pidx)
+{
+	struct sio_ntb_buf b = { .pidx = pidx, .widx = 0, .size = 4 * 4096 };
+	int fd2 = open("/dev/smartio-ntb0", O_RDWR);
+	size_t len = 4 * 4096;
+	char *m, *n, *spot = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	EXPECT("mw-alloc-to-split", ioctl(fd2, SIO_NTB_IOC_MW_ALLOC, &b), 0);
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd2, (off_t)b.mmap_offset);
+	check("mmap-to-split", MMAP_ERR(m), errno, 0);
+	if (m == MAP_FAILED) {
+		close(fd2);
+		return;
+	}
+	munmap(m + 4096, 4096);		/* three pieces */
+	EXPECT("mw-free-split-mapped", ioctl(fd2, SIO_NTB_IOC_MW_FREE, &b), EBUSY);
+	n = mremap(m + 2 * 4096, 2 * 4096, 2 * 4096, MREMAP_MAYMOVE | MREMAP_FIXED, spot);
+	check("mremap-a-piece", n == MAP_FAILED ? -1 : 0, errno, 0);
+	EXPECT("mremap-grow", mremap(m, 4096, 8 * 4096, MREMAP_MAYMOVE) == MAP_FAILED ? -1 : 0, EFAULT);
+	munmap(m, 4096);
+	EXPECT("mw-free-moved-mapped", ioctl(fd2, SIO_NTB_IOC_MW_FREE, &b), EBUSY);
+	close(fd2);			/* the mapping holds the file */
+	fd2 = open("/dev/smartio-ntb0", O_RDWR);
+	EXPECT("mw-alloc-held-by-a-closed-file", ioctl(fd2, SIO_NTB_IOC_MW_ALLOC, &b), EBUSY);
+	if (n != MAP_FAILED) {
+		n[0] = 1;
+		munmap(n, 2 * 4096);
+	}
+	EXPECT("mw-alloc-after-the-last-munmap", ioctl(fd2, SIO_NTB_IOC_MW_ALLOC, &b), 0);
+	close(fd2);
+	EXPECT("mw-alloc-after-close", ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b), 0);
+	EXPECT("mw-free-after-close", ioctl(fd, SIO_NTB_IOC_MW_FREE, &b), 0);
+}
+
+/* Is @err one a racing call may meet? */
+static int race_errno_ok(int err)
+{
+	return err == EEXIST || err == EBUSY || err == ENOENT || err == ENXIO;
+}
+
+/*
+ * Processes race on one window: two share a file (alloc, map, store, unmap,
+ * free), one holds another file (alloc, map). Every call succeeds or fails
+ * with an errno of the race; at the end the window is free.
+ */
+static void torture_race(int fd, const struct sio_ntb_info *info, int pidx)
+{
+	pid_t kids[3];
+	int bad = 0;
+
+	for (int k = 0; k < 3; k++) {
+		kids[k] = fork();
+		if (kids[k])
+			continue;
+		int f = k == 2 ? open("/dev/smartio-ntb0", O_RDWR) : fd;
+		int errs = 0;
+
+		for (int i = 0; i < 300; i++) {
+			struct sio_ntb_buf b = { .pidx = pidx, .widx = 0, .size = 2 * 4096 };
+			char *m;
+
+			if (ioctl(f, SIO_NTB_IOC_MW_ALLOC, &b) && !race_errno_ok(errno))
+				errs++;
+			b.mmap_offset = SIO_NTB_MMAP_INBOUND(pidx, 0);
+			m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, f, (off_t)b.mmap_offset);
+			if (m != MAP_FAILED) {
+				m[i % 4096] = (char)i;
+				munmap(m, 4096);
+			} else if (!race_errno_ok(errno)) {
+				errs++;
+			}
+			if (ioctl(f, SIO_NTB_IOC_MW_FREE, &b) && !race_errno_ok(errno))
+				errs++;
+		}
+		if (errs)
+			printf("race %d: %d calls failed with an errno no race explains\n", k, errs);
+		_exit(errs ? 1 : 0);
+	}
+	for (int k = 0; k < 3; k++) {
+		int st;
+
+		if (waitpid(kids[k], &st, 0) != kids[k] || !WIFEXITED(st) || WEXITSTATUS(st))
+			bad++;
+	}
+	check("race-errnos", bad ? -1 : 0, EIO, 0);
+	struct sio_ntb_buf b = { .pidx = pidx, .widx = 0 };
+
+	ioctl(fd, SIO_NTB_IOC_MW_FREE, &b);	/* the shared file may hold it */
+	EXPECT("race-window-free-after", ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b), 0);
+	EXPECT("race-window-freed", ioctl(fd, SIO_NTB_IOC_MW_FREE, &b), 0);
+}
+
 /*
  * The pages of a lost peer (or device) read all ones, but for what this
  * process stored into them: its stores land in one page of its own, which
@@ -356,6 +507,9 @@ int main(int argc, char **argv)
 		pidx = pidx_of(fd, &info, atoi(argv[2]));
 		bad_args(fd, &info, pidx);
 		bad_windows(fd, &info, pidx);
+		torture_bounds(fd, &info, pidx);
+		torture_mappings(fd, &info, pidx);
+		torture_race(fd, &info, pidx);
 	} else if (!strcmp(argv[1], "hold")) {
 		hold(fd, &info, atoi(argv[2]), argc > 3 && !strcmp(argv[3], "dev"));
 	} else if (!strcmp(argv[1], "take")) {
