@@ -205,7 +205,7 @@ struct sio_ntb_db_eventfd {
  * @pidx:	the peer whose scratchpad (its link must be up), or SIO_NTB_LOCAL
  * @sidx:	the scratchpad
  * @value:	read: out; write: in
- * @reserved:	0
+ * @reserved:	0 (anything else is refused: EINVAL)
  */
 struct sio_ntb_spad {
 	__u32 pidx;

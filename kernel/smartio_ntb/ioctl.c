@@ -313,8 +313,8 @@ static int sntb_spad(struct sntb_dev *sd, struct sio_ntb_spad *s, bool write)
 {
 	bool local = s->pidx == SIO_NTB_LOCAL;
 
-	if (s->sidx >= sd->spads || (!local && s->pidx >= sd->peers))
-		return -EINVAL;
+	if (s->reserved || s->sidx >= sd->spads || (!local && s->pidx >= sd->peers))
+		return -EINVAL;	/* reserved: for a later version, which must not be misread */
 	if (!local && !sntb_peer_up(sd, s->pidx))
 		return -ENOTCONN;
 	if (write)

@@ -229,7 +229,7 @@ static int f_spad(struct ntbdev *d, struct sio_ntb_spad *s, bool write)
 	struct fake_hw *hw = fk(d)->hw;
 	int port = s->pidx == SIO_NTB_LOCAL ? d->port : port_of(d, s->pidx);
 
-	if (s->sidx >= FAKE_SPADS || (s->pidx != SIO_NTB_LOCAL && s->pidx >= hw->ports - 1))
+	if (s->reserved || s->sidx >= FAKE_SPADS || (s->pidx != SIO_NTB_LOCAL && s->pidx >= hw->ports - 1))
 		return -EINVAL;
 	if (port != d->port && !up(d, port))
 		return -ENOTCONN;

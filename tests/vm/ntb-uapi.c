@@ -96,6 +96,9 @@ static void bad_args(int fd, const struct sio_ntb_info *info, int pidx)
 	EXPECT("spad-out-of-range", ioctl(fd, SIO_NTB_IOC_SPAD_READ, &sp), EINVAL);
 	sp = (struct sio_ntb_spad){ .pidx = info->peers + 5, .sidx = 0 };
 	EXPECT("spad-peer-out-of-range", ioctl(fd, SIO_NTB_IOC_SPAD_WRITE, &sp), EINVAL);
+	sp = (struct sio_ntb_spad){ .pidx = SIO_NTB_LOCAL, .sidx = 0, .reserved = 1 };
+	EXPECT("spad-reserved-set", ioctl(fd, SIO_NTB_IOC_SPAD_READ, &sp), EINVAL);
+	EXPECT("spad-write-reserved-set", ioctl(fd, SIO_NTB_IOC_SPAD_WRITE, &sp), EINVAL);
 	if (bits)
 		EXPECT("doorbell-bit-out-of-range", ioctl(fd, SIO_NTB_IOC_DB_RING, &bits), EINVAL);
 	bits = 0;
