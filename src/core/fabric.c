@@ -333,7 +333,8 @@ int sio__fabric_attach(const char *name, int node, struct sio_fabric **out)
 		return ret;
 	}
 	if (node < 0 || node >= f->topo.nodes) {
-		ret = sio__err(ENODEV, "fabric '%s' has nodes 0..%d; there is no node %d", name,
+		ret = sio__err(ENODEV, "fabric '%s' has nodes 0..%d; there is no node %d"
+			       " (a fabric of more: smartio create --nodes N)", name,
 			       f->topo.nodes - 1, node);
 		fabric_free(f);
 		return ret;
@@ -370,7 +371,8 @@ int sio_fabric_open(const char *name, int node, struct sio_fabric **out)
 	if ((ret = attach(f)))
 		goto fail;
 	if (node >= f->topo.nodes) {
-		ret = sio__err(ENODEV, "fabric '%s' has nodes 0..%d; there is no node %d", name,
+		ret = sio__err(ENODEV, "fabric '%s' has nodes 0..%d; there is no node %d"
+			       " (a fabric of more: smartio create --nodes N)", name,
 			       f->topo.nodes - 1, node);
 		goto fail;
 	}
