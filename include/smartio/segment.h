@@ -55,6 +55,11 @@ enum sio_segment_kind {
  * @bar: for BAR segments, the BAR index; else -1
  * @hugepages: backed by huge pages
  * @name: free-form label
+ * @reach: how it is reached across kernels, where the fabric backend says
+ *	(ntb: "own window ..." for a window translated to this segment alone,
+ *	"pool window ..." for the window to all of its node's memory, and
+ *	why): for a connected segment that is mapped, its mapping's; in
+ *	sio_fabric_status_get(), every connected node's; else ""
  */
 struct sio_segment_info {
 	uint32_t id;
@@ -65,6 +70,7 @@ struct sio_segment_info {
 	int bar;
 	bool hugepages;
 	char name[SIO_NAME_MAX];
+	char reach[160];
 };
 
 /**

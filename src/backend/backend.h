@@ -192,6 +192,22 @@ struct sio_fabric_ops {
 		       void **vaddr);
 	/** @seg_unmap: undo @seg_map. */
 	void (*seg_unmap)(struct sio_fabric *f, void *vaddr, uint64_t len);
+	/**
+	 * @seg_connect: lock held: as @seg_map, for a process's connection to
+	 * another node's segment, for which the core counts a window of this
+	 * node (reg_window_get()): a backend whose hardware gives a window per
+	 * segment maps through one (ntb). Undone by @seg_unmap. Optional.
+	 */
+	int (*seg_connect)(struct sio_fabric *f, int slot, uint64_t off, uint64_t len,
+			   bool rdonly, void **vaddr);
+	/**
+	 * @seg_reach: lock held: how segment slot @slot is reached from other
+	 * nodes, in @buf: by the mapping at @vaddr of this process (a
+	 * connection), or (@vaddr NULL) by every node connected to it.
+	 * NULL where there is nothing to say. Optional.
+	 */
+	const char *(*seg_reach)(struct sio_fabric *f, int slot, const void *vaddr, char *buf,
+				 size_t len);
 
 	/*
 	 * Events and notifications. An event (struct sio_event) goes to one

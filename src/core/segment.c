@@ -284,7 +284,12 @@ int sio_segment_map_range(struct sio_segment *seg, int adapter, uint64_t offset,
 						       .window = ret };
 		seg->window = pm;
 	}
-	ret = f->ops->seg_map(f, seg->slot, offset, length, flags & SIO_MAP_RDONLY, &seg->vaddr);
+	if (pm >= 0 && f->ops->seg_connect)
+		ret = f->ops->seg_connect(f, seg->slot, offset, length, flags & SIO_MAP_RDONLY,
+					  &seg->vaddr);
+	else
+		ret = f->ops->seg_map(f, seg->slot, offset, length, flags & SIO_MAP_RDONLY,
+				      &seg->vaddr);
 	if (ret && pm >= 0) {
 		reg_pmap_release(f, pm);
 		seg->window = -1;
@@ -371,6 +376,13 @@ int sio_segment_info(const struct sio_segment *seg, struct sio_segment_info *out
 	out->id = seg->id;
 	out->node = seg->node;
 	out->size = seg->size;
+	if (seg->vaddr && seg->node != seg->f->node && seg->f->ops->seg_reach) {
+		char buf[sizeof(out->reach)];
+		const char *r = seg->f->ops->seg_reach(seg->f, seg->slot, seg->vaddr, buf, sizeof(buf));
+
+		if (r)
+			snprintf(out->reach, sizeof(out->reach), "%s", r);
+	}
 	return 0;
 }
 

@@ -58,6 +58,8 @@ static void segments_json(struct json_object *o, const struct sio_fabric_status 
 		pj_str(s, "name", sg->name);
 		pj_int(s, "pid", st->segments[i].owner_pid);
 		pj_bool(s, "hugepages", sg->hugepages);
+		if (sg->reach[0])
+			pj_str(s, "reach", sg->reach);
 		if (sg->kind == SIO_SEG_BAR) {
 			pj_int(s, "device", sg->device);
 			pj_int(s, "bar", sg->bar);
@@ -143,6 +145,12 @@ void sio_tool_status_text(FILE *o, const struct sio_fabric_status *st)
 		fprintf(o, "%-6d 0x%08x %-12llu %-5s %-8d %s\n", sg->node, sg->id,
 			(unsigned long long)sg->size, kind_name(sg->kind), st->segments[i].owner_pid,
 			sg->name);
+	}
+	for (int i = 0; i < st->nsegments; i++) {	/* how other kernels reach each */
+		const struct sio_segment_info *sg = &st->segments[i].info;
+
+		if (sg->reach[0])
+			fprintf(o, "segment 0x%08x of node %d: %s\n", sg->id, sg->node, sg->reach);
 	}
 	fprintf(o, "\ndevices:\n%-4s %-7s %-9s %-16s %-10s %s\n", "id", "lender", "class", "name",
 		"borrowers", "dma faults");
