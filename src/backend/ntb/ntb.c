@@ -64,7 +64,7 @@ int ntb_map_at(struct ntbsrc *n, int port, uint64_t off, uint64_t len, bool rdon
 	if (rdonly)
 		mprotect(p, len + d, PROT_READ);
 	if (m) {
-		*m = (struct omap){ .va = p, .len = len + d, .off = a, .port = port };
+		*m = (struct omap){ .va = p, .len = len + d, .off = a, .port = port, .widx = -1 };
 		pthread_mutex_lock(&n->mu);
 		m->next = n->maps;
 		n->maps = m;
@@ -347,7 +347,9 @@ static void pool_record(struct wf_fabric *s)
 
 	if (n->node.mem_size > off)
 		s->hdr->pools[n->node.port] = (struct wf_pool){ .off = off, .size = n->node.mem_size - off,
-								 .epoch = n->node.epoch };
+								 .epoch = n->node.epoch,
+								 .seg_windows = n->node.seg_windows,
+								 .xlat_align = n->node.xlat_align };
 }
 
 /* Lock held: a process joins; its node's memory is the node's pool from now on. */
@@ -523,4 +525,6 @@ const struct sio_fabric_ops sio__ntb_fabric_ops = {
 	.removed = sio__ntb_removed,
 	WF_FABRIC_OPS,
 	.proc_init = sio__ntb_proc_init,
+	.seg_connect = ntb_seg_connect,
+	.seg_reach = ntb_seg_reach,
 };

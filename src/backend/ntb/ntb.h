@@ -13,6 +13,10 @@
  *                       into the same buffer); peers reach it through their
  *                       outbound window to it. It is the node's pool of
  *                       segments.
+ *   a segment's window  where the owner's hardware driver translates page
+ *                       by page: an inbound window of the owner for each
+ *                       kernel connected, translated to the segment alone
+ *                       (xwin.c); else the pool's window 0
  *   the fabric's state  at the start of one node's memory (its home: where
  *                       `smartio create` ran): winfab's header, the registry;
  *                       the home's pool follows it
@@ -64,6 +68,8 @@ struct ntb_node {
 	uint64_t mem_size, mem_dma;	/* its size and bus address */
 	uint64_t epoch;			/* new at every start of the service */
 	char what[96];			/* the device */
+	int32_t seg_windows;		/* windows per peer for segments alone (xwin.c), 0: none */
+	uint32_t xlat_align;		/* the hardware driver's translation alignment, KiB */
 };
 
 /* serve.c: the node service in this process, if it runs here */
@@ -97,6 +103,8 @@ struct omap {				/* a mapping of a peer's window */
 	void *va;			/* page aligned */
 	uint64_t len, off;		/* its mmap() offset */
 	int port;
+	int widx;			/* a segment's own window (xwin.c), -1: the pool's */
+	int why;			/* a connection through the pool: why (an errno), 0: none */
 };
 
 struct ntb_bar;
@@ -128,6 +136,29 @@ int ntb_port_default(void);
 int ntb_window_of(struct ntbsrc *n, int port, uint32_t w, uint64_t *off, uint64_t *size);
 /* mmap() @len bytes at @off of the node service's file (a peer's window: mapped again after a link loss). */
 int ntb_map_at(struct ntbsrc *n, int port, uint64_t off, uint64_t len, bool rdonly, void **va);
+
+/*
+ * xwin.c: a segment's own window, where the hardware driver translates
+ * page by page (struct wf_xwin): the connecting process's side, and the
+ * owner's node service's.
+ */
+#define NTB_XWIN_MAX	32	/* windows per peer for segments, at most */
+struct ntb_xwins {
+	uint32_t per_peer;		/* windows 1 .. per_peer of each peer; 0: the pool only */
+	uint64_t align;			/* the driver's translation alignment (0: not known yet) */
+	int16_t holder[SIO_NTB_MAX_PEERS][NTB_XWIN_MAX + 1];	/* by peer index, window: entry + 1 */
+};
+/* What the hardware driver allows, from inbound window 1 of peer @pidx (its link up). */
+void ntb_xwin_probe(struct ntbdev *d, const struct sio_ntb_info *i, uint32_t pidx,
+		    struct ntb_xwins *x);
+/* The node service: answer this node's requests, clear what no connection uses; true: rang. */
+bool ntb_xwin_serve(struct sio_fabric *f, struct ntbdev *d, const struct ntb_node *node,
+		    struct ntb_xwins *x);
+/* The node service leaves its fabric: every window it translated for segments, cleared. */
+void ntb_xwin_reset(struct ntbdev *d, struct ntb_xwins *x);
+int ntb_seg_connect(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly,
+		    void **va);
+const char *ntb_seg_reach(struct sio_fabric *f, int slot, const void *va, char *buf, size_t len);
 
 /* bar.c: windows onto the BARs of this host's devices, for the other kernels */
 int ntb_bar_export(struct wf_fabric *s, struct wf_dev *d, uint64_t bus, uint64_t size);

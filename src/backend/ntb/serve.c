@@ -58,6 +58,8 @@ struct ntb_service {
 	struct ntb_boot joined;
 	char said[256];			/* the last complaint, said once */
 	FILE *log;
+	struct ntb_xwins xw;		/* segments' own windows (xwin.c) */
+	bool xw_said;
 };
 
 static struct ntb_service *here;
@@ -175,6 +177,26 @@ static void peer_up(struct ntb_service *sv, uint32_t p)
 	}
 }
 
+/* Say once how other kernels reach this node's segments, once the driver said what it allows. */
+static void mode_say(struct ntb_service *sv, uint32_t p)
+{
+	ntb_xwin_probe(sv->dev, &sv->info, p, &sv->xw);
+	if (sv->xw_said || !sv->xw.align)
+		return;
+	sv->xw_said = true;
+	sv->node.seg_windows = (int32_t)sv->xw.per_peer;
+	sv->node.xlat_align = (uint32_t)(sv->xw.align > (1ull << 40) ? 0 : sv->xw.align >> 10);
+	if (sv->xw.per_peer)
+		say(sv, "segments: own windows: a connection from another kernel gets an inbound window of its own (1 to %u of its peer's), translated to the segment's pages alone; the pool window %d when none is free\n",
+		    sv->xw.per_peer, NTB_MEM_WIDX);
+	else if (sv->info.mws_per_peer < 2)
+		say(sv, "segments: pool window: other kernels reach them through window %d, all of this node's memory (one window per peer: none left for segments)\n",
+		    NTB_MEM_WIDX);
+	else
+		say(sv, "segments: pool window: other kernels reach them through window %d, all of this node's memory (%s translates at %llu KiB alignment, whole regions: no window per segment)\n",
+		    NTB_MEM_WIDX, sv->info.driver, (unsigned long long)(sv->xw.align >> 10));
+}
+
 /* Follow the links: the memory, once one is up; each peer that is up (what failed, again). */
 static void links(struct ntb_service *sv)
 {
@@ -191,8 +213,10 @@ static void links(struct ntb_service *sv)
 		return;
 	sv->link_gen = i.link_gen;
 	for (uint32_t p = 0; p < i.peers; p++)
-		if (i.link >> p & 1)
+		if (i.link >> p & 1) {
 			peer_up(sv, p);
+			mode_say(sv, p);
+		}
 	if (sv->unreached != sv->unreached_spads &&
 	    !ntb_unreached_publish(sv->dev, &sv->info, sv->unreached))
 		sv->unreached_spads = sv->unreached;
@@ -235,7 +259,8 @@ static int pool_register(struct ntb_service *sv)
 	struct wf_fabric *s = wf_of(sv->f);
 	uint64_t off = sv->joined.port == sv->node.port ? WF_STATE_END : 0;
 	struct wf_pool want = { .off = off, .size = sv->node.mem_size - off, .epoch = sv->node.epoch,
-				.unreached = sv->unreached };
+				.unreached = sv->unreached, .seg_windows = sv->node.seg_windows,
+				.xlat_align = sv->node.xlat_align };
 	int ret;
 
 	if (!memcmp(&s->hdr->pools[sv->node.port], &want, sizeof(want)))
@@ -262,6 +287,7 @@ static void leave(struct ntb_service *sv, bool gone)
 		sio__unlock(sv->f);
 	}
 	wf_wake_receive(s, false);
+	ntb_xwin_reset(sv->dev, &sv->xw);	/* their requests are the fabric's, gone with it */
 	sio__fabric_detach(sv->f);
 	sv->f = NULL;
 }
@@ -497,8 +523,10 @@ static void round_once(struct ntb_service *sv, uint64_t *next)
 				close(sk);
 			}
 		}
-		if ((pf[1].revents & POLLIN) && read(sv->efd, &v, sizeof(v)) == sizeof(v) && sv->f)
+		if ((pf[1].revents & POLLIN) && read(sv->efd, &v, sizeof(v)) == sizeof(v) && sv->f) {
 			wf_wake_rx(wf_of(sv->f), v);
+			ntb_xwin_serve(sv->f, sv->dev, &sv->node, &sv->xw);
+		}
 	}
 	now = sio__now_ns();
 	if (now < *next)
@@ -509,6 +537,8 @@ static void round_once(struct ntb_service *sv, uint64_t *next)
 		hosting(sv);
 		join(sv);
 	}
+	if (sv->f)
+		ntb_xwin_serve(sv->f, sv->dev, &sv->node, &sv->xw);
 }
 
 int sio_ntb_serve(const char *dev, int port, volatile sig_atomic_t *stop, FILE *log)

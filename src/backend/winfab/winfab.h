@@ -45,7 +45,7 @@
 #include "internal.h"
 
 #define WF_MAGIC		0x31304e49574f4953ull	/* "SIOWIN01" */
-#define WF_VERSION		5	/* 3: the bakery; 4: wf_pool.unreached; 5: the relay's counters */
+#define WF_VERSION		6	/* 3: the bakery; 4: wf_pool.unreached; 5: the relay's counters; 6: own windows */
 #define WF_EVQ_LEN		32
 #define WF_PAGE			4096ull
 #define WF_LEASE_MS		5000	/* $SMARTIO_SHMWIN_LEASE_MS: longer than a TCG guest stalls */
@@ -91,6 +91,32 @@ struct wf_pool {
 	uint64_t off, size;		/* size 0: no pool (yet) */
 	uint64_t epoch;
 	uint64_t unreached;		/* ntb: nodes whose window to it is not translated */
+	int32_t seg_windows;		/* ntb: windows per peer its node translates per segment, 0: none */
+	uint32_t xlat_align;		/* ntb: its hardware driver's translation alignment, KiB */
+};
+
+/*
+ * A segment's own window (ntb: backend/ntb/xwin.c): node @peer's
+ * connection to segment slot @seg of node @owner, through an inbound window
+ * of @owner's NTB for @peer translated to that segment alone. The
+ * connecting process writes the request (@seq moves; registry lock held),
+ * the owner's node service the answer (@done = @seq, then @widx or @err);
+ * the service clears the translation once no window of the core's counts
+ * @peer's connection (reg_window_get()). An entry whose owner's pool epoch
+ * is not @epoch is void.
+ */
+#define WF_XWINS		128
+struct wf_xwin {
+	uint32_t seq;			/* the requester's; 0: never used */
+	int32_t seg;
+	uint64_t seg_gen;
+	int32_t owner, peer;		/* nodes (ntb: ports) */
+	uint64_t epoch;			/* the owner's pool epoch */
+	_Atomic uint32_t done;		/* the owner's service's from here on */
+	int32_t widx;			/* its inbound window for @peer, -1: none */
+	int32_t err;			/* why none: an errno */
+	uint32_t rsvd;
+	uint64_t size;			/* the translation's bytes */
 };
 
 struct wf_seg {				/* per reg->segs slot: where its memory is */
@@ -165,6 +191,7 @@ struct wf_hdr {
 	struct wf_evq evq[SIO_MAX_PROCS];
 	struct wf_dev devs[SIO_MAX_DEVS];
 	struct wf_group groups[SIO_MAX_GROUPS];
+	struct wf_xwin xwin[WF_XWINS];
 	struct {			/* per borrow slot: its doorbell path, while it is this borrow */
 		int32_t dev, proc;
 		int32_t path, err;	/* enum wf_db_path; the relay's reason, an errno */
