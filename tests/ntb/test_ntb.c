@@ -401,3 +401,121 @@ Test(ntb, one_fabric_per_ntb, .init = setup, .fini = teardown)
 	cr_assert_eq(sio_fabric_list(list, 4), 1, "%s", sio_errmsg());
 	cr_assert_str_eq(list[0], name);
 }
+
+/* Does the mode the fake runs in give segments windows of their own? */
+static bool page_xlat(void)
+{
+	const char *e = getenv("SMARTIO_NTB_FAKE_PAGE_XLAT");
+
+	return e && atoi(e) == 1;
+}
+
+/* Port @port's service log says @what (its mode), within a second. */
+static bool serve_log_says(int port, const char *what)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/../serve%d.log", getenv("SMARTIO_RUNDIR"), port);
+	return log_says(path, what, 1000);
+}
+
+/* The window a connection's info names ("... inbound window W ..."), -1: the pool's. */
+static int own_widx(struct sio_segment *r)
+{
+	struct sio_segment_info si;
+	const char *w;
+
+	cr_assert_eq(sio_segment_info(r, &si), 0, "%s", sio_errmsg());
+	if (strncmp(si.reach, "own window", 10))
+		return -1;
+	cr_assert(w = strstr(si.reach, "inbound window "), "%s", si.reach);
+	return atoi(w + strlen("inbound window "));
+}
+
+/* Port 0's outbound window @w to port 1: its size while translated (it maps), else 0. */
+static uint64_t window_size(uint32_t w)
+{
+	struct ntbdev *d = port_dev(0);
+	struct sio_ntb_info i;
+	struct sio_ntb_peer_mw pm = { 0 };
+	void *va;
+
+	cr_assert_eq(ntbdev_info(d, &i), 0);
+	pm.widx = (uint32_t)ntbdev_pidx(d, 1) * i.mws_per_peer + w;
+	cr_assert_eq(ntbdev_ioctl(d, SIO_NTB_IOC_PEER_MW, &pm), 0);
+	if (ntbdev_mmap(d, NULL, pm.mmap_offset, 4096, &va))
+		pm.size = 0;	/* no translation: it reaches nothing */
+	else
+		munmap(va, 4096);
+	ntbdev_close(d);
+	return pm.size;
+}
+
+/*
+ * A connection to another kernel's segment: its own window, translated to
+ * the segment alone, where the driver translates page by page; the pool
+ * window where it translates whole regions, said either way.
+ */
+Test(xlat, a_connection_gets_a_window_of_its_own_or_says_pool, .init = setup, .fini = teardown)
+{
+	struct sio_fabric *f, *g;
+	struct sio_segment *s[4] = { 0 }, *r[4] = { 0 };
+	struct sio_segment_info si;
+	struct sio_fabric_status *st;
+	volatile uint64_t *p, *q;
+	int w, i;
+
+	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_fabric_open(name, 1, &g), 0, "%s", sio_errmsg());
+	cr_assert(serve_log_says(1, page_xlat() ? "segments: own windows" : "segments: pool window"),
+		  "port 1's service says its mode");
+	for (i = 0; i < 4; i++)
+		cr_assert_eq(sio_segment_create(g, 20 + i, 65536, 0, &s[i]), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_map(s[1], (void **)&q), 0, "%s", sio_errmsg());
+	q[0] = 0x6e6569676862ull;	/* the neighbour's first word */
+	cr_assert_eq(sio_segment_connect(f, 1, 20, &r[0]), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_map(r[0], (void **)&p), 0, "%s", sio_errmsg());
+	p[8191] = 0xfeedull;
+	cr_assert_eq(sio_segment_map(s[0], (void **)&q), 0, "%s", sio_errmsg());
+	cr_assert_eq(q[8191], 0xfeedull, "node 1 reads what node 0 stored");
+	w = own_widx(r[0]);
+	cr_assert_eq(sio_fabric_status_get(g, &st), 0, "%s", sio_errmsg());
+	for (i = 0; i < st->nsegments && st->segments[i].info.id != 20; i++)
+		;
+	cr_assert(i < st->nsegments);
+	if (!page_xlat()) {
+		cr_assert_eq(w, -1, "whole regions: the pool window");
+		cr_assert(strstr(st->segments[i].info.reach, "node 0: pool window (port 1's hardware driver translates no window per segment)"),
+			  "status: %s", st->segments[i].info.reach);
+		sio_fabric_status_close(st);
+		goto out;
+	}
+	cr_assert_gt(w, 0, "its own window, not the pool's: %s", st->segments[i].info.reach);
+	cr_assert(strstr(st->segments[i].info.reach, "node 0: own window"), "status: %s",
+		  st->segments[i].info.reach);
+	sio_fabric_status_close(st);
+	/* the window is the segment: 64 KiB, nothing of the neighbour's past it */
+	cr_assert_eq(window_size((uint32_t)w), 65536);
+	/* two windows per peer for segments (the fake's 3 for 4 ports, less the pool's): the third connects through the pool */
+	for (i = 1; i < 4; i++) {
+		cr_assert_eq(sio_segment_connect(f, 1, 20 + i, &r[i]), 0, "%s", sio_errmsg());
+		cr_assert_eq(sio_segment_map(r[i], (void **)&p), 0, "%s", sio_errmsg());
+	}
+	cr_assert_eq(p[0], 0, "segment 23 reads its own zeroes");
+	cr_assert_gt(own_widx(r[1]), 0);
+	cr_assert_eq(own_widx(r[2]), -1, "no window left: the pool's");
+	cr_assert_eq(sio_segment_info(r[2], &si), 0, "%s", sio_errmsg());
+	cr_assert(strstr(si.reach, "every window of port 1 for this node is in use"), "%s", si.reach);
+	/* disconnected: the window's translation is cleared (the owner's service, within a few ticks) */
+	cr_assert_eq(sio_segment_unmap(r[0]), 0, "%s", sio_errmsg());
+	for (i = 0; i < 50 && window_size((uint32_t)w); i++)
+		nap_ms(100);
+	cr_assert_eq(window_size((uint32_t)w), 0, "window %d freed after the disconnect", w);
+out:
+	for (i = 0; i < 4; i++) {
+		sio_segment_close(r[i]);
+		sio_segment_close(s[i]);
+	}
+	sio_fabric_close(g);
+	sio_fabric_close(f);
+}

@@ -27,7 +27,17 @@
 # The uio variant (sio.lend=uio) keeps the core, the NVMe and the kill, and
 # boots guest 2 again once the manager has reclaimed its queues: back on its
 # port as a new kernel, it rejoins and runs nvme-identify and a verified
-# client, whose blocks guest 0's kernel reads back too.
+# client, whose blocks guest 0's kernel reads back too; and it
+# loads ntb_hw_ivshmem with page_xlat=1 in guests 0 and 1 (translations page
+# by page, as NTB hardware's; guest 2 keeps the default, whole regions):
+#   own windows  guest 1 connects to a segment of guest 0 through a window of
+#                its own (the connection's info and smartio status say so),
+#                the window is the segment's 64 KiB (a mapping past it is
+#                refused), guest 1's stores land in it and not in the
+#                neighbouring segment (guest 0 checks both), the window is
+#                freed after the disconnect; guest 2's segment is reached
+#                through the pool window, said with why; each node service
+#                says its mode.
 #
 # host: kill-2
 # host-uio: join
@@ -47,6 +57,8 @@
 # want-vfio: g1:standby-took-over g1:client-across-takeover g1:fio-verify
 # want-uio: g2b:restarted g2b:serve g2b:rejoin g2b:identify-after-rejoin g2b:client-after-rejoin
 # want-uio: g2b:dmesg g0:readback-client2b
+# want-uio: g0:xlat-mode g1:xlat-mode g2:xlat-mode g1:xlat-own-window g1:xlat-pool-window
+# want-uio: g0:xlat-data-isolated
 SIO_VM_HELPERS_ONLY=1 . /guest-suite.sh	# its helpers; this suite's own below replace them
 FAB=ntbfab
 MOD=/lib/modules
@@ -144,7 +156,9 @@ dmesg_check() {
 }
 # load: the NTB and smartio_ntb
 load() {
-	insmod $MOD/ntb.ko && insmod $MOD/ntb_hw_ivshmem.ko ports=3 link_timeout_ms=2000 &&
+	XL=
+	[ "$LEND" = uio ] && [ "$G" != 2 ] && XL=page_xlat=1
+	insmod $MOD/ntb.ko && insmod $MOD/ntb_hw_ivshmem.ko ports=3 link_timeout_ms=2000 $XL &&
 		insmod $MOD/smartio_ntb.ko && [ -c /dev/smartio-ntb0 ] && ok load ||
 		no load "$(dmesg | grep -i ntb | tail -n 3)"
 	ME=$(dmesg | sed -n 's/.*NTB port \([0-9]*\) of.*/\1/p' | tail -n 1)
@@ -265,6 +279,23 @@ case $G in
 	sed 's/^/    | /' /tmp/ev.log ;;
 esac
 phase core-done
+
+# -- a segment's own window where the driver translates page by page (uio variant)
+if [ "$LEND" = uio ]; then
+	if [ "$G" = 2 ]; then mode="segments: pool window"; else mode="segments: own windows"; fi
+	grep -q "$mode" /tmp/serve.log && ok xlat-mode ||
+		{ serve_log; no xlat-mode "the node service did not say '$mode'"; }
+	case $G in
+	0)	run xlat-made sh -c 'ntb-fabric seg-make 0 301 0xa5 && ntb-fabric seg-make 0 302 0xb6' ;;
+	2)	run xlat-made ntb-fabric seg-make 2 303 0xc7 ;;
+	esac
+	phase xlat-made
+	[ "$G" = 1 ] && run xlat-own-window ntb-fabric xlat-check 0 301 0xa5 own &&
+		run xlat-pool-window ntb-fabric xlat-check 2 303 0xc7 pool
+	phase xlat-checked
+	# guest 1's stores in the segment, none in its neighbour
+	[ "$G" = 0 ] && run xlat-data-isolated sh -c 'ntb-fabric seg-check 0 301 0x5a && ntb-fabric seg-check 0 302 0xb6'
+fi
 
 # -- the NVMe of guest 0, lent across the NTB
 if [ "$G" = 0 ]; then

@@ -14,6 +14,15 @@
  *   ntb-fabric notify NODE ID             store to that word and notify
  *   ntb-fabric event-wait NODE            wait for the event of NODE's link
  *                                         going down (60 s at most)
+ *   ntb-fabric xlat-check NODE ID BYTE own|pool
+ *                                         connect to that segment: it reads
+ *                                         BYTE, its connection (its info,
+ *                                         smartio status) says own window or
+ *                                         pool; own: the window is the
+ *                                         segment's 64 KiB (mapping past it
+ *                                         is refused), BYTE ^ 0xff stored
+ *                                         through it, and once disconnected
+ *                                         its owner's service frees it
  *
  * Prints what it saw; exits 0 when it is what was expected, 1 otherwise.
  */
@@ -28,6 +37,7 @@
 #include <smartio/smartio.h>
 #include "internal.h"
 #include "winfab/winfab.h"
+#include "ntb/ntb.h"
 
 #define SEG_SIZE	(64 << 10)
 
@@ -162,12 +172,105 @@ static int event_wait(int node)
 	return 1;
 }
 
+/* smartio status's word on how node @me reaches segment @id of @node. */
+static bool status_says(int node, uint32_t id, const char *what)
+{
+	struct sio_fabric_status *st;
+	bool said = false;
+
+	if (sio_fabric_status_get(f, &st))
+		return false;
+	for (int i = 0; i < st->nsegments; i++)
+		if (st->segments[i].info.node == node && st->segments[i].info.id == id) {
+			printf("status: segment %u of node %d: %s\n", id, node, st->segments[i].info.reach);
+			said = strstr(st->segments[i].info.reach, what) != NULL;
+		}
+	sio_fabric_status_close(st);
+	return said;
+}
+
+/* The own window @w of port @node: exactly the segment, nothing past it. */
+static int window_is_segment(int node, uint32_t w)
+{
+	struct ntbsrc *n = ((struct wf_fabric *)f->be)->priv;
+	uint64_t off, size;
+	void *va;
+	int ret;
+
+	if (ntb_window_of(n, node, w, &off, &size))
+		return fail("window");
+	ret = ntbdev_mmap(n->dev, NULL, off, size + 4096, &va);
+	printf("window %u of port %d: %llu KiB; mapping 4 KiB past it: %s\n", w, node,
+	       (unsigned long long)(size >> 10), ret ? strerror(-ret) : "mapped (!)");
+	if (!ret)
+		munmap(va, size + 4096);
+	return size == SEG_SIZE && ret ? 0 : 1;
+}
+
+/* After a disconnect: port @node's service clears window @w within 20 s. */
+static int window_freed(const struct sio_segment *s, int node, int w)
+{
+	const struct wf_hdr *h = ((struct wf_fabric *)f->be)->hdr;
+	uint64_t t0 = now_ms();
+
+	while (now_ms() - t0 < 20000) {
+		bool held = false;
+
+		for (int i = 0; i < WF_XWINS; i++) {
+			const struct wf_xwin *x = &h->xwin[i];
+
+			held |= x->owner == node && x->peer == sio_fabric_node_id(f) &&
+				x->seg == s->slot && __atomic_load_n(&x->widx, __ATOMIC_ACQUIRE) == w;
+		}
+		if (!held) {
+			printf("window %d freed by port %d's service %llu ms after the disconnect\n", w,
+			       node, (unsigned long long)(now_ms() - t0));
+			return 0;
+		}
+		usleep(50000);
+	}
+	printf("FAIL window %d of port %d still held 20 s after the disconnect\n", w, node);
+	return 1;
+}
+
+static int xlat_check(int node, uint32_t id, int byte, bool own)
+{
+	struct sio_segment_info si;
+	struct sio_segment *s;
+	unsigned char *p;
+	const char *wp;
+	size_t i;
+	int w = -1, ret = 0;
+
+	if (sio_segment_connect(f, node, id, &s) || sio_segment_map(s, (void **)&p) ||
+	    sio_segment_info(s, &si))
+		return fail("connect");
+	for (i = 0; i < SEG_SIZE && p[i] == byte; i++)
+		;
+	printf("segment %u of node %d: %s; connection: %s\n", id, node,
+	       i == SEG_SIZE ? "reads what its owner wrote" : "FAIL reads other bytes", si.reach);
+	if (own && (wp = strstr(si.reach, "inbound window ")))
+		w = atoi(wp + strlen("inbound window "));
+	if (i < SEG_SIZE || own != (w > 0) ||
+	    !status_says(node, id, own ? "own window" : "pool window (port 2's hardware driver translates no window per segment)"))
+		ret = 1;
+	if (own && !ret) {
+		ret = window_is_segment(node, (uint32_t)w);
+		memset(p, byte ^ 0xff, SEG_SIZE);	/* its owner checks it, and its neighbour */
+	}
+	sio_segment_unmap(s);
+	if (own && !ret)
+		ret = window_freed(s, node, w);
+	sio_segment_close(s);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	int ret = 2;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: ntb-fabric seg-make|seg-check NODE ID BYTE | wait ID | notify NODE ID | event-wait NODE\n");
+		fprintf(stderr, "usage: ntb-fabric seg-make|seg-check NODE ID BYTE | wait ID | notify NODE ID | event-wait NODE | xlat-check NODE ID BYTE own|pool\n");
 		return 2;
 	}
 	if (sio_fabric_open(NULL, -1, &f))
@@ -182,6 +285,9 @@ int main(int argc, char **argv)
 		ret = notify(atoi(argv[2]), (uint32_t)strtoul(argv[3], NULL, 0));
 	else if (!strcmp(argv[1], "event-wait"))
 		ret = event_wait(atoi(argv[2]));
+	else if (!strcmp(argv[1], "xlat-check") && argc == 6)
+		ret = xlat_check(atoi(argv[2]), (uint32_t)strtoul(argv[3], NULL, 0),
+				 (int)strtol(argv[4], NULL, 0), !strcmp(argv[5], "own"));
 	sio_fabric_close(f);
 	return ret;
 }
