@@ -146,6 +146,7 @@ int ntb_map_at(struct ntbsrc *n, int port, uint64_t off, uint64_t len, bool rdon
 struct ntb_xwins {
 	uint32_t per_peer;		/* windows 1 .. per_peer of each peer; 0: the pool only */
 	uint64_t align;			/* the driver's translation alignment (0: not known yet) */
+	uint64_t size_max;		/* its largest translation */
 	int16_t holder[SIO_NTB_MAX_PEERS][NTB_XWIN_MAX + 1];	/* by peer index, window: entry + 1 */
 };
 /* What the hardware driver allows, from inbound window 1 of peer @pidx (its link up). */

@@ -143,6 +143,17 @@ static void note(struct ntbsrc *n, const void *va, int widx, int why)
 	pthread_mutex_unlock(&n->mu);
 }
 
+static bool link_up(struct ntbsrc *n, int port)
+{
+	struct sio_ntb_peer pr;
+	int pidx = ntbdev_pidx(n->dev, port);
+
+	if (pidx < 0)
+		return false;
+	pr = (struct sio_ntb_peer){ .pidx = (uint32_t)pidx };
+	return !ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER, &pr) && pr.link_up;
+}
+
 /* Lock held: map [@off, @off + @len) of segment @slot of @owner through its own window; 0 or why not. */
 static int own_window(struct sio_fabric *f, int slot, int owner, uint64_t seglen, uint64_t off,
 		      uint64_t len, bool rdonly, void **va)
@@ -155,6 +166,8 @@ static int own_window(struct sio_fabric *f, int slot, int owner, uint64_t seglen
 
 	if (s->hdr->pools[owner].seg_windows <= 0)
 		return EOPNOTSUPP;
+	if (!link_up(n, owner))
+		return ENOTCONN;	/* no wait for a service that cannot hear us */
 	if ((why = request(f, owner, slot, f->reg->segs[slot].gen, &x)))
 		return why;
 	if (ntb_window_of(n, owner, (uint32_t)x->widx, &woff, &wsize))
@@ -200,6 +213,9 @@ static const char *why_pool(int why, int owner, char *buf, size_t len)
 		break;
 	case EMFILE:
 		snprintf(buf, len, "the fabric's %d own windows are all in use", WF_XWINS);
+		break;
+	case ENOTCONN:
+		snprintf(buf, len, "port %d's link is down", owner);
 		break;
 	case E2BIG:
 		snprintf(buf, len, "the segment is larger than port %d's windows", owner);
@@ -308,6 +324,7 @@ void ntb_xwin_probe(struct ntbdev *d, const struct sio_ntb_info *i, uint32_t pid
 	if (ntbdev_ioctl(d, SIO_NTB_IOC_MW, &m))
 		return;	/* its link went: ask again later */
 	x->align = m.addr_align ? m.addr_align : 1;
+	x->size_max = m.size_max;
 	if (m.addr_align <= WF_PAGE && m.size_align <= WF_PAGE)
 		x->per_peer = i->mws_per_peer - 1 < NTB_XWIN_MAX ? i->mws_per_peer - 1 : NTB_XWIN_MAX;
 }
@@ -370,7 +387,9 @@ static void answer(struct sio_fabric *f, struct ntbdev *d, const struct ntb_node
 		err = ENODEV;
 	else if (!x->per_peer)
 		err = EOPNOTSUPP;
-	else if (!(err = seg_range(f, node, e, &addr, &size)) && (w = window_for(x, pidx, i)) < 0)
+	else if (!(err = seg_range(f, node, e, &addr, &size)) && size > x->size_max)
+		err = E2BIG;
+	else if (!err && (w = window_for(x, pidx, i)) < 0)
 		err = ENOSPC;
 	if (!err) {
 		struct sio_ntb_xlat t = { .pidx = (uint32_t)pidx, .widx = (uint32_t)w,
