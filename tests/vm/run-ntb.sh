@@ -202,14 +202,33 @@ for h in $(lines host); do
 	flap-1) [ -n "$flapped" ] || { echo "ntb: FAIL: guest 1 was never stopped"; fail=1; } ;;
 	esac
 done
-# What must have passed, whatever else did (a missing line is a failure too).
+# What must have passed, whatever else did (a missing line is a failure too),
+# said a line per check with the logs that lack it.
 for want in $(lines want); do
 	tr -d '\r' <"$work/${want%%:*}.log" 2>/dev/null | grep -q "^SIO-VM PASS ${want#*:}\$" ||
-		{ echo "ntb: FAIL: no pass of ${want#*:} in ${want%%:*}"; fail=1; }
-done
+		echo "${want#*:} ${want%%:*}"
+done | awk '!($1 in seen) { order[++n] = $1; seen[$1] = 1 } { who[$1] = who[$1] " " $2 }
+	END { for (i = 1; i <= n; i++) printf "ntb: FAIL: no pass of %s in%s\n", order[i], who[order[i]]; exit n > 0 }' ||
+	fail=1
 echo "ntb: measured in TCG guests over ntb_hw_ivshmem (emulated CPUs; says nothing of NTB hardware):"
 cat "$work"/g*.log | tr -d '\r' | sed -n 's/^SIO-VM MEASURE /ntb:   /p'
 nfail=$(cat "$work"/g*.log "$work/host.log" | tr -d '\r' | grep -c '^SIO-VM FAIL' || true)
 npass=$(cat "$work"/g*.log "$work/host.log" | tr -d '\r' | grep -c '^SIO-VM PASS' || true)
+# Last, where the logs are long: each guest's first failure and what led to it.
+if [ "$nfail" -ne 0 ] || [ $fail -ne 0 ]; then
+	for l in g0 g1 g2 g2b; do
+		[ -f "$work/$l.log" ] || continue
+		tr -d '\r' <"$work/$l.log" | grep -av '^\[ *[0-9.]*\]' >"$work/$l.txt" || true
+		tr -d '\r' <"$work/$l.log" | grep -a -m 3 -e 'Kernel panic' -e 'BUG:' -e 'Oops' | sed "s/^/ntb: guest ${l#g}: /"
+		f=$(grep -an -m 1 '^SIO-VM FAIL' "$work/$l.txt" | cut -d: -f1)
+		if [ -n "$f" ]; then
+			echo "ntb: guest ${l#g}'s first failure, with the lines before it:"
+			head -n "$f" "$work/$l.txt" | tail -n 12 | sed 's/^/ntb: | /'
+		else
+			echo "ntb: guest ${l#g} failed nothing; its last lines:"
+			tail -n 4 "$work/$l.txt" | sed 's/^/ntb: | /'
+		fi
+	done
+fi
 echo "ntb: $npass passed, $nfail failed"
 [ "$nfail" -eq 0 ] && [ $fail -eq 0 ]
