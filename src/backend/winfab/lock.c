@@ -9,7 +9,10 @@
  * for $SMARTIO_SHMWIN_LEASE_MS (default 5 s) of its own clock takes the lock
  * over, the holder's node having died (a guest killed, a kernel stopped).
  * On the holder's own kernel its pid settles it at once. A live holder is
- * waited for up to $SMARTIO_LOCK_TIMEOUT_MS, then named in the error.
+ * waited for up to $SMARTIO_LOCK_TIMEOUT_MS, then named in the error: live,
+ * as its lease moved after that time. A lease that stands still is waited
+ * out, however much longer than the timeout it is, or a lock whose holder
+ * died could never be taken over.
  *
  * A lease cannot fence: a holder stalled past the lease (a guest paused for
  * seconds) and then resumed would run on beside the new one. Leases long
@@ -106,7 +109,7 @@ int wf_lease_lock(struct sio_fabric *f, struct wf_lock *l, bool *holder_died)
 			}
 			continue;
 		}
-		if (now - start >= limit)
+		if (now - start >= limit && seen_t - start >= limit)
 			return sio__err(ETIMEDOUT, "fabric '%s': its registry lock has been held for over %.1f s by pid %d on node %d, whose lease is still renewed",
 					f->name, (double)limit / 1e9, l->pid, l->node);
 		struct timespec ts = { 0, (long)nap };
@@ -174,7 +177,7 @@ static int bakery_wait(struct sio_fabric *f, struct wf_bakery *b, int j, int me,
 			*died = true;
 			return 0;
 		}
-		if (now >= deadline)
+		if (now >= deadline && seen >= deadline)	/* renewed since: alive */
 			return sio__err(ETIMEDOUT, "fabric '%s': its registry lock has been held for over %.1f s by pid %d of node %d, whose lease is still renewed",
 					f->name, (double)timeout_ns() / 1e9, b[j].pid, j);
 		struct timespec ts = { 0, (long)nap };
