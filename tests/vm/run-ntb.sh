@@ -125,7 +125,13 @@ while :; do
 	now=$(date +%s)
 	[ $((now - start)) -lt "$tmo" ] || { echo "ntb: FAIL: the guests ran past ${tmo}s"; stop_all; break; }
 	still=""
-	for g in $live; do eval "p=\$pid$g"; kill -0 "$p" 2>/dev/null && still="$still $g"; done
+	for g in $live; do
+		eval "p=\$pid$g"
+		if kill -0 "$p" 2>/dev/null; then still="$still $g"; else
+			# the guest ended (its suite done, or a panic with -no-reboot): said, with the phase
+			echo "ntb: guest $g's QEMU (pid $p) exited at phase $k"
+		fi
+	done
 	live=$still
 	[ -n "$live" ] || break
 	# a guest that joins late asks for the phase the others are at (hello)
@@ -155,7 +161,8 @@ while :; do
 	for g in $live; do echo "GO $k" >&$((3 + g)); done
 	if [ "$name" = kill-2 ] && [ -z "$killed" ]; then
 		sleep 3	# let guest 2 get going on its windows
-		kill -KILL "$pid2" && killed=1 && echo "ntb: guest 2 (QEMU pid $pid2) SIGKILLed mid-run"
+		kill -KILL "$pid2" 2>/dev/null && killed=1 && echo "ntb: guest 2 (QEMU pid $pid2) SIGKILLed mid-run" ||
+			echo "ntb: FAIL: guest 2 (QEMU pid $pid2) had ended before it could be killed"
 		echo "SIO-VM PASS guest2-killed" >>"$work/host.log"
 	fi
 	if [ "$name" = flap-1 ] && [ -z "$flapped" ]; then
