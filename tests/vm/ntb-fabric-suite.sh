@@ -100,32 +100,7 @@ run() {
 	if [ $r -eq 0 ]; then ok "$name"; else no "$name" "exit $r"; fi
 	return $r
 }
-# the host's lines: one long read each, bounded by the uptime (a read that
-# timed out every second could split a line and lose its start)
-uptime_s() { cut -d. -f1 /proc/uptime; }
-phase() {
-	n=$((n + 1))
-	echo "SIO-NTB SYNC $n $1"
-	end=$(($(uptime_s) + 600))
-	while [ "$(uptime_s)" -lt $end ]; do
-		line=
-		read -r -t 600 line </dev/console || true
-		[ "$line" != "GO $n" ] || return 0
-	done
-	no "phase-$1" "no GO $n from the host"
-	return 1
-}
-hello() {
-	echo "SIO-NTB HELLO"
-	end=$(($(uptime_s) + 600))
-	while [ "$(uptime_s)" -lt $end ]; do
-		line=
-		read -r -t 600 line </dev/console || true
-		case $line in "PHASE "*) n=$((${line#PHASE } - 1)); return 0 ;; esac
-	done
-	no hello "no PHASE from the host"
-	return 1
-}
+. /prog/ntb-sync.sh	# phase, hello: the host's phases
 until_ok() {	# TRIES CMD...: every second, TRIES times
 	t=$1; shift
 	while ! "$@" >/tmp/until 2>&1; do

@@ -59,20 +59,7 @@ run() {
 	if [ $r -eq 0 ]; then ok "$name"; else no "$name" "exit $r"; fi
 	return $r
 }
-# phase NAME: wait until every live guest got here (run-ntb.sh answers GO n)
-phase() {
-	n=$((n + 1))
-	echo "SIO-NTB SYNC $n $1"
-	t=0
-	while [ $t -lt 600 ]; do
-		line=
-		read -r -t 1 line </dev/console || true
-		[ "$line" != "GO $n" ] || return 0
-		t=$((t + 1))
-	done
-	no "phase-$1" "no GO $n from the host"
-	return 1
-}
+. /prog/ntb-sync.sh	# phase, hello: the host's phases
 pidx() { if [ "$1" -lt "$ME" ]; then echo "$1"; else echo $(($1 - 1)); fi; }
 peers() { p=0; while [ $p -lt $PORTS ]; do [ $p = "$ME" ] || echo $p; p=$((p + 1)); done; }
 # pattern S R SIZE: the bytes port S writes to port R, in /tmp/pat.S.R
@@ -169,19 +156,6 @@ dmesg_check() {	# NAME
 	else
 		ok "$1"
 	fi
-}
-# hello: a guest that joins late asks run-ntb.sh which phase the others are at
-hello() {
-	echo "SIO-NTB HELLO"
-	t=0
-	while [ $t -lt 600 ]; do
-		line=
-		read -r -t 1 line </dev/console || true
-		case $line in "PHASE "*) n=$((${line#PHASE } - 1)); return 0 ;; esac
-		t=$((t + 1))
-	done
-	no hello "no PHASE from the host"
-	return 1
 }
 # writing NAME PORT...: write our windows of each PORT until killed or reset
 writing() {

@@ -55,6 +55,7 @@ if [ -z "$work" ]; then
 else
 	trap 'stop_all' EXIT
 fi
+trap 'exit 143' INT TERM HUP	# killed: the EXIT trap stops the guests and the server
 pids="" srv=""
 stop_all() { for p in $pids $srv; do kill -KILL "$p" 2>/dev/null || true; done; }
 
@@ -64,7 +65,7 @@ for m in ntb ntb_hw_ivshmem ntb_tool ntb_perf ntb_pingpong ntb_transport smartio
 done
 rc=0
 SIO_VM_BUILD_ONLY=1 SIO_VM_SUITE="${SIO_NTB_SUITE:-$src/ntb-suite.sh}" SIO_VM_MODULES="$ko" \
-	SIO_VM_EXTRA="${SIO_NTB_EXTRA:-$build/tests/vm/ntb-uapi}" \
+	SIO_VM_EXTRA="${SIO_NTB_EXTRA:-$build/tests/vm/ntb-uapi} $src/ntb-sync.sh" \
 	sh "$src/run-vm.sh" "$build" "$src" "$work" || rc=$?
 [ $rc -eq 0 ] || exit $rc
 kernel=/boot/vmlinuz-$kver

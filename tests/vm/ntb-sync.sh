@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: MIT
+# The guests' side of run-ntb.sh's phases, sourced by its suites (ntb-suite.sh,
+# ntb-fabric-suite.sh) from /prog: a guest prints "SIO-NTB SYNC n NAME" and
+# waits for the host's "GO n" on its console; one that joins late prints
+# "SIO-NTB HELLO" and is told "PHASE n". Each wait is one long read bounded
+# by the uptime: a read that timed out every second could split the host's
+# line and lose its start, and the guest would wait for a GO already sent.
+# The suite keeps n (the last phase) and defines no (a failure's line).
+uptime_s() { cut -d. -f1 /proc/uptime; }
+# phase NAME: wait until every live guest got here (run-ntb.sh answers GO n)
+phase() {
+	n=$((n + 1))
+	echo "SIO-NTB SYNC $n $1"
+	end=$(($(uptime_s) + 600))
+	while [ "$(uptime_s)" -lt $end ]; do
+		line=
+		read -r -t 600 line </dev/console || true
+		[ "$line" != "GO $n" ] || return 0
+	done
+	no "phase-$1" "no GO $n from the host"
+	return 1
+}
+# hello: a guest that joins late asks run-ntb.sh which phase the others are at
+hello() {
+	echo "SIO-NTB HELLO"
+	end=$(($(uptime_s) + 600))
+	while [ "$(uptime_s)" -lt $end ]; do
+		line=
+		read -r -t 600 line </dev/console || true
+		case $line in "PHASE "*) n=$((${line#PHASE } - 1)); return 0 ;; esac
+	done
+	no hello "no PHASE from the host"
+	return 1
+}
