@@ -29,7 +29,10 @@ qemu=$(command -v qemu-system-x86_64 || true)
 if [ -z "$work" ]; then
 	work=$(mktemp -d "${TMPDIR:-/tmp}/sio-multi.XXXXXX")
 	trap 'stop_all; rm -rf "$work"' EXIT
+else
+	trap 'stop_all' EXIT
 fi
+trap 'exit 143' INT TERM HUP	# killed: the EXIT trap stops the guests
 pids=""
 srv=""
 # QEMU and the ivshmem server, whatever happened (the trap's status is the script's: keep it 0)
