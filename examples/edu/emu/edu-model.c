@@ -176,8 +176,13 @@ int sio_edu_emu_poll(struct sio_edu_emu *e)
 		/* COMPUTING shows while the product is formed; the result lands first */
 		e->status |= ST_COMPUTING;
 		__atomic_or_fetch(r32(e, R_STATUS), ST_COMPUTING, __ATOMIC_ACQ_REL);
+		/* only over the operand read: a driver's newer store (its next
+		 * operand, once it took a fixed point's result: 1! = 1, 2! = 2)
+		 * is computed next poll, not overwritten, as QEMU's edu sees
+		 * every store in its write handler */
 		e->fact = factorial(v);
-		st32(e, R_FACT, e->fact);
+		__atomic_compare_exchange_n(r32(e, R_FACT), &v, e->fact, false,
+					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 		e->status &= ~ST_COMPUTING;
 		__atomic_and_fetch(r32(e, R_STATUS), ~ST_COMPUTING, __ATOMIC_ACQ_REL);
 		if (ld32(e, R_STATUS) & ST_IRQFACT)
