@@ -144,11 +144,36 @@ err:
 	return ret;
 }
 
+/*
+ * Clear every translation into @buf's pages but its own (device lock held):
+ * another file's, which CAP_SYS_RAWIO allowed; the peer must not reach the
+ * pages once they are freed.
+ */
+static void sntb_revoke_into(struct sntb_dev *sd, struct sntb_in *buf)
+{
+	int i;
+
+	for (i = 0; i < sd->peers * sd->in_max; i++) {
+		struct sntb_in *x = &sd->in[i];
+
+		if (x == buf || !x->owner || x->vaddr || !x->size)
+			continue;
+		/* they overlap: one starts inside the other (no sum to wrap) */
+		if (x->dma - buf->dma >= buf->size && buf->dma - x->dma >= x->size)
+			continue;
+		dev_info(&sd->ntb->dev, "window %d of peer %d: its translation into a buffer being freed is cleared\n",
+			 i % sd->in_max, i / sd->in_max);
+		sntb_free_in(sd, x, i / sd->in_max, i % sd->in_max);
+	}
+}
+
 /* Clear the window's translation, free its buffer (device lock held). */
 void sntb_free_in(struct sntb_dev *sd, struct sntb_in *in, int pidx, int widx)
 {
 	if (!in->owner)
 		return;
+	if (in->vaddr)
+		sntb_revoke_into(sd, in);
 	ntb_mw_clear_trans(sd->ntb, pidx, widx);
 	if (in->vaddr)
 		dma_free_coherent(sd->dma_dev, in->size, in->vaddr, in->dma);

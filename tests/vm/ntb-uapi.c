@@ -164,6 +164,31 @@ static void own_translations(int fd, const struct sio_ntb_info *info, int pidx)
 	EXPECT("mw-free-once-cleared", ioctl(fd, SIO_NTB_IOC_MW_FREE, &b), 0);
 }
 
+/*
+ * A translation into another file's buffer (CAP_SYS_RAWIO) does not outlive
+ * the buffer: freed, or its file closed, the translation is cleared too, and
+ * the peer no longer reaches pages the kernel may give to anyone.
+ */
+static void others_translation(int fd, int pidx)
+{
+	int fd2 = open("/dev/smartio-ntb0", O_RDWR);
+	struct sio_ntb_buf b = { .pidx = pidx, .widx = 0 };
+	struct sio_ntb_xlat x = { .pidx = pidx, .widx = 1 };
+	struct sio_ntb_xlat clear = { .pidx = pidx, .widx = 1 };
+
+	EXPECT("others-buffer", ioctl(fd2, SIO_NTB_IOC_MW_ALLOC, &b), 0);
+	x.addr = b.dma_addr;
+	x.size = b.size;
+	EXPECT("xlat-into-others-buffer", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), 0);
+	EXPECT("others-buffer-freed", ioctl(fd2, SIO_NTB_IOC_MW_FREE, &b), 0);
+	EXPECT("xlat-gone-with-the-buffer", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &clear), ENOENT);
+	EXPECT("others-buffer-again", ioctl(fd2, SIO_NTB_IOC_MW_ALLOC, &b), 0);
+	x.addr = b.dma_addr;
+	EXPECT("xlat-into-others-buffer-again", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), 0);
+	close(fd2);
+	EXPECT("xlat-gone-with-the-file", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &clear), ENOENT);
+}
+
 /* SIO_NTB_IOC_PEER_MW as uapi version 1 built it: its fields, without bus_addr. */
 struct peer_mw_v1 {
 	__u32 widx, pidx;
@@ -229,6 +254,7 @@ static void bad_windows(int fd, const struct sio_ntb_info *info, int pidx)
 		munmap(m1, 4096);
 	close(fd2);
 	own_translations(fd, info, pidx);
+	others_translation(fd, pidx);
 }
 
 
