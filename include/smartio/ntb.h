@@ -50,7 +50,8 @@
  * reach no peer. Map the window again once the link is back (MAP_FIXED over
  * the revoked mapping replaces it; -ENOTCONN while the link is down).
  * When the NTB device goes (hot unbind, its driver unloaded) every mapping is
- * revoked the same way; read() fails with -ENODEV and poll() reports
+ * revoked the same way; read() returns the events that came before (a
+ * link going down with it, say), then fails with -ENODEV; poll() reports
  * POLLHUP.
  */
 
