@@ -230,8 +230,11 @@ if [ "$nfail" -ne 0 ] || [ $fail -ne 0 ]; then
 		tr -d '\r' <"$work/$l.log" | grep -a -m 3 -e 'Kernel panic' -e 'BUG:' -e 'Oops' | sed "s/^/ntb: guest ${l#g}: /"
 		f=$(grep -an -m 1 '^SIO-VM FAIL' "$work/$l.txt" | cut -d: -f1)
 		if [ -n "$f" ]; then
-			echo "ntb: guest ${l#g}'s first failure, with the lines before it:"
-			head -n "$f" "$work/$l.txt" | tail -n 12 | sed 's/^/ntb: | /'
+			echo "ntb: guest ${l#g}'s first failure, the failures in its output, the lines before it:"
+			# a check's output comes before its result (run) or after it (waited)
+			head -n $((f + 12)) "$work/$l.txt" | tail -n 212 | grep -a '^    | .*FAIL' | head -n 5 |
+				sed 's/^/ntb: | /'
+			head -n "$f" "$work/$l.txt" | tail -n 8 | sed 's/^/ntb: | /'
 		else
 			echo "ntb: guest ${l#g} failed nothing; its last lines:"
 			tail -n 4 "$work/$l.txt" | sed 's/^/ntb: | /'
