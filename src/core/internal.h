@@ -105,6 +105,9 @@ int sio__mcast_group(struct sio_fabric *f, uint32_t group);
 void sio__node_info(struct sio_fabric *f, int n, struct sio_node_info *o);
 void sio__device_info(struct sio_registry *r, int d, struct sio_device_info *o);
 void sio__segment_info(struct sio_registry *r, int s, struct sio_segment_info *o);
+/* ... and how segment slot @s is reached: by this process's mapping @va, or
+ * (@va NULL) by every node connected to it (o->reach, "" where unsaid) */
+void sio__segment_reach(struct sio_fabric *f, int s, const void *va, struct sio_segment_info *o);
 /* Registry lock held: may this process map that part of a (BAR) segment? */
 int sio__bar_access(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly);
 

@@ -334,6 +334,12 @@ int sio_segment_unmap(struct sio_segment *seg)
 	return 0;
 }
 
+void sio__segment_reach(struct sio_fabric *f, int s, const void *va, struct sio_segment_info *o)
+{
+	if (!f->ops->seg_reach || !f->ops->seg_reach(f, s, va, o->reach, sizeof(o->reach)))
+		o->reach[0] = 0;
+}
+
 void sio__segment_info(struct sio_registry *r, int s, struct sio_segment_info *o)
 {
 	const struct reg_seg *sg = &r->segs[s];
@@ -376,13 +382,8 @@ int sio_segment_info(const struct sio_segment *seg, struct sio_segment_info *out
 	out->id = seg->id;
 	out->node = seg->node;
 	out->size = seg->size;
-	if (seg->vaddr && seg->node != seg->f->node && seg->f->ops->seg_reach) {
-		char buf[sizeof(out->reach)];
-		const char *r = seg->f->ops->seg_reach(seg->f, seg->slot, seg->vaddr, buf, sizeof(buf));
-
-		if (r)
-			snprintf(out->reach, sizeof(out->reach), "%s", r);
-	}
+	if (seg->vaddr && seg->node != seg->f->node)
+		sio__segment_reach(seg->f, seg->slot, seg->vaddr, out);
 	return 0;
 }
 

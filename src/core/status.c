@@ -48,13 +48,7 @@ static void fill(struct sio_fabric *f, struct sio_fabric_status *st)
 			continue;
 		sio__segment_info(r, s, &o->info);
 		o->owner_pid = reg_proc_pid(r, r->segs[s].owner);
-		if (f->ops->seg_reach) {
-			char buf[sizeof(o->info.reach)];
-			const char *rc = f->ops->seg_reach(f, s, NULL, buf, sizeof(buf));
-
-			if (rc)
-				snprintf(o->info.reach, sizeof(o->info.reach), "%s", rc);
-		}
+		sio__segment_reach(f, s, NULL, &o->info);
 		i++;
 	}
 	for (int d = 0, i = 0; d < SIO_MAX_DEVS; d++)
