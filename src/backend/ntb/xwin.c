@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "ntb.h"
+#include "parse.h"
 
 #define XWIN_WAIT_MS	5000	/* $SMARTIO_NTB_XLAT_MS: the owner's answer, at most */
 #define XWIN_NAP_MAX_NS	50000000ull
@@ -36,9 +37,11 @@
 static uint64_t wait_ns(void)
 {
 	const char *e = getenv("SMARTIO_NTB_XLAT_MS");
-	long ms = e ? strtol(e, NULL, 10) : XWIN_WAIT_MS;
+	uint64_t ms;
 
-	return (uint64_t)(ms > 0 && ms < 600000 ? ms : XWIN_WAIT_MS) * 1000000ull;
+	if (!e || !*e || sio_parse_u64(e, 1, 599999, &ms))
+		ms = XWIN_WAIT_MS;
+	return ms * 1000000ull;
 }
 
 static bool connected(struct sio_fabric *f, int node, int slot, uint64_t gen);
@@ -173,7 +176,7 @@ static int own_window(struct sio_fabric *f, int slot, int owner, uint64_t seglen
 	if (ntb_window_of(n, owner, (uint32_t)x->widx, &woff, &wsize))
 		return ENXIO;
 	if (wsize < seglen)
-		return EMSGSIZE;
+		return E2BIG;	/* said as the service's own refusal of a segment too large */
 	if (ntb_map_at(n, owner, woff + off, len, rdonly, va))
 		return ENXIO;
 	note(n, *va, x->widx, 0);
