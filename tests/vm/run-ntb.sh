@@ -228,6 +228,10 @@ if [ "$nfail" -ne 0 ] || [ $fail -ne 0 ]; then
 		[ -f "$work/$l.log" ] || continue
 		tr -d '\r' <"$work/$l.log" | grep -av '^\[ *[0-9.]*\]' >"$work/$l.txt" || true
 		tr -d '\r' <"$work/$l.log" | grep -a -m 3 -e 'Kernel panic' -e 'BUG:' -e 'Oops' | sed "s/^/ntb: guest ${l#g}: /"
+		# a kernel report of any kind (a stall, a hung task: no BUG line), its first, whole
+		tr -d '\r' <"$work/$l.log" | awk -v g="${l#g}" '{ a[NR] = $0 }
+			/Modules linked in/ && !at { at = NR }
+			END { for (i = at - 10; at && i <= at + 20; i++) if (i in a) print "ntb: guest " g ": " a[i] }'
 		f=$(grep -an -m 1 '^SIO-VM FAIL' "$work/$l.txt" | cut -d: -f1)
 		if [ -n "$f" ]; then
 			echo "ntb: guest ${l#g}'s first failure, the failures in its output, the lines before it:"
