@@ -140,6 +140,73 @@ Test(shmwin, a_lock_whose_holder_died_is_taken_over_when_its_lease_runs_out,
 	sio_fabric_close(f);
 }
 
+/* A child on "kernel-1" that joins as node 1, says so on @up, and leaves cleanly at a byte on @go. */
+static pid_t joins_and_leaves(int up, int go)
+{
+	pid_t pid = fork();
+	struct sio_fabric *g;
+	char b;
+
+	cr_assert_neq(pid, -1);
+	if (pid)
+		return pid;
+	setenv("SMARTIO_SHMWIN_KERNEL", "kernel-1", 1);
+	if (sio_fabric_open(name, 1, &g))
+		_exit(1);
+	if (write(up, "r", 1) != 1 || read(go, &b, 1) != 1)
+		_exit(2);
+	sio_fabric_close(g);
+	_exit(0);
+}
+
+static int proc_slot(struct sio_fabric *f, pid_t pid)
+{
+	for (int p = 0; p < SIO_MAX_PROCS; p++)
+		if (f->reg->procs[p].used && f->reg->procs[p].pid == pid)
+			return p;
+	return -1;
+}
+
+/*
+ * A process of another kernel leaves; a new one takes its slot, with a count
+ * equal to the one last seen of the first (both young): it is alive, not
+ * judged by the first one's look, which is past the lease by now.
+ */
+Test(shmwin, a_new_process_in_a_freed_slot_is_not_judged_by_the_old_ones_heartbeat,
+     .init = setup, .fini = teardown)
+{
+	struct sio_fabric *f;
+	struct wf_fabric *w;
+	int up[2], go[2], i, alive;
+	pid_t a, b;
+	char c;
+
+	cr_assert_eq(pipe(up), 0);
+	cr_assert_eq(pipe(go), 0);
+	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
+	w = (struct wf_fabric *)f->be;
+	a = joins_and_leaves(up[1], go[0]);
+	cr_assert_eq(read(up[0], &c, 1), 1, "the first child could not join");
+	cr_assert_eq(sio_fabric_proc_alive(f, 1, a), 1, "%s", sio_errmsg());
+	i = proc_slot(f, a);
+	cr_assert_geq(i, 0);
+	cr_assert_eq(write(go[1], "g", 1), 1);
+	waitpid(a, NULL, 0);
+	nap_ms(400);	/* past the 300 ms lease */
+	b = joins_and_leaves(up[1], go[0]);
+	cr_assert_eq(read(up[0], &c, 1), 1, "the second child could not join");
+	if (proc_slot(f, b) != i)
+		kill(b, SIGKILL);
+	cr_assert_eq(proc_slot(f, b), i, "the second child took another slot: nothing to check");
+	kill(b, SIGSTOP);	/* its count stands still at the first one's */
+	atomic_store(&w->hdr->procs[i].beat, w->seen_beat[i]);
+	alive = sio_fabric_proc_alive(f, 1, b);
+	kill(b, SIGKILL);
+	waitpid(b, NULL, 0);
+	cr_assert_eq(alive, 1, "a young process judged by its slot's last one");
+	sio_fabric_close(f);
+}
+
 Test(shmwin, events_reach_a_process_of_another_kernel, .init = setup, .fini = teardown)
 {
 	struct sio_fabric *f, *g;

@@ -316,7 +316,11 @@ bool sio__wf_proc_alive(struct sio_fabric *f, const struct reg_proc *p)
 	/* on this very kernel the kernel knows, at once */
 	if (w->boot == wf_boot_id() && wf_trust_pids())
 		return sio__shm_proc_alive(f, p);
-	if (!s->seen_ns[i] || s->seen_beat[i] != beat) {
+	/* A process that left and one that took its slot can show the same
+	 * count (a short-lived one never moves past 1): a new token is a new
+	 * lease, not the old one's stale look. */
+	if (!s->seen_ns[i] || s->seen_tok[i] != tok || s->seen_beat[i] != beat) {
+		s->seen_tok[i] = tok;
 		s->seen_beat[i] = beat;
 		s->seen_ns[i] = now;
 		return true;

@@ -266,8 +266,9 @@ struct wf_fabric {
 	int evfd;			/* eventfd the heartbeat thread signals, or -1 */
 	int slot;			/* our proc slot, or -1 */
 	int32_t peer;			/* this kernel's doorbell id for wf_proc.peer, -1: none */
-	/* what this process saw of each slot's heartbeat, on its own clock */
-	uint64_t seen_beat[SIO_MAX_PROCS], seen_ns[SIO_MAX_PROCS];
+	/* what this process saw of each slot's heartbeat, on its own clock, and
+	 * whose (the token: a slot freed elsewhere is taken by a new process) */
+	uint64_t seen_beat[SIO_MAX_PROCS], seen_ns[SIO_MAX_PROCS], seen_tok[SIO_MAX_PROCS];
 	struct wf_fabric *next;		/* the heartbeat thread's list */
 	struct wf_relay *relays;	/* devices this process exports (relay.c) */
 	struct wf_wake *wake;		/* this host's wake page, or NULL: polling */
