@@ -124,7 +124,9 @@ static void ivntb_link_work(struct work_struct *work)
 	spin_unlock_irq(&iv->link_lock);
 	if (old != mask) {
 		ivntb_link_report(iv, old, mask);
-		ntb_link_event(&iv->ntb);
+		/* a link this port's client disabled: no event (ivntb_link_set) */
+		if (READ_ONCE(iv->enabled))
+			ntb_link_event(&iv->ntb);
 	}
 	spin_lock_irq(&iv->link_lock);
 	if (iv->link_running)
@@ -180,8 +182,17 @@ u64 ivntb_link_is_up(struct ntb_dev *ntb, enum ntb_speed *speed,
 	return mask;
 }
 
+/*
+ * A disable takes the link down before it returns, with no event after it:
+ * the client asked, and clients tear down between ntb_link_disable() and
+ * ntb_clear_ctx() (ntb_transport frees the work its link event schedules, so
+ * an event in between runs freed code). A poll under way is waited for (it
+ * may have read the link enabled); every poll after it reads the link
+ * disabled and tells no one.
+ */
 static void ivntb_link_set(struct ivntb_dev *iv, bool on)
 {
+	u64 old;
 	int port;
 
 	WRITE_ONCE(iv->enabled, on);
@@ -190,7 +201,17 @@ static void ivntb_link_set(struct ivntb_dev *iv, bool on)
 	for (port = 0; port < iv->ports; port++)
 		if (port != iv->port)
 			ivntb_ring(iv, port, 0);
-	ivntb_link_kick(iv);
+	if (on || current_work() == &iv->link_work.work) {
+		ivntb_link_kick(iv);
+		return;
+	}
+	flush_delayed_work(&iv->link_work);
+	spin_lock_irq(&iv->link_lock);	/* that poll read it enabled: down now */
+	old = iv->link_mask;
+	iv->link_mask = 0;
+	spin_unlock_irq(&iv->link_lock);
+	if (old)
+		ivntb_link_report(iv, old, 0);
 }
 
 int ivntb_link_enable(struct ntb_dev *ntb, enum ntb_speed speed,
