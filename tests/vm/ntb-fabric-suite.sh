@@ -122,13 +122,6 @@ relay_share() {
 			n, ios, n / ios, b / ios, w / ios, b / ios, (w + b) / ios; ok = 1 }
 		END { exit !ok }'
 }
-dmesg_check() {
-	if dmesg | grep -E 'WARNING:|BUG:|Oops' >/tmp/bad; then
-		sed 's/^/    | /' /tmp/bad; no "$1" "the kernel complained"
-	else
-		ok "$1"
-	fi
-}
 # load: the NTB and smartio_ntb
 load() {
 	XL=

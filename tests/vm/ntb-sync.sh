@@ -5,7 +5,17 @@
 # "SIO-NTB HELLO" and is told "PHASE n". Each wait is one long read bounded
 # by the uptime: a read that timed out every second could split the host's
 # line and lose its start, and the guest would wait for a GO already sent.
-# The suite keeps n (the last phase) and defines no (a failure's line).
+# The suite keeps n (the last phase) and defines ok and no (a check's line).
+# dmesg_check NAME: the kernel reported nothing. A fault that kills a kworker
+# says "general protection fault" or "invalid opcode", no BUG nor Oops: any
+# report with a call trace counts.
+dmesg_check() {
+	if dmesg | grep -E 'WARNING:|BUG:|Oops|general protection fault|invalid opcode:|Call Trace:' >/tmp/bad; then
+		sed 's/^/    | /' /tmp/bad; no "$1" "the kernel complained"
+	else
+		ok "$1"
+	fi
+}
 uptime_s() { cut -d. -f1 /proc/uptime; }
 # phase NAME: wait until every live guest got here (run-ntb.sh answers GO n)
 phase() {
