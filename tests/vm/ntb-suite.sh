@@ -330,7 +330,7 @@ else
 	[ "${drv##*/}" = ntb_transport ] && ok transport || no transport "bound to '${drv##*/}'"
 	phase transport-done
 	# unloaded one port at a time: a peer's link change during its removal
-	# schedules a work of its on memory it then frees (docs/ntb.md)
+	# schedules one of its works on memory it then frees (docs/ntb.md)
 	for p in 0 1 2; do
 		[ "$ME" = $p ] && rmmod ntb_transport
 		phase transport-gone-$p
