@@ -140,8 +140,12 @@ Test(shmwin, a_lock_whose_holder_died_is_taken_over_when_its_lease_runs_out,
 	sio_fabric_close(f);
 }
 
-/* A child on "kernel-1" that joins as node 1, says so on @up, and leaves cleanly at a byte on @go. */
-static pid_t joins_and_leaves(int up, int go)
+/*
+ * A child on "kernel-1" that joins as node 1 @lives times in a row, says so
+ * on @up each time, and leaves cleanly at a byte on @go (after the last
+ * life: when killed).
+ */
+static pid_t joiner(int up, int go, int lives)
 {
 	pid_t pid = fork();
 	struct sio_fabric *g;
@@ -151,11 +155,13 @@ static pid_t joins_and_leaves(int up, int go)
 	if (pid)
 		return pid;
 	setenv("SMARTIO_SHMWIN_KERNEL", "kernel-1", 1);
-	if (sio_fabric_open(name, 1, &g))
-		_exit(1);
-	if (write(up, "r", 1) != 1 || read(go, &b, 1) != 1)
-		_exit(2);
-	sio_fabric_close(g);
+	for (int l = 0; l < lives; l++) {
+		if (sio_fabric_open(name, 1, &g))
+			_exit(1);
+		if (write(up, "r", 1) != 1 || read(go, &b, 1) != 1)
+			_exit(2);
+		sio_fabric_close(g);
+	}
 	_exit(0);
 }
 
@@ -168,12 +174,12 @@ static int proc_slot(struct sio_fabric *f, pid_t pid)
 }
 
 /*
- * A process of another kernel leaves; a new one takes its slot, with a count
- * equal to the one last seen of the first (both young): it is alive, not
- * judged by the first one's look, which is past the lease by now.
+ * A life of a registry slot on another kernel is seen, then ends; the next
+ * life of that slot (@same: the same process, joining again; else a new
+ * one) shows the very count last seen of the first (both young), and that
+ * look is past the lease by now: the new life is alive all the same.
  */
-Test(shmwin, a_new_process_in_a_freed_slot_is_not_judged_by_the_old_ones_heartbeat,
-     .init = setup, .fini = teardown)
+static void stale_look(bool same)
 {
 	struct sio_fabric *f;
 	struct wf_fabric *w;
@@ -185,26 +191,41 @@ Test(shmwin, a_new_process_in_a_freed_slot_is_not_judged_by_the_old_ones_heartbe
 	cr_assert_eq(pipe(go), 0);
 	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
 	w = (struct wf_fabric *)f->be;
-	a = joins_and_leaves(up[1], go[0]);
-	cr_assert_eq(read(up[0], &c, 1), 1, "the first child could not join");
+	a = joiner(up[1], go[0], same ? 2 : 1);
+	cr_assert_eq(read(up[0], &c, 1), 1, "the child could not join");
 	cr_assert_eq(sio_fabric_proc_alive(f, 1, a), 1, "%s", sio_errmsg());
 	i = proc_slot(f, a);
 	cr_assert_geq(i, 0);
-	cr_assert_eq(write(go[1], "g", 1), 1);
-	waitpid(a, NULL, 0);
 	nap_ms(400);	/* past the 300 ms lease */
-	b = joins_and_leaves(up[1], go[0]);
-	cr_assert_eq(read(up[0], &c, 1), 1, "the second child could not join");
+	cr_assert_eq(write(go[1], "g", 1), 1);
+	if (!same) {
+		waitpid(a, NULL, 0);
+		a = joiner(up[1], go[0], 1);
+	}
+	cr_assert_eq(read(up[0], &c, 1), 1, "the next life could not join");
+	b = a;
 	if (proc_slot(f, b) != i)
 		kill(b, SIGKILL);
-	cr_assert_eq(proc_slot(f, b), i, "the second child took another slot: nothing to check");
-	kill(b, SIGSTOP);	/* its count stands still at the first one's */
+	cr_assert_eq(proc_slot(f, b), i, "the next life took another slot: nothing to check");
+	kill(b, SIGSTOP);	/* its count stands still at the last one seen */
 	atomic_store(&w->hdr->procs[i].beat, w->seen_beat[i]);
 	alive = sio_fabric_proc_alive(f, 1, b);
 	kill(b, SIGKILL);
 	waitpid(b, NULL, 0);
-	cr_assert_eq(alive, 1, "a young process judged by its slot's last one");
+	cr_assert_eq(alive, 1, "a young life judged by its slot's last one");
 	sio_fabric_close(f);
+}
+
+Test(shmwin, a_new_process_in_a_freed_slot_is_not_judged_by_the_old_ones_heartbeat,
+     .init = setup, .fini = teardown)
+{
+	stale_look(false);
+}
+
+Test(shmwin, a_process_joining_again_is_not_judged_by_its_last_lifes_heartbeat,
+     .init = setup, .fini = teardown)
+{
+	stale_look(true);
 }
 
 Test(shmwin, events_reach_a_process_of_another_kernel, .init = setup, .fini = teardown)

@@ -30,7 +30,7 @@ int sio__wf_ev_open(struct sio_fabric *f)
 void sio__wf_ev_close(struct sio_fabric *f)
 {
 	struct wf_fabric *s = wf_of(f);
-	uint64_t tok = wf_proc_token();
+	uint64_t tok = s->tok;
 
 	/* the slot may be someone else's by now: clear only our own record */
 	if (s->slot >= 0)

@@ -86,6 +86,7 @@ static pthread_mutex_t beat_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct wf_fabric *beat_list;
 static bool beat_running;
 static uint64_t proc_token;
+static _Atomic uint32_t claims;		/* slots this process took, the low bits of their tokens */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void after_fork(void)
@@ -127,7 +128,7 @@ static void *beat_thread(void *arg)
 
 			/* only this thread writes the word: a load and a store, no atomic
 			 * read-modify-write across kernels */
-			if (p && atomic_load(&p->token) == proc_token)
+			if (p && atomic_load(&p->token) == s->tok)
 				atomic_store(&p->beat, atomic_load(&p->beat) + 1);
 			if (s->src->beat)
 				s->src->beat(s);
@@ -295,10 +296,11 @@ void sio__wf_proc_init(struct sio_fabric *f, struct reg_proc *p)
 	w->node = p->node;
 	w->peer = s->peer;
 	atomic_store(&w->beat, 1);
-	atomic_store(&w->token, wf_proc_token());
+	/* each claim a life of its own, even this process's next one of the slot */
+	s->tok = wf_proc_token() | (1 + atomic_fetch_add(&claims, 1) % 0xffff);
+	atomic_store(&w->token, s->tok);
 	atomic_store(&s->hdr->evq[i].head, 0);
 	atomic_store(&s->hdr->evq[i].tail, 0);
-	s->seen_ns[i] = 0;
 	s->slot = i;
 }
 
@@ -311,15 +313,15 @@ bool sio__wf_proc_alive(struct sio_fabric *f, const struct reg_proc *p)
 
 	if (!tok)
 		return false;	/* never initialised, or cleared: nothing to wait for */
-	if (tok == wf_proc_token())
-		return true;
+	if ((tok & ~0xffffull) == wf_proc_token())
+		return true;	/* a slot of this process */
 	/* on this very kernel the kernel knows, at once */
 	if (w->boot == wf_boot_id() && wf_trust_pids())
 		return sio__shm_proc_alive(f, p);
-	/* A process that left and one that took its slot can show the same
+	/* A life that left and the one that took its slot can show the same
 	 * count (a short-lived one never moves past 1): a new token is a new
 	 * lease, not the old one's stale look. */
-	if (!s->seen_ns[i] || s->seen_tok[i] != tok || s->seen_beat[i] != beat) {
+	if (s->seen_tok[i] != tok || s->seen_beat[i] != beat) {
 		s->seen_tok[i] = tok;
 		s->seen_beat[i] = beat;
 		s->seen_ns[i] = now;
@@ -335,7 +337,6 @@ void sio__wf_proc_gone(struct sio_fabric *f, int proc)
 	if (proc < 0 || proc >= SIO_MAX_PROCS)
 		return;
 	memset(&s->hdr->procs[proc], 0, sizeof(s->hdr->procs[proc]));
-	s->seen_ns[proc] = 0;
 }
 
 int sio__wf_lock(struct sio_fabric *f, bool *holder_died)

@@ -74,7 +74,7 @@ struct wf_bakery {
 };
 
 struct wf_proc {			/* per reg->procs slot */
-	_Atomic uint64_t token;		/* the process's token, 0: none */
+	_Atomic uint64_t token;		/* this life of the slot: its process's token and claim, 0: none */
 	_Atomic uint64_t beat;		/* moves while it lives (its own thread writes it) */
 	uint64_t boot;			/* its kernel */
 	int32_t pid, node;
@@ -265,9 +265,10 @@ struct wf_fabric {
 	uint64_t create_gen;
 	int evfd;			/* eventfd the heartbeat thread signals, or -1 */
 	int slot;			/* our proc slot, or -1 */
+	uint64_t tok;			/* its token: this process's, and which of its claims */
 	int32_t peer;			/* this kernel's doorbell id for wf_proc.peer, -1: none */
 	/* what this process saw of each slot's heartbeat, on its own clock, and
-	 * whose (the token: a slot freed elsewhere is taken by a new process) */
+	 * of which life (the token: a slot freed is taken by a new one) */
 	uint64_t seen_beat[SIO_MAX_PROCS], seen_ns[SIO_MAX_PROCS], seen_tok[SIO_MAX_PROCS];
 	struct wf_fabric *next;		/* the heartbeat thread's list */
 	struct wf_relay *relays;	/* devices this process exports (relay.c) */
