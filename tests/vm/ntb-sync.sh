@@ -6,11 +6,13 @@
 # by the uptime: a read that timed out every second could split the host's
 # line and lose its start, and the guest would wait for a GO already sent.
 # The suite keeps n (the last phase) and defines ok and no (a check's line).
-# dmesg_check NAME: the kernel reported nothing. A fault that kills a kworker
-# says "general protection fault" or "invalid opcode", no BUG nor Oops: any
-# report with a call trace counts.
+# A kernel report's lines (run-ntb.sh's failure report looks for them too):
+# a fault that kills a kworker says "general protection fault" or "invalid
+# opcode", no BUG nor Oops; any report with a call trace counts.
+SIO_KREPORT='WARNING:|BUG:|Oops|general protection fault|invalid opcode:|Call Trace:'
+# dmesg_check NAME: the kernel reported nothing
 dmesg_check() {
-	if dmesg | grep -E 'WARNING:|BUG:|Oops|general protection fault|invalid opcode:|Call Trace:' >/tmp/bad; then
+	if dmesg | grep -E "$SIO_KREPORT" >/tmp/bad; then
 		sed 's/^/    | /' /tmp/bad; no "$1" "the kernel complained"
 	else
 		ok "$1"

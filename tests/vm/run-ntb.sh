@@ -57,6 +57,7 @@ else
 fi
 trap 'exit 143' INT TERM HUP	# killed: the EXIT trap stops the guests and the server
 pids="" srv=""
+. "$src/ntb-sync.sh"	# SIO_KREPORT, what a kernel report says
 stop_all() { for p in $pids $srv; do kill -KILL "$p" 2>/dev/null || true; done; }
 
 ko=""
@@ -227,7 +228,7 @@ if [ "$nfail" -ne 0 ] || [ $fail -ne 0 ]; then
 	for l in g0 g1 g2 g2b; do
 		[ -f "$work/$l.log" ] || continue
 		tr -d '\r' <"$work/$l.log" | grep -av '^\[ *[0-9.]*\]' >"$work/$l.txt" || true
-		tr -d '\r' <"$work/$l.log" | grep -a -m 3 -e 'Kernel panic' -e 'BUG:' -e 'Oops' -e 'general protection fault' -e 'invalid opcode:' | sed "s/^/ntb: guest ${l#g}: /"
+		tr -d '\r' <"$work/$l.log" | grep -aE -m 3 "Kernel panic|$SIO_KREPORT" | sed "s/^/ntb: guest ${l#g}: /"
 		# a kernel report of any kind (a stall, a hung task: no BUG line), its first, whole
 		tr -d '\r' <"$work/$l.log" | awk -v g="${l#g}" '{ a[NR] = $0 }
 			/Modules linked in/ && !at { at = NR }
