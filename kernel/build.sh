@@ -18,7 +18,11 @@ out=$(mkdir -p "$1" && cd "$1" && pwd)
 root=$(cd "$2" && pwd)
 kver=${3:-$(sh "$root/kernel/kver.sh")}
 cache=${SMARTIO_CACHE:-/var/cache/smartio}/linux-ntb/$kver
-kdir=/lib/modules/$kver/build
+# Where the kernel's modules and headers lie: / for an installed kernel, a
+# root of its own for one kernel/fetch-kernel.sh unpacked.
+kroot=$(SIO_VM_KERNEL=$kver sh "$root/kernel/kver.sh" --root 2>/dev/null) || kroot=/
+kroot=${kroot%/}
+kdir=$kroot/lib/modules/$kver/build
 die() { echo "kernel/build.sh: $*" >&2; exit 1; }
 [ -f "$kdir/Module.symvers" ] ||
 	die "no headers for $kver in $kdir (tools/install-deps.sh, or apt-get install linux-headers-$kver)"
@@ -58,7 +62,7 @@ mods="$up/ntb.ko $up/ntb_transport.ko $up/ntb_tool.ko $up/ntb_perf.ko $up/ntb_pi
       $own/kernel/ntb_hw_ivshmem/ntb_hw_ivshmem.ko $own/kernel/smartio_ntb/smartio_ntb.ko"
 
 # -- do they fit the kernel? vermagic, then each imported symbol's CRC
-ref=$(find "/lib/modules/$kver/kernel" -name '*.ko*' -print 2>/dev/null | head -n1)
+ref=$(find "$kroot/lib/modules/$kver/kernel" -name '*.ko*' -print 2>/dev/null | head -n1)
 [ -n "$ref" ] || die "no module of $kver to read its vermagic from"
 want=$(modinfo -F vermagic "$ref")
 cat "$kdir/Module.symvers" "$up/Module.symvers" | awk '{ print $2, $1 }' >"$kb/exports"

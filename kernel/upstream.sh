@@ -20,18 +20,27 @@ say() { echo "ntb: $*"; }
 export DEBIAN_FRONTEND=noninteractive
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+# A kernel kernel/fetch-kernel.sh unpacked brings its headers along.
+fetched=$cache/kernels/$kver/package-version
+[ -f "/boot/vmlinuz-$kver" ] || [ ! -s "$fetched" ] || fetched_ver=$(cat "$fetched")
 # The headers of that kernel (they pull linux-kbuild and the compiler it was built with).
-if ! installed "linux-headers-$kver"; then
+if [ -z "${fetched_ver:-}" ] && ! installed "linux-headers-$kver"; then
 	apt-get install -y -qq --no-install-recommends "linux-headers-$kver" >/dev/null 2>&1 ||
 		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "linux-headers-$kver" >/dev/null; }
 fi
 
 [ -f "$dir/drivers/ntb/core.c" ] && [ -s "$dir/source-version" ] && exit 0
 
-# The kernel's package version, e.g. 6.1.192-2 for 6.1.0-56-amd64, and its series.
-kpkg=$(dpkg-query -S "/boot/vmlinuz-$kver" 2>/dev/null | cut -d: -f1 | head -n1)
-[ -n "$kpkg" ] || { say "no package owns /boot/vmlinuz-$kver: cannot tell which sources match it" >&2; exit 1; }
-kpkgver=$(dpkg-query -W -f='${Version}' "$kpkg")
+# The kernel's package version, e.g. 6.1.192-2 for 6.1.0-56-amd64, and its
+# series.
+# A fetched kernel's version is the one its image package had.
+if [ -n "${fetched_ver:-}" ]; then
+	kpkg=linux-image-$kver kpkgver=$fetched_ver
+else
+	kpkg=$(dpkg-query -S "/boot/vmlinuz-$kver" 2>/dev/null | cut -d: -f1 | head -n1)
+	[ -n "$kpkg" ] || { say "no package owns /boot/vmlinuz-$kver: cannot tell which sources match it" >&2; exit 1; }
+	kpkgver=$(dpkg-query -W -f='${Version}' "$kpkg")
+fi
 series=$(echo "$kver" | sed -n 's/^\([0-9]*\.[0-9]*\)\..*/\1/p')
 srcpkg=linux-source-$series
 avail() { apt-cache madison "$srcpkg" 2>/dev/null | awk -v v="$1" '$3 == v { f = 1 } END { exit !f }'; }

@@ -47,7 +47,7 @@ case $variant in doorbell|plain) ;; *) echo "multi: SIO_MULTI_WINDOW is doorbell
 rc=0
 SIO_VM_BUILD_ONLY=1 SIO_VM_SUITE="$src/multi-suite.sh" sh "$src/run-vm.sh" "$build" "$src" "$work" || rc=$?
 [ $rc -eq 0 ] || exit $rc
-kernel=${SIO_VM_KERNEL:-$(ls /boot/vmlinuz-* | tail -n1)}
+kernel=$(sh "$src/../../kernel/kver.sh" --image)	# the one run-vm.sh built for
 truncate -s 64M "$work/win"		# the window: ivshmem BAR2 in every guest
 truncate -s 64M "$work/nvme.img"
 tmo=${SIO_VM_TIMEOUT:-420}

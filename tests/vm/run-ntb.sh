@@ -40,10 +40,11 @@ unset MALLOC_PERTURB_
 skip() { echo "SKIP: $*"; exit 77; }
 qemu=$(command -v qemu-system-x86_64 || true)
 [ -n "$qemu" ] || skip "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
-kver=$(sh "$root/kernel/kver.sh") || skip "no kernel in /boot with its modules (apt-get install linux-image-amd64)"
-mods=$build/kernel
+kver=$(sh "$root/kernel/kver.sh") ||
+	skip "no kernel ${SIO_VM_KERNEL:-in /boot} with its modules (apt-get install linux-image-amd64, or kernel/fetch-kernel.sh)"
+mods=${SIO_NTB_MODULES:-$build/kernel}
 if [ ! -f "$mods/ntb_hw_ivshmem.ko" ] || [ ! -f "$mods/smartio_ntb.ko" ]; then
-	[ -f "/lib/modules/$kver/build/Module.symvers" ] ||
+	[ -f "$(sh "$root/kernel/kver.sh" --root)/lib/modules/$kver/build/Module.symvers" ] ||
 		skip "no headers for $kver to build the NTB modules with (tools/install-deps.sh installs linux-headers-$kver)"
 	[ -f "${SMARTIO_CACHE:-/var/cache/smartio}/linux-ntb/$kver/drivers/ntb/core.c" ] ||
 		skip "no NTB framework sources for $kver (tools/install-deps.sh runs kernel/upstream.sh)"
@@ -69,7 +70,7 @@ SIO_VM_BUILD_ONLY=1 SIO_VM_SUITE="${SIO_NTB_SUITE:-$src/ntb-suite.sh}" SIO_VM_MO
 	SIO_VM_EXTRA="${SIO_NTB_EXTRA:-$build/tests/vm/ntb-uapi} $src/ntb-sync.sh" \
 	sh "$src/run-vm.sh" "$build" "$src" "$work" || rc=$?
 [ $rc -eq 0 ] || exit $rc
-kernel=/boot/vmlinuz-$kver
+kernel=$(sh "$root/kernel/kver.sh" --image)
 tmo=${SIO_VM_TIMEOUT:-540}	# under meson's 600 s; a quiet 2-core host needs about 120
 truncate -s "${SIO_NTB_SHM_MB:-32}M" "$work/shm"
 truncate -s 64M "$work/nvme.img"	# for a suite that gives guest 0 an NVMe

@@ -8,7 +8,7 @@
 # passed, 1 when one failed, 77 (meson: SKIP) when qemu or a kernel is missing.
 #
 # usage: run-vm.sh BUILD_ROOT SOURCE_DIR [WORK_DIR]  (a WORK_DIR given is kept)
-#   SIO_VM_KERNEL=/boot/vmlinuz-X picks the kernel; SIO_VM_TIMEOUT (s) bounds
+#   SIO_VM_KERNEL picks the kernel (kernel/kver.sh); SIO_VM_TIMEOUT (s) bounds
 #   the whole boot; SIO_VM_SUITE=FILE runs another guest script instead.
 #   SIO_VM_IOMMU=0 boots without the emulated VT-d; SIO_VM_APPEND adds to the
 #   kernel command line (the uio suite: no IOMMU, hugepages=N). SIO_VM_MODULES
@@ -33,16 +33,11 @@ busybox=$(command -v busybox)
 ! ldd "$busybox" >/dev/null 2>&1 ||
 	skip "$busybox is not static (apt-get install busybox-static)"
 
-# A kernel whose modules are installed: the newest, unless one was named.
-kernel=${SIO_VM_KERNEL:-}
-if [ -z "$kernel" ]; then
-	for k in /boot/vmlinuz-*; do
-		[ -r "$k" ] && [ -d "/lib/modules/${k#/boot/vmlinuz-}/kernel" ] && kernel=$k
-	done
-fi
-[ -n "$kernel" ] && [ -r "$kernel" ] ||
-	skip "no readable /boot/vmlinuz-* with /lib/modules (apt-get install linux-image-amd64)"
-kver=${kernel#/boot/vmlinuz-}
+# The kernel (kernel/kver.sh: the newest installed, or $SIO_VM_KERNEL, an
+# installed one or one kernel/fetch-kernel.sh unpacked) and its modules' root.
+kv="$src/../../kernel/kver.sh"
+kernel=$(sh "$kv" --image) && kver=$(sh "$kv") && kroot=$(sh "$kv" --root) ||
+	skip "no kernel ${SIO_VM_KERNEL:-in /boot} with its modules (apt-get install linux-image-amd64, or kernel/fetch-kernel.sh)"
 
 if [ -z "$work" ]; then
 	work=$(mktemp -d "${TMPDIR:-/tmp}/sio-vm.XXXXXX")
@@ -74,7 +69,7 @@ done
 
 # Modules, in the order modprobe would load them (dependencies first).
 modlist() {
-	for m in "$@"; do modprobe -S "$kver" --show-depends "$m" 2>/dev/null; done |
+	for m in "$@"; do modprobe -d "$kroot" -S "$kver" --show-depends "$m" 2>/dev/null; done |
 		awk '$1 == "insmod" && !seen[$2]++ {print $2}'
 }
 for set in "vfio:vfio-pci vfio_iommu_type1" "nvme:nvme" "uio:uio_pci_generic"; do
