@@ -93,7 +93,7 @@ static int call_fds(struct sio_device *dev, const struct sio_vfio_req *rq, const
 		n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	if (n != sizeof(*rp)) {
-		rc = sio__err(ENOLINK, "%s: the lender of device %u closed the connection",
+		rc = sio__err(ENOLINK, "%s: the lender of device %u is gone: it closed the connection",
 			      dev->ops->name, dev->id);
 		goto out;
 	}
