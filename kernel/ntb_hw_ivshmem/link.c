@@ -28,12 +28,50 @@ void ivntb_link_init(struct ivntb_dev *iv)
 	INIT_DELAYED_WORK(&iv->link_work, ivntb_link_work);
 }
 
-/* The layout this port uses is still the one in BAR2 (a port may rewrite an empty one). */
+/*
+ * The layout this port adopted at probe is still the one in BAR2, and its
+ * own slot is still its own. Nothing read here is used as an address (every
+ * address derives from iv->layout): a peer that rewrites the descriptor or
+ * this port's slot can only take this port's links down.
+ */
 static bool ivntb_layout_intact(struct ivntb_dev *iv)
 {
-	return le64_to_cpu(READ_ONCE(iv->desc->magic)) == IVNTB_MAGIC &&
-	       le32_to_cpu(READ_ONCE(iv->desc->ports)) == iv->ports &&
-	       le32_to_cpu(READ_ONCE(iv->desc->region_shift)) == iv->region_shift;
+	struct ivntb_desc now;
+
+	/* a torn copy differs from the layout: a rewrite under way is one */
+	memcpy(&now, iv->desc, sizeof(now));
+	return !memcmp(&now, &iv->layout, sizeof(now)) &&
+	       le64_to_cpu(READ_ONCE(iv->slot->magic)) == IVNTB_SLOT_MAGIC &&
+	       le64_to_cpu(READ_ONCE(iv->slot->session)) == iv->session;
+}
+
+/*
+ * Whether the layout holds; said once when it breaks (and when it is back),
+ * not at every poll. While it is broken the peers' slots are not trusted:
+ * every peer is down, and one that comes back is a new session (its rings
+ * of before, perhaps rewritten too, are dropped).
+ */
+static bool ivntb_layout_check(struct ivntb_dev *iv)
+{
+	bool intact = ivntb_layout_intact(iv);
+	int pidx;
+
+	if (intact && iv->layout_broken)
+		dev_info(&iv->pdev->dev, "BAR2's layout and port %d's slot are back as adopted: links may come up again\n",
+			 iv->port);
+	if (intact || iv->layout_broken) {
+		iv->layout_broken = !intact;
+		return intact;
+	}
+	iv->layout_broken = true;
+	dev_err(&iv->pdev->dev, "BAR2's layout or port %d's slot was rewritten by another guest (every guest must load ntb_hw_ivshmem with the same ports=, and nothing else may write the region): links kept down\n",
+		iv->port);
+	for (pidx = 0; pidx < ivntb_peer_count(iv); pidx++) {
+		iv->peer[pidx].alive = false;
+		iv->peer[pidx].session = 0;
+		WRITE_ONCE(iv->slot->seen[ivntb_pidx_port(iv, pidx)], 0);
+	}
+	return false;
 }
 
 /*
@@ -96,6 +134,7 @@ static void ivntb_link_report(struct ivntb_dev *iv, u64 old, u64 now)
 		else
 			dev_info(&iv->pdev->dev, "link with port %d down (%s)\n", port,
 				 !READ_ONCE(iv->enabled) ? "disabled here" :
+				 iv->layout_broken ? "BAR2 rewritten" :
 				 iv->peer[pidx].alive ? "disabled by the peer" :
 				 "the peer is gone or restarted");
 	}
@@ -105,18 +144,15 @@ static void ivntb_link_work(struct work_struct *work)
 {
 	struct ivntb_dev *iv = container_of(to_delayed_work(work), struct ivntb_dev,
 					    link_work);
-	bool intact = ivntb_layout_intact(iv);
+	bool intact = ivntb_layout_check(iv);
 	u64 mask = 0, old;
 	int pidx;
 
 	WRITE_ONCE(iv->slot->heartbeat,
 		   cpu_to_le32(le32_to_cpu(READ_ONCE(iv->slot->heartbeat)) + 1));
-	for (pidx = 0; pidx < ivntb_peer_count(iv); pidx++)
-		if (ivntb_peer_poll(iv, pidx) && READ_ONCE(iv->enabled) && intact)
+	for (pidx = 0; intact && pidx < ivntb_peer_count(iv); pidx++)
+		if (ivntb_peer_poll(iv, pidx) && READ_ONCE(iv->enabled))
 			mask |= BIT_ULL(pidx);
-	if (!intact)
-		dev_err_ratelimited(&iv->pdev->dev,
-				    "BAR2's layout was rewritten by another guest (load every guest with the same ports=): link kept down\n");
 
 	spin_lock_irq(&iv->link_lock);
 	old = iv->link_mask;

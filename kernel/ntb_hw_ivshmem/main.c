@@ -7,6 +7,7 @@
 #include <linux/dma-map-ops.h>
 #include <linux/io.h>
 #include <linux/module.h>
+#include <linux/overflow.h>
 #include <linux/pci.h>
 #include <linux/random.h>
 
@@ -149,6 +150,8 @@ static int ivntb_setup_layout(struct ivntb_dev *iv)
 				n, n);
 			return -EINVAL;
 		}
+		/* this driver's own computation, not what BAR2 holds now */
+		iv->layout = want;
 		return 0;
 	}
 	if (memchr_inv(d, 0, PAGE_SIZE)) {
@@ -166,17 +169,59 @@ static int ivntb_setup_layout(struct ivntb_dev *iv)
 	       sizeof(want) - sizeof(want.magic));
 	wmb();	/* the fields before the magic that vouches for them */
 	WRITE_ONCE(d->magic, want.magic);
+	iv->layout = want;
 	return 0;
 }
 
-static void ivntb_read_layout(struct ivntb_dev *iv)
+/*
+ * Take the layout adopted at probe (iv->layout, a copy in this kernel's
+ * memory) into the fields every access to BAR2 is derived from, and check
+ * that everything it places lies within BAR2 (overflow-safe): from here on
+ * no value in BAR2, which any peer may rewrite, decides where this kernel
+ * reads or writes. The layout is this driver's own computation; the checks
+ * keep it so should that computation ever change.
+ */
+static int ivntb_read_layout(struct ivntb_dev *iv)
 {
-	struct ivntb_desc *d = iv->desc;
+	const struct ivntb_desc *d = &iv->layout;
+	u64 ports = le32_to_cpu(d->ports), mws = le32_to_cpu(d->mws);
+	u64 spads = le32_to_cpu(d->spads), shift = le32_to_cpu(d->region_shift);
+	u64 slot_off = le64_to_cpu(d->slot_offset);
+	u64 slot_size = le64_to_cpu(d->slot_size);
+	u64 data_off = le64_to_cpu(d->data_offset);
+	u64 slots_end, nreg, data_end;
 
-	iv->ports = le32_to_cpu(d->ports);
-	iv->mws = le32_to_cpu(d->mws);
-	iv->spads = le32_to_cpu(d->spads);
-	iv->region_shift = le32_to_cpu(d->region_shift);
+	if (ports < IVNTB_MIN_PORTS || ports > IVNTB_MAX_PORTS ||
+	    !mws || mws > IVNTB_MAX_MWS || !spads || spads > IVNTB_MAX_SPADS ||
+	    le32_to_cpu(d->db_bits) != IVNTB_DB_BITS ||
+	    le64_to_cpu(d->bar_size) != iv->shm_size ||
+	    shift < PAGE_SHIFT || shift >= 63 ||
+	    slot_off < sizeof(struct ivntb_desc) ||
+	    slot_size < sizeof(struct ivntb_slot) ||
+	    check_mul_overflow(ports, slot_size, &slots_end) ||
+	    check_add_overflow(slots_end, slot_off, &slots_end) ||
+	    slots_end > data_off ||
+	    !IS_ALIGNED(slot_off, sizeof(u64)) ||
+	    !IS_ALIGNED(slot_size, sizeof(u64)) ||
+	    !IS_ALIGNED(data_off, PAGE_SIZE))
+		goto bad;
+	nreg = ports * (ports - 1) * mws;
+	if (nreg > (U64_MAX >> shift) ||
+	    check_add_overflow(data_off, nreg << shift, &data_end) ||
+	    data_end > iv->shm_size)
+		goto bad;
+	iv->ports = ports;
+	iv->mws = mws;
+	iv->spads = spads;
+	iv->region_shift = shift;
+	iv->slot_off = slot_off;
+	iv->slot_size = slot_size;
+	iv->data_off = data_off;
+	return 0;
+bad:
+	dev_err(&iv->pdev->dev, "the layout of BAR2 does not fit its %pa bytes (%llu ports, slots at %llu of %llu bytes, data at %llu): not used\n",
+		&iv->shm_size, ports, slot_off, slot_size, data_off);
+	return -EPROTO;
 }
 
 /*
@@ -270,7 +315,9 @@ static int ivntb_setup(struct ivntb_dev *iv)
 	ret = ivntb_setup_layout(iv);
 	if (ret)
 		return ret;
-	ivntb_read_layout(iv);
+	ret = ivntb_read_layout(iv);
+	if (ret)
+		return ret;
 	if (iv->port >= iv->ports) {
 		dev_err(dev, "this guest is ivshmem peer %d, beyond the %d ports BAR2 is laid out for: use ports=N with N above the highest peer id\n",
 			iv->port, iv->ports);

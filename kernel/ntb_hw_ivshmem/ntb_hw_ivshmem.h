@@ -124,11 +124,17 @@ struct ivntb_peer {
  * @pdev:	the ivshmem function
  * @regs:	BAR0, ivshmem's registers
  * @shm:	the whole of BAR2 (write-back), its bus address and size
- * @desc:	the layout at the start of BAR2
+ * @desc:	the layout at the start of BAR2, as the peers may rewrite it:
+ *		only compared with @layout (link.c), never used for an address
+ * @layout:	the layout adopted at probe, checked against @shm_size there;
+ *		every offset into BAR2 is derived from this copy (a peer writes
+ *		BAR2 at will, and must not steer this kernel's accesses)
+ * @layout_broken: the link poll found @desc or this port's slot rewritten
  * @slot:	this port's slot; slots of the others through ivntb_slot_of()
  * @port:	this port's number (ivshmem IVPosition)
- * @ports, @mws, @spads: from the layout
- * @region_shift: log2 of one window's region
+ * @ports, @mws, @spads: from @layout
+ * @region_shift: log2 of one window's region, from @layout
+ * @slot_off, @slot_size, @data_off: from @layout
  * @nvec:	MSI-X vectors in use
  * @vec:	their handlers' context
  * @session:	this port's session (also in its slot)
@@ -163,12 +169,17 @@ struct ivntb_dev {
 	phys_addr_t shm_phys;
 	resource_size_t shm_size;
 	struct ivntb_desc *desc;
+	struct ivntb_desc layout;
+	bool layout_broken;
 	struct ivntb_slot *slot;
 	int port;
 	int ports;
 	int mws;
 	int spads;
 	unsigned int region_shift;
+	u64 slot_off;
+	u64 slot_size;
+	u64 data_off;
 	int nvec;
 	struct ivntb_vec vec[IVNTB_MAX_VECTORS];
 
@@ -222,8 +233,7 @@ static inline int ivntb_port_pidx(struct ivntb_dev *iv, int port)
 
 static inline struct ivntb_slot *ivntb_slot_of(struct ivntb_dev *iv, int port)
 {
-	return iv->shm + le64_to_cpu(iv->desc->slot_offset) +
-	       port * le64_to_cpu(iv->desc->slot_size);
+	return iv->shm + iv->slot_off + port * iv->slot_size;
 }
 
 static inline resource_size_t ivntb_region_size(struct ivntb_dev *iv)
@@ -242,13 +252,13 @@ static inline u64 ivntb_region_off(struct ivntb_dev *iv, int owner, int sender,
 	int spidx = sender < owner ? sender : sender - 1;
 	u64 idx = ((u64)owner * (iv->ports - 1) + spidx) * iv->mws + region;
 
-	return le64_to_cpu(iv->desc->data_offset) + (idx << iv->region_shift);
+	return iv->data_off + (idx << iv->region_shift);
 }
 
 /* The offset in BAR2 of port @owner's area, and its size. */
 static inline u64 ivntb_area_off(struct ivntb_dev *iv, int owner)
 {
-	return le64_to_cpu(iv->desc->data_offset) +
+	return iv->data_off +
 	       (((u64)owner * (iv->ports - 1) * iv->mws) << iv->region_shift);
 }
 

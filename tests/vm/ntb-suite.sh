@@ -13,6 +13,9 @@
 #   0 1 2    1 is back, a new kernel on the same port; then the hardware driver
 #            is unloaded under a process that holds smartio_ntb's windows, loaded
 #            again, and unloaded under a bound ntb_perf; dmesg is read
+#   - 1 2    0, its driver unloaded, scribbles over BAR2's descriptor and
+#            every slot (ntb-scribble) while 1 and 2 hold their link up: they
+#            see it go down, and their kernels report nothing else
 # Port 3 is never there: a peer that does not exist is a link that stays
 # down. A guest that joins late (2 booted again, 1 after its reset) asks
 # run-ntb.sh which phase the others are at.
@@ -40,6 +43,9 @@
 # want: g2b:sntb-unbind g0:sntb-unload-after g1:sntb-unload-after g2b:sntb-unload-after
 # want: g0:reload g1:reload g2b:reload g0:unload-bound g1:unload-bound g2b:unload-bound
 # want: g0:dmesg g1:dmesg g2b:dmesg
+# want: g1:scribble-up g2b:scribble-up g0:scribble g1:scribble-link-down g2b:scribble-link-down
+# want: g1:scribble-seen g2b:scribble-seen g1:scribble-unload g2b:scribble-unload
+# want: g0:scribble-dmesg g1:scribble-dmesg g2b:scribble-dmesg
 G=$(sed -n 's/.*sio\.guest=\([0-9]*\).*/\1/p' /proc/cmdline)
 MOD=/lib/modules
 DBG=/sys/kernel/debug
@@ -179,6 +185,32 @@ unload() {
 	dmesg_check dmesg
 	phase end
 }
+# scribble: port 0 turns hostile. Its driver unloaded (so that BAR2 can be
+# mapped through sysfs), it rewrites BAR2's descriptor and every slot for 5 s
+# (ntb-scribble) while ports 1 and 2, loaded again, hold their link up: they
+# must take it down and say why, and report nothing else; they unload after.
+scribble_load() {
+	insmod $MOD/ntb.ko && insmod $MOD/ntb_hw_ivshmem.ko ports=$PORTS && tool_load "$@"
+}
+scribble() {
+	phase scribble
+	[ "$ME" = 0 ] || run scribble-up scribble_load $((3 - ME))
+	phase scribble-go
+	if [ "$ME" = 0 ]; then
+		run scribble ntb-scribble /sys/bus/pci/devices/$DEV/resource2 5
+	else
+		run scribble-link-down link_wait N $((3 - ME))
+		dmesg | grep 'rewritten by another guest' | sed 's/^/    | /'
+		dmesg | grep -q 'rewritten by another guest' && ok scribble-seen ||
+			no scribble-seen "no word of BAR2 rewritten"
+	fi
+	phase scribble-done
+	if [ "$ME" != 0 ]; then
+		rmmod ntb_tool && rmmod ntb_hw_ivshmem && rmmod ntb && ok scribble-unload ||
+			no scribble-unload "$(lsmod | grep ntb)"
+	fi
+	dmesg_check scribble-dmesg
+}
 
 # sntb_links PORT...: smartio_ntb sees the link with each PORT up (bounded)
 sntb_links() {
@@ -292,6 +324,7 @@ elif dmesg | grep -q 'restarted: its slot still holds'; then
 	unbind 0 2
 	tool_load 0 2
 	unload 0 2
+	scribble
 	exit 0
 else
 	PEERS=$(peers | grep -v 3)
@@ -385,3 +418,4 @@ rmmod ntb_tool
 unbind $OTHER 1
 tool_load $OTHER 1
 unload $OTHER 1
+scribble
