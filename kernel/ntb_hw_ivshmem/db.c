@@ -24,6 +24,7 @@
  * masks the bits that are not its own (ntb_perf and ntb_pingpong use the
  * bit of the destination's global index or port number).
  */
+#include <linux/bitmap.h>
 #include <linux/interrupt.h>
 
 #include "ntb_hw_ivshmem.h"
@@ -156,10 +157,12 @@ void ivntb_db_forget(struct ivntb_dev *iv, int port)
 static unsigned int ivntb_db_owed(struct ivntb_dev *iv, int v, u64 pending)
 {
 	u64 bits = ivntb_vector_bits(iv, v), live = bits & ~iv->db_mask;
+	DECLARE_BITMAP(map, 64);
 	unsigned int n = 0;
 	int b;
 
-	for_each_set_bit(b, (unsigned long *)&bits, IVNTB_DB_BITS) {
+	bitmap_from_u64(map, bits);
+	for_each_set_bit(b, map, IVNTB_DB_BITS) {
 		u32 rung = ivntb_db_rung(iv, b);
 
 		if (live & BIT_ULL(b))
@@ -235,7 +238,8 @@ int ivntb_irq_init(struct ivntb_dev *iv)
 	for (v = 0; v < iv->nvec; v++) {
 		iv->vec[v].iv = iv;
 		iv->vec[v].vector = v;
-		ret = request_irq(pci_irq_vector(pdev, v), ivntb_isr, 0, IVNTB_NAME, &iv->vec[v]);
+		ret = pci_request_irq(pdev, v, ivntb_isr, NULL, &iv->vec[v],
+				      "%s-%d", IVNTB_NAME, v);
 		if (ret) {
 			dev_err(&pdev->dev, "cannot take MSI-X vector %d: %d\n", v, ret);
 			goto err;
@@ -244,7 +248,7 @@ int ivntb_irq_init(struct ivntb_dev *iv)
 	return 0;
 err:
 	while (v--)
-		free_irq(pci_irq_vector(pdev, v), &iv->vec[v]);
+		pci_free_irq(pdev, v, &iv->vec[v]);
 	pci_free_irq_vectors(pdev);
 	return ret;
 }
@@ -254,7 +258,7 @@ void ivntb_irq_fini(struct ivntb_dev *iv)
 	int v;
 
 	for (v = 0; v < iv->nvec; v++)
-		free_irq(pci_irq_vector(iv->pdev, v), &iv->vec[v]);
+		pci_free_irq(iv->pdev, v, &iv->vec[v]);
 	pci_free_irq_vectors(iv->pdev);
 	cancel_work_sync(&iv->db_work);
 }
@@ -302,9 +306,11 @@ static int ivntb_db_check(struct ivntb_dev *iv, u64 bits, const char *what)
 static void ivntb_db_count(struct ivntb_dev *iv, int port, u64 bits)
 {
 	struct ivntb_slot *s = ivntb_slot_of(iv, port);
+	DECLARE_BITMAP(map, 64);
 	int b;
 
-	for_each_set_bit(b, (unsigned long *)&bits, IVNTB_DB_BITS)
+	bitmap_from_u64(map, bits);
+	for_each_set_bit(b, map, IVNTB_DB_BITS)
 		shm_wr(&s->db_set[iv->port][b], shm_rd(&s->db_set[iv->port][b]) + 1);
 }
 
@@ -328,15 +334,17 @@ int ivntb_db_clear(struct ntb_dev *ntb, u64 bits)
 {
 	struct ivntb_dev *iv = to_ivntb(ntb);
 	struct ivntb_slot *s = iv->slot;
+	DECLARE_BITMAP(map, 64);
 	unsigned long flags;
 	int ret = ivntb_db_check(iv, bits, "db_clear");
 	int p, b;
 
 	if (ret)
 		return ret;
+	bitmap_from_u64(map, bits);
 	spin_lock_irqsave(&iv->db_lock, flags);
 	for (p = 0; p < iv->ports; p++)
-		for_each_set_bit(b, (unsigned long *)&bits, IVNTB_DB_BITS)
+		for_each_set_bit(b, map, IVNTB_DB_BITS)
 			shm_wr(&s->db_ack[p][b], ivntb_db_counted(iv, p, b));
 	spin_unlock_irqrestore(&iv->db_lock, flags);
 	return 0;

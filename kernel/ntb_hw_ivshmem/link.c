@@ -7,18 +7,60 @@
  * that comes back with a new session (rebooted) is taken down first, then up
  * again, so that clients set up their windows anew.
  */
+#include <linux/bitmap.h>
 #include <linux/module.h>
 
 #include "ntb_hw_ivshmem.h"
 
+#define IVNTB_HEARTBEAT_MS_MAX		10000
+#define IVNTB_LINK_TIMEOUT_MS_MAX	3600000
+
+/*
+ * The periods are read by every poll (link_timeout_ms may be written at run
+ * time, hence READ_ONCE there); a value out of range, 0 above all (the poll
+ * divides by heartbeat_ms), is refused when the module is loaded or the
+ * parameter written, with the range in the kernel log.
+ */
+static int ivntb_param_set_ms(const char *val, const struct kernel_param *kp,
+			      unsigned int max)
+{
+	int ret = param_set_uint_minmax(val, kp, 1, max);
+
+	if (ret)
+		pr_err(IVNTB_NAME ": %s=%s: must be 1 to %u (ms)\n",
+		       kp->name, val, max);
+	return ret;
+}
+
+static int ivntb_set_heartbeat(const char *val, const struct kernel_param *kp)
+{
+	return ivntb_param_set_ms(val, kp, IVNTB_HEARTBEAT_MS_MAX);
+}
+
+static int ivntb_set_timeout(const char *val, const struct kernel_param *kp)
+{
+	return ivntb_param_set_ms(val, kp, IVNTB_LINK_TIMEOUT_MS_MAX);
+}
+
+static const struct kernel_param_ops ivntb_heartbeat_ops = {
+	.set	= ivntb_set_heartbeat,
+	.get	= param_get_uint,
+};
+
+static const struct kernel_param_ops ivntb_timeout_ops = {
+	.set	= ivntb_set_timeout,
+	.get	= param_get_uint,
+};
+
 static unsigned int heartbeat_ms = 100;
-module_param(heartbeat_ms, uint, 0444);
-MODULE_PARM_DESC(heartbeat_ms, "Heartbeat and link poll period, in ms (default 100)");
+module_param_cb(heartbeat_ms, &ivntb_heartbeat_ops, &heartbeat_ms, 0444);
+MODULE_PARM_DESC(heartbeat_ms,
+	"Heartbeat and link poll period, in ms (1-10000, default 100)");
 
 static unsigned int link_timeout_ms = 5000;
-module_param(link_timeout_ms, uint, 0644);
+module_param_cb(link_timeout_ms, &ivntb_timeout_ops, &link_timeout_ms, 0644);
 MODULE_PARM_DESC(link_timeout_ms,
-	"A peer whose heartbeat has not moved for this long (ms of this guest's own polls) is down (default 5000)");
+	"A peer whose heartbeat has not moved for this long (ms of this guest's own polls) is down (1-3600000, default 5000)");
 
 static void ivntb_link_work(struct work_struct *work);
 
@@ -79,22 +121,27 @@ static bool ivntb_layout_check(struct ivntb_dev *iv)
  * own polls, not time, keeps a guest that was not scheduled for a while
  * (TCG on a loaded host) from declaring its peers dead on waking.
  */
-static bool ivntb_peer_poll(struct ivntb_dev *iv, int pidx)
+static bool ivntb_peer_poll(struct ivntb_dev *iv, int pidx,
+			    unsigned int limit)
 {
-	struct ivntb_slot *s = ivntb_slot_of(iv, ivntb_pidx_port(iv, pidx));
+	int port = ivntb_pidx_port(iv, pidx);
+	struct ivntb_slot *s = ivntb_slot_of(iv, port);
 	struct ivntb_peer *p = &iv->peer[pidx];
-	unsigned int limit = DIV_ROUND_UP(link_timeout_ms, heartbeat_ms);
+	__le64 *seen = &iv->slot->seen[port];
 	u64 session;
 	u32 hb;
-
-	int port = ivntb_pidx_port(iv, pidx);
-	__le64 *seen = &iv->slot->seen[port];
 
 	if (le64_to_cpu(READ_ONCE(s->magic)) != IVNTB_SLOT_MAGIC) {
 		p->alive = false;
 		WRITE_ONCE(*seen, 0);
 		return false;
 	}
+	/*
+	 * The peer wrote its session before the magic that vouches for it
+	 * (wmb() in ivntb_slot_init()): read them in that order, as another
+	 * guest's CPU may not make them visible in order otherwise (arm64).
+	 */
+	rmb();
 	session = le64_to_cpu(READ_ONCE(s->session));
 	hb = le32_to_cpu(READ_ONCE(s->heartbeat));
 	if (session != p->session) {
@@ -122,10 +169,11 @@ static bool ivntb_peer_poll(struct ivntb_dev *iv, int pidx)
 
 static void ivntb_link_report(struct ivntb_dev *iv, u64 old, u64 now)
 {
-	u64 diff = old ^ now;
+	DECLARE_BITMAP(diff, 64);
 	int pidx;
 
-	for_each_set_bit(pidx, (unsigned long *)&diff, ivntb_peer_count(iv)) {
+	bitmap_from_u64(diff, old ^ now);
+	for_each_set_bit(pidx, diff, ivntb_peer_count(iv)) {
 		int port = ivntb_pidx_port(iv, pidx);
 
 		ivntb_db_link(iv, port, now & BIT_ULL(pidx));
@@ -145,13 +193,15 @@ static void ivntb_link_work(struct work_struct *work)
 	struct ivntb_dev *iv = container_of(to_delayed_work(work), struct ivntb_dev,
 					    link_work);
 	bool intact = ivntb_layout_check(iv);
+	unsigned int period = READ_ONCE(heartbeat_ms);
+	unsigned int limit = DIV_ROUND_UP(READ_ONCE(link_timeout_ms), period);
 	u64 mask = 0, old;
 	int pidx;
 
 	WRITE_ONCE(iv->slot->heartbeat,
 		   cpu_to_le32(le32_to_cpu(READ_ONCE(iv->slot->heartbeat)) + 1));
 	for (pidx = 0; intact && pidx < ivntb_peer_count(iv); pidx++)
-		if (ivntb_peer_poll(iv, pidx) && READ_ONCE(iv->enabled))
+		if (ivntb_peer_poll(iv, pidx, limit) && READ_ONCE(iv->enabled))
 			mask |= BIT_ULL(pidx);
 
 	spin_lock_irq(&iv->link_lock);
@@ -166,7 +216,8 @@ static void ivntb_link_work(struct work_struct *work)
 	}
 	spin_lock_irq(&iv->link_lock);
 	if (iv->link_running)
-		queue_delayed_work(system_wq, &iv->link_work, msecs_to_jiffies(heartbeat_ms));
+		queue_delayed_work(system_wq, &iv->link_work,
+				   msecs_to_jiffies(period));
 	spin_unlock_irq(&iv->link_lock);
 }
 
@@ -259,6 +310,7 @@ int ivntb_link_enable(struct ntb_dev *ntb, enum ntb_speed speed,
 
 int ivntb_link_disable(struct ntb_dev *ntb)
 {
+	might_sleep();	/* it waits for a poll under way */
 	ivntb_link_set(to_ivntb(ntb), false);
 	return 0;
 }

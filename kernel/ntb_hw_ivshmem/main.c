@@ -138,6 +138,12 @@ static int ivntb_setup_layout(struct ivntb_dev *iv)
 		return -EINVAL;
 	}
 	if (le64_to_cpu(READ_ONCE(d->magic)) == IVNTB_MAGIC) {
+		/*
+		 * The port that laid BAR2 out wrote the fields before the
+		 * magic (wmb() below): read them after it, or another
+		 * guest's stores may be seen out of order (arm64).
+		 */
+		rmb();
 		n = le32_to_cpu(READ_ONCE(d->ports));
 		if (n < IVNTB_MIN_PORTS || n > IVNTB_MAX_PORTS ||
 		    ivntb_layout(iv->shm_size, n, &want) || memcmp(&want, d, sizeof(want))) {
@@ -254,7 +260,7 @@ static void ivntb_slot_init(struct ivntb_dev *iv)
 	}
 	iv->session = get_random_u64() | 1;
 	WRITE_ONCE(s->session, cpu_to_le64(iv->session));
-	wmb();
+	wmb();	/* the slot reset and its session before the magic */
 	WRITE_ONCE(s->magic, cpu_to_le64(IVNTB_SLOT_MAGIC));
 }
 
@@ -262,7 +268,7 @@ static void ivntb_slot_fini(struct ivntb_dev *iv)
 {
 	WRITE_ONCE(iv->slot->enabled, 0);
 	WRITE_ONCE(iv->slot->magic, 0);
-	wmb();
+	wmb();	/* the peers see the port gone before it unmaps */
 }
 
 static int ivntb_map(struct ivntb_dev *iv)
@@ -379,9 +385,9 @@ static int ivntb_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	 * DMA, so its own DMA ops (an IOMMU's, or none) are not needed while
 	 * ours are in place.
 	 */
+	pci_set_drvdata(pdev, iv);	/* our DMA ops find iv there */
 	iv->orig_dma_ops = dev->dma_ops;
 	set_dma_ops(dev, &ivntb_dma_ops);
-	pci_set_drvdata(pdev, iv);
 
 	iv->ntb.pdev = pdev;
 	iv->ntb.topo = NTB_TOPO_SWITCH;
@@ -450,5 +456,6 @@ static struct pci_driver ivntb_driver = {
 };
 module_pci_driver(ivntb_driver);
 
+MODULE_AUTHOR("smartio developers");
 MODULE_LICENSE("Dual MIT/GPL");
 MODULE_DESCRIPTION("NTB hardware driver over QEMU's ivshmem-doorbell (smartio)");

@@ -72,9 +72,10 @@ int ivntb_mw_count(struct ntb_dev *ntb, int pidx)
 static void ivntb_hint_set(struct ivntb_dev *iv, int pidx, int widx)
 {
 	struct ivntb_hint *h = NULL;
+	unsigned long flags;
 	int i;
 
-	spin_lock(&iv->mw_lock);
+	spin_lock_irqsave(&iv->mw_lock, flags);
 	for (i = 0; i < IVNTB_HINTS && !h; i++)
 		if (iv->hint[i].task == current)
 			h = &iv->hint[i];
@@ -84,7 +85,7 @@ static void ivntb_hint_set(struct ivntb_dev *iv, int pidx, int widx)
 	h->task = current;
 	h->pidx = pidx;
 	h->widx = widx;
-	spin_unlock(&iv->mw_lock);
+	spin_unlock_irqrestore(&iv->mw_lock, flags);
 }
 
 int ivntb_mw_get_align(struct ntb_dev *ntb, int pidx, int widx,
@@ -114,9 +115,9 @@ static void ivntb_xlat_publish(struct ivntb_dev *iv, int pidx, int widx)
 	int port = ivntb_pidx_port(iv, pidx);
 
 	WRITE_ONCE(s->xlat[port][widx].pages, 0);	/* never a torn pair */
-	wmb();
+	wmb();	/* no translation before its page changes */
 	WRITE_ONCE(s->xlat[port][widx].page, cpu_to_le32(iv->xlat[pidx][widx].page));
-	wmb();
+	wmb();	/* the page before the size that makes it valid */
 	WRITE_ONCE(s->xlat[port][widx].pages, cpu_to_le32(iv->xlat[pidx][widx].pages));
 }
 
@@ -137,6 +138,7 @@ int ivntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
 {
 	struct ivntb_dev *iv = to_ivntb(ntb);
 	int ret = ivntb_mw_check(iv, pidx, widx, "mw_set_trans");
+	unsigned long flags;
 	dma_addr_t area = iv->shm_bus + ivntb_area_off(iv, iv->port);
 	u64 align = page_xlat ? PAGE_SIZE : ivntb_region_size(iv);
 
@@ -156,11 +158,11 @@ int ivntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
 				    page_xlat ? "pages" : "whole regions");
 		return -EOPNOTSUPP;
 	}
-	spin_lock(&iv->mw_lock);
+	spin_lock_irqsave(&iv->mw_lock, flags);
 	iv->xlat[pidx][widx].page = (addr - area) >> PAGE_SHIFT;
 	iv->xlat[pidx][widx].pages = size >> PAGE_SHIFT;
 	ivntb_xlat_publish(iv, pidx, widx);
-	spin_unlock(&iv->mw_lock);
+	spin_unlock_irqrestore(&iv->mw_lock, flags);
 	dev_dbg(&iv->pdev->dev, "window %d of port %d: translated to page %llu of the area (%pa bytes)\n",
 		widx, ivntb_pidx_port(iv, pidx), (unsigned long long)((addr - area) >> PAGE_SHIFT), &size);
 	return 0;
@@ -170,14 +172,15 @@ int ivntb_mw_clear_trans(struct ntb_dev *ntb, int pidx, int widx)
 {
 	struct ivntb_dev *iv = to_ivntb(ntb);
 	int ret = ivntb_mw_check(iv, pidx, widx, "mw_clear_trans");
+	unsigned long flags;
 
 	if (ret)
 		return ret;
-	spin_lock(&iv->mw_lock);
+	spin_lock_irqsave(&iv->mw_lock, flags);
 	iv->xlat[pidx][widx].page = 0;
 	iv->xlat[pidx][widx].pages = 0;
 	ivntb_xlat_publish(iv, pidx, widx);
-	spin_unlock(&iv->mw_lock);
+	spin_unlock_irqrestore(&iv->mw_lock, flags);
 	return 0;
 }
 
@@ -212,6 +215,7 @@ int ivntb_peer_mw_get_addr(struct ntb_dev *ntb, int widx, phys_addr_t *base,
 	off = ivntb_region_off(iv, port, iv->port, w);
 	if (le64_to_cpu(READ_ONCE(s->magic)) == IVNTB_SLOT_MAGIC) {
 		pages = le32_to_cpu(READ_ONCE(s->xlat[iv->port][w].pages));
+		/* pages, then page: the reverse of ivntb_xlat_publish() */
 		rmb();
 		page = le32_to_cpu(READ_ONCE(s->xlat[iv->port][w].page));
 		if (pages && (pages << PAGE_SHIFT) <= len &&
@@ -288,6 +292,7 @@ static void *ivntb_dma_alloc(struct device *dev, size_t size, dma_addr_t *handle
 			     gfp_t gfp, unsigned long attrs)
 {
 	struct ivntb_dev *iv = ivntb_of_dev(dev);
+	unsigned long flags;
 	int pidx, region;
 	bool ok;
 	u64 off;
@@ -297,9 +302,9 @@ static void *ivntb_dma_alloc(struct device *dev, size_t size, dma_addr_t *handle
 				    size, (unsigned long)ivntb_region_size(iv));
 		return NULL;
 	}
-	spin_lock(&iv->mw_lock);
+	spin_lock_irqsave(&iv->mw_lock, flags);
 	ok = ivntb_region_pick(iv, &pidx, &region);
-	spin_unlock(&iv->mw_lock);
+	spin_unlock_irqrestore(&iv->mw_lock, flags);
 	if (!ok) {
 		dev_err_ratelimited(dev, "dma_alloc_coherent: all %d window regions of port %d are in use\n",
 				    ivntb_peer_count(iv) * iv->mws, iv->port);
@@ -332,13 +337,14 @@ static void ivntb_dma_free(struct device *dev, size_t size, void *vaddr,
 			   dma_addr_t handle, unsigned long attrs)
 {
 	struct ivntb_dev *iv = ivntb_of_dev(dev);
+	unsigned long flags;
 	int pidx, region;
 	bool was = false;
 
 	if (ivntb_region_of(iv, handle, &pidx, &region)) {
-		spin_lock(&iv->mw_lock);
+		spin_lock_irqsave(&iv->mw_lock, flags);
 		was = __test_and_clear_bit(region, &iv->used[pidx]);
-		spin_unlock(&iv->mw_lock);
+		spin_unlock_irqrestore(&iv->mw_lock, flags);
 	}
 	if (!was)
 		dev_err_ratelimited(dev, "dma_free_coherent of %pad: not a buffer this device handed out\n",

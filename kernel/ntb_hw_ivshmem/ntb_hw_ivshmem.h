@@ -138,7 +138,8 @@ struct ivntb_peer {
  * @nvec:	MSI-X vectors in use
  * @vec:	their handlers' context
  * @session:	this port's session (also in its slot)
- * @db_lock:	serialises this port's doorbell counters and mask
+ * @db_lock:	serialises this port's doorbell counters and mask; taken in
+ *		the MSI-X handler, so elsewhere with interrupts off (irqsave)
  * @db_mask:	doorbell bits masked by the client
  * @db_up:	ports whose rings count now: this one, and the peers whose link
  *		is up here (a ring of a peer that sees the link up before this
@@ -147,13 +148,15 @@ struct ivntb_peer {
  * @db_told:	[bit]: the rings (all ports) the client has had events for
  * @db_work:	delivers doorbell events that were not interrupts (local rings,
  *		unmasked pending bits)
- * @mw_lock:	serialises the window state below
+ * @mw_lock:	serialises the window state below; NTB ops and DMA ops have
+ *		no documented calling context, so it is taken irqsave
  * @xlat:	[pidx][window]: its translation, as published in the slot
  *		(pages 0: none)
  * @used:	[pidx]: bit per region handed out by the DMA allocator
  * @hint:	recent ntb_mw_get_align() calls, by task
  * @link_work:	the heartbeat and link poll
- * @link_lock:	serialises @link_mask and @link_running
+ * @link_lock:	serialises @link_mask and @link_running; taken in the
+ *		MSI-X handler (ivntb_link_kick()), so elsewhere irq-safe
  * @link_mask:	peers (by index) whose link is up
  * @link_running: the poll may be queued (false from remove on)
  * @peer:	per peer index
@@ -184,14 +187,14 @@ struct ivntb_dev {
 	struct ivntb_vec vec[IVNTB_MAX_VECTORS];
 
 	u64 session;
-	spinlock_t db_lock;
+	spinlock_t db_lock;	/* counters and mask; irq-safe: the ISR takes it */
 	u64 db_mask;
 	u32 db_up;
 	u32 db_vis[IVNTB_MAX_PORTS][IVNTB_DB_BITS];
 	u32 db_told[IVNTB_DB_BITS];
 	struct work_struct db_work;
 
-	spinlock_t mw_lock;
+	spinlock_t mw_lock;	/* window state; irqsave: any calling context */
 	struct {
 		u32 page;
 		u32 pages;
@@ -201,7 +204,7 @@ struct ivntb_dev {
 	unsigned int hint_next;
 
 	struct delayed_work link_work;
-	spinlock_t link_lock;
+	spinlock_t link_lock;	/* link mask; irq-safe: the ISR kicks the poll */
 	u64 link_mask;
 	bool link_running;
 	struct ivntb_peer peer[IVNTB_MAX_PORTS - 1];

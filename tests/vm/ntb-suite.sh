@@ -22,6 +22,7 @@
 #
 # host: kill-2 join reset-1
 # want: g0:load g1:load g2:load g2b:load g0:port g1:port g2:port g2b:port
+# want: g0:params-load g1:params-load g2:params-load g0:params-write g1:params-write g2:params-write
 # want: g0:tool-link g1:tool-link g2:tool-link g0:tool-spad g1:tool-spad g2:tool-spad
 # want: g0:tool-db g1:tool-db g2:tool-db g0:tool-mw g1:tool-mw g2:tool-mw
 # want: g0:perf g1:perf g2:perf g0:pingpong g1:pingpong g2:pingpong
@@ -297,9 +298,35 @@ unbind() {
 	phase unbind-done
 }
 
+# params_load: a period of 0 (the link poll divides by heartbeat_ms) or out
+# of range is refused at load, and the kernel log says the range
+params_load() {
+	for bad in heartbeat_ms=0 link_timeout_ms=0 heartbeat_ms=10001; do
+		if insmod $MOD/ntb_hw_ivshmem.ko ports=$PORTS $bad 2>/dev/null; then
+			echo "loaded with $bad"
+			rmmod ntb_hw_ivshmem
+			return 1
+		fi
+		dmesg | grep "ntb_hw_ivshmem: $bad: must be 1 to" ||
+			{ echo "no word of $bad in the kernel log"; return 1; }
+	done
+}
+# params_write: link_timeout_ms, writable at run time, refuses 0 and keeps
+# its value
+params_write() {
+	f=/sys/module/ntb_hw_ivshmem/parameters/link_timeout_ms
+	was=$(cat $f)
+	if echo 0 2>/dev/null >$f; then echo "link_timeout_ms took 0"; return 1; fi
+	[ "$(cat $f)" = "$was" ] || { echo "link_timeout_ms is $(cat $f), was $was"; return 1; }
+	echo "$was" >$f
+}
+
 mount -t debugfs none $DBG
-insmod $MOD/ntb.ko && insmod $MOD/ntb_hw_ivshmem.ko ports=$PORTS dyndbg=+p && [ -e /sys/bus/ntb/devices/$DEV ] &&
+insmod $MOD/ntb.ko
+run params-load params_load
+insmod $MOD/ntb_hw_ivshmem.ko ports=$PORTS dyndbg=+p && [ -e /sys/bus/ntb/devices/$DEV ] &&
 	ok load || no load "$(dmesg | grep -i ntb | tail -n 3)"
+run params-write params_write
 ME=$(dmesg | sed -n 's/.*NTB port \([0-9]*\) of.*/\1/p' | tail -n 1)
 dmesg | grep ntb_hw_ivshmem | sed 's/^/    | /'
 [ "$ME" = "$G" ] && ok port || no port "guest $G is port ${ME:-none}"
