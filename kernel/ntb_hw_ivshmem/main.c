@@ -16,7 +16,7 @@
 static int ports;
 module_param(ports, int, 0444);
 MODULE_PARM_DESC(ports,
-	"Ports of the NTB (2-8): used to lay out an empty BAR2; a laid-out one is adopted (0: its layout, else 8)");
+	"Ports of the NTB (2-8): an empty BAR2 is laid out for them, a laid-out one must have as many (default 0: only adopt a laid-out BAR2, never write one)");
 
 static int ivntb_port_number(struct ntb_dev *ntb)
 {
@@ -125,7 +125,10 @@ static int ivntb_layout(u64 bar_size, int nports, struct ivntb_desc *d)
 	return -ENOSPC;
 }
 
-/* Adopt the layout BAR2 holds, or lay out an empty BAR2; refuse anything else. */
+/*
+ * Adopt the layout BAR2 holds, or lay out an empty BAR2 when ports= says
+ * how; refuse anything else.
+ */
 static int ivntb_setup_layout(struct ivntb_dev *iv)
 {
 	struct device *dev = &iv->pdev->dev;
@@ -164,7 +167,16 @@ static int ivntb_setup_layout(struct ivntb_dev *iv)
 		dev_err(dev, "BAR2 holds data that is not an ntb_hw_ivshmem layout (another user of this ivshmem?): not touching it\n");
 		return -EBUSY;
 	}
-	n = ports ? ports : IVNTB_MAX_PORTS;
+	/*
+	 * The alias loads this driver for every ivshmem-doorbell function,
+	 * including those meant for shmwin or a vfio/uio lender: an empty
+	 * region is laid out only when the user asked for an NTB.
+	 */
+	if (!ports) {
+		dev_info(dev, "BAR2 holds no NTB layout and ports= was not given: left alone (load ntb_hw_ivshmem with ports=N to lay one out)\n");
+		return -ENODEV;
+	}
+	n = ports;
 	ret = ivntb_layout(iv->shm_size, n, &want);
 	if (ret) {
 		dev_err(dev, "BAR2 of %pa bytes is too small for %d ports\n", &iv->shm_size, n);

@@ -17,9 +17,11 @@
  * links going down.
  *
  *   ntb-scribble RESOURCE2 SECONDS
+ *   ntb-scribble RESOURCE2 clear      zero BAR2's first MiB
+ *   ntb-scribble RESOURCE2 is-clear   exit 0 if its first MiB is zero
  *
- * Exits 0 once done, 1 when BAR2 cannot be mapped or holds no layout, 2 on
- * bad usage.
+ * Exits 0 once done, 1 when BAR2 cannot be mapped, holds no layout or (for
+ * is-clear) is not clear, 2 on bad usage.
  */
 #include <fcntl.h>
 #include <stdint.h>
@@ -79,14 +81,14 @@ int main(int argc, char **argv)
 {
 	volatile uint8_t *shm;
 	uint8_t *orig;
-	uint64_t slot_off, slot_size, end;
+	uint64_t slot_off, slot_size, end, off;
 	unsigned int ports, p, rounds = 0;
 	double until;
 	struct stat st;
 	int fd;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: ntb-scribble RESOURCE2 SECONDS\n");
+		fprintf(stderr, "usage: ntb-scribble RESOURCE2 SECONDS|clear|is-clear\n");
 		return 2;
 	}
 	fd = open(argv[1], O_RDWR | O_SYNC);
@@ -98,6 +100,20 @@ int main(int argc, char **argv)
 	if (shm == MAP_FAILED) {
 		perror("mmap BAR2");
 		return 1;
+	}
+	end = st.st_size < (1 << 20) ? st.st_size : 1 << 20;
+	if (!strcmp(argv[2], "clear")) {
+		fill(shm, end, 0);
+		return 0;
+	}
+	if (!strcmp(argv[2], "is-clear")) {
+		for (off = 0; off + 8 <= end; off += 8)
+			if (rd64(shm + off)) {
+				printf("BAR2 is written at %llu\n",
+				       (unsigned long long)off);
+				return 1;
+			}
+		return 0;
 	}
 	if (rd64(shm) != DESC_MAGIC) {
 		fprintf(stderr, "BAR2 holds no ntb_hw_ivshmem layout\n");

@@ -15,7 +15,8 @@
 #            again, and unloaded under a bound ntb_perf; dmesg is read
 #   - 1 2    0, its driver unloaded, scribbles over BAR2's descriptor and
 #            every slot (ntb-scribble) while 1 and 2 hold their link up: they
-#            see it go down, and their kernels report nothing else
+#            see it go down, and their kernels report nothing else; then 0
+#            clears BAR2 and loads the driver without ports=: it lays out nothing
 # Port 3 is never there: a peer that does not exist is a link that stays
 # down. A guest that joins late (2 booted again, 1 after its reset) asks
 # run-ntb.sh which phase the others are at.
@@ -46,7 +47,7 @@
 # want: g0:dmesg g1:dmesg g2b:dmesg
 # want: g1:scribble-up g2b:scribble-up g0:scribble g1:scribble-link-down g2b:scribble-link-down
 # want: g1:scribble-seen g2b:scribble-seen g1:scribble-unload g2b:scribble-unload
-# want: g0:scribble-dmesg g1:scribble-dmesg g2b:scribble-dmesg
+# want: g0:scribble-dmesg g1:scribble-dmesg g2b:scribble-dmesg g0:no-surprise
 G=$(sed -n 's/.*sio\.guest=\([0-9]*\).*/\1/p' /proc/cmdline)
 MOD=/lib/modules
 DBG=/sys/kernel/debug
@@ -211,6 +212,20 @@ scribble() {
 			no scribble-unload "$(lsmod | grep ntb)"
 	fi
 	dmesg_check scribble-dmesg
+	phase surprise
+	[ "$ME" != 0 ] || run no-surprise no_surprise
+}
+# no_surprise: loaded without ports= on an empty BAR2, the driver binds
+# nothing and writes nothing (the region may be meant for shmwin or a lender)
+no_surprise() {
+	r=/sys/bus/pci/devices/$DEV/resource2
+	ntb-scribble $r clear && insmod $MOD/ntb.ko && insmod $MOD/ntb_hw_ivshmem.ko || return 1
+	bad=
+	[ ! -e /sys/bus/ntb/devices/$DEV ] || bad="an NTB device"
+	ntb-scribble $r is-clear || bad="$bad, BAR2 written"
+	dmesg | grep 'ports= was not given' || bad="$bad, no word of why"
+	rmmod ntb_hw_ivshmem && rmmod ntb
+	[ -z "$bad" ] || { echo "without ports=: $bad"; return 1; }
 }
 
 # sntb_links PORT...: smartio_ntb sees the link with each PORT up (bounded)
