@@ -349,6 +349,102 @@ static int ivntb_setup(struct ivntb_dev *iv)
 	return 0;
 }
 
+/* What the device is to the NTB core, before any resource is taken. */
+static void ivntb_init_struct(struct ivntb_dev *iv, struct pci_dev *pdev)
+{
+	iv->pdev = pdev;
+	iv->ntb.pdev = pdev;
+	iv->ntb.topo = NTB_TOPO_SWITCH;
+	iv->ntb.ops = &ivntb_ops;
+}
+
+/* The PCI function: enabled, its BARs claimed and mapped, bus master. */
+static int ivntb_init_pci(struct ivntb_dev *iv)
+{
+	struct pci_dev *pdev = iv->pdev;
+	struct device *dev = &pdev->dev;
+	int ret;
+
+	ret = pci_enable_device(pdev);
+	if (ret) {
+		dev_err(dev, "cannot enable the device: %d\n", ret);
+		return ret;
+	}
+	ret = pci_request_regions(pdev, IVNTB_NAME);
+	if (ret) {
+		dev_err(dev, "its BARs are taken by another driver: %d\n", ret);
+		goto err_disable;
+	}
+	ret = ivntb_map(iv);
+	if (ret)
+		goto err_unmap;
+	ret = dma_set_mask_and_coherent(dev, DMA_BIT_MASK(64));
+	if (ret) {
+		dev_err(dev, "cannot set a 64-bit DMA mask: %d\n", ret);
+		goto err_unmap;
+	}
+	/*
+	 * MSI-X messages are memory writes of the function: without bus
+	 * mastering they go nowhere.
+	 */
+	pci_set_master(pdev);
+	return 0;
+
+err_unmap:
+	ivntb_unmap(iv);
+	pci_release_regions(pdev);
+err_disable:
+	pci_disable_device(pdev);
+	return ret;
+}
+
+static void ivntb_deinit_pci(struct ivntb_dev *iv)
+{
+	pci_clear_master(iv->pdev);
+	ivntb_unmap(iv);
+	pci_release_regions(iv->pdev);
+	pci_disable_device(iv->pdev);
+}
+
+/*
+ * The NTB over BAR2: its layout adopted (or laid out), this port's slot
+ * taken, the interrupts, and the DMA ops that hand out BAR2.
+ */
+static int ivntb_init_dev(struct ivntb_dev *iv)
+{
+	struct device *dev = &iv->pdev->dev;
+	int ret;
+
+	ret = ivntb_setup(iv);
+	if (ret)
+		return ret;
+	ret = ivntb_irq_init(iv);
+	if (ret)
+		goto err_slot;
+	/*
+	 * Clients allocate their inbound buffers with dma_alloc_coherent() on
+	 * this function; the only memory the peers see is BAR2, so those
+	 * allocations must come from there. The function itself never does
+	 * DMA, so its own DMA ops (an IOMMU's, or none) are not needed while
+	 * ours are in place.
+	 */
+	pci_set_drvdata(iv->pdev, iv);	/* our DMA ops find iv there */
+	iv->orig_dma_ops = dev->dma_ops;
+	set_dma_ops(dev, &ivntb_dma_ops);
+	return 0;
+
+err_slot:
+	ivntb_slot_fini(iv);
+	return ret;
+}
+
+static void ivntb_deinit_dev(struct ivntb_dev *iv)
+{
+	set_dma_ops(&iv->pdev->dev, iv->orig_dma_ops);
+	ivntb_irq_fini(iv);
+	ivntb_slot_fini(iv);
+}
+
 static int ivntb_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	struct device *dev = &pdev->dev;
@@ -362,48 +458,13 @@ static int ivntb_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	iv = kzalloc(sizeof(*iv), GFP_KERNEL);
 	if (!iv)
 		return -ENOMEM;
-	iv->pdev = pdev;
-	ret = pci_enable_device(pdev);
-	if (ret) {
-		dev_err(dev, "cannot enable the device: %d\n", ret);
+	ivntb_init_struct(iv, pdev);
+	ret = ivntb_init_pci(iv);
+	if (ret)
 		goto err_free;
-	}
-	ret = pci_request_regions(pdev, IVNTB_NAME);
-	if (ret) {
-		dev_err(dev, "its BARs are taken by another driver: %d\n", ret);
-		goto err_disable;
-	}
-	ret = ivntb_map(iv);
+	ret = ivntb_init_dev(iv);
 	if (ret)
-		goto err_unmap;
-	ret = ivntb_setup(iv);
-	if (ret)
-		goto err_unmap;
-	ret = dma_set_mask_and_coherent(dev, DMA_BIT_MASK(64));
-	if (ret) {
-		dev_err(dev, "cannot set a 64-bit DMA mask: %d\n", ret);
-		goto err_slot;
-	}
-	/* MSI-X messages are memory writes of the function: without bus mastering they go nowhere */
-	pci_set_master(pdev);
-	ret = ivntb_irq_init(iv);
-	if (ret)
-		goto err_master;
-
-	/*
-	 * Clients allocate their inbound buffers with dma_alloc_coherent() on
-	 * this function; the only memory the peers see is BAR2, so those
-	 * allocations must come from there. The function itself never does
-	 * DMA, so its own DMA ops (an IOMMU's, or none) are not needed while
-	 * ours are in place.
-	 */
-	pci_set_drvdata(pdev, iv);	/* our DMA ops find iv there */
-	iv->orig_dma_ops = dev->dma_ops;
-	set_dma_ops(dev, &ivntb_dma_ops);
-
-	iv->ntb.pdev = pdev;
-	iv->ntb.topo = NTB_TOPO_SWITCH;
-	iv->ntb.ops = &ivntb_ops;
+		goto err_deinit_pci;
 	ivntb_link_start(iv);
 	ret = ntb_register_device(&iv->ntb);
 	if (ret) {
@@ -417,17 +478,9 @@ static int ivntb_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 
 err_link:
 	ivntb_link_stop(iv);
-	set_dma_ops(dev, iv->orig_dma_ops);
-	ivntb_irq_fini(iv);
-err_master:
-	pci_clear_master(pdev);
-err_slot:
-	ivntb_slot_fini(iv);
-err_unmap:
-	ivntb_unmap(iv);
-	pci_release_regions(pdev);
-err_disable:
-	pci_disable_device(pdev);
+	ivntb_deinit_dev(iv);
+err_deinit_pci:
+	ivntb_deinit_pci(iv);
 err_free:
 	kfree(iv);
 	return ret;
@@ -444,13 +497,8 @@ static void ivntb_remove(struct pci_dev *pdev)
 
 	ntb_unregister_device(&iv->ntb);
 	ivntb_link_stop(iv);
-	ivntb_irq_fini(iv);
-	set_dma_ops(&pdev->dev, iv->orig_dma_ops);
-	pci_clear_master(pdev);
-	ivntb_slot_fini(iv);
-	ivntb_unmap(iv);
-	pci_release_regions(pdev);
-	pci_disable_device(pdev);
+	ivntb_deinit_dev(iv);
+	ivntb_deinit_pci(iv);
 	kfree(iv);
 }
 
