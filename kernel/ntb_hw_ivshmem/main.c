@@ -283,17 +283,25 @@ static void ivntb_slot_fini(struct ivntb_dev *iv)
 	wmb();	/* the peers see the port gone before it unmaps */
 }
 
+/*
+ * BAR0 (registers) and BAR2 (shared memory) claimed and mapped, managed:
+ * they go when the driver is unbound, after ivntb_remove().
+ */
 static int ivntb_map(struct ivntb_dev *iv)
 {
 	struct pci_dev *pdev = iv->pdev;
 	struct device *dev = &pdev->dev;
+	void *shm;
 	u32 pos;
+	int ret;
 
-	iv->regs = pci_iomap(pdev, IVSHMEM_BAR_REGS, 0);
-	if (!iv->regs) {
-		dev_err(dev, "cannot map BAR0, ivshmem's registers\n");
-		return -ENOMEM;
+	ret = pcim_iomap_regions(pdev, BIT(IVSHMEM_BAR_REGS), IVNTB_NAME);
+	if (ret) {
+		dev_err(dev, "cannot claim and map BAR0, ivshmem's registers: %d\n",
+			ret);
+		return ret;
 	}
+	iv->regs = pcim_iomap_table(pdev)[IVSHMEM_BAR_REGS];
 	pos = readl(iv->regs + IVSHMEM_IVPOSITION);
 	if ((s32)pos < 0) {
 		dev_err(dev, "no IVPosition: the ivshmem device has no server (an ivshmem-doorbell with chardev= is needed)\n");
@@ -307,22 +315,22 @@ static int ivntb_map(struct ivntb_dev *iv)
 		dev_err(dev, "BAR2 is %pa bytes: too small for an NTB (1 MiB at least)\n", &iv->shm_size);
 		return -ENOSPC;
 	}
-	/* Shared memory, not registers: write-back, as the peers' kernels map it too. */
-	iv->shm = memremap(iv->shm_phys, iv->shm_size, MEMREMAP_WB);
-	if (!iv->shm) {
-		dev_err(dev, "cannot map BAR2 (%pa bytes at %pa)\n", &iv->shm_size, &iv->shm_phys);
-		return -ENOMEM;
+	/* managed too, as the device was enabled with pcim_enable_device() */
+	ret = pci_request_region(pdev, IVSHMEM_BAR_SHM, IVNTB_NAME);
+	if (ret) {
+		dev_err(dev, "BAR2 is taken by another driver: %d\n", ret);
+		return ret;
 	}
-	iv->desc = iv->shm;
+	/* Shared memory, not registers: write-back, as the peers' kernels map it too. */
+	shm = devm_memremap(dev, iv->shm_phys, iv->shm_size, MEMREMAP_WB);
+	if (IS_ERR(shm)) {
+		dev_err(dev, "cannot map BAR2 (%pa bytes at %pa): %ld\n",
+			&iv->shm_size, &iv->shm_phys, PTR_ERR(shm));
+		return PTR_ERR(shm);
+	}
+	iv->shm = shm;
+	iv->desc = shm;
 	return 0;
-}
-
-static void ivntb_unmap(struct ivntb_dev *iv)
-{
-	if (iv->shm)
-		memunmap(iv->shm);
-	if (iv->regs)
-		pci_iounmap(iv->pdev, iv->regs);
 }
 
 static int ivntb_setup(struct ivntb_dev *iv)
@@ -365,23 +373,19 @@ static int ivntb_init_pci(struct ivntb_dev *iv)
 	struct device *dev = &pdev->dev;
 	int ret;
 
-	ret = pci_enable_device(pdev);
+	/* managed: disabled, its regions released, when the driver unbinds */
+	ret = pcim_enable_device(pdev);
 	if (ret) {
 		dev_err(dev, "cannot enable the device: %d\n", ret);
 		return ret;
 	}
-	ret = pci_request_regions(pdev, IVNTB_NAME);
-	if (ret) {
-		dev_err(dev, "its BARs are taken by another driver: %d\n", ret);
-		goto err_disable;
-	}
 	ret = ivntb_map(iv);
 	if (ret)
-		goto err_unmap;
+		return ret;
 	ret = dma_set_mask_and_coherent(dev, DMA_BIT_MASK(64));
 	if (ret) {
 		dev_err(dev, "cannot set a 64-bit DMA mask: %d\n", ret);
-		goto err_unmap;
+		return ret;
 	}
 	/*
 	 * MSI-X messages are memory writes of the function: without bus
@@ -389,21 +393,11 @@ static int ivntb_init_pci(struct ivntb_dev *iv)
 	 */
 	pci_set_master(pdev);
 	return 0;
-
-err_unmap:
-	ivntb_unmap(iv);
-	pci_release_regions(pdev);
-err_disable:
-	pci_disable_device(pdev);
-	return ret;
 }
 
 static void ivntb_deinit_pci(struct ivntb_dev *iv)
 {
 	pci_clear_master(iv->pdev);
-	ivntb_unmap(iv);
-	pci_release_regions(iv->pdev);
-	pci_disable_device(iv->pdev);
 }
 
 /*
@@ -455,13 +449,14 @@ static int ivntb_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		dev_info(dev, "no MSI-X: an ivshmem-plain (no doorbells), not an NTB; left alone\n");
 		return -ENODEV;
 	}
-	iv = kzalloc(sizeof(*iv), GFP_KERNEL);
+	/* freed after remove: the NTB core waits for its device's release */
+	iv = devm_kzalloc(dev, sizeof(*iv), GFP_KERNEL);
 	if (!iv)
 		return -ENOMEM;
 	ivntb_init_struct(iv, pdev);
 	ret = ivntb_init_pci(iv);
 	if (ret)
-		goto err_free;
+		return ret;
 	ret = ivntb_init_dev(iv);
 	if (ret)
 		goto err_deinit_pci;
@@ -481,15 +476,14 @@ err_link:
 	ivntb_deinit_dev(iv);
 err_deinit_pci:
 	ivntb_deinit_pci(iv);
-err_free:
-	kfree(iv);
 	return ret;
 }
 
 /*
  * Clients bound to the NTB device are removed first (the core calls their
  * remove), and free their buffers through our DMA ops; then the link, the
- * interrupts, the DMA ops and the mappings go.
+ * interrupts and the DMA ops go; the mappings, the regions and the device
+ * itself are released after this returns (managed).
  */
 static void ivntb_remove(struct pci_dev *pdev)
 {
@@ -499,7 +493,6 @@ static void ivntb_remove(struct pci_dev *pdev)
 	ivntb_link_stop(iv);
 	ivntb_deinit_dev(iv);
 	ivntb_deinit_pci(iv);
-	kfree(iv);
 }
 
 static const struct pci_device_id ivntb_pci_ids[] = {
