@@ -30,7 +30,8 @@
 #include "ntb_hw_ivshmem.h"
 
 #define IVNTB_DB_VALID	GENMASK_ULL(IVNTB_DB_BITS - 1, 0)
-#define IVNTB_DB_EVENTS_MAX	32	/* events per vector per delivery, at most */
+/* events per vector per delivery, at most */
+#define IVNTB_DB_EVENTS_MAX	32
 
 static inline u32 shm_rd(__le32 *p)
 {
@@ -75,7 +76,8 @@ static u64 __ivntb_db_pending(struct ivntb_dev *iv)
 
 	for (p = 0; p < iv->ports; p++)
 		for (b = 0; b < IVNTB_DB_BITS; b++)
-			if (ivntb_db_counted(iv, p, b) != shm_rd(&s->db_ack[p][b]))
+			if (ivntb_db_counted(iv, p, b) !=
+			    shm_rd(&s->db_ack[p][b]))
 				bits |= BIT_ULL(b);
 	return bits;
 }
@@ -122,12 +124,14 @@ void ivntb_db_link(struct ivntb_dev *iv, int port, bool up)
 		iv->db_up |= BIT(port);
 	} else {
 		for (b = 0; b < IVNTB_DB_BITS; b++)
-			iv->db_vis[port][b] = shm_rd(&iv->slot->db_set[port][b]);
+			iv->db_vis[port][b] =
+				shm_rd(&iv->slot->db_set[port][b]);
 		iv->db_up &= ~BIT(port);
 	}
 	spin_unlock_irqrestore(&iv->db_lock, flags);
 	if (up)
-		schedule_work(&iv->db_work);	/* the rings that waited for the link */
+		/* the rings that waited for the link */
+		schedule_work(&iv->db_work);
 }
 
 /* @port restarted: its rings of before are dropped. */
@@ -204,7 +208,8 @@ void ivntb_db_init(struct ivntb_dev *iv)
 	int p, b;
 
 	spin_lock_init(&iv->db_lock);
-	iv->db_mask = IVNTB_DB_VALID;	/* masked until a client unmasks, as after a reset */
+	/* masked until a client unmasks, as after a reset */
+	iv->db_mask = IVNTB_DB_VALID;
 	iv->db_up = BIT(iv->port);
 	for (p = 0; p < IVNTB_MAX_PORTS; p++)
 		for (b = 0; b < IVNTB_DB_BITS; b++)
@@ -241,7 +246,8 @@ int ivntb_irq_init(struct ivntb_dev *iv)
 		ret = pci_request_irq(pdev, v, ivntb_isr, NULL, &iv->vec[v],
 				      "%s-%d", IVNTB_NAME, v);
 		if (ret) {
-			dev_err(&pdev->dev, "cannot take MSI-X vector %d: %d\n", v, ret);
+			dev_err(&pdev->dev,
+				"cannot take MSI-X vector %d: %d\n", v, ret);
 			goto err;
 		}
 	}
@@ -284,7 +290,9 @@ u64 ivntb_db_vector_mask(struct ntb_dev *ntb, int vector)
 
 	if (vector >= 0 && vector < iv->nvec)
 		return ivntb_vector_bits(iv, vector);
-	dev_err_ratelimited(&iv->pdev->dev, "db_vector_mask: no vector %d of %d\n", vector, iv->nvec);
+	dev_err_ratelimited(&iv->pdev->dev,
+			    "db_vector_mask: no vector %d of %d\n",
+			    vector, iv->nvec);
 	return 0;
 }
 
@@ -297,7 +305,8 @@ static int ivntb_db_check(struct ivntb_dev *iv, u64 bits, const char *what)
 {
 	if (!(bits & ~IVNTB_DB_VALID))
 		return 0;
-	dev_err_ratelimited(&iv->pdev->dev, "%s: doorbell bits %#llx beyond the valid %#llx\n",
+	dev_err_ratelimited(&iv->pdev->dev,
+			    "%s: doorbell bits %#llx beyond the valid %#llx\n",
 			    what, bits, IVNTB_DB_VALID);
 	return -EINVAL;
 }
@@ -311,10 +320,14 @@ static void ivntb_db_count(struct ivntb_dev *iv, int port, u64 bits)
 
 	bitmap_from_u64(map, bits);
 	for_each_set_bit(b, map, IVNTB_DB_BITS)
-		shm_wr(&s->db_set[iv->port][b], shm_rd(&s->db_set[iv->port][b]) + 1);
+		shm_wr(&s->db_set[iv->port][b],
+		       shm_rd(&s->db_set[iv->port][b]) + 1);
 }
 
-/* Ring this port's own doorbell (ntb_tool's "db" file, a client's self-test). */
+/*
+ * Ring this port's own doorbell (ntb_tool's "db" file, a client's
+ * self-test).
+ */
 int ivntb_db_set(struct ntb_dev *ntb, u64 bits)
 {
 	struct ivntb_dev *iv = to_ivntb(ntb);
@@ -356,7 +369,8 @@ u64 ivntb_db_read_mask(struct ntb_dev *ntb)
 }
 
 /* Mask @set, unmask @clear. */
-static int ivntb_db_mask(struct ivntb_dev *iv, u64 set, u64 clear, const char *what)
+static int ivntb_db_mask(struct ivntb_dev *iv, u64 set, u64 clear,
+			 const char *what)
 {
 	unsigned long flags;
 	int ret = ivntb_db_check(iv, set | clear, what);
@@ -393,7 +407,8 @@ int ivntb_peer_db_set(struct ntb_dev *ntb, u64 bits)
 
 	if (ret)
 		return ret;
-	wmb();	/* the client's data (scratchpads, windows) before the rings count */
+	/* the client's data (scratchpads, windows) before the rings count */
+	wmb();
 	spin_lock_irqsave(&iv->db_lock, flags);
 	to = iv->db_up & ~BIT(iv->port);
 	for (port = 0; port < iv->ports; port++)
@@ -421,13 +436,16 @@ int ivntb_spad_count(struct ntb_dev *ntb)
 	return to_ivntb(ntb)->spads;
 }
 
-static __le32 *ivntb_spad(struct ivntb_dev *iv, int pidx, int sidx, const char *what)
+static __le32 *ivntb_spad(struct ivntb_dev *iv, int pidx, int sidx,
+			  const char *what)
 {
 	int port = pidx < 0 ? iv->port : ivntb_pidx_port(iv, pidx);
 
 	if (sidx < 0 || sidx >= iv->spads || pidx >= ivntb_peer_count(iv)) {
-		dev_err_ratelimited(&iv->pdev->dev, "%s: scratchpad %d of peer %d: %d scratchpads, %d peers\n",
-				    what, sidx, pidx, iv->spads, ivntb_peer_count(iv));
+		dev_err_ratelimited(&iv->pdev->dev,
+				    "%s: scratchpad %d of peer %d: %d scratchpads, %d peers\n",
+				    what, sidx, pidx, iv->spads,
+				    ivntb_peer_count(iv));
 		return NULL;
 	}
 	return &ivntb_slot_of(iv, port)->spad[sidx];
@@ -452,14 +470,16 @@ int ivntb_spad_write(struct ntb_dev *ntb, int sidx, u32 val)
 
 u32 ivntb_peer_spad_read(struct ntb_dev *ntb, int pidx, int sidx)
 {
-	__le32 *sp = pidx < 0 ? NULL : ivntb_spad(to_ivntb(ntb), pidx, sidx, "peer_spad_read");
+	__le32 *sp = pidx < 0 ? NULL :
+		     ivntb_spad(to_ivntb(ntb), pidx, sidx, "peer_spad_read");
 
 	return sp ? shm_rd(sp) : 0;
 }
 
 int ivntb_peer_spad_write(struct ntb_dev *ntb, int pidx, int sidx, u32 val)
 {
-	__le32 *sp = pidx < 0 ? NULL : ivntb_spad(to_ivntb(ntb), pidx, sidx, "peer_spad_write");
+	__le32 *sp = pidx < 0 ? NULL :
+		     ivntb_spad(to_ivntb(ntb), pidx, sidx, "peer_spad_write");
 
 	if (!sp)
 		return -EINVAL;

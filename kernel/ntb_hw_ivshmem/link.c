@@ -55,12 +55,12 @@ static const struct kernel_param_ops ivntb_timeout_ops = {
 static unsigned int heartbeat_ms = 100;
 module_param_cb(heartbeat_ms, &ivntb_heartbeat_ops, &heartbeat_ms, 0444);
 MODULE_PARM_DESC(heartbeat_ms,
-	"Heartbeat and link poll period, in ms (1-10000, default 100)");
+		 "Heartbeat and link poll period, in ms (1-10000, default 100)");
 
 static unsigned int link_timeout_ms = 5000;
 module_param_cb(link_timeout_ms, &ivntb_timeout_ops, &link_timeout_ms, 0644);
 MODULE_PARM_DESC(link_timeout_ms,
-	"A peer whose heartbeat has not moved for this long (ms of this guest's own polls) is down (1-3600000, default 5000)");
+		 "A peer whose heartbeat has not moved for this long (ms of this guest's own polls) is down (1-3600000, default 5000)");
 
 static void ivntb_link_work(struct work_struct *work);
 
@@ -99,14 +99,16 @@ static bool ivntb_layout_check(struct ivntb_dev *iv)
 	int pidx;
 
 	if (intact && iv->layout_broken)
-		dev_info(&iv->pdev->dev, "BAR2's layout and port %d's slot are back as adopted: links may come up again\n",
+		dev_info(&iv->pdev->dev,
+			 "BAR2's layout and port %d's slot are back as adopted: links may come up again\n",
 			 iv->port);
 	if (intact || iv->layout_broken) {
 		iv->layout_broken = !intact;
 		return intact;
 	}
 	iv->layout_broken = true;
-	dev_err(&iv->pdev->dev, "BAR2's layout or port %d's slot was rewritten by another guest (every guest must load ntb_hw_ivshmem with the same ports=, and nothing else may write the region): links kept down\n",
+	dev_err(&iv->pdev->dev,
+		"BAR2's layout or port %d's slot was rewritten by another guest (every guest must load ntb_hw_ivshmem with the same ports=, and nothing else may write the region): links kept down\n",
 		iv->port);
 	for (pidx = 0; pidx < ivntb_peer_count(iv); pidx++) {
 		iv->peer[pidx].alive = false;
@@ -145,7 +147,7 @@ static bool ivntb_peer_poll(struct ivntb_dev *iv, int pidx,
 	session = le64_to_cpu(READ_ONCE(s->session));
 	hb = le32_to_cpu(READ_ONCE(s->heartbeat));
 	if (session != p->session) {
-		/* new, or restarted: up only once its heartbeat is seen to move */
+		/* new, or restarted: up once its heartbeat is seen to move */
 		WRITE_ONCE(*seen, 0);
 		ivntb_db_forget(iv, port);
 		p->session = session;
@@ -178,9 +180,11 @@ static void ivntb_link_report(struct ivntb_dev *iv, u64 old, u64 now)
 
 		ivntb_db_link(iv, port, now & BIT_ULL(pidx));
 		if (now & BIT_ULL(pidx))
-			dev_info(&iv->pdev->dev, "link with port %d up\n", port);
+			dev_info(&iv->pdev->dev,
+				 "link with port %d up\n", port);
 		else
-			dev_info(&iv->pdev->dev, "link with port %d down (%s)\n", port,
+			dev_info(&iv->pdev->dev,
+				 "link with port %d down (%s)\n", port,
 				 !READ_ONCE(iv->enabled) ? "disabled here" :
 				 iv->layout_broken ? "BAR2 rewritten" :
 				 iv->peer[pidx].alive ? "disabled by the peer" :
@@ -190,16 +194,17 @@ static void ivntb_link_report(struct ivntb_dev *iv, u64 old, u64 now)
 
 static void ivntb_link_work(struct work_struct *work)
 {
-	struct ivntb_dev *iv = container_of(to_delayed_work(work), struct ivntb_dev,
-					    link_work);
+	struct ivntb_dev *iv = container_of(to_delayed_work(work),
+					    struct ivntb_dev, link_work);
 	bool intact = ivntb_layout_check(iv);
 	unsigned int period = READ_ONCE(heartbeat_ms);
 	unsigned int limit = DIV_ROUND_UP(READ_ONCE(link_timeout_ms), period);
 	u64 mask = 0, old;
 	int pidx;
+	u32 hb;
 
-	WRITE_ONCE(iv->slot->heartbeat,
-		   cpu_to_le32(le32_to_cpu(READ_ONCE(iv->slot->heartbeat)) + 1));
+	hb = le32_to_cpu(READ_ONCE(iv->slot->heartbeat));
+	WRITE_ONCE(iv->slot->heartbeat, cpu_to_le32(hb + 1));
 	for (pidx = 0; intact && pidx < ivntb_peer_count(iv); pidx++)
 		if (ivntb_peer_poll(iv, pidx, limit) && READ_ONCE(iv->enabled))
 			mask |= BIT_ULL(pidx);
@@ -210,7 +215,7 @@ static void ivntb_link_work(struct work_struct *work)
 	spin_unlock_irq(&iv->link_lock);
 	if (old != mask) {
 		ivntb_link_report(iv, old, mask);
-		/* a link this port's client disabled: no event (ivntb_link_set) */
+		/* a link this port's client disabled: no event (link_set) */
 		if (READ_ONCE(iv->enabled))
 			ntb_link_event(&iv->ntb);
 	}
@@ -232,7 +237,8 @@ void ivntb_link_start(struct ivntb_dev *iv)
 void ivntb_link_stop(struct ivntb_dev *iv)
 {
 	spin_lock_irq(&iv->link_lock);
-	iv->link_running = false;	/* neither the work nor a kick requeues it now */
+	/* neither the work nor a kick requeues it now */
+	iv->link_running = false;
 	spin_unlock_irq(&iv->link_lock);
 	cancel_delayed_work_sync(&iv->link_work);
 	spin_lock_irq(&iv->link_lock);
@@ -293,7 +299,8 @@ static void ivntb_link_set(struct ivntb_dev *iv, bool on)
 		return;
 	}
 	flush_delayed_work(&iv->link_work);
-	spin_lock_irq(&iv->link_lock);	/* that poll read it enabled: down now */
+	/* that poll read it enabled: down now */
+	spin_lock_irq(&iv->link_lock);
 	old = iv->link_mask;
 	iv->link_mask = 0;
 	spin_unlock_irq(&iv->link_lock);

@@ -16,7 +16,7 @@
 static int ports;
 module_param(ports, int, 0444);
 MODULE_PARM_DESC(ports,
-	"Ports of the NTB (2-8): an empty BAR2 is laid out for them, a laid-out one must have as many (default 0: only adopt a laid-out BAR2, never write one)");
+		 "Ports of the NTB (2-8): an empty BAR2 is laid out for them, a laid-out one must have as many (default 0: only adopt a laid-out BAR2, never write one)");
 
 static int ivntb_port_number(struct ntb_dev *ntb)
 {
@@ -34,7 +34,8 @@ static int ivntb_peer_port_number(struct ntb_dev *ntb, int pidx)
 
 	if (pidx >= 0 && pidx < ivntb_peer_count(iv))
 		return ivntb_pidx_port(iv, pidx);
-	dev_err_ratelimited(&iv->pdev->dev, "peer_port_number: no peer %d of %d\n", pidx,
+	dev_err_ratelimited(&iv->pdev->dev,
+			    "peer_port_number: no peer %d of %d\n", pidx,
 			    ivntb_peer_count(iv));
 	return -EINVAL;
 }
@@ -45,7 +46,8 @@ static int ivntb_peer_port_idx(struct ntb_dev *ntb, int port)
 
 	if (port >= 0 && port < iv->ports && port != iv->port)
 		return ivntb_port_pidx(iv, port);
-	dev_err_ratelimited(&iv->pdev->dev, "peer_port_idx: port %d is no peer of port %d (ports 0..%d)\n",
+	dev_err_ratelimited(&iv->pdev->dev,
+			    "peer_port_idx: port %d is no peer of port %d (ports 0..%d)\n",
 			    port, iv->port, iv->ports - 1);
 	return -EINVAL;
 }
@@ -111,7 +113,10 @@ static int ivntb_layout(u64 bar_size, int nports, struct ivntb_desc *d)
 		d->version = cpu_to_le32(IVNTB_VERSION);
 		d->ports = cpu_to_le32(nports);
 		d->mws = cpu_to_le32(nports);
-		/* ntb_perf needs 3 per port; ntb_transport fits its windows in 2 * mws + 4 */
+		/*
+		 * ntb_perf needs 3 per port; ntb_transport fits its windows
+		 * in 2 * mws + 4
+		 */
 		d->spads = cpu_to_le32(max(3 * nports, 2 * nports + 4));
 		d->db_bits = cpu_to_le32(IVNTB_DB_BITS);
 		d->region_shift = cpu_to_le32(shift);
@@ -136,7 +141,8 @@ static int ivntb_setup_layout(struct ivntb_dev *iv)
 	int n, ret;
 
 	if (ports && (ports < IVNTB_MIN_PORTS || ports > IVNTB_MAX_PORTS)) {
-		dev_err(dev, "ports=%d: an NTB over ivshmem has %d to %d ports\n",
+		dev_err(dev,
+			"ports=%d: an NTB over ivshmem has %d to %d ports\n",
 			ports, IVNTB_MIN_PORTS, IVNTB_MAX_PORTS);
 		return -EINVAL;
 	}
@@ -149,13 +155,17 @@ static int ivntb_setup_layout(struct ivntb_dev *iv)
 		rmb();
 		n = le32_to_cpu(READ_ONCE(d->ports));
 		if (n < IVNTB_MIN_PORTS || n > IVNTB_MAX_PORTS ||
-		    ivntb_layout(iv->shm_size, n, &want) || memcmp(&want, d, sizeof(want))) {
-			dev_err(dev, "BAR2 holds an ntb_hw_ivshmem layout this driver cannot use (version %u, %d ports, %llu bytes): clear the shared memory\n",
-				le32_to_cpu(d->version), n, le64_to_cpu(d->bar_size));
+		    ivntb_layout(iv->shm_size, n, &want) ||
+		    memcmp(&want, d, sizeof(want))) {
+			dev_err(dev,
+				"BAR2 holds an ntb_hw_ivshmem layout this driver cannot use (version %u, %d ports, %llu bytes): clear the shared memory\n",
+				le32_to_cpu(d->version), n,
+				le64_to_cpu(d->bar_size));
 			return -EPROTO;
 		}
 		if (ports && ports != n) {
-			dev_err(dev, "BAR2 is laid out for %d ports: load ntb_hw_ivshmem with ports=%d (or none) on every guest\n",
+			dev_err(dev,
+				"BAR2 is laid out for %d ports: load ntb_hw_ivshmem with ports=%d (or none) on every guest\n",
 				n, n);
 			return -EINVAL;
 		}
@@ -164,7 +174,8 @@ static int ivntb_setup_layout(struct ivntb_dev *iv)
 		return 0;
 	}
 	if (memchr_inv(d, 0, PAGE_SIZE)) {
-		dev_err(dev, "BAR2 holds data that is not an ntb_hw_ivshmem layout (another user of this ivshmem?): not touching it\n");
+		dev_err(dev,
+			"BAR2 holds data that is not an ntb_hw_ivshmem layout (another user of this ivshmem?): not touching it\n");
 		return -EBUSY;
 	}
 	/*
@@ -173,16 +184,22 @@ static int ivntb_setup_layout(struct ivntb_dev *iv)
 	 * region is laid out only when the user asked for an NTB.
 	 */
 	if (!ports) {
-		dev_info(dev, "BAR2 holds no NTB layout and ports= was not given: left alone (load ntb_hw_ivshmem with ports=N to lay one out)\n");
+		dev_info(dev,
+			 "BAR2 holds no NTB layout and ports= was not given: left alone (load ntb_hw_ivshmem with ports=N to lay one out)\n");
 		return -ENODEV;
 	}
 	n = ports;
 	ret = ivntb_layout(iv->shm_size, n, &want);
 	if (ret) {
-		dev_err(dev, "BAR2 of %pa bytes is too small for %d ports\n", &iv->shm_size, n);
+		dev_err(dev,
+			"BAR2 of %pa bytes is too small for %d ports\n",
+			&iv->shm_size, n);
 		return ret;
 	}
-	/* Every port that finds BAR2 empty writes the same bytes: no race to lose. */
+	/*
+	 * Every port that finds BAR2 empty writes the same bytes: no race to
+	 * lose.
+	 */
 	memcpy((void *)d + sizeof(d->magic), (void *)&want + sizeof(want.magic),
 	       sizeof(want) - sizeof(want.magic));
 	wmb();	/* the fields before the magic that vouches for them */
@@ -237,7 +254,8 @@ static int ivntb_read_layout(struct ivntb_dev *iv)
 	iv->data_off = data_off;
 	return 0;
 bad:
-	dev_err(&iv->pdev->dev, "the layout of BAR2 does not fit its %pa bytes (%llu ports, slots at %llu of %llu bytes, data at %llu): not used\n",
+	dev_err(&iv->pdev->dev,
+		"the layout of BAR2 does not fit its %pa bytes (%llu ports, slots at %llu of %llu bytes, data at %llu): not used\n",
 		&iv->shm_size, ports, slot_off, slot_size, data_off);
 	return -EPROTO;
 }
@@ -254,7 +272,8 @@ static void ivntb_slot_init(struct ivntb_dev *iv)
 	int p, b, w;
 
 	if (le64_to_cpu(READ_ONCE(s->magic)) == IVNTB_SLOT_MAGIC)
-		dev_info(&iv->pdev->dev, "port %d restarted: its slot still holds the life before (not unloaded: a crash or reset); the peers see the link go down, then up\n",
+		dev_info(&iv->pdev->dev,
+			 "port %d restarted: its slot still holds the life before (not unloaded: a crash or reset); the peers see the link go down, then up\n",
 			 iv->port);
 	WRITE_ONCE(s->magic, 0);
 	WRITE_ONCE(s->enabled, 0);
@@ -297,14 +316,16 @@ static int ivntb_map(struct ivntb_dev *iv)
 
 	ret = pcim_iomap_regions(pdev, BIT(IVSHMEM_BAR_REGS), IVNTB_NAME);
 	if (ret) {
-		dev_err(dev, "cannot claim and map BAR0, ivshmem's registers: %d\n",
+		dev_err(dev,
+			"cannot claim and map BAR0, ivshmem's registers: %d\n",
 			ret);
 		return ret;
 	}
 	iv->regs = pcim_iomap_table(pdev)[IVSHMEM_BAR_REGS];
 	pos = readl(iv->regs + IVSHMEM_IVPOSITION);
 	if ((s32)pos < 0) {
-		dev_err(dev, "no IVPosition: the ivshmem device has no server (an ivshmem-doorbell with chardev= is needed)\n");
+		dev_err(dev,
+			"no IVPosition: the ivshmem device has no server (an ivshmem-doorbell with chardev= is needed)\n");
 		return -ENODEV;
 	}
 	iv->port = pos;
@@ -312,7 +333,9 @@ static int ivntb_map(struct ivntb_dev *iv)
 	iv->shm_size = pci_resource_len(pdev, IVSHMEM_BAR_SHM);
 	iv->shm_bus = pci_bus_address(pdev, IVSHMEM_BAR_SHM);
 	if (iv->shm_size < SZ_1M) {
-		dev_err(dev, "BAR2 is %pa bytes: too small for an NTB (1 MiB at least)\n", &iv->shm_size);
+		dev_err(dev,
+			"BAR2 is %pa bytes: too small for an NTB (1 MiB at least)\n",
+			&iv->shm_size);
 		return -ENOSPC;
 	}
 	/* managed too, as the device was enabled with pcim_enable_device() */
@@ -321,7 +344,10 @@ static int ivntb_map(struct ivntb_dev *iv)
 		dev_err(dev, "BAR2 is taken by another driver: %d\n", ret);
 		return ret;
 	}
-	/* Shared memory, not registers: write-back, as the peers' kernels map it too. */
+	/*
+	 * Shared memory, not registers: write-back, as the peers' kernels map
+	 * it too.
+	 */
 	shm = devm_memremap(dev, iv->shm_phys, iv->shm_size, MEMREMAP_WB);
 	if (IS_ERR(shm)) {
 		dev_err(dev, "cannot map BAR2 (%pa bytes at %pa): %ld\n",
@@ -345,7 +371,8 @@ static int ivntb_setup(struct ivntb_dev *iv)
 	if (ret)
 		return ret;
 	if (iv->port >= iv->ports) {
-		dev_err(dev, "this guest is ivshmem peer %d, beyond the %d ports BAR2 is laid out for: use ports=N with N above the highest peer id\n",
+		dev_err(dev,
+			"this guest is ivshmem peer %d, beyond the %d ports BAR2 is laid out for: use ports=N with N above the highest peer id\n",
 			iv->port, iv->ports);
 		return -ERANGE;
 	}
@@ -446,7 +473,8 @@ static int ivntb_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	int ret;
 
 	if (!pdev->msix_cap) {
-		dev_info(dev, "no MSI-X: an ivshmem-plain (no doorbells), not an NTB; left alone\n");
+		dev_info(dev,
+			 "no MSI-X: an ivshmem-plain (no doorbells), not an NTB; left alone\n");
 		return -ENODEV;
 	}
 	/* freed after remove: the NTB core waits for its device's release */
@@ -466,8 +494,10 @@ static int ivntb_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		dev_err(dev, "the NTB core refused the device: %d\n", ret);
 		goto err_link;
 	}
-	dev_info(dev, "NTB port %d of %d, %d windows of %lu KiB per peer, %d scratchpads, %d doorbell bits on %d vector(s)\n",
-		 iv->port, iv->ports, iv->mws, (unsigned long)(ivntb_region_size(iv) >> 10),
+	dev_info(dev,
+		 "NTB port %d of %d, %d windows of %lu KiB per peer, %d scratchpads, %d doorbell bits on %d vector(s)\n",
+		 iv->port, iv->ports, iv->mws,
+		 (unsigned long)(ivntb_region_size(iv) >> 10),
 		 iv->spads, IVNTB_DB_BITS, iv->nvec);
 	return 0;
 
@@ -511,4 +541,4 @@ module_pci_driver(ivntb_driver);
 
 MODULE_AUTHOR("smartio developers");
 MODULE_LICENSE("Dual MIT/GPL");
-MODULE_DESCRIPTION("NTB hardware driver over QEMU's ivshmem-doorbell (smartio)");
+MODULE_DESCRIPTION("NTB hardware driver over QEMU's ivshmem-doorbell");

@@ -42,7 +42,7 @@
 static bool page_xlat;
 module_param(page_xlat, bool, 0444);
 MODULE_PARM_DESC(page_xlat,
-	"Translate inbound windows to any page of the port's area (default: whole regions only)");
+		 "Translate inbound windows to any page of the port's area (default: whole regions only)");
 
 void ivntb_mw_init(struct ivntb_dev *iv)
 {
@@ -50,11 +50,14 @@ void ivntb_mw_init(struct ivntb_dev *iv)
 	memset(iv->xlat, 0, sizeof(iv->xlat));
 }
 
-static int ivntb_mw_check(struct ivntb_dev *iv, int pidx, int widx, const char *what)
+static int ivntb_mw_check(struct ivntb_dev *iv, int pidx, int widx,
+			  const char *what)
 {
-	if (pidx >= 0 && pidx < ivntb_peer_count(iv) && widx >= 0 && widx < iv->mws)
+	if (pidx >= 0 && pidx < ivntb_peer_count(iv) &&
+	    widx >= 0 && widx < iv->mws)
 		return 0;
-	dev_err_ratelimited(&iv->pdev->dev, "%s: window %d of peer %d: %d windows per peer, %d peers\n",
+	dev_err_ratelimited(&iv->pdev->dev,
+			    "%s: window %d of peer %d: %d windows per peer, %d peers\n",
 			    what, widx, pidx, iv->mws, ivntb_peer_count(iv));
 	return -EINVAL;
 }
@@ -65,7 +68,9 @@ int ivntb_mw_count(struct ntb_dev *ntb, int pidx)
 
 	if (pidx >= 0 && pidx < ivntb_peer_count(iv))
 		return iv->mws;
-	dev_err_ratelimited(&iv->pdev->dev, "mw_count: no peer %d of %d\n", pidx, ivntb_peer_count(iv));
+	dev_err_ratelimited(&iv->pdev->dev,
+			    "mw_count: no peer %d of %d\n",
+			    pidx, ivntb_peer_count(iv));
 	return -EINVAL;
 }
 
@@ -98,7 +103,10 @@ int ivntb_mw_get_align(struct ntb_dev *ntb, int pidx, int widx,
 	if (ret)
 		return ret;
 	ivntb_hint_set(iv, pidx, widx);
-	/* a translation is a whole region (or a page of the area): at most a region */
+	/*
+	 * a translation is a whole region (or a page of the area): at most a
+	 * region
+	 */
 	if (addr_align)
 		*addr_align = page_xlat ? PAGE_SIZE : ivntb_region_size(iv);
 	if (size_align)
@@ -116,15 +124,19 @@ static void ivntb_xlat_publish(struct ivntb_dev *iv, int pidx, int widx)
 
 	WRITE_ONCE(s->xlat[port][widx].pages, 0);	/* never a torn pair */
 	wmb();	/* no translation before its page changes */
-	WRITE_ONCE(s->xlat[port][widx].page, cpu_to_le32(iv->xlat[pidx][widx].page));
+	WRITE_ONCE(s->xlat[port][widx].page,
+		   cpu_to_le32(iv->xlat[pidx][widx].page));
 	wmb();	/* the page before the size that makes it valid */
-	WRITE_ONCE(s->xlat[port][widx].pages, cpu_to_le32(iv->xlat[pidx][widx].pages));
+	WRITE_ONCE(s->xlat[port][widx].pages,
+		   cpu_to_le32(iv->xlat[pidx][widx].pages));
 }
 
 /* The region of peer @pidx's area at bus address @addr, or -1. */
 static int ivntb_region_at(struct ivntb_dev *iv, int pidx, dma_addr_t addr)
 {
-	dma_addr_t base = iv->shm_bus + ivntb_region_off(iv, iv->port, ivntb_pidx_port(iv, pidx), 0);
+	int sender = ivntb_pidx_port(iv, pidx);
+	dma_addr_t base = iv->shm_bus +
+			  ivntb_region_off(iv, iv->port, sender, 0);
 	u64 off = addr - base;
 
 	if (addr < base || off >= ((u64)iv->mws << iv->region_shift) ||
@@ -147,13 +159,16 @@ int ivntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
 	if (!size)
 		return ivntb_mw_clear_trans(ntb, pidx, widx);
 	if (size > ivntb_region_size(iv) || !IS_ALIGNED(size, PAGE_SIZE)) {
-		dev_err_ratelimited(&iv->pdev->dev, "window %d of port %d: %pa bytes, the window has %lu\n",
+		dev_err_ratelimited(&iv->pdev->dev,
+				    "window %d of port %d: %pa bytes, the window has %lu\n",
 				    widx, ivntb_pidx_port(iv, pidx), &size,
 				    (unsigned long)ivntb_region_size(iv));
 		return -EINVAL;
 	}
-	if (addr < area || addr - area > ivntb_area_size(iv) - size || !IS_ALIGNED(addr - area, align)) {
-		dev_err_ratelimited(&iv->pdev->dev, "window %d of port %d: ivshmem cannot translate to %pad, only to %s of this port's area (buffers from dma_alloc_coherent() on the NTB device)\n",
+	if (addr < area || addr - area > ivntb_area_size(iv) - size ||
+	    !IS_ALIGNED(addr - area, align)) {
+		dev_err_ratelimited(&iv->pdev->dev,
+				    "window %d of port %d: ivshmem cannot translate to %pad, only to %s of this port's area (buffers from dma_alloc_coherent() on the NTB device)\n",
 				    widx, ivntb_pidx_port(iv, pidx), &addr,
 				    page_xlat ? "pages" : "whole regions");
 		return -EOPNOTSUPP;
@@ -163,8 +178,10 @@ int ivntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
 	iv->xlat[pidx][widx].pages = size >> PAGE_SHIFT;
 	ivntb_xlat_publish(iv, pidx, widx);
 	spin_unlock_irqrestore(&iv->mw_lock, flags);
-	dev_dbg(&iv->pdev->dev, "window %d of port %d: translated to page %llu of the area (%pa bytes)\n",
-		widx, ivntb_pidx_port(iv, pidx), (unsigned long long)((addr - area) >> PAGE_SHIFT), &size);
+	dev_dbg(&iv->pdev->dev,
+		"window %d of port %d: translated to page %llu of the area (%pa bytes)\n",
+		widx, ivntb_pidx_port(iv, pidx),
+		(unsigned long long)((addr - area) >> PAGE_SHIFT), &size);
 	return 0;
 }
 
@@ -205,7 +222,8 @@ int ivntb_peer_mw_get_addr(struct ntb_dev *ntb, int widx, phys_addr_t *base,
 	int port, w;
 
 	if (widx < 0 || widx >= ivntb_peer_mw_count(ntb)) {
-		dev_err_ratelimited(&iv->pdev->dev, "peer_mw_get_addr: outbound window %d of %d\n",
+		dev_err_ratelimited(&iv->pdev->dev,
+				    "peer_mw_get_addr: outbound window %d of %d\n",
 				    widx, ivntb_peer_mw_count(ntb));
 		return -EINVAL;
 	}
@@ -219,15 +237,18 @@ int ivntb_peer_mw_get_addr(struct ntb_dev *ntb, int widx, phys_addr_t *base,
 		rmb();
 		page = le32_to_cpu(READ_ONCE(s->xlat[iv->port][w].page));
 		if (pages && (pages << PAGE_SHIFT) <= len &&
-		    (page << PAGE_SHIFT) <= ivntb_area_size(iv) - (pages << PAGE_SHIFT)) {
+		    (page << PAGE_SHIFT) <=
+		    ivntb_area_size(iv) - (pages << PAGE_SHIFT)) {
 			off = ivntb_area_off(iv, port) + (page << PAGE_SHIFT);
 			len = pages << PAGE_SHIFT;
 		} else {
 			pages = 0;
 		}
 	}
-	dev_dbg(&iv->pdev->dev, "outbound window %d: port %d's area at %llu (%llu bytes)%s\n",
-		widx, port, off - ivntb_area_off(iv, port), len, pages ? ", translated" : "");
+	dev_dbg(&iv->pdev->dev,
+		"outbound window %d: port %d's area at %llu (%llu bytes)%s\n",
+		widx, port, off - ivntb_area_off(iv, port), len,
+		pages ? ", translated" : "");
 	if (base)
 		*base = iv->shm_phys + off;
 	if (size)
@@ -288,8 +309,9 @@ found:
 	return true;
 }
 
-static void *ivntb_dma_alloc(struct device *dev, size_t size, dma_addr_t *handle,
-			     gfp_t gfp, unsigned long attrs)
+static void *ivntb_dma_alloc(struct device *dev, size_t size,
+			     dma_addr_t *handle, gfp_t gfp,
+			     unsigned long attrs)
 {
 	struct ivntb_dev *iv = ivntb_of_dev(dev);
 	unsigned long flags;
@@ -298,7 +320,8 @@ static void *ivntb_dma_alloc(struct device *dev, size_t size, dma_addr_t *handle
 	u64 off;
 
 	if (size > ivntb_region_size(iv)) {
-		dev_err_ratelimited(dev, "dma_alloc_coherent of %zu bytes: a window is %lu bytes (size_max of ntb_mw_get_align())\n",
+		dev_err_ratelimited(dev,
+				    "dma_alloc_coherent of %zu bytes: a window is %lu bytes (size_max of ntb_mw_get_align())\n",
 				    size, (unsigned long)ivntb_region_size(iv));
 		return NULL;
 	}
@@ -306,12 +329,15 @@ static void *ivntb_dma_alloc(struct device *dev, size_t size, dma_addr_t *handle
 	ok = ivntb_region_pick(iv, &pidx, &region);
 	spin_unlock_irqrestore(&iv->mw_lock, flags);
 	if (!ok) {
-		dev_err_ratelimited(dev, "dma_alloc_coherent: all %d window regions of port %d are in use\n",
+		dev_err_ratelimited(dev,
+				    "dma_alloc_coherent: all %d window regions of port %d are in use\n",
 				    ivntb_peer_count(iv) * iv->mws, iv->port);
 		return NULL;
 	}
 	off = ivntb_region_off(iv, iv->port, ivntb_pidx_port(iv, pidx), region);
-	dev_dbg(dev, "dma_alloc_coherent: region %d of the area for port %d\n", region,
+	dev_dbg(dev,
+		"dma_alloc_coherent: region %d of the area for port %d\n",
+		region,
 		ivntb_pidx_port(iv, pidx));
 	memset(iv->shm + off, 0, ivntb_region_size(iv));
 	*handle = iv->shm_bus + off;
@@ -319,7 +345,8 @@ static void *ivntb_dma_alloc(struct device *dev, size_t size, dma_addr_t *handle
 }
 
 /* The peer index and region of a handle this allocator gave, or false. */
-static bool ivntb_region_of(struct ivntb_dev *iv, dma_addr_t handle, int *pidx, int *region)
+static bool ivntb_region_of(struct ivntb_dev *iv, dma_addr_t handle,
+			    int *pidx, int *region)
 {
 	int p;
 
@@ -347,21 +374,25 @@ static void ivntb_dma_free(struct device *dev, size_t size, void *vaddr,
 		spin_unlock_irqrestore(&iv->mw_lock, flags);
 	}
 	if (!was)
-		dev_err_ratelimited(dev, "dma_free_coherent of %pad: not a buffer this device handed out\n",
+		dev_err_ratelimited(dev,
+				    "dma_free_coherent of %pad: not a buffer this device handed out\n",
 				    &handle);
 }
 
-static int ivntb_dma_mmap(struct device *dev, struct vm_area_struct *vma, void *cpu_addr,
-			  dma_addr_t handle, size_t size, unsigned long attrs)
+static int ivntb_dma_mmap(struct device *dev, struct vm_area_struct *vma,
+			  void *cpu_addr, dma_addr_t handle, size_t size,
+			  unsigned long attrs)
 {
 	struct ivntb_dev *iv = ivntb_of_dev(dev);
 	unsigned long pages = PAGE_ALIGN(size) >> PAGE_SHIFT;
 	int pidx, region;
 	u64 off;
 
-	if (!ivntb_region_of(iv, handle, &pidx, &region) || size > ivntb_region_size(iv) ||
+	if (!ivntb_region_of(iv, handle, &pidx, &region) ||
+	    size > ivntb_region_size(iv) ||
 	    vma->vm_pgoff >= pages || vma_pages(vma) > pages - vma->vm_pgoff) {
-		dev_err_ratelimited(dev, "dma_mmap_coherent of %pad: not a buffer of this device, or past its %zu bytes\n",
+		dev_err_ratelimited(dev,
+				    "dma_mmap_coherent of %pad: not a buffer of this device, or past its %zu bytes\n",
 				    &handle, size);
 		return -ENXIO;
 	}
@@ -372,30 +403,39 @@ static int ivntb_dma_mmap(struct device *dev, struct vm_area_struct *vma, void *
 }
 
 /* BAR2 has no struct pages to describe, and the function never does DMA. */
-static int ivntb_dma_get_sgtable(struct device *dev, struct sg_table *sgt, void *cpu_addr,
-				 dma_addr_t handle, size_t size, unsigned long attrs)
+static int ivntb_dma_get_sgtable(struct device *dev, struct sg_table *sgt,
+				 void *cpu_addr, dma_addr_t handle,
+				 size_t size, unsigned long attrs)
 {
 	return -ENXIO;
 }
 
-static dma_addr_t ivntb_dma_map_page(struct device *dev, struct page *page, unsigned long offset,
-				     size_t size, enum dma_data_direction dir, unsigned long attrs)
+static dma_addr_t ivntb_dma_map_page(struct device *dev, struct page *page,
+				     unsigned long offset, size_t size,
+				     enum dma_data_direction dir,
+				     unsigned long attrs)
 {
-	dev_err_ratelimited(dev, "dma_map_page: the ivshmem function does no DMA\n");
+	dev_err_ratelimited(dev,
+			    "dma_map_page: the ivshmem function does no DMA\n");
 	return DMA_MAPPING_ERROR;
 }
 
-static int ivntb_dma_map_sg(struct device *dev, struct scatterlist *sg, int nents,
-			    enum dma_data_direction dir, unsigned long attrs)
+static int ivntb_dma_map_sg(struct device *dev, struct scatterlist *sg,
+			    int nents, enum dma_data_direction dir,
+			    unsigned long attrs)
 {
-	dev_err_ratelimited(dev, "dma_map_sg: the ivshmem function does no DMA\n");
+	dev_err_ratelimited(dev,
+			    "dma_map_sg: the ivshmem function does no DMA\n");
 	return -EIO;
 }
 
-static dma_addr_t ivntb_dma_map_resource(struct device *dev, phys_addr_t phys, size_t size,
-					 enum dma_data_direction dir, unsigned long attrs)
+static dma_addr_t ivntb_dma_map_resource(struct device *dev,
+					 phys_addr_t phys, size_t size,
+					 enum dma_data_direction dir,
+					 unsigned long attrs)
 {
-	dev_err_ratelimited(dev, "dma_map_resource: the ivshmem function does no DMA\n");
+	dev_err_ratelimited(dev,
+			    "dma_map_resource: the ivshmem function does no DMA\n");
 	return DMA_MAPPING_ERROR;
 }
 

@@ -31,7 +31,8 @@
 #define IVNTB_NAME		"ntb_hw_ivshmem"
 #define IVNTB_MAGIC		0x313042544e4f4953ULL	/* "SIONTB01" */
 #define IVNTB_SLOT_MAGIC	0x544f4c5342544e49ULL	/* "INTBSLOT" */
-#define IVNTB_VERSION		2	/* 2: translations anywhere in the area */
+/* 2: translations anywhere in the area */
+#define IVNTB_VERSION		2
 #define IVNTB_MIN_PORTS		2
 #define IVNTB_MAX_PORTS		8
 #define IVNTB_MAX_MWS		IVNTB_MAX_PORTS	/* inbound windows per peer */
@@ -102,6 +103,7 @@ struct ivntb_hint {
 	int pidx;
 	int widx;
 };
+
 #define IVNTB_HINTS		8
 
 /* An MSI-X vector and the device it belongs to, for its handler. */
@@ -187,7 +189,7 @@ struct ivntb_dev {
 	struct ivntb_vec vec[IVNTB_MAX_VECTORS];
 
 	u64 session;
-	spinlock_t db_lock;	/* counters and mask; irq-safe: the ISR takes it */
+	spinlock_t db_lock;	/* counters, mask; irq-safe: the ISR takes it */
 	u64 db_mask;
 	u32 db_up;
 	u32 db_vis[IVNTB_MAX_PORTS][IVNTB_DB_BITS];
@@ -204,7 +206,7 @@ struct ivntb_dev {
 	unsigned int hint_next;
 
 	struct delayed_work link_work;
-	spinlock_t link_lock;	/* link mask; irq-safe: the ISR kicks the poll */
+	spinlock_t link_lock;	/* link mask; irq-safe: the ISR kicks polls */
 	u64 link_mask;
 	bool link_running;
 	struct ivntb_peer peer[IVNTB_MAX_PORTS - 1];
