@@ -137,7 +137,7 @@ static int ivntb_layout(u64 bar_size, int nports, struct ivntb_desc *d)
 static int ivntb_setup_layout(struct ivntb_dev *iv)
 {
 	struct device *dev = &iv->pdev->dev;
-	struct ivntb_desc want, *d = iv->shm;
+	struct ivntb_desc want, *d = iv->desc;
 	int n, ret;
 
 	if (ports && (ports < IVNTB_MIN_PORTS || ports > IVNTB_MAX_PORTS)) {
@@ -345,18 +345,48 @@ static int ivntb_map(struct ivntb_dev *iv)
 		return ret;
 	}
 	/*
-	 * Shared memory, not registers: write-back, as the peers' kernels map
-	 * it too.
+	 * The descriptor's page alone, until the layout says where the slots
+	 * and this port's area are (ivntb_map_shm()). Shared memory, not
+	 * registers: write-back, as the peers' kernels map it too.
 	 */
-	shm = devm_memremap(dev, iv->shm_phys, iv->shm_size, MEMREMAP_WB);
+	shm = devm_memremap(dev, iv->shm_phys, PAGE_SIZE, MEMREMAP_WB);
 	if (IS_ERR(shm)) {
-		dev_err(dev, "cannot map BAR2 (%pa bytes at %pa): %ld\n",
-			&iv->shm_size, &iv->shm_phys, PTR_ERR(shm));
+		dev_err(dev, "cannot map BAR2's first page at %pa: %ld\n",
+			&iv->shm_phys, PTR_ERR(shm));
 		return PTR_ERR(shm);
 	}
-	iv->shm = shm;
 	iv->desc = shm;
 	return 0;
+}
+
+/*
+ * Map what this port itself reads and writes, once the layout is known:
+ * the header (the descriptor and every slot) and its own area. The peers'
+ * areas stay unmapped in this kernel (see struct ivntb_dev).
+ */
+static int ivntb_map_shm(struct ivntb_dev *iv)
+{
+	struct device *dev = &iv->pdev->dev;
+	u64 area = ivntb_area_off(iv, iv->port);
+	void *first = iv->desc;
+	void *p;
+
+	p = devm_memremap(dev, iv->shm_phys, iv->data_off, MEMREMAP_WB);
+	if (IS_ERR(p))
+		goto err;
+	iv->hdr = p;
+	p = devm_memremap(dev, iv->shm_phys + area, ivntb_area_size(iv),
+			  MEMREMAP_WB);
+	if (IS_ERR(p))
+		goto err;
+	iv->area = p;
+	iv->desc = iv->hdr;
+	devm_memunmap(dev, first);
+	return 0;
+err:
+	dev_err(dev, "cannot map BAR2's header and port %d's area: %ld\n",
+		iv->port, PTR_ERR(p));
+	return PTR_ERR(p);
 }
 
 static int ivntb_setup(struct ivntb_dev *iv)
@@ -376,6 +406,9 @@ static int ivntb_setup(struct ivntb_dev *iv)
 			iv->port, iv->ports);
 		return -ERANGE;
 	}
+	ret = ivntb_map_shm(iv);
+	if (ret)
+		return ret;
 	iv->slot = ivntb_slot_of(iv, iv->port);
 	ivntb_slot_init(iv);
 	ivntb_mw_init(iv);

@@ -316,6 +316,7 @@ static void *ivntb_dma_alloc(struct device *dev, size_t size,
 	struct ivntb_dev *iv = ivntb_of_dev(dev);
 	unsigned long flags;
 	int pidx, region;
+	void *vaddr;
 	bool ok;
 	u64 off;
 
@@ -339,9 +340,10 @@ static void *ivntb_dma_alloc(struct device *dev, size_t size,
 		"dma_alloc_coherent: region %d of the area for port %d\n",
 		region,
 		ivntb_pidx_port(iv, pidx));
-	memset(iv->shm + off, 0, ivntb_region_size(iv));
+	vaddr = iv->area + (off - ivntb_area_off(iv, iv->port));
+	memset(vaddr, 0, ivntb_region_size(iv));
 	*handle = iv->shm_bus + off;
-	return iv->shm + off;
+	return vaddr;
 }
 
 /* The peer index and region of a handle this allocator gave, or false. */

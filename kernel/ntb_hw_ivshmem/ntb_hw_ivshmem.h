@@ -125,7 +125,14 @@ struct ivntb_peer {
  * @ntb:	the NTB core's device (first: the core frees nothing of ours)
  * @pdev:	the ivshmem function
  * @regs:	BAR0, ivshmem's registers
- * @shm:	the whole of BAR2 (write-back), its bus address and size
+ * @hdr:	BAR2's header as this kernel maps it (write-back): the
+ *		descriptor and every slot, up to the data offset
+ * @area:	this port's own area of BAR2 (write-back): the regions it
+ *		hands out as inbound buffers. The peers' areas are never
+ *		mapped here: clients map them (write-combining, ioremap_wc),
+ *		and a second mapping of another type would make PAT refuse
+ *		theirs, or demote them to uncached
+ * @shm_bus, @shm_phys, @shm_size: BAR2's bus and physical address, size
  * @desc:	the layout at the start of BAR2, as the peers may rewrite it:
  *		only compared with @layout (link.c), never used for an address
  * @layout:	the layout adopted at probe, checked against @shm_size there;
@@ -169,7 +176,8 @@ struct ivntb_dev {
 	struct ntb_dev ntb;
 	struct pci_dev *pdev;
 	void __iomem *regs;
-	void *shm;
+	void *hdr;
+	void *area;
 	dma_addr_t shm_bus;
 	phys_addr_t shm_phys;
 	resource_size_t shm_size;
@@ -238,7 +246,7 @@ static inline int ivntb_port_pidx(struct ivntb_dev *iv, int port)
 
 static inline struct ivntb_slot *ivntb_slot_of(struct ivntb_dev *iv, int port)
 {
-	return iv->shm + iv->slot_off + port * iv->slot_size;
+	return iv->hdr + iv->slot_off + port * iv->slot_size;
 }
 
 static inline resource_size_t ivntb_region_size(struct ivntb_dev *iv)
