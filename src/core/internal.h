@@ -136,12 +136,6 @@ void sio__delay_ns(uint64_t ns);
 int sio__fabric_attach(const char *name, int node, struct sio_fabric **out);
 void sio__fabric_detach(struct sio_fabric *f);
 
-/*
- * BAR @bar's bus address from sysfs (@dir: /sys/bus/pci/devices/BDF), or
- * UINT64_MAX: the CPU's address, which is the bus's on x86 (shmwin/window.c).
- */
-uint64_t sio__pci_bar_bus(const char *dir, int bar);
-
 /* A path on this host for a service of fabric @f (the vfio lender's socket). */
 int sio__fabric_host_path(struct sio_fabric *f, const char *leaf, char *buf, size_t len);
 

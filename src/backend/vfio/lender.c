@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "pci.h"
 #include "proto.h"
 #include "lend.h"
 
