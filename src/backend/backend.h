@@ -48,9 +48,11 @@
  *   indices go through the checked accessors of registry.h.
  */
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 struct sio_device;
@@ -236,6 +238,15 @@ struct sio_fabric_ops {
 	 * changed (or spuriously), -ETIMEDOUT.
 	 */
 	int (*wait)(struct sio_fabric *f, uint32_t *word, uint32_t old, uint64_t timeout_ns);
+	/**
+	 * @doorbell_serve: be this kernel's receiver of the doorbells other
+	 * kernels ring (sio_vfio_doorbell()): every event on @efd, which the
+	 * caller routed an interrupt to, wakes this kernel's waiters, until
+	 * *@stop; @log says what came. Optional: NULL where the fabric has no
+	 * doorbells to receive (the caller fails with -EINVAL).
+	 */
+	int (*doorbell_serve)(struct sio_fabric *f, int efd, volatile sig_atomic_t *stop,
+			      FILE *log);
 
 	/*
 	 * Devices lent across kernels (optional: NULL where every node shares

@@ -312,13 +312,14 @@ static int sio__shmwin_destroy(const char *name)
 	return ret;
 }
 
-int sio__shmwin_doorbell_serve(struct sio_fabric *f, int efd, volatile sig_atomic_t *stop,
-			       FILE *log)
+/* The doorbell_serve op: an ivshmem-doorbell window's interrupts wake this kernel. */
+static int shmwin_doorbell_serve(struct sio_fabric *f, int efd, volatile sig_atomic_t *stop,
+				 FILE *log)
 {
 	struct wf_fabric *s = wf_of(f);
 	char what[200];
 
-	if (f->ops != &sio__shmwin_fabric_ops || !sw(s)->regs)
+	if (!sw(s)->regs)
 		return sio__err(ENODEV, "fabric '%s': its window has no doorbells (an ivshmem-doorbell function)",
 				f->name);
 	snprintf(what, sizeof(what), "peer %d of %s", s->peer, sw(s)->win.what);
@@ -333,5 +334,6 @@ const struct sio_fabric_ops sio__shmwin_fabric_ops = {
 	.destroy = sio__shmwin_destroy,
 	.removed = sio__wf_removed,
 	.proc_init = sio__wf_proc_init,
+	.doorbell_serve = shmwin_doorbell_serve,
 	WF_FABRIC_OPS,
 };

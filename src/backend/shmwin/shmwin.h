@@ -36,8 +36,4 @@ struct shmwin_win {
 int shmwin_win_open(const char *spec, bool create, struct shmwin_win *w);
 void shmwin_win_close(struct shmwin_win *w);
 
-/* shmwin.c: the ivshmem-doorbell receiver's part (smartio vfio doorbell) */
-int sio__shmwin_doorbell_serve(struct sio_fabric *f, int efd, volatile sig_atomic_t *stop,
-			       FILE *log);
-
 #endif

@@ -3,8 +3,9 @@
  * The doorbell receiver of a shmwin fabric (sio_vfio_doorbell()): holds the
  * ivshmem-doorbell function whose BAR2 is the window through vfio-pci,
  * routes its MSI-X vector 0 to an eventfd (VFIO_DEVICE_SET_IRQS) and hands
- * that to the shmwin backend, which wakes this kernel's waiters at each
- * interrupt. The window itself stays mapped through sysfs by every process.
+ * that to the fabric backend's doorbell_serve op (shmwin's), which wakes
+ * this kernel's waiters at each interrupt. The window itself stays mapped
+ * through sysfs by every process.
  */
 #include <errno.h>
 #include <linux/vfio.h>
@@ -16,7 +17,6 @@
 
 #include "internal.h"
 #include "vfio.h"
-#include "shmwin/shmwin.h"
 
 static int msix_to(struct sio_vfio_dev *d, int efd)
 {
@@ -44,8 +44,9 @@ int sio_vfio_doorbell(const char *fabric, const char *bdf, enum sio_vfio_mode mo
 
 	if ((rc = sio_fabric_open(fabric, -1, &f)))
 		return rc;
-	if (f->ops != &sio__shmwin_fabric_ops) {
-		rc = sio__err(EINVAL, "fabric '%s' is of the %s backend: doorbells are the shmwin backend's",
+	/* checked before the function is touched: only a fabric with doorbells takes them */
+	if (!f->ops->doorbell_serve) {
+		rc = sio__err(EINVAL, "fabric '%s' is of the %s backend, which has no doorbells to receive",
 			      f->name, f->ops->name);
 		sio_fabric_close(f);
 		return rc;
@@ -59,7 +60,7 @@ int sio_vfio_doorbell(const char *fabric, const char *bdf, enum sio_vfio_mode mo
 	    (efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
 		rc = sio__err(errno, "eventfd: %s", strerror(errno));
 	if (!rc && !(rc = msix_to(&d, efd)))
-		rc = sio__shmwin_doorbell_serve(f, efd, stop, log);
+		rc = f->ops->doorbell_serve(f, efd, stop, log);
 	if (efd >= 0)
 		close(efd);
 	sio_vfio_close(&d);
