@@ -64,11 +64,11 @@ void sio_nvme_stats_close(struct sio_nvme_client *cl)
 /* How the doorbell stores reach the controller: relayed, or through another kernel's window. */
 static uint16_t bar_path_flag(struct sio_nvme_client *cl)
 {
-	const char *p = sio_device_bar_path(sio_nvme_client_device(cl), 0);
-
-	if (!strncmp(p, "relayed", 7))
-		return SIO_NVME_QS_RELAYED;
-	return !strcmp(p, "NTB window") ? SIO_NVME_QS_NTB_WINDOW : 0;
+	switch (sio_device_bar_path_kind(sio_nvme_client_device(cl), 0)) {
+	case SIO_BAR_PATH_RELAYED: return SIO_NVME_QS_RELAYED;
+	case SIO_BAR_PATH_NTB_WINDOW: return SIO_NVME_QS_NTB_WINDOW;
+	default: return 0;
+	}
 }
 
 /* A block for queue pair @q, described as it was made. */

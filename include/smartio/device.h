@@ -137,15 +137,53 @@ void sio_device_close(struct sio_device *dev);
 int sio_device_info(struct sio_device *dev, struct sio_device_info *out);
 
 /**
- * sio_device_bar_path() - how this borrow's stores to a BAR reach the device
+ * enum sio_bar_path - how a borrow's stores to a BAR reach the device
+ * @SIO_BAR_PATH_MAPPED: through a mapping of the BAR itself (a PCI
+ *	function of this host, through vfio or uio)
+ * @SIO_BAR_PATH_FABRIC_SEGMENT: the BAR is a segment of the fabric that a
+ *	device model emulates in memory (the sim backend)
+ * @SIO_BAR_PATH_NTB_WINDOW: through an NTB window onto the BAR of a device
+ *	of another kernel
+ * @SIO_BAR_PATH_RELAYED: into a copy of the BAR in memory of the lender's
+ *	node, whose doorbell writes the lender's relay forwards to the device
+ *	(no window reaches it)
+ */
+enum sio_bar_path {
+	SIO_BAR_PATH_MAPPED = 0,
+	SIO_BAR_PATH_FABRIC_SEGMENT,
+	SIO_BAR_PATH_NTB_WINDOW,
+	SIO_BAR_PATH_RELAYED,
+};
+
+/**
+ * sio_bar_path_name() - a path's name, for people
+ * @path: an enum sio_bar_path
+ * Return: "mapped", "fabric segment", "NTB window", "relayed", or
+ * "unknown" for a value outside the enum.
+ */
+const char *sio_bar_path_name(enum sio_bar_path path);
+
+/**
+ * sio_device_bar_path_kind() - how this borrow's stores to a BAR reach the device
  * @dev: borrow handle
  * @bar: BAR index
  *
- * A mapping of the BAR is what the device decodes ("mapped": this host's
- * BAR, or a window onto it: "NTB window"), or, for a device of another
- * kernel where no window can reach it, a copy in memory whose doorbell
- * writes the lender's relay forwards ("relayed (no window: why)"). Asked
- * after sio_segment_map() of the BAR; before, "mapped".
+ * What a program tests (a driver that counts relayed doorbells, say);
+ * sio_device_bar_path() says the same in words, with the reason. Asked
+ * after sio_segment_map() of the BAR; before, the path a mapping of this
+ * host or of the fabric would take.
+ * Return: the path; SIO_BAR_PATH_MAPPED for a NULL handle.
+ */
+enum sio_bar_path sio_device_bar_path_kind(struct sio_device *dev, int bar);
+
+/**
+ * sio_device_bar_path() - how this borrow's stores to a BAR reach the device, in words
+ * @dev: borrow handle
+ * @bar: BAR index
+ *
+ * For display: sio_bar_path_name() of sio_device_bar_path_kind(), and, where
+ * there is more to say, why in parentheses ("relayed (no window: why)").
+ * Programs test sio_device_bar_path_kind() instead of parsing this.
  * Return: a string owned by the library, valid until the next call from
  * this thread; "" for a NULL handle.
  */

@@ -39,15 +39,17 @@ struct sio_segment_status {
  * @pid: the borrowing process
  * @node: the node it joined as
  * @exclusive: borrowed exclusively
- * @doorbells: how its stores to BAR0 reach the device where they are not
- *	plain stores to a mapping of it ("relayed (no window: ...)", "NTB
- *	window"), else ""
+ * @path: how its stores to BAR0 reach the device (SIO_BAR_PATH_MAPPED
+ *	also where the backend has nothing to say)
+ * @doorbells: the same in words where they are not plain stores to a
+ *	mapping of it ("relayed (no window: ...)", "NTB window"), else ""
  */
 struct sio_borrow_status {
 	uint32_t device;
 	int pid;
 	int node;
 	bool exclusive;
+	enum sio_bar_path path;
 	char doorbells[64];
 };
 

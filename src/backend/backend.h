@@ -54,6 +54,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include <smartio/device.h>
 
 struct sio_device;
 struct sio_event;
@@ -271,11 +272,12 @@ struct sio_fabric_ops {
 	void (*dev_unexport)(struct sio_fabric *f, int dev);
 	/**
 	 * @borrow_doorbells: lock held: how the stores of borrow slot @borrow
-	 * to its device's BAR0 reach it, in @buf ("relayed: ...", "NTB
-	 * window"), or NULL where they are plain stores to a mapping of it.
-	 * Optional.
+	 * to its device's BAR0 reach it, with what more there is to say in
+	 * @why ("no window: ...", "" for nothing); SIO_BAR_PATH_MAPPED where
+	 * they are plain stores to a mapping of it. Optional.
 	 */
-	const char *(*borrow_doorbells)(struct sio_fabric *f, int borrow, char *buf, size_t len);
+	enum sio_bar_path (*borrow_doorbells)(struct sio_fabric *f, int borrow, char *why,
+					      size_t len);
 	/**
 	 * @dev_relay: lock held: fill @o's relay counters (relayed,
 	 * relay_wait_ns, relay_fwd_ns) for device slot @dev. Optional.
@@ -337,8 +339,9 @@ int sio__fabric_backend(const struct sio_fabric_ops **out);
  * @mcast_map: put in *@bus the address at which one device write reaches
  *	every subscriber of multicast @group; NULL when the backend has no
  *	multicast (the core then fails with -ENOTSUP).
- * @bar_how: optional: how stores to BAR @bar reach the device, when they
- *	are not plain stores to a mapping of it ("relayed: ..."); NULL: they are
+ * @bar_path: optional: how stores to BAR @bar reach the device, with what
+ *	more there is to say in @why ("no window: ...", "" for nothing). NULL:
+ *	SIO_BAR_PATH_FABRIC_SEGMENT with @fabric_bars, else SIO_BAR_PATH_MAPPED
  * @release: the borrow ends (sio_device_close()): drop what the backend
  *	holds for it, such as a connection to the lender; mappings made
  *	through it must go too. NULL when it holds nothing of its own.
@@ -368,7 +371,7 @@ struct sio_device_ops {
 	int (*dma_map)(struct sio_device *dev, struct sio_segment *seg, uint64_t *bus);
 	int (*dma_unmap)(struct sio_device *dev, struct sio_segment *seg);
 	int (*mcast_map)(struct sio_device *dev, uint32_t group, uint64_t *bus);
-	const char *(*bar_how)(struct sio_device *dev, int bar);
+	enum sio_bar_path (*bar_path)(struct sio_device *dev, int bar, char *why, size_t len);
 	void (*release)(struct sio_device *dev);
 	int (*irq_enable)(struct sio_device *dev, unsigned int kinds, int nvec, int *fds);
 	void (*irq_disable)(struct sio_device *dev);

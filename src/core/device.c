@@ -212,16 +212,51 @@ int sio_device_info(struct sio_device *dev, struct sio_device_info *out)
 	return ret;
 }
 
+const char *sio_bar_path_name(enum sio_bar_path path)
+{
+	switch (path) {
+	case SIO_BAR_PATH_MAPPED: return "mapped";
+	case SIO_BAR_PATH_FABRIC_SEGMENT: return "fabric segment";
+	case SIO_BAR_PATH_NTB_WINDOW: return "NTB window";
+	case SIO_BAR_PATH_RELAYED: return "relayed";
+	}
+	return "unknown";
+}
+
+const char *sio__bar_path_text(enum sio_bar_path path, const char *why, char *buf, size_t len)
+{
+	if (!why || !*why)
+		return sio_bar_path_name(path);
+	snprintf(buf, len, "%s (%s)", sio_bar_path_name(path), why);
+	return buf;
+}
+
+/* The path of @dev's stores to BAR @bar, and why in @why ("" for nothing). */
+static enum sio_bar_path bar_path(struct sio_device *dev, int bar, char *why, size_t len)
+{
+	why[0] = 0;
+	if (dev->ops && dev->ops->bar_path)
+		return dev->ops->bar_path(dev, bar, why, len);
+	return dev->ops && dev->ops->fabric_bars ? SIO_BAR_PATH_FABRIC_SEGMENT : SIO_BAR_PATH_MAPPED;
+}
+
+enum sio_bar_path sio_device_bar_path_kind(struct sio_device *dev, int bar)
+{
+	char why[96];
+
+	return dev ? bar_path(dev, bar, why, sizeof(why)) : SIO_BAR_PATH_MAPPED;
+}
+
 const char *sio_device_bar_path(struct sio_device *dev, int bar)
 {
-	const char *how;
+	static __thread char buf[128];
+	char why[96];
+	enum sio_bar_path p;
 
 	if (!dev)
 		return "";
-	how = dev->ops && dev->ops->bar_how ? dev->ops->bar_how(dev, bar) : NULL;
-	if (how)
-		return how;
-	return dev->ops && dev->ops->fabric_bars ? "fabric segment" : "mapped";
+	p = bar_path(dev, bar, why, sizeof(why));
+	return sio__bar_path_text(p, why, buf, sizeof(buf));
 }
 
 int sio_device_bar(struct sio_device *dev, int bar, struct sio_segment **out)

@@ -167,6 +167,12 @@ int sio__route(struct sio_fabric *f, int from, int to, int adapter, bool chassis
 int sio__device_register_ext(struct sio_fabric *f, const struct sio_device_desc *desc,
 			     enum sio_device_backend backend, const char *bdf,
 			     const char *svc, struct sio_devreg **out);
+/*
+ * @path in words, for display: its name, and @why in parentheses where
+ * there is one ("relayed (no window: ...)"); @buf, or a constant.
+ */
+const char *sio__bar_path_text(enum sio_bar_path path, const char *why, char *buf, size_t len);
+
 /* The lender's service socket of a device (vfio backend). */
 const char *sio__device_svc(struct sio_device *dev);
 

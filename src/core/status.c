@@ -65,14 +65,18 @@ static void fill(struct sio_fabric *f, struct sio_fabric_status *st)
 		if (!br->used || !(dv = reg_dev_at(r, br->dev)) || !(pr = reg_proc_at(r, br->proc)))
 			continue;
 		struct sio_borrow_status *o = &st->borrows[st->nborrows++];
-		char buf[sizeof(o->doorbells)];
-		const char *db = f->ops->borrow_doorbells ?
-				 f->ops->borrow_doorbells(f, b, buf, sizeof(buf)) : NULL;
+		char why[sizeof(o->doorbells)], text[sizeof(o->doorbells)];
+		enum sio_bar_path path = SIO_BAR_PATH_MAPPED;
 
+		why[0] = 0;
+		if (f->ops->borrow_doorbells)
+			path = f->ops->borrow_doorbells(f, b, why, sizeof(why));
 		*o = (struct sio_borrow_status){ .device = dv->id, .pid = pr->pid, .node = pr->node,
-						 .exclusive = br->excl != 0 };
-		if (db)
-			snprintf(o->doorbells, sizeof(o->doorbells), "%s", db);
+						 .exclusive = br->excl != 0, .path = path };
+		/* words only where the stores are not plain ones, as smartio status shows them */
+		if (path != SIO_BAR_PATH_MAPPED)
+			snprintf(o->doorbells, sizeof(o->doorbells), "%s",
+				 sio__bar_path_text(path, why, text, sizeof(text)));
 	}
 }
 

@@ -27,6 +27,14 @@ Test(device, borrow_rules)
 	cr_assert_eq(in.borrowers, 3);
 	cr_assert_eq(in.class_code, 0x010802);
 	cr_assert_eq(in.lender, 0);
+	cr_assert_eq(sio_device_bar_path_kind(sb, 0), SIO_BAR_PATH_FABRIC_SEGMENT);
+	cr_assert_str_eq(sio_device_bar_path(sb, 0), "fabric segment");
+	cr_assert_eq(sio_device_bar_path_kind(NULL, 0), SIO_BAR_PATH_MAPPED);
+	cr_assert_str_eq(sio_device_bar_path(NULL, 0), "");
+	cr_assert_str_eq(sio_bar_path_name(SIO_BAR_PATH_MAPPED), "mapped");
+	cr_assert_str_eq(sio_bar_path_name(SIO_BAR_PATH_NTB_WINDOW), "NTB window");
+	cr_assert_str_eq(sio_bar_path_name(SIO_BAR_PATH_RELAYED), "relayed");
+	cr_assert_str_eq(sio_bar_path_name((enum sio_bar_path)99), "unknown");
 	cr_assert_eq(sio_device_borrow(b, id, SIO_BORROW_EXCLUSIVE, &x), -EBUSY, "exclusive while shared");
 	cr_assert_eq(sio_device_borrow(b, 999, SIO_BORROW_SHARED, &x), -ENOENT);
 	cr_assert_eq(sio_device_borrow(b, id, 0x80, &x), -EINVAL);

@@ -426,34 +426,36 @@ static void path_note(struct sio_fabric *f, struct sio_device *dev, int path, in
 			.dev = b->dev, .proc = b->proc, .path = path, .err = err };
 }
 
-static const char *path_name(int path, int err, char *buf, size_t len)
+/* A path of enum wf_db_path as the public enum, and why (the relay's reason) in @why. */
+static enum sio_bar_path path_of(int path, int err, char *why, size_t len)
 {
 	if (path == WF_DB_WINDOW)
-		return "NTB window";
-	snprintf(buf, len, "relayed (no window: %s)", strerror(err));
-	return buf;
+		return SIO_BAR_PATH_NTB_WINDOW;
+	if (path != WF_DB_RELAY)
+		return SIO_BAR_PATH_MAPPED;
+	snprintf(why, len, "no window: %s", strerror(err));
+	return SIO_BAR_PATH_RELAYED;
 }
 
-const char *sio__wf_borrow_doorbells(struct sio_fabric *f, int borrow, char *buf, size_t len)
+enum sio_bar_path sio__wf_borrow_doorbells(struct sio_fabric *f, int borrow, char *why,
+					   size_t len)
 {
 	const struct reg_borrow *b = reg_borrow_at(f->reg, borrow);
 	const typeof(wf_of(f)->hdr->borrow_db[0]) *r;
 
 	if (!b || !b->used)
-		return NULL;
+		return SIO_BAR_PATH_MAPPED;
 	r = &wf_of(f)->hdr->borrow_db[borrow];
-	if (r->dev != b->dev || r->proc != b->proc || r->path == WF_DB_LOCAL)
-		return NULL;
-	return path_name(r->path, r->err, buf, len);
+	if (r->dev != b->dev || r->proc != b->proc)
+		return SIO_BAR_PATH_MAPPED;
+	return path_of(r->path, r->err, why, len);
 }
 
-static const char *remote_bar_how(struct sio_device *dev, int bar)
+static enum sio_bar_path remote_bar_path(struct sio_device *dev, int bar, char *why, size_t len)
 {
-	static __thread char buf[96];
 	struct remote *rm = dev->backend_priv;
 
-	return bar == 0 && rm && rm->path != WF_DB_LOCAL ? path_name(rm->path, rm->err, buf, sizeof(buf)) :
-	       NULL;
+	return bar == 0 && rm ? path_of(rm->path, rm->err, why, len) : SIO_BAR_PATH_MAPPED;
 }
 
 /* Lock held: BAR0 through the lender's window, where it made one that reaches this node. */
@@ -695,7 +697,7 @@ static const struct sio_device_ops remote_ops = {
 	.dma_map = remote_dma_map,
 	.dma_unmap = remote_dma_unmap,
 	.mcast_map = window_mcast_map,
-	.bar_how = remote_bar_how,
+	.bar_path = remote_bar_path,
 	.release = remote_release,
 };
 

@@ -162,7 +162,10 @@ struct wf_dev {
 	uint64_t db_off, db_ports;
 };
 
-/* How a borrow's stores reach BAR0 (wf_hdr.borrow_db, for smartio status). */
+/*
+ * How a borrow's stores reach BAR0 (wf_hdr.borrow_db, for smartio status),
+ * as the window fabric records it; relay.c tells it as enum sio_bar_path.
+ */
 enum wf_db_path { WF_DB_LOCAL = 0, WF_DB_RELAY, WF_DB_WINDOW };
 
 /*
@@ -338,7 +341,8 @@ void wf_munmap(void *va, uint64_t len);
 
 /* relay.c */
 const struct sio_device_ops *sio__wf_dev_ops(struct sio_fabric *f, int dev);
-const char *sio__wf_borrow_doorbells(struct sio_fabric *f, int borrow, char *buf, size_t len);
+enum sio_bar_path sio__wf_borrow_doorbells(struct sio_fabric *f, int borrow, char *why,
+					   size_t len);
 void sio__wf_dev_relay(struct sio_fabric *f, int dev, struct sio_device_info *o);
 int sio__wf_dev_export(struct sio_fabric *f, int dev, struct sio_dev_export *x);
 void sio__wf_dev_unexport(struct sio_fabric *f, int dev);
