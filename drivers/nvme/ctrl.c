@@ -696,9 +696,9 @@ static void keep_dbbuf(struct sio_nvme_ctrl *c);
 
 /*
  * Shadow doorbells pay where an MMIO write costs more than a store to
- * memory: a PCI function (vfio, uio) whose controller offers them is a
- * virtual one (QEMU's; SSDs do not offer the feature), where every MMIO
- * write exits to the hypervisor. A device model's BAR0 on the simulated
+ * memory (sio_device_info.bar_mmio): a PCI function whose controller offers
+ * them is a virtual one (QEMU's; SSDs do not offer the feature), where every
+ * MMIO write exits to the hypervisor. A device model's BAR0 on the simulated
  * fabric is memory: there a shadow store saves nothing and costs the
  * controller a read of host memory per ring (docs/benchmarks.md).
  */
@@ -706,7 +706,7 @@ static bool dbbuf_pays(struct sio_nvme_ctrl *c)
 {
 	struct sio_device_info di;
 
-	return !sio_device_info(c->dev, &di) && di.backend != SIO_BACKEND_SIM;
+	return !sio_device_info(c->dev, &di) && di.bar_mmio;
 }
 
 /* Doorbell Buffer Config where the controller has it and it pays (or as

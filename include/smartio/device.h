@@ -47,6 +47,12 @@ enum sio_device_backend {
  * @exclusive: currently borrowed exclusively
  * @borrowers: number of current borrowers
  * @dma_faults: DMA faults the device has taken
+ * @bar_mmio: a store to its BARs is a write to a PCI function's registers
+ *	(vfio, uio, also when another kernel's relay or window carries it),
+ *	which costs more than a store to memory (on a virtual function, QEMU's,
+ *	an exit to the hypervisor); false where the BARs are memory of the
+ *	fabric that a device model polls (sim). Drivers weigh features such as
+ *	NVMe's shadow doorbells by it.
  * @relayed: doorbell writes of other kernels that its lender's relay
  *	forwarded to BAR0 (0: none, or its backend has no relay)
  * @relay_wait_ns: for those, the time between the relay's look that found
@@ -68,6 +74,7 @@ struct sio_device_info {
 	bool exclusive;
 	int borrowers;
 	uint64_t dma_faults;
+	bool bar_mmio;
 	uint64_t relayed, relay_wait_ns, relay_fwd_ns;
 	char name[SIO_NAME_MAX];
 	char bdf[16];

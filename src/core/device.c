@@ -24,6 +24,8 @@ void sio__device_info(struct sio_registry *r, int d, struct sio_device_info *o)
 	o->exclusive = v->excl >= 0;
 	o->borrowers = v->nborrows;
 	o->dma_faults = atomic_load(&v->dma_faults);
+	/* only a device model's BARs are memory: the sim backend's, always built */
+	o->bar_mmio = v->backend != SIO_BACKEND_SIM;
 	memcpy(o->name, v->name, sizeof(o->name));
 	memcpy(o->bdf, v->bdf, sizeof(o->bdf));
 	o->name[sizeof(o->name) - 1] = o->bdf[sizeof(o->bdf) - 1] = 0;

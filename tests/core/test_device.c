@@ -27,6 +27,7 @@ Test(device, borrow_rules)
 	cr_assert_eq(in.borrowers, 3);
 	cr_assert_eq(in.class_code, 0x010802);
 	cr_assert_eq(in.lender, 0);
+	cr_assert_not(in.bar_mmio, "a device model's BARs are memory of the fabric");
 	cr_assert_eq(sio_device_bar_path_kind(sb, 0), SIO_BAR_PATH_FABRIC_SEGMENT);
 	cr_assert_str_eq(sio_device_bar_path(sb, 0), "fabric segment");
 	cr_assert_eq(sio_device_bar_path_kind(NULL, 0), SIO_BAR_PATH_MAPPED);
