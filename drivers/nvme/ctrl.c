@@ -1220,6 +1220,30 @@ int sio_nvme_ctrl_delete_qpair(struct sio_nvme_ctrl *c, uint16_t qid)
 	return ret ? ret : ret2;
 }
 
+int sio_nvme_doorbells(volatile void *bar0, uint64_t size, struct sio_doorbells *db, void *arg)
+{
+	volatile uint32_t *r = bar0;
+	uint64_t cap;
+	uint32_t stride;
+
+	(void)arg;
+	if (!bar0 || size < SIO_NVME_REG_DBS + 8)
+		return sio_err_set(EINVAL, "BAR0 of %llu bytes holds no NVMe doorbells",
+				   (unsigned long long)size);
+	/* two 32-bit reads: what every controller decodes */
+	cap = r[NVME_REG_CAP / 4] | (uint64_t)r[NVME_REG_CAP / 4 + 1] << 32;
+	stride = sio_nvme_db_stride(NVME_CAP_DSTRD(cap));
+	*db = (struct sio_doorbells){
+		.base = SIO_NVME_REG_DBS,
+		.stride = stride,
+		.count = (uint32_t)((size - SIO_NVME_REG_DBS) / stride),
+		.confined = 2,			/* the admin queue's SQ tail and CQ head */
+		.regs = 0x100,			/* CAP .. the CMB's registers */
+		.live = NVME_REG_ACQ + 8,	/* CAP .. ACQ: CSTS, and CC and the admin queue's for a takeover */
+	};
+	return 0;
+}
+
 int sio_nvme_find_device(struct sio_fabric *f, uint32_t id, struct sio_device_info *out)
 {
 	struct sio_device_info *all;

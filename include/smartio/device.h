@@ -80,6 +80,36 @@ struct sio_device_info {
 	char bdf[16];
 };
 
+/**
+ * struct sio_doorbells - where a device's doorbells are in its BAR0
+ * @base: offset in BAR0 of the first doorbell (a multiple of 4)
+ * @stride: bytes from one doorbell to the next (a multiple of 4)
+ * @count: how many there are; 0: none described
+ * @confined: the first doorbell that stays another kernel's to ring once
+ *	BAR0 is confined (sio_device_restrict()): the ones before it are then
+ *	the confining borrower's alone (an NVMe controller's admin queue);
+ *	0: every one stays
+ * @regs: bytes at BAR0's start that a borrower of another kernel reads
+ *	(at most 4096, and not past @base): copied when the device is lent
+ * @live: of those, the bytes that change under the driver (status
+ *	registers), read again every few milliseconds (at most @regs)
+ *
+ * A lender fills it from the driver that knows the device (the NVMe
+ * driver's sio_nvme_doorbells(), the edu example's edu_doorbells()): where
+ * no window reaches BAR0 from another kernel, the lender's relay forwards
+ * that kernel's 32-bit writes of these doorbells, and of nothing else, and
+ * shows it these registers. A device lent without a description is not
+ * relayed at all.
+ */
+struct sio_doorbells {
+	uint64_t base;
+	uint32_t stride;
+	uint32_t count;
+	uint32_t confined;
+	uint32_t regs;
+	uint32_t live;
+};
+
 /* sio_device_borrow() flags */
 #define SIO_BORROW_SHARED	0u
 #define SIO_BORROW_EXCLUSIVE	(1u << 0)

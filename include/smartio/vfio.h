@@ -141,10 +141,56 @@ int sio_vfio_probe(const char *bdf, enum sio_vfio_mode mode, struct sio_vfio_pro
  * @fabric and serves its borrowers (BAR access and DMA mappings through
  * the IOMMU) until told to stop. A borrower that goes away, crashed or
  * not, leaves nothing mapped; the device leaves the fabric with the lender.
+ * No doorbells are described: borrowers of other kernels that no window
+ * reaches BAR0 from cannot store to it (sio_vfio_lend_opts() describes).
  * Return: 0 once stopped, or -errno.
  */
 int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
 		  volatile sig_atomic_t *stop, FILE *log);
+
+/**
+ * struct sio_lend_opts - what a driver adds to a lend
+ * @doorbells: optional: describe the function's doorbells in @db from its
+ *	BAR0 (@bar0 mapped, @size bytes), for the relay that serves borrowers
+ *	of other kernels (struct sio_doorbells); 0, or -errno to refuse the
+ *	lend. Called once, before the device is registered elsewhere; NULL,
+ *	or a @db left with no count: no doorbells are relayed.
+ * @arg: @doorbells' last argument
+ */
+struct sio_lend_opts {
+	int (*doorbells)(volatile void *bar0, uint64_t size, struct sio_doorbells *db, void *arg);
+	void *arg;
+};
+
+/**
+ * sio_vfio_lend_opts() - sio_vfio_lend() with a driver's description
+ * @fabric: fabric name; NULL uses $SMARTIO_FABRIC (joined as $SMARTIO_NODE)
+ * @bdf: its address
+ * @mode: how to open it
+ * @o: what the driver adds (NULL: nothing, as sio_vfio_lend())
+ * @stop: serving ends when *@stop becomes non-zero; NULL serves until an error
+ * @log: progress and the borrowers' comings and goings (may be NULL)
+ *
+ * As sio_vfio_lend(); on a fabric of several kernels, the relay forwards
+ * the doorbells @o describes (a driver's lender program: nvme-lend).
+ * Return: 0 once stopped, or -errno.
+ */
+int sio_vfio_lend_opts(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
+		       const struct sio_lend_opts *o, volatile sig_atomic_t *stop, FILE *log);
+
+/**
+ * sio_uio_lend_opts() - sio_uio_lend() with a driver's description
+ * @fabric: fabric name; NULL uses $SMARTIO_FABRIC (joined as $SMARTIO_NODE)
+ * @bdf: its address
+ * @o: what the driver adds (NULL: nothing, as sio_uio_lend())
+ * @stop: serving ends when *@stop becomes non-zero; NULL serves until an error
+ * @log: progress and the borrowers' comings and goings (may be NULL)
+ *
+ * As sio_uio_lend(), with @o as sio_vfio_lend_opts() takes it.
+ * Return: 0 once stopped, or -errno.
+ */
+int sio_uio_lend_opts(const char *fabric, const char *bdf, const struct sio_lend_opts *o,
+		      volatile sig_atomic_t *stop, FILE *log);
 
 /**
  * sio_uio_lend() - lend a function bound to uio_pci_generic (no IOMMU)

@@ -289,8 +289,11 @@ struct sio_fabric_ops {
  * struct sio_dev_export - what a lender gives @dev_export
  * @bar0: BAR0 mapped in the lender's process; @bar0_size its size;
  *	@bar0_bus its bus address (UINT64_MAX: not known), for a window onto it
- * @db_end: where BAR0's doorbells end (an MSI-X table may follow): nothing
+ * @db_end: where BAR0's registers end (an MSI-X table may follow): nothing
  *	from there on is written on a remote borrower's behalf
+ * @db: BAR0's doorbells and registers, as the device's driver describes
+ *	them (struct sio_doorbells): the relay forwards those doorbells and
+ *	nothing else; none (count 0) where no driver described them
  * @dma_map: map @len bytes at @va of this process for the device's DMA, the
  *	device's address in *@bus (vfio: through the IOMMU); @phys is their
  *	bus address where the fabric knows it (its window is a PCI BAR), else
@@ -305,6 +308,7 @@ struct sio_dev_export {
 	uint64_t bar0_size;
 	uint64_t bar0_bus;
 	uint64_t db_end;
+	struct sio_doorbells db;
 	void *ctx;
 	int (*dma_map)(void *ctx, void *va, uint64_t len, uint64_t phys, uint64_t *bus);
 	int (*dma_unmap)(void *ctx, uint64_t bus, uint64_t len);

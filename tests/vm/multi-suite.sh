@@ -63,7 +63,8 @@ lender)
 		mkdir -p /dev/hugepages && mount -t hugetlbfs none /dev/hugepages
 	fi
 	run bind smartio $LEND bind $MAIN
-	smartio $LEND lend $MAIN --fabric $FAB >/tmp/lend.log 2>&1 &
+	# the NVMe driver's lender: it describes the doorbells the relay forwards
+	nvme-lend $MAIN --fabric $FAB $([ $LEND = uio ] && echo --uio) >/tmp/lend.log 2>&1 &
 	lpid=$!
 	until_ok 60 grep -q '^lending' /tmp/lend.log && res PASS lend || { cat /tmp/lend.log; res FAIL lend; }
 	cat /tmp/lend.log | sed 's/^/    | /'

@@ -148,7 +148,8 @@ client() {
 lend() {
 	for m in $(cat /lib/modules/$LEND.list); do insmod /lib/modules/$m 2>/dev/null; done
 	run bind smartio $LEND bind $MAIN
-	smartio $LEND lend $MAIN --fabric $FAB >/tmp/lend.log 2>&1 &
+	# the NVMe driver's lender: it describes the doorbells the relay forwards
+	nvme-lend $MAIN --fabric $FAB $([ $LEND = uio ] && echo --uio) >/tmp/lend.log 2>&1 &
 	lpid=$!
 	until_ok 90 grep -q '^lending' /tmp/lend.log && ok lend || { cat /tmp/lend.log; no lend; }
 	sed 's/^/    | /' /tmp/lend.log

@@ -351,6 +351,23 @@ const char *sio_nvme_status_str(uint16_t status);
  */
 int sio_nvme_find_device(struct sio_fabric *f, uint32_t id, struct sio_device_info *out);
 
+/**
+ * sio_nvme_doorbells() - an NVMe controller's doorbells, for its lender
+ * @bar0: its BAR0, mapped
+ * @size: BAR0's bytes
+ * @db: filled in: the doorbells from 0x1000 at CAP.DSTRD's stride, as many
+ *	as BAR0 holds; the admin queue's two the confining manager's alone;
+ *	the registers CAP to the CMB's for other kernels to read, CAP to ACQ
+ *	of them read again as they change
+ * @arg: unused (struct sio_lend_opts' @arg)
+ *
+ * The description struct sio_lend_opts' @doorbells takes (nvme-lend), so
+ * that the relay of a fabric of several kernels forwards the queues'
+ * doorbells.
+ * Return: 0, or -EINVAL when BAR0 is too small to hold the admin queue's.
+ */
+int sio_nvme_doorbells(volatile void *bar0, uint64_t size, struct sio_doorbells *db, void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,6 +7,12 @@
 #include <smartio/vfio.h>
 #include "internal.h"
 
+int sio_uio_lend_opts(const char *fabric, const char *bdf, const struct sio_lend_opts *o,
+		      volatile sig_atomic_t *stop, FILE *log)
+{
+	return sio_uio_lend(fabric, bdf, stop, log);
+}
+
 int sio_uio_lend(const char *fabric, const char *bdf, volatile sig_atomic_t *stop, FILE *log)
 {
 	return sio__err(ENOTSUP, "this libsmartio was built without the uio backend (meson -Duio=enabled needs the vfio backend and libhugetlbfs-dev)");

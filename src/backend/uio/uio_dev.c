@@ -220,11 +220,17 @@ static int lend_unmap(void *priv, void *va, uint64_t bus, uint64_t len)
 
 int sio_uio_lend(const char *fabric, const char *bdf, volatile sig_atomic_t *stop, FILE *log)
 {
+	return sio_uio_lend_opts(fabric, bdf, NULL, stop, log);
+}
+
+int sio_uio_lend_opts(const char *fabric, const char *bdf, const struct sio_lend_opts *o,
+		      volatile sig_atomic_t *stop, FILE *log)
+{
 	struct sio_uio_dev d;
 	struct sio_lend_dev ld = { .kind = "uio", .backend = SIO_BACKEND_UIO, .priv = &d,
 				   .dma_map = lend_map, .dma_unmap = lend_unmap,
 				   /* what the window is checked against; borrowers bring their own */
-				   .dma_mask = UINT64_MAX };
+				   .dma_mask = UINT64_MAX, .opts = o };
 	uint16_t cmd;
 	long hs;
 	int rc = sio_uio_host_check();

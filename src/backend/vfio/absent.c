@@ -43,3 +43,9 @@ int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
 {
 	return absent();
 }
+
+int sio_vfio_lend_opts(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
+		       const struct sio_lend_opts *o, volatile sig_atomic_t *stop, FILE *log)
+{
+	return absent();
+}

@@ -36,6 +36,7 @@
  *	-errno. NULL: the backend serves no interrupts.
  * @irq_off: stop the vectors of @kind
  * @irq_unmask: unmask INTx after the borrower handled it
+ * @opts: what the driver adds (its doorbells), or NULL
  */
 struct sio_lend_dev {
 	const char *kind;
@@ -54,6 +55,7 @@ struct sio_lend_dev {
 	int (*irq_set)(void *priv, unsigned int kinds, int nvec, const int *fds);
 	int (*irq_off)(void *priv, int kind);
 	int (*irq_unmask)(void *priv);
+	const struct sio_lend_opts *opts;
 };
 
 /*

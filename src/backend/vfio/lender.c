@@ -429,6 +429,10 @@ static int export(struct lender *l)
 	snprintf(dir, sizeof(dir), "/sys/bus/pci/devices/%s", l->dev->cfg.bdf);
 	x.bar0_bus = sio__pci_bar_bus(dir, 0);	/* for a window onto it (ntb) */
 	x.db_end = bar0_regs_end(l);
+	/* the doorbells, as the driver that knows the device describes them */
+	if (l->dev->opts && l->dev->opts->doorbells &&
+	    (rc = l->dev->opts->doorbells(bar0, l->bar0_size, &x.db, l->dev->opts->arg)))
+		return rc;
 	rc = l->f->ops->dev_export(l->f, l->reg->slot, &x);
 	if (!rc) {
 		l->exported = true;

@@ -457,11 +457,17 @@ static int lend_irq_unmask(void *priv)
 int sio_vfio_lend(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
 		  volatile sig_atomic_t *stop, FILE *log)
 {
+	return sio_vfio_lend_opts(fabric, bdf, mode, NULL, stop, log);
+}
+
+int sio_vfio_lend_opts(const char *fabric, const char *bdf, enum sio_vfio_mode mode,
+		       const struct sio_lend_opts *o, volatile sig_atomic_t *stop, FILE *log)
+{
 	struct sio_vfio_dev d;
 	struct sio_lend_dev ld = { .kind = "vfio", .backend = SIO_BACKEND_VFIO, .priv = &d,
 				   .dma_map = lend_map, .dma_unmap = lend_unmap,
 				   .irq_set = lend_irq_set, .irq_off = lend_irq_off,
-				   .irq_unmask = lend_irq_unmask };
+				   .irq_unmask = lend_irq_unmask, .opts = o };
 	int rc = sio_vfio_open(bdf, mode, &d);
 
 	if (rc)

@@ -18,12 +18,16 @@
  * thread forwards the doorbell writes it sees there to the real BAR0,
  * shadow-doorbell style: it takes each value, leaving an impossible one
  * (WF_DB_EMPTY) in its place, so every write is forwarded once, a repeated
- * value too. It forwards what the borrower could have written to a mapping
- * of BAR0: every doorbell while BAR0 is unconfined (QEMU's NVMe: a manager
- * of another kernel rings the admin queue), the I/O queues' once the
- * manager confines it. Other register writes are not forwarded (a remote
- * manager takes a controller over without a reset, or needs a window); the
- * registers up to ACQ are read again every 5 ms for every mirror.
+ * value too. Which writes are doorbells the relay does not know by itself:
+ * the lender describes them (struct sio_doorbells, from the device's
+ * driver), and a device lent without a description is not relayed. It
+ * forwards what the borrower could have written to a mapping of BAR0: every
+ * described doorbell while BAR0 is unconfined (QEMU's NVMe: a manager of
+ * another kernel rings the admin queue), from the description's @confined
+ * on once the manager confines it. Other register writes are not forwarded
+ * (a remote manager takes a controller over without a reset, or needs a
+ * window); the registers the description calls live are read again every
+ * 5 ms for every mirror.
  *
  * Multicast: one window cannot fan a device write out to several places as
  * a PCIe switch's multicast does. A group's address is a landing segment;
@@ -39,8 +43,7 @@
 #define NAP_MIN_NS	2000ull
 #define NAP_MAX_NS	100000ull	/* while a mirror is watched */
 #define NAP_IDLE_NS	10000000ull	/* while none is */
-#define REGS_COPY	0x100		/* CAP .. CMB registers */
-#define REGS_LIVE	0x38		/* CAP .. ACQ, read again every 5 ms */
+#define REGS_MAX	4096		/* the register copy: one page */
 
 struct wf_relay {
 	struct wf_relay *next;
@@ -195,28 +198,29 @@ static void groups_sync(struct wf_relay *r)
 }
 
 /*
- * Every 5 ms: new pools and mirrors, the registers a borrower reads (CAP to
- * ACQ, fresh from BAR0: CSTS, and CC and the admin queue's for a manager
- * that takes the controller over from another kernel), multicast copies,
- * and whether BAR0 is confined (then the admin queue's doorbells are the
- * lender's kernel's alone, as a confined mapping would have them).
+ * Every 5 ms: new pools and mirrors, the registers a borrower reads that
+ * change (the description's live ones, fresh from BAR0: NVMe's CSTS, and CC
+ * and the admin queue's for a manager that takes the controller over from
+ * another kernel), multicast copies, and whether BAR0 is confined (then the
+ * doorbells before the description's @confined are the lender's kernel's
+ * alone, as a confined mapping would have them: NVMe's admin queue's).
  */
 static int relay_sync(struct wf_relay *r, struct wf_dev *d, uint32_t *first_db)
 {
 	const struct reg_dev *dv = reg_dev_at(r->f->reg, r->dev);
-	uint32_t regs[REGS_LIVE / 4];
+	uint32_t regs[REGS_MAX / 4], live = r->x.db.live;
 	int watched;
 
 	pools_sync(r);
 	watched = mirrors_sync(r);
-	for (uint64_t o = 0; o < REGS_LIVE; o += 4)
+	for (uint64_t o = 0; o < live; o += 4)
 		regs[o / 4] = *reg32(r->x.bar0, o);
-	memcpy((void *)r->regs_va, regs, REGS_LIVE);
+	memcpy((void *)r->regs_va, regs, live);
 	for (int i = 0; i < WF_MIRRORS; i++)
 		if (r->m[i].va)
-			memcpy((void *)r->m[i].va, regs, REGS_LIVE);
+			memcpy((void *)r->m[i].va, regs, live);
 	groups_sync(r);
-	*first_db = dv && dv->restricted[0] ? 2 : 0;
+	*first_db = dv && dv->restricted[0] ? r->x.db.confined : 0;
 	atomic_fetch_add(&d->relay_beat, 1);
 	return watched;
 }
@@ -227,13 +231,14 @@ static int relay_sync(struct wf_relay *r, struct wf_dev *d, uint32_t *first_db)
  * the look before this one (@prev: it was written in between) and its write.
  */
 static bool relay_mirror(struct wf_relay *r, struct wf_dev *d, volatile uint32_t *m,
-			 uint32_t first, uint32_t ndb, uint32_t stride, uint64_t prev)
+			 uint32_t first, uint32_t ndb, uint64_t prev)
 {
+	const struct sio_doorbells *desc = &r->x.db;
 	bool moved = false;
 	uint64_t t0, t1;
 
 	for (uint32_t q = first; q < ndb; q++) {
-		uint64_t off = 0x1000 + (uint64_t)q * stride;
+		uint64_t off = desc->base + (uint64_t)q * desc->stride;
 		uint32_t *db = (uint32_t *)&m[off / 4];
 		uint32_t v = __atomic_load_n(db, __ATOMIC_ACQUIRE);
 
@@ -261,15 +266,18 @@ static void *relay_thread(void *arg)
 {
 	struct wf_relay *r = arg;
 	struct wf_dev *d = &r->s->hdr->devs[r->dev];
-	uint32_t stride = 4u << d->dstrd, ndb = 2 * (WF_RELAY_QUEUES + 1), first = 2;
+	const struct sio_doorbells *db = &r->x.db;
+	uint32_t ndb = db->count, first = db->confined;
 	uint64_t nap = NAP_MIN_NS, last_sync = 0, end = r->x.db_end, prev = sio__now_ns();
 	int watched = 0;
 
-	/* the doorbells, and nothing past them (QEMU's NVMe keeps its MSI-X table in BAR0) */
+	/* the doorbells, and nothing past BAR0's registers (QEMU's NVMe keeps its MSI-X table in BAR0) */
 	if (!end || end > r->x.bar0_size)
 		end = r->x.bar0_size;
-	while ((0x1000 + (uint64_t)ndb * stride) > end && ndb > 2)
-		ndb -= 2;
+	if (ndb > WF_RELAY_DOORBELLS)
+		ndb = WF_RELAY_DOORBELLS;
+	if (ndb && (db->base >= end || ndb > (end - db->base) / db->stride))
+		ndb = db->base < end ? (uint32_t)((end - db->base) / db->stride) : 0;
 	while (!atomic_load(&r->stop)) {
 		uint64_t now = sio__now_ns();
 		bool moved = false;
@@ -280,7 +288,7 @@ static void *relay_thread(void *arg)
 		}
 		for (int i = 0; i < WF_MIRRORS; i++)
 			if (r->m[i].va)
-				moved |= relay_mirror(r, d, r->m[i].va, first, ndb, stride, prev);
+				moved |= relay_mirror(r, d, r->m[i].va, first, ndb, prev);
 		prev = now;
 		if (moved) {
 			nap = NAP_MIN_NS;
@@ -317,19 +325,34 @@ static void relay_free(struct wf_relay *r)
 	free(r);
 }
 
-/* The copy of BAR0's register page, in a segment of the lender's node: CAP's DSTRD. */
-static int regs_copy(struct wf_relay *r, uint32_t *dstrd)
+/* The copy of BAR0's registers that the description names, in a segment of the lender's node. */
+static int regs_copy(struct wf_relay *r)
 {
-	uint64_t cap;
 	int ret;
 
-	if ((ret = sio_segment_create_on(r->f, r->f->node, 0, 4096, 0, &r->regs)) ||
+	if ((ret = sio_segment_create_on(r->f, r->f->node, 0, REGS_MAX, 0, &r->regs)) ||
 	    (ret = sio_segment_map(r->regs, (void **)&r->regs_va)))
 		return ret;
-	for (uint64_t o = 0; o < REGS_COPY; o += 4)
+	for (uint64_t o = 0; o < r->x.db.regs; o += 4)
 		r->regs_va[o / 4] = *reg32(r->x.bar0, o);
-	cap = r->regs_va[0] | (uint64_t)r->regs_va[1] << 32;
-	*dstrd = (cap >> 32) & 0xf;
+	return 0;
+}
+
+/* Does @x's description of BAR0 fit in it? One without doorbells says nothing. */
+static int doorbells_check(struct wf_fabric *s, int dev, struct sio_dev_export *x)
+{
+	const struct sio_doorbells *db = &x->db;
+
+	if (!db->count) {
+		x->db = (struct sio_doorbells){ 0 };
+		return 0;
+	}
+	if (db->stride < 4 || db->stride % 4 || db->base % 4 || db->base + 4 > x->bar0_size ||
+	    db->regs > REGS_MAX || db->regs % 4 || db->regs > db->base || db->live > db->regs ||
+	    db->live % 4)
+		return sio__err(EINVAL, "%s: device slot %d: its doorbells (base 0x%llx, stride %u, count %u, registers 0x%x, live 0x%x) do not fit its BAR0 of %llu bytes",
+				s->src->name, dev, (unsigned long long)db->base, db->stride, db->count,
+				db->regs, db->live, (unsigned long long)x->bar0_size);
 	return 0;
 }
 
@@ -338,12 +361,12 @@ int sio__wf_dev_export(struct sio_fabric *f, int dev, struct sio_dev_export *x)
 	struct wf_fabric *s = wf_of(f);
 	struct wf_relay *r;
 	struct wf_dev *d;
-	uint32_t dstrd;
 	int ret;
 
-	if (dev < 0 || dev >= SIO_MAX_DEVS || !x->bar0 || x->bar0_size < 0x2000)
-		return sio__err(EINVAL, "%s: device slot %d: no BAR0 of doorbells to relay",
-				s->src->name, dev);
+	if (dev < 0 || dev >= SIO_MAX_DEVS || !x->bar0 || !x->bar0_size)
+		return sio__err(EINVAL, "%s: device slot %d: no BAR0 to export", s->src->name, dev);
+	if ((ret = doorbells_check(s, dev, x)))
+		return ret;
 	if (!(r = calloc(1, sizeof(*r))))
 		return sio__err(ENOMEM, "out of memory");
 	r->f = f;
@@ -351,10 +374,10 @@ int sio__wf_dev_export(struct sio_fabric *f, int dev, struct sio_dev_export *x)
 	r->dev = dev;
 	r->x = *x;
 	d = &s->hdr->devs[dev];
-	if ((ret = regs_copy(r, &dstrd)) || (ret = sio__lock(f)))
+	if ((ret = regs_copy(r)) || (ret = sio__lock(f)))
 		goto fail;
 	*d = (struct wf_dev){ .gen = reg_dev_at(f->reg, dev)->gen, .regs_slot = r->regs->slot,
-			      .regs_gen = r->regs->gen, .dstrd = dstrd, .db_window = -1 };
+			      .regs_gen = r->regs->gen, .db_window = -1, .desc = x->db };
 	sio__unlock(f);
 	/* every pool, once, for the device: every segment at its pool's bus + offset */
 	if ((ret = pools_sync(r)))
@@ -366,8 +389,11 @@ int sio__wf_dev_export(struct sio_fabric *f, int dev, struct sio_dev_export *x)
 	if (!d->db_err)
 		snprintf(x->how, sizeof(x->how), "stores through inbound window %d of each peer, translated to BAR0 (ports 0x%llx)",
 			 d->db_window, (unsigned long long)d->db_ports);
-	else
+	else if (x->db.count)
 		snprintf(x->how, sizeof(x->how), "relayed from a mirror on this node: no window onto BAR0 (%s)",
+			 strerror(d->db_err));
+	else
+		snprintf(x->how, sizeof(x->how), "not relayed: no doorbells described, and no window onto BAR0 (%s)",
 			 strerror(d->db_err));
 	atomic_thread_fence(memory_order_release);
 	d->bar0_size = x->bar0_size;	/* exported from here on */
@@ -537,8 +563,9 @@ static int mirror_map(struct sio_device *dev, uint64_t bsize, int lender, void *
 	if ((ret = wf_seg_map(f, rm->mirror->slot, 0, bsize, false, &va)) ||
 	    (ret = wf_seg_map(f, d->regs_slot, 0, 4096, true, &regs)))
 		goto out;
-	memcpy(va, regs, REGS_COPY);	/* CAP, VS, CSTS... as the lender read them */
-	for (uint64_t o = 0x1000; o + 4 <= bsize; o += 4)	/* no doorbell written yet */
+	/* NVMe's CAP, VS, CSTS... as the lender read them; the record is input, so bounded */
+	memcpy(va, regs, d->desc.regs <= REGS_MAX && d->desc.regs <= bsize ? d->desc.regs : 0);
+	for (uint64_t o = d->desc.base; o + 4 <= bsize; o += 4)	/* no doorbell written yet */
 		((uint32_t *)va)[o / 4] = WF_DB_EMPTY;
 	for (i = 0; i < WF_MIRRORS; i++)
 		if (!mirror_live(f, d, i) || d->mirror[i].slot == rm->mirror->slot)
@@ -568,6 +595,7 @@ static int remote_bar_map(struct sio_device *dev, int bar, void **vaddr, uint64_
 	struct sio_fabric *f = dev->f;
 	struct wf_dev *d;
 	uint64_t bsize = 0;
+	uint32_t ndb = 0;
 	int ret, lender = f->node;
 
 	if (bar != 0)
@@ -579,6 +607,7 @@ static int remote_bar_map(struct sio_device *dev, int bar, void **vaddr, uint64_
 		return ret;
 	if ((d = exported(f, dev->slot))) {
 		bsize = d->bar0_size;
+		ndb = d->desc.count;
 		lender = reg_dev_at(f->reg, dev->slot)->lender;
 		if (!(ret = window_bar_map(dev, d, vaddr)))
 			path_note(f, dev, WF_DB_WINDOW, 0);
@@ -586,6 +615,9 @@ static int remote_bar_map(struct sio_device *dev, int bar, void **vaddr, uint64_
 	sio__unlock(f);
 	if (!d)
 		return sio__err(ENODEV, "device %u is no longer exported by its lender", dev->id);
+	if (ret && !ndb)
+		return sio__err(EOPNOTSUPP, "device %u: no window reaches its BAR0 from this kernel, and its lender described no doorbells for its relay to forward (a driver's lender describes them: sio_vfio_lend_opts())",
+				dev->id);
 	if (ret)
 		ret = mirror_map(dev, bsize, lender, vaddr);
 	if (!ret)

@@ -45,7 +45,7 @@
 #include "internal.h"
 
 #define WF_MAGIC		0x31304e49574f4953ull	/* "SIOWIN01" */
-#define WF_VERSION		6	/* 3: the bakery; 4: wf_pool.unreached; 5: the relay's counters; 6: own windows */
+#define WF_VERSION		7	/* 3: the bakery; 4: wf_pool.unreached; 5: the relay's counters; 6: own windows; 7: wf_dev.desc */
 #define WF_EVQ_LEN		32
 #define WF_PAGE			4096ull
 #define WF_LEASE_MS		5000	/* $SMARTIO_SHMWIN_LEASE_MS: longer than a TCG guest stalls */
@@ -135,21 +135,23 @@ struct wf_evq {				/* per process slot: events to it */
  * A device of one kernel (vfio, uio) lent to the others (relay.c): its
  * lender maps each pool into the device's bus space at @pool_bus[pool] (0:
  * not reachable), so a segment's bus address is pool_bus + its offset, and
- * keeps a copy of BAR0's register page. Where its source can (ntb: an
+ * keeps a copy of BAR0's registers, as many as @desc, the lender's
+ * description of BAR0 (struct sio_doorbells), says. Where its source can (ntb: an
  * inbound window of each peer translated to BAR0), the other kernels store
  * to BAR0 through a window: @db_window (-1: none; @db_err says why, an
  * errno), at @db_off in it, for the ports in @db_ports. Otherwise each remote
  * borrower gets a BAR0 mirror (a segment on the lender's node); the lender's
- * relay forwards the doorbell writes it sees there to the real BAR0.
+ * relay forwards the writes it sees there of the doorbells @desc describes
+ * to the real BAR0 (none where it describes none).
  */
 #define WF_MIRRORS		32
-#define WF_RELAY_QUEUES		1024	/* I/O queue pairs whose doorbells may be relayed */
+#define WF_RELAY_DOORBELLS	2050	/* doorbells the relay looks at, at most (NVMe: 1024 I/O queue pairs and the admin's) */
 #define WF_DB_EMPTY		0xffffffffu	/* a mirror doorbell the relay has taken */
 struct wf_dev {
 	uint64_t gen;			/* the reg_dev gen this is for */
 	uint64_t bar0_size;
 	int32_t regs_slot;		/* the register page copy: segment slot, gen */
-	uint32_t dstrd;			/* CAP.DSTRD */
+	uint32_t rsvd;
 	uint64_t regs_gen;
 	_Atomic uint64_t relay_beat;	/* the relay's heartbeat */
 	_Atomic uint64_t relayed;	/* doorbell writes forwarded */
@@ -160,6 +162,7 @@ struct wf_dev {
 	uint64_t pool_epoch[WF_MAX_POOLS];	/* the pool's epoch when it was mapped */
 	int32_t db_window, db_err;
 	uint64_t db_off, db_ports;
+	struct sio_doorbells desc;	/* BAR0's doorbells and registers, as the lender described them */
 };
 
 /*
