@@ -41,6 +41,20 @@ struct edu {
 
 /* ---- registers: 32-bit below 0x80, 64-bit DMA registers above ---- */
 
+int edu_doorbells(volatile void *bar0, uint64_t size, struct sio_doorbells *db, void *arg)
+{
+	(void)bar0;
+	(void)arg;
+	if (size < EDU_REG_IRQ_ACK + 4)
+		return sio_err_set(EINVAL, "edu: BAR0 of %llu bytes is no edu's",
+				   (unsigned long long)size);
+	*db = (struct sio_doorbells){
+		.base = EDU_REG_IRQ_RAISE, .stride = 4, .count = 2,	/* raise, acknowledge */
+		.regs = EDU_REG_IRQ_STATUS + 4, .live = EDU_REG_IRQ_STATUS + 4,
+	};
+	return 0;
+}
+
 static uint32_t rd32(struct edu *e, uint32_t off)
 {
 	return __atomic_load_n((volatile uint32_t *)(e->regs + off), __ATOMIC_RELAXED);

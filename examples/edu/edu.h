@@ -88,6 +88,15 @@ int edu_from_device(struct edu *e, struct sio_segment *seg, uint64_t off, uint32
 		    uint32_t len);
 /* The DMA engine itself: @len bytes between bus address @bus and the buffer. */
 int edu_dma(struct edu *e, bool to_ram, uint64_t bus, uint32_t buf_off, uint32_t len);
+/*
+ * For its lender (struct sio_lend_opts' doorbells): edu's doorbells are
+ * the two write-only interrupt registers, raise and acknowledge, and a
+ * borrower of another kernel reads ID .. IRQ_STATUS, all of them live. The
+ * registers that are written and read back (LIVE, FACT, the DMA engine's)
+ * are no doorbells: a relay cannot forward them, so a driver of another
+ * kernel reaches them only through a window onto BAR0.
+ */
+int edu_doorbells(volatile void *bar0, uint64_t size, struct sio_doorbells *db, void *arg);
 /* Interrupts taken so far (0 when polling). */
 uint64_t edu_irqs(struct edu *e);
 /* The kind of interrupt in use (enum sio_irq_kind), 0 when polling. */

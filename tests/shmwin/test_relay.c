@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The doorbell relay of the window fabric, on a device that is not NVMe:
+ * QEMU's edu, as its model (examples/edu/emu) serves it, lent by "kernel-0"
+ * with the edu example's description of its doorbells (edu_doorbells())
+ * and driven from "kernel-1", which reaches BAR0 through a mirror that the
+ * relay forwards. The lender here stands in for the vfio lender (no PCI
+ * function on the host): it registers the device as that lender does and
+ * exports the model's BAR0 through the fabric backend's dev_export op, as
+ * sio_vfio_lend_opts() does with a BAR0 it mapped. A device lent without a description is not relayed at all. Run
+ * through with-window.sh (a file is the window).
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include "internal.h"
+#include "edu.h"
+#include "edu-model.h"
+
+static char name[SIO_NAME_MAX];
+
+static void setup(void)
+{
+	struct sio_fabric_config c = { .nodes = 2, .topology = SIO_TOPO_SWITCH };
+
+	setenv("SMARTIO_QUIET", "1", 1);
+	setenv("SMARTIO_SHMWIN_KERNEL", "kernel-0", 1);
+	snprintf(name, sizeof(name), "r-%d", getpid());
+	cr_assert_eq(sio_fabric_create(name, &c), 0, "create: %s", sio_errmsg());
+}
+
+static void teardown(void)
+{
+	sio_fabric_destroy(name);
+}
+
+static void nap_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* The exits of the borrower on kernel-1, each a step that failed. */
+enum { B_OK, B_JOIN, B_BORROW, B_MAP_REFUSED, B_MAP, B_PATH, B_ID, B_RAISE, B_ACK, B_PIPE };
+
+static const char *const b_what[] = {
+	"ok", "join", "borrow", "BAR0 mapped without a description", "map BAR0", "not relayed",
+	"ID", "raise not forwarded", "acknowledge not forwarded", "pipe",
+};
+
+/* Wait up to 5 s for the mirror's register @off to read @want. */
+static bool reads(volatile uint32_t *bar, uint32_t off, uint32_t want)
+{
+	for (int i = 0; i < 500; i++) {
+		if (bar[off / 4] == want)
+			return true;
+		nap_ms(10);
+	}
+	return false;
+}
+
+/*
+ * Kernel-1: borrow device @id, map BAR0 and ring edu's doorbells there: an
+ * interrupt raised shows in IRQ_STATUS (read again by the relay), an
+ * acknowledgement clears it. With @described false, mapping BAR0 must be
+ * refused, saying why.
+ */
+static int borrower(uint32_t id, bool described)
+{
+	struct sio_fabric *g;
+	struct sio_device *dev;
+	struct sio_segment *bar;
+	volatile uint32_t *r;
+
+	setenv("SMARTIO_SHMWIN_KERNEL", "kernel-1", 1);
+	if (sio_fabric_open(name, 1, &g))
+		return B_JOIN;
+	if (sio_device_borrow(g, id, SIO_BORROW_EXCLUSIVE, &dev) || sio_device_bar(dev, 0, &bar))
+		return B_BORROW;
+	if (!described) {
+		int ret = sio_segment_map(bar, (void **)&r);
+
+		return ret == -EOPNOTSUPP && strstr(sio_errmsg(), "described no doorbells") ?
+		       B_OK : B_MAP_REFUSED;
+	}
+	if (sio_segment_map(bar, (void **)&r))
+		return B_MAP;
+	if (sio_device_bar_path_kind(dev, 0) != SIO_BAR_PATH_RELAYED)
+		return B_PATH;
+	if (r[EDU_REG_ID / 4] != 0x010000edu)
+		return B_ID;
+	r[EDU_REG_IRQ_RAISE / 4] = 0x1000;
+	if (!reads(r, EDU_REG_IRQ_STATUS, 0x1000))
+		return B_RAISE;
+	r[EDU_REG_IRQ_ACK / 4] = 0x1000;
+	if (!reads(r, EDU_REG_IRQ_STATUS, 0))
+		return B_ACK;
+	sio_device_close(dev);
+	sio_fabric_close(g);
+	return B_OK;
+}
+
+/* Forked before this process starts threads: it waits for the device id on @fd. */
+static pid_t borrower_start(int fd, bool described)
+{
+	pid_t pid = fork();
+	uint32_t id;
+
+	cr_assert_neq(pid, -1);
+	if (pid)
+		return pid;
+	_exit(read(fd, &id, sizeof(id)) == sizeof(id) ? borrower(id, described) : B_PIPE);
+}
+
+static int borrower_end(pid_t pid)
+{
+	int st = 0;
+
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "the borrower died (status 0x%x)", st);
+	return WEXITSTATUS(st);
+}
+
+static volatile bool model_stop;
+
+static void *model_run(void *arg)
+{
+	while (!model_stop) {
+		if (sio_edu_emu_poll(arg) <= 0)
+			nap_ms(1);
+	}
+	return NULL;
+}
+
+static int stub_map(void *ctx, void *va, uint64_t len, uint64_t phys, uint64_t *bus)
+{
+	(void)ctx;
+	(void)va;
+	(void)len;
+	(void)phys;
+	*bus = 1ull << 32;	/* the device reaches the pools somewhere: no DMA here */
+	return 0;
+}
+
+static int stub_unmap(void *ctx, uint64_t bus, uint64_t len)
+{
+	(void)ctx;
+	(void)bus;
+	(void)len;
+	return 0;
+}
+
+/*
+ * The edu model on node 0 (its own handle, polled by a thread) is the
+ * hardware; the device lent is a second registration, as the vfio lender
+ * makes one for a PCI function (its BARs no fabric segments), whose BAR0 is
+ * the model's, mapped here.
+ */
+struct lent {
+	struct sio_fabric *f, *fm;
+	struct sio_edu_emu *e;
+	struct sio_devreg *reg;
+	struct sio_segment *bar;
+	volatile void *bar0;
+	pthread_t thr;
+};
+
+static void lend_edu(struct lent *l)
+{
+	struct sio_device_desc desc = { .class_code = 0xff0000, .vendor = EDU_VENDOR,
+					.device = EDU_DEVICE, .nbars = 1, .bar_size = { 1u << 20 },
+					.name = "edu 0000:00:09.0" };
+	struct sio_edu_emu_config cfg = { 0 };
+	const struct reg_dev *dv = NULL;
+	uint32_t id;
+
+	cr_assert_eq(sio_fabric_open(name, 0, &l->f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_fabric_open(name, 0, &l->fm), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_edu_emu_create(l->fm, &cfg, &l->e), 0, "%s", sio_errmsg());
+	id = sio_edu_emu_device_id(l->e);
+	for (int d = 0; d < SIO_MAX_DEVS && !dv; d++)
+		if (l->f->reg->devs[d].used && l->f->reg->devs[d].id == id)
+			dv = &l->f->reg->devs[d];
+	cr_assert(dv, "device %u is not in the registry", id);
+	cr_assert_eq(sio_segment_connect(l->f, 0, l->f->reg->segs[dv->bar_seg[0]].id, &l->bar), 0,
+		     "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_map(l->bar, (void **)&l->bar0), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio__device_register_ext(l->f, &desc, SIO_BACKEND_VFIO, "0000:00:09.0",
+					      "/nonexistent/edu.sock", &l->reg), 0, "%s", sio_errmsg());
+	model_stop = false;
+	cr_assert_eq(pthread_create(&l->thr, NULL, model_run, l->e), 0);
+}
+
+static void unlend_edu(struct lent *l, bool exported)
+{
+	if (exported)
+		l->f->ops->dev_unexport(l->f, l->reg->slot);
+	sio_devreg_close(l->reg);
+	model_stop = true;
+	pthread_join(l->thr, NULL);
+	sio_segment_close(l->bar);
+	sio_edu_emu_destroy(l->e);
+	sio_fabric_close(l->fm);
+	sio_fabric_close(l->f);
+}
+
+static struct sio_dev_export export_of(struct lent *l)
+{
+	return (struct sio_dev_export){ .bar0 = l->bar0, .bar0_size = 1u << 20,
+					.bar0_bus = UINT64_MAX, .dma_map = stub_map,
+					.dma_unmap = stub_unmap };
+}
+
+Test(relay, edu_is_driven_from_another_kernel_through_its_own_doorbells,
+     .init = setup, .fini = teardown)
+{
+	struct sio_fabric_status *st;
+	struct sio_dev_export x;
+	struct lent l;
+	uint64_t relayed = 0;
+	int pfd[2], rc;
+	uint32_t id;
+
+	cr_assert_eq(pipe(pfd), 0);
+	pid_t pid = borrower_start(pfd[0], true);
+
+	lend_edu(&l);
+	x = export_of(&l);
+	cr_assert_eq(edu_doorbells(l.bar0, x.bar0_size, &x.db, NULL), 0, "%s", sio_errmsg());
+	cr_assert_eq(x.db.base, EDU_REG_IRQ_RAISE, "edu's doorbells, not NVMe's 0x1000");
+	cr_assert_eq(l.f->ops->dev_export(l.f, l.reg->slot, &x), 0, "%s", sio_errmsg());
+	cr_assert(strstr(x.how, "relayed"), "the lender says how: %s", x.how);
+	id = sio_devreg_id(l.reg);
+	cr_assert_eq(write(pfd[1], &id, sizeof(id)), sizeof(id));
+	rc = borrower_end(pid);
+	cr_assert_eq(rc, B_OK, "the borrower on kernel-1: %s", rc < B_PIPE + 1 ? b_what[rc] : "?");
+	cr_assert_eq(sio_fabric_status_get(l.f, &st), 0, "%s", sio_errmsg());
+	for (int i = 0; i < st->ndevices; i++)
+		if (st->devices[i].id == id)
+			relayed = st->devices[i].relayed;
+	sio_fabric_status_close(st);
+	cr_assert_geq(relayed, 2, "the raise and the acknowledgement were relayed, not %llu",
+		      (unsigned long long)relayed);
+	unlend_edu(&l, true);
+}
+
+Test(relay, a_device_lent_without_a_description_is_not_relayed,
+     .init = setup, .fini = teardown)
+{
+	struct sio_dev_export x;
+	struct lent l;
+	int pfd[2], rc;
+	uint32_t id;
+
+	cr_assert_eq(pipe(pfd), 0);
+	pid_t pid = borrower_start(pfd[0], false);
+
+	lend_edu(&l);
+	x = export_of(&l);
+	/* a description that does not fit BAR0 is refused outright */
+	x.db = (struct sio_doorbells){ .base = 2u << 20, .stride = 4, .count = 1 };
+	cr_assert_eq(l.f->ops->dev_export(l.f, l.reg->slot, &x), -EINVAL);
+	cr_assert(strstr(sio_errmsg(), "do not fit"), "%s", sio_errmsg());
+	x.db = (struct sio_doorbells){ 0 };
+	cr_assert_eq(l.f->ops->dev_export(l.f, l.reg->slot, &x), 0, "%s", sio_errmsg());
+	cr_assert(strstr(x.how, "not relayed"), "the lender says so: %s", x.how);
+	id = sio_devreg_id(l.reg);
+	cr_assert_eq(write(pfd[1], &id, sizeof(id)), sizeof(id));
+	rc = borrower_end(pid);
+	cr_assert_eq(rc, B_OK, "the borrower on kernel-1: %s", rc < B_PIPE + 1 ? b_what[rc] : "?");
+	unlend_edu(&l, true);
+}
