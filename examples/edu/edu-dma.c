@@ -36,6 +36,9 @@ static void usage(FILE *out)
 		"                   without waiting, and say whether it shows the inverse yet\n"
 		"  --clamp          also DMA to the segment's bus address with bit --dma-bits set,\n"
 		"                   unchecked, and show where the device put the data\n"
+		"  --ring CAUSE     only raise interrupt cause CAUSE through the raise register and\n"
+		"                   acknowledge it, watching IRQ_STATUS: what a borrower of another\n"
+		"                   kernel reaches through its lender's relay (edu-lend)\n"
 		"  --help, --version\n"
 		"Exit status: 0 every check passed, 1 one failed, 2 usage error.\n");
 }
@@ -119,7 +122,7 @@ static int clamp_demo(struct edu *e, struct sio_segment *seg, uint8_t *va, uint3
 struct dma_args {
 	struct edu_opts o;
 	const char *fabric, *where;
-	uint64_t node, size, rounds, bus, facts[16];
+	uint64_t node, size, rounds, bus, facts[16], ring;
 	int nfacts;
 	bool have_bus, clamp, once;
 };
@@ -220,9 +223,17 @@ static int run(struct dma_args *a)
 	       info.id, info.name, info.backend == SIO_BACKEND_VFIO ? "vfio" : "sim", info.lender,
 	       edu_id(e) >> 24, (edu_id(e) >> 16) & 0xff, a->o.dma_bits ? a->o.dma_bits : EDU_DMA_BITS,
 	       a->o.irq ? sio_irq_kind_name(edu_irq_kind(e)) : "polling");
-	if (registers(e, a) || data_segment(f, &info, a->where, &seg, &va, &home) ||
-	    transfers(e, seg, va, home, a))
+	if (a->ring) {
+		if (edu_ring(e, (uint32_t)a->ring)) {
+			fail("--ring");
+			goto out;
+		}
+		printf("edu-dma: interrupt cause 0x%llx raised and acknowledged through BAR0 (%s)\n",
+		       (unsigned long long)a->ring, sio_device_bar_path(edu_device(e), 0));
+	} else if (registers(e, a) || data_segment(f, &info, a->where, &seg, &va, &home) ||
+		   transfers(e, seg, va, home, a)) {
 		goto out;
+	}
 	if (a->o.irq)
 		printf("edu-dma: %llu interrupt(s) taken (%s)\n", (unsigned long long)edu_irqs(e),
 		       sio_irq_kind_name(edu_irq_kind(e)));
@@ -240,7 +251,7 @@ out:
 int main(int argc, char **argv)
 {
 	enum { O_FABRIC = 256, O_NODE, O_DEVICE, O_IRQ, O_SEG, O_SIZE, O_ROUNDS, O_FACT, O_BITS,
-	       O_TIMEOUT, O_BUS, O_CLAMP, O_KIND, O_ONCE, O_VERSION };
+	       O_TIMEOUT, O_BUS, O_CLAMP, O_KIND, O_ONCE, O_RING, O_VERSION };
 	static const struct option opts[] = {
 		{ "fabric", required_argument, 0, O_FABRIC }, { "node", required_argument, 0, O_NODE },
 		{ "device", required_argument, 0, O_DEVICE }, { "irq", no_argument, 0, O_IRQ },
@@ -249,7 +260,8 @@ int main(int argc, char **argv)
 		{ "dma-bits", required_argument, 0, O_BITS },
 		{ "timeout", required_argument, 0, O_TIMEOUT }, { "bus", required_argument, 0, O_BUS },
 		{ "clamp", no_argument, 0, O_CLAMP }, { "irq-kind", required_argument, 0, O_KIND },
-		{ "live-once", no_argument, 0, O_ONCE }, { "help", no_argument, 0, 'h' },
+		{ "live-once", no_argument, 0, O_ONCE }, { "ring", required_argument, 0, O_RING },
+		{ "help", no_argument, 0, 'h' },
 		{ "version", no_argument, 0, O_VERSION }, { 0, 0, 0, 0 },
 	};
 	struct dma_args a = { .o = { .device = SIO_DEVICE_ANY }, .where = "here",
@@ -292,6 +304,7 @@ int main(int argc, char **argv)
 		case O_BUS: opt = "--bus"; rc = sio_parse_u64(optarg, 0, UINT64_MAX, &a.bus); a.have_bus = true; break;
 		case O_CLAMP: a.clamp = a.o.unchecked = true; break;
 		case O_ONCE: a.once = true; break;
+		case O_RING: opt = "--ring"; rc = sio_parse_u64(optarg, 1, UINT32_MAX, &a.ring); break;
 		case O_KIND:
 			opt = "--irq-kind";
 			a.o.irq_kinds = !strcmp(optarg, "intx") ? SIO_IRQ_F(SIO_IRQ_INTX) :

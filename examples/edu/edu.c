@@ -302,6 +302,27 @@ int edu_live_once(struct edu *e, uint32_t pattern, uint32_t *read)
 }
 
 /* n! mod 2^32 equals n for n = 1 and 2 only */
+static bool causes_are(struct edu *e, uint32_t want)
+{
+	return rd32(e, EDU_REG_IRQ_STATUS) == want;
+}
+
+int edu_ring(struct edu *e, uint32_t cause)
+{
+	uint32_t before = rd32(e, EDU_REG_IRQ_STATUS);
+	int ret;
+
+	if (!cause || (before & cause))
+		return sio_err_set(EINVAL, "edu: cause 0x%x is none, or is raised already (0x%x)",
+				   cause, before);
+	/* the interrupt stays unserved: only the two doorbells and IRQ_STATUS are used */
+	wr32(e, EDU_REG_IRQ_RAISE, cause);
+	if ((ret = wait_for(e, causes_are, before | cause, 0, "raising an interrupt cause")))
+		return ret;
+	wr32(e, EDU_REG_IRQ_ACK, cause);
+	return wait_for(e, causes_are, before, 0, "acknowledging an interrupt cause");
+}
+
 static bool fixed_point(uint32_t n)
 {
 	return n == 1 || n == 2;

@@ -97,6 +97,12 @@ int edu_dma(struct edu *e, bool to_ram, uint64_t bus, uint32_t buf_off, uint32_t
  * kernel reaches them only through a window onto BAR0.
  */
 int edu_doorbells(volatile void *bar0, uint64_t size, struct sio_doorbells *db, void *arg);
+/*
+ * Raise interrupt cause @cause through the raise register, wait until
+ * IRQ_STATUS shows it, acknowledge it and wait until it is clear: all of
+ * edu that a borrower of another kernel reaches through its lender's relay.
+ */
+int edu_ring(struct edu *e, uint32_t cause);
 /* Interrupts taken so far (0 when polling). */
 uint64_t edu_irqs(struct edu *e);
 /* The kind of interrupt in use (enum sio_irq_kind), 0 when polling. */

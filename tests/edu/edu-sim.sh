@@ -68,6 +68,12 @@ drv --irq --irq-kind intx --rounds 0
 [ $RC -ne 0 ] || bad "INTx on the simulator was not refused"
 expect "INTx refused" "message interrupts (MSI) only"
 
+# the doorbells alone, as a driver of another kernel rings them through the
+# relay (edu-lend): a cause raised shows in IRQ_STATUS and clears once acknowledged
+drv --ring 0x1000
+[ $RC -eq 0 ] || bad "--ring exits $RC: $OUT"
+expect "--ring" "interrupt cause 0x1000 raised and acknowledged through BAR0 (fabric segment)"
+
 # 4. the DMA mask: an address beyond it refused by the driver, a mapping
 # that cannot fit refused by the library, both naming the mask
 drv --rounds 0 --bus 0x10000000

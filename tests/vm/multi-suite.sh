@@ -5,6 +5,7 @@
 SIO_VM_HELPERS_ONLY=1 . /guest-suite.sh	# its helpers; this suite's own below replace them
 FAB=mgfab
 MAIN=0000:00:04.0			# QEMU's NVMe (guest 0 only)
+EDU=0000:00:09.0			# QEMU's edu (guest 0 only, with vfio)
 export SMARTIO_FABRIC_BACKEND=shmwin SMARTIO_SHMWIN=pci:0000:00:10.0 SMARTIO_QUIET=1
 WIN=0000:00:10.0			# the window's ivshmem function
 role=$(sed -n 's/.*sio\.role=\([a-z0-9]*\).*/\1/p' /proc/cmdline)
@@ -69,6 +70,14 @@ lender)
 	until_ok 60 grep -q '^lending' /tmp/lend.log && res PASS lend || { cat /tmp/lend.log; res FAIL lend; }
 	cat /tmp/lend.log | sed 's/^/    | /'
 	dev=$(sed -n 's/.* as device \([0-9]*\) .*/\1/p' /tmp/lend.log)
+	# edu, lent with the edu driver's doorbells: guest 1 rings them through the relay
+	if [ $LEND = vfio ]; then
+		run edu-bind smartio vfio bind $EDU
+		edu-lend $EDU --fabric $FAB >/tmp/edu-lend.log 2>&1 &
+		epid=$!
+		until_ok 60 grep -q '^lending' /tmp/edu-lend.log && res PASS edu-lend ||
+			{ cat /tmp/edu-lend.log; res FAIL edu-lend; }
+	fi
 	# One Identify to a multicast group: subscribers in guests 1 and 2 (before the
 	# manager: the issuer brings the controller up itself)
 	run mcast-identify nvme-mcast-identify --fabric $FAB --device $dev --external
@@ -88,6 +97,10 @@ lender)
 	kill $mpid; wait $mpid
 	kill $lpid; wait $lpid
 	sed 's/^/    | /' /tmp/lend.log
+	if [ -n "${epid:-}" ]; then
+		kill $epid; wait $epid
+		sed 's/^/    | /' /tmp/edu-lend.log
+	fi
 	run unbind smartio $LEND unbind $MAIN
 	readback_clients "$(kernel_nvme_blk $MAIN)"
 	doorbell_end
@@ -103,6 +116,14 @@ client1|client2)
 	until_ok 300 sh -c "smartio status $FAB | grep -q nvme-mailbox"
 	until_ok 60 nvme-identify --fabric $FAB && res PASS identify || res FAIL identify
 	sed 's/^/    | /' /tmp/until
+	# edu of guest 0, its doorbells rung through the lender's relay
+	if [ $me = 1 ]; then
+		until_ok 60 sh -c "smartio status $FAB | grep -q $EDU"
+		edu=$(smartio status $FAB | awk -v b=$EDU '$0 ~ b && $1 ~ /^[0-9]+$/ {print $1; exit}')
+		run edu-relayed edu-dma --fabric $FAB --device "$edu" --ring 0x1000 --timeout 20000 &&
+			grep -q 'raised and acknowledged through BAR0 (relayed' /tmp/out ||
+			res FAIL edu-relayed-path "not through the relay"
+	fi
 	if [ $me = 1 ]; then lba=0; pat=0xa1; else lba=1024; pat=0xb2; fi
 	run client-write-verify nvme-client --fabric $FAB --lba $lba --count 256 --bs 8 --qd 4 \
 		--pattern $pat --flush --timeout 20000

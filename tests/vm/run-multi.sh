@@ -5,7 +5,8 @@
 # share one ivshmem window (ivshmem-plain over a host file; notifications are
 # polled) and form one shmwin fabric. Guest 0 holds QEMU's NVMe through
 # vfio (emulated VT-d) and runs nvme-manager; guests 1 and 2 run nvme-client
-# and nvme-identify against it across kernels; guest 2's QEMU is SIGKILLed
+# and nvme-identify against it across kernels; guest 0 lends QEMU's edu
+# too, with the edu driver's doorbells, and guest 1 rings them (the relay); guest 2's QEMU is SIGKILLed
 # mid-I/O and guest 0's manager must reclaim its queues while guest 1 goes
 # on; guest 0's kernel then reads the clients' blocks back through its own
 # nvme driver. Exit 0 when every check passed, 1 on a failure, 77 to skip.
@@ -81,9 +82,10 @@ if [ $lendby = uio ]; then
 		-drive file="$work/nvme.img",if=none,id=d0,format=raw \
 		-device nvme,serial=sio-multi,drive=d0,addr=4
 else
+# with QEMU's edu too, lent with its own doorbells and rung from guest 1
 APPEND="intel_iommu=on" guest 0 lender $iommu \
 	-drive file="$work/nvme.img",if=none,id=d0,format=raw \
-	-device nvme,serial=sio-multi,drive=d0,addr=4
+	-device nvme,serial=sio-multi,drive=d0,addr=4 -device edu,addr=9
 fi
 if [ "$variant" = doorbell ]; then
 	APPEND="intel_iommu=on" guest 1 client1 $iommu
@@ -126,7 +128,7 @@ grep -q '^SIO-VM DONE' "$work/g0.log" || { echo "multi: FAIL: guest 0 did not fi
 grep -q '^SIO-VM DONE' "$work/g1.log" || { echo "multi: FAIL: guest 1 did not finish"; fail=1; }
 # What must have passed, whatever else did.
 for want in g0:fabric-create g0:lend g0:mcast-identify g1:mcast-subscriber g2:mcast-subscriber \
-	$([ $lendby = uio ] && echo g0:no-iommu) g0:manager g0:dead-client-reclaimed g0:readback-client1 \
+	$([ $lendby = uio ] && echo g0:no-iommu) $([ $lendby = vfio ] && echo g0:edu-lend g1:edu-relayed) g0:manager g0:dead-client-reclaimed g0:readback-client1 \
 	g0:readback-client2 g1:identify g1:client-write-verify g1:client-across-the-kill \
 	g1:client-after-reclaim g2:identify g2:client-write-verify g2:guest2-killed \
 	$([ "$variant" = doorbell ] && echo g0:doorbell-interrupts g1:doorbell-interrupts); do

@@ -50,7 +50,7 @@ cp "$busybox" "$root/bin/busybox"
 
 # Programs: the tool, our checks, and the NVMe driver's programs when built.
 progs=""
-for p in smartio vfio-nvme nvme-identify nvme-manager nvme-client nvme-mcast-identify nvme-lend edu-dma; do
+for p in smartio vfio-nvme nvme-identify nvme-manager nvme-client nvme-mcast-identify nvme-lend edu-dma edu-lend; do
 	f=$(find "$build" -name "$p" -type f -perm -u+x -not -path '*/meson-*' 2>/dev/null | head -n1)
 	[ -n "$f" ] && progs="$progs $f"
 done
