@@ -87,11 +87,14 @@ APPEND="intel_iommu=on" guest 0 lender $iommu \
 	-drive file="$work/nvme.img",if=none,id=d0,format=raw \
 	-device nvme,serial=sio-multi,drive=d0,addr=4 -device edu,addr=9
 fi
+# guest 1 rings guest 0's edu where guest 0 has one (vfio)
+edu=
+[ $lendby = uio ] || edu=sio.edu=1
 if [ "$variant" = doorbell ]; then
-	APPEND="intel_iommu=on" guest 1 client1 $iommu
+	APPEND="intel_iommu=on $edu" guest 1 client1 $iommu
 	APPEND="intel_iommu=on" guest 2 client2 $iommu
 else
-	APPEND="" guest 1 client1
+	APPEND="$edu" guest 1 client1
 	APPEND="" guest 2 client2
 fi
 echo "multi: three guests started (QEMU pids $pids), ivshmem-$variant window, NVMe lent through $lendby"
