@@ -172,6 +172,7 @@ void sntb_free_in(struct sntb_dev *sd, struct sntb_in *in, int pidx, int widx)
 {
 	if (!in->owner)
 		return;
+	in->gen++;	/* no mapping made before faults a page of it in */
 	if (in->vaddr)
 		sntb_revoke_into(sd, in);
 	ntb_mw_clear_trans(sd->ntb, pidx, widx);

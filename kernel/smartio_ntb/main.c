@@ -102,7 +102,7 @@ static void sntb_link_work(struct work_struct *work)
 	/* whose window is whose is unknown where they do not divide: all of them */
 	for (w = 0; w < sd->peer_mws && gone; w++)
 		if (!sd->mws_per_peer || (gone & BIT_ULL(w / sd->mws_per_peer)))
-			sntb_revoke(sd, SIO_NTB_MMAP_OUTBOUND(w), 1ULL << 40);
+			sntb_revoke_out(sd, w);
 	spin_lock_irq(&sd->ev_lock);
 	if (diff) {
 		sd->link = now;
@@ -375,7 +375,7 @@ static void sntb_remove(struct ntb_client *client, struct ntb_dev *ntb)
 	cancel_work_sync(&sd->link_work);
 
 	mutex_lock(&sd->lock);
-	sntb_revoke(sd, 0, 0);
+	sntb_revoke_all(sd);
 	sntb_release_windows(sd, NULL);
 	spin_lock_irq(&sd->ev_lock);
 	WRITE_ONCE(sd->ntb, NULL);

@@ -20,6 +20,8 @@
 
 #define SNTB_NAME	"smartio_ntb"
 #define SNTB_DB_BITS	64
+/* the mmap offsets of each window or buffer (SIO_NTB_MMAP_*) */
+#define SNTB_MMAP_SPAN	(1ULL << 40)
 
 struct sntb_file;
 
@@ -29,6 +31,8 @@ struct sntb_file;
  * @vaddr, @dma, @size: its buffer, or (vaddr NULL) the bus address and
  *		size of its translation
  * @mapped:	mappings of the buffer (mmap()s through @owner, split by munmap())
+ * @gen:	one more each time the buffer is freed or revoked: a mapping
+ *		of an older generation faults in no page of it
  */
 struct sntb_in {
 	struct sntb_file *owner;
@@ -36,23 +40,31 @@ struct sntb_in {
 	dma_addr_t dma;
 	u64 size;
 	unsigned int mapped;
+	u64 gen;
 };
 
 /*
  * struct sntb_out - an outbound window of the device
  * @owner:	the file whose mappings hold it, or NULL
  * @mapped:	its mappings (mmap()s through @owner, split by munmap())
+ * @gen:	one more at each revocation (see struct sntb_in)
+ * @wc, @wc_base, @wc_size: the write-combining memory type reserved for
+ *		the window while it is mapped
  */
 struct sntb_out {
 	struct sntb_file *owner;
 	unsigned int mapped;
+	u64 gen;
+	bool wc;
+	phys_addr_t wc_base;
+	resource_size_t wc_size;
 };
 
 /**
  * struct sntb_dev - one NTB device and its character device
  * @kref:	held by the NTB client binding and by each open file
- * @lock:	serialises calls, mappings and removal (never held across
- *		copy_{to,from}_user: a fault on a mapping takes no lock here)
+ * @lock:	serialises calls, mappings, faults and removal (never held
+ *		across copy_{to,from}_user: a fault on a mapping takes it)
  * @ntb:	the NTB device; NULL once it is gone (hot unbind)
  * @dma_dev:	where inbound buffers are allocated (ntb_get_dma_dev())
  * @minor:	N of /dev/smartio-ntbN
@@ -129,7 +141,8 @@ void sntb_free_in(struct sntb_dev *sd, struct sntb_in *in, int pidx, int widx);
 
 /* mmap.c */
 int sntb_mmap(struct file *file, struct vm_area_struct *vma);
-void sntb_revoke(struct sntb_dev *sd, u64 offset, u64 len);
+void sntb_revoke_out(struct sntb_dev *sd, int widx);
+void sntb_revoke_all(struct sntb_dev *sd);
 struct inode *sntb_inode_new(void);
 void sntb_inode_put(struct inode *inode);
 

@@ -9,9 +9,11 @@
  *   ntb-uapi hold PORT [dev]  map PORT's outbound window and an inbound
  *                           buffer for it, then wait until PORT's link goes
  *                           down or the NTB device goes (with dev: the device
- *                           only): then the outbound pages (both, when the
- *                           device went) read all ones, and calls say -ENODEV
- *                           (the device gone)
+ *                           only, while a child maps and unmaps the buffer
+ *                           over and over): every page is touched before;
+ *                           after, the outbound pages (both, when the device
+ *                           went) read all ones, calls say -ENODEV (the
+ *                           device gone), and the child saw no fault
  *   ntb-uapi take PORT      allocate every inbound window for PORT and
  *                           register an eventfd, then die by SIGKILL
  *   ntb-uapi eventfd BIT N  wait for N rings of doorbell BIT on an eventfd
@@ -423,6 +425,29 @@ static void check_revoked(const char *name, volatile uint64_t *p, size_t size)
 	check(name, i == words ? 0 : -1, EIO, 0);
 }
 
+/*
+ * A child that maps the buffer @b, touches every page and unmaps it, over
+ * and over, until mmap() says the device went (-ENODEV): a mapping made
+ * while the device goes must read the buffer or all ones, nothing else.
+ */
+static pid_t remap_loop(int fd, const struct sio_ntb_buf *b)
+{
+	pid_t pid = fork();
+
+	if (pid)
+		return pid;
+	for (;;) {
+		volatile uint64_t *m = mmap(NULL, b->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+					    (off_t)b->mmap_offset);
+
+		if (m == MAP_FAILED)
+			_exit(errno == ENODEV ? 0 : 3);
+		for (size_t i = 0; i < b->size / 8; i += 512)
+			m[i] = m[i] + 1;
+		munmap((void *)m, b->size);
+	}
+}
+
 /* Hold PORT's windows until its link goes down (unless @dev_only) or the device goes. */
 static void hold(int fd, const struct sio_ntb_info *info, int port, int dev_only)
 {
@@ -432,6 +457,7 @@ static void hold(int fd, const struct sio_ntb_info *info, int port, int dev_only
 	struct sio_ntb_event ev;
 	volatile uint64_t *out, *in;
 	struct sio_ntb_peer p = { .pidx = pidx };
+	pid_t racer = -1;
 	int gone = 0;
 
 	if (ioctl(fd, SIO_NTB_IOC_PEER_MW, &pmw) || ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b)) {
@@ -444,6 +470,13 @@ static void hold(int fd, const struct sio_ntb_info *info, int port, int dev_only
 		printf("FAIL hold-mmap: %s\n", strerror(errno));
 		exit(1);
 	}
+	/* every page in use before it goes: pages are filled in at fault time */
+	for (size_t i = 0; i < pmw.size / 8; i += 512)
+		out[i] = 0x42;
+	for (size_t i = 0; i < b.size / 8; i += 512)
+		in[i] = in[i] + 1;
+	if (dev_only)
+		racer = remap_loop(fd, &b);
 	printf("holding port %d's window (%llu KiB) and a buffer for it\n", port,
 	       (unsigned long long)pmw.size >> 10);
 	fflush(stdout);
@@ -474,6 +507,13 @@ static void hold(int fd, const struct sio_ntb_info *info, int port, int dev_only
 		while ((r = (int)read(fd, &ev, sizeof(ev))) == (int)sizeof(ev) && ++k < 8)
 			;
 		EXPECT("device-gone-read", r, ENODEV);
+		int st = -1;
+
+		waitpid(racer, &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			printf("remapper: %s %d\n", WIFSIGNALED(st) ? "signal" : "exit",
+			       WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+		check("device-gone-remap-race", WIFEXITED(st) && !WEXITSTATUS(st) ? 0 : -1, EIO, 0);
 	} else {
 		int fd2 = open("/dev/smartio-ntb0", O_RDWR);
 
