@@ -45,16 +45,29 @@ void sntb_put(struct sntb_dev *sd)
 
 /* --- the framework's callbacks (interrupts off, under the core's ctx_lock) */
 
+static unsigned int link_delay_ms;
+module_param(link_delay_ms, uint, 0644);
+MODULE_PARM_DESC(link_delay_ms,
+		 "For tests only: run the link work this many ms after a link event (default 0)");
+
 /*
- * A link changed: the work revokes the outbound mappings of the peers that
- * went down, then tells the processes (they learn of it only once their
- * mappings are revoked).
+ * A link changed: the peers that went down are counted here, where every
+ * change is seen; the work revokes their outbound mappings, then tells the
+ * processes (they learn of it only once their mappings are revoked).
  */
 static void sntb_link_event(void *ctx)
 {
 	struct sntb_dev *sd = ctx;
+	u64 now = ntb_link_is_up(sd->ntb, NULL, NULL);
+	unsigned long flags;
 
-	schedule_work(&sd->link_work);
+	/* @ev_link and @ev_down are the work's to take under the same lock */
+	spin_lock_irqsave(&sd->ev_lock, flags);
+	sd->ev_down |= sd->ev_link & ~now;
+	sd->ev_link = now;
+	spin_unlock_irqrestore(&sd->ev_lock, flags);
+	schedule_delayed_work(&sd->link_work,
+			      msecs_to_jiffies(READ_ONCE(link_delay_ms)));
 }
 
 /* Doorbells are latched per open file, then cleared in the hardware. */
@@ -85,20 +98,30 @@ static const struct ntb_ctx_ops sntb_ctx_ops = {
 	.db_event	= sntb_db_event,
 };
 
+/*
+ * A peer is gone if its link is down now or went down since the last run
+ * (it may be up again: a new life of the peer, whose windows are new).
+ */
 static void sntb_link_work(struct work_struct *work)
 {
-	struct sntb_dev *sd = container_of(work, struct sntb_dev, link_work);
+	struct sntb_dev *sd = container_of(to_delayed_work(work),
+					   struct sntb_dev, link_work);
 	u64 now, diff, gone;
 	int pidx, w;
 
+	/* the mappings' generations and @link change together */
 	mutex_lock(&sd->lock);
 	if (!sd->ntb) {
 		mutex_unlock(&sd->lock);
 		return;
 	}
-	now = ntb_link_is_up(sd->ntb, NULL, NULL);
-	diff = now ^ sd->link;
-	gone = diff & ~now;
+	/* what the events counted, taken at once: a later event runs us again */
+	spin_lock_irq(&sd->ev_lock);
+	now = sd->ev_link;
+	gone = sd->ev_down | (sd->link & ~now);
+	sd->ev_down = 0;
+	spin_unlock_irq(&sd->ev_lock);
+	diff = (now ^ sd->link) | gone;
 	/* whose window is whose is unknown where they do not divide: all of them */
 	for (w = 0; w < sd->peer_mws && gone; w++)
 		if (!sd->mws_per_peer || (gone & BIT_ULL(w / sd->mws_per_peer)))
@@ -310,7 +333,7 @@ static int sntb_probe(struct ntb_client *client, struct ntb_dev *ntb)
 	spin_lock_init(&sd->ev_lock);
 	INIT_LIST_HEAD(&sd->files);
 	init_waitqueue_head(&sd->wq);
-	INIT_WORK(&sd->link_work, sntb_link_work);
+	INIT_DELAYED_WORK(&sd->link_work, sntb_link_work);
 	sd->ntb = ntb;
 	sd->dma_dev = ntb_get_dma_dev(ntb);
 	sd->inode = sntb_inode_new();
@@ -372,7 +395,7 @@ static void sntb_remove(struct ntb_client *client, struct ntb_dev *ntb)
 	ntb_link_disable(ntb);
 	ntb_db_set_mask(ntb, ntb_db_valid_mask(ntb));
 	ntb_clear_ctx(ntb);	/* no callback runs after this */
-	cancel_work_sync(&sd->link_work);
+	cancel_delayed_work_sync(&sd->link_work);
 
 	mutex_lock(&sd->lock);
 	sntb_revoke_all(sd);

@@ -80,6 +80,10 @@ struct sntb_out {
  * @files:	the open files
  * @link, @link_gen, @peer_gen: link state, as told to processes;
  *		@peer_gen[pidx] is @link_gen when that peer's link last changed
+ * @ev_link:	the links as the last link event found them
+ * @ev_down:	peers whose link went down at a link event since @link_work
+ *		last took them: counted by the event itself, so that a peer
+ *		that goes down and comes back before the work runs is seen
  * @wq:		read() and poll() sleep here
  * @link_work:	takes link changes in: revokes a lost peer's outbound
  *		mappings, then updates @link and wakes the processes
@@ -106,8 +110,10 @@ struct sntb_dev {
 	u64 link;
 	u64 link_gen;
 	u64 peer_gen[SIO_NTB_MAX_PEERS];
+	u64 ev_link;
+	u64 ev_down;
 	wait_queue_head_t wq;
-	struct work_struct link_work;
+	struct delayed_work link_work;
 };
 
 /**

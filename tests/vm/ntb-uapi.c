@@ -14,6 +14,10 @@
  *                           after, the outbound pages (both, when the device
  *                           went) read all ones, calls say -ENODEV (the
  *                           device gone), and the child saw no fault
+ *   ntb-uapi bounce PORT    map PORT's outbound window, then wait until
+ *                           PORT's link generation moves (it goes down and
+ *                           comes back while the link work is held back):
+ *                           the mapping must be revoked (reads all ones)
  *   ntb-uapi take PORT      allocate every inbound window for PORT and
  *                           register an eventfd, then die by SIGKILL
  *   ntb-uapi eventfd BIT N  wait for N rings of doorbell BIT on an eventfd
@@ -528,6 +532,48 @@ static void hold(int fd, const struct sio_ntb_info *info, int port, int dev_only
 	}
 }
 
+/*
+ * PORT goes down and comes back (its smartio_ntb reloaded) while this
+ * process holds its outbound window mapped and the link work is held back
+ * (link_delay_ms): the peer's link generation must move, and the mapping
+ * be revoked, though the link is up again when the work runs.
+ */
+static void bounce(int fd, const struct sio_ntb_info *info, int port)
+{
+	int pidx = pidx_of(fd, info, port), moved = 0;
+	struct sio_ntb_peer_mw pmw = { .widx = pidx * info->mws_per_peer };
+	struct sio_ntb_peer p = { .pidx = pidx };
+	struct sio_ntb_event ev;
+	volatile uint64_t *out;
+	uint64_t gen0;
+
+	if (ioctl(fd, SIO_NTB_IOC_PEER_MW, &pmw) || ioctl(fd, SIO_NTB_IOC_PEER, &p)) {
+		printf("FAIL bounce: %s\n", strerror(errno));
+		exit(1);
+	}
+	out = mmap(NULL, pmw.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)pmw.mmap_offset);
+	if (out == MAP_FAILED) {
+		printf("FAIL bounce-mmap: %s\n", strerror(errno));
+		exit(1);
+	}
+	for (size_t i = 0; i < pmw.size / 8; i += 512)
+		out[i] = 0x42;
+	gen0 = p.link_gen;
+	printf("bouncing: port %d's link generation is %llu\n", port, (unsigned long long)gen0);
+	fflush(stdout);
+	for (int t = 0; t < 60 && !moved; t++) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+		if (poll(&pf, 1, 1000) > 0 && (pf.revents & POLLIN))
+			(void)!read(fd, &ev, sizeof(ev));
+		moved = !ioctl(fd, SIO_NTB_IOC_PEER, &p) && p.link_gen != gen0;
+	}
+	printf("port %d's link generation %llu, link %s\n", port, (unsigned long long)p.link_gen,
+	       p.link_up ? "up" : "down");
+	check("bounce-generation-moved", moved ? 0 : -1, ETIMEDOUT, 0);
+	check_revoked("bounce-outbound-revoked", out, pmw.size);
+}
+
 static void take(int fd, const struct sio_ntb_info *info, int port)
 {
 	int pidx = pidx_of(fd, info, port), efd = eventfd(0, 0), n = 0;
@@ -571,7 +617,7 @@ int main(int argc, char **argv)
 	int fd, pidx;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: ntb-uapi bad|hold|take PORT | hold PORT dev | eventfd BIT N\n");
+		fprintf(stderr, "usage: ntb-uapi bad|bounce|hold|take PORT | hold PORT dev | eventfd BIT N\n");
 		return 2;
 	}
 	fd = dev_open(&info);
@@ -586,6 +632,8 @@ int main(int argc, char **argv)
 		torture_race(fd, &info, pidx);
 	} else if (!strcmp(argv[1], "hold")) {
 		hold(fd, &info, atoi(argv[2]), argc > 3 && !strcmp(argv[3], "dev"));
+	} else if (!strcmp(argv[1], "bounce")) {
+		bounce(fd, &info, atoi(argv[2]));
 	} else if (!strcmp(argv[1], "take")) {
 		take(fd, &info, atoi(argv[2]));
 	} else {
