@@ -125,7 +125,7 @@ static int sntb_mw_alloc(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 		return -ENOMEM;
 	if (!IS_ALIGNED(dma, align)) {
 		dev_dbg(&sd->ntb->dev, "buffer at %pad, the window wants %pa alignment\n", &dma, &align);
-		ret = -ENOMEM;
+		ret = -EINVAL;	/* the DMA API cannot place it as the window needs */
 		goto err;
 	}
 	ret = ntb_mw_set_trans(sd->ntb, b->pidx, b->widx, dma, size);

@@ -7,6 +7,7 @@
  * /dev/smartio-ntbN; the file operations are here, the ioctls in ioctl.c,
  * the mappings in mmap.c.
  */
+#include <linux/bitmap.h>
 #include <linux/eventfd.h>
 #include <linux/fs.h>
 #include <linux/idr.h>
@@ -75,6 +76,7 @@ static void sntb_db_event(void *ctx, int vector)
 {
 	struct sntb_dev *sd = ctx;
 	u64 bits = ntb_db_read(sd->ntb) & ntb_db_vector_mask(sd->ntb, vector);
+	DECLARE_BITMAP(map, SNTB_DB_BITS);
 	struct sntb_file *f;
 	unsigned long flags;
 	int b;
@@ -82,10 +84,11 @@ static void sntb_db_event(void *ctx, int vector)
 	if (!bits)
 		return;
 	ntb_db_clear(sd->ntb, bits);
+	bitmap_from_u64(map, bits);
 	spin_lock_irqsave(&sd->ev_lock, flags);
 	list_for_each_entry(f, &sd->files, node) {
 		f->db |= bits;
-		for_each_set_bit(b, (unsigned long *)&bits, SNTB_DB_BITS)
+		for_each_set_bit(b, map, SNTB_DB_BITS)
 			if (f->efd[b])
 				eventfd_signal(f->efd[b], 1);
 	}
@@ -106,6 +109,7 @@ static void sntb_link_work(struct work_struct *work)
 {
 	struct sntb_dev *sd = container_of(to_delayed_work(work),
 					   struct sntb_dev, link_work);
+	DECLARE_BITMAP(changed, SIO_NTB_MAX_PEERS);
 	u64 now, diff, gone;
 	int pidx, w;
 
@@ -126,11 +130,12 @@ static void sntb_link_work(struct work_struct *work)
 	for (w = 0; w < sd->peer_mws && gone; w++)
 		if (!sd->mws_per_peer || (gone & BIT_ULL(w / sd->mws_per_peer)))
 			sntb_revoke_out(sd, w);
+	bitmap_from_u64(changed, diff);
 	spin_lock_irq(&sd->ev_lock);
 	if (diff) {
 		sd->link = now;
 		sd->link_gen++;
-		for_each_set_bit(pidx, (unsigned long *)&diff, sd->peers)
+		for_each_set_bit(pidx, changed, sd->peers)
 			sd->peer_gen[pidx] = sd->link_gen;
 	}
 	spin_unlock_irq(&sd->ev_lock);
@@ -303,14 +308,28 @@ err:
 	return ret;
 }
 
-static int sntb_minor_get(struct sntb_dev *sd)
+/*
+ * A minor is taken empty, published once the device is ready, hidden
+ * again before the device goes, and given back only once its class device
+ * and cdev are gone: a probe meanwhile cannot take it and collide with
+ * them in device_create().
+ */
+static int sntb_minor_get(void)
 {
 	int minor;
 
 	mutex_lock(&sntb_idr_lock);
-	minor = idr_alloc(&sntb_idr, sd, 0, SNTB_MINORS, GFP_KERNEL);
+	minor = idr_alloc(&sntb_idr, NULL, 0, SNTB_MINORS, GFP_KERNEL);
 	mutex_unlock(&sntb_idr_lock);
 	return minor;
+}
+
+/* What open() finds at the minor: @sd, or NULL (nothing). */
+static void sntb_minor_set(struct sntb_dev *sd, struct sntb_dev *to)
+{
+	mutex_lock(&sntb_idr_lock);
+	idr_replace(&sntb_idr, to, sd->minor);
+	mutex_unlock(&sntb_idr_lock);
 }
 
 static void sntb_minor_put(struct sntb_dev *sd)
@@ -319,6 +338,11 @@ static void sntb_minor_put(struct sntb_dev *sd)
 	idr_remove(&sntb_idr, sd->minor);
 	mutex_unlock(&sntb_idr_lock);
 }
+
+static unsigned int fail_probe_at;
+module_param(fail_probe_at, uint, 0644);
+MODULE_PARM_DESC(fail_probe_at,
+		 "For tests only: 1 fails a probe after its context is set and a link event came (default 0: never)");
 
 static int sntb_probe(struct ntb_client *client, struct ntb_dev *ntb)
 {
@@ -346,7 +370,7 @@ static int sntb_probe(struct ntb_client *client, struct ntb_dev *ntb)
 	ret = sntb_tables(sd, ntb);
 	if (ret)
 		goto err;
-	sd->minor = sntb_minor_get(sd);
+	sd->minor = sntb_minor_get();
 	if (sd->minor < 0) {
 		ret = sd->minor;
 		dev_err(&ntb->dev, "no free smartio-ntb minor (%d at most): %d\n", SNTB_MINORS, ret);
@@ -359,11 +383,19 @@ static int sntb_probe(struct ntb_client *client, struct ntb_dev *ntb)
 		goto err_minor;
 	}
 	ntb_db_clear_mask(ntb, ntb_db_valid_mask(ntb));
+	if (READ_ONCE(fail_probe_at) == 1) {
+		/* a hardware driver may raise a link event at any time */
+		ntb_link_event(ntb);
+		dev_err(&ntb->dev, "fail_probe_at=1: probe failed on purpose\n");
+		ret = -EIO;
+		goto err_ctx;
+	}
 	ret = sntb_cdev_add(sd);
 	if (ret) {
 		dev_err(&ntb->dev, "cannot add /dev/smartio-ntb%d: %d\n", sd->minor, ret);
 		goto err_ctx;
 	}
+	sntb_minor_set(sd, sd);
 	ntb_link_enable(ntb, NTB_SPEED_AUTO, NTB_WIDTH_AUTO);
 	ntb_link_event(ntb);
 	dev_info(&ntb->dev, "/dev/smartio-ntb%d: port %d, %d peers, %d outbound windows\n",
@@ -371,7 +403,8 @@ static int sntb_probe(struct ntb_client *client, struct ntb_dev *ntb)
 	return 0;
 
 err_ctx:
-	ntb_clear_ctx(ntb);
+	ntb_clear_ctx(ntb);	/* no callback runs after this */
+	cancel_delayed_work_sync(&sd->link_work);	/* one may have queued it */
 err_minor:
 	sntb_minor_put(sd);
 err:
@@ -389,9 +422,10 @@ static void sntb_remove(struct ntb_client *client, struct ntb_dev *ntb)
 {
 	struct sntb_dev *sd = ntb->ctx;
 
-	sntb_minor_put(sd);	/* no new open() finds it */
+	sntb_minor_set(sd, NULL);	/* no new open() finds it */
 	device_destroy(sntb_class, MKDEV(MAJOR(sntb_devt), sd->minor));
 	cdev_del(sd->cdev);
+	sntb_minor_put(sd);
 	ntb_link_disable(ntb);
 	ntb_db_set_mask(ntb, ntb_db_valid_mask(ntb));
 	ntb_clear_ctx(ntb);	/* no callback runs after this */
@@ -449,5 +483,6 @@ static void __exit sntb_exit(void)
 }
 module_exit(sntb_exit);
 
+MODULE_AUTHOR("smartio developers");
 MODULE_LICENSE("Dual MIT/GPL");
 MODULE_DESCRIPTION("smartio's NTB client: the NTB framework to user space (/dev/smartio-ntbN)");

@@ -354,7 +354,8 @@ int sntb_mmap(struct file *file, struct vm_area_struct *vma)
 	struct sntb_map *map;
 	int ret;
 
-	if (!(vma->vm_flags & VM_SHARED))
+	/* VM_MAYSHARE: MAP_SHARED of a read-only file has no VM_SHARED */
+	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;	/* a private copy of a window means nothing */
 	map = kzalloc(sizeof(*map), GFP_KERNEL);
 	if (!map)

@@ -28,6 +28,7 @@
 # want: g0:tool-db g1:tool-db g2:tool-db g0:tool-mw g1:tool-mw g2:tool-mw
 # want: g0:perf g1:perf g2:perf g0:pingpong g1:pingpong g2:pingpong
 # want: g0:transport g1:transport g2:transport g0:dmesg-a g1:dmesg-a g2:dmesg-a
+# want: g0:sntb-probe-fail g1:sntb-probe-fail g2:sntb-probe-fail
 # want: g0:sntb-load g1:sntb-load g2:sntb-load g0:sntb-ping g1:sntb-ping g2:sntb-ping
 # want: g0:sntb-echo g1:sntb-echo g2:sntb-echo g0:sntb-eventfd g1:sntb-eventfd g2:sntb-eventfd
 # want: g0:sntb-bench g1:sntb-bench g2:sntb-bench g0:sntb-serve g1:sntb-serve g2:sntb-serve
@@ -260,6 +261,15 @@ waited() {
 sntb() {
 	NEXT=$(((ME + 1) % 3))
 	phase sntb
+	# a probe that fails after its context is set, its link work queued
+	# (test-only parameters): nothing of it runs once the module is gone
+	if insmod $MOD/smartio_ntb.ko fail_probe_at=1 link_delay_ms=2000 && [ ! -e /dev/smartio-ntb0 ] &&
+		rmmod smartio_ntb; then
+		sleep 3
+		dmesg_check sntb-probe-fail
+	else
+		no sntb-probe-fail "$(dmesg | grep smartio | tail -n 3)"
+	fi
 	run sntb-load sntb_load $PEERS
 	smartio ntb status | sed 's/^/    | /'
 	ntb-uapi eventfd "$ME" 5 >/tmp/efd.log 2>&1 &

@@ -259,6 +259,15 @@ static void bad_windows(int fd, const struct sio_ntb_info *info, int pidx)
 	if (m1 != MAP_FAILED)
 		munmap(m1, 4096);
 	close(fd2);
+	/* MAP_SHARED of a read-only file: a shared mapping (no VM_SHARED, VM_MAYSHARE) */
+	fd2 = open("/dev/smartio-ntb0", O_RDONLY);
+	m1 = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd2, (off_t)pmw.mmap_offset);
+	check("mmap-shared-read-only-file", m1 == MAP_FAILED ? -1 : 0, errno, 0);
+	if (m1 != MAP_FAILED) {
+		(void)*(volatile uint32_t *)m1;
+		munmap(m1, 4096);
+	}
+	close(fd2);
 	own_translations(fd, info, pidx);
 	others_translation(fd, pidx);
 }
