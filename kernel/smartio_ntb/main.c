@@ -17,6 +17,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include "compat.h"
 #include "smartio_ntb.h"
 
 #define SNTB_MINORS	64
@@ -90,7 +91,7 @@ static void sntb_db_event(void *ctx, int vector)
 		f->db |= bits;
 		for_each_set_bit(b, map, SNTB_DB_BITS)
 			if (f->efd[b])
-				eventfd_signal(f->efd[b], 1);
+				sntb_eventfd_signal(f->efd[b]);
 	}
 	spin_unlock_irqrestore(&sd->ev_lock, flags);
 	wake_up_interruptible_all(&sd->wq);
@@ -261,7 +262,7 @@ static const struct file_operations sntb_fops = {
 	.unlocked_ioctl	= sntb_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.mmap		= sntb_mmap,
-	.llseek		= no_llseek,
+	.llseek		= SNTB_NO_LLSEEK,
 };
 
 /* --- the NTB client ------------------------------------------------------ */
@@ -359,7 +360,7 @@ static int sntb_probe(struct ntb_client *client, struct ntb_dev *ntb)
 	init_waitqueue_head(&sd->wq);
 	INIT_DELAYED_WORK(&sd->link_work, sntb_link_work);
 	sd->ntb = ntb;
-	sd->dma_dev = ntb_get_dma_dev(ntb);
+	sd->dma_dev = sntb_dma_dev(ntb);
 	sd->inode = sntb_inode_new();
 	if (IS_ERR(sd->inode)) {
 		ret = PTR_ERR(sd->inode);
@@ -457,7 +458,7 @@ static int __init sntb_init(void)
 	ret = alloc_chrdev_region(&sntb_devt, 0, SNTB_MINORS, "smartio-ntb");
 	if (ret)
 		return ret;
-	sntb_class = class_create(THIS_MODULE, "smartio-ntb");
+	sntb_class = sntb_class_create("smartio-ntb");
 	if (IS_ERR(sntb_class)) {
 		ret = PTR_ERR(sntb_class);
 		goto err_region;
