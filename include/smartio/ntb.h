@@ -38,7 +38,8 @@
  *
  * Every call returns 0 or fails with an errno: -EINVAL for a bad argument
  * (a peer, window, bit or scratchpad out of range, a size beyond the
- * window), -ENOTCONN when the peer's link is down, -EBUSY when another
+ * window, a flag this version does not define), -E2BIG for a struct larger
+ * than this version's whose extra bytes are not 0, -ENOTCONN when the peer's link is down, -EBUSY when another
  * open file holds the window (or a buffer is still mapped, or translated
  * into), -ENODEV once the NTB device is gone, -ENOTTY for an unknown
  * request. Buffers and windows belong to the open file: the processes that
@@ -55,17 +56,24 @@
  * POLLHUP.
  */
 
+#include <linux/const.h>
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define SIO_NTB_UAPI_VERSION	2	/* 2: sio_ntb_peer_mw.bus_addr; translations into own buffers */
+/*
+ * 2: sio_ntb_peer_mw.bus_addr; translations into own buffers.
+ * 3: ioctl magic 0xBE (0xB5 is rpmsg's); flags (0) in the requests that
+ *    take options; requests of another size negotiated; mmap offsets below
+ *    2^43, which 32-bit processes reach. Version 2 requests are refused.
+ */
+#define SIO_NTB_UAPI_VERSION	3
 #define SIO_NTB_DEV_FMT		"/dev/smartio-ntb%d"
 #define SIO_NTB_MAX_PEERS	64	/* peer masks are 64 bits */
 #define SIO_NTB_LOCAL		0xffffffffu	/* pidx of this port's own scratchpads */
 
 /* struct sio_ntb_info flags */
-#define SIO_NTB_F_INBOUND_XLAT	(1u << 0)	/* inbound windows take translations */
-#define SIO_NTB_F_OUTBOUND_XLAT	(1u << 1)	/* outbound windows take translations */
+#define SIO_NTB_F_INBOUND_XLAT	_BITUL(0)	/* inbound windows translate */
+#define SIO_NTB_F_OUTBOUND_XLAT	_BITUL(1)	/* outbound windows translate */
 
 /**
  * struct sio_ntb_info - the NTB device (SIO_NTB_IOC_INFO)
@@ -146,6 +154,7 @@ struct sio_ntb_mw {
  *		out: the buffer's size
  * @dma_addr:	its bus address (what the window is translated to)
  * @mmap_offset: where to mmap() it
+ * @flags:	in: 0 (none is defined yet: anything else is EINVAL)
  */
 struct sio_ntb_buf {
 	__u32 pidx;
@@ -153,6 +162,7 @@ struct sio_ntb_buf {
 	__u64 size;
 	__u64 dma_addr;
 	__u64 mmap_offset;
+	__u64 flags;
 };
 
 /**
@@ -165,12 +175,14 @@ struct sio_ntb_buf {
  * @widx:	the window
  * @addr:	the bus address (aligned to addr_align)
  * @size:	the size (a multiple of size_align, at most size_max)
+ * @flags:	0 (none is defined yet: anything else is EINVAL)
  */
 struct sio_ntb_xlat {
 	__u32 pidx;
 	__u32 widx;
 	__u64 addr;
 	__u64 size;
+	__u64 flags;
 };
 
 /**
@@ -195,10 +207,12 @@ struct sio_ntb_peer_mw {
  *			      (SIO_NTB_IOC_DB_EVENTFD)
  * @bit:	the bit
  * @fd:		an eventfd, or -1 to stop
+ * @flags:	0 (none is defined yet: anything else is EINVAL)
  */
 struct sio_ntb_db_eventfd {
 	__u32 bit;
 	__s32 fd;
+	__u64 flags;
 };
 
 /**
@@ -206,13 +220,13 @@ struct sio_ntb_db_eventfd {
  * @pidx:	the peer whose scratchpad (its link must be up), or SIO_NTB_LOCAL
  * @sidx:	the scratchpad
  * @value:	read: out; write: in
- * @reserved:	0 (anything else is refused: EINVAL)
+ * @flags:	0 (none is defined yet: anything else is EINVAL)
  */
 struct sio_ntb_spad {
 	__u32 pidx;
 	__u32 sidx;
 	__u32 value;
-	__u32 reserved;
+	__u32 flags;
 };
 
 /**
@@ -231,20 +245,32 @@ struct sio_ntb_event {
 /**
  * SIO_NTB_MMAP_INBOUND() - the mmap() offset of a process's inbound buffer
  * @pidx: the peer
- * @widx: the inbound window
+ * @widx: the inbound window (0 .. SIO_NTB_MMAP_MAX_IN - 1)
  *
- * Each buffer and window has 1 TiB of offsets; map from its start or within.
+ * Each buffer and window has SIO_NTB_MMAP_SPAN (4 GiB) of offsets; map from
+ * its start or within. Every offset is below 2^43, which a 32-bit process
+ * reaches (mmap2() takes offsets in pages, in 32 bits).
  */
 #define SIO_NTB_MMAP_INBOUND(pidx, widx) \
-	((1ULL << 56) | ((__u64)(pidx) << 48) | ((__u64)(widx) << 40))
+	(((__u64)(pidx) << 36) | ((__u64)(widx) << 32))
 /**
  * SIO_NTB_MMAP_OUTBOUND() - the mmap() offset of an outbound window
- * @widx: the outbound window
+ * @widx: the outbound window (0 .. SIO_NTB_MMAP_MAX_OUT - 1)
  */
 #define SIO_NTB_MMAP_OUTBOUND(widx) \
-	((2ULL << 56) | ((__u64)(widx) << 40))
+	((1ULL << 42) | ((__u64)(widx) << 32))
+#define SIO_NTB_MMAP_SPAN	(1ULL << 32)
+#define SIO_NTB_MMAP_MAX_IN	16	/* inbound windows per peer mappable */
+#define SIO_NTB_MMAP_MAX_OUT	1024	/* outbound windows mappable */
 
-#define SIO_NTB_IOC_MAGIC	0xb5
+/*
+ * Requests: a struct of another size than this header's is negotiated, as
+ * copy_struct_from_user() does: a smaller one (an older program) is read
+ * as if its missing fields were 0 and written back as far as it goes; a
+ * larger one (a newer program) is accepted when its extra bytes are 0,
+ * E2BIG otherwise.
+ */
+#define SIO_NTB_IOC_MAGIC	0xbe
 #define SIO_NTB_IOC_INFO	_IOR(SIO_NTB_IOC_MAGIC, 0x00, struct sio_ntb_info)
 #define SIO_NTB_IOC_PEER	_IOWR(SIO_NTB_IOC_MAGIC, 0x01, struct sio_ntb_peer)
 #define SIO_NTB_IOC_MW		_IOWR(SIO_NTB_IOC_MAGIC, 0x02, struct sio_ntb_mw)

@@ -86,7 +86,7 @@ static int sntb_mw(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	m->size_align = s;
 	m->size_max = max;
 	m->size = in->owner == f ? in->size : 0;
-	m->mmap_offset = SIO_NTB_MMAP_INBOUND(m->pidx, m->widx);
+	m->mmap_offset = sntb_mmap_in_offset(m->pidx, m->widx);
 	return 0;
 }
 
@@ -108,7 +108,7 @@ static int sntb_mw_alloc(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	void *vaddr;
 	int ret;
 
-	if (!in)
+	if (!in || b->flags)
 		return -EINVAL;
 	ret = sntb_in_free_for(in, f);
 	if (ret)
@@ -137,7 +137,7 @@ static int sntb_mw_alloc(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	in->size = size;
 	b->size = size;
 	b->dma_addr = dma;
-	b->mmap_offset = SIO_NTB_MMAP_INBOUND(b->pidx, b->widx);
+	b->mmap_offset = sntb_mmap_in_offset(b->pidx, b->widx);
 	return 0;
 err:
 	dma_free_coherent(sd->dma_dev, size, vaddr, dma);
@@ -236,7 +236,7 @@ static int sntb_mw_xlat(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	resource_size_t align, salign, max;
 	int ret;
 
-	if (!in)
+	if (!in || x->flags)
 		return -EINVAL;
 	/* the peer reaches whatever the address is, unless it is memory the file exports */
 	if (x->size && !sntb_own_memory(sd, f, x->addr, x->size) && !capable(CAP_SYS_RAWIO))
@@ -298,7 +298,7 @@ static int sntb_peer_mw(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 		return ret;
 	m->pidx = sd->mws_per_peer ? m->widx / sd->mws_per_peer : ~0u;
 	m->size = size;
-	m->mmap_offset = SIO_NTB_MMAP_OUTBOUND(m->widx);
+	m->mmap_offset = sntb_mmap_out_offset(m->widx);
 	m->bus_addr = sntb_bus_addr(sd->ntb, base);
 	return 0;
 }
@@ -319,7 +319,8 @@ static int sntb_db_eventfd(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	struct sio_ntb_db_eventfd *e = arg;
 	struct eventfd_ctx *ctx = NULL, *old;
 
-	if (e->bit >= SNTB_DB_BITS || !(ntb_db_valid_mask(sd->ntb) & BIT_ULL(e->bit)))
+	if (e->flags || e->bit >= SNTB_DB_BITS ||
+	    !(ntb_db_valid_mask(sd->ntb) & BIT_ULL(e->bit)))
 		return -EINVAL;
 	if (e->fd != -1) {
 		ctx = eventfd_ctx_fdget(e->fd);
@@ -339,8 +340,10 @@ static int sntb_spad(struct sntb_dev *sd, struct sio_ntb_spad *s, bool write)
 {
 	bool local = s->pidx == SIO_NTB_LOCAL;
 
-	if (s->reserved || s->sidx >= sd->spads || (!local && s->pidx >= sd->peers))
-		return -EINVAL;	/* reserved: for a later version, which must not be misread */
+	/* flags: for a later version, which must not be misread */
+	if (s->flags || s->sidx >= sd->spads ||
+	    (!local && s->pidx >= sd->peers))
+		return -EINVAL;
 	if (!local && !sntb_peer_up(sd, s->pidx))
 		return -ENOTCONN;
 	if (write)
@@ -383,15 +386,10 @@ void sntb_release_windows(struct sntb_dev *sd, struct sntb_file *f)
 			sd->out[widx].owner = NULL;
 }
 
-/* SIO_NTB_IOC_PEER_MW of uapi version 1, whose struct had no bus_addr */
-struct sio_ntb_peer_mw_v1 {
-	__u32 widx;
-	__u32 pidx;
-	__u64 size;
-	__u64 mmap_offset;
-};
-#define SIO_NTB_IOC_PEER_MW_V1	_IOWR(SIO_NTB_IOC_MAGIC, 0x06, struct sio_ntb_peer_mw_v1)
-
+/*
+ * The requests, by their command at this header's sizes. A program built
+ * with another header passes another size: see sntb_ioctl().
+ */
 static const struct {
 	unsigned int cmd;
 	int (*fn)(struct sntb_dev *sd, struct sntb_file *f, void *arg);
@@ -403,41 +401,63 @@ static const struct {
 	{ SIO_NTB_IOC_MW_FREE, sntb_mw_free },
 	{ SIO_NTB_IOC_MW_XLAT, sntb_mw_xlat },
 	{ SIO_NTB_IOC_PEER_MW, sntb_peer_mw },
-	{ SIO_NTB_IOC_PEER_MW_V1, sntb_peer_mw },	/* the fields it has come first */
 	{ SIO_NTB_IOC_DB_RING, sntb_db_ring },
 	{ SIO_NTB_IOC_DB_EVENTFD, sntb_db_eventfd },
 	{ SIO_NTB_IOC_SPAD_READ, sntb_spad_read },
 	{ SIO_NTB_IOC_SPAD_WRITE, sntb_spad_write },
 };
 
+/* The same request (type, number, direction), whatever its size. */
+static bool sntb_same_request(unsigned int a, unsigned int b)
+{
+	return !((a ^ b) & ~(_IOC_SIZEMASK << _IOC_SIZESHIFT));
+}
+
 long sntb_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct sntb_file *f = file->private_data;
 	struct sntb_dev *sd = f->sd;
 	void __user *uarg = (void __user *)arg;
-	unsigned int i, size = _IOC_SIZE(cmd);
+	unsigned int i, usize = _IOC_SIZE(cmd), ksize;
 	union {
 		struct sio_ntb_info info;
+		struct sio_ntb_peer peer;
 		struct sio_ntb_mw mw;
 		struct sio_ntb_buf buf;
+		struct sio_ntb_xlat xlat;
 		struct sio_ntb_peer_mw peer_mw;
+		struct sio_ntb_db_eventfd efd;
+		struct sio_ntb_spad spad;
 		u64 bits;
 	} u;
 	long ret;
 
-	for (i = 0; i < ARRAY_SIZE(sntb_ioctls) && sntb_ioctls[i].cmd != cmd; i++)
-		;
+	for (i = 0; i < ARRAY_SIZE(sntb_ioctls); i++)
+		if (sntb_same_request(sntb_ioctls[i].cmd, cmd))
+			break;
 	if (i == ARRAY_SIZE(sntb_ioctls))
 		return -ENOTTY;
-	if (size > sizeof(u))
-		return -EINVAL;
+	/*
+	 * Sizes are negotiated as copy_struct_from_user() does: what a
+	 * smaller struct lacks reads 0, what a larger one adds must be 0
+	 * (-E2BIG), and the answer goes back as far as the caller's struct.
+	 */
+	ksize = _IOC_SIZE(sntb_ioctls[i].cmd);
 	memset(&u, 0, sizeof(u));
-	if ((_IOC_DIR(cmd) & _IOC_WRITE) && copy_from_user(&u, uarg, size))
-		return -EFAULT;
+	if (_IOC_DIR(cmd) & _IOC_WRITE) {
+		ret = copy_struct_from_user(&u, ksize, uarg, usize);
+		if (ret)
+			return ret;
+	}
+	/* the device's state and the NTB calls, against removal */
 	mutex_lock(&sd->lock);
 	ret = sd->ntb ? sntb_ioctls[i].fn(sd, f, &u) : -ENODEV;
 	mutex_unlock(&sd->lock);
-	if (!ret && (_IOC_DIR(cmd) & _IOC_READ) && copy_to_user(uarg, &u, size))
+	if (ret || !(_IOC_DIR(cmd) & _IOC_READ))
+		return ret;
+	if (copy_to_user(uarg, &u, min(usize, ksize)))
 		return -EFAULT;
-	return ret;
+	if (usize > ksize && clear_user(uarg + ksize, usize - ksize))
+		return -EFAULT;
+	return 0;
 }

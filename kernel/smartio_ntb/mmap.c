@@ -357,27 +357,28 @@ int sntb_mmap(struct file *file, struct vm_area_struct *vma)
 	/* VM_MAYSHARE: MAP_SHARED of a read-only file has no VM_SHARED */
 	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;	/* a private copy of a window means nothing */
+	/* no such offset (SIO_NTB_MMAP_*), or past the window's offsets */
+	if (off >> 43 || len > SNTB_MMAP_SPAN - within)
+		return -EINVAL;
 	map = kzalloc(sizeof(*map), GFP_KERNEL);
 	if (!map)
 		return -ENOMEM;
 	kref_init(&map->kref);
 	map->sd = sd;
 	map->f = f;
-	map->out = (off >> 56) == 2;
-	map->pidx = map->out ? -1 : (off >> 48) & 0xff;
-	map->widx = map->out ? (off >> 40) & 0xffff : (off >> 40) & 0xff;
+	map->out = off >> 42;
+	map->pidx = map->out ? -1 : (off >> 36) & 0x3f;
+	map->widx = map->out ? (off >> 32) & 0x3ff : (off >> 32) & 0xf;
 	vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
 
 	/* the windows, buffers and their counts are the device's */
 	mutex_lock(&sd->lock);
 	if (!sd->ntb)
 		ret = -ENODEV;
-	else if (off >> 56 == 1)
-		ret = sntb_mmap_in(sd, map, vma, within, len);
 	else if (map->out)
 		ret = sntb_mmap_out(sd, map, vma, within, len);
 	else
-		ret = -EINVAL;	/* no such offset: SIO_NTB_MMAP_* */
+		ret = sntb_mmap_in(sd, map, vma, within, len);
 	if (!ret) {
 		(*sntb_map_count(map))++;
 		vma->vm_private_data = map;

@@ -21,7 +21,9 @@
 #define SNTB_NAME	"smartio_ntb"
 #define SNTB_DB_BITS	64
 /* the mmap offsets of each window or buffer (SIO_NTB_MMAP_*) */
-#define SNTB_MMAP_SPAN	(1ULL << 40)
+#define SNTB_MMAP_SPAN	SIO_NTB_MMAP_SPAN
+/* an offset no mmap() takes: the window's index is past the offsets' */
+#define SNTB_MMAP_NONE	(~0ULL)
 
 struct sntb_file;
 
@@ -135,6 +137,20 @@ struct sntb_file {
 static inline struct sntb_in *sntb_in(struct sntb_dev *sd, int pidx, int widx)
 {
 	return &sd->in[pidx * sd->in_max + widx];
+}
+
+static inline u64 sntb_mmap_in_offset(u32 pidx, u32 widx)
+{
+	if (pidx >= SIO_NTB_MAX_PEERS || widx >= SIO_NTB_MMAP_MAX_IN)
+		return SNTB_MMAP_NONE;
+	return SIO_NTB_MMAP_INBOUND(pidx, widx);
+}
+
+static inline u64 sntb_mmap_out_offset(u32 widx)
+{
+	if (widx >= SIO_NTB_MMAP_MAX_OUT)
+		return SNTB_MMAP_NONE;
+	return SIO_NTB_MMAP_OUTBOUND(widx);
 }
 
 /* main.c */

@@ -78,7 +78,12 @@ static int ntb_open(struct ntbdev *d, const char *dev)
 		return prog_fail("ntb: %s: %s (is smartio_ntb loaded, and bound to an NTB device?)",
 				 d->path, strerror(errno));
 	if (ioctl(d->fd, SIO_NTB_IOC_INFO, &d->info)) {
-		prog_fail("ntb: %s: %s", d->path, strerror(errno));
+		/* a smartio_ntb of uapi 2 or older knows no request of this magic */
+		if (errno == ENOTTY)
+			prog_fail("ntb: %s: its smartio_ntb is older than uapi version %d (rmmod smartio_ntb, then load the smartio_ntb of this build: docs/ntb.md)",
+				  d->path, SIO_NTB_UAPI_VERSION);
+		else
+			prog_fail("ntb: %s: %s", d->path, strerror(errno));
 		close(d->fd);
 		return PROG_FAIL;
 	}

@@ -229,7 +229,7 @@ static int f_spad(struct ntbdev *d, struct sio_ntb_spad *s, bool write)
 	struct fake_hw *hw = fk(d)->hw;
 	int port = s->pidx == SIO_NTB_LOCAL ? d->port : port_of(d, s->pidx);
 
-	if (s->reserved || s->sidx >= FAKE_SPADS || (s->pidx != SIO_NTB_LOCAL && s->pidx >= hw->ports - 1))
+	if (s->flags || s->sidx >= FAKE_SPADS || (s->pidx != SIO_NTB_LOCAL && s->pidx >= hw->ports - 1))
 		return -EINVAL;
 	if (port != d->port && !up(d, port))
 		return -ENOTCONN;
@@ -399,20 +399,20 @@ static int map_buf(struct ntbdev *d, void *addr, int port, uint32_t pidx, uint32
 static int fake_mmap(struct ntbdev *d, void *addr, uint64_t off, uint64_t len, void **va)
 {
 	struct fake_hw *hw = fk(d)->hw;
-	uint64_t within = off & ((1ull << 40) - 1), xaddr, xsize, boff;
+	uint64_t within = off & (SIO_NTB_MMAP_SPAN - 1), xaddr, xsize, boff;
 	uint32_t pidx, widx;
 	int peer, ret;
 
-	if (off >> 56 == 1) {
-		pidx = (off >> 48) & 0xff;
-		widx = (off >> 40) & 0xff;
+	if (off >> 43)
+		return -EINVAL;	/* SIO_NTB_MMAP_*: below 2^43 */
+	if (!(off >> 42)) {
+		pidx = (off >> 36) & 0x3f;
+		widx = (off >> 32) & 0xf;
 		if (pidx >= hw->ports - 1 || widx >= hw->mws || within + len > hw->win_size)
 			return -EINVAL;
 		return map_buf(d, addr, d->port, pidx, widx, within, len, va);
 	}
-	if (off >> 56 != 2)
-		return -EINVAL;
-	if ((ret = outbound(d, (off >> 40) & 0xffff, &peer, &xaddr, &xsize)))
+	if ((ret = outbound(d, (off >> 32) & 0x3ff, &peer, &xaddr, &xsize)))
 		return ret;
 	if (!up(d, peer))
 		return -ENOTCONN;

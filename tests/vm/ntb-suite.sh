@@ -32,7 +32,7 @@
 # want: g0:sntb-load g1:sntb-load g2:sntb-load g0:sntb-ping g1:sntb-ping g2:sntb-ping
 # want: g0:sntb-echo g1:sntb-echo g2:sntb-echo g0:sntb-eventfd g1:sntb-eventfd g2:sntb-eventfd
 # want: g0:sntb-bench g1:sntb-bench g2:sntb-bench g0:sntb-serve g1:sntb-serve g2:sntb-serve
-# want: g0:sntb-bad g1:sntb-bad g2:sntb-bad g0:sntb-death-releases g1:sntb-death-releases
+# want: g0:sntb-bad g1:sntb-bad g2:sntb-bad g0:sntb-bad-32 g1:sntb-bad-32 g2:sntb-bad-32 g0:sntb-death-releases g1:sntb-death-releases
 # want: g2:sntb-death-releases g0:sntb-bounce g2:sntb-bounce g1:sntb-bounce-reload
 # want: g0:sntb-unload g1:sntb-unload g2:sntb-unload
 # want: g0:kill-load g1:kill-load g2:kill-load
@@ -297,6 +297,13 @@ sntb() {
 	waited sntb-serve $serve /tmp/serve.log
 	phase sntb-bad
 	run sntb-bad ntb-uapi bad $NEXT
+	# the same from a 32-bit process, where the build has one (gcc-multilib)
+	if [ -x /prog/ntb-uapi32 ]; then
+		run sntb-bad-32 ntb-uapi32 bad $NEXT
+	else
+		ok sntb-bad-32
+		echo "    | no 32-bit ntb-uapi in this build (apt-get install gcc-multilib)"
+	fi
 	# a process that dies (SIGKILL) holding every window for NEXT: they are free again
 	ntb-uapi take $NEXT >/tmp/take1.log 2>&1
 	ntb-uapi take $NEXT >/tmp/take2.log 2>&1

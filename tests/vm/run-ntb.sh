@@ -67,7 +67,7 @@ for m in ntb ntb_hw_ivshmem ntb_tool ntb_perf ntb_pingpong ntb_transport smartio
 done
 rc=0
 SIO_VM_BUILD_ONLY=1 SIO_VM_SUITE="${SIO_NTB_SUITE:-$src/ntb-suite.sh}" SIO_VM_MODULES="$ko" \
-	SIO_VM_EXTRA="${SIO_NTB_EXTRA:-$build/tests/vm/ntb-uapi $build/tests/vm/ntb-scribble} $src/ntb-sync.sh" \
+	SIO_VM_EXTRA="${SIO_NTB_EXTRA:-$build/tests/vm/ntb-uapi $build/tests/vm/ntb-scribble $(ls "$build/tests/vm/ntb-uapi32" 2>/dev/null)} $src/ntb-sync.sh" \
 	sh "$src/run-vm.sh" "$build" "$src" "$work" || rc=$?
 [ $rc -eq 0 ] || exit $rc
 kernel=$(sh "$root/kernel/kver.sh" --image)

@@ -191,6 +191,10 @@ int ntbdev_info(struct ntbdev *d, struct sio_ntb_info *i)
 {
 	int ret = ntbdev_ioctl(d, SIO_NTB_IOC_INFO, i);
 
+	/* a smartio_ntb of uapi 2 or older knows no request of this magic */
+	if (ret == -ENOTTY)
+		return sio__err(EPROTO, "ntb: %s does not speak uapi version %d: its smartio_ntb is older than this smartio (rmmod smartio_ntb, then load the smartio_ntb of this build: docs/ntb.md)",
+				d->what, SIO_NTB_UAPI_VERSION);
 	if (ret)
 		return sio__err(-ret, "ntb: %s: SIO_NTB_IOC_INFO: %s", d->what, strerror(-ret));
 	if (i->version < SIO_NTB_UAPI_VERSION)
