@@ -36,24 +36,24 @@
  *   peers the hardware routes them to (every peer, on IDT-like hardware and
  *   ntb_hw_ivshmem); peers agree on which bits are whose.
  *
- * Every call returns 0 or fails with an errno: -EINVAL for a bad argument
- * (a peer, window, bit or scratchpad out of range, a size beyond the
- * window, a flag this version does not define), -E2BIG for a struct larger
- * than this version's whose extra bytes are not 0, -ENOTCONN when the peer's link is down, -EBUSY when another
- * open file holds the window (or a buffer is still mapped, or translated
- * into), -ENODEV once the NTB device is gone, -ENOTTY for an unknown
- * request. Buffers and windows belong to the open file: the processes that
- * share it (fork, SCM_RIGHTS) map them as often as they like, no other. A process that dies
- * releases its buffers, translations, windows and eventfds. When a peer's
- * link goes down its outbound mappings are revoked before the processes are
- * told: a revoked mapping is one page of its own, repeated, that starts all
- * ones; loads read all ones until the process stores there, and its stores
- * reach no peer. Map the window again once the link is back (MAP_FIXED over
- * the revoked mapping replaces it; -ENOTCONN while the link is down).
- * When the NTB device goes (hot unbind, its driver unloaded) every mapping is
- * revoked the same way; read() returns the events that came before (a
- * link going down with it, say), then fails with -ENODEV; poll() reports
- * POLLHUP.
+ * Every call returns 0 or fails with an errno: -EINVAL for a bad argument (a
+ * peer, window, bit or scratchpad out of range, a size beyond the window, a
+ * flag this version does not define), -E2BIG for a struct larger than this
+ * version's whose extra bytes are not 0, -ENOTCONN when the peer's link is
+ * down, -EBUSY when another open file holds the window (or a buffer is still
+ * mapped, or translated into), -ENODEV once the NTB device is gone, -ENOTTY for
+ * an unknown request. Buffers and windows belong to the open file: the
+ * processes that share it (fork, SCM_RIGHTS) map them as often as they like, no
+ * other. A process that dies releases its buffers, translations, windows and
+ * eventfds. Pages are filled in at first touch. When a peer's link goes down
+ * (or goes down and comes back) its outbound mappings are revoked before the
+ * processes are told: a revoked mapping is one page of its own, repeated, that
+ * starts all ones; loads read all ones until the process stores there, and its
+ * stores reach no peer. Map the window again once the link is back (MAP_FIXED
+ * over the revoked mapping replaces it; -ENOTCONN while the link is down). When
+ * the NTB device goes (hot unbind, its driver unloaded) every mapping is
+ * revoked the same way; read() returns the events that came before (a link
+ * going down with it, say), then fails with -ENODEV; poll() reports POLLHUP.
  */
 
 #include <linux/const.h>
@@ -69,7 +69,8 @@
 #define SIO_NTB_UAPI_VERSION	3
 #define SIO_NTB_DEV_FMT		"/dev/smartio-ntb%d"
 #define SIO_NTB_MAX_PEERS	64	/* peer masks are 64 bits */
-#define SIO_NTB_LOCAL		0xffffffffu	/* pidx of this port's own scratchpads */
+/* pidx of this port's own scratchpads */
+#define SIO_NTB_LOCAL		0xffffffffu
 
 /* struct sio_ntb_info flags */
 #define SIO_NTB_F_INBOUND_XLAT	_BITUL(0)	/* inbound windows translate */
@@ -114,8 +115,9 @@ struct sio_ntb_info {
  * @port:	its port number
  * @link_up:	1 while its link is up
  * @mws:	inbound windows this port offers it
- * @link_gen:	the device's link generation when its link last changed: a new
- *		value means the peer came back (rebooted): its buffers are new
+ * @link_gen:	the device's link generation when its link last changed:
+ *		a new value means the peer came back (rebooted): its buffers
+ *		are new
  */
 struct sio_ntb_peer {
 	__u32 pidx;
@@ -146,8 +148,9 @@ struct sio_ntb_mw {
 };
 
 /**
- * struct sio_ntb_buf - allocate an inbound buffer and translate the window to
- *			it (SIO_NTB_IOC_MW_ALLOC); SIO_NTB_IOC_MW_FREE undoes it
+ * struct sio_ntb_buf - allocate an inbound buffer and translate the window
+ *			to it (SIO_NTB_IOC_MW_ALLOC); SIO_NTB_IOC_MW_FREE
+ *			undoes it
  * @pidx:	in: the peer
  * @widx:	in: the window
  * @size:	in: bytes (0: the window's size_max), rounded up to size_align;
@@ -168,9 +171,10 @@ struct sio_ntb_buf {
 /**
  * struct sio_ntb_xlat - translate an inbound window to a bus address of this
  *			 host (SIO_NTB_IOC_MW_XLAT): a size of 0 clears the
- *			 translation. An address inside one of the file's own
- *			 buffers (to export it to a second peer, or a part of it)
- *			 needs no privilege; anywhere else, CAP_SYS_RAWIO
+ *			 translation. An address inside one of the file's
+ *			 own buffers (to export it to a second peer, or a
+ *			 part of it) needs no privilege; anywhere else,
+ *			 CAP_SYS_RAWIO
  * @pidx:	the peer
  * @widx:	the window
  * @addr:	the bus address (aligned to addr_align)
@@ -217,7 +221,8 @@ struct sio_ntb_db_eventfd {
 
 /**
  * struct sio_ntb_spad - a scratchpad (SIO_NTB_IOC_SPAD_READ, _WRITE)
- * @pidx:	the peer whose scratchpad (its link must be up), or SIO_NTB_LOCAL
+ * @pidx:	the peer whose scratchpad (its link must be up), or
+ *		SIO_NTB_LOCAL
  * @sidx:	the scratchpad
  * @value:	read: out; write: in
  * @flags:	0 (none is defined yet: anything else is EINVAL)
@@ -234,7 +239,8 @@ struct sio_ntb_spad {
  *			  last read; read() blocks until there is one
  * @db:		the doorbell bits rung
  * @link:	peers whose link is up now
- * @link_gen:	the device's link generation now (changed: look at the peers)
+ * @link_gen:	the device's link generation now (changed: look at the
+ *		peers)
  */
 struct sio_ntb_event {
 	__u64 db;
@@ -258,9 +264,9 @@ struct sio_ntb_event {
  * @widx: the outbound window (0 .. SIO_NTB_MMAP_MAX_OUT - 1)
  */
 #define SIO_NTB_MMAP_OUTBOUND(widx) \
-	((1ULL << 42) | ((__u64)(widx) << 32))
-#define SIO_NTB_MMAP_SPAN	(1ULL << 32)
-#define SIO_NTB_MMAP_MAX_IN	16	/* inbound windows per peer mappable */
+	(((__u64)1 << 42) | ((__u64)(widx) << 32))
+#define SIO_NTB_MMAP_SPAN	_BITULL(32)
+#define SIO_NTB_MMAP_MAX_IN	16	/* inbound windows mappable per peer */
 #define SIO_NTB_MMAP_MAX_OUT	1024	/* outbound windows mappable */
 
 /*
@@ -271,16 +277,27 @@ struct sio_ntb_event {
  * E2BIG otherwise.
  */
 #define SIO_NTB_IOC_MAGIC	0xbe
-#define SIO_NTB_IOC_INFO	_IOR(SIO_NTB_IOC_MAGIC, 0x00, struct sio_ntb_info)
-#define SIO_NTB_IOC_PEER	_IOWR(SIO_NTB_IOC_MAGIC, 0x01, struct sio_ntb_peer)
-#define SIO_NTB_IOC_MW		_IOWR(SIO_NTB_IOC_MAGIC, 0x02, struct sio_ntb_mw)
-#define SIO_NTB_IOC_MW_ALLOC	_IOWR(SIO_NTB_IOC_MAGIC, 0x03, struct sio_ntb_buf)
-#define SIO_NTB_IOC_MW_FREE	_IOW(SIO_NTB_IOC_MAGIC, 0x04, struct sio_ntb_buf)
-#define SIO_NTB_IOC_MW_XLAT	_IOW(SIO_NTB_IOC_MAGIC, 0x05, struct sio_ntb_xlat)
-#define SIO_NTB_IOC_PEER_MW	_IOWR(SIO_NTB_IOC_MAGIC, 0x06, struct sio_ntb_peer_mw)
-#define SIO_NTB_IOC_DB_RING	_IOW(SIO_NTB_IOC_MAGIC, 0x07, __u64)
-#define SIO_NTB_IOC_DB_EVENTFD	_IOW(SIO_NTB_IOC_MAGIC, 0x08, struct sio_ntb_db_eventfd)
-#define SIO_NTB_IOC_SPAD_READ	_IOWR(SIO_NTB_IOC_MAGIC, 0x09, struct sio_ntb_spad)
-#define SIO_NTB_IOC_SPAD_WRITE	_IOW(SIO_NTB_IOC_MAGIC, 0x0a, struct sio_ntb_spad)
+#define SIO_NTB_IOC_INFO \
+	_IOR(SIO_NTB_IOC_MAGIC, 0x00, struct sio_ntb_info)
+#define SIO_NTB_IOC_PEER \
+	_IOWR(SIO_NTB_IOC_MAGIC, 0x01, struct sio_ntb_peer)
+#define SIO_NTB_IOC_MW \
+	_IOWR(SIO_NTB_IOC_MAGIC, 0x02, struct sio_ntb_mw)
+#define SIO_NTB_IOC_MW_ALLOC \
+	_IOWR(SIO_NTB_IOC_MAGIC, 0x03, struct sio_ntb_buf)
+#define SIO_NTB_IOC_MW_FREE \
+	_IOW(SIO_NTB_IOC_MAGIC, 0x04, struct sio_ntb_buf)
+#define SIO_NTB_IOC_MW_XLAT \
+	_IOW(SIO_NTB_IOC_MAGIC, 0x05, struct sio_ntb_xlat)
+#define SIO_NTB_IOC_PEER_MW \
+	_IOWR(SIO_NTB_IOC_MAGIC, 0x06, struct sio_ntb_peer_mw)
+#define SIO_NTB_IOC_DB_RING \
+	_IOW(SIO_NTB_IOC_MAGIC, 0x07, __u64)
+#define SIO_NTB_IOC_DB_EVENTFD \
+	_IOW(SIO_NTB_IOC_MAGIC, 0x08, struct sio_ntb_db_eventfd)
+#define SIO_NTB_IOC_SPAD_READ \
+	_IOWR(SIO_NTB_IOC_MAGIC, 0x09, struct sio_ntb_spad)
+#define SIO_NTB_IOC_SPAD_WRITE \
+	_IOW(SIO_NTB_IOC_MAGIC, 0x0a, struct sio_ntb_spad)
 
 #endif

@@ -23,7 +23,8 @@ static bool sntb_peer_up(struct sntb_dev *sd, u32 pidx)
 /* An inbound window by the caller's numbers, or NULL. */
 static struct sntb_in *sntb_in_arg(struct sntb_dev *sd, u32 pidx, u32 widx)
 {
-	if (pidx >= sd->peers || widx >= sd->in_max || (int)widx >= ntb_mw_count(sd->ntb, pidx))
+	if (pidx >= sd->peers || widx >= sd->in_max ||
+	    (int)widx >= ntb_mw_count(sd->ntb, pidx))
 		return NULL;
 	return sntb_in(sd, pidx, widx);
 }
@@ -50,7 +51,8 @@ static int sntb_info(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	spin_unlock_irq(&sd->ev_lock);
 	strscpy(i->name, dev_name(&ntb->dev), sizeof(i->name));
 	/* the hardware driver is the driver of the NTB device's parent */
-	strscpy(i->driver, ntb->dev.parent ? dev_driver_string(ntb->dev.parent) : "",
+	strscpy(i->driver,
+		ntb->dev.parent ? dev_driver_string(ntb->dev.parent) : "",
 		sizeof(i->driver));
 	return 0;
 }
@@ -113,8 +115,9 @@ static int sntb_mw_alloc(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	ret = sntb_in_free_for(in, f);
 	if (ret)
 		return ret;
-	/* asked right before the allocation: some hardware drivers place it by this */
-	ret = ntb_mw_get_align(sd->ntb, b->pidx, b->widx, &align, &salign, &max);
+	/* asked right before the allocation: some drivers place it by this */
+	ret = ntb_mw_get_align(sd->ntb, b->pidx, b->widx, &align, &salign,
+			       &max);
 	if (ret)
 		return ret;
 	size = round_up(size ? size : max, max_t(u64, salign, PAGE_SIZE));
@@ -124,8 +127,11 @@ static int sntb_mw_alloc(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	if (!vaddr)
 		return -ENOMEM;
 	if (!IS_ALIGNED(dma, align)) {
-		dev_dbg(&sd->ntb->dev, "buffer at %pad, the window wants %pa alignment\n", &dma, &align);
-		ret = -EINVAL;	/* the DMA API cannot place it as the window needs */
+		dev_dbg(&sd->ntb->dev,
+			"buffer at %pad, the window wants %pa alignment\n",
+			&dma, &align);
+		/* the DMA API cannot place it as the window needs */
+		ret = -EINVAL;
 		goto err;
 	}
 	ret = ntb_mw_set_trans(sd->ntb, b->pidx, b->widx, dma, size);
@@ -159,9 +165,11 @@ static void sntb_revoke_into(struct sntb_dev *sd, struct sntb_in *buf)
 		if (x == buf || !x->owner || x->vaddr || !x->size)
 			continue;
 		/* they overlap: one starts inside the other (no sum to wrap) */
-		if (x->dma - buf->dma >= buf->size && buf->dma - x->dma >= x->size)
+		if (x->dma - buf->dma >= buf->size &&
+		    buf->dma - x->dma >= x->size)
 			continue;
-		dev_info(&sd->ntb->dev, "window %d of peer %d: its translation into a buffer being freed is cleared\n",
+		dev_info(&sd->ntb->dev,
+			 "window %d of peer %d: its translation into a buffer being freed is cleared\n",
 			 i % sd->in_max, i / sd->in_max);
 		sntb_free_in(sd, x, i / sd->in_max, i % sd->in_max);
 	}
@@ -184,8 +192,9 @@ void sntb_free_in(struct sntb_dev *sd, struct sntb_in *in, int pidx, int widx)
 	in->size = 0;
 }
 
-/* The file's translation into [@dma, @dma + @size) of its buffer @buf, if any. */
-static bool sntb_xlat_into(struct sntb_dev *sd, struct sntb_file *f, struct sntb_in *buf)
+/* Does the file translate a window into its buffer @buf? */
+static bool sntb_xlat_into(struct sntb_dev *sd, struct sntb_file *f,
+			   struct sntb_in *buf)
 {
 	int i;
 
@@ -209,21 +218,22 @@ static int sntb_mw_free(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	if (in->owner != f || !in->vaddr)
 		return in->owner ? -EBUSY : -ENOENT;
 	if (in->mapped || sntb_xlat_into(sd, f, in))
-		return -EBUSY;	/* munmap() it, clear the translations into it first */
+		return -EBUSY;	/* munmap(), clear translations into it first */
 	sntb_free_in(sd, in, b->pidx, b->widx);
 	return 0;
 }
 
 /* Does [@addr, @addr + @size) lie in one of the file's own buffers? */
-static bool sntb_own_memory(struct sntb_dev *sd, struct sntb_file *f, u64 addr, u64 size)
+static bool sntb_own_memory(struct sntb_dev *sd, struct sntb_file *f,
+			    u64 addr, u64 size)
 {
 	int i;
 
 	for (i = 0; i < sd->peers * sd->in_max; i++) {
 		struct sntb_in *b = &sd->in[i];
 
-		if (b->owner == f && b->vaddr && addr >= b->dma && size <= b->size &&
-		    addr - b->dma <= b->size - size)
+		if (b->owner == f && b->vaddr && addr >= b->dma &&
+		    size <= b->size && addr - b->dma <= b->size - size)
 			return true;
 	}
 	return false;
@@ -238,8 +248,9 @@ static int sntb_mw_xlat(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 
 	if (!in || x->flags)
 		return -EINVAL;
-	/* the peer reaches whatever the address is, unless it is memory the file exports */
-	if (x->size && !sntb_own_memory(sd, f, x->addr, x->size) && !capable(CAP_SYS_RAWIO))
+	/* the peer reaches whatever is there, unless the file exports it */
+	if (x->size && !sntb_own_memory(sd, f, x->addr, x->size) &&
+	    !capable(CAP_SYS_RAWIO))
 		return -EPERM;
 	if (!x->size) {
 		if (in->owner != f || in->vaddr)
@@ -251,15 +262,17 @@ static int sntb_mw_xlat(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	if (ret)
 		return ret;
 	if (!sd->ntb->ops->mw_set_trans)
-		return -EOPNOTSUPP;	/* outbound translation only: the peer sets it */
-	ret = ntb_mw_get_align(sd->ntb, x->pidx, x->widx, &align, &salign, &max);
+		return -EOPNOTSUPP;	/* outbound translation: the peer's */
+	ret = ntb_mw_get_align(sd->ntb, x->pidx, x->widx, &align, &salign,
+			       &max);
 	if (ret)
 		return ret;
-	if (!IS_ALIGNED(x->addr, align) || !IS_ALIGNED(x->size, salign) || x->size > max)
+	if (!IS_ALIGNED(x->addr, align) || !IS_ALIGNED(x->size, salign) ||
+	    x->size > max)
 		return -EINVAL;
 	ret = ntb_mw_set_trans(sd->ntb, x->pidx, x->widx, x->addr, x->size);
 	if (ret)
-		return ret;	/* -EOPNOTSUPP: the hardware driver cannot translate there */
+		return ret;	/* -EOPNOTSUPP: not translatable there */
 	in->owner = f;
 	in->dma = x->addr;
 	in->size = x->size;
@@ -278,7 +291,8 @@ static u64 sntb_bus_addr(struct ntb_dev *ntb, phys_addr_t base)
 	for (bar = 0; pdev && bar < PCI_STD_NUM_BARS; bar++) {
 		struct resource *r = &pdev->resource[bar];
 
-		if ((r->flags & IORESOURCE_MEM) && r->start && base >= r->start && base <= r->end)
+		if ((r->flags & IORESOURCE_MEM) && r->start &&
+		    base >= r->start && base <= r->end)
 			return pci_bus_address(pdev, bar) + (base - r->start);
 	}
 	return 0;
@@ -325,7 +339,7 @@ static int sntb_db_eventfd(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	if (e->fd != -1) {
 		ctx = eventfd_ctx_fdget(e->fd);
 		if (IS_ERR(ctx))
-			return PTR_ERR(ctx);	/* -EBADF, -EINVAL: not an eventfd */
+			return PTR_ERR(ctx);	/* -EBADF, -EINVAL */
 	}
 	spin_lock_irq(&sd->ev_lock);
 	old = f->efd[e->bit];
@@ -348,7 +362,8 @@ static int sntb_spad(struct sntb_dev *sd, struct sio_ntb_spad *s, bool write)
 		return -ENOTCONN;
 	if (write)
 		return local ? ntb_spad_write(sd->ntb, s->sidx, s->value) :
-			       ntb_peer_spad_write(sd->ntb, s->pidx, s->sidx, s->value);
+			       ntb_peer_spad_write(sd->ntb, s->pidx, s->sidx,
+						   s->value);
 	s->value = local ? ntb_spad_read(sd->ntb, s->sidx) :
 			   ntb_peer_spad_read(sd->ntb, s->pidx, s->sidx);
 	return 0;
@@ -378,7 +393,8 @@ void sntb_release_windows(struct sntb_dev *sd, struct sntb_file *f)
 			for (widx = 0; widx < sd->in_max; widx++) {
 				struct sntb_in *in = sntb_in(sd, pidx, widx);
 
-				if (in->owner && (!f || in->owner == f) && !in->vaddr == !pass)
+				if (in->owner && (!f || in->owner == f) &&
+				    !in->vaddr == !pass)
 					sntb_free_in(sd, in, pidx, widx);
 			}
 	for (widx = 0; f && widx < sd->peer_mws; widx++)

@@ -24,9 +24,12 @@
 
 static dev_t sntb_devt;
 static struct class *sntb_class;
-/* minor -> device, for open(); the cdev lives apart (cdev_alloc()): an open
- * file holds it past our release() */
+/*
+ * minor -> device, for open(); the cdev lives apart (cdev_alloc()): an open
+ * file holds it past our release()
+ */
 static DEFINE_IDR(sntb_idr);
+/* serialises the IDR's users: open(), probe and remove */
 static DEFINE_MUTEX(sntb_idr_lock);
 
 static void sntb_free(struct kref *kref)
@@ -120,16 +123,17 @@ static void sntb_link_work(struct work_struct *work)
 		mutex_unlock(&sd->lock);
 		return;
 	}
-	/* what the events counted, taken at once: a later event runs us again */
+	/* what the events counted, at once: a later event runs us again */
 	spin_lock_irq(&sd->ev_lock);
 	now = sd->ev_link;
 	gone = sd->ev_down | (sd->link & ~now);
 	sd->ev_down = 0;
 	spin_unlock_irq(&sd->ev_lock);
 	diff = (now ^ sd->link) | gone;
-	/* whose window is whose is unknown where they do not divide: all of them */
+	/* whose window is whose is unknown where they do not divide: all */
 	for (w = 0; w < sd->peer_mws && gone; w++)
-		if (!sd->mws_per_peer || (gone & BIT_ULL(w / sd->mws_per_peer)))
+		if (!sd->mws_per_peer ||
+		    (gone & BIT_ULL(w / sd->mws_per_peer)))
 			sntb_revoke_out(sd, w);
 	bitmap_from_u64(changed, diff);
 	spin_lock_irq(&sd->ev_lock);
@@ -170,7 +174,7 @@ static int sntb_open(struct inode *inode, struct file *file)
 	list_add(&f->node, &sd->files);
 	spin_unlock_irq(&sd->ev_lock);
 	file->private_data = f;
-	/* every file of this device shares one mapping: revocation reaches all */
+	/* all files of this device share one mapping: revocation reaches all */
 	file->f_mapping = sd->inode->i_mapping;
 	return nonseekable_open(inode, file);
 }
@@ -216,7 +220,8 @@ static bool sntb_take(struct sntb_file *f, struct sio_ntb_event *ev, bool *gone)
 	return any;
 }
 
-static ssize_t sntb_read(struct file *file, char __user *buf, size_t len, loff_t *pos)
+static ssize_t sntb_read(struct file *file, char __user *buf, size_t len,
+			 loff_t *pos)
 {
 	struct sntb_file *f = file->private_data;
 	struct sio_ntb_event ev;
@@ -232,7 +237,9 @@ static ssize_t sntb_read(struct file *file, char __user *buf, size_t len, loff_t
 			return -ENODEV;
 		if (file->f_flags & O_NONBLOCK)
 			return -EAGAIN;
-		ret = wait_event_interruptible(f->sd->wq, sntb_take(f, NULL, &gone) || gone);
+		ret = wait_event_interruptible(f->sd->wq,
+					       sntb_take(f, NULL, &gone) ||
+					       gone);
 		if (ret)
 			return ret;
 	}
@@ -274,15 +281,19 @@ static int sntb_tables(struct sntb_dev *sd, struct ntb_dev *ntb)
 	sd->peers = ntb_peer_port_count(ntb);
 	sd->peer_mws = ntb_peer_mw_count(ntb);
 	sd->spads = ntb_spad_count(ntb);
-	if (sd->peers < 1 || sd->peers > SIO_NTB_MAX_PEERS || sd->peer_mws < 0) {
-		dev_err(&ntb->dev, "%d peers, %d outbound windows: smartio_ntb handles 1 to %d peers\n",
+	if (sd->peers < 1 || sd->peers > SIO_NTB_MAX_PEERS ||
+	    sd->peer_mws < 0) {
+		dev_err(&ntb->dev,
+			"%d peers, %d outbound windows: smartio_ntb handles 1 to %d peers\n",
 			sd->peers, sd->peer_mws, SIO_NTB_MAX_PEERS);
 		return -EINVAL;
 	}
-	sd->mws_per_peer = sd->peer_mws % sd->peers ? 0 : sd->peer_mws / sd->peers;
+	sd->mws_per_peer = sd->peer_mws % sd->peers ? 0 :
+			   sd->peer_mws / sd->peers;
 	for (pidx = 0; pidx < sd->peers; pidx++)
 		sd->in_max = max(sd->in_max, ntb_mw_count(ntb, pidx));
-	sd->in = kcalloc(sd->peers * max(sd->in_max, 1), sizeof(*sd->in), GFP_KERNEL);
+	sd->in = kcalloc(sd->peers * max(sd->in_max, 1), sizeof(*sd->in),
+			 GFP_KERNEL);
 	sd->out = kcalloc(max(sd->peer_mws, 1), sizeof(*sd->out), GFP_KERNEL);
 	return sd->in && sd->out ? 0 : -ENOMEM;
 }
@@ -299,8 +310,9 @@ static int sntb_cdev_add(struct sntb_dev *sd)
 	ret = cdev_add(sd->cdev, MKDEV(MAJOR(sntb_devt), sd->minor), 1);
 	if (ret)
 		goto err;
-	sd->dev = device_create(sntb_class, &sd->ntb->dev, MKDEV(MAJOR(sntb_devt), sd->minor),
-				sd, "smartio-ntb%d", sd->minor);
+	sd->dev = device_create(sntb_class, &sd->ntb->dev,
+				MKDEV(MAJOR(sntb_devt), sd->minor), sd,
+				"smartio-ntb%d", sd->minor);
 	if (!IS_ERR(sd->dev))
 		return 0;
 	ret = PTR_ERR(sd->dev);
@@ -364,7 +376,8 @@ static int sntb_probe(struct ntb_client *client, struct ntb_dev *ntb)
 	sd->inode = sntb_inode_new();
 	if (IS_ERR(sd->inode)) {
 		ret = PTR_ERR(sd->inode);
-		dev_err(&ntb->dev, "cannot make an inode for the mappings: %d\n", ret);
+		dev_err(&ntb->dev, "cannot make an inode for the mappings: %d\n",
+			ret);
 		sd->inode = NULL;
 		goto err;
 	}
@@ -374,13 +387,15 @@ static int sntb_probe(struct ntb_client *client, struct ntb_dev *ntb)
 	sd->minor = sntb_minor_get();
 	if (sd->minor < 0) {
 		ret = sd->minor;
-		dev_err(&ntb->dev, "no free smartio-ntb minor (%d at most): %d\n", SNTB_MINORS, ret);
+		dev_err(&ntb->dev, "no free smartio-ntb minor (%d at most): %d\n",
+			SNTB_MINORS, ret);
 		goto err;
 	}
 	ntb_db_set_mask(ntb, ntb_db_valid_mask(ntb));
 	ret = ntb_set_ctx(ntb, sd, &sntb_ctx_ops);
 	if (ret) {
-		dev_err(&ntb->dev, "the NTB device has a context already: %d\n", ret);
+		dev_err(&ntb->dev, "the NTB device has a context already: %d\n",
+			ret);
 		goto err_minor;
 	}
 	ntb_db_clear_mask(ntb, ntb_db_valid_mask(ntb));
@@ -393,19 +408,22 @@ static int sntb_probe(struct ntb_client *client, struct ntb_dev *ntb)
 	}
 	ret = sntb_cdev_add(sd);
 	if (ret) {
-		dev_err(&ntb->dev, "cannot add /dev/smartio-ntb%d: %d\n", sd->minor, ret);
+		dev_err(&ntb->dev, "cannot add /dev/smartio-ntb%d: %d\n",
+			sd->minor, ret);
 		goto err_ctx;
 	}
 	sntb_minor_set(sd, sd);
 	ntb_link_enable(ntb, NTB_SPEED_AUTO, NTB_WIDTH_AUTO);
 	ntb_link_event(ntb);
-	dev_info(&ntb->dev, "/dev/smartio-ntb%d: port %d, %d peers, %d outbound windows\n",
+	dev_info(&ntb->dev,
+		 "/dev/smartio-ntb%d: port %d, %d peers, %d outbound windows\n",
 		 sd->minor, ntb_port_number(ntb), sd->peers, sd->peer_mws);
 	return 0;
 
 err_ctx:
 	ntb_clear_ctx(ntb);	/* no callback runs after this */
-	cancel_delayed_work_sync(&sd->link_work);	/* one may have queued it */
+	/* an event before the clear may have queued it */
+	cancel_delayed_work_sync(&sd->link_work);
 err_minor:
 	sntb_minor_put(sd);
 err:
@@ -486,4 +504,4 @@ module_exit(sntb_exit);
 
 MODULE_AUTHOR("smartio developers");
 MODULE_LICENSE("Dual MIT/GPL");
-MODULE_DESCRIPTION("smartio's NTB client: the NTB framework to user space (/dev/smartio-ntbN)");
+MODULE_DESCRIPTION("smartio's NTB client: the NTB framework to user space");

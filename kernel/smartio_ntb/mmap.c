@@ -49,7 +49,7 @@ struct sntb_map {
 	u64 gen;		/* of the window or buffer when mapped */
 	phys_addr_t base;	/* outbound: the window's CPU address */
 	u64 size;		/* the window's or buffer's bytes */
-	struct page *sink;	/* the revoked pages' page, made on first need */
+	struct page *sink;	/* the revoked pages' page, made when needed */
 };
 
 static struct vfsmount *sntb_mnt;
@@ -264,7 +264,7 @@ static vm_fault_t sntb_vm_fault(struct vm_fault *vmf)
 	for (i = 1; i < SNTB_FAULT_AROUND && addr < vma->vm_end &&
 	     !(ret & VM_FAULT_ERROR); i++, addr += PAGE_SIZE) {
 		pfn = sntb_map_pfn(map, within + i * PAGE_SIZE);
-		/* a page already there, or none: only the faulting one counts */
+		/* present, or none: only the faulting one counts */
 		if (!pfn || sntb_insert(vma, addr, pfn) & VM_FAULT_ERROR)
 			break;
 	}
@@ -294,7 +294,7 @@ static int sntb_mmap_in(struct sntb_dev *sd, struct sntb_map *map,
 		return -EINVAL;
 	in = sntb_in(sd, map->pidx, map->widx);
 	if (in->owner != map->f || !in->vaddr)
-		return -ENXIO;	/* no buffer of this file: SIO_NTB_IOC_MW_ALLOC */
+		return -ENXIO;	/* not the file's buffer: MW_ALLOC first */
 	if (within + len > PAGE_ALIGN(in->size))
 		return -EINVAL;
 	map->gen = in->gen;

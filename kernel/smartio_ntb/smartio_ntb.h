@@ -32,7 +32,8 @@ struct sntb_file;
  * @owner:	the file that holds it (its buffer or translation), or NULL
  * @vaddr, @dma, @size: its buffer, or (vaddr NULL) the bus address and
  *		size of its translation
- * @mapped:	mappings of the buffer (mmap()s through @owner, split by munmap())
+ * @mapped:	mappings of the buffer (mmap()s through @owner, split by
+ *		munmap())
  * @gen:	one more each time the buffer is freed or revoked: a mapping
  *		of an older generation faults in no page of it
  */
@@ -77,8 +78,8 @@ struct sntb_out {
  * @peers, @peer_mws, @mws_per_peer, @spads: from the framework at probe
  * @in:		[peer * IN_MAX + window]
  * @out:	[outbound window]
- * @ev_lock:	serialises @files, the files' pending events and @link* with
- *		the framework's callbacks (called with interrupts off) and read()
+ * @ev_lock:	serialises @files, the files' pending events and @link*
+ *		with the framework's callbacks (interrupts off) and read()
  * @files:	the open files
  * @link, @link_gen, @peer_gen: link state, as told to processes;
  *		@peer_gen[pidx] is @link_gen when that peer's link last changed
@@ -92,7 +93,7 @@ struct sntb_out {
  */
 struct sntb_dev {
 	struct kref kref;
-	struct mutex lock;
+	struct mutex lock;	/* see above */
 	struct ntb_dev *ntb;
 	struct device *dma_dev;
 	int minor;
@@ -107,7 +108,7 @@ struct sntb_dev {
 	struct sntb_in *in;
 	struct sntb_out *out;
 
-	spinlock_t ev_lock;
+	spinlock_t ev_lock;	/* see above */
 	struct list_head files;
 	u64 link;
 	u64 link_gen;
