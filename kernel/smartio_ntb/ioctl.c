@@ -45,6 +45,7 @@ static int sntb_info(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	i->spads = sd->spads;
 	i->db_vectors = ntb_db_vector_count(ntb);
 	i->db_valid = ntb_db_valid_mask(ntb);
+	/* the link state the link work publishes, as one snapshot */
 	spin_lock_irq(&sd->ev_lock);
 	i->link = sd->link;
 	i->link_gen = sd->link_gen;
@@ -66,6 +67,7 @@ static int sntb_peer(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	p->port = ntb_peer_port_number(sd->ntb, p->pidx);
 	p->link_up = sntb_peer_up(sd, p->pidx);
 	p->mws = max(ntb_mw_count(sd->ntb, p->pidx), 0);
+	/* as in sntb_info() */
 	spin_lock_irq(&sd->ev_lock);
 	p->link_gen = sd->peer_gen[p->pidx];
 	spin_unlock_irq(&sd->ev_lock);
@@ -341,6 +343,7 @@ static int sntb_db_eventfd(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 		if (IS_ERR(ctx))
 			return PTR_ERR(ctx);	/* -EBADF, -EINVAL */
 	}
+	/* the doorbell callback reads the eventfds under it */
 	spin_lock_irq(&sd->ev_lock);
 	old = f->efd[e->bit];
 	f->efd[e->bit] = ctx;

@@ -89,6 +89,7 @@ static void sntb_db_event(void *ctx, int vector)
 		return;
 	ntb_db_clear(sd->ntb, bits);
 	bitmap_from_u64(map, bits);
+	/* the files and their pending events, against open and release */
 	spin_lock_irqsave(&sd->ev_lock, flags);
 	list_for_each_entry(f, &sd->files, node) {
 		f->db |= bits;
@@ -136,6 +137,7 @@ static void sntb_link_work(struct work_struct *work)
 		    (gone & BIT_ULL(w / sd->mws_per_peer)))
 			sntb_revoke_out(sd, w);
 	bitmap_from_u64(changed, diff);
+	/* what read(), poll() and the ioctls see, changed at once */
 	spin_lock_irq(&sd->ev_lock);
 	if (diff) {
 		sd->link = now;
@@ -159,6 +161,7 @@ static int sntb_open(struct inode *inode, struct file *file)
 	f = kzalloc(sizeof(*f), GFP_KERNEL);
 	if (!f)
 		return -ENOMEM;
+	/* the device, with a reference, before remove can put it */
 	mutex_lock(&sntb_idr_lock);
 	sd = idr_find(&sntb_idr, iminor(inode));
 	if (sd)
@@ -170,6 +173,7 @@ static int sntb_open(struct inode *inode, struct file *file)
 	}
 	f->sd = sd;
 	f->link_gen = ~0ULL;	/* the first read() reports the links */
+	/* the doorbell callback walks the files */
 	spin_lock_irq(&sd->ev_lock);
 	list_add(&f->node, &sd->files);
 	spin_unlock_irq(&sd->ev_lock);
@@ -186,6 +190,7 @@ static int sntb_release(struct inode *inode, struct file *file)
 	struct sntb_dev *sd = f->sd;
 	int b;
 
+	/* the windows are the device's; the callbacks walk the files */
 	mutex_lock(&sd->lock);
 	sntb_release_windows(sd, f);
 	spin_lock_irq(&sd->ev_lock);
@@ -206,6 +211,7 @@ static bool sntb_take(struct sntb_file *f, struct sio_ntb_event *ev, bool *gone)
 	struct sntb_dev *sd = f->sd;
 	bool any;
 
+	/* the file's events and the link state, taken together */
 	spin_lock_irq(&sd->ev_lock);
 	*gone = !READ_ONCE(sd->ntb);
 	any = f->db || f->link_gen != sd->link_gen;
@@ -450,6 +456,7 @@ static void sntb_remove(struct ntb_client *client, struct ntb_dev *ntb)
 	ntb_clear_ctx(ntb);	/* no callback runs after this */
 	cancel_delayed_work_sync(&sd->link_work);
 
+	/* no call, fault or mapping runs meanwhile; read() sees it gone */
 	mutex_lock(&sd->lock);
 	sntb_revoke_all(sd);
 	sntb_release_windows(sd, NULL);

@@ -249,6 +249,7 @@ static vm_fault_t sntb_vm_fault(struct vm_fault *vmf)
 	vm_fault_t ret;
 	int i;
 
+	/* revocation holds it from the generation's move to the zap */
 	mutex_lock(&sd->lock);
 	if (!sntb_map_live(sd, map)) {
 		ret = sntb_fault_sink(vmf, map);
