@@ -11,6 +11,7 @@
  * it and writes the first 64 MiB of namespace 1, so it does so only when
  * asked, and never while a manager or client holds the device.
  */
+#include "clock.h"
 #include "ready.h"
 #include "opt.h"
 #include <errno.h>
@@ -27,14 +28,6 @@
 #include <smartio/nvme.h>
 #include "emu.h"
 #include "hist.h"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 struct mem {
 	struct sio_segment *seg;
@@ -93,8 +86,8 @@ static inline int reap(struct q *q, struct sio_nvme_cpl *out, bool ring)
 	for (uint32_t n = 0; (__atomic_load_n(&e->status, __ATOMIC_ACQUIRE) & 1) != q->phase; n++) {
 		if ((n & 0xffff) == 0) {
 			if (!t0)
-				t0 = now_ns();
-			else if (now_ns() - t0 > 2000000000ull)
+				t0 = sio__now_ns();
+			else if (sio__now_ns() - t0 > 2000000000ull)
 				return -ETIMEDOUT;
 		}
 		__builtin_ia32_pause();
@@ -156,11 +149,11 @@ static uint32_t existing(const struct bench_target *t)
 static void disable(void)
 {
 	uint64_t cap = __atomic_load_n((uint64_t *)(regs + NVME_REG_CAP), __ATOMIC_ACQUIRE);
-	uint64_t t0 = now_ns(), to = (NVME_CAP_TO(cap) + 1) * 500000000ull;
+	uint64_t t0 = sio__now_ns(), to = (NVME_CAP_TO(cap) + 1) * 500000000ull;
 
 	__atomic_store_n((uint32_t *)(regs + NVME_REG_CC), 0, __ATOMIC_RELEASE);
 	while (NVME_CSTS_RDY(__atomic_load_n((uint32_t *)(regs + NVME_REG_CSTS), __ATOMIC_ACQUIRE))) {
-		if (now_ns() - t0 > to) {
+		if (sio__now_ns() - t0 > to) {
 			fprintf(stderr, "emu-bench: the controller did not reset within CAP.TO\n");
 			exit(1);
 		}
@@ -333,9 +326,9 @@ static int enable(struct emu_run *r)
 	__atomic_store_n((uint32_t *)(regs + NVME_REG_CC),
 			 NVME_SET(1, CC_EN) | NVME_SET(SIO_NVME_SQES, CC_IOSQES) |
 			 NVME_SET(SIO_NVME_CQES, CC_IOCQES), __ATOMIC_RELEASE);
-	for (uint64_t t0 = now_ns();
+	for (uint64_t t0 = sio__now_ns();
 	     !NVME_CSTS_RDY(__atomic_load_n((uint32_t *)(regs + NVME_REG_CSTS), __ATOMIC_ACQUIRE));) {
-		if (now_ns() - t0 > 5000000000ull) {
+		if (sio__now_ns() - t0 > 5000000000ull) {
 			fprintf(stderr, "emu-bench: controller not ready\n");
 			return 1;
 		}
@@ -416,11 +409,11 @@ static int run_qd1(struct emu_run *r, uint64_t n_qd1, const char *lat_out)
 	fprintf(stderr, "QD1: %llu reads\n", (unsigned long long)n_qd1);
 	for (uint64_t i = 0; i < n_qd1; i++) {
 		random_read(r, &cmd, 0, (uint16_t)i);
-		uint64_t t0 = now_ns();
+		uint64_t t0 = sio__now_ns();
 		submit(&r->io, &cmd);
 		if (reap(&r->io, &cpl, true) || SIO_NVME_STATUS_CODE(cpl.status))
 			die("QD1 read");
-		uint64_t t = now_ns() - t0;
+		uint64_t t = sio__now_ns() - t0;
 
 		hist_add(r->lat, t);
 		fprintf(lf, "%llu\n", (unsigned long long)t);	/* outside the timed span */
@@ -450,9 +443,9 @@ static void run_qd32(struct emu_run *r, uint64_t secs)
 		io->tail = (io->tail + 1) % io->size;
 	}
 	db(1, false, io->tail);
-	t0 = now_ns();
+	t0 = sio__now_ns();
 	t_end = t0 + secs * 1000000000ull;
-	for (uint64_t now = t0; now < t_end; now = (r->done & 1023) ? now : now_ns()) {
+	for (uint64_t now = t0; now < t_end; now = (r->done & 1023) ? now : sio__now_ns()) {
 		uint32_t got = 0;
 		do {
 			if (reap(io, &cpl, false) || SIO_NVME_STATUS_CODE(cpl.status))
@@ -467,7 +460,7 @@ static void run_qd32(struct emu_run *r, uint64_t secs)
 		db(1, true, io->head);
 		db(1, false, io->tail);
 	}
-	r->el = (double)(now_ns() - t0) / 1e9;
+	r->el = (double)(sio__now_ns() - t0) / 1e9;
 	r->iops = (double)r->done / r->el;
 	for (uint32_t i = 0; i < qd; i++)
 		reap(io, &cpl, true);

@@ -555,10 +555,10 @@ const char *nb_spread_str(const struct nb_spread *s, char *buf, size_t len)
 
 double nb_tsc_per_ns(void)
 {
-	uint64_t t0 = nb_now_ns(), c0 = nb_tsc(), t1, c1;
+	uint64_t t0 = sio__now_ns(), c0 = nb_tsc(), t1, c1;
 
 	usleep(100000);
-	t1 = nb_now_ns();
+	t1 = sio__now_ns();
 	c1 = nb_tsc();
 	return (double)(c1 - c0) / (double)(t1 - t0);
 }
@@ -622,7 +622,7 @@ void nb_progress(const char *what, uint64_t done, uint64_t total)
 	static uint64_t last;
 	static int last_pct = -1;
 	bool tty = isatty(2);
-	uint64_t now = nb_now_ns();
+	uint64_t now = sio__now_ns();
 	int pct = total ? (int)(done * 100 / total) : 100;
 
 	if (done >= total) {

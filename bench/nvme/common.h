@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include <time.h>
 #include <smartio/nvme.h>
+#include "clock.h"
 #include "hist.h"
 #include "opt.h"
 
@@ -172,14 +173,6 @@ void nb_spread(double *v, unsigned n, struct nb_spread *s);
 const char *nb_spread_str(const struct nb_spread *s, char *buf, size_t len);
 
 /* ---- time ---- */
-
-static inline uint64_t nb_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static inline uint64_t nb_tsc(void)
 {

@@ -35,7 +35,7 @@ static void on_done(void *arg, int err, uint16_t status)
 	struct slot *s = arg;
 
 	s->done = err || status ? -1 : 1;
-	hist_add(&lat, nb_now_ns() - s->t0);
+	hist_add(&lat, sio__now_ns() - s->t0);
 }
 
 /* Closed loop at @qd for @seconds: every completion submits the next read. */
@@ -52,12 +52,12 @@ static int run(struct nb_client *c, uint32_t qd, double seconds, struct result *
 	hist_init(&lat);
 	sio_nvme_ioq_info(c->q, &qi);
 	w0 = qi.db_writes;
-	t0 = nb_now_ns();
+	t0 = sio__now_ns();
 	t_end = t0 + (uint64_t)(seconds * 1e9);
 	for (uint32_t i = 0; i < qd; i++)
 		s[i].done = 1;
 	while (!rc) {
-		bool more = nb_now_ns() < t_end;
+		bool more = sio__now_ns() < t_end;
 		uint32_t busy = 0;
 
 		for (uint32_t i = 0; i < qd; i++) {
@@ -72,7 +72,7 @@ static int run(struct nb_client *c, uint32_t qd, double seconds, struct result *
 			if (!more)
 				continue;
 			s[i].done = 0;
-			s[i].t0 = nb_now_ns();
+			s[i].t0 = sio__now_ns();
 			rc = sio_nvme_ioq_read(c->q, 1, nb_rand(&seed) % nblk * nlb, nlb, c->buf,
 					       (uint64_t)i * 4096, on_done, &s[i]);
 			if (rc)
@@ -87,7 +87,7 @@ static int run(struct nb_client *c, uint32_t qd, double seconds, struct result *
 	}
 	sio_nvme_ioq_info(c->q, &qi);
 	r->writes_per_io = ios ? (double)(qi.db_writes - w0) / (double)ios : 0;
-	r->iops = (double)ios / ((double)(nb_now_ns() - t0) / 1e9);
+	r->iops = (double)ios / ((double)(sio__now_ns() - t0) / 1e9);
 	nb_stats_hist(&lat, &r->lat);
 	free(s);
 	return rc;

@@ -51,13 +51,13 @@ static int measure(struct side *s, struct hist *dst, uint64_t n, uint64_t *seed)
 		uint64_t lba = nb_rand(seed) % nblk * nlb, t0, t1;
 		int rc;
 
-		t0 = nb_now_ns();
+		t0 = sio__now_ns();
 		if ((rc = sio_nvme_ioq_read(s->c.q, 1, lba, nlb, s->c.buf, 0, on_done, (void *)&st)))
 			return rc;
 		while (!st)
 			if ((rc = sio_nvme_ioq_poll(s->c.q, 1)) < 0)
 				return rc;
-		t1 = nb_now_ns();
+		t1 = sio__now_ns();
 		if (st < 0)
 			return st;
 		if (dst)

@@ -105,14 +105,14 @@ static int measure(struct nb_client *c, struct run *r, uint64_t n, uint64_t *see
 		uint64_t lba = nb_rand(seed) % nblk * nlb, t0, t1;
 		int rc;
 
-		t0 = nb_now_ns();
+		t0 = sio__now_ns();
 		rc = sio_nvme_ioq_read(r->q, 1, lba, nlb, c->buf, 0, on_done, (void *)&st);
 		if (rc)
 			return rc;
 		while (!st)
 			if ((rc = sio_nvme_ioq_poll(r->q, 1)) < 0)
 				return rc;
-		t1 = nb_now_ns();
+		t1 = sio__now_ns();
 		if (st < 0)
 			return st;
 		if (r->lat)

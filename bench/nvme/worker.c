@@ -108,13 +108,13 @@ static int run_smartio(const struct nb_point_cfg *c, struct loop *l)
 
 	if (c->wrr_prios)
 		qs.prio = 1 + l->w % 3;
-	t = nb_now_ns();
+	t = sio__now_ns();
 	/* a private fabric gives each client a node; an existing one, --node */
 	rc = nb_client_open(&cl, c->env, nb_env_client_node(c->env, l->w), &qs,
 			    (uint64_t)c->qd * 4096);
 	if (rc)
 		return rc;
-	l->sh->w[l->w].setup_ns = nb_now_ns() - t;
+	l->sh->w[l->w].setup_ns = sio__now_ns() - t;
 	nlb = 4096 / cl.ns.lba_size;
 	nblk = cl.ns.nsze / nlb;
 	/* a round's submissions go out with one doorbell write, at its poll */
@@ -123,12 +123,12 @@ static int run_smartio(const struct nb_point_cfg *c, struct loop *l)
 		return rc;
 	}
 	barrier(l->sh);
-	l->end = nb_now_ns() + (uint64_t)(c->seconds * 1e9);
+	l->end = sio__now_ns() + (uint64_t)(c->seconds * 1e9);
 	c0 = cpu_ns();
 	for (uint32_t i = 0; i < c->qd; i++)
 		s[i].st = 1, s[i].t0 = 0;
 	for (;;) {
-		uint64_t now = nb_now_ns();
+		uint64_t now = sio__now_ns();
 		bool more = now < l->end;
 
 		for (uint32_t i = 0; i < c->qd; i++) {
@@ -153,7 +153,7 @@ static int run_smartio(const struct nb_point_cfg *c, struct loop *l)
 			s[i].slba = nb_rand(&l->seed) % nblk * nlb;
 			if (c->verify)
 				memset((uint8_t *)cl.buf->va + (uint64_t)i * 4096, POISON, 4096);
-			s[i].t0 = nb_now_ns();
+			s[i].t0 = sio__now_ns();
 			rc = sio_nvme_ioq_read(cl.q, 1, s[i].slba, nlb, cl.buf, (uint64_t)i * 4096,
 					       cpl, &s[i]);
 			if (rc)
@@ -198,7 +198,7 @@ static int run_uring(const struct nb_point_cfg *c, struct loop *l)
 	if ((rc = io_uring_queue_init(c->qd < 4 ? 4 : c->qd, &ring, 0)))
 		return rc;
 	barrier(l->sh);
-	l->end = nb_now_ns() + (uint64_t)(c->seconds * 1e9);
+	l->end = sio__now_ns() + (uint64_t)(c->seconds * 1e9);
 	c0 = cpu_ns();
 	for (uint32_t i = 0; i < c->qd; i++) {
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
@@ -206,7 +206,7 @@ static int run_uring(const struct nb_point_cfg *c, struct loop *l)
 		io_uring_prep_read(sqe, fd, bufs + (size_t)i * 4096, 4096,
 				   nb_rand(&l->seed) % nblk * 4096);
 		io_uring_sqe_set_data64(sqe, i);
-		t0[i] = nb_now_ns();
+		t0[i] = sio__now_ns();
 		inflight++;
 	}
 	while (inflight) {
@@ -214,7 +214,7 @@ static int run_uring(const struct nb_point_cfg *c, struct loop *l)
 		if (rc < 0)
 			break;
 		while (io_uring_peek_cqe(&ring, &cqe) == 0) {
-			uint64_t i = io_uring_cqe_get_data64(cqe), now = nb_now_ns();
+			uint64_t i = io_uring_cqe_get_data64(cqe), now = sio__now_ns();
 
 			rc = cqe->res;
 			io_uring_cqe_seen(&ring, cqe);
@@ -230,7 +230,7 @@ static int run_uring(const struct nb_point_cfg *c, struct loop *l)
 				io_uring_prep_read(sqe, fd, bufs + i * 4096, 4096,
 						   nb_rand(&l->seed) % nblk * 4096);
 				io_uring_sqe_set_data64(sqe, i);
-				t0[i] = nb_now_ns();
+				t0[i] = sio__now_ns();
 				inflight++;
 			}
 		}

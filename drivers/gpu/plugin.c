@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cuda_runtime_api.h>
+#include "clock.h"
 #include <smartio/model.h>
 
 #define MAX_GPUS	64
@@ -135,14 +136,6 @@ static void slow_copy(uint64_t ns)
 		"for microsecond copies (docs/gpu.md)\n", ns / 1e6, (int)getpid());
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static int copy_locked(const struct sio_gpu_seg *s, uint64_t off, void *buf, size_t len,
 		       bool to_gpu)
 {
@@ -173,7 +166,7 @@ static int copy_locked(const struct sio_gpu_seg *s, uint64_t off, void *buf, siz
 		ret = stream_of(s->gpu, &st);
 	if (ret)
 		return ret;
-	t0 = now_ns();
+	t0 = sio__now_ns();
 	ce = to_gpu ? cudaMemcpyAsync((char *)p + off, buf, len, cudaMemcpyHostToDevice, st)
 		    : cudaMemcpyAsync(buf, (char *)p + off, len, cudaMemcpyDeviceToHost, st);
 	/* A pageable host-to-device copy may return before the data landed:
@@ -185,7 +178,7 @@ static int copy_locked(const struct sio_gpu_seg *s, uint64_t off, void *buf, siz
 			to_gpu ? "to" : "from", s->id, cudaGetErrorString(ce));
 		return -EIO;
 	}
-	slow_copy(now_ns() - t0);
+	slow_copy(sio__now_ns() - t0);
 	return 0;
 }
 

@@ -149,7 +149,7 @@ static int watch(struct sio_nvme_client *cl, struct mgr_watch *w, uint64_t now)
  * is waiting. */
 static int await(struct sio_nvme_client *cl, struct sio_nvme_mbox_slot *sl)
 {
-	uint64_t now = sio_nvme_now_ns(), lost_ns = 0;
+	uint64_t now = sio__now_ns(), lost_ns = 0;
 	struct mgr_watch w = { .pid = cl->mgr_pid, .beat = cl->mb->h.heartbeat, .beat_ns = now,
 			       .deadline = now + MBOX_TIMEOUT_MS * 1000000ull };
 	uint32_t st;
@@ -161,7 +161,7 @@ static int await(struct sio_nvme_client *cl, struct sio_nvme_mbox_slot *sl)
 			return 0;
 		/* written over (the manager puts it back and answers "ask
 		 * again"), or freed by a manager that took us for dead */
-		now = sio_nvme_now_ns();
+		now = sio__now_ns();
 		if (st == SIO_MBOX_FREE || st > SIO_MBOX_RESP ||
 		    __atomic_load_n(&sl->pid, __ATOMIC_ACQUIRE) != getpid()) {
 			if (!lost_ns)
@@ -371,7 +371,7 @@ static int map_registers(struct sio_nvme_client *cl)
  * starting holds the device exclusively, briefly: wait for it (bounded). */
 static int borrow(struct sio_nvme_client *cl)
 {
-	uint64_t deadline = sio_nvme_now_ns() + 3000000000ull;
+	uint64_t deadline = sio__now_ns() + 3000000000ull;
 	struct sio_backoff b;
 	int ret;
 
@@ -387,7 +387,7 @@ static int borrow(struct sio_nvme_client *cl)
 		} else if (ret != -EBUSY) {
 			return sio_err_wrap(-ret, "cannot borrow device %u", cl->dinfo.id);
 		}
-		if (sio_nvme_now_ns() > deadline) {
+		if (sio__now_ns() > deadline) {
 			if (ret == -EBUSY)
 				ret = sio_err_set(EBUSY, "device %u is borrowed exclusively "
 						  "by another process (a manager starting, "

@@ -126,7 +126,7 @@ int sio_nvme_ctrl_check(struct sio_nvme_ctrl *c)
 /* Wait for CSTS.RDY to equal @rdy, bounded by CAP.TO. */
 static int wait_ready(struct sio_nvme_ctrl *c, uint32_t rdy)
 {
-	uint64_t deadline = sio_nvme_now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
+	uint64_t deadline = sio__now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
 	struct sio_backoff b;
 	uint32_t csts;
 	int ret;
@@ -143,7 +143,7 @@ static int wait_ready(struct sio_nvme_ctrl *c, uint32_t rdy)
 					   "while enabling");
 		if (NVME_CSTS_RDY(csts) == rdy)
 			return 0;
-		if (sio_nvme_now_ns() > deadline)
+		if (sio__now_ns() > deadline)
 			return sio_err_set(ETIMEDOUT, "controller did not %s within "
 					   "CAP.TO (%u ms)", rdy ? "become ready" :
 					   "finish reset", c->info.timeout_ms);
@@ -305,12 +305,12 @@ static int enable_cmb(struct sio_nvme_ctrl *c)
 	sio_nvme_wr64(c->regs, NVME_REG_CMBMSC, NVME_SET(1, CMBMSC_CRE));
 	/* A controller may take a moment to publish them (a polled model
 	 * does): wait, bounded by CAP.TO. */
-	deadline = sio_nvme_now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
+	deadline = sio__now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
 	sio_nvme_backoff_init(&b, 1000000);
 	for (;;) {
 		loc = sio_nvme_rd32(c->regs, NVME_REG_CMBLOC);
 		sz = sio_nvme_rd32(c->regs, NVME_REG_CMBSZ);
-		if (sz || sio_nvme_now_ns() > deadline)
+		if (sz || sio__now_ns() > deadline)
 			break;
 		sio_backoff_wait(&b);
 	}
@@ -507,7 +507,7 @@ static int adopt_drain(struct sio_nvme_ctrl *c, const struct adm_keep *k)
 	if (inflight) {
 		sio_nvme_wr32(c->regs, sio_nvme_doorbell_offset(0, 0, c->info.db_stride),
 			      k->sq_tail);
-		deadline = sio_nvme_now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
+		deadline = sio__now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
 		sio_nvme_backoff_init(&b, 1000000);
 		while (inflight) {
 			ret = sio_nvme_cq_pop(&c->admin, &done, &cookie);
@@ -519,7 +519,7 @@ static int adopt_drain(struct sio_nvme_ctrl *c, const struct adm_keep *k)
 				inflight--;
 				continue;
 			}
-			if (sio_nvme_now_ns() > deadline)
+			if (sio__now_ns() > deadline)
 				return stale("the admin commands in flight at the crash got "
 					     "no completion");
 			sio_backoff_wait(&b);
@@ -897,13 +897,13 @@ void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c)
 			sio_nvme_wr32(c->regs, NVME_REG_CC,
 				      (cc & ~NVME_SET(NVME_CC_SHN_MASK, CC_SHN)) |
 				      NVME_SET(NVME_CC_SHN_NORMAL, CC_SHN));
-			deadline = sio_nvme_now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
+			deadline = sio__now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
 			sio_nvme_backoff_init(&b, 1000000);
 			for (;;) {
 				csts = sio_nvme_rd32(c->regs, NVME_REG_CSTS);
 				if (csts == 0xffffffffu ||
 				    NVME_CSTS_SHST(csts) == NVME_CSTS_SHST_CMPLT ||
-				    sio_nvme_now_ns() > deadline)
+				    sio__now_ns() > deadline)
 					break;
 				sio_backoff_wait(&b);
 			}
@@ -952,7 +952,7 @@ int sio_nvme_ctrl_admin_many(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd 
 
 	if (!timeout_ms)
 		timeout_ms = SIO_NVME_ADMIN_TIMEOUT_MS;
-	now = sio_nvme_now_ns();
+	now = sio__now_ns();
 	deadline = now + (uint64_t)timeout_ms * 1000000ull;
 	next_check = now + 1000000ull;
 	sio_nvme_backoff_init(&b, 200000);
@@ -969,7 +969,7 @@ int sio_nvme_ctrl_admin_many(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd 
 			keep_pos(c, left);	/* a stale completion is skipped */
 			continue;
 		}
-		now = sio_nvme_now_ns();
+		now = sio__now_ns();
 		if (now > next_check) {
 			ret = sio_nvme_ctrl_check(c);
 			if (ret)

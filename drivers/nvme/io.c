@@ -613,7 +613,7 @@ static __attribute__((noinline)) int poll_idle(struct sio_nvme_ioq *q)
 	 * a queue pair a reset took, or that timed out, is made again. */
 	if (sio_nvme_reset_moved(q))
 		return sio_nvme_ioq_recover(q, false);
-	now = sio_nvme_now_ns();
+	now = sio__now_ns();
 	if (!q->stall_since)
 		q->stall_since = now;
 	else if (now - q->stall_since > (uint64_t)q->cl->timeout_ms * 1000000ull)
@@ -770,7 +770,7 @@ static int sync_room_wait(struct sio_nvme_ioq *q, struct sio_backoff *b, uint64_
 		return 0;
 	}
 	sio_backoff_wait(b);
-	now = sio_nvme_now_ns();
+	now = sio__now_ns();
 	if (!*since)
 		*since = now;
 	else if (now - *since > (uint64_t)q->cl->timeout_ms * 1000000ull)

@@ -249,7 +249,7 @@ static int still_there(struct sio_nvme_manager *m)
 static int mgr_tick(void *arg)
 {
 	struct sio_nvme_manager *m = arg;
-	uint64_t now = sio_nvme_now_ns();
+	uint64_t now = sio__now_ns();
 
 	__atomic_fetch_add(&m->mb->h.heartbeat, 1, __ATOMIC_RELAXED);
 	/* no waiting out CAP.TO for a device that left, or a fabric destroyed */
@@ -356,7 +356,7 @@ static int mgr_go_live(struct sio_nvme_manager *m, bool shared)
 	sio_nvme_mbox_publish(m, shared);
 	if (sio_nvme_aer_start(m->ctrl))
 		mlog(m, "asynchronous events not served: %s", sio_errmsg());
-	m->last_reap = sio_nvme_now_ns();
+	m->last_reap = sio__now_ns();
 	if (!m->adopted)
 		m->last_pidcheck = m->last_reap;
 	return 0;
@@ -1192,7 +1192,7 @@ int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
 				 (uint64_t)timeout_ms * 1000000ull);
 	m->last_doorbell = __atomic_load_n(&h->doorbell, __ATOMIC_ACQUIRE);
 	__atomic_fetch_add(&h->heartbeat, 1, __ATOMIC_RELAXED);
-	sio_nvme_mbox_check(m, sio_nvme_now_ns());	/* what others wrote over, back */
+	sio_nvme_mbox_check(m, sio__now_ns());	/* what others wrote over, back */
 
 	/* Scan every slot: a bump may cover several requests. Queue pairs to
 	 * create are gathered and created together (create_many()). */
@@ -1223,7 +1223,7 @@ int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
 	if (sio_nvme_aer_service(m->ctrl, m->dev, &m->events) < 0)
 		mlog(m, "asynchronous event: %s", sio_errmsg());
 	sio_nvme_mbox_events(m);
-	check_clients(m, sio_nvme_now_ns());
+	check_clients(m, sio__now_ns());
 	if (m->dev_gone) {
 		__atomic_store_n(&h->serving, 0, __ATOMIC_RELEASE);
 		return sio_err_set(ENODEV, "device %u is gone: its lender, node %d, has left "

@@ -117,14 +117,14 @@ static void path_down(struct sio_nvme_ioq *q, struct qpair *p, bool timed_out)
 	/* Its counters start over when it is created again. */
 	q->stale += sio_nvme_queue_ignored(&p->q);
 	p->q.spurious = p->q.duplicate = p->q.stale = 0;
-	p->retry_ns = timed_out ? sio_nvme_now_ns() + (uint64_t)q->cl->timeout_ms * 1000000ull : 0;
+	p->retry_ns = timed_out ? sio__now_ns() + (uint64_t)q->cl->timeout_ms * 1000000ull : 0;
 	if (q->act == p) {
 		q->act = q->qp[!p->path].live ? &q->qp[!p->path] : NULL;
 		if (p->path == 0)
 			q->failovers++;
 	}
 	if (!q->act && !q->down_since)
-		q->down_since = sio_nvme_now_ns();
+		q->down_since = sio__now_ns();
 }
 
 /* Remap a segment of @p for its device; when the mapping changed, move the
@@ -157,7 +157,7 @@ static int path_up(struct sio_nvme_ioq *q, struct qpair *p)
 {
 	int ret;
 
-	if (p->live || (p->retry_ns && sio_nvme_now_ns() < p->retry_ns))
+	if (p->live || (p->retry_ns && sio__now_ns() < p->retry_ns))
 		return 0;
 	ret = remap(p, p->cq_seg, &p->cq_seg_bus);
 	if (!ret)
@@ -239,7 +239,7 @@ int sio_nvme_mp_poll(struct sio_nvme_ioq *q, uint32_t max)
 		/* A path that is not live is looked at again now and then, in
 		 * case its link-up event was lost (a full event socket drops). */
 		if ((!q->qp[0].live || !q->qp[1].live) && !(q->polls & 1023)) {
-			now = sio_nvme_now_ns();
+			now = sio__now_ns();
 			if (now >= q->next_check) {
 				q->next_check = now + 100000000ull;
 				mp_evaluate(q);
@@ -263,7 +263,7 @@ int sio_nvme_mp_poll(struct sio_nvme_ioq *q, uint32_t max)
 		return 0;
 	if (sio_nvme_reset_moved(q))
 		return sio_nvme_ioq_recover(q, false);
-	now = sio_nvme_now_ns();
+	now = sio__now_ns();
 	if (!q->act) {
 		if (now - q->down_since > (uint64_t)q->cl->timeout_ms * 1000000ull)
 			return sio_nvme_ioq_fail(q);

@@ -10,20 +10,13 @@
 #include <time.h>
 #include <smartio/backoff.h>
 #include <smartio/nvme/ctrl.h>
+#include "clock.h"
 
 /* Doorbells this far apart can be confined (the rule: manager.h, DOC). */
 #define SIO_NVME_CONFINE_PAGE	4096u
 
 /* err.c: an admin opcode's name, for messages ("Identify"). */
 const char *sio_nvme_admin_name(uint8_t opc);
-
-static inline uint64_t sio_nvme_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* The driver's waits back off as every polling loop does (smartio/backoff.h):
  * register and mailbox waits briefly spin, then sleep up to @max_ns. */

@@ -131,7 +131,7 @@ static bool gone(struct sio_nvme_ioq *q)
 int sio_nvme_ioq_recover(struct sio_nvme_ioq *q, bool timed_out)
 {
 	struct sio_nvme_client *cl = q->cl;
-	uint64_t now = sio_nvme_now_ns();
+	uint64_t now = sio__now_ns();
 	uint32_t resets = 0;
 	bool reset;
 	int ret, r2;

@@ -14,14 +14,6 @@
 
 #define REAP_EVERY_NS		100000000ull
 
-uint64_t sio__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The latency model's delays are far below a scheduler tick: spin. */
 void sio__delay_ns(uint64_t ns)
 {

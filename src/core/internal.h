@@ -22,6 +22,7 @@
 #include "backend.h"
 #include <smartio/irq.h>
 #include "registry.h"
+#include "clock.h"
 
 /* Set the thread's error message and return -err: the library's own name
  * for sio_err_set(), the one setter every layer uses. */
@@ -124,7 +125,6 @@ int sio__lock(struct sio_fabric *f) __attribute__((warn_unused_result));
 int sio__lock_noreap(struct sio_fabric *f) __attribute__((warn_unused_result));
 void sio__unlock(struct sio_fabric *f);
 
-uint64_t sio__now_ns(void);
 void sio__delay_ns(uint64_t ns);
 
 /*

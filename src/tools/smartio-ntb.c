@@ -31,6 +31,7 @@
 #include <sys/mman.h>
 
 #include <smartio/ntb.h>
+#include "clock.h"
 #include "prog.h"
 #include "smartio-ntb.h"
 
@@ -202,26 +203,18 @@ static int cmd_status(int argc, char **argv)
 	return ret;
 }
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /*
  * Wait up to @ms for doorbell bit @bit (other bits are other ports'); poll()
  * sleeps, nothing spins. 0, or -ETIMEDOUT, -ENODEV (the device went).
  */
 static int wait_bit(struct ntbdev *d, unsigned int bit, int ms)
 {
-	long long end = now_ns() + ms * 1000000LL;
+	long long end = (long long)sio__now_ns() + ms * 1000000LL;
 	struct sio_ntb_event ev;
 
 	for (;;) {
 		struct pollfd p = { .fd = d->fd, .events = POLLIN };
-		long long left = (end - now_ns()) / 1000000;
+		long long left = (end - (long long)sio__now_ns()) / 1000000;
 
 		if (left < 0)
 			return -ETIMEDOUT;
@@ -256,7 +249,7 @@ static int ring(struct ntbdev *d, unsigned int port)
 /* The peer index of @port, once its link is up (within @ms); -1, said why. */
 static int peer_of(struct ntbdev *d, int port, int ms)
 {
-	long long end = now_ns() + ms * 1000000LL;
+	long long end = (long long)sio__now_ns() + ms * 1000000LL;
 
 	if (port < 0 || port >= 64 || !(d->info.db_valid >> port & 1) || ANS(port) >= (int)d->info.spads ||
 	    d->info.port >= 64 || !(d->info.db_valid >> d->info.port & 1) ||
@@ -273,7 +266,7 @@ static int peer_of(struct ntbdev *d, int port, int ms)
 				return (int)i;
 		}
 		usleep(20000);
-	} while (now_ns() < end);
+	} while ((long long)sio__now_ns() < end);
 	prog_fail("ntb: %s: no link with port %d within %d ms (is it up, with smartio_ntb loaded?)",
 		  d->path, port, ms);
 	return -1;
@@ -296,12 +289,12 @@ static int ping_client(struct ntbdev *d, int port, unsigned long count, int ms)
 {
 	int pidx = peer_of(d, port, ms), ret;
 	long long t, sum = 0, best = -1;
-	uint32_t base = (uint32_t)now_ns() & 0xfffff, got = 0;
+	uint32_t base = (uint32_t)sio__now_ns() & 0xfffff, got = 0;
 
 	if (pidx < 0)
 		return PROG_FAIL;
 	for (unsigned long k = 1; k <= count; k++) {
-		t = now_ns();
+		t = (long long)sio__now_ns();
 		if ((ret = send_msg(d, pidx, port, REQ(d->info.port), MSG(M_PING, base + k))))
 			return report("ping", ret);
 		do {
@@ -310,7 +303,7 @@ static int ping_client(struct ntbdev *d, int port, unsigned long count, int ms)
 			if ((ret = spad(d, SIO_NTB_LOCAL, ANS(port), &got, 0)))
 				return report("reading the pong", ret);
 		} while (got != MSG(M_PONG, base + k));
-		t = now_ns() - t;
+		t = (long long)sio__now_ns() - t;
 		sum += t;
 		best = best < 0 || t < best ? t : best;
 	}
@@ -501,18 +494,18 @@ static int bench_client(struct ntbdev *d, int port, unsigned long rounds, int ms
 	if (pidx < 0)
 		return PROG_FAIL;
 	/* a value of its own, that no earlier request left in the scratchpad */
-	if ((ret = bench_ask(d, pidx, port, MSG(M_READY, now_ns() >> 10), ms, &m)))
+	if ((ret = bench_ask(d, pidx, port, MSG(M_READY, (long long)sio__now_ns() >> 10), ms, &m)))
 		return report("asking for a buffer", ret);
 	size = (size_t)MSG_VAL(m) << 10;
 	if (!size || !(win = bench_window(d, pidx, &size)))
 		return PROG_FAIL;
 	for (unsigned long r = 1; r <= rounds; r++) {
-		t = now_ns();
+		t = (long long)sio__now_ns();
 		for (size_t i = 0; i < size / 8; i++)
 			win[i] = pattern(r, d->info.port, i);
 		/* the stores (write-combining) reach the window before the peer is told */
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		ns += now_ns() - t;
+		ns += (long long)sio__now_ns() - t;
 		if ((ret = bench_ask(d, pidx, port, MSG(M_DONE, r), ms, &m)))
 			return report("waiting for the check", ret);
 		if (m != MSG(M_GOOD, r))

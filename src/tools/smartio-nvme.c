@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <smartio/smartio.h>
+#include "clock.h"
 #include "parse.h"
 #include <smartio/nvme/stats.h>
 #include "smartio-cmd.h"
@@ -33,14 +34,6 @@ struct stats_view {
 	bool have_prev;
 	struct reading *cur, *prev;	/* while printing: prev NULL the first time */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static const char *place(int p)
 {
@@ -247,7 +240,7 @@ static int stats_once(void *arg)
 		return PROG_FAIL;
 	v->cur = &v->bufs[v->k];
 	v->prev = v->have_prev ? &v->bufs[!v->k] : NULL;
-	v->cur->t_ns = now_ns();
+	v->cur->t_ns = sio__now_ns();
 	n = sio_nvme_stats_read(f, v->device, v->cur->c, MAX_CLIENTS);
 	if (n >= 0 && v->top && sio_fabric_status_get(f, &st))
 		n = -1;

@@ -280,7 +280,7 @@ static uint32_t build_log(struct sio_nvme_emu *emu, uint32_t lid, uint8_t *buf)
 	}
 	case NVME_LOG_LID_SMART: {
 		struct nvme_smart_log *s = (struct nvme_smart_log *)buf;
-		uint64_t hours = (emu_now_ns() - emu->start_ns) / 3600000000000ull;
+		uint64_t hours = (sio__now_ns() - emu->start_ns) / 3600000000000ull;
 
 		s->temperature[0] = EMU_TEMP & 0xff;
 		s->temperature[1] = EMU_TEMP >> 8;

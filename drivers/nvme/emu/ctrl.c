@@ -17,14 +17,6 @@
 #include "parse.h"
 #include "emu_priv.h"
 
-uint64_t emu_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- register access: the host stores into the same page concurrently ---- */
 
 static inline uint32_t rd32(struct sio_nvme_emu *emu, uint32_t off)
@@ -631,7 +623,7 @@ int sio_nvme_emu_create(const struct sio_nvme_emu_config *cfg, struct sio_nvme_e
 		   NVME_SET((uint64_t)EMU_MPSMAX, CAP_MPSMAX) |
 		   NVME_SET((uint64_t)(cfg->cmb_mib ? 1 : 0), CAP_CMBS);
 	emu_features_reset(emu);
-	emu->start_ns = emu_now_ns();
+	emu->start_ns = sio__now_ns();
 	rc = emu_backing_open(emu);
 	if (!rc)
 		rc = emu_ns_state(emu);

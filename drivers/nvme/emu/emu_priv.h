@@ -11,6 +11,7 @@
 #include <smartio/fabric.h>		/* errors: sio_err_set() */
 #include <smartio/nvme/types.h>
 #include <smartio/nvme/queue.h>	/* doorbell offsets */
+#include "clock.h"
 #include "emu.h"
 
 #define EMU_PAGE		4096u
@@ -225,7 +226,6 @@ int emu_fabric_dma(struct sio_nvme_emu *emu);
 void emu_post(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
 	      uint16_t status, uint32_t result, const struct sio_nvme_cmd *cmd);
 void emu_drain(struct sio_nvme_emu *emu, struct emu_sq *only);
-uint64_t emu_now_ns(void);
 void emu_active_add(struct sio_nvme_emu *emu, struct emu_sq *sq);
 void emu_active_del(struct sio_nvme_emu *emu, struct emu_sq *sq);
 uint32_t emu_cc(struct sio_nvme_emu *emu);

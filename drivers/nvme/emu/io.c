@@ -58,7 +58,7 @@ static uint64_t ram_seed(void)
 	uint64_t seed;
 
 	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
-		seed = emu_now_ns() ^ ((uint64_t)getpid() << 32);
+		seed = sio__now_ns() ^ ((uint64_t)getpid() << 32);
 	return seed;
 }
 

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <smartio/nvme.h>
+#include "clock.h"
 #include "hist.h"
 #include "tool.h"
 
@@ -75,14 +76,6 @@ struct run {
 	uint64_t next_publish;	/* latency shown beside the live counters */
 	uint64_t last_ios, last_ns;	/* at the last progress line */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t mix(uint64_t x)
 {
@@ -174,7 +167,7 @@ static void publish(struct run *r)
 /* Between polls: the deadline, the fabric's life, progress. */
 static int tick(struct run *r)
 {
-	uint64_t now = now_ns();
+	uint64_t now = sio__now_ns();
 
 	if (r->deadline && now >= r->deadline)
 		prog_stop = 1;	/* issue no more; what is in flight completes */
@@ -220,7 +213,7 @@ static int issue(struct run *r, int idx, uint64_t lba, bool write)
 				   r->ns.lba_size / 8);
 	s->lba = lba;
 	s->busy = true;
-	s->t0 = now_ns();
+	s->t0 = sio__now_ns();
 	ret = write ? sio_nvme_ioq_write(r->q, r->c->nsid, lba, r->c->io_blocks, r->buf, off,
 					  io_done, &cbargs[idx]) :
 		      sio_nvme_ioq_read(r->q, r->c->nsid, lba, r->c->io_blocks, r->buf, off,
@@ -235,7 +228,7 @@ static void io_done(void *arg, int err, uint16_t status)
 	struct cbarg *a = arg;
 	struct run *r = a->r;
 	struct slot *s = &r->slots[a->idx];
-	uint64_t t = now_ns() - s->t0;
+	uint64_t t = sio__now_ns() - s->t0;
 
 	struct dir_stats *d = &r->d[r->dir];
 
@@ -348,7 +341,7 @@ static int run_passes(struct run *r)
 	uint64_t per_pass = c->ios ? c->ios : c->count / c->io_blocks, passes = 0;
 	int ret = 0;
 
-	r->t0 = r->last_ns = now_ns();
+	r->t0 = r->last_ns = sio__now_ns();
 	if (c->seconds > 0)
 		r->deadline = r->t0 + (uint64_t)(c->seconds * 1e9);
 	if (c->progress > 0)
@@ -371,7 +364,7 @@ static int run_passes(struct run *r)
 				break;
 		}
 		passes++;
-	} while (!prog_stop && c->seconds > 0 && (double)(now_ns() - r->t0) / 1e9 < c->seconds);
+	} while (!prog_stop && c->seconds > 0 && (double)(sio__now_ns() - r->t0) / 1e9 < c->seconds);
 	return ret;
 }
 
@@ -557,7 +550,7 @@ static int run_client(struct tool_common *t, struct cfg *c, struct sio_nvme_qspe
 		r->d[r->dir].errors++;
 		r->first_err = ret;
 	}
-	rc = report(r, t, cl, now_ns() - r->t0);
+	rc = report(r, t, cl, sio__now_ns() - r->t0);
 out:
 	sio_nvme_buf_close(cl, r->buf);
 	if (r->q)

@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include <smartio/nvme.h>
+#include "clock.h"
 #include "tool.h"
 
 #define ID_SIZE		4096
@@ -47,22 +48,14 @@ struct control {		/* a segment on the issuing node */
 
 enum { V_SAME = 1, V_DIFF = 2, V_ERR = 3 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 /* Bounded wait until the control word at @off reaches @want. */
 static int wait_for(struct sio_segment *s, struct control *c, size_t off, uint32_t want)
 {
 	uint32_t *w = (uint32_t *)((char *)c + off), v;
-	uint64_t end = now_ns() + WAIT_NS;
+	uint64_t end = sio__now_ns() + WAIT_NS;
 
 	while ((v = __atomic_load_n(w, __ATOMIC_ACQUIRE)) < want) {
-		if (now_ns() > end)
+		if (sio__now_ns() > end)
 			return -ETIMEDOUT;
 		if (sio_fabric_alive(sio_segment_fabric(s))) {
 			fprintf(stderr, "nvme-mcast-identify: %s; stopping\n", sio_errmsg());
@@ -85,10 +78,10 @@ static void bump(struct sio_segment *s, struct control *c, size_t off)
  */
 static bool received(struct sio_segment *s, const uint8_t *got, const uint8_t *want)
 {
-	uint64_t end = now_ns() + SETTLE_NS;
+	uint64_t end = sio__now_ns() + SETTLE_NS;
 
 	while (memcmp(got, want, ID_SIZE)) {
-		if (now_ns() > end)
+		if (sio__now_ns() > end)
 			return false;
 		sio_segment_wait(s, 0, *(const volatile uint32_t *)got, 5000000);
 	}
@@ -99,20 +92,20 @@ static bool received(struct sio_segment *s, const uint8_t *got, const uint8_t *w
 static int find_control(struct sio_fabric *f, int issuer, struct sio_segment **ctl,
 			struct control **c)
 {
-	uint64_t end = now_ns() + WAIT_NS;
+	uint64_t end = sio__now_ns() + WAIT_NS;
 
 	for (;;) {
 		if (!sio_segment_connect(f, issuer, CTL_ID, ctl)) {
 			if (sio_segment_map(*ctl, (void **)c))
 				return -1;
 			while (__atomic_load_n(&(*c)->magic, __ATOMIC_ACQUIRE) != CTL_MAGIC) {
-				if (now_ns() > end)
+				if (sio__now_ns() > end)
 					return -1;
 				sio_segment_wait(*ctl, offsetof(struct control, magic), 0, 10000000);
 			}
 			return 0;
 		}
-		if (now_ns() > end)
+		if (sio__now_ns() > end)
 			return -1;
 		struct timespec ts = { 0, 100000000 };
 		nanosleep(&ts, NULL);
@@ -279,9 +272,9 @@ static uint64_t unicast_all(struct issuer *is)
 			prog_fail("unicast to node %d: %s", is->nodes[i], sio_errmsg());
 			break;
 		}
-		t0 = now_ns();
+		t0 = sio__now_ns();
 		sio_nvme_ctrl_identify(is->ctrl, NVME_IDENTIFY_CNS_CTRL, 0, bus, &st);
-		t_uni += now_ns() - t0;
+		t_uni += sio__now_ns() - t0;
 		sio_device_unmap(is->dev, s);
 		sio_segment_close(s);
 	}
@@ -319,9 +312,9 @@ static int issue(struct issuer *is, int nsub)
 	ret = wait_for(is->ctl_seg, is->c, offsetof(struct control, ready), (uint32_t)is->n);
 	if (ret)
 		return prog_fail("subscribers did not get ready");
-	t0 = now_ns();
+	t0 = sio__now_ns();
 	ret = sio_nvme_ctrl_identify(is->ctrl, NVME_IDENTIFY_CNS_CTRL, 0, is->gbus, &st);
-	t_mc = now_ns() - t0;
+	t_mc = sio__now_ns() - t0;
 	if (ret)
 		prog_fail("multicast Identify failed: %s", st ? sio_nvme_status_str(st) : sio_errmsg());
 	bump(is->ctl_seg, is->c, offsetof(struct control, go));

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <smartio/backoff.h>
 #include <smartio/model.h>
+#include "clock.h"
 #include "edu-model.h"
 
 /* The register map (QEMU docs/specs/edu.rst). */
@@ -48,14 +49,6 @@ struct sio_edu_emu {
 	uint64_t due_ns;
 	char buf[BUF_SIZE];
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint32_t *r32(struct sio_edu_emu *e, uint32_t off) { return (uint32_t *)(e->bar + off); }
 static uint64_t *r64(struct sio_edu_emu *e, uint32_t off) { return (uint64_t *)(e->bar + off); }
@@ -128,7 +121,7 @@ static int poll_dma(struct sio_edu_emu *e)
 		if (ld64(e, R_DMA_DST) != e->dst) st64(e, R_DMA_DST, e->dst);
 		if (ld64(e, R_DMA_CNT) != e->cnt) st64(e, R_DMA_CNT, e->cnt);
 		if (cmd != e->cmd) st64(e, R_DMA_CMD, e->cmd);
-		if (now_ns() < e->due_ns)
+		if (sio__now_ns() < e->due_ns)
 			return 0;
 		dma_run(e);
 		return 1;
@@ -144,7 +137,7 @@ static int poll_dma(struct sio_edu_emu *e)
 	}
 	e->cmd = cmd;
 	e->busy = true;
-	e->due_ns = now_ns() + (uint64_t)e->cfg.dma_ms * 1000000ull;
+	e->due_ns = sio__now_ns() + (uint64_t)e->cfg.dma_ms * 1000000ull;
 	if (!e->cfg.dma_ms)
 		dma_run(e);
 	return 1;
@@ -203,15 +196,15 @@ int sio_edu_emu_poll(struct sio_edu_emu *e)
 
 int sio_edu_emu_run(struct sio_edu_emu *e, volatile sig_atomic_t *stop)
 {
-	uint64_t checked = now_ns();
+	uint64_t checked = sio__now_ns();
 	struct sio_backoff b;
 
 	/* yield a little, then sleep longer and longer up to 1 ms (2 cores) */
 	sio_backoff_init(&b, 0, 64, 1000000);
 	while (!*stop) {
 		/* a destroyed fabric is an orderly stop */
-		if (now_ns() - checked > 100000000ull) {
-			checked = now_ns();
+		if (sio__now_ns() - checked > 100000000ull) {
+			checked = sio__now_ns();
 			if (sio_fabric_alive(e->f)) {
 				fprintf(stderr, "edu-emu: %s; stopping\n", sio_errmsg());
 				return 0;
