@@ -109,7 +109,7 @@ int sio_nvme_arena_alloc(struct sio_nvme_client *cl, uint64_t len, struct sio_nv
 
 	if (!a)
 		return -ENOSPC;
-	len = (len + 4095) & ~4095ull;
+	len = sio__page_up(len);
 	pthread_mutex_lock(&a->lock);
 	/* First fit in the gaps between the taken ranges. */
 	for (i = 0; i < a->n && a->taken[i].off < off + len; i++)

@@ -934,7 +934,7 @@ static int op_get_feat(struct sio_nvme_manager *m, const struct sio_nvme_mbox_re
 static int op_cmb_alloc(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox_req *q,
 			struct sio_nvme_mbox_resp *r)
 {
-	uint64_t size = (q->value + 4095) & ~4095ull, off = 0;
+	uint64_t size = sio__page_up(q->value), off = 0;
 	int i, free_ent = -1;
 	bool moved;
 

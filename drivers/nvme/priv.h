@@ -10,6 +10,7 @@
 #include <time.h>
 #include <smartio/backoff.h>
 #include <smartio/nvme/ctrl.h>
+#include "align.h"
 #include "clock.h"
 
 /* Doorbells this far apart can be confined (the rule: manager.h, DOC). */

@@ -600,7 +600,7 @@ static int dev_bars_locked(struct sio_fabric *f, const struct sio_device_ops *op
 	for (int i = 0; i < v->nbars; i++) {
 		if (!ops->fabric_bars || !v->bar_size[i])
 			continue;
-		ret = sio__seg_new_locked(f, f->node, 0, (v->bar_size[i] + 4095) & ~4095ull,
+		ret = sio__seg_new_locked(f, f->node, 0, sio__page_up(v->bar_size[i]),
 					  SIO_SEG_F_NOHUGE, SIO_SEG_BAR, &v->bar_seg[i]);
 		if (ret) {
 			for (int j = 0; j < i; j++)

@@ -22,6 +22,7 @@
 #include "backend.h"
 #include <smartio/irq.h>
 #include "registry.h"
+#include "align.h"
 #include "clock.h"
 
 /* Set the thread's error message and return -err: the library's own name

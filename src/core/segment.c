@@ -117,7 +117,7 @@ int sio_segment_create_on(struct sio_fabric *f, int node, uint32_t id, uint64_t 
 		return sio__err(EINVAL, "no node %d in fabric '%s'", node, f->name);
 	if ((flags & SIO_SEG_F_HUGE) && (flags & SIO_SEG_F_NOHUGE))
 		return sio__err(EINVAL, "SIO_SEG_F_HUGE and SIO_SEG_F_NOHUGE together");
-	size = (size + 4095) & ~4095ull;
+	size = sio__page_up(size);
 	if ((ret = sio__lock(f)))
 		return ret;
 	ret = seg_new(f, node, id, size, flags, SIO_SEG_RAM, &slot);

@@ -42,7 +42,7 @@ static int by_bus(const void *a, const void *b)
  */
 static int place_low(struct sio_registry *r, int dev, int self, uint64_t mask, struct reg_dmamap *m)
 {
-	uint64_t at = LOW_FLOOR, len = (m->size + 4095) & ~4095ull;
+	uint64_t at = LOW_FLOOR, len = sio__page_up(m->size);
 	struct extent *x = malloc(SIO_MAX_DMAMAPS * sizeof(*x));
 	int n = 0;
 
@@ -54,7 +54,7 @@ static int place_low(struct sio_registry *r, int dev, int self, uint64_t mask, s
 	qsort(x, (size_t)n, sizeof(*x), by_bus);
 	for (int i = 0; i < n && x[i].bus < at + len; i++)	/* the gap below x[i] is too small */
 		if (x[i].end > at)
-			at = (x[i].end + 4095) & ~4095ull;
+			at = sio__page_up(x[i].end);
 	free(x);
 	if (at > mask || len - 1 > mask - at)
 		return sio__err(ERANGE, "no room for %llu bytes between bus address 0x%llx and device "

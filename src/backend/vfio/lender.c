@@ -141,7 +141,7 @@ static int map_seg(struct lender *l, const struct sio_vfio_req *rq, struct mappi
 		rc = sio_segment_map(m->seg, &va);
 	if (rc)
 		goto fail;
-	m->len = (si.size + 4095) & ~4095ull;
+	m->len = sio__page_up(si.size);
 	rc = l->dev->dma_map(l->dev->priv, va, m->len, rq->mask ? rq->mask : UINT64_MAX,
 			     &m->iova);
 	if (rc) {

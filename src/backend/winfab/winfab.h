@@ -204,10 +204,9 @@ struct wf_hdr {
 	} borrow_db[SIO_MAX_BORROWS];
 };
 
-#define WF_ALIGN(v, a)		(((v) + (a) - 1) & ~((uint64_t)(a) - 1))
 /* Where the registry and the data follow the header in a source's layout. */
-#define WF_REG_OFF		WF_ALIGN(sizeof(struct wf_hdr), WF_PAGE)
-#define WF_STATE_END		WF_ALIGN(WF_REG_OFF + sizeof(struct sio_registry), 64 * 1024)
+#define WF_REG_OFF		SIO__ALIGN_UP(sizeof(struct wf_hdr), WF_PAGE)
+#define WF_STATE_END		SIO__ALIGN_UP(WF_REG_OFF + sizeof(struct sio_registry), 64 * 1024)
 
 /*
  * The host's wake page (wake.c), in host_path "wake": doorbells of other
