@@ -28,13 +28,14 @@ void sio__delay_ns(uint64_t ns)
 
 static int check_name(const char **name)
 {
-	const char *n = *name, *lt = getenv("SMARTIO_LOCK_TIMEOUT_MS");
-	uint64_t ms;
+	const char *n = *name;
+	uint64_t ns;
+	int ret;
 
 	/* Every entry point passes here: a bad lock timeout is refused at
 	 * once rather than replaced, silently, deep inside the lock. */
-	if (lt && *lt && sio_parse_u64(lt, 1, SIO_LOCK_TIMEOUT_MAX_MS, &ms))
-		return sio_err_wrap(EINVAL, "SMARTIO_LOCK_TIMEOUT_MS='%s' is not a time in milliseconds", lt);
+	if ((ret = sio__lock_timeout_ns(&ns)))
+		return ret;
 	if (!n)
 		n = getenv("SMARTIO_FABRIC");
 	if (!n || !*n)

@@ -24,6 +24,7 @@
 #include "registry.h"
 #include "align.h"
 #include "clock.h"
+#include "env.h"
 
 /* Set the thread's error message and return -err: the library's own name
  * for sio_err_set(), the one setter every layer uses. */
@@ -114,13 +115,23 @@ void sio__segment_reach(struct sio_fabric *f, int s, const void *va, struct sio_
 int sio__bar_access(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly);
 
 /*
+ * $SMARTIO_LOCK_TIMEOUT_MS in @ns: how long every fabric backend's lock
+ * waits for a holder that keeps it (1 ms..1 h; one default, 5 s, for
+ * every backend). Return: 0, or -EINVAL naming a bad value (then @ns holds
+ * the default).
+ */
+static inline int sio__lock_timeout_ns(uint64_t *ns)
+{
+	return sio__env_ms("SMARTIO_LOCK_TIMEOUT_MS", 5000, 1, 3600000, ns);
+}
+
+/*
  * Registry lock (the fabric backend's, fabric.c), also reaping dead
  * processes lazily. The wait is bounded (shm: $SMARTIO_LOCK_TIMEOUT_MS,
  * default 5 s): on failure it returns -errno with a message naming the
  * fabric and the holder, and the caller must not touch the registry. A dead
  * holder's lock is taken over. Then the header and topology are checked.
  */
-#define SIO_LOCK_TIMEOUT_MAX_MS	3600000	/* $SMARTIO_LOCK_TIMEOUT_MS: 1 ms..1 h */
 int sio__lock(struct sio_fabric *f) __attribute__((warn_unused_result));
 /* The same without the lazy reaping (joining, sio_fabric_reap). */
 int sio__lock_noreap(struct sio_fabric *f) __attribute__((warn_unused_result));

@@ -231,10 +231,16 @@ static int src_open(struct sio_fabric *f, uint32_t op, uint32_t *gen, struct wf_
 {
 	const char *spec = getenv("SMARTIO_NTB_DEV");
 	bool fake = spec && !strncmp(spec, "fake:", 5);
-	struct wf_fabric *s = wf_new(f, &ntb_source);
-	struct ntbsrc *n = calloc(1, sizeof(*n));
+	struct wf_fabric *s;
+	struct ntbsrc *n;
+	uint64_t ns;
 	int ret;
 
+	/* bad times are refused here, named, not replaced inside a wait */
+	if ((ret = wf_lease_check(&ns)) || (ret = ntb_xwin_wait_check(&ns)))
+		return ret;
+	s = wf_new(f, &ntb_source);
+	n = calloc(1, sizeof(*n));
 	if (!s || !n) {
 		free(s);
 		free(n);

@@ -157,6 +157,8 @@ bool ntb_xwin_serve(struct sio_fabric *f, struct ntbdev *d, const struct ntb_nod
 		    struct ntb_xwins *x);
 /* The node service leaves its fabric: every window it translated for segments, cleared. */
 void ntb_xwin_reset(struct ntbdev *d, struct ntb_xwins *x);
+/* $SMARTIO_NTB_XLAT_MS in @ns (sio__env_ms()): 0, or -EINVAL naming a bad value. */
+int ntb_xwin_wait_check(uint64_t *ns);
 int ntb_seg_connect(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly,
 		    void **va);
 const char *ntb_seg_reach(struct sio_fabric *f, int slot, const void *va, char *buf, size_t len);

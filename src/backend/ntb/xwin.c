@@ -29,19 +29,22 @@
 #include <time.h>
 
 #include "ntb.h"
-#include "parse.h"
 
 #define XWIN_WAIT_MS	5000	/* $SMARTIO_NTB_XLAT_MS: the owner's answer, at most */
 #define XWIN_NAP_MAX_NS	50000000ull
 
+int ntb_xwin_wait_check(uint64_t *ns)
+{
+	return sio__env_ms("SMARTIO_NTB_XLAT_MS", XWIN_WAIT_MS, 1, 599999, ns);
+}
+
 static uint64_t wait_ns(void)
 {
-	const char *e = getenv("SMARTIO_NTB_XLAT_MS");
-	uint64_t ms;
+	uint64_t ns;
 
-	if (!e || !*e || sio_parse_u64(e, 1, 599999, &ms))
-		ms = XWIN_WAIT_MS;
-	return ms * 1000000ull;
+	/* refused when the fabric was opened; the default if changed since */
+	ntb_xwin_wait_check(&ns);
+	return ns;
 }
 
 static bool connected(struct sio_fabric *f, int node, int slot, uint64_t gen);

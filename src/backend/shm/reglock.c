@@ -29,10 +29,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
-#include "parse.h"
 #include "shm/shm.h"
 
-#define LOCK_TIMEOUT_MS		5000
 #define SLICE_MAX_NS		50000000ull	/* longest sleep between looks */
 #define TURN_SKIP_NS		500000000ull	/* a turn not taken this long is passed over */
 #define STRANGER_LOOK_NS	100000000ull	/* a holder this long is asked who it is */
@@ -64,13 +62,11 @@ static uint32_t self_tid(void)
 
 static uint64_t timeout_ns(void)
 {
-	const char *e = getenv("SMARTIO_LOCK_TIMEOUT_MS");
-	uint64_t ms;
+	uint64_t ns;
 
 	/* refused when the fabric was opened; the default if changed since */
-	if (!e || !*e || sio_parse_u64(e, 1, SIO_LOCK_TIMEOUT_MAX_MS, &ms))
-		ms = LOCK_TIMEOUT_MS;
-	return ms * 1000000ull;
+	sio__lock_timeout_ns(&ns);
+	return ns;
 }
 
 /* Does thread @tid still run? A zombie holds nothing. */

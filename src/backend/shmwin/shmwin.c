@@ -166,10 +166,16 @@ static void db_open(struct sio_fabric *f, struct wf_fabric *s)
 /* Open the window and map its header; the window's size checked. */
 static int win_open(struct sio_fabric *f, bool create, struct wf_fabric **out)
 {
-	struct wf_fabric *s = wf_new(f, &shmwin_source);
-	struct shmwin *w = calloc(1, sizeof(*w));
+	struct wf_fabric *s;
+	struct shmwin *w;
+	uint64_t ns;
 	int ret;
 
+	/* a bad lease is refused here, named, not replaced inside a wait */
+	if ((ret = wf_lease_check(&ns)))
+		return ret;
+	s = wf_new(f, &shmwin_source);
+	w = calloc(1, sizeof(*w));
 	if (!s || !w) {
 		free(s);
 		free(w);

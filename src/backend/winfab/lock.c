@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
-#include "parse.h"
 #include "winfab.h"
 
 static __thread uint32_t my_tix;
@@ -38,12 +37,11 @@ static uint64_t token(void)
 
 static uint64_t timeout_ns(void)
 {
-	const char *e = getenv("SMARTIO_LOCK_TIMEOUT_MS");
-	uint64_t ms;
+	uint64_t ns;
 
-	if (!e || !*e || sio_parse_u64(e, 1, SIO_LOCK_TIMEOUT_MAX_MS, &ms))
-		ms = 5000;
-	return ms * 1000000ull;
+	/* refused when the fabric was opened; the default if changed since */
+	sio__lock_timeout_ns(&ns);
+	return ns;
 }
 
 /* The holder's details, stamped with its token: trusted only while they are the owner's. */

@@ -15,7 +15,6 @@
 #include <unistd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include "parse.h"
 #include "winfab.h"
 #include "shm/shm.h"
 
@@ -66,14 +65,18 @@ bool wf_pid_dead(int pid)
 	return sio__shm_task_dead(pid);
 }
 
+int wf_lease_check(uint64_t *ns)
+{
+	return sio__env_ms("SMARTIO_SHMWIN_LEASE_MS", WF_LEASE_MS, 100, 600000, ns);
+}
+
 uint64_t wf_lease_ns(void)
 {
-	const char *e = getenv("SMARTIO_SHMWIN_LEASE_MS");
-	uint64_t ms;
+	uint64_t ns;
 
-	if (!e || !*e || sio_parse_u64(e, 100, 600000, &ms))
-		ms = WF_LEASE_MS;
-	return ms * 1000000ull;
+	/* refused when the fabric was opened; the default if changed since */
+	wf_lease_check(&ns);
+	return ns;
 }
 
 /*

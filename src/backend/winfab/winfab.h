@@ -291,6 +291,8 @@ static inline struct wf_fabric *wf_of(struct sio_fabric *f)
 /* state.c: identities, liveness, the heartbeat thread, the state's lifetime */
 uint64_t wf_boot_id(void);
 uint64_t wf_proc_token(void);
+/* $SMARTIO_SHMWIN_LEASE_MS in @ns (sio__env_ms()): 0, or -EINVAL naming a bad value. */
+int wf_lease_check(uint64_t *ns);
 uint64_t wf_lease_ns(void);
 bool wf_trust_pids(void);
 bool wf_pid_dead(int pid);
