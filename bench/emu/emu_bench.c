@@ -12,7 +12,7 @@
  * asked, and never while a manager or client holds the device.
  */
 #include "clock.h"
-#include "ready.h"
+#include "safe-file.h"
 #include "opt.h"
 #include <errno.h>
 #include <getopt.h>

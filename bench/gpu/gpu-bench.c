@@ -14,7 +14,7 @@
 
 #include "hist.h"
 #include "prog.h"
-#include "ready.h"
+#include "safe-file.h"
 #include "opt.h"
 #include <stdio.h>
 #include <stdlib.h>

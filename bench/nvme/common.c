@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Shared plumbing of the NVMe benchmarks; see common.h. */
-#include "ready.h"
+#include "safe-file.h"
 #include "common.h"
 
 #include <errno.h>

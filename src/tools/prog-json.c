@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <sys/utsname.h>
 #include "prog.h"
-#include "ready.h"
+#include "safe-file.h"
 
 #define PJ_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "prog.h"
-#include "ready.h"
+#include "safe-file.h"
 
 /*
  * The sd_notify protocol: one datagram of "KEY=VALUE" lines to the unix

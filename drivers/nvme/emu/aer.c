@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "emu_priv.h"
-#include "ready.h"
+#include "safe-file.h"
 
 #define AEC_TEMP	(1u << 1)	/* SMART critical warning bit 1 */
 #define AEC_NS_ATTR	(1u << 8)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Files programs write, written safely (ready.h). */
+/* Files programs write, written safely (safe-file.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include "ready.h"
+#include "safe-file.h"
 
 int safe_file_open(struct safe_file *sf, const char *path)
 {
