@@ -14,7 +14,6 @@
 
 #include "hist.h"
 #include "prog.h"
-#include "safe-file.h"
 #include "opt.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Files programs write, written safely (safe-file.h). */
+/* Files programs and device models write, written safely (safe-file.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -67,15 +67,4 @@ FILE *safe_fopen_w(const char *path)
 	if (!f)
 		close(fd);
 	return f;
-}
-
-int ready_file_write(const char *path, long long id)
-{
-	struct safe_file sf;
-	int ret = safe_file_open(&sf, path);
-
-	if (ret)
-		return ret;
-	fprintf(sf.f, "%lld\n", id);
-	return safe_file_close(&sf, 1);
 }

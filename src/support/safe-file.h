@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef SIO_PROGRAMS_READY_H
-#define SIO_PROGRAMS_READY_H
+#ifndef SIO_SUPPORT_SAFE_FILE_H
+#define SIO_SUPPORT_SAFE_FILE_H
 
 #include <limits.h>
 #include <stdio.h>
 
 /*
- * Files a program writes (--ready-file, nvme-emu's --ns-state, JSON to a
- * file, benchmark results): through a temporary made in the target's
- * directory with O_CREAT|O_EXCL (mkostemp: a name nobody could plant; a
- * symlink there is an error, never followed), renamed over the target
- * once whole. A reader never sees half a file, and a symlink planted at
- * the target is replaced, not written through (root's nvme-emu wrote its
- * device id into the target of one).
+ * Files that programs and device models write (--ready-file, nvme-emu's
+ * --ns-state, JSON to a file, benchmark results): through a temporary
+ * made in the target's directory with O_CREAT|O_EXCL (mkostemp: a name
+ * nobody could plant; a symlink there is an error, never followed),
+ * renamed over the target once whole. A reader never sees half a file,
+ * and a symlink planted at the target is replaced, not written through
+ * (root's nvme-emu wrote its device id into the target of one). No
+ * library needs it: programs and models link it (meson: sio_support_lib).
  */
 struct safe_file {
 	FILE *f;			/* write here */
@@ -31,11 +32,5 @@ int safe_file_close(struct safe_file *sf, int ok);
  * stream, or NULL with errno set.
  */
 FILE *safe_fopen_w(const char *path);
-
-/*
- * --ready-file: write @id and a newline to @path, as above, so a script
- * polling for it never reads half a line. Return: 0 or -errno.
- */
-int ready_file_write(const char *path, long long id);
 
 #endif

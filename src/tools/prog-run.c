@@ -95,6 +95,21 @@ static void background_detach(void)
 	close(null);
 }
 
+/*
+ * --ready-file: @id and a newline, written whole (safe-file.h), so a
+ * script polling for the file never reads half a line. Return: 0 or -errno.
+ */
+static int ready_file_write(const char *path, long long id)
+{
+	struct safe_file sf;
+	int ret = safe_file_open(&sf, path);
+
+	if (ret)
+		return ret;
+	fprintf(sf.f, "%lld\n", id);
+	return safe_file_close(&sf, 1);
+}
+
 int prog_ready(const char *ready_file, long long id, const char *status)
 {
 	char msg[512];
