@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <smartio/backoff.h>
 #include "winfab.h"
 
 #define WAIT_NAP_MAX_NS		1000000ull
@@ -106,22 +107,22 @@ int sio__wf_notify(struct sio_fabric *f, uint32_t *word)
 
 int sio__wf_wait(struct sio_fabric *f, uint32_t *word, uint32_t old, uint64_t timeout_ns)
 {
-	uint64_t start = sio__now_ns(), nap = 10000;
+	uint64_t start = sio__now_ns();
+	struct sio_backoff b;
 
 	if (wf_wake_sleep(wf_of(f), word, old, timeout_ns))
 		return __atomic_load_n(word, __ATOMIC_ACQUIRE) != old ? 0 : -ETIMEDOUT;
+	/* sleep at once: the writer may be on another kernel, far from here */
+	sio_backoff_init(&b, 0, 0, WAIT_NAP_MAX_NS);
 	while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == old) {
 		uint64_t el = sio__now_ns() - start;
-		struct timespec ts;
 
 		if (el >= timeout_ns)
 			return -ETIMEDOUT;
-		if (nap > timeout_ns - el)
-			nap = timeout_ns - el;
-		ts = (struct timespec){ 0, (long)nap };
-		nanosleep(&ts, NULL);
-		if (nap < WAIT_NAP_MAX_NS)
-			nap *= 2;
+		/* no sleep runs past the deadline */
+		b.max_ns = (uint32_t)(timeout_ns - el < WAIT_NAP_MAX_NS ? timeout_ns - el :
+				      WAIT_NAP_MAX_NS);
+		sio_backoff_wait(&b);
 	}
 	return 0;
 }

@@ -23,7 +23,11 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include <smartio/backoff.h>
 #include "winfab.h"
+
+/* Longest sleep between looks at a lock another kernel holds. */
+#define NAP_MAX_NS	2000000u
 
 static __thread uint32_t my_tix;
 static _Atomic uint32_t next_tix;
@@ -74,7 +78,7 @@ static bool holder_dead_here(struct wf_lock *l, uint64_t v)
 int wf_lease_lock(struct sio_fabric *f, struct wf_lock *l, bool *holder_died)
 {
 	uint64_t me = token(), v = 0, lease, seen_v = 0, seen_l = 0, seen_t, start, limit;
-	uint64_t nap = 20000;
+	struct sio_backoff b;
 
 	*holder_died = false;
 	if (atomic_compare_exchange_strong(&l->owner, &v, me)) {
@@ -83,6 +87,7 @@ int wf_lease_lock(struct sio_fabric *f, struct wf_lock *l, bool *holder_died)
 	}
 	start = seen_t = sio__now_ns();
 	limit = timeout_ns();
+	sio_backoff_init(&b, 0, 0, NAP_MAX_NS);
 	for (;;) {
 		uint64_t now = sio__now_ns();
 		bool dead = false;
@@ -110,10 +115,7 @@ int wf_lease_lock(struct sio_fabric *f, struct wf_lock *l, bool *holder_died)
 		if (now - start >= limit && seen_t - start >= limit)
 			return sio__err(ETIMEDOUT, "fabric '%s': its registry lock has been held for over %.1f s by pid %d on node %d, whose lease is still renewed",
 					f->name, (double)limit / 1e9, l->pid, l->node);
-		struct timespec ts = { 0, (long)nap };
-		nanosleep(&ts, NULL);
-		if (nap < 2000000)
-			nap *= 2;
+		sio_backoff_wait(&b);
 	}
 }
 
@@ -156,8 +158,10 @@ static int bakery_wait(struct sio_fabric *f, struct wf_bakery *b, int j, int me,
 		       uint64_t deadline, bool *died)
 {
 	uint32_t mine = atomic_load(&b[me].number);
-	uint64_t lease = atomic_load(&b[j].lease), seen = sio__now_ns(), nap = 20000;
+	uint64_t lease = atomic_load(&b[j].lease), seen = sio__now_ns();
+	struct sio_backoff nap;
 
+	sio_backoff_init(&nap, 0, 0, NAP_MAX_NS);
 	for (;;) {
 		uint32_t n = atomic_load(&b[j].number);
 		uint64_t now = sio__now_ns(), l = atomic_load(&b[j].lease);
@@ -178,10 +182,7 @@ static int bakery_wait(struct sio_fabric *f, struct wf_bakery *b, int j, int me,
 		if (now >= deadline && seen >= deadline)	/* renewed since: alive */
 			return sio__err(ETIMEDOUT, "fabric '%s': its registry lock has been held for over %.1f s by pid %d of node %d, whose lease is still renewed",
 					f->name, (double)timeout_ns() / 1e9, b[j].pid, j);
-		struct timespec ts = { 0, (long)nap };
-		nanosleep(&ts, NULL);
-		if (nap < 2000000)
-			nap *= 2;
+		sio_backoff_wait(&nap);
 	}
 }
 

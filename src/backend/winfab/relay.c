@@ -38,11 +38,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <smartio/backoff.h>
 #include "winfab.h"
 
-#define NAP_MIN_NS	2000ull
-#define NAP_MAX_NS	100000ull	/* while a mirror is watched */
-#define NAP_IDLE_NS	10000000ull	/* while none is */
+#define NAP_MAX_NS	100000u		/* while a mirror is watched */
+#define NAP_IDLE_NS	10000000u	/* while none is */
 #define REGS_MAX	4096		/* the register copy: one page */
 
 struct wf_relay {
@@ -268,7 +268,8 @@ static void *relay_thread(void *arg)
 	struct wf_dev *d = &r->s->hdr->devs[r->dev];
 	const struct sio_doorbells *db = &r->x.db;
 	uint32_t ndb = db->count, first = db->confined;
-	uint64_t nap = NAP_MIN_NS, last_sync = 0, end = r->x.db_end, prev = sio__now_ns();
+	uint64_t last_sync = 0, end = r->x.db_end, prev = sio__now_ns();
+	struct sio_backoff nap;
 	int watched = 0;
 
 	/* the doorbells, and nothing past BAR0's registers (QEMU's NVMe keeps its MSI-X table in BAR0) */
@@ -278,6 +279,7 @@ static void *relay_thread(void *arg)
 		ndb = WF_RELAY_DOORBELLS;
 	if (ndb && (db->base >= end || ndb > (end - db->base) / db->stride))
 		ndb = db->base < end ? (uint32_t)((end - db->base) / db->stride) : 0;
+	sio_backoff_init(&nap, 0, 0, NAP_MAX_NS);
 	while (!atomic_load(&r->stop)) {
 		uint64_t now = sio__now_ns();
 		bool moved = false;
@@ -291,13 +293,12 @@ static void *relay_thread(void *arg)
 				moved |= relay_mirror(r, d, r->m[i].va, first, ndb, prev);
 		prev = now;
 		if (moved) {
-			nap = NAP_MIN_NS;
+			sio_backoff_reset(&nap);
 			continue;
 		}
-		struct timespec ts = { 0, (long)(watched ? nap : NAP_IDLE_NS) };
-		nanosleep(&ts, NULL);
-		if (nap < NAP_MAX_NS)
-			nap *= 2;
+		/* while no mirror is watched there is nothing to forward soon */
+		nap.max_ns = watched ? NAP_MAX_NS : NAP_IDLE_NS;
+		sio_backoff_wait(&nap);
 	}
 	return NULL;
 }
