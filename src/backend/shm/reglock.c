@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include "proc.h"
 #include "shm/shm.h"
 
 #define SLICE_MAX_NS		50000000ull	/* longest sleep between looks */
@@ -72,7 +73,7 @@ static uint64_t timeout_ns(void)
 /* Does thread @tid still run? A zombie holds nothing. */
 static bool tid_alive(uint32_t tid)
 {
-	return tid && tid <= REG_LOCK_TID && !sio__shm_task_dead((int)tid);
+	return tid && tid <= REG_LOCK_TID && !sio__task_dead((int)tid);
 }
 
 /* Whether thread @tid maps this fabric's registry: 1, 0, or -1 when its

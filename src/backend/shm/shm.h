@@ -46,8 +46,6 @@ bool sio__shm_removed(struct sio_fabric *f);
 int sio__shm_host_path(struct sio_fabric *f, const char *leaf, char *buf, size_t len);
 void sio__shm_proc_init(struct sio_fabric *f, struct reg_proc *p);
 bool sio__shm_proc_alive(struct sio_fabric *f, const struct reg_proc *p);
-/* Is process (or thread) @pid gone: no such task, or a zombie? */
-bool sio__shm_task_dead(int pid);
 /* The directory of fabric @name. */
 void sio__shm_dir(const char *name, char *buf, size_t len);
 /* The system's hugetlbfs mount, or "". */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include "proc.h"
 #include "shm.h"
 #include "sio_config.h"
 #if SIO_HAVE_HUGETLBFS
@@ -458,61 +459,14 @@ int sio__shm_host_path(struct sio_fabric *f, const char *leaf, char *buf, size_t
 	return 0;
 }
 
-/* Fields 3 (state) and 22 (start time) of /proc/PID/stat; false if it is gone. */
-static bool proc_stat(int pid, char *state, uint64_t *start)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long st = 0;
-	bool ok = false;
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fp = fopen(path, "re");
-	if (!fp)
-		return false;
-	if (fgets(buf, sizeof(buf), fp) && (p = strrchr(buf, ')')) && p[1] == ' ') {
-		int field = 2;
-		*state = p[2];
-		for (p++; *p && field < 21; p++)
-			if (*p == ' ')
-				field++;
-		ok = sscanf(p, "%llu", &st) == 1;
-	}
-	fclose(fp);
-	*start = st;
-	return ok;
-}
-
-static uint64_t starttime(int pid)
-{
-	uint64_t st;
-	char state;
-
-	return proc_stat(pid, &state, &st) ? st : 0;
-}
-
-bool sio__shm_task_dead(int pid)
-{
-	uint64_t st;
-	char state;
-
-	if (pid <= 0 || (kill(pid, 0) && errno == ESRCH))
-		return true;
-	/* a zombie holds nothing; unreadable (hidepid) means it exists */
-	return proc_stat(pid, &state, &st) && (state == 'Z' || state == 'X' || state == 'x');
-}
-
 void sio__shm_proc_init(struct sio_fabric *f, struct reg_proc *p)
 {
-	p->starttime = starttime(p->pid);
+	p->starttime = sio__proc_start(p->pid);
 }
 
 bool sio__shm_proc_alive(struct sio_fabric *f, const struct reg_proc *p)
 {
-	if (p->pid == getpid())
-		return true;
-	/* a zombie or a new process with a reused pid does not count */
-	return !sio__shm_task_dead(p->pid) && starttime(p->pid) == p->starttime;
+	return sio__proc_alive(p->pid, p->starttime);
 }
 
 const struct sio_fabric_ops sio__shm_fabric_ops = {

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <smartio/backoff.h>
+#include "proc.h"
 #include "winfab.h"
 
 /* Longest sleep between looks at a lock another kernel holds. */
@@ -72,7 +73,7 @@ static bool holder_dead_here(struct wf_lock *l, uint64_t v)
 	if (atomic_load(&l->info) != v || atomic_load(&l->owner) != v ||
 	    boot != wf_boot_id() || !wf_trust_pids())
 		return false;
-	return pid > 0 && wf_pid_dead(pid);
+	return pid > 0 && sio__task_dead(pid);
 }
 
 int wf_lease_lock(struct sio_fabric *f, struct wf_lock *l, bool *holder_died)

@@ -16,7 +16,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include "winfab.h"
-#include "shm/shm.h"
+#include "proc.h"
 
 uint64_t wf_fnv(const char *p)
 {
@@ -58,11 +58,6 @@ bool wf_trust_pids(void)
 	const char *e = getenv("SMARTIO_SHMWIN_PIDS");
 
 	return !(e && !strcmp(e, "0"));
-}
-
-bool wf_pid_dead(int pid)
-{
-	return sio__shm_task_dead(pid);
 }
 
 int wf_lease_check(uint64_t *ns)
@@ -293,7 +288,7 @@ void sio__wf_proc_init(struct sio_fabric *f, struct reg_proc *p)
 	int i = (int)(p - f->reg->procs);
 	struct wf_proc *w = &s->hdr->procs[i];
 
-	sio__shm_proc_init(f, p);	/* the start time: a check where pids mean something */
+	p->starttime = sio__proc_start(p->pid);	/* a check where pids mean something */
 	w->boot = wf_boot_id();
 	w->pid = p->pid;
 	w->node = p->node;
@@ -320,7 +315,7 @@ bool sio__wf_proc_alive(struct sio_fabric *f, const struct reg_proc *p)
 		return true;	/* a slot of this process */
 	/* on this very kernel the kernel knows, at once */
 	if (w->boot == wf_boot_id() && wf_trust_pids())
-		return sio__shm_proc_alive(f, p);
+		return sio__proc_alive(p->pid, p->starttime);
 	/* A life that left and the one that took its slot can show the same
 	 * count (a short-lived one never moves past 1): a new token is a new
 	 * lease, not the old one's stale look. */

@@ -19,6 +19,7 @@
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include "proc.h"
 #include "winfab.h"
 
 #define SLICE_NS	20000000ull	/* longest sleep before looking at the word again */
@@ -74,7 +75,7 @@ static bool receiver_alive(struct wf_fabric *s)
 	if (now - s->checked_ns > 200000000ull) {
 		int pid = s->wake->pid;
 
-		s->receiver = pid > 0 && !wf_pid_dead(pid);	/* a pid of this kernel */
+		s->receiver = pid > 0 && !sio__task_dead(pid);	/* a pid of this kernel */
 		s->checked_ns = now;
 	}
 	return s->receiver;

@@ -295,7 +295,6 @@ uint64_t wf_proc_token(void);
 int wf_lease_check(uint64_t *ns);
 uint64_t wf_lease_ns(void);
 bool wf_trust_pids(void);
-bool wf_pid_dead(int pid);
 uint64_t wf_fnv(const char *p);
 struct wf_fabric *wf_new(struct sio_fabric *f, const struct wf_source *src);
 /* A new fabric's header, after the source claimed it (magic set): fill it, map the registry. */
