@@ -83,3 +83,8 @@ void prog_unwatch_fabric(void)
 		pthread_join(watcher, NULL);
 	watching = false;
 }
+
+const char *prog_topo_name(enum sio_topology_kind k)
+{
+	return k == SIO_TOPO_B2B ? "b2b" : k == SIO_TOPO_SWITCH ? "switch" : "cascade";
+}

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Readiness (--ready-file, sd_notify) and daemon logs (prog.h). */
+/* Readiness (--ready-file, sd_notify), daemon logs and --watch (prog.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -279,4 +279,29 @@ FILE *prog_ready_stream(FILE *out, const char *prefix, const char *ready_file)
 	}
 	setvbuf(f, NULL, _IOLBF, 0);
 	return f;
+}
+
+int prog_repeat(int (*once)(void *arg), void *arg, double interval, uint64_t count, bool json)
+{
+	bool tty = isatty(1) && !json;
+	int ret = 0;
+
+	prog_catch_stop();
+	for (uint64_t i = 0; !prog_stop && (!count || i < count); i++) {
+		struct timespec ts = { (time_t)interval,
+				       (long)((interval - (double)(time_t)interval) * 1e9) };
+
+		if (i && !tty && !json)
+			printf("\n");
+		if (tty)	/* home and clear, as top(1) */
+			printf("\033[H\033[2J");
+		fflush(stdout);
+		if ((ret = once(arg)))
+			break;
+		if (count && i + 1 == count)
+			break;
+		while (!prog_stop && nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
+	return ret;
 }

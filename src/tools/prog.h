@@ -92,6 +92,20 @@ extern volatile sig_atomic_t prog_stop;
 /* SIGINT and SIGTERM set @prog_stop instead of killing the program. */
 void prog_catch_stop(void);
 
+/**
+ * prog_repeat() - show a reading again and again (--watch)
+ * @once: takes and prints one reading; non-zero stops
+ * @arg: passed to @once
+ * @interval: seconds between readings
+ * @count: readings to take (0: until SIGINT or SIGTERM)
+ * @json: readings are JSON, one a line
+ *
+ * On a terminal each reading is drawn on a cleared screen (as top(1)
+ * does); elsewhere text readings are apart by a blank line.
+ * Return: 0, or what @once returned when it failed.
+ */
+int prog_repeat(int (*once)(void *arg), void *arg, double interval, uint64_t count, bool json);
+
 /* ---- readiness and logs ---- */
 
 /**
@@ -154,7 +168,7 @@ FILE *prog_log_stream(bool json);
 
 /* ---- joining a fabric; services ---- */
 
-struct sio_fabric;
+#include <smartio/fabric.h>
 
 /**
  * prog_join() - join a fabric, saying what is wrong if it cannot be done
@@ -166,6 +180,9 @@ struct sio_fabric;
  * Return: 0 or a negative errno (already reported).
  */
 int prog_join(const char *fabric, int node, struct sio_fabric **f);
+
+/* A topology's name as options and JSON spell it: "b2b", "switch", "cascade". */
+const char *prog_topo_name(enum sio_topology_kind k);
 
 /*
  * Options of a long-running program that serves on a fabric (nvme-emu,

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * smartio nvme stats, smartio top: the NVMe driver's live counters
- * (<smartio/nvme/stats.h>) per client and queue pair, with rates between
- * two readings, beside the fabric's nodes, windows and borrows.
+ * smartio-nvme: `smartio nvme stats` and `smartio top`, the NVMe driver's
+ * live counters (<smartio/nvme/stats.h>) per client and queue pair, with
+ * rates between two readings, beside the fabric's nodes, windows and
+ * borrows. A program of the driver's own: `smartio nvme ARGS` runs it as
+ * `smartio-nvme ARGS` and `smartio top ARGS` as `smartio-nvme top ARGS`,
+ * so that the smartio command knows nothing of the driver.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,10 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 #include <smartio/smartio.h>
+#include <smartio/nvme/stats.h>
 #include "clock.h"
 #include "parse.h"
-#include <smartio/nvme/stats.h>
-#include "smartio-cmd.h"
+#include "prog.h"
 
 #define MAX_CLIENTS	256
 
@@ -27,7 +30,7 @@ struct reading {
 struct stats_view {
 	const char *name;
 	uint32_t device;
-	enum sio_tool_fmt fmt;
+	bool json;
 	bool top;
 	struct reading *bufs;	/* two: the last reading and the one before */
 	int k;			/* bufs[k] is filled next */
@@ -201,7 +204,7 @@ static void fabric_summary(FILE *o, const struct sio_fabric_status *st)
 				most = st->nodes[n].windows_used[a], mnode = n;
 		}
 	fprintf(o, "fabric %s: %d nodes (%s), %d processes, %d link(s) down; windows in use %d, "
-		"most %d/%d on node %d\n", st->name, st->topo.nodes, sio_tool_topo_name(st->topo.kind),
+		"most %d/%d on node %d\n", st->name, st->topo.nodes, prog_topo_name(st->topo.kind),
 		st->procs, down, used, most, st->topo.windows, mnode);
 	/* per node and adapter: windows in use, and a link that is down */
 	fprintf(o, "windows (of %d) per node%s:", st->topo.windows,
@@ -248,7 +251,7 @@ static int stats_once(void *arg)
 	if (n < 0)
 		return prog_fail("%s", sio_errmsg());
 	v->cur->n = n < MAX_CLIENTS ? n : MAX_CLIENTS;
-	if (v->fmt == SIO_TOOL_JSON) {
+	if (v->json) {
 		prog_json_print(stdout, stats_json(v));
 	} else {
 		if (st)
@@ -273,7 +276,7 @@ static int run_view(struct stats_view *v, double interval, uint64_t count)
 	if (!v->bufs)
 		return prog_fail("out of memory");
 	if (interval > 0)
-		ret = sio_tool_watch(stats_once, v, interval, count, v->fmt == SIO_TOOL_JSON);
+		ret = prog_repeat(stats_once, v, interval, count, v->json);
 	else
 		ret = stats_once(v);
 	free(v->bufs);
@@ -298,14 +301,14 @@ static int cmd_stats(int argc, char **argv)
 	static const struct option o[] = {
 		{ "json", 0, 0, O_JSON }, { "watch", 2, 0, O_WATCH }, { "count", 1, 0, O_COUNT },
 		{ "device", 1, 0, O_DEVICE }, PROG_LONGOPTS, { 0 } };
-	struct stats_view v = { .device = SIO_DEVICE_ANY, .fmt = SIO_TOOL_TEXT };
+	struct stats_view v = { .device = SIO_DEVICE_ANY };
 	double interval = 0;
 	uint64_t count = 0;
 	int c;
 
 	while ((c = prog_getopt(argc, argv, "h", o)) != -1) {
 		switch (c) {
-		case O_JSON: v.fmt = SIO_TOOL_JSON; break;
+		case O_JSON: v.json = true; break;
 		case O_WATCH: interval = watch_arg(optarg, argc, argv); break;
 		case O_COUNT: count = prog_u64("--count", optarg, 1, UINT64_MAX); break;
 		case O_DEVICE: v.device = prog_u32("--device", optarg, 0, SIO_DEVICE_ANY - 1); break;
@@ -319,28 +322,13 @@ static int cmd_stats(int argc, char **argv)
 	return run_view(&v, interval, count);
 }
 
-int sio_tool_nvme(int argc, char **argv)
-{
-	if (argc < 2 || strcmp(argv[1], "stats")) {
-		if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-			printf("usage: smartio nvme stats [NAME] [--json] [--watch [SEC]] [--count N] "
-			       "[--device ID]\n");
-			return PROG_OK;
-		}
-		prog_usage_error("nvme: %s%s%s (there is: nvme stats)", argc < 2 ? "no command" :
-				 "unknown command '", argc < 2 ? "" : argv[1], argc < 2 ? "" : "'");
-	}
-	optind = 1;
-	return cmd_stats(argc - 1, argv + 1);
-}
-
-int sio_tool_top(int argc, char **argv)
+static int cmd_top(int argc, char **argv)
 {
 	enum { O_INTERVAL = 256, O_COUNT, O_DEVICE };
 	static const struct option o[] = {
 		{ "interval", 1, 0, O_INTERVAL }, { "count", 1, 0, O_COUNT },
 		{ "device", 1, 0, O_DEVICE }, PROG_LONGOPTS, { 0 } };
-	struct stats_view v = { .device = SIO_DEVICE_ANY, .fmt = SIO_TOOL_TEXT, .top = true };
+	struct stats_view v = { .device = SIO_DEVICE_ANY, .top = true };
 	double interval = 1;
 	uint64_t count = 0;
 	int c;
@@ -356,4 +344,36 @@ int sio_tool_top(int argc, char **argv)
 		v.name = argv[optind++];
 	prog_no_args(argc, argv);
 	return run_view(&v, interval, count);
+}
+
+static void usage(FILE *o)
+{
+	fprintf(o,
+"usage: smartio nvme stats [NAME] [--json] [--watch [SEC]] [--count N] [--device ID]\n"
+"                                  the NVMe driver's counters, per client and queue\n"
+"       smartio top [NAME] [--interval SEC] [--count N] [--device ID]\n"
+"                                  live NVMe clients and queue pairs: IOPS, MiB/s,\n"
+"                                  latency, errors, doorbells\n"
+"smartio runs this program for both (as smartio-nvme stats|top ...).\n"
+"NAME defaults to $SMARTIO_FABRIC.\n"
+PROG_HELP
+"Exit status: 0 ok, 1 failed, 2 usage error.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option o[] = { PROG_LONGOPTS, { 0 } };
+
+	prog_init("smartio-nvme", usage);
+	if (argc >= 2 && argv[1][0] == '-') {	/* --help, --version */
+		prog_getopt(2, argv, "h", o);
+		prog_usage_error("unknown option '%s'", argv[1]);
+	}
+	optind = 1;
+	if (argc >= 2 && !strcmp(argv[1], "stats"))
+		return cmd_stats(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "top"))
+		return cmd_top(argc - 1, argv + 1);
+	prog_usage_error("%s%s%s (there is: stats, top)", argc < 2 ? "no command" :
+			 "unknown command '", argc < 2 ? "" : argv[1], argc < 2 ? "" : "'");
 }

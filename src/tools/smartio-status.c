@@ -12,11 +12,6 @@
 #include "prog.h"
 #include "smartio-cmd.h"
 
-const char *sio_tool_topo_name(enum sio_topology_kind k)
-{
-	return k == SIO_TOPO_B2B ? "b2b" : k == SIO_TOPO_SWITCH ? "switch" : "cascade";
-}
-
 static const char *kind_name(int k)
 {
 	return k == SIO_SEG_BAR ? "bar" : k == SIO_SEG_GPU ? "gpu" : "ram";
@@ -111,7 +106,7 @@ struct json_object *sio_tool_status_json(const struct sio_fabric_status *st)
 
 	pj_str(o, "fabric", st->name);
 	pj_str(o, "backend", st->backend);
-	pj_str(o, "topology", sio_tool_topo_name(t->kind));
+	pj_str(o, "topology", prog_topo_name(t->kind));
 	pj_int(o, "nodes", t->nodes);
 	pj_int(o, "adapters", t->adapters);
 	pj_int(o, "windows", t->windows);
@@ -128,7 +123,7 @@ void sio_tool_status_text(FILE *o, const struct sio_fabric_status *st)
 	const struct sio_topology *t = &st->topo;
 
 	fprintf(o, "fabric %s: %s, %d nodes, %d adapter(s) per node, %d windows per adapter, "
-		"latency model %s\n", st->name, sio_tool_topo_name(t->kind), t->nodes, t->adapters,
+		"latency model %s\n", st->name, prog_topo_name(t->kind), t->nodes, t->adapters,
 		t->windows, t->latency_model ? "on (modelled, not measured)" : "off");
 	fprintf(o, "%-6s %-8s %-10s %-14s %s\n", "node", "adapter", "switch", "link", "windows used");
 	for (int n = 0; n < st->nnodes; n++)
@@ -279,31 +274,5 @@ int sio_tool_status_once(const char *name, enum sio_tool_fmt fmt)
 		sio_tool_status_text(stdout, st);
 	sio_fabric_status_close(st);
 	fflush(stdout);
-	return ret;
-}
-
-int sio_tool_watch(int (*once)(void *arg), void *arg, double interval, uint64_t count,
-		   bool json)
-{
-	bool tty = isatty(1) && !json;
-	int ret = 0;
-
-	prog_catch_stop();
-	for (uint64_t i = 0; !prog_stop && (!count || i < count); i++) {
-		struct timespec ts = { (time_t)interval,
-				       (long)((interval - (double)(time_t)interval) * 1e9) };
-
-		if (i && !tty && !json)
-			printf("\n");
-		if (tty)	/* home and clear, as top(1) */
-			printf("\033[H\033[2J");
-		fflush(stdout);
-		if ((ret = once(arg)))
-			break;
-		if (count && i + 1 == count)
-			break;
-		while (!prog_stop && nanosleep(&ts, &ts) && errno == EINTR)
-			;
-	}
 	return ret;
 }

@@ -2,9 +2,11 @@
 /* smartio: create, inspect and break simulated fabrics. */
 #include <errno.h>
 #include <grp.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <smartio/smartio.h>
 #include "parse.h"
 #include "smartio-cmd.h"
@@ -196,7 +198,7 @@ static int cmd_status(int argc, char **argv)
 		prog_usage_error("--count goes with --watch");
 	if (!interval)
 		return status_once(&a);
-	return sio_tool_watch(status_once, &a, interval, count, a.fmt == SIO_TOOL_JSON);
+	return prog_repeat(status_once, &a, interval, count, a.fmt == SIO_TOOL_JSON);
 }
 
 static int cmd_list(int argc, char **argv)
@@ -238,7 +240,7 @@ static int cmd_list(int argc, char **argv)
 
 			pj_str(x, "fabric", names[i]);
 			if (st) {
-				pj_str(x, "topology", sio_tool_topo_name(st->topo.kind));
+				pj_str(x, "topology", prog_topo_name(st->topo.kind));
 				pj_int(x, "nodes", st->topo.nodes);
 				pj_int(x, "procs", st->procs - 1);	/* not counting us */
 				pj_int(x, "devices", st->ndevices);
@@ -247,7 +249,7 @@ static int cmd_list(int argc, char **argv)
 			}
 		} else if (st) {
 			printf("%-24s %-8s %-6d %-6d %-8d live\n", names[i],
-			       sio_tool_topo_name(st->topo.kind), st->topo.nodes, st->procs - 1,
+			       prog_topo_name(st->topo.kind), st->topo.nodes, st->procs - 1,
 			       st->ndevices);
 		} else {
 			printf("%-24s %-8s %-6s %-6s %-8s %s\n", names[i], "-", "-", "-", "-", why);
@@ -408,6 +410,50 @@ static int cmd_link(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * A command that lives with the part it belongs to, as git's do: `smartio
+ * CMD ARGS` runs the program smartio-CMD as `smartio-CMD ARGS`, found
+ * beside this smartio (an installed tree) or else on $PATH (a build tree,
+ * as `meson devenv` sets it). The NVMe driver's `smartio nvme` is its
+ * smartio-nvme, and `smartio top` is short for `smartio nvme top`. Return:
+ * only when there is no such program, or it could not be run (said why).
+ */
+static void run_external(int argc, char **argv)
+{
+	const char *cmd = strcmp(argv[1], "top") ? argv[1] : "nvme";
+	char self[PATH_MAX], prog[PATH_MAX + 80], name[64], **args;
+	ssize_t n;
+	int k = 0;
+
+	/* a command's name, not a path nor an option */
+	if (!*cmd || strspn(cmd, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(cmd) ||
+	    (size_t)snprintf(name, sizeof(name), "smartio-%s", cmd) >= sizeof(name))
+		return;
+	if (!(args = calloc((size_t)argc + 2, sizeof(*args))))
+		return;
+	args[k++] = name;
+	if (cmd != argv[1])
+		args[k++] = argv[1];	/* top */
+	for (int i = 2; i < argc; i++)
+		args[k++] = argv[i];
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0 && (self[n] = 0, strrchr(self, '/'))) {
+		*strrchr(self, '/') = 0;
+		snprintf(prog, sizeof(prog), "%s/%s", self, name);
+		if (!access(prog, X_OK)) {
+			execv(prog, args);
+			prog_fail("%s: %s", prog, strerror(errno));
+			exit(PROG_FAIL);
+		}
+	}
+	execvp(name, args);
+	if (errno != ENOENT) {
+		prog_fail("%s: %s", name, strerror(errno));
+		exit(PROG_FAIL);
+	}
+	free(args);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -416,9 +462,6 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{ "create", cmd_create }, { "destroy", cmd_destroy }, { "list", cmd_list },
 		{ "status", cmd_status }, { "path", cmd_path }, { "link", cmd_link },
-#ifdef SIO_TOOL_NVME
-		{ "top", sio_tool_top }, { "nvme", sio_tool_nvme },
-#endif
 #ifdef SIO_TOOL_VFIO
 		{ "vfio", sio_tool_vfio },
 #endif
@@ -445,5 +488,6 @@ int main(int argc, char **argv)
 			optind = 1;
 			return cmds[i].fn(argc - 1, argv + 1);
 		}
+	run_external(argc, argv);
 	prog_usage_error("unknown command '%s'", c);
 }

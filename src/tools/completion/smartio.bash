@@ -39,4 +39,4 @@ _smartio_complete()
 }
 
 complete -F _smartio_complete smartio nvme-emu nvme-manager nvme-client nvme-identify \
-	nvme-mcast-identify edu-emu edu-dma smartio-ivshmem-server
+	nvme-mcast-identify edu-emu edu-dma smartio-ivshmem-server smartio-nvme
