@@ -1,7 +1,8 @@
 #!/bin/sh
 # Every path that the README's "Layout" block names exists in the tree, and
 # every top-level folder of the tree that holds code is named there: the map
-# and the tree cannot drift apart. Usage: readme-layout.sh SOURCE_DIR
+# and the tree cannot drift apart. Nothing in src/ uses a driver, as the note
+# under the map says. Usage: readme-layout.sh SOURCE_DIR
 set -eu
 src=$1
 block=$(awk '/^## Layout$/ { inl = 1; next }
@@ -25,5 +26,11 @@ for d in "$src"/*/; do
 	printf '%s\n' "$block" | awk '{ print $1 }' | grep -q "^$d" ||
 		{ echo "the tree has $d, which README's Layout does not name"; bad=1; }
 done
+# And the layering the note under the map states: nothing in src/ uses a
+# driver, neither a meson dependency of one nor a header of its API.
+uses=$({ grep -rnE 'smartio_(nvme|gpu)|nvme_[a-z_]*(dep|lib|exe|tool)\b|libsmartio_(nvme|gpu)|drivers/' \
+		"$src/src" --include=meson.build
+	grep -rnE '#include [<"]smartio/(nvme|gpu)[./]' "$src/src" --include='*.[ch]'; } || true)
+[ -z "$uses" ] || { echo "src/ uses a driver (README: nothing in src/ uses a driver):"; echo "$uses"; bad=1; }
 [ "$bad" = 0 ] || exit 1
-echo "README Layout: $n paths, each in the tree; every top-level folder named"
+echo "README Layout: $n paths, each in the tree; every top-level folder named; src/ uses no driver"

@@ -43,6 +43,7 @@ nofab=t-cli-no-such-fabric-$$
 for p in "$dest$bindir"/*; do
 	case $(basename "$p") in
 	smartio) check "$p" status "$nofab" ;;
+	smartio-nvme) check "$p" stats "$nofab" ;;
 	smartio-ivshmem-server) check "$p" --socket "$dest/s" --shm "$dest/no-such-file" ;;
 	nvme-mcast-identify|nvme-identify|nvme-manager|nvme-client|nvme-emu|edu-emu)
 		check "$p" --fabric "$nofab" ;;
@@ -82,5 +83,16 @@ for c in create destroy list status path link; do
 done
 rc=0; "$S" frobnicate >/dev/null 2>&1 || rc=$?
 [ $rc -eq 2 ] || bad "smartio frobnicate (no such command) exits $rc (want 2)"
+# A command of another part is its program beside smartio (smartio-nvme for
+# `smartio nvme` and `smartio top`), found there with no build tree on PATH.
+if [ -x "$dest$bindir/smartio-nvme" ]; then
+	rc=0; err=$(PATH=/usr/bin:/bin timeout 10 "$S" nvme stats "$nofab" 2>&1 >/dev/null) || rc=$?
+	[ $rc -eq 1 ] && echo "$err" | grep -q "$nofab" ||
+		bad "smartio nvme stats $nofab exits $rc (want 1, from smartio-nvme): $err"
+	PATH=/usr/bin:/bin timeout 10 "$S" nvme --help 2>/dev/null | grep -q "smartio nvme stats" ||
+		bad "smartio nvme --help prints no usage of smartio nvme stats"
+	rc=0; PATH=/usr/bin:/bin timeout 10 "$S" top --bogus-option >/dev/null 2>&1 || rc=$?
+	[ $rc -eq 2 ] || bad "smartio top --bogus-option exits $rc (want 2)"
+fi
 [ $fail -eq 0 ] || exit 1
 echo "$n programs keep the command-line contract"
