@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#include "parse.h"
 #include "prog.h"
 #include "safe-file.h"
 
@@ -304,4 +305,15 @@ int prog_repeat(int (*once)(void *arg), void *arg, double interval, uint64_t cou
 			;
 	}
 	return ret;
+}
+
+double prog_watch_arg(const char *arg, int argc, char **argv)
+{
+	double w = 1;
+
+	if (arg)
+		return prog_double("--watch", arg, 0.1, 86400);
+	if (optind < argc && !sio_parse_double(argv[optind], 0.1, 86400, &w))
+		optind++;
+	return w;
 }

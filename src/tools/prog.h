@@ -106,6 +106,17 @@ void prog_catch_stop(void);
  */
 int prog_repeat(int (*once)(void *arg), void *arg, double interval, uint64_t count, bool json);
 
+/**
+ * prog_watch_arg() - the seconds of --watch [SEC]
+ * @arg: optarg of an optional-argument --watch (--watch=SEC), or NULL
+ * @argc, @argv: the command line; the next word is taken (optind moves on)
+ *	when it is a number of seconds
+ *
+ * Return: the seconds between readings, 0.1 to 86400; 1 when none is given.
+ * A bad --watch=SEC exits %PROG_USAGE.
+ */
+double prog_watch_arg(const char *arg, int argc, char **argv);
+
 /* ---- readiness and logs ---- */
 
 /**

@@ -181,14 +181,7 @@ static int cmd_status(int argc, char **argv)
 		switch (c) {
 		case O_JSON: a.fmt = SIO_TOOL_JSON; break;
 		case O_DOT: a.fmt = SIO_TOOL_DOT; break;
-		case O_WATCH:
-			interval = 1;
-			/* --watch SEC: the next word, when it is a number */
-			if (optarg)
-				interval = prog_double("--watch", optarg, 0.1, 86400);
-			else if (optind < argc && !sio_parse_double(argv[optind], 0.1, 86400, &interval))
-				optind++;
-			break;
+		case O_WATCH: interval = prog_watch_arg(optarg, argc, argv); break;
 		case O_COUNT: count = prog_u64("--count", optarg, 1, UINT64_MAX); break;
 		}
 	}

@@ -15,7 +15,6 @@
 #include <smartio/smartio.h>
 #include <smartio/nvme/stats.h>
 #include "clock.h"
-#include "parse.h"
 #include "prog.h"
 
 #define MAX_CLIENTS	256
@@ -283,18 +282,6 @@ static int run_view(struct stats_view *v, double interval, uint64_t count)
 	return ret;
 }
 
-/* --watch [SEC]: the next word too when it is a number (1 s without). */
-static double watch_arg(const char *optarg_, int argc, char **argv)
-{
-	double w = 1;
-
-	if (optarg_)
-		return prog_double("--watch", optarg_, 0.1, 86400);
-	if (optind < argc && !sio_parse_double(argv[optind], 0.1, 86400, &w))
-		optind++;
-	return w;
-}
-
 static int cmd_stats(int argc, char **argv)
 {
 	enum { O_JSON = 256, O_WATCH, O_COUNT, O_DEVICE };
@@ -309,7 +296,7 @@ static int cmd_stats(int argc, char **argv)
 	while ((c = prog_getopt(argc, argv, "h", o)) != -1) {
 		switch (c) {
 		case O_JSON: v.json = true; break;
-		case O_WATCH: interval = watch_arg(optarg, argc, argv); break;
+		case O_WATCH: interval = prog_watch_arg(optarg, argc, argv); break;
 		case O_COUNT: count = prog_u64("--count", optarg, 1, UINT64_MAX); break;
 		case O_DEVICE: v.device = prog_u32("--device", optarg, 0, SIO_DEVICE_ANY - 1); break;
 		}
