@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
-#include <smartio/backoff.h>
 #include "winfab.h"
 
+#define WAIT_NAP_MIN_NS		10000u
 #define WAIT_NAP_MAX_NS		1000000ull
 
 int sio__wf_ev_open(struct sio_fabric *f)
@@ -108,12 +108,10 @@ int sio__wf_notify(struct sio_fabric *f, uint32_t *word)
 int sio__wf_wait(struct sio_fabric *f, uint32_t *word, uint32_t old, uint64_t timeout_ns)
 {
 	uint64_t start = sio__now_ns();
-	struct sio_backoff b;
+	struct sio_backoff b = wf_nap(WAIT_NAP_MIN_NS, WAIT_NAP_MAX_NS);
 
 	if (wf_wake_sleep(wf_of(f), word, old, timeout_ns))
 		return __atomic_load_n(word, __ATOMIC_ACQUIRE) != old ? 0 : -ETIMEDOUT;
-	/* sleep at once: the writer may be on another kernel, far from here */
-	sio_backoff_init(&b, 0, 0, WAIT_NAP_MAX_NS);
 	while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == old) {
 		uint64_t el = sio__now_ns() - start;
 

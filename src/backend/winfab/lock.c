@@ -23,11 +23,11 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
-#include <smartio/backoff.h>
 #include "proc.h"
 #include "winfab.h"
 
-/* Longest sleep between looks at a lock another kernel holds. */
+/* Sleeps between looks at a lock another kernel holds. */
+#define NAP_MIN_NS	20000u
 #define NAP_MAX_NS	2000000u
 
 static __thread uint32_t my_tix;
@@ -79,7 +79,7 @@ static bool holder_dead_here(struct wf_lock *l, uint64_t v)
 int wf_lease_lock(struct sio_fabric *f, struct wf_lock *l, bool *holder_died)
 {
 	uint64_t me = token(), v = 0, lease, seen_v = 0, seen_l = 0, seen_t, start, limit;
-	struct sio_backoff b;
+	struct sio_backoff b = wf_nap(NAP_MIN_NS, NAP_MAX_NS);
 
 	*holder_died = false;
 	if (atomic_compare_exchange_strong(&l->owner, &v, me)) {
@@ -88,7 +88,6 @@ int wf_lease_lock(struct sio_fabric *f, struct wf_lock *l, bool *holder_died)
 	}
 	start = seen_t = sio__now_ns();
 	limit = timeout_ns();
-	sio_backoff_init(&b, 0, 0, NAP_MAX_NS);
 	for (;;) {
 		uint64_t now = sio__now_ns();
 		bool dead = false;
@@ -160,9 +159,8 @@ static int bakery_wait(struct sio_fabric *f, struct wf_bakery *b, int j, int me,
 {
 	uint32_t mine = atomic_load(&b[me].number);
 	uint64_t lease = atomic_load(&b[j].lease), seen = sio__now_ns();
-	struct sio_backoff nap;
+	struct sio_backoff nap = wf_nap(NAP_MIN_NS, NAP_MAX_NS);
 
-	sio_backoff_init(&nap, 0, 0, NAP_MAX_NS);
 	for (;;) {
 		uint32_t n = atomic_load(&b[j].number);
 		uint64_t now = sio__now_ns(), l = atomic_load(&b[j].lease);

@@ -38,11 +38,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <smartio/backoff.h>
 #include "winfab.h"
 
-#define NAP_MAX_NS	100000u		/* while a mirror is watched */
-#define NAP_IDLE_NS	10000000u	/* while none is */
+#define NAP_MIN_NS	2000ull
+#define NAP_MAX_NS	100000ull	/* while a mirror is watched */
+#define NAP_IDLE_NS	10000000ull	/* while none is */
 #define REGS_MAX	4096		/* the register copy: one page */
 
 struct wf_relay {
@@ -269,7 +269,7 @@ static void *relay_thread(void *arg)
 	const struct sio_doorbells *db = &r->x.db;
 	uint32_t ndb = db->count, first = db->confined;
 	uint64_t last_sync = 0, end = r->x.db_end, prev = sio__now_ns();
-	struct sio_backoff nap;
+	struct sio_backoff nap = wf_nap(NAP_MIN_NS, NAP_MAX_NS);
 	int watched = 0;
 
 	/* the doorbells, and nothing past BAR0's registers (QEMU's NVMe keeps its MSI-X table in BAR0) */
@@ -279,7 +279,6 @@ static void *relay_thread(void *arg)
 		ndb = WF_RELAY_DOORBELLS;
 	if (ndb && (db->base >= end || ndb > (end - db->base) / db->stride))
 		ndb = db->base < end ? (uint32_t)((end - db->base) / db->stride) : 0;
-	sio_backoff_init(&nap, 0, 0, NAP_MAX_NS);
 	while (!atomic_load(&r->stop)) {
 		uint64_t now = sio__now_ns();
 		bool moved = false;
@@ -293,7 +292,7 @@ static void *relay_thread(void *arg)
 				moved |= relay_mirror(r, d, r->m[i].va, first, ndb, prev);
 		prev = now;
 		if (moved) {
-			sio_backoff_reset(&nap);
+			nap = wf_nap(NAP_MIN_NS, NAP_MAX_NS);
 			continue;
 		}
 		/* while no mirror is watched there is nothing to forward soon */

@@ -42,6 +42,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <smartio/backoff.h>
 #include "internal.h"
 
 #define WF_MAGIC		0x31304e49574f4953ull	/* "SIOWIN01" */
@@ -286,6 +287,21 @@ struct wf_fabric {
 static inline struct wf_fabric *wf_of(struct sio_fabric *f)
 {
 	return (struct wf_fabric *)f->be;
+}
+
+/*
+ * The window fabric's waits for memory another kernel writes go through
+ * the one back-off (smartio/backoff.h), but sleep at once, without
+ * spinning or yielding (the writer is often on another kernel), from
+ * @first_ns doubling up to @max_ns.
+ */
+static inline struct sio_backoff wf_nap(uint32_t first_ns, uint32_t max_ns)
+{
+	struct sio_backoff b;
+
+	sio_backoff_init(&b, 0, 0, max_ns);
+	b.sleep_ns = first_ns;
+	return b;
 }
 
 /* state.c: identities, liveness, the heartbeat thread, the state's lifetime */
