@@ -44,4 +44,7 @@ fi
 # kernel's version (Debian builds no ntb.ko), cached under /var/cache/smartio.
 sh "$(dirname "$0")/../kernel/upstream.sh" ||
 	echo "smartio: the NTB framework's sources could not be fetched: the NTB modules will not be built" >&2
+# checkpatch.pl, for the kernel code's style check (kernel/checkpatch.sh).
+sh "$(dirname "$0")/../kernel/checkpatch.sh" /dev/null >/dev/null 2>&1 ||
+	echo "smartio: checkpatch.pl could not be fetched: the checkpatch test will fetch it" >&2
 echo "smartio: build dependencies present"
