@@ -84,7 +84,7 @@ struct cmdrec {
 /* One queue pair in the controller, reached through one path. A command
  * ends with a call of its tag's @cbs entry with its cookie: the caller's
  * callback and argument for a request of one command on a queue pair of
- * one path; else req_chunk_done() (io.c) and the request it is part of
+ * one path; else sio_nvme_req_chunk_done() (io.c) and the request it is part of
  * (struct ioreq, in the queue's table). */
 struct qpair {
 	struct sio_nvme_queue q;
@@ -252,7 +252,7 @@ void sio_nvme_stats_sync(struct sio_nvme_ioq *q);
 
 /* io.c: a command of a request in the queue's table ended (@arg: the
  * struct ioreq). */
-void req_chunk_done(void *arg, int err, uint16_t status);
+void sio_nvme_req_chunk_done(void *arg, int err, uint16_t status);
 
 /* dbbuf.c */
 int sio_nvme_client_dbbuf(struct sio_nvme_client *cl);
@@ -330,7 +330,7 @@ static inline int put_cmd(struct sio_nvme_ioq *q, struct qpair *p, const struct 
 		/* Data buffers have an address per path; their page offsets agree. */
 		cid = put_rw(q, p, r->opc, r->nsid, r->slba, r->nlb,
 			     (p->path ? r->buf->bus2 : r->buf->bus) + r->off, r->len,
-			     (uint64_t)(uintptr_t)&q->reqs[r->ridx], req_chunk_done);
+			     (uint64_t)(uintptr_t)&q->reqs[r->ridx], sio_nvme_req_chunk_done);
 	} else {
 		e = sio_nvme_sq_entry(&p->q);
 		if (!e)
@@ -345,7 +345,7 @@ static inline int put_cmd(struct sio_nvme_ioq *q, struct qpair *p, const struct 
 			e->nsid = r->nsid;
 		}
 		cid = sio_nvme_sq_commit(&p->q, (uint64_t)(uintptr_t)&q->reqs[r->ridx]);
-		p->cbs[cid] = req_chunk_done;
+		p->cbs[cid] = sio_nvme_req_chunk_done;
 	}
 	if (q->mp && cid >= 0)
 		p->rec[cid] = *r;

@@ -234,7 +234,7 @@ submit_rw_any(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba,
 	p = q->act;
 	/* Data buffers have an address per path; their page offsets agree. */
 	cid = put_rw(q, p, opc, nsid, slba, nlb, (p->path ? buf->bus2 : buf->bus) + off,
-		     (uint32_t)bytes, (uint64_t)(uintptr_t)&q->reqs[ridx], req_chunk_done);
+		     (uint32_t)bytes, (uint64_t)(uintptr_t)&q->reqs[ridx], sio_nvme_req_chunk_done);
 	if (cid < 0) {
 		req_put(q, ridx);
 		return cid;
@@ -442,7 +442,7 @@ static void finish(struct sio_nvme_ioq *q, uint32_t ridx, int err, uint16_t stat
 		cb(arg, err, status);
 }
 
-void req_chunk_done(void *arg, int err, uint16_t status)
+void sio_nvme_req_chunk_done(void *arg, int err, uint16_t status)
 {
 	struct ioreq *r = arg;
 

@@ -93,7 +93,7 @@ struct sio_fabric_ops {
 	int (*create)(struct sio_fabric *f, bool group, gid_t gid);
 	/**
 	 * @attach: find fabric f->name's shared state, check that this process
-	 * may use it and that its header is whole (reg_check_header()), and map
+	 * may use it and that its header is whole (sio__reg_check_header()), and map
 	 * it: f->reg, f->be. On failure it leaves nothing behind (f->reg NULL).
 	 */
 	int (*attach)(struct sio_fabric *f);
@@ -153,7 +153,7 @@ struct sio_fabric_ops {
 	void (*proc_init)(struct sio_fabric *f, struct reg_proc *p);
 	/**
 	 * @proc_alive: does the process of slot @p still live? The core
-	 * reclaims what a dead one held (reg_reap()); this process is alive.
+	 * reclaims what a dead one held (sio__reg_reap()); this process is alive.
 	 */
 	bool (*proc_alive)(struct sio_fabric *f, const struct reg_proc *p);
 	/**
@@ -198,7 +198,7 @@ struct sio_fabric_ops {
 	/**
 	 * @seg_connect: lock held: as @seg_map, for a process's connection to
 	 * another node's segment, for which the core counts a window of this
-	 * node (reg_window_get()): a backend whose hardware gives a window per
+	 * node (sio__reg_window_get()): a backend whose hardware gives a window per
 	 * segment maps through one (ntb). Undone by @seg_unmap. Optional.
 	 */
 	int (*seg_connect)(struct sio_fabric *f, int slot, uint64_t off, uint64_t len,

@@ -108,7 +108,7 @@ int sio_device_borrow(struct sio_fabric *f, uint32_t id, unsigned int flags, str
 		eb = reg_borrow_at(r, r->devs[d].excl);
 		ret = eb ? sio__err(EBUSY, "device %u is borrowed exclusively by pid %d", id,
 				    reg_proc_pid(r, eb->proc))
-			 : reg_corrupt(f, "device %u names exclusive borrow %d", id, r->devs[d].excl);
+			 : sio__reg_corrupt(f, "device %u names exclusive borrow %d", id, r->devs[d].excl);
 		goto out;
 	}
 	if ((flags & SIO_BORROW_EXCLUSIVE) && r->devs[d].nborrows) {
@@ -193,7 +193,7 @@ void sio_device_close(struct sio_device *dev)
 	/* the handle goes either way; the borrow goes when this process leaves */
 	if (!sio__lock(dev->f)) {
 		if (!sio__dev_check(dev))
-			reg_borrow_release(dev->f, dev->borrow);
+			sio__reg_borrow_release(dev->f, dev->borrow);
 		sio__unlock(dev->f);
 	}
 	free(dev);
@@ -279,7 +279,7 @@ int sio_device_bar(struct sio_device *dev, int bar, struct sio_segment **out)
 		goto out;
 	s = r->devs[dev->slot].bar_seg[bar];
 	if (s >= 0 && !reg_seg_at(r, s)) {
-		ret = reg_corrupt(dev->f, "BAR%d of device %u names segment slot %d", bar, dev->id, s);
+		ret = sio__reg_corrupt(dev->f, "BAR%d of device %u names segment slot %d", bar, dev->id, s);
 		goto out;
 	}
 	if (s < 0) {	/* not a fabric segment: the device's backend maps it */
@@ -481,15 +481,15 @@ int sio__bar_access(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, 
 	int pid = getpid();
 
 	if (!s)
-		return reg_corrupt(f, "segment slot %d is out of range", slot);
+		return sio__reg_corrupt(f, "segment slot %d is out of range", slot);
 	if (s->kind != SIO_SEG_BAR || s->device < 0 || s->bar < 0)
 		return 0;
 	if (!(v = reg_dev_at(r, s->device)) || s->bar >= SIO_MAX_BARS)
-		return reg_corrupt(f, "BAR segment slot %d names device slot %d BAR%d", slot, s->device, s->bar);
+		return sio__reg_corrupt(f, "BAR segment slot %d names device slot %d BAR%d", slot, s->device, s->bar);
 	if (!v->restricted[s->bar] || v->owner == f->proc)
 		return 0;	/* open, or the device model itself */
 	if (!(rb = reg_borrow_at(r, v->restricted[s->bar] - 1)))
-		return reg_corrupt(f, "BAR%d of device %u names restricting borrow %d", s->bar, v->id,
+		return sio__reg_corrupt(f, "BAR%d of device %u names restricting borrow %d", s->bar, v->id,
 				   v->restricted[s->bar] - 1);
 	if (reg_proc_pid(r, rb->proc) == pid && r->procs[rb->proc].node == f->node)
 		return 0;	/* the restricting process */
@@ -561,7 +561,7 @@ static int dev_slot_locked(struct sio_fabric *f, int *slot)
 	if (d == SIO_MAX_DEVS)
 		return sio__err(ENOSPC, "the fabric has all %d devices registered", SIO_MAX_DEVS);
 	if (!r->next_dev_id || r->next_dev_id > INT32_MAX || find_dev(r, r->next_dev_id) >= 0)
-		return reg_corrupt(f, "the next device id is %u", r->next_dev_id);
+		return sio__reg_corrupt(f, "the next device id is %u", r->next_dev_id);
 	*slot = d;
 	return 0;
 }
@@ -605,7 +605,7 @@ static int dev_bars_locked(struct sio_fabric *f, const struct sio_device_ops *op
 		if (ret) {
 			for (int j = 0; j < i; j++)
 				if (v->bar_seg[j] >= 0)
-					reg_seg_release(f, v->bar_seg[j], false);
+					sio__reg_seg_release(f, v->bar_seg[j], false);
 			return ret;
 		}
 		r->segs[v->bar_seg[i]].device = d;
@@ -692,7 +692,7 @@ void sio_devreg_close(struct sio_devreg *reg)
 	/* the handle goes either way; the device goes when this process leaves */
 	if (!sio__lock(reg->f)) {
 		if (reg->f->reg->devs[reg->slot].used && reg->f->reg->devs[reg->slot].id == reg->id)
-			reg_dev_release(reg->f, reg->slot);
+			sio__reg_dev_release(reg->f, reg->slot);
 		sio__unlock(reg->f);
 	}
 	free(reg->cache);

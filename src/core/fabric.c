@@ -90,7 +90,7 @@ static int config_check(const struct sio_fabric_config *c, struct sio_topology *
 	t->adapter_ns = c->adapter_ns ? c->adapter_ns : 132;
 	t->chassis_ns = c->chassis_ns ? c->chassis_ns : 150;
 	t->switch_ns = c->switch_ns ? c->switch_ns : 170;
-	if (reg_topo_check(t, &why))
+	if (sio__reg_topo_check(t, &why))
 		return sio__err(EINVAL, "the fabric configuration has %s", why);
 	return 0;
 }
@@ -186,7 +186,7 @@ static int destroy_check(const char *name, bool force)
 		sio_fabric_close(f);	/* not ours to destroy: the backend says why */
 		return 0;
 	}
-	reg_reap(f);
+	sio__reg_reap(f);
 	for (int p = 0; p < SIO_MAX_PROCS; p++) {
 		if (!f->reg->procs[p].used || p == f->proc)
 			continue;
@@ -301,12 +301,12 @@ static int attach(struct sio_fabric *f)
 		return ret;
 	r = f->reg;
 	if (!memchr(r->backend, 0, sizeof(r->backend)))
-		return reg_corrupt(f, "its fabric backend's name is not terminated");
+		return sio__reg_corrupt(f, "its fabric backend's name is not terminated");
 	if (strcmp(r->backend, f->ops->name))
 		return sio__err(EPROTO, "fabric '%s' belongs to the '%s' fabric backend, not '%s' (set SMARTIO_FABRIC_BACKEND=%s)",
 				f->name, r->backend, f->ops->name, r->backend);
-	if (reg_topo_check(&r->topo, &why))
-		return reg_corrupt(f, "its topology has a %s", why);
+	if (sio__reg_topo_check(&r->topo, &why))
+		return sio__reg_corrupt(f, "its topology has a %s", why);
 	memcpy(&f->topo, &r->topo, sizeof(f->topo));	/* bytes, so sio__lock can compare */
 	return 0;
 }
@@ -379,11 +379,11 @@ int sio_fabric_open(const char *name, int node, struct sio_fabric **out)
 	}
 	if ((ret = sio__lock_noreap(f)))
 		goto fail;
-	if ((ret = reg_validate(f))) {
+	if ((ret = sio__reg_validate(f))) {
 		sio__unlock(f);
 		goto fail;
 	}
-	reg_reap(f);
+	sio__reg_reap(f);
 	for (p = 0; p < SIO_MAX_PROCS && f->reg->procs[p].used; p++)
 		;
 	if (p == SIO_MAX_PROCS) {
@@ -415,7 +415,7 @@ void sio_fabric_close(struct sio_fabric *f)
 		return;
 	/* a registry we cannot lock keeps our slot until a reaper finds us gone */
 	if (!sio__lock(f)) {
-		reg_proc_release(f, f->proc, false);
+		sio__reg_proc_release(f, f->proc, false);
 		sio__unlock(f);
 	}
 	for (int s = 0; s < SIO_MAX_SEGS; s++)
@@ -431,9 +431,9 @@ int sio__lock_noreap(struct sio_fabric *f)
 
 	if (ret)
 		return ret;
-	if ((ret = reg_check_header(f->reg, f->name)) ||
+	if ((ret = sio__reg_check_header(f->reg, f->name)) ||
 	    (memcmp(&f->reg->topo, &f->topo, sizeof(f->topo)) &&
-	     (ret = reg_corrupt(f, "its topology changed since this process joined")))) {
+	     (ret = sio__reg_corrupt(f, "its topology changed since this process joined")))) {
 		sio__unlock(f);
 		return ret;
 	}
@@ -447,7 +447,7 @@ int sio__lock(struct sio_fabric *f)
 	int ret = sio__lock_noreap(f);
 
 	if (!ret && sio__now_ns() - f->reg->last_reap_ns > REAP_EVERY_NS)
-		reg_reap(f);
+		sio__reg_reap(f);
 	return ret;
 }
 
@@ -514,7 +514,7 @@ int sio_fabric_reap(struct sio_fabric *f)
 		return sio__err(EINVAL, "fabric handle is NULL");
 	if ((n = sio__lock_noreap(f)))
 		return n;
-	n = reg_reap(f);
+	n = sio__reg_reap(f);
 	sio__unlock(f);
 	return n;
 }
@@ -529,7 +529,7 @@ int sio_fabric_proc_alive(struct sio_fabric *f, int node, int pid)
 		return 0;
 	if ((n = sio__lock_noreap(f)))
 		return n;
-	reg_reap(f);
+	sio__reg_reap(f);
 	for (int p = 0; p < SIO_MAX_PROCS && !found; p++)
 		found = f->reg->procs[p].used && f->reg->procs[p].pid == pid &&
 			f->reg->procs[p].node == node;

@@ -12,7 +12,7 @@ int sio__mcast_group(struct sio_fabric *f, uint32_t group)
 		return sio__err(ENOENT, "no multicast group %u", group);
 	g = &f->reg->groups[group];
 	if (g->nsubs < 0 || g->nsubs > SIO_MAX_SUBS)
-		return reg_corrupt(f, "multicast group %u has %d subscribers (0..%d)", group, g->nsubs,
+		return sio__reg_corrupt(f, "multicast group %u has %d subscribers (0..%d)", group, g->nsubs,
 				   SIO_MAX_SUBS);
 	return (int)group;
 }
@@ -54,7 +54,7 @@ int sio_mcast_destroy(struct sio_fabric *f, uint32_t group)
 	if (g >= 0) {
 		for (int m = 0; m < SIO_MAX_DMAMAPS; m++)
 			if (f->reg->dmamaps[m].used && f->reg->dmamaps[m].group == g)
-				reg_dmamap_release(f, m);
+				sio__reg_dmamap_release(f, m);
 		memset(&f->reg->groups[g], 0, sizeof(f->reg->groups[g]));
 		reg_bump(f->reg);
 	}

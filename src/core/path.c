@@ -130,12 +130,12 @@ int sio__route_window(struct sio_fabric *f, int from, int to, int adapter, bool 
 
 	if (ret)
 		return ret;
-	w = reg_window_get(f, from, out->adapter, seg, bus);
+	w = sio__reg_window_get(f, from, out->adapter, seg, bus);
 	for (int a = 0; w == -ENOSPC && adapter < 0 && a < f->topo.adapters; a++) {
 		if (a == out->adapter ||
 		    sio__route(f, from, to, a, chassis_from, chassis_to, &p) || !p.up)
 			continue;
-		w = reg_window_get(f, from, a, seg, bus);
+		w = sio__reg_window_get(f, from, a, seg, bus);
 		if (w >= 0)
 			*out = p;
 	}

@@ -10,7 +10,7 @@
 #include <string.h>
 #include "internal.h"
 
-int reg_corrupt(struct sio_fabric *f, const char *fmt, ...)
+int sio__reg_corrupt(struct sio_fabric *f, const char *fmt, ...)
 {
 	char what[200];
 	va_list ap;
@@ -22,7 +22,7 @@ int reg_corrupt(struct sio_fabric *f, const char *fmt, ...)
 			f->name, what, f->name);
 }
 
-int reg_check_header(const struct sio_registry *r, const char *name)
+int sio__reg_check_header(const struct sio_registry *r, const char *name)
 {
 	if (r->magic != SIO_REG_MAGIC)
 		return sio__err(EUCLEAN, "fabric '%s': its registry has a bad magic number 0x%08x (corrupt, or not a registry; remove it with 'smartio destroy %s')",
@@ -37,7 +37,7 @@ int reg_check_header(const struct sio_registry *r, const char *name)
 }
 
 /* A topology as config_check() makes them; @why says what is wrong. */
-int reg_topo_check(const struct sio_topology *t, const char **why)
+int sio__reg_topo_check(const struct sio_topology *t, const char **why)
 {
 	*why = NULL;
 	if ((unsigned)t->kind > SIO_TOPO_CASCADE)
@@ -72,7 +72,7 @@ static bool has_nul(const char *s, size_t n)
 	return memchr(s, 0, n) != NULL;
 }
 
-#define BAD(...) return reg_corrupt(f, __VA_ARGS__)
+#define BAD(...) return sio__reg_corrupt(f, __VA_ARGS__)
 
 static int check_procs_segs(struct sio_fabric *f)
 {
@@ -239,7 +239,7 @@ static int check_devs(struct sio_fabric *f)
  * Everything a process of the fabric reads and acts on. Registry lock held;
  * f->topo already checked and copied by the caller.
  */
-int reg_validate(struct sio_fabric *f)
+int sio__reg_validate(struct sio_fabric *f)
 {
 	const struct sio_registry *r = f->reg;
 	int ret;

@@ -12,7 +12,7 @@
 #include <string.h>
 #include "internal.h"
 
-struct reg_window *reg_window_at(struct sio_fabric *f, int node, int adapter, int window)
+struct reg_window *sio__reg_window_at(struct sio_fabric *f, int node, int adapter, int window)
 {
 	if (node < 0 || node >= f->topo.nodes || adapter < 0 || adapter >= f->topo.adapters ||
 	    window < 0 || window >= f->topo.windows)
@@ -20,10 +20,10 @@ struct reg_window *reg_window_at(struct sio_fabric *f, int node, int adapter, in
 	return &f->reg->windows[node][adapter][window];
 }
 
-int reg_window_get(struct sio_fabric *f, int node, int adapter, int seg, uint64_t *bus)
+int sio__reg_window_get(struct sio_fabric *f, int node, int adapter, int seg, uint64_t *bus)
 {
 	struct sio_registry *r = f->reg;
-	struct reg_window *w = reg_window_at(f, node, adapter, 0);
+	struct reg_window *w = sio__reg_window_at(f, node, adapter, 0);
 	int free_w = -1;
 
 	if (!w || !reg_seg_at(r, seg))
@@ -52,35 +52,35 @@ int reg_window_get(struct sio_fabric *f, int node, int adapter, int seg, uint64_
 	return free_w;
 }
 
-void reg_window_put(struct sio_fabric *f, int node, int adapter, int window)
+void sio__reg_window_put(struct sio_fabric *f, int node, int adapter, int window)
 {
-	struct reg_window *w = reg_window_at(f, node, adapter, window);
+	struct reg_window *w = sio__reg_window_at(f, node, adapter, window);
 
 	if (w && w->refs > 0 && --w->refs == 0 && f->reg->nodes[node].windows_used[adapter] > 0)
 		f->reg->nodes[node].windows_used[adapter]--;
 }
 
-void reg_pmap_release(struct sio_fabric *f, int i)
+void sio__reg_pmap_release(struct sio_fabric *f, int i)
 {
 	struct reg_pmap *pm = &f->reg->pmaps[i];
 
-	reg_window_put(f, pm->node, pm->adapter, pm->window);
+	sio__reg_window_put(f, pm->node, pm->adapter, pm->window);
 	memset(pm, 0, sizeof(*pm));
 }
 
-void reg_dmamap_release(struct sio_fabric *f, int m)
+void sio__reg_dmamap_release(struct sio_fabric *f, int m)
 {
 	struct reg_dmamap *d = &f->reg->dmamaps[m];
 
 	if (!d->used)
 		return;
-	reg_window_put(f, d->win_node, d->win_adapter, d->window);
+	sio__reg_window_put(f, d->win_node, d->win_adapter, d->window);
 	memset(d, 0, sizeof(*d));
 	reg_bump(f->reg);
 }
 
 /* Drop grants matching @dev, @bar and process (@node, @pid) (-1: any). */
-void reg_grants_drop(struct sio_fabric *f, int dev, int bar, int node, int pid)
+void sio__reg_grants_drop(struct sio_fabric *f, int dev, int bar, int node, int pid)
 {
 	for (int i = 0; i < SIO_MAX_GRANTS; i++) {
 		struct reg_grant *g = &f->reg->grants[i];
@@ -90,7 +90,7 @@ void reg_grants_drop(struct sio_fabric *f, int dev, int bar, int node, int pid)
 	}
 }
 
-void reg_borrow_release(struct sio_fabric *f, int b)
+void sio__reg_borrow_release(struct sio_fabric *f, int b)
 {
 	struct sio_registry *r = f->reg;
 	struct reg_borrow *br = reg_borrow_at(r, b);
@@ -102,7 +102,7 @@ void reg_borrow_release(struct sio_fabric *f, int b)
 	for (int bar = 0; dv && bar < SIO_MAX_BARS; bar++)	/* its restrictions end with it */
 		if (dv->restricted[bar] == b + 1) {
 			dv->restricted[bar] = 0;
-			reg_grants_drop(f, br->dev, bar, -1, -1);
+			sio__reg_grants_drop(f, br->dev, bar, -1, -1);
 		}
 	for (int m = 0; m < SIO_MAX_DMAMAPS; m++) {
 		struct reg_dmamap *d = &r->dmamaps[m];
@@ -121,7 +121,7 @@ void reg_borrow_release(struct sio_fabric *f, int b)
 		if (sg && sg->used && sg->keep && sg->gen == d->seg_gen && dv && dv->used)
 			d->borrow = -1;
 		else
-			reg_dmamap_release(f, m);
+			sio__reg_dmamap_release(f, m);
 	}
 	if (dv && dv->used) {
 		if (dv->nborrows > 0)
@@ -152,7 +152,7 @@ static bool want_seg_users(struct sio_fabric *f, int p, const struct sio_event *
 	return false;
 }
 
-void reg_seg_release(struct sio_fabric *f, int s, bool notify)
+void sio__reg_seg_release(struct sio_fabric *f, int s, bool notify)
 {
 	struct sio_registry *r = f->reg;
 	struct reg_seg *sg = reg_seg_at(r, s);
@@ -166,10 +166,10 @@ void reg_seg_release(struct sio_fabric *f, int s, bool notify)
 	}
 	for (int i = 0; i < SIO_MAX_PMAPS; i++)
 		if (r->pmaps[i].used && r->pmaps[i].seg == s)
-			reg_pmap_release(f, i);
+			sio__reg_pmap_release(f, i);
 	for (int m = 0; m < SIO_MAX_DMAMAPS; m++)
 		if (r->dmamaps[m].used && r->dmamaps[m].seg == s)
-			reg_dmamap_release(f, m);
+			sio__reg_dmamap_release(f, m);
 	for (int g = 0; g < SIO_MAX_GROUPS; g++) {
 		struct reg_group *gr = &r->groups[g];
 		if (gr->nsubs < 0 || gr->nsubs > SIO_MAX_SUBS)
@@ -199,7 +199,7 @@ bool sio__want_dev_users(struct sio_fabric *f, int p, const struct sio_event *ev
 	return false;
 }
 
-void reg_dev_release(struct sio_fabric *f, int d)
+void sio__reg_dev_release(struct sio_fabric *f, int d)
 {
 	struct sio_registry *r = f->reg;
 	struct reg_dev *dv = reg_dev_at(r, d);
@@ -212,13 +212,13 @@ void reg_dev_release(struct sio_fabric *f, int d)
 	sio__event_broadcast(f, &ev, sio__want_dev_users);
 	for (int b = 0; b < SIO_MAX_BORROWS; b++)
 		if (r->borrows[b].used && r->borrows[b].dev == d)
-			reg_borrow_release(f, b);
+			sio__reg_borrow_release(f, b);
 	for (int m = 0; m < SIO_MAX_DMAMAPS; m++)	/* the kept ones, no one's now */
 		if (r->dmamaps[m].used && r->dmamaps[m].dev == d)
-			reg_dmamap_release(f, m);
+			sio__reg_dmamap_release(f, m);
 	for (int i = 0; i < dv->nbars && i < SIO_MAX_BARS; i++)
-		reg_seg_release(f, dv->bar_seg[i], false);
-	reg_grants_drop(f, d, -1, -1, -1);
+		sio__reg_seg_release(f, dv->bar_seg[i], false);
+	sio__reg_grants_drop(f, d, -1, -1, -1);
 	dv->used = 0;
 	dv->gen = r->next_gen++;
 	reg_bump(r);
@@ -244,7 +244,7 @@ static void notify_gone(struct sio_fabric *f, int p, bool died)
 	}
 }
 
-void reg_proc_release(struct sio_fabric *f, int p, bool died)
+void sio__reg_proc_release(struct sio_fabric *f, int p, bool died)
 {
 	struct sio_registry *r = f->reg;
 
@@ -256,23 +256,23 @@ void reg_proc_release(struct sio_fabric *f, int p, bool died)
 		last &= o == p || !r->procs[o].used || r->procs[o].pid != r->procs[p].pid ||
 			r->procs[o].node != r->procs[p].node;
 	if (last && r->procs[p].pid > 0)	/* -1 would match every pid */
-		reg_grants_drop(f, -1, -1, r->procs[p].node, r->procs[p].pid);
+		sio__reg_grants_drop(f, -1, -1, r->procs[p].node, r->procs[p].pid);
 	for (int b = 0; b < SIO_MAX_BORROWS; b++)
 		if (r->borrows[b].used && r->borrows[b].proc == p)
-			reg_borrow_release(f, b);
+			sio__reg_borrow_release(f, b);
 	for (int i = 0; i < SIO_MAX_PMAPS; i++)
 		if (r->pmaps[i].used && r->pmaps[i].proc == p)
-			reg_pmap_release(f, i);
+			sio__reg_pmap_release(f, i);
 	for (int d = 0; d < SIO_MAX_DEVS; d++)
 		if (r->devs[d].used && r->devs[d].owner == p)
-			reg_dev_release(f, d);
+			sio__reg_dev_release(f, d);
 	for (int s = 0; s < SIO_MAX_SEGS; s++) {
 		if (!r->segs[s].used || r->segs[s].owner != p)
 			continue;
 		if (died && r->segs[s].keep)	/* a restarted owner adopts it */
 			r->segs[s].owner = -1;
 		else
-			reg_seg_release(f, s, true);
+			sio__reg_seg_release(f, s, true);
 	}
 	for (int g = 0; g < SIO_MAX_GROUPS; g++)
 		if (r->groups[g].used && r->groups[g].owner == p)
@@ -283,7 +283,7 @@ void reg_proc_release(struct sio_fabric *f, int p, bool died)
 	reg_bump(r);
 }
 
-int reg_reap(struct sio_fabric *f)
+int sio__reg_reap(struct sio_fabric *f)
 {
 	struct sio_registry *r = f->reg;
 	int n = 0;
@@ -292,7 +292,7 @@ int reg_reap(struct sio_fabric *f)
 	for (int p = 0; p < SIO_MAX_PROCS; p++) {
 		if (!r->procs[p].used || f->ops->proc_alive(f, &r->procs[p]))
 			continue;
-		reg_proc_release(f, p, true);
+		sio__reg_proc_release(f, p, true);
 		n++;
 	}
 	return n;

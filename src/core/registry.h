@@ -126,7 +126,7 @@ struct reg_dmamap {
 	int32_t used;
 	int32_t dev;
 	int32_t borrow;		/* -1: kept for the device after its borrow went
-				 * (a kept segment's, reg_borrow_release()) */
+				 * (a kept segment's, sio__reg_borrow_release()) */
 	int32_t seg;		/* -1 for a multicast mapping */
 	int32_t group;		/* group slot, or -1 */
 	int32_t window;		/* -1 when the segment is in the lender's domain */
@@ -210,7 +210,7 @@ struct sio_fabric;
 /*
  * Checked accessors: NULL when index @i, read from the registry, is out of
  * its table. Callers treat NULL as a corrupt entry (skip it, or fail with
- * reg_corrupt()).
+ * sio__reg_corrupt()).
  */
 #define REG_AT(r, tab, i) ((unsigned)(i) < sizeof((r)->tab) / sizeof((r)->tab[0]) ? &(r)->tab[i] : NULL)
 static inline struct reg_proc *reg_proc_at(struct sio_registry *r, int i) { return REG_AT(r, procs, i); }
@@ -226,25 +226,25 @@ static inline int reg_proc_pid(struct sio_registry *r, int i)
 	return p ? p->pid : -1;
 }
 /* The window entry of (@node, @adapter, @window), or NULL outside the topology. */
-struct reg_window *reg_window_at(struct sio_fabric *f, int node, int adapter, int window);
+struct reg_window *sio__reg_window_at(struct sio_fabric *f, int node, int adapter, int window);
 
 /* regcheck.c: validation of what the registry holds. */
-int reg_check_header(const struct sio_registry *r, const char *name);
-int reg_validate(struct sio_fabric *f);
-int reg_corrupt(struct sio_fabric *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int reg_topo_check(const struct sio_topology *t, const char **why);
+int sio__reg_check_header(const struct sio_registry *r, const char *name);
+int sio__reg_validate(struct sio_fabric *f);
+int sio__reg_corrupt(struct sio_fabric *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int sio__reg_topo_check(const struct sio_topology *t, const char **why);
 
 /* registry.c: table operations, all called with the lock held. */
-int reg_window_get(struct sio_fabric *f, int node, int adapter, int seg, uint64_t *bus);
-void reg_window_put(struct sio_fabric *f, int node, int adapter, int window);
-void reg_borrow_release(struct sio_fabric *f, int b);
-void reg_pmap_release(struct sio_fabric *f, int i);
-void reg_grants_drop(struct sio_fabric *f, int dev, int bar, int node, int pid);
-void reg_dmamap_release(struct sio_fabric *f, int m);
-void reg_seg_release(struct sio_fabric *f, int s, bool notify);
-void reg_dev_release(struct sio_fabric *f, int d);
-void reg_proc_release(struct sio_fabric *f, int p, bool died);
-int reg_reap(struct sio_fabric *f);
+int sio__reg_window_get(struct sio_fabric *f, int node, int adapter, int seg, uint64_t *bus);
+void sio__reg_window_put(struct sio_fabric *f, int node, int adapter, int window);
+void sio__reg_borrow_release(struct sio_fabric *f, int b);
+void sio__reg_pmap_release(struct sio_fabric *f, int i);
+void sio__reg_grants_drop(struct sio_fabric *f, int dev, int bar, int node, int pid);
+void sio__reg_dmamap_release(struct sio_fabric *f, int m);
+void sio__reg_seg_release(struct sio_fabric *f, int s, bool notify);
+void sio__reg_dev_release(struct sio_fabric *f, int d);
+void sio__reg_proc_release(struct sio_fabric *f, int p, bool died);
+int sio__reg_reap(struct sio_fabric *f);
 static inline uint64_t reg_seg_bus(int slot) { return SIO_BUS_LOCAL_BASE + ((uint64_t)slot << 32); }
 static inline void reg_bump(struct sio_registry *r)
 {

@@ -122,7 +122,7 @@ int sio_segment_create_on(struct sio_fabric *f, int node, uint32_t id, uint64_t 
 		return ret;
 	ret = seg_new(f, node, id, size, flags, SIO_SEG_RAM, &slot);
 	if (!ret && !(*out = handle_new(f, slot, true))) {
-		reg_seg_release(f, slot, false);
+		sio__reg_seg_release(f, slot, false);
 		ret = sio__err(ENOMEM, "out of memory");
 	}
 	sio__unlock(f);
@@ -291,7 +291,7 @@ int sio_segment_map_range(struct sio_segment *seg, int adapter, uint64_t offset,
 		ret = f->ops->seg_map(f, seg->slot, offset, length, flags & SIO_MAP_RDONLY,
 				      &seg->vaddr);
 	if (ret && pm >= 0) {
-		reg_pmap_release(f, pm);
+		sio__reg_pmap_release(f, pm);
 		seg->window = -1;
 	}
 	if (!ret) {
@@ -326,7 +326,7 @@ int sio_segment_unmap(struct sio_segment *seg)
 	if (seg->window >= 0) {
 		struct reg_pmap *pm = &f->reg->pmaps[seg->window];
 		if (pm->used && pm->proc == f->proc && pm->seg == seg->slot)
-			reg_pmap_release(f, seg->window);
+			sio__reg_pmap_release(f, seg->window);
 		seg->window = -1;
 	}
 	reg_bump(f->reg);
@@ -412,7 +412,7 @@ void sio_segment_close(struct sio_segment *seg)
 	/* the handle goes either way; what the registry holds, a reaper frees */
 	if (seg->owner && !seg->bar_dev && !sio__lock(seg->f)) {
 		if (!seg_check(seg))
-			reg_seg_release(seg->f, seg->slot, true);
+			sio__reg_seg_release(seg->f, seg->slot, true);
 		sio__unlock(seg->f);
 	}
 	free(seg);

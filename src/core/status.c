@@ -91,7 +91,7 @@ int sio_fabric_status_get(struct sio_fabric *f, struct sio_fabric_status **out)
 		return sio__err(EINVAL, "fabric handle or out pointer is NULL");
 	if ((ret = sio__lock_noreap(f)))
 		return ret;
-	reg_reap(f);
+	sio__reg_reap(f);
 	count(f->reg, &ns, &nd, &nb);
 	len = span(1, sizeof(*st)) + span(f->topo.nodes, sizeof(*st->nodes)) +
 	      span(ns, sizeof(*st->segments)) + span(nd, sizeof(*st->devices)) +

@@ -67,7 +67,7 @@ static struct ntbdev *port_dev(int port)
 	cr_assert(spec && !strncmp(spec, "fake:", 5), "run through with-ntb.sh");
 	fd = open(spec + 5, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	cr_assert_geq(fd, 0);
-	cr_assert_eq(ntbdev_adopt(fd, port, spec, &d), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio__ntbdev_adopt(fd, port, spec, &d), 0, "%s", sio_errmsg());
 	return d;
 }
 
@@ -114,7 +114,7 @@ Test(ntb, a_bad_bootstrap_is_refused_with_what_was_read, .init = setup, .fini = 
 	spad(home, 0, true, w[0]);
 	cr_assert_eq(sio_fabric_open(name, 1, &f), 0, "restored: %s", sio_errmsg());
 	sio_fabric_close(f);
-	ntbdev_close(home);
+	sio__ntbdev_close(home);
 }
 
 Test(ntb, a_window_too_small_for_the_state_is_refused, .init = setup, .fini = teardown)
@@ -137,8 +137,8 @@ Test(ntb, a_window_too_small_for_the_state_is_refused, .init = setup, .fini = te
 	cr_assert_eq(sio_fabric_open(name, 1, &f), 0, "widened again: %s", sio_errmsg());
 	sio_fabric_close(f);
 	(void)b;
-	ntbdev_close(peer);
-	ntbdev_close(home);
+	sio__ntbdev_close(peer);
+	sio__ntbdev_close(home);
 }
 
 Test(ntb, a_node_without_its_service_says_so, .init = setup, .fini = teardown)
@@ -441,14 +441,14 @@ static uint64_t window_size(uint32_t w)
 	struct sio_ntb_peer_mw pm = { 0 };
 	void *va;
 
-	cr_assert_eq(ntbdev_info(d, &i), 0);
-	pm.widx = (uint32_t)ntbdev_pidx(d, 1) * i.mws_per_peer + w;
+	cr_assert_eq(sio__ntbdev_info(d, &i), 0);
+	pm.widx = (uint32_t)sio__ntbdev_pidx(d, 1) * i.mws_per_peer + w;
 	cr_assert_eq(ntbdev_ioctl(d, SIO_NTB_IOC_PEER_MW, &pm), 0);
 	if (ntbdev_mmap(d, NULL, pm.mmap_offset, 4096, &va))
 		pm.size = 0;	/* no translation: it reaches nothing */
 	else
 		munmap(va, 4096);
-	ntbdev_close(d);
+	sio__ntbdev_close(d);
 	return pm.size;
 }
 

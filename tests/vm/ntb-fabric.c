@@ -197,7 +197,7 @@ static int window_is_segment(int node, uint32_t w)
 	void *va;
 	int ret;
 
-	if (ntb_window_of(n, node, w, &off, &size))
+	if (sio__ntb_window_of(n, node, w, &off, &size))
 		return fail("window");
 	ret = ntbdev_mmap(n->dev, NULL, off, size + 4096, &va);
 	printf("window %u of port %d: %llu KiB; mapping 4 KiB past it: %s\n", w, node,

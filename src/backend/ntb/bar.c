@@ -95,7 +95,7 @@ static int bar_span(struct ntbsrc *n, uint32_t w, uint64_t bus, uint64_t size, s
 	return b->len > mw.size_max ? -E2BIG : 0;
 }
 
-int ntb_bar_export(struct wf_fabric *s, struct wf_dev *d, uint64_t bus, uint64_t size)
+int sio__ntb_bar_export(struct wf_fabric *s, struct wf_dev *d, uint64_t bus, uint64_t size)
 {
 	struct ntbsrc *n = ns(s);
 	struct ntb_bar *b;
@@ -104,7 +104,7 @@ int ntb_bar_export(struct wf_fabric *s, struct wf_dev *d, uint64_t bus, uint64_t
 
 	if ((w = free_window(s, d)) < 0)
 		return w;
-	if (!n->xdev && (ret = n->dev->fake ? 0 : ntbdev_open(n->dev->spec, -1, &n->xdev)))
+	if (!n->xdev && (ret = n->dev->fake ? 0 : sio__ntbdev_open(n->dev->spec, -1, &n->xdev)))
 		return -ENODEV;
 	if (!n->xdev)
 		n->xdev = n->dev;	/* the fake: it refuses anyway */
@@ -130,7 +130,7 @@ int ntb_bar_export(struct wf_fabric *s, struct wf_dev *d, uint64_t bus, uint64_t
 	return 0;
 }
 
-void ntb_bar_unexport(struct wf_fabric *s, struct wf_dev *d)
+void sio__ntb_bar_unexport(struct wf_fabric *s, struct wf_dev *d)
 {
 	struct ntbsrc *n = ns(s);
 
@@ -149,13 +149,13 @@ void ntb_bar_unexport(struct wf_fabric *s, struct wf_dev *d)
 	pthread_mutex_unlock(&n->mu);
 }
 
-void ntb_bar_refresh(struct ntbsrc *n)
+void sio__ntb_bar_refresh(struct ntbsrc *n)
 {
 	for (struct ntb_bar *b = n->bars; b; b = b->next)
 		xlat_peers(n, b);
 }
 
-void ntb_bar_drop(struct ntbsrc *n)
+void sio__ntb_bar_drop(struct ntbsrc *n)
 {
 	while (n->bars) {
 		struct ntb_bar *b = n->bars;
@@ -163,21 +163,21 @@ void ntb_bar_drop(struct ntbsrc *n)
 		free(b);	/* the file's release clears the translations */
 	}
 	if (n->xdev && n->xdev != n->dev)
-		ntbdev_close(n->xdev);
+		sio__ntbdev_close(n->xdev);
 	n->xdev = NULL;
 }
 
-int ntb_bar_map(struct wf_fabric *s, const struct wf_dev *d, int node, uint64_t size, void **va)
+int sio__ntb_bar_map(struct wf_fabric *s, const struct wf_dev *d, int node, uint64_t size, void **va)
 {
 	struct ntbsrc *n = ns(s);
 	uint64_t off, len;
 	int ret;
 
-	if ((ret = ntb_window_of(n, node, (uint32_t)d->db_window, &off, &len)))
+	if ((ret = sio__ntb_window_of(n, node, (uint32_t)d->db_window, &off, &len)))
 		return ret;
 	if (d->db_off > len || size > len - d->db_off)
 		return sio__err(EINVAL, "ntb: the window onto the device's BAR0 reaches %llu bytes; BAR0 is %llu at %llu in it",
 				(unsigned long long)len, (unsigned long long)size,
 				(unsigned long long)d->db_off);
-	return ntb_map_at(n, node, off + d->db_off, size, false, va);
+	return sio__ntb_map_at(n, node, off + d->db_off, size, false, va);
 }

@@ -38,7 +38,7 @@ static uint8_t check_of(const uint32_t *w)
 	return (uint8_t)(x ^ x >> 8 ^ x >> 16 ^ x >> 24 ^ 0xa5);
 }
 
-uint32_t ntb_name_hash(const char *name)
+uint32_t sio__ntb_name_hash(const char *name)
 {
 	uint32_t h = 2166136261u;
 
@@ -61,7 +61,7 @@ static int spads_rw(struct ntbdev *d, uint32_t pidx, uint32_t first, uint32_t n,
 	return 0;
 }
 
-int ntb_boot_publish(struct ntbdev *d, const struct sio_ntb_info *i, const struct ntb_boot *b)
+int sio__ntb_boot_publish(struct ntbdev *d, const struct sio_ntb_info *i, const struct ntb_boot *b)
 {
 	uint32_t w[BOOT_SPADS] = { 0 };
 	int ret;
@@ -82,7 +82,7 @@ int ntb_boot_publish(struct ntbdev *d, const struct sio_ntb_info *i, const struc
 	return 0;
 }
 
-int ntb_unreached_publish(struct ntbdev *d, const struct sio_ntb_info *i, uint64_t ports)
+int sio__ntb_unreached_publish(struct ntbdev *d, const struct sio_ntb_info *i, uint64_t ports)
 {
 	uint32_t w[2] = { (uint32_t)ports, (uint32_t)(ports >> 32) };
 
@@ -94,9 +94,9 @@ int ntb_unreached_publish(struct ntbdev *d, const struct sio_ntb_info *i, uint64
 	return 0;
 }
 
-bool ntb_unreached(struct ntbdev *d, const struct sio_ntb_info *i, int port, int by)
+bool sio__ntb_unreached(struct ntbdev *d, const struct sio_ntb_info *i, int port, int by)
 {
-	int pidx = ntbdev_pidx(d, port);
+	int pidx = sio__ntbdev_pidx(d, port);
 	uint32_t w[2];
 
 	if (pidx < 0 || by < 0 || by >= 64 || i->spads < BOOT_SPADS + 2 ||
@@ -133,7 +133,7 @@ static int decode(const uint32_t *w, int port, struct ntb_boot *b, char *why, si
 }
 
 /* This port's and every peer's bootstrap: the one port that hosts a fabric, or -errno. */
-int ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_boot *out)
+int sio__ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_boot *out)
 {
 	char why[256] = "", seen[160] = "";
 	int found = 0, err = 0;

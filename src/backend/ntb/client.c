@@ -72,7 +72,7 @@ static const char *fake_node(int port)
 	return buf;
 }
 
-int ntb_node_connect(const char *spec, int fake_port, uint32_t op, const char *name,
+int sio__ntb_node_connect(const char *spec, int fake_port, uint32_t op, const char *name,
 		     struct ntbdev **dev, struct ntb_node *node, uint32_t *gen)
 {
 	struct ntb_req req = { .magic = NTB_PROTO_MAGIC, .op = op };
@@ -86,7 +86,7 @@ int ntb_node_connect(const char *spec, int fake_port, uint32_t op, const char *n
 		return *dev ? 0 : sio__err(ENODEV, "ntb: the node service holds no NTB yet");
 	}
 	snprintf(req.name, sizeof(req.name), "%s", name ? name : "");
-	if ((ret = ntbdev_service_path(spec, fake_port, path, sizeof(path))))
+	if ((ret = sio__ntbdev_service_path(spec, fake_port, path, sizeof(path))))
 		return ret;
 	if ((sk = connect_service(path)) < 0)
 		return sio__err(EHOSTDOWN, "ntb: no node service on this kernel%s (%s: %s): start `smartio ntb serve`, which holds the NTB for the fabric's processes",
@@ -104,7 +104,7 @@ int ntb_node_connect(const char *spec, int fake_port, uint32_t op, const char *n
 	if (fd < 0)
 		return sio__err(EPROTO, "ntb: the node service at %s passed no NTB file", path);
 	rep.node.what[sizeof(rep.node.what) - 1] = 0;
-	if ((ret = ntbdev_adopt(fd, rep.node.fake_port, rep.node.what, dev))) {
+	if ((ret = sio__ntbdev_adopt(fd, rep.node.fake_port, rep.node.what, dev))) {
 		close(fd);
 		return ret;
 	}

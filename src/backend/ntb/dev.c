@@ -92,7 +92,7 @@ static const char *spec_of(const char *spec)
 	return spec ? spec : getenv("SMARTIO_NTB_DEV");
 }
 
-int ntbdev_open(const char *spec, int port, struct ntbdev **out)
+int sio__ntbdev_open(const char *spec, int port, struct ntbdev **out)
 {
 	struct ntbdev *d = calloc(1, sizeof(*d));
 	char path[PATH_MAX];
@@ -127,7 +127,7 @@ int ntbdev_open(const char *spec, int port, struct ntbdev **out)
 	return 0;
 }
 
-int ntbdev_adopt(int fd, int fake_port, const char *what, struct ntbdev **out)
+int sio__ntbdev_adopt(int fd, int fake_port, const char *what, struct ntbdev **out)
 {
 	struct ntbdev *d = calloc(1, sizeof(*d));
 	int ret;
@@ -154,7 +154,7 @@ int ntbdev_adopt(int fd, int fake_port, const char *what, struct ntbdev **out)
 	return 0;
 }
 
-void ntbdev_close(struct ntbdev *d)
+void sio__ntbdev_close(struct ntbdev *d)
 {
 	if (!d)
 		return;
@@ -164,7 +164,7 @@ void ntbdev_close(struct ntbdev *d)
 	free(d);
 }
 
-int ntbdev_service_path(const char *spec, int port, char *buf, size_t len)
+int sio__ntbdev_service_path(const char *spec, int port, char *buf, size_t len)
 {
 	const char *b = getenv("SMARTIO_RUNDIR");
 	char path[PATH_MAX], dir[PATH_MAX];
@@ -187,7 +187,7 @@ int ntbdev_service_path(const char *spec, int port, char *buf, size_t len)
 	return 0;
 }
 
-int ntbdev_info(struct ntbdev *d, struct sio_ntb_info *i)
+int sio__ntbdev_info(struct ntbdev *d, struct sio_ntb_info *i)
 {
 	int ret = ntbdev_ioctl(d, SIO_NTB_IOC_INFO, i);
 
@@ -203,7 +203,7 @@ int ntbdev_info(struct ntbdev *d, struct sio_ntb_info *i)
 	return 0;
 }
 
-int ntbdev_pidx(struct ntbdev *d, int port)
+int sio__ntbdev_pidx(struct ntbdev *d, int port)
 {
 	struct sio_ntb_info i;
 

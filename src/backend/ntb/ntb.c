@@ -19,12 +19,12 @@
 
 
 /* Inbound window @w of port @port, as this port reaches it: its mmap() offset and size. */
-int ntb_window_of(struct ntbsrc *n, int port, uint32_t w, uint64_t *off, uint64_t *size)
+int sio__ntb_window_of(struct ntbsrc *n, int port, uint32_t w, uint64_t *off, uint64_t *size)
 {
 	struct sio_ntb_peer_mw pm;
 	int pidx, ret;
 
-	if ((pidx = ntbdev_pidx(n->dev, port)) < 0)
+	if ((pidx = sio__ntbdev_pidx(n->dev, port)) < 0)
 		return sio__err(ENODEV, "ntb: port %d is no peer of %s", port, n->dev->what);
 	pm = (struct sio_ntb_peer_mw){ .widx = (uint32_t)pidx * n->info.mws_per_peer + w };
 	if ((ret = ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER_MW, &pm)))
@@ -42,11 +42,11 @@ static int mem_of(struct ntbsrc *n, int port, uint64_t *off, uint64_t *size)
 		*size = n->node.mem_size;
 		return 0;
 	}
-	return ntb_window_of(n, port, NTB_MEM_WIDX, off, size);
+	return sio__ntb_window_of(n, port, NTB_MEM_WIDX, off, size);
 }
 
 /* mmap() @len bytes at @off of our file (@port's window: kept to map again after a link loss). */
-int ntb_map_at(struct ntbsrc *n, int port, uint64_t off, uint64_t len, bool rdonly, void **va)
+int sio__ntb_map_at(struct ntbsrc *n, int port, uint64_t off, uint64_t len, bool rdonly, void **va)
 {
 	uint64_t a = off & ~(WF_PAGE - 1), d = off - a;
 	struct omap *m = NULL;
@@ -94,7 +94,7 @@ static int src_map(struct wf_fabric *s, int pool, uint64_t off, uint64_t len, bo
 		return sio__err(EINVAL, "ntb: %llu bytes at %llu are outside port %d's memory (%llu bytes, as its window to this port reaches)",
 				(unsigned long long)len, (unsigned long long)off, port,
 				(unsigned long long)size);
-	return ntb_map_at(n, port, base + off, len, rdonly, va);
+	return sio__ntb_map_at(n, port, base + off, len, rdonly, va);
 }
 
 static void src_unmap(struct wf_fabric *s, void *va, uint64_t len)
@@ -122,7 +122,7 @@ static uint64_t src_bus(struct wf_fabric *s, int pool)
 
 	if (pool == n->node.port)
 		return n->node.mem_dma ? n->node.mem_dma : UINT64_MAX;
-	if ((pidx = ntbdev_pidx(n->dev, pool)) < 0)
+	if ((pidx = sio__ntbdev_pidx(n->dev, pool)) < 0)
 		return UINT64_MAX;
 	pm = (struct sio_ntb_peer_mw){ .widx = (uint32_t)pidx * n->info.mws_per_peer + NTB_MEM_WIDX };
 	if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER_MW, &pm) || !pm.bus_addr)
@@ -170,13 +170,13 @@ static void src_beat(struct wf_fabric *s)
 	struct sio_ntb_info i;
 
 	if (n->local)
-		wf_bakery_renew(s, n->local, n->node.port);
+		sio__wf_bakery_renew(s, n->local, n->node.port);
 	if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_INFO, &i) || i.link_gen == n->link_gen)
 		return;
 	pthread_mutex_lock(&n->mu);
 	n->link_gen = i.link_gen;
 	remap(n);
-	ntb_bar_refresh(n);
+	sio__ntb_bar_refresh(n);
 	pthread_mutex_unlock(&n->mu);
 }
 
@@ -184,14 +184,14 @@ static int src_lock(struct sio_fabric *f, bool *holder_died)
 {
 	struct ntbsrc *n = ns(wf_of(f));
 
-	return wf_bakery_lock(f, n->local, n->node.port, holder_died);
+	return sio__wf_bakery_lock(f, n->local, n->node.port, holder_died);
 }
 
 static void src_unlock(struct sio_fabric *f)
 {
 	struct ntbsrc *n = ns(wf_of(f));
 
-	wf_bakery_unlock(f, n->local, n->node.port);
+	sio__wf_bakery_unlock(f, n->local, n->node.port);
 }
 
 static const char *src_what(struct wf_fabric *s, int pool)
@@ -214,9 +214,9 @@ static const struct wf_source ntb_source = {
 	.beat = src_beat,
 	.lock = src_lock,
 	.unlock = src_unlock,
-	.bar_export = ntb_bar_export,
-	.bar_unexport = ntb_bar_unexport,
-	.bar_map = ntb_bar_map,
+	.bar_export = sio__ntb_bar_export,
+	.bar_unexport = sio__ntb_bar_unexport,
+	.bar_map = sio__ntb_bar_map,
 	.what = src_what,
 };
 
@@ -237,9 +237,9 @@ static int src_open(struct sio_fabric *f, uint32_t op, uint32_t *gen, struct wf_
 	int ret;
 
 	/* bad times are refused here, named, not replaced inside a wait */
-	if ((ret = wf_lease_check(&ns)) || (ret = ntb_xwin_wait_check(&ns)))
+	if ((ret = sio__wf_lease_check(&ns)) || (ret = sio__ntb_xwin_wait_check(&ns)))
 		return ret;
-	s = wf_new(f, &ntb_source);
+	s = sio__wf_new(f, &ntb_source);
 	n = calloc(1, sizeof(*n));
 	if (!s || !n) {
 		free(s);
@@ -249,8 +249,8 @@ static int src_open(struct sio_fabric *f, uint32_t op, uint32_t *gen, struct wf_
 	s->priv = n;
 	pthread_mutex_init(&n->mu, NULL);
 	n->own_dev = !sio__ntb_service_here() || op != NTB_OP_HELLO;
-	if ((ret = ntb_node_connect(spec, fake ? f->node : -1, op, f->name, &n->dev, &n->node, gen)) ||
-	    (ret = ntbdev_info(n->dev, &n->info)))
+	if ((ret = sio__ntb_node_connect(spec, fake ? f->node : -1, op, f->name, &n->dev, &n->node, gen)) ||
+	    (ret = sio__ntbdev_info(n->dev, &n->info)))
 		goto fail;
 	n->bit = fabric_bit(&n->info);
 	n->link_gen = n->info.link_gen;
@@ -258,7 +258,7 @@ static int src_open(struct sio_fabric *f, uint32_t op, uint32_t *gen, struct wf_
 	return 0;
 fail:
 	if (n->dev && n->own_dev)
-		ntbdev_close(n->dev);
+		sio__ntbdev_close(n->dev);
 	free(n);
 	free(s);
 	return ret;
@@ -278,9 +278,9 @@ static void src_drop(struct wf_fabric *s)
 	}
 	if (n->local)
 		munmap(n->local, WF_PAGE);
-	ntb_bar_drop(n);
+	sio__ntb_bar_drop(n);
 	if (n->own_dev)
-		ntbdev_close(n->dev);
+		sio__ntbdev_close(n->dev);
 	free(n);
 	free(s);
 }
@@ -313,10 +313,10 @@ static int state_find(struct sio_fabric *f, struct wf_fabric *s)
 	uint64_t off, size;
 	int ret;
 
-	if ((ret = ntb_boot_find(n->dev, &n->info, &n->boot)))
+	if ((ret = sio__ntb_boot_find(n->dev, &n->info, &n->boot)))
 		return ret;
 	/* untranslated, the window reaches whatever its default is: never read that as the state */
-	if (n->boot.port != n->node.port && ntb_unreached(n->dev, &n->info, n->boot.port, n->node.port))
+	if (n->boot.port != n->node.port && sio__ntb_unreached(n->dev, &n->info, n->boot.port, n->node.port))
 		return sio__err(ENXIO, "ntb: port %d hosts fabric '%s', but its hardware driver refused to translate its inbound window %d for port %d: the fabric's state is out of this node's reach (port %d's smartio ntb serve log says why)",
 				n->boot.port, f->name, NTB_MEM_WIDX, n->node.port, n->boot.port);
 	if ((ret = mem_of(n, n->boot.port, &off, &size)))
@@ -327,7 +327,7 @@ static int state_find(struct sio_fabric *f, struct wf_fabric *s)
 				(unsigned long long)(size >> 10), n->boot.port);
 	if ((ret = src_map(s, WF_STATE, 0, sizeof(struct wf_hdr), false, (void **)&s->hdr)))
 		return ret;
-	return wf_check(s, f->name, n->boot.state_size, " on the node that is to host it");
+	return sio__wf_check(s, f->name, n->boot.state_size, " on the node that is to host it");
 }
 
 /* The header holds the generation the bootstrap says, or the bootstrap is stale. */
@@ -382,13 +382,13 @@ static int sio__ntb_attach(struct sio_fabric *f)
 			       ns(s)->node.port, ns(s)->node.port, f->node);
 		goto fail;
 	}
-	if ((ret = state_find(f, s)) || (ret = gen_check(f, s)) || (ret = wf_attach(f, s)))
+	if ((ret = state_find(f, s)) || (ret = gen_check(f, s)) || (ret = sio__wf_attach(f, s)))
 		goto fail;
 	if ((ret = local_lock_open(f, ns(s)))) {
-		wf_detach(f, s);
+		sio__wf_detach(f, s);
 		goto fail;
 	}
-	wf_wake_open(f, s);
+	sio__wf_wake_open(f, s);
 	return 0;
 fail:
 	f->reg = NULL;
@@ -405,16 +405,16 @@ static int sio__ntb_create(struct sio_fabric *f, bool group, gid_t gid)
 	(void)gid;
 	if (group)
 		return sio__err(EOPNOTSUPP, "ntb: a fabric over an NTB has no group access: every node that runs the node service may join");
-	f->node = ntb_port_default();	/* the fabric's home: this kernel's port */
+	f->node = sio__ntb_port_default();	/* the fabric's home: this kernel's port */
 	if ((ret = src_open(f, NTB_OP_CREATE, &gen, &s)))
 		return ret;
 	ns(s)->boot = (struct ntb_boot){ .port = ns(s)->node.port, .gen = gen,
-					 .name_hash = ntb_name_hash(f->name),
+					 .name_hash = sio__ntb_name_hash(f->name),
 					 .state_size = WF_STATE_END, .widx = ns(s)->node.mem_widx };
 	ns(s)->created = true;
 	/* the node service claimed the header (its magic) in its own memory */
 	if ((ret = src_map(s, WF_STATE, 0, sizeof(struct wf_hdr), false, (void **)&s->hdr)) ||
-	    (ret = wf_init(f, s, WF_STATE_END, gen))) {
+	    (ret = sio__wf_init(f, s, WF_STATE_END, gen))) {
 		src_drop(s);
 		return ret;
 	}
@@ -434,15 +434,15 @@ static void sio__ntb_detach(struct sio_fabric *f)
 	n = ns(s);
 	/* the registry whole (the core made it): the bootstrap goes out now, not a tick later */
 	if (n->created && f->reg && __atomic_load_n(&f->reg->magic, __ATOMIC_ACQUIRE) == SIO_REG_MAGIC)
-		ntb_boot_publish(n->dev, &n->info, &n->boot);
-	wf_detach(f, s);
+		sio__ntb_boot_publish(n->dev, &n->info, &n->boot);
+	sio__wf_detach(f, s);
 	src_drop(s);
 }
 
 /* Clear the state's magic words: the home's node service then takes the bootstrap back. */
 static int sio__ntb_destroy(const char *name)
 {
-	struct sio_fabric f = { .proc = -1, .node = ntb_port_default() };
+	struct sio_fabric f = { .proc = -1, .node = sio__ntb_port_default() };
 	struct wf_fabric *s;
 	struct sio_registry *r;
 	int ret;
@@ -464,13 +464,13 @@ static int sio__ntb_destroy(const char *name)
 /* The one fabric of this NTB, if there is one. */
 static int sio__ntb_list(char (*names)[SIO_NAME_MAX], int max)
 {
-	struct sio_fabric f = { .proc = -1, .node = ntb_port_default() };
+	struct sio_fabric f = { .proc = -1, .node = sio__ntb_port_default() };
 	struct wf_fabric *s;
 	int ret;
 
 	if ((ret = src_open(&f, NTB_OP_HELLO, NULL, &s)))
 		return ret;
-	ret = ntb_boot_find(ns(s)->dev, &ns(s)->info, &ns(s)->boot);
+	ret = sio__ntb_boot_find(ns(s)->dev, &ns(s)->info, &ns(s)->boot);
 	if (!ret && !(ret = src_map(s, WF_STATE, 0, sizeof(struct wf_hdr), false, (void **)&s->hdr)))
 		ret = s->hdr->magic == WF_MAGIC && memchr(s->hdr->name, 0, SIO_NAME_MAX) ? 1 : 0;
 	if (ret == 1 && max > 0)
@@ -486,7 +486,7 @@ static bool sio__ntb_removed(struct sio_fabric *f)
 	struct sio_ntb_peer pr;
 	int pidx;
 
-	if (n->boot.port != n->node.port && (pidx = ntbdev_pidx(n->dev, n->boot.port)) >= 0) {
+	if (n->boot.port != n->node.port && (pidx = sio__ntbdev_pidx(n->dev, n->boot.port)) >= 0) {
 		pr = (struct sio_ntb_peer){ .pidx = (uint32_t)pidx };
 		if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER, &pr) || !pr.link_up)
 			return false;
@@ -498,7 +498,7 @@ static bool sio__ntb_removed(struct sio_fabric *f)
  * This kernel's port: the node a process joins as by default. A fake NTB's
  * processes play whichever port $SMARTIO_NODE says (0 without it).
  */
-int ntb_port_default(void)
+int sio__ntb_port_default(void)
 {
 	const char *spec = getenv("SMARTIO_NTB_DEV"), *e = getenv("SMARTIO_NODE");
 	struct ntbdev *d;
@@ -507,17 +507,17 @@ int ntb_port_default(void)
 
 	if (spec && !strncmp(spec, "fake:", 5))
 		return e && (port = atoi(e)) > 0 && port < WF_MAX_POOLS ? port : 0;
-	if (ntbdev_open(NULL, 0, &d))
+	if (sio__ntbdev_open(NULL, 0, &d))
 		return 0;
 	if (!ntbdev_ioctl(d, SIO_NTB_IOC_INFO, &i))
 		port = i.port;
-	ntbdev_close(d);
+	sio__ntbdev_close(d);
 	return port;
 }
 
 static int sio__ntb_default_node(void)
 {
-	return ntb_port_default();
+	return sio__ntb_port_default();
 }
 
 const struct sio_fabric_ops sio__ntb_fabric_ops = {
@@ -531,6 +531,6 @@ const struct sio_fabric_ops sio__ntb_fabric_ops = {
 	.removed = sio__ntb_removed,
 	WF_FABRIC_OPS,
 	.proc_init = sio__ntb_proc_init,
-	.seg_connect = ntb_seg_connect,
-	.seg_reach = ntb_seg_reach,
+	.seg_connect = sio__ntb_seg_connect,
+	.seg_reach = sio__ntb_seg_reach,
 };

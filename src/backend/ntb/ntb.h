@@ -50,15 +50,15 @@ struct ntb_boot {
 	uint64_t state_size;
 	uint32_t widx;			/* the home's inbound window that holds it */
 };
-uint32_t ntb_name_hash(const char *name);
+uint32_t sio__ntb_name_hash(const char *name);
 /* Publish @b in this port's scratchpads, or clear them (@b NULL). */
-int ntb_boot_publish(struct ntbdev *d, const struct sio_ntb_info *i, const struct ntb_boot *b);
+int sio__ntb_boot_publish(struct ntbdev *d, const struct sio_ntb_info *i, const struct ntb_boot *b);
 /* Publish the ports (a bit each) whose translation of this port's memory was refused. */
-int ntb_unreached_publish(struct ntbdev *d, const struct sio_ntb_info *i, uint64_t ports);
+int sio__ntb_unreached_publish(struct ntbdev *d, const struct sio_ntb_info *i, uint64_t ports);
 /* Does port @port say it could not export its memory to port @by? */
-bool ntb_unreached(struct ntbdev *d, const struct sio_ntb_info *i, int port, int by);
+bool sio__ntb_unreached(struct ntbdev *d, const struct sio_ntb_info *i, int port, int by);
 /* The port that hosts a fabric, as the scratchpads of this port and its peers say. */
-int ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_boot *out);
+int sio__ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_boot *out);
 
 /* What a node service tells the processes of its kernel (with its file). */
 struct ntb_node {
@@ -78,7 +78,7 @@ struct ntb_service *sio__ntb_service_here(void);
 struct ntbdev *sio__ntb_service_dev(struct ntb_service *sv, struct ntb_node *node);
 
 /* client.c: reach this kernel's node service: its device and node */
-int ntb_node_connect(const char *spec, int fake_port, uint32_t op, const char *name,
+int sio__ntb_node_connect(const char *spec, int fake_port, uint32_t op, const char *name,
 		     struct ntbdev **dev, struct ntb_node *node, uint32_t *gen);
 #define NTB_OP_HELLO	1
 #define NTB_OP_CREATE	2
@@ -131,11 +131,11 @@ static inline struct ntbsrc *ns(struct wf_fabric *s)
 	return s->priv;
 }
 
-int ntb_port_default(void);
+int sio__ntb_port_default(void);
 /* Inbound window @w of port @port as this port reaches it: mmap() offset and size. */
-int ntb_window_of(struct ntbsrc *n, int port, uint32_t w, uint64_t *off, uint64_t *size);
+int sio__ntb_window_of(struct ntbsrc *n, int port, uint32_t w, uint64_t *off, uint64_t *size);
 /* mmap() @len bytes at @off of the node service's file (a peer's window: mapped again after a link loss). */
-int ntb_map_at(struct ntbsrc *n, int port, uint64_t off, uint64_t len, bool rdonly, void **va);
+int sio__ntb_map_at(struct ntbsrc *n, int port, uint64_t off, uint64_t len, bool rdonly, void **va);
 
 /*
  * xwin.c: a segment's own window, where the hardware driver translates
@@ -150,25 +150,25 @@ struct ntb_xwins {
 	int16_t holder[SIO_NTB_MAX_PEERS][NTB_XWIN_MAX + 1];	/* by peer index, window: entry + 1 */
 };
 /* What the hardware driver allows, from inbound window 1 of peer @pidx (its link up). */
-void ntb_xwin_probe(struct ntbdev *d, const struct sio_ntb_info *i, uint32_t pidx,
+void sio__ntb_xwin_probe(struct ntbdev *d, const struct sio_ntb_info *i, uint32_t pidx,
 		    struct ntb_xwins *x);
 /* The node service: answer this node's requests, clear what no connection uses; true: rang. */
-bool ntb_xwin_serve(struct sio_fabric *f, struct ntbdev *d, const struct ntb_node *node,
+bool sio__ntb_xwin_serve(struct sio_fabric *f, struct ntbdev *d, const struct ntb_node *node,
 		    struct ntb_xwins *x);
 /* The node service leaves its fabric: every window it translated for segments, cleared. */
-void ntb_xwin_reset(struct ntbdev *d, struct ntb_xwins *x);
+void sio__ntb_xwin_reset(struct ntbdev *d, struct ntb_xwins *x);
 /* $SMARTIO_NTB_XLAT_MS in @ns (sio__env_ms()): 0, or -EINVAL naming a bad value. */
-int ntb_xwin_wait_check(uint64_t *ns);
-int ntb_seg_connect(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly,
+int sio__ntb_xwin_wait_check(uint64_t *ns);
+int sio__ntb_seg_connect(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly,
 		    void **va);
-const char *ntb_seg_reach(struct sio_fabric *f, int slot, const void *va, char *buf, size_t len);
+const char *sio__ntb_seg_reach(struct sio_fabric *f, int slot, const void *va, char *buf, size_t len);
 
 /* bar.c: windows onto the BARs of this host's devices, for the other kernels */
-int ntb_bar_export(struct wf_fabric *s, struct wf_dev *d, uint64_t bus, uint64_t size);
-void ntb_bar_unexport(struct wf_fabric *s, struct wf_dev *d);
-int ntb_bar_map(struct wf_fabric *s, const struct wf_dev *d, int node, uint64_t size, void **va);
+int sio__ntb_bar_export(struct wf_fabric *s, struct wf_dev *d, uint64_t bus, uint64_t size);
+void sio__ntb_bar_unexport(struct wf_fabric *s, struct wf_dev *d);
+int sio__ntb_bar_map(struct wf_fabric *s, const struct wf_dev *d, int node, uint64_t size, void **va);
 /* Heartbeat thread, mutex held: peers whose link came up get the windows too. */
-void ntb_bar_refresh(struct ntbsrc *n);
-void ntb_bar_drop(struct ntbsrc *n);
+void sio__ntb_bar_refresh(struct ntbsrc *n);
+void sio__ntb_bar_drop(struct ntbsrc *n);
 
 #endif

@@ -41,17 +41,17 @@ struct ntbdev {
 	int port;			/* the fake's port (the real one says it) */
 	bool fake;
 	char what[96];			/* "/dev/smartio-ntb0", "fake NTB DIR, port 2" */
-	char spec[96];			/* the path, or the fake's directory: for ntbdev_adopt() */
+	char spec[96];			/* the path, or the fake's directory: for sio__ntbdev_adopt() */
 	void *priv;			/* the fake's */
 };
 
 /* Open the device $SMARTIO_NTB_DEV names (@spec when not NULL); @port: the fake's port. */
-int ntbdev_open(const char *spec, int port, struct ntbdev **out);
+int sio__ntbdev_open(const char *spec, int port, struct ntbdev **out);
 /* The device behind an fd another process passed (the node service's), @fake_port >= 0 for a fake's. */
-int ntbdev_adopt(int fd, int fake_port, const char *what, struct ntbdev **out);
-void ntbdev_close(struct ntbdev *d);
+int sio__ntbdev_adopt(int fd, int fake_port, const char *what, struct ntbdev **out);
+void sio__ntbdev_close(struct ntbdev *d);
 /* Where the node service of @spec's device for port @port listens ($SMARTIO_RUNDIR). */
-int ntbdev_service_path(const char *spec, int port, char *buf, size_t len);
+int sio__ntbdev_service_path(const char *spec, int port, char *buf, size_t len);
 
 static inline int ntbdev_ioctl(struct ntbdev *d, unsigned long req, void *arg)
 {
@@ -64,8 +64,8 @@ static inline int ntbdev_mmap(struct ntbdev *d, void *addr, uint64_t off, uint64
 }
 
 /* dev.c helpers over the requests */
-int ntbdev_info(struct ntbdev *d, struct sio_ntb_info *i);
+int sio__ntbdev_info(struct ntbdev *d, struct sio_ntb_info *i);
 /* The peer index of port @port, or -ENOENT. */
-int ntbdev_pidx(struct ntbdev *d, int port);
+int sio__ntbdev_pidx(struct ntbdev *d, int port);
 
 #endif

@@ -180,7 +180,7 @@ static void peer_up(struct ntb_service *sv, uint32_t p)
 /* Say once how other kernels reach this node's segments, once the driver said what it allows. */
 static void mode_say(struct ntb_service *sv, uint32_t p)
 {
-	ntb_xwin_probe(sv->dev, &sv->info, p, &sv->xw);
+	sio__ntb_xwin_probe(sv->dev, &sv->info, p, &sv->xw);
 	if (sv->xw_said || !sv->xw.align)
 		return;
 	sv->xw_said = true;
@@ -218,7 +218,7 @@ static void links(struct ntb_service *sv)
 			mode_say(sv, p);
 		}
 	if (sv->unreached != sv->unreached_spads &&
-	    !ntb_unreached_publish(sv->dev, &sv->info, sv->unreached))
+	    !sio__ntb_unreached_publish(sv->dev, &sv->info, sv->unreached))
 		sv->unreached_spads = sv->unreached;
 }
 
@@ -234,17 +234,17 @@ static void hosting(struct ntb_service *sv)
 	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != WF_MAGIC ||
 	    (h->create_gen && h->create_gen != sv->host_gen)) {
 		say(sv, "fabric '%s' was destroyed: its bootstrap taken back\n", sv->host_name);
-		ntb_boot_publish(sv->dev, &sv->info, NULL);
+		sio__ntb_boot_publish(sv->dev, &sv->info, NULL);
 		sv->host_gen = 0;
 		sv->published = false;
 		return;
 	}
 	if (sv->published || __atomic_load_n(&r->magic, __ATOMIC_ACQUIRE) != SIO_REG_MAGIC)
 		return;
-	b = (struct ntb_boot){ .port = sv->node.port, .name_hash = ntb_name_hash(sv->host_name),
+	b = (struct ntb_boot){ .port = sv->node.port, .name_hash = sio__ntb_name_hash(sv->host_name),
 			       .gen = sv->host_gen, .state_size = WF_STATE_END,
 			       .widx = sv->node.mem_widx };
-	if (ntb_boot_publish(sv->dev, &sv->info, &b)) {
+	if (sio__ntb_boot_publish(sv->dev, &sv->info, &b)) {
 		complain(sv, sio_errmsg());
 		return;
 	}
@@ -286,8 +286,8 @@ static void leave(struct ntb_service *sv, bool gone)
 		memset(&s->hdr->pools[sv->node.port], 0, sizeof(struct wf_pool));
 		sio__unlock(sv->f);
 	}
-	wf_wake_receive(s, false);
-	ntb_xwin_reset(sv->dev, &sv->xw);	/* their requests are the fabric's, gone with it */
+	sio__wf_wake_receive(s, false);
+	sio__ntb_xwin_reset(sv->dev, &sv->xw);	/* their requests are the fabric's, gone with it */
 	sio__fabric_detach(sv->f);
 	sv->f = NULL;
 }
@@ -296,14 +296,14 @@ static void leave(struct ntb_service *sv, bool gone)
 static bool home_name(struct ntb_service *sv, const struct ntb_boot *b, char *name)
 {
 	const struct wf_hdr *h = sv->mem;
-	int pidx = b->port == sv->node.port ? -1 : ntbdev_pidx(sv->dev, b->port);
+	int pidx = b->port == sv->node.port ? -1 : sio__ntbdev_pidx(sv->dev, b->port);
 
 	if (pidx >= 0)
 		h = sv->out[pidx];
 	if (!h || h->magic != WF_MAGIC || !memchr(h->name, 0, SIO_NAME_MAX))
 		return false;
 	memcpy(name, h->name, SIO_NAME_MAX);
-	return ntb_name_hash(name) == b->name_hash;
+	return sio__ntb_name_hash(name) == b->name_hash;
 }
 
 /* Join the fabric of this NTB, whichever port hosts it. */
@@ -312,7 +312,7 @@ static void join(struct ntb_service *sv)
 	char name[SIO_NAME_MAX], msg[256];
 	struct ntb_boot b;
 
-	if (ntb_boot_find(sv->dev, &sv->info, &b)) {
+	if (sio__ntb_boot_find(sv->dev, &sv->info, &b)) {
 		leave(sv, true);
 		return;
 	}
@@ -322,7 +322,7 @@ static void join(struct ntb_service *sv)
 		return;
 	}
 	leave(sv, true);
-	if (b.port != sv->node.port && ntb_unreached(sv->dev, &sv->info, b.port, sv->node.port)) {
+	if (b.port != sv->node.port && sio__ntb_unreached(sv->dev, &sv->info, b.port, sv->node.port)) {
 		snprintf(msg, sizeof(msg), "port %d hosts a fabric, but its hardware driver refused to translate its memory for this port (%d): port %d's smartio ntb serve log says why",
 			 b.port, sv->node.port, b.port);
 		complain(sv, msg);
@@ -335,7 +335,7 @@ static void join(struct ntb_service *sv)
 		complain(sv, sio_errmsg());
 		return;
 	}
-	wf_wake_receive(wf_of(sv->f), true);
+	sio__wf_wake_receive(wf_of(sv->f), true);
 	say(sv, "joined fabric '%s' (generation %u, hosted by port %d) as node %d\n", name, b.gen,
 	    b.port, sv->node.port);
 	if (pool_register(sv))
@@ -358,7 +358,7 @@ static int create(struct ntb_service *sv, const char *name, uint32_t *gen)
 	if (sv->host_gen && (sv->published || r->magic == SIO_REG_MAGIC))
 		return sio__err(EEXIST, "ntb: this node (port %d) hosts fabric '%s' already: one fabric per NTB",
 				sv->node.port, sv->host_name);
-	if (!ntb_boot_find(sv->dev, &sv->info, &b) && b.port != sv->node.port)
+	if (!sio__ntb_boot_find(sv->dev, &sv->info, &b) && b.port != sv->node.port)
 		return sio__err(EEXIST, "ntb: port %d hosts a fabric already: one fabric per NTB (smartio list, smartio destroy)",
 				b.port);
 	while (!g && getrandom(&g, sizeof(g), 0) != sizeof(g))
@@ -427,7 +427,7 @@ static int listen_at(struct ntb_service *sv)
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	int sk, probe;
 
-	if (ntbdev_service_path(sv->dev->spec, sv->node.port, sv->path, sizeof(sv->path)))
+	if (sio__ntbdev_service_path(sv->dev->spec, sv->node.port, sv->path, sizeof(sv->path)))
 		return -errno;
 	if (strlen(sv->path) >= sizeof(a.sun_path))
 		return sio__err(ENAMETOOLONG, "ntb: %s is too long a socket path", sv->path);
@@ -459,7 +459,7 @@ static int setup(struct ntb_service *sv, const char *dev, int port)
 	struct sio_ntb_db_eventfd e;
 	int ret;
 
-	if ((ret = ntbdev_open(dev, port, &sv->dev)) || (ret = ntbdev_info(sv->dev, &sv->info)))
+	if ((ret = sio__ntbdev_open(dev, port, &sv->dev)) || (ret = sio__ntbdev_info(sv->dev, &sv->info)))
 		return ret;
 	sv->node.port = sv->info.port;
 	sv->node.fake_port = sv->dev->fake ? sv->dev->port : -1;
@@ -473,8 +473,8 @@ static int setup(struct ntb_service *sv, const char *dev, int port)
 		return sio__err(EOPNOTSUPP, "ntb: %s has %u windows per peer, %u peers, doorbells 0x%llx, port %d: a fabric needs a window per peer, a doorbell, a port below %d",
 				sv->dev->what, sv->info.mws_per_peer, sv->info.peers,
 				(unsigned long long)sv->info.db_valid, sv->node.port, WF_MAX_POOLS);
-	if ((ret = ntb_boot_publish(sv->dev, &sv->info, NULL)) ||	/* nothing hosted here yet */
-	    (ret = ntb_unreached_publish(sv->dev, &sv->info, 0)))
+	if ((ret = sio__ntb_boot_publish(sv->dev, &sv->info, NULL)) ||	/* nothing hosted here yet */
+	    (ret = sio__ntb_unreached_publish(sv->dev, &sv->info, 0)))
 		return ret;
 	sv->bit = 63 - __builtin_clzll(sv->info.db_valid);
 	e = (struct sio_ntb_db_eventfd){ .bit = (uint32_t)sv->bit,
@@ -494,7 +494,7 @@ static void teardown(struct ntb_service *sv)
 {
 	leave(sv, false);
 	if (sv->host_gen)
-		ntb_boot_publish(sv->dev, &sv->info, NULL);
+		sio__ntb_boot_publish(sv->dev, &sv->info, NULL);
 	if (sv->lsk >= 0) {
 		close(sv->lsk);
 		unlink(sv->path);
@@ -506,7 +506,7 @@ static void teardown(struct ntb_service *sv)
 			munmap(sv->out[p], sv->out_len[p]);
 	if (sv->mem)
 		munmap(sv->mem, sv->node.mem_size);
-	ntbdev_close(sv->dev);	/* the last holder frees the memory */
+	sio__ntbdev_close(sv->dev);	/* the last holder frees the memory */
 }
 
 /* One round: requests, doorbells, then every tick the links, the hosting, the fabric. */
@@ -524,8 +524,8 @@ static void round_once(struct ntb_service *sv, uint64_t *next)
 			}
 		}
 		if ((pf[1].revents & POLLIN) && read(sv->efd, &v, sizeof(v)) == sizeof(v) && sv->f) {
-			wf_wake_rx(wf_of(sv->f), v);
-			ntb_xwin_serve(sv->f, sv->dev, &sv->node, &sv->xw);
+			sio__wf_wake_rx(wf_of(sv->f), v);
+			sio__ntb_xwin_serve(sv->f, sv->dev, &sv->node, &sv->xw);
 		}
 	}
 	now = sio__now_ns();
@@ -538,7 +538,7 @@ static void round_once(struct ntb_service *sv, uint64_t *next)
 		join(sv);
 	}
 	if (sv->f)
-		ntb_xwin_serve(sv->f, sv->dev, &sv->node, &sv->xw);
+		sio__ntb_xwin_serve(sv->f, sv->dev, &sv->node, &sv->xw);
 }
 
 int sio_ntb_serve(const char *dev, int port, volatile sig_atomic_t *stop, FILE *log)

@@ -33,7 +33,7 @@
 #define XWIN_WAIT_MS	5000	/* $SMARTIO_NTB_XLAT_MS: the owner's answer, at most */
 #define XWIN_NAP_MAX_NS	50000000ull
 
-int ntb_xwin_wait_check(uint64_t *ns)
+int sio__ntb_xwin_wait_check(uint64_t *ns)
 {
 	return sio__env_ms("SMARTIO_NTB_XLAT_MS", XWIN_WAIT_MS, 1, 599999, ns);
 }
@@ -43,7 +43,7 @@ static uint64_t wait_ns(void)
 	uint64_t ns;
 
 	/* refused when the fabric was opened; the default if changed since */
-	ntb_xwin_wait_check(&ns);
+	sio__ntb_xwin_wait_check(&ns);
 	return ns;
 }
 
@@ -97,7 +97,7 @@ static int answer_wait(struct wf_fabric *s, struct wf_xwin *x, uint32_t seq)
 		if (sio__now_ns() >= end)
 			return ETIMEDOUT;
 		/* the owner rings when it answers: this kernel's service wakes us */
-		if (!wf_wake_sleep(s, (uint32_t *)&x->done, d, nap)) {
+		if (!sio__wf_wake_sleep(s, (uint32_t *)&x->done, d, nap)) {
 			struct timespec ts = { 0, (long)nap };
 			nanosleep(&ts, NULL);
 		}
@@ -130,7 +130,7 @@ static int request(struct sio_fabric *f, int owner, int slot, uint64_t gen, stru
 	x->epoch = h->pools[owner].epoch;
 	atomic_thread_fence(memory_order_release);	/* the request before its number */
 	__atomic_store_n(&x->seq, seq, __ATOMIC_RELEASE);
-	wf_notify(s);
+	sio__wf_wake_all(s);
 	*out = x;
 	return answer_wait(s, x, seq);
 }
@@ -152,7 +152,7 @@ static void note(struct ntbsrc *n, const void *va, int widx, int why)
 static bool link_up(struct ntbsrc *n, int port)
 {
 	struct sio_ntb_peer pr;
-	int pidx = ntbdev_pidx(n->dev, port);
+	int pidx = sio__ntbdev_pidx(n->dev, port);
 
 	if (pidx < 0)
 		return false;
@@ -176,29 +176,29 @@ static int own_window(struct sio_fabric *f, int slot, int owner, uint64_t seglen
 		return ENOTCONN;	/* no wait for a service that cannot hear us */
 	if ((why = request(f, owner, slot, f->reg->segs[slot].gen, &x)))
 		return why;
-	if (ntb_window_of(n, owner, (uint32_t)x->widx, &woff, &wsize))
+	if (sio__ntb_window_of(n, owner, (uint32_t)x->widx, &woff, &wsize))
 		return ENXIO;
 	if (wsize < seglen)
 		return E2BIG;	/* said as the service's own refusal of a segment too large */
-	if (ntb_map_at(n, owner, woff + off, len, rdonly, va))
+	if (sio__ntb_map_at(n, owner, woff + off, len, rdonly, va))
 		return ENXIO;
 	note(n, *va, x->widx, 0);
 	return 0;
 }
 
-int ntb_seg_connect(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly,
+int sio__ntb_seg_connect(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly,
 		    void **va)
 {
 	uint64_t at, size;
 	int pool, why, ret;
 
-	if ((ret = wf_seg_where(f, slot, &pool, &at, &size)))
+	if ((ret = sio__wf_seg_where(f, slot, &pool, &at, &size)))
 		return ret;
 	if (pool == ns(wf_of(f))->node.port || !len || off > size || len > size - off)
-		return wf_seg_map(f, slot, off, len, rdonly, va);	/* ours, or its error */
+		return sio__wf_slot_map(f, slot, off, len, rdonly, va);	/* ours, or its error */
 	if (!(why = own_window(f, slot, pool, size, off, len, rdonly, va)))
 		return 0;
-	if ((ret = wf_seg_map(f, slot, off, len, rdonly, va)))
+	if ((ret = sio__wf_slot_map(f, slot, off, len, rdonly, va)))
 		return ret;
 	note(ns(wf_of(f)), *va, -1, why);
 	return 0;
@@ -237,7 +237,7 @@ static bool connected(struct sio_fabric *f, int node, int slot, uint64_t gen)
 {
 	for (int a = 0; a < f->topo.adapters; a++)
 		for (int w = 0; w < f->topo.windows; w++) {
-			const struct reg_window *rw = reg_window_at(f, node, a, w);
+			const struct reg_window *rw = sio__reg_window_at(f, node, a, w);
 
 			if (rw && __atomic_load_n(&rw->refs, __ATOMIC_ACQUIRE) > 0 && rw->seg == slot &&
 			    rw->seg_gen == gen)
@@ -287,7 +287,7 @@ static const char *reach_all(struct sio_fabric *f, int slot, char *buf, size_t l
 	return buf[0] ? buf : NULL;
 }
 
-const char *ntb_seg_reach(struct sio_fabric *f, int slot, const void *va, char *buf, size_t len)
+const char *sio__ntb_seg_reach(struct sio_fabric *f, int slot, const void *va, char *buf, size_t len)
 {
 	struct ntbsrc *n = ns(wf_of(f));
 	uintptr_t a = (uintptr_t)va & ~(uintptr_t)(WF_PAGE - 1);
@@ -316,7 +316,7 @@ const char *ntb_seg_reach(struct sio_fabric *f, int slot, const void *va, char *
 
 /* ---- the owner's node service ---- */
 
-void ntb_xwin_probe(struct ntbdev *d, const struct sio_ntb_info *i, uint32_t pidx,
+void sio__ntb_xwin_probe(struct ntbdev *d, const struct sio_ntb_info *i, uint32_t pidx,
 		    struct ntb_xwins *x)
 {
 	struct sio_ntb_mw m = { .pidx = pidx, .widx = 1 };
@@ -386,7 +386,7 @@ static void answer(struct sio_fabric *f, struct ntbdev *d, const struct ntb_node
 		   struct ntb_xwins *x, int i, uint32_t seq)
 {
 	struct wf_xwin *e = &wf_of(f)->hdr->xwin[i];
-	int pidx = ntbdev_pidx(d, e->peer), w = -1, err;
+	int pidx = sio__ntbdev_pidx(d, e->peer), w = -1, err;
 	uint64_t addr = 0, size = 0;
 
 	if (pidx < 0 || pidx >= SIO_NTB_MAX_PEERS)
@@ -434,7 +434,7 @@ static void collect(struct sio_fabric *f, struct ntbdev *d, struct ntb_xwins *x)
 		}
 }
 
-void ntb_xwin_reset(struct ntbdev *d, struct ntb_xwins *x)
+void sio__ntb_xwin_reset(struct ntbdev *d, struct ntb_xwins *x)
 {
 	for (int p = 0; p < SIO_NTB_MAX_PEERS; p++)
 		for (int w = 1; w <= (int)x->per_peer; w++)
@@ -442,7 +442,7 @@ void ntb_xwin_reset(struct ntbdev *d, struct ntb_xwins *x)
 				drop(d, x, p, w);
 }
 
-bool ntb_xwin_serve(struct sio_fabric *f, struct ntbdev *d, const struct ntb_node *node,
+bool sio__ntb_xwin_serve(struct sio_fabric *f, struct ntbdev *d, const struct ntb_node *node,
 		    struct ntb_xwins *x)
 {
 	struct wf_hdr *h = wf_of(f)->hdr;
@@ -460,6 +460,6 @@ bool ntb_xwin_serve(struct sio_fabric *f, struct ntbdev *d, const struct ntb_nod
 	}
 	collect(f, d, x);
 	if (rang)
-		wf_notify(wf_of(f));	/* the answers before the ring: wf_notify fences */
+		sio__wf_wake_all(wf_of(f));	/* the answers before the ring: sio__wf_wake_all fences */
 	return rang;
 }

@@ -157,7 +157,7 @@ static int check_segfile(struct sio_fabric *f, int fd, const char *path, uint64_
 		return sio__err(EPERM, "segment file %s is not a private file of the fabric's owner (uid %u, mode %04o); refusing it",
 				path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
 	if ((uint64_t)st.st_size < end)
-		return reg_corrupt(f, "segment file %s is %lld bytes; the registry maps %llu",
+		return sio__reg_corrupt(f, "segment file %s is %lld bytes; the registry maps %llu",
 				   path, (long long)st.st_size, (unsigned long long)end);
 	return 0;
 }
@@ -172,7 +172,7 @@ int sio__shm_seg_map(struct sio_fabric *f, int slot, uint64_t off, uint64_t len,
 	if ((ret = sio__segment_path(f, slot, path, sizeof(path))))
 		return ret;
 	if (!len || len > SIO_SEG_MAX_SIZE || off > SIO_SEG_MAX_SIZE - len)
-		return reg_corrupt(f, "segment slot %d maps %llu bytes at %llu", slot,
+		return sio__reg_corrupt(f, "segment slot %d maps %llu bytes at %llu", slot,
 				   (unsigned long long)len, (unsigned long long)off);
 	fd = open(path, (rdonly ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)

@@ -255,12 +255,12 @@ int sio__shm_attach(struct sio_fabric *f)
 		ret = sio__err(errno, "fabric '%s': cannot map its registry: %s", f->name, strerror(errno));
 		goto fail;
 	}
-	f->reg = r;	/* for reg_corrupt()'s messages */
+	f->reg = r;	/* for sio__reg_corrupt()'s messages */
 	guard_registry(s, r);
-	if ((ret = reg_check_header(r, f->name)))
+	if ((ret = sio__reg_check_header(r, f->name)))
 		goto fail;
 	if (r->uid != dst.st_uid || !!(r->flags & REG_F_GROUP) != group || (group && r->gid != dst.st_gid)) {
-		ret = reg_corrupt(f, "it names owner uid %u, group %u%s; its directory says uid %u, group %u%s",
+		ret = sio__reg_corrupt(f, "it names owner uid %u, group %u%s; its directory says uid %u, group %u%s",
 				  r->uid, r->gid, r->flags & REG_F_GROUP ? " (shared)" : "",
 				  (unsigned)dst.st_uid, (unsigned)dst.st_gid, group ? " (shared)" : "");
 		goto fail;
@@ -318,7 +318,7 @@ static void destroy_hugedir(int dfd, char *buf, size_t len)
 	    (uint64_t)st.st_size == sizeof(struct sio_registry)) {
 		const struct sio_registry *r = mmap(NULL, sizeof(*r), PROT_READ, MAP_SHARED, fd, 0);
 		if (r != MAP_FAILED) {
-			if (!reg_check_header(r, "") && memchr(r->hugedir, 0, sizeof(r->hugedir)) &&
+			if (!sio__reg_check_header(r, "") && memchr(r->hugedir, 0, sizeof(r->hugedir)) &&
 			    r->hugedir[0] == '/')
 				snprintf(buf, len, "%s", r->hugedir);
 			munmap((void *)r, sizeof(*r));

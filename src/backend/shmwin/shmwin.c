@@ -45,13 +45,13 @@ static int win_map(struct wf_fabric *s, int pool, uint64_t off, uint64_t len, bo
 		return sio__err(EINVAL, "shmwin: %llu bytes at %llu are outside the window (%llu bytes)",
 				(unsigned long long)len, (unsigned long long)off,
 				(unsigned long long)w->size);
-	return wf_mmap(w->fd, w->base + off, len, rdonly, w->what, va);
+	return sio__wf_mmap(w->fd, w->base + off, len, rdonly, w->what, va);
 }
 
 static void win_unmap(struct wf_fabric *s, void *va, uint64_t len)
 {
 	(void)s;
-	wf_munmap(va, len);
+	sio__wf_munmap(va, len);
 }
 
 static uint64_t win_bus(struct wf_fabric *s, int pool)
@@ -92,17 +92,17 @@ static int win_ring(struct wf_fabric *s)
 
 static void win_beat(struct wf_fabric *s)
 {
-	wf_lease_renew(&s->hdr->lock);
+	sio__wf_lease_renew(&s->hdr->lock);
 }
 
 static int win_lock(struct sio_fabric *f, bool *holder_died)
 {
-	return wf_lease_lock(f, &wf_of(f)->hdr->lock, holder_died);
+	return sio__wf_lease_lock(f, &wf_of(f)->hdr->lock, holder_died);
 }
 
 static void win_unlock(struct sio_fabric *f)
 {
-	wf_lease_unlock(&wf_of(f)->hdr->lock);
+	sio__wf_lease_unlock(&wf_of(f)->hdr->lock);
 }
 
 static const char *win_what(struct wf_fabric *s, int pool)
@@ -154,7 +154,7 @@ static void db_open(struct sio_fabric *f, struct wf_fabric *s)
 	close(fd);
 	if (p == MAP_FAILED)
 		return;
-	wf_wake_open(f, s);
+	sio__wf_wake_open(f, s);
 	if (!s->wake) {
 		munmap(p, WF_PAGE);
 		return;
@@ -172,9 +172,9 @@ static int win_open(struct sio_fabric *f, bool create, struct wf_fabric **out)
 	int ret;
 
 	/* a bad lease is refused here, named, not replaced inside a wait */
-	if ((ret = wf_lease_check(&ns)))
+	if ((ret = sio__wf_lease_check(&ns)))
 		return ret;
-	s = wf_new(f, &shmwin_source);
+	s = sio__wf_new(f, &shmwin_source);
 	w = calloc(1, sizeof(*w));
 	if (!s || !w) {
 		free(s);
@@ -182,7 +182,7 @@ static int win_open(struct sio_fabric *f, bool create, struct wf_fabric **out)
 		return sio__err(ENOMEM, "out of memory");
 	}
 	s->priv = w;
-	if ((ret = shmwin_win_open(NULL, create, &w->win)))
+	if ((ret = sio__shmwin_win_open(NULL, create, &w->win)))
 		goto fail;
 	if (w->win.size < WF_STATE_END + MIN_DATA) {
 		ret = sio__err(ENOSPC, "shmwin: the window (%s) is %llu KiB; a fabric needs at least %llu KiB",
@@ -195,7 +195,7 @@ static int win_open(struct sio_fabric *f, bool create, struct wf_fabric **out)
 	*out = s;
 	return 0;
 close:
-	shmwin_win_close(&w->win);
+	sio__shmwin_win_close(&w->win);
 fail:
 	free(w);
 	free(s);
@@ -207,10 +207,10 @@ static void win_drop(struct wf_fabric *s)
 	struct shmwin *w = sw(s);
 
 	if (s->hdr)
-		wf_munmap(s->hdr, sizeof(*s->hdr));
+		sio__wf_munmap(s->hdr, sizeof(*s->hdr));
 	if (w->regs)
 		munmap((void *)w->regs, WF_PAGE);
-	shmwin_win_close(&w->win);
+	sio__shmwin_win_close(&w->win);
 	free(w);
 	free(s);
 }
@@ -238,7 +238,7 @@ static int sio__shmwin_create(struct sio_fabric *f, bool group, gid_t gid)
 		win_drop(s);
 		return ret;
 	}
-	if ((ret = wf_init(f, s, size, h->create_gen + 1))) {
+	if ((ret = sio__wf_init(f, s, size, h->create_gen + 1))) {
 		atomic_thread_fence(memory_order_release);
 		h->magic = 0;
 		win_drop(s);
@@ -255,7 +255,7 @@ static int sio__shmwin_attach(struct sio_fabric *f)
 
 	if ((ret = win_open(f, false, &s)))
 		return ret;
-	if ((ret = wf_check(s, f->name, sw(s)->win.size, "")))
+	if ((ret = sio__wf_check(s, f->name, sw(s)->win.size, "")))
 		goto fail;
 	if (s->hdr->pools[0].off != WF_STATE_END ||
 	    s->hdr->pools[0].size != sw(s)->win.size - WF_STATE_END) {
@@ -264,7 +264,7 @@ static int sio__shmwin_attach(struct sio_fabric *f)
 			       (unsigned long long)s->hdr->pools[0].size);
 		goto fail;
 	}
-	if ((ret = wf_attach(f, s)))
+	if ((ret = sio__wf_attach(f, s)))
 		goto fail;
 	db_open(f, s);
 	return 0;
@@ -282,7 +282,7 @@ static void sio__shmwin_detach(struct sio_fabric *f)
 		f->reg = NULL;
 		return;
 	}
-	wf_detach(f, s);
+	sio__wf_detach(f, s);
 	win_drop(s);
 }
 
@@ -309,7 +309,7 @@ static int sio__shmwin_destroy(const char *name)
 		struct sio_registry *r;
 		if (!win_map(s, WF_STATE, WF_REG_OFF, sizeof(*r), false, (void **)&r)) {
 			r->magic = 0;
-			wf_munmap(r, sizeof(*r));
+			sio__wf_munmap(r, sizeof(*r));
 		}
 		atomic_thread_fence(memory_order_release);
 		__atomic_store_n(&h->magic, 0, __ATOMIC_RELEASE);
@@ -329,7 +329,7 @@ static int shmwin_doorbell_serve(struct sio_fabric *f, int efd, volatile sig_ato
 		return sio__err(ENODEV, "fabric '%s': its window has no doorbells (an ivshmem-doorbell function)",
 				f->name);
 	snprintf(what, sizeof(what), "peer %d of %s", s->peer, sw(s)->win.what);
-	return wf_doorbell_serve(f, efd, stop, log, what);
+	return sio__wf_doorbell_serve(f, efd, stop, log, what);
 }
 
 const struct sio_fabric_ops sio__shmwin_fabric_ops = {

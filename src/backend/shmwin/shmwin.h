@@ -33,7 +33,7 @@ struct shmwin_win {
 };
 
 /* window.c: $SMARTIO_SHMWIN names it: a file path, or pci:BDF[:BAR] (default BAR 2). */
-int shmwin_win_open(const char *spec, bool create, struct shmwin_win *w);
-void shmwin_win_close(struct shmwin_win *w);
+int sio__shmwin_win_open(const char *spec, bool create, struct shmwin_win *w);
+void sio__shmwin_win_close(struct shmwin_win *w);
 
 #endif

@@ -101,7 +101,7 @@ static int open_pci(const char *spec, struct shmwin_win *w)
 	return 0;
 }
 
-int shmwin_win_open(const char *spec, bool create, struct shmwin_win *w)
+int sio__shmwin_win_open(const char *spec, bool create, struct shmwin_win *w)
 {
 	memset(w, 0, sizeof(*w));
 	w->fd = -1;
@@ -114,7 +114,7 @@ int shmwin_win_open(const char *spec, bool create, struct shmwin_win *w)
 	return open_file(spec, create, w);
 }
 
-void shmwin_win_close(struct shmwin_win *w)
+void sio__shmwin_win_close(struct shmwin_win *w)
 {
 	if (w->fd >= 0)
 		close(w->fd);

@@ -84,7 +84,7 @@ static int sim_dma_map(struct sio_device *dev, struct sio_segment *seg, uint64_t
 		struct reg_dmamap *d = &r->dmamaps[i];
 
 		/* ours, or one kept for the device since its borrower died
-		 * (reg_borrow_release()): taken over, at the same address */
+		 * (sio__reg_borrow_release()): taken over, at the same address */
 		if (d->used && (d->borrow == dev->borrow || (d->borrow == -1 && d->dev == dev->slot)) &&
 		    d->seg == seg->slot && d->seg_gen == seg->gen) {
 			d->borrow = dev->borrow;
@@ -132,7 +132,7 @@ static int sim_dma_map(struct sio_device *dev, struct sio_segment *seg, uint64_t
 	}
 	if ((m->bus > dev->dma_mask || m->size - 1 > dev->dma_mask - m->bus) &&
 	    (ret = place_low(r, dev->slot, slot, dev->dma_mask, m))) {
-		reg_dmamap_release(dev->f, slot);	/* and the window */
+		sio__reg_dmamap_release(dev->f, slot);	/* and the window */
 		goto out;
 	}
 	*bus_addr = m->bus;
@@ -154,7 +154,7 @@ static int sim_dma_unmap(struct sio_device *dev, struct sio_segment *seg)
 	for (int i = 0; i < SIO_MAX_DMAMAPS; i++)
 		if (r->dmamaps[i].used && r->dmamaps[i].borrow == dev->borrow &&
 		    r->dmamaps[i].seg == seg->slot && r->dmamaps[i].seg_gen == seg->gen) {
-			reg_dmamap_release(dev->f, i);
+			sio__reg_dmamap_release(dev->f, i);
 			ret = 0;
 			break;
 		}

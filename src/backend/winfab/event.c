@@ -87,7 +87,7 @@ int sio__wf_ev_read(struct sio_fabric *f, struct sio_event *ev, int max)
 	return n;
 }
 
-void wf_ev_poll(struct wf_fabric *s)
+void sio__wf_ev_poll(struct wf_fabric *s)
 {
 	struct wf_evq *q;
 	uint64_t one = 1;
@@ -102,7 +102,7 @@ void wf_ev_poll(struct wf_fabric *s)
 int sio__wf_notify(struct sio_fabric *f, uint32_t *word)
 {
 	(void)word;
-	return wf_notify(wf_of(f));	/* without doorbells, waiters poll the word */
+	return sio__wf_wake_all(wf_of(f));	/* without doorbells, waiters poll the word */
 }
 
 int sio__wf_wait(struct sio_fabric *f, uint32_t *word, uint32_t old, uint64_t timeout_ns)
@@ -110,7 +110,7 @@ int sio__wf_wait(struct sio_fabric *f, uint32_t *word, uint32_t old, uint64_t ti
 	uint64_t start = sio__now_ns();
 	struct sio_backoff b = wf_nap(WAIT_NAP_MIN_NS, WAIT_NAP_MAX_NS);
 
-	if (wf_wake_sleep(wf_of(f), word, old, timeout_ns))
+	if (sio__wf_wake_sleep(wf_of(f), word, old, timeout_ns))
 		return __atomic_load_n(word, __ATOMIC_ACQUIRE) != old ? 0 : -ETIMEDOUT;
 	while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == old) {
 		uint64_t el = sio__now_ns() - start;

@@ -37,7 +37,7 @@ static uint64_t token(void)
 {
 	if (!my_tix)
 		my_tix = (atomic_fetch_add(&next_tix, 1) % 0xffffu) + 1;
-	return wf_proc_token() | my_tix;
+	return sio__wf_proc_token() | my_tix;
 }
 
 static uint64_t timeout_ns(void)
@@ -54,7 +54,7 @@ static void took(struct wf_lock *l, struct sio_fabric *f, uint64_t me)
 {
 	l->node = f->node;
 	l->pid = getpid();
-	l->boot = wf_boot_id();
+	l->boot = sio__wf_boot_id();
 	atomic_store(&l->info, me);
 	atomic_fetch_add(&l->lease, 1);
 }
@@ -71,12 +71,12 @@ static bool holder_dead_here(struct wf_lock *l, uint64_t v)
 	boot = l->boot;
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load(&l->info) != v || atomic_load(&l->owner) != v ||
-	    boot != wf_boot_id() || !wf_trust_pids())
+	    boot != sio__wf_boot_id() || !sio__wf_trust_pids())
 		return false;
 	return pid > 0 && sio__task_dead(pid);
 }
 
-int wf_lease_lock(struct sio_fabric *f, struct wf_lock *l, bool *holder_died)
+int sio__wf_lease_lock(struct sio_fabric *f, struct wf_lock *l, bool *holder_died)
 {
 	uint64_t me = token(), v = 0, lease, seen_v = 0, seen_l = 0, seen_t, start, limit;
 	struct sio_backoff b = wf_nap(NAP_MIN_NS, NAP_MAX_NS);
@@ -99,7 +99,7 @@ int wf_lease_lock(struct sio_fabric *f, struct wf_lock *l, bool *holder_died)
 				seen_v = v;
 				seen_l = lease;
 				seen_t = now;
-			} else if (now - seen_t >= wf_lease_ns()) {
+			} else if (now - seen_t >= sio__wf_lease_ns()) {
 				dead = true;	/* its lease ran out */
 			}
 			dead = dead || holder_dead_here(l, v);
@@ -119,7 +119,7 @@ int wf_lease_lock(struct sio_fabric *f, struct wf_lock *l, bool *holder_died)
 	}
 }
 
-void wf_lease_unlock(struct wf_lock *l)
+void sio__wf_lease_unlock(struct wf_lock *l)
 {
 	uint64_t me = token();
 
@@ -128,9 +128,9 @@ void wf_lease_unlock(struct wf_lock *l)
 }
 
 /* Heartbeat thread: renew the lease while a thread of this process holds the lock. */
-void wf_lease_renew(struct wf_lock *l)
+void sio__wf_lease_renew(struct wf_lock *l)
 {
-	if ((atomic_load(&l->owner) & ~0xffffull) == wf_proc_token())
+	if ((atomic_load(&l->owner) & ~0xffffull) == sio__wf_proc_token())
 		atomic_fetch_add(&l->lease, 1);
 }
 
@@ -170,7 +170,7 @@ static int bakery_wait(struct sio_fabric *f, struct wf_bakery *b, int j, int me,
 		if (l != lease) {
 			lease = l;
 			seen = now;
-		} else if (now - seen >= wf_lease_ns()) {
+		} else if (now - seen >= sio__wf_lease_ns()) {
 			/* its kernel stopped renewing: dead, or cut off for the lease */
 			atomic_store(&b[j].number, 0);
 			atomic_store(&b[j].choosing, 0);
@@ -185,7 +185,7 @@ static int bakery_wait(struct sio_fabric *f, struct wf_bakery *b, int j, int me,
 	}
 }
 
-int wf_bakery_lock(struct sio_fabric *f, struct wf_lock *local, int me, bool *holder_died)
+int sio__wf_bakery_lock(struct sio_fabric *f, struct wf_lock *local, int me, bool *holder_died)
 {
 	struct wf_fabric *s = wf_of(f);
 	struct wf_bakery *b = s->hdr->bakery;
@@ -198,7 +198,7 @@ int wf_bakery_lock(struct sio_fabric *f, struct wf_lock *local, int me, bool *ho
 	if (__atomic_load_n(&s->hdr->magic, __ATOMIC_ACQUIRE) != WF_MAGIC)
 		return sio__err(EHOSTDOWN, "fabric '%s': its state in %s cannot be read (the link to its home is down, or it was destroyed)",
 				f->name, s->src->what(s, WF_STATE));
-	if ((ret = wf_lease_lock(f, local, holder_died)))
+	if ((ret = sio__wf_lease_lock(f, local, holder_died)))
 		return ret;
 	atomic_store(&b[me].choosing, 1);
 	atomic_thread_fence(memory_order_seq_cst);
@@ -215,7 +215,7 @@ int wf_bakery_lock(struct sio_fabric *f, struct wf_lock *local, int me, bool *ho
 	atomic_thread_fence(memory_order_seq_cst);
 	for (int j = 0; j < WF_MAX_POOLS; j++) {
 		if (j != me && (ret = bakery_wait(f, b, j, me, deadline, holder_died))) {
-			wf_bakery_unlock(f, local, me);
+			sio__wf_bakery_unlock(f, local, me);
 			return ret;
 		}
 	}
@@ -223,7 +223,7 @@ int wf_bakery_lock(struct sio_fabric *f, struct wf_lock *local, int me, bool *ho
 	return 0;
 }
 
-void wf_bakery_unlock(struct sio_fabric *f, struct wf_lock *local, int me)
+void sio__wf_bakery_unlock(struct sio_fabric *f, struct wf_lock *local, int me)
 {
 	struct wf_bakery *b = wf_of(f)->hdr->bakery;
 
@@ -232,15 +232,15 @@ void wf_bakery_unlock(struct sio_fabric *f, struct wf_lock *local, int me)
 	atomic_thread_fence(memory_order_seq_cst);	/* the registry's stores first */
 	atomic_store(&b[me].number, 0);
 	atomic_thread_fence(memory_order_seq_cst);
-	wf_lease_unlock(local);
+	sio__wf_lease_unlock(local);
 }
 
 /* Heartbeat thread: while a thread of this process holds the local lock, both leases move. */
-void wf_bakery_renew(struct wf_fabric *s, struct wf_lock *local, int me)
+void sio__wf_bakery_renew(struct wf_fabric *s, struct wf_lock *local, int me)
 {
 	struct wf_bakery *e;
 
-	if ((atomic_load(&local->owner) & ~0xffffull) != wf_proc_token())
+	if ((atomic_load(&local->owner) & ~0xffffull) != sio__wf_proc_token())
 		return;
 	atomic_fetch_add(&local->lease, 1);
 	if (me < 0 || me >= WF_MAX_POOLS)

@@ -80,7 +80,7 @@ static void *seg_va(struct wf_relay *r, int slot, uint64_t *len)
 	uint64_t off;
 	int p;
 
-	if (wf_seg_where(r->f, slot, &p, &off, len) || !r->pool[p].va ||
+	if (sio__wf_seg_where(r->f, slot, &p, &off, len) || !r->pool[p].va ||
 	    r->pool[p].epoch != r->s->hdr->pools[p].epoch)
 		return NULL;
 	off -= r->s->hdr->pools[p].off;
@@ -528,7 +528,7 @@ static int seg_bus(struct sio_fabric *f, const struct wf_dev *d, uint32_t id, in
 {
 	const struct wf_hdr *h = wf_of(f)->hdr;
 	uint64_t off, len;
-	int p, ret = wf_seg_where(f, slot, &p, &off, &len);
+	int p, ret = sio__wf_seg_where(f, slot, &p, &off, &len);
 
 	if (ret)
 		return ret;
@@ -560,8 +560,8 @@ static int mirror_map(struct sio_device *dev, uint64_t bsize, int lender, void *
 		ret = sio__err(ENODEV, "device %u is no longer exported by its lender", dev->id);
 		goto out;
 	}
-	if ((ret = wf_seg_map(f, rm->mirror->slot, 0, bsize, false, &va)) ||
-	    (ret = wf_seg_map(f, d->regs_slot, 0, 4096, true, &regs)))
+	if ((ret = sio__wf_slot_map(f, rm->mirror->slot, 0, bsize, false, &va)) ||
+	    (ret = sio__wf_slot_map(f, d->regs_slot, 0, 4096, true, &regs)))
 		goto out;
 	/* NVMe's CAP, VS, CSTS... as the lender read them; the record is input, so bounded */
 	memcpy(va, regs, d->desc.regs <= REGS_MAX && d->desc.regs <= bsize ? d->desc.regs : 0);
@@ -782,7 +782,7 @@ const struct sio_device_ops *sio__wf_dev_ops(struct sio_fabric *f, int dev)
 
 	if (!exported(f, dev) || !dv || dv->owner < 0 || dv->owner >= SIO_MAX_PROCS)
 		return NULL;
-	if (s->hdr->procs[dv->owner].boot == wf_boot_id()) {
+	if (s->hdr->procs[dv->owner].boot == sio__wf_boot_id()) {
 		pthread_once(&local_once, local_init);
 		if (!local_ops.name)
 			return NULL;

@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include "winfab.h"
 
-int wf_mmap(int fd, uint64_t off, uint64_t len, bool rdonly, const char *what, void **va)
+int sio__wf_mmap(int fd, uint64_t off, uint64_t len, bool rdonly, const char *what, void **va)
 {
 	uint64_t a = off & ~(WF_PAGE - 1), d = off - a;
 	void *p;
@@ -27,7 +27,7 @@ int wf_mmap(int fd, uint64_t off, uint64_t len, bool rdonly, const char *what, v
 	return 0;
 }
 
-void wf_munmap(void *vaddr, uint64_t len)
+void sio__wf_munmap(void *vaddr, uint64_t len)
 {
 	uintptr_t v = (uintptr_t)vaddr, a = v & ~(uintptr_t)(WF_PAGE - 1);
 
@@ -51,7 +51,7 @@ static bool live(struct sio_fabric *f, int i)
 	       f->reg->segs[i].kind != SIO_SEG_GPU && p && p->epoch == w->epoch;
 }
 
-int wf_seg_where(struct sio_fabric *f, int slot, int *pool, uint64_t *off, uint64_t *len)
+int sio__wf_seg_where(struct sio_fabric *f, int slot, int *pool, uint64_t *off, uint64_t *len)
 {
 	struct wf_fabric *s = wf_of(f);
 	const struct wf_seg *w;
@@ -65,7 +65,7 @@ int wf_seg_where(struct sio_fabric *f, int slot, int *pool, uint64_t *off, uint6
 				s->src->name, slot);
 	p = pool_at(s, w->pool);
 	if (w->off > p->size || w->len > p->size - w->off || (w->off & (WF_PAGE - 1)))
-		return reg_corrupt(f, "the window places segment slot %d at %llu (+%llu bytes), outside its pool's %llu-byte data area",
+		return sio__reg_corrupt(f, "the window places segment slot %d at %llu (+%llu bytes), outside its pool's %llu-byte data area",
 				   slot, (unsigned long long)w->off, (unsigned long long)w->len,
 				   (unsigned long long)p->size);
 	*pool = w->pool;
@@ -74,15 +74,15 @@ int wf_seg_where(struct sio_fabric *f, int slot, int *pool, uint64_t *off, uint6
 	return 0;
 }
 
-int wf_seg_map(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly, void **va)
+int sio__wf_slot_map(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly, void **va)
 {
 	uint64_t at, size;
-	int pool, ret = wf_seg_where(f, slot, &pool, &at, &size);
+	int pool, ret = sio__wf_seg_where(f, slot, &pool, &at, &size);
 
 	if (ret)
 		return ret;
 	if (!len || off > size || len > size - off)
-		return reg_corrupt(f, "segment slot %d maps %llu bytes at %llu; it has %llu in the window",
+		return sio__reg_corrupt(f, "segment slot %d maps %llu bytes at %llu; it has %llu in the window",
 				   slot, (unsigned long long)len, (unsigned long long)off,
 				   (unsigned long long)size);
 	return wf_of(f)->src->map(wf_of(f), pool, at + off, len, rdonly, va);
@@ -172,7 +172,7 @@ void sio__wf_seg_remove(struct sio_fabric *f, int slot)
 int sio__wf_seg_map(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly,
 		    void **vaddr)
 {
-	return wf_seg_map(f, slot, off, len, rdonly, vaddr);
+	return sio__wf_slot_map(f, slot, off, len, rdonly, vaddr);
 }
 
 void sio__wf_seg_unmap(struct sio_fabric *f, void *vaddr, uint64_t len)

@@ -18,7 +18,7 @@
 #include "winfab.h"
 #include "proc.h"
 
-uint64_t wf_fnv(const char *p)
+uint64_t sio__wf_fnv(const char *p)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 
@@ -31,7 +31,7 @@ uint64_t wf_fnv(const char *p)
  * This kernel, as a number: its boot id. $SMARTIO_SHMWIN_KERNEL replaces it,
  * so that processes of one host can play separate kernels in tests.
  */
-uint64_t wf_boot_id(void)
+uint64_t sio__wf_boot_id(void)
 {
 	static uint64_t id;
 	const char *e = getenv("SMARTIO_SHMWIN_KERNEL");
@@ -39,7 +39,7 @@ uint64_t wf_boot_id(void)
 	FILE *fp;
 
 	if (e && *e)
-		return wf_fnv(e);
+		return sio__wf_fnv(e);
 	if (id)
 		return id;
 	if ((fp = fopen("/proc/sys/kernel/random/boot_id", "re"))) {
@@ -49,28 +49,28 @@ uint64_t wf_boot_id(void)
 	}
 	if (!buf[0])
 		snprintf(buf, sizeof(buf), "host-%ld", gethostid());
-	return id = wf_fnv(buf);
+	return id = sio__wf_fnv(buf);
 }
 
 /* Pids mean something only on their own kernel; $SMARTIO_SHMWIN_PIDS=0 ignores them even there. */
-bool wf_trust_pids(void)
+bool sio__wf_trust_pids(void)
 {
 	const char *e = getenv("SMARTIO_SHMWIN_PIDS");
 
 	return !(e && !strcmp(e, "0"));
 }
 
-int wf_lease_check(uint64_t *ns)
+int sio__wf_lease_check(uint64_t *ns)
 {
 	return sio__env_ms("SMARTIO_SHMWIN_LEASE_MS", WF_LEASE_MS, 100, 600000, ns);
 }
 
-uint64_t wf_lease_ns(void)
+uint64_t sio__wf_lease_ns(void)
 {
 	uint64_t ns;
 
 	/* refused when the fabric was opened; the default if changed since */
-	wf_lease_check(&ns);
+	sio__wf_lease_check(&ns);
 	return ns;
 }
 
@@ -101,14 +101,14 @@ static void atfork_init(void)
 }
 
 /* This process's identity in the window: random, its low 16 bits free for a thread's. */
-uint64_t wf_proc_token(void)
+uint64_t sio__wf_proc_token(void)
 {
 	pthread_once(&atfork_once, atfork_init);
 	while (!proc_token) {
 		uint64_t t = 0;
 
 		if (getrandom(&t, sizeof(t), 0) != sizeof(t))
-			t = wf_fnv("pid") ^ ((uint64_t)getpid() << 20) ^ (uint64_t)time(NULL);
+			t = sio__wf_fnv("pid") ^ ((uint64_t)getpid() << 20) ^ (uint64_t)time(NULL);
 		proc_token = t & ~0xffffull;
 	}
 	return proc_token;
@@ -130,7 +130,7 @@ static void *beat_thread(void *arg)
 				atomic_store(&p->beat, atomic_load(&p->beat) + 1);
 			if (s->src->beat)
 				s->src->beat(s);
-			wf_ev_poll(s);
+			sio__wf_ev_poll(s);
 		}
 		pthread_mutex_unlock(&beat_mu);
 		nanosleep(&ts, NULL);
@@ -138,12 +138,12 @@ static void *beat_thread(void *arg)
 	return NULL;
 }
 
-void wf_beat_add(struct wf_fabric *s)
+void sio__wf_beat_add(struct wf_fabric *s)
 {
 	pthread_t t;
 	pthread_attr_t a;
 
-	wf_proc_token();
+	sio__wf_proc_token();
 	pthread_mutex_lock(&beat_mu);
 	s->next = beat_list;
 	beat_list = s;
@@ -156,7 +156,7 @@ void wf_beat_add(struct wf_fabric *s)
 	pthread_mutex_unlock(&beat_mu);
 }
 
-void wf_beat_del(struct wf_fabric *s)
+void sio__wf_beat_del(struct wf_fabric *s)
 {
 	pthread_mutex_lock(&beat_mu);
 	for (struct wf_fabric **pp = &beat_list; *pp; pp = &(*pp)->next)
@@ -167,7 +167,7 @@ void wf_beat_del(struct wf_fabric *s)
 	pthread_mutex_unlock(&beat_mu);
 }
 
-struct wf_fabric *wf_new(struct sio_fabric *f, const struct wf_source *src)
+struct wf_fabric *sio__wf_new(struct sio_fabric *f, const struct wf_source *src)
 {
 	struct wf_fabric *s = calloc(1, sizeof(*s));
 
@@ -187,7 +187,7 @@ static int map_reg(struct sio_fabric *f, struct wf_fabric *s)
 			   (void **)&f->reg);
 }
 
-int wf_init(struct sio_fabric *f, struct wf_fabric *s, uint64_t size, uint64_t create_gen)
+int sio__wf_init(struct sio_fabric *f, struct wf_fabric *s, uint64_t size, uint64_t create_gen)
 {
 	struct wf_hdr *h = s->hdr;
 	int ret;
@@ -205,11 +205,11 @@ int wf_init(struct sio_fabric *f, struct wf_fabric *s, uint64_t size, uint64_t c
 	f->reg->uid = (uint32_t)geteuid();
 	f->reg->gid = (uint32_t)getegid();
 	f->be = s;
-	wf_beat_add(s);
+	sio__wf_beat_add(s);
 	return 0;
 }
 
-int wf_check(struct wf_fabric *s, const char *name, uint64_t size, const char *how_to_create)
+int sio__wf_check(struct wf_fabric *s, const char *name, uint64_t size, const char *how_to_create)
 {
 	const struct wf_hdr *h = s->hdr;
 	const char *what = s->src->what(s, WF_STATE);
@@ -227,34 +227,34 @@ int wf_check(struct wf_fabric *s, const char *name, uint64_t size, const char *h
 	return 0;
 }
 
-int wf_attach(struct sio_fabric *f, struct wf_fabric *s)
+int sio__wf_attach(struct sio_fabric *f, struct wf_fabric *s)
 {
 	int ret = map_reg(f, s);
 
 	if (ret)
 		return ret;
 	s->create_gen = s->hdr->create_gen;
-	if ((ret = reg_check_header(f->reg, f->name))) {
+	if ((ret = sio__reg_check_header(f->reg, f->name))) {
 		s->src->unmap(s, f->reg, sizeof(*f->reg));
 		f->reg = NULL;
 		return ret;
 	}
 	f->be = s;
-	wf_wake_open(f, s);
-	wf_beat_add(s);
+	sio__wf_wake_open(f, s);
+	sio__wf_beat_add(s);
 	return 0;
 }
 
-void wf_detach(struct sio_fabric *f, struct wf_fabric *s)
+void sio__wf_detach(struct sio_fabric *f, struct wf_fabric *s)
 {
-	wf_beat_del(s);
+	sio__wf_beat_del(s);
 	if (f->reg)
 		s->src->unmap(s, f->reg, sizeof(*f->reg));
 	f->reg = NULL;
 	if (s->evfd >= 0)
 		close(s->evfd);
 	s->evfd = -1;
-	wf_wake_close(s);
+	sio__wf_wake_close(s);
 	f->be = NULL;
 }
 
@@ -289,13 +289,13 @@ void sio__wf_proc_init(struct sio_fabric *f, struct reg_proc *p)
 	struct wf_proc *w = &s->hdr->procs[i];
 
 	p->starttime = sio__proc_start(p->pid);	/* a check where pids mean something */
-	w->boot = wf_boot_id();
+	w->boot = sio__wf_boot_id();
 	w->pid = p->pid;
 	w->node = p->node;
 	w->peer = s->peer;
 	atomic_store(&w->beat, 1);
 	/* each claim a life of its own, even this process's next one of the slot */
-	s->tok = wf_proc_token() | (1 + atomic_fetch_add(&claims, 1) % 0xffff);
+	s->tok = sio__wf_proc_token() | (1 + atomic_fetch_add(&claims, 1) % 0xffff);
 	atomic_store(&w->token, s->tok);
 	atomic_store(&s->hdr->evq[i].head, 0);
 	atomic_store(&s->hdr->evq[i].tail, 0);
@@ -311,10 +311,10 @@ bool sio__wf_proc_alive(struct sio_fabric *f, const struct reg_proc *p)
 
 	if (!tok)
 		return false;	/* never initialised, or cleared: nothing to wait for */
-	if ((tok & ~0xffffull) == wf_proc_token())
+	if ((tok & ~0xffffull) == sio__wf_proc_token())
 		return true;	/* a slot of this process */
 	/* on this very kernel the kernel knows, at once */
-	if (w->boot == wf_boot_id() && wf_trust_pids())
+	if (w->boot == sio__wf_boot_id() && sio__wf_trust_pids())
 		return sio__proc_alive(p->pid, p->starttime);
 	/* A life that left and the one that took its slot can show the same
 	 * count (a short-lived one never moves past 1): a new token is a new
@@ -325,7 +325,7 @@ bool sio__wf_proc_alive(struct sio_fabric *f, const struct reg_proc *p)
 		s->seen_ns[i] = now;
 		return true;
 	}
-	return now - s->seen_ns[i] < wf_lease_ns();
+	return now - s->seen_ns[i] < sio__wf_lease_ns();
 }
 
 void sio__wf_proc_gone(struct sio_fabric *f, int proc)

@@ -24,7 +24,7 @@
 
 #define SLICE_NS	20000000ull	/* longest sleep before looking at the word again */
 
-void wf_wake_open(struct sio_fabric *f, struct wf_fabric *s)
+void sio__wf_wake_open(struct sio_fabric *f, struct wf_fabric *s)
 {
 	char path[PATH_MAX];
 	void *p;
@@ -40,7 +40,7 @@ void wf_wake_open(struct sio_fabric *f, struct wf_fabric *s)
 		s->wake = p;
 }
 
-void wf_wake_close(struct wf_fabric *s)
+void sio__wf_wake_close(struct wf_fabric *s)
 {
 	if (s->wake)
 		munmap(s->wake, WF_PAGE);
@@ -55,7 +55,7 @@ static void futex_wake(_Atomic uint32_t *w)
 	syscall(SYS_futex, w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-int wf_notify(struct wf_fabric *s)
+int sio__wf_wake_all(struct wf_fabric *s)
 {
 	int n;
 
@@ -81,7 +81,7 @@ static bool receiver_alive(struct wf_fabric *s)
 	return s->receiver;
 }
 
-bool wf_wake_sleep(struct wf_fabric *s, uint32_t *word, uint32_t old, uint64_t ns)
+bool sio__wf_wake_sleep(struct wf_fabric *s, uint32_t *word, uint32_t old, uint64_t ns)
 {
 	uint64_t start = sio__now_ns();
 
@@ -99,13 +99,13 @@ bool wf_wake_sleep(struct wf_fabric *s, uint32_t *word, uint32_t old, uint64_t n
 	}
 }
 
-void wf_wake_receive(struct wf_fabric *s, bool on)
+void sio__wf_wake_receive(struct wf_fabric *s, bool on)
 {
 	if (s->wake)
 		s->wake->pid = on ? getpid() : 0;
 }
 
-void wf_wake_rx(struct wf_fabric *s, uint64_t n)
+void sio__wf_wake_rx(struct wf_fabric *s, uint64_t n)
 {
 	if (!s->wake)
 		return;
@@ -113,7 +113,7 @@ void wf_wake_rx(struct wf_fabric *s, uint64_t n)
 	futex_wake(&s->wake->seq);
 }
 
-int wf_doorbell_serve(struct sio_fabric *f, int efd, volatile sig_atomic_t *stop, FILE *log,
+int sio__wf_doorbell_serve(struct sio_fabric *f, int efd, volatile sig_atomic_t *stop, FILE *log,
 		      const char *what)
 {
 	struct wf_fabric *s = wf_of(f);
@@ -122,7 +122,7 @@ int wf_doorbell_serve(struct sio_fabric *f, int efd, volatile sig_atomic_t *stop
 
 	if (!s->wake)
 		return sio__err(ENODEV, "fabric '%s': %s has no doorbells", f->name, s->src->what(s, WF_STATE));
-	wf_wake_receive(s, true);
+	sio__wf_wake_receive(s, true);
 	if (log) {
 		fprintf(log, "doorbell: kernel of node %d is %s; waking its waiters\n", f->node, what);
 		fflush(log);
@@ -133,9 +133,9 @@ int wf_doorbell_serve(struct sio_fabric *f, int efd, volatile sig_atomic_t *stop
 		if (r < 0 && errno != EINTR)
 			return sio__err(errno, "doorbell: poll: %s", strerror(errno));
 		if (r > 0 && read(efd, &v, sizeof(v)) == sizeof(v))
-			wf_wake_rx(s, v);
+			sio__wf_wake_rx(s, v);
 	}
-	wf_wake_receive(s, false);
+	sio__wf_wake_receive(s, false);
 	if (log) {
 		fprintf(log, "doorbell: %llu interrupt(s) received, %llu doorbell(s) rung from this kernel\n",
 			(unsigned long long)atomic_load(&s->wake->interrupts),

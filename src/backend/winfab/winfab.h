@@ -103,7 +103,7 @@ struct wf_pool {
  * connecting process writes the request (@seq moves; registry lock held),
  * the owner's node service the answer (@done = @seq, then @widx or @err);
  * the service clears the translation once no window of the core's counts
- * @peer's connection (reg_window_get()). An entry whose owner's pool epoch
+ * @peer's connection (sio__reg_window_get()). An entry whose owner's pool epoch
  * is not @epoch is void.
  */
 #define WF_XWINS		128
@@ -305,24 +305,24 @@ static inline struct sio_backoff wf_nap(uint32_t first_ns, uint32_t max_ns)
 }
 
 /* state.c: identities, liveness, the heartbeat thread, the state's lifetime */
-uint64_t wf_boot_id(void);
-uint64_t wf_proc_token(void);
+uint64_t sio__wf_boot_id(void);
+uint64_t sio__wf_proc_token(void);
 /* $SMARTIO_SHMWIN_LEASE_MS in @ns (sio__env_ms()): 0, or -EINVAL naming a bad value. */
-int wf_lease_check(uint64_t *ns);
-uint64_t wf_lease_ns(void);
-bool wf_trust_pids(void);
-uint64_t wf_fnv(const char *p);
-struct wf_fabric *wf_new(struct sio_fabric *f, const struct wf_source *src);
+int sio__wf_lease_check(uint64_t *ns);
+uint64_t sio__wf_lease_ns(void);
+bool sio__wf_trust_pids(void);
+uint64_t sio__wf_fnv(const char *p);
+struct wf_fabric *sio__wf_new(struct sio_fabric *f, const struct wf_source *src);
 /* A new fabric's header, after the source claimed it (magic set): fill it, map the registry. */
-int wf_init(struct sio_fabric *f, struct wf_fabric *s, uint64_t size, uint64_t create_gen);
+int sio__wf_init(struct sio_fabric *f, struct wf_fabric *s, uint64_t size, uint64_t create_gen);
 /* Is the mapped header fabric @name's, laid out as this smartio lays it? */
-int wf_check(struct wf_fabric *s, const char *name, uint64_t size, const char *how_to_create);
+int sio__wf_check(struct wf_fabric *s, const char *name, uint64_t size, const char *how_to_create);
 /* Map the registry of a checked header and start the handle's life. */
-int wf_attach(struct sio_fabric *f, struct wf_fabric *s);
-/* Undo wf_attach (or wf_init); the source's state is then its to drop. */
-void wf_detach(struct sio_fabric *f, struct wf_fabric *s);
-void wf_beat_add(struct wf_fabric *s);
-void wf_beat_del(struct wf_fabric *s);
+int sio__wf_attach(struct sio_fabric *f, struct wf_fabric *s);
+/* Undo sio__wf_attach (or sio__wf_init); the source's state is then its to drop. */
+void sio__wf_detach(struct sio_fabric *f, struct wf_fabric *s);
+void sio__wf_beat_add(struct wf_fabric *s);
+void sio__wf_beat_del(struct wf_fabric *s);
 int sio__wf_host_path(struct sio_fabric *f, const char *leaf, char *buf, size_t len);
 bool sio__wf_removed(struct sio_fabric *f);
 void sio__wf_proc_init(struct sio_fabric *f, struct reg_proc *p);
@@ -332,17 +332,17 @@ int sio__wf_lock(struct sio_fabric *f, bool *holder_died);
 void sio__wf_unlock(struct sio_fabric *f);
 
 /* lock.c: the lease lock, for a source whose memory takes atomics from every kernel */
-int wf_lease_lock(struct sio_fabric *f, struct wf_lock *l, bool *holder_died);
-void wf_lease_unlock(struct wf_lock *l);
-void wf_lease_renew(struct wf_lock *l);
+int sio__wf_lease_lock(struct sio_fabric *f, struct wf_lock *l, bool *holder_died);
+void sio__wf_lease_unlock(struct wf_lock *l);
+void sio__wf_lease_renew(struct wf_lock *l);
 /*
  * The bakery lock, for a source whose memory does not: @local (a lease lock
  * on a page of this host) among this kernel's processes, then entry @me of
  * the header's bakery among the kernels.
  */
-int wf_bakery_lock(struct sio_fabric *f, struct wf_lock *local, int me, bool *holder_died);
-void wf_bakery_unlock(struct sio_fabric *f, struct wf_lock *local, int me);
-void wf_bakery_renew(struct wf_fabric *s, struct wf_lock *local, int me);
+int sio__wf_bakery_lock(struct sio_fabric *f, struct wf_lock *local, int me, bool *holder_died);
+void sio__wf_bakery_unlock(struct sio_fabric *f, struct wf_lock *local, int me);
+void sio__wf_bakery_renew(struct wf_fabric *s, struct wf_lock *local, int me);
 
 /* seg.c */
 int sio__wf_seg_create(struct sio_fabric *f, int slot, unsigned int flags);
@@ -351,12 +351,12 @@ int sio__wf_seg_map(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, 
 		    void **vaddr);
 void sio__wf_seg_unmap(struct sio_fabric *f, void *vaddr, uint64_t len);
 /* Segment slot @slot's pool and its offset there (from the pool's memory start), checked. */
-int wf_seg_where(struct sio_fabric *f, int slot, int *pool, uint64_t *off, uint64_t *len);
+int sio__wf_seg_where(struct sio_fabric *f, int slot, int *pool, uint64_t *off, uint64_t *len);
 /* Map bytes [@off, @off + @len) of segment slot @slot, checked. */
-int wf_seg_map(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly, void **va);
-/* mmap() of an fd at any offset, whole pages inside; wf_munmap() undoes it. */
-int wf_mmap(int fd, uint64_t off, uint64_t len, bool rdonly, const char *what, void **va);
-void wf_munmap(void *va, uint64_t len);
+int sio__wf_slot_map(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly, void **va);
+/* mmap() of an fd at any offset, whole pages inside; sio__wf_munmap() undoes it. */
+int sio__wf_mmap(int fd, uint64_t off, uint64_t len, bool rdonly, const char *what, void **va);
+void sio__wf_munmap(void *va, uint64_t len);
 
 /* relay.c */
 const struct sio_device_ops *sio__wf_dev_ops(struct sio_fabric *f, int dev);
@@ -367,17 +367,17 @@ int sio__wf_dev_export(struct sio_fabric *f, int dev, struct sio_dev_export *x);
 void sio__wf_dev_unexport(struct sio_fabric *f, int dev);
 
 /* wake.c: the host's wake page, and the receiver that feeds it */
-void wf_wake_open(struct sio_fabric *f, struct wf_fabric *s);
-void wf_wake_close(struct wf_fabric *s);
+void sio__wf_wake_open(struct sio_fabric *f, struct wf_fabric *s);
+void sio__wf_wake_close(struct wf_fabric *s);
 /* Wake this host's sleepers and ring every other kernel once (the source's ring). */
-int wf_notify(struct wf_fabric *s);
+int sio__wf_wake_all(struct wf_fabric *s);
 /* Sleep on the wake page while *@word is @old, at most @ns: false when no receiver serves this host. */
-bool wf_wake_sleep(struct wf_fabric *s, uint32_t *word, uint32_t old, uint64_t ns);
+bool sio__wf_wake_sleep(struct wf_fabric *s, uint32_t *word, uint32_t old, uint64_t ns);
 /* This process is (no longer) the host's receiver; @n doorbells of other kernels came to it. */
-void wf_wake_receive(struct wf_fabric *s, bool on);
-void wf_wake_rx(struct wf_fabric *s, uint64_t n);
+void sio__wf_wake_receive(struct wf_fabric *s, bool on);
+void sio__wf_wake_rx(struct wf_fabric *s, uint64_t n);
 /* The receiver: every event on @efd (doorbells of other kernels) wakes this host's waiters. */
-int wf_doorbell_serve(struct sio_fabric *f, int efd, volatile sig_atomic_t *stop, FILE *log,
+int sio__wf_doorbell_serve(struct sio_fabric *f, int efd, volatile sig_atomic_t *stop, FILE *log,
 		      const char *what);
 
 /* event.c */
@@ -389,7 +389,7 @@ int sio__wf_ev_read(struct sio_fabric *f, struct sio_event *ev, int max);
 int sio__wf_notify(struct sio_fabric *f, uint32_t *word);
 int sio__wf_wait(struct sio_fabric *f, uint32_t *word, uint32_t old, uint64_t timeout_ns);
 /* The heartbeat thread: wake this handle's event fd when its ring holds events. */
-void wf_ev_poll(struct wf_fabric *s);
+void sio__wf_ev_poll(struct wf_fabric *s);
 
 /* The fabric ops every window source shares; a backend fills in the rest. */
 #define WF_FABRIC_OPS \
