@@ -134,7 +134,7 @@ int sio_nvme_ioq_recover(struct sio_nvme_ioq *q, bool timed_out)
 	uint64_t now = sio__now_ns();
 	uint32_t resets = 0;
 	bool reset;
-	int ret, r2;
+	int ret, settled;
 
 	if (now - q->recover_ns > 4ull * cl->timeout_ms * 1000000ull)
 		q->recover_tries = 0;
@@ -150,9 +150,9 @@ int sio_nvme_ioq_recover(struct sio_nvme_ioq *q, bool timed_out)
 	 * memory, which anyone may write): deleted now if it was not */
 	if (!ret && !q->mp) {
 		ret = reset_qpair(q, &q->qp[0]);
-		r2 = settled_resets(cl, &resets);	/* a reset meanwhile: its count */
+		settled = settled_resets(cl, &resets);	/* a reset meanwhile: its count */
 		if (!ret)
-			ret = r2;
+			ret = settled;
 	}
 	if (!ret) {
 		q->resets_seen = resets;

@@ -30,7 +30,7 @@ struct ntb_bar {			/* a BAR this process exports through windows */
 /* An inbound window (1 .. mws - 1; 0 is the node's memory) no device of this node uses. */
 static int free_window(struct wf_fabric *s, struct wf_dev *d)
 {
-	for (uint32_t w = 1; w < ns(s)->info.mws_per_peer; w++) {
+	for (uint32_t w = 1; w < src_of(s)->info.mws_per_peer; w++) {
 		bool used = false;
 
 		for (int k = 0; k < SIO_MAX_DEVS; k++) {
@@ -38,7 +38,7 @@ static int free_window(struct wf_fabric *s, struct wf_dev *d)
 			const struct reg_dev *dv = reg_dev_at(s->f->reg, k);
 
 			used |= o != d && o->gen && o->db_window == (int32_t)w && dv && dv->used &&
-				dv->lender == ns(s)->node.port;
+				dv->lender == src_of(s)->node.port;
 		}
 		if (!used)
 			return (int)w;
@@ -97,7 +97,7 @@ static int bar_span(struct ntbsrc *n, uint32_t w, uint64_t bus, uint64_t size, s
 
 int sio__ntb_bar_export(struct wf_fabric *s, struct wf_dev *d, uint64_t bus, uint64_t size)
 {
-	struct ntbsrc *n = ns(s);
+	struct ntbsrc *n = src_of(s);
 	struct ntb_bar *b;
 	uint64_t off;
 	int w, ret;
@@ -132,7 +132,7 @@ int sio__ntb_bar_export(struct wf_fabric *s, struct wf_dev *d, uint64_t bus, uin
 
 void sio__ntb_bar_unexport(struct wf_fabric *s, struct wf_dev *d)
 {
-	struct ntbsrc *n = ns(s);
+	struct ntbsrc *n = src_of(s);
 
 	pthread_mutex_lock(&n->mu);
 	for (struct ntb_bar **pp = &n->bars; *pp; pp = &(*pp)->next)
@@ -169,7 +169,7 @@ void sio__ntb_bar_drop(struct ntbsrc *n)
 
 int sio__ntb_bar_map(struct wf_fabric *s, const struct wf_dev *d, int node, uint64_t size, void **va)
 {
-	struct ntbsrc *n = ns(s);
+	struct ntbsrc *n = src_of(s);
 	uint64_t off, len;
 	int ret;
 

@@ -49,7 +49,7 @@ static int mem_of(struct ntbsrc *n, int port, uint64_t *off, uint64_t *size)
 int sio__ntb_map_at(struct ntbsrc *n, int port, uint64_t off, uint64_t len, bool rdonly, void **va)
 {
 	uint64_t a = off & ~(WF_PAGE - 1), d = off - a;
-	struct omap *m = NULL;
+	struct peer_map *m = NULL;
 	void *p;
 	int ret;
 
@@ -64,7 +64,7 @@ int sio__ntb_map_at(struct ntbsrc *n, int port, uint64_t off, uint64_t len, bool
 	if (rdonly)
 		mprotect(p, len + d, PROT_READ);
 	if (m) {
-		*m = (struct omap){ .va = p, .len = len + d, .off = a, .port = port, .widx = -1 };
+		*m = (struct peer_map){ .va = p, .len = len + d, .off = a, .port = port, .widx = -1 };
 		pthread_mutex_lock(&n->mu);
 		m->next = n->maps;
 		n->maps = m;
@@ -77,7 +77,7 @@ int sio__ntb_map_at(struct ntbsrc *n, int port, uint64_t off, uint64_t len, bool
 static int src_map(struct wf_fabric *s, int pool, uint64_t off, uint64_t len, bool rdonly,
 		   void **va)
 {
-	struct ntbsrc *n = ns(s);
+	struct ntbsrc *n = src_of(s);
 	int port = pool == WF_STATE ? n->boot.port : pool, ret;
 	uint64_t base, size;
 
@@ -99,13 +99,13 @@ static int src_map(struct wf_fabric *s, int pool, uint64_t off, uint64_t len, bo
 
 static void src_unmap(struct wf_fabric *s, void *va, uint64_t len)
 {
-	struct ntbsrc *n = ns(s);
+	struct ntbsrc *n = src_of(s);
 	uintptr_t v = (uintptr_t)va, a = v & ~(uintptr_t)(WF_PAGE - 1);
 
 	pthread_mutex_lock(&n->mu);
-	for (struct omap **pp = &n->maps; *pp; pp = &(*pp)->next)
+	for (struct peer_map **pp = &n->maps; *pp; pp = &(*pp)->next)
 		if ((*pp)->va == (void *)a) {
-			struct omap *m = *pp;
+			struct peer_map *m = *pp;
 			*pp = m->next;
 			free(m);
 			break;
@@ -116,7 +116,7 @@ static void src_unmap(struct wf_fabric *s, void *va, uint64_t len)
 
 static uint64_t src_bus(struct wf_fabric *s, int pool)
 {
-	struct ntbsrc *n = ns(s);
+	struct ntbsrc *n = src_of(s);
 	struct sio_ntb_peer_mw pm;
 	int pidx;
 
@@ -139,10 +139,10 @@ static int src_pool_of(struct wf_fabric *s, int node)
 /* One ring of the fabric's bit reaches every peer whose link is up. */
 static int src_ring(struct wf_fabric *s)
 {
-	uint64_t bits = 1ull << ns(s)->bit;
+	uint64_t bits = 1ull << src_of(s)->bit;
 
 	atomic_thread_fence(memory_order_seq_cst);	/* the word before the interrupt */
-	return ntbdev_ioctl(ns(s)->dev, SIO_NTB_IOC_DB_RING, &bits) ? 0 : 1;
+	return ntbdev_ioctl(src_of(s)->dev, SIO_NTB_IOC_DB_RING, &bits) ? 0 : 1;
 }
 
 /* Map again, in place, what a link that went down and came back revoked. */
@@ -158,7 +158,7 @@ static void remap(struct ntbsrc *n)
 		if (!pr.link_up)
 			continue;	/* still down: later */
 		n->peer_gen[pr.port] = pr.link_gen;
-		for (struct omap *m = n->maps; m; m = m->next)
+		for (struct peer_map *m = n->maps; m; m = m->next)
 			if (m->port == pr.port)
 				ntbdev_mmap(n->dev, m->va, m->off, m->len, &va);
 	}
@@ -166,7 +166,7 @@ static void remap(struct ntbsrc *n)
 
 static void src_beat(struct wf_fabric *s)
 {
-	struct ntbsrc *n = ns(s);
+	struct ntbsrc *n = src_of(s);
 	struct sio_ntb_info i;
 
 	if (n->local)
@@ -182,14 +182,14 @@ static void src_beat(struct wf_fabric *s)
 
 static int src_lock(struct sio_fabric *f, bool *holder_died)
 {
-	struct ntbsrc *n = ns(wf_of(f));
+	struct ntbsrc *n = src_of(wf_of(f));
 
 	return sio__wf_bakery_lock(f, n->local, n->node.port, holder_died);
 }
 
 static void src_unlock(struct sio_fabric *f)
 {
-	struct ntbsrc *n = ns(wf_of(f));
+	struct ntbsrc *n = src_of(wf_of(f));
 
 	sio__wf_bakery_unlock(f, n->local, n->node.port);
 }
@@ -197,7 +197,7 @@ static void src_unlock(struct sio_fabric *f)
 static const char *src_what(struct wf_fabric *s, int pool)
 {
 	static __thread char buf[192];
-	struct ntbsrc *n = ns(s);
+	struct ntbsrc *n = src_of(s);
 
 	snprintf(buf, sizeof(buf), "port %d's memory (the NTB %s)",
 		 pool == WF_STATE ? n->boot.port : pool, n->dev->what);
@@ -266,12 +266,12 @@ fail:
 
 static void src_drop(struct wf_fabric *s)
 {
-	struct ntbsrc *n = ns(s);
+	struct ntbsrc *n = src_of(s);
 
 	if (s->hdr)
 		src_unmap(s, s->hdr, sizeof(*s->hdr));
 	while (n->maps) {
-		struct omap *m = n->maps;
+		struct peer_map *m = n->maps;
 		n->maps = m->next;
 		munmap(m->va, m->len);
 		free(m);
@@ -309,7 +309,7 @@ static int local_lock_open(struct sio_fabric *f, struct ntbsrc *n)
 /* Find the home, check the window to it, map the header: for attach and destroy. */
 static int state_find(struct sio_fabric *f, struct wf_fabric *s)
 {
-	struct ntbsrc *n = ns(s);
+	struct ntbsrc *n = src_of(s);
 	uint64_t off, size;
 	int ret;
 
@@ -333,7 +333,7 @@ static int state_find(struct sio_fabric *f, struct wf_fabric *s)
 /* The header holds the generation the bootstrap says, or the bootstrap is stale. */
 static int gen_check(struct sio_fabric *f, struct wf_fabric *s)
 {
-	struct ntbsrc *n = ns(s);
+	struct ntbsrc *n = src_of(s);
 
 	if (s->hdr->create_gen == n->boot.gen)
 		return 0;
@@ -348,7 +348,7 @@ static int gen_check(struct sio_fabric *f, struct wf_fabric *s)
  */
 static void pool_record(struct wf_fabric *s)
 {
-	struct ntbsrc *n = ns(s);
+	struct ntbsrc *n = src_of(s);
 	uint64_t off = n->boot.port == n->node.port ? WF_STATE_END : 0;
 
 	if (n->node.mem_size > off)
@@ -362,10 +362,10 @@ static void pool_record(struct wf_fabric *s)
 static void sio__ntb_proc_init(struct sio_fabric *f, struct reg_proc *p)
 {
 	struct wf_fabric *s = wf_of(f);
-	struct wf_pool *pl = &s->hdr->pools[ns(s)->node.port];
+	struct wf_pool *pl = &s->hdr->pools[src_of(s)->node.port];
 
 	sio__wf_proc_init(f, p);
-	if (!pl->size || pl->epoch != ns(s)->node.epoch)
+	if (!pl->size || pl->epoch != src_of(s)->node.epoch)
 		pool_record(s);
 }
 
@@ -376,15 +376,15 @@ static int sio__ntb_attach(struct sio_fabric *f)
 
 	if ((ret = src_open(f, NTB_OP_HELLO, NULL, &s)))
 		return ret;
-	if (f->node != ns(s)->node.port) {
+	if (f->node != src_of(s)->node.port) {
 		ret = sio__err(EINVAL, "ntb: this kernel is port %d of %s: join fabric '%s' as node %d (SMARTIO_NODE=%d, or --node %d), not node %d",
-			       ns(s)->node.port, ns(s)->dev->what, f->name, ns(s)->node.port,
-			       ns(s)->node.port, ns(s)->node.port, f->node);
+			       src_of(s)->node.port, src_of(s)->dev->what, f->name, src_of(s)->node.port,
+			       src_of(s)->node.port, src_of(s)->node.port, f->node);
 		goto fail;
 	}
 	if ((ret = state_find(f, s)) || (ret = gen_check(f, s)) || (ret = sio__wf_attach(f, s)))
 		goto fail;
-	if ((ret = local_lock_open(f, ns(s)))) {
+	if ((ret = local_lock_open(f, src_of(s)))) {
 		sio__wf_detach(f, s);
 		goto fail;
 	}
@@ -408,10 +408,10 @@ static int sio__ntb_create(struct sio_fabric *f, bool group, gid_t gid)
 	f->node = sio__ntb_port_default();	/* the fabric's home: this kernel's port */
 	if ((ret = src_open(f, NTB_OP_CREATE, &gen, &s)))
 		return ret;
-	ns(s)->boot = (struct ntb_boot){ .port = ns(s)->node.port, .gen = gen,
+	src_of(s)->boot = (struct ntb_boot){ .port = src_of(s)->node.port, .gen = gen,
 					 .name_hash = sio__ntb_name_hash(f->name),
-					 .state_size = WF_STATE_END, .widx = ns(s)->node.mem_widx };
-	ns(s)->created = true;
+					 .state_size = WF_STATE_END, .widx = src_of(s)->node.mem_widx };
+	src_of(s)->created = true;
 	/* the node service claimed the header (its magic) in its own memory */
 	if ((ret = src_map(s, WF_STATE, 0, sizeof(struct wf_hdr), false, (void **)&s->hdr)) ||
 	    (ret = sio__wf_init(f, s, WF_STATE_END, gen))) {
@@ -419,7 +419,7 @@ static int sio__ntb_create(struct sio_fabric *f, bool group, gid_t gid)
 		return ret;
 	}
 	pool_record(s);
-	return local_lock_open(f, ns(s));
+	return local_lock_open(f, src_of(s));
 }
 
 static void sio__ntb_detach(struct sio_fabric *f)
@@ -431,7 +431,7 @@ static void sio__ntb_detach(struct sio_fabric *f)
 		f->reg = NULL;
 		return;
 	}
-	n = ns(s);
+	n = src_of(s);
 	/* the registry whole (the core made it): the bootstrap goes out now, not a tick later */
 	if (n->created && f->reg && __atomic_load_n(&f->reg->magic, __ATOMIC_ACQUIRE) == SIO_REG_MAGIC)
 		sio__ntb_boot_publish(n->dev, &n->info, &n->boot);
@@ -470,7 +470,7 @@ static int sio__ntb_list(char (*names)[SIO_NAME_MAX], int max)
 
 	if ((ret = src_open(&f, NTB_OP_HELLO, NULL, &s)))
 		return ret;
-	ret = sio__ntb_boot_find(ns(s)->dev, &ns(s)->info, &ns(s)->boot);
+	ret = sio__ntb_boot_find(src_of(s)->dev, &src_of(s)->info, &src_of(s)->boot);
 	if (!ret && !(ret = src_map(s, WF_STATE, 0, sizeof(struct wf_hdr), false, (void **)&s->hdr)))
 		ret = s->hdr->magic == WF_MAGIC && memchr(s->hdr->name, 0, SIO_NAME_MAX) ? 1 : 0;
 	if (ret == 1 && max > 0)
@@ -482,7 +482,7 @@ static int sio__ntb_list(char (*names)[SIO_NAME_MAX], int max)
 /* A home we cannot hear from (its link down) has not destroyed the fabric: we do not know. */
 static bool sio__ntb_removed(struct sio_fabric *f)
 {
-	struct ntbsrc *n = ns(wf_of(f));
+	struct ntbsrc *n = src_of(wf_of(f));
 	struct sio_ntb_peer pr;
 	int pidx;
 

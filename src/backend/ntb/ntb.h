@@ -98,8 +98,8 @@ struct ntb_rep {
 };
 
 /* ntb.c: the window source */
-struct omap {				/* a mapping of a peer's window */
-	struct omap *next;
+struct peer_map {				/* a mapping of a peer's window */
+	struct peer_map *next;
 	void *va;			/* page aligned */
 	uint64_t len, off;		/* its mmap() offset */
 	int port;
@@ -119,14 +119,14 @@ struct ntbsrc {
 	int bit;			/* the fabric's doorbell bit */
 	struct wf_lock *local;		/* this kernel's lock, on a page of this host */
 	pthread_mutex_t mu;		/* @maps, @peer_gen, @bars */
-	struct omap *maps;
+	struct peer_map *maps;
 	uint64_t peer_gen[WF_MAX_POOLS];
 	uint64_t link_gen;
 	struct ntbdev *xdev;		/* this process's own file: its windows onto BARs */
 	struct ntb_bar *bars;
 };
 
-static inline struct ntbsrc *ns(struct wf_fabric *s)
+static inline struct ntbsrc *src_of(struct wf_fabric *s)
 {
 	return s->priv;
 }

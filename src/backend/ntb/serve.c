@@ -62,11 +62,11 @@ struct ntb_service {
 	bool xw_said;
 };
 
-static struct ntb_service *here;
+static struct ntb_service *this_service;
 
 struct ntb_service *sio__ntb_service_here(void)
 {
-	return here;
+	return this_service;
 }
 
 struct ntbdev *sio__ntb_service_dev(struct ntb_service *sv, struct ntb_node *node)
@@ -547,18 +547,18 @@ int sio_ntb_serve(const char *dev, int port, volatile sig_atomic_t *stop, FILE *
 	uint64_t next = 0;
 	int ret;
 
-	if (here)
+	if (this_service)
 		return sio__err(EBUSY, "ntb: this process serves a node already");
 	if ((ret = setup(&sv, dev, port))) {
 		if (sv.dev)
 			teardown(&sv);
 		return ret;
 	}
-	here = &sv;
+	this_service = &sv;
 	while (!stop || !*stop)
 		round_once(&sv, &next);
 	say(&sv, "stopping: port %d's memory goes with this service\n", sv.node.port);
 	teardown(&sv);
-	here = NULL;
+	this_service = NULL;
 	return 0;
 }

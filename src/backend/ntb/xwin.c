@@ -111,7 +111,7 @@ static int request(struct sio_fabric *f, int owner, int slot, uint64_t gen, stru
 {
 	struct wf_fabric *s = wf_of(f);
 	struct wf_hdr *h = s->hdr;
-	int me = ns(s)->node.port, i;
+	int me = src_of(s)->node.port, i;
 	struct wf_xwin *x;
 	uint32_t seq;
 	bool same;
@@ -141,7 +141,7 @@ static void note(struct ntbsrc *n, const void *va, int widx, int why)
 	uintptr_t a = (uintptr_t)va & ~(uintptr_t)(WF_PAGE - 1);
 
 	pthread_mutex_lock(&n->mu);
-	for (struct omap *m = n->maps; m; m = m->next)
+	for (struct peer_map *m = n->maps; m; m = m->next)
 		if ((uintptr_t)m->va == a) {
 			m->widx = widx;
 			m->why = why;
@@ -165,7 +165,7 @@ static int own_window(struct sio_fabric *f, int slot, int owner, uint64_t seglen
 		      uint64_t len, bool rdonly, void **va)
 {
 	struct wf_fabric *s = wf_of(f);
-	struct ntbsrc *n = ns(s);
+	struct ntbsrc *n = src_of(s);
 	struct wf_xwin *x = NULL;
 	uint64_t woff, wsize;
 	int why;
@@ -194,13 +194,13 @@ int sio__ntb_seg_connect(struct sio_fabric *f, int slot, uint64_t off, uint64_t 
 
 	if ((ret = sio__wf_seg_where(f, slot, &pool, &at, &size)))
 		return ret;
-	if (pool == ns(wf_of(f))->node.port || !len || off > size || len > size - off)
+	if (pool == src_of(wf_of(f))->node.port || !len || off > size || len > size - off)
 		return sio__wf_slot_map(f, slot, off, len, rdonly, va);	/* ours, or its error */
 	if (!(why = own_window(f, slot, pool, size, off, len, rdonly, va)))
 		return 0;
 	if ((ret = sio__wf_slot_map(f, slot, off, len, rdonly, va)))
 		return ret;
-	note(ns(wf_of(f)), *va, -1, why);
+	note(src_of(wf_of(f)), *va, -1, why);
 	return 0;
 }
 
@@ -289,7 +289,7 @@ static const char *reach_all(struct sio_fabric *f, int slot, char *buf, size_t l
 
 const char *sio__ntb_seg_reach(struct sio_fabric *f, int slot, const void *va, char *buf, size_t len)
 {
-	struct ntbsrc *n = ns(wf_of(f));
+	struct ntbsrc *n = src_of(wf_of(f));
 	uintptr_t a = (uintptr_t)va & ~(uintptr_t)(WF_PAGE - 1);
 	int widx = -2, why = 0, port = -1;
 	char w[96];
@@ -299,7 +299,7 @@ const char *sio__ntb_seg_reach(struct sio_fabric *f, int slot, const void *va, c
 	if (!va)
 		return reach_all(f, slot, buf, len);
 	pthread_mutex_lock(&n->mu);
-	for (struct omap *m = n->maps; m; m = m->next)
+	for (struct peer_map *m = n->maps; m; m = m->next)
 		if ((uintptr_t)m->va == a)
 			widx = m->widx, why = m->why, port = m->port;
 	pthread_mutex_unlock(&n->mu);
