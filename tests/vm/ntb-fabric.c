@@ -216,8 +216,8 @@ static int window_freed(const struct sio_segment *s, int node, int w)
 	while (now_ms() - t0 < 20000) {
 		bool held = false;
 
-		for (int i = 0; i < WF_XWINS; i++) {
-			const struct wf_xwin *x = &h->xwin[i];
+		for (int i = 0; i < WF_OWNWINS; i++) {
+			const struct wf_ownwin *x = &h->ownwin[i];
 
 			held |= x->owner == node && x->peer == sio_fabric_node_id(f) &&
 				x->seg == s->slot && __atomic_load_n(&x->widx, __ATOMIC_ACQUIRE) == w;

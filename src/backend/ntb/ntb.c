@@ -237,7 +237,7 @@ static int src_open(struct sio_fabric *f, uint32_t op, uint32_t *gen, struct wf_
 	int ret;
 
 	/* bad times are refused here, named, not replaced inside a wait */
-	if ((ret = sio__wf_lease_check(&ns)) || (ret = sio__ntb_xwin_wait_check(&ns)))
+	if ((ret = sio__wf_lease_check(&ns)) || (ret = sio__ntb_ownwin_wait_check(&ns)))
 		return ret;
 	s = sio__wf_new(f, &ntb_source);
 	n = calloc(1, sizeof(*n));

@@ -16,7 +16,7 @@
  *   a segment's window  where the owner's hardware driver translates page
  *                       by page: an inbound window of the owner for each
  *                       kernel connected, translated to the segment alone
- *                       (xwin.c); else the pool's window 0
+ *                       (ownwin.c); else the pool's window 0
  *   the fabric's state  at the start of one node's memory (its home: where
  *                       `smartio create` ran): winfab's header, the registry;
  *                       the home's pool follows it
@@ -68,7 +68,7 @@ struct ntb_node {
 	uint64_t mem_size, mem_dma;	/* its size and bus address */
 	uint64_t epoch;			/* new at every start of the service */
 	char what[96];			/* the device */
-	int32_t seg_windows;		/* windows per peer for segments alone (xwin.c), 0: none */
+	int32_t seg_windows;		/* windows per peer for segments alone (ownwin.c), 0: none */
 	uint32_t xlat_align;		/* the hardware driver's translation alignment, KiB */
 };
 
@@ -103,7 +103,7 @@ struct peer_map {				/* a mapping of a peer's window */
 	void *va;			/* page aligned */
 	uint64_t len, off;		/* its mmap() offset */
 	int port;
-	int widx;			/* a segment's own window (xwin.c), -1: the pool's */
+	int widx;			/* a segment's own window (ownwin.c), -1: the pool's */
 	int why;			/* a connection through the pool: why (an errno), 0: none */
 };
 
@@ -138,27 +138,27 @@ int sio__ntb_window_of(struct ntbsrc *n, int port, uint32_t w, uint64_t *off, ui
 int sio__ntb_map_at(struct ntbsrc *n, int port, uint64_t off, uint64_t len, bool rdonly, void **va);
 
 /*
- * xwin.c: a segment's own window, where the hardware driver translates
- * page by page (struct wf_xwin): the connecting process's side, and the
+ * ownwin.c: a segment's own window, where the hardware driver translates
+ * page by page (struct wf_ownwin): the connecting process's side, and the
  * owner's node service's.
  */
-#define NTB_XWIN_MAX	32	/* windows per peer for segments, at most */
-struct ntb_xwins {
+#define NTB_OWNWIN_MAX	32	/* windows per peer for segments, at most */
+struct ntb_ownwins {
 	uint32_t per_peer;		/* windows 1 .. per_peer of each peer; 0: the pool only */
 	uint64_t align;			/* the driver's translation alignment (0: not known yet) */
 	uint64_t size_max;		/* its largest translation */
-	int16_t holder[SIO_NTB_MAX_PEERS][NTB_XWIN_MAX + 1];	/* by peer index, window: entry + 1 */
+	int16_t holder[SIO_NTB_MAX_PEERS][NTB_OWNWIN_MAX + 1];	/* by peer index, window: entry + 1 */
 };
 /* What the hardware driver allows, from inbound window 1 of peer @pidx (its link up). */
-void sio__ntb_xwin_probe(struct ntbdev *d, const struct sio_ntb_info *i, uint32_t pidx,
-		    struct ntb_xwins *x);
+void sio__ntb_ownwin_probe(struct ntbdev *d, const struct sio_ntb_info *i, uint32_t pidx,
+		    struct ntb_ownwins *x);
 /* The node service: answer this node's requests, clear what no connection uses; true: rang. */
-bool sio__ntb_xwin_serve(struct sio_fabric *f, struct ntbdev *d, const struct ntb_node *node,
-		    struct ntb_xwins *x);
+bool sio__ntb_ownwin_serve(struct sio_fabric *f, struct ntbdev *d, const struct ntb_node *node,
+		    struct ntb_ownwins *x);
 /* The node service leaves its fabric: every window it translated for segments, cleared. */
-void sio__ntb_xwin_reset(struct ntbdev *d, struct ntb_xwins *x);
+void sio__ntb_ownwin_reset(struct ntbdev *d, struct ntb_ownwins *x);
 /* $SMARTIO_NTB_XLAT_MS in @ns (sio__env_ms()): 0, or -EINVAL naming a bad value. */
-int sio__ntb_xwin_wait_check(uint64_t *ns);
+int sio__ntb_ownwin_wait_check(uint64_t *ns);
 int sio__ntb_seg_connect(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly,
 		    void **va);
 const char *sio__ntb_seg_reach(struct sio_fabric *f, int slot, const void *va, char *buf, size_t len);

@@ -12,7 +12,7 @@
  *   the connecting process   registry lock held (the core has counted a
  *                            window of its node for the connection), writes
  *                            a request in the fabric's state (struct
- *                            wf_xwin), rings the fabric's doorbell, waits for
+ *                            wf_ownwin), rings the fabric's doorbell, waits for
  *                            the answer (bounded), maps its outbound window
  *   the owner's service      translates a free window (1 .. per_peer) of the
  *                            peer to the segment, answers, rings; clears the
@@ -30,12 +30,12 @@
 
 #include "ntb.h"
 
-#define XWIN_WAIT_MS	5000	/* $SMARTIO_NTB_XLAT_MS: the owner's answer, at most */
-#define XWIN_NAP_MAX_NS	50000000ull
+#define OWNWIN_WAIT_MS	5000	/* $SMARTIO_NTB_XLAT_MS: the owner's answer, at most */
+#define OWNWIN_NAP_MAX_NS	50000000ull
 
-int sio__ntb_xwin_wait_check(uint64_t *ns)
+int sio__ntb_ownwin_wait_check(uint64_t *ns)
 {
-	return sio__env_ms("SMARTIO_NTB_XLAT_MS", XWIN_WAIT_MS, 1, 599999, ns);
+	return sio__env_ms("SMARTIO_NTB_XLAT_MS", OWNWIN_WAIT_MS, 1, 599999, ns);
 }
 
 static uint64_t wait_ns(void)
@@ -43,7 +43,7 @@ static uint64_t wait_ns(void)
 	uint64_t ns;
 
 	/* refused when the fabric was opened; the default if changed since */
-	sio__ntb_xwin_wait_check(&ns);
+	sio__ntb_ownwin_wait_check(&ns);
 	return ns;
 }
 
@@ -54,7 +54,7 @@ static bool connected(struct sio_fabric *f, int node, int slot, uint64_t gen);
  * gone), released, or refused to a connection that is gone (a refusal
  * stays while its connection does: smartio status says why)?
  */
-static bool entry_free(struct sio_fabric *f, const struct wf_xwin *x)
+static bool entry_free(struct sio_fabric *f, const struct wf_ownwin *x)
 {
 	const struct wf_hdr *h = wf_of(f)->hdr;
 
@@ -72,8 +72,8 @@ static int entry_of(struct sio_fabric *f, int owner, int me, int slot, uint64_t 
 	const struct wf_hdr *h = wf_of(f)->hdr;
 	int free_i = -1;
 
-	for (int i = 0; i < WF_XWINS; i++) {
-		const struct wf_xwin *x = &h->xwin[i];
+	for (int i = 0; i < WF_OWNWINS; i++) {
+		const struct wf_ownwin *x = &h->ownwin[i];
 
 		if (x->seq && x->owner == owner && x->peer == me && x->seg == slot &&
 		    x->seg_gen == gen && x->epoch == h->pools[owner].epoch) {
@@ -88,7 +88,7 @@ static int entry_of(struct sio_fabric *f, int owner, int me, int slot, uint64_t 
 }
 
 /* Wait for the owner's answer to @seq, bounded, napping longer each time. */
-static int answer_wait(struct wf_fabric *s, struct wf_xwin *x, uint32_t seq)
+static int answer_wait(struct wf_fabric *s, struct wf_ownwin *x, uint32_t seq)
 {
 	uint64_t end = sio__now_ns() + wait_ns(), nap = 1000000;
 	uint32_t d;
@@ -101,24 +101,24 @@ static int answer_wait(struct wf_fabric *s, struct wf_xwin *x, uint32_t seq)
 			struct timespec ts = { 0, (long)nap };
 			nanosleep(&ts, NULL);
 		}
-		nap = nap * 2 < XWIN_NAP_MAX_NS ? nap * 2 : XWIN_NAP_MAX_NS;
+		nap = nap * 2 < OWNWIN_NAP_MAX_NS ? nap * 2 : OWNWIN_NAP_MAX_NS;
 	}
 	return x->widx >= 0 ? 0 : x->err > 0 ? x->err : EIO;
 }
 
 /* Lock held: ask @owner's service for a window to segment @slot; 0, or why not (an errno). */
-static int request(struct sio_fabric *f, int owner, int slot, uint64_t gen, struct wf_xwin **out)
+static int request(struct sio_fabric *f, int owner, int slot, uint64_t gen, struct wf_ownwin **out)
 {
 	struct wf_fabric *s = wf_of(f);
 	struct wf_hdr *h = s->hdr;
 	int me = src_of(s)->node.port, i;
-	struct wf_xwin *x;
+	struct wf_ownwin *x;
 	uint32_t seq;
 	bool same;
 
 	if ((i = entry_of(f, owner, me, slot, gen, &same)) < 0)
 		return EMFILE;
-	x = &h->xwin[i];
+	x = &h->ownwin[i];
 	if (same && atomic_load_explicit(&x->done, memory_order_acquire) != x->seq)
 		return ETIMEDOUT;	/* an earlier request is still unanswered: no second wait */
 	seq = x->seq + 1 ? x->seq + 1 : 1;
@@ -166,7 +166,7 @@ static int own_window(struct sio_fabric *f, int slot, int owner, uint64_t seglen
 {
 	struct wf_fabric *s = wf_of(f);
 	struct ntbsrc *n = src_of(s);
-	struct wf_xwin *x = NULL;
+	struct wf_ownwin *x = NULL;
 	uint64_t woff, wsize;
 	int why;
 
@@ -218,7 +218,7 @@ static const char *why_pool(int why, int owner, char *buf, size_t len)
 		snprintf(buf, len, "port %d's node service did not answer", owner);
 		break;
 	case EMFILE:
-		snprintf(buf, len, "the fabric's %d own windows are all in use", WF_XWINS);
+		snprintf(buf, len, "the fabric's %d own windows are all in use", WF_OWNWINS);
 		break;
 	case ENOTCONN:
 		snprintf(buf, len, "port %d's link is down", owner);
@@ -253,7 +253,7 @@ static void reach_of(struct sio_fabric *f, int owner, int node, int slot, char *
 	char why[96];
 	bool same;
 	int i = entry_of(f, owner, node, slot, f->reg->segs[slot].gen, &same);
-	const struct wf_xwin *x = i >= 0 && same ? &h->xwin[i] : NULL;
+	const struct wf_ownwin *x = i >= 0 && same ? &h->ownwin[i] : NULL;
 	bool answered = x && atomic_load_explicit(&x->done, memory_order_acquire) == x->seq;
 
 	if (answered && x->widx >= 0)
@@ -316,8 +316,8 @@ const char *sio__ntb_seg_reach(struct sio_fabric *f, int slot, const void *va, c
 
 /* ---- the owner's node service ---- */
 
-void sio__ntb_xwin_probe(struct ntbdev *d, const struct sio_ntb_info *i, uint32_t pidx,
-		    struct ntb_xwins *x)
+void sio__ntb_ownwin_probe(struct ntbdev *d, const struct sio_ntb_info *i, uint32_t pidx,
+		    struct ntb_ownwins *x)
 {
 	struct sio_ntb_mw m = { .pidx = pidx, .widx = 1 };
 
@@ -332,11 +332,11 @@ void sio__ntb_xwin_probe(struct ntbdev *d, const struct sio_ntb_info *i, uint32_
 	x->align = m.addr_align ? m.addr_align : 1;
 	x->size_max = m.size_max;
 	if (m.addr_align <= WF_PAGE && m.size_align <= WF_PAGE)
-		x->per_peer = i->mws_per_peer - 1 < NTB_XWIN_MAX ? i->mws_per_peer - 1 : NTB_XWIN_MAX;
+		x->per_peer = i->mws_per_peer - 1 < NTB_OWNWIN_MAX ? i->mws_per_peer - 1 : NTB_OWNWIN_MAX;
 }
 
 /* Where segment @e asks for lies in this node's memory: its bus address and size. */
-static int seg_range(struct sio_fabric *f, const struct ntb_node *node, const struct wf_xwin *e,
+static int seg_range(struct sio_fabric *f, const struct ntb_node *node, const struct wf_ownwin *e,
 		     uint64_t *addr, uint64_t *size)
 {
 	const struct wf_hdr *h = wf_of(f)->hdr;
@@ -358,7 +358,7 @@ static int seg_range(struct sio_fabric *f, const struct ntb_node *node, const st
 }
 
 /* The window entry @i holds for peer @pidx, else a free one taken; -1: none. */
-static int window_for(struct ntb_xwins *x, int pidx, int i)
+static int window_for(struct ntb_ownwins *x, int pidx, int i)
 {
 	int w;
 
@@ -373,7 +373,7 @@ static int window_for(struct ntb_xwins *x, int pidx, int i)
 	return -1;
 }
 
-static void drop(struct ntbdev *d, struct ntb_xwins *x, int pidx, int w)
+static void drop(struct ntbdev *d, struct ntb_ownwins *x, int pidx, int w)
 {
 	struct sio_ntb_xlat t = { .pidx = (uint32_t)pidx, .widx = (uint32_t)w };
 
@@ -383,9 +383,9 @@ static void drop(struct ntbdev *d, struct ntb_xwins *x, int pidx, int w)
 
 /* Answer request @seq of entry @i: translate a window of its peer to the segment. */
 static void answer(struct sio_fabric *f, struct ntbdev *d, const struct ntb_node *node,
-		   struct ntb_xwins *x, int i, uint32_t seq)
+		   struct ntb_ownwins *x, int i, uint32_t seq)
 {
-	struct wf_xwin *e = &wf_of(f)->hdr->xwin[i];
+	struct wf_ownwin *e = &wf_of(f)->hdr->ownwin[i];
 	int pidx = sio__ntbdev_pidx(d, e->peer), w = -1, err;
 	uint64_t addr = 0, size = 0;
 
@@ -412,19 +412,19 @@ static void answer(struct sio_fabric *f, struct ntbdev *d, const struct ntb_node
 }
 
 /* Clear the windows that no connection uses any more. */
-static void collect(struct sio_fabric *f, struct ntbdev *d, struct ntb_xwins *x)
+static void collect(struct sio_fabric *f, struct ntbdev *d, struct ntb_ownwins *x)
 {
 	struct wf_hdr *h = wf_of(f)->hdr;
 
 	for (int p = 0; p < SIO_NTB_MAX_PEERS; p++)
 		for (int w = 1; w <= (int)x->per_peer; w++) {
 			int i = x->holder[p][w] - 1;
-			struct wf_xwin *e;
+			struct wf_ownwin *e;
 			uint32_t seq;
 
-			if (i < 0 || i >= WF_XWINS)
+			if (i < 0 || i >= WF_OWNWINS)
 				continue;
-			e = &h->xwin[i];
+			e = &h->ownwin[i];
 			seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
 			if (atomic_load_explicit(&e->done, memory_order_acquire) != seq ||
 			    connected(f, e->peer, e->seg, e->seg_gen))
@@ -434,7 +434,7 @@ static void collect(struct sio_fabric *f, struct ntbdev *d, struct ntb_xwins *x)
 		}
 }
 
-void sio__ntb_xwin_reset(struct ntbdev *d, struct ntb_xwins *x)
+void sio__ntb_ownwin_reset(struct ntbdev *d, struct ntb_ownwins *x)
 {
 	for (int p = 0; p < SIO_NTB_MAX_PEERS; p++)
 		for (int w = 1; w <= (int)x->per_peer; w++)
@@ -442,14 +442,14 @@ void sio__ntb_xwin_reset(struct ntbdev *d, struct ntb_xwins *x)
 				drop(d, x, p, w);
 }
 
-bool sio__ntb_xwin_serve(struct sio_fabric *f, struct ntbdev *d, const struct ntb_node *node,
-		    struct ntb_xwins *x)
+bool sio__ntb_ownwin_serve(struct sio_fabric *f, struct ntbdev *d, const struct ntb_node *node,
+		    struct ntb_ownwins *x)
 {
 	struct wf_hdr *h = wf_of(f)->hdr;
 	bool rang = false;
 
-	for (int i = 0; i < WF_XWINS; i++) {
-		struct wf_xwin *e = &h->xwin[i];
+	for (int i = 0; i < WF_OWNWINS; i++) {
+		struct wf_ownwin *e = &h->ownwin[i];
 		uint32_t seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
 
 		if (!seq || e->owner != node->port || e->epoch != node->epoch ||

@@ -58,7 +58,7 @@ struct ntb_service {
 	struct ntb_boot joined;
 	char said[256];			/* the last complaint, said once */
 	FILE *log;
-	struct ntb_xwins xw;		/* segments' own windows (xwin.c) */
+	struct ntb_ownwins xw;		/* segments' own windows (ownwin.c) */
 	bool xw_said;
 };
 
@@ -180,7 +180,7 @@ static void peer_up(struct ntb_service *sv, uint32_t p)
 /* Say once how other kernels reach this node's segments, once the driver said what it allows. */
 static void mode_say(struct ntb_service *sv, uint32_t p)
 {
-	sio__ntb_xwin_probe(sv->dev, &sv->info, p, &sv->xw);
+	sio__ntb_ownwin_probe(sv->dev, &sv->info, p, &sv->xw);
 	if (sv->xw_said || !sv->xw.align)
 		return;
 	sv->xw_said = true;
@@ -287,7 +287,7 @@ static void leave(struct ntb_service *sv, bool gone)
 		sio__unlock(sv->f);
 	}
 	sio__wf_wake_receive(s, false);
-	sio__ntb_xwin_reset(sv->dev, &sv->xw);	/* their requests are the fabric's, gone with it */
+	sio__ntb_ownwin_reset(sv->dev, &sv->xw);	/* their requests are the fabric's, gone with it */
 	sio__fabric_detach(sv->f);
 	sv->f = NULL;
 }
@@ -525,7 +525,7 @@ static void round_once(struct ntb_service *sv, uint64_t *next)
 		}
 		if ((pf[1].revents & POLLIN) && read(sv->efd, &v, sizeof(v)) == sizeof(v) && sv->f) {
 			sio__wf_wake_rx(wf_of(sv->f), v);
-			sio__ntb_xwin_serve(sv->f, sv->dev, &sv->node, &sv->xw);
+			sio__ntb_ownwin_serve(sv->f, sv->dev, &sv->node, &sv->xw);
 		}
 	}
 	now = sio__now_ns();
@@ -538,7 +538,7 @@ static void round_once(struct ntb_service *sv, uint64_t *next)
 		join(sv);
 	}
 	if (sv->f)
-		sio__ntb_xwin_serve(sv->f, sv->dev, &sv->node, &sv->xw);
+		sio__ntb_ownwin_serve(sv->f, sv->dev, &sv->node, &sv->xw);
 }
 
 int sio_ntb_serve(const char *dev, int port, volatile sig_atomic_t *stop, FILE *log)

@@ -97,7 +97,7 @@ struct wf_pool {
 };
 
 /*
- * A segment's own window (ntb: backend/ntb/xwin.c): node @peer's
+ * A segment's own window (ntb: backend/ntb/ownwin.c): node @peer's
  * connection to segment slot @seg of node @owner, through an inbound window
  * of @owner's NTB for @peer translated to that segment alone. The
  * connecting process writes the request (@seq moves; registry lock held),
@@ -106,8 +106,8 @@ struct wf_pool {
  * @peer's connection (sio__reg_window_get()). An entry whose owner's pool epoch
  * is not @epoch is void.
  */
-#define WF_XWINS		128
-struct wf_xwin {
+#define WF_OWNWINS		128
+struct wf_ownwin {
 	uint32_t seq;			/* the requester's; 0: never used */
 	int32_t seg;
 	uint64_t seg_gen;
@@ -198,7 +198,7 @@ struct wf_hdr {
 	struct wf_evq evq[SIO_MAX_PROCS];
 	struct wf_dev devs[SIO_MAX_DEVS];
 	struct wf_group groups[SIO_MAX_GROUPS];
-	struct wf_xwin xwin[WF_XWINS];
+	struct wf_ownwin ownwin[WF_OWNWINS];
 	struct {			/* per borrow slot: its doorbell path, while it is this borrow */
 		int32_t dev, proc;
 		int32_t path, err;	/* enum wf_db_path; the relay's reason, an errno */
