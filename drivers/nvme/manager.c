@@ -59,7 +59,7 @@ int sio_nvme_manager_stats(const struct sio_nvme_manager *m,
 /* What a reset took: every queue pair, each kept for its owner to create
  * again with the same id (and doorbell pages); none beyond the controller's
  * new count. */
-static void state_queues_gone(struct sio_nvme_manager *m)
+void sio_nvme_mgr_queues_gone(struct sio_nvme_manager *m)
 {
 	for (uint32_t q = 1; q <= STATE_QIDS; q++) {
 		uint8_t p = m->state->pend[q];
@@ -155,7 +155,7 @@ static void state_reset(struct sio_nvme_manager *m, bool keep_grants)
 
 /* Whether slot @s looks like a client's: a state in range, a pid, and a
  * node of the fabric (whether that process lives is another question). */
-static bool slot_plausible(const struct sio_nvme_manager *m, int s)
+bool sio_nvme_mgr_slot_plausible(const struct sio_nvme_manager *m, int s)
 {
 	const struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
 	uint32_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
@@ -165,8 +165,6 @@ static bool slot_plausible(const struct sio_nvme_manager *m, int s)
 	       sl->node < m->nodes;
 }
 
-static int grant_doorbells(struct sio_nvme_manager *m, uint32_t qid, int32_t pid,
-			   struct sio_nvme_mbox_resp *r);
 
 /*
  * Go on where a crashed manager stopped: settle the queue pair it was
@@ -200,15 +198,15 @@ static void take_over(struct sio_nvme_manager *m)
 		if (m->state->pend[qid] != PEND_GONE)
 			m->st.queues++;
 		memset(&r, 0, sizeof(r));
-		if (m->confined && m->dbpid[qid] && grant_doorbells(m, qid, m->dbpid[qid], &r))
+		if (m->confined && m->dbpid[qid] && sio_nvme_mgr_grant_doorbells(m, qid, m->dbpid[qid], &r))
 			mlog(m, "%s", r.msg);
 	}
 	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++) {
 		struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
 
 		/* the predecessor's clients, as far as their slots look like ones;
-		 * whether they live is asked at once (check_clients()) */
-		if (!slot_plausible(m, s))
+		 * whether they live is asked at once (sio_nvme_mgr_check_clients()) */
+		if (!sio_nvme_mgr_slot_plausible(m, s))
 			continue;
 		m->slot_pid[s] = __atomic_load_n(&sl->pid, __ATOMIC_ACQUIRE);
 		m->slot_node[s] = sl->node;
@@ -230,7 +228,7 @@ static void take_over(struct sio_nvme_manager *m)
 /* Whether the fabric and the device are still there: 0, or -ENODEV (the
  * device left; its model may have cleared its registers as it did) or
  * the fabric's error. */
-static int still_there(struct sio_nvme_manager *m)
+int sio_nvme_mgr_still_there(struct sio_nvme_manager *m)
 {
 	struct sio_device_info di;
 	int ret = sio_fabric_alive(m->f);
@@ -256,7 +254,7 @@ static int mgr_tick(void *arg)
 	if (now - m->last_look < 100000000ull)
 		return 0;
 	m->last_look = now;
-	return still_there(m);
+	return sio_nvme_mgr_still_there(m);
 }
 
 static struct sio_nvme_manager *mgr_new(struct sio_fabric *f,
@@ -342,7 +340,7 @@ static int mgr_go_live(struct sio_nvme_manager *m, bool shared)
 	m->ci = sio_nvme_ctrl_ci(m->ctrl);
 	sio_nvme_ctrl_set_tick(m->ctrl, mgr_tick, m);
 	if (!m->adopted && shared)
-		state_queues_gone(m);	/* reset under running clients */
+		sio_nvme_mgr_queues_gone(m);	/* reset under running clients */
 	else if (!m->adopted)
 		state_reset(m, false);
 	/* Exclusive, so no one maps BAR0 unconfined; on a take-over, at once. */
@@ -407,25 +405,25 @@ int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 	return 0;
 }
 
-static uint64_t db_offset(const struct sio_nvme_manager *m, uint32_t qid)
+uint64_t sio_nvme_mgr_db_offset(const struct sio_nvme_manager *m, uint32_t qid)
 {
 	return sio_nvme_doorbell_offset((uint16_t)qid, 0, m->ci->db_stride);
 }
 
-static bool pid_alive(int32_t pid)
+bool sio_nvme_mgr_pid_alive(int32_t pid)
 {
 	return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH);
 }
 
 /* Withdraw the grant of qid's doorbell pages (its owner keeps them in
  * dbpid until it is gone). */
-static void revoke_doorbells(struct sio_nvme_manager *m, uint32_t qid)
+void sio_nvme_mgr_revoke_doorbells(struct sio_nvme_manager *m, uint32_t qid)
 {
 	int ret;
 
 	if (!m->confined || !m->dbpid[qid])
 		return;
-	ret = sio_device_revoke(m->dev, m->dbpid[qid], 0, db_offset(m, qid));
+	ret = sio_device_revoke(m->dev, m->dbpid[qid], 0, sio_nvme_mgr_db_offset(m, qid));
 	if (ret)
 		mlog(m, "cannot revoke the doorbells of queue %u from pid %d: %s", qid,
 		     (int)m->dbpid[qid], sio_errmsg());
@@ -434,7 +432,7 @@ static void revoke_doorbells(struct sio_nvme_manager *m, uint32_t qid)
 /* Delete queue pair @q in the controller (unless a reset took it) and
  * take it from its owner. Return: the controller's answer (its message
  * set, not a revocation's). */
-static int qpair_drop(struct sio_nvme_manager *m, uint32_t q)
+int sio_nvme_mgr_qpair_drop(struct sio_nvme_manager *m, uint32_t q)
 {
 	bool gone = m->state->pend[q] == PEND_GONE;
 	struct sio_errsave es;
@@ -444,7 +442,7 @@ static int qpair_drop(struct sio_nvme_manager *m, uint32_t q)
 	if (!gone)
 		ret = sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)q);
 	sio_err_save(&es);
-	revoke_doorbells(m, q);
+	sio_nvme_mgr_revoke_doorbells(m, q);
 	sio_err_restore(&es);
 	m->qowner[q] = -1;
 	m->state->pend[q] = PEND_NONE;
@@ -454,7 +452,7 @@ static int qpair_drop(struct sio_nvme_manager *m, uint32_t q)
 }
 
 /* Delete what a slot holds: its queues and its CMB ranges. */
-static int release_slot(struct sio_nvme_manager *m, int s)
+int sio_nvme_mgr_release_slot(struct sio_nvme_manager *m, int s)
 {
 	uint32_t q;
 	int i, n = 0;
@@ -462,7 +460,7 @@ static int release_slot(struct sio_nvme_manager *m, int s)
 	for (q = 1; q <= m->ci->io_queues; q++) {
 		if (m->qowner[q] != s)
 			continue;
-		qpair_drop(m, q);
+		sio_nvme_mgr_qpair_drop(m, q);
 		n++;
 	}
 	for (i = 0; i < CMB_MAX_ALLOCS; i++)
@@ -486,7 +484,7 @@ static void slot_free(struct sio_nvme_manager *m, int s)
  * the manager saw them, not as the slot (shared memory) says now. */
 static void reap_slot(struct sio_nvme_manager *m, int s, const char *why)
 {
-	int n = release_slot(m, s);
+	int n = sio_nvme_mgr_release_slot(m, s);
 
 	mlog(m, "client pid %d (node %d, slot %d) %s: deleted %d queue pair%s",
 	     (int)m->slot_pid[s], (int)m->slot_node[s], s, why, n, n == 1 ? "" : "s");
@@ -523,7 +521,7 @@ static void check_strangers(struct sio_nvme_manager *m)
 
 		if (m->slot_pid[s] || st == SIO_MBOX_FREE)
 			continue;
-		if (!slot_plausible(m, s) ||
+		if (!sio_nvme_mgr_slot_plausible(m, s) ||
 		    !sio_fabric_proc_alive(m->f, sl->node, __atomic_load_n(&sl->pid,
 									   __ATOMIC_ACQUIRE))) {
 			slot_free(m, s);
@@ -538,7 +536,7 @@ static void check_strangers(struct sio_nvme_manager *m)
 /* Clients that died: from fabric events, and (on single-host backends,
  * where pids are meaningful) from a periodic check of the owner's pid,
  * asked of the fabric: a pid names a process of its own kernel only. */
-static void check_clients(struct sio_nvme_manager *m, uint64_t now)
+void sio_nvme_mgr_check_clients(struct sio_nvme_manager *m, uint64_t now)
 {
 	struct sio_device_info di;
 	struct sio_event ev[32];
@@ -599,7 +597,7 @@ static int from_ctrl(struct sio_nvme_manager *m, struct sio_nvme_mbox_resp *r, i
 	r->err = ret;
 	m->st.refused++;
 	/* The admin queue timed out: the controller is reset before the next
-	 * request (check_ctrl()), which the client makes again. */
+	 * request (sio_nvme_mgr_check_ctrl()), which the client makes again. */
 	if (ret == -ETIMEDOUT && sio_nvme_ctrl_health(m->ctrl) == -ETIMEDOUT) {
 		snprintf(r->msg, sizeof(r->msg), "the controller timed out and is being "
 			 "reset: ask again");
@@ -658,7 +656,7 @@ static uint32_t pick_qid(struct sio_nvme_manager *m, int32_t pid, bool *held)
 			continue;
 		if (!m->confined || !m->dbpid[qid] || m->dbpid[qid] == pid)
 			return qid;
-		if (!pid_alive(m->dbpid[qid])) {
+		if (!sio_nvme_mgr_pid_alive(m->dbpid[qid])) {
 			m->dbpid[qid] = 0;
 			return qid;
 		}
@@ -669,7 +667,7 @@ static uint32_t pick_qid(struct sio_nvme_manager *m, int32_t pid, bool *held)
 
 /* Let @pid map qid's SQ tail and CQ head doorbell pages, read-write: the
  * range up to the next queue's SQ doorbell, which is qid's alone. */
-static int grant_doorbells(struct sio_nvme_manager *m, uint32_t qid, int32_t pid,
+int sio_nvme_mgr_grant_doorbells(struct sio_nvme_manager *m, uint32_t qid, int32_t pid,
 			   struct sio_nvme_mbox_resp *r)
 {
 	int ret;
@@ -677,8 +675,8 @@ static int grant_doorbells(struct sio_nvme_manager *m, uint32_t qid, int32_t pid
 	if (!m->confined)
 		return 0;
 	if (m->dbpid[qid] && m->dbpid[qid] != pid)
-		revoke_doorbells(m, qid);	/* a dead process's, to be sure */
-	ret = sio_device_grant(m->dev, pid, 0, db_offset(m, qid), 2ull * m->ci->db_stride);
+		sio_nvme_mgr_revoke_doorbells(m, qid);	/* a dead process's, to be sure */
+	ret = sio_device_grant(m->dev, pid, 0, sio_nvme_mgr_db_offset(m, qid), 2ull * m->ci->db_stride);
 	if (ret) {
 		snprintf(r->msg, sizeof(r->msg), "cannot grant the doorbells of queue %u: %s",
 			 qid, sio_errmsg());
@@ -690,17 +688,6 @@ static int grant_doorbells(struct sio_nvme_manager *m, uint32_t qid, int32_t pid
 	return 0;
 }
 
-/* A Create I/O Queue Pair request, served with others taken at once. */
-struct creating {
-	int s;
-	struct sio_nvme_mbox_req q;
-	struct sio_nvme_mbox_resp r;
-	uint32_t qid;		/* reserved (qowner and pend set); 0: none */
-	int32_t pid;
-	int ret;
-	bool drop_cq;		/* its SQ failed: its CQ is deleted */
-	bool again;		/* the slot's own, taken by a reset, made again */
-};
 
 /* A request to make again a queue pair of the slot's that a reset took:
  * the same id, so its doorbell pages stay its own. Return: true when
@@ -821,7 +808,7 @@ static void create_many(struct sio_nvme_manager *m, struct creating *c, int n)
 		}
 		/* made again: its doorbell pages were never taken back */
 		if (!c[i].ret && !(c[i].again && m->dbpid[c[i].qid] == c[i].pid) &&
-		    (c[i].ret = grant_doorbells(m, c[i].qid, c[i].pid, &c[i].r)))
+		    (c[i].ret = sio_nvme_mgr_grant_doorbells(m, c[i].qid, c[i].pid, &c[i].r)))
 			sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)c[i].qid);
 		if (!c[i].qid)
 			continue;
@@ -846,7 +833,7 @@ static int op_delete_qp(struct sio_nvme_manager *m, int s, const struct sio_nvme
 			      m->ci->io_queues);
 	if (m->qowner[q->qid] != s)
 		return refuse(m, r, EPERM, "queue %u is not yours", q->qid);
-	return from_ctrl(m, r, qpair_drop(m, q->qid), 0);
+	return from_ctrl(m, r, sio_nvme_mgr_qpair_drop(m, q->qid), 0);
 }
 
 /* A client's queue pair timed out: deleted in the controller, which ends
@@ -1003,7 +990,7 @@ static void respond(struct sio_nvme_manager *m, int s, uint32_t op, int ret,
  * new one, which must be a process of the fabric on the node it names.
  * Return: whether to serve the request (if not, it was answered).
  */
-static bool note_client(struct sio_nvme_manager *m, int s, uint32_t op)
+bool sio_nvme_mgr_note_client(struct sio_nvme_manager *m, int s, uint32_t op)
 {
 	struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
 	int32_t pid = __atomic_load_n(&sl->pid, __ATOMIC_ACQUIRE), node = sl->node;
@@ -1015,7 +1002,7 @@ static bool note_client(struct sio_nvme_manager *m, int s, uint32_t op)
 		sio_nvme_mgr_retry(m, s, "the mailbox slot was overwritten: ask again");
 		return false;
 	}
-	if (!slot_plausible(m, s) || !sio_fabric_proc_alive(m->f, node, pid)) {
+	if (!sio_nvme_mgr_slot_plausible(m, s) || !sio_fabric_proc_alive(m->f, node, pid)) {
 		memset(&r, 0, sizeof(r));
 		refuse(m, &r, EPERM, "mailbox slot %d names pid %d on node %d, which is no "
 		       "process of fabric '%s'", s, (int)pid, (int)node, sio_fabric_name(m->f));
@@ -1045,7 +1032,7 @@ static void respond(struct sio_nvme_manager *m, int s, uint32_t op, int ret,
 }
 
 /* Serve the create requests taken at once, and answer them. */
-static void create_and_respond(struct sio_nvme_manager *m, struct creating *c, int n)
+void sio_nvme_mgr_create_and_respond(struct sio_nvme_manager *m, struct creating *c, int n)
 {
 	create_many(m, c, n);
 	if (n > 1)
@@ -1054,7 +1041,7 @@ static void create_and_respond(struct sio_nvme_manager *m, struct creating *c, i
 		respond(m, c[i].s, SIO_MBOX_OP_CREATE_QP, c[i].ret, &c[i].r);
 }
 
-static void handle(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox_req *req)
+void sio_nvme_mgr_handle(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox_req *req)
 {
 	struct sio_nvme_mbox_slot *sl = &m->mb->slots[s];
 	struct sio_nvme_mbox_req q = *req;
@@ -1096,7 +1083,7 @@ static void handle(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox
 		ret = op_cmb_free(m, s, &q, &r);
 		break;
 	case SIO_MBOX_OP_BYE:
-		release_slot(m, s);
+		sio_nvme_mgr_release_slot(m, s);
 		mlog(m, "client pid %d on node %d left (slot %d)", (int)sl->pid,
 		     (int)sl->node, s);
 		m->slot_pid[s] = 0;
@@ -1136,7 +1123,7 @@ static int reset_ctrl(struct sio_nvme_manager *m, const char *why)
 	for (tries = 1;; tries++) {
 		ret = sio_nvme_ctrl_reset(m->ctrl);
 		if (!ret || ret == -ENODEV || tries == SIO_NVME_RESET_TRIES ||
-		    (ret = still_there(m)))
+		    (ret = sio_nvme_mgr_still_there(m)))
 			break;
 		mlog(m, "reset %d of %d failed: %s; trying again in %d s", tries,
 		     SIO_NVME_RESET_TRIES, sio_errmsg(), tries);
@@ -1148,7 +1135,7 @@ static int reset_ctrl(struct sio_nvme_manager *m, const char *why)
 				    "or its host's device) and nvme-manager serves it again",
 				    m->dinfo.id, tries, tries == 1 ? "" : "s");
 	m->ci = sio_nvme_ctrl_ci(m->ctrl);
-	state_queues_gone(m);
+	sio_nvme_mgr_queues_gone(m);
 	sio_nvme_mbox_ctrl_changed(m);
 	if (sio_nvme_aer_start(m->ctrl))	/* the reset dropped the event requests */
 		mlog(m, "asynchronous events not served: %s", sio_errmsg());
@@ -1162,7 +1149,7 @@ static int reset_ctrl(struct sio_nvme_manager *m, const char *why)
 /* After the requests: reset a controller that failed, timed out or was
  * disabled behind our back. Return: 0, or -errno when it is gone or does
  * not come back. */
-static int check_ctrl(struct sio_nvme_manager *m)
+int sio_nvme_mgr_check_ctrl(struct sio_nvme_manager *m)
 {
 	int ret = sio_nvme_ctrl_health(m->ctrl);
 	char why[200];
@@ -1170,7 +1157,7 @@ static int check_ctrl(struct sio_nvme_manager *m)
 	if (!ret || ret == -ENODEV)
 		return ret;
 	/* a model that left, or a fabric destroyed, reads as disabled too */
-	if ((ret = still_there(m)))
+	if ((ret = sio_nvme_mgr_still_there(m)))
 		return ret;
 	snprintf(why, sizeof(why), "%s", ret == -EIO ? "controller fatal status (CSTS.CFS)" :
 		 sio_errmsg());
@@ -1204,32 +1191,32 @@ int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
 		/* Work on a copy: the client's memory could change under us. */
 		memcpy(&q, (const void *)&m->mb->slots[s].req, sizeof(q));
 		n++;
-		if (!note_client(m, s, q.op))
+		if (!sio_nvme_mgr_note_client(m, s, q.op))
 			continue;
 		if (q.op != SIO_MBOX_OP_CREATE_QP) {
-			handle(m, s, &q);
+			sio_nvme_mgr_handle(m, s, &q);
 			continue;
 		}
 		memset(&cr[ncr], 0, sizeof(cr[ncr]));
 		cr[ncr].s = s;
 		cr[ncr++].q = q;
 		if (ncr == CREATE_BATCH) {
-			create_and_respond(m, cr, ncr);
+			sio_nvme_mgr_create_and_respond(m, cr, ncr);
 			ncr = 0;
 		}
 	}
 	if (ncr)
-		create_and_respond(m, cr, ncr);
+		sio_nvme_mgr_create_and_respond(m, cr, ncr);
 	if (sio_nvme_aer_service(m->ctrl, m->dev, &m->events) < 0)
 		mlog(m, "asynchronous event: %s", sio_errmsg());
 	sio_nvme_mbox_events(m);
-	check_clients(m, sio__now_ns());
+	sio_nvme_mgr_check_clients(m, sio__now_ns());
 	if (m->dev_gone) {
 		__atomic_store_n(&h->serving, 0, __ATOMIC_RELEASE);
 		return sio_err_set(ENODEV, "device %u is gone: its lender, node %d, has left "
 				   "the fabric", m->dinfo.id, m->dinfo.lender);
 	}
-	ret = check_ctrl(m);
+	ret = sio_nvme_mgr_check_ctrl(m);
 	return ret ? ret : n;
 }
 
@@ -1303,7 +1290,7 @@ void sio_nvme_manager_close(struct sio_nvme_manager *m)
 		__atomic_store_n(&m->mb->h.serving, 0, __ATOMIC_RELEASE);
 		if (m->ctrl)
 			for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++)
-				release_slot(m, s);
+				sio_nvme_mgr_release_slot(m, s);
 		/* Wake clients sleeping on their slots so they see serving = 0. */
 		for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++)
 			if (m->mb->slots[s].pid)

@@ -82,11 +82,53 @@ struct sio_nvme_manager {
 	int nodes;		/* of the fabric */
 };
 
+/* A Create I/O Queue Pair request, served with others taken at once. */
+struct creating {
+	int s;
+	struct sio_nvme_mbox_req q;
+	struct sio_nvme_mbox_resp r;
+	uint32_t qid;		/* reserved (qowner and pend set); 0: none */
+	int32_t pid;
+	int ret;
+	bool drop_cq;		/* its SQ failed: its CQ is deleted */
+	bool again;		/* the slot's own, taken by a reset, made again */
+};
+
+/*
+ * The manager's jobs, each in a file of its own, as Linux keeps
+ * target/admin-cmd.c apart from core.c:
+ *   manager.c     start, take-over, the serve loop, stop
+ *   mgr-reap.c    clients that died: their slots and queue pairs
+ *   mgr-admin.c   the requests of clients: queue pairs, identify, logs, CMB
+ *   mgr-health.c  the controller's health, and its reset
+ */
+
 /* manager.c */
 void sio_nvme_mgr_log(struct sio_nvme_manager *m, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 #define mlog(m, ...)	sio_nvme_mgr_log(m, __VA_ARGS__)
 void sio_nvme_mgr_retry(struct sio_nvme_manager *m, int s, const char *why);
+void sio_nvme_mgr_queues_gone(struct sio_nvme_manager *m);
+bool sio_nvme_mgr_slot_plausible(const struct sio_nvme_manager *m, int s);
+int sio_nvme_mgr_still_there(struct sio_nvme_manager *m);
+
+/* mgr-reap.c */
+uint64_t sio_nvme_mgr_db_offset(const struct sio_nvme_manager *m, uint32_t qid);
+bool sio_nvme_mgr_pid_alive(int32_t pid);
+void sio_nvme_mgr_revoke_doorbells(struct sio_nvme_manager *m, uint32_t qid);
+int sio_nvme_mgr_qpair_drop(struct sio_nvme_manager *m, uint32_t q);
+int sio_nvme_mgr_release_slot(struct sio_nvme_manager *m, int s);
+void sio_nvme_mgr_check_clients(struct sio_nvme_manager *m, uint64_t now);
+
+/* mgr-admin.c */
+int sio_nvme_mgr_grant_doorbells(struct sio_nvme_manager *m, uint32_t qid, int32_t pid,
+				 struct sio_nvme_mbox_resp *r);
+bool sio_nvme_mgr_note_client(struct sio_nvme_manager *m, int s, uint32_t op);
+void sio_nvme_mgr_handle(struct sio_nvme_manager *m, int s, const struct sio_nvme_mbox_req *req);
+void sio_nvme_mgr_create_and_respond(struct sio_nvme_manager *m, struct creating *c, int n);
+
+/* mgr-health.c */
+int sio_nvme_mgr_check_ctrl(struct sio_nvme_manager *m);
 
 /* mbox.c: the mailbox published, its reset count, and checked: a header or
  * a slot another process overwrote is written again */
