@@ -4,7 +4,6 @@
  * the Linux NTB framework and its clients run between QEMU guests. The PCI
  * side: probe, the layout of BAR2, the port operations, remove.
  */
-#include <linux/dma-map-ops.h>
 #include <linux/io.h>
 #include <linux/module.h>
 #include <linux/overflow.h>
@@ -52,9 +51,10 @@ static int ivntb_peer_port_idx(struct ntb_dev *ntb, int port)
 	return -EINVAL;
 }
 
+/* The device whose DMA ops hand out this port's area of BAR2 (mw.c). */
 static struct device *ivntb_get_dma_dev(struct ntb_dev *ntb)
 {
-	return &ntb->pdev->dev;
+	return to_ivntb(ntb)->dma_dev;
 }
 
 static const struct ntb_dev_ops ivntb_ops = {
@@ -462,11 +462,10 @@ static void ivntb_deinit_pci(struct ivntb_dev *iv)
 
 /*
  * The NTB over BAR2: its layout adopted (or laid out), this port's slot
- * taken, the interrupts, and the DMA ops that hand out BAR2.
+ * taken, the interrupts, and the DMA device that hands out BAR2.
  */
 static int ivntb_init_dev(struct ivntb_dev *iv)
 {
-	struct device *dev = &iv->pdev->dev;
 	int ret;
 
 	ret = ivntb_setup(iv);
@@ -475,18 +474,14 @@ static int ivntb_init_dev(struct ivntb_dev *iv)
 	ret = ivntb_irq_init(iv);
 	if (ret)
 		goto err_slot;
-	/*
-	 * Clients allocate their inbound buffers with dma_alloc_coherent() on
-	 * this function; the only memory the peers see is BAR2, so those
-	 * allocations must come from there. The function itself never does
-	 * DMA, so its own DMA ops (an IOMMU's, or none) are not needed while
-	 * ours are in place.
-	 */
-	pci_set_drvdata(iv->pdev, iv);	/* our DMA ops find iv there */
-	iv->orig_dma_ops = dev->dma_ops;
-	set_dma_ops(dev, &ivntb_dma_ops);
+	pci_set_drvdata(iv->pdev, iv);	/* the DMA ops find iv there */
+	ret = ivntb_dma_init(iv);
+	if (ret)
+		goto err_irq;
 	return 0;
 
+err_irq:
+	ivntb_irq_fini(iv);
 err_slot:
 	ivntb_slot_fini(iv);
 	return ret;
@@ -494,7 +489,7 @@ err_slot:
 
 static void ivntb_deinit_dev(struct ivntb_dev *iv)
 {
-	set_dma_ops(&iv->pdev->dev, iv->orig_dma_ops);
+	ivntb_dma_fini(iv);
 	ivntb_irq_fini(iv);
 	ivntb_slot_fini(iv);
 }
@@ -545,7 +540,7 @@ err_deinit_pci:
 /*
  * Clients bound to the NTB device are removed first (the core calls their
  * remove), and free their buffers through our DMA ops; then the link, the
- * interrupts and the DMA ops go; the mappings, the regions and the device
+ * DMA device and the interrupts go; the mappings, the regions and the device
  * itself are released after this returns (managed).
  */
 static void ivntb_remove(struct pci_dev *pdev)

@@ -16,16 +16,23 @@
  * translation lets a client export one part of a buffer (smartio's
  * per-segment translation).
  *
- * Clients allocate inbound buffers with dma_alloc_coherent() on the NTB's PCI
- * function and translate a window to the buffer's DMA address. The function's
- * DMA ops (ivntb_dma_ops) hand out the regions: the one of the window that
- * the task last asked ntb_mw_get_align() about (every client asks before it
- * allocates), else any free region of that peer's area, else of any peer's.
- * A translation to a buffer of another window, or another peer's, is just
- * that: ntb_perf asks the alignment of one window and translates another,
- * smartio exports one buffer to every peer. A mapping the peer made before
- * the translation changed keeps reaching the old range; ivshmem has
- * nothing to redirect it.
+ * Clients allocate inbound buffers with dma_alloc_coherent() on the device
+ * ntb_get_dma_dev() names, and translate a window to the buffer's DMA
+ * address. That device is the driver's own: a child of the ivshmem function,
+ * in no IOMMU group, whose DMA ops (ivntb_dma_ops) hand out the regions: the
+ * one of the window that the task last asked ntb_mw_get_align() about
+ * (every client asks before it allocates), else any free region of that
+ * peer's area, else of any peer's. A translation to a buffer of another
+ * window, or another peer's, is just that: ntb_perf asks the alignment of
+ * one window and translates another, smartio exports one buffer to every
+ * peer. A mapping the peer made before the translation changed keeps
+ * reaching the old range; ivshmem has nothing to redirect it.
+ *
+ * ntb_tool and ntb_perf allocate on the PCI function itself. The function
+ * gets the same DMA ops where the kernel's DMA API uses them; from 6.12 on,
+ * a function in an IOMMU's DMA domain is served by dma-iommu directly, its
+ * DMA ops unread: there, those two get RAM, which no peer reaches, and
+ * their translations are refused (see ivntb_pci_ops_init()).
  *
  * Outbound window w reaches peer index w / mws, its inbound window w % mws
  * (the same as two-port hardware, where the peer's windows are all the
@@ -36,8 +43,14 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/sched.h>
+#include <linux/slab.h>
 
 #include "ntb_hw_ivshmem.h"
+
+/* dev->dma_ops: CONFIG_DMA_OPS, CONFIG_ARCH_HAS_DMA_OPS from 6.12 on */
+#if !defined(CONFIG_DMA_OPS) && !defined(CONFIG_ARCH_HAS_DMA_OPS)
+#error "ntb_hw_ivshmem needs a kernel with DMA ops (CONFIG_DMA_OPS)"
+#endif
 
 static bool page_xlat;
 module_param(page_xlat, bool, 0444);
@@ -168,9 +181,11 @@ int ivntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
 	if (addr < area || addr - area > ivntb_area_size(iv) - size ||
 	    !IS_ALIGNED(addr - area, align)) {
 		dev_err_ratelimited(&iv->pdev->dev,
-				    "window %d of port %d: ivshmem cannot translate to %pad, only to %s of this port's area (buffers from dma_alloc_coherent() on the NTB device)\n",
+				    "window %d of port %d: ivshmem cannot translate to %pad, only to %s of this port's area (buffers from dma_alloc_coherent() on ntb_get_dma_dev()%s)\n",
 				    widx, ivntb_pidx_port(iv, pidx), &addr,
-				    page_xlat ? "pages" : "whole regions");
+				    page_xlat ? "pages" : "whole regions",
+				    iv->pci_ops ? " or the PCI function" :
+				    "; this kernel ignores the PCI function's DMA ops");
 		return -EOPNOTSUPP;
 	}
 	spin_lock_irqsave(&iv->mw_lock, flags);
@@ -256,11 +271,18 @@ int ivntb_peer_mw_get_addr(struct ntb_dev *ntb, int widx, phys_addr_t *base,
 	return 0;
 }
 
-/* --- the DMA ops of the ivshmem function ------------------------------- */
+/* --- the DMA ops of the DMA device (and the function) ------------------ */
 
+/* Both the DMA device and the PCI function hold iv as their driver data. */
 static struct ivntb_dev *ivntb_of_dev(struct device *dev)
 {
-	return pci_get_drvdata(to_pci_dev(dev));
+	return dev_get_drvdata(dev);
+}
+
+/* Messages go out under the PCI function's name, which the log knows. */
+static struct device *ivntb_msg_dev(struct device *dev)
+{
+	return &ivntb_of_dev(dev)->pdev->dev;
 }
 
 /* The peer index and region of the task's last ntb_mw_get_align(), consumed. */
@@ -321,7 +343,7 @@ static void *ivntb_dma_alloc(struct device *dev, size_t size,
 	u64 off;
 
 	if (size > ivntb_region_size(iv)) {
-		dev_err_ratelimited(dev,
+		dev_err_ratelimited(ivntb_msg_dev(dev),
 				    "dma_alloc_coherent of %zu bytes: a window is %lu bytes (size_max of ntb_mw_get_align())\n",
 				    size, (unsigned long)ivntb_region_size(iv));
 		return NULL;
@@ -330,13 +352,13 @@ static void *ivntb_dma_alloc(struct device *dev, size_t size,
 	ok = ivntb_region_pick(iv, &pidx, &region);
 	spin_unlock_irqrestore(&iv->mw_lock, flags);
 	if (!ok) {
-		dev_err_ratelimited(dev,
+		dev_err_ratelimited(ivntb_msg_dev(dev),
 				    "dma_alloc_coherent: all %d window regions of port %d are in use\n",
 				    ivntb_peer_count(iv) * iv->mws, iv->port);
 		return NULL;
 	}
 	off = ivntb_region_off(iv, iv->port, ivntb_pidx_port(iv, pidx), region);
-	dev_dbg(dev,
+	dev_dbg(ivntb_msg_dev(dev),
 		"dma_alloc_coherent: region %d of the area for port %d\n",
 		region,
 		ivntb_pidx_port(iv, pidx));
@@ -376,7 +398,7 @@ static void ivntb_dma_free(struct device *dev, size_t size, void *vaddr,
 		spin_unlock_irqrestore(&iv->mw_lock, flags);
 	}
 	if (!was)
-		dev_err_ratelimited(dev,
+		dev_err_ratelimited(ivntb_msg_dev(dev),
 				    "dma_free_coherent of %pad: not a buffer this device handed out\n",
 				    &handle);
 }
@@ -393,7 +415,7 @@ static int ivntb_dma_mmap(struct device *dev, struct vm_area_struct *vma,
 	if (!ivntb_region_of(iv, handle, &pidx, &region) ||
 	    size > ivntb_region_size(iv) ||
 	    vma->vm_pgoff >= pages || vma_pages(vma) > pages - vma->vm_pgoff) {
-		dev_err_ratelimited(dev,
+		dev_err_ratelimited(ivntb_msg_dev(dev),
 				    "dma_mmap_coherent of %pad: not a buffer of this device, or past its %zu bytes\n",
 				    &handle, size);
 		return -ENXIO;
@@ -417,7 +439,7 @@ static dma_addr_t ivntb_dma_map_page(struct device *dev, struct page *page,
 				     enum dma_data_direction dir,
 				     unsigned long attrs)
 {
-	dev_err_ratelimited(dev,
+	dev_err_ratelimited(ivntb_msg_dev(dev),
 			    "dma_map_page: the ivshmem function does no DMA\n");
 	return DMA_MAPPING_ERROR;
 }
@@ -426,7 +448,7 @@ static int ivntb_dma_map_sg(struct device *dev, struct scatterlist *sg,
 			    int nents, enum dma_data_direction dir,
 			    unsigned long attrs)
 {
-	dev_err_ratelimited(dev,
+	dev_err_ratelimited(ivntb_msg_dev(dev),
 			    "dma_map_sg: the ivshmem function does no DMA\n");
 	return -EIO;
 }
@@ -436,7 +458,7 @@ static dma_addr_t ivntb_dma_map_resource(struct device *dev,
 					 enum dma_data_direction dir,
 					 unsigned long attrs)
 {
-	dev_err_ratelimited(dev,
+	dev_err_ratelimited(ivntb_msg_dev(dev),
 			    "dma_map_resource: the ivshmem function does no DMA\n");
 	return DMA_MAPPING_ERROR;
 }
@@ -446,7 +468,7 @@ static int ivntb_dma_supported(struct device *dev, u64 mask)
 	return 1;
 }
 
-const struct dma_map_ops ivntb_dma_ops = {
+static const struct dma_map_ops ivntb_dma_ops = {
 	.alloc		= ivntb_dma_alloc,
 	.free		= ivntb_dma_free,
 	.mmap		= ivntb_dma_mmap,
@@ -456,3 +478,86 @@ const struct dma_map_ops ivntb_dma_ops = {
 	.map_resource	= ivntb_dma_map_resource,
 	.dma_supported	= ivntb_dma_supported,
 };
+
+static void ivntb_dma_dev_release(struct device *dev)
+{
+	kfree(dev);
+}
+
+/*
+ * ntb_tool and ntb_perf allocate their inbound buffers on the PCI function,
+ * not on ntb_get_dma_dev()'s device: give the function our DMA ops too,
+ * where the kernel's DMA API uses them. Which it does is asked of the API
+ * itself, not guessed from a version: one page allocated on the function
+ * comes from BAR2 only through these ops. Up to 6.11, the API calls a
+ * device's DMA ops whenever it has some; from 6.12 on, a device in an
+ * IOMMU's DMA domain is served by dma-iommu directly, its ops unread. There
+ * the function keeps its own ops (no driver's ops should sit unused on a
+ * device), and the log says what the clients that allocate on it will see.
+ */
+static void ivntb_pci_ops_init(struct ivntb_dev *iv)
+{
+	struct device *dev = &iv->pdev->dev;
+	int pidx, region;
+	dma_addr_t handle;
+	bool ours;
+	void *p;
+
+	iv->orig_dma_ops = dev->dma_ops;
+	set_dma_ops(dev, &ivntb_dma_ops);
+	p = dma_alloc_coherent(dev, PAGE_SIZE, &handle, GFP_KERNEL);
+	ours = p && ivntb_region_of(iv, handle, &pidx, &region);
+	if (p)
+		dma_free_coherent(dev, PAGE_SIZE, p, handle);
+	if (ours) {
+		iv->pci_ops = true;
+		return;
+	}
+	set_dma_ops(dev, iv->orig_dma_ops);
+	dev_warn(dev,
+		 "this kernel's DMA API does not use the PCI function's DMA ops (an IOMMU's DMA domain serves it directly): clients that allocate inbound buffers on the function (ntb_tool, ntb_perf) get memory no peer reaches, and their windows are refused; those that use ntb_get_dma_dev() (ntb_transport, smartio_ntb) are not affected\n");
+}
+
+/*
+ * The DMA device: a child of the function, never registered (no bus, so in
+ * no IOMMU group: the DMA API has nothing but its DMA ops to call), which
+ * hands out this port's area of BAR2, the only memory the peers reach.
+ */
+int ivntb_dma_init(struct ivntb_dev *iv)
+{
+	struct device *dev;
+	int ret;
+
+	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	if (!dev)
+		return -ENOMEM;
+	device_initialize(dev);
+	dev->parent = &iv->pdev->dev;
+	dev->release = ivntb_dma_dev_release;
+	ret = dev_set_name(dev, "%s-dma", pci_name(iv->pdev));
+	if (ret)
+		goto err;
+	dev_set_drvdata(dev, iv);
+	set_dma_ops(dev, &ivntb_dma_ops);
+	/* every bus address of BAR2 is reachable: the mask never bites */
+	ret = dma_coerce_mask_and_coherent(dev, DMA_BIT_MASK(64));
+	if (ret)
+		goto err;
+	iv->dma_dev = dev;
+	ivntb_pci_ops_init(iv);
+	return 0;
+err:
+	dev_err(&iv->pdev->dev, "cannot make the DMA device: %d\n", ret);
+	put_device(dev);
+	return ret;
+}
+
+/* After the clients are gone: they freed their buffers on it. */
+void ivntb_dma_fini(struct ivntb_dev *iv)
+{
+	if (iv->pci_ops)
+		set_dma_ops(&iv->pdev->dev, iv->orig_dma_ops);
+	iv->pci_ops = false;
+	put_device(iv->dma_dev);
+	iv->dma_dev = NULL;
+}

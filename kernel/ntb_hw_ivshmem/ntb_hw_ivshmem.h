@@ -170,7 +170,13 @@ struct ivntb_peer {
  * @link_running: the poll may be queued (false from remove on)
  * @peer:	per peer index
  * @enabled:	the link is enabled by the client
- * @orig_dma_ops: the ivshmem function's DMA ops before ours, restored on remove
+ * @dma_dev:	the device inbound buffers are allocated on (ntb_get_dma_dev()):
+ *		a child of the function that this driver made, with DMA ops
+ *		that hand out the regions of this port's area (mw.c)
+ * @pci_ops:	the function's own DMA ops are ours too, for the clients
+ *		that allocate on it (ntb_tool, ntb_perf): only where the
+ *		kernel's DMA API uses them (see ivntb_pci_ops_init())
+ * @orig_dma_ops: the function's DMA ops before ours, restored on remove
  */
 struct ivntb_dev {
 	struct ntb_dev ntb;
@@ -220,6 +226,8 @@ struct ivntb_dev {
 	struct ivntb_peer peer[IVNTB_MAX_PORTS - 1];
 	bool enabled;
 
+	struct device *dma_dev;
+	bool pci_ops;
 	const struct dma_map_ops *orig_dma_ops;
 };
 
@@ -318,7 +326,8 @@ int ivntb_peer_spad_write(struct ntb_dev *ntb, int pidx, int sidx, u32 val);
 
 /* mw.c: memory windows and the DMA allocator that feeds them */
 void ivntb_mw_init(struct ivntb_dev *iv);
-extern const struct dma_map_ops ivntb_dma_ops;
+int ivntb_dma_init(struct ivntb_dev *iv);
+void ivntb_dma_fini(struct ivntb_dev *iv);
 int ivntb_mw_count(struct ntb_dev *ntb, int pidx);
 int ivntb_mw_get_align(struct ntb_dev *ntb, int pidx, int widx,
 		       resource_size_t *addr_align, resource_size_t *size_align,

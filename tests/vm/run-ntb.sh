@@ -24,7 +24,8 @@
 #   SIO_NTB_G0_APPEND  guest 0's kernel command line (intel_iommu=on), and
 #   SIO_NTB_G0_ARGS    its QEMU arguments beyond the VT-d (an NVMe, say);
 #   SIO_NTB_G0_IOMMU=0 no VT-d for guest 0; SIO_NTB_VARIANT=V: the suite's
-#   "# want-V:" and "# host-V:" lines count too; SIO_NTB_FINISH the guests'
+#   "# want-V:" and "# host-V:" lines count too, and the guests see
+#   sio.variant=V on their command line; SIO_NTB_FINISH the guests'
 #   logs that must end in SIO-VM DONE (g0 g1 g2b)
 # and the phases that ask the host to act, which the suite lists in its
 # "# host:" lines: kill-2 (SIGKILL guest 2), join (guest 2 boots again, after
@@ -94,7 +95,7 @@ guest() {
 	"$qemu" -nodefaults -no-user-config -display none \
 		-machine q35 -accel tcg,thread=multi -cpu max -smp 1 -m "${SIO_NTB_MEM:-320}" \
 		-kernel "$kernel" -initrd "$work/initramfs.gz" \
-		-append "console=ttyS0 quiet panic=-1 no_timer_check rdinit=/init sio.guest=$n $app ${SIO_NTB_APPEND:-}" \
+		-append "console=ttyS0 quiet panic=-1 no_timer_check rdinit=/init sio.guest=$n $app ${SIO_NTB_APPEND:-}${SIO_NTB_VARIANT:+ sio.variant=$SIO_NTB_VARIANT}" \
 		-serial mon:stdio \
 		-chardev socket,path="$work/ivs.sock",id=ivs \
 		-device ivshmem-doorbell,chardev=ivs,vectors=${SIO_NTB_VECTORS:-2},addr=0x10 \
