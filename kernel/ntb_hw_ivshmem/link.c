@@ -130,8 +130,9 @@ static bool ivntb_peer_poll(struct ivntb_dev *iv, int pidx,
 	struct ivntb_slot *s = ivntb_slot_of(iv, port);
 	struct ivntb_peer *p = &iv->peer[pidx];
 	__le64 *seen = &iv->slot->seen[port];
+	bool bounced;
 	u64 session;
-	u32 hb;
+	u32 hb, en;
 
 	if (le64_to_cpu(READ_ONCE(s->magic)) != IVNTB_SLOT_MAGIC) {
 		p->alive = false;
@@ -146,12 +147,14 @@ static bool ivntb_peer_poll(struct ivntb_dev *iv, int pidx,
 	rmb();
 	session = le64_to_cpu(READ_ONCE(s->session));
 	hb = le32_to_cpu(READ_ONCE(s->heartbeat));
+	en = le32_to_cpu(READ_ONCE(s->enabled));
 	if (session != p->session) {
 		/* new, or restarted: up once its heartbeat is seen to move */
 		WRITE_ONCE(*seen, 0);
 		ivntb_db_forget(iv, port);
 		p->session = session;
 		p->heartbeat = hb;
+		p->enabled = en;
 		p->still = 0;
 		p->alive = false;
 		return false;
@@ -163,9 +166,16 @@ static bool ivntb_peer_poll(struct ivntb_dev *iv, int pidx,
 	} else if (++p->still >= limit) {
 		p->alive = false;
 	}
+	/*
+	 * Enabled again since the last poll (the count moved): down for this
+	 * poll, so a disable and enable that fell between two polls, which
+	 * both read it enabled, still reach the client as a link down.
+	 */
+	bounced = (en >> 1) != (p->enabled >> 1);
+	p->enabled = en;
 	/* tell the peer we see this life of it; up once it sees ours */
 	WRITE_ONCE(*seen, p->alive ? cpu_to_le64(session) : 0);
-	return p->alive && READ_ONCE(s->enabled) &&
+	return !bounced && p->alive && (en & 1) &&
 	       le64_to_cpu(READ_ONCE(s->seen[iv->port])) == iv->session;
 }
 
@@ -288,8 +298,12 @@ static void ivntb_link_set(struct ivntb_dev *iv, bool on)
 	u64 old;
 	int port;
 
+	/* each enable counts, above bit 0: see ivntb_peer_poll() */
+	if (on)
+		iv->enable_count++;
 	WRITE_ONCE(iv->enabled, on);
-	WRITE_ONCE(iv->slot->enabled, cpu_to_le32(on));
+	WRITE_ONCE(iv->slot->enabled,
+		   cpu_to_le32(iv->enable_count << 1 | (on ? 1 : 0)));
 	wmb();	/* the flag before the peers are told to look */
 	for (port = 0; port < iv->ports; port++)
 		if (port != iv->port)

@@ -66,7 +66,9 @@ struct ivntb_desc {
  * @magic:	IVNTB_SLOT_MAGIC while the port's driver is bound
  * @session:	random per probe: a new value means the port restarted
  * @heartbeat:	bumped by the port every heartbeat period
- * @enabled:	non-zero while a client has the port's link enabled
+ * @enabled:	bit 0 set while a client has the port's link enabled;
+ *		above it, how many times it was enabled (a peer's poll tells
+ *		a disable and enable between two polls from no change)
  * @seen:	[port]: that port's session as this one sees it alive (0: not);
  *		a port's link with this one is up only once this one has seen
  *		its current session, so each side has dropped the other's rings
@@ -117,6 +119,7 @@ struct ivntb_peer {
 	u64 session;		/* the session last seen */
 	u32 heartbeat;		/* the heartbeat last seen */
 	unsigned int still;	/* link polls since the heartbeat last moved */
+	u32 enabled;		/* the enable word last seen (slot @enabled) */
 	bool alive;
 };
 
@@ -170,6 +173,7 @@ struct ivntb_peer {
  * @link_running: the poll may be queued (false from remove on)
  * @peer:	per peer index
  * @enabled:	the link is enabled by the client
+ * @enable_count: how many times the client enabled it (ivntb_link_set())
  * @dma_dev:	the device inbound buffers are allocated on (ntb_get_dma_dev()):
  *		a child of the function that this driver made, with DMA ops
  *		that hand out the regions of this port's area (mw.c)
@@ -225,6 +229,7 @@ struct ivntb_dev {
 	bool link_running;
 	struct ivntb_peer peer[IVNTB_MAX_PORTS - 1];
 	bool enabled;
+	u32 enable_count;
 
 	struct device *dma_dev;
 	bool pci_ops;
