@@ -44,6 +44,11 @@ fi
 # kernel's version (Debian builds no ntb.ko), cached under /var/cache/smartio.
 sh "$(dirname "$0")/../kernel/upstream.sh" ||
 	echo "smartio: the NTB framework's sources could not be fetched: the NTB modules will not be built" >&2
+# A second kernel, Debian 12's 6.12, unpacked (not installed) for the
+# modules' build and one vm test on it (-Dkernel_alt), with its NTB sources.
+k2=$(sh "$(dirname "$0")/../kernel/fetch-kernel.sh" 6.12) &&
+	sh "$(dirname "$0")/../kernel/upstream.sh" "$k2" ||
+	echo "smartio: Debian's 6.12 kernel could not be fetched: the NTB modules are built for one kernel" >&2
 # checkpatch.pl, for the kernel code's style check (kernel/checkpatch.sh).
 sh "$(dirname "$0")/../kernel/checkpatch.sh" /dev/null >/dev/null 2>&1 ||
 	echo "smartio: checkpatch.pl could not be fetched: the checkpatch test will fetch it" >&2
