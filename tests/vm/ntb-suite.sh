@@ -30,6 +30,7 @@
 #
 # host: kill-2 join reset-1
 # want: g0:load g1:load g2:load g2b:load g0:port g1:port g2:port g2b:port g0:pci-dma-ops
+# want-bar64: g0:bar64 g1:bar64 g2:bar64 g2b:bar64
 # want: g0:params-load g1:params-load g2:params-load g0:params-write g1:params-write g2:params-write
 # want: g0:tool-link g1:tool-link g2:tool-link g0:tool-spad g1:tool-spad g2:tool-spad
 # want: g0:tool-db g1:tool-db g2:tool-db g1:tool-mw g2:tool-mw
@@ -65,11 +66,17 @@ MOD=/lib/modules
 DBG=/sys/kernel/debug
 DEV=0000:00:10.0		# the ivshmem-doorbell function, so the NTB device
 PORTS=4
+# ntb_perf kmallocs a source buffer as large as the window: past 4 MiB the
+# page allocator warns (the bar64 variant's windows are 32 MiB)
+PERF_MW=4194304
 T=$DBG/ntb_tool/$DEV
 n=0				# the last phase asked for
 # the host's expectation (run-ntb.sh's SIO_NTB_VARIANT): with dma-iommu,
 # port 0's ntb_tool and ntb_perf get no inbound buffers (see above)
-VARIANT=$(sed -n 's/.*sio\.variant=\([a-z0-9-]*\).*/\1/p' /proc/cmdline)
+VARIANTS=$(sed -n 's/.*sio\.variant=\([a-z0-9,-]*\).*/\1/p' /proc/cmdline)
+variant() { case ",$VARIANTS," in *",$1,"*) return 0 ;; esac; return 1; }
+VARIANT=dma-ops			# how the DMA API serves port 0's function
+! variant dma-iommu || VARIANT=dma-iommu
 NOIN=				# the port where they get none
 [ "$VARIANT" != dma-iommu ] || NOIN=0
 # what ntb_hw_ivshmem says at probe where the function's DMA ops go unused
@@ -189,7 +196,7 @@ perf_run() {	# NAME PORT...: ntb_perf from here to each PORT
 	# shellcheck disable=SC2046
 	set -- $(inbound "$@")
 	echo "sio-suite: $name: ntb_perf loaded" >/dev/kmsg
-	insmod $MOD/ntb_perf.ko total_order=22 || { no "$name" "insmod ntb_perf"; return; }
+	insmod $MOD/ntb_perf.ko max_mw_size=$PERF_MW total_order=22 || { no "$name" "insmod ntb_perf"; return; }
 	phase "$name-loaded"
 	bad=
 	for p in "$@"; do
@@ -248,7 +255,7 @@ writing() {
 unload() {
 	phase unload-tool
 	rmmod ntb_tool
-	insmod $MOD/ntb_perf.ko total_order=20
+	insmod $MOD/ntb_perf.ko max_mw_size=$PERF_MW total_order=20
 	phase unload
 	for p in $(inbound "$@"); do
 		timeout 60 sh -c "echo $(pidx "$p") > $DBG/ntb_perf/$DEV/run" || no unload-bound "no ntb_perf run to port $p"
@@ -460,8 +467,15 @@ dmesg | grep ntb_hw_ivshmem | sed 's/^/    | /'
 # where, the host expects it (variant dma-iommu)
 if [ "$ME" = 0 ]; then
 	if dmesg | grep -q "$NOOPS"; then SAID=dma-iommu; else SAID=dma-ops; fi
-	[ "$SAID" = "${VARIANT:-dma-ops}" ] && ok pci-dma-ops ||
-		no pci-dma-ops "the driver behaves as $SAID, the host expects ${VARIANT:-dma-ops}"
+	[ "$SAID" = "$VARIANT" ] && ok pci-dma-ops ||
+		no pci-dma-ops "the driver behaves as $SAID, the host expects $VARIANT"
+fi
+# The bar64 variant: a region too large for the 32-bit hole, so the firmware
+# puts BAR2 above 4 GiB, where its memory type is write-back and the
+# clients' write-combining maps of the peers' areas must still work.
+if variant bar64; then
+	b=$(sed -n 3p /sys/bus/pci/devices/$DEV/resource | cut -d' ' -f1)
+	[ $((b)) -ge $((0x100000000)) ] && ok bar64 || no bar64 "BAR2 at $b, below 4 GiB"
 fi
 
 if grep -q 'sio.join' /proc/cmdline; then

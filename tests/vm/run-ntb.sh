@@ -23,9 +23,9 @@
 #   SIO_NTB_APPEND     every guest's kernel command line (a variant: sio.lend=uio)
 #   SIO_NTB_G0_APPEND  guest 0's kernel command line (intel_iommu=on), and
 #   SIO_NTB_G0_ARGS    its QEMU arguments beyond the VT-d (an NVMe, say);
-#   SIO_NTB_G0_IOMMU=0 no VT-d for guest 0; SIO_NTB_VARIANT=V: the suite's
-#   "# want-V:" and "# host-V:" lines count too, and the guests see
-#   sio.variant=V on their command line; SIO_NTB_FINISH the guests'
+#   SIO_NTB_G0_IOMMU=0 no VT-d for guest 0; SIO_NTB_VARIANT=V[,W...]: the
+#   suite's "# want-V:" and "# host-V:" lines count too, and the guests see
+#   sio.variant=V[,W...] on their command line; SIO_NTB_FINISH the guests'
 #   logs that must end in SIO-VM DONE (g0 g1 g2b)
 # and the phases that ask the host to act, which the suite lists in its
 # "# host:" lines: kill-2 (SIGKILL guest 2), join (guest 2 boots again, after
@@ -204,7 +204,10 @@ done
 # what the suite asks of the host ("# host: kill-2 join reset-1 flap-1"), all of it
 suite=${SIO_NTB_SUITE:-$src/ntb-suite.sh}
 # "# want:" and "# host:" lines, and those of this variant ("# want-VARIANT:")
-lines() { sed -n "s/^# $1: //p; s/^# $1-${SIO_NTB_VARIANT:-}: //p" "$suite"; }
+lines() {
+	sed -n "s/^# $1: //p" "$suite"
+	for v in $(echo "${SIO_NTB_VARIANT:-}" | tr , ' '); do sed -n "s/^# $1-$v: //p" "$suite"; done
+}
 for h in $(lines host); do
 	case $h in
 	kill-2) [ -n "$killed" ] || { echo "ntb: FAIL: guest 2 was never killed"; fail=1; } ;;
