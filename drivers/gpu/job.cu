@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * Kernels the examples, benchmarks and tests share: a batch of NVMe I/O
  * issued by GPU threads over several queues, and a GPU checksum.

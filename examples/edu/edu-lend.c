@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * edu-lend: lend QEMU's edu device of this host (bound to vfio-pci) to a
  * fabric, as `smartio vfio lend` does, with the edu driver's description of

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * gpu-read: a CUDA kernel reads N MiB from an NVMe controller straight into
  * GPU memory, with queues in GPU memory and doorbells rung by the GPU; the

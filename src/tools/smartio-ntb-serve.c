@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * `smartio ntb serve`: this kernel's node of an ntb fabric (docs/ntb.md),
  * sio_ntb_serve() of <smartio/ntbserve.h> until SIGINT or SIGTERM. Apart

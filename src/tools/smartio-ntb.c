@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * `smartio ntb`: the NTB devices of smartio_ntb (docs/ntb.md), on nothing of
  * smartio's but the uapi header <smartio/ntb.h> (and prog.h, the command

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * `smartio uio`: bind a function to uio_pci_generic (or give it back) and
  * lend it to a fabric, on a host without an IOMMU (docs/uio.md). Borrowers

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * `smartio vfio`: list PCI functions and how they are bound, bind one to
  * vfio-pci (or give it back), probe one through vfio, and lend one to a

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * The controller driver (sio_nvme_ctrl_open) against a hand-played hostile
  * controller: a device model in a thread of this process that answers the

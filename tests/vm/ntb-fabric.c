@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * The core's segments, notifications and events across kernels, for the
  * ntb-fabric vm suite (ntb-fabric-suite.sh): each guest runs its part, on

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * A hostile port of ntb_hw_ivshmem, for the NTB vm suite (ntb-suite.sh): it
  * maps BAR2 of the ivshmem function through sysfs (the driver unbound here,

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * smartio_ntb's user interface under bad input and faults, in a guest of the
  * NTB vm suite (ntb-suite.sh), on <smartio/ntb.h> alone (ntb_hw_ivshmem's

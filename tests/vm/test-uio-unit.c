@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * The parts of the uio backend that run without a device bound to
  * uio_pci_generic: physical addresses of huge pages through

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * The parts of the vfio backend that run without an IOMMU: the IOVA
  * allocator, PCI address parsing, the errors for functions that cannot be

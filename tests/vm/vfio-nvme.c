@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * vfio backend checks run inside the QEMU guest, against QEMU's NVMe, through
  * the public libsmartio API only (a borrower of a device that `smartio vfio

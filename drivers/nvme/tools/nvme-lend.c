@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * nvme-lend: lend an NVMe controller of this host to a fabric, as `smartio
  * vfio lend` (or `smartio uio lend`) does, with the NVMe driver's

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * Physical addresses of this process's memory, for a device without an
  * IOMMU: /proc/self/pagemap gives each page's frame (to CAP_SYS_ADMIN only;

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * A PCI function bound to uio_pci_generic, on a host without an IOMMU:
  * the checks that refuse what is unsafe or impossible, its config space and

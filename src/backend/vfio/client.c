@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * The vfio and uio device backends, borrower's side: the core calls these
  * ops for devices registered with SIO_BACKEND_VFIO or SIO_BACKEND_UIO (see

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * The doorbell receiver of a shmwin fabric (sio_vfio_doorbell()): holds the
  * ivshmem-doorbell function whose BAR2 is the window through vfio-pci,

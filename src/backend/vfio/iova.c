@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * IOVA allocator: first fit inside the ranges the kernel says the IOMMU can
  * translate (VFIO_IOMMU_TYPE1_INFO_CAP_IOVA_RANGE, IOMMU_IOAS_IOVA_RANGES),

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * A vfio function's interrupts: VFIO_DEVICE_GET_IRQ_INFO says how many
  * vectors each kind has; VFIO_DEVICE_SET_IRQS points them at eventfds

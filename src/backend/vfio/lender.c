@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * The lender of a real PCI function (vfio or uio, lend.h): holds the
  * function, registers it in the fabric's registry, and serves borrowers over

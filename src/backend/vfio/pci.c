@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * PCI functions: enumeration with libpciaccess, the sysfs facts it does
  * not give (bound driver, IOMMU group), and config space through a file

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * Probe a function through vfio: open it, read what the kernel and its
  * config space say, touch BAR0 of an NVMe controller, and map a buffer

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * Opening a PCI function bound to vfio-pci, through a VFIO type1 container
  * or through iommufd, and mapping memory for its DMA.
