@@ -13,4 +13,5 @@ elif [ -n "${SMARTIO_MESON_ARGS:-}" ]; then
 	meson configure "$b" $SMARTIO_MESON_ARGS
 fi
 ninja -C "$b"
-meson test -C "$b" --print-errorlogs --num-processes 1
+# vm-long: variants run by hand (meson test -C build --suite vm-long)
+meson test -C "$b" --print-errorlogs --num-processes 1 --no-suite vm-long

@@ -67,7 +67,7 @@ DBG=/sys/kernel/debug
 DEV=0000:00:10.0		# the ivshmem-doorbell function, so the NTB device
 PORTS=4
 # ntb_perf kmallocs a source buffer as large as the window: past 4 MiB the
-# page allocator warns (the bar64 variant's windows are 32 MiB)
+# page allocator warns (the bar64 variant's windows are 16 MiB)
 PERF_MW=4194304
 T=$DBG/ntb_tool/$DEV
 n=0				# the last phase asked for
