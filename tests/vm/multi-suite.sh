@@ -2,7 +2,7 @@
 # The multi-guest suite's guest side (run-multi.sh), run by /init in each of
 # three guests; sio.role= on the kernel command line says which. One shmwin
 # fabric in the ivshmem window; each guest is one node and one kernel.
-SIO_VM_HELPERS_ONLY=1 . /guest-suite.sh	# its helpers; this suite's own below replace them
+. /vm/guest.sh	# its helpers; this suite's own below replace them
 FAB=mgfab
 MAIN=0000:00:04.0			# QEMU's NVMe (guest 0 only)
 EDU=0000:00:09.0			# QEMU's edu (guest 0 only, with vfio)

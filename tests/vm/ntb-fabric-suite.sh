@@ -59,7 +59,7 @@
 # want-uio: g2b:dmesg g0:readback-client2b
 # want-uio: g0:xlat-mode g1:xlat-mode g2:xlat-mode g1:xlat-own-window g1:xlat-pool-window
 # want-uio: g0:xlat-data-isolated
-SIO_VM_HELPERS_ONLY=1 . /guest-suite.sh	# its helpers; this suite's own below replace them
+. /vm/guest.sh	# its helpers; this suite's own below replace them
 FAB=ntbfab
 MOD=/lib/modules
 MAIN=0000:00:04.0			# QEMU's NVMe (guest 0 only)

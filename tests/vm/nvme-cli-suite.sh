@@ -5,7 +5,8 @@
 # vfio-pci, lent, read with nvme-identify --json. Each JSON document goes to
 # the console on one line, "SIO-VM-JSON TOOL COMMAND JSON", for the host to
 # compare their keys.
-SIO_VM_HELPERS_ONLY=1 . /guest-suite.sh
+. /vm/guest.sh
+. /vm/lend.sh
 load nvme
 i=0
 while [ ! -d /sys/bus/pci/devices/$MAIN/nvme ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done

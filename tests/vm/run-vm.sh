@@ -91,7 +91,8 @@ for ko in ${SIO_VM_MODULES:-}; do cp "$ko" "$root/lib/modules/"; done
 
 cp "$src/guest-init.sh" "$root/init"
 cp "${SIO_VM_SUITE:-$src/guest-suite.sh}" "$root/suite.sh"
-cp "$src/guest-suite.sh" "$root/guest-suite.sh"	# its helpers, for other suites
+mkdir -p "$root/vm"
+cp "$src"/lib/guest.sh "$src"/lib/lend.sh "$root/vm/"	# the guest suites' libraries
 chmod +x "$root/init"
 if command -v cpio >/dev/null 2>&1; then
 	(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 >"$work/initramfs.gz")

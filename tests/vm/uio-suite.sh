@@ -7,8 +7,9 @@
 # serial, clients' verified writes and reads, and the blocks read back
 # through the kernel's own nvme driver afterwards. Then the refusals.
 # Helpers (res, run, expect_fail, lend, manager, client, ...) are
-# guest-suite.sh's.
-SIO_VM_HELPERS_ONLY=1 . /guest-suite.sh
+# lib/guest.sh's and lib/lend.sh's.
+. /vm/guest.sh
+. /vm/lend.sh
 SIO_LEND=uio
 FAB=uiofab
 
