@@ -2,7 +2,7 @@
 # The multi-guest suite's guest side (run-multi.sh), run by /init in each of
 # three guests; sio.role= on the kernel command line says which. One shmwin
 # fabric in the ivshmem window; each guest is one node and one kernel.
-. /vm/guest.sh	# its helpers; this suite's own below replace them
+. /vm/guest.sh	# res, run, until_ok, measure, kernel_nvme_blk, readback_clients
 FAB=mgfab
 MAIN=0000:00:04.0			# QEMU's NVMe (guest 0 only)
 EDU=0000:00:09.0			# QEMU's edu (guest 0 only, with vfio)
@@ -13,25 +13,6 @@ role=$(sed -n 's/.*sio\.role=\([a-z0-9]*\).*/\1/p' /proc/cmdline)
 LEND=$(sed -n 's/.*sio\.lend=\([a-z]*\).*/\1/p' /proc/cmdline)
 LEND=${LEND:-vfio}
 
-res() { echo "SIO-VM $1 $2${3:+ : $3}"; }
-run() {
-	n=$1; shift
-	"$@" >/tmp/out 2>&1; rc=$?
-	sed 's/^/    | /' /tmp/out
-	if [ $rc -eq 0 ]; then res PASS "$n"; else res FAIL "$n" "exit $rc"; fi
-	return $rc
-}
-# measure NAME: the latency line of the last run, for run-multi.sh's summary
-measure() { grep 'latency us' /tmp/out | sed "s/^ */SIO-VM MEASURE $1: /"; }
-# until TRIES CMD...: retry CMD every second, TRIES times.
-until_ok() {
-	t=$1; shift
-	while ! "$@" >/tmp/until 2>&1; do
-		t=$((t - 1)); [ $t -gt 0 ] || { cat /tmp/until; return 1; }
-		sleep 1
-	done
-}
-devid() { smartio status $FAB | awk '$NF ~ /^0000:00:04.0|vfio/ && $1 ~ /^[0-9]+$/ {print $1; exit}'; }
 
 # doorbell: where the window has doorbells, this kernel's receiver (vfio)
 doorbell() {

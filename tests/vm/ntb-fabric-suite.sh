@@ -59,7 +59,7 @@
 # want-uio: g2b:dmesg g0:readback-client2b
 # want-uio: g0:xlat-mode g1:xlat-mode g2:xlat-mode g1:xlat-own-window g1:xlat-pool-window
 # want-uio: g0:xlat-data-isolated
-. /vm/guest.sh	# its helpers; this suite's own below replace them
+. /vm/guest.sh	# res, ok, no, run, until_ok, measure, readback_clients, ...
 FAB=ntbfab
 MOD=/lib/modules
 MAIN=0000:00:04.0			# QEMU's NVMe (guest 0 only)
@@ -71,44 +71,10 @@ export SMARTIO_FABRIC_BACKEND=ntb SMARTIO_FABRIC=$FAB SMARTIO_QUIET=1
 export SMARTIO_SHMWIN_LEASE_MS=12000 SMARTIO_NVME_RESTART_MS=60000
 n=0
 
-res() { echo "SIO-VM $1 $2${3:+ : $3}"; }
-ok() { res PASS "$1"; }
-no() { res FAIL "$1" "$2"; }
-# a step that hangs is named with where it hangs (each process's state,
-# kernel wait and system call), then killed, long before the host's limit
+# a step that hangs is named with where it hangs, then killed, long before
+# the host's limit (run, in /vm/guest.sh)
 RUN_LIMIT=240
-stuck() {
-	echo "    | $1: still running after ${RUN_LIMIT} s; the processes:"
-	for d in /proc/[0-9]*; do
-		[ -r "$d/cmdline" ] && [ -n "$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null)" ] || continue
-		printf '    |   %s %s [%s] wchan=%s syscall=%s\n' "${d#/proc/}" \
-			"$(tr '\0' ' ' <"$d/cmdline" | cut -c1-80)" "$(cut -d' ' -f3 "$d/stat")" \
-			"$(cat "$d/wchan" 2>/dev/null)" "$(cut -d' ' -f1 "$d/syscall" 2>/dev/null)"
-	done
-	sed 's/^/    |   stack: /' "/proc/$2/stack" 2>/dev/null
-	smartio status $FAB 2>&1 | sed 's/^/    |   /' &
-	sleep 5; kill $! 2>/dev/null
-}
-run() {
-	name=$1; shift
-	"$@" >/tmp/out 2>&1 &
-	p=$! t=0
-	while kill -0 $p 2>/dev/null && [ $t -lt $RUN_LIMIT ]; do sleep 1; t=$((t + 1)); done
-	if kill -0 $p 2>/dev/null; then stuck "$name" $p; kill -9 $p; fi
-	wait $p && r=0 || r=$?
-	sed 's/^/    | /' /tmp/out
-	if [ $r -eq 0 ]; then ok "$name"; else no "$name" "exit $r"; fi
-	return $r
-}
 . /prog/ntb-sync.sh	# phase, hello: the host's phases
-until_ok() {	# TRIES CMD...: every second, TRIES times
-	t=$1; shift
-	while ! "$@" >/tmp/until 2>&1; do
-		t=$((t - 1)); [ $t -gt 0 ] || { cat /tmp/until; return 1; }
-		sleep 1
-	done
-}
-measure() { grep 'latency us' /tmp/out | sed "s/^ */SIO-VM MEASURE $1: /"; }
 # the relay's counters of the lent NVMe (smartio status): doorbells, us waited at most, us writing BAR0
 relay_counters() {
 	c=$(smartio status $FAB | sed -n 's/.*its relay forwarded \([0-9]*\) doorbells.* at most \([0-9]*\) us, wrote BAR0 in \([0-9]*\) us.*/\1 \2 \3/p' |

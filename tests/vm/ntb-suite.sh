@@ -85,17 +85,7 @@ NOIN=				# the port where they get none
 NOOPS="does not use the PCI function's DMA ops"
 SAID=
 
-res() { echo "SIO-VM $1 $2${3:+ : $3}"; }
-ok() { res PASS "$1"; }
-no() { res FAIL "$1" "$2"; }
-# run NAME CMD...: a check whose output is shown
-run() {
-	name=$1; shift
-	"$@" >/tmp/out 2>&1 && r=0 || r=$?
-	sed 's/^/    | /' /tmp/out
-	if [ $r -eq 0 ]; then ok "$name"; else no "$name" "exit $r"; fi
-	return $r
-}
+. /vm/guest.sh	# res, ok, no, run
 . /prog/ntb-sync.sh	# phase, hello: the host's phases
 pidx() { if [ "$1" -lt "$ME" ]; then echo "$1"; else echo $(($1 - 1)); fi; }
 peers() { p=0; while [ $p -lt $PORTS ]; do [ $p = "$ME" ] || echo $p; p=$((p + 1)); done; }

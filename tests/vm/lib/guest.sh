@@ -4,24 +4,61 @@
 # line "SIO-VM PASS|FAIL|SKIP name [: detail]"; the host scripts count them.
 t0=$(cut -d' ' -f1 /proc/uptime)
 res() { echo "SIO-VM $1 $2${3:+ : $3}"; }
+ok() { res PASS "$1"; }
+no() { res FAIL "$1" "$2"; }
 # run NAME CMD...: run a check, indent its output, report by exit status.
+# With RUN_LIMIT (s) set, a check that hangs is named with where it hangs
+# (stuck), then killed, long before the host's limit.
 run() {
-	n=$1; shift
-	"$@" >/tmp/out 2>&1; rc=$?
+	name=$1; shift
+	if [ -n "${RUN_LIMIT:-}" ]; then
+		"$@" >/tmp/out 2>&1 &
+		p=$! t=0
+		while kill -0 $p 2>/dev/null && [ $t -lt "$RUN_LIMIT" ]; do sleep 1; t=$((t + 1)); done
+		if kill -0 $p 2>/dev/null; then stuck "$name" $p; kill -9 $p; fi
+		wait $p && r=0 || r=$?
+	else
+		"$@" >/tmp/out 2>&1 && r=0 || r=$?
+	fi
 	sed 's/^/    | /' /tmp/out
-	if [ $rc -eq 0 ]; then res PASS "$n"; else res FAIL "$n" "exit $rc"; fi
-	return $rc
+	if [ $r -eq 0 ]; then ok "$name"; else no "$name" "exit $r"; fi
+	return $r
+}
+# stuck NAME PID: each process's state, kernel wait and system call, PID's
+# stack and the fabric's status ($FAB)
+stuck() {
+	echo "    | $1: still running after ${RUN_LIMIT} s; the processes:"
+	for d in /proc/[0-9]*; do
+		[ -r "$d/cmdline" ] && [ -n "$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null)" ] || continue
+		printf '    |   %s %s [%s] wchan=%s syscall=%s\n' "${d#/proc/}" \
+			"$(tr '\0' ' ' <"$d/cmdline" | cut -c1-80)" "$(cut -d' ' -f3 "$d/stat")" \
+			"$(cat "$d/wchan" 2>/dev/null)" "$(cut -d' ' -f1 "$d/syscall" 2>/dev/null)"
+	done
+	sed 's/^/    |   stack: /' "/proc/$2/stack" 2>/dev/null
+	smartio status $FAB 2>&1 | sed 's/^/    |   /' &
+	sleep 5; kill $! 2>/dev/null
 }
 # expect_fail NAME PATTERN CMD...: must fail with a message matching PATTERN.
 expect_fail() {
-	n=$1; pat=$2; shift 2
-	"$@" >/tmp/out 2>&1; rc=$?
+	name=$1; pat=$2; shift 2
+	"$@" >/tmp/out 2>&1 && r=0 || r=$?
 	sed 's/^/    | /' /tmp/out
-	if [ $rc -ne 0 ] && grep -q "$pat" /tmp/out; then res PASS "$n"
-	else res FAIL "$n" "exit $rc, wanted a message matching '$pat'"; fi
+	if [ $r -ne 0 ] && grep -q "$pat" /tmp/out; then ok "$name"
+	else no "$name" "exit $r, wanted a message matching '$pat'"; fi
 }
+# until_ok TRIES CMD...: retry CMD every second, TRIES times; its last
+# output is in /tmp/until, and said when it never succeeded
+until_ok() {
+	t=$1; shift
+	while ! "$@" >/tmp/until 2>&1; do
+		t=$((t - 1)); [ $t -gt 0 ] || { cat /tmp/until; return 1; }
+		sleep 1
+	done
+}
+# measure NAME: the latency line of the last run, for the host's summary
+measure() { grep 'latency us' /tmp/out | sed "s/^ */SIO-VM MEASURE $1: /"; }
 # The kernel's nvme driver takes PCI function $1 back; prints its namespace's
-# block device once it is there (until_ok: the calling suite's).
+# block device once it is there.
 kernel_nvme_blk() {
 	for m in $(cat /lib/modules/nvme.list); do insmod /lib/modules/$m 2>/dev/null; done
 	until_ok 30 sh -c "ls -d /sys/bus/pci/devices/$1/nvme/nvme*/nvme*n1" >/dev/null
