@@ -2,6 +2,7 @@
 # The guests' library: what every guest suite reports with. Sourced from
 # /vm/guest.sh (run-vm.sh puts tests/vm/lib/*.sh there). Each result is one
 # line "SIO-VM PASS|FAIL|SKIP name [: detail]"; the host scripts count them.
+# shellcheck disable=SC2034 # t0: when the suite began, for its first line
 t0=$(cut -d' ' -f1 /proc/uptime)
 res() { echo "SIO-VM $1 $2${3:+ : $3}"; }
 ok() { res PASS "$1"; }
@@ -62,7 +63,7 @@ measure() { grep 'latency us' /tmp/out | sed "s/^ */SIO-VM MEASURE $1: /"; }
 kernel_nvme_blk() {
 	for m in $(cat /lib/modules/nvme.list); do insmod /lib/modules/$m 2>/dev/null; done
 	until_ok 30 sh -c "ls -d /sys/bus/pci/devices/$1/nvme/nvme*/nvme*n1" >/dev/null
-	echo /dev/$(basename $(ls -d /sys/bus/pci/devices/$1/nvme/nvme*/nvme*n1 | head -n1))
+	echo "/dev/$(basename "$(ls -d /sys/bus/pci/devices/$1/nvme/nvme*/nvme*n1 | head -n1)")"
 }
 
 # The blocks two clients wrote (256 of 0xa1 at block 0, 256 of 0xb2 at

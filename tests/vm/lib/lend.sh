@@ -4,6 +4,7 @@
 # nvme-manager and nvme-client in the background. Sourced from /vm/lend.sh
 # after /vm/guest.sh; $FAB names the fabric, $SIO_LEND the lender (vfio).
 # run-vm.sh's controllers:
+# shellcheck disable=SC2034 # the suites' names
 FAB=vmfab
 MAIN=0000:00:04.0	# plain controller, 64 MiB
 CMB=0000:00:05.0	# 16 MiB CMB, namespaces with 512 B and 4 KiB LBAs
@@ -23,7 +24,7 @@ lend() {
 	i=0
 	while ! grep -q '^lending' /tmp/lend-$1.log; do
 		i=$((i + 1))
-		if [ $i -gt 100 ] || ! kill -0 $(cat /tmp/lend-$1.pid) 2>/dev/null; then
+		if [ $i -gt 100 ] || ! kill -0 "$(cat /tmp/lend-$1.pid)" 2>/dev/null; then
 			cat /tmp/lend-$1.log; return 1
 		fi
 		sleep 0.1
@@ -35,13 +36,13 @@ devid() { sed -n 's/.* as device \([0-9]*\) .*/\1/p' /tmp/lend-$1.log; }
 manager() {
 	b=$1; shift
 	rm -f /tmp/mgr-$b.ready
-	nvme-manager --fabric $FAB --device $(devid $b) --ready-file /tmp/mgr-$b.ready "$@" \
+	nvme-manager --fabric $FAB --device "$(devid "$b")" --ready-file /tmp/mgr-$b.ready "$@" \
 		>/tmp/mgr-$b.log 2>&1 &
 	echo $! >/tmp/mgr-$b.pid
 	i=0
 	while [ ! -s /tmp/mgr-$b.ready ]; do
 		i=$((i + 1))
-		if [ $i -gt 300 ] || ! kill -0 $(cat /tmp/mgr-$b.pid) 2>/dev/null; then
+		if [ $i -gt 300 ] || ! kill -0 "$(cat /tmp/mgr-$b.pid)" 2>/dev/null; then
 			cat /tmp/mgr-$b.log; return 1
 		fi
 		sleep 0.1
@@ -49,8 +50,8 @@ manager() {
 	cat /tmp/mgr-$b.log
 }
 stop_manager() {
-	kill $(cat /tmp/mgr-$1.pid) 2>/dev/null
-	wait $(cat /tmp/mgr-$1.pid)
+	kill "$(cat /tmp/mgr-$1.pid)" 2>/dev/null
+	wait "$(cat /tmp/mgr-$1.pid)"
 	rc=$?
 	sed 's/^/    | /' /tmp/mgr-$1.log
 	[ $rc -eq 0 ] && res PASS "manager-exit-$1" || res FAIL "manager-exit-$1" "exit $rc"
@@ -58,20 +59,20 @@ stop_manager() {
 # client BDF NAME ARGS...: an nvme-client in the background, result in /tmp/NAME.rc
 client() {
 	b=$1; n=$2; shift 2
-	( timeout 120 nvme-client --fabric $FAB --device $(devid $b) --timeout 10000 "$@" \
+	( timeout 120 nvme-client --fabric $FAB --device "$(devid "$b")" --timeout 10000 "$@" \
 		>/tmp/$n.log 2>&1; echo $? >/tmp/$n.rc ) &
 	echo $! >/tmp/$n.pid
 }
 # collect NAME...: wait for those clients (a bare `wait` would wait for lenders).
 collect() {
-	for n in "$@"; do wait $(cat /tmp/$n.pid); done
+	for n in "$@"; do wait "$(cat /tmp/$n.pid)"; done
 	for n in "$@"; do
 		sed 's/^/    | /' /tmp/$n.log
 		[ "$(cat /tmp/$n.rc)" = 0 ] && res PASS "$n" || res FAIL "$n" "exit $(cat /tmp/$n.rc)"
 	done
 }
 unlend() {
-	kill $(cat /tmp/lend-$1.pid) 2>/dev/null
-	wait $(cat /tmp/lend-$1.pid) 2>/dev/null
+	kill "$(cat /tmp/lend-$1.pid)" 2>/dev/null
+	wait "$(cat /tmp/lend-$1.pid)" 2>/dev/null
 	sed 's/^/    | /' /tmp/lend-$1.log
 }
