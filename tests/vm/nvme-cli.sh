@@ -8,8 +8,9 @@
 # Skipped (77) without nvme-cli, qemu or a kernel, as run-vm.sh says.
 # usage: nvme-cli.sh BUILD_ROOT VM_DIR
 set -u
+. "$2/lib/host.sh"	# skip
 nvme=$(command -v nvme || true)
-[ -n "$nvme" ] || { echo "SKIP: nvme-cli is not installed (apt-get install nvme-cli)"; exit 77; }
+[ -n "$nvme" ] || skip "nvme-cli is not installed (apt-get install nvme-cli)"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sio-vm-nvmecli.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 SIO_VM_SUITE=$2/nvme-cli-suite.sh SIO_VM_EXTRA=$nvme "$2/run-vm.sh" "$1" "$2" "$work"

@@ -12,32 +12,12 @@
 # nvme driver. Exit 0 when every check passed, 1 on a failure, 77 to skip.
 #
 # usage: run-multi.sh BUILD_ROOT SOURCE_DIR [WORK_DIR]
-#   SIO_MULTI_WINDOW=doorbell (default): ivshmem-doorbell devices joined by
-#   smartio-ivshmem-server, every guest with VT-d so that one process per
-#   guest takes the MSI-X interrupts through vfio; =plain: ivshmem-plain over
-#   the file, notifications polled.
-#   SIO_MULTI_IOMMU=0: guest 0 boots without an IOMMU (huge pages reserved),
-#   binds the NVMe to uio_pci_generic and lends it with `smartio uio lend`:
-#   the NVMe reaches the window at its BAR2's bus address. The window is then
-#   ivshmem-plain (guest 0 has no vfio to take doorbell interrupts with).
+# Its knobs (SIO_MULTI_WINDOW: doorbell or plain; SIO_MULTI_IOMMU=0: guest
+# 0 lends through uio; SIO_VM_TIMEOUT, SIO_VM_KERNEL) are listed, with their
+# defaults, in lib/host.sh's header.
 set -eu
-build=$(cd "$1" && pwd)
-src=$(cd "$2" && pwd)
-work=${3:-}
-unset MALLOC_PERTURB_
-qemu=$(command -v qemu-system-x86_64 || true)
-[ -n "$qemu" ] || { echo "SKIP: qemu-system-x86_64 not installed"; exit 77; }
-if [ -z "$work" ]; then
-	work=$(mktemp -d "${TMPDIR:-/tmp}/sio-multi.XXXXXX")
-	trap 'stop_all; rm -rf "$work"' EXIT
-else
-	trap 'stop_all' EXIT
-fi
-trap 'exit 143' INT TERM HUP	# killed: the EXIT trap stops the guests
-pids=""
-srv=""
-# QEMU and the ivshmem server, whatever happened (the trap's status is the script's: keep it 0)
-stop_all() { for p in $pids $srv; do kill -KILL "$p" 2>/dev/null || true; done; }
+. "$2/lib/host.sh"
+vm_setup "$1" "$2" "${3:-}" multi
 lendby=vfio
 [ "${SIO_MULTI_IOMMU:-1}" != 0 ] || { lendby=uio; SIO_MULTI_WINDOW=${SIO_MULTI_WINDOW:-plain}; }
 variant=${SIO_MULTI_WINDOW:-doorbell}
@@ -45,20 +25,13 @@ variant=${SIO_MULTI_WINDOW:-doorbell}
 	{ echo "multi: SIO_MULTI_IOMMU=0 takes SIO_MULTI_WINDOW=plain (no vfio for doorbells)"; exit 1; }
 case $variant in doorbell|plain) ;; *) echo "multi: SIO_MULTI_WINDOW is doorbell or plain"; exit 1 ;; esac
 # The initramfs of the vm suite, with this suite's script as /suite.sh.
-rc=0
-SIO_VM_BUILD_ONLY=1 SIO_VM_SUITE="$src/multi-suite.sh" sh "$src/run-vm.sh" "$build" "$src" "$work" || rc=$?
-[ $rc -eq 0 ] || exit $rc
-kernel=$(sh "$src/../../kernel/kver.sh" --image)	# the one run-vm.sh built for
+vm_initramfs "$src/multi-suite.sh" "" ""
 truncate -s 64M "$work/win"		# the window: ivshmem BAR2 in every guest
 truncate -s 64M "$work/nvme.img"
 tmo=${SIO_VM_TIMEOUT:-420}
 iommu="-device intel-iommu,intremap=on,caching-mode=on"
 if [ "$variant" = doorbell ]; then
-	"$build/src/tools/smartio-ivshmem-server" --socket "$work/ivs.sock" --shm "$work/win" \
-		--ready-file "$work/ivs.ready" >"$work/server.log" 2>&1 &
-	srv=$!
-	i=0; while [ ! -s "$work/ivs.ready" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-	[ -s "$work/ivs.ready" ] || { cat "$work/server.log"; echo "multi: FAIL: no ivshmem server"; exit 1; }
+	ivshmem_server multi "$work/win"
 	window="-chardev socket,path=$work/ivs.sock,id=ivs -device ivshmem-doorbell,chardev=ivs,vectors=1,addr=0x10"
 else
 	window="-object memory-backend-file,id=win,share=on,mem-path=$work/win,size=64M -device ivshmem-plain,memdev=win,addr=0x10"
@@ -66,15 +39,10 @@ fi
 
 # guest N ROLE EXTRA...: boot one guest in the background, console to gN.log.
 guest() {
-	n=$1; role=$2; shift 2
-	"$qemu" -nodefaults -no-user-config -display none \
-		-machine q35 -accel tcg,thread=multi -cpu max -smp 1 -m 384 \
-		-kernel "$kernel" -initrd "$work/initramfs.gz" \
-		-append "console=ttyS0 quiet panic=-1 rdinit=/init sio.role=$role $APPEND" \
-		-serial stdio -no-reboot $window \
-		"$@" </dev/null >"$work/g$n.log" 2>&1 &
-	pids="$pids $!"
-	eval "pid$n=$!"
+	n=$1 role=$2; shift 2
+	# shellcheck disable=SC2086 # the window's QEMU arguments, one word each
+	qemu_guest "$n" "g$n" 384 "rdinit=/init sio.role=$role $APPEND" /dev/null \
+		-serial stdio -no-reboot $window "$@"
 }
 start=$(date +%s)
 if [ $lendby = uio ]; then
@@ -107,24 +75,24 @@ watchdog=$!
 # Kill guest 2's QEMU once its long client is under way.
 i=0
 while ! grep -q '^SIO-VM MARK long-client' "$work/g2.log" && [ $i -lt "$tmo" ]; do
-	kill -0 $pid2 2>/dev/null || break
+	kill -0 "$(gget 2 pid)" 2>/dev/null || break
 	sleep 1; i=$((i + 1))
 done
 if grep -q '^SIO-VM MARK long-client' "$work/g2.log"; then
 	sleep 4
-	kill -KILL $pid2 && echo "multi: guest 2 (QEMU pid $pid2) SIGKILLed mid-I/O"
+	pid2=$(gget 2 pid)
+	kill -KILL "$pid2" && echo "multi: guest 2 (QEMU pid $pid2) SIGKILLed mid-I/O"
 	echo "SIO-VM PASS guest2-killed" >>"$work/g2.log"
 fi
 for p in $pids; do wait $p || true; done
 kill $watchdog 2>/dev/null || true
-[ -z "$srv" ] || { kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null; sed 's/^/    | /' "$work/server.log"; }
-srv=""
+ivshmem_server_end
 end=$(date +%s)
 pids=""
 fail=0
 for n in 0 1 2; do
 	echo "---- guest $n"
-	grep -v '^\[ *[0-9.]*\]' "$work/g$n.log" || true
+	vm_console "$work/g$n.log"
 done
 echo "multi: the guests ran for $((end - start)) s"
 grep -q '^SIO-VM DONE' "$work/g0.log" || { echo "multi: FAIL: guest 0 did not finish"; fail=1; }

@@ -1,0 +1,400 @@
+# SPDX-License-Identifier: MIT
+# The vm suites' host library, sourced by run-vm.sh, run-multi.sh,
+# run-ntb.sh and nvme-cli.sh (POSIX sh: /bin/sh is dash). It builds the
+# guests' initramfs, boots QEMU guests (TCG) and keeps a small table of
+# them, runs the NTB suites' phases and the host's actions between them, and
+# says what failed. The guests' side is lib/guest.sh (results: "SIO-VM
+# PASS|FAIL|SKIP name [: detail]", then "SIO-VM DONE"), lib/lend.sh and
+# ntb-sync.sh.
+#
+# Every knob, read from the environment, with its default:
+#
+#   knob               default            what
+#   SIO_VM_KERNEL      newest in /boot    the guests' kernel (kernel/kver.sh: an
+#                                         installed one, or one that
+#                                         kernel/fetch-kernel.sh unpacked)
+#   SIO_VM_TIMEOUT     300 (run-vm.sh),   seconds the guests may run
+#                      420 (run-multi.sh),
+#                      540 (run-ntb.sh)
+#   SIO_VM_SUITE       guest-suite.sh     run-vm.sh's guest script (uio-suite.sh,
+#                                         nvme-cli-suite.sh, bench/vm's)
+#   SIO_VM_IOMMU       1                  0: run-vm.sh's guest has no VT-d
+#   SIO_VM_APPEND      -                  more of run-vm.sh's kernel command line
+#                                         (the uio suite: hugepages=128)
+#   SIO_VM_EXTRA       -                  more files for run-vm.sh's guest /prog
+#                                         (fio, nvme-cli), with their libraries
+#   SIO_MULTI_WINDOW   doorbell           run-multi.sh's window: doorbell
+#                                         (ivshmem-doorbell, VT-d in every guest,
+#                                         interrupts through vfio) or plain
+#                                         (ivshmem-plain, polled)
+#   SIO_MULTI_IOMMU    1                  0: run-multi.sh's guest 0 has no IOMMU,
+#                                         lends through uio; the window is plain
+#   SIO_NTB_SUITE      ntb-suite.sh       run-ntb.sh's guest script
+#                                         (ntb-fabric-suite.sh)
+#   SIO_NTB_EXTRA      ntb-uapi,          the programs it needs in /prog
+#                      ntb-scribble,
+#                      ntb-uapi32 if built
+#   SIO_NTB_MODULES    BUILD/kernel       where the NTB modules (.ko) are
+#   SIO_NTB_SHM_MB     32                 MiB of the ivshmem-doorbell region
+#   SIO_NTB_VECTORS    2                  its interrupt vectors per guest
+#   SIO_NTB_MEM        320                MiB per NTB guest
+#   SIO_NTB_APPEND     -                  every NTB guest's kernel command line
+#                                         (a variant: sio.lend=uio)
+#   SIO_NTB_G0_APPEND  intel_iommu=on     guest 0's kernel command line
+#   SIO_NTB_G0_ARGS    -                  guest 0's QEMU arguments beyond the
+#                                         VT-d (an NVMe); "$work" in them is the
+#                                         work directory
+#   SIO_NTB_G0_IOMMU   1                  0: guest 0 has no VT-d
+#   SIO_NTB_VARIANT    -                  V[,W...]: the suite's "# want-V:"
+#                                         and "# host-V:" lines count too,
+#                                         and the guests see sio.variant=V[,W]
+#   SIO_NTB_FINISH     g0 g1 g2b          the guests' logs that must end in
+#                                         SIO-VM DONE
+#   SIO_NTB_FLAP_S     4                  seconds flap-1 stops guest 1 for
+#   SMARTIO_CACHE      /var/cache/smartio where kernel/upstream.sh put the NTB
+#                                         framework's sources (for a SKIP's why)
+#
+# meson sets MALLOC_PERTURB_ for every test; QEMU is not the code under test
+# here, and with it QEMU itself was seen to crash.
+unset MALLOC_PERTURB_
+
+skip() { echo "SKIP: $*"; exit 77; }
+
+# vm_setup BUILD_ROOT SOURCE_DIR WORK_DIR TAG: build, src (tests/vm), tree
+# (the source tree), work (WORK_DIR, or a new sio-TAG.* removed at exit),
+# qemu; SKIP without QEMU. At exit, and when killed, every QEMU and server
+# this script started is killed (stop_all).
+vm_setup() {
+	build=$(cd "$1" && pwd)
+	src=$(cd "$2" && pwd)
+	tree=$(cd "$src/../.." && pwd)
+	work=$3
+	qemu=$(command -v qemu-system-x86_64 || true)
+	[ -n "$qemu" ] || skip "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
+	pids="" srv="" holders=""
+	if [ -z "$work" ]; then
+		work=$(mktemp -d "${TMPDIR:-/tmp}/sio-$4.XXXXXX")
+		trap 'stop_all; rm -rf "$work"' EXIT
+	else
+		trap 'stop_all' EXIT
+	fi
+	trap 'exit 143' INT TERM HUP	# killed: the EXIT trap stops the guests
+}
+# stop_all: QEMU, the ivshmem server and the consoles' holders, whatever
+# happened (an EXIT trap's status is the script's: this one's is 0)
+stop_all() {
+	for p in $pids $srv $holders; do kill -KILL "$p" 2>/dev/null || true; done
+}
+
+# vm_kernel: kernel (the image), kver and kroot (its modules' root), or SKIP
+vm_kernel() {
+	kv="$tree/kernel/kver.sh"
+	kernel=$(sh "$kv" --image) && kver=$(sh "$kv") && kroot=$(sh "$kv" --root) ||
+		skip "no kernel ${SIO_VM_KERNEL:-in /boot} with its modules (apt-get install linux-image-amd64, or kernel/fetch-kernel.sh)"
+}
+
+# vm_modlist MODULE...: their files, in the order modprobe would load them
+# (dependencies first)
+vm_modlist() {
+	for m in "$@"; do modprobe -d "$kroot" -S "$kver" --show-depends "$m" 2>/dev/null; done |
+		awk '$1 == "insmod" && !seen[$2]++ {print $2}'
+}
+
+# vm_initramfs SUITE "EXTRA..." "MODULES...": $work/initramfs.gz, a busybox
+# initramfs whose /init (guest-init.sh) runs SUITE: the project's programs
+# and EXTRA files in /prog with their libraries, the guests' libraries
+# (lib/guest.sh, lib/lend.sh) in /vm, the vfio, nvme and uio module sets
+# of the kernel in /lib/modules (with a NAME.list each) and MODULES as they
+# are. progs: the programs. SKIP without busybox, kmod or a vfio-pci module.
+vm_initramfs() {
+	for t in busybox cpio gzip modprobe; do
+		command -v $t >/dev/null 2>&1 || [ "$t" = cpio ] ||
+			skip "$t not installed (apt-get install busybox-static kmod)"
+	done
+	busybox=$(command -v busybox)
+	! ldd "$busybox" >/dev/null 2>&1 ||
+		skip "$busybox is not static (apt-get install busybox-static)"
+	[ -n "${kver:-}" ] || vm_kernel
+	ir=$work/root
+	mkdir -p "$ir/bin" "$ir/lib/modules" "$ir/proc" "$ir/sys" "$ir/dev" "$ir/tmp" \
+		"$ir/run" "$ir/prog" "$ir/etc" "$ir/vm"
+	cp "$busybox" "$ir/bin/busybox"
+	# Programs: the tool, our checks, and the NVMe driver's programs when built.
+	progs=""
+	for p in smartio vfio-nvme nvme-identify nvme-manager nvme-client nvme-mcast-identify nvme-lend edu-dma edu-lend; do
+		f=$(find "$build" -name "$p" -type f -perm -u+x -not -path '*/meson-*' 2>/dev/null | head -n1)
+		[ -n "$f" ] && progs="$progs $f"
+	done
+	progs="$progs $2"
+	for f in $progs; do
+		cp "$f" "$ir/prog/"
+		# Their shared libraries, and the loader, at the same paths as here.
+		ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\/.*ld-linux/ {print $1}' |
+		while read -r lib; do
+			[ -e "$ir$lib" ] && continue
+			mkdir -p "$ir$(dirname "$lib")"
+			cp -L "$lib" "$ir$lib"
+		done
+	done
+	for set in "vfio:vfio-pci vfio_iommu_type1" "nvme:nvme" "uio:uio_pci_generic"; do
+		name=${set%%:*}
+		: >"$ir/lib/modules/$name.list"
+		# shellcheck disable=SC2086 # the set's modules, one word each
+		for ko in $(vm_modlist ${set#*:}); do
+			b=$(basename "$ko")
+			case $b in
+			*.ko.xz) xz -dc "$ko" >"$ir/lib/modules/${b%.xz}"; b=${b%.xz} ;;
+			*.ko.zst) zstd -qdc "$ko" >"$ir/lib/modules/${b%.zst}"; b=${b%.zst} ;;
+			*) cp "$ko" "$ir/lib/modules/$b" ;;
+			esac
+			echo "$b" >>"$ir/lib/modules/$name.list"
+		done
+	done
+	[ -s "$ir/lib/modules/vfio.list" ] || skip "kernel $kver has no vfio-pci module"
+	for ko in $3; do cp "$ko" "$ir/lib/modules/"; done
+	cp "$src/guest-init.sh" "$ir/init"
+	cp "$1" "$ir/suite.sh"
+	cp "$src/lib/guest.sh" "$src/lib/lend.sh" "$ir/vm/"
+	chmod +x "$ir/init"
+	if command -v cpio >/dev/null 2>&1; then
+		(cd "$ir" && find . | cpio -o -H newc --quiet | gzip -1 >"$work/initramfs.gz")
+	else
+		(cd "$ir" && find . | "$busybox" cpio -o -H newc | gzip -1 >"$work/initramfs.gz")
+	fi
+}
+
+# vm_console LOG: a guest's console without the kernel's lines
+vm_console() { tr -d '\r' <"$1" | grep -av '^\[ *[0-9.]*\]' || true; }
+
+# ivshmem_server TAG SHM ARGS...: smartio-ivshmem-server on $work/ivs.sock
+# over the file SHM, in the background (srv), until it is ready
+ivshmem_server() {
+	tag=$1 shm=$2; shift 2
+	"$build/src/tools/smartio-ivshmem-server" --socket "$work/ivs.sock" --shm "$shm" \
+		"$@" --ready-file "$work/ivs.ready" >"$work/server.log" 2>&1 &
+	srv=$!
+	i=0; while [ ! -s "$work/ivs.ready" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -s "$work/ivs.ready" ] || { cat "$work/server.log"; echo "$tag: FAIL: no ivshmem server"; exit 1; }
+}
+# ivshmem_server_end: stop it, show its log
+ivshmem_server_end() {
+	[ -n "$srv" ] || return 0
+	kill "$srv" 2>/dev/null || true	# stop_all may have killed it
+	wait "$srv" 2>/dev/null || true
+	srv=""
+	sed 's/^/    | /' "$work/server.log"
+}
+
+# The guests' table: a FIELD of guest N (pid, log, boots, hello) is the
+# file $work/guests/N.FIELD.
+gset() { mkdir -p "$work/guests"; echo "$3" >"$work/guests/$1.$2"; }
+gget() { cat "$work/guests/$1.$2" 2>/dev/null || echo "${3:-}"; }
+
+# qemu_guest N LOG MEM APPEND IN ARGS...: boot guest N in the background, one
+# CPU and MEM MiB, kernel command line APPEND, console input from IN and
+# output to $work/LOG.log
+qemu_guest() {
+	n=$1 lg=$2 mem=$3 app=$4 in=$5; shift 5
+	"$qemu" -nodefaults -no-user-config -display none \
+		-machine q35 -accel tcg,thread=multi -cpu max -smp 1 -m "$mem" \
+		-kernel "$kernel" -initrd "$work/initramfs.gz" \
+		-append "console=ttyS0 quiet panic=-1 $app" \
+		"$@" <"$in" >"$work/$lg.log" 2>&1 &
+	pids="$pids $!"
+	gset "$n" pid $!
+	gset "$n" log "$lg"
+}
+# guest_log N: guest N's console (its latest boot's), without carriage returns
+guest_log() { tr -d '\r' <"$work/$(gget "$1" log).log"; }
+# to_guest N LINE: type LINE on guest N's console ($work/gN.in)
+to_guest() { printf '%s\n' "$2" >"$work/g$1.in"; }
+# monitor N COMMAND: a command to guest N's QEMU monitor, on the same console
+monitor() { printf '\001c%s\n\001c' "$2" >"$work/g$1.in"; }
+
+# --- the NTB suites (run-ntb.sh) ---
+
+# ntb_guest N LOG APPEND ARGS...: boot guest N as ivshmem peer N (guests
+# start one at a time, and the server gives the lowest id free), console
+# to LOG.log, input from the fifo gN.in, which a holder keeps open
+# read-write (never a reader-less pipe, nor an end of file for QEMU). The
+# console is muxed with QEMU's monitor (Ctrl-A c).
+ntb_guest() {
+	n=$1 lg=$2 app=$3; shift 3
+	if [ ! -p "$work/g$n.in" ]; then
+		mkfifo "$work/g$n.in"
+		sleep 2147483647 <>"$work/g$n.in" >/dev/null 2>&1 &
+		holders="$holders $!"
+	fi
+	qemu_guest "$n" "$lg" "${SIO_NTB_MEM:-320}" \
+		"no_timer_check rdinit=/init sio.guest=$n $app ${SIO_NTB_APPEND:-}${SIO_NTB_VARIANT:+ sio.variant=$SIO_NTB_VARIANT}" "$work/g$n.in" \
+		-serial mon:stdio \
+		-chardev socket,path="$work/ivs.sock",id=ivs \
+		-device ivshmem-doorbell,chardev=ivs,vectors="${SIO_NTB_VECTORS:-2}",addr=0x10 "$@"
+	b=$(($(gget "$n" boots 0) + 1))
+	gset "$n" boots $b
+	i=0; while [ "$(grep -c "peer $n joined" "$work/server.log")" -lt "$b" ] && [ $i -lt 100 ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+}
+
+# The host's actions, at the phases of those names (the suite's "# host:"
+# lines); each notes what it did (killed, joined, flapped, reset) and its
+# result in host.log.
+# kill-2: SIGKILL guest 2 once it is going on its windows
+act_kill_2() {
+	sleep 3
+	p=$(gget 2 pid)
+	kill -KILL "$p" 2>/dev/null && killed=1 && echo "ntb: guest 2 (QEMU pid $p) SIGKILLed mid-run" ||
+		echo "ntb: FAIL: guest 2 (QEMU pid $p) had ended before it could be killed"
+	echo "SIO-VM PASS guest2-killed" >>"$work/host.log"
+}
+# join: guest 2 boots again, a new QEMU, which the server gives the free id 2
+act_join() {
+	ntb_guest 2 g2b "intel_iommu=off sio.join=1" -no-reboot
+	echo "ntb: guest 2 boots again (QEMU pid $(gget 2 pid))"
+	joined=1 live="$live 2"
+}
+# flap-1: stop guest 1 for SIO_NTB_FLAP_S, then let it go on (a cable
+# pulled and put back: its peers see its link go down and come back)
+act_flap_1() {
+	sleep 2	# let guest 1 get going
+	monitor 1 stop && sleep "${SIO_NTB_FLAP_S:-4}" &&
+		monitor 1 cont && flapped=1 &&
+		echo "ntb: guest 1 stopped for ${SIO_NTB_FLAP_S:-4} s, then let go on (QEMU's stop, cont)"
+	echo "SIO-VM PASS guest1-flapped" >>"$work/host.log"
+}
+# reset-1: system_reset guest 1 in place, once it is going on its windows
+act_reset_1() {
+	sleep 3
+	monitor 1 system_reset && reset=1 &&
+		echo "ntb: guest 1 reset in place (QEMU's system_reset) mid-run"
+	echo "SIO-VM PASS guest1-reset" >>"$work/host.log"
+}
+
+# ntb_synced GUEST N: the name of the guest's N-th sync request, if it made it
+ntb_synced() {
+	# whole lines only (counted first): a guest may be in the middle of printing one
+	whole=$(guest_log "$1" | wc -l)
+	guest_log "$1" | head -n "$whole" | grep -ao 'SIO-NTB SYNC [0-9]* [A-Za-z0-9_-]*' |
+		awk -v n="$2" '$3 == n { print $4; exit }'
+}
+# ntb_phases: the guests' phases (ntb-sync.sh). A guest prints "SIO-NTB
+# SYNC k NAME" and waits for "GO k" on its console; the k-th GO goes to
+# every live guest once all of them asked for it, and the host acts at the
+# phases named for its actions. A guest that joins late says "SIO-NTB
+# HELLO" and is told "PHASE k". Until no guest is left, or TMO s after
+# START (date +%s). k: the phases.
+ntb_phases() {
+	start=$1 tmo=$2
+	live="0 1 2" k=1 killed="" joined="" reset="" flapped=""
+	: >"$work/host.log"		# what the host saw pass
+	while :; do
+		now=$(date +%s)
+		[ $((now - start)) -lt "$tmo" ] || { echo "ntb: FAIL: the guests ran past ${tmo}s"; stop_all; break; }
+		still=""
+		for g in $live; do
+			p=$(gget "$g" pid)
+			if kill -0 "$p" 2>/dev/null; then still="$still $g"; else
+				# the guest ended (its suite done, or a panic with -no-reboot): said, with the phase
+				echo "ntb: guest $g's QEMU (pid $p) exited at phase $k"
+			fi
+		done
+		live=$still
+		[ -n "$live" ] || break
+		for g in $live; do
+			h=$(gget "$g" hello 0)
+			if [ "$(guest_log "$g" | grep -ac '^SIO-NTB HELLO')" -gt "$h" ]; then
+				to_guest "$g" "PHASE $k"
+				gset "$g" hello $((h + 1))
+			fi
+		done
+		name="" all=1
+		for g in $live; do
+			s=$(ntb_synced "$g" "$k")
+			[ -n "$s" ] || { all=0; continue; }
+			[ -z "$name" ] || [ "$s" = "$name" ] ||
+				{ echo "ntb: FAIL: guests disagree on phase $k ($name, $s)"; stop_all; break 2; }
+			name=$s
+		done
+		if [ "$name" = join ] && [ -z "$joined" ] && [ -n "$killed" ]; then
+			act_join
+			continue
+		fi
+		if [ $all = 0 ]; then sleep 0.3; continue; fi
+		for g in $live; do to_guest "$g" "GO $k"; done
+		case $name in
+		kill-2) [ -n "$killed" ] || act_kill_2 ;;
+		flap-1) [ -n "$flapped" ] || act_flap_1 ;;
+		reset-1) [ -n "$reset" ] || act_reset_1 ;;
+		esac
+		k=$((k + 1))
+	done
+}
+
+# ntb_lines KIND: the suite's ($suite) "# KIND:" lines, and its variant's
+# ("# KIND-V:")
+# shellcheck disable=SC2154 # suite: the caller's
+ntb_lines() {
+	sed -n "s/^# $1: //p" "$suite"
+	for v in $(echo "${SIO_NTB_VARIANT:-}" | tr , ' '); do
+		sed -n "s/^# $1-$v: //p" "$suite"
+	done
+}
+# ntb_hosted: every action of the suite's "# host:" lines was done
+ntb_hosted() {
+	r=0
+	for h in $(ntb_lines host); do
+		case $h in
+		kill-2) [ -n "$killed" ] || { echo "ntb: FAIL: guest 2 was never killed"; r=1; } ;;
+		join) [ -n "$joined" ] || { echo "ntb: FAIL: guest 2 never booted again"; r=1; } ;;
+		reset-1) [ -n "$reset" ] || { echo "ntb: FAIL: guest 1 was never reset"; r=1; } ;;
+		flap-1) [ -n "$flapped" ] || { echo "ntb: FAIL: guest 1 was never stopped"; r=1; } ;;
+		esac
+	done
+	return $r
+}
+# ntb_wanted: every check of the suite's "# want: LOG:CHECK" lines passed
+# (a missing line is a failure too), said a line per check with the logs
+# that lack it
+ntb_wanted() {
+	for want in $(ntb_lines want); do
+		tr -d '\r' <"$work/${want%%:*}.log" 2>/dev/null | grep -q "^SIO-VM PASS ${want#*:}\$" ||
+			echo "${want#*:} ${want%%:*}"
+	done | awk '!($1 in seen) { order[++n] = $1; seen[$1] = 1 } { who[$1] = who[$1] " " $2 }
+		END { for (i = 1; i <= n; i++) printf "ntb: FAIL: no pass of %s in%s\n", order[i], who[order[i]]; exit n > 0 }'
+}
+# ntb_kernel_report LOG G: guest G's panic and kernel report lines
+# (SIO_KREPORT), and its first report with a call trace, whole
+ntb_kernel_report() {
+	tr -d '\r' <"$work/$1.log" | grep -aE -m 3 "Kernel panic|$SIO_KREPORT" | sed "s/^/ntb: guest $2: /"
+	# a kernel report of any kind (a stall, a hung task: no BUG line), its first, whole
+	tr -d '\r' <"$work/$1.log" | awk -v g="$2" '{ a[NR] = $0 }
+		/Modules linked in/ && !at { at = NR }
+		END { for (i = at - 10; at && i <= at + 20; i++) if (i in a) print "ntb: guest " g ": " a[i] }'
+}
+# ntb_first_failure LOG G: guest G's first failure, with the failures in its
+# output and the lines before it; or, where it failed nothing, its last lines
+ntb_first_failure() {
+	txt=$work/$1.txt
+	vm_console "$work/$1.log" >"$txt"
+	f=$(grep -an -m 1 '^SIO-VM FAIL' "$txt" | cut -d: -f1)
+	if [ -n "$f" ]; then
+		echo "ntb: guest $2's first failure, the failures in its output, the lines before it:"
+		# a check's output comes before its result (run) or after it (waited)
+		head -n $((f + 12)) "$txt" | tail -n 212 | grep -a '^    | .*FAIL' | head -n 5 |
+			sed 's/^/ntb: | /'
+		head -n "$f" "$txt" | tail -n 8 | sed 's/^/ntb: | /'
+	else
+		echo "ntb: guest $2 failed nothing; its last lines:"
+		tail -n 4 "$txt" | sed 's/^/ntb: | /'
+	fi
+}
+# ntb_failure_report: each guest's kernel reports and first failure, last,
+# where the logs are long
+ntb_failure_report() {
+	for l in g0 g1 g2 g2b; do
+		[ -f "$work/$l.log" ] || continue
+		ntb_kernel_report "$l" "${l#g}"
+		ntb_first_failure "$l" "${l#g}"
+	done
+}
