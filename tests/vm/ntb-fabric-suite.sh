@@ -74,7 +74,7 @@ n=0
 # a step that hangs is named with where it hangs, then killed, long before
 # the host's limit (run, in /vm/guest.sh)
 RUN_LIMIT=240
-. /prog/ntb-sync.sh	# phase, hello: the host's phases
+. /vm/ntb-sync.sh	# phase, hello: the host's phases
 # the relay's counters of the lent NVMe (smartio status): doorbells, us waited at most, us writing BAR0
 relay_counters() {
 	c=$(smartio status $FAB | sed -n 's/.*its relay forwarded \([0-9]*\) doorbells.* at most \([0-9]*\) us, wrote BAR0 in \([0-9]*\) us.*/\1 \2 \3/p' |

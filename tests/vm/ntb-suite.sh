@@ -86,7 +86,7 @@ NOOPS="does not use the PCI function's DMA ops"
 SAID=
 
 . /vm/guest.sh	# res, ok, no, run
-. /prog/ntb-sync.sh	# phase, hello: the host's phases
+. /vm/ntb-sync.sh	# phase, hello: the host's phases
 pidx() { if [ "$1" -lt "$ME" ]; then echo "$1"; else echo $(($1 - 1)); fi; }
 peers() { p=0; while [ $p -lt $PORTS ]; do [ $p = "$ME" ] || echo $p; p=$((p + 1)); done; }
 # pattern S R SIZE: the bytes port S writes to port R, in /tmp/pat.S.R

@@ -33,7 +33,7 @@ if [ ! -f "$mods/ntb_hw_ivshmem.ko" ] || [ ! -f "$mods/smartio_ntb.ko" ]; then
 		skip "no NTB framework sources for $kver (tools/install-deps.sh runs kernel/upstream.sh)"
 	skip "the NTB modules were not built (meson configure -Dkernel_modules=enabled)"
 fi
-. "$src/ntb-sync.sh"	# SIO_KREPORT, what a kernel report says
+. "$src/lib/ntb-sync.sh"	# SIO_KREPORT, what a kernel report says
 
 ko=""
 for m in ntb ntb_hw_ivshmem ntb_tool ntb_perf ntb_pingpong ntb_transport smartio_ntb; do
@@ -41,7 +41,7 @@ for m in ntb ntb_hw_ivshmem ntb_tool ntb_perf ntb_pingpong ntb_transport smartio
 done
 suite=${SIO_NTB_SUITE:-$src/ntb-suite.sh}
 vm_initramfs "$suite" \
-	"${SIO_NTB_EXTRA:-$build/tests/vm/ntb-uapi $build/tests/vm/ntb-scribble $(ls "$build/tests/vm/ntb-uapi32" 2>/dev/null)} $src/ntb-sync.sh" \
+	"${SIO_NTB_EXTRA:-$build/tests/vm/ntb-uapi $build/tests/vm/ntb-scribble $(ls "$build/tests/vm/ntb-uapi32" 2>/dev/null)}" \
 	"$ko"
 tmo=${SIO_VM_TIMEOUT:-540}	# under meson's 600 s; a quiet 2-core host needs about 120
 truncate -s "${SIO_NTB_SHM_MB:-32}M" "$work/shm"

@@ -5,7 +5,7 @@
 # them, runs the NTB suites' phases and the host's actions between them, and
 # says what failed. The guests' side is lib/guest.sh (results: "SIO-VM
 # PASS|FAIL|SKIP name [: detail]", then "SIO-VM DONE"), lib/lend.sh and
-# ntb-sync.sh.
+# lib/ntb-sync.sh.
 #
 # Every knob, read from the environment, with its default:
 #
@@ -103,9 +103,9 @@ vm_modlist() {
 # vm_initramfs SUITE "EXTRA..." "MODULES...": $work/initramfs.gz, a busybox
 # initramfs whose /init (guest-init.sh) runs SUITE: the project's programs
 # and EXTRA files in /prog with their libraries, the guests' libraries
-# (lib/guest.sh, lib/lend.sh) in /vm, the vfio, nvme and uio module sets
-# of the kernel in /lib/modules (with a NAME.list each) and MODULES as they
-# are. progs: the programs. SKIP without busybox, kmod or a vfio-pci module.
+# (lib/guest.sh, lend.sh, ntb-sync.sh) in /vm, the vfio, nvme and uio
+# module sets of the kernel in /lib/modules (with a NAME.list each) and
+# MODULES as they are. progs: the programs. SKIP without busybox, kmod or a vfio-pci module.
 vm_initramfs() {
 	for t in busybox cpio gzip modprobe; do
 		command -v $t >/dev/null 2>&1 || [ "$t" = cpio ] ||
@@ -154,7 +154,7 @@ vm_initramfs() {
 	for ko in $3; do cp "$ko" "$ir/lib/modules/"; done
 	cp "$src/guest-init.sh" "$ir/init"
 	cp "$1" "$ir/suite.sh"
-	cp "$src/lib/guest.sh" "$src/lib/lend.sh" "$ir/vm/"
+	cp "$src/lib/guest.sh" "$src/lib/lend.sh" "$src/lib/ntb-sync.sh" "$ir/vm/"
 	chmod +x "$ir/init"
 	if command -v cpio >/dev/null 2>&1; then
 		(cd "$ir" && find . | cpio -o -H newc --quiet | gzip -1 >"$work/initramfs.gz")

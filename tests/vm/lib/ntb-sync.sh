@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: MIT
 # The guests' side of run-ntb.sh's phases, sourced by its suites (ntb-suite.sh,
-# ntb-fabric-suite.sh) from /prog: a guest prints "SIO-NTB SYNC n NAME" and
+# ntb-fabric-suite.sh) from /vm: a guest prints "SIO-NTB SYNC n NAME" and
 # waits for the host's "GO n" on its console; one that joins late prints
 # "SIO-NTB HELLO" and is told "PHASE n". Each wait is one long read bounded
 # by the uptime: a read that timed out every second could split the host's
 # line and lose its start, and the guest would wait for a GO already sent.
-# The suite keeps n (the last phase) and defines ok and no (a check's line).
+# The suite keeps n (the last phase); ok and no (a check's line) are guest.sh's.
 # A kernel report's lines (run-ntb.sh's failure report looks for them too):
 # a fault that kills a kworker says "general protection fault" or "invalid
 # opcode", no BUG nor Oops; any report with a call trace counts.
