@@ -8,6 +8,7 @@
 # Skipped (77) without nvme-cli, qemu or a kernel, as run-vm.sh says.
 # usage: nvme-cli.sh BUILD_ROOT VM_DIR
 set -u
+# shellcheck source=lib/host.sh
 . "$2/lib/host.sh"	# skip
 nvme=$(command -v nvme || true)
 [ -n "$nvme" ] || skip "nvme-cli is not installed (apt-get install nvme-cli)"

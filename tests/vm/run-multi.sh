@@ -16,6 +16,7 @@
 # 0 lends through uio; SIO_VM_TIMEOUT, SIO_VM_KERNEL) are listed, with their
 # defaults, in lib/host.sh's header.
 set -eu
+# shellcheck source=lib/host.sh
 . "$2/lib/host.sh"
 vm_setup "$1" "$2" "${3:-}" multi
 lendby=vfio

@@ -22,6 +22,7 @@
 #
 # usage: run-ntb.sh BUILD_ROOT SOURCE_DIR [WORK_DIR]
 set -eu
+# shellcheck source=lib/host.sh
 . "$2/lib/host.sh"
 vm_setup "$1" "$2" "${3:-}" ntb
 vm_kernel
@@ -33,6 +34,7 @@ if [ ! -f "$mods/ntb_hw_ivshmem.ko" ] || [ ! -f "$mods/smartio_ntb.ko" ]; then
 		skip "no NTB framework sources for $kver (tools/install-deps.sh runs kernel/upstream.sh)"
 	skip "the NTB modules were not built (meson configure -Dkernel_modules=enabled)"
 fi
+# shellcheck source=lib/ntb-sync.sh
 . "$src/lib/ntb-sync.sh"	# SIO_KREPORT, what a kernel report says
 
 ko=""

@@ -12,6 +12,7 @@
 # VT-d, the kernel command line, more programs) are listed, with their
 # defaults, in lib/host.sh's header.
 set -eu
+# shellcheck source=lib/host.sh
 . "$2/lib/host.sh"
 vm_setup "$1" "$2" "${3:-}" vm
 vm_initramfs "${SIO_VM_SUITE:-$src/guest-suite.sh}" "${SIO_VM_EXTRA:-}" ""

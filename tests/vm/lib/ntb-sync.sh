@@ -6,6 +6,7 @@
 # by the uptime: a read that timed out every second could split the host's
 # line and lose its start, and the guest would wait for a GO already sent.
 # The suite keeps n (the last phase); ok and no (a check's line) are guest.sh's.
+# shellcheck disable=SC3045 # read -t: the guests' busybox sh has it
 # A kernel report's lines (run-ntb.sh's failure report looks for them too):
 # a fault that kills a kworker says "general protection fault" or "invalid
 # opcode", no BUG nor Oops; any report with a call trace counts.
