@@ -20,31 +20,13 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include "internal.h"
+#include "fixture.h"
 #include "edu.h"
 #include "edu-model.h"
 
-static char name[SIO_NAME_MAX];
-
 static void setup(void)
 {
-	struct sio_fabric_config c = { .nodes = 2, .topology = SIO_TOPO_SWITCH };
-
-	setenv("SMARTIO_QUIET", "1", 1);
-	setenv("SMARTIO_SHMWIN_KERNEL", "kernel-0", 1);
-	snprintf(name, sizeof(name), "r-%d", getpid());
-	cr_assert_eq(sio_fabric_create(name, &c), 0, "create: %s", sio_errmsg());
-}
-
-static void teardown(void)
-{
-	sio_fabric_destroy(name);
-}
-
-static void nap_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
+	shmwin_fabric_setup(2, "r");
 }
 
 /* The exits of the borrower on kernel-1, each a step that failed. */

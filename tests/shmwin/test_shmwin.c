@@ -15,31 +15,13 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include "internal.h"
+#include "fixture.h"
 #include "shmwin/shmwin.h"
-
-static char name[SIO_NAME_MAX];
 
 static void setup(void)
 {
-	struct sio_fabric_config c = { .nodes = 3, .topology = SIO_TOPO_SWITCH };
-
-	setenv("SMARTIO_QUIET", "1", 1);
 	setenv("SMARTIO_SHMWIN_LEASE_MS", "300", 1);
-	setenv("SMARTIO_SHMWIN_KERNEL", "kernel-0", 1);
-	snprintf(name, sizeof(name), "w-%d", getpid());
-	cr_assert_eq(sio_fabric_create(name, &c), 0, "create: %s", sio_errmsg());
-}
-
-static void teardown(void)
-{
-	sio_fabric_destroy(name);
-}
-
-static void nap_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
+	shmwin_fabric_setup(3, "w");
 }
 
 /* A child on "kernel-N" that joins as node @node, does @what, and reports on @fd. */
