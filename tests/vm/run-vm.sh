@@ -26,6 +26,7 @@ log=$work/console.log
 echo "vm: kernel $kver, $(echo $progs | wc -w) programs, initramfs $(du -k "$work/initramfs.gz" | cut -f1) KiB"
 iommu="-device intel-iommu,intremap=on,caching-mode=on" kiommu=intel_iommu=on
 [ "${SIO_VM_IOMMU:-1}" = 0 ] && iommu="" kiommu=intel_iommu=off
+qargs=$(printf '%s\n' "${SIO_VM_QEMU_ARGS:-}" | sed "s|\\\$work|$work|g")
 start=$(date +%s)
 set +e
 timeout "${SIO_VM_TIMEOUT:-300}" "$qemu" -nodefaults -no-user-config -display none \
@@ -46,6 +47,7 @@ timeout "${SIO_VM_TIMEOUT:-300}" "$qemu" -nodefaults -no-user-config -display no
 	-device pcie-pci-bridge,id=pb,bus=pcie.0,addr=8 \
 	-device nvme,serial=sio-grp1,bus=pb,addr=1 -device nvme,serial=sio-grp2,bus=pb,addr=2 \
 	-device edu,addr=9 \
+	$qargs \
 	</dev/null >"$log" 2>&1
 qrc=$?
 set -e

@@ -23,6 +23,12 @@
 #                                         (the uio suite: hugepages=128)
 #   SIO_VM_EXTRA       -                  more files for run-vm.sh's guest /prog
 #                                         (fio, nvme-cli), with their libraries
+#   SIO_VM_MODSETS     -                  more module sets for the guests'
+#                                         /lib/modules, "NAME:MODULE,..." each
+#                                         (nvme-cli.sh: fs:ext4,virtio_blk)
+#   SIO_VM_QEMU_ARGS   -                  more of run-vm.sh's QEMU arguments
+#                                         (devices); "$work" in them is the
+#                                         work directory
 #   SIO_MULTI_WINDOW   doorbell           run-multi.sh's window: doorbell
 #                                         (ivshmem-doorbell, VT-d in every guest,
 #                                         interrupts through vfio) or plain
@@ -136,11 +142,12 @@ vm_initramfs() {
 			cp -L "$lib" "$ir$lib"
 		done
 	done
-	for set in "vfio:vfio-pci vfio_iommu_type1" "nvme:nvme" "uio:uio_pci_generic"; do
+	for set in "vfio:vfio-pci,vfio_iommu_type1" "nvme:nvme" "uio:uio_pci_generic" \
+		${SIO_VM_MODSETS:-}; do
 		name=${set%%:*}
 		: >"$ir/lib/modules/$name.list"
-		# shellcheck disable=SC2086 # the set's modules, one word each
-		for ko in $(vm_modlist ${set#*:}); do
+		# shellcheck disable=SC2046 # the set's modules, one word each
+		for ko in $(vm_modlist $(echo "${set#*:}" | tr , ' ')); do
 			b=$(basename "$ko")
 			case $b in
 			*.ko.xz) xz -dc "$ko" >"$ir/lib/modules/${b%.xz}"; b=${b%.xz} ;;
