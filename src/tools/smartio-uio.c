@@ -17,7 +17,10 @@
 static void usage(FILE *o)
 {
 	fprintf(o,
-		"usage: smartio uio bind BDF          bind to uio_pci_generic (root)\n"
+		"usage: smartio uio bind [--force] BDF\n"
+		"                                     bind to uio_pci_generic (root); refused\n"
+		"                                     as smartio vfio bind refuses (see its\n"
+		"                                     --help); --force is dangerous\n"
 		"       smartio uio unbind BDF        give it back to its kernel driver (root)\n"
 		"       smartio uio lend BDF [--fabric NAME]\n"
 		"For hosts without an IOMMU (with one, use smartio vfio). Lending needs root,\n"
@@ -80,12 +83,5 @@ int sio_tool_uio(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (argc != 3) {
-		fprintf(stderr, "smartio uio %s: wants one PCI address%s%s%s\n", sub,
-			argc > 3 ? ", not also '" : "", argc > 3 ? argv[3] : "", argc > 3 ? "'" : "");
-		return 2;
-	}
-	if (!strcmp(sub, "bind"))
-		return sio_tool_rebind("uio", argv[2], "uio_pci_generic", "uio_pci_generic");
-	return sio_tool_rebind("uio", argv[2], "\n", NULL);
+	return sio_tool_bind("uio", argc - 1, argv + 1, "uio_pci_generic");
 }

@@ -22,7 +22,13 @@ static void usage(FILE *o)
 {
 	fprintf(o,
 		"usage: smartio vfio list [--class HEX] [--vfio-only] [--json]\n"
-		"       smartio vfio bind BDF          bind to vfio-pci (root)\n"
+		"       smartio vfio bind [--force] BDF\n"
+		"                                      bind to vfio-pci (root); refused for a\n"
+		"                                      function this host uses (a mounted\n"
+		"                                      filesystem, swap, LVM/MD/dm member),\n"
+		"                                      and for one of a class smartio does not\n"
+		"                                      lend unless --force (dangerous: it takes\n"
+		"                                      the device from its driver)\n"
 		"       smartio vfio unbind BDF        give it back to its kernel driver (root)\n"
 		"       smartio vfio probe BDF [--type1|--iommufd]\n"
 		"       smartio vfio lend BDF [--fabric NAME] [--type1|--iommufd]\n"
@@ -60,7 +66,7 @@ static int parse_class(const char *s, uint32_t *cls, uint32_t *mask)
 static int list_json(const struct sio_pci_fn *fn, int n, bool vonly)
 {
 	struct json_object *a = json_object_new_array();
-	char s[16];
+	char s[16], use[1024];
 
 	for (int i = 0; i < n; i++) {
 		bool v = !strcmp(fn[i].driver, "vfio-pci");
@@ -77,6 +83,7 @@ static int list_json(const struct sio_pci_fn *fn, int n, bool vonly)
 		pj_int(x, "iommu_group", fn[i].iommu_group);
 		pj_str(x, "driver", fn[i].driver);
 		pj_bool(x, "vfio", v);
+		pj_str(x, "in_use", sio_tool_pci_users(fn[i].bdf, use, sizeof(use)) > 0 ? use : NULL);
 	}
 	return prog_json_print(stdout, a);
 }
@@ -118,18 +125,21 @@ static int cmd_list(int argc, char **argv)
 		free(fn);
 		return o;
 	}
-	printf("%-13s %-6s %-9s %-6s %-14s %s\n", "BDF", "CLASS", "ID", "GROUP", "DRIVER", "VFIO");
+	printf("%-13s %-6s %-9s %-6s %-14s %-19s %s\n", "BDF", "CLASS", "ID", "GROUP", "DRIVER",
+	       "VFIO", "IN USE BY THIS HOST");
 	for (int i = 0; i < n; i++) {
 		bool v = !strcmp(fn[i].driver, "vfio-pci");
-		char grp[12] = "-";
+		char grp[12] = "-", use[1024];
 
 		if (vonly && !v)
 			continue;
 		if (fn[i].iommu_group >= 0)
 			snprintf(grp, sizeof(grp), "%d", fn[i].iommu_group);
-		printf("%-13s %06x %04x:%04x %-6s %-14s %s\n", fn[i].bdf, fn[i].class_code,
+		if (sio_tool_pci_users(fn[i].bdf, use, sizeof(use)) <= 0)
+			strcpy(use, "-");
+		printf("%-13s %06x %04x:%04x %-6s %-14s %-19s %s\n", fn[i].bdf, fn[i].class_code,
 		       fn[i].vendor, fn[i].device, grp, fn[i].driver[0] ? fn[i].driver : "-",
-		       v ? "yes" : fn[i].iommu_group < 0 ? "no (no IOMMU group)" : "no");
+		       v ? "yes" : fn[i].iommu_group < 0 ? "no (no IOMMU group)" : "no", use);
 		hint |= !v && fn[i].iommu_group >= 0;
 	}
 	if (hint)
@@ -160,7 +170,37 @@ static int sysfs_write(const char *path, const char *val, bool quiet_enodev)
 	return 0;
 }
 
-int sio_tool_rebind(const char *cmd, const char *arg, const char *override, const char *want)
+/* Refuse to take a function from this host: in use never, another class
+ * only with --force. */
+static int bind_ok(const char *cmd, const struct sio_pci_fn *fn, bool force)
+{
+	char use[1024];
+	int n = sio_tool_pci_users(fn->bdf, use, sizeof(use));
+
+	if (n < 0) {
+		fprintf(stderr, "smartio %s bind: cannot tell whether this host uses %s: %s\n",
+			cmd, fn->bdf, strerror(-n));
+		return 1;
+	}
+	if (n > 0) {
+		fprintf(stderr, "smartio %s bind: %s is in use on this host: %s; stop using it "
+			"first (--force does not override this)\n", cmd, fn->bdf, use);
+		return 1;
+	}
+	if (!force && !sio_tool_pci_lendable(fn)) {
+		fprintf(stderr, "smartio %s bind: %s (%04x:%04x, class %06x%s) is of no class "
+			"smartio lends (NVMe 010802, display 03, memory 05, NTB 0680, "
+			"accelerators 0b/11/12, unclassified 00): most likely the machine's own "
+			"disk, network or bus; check the address (smartio vfio list), or bind "
+			"it anyway with --force (dangerous)\n", cmd, fn->bdf, fn->vendor,
+			fn->device, fn->class_code, fn->vendor == 0x1af4 ? ", virtio" : "");
+		return 1;
+	}
+	return 0;
+}
+
+static int rebind(const char *cmd, const char *arg, const char *override, const char *want,
+		  bool force)
 {
 	struct sio_pci_fn fn;
 	char bdf[16], p[160];
@@ -173,6 +213,8 @@ int sio_tool_rebind(const char *cmd, const char *arg, const char *override, cons
 		printf("%s is already bound to %s\n", bdf, want);
 		return 0;
 	}
+	if (want && bind_ok(cmd, &fn, force))
+		return 1;
 	if (geteuid() != 0) {	/* sysfs would say EACCES, or that the driver is absent */
 		fprintf(stderr, "smartio %s %s: binding a PCI function to a driver needs root\n",
 			cmd, want ? "bind" : "unbind");
@@ -206,6 +248,31 @@ int sio_tool_rebind(const char *cmd, const char *arg, const char *override, cons
 	}
 	printf("%s: driver %s\n", bdf, fn.driver[0] ? fn.driver : "(none)");
 	return 0;
+}
+
+int sio_tool_bind(const char *cmd, int argc, char **argv, const char *drv)
+{
+	bool bind = !strcmp(argv[0], "bind"), force = false;
+	const char *bdf = NULL;
+
+	for (int i = 1; i < argc; i++) {
+		if (bind && !strcmp(argv[i], "--force")) {
+			force = true;
+		} else if (argv[i][0] == '-' || bdf) {
+			fprintf(stderr, "smartio %s %s: unexpected argument '%s' (usage: smartio %s "
+				"%s%s BDF)\n", cmd, argv[0], argv[i], cmd, argv[0],
+				bind ? " [--force]" : "");
+			return 2;
+		} else {
+			bdf = argv[i];
+		}
+	}
+	if (!bdf) {
+		fprintf(stderr, "smartio %s %s: which function? (a PCI address such as "
+			"0000:00:04.0)\n", cmd, argv[0]);
+		return 2;
+	}
+	return rebind(cmd, bdf, bind ? drv : "\n", bind ? drv : NULL, force);
 }
 
 static int mode_opt(int argc, char **argv, enum sio_vfio_mode *mode, const char **fabric)
@@ -298,14 +365,8 @@ int sio_tool_vfio(int argc, char **argv)
 	}
 	if (!strcmp(sub, "list"))
 		return cmd_list(argc - 1, argv + 1);
-	if ((!strcmp(sub, "bind") || !strcmp(sub, "unbind")) && argc != 3) {
-		usage(stderr);
-		return 2;
-	}
-	if (!strcmp(sub, "bind"))
-		return sio_tool_rebind("vfio", argv[2], "vfio-pci", "vfio-pci");
-	if (!strcmp(sub, "unbind"))
-		return sio_tool_rebind("vfio", argv[2], "\n", NULL);
+	if (!strcmp(sub, "bind") || !strcmp(sub, "unbind"))
+		return sio_tool_bind("vfio", argc - 1, argv + 1, "vfio-pci");
 	if (!strcmp(sub, "probe"))
 		return cmd_probe(argc - 1, argv + 1);
 	if (!strcmp(sub, "lend"))

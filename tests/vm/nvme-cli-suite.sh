@@ -4,7 +4,8 @@
 # smart-log, error-log, fw-log -o json); then the same controller on
 # vfio-pci, lent, read with nvme-identify --json. Each JSON document goes to
 # the console on one line, "SIO-VM-JSON TOOL COMMAND JSON", for the host to
-# compare their keys.
+# compare their keys. Before the controller goes to vfio-pci, bind must
+# refuse it while a filesystem on it is mounted, and refuse a virtio disk.
 . /vm/guest.sh
 . /vm/lend.sh
 load nvme
@@ -24,6 +25,21 @@ else
 		fi
 	done
 fi
+# bind takes no function this host uses, --force or not (SPDK's setup.sh
+# refuses the same), nor a virtio disk without --force.
+load fs
+VIRTIO=0000:00:0a.0
+if [ -n "$ctrl" ] && mke2fs -q /dev/${ctrl}n1 && mkdir -p /mnt/main &&
+   mount -t ext4 /dev/${ctrl}n1 /mnt/main; then
+	expect_fail bind-refuses-mounted "${ctrl}n1 is mounted on /mnt/main" smartio vfio bind $MAIN
+	expect_fail bind-force-refuses-mounted "mounted on /mnt/main.*--force does not" \
+		smartio vfio bind --force $MAIN
+	run list-in-use sh -c "smartio vfio list | tee /dev/stderr | grep $MAIN | grep -q 'mounted on /mnt/main'"
+	umount /mnt/main
+else
+	res FAIL bind-refuses-mounted "no ext4 on /dev/${ctrl}n1 to mount"
+fi
+expect_fail bind-refuses-virtio "class 010000, virtio.*--force" smartio vfio bind $VIRTIO
 load vfio
 run bind smartio vfio bind $MAIN
 smartio create $FAB --nodes 2 >/dev/null

@@ -5,6 +5,8 @@
 # nvme driver and by nvme-identify on vfio (nvme-cli-suite.sh). Each key set
 # of nvme-identify (id-ctrl and its psds, smart-log, error-log entries,
 # fw-log) must equal nvme-cli's; smartio's own keys are under "smartio".
+# The guest also checks that `smartio vfio bind` refuses the controller
+# while a filesystem on it is mounted, and a virtio disk by its class.
 # Skipped (77) without nvme-cli, qemu or a kernel, as run-vm.sh says.
 # usage: nvme-cli.sh BUILD_ROOT VM_DIR
 set -u
@@ -14,7 +16,11 @@ nvme=$(command -v nvme || true)
 [ -n "$nvme" ] || skip "nvme-cli is not installed (apt-get install nvme-cli)"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sio-vm-nvmecli.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-SIO_VM_SUITE=$2/nvme-cli-suite.sh SIO_VM_EXTRA=$nvme "$2/run-vm.sh" "$1" "$2" "$work"
+# A virtio disk beside the NVMe, for bind's class check; ext4 to mount one.
+truncate -s 16M "$work/virtio.img"
+SIO_VM_SUITE=$2/nvme-cli-suite.sh SIO_VM_EXTRA=$nvme SIO_VM_MODSETS=fs:ext4,virtio_blk \
+SIO_VM_QEMU_ARGS='-drive file=$work/virtio.img,if=none,id=v0,format=raw -device virtio-blk-pci,drive=v0,addr=0xa' \
+	"$2/run-vm.sh" "$1" "$2" "$work"
 rc=$?
 [ $rc -eq 0 ] || exit $rc
 python3 - "$work/console.log" <<'PY'
