@@ -630,18 +630,7 @@ int sio_nvme_client_get_log(struct sio_nvme_client *cl, uint8_t lid, uint32_t ns
 int sio_nvme_client_get_features(struct sio_nvme_client *cl, uint8_t fid, uint32_t cdw11,
 				 uint32_t *result)
 {
-	struct sio_nvme_mbox_req req;
-	struct sio_nvme_mbox_resp resp;
-	int ret;
-
-	memset(&req, 0, sizeof(req));
-	req.op = SIO_MBOX_OP_GET_FEAT;
-	req.cdw10 = fid;
-	req.cdw11 = cdw11;
-	ret = sio_nvme_mbox_call(cl, &req, &resp);
-	if (!ret && result)
-		*result = resp.result;
-	return ret;
+	return sio_nvme_client_get_features_ns(cl, fid, 0, cdw11, result);
 }
 
 int sio_nvme_client_ns(struct sio_nvme_client *cl, uint32_t nsid, struct sio_nvme_ns *out)

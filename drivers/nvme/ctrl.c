@@ -1070,21 +1070,6 @@ uint32_t sio_nvme_ctrl_aer_armed(const struct sio_nvme_ctrl *c)
 	return c->aer_armed;
 }
 
-static int admin_st(struct sio_nvme_ctrl *c, struct sio_nvme_cmd *cmd, uint32_t *result,
-		    uint16_t *status)
-{
-	struct sio_nvme_cpl cpl;
-	int ret;
-
-	memset(&cpl, 0, sizeof(cpl));
-	ret = sio_nvme_ctrl_admin(c, cmd, &cpl, 0);
-	if (status)
-		*status = SIO_NVME_STATUS_CODE(cpl.status);
-	if (result)
-		*result = cpl.result;
-	return ret;
-}
-
 int sio_nvme_ctrl_identify(struct sio_nvme_ctrl *c, uint8_t cns, uint32_t nsid,
 			   uint64_t bus, uint16_t *status)
 {
@@ -1094,7 +1079,7 @@ int sio_nvme_ctrl_identify(struct sio_nvme_ctrl *c, uint8_t cns, uint32_t nsid,
 		return sio_err_set(EINVAL, "Identify buffer 0x%llx is not 4 KiB aligned",
 				   (unsigned long long)bus);
 	sio_nvme_cmd_identify(&cmd, cns, nsid, bus);
-	return admin_st(c, &cmd, NULL, status);
+	return sio__nvme_admin_st(c, &cmd, NULL, status);
 }
 
 int sio_nvme_ctrl_ns(struct sio_nvme_ctrl *c, uint32_t nsid, struct sio_nvme_ns *out)
@@ -1138,7 +1123,7 @@ int sio_nvme_ctrl_get_log(struct sio_nvme_ctrl *c, uint8_t lid, uint32_t nsid,
 	if (bus + len > page_end + 4096)
 		return sio_err_set(EINVAL, "log page buffer crosses more than two pages");
 	sio_nvme_cmd_get_log(&cmd, lid, nsid, bus, bus + len > page_end ? page_end : 0, len);
-	return admin_st(c, &cmd, NULL, status);
+	return sio__nvme_admin_st(c, &cmd, NULL, status);
 }
 
 static int features(struct sio_nvme_ctrl *c, uint8_t opcode, uint8_t fid, uint32_t cdw11,
@@ -1147,7 +1132,7 @@ static int features(struct sio_nvme_ctrl *c, uint8_t opcode, uint8_t fid, uint32
 	struct sio_nvme_cmd cmd;
 
 	sio_nvme_cmd_features(&cmd, opcode, fid, cdw11);
-	return admin_st(c, &cmd, result, status);
+	return sio__nvme_admin_st(c, &cmd, result, status);
 }
 
 int sio_nvme_ctrl_get_features(struct sio_nvme_ctrl *c, uint8_t fid, uint32_t cdw11,
@@ -1179,18 +1164,18 @@ int sio_nvme_ctrl_create_qpair(struct sio_nvme_ctrl *c, uint16_t qid, uint32_t s
 		return sio_err_set(EINVAL, "queue memory is not page aligned");
 	sio_nvme_dbbuf_reset(&c->dbbuf, qid);	/* a new queue's doorbells start at 0 */
 	sio_nvme_cmd_create_cq(&cmd, qid, size, cq_bus, SIO_NVME_Q_PC, 0);	/* polled */
-	ret = admin_st(c, &cmd, NULL, status);
+	ret = sio__nvme_admin_st(c, &cmd, NULL, status);
 	if (ret)
 		return ret;
 	sio_nvme_cmd_create_sq(&cmd, qid, size, sq_bus, qid, prio);
-	ret = admin_st(c, &cmd, NULL, status);
+	ret = sio__nvme_admin_st(c, &cmd, NULL, status);
 	if (ret) {
 		struct sio_errsave es;
 		uint16_t st2;
 
 		sio_err_save(&es);
 		sio_nvme_cmd_delete_q(&cmd, nvme_admin_delete_cq, qid);
-		admin_st(c, &cmd, NULL, &st2);
+		sio__nvme_admin_st(c, &cmd, NULL, &st2);
 		sio_err_restore(&es);
 		return ret;
 	}
@@ -1203,9 +1188,9 @@ int sio_nvme_ctrl_delete_qpair(struct sio_nvme_ctrl *c, uint16_t qid)
 	int ret, ret2;
 
 	sio_nvme_cmd_delete_q(&cmd, nvme_admin_delete_sq, qid);
-	ret = admin_st(c, &cmd, NULL, NULL);
+	ret = sio__nvme_admin_st(c, &cmd, NULL, NULL);
 	sio_nvme_cmd_delete_q(&cmd, nvme_admin_delete_cq, qid);
-	ret2 = admin_st(c, &cmd, NULL, NULL);
+	ret2 = sio__nvme_admin_st(c, &cmd, NULL, NULL);
 	/*
 	 * The queue is gone; leave its doorbells at their reset value so a
 	 * later owner of this qid starts clean on a controller model that keeps

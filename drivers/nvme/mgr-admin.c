@@ -356,7 +356,9 @@ static int op_get_feat(struct sio_nvme_manager *m, const struct sio_nvme_mbox_re
 	    q->cdw10 == NVME_FEAT_FID_TIMESTAMP || q->cdw10 == NVME_FEAT_FID_HCTM)
 		return refuse(m, r, EINVAL, "Get Features for feature 0x%x is not relayed",
 			      q->cdw10);
-	ret = sio_nvme_ctrl_get_features(m->ctrl, (uint8_t)q->cdw10, q->cdw11, &res, &st);
+	/* NSID as the client gave it: namespace-scoped features need it */
+	ret = sio_nvme_ctrl_get_features_ns(m->ctrl, (uint8_t)q->cdw10, q->nsid, q->cdw11, &res,
+					    &st);
 	r->result = res;
 	return from_ctrl(m, r, ret, st);
 }

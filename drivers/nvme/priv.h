@@ -166,6 +166,11 @@ const struct sio_nvme_ctrl_info *sio_nvme_ctrl_ci(const struct sio_nvme_ctrl *c)
 struct sio_nvme_mbox_dbbuf;
 void sio_nvme_dbbuf_publish(struct sio_nvme_mbox_dbbuf *m, const struct sio_nvme_dbbuf *d);
 
+/* admin.c: one admin command, its completion's DW0 and status code (each
+ * may be NULL) */
+int sio__nvme_admin_st(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd, uint32_t *result,
+		       uint16_t *status);
+
 /* aer.c: the manager's side of asynchronous events */
 struct sio_nvme_mbox_events;
 int sio_nvme_aer_start(struct sio_nvme_ctrl *c);

@@ -251,6 +251,18 @@ int sio_nvme_client_get_features(struct sio_nvme_client *cl, uint8_t fid, uint32
 				 uint32_t *result);
 
 /**
+ * sio_nvme_client_get_features_ns() - Get Features of a namespace, through
+ * the manager
+ * @cl: client
+ * @fid: feature id
+ * @nsid: the namespace (sio_nvme_feat_ns_scoped()), or 0
+ * @cdw11: feature specific
+ * @result: completion DW0
+ */
+int sio_nvme_client_get_features_ns(struct sio_nvme_client *cl, uint8_t fid, uint32_t nsid,
+				    uint32_t cdw11, uint32_t *result);
+
+/**
  * sio_nvme_client_ns() - a namespace's geometry (cached after the first call)
  * @cl: client
  * @nsid: namespace id

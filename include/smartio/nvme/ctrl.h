@@ -268,6 +268,27 @@ int sio_nvme_ctrl_get_features(struct sio_nvme_ctrl *c, uint8_t fid, uint32_t cd
 			       uint32_t *result, uint16_t *status);
 
 /**
+ * sio_nvme_ctrl_get_features_ns() - Get Features of a namespace
+ * @c: controller
+ * @fid: feature id
+ * @nsid: the namespace, for a feature sio_nvme_feat_ns_scoped() names (a
+ *        controller refuses those with NSID 0); 0 for the others
+ * @cdw11: feature specific
+ * @result: completion DW0
+ * @status: NVMe status on an error completion (may be NULL)
+ */
+int sio_nvme_ctrl_get_features_ns(struct sio_nvme_ctrl *c, uint8_t fid, uint32_t nsid,
+				  uint32_t cdw11, uint32_t *result, uint16_t *status);
+
+/**
+ * sio_nvme_feat_ns_scoped() - whether a feature's value belongs to a namespace
+ * @fid: feature id
+ * Return: true for LBA Range Type, Error Recovery, the reservation features
+ * and Namespace Write Protection.
+ */
+bool sio_nvme_feat_ns_scoped(uint8_t fid);
+
+/**
  * sio_nvme_ctrl_set_features() - Set Features
  * @c: controller
  * @fid: feature id
