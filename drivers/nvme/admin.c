@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Admin commands beyond bring-up: Get Features of a namespace-scoped
- * feature (the controller wants the namespace in NSID).
+ * feature (the controller wants the namespace in NSID), and a passthru for
+ * the commands the library does not wrap (nvme-identify --admin-passthru,
+ * as nvme-cli's admin-passthru).
  */
 #include <errno.h>
 #include <string.h>
@@ -57,4 +59,20 @@ int sio_nvme_client_get_features_ns(struct sio_nvme_client *cl, uint8_t fid, uin
 	if (!ret && result)
 		*result = resp.result;
 	return ret;
+}
+
+int sio_nvme_ctrl_passthru(struct sio_nvme_ctrl *c, struct sio_nvme_cmd *cmd, uint64_t bus,
+			   uint32_t len, uint32_t *result, uint16_t *status)
+{
+	if (cmd->opcode == nvme_admin_async_event)
+		return sio_err_set(EINVAL, "Asynchronous Event Request (0x0c) completes only "
+				   "on an event: not as a passthru command");
+	if (len > 8192 || (len && (bus & 0xfff)))
+		return sio_err_set(EINVAL, "passthru data of %u bytes at 0x%llx: at most "
+				   "8192 bytes (two PRP entries), 4 KiB aligned", len,
+				   (unsigned long long)bus);
+	cmd->flags = 0;		/* PRPs, not SGLs */
+	cmd->prp1 = len ? bus : 0;
+	cmd->prp2 = len > 4096 ? bus + 4096 : 0;
+	return sio__nvme_admin_st(c, cmd, result, status);
 }

@@ -289,6 +289,22 @@ int sio_nvme_ctrl_get_features_ns(struct sio_nvme_ctrl *c, uint8_t fid, uint32_t
 bool sio_nvme_feat_ns_scoped(uint8_t fid);
 
 /**
+ * sio_nvme_ctrl_passthru() - an admin command the library does not wrap
+ * @c: controller (brought up by this process: a manager's clients have none)
+ * @cmd: the command: opcode, nsid, cdw2..3, cdw10..15 as the caller wants
+ *       them; its data pointer is set here (PRPs)
+ * @bus: the data buffer's bus address, 4 KiB aligned (unused when @len is 0)
+ * @len: bytes of data either way, at most 8192 (two PRP entries)
+ * @result: completion DW0 (may be NULL)
+ * @status: NVMe status on an error completion (may be NULL)
+ *
+ * Refuses Asynchronous Event Request, which completes only on an event.
+ * Return: 0, -EINVAL, or what sio_nvme_ctrl_admin() returns.
+ */
+int sio_nvme_ctrl_passthru(struct sio_nvme_ctrl *c, struct sio_nvme_cmd *cmd, uint64_t bus,
+			   uint32_t len, uint32_t *result, uint16_t *status);
+
+/**
  * sio_nvme_ctrl_set_features() - Set Features
  * @c: controller
  * @fid: feature id
