@@ -4,7 +4,9 @@
 # nvme-cli 2.3 and 2.4 in nvme-cli-keys.txt (taken from nvme-cli's printing code:
 # this machine has no NVMe for nvme-cli itself to read). Each key nvme-cli
 # always prints must be there, and no key nvme-cli never prints; smartio's
-# own are under "smartio". Also: --raw gives the structure's bytes.
+# own are under "smartio"; id-ns (--namespace 1) too. Also: --raw gives the
+# structure's bytes, and Get Features of Error Recovery, a namespace-scoped
+# feature, sends the namespace (the controller refuses NSID 0).
 # Usage: nvme-cli-keys.sh SMARTIO NVME-EMU NVME-IDENTIFY KEYS-FILE
 set -u
 S=$1 EMU=$2 ID=$3 KEYS=$4
@@ -21,6 +23,11 @@ for what in id-ctrl smart-log error-log fw-log; do
 	esac
 	timeout 60 "$ID" --fabric "$F" --json $args >"$T/$what.json" || { echo "FAIL: nvme-identify $args"; exit 1; }
 done
+timeout 60 "$ID" --fabric "$F" --json --namespace 1 >"$T/id-ns.json" || { echo "FAIL: nvme-identify --namespace 1"; exit 1; }
+timeout 60 "$ID" --fabric "$F" --features -H >"$T/feat.txt" || { echo "FAIL: nvme-identify --features -H"; exit 1; }
+if ! grep -q '^  0x05 error_recovery  *0x' "$T/feat.txt" || ! grep -q 'TLER' "$T/feat.txt"; then
+	echo "FAIL: Get Features 0x05 (namespace-scoped) or its -H decoding:"; cat "$T/feat.txt"; exit 1
+fi
 timeout 60 "$ID" --fabric "$F" --raw >"$T/id.bin" || { echo "FAIL: nvme-identify --raw"; exit 1; }
 timeout 60 "$ID" --fabric "$F" --log smart -b >"$T/smart.bin" || { echo "FAIL: nvme-identify --log smart -b"; exit 1; }
 python3 - "$KEYS" "$T" <<'PY'
@@ -67,6 +74,10 @@ e = json.load(open(f'{tmp}/error-log.json'))
 check('error-log', e.keys(), want['error-log'])
 for x in e['errors']:
     check('error-log entry', x.keys(), want['error-log.errors'])
+n = json.load(open(f'{tmp}/id-ns.json'))
+check('id-ns', n.keys(), want['id-ns'])
+for x in n['lbafs']:
+    check('id-ns lbafs', x.keys(), want['id-ns.lbafs'])
 fw = json.load(open(f'{tmp}/fw-log.json'))
 (dev, slots), = fw.items()
 check('fw-log', slots.keys(), want['fw-log.DEVICE'])

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: MIT
 # The nvme-cli comparison, in the guest (nvme-cli.sh runs it): QEMU's NVMe at
 # 00:04.0 under the kernel's nvme driver, read with nvme-cli (id-ctrl,
-# smart-log, error-log, fw-log -o json); then the same controller on
-# vfio-pci, lent, read with nvme-identify --json. Each JSON document goes to
-# the console on one line, "SIO-VM-JSON TOOL COMMAND JSON", for the host to
-# compare their keys. Before the controller goes to vfio-pci, bind must
+# smart-log, error-log, fw-log, id-ns -o json; get-feature); then the same
+# controller on vfio-pci, lent, read with nvme-identify --json. Each JSON
+# document goes to the console on one line, "SIO-VM-JSON TOOL COMMAND JSON",
+# and each feature's value as "SIO-VM-FEAT nvme-cli FID VALUE", for the host
+# to compare. Before the controller goes to vfio-pci, bind must
 # refuse it while a filesystem on it is mounted, and refuse a virtio disk.
 . /vm/guest.sh
 . /vm/lend.sh
@@ -23,6 +24,17 @@ else
 		else
 			res FAIL nvme-cli-$c "$(cat /tmp/$c.err)"
 		fi
+	done
+	if nvme id-ns /dev/$ctrl -n 1 -o json >/tmp/id-ns.json 2>/tmp/id-ns.err; then
+		echo "SIO-VM-JSON nvme-cli id-ns $(tr -d '\n' </tmp/id-ns.json)"
+		res PASS nvme-cli-id-ns
+	else
+		res FAIL nvme-cli-id-ns "$(cat /tmp/id-ns.err)"
+	fi
+	# get-feature prints "get-feature:0x05 (Error Recovery), Current value:0x..."
+	for f in 1 2 4 5 6 7 8 10 11; do
+		v=$(nvme get-feature /dev/$ctrl -f $f -n 1 2>&1 | sed -n 's/.*Current value: *\(0x\)\{0,1\}\([0-9a-fA-F]*\).*/\2/p')
+		echo "SIO-VM-FEAT nvme-cli $f ${v:-none}"
 	done
 fi
 # bind takes no function this host uses, --force or not (SPDK's setup.sh
@@ -44,9 +56,10 @@ load vfio
 run bind smartio vfio bind $MAIN
 smartio create $FAB --nodes 2 >/dev/null
 lend $MAIN >/dev/null || res FAIL lend
-for c in id-ctrl smart-log error-log fw-log; do
+for c in id-ctrl smart-log error-log fw-log id-ns get-feature; do
 	case $c in
 	id-ctrl) a= ;; smart-log) a="--log smart" ;; error-log) a="--log error" ;; fw-log) a="--log fw" ;;
+	id-ns) a="--namespace 1" ;; get-feature) a="--features --namespace 1" ;;
 	esac
 	if nvme-identify --fabric $FAB --device $(devid $MAIN) --json $a >/tmp/s-$c.json 2>/tmp/s-$c.err; then
 		echo "SIO-VM-JSON smartio $c $(cat /tmp/s-$c.json)"

@@ -4,7 +4,10 @@
 # NVMe in the vm suite's guest, read by Debian's nvme-cli under the kernel's
 # nvme driver and by nvme-identify on vfio (nvme-cli-suite.sh). Each key set
 # of nvme-identify (id-ctrl and its psds, smart-log, error-log entries,
-# fw-log) must equal nvme-cli's; smartio's own keys are under "smartio".
+# fw-log, id-ns and its lbafs) must equal nvme-cli's; smartio's own keys
+# are under "smartio". The features the kernel's driver leaves as they
+# were must have the values nvme-cli read (Error Recovery, which is
+# namespace-scoped, included).
 # The guest also checks that `smartio vfio bind` refuses the controller
 # while a filesystem on it is mounted, and a virtio disk by its class.
 # Skipped (77) without nvme-cli, qemu or a kernel, as run-vm.sh says.
@@ -25,11 +28,14 @@ rc=$?
 [ $rc -eq 0 ] || exit $rc
 python3 - "$work/console.log" <<'PY'
 import json, sys
-docs = {}
+docs, feat = {}, {}
 for line in open(sys.argv[1], errors='replace'):
     if line.startswith('SIO-VM-JSON '):
         _, tool, cmd, text = line.rstrip('\n').split(' ', 3)
         docs[(tool, cmd)] = json.loads(text)
+    if line.startswith('SIO-VM-FEAT nvme-cli '):
+        _, _, fid, v = line.split()
+        feat[int(fid)] = None if v == 'none' else int(v, 16)
 fail = 0
 def same(what, a, b, drop=()):
     global fail
@@ -39,7 +45,7 @@ def same(what, a, b, drop=()):
         fail = 1
     else:
         print(f"{what}: the same {len(a)} keys as nvme-cli")
-for cmd in ('id-ctrl', 'smart-log', 'error-log', 'fw-log'):
+for cmd in ('id-ctrl', 'smart-log', 'error-log', 'fw-log', 'id-ns'):
     if ('smartio', cmd) not in docs or ('nvme-cli', cmd) not in docs:
         print(f"FAIL: {cmd}: missing from the guest's output"); fail = 1; continue
     s, n = docs[('smartio', cmd)], docs[('nvme-cli', cmd)]
@@ -53,6 +59,11 @@ for cmd in ('id-ctrl', 'smart-log', 'error-log', 'fw-log'):
         for k in ('vid', 'ssvid', 'sn', 'mn', 'mdts', 'nn', 'sqes', 'cqes', 'oncs'):
             if s[k] != n[k]:
                 print(f"FAIL: id-ctrl {k}: nvme-identify {s[k]!r}, nvme-cli {n[k]!r}"); fail = 1
+    if cmd == 'id-ns':
+        same('id-ns lbafs', s['lbafs'][0].keys(), n['lbafs'][0].keys())
+        for k in ('nsze', 'ncap', 'nlbaf', 'flbas', 'eui64', 'nguid'):
+            if s[k] != n[k]:
+                print(f"FAIL: id-ns {k}: nvme-identify {s[k]!r}, nvme-cli {n[k]!r}"); fail = 1
     if cmd == 'error-log':
         same('error-log entry', s['errors'][0].keys(), n['errors'][0].keys())
     if cmd == 'fw-log':	# its one key names the device: nvme0 there, "device N" here
@@ -60,5 +71,15 @@ for cmd in ('id-ctrl', 'smart-log', 'error-log', 'fw-log'):
         same('fw-log slots', fs.keys(), fn.keys())
         if fs != fn:
             print(f"FAIL: fw-log: nvme-identify {fs}, nvme-cli {fn}"); fail = 1
+# Get Features: the kernel's driver sets Number of Queues and the
+# Asynchronous Event Configuration, and the lender sets its own; the
+# others must read the same through either.
+got = {f['fid']: f.get('value') for f in docs.get(('smartio', 'get-feature'), {}).get('features', [])}
+differ = [f for f in (1, 2, 4, 5, 6, 8, 10) if feat.get(f) is None or feat.get(f) != got.get(f)]
+for f in differ:
+    print(f"FAIL: get-feature 0x{f:02x}: nvme-identify {got.get(f)}, nvme-cli {feat.get(f)}")
+    fail = 1
+if not differ:
+    print(f"get-feature: {len(got)} features read, the 7 compared have nvme-cli's values")
 sys.exit(fail)
 PY

@@ -3,9 +3,9 @@
  * nvme-identify: describe an NVMe controller and its namespaces, read its
  * SMART / Health, Error Information and Firmware Slot logs and its
  * features, as nvme-cli's id-ctrl, smart-log, error-log, fw-log and
- * get-feature do (JSON with nvme-cli's keys, or the raw structure). Goes
- * through the manager when one serves the device; otherwise borrows the
- * device exclusively and brings it up itself.
+ * get-feature do (JSON with nvme-cli's keys, or the raw structure), and a
+ * namespace as id-ns does. Goes through the manager when one serves the
+ * device; otherwise borrows the device exclusively and brings it up itself.
  */
 
 #include <errno.h>
@@ -20,11 +20,12 @@
 #define MAX_NS_SHOWN	1024
 #define BUF_SIZE	8192	/* a log page read at once: two PRP entries */
 
-enum what { W_ID, W_SMART, W_ERROR, W_FW, W_FEATURES };
+enum what { W_ID, W_SMART, W_ERROR, W_FW, W_FEATURES, W_NS };
 
 struct opts {
 	enum what what;
-	bool raw;
+	bool raw, human;
+	uint32_t nsid;		/* --namespace: id-ns, namespace-scoped features */
 };
 
 /* The controller, through its manager or taken here. */
@@ -48,12 +49,17 @@ static void usage(FILE *o)
 		TOOL_COMMON_HELP
 		"  --log smart|error|fw  a log page: SMART / Health Information, Error\n"
 		"                    Information, Firmware Slot Information\n"
-		"  --features        the current value of each feature\n"
+		"  --features        the current value of each feature (a namespace-scoped\n"
+		"                    one of --namespace N, default 1)\n"
+		"  -H, --human-readable  with --features: each value field by field, as\n"
+		"                    nvme get-feature -H\n"
+		"  --namespace N     Identify Namespace N, as nvme-cli's id-ns (text, --json)\n"
 		"  -b, --raw         the structure as the controller gave it, binary, on stdout\n"
-		"                    (Identify Controller, or the --log page)\n"
+		"                    (Identify Controller or Namespace, or the --log page)\n"
 		TOOL_JSON_HELP
-		"                    (the keys nvme-cli's `-o json` uses: id-ctrl, smart-log,\n"
-		"                    error-log, fw-log; what smartio adds is under \"smartio\")\n"
+		"                    (the keys nvme-cli's `-o json` uses: id-ctrl, id-ns,\n"
+		"                    smart-log, error-log, fw-log; what smartio adds is under\n"
+		"                    \"smartio\")\n"
 		PROG_HELP
 		"Exit status: 0 ok, 1 failed, 2 usage error.\n");
 }
@@ -116,13 +122,16 @@ static int get_log(struct target *t, uint8_t lid, void *out, uint32_t len)
 	return 0;
 }
 
-static int get_feature(struct target *t, uint8_t fid, uint32_t *val)
+/* Get Features; a namespace-scoped feature of namespace @nsid. */
+static int get_feature(struct target *t, uint8_t fid, uint32_t nsid, uint32_t *val)
 {
 	uint16_t st = 0;
 
+	if (!sio_nvme_feat_ns_scoped(fid))
+		nsid = 0;
 	if (t->cl)
-		return sio_nvme_client_get_features(t->cl, fid, 0, val);
-	return sio_nvme_ctrl_get_features(t->ctrl, fid, 0, val, &st);
+		return sio_nvme_client_get_features_ns(t->cl, fid, nsid, 0, val);
+	return sio_nvme_ctrl_get_features_ns(t->ctrl, fid, nsid, 0, val, &st);
 }
 
 static int id_ctrl(struct target *t, struct nvme_id_ctrl *out)
@@ -165,7 +174,7 @@ static const char *write_cache(struct target *t)
 
 	if (!t->ci.vwc)
 		return "none";
-	if (get_feature(t, NVME_FEAT_FID_VOLATILE_WC, &v))
+	if (get_feature(t, NVME_FEAT_FID_VOLATILE_WC, 0, &v))
 		return "present";
 	return v & 1 ? "present, enabled" : "present, disabled";
 }
@@ -303,7 +312,7 @@ static int show_log(struct target *t, const struct tool_common *tc, const struct
 }
 
 /* Get Features of those a controller may have; an error names what refused. */
-static int show_features(struct target *t, const struct tool_common *tc)
+static int show_features(struct target *t, const struct tool_common *tc, const struct opts *op)
 {
 	static const struct { uint8_t fid; const char *name; } f[] = {
 		{ NVME_FEAT_FID_ARBITRATION, "arbitration" },
@@ -321,7 +330,7 @@ static int show_features(struct target *t, const struct tool_common *tc)
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		struct json_object *x = pj_push_obj(a);
 		uint32_t v = 0;
-		int ret = get_feature(t, f[i].fid, &v);
+		int ret = get_feature(t, f[i].fid, op->nsid ? op->nsid : 1, &v);
 
 		pj_u64(x, "fid", f[i].fid);
 		pj_str(x, "name", f[i].name);
@@ -335,10 +344,38 @@ static int show_features(struct target *t, const struct tool_common *tc)
 			printf("  0x%02x %-24s (%s)\n", f[i].fid, f[i].name, sio_errmsg());
 		else
 			printf("  0x%02x %-24s 0x%08x\n", f[i].fid, f[i].name, v);
+		if (!ret && op->human)
+			pages_feature_text(f[i].fid, v);
 	}
 	if (tc->json)
 		return prog_json_print(stdout, o);
 	json_object_put(o);
+	return 0;
+}
+
+/* Identify Namespace: nvme-cli's id-ns, text or JSON, or the raw page. */
+static int show_ns(struct target *t, const struct tool_common *tc, const struct opts *o)
+{
+	static struct nvme_id_ns ns;
+	uint16_t st = 0;
+
+	if (o->nsid > t->ci.nn)
+		return prog_fail("namespace %u does not exist (the controller has %u; "
+				 "--namespace chooses)", o->nsid, t->ci.nn);
+	if (t->cl) {
+		if (sio_nvme_client_identify(t->cl, NVME_IDENTIFY_CNS_NS, o->nsid, &ns))
+			return prog_fail("Identify Namespace %u: %s", o->nsid, sio_errmsg());
+	} else {
+		if (sio_nvme_ctrl_identify(t->ctrl, NVME_IDENTIFY_CNS_NS, o->nsid, t->bus, &st))
+			return prog_fail("Identify Namespace %u: %s", o->nsid, st ?
+					 sio_nvme_status_str(st) : sio_errmsg());
+		memcpy(&ns, t->buf, sizeof(ns));
+	}
+	if (o->raw)
+		return write_raw(&ns, sizeof(ns));
+	if (tc->json)
+		return prog_json_print(stdout, pages_id_ns_json(&ns));
+	pages_id_ns_text(&ns, o->nsid);
 	return 0;
 }
 
@@ -349,20 +386,23 @@ static int run(struct tool_common *tc, const struct opts *o)
 
 	if (!rc)
 		rc = o->what == W_ID ? show_identify(&t, tc, o) :
-		     o->what == W_FEATURES ? show_features(&t, tc) : show_log(&t, tc, o);
+		     o->what == W_FEATURES ? show_features(&t, tc, o) :
+		     o->what == W_NS ? show_ns(&t, tc, o) : show_log(&t, tc, o);
 	close_target(&t);
 	return rc;
 }
 
 int main(int argc, char **argv)
 {
-	enum { O_LOG = 256, O_FEATURES, O_RAW };
+	enum { O_LOG = 256, O_FEATURES, O_RAW, O_NS };
 	static const struct option lo[] = {
 		TOOL_COMMON_LONGOPTS,
 		TOOL_JSON_LONGOPT,
 		{ "log", required_argument, NULL, O_LOG },
 		{ "features", no_argument, NULL, O_FEATURES },
+		{ "human-readable", no_argument, NULL, 'H' },
 		{ "raw", no_argument, NULL, O_RAW },
+		{ "namespace", required_argument, NULL, O_NS },
 		{ 0 }
 	};
 	static const char *const logs[] = { "smart", "error", "fw", NULL };
@@ -371,13 +411,19 @@ int main(int argc, char **argv)
 	int c;
 
 	tool_init(&t, "nvme-identify", usage);
-	while ((c = tool_getopt(&t, argc, argv, "hb", lo)) != -1) {
+	while ((c = tool_getopt(&t, argc, argv, "hbH", lo)) != -1) {
 		switch (c) {
 		case O_LOG: o.what = (enum what)(W_SMART + prog_choice("--log", optarg, logs)); break;
 		case O_FEATURES: o.what = W_FEATURES; break;
 		case O_RAW: case 'b': o.raw = true; break;
+		case 'H': o.human = true; break;
+		case O_NS: o.nsid = prog_u32("--namespace", optarg, 1, 0xfffffffe); break;
 		}
 	}
+	if (o.nsid && o.what == W_ID)
+		o.what = W_NS;
+	if (o.human && o.what != W_FEATURES)
+		prog_usage_error("-H decodes feature values: give it with --features");
 	if (o.raw && (t.json || o.what == W_FEATURES))
 		prog_usage_error("--raw writes one structure: not with --json or --features");
 	if (o.raw && isatty(1))

@@ -10,7 +10,7 @@
 #include "nvme-pages.h"
 #include "prog.h"
 
-enum kind { NUM, STR, UUID };
+enum kind { NUM, STR, UUID, HEX };
 
 struct field {
 	const char *key;
@@ -20,6 +20,8 @@ struct field {
 
 #define CTRL(k, f, kind) { k, offsetof(struct nvme_id_ctrl, f), \
 			   sizeof(((struct nvme_id_ctrl *)0)->f), kind }
+#define NS(k, f, kind) { k, offsetof(struct nvme_id_ns, f), \
+			 sizeof(((struct nvme_id_ns *)0)->f), kind }
 #define SMART(k, f) { k, offsetof(struct nvme_smart_log, f), \
 		      sizeof(((struct nvme_smart_log *)0)->f), NUM }
 
@@ -57,6 +59,10 @@ static void put_fields(struct json_object *o, const void *base, const struct fie
 
 		if (f[i].kind == STR) {
 			put_str(o, f[i].key, p, f[i].len);
+		} else if (f[i].kind == HEX) {	/* eui64, nguid: digits, no dashes */
+			for (size_t k = 0; k < f[i].len && k < 16; k++)
+				snprintf(u + 2 * k, 3, "%02x", p[k]);
+			pj_str(o, f[i].key, u);
 		} else if (f[i].kind == UUID) {
 			snprintf(u, sizeof(u), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
 				 "%02x%02x%02x%02x%02x%02x", p[0], p[1], p[2], p[3], p[4], p[5],
@@ -139,6 +145,68 @@ struct json_object *pages_id_ctrl_json(const struct nvme_id_ctrl *c)
 	for (int i = 0; i <= c->npss && i < 32; i++)
 		json_object_array_add(a, psd_json(&c->psd[i]));
 	return o;
+}
+
+/* Identify Namespace: nvme-cli's id-ns keys, in its order; npwg..nows
+ * only when NSFEAT says they are defined (bit 4), as nvme-cli. */
+static const struct field ns_head[] = {
+	NS("nsze", nsze, NUM), NS("ncap", ncap, NUM), NS("nuse", nuse, NUM),
+	NS("nsfeat", nsfeat, NUM), NS("nlbaf", nlbaf, NUM), NS("flbas", flbas, NUM),
+	NS("mc", mc, NUM), NS("dpc", dpc, NUM), NS("dps", dps, NUM), NS("nmic", nmic, NUM),
+	NS("rescap", rescap, NUM), NS("fpi", fpi, NUM), NS("dlfeat", dlfeat, NUM),
+	NS("nawun", nawun, NUM), NS("nawupf", nawupf, NUM), NS("nacwu", nacwu, NUM),
+	NS("nabsn", nabsn, NUM), NS("nabo", nabo, NUM), NS("nabspf", nabspf, NUM),
+	NS("noiob", noiob, NUM), NS("nvmcap", nvmcap, NUM), NS("nsattr", nsattr, NUM),
+	NS("nvmsetid", nvmsetid, NUM),
+};
+
+static const struct field ns_perf[] = {
+	NS("npwg", npwg, NUM), NS("npwa", npwa, NUM), NS("npdg", npdg, NUM),
+	NS("npda", npda, NUM), NS("nows", nows, NUM),
+};
+
+static const struct field ns_tail[] = {
+	NS("mssrl", mssrl, NUM), NS("mcl", mcl, NUM), NS("msrc", msrc, NUM),
+	NS("nulbaf", nulbaf, NUM), NS("anagrpid", anagrpid, NUM), NS("endgid", endgid, NUM),
+	NS("eui64", eui64, HEX), NS("nguid", nguid, HEX),
+};
+
+struct json_object *pages_id_ns_json(const struct nvme_id_ns *ns)
+{
+	struct json_object *o = json_object_new_object(), *a;
+
+	put_fields(o, ns, ns_head, sizeof(ns_head) / sizeof(ns_head[0]));
+	if (ns->nsfeat & 0x10)
+		put_fields(o, ns, ns_perf, sizeof(ns_perf) / sizeof(ns_perf[0]));
+	put_fields(o, ns, ns_tail, sizeof(ns_tail) / sizeof(ns_tail[0]));
+	a = pj_arr(o, "lbafs");
+	for (int i = 0; i <= ns->nlbaf && i < 64; i++) {
+		struct json_object *x = pj_push_obj(a);
+
+		pj_u64(x, "ms", le((const uint8_t *)&ns->lbaf[i].ms, 2));
+		pj_u64(x, "ds", ns->lbaf[i].ds);
+		pj_u64(x, "rp", ns->lbaf[i].rp);
+	}
+	return o;
+}
+
+/* As nvme-cli's id-ns: one "key : value" line a field, then the formats. */
+void pages_id_ns_text(const struct nvme_id_ns *ns, uint32_t nsid)
+{
+	struct json_object *o = pages_id_ns_json(ns);
+	static const char *const rp[] = { "Best", "Better", "Good", "Degraded" };
+
+	printf("NVME Identify Namespace %u:\n", nsid);
+	json_object_object_foreach(o, key, val) {
+		if (strcmp(key, "lbafs"))
+			printf("%-8s: %s\n", key, json_object_get_string(val));
+	}
+	for (int i = 0; i <= ns->nlbaf && i < 64; i++)
+		printf("lbaf %2d : ms:%-3llu lbads:%-2u rp:%#x (%s)%s\n", i,
+		       (unsigned long long)le((const uint8_t *)&ns->lbaf[i].ms, 2), ns->lbaf[i].ds,
+		       ns->lbaf[i].rp & 3, rp[ns->lbaf[i].rp & 3],
+		       i == (ns->flbas & 0xf) ? " (in use)" : "");
+	json_object_put(o);
 }
 
 static const struct field smart_fields[] = {
@@ -274,4 +342,85 @@ void pages_fw_text(const struct nvme_firmware_slot *fw)
 			fw_rev(v, sizeof(v), fw->frs[i]);
 			printf("  slot %d: %s\n", i + 1, v);
 		}
+}
+
+static void show_aec(uint32_t v)
+{
+	static const char *const bit[] = {
+		"SMART / Health Critical Warnings (available spare)",
+		"SMART / Health Critical Warnings (temperature)",
+		"SMART / Health Critical Warnings (reliability)",
+		"SMART / Health Critical Warnings (read-only)",
+		"SMART / Health Critical Warnings (volatile memory backup)",
+		"SMART / Health Critical Warnings (persistent memory region)",
+		NULL, NULL,
+		"Namespace Attribute Notices",
+		"Firmware Activation Notices",
+		"Telemetry Log Notices",
+		"ANA Change Notices",
+		"Predictable Latency Event Aggregate Log Change Notices",
+		"LBA Status Information Notices",
+		"Endurance Group Event Aggregate Log Page Change Notices",
+		"Normal NVM Subsystem Shutdown Notices",
+	};
+
+	for (unsigned int i = 0; i < sizeof(bit) / sizeof(bit[0]); i++)
+		if (bit[i])
+			printf("\t%-56s: %s\n", bit[i], v >> i & 1 ? "Send async event" :
+			       "Do not send async event");
+}
+
+/* A feature's value field by field, as `nvme get-feature -H` shows it. */
+void pages_feature_text(uint8_t fid, uint32_t v)
+{
+	static const char *const thsel[] = { "Over Temperature Threshold",
+					     "Under Temperature Threshold", "Reserved", "Reserved" };
+
+	switch (fid) {
+	case NVME_FEAT_FID_ARBITRATION:
+		printf("\tHigh Priority Weight   (HPW): %u\n", (v >> 24) + 1);
+		printf("\tMedium Priority Weight (MPW): %u\n", ((v >> 16) & 0xff) + 1);
+		printf("\tLow Priority Weight    (LPW): %u\n", ((v >> 8) & 0xff) + 1);
+		if ((v & 7) == 7)
+			printf("\tArbitration Burst       (AB): No limit\n");
+		else
+			printf("\tArbitration Burst       (AB): %u\n", 1u << (v & 7));
+		break;
+	case NVME_FEAT_FID_POWER_MGMT:
+		printf("\tWorkload Hint (WH): %u\n", (v >> 5) & 7);
+		printf("\tPower State   (PS): %u\n", v & 0x1f);
+		break;
+	case NVME_FEAT_FID_TEMP_THRESH:
+		printf("\tThreshold Type Select         (THSEL): %u - %s\n", (v >> 20) & 3,
+		       thsel[(v >> 20) & 3]);
+		printf("\tThreshold Temperature Select (TMPSEL): %u\n", (v >> 16) & 0xf);
+		printf("\tTemperature Threshold         (TMPTH): %d C (%u K)\n",
+		       (int)(v & 0xffff) - 273, v & 0xffff);
+		break;
+	case NVME_FEAT_FID_ERR_RECOVERY:
+		printf("\tDeallocated or Unwritten Logical Block Error Enable (DULBE): %s\n",
+		       v >> 16 & 1 ? "Enabled" : "Disabled");
+		printf("\tTime Limited Error Recovery                          (TLER): %u ms\n",
+		       (v & 0xffff) * 100);
+		break;
+	case NVME_FEAT_FID_VOLATILE_WC:
+		printf("\tVolatile Write Cache Enable (WCE): %s\n", v & 1 ? "Enabled" : "Disabled");
+		break;
+	case NVME_FEAT_FID_NUM_QUEUES:
+		printf("\tNumber of IO Completion Queues Allocated (NCQA): %u\n", (v >> 16) + 1);
+		printf("\tNumber of IO Submission Queues Allocated (NSQA): %u\n", (v & 0xffff) + 1);
+		break;
+	case NVME_FEAT_FID_IRQ_COALESCE:
+		printf("\tAggregation Time     (TIME): %u usec\n", ((v >> 8) & 0xff) * 100);
+		printf("\tAggregation Threshold (THR): %u\n", (v & 0xff) + 1);
+		break;
+	case NVME_FEAT_FID_WRITE_ATOMIC:
+		printf("\tDisable Normal (DN): %s\n", v & 1 ? "True" : "False");
+		break;
+	case NVME_FEAT_FID_ASYNC_EVENT:
+		show_aec(v);
+		break;
+	default:
+		break;
+	}
 }
