@@ -28,6 +28,8 @@ timeout 60 "$ID" --fabric "$F" --features -H >"$T/feat.txt" || { echo "FAIL: nvm
 if ! grep -q '^  0x05 error_recovery  *0x' "$T/feat.txt" || ! grep -q 'TLER' "$T/feat.txt"; then
 	echo "FAIL: Get Features 0x05 (namespace-scoped) or its -H decoding:"; cat "$T/feat.txt"; exit 1
 fi
+timeout 60 "$ID" --fabric "$F" --admin-passthru --opcode 0x06 --cdw10 1 --data-len 4096 \
+	--read -b >"$T/pt.bin" || { echo "FAIL: nvme-identify --admin-passthru (Identify)"; exit 1; }
 timeout 60 "$ID" --fabric "$F" --raw >"$T/id.bin" || { echo "FAIL: nvme-identify --raw"; exit 1; }
 timeout 60 "$ID" --fabric "$F" --log smart -b >"$T/smart.bin" || { echo "FAIL: nvme-identify --log smart -b"; exit 1; }
 python3 - "$KEYS" "$T" <<'PY'
@@ -86,6 +88,8 @@ check('fw-log', slots.keys(), want['fw-log.DEVICE'])
 raw = open(f'{tmp}/id.bin', 'rb').read()
 if len(raw) != 4096 or raw[24:64].decode().rstrip('\0') != d['mn']:
     print(f"FAIL: --raw: {len(raw)} bytes, model {raw[24:64]!r}, not {d['mn']!r}"); fail = 1
+if open(f'{tmp}/pt.bin', 'rb').read() != raw:
+    print("FAIL: --admin-passthru's Identify (CNS 1) is not --raw's Identify Controller"); fail = 1
 if len(open(f'{tmp}/smart.bin', 'rb').read()) != 512:
     print("FAIL: --log smart -b is not 512 bytes"); fail = 1
 sys.exit(fail)

@@ -31,6 +31,13 @@ else
 	else
 		res FAIL nvme-cli-id-ns "$(cat /tmp/id-ns.err)"
 	fi
+	# admin-passthru: Identify Controller's bytes, for nvme-identify's passthru
+	if nvme admin-passthru /dev/$ctrl --opcode=0x06 --cdw10=1 --data-len=4096 --read -b \
+		>/tmp/pt.bin 2>/tmp/pt.err; then
+		echo "SIO-VM-SUM nvme-cli admin-passthru $(md5sum </tmp/pt.bin | cut -d' ' -f1)"
+	else
+		res FAIL nvme-cli-admin-passthru "$(cat /tmp/pt.err)"
+	fi
 	# get-feature prints "get-feature:0x05 (Error Recovery), Current value:0x..."
 	for f in 1 2 4 5 6 7 8 10 11; do
 		v=$(nvme get-feature /dev/$ctrl -f $f -n 1 2>&1 | sed -n 's/.*Current value: *\(0x\)\{0,1\}\([0-9a-fA-F]*\).*/\2/p')
@@ -68,4 +75,11 @@ for c in id-ctrl smart-log error-log fw-log id-ns get-feature; do
 		res FAIL nvme-identify-$c "$(cat /tmp/s-$c.err)"
 	fi
 done
+if nvme-identify --fabric $FAB --device $(devid $MAIN) --admin-passthru --opcode 0x06 \
+	--cdw10 1 --data-len 4096 --read -b >/tmp/s-pt.bin 2>/tmp/s-pt.err; then
+	echo "SIO-VM-SUM smartio admin-passthru $(md5sum </tmp/s-pt.bin | cut -d' ' -f1)"
+	res PASS nvme-identify-admin-passthru
+else
+	res FAIL nvme-identify-admin-passthru "$(cat /tmp/s-pt.err)"
+fi
 kill $(cat /tmp/lend-$MAIN.pid) 2>/dev/null

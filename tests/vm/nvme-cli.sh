@@ -33,6 +33,9 @@ for line in open(sys.argv[1], errors='replace'):
     if line.startswith('SIO-VM-JSON '):
         _, tool, cmd, text = line.rstrip('\n').split(' ', 3)
         docs[(tool, cmd)] = json.loads(text)
+    if line.startswith('SIO-VM-SUM '):
+        _, tool, cmd, v = line.split()
+        docs[(tool, cmd)] = v
     if line.startswith('SIO-VM-FEAT nvme-cli '):
         _, _, fid, v = line.split()
         feat[int(fid)] = None if v == 'none' else int(v, 16)
@@ -71,6 +74,12 @@ for cmd in ('id-ctrl', 'smart-log', 'error-log', 'fw-log', 'id-ns'):
         same('fw-log slots', fs.keys(), fn.keys())
         if fs != fn:
             print(f"FAIL: fw-log: nvme-identify {fs}, nvme-cli {fn}"); fail = 1
+# admin-passthru of Identify Controller: the same 4096 bytes either way
+pt = (docs.get(('smartio', 'admin-passthru')), docs.get(('nvme-cli', 'admin-passthru')))
+if None in pt or pt[0] != pt[1]:
+    print(f"FAIL: admin-passthru Identify: md5 nvme-identify {pt[0]}, nvme-cli {pt[1]}"); fail = 1
+else:
+    print("admin-passthru: Identify Controller's 4096 bytes as nvme-cli's")
 # Get Features: the kernel's driver sets Number of Queues and the
 # Asynchronous Event Configuration, and the lender sets its own; the
 # others must read the same through either.

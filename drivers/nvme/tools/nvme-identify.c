@@ -3,12 +3,14 @@
  * nvme-identify: describe an NVMe controller and its namespaces, read its
  * SMART / Health, Error Information and Firmware Slot logs and its
  * features, as nvme-cli's id-ctrl, smart-log, error-log, fw-log and
- * get-feature do (JSON with nvme-cli's keys, or the raw structure), and a
- * namespace as id-ns does. Goes through the manager when one serves the
- * device; otherwise borrows the device exclusively and brings it up itself.
+ * get-feature do (JSON with nvme-cli's keys, or the raw structure), a
+ * namespace as id-ns does, and an admin command as admin-passthru. Goes
+ * through the manager when one serves the device; otherwise borrows the
+ * device exclusively and brings it up itself.
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +22,22 @@
 #define MAX_NS_SHOWN	1024
 #define BUF_SIZE	8192	/* a log page read at once: two PRP entries */
 
-enum what { W_ID, W_SMART, W_ERROR, W_FW, W_FEATURES, W_NS };
+enum what { W_ID, W_SMART, W_ERROR, W_FW, W_FEATURES, W_NS, W_PASSTHRU };
+
+/* nvme-cli's admin-passthru options */
+struct passthru {
+	uint8_t opcode;
+	uint32_t nsid, cdw[6];	/* cdw10..cdw15 */
+	uint32_t data_len;
+	bool read, write;
+	const char *input;
+};
 
 struct opts {
 	enum what what;
 	bool raw, human;
 	uint32_t nsid;		/* --namespace: id-ns, namespace-scoped features */
+	struct passthru pt;
 };
 
 /* The controller, through its manager or taken here. */
@@ -54,8 +66,18 @@ static void usage(FILE *o)
 		"  -H, --human-readable  with --features: each value field by field, as\n"
 		"                    nvme get-feature -H\n"
 		"  --namespace N     Identify Namespace N, as nvme-cli's id-ns (text, --json)\n"
+		"  --admin-passthru  send one admin command, as nvme-cli's admin-passthru:\n"
+		"    --opcode OP       its opcode (0x06: Identify)\n"
+		"    --namespace-id N  its NSID (default 0)\n"
+		"    --cdw10 V .. --cdw15 V  its command dwords (default 0)\n"
+		"    --data-len BYTES  data to move, at most 8192 (default 0)\n"
+		"    -r, --read        the controller writes the data (shown as hex, or -b)\n"
+		"    -w, --write       the controller reads the data, from --input-file FILE\n"
+		"                    It needs the controller to itself: not while a manager\n"
+		"                    serves the device.\n"
 		"  -b, --raw         the structure as the controller gave it, binary, on stdout\n"
-		"                    (Identify Controller or Namespace, or the --log page)\n"
+		"                    (Identify Controller or Namespace, the --log page, or\n"
+		"                    the passthru command's data)\n"
 		TOOL_JSON_HELP
 		"                    (the keys nvme-cli's `-o json` uses: id-ctrl, id-ns,\n"
 		"                    smart-log, error-log, fw-log; what smartio adds is under\n"
@@ -379,6 +401,72 @@ static int show_ns(struct target *t, const struct tool_common *tc, const struct 
 	return 0;
 }
 
+/* The data of a passthru write, from --input-file. */
+static int read_input(struct target *t, const struct passthru *p)
+{
+	int fd = open(p->input, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return prog_fail("--input-file %s: %s", p->input, strerror(errno));
+	memset(t->buf, 0, BUF_SIZE);
+	n = read(fd, t->buf, p->data_len);
+	close(fd);
+	if (n < 0)
+		return prog_fail("--input-file %s: %s", p->input, strerror(errno));
+	return 0;
+}
+
+/* The data read, as nvme-cli shows it: 16 bytes a line, hex and text. */
+static void hexdump(const uint8_t *b, uint32_t len)
+{
+	printf("       0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f\n");
+	for (uint32_t i = 0; i < len; i += 16) {
+		printf("%04x:", i);
+		for (uint32_t k = i; k < i + 16; k++)
+			printf(k < len ? " %02x" : "   ", b[k < len ? k : 0]);
+		printf(" \"");
+		for (uint32_t k = i; k < i + 16 && k < len; k++)
+			putchar(b[k] >= 0x20 && b[k] < 0x7f ? b[k] : '.');
+		printf("\"\n");
+	}
+}
+
+static int passthru(struct target *t, const struct opts *o)
+{
+	const struct passthru *p = &o->pt;
+	struct sio_nvme_cmd cmd;
+	uint32_t res = 0;
+	uint16_t st = 0;
+
+	if (t->cl)
+		return prog_fail("--admin-passthru needs the controller to itself: device %u is "
+				 "served by its manager (stop nvme-manager first; a raw admin "
+				 "command could undo what the manager set up)", t->di.id);
+	if (p->write && read_input(t, p))
+		return PROG_FAIL;
+	if (!p->write)
+		memset(t->buf, 0, BUF_SIZE);
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.opcode = p->opcode;
+	cmd.nsid = p->nsid;
+	cmd.cdw10 = p->cdw[0];
+	cmd.cdw11 = p->cdw[1];
+	cmd.cdw12 = p->cdw[2];
+	cmd.cdw13 = p->cdw[3];
+	cmd.cdw14 = p->cdw[4];
+	cmd.cdw15 = p->cdw[5];
+	if (sio_nvme_ctrl_passthru(t->ctrl, &cmd, t->bus, p->data_len, &res, &st))
+		return prog_fail("admin command 0x%02x: %s", p->opcode,
+				 st ? sio_nvme_status_str(st) : sio_errmsg());
+	if (o->raw)
+		return p->read ? write_raw(t->buf, p->data_len) : 0;
+	printf("NVMe command result:%08x\n", res);
+	if (p->read && p->data_len)
+		hexdump(t->buf, p->data_len);
+	return 0;
+}
+
 static int run(struct tool_common *tc, const struct opts *o)
 {
 	struct target t = { 0 };
@@ -387,14 +475,41 @@ static int run(struct tool_common *tc, const struct opts *o)
 	if (!rc)
 		rc = o->what == W_ID ? show_identify(&t, tc, o) :
 		     o->what == W_FEATURES ? show_features(&t, tc, o) :
-		     o->what == W_NS ? show_ns(&t, tc, o) : show_log(&t, tc, o);
+		     o->what == W_NS ? show_ns(&t, tc, o) :
+		     o->what == W_PASSTHRU ? passthru(&t, o) : show_log(&t, tc, o);
 	close_target(&t);
 	return rc;
 }
 
+/* nvme-cli's rules: one direction, data with a length, a file to write. */
+static void check_passthru(const struct opts *o)
+{
+	const struct passthru *p = &o->pt;
+	bool any = p->opcode || p->nsid || p->data_len || p->read || p->write || p->input;
+
+	for (int i = 0; i < 6; i++)
+		any |= p->cdw[i] != 0;
+	if (o->what != W_PASSTHRU) {
+		if (any)
+			prog_usage_error("--opcode, --cdw10.., --data-len, --read, --write and "
+					 "--input-file belong to --admin-passthru");
+		return;
+	}
+	if (p->read && p->write)
+		prog_usage_error("--read and --write: one direction, not both");
+	if (p->data_len && !p->read && !p->write)
+		prog_usage_error("--data-len %u: say which way with --read or --write",
+				 p->data_len);
+	if (p->write && !p->input)
+		prog_usage_error("--write: give the data with --input-file FILE");
+	if (p->data_len & 3)
+		prog_usage_error("--data-len %u: a multiple of 4 bytes", p->data_len);
+}
+
 int main(int argc, char **argv)
 {
-	enum { O_LOG = 256, O_FEATURES, O_RAW, O_NS };
+	enum { O_LOG = 256, O_FEATURES, O_RAW, O_NS, O_PT, O_OPCODE, O_NSID, O_LEN, O_INPUT,
+	       O_CDW10 };
 	static const struct option lo[] = {
 		TOOL_COMMON_LONGOPTS,
 		TOOL_JSON_LONGOPT,
@@ -403,25 +518,53 @@ int main(int argc, char **argv)
 		{ "human-readable", no_argument, NULL, 'H' },
 		{ "raw", no_argument, NULL, O_RAW },
 		{ "namespace", required_argument, NULL, O_NS },
+		{ "admin-passthru", no_argument, NULL, O_PT },
+		{ "opcode", required_argument, NULL, O_OPCODE },
+		{ "namespace-id", required_argument, NULL, O_NSID },
+		{ "data-len", required_argument, NULL, O_LEN },
+		{ "read", no_argument, NULL, 'r' },
+		{ "write", no_argument, NULL, 'w' },
+		{ "input-file", required_argument, NULL, O_INPUT },
+		{ "cdw10", required_argument, NULL, O_CDW10 },
+		{ "cdw11", required_argument, NULL, O_CDW10 + 1 },
+		{ "cdw12", required_argument, NULL, O_CDW10 + 2 },
+		{ "cdw13", required_argument, NULL, O_CDW10 + 3 },
+		{ "cdw14", required_argument, NULL, O_CDW10 + 4 },
+		{ "cdw15", required_argument, NULL, O_CDW10 + 5 },
 		{ 0 }
 	};
 	static const char *const logs[] = { "smart", "error", "fw", NULL };
+	static const char *const cdw[] = { "--cdw10", "--cdw11", "--cdw12", "--cdw13", "--cdw14",
+					   "--cdw15" };
 	struct opts o = { .what = W_ID };
 	struct tool_common t;
 	int c;
 
 	tool_init(&t, "nvme-identify", usage);
-	while ((c = tool_getopt(&t, argc, argv, "hbH", lo)) != -1) {
+	while ((c = tool_getopt(&t, argc, argv, "hbHrw", lo)) != -1) {
 		switch (c) {
 		case O_LOG: o.what = (enum what)(W_SMART + prog_choice("--log", optarg, logs)); break;
 		case O_FEATURES: o.what = W_FEATURES; break;
 		case O_RAW: case 'b': o.raw = true; break;
 		case 'H': o.human = true; break;
 		case O_NS: o.nsid = prog_u32("--namespace", optarg, 1, 0xfffffffe); break;
+		case O_PT: o.what = W_PASSTHRU; break;
+		case O_OPCODE: o.pt.opcode = (uint8_t)prog_u32("--opcode", optarg, 0, 0xff); break;
+		case O_NSID: o.pt.nsid = prog_u32("--namespace-id", optarg, 0, UINT32_MAX); break;
+		case O_LEN: o.pt.data_len = prog_u32("--data-len", optarg, 0, BUF_SIZE); break;
+		case 'r': o.pt.read = true; break;
+		case 'w': o.pt.write = true; break;
+		case O_INPUT: o.pt.input = optarg; break;
+		default:
+			if (c >= O_CDW10 && c < O_CDW10 + 6)
+				o.pt.cdw[c - O_CDW10] = prog_u32(cdw[c - O_CDW10], optarg, 0,
+								 UINT32_MAX);
+			break;
 		}
 	}
 	if (o.nsid && o.what == W_ID)
 		o.what = W_NS;
+	check_passthru(&o);
 	if (o.human && o.what != W_FEATURES)
 		prog_usage_error("-H decodes feature values: give it with --features");
 	if (o.raw && (t.json || o.what == W_FEATURES))
