@@ -12,7 +12,7 @@
 #include "client-priv.h"
 
 #define STATS_MAGIC	0x31535453564e5353ull	/* "SSNVSTS1" */
-#define STATS_VERSION	1u
+#define STATS_VERSION	2u	/* 2: the latency histogram */
 #define STATS_NAME	"nvme-stats"
 #define STATS_SIZE	4096u
 
@@ -123,6 +123,8 @@ void sio_nvme_ioq_publish_latency(struct sio_nvme_ioq *q, const struct sio_nvme_
 	s->lat_p99_ns = lat->p99_ns;
 	s->lat_p999_ns = lat->p999_ns;
 	s->lat_max_ns = lat->max_ns;
+	s->lat_sum_ns = lat->sum_ns;
+	memcpy(s->lat_le, lat->le, sizeof(s->lat_le));
 	__atomic_store_n(&s->lat_ios, lat->ios, __ATOMIC_RELEASE);
 }
 

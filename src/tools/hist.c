@@ -88,3 +88,18 @@ struct json_object *hist_json(const struct hist *h, double scale)
 		pj_dbl(o, p[i].key, hist_pct(h, p[i].pct) / scale);
 	return o;
 }
+
+void hist_cumulative(const struct hist *h, const uint64_t *bound, unsigned n, uint64_t *out)
+{
+	uint64_t sum = 0;
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < HIST_BUCKETS && k < n; i++) {
+		/* bucket i holds lo..hi-1: whole under bound[k] while hi-1 <= it */
+		while (k < n && hist_bucket_hi(i) - 1 > bound[k])
+			out[k++] = sum;
+		sum += h->b[i];
+	}
+	while (k < n)
+		out[k++] = sum;
+}

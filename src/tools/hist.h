@@ -57,6 +57,9 @@ uint64_t hist_bucket_hi(unsigned i);
  * the middle of its bucket, within [min, max]. */
 double hist_pct(const struct hist *h, double pct);
 double hist_mean(const struct hist *h);
+/* Into @out[i], the samples of at most @bound[i] (ascending), @n bounds:
+ * whole buckets, so within a bucket's width (1.6 %) below the bound. */
+void hist_cumulative(const struct hist *h, const uint64_t *bound, unsigned n, uint64_t *out);
 
 /**
  * hist_json() - the histogram's summary as a JSON object

@@ -154,12 +154,14 @@ static void progress(struct run *r, uint64_t now)
 /* This pass's latency so far, for smartio top (<smartio/nvme/stats.h>). */
 static void publish(struct run *r)
 {
+	static const uint64_t bound[SIO_NVME_LAT_BUCKETS] = SIO_NVME_LAT_BOUNDS_NS;
 	const struct hist *h = &r->d[r->dir].lat;
 	struct sio_nvme_lat l = {
 		.ios = h->n, .p50_ns = (uint64_t)hist_pct(h, 50), .p99_ns = (uint64_t)hist_pct(h, 99),
-		.p999_ns = (uint64_t)hist_pct(h, 99.9), .max_ns = h->max,
+		.p999_ns = (uint64_t)hist_pct(h, 99.9), .max_ns = h->max, .sum_ns = h->sum,
 	};
 
+	hist_cumulative(h, bound, SIO_NVME_LAT_BUCKETS, l.le);
 	if (h->n)
 		sio_nvme_ioq_publish_latency(r->q, &l);
 }

@@ -30,6 +30,15 @@ struct sio_nvme_ioq;
 /* Queue pairs one client's counters cover; more are served, not counted. */
 #define SIO_NVME_STATS_QUEUES	16
 
+/*
+ * Latency histogram buckets (struct sio_nvme_lat.le): the upper bounds,
+ * in ns, 10 us to 100 ms; a bucket counts the I/Os of at most its bound,
+ * those of the buckets below included, as Prometheus's histograms do.
+ */
+#define SIO_NVME_LAT_BUCKETS	10
+#define SIO_NVME_LAT_BOUNDS_NS	{ 10000, 25000, 50000, 100000, 250000, 500000, 1000000, \
+				  5000000, 25000000, 100000000 }
+
 /* struct sio_nvme_qstats.flags */
 #define SIO_NVME_QS_SHADOW_DB	(1u << 0)	/* rings go through shadow doorbells */
 #define SIO_NVME_QS_MULTIPATH	(1u << 1)	/* a backup queue pair through adapter 1 */
@@ -55,6 +64,8 @@ struct sio_nvme_ioq;
  * @lat_p99_ns: ...
  * @lat_p999_ns: ...
  * @lat_max_ns: ...
+ * @lat_sum_ns: the sum of the published latencies (0: no histogram published)
+ * @lat_le: the published histogram (SIO_NVME_LAT_BOUNDS_NS)
  */
 struct sio_nvme_qstats {
 	uint16_t qid;
@@ -73,6 +84,8 @@ struct sio_nvme_qstats {
 	uint64_t lat_p99_ns;
 	uint64_t lat_p999_ns;
 	uint64_t lat_max_ns;
+	uint64_t lat_sum_ns;
+	uint64_t lat_le[SIO_NVME_LAT_BUCKETS];
 };
 
 /**
@@ -115,6 +128,8 @@ int sio_nvme_stats_read(struct sio_fabric *f, uint32_t device, struct sio_nvme_c
  * @p99_ns: 99th percentile
  * @p999_ns: 99.9th percentile
  * @max_ns: largest
+ * @sum_ns: their sum; 0 when the program gives no histogram
+ * @le: the histogram: @le[i] I/Os took at most SIO_NVME_LAT_BOUNDS_NS[i]
  */
 struct sio_nvme_lat {
 	uint64_t ios;
@@ -122,6 +137,8 @@ struct sio_nvme_lat {
 	uint64_t p99_ns;
 	uint64_t p999_ns;
 	uint64_t max_ns;
+	uint64_t sum_ns;
+	uint64_t le[SIO_NVME_LAT_BUCKETS];
 };
 
 /**
