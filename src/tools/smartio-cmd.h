@@ -9,7 +9,7 @@
 #include <smartio/smartio.h>
 #include "prog.h"
 
-enum sio_tool_fmt { SIO_TOOL_TEXT, SIO_TOOL_JSON, SIO_TOOL_DOT };
+enum sio_tool_fmt { SIO_TOOL_TEXT, SIO_TOOL_JSON, SIO_TOOL_DOT, SIO_TOOL_PROM };
 
 /* smartio-status.c: a fabric's status as text, JSON (json-c) or Graphviz. */
 struct json_object *sio_tool_status_json(const struct sio_fabric_status *st);

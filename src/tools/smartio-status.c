@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <smartio/smartio.h>
 #include "prog.h"
+#include "prom.h"
 #include "smartio-cmd.h"
 
 static const char *kind_name(int k)
@@ -270,6 +271,8 @@ int sio_tool_status_once(const char *name, enum sio_tool_fmt fmt)
 		ret = prog_json_print(stdout, sio_tool_status_json(st));
 	else if (fmt == SIO_TOOL_DOT)
 		sio_tool_status_dot(stdout, st);
+	else if (fmt == SIO_TOOL_PROM)
+		ret = prom_fabric_write(stdout, st);
 	else
 		sio_tool_status_text(stdout, st);
 	sio_fabric_status_close(st);

@@ -39,17 +39,19 @@ static void usage(FILE *o)
 "  destroy NAME [--force]          refused while processes are attached;\n"
 "                                  --force tells them to leave\n"
 "  list [--json]                   the fabrics on this host\n"
-"  status [NAME] [--json|--dot] [--watch [SEC]] [--count N]\n"
+"  status [NAME] [--json|--dot|--prometheus] [--watch [SEC]] [--count N]\n"
 "                                  nodes, windows, segments, devices, borrows;\n"
-"                                  --dot: a Graphviz picture (dot -Tsvg)\n"
+"                                  --dot: a Graphviz picture (dot -Tsvg);\n"
+"                                  --prometheus: Prometheus's text format\n"
 "  path [NAME] FROM TO [--json]    FROM/TO: node:N, dev:ID or seg:NODE:ID\n"
 "  link [NAME] NODE [ADAPTER] up|down\n"
 #ifdef SIO_TOOL_NVME
 "  top [NAME] [--interval SEC] [--count N]\n"
 "                                  live NVMe clients and queue pairs: IOPS, MiB/s,\n"
 "                                  latency, errors, doorbells\n"
-"  nvme stats [NAME] [--json] [--watch [SEC]] [--count N]\n"
+"  nvme stats [NAME] [--json|--prometheus] [--watch [SEC]] [--count N]\n"
 "                                  the NVMe driver's counters, per client and queue\n"
+
 #endif
 #ifdef SIO_TOOL_VFIO
 "  vfio ...                        real devices through vfio-pci (smartio vfio --help)\n"
@@ -168,9 +170,10 @@ static int status_once(void *arg)
 
 static int cmd_status(int argc, char **argv)
 {
-	enum { O_JSON = 256, O_DOT, O_WATCH, O_COUNT };
+	enum { O_JSON = 256, O_DOT, O_WATCH, O_COUNT, O_PROM };
 	static const struct option o[] = {
 		{ "json", 0, 0, O_JSON }, { "dot", 0, 0, O_DOT }, { "watch", 2, 0, O_WATCH },
+		{ "prometheus", 0, 0, O_PROM },
 		{ "count", 1, 0, O_COUNT }, PROG_LONGOPTS, { 0 } };
 	struct status_arg a = { .fmt = SIO_TOOL_TEXT };
 	double interval = 0;
@@ -181,6 +184,7 @@ static int cmd_status(int argc, char **argv)
 		switch (c) {
 		case O_JSON: a.fmt = SIO_TOOL_JSON; break;
 		case O_DOT: a.fmt = SIO_TOOL_DOT; break;
+		case O_PROM: a.fmt = SIO_TOOL_PROM; break;
 		case O_WATCH: interval = prog_watch_arg(optarg, argc, argv); break;
 		case O_COUNT: count = prog_u64("--count", optarg, 1, UINT64_MAX); break;
 		}

@@ -8,6 +8,7 @@
  * so that the smartio command knows nothing of the driver.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -16,6 +17,7 @@
 #include <smartio/nvme/stats.h>
 #include "clock.h"
 #include "prog.h"
+#include "prom.h"
 
 #define MAX_CLIENTS	256
 
@@ -30,6 +32,7 @@ struct stats_view {
 	const char *name;
 	uint32_t device;
 	bool json;
+	bool prom;
 	bool top;
 	struct reading *bufs;	/* two: the last reading and the one before */
 	int k;			/* bufs[k] is filled next */
@@ -155,6 +158,79 @@ static struct json_object *stats_json(const struct stats_view *v)
 	return o;
 }
 
+/* One queue pair's latency histogram, as the client program published it. */
+static void lat_prom(struct prom *p, const char *labels, const struct sio_nvme_qstats *q)
+{
+	static const uint64_t bound[SIO_NVME_LAT_BUCKETS] = SIO_NVME_LAT_BOUNDS_NS;
+	static const char *const name = "smartio_nvme_latency_seconds";
+	static const char *const help = "Latency of the queue pair's I/O as the client program "
+					"measured it (its current pass).";
+	char l[384], le[32];
+	size_t n = strlen(labels);
+
+	for (int i = 0; i <= SIO_NVME_LAT_BUCKETS; i++) {
+		if (i < SIO_NVME_LAT_BUCKETS)
+			snprintf(le, sizeof(le), "%g", (double)bound[i] / 1e9);
+		else
+			snprintf(le, sizeof(le), "+Inf");
+		/* the queue's labels, and le */
+		snprintf(l, sizeof(l), "%.*s,le=\"%s\"}", (int)(n - 1), labels, le);
+		prom_add(p, name, "histogram", help, "_bucket", l,
+			 (double)(i < SIO_NVME_LAT_BUCKETS ? q->lat_le[i] : q->lat_ios));
+	}
+	prom_add(p, name, "histogram", help, "_sum", labels, (double)q->lat_sum_ns / 1e9);
+	prom_add(p, name, "histogram", help, "_count", labels, (double)q->lat_ios);
+}
+
+/* The queue pair's counters, as Prometheus counters. */
+#define QS(f) offsetof(struct sio_nvme_qstats, f)
+static const struct { const char *name, *help; size_t off; } counters[] = {
+	{ "smartio_nvme_reads_total", "Read requests the queue pair accepted.", QS(reads) },
+	{ "smartio_nvme_writes_total", "Write requests the queue pair accepted.",
+	  QS(writes) },
+	{ "smartio_nvme_other_commands_total", "Other commands the queue pair accepted "
+	  "(flush, deallocate, ...).", QS(other) },
+	{ "smartio_nvme_read_bytes_total", "Bytes the queue pair's reads asked for.",
+	  QS(read_bytes) },
+	{ "smartio_nvme_written_bytes_total", "Bytes the queue pair's writes carried.",
+	  QS(write_bytes) },
+	{ "smartio_nvme_errors_total", "Commands of the queue pair that completed with "
+	  "an error.", QS(errors) },
+	{ "smartio_nvme_doorbell_writes_total", "MMIO doorbell writes of the queue pair.",
+	  QS(db_writes) },
+};
+#undef QS
+
+/* Prometheus's text format: counters per queue pair, labelled by fabric,
+ * node, device and qid (one client per qid of a device). */
+static void stats_prom(struct prom *p, const struct stats_view *v)
+{
+	char l[256], node[12], dev[12], qid[12];
+
+	prom_labels(l, sizeof(l), "fabric", v->name, NULL);
+	prom_add(p, "smartio_nvme_clients", "gauge", "NVMe clients on the fabric.", "", l,
+		 v->cur->n);
+	for (int i = 0; i < v->cur->n; i++) {
+		const struct sio_nvme_client_stats *c = &v->cur->c[i];
+
+		snprintf(node, sizeof(node), "%d", c->node);
+		snprintf(dev, sizeof(dev), "%u", c->device);
+		for (uint32_t k = 0; k < c->nqueues; k++) {
+			const struct sio_nvme_qstats *q = &c->q[k];
+
+			snprintf(qid, sizeof(qid), "%u", q->qid);
+			prom_labels(l, sizeof(l), "fabric", v->name, "node", node, "device", dev,
+				    "qid", qid, NULL);
+			for (size_t m = 0; m < sizeof(counters) / sizeof(counters[0]); m++)
+				prom_add(p, counters[m].name, "counter", counters[m].help, "", l,
+					 (double)*(const uint64_t *)((const char *)q +
+								     counters[m].off));
+			if (q->lat_sum_ns)
+				lat_prom(p, l, q);
+		}
+	}
+}
+
 static void stats_text(FILE *o, const struct stats_view *v)
 {
 	fprintf(o, "%-5s %-8s %-4s %-4s %-7s %-7s %-13s %9s %8s %6s %9s %9s %6s %7s\n", "node",
@@ -252,6 +328,15 @@ static int stats_once(void *arg)
 	v->cur->n = n < MAX_CLIENTS ? n : MAX_CLIENTS;
 	if (v->json) {
 		prog_json_print(stdout, stats_json(v));
+	} else if (v->prom) {
+		struct prom *p = prom_open(stdout);
+
+		if (!p) {
+			sio_fabric_status_close(st);
+			return prog_fail("out of memory");
+		}
+		stats_prom(p, v);
+		prom_close(p);
 	} else {
 		if (st)
 			fabric_summary(stdout, st);
@@ -284,10 +369,10 @@ static int run_view(struct stats_view *v, double interval, uint64_t count)
 
 static int cmd_stats(int argc, char **argv)
 {
-	enum { O_JSON = 256, O_WATCH, O_COUNT, O_DEVICE };
+	enum { O_JSON = 256, O_WATCH, O_COUNT, O_DEVICE, O_PROM };
 	static const struct option o[] = {
 		{ "json", 0, 0, O_JSON }, { "watch", 2, 0, O_WATCH }, { "count", 1, 0, O_COUNT },
-		{ "device", 1, 0, O_DEVICE }, PROG_LONGOPTS, { 0 } };
+		{ "device", 1, 0, O_DEVICE }, { "prometheus", 0, 0, O_PROM }, PROG_LONGOPTS, { 0 } };
 	struct stats_view v = { .device = SIO_DEVICE_ANY };
 	double interval = 0;
 	uint64_t count = 0;
@@ -296,6 +381,7 @@ static int cmd_stats(int argc, char **argv)
 	while ((c = prog_getopt(argc, argv, "h", o)) != -1) {
 		switch (c) {
 		case O_JSON: v.json = true; break;
+		case O_PROM: v.prom = true; break;
 		case O_WATCH: interval = prog_watch_arg(optarg, argc, argv); break;
 		case O_COUNT: count = prog_u64("--count", optarg, 1, UINT64_MAX); break;
 		case O_DEVICE: v.device = prog_u32("--device", optarg, 0, SIO_DEVICE_ANY - 1); break;
@@ -306,6 +392,8 @@ static int cmd_stats(int argc, char **argv)
 	prog_no_args(argc, argv);
 	if (count && !interval)
 		prog_usage_error("--count goes with --watch");
+	if (v.json && v.prom)
+		prog_usage_error("--json or --prometheus: one format");
 	return run_view(&v, interval, count);
 }
 
@@ -336,8 +424,11 @@ static int cmd_top(int argc, char **argv)
 static void usage(FILE *o)
 {
 	fprintf(o,
-"usage: smartio nvme stats [NAME] [--json] [--watch [SEC]] [--count N] [--device ID]\n"
-"                                  the NVMe driver's counters, per client and queue\n"
+"usage: smartio nvme stats [NAME] [--json|--prometheus] [--watch [SEC]] [--count N]\n"
+"                          [--device ID]\n"
+"                                  the NVMe driver's counters, per client and queue;\n"
+"                                  --prometheus: Prometheus's text format (for\n"
+"                                  node_exporter's textfile collector)\n"
 "       smartio top [NAME] [--interval SEC] [--count N] [--device ID]\n"
 "                                  live NVMe clients and queue pairs: IOPS, MiB/s,\n"
 "                                  latency, errors, doorbells\n"

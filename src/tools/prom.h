@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SIO_PROG_PROM_H
+#define SIO_PROG_PROM_H
+
+/**
+ * DOC: Prometheus text exposition
+ *
+ * `smartio status --prometheus` and `smartio nvme stats --prometheus`
+ * write Prometheus's text format (version 0.0.4): each
+ * family once, with its HELP and TYPE, then its samples. A family's
+ * samples are gathered first (prom_add()), since the format wants them
+ * together and the programs find them object by object.
+ */
+
+#include <stdint.h>
+#include <stdio.h>
+#include <smartio/status.h>
+
+struct prom;
+
+/* A writer to @out; NULL when out of memory. */
+struct prom *prom_open(FILE *out);
+
+/**
+ * prom_add() - one sample of a family
+ * @p: the writer
+ * @name: the family's name (a histogram's: without _bucket, _sum, _count)
+ * @type: "counter", "gauge" or "histogram"
+ * @help: its HELP text (the first sample's counts)
+ * @suffix: "" or, in a histogram, "_bucket", "_sum", "_count"
+ * @labels: the labels, already written as prom_labels() writes them
+ * @v: the value
+ */
+void prom_add(struct prom *p, const char *name, const char *type, const char *help,
+	      const char *suffix, const char *labels, double v);
+
+/* Write every family gathered, and free the writer. Return: 0 or -1 (the
+ * stream's error). */
+int prom_close(struct prom *p);
+
+/**
+ * prom_labels() - write labels as the format wants them
+ * @buf: the result, `{k="v",...}` with \, " and newlines escaped
+ * @len: its size
+ * @kv: key, value, key, value, ..., NULL
+ */
+void prom_labels(char *buf, size_t len, ...);
+
+/* The fabric's gauges and counters (smartio status --prometheus): nodes,
+ * links, windows, segments, devices, borrowers, DMA faults, processes. */
+void prom_fabric(struct prom *p, const struct sio_fabric_status *st);
+
+/* prom_fabric() alone, to @out. Return: 0 or PROG_FAIL (said). */
+int prom_fabric_write(FILE *out, const struct sio_fabric_status *st);
+
+#endif
