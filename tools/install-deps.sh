@@ -7,7 +7,7 @@ pkgs="build-essential meson ninja-build pkg-config liburing-dev libpciaccess-dev
       libhugetlbfs-dev libcriterion-dev libnvme-dev libjson-c-dev libssl-dev clang llvm gnuplot-nox
       help2man systemd graphviz
       qemu-system-x86 linux-image-amd64 busybox-static cpio kmod xz-utils python3 valgrind libclang-rt-14-dev
-      nvme-cli gcc-multilib libc6-dev-i386"
+      nvme-cli prometheus gcc-multilib libc6-dev-i386"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

@@ -5,8 +5,8 @@
 /**
  * DOC: Prometheus text exposition
  *
- * `smartio status --prometheus` and `smartio nvme stats --prometheus`
- * write Prometheus's text format (version 0.0.4): each
+ * `smartio status --prometheus`, `smartio nvme stats --prometheus` and
+ * `smartio exporter` write Prometheus's text format (version 0.0.4): each
  * family once, with its HELP and TYPE, then its samples. A family's
  * samples are gathered first (prom_add()), since the format wants them
  * together and the programs find them object by object.
@@ -15,6 +15,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <smartio/status.h>
+
+/* The Content-Type of the format, for /metrics. */
+#define PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 struct prom;
 
@@ -49,6 +52,19 @@ void prom_labels(char *buf, size_t len, ...);
 /* The fabric's gauges and counters (smartio status --prometheus): nodes,
  * links, windows, segments, devices, borrowers, DMA faults, processes. */
 void prom_fabric(struct prom *p, const struct sio_fabric_status *st);
+
+/**
+ * prom_serve() - answer Prometheus's scrapes until a signal
+ * @listen: "HOST:PORT" (IPv4; port 0: a free one); a bad one is a usage error
+ * @metrics: writes the metrics to the stream given, 0, or non-zero after
+ *           saying why (the scrape gets 500)
+ * @arg: for @metrics
+ *
+ * Prints "serving http://HOST:PORT/metrics" once it listens, and says
+ * it is ready (prog_ready()). Call prog_catch_stop() first.
+ * Return: PROG_OK once stopped, or PROG_FAIL when it cannot listen.
+ */
+int prom_serve(const char *listen, int (*metrics)(void *, FILE *), void *arg);
 
 /* prom_fabric() alone, to @out. Return: 0 or PROG_FAIL (said). */
 int prom_fabric_write(FILE *out, const struct sio_fabric_status *st);

@@ -51,7 +51,9 @@ static void usage(FILE *o)
 "                                  latency, errors, doorbells\n"
 "  nvme stats [NAME] [--json|--prometheus] [--watch [SEC]] [--count N]\n"
 "                                  the NVMe driver's counters, per client and queue\n"
-
+"  exporter [NAME] --listen HOST:PORT\n"
+"                                  serve the status and NVMe counters to Prometheus\n"
+"                                  on http://HOST:PORT/metrics\n"
 #endif
 #ifdef SIO_TOOL_VFIO
 "  vfio ...                        real devices through vfio-pci (smartio vfio --help)\n"
@@ -417,7 +419,8 @@ static int cmd_link(int argc, char **argv)
  */
 static void run_external(int argc, char **argv)
 {
-	const char *cmd = strcmp(argv[1], "top") ? argv[1] : "nvme";
+	/* top and exporter are the NVMe driver's smartio-nvme's */
+	const char *cmd = strcmp(argv[1], "top") && strcmp(argv[1], "exporter") ? argv[1] : "nvme";
 	char self[PATH_MAX], prog[PATH_MAX + 80], name[64], **args;
 	ssize_t n;
 	int k = 0;
@@ -430,7 +433,7 @@ static void run_external(int argc, char **argv)
 		return;
 	args[k++] = name;
 	if (cmd != argv[1])
-		args[k++] = argv[1];	/* top */
+		args[k++] = argv[1];	/* top, exporter */
 	for (int i = 2; i < argc; i++)
 		args[k++] = argv[i];
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);

@@ -421,6 +421,66 @@ static int cmd_top(int argc, char **argv)
 	return run_view(&v, interval, count);
 }
 
+/* One scrape: the fabric's status and its NVMe clients' counters. */
+static int exporter_metrics(void *arg, FILE *out)
+{
+	struct stats_view *v = arg;
+	struct sio_fabric_status *st = NULL;
+	struct sio_fabric *f;
+	struct prom *p;
+	int n;
+
+	if (prog_join(v->name, 0, &f))
+		return PROG_FAIL;
+	v->cur = &v->bufs[0];
+	v->prev = NULL;
+	n = sio_nvme_stats_read(f, v->device, v->cur->c, MAX_CLIENTS);
+	if (n >= 0 && sio_fabric_status_get(f, &st))
+		n = -1;
+	sio_fabric_close(f);
+	if (n < 0)
+		return prog_fail("%s", sio_errmsg());
+	v->cur->n = n < MAX_CLIENTS ? n : MAX_CLIENTS;
+	p = prom_open(out);
+	if (p) {
+		prom_fabric(p, st);
+		stats_prom(p, v);
+	}
+	sio_fabric_status_close(st);
+	if (!p || prom_close(p))
+		return prog_fail("out of memory");
+	return 0;
+}
+
+static int cmd_exporter(int argc, char **argv)
+{
+	enum { O_LISTEN = 256, O_DEVICE };
+	static const struct option o[] = {
+		{ "listen", 1, 0, O_LISTEN }, { "device", 1, 0, O_DEVICE }, PROG_LONGOPTS, { 0 } };
+	struct stats_view v = { .device = SIO_DEVICE_ANY };
+	const char *listen = NULL;
+	int c, ret;
+
+	while ((c = prog_getopt(argc, argv, "hl:", o)) != -1) {
+		switch (c) {
+		case O_LISTEN: case 'l': listen = optarg; break;
+		case O_DEVICE: v.device = prog_u32("--device", optarg, 0, SIO_DEVICE_ANY - 1); break;
+		}
+	}
+	if (optind < argc)
+		v.name = argv[optind++];
+	prog_no_args(argc, argv);
+	if (!listen)
+		prog_usage_error("where to listen? --listen HOST:PORT (127.0.0.1:9400)");
+	v.bufs = calloc(1, sizeof(*v.bufs));
+	if (!v.bufs)
+		return prog_fail("out of memory");
+	prog_catch_stop();
+	ret = prom_serve(listen, exporter_metrics, &v);
+	free(v.bufs);
+	return ret;
+}
+
 static void usage(FILE *o)
 {
 	fprintf(o,
@@ -432,7 +492,11 @@ static void usage(FILE *o)
 "       smartio top [NAME] [--interval SEC] [--count N] [--device ID]\n"
 "                                  live NVMe clients and queue pairs: IOPS, MiB/s,\n"
 "                                  latency, errors, doorbells\n"
-"smartio runs this program for both (as smartio-nvme stats|top ...).\n"
+"       smartio exporter [NAME] --listen HOST:PORT [--device ID]\n"
+"                                  serve smartio status --prometheus and the\n"
+"                                  counters above on http://HOST:PORT/metrics, one\n"
+"                                  scrape at a time, until SIGINT or SIGTERM\n"
+"smartio runs this program for all three (as smartio-nvme stats|top|exporter ...).\n"
 "NAME defaults to $SMARTIO_FABRIC.\n"
 PROG_HELP
 "Exit status: 0 ok, 1 failed, 2 usage error.\n");
@@ -452,6 +516,8 @@ int main(int argc, char **argv)
 		return cmd_stats(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "top"))
 		return cmd_top(argc - 1, argv + 1);
-	prog_usage_error("%s%s%s (there is: stats, top)", argc < 2 ? "no command" :
+	if (argc >= 2 && !strcmp(argv[1], "exporter"))
+		return cmd_exporter(argc - 1, argv + 1);
+	prog_usage_error("%s%s%s (there is: stats, top, exporter)", argc < 2 ? "no command" :
 			 "unknown command '", argc < 2 ? "" : argv[1], argc < 2 ? "" : "'");
 }
