@@ -382,7 +382,10 @@ sntb() {
 		ok sntb-death-releases || no sntb-death-releases "the windows of a dead process stayed taken"
 	# port 1 goes down and comes back (smartio_ntb reloaded) faster than
 	# the link work of 0 and 2 runs (held back by a test-only parameter),
-	# while they hold its window mapped: the link generation moves anyway
+	# while they hold its window mapped: the link generation moves anyway.
+	# Their wait for it starts at the phase (SIGUSR1), when port 1 goes,
+	# not when they map: one guest may get to the phase minutes after
+	# another (TCG on a loaded host).
 	P=/sys/module/smartio_ntb/parameters/link_delay_ms
 	if [ "$ME" != 1 ]; then
 		echo 8000 >$P
@@ -391,6 +394,7 @@ sntb() {
 		started /tmp/bounce.log '^bouncing'
 	fi
 	phase sntb-bounce
+	[ "$ME" = 1 ] || kill -USR1 $b
 	if [ "$ME" = 1 ]; then
 		rmmod smartio_ntb && insmod $MOD/smartio_ntb.ko && ok sntb-bounce-reload ||
 			no sntb-bounce-reload "$(dmesg | tail -n 3)"

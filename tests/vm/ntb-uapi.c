@@ -14,10 +14,11 @@
  *                           after, the outbound pages (both, when the device
  *                           went) read all ones, calls say -ENODEV (the
  *                           device gone), and the child saw no fault
- *   ntb-uapi bounce PORT    map PORT's outbound window, then wait until
- *                           PORT's link generation moves (it goes down and
- *                           comes back while the link work is held back):
- *                           the mapping must be revoked (reads all ones)
+ *   ntb-uapi bounce PORT    map PORT's outbound window, then, from a
+ *                           SIGUSR1 on, wait until PORT's link generation
+ *                           moves (it goes down and comes back while the
+ *                           link work is held back): the mapping must be
+ *                           revoked (reads all ones)
  *   ntb-uapi take PORT      allocate every inbound window for PORT and
  *                           register an eventfd, then die by SIGKILL
  *   ntb-uapi eventfd BIT N  wait for N rings of doorbell BIT on an eventfd
@@ -33,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -566,16 +568,27 @@ static void hold(int fd, const struct sio_ntb_info *info, int port, int dev_only
  * process holds its outbound window mapped and the link work is held back
  * (link_delay_ms): the peer's link generation must move, and the mapping
  * be revoked, though the link is up again when the work runs.
+ *
+ * The process maps before the suite's phase, and PORT reloads only once
+ * every guest is at it: the wait for the move is counted from SIGUSR1,
+ * which the suite sends once the phase begins, not from the mapping (a
+ * guest that gets to the phase minutes later would use up the wait).
  */
 static void bounce(int fd, const struct sio_ntb_info *info, int port)
 {
 	int pidx = pidx_of(fd, info, port), moved = 0;
 	struct sio_ntb_peer_mw pmw = { .widx = pidx * info->mws_per_peer };
 	struct sio_ntb_peer p = { .pidx = pidx };
+	struct timespec phase_max = { .tv_sec = 600 };	/* the suite's phase wait */
 	struct sio_ntb_event ev;
 	volatile uint64_t *out;
+	sigset_t go;
 	uint64_t gen0;
 
+	/* blocked, so a SIGUSR1 that comes early waits for sigtimedwait() */
+	sigemptyset(&go);
+	sigaddset(&go, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &go, NULL);
 	if (ioctl(fd, SIO_NTB_IOC_PEER_MW, &pmw) || ioctl(fd, SIO_NTB_IOC_PEER, &p)) {
 		printf("FAIL bounce: %s\n", strerror(errno));
 		exit(1);
@@ -590,6 +603,11 @@ static void bounce(int fd, const struct sio_ntb_info *info, int port)
 	gen0 = p.link_gen;
 	printf("bouncing: port %d's link generation is %llu\n", port, (unsigned long long)gen0);
 	fflush(stdout);
+	if (sigtimedwait(&go, NULL, &phase_max) != SIGUSR1) {
+		printf("FAIL bounce-go: no SIGUSR1 within %ld s\n", (long)phase_max.tv_sec);
+		exit(1);
+	}
+	printf("bounce: port %d goes now\n", port);
 	for (int t = 0; t < 60 && !moved; t++) {
 		struct pollfd pf = { .fd = fd, .events = POLLIN };
 
