@@ -59,6 +59,7 @@
 # want-uio: g2b:dmesg g0:readback-client2b
 # want-uio: g0:xlat-mode g1:xlat-mode g2:xlat-mode g1:xlat-own-window g1:xlat-pool-window
 # want-uio: g0:xlat-data-isolated
+# want-bar64: g0:bar64 g1:bar64 g2:bar64
 . /vm/guest.sh	# res, ok, no, run, until_ok, measure, readback_clients, ...
 FAB=ntbfab
 MOD=/lib/modules
@@ -95,6 +96,7 @@ load() {
 	insmod $MOD/ntb.ko && insmod $MOD/ntb_hw_ivshmem.ko ports=3 link_timeout_ms=2000 $XL &&
 		insmod $MOD/smartio_ntb.ko && [ -c /dev/smartio-ntb0 ] && ok load ||
 		no load "$(dmesg | grep -i ntb | tail -n 3)"
+	bar64_check
 	ME=$(dmesg | sed -n 's/.*NTB port \([0-9]*\) of.*/\1/p' | tail -n 1)
 }
 # serve PEERS: this kernel's node service, with PEERS links up (2: every

@@ -67,7 +67,7 @@ DBG=/sys/kernel/debug
 DEV=0000:00:10.0		# the ivshmem-doorbell function, so the NTB device
 PORTS=4
 # ntb_perf kmallocs a source buffer as large as the window: past 4 MiB the
-# page allocator warns (the bar64 variant's windows are 16 MiB)
+# page allocator warns (a region of 64 MiB or more has 16 MiB windows)
 PERF_MW=4194304
 T=$DBG/ntb_tool/$DEV
 n=0				# the last phase asked for
@@ -464,13 +464,7 @@ if [ "$ME" = 0 ]; then
 	[ "$SAID" = "$VARIANT" ] && ok pci-dma-ops ||
 		no pci-dma-ops "the driver behaves as $SAID, the host expects $VARIANT"
 fi
-# The bar64 variant: a region too large for the 32-bit hole, so the firmware
-# puts BAR2 above 4 GiB, where its memory type is write-back and the
-# clients' write-combining maps of the peers' areas must still work.
-if variant bar64; then
-	b=$(sed -n 3p /sys/bus/pci/devices/$DEV/resource | cut -d' ' -f1)
-	[ $((b)) -ge $((0x100000000)) ] && ok bar64 || no bar64 "BAR2 at $b, below 4 GiB"
-fi
+bar64_check
 
 if grep -q 'sio.join' /proc/cmdline; then
 	# -- guest 2 booted again: it joins 0 and 1 on its old port, which its

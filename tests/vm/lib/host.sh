@@ -227,6 +227,14 @@ monitor() { printf '\001c%s\n\001c' "$2" >"$work/g$1.in"; }
 # console is muxed with QEMU's monitor (Ctrl-A c).
 ntb_guest() {
 	n=$1 lg=$2 app=$3; shift 3
+	# variant bar64: a 1 GiB ivshmem-plain (a sparse file no guest touches)
+	# fills the 32-bit PCI hole (1 GiB on q35, from 0xc0000000), so
+	# SeaBIOS moves every 64-bit BAR above 4 GiB, the NTB's BAR2 too,
+	# whatever its size; without MSI-X it is no NTB to ntb_hw_ivshmem
+	case ",${SIO_NTB_VARIANT:-}," in
+	*,bar64,*) set -- "$@" -object memory-backend-file,id=hole,mem-path="$work/hole",size=1G,share=on \
+		-device ivshmem-plain,memdev=hole,addr=0x12 ;;
+	esac
 	if [ ! -p "$work/g$n.in" ]; then
 		mkfifo "$work/g$n.in"
 		sleep 2147483647 <>"$work/g$n.in" >/dev/null 2>&1 &

@@ -19,6 +19,18 @@ dmesg_check() {
 		ok "$1"
 	fi
 }
+# bar64_check: where the host gave variant bar64 (sio.variant=), the NTB's
+# BAR2 is above 4 GiB (run-ntb.sh fills the 32-bit PCI hole), where the
+# firmware's memory type for it is write-back and the clients'
+# write-combining maps of the peers' areas must still work
+bar64_check() {
+	case ",$(sed -n 's/.*sio\.variant=\([a-z0-9,-]*\).*/\1/p' /proc/cmdline)," in
+	*,bar64,*) ;;
+	*) return 0 ;;
+	esac
+	b=$(sed -n 3p /sys/bus/pci/devices/0000:00:10.0/resource | cut -d' ' -f1)
+	if [ $((b)) -ge $((0x100000000)) ]; then ok bar64; else no bar64 "BAR2 at $b, below 4 GiB"; fi
+}
 uptime_s() { cut -d. -f1 /proc/uptime; }
 # phase NAME: wait until every live guest got here (run-ntb.sh answers GO n)
 phase() {
