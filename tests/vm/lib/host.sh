@@ -57,6 +57,11 @@
 #   SIO_NTB_FINISH     g0 g1 g2b          the guests' logs that must end in
 #                                         SIO-VM DONE
 #   SIO_NTB_FLAP_S     4                  seconds flap-1 stops guest 1 for
+#   SIO_NTB_NET        0                  1: a network between the NTB guests,
+#                                         a virtio-net each (MAC
+#                                         52:54:00:38:00:N) on one QEMU
+#                                         multicast socket bound to 127.0.0.1
+#                                         (the suite sets the addresses)
 #   SMARTIO_CACHE      /var/cache/smartio where kernel/upstream.sh put the NTB
 #                                         framework's sources (for a SKIP's why)
 #
@@ -240,6 +245,8 @@ ntb_guest() {
 		sleep 2147483647 <>"$work/g$n.in" >/dev/null 2>&1 &
 		holders="$holders $!"
 	fi
+	# shellcheck disable=SC2046 # QEMU arguments, one word each
+	set -- "$@" $(ntb_net "$n")
 	qemu_guest "$n" "$lg" "${SIO_NTB_MEM:-320}" \
 		"no_timer_check rdinit=/init sio.guest=$n $app ${SIO_NTB_APPEND:-}${SIO_NTB_VARIANT:+ sio.variant=$SIO_NTB_VARIANT}" "$work/g$n.in" \
 		-serial mon:stdio \
@@ -250,6 +257,17 @@ ntb_guest() {
 	i=0; while [ "$(grep -c "peer $n joined" "$work/server.log")" -lt "$b" ] && [ $i -lt 100 ]; do
 		sleep 0.1; i=$((i + 1))
 	done
+}
+
+# ntb_net N: guest N's QEMU arguments for SIO_NTB_NET: a virtio-net on a
+# multicast socket whose packets go out on the loopback only (localaddr),
+# its group and port taken from this script's pid, so that two runs on one
+# machine do not hear each other
+ntb_net() {
+	[ "${SIO_NTB_NET:-0}" = 1 ] || return 0
+	mc=239.255.$(($$ % 250)).$((($$ / 250) % 250 + 1)):$((20000 + $$ % 30000))
+	echo "-netdev socket,id=net0,mcast=$mc,localaddr=127.0.0.1"
+	echo "-device virtio-net-pci,netdev=net0,mac=52:54:00:38:00:0$1,addr=0x11"
 }
 
 # The host's actions, at the phases of those names (the suite's "# host:"
