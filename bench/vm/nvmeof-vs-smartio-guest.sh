@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: MIT
+# Guests' half of bench/vm/nvmeof-vs-smartio.sh, run by tests/vm/run-ntb.sh
+# as its suite (SIO_NTB_SUITE, SIO_NTB_NET=1): the three NTB guests, guest 0
+# with QEMU's NVMe, guest 1 the initiator, guest 2 a bystander. ROUNDS
+# times, in turn: guest 0's kernel exports the namespace (nvmet) and guest 1
+# reads over NVMe/TCP, then NVMe/RDMA (soft-RoCE) where it runs, with fio
+# (io_uring, O_DIRECT); then guest 0 lends the controller over the ntb
+# fabric and guest 1 reads with nvme-client and with fio's smartio engine.
+# 4 KiB random reads over 32 MiB, QD1 and QD32, RT seconds each.
+#
+# Every measured run is a pair of phases: all guests sample their CPU at
+# its start and at its end ("SIO-BENCH-CPU NAME begin|end G ..."), guest 1
+# prints the run's JSON between "SIO-BENCH-BEGIN NAME" and "SIO-BENCH-END".
+# shellcheck disable=SC2046,SC2034 # fio's options (word-split), the libraries' n, RUN_LIMIT
+RT=@RUNTIME@		# seconds per measured run
+ROUNDS=@ROUNDS@		# the paths' turns
+. /vm/guest.sh	# res, ok, no, run, until_ok, kernel_nvme_blk
+G=$(sed -n 's/.*sio\.guest=\([0-9]*\).*/\1/p' /proc/cmdline)
+. /vm/nvmeof.sh	# nvmeof_start, nvmet_export, nvmeof_connect, ntb_lend
+. /vm/ntb-sync.sh	# phase
+n=0
+RUN_LIMIT=$((RT * 3 + 120))
+cd /tmp || exit 1
+
+# cpu NAME WHEN: this guest's CPU ticks (USER_HZ) so far: all CPUs' busy
+# time, of it irq + softirq, then per thread group (the threads alive
+# now; a group's figure moves only with threads that live across a run):
+# kernel workers (kworker: nvme-tcp's and nvmet's I/O work, rxe's tasks,
+# ntb_hw_ivshmem's doorbell work), ksoftirqd, the lender with its relay
+# (nvme-lend), nvme-manager, the node service (smartio ntb serve)
+cpu() {
+	b=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $7 + $8 }' /proc/stat)
+	t=$(cat /proc/[0-9]*/stat 2>/dev/null | awk '{
+		c = $0; sub(/^[0-9]+ \(/, "", c); comm = c; sub(/\).*/, "", comm); sub(/^.*\) /, "", c)
+		split(c, f, " "); ticks = f[12] + f[13]
+		if (comm ~ /^kworker/) g["kworker"] += ticks
+		else if (comm ~ /^ksoftirqd/) g["ksoftirqd"] += ticks
+		else if (comm == "nvme-lend") g["lend"] += ticks
+		else if (comm == "nvme-manager") g["manager"] += ticks
+		else if (comm == "smartio") g["serve"] += ticks
+	} END { printf "%d %d %d %d %d", g["kworker"], g["ksoftirqd"], g["lend"], g["manager"], g["serve"] }')
+	echo "SIO-BENCH-CPU $1 $2 $G $b $t"
+}
+# measure NAME CMD...: a measured run, every guest at it; guest 1 runs CMD,
+# which writes its JSON to /tmp/NAME.json
+measure() {
+	name=$1; shift
+	phase "$name"
+	cpu "$name" begin
+	if [ "$G" = 1 ]; then
+		"$@" >/tmp/"$name".log 2>&1 && [ -s /tmp/"$name".json ] && rc=0 || rc=$?
+	fi
+	cpu "$name" end
+	phase "$name-end"
+	[ "$G" = 1 ] || return 0
+	if [ "$rc" = 0 ]; then
+		echo "SIO-BENCH-BEGIN $name"
+		cat /tmp/"$name".json
+		echo "SIO-BENCH-END $name"
+		ok "bench-$name"
+	else
+		sed 's/^/    | /' /tmp/"$name".log
+		no "bench-$name" "exit $rc"
+	fi
+}
+# fio_runs PATH OPTIONS...: fio at QD1 and QD32 (batches of 16, as
+# side-by-side.sh drives both drivers)
+fio_runs() {
+	p=$1; shift
+	J="--name=r --bs=4k --rw=randread --size=32m --time_based --runtime=$RT --output-format=json --lat_percentiles=1"
+	# shellcheck disable=SC2086 # fio's options, one word each
+	measure "$p-qd1" fio $J "$@" --iodepth=1 --output=/tmp/"$p-qd1".json
+	# shellcheck disable=SC2086
+	measure "$p-qd32" fio $J "$@" --iodepth=32 --iodepth_batch_submit=16 \
+		--iodepth_batch_complete_max=16 --output=/tmp/"$p-qd32".json
+}
+# oft TRANSPORT ROUND: guest 1 connects over TRANSPORT, reads, disconnects
+oft() {
+	[ "$G" = 1 ] && { nvmeof_connect "$1" || no "connect-$1" "over $1"; }
+	phase "connected-$1-$2"
+	fio_runs "nvme-$1-r$2" --filename="${BLK:-/dev/null}" --ioengine=io_uring --direct=1
+	[ "$G" = 1 ] && nvmeof_disconnect
+	phase "disconnected-$1-$2"
+}
+# client_runs ROUND: nvme-client at QD1 and QD32 (its own loop)
+client_runs() {
+	for qd in 1 32; do
+		measure "smartio-client-r$1-qd$qd" sh -c "nvme-client --fabric $FAB --op read --random \
+			--lba 0 --count 65536 --bs 8 --qd $qd --time $RT --timeout 30000 --progress 0 --json \
+			>/tmp/smartio-client-r$1-qd$qd.json"
+	done
+}
+
+nvmeof_start
+[ "$G" = 0 ] && echo "SIO-BENCH-INFO kernel $(uname -r), guest 0's NVMe $BLK ($MAIN), rdma=$RDMA"
+phase ready
+round=1
+while [ $round -le "$ROUNDS" ]; do
+	if [ "$G" = 0 ]; then
+		nvmet_export "$BLK" && ok "nvmet-export-r$round" || no "nvmet-export-r$round" "configfs refused it"
+	fi
+	phase "exported-$round"
+	oft tcp $round
+	[ "$RDMA" = 1 ] && oft rdma $round
+	if [ "$G" = 0 ]; then
+		nvmet_unexport || no "nvmet-unexport-r$round" "configfs kept the subsystem"
+		ntb_lend
+		sed -n 's/^/    | /; /relayed/p' /tmp/lend.log
+	fi
+	phase "lent-$round"
+	client_runs $round
+	fio_runs "smartio-fio-r$round" --ioengine=external:/prog/fio-smartio.so
+	[ "$G" = 0 ] && ntb_unlend
+	phase "unlent-$round"
+	round=$((round + 1))
+done
+dmesg_check dmesg
+phase "done"

@@ -1,0 +1,80 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# smartio across kernels against NVMe over Fabrics, same guests, same run
+# (a benchmark, not a test): the three QEMU guests of the ntb-fabric vm
+# suite (Debian's kernel, TCG) on a network of this machine's loopback.
+# Guest 0 has a QEMU NVMe; guest 1 reads it, in turn, ROUNDS times:
+#   nvme-tcp    the kernel's nvmet in guest 0 exports it over TCP, guest 1's
+#               nvme-tcp connects; fio, io_uring, O_DIRECT
+#   nvme-rdma   the same over RDMA on soft-RoCE (rdma_rxe), where it runs
+#   smartio-client, smartio-fio
+#               guest 0 lends it over the ntb fabric (ntb_hw_ivshmem, the
+#               doorbells relayed by guest 0's lender); guest 1's
+#               nvme-client (its own loop), then fio with the smartio engine
+# 4 KiB random reads over 32 MiB at QD1 and QD32, -t seconds each. Per path
+# (the median of the rounds): IOPS, p50/p99 latency, and CPU-seconds per
+# I/O in each guest apart (from each guest's /proc/stat), with the kernel
+# workers' and interrupts' share and the lender's processes apart; and the
+# ratios smartio / NVMe/TCP. Writes nvmeof-vs-smartio.json and .png, and
+# the guests' consoles (gN.log, which nvmeof-vs-smartio.py reads), to -o.
+# QEMU runs under TCG: absolute figures are emulation speed, and the host's
+# other load moves them; read the ratios, taken in one run.
+#
+# usage: bench/vm/nvmeof-vs-smartio.sh BUILD_DIR [-t SECONDS] [-r ROUNDS] [-o DIR]
+#   -t: seconds per measured run (default 10); -r: rounds (default 2).
+#   Exit 77 when QEMU, the kernel's modules, the NTB modules, fio or the fio
+#   engine is missing.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+[ $# -ge 1 ] || { sed -n 's/^# usage: //p' "$0"; exit 2; }
+build=$(cd "$1" && pwd)
+shift
+rt=10 rounds=2 out=bench-out/nvmeof-vs-smartio
+while [ $# -gt 0 ]; do
+	case $1 in
+	-t) rt=$2; shift ;;
+	-r) rounds=$2; shift ;;
+	-o) out=$2; shift ;;
+	*) echo "nvmeof-vs-smartio: unknown argument '$1' (see the usage: -t, -r, -o)" >&2; exit 2 ;;
+	esac
+	shift
+done
+case $rt$rounds in *[!0-9]*|'') echo "nvmeof-vs-smartio: -t and -r take whole numbers, not '$rt' '$rounds'" >&2; exit 2 ;; esac
+skip() { echo "SKIP: $*"; exit 77; }
+fio=$(command -v fio || true)
+[ -n "$fio" ] || skip "fio not installed (apt-get install fio)"
+engine=$build/bench/fio/fio-smartio.so
+[ -f "$engine" ] || skip "$engine not built (see docs/fio.md: it needs the fio source)"
+rdma=$(command -v rdma || true)	# iproute2's, for soft-RoCE in the guests
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/sio-nvmeof.XXXXXX")
+# kept where the run or its analysis failed, for its consoles
+trap 'rm -rf "$work"' EXIT
+keep() { trap - EXIT; echo "nvmeof-vs-smartio: the guests' consoles are in $work"; }
+sed "s/@RUNTIME@/$rt/; s/@ROUNDS@/$rounds/" "$here/nvmeof-vs-smartio-guest.sh" >"$work/guest.sh"
+set +e
+SIO_NTB_SUITE=$work/guest.sh SIO_NTB_EXTRA="$fio $engine $rdma" SIO_NTB_NET=1 \
+	SIO_NTB_FINISH="g0 g1 g2" SIO_NTB_SHM_MB=256 SIO_NTB_MEM=384 \
+	SIO_VM_MODSETS="nvmeof:virtio_pci,virtio_net,nvmet-tcp,nvme-tcp rdma:crc32_generic,rdma_rxe,nvmet-rdma,nvme-rdma" \
+	SIO_NTB_G0_ARGS='-drive file=$work/nvme.img,if=none,id=d0,format=raw -device nvme,serial=sio-nvmeof,drive=d0,addr=4' \
+	SIO_VM_TIMEOUT=$((400 + rounds * 8 * (rt + 15))) \
+	"$src/tests/vm/run-ntb.sh" "$build" "$src/tests/vm" "$work" >"$work/run.log" 2>&1
+rc=$?
+set -e
+# the host's summary less the guests' JSON
+awk '/^SIO-BENCH-BEGIN/ {skip = 1} !skip && !/^SIO-BENCH-/ {print} /^SIO-BENCH-END/ {skip = 0}' \
+	"$work/run.log"
+[ $rc -eq 77 ] && exit 77
+[ $rc -eq 0 ] || { echo "nvmeof-vs-smartio: the guests' run failed (exit $rc)"; keep; exit 1; }
+
+mkdir -p "$out"
+# the consoles beside the results: each guest's CPU samples, for a reader
+for g in 0 1 2; do cp "$work/g$g.log" "$out/"; done
+python3 "$here/nvmeof-vs-smartio.py" "$work" "$out" "$rt" "$rounds" || { keep; exit 1; }
+if command -v gnuplot >/dev/null 2>&1; then
+	(cd "$out" && gnuplot nvmeof-vs-smartio.gp) && echo "wrote $out/nvmeof-vs-smartio.json, nvmeof-vs-smartio.png"
+else
+	echo "wrote $out/nvmeof-vs-smartio.json (gnuplot not installed: no PNG)"
+fi
