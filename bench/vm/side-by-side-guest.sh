@@ -102,6 +102,10 @@ check smartio-fio-verify fio --name=sv $E --bs=16k --rw=randwrite --size=4m --of
 S="$E --bs=4k --rw=randread --size=64m"
 measure s-fio-qd1 /tmp/s1.json fio --name=s $S $J --iodepth=1 --output=/tmp/s1.json
 measure s-fio-qd32 /tmp/s32.json fio --name=s $S $J $B --output=/tmp/s32.json
+# fio's own floor: the null engine (no device, no driver) at the same depth
+# and batches, in the same guest: what fio itself costs an I/O
+measure null-fio-qd32 /tmp/n32.json fio --name=n --ioengine=null --bs=4k --rw=randread \
+	--size=64m $J $B --output=/tmp/n32.json
 measure s-sweep-qd1 /tmp/w1/sweep.json \
 	nvme-bench-sweep --fabric $FAB --device "$DEV" --qd 1 -t $RT -o /tmp/w1
 measure s-sweep-qd32 /tmp/w32/sweep.json \
