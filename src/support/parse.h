@@ -18,6 +18,7 @@
  * result is left untouched.
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -48,6 +49,34 @@ int sio_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
  * lies outside [@min, @max].
  */
 int sio_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/**
+ * sio_parse_bytes() - sio_parse_size(), and whether the text had a suffix
+ * @s, @min, @max, @out: as for sio_parse_size(); fio's suffixes are taken
+ *	too ("4k", "1m", "2KiB", "1p")
+ * @bare: set on success: true when @s is digits alone (a bare number), so
+ *	that an option whose unit changed to bytes can refuse what meant
+ *	something else before; may be NULL
+ *
+ * A negative number is out of range (-ERANGE), not "not a number".
+ * Return: as sio_parse_size().
+ */
+int sio_parse_bytes(const char *s, uint64_t min, uint64_t max, uint64_t *out, bool *bare);
+
+/**
+ * sio_parse_time() - parse a duration with fio's units
+ * @s: the text, e.g. "3s", "500ms", "1.5", "2m", "100us"
+ * @unit: seconds that a bare number counts (1 for an option in seconds,
+ *	1e-3 for one in milliseconds): a bare number keeps the option's unit
+ * @min: shortest accepted duration, in seconds
+ * @max: longest accepted duration, in seconds
+ * @out: the duration in seconds, set only on success
+ *
+ * Units: ns, us, ms, s, m (minutes), h, d, and nsec, usec, msec, sec, min.
+ * Return: 0; -EINVAL if @s is not a time; -ERANGE if it is negative or lies
+ * outside [@min, @max] (the message gives the range with units).
+ */
+int sio_parse_time(const char *s, double unit, double min, double max, double *out);
 
 /**
  * sio_parse_double() - parse a whole, finite decimal number in a range
