@@ -209,7 +209,7 @@ int main(int argc, char **argv)
 	while ((c = prog_getopt(argc, argv, "n:t:j:l:h", lo)) != -1) {
 		switch (c) {
 		case 'n': o.n_qd1 = prog_u64("--ios", optarg, 100, 1000000000); break;
-		case 't': o.secs = prog_u64("--time", optarg, 1, 3600); break;
+		case 't': o.secs = (uint64_t)(prog_time("--time", optarg, 1, 1, 3600) + 0.5); break;
 		case 'j': o.json = optarg; break;
 		case 'l': o.lat_out = optarg; break;
 		case 'R': o.tgt.reset = true; break;

@@ -182,7 +182,7 @@ int main(int argc, char **argv)
 	prog_init("nvme-bench-doorbells", usage);
 	while ((opt = prog_getopt(argc, argv, "t:o:h", lo)) != -1) {
 		switch (opt) {
-		case 't': seconds = prog_double("--time", optarg, 0.05, 60); break;
+		case 't': seconds = prog_time("--time", optarg, 1, 0.05, 60); break;
 		case 'o': out = optarg; break;
 		}
 	}

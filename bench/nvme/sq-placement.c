@@ -60,7 +60,7 @@ static void usage(FILE *o)
 		"  -n, --ios N      reads per placement (default 327680)\n"
 		"  -q, --quick      32768 reads per placement\n"
 		"      --no-model   latency model off (software cost only)\n"
-		"      --cmb MIB    CMB size (default 16; 0 drops the CMB placement)\n"
+		"      --cmb SIZE   CMB size (default 16m; 0 drops the CMB placement)\n"
 		"      --gpu        also place the SQ in GPU memory (not available yet)\n"
 		"  -o, --out DIR    output directory (default bench-out/sq-placement)\n"
 		BENCH_TARGET_HELP);
@@ -153,7 +153,7 @@ int main(int argc, char **argv)
 		case 'n': o.n = prog_u64("--ios", optarg, 8, 100000000); break;
 		case 'q': o.n = 32768; break;
 		case 'M': o.eo.model = false; break;
-		case 'c': o.eo.cmb_mib = prog_u32("--cmb", optarg, 1, 4096); break;
+		case 'c': o.eo.cmb_mib = prog_mib("--cmb", optarg, 4096); break;
 		case 'g':
 			prog_usage_error("--gpu: the NVMe client cannot place an SQ in GPU memory yet "
 					 "(no GPU location in struct sio_nvme_qspec)");

@@ -195,7 +195,7 @@ int main(int argc, char **argv)
 	bench_target_init(&o.tgt);
 	while ((opt = prog_getopt(argc, argv, "t:qc:o:hd:r:", lo)) != -1) {
 		switch (opt) {
-		case 't': o.secs = prog_double("--time", optarg, 0.05, 60); break;
+		case 't': o.secs = prog_time("--time", optarg, 1, 0.05, 60); break;
 		case 'q': o.quick = true; break;
 		case 'c': o.maxc = (int)prog_u64("--max-clients", optarg, 1, 63); break;
 		case 'F': o.nofile = true; break;

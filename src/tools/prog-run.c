@@ -312,8 +312,11 @@ double prog_watch_arg(const char *arg, int argc, char **argv)
 	double w = 1;
 
 	if (arg)
-		return prog_double("--watch", arg, 0.1, 86400);
-	if (optind < argc && !sio_parse_double(argv[optind], 0.1, 86400, &w))
-		optind++;
+		return prog_time("--watch", arg, 1, 0.1, 86400);
+	/* the next word is the interval when it looks like one: "--watch 0"
+	 * is a bad interval ("out of range"), not a stray argument */
+	if (optind < argc && ((argv[optind][0] >= '0' && argv[optind][0] <= '9') ||
+			      argv[optind][0] == '.'))
+		w = prog_time("--watch", argv[optind++], 1, 0.1, 86400);
 	return w;
 }

@@ -2,6 +2,7 @@
 /* The command-line contract every smartio program keeps (prog.h). */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include "parse.h"
@@ -16,6 +17,98 @@ void prog_init(const char *name, void (*usage)(FILE *out))
 {
 	prog_name = name;
 	prog_usage = usage;
+}
+
+/* fio's (and nvme-cli's) names for what our options do, so a habit gets
+ * pointed at our name; @note when no option of ours does it. */
+static const struct {
+	const char *theirs, *ours, *note;
+} aliases[] = {
+	{ "iodepth", "qd", NULL },
+	{ "runtime", "time", NULL },
+	{ "time_based", "time", NULL },
+	{ "rw", "op", "with --random for fio's randread/randwrite" },
+	{ "readwrite", "op", "with --random for fio's randread/randwrite" },
+	{ "blocksize", "bs", NULL },
+	{ "offset", "lba", "in blocks" },
+	{ "start-block", "lba", NULL },
+	{ "size", "count", "in blocks" },
+	{ "block-count", "count", NULL },
+	{ "number_ios", "ios", NULL },
+	{ "status-interval", "progress", NULL },
+	{ "output-format", "json", NULL },
+	{ "namespace-id", "nsid", NULL },
+	{ "interval", "watch", NULL },
+	{ "numjobs", NULL, "each nvme-client is one job: start one per job (several "
+	  "on a fabric share the controller, as fio's jobs do; the fio engine "
+	  "takes numjobs)" },
+	{ "ioengine", NULL, "for fio's engine see docs/fio.md" },
+};
+
+/* Edits that turn @a into @b (Levenshtein), counted up to 15 letters. */
+static unsigned distance(const char *a, size_t la, const char *b)
+{
+	unsigned row[16], prev, tmp;
+	size_t lb = strlen(b);
+
+	if (la > 15 || lb > 15)
+		return 99;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (unsigned)j;
+	for (size_t i = 1; i <= la; i++) {
+		prev = row[0];
+		row[0] = (unsigned)i;
+		for (size_t j = 1; j <= lb; j++) {
+			tmp = row[j];
+			row[j] = prev + (a[i - 1] != b[j - 1]);
+			if (row[j - 1] + 1 < row[j])
+				row[j] = row[j - 1] + 1;
+			if (tmp + 1 < row[j])
+				row[j] = tmp + 1;
+			prev = tmp;
+		}
+	}
+	return row[lb];
+}
+
+static bool has_option(const struct option *longopts, const char *name)
+{
+	for (; longopts && longopts->name; longopts++)
+		if (!strcmp(longopts->name, name))
+			return true;
+	return false;
+}
+
+/* After getopt's "unrecognized option '--iodepth'": what was meant. */
+static void suggest(const char *word, const struct option *longopts)
+{
+	size_t len = strcspn(word, "=");
+	const char *best = NULL;
+	unsigned d, best_d = 99;
+
+	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++) {
+		if (strlen(aliases[i].theirs) != len || strncmp(aliases[i].theirs, word, len))
+			continue;
+		if (aliases[i].ours && has_option(longopts, aliases[i].ours)) {
+			fprintf(stderr, "%s: did you mean --%s? (fio's --%s%s%s)\n", prog_name,
+				aliases[i].ours, aliases[i].theirs, aliases[i].note ? "; " : "",
+				aliases[i].note ? aliases[i].note : "");
+			return;
+		}
+		if (!aliases[i].ours) {
+			fprintf(stderr, "%s: --%s: %s\n", prog_name, aliases[i].theirs, aliases[i].note);
+			return;
+		}
+	}
+	for (; longopts && longopts->name; longopts++) {
+		d = distance(word, len, longopts->name);
+		if (d < best_d) {
+			best_d = d;
+			best = longopts->name;
+		}
+	}
+	if (best && best_d <= (len < 6 ? 1 : 2))
+		fprintf(stderr, "%s: did you mean --%s?\n", prog_name, best);
 }
 
 int prog_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts)
@@ -33,6 +126,9 @@ int prog_getopt(int argc, char **argv, const char *shortopts, const struct optio
 	case '?':
 	case ':':
 		/* getopt said which option, and what is wrong with it */
+		if (c == '?' && !optopt && optind > 0 && optind <= argc &&
+		    !strncmp(argv[optind - 1], "--", 2))
+			suggest(argv[optind - 1] + 2, longopts);
 		fprintf(stderr, "%s: see %s --help\n", prog_name, prog_name);
 		exit(PROG_USAGE);
 	}
@@ -109,6 +205,66 @@ uint64_t prog_size(const char *opt, const char *arg, uint64_t min, uint64_t max)
 	uint64_t v;
 
 	if (sio_parse_size(arg, min, max, &v))
+		bad_value(opt, sio_errmsg());
+	return v;
+}
+
+uint64_t prog_bytes(const char *opt, const char *arg, uint64_t min, uint64_t max,
+		    uint64_t old_unit, const char *old_name)
+{
+	char m[512], hint[32];
+	uint64_t v;
+	bool bare;
+
+	if (sio_parse_bytes(arg, 0, max, &v, &bare))
+		bad_value(opt, sio_errmsg());
+	if (v >= min)
+		return v;
+	if (bare && old_unit && v && v <= max / old_unit && v * old_unit >= min) {
+		/* a bare number too small for bytes: what it meant before */
+		snprintf(m, sizeof(m), "'%s' would be %s byte(s): %s counts bytes now, as "
+			 "fio does (it counted %s before; that meaning is %s %s)", arg, arg, opt,
+			 old_name, opt, prog_size_str(v * old_unit, hint, sizeof(hint)));
+		bad_value(opt, m);
+	}
+	sio_parse_bytes(arg, min, max, &v, NULL);	/* says "out of range" */
+	bad_value(opt, sio_errmsg());
+	return 0;
+}
+
+uint32_t prog_mib(const char *opt, const char *arg, uint32_t max_mib)
+{
+	uint64_t v;
+
+	if (!strcmp(arg, "0"))
+		return 0;
+	v = prog_bytes(opt, arg, 1u << 20, (uint64_t)max_mib << 20, 1u << 20, "MiB");
+	if (v & ((1u << 20) - 1))
+		prog_usage_error("%s %s is not a whole number of MiB (16m, 1g)", opt, arg);
+	return (uint32_t)(v >> 20);
+}
+
+const char *prog_size_str(uint64_t v, char *buf, size_t len)
+{
+	static const char sfx[] = "kmgtp";
+	int i = -1;
+
+	while (v && !(v & 1023) && i < 4) {
+		v >>= 10;
+		i++;
+	}
+	if (i < 0)
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+	else
+		snprintf(buf, len, "%llu%c", (unsigned long long)v, sfx[i]);
+	return buf;
+}
+
+double prog_time(const char *opt, const char *arg, double unit, double min, double max)
+{
+	double v;
+
+	if (sio_parse_time(arg, unit, min, max, &v))
 		bad_value(opt, sio_errmsg());
 	return v;
 }

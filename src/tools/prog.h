@@ -80,6 +80,34 @@ uint64_t prog_u64(const char *opt, const char *arg, uint64_t min, uint64_t max);
 uint32_t prog_u32(const char *opt, const char *arg, uint32_t min, uint32_t max);
 uint64_t prog_size(const char *opt, const char *arg, uint64_t min, uint64_t max);
 double prog_double(const char *opt, const char *arg, double min, double max);
+
+/**
+ * prog_bytes() - a size in bytes, with fio's suffixes ("4k", "1m", "4096")
+ * @opt, @arg, @min, @max: as prog_size()
+ * @old_unit: bytes the option's bare number counted before it counted
+ *	bytes (512 for blocks, 1 MiB for MiB), or 0
+ * @old_name: that unit's name, for the message ("blocks of 512 B")
+ *
+ * A bare number below @min that meant something under the old unit is
+ * refused with a message giving that meaning in bytes (--bs 8 was 8
+ * blocks: "--bs 4k"), never taken in the new unit silently.
+ */
+uint64_t prog_bytes(const char *opt, const char *arg, uint64_t min, uint64_t max,
+		    uint64_t old_unit, const char *old_name);
+/* A size in whole MiB for an option that counted MiB ("16m", "1g"; "0":
+ * none). Return: MiB. */
+uint32_t prog_mib(const char *opt, const char *arg, uint32_t max_mib);
+/* @v bytes as an option takes it: "4k", "16m", "3000". Return: @buf. */
+const char *prog_size_str(uint64_t v, char *buf, size_t len);
+/**
+ * prog_time() - a duration with fio's units ("3s", "500ms", "2m")
+ * @opt, @arg: as prog_u64()
+ * @unit: seconds a bare number counts (the option's documented unit)
+ * @min, @max: the range, in seconds
+ *
+ * Return: the duration in seconds; a bad one exits %PROG_USAGE.
+ */
+double prog_time(const char *opt, const char *arg, double unit, double min, double max);
 /* @arg must be one of the NULL-terminated @names: its index. */
 int prog_choice(const char *opt, const char *arg, const char *const *names);
 

@@ -365,7 +365,9 @@ static void parse(int argc, char **argv, const char *flag, const char *countname
 		switch (opt) {
 		case 'd': a->dev = optarg; break;
 		case 'c': a->count = prog_u64(countname, optarg, 1, 1000000); break;
-		case 't': a->ms = prog_u64("--timeout", optarg, 1, 3600000); break;
+		case 't':
+			a->ms = (uint64_t)(prog_time("--timeout", optarg, 1e-3, 1e-3, 3600) * 1e3 + 0.5);
+			break;
 		case 'f': a->flag = true; break;
 		}
 	}

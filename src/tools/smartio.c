@@ -70,6 +70,13 @@ static void usage(FILE *o)
 "included), 2 usage error.\n");
 }
 
+/* A hop's modelled delay: a time up to 1 ms (a bare number is ns, as the
+ * option's name says), far beyond any real one. */
+static uint32_t hop_ns(const char *opt, const char *arg)
+{
+	return (uint32_t)(prog_time(opt, arg, 1e-9, 0, 1e-3) * 1e9 + 0.5);
+}
+
 static int topology(const char *arg)
 {
 	static const char *const names[] = { "b2b", "switch", "cascade", NULL };
@@ -112,10 +119,9 @@ static int cmd_create(int argc, char **argv)
 	while ((opt = prog_getopt(argc, argv, "h", o)) != -1) {
 		switch (opt) {
 		case O_GROUP: group = optarg; break;
-		/* a hop's modelled delay: up to 1 ms, far beyond any real one */
-		case O_ADAPTER_NS: c.adapter_ns = prog_u32("--adapter-ns", optarg, 0, 1000000); break;
-		case O_CHASSIS_NS: c.chassis_ns = prog_u32("--chassis-ns", optarg, 0, 1000000); break;
-		case O_SWITCH_NS: c.switch_ns = prog_u32("--switch-ns", optarg, 0, 1000000); break;
+		case O_ADAPTER_NS: c.adapter_ns = hop_ns("--adapter-ns", optarg); break;
+		case O_CHASSIS_NS: c.chassis_ns = hop_ns("--chassis-ns", optarg); break;
+		case O_SWITCH_NS: c.switch_ns = hop_ns("--switch-ns", optarg); break;
 		case O_NODES: c.nodes = (int)prog_u64("--nodes", optarg, 1, SIO_MAX_NODES); break;
 		case O_PER: c.nodes_per_switch = (int)prog_u64("--per-switch", optarg, 1, SIO_MAX_NODES); break;
 		case O_ADAPTERS: c.adapters = (int)prog_u64("--adapters", optarg, 1, SIO_MAX_ADAPTERS); break;

@@ -20,7 +20,7 @@ expect_fail() {
 }
 alive() { kill -0 "$1" 2>/dev/null || fail "$2 is gone"; }
 
-start_emu 3 --backing ram:32M --cmb 4
+start_emu 3 --backing ram:32M --cmb 4m
 
 # Options that mean nothing without --fabric, and devices that are not there.
 expect_fail 2 "need --fabric" "$SWEEP" --device 1

@@ -89,6 +89,29 @@ if "$S" uio --help >/dev/null 2>&1; then
 	refuses "smartio uio bind 00:zz.0" "'00:zz.0'" "$S" uio bind 00:zz.0
 fi
 
+# fio's units and habits: a number that meant blocks or MiB before sizes
+# became bytes is refused with what it meant, never taken as bytes; fio's
+# option names point at ours; a negative id is out of range.
+refuses "nvme-client --bs 8 (8 blocks before)" "--bs 4k" "$CLIENT" --fabric "$F" --bs 8
+refuses "nvme-client --bs 4x" "'4x' is not a size" "$CLIENT" --fabric "$F" --bs 4x
+refuses "nvme-client --bs 64m" "'64m' is out of range" "$CLIENT" --fabric "$F" --bs 64m
+refuses "nvme-emu --cmb 16 (16 MiB before)" "--cmb 16m" "$EMU" --fabric "$F" --backing ram:4M --cmb 16
+refuses "nvme-emu --cmb 1500k" "whole number of MiB" "$EMU" --fabric "$F" --backing ram:4M --cmb 1500k
+refuses "nvme-client --time 3x" "'3x' is not a time" "$CLIENT" --fabric "$F" --time 3x
+refuses "nvme-client --time 0s" "'0s' is out of range (1ms.." "$CLIENT" --fabric "$F" --time 0s
+refuses "nvme-client --timeout -5ms" "out of range" "$CLIENT" --fabric "$F" --timeout -5ms
+refuses "nvme-client --iodepth 32" "did you mean --qd?" "$CLIENT" --fabric "$F" --iodepth 32
+refuses "nvme-client --iodepth=32" "did you mean --qd?" "$CLIENT" --fabric "$F" --iodepth=32
+refuses "nvme-client --runtime 3" "did you mean --time?" "$CLIENT" --fabric "$F" --runtime 3
+refuses "nvme-client --rw randread" "did you mean --op?" "$CLIENT" --fabric "$F" --rw randread
+refuses "nvme-client --numjobs 4" "one job" "$CLIENT" --fabric "$F" --numjobs 4
+refuses "nvme-client --radnom (a typo)" "did you mean --random?" "$CLIENT" --fabric "$F" --radnom
+refuses "nvme-client --node -1" "'-1' is out of range (0..255)" "$CLIENT" --fabric "$F" --node -1
+refuses "nvme-client --count -1" "'-1' is out of range" "$CLIENT" --fabric "$F" --count -1
+refuses "smartio status --watch 0" "'0' is out of range (100ms..86400s)" "$S" status "$F" --watch 0
+refuses "smartio status --watch 1x" "'1x' is not a time" "$S" status "$F" --watch=1x
+refuses "smartio create --adapter-ns 2ms" "'2ms' is out of range" "$S" create "$F-x" --adapter-ns 2ms
+
 # Nothing of the above changed the fabric: still 4 nodes, no device.
 timeout 20 "$S" status "$F" --json >"$out" 2>&1
 if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d['nodes'] == 4 and d['devices'] == [] else 1)" "$out"; then

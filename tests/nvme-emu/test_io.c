@@ -273,7 +273,7 @@ Test(io, cmb_hidden_until_enabled_and_usable_for_sq)
 	void *va;
 
 	h_stop(&H);
-	start("--backing ram:4M --cmb 2 --queues 4");
+	start("--backing ram:4M --cmb 2m --queues 4");
 	cr_assert_eq(NVME_CAP_CMBS(h_rd64(&H, NVME_REG_CAP)), 1);
 	cr_assert_eq(h_rd32(&H, NVME_REG_CMBSZ), 0, "CMBSZ reads 0 until CMBMSC.CRE");
 	h_wr64(&H, NVME_REG_CMBMSC, NVME_SET(1, CMBMSC_CRE));

@@ -82,7 +82,7 @@ Test(nvme_cluster, sixteen_clients_verify_disjoint_ranges)
 
 static void placement(const char *loc, const char *want)
 {
-	const char *emu[] = { "--backing", "ram:32M", "--cmb", "4", NULL };
+	const char *emu[] = { "--backing", "ram:32M", "--cmb", "4m", NULL };
 	char spec[64];
 	int i;
 
@@ -270,7 +270,7 @@ Test(nvme_cluster, split_requests_under_a_small_mdts_verify)
 	const char *emu[] = { "--backing", "ram:64M", "--ns", "16M:512", "--ns", "16M:4096",
 			      "--mdts", "1", NULL };
 	const char *argv[] = { "NVME_CLIENT", "--fabric", C.fabric, "--node", "1", "--nsid", "2",
-			       "--count", "4096", "--bs", "8", "--random", "--qd", "8",
+			       "--count", "4096", "--bs", "4k", "--random", "--qd", "8",
 			       "--queue", "depth=16", "--json", NULL };
 
 	cluster_up(&C, 2, 32, emu);

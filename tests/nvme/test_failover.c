@@ -42,7 +42,7 @@ static pid_t io_client(int node, const char *secs, char *tag, size_t len)
 	static char lba[16][16], nodes[64][12];
 	const char *argv[] = { "NVME_CLIENT", "--fabric", C.fabric, "--node", nodes[node],
 			       "--op", "write-verify", "--lba", lba[node % 16], "--count", "2048",
-			       "--bs", "8", "--qd", "4", "--random", "--seed", nodes[node],
+			       "--bs", "4k", "--qd", "4", "--random", "--seed", nodes[node],
 			       "--time", secs, NULL };
 
 	snprintf(nodes[node], sizeof(nodes[node]), "%d", node);
@@ -346,7 +346,7 @@ Test(failover, a_controller_changed_meanwhile_is_reset_not_adopted)
  * issued then is fetched and completes, not lost until a timeout. */
 Test(failover, cmb_queues_lose_nothing_while_no_manager_runs)
 {
-	const char *cmb[] = { "--backing", "ram:64M", "--cmb", "16", NULL };
+	const char *cmb[] = { "--backing", "ram:64M", "--cmb", "16m", NULL };
 	struct sio_nvme_ioq_info qi;
 	struct sio_nvme_qspec spec;
 	struct cli c = { 0 };

@@ -856,7 +856,7 @@ Test(faults, full_run_directory_is_an_error_not_a_crash)
 {
 	const char *emu[] = { "--backing", "ram:16M", NULL };
 	const char *argv[] = { "NVME_CLIENT", "--fabric", NULL, "--node", NULL, "--op", "read",
-			       "--lba", "0", "--count", "16384", "--bs", "2048", "--qd", "16",
+			       "--lba", "0", "--count", "16384", "--bs", "1m", "--qd", "16",
 			       "--time", "2", NULL };
 	char dir[128], tag[2][16], node[2][4], *err;
 	pid_t pid[2];

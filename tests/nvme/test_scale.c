@@ -78,7 +78,7 @@ static void writers(int n, const char *qd, const char *secs, char (*tags)[32], p
 	for (int i = 0; i < n; i++) {
 		const char *argv[] = { "NVME_CLIENT", "--fabric", C.fabric, "--node", nodes[i],
 				       "--op", "write-verify", "--lba", lba[i], "--count", "256",
-				       "--bs", "8", "--qd", qd, "--seed", nodes[i], "--time", secs,
+				       "--bs", "4k", "--qd", qd, "--seed", nodes[i], "--time", secs,
 				       NULL };
 
 		snprintf(nodes[i], sizeof(nodes[i]), "%d", i + 1);

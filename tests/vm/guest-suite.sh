@@ -56,29 +56,29 @@ if command -v nvme-manager >/dev/null; then
 	run drv-identify sh -c "nvme-identify --fabric $FAB --device $(devid $MAIN) | grep -v inactive"
 	run drv-manager manager $MAIN
 	# Three clients at once, each on its own queue pair, disjoint ranges.
-	client $MAIN drv-client-1 --lba 16 --count 2032 --bs 8 --qd 4
-	client $MAIN drv-client-2 --lba 2048 --count 2048 --bs 16 --qd 8 --random --ios 512 --seed 2
+	client $MAIN drv-client-1 --lba 16 --count 2032 --bs 4k --qd 4
+	client $MAIN drv-client-2 --lba 2048 --count 2048 --bs 8k --qd 8 --random --ios 512 --seed 2
 	# (its blocks are read back through the kernel's driver at the end)
-	client $MAIN drv-client-3 --lba 4096 --count 256 --bs 8 --qd 2 --pattern 0xa7 --flush
+	client $MAIN drv-client-3 --lba 4096 --count 256 --bs 4k --qd 2 --pattern 0xa7 --flush
 	collect drv-client-1 drv-client-2 drv-client-3
 	# SGLs on QEMU's controller (the client verifies every block it reads back):
 	# every command as one SGL Data Block, and the driver's own choice (SGL above
 	# two pages); then shadow doorbells (this manager configured them) against
 	# a manager without, QD1 and QD32 (TCG: timings are the emulator's, the
 	# MMIO doorbell writes per I/O are the driver's).
-	client $MAIN drv-sgl --lba 8192 --count 1024 --bs 64 --qd 4 --queue dptr=sgl
+	client $MAIN drv-sgl --lba 8192 --count 1024 --bs 32k --qd 4 --queue dptr=sgl
 	collect drv-sgl
-	client $MAIN drv-sgl-auto --lba 10240 --count 1024 --bs 32 --qd 2
+	client $MAIN drv-sgl-auto --lba 10240 --count 1024 --bs 16k --qd 2
 	collect drv-sgl-auto
-	client $MAIN drv-db-shadow-qd1 --op read --lba 16 --count 2032 --bs 8 --qd 1 --ios 1000 --random
+	client $MAIN drv-db-shadow-qd1 --op read --lba 16 --count 2032 --bs 4k --qd 1 --ios 1000 --random
 	collect drv-db-shadow-qd1
-	client $MAIN drv-db-shadow-qd32 --op read --lba 16 --count 2032 --bs 8 --qd 32 --ios 4000 --random
+	client $MAIN drv-db-shadow-qd32 --op read --lba 16 --count 2032 --bs 4k --qd 32 --ios 4000 --random
 	collect drv-db-shadow-qd32
 	stop_manager $MAIN
 	run drv-manager-mmio manager $MAIN --shadow-doorbells off
-	client $MAIN drv-db-mmio-qd1 --op read --lba 16 --count 2032 --bs 8 --qd 1 --ios 1000 --random
+	client $MAIN drv-db-mmio-qd1 --op read --lba 16 --count 2032 --bs 4k --qd 1 --ios 1000 --random
 	collect drv-db-mmio-qd1
-	client $MAIN drv-db-mmio-qd32 --op read --lba 16 --count 2032 --bs 8 --qd 32 --ios 4000 --random
+	client $MAIN drv-db-mmio-qd32 --op read --lba 16 --count 2032 --bs 4k --qd 32 --ios 4000 --random
 	collect drv-db-mmio-qd32
 	stop_manager $MAIN
 	# Two namespaces (512 B and 4 KiB blocks) and the CMB on the second controller.
@@ -86,8 +86,8 @@ if command -v nvme-manager >/dev/null; then
 		tee /dev/stderr | grep -q 'blocks of 512 bytes' && nvme-identify --fabric $FAB \
 		--device $(devid $CMB) | grep -q 'blocks of 4096 bytes'"
 	run drv-manager-cmb manager $CMB
-	client $CMB drv-ns1-512 --nsid 1 --count 1024 --bs 8 --qd 4
-	client $CMB drv-ns2-4k --nsid 2 --count 256 --bs 4 --qd 4
+	client $CMB drv-ns1-512 --nsid 1 --count 1024 --bs 4k --qd 4
+	client $CMB drv-ns2-4k --nsid 2 --count 256 --bs 16k --qd 4
 	collect drv-ns1-512 drv-ns2-4k
 	# QEMU's controller decodes CMB addresses only once the host has set
 	# CMBMSC.CMSE with CBA = the BAR's bus address (NVMe 1.4 3.1.12).
@@ -97,11 +97,11 @@ if command -v nvme-manager >/dev/null; then
 	# Small MDTS (16 KiB): 128 KiB requests must be split.
 	run lend-small lend $SMALL
 	run drv-manager-small manager $SMALL
-	client $SMALL drv-mdts-split --bs 256 --count 4096 --qd 2
+	client $SMALL drv-mdts-split --bs 128k --count 4096 --qd 2
 	collect drv-mdts-split
 	# Two I/O queue pairs: a third client must be told there are none left.
-	client $SMALL drv-queues-1 --count 2048 --bs 1 --qd 1 --time 6
-	client $SMALL drv-queues-2 --lba 2048 --count 2048 --bs 1 --qd 1 --time 6
+	client $SMALL drv-queues-1 --count 2048 --bs 512 --qd 1 --time 6
+	client $SMALL drv-queues-2 --lba 2048 --count 2048 --bs 512 --qd 1 --time 6
 	i=0; while [ $(grep -ci 'client.*\(arriv\|join\|connect\)' /tmp/mgr-$SMALL.log) -lt 2 ] && [ $i -lt 100 ]; do
 		sleep 0.1; i=$((i + 1)); done
 	expect_fail drv-out-of-queues 'no I/O queue pair left' \

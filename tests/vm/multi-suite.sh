@@ -73,7 +73,7 @@ lender)
 		res FAIL dead-client-reclaimed "the manager never deleted guest 2's queues"
 	smartio status $FAB | sed 's/^/    | /'
 	# The same QD1 reads from the lender's kernel: its own BAR0, no relay
-	run qd1-local nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 8 --qd 1 \
+	run qd1-local nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 4k --qd 1 \
 		--ios 2000 --timeout 20000 && measure qd1-local
 	kill $mpid; wait $mpid
 	kill $lpid; wait $lpid
@@ -106,19 +106,19 @@ client1|client2)
 			res FAIL edu-relayed-path "not through the relay"
 	fi
 	if [ $me = 1 ]; then lba=0; pat=0xa1; else lba=1024; pat=0xb2; fi
-	run client-write-verify nvme-client --fabric $FAB --lba $lba --count 256 --bs 8 --qd 4 \
+	run client-write-verify nvme-client --fabric $FAB --lba $lba --count 256 --bs 4k --qd 4 \
 		--pattern $pat --flush --timeout 20000
 	if [ $me = 2 ]; then
 		echo "SIO-VM MARK long-client"
-		nvme-client --fabric $FAB --lba 4096 --count 2048 --bs 8 --qd 4 --random --time 120
+		nvme-client --fabric $FAB --lba 4096 --count 2048 --bs 4k --qd 4 --random --time 120
 		res FAIL still-alive "guest 2 should have been killed"
 	else
-		run client-across-the-kill nvme-client --fabric $FAB --lba 2048 --count 1024 --bs 8 \
+		run client-across-the-kill nvme-client --fabric $FAB --lba 2048 --count 1024 --bs 4k \
 			--qd 2 --random --time 25 --timeout 20000
-		run client-after-reclaim nvme-client --fabric $FAB --lba 3072 --count 256 --bs 8 --qd 2 \
+		run client-after-reclaim nvme-client --fabric $FAB --lba 3072 --count 256 --bs 4k --qd 2 \
 			--timeout 20000
 		# QD1 reads from this kernel: every doorbell goes through the lender's relay
-		run qd1-remote nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 8 --qd 1 \
+		run qd1-remote nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 4k --qd 1 \
 			--ios 2000 --timeout 20000 && measure qd1-remote
 		doorbell_end
 	fi

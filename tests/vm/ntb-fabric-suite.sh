@@ -138,7 +138,7 @@ if grep -q 'sio.join' /proc/cmdline; then
 	until_ok 60 smartio status $FAB && ok rejoin || no rejoin "$(cat /tmp/until)"
 	until_ok 60 nvme-identify --fabric $FAB && ok identify-after-rejoin ||
 		no identify-after-rejoin "$(cat /tmp/until)"
-	client client-after-rejoin --lba 7168 --count 256 --bs 8 --qd 2 --pattern 0xd4 --flush
+	client client-after-rejoin --lba 7168 --count 256 --bs 4k --qd 2 --pattern 0xd4 --flush
 	phase rejoined
 	dmesg_check dmesg
 	serve_log
@@ -155,13 +155,13 @@ if dmesg | grep -q 'restarted: its slot still holds'; then
 	phase reset-back
 	until_ok 60 nvme-identify --fabric $FAB && ok identify-after-rejoin ||
 		no identify-after-rejoin "$(cat /tmp/until)"
-	client client-after-rejoin --lba 5120 --count 256 --bs 8 --qd 2 --pattern 0xc3 --flush
+	client client-after-rejoin --lba 5120 --count 256 --bs 4k --qd 2 --pattern 0xc3 --flush
 	phase takeover
 	nvme-manager --fabric $FAB --standby --ready-file /tmp/mgr.ready >/tmp/mgr.log 2>&1 &
 	mpid=$!
 	until_ok 30 grep -q . /tmp/mgr.log
 	phase mgr-kill
-	client client-across-takeover --lba 6144 --count 512 --bs 8 --qd 2 --random --time 20
+	client client-across-takeover --lba 6144 --count 512 --bs 4k --qd 2 --random --time 20
 	until_ok 90 test -s /tmp/mgr.ready && ok standby-took-over ||
 		{ sed 's/^/    | /' /tmp/mgr.log; no standby-took-over "the standby never served"; }
 	run fio-verify fio --name=v --ioengine=external:/prog/fio-smartio.so \
@@ -256,20 +256,20 @@ phase served
 if [ "$G" != 0 ]; then
 	until_ok 60 nvme-identify --fabric $FAB && ok identify || no identify "$(cat /tmp/until)"
 	if [ "$G" = 1 ]; then lba=0 pat=0xa1; else lba=1024 pat=0xb2; fi
-	client client-write-verify --lba $lba --count 256 --bs 8 --qd 4 --pattern $pat --flush
+	client client-write-verify --lba $lba --count 256 --bs 4k --qd 4 --pattern $pat --flush
 	grep -q 'BAR0 relayed (no window: Operation not supported)' /tmp/out && ok doorbells-labelled ||
 		no doorbells-labelled "the client did not say its doorbells are relayed"
 fi
 phase io
 if [ "$G" = 0 ]; then
-	run qd1-local nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 8 --qd 1 \
+	run qd1-local nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 4k --qd 1 \
 		--ios 1000 --timeout 20000 && measure qd1-local
 fi
 phase qd1-local
 # guest 1's QD1 reads, every doorbell relayed, and the relay's part of them
 if [ "$G" = 1 ]; then
 	before=$(relay_counters)
-	run qd1-remote nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 8 --qd 1 \
+	run qd1-remote nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 4k --qd 1 \
 		--ios 2000 --timeout 20000 && measure qd1-remote
 	relay_share "$before" "$(relay_counters)" 2000 && ok relay-counted ||
 		no relay-counted "smartio status shows no relay counters that moved: '$before'"
@@ -278,7 +278,7 @@ phase qd1-remote
 
 if [ "$LEND" = vfio ]; then
 	# -- guest 1 stopped for a while, mid-I/O: its link goes and comes back
-	[ "$G" = 1 ] && { nvme-client --fabric $FAB --lba 2048 --count 512 --bs 8 --qd 2 --random \
+	[ "$G" = 1 ] && { nvme-client --fabric $FAB --lba 2048 --count 512 --bs 4k --qd 2 --random \
 		--time 20 --timeout 60000 >/tmp/flap.log 2>&1 & fpid=$!; sleep 1; }
 	phase flap-1
 	case $G in
@@ -298,20 +298,20 @@ if [ "$LEND" = vfio ]; then
 	esac
 	phase flap-done
 	# once the link is back: a new borrow, verified
-	[ "$G" = 1 ] && client client-after-flap --lba 2048 --count 256 --bs 8 --qd 2 --pattern 0x5a --flush
+	[ "$G" = 1 ] && client client-after-flap --lba 2048 --count 256 --bs 4k --qd 2 --pattern 0x5a --flush
 	phase after-flap
 fi
 
 # -- guest 2 killed mid-I/O: guest 1 goes on, the manager reclaims guest 2's queues
 if [ "$G" = 2 ]; then
-	nvme-client --fabric $FAB --lba 4096 --count 2048 --bs 8 --qd 4 --random --time 120 \
+	nvme-client --fabric $FAB --lba 4096 --count 2048 --bs 4k --qd 4 --random --time 120 \
 		>/dev/null 2>&1 &
 	sleep 2
 fi
 phase kill-2
 case $G in
 2)	sleep 300; no still-alive "guest 2 should have been killed"; exit 0 ;;
-1)	client client-across-the-kill --lba 3072 --count 1024 --bs 8 --qd 2 --random --time 15 ;;
+1)	client client-across-the-kill --lba 3072 --count 1024 --bs 4k --qd 2 --random --time 15 ;;
 0)	# guest 1's borrow, held for 15 s, labelled with its doorbell path
 	until_ok 30 sh -c "smartio status $FAB | grep -q 'on node 1, doorbells relayed'" &&
 		ok status-labelled || no status-labelled "smartio status shows no borrow's doorbell path"

@@ -54,15 +54,15 @@ if command -v nvme-manager >/dev/null; then
 	run uio-identify-via-manager sh -c "nvme-identify --fabric $FAB --device $(devid $MAIN) |
 		grep -q 'nsid 1: 131072 blocks of 512 bytes'"
 	# Two clients at once, each on its own queue pair: write, read back, compare.
-	client $MAIN uio-client-1 --lba 16 --count 2032 --bs 8 --qd 4
-	client $MAIN uio-client-2 --lba 2048 --count 2048 --bs 16 --qd 8 --random --ios 512 --seed 3
+	client $MAIN uio-client-1 --lba 16 --count 2032 --bs 4k --qd 4
+	client $MAIN uio-client-2 --lba 2048 --count 2048 --bs 8k --qd 8 --random --ios 512 --seed 3
 	collect uio-client-1 uio-client-2
 	# A known pattern, read back by the kernel's driver below.
-	client $MAIN uio-client-pattern --lba 4096 --count 256 --bs 8 --qd 2 --pattern 0x5c --flush
+	client $MAIN uio-client-pattern --lba 4096 --count 256 --bs 4k --qd 2 --pattern 0x5c --flush
 	collect uio-client-pattern
 	# A 4 MiB data buffer spans two huge pages: served if they are physically
 	# adjacent (and the data checked), refused by name if not; never wrong.
-	nvme-client --fabric $FAB --device $(devid $MAIN) --lba 8192 --count 8192 --bs 512 \
+	nvme-client --fabric $FAB --device $(devid $MAIN) --lba 8192 --count 8192 --bs 256k \
 		--qd 16 --timeout 10000 >/tmp/big.log 2>&1; rc=$?
 	sed 's/^/    | /' /tmp/big.log
 	if [ $rc -eq 0 ]; then res PASS uio-client-4mib-buffer "two adjacent huge pages, data verified"
@@ -83,7 +83,7 @@ if command -v nvme-manager >/dev/null; then
 	kill -9 $victim; wait $victim 2>/dev/null
 	i=0; while [ "$(nrel)" -le "$before" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 	run uio-killed-client-released sh -c "tail -n 3 /tmp/lend-$MAIN.log; [ $(nrel) -gt $before ]"
-	client $MAIN uio-client-after-kill --lba 16 --count 2032 --bs 8 --qd 4
+	client $MAIN uio-client-after-kill --lba 16 --count 2032 --bs 4k --qd 4
 	collect uio-client-after-kill
 	stop_manager $MAIN
 	unlend $MAIN

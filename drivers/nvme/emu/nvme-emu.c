@@ -37,7 +37,8 @@ static void usage(FILE *out)
 		"  --lba BYTES       LBA size of the default namespace (512 or 4096)\n"
 		"  --queues N        I/O queue pairs offered (default 64, at most 1024)\n"
 		"  --mqes N          largest queue, entries (default 1024, at most 65536)\n"
-		"  --cmb MIB         controller memory buffer in MiB, as BAR 2 (default 0: none)\n"
+		"  --cmb SIZE        controller memory buffer, as BAR 2: 16m, 1g (default 0:\n"
+		"                    none)\n"
 		"  --chassis         the controller sits in an expansion chassis behind a switch\n"
 		"  --mdts N          maximum transfer, 4 KiB << N (default 5: 128 KiB; 1..10)\n"
 		"  --dstrd N         doorbell stride, 4 << N bytes (default 0)\n"
@@ -108,7 +109,7 @@ static void parse_ns(const char *s, struct sio_nvme_emu_config *cfg)
 	colon = strchr(buf, ':');
 	if (colon) {
 		*colon = '\0';
-		lba = prog_u32("--ns LBA", colon + 1, 512, 4096);
+		lba = (uint32_t)prog_bytes("--ns LBA", colon + 1, 512, 4096, 0, NULL);
 		if (lba != 512 && lba != 4096)
 			prog_usage_error("--ns %s: LBA size %u is not 512 or 4096", s, lba);
 	}
@@ -198,13 +199,13 @@ int main(int argc, char **argv)
 		case O_BACKING: cfg.backing = optarg; break;
 		case O_NS: parse_ns(optarg, &cfg); break;
 		case O_LBA:
-			cfg.lba_size = prog_u32("--lba", optarg, 512, 4096);
+			cfg.lba_size = (uint32_t)prog_bytes("--lba", optarg, 512, 4096, 0, NULL);
 			if (cfg.lba_size != 512 && cfg.lba_size != 4096)
 				prog_usage_error("--lba: LBA size %s is not 512 or 4096", optarg);
 			break;
 		case O_QUEUES: cfg.max_qpairs = prog_u32("--queues", optarg, 0, 65535); break;
 		case O_MQES: cfg.mqes = prog_u32("--mqes", optarg, 0, 65536); break;
-		case O_CMB: cfg.cmb_mib = prog_u32("--cmb", optarg, 0, 65535); break;
+		case O_CMB: cfg.cmb_mib = prog_mib("--cmb", optarg, 65535); break;
 		case O_MDTS: cfg.mdts = prog_u32("--mdts", optarg, 0, 255); break;
 		case O_DSTRD: cfg.dstrd = prog_u32("--dstrd", optarg, 0, 15); break;
 		case O_DEPTH: cfg.io_depth = prog_u32("--io-depth", optarg, 0, 65535); break;

@@ -31,7 +31,8 @@ struct cfg {
 	uint8_t byte;
 	uint64_t seed;
 	uint64_t lba, count;	/* the range */
-	uint32_t io_blocks;
+	uint64_t bs;		/* bytes per I/O (--bs) */
+	uint32_t io_blocks;	/* the same in blocks, once the namespace is known */
 	uint64_t ios;		/* 0: cover the range once */
 	bool random;
 	uint32_t qd;
@@ -311,7 +312,8 @@ static void usage(FILE *o)
 		"                    pass, then a read pass that verifies it)\n"
 		"  --lba N           first block of the range (default 0)\n"
 		"  --count N         blocks in the range (default 8192)\n"
-		"  --bs N            blocks per I/O (default 8)\n"
+		"  --bs SIZE         bytes per I/O, a whole number of blocks: 4096, 4k, 1m\n"
+		"                    (default 4k; fio's bs)\n"
 		"  --ios N           I/Os per pass (default: cover the range once); a\n"
 		"                    write-verify run makes two passes: N writes, N reads\n"
 		"  --random          random block offsets within the range\n"
@@ -326,10 +328,12 @@ static void usage(FILE *o)
 		"                    (shadow doorbells)\n"
 		"  --pattern P       lba (default; content from seed and block) | zero | 0xNN\n"
 		"  --seed N          pattern seed (default 1)\n"
-		"  --time SEC        repeat passes for this long\n"
-		"  --progress SEC    a progress line on stderr this often (default 5; 0: none)\n"
+		"  --time TIME       repeat passes for this long: 3s, 500ms, 2m (a bare number\n"
+		"                    is seconds; fio's runtime)\n"
+		"  --progress TIME   a progress line on stderr this often (default 5s; 0: none)\n"
 		"  --flush           flush after writing\n"
-		"  --timeout MS      fail an I/O that makes no progress this long\n"
+		"  --timeout TIME    fail an I/O that makes no progress this long (a bare\n"
+		"                    number is milliseconds)\n"
 		TOOL_JSON_HELP
 		PROG_HELP
 		"Latency percentiles count every I/O (log-linear buckets, within 1.6 %%).\n"
@@ -471,6 +475,15 @@ static int setup(struct run *r, struct sio_nvme_client *cl, struct sio_nvme_qspe
 				 (unsigned long long)r->ns.nsze);
 	if (r->ns.lba_size > 65536)
 		return prog_fail("block size %u not supported", r->ns.lba_size);
+	if ((c->bs % r->ns.lba_size))
+		return prog_fail("--bs %llu is not a whole number of namespace %u's %u-byte blocks "
+				 "(give a multiple of %u)", (unsigned long long)c->bs, c->nsid,
+				 r->ns.lba_size, r->ns.lba_size);
+	c->io_blocks = (uint32_t)(c->bs / r->ns.lba_size);
+	if (c->count < c->io_blocks)
+		return prog_fail("--count %llu blocks is less than one I/O (--bs %llu is %u "
+				 "blocks)", (unsigned long long)c->count, (unsigned long long)c->bs,
+				 c->io_blocks);
 	if (sio_nvme_ioq_create(cl, spec, &r->q))
 		return prog_fail("%s", sio_errmsg());
 	sio_nvme_ioq_info(r->q, &qi);
@@ -591,7 +604,7 @@ int main(int argc, char **argv)
 	};
 	static const char *const ops[] = { "write", "read", "verify", "write-verify", NULL };
 	struct cfg c = { .nsid = 1, .op = OP_WRITE_VERIFY, .pat = PAT_LBA, .seed = 1,
-			 .lba = 0, .count = 8192, .io_blocks = 8, .qd = 1, .progress = 5 };
+			 .lba = 0, .count = 8192, .bs = 4096, .qd = 1, .progress = 5 };
 	struct sio_nvme_qspec spec;
 	struct tool_common t;
 	int ch;
@@ -603,7 +616,9 @@ int main(int argc, char **argv)
 		case O_OP: c.op = (enum op)prog_choice("--op", optarg, ops); break;
 		case O_LBA: c.lba = prog_u64("--lba", optarg, 0, UINT64_MAX); break;
 		case O_COUNT: c.count = prog_u64("--count", optarg, 1, UINT64_MAX); break;
-		case O_BS: c.io_blocks = prog_u32("--bs", optarg, 1, 65536); break;
+		case O_BS:
+			c.bs = prog_bytes("--bs", optarg, 512, 32u << 20, 512, "blocks of 512 B");
+			break;
 		case O_IOS: c.ios = prog_u64("--ios", optarg, 0, UINT64_MAX); break;
 		case O_RANDOM: c.random = true; break;
 		case O_QD: c.qd = prog_u32("--qd", optarg, 1, SIO_NVME_QUEUE_MAX_SIZE - 1); break;
@@ -619,15 +634,15 @@ int main(int argc, char **argv)
 			}
 			break;
 		case O_SEED: c.seed = prog_u64("--seed", optarg, 0, UINT64_MAX); break;
-		case O_TIME: c.seconds = prog_double("--time", optarg, 0.001, 31536000.0); break;
-		case O_PROGRESS: c.progress = prog_double("--progress", optarg, 0, 86400.0); break;
+		case O_TIME: c.seconds = prog_time("--time", optarg, 1, 0.001, 31536000.0); break;
+		case O_PROGRESS: c.progress = prog_time("--progress", optarg, 1, 0, 86400.0); break;
 		case O_FLUSH: c.flush = true; break;
-		case O_TIMEOUT: c.timeout_ms = prog_u32("--timeout", optarg, 1, 3600000); break;
+		case O_TIMEOUT:
+			c.timeout_ms = (uint32_t)(prog_time("--timeout", optarg, 1e-3, 1e-3, 3600) *
+						  1e3 + 0.5);
+			break;
 		}
 	}
-	if (c.count < c.io_blocks)
-		prog_usage_error("--count %llu is smaller than --bs %u",
-				 (unsigned long long)c.count, c.io_blocks);
 	if (sio_nvme_qspec_parse(c.queue, &spec))
 		prog_usage_error("--queue: %s", sio_errmsg());
 	if (!spec.depth)

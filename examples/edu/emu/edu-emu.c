@@ -87,8 +87,11 @@ int main(int argc, char **argv)
 			v = prog_u64("--dma-bits", optarg, 12, 64);
 			cfg.dma_mask = v == 64 ? UINT64_MAX : (1ull << v) - 1;
 			break;
-		case O_MS: cfg.dma_ms = prog_u32("--dma-ms", optarg, 0, 60000); break;
-		case O_POLL: cfg.poll_ms = prog_u32("--poll-ms", optarg, 1, 60000); break;
+		case O_MS: cfg.dma_ms = (uint32_t)(prog_time("--dma-ms", optarg, 1e-3, 0, 60) * 1e3 + 0.5);
+			break;
+		case O_POLL:
+			cfg.poll_ms = (uint32_t)(prog_time("--poll-ms", optarg, 1e-3, 1e-3, 60) * 1e3 + 0.5);
+			break;
 		case O_CHASSIS: cfg.chassis = true; break;
 		case O_NAME: cfg.name = optarg; break;
 		default:
