@@ -164,6 +164,7 @@ struct sio_nvme_ioq {
 	uint32_t recover_tries;		/* in a row, without progress */
 	uint64_t recover_ns;
 	uint32_t recoveries;
+	uint32_t timeouts;		/* times commands made no progress for the timeout */
 };
 
 /*

@@ -675,6 +675,7 @@ int sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *ou
 	out->shadow_doorbells = q->qp[0].q.sq_ei != NULL;	/* rings as EventIdx says */
 	out->db_writes = q->qp[0].q.db_writes + q->qp[1].q.db_writes;
 	out->recoveries = q->recoveries;
+	out->timeouts = q->timeouts;
 	return 0;
 }
 

@@ -125,6 +125,7 @@ static void path_down(struct sio_nvme_ioq *q, struct qpair *p, bool timed_out)
 	}
 	if (!q->act && !q->down_since)
 		q->down_since = sio__now_ns();
+	sio_nvme_stats_sync(q);		/* the fault counters, for smartio nvme stats */
 }
 
 /* Remap a segment of @p for its device; when the mapping changed, move the
@@ -274,6 +275,7 @@ int sio_nvme_mp_poll(struct sio_nvme_ioq *q, uint32_t max)
 	} else if (now - q->stall_since > (uint64_t)q->cl->timeout_ms * 1000000ull) {
 		/* Stuck with no event: try the other path, once per path. */
 		q->stall_since = 0;
+		q->timeouts++;
 		if (++q->tmo_failovers > 2 || !q->qp[!q->act->path].live)
 			return sio_nvme_ioq_fail(q);
 		path_down(q, q->act, true);

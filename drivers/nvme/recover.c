@@ -136,6 +136,10 @@ int sio_nvme_ioq_recover(struct sio_nvme_ioq *q, bool timed_out)
 	bool reset;
 	int ret, settled;
 
+	if (timed_out) {
+		q->timeouts++;
+		sio_nvme_stats_sync(q);
+	}
 	if (now - q->recover_ns > 4ull * cl->timeout_ms * 1000000ull)
 		q->recover_tries = 0;
 	q->recover_ns = now;
@@ -163,5 +167,6 @@ int sio_nvme_ioq_recover(struct sio_nvme_ioq *q, bool timed_out)
 				"again after %s", q->qp[0].q.qid, reset ? "a controller reset" :
 				"a timeout"));
 	q->recoveries++;
+	sio_nvme_stats_sync(q);		/* the fault counters, for smartio nvme stats */
 	return 0;
 }

@@ -12,7 +12,7 @@
 #include "client-priv.h"
 
 #define STATS_MAGIC	0x31535453564e5353ull	/* "SSNVSTS1" */
-#define STATS_VERSION	2u	/* 2: the latency histogram */
+#define STATS_VERSION	3u	/* 2: the latency histogram; 3: fault counters */
 #define STATS_NAME	"nvme-stats"
 #define STATS_SIZE	4096u
 
@@ -99,7 +99,8 @@ void sio_nvme_stats_detach(struct sio_nvme_ioq *q)
 	q->qs = NULL;
 }
 
-/* What only the poll path knows: doorbell writes, the path taken. */
+/* What only the poll path knows: doorbell writes, the path taken; and the
+ * fault counters, when a fault is handled. */
 void sio_nvme_stats_sync(struct sio_nvme_ioq *q)
 {
 	struct sio_nvme_qstats *s = q->qs;
@@ -107,6 +108,10 @@ void sio_nvme_stats_sync(struct sio_nvme_ioq *q)
 	if (!s)
 		return;
 	s->db_writes = q->qp[0].q.db_writes + q->qp[1].q.db_writes;
+	s->timeouts = q->timeouts;
+	s->recoveries = q->recoveries;
+	s->resubmitted = q->resubmitted;
+	s->failovers = q->failovers;
 	if (q->mp)
 		s->flags = (uint16_t)((s->flags & ~SIO_NVME_QS_BACKUP) |
 				      (q->act && q->act->path ? SIO_NVME_QS_BACKUP : 0));

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <smartio/smartio.h>
 #include <smartio/nvme/client.h>
+#include <smartio/nvme/stats.h>
 #include "cluster.h"
 #include "mailbox.h"
 /* White-box: the forged-completion test writes into a queue pair's CQ. */
@@ -1151,4 +1152,90 @@ Test(faults, planted_symlinks_are_not_written_through)
 		  "symlink");
 	cr_expect_str_eq(slurp(victim), "precious\n", "a symlink's target was written through");
 	cr_expect(atoi(slurp(ready)) > 0, "ready file: '%s'", slurp(ready));
+}
+
+/* A client's stats block on @fabric as another process reads it: 0 when it
+ * was found, the first queue pair's counters in @out. */
+static int client_qstats(struct sio_fabric *f, int pid, struct sio_nvme_qstats *out)
+{
+	struct sio_nvme_client_stats cs[8];
+	int n = sio_nvme_stats_read(f, SIO_DEVICE_ANY, cs, 8);
+
+	for (int i = 0; i < n && i < 8; i++)
+		if (cs[i].pid == pid && cs[i].nqueues) {
+			*out = cs[i].q[0];
+			return 0;
+		}
+	return -1;
+}
+
+/* A link that goes down for 1.5 s under a running nvme-client, whose
+ * timeout is 1 s: its commands time out, the queue pair is made again and
+ * what it held sent again, and the I/O completes. The run's report says
+ * so (it used to end with "errors 0" and no word of it), as does
+ * smartio nvme stats (the client's shared counters) while it runs. */
+Test(faults, link_down_mid_run_is_in_the_report)
+{
+	const char *emu[] = { "--backing", "ram:16M", NULL };
+	const char *argv[] = { "NVME_CLIENT", "--fabric", C.fabric, "--node", "1", "--qd", "4",
+			       "--time", "10s", "--timeout", "1000ms", "--progress", "0", "--json",
+			       NULL };
+	struct sio_nvme_qstats qs = { 0 };
+	struct json_object *o;
+	struct sio_fabric *admin;
+	pid_t pid;
+	int st;
+
+	cluster_up(&C, 2, 32, emu);
+	argv[2] = C.fabric;
+	cr_assert_eq(sio_fabric_open(C.fabric, 0, &admin), 0, "%s", sio_errmsg());
+	pid = cluster_spawn(&C, "flapped", argv);
+	usleep(1000000);
+	cr_assert_eq(sio_link_set(admin, 1, -1, false), 0, "%s", sio_errmsg());
+	usleep(1500000);
+	cr_assert_eq(sio_link_set(admin, 1, -1, true), 0, "%s", sio_errmsg());
+	/* the counters, shared while the client runs: give it time to recover
+	 * (it runs 10 s; seconds go by on a loaded machine) */
+	for (int i = 0; i < 60 && !qs.recoveries; i++) {
+		usleep(100000);
+		client_qstats(admin, pid, &qs);
+	}
+	cr_expect_geq(qs.timeouts, 1, "smartio nvme stats shows no timeout");
+	cr_expect_geq(qs.recoveries, 1, "smartio nvme stats shows no recovery");
+	st = cluster_wait(pid, 60000);
+	cr_expect_eq(st, 0, "a recovered run: %s", cluster_output(&C, "flapped", "err"));
+	o = cluster_json(&C, "flapped");
+	cr_expect_eq(cluster_jint(o, "errors", -1), 0);
+	cr_expect_geq(cluster_jint(o, "faults.link_downs", -1), 1, "%s",
+		      json_object_to_json_string(o));
+	cr_expect_geq(cluster_jint(o, "faults.timeouts", -1), 1);
+	cr_expect_geq(cluster_jint(o, "faults.recoveries", -1), 1);
+	cr_expect_geq(cluster_jint(o, "faults.resubmitted", -1), 1);
+	json_object_put(o);
+	sio_fabric_close(admin);
+}
+
+/* A fabric destroyed under a running client: it stops, prints what it did
+ * until then (marked partial) and exits 1. */
+Test(faults, destroyed_fabric_ends_the_run_with_a_partial_report)
+{
+	const char *emu[] = { "--backing", "ram:16M", NULL };
+	const char *argv[] = { "NVME_CLIENT", "--fabric", C.fabric, "--node", "1", "--qd", "2",
+			       "--time", "30s", "--progress", "0", NULL };
+	char *out;
+	pid_t pid;
+	int st;
+
+	cluster_up(&C, 2, 32, emu);
+	argv[2] = C.fabric;
+	pid = cluster_spawn(&C, "cut", argv);
+	usleep(1000000);
+	cr_assert_eq(sio_fabric_destroy_flags(C.fabric, SIO_DESTROY_FORCE), 0, "%s", sio_errmsg());
+	st = cluster_wait(pid, 20000);
+	cr_expect_eq(st, 1, "exit status %d", st);
+	out = cluster_output(&C, "cut", "out");
+	cr_expect(strstr(out, " I/Os, "), "no report: %s", out);
+	cr_expect(strstr(out, "partial: the fabric was destroyed"), "%s", out);
+	cr_expect(strstr(cluster_output(&C, "cut", "err"), "was destroyed"), "%s",
+		  cluster_output(&C, "cut", "err"));
 }

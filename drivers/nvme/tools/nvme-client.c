@@ -76,6 +76,11 @@ struct run {
 	uint64_t next_progress;
 	uint64_t next_publish;	/* latency shown beside the live counters */
 	uint64_t last_ios, last_ns;	/* at the last progress line */
+	/* the links between us and the lender, as last seen (1 up) */
+	int link_node[2];
+	int link_up[2][SIO_MAX_ADAPTERS];
+	uint64_t link_downs;	/* times one of them was seen going down */
+	bool fabric_gone;	/* the run ended with the fabric's destruction */
 };
 
 static uint64_t mix(uint64_t x)
@@ -167,6 +172,23 @@ static void publish(struct run *r)
 		sio_nvme_ioq_publish_latency(r->q, &l);
 }
 
+/* Count the links on our path (ours and the lender's adapters) that went
+ * down since the last look; 100 ms apart, so a shorter flap can be missed,
+ * but then its timeouts and recoveries are counted by the library. */
+static void watch_links(struct run *r)
+{
+	for (int i = 0; i < 2; i++)
+		for (int a = 0; a < SIO_MAX_ADAPTERS; a++) {
+			int up = sio_link_get(r->f, r->link_node[i], a);
+
+			if (up < 0)
+				break;
+			if (r->link_up[i][a] == 1 && !up)
+				r->link_downs++;
+			r->link_up[i][a] = up;
+		}
+}
+
 /* Between polls: the deadline, the fabric's life, progress. */
 static int tick(struct run *r)
 {
@@ -185,8 +207,10 @@ static int tick(struct run *r)
 	r->next_check = now + 100000000ull;
 	if (sio_fabric_alive(r->f)) {
 		prog_fail("%s; stopping", sio_errmsg());
+		r->fabric_gone = true;
 		return -ESHUTDOWN;
 	}
+	watch_links(r);
 	return 0;
 }
 
@@ -337,7 +361,8 @@ static void usage(FILE *o)
 		TOOL_JSON_HELP
 		PROG_HELP
 		"Latency percentiles count every I/O (log-linear buckets, within 1.6 %%).\n"
-		"Exit status: 0 all verified, 1 an error or a mismatch, 2 usage error.\n");
+		"Exit status: 0 all verified, 1 an I/O error, a mismatch or a run cut short\n"
+		"by the fabric's destruction (its report is partial), 2 usage error.\n");
 }
 
 /* The write and read passes until done, stopped or out of time. */
@@ -415,6 +440,13 @@ static int report_json(const struct run *r, const struct tool_common *t,
 		json_object_object_add(o, "read", dir_json(&r->d[DIR_READ], secs));
 	pj_u64(o, "mismatches", r->mismatches);
 	pj_u64(o, "errors", r->d[DIR_WRITE].errors + r->d[DIR_READ].errors);
+	db = pj_obj(o, "faults");
+	pj_u64(db, "link_downs", r->link_downs);
+	pj_u64(db, "timeouts", qi->timeouts);
+	pj_u64(db, "recoveries", qi->recoveries);
+	pj_u64(db, "resubmitted", qi->resubmitted);
+	pj_u64(db, "failovers", qi->failovers);
+	pj_bool(db, "fabric_destroyed", r->fabric_gone);
 	db = pj_obj(o, "doorbells");
 	pj_bool(db, "shadow", qi->shadow_doorbells);
 	pj_str(db, "path", dbpath);
@@ -452,6 +484,14 @@ static void report_text(const struct run *r, const struct tool_common *t,
 	report_dir("read", &r->d[DIR_READ], secs);
 	printf("  mismatches %llu  errors %llu\n", (unsigned long long)r->mismatches,
 	       (unsigned long long)(r->d[DIR_WRITE].errors + r->d[DIR_READ].errors));
+	if (r->link_downs || qi->timeouts || qi->recoveries || qi->resubmitted || qi->failovers)
+		printf("  faults: %llu link(s) went down, %u timeout(s), %u queue recover%s, "
+		       "%llu command(s) resent, %u failover(s)\n",
+		       (unsigned long long)r->link_downs, qi->timeouts, qi->recoveries,
+		       qi->recoveries == 1 ? "y" : "ies", (unsigned long long)qi->resubmitted,
+		       qi->failovers);
+	if (r->fabric_gone)
+		printf("  (partial: the fabric was destroyed during the run)\n");
 	/* a remote client reads EventIdx only with dbbuf=on: "off" is no fault */
 	printf("  doorbells: shadow %s, %llu MMIO writes (%.3f per I/O), BAR0 %s; %llu SGL commands\n",
 	       qi->shadow_doorbells ? "on" : "off (dbbuf=on asks for it)",
@@ -512,7 +552,9 @@ static int report(struct run *r, struct tool_common *t, struct sio_nvme_client *
 	struct sio_nvme_ioq_info qi;
 	double secs = (double)elapsed / 1e9;
 	uint64_t errors = r->d[DIR_WRITE].errors + r->d[DIR_READ].errors;
-	const char *dbpath = sio_device_bar_path(sio_nvme_client_device(cl), 0);
+	/* the registry is gone with the fabric: no path to read */
+	const char *dbpath = r->fabric_gone ? "-" :
+			     sio_device_bar_path(sio_nvme_client_device(cl), 0);
 
 	sio_nvme_ioq_info(r->q, &qi);	/* what the run did: doorbells, data pointers */
 	if (t->json)
@@ -526,7 +568,7 @@ static int report(struct run *r, struct tool_common *t, struct sio_nvme_client *
 	if (r->mismatches)
 		prog_fail("%llu block(s) read back differ from what was expected",
 			  (unsigned long long)r->mismatches);
-	return errors || r->mismatches ? PROG_FAIL : PROG_OK;
+	return errors || r->mismatches || r->fabric_gone ? PROG_FAIL : PROG_OK;
 }
 
 static int run_client(struct tool_common *t, struct cfg *c, struct sio_nvme_qspec *spec)
@@ -534,6 +576,7 @@ static int run_client(struct tool_common *t, struct cfg *c, struct sio_nvme_qspe
 	struct sio_nvme_client *cl = NULL;
 	struct sio_fabric *f = NULL;
 	struct run *r = calloc(1, sizeof(*r));	/* two histograms: 60 KiB */
+	struct sio_device_info di;
 	int ret, rc = PROG_FAIL;
 
 	if (!r)
@@ -555,12 +598,20 @@ static int run_client(struct tool_common *t, struct cfg *c, struct sio_nvme_qspe
 		goto out;
 	prog_catch_stop();
 	r->f = f;
+	r->link_node[0] = r->link_node[1] = t->node;
+	if (!sio_device_info(sio_nvme_client_device(cl), &di))
+		r->link_node[1] = di.lender;
+	memset(r->link_up, 0xff, sizeof(r->link_up));
+	watch_links(r);
 	ret = run_passes(r);
-	publish(r);
 	if (ret == -ESHUTDOWN) {
+		/* the fabric is gone: its partial report, and nothing to hand
+		 * back, no one to wait for */
+		report(r, t, cl, sio__now_ns() - r->t0);
 		free(r);
-		return PROG_FAIL;	/* the fabric is gone: nothing to hand back, no one to wait for */
+		return PROG_FAIL;
 	}
+	publish(r);
 	if (ret && !r->d[DIR_WRITE].errors && !r->d[DIR_READ].errors) {
 		r->d[r->dir].errors++;
 		r->first_err = ret;

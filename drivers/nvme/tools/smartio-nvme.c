@@ -117,6 +117,11 @@ static struct json_object *queue_json(const struct stats_view *v,
 	pj_u64(o, "write_bytes", q->write_bytes);
 	pj_u64(o, "errors", q->errors);
 	pj_u64(o, "db_writes", q->db_writes);
+	x = pj_obj(o, "faults");
+	pj_u64(x, "timeouts", q->timeouts);
+	pj_u64(x, "recoveries", q->recoveries);
+	pj_u64(x, "resubmitted", q->resubmitted);
+	pj_u64(x, "failovers", q->failovers);
 	if (r.have) {
 		x = pj_obj(o, "rate");
 		pj_dbl(x, "iops", r.iops);
@@ -260,6 +265,14 @@ static void stats_text(FILE *o, const struct stats_view *v)
 				place(q->cq_place), doorbell_path(q), iops, mibs, rd, p50, p99,
 				(unsigned long long)q->errors,
 				ios ? (double)q->db_writes / (double)ios : 0.0);
+			if (q->timeouts || q->recoveries || q->resubmitted || q->failovers)
+				fprintf(o, "      faults: %llu timeout(s), %llu recover%s, %llu "
+					"command(s) resent, %llu failover(s)\n",
+					(unsigned long long)q->timeouts,
+					(unsigned long long)q->recoveries,
+					q->recoveries == 1 ? "y" : "ies",
+					(unsigned long long)q->resubmitted,
+					(unsigned long long)q->failovers);
 		}
 	}
 	if (!v->cur->n)
@@ -410,7 +423,7 @@ static int cmd_top(int argc, char **argv)
 
 	while ((c = prog_getopt(argc, argv, "hd:n:", o)) != -1) {
 		switch (c) {
-		case O_INTERVAL: case 'd': interval = prog_double("--interval", optarg, 0.1, 86400); break;
+		case O_INTERVAL: case 'd': interval = prog_time("--interval", optarg, 1, 0.1, 86400); break;
 		case O_COUNT: case 'n': count = prog_u64("--count", optarg, 1, UINT64_MAX); break;
 		case O_DEVICE: v.device = prog_u32("--device", optarg, 0, SIO_DEVICE_ANY - 1); break;
 		}

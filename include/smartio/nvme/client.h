@@ -141,6 +141,9 @@ struct sio_nvme_qspec {
  * @recoveries: times the queue pair was made again, and what it had in flight
  *	sent again: after the manager reset the controller, or after a timeout
  *	(the manager deleted it, ending what the controller held)
+ * @timeouts: times commands made no progress for the client's timeout
+ *	(sio_nvme_client_set_timeout()); each led to a recovery, a failover
+ *	or, at last, errors
  */
 struct sio_nvme_ioq_info {
 	uint16_t qid;
@@ -159,6 +162,7 @@ struct sio_nvme_ioq_info {
 	bool shadow_doorbells;
 	uint64_t db_writes;
 	uint32_t recoveries;
+	uint32_t timeouts;
 };
 
 /**

@@ -66,6 +66,10 @@ struct sio_nvme_ioq;
  * @lat_max_ns: ...
  * @lat_sum_ns: the sum of the published latencies (0: no histogram published)
  * @lat_le: the published histogram (SIO_NVME_LAT_BOUNDS_NS)
+ * @timeouts: times its commands made no progress for the client's timeout
+ * @recoveries: times it was made again and what it held sent again
+ * @resubmitted: commands sent again (after a recovery or a failover)
+ * @failovers: times its commands moved to the backup path
  */
 struct sio_nvme_qstats {
 	uint16_t qid;
@@ -86,6 +90,10 @@ struct sio_nvme_qstats {
 	uint64_t lat_max_ns;
 	uint64_t lat_sum_ns;
 	uint64_t lat_le[SIO_NVME_LAT_BUCKETS];
+	uint64_t timeouts;
+	uint64_t recoveries;
+	uint64_t resubmitted;
+	uint64_t failovers;
 };
 
 /**
