@@ -80,7 +80,7 @@ struct json_object *hist_json(const struct hist *h, double scale)
 	};
 	struct json_object *o = json_object_new_object();
 
-	pj_u64(o, "n", h->n);
+	pj_u64(o, "ios", h->n);
 	pj_dbl(o, "mean", hist_mean(h) / scale);
 	pj_dbl(o, "min", h->n ? (double)h->min / scale : 0);
 	pj_dbl(o, "max", (double)h->max / scale);

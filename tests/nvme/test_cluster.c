@@ -64,7 +64,7 @@ static void run_clients(int n, const char *queue, int ios)
 			     cluster_output(&C, tag[i], "out"));
 		cr_expect_eq(cluster_jint(o, "write.ios", -1), ios, "client %d", i + 1);
 		cr_expect_eq(cluster_jint(o, "read.ios", -1), ios, "client %d", i + 1);
-		cr_expect_eq(cluster_jint(o, "read.lat_us.n", -1), ios,
+		cr_expect_eq(cluster_jint(o, "read.lat_us.ios", -1), ios,
 			     "client %d: every read's latency is counted", i + 1);
 		json_object_put(o);
 	}
