@@ -5,7 +5,7 @@ export DEBIAN_FRONTEND=noninteractive
 # libnvme's .pc requires json-c and openssl, which libnvme-dev does not pull in.
 pkgs="build-essential meson ninja-build pkg-config liburing-dev libpciaccess-dev
       libhugetlbfs-dev libcriterion-dev libnvme-dev libjson-c-dev libssl-dev clang llvm gnuplot-nox
-      help2man systemd graphviz
+      systemd graphviz
       qemu-system-x86 linux-image-amd64 busybox-static cpio kmod xz-utils python3 valgrind libclang-rt-14-dev
       nvme-cli prometheus gcc-multilib libc6-dev-i386"
 missing=

@@ -61,7 +61,8 @@ static void usage(FILE *o)
 #ifdef SIO_TOOL_UIO
 "  uio ...                         real devices without an IOMMU (smartio uio --help)\n"
 #endif
-"  ntb status|ping|bench|serve ... NTB devices of the Linux NTB framework, through\n"
+"  ntb status|ping|bench|serve ...\n"
+"                                  NTB devices of the Linux NTB framework, through\n"
 "                                  smartio_ntb (smartio ntb --help)\n"
 "  --help, --version\n"
 "NAME defaults to $SMARTIO_FABRIC. A fabric is its creator's alone; with --group,\n"

@@ -4,8 +4,9 @@
 # --version prints the project's version and exits 0, an unknown option
 # exits 2 with a message naming it, and a runtime failure (a fabric that
 # does not exist) exits 1.
-# Each installed program also has a man page (when help2man was there at
-# build time) and bash completion that offers its options.
+# Each installed program also has a man page (docs/man/mkman.py makes them
+# with python3 alone, so HAVE_MAN is true) and bash completion that offers
+# its options.
 # Usage: cli-contract.sh BUILD_DIR BINDIR MANDIR DATADIR HAVE_MAN VERSION [BENCHMARK...]
 set -eu
 build=$1 bindir=$2 mandir=$3 datadir=$4 have_man=$5 version=$6
