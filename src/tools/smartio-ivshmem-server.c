@@ -146,6 +146,7 @@ static void usage(FILE *o)
 		"  --shm FILE        the file of shared memory to serve\n"
 		"  --vectors N       interrupt vectors per peer, 1..%d (default 1)\n"
 		"  --ready-file F    write our pid to F once listening\n"
+		PROG_BACKGROUND_HELP
 		PROG_HELP
 		"Exit status: 0 stopped, 1 failed, 2 usage error.\n", MAX_VECTORS);
 }
@@ -233,9 +234,10 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "socket", required_argument, 0, 's' }, { "shm", required_argument, 0, 'm' },
 		{ "vectors", required_argument, 0, 'n' }, { "ready-file", required_argument, 0, 'r' },
-		PROG_LONGOPTS, { 0, 0, 0, 0 }
+		PROG_BACKGROUND_LONGOPT, PROG_LONGOPTS, { 0, 0, 0, 0 }
 	};
 	const char *path = NULL, *shm = NULL, *ready = NULL;
+	bool background = false;
 	int opt;
 
 	prog_init("smartio-ivshmem-server", usage);
@@ -244,11 +246,14 @@ int main(int argc, char **argv)
 		case 's': path = optarg; break;
 		case 'm': shm = optarg; break;
 		case 'r': ready = optarg; break;
+		case PROG_OPT_BACKGROUND: background = true; break;
 		case 'n': nvec = (int)prog_u64("--vectors", optarg, 1, MAX_VECTORS); break;
 		}
 	}
 	prog_no_args(argc, argv);
 	if (!path || !shm)
 		prog_usage_error("--socket PATH and --shm FILE are needed");
+	if (background)
+		prog_background();	/* the parent returns once we listen */
 	return run(path, shm, ready);
 }

@@ -19,9 +19,12 @@ int sio_tool_ntb_serve(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "dev", required_argument, NULL, 'd' },
 		{ "port", required_argument, NULL, 'p' },
+		{ "ready-file", required_argument, NULL, 'r' },
+		{ "background", no_argument, NULL, 'b' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *dev = NULL;
+	const char *dev = NULL, *ready = NULL;
+	bool background = false;
 	int port = 0, c, ret;
 	FILE *log;
 
@@ -30,14 +33,22 @@ int sio_tool_ntb_serve(int argc, char **argv)
 			dev = optarg;
 		else if (c == 'p')
 			port = (int)prog_u64("--port", optarg, 0, 63);
+		else if (c == 'r')
+			ready = optarg;
+		else if (c == 'b')
+			background = true;
 		else
-			prog_usage_error("ntb serve: [--dev DEV] [--port P] (P: a fake NTB's port)");
+			prog_usage_error("ntb serve: [--dev DEV] [--port P] [--ready-file F] "
+					 "[--background] (P: a fake NTB's port)");
 	}
 	if (optind != argc)
 		prog_usage_error("ntb serve: no argument '%s'", argv[optind]);
+	if (background)
+		prog_background();	/* the parent returns once it serves */
 	prog_catch_stop();	/* no SA_RESTART: the service's poll wakes */
-	/* under systemd (Type=notify): ready once it serves */
-	log = prog_ready_stream(stdout, "ntb: port ", NULL);
+	/* the ready file, --background's parent and systemd (Type=notify)
+	 * hear once it serves */
+	log = prog_ready_stream(stdout, "ntb: port ", ready);
 	ret = sio_ntb_serve(dev, port, &prog_stop, log);
 	prog_notify_stopping();
 	if (log != stdout)

@@ -60,8 +60,11 @@ static void usage(FILE *o)
 "       smartio ntb bench --serve [--rounds N]  outbound window; PORT checks the data\n"
 "       smartio ntb serve [--dev DEV]      this kernel's node of an ntb fabric\n"
 "                                          (SMARTIO_FABRIC_BACKEND=ntb), until a signal\n"
-"Options: --dev DEV (/dev/smartio-ntbN or N; default 0), --timeout MS (each wait,\n"
-"default 10000). Load smartio_ntb on an NTB hardware driver first (docs/ntb.md).\n"
+"       smartio ntb serve ... [--ready-file F] [--background]   F: our pid, once\n"
+"                                          serving; --background: return then\n"
+"Options: --dev DEV (/dev/smartio-ntbN or N; default 0), --timeout TIME (each\n"
+"wait; default 10s, a bare number is ms). Load smartio_ntb on an NTB hardware\n"
+"driver first (docs/ntb.md).\n"
 "Exit status: 0 done, 1 failed, 2 usage error.\n");
 }
 

@@ -22,7 +22,9 @@ static void usage(FILE *o)
 		"                                     as smartio vfio bind refuses (see its\n"
 		"                                     --help); --force is dangerous\n"
 		"       smartio uio unbind BDF        give it back to its kernel driver (root)\n"
-		"       smartio uio lend BDF [--fabric NAME]\n"
+		"       smartio uio lend BDF [--fabric NAME] [--ready-file F] [--background]\n"
+		"                                     --ready-file: written with our pid once\n"
+		"                                     lending; --background: return then\n"
 		"For hosts without an IOMMU (with one, use smartio vfio). Lending needs root,\n"
 		"huge pages reserved and hugetlbfs mounted: the device is given the physical\n"
 		"addresses of the fabric's segments, which must be on huge pages.\n");
@@ -32,18 +34,26 @@ static int cmd_lend(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "fabric", required_argument, NULL, 'f' },
+		{ "ready-file", required_argument, NULL, 'r' },
+		{ "background", no_argument, NULL, 'b' },
 		{ 0 }
 	};
-	const char *fabric = NULL;
+	const char *fabric = NULL, *ready = NULL;
+	bool background = false;
 	FILE *log;
 	int o, ret;
 
 	while ((o = getopt_long(argc, argv, "f:", lo, NULL)) != -1) {
-		if (o != 'f') {
+		if (o == 'f') {
+			fabric = optarg;
+		} else if (o == 'r') {
+			ready = optarg;
+		} else if (o == 'b') {
+			background = true;
+		} else {
 			usage(stderr);
 			return 2;
 		}
-		fabric = optarg;
 	}
 	if (optind > argc - 1) {
 		fprintf(stderr, "smartio uio lend: which function? (a PCI address such as 0000:00:04.0)\n");
@@ -53,9 +63,12 @@ static int cmd_lend(int argc, char **argv)
 		fprintf(stderr, "smartio uio lend: stray argument '%s'\n", argv[optind + 1]);
 		return 2;
 	}
+	if (background)
+		prog_background();	/* the parent returns once we lend */
 	prog_catch_stop();	/* no SA_RESTART: the lender's poll wakes */
-	/* under systemd (Type=notify): ready once the lender says it lends */
-	log = prog_ready_stream(stdout, "lending ", NULL);
+	/* the ready file, --background's parent and systemd (Type=notify)
+	 * hear once the lender says it lends */
+	log = prog_ready_stream(stdout, "lending ", ready);
 	ret = sio_uio_lend(fabric, argv[optind], &prog_stop, log);
 	prog_notify_stopping();
 	if (log != stdout)

@@ -32,6 +32,9 @@ static void usage(FILE *o)
 		"       smartio vfio unbind BDF        give it back to its kernel driver (root)\n"
 		"       smartio vfio probe BDF [--type1|--iommufd]\n"
 		"       smartio vfio lend BDF [--fabric NAME] [--type1|--iommufd]\n"
+		"                             [--ready-file F] [--background]\n"
+		"                                      --ready-file: written with our pid once\n"
+		"                                      lending; --background: return then\n"
 		"       smartio vfio doorbell BDF [--fabric NAME] [--type1|--iommufd]\n"
 		"                                      receive a shmwin window's doorbells\n"
 		"BDF is a PCI address such as 0000:00:04.0. A class given as 2 hex digits\n"
@@ -275,12 +278,21 @@ int sio_tool_bind(const char *cmd, int argc, char **argv, const char *drv)
 	return rebind(cmd, bdf, bind ? drv : "\n", bind ? drv : NULL, force);
 }
 
-static int mode_opt(int argc, char **argv, enum sio_vfio_mode *mode, const char **fabric)
+/* A lender's readiness (lend only): --ready-file, --background. */
+struct lend_ready {
+	const char *file;
+	bool background;
+};
+
+static int mode_opt(int argc, char **argv, enum sio_vfio_mode *mode, const char **fabric,
+		    struct lend_ready *ready)
 {
 	static const struct option lo[] = {
 		{ "type1", no_argument, NULL, '1' },
 		{ "iommufd", no_argument, NULL, 'i' },
 		{ "fabric", required_argument, NULL, 'f' },
+		{ "ready-file", required_argument, NULL, 'r' },
+		{ "background", no_argument, NULL, 'b' },
 		{ 0 }
 	};
 	int o;
@@ -292,6 +304,10 @@ static int mode_opt(int argc, char **argv, enum sio_vfio_mode *mode, const char 
 			*mode = SIO_VFIO_IOMMUFD;
 		else if (o == 'f' && fabric)
 			*fabric = optarg;
+		else if (o == 'r' && ready)
+			ready->file = optarg;
+		else if (o == 'b' && ready)
+			ready->background = true;
 		else
 			return -1;
 	}
@@ -302,7 +318,7 @@ static int cmd_probe(int argc, char **argv)
 {
 	enum sio_vfio_mode mode = SIO_VFIO_AUTO;
 	struct sio_vfio_probe p;
-	int i = mode_opt(argc, argv, &mode, NULL);
+	int i = mode_opt(argc, argv, &mode, NULL, NULL);
 
 	if (i < 0) {
 		usage(stderr);
@@ -336,17 +352,22 @@ static int cmd_serve(int argc, char **argv, const char *what,
 {
 	enum sio_vfio_mode mode = SIO_VFIO_AUTO;
 	const char *fabric = NULL;
+	struct lend_ready ready = { 0 };
+	bool lend = !strcmp(what, "lend");
 	FILE *log = stdout;
-	int i = mode_opt(argc, argv, &mode, &fabric), ret;
+	int i = mode_opt(argc, argv, &mode, &fabric, lend ? &ready : NULL), ret;
 
 	if (i < 0) {
 		usage(stderr);
 		return 2;
 	}
+	if (ready.background)
+		prog_background();	/* the parent returns once we lend */
 	prog_catch_stop();	/* no SA_RESTART: the lender's poll wakes */
-	/* under systemd (Type=notify): ready once the lender says it lends */
-	if (!strcmp(what, "lend"))
-		log = prog_ready_stream(stdout, "lending ", NULL);
+	/* the ready file, --background's parent and systemd (Type=notify)
+	 * hear once the lender says it lends */
+	if (lend)
+		log = prog_ready_stream(stdout, "lending ", ready.file);
 	ret = fn(fabric, argv[i], mode, &prog_stop, log);
 	prog_notify_stopping();
 	if (log != stdout)
