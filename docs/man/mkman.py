@@ -23,7 +23,7 @@ import sys
 ENV_DEFAULT = """\
 SMARTIO_FABRIC :: the fabric to use when no NAME or --fabric is given
 SMARTIO_NODE :: the node to join as when --node is not given (else 0)
-SMARTIO_QUIET :: 1 hides notices that do not matter here (the huge-page notice)
+SMARTIO_QUIET :: set, hides the library's notice that a uio-lent device has no huge pages
 SMARTIO_LOCK_TIMEOUT_MS :: how long to wait for the fabric's registry lock
 
 docs/env.md lists every variable the programs and libraries read."""

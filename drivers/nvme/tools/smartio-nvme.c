@@ -238,6 +238,11 @@ static void stats_prom(struct prom *p, const struct stats_view *v)
 
 static void stats_text(FILE *o, const struct stats_view *v)
 {
+	if (!v->cur->n) {
+		fprintf(o, "(no NVMe client runs on this fabric now: the counters are a running "
+			"client's; the device's own totals: nvme-identify --log smart)\n");
+		return;
+	}
 	fprintf(o, "%-5s %-8s %-4s %-4s %-7s %-7s %-13s %9s %8s %6s %9s %9s %6s %7s\n", "node",
 		"pid", "dev", "qid", "sq", "cq", "doorbells", "IOPS", "MiB/s", "read%", "p50 us",
 		"p99 us", "errors", "db/IO");
@@ -275,8 +280,6 @@ static void stats_text(FILE *o, const struct stats_view *v)
 					(unsigned long long)q->failovers);
 		}
 	}
-	if (!v->cur->n)
-		fprintf(o, "(no NVMe client on this fabric)\n");
 }
 
 /* The fabric in a few lines: nodes, links down, windows, devices, borrows. */

@@ -31,19 +31,34 @@ static uint64_t huge_free_bytes(void)
 	return n * HUGE_SZ;
 }
 
-static bool use_huge(struct shm_fabric *s, uint64_t size, unsigned int flags)
+/* A device lent through uio, which is given segments' physical addresses
+ * and so needs them on huge pages (registry lock held). */
+static bool has_uio_device(struct sio_fabric *f)
+{
+	struct reg_dev *d;
+
+	for (int i = 0; (d = reg_dev_at(f->reg, i)); i++)
+		if (d->used && d->backend == SIO_BACKEND_UIO)
+			return true;
+	return false;
+}
+
+static bool use_huge(struct sio_fabric *f, uint64_t size, unsigned int flags)
 {
 	static int said;
+	struct shm_fabric *s = shm_of(f);
 	bool ok = s->hugedir[0] && huge_free_bytes() >= size;
 
 	if (flags & SIO_SEG_F_NOHUGE)
 		return false;
-	if (!ok && !said) {
+	/* said only where it matters: the simulated fabric and vfio do not
+	 * care which pages a segment has */
+	if (!ok && !said && has_uio_device(f)) {
 		said = 1;
 		if (!getenv("SMARTIO_QUIET"))
 			fprintf(stderr, "smartio: no free huge pages%s: segments use shared memory "
-				"(tmpfs) pages; harmless on the simulated fabric, but the uio backend "
-				"needs huge pages (docs/uio.md); SMARTIO_QUIET=1 hides this\n",
+				"(tmpfs) pages, which a device lent through uio cannot reach "
+				"(docs/uio.md); SMARTIO_QUIET=1 hides this\n",
 				s->hugedir[0] ? "" : " (no hugetlbfs mount)");
 	}
 	return ok;
@@ -92,7 +107,7 @@ int sio__shm_seg_create(struct sio_fabric *f, int slot, unsigned int flags)
 	if (!sg)
 		return sio__err(EINVAL, "no segment slot %d", slot);
 	sg->huge = (flags & SIO_SEG_F_HUGE) ||
-		   use_huge(s, (sg->size + HUGE_SZ - 1) & ~(HUGE_SZ - 1), flags);
+		   use_huge(f, (sg->size + HUGE_SZ - 1) & ~(HUGE_SZ - 1), flags);
 	if (sg->huge && !s->hugedir[0])
 		return sio__err(ENOMEM, "huge pages requested but no hugetlbfs is mounted");
 	if (sg->huge)
