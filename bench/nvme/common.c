@@ -640,6 +640,18 @@ void nb_progress(const char *what, uint64_t done, uint64_t total)
 
 int nb_outdir(const char *dir)
 {
+	char p[4096];
+
+	/* its parents first (mkdir -p): only what -o names is made */
+	snprintf(p, sizeof(p), "%s", dir);
+	for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
+		*s = '\0';
+		if (mkdir(p, 0755) && errno != EEXIST) {
+			fprintf(stderr, "bench: mkdir %s: %s\n", p, strerror(errno));
+			return -errno;
+		}
+		*s = '/';
+	}
 	if (mkdir(dir, 0755) && errno != EEXIST) {
 		fprintf(stderr, "bench: mkdir %s: %s\n", dir, strerror(errno));
 		return -errno;
@@ -661,15 +673,31 @@ FILE *nb_open_out(const char *dir, const char *name)
 
 int nb_gnuplot(const char *dir, const char *script)
 {
-	char cmd[8400];
+	pid_t pid;
+	int st;
 
 	if (system("command -v gnuplot >/dev/null 2>&1")) {
 		fprintf(stderr, "bench: gnuplot not installed, plots skipped (%s/%s kept)\n",
 			dir, script);
 		return -ENOENT;
 	}
-	snprintf(cmd, sizeof(cmd), "cd '%s' && gnuplot '%s'", dir, script);
-	return system(cmd) ? -EIO : 0;
+	/* no shell: a directory with a quote in its name is a directory */
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		if (chdir(dir))
+			_exit(126);
+		execlp("gnuplot", "gnuplot", script, (char *)NULL);
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		fprintf(stderr, "bench: gnuplot %s/%s failed: no plot made\n", dir, script);
+		return -EIO;
+	}
+	return 0;
 }
 
 struct json_object *nb_stats_json(const struct nb_stats *s)

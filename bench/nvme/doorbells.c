@@ -145,7 +145,7 @@ static int run_points(double seconds, const char *out)
 	struct json_object *o = json_object_new_object(), *j;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (nb_outdir("bench-out") || nb_outdir(out))
+	if (nb_outdir(out))
 		return 1;
 	printf("doorbells: 4 KiB random reads, controller and manager on node 1, client on node 0 "
 	       "or 1; %s\n", nb_model_label(true));

@@ -490,7 +490,7 @@ static int run(struct opts *o)
 	int rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (nb_outdir("bench-out") || nb_outdir(o->out))
+	if (nb_outdir(o->out))
 		return 1;
 	tpn = nb_tsc_per_ns();
 	if (!o->instr_only && calibrate(o->run.client_cpu, o->run.ctrl_cpu, &ts_ns, &rt_ns)) {

@@ -308,7 +308,7 @@ static int run(uint64_t n, const char *out, const struct bench_target *t,
 	struct json_object *o = json_object_new_object();
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (nb_outdir("bench-out") || nb_outdir(out))
+	if (nb_outdir(out))
 		return 1;
 	if (!tgt.fabric)
 		printf("remote-local: QD1 4 KiB random reads, %llu per client, node 0 -> cluster "

@@ -408,15 +408,15 @@ static void print_table(const struct run *r, bool model)
 	}
 }
 
-/* sq-placement.gp and the PNG from it (hist.dat, box.dat). */
-static void write_plot(const struct run *r, const struct nb_env *env, const char *out)
+/* sq-placement.gp and the PNG from it (hist.dat, box.dat): 0 when made. */
+static int write_plot(const struct run *r, const struct nb_env *env, const char *out)
 {
 	int ncol = r[P_LOCAL].on + r[P_LENDER].on + r[P_DEVICE].on;
 	double ylo = 1e18, yhi = 0;	/* the box plot's axis: no empty decades */
 	FILE *h = nb_open_out(out, "sq-placement.gp");
 
 	if (!h)
-		return;
+		return -EIO;
 	for (int p = 0; p < NPLACE; p++)
 		if (r[p].on) {
 			ylo = ylo < r[p].st.p1 ? ylo : r[p].st.p1;
@@ -440,7 +440,7 @@ static void write_plot(const struct run *r, const struct nb_env *env, const char
 		"unset multiplot\n", nb_env_model_label(env), ncol + 2, ylo * 0.9 / 1e3,
 		yhi * 1.1 / 1e3, ncol);
 	fclose(h);
-	nb_gnuplot(out, "sq-placement.gp");
+	return nb_gnuplot(out, "sq-placement.gp");
 }
 
 static int run_placements(struct sqp_opts *o)
@@ -448,7 +448,7 @@ static int run_placements(struct sqp_opts *o)
 	struct sqp s = { .n = o->n - o->n % ROUNDS, .seed = 0x5eed };
 	int cnode;
 
-	if (nb_outdir("bench-out") || nb_outdir(o->out))
+	if (nb_outdir(o->out))
 		return 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (nb_env_open(&s.env, "sqplace", &o->eo, &o->tgt))
@@ -460,8 +460,8 @@ static int run_placements(struct sqp_opts *o)
 	print_table(s.r, s.env.o.model);
 	if (write_json(s.r, s.n, &s.env, o->out) || write_plot_data(s.r, o->out))
 		return 1;
-	write_plot(s.r, &s.env, o->out);
-	printf("\nwrote %s/sq-placement.json, hist.dat, box.dat, sq-placement.png\n", o->out);
+	printf("\nwrote %s/sq-placement.json, hist.dat, box.dat%s\n", o->out,
+	       write_plot(s.r, &s.env, o->out) ? "" : ", sq-placement.png");
 	for (int p = 0; p < NPLACE; p++) {
 		sio_nvme_ioq_close(s.r[p].q);
 		free(s.r[p].lat);

@@ -110,8 +110,8 @@ static void plot_series(FILE *g, const char *dat, int npoints, const int *cols,
 }
 
 /* sweep.gp, and the PNGs from it: qd.png, and clients.png when the client
- * sweep ran (@ncl points; @cl0 the first one's client count). */
-static void write_plot(const char *out, int nqd, uint32_t qd0, int ncl, int cl0, bool nofile,
+ * sweep ran (@ncl points; @cl0 the first one's client count). 0 when made. */
+static int write_plot(const char *out, int nqd, uint32_t qd0, int ncl, int cl0, bool nofile,
 		       const struct nb_env *ext)
 {
 	static const int iops[] = { 3, 4 }, lat[] = { 5, 7, 6, 8 }, jain[] = { 5, 6 };
@@ -124,7 +124,7 @@ static void write_plot(const char *out, int nqd, uint32_t qd0, int ncl, int cl0,
 	FILE *g = nb_open_out(out, "sweep.gp");
 
 	if (!g)
-		return;
+		return -EIO;
 	snprintf(what, sizeof(what), "latency model off");
 	if (ext) {	/* one device, no io_uring baseline */
 		iops_t[0] = jain_t[0] = "smartio", iops_t[1] = jain_t[1] = NULL;
@@ -165,7 +165,7 @@ static void write_plot(const char *out, int nqd, uint32_t qd0, int ncl, int cl0,
 		fprintf(g, "unset multiplot\n");
 	}
 	fclose(g);
-	nb_gnuplot(out, "sweep.gp");
+	return nb_gnuplot(out, "sweep.gp");
 }
 
 /* What to sweep: parsed from the command line. */
@@ -265,7 +265,7 @@ static int prepare(struct sweep *s)
 	const char *out = s->o->out;
 	int rc;
 
-	if (nb_outdir("bench-out") || nb_outdir(out))
+	if (nb_outdir(out))
 		return 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (s->existing && nb_env_attach(&s->target, &s->o->tgt))
@@ -486,18 +486,19 @@ static int fairness(struct sweep *s)
 static int finish(struct sweep *s)
 {
 	const char *out = s->o->out;
+	bool plotted;
 
 	nb_progress("sweep", 1, 1);
 	if (nb_write_json(out, "sweep.json", s->root))
 		return 1;
 	fclose(s->qf);
 	fclose(s->cf);
-	write_plot(out, s->nqd, s->qds[0], s->ncl_done, s->cls[0], s->nofile,
-		   s->existing ? &s->target : NULL);
+	plotted = !write_plot(out, s->nqd, s->qds[0], s->ncl_done, s->cls[0], s->nofile,
+			      s->existing ? &s->target : NULL);
 	if (s->existing)
 		nb_env_down(&s->target);
-	printf("\nwrote %s/sweep.json, qd.dat, clients.dat, qd.png%s\n", out,
-	       s->ncl_done ? ", clients.png" : "");
+	printf("\nwrote %s/sweep.json, qd.dat, clients.dat%s%s\n", out, plotted ? ", qd.png" : "",
+	       plotted && s->ncl_done ? ", clients.png" : "");
 	if (s->mismatched) {
 		fprintf(stderr, "sweep: verified reads found data that was not the store's\n");
 		return 1;
