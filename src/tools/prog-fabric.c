@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <smartio/fabric.h>
+#include <smartio/status.h>
 #include "prog.h"
 
 int prog_join(const char *fabric, int node, struct sio_fabric **f)
@@ -87,4 +88,14 @@ void prog_unwatch_fabric(void)
 const char *prog_topo_name(enum sio_topology_kind k)
 {
 	return k == SIO_TOPO_B2B ? "b2b" : k == SIO_TOPO_SWITCH ? "switch" : "cascade";
+}
+
+void prog_status_without_me(const struct sio_fabric *f, struct sio_fabric_status *st)
+{
+	int me = sio_fabric_node_id(f);
+
+	if (st->procs > 0)
+		st->procs--;
+	if (me >= 0 && me < st->nnodes && st->nodes[me].procs > 0)
+		st->nodes[me].procs--;
 }

@@ -220,6 +220,14 @@ FILE *prog_log_stream(bool json);
  */
 int prog_join(const char *fabric, int node, struct sio_fabric **f);
 
+/*
+ * @st, read through @f, as it is without this process: a tool that joined
+ * to look (status, top) counts itself out of the processes, the fabric's
+ * and its node's.
+ */
+struct sio_fabric_status;
+void prog_status_without_me(const struct sio_fabric *f, struct sio_fabric_status *st);
+
 /* A topology's name as options and JSON spell it: "b2b", "switch", "cascade". */
 const char *prog_topo_name(enum sio_topology_kind k);
 

@@ -264,6 +264,8 @@ int sio_tool_status_once(const char *name, enum sio_tool_fmt fmt)
 	if (prog_join(name, -1, &f))	/* -1: $SMARTIO_NODE, or the backend's (ntb: this kernel's port) */
 		return PROG_FAIL;
 	ret = sio_fabric_status_get(f, &st);
+	if (!ret)
+		prog_status_without_me(f, st);
 	sio_fabric_close(f);
 	if (ret)
 		return prog_fail("status: %s", sio_errmsg());

@@ -338,6 +338,8 @@ static int stats_once(void *arg)
 	n = sio_nvme_stats_read(f, v->device, v->cur->c, MAX_CLIENTS);
 	if (n >= 0 && v->top && sio_fabric_status_get(f, &st))
 		n = -1;
+	if (st)
+		prog_status_without_me(f, st);
 	sio_fabric_close(f);
 	if (n < 0)
 		return prog_fail("%s", sio_errmsg());
