@@ -236,40 +236,82 @@ static void stats_prom(struct prom *p, const struct stats_view *v)
 	}
 }
 
+enum { NCOL = 14 };
+
+/* One queue pair's row of the table, a string a column. */
+static void row_cells(const struct stats_view *v, const struct sio_nvme_client_stats *c,
+		      const struct sio_nvme_qstats *q, char cell[NCOL][24])
+{
+	struct rate r = rate_of(v, c, q);
+	uint64_t ios = q->reads + q->writes;
+
+	for (int i = 0; i < NCOL; i++)
+		snprintf(cell[i], 24, "-");
+	snprintf(cell[0], 24, "%d", c->node);
+	snprintf(cell[1], 24, "%d", c->pid);
+	snprintf(cell[2], 24, "%u", c->device);
+	snprintf(cell[3], 24, "%u", q->qid);
+	snprintf(cell[4], 24, "%s", place(q->sq_place));
+	snprintf(cell[5], 24, "%s", place(q->cq_place));
+	snprintf(cell[6], 24, "%s", doorbell_path(q));
+	if (r.have) {
+		snprintf(cell[7], 24, "%.0f", r.iops);
+		snprintf(cell[8], 24, "%.1f", r.mib_s);
+		if (r.iops > 0)
+			snprintf(cell[9], 24, "%.0f", 100 * r.read_iops / r.iops);
+	}
+	if (q->lat_ios) {
+		snprintf(cell[10], 24, "%.1f", (double)q->lat_p50_ns / 1e3);
+		snprintf(cell[11], 24, "%.1f", (double)q->lat_p99_ns / 1e3);
+	}
+	snprintf(cell[12], 24, "%llu", (unsigned long long)q->errors);
+	snprintf(cell[13], 24, "%.2f", ios ? (double)q->db_writes / (double)ios : 0.0);
+}
+
+/* One row: text columns to the left, numbers to the right, each as wide as
+ * its widest cell, so that a usual table fits 80 columns. */
+static void print_row(FILE *o, char cell[NCOL][24], const int *w)
+{
+	for (int i = 0; i < NCOL; i++)
+		fprintf(o, i < 7 ? "%s%-*s" : "%s%*s", i ? " " : "", w[i], cell[i]);
+	fprintf(o, "\n");
+}
+
 static void stats_text(FILE *o, const struct stats_view *v)
 {
+	static const char *const head[NCOL] = { "node", "pid", "dev", "qid", "sq", "cq",
+						"doorbells", "IOPS", "MiB/s", "rd%", "p50us",
+						"p99us", "err", "db/IO" };
+	char cell[NCOL][24];
+	int w[NCOL];
+
 	if (!v->cur->n) {
 		fprintf(o, "(no NVMe client runs on this fabric now: the counters are a running "
 			"client's; the device's own totals: nvme-identify --log smart)\n");
 		return;
 	}
-	fprintf(o, "%-5s %-8s %-4s %-4s %-7s %-7s %-13s %9s %8s %6s %9s %9s %6s %7s\n", "node",
-		"pid", "dev", "qid", "sq", "cq", "doorbells", "IOPS", "MiB/s", "read%", "p50 us",
-		"p99 us", "errors", "db/IO");
+	for (int i = 0; i < NCOL; i++) {
+		w[i] = (int)strlen(head[i]);
+		snprintf(cell[i], 24, "%s", head[i]);
+	}
+	for (int i = 0; i < v->cur->n; i++)
+		for (uint32_t k = 0; k < v->cur->c[i].nqueues; k++) {
+			char x[NCOL][24];
+
+			row_cells(v, &v->cur->c[i], &v->cur->c[i].q[k], x);
+			for (int j = 0; j < NCOL; j++)
+				if ((int)strlen(x[j]) > w[j])
+					w[j] = (int)strlen(x[j]);
+		}
+	print_row(o, cell, w);
 	for (int i = 0; i < v->cur->n; i++) {
 		const struct sio_nvme_client_stats *c = &v->cur->c[i];
 
 		for (uint32_t k = 0; k < c->nqueues; k++) {
 			const struct sio_nvme_qstats *q = &c->q[k];
-			struct rate r = rate_of(v, c, q);
-			uint64_t ios = q->reads + q->writes;
-			char iops[16] = "-", mibs[16] = "-", rd[8] = "-", p50[16] = "-", p99[16] = "-";
 
-			if (r.have) {
-				snprintf(iops, sizeof(iops), "%.0f", r.iops);
-				snprintf(mibs, sizeof(mibs), "%.1f", r.mib_s);
-				if (r.iops > 0)
-					snprintf(rd, sizeof(rd), "%.0f", 100 * r.read_iops / r.iops);
-			}
-			if (q->lat_ios) {
-				snprintf(p50, sizeof(p50), "%.1f", (double)q->lat_p50_ns / 1e3);
-				snprintf(p99, sizeof(p99), "%.1f", (double)q->lat_p99_ns / 1e3);
-			}
-			fprintf(o, "%-5d %-8d %-4u %-4u %-7s %-7s %-13s %9s %8s %6s %9s %9s %6llu %7.3f\n",
-				c->node, c->pid, c->device, q->qid, place(q->sq_place),
-				place(q->cq_place), doorbell_path(q), iops, mibs, rd, p50, p99,
-				(unsigned long long)q->errors,
-				ios ? (double)q->db_writes / (double)ios : 0.0);
+			row_cells(v, c, q, cell);
+			print_row(o, cell, w);
 			if (q->timeouts || q->recoveries || q->resubmitted || q->failovers)
 				fprintf(o, "      faults: %llu timeout(s), %llu recover%s, %llu "
 					"command(s) resent, %llu failover(s)\n",
@@ -294,9 +336,9 @@ static void fabric_summary(FILE *o, const struct sio_fabric_status *st)
 			if (st->nodes[n].windows_used[a] > most)
 				most = st->nodes[n].windows_used[a], mnode = n;
 		}
-	fprintf(o, "fabric %s: %d nodes (%s), %d processes, %d link(s) down; windows in use %d, "
-		"most %d/%d on node %d\n", st->name, st->topo.nodes, prog_topo_name(st->topo.kind),
-		st->procs, down, used, most, st->topo.windows, mnode);
+	fprintf(o, "fabric %s: %d nodes (%s), %d processes, %d link(s) down\n"
+		"windows in use %d, most %d/%d on node %d\n", st->name, st->topo.nodes,
+		prog_topo_name(st->topo.kind), st->procs, down, used, most, st->topo.windows, mnode);
 	/* per node and adapter: windows in use, and a link that is down */
 	fprintf(o, "windows (of %d) per node%s:", st->topo.windows,
 		st->topo.adapters > 1 ? " and adapter" : "");
