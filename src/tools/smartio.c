@@ -16,8 +16,13 @@
 #endif
 
 /* [NAME]: the fabric, or $SMARTIO_FABRIC. */
+/* --fabric NAME, where a command takes it (the no-fabric message offers it) */
+static const char *fabric_opt;
+
 static const char *fabric_arg(int argc, char **argv)
 {
+	if (fabric_opt)
+		return fabric_opt;
 	if (optind < argc)
 		return argv[optind++];
 	return getenv("SMARTIO_FABRIC");
@@ -39,17 +44,18 @@ static void usage(FILE *o)
 "  destroy NAME [--force]          refused while processes are attached;\n"
 "                                  --force tells them to leave\n"
 "  list [--json]                   the fabrics on this host\n"
-"  status [NAME] [--json|--dot|--prometheus] [--watch [SEC]] [--count N]\n"
+"  status [NAME|--fabric NAME] [--json|--dot|--prometheus] [--watch [TIME]]\n"
+"         [--count N]\n"
 "                                  nodes, windows, segments, devices, borrows;\n"
 "                                  --dot: a Graphviz picture (dot -Tsvg);\n"
 "                                  --prometheus: Prometheus's text format\n"
 "  path [NAME] FROM TO [--json]    FROM/TO: node:N, dev:ID or seg:NODE:ID\n"
 "  link [NAME] NODE [ADAPTER] up|down\n"
 #ifdef SIO_TOOL_NVME
-"  top [NAME] [--interval SEC] [--count N]\n"
+"  top [NAME] [--interval TIME] [--count N]\n"
 "                                  live NVMe clients and queue pairs: IOPS, MiB/s,\n"
 "                                  latency, errors, doorbells\n"
-"  nvme stats [NAME] [--json|--prometheus] [--watch [SEC]] [--count N]\n"
+"  nvme stats [NAME] [--json|--prometheus] [--watch [TIME]] [--count N]\n"
 "                                  the NVMe driver's counters, per client and queue\n"
 "  exporter [NAME] --listen HOST:PORT\n"
 "                                  serve the status and NVMe counters to Prometheus\n"
@@ -179,11 +185,11 @@ static int status_once(void *arg)
 
 static int cmd_status(int argc, char **argv)
 {
-	enum { O_JSON = 256, O_DOT, O_WATCH, O_COUNT, O_PROM };
+	enum { O_JSON = 256, O_DOT, O_WATCH, O_COUNT, O_PROM, O_FABRIC };
 	static const struct option o[] = {
 		{ "json", 0, 0, O_JSON }, { "dot", 0, 0, O_DOT }, { "watch", 2, 0, O_WATCH },
-		{ "prometheus", 0, 0, O_PROM },
-		{ "count", 1, 0, O_COUNT }, PROG_LONGOPTS, { 0 } };
+		{ "prometheus", 0, 0, O_PROM }, { "count", 1, 0, O_COUNT },
+		{ "fabric", 1, 0, O_FABRIC }, PROG_LONGOPTS, { 0 } };
 	struct status_arg a = { .fmt = SIO_TOOL_TEXT };
 	double interval = 0;
 	uint64_t count = 0;
@@ -196,6 +202,7 @@ static int cmd_status(int argc, char **argv)
 		case O_PROM: a.fmt = SIO_TOOL_PROM; break;
 		case O_WATCH: interval = prog_watch_arg(optarg, argc, argv); break;
 		case O_COUNT: count = prog_u64("--count", optarg, 1, UINT64_MAX); break;
+		case O_FABRIC: fabric_opt = optarg; break;
 		}
 	}
 	a.name = fabric_arg(argc, argv);

@@ -429,10 +429,11 @@ static int run_view(struct stats_view *v, double interval, uint64_t count)
 
 static int cmd_stats(int argc, char **argv)
 {
-	enum { O_JSON = 256, O_WATCH, O_COUNT, O_DEVICE, O_PROM };
+	enum { O_JSON = 256, O_WATCH, O_COUNT, O_DEVICE, O_PROM, O_FABRIC };
 	static const struct option o[] = {
 		{ "json", 0, 0, O_JSON }, { "watch", 2, 0, O_WATCH }, { "count", 1, 0, O_COUNT },
-		{ "device", 1, 0, O_DEVICE }, { "prometheus", 0, 0, O_PROM }, PROG_LONGOPTS, { 0 } };
+		{ "device", 1, 0, O_DEVICE }, { "prometheus", 0, 0, O_PROM },
+		{ "fabric", 1, 0, O_FABRIC }, PROG_LONGOPTS, { 0 } };
 	struct stats_view v = { .device = SIO_DEVICE_ANY };
 	double interval = 0;
 	uint64_t count = 0;
@@ -445,9 +446,10 @@ static int cmd_stats(int argc, char **argv)
 		case O_WATCH: interval = prog_watch_arg(optarg, argc, argv); break;
 		case O_COUNT: count = prog_u64("--count", optarg, 1, UINT64_MAX); break;
 		case O_DEVICE: v.device = prog_u32("--device", optarg, 0, SIO_DEVICE_ANY - 1); break;
+		case O_FABRIC: v.name = optarg; break;
 		}
 	}
-	if (optind < argc)
+	if (optind < argc && !v.name)
 		v.name = argv[optind++];
 	prog_no_args(argc, argv);
 	if (count && !interval)
@@ -459,10 +461,10 @@ static int cmd_stats(int argc, char **argv)
 
 static int cmd_top(int argc, char **argv)
 {
-	enum { O_INTERVAL = 256, O_COUNT, O_DEVICE };
+	enum { O_INTERVAL = 256, O_COUNT, O_DEVICE, O_FABRIC };
 	static const struct option o[] = {
 		{ "interval", 1, 0, O_INTERVAL }, { "count", 1, 0, O_COUNT },
-		{ "device", 1, 0, O_DEVICE }, PROG_LONGOPTS, { 0 } };
+		{ "device", 1, 0, O_DEVICE }, { "fabric", 1, 0, O_FABRIC }, PROG_LONGOPTS, { 0 } };
 	struct stats_view v = { .device = SIO_DEVICE_ANY, .top = true };
 	double interval = 1;
 	uint64_t count = 0;
@@ -473,9 +475,10 @@ static int cmd_top(int argc, char **argv)
 		case O_INTERVAL: case 'd': interval = prog_time("--interval", optarg, 1, 0.1, 86400); break;
 		case O_COUNT: case 'n': count = prog_u64("--count", optarg, 1, UINT64_MAX); break;
 		case O_DEVICE: v.device = prog_u32("--device", optarg, 0, SIO_DEVICE_ANY - 1); break;
+		case O_FABRIC: v.name = optarg; break;
 		}
 	}
-	if (optind < argc)
+	if (optind < argc && !v.name)
 		v.name = argv[optind++];
 	prog_no_args(argc, argv);
 	return run_view(&v, interval, count);
@@ -544,12 +547,12 @@ static int cmd_exporter(int argc, char **argv)
 static void usage(FILE *o)
 {
 	fprintf(o,
-"usage: smartio nvme stats [NAME] [--json|--prometheus] [--watch [SEC]] [--count N]\n"
-"                          [--device ID]\n"
+"usage: smartio nvme stats [NAME|--fabric NAME] [--json|--prometheus] [--watch [TIME]]\n"
+"                          [--count N] [--device ID]\n"
 "                                  the NVMe driver's counters, per client and queue;\n"
 "                                  --prometheus: Prometheus's text format (for\n"
 "                                  node_exporter's textfile collector)\n"
-"       smartio top [NAME] [--interval SEC] [--count N] [--device ID]\n"
+"       smartio top [NAME|--fabric NAME] [--interval TIME] [--count N] [--device ID]\n"
 "                                  live NVMe clients and queue pairs: IOPS, MiB/s,\n"
 "                                  latency, errors, doorbells\n"
 "       smartio exporter [NAME] --listen HOST:PORT [--device ID]\n"
