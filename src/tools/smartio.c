@@ -252,6 +252,7 @@ static int cmd_list(int argc, char **argv)
 			struct json_object *x = pj_push_obj(arr);
 
 			pj_str(x, "fabric", names[i]);
+			pj_str(x, "state", st ? "live" : "unreadable");
 			if (st) {
 				pj_str(x, "topology", prog_topo_name(st->topo.kind));
 				pj_int(x, "nodes", st->topo.nodes);
