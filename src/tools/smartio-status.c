@@ -195,7 +195,16 @@ static void dot_str(FILE *o, const char *s)
 void sio_tool_status_dot(FILE *o, const struct sio_fabric_status *st)
 {
 	const struct sio_topology *t = &st->topo;
-	bool *sw = calloc((size_t)t->switches + 1, sizeof(*sw));
+	int nsw = t->switches;
+	bool *sw;
+
+	/* each adapter plane has switches of its own: the second plane's ids
+	 * go past t->switches */
+	for (int n = 0; n < st->nnodes; n++)
+		for (int a = 0; a < st->nodes[n].adapters; a++)
+			if (st->nodes[n].switch_id[a] > nsw)
+				nsw = st->nodes[n].switch_id[a];
+	sw = calloc((size_t)nsw + 1, sizeof(*sw));
 
 	fprintf(o, "graph ");
 	dot_str(o, st->name);
@@ -231,18 +240,18 @@ void sio_tool_status_dot(FILE *o, const struct sio_fabric_status *st)
 						up ? "" : ", color=red, style=dashed");
 				continue;
 			}
-			if (s >= 0 && s <= t->switches)
+			if (sw && s >= 0 && s <= nsw)
 				sw[s] = true;
 			fprintf(o, "  n%d -- s%d [label=\"a%d: %d/%d win\"%s];\n", n, s, a,
 				st->nodes[n].windows_used[a], t->windows,
 				up ? "" : ", color=red, style=dashed, fontcolor=red");
 		}
-	for (int s = 0; s <= t->switches; s++)
+	for (int s = 0; sw && s <= nsw; s++)
 		if (sw[s])
 			fprintf(o, "  s%d [shape=diamond, label=\"switch %d\"];\n", s, s);
 	if (t->kind == SIO_TOPO_CASCADE) {	/* the leaves hang off the top switch */
 		fprintf(o, "  top [shape=diamond, label=\"top switch\"];\n");
-		for (int s = 0; s <= t->switches; s++)
+		for (int s = 0; sw && s <= nsw; s++)
 			if (sw[s])
 				fprintf(o, "  top -- s%d;\n", s);
 	}
