@@ -122,3 +122,12 @@ void pj_run_info(struct json_object *o)
 	if (getloadavg(load, 3) == 3)
 		pj_dbl(r, "load_1min", load[0]);
 }
+
+void pj_timestamp(struct json_object *o)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	pj_u64(o, "timestamp", (uint64_t)ts.tv_sec);
+	pj_u64(o, "timestamp_ms", (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
+}

@@ -295,6 +295,9 @@ struct json_object *pj_arr(struct json_object *o, const char *key);
 /* A new object appended to array @a. */
 struct json_object *pj_push_obj(struct json_object *a);
 
+/* When, as fio's JSON says it: "timestamp" (s) and "timestamp_ms" since
+ * the epoch, so that readings from several hosts line up. */
+void pj_timestamp(struct json_object *o);
 /* Where the output came from: version, host, kernel, date, load. */
 void pj_run_info(struct json_object *o);
 

@@ -106,6 +106,7 @@ struct json_object *sio_tool_status_json(const struct sio_fabric_status *st)
 	struct json_object *o = json_object_new_object();
 
 	pj_str(o, "fabric", st->name);
+	pj_timestamp(o);
 	pj_str(o, "backend", st->backend);
 	pj_str(o, "topology", prog_topo_name(t->kind));
 	pj_int(o, "nodes", t->nodes);

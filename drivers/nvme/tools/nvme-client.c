@@ -419,6 +419,7 @@ static int report_json(const struct run *r, const struct tool_common *t,
 	struct json_object *o = json_object_new_object(), *db;
 	uint64_t ios = total_ios(r), bytes = r->d[DIR_WRITE].bytes + r->d[DIR_READ].bytes;
 
+	pj_timestamp(o);
 	pj_int(o, "node", t->node);
 	pj_u64(o, "device", device);
 	pj_u64(o, "qid", qi->qid);

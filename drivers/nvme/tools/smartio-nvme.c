@@ -145,7 +145,8 @@ static struct json_object *stats_json(const struct stats_view *v)
 	struct json_object *o = json_object_new_object(), *a = NULL;
 
 	pj_str(o, "fabric", v->name);
-	pj_u64(o, "time_ns", v->cur->t_ns);
+	pj_timestamp(o);
+	pj_u64(o, "time_ns", v->cur->t_ns);	/* monotonic: intervals */
 	if (v->prev)
 		pj_dbl(o, "interval_s", (double)(v->cur->t_ns - v->prev->t_ns) / 1e9);
 	a = pj_arr(o, "clients");
