@@ -30,7 +30,8 @@ static void usage(FILE *out)
 		"  --rounds N       transfers each way, checked (default 2)\n"
 		"  --fact N         compute N! (default 10; repeat the option for more)\n"
 		"  --dma-bits N     address bits the device drives (default 28)\n"
-		"  --timeout MS     bound on each wait for the device (default 5000)\n"
+		"  --timeout TIME   bound on each wait for the device: 5s, 500ms (a bare\n"
+		"                   number is ms; default 5000)\n"
 		"  --bus ADDR       also DMA the buffer to bus address ADDR as given (to see it refused)\n"
 		"  --live-once      store to the liveness register and read it back at once,\n"
 		"                   without waiting, and say whether it shows the inverse yet\n"
@@ -296,11 +297,14 @@ int main(int argc, char **argv)
 			rc = sio_parse_u64(optarg, 12, 64, &v);
 			a.o.dma_bits = (int)v;
 			break;
-		case O_TIMEOUT:
-			opt = "--timeout";
-			rc = sio_parse_u64(optarg, 1, 3600000, &v);
-			a.o.timeout_ms = (int)v;
+		case O_TIMEOUT: {
+			double sec = 0;
+
+			opt = "--timeout";	/* fio's units; a bare number is ms */
+			rc = sio_parse_time(optarg, 1e-3, 1e-3, 3600, &sec);
+			a.o.timeout_ms = (int)(sec * 1e3 + 0.5);
 			break;
+		}
 		case O_BUS: opt = "--bus"; rc = sio_parse_u64(optarg, 0, UINT64_MAX, &a.bus); a.have_bus = true; break;
 		case O_CLAMP: a.clamp = a.o.unchecked = true; break;
 		case O_ONCE: a.once = true; break;
