@@ -36,6 +36,7 @@ static int cmd_lend(int argc, char **argv)
 		{ "fabric", required_argument, NULL, 'f' },
 		{ "ready-file", required_argument, NULL, 'r' },
 		{ "background", no_argument, NULL, 'b' },
+		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *fabric = NULL, *ready = NULL;
@@ -50,6 +51,9 @@ static int cmd_lend(int argc, char **argv)
 			ready = optarg;
 		} else if (o == 'b') {
 			background = true;
+		} else if (o == 'h') {
+			usage(stdout);	/* smartio uio lend --help */
+			return 0;
 		} else {
 			usage(stderr);
 			return 2;

@@ -293,6 +293,7 @@ static int mode_opt(int argc, char **argv, enum sio_vfio_mode *mode, const char 
 		{ "fabric", required_argument, NULL, 'f' },
 		{ "ready-file", required_argument, NULL, 'r' },
 		{ "background", no_argument, NULL, 'b' },
+		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	int o;
@@ -308,8 +309,12 @@ static int mode_opt(int argc, char **argv, enum sio_vfio_mode *mode, const char 
 			ready->file = optarg;
 		else if (o == 'b' && ready)
 			ready->background = true;
-		else
+		else if (o == 'h') {
+			usage(stdout);	/* smartio vfio lend --help */
+			exit(0);
+		} else {
 			return -1;
+		}
 	}
 	return optind < argc ? optind : -1;
 }

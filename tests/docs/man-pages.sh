@@ -54,6 +54,13 @@ for c in create destroy list status path link top nvme vfio uio ntb; do
 		fail=$((fail + 1))
 	fi
 done
+for c in "vfio lend" "uio lend"; do	# a subcommand's subcommand too, where built
+	# shellcheck disable=SC2086 # two words
+	out=$("$B/src/tools/smartio" $c --help 2>&1) && continue
+	case "$out" in *"unknown command"*) continue ;; esac
+	echo "FAIL: smartio $c --help: $out"
+	fail=$((fail + 1))
+done
 # smartio.1 lists its subcommands one to an entry
 if [ -e "$M/man1/smartio.1" ] && [ "$(grep -c '^\.B \(create\|destroy\|list\|status\|path\|link\|top\) ' "$M/man1/smartio.1")" -lt 7 ]; then
 	echo "FAIL: smartio.1 does not list create, destroy, list, status, path, link and top apart"
