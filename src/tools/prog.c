@@ -111,6 +111,12 @@ static void suggest(const char *word, const struct option *longopts)
 		fprintf(stderr, "%s: did you mean --%s?\n", prog_name, best);
 }
 
+void prog_suggest_option(int argc, char **argv, const struct option *longopts)
+{
+	if (!optopt && optind > 0 && optind <= argc && !strncmp(argv[optind - 1], "--", 2))
+		suggest(argv[optind - 1] + 2, longopts);
+}
+
 int prog_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts)
 {
 	int c = getopt_long(argc, argv, shortopts, longopts, NULL);
@@ -126,9 +132,8 @@ int prog_getopt(int argc, char **argv, const char *shortopts, const struct optio
 	case '?':
 	case ':':
 		/* getopt said which option, and what is wrong with it */
-		if (c == '?' && !optopt && optind > 0 && optind <= argc &&
-		    !strncmp(argv[optind - 1], "--", 2))
-			suggest(argv[optind - 1] + 2, longopts);
+		if (c == '?')
+			prog_suggest_option(argc, argv, longopts);
 		fprintf(stderr, "%s: see %s --help\n", prog_name, prog_name);
 		exit(PROG_USAGE);
 	}

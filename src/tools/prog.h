@@ -63,6 +63,13 @@ void prog_init(const char *name, void (*usage)(FILE *out));
  */
 int prog_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
 
+/*
+ * After getopt_long() answered '?' for an unknown long option: name the
+ * closest known one, or ours for fio's (prog_getopt() does this itself;
+ * for a subcommand that calls getopt_long() directly).
+ */
+void prog_suggest_option(int argc, char **argv, const struct option *longopts);
+
 /* No positional arguments may follow the options: a stray one exits 2. */
 void prog_no_args(int argc, char **argv);
 

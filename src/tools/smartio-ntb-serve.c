@@ -37,9 +37,12 @@ int sio_tool_ntb_serve(int argc, char **argv)
 			ready = optarg;
 		else if (c == 'b')
 			background = true;
-		else
+		else {
+			if (c == '?')
+				prog_suggest_option(argc, argv, opts);
 			prog_usage_error("ntb serve: [--dev DEV] [--port P] [--ready-file F] "
 					 "[--background] (P: a fake NTB's port)");
+		}
 	}
 	if (optind != argc)
 		prog_usage_error("ntb serve: no argument '%s'", argv[optind]);

@@ -55,6 +55,8 @@ static int cmd_lend(int argc, char **argv)
 			usage(stdout);	/* smartio uio lend --help */
 			return 0;
 		} else {
+			if (o == '?')
+				prog_suggest_option(argc, argv, lo);
 			usage(stderr);
 			return 2;
 		}

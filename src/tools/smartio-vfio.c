@@ -313,6 +313,8 @@ static int mode_opt(int argc, char **argv, enum sio_vfio_mode *mode, const char 
 			usage(stdout);	/* smartio vfio lend --help */
 			exit(0);
 		} else {
+			if (o == '?')
+				prog_suggest_option(argc, argv, lo);
 			return -1;
 		}
 	}

@@ -111,6 +111,7 @@ refuses "nvme-client --count -1" "'-1' is out of range" "$CLIENT" --fabric "$F" 
 refuses "smartio status --watch 0" "'0' is out of range (100ms..86400s)" "$S" status "$F" --watch 0
 refuses "smartio status --watch 1x" "'1x' is not a time" "$S" status "$F" --watch=1x
 refuses "smartio create --adapter-ns 2ms" "'2ms' is out of range" "$S" create "$F-x" --adapter-ns 2ms
+refuses "smartio ntb serve --backgrund (a typo)" "did you mean --background?" "$S" ntb serve --backgrund
 
 # Nothing of the above changed the fabric: still 4 nodes, no device.
 timeout 20 "$S" status "$F" --json >"$out" 2>&1
