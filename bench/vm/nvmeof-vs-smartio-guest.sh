@@ -86,7 +86,7 @@ oft() {
 client_runs() {
 	for qd in 1 32; do
 		measure "smartio-client-r$1-qd$qd" sh -c "nvme-client --fabric $FAB --op read --random \
-			--lba 0 --count 65536 --bs 8 --qd $qd --time $RT --timeout 30000 --progress 0 --json \
+			--lba 0 --count 65536 --bs 4k --qd $qd --time $RT --timeout 30000 --progress 0 --json \
 			>/tmp/smartio-client-r$1-qd$qd.json"
 	done
 }
