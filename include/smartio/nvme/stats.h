@@ -137,7 +137,8 @@ int sio_nvme_stats_read(struct sio_fabric *f, uint32_t device, struct sio_nvme_c
  * @p999_ns: 99.9th percentile
  * @max_ns: largest
  * @sum_ns: their sum; 0 when the program gives no histogram
- * @le: the histogram: @le[i] I/Os took at most SIO_NVME_LAT_BOUNDS_NS[i]
+ * @le: the histogram: entry i counts the I/Os that took at most
+ *	SIO_NVME_LAT_BOUNDS_NS[i]
  */
 struct sio_nvme_lat {
 	uint64_t ios;
