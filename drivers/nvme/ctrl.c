@@ -1205,7 +1205,8 @@ int sio_nvme_ctrl_delete_qpair(struct sio_nvme_ctrl *c, uint16_t qid)
 	return ret ? ret : ret2;
 }
 
-int sio_nvme_doorbells(volatile void *bar0, uint64_t size, struct sio_doorbells *db, void *arg)
+int sio_nvme_describe_doorbells(volatile void *bar0, uint64_t size, struct sio_doorbells *db,
+				void *arg)
 {
 	volatile uint32_t *r = bar0;
 	uint64_t cap;

@@ -95,7 +95,7 @@ struct sio_device_info {
  *	registers), read again every few milliseconds (at most @regs)
  *
  * A lender fills it from the driver that knows the device (the NVMe
- * driver's sio_nvme_doorbells(), the edu example's edu_doorbells()): where
+ * driver's sio_nvme_describe_doorbells(), the edu example's edu_doorbells()): where
  * no window reaches BAR0 from another kernel, the lender's relay forwards
  * that kernel's 32-bit writes of these doorbells, and of nothing else, and
  * shows it these registers. A device lent without a description is not

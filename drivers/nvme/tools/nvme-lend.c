@@ -2,7 +2,7 @@
 /*
  * nvme-lend: lend an NVMe controller of this host to a fabric, as `smartio
  * vfio lend` (or `smartio uio lend`) does, with the NVMe driver's
- * description of its doorbells (sio_nvme_doorbells()): on a fabric of
+ * description of its doorbells (sio_nvme_describe_doorbells()): on a fabric of
  * several kernels, the lender's relay forwards the queues' doorbells of
  * borrowers that no window reaches BAR0 from. libsmartio itself knows no
  * device class, so a controller lent without it is not relayed.
@@ -39,7 +39,7 @@ int main(int argc, char **argv)
 		PROG_LONGOPTS,
 		{ 0, 0, 0, 0 },
 	};
-	const struct sio_lend_opts lo = { .doorbells = sio_nvme_doorbells };
+	const struct sio_lend_opts lo = { .doorbells = sio_nvme_describe_doorbells };
 	enum sio_vfio_mode mode = SIO_VFIO_AUTO;
 	const char *fabric = NULL, *bdf;
 	bool uio = false;

@@ -389,7 +389,7 @@ const char *sio_nvme_status_str(uint16_t status);
 int sio_nvme_find_device(struct sio_fabric *f, uint32_t id, struct sio_device_info *out);
 
 /**
- * sio_nvme_doorbells() - an NVMe controller's doorbells, for its lender
+ * sio_nvme_describe_doorbells() - an NVMe controller's doorbells, for its lender
  * @bar0: its BAR0, mapped
  * @size: BAR0's bytes
  * @db: filled in: the doorbells from 0x1000 at CAP.DSTRD's stride, as many
@@ -403,7 +403,8 @@ int sio_nvme_find_device(struct sio_fabric *f, uint32_t id, struct sio_device_in
  * doorbells.
  * Return: 0, or -EINVAL when BAR0 is too small to hold the admin queue's.
  */
-int sio_nvme_doorbells(volatile void *bar0, uint64_t size, struct sio_doorbells *db, void *arg);
+int sio_nvme_describe_doorbells(volatile void *bar0, uint64_t size, struct sio_doorbells *db,
+				void *arg);
 
 #ifdef __cplusplus
 }
