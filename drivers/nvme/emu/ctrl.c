@@ -228,47 +228,27 @@ static uint32_t fetch(struct sio_nvme_emu *emu, struct emu_sq *sq, uint32_t max)
 	return n;
 }
 
-static inline uint32_t burst(struct sio_nvme_emu *emu)
+/* The arbiter's view of the active I/O SQs (arb.h). */
+static struct emu_arb_q *arb_q(void *ctx, uint32_t i)
 {
-	uint32_t ab = emu->arb & 7;
-
-	return ab == 7 ? UINT32_MAX : 1u << ab;
+	return &((struct sio_nvme_emu *)ctx)->active[i]->arb;
 }
 
-/*
- * Round robin over the active I/O SQs of one class (-1: all), each taking
- * up to the arbitration burst in turn, until @budget commands or nothing
- * more is ready.
- */
-static uint32_t serve(struct sio_nvme_emu *emu, int cls, uint32_t budget)
+static bool arb_ready(void *ctx, uint32_t i)
 {
-	uint32_t done = 0, b = burst(emu);
-	uint32_t *cur = &emu->rr_next[cls < 0 ? 0 : cls];
+	struct emu_sq *sq = ((struct sio_nvme_emu *)ctx)->active[i];
 
-	if (emu->nactive == 0)
-		return 0;
-	while (done < budget) {
-		uint32_t progress = 0;
-
-		for (uint32_t k = 0; k < emu->nactive && done < budget; k++) {
-			struct emu_sq *sq = emu->active[(*cur + k) % emu->nactive];
-			uint32_t want = budget - done < b ? budget - done : b, got;
-
-			if (!sq->valid || (cls >= 0 && sq->prio != cls))
-				continue;
-			got = fetch(emu, sq, want);
-			if (got) {
-				*cur = (*cur + k + 1) % emu->nactive;
-				progress += got;
-				done += got;
-				break;	/* restart the rotation after this queue */
-			}
-		}
-		if (!progress)
-			break;
-	}
-	return done;
+	return sq->valid && sq->head != sq->tail;
 }
+
+static uint32_t arb_fetch(void *ctx, uint32_t i, uint32_t max)
+{
+	struct sio_nvme_emu *emu = ctx;
+
+	return fetch(emu, emu->active[i], max);
+}
+
+static const struct emu_arb_ops arb_ops = { arb_q, arb_ready, arb_fetch };
 
 static void read_doorbells(struct sio_nvme_emu *emu)
 {
@@ -301,18 +281,6 @@ static void read_doorbells(struct sio_nvme_emu *emu)
 	atomic_thread_fence(memory_order_acquire);
 }
 
-/* Does a class that still has credit have commands waiting? */
-static bool credited_work(struct sio_nvme_emu *emu)
-{
-	for (uint32_t i = 0; i < emu->nactive; i++) {
-		struct emu_sq *sq = emu->active[i];
-
-		if (sq->prio >= 1 && emu->credit[sq->prio] && sq->head != sq->tail)
-			return true;
-	}
-	return false;
-}
-
 static uint32_t process_queues(struct sio_nvme_emu *emu)
 {
 	uint32_t total = 0;
@@ -320,39 +288,7 @@ static uint32_t process_queues(struct sio_nvme_emu *emu)
 	read_doorbells(emu);
 	total += fetch(emu, &emu->sq[0], 16);	/* admin is in the urgent class */
 	emu_aer_poll(emu);
-	if (!emu->wrr) {
-		total += serve(emu, -1, 256);
-		return total;
-	}
-	total += serve(emu, 0, 256);
-	/*
-	 * Weighted classes: each has HPW+1 / MPW+1 / LPW+1 credits; credits
-	 * carry over between passes (a full CQ may let only one command through
-	 * per pass) and are refilled when no class with credit has work.
-	 */
-	for (bool refilled = false; total < 256;) {
-		uint32_t p = 0;
-
-		for (int cls = 1; cls <= 3; cls++) {
-			uint32_t got;
-
-			if (!emu->credit[cls])
-				continue;
-			got = serve(emu, cls, emu->credit[cls]);
-			emu->credit[cls] -= got;
-			p += got;
-		}
-		total += p;
-		if (p)
-			continue;
-		if (refilled || credited_work(emu))
-			break;	/* blocked (CQ full, io_uring busy), not out of credit */
-		emu->credit[1] = ((emu->arb >> 24) & 0xff) + 1;
-		emu->credit[2] = ((emu->arb >> 16) & 0xff) + 1;
-		emu->credit[3] = ((emu->arb >> 8) & 0xff) + 1;
-		refilled = true;
-	}
-	return total;
+	return total + emu_arb_pass(&emu->arbiter, &arb_ops, emu, emu->nactive, 256);
 }
 
 /* ---- enable, reset, shutdown ---- */
@@ -425,6 +361,7 @@ static void ctrl_enable(struct sio_nvme_emu *emu, uint32_t cc)
 	}
 	emu->page_size = sio_nvme_prp_page_size(NVME_CC_MPS(cc));
 	emu->wrr = NVME_CC_AMS(cc) == NVME_CC_AMS_WRRU;
+	emu_arb_config(&emu->arbiter, emu->wrr, emu->arb);
 	emu->cq[0] = (struct emu_cq){ .valid = true, .phase = 1, .qid = 0,
 				      .size = NVME_AQA_ACQS(aqa) + 1, .base = acq, .nsq = 1 };
 	emu->sq[0] = (struct emu_sq){ .valid = true, .qid = 0, .size = NVME_AQA_ASQS(aqa) + 1,
@@ -747,8 +684,7 @@ void emu_active_add(struct sio_nvme_emu *emu, struct emu_sq *sq)
 	}
 	emu->active[i] = sq;
 	emu->nactive++;
-	for (int c = 0; c < 4; c++)
-		emu->rr_next[c] = 0;
+	emu_arb_reset(&emu->arbiter);
 }
 
 void emu_active_del(struct sio_nvme_emu *emu, struct emu_sq *sq)
@@ -759,8 +695,7 @@ void emu_active_del(struct sio_nvme_emu *emu, struct emu_sq *sq)
 		if (emu->active[i] != sq)
 			emu->active[j++] = emu->active[i];
 	emu->nactive = j;
-	for (int c = 0; c < 4; c++)
-		emu->rr_next[c] = 0;
+	emu_arb_reset(&emu->arbiter);
 }
 
 uint32_t emu_cc(struct sio_nvme_emu *emu)

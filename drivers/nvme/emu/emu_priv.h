@@ -13,6 +13,7 @@
 #include <smartio/nvme/queue.h>	/* doorbell offsets */
 #include "clock.h"
 #include "emu.h"
+#include "arb.h"
 
 #define EMU_PAGE		4096u
 #define EMU_MPSMAX		4u	/* 64 KiB memory pages */
@@ -67,7 +68,6 @@ struct emu_cq {
 
 struct emu_sq {
 	bool valid;
-	uint8_t prio;		/* WRR class: 0 urgent, 1 high, 2 medium, 3 low */
 	uint16_t qid;
 	uint32_t size;
 	uint32_t head;
@@ -78,6 +78,7 @@ struct emu_sq {
 	uint32_t db_mmio;	/* shadow doorbells: the MMIO tail doorbell as last seen */
 	bool db_look;		/* read the shadow tail on the next pass */
 	bool db_used;		/* its shadow slot has left 0: the host uses it */
+	struct emu_arb_q arb;	/* its class, credit and counters (arb.c) */
 };
 
 /* A contiguous piece of a PRP-described transfer. */
@@ -155,8 +156,7 @@ struct sio_nvme_emu {
 	uint32_t changed[SIO_NVME_EMU_MAX_NS * 2];	/* Changed Namespace List */
 	uint32_t nchanged;
 	uint64_t dbs, eis;	/* Doorbell Buffer Config: shadow doorbells, EventIdx (or 0) */
-	uint32_t rr_next[4];	/* round-robin cursor per WRR class */
-	uint32_t credit[4];	/* WRR credits left per class */
+	struct emu_arb arbiter;	/* from CC.AMS and @arb */
 	uint64_t polls;
 	uint32_t csts;		/* CSTS as published */
 	bool resetting;		/* completions are dropped while set */

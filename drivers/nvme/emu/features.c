@@ -64,6 +64,7 @@ void emu_features_reset(struct sio_nvme_emu *emu)
 	emu->nsqa = emu->ncqa = emu->cfg.max_qpairs;
 	emu->ioq_created = false;
 	emu->arb = 0;		/* burst 1, weights 1: plain alternation */
+	emu_arb_config(&emu->arbiter, emu->wrr, emu->arb);
 	emu->wce = true;
 	emu->power_mgmt = 0;
 	emu->temp_over = EMU_WCTEMP;	/* the composite's over threshold starts at WCTEMP */
@@ -242,6 +243,7 @@ uint16_t emu_set_features(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *c
 	switch (fid) {
 	case NVME_FEAT_FID_ARBITRATION:
 		emu->arb = v & 0xffffff07u;
+		emu_arb_config(&emu->arbiter, emu->wrr, emu->arb);
 		return EMU_OK;
 	case NVME_FEAT_FID_POWER_MGMT:
 		/* NPSS = 0: power state 0 is the only one */
