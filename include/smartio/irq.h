@@ -59,6 +59,21 @@ enum sio_irq_kind {
 int sio_device_irq_enable(struct sio_device *dev, unsigned int kinds, int nvec);
 
 /**
+ * sio_device_irq_enable_one() - enable one vector of a device's interrupts
+ * @dev: borrow handle
+ * @kinds: as sio_device_irq_enable()
+ * @vec: the vector, 0..SIO_IRQ_MAX_VECS - 1
+ *
+ * For a borrower that shares the device with others and is given one
+ * vector of it (an NVMe client's CQ): where the backend can, it receives
+ * @vec alone, not the vectors below it that belong to the others; where it
+ * cannot (vfio enables a function's vectors from 0), the others' arrive on
+ * fds nobody waits on. Only @vec may be waited on.
+ * Return: as sio_device_irq_enable().
+ */
+int sio_device_irq_enable_one(struct sio_device *dev, unsigned int kinds, int vec);
+
+/**
  * sio_device_irq_fd() - the file descriptor of vector @vec
  * @dev: borrow handle with interrupts enabled
  * @vec: vector index

@@ -360,7 +360,9 @@ int sio__fabric_backend(const struct sio_fabric_ops **out);
  * sio_device_irq_enable() then fails with -EOPNOTSUPP):
  * @irq_enable: enable @nvec vectors of one of @kinds (SIO_IRQ_F bits, 0 for
  *	any, best first) and put in @fds one fd per vector that polls
- *	readable when it fired; the backend owns them. Return the kind.
+ *	readable when it fired; the backend owns them. Return the kind. An
+ *	entry of @fds that comes in as SIO__IRQ_SKIP is a vector this borrow
+ *	does not take: a backend that can leaves it -1 and unopened.
  * @irq_disable: undo @irq_enable and close the fds.
  * @irq_take: take what vector @vec has pending without blocking: the
  *	count, or -EAGAIN. NULL when the fds are eventfds (the core reads them).

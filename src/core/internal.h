@@ -197,6 +197,13 @@ int sio__dma_map_masked(struct sio_device *dev, struct sio_segment *seg, uint64_
 /* The number of bits of a DMA mask (2^n - 1), for messages. */
 int sio__mask_bits(uint64_t mask);
 
+/*
+ * An fd that sio_device_irq_enable_one() asks the backend's @irq_enable not
+ * to open: a vector of the device this borrow does not take. A backend that
+ * opens every vector anyway overwrites it.
+ */
+#define SIO__IRQ_SKIP	(-2)
+
 /* The sim device backend's interrupts (backend/sim/irq.c). */
 int sio__sim_irq_enable(struct sio_device *dev, unsigned int kinds, int nvec, int *fds);
 void sio__sim_irq_disable(struct sio_device *dev);

@@ -63,7 +63,8 @@ const char *sio_irq_kind_name(int kind)
 	}
 }
 
-int sio_device_irq_enable(struct sio_device *dev, unsigned int kinds, int nvec)
+/* Vectors 0..@nvec-1, or of them @only alone (-1: all). */
+static int irq_enable(struct sio_device *dev, unsigned int kinds, int nvec, int only)
 {
 	int fds[SIO_IRQ_MAX_VECS], kind;
 
@@ -80,14 +81,27 @@ int sio_device_irq_enable(struct sio_device *dev, unsigned int kinds, int nvec)
 		return sio__err(EOPNOTSUPP, "device %u: the %s backend delivers no interrupts",
 				dev->id, dev->ops->name);
 	for (int i = 0; i < nvec; i++)
-		fds[i] = -1;
+		fds[i] = only < 0 || i == only ? -1 : SIO__IRQ_SKIP;
 	kind = dev->ops->irq_enable(dev, kinds, nvec, fds);
 	if (kind < 0)
 		return kind;
-	memcpy(dev->irq_fd, fds, nvec * sizeof(int));
+	for (int i = 0; i < nvec; i++)	/* a backend that binds all may leave a mark */
+		dev->irq_fd[i] = fds[i] < 0 ? -1 : fds[i];
 	dev->irq_nvec = nvec;
 	dev->irq_kind = kind;
 	return kind;
+}
+
+int sio_device_irq_enable(struct sio_device *dev, unsigned int kinds, int nvec)
+{
+	return irq_enable(dev, kinds, nvec, -1);
+}
+
+int sio_device_irq_enable_one(struct sio_device *dev, unsigned int kinds, int vec)
+{
+	if (vec < 0 || vec >= SIO_IRQ_MAX_VECS)
+		return sio__err(EINVAL, "interrupt vector %d: 0..%d", vec, SIO_IRQ_MAX_VECS - 1);
+	return irq_enable(dev, kinds, vec + 1, vec);
 }
 
 static int vec_check(struct sio_device *dev, int vec)
@@ -96,9 +110,9 @@ static int vec_check(struct sio_device *dev, int vec)
 		return sio__err(EINVAL, "device handle is NULL");
 	if (!dev->irq_kind)
 		return sio__err(EINVAL, "device %u: interrupts are not enabled on this borrow", dev->id);
-	if (vec < 0 || vec >= dev->irq_nvec)
-		return sio__err(EINVAL, "device %u: vector %d is not enabled (%d are)", dev->id, vec,
-				dev->irq_nvec);
+	if (vec < 0 || vec >= dev->irq_nvec || dev->irq_fd[vec] < 0)
+		return sio__err(EINVAL, "device %u: vector %d is not enabled on this borrow", dev->id,
+				vec);
 	return 0;
 }
 

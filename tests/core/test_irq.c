@@ -55,6 +55,35 @@ Test(irq, raise_reaches_the_borrowers_that_enabled_it)
 	sio_fabric_destroy(name);
 }
 
+Test(irq, enable_one_takes_its_vector_and_not_the_others)
+{
+	struct sio_fabric_config c = { .nodes = 2 };
+	const char *name = test_fabric("irq1", &c);
+	struct sio_fabric *l = join(name, 0), *h = join(name, 1);
+	struct sio_devreg *reg = make_device(l, false);
+	struct sio_device *a, *b;
+
+	cr_assert_eq(sio_device_borrow(h, sio_devreg_id(reg), SIO_BORROW_SHARED, &a), 0);
+	cr_assert_eq(sio_device_borrow(h, sio_devreg_id(reg), SIO_BORROW_SHARED, &b), 0);
+	cr_assert_eq(sio_device_irq_enable_one(a, SIO_IRQ_F_ANY, SIO_IRQ_MAX_VECS), -EINVAL);
+	cr_assert_eq(sio_device_irq_enable_one(a, SIO_IRQ_F_ANY, 3), SIO_IRQ_MSI, "%s", sio_errmsg());
+	cr_assert_eq(sio_device_irq_enable_one(b, SIO_IRQ_F_ANY, 1), SIO_IRQ_MSI, "%s", sio_errmsg());
+	cr_assert_eq(sio_devreg_irq_raise(reg, 1), 1, "vector 1 is b's alone, not a's as well");
+	cr_assert_eq(sio_devreg_irq_raise(reg, 3), 1);
+	cr_assert_eq(sio_devreg_irq_raise(reg, 0), 0, "nobody took vector 0");
+	cr_assert_eq(sio_device_irq_wait(a, 1, 0), -EINVAL, "a did not take vector 1");
+	cr_assert_eq(sio_device_irq_fd(a, 0), -EINVAL);
+	cr_assert_eq(sio_device_irq_wait(a, 3, 1000), 1);
+	cr_assert_eq(sio_device_irq_wait(b, 1, 1000), 1);
+	sio_device_close(a);
+	sio_device_close(b);
+	cr_assert_eq(sio_devreg_irq_raise(reg, 3), 0);
+	sio_devreg_close(reg);
+	sio_fabric_close(h);
+	sio_fabric_close(l);
+	sio_fabric_destroy(name);
+}
+
 Test(irq, dma_mask_places_mappings_and_refuses_what_cannot_fit)
 {
 	struct sio_fabric_config c = { .nodes = 2 };

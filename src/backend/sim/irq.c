@@ -49,6 +49,10 @@ int sio__sim_irq_enable(struct sio_device *dev, unsigned int kinds, int nvec, in
 		return sio__err(EOPNOTSUPP, "device %u: a device model on the simulated fabric signals "
 				"message interrupts (MSI) only", dev->id);
 	for (int v = 0; v < nvec; v++) {
+		if (fds[v] == SIO__IRQ_SKIP) {	/* another borrower's vector */
+			fds[v] = -1;
+			continue;
+		}
 		if ((ret = irq_path(dev->f, dev->id, dev->borrow, v, &sa)))
 			goto fail;
 		fds[v] = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
