@@ -10,11 +10,12 @@
 #include <unistd.h>
 #include <smartio/smartio.h>
 #include "client-priv.h"
+#include "emu/arb.h"
 
 #define STATS_MAGIC	0x31535453564e5353ull	/* "SSNVSTS1" */
-#define STATS_VERSION	3u	/* 2: the latency histogram; 3: fault counters */
+#define STATS_VERSION	4u	/* 2: latency histogram; 3: faults; 4: where the share went */
 #define STATS_NAME	"nvme-stats"
-#define STATS_SIZE	4096u
+#define STATS_SIZE	8192u	/* two pages: the queues outgrew one at version 4 */
 
 struct sio_nvme_stats_page {
 	uint64_t magic;		/* written last, once the header is valid */
@@ -25,7 +26,7 @@ struct sio_nvme_stats_page {
 	struct sio_nvme_qstats q[SIO_NVME_STATS_QUEUES];
 };
 
-_Static_assert(sizeof(struct sio_nvme_stats_page) <= STATS_SIZE, "stats fit a page");
+_Static_assert(sizeof(struct sio_nvme_stats_page) <= STATS_SIZE, "stats fit STATS_SIZE");
 
 /* The client's page. Without one (no memory for it) queues count into a
  * private block: the hot path never tests for it. */
@@ -133,6 +134,16 @@ void sio_nvme_ioq_publish_latency(struct sio_nvme_ioq *q, const struct sio_nvme_
 	__atomic_store_n(&s->lat_ios, lat->ios, __ATOMIC_RELEASE);
 }
 
+void sio_nvme_ioq_publish_sched(struct sio_nvme_ioq *q, const struct sio_nvme_sched *sc)
+{
+	struct sio_nvme_qstats *s;
+
+	if (!q || !sc || !(s = q->qs))
+		return;
+	s->offcpu_ns = sc->offcpu_ns;
+	s->wait_ns = sc->wait_ns;
+}
+
 /* Copy page @p out, checked: 0, or -EINVAL when it is not a whole page. */
 static int copy_page(const struct sio_nvme_stats_page *p, struct sio_nvme_client_stats *out)
 {
@@ -153,6 +164,7 @@ static int copy_page(const struct sio_nvme_stats_page *p, struct sio_nvme_client
 			s.sq_place = -1;
 		if (s.cq_place < 0 || s.cq_place > 8)
 			s.cq_place = -1;
+		s.ctrl_fetched = s.ctrl_skipped = s.ctrl_blocked = 0;	/* the controller's */
 		out->q[out->nqueues++] = s;
 	}
 	return 0;
@@ -174,6 +186,52 @@ static int read_one(struct sio_fabric *f, int node, uint32_t id, struct sio_nvme
 		ret = 0;
 	sio_segment_close(seg);
 	return ret;
+}
+
+/* The arbiter's counters of @pg (@size bytes, read-only) into the clients
+ * of its device. */
+static void arb_merge(const struct emu_arb_page *pg, uint64_t size,
+		      struct sio_nvme_client_stats *out, int n)
+{
+	uint32_t nq;
+
+	if (__atomic_load_n(&pg->magic, __ATOMIC_ACQUIRE) != EMU_ARB_PAGE_MAGIC)
+		return;
+	nq = pg->nq;
+	if (sizeof(*pg) + (uint64_t)nq * sizeof(pg->q[0]) > size)
+		return;	/* not a whole page: never read past the mapping */
+	for (int i = 0; i < n; i++) {
+		if (out[i].device != pg->device)
+			continue;
+		for (uint32_t k = 0; k < out[i].nqueues; k++) {
+			struct sio_nvme_qstats *s = &out[i].q[k];
+
+			if (s->qid >= nq)
+				continue;
+			s->ctrl_fetched = pg->q[s->qid].fetched;
+			s->ctrl_skipped = pg->q[s->qid].skipped;
+			s->ctrl_blocked = pg->q[s->qid].blocked;
+		}
+	}
+}
+
+/* Every emulated controller's arbitration counters into the clients found. */
+static void arb_read(struct sio_fabric *f, const struct sio_fabric_status *st,
+		     struct sio_nvme_client_stats *out, int n)
+{
+	for (int i = 0; i < st->nsegments; i++) {
+		const struct sio_segment_info *s = &st->segments[i].info;
+		struct sio_segment *seg;
+		void *va;
+
+		if (strcmp(s->name, EMU_ARB_PAGE_NAME) || s->size < sizeof(struct emu_arb_page))
+			continue;
+		if (sio_segment_connect(f, s->node, s->id, &seg))
+			continue;
+		if (!sio_segment_map_range(seg, -1, 0, s->size, SIO_MAP_RDONLY, &va))
+			arb_merge(va, s->size, out, n);
+		sio_segment_close(seg);
+	}
 }
 
 int sio_nvme_stats_read(struct sio_fabric *f, uint32_t device, struct sio_nvme_client_stats *out,
@@ -203,6 +261,7 @@ int sio_nvme_stats_read(struct sio_fabric *f, uint32_t device, struct sio_nvme_c
 		if (ret && (device == SIO_DEVICE_ANY || o->device == device))
 			n++;
 	}
+	arb_read(f, st, out, n < max ? n : max);
 	sio_fabric_status_close(st);
 	return n;
 }

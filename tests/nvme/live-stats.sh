@@ -1,7 +1,9 @@
 #!/bin/bash
 # A running fabric, watched: during an nvme-client run, two readings of
 # `smartio nvme stats --json --watch` a second apart show a non-zero rate for
-# that client's queue pair, its I/Os counted and its published latency;
+# that client's queue pair, its I/Os counted and its published latency, the
+# emulated controller's arbitration counters for its SQ and where the
+# client's time went (waiting, off the CPU);
 # `smartio top` (plain lines off a terminal) lists it; `smartio status
 # --json` parses with a device named a"b\ and lists the borrows; --dot is a
 # graph Graphviz renders (where dot is installed); `smartio list --json` has
@@ -36,6 +38,8 @@ py "$T/second.json" '[q for c in d["clients"] if c["node"] == 2 for q in c["queu
 qid=$(python3 -c "import json; print(json.load(open('$T/client.json'))['qid'])")
 py "$T/second.json" "any(q['qid'] == $qid and q['lat_us']['ios'] > 0 for c in d['clients'] for q in c['queues'])" ||
 	fail "the client's published latency is not there"
+py "$T/second.json" "any(q['qid'] == $qid and q['ctrl_fetched'] > 0 and q['wait_ns'] + q['offcpu_ns'] > 0 for c in d['clients'] for q in c['queues'])" ||
+	{ cat "$T/second.json"; fail "no controller counters (ctrl_fetched) or client time (wait_ns, offcpu_ns) for queue $qid"; }
 grep -qE "^2 +[0-9]+ +[0-9]+ +$qid " "$T/top" || { cat "$T/top"; fail "smartio top does not list node 2's queue $qid"; }
 grep -q "progress\|of 4 s" "$T/client.err" || { cat "$T/client.err"; fail "no progress line on a 4 s run"; }
 echo "live counters: a rate for queue $qid, its latency, in nvme stats and top"

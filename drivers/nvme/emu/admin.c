@@ -223,7 +223,8 @@ static uint16_t cmd_create_sq(struct sio_nvme_emu *emu, const struct sio_nvme_cm
 		return EMU_ST_FIELD;
 	if (iosz != 0 && iosz != 6)
 		return EMU_ST_FIELD;	/* CC.IOSQES: 64-byte entries only */
-	emu->sq[qid] = (struct emu_sq){ .valid = true, .arb.cls = (cmd->cdw11 >> 1) & 3,
+	emu->arbpage->q[qid] = (struct emu_arb_q){ .cls = (cmd->cdw11 >> 1) & 3 };
+	emu->sq[qid] = (struct emu_sq){ .valid = true, .arb = &emu->arbpage->q[qid],
 					.qid = (uint16_t)qid, .size = qsize, .base = cmd->prp1,
 					.cq = &emu->cq[cqid] };
 	emu->cq[cqid].nsq++;

@@ -49,6 +49,21 @@ struct emu_arb {
 	uint64_t rounds;		/* WRR rounds completed (credit refills) */
 };
 
+/*
+ * The counters, for readers anywhere on the fabric (smartio nvme stats): a
+ * segment of the controller's node named EMU_ARB_PAGE_NAME, one entry per
+ * qid, written by the controller alone with plain stores.
+ */
+#define EMU_ARB_PAGE_NAME	"nvme-arb"
+#define EMU_ARB_PAGE_MAGIC	0x31425241564e5353ull	/* "SSNVARB1" */
+
+struct emu_arb_page {
+	uint64_t magic;		/* written last, once the header is valid */
+	uint32_t device;	/* the controller's device id */
+	uint32_t nq;		/* entries of @q, qid 0 .. @nq - 1 */
+	struct emu_arb_q q[];
+};
+
 void emu_arb_config(struct emu_arb *a, bool wrr, uint32_t cdw11);
 void emu_arb_reset(struct emu_arb *a);
 uint32_t emu_arb_pass(struct emu_arb *a, const struct emu_arb_ops *ops, void *ctx,

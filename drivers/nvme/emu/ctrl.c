@@ -231,7 +231,7 @@ static uint32_t fetch(struct sio_nvme_emu *emu, struct emu_sq *sq, uint32_t max)
 /* The arbiter's view of the active I/O SQs (arb.h). */
 static struct emu_arb_q *arb_q(void *ctx, uint32_t i)
 {
-	return &((struct sio_nvme_emu *)ctx)->active[i]->arb;
+	return ((struct sio_nvme_emu *)ctx)->active[i]->arb;
 }
 
 static bool arb_ready(void *ctx, uint32_t i)
@@ -519,6 +519,14 @@ static int config_check(const struct sio_nvme_emu_config *c)
 	return 0;
 }
 
+/* The arbiter's counters, a page or more: one entry per qid. */
+static size_t arb_page_size(const struct sio_nvme_emu *emu)
+{
+	size_t sz = sizeof(struct emu_arb_page) + emu->nq * sizeof(struct emu_arb_q);
+
+	return (sz + EMU_PAGE - 1) & ~(size_t)(EMU_PAGE - 1);
+}
+
 int sio_nvme_emu_create(const struct sio_nvme_emu_config *cfg, struct sio_nvme_emu **out)
 {
 	struct sio_nvme_emu *emu;
@@ -546,7 +554,9 @@ int sio_nvme_emu_create(const struct sio_nvme_emu_config *cfg, struct sio_nvme_e
 	emu->segs = calloc(emu->max_segs, sizeof(*emu->segs));
 	emu->scratch = aligned_alloc(EMU_PAGE, emu->mdts_bytes);
 	emu->elog = calloc(EMU_ELOG_ENTRIES, sizeof(*emu->elog));
-	if (!emu->sq || !emu->cq || !emu->active || !emu->segs || !emu->scratch || !emu->elog) {
+	emu->arbpage = calloc(1, arb_page_size(emu));
+	if (!emu->sq || !emu->cq || !emu->active || !emu->segs || !emu->scratch || !emu->elog ||
+	    !emu->arbpage) {
 		sio_nvme_emu_destroy(emu);
 		return sio_err_set(ENOMEM, "out of memory");
 	}
@@ -570,6 +580,36 @@ int sio_nvme_emu_create(const struct sio_nvme_emu_config *cfg, struct sio_nvme_e
 	}
 	*out = emu;
 	return 0;
+}
+
+/*
+ * Move the arbiter's counters into a segment of this node, where `smartio
+ * nvme stats` finds them beside each client's own. Without one they stay
+ * private: counters are no reason to refuse a controller.
+ */
+static void arb_publish(struct sio_nvme_emu *emu)
+{
+	struct emu_arb_page *p;
+	void *va;
+
+	if (emu->arbseg || sio_segment_create(emu->fabric, 0, arb_page_size(emu), 0, &emu->arbseg))
+		return;
+	if (sio_segment_map(emu->arbseg, &va)) {
+		sio_segment_close(emu->arbseg);
+		emu->arbseg = NULL;
+		return;
+	}
+	sio_segment_set_name(emu->arbseg, EMU_ARB_PAGE_NAME);
+	p = va;
+	memcpy(p->q, emu->arbpage->q, emu->nq * sizeof(struct emu_arb_q));
+	p->device = (uint32_t)emu->devid;
+	p->nq = emu->nq;
+	for (uint32_t q = 1; q < emu->nq; q++)	/* live queues point into the page */
+		if (emu->sq[q].arb)
+			emu->sq[q].arb = &p->q[q];
+	free(emu->arbpage);
+	emu->arbpage = p;
+	__atomic_store_n(&p->magic, EMU_ARB_PAGE_MAGIC, __ATOMIC_RELEASE);
 }
 
 static void publish_initial(struct sio_nvme_emu *emu)
@@ -642,6 +682,7 @@ int sio_nvme_emu_attach(struct sio_nvme_emu *emu, struct sio_fabric *f)
 	emu->bar0 = va;
 	emu->bar0_size = desc.bar_size[0];
 	publish_initial(emu);
+	arb_publish(emu);
 	return 0;
 }
 
@@ -659,6 +700,10 @@ void sio_nvme_emu_destroy(struct sio_nvme_emu *emu)
 		emu_drain(emu, NULL);
 		set_csts(emu, 0);
 	}
+	if (emu->arbseg)
+		sio_segment_close(emu->arbseg);
+	else
+		free(emu->arbpage);
 	if (emu->reg)
 		sio_devreg_close(emu->reg);
 	emu_backing_close(emu);

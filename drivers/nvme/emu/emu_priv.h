@@ -78,7 +78,7 @@ struct emu_sq {
 	uint32_t db_mmio;	/* shadow doorbells: the MMIO tail doorbell as last seen */
 	bool db_look;		/* read the shadow tail on the next pass */
 	bool db_used;		/* its shadow slot has left 0: the host uses it */
-	struct emu_arb_q arb;	/* its class, credit and counters (arb.c) */
+	struct emu_arb_q *arb;	/* its class, credit and counters: in @arbpage */
 };
 
 /* A contiguous piece of a PRP-described transfer. */
@@ -157,6 +157,8 @@ struct sio_nvme_emu {
 	uint32_t nchanged;
 	uint64_t dbs, eis;	/* Doorbell Buffer Config: shadow doorbells, EventIdx (or 0) */
 	struct emu_arb arbiter;	/* from CC.AMS and @arb */
+	struct emu_arb_page *arbpage;	/* per qid; a segment once attached (ctrl.c) */
+	struct sio_segment *arbseg;
 	uint64_t polls;
 	uint32_t csts;		/* CSTS as published */
 	bool resetting;		/* completions are dropped while set */

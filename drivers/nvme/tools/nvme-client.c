@@ -18,6 +18,7 @@
 #include <smartio/nvme.h>
 #include "clock.h"
 #include "hist.h"
+#include "sched-acct.h"
 #include "tool.h"
 
 enum op { OP_WRITE, OP_READ, OP_VERIFY, OP_WRITE_VERIFY };
@@ -81,6 +82,7 @@ struct run {
 	int link_up[2][SIO_MAX_ADAPTERS];
 	uint64_t link_downs;	/* times one of them was seen going down */
 	bool fabric_gone;	/* the run ended with the fabric's destruction */
+	struct sio__sched_acct sched;	/* off the CPU, waiting: published */
 };
 
 static uint64_t mix(uint64_t x)
@@ -170,6 +172,8 @@ static void publish(struct run *r)
 	hist_cumulative(h, bound, SIO_NVME_LAT_BUCKETS, l.le);
 	if (h->n)
 		sio_nvme_ioq_publish_latency(r->q, &l);
+	sio_nvme_ioq_publish_sched(r->q, &(struct sio_nvme_sched){ .offcpu_ns = r->sched.offcpu_ns,
+								   .wait_ns = r->sched.wait_ns });
 }
 
 /* Count the links on our path (ours and the lender's adapters) that went
@@ -194,6 +198,7 @@ static int tick(struct run *r)
 {
 	uint64_t now = sio__now_ns();
 
+	sio__sched_tick(&r->sched, now);
 	if (r->deadline && now >= r->deadline)
 		prog_stop = 1;	/* issue no more; what is in flight completes */
 	if (r->next_progress && now >= r->next_progress)
@@ -281,7 +286,7 @@ static void io_done(void *arg, int err, uint16_t status)
 /* One pass: @n I/Os (writes or reads) at depth qd. */
 static int pass(struct run *r, uint64_t n, bool write, uint64_t seed)
 {
-	uint64_t issued = 0;
+	uint64_t issued = 0, t;
 	uint32_t i, idle = 0;
 	int ret;
 
@@ -309,12 +314,16 @@ static int pass(struct run *r, uint64_t n, bool write, uint64_t seed)
 		}
 		if (prog_stop && !sio_nvme_ioq_inflight(r->q))
 			break;
+		t = sio__now_ns();
 		ret = sio_nvme_ioq_poll(r->q, 0);
 		if (ret < 0) {
 			prog_fail("%s", sio_errmsg());
 			return ret;
 		}
 		if (ret == 0) {
+			/* waiting on the device; a poll this long was preempted */
+			if ((t = sio__now_ns() - t) < 10000)
+				sio__sched_wait(&r->sched, t, 0);
 			/* Back off so the controller and other clients get the CPU. */
 			if (++idle > 64)
 				sched_yield();
@@ -373,6 +382,7 @@ static int run_passes(struct run *r)
 	int ret = 0;
 
 	r->t0 = r->last_ns = sio__now_ns();
+	sio__sched_start(&r->sched, r->t0);
 	if (c->seconds > 0)
 		r->deadline = r->t0 + (uint64_t)(c->seconds * 1e9);
 	if (c->progress > 0)

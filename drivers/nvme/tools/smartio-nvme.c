@@ -76,6 +76,8 @@ static const struct sio_nvme_qstats *before(const struct reading *prev,
 struct rate {
 	bool have;
 	double iops, read_iops, write_iops, mib_s;
+	double offcpu, wait;	/* fractions of the interval */
+	double skipped_s;	/* controller passes skipping it, per second */
 };
 
 static struct rate rate_of(const struct stats_view *v, const struct sio_nvme_client_stats *c,
@@ -95,6 +97,10 @@ static struct rate rate_of(const struct stats_view *v, const struct sio_nvme_cli
 	r.iops = r.read_iops + r.write_iops;
 	r.mib_s = (double)(q->read_bytes - b->read_bytes + q->write_bytes - b->write_bytes) /
 		  1048576.0 / dt;
+	r.offcpu = q->offcpu_ns >= b->offcpu_ns ? (double)(q->offcpu_ns - b->offcpu_ns) / 1e9 / dt : 0;
+	r.wait = q->wait_ns >= b->wait_ns ? (double)(q->wait_ns - b->wait_ns) / 1e9 / dt : 0;
+	r.skipped_s = q->ctrl_skipped >= b->ctrl_skipped ?
+		      (double)(q->ctrl_skipped - b->ctrl_skipped) / dt : 0;
 	return r;
 }
 
@@ -122,12 +128,21 @@ static struct json_object *queue_json(const struct stats_view *v,
 	pj_u64(x, "recoveries", q->recoveries);
 	pj_u64(x, "resubmitted", q->resubmitted);
 	pj_u64(x, "failovers", q->failovers);
+	/* where the share went: the controller's arbitration, the CPU */
+	pj_u64(o, "ctrl_fetched", q->ctrl_fetched);
+	pj_u64(o, "ctrl_skipped", q->ctrl_skipped);
+	pj_u64(o, "ctrl_blocked", q->ctrl_blocked);
+	pj_u64(o, "offcpu_ns", q->offcpu_ns);
+	pj_u64(o, "wait_ns", q->wait_ns);
 	if (r.have) {
 		x = pj_obj(o, "rate");
 		pj_dbl(x, "iops", r.iops);
 		pj_dbl(x, "read_iops", r.read_iops);
 		pj_dbl(x, "write_iops", r.write_iops);
 		pj_dbl(x, "mib_s", r.mib_s);
+		pj_dbl(x, "offcpu", r.offcpu);
+		pj_dbl(x, "wait", r.wait);
+		pj_dbl(x, "ctrl_skipped_s", r.skipped_s);
 	}
 	if (q->lat_ios) {	/* what the client program measured and published */
 		x = pj_obj(o, "lat_us");
@@ -237,7 +252,10 @@ static void stats_prom(struct prom *p, const struct stats_view *v)
 	}
 }
 
-enum { NCOL = 14 };
+/* The columns; the last three (where the share went) only when some queue
+ * has them: a controller that counts its arbitration, a program that
+ * publishes its time off the CPU. */
+enum { NCOL = 17, NCOL_BASE = 14 };
 
 /* One queue pair's row of the table, a string a column. */
 static void row_cells(const struct stats_view *v, const struct sio_nvme_client_stats *c,
@@ -267,13 +285,24 @@ static void row_cells(const struct stats_view *v, const struct sio_nvme_client_s
 	}
 	snprintf(cell[12], 24, "%llu", (unsigned long long)q->errors);
 	snprintf(cell[13], 24, "%.2f", ios ? (double)q->db_writes / (double)ios : 0.0);
+	if (r.have && (q->offcpu_ns || q->wait_ns)) {	/* published by the program */
+		snprintf(cell[14], 24, "%.0f", 100 * r.offcpu);
+		snprintf(cell[15], 24, "%.0f", 100 * r.wait);
+	}
+	if (r.have && q->ctrl_fetched)
+		snprintf(cell[16], 24, "%.0f", r.skipped_s);
+}
+
+static bool has_share(const struct sio_nvme_qstats *q)
+{
+	return q->offcpu_ns || q->wait_ns || q->ctrl_fetched;
 }
 
 /* One row: text columns to the left, numbers to the right, each as wide as
  * its widest cell, so that a usual table fits 80 columns. */
-static void print_row(FILE *o, char cell[NCOL][24], const int *w)
+static void print_row(FILE *o, char cell[NCOL][24], const int *w, int ncol)
 {
-	for (int i = 0; i < NCOL; i++)
+	for (int i = 0; i < ncol; i++)
 		fprintf(o, i < 7 ? "%s%-*s" : "%s%*s", i ? " " : "", w[i], cell[i]);
 	fprintf(o, "\n");
 }
@@ -282,9 +311,10 @@ static void stats_text(FILE *o, const struct stats_view *v)
 {
 	static const char *const head[NCOL] = { "node", "pid", "dev", "qid", "sq", "cq",
 						"doorbells", "IOPS", "MiB/s", "rd%", "p50us",
-						"p99us", "err", "db/IO" };
+						"p99us", "err", "db/IO", "offcpu%", "wait%",
+						"skip/s" };
 	char cell[NCOL][24];
-	int w[NCOL];
+	int w[NCOL], ncol = NCOL_BASE;
 
 	if (!v->cur->n) {
 		fprintf(o, "(no NVMe client runs on this fabric now: the counters are a running "
@@ -300,11 +330,13 @@ static void stats_text(FILE *o, const struct stats_view *v)
 			char x[NCOL][24];
 
 			row_cells(v, &v->cur->c[i], &v->cur->c[i].q[k], x);
+			if (has_share(&v->cur->c[i].q[k]))
+				ncol = NCOL;
 			for (int j = 0; j < NCOL; j++)
 				if ((int)strlen(x[j]) > w[j])
 					w[j] = (int)strlen(x[j]);
 		}
-	print_row(o, cell, w);
+	print_row(o, cell, w, ncol);
 	for (int i = 0; i < v->cur->n; i++) {
 		const struct sio_nvme_client_stats *c = &v->cur->c[i];
 
@@ -312,7 +344,7 @@ static void stats_text(FILE *o, const struct stats_view *v)
 			const struct sio_nvme_qstats *q = &c->q[k];
 
 			row_cells(v, c, q, cell);
-			print_row(o, cell, w);
+			print_row(o, cell, w, ncol);
 			if (q->timeouts || q->recoveries || q->resubmitted || q->failovers)
 				fprintf(o, "      faults: %llu timeout(s), %llu recover%s, %llu "
 					"command(s) resent, %llu failover(s)\n",

@@ -70,6 +70,19 @@ struct sio_nvme_ioq;
  * @recoveries: times it was made again and what it held sent again
  * @resubmitted: commands sent again (after a recovery or a failover)
  * @failovers: times its commands moved to the backup path
+ * @ctrl_fetched: commands the controller's arbiter took from this SQ
+ * @ctrl_skipped: the controller's arbitration passes in which this SQ had
+ *	commands waiting and was given none
+ * @ctrl_blocked: turns in which it had commands and the controller could
+ *	take none (its CQ full: the client was not reaping)
+ * @offcpu_ns: time the program had free slots but was not running (its
+ *	wall clock less its thread's CPU time), published by the program
+ * @wait_ns: time it had nothing to submit and waited for completions,
+ *	polling or asleep, published by the program
+ *
+ * The ctrl_ counters are the emulated controller's (it publishes them on its
+ * node); sio_nvme_stats_read() fills them in, and leaves them 0 for a
+ * controller that does not.
  */
 struct sio_nvme_qstats {
 	uint16_t qid;
@@ -94,6 +107,11 @@ struct sio_nvme_qstats {
 	uint64_t recoveries;
 	uint64_t resubmitted;
 	uint64_t failovers;
+	uint64_t ctrl_fetched;
+	uint64_t ctrl_skipped;
+	uint64_t ctrl_blocked;
+	uint64_t offcpu_ns;
+	uint64_t wait_ns;
 };
 
 /**
@@ -159,6 +177,31 @@ struct sio_nvme_lat {
  * hot path. Readers may see one summary's fields from two publications.
  */
 void sio_nvme_ioq_publish_latency(struct sio_nvme_ioq *q, const struct sio_nvme_lat *lat);
+
+/**
+ * struct sio_nvme_sched - where a program's time went, for fairness
+ * @offcpu_ns: time it had free slots but was not running: another process
+ *	had its CPU (wall clock less CLOCK_THREAD_CPUTIME_ID)
+ * @wait_ns: time it had nothing to submit and waited for completions
+ *	(polling, or asleep on an interrupt)
+ *
+ * Both since the queue pair was made. A client that gets less than its
+ * share with a large @offcpu_ns lost it to the CPU scheduler; with the
+ * controller's ctrl_skipped growing, to the controller's arbitration.
+ */
+struct sio_nvme_sched {
+	uint64_t offcpu_ns;
+	uint64_t wait_ns;
+};
+
+/**
+ * sio_nvme_ioq_publish_sched() - show where the program's time went
+ * @q: the queue pair the time was spent on
+ * @s: the program's own accounting
+ *
+ * As sio_nvme_ioq_publish_latency(): for a program's periodic progress.
+ */
+void sio_nvme_ioq_publish_sched(struct sio_nvme_ioq *q, const struct sio_nvme_sched *s);
 
 #ifdef __cplusplus
 }
