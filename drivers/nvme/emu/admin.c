@@ -199,7 +199,8 @@ static uint16_t cmd_create_cq(struct sio_nvme_emu *emu, const struct sio_nvme_cm
 	if (iosz != 0 && iosz != 4)
 		return EMU_ST_FIELD;	/* CC.IOCQES: 16-byte entries only */
 	emu->cq[qid] = (struct emu_cq){ .valid = true, .phase = 1, .qid = (uint16_t)qid,
-					.size = qsize, .base = cmd->prp1 };
+					.size = qsize, .base = cmd->prp1, .ien = ien,
+					.iv = (uint16_t)iv };
 	emu_dbbuf_queue(emu, qid, true);
 	emu->ioq_created = true;
 	return EMU_OK;

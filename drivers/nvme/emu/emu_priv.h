@@ -64,6 +64,10 @@ struct emu_cq {
 	uint64_t base;
 	uint32_t db_mmio;	/* the MMIO head doorbell as last seen (shadow doorbells) */
 	bool db_used;		/* its shadow slot has left 0: the host uses it */
+	bool ien;		/* interrupts enabled, on vector @iv */
+	uint16_t iv;
+	uint32_t irq_pending;	/* entries posted since its last interrupt */
+	uint64_t irq_since;	/* when the first of them was (coalescing time) */
 };
 
 struct emu_sq {
@@ -195,6 +199,7 @@ struct sio_nvme_emu {
 	uint64_t units_read, units_written;	/* 512-byte units */
 	uint64_t host_reads, host_writes;
 	uint64_t busy_ns, start_ns;
+	uint64_t irqs;		/* interrupts raised */
 };
 
 static inline uint32_t cq_used(const struct emu_cq *cq)
@@ -249,6 +254,9 @@ static inline uint32_t emu_vectors(const struct sio_nvme_emu *emu)
 {
 	return emu->cfg.max_qpairs + 1;
 }
+
+/* irq.c */
+void emu_irq_flush(struct sio_nvme_emu *emu);
 
 /* io.c */
 uint16_t emu_io(struct sio_nvme_emu *emu, struct emu_sq *sq,

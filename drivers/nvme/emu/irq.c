@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Completion interrupts: a CQ created with IEN signals its vector (IV)
+ * once entries were posted to it, through the fabric's interrupts
+ * (sio_devreg_irq_raise(): a message to each borrower that took the
+ * vector, as an MSI-X write). One poll of the controller raises a CQ's
+ * vector at most once, whatever it posted: the host reaps all it finds.
+ *
+ * Interrupt Coalescing (Set Features 0x08, NVMe 1.4 §5.21.1.8): with an
+ * Aggregation Time, a vector is held back until Aggregation Threshold + 1
+ * entries are waiting or the time since the first has passed; with no
+ * time, nothing is held back. Interrupt Vector Configuration's Coalescing
+ * Disable exempts a vector (the admin queue's always is).
+ */
+#include <smartio/model.h>
+#include "emu_priv.h"
+
+static bool coalesce_off(const struct sio_nvme_emu *emu, uint32_t iv)
+{
+	return emu->ivc_cd[iv / 64] & (1ull << (iv % 64));
+}
+
+/* Is it time for @cq's interrupt? @now is read once per flush, if needed. */
+static bool due(struct sio_nvme_emu *emu, const struct emu_cq *cq, uint64_t *now)
+{
+	uint32_t thr = (emu->irq_coalesce & 0xff) + 1;	/* 0's based */
+	uint64_t time = (uint64_t)((emu->irq_coalesce >> 8) & 0xff) * 100000;	/* 100 us */
+
+	if (!time || coalesce_off(emu, cq->iv) || cq->irq_pending >= thr)
+		return true;
+	if (!*now)
+		*now = sio__now_ns();
+	return *now - cq->irq_since >= time;
+}
+
+void emu_irq_flush(struct sio_nvme_emu *emu)
+{
+	uint64_t now = 0;
+
+	for (uint32_t i = 0; i < emu->nactive; i++) {
+		struct emu_cq *cq = emu->active[i]->cq;
+
+		if (!cq->irq_pending || !due(emu, cq, &now))
+			continue;
+		cq->irq_pending = 0;
+		if (emu->reg && sio_devreg_irq_raise(emu->reg, cq->iv) >= 0)
+			emu->irqs++;
+	}
+}
