@@ -347,6 +347,23 @@ static uint32_t bar0_queues(const struct sio_nvme_ctrl *c)
 	return (uint32_t)((c->bar0_size - SIO_NVME_REG_DBS) / pair - 1);
 }
 
+/* How the controller shares itself: arbitration weights, interrupt
+ * coalescing, as the options ask; both are forgotten at every reset. */
+static int set_sharing(struct sio_nvme_ctrl *c, const struct sio_nvme_ctrl_opts *o)
+{
+	uint16_t st = 0;
+
+	if (o->arb_cdw11 &&
+	    sio_nvme_ctrl_set_features(c, NVME_FEAT_FID_ARBITRATION, o->arb_cdw11, NULL, &st))
+		return sio_err_set(EIO, "Set Features (Arbitration 0x%08x) failed: %s",
+				   o->arb_cdw11, sio_nvme_status_str(st));
+	if (o->irq_coalesce &&
+	    sio_nvme_ctrl_set_features(c, NVME_FEAT_FID_IRQ_COALESCE, o->irq_coalesce, NULL, &st))
+		return sio_err_set(EIO, "Set Features (Interrupt Coalescing 0x%04x) failed: %s",
+				   o->irq_coalesce, sio_nvme_status_str(st));
+	return 0;
+}
+
 static int identify_and_queues(struct sio_nvme_ctrl *c, const struct sio_nvme_ctrl_opts *o)
 {
 	uint32_t want = o->io_queues ? o->io_queues : 0xffff;
@@ -395,7 +412,7 @@ static int identify_and_queues(struct sio_nvme_ctrl *c, const struct sio_nvme_ct
 	c->info.io_queues = nsq < ncq ? nsq : ncq;
 	if (c->info.io_queues > want)
 		c->info.io_queues = want;
-	return 0;
+	return set_sharing(c, o);
 }
 
 static int stale(const char *why)

@@ -94,6 +94,13 @@ static void usage(FILE *o)
 		"  --ready-file F    write our pid to F once serving\n"
 		"  --io-queues N     I/O queue pairs to ask the controller for\n"
 		"  --arbitration rr|wrr  SQ arbitration (default rr)\n"
+		"  --weights H,M,L   weighted round robin: commands per round each SQ of the\n"
+		"                    high, medium and low class takes (1..256; default 1,1,1)\n"
+		"  --burst N         commands an SQ takes per turn: 1, 2, 4 ... 64, or 0 for\n"
+		"                    no limit (default 1)\n"
+		"  --irq-coalesce N,US  interrupt coalescing: hold a CQ's interrupt until N\n"
+		"                    entries (1..256) or US microseconds (100..25500, in\n"
+		"                    steps of 100) have passed; default none\n"
 		"  --no-cmb          leave the controller memory buffer off\n"
 		"  --shadow-doorbells auto|on|off  Doorbell Buffer Config, where the\n"
 		"                    controller offers it: auto (default) where an MMIO\n"
@@ -116,7 +123,48 @@ struct mgr_cfg {
 	bool standby;
 	bool quiet;
 	bool background;
+	bool weights;		/* --weights given (0 in arb_cdw11 is the reset value) */
 };
+
+/* --weights H,M,L: into the Arbitration feature's weights, 0's based. */
+static void weights(struct mgr_cfg *c, const char *arg)
+{
+	unsigned int h, m, l;
+	char end;
+
+	if (sscanf(arg, "%u,%u,%u%c", &h, &m, &l, &end) != 3 || !h || !m || !l ||
+	    h > 256 || m > 256 || l > 256)
+		prog_usage_error("--weights '%s': three weights 1..256, high,medium,low "
+				 "(e.g. 8,4,1)", arg);
+	c->mo.ctrl.arb_cdw11 = (c->mo.ctrl.arb_cdw11 & 7u) | sio_nvme_feat_arbitration(0, l - 1, m - 1, h - 1);
+	c->weights = true;
+}
+
+/* --burst N: the Arbitration Burst, a power of two (0: no limit). */
+static void burst(struct mgr_cfg *c, const char *arg)
+{
+	uint32_t n = prog_u32("--burst", arg, 0, 64), ab = 7;
+
+	if (n) {
+		if (n & (n - 1))
+			prog_usage_error("--burst %u: a power of two 1..64, or 0 for no limit", n);
+		ab = (uint32_t)__builtin_ctz(n);
+	}
+	c->mo.ctrl.arb_cdw11 = (c->mo.ctrl.arb_cdw11 & ~7u) | ab;
+}
+
+/* --irq-coalesce N,US: Interrupt Coalescing's threshold and time. */
+static void coalesce(struct mgr_cfg *c, const char *arg)
+{
+	unsigned int n, us;
+	char end;
+
+	if (sscanf(arg, "%u,%u%c", &n, &us, &end) != 2 || n < 1 || n > 256 || us < 100 ||
+	    us > 25500 || us % 100)
+		prog_usage_error("--irq-coalesce '%s': N,US with N entries 1..256 and US "
+				 "microseconds 100..25500 in steps of 100 (e.g. 8,100)", arg);
+	c->mo.ctrl.irq_coalesce = (n - 1) | (us / 100) << 8;
+}
 
 /* Serve the controller until stopped, and again when it comes back. */
 static int serve_loop(struct sio_fabric *f, struct sio_device_info *di,
@@ -197,13 +245,17 @@ static int serve(struct tool_common *t, struct mgr_cfg *c)
 
 int main(int argc, char **argv)
 {
-	enum { O_READY = 256, O_QUEUES, O_ARB, O_NO_CMB, O_DBBUF, O_QUIET, O_STANDBY };
+	enum { O_READY = 256, O_QUEUES, O_ARB, O_NO_CMB, O_DBBUF, O_QUIET, O_STANDBY, O_WEIGHTS,
+	       O_BURST, O_COALESCE };
 	static const struct option lo[] = {
 		TOOL_COMMON_LONGOPTS,
 		TOOL_JSON_LONGOPT,
 		{ "ready-file", required_argument, NULL, O_READY },
 		{ "io-queues", required_argument, NULL, O_QUEUES },
 		{ "arbitration", required_argument, NULL, O_ARB },
+		{ "weights", required_argument, NULL, O_WEIGHTS },
+		{ "burst", required_argument, NULL, O_BURST },
+		{ "irq-coalesce", required_argument, NULL, O_COALESCE },
 		{ "no-cmb", no_argument, NULL, O_NO_CMB },
 		{ "shadow-doorbells", required_argument, NULL, O_DBBUF },
 		{ "quiet", no_argument, NULL, O_QUIET },
@@ -226,6 +278,9 @@ int main(int argc, char **argv)
 			c.mo.ctrl.arbitration = prog_choice("--arbitration", optarg, arbs) ?
 						NVME_CC_AMS_WRRU : NVME_CC_AMS_RR;
 			break;
+		case O_WEIGHTS: weights(&c, optarg); break;
+		case O_BURST: burst(&c, optarg); break;
+		case O_COALESCE: coalesce(&c, optarg); break;
 		case O_NO_CMB: c.mo.ctrl.enable_cmb = false; break;
 		case O_DBBUF: c.mo.ctrl.dbbuf = prog_choice("--shadow-doorbells", optarg, dbbufs); break;
 		case O_QUIET: c.quiet = true; break;
@@ -233,6 +288,8 @@ int main(int argc, char **argv)
 		case PROG_OPT_BACKGROUND: c.background = true; break;
 		}
 	}
+	if (c.weights && c.mo.ctrl.arbitration != NVME_CC_AMS_WRRU)
+		prog_usage_error("--weights: weighted round robin only (--arbitration wrr)");
 	if (c.background)
 		prog_background();
 	lg = prog_log_stream(t.json);

@@ -59,12 +59,20 @@ struct sio_nvme_ctrl;
  *	a PCI function (vfio, uio), such as QEMU's controller, where each one
  *	exits to the hypervisor; not a device model on the simulated fabric,
  *	whose BAR0 is memory. _ON wherever offered, _OFF never.
+ * @arb_cdw11: Set Features (Arbitration) after each enable: burst and the
+ *	weighted classes' weights (sio_nvme_feat_arbitration()); 0 leaves the
+ *	controller's
+ * @irq_coalesce: Set Features (Interrupt Coalescing) after each enable:
+ *	aggregation threshold (bits 7:0, entries, 0's based) and time (bits
+ *	15:8, 100 us units); 0 leaves the controller's (no coalescing)
  */
 struct sio_nvme_ctrl_opts {
 	uint32_t io_queues;
 	uint32_t arbitration;
 	bool enable_cmb;
 	int dbbuf;
+	uint32_t arb_cdw11;
+	uint32_t irq_coalesce;
 };
 
 /* Shadow doorbells: the controller's (struct sio_nvme_ctrl_opts @dbbuf) and a
