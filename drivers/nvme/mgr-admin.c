@@ -168,6 +168,11 @@ static void create_check(struct sio_nvme_manager *m, struct creating *c)
 				"%u-byte aligned", page);
 	else if (q->cdw10 > 3)
 		c->ret = refuse(m, &c->r, EINVAL, "SQ priority %u out of range 0..3", q->cdw10);
+	else if (q->cdw10 && m->co.arbitration != NVME_CC_AMS_WRRU)
+		c->ret = refuse(m, &c->r, ENOTSUP, "SQ priority %u (%s) needs weighted round robin "
+				"arbitration, and the controller runs round robin: start the manager "
+				"with --arbitration wrr (where CAP.AMS offers it)", q->cdw10,
+				q->cdw10 == 1 ? "high" : q->cdw10 == 2 ? "medium" : "low");
 	else if (m->confined && c->pid <= 0)
 		c->ret = refuse(m, &c->r, EINVAL, "mailbox slot %d names no process", c->s);
 	if (c->ret || (q->qid && create_again_check(m, c)))

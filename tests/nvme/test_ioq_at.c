@@ -138,7 +138,7 @@ Test(ioq_at, caller_placed_queue_does_io_and_bad_input_is_refused)
 	cr_expect_eq(sio_nvme_ioq_delete_at(cl, qid), -EPERM);
 	/* The id is free again. */
 	memset(va, 0, 2 * 4096);
-	cr_expect_eq(sio_nvme_ioq_create_at(cl, bus, bus + 4096, DEPTH, 3, &qid2), 0, "%s",
+	cr_expect_eq(sio_nvme_ioq_create_at(cl, bus, bus + 4096, DEPTH, 0, &qid2), 0, "%s",
 		     sio_errmsg());
 	cr_expect_eq(qid2, qid);
 	/* Left for sio_nvme_client_close() to delete; returning the borrow
