@@ -128,6 +128,12 @@ struct sio_nvme_ioq {
 	uint32_t off_mask;		/* buffer offsets must have these bits clear */
 	bool mp;
 	uint16_t prio;
+	/* completions (cpl.c) */
+	int cpl_mode;			/* SIO_NVME_CPL_* in force */
+	int irq_vec;			/* the CQ's vector, taken on qp[0].dev; -1: none */
+	char cpl_note[160];		/* why cpl_mode is not what was asked */
+	uint32_t spin_ns;		/* adaptive: how long to spin before sleeping */
+	uint64_t sleeps, wakeups_lost;
 	struct ioreq *reqs;
 	uint16_t *req_stack;
 	uint32_t nreq_free;
@@ -166,6 +172,10 @@ struct sio_nvme_ioq {
 	uint32_t recoveries;
 	uint32_t timeouts;		/* times commands made no progress for the timeout */
 };
+
+/* cpl.c */
+int sio_nvme_cpl_setup(struct sio_nvme_ioq *q, int asked);
+void sio_nvme_cpl_release(struct sio_nvme_ioq *q);
 
 /*
  * No read or write of @q takes the fast path (io.c) until submit_rw_any()

@@ -699,6 +699,12 @@ int sio_nvme_ioq_wait(struct sio_nvme_ioq *q)
 
 	sio_nvme_backoff_init_io(&b);
 	while (sio_nvme_ioq_inflight(q)) {
+		if (q->irq_vec >= 0) {	/* asleep on the CQ's interrupt, bounded */
+			ret = sio_nvme_ioq_reap(q, 0, 1000000, NULL);
+			if (ret < 0)
+				return ret;
+			continue;
+		}
 		ret = sio_nvme_ioq_poll(q, 0);
 		if (ret < 0)
 			return ret;
@@ -736,7 +742,9 @@ static int sync_wait(struct sio_nvme_ioq *q, struct sync_done *d, const char *wh
 
 	sio_nvme_backoff_init_io(&b);
 	while (!d->done) {
-		ret = sio_nvme_ioq_poll(q, 0);
+		/* with interrupts, asleep on them (bounded); else polled, backing off */
+		ret = q->irq_vec >= 0 ? sio_nvme_ioq_reap(q, 0, 1000000, NULL) :
+					sio_nvme_ioq_poll(q, 0);
 		if (d->done)
 			break;
 		if (ret < 0)
@@ -746,7 +754,8 @@ static int sync_wait(struct sio_nvme_ioq *q, struct sync_done *d, const char *wh
 		if (!sio_nvme_ioq_inflight(q))
 			return sio_err_set(EIO, "queue %u: %s is no longer in flight and "
 					   "never completed", q->qp[0].q.qid, what);
-		sio_backoff_wait(&b);
+		if (q->irq_vec < 0)
+			sio_backoff_wait(&b);
 	}
 	if (d->err == -EIO)
 		return sio_err_set(EIO, "%s failed: %s (status 0x%03x)", what,

@@ -48,6 +48,7 @@ int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 	out->multipath = false;
 	out->dptr = SIO_NVME_DPTR_AUTO;
 	out->dbbuf = SIO_NVME_DBBUF_AUTO;
+	out->completions = SIO_NVME_CPL_POLL;
 	if (!s || !*s)
 		return 0;
 	if (strlen(s) >= sizeof(buf))
@@ -102,9 +103,15 @@ int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 			if ((out->dbbuf = word(eq, w, 3)) < 0)
 				return sio_err_set(EINVAL, "queue spec: dbbuf '%s' is not auto, "
 						   "on or off", eq);
+		} else if (!strcmp(tok, "completions")) {
+			static const char *const w[] = { "poll", "irq", "adaptive" };	/* SIO_NVME_CPL_* */
+
+			if ((out->completions = word(eq, w, 3)) < 0)
+				return sio_err_set(EINVAL, "queue spec: completions '%s' is not "
+						   "poll, irq or adaptive", eq);
 		} else {
 			return sio_err_set(EINVAL, "queue spec: unknown key '%s' (location, "
-					   "cq, depth, prio, multipath, dptr, dbbuf)", tok);
+					   "cq, depth, prio, multipath, dptr, dbbuf, completions)", tok);
 		}
 	}
 	return 0;
@@ -286,6 +293,7 @@ static int ioq_delete_free(struct sio_nvme_ioq *q)
 {
 	int ret = 0, r, p;
 
+	sio_nvme_cpl_release(q);
 	for (p = 0; p < 2; p++) {
 		if (!q->qp[p].live)
 			continue;
@@ -302,6 +310,42 @@ static int ioq_delete_free(struct sio_nvme_ioq *q)
 	return ret;
 }
 
+/* Ask the manager for a queue pair over the given memory; @flags SIO_MBOX_QP_*. */
+static int create_req(struct sio_nvme_client *cl, uint64_t sq_bus, uint64_t cq_bus,
+		      uint32_t depth, uint32_t prio, uint32_t flags, uint16_t *qid)
+{
+	struct sio_nvme_mbox_req req;
+	struct sio_nvme_mbox_resp resp;
+	uint64_t page;
+	int ret;
+
+	if (!cl || !qid)
+		return sio_err_set(EINVAL, "sio_nvme_ioq_create_at: NULL argument");
+	page = cl->ci.page_size;
+	if (depth < 2 || depth > cl->ci.mqes)
+		return sio_err_set(EINVAL, "queue depth %u out of range 2..%u (CAP.MQES)",
+				   depth, cl->ci.mqes);
+	if (prio > 3)
+		return sio_err_set(EINVAL, "SQ priority %u out of range 0..3", prio);
+	if (!sq_bus || !cq_bus || ((sq_bus | cq_bus) & (page - 1)))
+		return sio_err_set(EINVAL, "queue addresses 0x%llx (SQ) and 0x%llx (CQ) "
+				   "must be non-zero and %llu-byte aligned",
+				   (unsigned long long)sq_bus, (unsigned long long)cq_bus,
+				   (unsigned long long)page);
+	memset(&req, 0, sizeof(req));
+	req.op = SIO_MBOX_OP_CREATE_QP;
+	req.qsize = depth;
+	req.bus1 = sq_bus;
+	req.bus2 = cq_bus;
+	req.cdw10 = prio;
+	req.cdw11 = flags;
+	ret = sio_nvme_mbox_call(cl, &req, &resp);
+	if (ret)
+		return ret;
+	*qid = resp.qid;
+	return 0;
+}
+
 /* Have the manager create @p's queues in the controller over the memory it
  * has, and point the host's view of them there, as new. */
 int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p)
@@ -310,7 +354,8 @@ int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p)
 	uint16_t qid;
 	int ret;
 
-	ret = sio_nvme_ioq_create_at(q->cl, p->sq_bus, p->cq_bus, q->depth, q->prio, &qid);
+	ret = create_req(q->cl, p->sq_bus, p->cq_bus, q->depth, q->prio,
+			 q->cpl_mode != SIO_NVME_CPL_POLL ? SIO_MBOX_QP_IRQ : 0, &qid);
 	if (ret)
 		return ret;
 	ret = sio_nvme_queue_init(&p->q, qid, q->depth, p->sq_va, p->cq_va, NULL, NULL,
@@ -480,6 +525,12 @@ static int spec_check(const struct sio_nvme_client *cl, const struct sio_nvme_qs
 		return sio_err_set(ENOTSUP, "dbbuf=on: %s", spec->multipath ?
 				   "a multipath queue keeps MMIO doorbells" :
 				   "the manager offers no shadow doorbells (Doorbell Buffer Config)");
+	if (spec->completions < SIO_NVME_CPL_POLL || spec->completions > SIO_NVME_CPL_ADAPTIVE)
+		return sio_err_set(EINVAL, "completion mode %d is not poll, irq or adaptive",
+				   spec->completions);
+	if (spec->completions == SIO_NVME_CPL_IRQ && spec->multipath)
+		return sio_err_set(ENOTSUP, "completions=irq: a multipath queue polls both paths "
+				   "(completions=adaptive polls it, saying so)");
 	if (spec->dptr == SIO_NVME_DPTR_SGL && cl->ci.sgl == SIO_NVME_SGL_NONE)
 		return sio_err_set(ENOTSUP, "dptr=sgl: device %u takes PRPs only (Identify SGLS)",
 				   cl->dinfo.id);
@@ -501,6 +552,11 @@ static struct sio_nvme_ioq *ioq_alloc(struct sio_nvme_client *cl,
 	q->slow = q->mp;
 	sio_nvme_fast_off(q);
 	q->prio = (uint16_t)spec->prio;
+	q->irq_vec = -1;
+	/* asked for: what the manager is asked to create; settled once it is */
+	q->cpl_mode = spec->multipath ? SIO_NVME_CPL_POLL : spec->completions;
+	if (spec->multipath && spec->completions)
+		snprintf(q->cpl_note, sizeof(q->cpl_note), "a multipath queue polls both paths");
 	q->depth = depth;
 	q->page = cl->ci.page_size;
 	q->page_mask = q->page - 1;
@@ -570,6 +626,8 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 		q->qp[1].path = 1;
 		ret = qpair_setup(q, &q->qp[1], spec);
 	}
+	if (!ret)
+		ret = sio_nvme_cpl_setup(q, spec->completions);
 	if (ret)
 		goto fail;
 	q->act = &q->qp[0];
@@ -591,35 +649,7 @@ fail:
 int sio_nvme_ioq_create_at(struct sio_nvme_client *cl, uint64_t sq_bus, uint64_t cq_bus,
 			   uint32_t depth, uint32_t prio, uint16_t *qid)
 {
-	struct sio_nvme_mbox_req req;
-	struct sio_nvme_mbox_resp resp;
-	uint64_t page;
-	int ret;
-
-	if (!cl || !qid)
-		return sio_err_set(EINVAL, "sio_nvme_ioq_create_at: NULL argument");
-	page = cl->ci.page_size;
-	if (depth < 2 || depth > cl->ci.mqes)
-		return sio_err_set(EINVAL, "queue depth %u out of range 2..%u (CAP.MQES)",
-				   depth, cl->ci.mqes);
-	if (prio > 3)
-		return sio_err_set(EINVAL, "SQ priority %u out of range 0..3", prio);
-	if (!sq_bus || !cq_bus || ((sq_bus | cq_bus) & (page - 1)))
-		return sio_err_set(EINVAL, "queue addresses 0x%llx (SQ) and 0x%llx (CQ) "
-				   "must be non-zero and %llu-byte aligned",
-				   (unsigned long long)sq_bus, (unsigned long long)cq_bus,
-				   (unsigned long long)page);
-	memset(&req, 0, sizeof(req));
-	req.op = SIO_MBOX_OP_CREATE_QP;
-	req.qsize = depth;
-	req.bus1 = sq_bus;
-	req.bus2 = cq_bus;
-	req.cdw10 = prio;
-	ret = sio_nvme_mbox_call(cl, &req, &resp);
-	if (ret)
-		return ret;
-	*qid = resp.qid;
-	return 0;
+	return create_req(cl, sq_bus, cq_bus, depth, prio, 0, qid);
 }
 
 int sio_nvme_ioq_delete_at(struct sio_nvme_client *cl, uint16_t qid)
@@ -676,6 +706,11 @@ int sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *ou
 	out->db_writes = q->qp[0].q.db_writes + q->qp[1].q.db_writes;
 	out->recoveries = q->recoveries;
 	out->timeouts = q->timeouts;
+	out->completions = q->cpl_mode;
+	out->irq_vector = q->irq_vec;
+	snprintf(out->completions_note, sizeof(out->completions_note), "%s", q->cpl_note);
+	out->sleeps = q->sleeps;
+	out->wakeups_lost = q->wakeups_lost;
 	return 0;
 }
 

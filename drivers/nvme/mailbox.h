@@ -38,7 +38,8 @@ enum sio_nvme_mbox_state {
 
 enum sio_nvme_mbox_op {
 	SIO_MBOX_OP_HELLO = 1,	/* check the manager is serving */
-	SIO_MBOX_OP_CREATE_QP,	/* qsize, bus1 = SQ, bus2 = CQ, cdw10 = prio; qid 0, or
+	SIO_MBOX_OP_CREATE_QP,	/* qsize, bus1 = SQ, bus2 = CQ, cdw10 = prio, cdw11 =
+				 * SIO_MBOX_QP_*; qid 0, or
 				 * the slot's own that a reset took: made again */
 	SIO_MBOX_OP_DELETE_QP,	/* qid */
 	SIO_MBOX_OP_IDENTIFY,	/* cdw10 = CNS, nsid, bus1 = 4 KiB */
@@ -68,6 +69,20 @@ struct sio_nvme_mbox_req {
 };
 
 /* sio_nvme_mbox_resp.flags */
+/* CREATE_QP's cdw11: the CQ signals interrupts, on sio_nvme_mbox_vector(qid) */
+#define SIO_MBOX_QP_IRQ		(1u << 0)
+
+/*
+ * The interrupt vector of queue pair @qid: 1..31 (0 is the admin queue's),
+ * what every fabric delivers (SIO_IRQ_MAX_VECS) and every controller with
+ * 32 MSI-X vectors has. Past 31 queue pairs, vectors are shared: a client
+ * may wake for another's completions, and polls to find none.
+ */
+static inline uint16_t sio_nvme_mbox_vector(uint16_t qid)
+{
+	return (uint16_t)(1 + (qid - 1) % 31);
+}
+
 #define SIO_MBOX_RESP_RETRY	(1u << 0)	/* cut short by a manager restart: ask again */
 
 struct sio_nvme_mbox_resp {

@@ -224,7 +224,11 @@ static void create_step(struct sio_nvme_manager *m, struct creating *c, int n,
 
 static bool mk_cq(const struct creating *c, struct sio_nvme_cmd *cmd)
 {
-	sio_nvme_cmd_create_cq(cmd, (uint16_t)c->qid, c->q.qsize, c->q.bus2, SIO_NVME_Q_PC, 0);
+	bool irq = c->q.cdw11 & SIO_MBOX_QP_IRQ;
+
+	sio_nvme_cmd_create_cq(cmd, (uint16_t)c->qid, c->q.qsize, c->q.bus2,
+			       SIO_NVME_Q_PC | (irq ? SIO_NVME_CQ_IEN : 0),
+			       irq ? sio_nvme_mbox_vector((uint16_t)c->qid) : 0);
 	return true;
 }
 

@@ -43,6 +43,7 @@ Test(qspec, empty_or_null_is_every_default)
 		cr_expect_not(q.multipath);
 		cr_expect_eq(q.dptr, SIO_NVME_DPTR_AUTO);
 		cr_expect_eq(q.dbbuf, SIO_NVME_DBBUF_AUTO);
+		cr_expect_eq(q.completions, SIO_NVME_CPL_POLL);
 	}
 }
 
@@ -81,6 +82,9 @@ Test(qspec, every_key_lands_in_its_field_and_the_rest_keep_defaults)
 	cr_expect_not(parse_ok("multipath=1,multipath=0").multipath, "the last one counts");
 	cr_expect_eq(parse_ok("dptr=prp").dptr, SIO_NVME_DPTR_PRP);
 	cr_expect_eq(parse_ok("dbbuf=on").dbbuf, SIO_NVME_DBBUF_ON);
+	cr_expect_eq(parse_ok("completions=irq").completions, SIO_NVME_CPL_IRQ);
+	cr_expect_eq(parse_ok("completions=adaptive").completions, SIO_NVME_CPL_ADAPTIVE);
+	cr_expect_eq(parse_ok("completions=poll").completions, SIO_NVME_CPL_POLL);
 }
 
 Test(qspec, values_out_of_range_or_unknown_are_refused_naming_them)
@@ -93,7 +97,9 @@ Test(qspec, values_out_of_range_or_unknown_are_refused_naming_them)
 	refused("multipath=yes", "multipath 'yes' is not 0 or 1");
 	refused("dptr=sgls", "dptr 'sgls' is not auto, prp or sgl");
 	refused("dbbuf=1", "dbbuf '1' is not auto, on or off");
-	refused("size=64", "unknown key 'size' (location, cq, depth, prio, multipath, dptr, dbbuf)");
+	refused("completions=sleep", "completions 'sleep' is not poll, irq or adaptive");
+	refused("size=64", "unknown key 'size' (location, cq, depth, prio, multipath, dptr, dbbuf, "
+		"completions)");
 }
 
 Test(qspec, a_spec_longer_than_the_parser_takes_is_refused)

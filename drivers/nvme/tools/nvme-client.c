@@ -41,6 +41,7 @@ struct cfg {
 	double progress;	/* a progress line this often (s; 0: none) */
 	bool flush;
 	const char *queue;
+	int completions;	/* SIO_NVME_CPL_*, or -1: as --queue says */
 	uint32_t timeout_ms;
 };
 
@@ -83,6 +84,7 @@ struct run {
 	uint64_t link_downs;	/* times one of them was seen going down */
 	bool fabric_gone;	/* the run ended with the fabric's destruction */
 	struct sio__sched_acct sched;	/* off the CPU, waiting: published */
+	int cpl;			/* SIO_NVME_CPL_* in force */
 };
 
 static uint64_t mix(uint64_t x)
@@ -314,6 +316,22 @@ static int pass(struct run *r, uint64_t n, bool write, uint64_t seed)
 		}
 		if (prog_stop && !sio_nvme_ioq_inflight(r->q))
 			break;
+		if (r->cpl != SIO_NVME_CPL_POLL) {
+			/* asleep on the interrupt, or spinning a while (adaptive) */
+			uint64_t slept = 0;
+
+			t = sio__now_ns();
+			ret = sio_nvme_ioq_reap(r->q, 0, 10000, &slept);
+			if (ret < 0) {
+				prog_fail("%s", sio_errmsg());
+				return ret;
+			}
+			/* the call is the wait for the first completion */
+			t = sio__now_ns() - t;
+			sio__sched_wait(&r->sched, t > slept ? t - slept : 0, 0);
+			sio__sched_wait(&r->sched, slept, 1);
+			continue;
+		}
 		t = sio__now_ns();
 		ret = sio_nvme_ioq_poll(r->q, 0);
 		if (ret < 0) {
@@ -358,7 +376,10 @@ static void usage(FILE *o)
 		"                    depth=N (at most the controller's MQES), prio=0..3, multipath\n"
 		"                    (a backup queue pair through adapter 1, for failover),\n"
 		"                    dptr=auto|prp|sgl (data pointers), dbbuf=auto|on|off\n"
-		"                    (shadow doorbells)\n"
+		"                    (shadow doorbells), completions=poll|irq|adaptive\n"
+		"  --completions M   poll (spin on the CQ; the default) | irq (sleep on its\n"
+		"                    interrupt) | adaptive (spin while completions come,\n"
+		"                    sleep when they stop; polls where there are no interrupts)\n"
 		"  --pattern P       lba (default; content from seed and block) | zero | 0xNN\n"
 		"  --seed N          pattern seed (default 1)\n"
 		"  --time TIME       repeat passes for this long: 3s, 500ms, 2m (a bare number\n"
@@ -464,6 +485,12 @@ static int report_json(const struct run *r, const struct tool_common *t,
 	pj_u64(db, "mmio_writes", qi->db_writes);
 	pj_dbl(db, "per_io", ios ? (double)qi->db_writes / (double)ios : 0);
 	pj_u64(o, "sgl_cmds", qi->sgl_cmds);
+	db = pj_obj(o, "completions");
+	pj_str(db, "mode", sio_nvme_completions_name(qi->completions));
+	pj_u64(db, "sleeps", qi->sleeps);
+	pj_u64(db, "woken_by_bound", qi->wakeups_lost);
+	pj_u64(db, "offcpu_ns", r->sched.offcpu_ns);
+	pj_u64(db, "wait_ns", r->sched.wait_ns);
 	return prog_json_print(stdout, o);
 }
 
@@ -509,6 +536,10 @@ static void report_text(const struct run *r, const struct tool_common *t,
 	       (unsigned long long)qi->db_writes,
 	       ios ? (double)qi->db_writes / (double)ios : 0.0, dbpath,
 	       (unsigned long long)qi->sgl_cmds);
+	printf("  completions: %s, %llu sleeps (%llu woken by their bound); off the CPU %.3f s, "
+	       "waiting %.3f s\n", sio_nvme_completions_name(qi->completions),
+	       (unsigned long long)qi->sleeps, (unsigned long long)qi->wakeups_lost,
+	       (double)r->sched.offcpu_ns / 1e9, (double)r->sched.wait_ns / 1e9);
 }
 
 /* Open the queue pair and its buffer for @c on @cl: 0 or PROG_FAIL (said). */
@@ -543,6 +574,9 @@ static int setup(struct run *r, struct sio_nvme_client *cl, struct sio_nvme_qspe
 			"entries (CAP.MQES); the queue has %u\n", spec->depth, qi.depth, qi.depth);
 	if (c->qd > qi.max_inflight)
 		c->qd = qi.max_inflight;
+	if (qi.completions_note[0])	/* adaptive without interrupts: polling, said */
+		fprintf(stderr, "nvme-client: %s\n", qi.completions_note);
+	r->cpl = qi.completions;
 	if (sio_nvme_buf_alloc(cl, (uint64_t)c->qd * c->io_blocks * r->ns.lba_size, &r->buf))
 		return prog_fail("%s", sio_errmsg());
 	r->slots = calloc(c->qd, sizeof(*r->slots));
@@ -643,7 +677,7 @@ out:
 int main(int argc, char **argv)
 {
 	enum { O_NSID = 256, O_OP, O_LBA, O_COUNT, O_BS, O_IOS, O_RANDOM, O_QD, O_QUEUE,
-	       O_PATTERN, O_SEED, O_TIME, O_PROGRESS, O_FLUSH, O_TIMEOUT };
+	       O_PATTERN, O_SEED, O_TIME, O_PROGRESS, O_FLUSH, O_TIMEOUT, O_COMPLETIONS };
 	static const struct option lo[] = {
 		TOOL_COMMON_LONGOPTS,
 		TOOL_JSON_LONGOPT,
@@ -662,11 +696,14 @@ int main(int argc, char **argv)
 		{ "progress", required_argument, NULL, O_PROGRESS },
 		{ "flush", no_argument, NULL, O_FLUSH },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "completions", required_argument, NULL, O_COMPLETIONS },
 		{ 0 }
 	};
 	static const char *const ops[] = { "write", "read", "verify", "write-verify", NULL };
 	struct cfg c = { .nsid = 1, .op = OP_WRITE_VERIFY, .pat = PAT_LBA, .seed = 1,
-			 .lba = 0, .count = 8192, .bs = 4096, .qd = 1, .progress = 5 };
+			 .lba = 0, .count = 8192, .bs = 4096, .qd = 1, .progress = 5,
+			 .completions = -1 };
+	static const char *const cpls[] = { "poll", "irq", "adaptive", NULL };	/* SIO_NVME_CPL_* */
 	struct sio_nvme_qspec spec;
 	struct tool_common t;
 	int ch;
@@ -703,10 +740,13 @@ int main(int argc, char **argv)
 			c.timeout_ms = (uint32_t)(prog_time("--timeout", optarg, 1e-3, 1e-3, 3600) *
 						  1e3 + 0.5);
 			break;
+		case O_COMPLETIONS: c.completions = prog_choice("--completions", optarg, cpls); break;
 		}
 	}
 	if (sio_nvme_qspec_parse(c.queue, &spec))
 		prog_usage_error("--queue: %s", sio_errmsg());
+	if (c.completions >= 0)
+		spec.completions = c.completions;
 	if (!spec.depth)
 		spec.depth = c.qd + 1 > 32 ? c.qd + 1 : 32;
 	return run_client(&t, &c, &spec);

@@ -102,6 +102,12 @@ struct sio_nvme_buf {
  *	doorbells when the controller has them (it may read those alone);
  *	without EventIdx it rings MMIO every time. Multipath queues keep MMIO
  *	doorbells only.
+ * @completions: how sio_nvme_ioq_reap() and sio_nvme_ioq_wait() wait: SIO_NVME_CPL_POLL (spin),
+ *	_IRQ (sleep on the CQ's interrupt) or _ADAPTIVE (spin while
+ *	completions keep coming, sleep when they stop); "completions=poll|
+ *	irq|adaptive". Interrupts need a manager that gives the CQ a vector
+ *	and a device that delivers them to this borrower: where it does not,
+ *	_IRQ is refused and _ADAPTIVE polls (sio_nvme_ioq_info() says why).
  */
 struct sio_nvme_qspec {
 	int sq_loc;
@@ -111,7 +117,19 @@ struct sio_nvme_qspec {
 	bool multipath;
 	int dptr;
 	int dbbuf;
+	int completions;
 };
+
+/* struct sio_nvme_qspec.completions */
+#define SIO_NVME_CPL_POLL	0
+#define SIO_NVME_CPL_IRQ	1
+#define SIO_NVME_CPL_ADAPTIVE	2
+
+/**
+ * sio_nvme_completions_name() - "poll", "irq" or "adaptive"
+ * @mode: SIO_NVME_CPL_*
+ */
+const char *sio_nvme_completions_name(int mode);
 
 #define SIO_NVME_DPTR_AUTO	0
 #define SIO_NVME_DPTR_PRP	1
@@ -144,6 +162,12 @@ struct sio_nvme_qspec {
  * @timeouts: times commands made no progress for the client's timeout
  *	(sio_nvme_client_set_timeout()); each led to a recovery, a failover
  *	or, at last, errors
+ * @completions: the completion mode in force (SIO_NVME_CPL_*)
+ * @irq_vector: the CQ's interrupt vector (-1: none)
+ * @completions_note: why @completions is not what the spec asked ("" if it is)
+ * @sleeps: sleeps on the CQ's interrupt (sio_nvme_ioq_reap())
+ * @wakeups_lost: sleeps that ended by their bound, not by an interrupt, and
+ *	found completions (an interrupt lost or coalesced away)
  */
 struct sio_nvme_ioq_info {
 	uint16_t qid;
@@ -163,6 +187,11 @@ struct sio_nvme_ioq_info {
 	uint64_t db_writes;
 	uint32_t recoveries;
 	uint32_t timeouts;
+	int completions;
+	int irq_vector;
+	char completions_note[160];
+	uint64_t sleeps;
+	uint64_t wakeups_lost;
 };
 
 /**
@@ -515,6 +544,29 @@ int sio_nvme_ioq_flush(struct sio_nvme_ioq *q, uint32_t nsid, sio_nvme_io_cb cb,
  */
 int sio_nvme_ioq_poll(struct sio_nvme_ioq *q, uint32_t max);
 
+/* Longest single sleep of sio_nvme_ioq_reap(): a lost interrupt costs this. */
+#define SIO_NVME_WAIT_SLEEP_MS	10
+
+/**
+ * sio_nvme_ioq_reap() - reap completions, waiting for one as the queue's
+ *	completion mode says
+ * @q: queue pair
+ * @max: most completions to take (0: all there are)
+ * @timeout_us: how long to wait for the first (0: as sio_nvme_ioq_poll())
+ * @slept_ns: if not NULL, time spent asleep is added here (for accounting
+ *	off-CPU time, <smartio/nvme/stats.h>)
+ *
+ * SIO_NVME_CPL_POLL spins on the CQ; _IRQ polls once and, with nothing
+ * there, sleeps on the CQ's interrupt; _ADAPTIVE spins while completions
+ * came within the last few microseconds and sleeps otherwise. Every sleep
+ * is bounded (SIO_NVME_WAIT_SLEEP_MS) and followed by a poll, so a lost
+ * interrupt delays a completion and never hangs the caller.
+ * Return: completions reaped (0: none within @timeout_us, or nothing in
+ * flight), or as sio_nvme_ioq_poll().
+ */
+int sio_nvme_ioq_reap(struct sio_nvme_ioq *q, uint32_t max, uint32_t timeout_us,
+		      uint64_t *slept_ns);
+
 /**
  * sio_nvme_ioq_hold() - batch SQ doorbell writes
  * @q: queue pair
@@ -541,7 +593,8 @@ uint32_t sio_nvme_ioq_inflight(const struct sio_nvme_ioq *q);
 
 /**
  * sio_nvme_ioq_wait() - poll until nothing is in flight, backing off
- * @q: queue pair
+ * @q: queue pair; one with interrupts (struct sio_nvme_qspec.completions)
+ *	sleeps on them instead of backing off
  * Return: 0, or the queue's failure.
  */
 int sio_nvme_ioq_wait(struct sio_nvme_ioq *q);

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How a queue pair waits for completions (struct sio_nvme_qspec.completions):
+ * spinning on its CQ, asleep on the CQ's interrupt, or adaptively, spinning
+ * while completions keep coming and sleeping once they stop, as NAPI's busy
+ * polling and SPDK's interrupt mode do. The manager gives an interrupt-driven
+ * CQ the vector sio_nvme_mbox_vector(qid); this borrow takes that vector alone.
+ *
+ * Every sleep is bounded and followed by a poll: an interrupt that is lost
+ * (a full socket, a controller that coalesced it away) delays completions
+ * by SIO_NVME_WAIT_SLEEP_MS at most and never hangs the caller.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <smartio/smartio.h>
+#include "client-priv.h"
+
+/*
+ * Adaptive: spin for twice the wait the last spin ended, within these
+ * bounds, before sleeping; a sleep halves it. A completion of the emulated
+ * controller from RAM takes a few microseconds and a wake-up about ten, so
+ * a busy queue keeps spinning; one whose completions stop coming (a slow
+ * device, a controller without a CPU of its own) soon sleeps at once.
+ */
+#define CPL_SPIN_MIN_NS	2000u
+#define CPL_SPIN_MAX_NS	50000u
+
+const char *sio_nvme_completions_name(int mode)
+{
+	switch (mode) {
+	case SIO_NVME_CPL_POLL: return "poll";
+	case SIO_NVME_CPL_IRQ: return "irq";
+	case SIO_NVME_CPL_ADAPTIVE: return "adaptive";
+	default: return "?";
+	}
+}
+
+/*
+ * Take the CQ's vector once the queue pair exists. Without interrupts
+ * (a backend that has none, a borrow whose interrupts another queue pair
+ * took) irq is refused and adaptive polls, noting why.
+ */
+int sio_nvme_cpl_setup(struct sio_nvme_ioq *q, int asked)
+{
+	uint16_t qid = q->qp[0].q.qid, vec = sio_nvme_mbox_vector(qid);
+	int ret;
+
+	if (q->cpl_mode == SIO_NVME_CPL_POLL)
+		return 0;
+	ret = sio_device_irq_enable_one(q->qp[0].dev, SIO_IRQ_F(SIO_IRQ_MSI) |
+					SIO_IRQ_F(SIO_IRQ_MSIX), vec);
+	if (ret >= 0) {
+		q->irq_vec = vec;
+		return 0;
+	}
+	if (asked == SIO_NVME_CPL_IRQ)
+		return sio_err_wrap(-ret, "completions=irq: no interrupt for queue %u (vector %u; "
+				    "completions=adaptive polls where there is none)", qid, vec);
+	snprintf(q->cpl_note, sizeof(q->cpl_note), "completions=adaptive polls queue %u: %s",
+		 qid, sio_errmsg());
+	q->cpl_mode = SIO_NVME_CPL_POLL;
+	return 0;
+}
+
+void sio_nvme_cpl_release(struct sio_nvme_ioq *q)
+{
+	if (q->irq_vec >= 0)
+		sio_device_irq_disable(q->qp[0].dev);
+	q->irq_vec = -1;
+}
+
+/* One bounded sleep on the CQ's vector, then a poll. */
+static int sleep_once(struct sio_nvme_ioq *q, uint32_t max, uint64_t ns, uint64_t *slept)
+{
+	int ms = (int)((ns + 999999) / 1000000), r, n;
+	uint64_t t0 = sio__now_ns(), t;
+
+	if (ms > SIO_NVME_WAIT_SLEEP_MS)
+		ms = SIO_NVME_WAIT_SLEEP_MS;
+	r = sio_device_irq_wait(q->qp[0].dev, q->irq_vec, ms);
+	t = sio__now_ns();
+	if (slept)
+		*slept += t - t0;
+	q->sleeps++;
+	if (r < 0 && r != -ETIMEDOUT && r != -EINTR)
+		return r;
+	n = sio_nvme_ioq_poll(q, max);
+	if (n > 0 && r == -ETIMEDOUT)
+		q->wakeups_lost++;
+	return n;
+}
+
+/* Adaptive: keep spinning as long as spinning pays. */
+static void spin_paid(struct sio_nvme_ioq *q, uint64_t waited)
+{
+	uint64_t s = waited * 2;
+
+	q->spin_ns = (uint32_t)(s < CPL_SPIN_MIN_NS ? CPL_SPIN_MIN_NS :
+				s > CPL_SPIN_MAX_NS ? CPL_SPIN_MAX_NS : s);
+}
+
+static void spin_failed(struct sio_nvme_ioq *q)
+{
+	q->spin_ns = q->spin_ns / 2 < CPL_SPIN_MIN_NS ? CPL_SPIN_MIN_NS : q->spin_ns / 2;
+}
+
+int sio_nvme_ioq_reap(struct sio_nvme_ioq *q, uint32_t max, uint32_t timeout_us,
+		      uint64_t *slept_ns)
+{
+	uint64_t start, now, deadline;
+	uint32_t empty = 0;
+	int n;
+
+	if (!q)
+		return sio_err_set(EINVAL, "sio_nvme_ioq_reap: NULL queue pair");
+	n = sio_nvme_ioq_poll(q, max);
+	if (n || !timeout_us || !sio_nvme_ioq_inflight(q))
+		return n;
+	start = sio__now_ns();
+	deadline = start + (uint64_t)timeout_us * 1000;
+	if (q->cpl_mode == SIO_NVME_CPL_ADAPTIVE && !q->spin_ns)
+		q->spin_ns = CPL_SPIN_MAX_NS;
+	while ((now = sio__now_ns()) < deadline) {
+		if (q->cpl_mode == SIO_NVME_CPL_POLL ||
+		    (q->cpl_mode == SIO_NVME_CPL_ADAPTIVE && now - start < q->spin_ns)) {
+			n = sio_nvme_ioq_poll(q, max);
+			if (n) {
+				if (q->cpl_mode == SIO_NVME_CPL_ADAPTIVE)
+					spin_paid(q, now - start);
+				return n;
+			}
+			/* polling backs off by giving the core away; adaptive's spin
+			 * is short, and a yield on a busy machine costs milliseconds */
+			if (++empty % 64 == 0 && q->cpl_mode == SIO_NVME_CPL_POLL)
+				sched_yield();
+			continue;
+		}
+		if (q->cpl_mode == SIO_NVME_CPL_ADAPTIVE && empty) {
+			spin_failed(q);
+			empty = 0;
+		}
+		n = sleep_once(q, max, deadline - now, slept_ns);
+		if (n)
+			return n;
+	}
+	return 0;
+}

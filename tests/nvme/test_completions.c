@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Completions that sleep (struct sio_nvme_qspec.completions): a queue pair
+ * in irq mode is woken by the emulated controller's interrupts through the
+ * fabric; interrupt coalescing held by the controller ends in the client's
+ * bounded sleep, never a hang; what cannot have interrupts is refused for
+ * irq and polled for adaptive, saying why; a priority class the controller
+ * does not run is refused by name.
+ */
+
+#include <criterion/criterion.h>
+#include <string.h>
+#include <json-c/json.h>
+#include <smartio/smartio.h>
+#include <smartio/nvme/client.h>
+#include "cluster.h"
+
+static struct cluster C;
+
+static void down(void)
+{
+	cluster_down(&C);
+}
+
+TestSuite(completions, .fini = down, .timeout = 120);
+
+/* nvme-client on node 1 with @mode: write-verify @ios I/Os at @qd; its JSON. */
+static struct json_object *client(const char *tag, const char *mode, const char *qd,
+				  const char *ios)
+{
+	const char *argv[] = { "NVME_CLIENT", "--fabric", C.fabric, "--node", "1",
+			       "--count", "2048", "--random", "--ios", ios, "--qd", qd,
+			       "--completions", mode, "--json", NULL };
+	pid_t pid = cluster_spawn(&C, tag, argv);
+	int rc = cluster_wait(pid, 90000);
+
+	cr_assert_eq(rc, 0, "nvme-client --completions %s: exit %d: %s", mode, rc,
+		     cluster_output(&C, tag, "err"));
+	return cluster_json(&C, tag);
+}
+
+Test(completions, irq_and_adaptive_are_woken_by_the_controller)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	static const char *const modes[] = { "irq", "adaptive" };
+
+	cluster_up(&C, 2, 32, emu);
+	for (int i = 0; i < 2; i++) {
+		struct json_object *o = client(modes[i], modes[i], "4", "500");
+		int64_t sleeps = cluster_jint(o, "completions.sleeps", -1);
+		int64_t bound = cluster_jint(o, "completions.woken_by_bound", -1);
+
+		cr_expect_eq(cluster_jint(o, "mismatches", -1), 0);
+		cr_expect_str_eq(cluster_jstr(o, "completions.mode"), modes[i]);
+		/* irq sleeps for every wait; adaptive at least when it starts */
+		cr_expect_gt(sleeps, 0, "%s: never slept", modes[i]);
+		cr_expect_gt(sleeps - bound, 0, "%s: %lld sleeps, all ended by their bound: no "
+			     "interrupt arrived", modes[i], (long long)sleeps);
+		json_object_put(o);
+	}
+}
+
+Test(completions, coalesced_interrupt_ends_in_the_bounded_sleep)
+{
+	/* hold each CQ's interrupt for 8 entries or 25.5 ms: a client at QD 1
+	 * never has 8, so every wait outlasts the 10 ms sleep and polls */
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	const char *mgr[] = { "--irq-coalesce", "8,25500", NULL };
+	struct json_object *o;
+
+	cluster_up(&C, 2, 32, emu);
+	cluster_stop(&C.mgr);
+	cluster_start_mgr_args(&C, mgr);
+	o = client("coalesced", "irq", "1", "20");
+	cr_expect_eq(cluster_jint(o, "mismatches", -1), 0);
+	cr_expect_eq(cluster_jint(o, "write.ios", -1), 20);
+	cr_expect_geq(cluster_jint(o, "completions.woken_by_bound", -1), 20,
+		      "the controller did not hold the interrupts back: %lld of 40 waits ended "
+		      "by the sleep's bound", (long long)cluster_jint(o, "completions.woken_by_bound", -1));
+	json_object_put(o);
+}
+
+Test(completions, what_cannot_sleep_is_refused_or_polled_saying_why)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	struct sio_nvme_qspec spec;
+	struct sio_nvme_ioq_info qi;
+	struct sio_nvme_ioq *q, *q2;
+	struct sio_nvme_client *cl;
+	struct sio_fabric *f;
+
+	cluster_up(&C, 2, 32, emu);
+	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_qspec_parse("completions=fast", &spec), -EINVAL);
+	cr_assert(strstr(sio_errmsg(), "poll, irq or adaptive"), "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_qspec_parse("completions=irq", &spec), 0);
+	cr_assert_eq(sio_nvme_ioq_create(cl, &spec, &q), 0, "%s", sio_errmsg());
+	sio_nvme_ioq_info(q, &qi);
+	cr_expect_eq(qi.completions, SIO_NVME_CPL_IRQ);
+	cr_expect_gt(qi.irq_vector, 0);
+	cr_expect_str_empty(qi.completions_note);
+
+	/* this borrow's interrupts are q's: a second queue pair has none */
+	cr_assert_eq(sio_nvme_ioq_create(cl, &spec, &q2), -EBUSY);
+	cr_expect(strstr(sio_errmsg(), "completions=irq") && strstr(sio_errmsg(), "adaptive"),
+		  "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_qspec_parse("completions=adaptive", &spec), 0);
+	cr_assert_eq(sio_nvme_ioq_create(cl, &spec, &q2), 0, "%s", sio_errmsg());
+	sio_nvme_ioq_info(q2, &qi);
+	cr_expect_eq(qi.completions, SIO_NVME_CPL_POLL, "adaptive without interrupts polls");
+	cr_expect(strstr(qi.completions_note, "completions=adaptive polls"), "note: '%s'",
+		  qi.completions_note);
+	sio_nvme_ioq_close(q2);
+	sio_nvme_ioq_close(q);
+
+	/* the manager runs round robin: a priority class is refused by name */
+	cr_assert_eq(sio_nvme_qspec_parse("prio=2", &spec), 0);
+	cr_assert_eq(sio_nvme_ioq_create(cl, &spec, &q), -ENOTSUP);
+	cr_expect(strstr(sio_errmsg(), "medium") && strstr(sio_errmsg(), "--arbitration wrr"),
+		  "%s", sio_errmsg());
+	sio_nvme_client_close(cl);
+	sio_fabric_close(f);
+}
