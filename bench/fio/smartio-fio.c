@@ -6,6 +6,7 @@
  *
  *   ioengine=external:/path/to/fio-smartio.so
  *   sio_fabric=NAME sio_node=N sio_device=ID sio_nsid=1 sio_queue=SPEC
+ *   sio_completions=poll|irq|adaptive
  *
  * Each job (each of numjobs) is its own client with its own queue pair,
  * created in the job's process or thread and deleted when it ends; fio's
@@ -29,6 +30,7 @@ struct sio_fio_opts {
 	char *device;
 	unsigned int nsid;
 	char *queue;
+	char *completions;
 };
 
 struct sio_fio {
@@ -39,6 +41,7 @@ struct sio_fio {
 	struct sio_nvme_ns ns;
 	struct io_u **events;	/* completed, not yet handed to fio */
 	unsigned int nevents, nret, max_events;
+	int cpl;		/* SIO_NVME_CPL_* in force */
 };
 
 static struct fio_option options[] = {
@@ -71,6 +74,13 @@ static struct fio_option options[] = {
 		.name = "sio_queue", .lname = "smartio queue spec",
 		.type = FIO_OPT_STR_STORE, .off1 = offsetof(struct sio_fio_opts, queue),
 		.help = "Queue pair spec: location=local|lender|device|hint,cq=...,depth=N,prio=0..3",
+		.category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID,
+	},
+	{
+		.name = "sio_completions", .lname = "smartio completions",
+		.type = FIO_OPT_STR_STORE, .off1 = offsetof(struct sio_fio_opts, completions),
+		.help = "poll (spin; default), irq (sleep on the CQ's interrupt) or adaptive "
+			"(spin while completions come, sleep when they stop)",
 		.category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID,
 	},
 	{ .name = NULL },
@@ -168,6 +178,19 @@ static int sio_fio_init(struct thread_data *td)
 	}
 	if (!qs.depth)
 		qs.depth = td->o.iodepth + 1 < 32 ? 32 : td->o.iodepth + 1;
+	if (o->completions) {
+		static const char *const w[] = { "poll", "irq", "adaptive" };	/* SIO_NVME_CPL_* */
+
+		for (qs.completions = 0; qs.completions < 3; qs.completions++)
+			if (!strcmp(o->completions, w[qs.completions]))
+				break;
+		if (qs.completions == 3) {
+			log_err("fio: smartio: sio_completions=%s: poll, irq or adaptive\n",
+				o->completions);
+			td_vmsg(td, EINVAL, "bad sio_completions", "sio_completions");
+			return 1;
+		}
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return 1;
@@ -182,6 +205,14 @@ static int sio_fio_init(struct thread_data *td)
 		return 1;
 	if ((rc = sio_nvme_ioq_create(s->cl, &qs, &s->q)))
 		return fail(td, rc, "create the queue pair");
+	{
+		struct sio_nvme_ioq_info qi;
+
+		sio_nvme_ioq_info(s->q, &qi);
+		s->cpl = qi.completions;
+		if (qi.completions_note[0])	/* adaptive without interrupts: said */
+			log_info("fio: smartio: %s\n", qi.completions_note);
+	}
 	/* one doorbell write per batch fio commits (a multipath queue rings
 	 * at every submission) */
 	if (!qs.multipath && (rc = sio_nvme_ioq_hold(s->q, true)))
@@ -323,6 +354,29 @@ static int sio_fio_commit(struct thread_data *td)
 	return 0;
 }
 
+/*
+ * One reap: a poll, or with interrupts (sio_completions=irq|adaptive) a
+ * wait for the first completion when fio wants one, asleep or spinning as
+ * the mode says, up to fio's deadline (10 ms at a time without one).
+ */
+static int reap(struct sio_fio *s, unsigned int max, unsigned int min, uint64_t deadline)
+{
+	uint64_t now, us = 10000;
+
+	if (s->cpl == SIO_NVME_CPL_POLL || s->nevents >= min)
+		return sio_nvme_ioq_poll(s->q, max);
+	if (deadline) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		us = now >= deadline ? 0 : (deadline - now) / 1000 + 1;
+		if (us > 10000)
+			us = 10000;
+	}
+	return sio_nvme_ioq_reap(s->q, max, (uint32_t)us, NULL);
+}
+
 static int sio_fio_getevents(struct thread_data *td, unsigned int min, unsigned int max,
 			     const struct timespec *t)
 {
@@ -346,7 +400,7 @@ static int sio_fio_getevents(struct thread_data *td, unsigned int min, unsigned 
 	if (max > s->max_events)
 		max = s->max_events;
 	for (;;) {	/* polls at least once, even for min 0 */
-		rc = s->nevents < max ? sio_nvme_ioq_poll(s->q, max - s->nevents) : 0;
+		rc = s->nevents < max ? reap(s, max - s->nevents, min, deadline) : 0;
 		if (rc < 0 && !s->nevents) {
 			log_err("fio: smartio: poll: %s\n", sio_errmsg());
 			td_vmsg(td, -rc, sio_errmsg(), "smartio poll");

@@ -67,6 +67,15 @@ fio_ok threads --name=t $E --thread --numjobs=3 --rw=randread --bs=4k --iodepth=
 	--size=4m --time_based --runtime=1 --group_reporting
 ok "numjobs: one queue pair per job (processes and threads)"
 
+# Completions on interrupts: verified data either way, and a bad mode said.
+fio_ok irq --name=x $E --sio_completions=irq --rw=randwrite --bs=4k --iodepth=4 --size=1m \
+	--offset_increment=1m --verify=crc32c --numjobs=3
+fio_ok adaptive --name=x $E --sio_completions=adaptive --rw=randread --bs=4k --iodepth=8 \
+	--size=4m --time_based --runtime=1
+fio_err badcpl "sio_completions=fast" --name=x $E --sio_completions=fast --rw=read --bs=4k \
+	--size=64k
+ok "sio_completions: irq and adaptive verify; a bad mode is a fio error"
+
 # Bad options and device errors are fio errors.
 fio_err badq "sio_queue" --name=x $E --sio_queue=location=moon --rw=read --bs=4k --size=64k
 fio_err baddev "sio_device" --name=x $E --sio_device=1x --rw=read --bs=4k --size=64k
