@@ -182,6 +182,20 @@ Test(arb, wrr_idle_queue_forfeits_its_credit)
 	cr_expect_eq(s.q[2].fetched, 980);
 }
 
+Test(arb, wrr_round_limit_is_the_controllers_capacity)
+{
+	/* one round per pass: 8 + 4 + 1 per SQ, whatever the budget */
+	uint8_t cls[3] = { 1, 2, 3 };
+
+	setup(3, cls, true, arb(0, 0, 3, 7));
+	a.round_limit = 1;
+	cr_assert_eq(run(3, 10, 256), 130);
+	cr_expect_eq(s.q[0].fetched, 80);
+	cr_expect_eq(s.q[1].fetched, 40);
+	cr_expect_eq(s.q[2].fetched, 10);
+	cr_expect_eq(a.rounds, 10);
+}
+
 Test(arb, blocked_queue_is_counted_and_does_not_stall_the_rest)
 {
 	uint8_t cls[3] = { 1, 1, 1 };

@@ -90,12 +90,12 @@ static void refill(struct emu_arb *a, const struct emu_arb_ops *ops, void *ctx, 
  * credit and commands was blocked (its CQ full, the backing busy) or none
  * has credit and commands: either way the round is over, and the idle and
  * blocked forfeit what they had left (work-conserving). A second empty
- * pass right after a refill ends the call.
+ * pass right after a refill, or the pass's round limit, ends the call.
  */
 static uint32_t weighted(struct emu_arb *a, const struct emu_arb_ops *ops, void *ctx,
 			 uint32_t n, uint32_t budget)
 {
-	uint32_t done = 0;
+	uint32_t done = 0, refills = 0;
 	bool just_refilled = false;
 
 	while (done < budget) {
@@ -108,9 +108,10 @@ static uint32_t weighted(struct emu_arb *a, const struct emu_arb_ops *ops, void 
 			just_refilled = false;
 			continue;
 		}
-		if (just_refilled)
+		if (just_refilled || (a->round_limit && refills == a->round_limit))
 			break;
 		refill(a, ops, ctx, n);
+		refills++;
 		just_refilled = true;
 	}
 	return done;

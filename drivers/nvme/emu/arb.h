@@ -14,7 +14,8 @@
  * of its credit, so the round ends, and credit is refilled, when no SQ with
  * credit has commands: work-conserving. Clients of one class get equal
  * shares whatever the others do; a class's share is its weight times the
- * SQs it has busy.
+ * SQs it has busy. A controller begins at most round_limit rounds per pass,
+ * its capacity: within it, what the classes get is what their clients offer.
  */
 
 #include <stdbool.h>
@@ -45,8 +46,9 @@ struct emu_arb {
 	uint32_t weight[EMU_ARB_CLASSES];	/* WRR credit per SQ and round; [0] unused */
 	uint32_t next[EMU_ARB_CLASSES];		/* round-robin cursor per class */
 	uint32_t rest[EMU_ARB_CLASSES];		/* of a turn the budget cut short */
+	uint32_t round_limit;		/* WRR rounds begun per pass (0: no limit) */
 	uint64_t pass;
-	uint64_t rounds;		/* WRR rounds completed (credit refills) */
+	uint64_t rounds;		/* WRR rounds begun (credit refills) */
 };
 
 /*

@@ -365,6 +365,12 @@ static void ctrl_enable(struct sio_nvme_emu *emu, uint32_t cc)
 	emu->page_size = sio_nvme_prp_page_size(NVME_CC_MPS(cc));
 	emu->wrr = NVME_CC_AMS(cc) == NVME_CC_AMS_WRRU;
 	emu_arb_config(&emu->arbiter, emu->wrr, emu->arb);
+	/*
+	 * One weighted round per pass: the model's capacity, as a device's
+	 * command slots are. Without it a pass takes all there is (RAM serves
+	 * every command at once) and the weights never matter.
+	 */
+	emu->arbiter.round_limit = 1;
 	emu->cq[0] = (struct emu_cq){ .valid = true, .phase = 1, .qid = 0,
 				      .size = NVME_AQA_ACQS(aqa) + 1, .base = acq, .nsq = 1 };
 	emu->sq[0] = (struct emu_sq){ .valid = true, .qid = 0, .size = NVME_AQA_ASQS(aqa) + 1,
