@@ -166,8 +166,8 @@ void emu_post(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
 	}
 	cq->reserved--;
 	sq->inflight--;
-	/* the aggregation time runs from the first entry not yet signalled */
-	if (cq->ien && cq->irq_pending++ == 0 && (emu->irq_coalesce & 0xff00))
+	/* the hold and the aggregation time run from the first entry not yet signalled */
+	if (cq->ien && cq->irq_pending++ == 0)
 		cq->irq_since = sio__now_ns();
 }
 
@@ -438,7 +438,7 @@ int sio_nvme_emu_poll(struct sio_nvme_emu *emu)
 		io_uring_submit(&emu->ring);
 		emu->to_submit = 0;
 	}
-	emu_irq_flush(emu);
+	work += emu_irq_flush(emu);
 	return work;
 }
 

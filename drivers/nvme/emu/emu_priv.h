@@ -256,7 +256,7 @@ static inline uint32_t emu_vectors(const struct sio_nvme_emu *emu)
 }
 
 /* irq.c */
-void emu_irq_flush(struct sio_nvme_emu *emu);
+int emu_irq_flush(struct sio_nvme_emu *emu);
 
 /* io.c */
 uint16_t emu_io(struct sio_nvme_emu *emu, struct emu_sq *sq,

@@ -6,6 +6,15 @@
  * vector, as an MSI-X write). One poll of the controller raises a CQ's
  * vector at most once, whatever it posted: the host reaps all it finds.
  *
+ * An entry is signalled EMU_IRQ_HOLD_NS after it was posted at the
+ * earliest, and not at all if by then the host has reaped every entry of
+ * the CQ (its head doorbell says so): a host that polls, or spins before it
+ * sleeps, would find nothing, and on the simulated fabric each interrupt is
+ * a system call of the controller's, the device's time. A sleeping host
+ * waits a couple of microseconds more, against the ten or twenty of its
+ * wake-up. (An emulated-controller choice; hardware writes the MSI-X
+ * message at once.)
+ *
  * Interrupt Coalescing (Set Features 0x08, NVMe 1.4 §5.21.1.8): with an
  * Aggregation Time, a vector is held back until Aggregation Threshold + 1
  * entries are waiting or the time since the first has passed; with no
@@ -15,35 +24,52 @@
 #include <smartio/model.h>
 #include "emu_priv.h"
 
+#define EMU_IRQ_HOLD_NS	2000u
+
 static bool coalesce_off(const struct sio_nvme_emu *emu, uint32_t iv)
 {
 	return emu->ivc_cd[iv / 64] & (1ull << (iv % 64));
 }
 
-/* Is it time for @cq's interrupt? @now is read once per flush, if needed. */
-static bool due(struct sio_nvme_emu *emu, const struct emu_cq *cq, uint64_t *now)
+/* Is it time for @cq's interrupt? @now: read once per flush. */
+static bool due(struct sio_nvme_emu *emu, const struct emu_cq *cq, uint64_t now)
 {
 	uint32_t thr = (emu->irq_coalesce & 0xff) + 1;	/* 0's based */
 	uint64_t time = (uint64_t)((emu->irq_coalesce >> 8) & 0xff) * 100000;	/* 100 us */
 
 	if (!time || coalesce_off(emu, cq->iv) || cq->irq_pending >= thr)
 		return true;
-	if (!*now)
-		*now = sio__now_ns();
-	return *now - cq->irq_since >= time;
+	return now - cq->irq_since >= time;
 }
 
-void emu_irq_flush(struct sio_nvme_emu *emu)
+/* Signal the CQs whose entries are due; returns those held back (work). */
+int emu_irq_flush(struct sio_nvme_emu *emu)
 {
 	uint64_t now = 0;
+	int held = 0;
 
 	for (uint32_t i = 0; i < emu->nactive; i++) {
 		struct emu_cq *cq = emu->active[i]->cq;
 
-		if (!cq->irq_pending || !due(emu, cq, &now))
+		if (!cq->irq_pending)
 			continue;
+		if (!now)
+			now = sio__now_ns();
+		if (now - cq->irq_since < EMU_IRQ_HOLD_NS) {
+			held++;		/* a polling host may reap it first */
+			continue;
+		}
+		if (!cq_used(cq)) {
+			cq->irq_pending = 0;	/* reaped already: nothing to signal */
+			continue;
+		}
+		if (!due(emu, cq, now)) {
+			held++;
+			continue;
+		}
 		cq->irq_pending = 0;
 		if (emu->reg && sio_devreg_irq_raise(emu->reg, cq->iv) >= 0)
 			emu->irqs++;
 	}
+	return held;
 }
