@@ -17,13 +17,14 @@
 #include "client-priv.h"
 
 /*
- * Adaptive: spin for twice the wait the last spin ended, within these
- * bounds, before sleeping; a sleep halves it. A completion of the emulated
- * controller from RAM takes a few microseconds and a wake-up about ten, so
- * a busy queue keeps spinning; one whose completions stop coming (a slow
- * device, a controller without a CPU of its own) soon sleeps at once.
+ * Adaptive: spin for up to four times the wait the last successful spin
+ * took, within these bounds, before sleeping; a sleep halves it. A
+ * completion of the emulated controller from RAM takes one to a few
+ * microseconds and a wake-up about twenty, so a busy queue keeps spinning;
+ * one whose completions stop coming (a slow device, a controller without a
+ * CPU of its own) soon spins only the floor before it sleeps.
  */
-#define CPL_SPIN_MIN_NS	2000u
+#define CPL_SPIN_MIN_NS	10000u
 #define CPL_SPIN_MAX_NS	50000u
 
 const char *sio_nvme_completions_name(int mode)
@@ -94,10 +95,10 @@ static int sleep_once(struct sio_nvme_ioq *q, uint32_t max, uint64_t ns, uint64_
 /* Adaptive: keep spinning as long as spinning pays. */
 static void spin_paid(struct sio_nvme_ioq *q, uint64_t waited)
 {
-	uint64_t s = waited * 2;
+	uint64_t s = waited * 4;
 
-	q->spin_ns = (uint32_t)(s < CPL_SPIN_MIN_NS ? CPL_SPIN_MIN_NS :
-				s > CPL_SPIN_MAX_NS ? CPL_SPIN_MAX_NS : s);
+	if (s > q->spin_ns)
+		q->spin_ns = (uint32_t)(s > CPL_SPIN_MAX_NS ? CPL_SPIN_MAX_NS : s);
 }
 
 static void spin_failed(struct sio_nvme_ioq *q)
