@@ -82,6 +82,7 @@ static void mgr_child(const struct nb_env *e, int wfd)
 	mo.ctrl.arbitration = e->o.arbitration;
 	mo.ctrl.enable_cmb = e->o.cmb_mib > 0;
 	mo.ctrl.dbbuf = e->o.dbbuf;
+	mo.ctrl.irq_coalesce = e->o.irq_coalesce;
 	if ((rc = sio_fabric_open(e->fabric, e->o.lender, &f))) {
 		fprintf(stderr, "bench: manager: join fabric: %s\n", sio_errmsg());
 	} else if ((rc = sio_nvme_manager_start(f, e->devid, &mo, &m))) {

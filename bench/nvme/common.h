@@ -38,6 +38,8 @@
  *	plus one otherwise, so that a zeroed struct means the default)
  * @dbbuf: the manager's shadow doorbells, SIO_NVME_DBBUF_AUTO (off on the
  *	simulated fabric), _ON or _OFF (every ring to BAR0)
+ * @irq_coalesce: Interrupt Coalescing the manager sets (0: none), as
+ *	struct sio_nvme_ctrl_opts says
  */
 struct nb_env_opts {
 	int nodes;
@@ -53,6 +55,7 @@ struct nb_env_opts {
 	bool pin;
 	int ctrl_cpu;
 	int dbbuf;
+	uint32_t irq_coalesce;
 };
 
 /**

@@ -79,6 +79,11 @@ static void usage(FILE *o)
 		"  -c, --max-clients N  largest client count (default 32, at most 63): the client\n"
 		"                       sweep runs 1,2,4,...,32 up to N, and N itself\n"
 		"      --verify         smartio clients check every read's data (client sweep)\n"
+		"      --fairness       only the fairness runs (6 and 32 clients, QD 8 and 32,\n"
+		"                       each completion mode beside io_uring; WRR; one client;\n"
+		"                       with -c below 6, the one-client runs and WRR alone)\n"
+		"      --irq-coalesce N,US  the fairness runs' controller holds a CQ's interrupt\n"
+		"                       for N entries or US microseconds (100..25500)\n"
 		"      --no-file        RAM backing only\n"
 		"  -d, --qd N           only queue depth N, one client: no client or fairness sweep\n"
 		"  -r, --repeat N       run each point N times, interleaved (default 1)\n"
@@ -171,8 +176,9 @@ static int write_plot(const char *out, int nqd, uint32_t qd0, int ncl, int cl0, 
 /* What to sweep: parsed from the command line. */
 struct sweep_opts {
 	double secs;
-	bool quick, nofile, verify;
+	bool quick, nofile, verify, fair_only;
 	int maxc, one_qd, repeat;
+	uint32_t irq_coalesce;		/* Set Features 0x08 for the fairness runs */
 	const char *out;
 	struct bench_target tgt;
 };
@@ -186,7 +192,9 @@ int main(int argc, char **argv)
 		{ "max-clients", required_argument, NULL, 'c' }, { "no-file", no_argument, NULL, 'F' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "qd", required_argument, NULL, 'd' }, { "repeat", required_argument, NULL, 'r' },
-		{ "verify", no_argument, NULL, 'V' }, BENCH_TARGET_LONGOPTS, { 0 },
+		{ "verify", no_argument, NULL, 'V' }, { "fairness", no_argument, NULL, 'R' },
+		{ "irq-coalesce", required_argument, NULL, 'C' },
+		BENCH_TARGET_LONGOPTS, { 0 },
 	};
 	struct sweep_opts o = { .secs = 1.0, .maxc = 32, .repeat = 1, .out = "bench-out/sweep" };
 	int opt;
@@ -200,6 +208,18 @@ int main(int argc, char **argv)
 		case 'c': o.maxc = (int)prog_u64("--max-clients", optarg, 1, 63); break;
 		case 'F': o.nofile = true; break;
 		case 'V': o.verify = true; break;
+		case 'R': o.fair_only = true; break;
+		case 'C': {
+			unsigned int n, us;
+			char end;
+
+			if (sscanf(optarg, "%u,%u%c", &n, &us, &end) != 2 || n < 1 || n > 256 ||
+			    us < 100 || us > 25500 || us % 100)
+				prog_usage_error("--irq-coalesce '%s': N,US with N 1..256 and US "
+						 "100..25500 in steps of 100", optarg);
+			o.irq_coalesce = (n - 1) | (us / 100) << 8;
+			break;
+		}
 		case 'o': o.out = optarg; break;
 		case 'd': o.one_qd = (int)prog_u64("--qd", optarg, 1, 256); break;
 		case 'r': o.repeat = (int)prog_u64("--repeat", optarg, 1, 100); break;
@@ -317,8 +337,8 @@ static void describe(struct sweep *s)
 		       "fairness runs (they need a manager set to WRR arbitration)\n");
 	}
 	header();
-	s->steps = (s->nofile ? 1 : 2) * (s->nqd * s->o->repeat + s->ncl) +
-		   (s->o->one_qd || s->existing ? 0 : 2);
+	s->steps = (s->o->fair_only ? 0 : (s->nofile ? 1 : 2) * (s->nqd * s->o->repeat + s->ncl)) +
+		   (s->o->one_qd || s->existing ? 0 : 6);
 }
 
 /* One queue depth, one client: smartio, then io_uring on the same kind of
@@ -436,50 +456,183 @@ static int sweep_store(struct sweep *s, int bk)
 	return 0;
 }
 
-/* 6 clients at QD 32 on a set-up of their own: RR, or WRR with weights 8:4:1. */
-static int fair_point(struct sweep *s, int wrr)
-{
-	struct nb_env_opts eo = { .nodes = 7, .lender = 6, .backing = "ram:256M", .pin = true,
-				  .arbitration = wrr ? NVME_CC_AMS_WRRU : NVME_CC_AMS_RR,
-				  .arb_cdw11 = wrr ? sio_nvme_feat_arbitration(0, 0, 3, 7) : 0 };
-	struct nb_point_cfg pc = { .engine = NB_SMARTIO, .nclients = 6, .qd = 32,
-				   .seconds = s->secs * 2, .wrr_prios = wrr };
-	struct nb_env env;
-	struct nb_point p;
-	double cls_iops[4] = { 0 };
+/* The completion modes compared, in the order each point runs them. */
+static const int cpl_modes[] = { SIO_NVME_CPL_POLL, SIO_NVME_CPL_IRQ, SIO_NVME_CPL_ADAPTIVE };
+#define NMODES	3
 
-	if (nb_env_up(&env, wrr ? "wrr" : "rr", &eo))
-		return 1;
-	pc.env = &env;
+static const char *mode_engine(int m)
+{
+	return m == SIO_NVME_CPL_IRQ ? "smartio-irq" : m == SIO_NVME_CPL_ADAPTIVE ?
+	       "smartio-adapt" : "smartio-poll";
+}
+
+/* Where the shares went: off the CPU (mean, least, most) and skipped by
+ * the controller, per client; in the JSON as well. */
+static void where(struct json_object *j, const struct nb_point *p)
+{
+	struct json_object *x = json_object_array_get_idx(j, json_object_array_length(j) - 1);
+	struct json_object *off = pj_arr(x, "client_offcpu"), *sk = pj_arr(x, "client_ctrl_skipped");
+	double sum = 0, lo = 1e9, hi = 0;
+	uint64_t skipped = 0, blocked = 0;
+
+	for (int i = 0; i < p->nclients; i++) {
+		double o = p->client_offcpu[i];
+
+		sum += o;
+		lo = o < lo ? o : lo;
+		hi = o > hi ? o : hi;
+		skipped += p->client_skipped[i];
+		blocked += p->client_blocked[i];
+		json_object_array_add(off, json_object_new_double(o));
+		json_object_array_add(sk, json_object_new_int64((int64_t)p->client_skipped[i]));
+	}
+	pj_dbl(x, "cpu_per_io_ns", p->cpu_per_io_ns);
+	printf("      off the CPU with work to do: mean %.0f %% of the run (%.0f..%.0f %%); "
+	       "controller passes that skipped an SQ with commands: %llu (%llu blocked by a "
+	       "full CQ)\n", 100 * sum / p->nclients, 100 * lo, 100 * hi,
+	       (unsigned long long)skipped, (unsigned long long)blocked);
+}
+
+/* @n clients at @qd under round robin: io_uring, then each completion mode. */
+static int fair_rr(struct sweep *s, struct nb_env *env, int n, uint32_t qd)
+{
+	struct nb_point_cfg pc = { .env = env, .nclients = n, .qd = qd, .seconds = s->secs * 2,
+				   .file = ram_file, .file_size = FILE_SIZE };
+	struct nb_point p;
+
+	pc.engine = NB_URING;
 	if (nb_run_point(&pc, &p))
 		return 1;
-	row(s->j, "ram", wrr ? "smartio-wrr" : "smartio-rr", "fair", &p);
-	for (int i = 0; i < 6; i++)
-		cls_iops[wrr ? p.client_prio[i] : 0] += p.client_iops[i];
-	printf("      per client IOPS:");
-	for (int i = 0; i < 6; i++)
-		printf(" %.0f%s", p.client_iops[i],
-		       wrr ? (const char *[]){ "", "(H)", "(M)", "(L)" }[p.client_prio[i]] : "");
-	if (wrr)
-		printf("\n      share high/medium/low: %.2f / %.2f / %.2f (weights 8/4/1: "
-		       "0.62 / 0.31 / 0.08 when the controller is the bottleneck)",
-		       cls_iops[1] / p.iops, cls_iops[2] / p.iops, cls_iops[3] / p.iops);
-	printf("\n");
+	row(s->j, "ram", "io_uring-tmpfs", "fair-rr", &p);
+	pc.engine = NB_SMARTIO;
+	for (int m = 0; m < NMODES; m++) {
+		pc.completions = cpl_modes[m];
+		if (nb_run_point(&pc, &p))
+			return 1;
+		row(s->j, "ram", mode_engine(cpl_modes[m]), "fair-rr", &p);
+		where(s->j, &p);
+	}
+	nb_progress("sweep", ++s->step, s->steps);
+	return 0;
+}
+
+/* 6 clients at QD 32 under WRR 8:4:1 (priorities high, medium, low in turn):
+ * each mode, with the class shares and Jain's index within each class. */
+static int fair_wrr(struct sweep *s)
+{
+	struct nb_env_opts eo = { .nodes = 7, .lender = 6, .backing = "ram:256M", .pin = true,
+				  .arbitration = NVME_CC_AMS_WRRU,
+				  .arb_cdw11 = sio_nvme_feat_arbitration(0, 0, 3, 7),
+				  .irq_coalesce = s->o->irq_coalesce };
+	struct nb_point_cfg pc = { .engine = NB_SMARTIO, .nclients = 6, .qd = 32,
+				   .seconds = s->secs * 2, .wrr_prios = true };
+	struct nb_env env;
+	struct nb_point p;
+
+	if (nb_env_up(&env, "wrr", &eo))
+		return 1;
+	pc.env = &env;
+	for (int m = 0; m < NMODES; m++) {
+		double cls[4] = { 0 }, in[4][6];
+		int nin[4] = { 0 };
+
+		pc.completions = cpl_modes[m];
+		if (nb_run_point(&pc, &p))
+			return 1;
+		row(s->j, "ram", mode_engine(cpl_modes[m]), "fair-wrr", &p);
+		for (int i = 0; i < 6; i++) {
+			cls[p.client_prio[i]] += p.client_iops[i];
+			in[p.client_prio[i]][nin[p.client_prio[i]]++] = p.client_iops[i];
+		}
+		printf("      per client IOPS:");
+		for (int i = 0; i < 6; i++)
+			printf(" %.0f(%c)", p.client_iops[i], "?HML"[p.client_prio[i]]);
+		printf("\n      share high/medium/low %.3f / %.3f / %.3f (weights 8/4/1: 0.615 / "
+		       "0.308 / 0.077); Jain within high %.3f, medium %.3f, low %.3f\n",
+		       cls[1] / p.iops, cls[2] / p.iops, cls[3] / p.iops, nb_jain(in[1], nin[1]),
+		       nb_jain(in[2], nin[2]), nb_jain(in[3], nin[3]));
+		where(s->j, &p);
+	}
 	nb_env_down(&env);
 	nb_progress("sweep", ++s->step, s->steps);
 	return 0;
 }
 
-/* Fairness between clients: under round-robin, then weighted round-robin. */
+/* One client: QD 1 latency per mode (interleaved, --repeat times), then the
+ * CPU each mode spends per I/O when 1,000 IOPS are offered. */
+static int one_client(struct sweep *s, struct nb_env *env)
+{
+	struct nb_point_cfg pc = { .env = env, .engine = NB_SMARTIO, .nclients = 1, .qd = 1,
+				   .seconds = s->secs, .pin = true };
+	struct nb_point p;
+
+	for (int r = 0; r < s->o->repeat; r++)
+		for (int m = 0; m < NMODES; m++) {
+			pc.completions = cpl_modes[m];
+			if (nb_run_point(&pc, &p))
+				return 1;
+			row(s->j, "ram", mode_engine(cpl_modes[m]), "qd1", &p);
+		}
+	pc.rate = 1000;
+	pc.seconds = s->secs * 2;
+	for (int m = 0; m < NMODES; m++) {
+		pc.completions = cpl_modes[m];
+		if (nb_run_point(&pc, &p))
+			return 1;
+		row(s->j, "ram", mode_engine(cpl_modes[m]), "1k-iops", &p);
+		printf("      %s at 1,000 IOPS offered: %.0f IOPS, %.1f us of client CPU per I/O\n",
+		       sio_nvme_completions_name(cpl_modes[m]), p.iops, p.cpu_per_io_ns / 1e3);
+		pj_dbl(json_object_array_get_idx(s->j, json_object_array_length(s->j) - 1),
+		       "cpu_per_io_ns", p.cpu_per_io_ns);
+	}
+	nb_progress("sweep", ++s->step, s->steps);
+	return 0;
+}
+
+/*
+ * Fairness with more clients than CPUs: 6 and 32 clients at QD 8 and 32
+ * under round robin, io_uring and each completion mode in the same run;
+ * WRR's classes; one client's QD 1 latency and its CPU at low load.
+ */
 static int fairness(struct sweep *s)
 {
-	printf("\nfairness: 6 clients, QD 32 each, RAM backing; WRR weights high 8, medium 4, low 1 "
-	       "(clients take priorities high, medium, low in turn)\n");
+	static const int ns[] = { 6, 32 };
+	static const uint32_t qds[] = { 8, 32 };
+
+	printf("\nfairness: RAM backing, round robin (burst 1); clients on %d CPUs; io_uring "
+	       "on tmpfs, then smartio polling, on interrupts and adaptive, interleaved; "
+	       "interrupt coalescing %s\n", nb_ncpus(), s->o->irq_coalesce ? "on" : "off");
+	if (s->o->irq_coalesce)
+		printf("interrupt coalescing: %u entries or %u us\n", (s->o->irq_coalesce & 0xff) + 1,
+		       (s->o->irq_coalesce >> 8) * 100);
 	header();
-	for (int wrr = 0; wrr < 2; wrr++)
-		if (fair_point(s, wrr))
+	for (int i = 0; i < 2; i++) {
+		struct nb_env_opts eo = { .nodes = ns[i] + 1, .lender = ns[i], .backing = "ram:256M",
+					  .windows = 64, .pin = true,
+					  .irq_coalesce = s->o->irq_coalesce };
+		struct nb_env env;
+
+		if (ns[i] > s->o->maxc && i)
+			continue;
+		if (ns[i] > s->o->maxc) {	/* -c below 6: the one-client runs alone */
+			eo.nodes = 2, eo.lender = 1;
+			if (nb_env_up(&env, "fair", &eo) || one_client(s, &env))
+				return 1;
+			nb_env_down(&env);
+			continue;
+		}
+		if (nb_env_up(&env, "fair", &eo))
 			return 1;
-	return 0;
+		for (int k = 0; k < 2; k++)
+			if (fair_rr(s, &env, ns[i], qds[k]))
+				return 1;
+		if (i == 0 && one_client(s, &env))
+			return 1;
+		nb_env_down(&env);
+	}
+	printf("\nweighted round robin: 6 clients, QD 32, weights high 8, medium 4, low 1 per SQ\n");
+	header();
+	return fair_wrr(s);
 }
 
 /* The JSON, the plots; the target left as found; 1 if data did not verify. */
@@ -514,7 +667,7 @@ static int run_sweep(struct sweep_opts *o)
 	if (prepare(&s))
 		return 1;
 	describe(&s);
-	for (int bk = 0; bk < (s.nofile ? 1 : 2); bk++)
+	for (int bk = 0; bk < (s.nofile ? 1 : 2) && !o->fair_only; bk++)
 		if (sweep_store(&s, bk))
 			return 1;
 	if (!o->one_qd && !s.existing && fairness(&s))

@@ -12,6 +12,8 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <smartio/nvme/stats.h>
+#include "sched-acct.h"
 
 #define MAX_QD		256
 
@@ -22,6 +24,7 @@ struct shared {
 	struct {
 		uint64_t ios, cpu_ns, idle_ns;
 		uint64_t setup_ns, verified, mismatches;
+		uint64_t offcpu_ns, skipped, blocked;
 	} w[64];
 	struct hist lat[];		/* one per worker */
 };
@@ -92,14 +95,75 @@ static void barrier(struct shared *sh)
 		usleep(200);
 }
 
+/* The controller's counters of our SQ, read once at the end (the emulated
+ * controller publishes them; elsewhere they stay 0). */
+static void ctrl_counters(struct nb_client *cl, struct loop *l)
+{
+	struct sio_nvme_client_stats st[64];
+	int n = sio_nvme_stats_read(cl->f, SIO_DEVICE_ANY, st, 64);
+
+	for (int i = 0; i < n && i < 64; i++) {
+		if (st[i].pid != (int)getpid())
+			continue;
+		for (uint32_t k = 0; k < st[i].nqueues; k++)
+			if (st[i].q[k].qid == cl->qi.qid) {
+				l->sh->w[l->w].skipped = st[i].q[k].ctrl_skipped;
+				l->sh->w[l->w].blocked = st[i].q[k].ctrl_blocked;
+			}
+	}
+}
+
+/*
+ * Wait for completions as the queue's mode says, until @until (ns) at most:
+ * polling spins (yielding when crowded), the others sleep on the CQ's
+ * interrupt or, with nothing in flight, until @until. 0, a count or -errno.
+ */
+static int wait_cpl(const struct nb_point_cfg *c, struct nb_client *cl, struct loop *l,
+		    struct sio__sched_acct *a, uint64_t until, bool crowded, uint64_t *idle)
+{
+	uint64_t t = nb_tsc(), now, slept = 0;
+	int rc;
+
+	if (c->completions == SIO_NVME_CPL_POLL) {
+		rc = sio_nvme_ioq_poll(cl->q, 0);
+		/* A poll that found nothing is waiting on the device. Longer than
+		 * 10 us means we were preempted inside it: no CPU, not counted. */
+		if (rc == 0 && (t = nb_tsc() - t) < (uint64_t)(10000 * l->tpn)) {
+			*idle += t;
+			sio__sched_wait(a, (uint64_t)((double)t / l->tpn), 0);
+		}
+		if (rc == 0 && crowded)
+			sched_yield();	/* more clients than cores: let the others run */
+		return rc;
+	}
+	now = sio__now_ns();
+	if (!sio_nvme_ioq_inflight(cl->q)) {	/* an open loop between I/Os: asleep */
+		if (until > now) {
+			struct timespec ts = { 0, (long)(until - now) };
+
+			nanosleep(&ts, NULL);
+			sio__sched_wait(a, sio__now_ns() - now, 1);
+		}
+		return 0;
+	}
+	rc = sio_nvme_ioq_reap(cl->q, 0, until > now ? (uint32_t)((until - now) / 1000) + 1 : 1,
+			       &slept);
+	t = sio__now_ns() - now;
+	sio__sched_wait(a, t > slept ? t - slept : 0, 0);
+	sio__sched_wait(a, slept, 1);
+	return rc;
+}
+
 static int run_smartio(const struct nb_point_cfg *c, struct loop *l)
 {
 	struct sio_nvme_qspec qs = { .sq_loc = SIO_NVME_QLOC_HINT, .cq_loc = SIO_NVME_QLOC_HINT,
-				     .depth = c->qd * 2 < 32 ? 32 : c->qd * 2 };
+				     .depth = c->qd * 2 < 32 ? 32 : c->qd * 2,
+				     .completions = c->completions };
 	struct slot s[MAX_QD];
 	struct nb_client cl;
+	struct sio__sched_acct a;
 	uint32_t nlb;
-	uint64_t nblk, c0, t, idle = 0, idle_cap = (uint64_t)(10000 * l->tpn);
+	uint64_t nblk, c0, t, idle = 0, next = 0, until, gap = c->rate > 0 ? (uint64_t)(1e9 / c->rate) : 0;
 	int rc;
 
 	/* Decided once: sysconf(_SC_NPROCESSORS_ONLN) reads /sys on every call
@@ -114,6 +178,10 @@ static int run_smartio(const struct nb_point_cfg *c, struct loop *l)
 			    (uint64_t)c->qd * 4096);
 	if (rc)
 		return rc;
+	if (cl.qi.completions != c->completions) {
+		nb_client_close(&cl);
+		return -EOPNOTSUPP;	/* a mode measured must be the mode asked */
+	}
 	l->sh->w[l->w].setup_ns = sio__now_ns() - t;
 	nlb = 4096 / cl.ns.lba_size;
 	nblk = cl.ns.nsze / nlb;
@@ -125,12 +193,15 @@ static int run_smartio(const struct nb_point_cfg *c, struct loop *l)
 	barrier(l->sh);
 	l->end = sio__now_ns() + (uint64_t)(c->seconds * 1e9);
 	c0 = cpu_ns();
+	sio__sched_start(&a, sio__now_ns());
+	next = sio__now_ns();
 	for (uint32_t i = 0; i < c->qd; i++)
 		s[i].st = 1, s[i].t0 = 0;
 	for (;;) {
 		uint64_t now = sio__now_ns();
 		bool more = now < l->end;
 
+		sio__sched_tick(&a, now);
 		for (uint32_t i = 0; i < c->qd; i++) {
 			if (!s[i].st)
 				continue;
@@ -147,8 +218,9 @@ static int run_smartio(const struct nb_point_cfg *c, struct loop *l)
 					l->sh->w[l->w].mismatches++;
 			}
 			s[i].t0 = 0;
-			if (!more)
+			if (!more || (gap && now < next))
 				continue;
+			next += gap;
 			s[i].st = 0;
 			s[i].slba = nb_rand(&l->seed) % nblk * nlb;
 			if (c->verify)
@@ -161,20 +233,20 @@ static int run_smartio(const struct nb_point_cfg *c, struct loop *l)
 		}
 		if (!more && !sio_nvme_ioq_inflight(cl.q))
 			break;
-		t = nb_tsc();
-		if ((rc = sio_nvme_ioq_poll(cl.q, 0)) < 0)
+		/* wake for the next issue only with a slot to issue into */
+		until = gap && next > now && sio_nvme_ioq_inflight(cl.q) < c->qd ? next :
+			now + 1000000;
+		rc = wait_cpl(c, &cl, l, &a, until, crowded, &idle);
+		if (rc < 0)
 			goto out;
-		/* A poll that found nothing is waiting on the device. Longer than
-		 * 10 us means we were preempted inside it: no CPU, not counted. */
-		if (rc == 0 && (t = nb_tsc() - t) < idle_cap)
-			idle += t;
-		if (rc == 0 && crowded)
-			sched_yield();	/* more clients than cores: let the others run */
 	}
 	rc = 0;
 out:
 	l->sh->w[l->w].cpu_ns = cpu_ns() - c0;
 	l->sh->w[l->w].idle_ns = (uint64_t)((double)idle / l->tpn);
+	sio__sched_tick(&a, sio__now_ns());
+	l->sh->w[l->w].offcpu_ns = a.offcpu_ns;
+	ctrl_counters(&cl, l);
 	nb_client_close(&cl);
 	return rc;
 }
@@ -323,6 +395,9 @@ int nb_run_point(const struct nb_point_cfg *c, struct nb_point *out)
 			cpu += sh->w[w].cpu_ns;
 			idle += sh->w[w].idle_ns < sh->w[w].cpu_ns ? sh->w[w].idle_ns : sh->w[w].cpu_ns;
 			out->client_iops[w] = (double)sh->w[w].ios / c->seconds;
+			out->client_offcpu[w] = (double)sh->w[w].offcpu_ns / 1e9 / c->seconds;
+			out->client_skipped[w] = sh->w[w].skipped;
+			out->client_blocked[w] = sh->w[w].blocked;
 			out->client_prio[w] = c->wrr_prios ? 1 + w % 3 : 0;
 		}
 		nb_stats_hist(all, &out->lat);
@@ -333,6 +408,7 @@ int nb_run_point(const struct nb_point_cfg *c, struct nb_point *out)
 		out->iops_per_core = cpu ? (double)total / ((double)cpu / 1e9) : 0;
 		out->iops_per_busy_core = cpu > idle ? (double)total / ((double)(cpu - idle) / 1e9) : 0;
 		out->cpu_util = (double)cpu / 1e9 / c->seconds / n;
+		out->cpu_per_io_ns = total ? (double)cpu / (double)total : 0;
 		out->jain = nb_jain(out->client_iops, n);
 	}
 	out->err = rc;

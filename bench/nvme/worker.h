@@ -25,6 +25,9 @@ struct nb_point_cfg {
 	bool wrr_prios;			/* clients get priorities 1,2,3,1,... */
 	bool pin;			/* one client: pin it to CPU 0 */
 	bool verify;			/* smartio: check every read's data */
+	int completions;		/* smartio: SIO_NVME_CPL_* */
+	double rate;			/* I/Os per second each client offers (0: as
+					 * fast as it can, a closed loop) */
 };
 
 struct nb_point {
@@ -44,6 +47,12 @@ struct nb_point {
 	 * data was not the store's */
 	double setup_p50_ms, setup_max_ms;
 	uint64_t verified, mismatches;
+	/* where each client's share went (smartio): the fraction of the run it
+	 * could have submitted but was not running, and the controller's
+	 * passes that skipped its SQ while it had commands */
+	double client_offcpu[64];
+	uint64_t client_skipped[64], client_blocked[64];
+	double cpu_per_io_ns;		/* client CPU time per I/O */
 	int err;
 };
 
