@@ -9,7 +9,9 @@
  */
 
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <string.h>
+#include <unistd.h>
 #include <json-c/json.h>
 #include <smartio/smartio.h>
 #include <smartio/nvme/client.h>
@@ -58,6 +60,30 @@ Test(completions, irq_and_adaptive_are_woken_by_the_controller)
 			     "interrupt arrived", modes[i], (long long)sleeps);
 		json_object_put(o);
 	}
+}
+
+Test(completions, client_killed_asleep_leaves_its_successor_a_clean_vector)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	const char *argv[] = { "NVME_CLIENT", "--fabric", NULL, "--node", "1", "--op", "read",
+			       "--random", "--qd", "1", "--time", "30", "--completions", "irq",
+			       NULL };
+	struct json_object *o;
+	pid_t pid;
+
+	cluster_up(&C, 2, 32, emu);
+	argv[2] = C.fabric;
+	pid = cluster_spawn(&C, "victim", argv);
+	usleep(1500000);	/* running, and asleep between completions */
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	cluster_wait(pid, 10000);
+	/* same node, same queue pair and vector once the manager reaped it */
+	o = client("successor", "irq", "1", "200");
+	cr_expect_eq(cluster_jint(o, "mismatches", -1), 0);
+	cr_expect_gt(cluster_jint(o, "completions.sleeps", -1) -
+		     cluster_jint(o, "completions.woken_by_bound", -1), 0,
+		     "the successor's interrupts do not arrive");
+	json_object_put(o);
 }
 
 Test(completions, coalesced_interrupt_ends_in_the_bounded_sleep)
