@@ -80,9 +80,10 @@ struct sio_nvme_ioq;
  * @wait_ns: time it had nothing to submit and waited for completions,
  *	polling or asleep, published by the program
  *
- * The ctrl_ counters are the emulated controller's (it publishes them on its
- * node); sio_nvme_stats_read() fills them in, and leaves them 0 for a
- * controller that does not.
+ * The counters @ctrl_fetched, @ctrl_skipped and @ctrl_blocked are the
+ * emulated controller's (it publishes them on its node);
+ * sio_nvme_stats_read() fills them in, and leaves them 0 for a controller
+ * that does not.
  */
 struct sio_nvme_qstats {
 	uint16_t qid;
