@@ -480,6 +480,7 @@ void sio_nvme_emu_config_default(struct sio_nvme_emu_config *cfg)
 	cfg->io_depth = 64;
 	cfg->vendor = 0x1b36;
 	cfg->name = "nvme-emu";
+	cfg->cap_to = EMU_CAP_TO;
 }
 
 int sio_nvme_emu_parse_size(const char *s, uint64_t *out)
@@ -506,6 +507,8 @@ static int config_check(const struct sio_nvme_emu_config *c)
 	if (sio_nvme_emu_bar0_size(c) > (1ull << 30))
 		return sio_err_set(EINVAL, "dstrd %u with %u queue pairs needs a BAR0 over 1 GiB",
 				   c->dstrd, c->max_qpairs);
+	if (c->cap_to < 1 || c->cap_to > 255)
+		return sio_err_set(EINVAL, "CAP.TO: %u (1..255, in 500 ms units)", c->cap_to);
 	if (c->mdts < 1 || c->mdts > 10)
 		return sio_err_set(EINVAL, "mdts: %u (1..10, a power of two of 4 KiB)", c->mdts);
 	if (c->io_depth < 1 || c->io_depth > 1024)
@@ -573,7 +576,7 @@ int sio_nvme_emu_create(const struct sio_nvme_emu_config *cfg, struct sio_nvme_e
 	emu->cap = NVME_SET((uint64_t)cfg->mqes - 1, CAP_MQES) |
 		   NVME_SET(1ull, CAP_CQR) |			/* contiguous queues only */
 		   NVME_SET((uint64_t)NVME_CAP_AMS_WRR, CAP_AMS) |
-		   NVME_SET((uint64_t)EMU_CAP_TO, CAP_TO) |
+		   NVME_SET((uint64_t)cfg->cap_to, CAP_TO) |
 		   NVME_SET((uint64_t)cfg->dstrd, CAP_DSTRD) |
 		   NVME_SET((uint64_t)NVME_CAP_CSS_NVM, CAP_CSS) |
 		   NVME_SET(0ull, CAP_MPSMIN) |			/* 4 KiB */

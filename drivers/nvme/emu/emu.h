@@ -54,6 +54,8 @@ struct sio_nvme_emu_ns {
  * @chassis: sits behind an expansion-chassis switch of its node
  * @ns_state: file remembering the namespaces between runs (NULL: none); a
  *	change since the last run is a Namespace Attribute Changed event
+ * @cap_to: CAP.TO, in 500 ms units (1..255): the longest the host waits
+ *	for the controller to become ready, or to stop, at each reset
  */
 struct sio_nvme_emu_config {
 	const char *backing;
@@ -70,6 +72,7 @@ struct sio_nvme_emu_config {
 	const char *name;
 	bool chassis;
 	const char *ns_state;
+	uint32_t cap_to;
 };
 
 /**

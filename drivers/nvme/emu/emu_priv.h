@@ -17,7 +17,7 @@
 
 #define EMU_PAGE		4096u
 #define EMU_MPSMAX		4u	/* 64 KiB memory pages */
-#define EMU_CAP_TO		15u	/* 7.5 s, as QEMU */
+#define EMU_CAP_TO		15u	/* 7.5 s, as QEMU: the default */
 #define EMU_ELOG_ENTRIES	64u
 #define EMU_AERL		3u
 #define EMU_AEV_MAX		8u	/* events waiting to be reported */
