@@ -166,21 +166,27 @@ static int describe_proc(struct sio_fabric *f, int p, char *buf, size_t len)
 }
 
 static bool want_all(struct sio_fabric *f, int p, const struct sio_event *ev);
+static int open_as(const char *name, int node, int32_t flags, struct sio_fabric **out);
 
 /*
  * Who is still attached, reaped of the dead first: refuse (listing them),
  * or with @force tell each to leave. A registry we cannot open or lock says
- * nothing of who is attached; the backend removes it all the same.
+ * nothing of who is attached; the backend removes it all the same. @seen:
+ * whether the fabric was there to look at.
  */
-static int destroy_check(const char *name, bool force)
+static int destroy_check(const char *name, bool force, bool *seen)
 {
 	struct sio_event ev = { .type = SIO_EV_FABRIC_GONE, .adapter = -1, .device = -1 };
 	struct sio_fabric *f;
 	char list[SIO_ERRMSG_MAX - 96] = "";
 	size_t at = 0;
-	int n = 0;
+	int n = 0, ret;
 
-	if (sio_fabric_open(name, 0, &f))
+	/* marked from the start: a destroy at the same time never sees us
+	 * unmarked */
+	ret = open_as(name, 0, REG_PROC_F_DESTROY, &f);
+	*seen = ret != -ENOENT;	/* there, whole or not */
+	if (ret)
 		return 0;
 	if ((f->reg->uid != (uint32_t)geteuid() && geteuid() != 0) || sio__lock_noreap(f)) {
 		sio_fabric_close(f);	/* not ours to destroy: the backend says why */
@@ -188,7 +194,9 @@ static int destroy_check(const char *name, bool force)
 	}
 	sio__reg_reap(f);
 	for (int p = 0; p < SIO_MAX_PROCS; p++) {
-		if (!f->reg->procs[p].used || p == f->proc)
+		/* a destroy at the same time is no user of the fabric */
+		if (!f->reg->procs[p].used || p == f->proc ||
+		    (f->reg->procs[p].flags & REG_PROC_F_DESTROY))
 			continue;
 		if (++n > 4 || at >= sizeof(list))
 			continue;
@@ -214,15 +222,21 @@ static int destroy_check(const char *name, bool force)
 int sio_fabric_destroy_flags(const char *name, unsigned int flags)
 {
 	const struct sio_fabric_ops *ops;
+	bool seen = false;
 	int ret;
 
 	if ((ret = check_name(&name)) || (ret = sio__fabric_backend(&ops)))
 		return ret;
 	if (flags & ~SIO_DESTROY_FORCE)
 		return sio__err(EINVAL, "unknown sio_fabric_destroy_flags() flags 0x%x", flags);
-	if ((ret = destroy_check(name, flags & SIO_DESTROY_FORCE)))
+	if ((ret = destroy_check(name, flags & SIO_DESTROY_FORCE, &seen)))
 		return ret;
-	return ops->destroy(name);
+	ret = ops->destroy(name);
+	/* gone since we looked: a destroy at the same time won, and the fabric
+	 * is no more, as asked */
+	if (ret == -ENOENT && seen)
+		return 0;
+	return ret;
 }
 
 int sio_fabric_destroy(const char *name)
@@ -342,7 +356,8 @@ void sio__fabric_detach(struct sio_fabric *f)
 		fabric_free(f);
 }
 
-int sio_fabric_open(const char *name, int node, struct sio_fabric **out)
+/* Join as a process with @flags (REG_PROC_F_*), set as it is registered. */
+static int open_as(const char *name, int node, int32_t flags, struct sio_fabric **out)
 {
 	const struct sio_fabric_ops *ops;
 	struct sio_fabric *f;
@@ -391,7 +406,8 @@ int sio_fabric_open(const char *name, int node, struct sio_fabric **out)
 		ret = sio__err(EUSERS, "fabric '%s' has all %d process slots in use", name, SIO_MAX_PROCS);
 		goto fail;
 	}
-	f->reg->procs[p] = (struct reg_proc){ .used = 1, .pid = getpid(), .node = node };
+	f->reg->procs[p] = (struct reg_proc){ .used = 1, .pid = getpid(), .node = node,
+					      .flags = flags };
 	f->ops->proc_init(f, &f->reg->procs[p]);
 	f->proc = p;
 	sio__unlock(f);
@@ -407,6 +423,11 @@ int sio_fabric_open(const char *name, int node, struct sio_fabric **out)
 fail:
 	fabric_free(f);
 	return ret;
+}
+
+int sio_fabric_open(const char *name, int node, struct sio_fabric **out)
+{
+	return open_as(name, node, 0, out);
 }
 
 void sio_fabric_close(struct sio_fabric *f)

@@ -51,10 +51,14 @@ struct reg_proc {
 	int32_t used;
 	int32_t pid;
 	int32_t node;
-	int32_t rsvd;
+	int32_t flags;		/* REG_PROC_F_* */
 	uint64_t starttime;	/* the fabric backend's liveness check (shm: the start
 				 * time in /proc/PID/stat, against pid reuse) */
 };
+
+/* reg_proc.flags: a process that joined only to destroy the fabric (not
+ * one that keeps it busy: another destroy does not count it) */
+#define REG_PROC_F_DESTROY	1
 
 struct reg_node {
 	int32_t sw[SIO_MAX_ADAPTERS];	/* switch each adapter is cabled to */

@@ -50,5 +50,19 @@ wait $M || bad "nvme-manager exits non-zero on a destroyed fabric"
 grep -q "was destroyed" "$SMARTIO_RUNDIR/cli.err" || bad "nvme-client says nothing of the destroyed fabric"
 E= M= C=
 [ -d "$SMARTIO_RUNDIR/smartio-$F" ] && bad "destroy --force left the fabric"
+
+# Destroys at the same time: none counts another as a process attached;
+# each ends with the fabric gone, as asked, or finds none (one that
+# starts once another is done).
+"$S" create "$F" --nodes 2 >/dev/null || bad "create after destroy"
+D=
+for i in $(seq 12); do "$S" destroy "$F" >"$SMARTIO_RUNDIR/d$i.out" 2>&1 & D="$D $!"; done
+for p in $D; do wait $p; done
+out=$(cat "$SMARTIO_RUNDIR"/d*.out | grep -v "does not exist")
+[ -z "$out" ] || bad "destroys at once failed otherwise than finding no fabric: $out"
+grep -q "attached" "$SMARTIO_RUNDIR"/d*.out &&
+	bad "a destroy named another destroy as attached: $(grep -h attached "$SMARTIO_RUNDIR"/d*.out | head -1)"
+[ -d "$SMARTIO_RUNDIR/smartio-$F" ] && bad "destroys at the same time left the fabric"
+
 [ $fails -eq 0 ] && echo "lifecycle: all passed"
 exit $((fails != 0))
