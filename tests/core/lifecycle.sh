@@ -64,5 +64,17 @@ grep -q "attached" "$SMARTIO_RUNDIR"/d*.out &&
 	bad "a destroy named another destroy as attached: $(grep -h attached "$SMARTIO_RUNDIR"/d*.out | head -1)"
 [ -d "$SMARTIO_RUNDIR/smartio-$F" ] && bad "destroys at the same time left the fabric"
 
+# A fabric whose registry is gone: joining it and creating it agree that
+# the name is taken, and say what removes what is left.
+"$S" create "$F" --nodes 2 >/dev/null || bad "create after destroys"
+rm "$SMARTIO_RUNDIR/smartio-$F/registry"
+out=$("$S" status "$F" 2>&1) && bad "status of a fabric without a registry succeeds"
+echo "$out" | grep -q "does not exist" && bad "a fabric without a registry is called non-existent: $out"
+echo "$out" | grep -q "smartio destroy $F" || bad "status does not say what removes a half fabric: $out"
+out=$("$S" create "$F" --nodes 2 2>&1) && bad "create over a half fabric succeeds"
+echo "$out" | grep -q "smartio destroy $F" || bad "create does not say what removes a half fabric: $out"
+"$S" destroy "$F" || bad "destroy of a fabric without a registry fails"
+"$S" create "$F" --nodes 2 >/dev/null || bad "create after removing a half fabric fails"
+"$S" destroy "$F" >/dev/null || bad "destroy"
 [ $fails -eq 0 ] && echo "lifecycle: all passed"
 exit $((fails != 0))

@@ -161,6 +161,16 @@ static struct shm_fabric *state_new(const char *name)
 	return s;
 }
 
+/* Whether fabric directory @dir holds a registry (not following links). */
+static bool has_registry(const char *dir)
+{
+	char path[PATH_MAX + 16];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/registry", dir);
+	return !lstat(path, &st) || errno != ENOENT;
+}
+
 int sio__shm_create(struct sio_fabric *f, bool group, gid_t gid)
 {
 	struct shm_fabric *s = state_new(f->name);
@@ -177,6 +187,11 @@ int sio__shm_create(struct sio_fabric *f, bool group, gid_t gid)
 		else if (!lstat(s->dir, &st) && (st.st_uid != geteuid() || !S_ISDIR(st.st_mode)))
 			ret = sio__err(EEXIST, "fabric '%s' already exists (%s, a %s of %s)", f->name, s->dir,
 				       S_ISDIR(st.st_mode) ? "directory" : "file", who(st.st_uid, u, sizeof(u)));
+		else if (!has_registry(s->dir))
+			ret = sio__err(EEXIST, "fabric '%s' is half there: %s has no registry (a "
+				       "create or destroy cut short, or one under way); 'smartio "
+				       "destroy %s' removes what is left, then create it again",
+				       f->name, s->dir, f->name);
 		else
 			ret = sio__err(EEXIST, "fabric '%s' already exists (%s)", f->name, s->dir);
 		free(s);
@@ -244,9 +259,15 @@ int sio__shm_attach(struct sio_fabric *f)
 		goto fail;
 	}
 	s->regfd = openat(dfd, "registry", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	ret = s->regfd < 0 ? sio__err(errno == ELOOP ? EPERM : errno, "fabric '%s': cannot open its registry: %s",
-				      f->name, errno == ELOOP ? "it is a symbolic link" : strerror(errno))
-			   : check_regfile(f->name, s->regfd, &dst, group);
+	if (s->regfd < 0 && errno == ENOENT)	/* the name is taken: create refuses it */
+		ret = sio__err(EUCLEAN, "fabric '%s' is half there: %s has no registry (a "
+			       "create or destroy cut short, or one under way); 'smartio destroy "
+			       "%s' removes what is left", f->name, s->dir, f->name);
+	else if (s->regfd < 0)
+		ret = sio__err(errno == ELOOP ? EPERM : errno, "fabric '%s': cannot open its registry: %s",
+			       f->name, errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+	else
+		ret = check_regfile(f->name, s->regfd, &dst, group);
 	close(dfd);
 	if (ret)
 		goto fail;
