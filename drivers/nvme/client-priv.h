@@ -33,6 +33,7 @@ struct sio_nvme_client {
 	int32_t lost_pid;		/* a manager given up on (client.c, await()), */
 	uint32_t lost_beat;		/* its heartbeat then */
 	uint32_t restart_ms;		/* $SMARTIO_NVME_RESTART_MS */
+	uint32_t answer_ms;		/* $SMARTIO_NVME_ANSWER_MS */
 	uint32_t arena_mb;		/* $SMARTIO_NVME_ARENA_MB */
 	pthread_mutex_t lock;		/* one mailbox request at a time */
 	struct sio_segment *bar0;

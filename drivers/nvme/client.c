@@ -11,7 +11,10 @@
 #include "parse.h"
 #include "client-priv.h"
 
-#define MBOX_TIMEOUT_MS	10000u
+/* How long a request waits for the answer of a manager at work (however
+ * busy), unless $SMARTIO_NVME_ANSWER_MS says otherwise. */
+#define ANSWER_WAIT_MS	30000u
+#define ANSWER_WAIT_MAX	3600000u
 
 /* The manager stopped serving: because its device left with its lender
  * (the manager stops then), or of its own accord. */
@@ -65,12 +68,21 @@ struct mgr_watch {
 	int32_t pid;		/* the manager it waits for */
 	uint32_t beat;		/* its heartbeat, last seen moving ... */
 	uint64_t beat_ns;	/* ... then */
+	uint32_t pulse;		/* its pulse (mailbox.h), last seen moving ... */
+	uint64_t pulse_ns;	/* ... then */
+	uint64_t look_ns;	/* when its process was last looked up ... */
+	bool gone;		/* ... and found gone */
 	uint64_t away_ns;	/* since when it is dead or stopped, with no successor */
 	uint64_t reset_ns;	/* since when it resets the controller */
 	uint64_t deadline;	/* for an answer from a manager at work */
 	uint32_t successors;	/* managers that took over while we waited */
 	bool lost;		/* given up on: dead, stopped or stuck, no successor */
 };
+
+/* A manager whose heartbeat and pulse stood still this long is looked up
+ * in the fabric (which takes the registry lock: not at every wake of
+ * every client), and not more often. */
+#define PROC_LOOK_NS	500000000ull
 
 /* How long a manager resets a controller at most (reset_ctrl(), manager.c):
  * CAP.TO to disable, and again to enable, each try, and the pauses. */
@@ -79,39 +91,83 @@ static uint64_t reset_bound_ns(const struct sio_nvme_client *cl)
 	return (uint64_t)SIO_NVME_RESET_TRIES * (3ull * cl->ci.timeout_ms + 2000) * 1000000ull;
 }
 
+/* Whether its process is gone, as the fabric said at the last look. */
+static bool mgr_gone(struct sio_nvme_client *cl, struct mgr_watch *w, int32_t pid, uint64_t now)
+{
+	/* a pid means something on its own kernel only; a manager whose beat
+	 * or pulse moved lately is there */
+	if (pid <= 0 || now - w->beat_ns < PROC_LOOK_NS || now - w->pulse_ns < PROC_LOOK_NS)
+		return false;
+	if (now - w->look_ns >= PROC_LOOK_NS) {
+		w->look_ns = now;
+		w->gone = !sio_fabric_proc_alive(cl->f, __atomic_load_n(&cl->mb->h.mgr_node,
+									 __ATOMIC_RELAXED), pid);
+	}
+	return w->gone;
+}
+
+/* A new manager, or the one we wait for moving: the watch goes on from now. */
+static void seen(struct mgr_watch *w, int32_t pid, uint32_t beat, uint32_t pulse, uint64_t now)
+{
+	if (pulse != w->pulse || pid != w->pid) {
+		w->pulse = pulse;
+		w->pulse_ns = now;
+	}
+	if (pid == w->pid && beat == w->beat)
+		return;
+	w->pid = pid;
+	w->beat = beat;
+	w->beat_ns = now;
+	w->away_ns = 0;
+	w->gone = false;
+}
+
+/* No answer yet from a manager that runs: past the deadline, say whether
+ * its loop comes round (slow to answer) or only its pulse moves (busy, or
+ * stuck in one pass). */
+static int late(struct sio_nvme_client *cl, const struct mgr_watch *w, uint64_t now)
+{
+	if (now - w->beat_ns > 1000000000ull)
+		return sio_err_set(ETIMEDOUT, "the NVMe manager (pid %d) runs but its loop has "
+				   "not come round for %llu ms (busy, or stuck), and did not "
+				   "answer within %u ms ($SMARTIO_NVME_ANSWER_MS)", (int)w->pid,
+				   (unsigned long long)((now - w->beat_ns) / 1000000),
+				   cl->answer_ms);
+	return sio_err_set(ETIMEDOUT, "the NVMe manager did not answer within %u ms "
+			   "($SMARTIO_NVME_ANSWER_MS)", cl->answer_ms);
+}
+
 /*
  * Whether to go on waiting: 0, or -errno with the reason. A successor's
  * pid restarts the watch; a manager dead, or stopped having left its
  * clients to a successor, is waited for $SMARTIO_NVME_RESTART_MS; one
- * whose heartbeat stands still (stopped by a signal, or stuck) as long, at
- * least a second; one resetting the controller for as long as that takes.
+ * whose heartbeat and pulse stand still (stopped by a signal, or stuck) as
+ * long, at least a second; one whose pulse moves is at work, however busy,
+ * and answers within $SMARTIO_NVME_ANSWER_MS; one resetting the controller
+ * takes as long as that takes.
  */
 static int watch(struct sio_nvme_client *cl, struct mgr_watch *w, uint64_t now)
 {
 	const struct sio_nvme_mbox_hdr *h = &cl->mb->h;
 	int32_t pid = __atomic_load_n(&h->mgr_pid, __ATOMIC_ACQUIRE);
 	uint32_t beat = __atomic_load_n(&h->heartbeat, __ATOMIC_ACQUIRE);
+	uint32_t pulse = __atomic_load_n(&h->pulse, __ATOMIC_ACQUIRE);
 	uint64_t wait_ns = (uint64_t)cl->restart_ms * 1000000ull;
+	uint64_t still_ns = wait_ns > 1000000000ull ? wait_ns : 1000000000ull;
+	uint64_t answer_ns = (uint64_t)cl->answer_ms * 1000000ull;
 	bool serving = __atomic_load_n(&h->serving, __ATOMIC_ACQUIRE);
 
-	if (pid != w->pid || beat != w->beat) {	/* a successor, or it runs */
-		/* each gets its time; managers that come and go without an
-		 * answer (a storm of restarts) do not keep us here for ever */
-		if (pid != w->pid && ++w->successors > RETRIES)
-			return sio_err_set(ETIMEDOUT, "%u NVMe managers took over in turn and "
-					   "none answered", w->successors);
-		if (pid != w->pid)
-			w->deadline = now + MBOX_TIMEOUT_MS * 1000000ull;
-		w->pid = pid;
-		w->beat = beat;
-		w->beat_ns = now;
-		w->away_ns = 0;
-	}
+	/* each successor gets its time; managers that come and go without an
+	 * answer (a storm of restarts) do not keep us here for ever */
+	if (pid != w->pid && ++w->successors > RETRIES)
+		return sio_err_set(ETIMEDOUT, "%u NVMe managers took over in turn and "
+				   "none answered", w->successors);
+	if (pid != w->pid)
+		w->deadline = now + answer_ns;
+	seen(w, pid, beat, pulse, now);
 	if (!serving && !__atomic_load_n(&h->left, __ATOMIC_ACQUIRE))
 		return stopped(cl);
-	if (!serving || (pid > 0 &&	/* a pid means something on its own kernel only */
-			 !sio_fabric_proc_alive(cl->f, __atomic_load_n(&h->mgr_node,
-								  __ATOMIC_RELAXED), pid))) {
+	if (!serving || mgr_gone(cl, w, pid, now)) {
 		if (!w->away_ns)
 			w->away_ns = now;
 		if (now - w->away_ns > wait_ns && (w->lost = true))
@@ -119,11 +175,10 @@ static int watch(struct sio_nvme_client *cl, struct mgr_watch *w, uint64_t now)
 					   "took over within %u ms ($SMARTIO_NVME_RESTART_MS)",
 					   (int)pid, serving ? "has died" : "has stopped",
 					   cl->restart_ms);
-		w->deadline = now + MBOX_TIMEOUT_MS * 1000000ull;
+		w->deadline = now + answer_ns;
 		return 0;
 	}
-	if (now - w->beat_ns > (wait_ns > 1000000000ull ? wait_ns : 1000000000ull) &&
-	    (w->lost = true))
+	if (now - w->beat_ns > still_ns && now - w->pulse_ns > still_ns && (w->lost = true))
 		return sio_err_set(ETIMEDOUT, "the NVMe manager (pid %d) has not run for %llu ms: "
 				   "it is stopped (SIGSTOP) or stuck ($SMARTIO_NVME_RESTART_MS)",
 				   (int)pid, (unsigned long long)((now - w->beat_ns) / 1000000));
@@ -134,14 +189,11 @@ static int watch(struct sio_nvme_client *cl, struct mgr_watch *w, uint64_t now)
 			return sio_err_set(ETIMEDOUT, "the NVMe manager has been resetting the "
 					   "controller for over %llu ms",
 					   (unsigned long long)(reset_bound_ns(cl) / 1000000));
-		w->deadline = now + MBOX_TIMEOUT_MS * 1000000ull;
+		w->deadline = now + answer_ns;
 	} else {
 		w->reset_ns = 0;
 	}
-	if (now > w->deadline)
-		return sio_err_set(ETIMEDOUT, "the NVMe manager did not answer within %u ms",
-				   MBOX_TIMEOUT_MS);
-	return 0;
+	return now > w->deadline ? late(cl, w, now) : 0;
 }
 
 /* Wait for the answer in our slot: the mailbox outlives a manager, and a
@@ -151,7 +203,8 @@ static int await(struct sio_nvme_client *cl, struct sio_nvme_mbox_slot *sl)
 {
 	uint64_t now = sio__now_ns(), lost_ns = 0;
 	struct mgr_watch w = { .pid = cl->mgr_pid, .beat = cl->mb->h.heartbeat, .beat_ns = now,
-			       .deadline = now + MBOX_TIMEOUT_MS * 1000000ull };
+			       .pulse = cl->mb->h.pulse, .pulse_ns = now,
+			       .deadline = now + (uint64_t)cl->answer_ms * 1000000ull };
 	uint32_t st;
 	int ret;
 
@@ -455,6 +508,10 @@ int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_
 	ret = sio_nvme_env_u32("SMARTIO_NVME_RESTART_MS", RESTART_WAIT_MS, RESTART_WAIT_MAX,
 			       "milliseconds a request waits for a manager to take over",
 			       &cl->restart_ms);
+	if (!ret)
+		ret = sio_nvme_env_u32("SMARTIO_NVME_ANSWER_MS", ANSWER_WAIT_MS, ANSWER_WAIT_MAX,
+				       "milliseconds a request waits for a busy manager's "
+				       "answer", &cl->answer_ms);
 	if (!ret)
 		ret = sio_nvme_env_u32("SMARTIO_NVME_ARENA_MB", SIO_NVME_ARENA_MB,
 				       SIO_NVME_ARENA_MAX_MB, "MiB of the client's arena; 0 "

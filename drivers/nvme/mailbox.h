@@ -189,7 +189,13 @@ struct sio_nvme_mbox_hdr {
 	struct sio_nvme_mbox_events events;
 	uint32_t left;		/* with serving 0: the manager stopped and left the
 				 * clients' queue pairs running for a successor */
+	uint32_t pulse;		/* bumped every SIO_NVME_PULSE_MS by a thread of the
+				 * manager's, whatever its loop does: moving while the
+				 * heartbeat stands still, the manager is busy, not
+				 * stopped */
 };
+
+#define SIO_NVME_PULSE_MS	100u
 
 /* Tries a manager makes to reset a controller before it gives up; each
  * waits CAP.TO at most to disable, and to enable it. */

@@ -332,6 +332,41 @@ static int mgr_ctrl_up(struct sio_nvme_manager *m, bool shared)
 	return sio_nvme_ctrl_open_kept(m->dev, &m->co, adm, NULL, &m->ctrl);
 }
 
+/*
+ * The pulse: a thread that bumps the mailbox's pulse word whatever the
+ * serve loop does. A loop busy with many clients (or starved of the CPU by
+ * them) moves its heartbeat seldom; the pulse tells its clients it runs,
+ * and they wait for it, where a manager stopped by a signal moves neither.
+ */
+static void *pulse_run(void *arg)
+{
+	struct sio_nvme_manager *m = arg;
+
+	while (!__atomic_load_n(&m->pulse_stop, __ATOMIC_ACQUIRE)) {
+		__atomic_fetch_add(&m->mb->h.pulse, 1, __ATOMIC_RELEASE);
+		usleep(SIO_NVME_PULSE_MS * 1000u);
+	}
+	return NULL;
+}
+
+static void pulse_start(struct sio_nvme_manager *m)
+{
+	/* without it, clients judge the manager by its heartbeat alone */
+	m->pulsing = !pthread_create(&m->pulse, NULL, pulse_run, m);
+	if (!m->pulsing)
+		mlog(m, "cannot start the pulse thread: clients judge this manager by its "
+		     "serve loop's heartbeat alone");
+}
+
+static void pulse_end(struct sio_nvme_manager *m)
+{
+	if (!m->pulsing)
+		return;
+	__atomic_store_n(&m->pulse_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(m->pulse, NULL);
+	m->pulsing = false;
+}
+
 /* Tables, confinement, sharing, the take-over, the mailbox, events. */
 static int mgr_go_live(struct sio_nvme_manager *m, bool shared)
 {
@@ -352,6 +387,7 @@ static int mgr_go_live(struct sio_nvme_manager *m, bool shared)
 	if (shared)
 		take_over(m);
 	sio_nvme_mbox_publish(m, shared);
+	pulse_start(m);
 	if (sio_nvme_aer_start(m->ctrl))
 		mlog(m, "asynchronous events not served: %s", sio_errmsg());
 	m->last_reap = sio__now_ns();
@@ -520,6 +556,7 @@ void sio_nvme_manager_close(struct sio_nvme_manager *m)
 
 	if (!m)
 		return;
+	pulse_end(m);
 	if (m->dev_gone && m->ctrl)
 		sio_nvme_ctrl_gone(m->ctrl);
 	/* a take-over that failed leaves what it found, too */

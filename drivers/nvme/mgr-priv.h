@@ -5,6 +5,7 @@
 /* Internal to the NVMe manager: its tables and state (manager.c), and its
  * mailbox (mbox.c). */
 
+#include <pthread.h>
 #include <stdio.h>
 #include <smartio/nvme/manager.h>
 #include "mailbox.h"
@@ -80,6 +81,9 @@ struct sio_nvme_manager {
 	uint32_t epoch, resets;
 	uint64_t last_mend, mended;
 	int nodes;		/* of the fabric */
+	pthread_t pulse;	/* bumps the mailbox's pulse (manager.c) */
+	bool pulsing;
+	uint32_t pulse_stop;
 };
 
 /* A Create I/O Queue Pair request, served with others taken at once. */

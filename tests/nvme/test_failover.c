@@ -497,7 +497,8 @@ Test(failover, nvme_variables_are_parsed_strictly)
 	static const char *const bad[][2] = {
 		{ "SMARTIO_NVME_RESTART_MS", "3s" }, { "SMARTIO_NVME_RESTART_MS", "-1" },
 		{ "SMARTIO_NVME_RESTART_MS", "" }, { "SMARTIO_NVME_ARENA_MB", "64M" },
-		{ "SMARTIO_NVME_ARENA_MB", "99999" },
+		{ "SMARTIO_NVME_ARENA_MB", "99999" }, { "SMARTIO_NVME_ANSWER_MS", "30s" },
+		{ "SMARTIO_NVME_ANSWER_MS", "3600001" },
 	};
 	struct sio_nvme_client *cl;
 	struct sio_fabric *f;

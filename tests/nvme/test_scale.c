@@ -159,3 +159,45 @@ Test(scale, a_lenders_second_adapter_serves_when_the_first_is_full)
 			     cluster_output(&C, tags[i], "err"));
 	}
 }
+
+/*
+ * Clients joining all at once, as many as the mailbox has slots for (less
+ * a few for the tools): the manager, busy with them and starved of the
+ * CPUs they take, is at work, not stopped, and each client waits its turn.
+ * None may be told the manager "has not run" (stopped or stuck).
+ */
+Test(scale, clients_joining_at_once_queue_for_a_busy_manager)
+{
+	enum { N = 120 };
+	const char *emu[] = { "--backing", "ram:16M", "--queues", "128", NULL };
+	static char tags[N][32], nodes[N][8], lba[N][16];
+	pid_t pid[N];
+	int i, st, failed = 0, stuck = 0;
+	const char *err;
+
+	cluster_up(&C, 8, 64, emu);
+	for (i = 0; i < N; i++) {
+		const char *argv[] = { "NVME_CLIENT", "--fabric", C.fabric, "--node", nodes[i],
+				       "--op", "write-verify", "--lba", lba[i], "--count", "64",
+				       "--bs", "4k", "--qd", "1", NULL };
+
+		/* two of five on nodes 1..7 (one lender window each), the rest local */
+		snprintf(nodes[i], sizeof(nodes[i]), "%d", i % 5 < 2 ? 1 + i % 7 : 0);
+		snprintf(lba[i], sizeof(lba[i]), "%d", i * 64);
+		snprintf(tags[i], sizeof(tags[i]), "join-%d", i);
+		pid[i] = cluster_spawn(&C, tags[i], argv);
+	}
+	for (i = 0; i < N; i++) {
+		st = cluster_wait(pid[i], 240000);
+		err = cluster_output(&C, tags[i], "err");
+		if (strstr(err, "has not run for"))
+			stuck++;
+		if (st) {
+			failed++;
+			cr_expect_eq(st, 0, "%s exited %d: %s", tags[i], st, err);
+		}
+	}
+	cr_expect_eq(stuck, 0, "%d of %d clients called the busy manager stopped or stuck",
+		     stuck, N);
+	cr_expect_eq(failed, 0, "%d of %d clients joining at once failed", failed, N);
+}

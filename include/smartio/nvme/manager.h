@@ -25,7 +25,10 @@
  * admin queue registers, an Identify of the same serial number, the queue
  * count), so running clients' I/O goes on untouched. Their admin requests
  * wait for it (bounded; $SMARTIO_NVME_RESTART_MS, default 10 s) and a
- * request cut short is asked again. If the controller needs a reset
+ * request cut short is asked again. A manager busy with many clients is
+ * told apart from one stopped by a signal by its pulse, a word of the
+ * mailbox a thread of its own bumps whatever the serve loop does: its
+ * clients wait for its answer ($SMARTIO_NVME_ANSWER_MS, default 30 s). If the controller needs a reset
  * (CSTS.CFS, or it does not match), the manager resets it and clients'
  * queue pairs fail with -ECONNRESET saying so: they reopen. A clean stop
  * removes the kept state. BAR0 is unconfined between a crash and the
