@@ -84,10 +84,13 @@ struct mgr_watch {
  * every client), and not more often. */
 #define PROC_LOOK_NS	500000000ull
 
-/* How long a manager resets a controller at most (reset_ctrl(), manager.c):
+/* How long a request waits for a controller reset: $SMARTIO_NVME_RESET_MS,
+ * or (0, unset) as long as the manager may take (reset_ctrl(), mgr-health.c):
  * CAP.TO to disable, and again to enable, each try, and the pauses. */
 static uint64_t reset_bound_ns(const struct sio_nvme_client *cl)
 {
+	if (cl->reset_ms)
+		return (uint64_t)cl->reset_ms * 1000000ull;
 	return (uint64_t)SIO_NVME_RESET_TRIES * (3ull * cl->ci.timeout_ms + 2000) * 1000000ull;
 }
 
@@ -187,7 +190,7 @@ static int watch(struct sio_nvme_client *cl, struct mgr_watch *w, uint64_t now)
 			w->reset_ns = now;
 		if (now - w->reset_ns > reset_bound_ns(cl))
 			return sio_err_set(ETIMEDOUT, "the NVMe manager has been resetting the "
-					   "controller for over %llu ms",
+					   "controller for over %llu ms ($SMARTIO_NVME_RESET_MS)",
 					   (unsigned long long)(reset_bound_ns(cl) / 1000000));
 		w->deadline = now + answer_ns;
 	} else {
@@ -512,6 +515,10 @@ int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_
 		ret = sio_nvme_env_u32("SMARTIO_NVME_ANSWER_MS", ANSWER_WAIT_MS, ANSWER_WAIT_MAX,
 				       "milliseconds a request waits for a busy manager's "
 				       "answer", &cl->answer_ms);
+	if (!ret)
+		ret = sio_nvme_env_u32("SMARTIO_NVME_RESET_MS", 0, ANSWER_WAIT_MAX,
+				       "milliseconds a request waits for a controller reset; 0: "
+				       "as long as the manager's tries may take", &cl->reset_ms);
 	if (!ret)
 		ret = sio_nvme_env_u32("SMARTIO_NVME_ARENA_MB", SIO_NVME_ARENA_MB,
 				       SIO_NVME_ARENA_MAX_MB, "MiB of the client's arena; 0 "

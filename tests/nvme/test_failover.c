@@ -21,6 +21,8 @@ static struct cluster C;
 
 static void down(void)
 {
+	if (C.emu)	/* one a test stopped stops on SIGTERM too */
+		kill(C.emu, SIGCONT);
 	cluster_down(&C);
 }
 
@@ -308,6 +310,55 @@ Test(failover, fatal_status_reset_is_told_and_clients_go_on)
 	cli_goes_on(&c);
 }
 
+/* The manager's log, once it holds @what (bounded), or the test fails. */
+static void await_log(const char *what, int secs)
+{
+	char *log = NULL;
+
+	for (int i = 0; i < secs * 20; i++) {
+		log = cluster_output(&C, "nvme-manager", "err");
+		if (strstr(log, what))
+			return;
+		usleep(50000);
+	}
+	cr_assert_fail("the manager did not say '%s' within %d s: %s", what, secs, log);
+}
+
+/*
+ * A controller that does not come back (its model stopped): the manager
+ * gives up after its last reset try and says so; a request meanwhile waits
+ * no longer than $SMARTIO_NVME_RESET_MS, and says so; once the controller
+ * runs again the manager serves it, and clients join and go on.
+ */
+Test(failover, reset_given_up_is_said_and_waits_are_bounded)
+{
+	static const char *fast[] = { "--backing", "ram:64M", "--cap-to", "1", NULL };
+	struct cli c = { 0 };
+	uint8_t id[4096];
+	uint64_t t0;
+	int ret;
+
+	setenv("SMARTIO_NVME_RESET_MS", "1000", 1);
+	cluster_up(&C, 2, 32, fast);
+	cli_open(&c);
+	cli_write(&c);
+	cr_assert_eq(kill(C.emu, SIGSTOP), 0);	/* answers nothing: admin times out */
+	ret = sio_nvme_client_identify(c.cl, NVME_IDENTIFY_CNS_CTRL, 0, id);
+	cr_expect_eq(ret, -ETIMEDOUT, "%d %s", ret, sio_errmsg());
+	cr_expect(strstr(sio_errmsg(), "resetting the controller") &&
+		  strstr(sio_errmsg(), "SMARTIO_NVME_RESET_MS"), "%s", sio_errmsg());
+	await_log("did not come back after 3 resets", 60);
+	cr_assert_eq(kill(C.emu, SIGCONT), 0);
+	await_log("serving it", 60);
+	join(1);
+	for (t0 = now_ms(); now_ms() - t0 < 10000; usleep(50000))
+		if (!(ret = sio_nvme_client_identify(c.cl, NVME_IDENTIFY_CNS_CTRL, 0, id)))
+			break;
+	cr_expect_eq(ret, 0, "once the controller is back: %s", sio_errmsg());
+	cli_goes_on(&c);
+	unsetenv("SMARTIO_NVME_RESET_MS");
+}
+
 /* A controller disabled behind the manager's back while none ran does not
  * match the kept state: the next manager resets it, and clients are told
  * and go on. */
@@ -498,7 +549,7 @@ Test(failover, nvme_variables_are_parsed_strictly)
 		{ "SMARTIO_NVME_RESTART_MS", "3s" }, { "SMARTIO_NVME_RESTART_MS", "-1" },
 		{ "SMARTIO_NVME_RESTART_MS", "" }, { "SMARTIO_NVME_ARENA_MB", "64M" },
 		{ "SMARTIO_NVME_ARENA_MB", "99999" }, { "SMARTIO_NVME_ANSWER_MS", "30s" },
-		{ "SMARTIO_NVME_ANSWER_MS", "3600001" },
+		{ "SMARTIO_NVME_ANSWER_MS", "3600001" }, { "SMARTIO_NVME_RESET_MS", "1s" },
 	};
 	struct sio_nvme_client *cl;
 	struct sio_fabric *f;
