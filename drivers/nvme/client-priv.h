@@ -35,6 +35,7 @@ struct sio_nvme_client {
 	uint32_t restart_ms;		/* $SMARTIO_NVME_RESTART_MS */
 	uint32_t answer_ms;		/* $SMARTIO_NVME_ANSWER_MS */
 	uint32_t reset_ms;		/* $SMARTIO_NVME_RESET_MS (0: what the tries take) */
+	uint32_t grace_ms;		/* $SMARTIO_NVME_LINK_GRACE_MS */
 	uint32_t arena_mb;		/* $SMARTIO_NVME_ARENA_MB */
 	pthread_mutex_t lock;		/* one mailbox request at a time */
 	struct sio_segment *bar0;

@@ -15,6 +15,9 @@
  * busy), unless $SMARTIO_NVME_ANSWER_MS says otherwise. */
 #define ANSWER_WAIT_MS	30000u
 #define ANSWER_WAIT_MAX	3600000u
+/* How long a link to the lender may be down before the client gives up,
+ * unless $SMARTIO_NVME_LINK_GRACE_MS says otherwise. */
+#define LINK_GRACE_MS	10000u
 
 /* The manager stopped serving: because its device left with its lender
  * (the manager stops then), or of its own accord. */
@@ -423,11 +426,38 @@ static int map_registers(struct sio_nvme_client *cl)
 	return 0;
 }
 
+/*
+ * A link on the way to the lender that is down as the client starts (a
+ * flap, a lender rebooting) is waited for, $SMARTIO_NVME_LINK_GRACE_MS,
+ * as a running client pauses for one (recover.c); then the client fails
+ * saying which link.
+ */
+static int links_wait(struct sio_nvme_client *cl)
+{
+	uint64_t t0 = sio__now_ns(), grace = (uint64_t)cl->grace_ms * 1000000ull;
+	int me = sio_fabric_node_id(cl->f);
+	struct sio_backoff b;
+
+	sio_nvme_backoff_init(&b, 20000000);
+	while (!sio_nvme_path_links_up(cl, 0)) {
+		if (sio__now_ns() - t0 >= grace)
+			return sio_err_set(ENOLINK, "the link between this node (%d) and the "
+					   "lender of device %u (node %d) is down, and did not come "
+					   "back within %u ms ($SMARTIO_NVME_LINK_GRACE_MS)", me,
+					   cl->dinfo.id, cl->dinfo.lender, cl->grace_ms);
+		sio_backoff_wait(&b);
+	}
+	return 0;
+}
+
 /* Borrow the device and find its manager's mailbox. A manager that is
- * starting holds the device exclusively, briefly: wait for it (bounded). */
+ * starting holds the device exclusively, briefly, and one taking a
+ * restarted controller over serves after a while: wait for it, at least
+ * 3 s, as long as $SMARTIO_NVME_LINK_GRACE_MS. */
 static int borrow(struct sio_nvme_client *cl)
 {
-	uint64_t deadline = sio__now_ns() + 3000000000ull;
+	uint64_t wait_ns = cl->grace_ms > 3000 ? (uint64_t)cl->grace_ms * 1000000ull : 3000000000ull;
+	uint64_t deadline = sio__now_ns() + wait_ns;
 	struct sio_backoff b;
 	int ret;
 
@@ -524,7 +554,13 @@ int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_
 				       SIO_NVME_ARENA_MAX_MB, "MiB of the client's arena; 0 "
 				       "turns it off", &cl->arena_mb);
 	if (!ret)
+		ret = sio_nvme_env_u32("SMARTIO_NVME_LINK_GRACE_MS", LINK_GRACE_MS, ANSWER_WAIT_MAX,
+				       "milliseconds a client waits for a link to the lender "
+				       "that is down", &cl->grace_ms);
+	if (!ret)
 		ret = sio_nvme_find_device(f, device, &cl->dinfo);
+	if (!ret)
+		ret = links_wait(cl);
 	if (!ret)
 		ret = borrow(cl);
 	if (!ret)

@@ -550,6 +550,7 @@ Test(failover, nvme_variables_are_parsed_strictly)
 		{ "SMARTIO_NVME_RESTART_MS", "" }, { "SMARTIO_NVME_ARENA_MB", "64M" },
 		{ "SMARTIO_NVME_ARENA_MB", "99999" }, { "SMARTIO_NVME_ANSWER_MS", "30s" },
 		{ "SMARTIO_NVME_ANSWER_MS", "3600001" }, { "SMARTIO_NVME_RESET_MS", "1s" },
+		{ "SMARTIO_NVME_LINK_GRACE_MS", "-5" },
 	};
 	struct sio_nvme_client *cl;
 	struct sio_fabric *f;

@@ -543,6 +543,60 @@ Test(faults, lender_link_down_gives_errors_then_recovers)
 	sio_fabric_close(admin);
 }
 
+/* The lender's links (node 0, every adapter) up again after @ms, in a
+ * thread of its own. */
+struct relink {
+	struct sio_fabric *admin;
+	int ms;
+	pthread_t t;
+};
+
+static void *relink_run(void *arg)
+{
+	struct relink *r = arg;
+
+	usleep((useconds_t)r->ms * 1000);
+	sio_link_set(r->admin, 0, -1, true);
+	return NULL;
+}
+
+/* A lender whose link is down as a client starts: the client waits for
+ * it $SMARTIO_NVME_LINK_GRACE_MS, and goes on once it is up; past the
+ * grace it fails, naming the link and the variable. */
+Test(faults, a_link_down_at_start_is_waited_for_its_grace)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	struct relink r = { .ms = 1000 };
+	struct cli c;
+	int ret;
+
+	cluster_up(&C, 2, 32, emu);
+	cr_assert_eq(sio_fabric_open(C.fabric, 0, &r.admin), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_link_set(r.admin, 0, -1, false), 0, "%s", sio_errmsg());
+	memset(&c, 0, sizeof(c));
+	cr_assert_eq(sio_fabric_open(C.fabric, 1, &c.f), 0, "%s", sio_errmsg());
+	setenv("SMARTIO_NVME_LINK_GRACE_MS", "300", 1);
+	ret = sio_nvme_client_open(c.f, SIO_DEVICE_ANY, &c.cl);
+	cr_expect_eq(ret, -ENOLINK, "%d %s", ret, sio_errmsg());
+	cr_expect(strstr(sio_errmsg(), "(node 0) is down") &&
+		  strstr(sio_errmsg(), "SMARTIO_NVME_LINK_GRACE_MS"), "%s", sio_errmsg());
+	if (!ret)
+		sio_nvme_client_close(c.cl);
+	c.cl = NULL;
+	setenv("SMARTIO_NVME_LINK_GRACE_MS", "60000", 1);
+	cr_assert_eq(pthread_create(&r.t, NULL, relink_run, &r), 0);
+	ret = sio_nvme_client_open(c.f, SIO_DEVICE_ANY, &c.cl);
+	pthread_join(r.t, NULL);
+	unsetenv("SMARTIO_NVME_LINK_GRACE_MS");
+	cr_assert_eq(ret, 0, "a client started while the link was down: %s", sio_errmsg());
+	cr_assert_eq(sio_nvme_ioq_create(c.cl, NULL, &c.q), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_buf_alloc(c.cl, 64 << 10, &c.buf), 0, "%s", sio_errmsg());
+	cr_expect_eq(cli_write(&c, 700, 5), 0, "%s", sio_errmsg());
+	cr_expect_eq(cli_verify(&c, 700, 5), 0, "%s", sio_errmsg());
+	cli_close(&c);
+	sio_fabric_close(r.admin);
+}
+
 /* Stop the controller (SIGSTOP) for @ms in a thread of its own. */
 struct stall {
 	pid_t pid;
