@@ -174,6 +174,8 @@ struct sio_nvme_ioq {
 	uint64_t recover_ns;
 	uint32_t recoveries;
 	uint32_t timeouts;		/* times commands made no progress for the timeout */
+	uint32_t link_flaps;		/* pauses for a link to the lender down */
+	uint64_t paused_ns;		/* ... their time, in all */
 };
 
 /* cpl.c */

@@ -613,6 +613,10 @@ static __attribute__((noinline)) int poll_idle(struct sio_nvme_ioq *q)
 	 * a queue pair a reset took, or that timed out, is made again. */
 	if (sio_nvme_reset_moved(q))
 		return sio_nvme_ioq_recover(q, false);
+	/* a link to the lender down: what the controller posts is lost; pause
+	 * for it at once (recover.c), not after the timeout */
+	if (!q->mp && !sio_nvme_path_links_up(q->cl, 0))
+		return sio_nvme_ioq_recover(q, true);
 	now = sio__now_ns();
 	if (!q->stall_since)
 		q->stall_since = now;

@@ -119,6 +119,39 @@ static int qpair_restart(struct sio_nvme_ioq *q, struct qpair *p)
 	return 0;
 }
 
+/*
+ * A link on the way to the lender down under a single-path queue (a flap,
+ * the lender's host rebooting; a multipath queue fails over instead):
+ * what the controller fetched or posted meanwhile was lost. Pause until
+ * the links are up, $SMARTIO_NVME_LINK_GRACE_MS at most, counted; the
+ * caller then makes the pair again and sends again what was in flight.
+ * That is safe: a read sent twice reads the same blocks, and a write sent
+ * twice writes the same data to the same blocks (the first may have been
+ * executed; no block ends up with anything else). Return: 0 once the
+ * links are up, or -ENOLINK past the grace.
+ */
+static int link_pause(struct sio_nvme_ioq *q)
+{
+	struct sio_nvme_client *cl = q->cl;
+	uint64_t t0 = sio__now_ns(), grace = (uint64_t)cl->grace_ms * 1000000ull, now = t0;
+	struct sio_backoff b;
+
+	sio_nvme_backoff_init(&b, 20000000);
+	q->link_flaps++;
+	while (!sio_nvme_path_links_up(cl, 0) && now - t0 <= grace) {
+		sio_backoff_wait(&b);
+		now = sio__now_ns();
+	}
+	q->paused_ns += now - t0;
+	sio_nvme_stats_sync(q);
+	if (now - t0 > grace)
+		return sio_err_set(ENOLINK, "queue %u: the link between this node (%d) and the "
+				   "lender (node %d) has been down for over %u ms "
+				   "($SMARTIO_NVME_LINK_GRACE_MS)", q->qp[0].q.qid,
+				   sio_fabric_node_id(cl->f), cl->dinfo.lender, cl->grace_ms);
+	return 0;
+}
+
 /* Nothing to make again: the device left, or reads all ones. */
 static bool gone(struct sio_nvme_ioq *q)
 {
@@ -140,6 +173,15 @@ int sio_nvme_ioq_recover(struct sio_nvme_ioq *q, bool timed_out)
 	if (timed_out) {
 		q->timeouts++;
 		sio_nvme_stats_sync(q);
+	}
+	/* first: across a link that is down, the registers read all ones */
+	if (!q->mp && !sio_nvme_path_links_up(cl, 0)) {
+		ret = link_pause(q);
+		if (ret)
+			return sio_nvme_ioq_fail_with(q, ret);
+		timed_out = true;	/* what it had in flight is lost */
+		q->recover_tries = 0;	/* a flap ridden out is no failed try */
+		now = sio__now_ns();
 	}
 	if (now - q->recover_ns > 4ull * cl->timeout_ms * 1000000ull)
 		q->recover_tries = 0;

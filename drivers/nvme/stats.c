@@ -13,7 +13,7 @@
 #include "emu/arb.h"
 
 #define STATS_MAGIC	0x31535453564e5353ull	/* "SSNVSTS1" */
-#define STATS_VERSION	4u	/* 2: latency histogram; 3: faults; 4: where the share went */
+#define STATS_VERSION	5u	/* 2: latency histogram; 3: faults; 4: shares; 5: flaps */
 #define STATS_NAME	"nvme-stats"
 #define STATS_SIZE	8192u	/* two pages: the queues outgrew one at version 4 */
 
@@ -113,6 +113,8 @@ void sio_nvme_stats_sync(struct sio_nvme_ioq *q)
 	s->recoveries = q->recoveries;
 	s->resubmitted = q->resubmitted;
 	s->failovers = q->failovers;
+	s->link_flaps = q->link_flaps;
+	s->paused_ns = q->paused_ns;
 	if (q->mp)
 		s->flags = (uint16_t)((s->flags & ~SIO_NVME_QS_BACKUP) |
 				      (q->act && q->act->path ? SIO_NVME_QS_BACKUP : 0));

@@ -516,16 +516,18 @@ Test(faults, lender_link_down_gives_errors_then_recovers)
 	int ret;
 
 	cluster_up(&C, 2, 32, emu);
+	setenv("SMARTIO_NVME_LINK_GRACE_MS", "500", 1);	/* a flap shorter is ridden out */
 	cli_open(&c, 1);
+	unsetenv("SMARTIO_NVME_LINK_GRACE_MS");
 	sio_nvme_client_set_timeout(c.cl, 1000);
 	cr_assert_eq(cli_write(&c, 700, 8), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_fabric_open(C.fabric, 0, &admin), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_link_set(admin, 0, -1, false), 0, "%s", sio_errmsg());
 
-	/* Errors, not hangs. */
+	/* Errors past the grace, not hangs. */
 	t0 = now_ms();
 	ret = cli_verify(&c, 700, 8);
-	cr_expect(ret == -ETIMEDOUT || ret == -ENODEV || ret == -EIO,
+	cr_expect(ret == -ENOLINK && strstr(sio_errmsg(), "(node 0) has been down for over"),
 		  "I/O through a dead link: %d %s", ret, sio_errmsg());
 	cr_expect_lt(now_ms() - t0, 10000, "the error took %llu ms",
 		     (unsigned long long)(now_ms() - t0));
@@ -593,6 +595,78 @@ Test(faults, a_link_down_at_start_is_waited_for_its_grace)
 	cr_assert_eq(sio_nvme_buf_alloc(c.cl, 64 << 10, &c.buf), 0, "%s", sio_errmsg());
 	cr_expect_eq(cli_write(&c, 700, 5), 0, "%s", sio_errmsg());
 	cr_expect_eq(cli_verify(&c, 700, 5), 0, "%s", sio_errmsg());
+	cli_close(&c);
+	sio_fabric_close(r.admin);
+}
+
+/* One client's counters as sio_nvme_stats_read() shows them (the first
+ * queue of the client of pid @pid), or the test fails. */
+static struct sio_nvme_qstats stats_of(struct sio_fabric *f, int pid)
+{
+	static struct sio_nvme_client_stats cs[8];
+	int n = sio_nvme_stats_read(f, SIO_DEVICE_ANY, cs, 8);
+
+	for (int i = 0; i < n && i < 8; i++)
+		if (cs[i].pid == pid && cs[i].nqueues)
+			return cs[i].q[0];
+	cr_assert_fail("no counters of pid %d: %d %s", pid, n, sio_errmsg());
+	return cs[0].q[0];
+}
+
+/*
+ * The lender's link flaps under a client's I/O (down 5 s, past the 1 s
+ * I/O timeout and the three recoveries it allows): the client pauses, makes its queue pair again and sends
+ * again what was in flight, and the application sees no error, and its
+ * data; the flap and its pause are counted, in the queue's info and in
+ * the live counters. Past $SMARTIO_NVME_LINK_GRACE_MS it fails, saying so.
+ */
+Test(faults, a_link_flap_under_io_is_ridden_out)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	struct relink r = { .ms = 5000 };
+	struct sio_nvme_ioq_info qi;
+	struct sio_nvme_qstats qs;
+	struct cli c;
+	int ret;
+
+	cluster_up(&C, 2, 32, emu);
+	cr_assert_eq(sio_fabric_open(C.fabric, 0, &r.admin), 0, "%s", sio_errmsg());
+	cli_open(&c, 1);
+	sio_nvme_client_set_timeout(c.cl, 1000);
+	cr_assert_eq(cli_write(&c, 700, 7), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_link_set(r.admin, 0, -1, false), 0, "%s", sio_errmsg());
+	cr_assert_eq(pthread_create(&r.t, NULL, relink_run, &r), 0);
+	ret = cli_write(&c, 800, 8);	/* sent while the link is down */
+	pthread_join(r.t, NULL);
+	cr_expect_eq(ret, 0, "a write across a 5 s flap: %s", sio_errmsg());
+	cr_expect_eq(cli_verify(&c, 700, 7), 0, "%s", sio_errmsg());
+	cr_expect_eq(cli_verify(&c, 800, 8), 0, "%s", sio_errmsg());
+	sio_nvme_ioq_info(c.q, &qi);
+	cr_expect_geq(qi.link_flaps, 1, "flaps counted: %u", qi.link_flaps);
+	cr_expect_gt(qi.paused_ns, 0, "no pause counted");
+	cr_expect_geq(qi.resubmitted, 1, "nothing sent again");
+	cr_log_info("a 5 s flap: %u flap(s), %llu ms paused, %llu command(s) sent again",
+		    qi.link_flaps, (unsigned long long)(qi.paused_ns / 1000000),
+		    (unsigned long long)qi.resubmitted);
+	qs = stats_of(r.admin, getpid());
+	cr_expect_eq(qs.link_flaps, qi.link_flaps, "live counters: %llu flaps",
+		     (unsigned long long)qs.link_flaps);
+	cr_expect_eq(qs.paused_ns, qi.paused_ns);
+	cr_expect_geq(qs.resubmitted, 1);
+	cli_close(&c);
+
+	/* past the grace: the error says so */
+	setenv("SMARTIO_NVME_LINK_GRACE_MS", "300", 1);
+	cli_open(&c, 1);
+	unsetenv("SMARTIO_NVME_LINK_GRACE_MS");
+	sio_nvme_client_set_timeout(c.cl, 1000);
+	cr_assert_eq(cli_write(&c, 900, 9), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_link_set(r.admin, 0, -1, false), 0, "%s", sio_errmsg());
+	ret = cli_write(&c, 900, 9);
+	cr_expect_eq(ret, -ENOLINK, "%d %s", ret, sio_errmsg());
+	cr_expect(strstr(sio_errmsg(), "has been down for over 300 ms") &&
+		  strstr(sio_errmsg(), "SMARTIO_NVME_LINK_GRACE_MS"), "%s", sio_errmsg());
+	cr_assert_eq(sio_link_set(r.admin, 0, -1, true), 0, "%s", sio_errmsg());
 	cli_close(&c);
 	sio_fabric_close(r.admin);
 }

@@ -491,6 +491,8 @@ static int report_json(const struct run *r, const struct tool_common *t,
 	pj_u64(db, "woken_by_bound", qi->wakeups_lost);
 	pj_u64(db, "offcpu_ns", r->sched.offcpu_ns);
 	pj_u64(db, "wait_ns", r->sched.wait_ns);
+	pj_u64(o, "link_flaps", qi->link_flaps);
+	pj_u64(o, "paused_ns", qi->paused_ns);
 	return prog_json_print(stdout, o);
 }
 
@@ -540,6 +542,10 @@ static void report_text(const struct run *r, const struct tool_common *t,
 	       "waiting %.3f s\n", sio_nvme_completions_name(qi->completions),
 	       (unsigned long long)qi->sleeps, (unsigned long long)qi->wakeups_lost,
 	       (double)r->sched.offcpu_ns / 1e9, (double)r->sched.wait_ns / 1e9);
+	if (qi->link_flaps)	/* ridden out: no error, but said */
+		printf("  link flaps %u, paused %.1f ms in all, %llu command(s) sent again\n",
+		       qi->link_flaps, (double)qi->paused_ns / 1e6,
+		       (unsigned long long)qi->resubmitted);
 }
 
 /* Open the queue pair and its buffer for @c on @cl: 0 or PROG_FAIL (said). */

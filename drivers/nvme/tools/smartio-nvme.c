@@ -128,6 +128,8 @@ static struct json_object *queue_json(const struct stats_view *v,
 	pj_u64(x, "recoveries", q->recoveries);
 	pj_u64(x, "resubmitted", q->resubmitted);
 	pj_u64(x, "failovers", q->failovers);
+	pj_u64(x, "link_flaps", q->link_flaps);
+	pj_u64(x, "paused_ns", q->paused_ns);
 	/* where the share went: the controller's arbitration, the CPU */
 	pj_u64(o, "ctrl_fetched", q->ctrl_fetched);
 	pj_u64(o, "ctrl_skipped", q->ctrl_skipped);

@@ -84,6 +84,8 @@ struct sio_nvme_ioq;
  * emulated controller's (it publishes them on its node);
  * sio_nvme_stats_read() fills them in, and leaves them 0 for a controller
  * that does not.
+ * @link_flaps: pauses for a link to the lender that was down (a flap)
+ * @paused_ns: how long they took, in all
  */
 struct sio_nvme_qstats {
 	uint16_t qid;
@@ -113,6 +115,8 @@ struct sio_nvme_qstats {
 	uint64_t ctrl_blocked;
 	uint64_t offcpu_ns;
 	uint64_t wait_ns;
+	uint64_t link_flaps;
+	uint64_t paused_ns;
 };
 
 /**
