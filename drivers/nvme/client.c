@@ -389,8 +389,25 @@ static int claim_slot(struct sio_nvme_client *cl)
 		cl->slot = s;
 		return 0;
 	}
-	return sio_err_set(ENOSPC, "the manager's mailbox is full (%d clients)",
-			   SIO_NVME_MBOX_SLOTS);
+	return -ENOSPC;
+}
+
+/* A slot, once one is free: clients joining by the hundred queue for the
+ * mailbox's slots as for the manager, $SMARTIO_NVME_ANSWER_MS at most. */
+static int await_slot(struct sio_nvme_client *cl)
+{
+	uint64_t t0 = sio__now_ns(), wait_ns = (uint64_t)cl->answer_ms * 1000000ull;
+	struct sio_backoff b;
+	int ret;
+
+	sio_nvme_backoff_init(&b, 50000000);
+	while ((ret = claim_slot(cl)) == -ENOSPC && sio__now_ns() - t0 < wait_ns)
+		sio_backoff_wait(&b);
+	if (ret)
+		return sio_err_set(ENOSPC, "the manager's mailbox is full (%d clients), and no "
+				   "slot came free within %u ms ($SMARTIO_NVME_ANSWER_MS)",
+				   SIO_NVME_MBOX_SLOTS, cl->answer_ms);
+	return 0;
 }
 
 /*
@@ -490,7 +507,7 @@ static int hello(struct sio_nvme_client *cl)
 {
 	struct sio_nvme_mbox_req req;
 	struct sio_nvme_mbox_resp resp;
-	int ret = claim_slot(cl);
+	int ret = await_slot(cl);
 
 	if (ret)
 		return ret;

@@ -255,6 +255,80 @@ static void raw_close(struct rawmb *r)
 	sio_fabric_close(r->f);
 }
 
+/* A client opening in a thread of its own (sio_nvme_client_open()'s
+ * return and message). */
+struct opening {
+	struct sio_fabric *f;
+	struct sio_nvme_client *cl;
+	int ret;
+	char msg[256];
+	pthread_t t;
+};
+
+static void *opening_run(void *arg)
+{
+	struct opening *o = arg;
+
+	o->ret = sio_nvme_client_open(o->f, SIO_DEVICE_ANY, &o->cl);
+	snprintf(o->msg, sizeof(o->msg), "%s", sio_errmsg());
+	return NULL;
+}
+
+/*
+ * Every mailbox slot held (by a live process of the fabric, which the
+ * manager leaves be): a client joining queues for a slot rather than
+ * fail, and takes one that comes free; with none coming free it fails
+ * after $SMARTIO_NVME_ANSWER_MS, saying so.
+ */
+Test(faults, a_full_mailbox_is_queued_for)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	struct opening o = { 0 };
+	struct rawmb r;
+	int s, held = 0, last = -1;
+
+	cluster_up(&C, 4, 32, emu);
+	raw_open(&r, 3, 1);
+	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++) {
+		uint32_t exp = SIO_MBOX_FREE;
+
+		if (!__atomic_compare_exchange_n(&r.mb->slots[s].state, &exp, SIO_MBOX_IDLE,
+						 false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			continue;
+		r.mb->slots[s].node = 3;
+		__atomic_store_n(&r.mb->slots[s].pid, getpid(), __ATOMIC_RELEASE);
+		held++;
+		last = s;
+	}
+	cr_assert_gt(held, 0);
+	cr_assert_eq(sio_fabric_open(C.fabric, 1, &o.f), 0, "%s", sio_errmsg());
+	setenv("SMARTIO_NVME_ANSWER_MS", "300", 1);
+	opening_run(&o);
+	cr_expect_eq(o.ret, -ENOSPC, "%d %s", o.ret, o.msg);
+	cr_expect(strstr(o.msg, "no slot came free within 300 ms") &&
+		  strstr(o.msg, "SMARTIO_NVME_ANSWER_MS"), "%s", o.msg);
+	if (!o.ret)
+		sio_nvme_client_close(o.cl);
+	setenv("SMARTIO_NVME_ANSWER_MS", "60000", 1);
+	cr_assert_eq(pthread_create(&o.t, NULL, opening_run, &o), 0);
+	usleep(1000000);
+	__atomic_store_n(&r.mb->slots[last].pid, 0, __ATOMIC_RELEASE);	/* one comes free */
+	__atomic_store_n(&r.mb->slots[last].state, SIO_MBOX_FREE, __ATOMIC_RELEASE);
+	pthread_join(o.t, NULL);
+	unsetenv("SMARTIO_NVME_ANSWER_MS");
+	cr_expect_eq(o.ret, 0, "a client queued for a slot: %s", o.msg);
+	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++)	/* the held ones back */
+		if (s != r.slot && __atomic_load_n(&r.mb->slots[s].pid, __ATOMIC_ACQUIRE) ==
+		    getpid()) {
+			__atomic_store_n(&r.mb->slots[s].pid, 0, __ATOMIC_RELEASE);
+			__atomic_store_n(&r.mb->slots[s].state, SIO_MBOX_FREE, __ATOMIC_RELEASE);
+		}
+	if (!o.ret)
+		sio_nvme_client_close(o.cl);
+	sio_fabric_close(o.f);
+	raw_close(&r);
+}
+
 Test(faults, forged_queue_id_is_refused_and_the_victim_keeps_working)
 {
 	const char *emu[] = { "--backing", "ram:8M", NULL };
