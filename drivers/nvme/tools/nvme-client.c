@@ -443,6 +443,13 @@ static struct json_object *dir_json(const struct dir_stats *d, double secs)
 	return o;
 }
 
+/* Links that went down: as the run watched them, or as the queue paused for
+ * them (a pause holds the loop that watches, so it can miss the flap). */
+static uint64_t link_downs(const struct run *r, const struct sio_nvme_ioq_info *qi)
+{
+	return r->link_downs > qi->link_flaps ? r->link_downs : qi->link_flaps;
+}
+
 static int report_json(const struct run *r, const struct tool_common *t,
 		       const struct sio_nvme_ioq_info *qi, uint32_t device, const char *dbpath,
 		       double secs)
@@ -473,7 +480,9 @@ static int report_json(const struct run *r, const struct tool_common *t,
 	pj_u64(o, "mismatches", r->mismatches);
 	pj_u64(o, "errors", r->d[DIR_WRITE].errors + r->d[DIR_READ].errors);
 	db = pj_obj(o, "faults");
-	pj_u64(db, "link_downs", r->link_downs);
+	pj_u64(db, "link_downs", link_downs(r, qi));
+	pj_u64(db, "link_flaps", qi->link_flaps);
+	pj_u64(db, "paused_ns", qi->paused_ns);
 	pj_u64(db, "timeouts", qi->timeouts);
 	pj_u64(db, "recoveries", qi->recoveries);
 	pj_u64(db, "resubmitted", qi->resubmitted);
@@ -491,8 +500,6 @@ static int report_json(const struct run *r, const struct tool_common *t,
 	pj_u64(db, "woken_by_bound", qi->wakeups_lost);
 	pj_u64(db, "offcpu_ns", r->sched.offcpu_ns);
 	pj_u64(db, "wait_ns", r->sched.wait_ns);
-	pj_u64(o, "link_flaps", qi->link_flaps);
-	pj_u64(o, "paused_ns", qi->paused_ns);
 	return prog_json_print(stdout, o);
 }
 
@@ -524,10 +531,11 @@ static void report_text(const struct run *r, const struct tool_common *t,
 	report_dir("read", &r->d[DIR_READ], secs);
 	printf("  mismatches %llu  errors %llu\n", (unsigned long long)r->mismatches,
 	       (unsigned long long)(r->d[DIR_WRITE].errors + r->d[DIR_READ].errors));
-	if (r->link_downs || qi->timeouts || qi->recoveries || qi->resubmitted || qi->failovers)
+	if (link_downs(r, qi) || qi->timeouts || qi->recoveries || qi->resubmitted ||
+	    qi->failovers)
 		printf("  faults: %llu link(s) went down, %u timeout(s), %u queue recover%s, "
 		       "%llu command(s) resent, %u failover(s)\n",
-		       (unsigned long long)r->link_downs, qi->timeouts, qi->recoveries,
+		       (unsigned long long)link_downs(r, qi), qi->timeouts, qi->recoveries,
 		       qi->recoveries == 1 ? "y" : "ies", (unsigned long long)qi->resubmitted,
 		       qi->failovers);
 	if (r->fabric_gone)
@@ -543,9 +551,8 @@ static void report_text(const struct run *r, const struct tool_common *t,
 	       (unsigned long long)qi->sleeps, (unsigned long long)qi->wakeups_lost,
 	       (double)r->sched.offcpu_ns / 1e9, (double)r->sched.wait_ns / 1e9);
 	if (qi->link_flaps)	/* ridden out: no error, but said */
-		printf("  link flaps %u, paused %.1f ms in all, %llu command(s) sent again\n",
-		       qi->link_flaps, (double)qi->paused_ns / 1e6,
-		       (unsigned long long)qi->resubmitted);
+		printf("  link flaps ridden out %u, paused %.1f ms in all\n", qi->link_flaps,
+		       (double)qi->paused_ns / 1e6);
 }
 
 /* Open the queue pair and its buffer for @c on @cl: 0 or PROG_FAIL (said). */
