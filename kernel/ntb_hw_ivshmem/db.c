@@ -29,7 +29,6 @@
 
 #include "ntb_hw_ivshmem.h"
 
-#define IVNTB_DB_VALID	GENMASK_ULL(IVNTB_DB_BITS - 1, 0)
 /* events per vector per delivery, at most */
 #define IVNTB_DB_EVENTS_MAX	32
 
@@ -121,12 +120,12 @@ void ivntb_db_link(struct ivntb_dev *iv, int port, bool up)
 
 	spin_lock_irqsave(&iv->db_lock, flags);
 	if (up) {
-		iv->db_up |= BIT(port);
+		WRITE_ONCE(iv->db_up, iv->db_up | BIT(port));
 	} else {
 		for (b = 0; b < IVNTB_DB_BITS; b++)
 			iv->db_vis[port][b] =
 				shm_rd(&iv->slot->db_set[port][b]);
-		iv->db_up &= ~BIT(port);
+		WRITE_ONCE(iv->db_up, iv->db_up & ~BIT(port));
 	}
 	spin_unlock_irqrestore(&iv->db_lock, flags);
 	if (up)
@@ -209,7 +208,9 @@ void ivntb_db_init(struct ivntb_dev *iv)
 
 	spin_lock_init(&iv->db_lock);
 	/* masked until a client unmasks, as after a reset */
-	iv->db_mask = IVNTB_DB_VALID;
+	iv->db_valid = iv->prof->db_valid;
+	/* EPF's masks do nothing: its bits are never masked */
+	iv->db_mask = iv->prof->db_mask_noop ? 0 : iv->db_valid;
 	iv->db_up = BIT(iv->port);
 	for (p = 0; p < IVNTB_MAX_PORTS; p++)
 		for (b = 0; b < IVNTB_DB_BITS; b++)
@@ -225,6 +226,8 @@ static irqreturn_t ivntb_isr(int irq, void *data)
 
 	rmb();	/* the counters the ringing port wrote before the interrupt */
 	ivntb_db_deliver(iv, vec->vector);
+	if (iv->prof->msgs)
+		ivntb_msg_kick(iv);	/* a message rings too */
 	ivntb_link_kick(iv);	/* a peer's link change rings too */
 	return IRQ_HANDLED;
 }
@@ -234,7 +237,8 @@ int ivntb_irq_init(struct ivntb_dev *iv)
 	struct pci_dev *pdev = iv->pdev;
 	int v, ret;
 
-	ret = pci_alloc_irq_vectors(pdev, 1, IVNTB_MAX_VECTORS, PCI_IRQ_MSIX);
+	ret = pci_alloc_irq_vectors(pdev, 1, iv->prof->db_vectors,
+				    PCI_IRQ_MSIX);
 	if (ret < 0) {
 		dev_err(&pdev->dev, "cannot enable MSI-X: %d\n", ret);
 		return ret;
@@ -276,7 +280,7 @@ int ivntb_db_is_unsafe(struct ntb_dev *ntb)
 
 u64 ivntb_db_valid_mask(struct ntb_dev *ntb)
 {
-	return IVNTB_DB_VALID;
+	return to_ivntb(ntb)->db_valid;
 }
 
 int ivntb_db_vector_count(struct ntb_dev *ntb)
@@ -289,7 +293,7 @@ u64 ivntb_db_vector_mask(struct ntb_dev *ntb, int vector)
 	struct ivntb_dev *iv = to_ivntb(ntb);
 
 	if (vector >= 0 && vector < iv->nvec)
-		return ivntb_vector_bits(iv, vector);
+		return ivntb_vector_bits(iv, vector) & iv->db_valid;
 	dev_err_ratelimited(&iv->pdev->dev,
 			    "db_vector_mask: no vector %d of %d\n",
 			    vector, iv->nvec);
@@ -303,12 +307,27 @@ u64 ivntb_db_read(struct ntb_dev *ntb)
 
 static int ivntb_db_check(struct ivntb_dev *iv, u64 bits, const char *what)
 {
-	if (!(bits & ~IVNTB_DB_VALID))
+	if (!(bits & ~iv->db_valid))
 		return 0;
 	dev_err_ratelimited(&iv->pdev->dev,
 			    "%s: doorbell bits %#llx beyond the valid %#llx\n",
-			    what, bits, IVNTB_DB_VALID);
+			    what, bits, iv->db_valid);
 	return -EINVAL;
+}
+
+/*
+ * The bits a peer_db_set() or db_clear() of @bits takes, as the profile's
+ * driver takes them: AMD's and Switchtec's write the register without a
+ * check (invalid bits do nothing), EPF's rings the lowest bit alone.
+ */
+static int ivntb_db_bits(struct ivntb_dev *iv, u64 *bits, bool ring,
+			 const char *what)
+{
+	if (iv->prof->db_unchecked)
+		*bits &= iv->db_valid;
+	if (ring && iv->prof->db_lowest_only && *bits)
+		*bits &= -*bits;
+	return ivntb_db_check(iv, *bits, what);
 }
 
 /* Count one ring of @bits from this port in port @port's slot. */
@@ -349,7 +368,7 @@ int ivntb_db_clear(struct ntb_dev *ntb, u64 bits)
 	struct ivntb_slot *s = iv->slot;
 	DECLARE_BITMAP(map, 64);
 	unsigned long flags;
-	int ret = ivntb_db_check(iv, bits, "db_clear");
+	int ret = ivntb_db_bits(iv, &bits, false, "db_clear");
 	int p, b;
 
 	if (ret)
@@ -375,7 +394,7 @@ static int ivntb_db_mask(struct ivntb_dev *iv, u64 set, u64 clear,
 	unsigned long flags;
 	int ret = ivntb_db_check(iv, set | clear, what);
 
-	if (ret)
+	if (ret || iv->prof->db_mask_noop)
 		return ret;
 	spin_lock_irqsave(&iv->db_lock, flags);
 	WRITE_ONCE(iv->db_mask, (iv->db_mask | set) & ~clear);
@@ -401,7 +420,7 @@ int ivntb_peer_db_set(struct ntb_dev *ntb, u64 bits)
 {
 	struct ivntb_dev *iv = to_ivntb(ntb);
 	unsigned long flags;
-	int ret = ivntb_db_check(iv, bits, "peer_db_set");
+	int ret = ivntb_db_bits(iv, &bits, true, "peer_db_set");
 	int port, v;
 	u32 to;
 

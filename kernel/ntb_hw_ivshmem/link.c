@@ -152,6 +152,7 @@ static bool ivntb_peer_poll(struct ivntb_dev *iv, int pidx,
 		/* new, or restarted: up once its heartbeat is seen to move */
 		WRITE_ONCE(*seen, 0);
 		ivntb_db_forget(iv, port);
+		ivntb_msg_forget(iv, port);
 		p->session = session;
 		p->heartbeat = hb;
 		p->enabled = en;
@@ -189,6 +190,10 @@ static void ivntb_link_report(struct ivntb_dev *iv, u64 old, u64 now)
 		int port = ivntb_pidx_port(iv, pidx);
 
 		ivntb_db_link(iv, port, now & BIT_ULL(pidx));
+		/* a dead peer's messages go; waiting ones are news once up */
+		if (!(now & BIT_ULL(pidx)) && !iv->peer[pidx].alive)
+			ivntb_msg_forget(iv, port);
+		ivntb_msg_kick(iv);
 		if (now & BIT_ULL(pidx))
 			dev_info(&iv->pdev->dev,
 				 "link with port %d up\n", port);

@@ -19,7 +19,9 @@ MODULE_PARM_DESC(ports,
 
 static int ivntb_port_number(struct ntb_dev *ntb)
 {
-	return to_ivntb(ntb)->port;
+	struct ivntb_dev *iv = to_ivntb(ntb);
+
+	return ivntb_api_port(iv, iv->port);
 }
 
 static int ivntb_peer_port_count(struct ntb_dev *ntb)
@@ -32,7 +34,7 @@ static int ivntb_peer_port_number(struct ntb_dev *ntb, int pidx)
 	struct ivntb_dev *iv = to_ivntb(ntb);
 
 	if (pidx >= 0 && pidx < ivntb_peer_count(iv))
-		return ivntb_pidx_port(iv, pidx);
+		return ivntb_api_port(iv, ivntb_pidx_port(iv, pidx));
 	dev_err_ratelimited(&iv->pdev->dev,
 			    "peer_port_number: no peer %d of %d\n", pidx,
 			    ivntb_peer_count(iv));
@@ -42,9 +44,10 @@ static int ivntb_peer_port_number(struct ntb_dev *ntb, int pidx)
 static int ivntb_peer_port_idx(struct ntb_dev *ntb, int port)
 {
 	struct ivntb_dev *iv = to_ivntb(ntb);
+	int id = ivntb_api_id(iv, port);
 
-	if (port >= 0 && port < iv->ports && port != iv->port)
-		return ivntb_port_pidx(iv, port);
+	if (id >= 0 && id != iv->port)
+		return ivntb_port_pidx(iv, id);
 	dev_err_ratelimited(&iv->pdev->dev,
 			    "peer_port_idx: port %d is no peer of port %d (ports 0..%d)\n",
 			    port, iv->port, iv->ports - 1);
@@ -99,9 +102,12 @@ static const struct ntb_dev_ops ivntb_ops = {
  */
 static int ivntb_layout(u64 bar_size, int nports, struct ivntb_desc *d)
 {
+	enum ivntb_profile_id id = ivntb_profile_chosen();
+	const struct ivntb_profile *p = ivntb_profile_get(id);
+	int mws = ivntb_profile_mws(p, nports);
 	u64 slot_size = round_up(sizeof(struct ivntb_slot), PAGE_SIZE);
 	u64 hdr = PAGE_SIZE + nports * slot_size;
-	u64 nreg = (u64)nports * (nports - 1) * nports;
+	u64 nreg = (u64)nports * (nports - 1) * mws;
 	unsigned int shift;
 
 	memset(d, 0, sizeof(*d));
@@ -112,12 +118,9 @@ static int ivntb_layout(u64 bar_size, int nports, struct ivntb_desc *d)
 			continue;
 		d->version = cpu_to_le32(IVNTB_VERSION);
 		d->ports = cpu_to_le32(nports);
-		d->mws = cpu_to_le32(nports);
-		/*
-		 * ntb_perf needs 3 per port; ntb_transport fits its windows
-		 * in 2 * mws + 4
-		 */
-		d->spads = cpu_to_le32(max(3 * nports, 2 * nports + 4));
+		d->mws = cpu_to_le32(mws);
+		d->spads = cpu_to_le32(ivntb_profile_spads(p, nports));
+		d->profile = cpu_to_le32(id);
 		d->db_bits = cpu_to_le32(IVNTB_DB_BITS);
 		d->region_shift = cpu_to_le32(shift);
 		d->bar_size = cpu_to_le64(bar_size);
@@ -138,6 +141,7 @@ static int ivntb_setup_layout(struct ivntb_dev *iv)
 {
 	struct device *dev = &iv->pdev->dev;
 	struct ivntb_desc want, *d = iv->desc;
+	const struct ivntb_profile *was;
 	int n, ret;
 
 	if (ports && (ports < IVNTB_MIN_PORTS || ports > IVNTB_MAX_PORTS)) {
@@ -154,6 +158,14 @@ static int ivntb_setup_layout(struct ivntb_dev *iv)
 		 */
 		rmb();
 		n = le32_to_cpu(READ_ONCE(d->ports));
+		was = ivntb_profile_get(le32_to_cpu(READ_ONCE(d->profile)));
+		if (le32_to_cpu(d->version) == IVNTB_VERSION && was &&
+		    was != ivntb_profile_get(ivntb_profile_chosen())) {
+			dev_err(dev,
+				"BAR2 is laid out for profile=%s: load ntb_hw_ivshmem with profile=%s on every guest (or clear the shared memory)\n",
+				was->name, was->name);
+			return -EINVAL;
+		}
 		if (n < IVNTB_MIN_PORTS || n > IVNTB_MAX_PORTS ||
 		    ivntb_layout(iv->shm_size, n, &want) ||
 		    memcmp(&want, d, sizeof(want))) {
@@ -227,7 +239,7 @@ static int ivntb_read_layout(struct ivntb_dev *iv)
 	u64 slots_end, nreg, data_end;
 
 	if (ports < IVNTB_MIN_PORTS || ports > IVNTB_MAX_PORTS ||
-	    !mws || mws > IVNTB_MAX_MWS || !spads || spads > IVNTB_MAX_SPADS ||
+	    !mws || mws > IVNTB_MAX_MWS || spads > IVNTB_MAX_SPADS ||
 	    le32_to_cpu(d->db_bits) != IVNTB_DB_BITS ||
 	    le64_to_cpu(d->bar_size) != iv->shm_size ||
 	    shift < PAGE_SHIFT || shift >= 63 ||
@@ -280,6 +292,7 @@ static void ivntb_slot_init(struct ivntb_dev *iv)
 	wmb();	/* peers stop trusting the slot before it changes */
 	for (b = 0; b < IVNTB_MAX_SPADS; b++)
 		WRITE_ONCE(s->spad[b], 0);
+	WRITE_ONCE(s->bus, cpu_to_le64(iv->shm_bus));
 	for (p = 0; p < IVNTB_MAX_PORTS; p++) {
 		WRITE_ONCE(s->seen[p], 0);
 		for (w = 0; w < IVNTB_MAX_MWS; w++) {
@@ -288,6 +301,17 @@ static void ivntb_slot_init(struct ivntb_dev *iv)
 		}
 		for (b = 0; b < IVNTB_DB_BITS; b++)
 			WRITE_ONCE(s->db_ack[p][b], READ_ONCE(s->db_set[p][b]));
+		/* messages of before are dropped as doorbells are */
+		for (b = 0; b < IVNTB_MSGS; b++)
+			WRITE_ONCE(s->msg_ack[p][b],
+				   READ_ONCE(s->msg[p][b].seq));
+	}
+	/* an intent to send an earlier life left in the peers' slots */
+	for (p = 0; p < iv->ports; p++) {
+		struct ivntb_slot *peer = ivntb_slot_of(iv, p);
+
+		for (b = 0; b < IVNTB_MSGS; b++)
+			WRITE_ONCE(peer->msg_intent[iv->port][b], 0);
 	}
 	iv->session = get_random_u64() | 1;
 	WRITE_ONCE(s->session, cpu_to_le64(iv->session));
@@ -402,8 +426,9 @@ static int ivntb_setup(struct ivntb_dev *iv)
 		return ret;
 	if (iv->port >= iv->ports) {
 		dev_err(dev,
-			"this guest is ivshmem peer %d, beyond the %d ports BAR2 is laid out for: use ports=N with N above the highest peer id\n",
-			iv->port, iv->ports);
+			"this guest is ivshmem peer %d, beyond the %d ports BAR2 is laid out for%s: use ports=N with N above the highest peer id\n",
+			iv->port, iv->ports,
+			iv->prof->ports ? " (the profile's own count)" : "");
 		return -ERANGE;
 	}
 	ret = ivntb_map_shm(iv);
@@ -413,6 +438,7 @@ static int ivntb_setup(struct ivntb_dev *iv)
 	ivntb_slot_init(iv);
 	ivntb_mw_init(iv);
 	ivntb_db_init(iv);
+	ivntb_msg_init(iv);
 	ivntb_link_init(iv);
 	return 0;
 }
@@ -422,8 +448,10 @@ static void ivntb_init_struct(struct ivntb_dev *iv, struct pci_dev *pdev)
 {
 	iv->pdev = pdev;
 	iv->ntb.pdev = pdev;
-	iv->ntb.topo = NTB_TOPO_SWITCH;
-	iv->ntb.ops = &ivntb_ops;
+	iv->prof = ivntb_profile_get(ivntb_profile_chosen());
+	iv->ops = ivntb_ops;
+	ivntb_profile_ops(iv, &iv->ops);
+	iv->ntb.ops = &iv->ops;
 }
 
 /* The PCI function: enabled, its BARs claimed and mapped, bus master. */
@@ -482,6 +510,7 @@ static int ivntb_init_dev(struct ivntb_dev *iv)
 
 err_irq:
 	ivntb_irq_fini(iv);
+	ivntb_msg_fini(iv);
 err_slot:
 	ivntb_slot_fini(iv);
 	return ret;
@@ -491,6 +520,7 @@ static void ivntb_deinit_dev(struct ivntb_dev *iv)
 {
 	ivntb_dma_fini(iv);
 	ivntb_irq_fini(iv);
+	ivntb_msg_fini(iv);
 	ivntb_slot_fini(iv);
 }
 
@@ -516,6 +546,8 @@ static int ivntb_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = ivntb_init_dev(iv);
 	if (ret)
 		goto err_deinit_pci;
+	/* by side, on two-port hardware: known once the port is */
+	iv->ntb.topo = ivntb_profile_topo(iv);
 	ivntb_link_start(iv);
 	ret = ntb_register_device(&iv->ntb);
 	if (ret) {
@@ -523,10 +555,11 @@ static int ivntb_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_link;
 	}
 	dev_info(dev,
-		 "NTB port %d of %d, %d windows of %lu KiB per peer, %d scratchpads, %d doorbell bits on %d vector(s)\n",
-		 iv->port, iv->ports, iv->mws,
+		 "NTB port %d of %d (profile=%s), %d windows of %lu KiB per peer, %d scratchpads, %d message registers, %d doorbell bits on %d vector(s)\n",
+		 iv->port, iv->ports, iv->prof->name, iv->mws,
 		 (unsigned long)(ivntb_region_size(iv) >> 10),
-		 iv->spads, IVNTB_DB_BITS, iv->nvec);
+		 iv->spads, iv->prof->msgs, (int)hweight64(iv->db_valid),
+		 iv->nvec);
 	return 0;
 
 err_link:
@@ -565,7 +598,21 @@ static struct pci_driver ivntb_driver = {
 	.probe		= ivntb_probe,
 	.remove		= ivntb_remove,
 };
-module_pci_driver(ivntb_driver);
+
+/* The parameters are checked before any function is probed. */
+static int __init ivntb_init(void)
+{
+	int ret = ivntb_profile_select(ports, ivntb_page_xlat());
+
+	return ret ? ret : pci_register_driver(&ivntb_driver);
+}
+module_init(ivntb_init);
+
+static void __exit ivntb_exit(void)
+{
+	pci_unregister_driver(&ivntb_driver);
+}
+module_exit(ivntb_exit);
 
 MODULE_AUTHOR("smartio developers");
 MODULE_LICENSE("Dual MIT/GPL");

@@ -57,10 +57,16 @@ module_param(page_xlat, bool, 0444);
 MODULE_PARM_DESC(page_xlat,
 		 "Translate inbound windows to any page of the port's area (default: whole regions only)");
 
+bool ivntb_page_xlat(void)
+{
+	return page_xlat;
+}
+
 void ivntb_mw_init(struct ivntb_dev *iv)
 {
 	spin_lock_init(&iv->mw_lock);
 	memset(iv->xlat, 0, sizeof(iv->xlat));
+	memset(iv->oxlat, 0, sizeof(iv->oxlat));
 }
 
 static int ivntb_mw_check(struct ivntb_dev *iv, int pidx, int widx,
@@ -121,9 +127,9 @@ int ivntb_mw_get_align(struct ntb_dev *ntb, int pidx, int widx,
 	 * region
 	 */
 	if (addr_align)
-		*addr_align = page_xlat ? PAGE_SIZE : ivntb_region_size(iv);
+		*addr_align = ivntb_profile_addr_align(iv, page_xlat);
 	if (size_align)
-		*size_align = PAGE_SIZE;
+		*size_align = ivntb_profile_size_align(iv);
 	if (size_max)
 		*size_max = ivntb_region_size(iv);
 	return 0;
@@ -165,25 +171,31 @@ int ivntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
 	int ret = ivntb_mw_check(iv, pidx, widx, "mw_set_trans");
 	unsigned long flags;
 	dma_addr_t area = iv->shm_bus + ivntb_area_off(iv, iv->port);
-	u64 align = page_xlat ? PAGE_SIZE : ivntb_region_size(iv);
+	u64 align = max_t(u64, ivntb_profile_addr_align(iv, page_xlat),
+			  PAGE_SIZE);
+	resource_size_t max = ivntb_region_size(iv);
+	const char *unit = align == PAGE_SIZE ? "pages" : "whole regions";
 
 	if (ret)
 		return ret;
 	if (!size)
 		return ivntb_mw_clear_trans(ntb, pidx, widx);
-	if (size > ivntb_region_size(iv) || !IS_ALIGNED(size, PAGE_SIZE)) {
+	ret = ivntb_profile_xlat_check(iv, addr, size, page_xlat);
+	if (ret) {
 		dev_err_ratelimited(&iv->pdev->dev,
-				    "window %d of port %d: %pa bytes, the window has %lu\n",
+				    "window %d of port %d: %pa bytes at %pad: the window has %pa, aligned as mw_get_align() says (profile=%s): %d\n",
 				    widx, ivntb_pidx_port(iv, pidx), &size,
-				    (unsigned long)ivntb_region_size(iv));
-		return -EINVAL;
+				    &addr, &max, iv->prof->name, ret);
+		return ret;
 	}
+	/* the window reaches whole pages: a size_align of 1 rounds up */
+	size = PAGE_ALIGN(size);
 	if (addr < area || addr - area > ivntb_area_size(iv) - size ||
 	    !IS_ALIGNED(addr - area, align)) {
 		dev_err_ratelimited(&iv->pdev->dev,
 				    "window %d of port %d: ivshmem cannot translate to %pad, only to %s of this port's area (buffers from dma_alloc_coherent() on ntb_get_dma_dev()%s)\n",
 				    widx, ivntb_pidx_port(iv, pidx), &addr,
-				    page_xlat ? "pages" : "whole regions",
+				    unit,
 				    iv->pci_ops ? " or the PCI function" :
 				    "; this kernel ignores the PCI function's DMA ops");
 		return -EOPNOTSUPP;
@@ -223,8 +235,29 @@ int ivntb_peer_mw_count(struct ntb_dev *ntb)
 	return ivntb_peer_count(iv) * iv->mws;
 }
 
+/* Outbound window @widx's outbound translation, if it has one. */
+static bool ivntb_oxlat_get(struct ivntb_dev *iv, int widx, phys_addr_t *base,
+			    resource_size_t *size)
+{
+	unsigned long flags;
+	u64 off, len;
+
+	spin_lock_irqsave(&iv->mw_lock, flags);
+	off = iv->oxlat[widx].off;
+	len = iv->oxlat[widx].size;
+	spin_unlock_irqrestore(&iv->mw_lock, flags);
+	if (!len)
+		return false;
+	if (base)
+		*base = iv->shm_phys + off;
+	if (size)
+		*size = len;
+	return true;
+}
+
 /*
- * Where outbound window @widx lands: the peer's translation for us, read
+ * Where outbound window @widx lands: its outbound translation (the idt
+ * profile), else the peer's translation for us, read
  * from its slot, else the window's own region. A peer's bad value (outside
  * its area) must not send us elsewhere: it is the window's own region then.
  */
@@ -242,6 +275,8 @@ int ivntb_peer_mw_get_addr(struct ntb_dev *ntb, int widx, phys_addr_t *base,
 				    widx, ivntb_peer_mw_count(ntb));
 		return -EINVAL;
 	}
+	if (ivntb_oxlat_get(iv, widx, base, size))
+		return 0;
 	port = ivntb_pidx_port(iv, widx / iv->mws);
 	w = widx % iv->mws;
 	s = ivntb_slot_of(iv, port);
@@ -268,6 +303,76 @@ int ivntb_peer_mw_get_addr(struct ntb_dev *ntb, int widx, phys_addr_t *base,
 		*base = iv->shm_phys + off;
 	if (size)
 		*size = len;
+	return 0;
+}
+
+/*
+ * Outbound translation, as IDT's: this port's window @widx is sent to
+ * @addr, a bus address of peer @pidx's guest, which that peer's driver
+ * published with BAR2's bus address there. ivshmem reaches only BAR2: an
+ * address outside the peer's area is refused (-EOPNOTSUPP), as mw_set_trans
+ * refuses one outside this port's. Window @widx keeps its index: the
+ * window's own region is what it reaches again once cleared.
+ */
+int ivntb_peer_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
+			    u64 addr, resource_size_t size)
+{
+	struct ivntb_dev *iv = to_ivntb(ntb);
+	int port = ivntb_pidx_port(iv, pidx);
+	struct ivntb_slot *s;
+	unsigned long flags;
+	u64 bus, off;
+	int ret;
+
+	if (pidx < 0 || pidx >= ivntb_peer_count(iv) ||
+	    widx < 0 || widx >= ivntb_peer_mw_count(ntb))
+		return -EINVAL;
+	if (!size)
+		return ivntb_peer_mw_clear_trans(ntb, pidx, widx);
+	ret = ivntb_profile_xlat_check(iv, addr, size, false);
+	if (ret) {
+		dev_err_ratelimited(&iv->pdev->dev,
+				    "peer_mw_set_trans: window %d to port %d: %pa bytes at %#llx: a window has %lu, the address 4-byte aligned\n",
+				    widx, port, &size, addr,
+				    (unsigned long)ivntb_region_size(iv));
+		return ret;
+	}
+	s = ivntb_slot_of(iv, port);
+	if (le64_to_cpu(READ_ONCE(s->magic)) != IVNTB_SLOT_MAGIC) {
+		dev_err_ratelimited(&iv->pdev->dev,
+				    "peer_mw_set_trans: port %d has no driver: its bus addresses are not known\n",
+				    port);
+		return -ENOTCONN;
+	}
+	rmb();	/* the slot's fields after the magic that vouches for them */
+	bus = le64_to_cpu(READ_ONCE(s->bus));
+	off = addr - bus;
+	if (addr < bus || off < ivntb_area_off(iv, port) ||
+	    off - ivntb_area_off(iv, port) > ivntb_area_size(iv) - size) {
+		dev_err_ratelimited(&iv->pdev->dev,
+				    "peer_mw_set_trans: window %d to port %d: ivshmem cannot translate to %#llx, only into that port's area of BAR2 (its buffers from dma_alloc_coherent() on ntb_get_dma_dev())\n",
+				    widx, port, addr);
+		return -EOPNOTSUPP;
+	}
+	spin_lock_irqsave(&iv->mw_lock, flags);
+	iv->oxlat[widx].port = port;
+	iv->oxlat[widx].off = off;
+	iv->oxlat[widx].size = size;
+	spin_unlock_irqrestore(&iv->mw_lock, flags);
+	return 0;
+}
+
+int ivntb_peer_mw_clear_trans(struct ntb_dev *ntb, int pidx, int widx)
+{
+	struct ivntb_dev *iv = to_ivntb(ntb);
+	unsigned long flags;
+
+	if (pidx < 0 || pidx >= ivntb_peer_count(iv) ||
+	    widx < 0 || widx >= ivntb_peer_mw_count(ntb))
+		return -EINVAL;
+	spin_lock_irqsave(&iv->mw_lock, flags);
+	iv->oxlat[widx].size = 0;
+	spin_unlock_irqrestore(&iv->mw_lock, flags);
 	return 0;
 }
 

@@ -31,13 +31,18 @@
 #define IVNTB_NAME		"ntb_hw_ivshmem"
 #define IVNTB_MAGIC		0x313042544e4f4953ULL	/* "SIONTB01" */
 #define IVNTB_SLOT_MAGIC	0x544f4c5342544e49ULL	/* "INTBSLOT" */
-/* 2: translations anywhere in the area */
-#define IVNTB_VERSION		2
+/*
+ * 2: translations anywhere in the area
+ * 3: the profile in the descriptor; 128 scratchpads, message registers and
+ *    the port's bus address of BAR2 in the slot
+ */
+#define IVNTB_VERSION		3
 #define IVNTB_MIN_PORTS		2
 #define IVNTB_MAX_PORTS		8
 #define IVNTB_MAX_MWS		IVNTB_MAX_PORTS	/* inbound windows per peer */
 #define IVNTB_DB_BITS		32
-#define IVNTB_MAX_SPADS		32
+#define IVNTB_MAX_SPADS		128
+#define IVNTB_MSGS		4	/* message registers (IDT's count) */
 #define IVNTB_MAX_VECTORS	8
 
 /* ivshmem's registers, BAR0 (docs/specs/ivshmem-spec.rst in QEMU) */
@@ -59,6 +64,8 @@ struct ivntb_desc {
 	__le64 slot_offset;
 	__le64 slot_size;
 	__le64 data_offset;
+	__le32 profile;		/* enum ivntb_profile_id */
+	__le32 reserved;
 };
 
 /*
@@ -83,6 +90,15 @@ struct ivntb_desc {
  *		the sender only)
  * @db_ack:	[sender port][bit]: the last ring this port has cleared
  *		(written by this port only); a bit is pending while they differ
+ * @bus:	the bus address of BAR2 in this port's guest, for the peers'
+ *		outbound translations (which name this port's bus addresses)
+ * @msg:	[sender port][register]: the sender's last message and how many
+ *		it sent there (written by the sender only)
+ * @msg_ack:	[sender port][register]: the last message this port took
+ *		(written by this port only); the register is full while the
+ *		counts differ (see msg.c)
+ * @msg_intent:	[sender port][register]: 1 while the sender is about to
+ *		write there (written by the sender only; see msg.c)
  */
 struct ivntb_slot {
 	__le64 magic;
@@ -97,6 +113,71 @@ struct ivntb_slot {
 	} xlat[IVNTB_MAX_PORTS][IVNTB_MAX_MWS];
 	__le32 db_set[IVNTB_MAX_PORTS][IVNTB_DB_BITS];
 	__le32 db_ack[IVNTB_MAX_PORTS][IVNTB_DB_BITS];
+	__le64 bus;
+	struct {
+		__le32 val;
+		__le32 seq;
+	} msg[IVNTB_MAX_PORTS][IVNTB_MSGS];
+	__le32 msg_ack[IVNTB_MAX_PORTS][IVNTB_MSGS];
+	__le32 msg_intent[IVNTB_MAX_PORTS][IVNTB_MSGS];
+};
+
+enum ivntb_profile_id {
+	IVNTB_PROF_IVSHMEM,
+	IVNTB_PROF_INTEL,
+	IVNTB_PROF_AMD,
+	IVNTB_PROF_SWITCHTEC,
+	IVNTB_PROF_IDT,
+	IVNTB_PROF_EPF,
+	IVNTB_PROFILES
+};
+
+/**
+ * struct ivntb_profile - what one upstream hardware driver offers (profile.c)
+ * @name:	the profile= value
+ * @ports:	exactly this many ports (0: 2 to IVNTB_MAX_PORTS)
+ * @mws:	inbound windows per peer (0: as many as ports)
+ * @spads:	scratchpads (0: none, no scratchpad ops; -1: ivshmem's count)
+ * @msgs:	message registers (0: none, no message ops)
+ * @db_valid:	the doorbell bits
+ * @db_vectors:	MSI-X vectors at most
+ * @vector_ops:	db_vector_count and db_vector_mask ops (else: one vector)
+ * @port_ops:	port ops (else the core's defaults: by topology)
+ * @clear_trans: an mw_clear_trans op
+ * @outbound:	outbound translation only (peer_mw_set_trans), as IDT
+ * @port_map:	the port number of each ivshmem peer id (NULL: the id)
+ * @addr_align, @size_align: what mw_get_align reports (0: a window's size,
+ *		a page)
+ * @align_checked: a misaligned translation is refused (-EINVAL)
+ * @switchtec_xlat: Switchtec's checks: size 4 KiB at least, the address
+ *		aligned to the size's power of two, an oversize window -EIO
+ * @db_unchecked: peer_db_set and db_clear ignore invalid bits (AMD,
+ *		Switchtec)
+ * @db_lowest_only: peer_db_set rings the lowest bit it is given (EPF)
+ * @db_mask_noop: db_set_mask and db_clear_mask do nothing (EPF)
+ * @topo:	the topology of port 0, port 1
+ */
+struct ivntb_profile {
+	const char *name;
+	int ports;
+	int mws;
+	int spads;
+	int msgs;
+	u64 db_valid;
+	int db_vectors;
+	bool vector_ops;
+	bool port_ops;
+	bool clear_trans;
+	bool outbound;
+	const int *port_map;
+	u64 addr_align;
+	u64 size_align;
+	bool align_checked;
+	bool switchtec_xlat;
+	bool db_unchecked;
+	bool db_lowest_only;
+	bool db_mask_noop;
+	enum ntb_topo topo[2];
 };
 
 /* What the last ntb_mw_get_align() of a task asked about (see mw.c). */
@@ -181,6 +262,22 @@ struct ivntb_peer {
  *		that allocate on it (ntb_tool, ntb_perf): only where the
  *		kernel's DMA API uses them (see ivntb_pci_ops_init())
  * @orig_dma_ops: the function's DMA ops before ours, restored on remove
+ * @prof:	the hardware profile (profile.c)
+ * @ops:	the NTB ops that profile has
+ * @db_valid:	its doorbell bits
+ * @oxlat:	[outbound window]: where an outbound translation (IDT) sends
+ *		it: the port, offset in BAR2 and size (0: the window's own
+ *		region)
+ * @msg_lock:	serialises the message state below; irqsave (any context)
+ * @msg_mask:	message status bits masked by the client
+ * @msg_fail:	outbound status bits: a message the peer's full register
+ *		refused
+ * @msg_from:	[register]: the port whose message msg_read() showed last
+ * @msg_last:	[register]: that message, shown again while none is pending
+ * @msg_sum:	the messages' counts when the client was last told
+ * @msg_news:	a change the counts do not show (a failure, a clear, an
+ *		unmask): the client is told at the next look
+ * @msg_work:	tells the client of message status changes
  */
 struct ivntb_dev {
 	struct ntb_dev ntb;
@@ -234,6 +331,24 @@ struct ivntb_dev {
 	struct device *dma_dev;
 	bool pci_ops;
 	const struct dma_map_ops *orig_dma_ops;
+
+	const struct ivntb_profile *prof;
+	struct ntb_dev_ops ops;
+	u64 db_valid;
+	struct {
+		int port;
+		u64 off;
+		u64 size;
+	} oxlat[(IVNTB_MAX_PORTS - 1) * IVNTB_MAX_MWS];
+
+	spinlock_t msg_lock;	/* message state; irqsave: any context */
+	u64 msg_mask;
+	u64 msg_fail;
+	int msg_from[IVNTB_MSGS];
+	u32 msg_last[IVNTB_MSGS];
+	u32 msg_sum;
+	bool msg_news;
+	struct work_struct msg_work;
 };
 
 static inline struct ivntb_dev *to_ivntb(struct ntb_dev *ntb)
@@ -330,6 +445,7 @@ u32 ivntb_peer_spad_read(struct ntb_dev *ntb, int pidx, int sidx);
 int ivntb_peer_spad_write(struct ntb_dev *ntb, int pidx, int sidx, u32 val);
 
 /* mw.c: memory windows and the DMA allocator that feeds them */
+bool ivntb_page_xlat(void);
 void ivntb_mw_init(struct ivntb_dev *iv);
 int ivntb_dma_init(struct ivntb_dev *iv);
 void ivntb_dma_fini(struct ivntb_dev *iv);
@@ -343,5 +459,40 @@ int ivntb_mw_clear_trans(struct ntb_dev *ntb, int pidx, int widx);
 int ivntb_peer_mw_count(struct ntb_dev *ntb);
 int ivntb_peer_mw_get_addr(struct ntb_dev *ntb, int widx, phys_addr_t *base,
 			   resource_size_t *size);
+
+/* profile.c */
+int ivntb_profile_select(int ports, bool page_xlat);
+enum ivntb_profile_id ivntb_profile_chosen(void);
+const struct ivntb_profile *ivntb_profile_get(enum ivntb_profile_id id);
+int ivntb_profile_mws(const struct ivntb_profile *p, int nports);
+int ivntb_profile_spads(const struct ivntb_profile *p, int nports);
+int ivntb_api_port(struct ivntb_dev *iv, int id);
+int ivntb_api_id(struct ivntb_dev *iv, int port);
+void ivntb_profile_ops(struct ivntb_dev *iv, struct ntb_dev_ops *ops);
+enum ntb_topo ivntb_profile_topo(struct ivntb_dev *iv);
+u64 ivntb_profile_addr_align(struct ivntb_dev *iv, bool page_xlat);
+u64 ivntb_profile_size_align(struct ivntb_dev *iv);
+int ivntb_profile_xlat_check(struct ivntb_dev *iv, u64 addr, u64 size,
+			     bool page_xlat);
+
+/* mw.c: outbound translation (the idt profile) */
+int ivntb_peer_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
+			    u64 addr, resource_size_t size);
+int ivntb_peer_mw_clear_trans(struct ntb_dev *ntb, int pidx, int widx);
+
+/* msg.c: message registers (the idt profile) */
+void ivntb_msg_init(struct ivntb_dev *iv);
+void ivntb_msg_fini(struct ivntb_dev *iv);
+void ivntb_msg_kick(struct ivntb_dev *iv);
+void ivntb_msg_forget(struct ivntb_dev *iv, int port);
+int ivntb_msg_count(struct ntb_dev *ntb);
+u64 ivntb_msg_inbits(struct ntb_dev *ntb);
+u64 ivntb_msg_outbits(struct ntb_dev *ntb);
+u64 ivntb_msg_read_sts(struct ntb_dev *ntb);
+int ivntb_msg_clear_sts(struct ntb_dev *ntb, u64 sts_bits);
+int ivntb_msg_set_mask(struct ntb_dev *ntb, u64 mask_bits);
+int ivntb_msg_clear_mask(struct ntb_dev *ntb, u64 mask_bits);
+u32 ivntb_msg_read(struct ntb_dev *ntb, int *pidx, int midx);
+int ivntb_peer_msg_write(struct ntb_dev *ntb, int pidx, int midx, u32 msg);
 
 #endif
