@@ -20,9 +20,17 @@
  *   host (a device's BAR), where the hardware driver can (else -EOPNOTSUPP);
  * - reach a peer's memory: SIO_NTB_IOC_PEER_MW, then mmap() the outbound
  *   window (write-combining);
- * - notify: SIO_NTB_IOC_DB_RING; be notified: read() or poll() (doorbells and
- *   link changes), or an eventfd per doorbell bit (SIO_NTB_IOC_DB_EVENTFD);
- * - bootstrap: scratchpads (SIO_NTB_IOC_SPAD_READ, SIO_NTB_IOC_SPAD_WRITE).
+ * - where the hardware translates outbound (SIO_NTB_F_OUTBOUND_XLAT, IDT):
+ *   the peer allocates a buffer (SIO_NTB_IOC_MW_ALLOC with
+ *   SIO_NTB_BUF_PEER_XLAT: no inbound translation exists to set) and tells
+ *   this port its bus address, which this port's outbound window is then
+ *   translated to (SIO_NTB_IOC_PEER_MW_XLAT);
+ * - notify: SIO_NTB_IOC_DB_RING; be notified: read() or poll() (doorbells,
+ *   messages and link changes), or an eventfd per doorbell bit, or for
+ *   messages (SIO_NTB_IOC_DB_EVENTFD);
+ * - bootstrap: scratchpads (SIO_NTB_IOC_SPAD_READ, SIO_NTB_IOC_SPAD_WRITE)
+ *   where the device has them (SIO_NTB_F_SPADS), else message registers
+ *   (SIO_NTB_F_MSGS: SIO_NTB_IOC_MSG_SEND, SIO_NTB_IOC_MSG_RECV).
  *
  * The NTB framework's conventions, which user code follows:
  *
@@ -42,18 +50,20 @@
  * version's whose extra bytes are not 0, -ENOTCONN when the peer's link is
  * down, -EBUSY when another open file holds the window (or a buffer is still
  * mapped, or translated into), -ENODEV once the NTB device is gone, -ENOTTY for
- * an unknown request. Buffers and windows belong to the open file: the
- * processes that share it (fork, SCM_RIGHTS) map them as often as they like, no
- * other. A process that dies releases its buffers, translations, windows and
- * eventfds. Pages are filled in at first touch. When a peer's link goes down
- * (or goes down and comes back) its outbound mappings are revoked before the
- * processes are told: a revoked mapping is one page of its own, repeated, that
- * starts all ones; loads read all ones until the process stores there, and its
- * stores reach no peer. Map the window again once the link is back (MAP_FIXED
- * over the revoked mapping replaces it; -ENOTCONN while the link is down). When
- * the NTB device goes (hot unbind, its driver unloaded) every mapping is
- * revoked the same way; read() returns the events that came before (a link
- * going down with it, say), then fails with -ENODEV; poll() reports POLLHUP.
+ * an unknown request, -EOPNOTSUPP for a request the device's hardware cannot do
+ * (SIO_NTB_IOC_INFO's flags say which it can). Buffers and windows belong to
+ * the open file: the processes that share it (fork, SCM_RIGHTS) map them as
+ * often as they like, no other. A process that dies releases its buffers,
+ * translations, windows and eventfds. Pages are filled in at first touch. When
+ * a peer's link goes down (or goes down and comes back) its outbound mappings
+ * are revoked before the processes are told: a revoked mapping is one page of
+ * its own, repeated, that starts all ones; loads read all ones until the
+ * process stores there, and its stores reach no peer. Map the window again once
+ * the link is back (MAP_FIXED over the revoked mapping replaces it; -ENOTCONN
+ * while the link is down). When the NTB device goes (hot unbind, its driver
+ * unloaded) every mapping is revoked the same way; read() returns the events
+ * that came before (a link going down with it, say), then fails with -ENODEV;
+ * poll() reports POLLHUP.
  */
 
 #include <linux/const.h>
@@ -65,8 +75,12 @@
  * 3: ioctl magic 0xBE (0xB5 is rpmsg's); flags (0) in the requests that
  *    take options; requests of another size negotiated; mmap offsets below
  *    2^43, which 32-bit processes reach. Version 2 requests are refused.
+ * 4: outbound translation (SIO_NTB_IOC_PEER_MW_XLAT), message registers
+ *    (SIO_NTB_IOC_MSG_*, events), the device's features in
+ *    sio_ntb_info.flags, SIO_NTB_BUF_PEER_XLAT; inbound windows counted
+ *    when used (a driver may have none until the link is up).
  */
-#define SIO_NTB_UAPI_VERSION	3
+#define SIO_NTB_UAPI_VERSION	4
 #define SIO_NTB_DEV_FMT		"/dev/smartio-ntb%d"
 #define SIO_NTB_MAX_PEERS	64	/* peer masks are 64 bits */
 /* pidx of this port's own scratchpads */
@@ -75,6 +89,10 @@
 /* struct sio_ntb_info flags */
 #define SIO_NTB_F_INBOUND_XLAT	_BITUL(0)	/* inbound windows translate */
 #define SIO_NTB_F_OUTBOUND_XLAT	_BITUL(1)	/* outbound windows translate */
+#define SIO_NTB_F_SPADS		_BITUL(2)	/* scratchpads */
+#define SIO_NTB_F_MSGS		_BITUL(3)	/* message registers */
+#define SIO_NTB_F_DB_VECTORS	_BITUL(4)	/* doorbell bits per vector */
+#define SIO_NTB_F_PORTS		_BITUL(5)	/* port numbers of its own */
 
 /**
  * struct sio_ntb_info - the NTB device (SIO_NTB_IOC_INFO)
@@ -92,6 +110,9 @@
  * @link_gen:	the device's link generation: one more at every change
  * @name:	the NTB device's name (its PCI function's)
  * @driver:	its hardware driver
+ * @msgs:	message registers (0: none)
+ * @msg_inbits:	the hardware's inbound message status bits (informative)
+ * @msg_outbits: its outbound ones
  */
 struct sio_ntb_info {
 	__u32 version;
@@ -107,6 +128,10 @@ struct sio_ntb_info {
 	__u64 link_gen;
 	char name[32];
 	char driver[32];
+	__u32 msgs;
+	__u32 reserved;
+	__u64 msg_inbits;
+	__u64 msg_outbits;
 };
 
 /**
@@ -157,8 +182,14 @@ struct sio_ntb_mw {
  *		out: the buffer's size
  * @dma_addr:	its bus address (what the window is translated to)
  * @mmap_offset: where to mmap() it
- * @flags:	in: 0 (none is defined yet: anything else is EINVAL)
+ * @flags:	in: 0, or SIO_NTB_BUF_PEER_XLAT where the hardware translates
+ *		outbound only (SIO_NTB_F_OUTBOUND_XLAT without
+ *		SIO_NTB_F_INBOUND_XLAT): the buffer is allocated, no window
+ *		is translated to it (there is no inbound translation: without
+ *		the flag, -EOPNOTSUPP), and the peer translates its outbound
+ *		window to @dma_addr (SIO_NTB_IOC_PEER_MW_XLAT)
  */
+#define SIO_NTB_BUF_PEER_XLAT	_BITULL(0)
 struct sio_ntb_buf {
 	__u32 pidx;
 	__u32 widx;
@@ -197,6 +228,9 @@ struct sio_ntb_xlat {
  * @mmap_offset: where to mmap() it
  * @bus_addr:	its bus address, which a device of this host is given to
  *		reach the peer through it without an IOMMU (0: not known)
+ *
+ * A window translated outbound (SIO_NTB_IOC_PEER_MW_XLAT) reaches the peer
+ * and the size the translation says.
  */
 struct sio_ntb_peer_mw {
 	__u32 widx;
@@ -207,12 +241,62 @@ struct sio_ntb_peer_mw {
 };
 
 /**
- * struct sio_ntb_db_eventfd - signal an eventfd at each ring of a doorbell bit
- *			      (SIO_NTB_IOC_DB_EVENTFD)
- * @bit:	the bit
- * @fd:		an eventfd, or -1 to stop
+ * struct sio_ntb_peer_xlat - translate an outbound window to a bus address
+ *			      of a peer (SIO_NTB_IOC_PEER_MW_XLAT), where the
+ *			      hardware translates outbound
+ *			      (SIO_NTB_F_OUTBOUND_XLAT): a size of 0 clears
+ *			      it. The window must not be mapped (-EBUSY): map
+ *			      it once translated. The peer reaches whatever
+ *			      is at that address: CAP_SYS_RAWIO
+ * @pidx:	the peer
+ * @widx:	the outbound window
+ * @addr:	the peer's bus address (a page-aligned one: the window is
+ *		mapped by pages; its driver's own alignment, mw_get_align's,
+ *		is in struct sio_ntb_mw of the peer)
+ * @size:	the size (at most the window's size_max)
  * @flags:	0 (none is defined yet: anything else is EINVAL)
  */
+struct sio_ntb_peer_xlat {
+	__u32 pidx;
+	__u32 widx;
+	__u64 addr;
+	__u64 size;
+	__u64 flags;
+};
+
+/**
+ * struct sio_ntb_msg - a message (SIO_NTB_IOC_MSG_SEND, _RECV), where the
+ *			device has message registers (SIO_NTB_F_MSGS)
+ * @pidx:	send: the peer; receive: the sender
+ * @midx:	the register (0 .. msgs - 1)
+ * @value:	the message
+ * @flags:	0 (none is defined yet: anything else is EINVAL)
+ *
+ * A send fails with -EAGAIN while the peer's register holds a message it
+ * has not taken (the hardware reports it in the sender's status bits), and
+ * with -ENOTCONN when the peer's link is down. smartio_ntb takes every
+ * message as it arrives, which frees the register, and queues it for every
+ * open file (SIO_NTB_MSG_QUEUE at most each: the oldest are dropped, and
+ * counted in struct sio_ntb_event); receive takes the oldest of the file's
+ * queue, -EAGAIN when it is empty.
+ */
+struct sio_ntb_msg {
+	__u32 pidx;
+	__u32 midx;
+	__u32 value;
+	__u32 flags;
+};
+
+#define SIO_NTB_MSG_QUEUE	64
+
+/**
+ * struct sio_ntb_db_eventfd - signal an eventfd at each ring of a doorbell bit
+ *			      (SIO_NTB_IOC_DB_EVENTFD), or at each message
+ * @bit:	the bit (with SIO_NTB_EVENTFD_MSG: 0)
+ * @fd:		an eventfd, or -1 to stop
+ * @flags:	0, or SIO_NTB_EVENTFD_MSG: at each message received instead
+ */
+#define SIO_NTB_EVENTFD_MSG	_BITULL(0)
 struct sio_ntb_db_eventfd {
 	__u32 bit;
 	__s32 fd;
@@ -241,11 +325,19 @@ struct sio_ntb_spad {
  * @link:	peers whose link is up now
  * @link_gen:	the device's link generation now (changed: look at the
  *		peers)
+ * @msgs:	messages waiting in the file's queue (SIO_NTB_IOC_MSG_RECV);
+ *		a new one is an event
+ * @msgs_lost:	messages dropped from the queue, full, since the last read()
+ *
+ * read() of a buffer shorter than this struct (an older program's, at least
+ * up to @link_gen) returns as much of it as fits.
  */
 struct sio_ntb_event {
 	__u64 db;
 	__u64 link;
 	__u64 link_gen;
+	__u32 msgs;
+	__u32 msgs_lost;
 };
 
 /**
@@ -299,5 +391,11 @@ struct sio_ntb_event {
 	_IOWR(SIO_NTB_IOC_MAGIC, 0x09, struct sio_ntb_spad)
 #define SIO_NTB_IOC_SPAD_WRITE \
 	_IOW(SIO_NTB_IOC_MAGIC, 0x0a, struct sio_ntb_spad)
+#define SIO_NTB_IOC_PEER_MW_XLAT \
+	_IOW(SIO_NTB_IOC_MAGIC, 0x0b, struct sio_ntb_peer_xlat)
+#define SIO_NTB_IOC_MSG_SEND \
+	_IOW(SIO_NTB_IOC_MAGIC, 0x0c, struct sio_ntb_msg)
+#define SIO_NTB_IOC_MSG_RECV \
+	_IOWR(SIO_NTB_IOC_MAGIC, 0x0d, struct sio_ntb_msg)
 
 #endif

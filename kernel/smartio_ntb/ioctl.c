@@ -39,7 +39,14 @@ static int sntb_info(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	i->port = ntb_port_number(ntb);
 	i->peers = sd->peers;
 	i->flags = (ntb->ops->mw_set_trans ? SIO_NTB_F_INBOUND_XLAT : 0) |
-		   (ntb->ops->peer_mw_set_trans ? SIO_NTB_F_OUTBOUND_XLAT : 0);
+		   (ntb->ops->peer_mw_set_trans ? SIO_NTB_F_OUTBOUND_XLAT : 0) |
+		   (sd->spads ? SIO_NTB_F_SPADS : 0) |
+		   (sd->msgs ? SIO_NTB_F_MSGS : 0) |
+		   (ntb->ops->db_vector_count ? SIO_NTB_F_DB_VECTORS : 0) |
+		   (ntb->ops->port_number ? SIO_NTB_F_PORTS : 0);
+	i->msgs = sd->msgs;
+	i->msg_inbits = sd->msgs ? ntb_msg_inbits(ntb) : 0;
+	i->msg_outbits = sd->msgs ? ntb_msg_outbits(ntb) : 0;
 	i->peer_mws = sd->peer_mws;
 	i->mws_per_peer = sd->mws_per_peer;
 	i->spads = sd->spads;
@@ -112,8 +119,11 @@ static int sntb_mw_alloc(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	void *vaddr;
 	int ret;
 
-	if (!in || b->flags)
+	if (!in || (b->flags & ~SIO_NTB_BUF_PEER_XLAT))
 		return -EINVAL;
+	/* the core's ntb_mw_set_trans() does nothing there, and says 0 */
+	if (!sd->ntb->ops->mw_set_trans != !!b->flags)
+		return sd->ntb->ops->mw_set_trans ? -EINVAL : -EOPNOTSUPP;
 	ret = sntb_in_free_for(in, f);
 	if (ret)
 		return ret;
@@ -136,7 +146,9 @@ static int sntb_mw_alloc(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 		ret = -EINVAL;
 		goto err;
 	}
-	ret = ntb_mw_set_trans(sd->ntb, b->pidx, b->widx, dma, size);
+	/* outbound only: the peer translates to it (SIO_NTB_BUF_PEER_XLAT) */
+	ret = b->flags ? 0 :
+	      ntb_mw_set_trans(sd->ntb, b->pidx, b->widx, dma, size);
 	if (ret)
 		goto err;
 	in->owner = f;
@@ -185,7 +197,8 @@ void sntb_free_in(struct sntb_dev *sd, struct sntb_in *in, int pidx, int widx)
 	in->gen++;	/* no mapping made before faults a page of it in */
 	if (in->vaddr)
 		sntb_revoke_into(sd, in);
-	ntb_mw_clear_trans(sd->ntb, pidx, widx);
+	if (sd->ntb->ops->mw_set_trans)
+		ntb_mw_clear_trans(sd->ntb, pidx, widx);
 	if (in->vaddr)
 		dma_free_coherent(sd->dma_dev, in->size, in->vaddr, in->dma);
 	in->owner = NULL;
@@ -312,10 +325,51 @@ static int sntb_peer_mw(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	ret = ntb_peer_mw_get_addr(sd->ntb, m->widx, &base, &size);
 	if (ret)
 		return ret;
-	m->pidx = sd->mws_per_peer ? m->widx / sd->mws_per_peer : ~0u;
+	m->pidx = sntb_out_pidx(sd, m->widx);
 	m->size = size;
 	m->mmap_offset = sntb_mmap_out_offset(m->widx);
 	m->bus_addr = sntb_bus_addr(sd->ntb, base);
+	return 0;
+}
+
+/*
+ * An outbound translation (IDT's way). The peer reaches whatever is at the
+ * address, as with SIO_NTB_IOC_MW_XLAT outside the file's own buffers:
+ * CAP_SYS_RAWIO. A mapped window keeps reaching where it did: unmap first.
+ */
+static int sntb_peer_mw_xlat(struct sntb_dev *sd, struct sntb_file *f,
+			     void *arg)
+{
+	struct sio_ntb_peer_xlat *x = arg;
+	struct sntb_out *out;
+	int ret;
+
+	if (!sd->ntb->ops->peer_mw_set_trans)
+		return -EOPNOTSUPP;	/* inbound translation: MW_XLAT */
+	if (x->flags || x->pidx >= sd->peers || x->widx >= sd->peer_mws ||
+	    !PAGE_ALIGNED(x->addr))
+		return -EINVAL;
+	if (!capable(CAP_SYS_RAWIO))
+		return -EPERM;
+	out = &sd->out[x->widx];
+	if ((out->xlat_owner && out->xlat_owner != f) || out->mapped)
+		return -EBUSY;
+	if (!x->size) {
+		if (out->xlat_owner != f)
+			return -ENOENT;
+		ret = ntb_peer_mw_clear_trans(sd->ntb, out->xlat_pidx, x->widx);
+		out->xlat_owner = NULL;
+		return ret;
+	}
+	if (!sntb_peer_up(sd, x->pidx))
+		return -ENOTCONN;
+	/* the driver's limits: -EINVAL, or what its hardware says */
+	ret = ntb_peer_mw_set_trans(sd->ntb, x->pidx, x->widx, x->addr,
+				    x->size);
+	if (ret)
+		return ret;
+	out->xlat_owner = f;
+	out->xlat_pidx = x->pidx;
 	return 0;
 }
 
@@ -330,33 +384,46 @@ static int sntb_db_ring(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 	return ntb_peer_db_set(sd->ntb, bits);
 }
 
-static int sntb_db_eventfd(struct sntb_dev *sd, struct sntb_file *f, void *arg)
+/*
+ * Put eventfd @fd (-1: none) in @slot, a file's, in place of the one there.
+ * The event callbacks read the slots under ev_lock.
+ */
+int sntb_eventfd_set(struct sntb_dev *sd, struct eventfd_ctx **slot, int fd)
 {
-	struct sio_ntb_db_eventfd *e = arg;
 	struct eventfd_ctx *ctx = NULL, *old;
 
-	if (e->flags || e->bit >= SNTB_DB_BITS ||
-	    !(ntb_db_valid_mask(sd->ntb) & BIT_ULL(e->bit)))
-		return -EINVAL;
-	if (e->fd != -1) {
-		ctx = eventfd_ctx_fdget(e->fd);
+	if (fd != -1) {
+		ctx = eventfd_ctx_fdget(fd);
 		if (IS_ERR(ctx))
 			return PTR_ERR(ctx);	/* -EBADF, -EINVAL */
 	}
-	/* the doorbell callback reads the eventfds under it */
 	spin_lock_irq(&sd->ev_lock);
-	old = f->efd[e->bit];
-	f->efd[e->bit] = ctx;
+	old = *slot;
+	*slot = ctx;
 	spin_unlock_irq(&sd->ev_lock);
 	if (old)
 		eventfd_ctx_put(old);
 	return 0;
 }
 
+static int sntb_db_eventfd(struct sntb_dev *sd, struct sntb_file *f, void *arg)
+{
+	struct sio_ntb_db_eventfd *e = arg;
+
+	if (e->flags)
+		return sntb_msg_eventfd(sd, f, e);
+	if (e->bit >= SNTB_DB_BITS ||
+	    !(ntb_db_valid_mask(sd->ntb) & BIT_ULL(e->bit)))
+		return -EINVAL;
+	return sntb_eventfd_set(sd, &f->efd[e->bit], e->fd);
+}
+
 static int sntb_spad(struct sntb_dev *sd, struct sio_ntb_spad *s, bool write)
 {
 	bool local = s->pidx == SIO_NTB_LOCAL;
 
+	if (!sd->spads)
+		return -EOPNOTSUPP;	/* message registers: SIO_NTB_F_MSGS */
 	/* flags: for a later version, which must not be misread */
 	if (s->flags || s->sidx >= sd->spads ||
 	    (!local && s->pidx >= sd->peers))
@@ -400,9 +467,18 @@ void sntb_release_windows(struct sntb_dev *sd, struct sntb_file *f)
 				    !in->vaddr == !pass)
 					sntb_free_in(sd, in, pidx, widx);
 			}
-	for (widx = 0; f && widx < sd->peer_mws; widx++)
-		if (sd->out[widx].owner == f)
-			sd->out[widx].owner = NULL;
+	for (widx = 0; widx < sd->peer_mws; widx++) {
+		struct sntb_out *out = &sd->out[widx];
+
+		if (out->xlat_owner && (!f || out->xlat_owner == f)) {
+			if (sd->ntb)
+				ntb_peer_mw_clear_trans(sd->ntb,
+							out->xlat_pidx, widx);
+			out->xlat_owner = NULL;
+		}
+		if (f && out->owner == f)
+			out->owner = NULL;
+	}
 }
 
 /*
@@ -424,6 +500,9 @@ static const struct {
 	{ SIO_NTB_IOC_DB_EVENTFD, sntb_db_eventfd },
 	{ SIO_NTB_IOC_SPAD_READ, sntb_spad_read },
 	{ SIO_NTB_IOC_SPAD_WRITE, sntb_spad_write },
+	{ SIO_NTB_IOC_PEER_MW_XLAT, sntb_peer_mw_xlat },
+	{ SIO_NTB_IOC_MSG_SEND, sntb_msg_send },
+	{ SIO_NTB_IOC_MSG_RECV, sntb_msg_recv },
 };
 
 /* The same request (type, number, direction), whatever its size. */
@@ -447,6 +526,8 @@ long sntb_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		struct sio_ntb_peer_mw peer_mw;
 		struct sio_ntb_db_eventfd efd;
 		struct sio_ntb_spad spad;
+		struct sio_ntb_peer_xlat peer_xlat;
+		struct sio_ntb_msg msg;
 		u64 bits;
 	} u;
 	long ret;

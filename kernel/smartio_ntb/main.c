@@ -104,6 +104,7 @@ static void sntb_db_event(void *ctx, int vector)
 static const struct ntb_ctx_ops sntb_ctx_ops = {
 	.link_event	= sntb_link_event,
 	.db_event	= sntb_db_event,
+	.msg_event	= sntb_msg_event,
 };
 
 /*
@@ -132,10 +133,12 @@ static void sntb_link_work(struct work_struct *work)
 	spin_unlock_irq(&sd->ev_lock);
 	diff = (now ^ sd->link) | gone;
 	/* whose window is whose is unknown where they do not divide: all */
-	for (w = 0; w < sd->peer_mws && gone; w++)
-		if (!sd->mws_per_peer ||
-		    (gone & BIT_ULL(w / sd->mws_per_peer)))
+	for (w = 0; w < sd->peer_mws && gone; w++) {
+		int to = sntb_out_pidx(sd, w);
+
+		if (to < 0 || (gone & BIT_ULL(to)))
 			sntb_revoke_out(sd, w);
+	}
 	bitmap_from_u64(changed, diff);
 	/* what read(), poll() and the ioctls see, changed at once */
 	spin_lock_irq(&sd->ev_lock);
@@ -200,6 +203,8 @@ static int sntb_release(struct inode *inode, struct file *file)
 	for (b = 0; b < SNTB_DB_BITS; b++)
 		if (f->efd[b])
 			eventfd_ctx_put(f->efd[b]);
+	if (f->msg_efd)
+		eventfd_ctx_put(f->msg_efd);
 	kfree(f);
 	sntb_put(sd);
 	return 0;
@@ -214,13 +219,17 @@ static bool sntb_take(struct sntb_file *f, struct sio_ntb_event *ev, bool *gone)
 	/* the file's events and the link state, taken together */
 	spin_lock_irq(&sd->ev_lock);
 	*gone = !READ_ONCE(sd->ntb);
-	any = f->db || f->link_gen != sd->link_gen;
+	any = f->db || f->link_gen != sd->link_gen || f->msg_new;
 	if (any && ev) {
 		ev->db = f->db;
 		ev->link = sd->link;
 		ev->link_gen = sd->link_gen;
+		ev->msgs = f->msg_len;
+		ev->msgs_lost = f->msg_lost;
 		f->db = 0;
 		f->link_gen = sd->link_gen;
+		f->msg_new = false;
+		f->msg_lost = 0;
 	}
 	spin_unlock_irq(&sd->ev_lock);
 	return any;
@@ -234,8 +243,10 @@ static ssize_t sntb_read(struct file *file, char __user *buf, size_t len,
 	bool gone;
 	int ret;
 
-	if (len < sizeof(ev))
+	/* a program of uapi 3 reads up to @link_gen: it gets as much */
+	if (len < offsetofend(struct sio_ntb_event, link_gen))
 		return -EINVAL;
+	len = min(len, sizeof(ev));
 	for (;;) {
 		if (sntb_take(f, &ev, &gone))
 			break;
@@ -249,7 +260,7 @@ static ssize_t sntb_read(struct file *file, char __user *buf, size_t len,
 		if (ret)
 			return ret;
 	}
-	return copy_to_user(buf, &ev, sizeof(ev)) ? -EFAULT : sizeof(ev);
+	return copy_to_user(buf, &ev, len) ? -EFAULT : len;
 }
 
 static __poll_t sntb_poll(struct file *file, poll_table *wait)
@@ -282,11 +293,10 @@ static const struct file_operations sntb_fops = {
 
 static int sntb_tables(struct sntb_dev *sd, struct ntb_dev *ntb)
 {
-	int pidx;
-
 	sd->peers = ntb_peer_port_count(ntb);
 	sd->peer_mws = ntb_peer_mw_count(ntb);
 	sd->spads = ntb_spad_count(ntb);
+	sd->msgs = ntb_msg_count(ntb);
 	if (sd->peers < 1 || sd->peers > SIO_NTB_MAX_PEERS ||
 	    sd->peer_mws < 0) {
 		dev_err(&ntb->dev,
@@ -296,8 +306,11 @@ static int sntb_tables(struct sntb_dev *sd, struct ntb_dev *ntb)
 	}
 	sd->mws_per_peer = sd->peer_mws % sd->peers ? 0 :
 			   sd->peer_mws / sd->peers;
-	for (pidx = 0; pidx < sd->peers; pidx++)
-		sd->in_max = max(sd->in_max, ntb_mw_count(ntb, pidx));
+	/*
+	 * mw_count "may return zero if the link is not up yet" (ntb.h): it
+	 * is asked at each use, up to what an mmap() offset can name
+	 */
+	sd->in_max = SIO_NTB_MMAP_MAX_IN;
 	sd->in = kcalloc(sd->peers * max(sd->in_max, 1), sizeof(*sd->in),
 			 GFP_KERNEL);
 	sd->out = kcalloc(max(sd->peer_mws, 1), sizeof(*sd->out), GFP_KERNEL);
@@ -405,6 +418,8 @@ static int sntb_probe(struct ntb_client *client, struct ntb_dev *ntb)
 		goto err_minor;
 	}
 	ntb_db_clear_mask(ntb, ntb_db_valid_mask(ntb));
+	if (sd->msgs)
+		ntb_msg_clear_mask(ntb, ntb_msg_inbits(ntb));
 	if (READ_ONCE(fail_probe_at) == 1) {
 		/* a hardware driver may raise a link event at any time */
 		ntb_link_event(ntb);
@@ -453,6 +468,8 @@ static void sntb_remove(struct ntb_client *client, struct ntb_dev *ntb)
 	sntb_minor_put(sd);
 	ntb_link_disable(ntb);
 	ntb_db_set_mask(ntb, ntb_db_valid_mask(ntb));
+	if (sd->msgs)
+		ntb_msg_set_mask(ntb, ntb_msg_inbits(ntb));
 	ntb_clear_ctx(ntb);	/* no callback runs after this */
 	cancel_delayed_work_sync(&sd->link_work);
 

@@ -305,6 +305,17 @@ static int sntb_mmap_in(struct sntb_dev *sd, struct sntb_map *map,
 }
 
 /*
+ * The peer outbound window @widx reaches: the one it is translated to, else
+ * by the numbering of <smartio/ntb.h>; -1 where that is not known.
+ */
+int sntb_out_pidx(struct sntb_dev *sd, int widx)
+{
+	if (sd->out[widx].xlat_owner)
+		return sd->out[widx].xlat_pidx;
+	return sd->mws_per_peer ? widx / sd->mws_per_peer : -1;
+}
+
+/*
  * Map @len bytes at @within of outbound window widx, write-combining: the
  * first mapping of the window reserves that memory type for it, as
  * io_remap_pfn_range() would; where another type holds the range already,
@@ -316,16 +327,16 @@ static int sntb_mmap_out(struct sntb_dev *sd, struct sntb_map *map,
 	struct sntb_out *out;
 	resource_size_t size;
 	phys_addr_t base;
-	int ret;
+	int ret, pidx;
 
 	if (map->widx >= sd->peer_mws)
 		return -EINVAL;
 	out = &sd->out[map->widx];
 	if (out->mapped && out->owner != map->f)
 		return -EBUSY;	/* mapped through another open file */
-	if (sd->mws_per_peer &&
-	    !(ntb_link_is_up(sd->ntb, NULL, NULL) &
-	      BIT_ULL(map->widx / sd->mws_per_peer)))
+	pidx = sntb_out_pidx(sd, map->widx);
+	if (pidx >= 0 &&
+	    !(ntb_link_is_up(sd->ntb, NULL, NULL) & BIT_ULL(pidx)))
 		return -ENOTCONN;
 	ret = ntb_peer_mw_get_addr(sd->ntb, map->widx, &base, &size);
 	if (ret)

@@ -53,6 +53,8 @@ struct sntb_in {
  * @gen:	one more at each revocation (see struct sntb_in)
  * @wc, @wc_base, @wc_size: the write-combining memory type reserved for
  *		the window while it is mapped
+ * @xlat_owner:	the file that translated it outbound, or NULL
+ * @xlat_pidx:	the peer it is translated to
  */
 struct sntb_out {
 	struct sntb_file *owner;
@@ -61,6 +63,8 @@ struct sntb_out {
 	bool wc;
 	phys_addr_t wc_base;
 	resource_size_t wc_size;
+	struct sntb_file *xlat_owner;
+	int xlat_pidx;
 };
 
 /**
@@ -75,7 +79,11 @@ struct sntb_out {
  *		class device
  * @inode:	an anonymous inode whose mapping every open file uses, so that
  *		removal and link loss revoke mappings with unmap_mapping_range()
- * @peers, @peer_mws, @mws_per_peer, @spads: from the framework at probe
+ * @peers, @peer_mws, @mws_per_peer, @spads, @msgs: from the framework at
+ *		probe (inbound windows are counted when used: a driver may
+ *		count none until the link is up)
+ * @in_max:	inbound windows per peer this device can hold (a peer's own
+ *		count is asked at each use)
  * @in:		[peer * IN_MAX + window]
  * @out:	[outbound window]
  * @ev_lock:	serialises @files, the files' pending events and @link*
@@ -104,6 +112,7 @@ struct sntb_dev {
 	int peer_mws;
 	int mws_per_peer;
 	int spads;
+	int msgs;
 	int in_max;
 	struct sntb_in *in;
 	struct sntb_out *out;
@@ -126,6 +135,11 @@ struct sntb_dev {
  * @db:		doorbell bits rung since its last read()
  * @link_gen:	the link generation its last read() reported
  * @efd:	eventfd per doorbell bit (under @sd->ev_lock)
+ * @msg_efd:	eventfd signalled at each message (under @sd->ev_lock)
+ * @msg:	the messages received and not taken yet, a ring from
+ *		@msg_head, @msg_len of them (under @sd->ev_lock)
+ * @msg_new:	a message came since the last read()
+ * @msg_lost:	messages dropped, the queue full, since the last read()
  */
 struct sntb_file {
 	struct sntb_dev *sd;
@@ -133,6 +147,12 @@ struct sntb_file {
 	u64 db;
 	u64 link_gen;
 	struct eventfd_ctx *efd[SNTB_DB_BITS];
+	struct eventfd_ctx *msg_efd;
+	struct sio_ntb_msg msg[SIO_NTB_MSG_QUEUE];
+	unsigned int msg_head;
+	unsigned int msg_len;
+	bool msg_new;
+	u32 msg_lost;
 };
 
 static inline struct sntb_in *sntb_in(struct sntb_dev *sd, int pidx, int widx)
@@ -161,8 +181,17 @@ void sntb_put(struct sntb_dev *sd);
 long sntb_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 void sntb_release_windows(struct sntb_dev *sd, struct sntb_file *f);
 void sntb_free_in(struct sntb_dev *sd, struct sntb_in *in, int pidx, int widx);
+int sntb_eventfd_set(struct sntb_dev *sd, struct eventfd_ctx **slot, int fd);
+
+/* msg.c */
+void sntb_msg_event(void *ctx);
+int sntb_msg_send(struct sntb_dev *sd, struct sntb_file *f, void *arg);
+int sntb_msg_recv(struct sntb_dev *sd, struct sntb_file *f, void *arg);
+int sntb_msg_eventfd(struct sntb_dev *sd, struct sntb_file *f,
+		     struct sio_ntb_db_eventfd *e);
 
 /* mmap.c */
+int sntb_out_pidx(struct sntb_dev *sd, int widx);
 int sntb_mmap(struct file *file, struct vm_area_struct *vma);
 void sntb_revoke_out(struct sntb_dev *sd, int widx);
 void sntb_revoke_all(struct sntb_dev *sd);

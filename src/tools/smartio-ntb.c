@@ -145,6 +145,7 @@ static void status_json(struct ntbdev *d, struct json_object *x)
 	pj_u64(x, "doorbells", i->db_valid);
 	pj_int(x, "doorbell_vectors", i->db_vectors);
 	pj_int(x, "scratchpads", i->spads);
+	pj_int(x, "message_registers", i->msgs);
 	pj_bool(x, "inbound_translation", i->flags & SIO_NTB_F_INBOUND_XLAT);
 	pj_bool(x, "outbound_translation", i->flags & SIO_NTB_F_OUTBOUND_XLAT);
 	peers = pj_arr(x, "peers");
@@ -169,8 +170,8 @@ static int status_one(const char *path, struct json_object *arr)
 	for (unsigned int p = 0; p < i->peers; p++)
 		status_peer(&d, p, NULL);
 	printf("  outbound windows: %u (%u per peer); doorbells: %d bits on %u vectors;"
-	       " scratchpads: %u\n", i->peer_mws, i->mws_per_peer,
-	       __builtin_popcountll(i->db_valid), i->db_vectors, i->spads);
+	       " scratchpads: %u; message registers: %u\n", i->peer_mws, i->mws_per_peer,
+	       __builtin_popcountll(i->db_valid), i->db_vectors, i->spads, i->msgs);
 	printf("  translations: inbound %s, outbound %s\n",
 	       i->flags & SIO_NTB_F_INBOUND_XLAT ? "yes" : "no",
 	       i->flags & SIO_NTB_F_OUTBOUND_XLAT ? "yes" : "no");

@@ -22,6 +22,15 @@
  *   ntb-uapi take PORT      allocate every inbound window for PORT and
  *                           register an eventfd, then die by SIGKILL
  *   ntb-uapi eventfd BIT N  wait for N rings of doorbell BIT on an eventfd
+ *   ntb-uapi outbound PORT  over hardware that translates outbound and has
+ *                           message registers (ntb_hw_ivshmem profile=idt),
+ *                           with PORT doing the same at once: the features
+ *                           said, what it lacks refused; a buffer for PORT
+ *                           whose bus address goes to PORT in two messages
+ *                           (received on an eventfd); PORT's address taken
+ *                           the same way, an outbound window translated
+ *                           there, written, and a message says done; then
+ *                           the buffer holds what PORT wrote
  *
  * Prints a line per check ("ok NAME", "FAIL NAME: ..."); exits 1 when one
  * failed, 2 on bad usage.
@@ -30,6 +39,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,12 +127,16 @@ static void bad_args(int fd, const struct sio_ntb_info *info, int pidx)
 	ef.fd = fd;	/* a file, not an eventfd */
 	EXPECT("eventfd-not-an-eventfd", ioctl(fd, SIO_NTB_IOC_DB_EVENTFD, &ef), EINVAL);
 	EXPECT("ioctl-bad-pointer", ioctl(fd, SIO_NTB_IOC_INFO, (void *)8), EFAULT);
-	ef = (struct sio_ntb_db_eventfd){ .bit = 0, .fd = -1, .flags = 1 };
+	/* a flag this version does not define (1 is SIO_NTB_EVENTFD_MSG) */
+	ef = (struct sio_ntb_db_eventfd){ .bit = 0, .fd = -1, .flags = 2 };
 	EXPECT("eventfd-flags-set", ioctl(fd, SIO_NTB_IOC_DB_EVENTFD, &ef), EINVAL);
 	struct sio_ntb_buf b = { .pidx = pidx, .widx = 0, .flags = 1 };
 	struct sio_ntb_xlat x = { .pidx = pidx, .widx = 0, .size = 4096, .flags = 1 };
 
+	/* SIO_NTB_BUF_PEER_XLAT: only where no inbound translation exists */
 	EXPECT("mw-alloc-flags-set", ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b), EINVAL);
+	b.flags = 2;
+	EXPECT("mw-alloc-unknown-flag", ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b), EINVAL);
 	EXPECT("mw-xlat-flags-set", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), EINVAL);
 	/* uapi 2's magic (0xb5, rpmsg's range) is no request of this version */
 	/* a newer program's larger struct: its extra bytes 0, or E2BIG */
@@ -137,6 +151,26 @@ static void bad_args(int fd, const struct sio_ntb_info *info, int pidx)
 	EXPECT("larger-struct-in-not-0", ioctl(fd, _IOWR(SIO_NTB_IOC_MAGIC, 0x01, bigp), &bigp), E2BIG);
 	bigp.more = 0;
 	EXPECT("larger-struct-in-0", ioctl(fd, _IOWR(SIO_NTB_IOC_MAGIC, 0x01, bigp), &bigp), 0);
+}
+
+/*
+ * What inbound hardware with scratchpads (ntb_hw_ivshmem's own profile)
+ * lacks: outbound translation and message registers, refused as such.
+ */
+static void inbound_only(int fd, const struct sio_ntb_info *info, int pidx)
+{
+	struct sio_ntb_peer_xlat px = { .pidx = pidx, .widx = 0, .addr = 0x100000, .size = 4096 };
+	struct sio_ntb_msg m = { .pidx = pidx };
+	struct sio_ntb_db_eventfd ef = { .fd = eventfd(0, 0), .flags = SIO_NTB_EVENTFD_MSG };
+
+	check("features-inbound", (info->flags & SIO_NTB_F_INBOUND_XLAT) &&
+	      !(info->flags & SIO_NTB_F_OUTBOUND_XLAT) && (info->flags & SIO_NTB_F_SPADS) &&
+	      !(info->flags & SIO_NTB_F_MSGS) && !info->msgs ? 0 : -1, EPROTO, 0);
+	EXPECT("peer-mw-xlat-inbound-hw", ioctl(fd, SIO_NTB_IOC_PEER_MW_XLAT, &px), EOPNOTSUPP);
+	EXPECT("msg-send-no-registers", ioctl(fd, SIO_NTB_IOC_MSG_SEND, &m), EOPNOTSUPP);
+	EXPECT("msg-recv-no-registers", ioctl(fd, SIO_NTB_IOC_MSG_RECV, &m), EOPNOTSUPP);
+	EXPECT("msg-eventfd-no-registers", ioctl(fd, SIO_NTB_IOC_DB_EVENTFD, &ef), EOPNOTSUPP);
+	close(ef.fd);
 }
 
 /* Drop (or take back) CAP_SYS_RAWIO from this process's effective set. */
@@ -303,7 +337,8 @@ static void torture_bounds(int fd, const struct sio_ntb_info *info, int pidx)
 	struct sio_ntb_buf b = { .pidx = pidx, .widx = 0, .size = ~0ULL };
 	struct sio_ntb_xlat x = { .pidx = pidx, .widx = 1 };
 	struct sio_ntb_peer_mw pmw = { .widx = pidx * info->mws_per_peer };
-	char ev[sizeof(struct sio_ntb_event) - 1];
+	/* shorter than uapi 3's event: link_gen cut */
+	char ev[sizeof(struct sio_ntb_event) - 2 * sizeof(__u32) - 1];
 	void *m;
 
 	EXPECT("mw-alloc-size-wraps", ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b), EINVAL);
@@ -641,6 +676,160 @@ static void take(int fd, const struct sio_ntb_info *info, int port)
 	kill(getpid(), SIGKILL);
 }
 
+/* send_msg: PORT's register @midx gets @value, retried while it is full */
+static int send_msg(int fd, int pidx, unsigned int midx, uint32_t value)
+{
+	struct sio_ntb_msg m = { .pidx = pidx, .midx = midx, .value = value };
+	int ret;
+
+	for (int t = 0; t < 200; t++) {
+		ret = ioctl(fd, SIO_NTB_IOC_MSG_SEND, &m);
+		if (!ret || errno != EAGAIN)
+			return ret;
+		usleep(10000 + t * 1000);	/* the peer takes it at its next event */
+	}
+	return -1;
+}
+
+/* Messages received before they were waited for (the peer runs ahead). */
+static struct sio_ntb_msg early[16];
+static unsigned int nearly;
+
+/* take_msg: @m, if it is register @lo's or @hi's of @pidx, into @v and @got */
+static bool take_msg(const struct sio_ntb_msg *m, int pidx, unsigned int lo, unsigned int hi,
+		     uint64_t *v, unsigned int *got)
+{
+	if ((int)m->pidx != pidx || (m->midx != lo && m->midx != hi))
+		return false;
+	if (m->midx == lo)
+		*v = (*v & ~0xffffffffULL) | m->value;
+	else
+		*v = (*v & 0xffffffffULL) | (uint64_t)m->value << 32;
+	*got |= m->midx == lo ? 1 : 2;
+	return true;
+}
+
+/*
+ * recv_msgs: the values of registers @lo and @hi (as one 64-bit value) from
+ * peer @pidx, waiting on @efd (an eventfd) or, with -1, poll() and read();
+ * others received meanwhile are kept for a later call
+ */
+static int recv_msgs(int fd, int efd, int pidx, unsigned int lo, unsigned int hi, uint64_t *v)
+{
+	unsigned int got = 0, keep = 0;
+
+	for (unsigned int i = 0; i < nearly; i++)
+		if (!take_msg(&early[i], pidx, lo, hi, v, &got))
+			early[keep++] = early[i];
+	nearly = keep;
+	for (int t = 0; t < 120 && got != 3; t++) {
+		struct pollfd pf = { .fd = efd >= 0 ? efd : fd, .events = POLLIN };
+		struct sio_ntb_msg m = { 0 };
+		struct sio_ntb_event ev;
+		uint64_t n;
+
+		if (poll(&pf, 1, 1000) <= 0)
+			continue;
+		if (efd >= 0 ? read(efd, &n, sizeof(n)) != sizeof(n) :
+		    read(fd, &ev, sizeof(ev)) != sizeof(ev))
+			continue;
+		while (!ioctl(fd, SIO_NTB_IOC_MSG_RECV, &m))
+			if (!take_msg(&m, pidx, lo, hi, v, &got) && nearly < 16)
+				early[nearly++] = m;
+	}
+	return got == 3 ? 0 : -1;
+}
+
+/* Over outbound-translating hardware with message registers: see the top. */
+static void outbound(int fd, const struct sio_ntb_info *info, int port)
+{
+	int pidx = pidx_of(fd, info, port), efd = eventfd(0, 0);
+	struct sio_ntb_buf b = { .pidx = pidx, .widx = 0, .size = 65536 };
+	struct sio_ntb_xlat x = { .pidx = pidx, .widx = 0, .size = 4096 };
+	struct sio_ntb_spad sp = { .pidx = SIO_NTB_LOCAL };
+	struct sio_ntb_db_eventfd ef = { .fd = efd, .flags = SIO_NTB_EVENTFD_MSG };
+	struct sio_ntb_peer_mw pmw = { .widx = pidx * info->mws_per_peer };
+	struct sio_ntb_peer_xlat px = { .pidx = pidx, .widx = pmw.widx };
+	struct sio_ntb_msg m = { .pidx = pidx, .midx = info->msgs };
+	uint64_t peer = 0, done = 0;
+	uint8_t *in, *out;
+	size_t bad = 0;
+
+	check("features-outbound", !(info->flags & SIO_NTB_F_INBOUND_XLAT) &&
+	      (info->flags & SIO_NTB_F_OUTBOUND_XLAT) && !(info->flags & SIO_NTB_F_SPADS) &&
+	      (info->flags & SIO_NTB_F_MSGS) && info->msgs >= 4 ? 0 : -1, EPROTO, 0);
+	EXPECT("spad-none", ioctl(fd, SIO_NTB_IOC_SPAD_READ, &sp), EOPNOTSUPP);
+	EXPECT("msg-register-out-of-range", ioctl(fd, SIO_NTB_IOC_MSG_SEND, &m), EINVAL);
+	m = (struct sio_ntb_msg){ .pidx = info->peers, .midx = 0 };
+	EXPECT("msg-peer-out-of-range", ioctl(fd, SIO_NTB_IOC_MSG_SEND, &m), EINVAL);
+	m = (struct sio_ntb_msg){ .pidx = pidx, .flags = 1 };
+	EXPECT("msg-flags-set", ioctl(fd, SIO_NTB_IOC_MSG_SEND, &m), EINVAL);
+	ef.bit = 1;
+	EXPECT("msg-eventfd-bit-set", ioctl(fd, SIO_NTB_IOC_DB_EVENTFD, &ef), EINVAL);
+	ef.bit = 0;
+	EXPECT("msg-eventfd", ioctl(fd, SIO_NTB_IOC_DB_EVENTFD, &ef), 0);
+	/* the core's ntb_mw_set_trans() is a no-op there: said, not pretended */
+	EXPECT("mw-alloc-no-inbound-xlat", ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b), EOPNOTSUPP);
+	EXPECT("mw-xlat-no-inbound-xlat", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), EOPNOTSUPP);
+	b.flags = SIO_NTB_BUF_PEER_XLAT;
+	EXPECT("mw-alloc-for-peer-xlat", ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b), 0);
+	in = mmap(NULL, b.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)b.mmap_offset);
+	check("mmap-buffer", in == MAP_FAILED ? -1 : 0, errno, 0);
+	if (in == MAP_FAILED)
+		return;
+	memset(in, 0, b.size);
+	/* the peer's window checks before it has an address */
+	px.addr = 4096;
+	px.size = 4096;
+	px.flags = 1;
+	EXPECT("peer-mw-xlat-flags-set", ioctl(fd, SIO_NTB_IOC_PEER_MW_XLAT, &px), EINVAL);
+	px.flags = 0;
+	px.addr = 4;
+	EXPECT("peer-mw-xlat-not-a-page", ioctl(fd, SIO_NTB_IOC_PEER_MW_XLAT, &px), EINVAL);
+	px.addr = 0x1000;
+	EXPECT("peer-mw-xlat-outside-the-peer", ioctl(fd, SIO_NTB_IOC_PEER_MW_XLAT, &px), EOPNOTSUPP);
+	px.size = 0;
+	EXPECT("peer-mw-xlat-clear-nothing", ioctl(fd, SIO_NTB_IOC_PEER_MW_XLAT, &px), ENOENT);
+	rawio(0);
+	px.size = 4096;
+	EXPECT("peer-mw-xlat-unprivileged", ioctl(fd, SIO_NTB_IOC_PEER_MW_XLAT, &px), EPERM);
+	rawio(1);
+	printf("buffer for port %d at bus address %#llx\n", port, (unsigned long long)b.dma_addr);
+	fflush(stdout);
+	check("msg-send-address", send_msg(fd, pidx, 0, (uint32_t)b.dma_addr) ||
+	      send_msg(fd, pidx, 1, (uint32_t)(b.dma_addr >> 32)), errno, 0);
+	check("msg-recv-address", recv_msgs(fd, efd, pidx, 0, 1, &peer), ETIMEDOUT, 0);
+	printf("port %d's buffer at bus address %#llx\n", port, (unsigned long long)peer);
+	px = (struct sio_ntb_peer_xlat){ .pidx = pidx, .widx = pmw.widx, .addr = peer, .size = b.size };
+	px.size = 1ULL << 40;
+	EXPECT("peer-mw-xlat-too-large", ioctl(fd, SIO_NTB_IOC_PEER_MW_XLAT, &px), EINVAL);
+	px.size = b.size;
+	EXPECT("peer-mw-xlat", ioctl(fd, SIO_NTB_IOC_PEER_MW_XLAT, &px), 0);
+	EXPECT("peer-mw", ioctl(fd, SIO_NTB_IOC_PEER_MW, &pmw), 0);
+	check("peer-mw-translated", pmw.size == b.size && (int)pmw.pidx == pidx ? 0 : -1, EPROTO, 0);
+	out = mmap(NULL, b.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)pmw.mmap_offset);
+	check("mmap-outbound", out == MAP_FAILED ? -1 : 0, errno, 0);
+	if (out != MAP_FAILED) {
+		EXPECT("peer-mw-xlat-while-mapped", ioctl(fd, SIO_NTB_IOC_PEER_MW_XLAT, &px), EBUSY);
+		memset(out, 0x40 + info->port, b.size);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		munmap(out, b.size);
+	}
+	/* stores before the message that says they are done (posted, in order) */
+	check("msg-send-done", send_msg(fd, pidx, 2, 0xd0e) || send_msg(fd, pidx, 3, 0), errno, 0);
+	check("msg-recv-done", recv_msgs(fd, -1, pidx, 2, 3, &done), ETIMEDOUT, 0);
+	for (size_t i = 0; i < b.size; i++)
+		bad += in[i] != (uint8_t)(0x40 + port);
+	if (bad)
+		printf("%zu of %llu bytes not 0x%02x (first: 0x%02x)\n", bad,
+		       (unsigned long long)b.size, 0x40 + port, in[0]);
+	check("outbound-data", done == 0xd0e && !bad ? 0 : -1, EIO, 0);
+	px.size = 0;
+	EXPECT("peer-mw-xlat-clear", ioctl(fd, SIO_NTB_IOC_PEER_MW_XLAT, &px), 0);
+	munmap(in, b.size);
+	EXPECT("mw-free", ioctl(fd, SIO_NTB_IOC_MW_FREE, &b), 0);
+}
+
 static void wait_eventfd(int fd, unsigned int bit, uint64_t want)
 {
 	struct sio_ntb_db_eventfd ef = { .bit = bit, .fd = eventfd(0, 0) };
@@ -664,7 +853,7 @@ int main(int argc, char **argv)
 	int fd, pidx;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: ntb-uapi bad|bounce|hold|take PORT | hold PORT dev | eventfd BIT N\n");
+		fprintf(stderr, "usage: ntb-uapi bad|bounce|hold|take|outbound PORT | hold PORT dev | eventfd BIT N\n");
 		return 2;
 	}
 	fd = dev_open(&info);
@@ -673,6 +862,7 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "bad")) {
 		pidx = pidx_of(fd, &info, atoi(argv[2]));
 		bad_args(fd, &info, pidx);
+		inbound_only(fd, &info, pidx);
 		bad_windows(fd, &info, pidx);
 		torture_bounds(fd, &info, pidx);
 		torture_mappings(fd, &info, pidx);
@@ -683,6 +873,8 @@ int main(int argc, char **argv)
 		bounce(fd, &info, atoi(argv[2]));
 	} else if (!strcmp(argv[1], "take")) {
 		take(fd, &info, atoi(argv[2]));
+	} else if (!strcmp(argv[1], "outbound")) {
+		outbound(fd, &info, atoi(argv[2]));
 	} else {
 		fprintf(stderr, "ntb-uapi: no command '%s'\n", argv[1]);
 		return 2;
