@@ -93,14 +93,6 @@ peers() { p=0; while [ $p -lt $PORTS ]; do [ $p = "$ME" ] || echo $p; p=$((p + 1
 pattern() {
 	head -c "$3" /dev/zero | tr '\0' "\\$(printf %03o $((0100 + $1 * 8 + $2)))" >/tmp/pat.$1.$2
 }
-# link_wait STATE PORT...: ntb_tool's link with each PORT reaches STATE (Y or N)
-link_wait() {
-	s=$1; shift
-	for p in "$@"; do
-		timeout 60 sh -c "echo $s > $T/peer$(pidx "$p")/link_event" ||
-			{ echo "link with port $p not $s within 60 s"; return 1; }
-	done
-}
 tool_load() {
 	insmod $MOD/ntb_tool.ko && echo Y >$T/link && link_wait Y "$@"
 }
@@ -214,21 +206,6 @@ perf_run() {	# NAME PORT...: ntb_perf from here to each PORT
 	if [ $# = 0 ]; then
 		echo "    | no port to run ntb_perf to"
 	elif [ -z "$bad" ]; then ok "$name"; else no "$name" "no run to port(s)$bad"; fi
-}
-pingpong() {	# NAME: count the pings that reach here in 6 s
-	phase "$1-load"
-	insmod $MOD/ntb_pingpong.ko delay_ms=100 || no "$1" "insmod ntb_pingpong"
-	phase "$1-run"
-	sleep 6
-	c=$(cat $DBG/ntb_pingpong/$DEV/count 2>/dev/null)
-	phase "$1-stop"
-	rmmod ntb_pingpong
-	echo "    | port $ME received $c pings"
-	if [ "${c:-0}" -ge 3 ]; then ok "$1"; else no "$1" "only ${c:-no} pings reached port $ME"; diag; fi
-}
-# diag: the kernel's last words on NTB, after a failure
-diag() {
-	dmesg | grep -i 'ntb' | tail -n 40 | sed 's/^/    | /'
 }
 # writing NAME PORT...: write our windows of each PORT until killed or reset
 writing() {

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
-# The guests' side of run-ntb.sh's phases, sourced by its suites (ntb-suite.sh,
-# ntb-fabric-suite.sh) from /vm: a guest prints "SIO-NTB SYNC n NAME" and
-# waits for the host's "GO n" on its console; one that joins late prints
+# The guests' side of run-ntb.sh's phases, and the checks its suites share,
+# sourced by them (ntb-suite.sh, ntb-fabric-suite.sh, ntb-profiles-suite.sh)
+# from /vm: a guest prints "SIO-NTB SYNC n NAME" and waits for the host's
+# "GO n" on its console; one that joins late prints
 # "SIO-NTB HELLO" and is told "PHASE n". Each wait is one long read bounded
 # by the uptime: a read that timed out every second could split the host's
 # line and lose its start, and the guest would wait for a GO already sent.
@@ -56,4 +57,30 @@ hello() {
 	done
 	no hello "no PHASE from the host"
 	return 1
+}
+# link_wait STATE PORT...: ntb_tool's link with each PORT reaches STATE (Y or N)
+# (the suite sets T, ntb_tool's directory, and pidx PORT, a port's index)
+link_wait() {
+	s=$1; shift
+	for p in "$@"; do
+		timeout 60 sh -c "echo $s > $T/peer$(pidx "$p")/link_event" ||
+			{ echo "link with port $p not $s within 60 s"; return 1; }
+	done
+}
+# pingpong NAME: ntb_pingpong loaded; the pings that reach port $ME in 6 s
+# counted (the suite sets MOD, DBG, DEV and ME)
+pingpong() {
+	phase "$1-load"
+	insmod $MOD/ntb_pingpong.ko delay_ms=100 || no "$1" "insmod ntb_pingpong"
+	phase "$1-run"
+	sleep 6
+	c=$(cat $DBG/ntb_pingpong/$DEV/count 2>/dev/null)
+	phase "$1-stop"
+	rmmod ntb_pingpong
+	echo "    | port $ME received $c pings"
+	if [ "${c:-0}" -ge 3 ]; then ok "$1"; else no "$1" "only ${c:-no} pings reached port $ME"; diag; fi
+}
+# diag: the kernel's last words on NTB, after a failure
+diag() {
+	dmesg | grep -i 'ntb' | tail -n 40 | sed 's/^/    | /'
 }
