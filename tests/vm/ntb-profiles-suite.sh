@@ -49,7 +49,8 @@ T=$DBG/ntb_tool/$DEV
 SIZE=65536			# each window's test data
 n=0				# the last phase asked for
 . /vm/guest.sh	# res, ok, no, run
-. /vm/ntb-sync.sh	# phase, dmesg_check
+. /vm/ntb-sync.sh	# phase, dmesg_check, link_wait, pingpong, diag
+ME=$G				# pingpong's port
 
 # The profiles: ports, windows per peer, doorbell bits, the port numbers
 # ntb_tool shows for ports 0, 1, 2, and scratchpads or message registers.
@@ -70,15 +71,6 @@ peers() { p=0; while [ $p -lt $N ]; do [ $p = "$G" ] || echo $p; p=$((p + 1)); d
 # pattern S R: the bytes port S writes to port R, in /tmp/pat.S.R
 pattern() {
 	head -c $SIZE /dev/zero | tr '\0' "\\$(printf %03o $((0100 + $1 * 8 + $2)))" >/tmp/pat.$1.$2
-}
-diag() { dmesg | grep -i 'ntb' | tail -n 30 | sed 's/^/    | /'; }
-# link_wait STATE PORT...: ntb_tool's link with each PORT reaches STATE
-link_wait() {
-	s=$1; shift
-	for p in "$@"; do
-		timeout 60 sh -c "echo $s > $T/peer$(pidx "$p")/link_event" ||
-			{ echo "link with port $p not $s within 60 s"; return 1; }
-	done
 }
 # win R S: the window R offers S (inbound), and the outbound window of S
 # that reaches it
@@ -241,16 +233,6 @@ perf() {
 	rmmod ntb_perf
 	if [ -z "$bad" ]; then ok "perf-$1"; else no "perf-$1" "no run to port(s)$bad"; diag; fi
 }
-pingpong() {
-	insmod $MOD/ntb_pingpong.ko delay_ms=100 || no "pingpong-$1" "insmod ntb_pingpong"
-	phase "pingpong-run-$1"
-	sleep 6
-	c=$(cat $DBG/ntb_pingpong/$DEV/count 2>/dev/null)
-	phase "pingpong-stop-$1"
-	rmmod ntb_pingpong
-	echo "    | port $G received $c pings"
-	if [ "${c:-0}" -ge 3 ]; then ok "pingpong-$1"; else no "pingpong-$1" "only ${c:-no} pings"; diag; fi
-}
 # sntb: smartio_ntb over idt between ports 0 and 1, from a 64-bit process,
 # then a 32-bit one where the build has one
 sntb() {
@@ -313,8 +295,10 @@ one() {
 	fi
 	phase "mw-done-$pr"
 	[ "$G" -ge $N ] || rmmod ntb_tool
-	if [ "$G" -lt $N ]; then perf "$pr"; pingpong "$pr"; else
-		for x in perf-loaded perf-done pingpong-run pingpong-stop; do phase "$x-$pr"; done
+	if [ "$G" -lt $N ]; then perf "$pr"; pingpong "pingpong-$pr"; else
+		for x in perf-loaded-$pr perf-done-$pr pingpong-$pr-load pingpong-$pr-run pingpong-$pr-stop; do
+			phase "$x"
+		done
 	fi
 	[ "$pr" != idt ] || sntb
 	phase "unload-$pr"
