@@ -17,14 +17,17 @@
 # lines: kill-2, join, flap-1, reset-1) and the failure report are
 # lib/host.sh's; the suite's "# want:" lines say what must pass. Another
 # suite runs with the same machinery (the ntb fabric's,
-# ntb-fabric-suite.sh): the knobs (SIO_NTB_*, SIO_VM_TIMEOUT) are listed,
-# with their defaults, in lib/host.sh's header.
+# ntb-fabric-suite.sh), and a suite may have two guests (SIO_NTB_GUESTS=2)
+# and two NTBs per guest (SIO_NTB_REGIONS=2): the knobs (SIO_NTB_*,
+# SIO_VM_TIMEOUT) are listed, with their defaults, in lib/host.sh's header.
 #
 # usage: run-ntb.sh BUILD_ROOT SOURCE_DIR [WORK_DIR]
 set -eu
 # shellcheck source=lib/host.sh
 . "$2/lib/host.sh"
 vm_setup "$1" "$2" "${3:-}" ntb
+case ${SIO_NTB_REGIONS:-1} in 1|2) ;; *) echo "ntb: FAIL: SIO_NTB_REGIONS is 1 or 2, not '$SIO_NTB_REGIONS'"; exit 1 ;; esac
+case ${SIO_NTB_GUESTS:-3} in 2|3) ;; *) echo "ntb: FAIL: SIO_NTB_GUESTS is 2 or 3, not '$SIO_NTB_GUESTS'"; exit 1 ;; esac
 vm_kernel
 mods=${SIO_NTB_MODULES:-$build/kernel}
 if [ ! -f "$mods/ntb_hw_ivshmem.ko" ] || [ ! -f "$mods/smartio_ntb.ko" ]; then
@@ -46,9 +49,11 @@ vm_initramfs "$suite" \
 	"${SIO_NTB_EXTRA:-$build/tests/vm/ntb-uapi $build/tests/vm/ntb-scribble $(ls "$build/tests/vm/ntb-uapi32" 2>/dev/null)}" \
 	"$ko"
 tmo=${SIO_VM_TIMEOUT:-540}	# under meson's 600 s; a quiet 2-core host needs about 120
-truncate -s "${SIO_NTB_SHM_MB:-32}M" "$work/shm"
 truncate -s 64M "$work/nvme.img"	# for a suite that gives guest 0 an NVMe
-ivshmem_server ntb "$work/shm" --vectors "${SIO_NTB_VECTORS:-2}"
+for r in $(ntb_regions); do
+	truncate -s "${SIO_NTB_SHM_MB:-32}M" "$work/shm${r#0}"
+	ivshmem_server ntb "$work/shm${r#0}" --vectors "${SIO_NTB_VECTORS:-2}"
+done
 
 start=$(date +%s)
 g0iommu="-device intel-iommu,intremap=on,caching-mode=on"
@@ -57,8 +62,8 @@ g0args=$(printf '%s\n' "${SIO_NTB_G0_ARGS:-}" | sed "s|\\\$work|$work|g")
 # shellcheck disable=SC2086 # QEMU arguments, one word each
 ntb_guest 0 g0 "${SIO_NTB_G0_APPEND:-intel_iommu=on}" -no-reboot $g0iommu $g0args
 ntb_guest 1 g1 "intel_iommu=off"		# reset in place later: it may reboot
-ntb_guest 2 g2 "intel_iommu=off" -no-reboot
-echo "ntb: three guests (QEMU pids$pids), one ${SIO_NTB_SHM_MB:-32} MiB ivshmem-doorbell region, 2 vectors; guest 0: ${SIO_NTB_G0_APPEND:-intel_iommu=on}"
+[ "${SIO_NTB_GUESTS:-3}" = 2 ] || ntb_guest 2 g2 "intel_iommu=off" -no-reboot
+echo "ntb: ${SIO_NTB_GUESTS:-3} guests (QEMU pids$pids), ${SIO_NTB_REGIONS:-1} ivshmem-doorbell region(s) of ${SIO_NTB_SHM_MB:-32} MiB, ${SIO_NTB_VECTORS:-2} vectors; guest 0: ${SIO_NTB_G0_APPEND:-intel_iommu=on}"
 
 ntb_phases "$start" "$tmo"
 for p in $pids; do wait "$p" 2>/dev/null || true; done

@@ -41,7 +41,11 @@
 #                      ntb-scribble,
 #                      ntb-uapi32 if built
 #   SIO_NTB_MODULES    BUILD/kernel       where the NTB modules (.ko) are
-#   SIO_NTB_SHM_MB     32                 MiB of the ivshmem-doorbell region
+#   SIO_NTB_GUESTS     3                  run-ntb.sh's guests at the start (2 or 3)
+#   SIO_NTB_REGIONS    1                  ivshmem-doorbell regions, so NTB devices,
+#                                         per guest: 2 adds a second region, its
+#                                         own server and file, at PCI 00:11.0
+#   SIO_NTB_SHM_MB     32                 MiB of each ivshmem-doorbell region
 #   SIO_NTB_VECTORS    2                  its interrupt vectors per guest
 #   SIO_NTB_MEM        320                MiB per NTB guest
 #   SIO_NTB_APPEND     -                  every NTB guest's kernel command line
@@ -178,23 +182,31 @@ vm_initramfs() {
 # vm_console LOG: a guest's console without the kernel's lines
 vm_console() { tr -d '\r' <"$1" | grep -av '^\[ *[0-9.]*\]' || true; }
 
-# ivshmem_server TAG SHM ARGS...: smartio-ivshmem-server on $work/ivs.sock
-# over the file SHM, in the background (srv), until it is ready
+# ivshmem_server TAG SHM ARGS...: smartio-ivshmem-server over the file SHM,
+# in the background (its pid added to srv), until it is ready. The first
+# listens on $work/ivs.sock and logs to server.log; the R-th after it on
+# ivsR.sock, to serverR.log (a region of its own: an NTB device of its own).
 ivshmem_server() {
 	tag=$1 shm=$2; shift 2
-	"$build/src/tools/smartio-ivshmem-server" --socket "$work/ivs.sock" --shm "$shm" \
-		"$@" --ready-file "$work/ivs.ready" >"$work/server.log" 2>&1 &
-	srv=$!
-	i=0; while [ ! -s "$work/ivs.ready" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-	[ -s "$work/ivs.ready" ] || { cat "$work/server.log"; echo "$tag: FAIL: no ivshmem server"; exit 1; }
+	nr=${nsrv:-0}; sx=${nr#0}
+	"$build/src/tools/smartio-ivshmem-server" --socket "$work/ivs$sx.sock" --shm "$shm" \
+		"$@" --ready-file "$work/ivs$sx.ready" >"$work/server$sx.log" 2>&1 &
+	srv="$srv $!" nsrv=$((nr + 1))
+	i=0; while [ ! -s "$work/ivs$sx.ready" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -s "$work/ivs$sx.ready" ] || { cat "$work/server$sx.log"; echo "$tag: FAIL: no ivshmem server"; exit 1; }
 }
-# ivshmem_server_end: stop it, show its log
+# ivshmem_server_end: stop them, show their logs
 ivshmem_server_end() {
 	[ -n "$srv" ] || return 0
-	kill "$srv" 2>/dev/null || true	# stop_all may have killed it
-	wait "$srv" 2>/dev/null || true
+	for p in $srv; do
+		kill "$p" 2>/dev/null || true	# stop_all may have killed it
+		wait "$p" 2>/dev/null || true
+	done
 	srv=""
-	sed 's/^/    | /' "$work/server.log"
+	for l in "$work"/server*.log; do
+		[ "$l" = "$work/server.log" ] || echo "    | ${l##*/}:"
+		sed 's/^/    | /' "$l"
+	done
 }
 
 # The guests' table: a FIELD of guest N (pid, log, boots, hello) is the
@@ -225,11 +237,15 @@ monitor() { printf '\001c%s\n\001c' "$2" >"$work/g$1.in"; }
 
 # --- the NTB suites (run-ntb.sh) ---
 
-# ntb_guest N LOG APPEND ARGS...: boot guest N as ivshmem peer N (guests
-# start one at a time, and the server gives the lowest id free), console
-# to LOG.log, input from the fifo gN.in, which a holder keeps open
-# read-write (never a reader-less pipe, nor an end of file for QEMU). The
-# console is muxed with QEMU's monitor (Ctrl-A c).
+# ntb_regions: the regions, 0 to SIO_NTB_REGIONS - 1; region R's files
+# have the suffix ${R#0} (none for region 0: ivs.sock, server.log)
+ntb_regions() { seq 0 $((${SIO_NTB_REGIONS:-1} - 1)); }
+# ntb_guest N LOG APPEND ARGS...: boot guest N as ivshmem peer N of every
+# region (guests start one at a time, and each server gives the lowest id
+# free), console to LOG.log, input from the fifo gN.in, which a holder
+# keeps open read-write (never a reader-less pipe, nor an end of file for
+# QEMU). The console is muxed with QEMU's monitor (Ctrl-A c). Region R's
+# device is at PCI address 00:1R.0.
 ntb_guest() {
 	n=$1 lg=$2 app=$3; shift 3
 	# variant bar64: a 1 GiB ivshmem-plain (a sparse file no guest touches)
@@ -247,15 +263,20 @@ ntb_guest() {
 	fi
 	# shellcheck disable=SC2046 # QEMU arguments, one word each
 	set -- "$@" $(ntb_net "$n")
+	for r in $(ntb_regions); do
+		sx=${r#0}
+		set -- -chardev socket,path="$work/ivs$sx.sock",id=ivs$sx \
+			-device ivshmem-doorbell,chardev=ivs$sx,vectors="${SIO_NTB_VECTORS:-2}",addr=0x1$r "$@"
+	done
 	qemu_guest "$n" "$lg" "${SIO_NTB_MEM:-320}" \
 		"no_timer_check rdinit=/init sio.guest=$n $app ${SIO_NTB_APPEND:-}${SIO_NTB_VARIANT:+ sio.variant=$SIO_NTB_VARIANT}" "$work/g$n.in" \
-		-serial mon:stdio \
-		-chardev socket,path="$work/ivs.sock",id=ivs \
-		-device ivshmem-doorbell,chardev=ivs,vectors="${SIO_NTB_VECTORS:-2}",addr=0x10 "$@"
+		-serial mon:stdio "$@"
 	b=$(($(gget "$n" boots 0) + 1))
 	gset "$n" boots $b
-	i=0; while [ "$(grep -c "peer $n joined" "$work/server.log")" -lt "$b" ] && [ $i -lt 100 ]; do
-		sleep 0.1; i=$((i + 1))
+	for r in $(ntb_regions); do
+		i=0; while [ "$(grep -c "peer $n joined" "$work/server${r#0}.log")" -lt "$b" ] && [ $i -lt 100 ]; do
+			sleep 0.1; i=$((i + 1))
+		done
 	done
 }
 
@@ -319,7 +340,7 @@ ntb_synced() {
 # START (date +%s). k: the phases.
 ntb_phases() {
 	start=$1 tmo=$2
-	live="0 1 2" k=1 killed="" joined="" reset="" flapped=""
+	live=$(seq 0 $((${SIO_NTB_GUESTS:-3} - 1)) | tr '\n' ' ') k=1 killed="" joined="" reset="" flapped=""
 	: >"$work/host.log"		# what the host saw pass
 	while :; do
 		now=$(date +%s)
