@@ -180,6 +180,9 @@ static int sntb_open(struct inode *inode, struct file *file)
 	spin_lock_irq(&sd->ev_lock);
 	list_add(&f->node, &sd->files);
 	spin_unlock_irq(&sd->ev_lock);
+	/* messages that came while no file was open waited in the registers */
+	if (sd->msgs)
+		sntb_msg_event(sd);
 	file->private_data = f;
 	/* all files of this device share one mapping: revocation reaches all */
 	file->f_mapping = sd->inode->i_mapping;

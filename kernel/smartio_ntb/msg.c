@@ -5,8 +5,11 @@
  * A peer's register holds one message until this port takes it: so each
  * message is taken as soon as the hardware says it is there (the message
  * event), which frees the register for the next, and queued for every open
- * file, as doorbells are latched for every file. A file's queue is bounded:
- * a process that never receives loses the oldest, and is told how many.
+ * file, as doorbells are latched for every file. While no file is open,
+ * a message stays in its register (its sender is told the register is
+ * full) and the next open takes it: none is taken to be dropped. A file's
+ * queue is bounded: a process that never receives loses the oldest, and is
+ * told how many.
  *
  * The framework numbers registers 0 .. msg_count - 1; their status bits are
  * the set bits of msg_inbits (inbound) and msg_outbits (outbound), in
@@ -56,9 +59,20 @@ static bool sntb_msg_take(struct sntb_dev *sd)
 
 	for (midx = 0; midx < sd->msgs; midx++) {
 		u64 bit = sntb_msg_bit(in, midx);
+		bool open;
 
 		if (!(sts & bit))
 			continue;
+		/*
+		 * With no file open there is no one to queue it for: leave it
+		 * in the register, as the hardware would, and the peer's next
+		 * send is told the register is full. sntb_open() takes it.
+		 */
+		spin_lock_irqsave(&sd->ev_lock, flags);
+		open = !list_empty(&sd->files);
+		spin_unlock_irqrestore(&sd->ev_lock, flags);
+		if (!open)
+			break;
 		m.midx = midx;
 		m.value = ntb_msg_read(ntb, &pidx, midx);
 		m.pidx = pidx;
