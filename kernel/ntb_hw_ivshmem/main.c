@@ -506,8 +506,13 @@ static int ivntb_init_dev(struct ivntb_dev *iv)
 	ret = ivntb_dma_init(iv);
 	if (ret)
 		goto err_irq;
+	ret = ivntb_fwd_init(iv);
+	if (ret)
+		goto err_dma;
 	return 0;
 
+err_dma:
+	ivntb_dma_fini(iv);
 err_irq:
 	ivntb_irq_fini(iv);
 	ivntb_msg_fini(iv);
@@ -518,6 +523,7 @@ err_slot:
 
 static void ivntb_deinit_dev(struct ivntb_dev *iv)
 {
+	ivntb_fwd_fini(iv);
 	ivntb_dma_fini(iv);
 	ivntb_irq_fini(iv);
 	ivntb_msg_fini(iv);

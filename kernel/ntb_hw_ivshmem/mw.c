@@ -8,7 +8,8 @@
  * window R offers port S is a range of that area: by default the window's
  * own region, or wherever a translation puts it. S's outbound window
  * reaches that range (published in R's slot for S's peer_mw_get_addr());
- * a translation elsewhere than R's area is refused (-EOPNOTSUPP).
+ * a translation elsewhere than R's area is refused (-EOPNOTSUPP), unless
+ * it is onto another function's BAR: emulated by forwarding (fwd.c).
  *
  * A translation is region aligned, as the window's own (mw_get_align's
  * addr_align is a region), unless the module is loaded with page_xlat=1:
@@ -164,6 +165,24 @@ static int ivntb_region_at(struct ivntb_dev *iv, int pidx, dma_addr_t addr)
 	return off >> iv->region_shift;
 }
 
+/*
+ * A translation onto another function's BAR: emulated (fwd.c), the peer's
+ * window left on its own region. -EOPNOTSUPP: @addr is in no BAR.
+ */
+static int ivntb_mw_set_fwd(struct ivntb_dev *iv, int pidx, int widx,
+			    dma_addr_t addr, resource_size_t size)
+{
+	unsigned long flags;
+	int ret = ivntb_fwd_set(iv, pidx, widx, addr, size);
+
+	if (ret)
+		return ret;
+	spin_lock_irqsave(&iv->mw_lock, flags);
+	ivntb_xlat_publish(iv, pidx, widx);
+	spin_unlock_irqrestore(&iv->mw_lock, flags);
+	return 0;
+}
+
 int ivntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
 		       dma_addr_t addr, resource_size_t size)
 {
@@ -192,6 +211,9 @@ int ivntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
 	size = PAGE_ALIGN(size);
 	if (addr < area || addr - area > ivntb_area_size(iv) - size ||
 	    !IS_ALIGNED(addr - area, align)) {
+		ret = ivntb_mw_set_fwd(iv, pidx, widx, addr, size);
+		if (ret != -EOPNOTSUPP)
+			return ret;
 		dev_err_ratelimited(&iv->pdev->dev,
 				    "window %d of port %d: ivshmem cannot translate to %pad, only to %s of this port's area (buffers from dma_alloc_coherent() on ntb_get_dma_dev()%s)\n",
 				    widx, ivntb_pidx_port(iv, pidx), &addr,
@@ -200,6 +222,7 @@ int ivntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
 				    "; this kernel ignores the PCI function's DMA ops");
 		return -EOPNOTSUPP;
 	}
+	ivntb_fwd_clear(iv, pidx, widx);
 	spin_lock_irqsave(&iv->mw_lock, flags);
 	iv->xlat[pidx][widx].page = (addr - area) >> PAGE_SHIFT;
 	iv->xlat[pidx][widx].pages = size >> PAGE_SHIFT;
@@ -220,6 +243,7 @@ int ivntb_mw_clear_trans(struct ntb_dev *ntb, int pidx, int widx)
 
 	if (ret)
 		return ret;
+	ivntb_fwd_clear(iv, pidx, widx);
 	spin_lock_irqsave(&iv->mw_lock, flags);
 	iv->xlat[pidx][widx].page = 0;
 	iv->xlat[pidx][widx].pages = 0;

@@ -278,6 +278,7 @@ struct ivntb_peer {
  * @msg_news:	a change the counts do not show (a failure, a clear, an
  *		unmask): the client is told at the next look
  * @msg_work:	tells the client of message status changes
+ * @fwd:	windows translated onto another function's BAR (fwd.c)
  */
 struct ivntb_dev {
 	struct ntb_dev ntb;
@@ -329,6 +330,7 @@ struct ivntb_dev {
 	u32 enable_count;
 
 	struct device *dma_dev;
+	struct ivntb_fwd *fwd;
 	bool pci_ops;
 	const struct dma_map_ops *orig_dma_ops;
 
@@ -494,5 +496,11 @@ int ivntb_msg_set_mask(struct ntb_dev *ntb, u64 mask_bits);
 int ivntb_msg_clear_mask(struct ntb_dev *ntb, u64 mask_bits);
 u32 ivntb_msg_read(struct ntb_dev *ntb, int *pidx, int midx);
 int ivntb_peer_msg_write(struct ntb_dev *ntb, int pidx, int midx, u32 msg);
+/* fwd.c: translation onto another function's BAR, emulated */
+int ivntb_fwd_init(struct ivntb_dev *iv);
+void ivntb_fwd_fini(struct ivntb_dev *iv);
+int ivntb_fwd_set(struct ivntb_dev *iv, int pidx, int widx, dma_addr_t addr,
+		  resource_size_t size);
+void ivntb_fwd_clear(struct ivntb_dev *iv, int pidx, int widx);
 
 #endif

@@ -5,7 +5,9 @@
 # clients take turns, phase by phase, every guest alike. The life of the
 # fabric, by ports:
 #   0 1 2    the upstream clients: ntb_tool, ntb_perf, ntb_pingpong, ntb_transport;
-#            then smartio_ntb: `smartio ntb` ping and bench, ntb-uapi's bad input
+#            then smartio_ntb: `smartio ntb` ping and bench, a window of 1
+#            translated onto 0's edu BAR0 (emulated forwarding), ntb-uapi's
+#            bad input
 #   0 1 -    2 is killed while it stores into a window: 0 and 1, which hold its
 #            window mapped, see it go and its pages read all ones; they carry on
 #   0 1 2    guest 2 boots again, a new QEMU and kernel: back on port 2
@@ -40,6 +42,7 @@
 # want: g0:sntb-load g1:sntb-load g2:sntb-load g0:sntb-ping g1:sntb-ping g2:sntb-ping
 # want: g0:sntb-echo g1:sntb-echo g2:sntb-echo g0:sntb-eventfd g1:sntb-eventfd g2:sntb-eventfd
 # want: g0:sntb-bench g1:sntb-bench g2:sntb-bench g0:sntb-serve g1:sntb-serve g2:sntb-serve
+# want: g0:sntb-fwd g0:sntb-fwd-dmesg g1:sntb-fwd-store g1:sntb-fwd-store-gone
 # want: g0:sntb-bad g1:sntb-bad g2:sntb-bad g0:sntb-bad-32 g1:sntb-bad-32 g2:sntb-bad-32 g0:sntb-death-releases g1:sntb-death-releases
 # want: g2:sntb-death-releases g0:sntb-bounce g2:sntb-bounce g1:sntb-bounce-reload
 # want: g0:sntb-unload g1:sntb-unload g2:sntb-unload
@@ -65,6 +68,7 @@ G=$(sed -n 's/.*sio\.guest=\([0-9]*\).*/\1/p' /proc/cmdline)
 MOD=/lib/modules
 DBG=/sys/kernel/debug
 DEV=0000:00:10.0		# the ivshmem-doorbell function, so the NTB device
+EDU=0000:00:09.0		# QEMU's edu, guest 0 only (run-ntb.sh)
 PORTS=4
 # ntb_perf kmallocs a source buffer as large as the window: past 4 MiB the
 # page allocator warns (a region of 64 MiB or more has 16 MiB windows)
@@ -342,6 +346,35 @@ sntb() {
 	done
 	if [ -z "$bad" ]; then ok sntb-bench; else no sntb-bench "to port(s)$bad"; diag; fi
 	waited sntb-serve $serve /tmp/serve.log
+	# port 0 translates a window of port 1 onto BAR0 of its edu (emulated
+	# forwarding in ntb_hw_ivshmem); port 1 stores through its outbound
+	# window, and the value reaches edu's register
+	phase sntb-fwd
+	if [ "$ME" = 0 ]; then
+		echo 1 >/sys/module/ntb_hw_ivshmem/parameters/bar_fwd
+		ntb-uapi fwd-lend 1 $EDU >/tmp/fwd.log 2>&1 &
+		fwd=$!
+		started /tmp/fwd.log '^forwarding'
+	fi
+	phase sntb-fwd-store
+	[ "$ME" != 1 ] || run sntb-fwd-store ntb-uapi fwd-store 0
+	phase sntb-fwd-check
+	if [ "$ME" = 0 ]; then
+		kill -USR1 $fwd
+		started /tmp/fwd.log '^checked'
+		# the target goes while forwarding: its stores are dropped
+		echo 1 >/sys/bus/pci/devices/$EDU/remove
+	fi
+	phase sntb-fwd-gone
+	[ "$ME" != 1 ] || run sntb-fwd-store-gone ntb-uapi fwd-store 0 0x1234
+	phase sntb-fwd-gone-check
+	if [ "$ME" = 0 ]; then
+		kill -USR1 $fwd
+		waited sntb-fwd $fwd /tmp/fwd.log
+		dmesg | grep -q 'by emulated forwarding' && dmesg | grep -q 'is removed: the peer.s stores are dropped' &&
+			ok sntb-fwd-dmesg || no sntb-fwd-dmesg "the log does not say the forwarding is emulated, or its target gone"
+		echo 0 >/sys/module/ntb_hw_ivshmem/parameters/bar_fwd
+	fi
 	phase sntb-bad
 	run sntb-bad ntb-uapi bad $NEXT
 	# the same from a 32-bit process, where the build has one (gcc-multilib)

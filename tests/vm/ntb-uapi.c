@@ -31,6 +31,12 @@
  *                           the same way, an outbound window translated
  *                           there, written, and a message says done; then
  *                           the buffer holds what PORT wrote
+ *   ntb-uapi fwd-lend PORT BDF  translate PORT's last inbound window onto
+ *                           BAR0 of BDF (QEMU's edu; ntb_hw_ivshmem bar_fwd=1
+ *                           emulates it): at a SIGUSR1, PORT's store is in
+ *                           edu's register 0x04; at a second (BDF removed,
+ *                           PORT stored again), the stores were dropped
+ *   ntb-uapi fwd-store PORT [VALUE]  store into PORT's window for us
  *
  * Prints a line per check ("ok NAME", "FAIL NAME: ..."); exits 1 when one
  * failed, 2 on bad usage.
@@ -847,13 +853,163 @@ static void wait_eventfd(int fd, unsigned int bit, uint64_t want)
 	check("eventfd-rings", got >= want ? 0 : -1, ETIMEDOUT, 0);
 }
 
+/* The CPU (so, on x86, bus) address of BAR @bar of PCI function @bdf, from sysfs. */
+static unsigned long long bar_of(const char *bdf, int bar)
+{
+	char path[128], line[128];
+	unsigned long long start = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource", bdf);
+	f = fopen(path, "r");
+	for (int i = 0; f && i <= bar; i++)
+		if (!fgets(line, sizeof(line), f) || sscanf(line, "%llx", &start) != 1)
+			start = 0;
+	if (!start) {
+		printf("FAIL fwd-bar: %s: no BAR%d\n", path, bar);
+		exit(1);
+	}
+	fclose(f);
+	return start;
+}
+
+/* The window a peer forwards through: its last inbound window for us. */
+#define FWD_VALUE	0x5a5a1234u
+#define FWD_REG		1	/* edu's liveness register, 0x04: reads ~value */
+
+/*
+ * Does ntb_hw_ivshmem's debugfs list a forwarded window whose line holds
+ * @what (and, with @dropped, a nonzero count of dropped stores)? Prints the
+ * lines when @what is empty.
+ */
+static int fwd_status(const char *what, int dropped)
+{
+	FILE *f = fopen("/sys/kernel/debug/ntb_hw_ivshmem:0000:00:10.0/forward", "r");
+	char line[256];
+	int seen = 0;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		const char *d = strstr(line, " forwarded, ");
+
+		if (!*what)
+			printf("    %s", line);
+		else if (strstr(line, what) && (!dropped || (d && strncmp(d, " forwarded, 0 ", 14))))
+			seen = 1;
+	}
+	if (f)
+		fclose(f);
+	return seen;
+}
+
+/*
+ * fwd-lend PORT BDF: translate the last inbound window of PORT onto BAR0 of
+ * BDF (QEMU's edu), which ntb_hw_ivshmem emulates by forwarding; refuse the
+ * targets that are no device's BAR; then, at SIGUSR1 (PORT has stored
+ * FWD_VALUE through its window), the register holds it; at a second
+ * SIGUSR1 (BDF removed, PORT stored again), the stores were dropped.
+ */
+static void fwd_lend(int fd, const struct sio_ntb_info *info, int port, const char *bdf)
+{
+	int pidx = pidx_of(fd, info, port);
+	struct sio_ntb_peer p = { .pidx = pidx };
+	struct sio_ntb_xlat x = { .pidx = pidx };
+	struct timespec phase_max = { .tv_sec = 600 };
+	volatile uint32_t *reg;
+	char path[160];
+	int rfd, seen = 0;
+	uint32_t got = 0;
+	sigset_t go;
+
+	sigemptyset(&go);
+	sigaddset(&go, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &go, NULL);
+	ioctl(fd, SIO_NTB_IOC_PEER, &p);
+	x.widx = p.mws - 1;
+	x.addr = bar_of("0000:00:10.0", 2);	/* the NTB's own BAR2, its header */
+	x.size = 4096;
+	EXPECT("fwd-onto-the-ntb-refused", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), EOPNOTSUPP);
+	x.addr = bar_of(bdf, 0);
+	x.size = 128 << 10;
+	EXPECT("fwd-too-large-refused", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), EINVAL);
+	x.size = 4096;
+	EXPECT("fwd-onto-bar0", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), 0);
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource0", bdf);
+	rfd = open(path, O_RDWR | O_SYNC);
+	reg = rfd < 0 ? MAP_FAILED : mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, rfd, 0);
+	if (reg == MAP_FAILED) {
+		printf("FAIL fwd-map: %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	printf("forwarding window %u of port %d onto %s BAR0 (%#llx)\n", x.widx, port, bdf,
+	       (unsigned long long)x.addr);
+	fflush(stdout);
+	if (sigtimedwait(&go, NULL, &phase_max) != SIGUSR1) {
+		printf("FAIL fwd-go: no SIGUSR1 within %ld s\n", (long)phase_max.tv_sec);
+		exit(1);
+	}
+	/* the forwarder polls: bounded, backing off */
+	for (int t = 0, us = 1000; t < 100 && got != ~FWD_VALUE; t++, us = us < 200000 ? us * 2 : us) {
+		got = reg[FWD_REG];
+		if (got != ~FWD_VALUE)
+			usleep(us);
+	}
+	printf("edu register 0x04 reads %#x (want %#x, the inverse of %#x)\n", got, ~FWD_VALUE,
+	       FWD_VALUE);
+	check("fwd-store-reached-bar0", got == ~FWD_VALUE ? 0 : -1, EIO, 0);
+	check("fwd-labelled-emulated", fwd_status("emulated forwarding", 0) ? 0 : -1, ENOENT, 0);
+	printf("checked: the device may go now\n");
+	fflush(stdout);
+	/* the device removed, the peer stores again: dropped, and said so */
+	if (sigtimedwait(&go, NULL, &phase_max) != SIGUSR1) {
+		printf("FAIL fwd-go-again: no SIGUSR1 within %ld s\n", (long)phase_max.tv_sec);
+		exit(1);
+	}
+	for (int t = 0, us = 1000; t < 100 && !seen; t++, us = us < 200000 ? us * 2 : us) {
+		seen = fwd_status("the device is removed", 1);
+		if (!seen)
+			usleep(us);
+	}
+	fwd_status("", 0);
+	check("fwd-gone-dropped", seen ? 0 : -1, EIO, 0);
+	x.size = 0;
+	EXPECT("fwd-clear", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), 0);
+}
+
+/* fwd-store PORT [VALUE]: store VALUE (FWD_VALUE; after others) through PORT's forwarded window. */
+static void fwd_store(int fd, const struct sio_ntb_info *info, int port, uint32_t value)
+{
+	int pidx = pidx_of(fd, info, port);
+	struct sio_ntb_peer p = { .pidx = pidx };
+	struct sio_ntb_peer_mw pmw;
+	volatile uint32_t *out;
+
+	ioctl(fd, SIO_NTB_IOC_PEER, &p);
+	pmw = (struct sio_ntb_peer_mw){ .widx = pidx * info->mws_per_peer + p.mws - 1 };
+	if (ioctl(fd, SIO_NTB_IOC_PEER_MW, &pmw)) {
+		printf("FAIL fwd-peer-mw: %s\n", strerror(errno));
+		exit(1);
+	}
+	out = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)pmw.mmap_offset);
+	if (out == MAP_FAILED) {
+		printf("FAIL fwd-mmap: %s\n", strerror(errno));
+		exit(1);
+	}
+	/* a register carries its latest value: only the last store must arrive */
+	for (uint32_t v = 1; v <= 64; v++)
+		out[FWD_REG] = v;
+	out[FWD_REG] = value;
+	__sync_synchronize();	/* out of the write-combining buffer */
+	printf("ok fwd-store: %#x through outbound window %u\n", value, pmw.widx);
+}
+
 int main(int argc, char **argv)
 {
 	struct sio_ntb_info info;
 	int fd, pidx;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: ntb-uapi bad|bounce|hold|take|outbound PORT | hold PORT dev | eventfd BIT N\n");
+		fprintf(stderr, "usage: ntb-uapi bad|bounce|hold|take|outbound PORT | fwd-store PORT [VALUE] |\n"
+			"       hold PORT dev | fwd-lend PORT BDF | eventfd BIT N\n");
 		return 2;
 	}
 	fd = dev_open(&info);
@@ -871,6 +1027,11 @@ int main(int argc, char **argv)
 		hold(fd, &info, atoi(argv[2]), argc > 3 && !strcmp(argv[3], "dev"));
 	} else if (!strcmp(argv[1], "bounce")) {
 		bounce(fd, &info, atoi(argv[2]));
+	} else if (!strcmp(argv[1], "fwd-lend") && argc == 4) {
+		fwd_lend(fd, &info, atoi(argv[2]), argv[3]);
+	} else if (!strcmp(argv[1], "fwd-store")) {
+		fwd_store(fd, &info, atoi(argv[2]),
+			  argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 0) : FWD_VALUE);
 	} else if (!strcmp(argv[1], "take")) {
 		take(fd, &info, atoi(argv[2]));
 	} else if (!strcmp(argv[1], "outbound")) {

@@ -58,7 +58,8 @@ done
 start=$(date +%s)
 g0iommu="-device intel-iommu,intremap=on,caching-mode=on"
 [ "${SIO_NTB_G0_IOMMU:-1}" != 0 ] || g0iommu=""
-g0args=$(printf '%s\n' "${SIO_NTB_G0_ARGS:-}" | sed "s|\\\$work|$work|g")
+# guest 0's devices: QEMU's edu by default, a target of emulated forwarding
+g0args=$(printf '%s\n' "${SIO_NTB_G0_ARGS--device edu,addr=9}" | sed "s|\\\$work|$work|g")
 # shellcheck disable=SC2086 # QEMU arguments, one word each
 ntb_guest 0 g0 "${SIO_NTB_G0_APPEND:-intel_iommu=on}" -no-reboot $g0iommu $g0args
 ntb_guest 1 g1 "intel_iommu=off"		# reset in place later: it may reboot

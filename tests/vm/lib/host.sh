@@ -51,7 +51,7 @@
 #   SIO_NTB_APPEND     -                  every NTB guest's kernel command line
 #                                         (a variant: sio.lend=uio)
 #   SIO_NTB_G0_APPEND  intel_iommu=on     guest 0's kernel command line
-#   SIO_NTB_G0_ARGS    -                  guest 0's QEMU arguments beyond the
+#   SIO_NTB_G0_ARGS    -device edu,addr=9 guest 0's QEMU arguments beyond the
 #                                         VT-d (an NVMe); "$work" in them is the
 #                                         work directory
 #   SIO_NTB_G0_IOMMU   1                  0: guest 0 has no VT-d
