@@ -8,20 +8,25 @@
  * write. ivshmem cannot: a peer's store lands in BAR2, nowhere else. So a
  * translation of inbound window W of peer P onto a BAR of a PCI device of
  * this kernel is emulated: the peer's outbound window keeps reaching W's own
- * region of this port's area (the slot publishes no translation), and a
- * kernel thread scans that region and writes each 32-bit word that changed
- * since the last scan to the same offset of the BAR (writel: posted, in
- * program order). No user-space process takes part.
+ * region of this port's area (the slot publishes no translation), filled
+ * with IVNTB_FWD_NONE; a kernel thread scans that region, takes each 32-bit
+ * word that holds anything else (a compare-and-exchange back to
+ * IVNTB_FWD_NONE, so a store that comes meanwhile waits for the next scan)
+ * and writes it to the same offset of the BAR (writel: posted, in program
+ * order). No user-space process takes part. A store of the value the word
+ * had before is forwarded too: a queue created again starts its doorbell
+ * at the value its last life left there.
  *
  * Semantics, and their limit: what reaches the BAR is each word's latest
- * value, in ascending address order within a scan. That is what a register
- * that carries only its latest value needs (an NVMe doorbell: the tail or
- * head written last is the one that counts). It is not what hardware does
- * for a sequence of stores to one word (the intermediate values between two
- * scans are lost), for stores to different words (their order within a scan
- * is by address, not by time), nor for narrower or wider stores (forwarded
- * as the 32-bit words they change). A scan costs a read of the whole window,
- * so a forwarded window is at most IVNTB_FWD_MAX bytes.
+ * value at a scan, in ascending address order within the scan. That is
+ * what a register that carries only its latest value needs (an NVMe
+ * doorbell: the tail or head written last is the one that counts). It is
+ * not what hardware does for several stores to one word between two scans
+ * (the earlier values are lost), for stores to different words (their order
+ * within a scan is by address, not by time), for stores narrower or wider
+ * than 32 bits, nor for a store of all ones (IVNTB_FWD_NONE, the mark of
+ * no store: never forwarded; no doorbell takes it). A scan costs a read of
+ * the whole window, so a forwarded window is at most IVNTB_FWD_MAX bytes.
  *
  * Off unless the module is loaded with bar_fwd=1 (or it is set later, in
  * /sys/module/ntb_hw_ivshmem/parameters): hardware profiles that cannot
@@ -53,6 +58,8 @@ MODULE_PARM_DESC(bar_fwd,
 		 "Emulate inbound translation onto another function's BAR by forwarding stores (default: refused, as before)");
 
 #define IVNTB_FWD_MAX		SZ_64K
+/* a word's value when no store came since the last scan */
+#define IVNTB_FWD_NONE		0xffffffffU
 /* the poll's sleep: short while stores come, backing off to this when idle */
 #define IVNTB_FWD_MIN_US	20
 #define IVNTB_FWD_MAX_US	2000
@@ -63,7 +70,6 @@ struct ivntb_fwd_win {
 	int bar;
 	dma_addr_t bus;		/* the translation, as asked */
 	u32 __iomem *dst;	/* NULL once the target is gone */
-	u32 *shadow;		/* the values last forwarded */
 	u32 *src;		/* the window's region in this port's area */
 	u32 words;
 	u64 forwarded;
@@ -116,13 +122,12 @@ static void ivntb_fwd_drop(struct ivntb_fwd *fwd, struct ivntb_fwd_win *w)
 		return;
 	if (w->dst)
 		iounmap(w->dst);
-	kfree(w->shadow);
 	pci_dev_put(w->target);
 	memset(w, 0, sizeof(*w));
 	fwd->active--;
 }
 
-/* Forward what changed in @w: returns how many words did. */
+/* Forward what the peers stored in @w: returns how many words. */
 static unsigned int ivntb_fwd_scan(struct ivntb_fwd_win *w)
 {
 	unsigned int i, n = 0;
@@ -130,9 +135,10 @@ static unsigned int ivntb_fwd_scan(struct ivntb_fwd_win *w)
 	for (i = 0; i < w->words; i++) {
 		u32 v = READ_ONCE(w->src[i]);
 
-		if (v == w->shadow[i])
+		/* a store that races in stays there for the next scan */
+		if (v == IVNTB_FWD_NONE ||
+		    cmpxchg(&w->src[i], v, IVNTB_FWD_NONE) != v)
 			continue;
-		w->shadow[i] = v;
 		n++;
 		if (!w->dst) {
 			w->dropped++;
@@ -351,13 +357,7 @@ static int ivntb_fwd_target(struct ivntb_dev *iv, struct ivntb_fwd_win *w,
 		return -EPERM;
 	}
 	w->dst = ioremap(phys, size);
-	w->shadow = kmalloc(size, GFP_KERNEL);
-	if (!w->dst || !w->shadow) {
-		if (w->dst)
-			iounmap(w->dst);
-		kfree(w->shadow);
-		w->dst = NULL;
-		w->shadow = NULL;
+	if (!w->dst) {
 		pci_dev_put(pdev);
 		return -ENOMEM;
 	}
@@ -408,8 +408,7 @@ int ivntb_fwd_set(struct ivntb_dev *iv, int pidx, int widx, dma_addr_t addr,
 					     ivntb_pidx_port(iv, pidx), widx) -
 		 ivntb_area_off(iv, iv->port);
 	/* what the region holds now is no store of the peer's */
-	memset(w->src, 0, size);
-	memset(w->shadow, 0, size);
+	memset32(w->src, IVNTB_FWD_NONE, size / 4);
 	fwd->active++;
 	dev_info(&iv->pdev->dev,
 		 "window %d of port %d: translated onto %pad (%s BAR%d, %pa bytes) by emulated forwarding\n",
