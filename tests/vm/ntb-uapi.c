@@ -760,6 +760,7 @@ static void outbound(int fd, const struct sio_ntb_info *info, int port)
 	uint64_t peer = 0, done = 0;
 	uint8_t *in, *out;
 	size_t bad = 0;
+	int r;
 
 	check("features-outbound", !(info->flags & SIO_NTB_F_INBOUND_XLAT) &&
 	      (info->flags & SIO_NTB_F_OUTBOUND_XLAT) && !(info->flags & SIO_NTB_F_SPADS) &&
@@ -778,7 +779,12 @@ static void outbound(int fd, const struct sio_ntb_info *info, int port)
 	EXPECT("mw-alloc-no-inbound-xlat", ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b), EOPNOTSUPP);
 	EXPECT("mw-xlat-no-inbound-xlat", ioctl(fd, SIO_NTB_IOC_MW_XLAT, &x), EOPNOTSUPP);
 	b.flags = SIO_NTB_BUF_PEER_XLAT;
-	EXPECT("mw-alloc-for-peer-xlat", ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b), 0);
+	/* smartio_ntb learns of the link some time after it is loaded: wait
+	 * for it (30 s at most) */
+	for (int t = 0; (r = ioctl(fd, SIO_NTB_IOC_MW_ALLOC, &b)) && errno == ENOTCONN &&
+	     t < 300; t++)
+		usleep(100000);
+	EXPECT("mw-alloc-for-peer-xlat", r, 0);
 	in = mmap(NULL, b.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)b.mmap_offset);
 	check("mmap-buffer", in == MAP_FAILED ? -1 : 0, errno, 0);
 	if (in == MAP_FAILED)
