@@ -111,6 +111,7 @@
  * @name:	the NTB device's name (its PCI function's)
  * @driver:	its hardware driver
  * @msgs:	message registers (0: none)
+ * @reserved:	0
  * @msg_inbits:	the hardware's inbound message status bits (informative)
  * @msg_outbits: its outbound ones
  */
@@ -172,6 +173,8 @@ struct sio_ntb_mw {
 	__u64 mmap_offset;
 };
 
+#define SIO_NTB_BUF_PEER_XLAT	_BITULL(0)
+
 /**
  * struct sio_ntb_buf - allocate an inbound buffer and translate the window
  *			to it (SIO_NTB_IOC_MW_ALLOC); SIO_NTB_IOC_MW_FREE
@@ -189,7 +192,6 @@ struct sio_ntb_mw {
  *		the flag, -EOPNOTSUPP), and the peer translates its outbound
  *		window to @dma_addr (SIO_NTB_IOC_PEER_MW_XLAT)
  */
-#define SIO_NTB_BUF_PEER_XLAT	_BITULL(0)
 struct sio_ntb_buf {
 	__u32 pidx;
 	__u32 widx;
@@ -289,6 +291,8 @@ struct sio_ntb_msg {
 
 #define SIO_NTB_MSG_QUEUE	64
 
+#define SIO_NTB_EVENTFD_MSG	_BITULL(0)
+
 /**
  * struct sio_ntb_db_eventfd - signal an eventfd at each ring of a doorbell bit
  *			      (SIO_NTB_IOC_DB_EVENTFD), or at each message
@@ -296,7 +300,6 @@ struct sio_ntb_msg {
  * @fd:		an eventfd, or -1 to stop
  * @flags:	0, or SIO_NTB_EVENTFD_MSG: at each message received instead
  */
-#define SIO_NTB_EVENTFD_MSG	_BITULL(0)
 struct sio_ntb_db_eventfd {
 	__u32 bit;
 	__s32 fd;
