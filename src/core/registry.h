@@ -27,8 +27,8 @@
 #include <smartio/model.h>
 
 #define SIO_REG_MAGIC		0x534d494fu	/* "SMIO" */
-#define SIO_REG_VERSION		5	/* 2: lock word, owner and group; 3: backend; 4: kept segments;
-				 * 5: grants by (node, pid) */
+#define SIO_REG_VERSION		6	/* 2: lock word, owner and group; 3: backend; 4: kept segments;
+				 * 5: grants by (node, pid); 6: a borrow's bound vectors */
 #define SIO_MAX_PROCS		512
 #define SIO_MAX_SEGS		4096
 _Static_assert(SIO_MAX_SEGS == SIO_GPU_SEG_SLOTS, "a GPU segment's slot indexes its plugin's table");
@@ -124,6 +124,12 @@ struct reg_borrow {
 	int32_t dev;
 	int32_t proc;
 	int32_t excl;
+	/* the vectors the borrower bound a socket for (simulated fabric: bit v
+	 * for vector v), so that a raise writes only to those; the borrower's
+	 * own word, changed with atomic operations and read by the raiser
+	 * without the lock */
+	uint32_t irq_vecs;
+	uint32_t rsvd;
 };
 
 struct reg_dmamap {

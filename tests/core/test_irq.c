@@ -7,6 +7,8 @@
  */
 #include <poll.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include "common.h"
 
 Test(irq, raise_reaches_the_borrowers_that_enabled_it)
@@ -78,6 +80,58 @@ Test(irq, enable_one_takes_its_vector_and_not_the_others)
 	sio_device_close(a);
 	sio_device_close(b);
 	cr_assert_eq(sio_devreg_irq_raise(reg, 3), 0);
+	sio_devreg_close(reg);
+	sio_fabric_close(h);
+	sio_fabric_close(l);
+	sio_fabric_destroy(name);
+}
+
+/* A socket bound at a borrower's path for vector @vec, by someone else
+ * (@sa: where; unlink it when done). */
+static int bind_beside(struct sio_device *dev, int own, int vec, struct sockaddr_un *out)
+{
+	struct sockaddr_un sa;
+	socklen_t len = sizeof(sa);
+	char *v;
+	int s;
+
+	cr_assert_eq(getsockname(sio_device_irq_fd(dev, own), (struct sockaddr *)&sa, &len), 0);
+	v = strrchr(sa.sun_path, 'v');
+	cr_assert(v, "%s", sa.sun_path);
+	snprintf(v, sizeof(sa.sun_path) - (size_t)(v - sa.sun_path), "v%d", vec);
+	s = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	cr_assert_eq(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0, "%s", sa.sun_path);
+	*out = sa;
+	return s;
+}
+
+/*
+ * A raise writes to the vectors a borrower enabled, as its slot in the
+ * registry says, and to no other socket at a borrower's path: one send per
+ * enabled vector, however many borrowers the device has.
+ */
+Test(irq, raise_writes_only_where_a_borrower_enabled_the_vector)
+{
+	struct sio_fabric_config c = { .nodes = 2 };
+	const char *name = test_fabric("irq2", &c);
+	struct sio_fabric *l = join(name, 0), *h = join(name, 1);
+	struct sio_devreg *reg = make_device(l, false);
+	struct sio_device *a;
+	struct sockaddr_un sa;
+	uint32_t msg;
+	int s;
+
+	cr_assert_eq(sio_device_borrow(h, sio_devreg_id(reg), SIO_BORROW_SHARED, &a), 0);
+	cr_assert_eq(sio_device_irq_enable_one(a, SIO_IRQ_F_ANY, 3), SIO_IRQ_MSI, "%s", sio_errmsg());
+	s = bind_beside(a, 3, 2, &sa);
+	cr_assert_eq(sio_devreg_irq_raise(reg, 2), 0, "a did not enable vector 2");
+	cr_assert_eq(recv(s, &msg, sizeof(msg), 0), -1, "nothing was sent to vector 2's path");
+	cr_assert_eq(sio_devreg_irq_raise(reg, 3), 1);
+	sio_device_irq_disable(a);
+	cr_assert_eq(sio_devreg_irq_raise(reg, 3), 0, "disabled: its mark is gone");
+	close(s);
+	unlink(sa.sun_path);
+	sio_device_close(a);
 	sio_devreg_close(reg);
 	sio_fabric_close(h);
 	sio_fabric_close(l);

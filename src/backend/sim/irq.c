@@ -8,6 +8,11 @@
  * datagrams wait; a full queue drops the send, which coalesces as a real
  * interrupt does. Nodes are processes of one host here; a fabric whose
  * nodes have no common kernel needs its own delivery (a doorbell word).
+ *
+ * Which vectors a borrower bound is in its borrow slot (irq_vecs): a raise
+ * sends only there. Without it each raise was a send to every borrower of
+ * the device, all but one refused (no socket at that path): with 32
+ * clients of one controller, 33 system calls an interrupt.
  */
 #include <stdio.h>
 #include <string.h>
@@ -26,13 +31,26 @@ static int irq_path(struct sio_fabric *f, uint32_t dev, int borrow, int vec, str
 	return sio__fabric_host_path(f, leaf, sa->sun_path, sizeof(sa->sun_path));
 }
 
+_Static_assert(SIO_IRQ_MAX_VECS <= 32, "a borrow's bound vectors are a 32-bit mask");
+
+/* The mask of bound vectors in this borrow's slot. */
+static uint32_t *bound_vecs(struct sio_device *dev)
+{
+	struct reg_borrow *b = reg_borrow_at(dev->f->reg, dev->borrow);
+
+	return b ? &b->irq_vecs : NULL;
+}
+
 static void sim_irq_close(struct sio_device *dev, int nvec, int *fds)
 {
+	uint32_t *mask = bound_vecs(dev);
 	struct sockaddr_un sa;
 
 	for (int v = 0; v < nvec; v++) {
 		if (fds[v] < 0)
 			continue;
+		if (mask)	/* unmarked first: a raise then sends nothing there */
+			__atomic_fetch_and(mask, ~(1u << v), __ATOMIC_RELEASE);
 		close(fds[v]);
 		fds[v] = -1;
 		if (!irq_path(dev->f, dev->id, dev->borrow, v, &sa))
@@ -42,6 +60,7 @@ static void sim_irq_close(struct sio_device *dev, int nvec, int *fds)
 
 int sio__sim_irq_enable(struct sio_device *dev, unsigned int kinds, int nvec, int *fds)
 {
+	uint32_t *mask = bound_vecs(dev);
 	struct sockaddr_un sa;
 	int ret;
 
@@ -66,6 +85,8 @@ int sio__sim_irq_enable(struct sio_device *dev, unsigned int kinds, int nvec, in
 				       sa.sun_path, strerror(errno));
 			goto fail;
 		}
+		if (mask)
+			__atomic_fetch_or(mask, 1u << v, __ATOMIC_RELEASE);
 	}
 	return SIO_IRQ_MSI;
 fail:
@@ -108,7 +129,8 @@ int sio_devreg_irq_raise(struct sio_devreg *reg, int vec)
 	 */
 	for (int b = 0; b < SIO_MAX_BORROWS && n < (int)(sizeof(borrows) / sizeof(*borrows)); b++)
 		if (__atomic_load_n(&f->reg->borrows[b].used, __ATOMIC_ACQUIRE) &&
-		    __atomic_load_n(&f->reg->borrows[b].dev, __ATOMIC_RELAXED) == reg->slot)
+		    __atomic_load_n(&f->reg->borrows[b].dev, __ATOMIC_RELAXED) == reg->slot &&
+		    (__atomic_load_n(&f->reg->borrows[b].irq_vecs, __ATOMIC_ACQUIRE) & (1u << vec)))
 			borrows[n++] = b;
 	if (tx < 0) {
 		int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
