@@ -487,10 +487,17 @@ static void where(struct json_object *j, const struct nb_point *p)
 		json_object_array_add(sk, json_object_new_int64((int64_t)p->client_skipped[i]));
 	}
 	pj_dbl(x, "cpu_per_io_ns", p->cpu_per_io_ns);
+	pj_u64(x, "sleeps", p->sleeps);
+	pj_u64(x, "wakeups_lost", p->wakeups_lost);
 	printf("      off the CPU with work to do: mean %.0f %% of the run (%.0f..%.0f %%); "
 	       "controller passes that skipped an SQ with commands: %llu (%llu blocked by a "
 	       "full CQ)\n", 100 * sum / p->nclients, 100 * lo, 100 * hi,
 	       (unsigned long long)skipped, (unsigned long long)blocked);
+	if (p->sleeps)
+		printf("      sleeps on interrupts: %.2f per I/O, %.1f %% of them ended by their "
+		       "bound with completions waiting (no interrupt came)\n",
+		       (double)p->sleeps / (double)(p->ios ? p->ios : 1),
+		       100.0 * (double)p->wakeups_lost / (double)p->sleeps);
 }
 
 /* @n clients at @qd under round robin: io_uring, then each completion mode. */

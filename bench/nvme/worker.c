@@ -25,6 +25,7 @@ struct shared {
 		uint64_t ios, cpu_ns, idle_ns;
 		uint64_t setup_ns, verified, mismatches;
 		uint64_t offcpu_ns, skipped, blocked;
+		uint64_t sleeps, lost;
 	} w[64];
 	struct hist lat[];		/* one per worker */
 };
@@ -162,6 +163,7 @@ static int run_smartio(const struct nb_point_cfg *c, struct loop *l)
 	struct slot s[MAX_QD];
 	struct nb_client cl;
 	struct sio__sched_acct a;
+	struct sio_nvme_ioq_info qi;
 	uint32_t nlb;
 	uint64_t nblk, c0, t, idle = 0, next = 0, until, gap = c->rate > 0 ? (uint64_t)(1e9 / c->rate) : 0;
 	int rc;
@@ -246,6 +248,10 @@ out:
 	l->sh->w[l->w].idle_ns = (uint64_t)((double)idle / l->tpn);
 	sio__sched_tick(&a, sio__now_ns());
 	l->sh->w[l->w].offcpu_ns = a.offcpu_ns;
+	if (!sio_nvme_ioq_info(cl.q, &qi)) {
+		l->sh->w[l->w].sleeps = qi.sleeps;
+		l->sh->w[l->w].lost = qi.wakeups_lost;
+	}
 	ctrl_counters(&cl, l);
 	nb_client_close(&cl);
 	return rc;
@@ -398,10 +404,13 @@ int nb_run_point(const struct nb_point_cfg *c, struct nb_point *out)
 			out->client_offcpu[w] = (double)sh->w[w].offcpu_ns / 1e9 / c->seconds;
 			out->client_skipped[w] = sh->w[w].skipped;
 			out->client_blocked[w] = sh->w[w].blocked;
+			out->sleeps += sh->w[w].sleeps;
+			out->wakeups_lost += sh->w[w].lost;
 			out->client_prio[w] = c->wrr_prios ? 1 + w % 3 : 0;
 		}
 		nb_stats_hist(all, &out->lat);
 		setup_stats(sh, n, out);
+		out->ios = total;
 		out->iops = (double)total / c->seconds;
 		/* The same measure for both engines: CPU time (user + system) of
 		 * the client processes while they ran, from getrusage's clock. */

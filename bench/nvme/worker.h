@@ -34,6 +34,7 @@ struct nb_point {
 	int nclients;
 	uint32_t qd;
 	double iops;			/* all clients */
+	uint64_t ios;			/* all clients, in the run */
 	double iops_per_core;		/* IOPS per CPU-second the clients used */
 	double cpu_util;		/* client CPU-seconds per wall second, per client */
 	double iops_per_busy_core;	/* as iops_per_core, less the CPU of polls
@@ -52,6 +53,9 @@ struct nb_point {
 	 * passes that skipped its SQ while it had commands */
 	double client_offcpu[64];
 	uint64_t client_skipped[64], client_blocked[64];
+	/* sleeps on the CQ's interrupt, and those that ended by their bound
+	 * and found completions (the interrupt never came), all clients */
+	uint64_t sleeps, wakeups_lost;
 	double cpu_per_io_ns;		/* client CPU time per I/O */
 	int err;
 };
