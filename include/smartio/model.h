@@ -155,6 +155,19 @@ int sio_dma_stats(struct sio_devreg *reg, struct sio_dma_stats *out);
  */
 int sio_devreg_irq_raise(struct sio_devreg *reg, int vec);
 
+/**
+ * sio_devreg_irq_raise_mask() - the device signals several vectors at once
+ * @reg: the device
+ * @vecs: the vectors, bit v for vector v (SIO_IRQ_MAX_VECS bits at most)
+ *
+ * As sio_devreg_irq_raise() for each vector in @vecs, delivered together:
+ * a device that completes work for many borrowers in one pass wakes them
+ * all before any of them can take the CPU it runs on.
+ * Return: the number of interrupts delivered (a borrower with two of the
+ * vectors counts twice), or -errno.
+ */
+int sio_devreg_irq_raise_mask(struct sio_devreg *reg, uint32_t vecs);
+
 
 /**
  * DOC: GPU memory and the GPU DMA plugin

@@ -77,6 +77,12 @@ Test(irq, enable_one_takes_its_vector_and_not_the_others)
 	cr_assert_eq(sio_device_irq_fd(a, 0), -EINVAL);
 	cr_assert_eq(sio_device_irq_wait(a, 3, 1000), 1);
 	cr_assert_eq(sio_device_irq_wait(b, 1, 1000), 1);
+	/* several vectors in one raise: each borrower gets its own, once */
+	cr_assert_eq(sio_devreg_irq_raise_mask(reg, 1u << 1 | 1u << 3 | 1u << 5), 2);
+	cr_assert_eq(sio_device_irq_wait(a, 3, 1000), 1);
+	cr_assert_eq(sio_device_irq_wait(b, 1, 1000), 1);
+	cr_assert_eq(sio_devreg_irq_raise_mask(reg, 0), 0);
+	cr_assert_eq(sio_devreg_irq_raise_mask(NULL, 1), -EINVAL);
 	sio_device_close(a);
 	sio_device_close(b);
 	cr_assert_eq(sio_devreg_irq_raise(reg, 3), 0);

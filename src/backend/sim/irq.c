@@ -112,44 +112,107 @@ int sio__sim_irq_take(struct sio_device *dev, int vec)
 	return n ? n : -EAGAIN;
 }
 
-int sio_devreg_irq_raise(struct sio_devreg *reg, int vec)
+/* The process's sending socket: one, unbound, made at the first raise. */
+static int tx_socket(void)
 {
-	static int tx = -1;	/* one unbound sending socket per process */
-	struct sio_fabric *f;
-	int borrows[64], n = 0, sent = 0;
+	static int tx = -1;
+	int s = __atomic_load_n(&tx, __ATOMIC_ACQUIRE);
 
-	if (!reg || vec < 0 || vec >= SIO_IRQ_MAX_VECS)
-		return sio__err(EINVAL, "sio_devreg_irq_raise: no registration, or vector %d out of 0..%d",
-				vec, SIO_IRQ_MAX_VECS - 1);
+	if (s >= 0)
+		return s;
+	s = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return sio__err(errno, "interrupt socket: %s", strerror(errno));
+	if (!__atomic_compare_exchange_n(&tx, &(int){ -1 }, s, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		close(s);
+		s = __atomic_load_n(&tx, __ATOMIC_ACQUIRE);
+	}
+	return s;
+}
+
+#define RAISE_BATCH	64	/* datagrams per sendmmsg */
+
+/* The datagrams of one raise, sent together. */
+struct raise_batch {
+	struct mmsghdr mm[RAISE_BATCH];
+	struct iovec iov[RAISE_BATCH];
+	struct sockaddr_un sa[RAISE_BATCH];
+	uint32_t msg[RAISE_BATCH];
+	int n, sent;
+};
+
+/*
+ * One system call for them all: a woken borrower may take this CPU at the
+ * call's return, and no other waits behind it. A datagram refused (a full
+ * queue: coalesced; a socket closed since) is skipped and the rest go on.
+ */
+static void batch_send(struct raise_batch *rb, int tx)
+{
+	for (int i = 0; i < rb->n;) {
+		int left = rb->n - i, r = sendmmsg(tx, rb->mm + i, (unsigned int)left, MSG_NOSIGNAL);
+
+		r = r < 0 ? 0 : r;
+		rb->sent += r;
+		i += r < left ? r + 1 : r;	/* past the one refused */
+	}
+	rb->n = 0;
+}
+
+static void batch_add(struct raise_batch *rb, int tx, struct sio_fabric *f, uint32_t dev, int b,
+		      int vec)
+{
+	int i = rb->n;
+
+	if (irq_path(f, dev, b, vec, &rb->sa[i]))
+		return;
+	rb->msg[i] = (uint32_t)vec;
+	rb->iov[i] = (struct iovec){ .iov_base = &rb->msg[i], .iov_len = sizeof(rb->msg[i]) };
+	rb->mm[i] = (struct mmsghdr){ .msg_hdr = { .msg_name = &rb->sa[i],
+						   .msg_namelen = sizeof(rb->sa[i]),
+						   .msg_iov = &rb->iov[i], .msg_iovlen = 1 } };
+	if (++rb->n == RAISE_BATCH)
+		batch_send(rb, tx);
+}
+
+int sio_devreg_irq_raise_mask(struct sio_devreg *reg, uint32_t vecs)
+{
+	struct raise_batch rb;
+	struct sio_fabric *f;
+	int tx;
+
+	if (!reg)
+		return sio__err(EINVAL, "sio_devreg_irq_raise: no registration");
+	if (!vecs)
+		return 0;
+	if ((tx = tx_socket()) < 0)
+		return tx;
 	f = reg->f;
+	rb.n = rb.sent = 0;
 	/*
 	 * The borrowers, read without the registry lock (an interrupt must not
 	 * wait for it): a slot seen half-changed costs at most a datagram to a
 	 * socket nobody bound, and a borrower has its slot before it can enable.
 	 */
-	for (int b = 0; b < SIO_MAX_BORROWS && n < (int)(sizeof(borrows) / sizeof(*borrows)); b++)
-		if (__atomic_load_n(&f->reg->borrows[b].used, __ATOMIC_ACQUIRE) &&
-		    __atomic_load_n(&f->reg->borrows[b].dev, __ATOMIC_RELAXED) == reg->slot &&
-		    (__atomic_load_n(&f->reg->borrows[b].irq_vecs, __ATOMIC_ACQUIRE) & (1u << vec)))
-			borrows[n++] = b;
-	if (tx < 0) {
-		int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	for (int b = 0; b < SIO_MAX_BORROWS; b++) {
+		const struct reg_borrow *br = &f->reg->borrows[b];
+		uint32_t on;
 
-		if (s < 0)
-			return sio__err(errno, "interrupt socket: %s", strerror(errno));
-		if (!__atomic_compare_exchange_n(&tx, &(int){ -1 }, s, false, __ATOMIC_ACQ_REL,
-						 __ATOMIC_ACQUIRE))
-			close(s);
-	}
-	for (int i = 0; i < n; i++) {
-		struct sockaddr_un sa;
-		uint32_t msg = (uint32_t)vec;
-
-		if (irq_path(f, reg->id, borrows[i], vec, &sa))
+		if (!__atomic_load_n(&br->used, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&br->dev, __ATOMIC_RELAXED) != reg->slot)
 			continue;
-		/* not bound: that borrower has not enabled the vector (masked) */
-		if (sendto(tx, &msg, sizeof(msg), MSG_NOSIGNAL, (struct sockaddr *)&sa, sizeof(sa)) == sizeof(msg))
-			sent++;
+		on = __atomic_load_n(&br->irq_vecs, __ATOMIC_ACQUIRE) & vecs;
+		for (; on; on &= on - 1)
+			batch_add(&rb, tx, f, reg->id, b, __builtin_ctz(on));
 	}
-	return sent;
+	batch_send(&rb, tx);
+	return rb.sent;
+}
+
+int sio_devreg_irq_raise(struct sio_devreg *reg, int vec)
+{
+	if (!reg || vec < 0 || vec >= SIO_IRQ_MAX_VECS)
+		return sio__err(EINVAL, "sio_devreg_irq_raise: no registration, or vector %d out of 0..%d",
+				vec, SIO_IRQ_MAX_VECS - 1);
+	return sio_devreg_irq_raise_mask(reg, 1u << vec);
 }
