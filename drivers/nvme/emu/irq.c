@@ -4,7 +4,9 @@
  * once entries were posted to it, through the fabric's interrupts
  * (sio_devreg_irq_raise(): a message to each borrower that took the
  * vector, as an MSI-X write). One poll of the controller raises a CQ's
- * vector at most once, whatever it posted: the host reaps all it finds.
+ * vector at most once, whatever it posted: the host reaps all it finds;
+ * and the vectors due in one poll go out together, so that the first host
+ * woken cannot take the controller's CPU before the others are told.
  *
  * An entry is signalled EMU_IRQ_HOLD_NS after it was posted at the
  * earliest, and not at all if by then the host has reaped every entry of
@@ -21,6 +23,7 @@
  * time, nothing is held back. Interrupt Vector Configuration's Coalescing
  * Disable exempts a vector (the admin queue's always is).
  */
+#include <smartio/irq.h>
 #include <smartio/model.h>
 #include "emu_priv.h"
 
@@ -45,6 +48,7 @@ static bool due(struct sio_nvme_emu *emu, const struct emu_cq *cq, uint64_t now)
 /* Signal the CQs whose entries are due; returns those held back (work). */
 int emu_irq_flush(struct sio_nvme_emu *emu)
 {
+	uint32_t vecs = 0;
 	uint64_t now = 0;
 	int held = 0;
 
@@ -68,8 +72,14 @@ int emu_irq_flush(struct sio_nvme_emu *emu)
 			continue;
 		}
 		cq->irq_pending = 0;
-		if (emu->reg && sio_devreg_irq_raise(emu->reg, cq->iv) >= 0)
-			emu->irqs++;
+		if (cq->iv < SIO_IRQ_MAX_VECS)	/* what a fabric delivers */
+			vecs |= 1u << cq->iv;
+	}
+	if (vecs && emu->reg) {	/* together: see sio_devreg_irq_raise_mask() */
+		int r = sio_devreg_irq_raise_mask(emu->reg, vecs);
+
+		if (r > 0)
+			emu->irqs += (uint64_t)r;
 	}
 	return held;
 }
