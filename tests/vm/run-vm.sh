@@ -33,7 +33,7 @@ timeout "${SIO_VM_TIMEOUT:-300}" "$qemu" -nodefaults -no-user-config -display no
 	-machine q35 -accel tcg,thread=multi -cpu max -smp 2 -m 768 \
 	$iommu \
 	-kernel "$kernel" -initrd "$work/initramfs.gz" \
-	-append "console=ttyS0 $kiommu quiet panic=-1 rdinit=/init ${SIO_VM_APPEND:-}" \
+	-append "console=ttyS0 $kiommu quiet panic=-1 no_timer_check rdinit=/init ${SIO_VM_APPEND:-}" \
 	-serial stdio -no-reboot \
 	-drive file="$work/main.img",if=none,id=d0,format=raw \
 	-device nvme,serial=sio-main,drive=d0,addr=4 \
