@@ -5,6 +5,11 @@
  * (ACTION_TRIGGER), takes them away (count 0), and unmasks INTx, which
  * the kernel masks each time it fires, until the driver has serviced the
  * device (a level interrupt would otherwise fire again at once).
+ *
+ * MSI-X can stand by: enabled on the function, every vector's eventfd -1
+ * (the kernel leaves such a vector masked; what the device signals there
+ * waits in its pending bit). A borrower's eventfds then replace those of
+ * vectors [0, n) without MSI-X going off, and its leaving puts -1 back.
  */
 #include <errno.h>
 #include <linux/vfio.h>
@@ -49,11 +54,46 @@ static int set_irqs(struct sio_vfio_dev *d, int kind, uint32_t flags, int n, con
 	return rc;
 }
 
+int sio_vfio_irq_standby(struct sio_vfio_dev *d)
+{
+	int fds[SIO_IRQ_MAX_VECS], n = (int)count_of(d, SIO_IRQ_MSIX), rc;
+
+	if (n > SIO_IRQ_MAX_VECS)
+		n = SIO_IRQ_MAX_VECS;
+	if (n < 1)
+		return -EOPNOTSUPP;
+	for (int i = 0; i < n; i++)
+		fds[i] = -1;
+	rc = set_irqs(d, SIO_IRQ_MSIX, VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, n,
+		      fds);
+	d->msix_standby = rc ? 0 : n;
+	d->msix_keep |= !rc;
+	return rc;
+}
+
+/* Out of standby, for another kind or more vectors than it has. */
+static void standby_off(struct sio_vfio_dev *d)
+{
+	if (d->msix_standby)
+		set_irqs(d, SIO_IRQ_MSIX, VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER, 0, NULL);
+	d->msix_standby = 0;
+}
+
 int sio_vfio_irq_set(struct sio_vfio_dev *d, unsigned int kinds, int nvec, const int *fds)
 {
 	static const int order[] = { SIO_IRQ_MSIX, SIO_IRQ_MSI, SIO_IRQ_INTX };
 	uint32_t have[4] = { 0 };
 	int rc;
+
+	if (d->msix_standby >= nvec && (!kinds || (kinds & SIO_IRQ_F(SIO_IRQ_MSIX)))) {
+		rc = set_irqs(d, SIO_IRQ_MSIX, VFIO_IRQ_SET_DATA_EVENTFD |
+			      VFIO_IRQ_SET_ACTION_TRIGGER, nvec, fds);
+		if (!rc)
+			return SIO_IRQ_MSIX;
+		return sio__err(-rc, "vfio: %s: pointing %d MSI-X vector(s) at eventfds: %s",
+				d->bdf, nvec, strerror(-rc));
+	}
+	standby_off(d);
 
 	for (int i = 0; i < 3; i++) {
 		int k = order[i];
@@ -74,10 +114,18 @@ int sio_vfio_irq_set(struct sio_vfio_dev *d, unsigned int kinds, int nvec, const
 
 int sio_vfio_irq_off(struct sio_vfio_dev *d, int kind)
 {
-	int rc = set_irqs(d, kind, VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER, 0, NULL);
+	int rc;
 
-	return rc ? sio__err(-rc, "vfio: %s: disabling %s: %s", d->bdf, sio_irq_kind_name(kind),
-			     strerror(-rc)) : 0;
+	if (kind == SIO_IRQ_MSIX && d->msix_standby)	/* back to standby: -1 for each */
+		return sio_vfio_irq_standby(d) ? sio__err(EIO, "vfio: %s: MSI-X back to standby "
+							"failed", d->bdf) : 0;
+	rc = set_irqs(d, kind, VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER, 0, NULL);
+	if (rc)
+		return sio__err(-rc, "vfio: %s: disabling %s: %s", d->bdf, sio_irq_kind_name(kind),
+				strerror(-rc));
+	if (d->msix_keep)	/* MSI or INTx went: MSI-X stands by again */
+		sio_vfio_irq_standby(d);
+	return 0;
 }
 
 int sio_vfio_irq_unmask(struct sio_vfio_dev *d)

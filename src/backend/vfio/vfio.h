@@ -53,6 +53,8 @@ struct sio_vfio_dev {
 	uint64_t pgsizes;		/* IOMMU page sizes; smallest is the granule */
 	struct sio_vfio_region region[SIO_VFIO_NREGIONS];
 	struct sio_iova_alloc iova;
+	int msix_standby;		/* MSI-X vectors enabled with no eventfd (irq.c) */
+	bool msix_keep;			/* put MSI-X back to standby when a borrower leaves */
 };
 
 /*
@@ -113,8 +115,16 @@ void sio_iova_fini(struct sio_iova_alloc *a);
  * eventfd @fds[i]; the kind, or -EOPNOTSUPP naming what the function has.
  */
 int sio_vfio_irq_set(struct sio_vfio_dev *d, unsigned int kinds, int nvec, const int *fds);
-/* Disable the vectors of @kind again. */
+/* Disable the vectors of @kind again (MSI-X goes back to standby). */
 int sio_vfio_irq_off(struct sio_vfio_dev *d, int kind);
+/*
+ * Enable the function's MSI-X vectors (up to SIO_IRQ_MAX_VECS) with no
+ * eventfd behind them: a controller may refuse a queue on a vector while
+ * MSI-X is off (QEMU's NVMe answers Invalid Interrupt Vector), and a
+ * borrower's queue pair exists before it takes its vector. 0, or -errno
+ * (nothing changed) for a function without MSI-X or a kernel that refuses.
+ */
+int sio_vfio_irq_standby(struct sio_vfio_dev *d);
 /* Unmask INTx after the device was serviced (vfio masks it when it fires). */
 int sio_vfio_irq_unmask(struct sio_vfio_dev *d);
 

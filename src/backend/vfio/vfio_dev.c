@@ -472,6 +472,8 @@ int sio_vfio_lend_opts(const char *fabric, const char *bdf, enum sio_vfio_mode m
 
 	if (rc)
 		return rc;
+	/* a borrower's CQ may name its vector before the borrower takes it */
+	sio_vfio_irq_standby(&d);
 	ld.cfg = cfg_of(&d);
 	for (int b = 0; b < SIO_MAX_BARS; b++) {
 		ld.bar[b].size = d.region[b].size;
