@@ -61,6 +61,19 @@ if command -v nvme-manager >/dev/null; then
 	# (its blocks are read back through the kernel's driver at the end)
 	client $MAIN drv-client-3 --lba 4096 --count 256 --bs 4k --qd 2 --pattern 0xa7 --flush
 	collect drv-client-1 drv-client-2 drv-client-3
+	# A client asleep on its CQ's MSI-X vector: the eventfd the lender gave
+	# vfio (VFIO_DEVICE_SET_IRQS); every block read back verified, and the
+	# function's MSI-X interrupts counted by the kernel move while it runs
+	# (its vectors are the client's only while it holds them).
+	msix() { grep "vfio-msix.*($MAIN)" /proc/interrupts |
+		awk '{ for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i } END { print s + 0 }'; }
+	client $MAIN drv-irq --lba 16384 --count 2048 --bs 4k --qd 4 --completions irq --time 8s
+	i=0; while [ "$(msix)" = 0 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	m0=$(msix); sleep 2; m1=$(msix)
+	grep "vfio-msix.*($MAIN)" /proc/interrupts | sed 's/^/    | /'
+	collect drv-irq
+	run drv-irq-msix sh -c "grep -q 'completions: irq, [1-9]' /tmp/drv-irq.log &&
+		echo 'MSI-X interrupts: $m0, 2 s later $m1' && [ $m1 -gt $m0 ]"
 	# SGLs on QEMU's controller (the client verifies every block it reads back):
 	# every command as one SGL Data Block, and the driver's own choice (SGL above
 	# two pages); then shadow doorbells (this manager configured them) against
