@@ -147,21 +147,28 @@ int sio_device_irq_wait(struct sio_device *dev, int vec, int timeout_ms)
 	if (ret)
 		return ret;
 	p = (struct pollfd){ .fd = dev->irq_fd[vec], .events = POLLIN };
+	/*
+	 * Poll first, then take: an interrupt already pending makes the poll
+	 * return at once, and a sleep costs the poll and one take, not a take
+	 * that finds nothing before it as well.
+	 */
 	for (;;) {
+		if (timeout_ms) {
+			ret = poll(&p, 1, timeout_ms);
+			if (ret < 0)
+				return sio__err(errno, "device %u: waiting for vector %d: %s", dev->id,
+						vec, strerror(errno));
+			if (!ret)
+				return sio__err(ETIMEDOUT, "device %u: no interrupt on vector %d "
+						"within %d ms", dev->id, vec, timeout_ms);
+		}
 		ret = take(dev, vec);
 		if (ret != -EAGAIN)
 			return ret;
 		if (!timeout_ms)
 			return sio__err(EAGAIN, "device %u: no interrupt pending on vector %d", dev->id, vec);
-		ret = poll(&p, 1, timeout_ms);
-		if (ret < 0)
-			return sio__err(errno, "device %u: waiting for vector %d: %s", dev->id, vec,
-					strerror(errno));
-		if (!ret)
-			return sio__err(ETIMEDOUT, "device %u: no interrupt on vector %d within %d ms",
-					dev->id, vec, timeout_ms);
-		/* readable: take it (a spurious wake-up polls again, with the
-		 * full timeout: rare, and bounded by the interrupts that come) */
+		/* readable and nothing to take (spurious): poll again, with the
+		 * full timeout: rare, and bounded by the interrupts that come */
 	}
 }
 

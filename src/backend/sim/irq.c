@@ -99,14 +99,25 @@ void sio__sim_irq_disable(struct sio_device *dev)
 	sim_irq_close(dev, dev->irq_nvec, dev->irq_fd);
 }
 
+#define TAKE_BATCH	32	/* datagrams per recvmmsg */
+
+/* What is pending, in one system call when it is TAKE_BATCH or fewer. */
 int sio__sim_irq_take(struct sio_device *dev, int vec)
 {
-	uint32_t msg;
-	int n = 0;
+	struct mmsghdr mm[TAKE_BATCH];
+	struct iovec iov[TAKE_BATCH];
+	uint32_t msg[TAKE_BATCH];
+	int n = 0, r;
 
+	for (int i = 0; i < TAKE_BATCH; i++) {
+		iov[i] = (struct iovec){ .iov_base = &msg[i], .iov_len = sizeof(msg[i]) };
+		mm[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
+	}
 	/* bounded: a model raising without pause cannot keep this looping */
-	while (n < 4096 && recv(dev->irq_fd[vec], &msg, sizeof(msg), 0) >= 0)
-		n++;
+	do {
+		r = recvmmsg(dev->irq_fd[vec], mm, TAKE_BATCH, MSG_DONTWAIT, NULL);
+		n += r > 0 ? r : 0;
+	} while (r == TAKE_BATCH && n < 4096);
 	if (!n && errno != EAGAIN)
 		return sio__err(errno, "device %u: reading vector %d: %s", dev->id, vec, strerror(errno));
 	return n ? n : -EAGAIN;
