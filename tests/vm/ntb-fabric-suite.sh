@@ -76,55 +76,7 @@ n=0
 # the host's limit (run, in /vm/guest.sh)
 RUN_LIMIT=240
 . /vm/ntb-sync.sh	# phase, hello: the host's phases
-# the relay's counters of the lent NVMe (smartio status): doorbells, us waited at most, us writing BAR0
-relay_counters() {
-	c=$(smartio status $FAB | sed -n 's/.*its relay forwarded \([0-9]*\) doorbells.* at most \([0-9]*\) us, wrote BAR0 in \([0-9]*\) us.*/\1 \2 \3/p' |
-		head -n 1)
-	echo "${c:-0 0 0}"
-}
-# relay_share BEFORE AFTER IOS: the relay's part of IOS reads, from the counters around them
-relay_share() {
-	echo "$1 $2" | awk -v ios="$3" 'NF == 6 && $4 > $1 { n = $4 - $1; w = $5 - $2; b = $6 - $3;
-		printf "SIO-VM MEASURE relay-share: %d doorbells relayed for %d QD1 reads (%.1f a read); means a read: %.1f us writing BAR0 + at most %.1f us waiting for the relay'"'"'s look (a bound: the time between its looks): %.1f to %.1f us\n",
-			n, ios, n / ios, b / ios, w / ios, b / ios, (w + b) / ios; ok = 1 }
-		END { exit !ok }'
-}
-# load: the NTB and smartio_ntb
-load() {
-	XL=
-	[ "$LEND" = uio ] && [ "$G" != 2 ] && XL=page_xlat=1
-	insmod $MOD/ntb.ko && insmod $MOD/ntb_hw_ivshmem.ko ports=3 link_timeout_ms=2000 $XL &&
-		insmod $MOD/smartio_ntb.ko && [ -c /dev/smartio-ntb0 ] && ok load ||
-		no load "$(dmesg | grep -i ntb | tail -n 3)"
-	bar64_check
-	ME=$(dmesg | sed -n 's/.*NTB port \([0-9]*\) of.*/\1/p' | tail -n 1)
-}
-# serve PEERS: this kernel's node service, with PEERS links up (2: every
-# peer; 1 after guest 2 was killed)
-serve() {
-	smartio ntb serve >/tmp/serve.log 2>&1 &
-	spid=$!
-	until_ok 90 sh -c "[ \$(grep -c 'link with port .* up' /tmp/serve.log) -ge $1 ]" &&
-		ok serve || { cat /tmp/serve.log; no serve "no memory, or not every peer"; }
-}
-serve_log() { sed 's/^/    | serve: /' /tmp/serve.log; }
-# client NAME ARGS...: a verified nvme-client run
-client() {
-	name=$1; shift
-	run "$name" nvme-client --timeout 30000 "$@"
-}
-lend() {
-	for m in $(cat /lib/modules/$LEND.list); do insmod /lib/modules/$m 2>/dev/null; done
-	run bind smartio $LEND bind $MAIN
-	# the NVMe driver's lender: it describes the doorbells the relay forwards
-	nvme-lend $MAIN --fabric $FAB $([ $LEND = uio ] && echo --uio) >/tmp/lend.log 2>&1 &
-	lpid=$!
-	until_ok 90 grep -q '^lending' /tmp/lend.log && ok lend || { cat /tmp/lend.log; no lend; }
-	sed 's/^/    | /' /tmp/lend.log
-	grep -q "other kernels' doorbells: relayed.*Operation not supported" /tmp/lend.log &&
-		ok lend-relay-labelled || no lend-relay-labelled "the lender did not say why it relays"
-	dev=$(sed -n 's/.* as device \([0-9]*\) .*/\1/p' /tmp/lend.log)
-}
+. /vm/ntb-fabric.sh	# load, serve, serve_log, client, lend, relay_counters, relay_share
 
 load
 if grep -q 'sio.join' /proc/cmdline; then
