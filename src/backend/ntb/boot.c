@@ -1,22 +1,34 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The bootstrap of an ntb fabric: the port that hosts it (its state at the
- * start of that port's memory) says so in its own last four scratchpads,
- * which every peer reads (ntb_peer_spad_read):
+ * start of that port's memory) says so in four words of its own, which
+ * every peer reads:
  *
- *   spads - 4   'S' 'F', a layout version, a check byte over the next three
- *   spads - 3   the fabric's name, hashed
- *   spads - 2   its generation: new at every create, also in the header
- *   spads - 1   the state's size in 64 KiB | the inbound window it is in << 24
+ *   word 0   'S' 'F', a layout version, a check byte over the next three
+ *   word 1   the fabric's name, hashed
+ *   word 2   its generation: new at every create, also in the header
+ *   word 3   the state's size in 64 KiB | the inbound window it is in << 24
  *
- * and two more, before them, that every node service keeps (hosting or not):
+ * and two more that every node service keeps (hosting or not):
  *
- *   spads - 6   the ports (0 to 31, a bit each) this port could not export
- *               its memory to: the hardware driver refused their translation
- *   spads - 5   the same, ports 32 to 63
+ *   word 4   the ports (0 to 31, a bit each) this port could not export
+ *            its memory to: the hardware driver refused their translation
+ *   word 5   the same, ports 32 to 63
  *
  * so that a peer of a home that could not export the state to it says so
- * instead of reading what an untranslated window reaches.
+ * instead of reading what an untranslated window reaches. Where the
+ * hardware translates outbound only (IDT), the peers translate their
+ * window to the node's memory themselves, and three more words say where
+ * it is:
+ *
+ *   word 6   its bus address, low 32 bits
+ *   word 7   its bus address, high 32 bits
+ *   word 8   its size in pages
+ *
+ * The words are the port's own scratchpads where the hardware has them
+ * (ntb_peer_spad_read: from the last, the bootstrap's four, then words 4
+ * and 5 before them, 6 to 8 before those), else a board the node service
+ * sends its peers by message register and keeps of theirs (board.c).
  *
  * Anything there is input: a port whose words are not a bootstrap is no
  * home, one whose check byte is wrong is damaged, and a generation that
@@ -47,28 +59,70 @@ uint32_t sio__ntb_name_hash(const char *name)
 	return h ? h : 1;
 }
 
-static int spads_rw(struct ntbdev *d, uint32_t pidx, uint32_t first, uint32_t n, uint32_t *w,
-		    bool write)
+/* Each word's scratchpad, counted back from the last (the bootstrap's are the last four). */
+static const uint8_t from_end[NTB_WORDS] = { 4, 3, 2, 1, 6, 5, 9, 8, 7 };
+
+static uint32_t spads_needed(uint32_t first, uint32_t n)
 {
-	for (uint32_t i = 0; i < n; i++) {
-		struct sio_ntb_spad s = { .pidx = pidx, .sidx = first + i, .value = w[i] };
+	uint32_t most = 0;
+
+	for (uint32_t k = first; k < first + n; k++)
+		most = from_end[k] > most ? from_end[k] : most;
+	return most;
+}
+
+/*
+ * Words @first .. @first + @n - 1 of port @pidx (SIO_NTB_LOCAL: this
+ * port's), in the scratchpads or on the board: 0, -ENOENT for words a
+ * peer has not sent (yet), -EOPNOTSUPP where there are too few
+ * scratchpads, or the device's errno.
+ */
+static int words_rw(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
+		    uint32_t pidx, uint32_t first, uint32_t n, uint32_t *w, bool write)
+{
+	uint32_t mask = ((1u << n) - 1) << first;
+
+	if (bd && bd->by_msg) {
+		if (pidx == SIO_NTB_LOCAL && write)
+			memcpy(bd->own + first, w, n * sizeof(*w));
+		else if (pidx == SIO_NTB_LOCAL)
+			memcpy(w, bd->own + first, n * sizeof(*w));
+		else if (pidx >= SIO_NTB_MAX_PEERS || (bd->have[pidx] & mask) != mask)
+			return -ENOENT;
+		else
+			memcpy(w, bd->w[pidx] + first, n * sizeof(*w));
+		return 0;
+	}
+	if (i->spads < spads_needed(first, n))
+		return -EOPNOTSUPP;
+	for (uint32_t k = 0; k < n; k++) {
+		struct sio_ntb_spad s = { .pidx = pidx, .sidx = i->spads - from_end[first + k], .value = w[k] };
 		int ret = ntbdev_ioctl(d, write ? SIO_NTB_IOC_SPAD_WRITE : SIO_NTB_IOC_SPAD_READ, &s);
 
 		if (ret)
 			return ret;
-		w[i] = s.value;
+		w[k] = s.value;
 	}
 	return 0;
 }
 
-int sio__ntb_boot_publish(struct ntbdev *d, const struct sio_ntb_info *i, const struct ntb_boot *b)
+/* Can the words of a bootstrap go anywhere: scratchpads or a board? */
+static int boot_place(struct ntbdev *d, const struct sio_ntb_info *i, const struct ntb_board *bd)
+{
+	if ((bd && bd->by_msg) || i->spads >= BOOT_SPADS)
+		return 0;
+	return sio__err(EOPNOTSUPP, "ntb: %s has %u scratchpads and no message registers; a fabric's bootstrap needs %d scratchpads or message registers",
+			d->what, i->spads, BOOT_SPADS);
+}
+
+int sio__ntb_boot_publish(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
+			  const struct ntb_boot *b)
 {
 	uint32_t w[BOOT_SPADS] = { 0 };
 	int ret;
 
-	if (i->spads < BOOT_SPADS)
-		return sio__err(EOPNOTSUPP, "ntb: %s has %u scratchpads; a fabric's bootstrap needs %d",
-				d->what, i->spads, BOOT_SPADS);
+	if ((ret = boot_place(d, i, bd)))
+		return ret;
 	if (b) {
 		w[1] = b->name_hash;
 		w[2] = b->gen;
@@ -76,33 +130,60 @@ int sio__ntb_boot_publish(struct ntbdev *d, const struct sio_ntb_info *i, const 
 		w[0] = BOOT_MAGIC << 16 | BOOT_VERSION << 8 | check_of(w);
 	}
 	/* the words after the first, then the first that vouches for them (or clears them) */
-	if ((ret = spads_rw(d, SIO_NTB_LOCAL, i->spads - BOOT_SPADS + 1, BOOT_SPADS - 1, w + 1, true)) ||
-	    (ret = spads_rw(d, SIO_NTB_LOCAL, i->spads - BOOT_SPADS, 1, w, true)))
+	if (words_rw(d, i, bd, SIO_NTB_LOCAL, 1, BOOT_SPADS - 1, w + 1, true) ||
+	    words_rw(d, i, bd, SIO_NTB_LOCAL, 0, 1, w, true))
 		return sio__err(EIO, "ntb: %s: cannot write the bootstrap's scratchpads", d->what);
 	return 0;
 }
 
-int sio__ntb_unreached_publish(struct ntbdev *d, const struct sio_ntb_info *i, uint64_t ports)
+int sio__ntb_unreached_publish(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
+			       uint64_t ports)
 {
 	uint32_t w[2] = { (uint32_t)ports, (uint32_t)(ports >> 32) };
+	int ret = words_rw(d, i, bd, SIO_NTB_LOCAL, NTB_W_UNREACHED, 2, w, true);
 
-	if (i->spads < BOOT_SPADS + 2)
+	if (ret == -EOPNOTSUPP)
 		return 0;	/* peers then learn it from the state's magic, as before */
-	if (spads_rw(d, SIO_NTB_LOCAL, i->spads - BOOT_SPADS - 2, 2, w, true))
+	if (ret)
 		return sio__err(EIO, "ntb: %s: cannot write the scratchpads of the ports out of reach",
 				d->what);
 	return 0;
 }
 
-bool sio__ntb_unreached(struct ntbdev *d, const struct sio_ntb_info *i, int port, int by)
+bool sio__ntb_unreached(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
+			int port, int by)
 {
 	int pidx = sio__ntbdev_pidx(d, port);
 	uint32_t w[2];
 
-	if (pidx < 0 || by < 0 || by >= 64 || i->spads < BOOT_SPADS + 2 ||
-	    spads_rw(d, (uint32_t)pidx, i->spads - BOOT_SPADS - 2, 2, w, false))
+	if (pidx < 0 || by < 0 || by >= 64 ||
+	    words_rw(d, i, bd, (uint32_t)pidx, NTB_W_UNREACHED, 2, w, false))
 		return false;
 	return ((uint64_t)w[1] << 32 | w[0]) >> by & 1;
+}
+
+int sio__ntb_mem_publish(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
+			 uint64_t addr, uint64_t size)
+{
+	uint32_t w[3] = { (uint32_t)addr, (uint32_t)(addr >> 32), (uint32_t)(size >> 12) };
+
+	if (words_rw(d, i, bd, SIO_NTB_LOCAL, NTB_W_MEM, 3, w, true))
+		return sio__err(EOPNOTSUPP, "ntb: %s translates outbound only: the peers learn where this node's memory is from %d scratchpads or message registers, and it has %u scratchpads, no message registers",
+				d->what, spads_needed(NTB_W_MEM, 3), i->spads);
+	return 0;
+}
+
+int sio__ntb_mem_of_peer(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
+			 uint32_t pidx, uint64_t *addr, uint64_t *size)
+{
+	uint32_t w[3];
+	int ret = words_rw(d, i, bd, pidx, NTB_W_MEM, 3, w, false);
+
+	if (ret)
+		return ret;
+	*addr = (uint64_t)w[1] << 32 | w[0];
+	*size = (uint64_t)w[2] << 12;
+	return *size ? 0 : -ENOENT;
 }
 
 /*
@@ -133,14 +214,14 @@ static int decode(const uint32_t *w, int port, struct ntb_boot *b, char *why, si
 }
 
 /* This port's and every peer's bootstrap: the one port that hosts a fabric, or -errno. */
-int sio__ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_boot *out)
+int sio__ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
+		       struct ntb_boot *out)
 {
 	char why[256] = "", seen[160] = "";
 	int found = 0, err = 0;
 
-	if (i->spads < BOOT_SPADS)
-		return sio__err(EOPNOTSUPP, "ntb: %s has %u scratchpads; a fabric's bootstrap needs %d",
-				d->what, i->spads, BOOT_SPADS);
+	if ((err = boot_place(d, i, bd)))
+		return err;
 	for (int p = -1; p < (int)i->peers; p++) {
 		uint32_t w[BOOT_SPADS], pidx = p < 0 ? SIO_NTB_LOCAL : (uint32_t)p;
 		struct sio_ntb_peer pr = { .pidx = pidx };
@@ -151,7 +232,7 @@ int sio__ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct nt
 			continue;	/* a peer we cannot hear from hosts nothing we can reach */
 		if (p >= 0)
 			port = pr.port;
-		if (spads_rw(d, pidx, i->spads - BOOT_SPADS, BOOT_SPADS, w, false))
+		if (words_rw(d, i, bd, pidx, 0, BOOT_SPADS, w, false))
 			continue;
 		r = decode(w, port, &b, why, sizeof(why));
 		if (r < 0) {

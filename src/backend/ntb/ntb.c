@@ -42,6 +42,11 @@ static int mem_of(struct ntbsrc *n, int port, uint64_t *off, uint64_t *size)
 		*size = n->node.mem_size;
 		return 0;
 	}
+	/* outbound translation: untranslated, window 0 reaches no memory of the peer's */
+	if (!(n->info.flags & SIO_NTB_F_INBOUND_XLAT) && port >= 0 && port < 64 &&
+	    !(n->node.reached >> port & 1))
+		return sio__err(ENOTCONN, "ntb: this node's window to port %d is not translated yet: port %d has not said by message where its memory is (its smartio ntb serve runs? this node's serve log says when it is translated)",
+				port, port);
 	return sio__ntb_window_of(n, port, NTB_MEM_WIDX, off, size);
 }
 
@@ -313,10 +318,11 @@ static int state_find(struct sio_fabric *f, struct wf_fabric *s)
 	uint64_t off, size;
 	int ret;
 
-	if ((ret = sio__ntb_boot_find(n->dev, &n->info, &n->boot)))
+	if ((ret = sio__ntb_boot_find(n->dev, &n->info, &n->node.board, &n->boot)))
 		return ret;
 	/* untranslated, the window reaches whatever its default is: never read that as the state */
-	if (n->boot.port != n->node.port && sio__ntb_unreached(n->dev, &n->info, n->boot.port, n->node.port))
+	if (n->boot.port != n->node.port &&
+	    sio__ntb_unreached(n->dev, &n->info, &n->node.board, n->boot.port, n->node.port))
 		return sio__err(ENXIO, "ntb: port %d hosts fabric '%s', but its hardware driver refused to translate its inbound window %d for port %d: the fabric's state is out of this node's reach (port %d's smartio ntb serve log says why)",
 				n->boot.port, f->name, NTB_MEM_WIDX, n->node.port, n->boot.port);
 	if ((ret = mem_of(n, n->boot.port, &off, &size)))
@@ -434,7 +440,7 @@ static void sio__ntb_detach(struct sio_fabric *f)
 	n = src_of(s);
 	/* the registry whole (the core made it): the bootstrap goes out now, not a tick later */
 	if (n->created && f->reg && __atomic_load_n(&f->reg->magic, __ATOMIC_ACQUIRE) == SIO_REG_MAGIC)
-		sio__ntb_boot_publish(n->dev, &n->info, &n->boot);
+		sio__ntb_boot_publish(n->dev, &n->info, &n->node.board, &n->boot);
 	sio__wf_detach(f, s);
 	src_drop(s);
 }
@@ -470,7 +476,8 @@ static int sio__ntb_list(char (*names)[SIO_NAME_MAX], int max)
 
 	if ((ret = src_open(&f, NTB_OP_HELLO, NULL, &s)))
 		return ret;
-	ret = sio__ntb_boot_find(src_of(s)->dev, &src_of(s)->info, &src_of(s)->boot);
+	ret = sio__ntb_boot_find(src_of(s)->dev, &src_of(s)->info, &src_of(s)->node.board,
+				 &src_of(s)->boot);
 	if (!ret && !(ret = src_map(s, WF_STATE, 0, sizeof(struct wf_hdr), false, (void **)&s->hdr)))
 		ret = s->hdr->magic == WF_MAGIC && memchr(s->hdr->name, 0, SIO_NAME_MAX) ? 1 : 0;
 	if (ret == 1 && max > 0)

@@ -20,7 +20,9 @@
  *   the fabric's state  at the start of one node's memory (its home: where
  *                       `smartio create` ran): winfab's header, the registry;
  *                       the home's pool follows it
- *   the bootstrap       the home's last four scratchpads (boot.c)
+ *   the bootstrap       four words of the home's: its last scratchpads, or
+ *                       where there are none (IDT) a board its node service
+ *                       sends by message register (boot.c, board.c)
  *   notifications       one doorbell bit, the highest, rung to every peer
  *   the lock            a lease among this kernel's processes, then a bakery
  *                       among the kernels in the state (no atomic operation
@@ -28,7 +30,9 @@
  *
  * One process per kernel, the node service (`smartio ntb serve`, serve.c),
  * holds the NTB: it allocates the node's memory and translates each peer's
- * window into it as their links come up, maps the outbound windows, hosts
+ * window into it as their links come up (where the hardware translates
+ * outbound only, it tells the peers where the memory is and translates its
+ * own outbound windows to theirs), maps the outbound windows, hosts
  * the state when asked to create a fabric, publishes the bootstrap, and
  * takes the doorbells for this kernel's waiters. The fabric's processes
  * receive its open file (SCM_RIGHTS) and map through it.
@@ -43,7 +47,24 @@
 #define NTB_MEM_WIDX	0	/* the inbound window of a node's memory, for every peer */
 #define NTB_MIN_POOL	(1ull << 20)
 
-/* boot.c */
+/* boot.c: the words a port shows its peers (see there) */
+#define NTB_W_BOOT	0	/* 4: the bootstrap */
+#define NTB_W_UNREACHED	4	/* 2: the ports this one could not export to */
+#define NTB_W_MEM	6	/* 3: the node's memory (outbound translation only) */
+#define NTB_WORDS	9
+
+/*
+ * The words by message, where the NTB has no scratchpads (board.c): this
+ * port's, and each peer's (by index) as far as they came. A node service
+ * keeps the live one; its processes get a copy with its file.
+ */
+struct ntb_board {
+	uint32_t by_msg;			/* 1: message registers, no scratchpads */
+	uint32_t own[NTB_WORDS];
+	uint32_t have[SIO_NTB_MAX_PEERS];	/* each peer's words that came, a bit each */
+	uint32_t w[SIO_NTB_MAX_PEERS][NTB_WORDS];
+};
+
 struct ntb_boot {
 	int port;			/* the home */
 	uint32_t name_hash, gen;
@@ -51,14 +72,39 @@ struct ntb_boot {
 	uint32_t widx;			/* the home's inbound window that holds it */
 };
 uint32_t sio__ntb_name_hash(const char *name);
-/* Publish @b in this port's scratchpads, or clear them (@b NULL). */
-int sio__ntb_boot_publish(struct ntbdev *d, const struct sio_ntb_info *i, const struct ntb_boot *b);
+/* Publish @b in this port's words, or clear them (@b NULL). */
+int sio__ntb_boot_publish(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
+			  const struct ntb_boot *b);
 /* Publish the ports (a bit each) whose translation of this port's memory was refused. */
-int sio__ntb_unreached_publish(struct ntbdev *d, const struct sio_ntb_info *i, uint64_t ports);
+int sio__ntb_unreached_publish(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
+			       uint64_t ports);
 /* Does port @port say it could not export its memory to port @by? */
-bool sio__ntb_unreached(struct ntbdev *d, const struct sio_ntb_info *i, int port, int by);
-/* The port that hosts a fabric, as the scratchpads of this port and its peers say. */
-int sio__ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_boot *out);
+bool sio__ntb_unreached(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
+			int port, int by);
+/* The port that hosts a fabric, as the words of this port and its peers say. */
+int sio__ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
+		       struct ntb_boot *out);
+/* Outbound translation: where this node's memory is, for the peers to translate to. */
+int sio__ntb_mem_publish(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
+			 uint64_t addr, uint64_t size);
+/* ... and where peer @pidx's is: 0, or -ENOENT while it has not said. */
+int sio__ntb_mem_of_peer(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
+			 uint32_t pidx, uint64_t *addr, uint64_t *size);
+
+/* board.c: the node service's side of the board */
+struct ntb_post {
+	uint32_t sent[NTB_WORDS];		/* own words as last sent to everyone */
+	uint32_t dirty[SIO_NTB_MAX_PEERS];	/* words to send each peer, a bit each */
+	uint32_t hi[SIO_NTB_MAX_PEERS][NTB_WORDS], hi_have[SIO_NTB_MAX_PEERS];
+	uint64_t gen[SIO_NTB_MAX_PEERS];	/* the peer's link generation its words are of */
+	uint64_t asked[SIO_NTB_MAX_PEERS];	/* when its words were last asked for */
+	uint64_t refresh;			/* when everything is sent again */
+};
+/* Set @bd up for the device: by message where there are no scratchpads. */
+int sio__ntb_board_init(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd);
+/* A tick: take the peers' messages, send them what changed (bounded). */
+void sio__ntb_board_post(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
+			 struct ntb_post *p);
 
 /* What a node service tells the processes of its kernel (with its file). */
 struct ntb_node {
@@ -70,6 +116,8 @@ struct ntb_node {
 	char what[96];			/* the device */
 	int32_t seg_windows;		/* windows per peer for segments alone (ownwin.c), 0: none */
 	uint32_t xlat_align;		/* the hardware driver's translation alignment, KiB */
+	uint64_t reached;		/* outbound translation: the ports whose memory this node's windows reach */
+	struct ntb_board board;		/* the words by message (a copy, to a process) */
 };
 
 /* serve.c: the node service in this process, if it runs here */

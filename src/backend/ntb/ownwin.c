@@ -323,7 +323,8 @@ void sio__ntb_ownwin_probe(struct ntbdev *d, const struct sio_ntb_info *i, uint3
 
 	if (x->align)
 		return;
-	if (i->mws_per_peer < 2) {	/* window 0 is the pool's: none left */
+	/* window 0 is the pool's: none left; outbound translation: not made yet */
+	if (i->mws_per_peer < 2 || !(i->flags & SIO_NTB_F_INBOUND_XLAT)) {
 		x->align = ~0ull;
 		return;
 	}

@@ -8,11 +8,15 @@
  *   first peer whose link comes up, as large as the window) and translates
  *   window 0 of every other peer into it as their links come up; it maps
  *   each peer's outbound window 0, so that they are held through its file.
+ *   Where the hardware translates outbound only (IDT), it says where the
+ *   memory is instead (boot.c's words), and translates its outbound window
+ *   0 of each peer to where that peer's words say the peer's memory is.
  * - It answers the fabric's processes of this kernel (a unix socket): its
  *   open NTB file (SCM_RIGHTS) and where the node's memory is; and creates
  *   the state of a fabric at the start of the node's memory when asked to.
  * - Once a created fabric's registry is whole it publishes the bootstrap in
- *   its scratchpads, and takes it back when the fabric is destroyed.
+ *   its scratchpads (or on its board, sent by message: board.c), and takes
+ *   it back when the fabric is destroyed.
  * - It attaches the fabric of its NTB (whichever port hosts it) as this
  *   node, no process of it, records the node's memory as the node's pool,
  *   and turns the fabric's doorbell into wakes of this kernel's waiters.
@@ -46,6 +50,9 @@ struct ntb_service {
 	uint64_t xlat_failed;		/* those whose translation failed (said once) */
 	uint64_t unreached;		/* their ports: the pool says so to the fabric */
 	uint64_t unreached_spads;	/* ... and the scratchpads, to a home's peers */
+	bool outbound;			/* the hardware translates outbound only */
+	uint64_t oxlat[SIO_NTB_MAX_PEERS];	/* outbound: the peer's memory window 0 reaches (0: none) */
+	struct ntb_post post;		/* the board's messages (board.c) */
 	void *out[SIO_NTB_MAX_PEERS];	/* each peer's outbound window 0, held */
 	uint64_t out_len[SIO_NTB_MAX_PEERS], out_gen[SIO_NTB_MAX_PEERS];
 	uint64_t link_gen;
@@ -104,7 +111,8 @@ static void complain(struct ntb_service *sv, const char *what)
 static int mem_alloc(struct ntb_service *sv)
 {
 	for (uint32_t p = 0; p < sv->info.peers; p++) {
-		struct sio_ntb_buf b = { .pidx = p, .widx = NTB_MEM_WIDX };
+		struct sio_ntb_buf b = { .pidx = p, .widx = NTB_MEM_WIDX,
+					 .flags = sv->outbound ? SIO_NTB_BUF_PEER_XLAT : 0 };
 		void *va;
 		int ret;
 
@@ -118,6 +126,13 @@ static int mem_alloc(struct ntb_service *sv)
 			ntbdev_ioctl(sv->dev, SIO_NTB_IOC_MW_FREE, &f);
 			return sio__err(-ret, "ntb: cannot map the node's memory: %s", strerror(-ret));
 		}
+		if (sv->outbound && (ret = sio__ntb_mem_publish(sv->dev, &sv->info, &sv->node.board,
+							     b.dma_addr, b.size))) {
+			struct sio_ntb_buf f = b;
+			munmap(va, b.size);
+			ntbdev_ioctl(sv->dev, SIO_NTB_IOC_MW_FREE, &f);
+			return ret;
+		}
 		sv->mem = va;
 		sv->node.mem_pidx = p;
 		sv->node.mem_widx = NTB_MEM_WIDX;
@@ -125,13 +140,55 @@ static int mem_alloc(struct ntb_service *sv)
 		sv->node.mem_dma = b.dma_addr;
 		sv->xlat |= 1ull << p;
 		sv->have_mem = true;
-		say(sv, "port %d's memory: %llu KiB at bus address 0x%llx, exported through inbound window %d of every peer%s\n",
+		say(sv, "port %d's memory: %llu KiB at bus address 0x%llx, %s%s\n",
 		    sv->node.port, (unsigned long long)(b.size >> 10), (unsigned long long)b.dma_addr,
-		    NTB_MEM_WIDX, b.size < WF_STATE_END + NTB_MIN_POOL ?
+		    sv->outbound ? "where the peers translate their outbound windows (told by message)" :
+		    "exported through inbound window 0 of every peer",
+		    b.size < WF_STATE_END + NTB_MIN_POOL ?
 		    " (too small to host a fabric's state: this node joins one)" : "");
 		return 0;
 	}
 	return 0;	/* no link up yet */
+}
+
+/*
+ * Outbound translation: this node's window @widx to peer @p, translated to
+ * where the peer's words say its memory is; 0 once it is (-ENOENT while
+ * the peer has not said).
+ */
+static int peer_translate(struct ntb_service *sv, uint32_t p, int port, uint32_t widx)
+{
+	struct sio_ntb_peer_mw pm = { .widx = widx };
+	struct sio_ntb_peer_xlat x = { .pidx = p, .widx = widx };
+	uint64_t addr, size;
+	char msg[256];
+	int ret;
+
+	if ((ret = sio__ntb_mem_of_peer(sv->dev, &sv->info, &sv->node.board, p, &addr, &size)))
+		return ret;
+	if (sv->oxlat[p] == addr)
+		return 0;
+	if (sv->out[p]) {	/* a new buffer (the peer came back): the old mapping goes */
+		munmap(sv->out[p], sv->out_len[p]);
+		sv->out[p] = NULL;
+	}
+	/* a window smaller than the peer's memory reaches its start */
+	if (!ntbdev_ioctl(sv->dev, SIO_NTB_IOC_PEER_MW, &pm) && pm.size && pm.size < size)
+		size = pm.size;
+	x.addr = addr;
+	x.size = size;
+	if ((ret = ntbdev_ioctl(sv->dev, SIO_NTB_IOC_PEER_MW_XLAT, &x))) {
+		snprintf(msg, sizeof(msg), "cannot translate outbound window %u to port %d's memory (%llu KiB at bus address 0x%llx): %s%s",
+			 widx, port, (unsigned long long)(size >> 10), (unsigned long long)addr,
+			 strerror(-ret), ret == -EBUSY ? " (mapped by a process of this kernel: it maps again once the peer's link is back)" : "");
+		complain(sv, msg);
+		return ret;
+	}
+	sv->oxlat[p] = addr;
+	sv->node.reached |= 1ull << port;
+	say(sv, "outbound window %u translated to port %d's memory: %llu KiB at bus address 0x%llx\n",
+	    widx, port, (unsigned long long)(size >> 10), (unsigned long long)addr);
+	return 0;
 }
 
 /* Export the memory to peer @p and hold its window to us, while its link is up. */
@@ -147,7 +204,10 @@ static void peer_up(struct ntb_service *sv, uint32_t p)
 
 	if (ntbdev_ioctl(sv->dev, SIO_NTB_IOC_PEER, &pr) || pr.port < 0 || pr.port >= WF_MAX_POOLS)
 		return;
-	if (!(sv->xlat >> p & 1)) {
+	if (sv->outbound) {
+		if (peer_translate(sv, p, pr.port, pm.widx))
+			return;	/* its memory's address has not come yet */
+	} else if (!(sv->xlat >> p & 1)) {
 		if (!(ret = ntbdev_ioctl(sv->dev, SIO_NTB_IOC_MW_XLAT, &x))) {
 			sv->xlat |= 1ull << p;
 			sv->unreached &= ~(1ull << pr.port);
@@ -189,6 +249,9 @@ static void mode_say(struct ntb_service *sv, uint32_t p)
 	if (sv->xw.per_peer)
 		say(sv, "segments: own windows: a connection from another kernel gets an inbound window of its own (1 to %u of its peer's), translated to the segment's pages alone; the pool window %d when none is free\n",
 		    sv->xw.per_peer, NTB_MEM_WIDX);
+	else if (sv->outbound)
+		say(sv, "segments: pool window: other kernels reach them through their window %d to this node, all of its memory (%s translates outbound: this backend makes no window per segment there yet)\n",
+		    NTB_MEM_WIDX, sv->info.driver);
 	else if (sv->info.mws_per_peer < 2)
 		say(sv, "segments: pool window: other kernels reach them through window %d, all of this node's memory (one window per peer: none left for segments)\n",
 		    NTB_MEM_WIDX);
@@ -205,6 +268,7 @@ static void links(struct ntb_service *sv)
 	if (ntbdev_ioctl(sv->dev, SIO_NTB_IOC_INFO, &i))
 		return;
 	sv->info = i;
+	sio__ntb_board_post(sv->dev, &sv->info, &sv->node.board, &sv->post);
 	if (!sv->have_mem && mem_alloc(sv)) {
 		complain(sv, sio_errmsg());
 		return;
@@ -218,7 +282,7 @@ static void links(struct ntb_service *sv)
 			mode_say(sv, p);
 		}
 	if (sv->unreached != sv->unreached_spads &&
-	    !sio__ntb_unreached_publish(sv->dev, &sv->info, sv->unreached))
+	    !sio__ntb_unreached_publish(sv->dev, &sv->info, &sv->node.board, sv->unreached))
 		sv->unreached_spads = sv->unreached;
 }
 
@@ -234,7 +298,7 @@ static void hosting(struct ntb_service *sv)
 	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != WF_MAGIC ||
 	    (h->create_gen && h->create_gen != sv->host_gen)) {
 		say(sv, "fabric '%s' was destroyed: its bootstrap taken back\n", sv->host_name);
-		sio__ntb_boot_publish(sv->dev, &sv->info, NULL);
+		sio__ntb_boot_publish(sv->dev, &sv->info, &sv->node.board, NULL);
 		sv->host_gen = 0;
 		sv->published = false;
 		return;
@@ -244,7 +308,7 @@ static void hosting(struct ntb_service *sv)
 	b = (struct ntb_boot){ .port = sv->node.port, .name_hash = sio__ntb_name_hash(sv->host_name),
 			       .gen = sv->host_gen, .state_size = WF_STATE_END,
 			       .widx = sv->node.mem_widx };
-	if (sio__ntb_boot_publish(sv->dev, &sv->info, &b)) {
+	if (sio__ntb_boot_publish(sv->dev, &sv->info, &sv->node.board, &b)) {
 		complain(sv, sio_errmsg());
 		return;
 	}
@@ -312,7 +376,7 @@ static void join(struct ntb_service *sv)
 	char name[SIO_NAME_MAX], msg[256];
 	struct ntb_boot b;
 
-	if (sio__ntb_boot_find(sv->dev, &sv->info, &b)) {
+	if (sio__ntb_boot_find(sv->dev, &sv->info, &sv->node.board, &b)) {
 		leave(sv, true);
 		return;
 	}
@@ -322,7 +386,8 @@ static void join(struct ntb_service *sv)
 		return;
 	}
 	leave(sv, true);
-	if (b.port != sv->node.port && sio__ntb_unreached(sv->dev, &sv->info, b.port, sv->node.port)) {
+	if (b.port != sv->node.port &&
+	    sio__ntb_unreached(sv->dev, &sv->info, &sv->node.board, b.port, sv->node.port)) {
 		snprintf(msg, sizeof(msg), "port %d hosts a fabric, but its hardware driver refused to translate its memory for this port (%d): port %d's smartio ntb serve log says why",
 			 b.port, sv->node.port, b.port);
 		complain(sv, msg);
@@ -358,7 +423,7 @@ static int create(struct ntb_service *sv, const char *name, uint32_t *gen)
 	if (sv->host_gen && (sv->published || r->magic == SIO_REG_MAGIC))
 		return sio__err(EEXIST, "ntb: this node (port %d) hosts fabric '%s' already: one fabric per NTB",
 				sv->node.port, sv->host_name);
-	if (!sio__ntb_boot_find(sv->dev, &sv->info, &b) && b.port != sv->node.port)
+	if (!sio__ntb_boot_find(sv->dev, &sv->info, &sv->node.board, &b) && b.port != sv->node.port)
 		return sio__err(EEXIST, "ntb: port %d hosts a fabric already: one fabric per NTB (smartio list, smartio destroy)",
 				b.port);
 	while (!g && getrandom(&g, sizeof(g), 0) != sizeof(g))
@@ -466,15 +531,18 @@ static int setup(struct ntb_service *sv, const char *dev, int port)
 	snprintf(sv->node.what, sizeof(sv->node.what), "%s", sv->dev->spec);
 	while (!sv->node.epoch && getrandom(&sv->node.epoch, sizeof(sv->node.epoch), 0) != 8)
 		sv->node.epoch = sio__now_ns();
-	if (!(sv->info.flags & SIO_NTB_F_INBOUND_XLAT))
-		return sio__err(EOPNOTSUPP, "ntb: %s (%s) translates outbound windows only (the peer sets where a window lands, ntb_hw_idt): smartio_ntb has no request for that; not supported",
+	if (!(sv->info.flags & (SIO_NTB_F_INBOUND_XLAT | SIO_NTB_F_OUTBOUND_XLAT)))
+		return sio__err(EOPNOTSUPP, "ntb: %s (%s) translates no window, inbound or outbound: a node cannot export its memory",
 				sv->dev->what, sv->info.driver);
+	sv->outbound = !(sv->info.flags & SIO_NTB_F_INBOUND_XLAT);
+	if ((ret = sio__ntb_board_init(sv->dev, &sv->info, &sv->node.board)))
+		return ret;
 	if (!sv->info.mws_per_peer || !sv->info.peers || !sv->info.db_valid || sv->node.port >= WF_MAX_POOLS)
 		return sio__err(EOPNOTSUPP, "ntb: %s has %u windows per peer, %u peers, doorbells 0x%llx, port %d: a fabric needs a window per peer, a doorbell, a port below %d",
 				sv->dev->what, sv->info.mws_per_peer, sv->info.peers,
 				(unsigned long long)sv->info.db_valid, sv->node.port, WF_MAX_POOLS);
-	if ((ret = sio__ntb_boot_publish(sv->dev, &sv->info, NULL)) ||	/* nothing hosted here yet */
-	    (ret = sio__ntb_unreached_publish(sv->dev, &sv->info, 0)))
+	if ((ret = sio__ntb_boot_publish(sv->dev, &sv->info, &sv->node.board, NULL)) ||	/* nothing hosted here yet */
+	    (ret = sio__ntb_unreached_publish(sv->dev, &sv->info, &sv->node.board, 0)))
 		return ret;
 	sv->bit = 63 - __builtin_clzll(sv->info.db_valid);
 	e = (struct sio_ntb_db_eventfd){ .bit = (uint32_t)sv->bit,
@@ -484,9 +552,10 @@ static int setup(struct ntb_service *sv, const char *dev, int port)
 				strerror(sv->efd < 0 ? errno : -ret));
 	if ((ret = listen_at(sv)))
 		return ret;
-	say(sv, "port %d of %s (%s): %u peers, %u windows each, doorbell bit %d; serving this kernel's processes at %s\n",
+	say(sv, "port %d of %s (%s): %u peers, %u windows each, %s translation, bootstrap by %s, doorbell bit %d; serving this kernel's processes at %s\n",
 	    sv->node.port, sv->dev->what, sv->info.driver, sv->info.peers, sv->info.mws_per_peer,
-	    sv->bit, sv->path);
+	    sv->outbound ? "outbound" : "inbound",
+	    sv->node.board.by_msg ? "message registers" : "scratchpads", sv->bit, sv->path);
 	return 0;
 }
 
@@ -494,7 +563,7 @@ static void teardown(struct ntb_service *sv)
 {
 	leave(sv, false);
 	if (sv->host_gen)
-		sio__ntb_boot_publish(sv->dev, &sv->info, NULL);
+		sio__ntb_boot_publish(sv->dev, &sv->info, &sv->node.board, NULL);
 	if (sv->lsk >= 0) {
 		close(sv->lsk);
 		unlink(sv->path);
