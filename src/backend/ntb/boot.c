@@ -25,10 +25,18 @@
  *   word 7   its bus address, high 32 bits
  *   word 8   its size in pages
  *
+ * On a two-port NTB whose driver gives no port numbers (Switchtec, the
+ * endpoint function: both sides say port 0), one more tells the sides
+ * apart, for the nodes' ids:
+ *
+ *   word 9   bit 31: set; bit 30: this side's id is decided, bit 29: it;
+ *            bits 28-0: a number drawn at the node service's start
+ *
  * The words are the port's own scratchpads where the hardware has them
  * (ntb_peer_spad_read: from the last, the bootstrap's four, then words 4
- * and 5 before them, 6 to 8 before those), else a board the node service
- * sends its peers by message register and keeps of theirs (board.c).
+ * and 5 before them, 6 to 8 before those, 9 before those), else a board
+ * the node service sends its peers by message register and keeps of
+ * theirs (board.c).
  *
  * Anything there is input: a port whose words are not a bootstrap is no
  * home, one whose check byte is wrong is damaged, and a generation that
@@ -60,7 +68,7 @@ uint32_t sio__ntb_name_hash(const char *name)
 }
 
 /* Each word's scratchpad, counted back from the last (the bootstrap's are the last four). */
-static const uint8_t from_end[NTB_WORDS] = { 4, 3, 2, 1, 6, 5, 9, 8, 7 };
+static const uint8_t from_end[NTB_WORDS] = { 4, 3, 2, 1, 6, 5, 9, 8, 7, 10 };
 
 static uint32_t spads_needed(uint32_t first, uint32_t n)
 {
@@ -259,4 +267,20 @@ int sio__ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct nt
 		return sio__err(-err, "ntb: %s: %s", d->what, why);
 	return sio__err(ENOENT, "ntb: no port of %s (or of the peers whose link is up) hosts a fabric%s%s",
 			d->what, seen, seen[0] ? ": not a smartio bootstrap)" : "");
+}
+
+int sio__ntb_side_publish(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
+			  uint32_t word)
+{
+	if (words_rw(d, i, bd, SIO_NTB_LOCAL, NTB_W_SIDE, 1, &word, true))
+		return sio__err(EOPNOTSUPP, "ntb: %s (%s) gives no port numbers (both sides say port %d) and has %u scratchpads, no message registers: the node services cannot tell the sides apart (they need %d)",
+				d->what, i->driver, i->port, i->spads, spads_needed(NTB_W_SIDE, 1));
+	return 0;
+}
+
+uint32_t sio__ntb_side_of_peer(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd)
+{
+	uint32_t w = 0;
+
+	return words_rw(d, i, bd, 0, NTB_W_SIDE, 1, &w, false) ? 0 : w;
 }

@@ -108,6 +108,7 @@ int sio__ntb_node_connect(const char *spec, int fake_port, uint32_t op, const ch
 		close(fd);
 		return ret;
 	}
+	(*dev)->sided = rep.node.sided;
 	*node = rep.node;
 	if (gen)
 		*gen = rep.gen;

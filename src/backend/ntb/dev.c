@@ -217,3 +217,19 @@ int sio__ntbdev_pidx(struct ntbdev *d, int port)
 	}
 	return -ENOENT;
 }
+
+void sio__ntbdev_side_apply(struct ntbdev *d, unsigned long req, void *arg)
+{
+	if (req == SIO_NTB_IOC_INFO)
+		((struct sio_ntb_info *)arg)->port = (int)d->sided - 1;
+	else if (req == SIO_NTB_IOC_PEER)
+		((struct sio_ntb_peer *)arg)->port = 2 - (int)d->sided;
+}
+
+bool sio__ntbdev_sideless(struct ntbdev *d, const struct sio_ntb_info *i)
+{
+	struct sio_ntb_peer pr = { .pidx = 0 };
+
+	return !d->sided && !(i->flags & SIO_NTB_F_PORTS) && i->peers == 1 &&
+	       !ntbdev_ioctl(d, SIO_NTB_IOC_PEER, &pr) && pr.port == i->port;
+}

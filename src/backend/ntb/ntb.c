@@ -501,6 +501,21 @@ static bool sio__ntb_removed(struct sio_fabric *f)
 	return sio__wf_removed(f);
 }
 
+/* A two-port NTB without port numbers: this side's id, as the node service agreed it. */
+static int side_port(int port)
+{
+	struct ntb_service *sv = sio__ntb_service_here();
+	struct ntb_node node;
+	struct ntbdev *d;
+
+	if (sv)
+		return sio__ntb_service_dev(sv, &node) ? node.port : port;
+	if (sio__ntb_node_connect(NULL, -1, NTB_OP_HELLO, "", &d, &node, NULL))
+		return port;
+	sio__ntbdev_close(d);
+	return node.port;
+}
+
 /*
  * This kernel's port: the node a process joins as by default. A fake NTB's
  * processes play whichever port $SMARTIO_NODE says (0 without it).
@@ -517,7 +532,7 @@ int sio__ntb_port_default(void)
 	if (sio__ntbdev_open(NULL, 0, &d))
 		return 0;
 	if (!ntbdev_ioctl(d, SIO_NTB_IOC_INFO, &i))
-		port = i.port;
+		port = sio__ntbdev_sideless(d, &i) ? side_port(i.port) : i.port;
 	sio__ntbdev_close(d);
 	return port;
 }

@@ -51,7 +51,8 @@
 #define NTB_W_BOOT	0	/* 4: the bootstrap */
 #define NTB_W_UNREACHED	4	/* 2: the ports this one could not export to */
 #define NTB_W_MEM	6	/* 3: the node's memory (outbound translation only) */
-#define NTB_WORDS	9
+#define NTB_W_SIDE	9	/* 1: which side of a two-port NTB without port numbers */
+#define NTB_WORDS	10
 
 /*
  * The words by message, where the NTB has no scratchpads (board.c): this
@@ -91,6 +92,11 @@ int sio__ntb_mem_publish(struct ntbdev *d, const struct sio_ntb_info *i, struct 
 int sio__ntb_mem_of_peer(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
 			 uint32_t pidx, uint64_t *addr, uint64_t *size);
 
+/* Two-port NTB without port numbers: this side's word (boot.c), and the peer's (0: none yet). */
+int sio__ntb_side_publish(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
+			  uint32_t word);
+uint32_t sio__ntb_side_of_peer(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd);
+
 /* board.c: the node service's side of the board */
 struct ntb_post {
 	uint32_t sent[NTB_WORDS];		/* own words as last sent to everyone */
@@ -117,6 +123,7 @@ struct ntb_node {
 	int32_t seg_windows;		/* windows per peer for segments alone (ownwin.c), 0: none */
 	uint32_t xlat_align;		/* the hardware driver's translation alignment, KiB */
 	uint64_t reached;		/* outbound translation: the ports whose memory this node's windows reach */
+	uint32_t sided;			/* 0, or a two-port NTB without port numbers: this side's id + 1 */
 	struct ntb_board board;		/* the words by message (a copy, to a process) */
 };
 

@@ -43,6 +43,12 @@ struct ntbdev {
 	char what[96];			/* "/dev/smartio-ntb0", "fake NTB DIR, port 2" */
 	char spec[96];			/* the path, or the fake's directory: for sio__ntbdev_adopt() */
 	void *priv;			/* the fake's */
+	/*
+	 * 0, or a two-port NTB whose driver gives no port numbers (both sides
+	 * say 0): this side's id + 1, as the node services agreed; the
+	 * requests then say it for this port, the other for the peer.
+	 */
+	uint32_t sided;
 };
 
 /* Open the device $SMARTIO_NTB_DEV names (@spec when not NULL); @port: the fake's port. */
@@ -53,9 +59,15 @@ void sio__ntbdev_close(struct ntbdev *d);
 /* Where the node service of @spec's device for port @port listens ($SMARTIO_RUNDIR). */
 int sio__ntbdev_service_path(const char *spec, int port, char *buf, size_t len);
 
+void sio__ntbdev_side_apply(struct ntbdev *d, unsigned long req, void *arg);
+
 static inline int ntbdev_ioctl(struct ntbdev *d, unsigned long req, void *arg)
 {
-	return d->ops->ioctl(d, req, arg);
+	int ret = d->ops->ioctl(d, req, arg);
+
+	if (!ret && d->sided)
+		sio__ntbdev_side_apply(d, req, arg);
+	return ret;
 }
 
 static inline int ntbdev_mmap(struct ntbdev *d, void *addr, uint64_t off, uint64_t len, void **va)
@@ -67,5 +79,7 @@ static inline int ntbdev_mmap(struct ntbdev *d, void *addr, uint64_t off, uint64
 int sio__ntbdev_info(struct ntbdev *d, struct sio_ntb_info *i);
 /* The peer index of port @port, or -ENOENT. */
 int sio__ntbdev_pidx(struct ntbdev *d, int port);
+/* Two ports, no port numbers of the driver's own, both sides the same: the sides need telling apart. */
+bool sio__ntbdev_sideless(struct ntbdev *d, const struct sio_ntb_info *i);
 
 #endif

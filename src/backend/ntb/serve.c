@@ -53,6 +53,7 @@ struct ntb_service {
 	bool outbound;			/* the hardware translates outbound only */
 	uint64_t oxlat[SIO_NTB_MAX_PEERS];	/* outbound: the peer's memory window 0 reaches (0: none) */
 	struct ntb_post post;		/* the board's messages (board.c) */
+	uint32_t side_word;		/* two ports, no port numbers: this side's word (boot.c) */
 	void *out[SIO_NTB_MAX_PEERS];	/* each peer's outbound window 0, held */
 	uint64_t out_len[SIO_NTB_MAX_PEERS], out_gen[SIO_NTB_MAX_PEERS];
 	uint64_t link_gen;
@@ -260,6 +261,41 @@ static void mode_say(struct ntb_service *sv, uint32_t p)
 		    NTB_MEM_WIDX, sv->info.driver, (unsigned long long)(sv->xw.align >> 10));
 }
 
+/*
+ * A two-port NTB whose driver gives no port numbers (both sides say 0):
+ * the sides' ids, 0 and 1, from the words the two node services show. A
+ * side that has decided says so, and the other takes the other id; two
+ * that have not compare the numbers they drew. True once decided.
+ */
+static bool sides_agree(struct ntb_service *sv)
+{
+	uint32_t peer = sio__ntb_side_of_peer(sv->dev, &sv->info, &sv->node.board);
+	uint32_t mine = sv->side_word & 0x1fffffff, side;
+
+	if (sv->dev->sided)
+		return true;
+	if (!(sv->info.link & 1) || !(peer >> 31))
+		return false;	/* the peer's node service has not said yet */
+	if (peer >> 30 & 1)
+		side = !(peer >> 29 & 1);
+	else if ((peer & 0x1fffffff) != mine)
+		side = mine > (peer & 0x1fffffff);
+	else
+		return false;	/* the same number drawn: the peer's next draw differs */
+	sv->side_word |= 1u << 30 | side << 29;
+	if (sio__ntb_side_publish(sv->dev, &sv->info, &sv->node.board, sv->side_word)) {
+		complain(sv, sio_errmsg());
+		return false;
+	}
+	sv->dev->sided = side + 1;
+	sv->node.sided = side + 1;
+	sv->node.port = (int)side;
+	sio__ntbdev_info(sv->dev, &sv->info);
+	say(sv, "%s gives no port numbers (both sides say port 0): this side is node %u, the other node %u, as the two node services agreed\n",
+	    sv->info.driver, side, 1 - side);
+	return true;
+}
+
 /* Follow the links: the memory, once one is up; each peer that is up (what failed, again). */
 static void links(struct ntb_service *sv)
 {
@@ -269,6 +305,8 @@ static void links(struct ntb_service *sv)
 		return;
 	sv->info = i;
 	sio__ntb_board_post(sv->dev, &sv->info, &sv->node.board, &sv->post);
+	if (sv->side_word && !sides_agree(sv))
+		return;
 	if (!sv->have_mem && mem_alloc(sv)) {
 		complain(sv, sio_errmsg());
 		return;
@@ -537,6 +575,13 @@ static int setup(struct ntb_service *sv, const char *dev, int port)
 	sv->outbound = !(sv->info.flags & SIO_NTB_F_INBOUND_XLAT);
 	if ((ret = sio__ntb_board_init(sv->dev, &sv->info, &sv->node.board)))
 		return ret;
+	if (sio__ntbdev_sideless(sv->dev, &sv->info)) {
+		while (getrandom(&sv->side_word, sizeof(sv->side_word), 0) != sizeof(sv->side_word))
+			sv->side_word = (uint32_t)sio__now_ns();
+		sv->side_word = 1u << 31 | (sv->side_word & 0x1fffffff);
+		if ((ret = sio__ntb_side_publish(sv->dev, &sv->info, &sv->node.board, sv->side_word)))
+			return ret;
+	}
 	if (!sv->info.mws_per_peer || !sv->info.peers || !sv->info.db_valid || sv->node.port >= WF_MAX_POOLS)
 		return sio__err(EOPNOTSUPP, "ntb: %s has %u windows per peer, %u peers, doorbells 0x%llx, port %d: a fabric needs a window per peer, a doorbell, a port below %d",
 				sv->dev->what, sv->info.mws_per_peer, sv->info.peers,
