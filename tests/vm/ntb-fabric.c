@@ -249,8 +249,9 @@ static int xlat_check(int node, uint32_t id, int byte, bool own)
 		;
 	printf("segment %u of node %d: %s; connection: %s\n", id, node,
 	       i == SEG_SIZE ? "reads what its owner wrote" : "FAIL reads other bytes", si.reach);
-	if (own && (wp = strstr(si.reach, "inbound window ")))
-		w = atoi(wp + strlen("inbound window "));
+	/* the window's number: "inbound window W", or outbound "outbound window W" */
+	if (own && ((wp = strstr(si.reach, "inbound window ")) || (wp = strstr(si.reach, "outbound window "))))
+		w = atoi(wp + strcspn(wp, "0123456789"));
 	if (i < SEG_SIZE || own != (w > 0) ||
 	    !status_says(node, id, own ? "own window" : "pool window (port 2's hardware driver translates no window per segment)"))
 		ret = 1;

@@ -16,7 +16,9 @@
  *   a segment's window  where the owner's hardware driver translates page
  *                       by page: an inbound window of the owner for each
  *                       kernel connected, translated to the segment alone
- *                       (ownwin.c); else the pool's window 0
+ *                       (ownwin.c), or where the hardware translates
+ *                       outbound, the connecting kernel's own window to the
+ *                       owner; else the pool's window 0
  *   the fabric's state  at the start of one node's memory (its home: where
  *                       `smartio create` ran): winfab's header, the registry;
  *                       the home's pool follows it
@@ -202,13 +204,19 @@ struct ntb_ownwins {
 	uint32_t per_peer;		/* windows 1 .. per_peer of each peer; 0: the pool only */
 	uint64_t align;			/* the driver's translation alignment (0: not known yet) */
 	uint64_t size_max;		/* its largest translation */
+	/*
+	 * NULL, or where the hardware translates outbound only: the device,
+	 * whose connecting kernel translates an outbound window of its own
+	 * to the owner's segment (its service answers, not the owner's)
+	 */
+	const struct sio_ntb_info *outbound;
 	int16_t holder[SIO_NTB_MAX_PEERS][NTB_OWNWIN_MAX + 1];	/* by peer index, window: entry + 1 */
 };
 /* What the hardware driver allows, from inbound window 1 of peer @pidx (its link up). */
 void sio__ntb_ownwin_probe(struct ntbdev *d, const struct sio_ntb_info *i, uint32_t pidx,
 		    struct ntb_ownwins *x);
 /* The node service: answer this node's requests, clear what no connection uses; true: rang. */
-bool sio__ntb_ownwin_serve(struct sio_fabric *f, struct ntbdev *d, const struct ntb_node *node,
+bool sio__ntb_ownwin_serve(struct sio_fabric *f, struct ntbdev *d, struct ntb_node *node,
 		    struct ntb_ownwins *x);
 /* The node service leaves its fabric: every window it translated for segments, cleared. */
 void sio__ntb_ownwin_reset(struct ntbdev *d, struct ntb_ownwins *x);

@@ -20,6 +20,12 @@
  *                            that node's connection (disconnected, or its
  *                            processes dead and reclaimed)
  *
+ * Where the hardware translates outbound only (IDT), the connecting kernel
+ * translates a window of its own instead: the same request is answered by
+ * its own node service, which translates its outbound window (1 ..
+ * per_peer) to the owner to the segment's bus address (the owner's memory,
+ * as the owner's words say, boot.c) and clears it in the same way.
+ *
  * Every failure (the driver translates whole regions, no window free, a
  * refusal, no answer) connects through the pool window instead, and says why.
  */
@@ -305,7 +311,10 @@ const char *sio__ntb_seg_reach(struct sio_fabric *f, int slot, const void *va, c
 	pthread_mutex_unlock(&n->mu);
 	if (widx == -2)
 		return NULL;
-	if (widx >= 0)
+	if (widx >= 0 && !(n->info.flags & SIO_NTB_F_INBOUND_XLAT))
+		snprintf(buf, len, "own window: this node's outbound window %d to port %d, translated to this segment alone",
+			 widx, port);
+	else if (widx >= 0)
 		snprintf(buf, len, "own window: port %d's inbound window %d for this node, translated to this segment alone",
 			 port, widx);
 	else
@@ -323,8 +332,7 @@ void sio__ntb_ownwin_probe(struct ntbdev *d, const struct sio_ntb_info *i, uint3
 
 	if (x->align)
 		return;
-	/* window 0 is the pool's: none left; outbound translation: not made yet */
-	if (i->mws_per_peer < 2 || !(i->flags & SIO_NTB_F_INBOUND_XLAT)) {
+	if (i->mws_per_peer < 2) {	/* window 0 is the pool's: none left */
 		x->align = ~0ull;
 		return;
 	}
@@ -332,30 +340,68 @@ void sio__ntb_ownwin_probe(struct ntbdev *d, const struct sio_ntb_info *i, uint3
 		return;	/* its link went: ask again later */
 	x->align = m.addr_align ? m.addr_align : 1;
 	x->size_max = m.size_max;
+	x->outbound = i->flags & SIO_NTB_F_INBOUND_XLAT ? NULL : i;
 	if (m.addr_align <= WF_PAGE && m.size_align <= WF_PAGE)
 		x->per_peer = i->mws_per_peer - 1 < NTB_OWNWIN_MAX ? i->mws_per_peer - 1 : NTB_OWNWIN_MAX;
 }
 
-/* Where segment @e asks for lies in this node's memory: its bus address and size. */
-static int seg_range(struct sio_fabric *f, const struct ntb_node *node, const struct wf_ownwin *e,
+/*
+ * The memory of @e's owner: this node's, or where the hardware translates
+ * outbound, the owner's as its words say (peer @pidx).
+ */
+static int owner_mem(struct ntbdev *d, struct ntb_node *node, const struct ntb_ownwins *x,
+		     int pidx, uint64_t *base, uint64_t *len)
+{
+	if (!x->outbound) {
+		*base = node->mem_dma;
+		*len = node->mem_size;
+		return 0;
+	}
+	return sio__ntb_mem_of_peer(d, x->outbound, &node->board, (uint32_t)pidx, base, len) ? ENOTCONN : 0;
+}
+
+/* Where segment @e asks for lies in its owner's memory: its bus address and size. */
+static int seg_range(struct sio_fabric *f, struct ntbdev *d, struct ntb_node *node,
+		     const struct ntb_ownwins *x, int pidx, const struct wf_ownwin *e,
 		     uint64_t *addr, uint64_t *size)
 {
 	const struct wf_hdr *h = wf_of(f)->hdr;
-	const struct wf_pool *p = &h->pools[node->port];
+	const struct wf_pool *p = &h->pools[e->owner];
 	const struct wf_seg *w;
-	uint64_t off;
+	uint64_t off, base, len;
 
 	if (e->seg < 0 || e->seg >= SIO_MAX_SEGS)
 		return EINVAL;
 	w = &h->segs[e->seg];
-	if (!w->len || w->gen != e->seg_gen || w->pool != node->port || w->epoch != node->epoch)
+	if (!w->len || w->gen != e->seg_gen || w->pool != e->owner ||
+	    w->epoch != (x->outbound ? p->epoch : node->epoch))
 		return ENOENT;
+	if (owner_mem(d, node, x, pidx, &base, &len))
+		return ENOTCONN;
 	off = p->off + w->off;
-	if (off > node->mem_size || w->len > node->mem_size - off || ((off | w->len) & (WF_PAGE - 1)))
+	if (off > len || w->len > len - off || ((off | w->len) & (WF_PAGE - 1)))
 		return EINVAL;
-	*addr = node->mem_dma + off;
+	*addr = base + off;
 	*size = w->len;
 	return 0;
+}
+
+/*
+ * Translate window @w of peer @pidx to @size bytes at @addr (0 bytes:
+ * clear it): the peer's inbound window, or where the hardware translates
+ * outbound, this node's outbound window @w to the peer. 0 or an errno.
+ */
+static int xlat(struct ntbdev *d, const struct ntb_ownwins *x, int pidx, int w, uint64_t addr,
+		uint64_t size)
+{
+	struct sio_ntb_xlat t = { .pidx = (uint32_t)pidx, .widx = (uint32_t)w, .addr = addr,
+				  .size = size };
+	struct sio_ntb_peer_xlat o = { .pidx = (uint32_t)pidx, .addr = addr, .size = size };
+
+	if (!x->outbound)
+		return -ntbdev_ioctl(d, SIO_NTB_IOC_MW_XLAT, &t);
+	o.widx = (uint32_t)pidx * x->outbound->mws_per_peer + (uint32_t)w;
+	return -ntbdev_ioctl(d, SIO_NTB_IOC_PEER_MW_XLAT, &o);
 }
 
 /* The window entry @i holds for peer @pidx, else a free one taken; -1: none. */
@@ -376,33 +422,31 @@ static int window_for(struct ntb_ownwins *x, int pidx, int i)
 
 static void drop(struct ntbdev *d, struct ntb_ownwins *x, int pidx, int w)
 {
-	struct sio_ntb_xlat t = { .pidx = (uint32_t)pidx, .widx = (uint32_t)w };
-
-	ntbdev_ioctl(d, SIO_NTB_IOC_MW_XLAT, &t);	/* size 0: cleared */
+	xlat(d, x, pidx, w, 0, 0);	/* size 0: cleared */
 	x->holder[pidx][w] = 0;
 }
 
-/* Answer request @seq of entry @i: translate a window of its peer to the segment. */
-static void answer(struct sio_fabric *f, struct ntbdev *d, const struct ntb_node *node,
+/*
+ * Answer request @seq of entry @i: translate a window of its peer to the
+ * segment (outbound: a window of this node to its owner).
+ */
+static void answer(struct sio_fabric *f, struct ntbdev *d, struct ntb_node *node,
 		   struct ntb_ownwins *x, int i, uint32_t seq)
 {
 	struct wf_ownwin *e = &wf_of(f)->hdr->ownwin[i];
-	int pidx = sio__ntbdev_pidx(d, e->peer), w = -1, err;
+	int pidx = sio__ntbdev_pidx(d, x->outbound ? e->owner : e->peer), w = -1, err;
 	uint64_t addr = 0, size = 0;
 
 	if (pidx < 0 || pidx >= SIO_NTB_MAX_PEERS)
 		err = ENODEV;
 	else if (!x->per_peer)
 		err = EOPNOTSUPP;
-	else if (!(err = seg_range(f, node, e, &addr, &size)) && size > x->size_max)
+	else if (!(err = seg_range(f, d, node, x, pidx, e, &addr, &size)) && size > x->size_max)
 		err = E2BIG;
 	else if (!err && (w = window_for(x, pidx, i)) < 0)
 		err = ENOSPC;
-	if (!err) {
-		struct sio_ntb_xlat t = { .pidx = (uint32_t)pidx, .widx = (uint32_t)w,
-					  .addr = addr, .size = size };
-		err = -ntbdev_ioctl(d, SIO_NTB_IOC_MW_XLAT, &t);
-	}
+	if (!err)
+		err = xlat(d, x, pidx, w, addr, size);
 	for (int v = 1; err && pidx >= 0 && pidx < SIO_NTB_MAX_PEERS && v <= (int)x->per_peer; v++)
 		if (x->holder[pidx][v] == i + 1)
 			drop(d, x, pidx, v);	/* what it held before is no longer its */
@@ -443,7 +487,7 @@ void sio__ntb_ownwin_reset(struct ntbdev *d, struct ntb_ownwins *x)
 				drop(d, x, p, w);
 }
 
-bool sio__ntb_ownwin_serve(struct sio_fabric *f, struct ntbdev *d, const struct ntb_node *node,
+bool sio__ntb_ownwin_serve(struct sio_fabric *f, struct ntbdev *d, struct ntb_node *node,
 		    struct ntb_ownwins *x)
 {
 	struct wf_hdr *h = wf_of(f)->hdr;
@@ -453,7 +497,10 @@ bool sio__ntb_ownwin_serve(struct sio_fabric *f, struct ntbdev *d, const struct 
 		struct wf_ownwin *e = &h->ownwin[i];
 		uint32_t seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
 
-		if (!seq || e->owner != node->port || e->epoch != node->epoch ||
+		/* the owner's service answers; outbound, the connecting kernel's */
+		if (!seq || (x->outbound ? e->peer : e->owner) != node->port || e->owner < 0 ||
+		    e->owner >= WF_MAX_POOLS ||
+		    e->epoch != (x->outbound ? h->pools[e->owner].epoch : node->epoch) ||
 		    atomic_load_explicit(&e->done, memory_order_acquire) == seq)
 			continue;
 		answer(f, d, node, x, i, seq);

@@ -247,12 +247,12 @@ static void mode_say(struct ntb_service *sv, uint32_t p)
 	sv->xw_said = true;
 	sv->node.seg_windows = (int32_t)sv->xw.per_peer;
 	sv->node.xlat_align = (uint32_t)(sv->xw.align > (1ull << 40) ? 0 : sv->xw.align >> 10);
-	if (sv->xw.per_peer)
+	if (sv->xw.per_peer && sv->outbound)
+		say(sv, "segments: own windows: a kernel that connects to a segment of another translates an outbound window of its own (1 to %u of each peer's) to the segment's pages alone; the pool window %d when none is free\n",
+		    sv->xw.per_peer, NTB_MEM_WIDX);
+	else if (sv->xw.per_peer)
 		say(sv, "segments: own windows: a connection from another kernel gets an inbound window of its own (1 to %u of its peer's), translated to the segment's pages alone; the pool window %d when none is free\n",
 		    sv->xw.per_peer, NTB_MEM_WIDX);
-	else if (sv->outbound)
-		say(sv, "segments: pool window: other kernels reach them through their window %d to this node, all of its memory (%s translates outbound: this backend makes no window per segment there yet)\n",
-		    NTB_MEM_WIDX, sv->info.driver);
 	else if (sv->info.mws_per_peer < 2)
 		say(sv, "segments: pool window: other kernels reach them through window %d, all of this node's memory (one window per peer: none left for segments)\n",
 		    NTB_MEM_WIDX);
