@@ -72,6 +72,26 @@ static const char *fake_node(int port)
 	return buf;
 }
 
+/*
+ * A process's own kernel is not rung by its doorbell: where its node
+ * service answers a request of the process (an own window translated
+ * outbound), the process wakes it through its socket instead of waiting
+ * for its next tick.
+ */
+void sio__ntb_node_poke(int fake_port)
+{
+	struct ntb_req req = { .magic = NTB_PROTO_MAGIC, .op = NTB_OP_POKE };
+	char path[PATH_MAX];
+	int sk;
+
+	if (sio__ntb_service_here() ||
+	    sio__ntbdev_service_path(NULL, fake_port, path, sizeof(path)) ||
+	    (sk = connect_service(path)) < 0)
+		return;	/* its tick answers all the same */
+	send(sk, &req, sizeof(req), MSG_NOSIGNAL);
+	close(sk);
+}
+
 int sio__ntb_node_connect(const char *spec, int fake_port, uint32_t op, const char *name,
 		     struct ntbdev **dev, struct ntb_node *node, uint32_t *gen)
 {

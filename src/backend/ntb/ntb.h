@@ -139,6 +139,9 @@ int sio__ntb_node_connect(const char *spec, int fake_port, uint32_t op, const ch
 		     struct ntbdev **dev, struct ntb_node *node, uint32_t *gen);
 #define NTB_OP_HELLO	1
 #define NTB_OP_CREATE	2
+#define NTB_OP_POKE	3	/* no answer: look at the fabric's requests now */
+/* Wake this kernel's node service (best effort): a request in the fabric's state waits for it. */
+void sio__ntb_node_poke(int fake_port);
 
 /* The protocol between the node service and the processes (a unix socket). */
 #define NTB_PROTO_MAGIC	0x4e425453u	/* "STBN" */

@@ -137,6 +137,8 @@ static int request(struct sio_fabric *f, int owner, int slot, uint64_t gen, stru
 	atomic_thread_fence(memory_order_release);	/* the request before its number */
 	__atomic_store_n(&x->seq, seq, __ATOMIC_RELEASE);
 	sio__wf_wake_all(s);
+	if (!(src_of(s)->info.flags & SIO_NTB_F_INBOUND_XLAT))
+		sio__ntb_node_poke(src_of(s)->node.fake_port);	/* outbound: our own service answers */
 	*out = x;
 	return answer_wait(s, x, seq);
 }

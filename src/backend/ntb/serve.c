@@ -495,6 +495,11 @@ static void answer(struct ntb_service *sv, int sk)
 
 	if (n <= 0)
 		return;	/* connected and left: another service looking for this one */
+	if (n == sizeof(req) && req.magic == NTB_PROTO_MAGIC && req.op == NTB_OP_POKE) {
+		if (sv->f)	/* a process's request waits in the fabric's state */
+			sio__ntb_ownwin_serve(sv->f, sv->dev, &sv->node, &sv->xw);
+		return;
+	}
 	if (n != sizeof(req) || req.magic != NTB_PROTO_MAGIC)
 		ret = sio__err(EPROTO, "ntb: a request the node service does not know");
 	else if (getsockopt(sk, SOL_SOCKET, SO_PEERCRED, &cr, &cl) ||
