@@ -77,6 +77,12 @@ n=0
 RUN_LIMIT=240
 . /vm/ntb-sync.sh	# phase, hello: the host's phases
 . /vm/ntb-fabric.sh	# load, serve, serve_log, client, lend, relay_counters, relay_share
+# the NTB's port numbers, so the nodes, of guests 1 and 2 (sio.profile=idt:
+# the chip's; the driver's log says the ivshmem ids, 1 and 2)
+case $(sed -n 's/.*sio\.profile=\([a-z]*\).*/\1/p' /proc/cmdline) in
+idt) P1=2 P2=4 ;;
+*) P1=1 P2=2 ;;
+esac
 
 load
 if grep -q 'sio.join' /proc/cmdline; then
@@ -133,7 +139,7 @@ fi
 serve 2
 phase serve
 case $G in
-0)	run fabric-create smartio create $FAB --nodes 3 ;;
+0)	run fabric-create smartio create $FAB --nodes $((P2 + 1)) ;;
 *)	until_ok 60 smartio status $FAB && ok fabric-join || no fabric-join "$(cat /tmp/until)" ;;
 esac
 phase fabric
@@ -141,14 +147,14 @@ phase fabric
 # -- the core across kernels: segments in each node's memory, made by one
 # kernel (into its own memory, or another's through a window), read by another
 case $G in
-1)	run seg-make sh -c 'ntb-fabric seg-make 1 101 0x11 && ntb-fabric seg-make 2 102 0x12' ;;
+1)	run seg-make sh -c "ntb-fabric seg-make $P1 101 0x11 && ntb-fabric seg-make $P2 102 0x12" ;;
 2)	run seg-make ntb-fabric seg-make 0 103 0x13 ;;
 esac
 phase seg-made
 case $G in
-0)	run seg-across ntb-fabric seg-check 1 101 0x11 ;;
+0)	run seg-across ntb-fabric seg-check $P1 101 0x11 ;;
 1)	run seg-across ntb-fabric seg-check 0 103 0x13 ;;
-2)	run seg-across ntb-fabric seg-check 2 102 0x12 ;;
+2)	run seg-across ntb-fabric seg-check $P2 102 0x12 ;;
 esac
 # a waiter in guest 1 woken by guest 0 (the NTB doorbell), an event to guest 2
 case $G in
@@ -158,7 +164,7 @@ esac
 until_ok 30 sh -c 'grep -q "waiting\|listening" /tmp/wait.log /tmp/ev.log 2>/dev/null || [ '"$G"' = 0 ]'
 phase listening
 if [ "$G" = 0 ]; then
-	ntb-fabric notify 1 201 | sed 's/^/    | /'
+	ntb-fabric notify $P1 201 | sed 's/^/    | /'
 	smartio link $FAB 0 down && smartio link $FAB 0 up
 fi
 case $G in
@@ -265,10 +271,10 @@ case $G in
 2)	sleep 300; no still-alive "guest 2 should have been killed"; exit 0 ;;
 1)	client client-across-the-kill --lba 3072 --count 1024 --bs 4k --qd 2 --random --time 15 ;;
 0)	# guest 1's borrow, held for 15 s, labelled with its doorbell path
-	until_ok 30 sh -c "smartio status $FAB | grep -q 'on node 1, doorbells relayed'" &&
+	until_ok 30 sh -c "smartio status $FAB | grep -q 'on node $P1, doorbells relayed'" &&
 		ok status-labelled || no status-labelled "smartio status shows no borrow's doorbell path"
 	smartio status $FAB | sed 's/^/    | /'
-	until_ok 90 grep -q 'node 2.*is gone' /tmp/mgr.log && ok dead-client-reclaimed ||
+	until_ok 90 grep -q "node $P2.*is gone" /tmp/mgr.log && ok dead-client-reclaimed ||
 		{ sed 's/^/    | /' /tmp/mgr.log; no dead-client-reclaimed "the manager never deleted guest 2's queues"; } ;;
 esac
 phase killed

@@ -4,7 +4,9 @@
 # ntb-fabric-profiles-suite.sh): the modules, the node service, a lender of
 # QEMU's NVMe, a verified client, the relay's counters. Sourced from
 # /vm/ntb-fabric.sh after /vm/guest.sh and /vm/ntb-sync.sh; the suite sets
-# G, MOD, MAIN, FAB and LEND.
+# G, MOD, MAIN, FAB and LEND, and may set PROFILE (ntb_hw_ivshmem's
+# profile=; else sio.profile= of the command line), PORTS (3) and SUF (a
+# suffix of the results' names: one suite's second round of a step).
 # the relay's counters of the lent NVMe (smartio status): doorbells, us waited at most, us writing BAR0
 relay_counters() {
 	c=$(smartio status $FAB | sed -n 's/.*its relay forwarded \([0-9]*\) doorbells.* at most \([0-9]*\) us, wrote BAR0 in \([0-9]*\) us.*/\1 \2 \3/p' |
@@ -21,10 +23,12 @@ relay_share() {
 # load: the NTB and smartio_ntb
 load() {
 	XL=
-	[ "$LEND" = uio ] && [ "$G" != 2 ] && XL=page_xlat=1
-	insmod $MOD/ntb.ko && insmod $MOD/ntb_hw_ivshmem.ko ports=3 link_timeout_ms=2000 $XL &&
-		insmod $MOD/smartio_ntb.ko && [ -c /dev/smartio-ntb0 ] && ok load ||
-		no load "$(dmesg | grep -i ntb | tail -n 3)"
+	pr=${PROFILE:-$(sed -n 's/.*sio\.profile=\([a-z]*\).*/\1/p' /proc/cmdline)}
+	# translations page by page where the profile has them (ivshmem's)
+	[ "$LEND" = uio ] && [ "$G" != 2 ] && [ "${pr:-ivshmem}" = ivshmem ] && XL=page_xlat=1
+	insmod $MOD/ntb.ko && insmod $MOD/ntb_hw_ivshmem.ko ports=${PORTS:-3} link_timeout_ms=2000 $XL \
+		${pr:+profile=$pr} && insmod $MOD/smartio_ntb.ko && [ -c /dev/smartio-ntb0 ] &&
+		ok "load$SUF" || no "load$SUF" "$(dmesg | grep -i ntb | tail -n 3)"
 	bar64_check
 	ME=$(dmesg | sed -n 's/.*NTB port \([0-9]*\) of.*/\1/p' | tail -n 1)
 }
@@ -34,7 +38,7 @@ serve() {
 	smartio ntb serve >/tmp/serve.log 2>&1 &
 	spid=$!
 	until_ok 90 sh -c "[ \$(grep -c 'link with port .* up' /tmp/serve.log) -ge $1 ]" &&
-		ok serve || { cat /tmp/serve.log; no serve "no memory, or not every peer"; }
+		ok "serve$SUF" || { cat /tmp/serve.log; no "serve$SUF" "no memory, or not every peer"; }
 }
 serve_log() { sed 's/^/    | serve: /' /tmp/serve.log; }
 # client NAME ARGS...: a verified nvme-client run
@@ -48,9 +52,9 @@ lend() {
 	# the NVMe driver's lender: it describes the doorbells the relay forwards
 	nvme-lend $MAIN --fabric $FAB $([ $LEND = uio ] && echo --uio) >/tmp/lend.log 2>&1 &
 	lpid=$!
-	until_ok 90 grep -q '^lending' /tmp/lend.log && ok lend || { cat /tmp/lend.log; no lend; }
+	until_ok 90 grep -q '^lending' /tmp/lend.log && ok "lend$SUF" || { cat /tmp/lend.log; no "lend$SUF"; }
 	sed 's/^/    | /' /tmp/lend.log
 	grep -q "other kernels' doorbells: relayed.*Operation not supported" /tmp/lend.log &&
-		ok lend-relay-labelled || no lend-relay-labelled "the lender did not say why it relays"
+		ok "lend-relay-labelled$SUF" || no "lend-relay-labelled$SUF" "the lender did not say why it relays"
 	dev=$(sed -n 's/.* as device \([0-9]*\) .*/\1/p' /tmp/lend.log)
 }
