@@ -14,14 +14,17 @@
  * A buffer's bus address encodes where it is; a translation must point
  * into a buffer of the same port (as ntb_hw_ivshmem's must point into its
  * area): anything else is -EOPNOTSUPP. A port's link is up while a handle
- * that opened it (not one adopted from another process) is open, or until
- * a test clears its flag. $SMARTIO_NTB_FAKE_REFUSE_XLAT=ERRNO (read at open):
+ * that opened it (not one adopted from another process) is open and its
+ * process alive (a killed node service takes its link down, as a dead
+ * host's heartbeat does), or until a test clears its flag. $SMARTIO_NTB_FAKE_REFUSE_XLAT=ERRNO (read at open):
  * this handle's translations are refused with -ERRNO, as a driver whose rules
  * they break. What the fake does not model: timing, write
  * combining, revocation of mappings when a link goes (its pages stay).
  */
 #include <fcntl.h>
+#include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +55,7 @@ struct fake_hw {
 	_Atomic uint32_t link_gen;
 	struct {
 		_Atomic uint32_t up;
+		_Atomic int32_t pid;	/* the process of the handle that took it up */
 		_Atomic uint32_t dbseq;
 		_Atomic uint32_t db[FAKE_BITS];
 		_Atomic uint32_t spad[FAKE_SPADS];
@@ -88,9 +92,16 @@ static int pidx_at(int owner, int port)
 	return port < owner ? port : port - 1;
 }
 
+static bool port_up(struct fake_hw *hw, int port)
+{
+	pid_t pid = atomic_load(&hw->port[port].pid);
+
+	return atomic_load(&hw->port[port].up) && (pid <= 0 || !kill(pid, 0) || errno == EPERM);
+}
+
 static bool up(struct ntbdev *d, int port)
 {
-	return atomic_load(&fk(d)->hw->port[port].up) && atomic_load(&fk(d)->hw->port[d->port].up);
+	return port_up(fk(d)->hw, port) && port_up(fk(d)->hw, d->port);
 }
 
 static uint64_t bus_of(int port, uint32_t pidx, uint32_t widx)
@@ -535,7 +546,13 @@ int sio_test_ntb_fake_open(const char *dir, int dirfd, int port, struct ntbdev *
 	d->ops = &fake_ops;
 	snprintf(d->what, sizeof(d->what), "fake NTB %.60s, port %d", dir, port);
 	snprintf(d->spec, sizeof(d->spec), "fake:%.80s", dir);
-	if (f->owner && !atomic_exchange(&f->hw->port[port].up, 1))
-		atomic_fetch_add(&f->hw->link_gen, 1);
+	if (f->owner) {
+		pid_t old = atomic_exchange(&f->hw->port[port].pid, getpid());
+		bool was_up = atomic_exchange(&f->hw->port[port].up, 1);
+
+		/* up again, or taken by a new process after its holder died: the link moves */
+		if (!was_up || (old > 0 && old != getpid() && kill(old, 0) && errno == ESRCH))
+			atomic_fetch_add(&f->hw->link_gen, 1);
+	}
 	return 0;
 }
