@@ -200,6 +200,7 @@ static void peer_up(struct ntb_service *sv, uint32_t p)
 	struct sio_ntb_peer_mw pm = { .widx = p * sv->info.mws_per_peer + NTB_MEM_WIDX };
 	struct sio_ntb_peer pr = { .pidx = p };
 	char msg[256];
+	bool again;
 	void *va;
 	int ret;
 
@@ -229,12 +230,14 @@ static void peer_up(struct ntb_service *sv, uint32_t p)
 		munmap(sv->out[p], sv->out_len[p]);
 		sv->out[p] = NULL;
 	}
+	again = sv->out[p] && !sv->out_gen[p];	/* home_name() asked: not a link that came up */
 	if (!ntbdev_mmap(sv->dev, sv->out[p], pm.mmap_offset, pm.size, &va)) {
 		sv->out[p] = va;
 		sv->out_len[p] = pm.size;
 		sv->out_gen[p] = pr.link_gen;
-		say(sv, "link with port %d up: its memory (%llu KiB) mapped\n", pr.port,
-		    (unsigned long long)(pm.size >> 10));
+		if (!again)
+			say(sv, "link with port %d up: its memory (%llu KiB) mapped\n", pr.port,
+			    (unsigned long long)(pm.size >> 10));
 	}
 }
 
@@ -402,8 +405,16 @@ static bool home_name(struct ntb_service *sv, const struct ntb_boot *b, char *na
 
 	if (pidx >= 0)
 		h = sv->out[pidx];
-	if (!h || h->magic != WF_MAGIC || !memchr(h->name, 0, SIO_NAME_MAX))
+	if (!h || h->magic != WF_MAGIC || !memchr(h->name, 0, SIO_NAME_MAX)) {
+		/*
+		 * mapped before the home translated its window for this port, the
+		 * mapping reaches the window's default (ntb_hw_ivshmem: its own
+		 * region): map it again at the next tick
+		 */
+		if (pidx >= 0)
+			sv->out_gen[pidx] = 0;
 		return false;
+	}
 	memcpy(name, h->name, SIO_NAME_MAX);
 	return sio__ntb_name_hash(name) == b->name_hash;
 }
