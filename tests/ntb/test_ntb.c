@@ -91,11 +91,42 @@ static void refused(int err, const char *msg)
 	cr_assert(strstr(sio_errmsg(), msg), "'%s' in: %s", msg, sio_errmsg());
 }
 
+/* Does a line of @path hold @what (and @also, where not NULL), within @ms? */
+static bool log_has(const char *path, const char *what, const char *also, int ms)
+{
+	char line[512];
+
+	for (; ms > 0; ms -= 50, nap_ms(50)) {
+		FILE *l = fopen(path, "r");
+		bool seen = false;
+
+		while (l && !seen && fgets(line, sizeof(line), l))
+			seen = strstr(line, what) && (!also || strstr(line, also));
+		if (l)
+			fclose(l);
+		if (seen)
+			return true;
+	}
+	return false;
+}
+
+/* Port 0's service has published this test's fabric itself (it would write it again after). */
+static void home_published(void)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/../serve0.log", getenv("SMARTIO_RUNDIR"));
+	cr_assert(log_has(path, name, "is hosted here", 10000),
+		  "port 0's service did not publish fabric '%s'", name);
+}
+
 Test(ntb, a_bad_bootstrap_is_refused_with_what_was_read, .init = setup, .fini = teardown)
 {
 	struct ntbdev *home = port_dev(0);
 	struct sio_fabric *f;
 	uint32_t w[4];
+
+	home_published();
 
 	for (uint32_t i = 0; i < 4; i++)
 		w[i] = spad(home, i, false, 0);
@@ -167,20 +198,7 @@ static void on_term(int sig)
 /* Does @path hold @what, within @ms? */
 static bool log_says(const char *path, const char *what, int ms)
 {
-	char line[512];
-
-	for (; ms > 0; ms -= 50, nap_ms(50)) {
-		FILE *l = fopen(path, "r");
-		bool seen = false;
-
-		while (l && !seen && fgets(line, sizeof(line), l))
-			seen = strstr(line, what) != NULL;
-		if (l)
-			fclose(l);
-		if (seen)
-			return true;
-	}
-	return false;
+	return log_has(path, what, NULL, ms);
 }
 
 /*
