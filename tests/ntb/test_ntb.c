@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <smartio/ntbserve.h>
 #include "internal.h"
-#include "ntb/ntbdev.h"
+#include "ntb/ntb.h"
 
 static char name[SIO_NAME_MAX];
 static int served;	/* ports with a node service: 0 .. served - 1 */
@@ -201,11 +201,8 @@ static bool log_says(const char *path, const char *what, int ms)
 	return log_has(path, what, NULL, ms);
 }
 
-/*
- * Port 3's service, on hardware that refuses its translations: only the peer
- * whose window holds its memory (port 0's, the first up) reaches it.
- */
-static pid_t serve_refusing(char *log, size_t len)
+/* Port 3's service, its log at @log; @refuse: on hardware that refuses its translations. */
+static pid_t serve3(char *log, size_t len, bool refuse)
 {
 	pid_t pid;
 
@@ -213,12 +210,24 @@ static pid_t serve_refusing(char *log, size_t len)
 	pid = serve_pid = fork();
 	cr_assert_neq(pid, -1);
 	if (pid == 0) {
-		FILE *l = fopen(log, "w");
+		FILE *l = fopen(log, "a");
 
 		signal(SIGTERM, on_term);
-		setenv("SMARTIO_NTB_FAKE_REFUSE_XLAT", "22", 1);	/* EINVAL */
+		if (refuse)
+			setenv("SMARTIO_NTB_FAKE_REFUSE_XLAT", "22", 1);	/* EINVAL */
 		_exit(l && !sio_ntb_serve(NULL, 3, &serve_stop, l) ? 0 : 1);
 	}
+	return pid;
+}
+
+/*
+ * Port 3's service, on hardware that refuses its translations: only the peer
+ * whose window holds its memory (port 0's, the first up) reaches it.
+ */
+static pid_t serve_refusing(char *log, size_t len)
+{
+	pid_t pid = serve3(log, len, true);
+
 	cr_assert(log_says(log, "cannot export this node's memory to peer 1, port 1 (its window 0): Invalid argument", 10000),
 		  "the service says which peer it could not export to");
 	return pid;
@@ -232,6 +241,20 @@ static void serve_stop_clean(pid_t pid)
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	serve_pid = 0;
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "port 3's service stopped cleanly");
+}
+
+/* Fabric @home, made again on port 3 (its service running), for node 0 of this process. */
+static void create_on_port3(const char *home)
+{
+	struct sio_fabric_config c = { .nodes = 4, .topology = SIO_TOPO_SWITCH };
+	int ret = -1;
+
+	cr_assert_eq(sio_fabric_destroy(name), 0, "%s", sio_errmsg());
+	setenv("SMARTIO_NODE", "3", 1);
+	for (int i = 0; i < 100 && ret; i++, nap_ms(50))	/* port 0 takes its bootstrap back */
+		ret = sio_fabric_create(home, &c);
+	unsetenv("SMARTIO_NODE");
+	cr_assert_eq(ret, 0, "created on port 3: %s", sio_errmsg());
 }
 
 Test(ntb, a_translation_refused_is_said_on_both_sides, .init = setup, .fini = teardown)
@@ -266,23 +289,16 @@ Test(ntb, a_translation_refused_is_said_on_both_sides, .init = setup, .fini = te
 
 Test(ntb, a_home_that_cannot_export_the_state_is_named, .init = setup, .fini = teardown)
 {
-	struct sio_fabric_config c = { .nodes = 4, .topology = SIO_TOPO_SWITCH };
 	char log[PATH_MAX], home[SIO_NAME_MAX], peer_log[PATH_MAX];
 	struct sio_fabric *f;
-	int ret = -1;
 	pid_t pid;
 
 	if (served >= 4)
 		cr_skip_test("every port has a service (SIO_NTB_SERVED)");
 	pid = serve_refusing(log, sizeof(log));
 	/* the fabric moves to port 3, whose memory port 0 reaches and ports 1 and 2 do not */
-	cr_assert_eq(sio_fabric_destroy(name), 0, "%s", sio_errmsg());
 	snprintf(home, sizeof(home), "h-%d", getpid());
-	setenv("SMARTIO_NODE", "3", 1);
-	for (int i = 0; i < 100 && ret; i++, nap_ms(50))	/* port 0 takes its bootstrap back */
-		ret = sio_fabric_create(home, &c);
-	unsetenv("SMARTIO_NODE");
-	cr_assert_eq(ret, 0, "created on port 3: %s", sio_errmsg());
+	create_on_port3(home);
 	for (int node = 1; node <= 2; node++) {
 		char want[160];
 
@@ -336,6 +352,79 @@ Test(ntb, a_segment_lives_in_its_nodes_memory, .init = setup, .fini = teardown)
 	sio_segment_close(s);
 	sio_fabric_close(g);
 	sio_fabric_close(f);
+}
+
+/* The port whose service says @what in its log (ports 0 to 2), within @ms; -1: none. */
+static int service_saying(const char *what, int ms)
+{
+	char path[PATH_MAX];
+
+	for (; ms > 0; ms -= 150)
+		for (int port = 0; port < 3; port++) {
+			snprintf(path, sizeof(path), "%s/../serve%d.log", getenv("SMARTIO_RUNDIR"), port);
+			if (log_says(path, what, 50))
+				return port;
+		}
+	return -1;
+}
+
+/*
+ * The home (port 3) dies: a standby (port 0, 1 or 2) that kept a copy of the
+ * state takes over; a process of a live node goes on in place (its segment,
+ * its lock, on the new home), a new process finds the new home, and port 3
+ * comes back as a node of the fabric.
+ */
+Test(ntb, the_homes_death_is_taken_over_by_its_standby, .init = setup, .fini = teardown)
+{
+	char log[PATH_MAX], home[SIO_NAME_MAX], want[96];
+	struct sio_fabric *f, *g;
+	struct sio_segment *s, *t, *r;
+	volatile uint64_t *p;
+	int sb, i;
+	pid_t pid;
+
+	if (served >= 4)
+		cr_skip_test("every port has a service (SIO_NTB_SERVED)");
+	pid = serve3(log, sizeof(log), false);
+	cr_assert(log_says(log, "port 3's memory", 10000), "port 3's service is up");
+	snprintf(home, sizeof(home), "h-%d", getpid());
+	create_on_port3(home);
+	cr_assert_eq(sio_fabric_open(home, 0, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_create(f, 31, 8192, 0, &s), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_map(s, (void **)&p), 0, "%s", sio_errmsg());
+	p[0] = 0x0ddba11ull;
+	snprintf(want, sizeof(want), "the standby home of fabric '%s'", home);
+	sb = service_saying(want, 10000);
+	cr_assert_geq(sb, 0, "no node service became the standby home");
+	/* the home's kernel dies: its service's link goes down with it */
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	serve_pid = 0;
+	snprintf(want, sizeof(want), "this node (port %d) is the fabric's home from now on", sb);
+	cr_assert_eq(service_saying(want, 10000), sb, "port %d did not take over", sb);
+	/* this process follows in place: a segment made now is made on the new home */
+	for (i = 0; i < 200 && src_of(wf_of(f))->boot.port != sb; i++)
+		nap_ms(50);
+	cr_assert_eq(src_of(wf_of(f))->boot.port, sb, "the handle did not follow the take-over");
+	cr_assert_eq(sio_segment_create(f, 32, 4096, 0, &t), 0, "after the take-over: %s", sio_errmsg());
+	/* a new process finds the new home, with what the live node had before and after */
+	cr_assert_eq(sio_fabric_open(home, 1, &g), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_connect(g, 0, 31, &r), 0, "the segment of before: %s", sio_errmsg());
+	cr_assert_eq(sio_segment_map(r, (void **)&p), 0, "%s", sio_errmsg());
+	cr_assert_eq(p[0], 0x0ddba11ull, "its data");
+	sio_segment_close(r);
+	cr_assert_eq(sio_segment_connect(g, 0, 32, &r), 0, "the segment of after: %s", sio_errmsg());
+	sio_segment_close(r);
+	/* port 3 comes back: a node of the fabric that port sb hosts */
+	pid = serve3(log, sizeof(log), false);
+	snprintf(want, sizeof(want), "hosted by port %d) as node 3", sb);
+	cr_assert(log_says(log, want, 10000), "port 3 did not rejoin");
+	sio_segment_close(t);
+	sio_segment_close(s);
+	sio_fabric_close(g);
+	sio_fabric_close(f);
+	cr_assert_eq(sio_fabric_destroy(home), 0, "%s", sio_errmsg());
+	serve_stop_clean(pid);
 }
 
 /* A child on "kernel-N" that joins as node @node, does @what, reports on @fd. */

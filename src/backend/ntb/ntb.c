@@ -34,8 +34,7 @@ int sio__ntb_window_of(struct ntbsrc *n, int port, uint32_t w, uint64_t *off, ui
 	return 0;
 }
 
-/* Port @port's memory: its mmap() offset through our file, and its size. */
-static int mem_of(struct ntbsrc *n, int port, uint64_t *off, uint64_t *size)
+int sio__ntb_mem_of(struct ntbsrc *n, int port, uint64_t *off, uint64_t *size)
 {
 	if (port == n->node.port) {
 		*off = SIO_NTB_MMAP_INBOUND(n->node.mem_pidx, n->node.mem_widx);
@@ -79,6 +78,34 @@ int sio__ntb_map_at(struct ntbsrc *n, int port, uint64_t off, uint64_t len, bool
 	return 0;
 }
 
+static void src_unmap(struct wf_fabric *s, void *va, uint64_t len);
+
+/*
+ * A mapping of the state (it follows the home, home.c) or of the standby's
+ * copy: kept in the list even where it is this node's own memory.
+ */
+static int keep(struct ntbsrc *n, void *va, int port, uint64_t off, uint64_t len, uint64_t soff,
+		bool state)
+{
+	void *a = (void *)((uintptr_t)va & ~(uintptr_t)(WF_PAGE - 1));
+	struct peer_map *m;
+
+	pthread_mutex_lock(&n->mu);
+	for (m = n->maps; m && m->va != a; m = m->next)
+		;
+	if (!m && (m = calloc(1, sizeof(*m)))) {
+		*m = (struct peer_map){ .va = a, .off = off & ~(WF_PAGE - 1), .port = port, .widx = -1,
+					.len = len + ((uintptr_t)va - (uintptr_t)a), .next = n->maps };
+		n->maps = m;
+	}
+	if (m) {
+		m->state = state;
+		m->soff = soff & ~(WF_PAGE - 1);
+	}
+	pthread_mutex_unlock(&n->mu);
+	return m ? 0 : sio__err(ENOMEM, "out of memory");
+}
+
 static int src_map(struct wf_fabric *s, int pool, uint64_t off, uint64_t len, bool rdonly,
 		   void **va)
 {
@@ -93,13 +120,30 @@ static int src_map(struct wf_fabric *s, int pool, uint64_t off, uint64_t len, bo
 	    (__atomic_load_n(&s->hdr->pools[port].unreached, __ATOMIC_ACQUIRE) >> n->node.port & 1))
 		return sio__err(ENXIO, "ntb: port %d's hardware driver refused to translate its inbound window %d for port %d: its memory is out of this node's reach (port %d's smartio ntb serve says why)",
 				port, NTB_MEM_WIDX, n->node.port, port);
-	if ((ret = mem_of(n, port, &base, &size)))
+	if ((ret = sio__ntb_mem_of(n, port, &base, &size)))
 		return ret;
 	if (!len || off > size || len > size - off)
 		return sio__err(EINVAL, "ntb: %llu bytes at %llu are outside port %d's memory (%llu bytes, as its window to this port reaches)",
 				(unsigned long long)len, (unsigned long long)off, port,
 				(unsigned long long)size);
-	return sio__ntb_map_at(n, port, base + off, len, rdonly, va);
+	if ((ret = sio__ntb_map_at(n, port, base + off, len, rdonly, va)) || pool != WF_STATE)
+		return ret;
+	if ((ret = keep(n, *va, port, base + off, len, off, true)))
+		src_unmap(s, *va, len);
+	return ret;
+}
+
+/* Map the first @len bytes of port @port's memory (the standby's copy), kept in the list. */
+int sio__ntb_map_copy(struct wf_fabric *s, int port, uint64_t len, void **va)
+{
+	struct ntbsrc *n = src_of(s);
+	int ret;
+
+	if ((ret = src_map(s, port, 0, len, false, va)))
+		return ret;
+	if ((ret = keep(n, *va, port, 0, len, 0, false)))
+		src_unmap(s, *va, len);
+	return ret;
 }
 
 static void src_unmap(struct wf_fabric *s, void *va, uint64_t len)
@@ -176,6 +220,7 @@ static void src_beat(struct wf_fabric *s)
 
 	if (n->local)
 		sio__wf_bakery_renew(s, n->local, n->node.port);
+	sio__ntb_home_follow(s);
 	if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_INFO, &i) || i.link_gen == n->link_gen)
 		return;
 	pthread_mutex_lock(&n->mu);
@@ -196,6 +241,7 @@ static void src_unlock(struct sio_fabric *f)
 {
 	struct ntbsrc *n = src_of(wf_of(f));
 
+	sio__ntb_mirror_push(wf_of(f));	/* what this holder changed, on the standby before anyone sees it */
 	sio__wf_bakery_unlock(f, n->local, n->node.port);
 }
 
@@ -253,6 +299,8 @@ static int src_open(struct sio_fabric *f, uint32_t op, uint32_t *gen, struct wf_
 	}
 	s->priv = n;
 	pthread_mutex_init(&n->mu, NULL);
+	pthread_mutex_init(&n->home_mu, NULL);
+	n->sb_port = -1;
 	n->own_dev = !sio__ntb_service_here() || op != NTB_OP_HELLO;
 	if ((ret = sio__ntb_node_connect(spec, fake ? f->node : -1, op, f->name, &n->dev, &n->node, gen)) ||
 	    (ret = sio__ntbdev_info(n->dev, &n->info)))
@@ -284,6 +332,7 @@ static void src_drop(struct wf_fabric *s)
 	if (n->local)
 		munmap(n->local, WF_PAGE);
 	sio__ntb_bar_drop(n);
+	free(n->stage);
 	if (n->own_dev)
 		sio__ntbdev_close(n->dev);
 	free(n);
@@ -325,7 +374,7 @@ static int state_find(struct sio_fabric *f, struct wf_fabric *s)
 	    sio__ntb_unreached(n->dev, &n->info, &n->node.board, n->boot.port, n->node.port))
 		return sio__err(ENXIO, "ntb: port %d hosts fabric '%s', but its hardware driver refused to translate its inbound window %d for port %d: the fabric's state is out of this node's reach (port %d's smartio ntb serve log says why)",
 				n->boot.port, f->name, NTB_MEM_WIDX, n->node.port, n->boot.port);
-	if ((ret = mem_of(n, n->boot.port, &off, &size)))
+	if ((ret = sio__ntb_mem_of(n, n->boot.port, &off, &size)))
 		return ret;
 	if (size < n->boot.state_size)
 		return sio__err(EMSGSIZE, "ntb: port %d hosts the fabric, whose state needs %llu KiB; its window to this port reaches %llu KiB (a larger window on port %d: see docs/ntb.md)",
@@ -355,7 +404,7 @@ static int gen_check(struct sio_fabric *f, struct wf_fabric *s)
 static void pool_record(struct wf_fabric *s)
 {
 	struct ntbsrc *n = src_of(s);
-	uint64_t off = n->boot.port == n->node.port ? WF_STATE_END : 0;
+	uint64_t off = sio__ntb_pool_off(&n->node);
 
 	if (n->node.mem_size > off)
 		s->hdr->pools[n->node.port] = (struct wf_pool){ .off = off, .size = n->node.mem_size - off,
@@ -390,6 +439,7 @@ static int sio__ntb_attach(struct sio_fabric *f)
 	}
 	if ((ret = state_find(f, s)) || (ret = gen_check(f, s)) || (ret = sio__wf_attach(f, s)))
 		goto fail;
+	src_of(s)->home_epoch = s->hdr->home.epoch;
 	if ((ret = local_lock_open(f, src_of(s)))) {
 		sio__wf_detach(f, s);
 		goto fail;
@@ -424,6 +474,8 @@ static int sio__ntb_create(struct sio_fabric *f, bool group, gid_t gid)
 		src_drop(s);
 		return ret;
 	}
+	s->hdr->home = (struct wf_home){ .port = src_of(s)->node.port, .standby = -1, .epoch = 1 };
+	src_of(s)->home_epoch = 1;
 	pool_record(s);
 	return local_lock_open(f, src_of(s));
 }
@@ -462,6 +514,7 @@ static int sio__ntb_destroy(const char *name)
 		atomic_thread_fence(memory_order_seq_cst);
 		__atomic_store_n(&s->hdr->magic, 0, __ATOMIC_RELEASE);
 		src_unmap(s, r, sizeof(*r));
+		sio__ntb_standby_void(s);	/* nor may its standby take a destroyed fabric over */
 	}
 	src_drop(s);
 	return ret;
@@ -520,6 +573,11 @@ static int side_port(int port)
  * This kernel's port: the node a process joins as by default. A fake NTB's
  * processes play whichever port $SMARTIO_NODE says (0 without it).
  */
+uint64_t sio__ntb_pool_off(const struct ntb_node *node)
+{
+	return node->mem_size >= WF_STATE_END + NTB_MIN_POOL ? WF_STATE_END : 0;
+}
+
 int sio__ntb_port_default(void)
 {
 	const char *spec = getenv("SMARTIO_NTB_DEV"), *e = getenv("SMARTIO_NODE");

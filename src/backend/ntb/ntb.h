@@ -20,8 +20,10 @@
  *                       outbound, the connecting kernel's own window to the
  *                       owner; else the pool's window 0
  *   the fabric's state  at the start of one node's memory (its home: where
- *                       `smartio create` ran): winfab's header, the registry;
- *                       the home's pool follows it
+ *                       `smartio create` ran, or the standby that took over):
+ *                       winfab's header, the registry; a copy at the start
+ *                       of a standby's memory (home.c). Every node that can
+ *                       host keeps that room: its pool follows it
  *   the bootstrap       four words of the home's: its last scratchpads, or
  *                       where there are none (IDT) a board its node service
  *                       sends by message register (boot.c, board.c)
@@ -164,6 +166,8 @@ struct peer_map {				/* a mapping of a peer's window */
 	uint64_t len, off;		/* its mmap() offset */
 	int port;
 	int widx;			/* a segment's own window (ownwin.c), -1: the pool's */
+	bool state;			/* of the state: follows the home (home.c), at @soff in it */
+	uint64_t soff;
 	int why;			/* a connection through the pool: why (an errno), 0: none */
 };
 
@@ -184,6 +188,12 @@ struct ntbsrc {
 	uint64_t link_gen;
 	struct ntbdev *xdev;		/* this process's own file: its windows onto BARs */
 	struct ntb_bar *bars;
+	/* home.c: the whole state of the home, the standby's copy (its port) */
+	pthread_mutex_t home_mu;	/* these five: the unlocking thread's, the heartbeat's */
+	void *whole, *sb;
+	void *stage;			/* the pages to copy, then a byte per page: differs */
+	int sb_port;
+	uint32_t home_epoch;		/* the take-overs this handle followed */
 };
 
 static inline struct ntbsrc *src_of(struct wf_fabric *s)
@@ -228,6 +238,31 @@ int sio__ntb_ownwin_wait_check(uint64_t *ns);
 int sio__ntb_seg_connect(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly,
 		    void **va);
 const char *sio__ntb_seg_reach(struct sio_fabric *f, int slot, const void *va, char *buf, size_t len);
+
+/* Where a node's pool starts in its memory: past room for the state, where it can host one. */
+uint64_t sio__ntb_pool_off(const struct ntb_node *node);
+/* Port @port's memory: its mmap() offset through our file, and its size. */
+int sio__ntb_mem_of(struct ntbsrc *n, int port, uint64_t *off, uint64_t *size);
+
+/*
+ * home.c: the standby home. A holder of the registry lock copies the state
+ * to the standby before it unlocks; the heartbeat thread follows a take-over
+ * (the state's mappings moved, in place, onto the new home); the node
+ * service claims the standby's role, takes over, drops a dead standby.
+ */
+void sio__ntb_mirror_push(struct wf_fabric *s);
+/* Map the first @len bytes of port @port's memory (a standby's copy of the state). */
+int sio__ntb_map_copy(struct wf_fabric *s, int port, uint64_t len, void **va);
+void sio__ntb_home_follow(struct wf_fabric *s);
+/* The node service of port @me, memory @mem, joined to @f: true if it took over. */
+bool sio__ntb_home_take(struct sio_fabric *f, struct ntbdev *d, void *mem, int me, char *msg,
+			size_t len);
+/* The service of a node that can host: be the standby where there is none (1: now it is). */
+int sio__ntb_standby_claim(struct sio_fabric *f, int me);
+/* The fabric destroyed: its standby's copy is no fabric either. */
+void sio__ntb_standby_void(struct wf_fabric *s);
+/* The home's service: a standby whose link is down is none (its port: it was dropped). */
+int sio__ntb_standby_drop(struct sio_fabric *f, struct ntbdev *d);
 
 /* bar.c: windows onto the BARs of this host's devices, for the other kernels */
 int sio__ntb_bar_export(struct wf_fabric *s, struct wf_dev *d, uint64_t bus, uint64_t size);

@@ -20,6 +20,9 @@
  * - It attaches the fabric of its NTB (whichever port hosts it) as this
  *   node, no process of it, records the node's memory as the node's pool,
  *   and turns the fabric's doorbell into wakes of this kernel's waiters.
+ * - Where the node can host, it is the standby home when there is none, and
+ *   takes over when the home's link goes down; the home's drops a standby
+ *   whose link is down (home.c).
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -37,6 +40,7 @@
 
 #include <smartio/ntbserve.h>
 #include "ntb.h"
+#include "parse.h"
 
 #define TICK_MS		100
 
@@ -68,6 +72,7 @@ struct ntb_service {
 	FILE *log;
 	struct ntb_ownwins xw;		/* segments' own windows (ownwin.c) */
 	bool xw_said;
+	bool standby_ok;		/* $SMARTIO_NTB_STANDBY: this node may be the standby home */
 };
 
 static struct ntb_service *this_service;
@@ -362,7 +367,7 @@ static void hosting(struct ntb_service *sv)
 static int pool_register(struct ntb_service *sv)
 {
 	struct wf_fabric *s = wf_of(sv->f);
-	uint64_t off = sv->joined.port == sv->node.port ? WF_STATE_END : 0;
+	uint64_t off = sio__ntb_pool_off(&sv->node);
 	struct wf_pool want = { .off = off, .size = sv->node.mem_size - off, .epoch = sv->node.epoch,
 				.unreached = sv->unreached, .seg_windows = sv->node.seg_windows,
 				.xlat_align = sv->node.xlat_align };
@@ -389,6 +394,8 @@ static void leave(struct ntb_service *sv, bool gone)
 	s = wf_of(sv->f);
 	if (!gone && !sio__lock(sv->f)) {	/* the memory goes with this service */
 		memset(&s->hdr->pools[sv->node.port], 0, sizeof(struct wf_pool));
+		if (s->hdr->home.standby == sv->node.port)
+			s->hdr->home.standby = -1;
 		sio__unlock(sv->f);
 	}
 	sio__wf_wake_receive(s, false);
@@ -419,6 +426,50 @@ static bool home_name(struct ntb_service *sv, const struct ntb_boot *b, char *na
 	return sio__ntb_name_hash(name) == b->name_hash;
 }
 
+/* Is port @port's link up? */
+static bool link_up(struct ntb_service *sv, int port)
+{
+	int pidx = sio__ntbdev_pidx(sv->dev, port);
+	struct sio_ntb_peer pr = { .pidx = (uint32_t)pidx };
+
+	return port == sv->node.port ||
+	       (pidx >= 0 && !ntbdev_ioctl(sv->dev, SIO_NTB_IOC_PEER, &pr) && pr.link_up);
+}
+
+/*
+ * The standby home (home.c): take over from a home that is gone, be the
+ * standby where there is none, or, hosting, drop a standby that is gone.
+ */
+static void standby(struct ntb_service *sv)
+{
+	char msg[256];
+	int r = 0;
+
+	if (sv->joined.port == sv->node.port) {
+		if ((r = sio__ntb_standby_drop(sv->f, sv->dev)) >= 0)
+			say(sv, "the standby home, port %d, is gone (its link down): another node may take its place\n", r);
+		return;
+	}
+	msg[0] = 0;
+	if (sio__ntb_home_take(sv->f, sv->dev, sv->mem, sv->node.port, msg, sizeof(msg))) {
+		const struct wf_hdr *h = sv->mem;
+
+		say(sv, "%s, %.3f s (CLOCK_MONOTONIC)\n", msg, (double)sio__now_ns() / 1e9);
+		sv->host_gen = (uint32_t)h->create_gen;
+		snprintf(sv->host_name, sizeof(sv->host_name), "%s", sv->f->name);
+		sv->published = false;
+		hosting(sv);
+		return;
+	}
+	if (msg[0])
+		complain(sv, msg);
+	if (sv->standby_ok && sio__ntb_pool_off(&sv->node) && (r = sio__ntb_standby_claim(sv->f, sv->node.port)) > 0)
+		say(sv, "the standby home of fabric '%s': a copy of its state kept in this node's memory, to take over if port %d goes\n",
+		    sv->f->name, sv->joined.port);
+	else if (r < 0)
+		complain(sv, sio_errmsg());
+}
+
 /* Join the fabric of this NTB, whichever port hosts it. */
 static void join(struct ntb_service *sv)
 {
@@ -426,12 +477,27 @@ static void join(struct ntb_service *sv)
 	struct ntb_boot b;
 
 	if (sio__ntb_boot_find(sv->dev, &sv->info, &sv->node.board, &b)) {
+		/* a home whose link is down has not destroyed the fabric: it may be taken over */
+		if (sv->f && !link_up(sv, sv->joined.port)) {
+			standby(sv);
+			return;
+		}
 		leave(sv, true);
+		return;
+	}
+	if (sv->f && b.gen == sv->joined.gen && b.port != sv->joined.port) {
+		/* a take-over: this node's handle follows it (home.c), not a new fabric */
+		if (src_of(wf_of(sv->f))->boot.port == b.port) {
+			say(sv, "fabric '%s' is hosted by port %d from now on (it took over from port %d)\n",
+			    sv->f->name, b.port, sv->joined.port);
+			sv->joined = b;
+		}
 		return;
 	}
 	if (sv->f && b.port == sv->joined.port && b.gen == sv->joined.gen && !sio_fabric_alive(sv->f)) {
 		if (pool_register(sv))
 			complain(sv, sio_errmsg());
+		standby(sv);
 		return;
 	}
 	leave(sv, true);
@@ -575,9 +641,15 @@ static int listen_at(struct ntb_service *sv)
 /* The device, its abilities checked, the doorbell, the socket. */
 static int setup(struct ntb_service *sv, const char *dev, int port)
 {
+	const char *sb = getenv("SMARTIO_NTB_STANDBY");
 	struct sio_ntb_db_eventfd e;
+	uint64_t v = 1;
 	int ret;
 
+	if (sb && *sb && sio_parse_u64(sb, 0, 1, &v))
+		return sio__err(EINVAL, "ntb: SMARTIO_NTB_STANDBY='%s': 1 (this node may be the fabric's standby home, the default) or 0 (never)",
+				sb);
+	sv->standby_ok = v;
 	if ((ret = sio__ntbdev_open(dev, port, &sv->dev)) || (ret = sio__ntbdev_info(sv->dev, &sv->info)))
 		return ret;
 	sv->node.port = sv->info.port;

@@ -46,7 +46,7 @@
 #include "internal.h"
 
 #define WF_MAGIC		0x31304e49574f4953ull	/* "SIOWIN01" */
-#define WF_VERSION		7	/* 3: the bakery; 4: wf_pool.unreached; 5: the relay's counters; 6: own windows; 7: wf_dev.desc */
+#define WF_VERSION		8	/* 3: the bakery; 4: wf_pool.unreached; 5: the relay's counters; 6: own windows; 7: wf_dev.desc; 8: wf_home */
 #define WF_EVQ_LEN		32
 #define WF_PAGE			4096ull
 #define WF_LEASE_MS		5000	/* $SMARTIO_SHMWIN_LEASE_MS: longer than a TCG guest stalls */
@@ -183,6 +183,22 @@ struct wf_group {
 	uint64_t group_gen;		/* the reg_group gen it serves */
 };
 
+/*
+ * Where the state lives (ntb: backend/ntb/home.c): @port, the home, whose
+ * memory holds it; @standby, a node that keeps a copy at the start of its
+ * own memory, written by every holder of the registry lock before it
+ * unlocks, and that becomes the home when the home's link goes down
+ * (-1: none). @epoch moves at each take-over. @mirror is the copy's own
+ * word, never copied: WF_MIRROR_WHOLE once a copy ended with the home's
+ * state intact, 0 while one is under way or after one that was torn.
+ */
+#define WF_MIRROR_WHOLE		0x57484f4cu	/* "WHOL" */
+struct wf_home {
+	int32_t port, standby;
+	uint32_t epoch;
+	_Atomic uint32_t mirror;
+};
+
 struct wf_hdr {
 	uint64_t magic;
 	uint32_t version, rsvd;
@@ -203,6 +219,7 @@ struct wf_hdr {
 		int32_t dev, proc;
 		int32_t path, err;	/* enum wf_db_path; the relay's reason, an errno */
 	} borrow_db[SIO_MAX_BORROWS];
+	struct wf_home home;
 };
 
 /* Where the registry and the data follow the header in a source's layout. */

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The standby home of an ntb fabric: no host whose loss ends the fabric
+ * (docs/ntb.md, "The home and its standby").
+ *
+ * The state (winfab's header, the registry) lives at the start of the home's
+ * memory. One other node, the standby, keeps a copy at the start of its own
+ * (every node that can host keeps that room: sio__ntb_pool_off()):
+ *
+ * - every holder of the registry lock copies the whole state there before
+ *   it unlocks, so the copy holds every change the lock made, before any
+ *   other process sees it. The copy's own word (wf_home.mirror, never
+ *   copied) says whether it ended with the home's state intact: a copy that
+ *   the home's link going down tore is no copy to take over from;
+ * - the standby's node service takes over when the home's link is down: it
+ *   names itself the home in its copy (the bakery cleared: the dead home's
+ *   numbers with it), moves the epoch and publishes the bootstrap;
+ * - every process's heartbeat thread watches the standby's copy, and once it
+ *   names itself the home with a newer epoch, maps each of its mappings of
+ *   the state again, in place (MAP_FIXED), onto the new home's memory: every
+ *   pointer into the state stays valid.
+ *
+ * What a take-over loses: what lives in the state without the lock (each
+ * process's heartbeat count, the events in flight on the rings, the relay's
+ * counters, own windows' answers) is as the last unlock copied it; the
+ * dead home's own processes, segments and pool, which are gone with it.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "ntb.h"
+
+#define MIRROR_AT	offsetof(struct wf_hdr, home.mirror)
+
+/* The home's link as this process sees it: its generation, UINT64_MAX while down. */
+static uint64_t home_link(struct ntbsrc *n)
+{
+	struct sio_ntb_peer pr;
+	int pidx;
+
+	if (n->boot.port == n->node.port)
+		return 0;
+	if ((pidx = sio__ntbdev_pidx(n->dev, n->boot.port)) < 0)
+		return UINT64_MAX;
+	pr = (struct sio_ntb_peer){ .pidx = (uint32_t)pidx };
+	if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER, &pr) || !pr.link_up)
+		return UINT64_MAX;
+	return pr.link_gen;
+}
+
+/* Map standby @port's copy (-1: none), in place of the one mapped. */
+static int sb_map(struct wf_fabric *s, int port)
+{
+	struct ntbsrc *n = src_of(s);
+	void *va = NULL;
+	int ret = 0;
+
+	if (port >= 0 && (ret = sio__ntb_map_copy(s, port, WF_STATE_END, &va)))
+		return ret;
+	if (n->sb)
+		s->src->unmap(s, n->sb, WF_STATE_END);
+	n->sb = va;
+	n->sb_port = va ? port : -1;
+	return 0;
+}
+
+/* The standby named in the header, valid: a node that is not the home. */
+static int standby_of(const struct ntbsrc *n, const struct wf_hdr *h)
+{
+	int sb = h->home.standby;
+
+	return sb >= 0 && sb < WF_MAX_POOLS && sb != n->boot.port ? sb : -1;
+}
+
+/* Page @off of @dst, from @src, but the copy's own word. */
+static void page_put(char *dst, const char *src, uint64_t off)
+{
+	uint64_t w = MIRROR_AT - off;
+
+	if (MIRROR_AT < off || MIRROR_AT >= off + WF_PAGE) {
+		memcpy(dst + off, src + off, WF_PAGE);
+		return;
+	}
+	memcpy(dst + off, src + off, w);
+	memcpy(dst + off + w + sizeof(uint32_t), src + off + w + sizeof(uint32_t),
+	       WF_PAGE - w - sizeof(uint32_t));
+}
+
+/*
+ * The lock's holder, n->home_mu held: the standby's copy brought in step
+ * with the state. The pages that differ are read first, into this
+ * process's staging buffer, and written only if the home's link stayed up
+ * meanwhile (the hardware driver says it is down before smartio_ntb
+ * revokes the mapping: what was read is the state, not all ones); the copy
+ * is marked torn only while they are written, a page or a few.
+ */
+static void push(struct wf_fabric *s)
+{
+	struct ntbsrc *n = src_of(s);
+	struct wf_hdr *h = s->hdr, *dst;
+	int sb = standby_of(n, h), pages = 0;
+	uint64_t link;
+
+	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != WF_MAGIC)
+		return;
+	if (sb != n->sb_port && sb_map(s, sb))
+		return;	/* unreachable: its copy stays torn, and it cannot take over */
+	if (sb < 0 || (!n->whole && s->src->map(s, WF_STATE, 0, WF_STATE_END, false, &n->whole)))
+		return;
+	if (!n->stage && !(n->stage = malloc(WF_STATE_END + WF_STATE_END / WF_PAGE)))
+		return;
+	dst = n->sb;
+	/* it took over already (its link to the home went down before ours): never write over it */
+	if (dst->home.port == sb && dst->home.epoch > h->home.epoch)
+		return;
+	if ((link = home_link(n)) == UINT64_MAX)
+		return;
+	for (uint64_t off = 0, i = 0; off < WF_STATE_END; off += WF_PAGE, i++) {
+		char *st = (char *)n->stage + off, *dirty = (char *)n->stage + WF_STATE_END;
+
+		memcpy(st, (const char *)n->whole + off, WF_PAGE);
+		if (MIRROR_AT >= off && MIRROR_AT < off + WF_PAGE)
+			memcpy(st + (MIRROR_AT - off), (char *)dst + MIRROR_AT, sizeof(uint32_t));
+		dirty[i] = memcmp(st, (char *)dst + off, WF_PAGE) != 0;
+		pages += dirty[i];
+	}
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!pages || home_link(n) != link || __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != WF_MAGIC)
+		return;
+	atomic_store_explicit(&dst->home.mirror, 0, memory_order_release);
+	atomic_thread_fence(memory_order_seq_cst);
+	for (uint64_t off = 0, i = 0; off < WF_STATE_END; off += WF_PAGE, i++)
+		if (((char *)n->stage)[WF_STATE_END + i])
+			page_put((char *)dst, n->stage, off);
+	atomic_thread_fence(memory_order_seq_cst);	/* the copy, then the word that vouches for it */
+	atomic_store_explicit(&dst->home.mirror, WF_MIRROR_WHOLE, memory_order_release);
+}
+
+void sio__ntb_mirror_push(struct wf_fabric *s)
+{
+	struct ntbsrc *n = src_of(s);
+
+	pthread_mutex_lock(&n->home_mu);
+	push(s);
+	pthread_mutex_unlock(&n->home_mu);
+}
+
+/* Every mapping of the state, moved in place onto port @port's memory; n->mu held. */
+static int move_state(struct ntbsrc *n, int port)
+{
+	uint64_t base, size;
+	void *va;
+	int ret;
+
+	if ((ret = sio__ntb_mem_of(n, port, &base, &size)))
+		return ret;
+	if (size < WF_STATE_END)
+		return sio__err(EMSGSIZE, "ntb: port %d's memory is smaller than the state", port);
+	for (struct peer_map *m = n->maps; m; m = m->next) {
+		if (!m->state)
+			continue;
+		if ((ret = ntbdev_mmap(n->dev, m->va, base + m->soff, m->len, &va)))
+			return sio__err(-ret, "ntb: cannot map the state at port %d: %s", port, strerror(-ret));
+		m->port = port;
+		m->off = base + m->soff;
+	}
+	return 0;
+}
+
+/* n->home_mu held */
+static void follow(struct wf_fabric *s)
+{
+	struct ntbsrc *n = src_of(s);
+	const struct wf_hdr *h = s->hdr, *c;
+	int sb;
+
+	/* the standby the home names, while the home can be read */
+	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == WF_MAGIC && standby_of(n, h) != n->sb_port)
+		sb_map(s, standby_of(n, h));
+	c = n->sb;
+	sb = n->sb_port;
+	if (!c || __atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != WF_MAGIC ||
+	    c->create_gen != s->create_gen || c->home.port != n->sb_port ||
+	    __atomic_load_n(&c->home.epoch, __ATOMIC_ACQUIRE) <= n->home_epoch)
+		return;
+	pthread_mutex_lock(&n->mu);
+	if (move_state(n, sb)) {
+		pthread_mutex_unlock(&n->mu);
+		return;	/* again at the next beat */
+	}
+	n->boot.port = sb;
+	n->home_epoch = c->home.epoch;
+	pthread_mutex_unlock(&n->mu);
+	sb_map(s, -1);	/* the copy is the home now, mapped as the state */
+}
+
+void sio__ntb_home_follow(struct wf_fabric *s)
+{
+	struct ntbsrc *n = src_of(s);
+
+	pthread_mutex_lock(&n->home_mu);
+	follow(s);
+	pthread_mutex_unlock(&n->home_mu);
+}
+
+bool sio__ntb_home_take(struct sio_fabric *f, struct ntbdev *d, void *mem, int me, char *msg,
+			size_t len)
+{
+	struct ntbsrc *n = src_of(wf_of(f));
+	struct wf_hdr *c = mem;
+	struct sio_ntb_peer pr;
+	int pidx, home = n->boot.port;
+
+	if (home == me || c->magic != WF_MAGIC || c->home.standby != me || c->home.port != home ||
+	    c->create_gen != wf_of(f)->create_gen || (pidx = sio__ntbdev_pidx(d, home)) < 0)
+		return false;
+	pr = (struct sio_ntb_peer){ .pidx = (uint32_t)pidx };
+	if (ntbdev_ioctl(d, SIO_NTB_IOC_PEER, &pr) || pr.link_up)
+		return false;
+	if (atomic_load_explicit(&c->home.mirror, memory_order_acquire) != WF_MIRROR_WHOLE) {
+		snprintf(msg, len, "port %d, the home, is gone, and this node's copy of the state is not whole (the last copy was torn by the link going down): cannot take over",
+			 home);
+		return false;
+	}
+	/* no number of the dead home's, nor of a holder whose unlock went to it, holds the lock */
+	memset(c->bakery, 0, sizeof(c->bakery));
+	c->home.standby = -1;
+	c->home.port = me;
+	atomic_thread_fence(memory_order_seq_cst);
+	__atomic_store_n(&c->home.epoch, c->home.epoch + 1, __ATOMIC_RELEASE);
+	snprintf(msg, len, "port %d, the home, is gone (its link down): this node (port %d) is the fabric's home from now on (epoch %u)",
+		 home, me, c->home.epoch);
+	return true;
+}
+
+void sio__ntb_standby_void(struct wf_fabric *s)
+{
+	struct ntbsrc *n = src_of(s);
+	int sb = standby_of(n, s->hdr);
+	struct wf_hdr *c;
+
+	if (sb >= 0 && !sio__ntb_map_copy(s, sb, sizeof(*c), (void **)&c)) {
+		__atomic_store_n(&c->magic, 0, __ATOMIC_RELEASE);
+		s->src->unmap(s, c, sizeof(*c));
+	}
+}
+
+int sio__ntb_standby_claim(struct sio_fabric *f, int me)
+{
+	struct wf_fabric *s = wf_of(f);
+	int ret;
+
+	if (src_of(s)->boot.port == me || s->hdr->home.standby >= 0 ||
+	    __atomic_load_n(&s->hdr->magic, __ATOMIC_ACQUIRE) != WF_MAGIC)
+		return 0;
+	if ((ret = sio__lock(f)))
+		return ret;
+	ret = s->hdr->home.standby < 0;
+	if (ret)
+		s->hdr->home.standby = me;
+	sio__unlock(f);	/* which copies the state here */
+	return ret;
+}
+
+int sio__ntb_standby_drop(struct sio_fabric *f, struct ntbdev *d)
+{
+	struct wf_fabric *s = wf_of(f);
+	int sb = standby_of(src_of(s), s->hdr), pidx, ret;
+	struct sio_ntb_peer pr;
+
+	if (sb < 0 || (pidx = sio__ntbdev_pidx(d, sb)) < 0)
+		return -1;
+	pr = (struct sio_ntb_peer){ .pidx = (uint32_t)pidx };
+	if (ntbdev_ioctl(d, SIO_NTB_IOC_PEER, &pr) || pr.link_up || sio__lock(f))
+		return -1;
+	ret = s->hdr->home.standby == sb ? sb : -1;
+	if (ret >= 0)
+		s->hdr->home.standby = -1;
+	sio__unlock(f);
+	return ret;
+}
