@@ -37,29 +37,13 @@ MAIN=0000:00:04.0			# QEMU's NVMe (guest 0 only)
 G=$(sed -n 's/.*sio\.guest=\([0-9]*\).*/\1/p' /proc/cmdline)
 export SMARTIO_FABRIC_BACKEND=ntb SMARTIO_FABRIC=$FAB SMARTIO_QUIET=1
 export SMARTIO_SHMWIN_LEASE_MS=12000 SMARTIO_NVME_RESTART_MS=60000
+# the lender's kernel is never the standby home (its node service reads this)
+[ "$G" = 0 ] && export SMARTIO_NTB_STANDBY=0
 n=0
 RUN_LIMIT=240
 . /vm/ntb-sync.sh	# phase, hello, dmesg_check
+. /vm/ntb-fabric.sh	# load, serve, serve_log, client
 
-load() {
-	insmod $MOD/ntb.ko && insmod $MOD/ntb_hw_ivshmem.ko ports=3 link_timeout_ms=2000 &&
-		insmod $MOD/smartio_ntb.ko && [ -c /dev/smartio-ntb0 ] && ok load ||
-		no load "$(dmesg | grep -i ntb | tail -n 3)"
-}
-# serve PEERS: this kernel's node service, once PEERS links are up
-serve() {
-	sb=1
-	[ "$G" = 0 ] && sb=0	# the lender's kernel: never the standby home
-	SMARTIO_NTB_STANDBY=$sb smartio ntb serve >/tmp/serve.log 2>&1 &
-	spid=$!
-	until_ok 90 sh -c "[ \$(grep -c 'link with port .* up' /tmp/serve.log) -ge $1 ]" &&
-		ok serve || { cat /tmp/serve.log; no serve "no memory, or not every peer"; }
-}
-serve_log() { sed 's/^/    | serve: /' /tmp/serve.log; }
-client() {
-	name=$1; shift
-	run "$name" nvme-client --timeout 30000 "$@"
-}
 # took_over: this kernel's service took over, or followed the port that did
 took_over() {
 	grep -q "is the fabric's home from now on\|is hosted by port 1 from now on" /tmp/serve.log

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 # The ntb fabric's steps in a guest, shared by the suites that run a fabric
 # of backend ntb over ntb_hw_ivshmem (ntb-fabric-suite.sh,
-# ntb-fabric-profiles-suite.sh): the modules, the node service, a lender of
-# QEMU's NVMe, a verified client, the relay's counters. Sourced from
+# ntb-fabric-profiles-suite.sh, ntb-home-suite.sh): the modules, the node
+# service, a lender of QEMU's NVMe, a verified client, the relay's counters. Sourced from
 # /vm/ntb-fabric.sh after /vm/guest.sh and /vm/ntb-sync.sh; the suite sets
 # G, MOD, MAIN, FAB and LEND, and may set PROFILE (ntb_hw_ivshmem's
 # profile=; else sio.profile= of the command line), PORTS (3) and SUF (a
