@@ -347,14 +347,18 @@ static void stats_text(FILE *o, const struct stats_view *v)
 
 			row_cells(v, c, q, cell);
 			print_row(o, cell, w, ncol);
-			if (q->timeouts || q->recoveries || q->resubmitted || q->failovers)
+			if (q->timeouts || q->recoveries || q->resubmitted || q->failovers ||
+			    q->link_flaps)
 				fprintf(o, "      faults: %llu timeout(s), %llu recover%s, %llu "
-					"command(s) resent, %llu failover(s)\n",
+					"command(s) resent, %llu failover(s), %llu link flap(s) "
+					"ridden out, paused %.1f ms\n",
 					(unsigned long long)q->timeouts,
 					(unsigned long long)q->recoveries,
 					q->recoveries == 1 ? "y" : "ies",
 					(unsigned long long)q->resubmitted,
-					(unsigned long long)q->failovers);
+					(unsigned long long)q->failovers,
+					(unsigned long long)q->link_flaps,
+					(double)q->paused_ns / 1e6);
 		}
 	}
 }
