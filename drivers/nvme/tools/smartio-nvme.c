@@ -411,7 +411,7 @@ static int stats_once(void *arg)
 	struct sio_fabric *f;
 	int n;
 
-	if (prog_join(v->name, 0, &f))
+	if (prog_join(v->name, -1, &f))	/* as this host's node ($SMARTIO_NODE, or ntb: its port) */
 		return PROG_FAIL;
 	v->cur = &v->bufs[v->k];
 	v->prev = v->have_prev ? &v->bufs[!v->k] : NULL;
@@ -532,7 +532,7 @@ static int exporter_metrics(void *arg, FILE *out)
 	struct prom *p;
 	int n;
 
-	if (prog_join(v->name, 0, &f))
+	if (prog_join(v->name, -1, &f))	/* as this host's node ($SMARTIO_NODE, or ntb: its port) */
 		return PROG_FAIL;
 	v->cur = &v->bufs[0];
 	v->prev = NULL;
