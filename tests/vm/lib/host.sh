@@ -136,7 +136,7 @@ vm_initramfs() {
 	cp "$busybox" "$ir/bin/busybox"
 	# Programs: the tool, our checks, and the NVMe driver's programs when built.
 	progs=""
-	for p in smartio vfio-nvme nvme-identify nvme-manager nvme-client nvme-mcast-identify nvme-lend edu-dma edu-lend; do
+	for p in smartio smartio-nvme vfio-nvme nvme-identify nvme-manager nvme-client nvme-mcast-identify nvme-lend edu-dma edu-lend; do
 		f=$(find "$build" -name "$p" -type f -perm -u+x -not -path '*/meson-*' 2>/dev/null | head -n1)
 		[ -n "$f" ] && progs="$progs $f"
 	done
