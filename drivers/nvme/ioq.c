@@ -685,8 +685,11 @@ void sio_nvme_ioq_close(struct sio_nvme_ioq *q)
 
 int sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *out)
 {
+	const struct sio_nvme_queue *sq;
+
 	if (!q || !out)
 		return sio_err_set(EINVAL, "sio_nvme_ioq_info: NULL argument");
+	sq = &q->qp[0].q;
 	memset(out, 0, sizeof(*out));
 	out->qid = q->qp[0].q.qid;
 	out->depth = q->depth;
@@ -713,6 +716,16 @@ int sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *ou
 	out->wakeups_lost = q->wakeups_lost;
 	out->link_flaps = q->link_flaps;
 	out->paused_ns = q->paused_ns;
+	out->inflight = sio_nvme_ioq_inflight(q);
+	out->sq_tail = sq->sq_tail;
+	out->sq_rung = sq->sq_rung;
+	out->sq_head = sq->sq_head;
+	out->cq_head = sq->cq_head;
+	out->cq_phase = sq->cq_phase;
+	/* as the controller left it: read once, acquire, as a poll does */
+	if (sq->cq)
+		out->cq_head_phase = __atomic_load_n(&sq->cq[sq->cq_head].status,
+						     __ATOMIC_ACQUIRE) & 1;
 	return 0;
 }
 

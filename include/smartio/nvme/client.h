@@ -171,6 +171,18 @@ const char *sio_nvme_completions_name(int mode);
  * @link_flaps: times the queue paused because a link on the way to the
  *	lender was down, and went on once it was up ($SMARTIO_NVME_LINK_GRACE_MS)
  * @paused_ns: how long those pauses took, in all
+ * @inflight: commands in flight now (sio_nvme_ioq_inflight())
+ * @sq_tail: the primary SQ's next entry to fill
+ * @sq_rung: the SQ tail last written to its doorbell (behind @sq_tail while
+ *	rings are held or left to the shadow doorbell)
+ * @sq_head: the SQ head the controller last reported in a completion
+ * @cq_head: the primary CQ's next entry to look at
+ * @cq_phase: the phase tag a new entry there has
+ * @cq_head_phase: the phase tag the entry at @cq_head holds now: equal to
+ *	@cq_phase, a completion is there and not yet taken
+ *
+ * @inflight to @cq_head_phase are for a queue that makes no progress: what
+ * was sent, rung and completed (a client's dump of its state, when asked).
  */
 struct sio_nvme_ioq_info {
 	uint16_t qid;
@@ -197,6 +209,13 @@ struct sio_nvme_ioq_info {
 	uint64_t wakeups_lost;
 	uint32_t link_flaps;
 	uint64_t paused_ns;
+	uint32_t inflight;
+	uint16_t sq_tail;
+	uint16_t sq_rung;
+	uint16_t sq_head;
+	uint16_t cq_head;
+	uint8_t cq_phase;
+	uint8_t cq_head_phase;
 };
 
 /**
