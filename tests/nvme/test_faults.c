@@ -1417,6 +1417,44 @@ Test(faults, link_down_mid_run_is_in_the_report)
 	sio_fabric_close(admin);
 }
 
+/* A client whose controller stopped answering says where it stands when
+ * asked (SIGUSR1, as the vm storm's watchdog asks a client that said
+ * nothing for longer than its timeouts): the I/Os done, the last
+ * completion, the queue's tails and heads, each command in flight. */
+Test(faults, a_stuck_client_says_where_it_stands)
+{
+	const char *emu[] = { "--backing", "ram:16M", NULL };
+	const char *argv[] = { "NVME_CLIENT", "--fabric", C.fabric, "--node", "1", "--qd", "2",
+			       "--count", "1024", "--time", "60s", "--timeout", "60s",
+			       "--progress", "100ms", NULL };
+	const char *err = "";
+	pid_t pid;
+
+	cluster_up(&C, 2, 32, emu);
+	argv[2] = C.fabric;
+	pid = cluster_spawn(&C, "stuck", argv);
+	for (int i = 0; i < 300 && !strstr(cluster_output(&C, "stuck", "err"), "IOPS"); i++)
+		usleep(100000);
+	cr_assert(strstr(cluster_output(&C, "stuck", "err"), "IOPS"), "the client ran no I/O: %s",
+		  cluster_output(&C, "stuck", "err"));
+	cr_assert_eq(kill(C.emu, SIGSTOP), 0);
+	usleep(300000);	/* what was in flight stays there */
+	cr_assert_eq(kill(pid, SIGUSR1), 0);
+	for (int i = 0; i < 100 && !strstr(err, "I/O 1:"); i++) {
+		usleep(100000);
+		err = cluster_output(&C, "stuck", "err");
+	}
+	kill(C.emu, SIGCONT);
+	kill(pid, SIGKILL);
+	cluster_wait(pid, 10000);
+	cr_expect(strstr(err, "nvme-client: state: write pass") ||
+		  strstr(err, "nvme-client: state: read pass"), "no state: %s", err);
+	cr_expect(strstr(err, "2 in flight, SQ tail"), "not both I/Os in flight: %s", err);
+	cr_expect(strstr(err, "CQ head") && strstr(err, "ms ago"), "%s", err);
+	cr_expect(strstr(err, "nvme-client: state:   I/O 0: block ") &&
+		  strstr(err, "nvme-client: state:   I/O 1: block "), "%s", err);
+}
+
 /* A fabric destroyed under a running client: it stops, prints what it did
  * until then (marked partial) and exits 1. */
 Test(faults, destroyed_fabric_ends_the_run_with_a_partial_report)

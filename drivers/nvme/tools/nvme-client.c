@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,7 @@ struct run {
 	int link_node[2];
 	int link_up[2][SIO_MAX_ADAPTERS];
 	uint64_t link_downs;	/* times one of them was seen going down */
+	uint64_t last_cpl;	/* when the last completion came (0: none yet) */
 	bool fabric_gone;	/* the run ended with the fabric's destruction */
 	struct sio__sched_acct sched;	/* off the CPU, waiting: published */
 	int cpl;			/* SIO_NVME_CPL_* in force */
@@ -267,6 +269,7 @@ static void io_done(void *arg, int err, uint16_t status)
 	struct dir_stats *d = &r->d[r->dir];
 
 	s->busy = false;
+	r->last_cpl = s->t0 + t;
 	hist_add(&d->lat, t);
 	d->ios++;
 	d->bytes += (uint64_t)r->c->io_blocks * r->ns.lba_size;
@@ -283,6 +286,51 @@ static void io_done(void *arg, int err, uint16_t status)
 					      (uint8_t *)r->buf->va + (uint64_t)a->idx *
 					      r->c->io_blocks * r->ns.lba_size,
 					      r->c->io_blocks);
+}
+
+/* The run SIGUSR1 asks about. */
+static struct run *asked;
+
+/*
+ * SIGUSR1: where the run stands, on stderr, from the handler itself, so
+ * that a client stuck inside a library call answers too (a watchdog's
+ * question: the storm across guests asks a client that said nothing for
+ * longer than its timeouts): the I/Os done, the last completion, the
+ * queue's tails and heads as the client knows them and the phase of the
+ * CQ entry at its head, each command in flight and its age. Diagnostics
+ * only: the fields are read as they stand, snprintf into a stack buffer,
+ * one write(2) a line.
+ */
+static void dump_state(int sig)
+{
+	struct run *r = asked;
+	struct sio_nvme_ioq_info qi;
+	uint64_t now = sio__now_ns();
+	char b[512];
+	int n;
+
+	(void)sig;
+	if (!r || !r->q || sio_nvme_ioq_info(r->q, &qi))
+		return;
+	n = snprintf(b, sizeof(b), "nvme-client: state: %s pass, %llu write(s) and %llu read(s) "
+		     "done, last completion %.1f ms ago; queue %u: %u in flight, SQ tail %u "
+		     "(rung %u, head %u as last reported), CQ head %u phase %u (the entry there: "
+		     "%u), %u timeout(s), %u recover%s\n", r->dir == DIR_WRITE ? "write" : "read",
+		     (unsigned long long)r->d[DIR_WRITE].ios, (unsigned long long)r->d[DIR_READ].ios,
+		     r->last_cpl ? (double)(now - r->last_cpl) / 1e6 : -1.0, qi.qid, qi.inflight,
+		     qi.sq_tail, qi.sq_rung, qi.sq_head, qi.cq_head, qi.cq_phase, qi.cq_head_phase,
+		     qi.timeouts, qi.recoveries, qi.recoveries == 1 ? "y" : "ies");
+	if (n > 0 && write(2, b, (size_t)n < sizeof(b) ? (size_t)n : sizeof(b) - 1) < 0)
+		return;
+	for (uint32_t i = 0; r->slots && i < r->c->qd; i++) {
+		if (!r->slots[i].busy)
+			continue;
+		n = snprintf(b, sizeof(b), "nvme-client: state:   I/O %u: block %llu, in flight "
+			     "%.1f ms\n", i, (unsigned long long)r->slots[i].lba,
+			     (double)(now - r->slots[i].t0) / 1e6);
+		if (n > 0 && write(2, b, (size_t)n < sizeof(b) ? (size_t)n : sizeof(b) - 1) < 0)
+			return;
+	}
 }
 
 /* One pass: @n I/Os (writes or reads) at depth qd. */
@@ -388,9 +436,12 @@ static void usage(FILE *o)
 		"  --flush           flush after writing\n"
 		"  --timeout TIME    fail an I/O that makes no progress this long (a bare\n"
 		"                    number is milliseconds)\n"
+
 		TOOL_JSON_HELP
 		PROG_HELP
 		"Latency percentiles count every I/O (log-linear buckets, within 1.6 %%).\n"
+		"SIGUSR1 prints where the run stands on stderr: I/Os done, the last\n"
+		"completion, the queue's heads and tails, each I/O in flight and its age.\n"
 		"Exit status: 0 all verified, 1 an I/O error, a mismatch or a run cut short\n"
 		"by the fabric's destruction (its report is partial), 2 usage error.\n");
 }
@@ -655,6 +706,9 @@ static int run_client(struct tool_common *t, struct cfg *c, struct sio_nvme_qspe
 	if (setup(r, cl, spec))
 		goto out;
 	prog_catch_stop();
+	asked = r;
+	sigaction(SIGUSR1, &(struct sigaction){ .sa_handler = dump_state, .sa_flags = SA_RESTART },
+		  NULL);
 	r->f = f;
 	r->link_node[0] = r->link_node[1] = t->node;
 	if (!sio_device_info(sio_nvme_client_device(cl), &di))
