@@ -152,10 +152,12 @@ static void progress(struct run *r, uint64_t now)
 {
 	uint64_t ios = total_ios(r), bytes = r->d[DIR_WRITE].bytes + r->d[DIR_READ].bytes;
 	double dt = (double)(now - r->last_ns) / 1e9, el = (double)(now - r->t0) / 1e9;
+	char of[32] = "";	/* "5 s of 60 s" with --time, "5 s" without */
 
-	fprintf(stderr, "nvme-client: %.0f s%s%.0f s: %llu I/Os, %.1f MiB; last %.1f s: %.0f IOPS, "
-		"p99 %s %.1f us\n", el, r->c->seconds > 0 ? " of " : "",
-		r->c->seconds > 0 ? r->c->seconds : 0.0, (unsigned long long)ios,
+	if (r->c->seconds > 0)
+		snprintf(of, sizeof(of), " of %.0f s", r->c->seconds);
+	fprintf(stderr, "nvme-client: %.0f s%s: %llu I/Os, %.1f MiB; last %.1f s: %.0f IOPS, "
+		"p99 %s %.1f us\n", el, of, (unsigned long long)ios,
 		(double)bytes / 1048576.0, dt, dt > 0 ? (double)(ios - r->last_ios) / dt : 0.0,
 		r->dir == DIR_WRITE ? "write" : "read", hist_pct(&r->d[r->dir].lat, 99) / 1000.0);
 	r->last_ios = ios;
