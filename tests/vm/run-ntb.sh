@@ -72,8 +72,7 @@ pids=""
 end=$(date +%s)
 ivshmem_server_end
 fail=0
-for l in g0 g1 g2 g2b; do
-	[ -f "$work/$l.log" ] || continue
+for l in $(ntb_logs); do
 	echo "---- guest ${l#g}"
 	vm_console "$work/$l.log"
 done
@@ -84,6 +83,7 @@ for l in ${SIO_NTB_FINISH:-g0 g1 g2b}; do
 done
 ntb_hosted || fail=1
 ntb_wanted || fail=1
+ntb_storm_report || fail=1
 echo "ntb: measured in TCG guests over ntb_hw_ivshmem (emulated CPUs; says nothing of NTB hardware):"
 cat "$work"/g*.log | tr -d '\r' | sed -n 's/^SIO-VM MEASURE /ntb:   /p'
 nfail=$(cat "$work"/g*.log "$work/host.log" | tr -d '\r' | grep -c '^SIO-VM FAIL' || true)
