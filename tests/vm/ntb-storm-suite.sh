@@ -189,10 +189,8 @@ watchdog() {
 		[ $still -ge $STALL_S ] || continue
 		echo "SIO-STORM HANG g$G: nvme-client (pid $p) said nothing for $still s"
 		touch /tmp/hung
-		kill -USR1 "$p"
-		sleep 1
+		RUN_LIMIT=$still stuck storm-client "$p"	# and SIGUSR1: where it stands
 		sed 's/^/    | client: /' /tmp/c.log
-		RUN_LIMIT=$still stuck storm-client "$p"
 		smartio nvme stats $FAB 2>&1 | sed 's/^/    |   /' &
 		sleep 5; kill $! 2>/dev/null
 		kill -9 "$p"

@@ -26,9 +26,14 @@ run() {
 	return $r
 }
 # stuck NAME PID: each process's state, kernel wait and system call, PID's
-# stack and the fabric's status ($FAB)
+# stack and the fabric's status ($FAB); an nvme-client is asked where its
+# run stands (SIGUSR1: its queue's tails and heads, its last completion,
+# each I/O in flight), on its own output
 stuck() {
 	echo "    | $1: still running after ${RUN_LIMIT} s; the processes:"
+	case $(tr '\0' '\n' <"/proc/$2/cmdline" 2>/dev/null | head -n 1) in
+	nvme-client|*/nvme-client) kill -USR1 "$2" && sleep 1 ;;
+	esac
 	for d in /proc/[0-9]*; do
 		[ -r "$d/cmdline" ] && [ -n "$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null)" ] || continue
 		printf '    |   %s %s [%s] wchan=%s syscall=%s\n' "${d#/proc/}" \
