@@ -5,10 +5,14 @@
 # (drivers/ntb) taken from Debian's own kernel source package, linux-source-X.Y,
 # at the version of the kernel's package. Debian's kernels ship without the
 # NTB core (CONFIG_NTB is off); kernel/build.sh builds it and the upstream
-# clients out of tree from these sources.
+# clients out of tree from these sources. The kernel's NTB selftest
+# (tools/testing/selftests/ntb: ntb_test.sh) comes along: the vm suite runs
+# it in the guests.
 #
-# Only drivers/ntb is kept, under $SMARTIO_CACHE (default /var/cache/smartio)
-# /linux-ntb/KVER/: a second run finds it there and does nothing.
+# Only those two directories are kept, under $SMARTIO_CACHE (default
+# /var/cache/smartio)/linux-ntb/KVER/: a second run finds them there and does
+# nothing; a cache that lacks one (made before the selftest was kept) is
+# completed from the same package.
 #
 # usage: upstream.sh [KVER]   (as root; KVER: the kernel the vm suite boots)
 set -eu
@@ -29,7 +33,13 @@ if [ -z "${fetched_ver:-}" ] && ! installed "linux-headers-$kver"; then
 		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "linux-headers-$kver" >/dev/null; }
 fi
 
-[ -f "$dir/drivers/ntb/core.c" ] && [ -s "$dir/source-version" ] && exit 0
+# What is kept, and a file that says each part is there.
+parts="drivers/ntb tools/testing/selftests/ntb"
+have() {
+	[ -s "$dir/source-version" ] && [ -f "$dir/drivers/ntb/core.c" ] &&
+		[ -f "$dir/tools/testing/selftests/ntb/ntb_test.sh" ]
+}
+have && exit 0
 
 # The kernel's package version, e.g. 6.1.192-2 for 6.1.0-56-amd64, and its
 # series.
@@ -59,17 +69,27 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/smartio-ntb-src.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 chmod 755 "$tmp"	# apt's download sandbox user must be able to write there
 id _apt >/dev/null 2>&1 && chown _apt "$tmp"
-say "fetching $srcpkg $srcver (the kernel source; only drivers/ntb is kept)"
+say "fetching $srcpkg $srcver (the kernel source; only $parts are kept)"
 (cd "$tmp" && apt-get download -qq "$srcpkg=$srcver" 2>/dev/null)
 deb=$(ls "$tmp"/*.deb)
-# The package holds one tarball; xz reads all of it, tar keeps drivers/ntb.
+# The package holds one tarball; xz reads all of it, one tar pass keeps the
+# parts.
+# shellcheck disable=SC2046 # the parts, one word each
 dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/src/$srcpkg.tar.xz" | xz -dc |
-	tar -x -C "$tmp" "$srcpkg/drivers/ntb"
+	tar -x -C "$tmp" $(for p in $parts; do echo "$srcpkg/$p"; done)
 rm -f "$deb"
 mkdir -p "$dir"
-rm -rf "$dir/drivers"
-mkdir -p "$dir/drivers"
-mv "$tmp/$srcpkg/drivers/ntb" "$dir/drivers/ntb"
+old=$(cat "$dir/source-version" 2>/dev/null || true)
+for p in $parts; do
+	[ -d "$tmp/$srcpkg/$p" ] || { say "$srcpkg $srcver has no $p" >&2; exit 1; }
+	# A part already there from this very version stays as it is: the
+	# modules' build may be reading it.
+	[ "$old" = "$srcver" ] && [ -d "$dir/$p" ] && continue
+	rm -rf "${dir:?}/$p"
+	mkdir -p "$(dirname "$dir/$p")"
+	mv "$tmp/$srcpkg/$p" "$dir/$p"
+done
 echo "$kpkgver" >"$dir/kernel-version"
 echo "$srcver" >"$dir/source-version"	# written last: the cache is complete
-say "drivers/ntb of $srcpkg $srcver in $dir"
+have || { say "the cache in $dir is still incomplete" >&2; exit 1; }
+say "$parts of $srcpkg $srcver in $dir"
