@@ -80,6 +80,23 @@ pingpong() {
 	echo "    | port $ME received $c pings"
 	if [ "${c:-0}" -ge 3 ]; then ok "$1"; else no "$1" "only ${c:-no} pings reached port $ME"; diag; fi
 }
+# modset NAME: insmod the initramfs's module set NAME (host.sh's
+# SIO_VM_MODSETS); a module that is in already is no failure
+modset() {
+	for m in $(cat "/lib/modules/$1.list"); do
+		insmod "/lib/modules/$m" 2>/tmp/ins || grep -q 'File exists' /tmp/ins ||
+			{ echo "insmod $m: $(cat /tmp/ins)"; return 1; }
+	done
+}
+# net_up: this guest's address on the virtio-net, its peers reachable
+net_up() {
+	modset nvmeof || { no net-up "the nvmeof modules did not load"; return 1; }
+	ip link set lo up
+	ip link set eth0 up && ip addr add "10.38.0.$((G + 1))/24" dev eth0 ||
+		{ no net-up "no eth0: $(ls /sys/class/net)"; return 1; }
+	[ "$G" = 0 ] && { ok net-up; return 0; }
+	until_ok 60 ping -c 1 -W 1 $TARGET && ok net-up || no net-up "guest 0 ($TARGET) unreachable"
+}
 # diag: the kernel's last words on NTB, after a failure
 diag() {
 	dmesg | grep -i 'ntb' | tail -n 40 | sed 's/^/    | /'

@@ -4,7 +4,8 @@
 # one segment), the kernel's nvmet target over TCP (and RDMA over soft-RoCE,
 # rdma_rxe, where it comes up) in guest 0, nvme-tcp and nvme-rdma in the
 # others, and the ntb fabric's lending of the same controller. Sourced
-# from /vm/nvmeof.sh after /vm/guest.sh (ok, no, run, until_ok) by
+# from /vm/nvmeof.sh after /vm/guest.sh (ok, no, run, until_ok) and
+# /vm/ntb-sync.sh (modset, net_up, phase) by
 # nvmeof-suite.sh and bench/vm/nvmeof-vs-smartio-guest.sh; G is the guest.
 NQN=nqn.2014-08.org.smartio:vm-nvmeof
 FAB=nvmeoffab
@@ -12,25 +13,6 @@ MAIN=0000:00:04.0	# QEMU's NVMe (guest 0 only)
 TARGET=10.38.0.1	# guest 0's address; guest N's is 10.38.0.N+1
 CFS=/sys/kernel/config/nvmet
 export SMARTIO_FABRIC_BACKEND=ntb SMARTIO_FABRIC=$FAB SMARTIO_QUIET=1
-
-# modset NAME: insmod the initramfs's module set NAME (host.sh's
-# SIO_VM_MODSETS); a module that is in already is no failure
-modset() {
-	for m in $(cat "/lib/modules/$1.list"); do
-		insmod "/lib/modules/$m" 2>/tmp/ins || grep -q 'File exists' /tmp/ins ||
-			{ echo "insmod $m: $(cat /tmp/ins)"; return 1; }
-	done
-}
-
-# net_up: this guest's address on the virtio-net, its peers reachable
-net_up() {
-	modset nvmeof || { no net-up "the nvmeof modules did not load"; return 1; }
-	ip link set lo up
-	ip link set eth0 up && ip addr add "10.38.0.$((G + 1))/24" dev eth0 ||
-		{ no net-up "no eth0: $(ls /sys/class/net)"; return 1; }
-	[ "$G" = 0 ] && { ok net-up; return 0; }
-	until_ok 60 ping -c 1 -W 1 $TARGET && ok net-up || no net-up "guest 0 ($TARGET) unreachable"
-}
 
 # rdma_up: soft-RoCE on eth0 (rdma_rxe, linked with iproute2's rdma
 # through the RDMA netlink); RDMA=1 when it is there, else the reason
