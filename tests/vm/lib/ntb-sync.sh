@@ -88,14 +88,16 @@ modset() {
 			{ echo "insmod $m: $(cat /tmp/ins)"; return 1; }
 	done
 }
-# net_up: this guest's address on the virtio-net, its peers reachable
+# net_up SET: the guests' network (run-ntb.sh's SIO_NTB_NET): the module
+# set SET with the virtio-net's driver loaded, this guest's address on
+# it 10.38.0.G+1 (the suite sets G), guest 0 reachable
 net_up() {
-	modset nvmeof || { no net-up "the nvmeof modules did not load"; return 1; }
+	modset "$1" || { no net-up "the $1 modules did not load"; return 1; }
 	ip link set lo up
 	ip link set eth0 up && ip addr add "10.38.0.$((G + 1))/24" dev eth0 ||
 		{ no net-up "no eth0: $(ls /sys/class/net)"; return 1; }
 	[ "$G" = 0 ] && { ok net-up; return 0; }
-	until_ok 60 ping -c 1 -W 1 $TARGET && ok net-up || no net-up "guest 0 ($TARGET) unreachable"
+	until_ok 60 ping -c 1 -W 1 10.38.0.1 && ok net-up || no net-up "guest 0 (10.38.0.1) unreachable"
 }
 # diag: the kernel's last words on NTB, after a failure
 diag() {

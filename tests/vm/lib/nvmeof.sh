@@ -94,7 +94,7 @@ nvmeof_disconnect() {
 # and the others join; guest 0's kernel nvme driver has the controller
 # (BLK). The callers source /vm/ntb-sync.sh (phase).
 nvmeof_start() {
-	net_up
+	net_up nvmeof
 	rdma_up
 	ntb_up
 	phase up
