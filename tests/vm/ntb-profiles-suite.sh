@@ -18,7 +18,9 @@
 #             translated there and written, the data checked
 # The two-port profiles (intel, amd, switchtec, epf) have ports 0 and 1:
 # guest 2's driver refuses its function, and it waits. Bad settings are
-# refused at load, naming the parameter.
+# refused at load, naming the parameter. Variant selftest (run-ntb.sh's
+# SIO_NTB_VARIANT=selftest) runs the kernel's NTB selftest, ntb_test.sh,
+# over each profile too, guest 0 against guest 1 (lib/ntb-selftest.sh).
 #
 # want: g0:load-ivshmem g1:load-ivshmem g2:load-ivshmem g0:tool-ivshmem g1:tool-ivshmem g2:tool-ivshmem
 # want: g0:spad-ivshmem g1:spad-ivshmem g2:spad-ivshmem g0:db-ivshmem g1:db-ivshmem g2:db-ivshmem
@@ -41,6 +43,20 @@
 # want: g0:perf-idt g1:perf-idt g2:perf-idt g0:pingpong-idt g1:pingpong-idt g2:pingpong-idt
 # want: g0:sntb-idt g1:sntb-idt g0:sntb-idt-32 g1:sntb-idt-32
 # want: g0:dmesg g1:dmesg g2:dmesg
+# want-selftest: g0:net-up g1:net-up g2:net-up g0:selftest-up g1:selftest-up g2:selftest-up
+# want-selftest: g0:selftest-ivshmem g0:st-port-ivshmem g0:st-link-ivshmem g0:st-db-ivshmem g0:st-spad-ivshmem
+# want-selftest: g0:st-mw-ivshmem g0:st-pingpong-ivshmem g0:st-perf-ivshmem g0:st-mwdata-ivshmem
+# want-selftest: g0:selftest-intel g0:st-port-intel g0:st-link-intel g0:st-db-intel g0:st-spad-intel
+# want-selftest: g0:st-mw-intel g0:st-pingpong-intel g0:st-perf-intel g0:st-mwdata-intel
+# want-selftest: g0:selftest-amd g0:st-port-amd g0:st-link-amd g0:st-db-amd g0:st-spad-amd
+# want-selftest: g0:st-mw-amd g0:st-pingpong-amd g0:st-perf-amd g0:st-mwdata-amd
+# want-selftest: g0:selftest-switchtec g0:st-port-switchtec g0:st-link-switchtec g0:st-db-switchtec
+# want-selftest: g0:st-spad-switchtec g0:st-mw-switchtec g0:st-pingpong-switchtec g0:st-perf-switchtec
+# want-selftest: g0:st-mwdata-switchtec
+# want-selftest: g0:selftest-epf g0:st-port-epf g0:st-link-epf g0:st-db-epf g0:st-spad-epf
+# want-selftest: g0:st-mw-epf g0:st-pingpong-epf g0:st-perf-epf g0:st-mwdata-epf
+# want-selftest: g0:selftest-idt g0:st-port-idt g0:st-link-idt g0:st-db-idt g0:st-msg-idt
+# want-selftest: g0:st-mw-idt g0:st-pingpong-idt g0:st-perf-idt g0:st-mwdata-idt
 G=$(sed -n 's/.*sio\.guest=\([0-9]*\).*/\1/p' /proc/cmdline)
 MOD=/lib/modules
 DBG=/sys/kernel/debug
@@ -49,7 +65,8 @@ T=$DBG/ntb_tool/$DEV
 SIZE=65536			# each window's test data
 n=0				# the last phase asked for
 . /vm/guest.sh	# res, ok, no, run
-. /vm/ntb-sync.sh	# phase, dmesg_check, link_wait, pingpong, diag
+. /vm/ntb-sync.sh	# phase, dmesg_check, link_wait, pingpong, diag, net_up
+. /vm/ntb-selftest.sh	# selftest_up, selftest
 ME=$G				# pingpong's port
 
 # The profiles: ports, windows per peer, doorbell bits, the port numbers
@@ -300,12 +317,17 @@ one() {
 			phase "$x"
 		done
 	fi
+	[ "$ST" = 0 ] || selftest "$pr"
 	[ "$pr" != idt ] || sntb
 	phase "unload-$pr"
 	[ "$G" -ge $N ] || { rmmod ntb_hw_ivshmem && rmmod ntb; } || no "unload-$pr" "$(lsmod | grep ntb)"
 }
 
 mount -t debugfs none $DBG
+ST=0
+case ",$(sed -n 's/.*sio\.variant=\([a-z0-9,-]*\).*/\1/p' /proc/cmdline)," in
+*,selftest,*) ST=1; selftest_up ;;
+esac
 one ivshmem
 run refuse-intel refuse intel ports=3 'ports=3: profile=intel has exactly 2 ports'
 one intel

@@ -45,8 +45,28 @@ for m in ntb ntb_hw_ivshmem ntb_tool ntb_perf ntb_pingpong ntb_transport smartio
 	[ -f "$mods/$m.ko" ] && ko="$ko $mods/$m.ko"
 done
 suite=${SIO_NTB_SUITE:-$src/ntb-suite.sh}
+# Variant selftest (ntb-profiles-suite.sh): the kernel's NTB selftest as
+# kernel/upstream.sh caches it, with the host's tools it takes for granted
+# where busybox's differ (bash; cmp, whose -n takes the hex sizes it
+# passes; kmod's modprobe and depmod, which it finds on a usual host),
+# and lib/ssh, which carries its remote side to another guest
+# over the guests' network.
+selftest=""
+case ",${SIO_NTB_VARIANT:-}," in
+*,selftest,*)
+	selftest=${SMARTIO_CACHE:-/var/cache/smartio}/linux-ntb/$kver/tools/testing/selftests/ntb/ntb_test.sh
+	[ -f "$selftest" ] || { echo "ntb: FAIL: no $selftest (kernel/upstream.sh $kver fetches it)"; exit 1; }
+	for t in bash cmp modprobe depmod; do
+		command -v $t >/dev/null || { echo "ntb: FAIL: no $t, which ntb_test.sh needs (apt-get install bash diffutils kmod)"; exit 1; }
+		selftest="$selftest $(command -v $t)"
+	done
+	selftest="$selftest $src/lib/ssh"
+	# shellcheck disable=SC2034 # host.sh's ntb_net reads it
+	SIO_NTB_NET=1
+	SIO_VM_MODSETS="${SIO_VM_MODSETS:+$SIO_VM_MODSETS }net:virtio_pci,virtio_net" ;;
+esac
 vm_initramfs "$suite" \
-	"${SIO_NTB_EXTRA:-$build/tests/vm/ntb-uapi $build/tests/vm/ntb-scribble $(ls "$build/tests/vm/ntb-uapi32" 2>/dev/null)}" \
+	"${SIO_NTB_EXTRA:-$build/tests/vm/ntb-uapi $build/tests/vm/ntb-scribble $(ls "$build/tests/vm/ntb-uapi32" 2>/dev/null)} $selftest" \
 	"$ko"
 tmo=${SIO_VM_TIMEOUT:-540}	# under meson's 600 s; a quiet 2-core host needs about 120
 truncate -s 64M "$work/nvme.img"	# for a suite that gives guest 0 an NVMe
@@ -84,6 +104,10 @@ done
 ntb_hosted || fail=1
 ntb_wanted || fail=1
 ntb_storm_report || fail=1
+if [ -n "$selftest" ]; then
+	echo "ntb: the kernel's NTB selftest (ntb_test.sh, unmodified), guest 0 against guest 1, per profile:"
+	cat "$work"/g*.log | tr -d '\r' | sed -n 's/^SIO-NTB SELFTEST /ntb:   /p'
+fi
 echo "ntb: measured in TCG guests over ntb_hw_ivshmem (emulated CPUs; says nothing of NTB hardware):"
 cat "$work"/g*.log | tr -d '\r' | sed -n 's/^SIO-VM MEASURE /ntb:   /p'
 nfail=$(cat "$work"/g*.log "$work/host.log" | tr -d '\r' | grep -c '^SIO-VM FAIL' || true)

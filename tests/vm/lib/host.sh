@@ -123,9 +123,10 @@ vm_modlist() {
 # vm_initramfs SUITE "EXTRA..." "MODULES...": $work/initramfs.gz, a busybox
 # initramfs whose /init (guest-init.sh) runs SUITE: the project's programs
 # and EXTRA files in /prog with their libraries, the guests' libraries
-# (lib/guest.sh, lend.sh, ntb-sync.sh, nvmeof.sh, ntb-fabric.sh) in /vm, the
-# vfio, nvme and uio module sets of the kernel in /lib/modules (with a
-# NAME.list each) and MODULES as they are. progs: the programs. SKIP without busybox, kmod or a vfio-pci module.
+# (lib/guest.sh, lend.sh, ntb-sync.sh, nvmeof.sh, ntb-fabric.sh,
+# ntb-selftest.sh) in /vm, the vfio, nvme and uio module sets of the kernel
+# in /lib/modules (with a NAME.list each) and MODULES as they are. progs:
+# the programs. SKIP without busybox, kmod or a vfio-pci module.
 vm_initramfs() {
 	for t in busybox cpio gzip modprobe; do
 		command -v $t >/dev/null 2>&1 || [ "$t" = cpio ] ||
@@ -176,7 +177,7 @@ vm_initramfs() {
 	cp "$src/guest-init.sh" "$ir/init"
 	cp "$1" "$ir/suite.sh"
 	cp "$src/lib/guest.sh" "$src/lib/lend.sh" "$src/lib/ntb-sync.sh" "$src/lib/nvmeof.sh" \
-		"$src/lib/ntb-fabric.sh" "$ir/vm/"
+		"$src/lib/ntb-fabric.sh" "$src/lib/ntb-selftest.sh" "$ir/vm/"
 	chmod +x "$ir/init"
 	if command -v cpio >/dev/null 2>&1; then
 		(cd "$ir" && find . | cpio -o -H newc --quiet | gzip -1 >"$work/initramfs.gz")
