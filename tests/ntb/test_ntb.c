@@ -428,7 +428,8 @@ Test(ntb, the_homes_death_is_taken_over_by_its_standby, .init = setup, .fini = t
 	waitpid(pid, NULL, 0);
 	serve_pid = 0;
 	snprintf(want, sizeof(want), "this node (port %d) is the fabric's home from now on", sb);
-	cr_assert_eq(service_saying(want, 10000), sb, "port %d did not take over", sb);
+	/* after the home's link has stayed down for the hold (SMARTIO_NTB_TAKEOVER_MS, 5 s) */
+	cr_assert_eq(service_saying(want, 30000), sb, "port %d did not take over", sb);
 	/* this process follows in place: a segment made now is made on the new home */
 	for (i = 0; i < 200 && src_of(wf_of(f))->boot.port != sb; i++)
 		nap_ms(50);

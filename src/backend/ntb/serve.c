@@ -40,6 +40,7 @@
 
 #include <smartio/ntbserve.h>
 #include "ntb.h"
+#include "env.h"
 #include "parse.h"
 
 #define TICK_MS		100
@@ -73,6 +74,8 @@ struct ntb_service {
 	struct ntb_ownwins xw;		/* segments' own windows (ownwin.c) */
 	bool xw_said;
 	bool standby_ok;		/* $SMARTIO_NTB_STANDBY: this node may be the standby home */
+	uint64_t takeover_ns;		/* $SMARTIO_NTB_TAKEOVER_MS */
+	uint64_t home_down_ns;		/* when the home's link was first seen down (0: up) */
 };
 
 static struct ntb_service *this_service;
@@ -477,14 +480,26 @@ static void join(struct ntb_service *sv)
 	struct ntb_boot b;
 
 	if (sio__ntb_boot_find(sv->dev, &sv->info, &sv->node.board, &b)) {
-		/* a home whose link is down has not destroyed the fabric: it may be taken over */
+		/*
+		 * A home whose link is down has not destroyed the fabric: it
+		 * may be taken over, once its link has stayed down for the
+		 * hold. A flap of this node's own link (its kernel stopped a
+		 * while) reads as the home's link down too, and the home is
+		 * alive: a take-over then would make two homes.
+		 */
 		if (sv->f && !link_up(sv, sv->joined.port)) {
-			standby(sv);
+			uint64_t now = sio__now_ns();
+
+			if (!sv->home_down_ns)
+				sv->home_down_ns = now;
+			if (now - sv->home_down_ns >= sv->takeover_ns)
+				standby(sv);
 			return;
 		}
 		leave(sv, true);
 		return;
 	}
+	sv->home_down_ns = 0;
 	if (sv->f && b.gen == sv->joined.gen && b.port != sv->joined.port) {
 		/* a take-over: this node's handle follows it (home.c), not a new fabric */
 		if (src_of(wf_of(sv->f))->boot.port == b.port) {
@@ -650,6 +665,8 @@ static int setup(struct ntb_service *sv, const char *dev, int port)
 		return sio__err(EINVAL, "ntb: SMARTIO_NTB_STANDBY='%s': 1 (this node may be the fabric's standby home, the default) or 0 (never)",
 				sb);
 	sv->standby_ok = v;
+	if ((ret = sio__env_ms("SMARTIO_NTB_TAKEOVER_MS", 5000, 0, 3600000, &sv->takeover_ns)))
+		return ret;
 	if ((ret = sio__ntbdev_open(dev, port, &sv->dev)) || (ret = sio__ntbdev_info(sv->dev, &sv->info)))
 		return ret;
 	sv->node.port = sv->info.port;
