@@ -452,6 +452,10 @@ Test(ntb, the_homes_death_is_taken_over_by_its_standby, .init = setup, .fini = t
 	sio_fabric_close(g);
 	sio_fabric_close(f);
 	cr_assert_eq(sio_fabric_destroy(home), 0, "%s", sio_errmsg());
+	/* the new home's service takes its bootstrap back at its next tick:
+	 * the next test's create must not find it */
+	snprintf(want, sizeof(want), "fabric '%s' was destroyed", home);
+	cr_assert_eq(service_saying(want, 10000), sb, "port %d kept hosting '%s'", sb, home);
 	serve_stop_clean(pid);
 }
 
