@@ -79,8 +79,9 @@
  *    (SIO_NTB_IOC_MSG_*, events), the device's features in
  *    sio_ntb_info.flags, SIO_NTB_BUF_PEER_XLAT; inbound windows counted
  *    when used (a driver may have none until the link is up).
+ * 5: SIO_NTB_F_BAR_XLAT_EMULATED.
  */
-#define SIO_NTB_UAPI_VERSION	4
+#define SIO_NTB_UAPI_VERSION	5
 #define SIO_NTB_DEV_FMT		"/dev/smartio-ntb%d"
 #define SIO_NTB_MAX_PEERS	64	/* peer masks are 64 bits */
 /* pidx of this port's own scratchpads */
@@ -93,6 +94,12 @@
 #define SIO_NTB_F_MSGS		_BITUL(3)	/* message registers */
 #define SIO_NTB_F_DB_VECTORS	_BITUL(4)	/* doorbell bits per vector */
 #define SIO_NTB_F_PORTS		_BITUL(5)	/* port numbers of its own */
+/*
+ * An inbound translation onto a bus address outside the NTB's memory (a
+ * device's BAR), where the driver accepts one, is emulated in software (the
+ * driver forwards what peers store), not done by the hardware
+ */
+#define SIO_NTB_F_BAR_XLAT_EMULATED _BITUL(6)
 
 /**
  * struct sio_ntb_info - the NTB device (SIO_NTB_IOC_INFO)

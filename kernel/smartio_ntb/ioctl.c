@@ -29,10 +29,23 @@ static struct sntb_in *sntb_in_arg(struct sntb_dev *sd, u32 pidx, u32 widx)
 	return sntb_in(sd, pidx, widx);
 }
 
+/*
+ * Whether the hardware driver emulates a translation onto another
+ * function's BAR. ntb_hw_ivshmem, the project's stand-in over QEMU's
+ * ivshmem, has no path there but its forwarding thread (bar_fwd=1): what it
+ * accepts is emulation, which user space must not report as hardware's.
+ */
+static bool sntb_bar_xlat_emulated(struct ntb_dev *ntb)
+{
+	return ntb->dev.parent &&
+	       !strcmp(dev_driver_string(ntb->dev.parent), "ntb_hw_ivshmem");
+}
+
 static int sntb_info(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 {
 	struct sio_ntb_info *i = arg;
 	struct ntb_dev *ntb = sd->ntb;
+	bool emu = sntb_bar_xlat_emulated(ntb);
 
 	memset(i, 0, sizeof(*i));
 	i->version = SIO_NTB_UAPI_VERSION;
@@ -43,7 +56,8 @@ static int sntb_info(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 		   (sd->spads ? SIO_NTB_F_SPADS : 0) |
 		   (sd->msgs ? SIO_NTB_F_MSGS : 0) |
 		   (ntb->ops->db_vector_count ? SIO_NTB_F_DB_VECTORS : 0) |
-		   (ntb->ops->port_number ? SIO_NTB_F_PORTS : 0);
+		   (ntb->ops->port_number ? SIO_NTB_F_PORTS : 0) |
+		   (emu ? SIO_NTB_F_BAR_XLAT_EMULATED : 0);
 	i->msgs = sd->msgs;
 	i->msg_inbits = sd->msgs ? ntb_msg_inbits(ntb) : 0;
 	i->msg_outbits = sd->msgs ? ntb_msg_outbits(ntb) : 0;

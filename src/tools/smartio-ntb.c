@@ -148,6 +148,7 @@ static void status_json(struct ntbdev *d, struct json_object *x)
 	pj_int(x, "message_registers", i->msgs);
 	pj_bool(x, "inbound_translation", i->flags & SIO_NTB_F_INBOUND_XLAT);
 	pj_bool(x, "outbound_translation", i->flags & SIO_NTB_F_OUTBOUND_XLAT);
+	pj_bool(x, "bar_translation_emulated", i->flags & SIO_NTB_F_BAR_XLAT_EMULATED);
 	peers = pj_arr(x, "peers");
 	for (unsigned int p = 0; p < i->peers; p++)
 		status_peer(d, p, peers);
@@ -172,9 +173,11 @@ static int status_one(const char *path, struct json_object *arr)
 	printf("  outbound windows: %u (%u per peer); doorbells: %d bits on %u vectors;"
 	       " scratchpads: %u; message registers: %u\n", i->peer_mws, i->mws_per_peer,
 	       __builtin_popcountll(i->db_valid), i->db_vectors, i->spads, i->msgs);
-	printf("  translations: inbound %s, outbound %s\n",
+	printf("  translations: inbound %s, outbound %s%s\n",
 	       i->flags & SIO_NTB_F_INBOUND_XLAT ? "yes" : "no",
-	       i->flags & SIO_NTB_F_OUTBOUND_XLAT ? "yes" : "no");
+	       i->flags & SIO_NTB_F_OUTBOUND_XLAT ? "yes" : "no",
+	       i->flags & SIO_NTB_F_BAR_XLAT_EMULATED ?
+	       "; onto a device's BAR: emulated by the driver, where it accepts one" : "");
 	close(d.fd);
 	return 0;
 }
