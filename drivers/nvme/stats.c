@@ -68,6 +68,7 @@ static uint16_t bar_path_flag(struct sio_nvme_client *cl)
 	switch (sio_device_bar_path_kind(sio_nvme_client_device(cl), 0)) {
 	case SIO_BAR_PATH_RELAYED: return SIO_NVME_QS_RELAYED;
 	case SIO_BAR_PATH_NTB_WINDOW: return SIO_NVME_QS_NTB_WINDOW;
+	case SIO_BAR_PATH_NTB_WINDOW_EMULATED: return SIO_NVME_QS_NTB_WINDOW | SIO_NVME_QS_EMULATED;
 	default: return 0;
 	}
 }

@@ -184,19 +184,26 @@ int sio_device_info(struct sio_device *dev, struct sio_device_info *out);
  * @SIO_BAR_PATH_RELAYED: into a copy of the BAR in memory of the lender's
  *	node, whose doorbell writes the lender's relay forwards to the device
  *	(no window reaches it)
+ * @SIO_BAR_PATH_NTB_WINDOW_EMULATED: through an NTB window onto the BAR, as
+ *	SIO_BAR_PATH_NTB_WINDOW, whose translation onto the BAR the lender's
+ *	NTB driver emulates in software (ntb_hw_ivshmem's bar_fwd=1: a kernel
+ *	thread forwards each stored word), not the hardware: no user-space
+ *	relay, but not one posted write either
  */
 enum sio_bar_path {
 	SIO_BAR_PATH_MAPPED = 0,
 	SIO_BAR_PATH_FABRIC_SEGMENT,
 	SIO_BAR_PATH_NTB_WINDOW,
 	SIO_BAR_PATH_RELAYED,
+	SIO_BAR_PATH_NTB_WINDOW_EMULATED,
 };
 
 /**
  * sio_bar_path_name() - a path's name, for people
  * @path: an enum sio_bar_path
- * Return: "mapped", "fabric segment", "NTB window", "relayed", or
- * "unknown" for a value outside the enum.
+ * Return: "mapped", "fabric segment", "NTB window", "relayed",
+ * "NTB window (emulated forwarding)", or "unknown" for a value outside the
+ * enum.
  */
 const char *sio_bar_path_name(enum sio_bar_path path);
 

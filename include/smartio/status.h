@@ -42,7 +42,8 @@ struct sio_segment_status {
  * @path: how its stores to BAR0 reach the device (SIO_BAR_PATH_MAPPED
  *	also where the backend has nothing to say)
  * @doorbells: the same in words where they are not plain stores to a
- *	mapping of it ("relayed (no window: ...)", "NTB window"), else ""
+ *	mapping of it ("relayed (no window: ...)", "NTB window", "NTB window
+ *	(emulated forwarding)"), else ""
  */
 struct sio_borrow_status {
 	uint32_t device;

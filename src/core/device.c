@@ -221,6 +221,7 @@ const char *sio_bar_path_name(enum sio_bar_path path)
 	case SIO_BAR_PATH_FABRIC_SEGMENT: return "fabric segment";
 	case SIO_BAR_PATH_NTB_WINDOW: return "NTB window";
 	case SIO_BAR_PATH_RELAYED: return "relayed";
+	case SIO_BAR_PATH_NTB_WINDOW_EMULATED: return "NTB window (emulated forwarding)";
 	}
 	return "unknown";
 }

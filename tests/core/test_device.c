@@ -35,6 +35,8 @@ Test(device, borrow_rules)
 	cr_assert_str_eq(sio_bar_path_name(SIO_BAR_PATH_MAPPED), "mapped");
 	cr_assert_str_eq(sio_bar_path_name(SIO_BAR_PATH_NTB_WINDOW), "NTB window");
 	cr_assert_str_eq(sio_bar_path_name(SIO_BAR_PATH_RELAYED), "relayed");
+	cr_assert_str_eq(sio_bar_path_name(SIO_BAR_PATH_NTB_WINDOW_EMULATED),
+			 "NTB window (emulated forwarding)");
 	cr_assert_str_eq(sio_bar_path_name((enum sio_bar_path)99), "unknown");
 	cr_assert_eq(sio_device_borrow(b, id, SIO_BORROW_EXCLUSIVE, &x), -EBUSY, "exclusive while shared");
 	cr_assert_eq(sio_device_borrow(b, 999, SIO_BORROW_SHARED, &x), -ENOENT);

@@ -48,12 +48,14 @@ static const char *place(int p)
 static const char *doorbell_path(const struct sio_nvme_qstats *q)
 {
 	bool relay = q->flags & SIO_NVME_QS_RELAYED, win = q->flags & SIO_NVME_QS_NTB_WINDOW;
+	bool emu = win && (q->flags & SIO_NVME_QS_EMULATED);
 
 	if (q->flags & SIO_NVME_QS_MULTIPATH)
 		return q->flags & SIO_NVME_QS_BACKUP ? "mmio, backup" : "mmio, primary";
 	if (q->flags & SIO_NVME_QS_SHADOW_DB)
-		return relay ? "shadow, relayed" : win ? "shadow, NTB window" : "shadow";
-	return relay ? "relayed" : win ? "NTB window" : "mmio";
+		return relay ? "shadow, relayed" : emu ? "shadow, NTB window (emulated forwarding)" :
+		       win ? "shadow, NTB window" : "shadow";
+	return relay ? "relayed" : emu ? "NTB window (emulated forwarding)" : win ? "NTB window" : "mmio";
 }
 
 /* Queue pair @q of client @c as it was in @prev, or NULL. */
@@ -257,42 +259,42 @@ static void stats_prom(struct prom *p, const struct stats_view *v)
 /* The columns; the last three (where the share went) only when some queue
  * has them: a controller that counts its arbitration, a program that
  * publishes its time off the CPU. */
-enum { NCOL = 17, NCOL_BASE = 14 };
+enum { NCOL = 17, NCOL_BASE = 14, CELL = 40 };	/* CELL: a cell's bytes, a doorbell path's words */
 
 /* One queue pair's row of the table, a string a column. */
 static void row_cells(const struct stats_view *v, const struct sio_nvme_client_stats *c,
-		      const struct sio_nvme_qstats *q, char cell[NCOL][24])
+		      const struct sio_nvme_qstats *q, char cell[NCOL][CELL])
 {
 	struct rate r = rate_of(v, c, q);
 	uint64_t ios = q->reads + q->writes;
 
 	for (int i = 0; i < NCOL; i++)
-		snprintf(cell[i], 24, "-");
-	snprintf(cell[0], 24, "%d", c->node);
-	snprintf(cell[1], 24, "%d", c->pid);
-	snprintf(cell[2], 24, "%u", c->device);
-	snprintf(cell[3], 24, "%u", q->qid);
-	snprintf(cell[4], 24, "%s", place(q->sq_place));
-	snprintf(cell[5], 24, "%s", place(q->cq_place));
-	snprintf(cell[6], 24, "%s", doorbell_path(q));
+		snprintf(cell[i], CELL, "-");
+	snprintf(cell[0], CELL, "%d", c->node);
+	snprintf(cell[1], CELL, "%d", c->pid);
+	snprintf(cell[2], CELL, "%u", c->device);
+	snprintf(cell[3], CELL, "%u", q->qid);
+	snprintf(cell[4], CELL, "%s", place(q->sq_place));
+	snprintf(cell[5], CELL, "%s", place(q->cq_place));
+	snprintf(cell[6], CELL, "%s", doorbell_path(q));
 	if (r.have) {
-		snprintf(cell[7], 24, "%.0f", r.iops);
-		snprintf(cell[8], 24, "%.1f", r.mib_s);
+		snprintf(cell[7], CELL, "%.0f", r.iops);
+		snprintf(cell[8], CELL, "%.1f", r.mib_s);
 		if (r.iops > 0)
-			snprintf(cell[9], 24, "%.0f", 100 * r.read_iops / r.iops);
+			snprintf(cell[9], CELL, "%.0f", 100 * r.read_iops / r.iops);
 	}
 	if (q->lat_ios) {
-		snprintf(cell[10], 24, "%.1f", (double)q->lat_p50_ns / 1e3);
-		snprintf(cell[11], 24, "%.1f", (double)q->lat_p99_ns / 1e3);
+		snprintf(cell[10], CELL, "%.1f", (double)q->lat_p50_ns / 1e3);
+		snprintf(cell[11], CELL, "%.1f", (double)q->lat_p99_ns / 1e3);
 	}
-	snprintf(cell[12], 24, "%llu", (unsigned long long)q->errors);
-	snprintf(cell[13], 24, "%.2f", ios ? (double)q->db_writes / (double)ios : 0.0);
+	snprintf(cell[12], CELL, "%llu", (unsigned long long)q->errors);
+	snprintf(cell[13], CELL, "%.2f", ios ? (double)q->db_writes / (double)ios : 0.0);
 	if (r.have && (q->offcpu_ns || q->wait_ns)) {	/* published by the program */
-		snprintf(cell[14], 24, "%.0f", 100 * r.offcpu);
-		snprintf(cell[15], 24, "%.0f", 100 * r.wait);
+		snprintf(cell[14], CELL, "%.0f", 100 * r.offcpu);
+		snprintf(cell[15], CELL, "%.0f", 100 * r.wait);
 	}
 	if (r.have && q->ctrl_fetched)
-		snprintf(cell[16], 24, "%.0f", r.skipped_s);
+		snprintf(cell[16], CELL, "%.0f", r.skipped_s);
 }
 
 static bool has_share(const struct sio_nvme_qstats *q)
@@ -302,7 +304,7 @@ static bool has_share(const struct sio_nvme_qstats *q)
 
 /* One row: text columns to the left, numbers to the right, each as wide as
  * its widest cell, so that a usual table fits 80 columns. */
-static void print_row(FILE *o, char cell[NCOL][24], const int *w, int ncol)
+static void print_row(FILE *o, char cell[NCOL][CELL], const int *w, int ncol)
 {
 	for (int i = 0; i < ncol; i++)
 		fprintf(o, i < 7 ? "%s%-*s" : "%s%*s", i ? " " : "", w[i], cell[i]);
@@ -315,7 +317,7 @@ static void stats_text(FILE *o, const struct stats_view *v)
 						"doorbells", "IOPS", "MiB/s", "rd%", "p50us",
 						"p99us", "err", "db/IO", "offcpu%", "wait%",
 						"skip/s" };
-	char cell[NCOL][24];
+	char cell[NCOL][CELL];
 	int w[NCOL], ncol = NCOL_BASE;
 
 	if (!v->cur->n) {
@@ -325,11 +327,11 @@ static void stats_text(FILE *o, const struct stats_view *v)
 	}
 	for (int i = 0; i < NCOL; i++) {
 		w[i] = (int)strlen(head[i]);
-		snprintf(cell[i], 24, "%s", head[i]);
+		snprintf(cell[i], CELL, "%s", head[i]);
 	}
 	for (int i = 0; i < v->cur->n; i++)
 		for (uint32_t k = 0; k < v->cur->c[i].nqueues; k++) {
-			char x[NCOL][24];
+			char x[NCOL][CELL];
 
 			row_cells(v, &v->cur->c[i], &v->cur->c[i].q[k], x);
 			if (has_share(&v->cur->c[i].q[k]))

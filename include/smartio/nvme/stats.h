@@ -45,6 +45,7 @@ struct sio_nvme_ioq;
 #define SIO_NVME_QS_BACKUP	(1u << 2)	/* commands go through the backup now */
 #define SIO_NVME_QS_RELAYED	(1u << 3)	/* BAR0 is a copy the lender's relay forwards */
 #define SIO_NVME_QS_NTB_WINDOW	(1u << 4)	/* BAR0 through an NTB window of another kernel */
+#define SIO_NVME_QS_EMULATED	(1u << 5)	/* with NTB_WINDOW: its translation is emulated */
 
 /**
  * struct sio_nvme_qstats - one queue pair's counters

@@ -14,6 +14,11 @@
  * (ntb_hw_ivshmem: -EOPNOTSUPP, it cannot reach another function's BAR; a
  * window too small or too coarse; no window free), the relay serves the
  * borrowers and the refusal is what `smartio status` reports for them.
+ *
+ * ntb_hw_ivshmem with bar_fwd=1 accepts the translation and emulates it (a
+ * kernel thread of the lender's forwards each stored word to the BAR):
+ * smartio_ntb says so (SIO_NTB_F_BAR_XLAT_EMULATED), and every report of
+ * the path says "emulated forwarding", never hardware's posted write.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +126,7 @@ int sio__ntb_bar_export(struct wf_fabric *s, struct wf_dev *d, uint64_t bus, uin
 		return ret;
 	}
 	d->db_off = off;
+	d->db_emulated = !!(n->info.flags & SIO_NTB_F_BAR_XLAT_EMULATED);
 	atomic_thread_fence(memory_order_release);
 	d->db_window = w;
 	pthread_mutex_lock(&n->mu);
@@ -141,6 +147,7 @@ void sio__ntb_bar_unexport(struct wf_fabric *s, struct wf_dev *d)
 			*pp = b->next;
 			d->db_window = -1;
 			d->db_ports = 0;
+			d->db_emulated = 0;
 			for (uint32_t p = 0; p < n->info.peers; p++)
 				xlat_peer(n, b, p, false);
 			free(b);

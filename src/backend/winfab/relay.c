@@ -387,8 +387,9 @@ int sio__wf_dev_export(struct sio_fabric *f, int dev, struct sio_dev_export *x)
 	if (s->src->bar_export && x->bar0_bus != UINT64_MAX)
 		d->db_err = -s->src->bar_export(s, d, x->bar0_bus, x->bar0_size);
 	if (!d->db_err)
-		snprintf(x->how, sizeof(x->how), "stores through inbound window %d of each peer, translated to BAR0 (ports 0x%llx)",
-			 d->db_window, (unsigned long long)d->db_ports);
+		snprintf(x->how, sizeof(x->how), "stores through inbound window %d of each peer, translated to BAR0 (ports 0x%llx)%s",
+			 d->db_window, (unsigned long long)d->db_ports,
+			 d->db_emulated ? ", by the NTB driver's emulated forwarding" : "");
 	else if (x->db.count)
 		snprintf(x->how, sizeof(x->how), "relayed from a mirror on this node: no window onto BAR0 (%s)",
 			 strerror(d->db_err));
@@ -457,6 +458,8 @@ static enum sio_bar_path path_of(int path, int err, char *why, size_t len)
 {
 	if (path == WF_DB_WINDOW)
 		return SIO_BAR_PATH_NTB_WINDOW;
+	if (path == WF_DB_WINDOW_EMULATED)
+		return SIO_BAR_PATH_NTB_WINDOW_EMULATED;
 	if (path != WF_DB_RELAY)
 		return SIO_BAR_PATH_MAPPED;
 	snprintf(why, len, "no window: %s", strerror(err));
@@ -610,7 +613,7 @@ static int remote_bar_map(struct sio_device *dev, int bar, void **vaddr, uint64_
 		ndb = d->desc.count;
 		lender = reg_dev_at(f->reg, dev->slot)->lender;
 		if (!(ret = window_bar_map(dev, d, vaddr)))
-			path_note(f, dev, WF_DB_WINDOW, 0);
+			path_note(f, dev, d->db_emulated ? WF_DB_WINDOW_EMULATED : WF_DB_WINDOW, 0);
 	}
 	sio__unlock(f);
 	if (!d)

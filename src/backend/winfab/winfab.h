@@ -46,7 +46,7 @@
 #include "internal.h"
 
 #define WF_MAGIC		0x31304e49574f4953ull	/* "SIOWIN01" */
-#define WF_VERSION		8	/* 3: the bakery; 4: wf_pool.unreached; 5: the relay's counters; 6: own windows; 7: wf_dev.desc; 8: wf_home */
+#define WF_VERSION		9	/* 3: the bakery; 4: wf_pool.unreached; 5: the relay's counters; 6: own windows; 7: wf_dev.desc; 8: wf_home; 9: wf_dev.db_emulated */
 #define WF_EVQ_LEN		32
 #define WF_PAGE			4096ull
 #define WF_LEASE_MS		5000	/* $SMARTIO_SHMWIN_LEASE_MS: longer than a TCG guest stalls */
@@ -140,7 +140,9 @@ struct wf_evq {				/* per process slot: events to it */
  * description of BAR0 (struct sio_doorbells), says. Where its source can (ntb: an
  * inbound window of each peer translated to BAR0), the other kernels store
  * to BAR0 through a window: @db_window (-1: none; @db_err says why, an
- * errno), at @db_off in it, for the ports in @db_ports. Otherwise each remote
+ * errno), at @db_off in it, for the ports in @db_ports; @db_emulated when
+ * the source's driver emulates that translation in software (the label
+ * says so). Otherwise each remote
  * borrower gets a BAR0 mirror (a segment on the lender's node); the lender's
  * relay forwards the writes it sees there of the doorbells @desc describes
  * to the real BAR0 (none where it describes none).
@@ -152,7 +154,7 @@ struct wf_dev {
 	uint64_t gen;			/* the reg_dev gen this is for */
 	uint64_t bar0_size;
 	int32_t regs_slot;		/* the register page copy: segment slot, gen */
-	uint32_t rsvd;
+	uint32_t db_emulated;		/* 1: @db_window's translation is emulated */
 	uint64_t regs_gen;
 	_Atomic uint64_t relay_beat;	/* the relay's heartbeat */
 	_Atomic uint64_t relayed;	/* doorbell writes forwarded */
@@ -170,7 +172,7 @@ struct wf_dev {
  * How a borrow's stores reach BAR0 (wf_hdr.borrow_db, for smartio status),
  * as the window fabric records it; relay.c tells it as enum sio_bar_path.
  */
-enum wf_db_path { WF_DB_LOCAL = 0, WF_DB_RELAY, WF_DB_WINDOW };
+enum wf_db_path { WF_DB_LOCAL = 0, WF_DB_RELAY, WF_DB_WINDOW, WF_DB_WINDOW_EMULATED };
 
 /*
  * A multicast group that a lent device writes to (relay.c): its landing
@@ -255,7 +257,8 @@ struct wf_fabric;
  * @lock, @unlock: the registry lock (struct sio_fabric_ops says how)
  * @bar_export: optional: let the other kernels store to a BAR of this host
  *	(@bus, @size bytes) through windows; -errno where the hardware cannot
- *	(the relay then serves them). Set @d's db_window, db_off and db_ports.
+ *	(the relay then serves them). Set @d's db_window, db_off, db_ports
+ *	and db_emulated.
  * @bar_unexport: undo @bar_export
  * @bar_map: optional: map @size bytes of device record @d's BAR window, as
  *	node @node (the lender's) exports it
