@@ -15,46 +15,9 @@ import re
 import statistics
 import sys
 
-HZ = 100        # USER_HZ of /proc/stat
-CPU_FIELDS = ("busy", "irq_softirq", "kworker", "ksoftirqd", "lend", "manager", "serve")
+from vmbench import CPU_FIELDS, HZ, io_figures, read_logs
+
 ROLES = {"0": "target/lender (guest 0)", "1": "initiator (guest 1)", "2": "bystander (guest 2)"}
-
-
-def read_logs(work):
-    cpu, runs, info = {}, {}, []
-    for g in ("g0", "g1", "g2"):
-        cur, buf = None, []
-        for line in open(f"{work}/{g}.log", errors="replace"):
-            line = line.rstrip("\r\n")
-            if re.match(r"^\[ *[0-9]+\.[0-9]+\]", line):
-                continue
-            if line.startswith("SIO-BENCH-INFO "):
-                info.append(line[15:])
-            m = re.match(r"^SIO-BENCH-CPU (\S+) (begin|end) (\d) ((?:\d+ ?){7})$", line)
-            if m:
-                vals = dict(zip(CPU_FIELDS, map(int, m.group(4).split())))
-                cpu.setdefault(m.group(1), {}).setdefault(m.group(3), {})[m.group(2)] = vals
-                continue
-            m = re.match(r"^SIO-BENCH-BEGIN (\S+)", line)
-            if m:
-                cur, buf = m.group(1), []
-                continue
-            if cur and line.startswith("SIO-BENCH-END"):
-                runs[cur] = json.loads("\n".join(buf))
-                cur = None
-            elif cur:
-                buf.append(line)
-    return cpu, runs, info
-
-
-def io_figures(j):
-    """ios, IOPS, p50 and p99 in us, from fio's or nvme-client's JSON"""
-    if "jobs" in j:
-        r = j["jobs"][0]["read"]
-        pct = r["lat_ns"]["percentile"]
-        return r["total_ios"], r["iops"], pct["50.000000"] / 1e3, pct["99.000000"] / 1e3
-    r = j["read"]
-    return r["ios"], r["iops"], r["lat_us"]["p50"], r["lat_us"]["p99"]
 
 
 def run_figures(name, j, cpu):
