@@ -26,27 +26,11 @@
 #   Exit 77 when QEMU, the kernel's modules, the NTB modules, fio or the fio
 #   engine is missing.
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/../.." && pwd)
-[ $# -ge 1 ] || { sed -n 's/^# usage: //p' "$0"; exit 2; }
-build=$(cd "$1" && pwd)
-shift
-rt=10 rounds=2 out=bench-out/nvmeof-vs-smartio
-while [ $# -gt 0 ]; do
-	case $1 in
-	-t) rt=$2; shift ;;
-	-r) rounds=$2; shift ;;
-	-o) out=$2; shift ;;
-	*) echo "nvmeof-vs-smartio: unknown argument '$1' (see the usage: -t, -r, -o)" >&2; exit 2 ;;
-	esac
-	shift
-done
-case $rt$rounds in *[!0-9]*|'') echo "nvmeof-vs-smartio: -t and -r take whole numbers, not '$rt' '$rounds'" >&2; exit 2 ;; esac
-skip() { echo "SKIP: $*"; exit 77; }
-fio=$(command -v fio || true)
-[ -n "$fio" ] || skip "fio not installed (apt-get install fio)"
-engine=$build/bench/fio/fio-smartio.so
-[ -f "$engine" ] || skip "$engine not built (see docs/fio.md: it needs the fio source)"
+prog=nvmeof-vs-smartio rt=10 rounds=2 out=bench-out/nvmeof-vs-smartio
+# shellcheck source=bench/vm/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_args "$@"
+bench_fio
 rdma=$(command -v rdma || true)	# iproute2's, for soft-RoCE in the guests
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/sio-nvmeof.XXXXXX")
@@ -64,8 +48,7 @@ SIO_NTB_SUITE=$work/guest.sh SIO_NTB_EXTRA="$fio $engine $rdma" SIO_NTB_NET=1 \
 rc=$?
 set -e
 # the host's summary less the guests' JSON
-awk '/^SIO-BENCH-BEGIN/ {skip = 1} !skip && !/^SIO-BENCH-/ {print} /^SIO-BENCH-END/ {skip = 0}' \
-	"$work/run.log"
+bench_console "$work/run.log"
 [ $rc -eq 77 ] && exit 77
 [ $rc -eq 0 ] || { echo "nvmeof-vs-smartio: the guests' run failed (exit $rc)"; keep; exit 1; }
 
@@ -73,8 +56,4 @@ mkdir -p "$out"
 # the consoles beside the results: each guest's CPU samples, for a reader
 for g in 0 1 2; do cp "$work/g$g.log" "$out/"; done
 python3 "$here/nvmeof-vs-smartio.py" "$work" "$out" "$rt" "$rounds" || { keep; exit 1; }
-if command -v gnuplot >/dev/null 2>&1; then
-	(cd "$out" && gnuplot nvmeof-vs-smartio.gp) && echo "wrote $out/nvmeof-vs-smartio.json, nvmeof-vs-smartio.png"
-else
-	echo "wrote $out/nvmeof-vs-smartio.json (gnuplot not installed: no PNG)"
-fi
+bench_png nvmeof-vs-smartio

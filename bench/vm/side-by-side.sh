@@ -20,27 +20,11 @@
 #   (the vm suite's side-by-side-smoke). Exit 77 when QEMU, a kernel, fio or
 #   the fio engine is missing.
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/../.." && pwd)
-[ $# -ge 1 ] || { sed -n 's/^# usage: //p' "$0"; exit 2; }
-build=$(cd "$1" && pwd)
-shift
-rt=8 out=bench-out/side-by-side smoke=0
-while [ $# -gt 0 ]; do
-	case $1 in
-	-t) rt=$2; shift ;;
-	-o) out=$2; shift ;;
-	--smoke) smoke=1 rt=1 ;;
-	*) echo "side-by-side: unknown argument '$1'" >&2; exit 2 ;;
-	esac
-	shift
-done
-case $rt in ''|*[!0-9]*) echo "side-by-side: -t takes whole seconds, not '$rt'" >&2; exit 2 ;; esac
-skip() { echo "SKIP: $*"; exit 77; }
-fio=$(command -v fio || true)
-[ -n "$fio" ] || skip "fio not installed (apt-get install fio)"
-engine=$build/bench/fio/fio-smartio.so
-[ -f "$engine" ] || skip "$engine not built (see docs/fio.md: it needs the fio source)"
+prog=side-by-side rt=8 out=bench-out/side-by-side smoke=0
+# shellcheck source=bench/vm/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_args "$@"
+bench_fio
 sweep=$build/bench/nvme/nvme-bench-sweep
 benches="$sweep $build/bench/nvme/nvme-bench-sq-placement $build/bench/nvme/nvme-bench-overhead
 	$build/bench/emu/emu-bench"
@@ -55,9 +39,7 @@ SIO_VM_SUITE=$work/guest.sh SIO_VM_EXTRA="$fio $engine $benches" \
 	>"$work/run.log" 2>&1
 rc=$?
 set -e
-# the console less the results (JSON between the BEGIN and END markers)
-awk '/^SIO-BENCH-BEGIN/ {skip = 1} !skip && !/^SIO-BENCH-/ {print} /^SIO-BENCH-END/ {skip = 0}' \
-	"$work/run.log"
+bench_console "$work/run.log"
 [ $rc -eq 77 ] && exit 77
 [ $smoke -eq 1 ] && exit $rc
 [ $rc -eq 0 ] || { echo "side-by-side: the guest run failed (exit $rc)"; exit 1; }
@@ -183,8 +165,4 @@ set yrange [*:*]
 plot 'side-by-side.dat' using 4:xtic(1) title 'p50', '' using 5 title 'p99'
 unset multiplot
 EOF
-if command -v gnuplot >/dev/null 2>&1; then
-	(cd "$out" && gnuplot side-by-side.gp) && echo "wrote $out/side-by-side.json, side-by-side.png"
-else
-	echo "wrote $out/side-by-side.json (gnuplot not installed: no PNG)"
-fi
+bench_png side-by-side
