@@ -45,10 +45,32 @@ bench_fio() {
 bench_console() {
 	awk '/^SIO-BENCH-BEGIN/ {skip = 1} !skip && !/^SIO-BENCH-/ {print} /^SIO-BENCH-END/ {skip = 0}' "$1"
 }
-# bench_png NAME: $out/NAME.png from $out/NAME.gp, where gnuplot is installed
+# bench_work NAME: a work directory (work), removed at the exit unless kept
+bench_work() {
+	work=$(mktemp -d "${TMPDIR:-/tmp}/sio-$1.XXXXXX")
+	trap 'rm -rf "$work"' EXIT
+}
+# keep: the work directory stays, with the guests' consoles (a failure's)
+keep() { trap - EXIT; echo "$prog: the guests' consoles are in $work"; }
+# bench_guests RUNNER: the guests, tests/vm/RUNNER (run-vm.sh, run-ntb.sh)
+# with the knobs the caller exported, their log in $work/run.log; prints
+# it less the results. Exits 77 where they were skipped; where they failed,
+# with their status under --smoke, else 1, the consoles kept.
+bench_guests() {
+	set +e
+	"$src/tests/vm/$1" "$build" "$src/tests/vm" "$work" >"$work/run.log" 2>&1
+	rc=$?
+	set -e
+	bench_console "$work/run.log"
+	[ $rc -ne 77 ] || exit 77
+	[ $rc -eq 0 ] || [ "${smoke:-0}" = 0 ] || exit $rc
+	[ $rc -eq 0 ] || { echo "$prog: the guests' run failed (exit $rc)"; keep; exit 1; }
+}
+# bench_png NAME: $out/NAME.png from $out/NAME.gp, after the charts' common
+# style (histograms.gp), where gnuplot is installed
 bench_png() {
 	if command -v gnuplot >/dev/null 2>&1; then
-		(cd "$out" && gnuplot "$1.gp") && echo "wrote $out/$1.json, $1.png"
+		(cd "$out" && gnuplot "$here/histograms.gp" "$1.gp") && echo "wrote $out/$1.json, $1.png"
 	else
 		echo "wrote $out/$1.json (gnuplot not installed: no PNG)"
 	fi

@@ -139,12 +139,6 @@ def main():
 GNUPLOT = """set terminal pngcairo size 1500,1000 noenhanced
 set output 'nvmeof-vs-smartio.png'
 set multiplot layout 2,2 title 'guest 1 reads the QEMU NVMe of guest 0: NVMe-oF vs smartio over the ntb fabric, 4 KiB random reads (QEMU TCG: emulation speed, read the ratios; smartio doorbells relayed)'
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.7 border -1
-set boxwidth 0.9
-set grid y
-set key top left
 set yrange [0:*]
 set title 'QD1 latency'
 set ylabel 'us'

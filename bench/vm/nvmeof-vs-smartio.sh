@@ -33,24 +33,15 @@ bench_args "$@"
 bench_fio
 rdma=$(command -v rdma || true)	# iproute2's, for soft-RoCE in the guests
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/sio-nvmeof.XXXXXX")
-# kept where the run or its analysis failed, for its consoles
-trap 'rm -rf "$work"' EXIT
-keep() { trap - EXIT; echo "nvmeof-vs-smartio: the guests' consoles are in $work"; }
+bench_work nvmeof
 sed "s/@RUNTIME@/$rt/; s/@ROUNDS@/$rounds/" "$here/nvmeof-vs-smartio-guest.sh" >"$work/guest.sh"
-set +e
-SIO_NTB_SUITE=$work/guest.sh SIO_NTB_EXTRA="$fio $engine $rdma" SIO_NTB_NET=1 \
+# shellcheck disable=SC2016 # $work: run-ntb.sh's, in QEMU's arguments
+export SIO_NTB_SUITE="$work/guest.sh" SIO_NTB_EXTRA="$fio $engine $rdma" SIO_NTB_NET=1 \
 	SIO_NTB_FINISH="g0 g1 g2" SIO_NTB_SHM_MB=256 SIO_NTB_MEM=384 \
 	SIO_VM_MODSETS="nvmeof:virtio_pci,virtio_net,nvmet-tcp,nvme-tcp rdma:crc32_generic,rdma_rxe,nvmet-rdma,nvme-rdma" \
 	SIO_NTB_G0_ARGS='-drive file=$work/nvme.img,if=none,id=d0,format=raw -device nvme,serial=sio-nvmeof,drive=d0,addr=4' \
-	SIO_VM_TIMEOUT=$((400 + rounds * 8 * (rt + 15))) \
-	"$src/tests/vm/run-ntb.sh" "$build" "$src/tests/vm" "$work" >"$work/run.log" 2>&1
-rc=$?
-set -e
-# the host's summary less the guests' JSON
-bench_console "$work/run.log"
-[ $rc -eq 77 ] && exit 77
-[ $rc -eq 0 ] || { echo "nvmeof-vs-smartio: the guests' run failed (exit $rc)"; keep; exit 1; }
+	SIO_VM_TIMEOUT=$((400 + rounds * 8 * (rt + 15)))
+bench_guests run-ntb.sh
 
 mkdir -p "$out"
 # the consoles beside the results: each guest's CPU samples, for a reader

@@ -30,19 +30,12 @@ benches="$sweep $build/bench/nvme/nvme-bench-sq-placement $build/bench/nvme/nvme
 	$build/bench/emu/emu-bench"
 for b in $benches; do [ -x "$b" ] || skip "$b not built"; done
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/sio-sbs.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+bench_work sbs
 sed "s/@RUNTIME@/$rt/" "$here/side-by-side-guest.sh" >"$work/guest.sh"
-set +e
-SIO_VM_SUITE=$work/guest.sh SIO_VM_EXTRA="$fio $engine $benches" \
-	SIO_VM_TIMEOUT=$((300 + 20 * rt)) "$src/tests/vm/run-vm.sh" "$build" "$src/tests/vm" "$work" \
-	>"$work/run.log" 2>&1
-rc=$?
-set -e
-bench_console "$work/run.log"
-[ $rc -eq 77 ] && exit 77
-[ $smoke -eq 1 ] && exit $rc
-[ $rc -eq 0 ] || { echo "side-by-side: the guest run failed (exit $rc)"; exit 1; }
+export SIO_VM_SUITE="$work/guest.sh" SIO_VM_EXTRA="$fio $engine $benches" \
+	SIO_VM_TIMEOUT=$((300 + 20 * rt))
+bench_guests run-vm.sh
+[ $smoke -eq 0 ] || exit 0
 
 mkdir -p "$out"
 python3 - "$work/console.log" "$out" "$rt" <<'EOF'
@@ -148,12 +141,6 @@ cat >"$out/side-by-side.gp" <<'EOF'
 set terminal pngcairo size 1400,560 noenhanced
 set output 'side-by-side.png'
 set multiplot layout 1,2 title 'one QEMU NVMe, kernel nvme driver vs smartio on vfio, 4 KiB random reads (QEMU TCG: emulation speed, read the ratios)'
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.7 border -1
-set boxwidth 0.9
-set grid y
-set key top left
 set xtics rotate by -15
 set title 'IOPS per guest CPU-second (all guest CPUs, /proc/stat)'
 set yrange [0:*]
