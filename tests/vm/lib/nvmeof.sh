@@ -107,9 +107,10 @@ nvmeof_start() {
 }
 
 # The ntb fabric over ntb_hw_ivshmem, as ntb-fabric-suite.sh loads it:
-# ntb_up: the modules and this kernel's node service, every peer's link up
+# ntb_up [ARG...]: the modules (ARGs: ntb_hw_ivshmem's further parameters)
+# and this kernel's node service, every peer's link up
 ntb_up() {
-	insmod /lib/modules/ntb.ko && insmod /lib/modules/ntb_hw_ivshmem.ko ports=3 link_timeout_ms=2000 &&
+	insmod /lib/modules/ntb.ko && insmod /lib/modules/ntb_hw_ivshmem.ko ports=3 link_timeout_ms=2000 "$@" &&
 		insmod /lib/modules/smartio_ntb.ko && [ -c /dev/smartio-ntb0 ] ||
 		{ no ntb-up "$(dmesg | grep -i ntb | tail -n 3)"; return 1; }
 	smartio ntb serve >/tmp/serve.log 2>&1 &
