@@ -39,19 +39,31 @@
 #                freed after the disconnect; guest 2's segment is reached
 #                through the pool window, said with why; each node service
 #                says its mode.
+# The barfwd variant (sio.variant=barfwd, short: the core, the NVMe, the
+# QD1 reads) lends through vfio with ntb_hw_ivshmem's bar_fwd=1 (and
+# page_xlat=1, which aligns a translation to a page) in guest 0:
+# the lender's windows onto BAR0 are accepted, as an emulated translation,
+# so guests 1 and 2 store their doorbells through their outbound windows and
+# no relay forwards them (its counters stay 0 across guest 1's reads); the
+# lender, the clients, smartio status and smartio nvme stats say "NTB
+# window (emulated forwarding)".
 #
-# host: kill-2
-# host-uio: join
-# host-vfio: reset-1 flap-1
+# host-vfio: kill-2 reset-1 flap-1
+# host-uio: kill-2 join
 # want: g0:load g1:load g2:load g0:serve g1:serve g2:serve g0:fabric-create
 # want: g1:fabric-join g2:fabric-join g0:seg-across g1:seg-across g2:seg-across
-# want: g1:doorbell-wake g2:event-across g0:lend g0:lend-relay-labelled
+# want: g1:doorbell-wake g2:event-across g0:lend g0:lend-labelled
 # want: g0:mcast-identify g0:mcast-subscriber g1:mcast-subscriber g2:mcast-subscriber g0:manager
 # want: g1:identify g2:identify g1:client-write-verify g2:client-write-verify
 # want: g1:doorbells-labelled g2:doorbells-labelled g0:status-labelled
-# want: g0:qd1-local g1:qd1-remote g1:relay-counted
-# want: g1:client-across-the-kill g0:dead-client-reclaimed host:guest2-killed
-# want: g0:readback-client1 g0:readback-client2 g0:dmesg g1:dmesg
+# want: g0:qd1-local g1:qd1-remote g0:dmesg g1:dmesg
+# want-vfio: g1:relay-counted
+# want-vfio: g1:client-across-the-kill g0:dead-client-reclaimed host:guest2-killed
+# want-vfio: g0:readback-client1 g0:readback-client2
+# want-uio: g1:relay-counted
+# want-uio: g1:client-across-the-kill g0:dead-client-reclaimed host:guest2-killed
+# want-uio: g0:readback-client1 g0:readback-client2
+# want-barfwd: g1:relay-idle g1:stats-labelled g1:client-held g1:relay-idle-held g2:dmesg
 # want-vfio: g1:flap-ridden g1:flap-stats g1:client-after-flap g0:flap-seen g2:flap-seen host:guest1-flapped
 # want-vfio: host:guest1-reset g1:restarted g1:rejoin g1:identify-after-rejoin g1:client-after-rejoin
 # want-vfio: g0:reset-seen
@@ -68,6 +80,11 @@ MAIN=0000:00:04.0			# QEMU's NVMe (guest 0 only)
 G=$(sed -n 's/.*sio\.guest=\([0-9]*\).*/\1/p' /proc/cmdline)
 LEND=$(sed -n 's/.*sio\.lend=\([a-z]*\).*/\1/p' /proc/cmdline)
 LEND=${LEND:-vfio}
+# the barfwd variant: guest 0's NTB emulates the translation onto BAR0
+BARFWD=$(sed -n 's/.*sio\.variant=[a-z0-9,]*barfwd.*/1/p' /proc/cmdline)
+# the doorbell path every label says: relayed, or the emulated window
+if [ -n "$BARFWD" ]; then PATHWORDS='NTB window (emulated forwarding)'; else
+	PATHWORDS='relayed (no window: Operation not supported)'; fi
 export SMARTIO_FABRIC_BACKEND=ntb SMARTIO_FABRIC=$FAB SMARTIO_QUIET=1
 # a stop of a few seconds (a link that flaps) is no death: the lease outlasts it
 export SMARTIO_SHMWIN_LEASE_MS=12000 SMARTIO_NVME_RESTART_MS=60000
@@ -216,8 +233,8 @@ if [ "$G" != 0 ]; then
 	until_ok 60 nvme-identify --fabric $FAB && ok identify || no identify "$(cat /tmp/until)"
 	if [ "$G" = 1 ]; then lba=0 pat=0xa1; else lba=1024 pat=0xb2; fi
 	client client-write-verify --lba $lba --count 256 --bs 4k --qd 4 --pattern $pat --flush
-	grep -q 'BAR0 relayed (no window: Operation not supported)' /tmp/out && ok doorbells-labelled ||
-		no doorbells-labelled "the client did not say its doorbells are relayed"
+	grep -qF "BAR0 $PATHWORDS" /tmp/out && ok doorbells-labelled ||
+		no doorbells-labelled "the client did not say its doorbells' path: $PATHWORDS"
 fi
 phase io
 if [ "$G" = 0 ]; then
@@ -226,14 +243,57 @@ if [ "$G" = 0 ]; then
 fi
 phase qd1-local
 # guest 1's QD1 reads, every doorbell relayed, and the relay's part of them
+# (barfwd: none relayed)
 if [ "$G" = 1 ]; then
 	before=$(relay_counters)
 	run qd1-remote nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 4k --qd 1 \
 		--ios 2000 --timeout 20000 && measure qd1-remote
-	relay_share "$before" "$(relay_counters)" 2000 && ok relay-counted ||
-		no relay-counted "smartio status shows no relay counters that moved: '$before'"
+	after=$(relay_counters)
+	if [ -n "$BARFWD" ]; then
+		[ "$after" = "0 0 0" ] && ok relay-idle ||
+			no relay-idle "the relay forwarded doorbells: '$before' before, '$after' after"
+	else
+		relay_share "$before" "$after" 2000 && ok relay-counted ||
+			no relay-counted "smartio status shows no relay counters that moved: '$before'"
+	fi
 fi
 phase qd1-remote
+if [ -n "$BARFWD" ]; then
+	# a borrow of guest 1 held (40 s) while guest 0's smartio status and
+	# guest 1's smartio nvme stats look at its path (30 s at most)
+	if [ "$G" = 1 ]; then
+		nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 4k --qd 1 --time 40 \
+			--timeout 20000 >/tmp/held.log 2>&1 &
+		hpid=$!
+	fi
+	phase held
+	case $G in
+	0)	until_ok 30 sh -c "smartio status $FAB | grep -qF 'on node $P1, doorbells $PATHWORDS'" &&
+			ok status-labelled || no status-labelled "smartio status shows no borrow's doorbell path"
+		smartio status $FAB | sed 's/^/    | /' ;;
+	1)	until_ok 30 sh -c "smartio nvme stats $FAB | grep -qF '$PATHWORDS'" &&
+			ok stats-labelled || no stats-labelled "smartio nvme stats does not say '$PATHWORDS'"
+		smartio nvme stats $FAB | sed 's/^/    | /' ;;
+	esac
+	phase held-checked
+	if [ "$G" = 1 ]; then
+		wait $hpid && ok client-held || no client-held "exit $?"
+		sed 's/^/    | /' /tmp/held.log
+		after=$(relay_counters)
+		[ "$after" = "0 0 0" ] && ok relay-idle-held ||
+			no relay-idle-held "the relay forwarded doorbells: '$after'"
+	fi
+	phase held-done		# the lender stays until the borrow ends
+	# the short variant ends here: the rest is the relayed variants'
+	[ "$G" = 0 ] && sed 's/^/    | /' /tmp/mgr.log
+	dmesg_check dmesg
+	serve_log
+	[ "$G" = 0 ] && { kill $mpid $lpid; wait $mpid $lpid; }
+	phase barfwd-end
+	smartio destroy $FAB --force >/dev/null 2>&1
+	kill $spid; wait $spid
+	exit 0
+fi
 
 if [ "$LEND" = vfio ]; then
 	# -- guest 1 stopped for a while, mid-I/O: its link goes and comes back
@@ -280,7 +340,7 @@ case $G in
 2)	sleep 300; no still-alive "guest 2 should have been killed"; exit 0 ;;
 1)	client client-across-the-kill --lba 3072 --count 1024 --bs 4k --qd 2 --random --time 15 ;;
 0)	# guest 1's borrow, held for 15 s, labelled with its doorbell path
-	until_ok 30 sh -c "smartio status $FAB | grep -q 'on node $P1, doorbells relayed'" &&
+	until_ok 30 sh -c "smartio status $FAB | grep -qF 'on node $P1, doorbells $PATHWORDS'" &&
 		ok status-labelled || no status-labelled "smartio status shows no borrow's doorbell path"
 	smartio status $FAB | sed 's/^/    | /'
 	until_ok 90 grep -q "node $P2.*is gone" /tmp/mgr.log && ok dead-client-reclaimed ||

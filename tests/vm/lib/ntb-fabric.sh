@@ -2,11 +2,12 @@
 # The ntb fabric's steps in a guest, shared by the suites that run a fabric
 # of backend ntb over ntb_hw_ivshmem (ntb-fabric-suite.sh,
 # ntb-fabric-profiles-suite.sh, ntb-home-suite.sh): the modules, the node
-# service, a lender of QEMU's NVMe, a verified client, the relay's counters. Sourced from
-# /vm/ntb-fabric.sh after /vm/guest.sh and /vm/ntb-sync.sh; the suite sets
-# G, MOD, MAIN, FAB and LEND, and may set PROFILE (ntb_hw_ivshmem's
-# profile=; else sio.profile= of the command line), PORTS (3) and SUF (a
-# suffix of the results' names: one suite's second round of a step).
+# service, a lender of QEMU's NVMe, a verified client, the relay's counters.
+# Sourced from /vm/ntb-fabric.sh after /vm/guest.sh and /vm/ntb-sync.sh;
+# the suite sets G, MOD, MAIN, FAB and LEND, and may set BARFWD (1:
+# bar_fwd=1 in guest 0), PROFILE (ntb_hw_ivshmem's profile=; else
+# sio.profile= of the command line), PORTS (3) and SUF (a suffix of the
+# results' names: one suite's second round of a step).
 # the relay's counters of the lent NVMe (smartio status): doorbells, us waited at most, us writing BAR0
 relay_counters() {
 	c=$(smartio status $FAB | sed -n 's/.*its relay forwarded \([0-9]*\) doorbells.* at most \([0-9]*\) us, wrote BAR0 in \([0-9]*\) us.*/\1 \2 \3/p' |
@@ -26,6 +27,10 @@ load() {
 	pr=${PROFILE:-$(sed -n 's/.*sio\.profile=\([a-z]*\).*/\1/p' /proc/cmdline)}
 	# translations page by page where the profile has them (ivshmem's)
 	[ "$LEND" = uio ] && [ "$G" != 2 ] && [ "${pr:-ivshmem}" = ivshmem ] && XL=page_xlat=1
+	# a window onto BAR0, emulated (BARFWD: the suite's variant barfwd);
+	# translated by pages (by whole regions it would span more than BAR0,
+	# which the forwarding refuses)
+	[ -n "$BARFWD" ] && [ "$G" = 0 ] && XL="page_xlat=1 bar_fwd=1"
 	insmod $MOD/ntb.ko && insmod $MOD/ntb_hw_ivshmem.ko ports=${PORTS:-3} link_timeout_ms=2000 $XL \
 		${pr:+profile=$pr} && insmod $MOD/smartio_ntb.ko && [ -c /dev/smartio-ntb0 ] &&
 		ok "load$SUF" || no "load$SUF" "$(dmesg | grep -i ntb | tail -n 3)"
@@ -54,7 +59,13 @@ lend() {
 	lpid=$!
 	until_ok 90 grep -q '^lending' /tmp/lend.log && ok "lend$SUF" || { cat /tmp/lend.log; no "lend$SUF"; }
 	sed 's/^/    | /' /tmp/lend.log
-	grep -q "other kernels' doorbells: relayed.*Operation not supported" /tmp/lend.log &&
-		ok "lend-relay-labelled$SUF" || no "lend-relay-labelled$SUF" "the lender did not say why it relays"
+	if [ -n "$BARFWD" ]; then
+		grep -q "other kernels' doorbells: stores through inbound window .*, by the NTB driver's emulated forwarding" \
+			/tmp/lend.log && ok "lend-labelled$SUF" ||
+			no "lend-labelled$SUF" "the lender did not say its window onto BAR0 is emulated"
+	else
+		grep -q "other kernels' doorbells: relayed.*Operation not supported" /tmp/lend.log &&
+			ok "lend-labelled$SUF" || no "lend-labelled$SUF" "the lender did not say why it relays"
+	fi
 	dev=$(sed -n 's/.* as device \([0-9]*\) .*/\1/p' /tmp/lend.log)
 }
