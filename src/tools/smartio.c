@@ -375,7 +375,7 @@ static int cmd_path(int argc, char **argv)
 	name = n == 3 ? argv[optind++] : getenv("SMARTIO_FABRIC");
 	parse_ep(argv[optind], &from);
 	parse_ep(argv[optind + 1], &to);
-	if (prog_join(name, 0, &f))
+	if (prog_join(name, -1, &f))	/* -1: $SMARTIO_NODE, or the backend's (ntb: this kernel's port) */
 		return PROG_FAIL;
 	ret = sio_path_resolve(f, &from, &to, -1, &p);
 	sio_fabric_close(f);
@@ -414,7 +414,7 @@ static int cmd_link(int argc, char **argv)
 	node = (int)prog_u64("link: node", argv[i++], 0, SIO_MAX_NODES - 1);
 	if (i < argc - 1)
 		adapter = (int)prog_u64("link: adapter", argv[i], 0, SIO_MAX_ADAPTERS - 1);
-	if (prog_join(name, 0, &f))
+	if (prog_join(name, -1, &f))	/* -1: $SMARTIO_NODE, or the backend's (ntb: this kernel's port) */
 		return PROG_FAIL;
 	ret = sio_link_set(f, node, adapter, up);
 	sio_fabric_close(f);
