@@ -291,10 +291,6 @@ int sio_link_set(struct sio_fabric *f, int node, int adapter, bool up);
  * @adapter: adapter index of @node
  *
  * A lock-free read of the link state, cheap enough for a driver's slow path.
- * Where the backend follows real links (ntb: the NTB link between this node
- * and @node), a link is up as this process reaches it: up in the registry,
- * and its link up with this process's windows through it mapped again
- * since it last went down.
  * Return: 1 (up), 0 (down), or -EINVAL.
  */
 int sio_link_get(struct sio_fabric *f, int node, int adapter);

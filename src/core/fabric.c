@@ -568,9 +568,7 @@ int sio_link_get(struct sio_fabric *f, int node, int adapter)
 {
 	if (!f || node < 0 || node >= f->topo.nodes || adapter < 0 || adapter >= f->topo.adapters)
 		return sio__err(EINVAL, "no adapter %d on node %d", adapter, node);
-	if (!atomic_load_explicit(&f->reg->nodes[node].link_up[adapter], memory_order_acquire))
-		return 0;
-	return f->ops->link ? f->ops->link(f, node, adapter) : 1;
+	return atomic_load_explicit(&f->reg->nodes[node].link_up[adapter], memory_order_acquire) != 0;
 }
 
 int sio_link_set(struct sio_fabric *f, int node, int adapter, bool up)

@@ -7,8 +7,7 @@
  * refused (said by the node service and by the peer it leaves out), a node without
  * its service, a segment living in its node's memory, a dead kernel's
  * segment and lock reclaimed once its leases stop (processes play separate
- * kernels: $SMARTIO_SHMWIN_KERNEL), one fabric per NTB, a link up as the
- * NTB says.
+ * kernels: $SMARTIO_SHMWIN_KERNEL), one fabric per NTB.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -185,32 +184,6 @@ Test(ntb, a_node_without_its_service_says_so, .init = setup, .fini = teardown)
 	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_segment_create_on(f, 3, 0, 4096, 0, &s), -ENODEV, "a node without memory");
 	cr_assert(strstr(sio_errmsg(), "node 3 has no memory"), "%s", sio_errmsg());
-	sio_fabric_close(f);
-}
-
-/* A link is up as the NTB says, not as the registry alone: port 3's goes
- * down and comes back while no kernel, then one, then none holds it. */
-Test(ntb, a_link_is_up_as_the_ntb_says, .init = setup, .fini = teardown)
-{
-	struct sio_fabric *f;
-	struct ntbdev *d;
-
-	if (served >= 4)
-		cr_skip_test("every port has a service (SIO_NTB_SERVED)");
-	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_link_get(f, 0, 0), 1, "this node's own");
-	cr_assert_eq(sio_link_get(f, 1, 0), 1, "port 1's service holds it up");
-	cr_assert_eq(sio_link_get(f, 3, 0), 0, "no kernel on port 3: its link is down");
-	cr_assert_eq(sio__ntbdev_open(getenv("SMARTIO_NTB_DEV"), 3, &d), 0, "%s", sio_errmsg());
-	/* down for two heartbeats more, once its windows are mapped again */
-	for (int i = 0; i < 100 && sio_link_get(f, 3, 0) != 1; i++)
-		nap_ms(20);
-	cr_assert_eq(sio_link_get(f, 3, 0), 1, "port 3 came up");
-	sio__ntbdev_close(d);
-	cr_assert_eq(sio_link_get(f, 3, 0), 0, "port 3 went down again");
-	cr_assert_eq(sio_link_set(f, 1, 0, false), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_link_get(f, 1, 0), 0, "down in the registry: down");
-	cr_assert_eq(sio_link_set(f, 1, 0, true), 0, "%s", sio_errmsg());
 	sio_fabric_close(f);
 }
 

@@ -207,7 +207,6 @@ static void remap(struct ntbsrc *n)
 		if (!pr.link_up)
 			continue;	/* still down: later */
 		n->peer_gen[pr.port] = pr.link_gen;
-		n->peer_back_ns[pr.port] = sio__now_ns();
 		for (struct peer_map *m = n->maps; m; m = m->next)
 			if (m->port == pr.port)
 				ntbdev_mmap(n->dev, m->va, m->off, m->len, &va);
@@ -229,41 +228,6 @@ static void src_beat(struct wf_fabric *s)
 	remap(n);
 	sio__ntb_bar_refresh(n);
 	pthread_mutex_unlock(&n->mu);
-}
-
-/*
- * Does this process reach node @node? Its NTB link up, and what the link's
- * loss revoked mapped again at the link's new generation: here at once,
- * rather than at the next heartbeat, so that a driver that waited for the
- * link goes on through windows that reach the peer, never through revoked
- * ones (which read all ones). A link that came back reads down for two
- * heartbeats more: a flap shorter than a driver's look (down and up again
- * between two link works) is still seen by a driver whose queue stalled
- * on what it lost.
- */
-static int sio__ntb_link(struct sio_fabric *f, int node, int adapter)
-{
-	struct ntbsrc *n = src_of(wf_of(f));
-	struct sio_ntb_peer pr;
-	int pidx, up;
-
-	(void)adapter;			/* one NTB per node */
-	if (node == n->node.port)
-		return 1;
-	if (node < 0 || node >= WF_MAX_POOLS || (pidx = sio__ntbdev_pidx(n->dev, node)) < 0)
-		return 0;
-	pr = (struct sio_ntb_peer){ .pidx = (uint32_t)pidx };
-	if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER, &pr) || !pr.link_up)
-		return 0;
-	pthread_mutex_lock(&n->mu);
-	if (pr.link_gen != n->peer_gen[node]) {
-		remap(n);
-		sio__ntb_bar_refresh(n);
-	}
-	up = pr.link_gen == n->peer_gen[node] &&
-	     sio__now_ns() - n->peer_back_ns[node] >= NTB_LINK_SETTLE_NS;
-	pthread_mutex_unlock(&n->mu);
-	return up;
 }
 
 static int src_lock(struct sio_fabric *f, bool *holder_died)
@@ -313,18 +277,6 @@ static int fabric_bit(const struct sio_ntb_info *i)
 	return i->db_valid ? 63 - __builtin_clzll(i->db_valid) : -1;
 }
 
-/* The link generation of each peer that is up: what is mapped from now on is of it. */
-static void peer_gens(struct ntbsrc *n)
-{
-	for (uint32_t p = 0; p < n->info.peers; p++) {
-		struct sio_ntb_peer pr = { .pidx = p };
-
-		if (!ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER, &pr) && pr.link_up &&
-		    pr.port >= 0 && pr.port < WF_MAX_POOLS)
-			n->peer_gen[pr.port] = pr.link_gen;
-	}
-}
-
 /* A handle's source state: the node service's file and what it said. */
 static int src_open(struct sio_fabric *f, uint32_t op, uint32_t *gen, struct wf_fabric **out)
 {
@@ -355,7 +307,6 @@ static int src_open(struct sio_fabric *f, uint32_t op, uint32_t *gen, struct wf_
 		goto fail;
 	n->bit = fabric_bit(&n->info);
 	n->link_gen = n->info.link_gen;
-	peer_gens(n);
 	*out = s;
 	return 0;
 fail:
@@ -658,7 +609,6 @@ const struct sio_fabric_ops sio__ntb_fabric_ops = {
 	.list = sio__ntb_list,
 	.default_node = sio__ntb_default_node,
 	.removed = sio__ntb_removed,
-	.link = sio__ntb_link,
 	WF_FABRIC_OPS,
 	.proc_init = sio__ntb_proc_init,
 	.seg_connect = sio__ntb_seg_connect,

@@ -50,7 +50,6 @@
 
 #define NTB_MEM_WIDX	0	/* the inbound window of a node's memory, for every peer */
 #define NTB_MIN_POOL	(1ull << 20)
-#define NTB_LINK_SETTLE_NS	(2 * WF_BEAT_NS)	/* a link back reads down this long more */
 
 /* boot.c: the words a port shows its peers (see there) */
 #define NTB_W_BOOT	0	/* 4: the bootstrap */
@@ -186,7 +185,6 @@ struct ntbsrc {
 	pthread_mutex_t mu;		/* @maps, @peer_gen, @bars */
 	struct peer_map *maps;
 	uint64_t peer_gen[WF_MAX_POOLS];
-	uint64_t peer_back_ns[WF_MAX_POOLS];	/* when a peer's windows were mapped again */
 	uint64_t link_gen;
 	struct ntbdev *xdev;		/* this process's own file: its windows onto BARs */
 	struct ntb_bar *bars;
