@@ -168,26 +168,8 @@ u64 ivntb_msg_read_sts(struct ntb_dev *ntb)
 }
 
 /*
- * Drop what senders this port does not see up left in register @midx: not
- * shown here, a message of theirs would still keep the register full to
- * every sender (ivntb_msg_full()), as nothing could clear it (msg_lock
- * held).
- */
-static void ivntb_msg_drop_hidden(struct ivntb_dev *iv, int midx)
-{
-	struct ivntb_slot *s = iv->slot;
-	int port;
-
-	for (port = 0; port < iv->ports; port++)
-		if (port != iv->port && !(READ_ONCE(iv->db_up) & BIT(port)))
-			WRITE_ONCE(s->msg_ack[port][midx],
-				   s->msg[port][midx].seq);
-}
-
-/*
- * Clearing an inbound bit frees the register, as IDT's, whatever it holds:
- * the message it shows is taken, and the next pending one (another
- * sender's) shows; one of a sender whose link is down here is dropped.
+ * Clearing an inbound bit frees the register: the message it shows is
+ * taken, and the next pending one (another sender's) shows.
  */
 int ivntb_msg_clear_sts(struct ntb_dev *ntb, u64 sts_bits)
 {
@@ -201,7 +183,6 @@ int ivntb_msg_clear_sts(struct ntb_dev *ntb, u64 sts_bits)
 	for (m = 0; m < IVNTB_MSGS; m++) {
 		if (!(sts_bits & BIT_ULL(m + IVNTB_MSG_INSHIFT)))
 			continue;
-		ivntb_msg_drop_hidden(iv, m);
 		port = ivntb_msg_shown(iv, m);
 		if (port < 0)
 			continue;
