@@ -54,7 +54,11 @@ client() {
 lend() {
 	for m in $(cat /lib/modules/$LEND.list); do insmod /lib/modules/$m 2>/dev/null; done
 	run bind smartio $LEND bind $MAIN
-	# the NVMe driver's lender: it describes the doorbells the relay forwards
+	# the NVMe driver's lender: it describes the doorbells the relay forwards.
+	# The log goes first: the shell opens it in the background job, after
+	# the wait below may have read a former lend's "lending" (a suite that
+	# lends once per profile)
+	rm -f /tmp/lend.log
 	nvme-lend $MAIN --fabric $FAB $([ $LEND = uio ] && echo --uio) >/tmp/lend.log 2>&1 &
 	lpid=$!
 	until_ok 90 grep -q '^lending' /tmp/lend.log && ok "lend$SUF" || { cat /tmp/lend.log; no "lend$SUF"; }
