@@ -306,6 +306,10 @@ struct sio_ntb_msg {
  * @bit:	the bit (with SIO_NTB_EVENTFD_MSG: 0)
  * @fd:		an eventfd, or -1 to stop
  * @flags:	0, or SIO_NTB_EVENTFD_MSG: at each message received instead
+ *
+ * With SIO_NTB_EVENTFD_MSG the eventfd is also signalled when it is set if
+ * messages are queued already (those that waited in the registers while no
+ * file was open are queued when one opens), so waiting on it alone loses none.
  */
 struct sio_ntb_db_eventfd {
 	__u32 bit;

@@ -152,9 +152,23 @@ int sntb_msg_recv(struct sntb_dev *sd, struct sntb_file *f, void *arg)
 int sntb_msg_eventfd(struct sntb_dev *sd, struct sntb_file *f,
 		     struct sio_ntb_db_eventfd *e)
 {
+	int ret;
+
 	if (e->bit || (e->flags & ~SIO_NTB_EVENTFD_MSG))
 		return -EINVAL;
 	if (!sd->msgs)
 		return -EOPNOTSUPP;
-	return sntb_eventfd_set(sd, &f->msg_efd, e->fd);
+	ret = sntb_eventfd_set(sd, &f->msg_efd, e->fd);
+	if (ret)
+		return ret;
+	/*
+	 * Messages may be queued already: sntb_open() takes those that waited
+	 * in the registers, before any eventfd was set. A waiter on the
+	 * eventfd alone would never learn of them: signal it for them now.
+	 */
+	spin_lock_irq(&sd->ev_lock);
+	if (f->msg_len && f->msg_efd)
+		sntb_eventfd_signal(f->msg_efd);
+	spin_unlock_irq(&sd->ev_lock);
+	return 0;
 }

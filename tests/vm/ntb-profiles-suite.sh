@@ -15,7 +15,9 @@
 #   smartio_ntb (idt, ports 0 and 1): ntb-uapi outbound, 64- and 32-bit:
 #             the features it reports, what the hardware lacks refused, a
 #             buffer's bus address sent in messages, an outbound window
-#             translated there and written, the data checked
+#             translated there and written, the data checked; a message
+#             sent before the receiver opened the device is signalled on
+#             the eventfd it sets afterwards
 # The two-port profiles (intel, amd, switchtec, epf) have ports 0 and 1:
 # guest 2's driver refuses its function, and it waits. Bad settings are
 # refused at load, naming the parameter. Variant selftest (run-ntb.sh's
@@ -41,7 +43,7 @@
 # want: g0:msg-idt g1:msg-idt g2:msg-idt g0:msg-full-idt g1:msg-full-idt g2:msg-full-idt
 # want: g0:db-idt g1:db-idt g2:db-idt g0:mw-idt g1:mw-idt g2:mw-idt
 # want: g0:perf-idt g1:perf-idt g2:perf-idt g0:pingpong-idt g1:pingpong-idt g2:pingpong-idt
-# want: g0:sntb-idt g1:sntb-idt g0:sntb-idt-32 g1:sntb-idt-32
+# want: g0:sntb-idt-early g1:sntb-idt-early g0:sntb-idt g1:sntb-idt g0:sntb-idt-32 g1:sntb-idt-32
 # want: g0:dmesg g1:dmesg g2:dmesg
 # want-selftest: g0:net-up g1:net-up g2:net-up g0:selftest-up g1:selftest-up g2:selftest-up
 # want-selftest: g0:selftest-ivshmem g0:st-port-ivshmem g0:st-link-ivshmem g0:st-db-ivshmem g0:st-spad-ivshmem
@@ -253,9 +255,17 @@ perf() {
 # sntb: smartio_ntb over idt between ports 0 and 1, from a 64-bit process,
 # then a 32-bit one where the build has one
 sntb() {
+	phase sntb-idt-early-send
+	if [ "$G" -lt 2 ]; then
+		insmod $MOD/smartio_ntb.ko
+		[ "$G" = 0 ] || run sntb-idt-early ntb-uapi msg-early-send "$(pnum 0)" 0x5105e
+	fi
+	# guest 0 opens only now: guest 1's message waited in its register
+	phase sntb-idt-early
+	[ "$G" != 0 ] || run sntb-idt-early ntb-uapi msg-early "$(pnum 1)" 0x5105e
 	phase sntb-idt
 	if [ "$G" -lt 2 ]; then
-		insmod $MOD/smartio_ntb.ko && run sntb-idt ntb-uapi outbound "$(pnum $((1 - G)))"
+		run sntb-idt ntb-uapi outbound "$(pnum $((1 - G)))"
 	fi
 	phase sntb-idt-32
 	if [ "$G" -lt 2 ]; then
