@@ -45,7 +45,9 @@
 # so guests 1 and 2 store their doorbells through their outbound windows and
 # no relay forwards them (its counters stay 0 across guest 1's reads); the
 # lender, the clients, smartio status and smartio nvme stats say "NTB
-# window (emulated forwarding)".
+# window (emulated forwarding)". Then the NVMe is removed from guest 0's
+# kernel under guest 1's reads: the lender gives it back (vfio's device
+# request) and says why, guest 1's client ends with an error.
 #
 # host-vfio: kill-2 reset-1 flap-1
 # host-uio: kill-2 join
@@ -63,6 +65,7 @@
 # want-uio: g1:client-across-the-kill g0:dead-client-reclaimed host:guest2-killed
 # want-uio: g0:readback-client1 g0:readback-client2
 # want-barfwd: g1:relay-idle g1:stats-labelled g1:client-held g1:relay-idle-held g2:dmesg
+# want-barfwd: g0:device-removed g0:lend-given-back g1:client-ended
 # want-vfio: g1:flap-clean g1:client-after-flap g0:flap-seen g2:flap-seen host:guest1-flapped
 # want-vfio: host:guest1-reset g1:restarted g1:rejoin g1:identify-after-rejoin g1:client-after-rejoin
 # want-vfio: g0:reset-seen
@@ -283,11 +286,48 @@ if [ -n "$BARFWD" ]; then
 			no relay-idle-held "the relay forwarded doorbells: '$after'"
 	fi
 	phase held-done		# the lender stays until the borrow ends
+	# the NVMe removed from guest 0's kernel while guest 1 reads through
+	# the window onto its BAR0: the kernel asks vfio's user for it back,
+	# the lender gives it back and says why, the forwarding drops the
+	# stores, guest 1's client ends with an error instead of hanging
+	if [ "$G" = 1 ]; then
+		nvme-client --fabric $FAB --op read --lba 0 --count 256 --bs 4k --qd 1 --time 60 \
+			--timeout 10000 >/tmp/gone.log 2>&1 &
+		gpid=$!
+		sleep 2
+	fi
+	phase remove
+	if [ "$G" = 0 ]; then
+		if timeout 60 sh -c "echo 1 >/sys/bus/pci/devices/$MAIN/remove"; then
+			ok device-removed
+		else
+			no device-removed "the removal did not end in 60 s: the lender kept the function"
+		fi
+		t=0
+		while kill -0 $lpid 2>/dev/null && [ $t -lt 30 ]; do sleep 1; t=$((t + 1)); done
+		wait $lpid && r=0 || r=$?
+		grep -q "the kernel asks for $MAIN back" /tmp/lend.log && [ $r != 0 ] &&
+			ok lend-given-back || no lend-given-back "lender exit $r, no reason in its log"
+		sed 's/^/    | /' /tmp/lend.log
+	fi
+	phase removed
+	if [ "$G" = 1 ]; then
+		t=0
+		while kill -0 $gpid 2>/dev/null && [ $t -lt 90 ]; do sleep 1; t=$((t + 1)); done
+		if kill -0 $gpid 2>/dev/null; then
+			no client-ended "still running 90 s after the device was removed"
+			kill -9 $gpid
+		fi
+		wait $gpid && r=0 || r=$?
+		[ $r != 0 ] && [ $r != 137 ] && ok client-ended || no client-ended "exit $r"
+		sed 's/^/    | /' /tmp/gone.log
+	fi
+	phase removed-checked
 	# the short variant ends here: the rest is the relayed variants'
 	[ "$G" = 0 ] && sed 's/^/    | /' /tmp/mgr.log
 	dmesg_check dmesg
 	serve_log
-	[ "$G" = 0 ] && { kill $mpid $lpid; wait $mpid $lpid; }
+	[ "$G" = 0 ] && { kill $mpid; wait $mpid; }
 	phase barfwd-end
 	smartio destroy $FAB --force >/dev/null 2>&1
 	kill $spid; wait $spid

@@ -230,7 +230,7 @@ int sio_uio_lend_opts(const char *fabric, const char *bdf, const struct sio_lend
 	struct sio_lend_dev ld = { .kind = "uio", .backend = SIO_BACKEND_UIO, .priv = &d,
 				   .dma_map = lend_map, .dma_unmap = lend_unmap,
 				   /* what the window is checked against; borrowers bring their own */
-				   .dma_mask = UINT64_MAX, .opts = o };
+				   .dma_mask = UINT64_MAX, .opts = o, .req_fd = -1 };
 	uint16_t cmd;
 	long hs;
 	int rc = sio_uio_host_check();

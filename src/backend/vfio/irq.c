@@ -15,6 +15,8 @@
 #include <linux/vfio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <smartio/irq.h>
 
@@ -34,8 +36,9 @@ static uint32_t count_of(struct sio_vfio_dev *d, int kind)
 	return ioctl(d->fd, VFIO_DEVICE_GET_IRQ_INFO, &info) ? 0 : info.count;
 }
 
-/* SET_IRQS on @kind's index: @flags, vectors [0, @n), with eventfds @fds. */
-static int set_irqs(struct sio_vfio_dev *d, int kind, uint32_t flags, int n, const int *fds)
+/* SET_IRQS on VFIO's @index: @flags, vectors [0, @n), with eventfds @fds. */
+static int set_irqs(struct sio_vfio_dev *d, uint32_t index, uint32_t flags, int n,
+		    const int *fds)
 {
 	size_t sz = sizeof(struct vfio_irq_set) + (size_t)n * sizeof(int32_t);
 	struct vfio_irq_set *s = calloc(1, sz);
@@ -45,7 +48,7 @@ static int set_irqs(struct sio_vfio_dev *d, int kind, uint32_t flags, int n, con
 		return sio__err(ENOMEM, "vfio: out of memory");
 	s->argsz = (uint32_t)sz;
 	s->flags = flags;
-	s->index = (uint32_t)index_of(kind);
+	s->index = index;
 	s->count = (uint32_t)n;
 	if (n && fds)
 		memcpy(s->data, fds, (size_t)n * sizeof(int32_t));
@@ -64,8 +67,8 @@ int sio_vfio_irq_standby(struct sio_vfio_dev *d)
 		return -EOPNOTSUPP;
 	for (int i = 0; i < n; i++)
 		fds[i] = -1;
-	rc = set_irqs(d, SIO_IRQ_MSIX, VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, n,
-		      fds);
+	rc = set_irqs(d, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_IRQ_SET_DATA_EVENTFD |
+		      VFIO_IRQ_SET_ACTION_TRIGGER, n, fds);
 	d->msix_standby = rc ? 0 : n;
 	d->msix_keep |= !rc;
 	return rc;
@@ -75,7 +78,8 @@ int sio_vfio_irq_standby(struct sio_vfio_dev *d)
 static void standby_off(struct sio_vfio_dev *d)
 {
 	if (d->msix_standby)
-		set_irqs(d, SIO_IRQ_MSIX, VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER, 0, NULL);
+		set_irqs(d, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_IRQ_SET_DATA_NONE |
+			 VFIO_IRQ_SET_ACTION_TRIGGER, 0, NULL);
 	d->msix_standby = 0;
 }
 
@@ -86,7 +90,7 @@ int sio_vfio_irq_set(struct sio_vfio_dev *d, unsigned int kinds, int nvec, const
 	int rc;
 
 	if (d->msix_standby >= nvec && (!kinds || (kinds & SIO_IRQ_F(SIO_IRQ_MSIX)))) {
-		rc = set_irqs(d, SIO_IRQ_MSIX, VFIO_IRQ_SET_DATA_EVENTFD |
+		rc = set_irqs(d, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_IRQ_SET_DATA_EVENTFD |
 			      VFIO_IRQ_SET_ACTION_TRIGGER, nvec, fds);
 		if (!rc)
 			return SIO_IRQ_MSIX;
@@ -101,7 +105,8 @@ int sio_vfio_irq_set(struct sio_vfio_dev *d, unsigned int kinds, int nvec, const
 		have[k] = count_of(d, k);
 		if ((kinds && !(kinds & SIO_IRQ_F(k))) || have[k] < (uint32_t)nvec)
 			continue;
-		rc = set_irqs(d, k, VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, nvec, fds);
+		rc = set_irqs(d, (uint32_t)index_of(k), VFIO_IRQ_SET_DATA_EVENTFD |
+			      VFIO_IRQ_SET_ACTION_TRIGGER, nvec, fds);
 		if (!rc)
 			return k;
 		return sio__err(-rc, "vfio: %s: enabling %d %s vector(s): %s", d->bdf, nvec,
@@ -119,7 +124,8 @@ int sio_vfio_irq_off(struct sio_vfio_dev *d, int kind)
 	if (kind == SIO_IRQ_MSIX && d->msix_standby)	/* back to standby: -1 for each */
 		return sio_vfio_irq_standby(d) ? sio__err(EIO, "vfio: %s: MSI-X back to standby "
 							"failed", d->bdf) : 0;
-	rc = set_irqs(d, kind, VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER, 0, NULL);
+	rc = set_irqs(d, (uint32_t)index_of(kind), VFIO_IRQ_SET_DATA_NONE |
+		      VFIO_IRQ_SET_ACTION_TRIGGER, 0, NULL);
 	if (rc)
 		return sio__err(-rc, "vfio: %s: disabling %s: %s", d->bdf, sio_irq_kind_name(kind),
 				strerror(-rc));
@@ -138,4 +144,23 @@ int sio_vfio_irq_unmask(struct sio_vfio_dev *d)
 	if (ioctl(d->fd, VFIO_DEVICE_SET_IRQS, &s))
 		return sio__err(errno, "vfio: %s: unmasking INTx: %s", d->bdf, strerror(errno));
 	return 0;
+}
+
+int sio_vfio_req_eventfd(struct sio_vfio_dev *d)
+{
+	struct vfio_irq_info info = { .argsz = sizeof(info), .index = VFIO_PCI_REQ_IRQ_INDEX };
+	int fd, rc;
+
+	if (ioctl(d->fd, VFIO_DEVICE_GET_IRQ_INFO, &info) || !info.count)
+		return -EOPNOTSUPP;
+	fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	rc = set_irqs(d, VFIO_PCI_REQ_IRQ_INDEX, VFIO_IRQ_SET_DATA_EVENTFD |
+		      VFIO_IRQ_SET_ACTION_TRIGGER, 1, &fd);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	return fd;
 }

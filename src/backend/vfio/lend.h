@@ -37,6 +37,9 @@
  * @irq_off: stop the vectors of @kind
  * @irq_unmask: unmask INTx after the borrower handled it
  * @opts: what the driver adds (its doorbells), or NULL
+ * @req_fd: an eventfd the kernel signals when it wants the function back
+ *	(vfio's device request: its removal, an unbind), or -1: the lend
+ *	then ends, as at a stop, and the function is closed
  */
 struct sio_lend_dev {
 	const char *kind;
@@ -56,6 +59,7 @@ struct sio_lend_dev {
 	int (*irq_off)(void *priv, int kind);
 	int (*irq_unmask)(void *priv);
 	const struct sio_lend_opts *opts;
+	int req_fd;
 };
 
 /*

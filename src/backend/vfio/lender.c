@@ -502,15 +502,32 @@ static void accept_one(struct lender *l)
 	}
 }
 
-/* Serve borrowers' requests and connections until *@stop is set. */
+/*
+ * The kernel wants the function back (it is being removed or unbound) and
+ * waits until it is closed: the lend ends as at a stop, said with why.
+ */
+static int given_back(struct lender *l)
+{
+	say(l, "%s lender: the kernel asks for %s back (it is being removed or unbound): "
+	    "device %u is no longer lent\n", l->dev->kind, l->dev->cfg.bdf, l->id);
+	return sio__err(ENODEV, "%s lender: the kernel asked for %s back (removed or unbound); "
+			"device %u is no longer lent", l->dev->kind, l->dev->cfg.bdf, l->id);
+}
+
+/*
+ * Serve borrowers' requests and connections until *@stop is set, or the
+ * kernel asks for the function back.
+ */
 static int serve_loop(struct lender *l, volatile sig_atomic_t *stop)
 {
-	struct pollfd pfd[MAX_CONN + 1];
+	struct pollfd pfd[MAX_CONN + 2];
 
 	while (!stop || !*stop) {
-		int n = 0, map[MAX_CONN + 1];
+		int n = 0, map[MAX_CONN + 2];
 
 		pfd[n].fd = l->lfd;
+		pfd[n++].events = POLLIN;
+		pfd[n].fd = l->dev->req_fd;	/* -1: poll() skips it */
 		pfd[n++].events = POLLIN;
 		for (int i = 0; i < MAX_CONN; i++)
 			if (l->conns[i].fd >= 0) {
@@ -524,7 +541,9 @@ static int serve_loop(struct lender *l, volatile sig_atomic_t *stop)
 				continue;
 			return sio__err(errno, "%s lender: poll: %s", l->dev->kind, strerror(errno));
 		}
-		for (int k = 1; k < n; k++)
+		if (pfd[1].revents & POLLIN)
+			return given_back(l);
+		for (int k = 2; k < n; k++)
 			if (pfd[k].revents && !serve(l, &l->conns[map[k]]))
 				conn_close(l, &l->conns[map[k]]);
 		if (pfd[0].revents & POLLIN)

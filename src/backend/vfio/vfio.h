@@ -127,5 +127,11 @@ int sio_vfio_irq_off(struct sio_vfio_dev *d, int kind);
 int sio_vfio_irq_standby(struct sio_vfio_dev *d);
 /* Unmask INTx after the device was serviced (vfio masks it when it fires). */
 int sio_vfio_irq_unmask(struct sio_vfio_dev *d);
+/*
+ * An eventfd that vfio-pci signals when the kernel wants the function back
+ * (its removal, an unbind): the kernel then waits, asking again, until every
+ * user has closed it. The fd, or -errno (-EOPNOTSUPP: a kernel without it).
+ */
+int sio_vfio_req_eventfd(struct sio_vfio_dev *d);
 
 #endif

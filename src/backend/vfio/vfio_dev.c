@@ -483,7 +483,11 @@ int sio_vfio_lend_opts(const char *fabric, const char *bdf, enum sio_vfio_mode m
 	}
 	snprintf(ld.how, sizeof(ld.how), "%s; %d IOVA range(s)",
 		 d.mode == SIO_VFIO_IOMMUFD ? "iommufd" : "VFIO type1", d.iova.nranges);
+	/* without it, a removal waits until the lender is stopped */
+	ld.req_fd = sio_vfio_req_eventfd(&d);
 	rc = sio__lend(fabric, &ld, stop, log);
+	if (ld.req_fd >= 0)
+		close(ld.req_fd);
 	sio_vfio_close(&d);
 	return rc;
 }
