@@ -49,7 +49,10 @@ static void usage(FILE *o)
 "                                  nodes, windows, segments, devices, borrows;\n"
 "                                  --dot: a Graphviz picture (dot -Tsvg);\n"
 "                                  --prometheus: Prometheus's text format\n"
-"  path [NAME] FROM TO [--json]    FROM/TO: node:N, dev:ID or seg:NODE:ID\n"
+"  path [NAME] FROM TO [--json] [--adapter A]\n"
+"                                  FROM/TO: node:N, dev:ID or seg:NODE:ID; the\n"
+"                                  path through adapter A (default: the first\n"
+"                                  whose links are up at both ends)\n"
 "  link [NAME] NODE [ADAPTER] up|down\n"
 #ifdef SIO_TOOL_NVME
 "  top [NAME] [--interval TIME] [--count N]\n"
@@ -355,16 +358,21 @@ static void path_text(const struct sio_path *p)
 
 static int cmd_path(int argc, char **argv)
 {
-	static const struct option o[] = { { "json", 0, 0, 'j' }, PROG_LONGOPTS, { 0 } };
+	static const struct option o[] = { { "json", 0, 0, 'j' }, { "adapter", 1, 0, 'a' },
+					   PROG_LONGOPTS, { 0 } };
 	struct sio_endpoint from, to;
 	struct sio_fabric *f;
 	struct sio_path p;
 	const char *name;
 	bool json = false;
-	int ret, n;
+	int ret, n, c, adapter = -1;
 
-	while (prog_getopt(argc, argv, "h", o) != -1)
-		json = true;
+	while ((c = prog_getopt(argc, argv, "h", o)) != -1) {
+		if (c == 'a')	/* checked against the fabric's adapters by the resolve */
+			adapter = (int)prog_u64("--adapter", optarg, 0, SIO_MAX_ADAPTERS - 1);
+		else
+			json = true;
+	}
 	n = argc - optind;
 	if (n < 2 || n > 3)
 		prog_usage_error("path wants [NAME] FROM TO, not %d argument(s)", n);
@@ -377,7 +385,7 @@ static int cmd_path(int argc, char **argv)
 	parse_ep(argv[optind + 1], &to);
 	if (prog_join(name, -1, &f))	/* -1: $SMARTIO_NODE, or the backend's (ntb: this kernel's port) */
 		return PROG_FAIL;
-	ret = sio_path_resolve(f, &from, &to, -1, &p);
+	ret = sio_path_resolve(f, &from, &to, adapter, &p);
 	sio_fabric_close(f);
 	if (ret)
 		return fail("path");
