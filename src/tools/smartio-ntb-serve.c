@@ -24,13 +24,22 @@ int sio_tool_ntb_serve(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *dev = NULL, *ready = NULL;
+	char devs[512] = "";
+	size_t used;
 	bool background = false;
 	int port = 0, c, ret;
 	FILE *log;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (c == 'd')
-			dev = optarg;
+		if (c == 'd') {	/* again: the NTB of the next adapter */
+			used = strlen(devs);
+			if (strchr(optarg, ',') || !*optarg ||
+			    snprintf(devs + used, sizeof(devs) - used, "%s%s", used ? "," : "",
+				     optarg) >= (int)(sizeof(devs) - used))
+				prog_usage_error("ntb serve: --dev '%s': one device a --dev "
+						 "(/dev/smartio-ntbN, N or fake:DIR), no commas", optarg);
+			dev = devs;
+		}
 		else if (c == 'p')
 			port = (int)prog_u64("--port", optarg, 0, 63);
 		else if (c == 'r')
@@ -40,8 +49,9 @@ int sio_tool_ntb_serve(int argc, char **argv)
 		else {
 			if (c == '?')
 				prog_suggest_option(argc, argv, opts);
-			prog_usage_error("ntb serve: [--dev DEV] [--port P] [--ready-file F] "
-					 "[--background] (P: a fake NTB's port)");
+			prog_usage_error("ntb serve: [--dev DEV [--dev DEV1]] [--port P] "
+					 "[--ready-file F] [--background] (P: a fake NTB's port; "
+					 "a second --dev: the NTB of adapter 1)");
 		}
 	}
 	if (optind != argc)

@@ -62,6 +62,8 @@ static void usage(FILE *o)
 "                                          (SMARTIO_FABRIC_BACKEND=ntb), until a signal\n"
 "       smartio ntb serve ... [--ready-file F] [--background]   F: our pid, once\n"
 "                                          serving; --background: return then\n"
+"       smartio ntb serve --dev DEV0 --dev DEV1   a second NTB: adapter 1 of\n"
+"                                          this node, its links the adapter's\n"
 "Options: --dev DEV (/dev/smartio-ntbN or N; default 0), --timeout TIME (each\n"
 "wait; default 10s, a bare number is ms). Load smartio_ntb on an NTB hardware\n"
 "driver first (docs/ntb.md).\n"

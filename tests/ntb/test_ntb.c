@@ -7,9 +7,11 @@
  * refused (said by the node service and by the peer it leaves out), a node without
  * its service, a segment living in its node's memory, a dead kernel's
  * segment and lock reclaimed once its leases stop (processes play separate
- * kernels: $SMARTIO_SHMWIN_KERNEL), one fabric per NTB.
+ * kernels: $SMARTIO_SHMWIN_KERNEL), one fabric per NTB, a second NTB of a
+ * node as its adapter 1.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <smartio/ntbserve.h>
 #include "internal.h"
@@ -201,8 +204,11 @@ static bool log_says(const char *path, const char *what, int ms)
 	return log_has(path, what, NULL, ms);
 }
 
-/* Port 3's service, its log at @log; @refuse: on hardware that refuses its translations. */
-static pid_t serve3(char *log, size_t len, bool refuse)
+/*
+ * Port 3's service, its log at @log; @refuse: on hardware that refuses its
+ * translations; @dev: its NTBs, one per adapter (NULL: $SMARTIO_NTB_DEV's).
+ */
+static pid_t serve3_on(const char *dev, char *log, size_t len, bool refuse)
 {
 	pid_t pid;
 
@@ -215,9 +221,14 @@ static pid_t serve3(char *log, size_t len, bool refuse)
 		signal(SIGTERM, on_term);
 		if (refuse)
 			setenv("SMARTIO_NTB_FAKE_REFUSE_XLAT", "22", 1);	/* EINVAL */
-		_exit(l && !sio_ntb_serve(NULL, 3, &serve_stop, l) ? 0 : 1);
+		_exit(l && !sio_ntb_serve(dev, 3, &serve_stop, l) ? 0 : 1);
 	}
 	return pid;
+}
+
+static pid_t serve3(char *log, size_t len, bool refuse)
+{
+	return serve3_on(NULL, log, len, refuse);
 }
 
 /*
@@ -631,4 +642,89 @@ out:
 	}
 	sio_fabric_close(g);
 	sio_fabric_close(f);
+}
+
+/* Within @ms, does fabric @f say that node @node's adapter @a is @up? */
+static bool link_becomes(struct sio_fabric *f, int node, int a, int up, int ms)
+{
+	for (; ms > 0 && sio_link_get(f, node, a) != up; ms -= 50)
+		nap_ms(50);
+	return sio_link_get(f, node, a) == up;
+}
+
+/* The path from node 0 to node 3 through @adapter (-1: the one resolution picks). */
+static struct sio_path path_0_3(struct sio_fabric *f, int adapter)
+{
+	struct sio_endpoint a = { .kind = SIO_EP_NODE, .node = 0 }, b = { .kind = SIO_EP_NODE, .node = 3 };
+	struct sio_path p;
+
+	cr_assert_eq(sio_path_resolve(f, &a, &b, adapter, &p), 0, "%s", sio_errmsg());
+	return p;
+}
+
+/*
+ * A node of two NTBs (port 3's service holds the run's fake NTB and a
+ * second one) is a node of two adapters, each with its NTB's links: NTB 1
+ * losing its link with a node that NTB 0 still reaches takes adapter 1 of
+ * node 3 down, and paths keep adapter 0; NTB 0 losing its link with a node
+ * that NTB 1 reaches takes adapter 0 down, and paths take adapter 1; each
+ * comes back with its link. This process plays ports 0 to 2 on NTB 1 and
+ * port 2 on NTB 0 (SIO_NTB_SERVED=2: ports 0 and 1 run their services on
+ * NTB 0, ports 2 and 3 none).
+ */
+Test(adapters, each_ntb_is_an_adapter_with_its_own_links, .fini = teardown)
+{
+	struct sio_fabric_config c = { .nodes = 4, .topology = SIO_TOPO_SWITCH, .adapters = 2 };
+	char log[PATH_MAX], b[PATH_MAX], dev[2 * PATH_MAX];
+	struct ntbdev *b_port[3], *a_port2;
+	struct sio_fabric *f;
+	struct sio_path p;
+	int ret = -1;
+
+	served = getenv("SIO_NTB_SERVED") ? atoi(getenv("SIO_NTB_SERVED")) : 4;
+	if (served != 2)	/* before setup(): the next test's create finds nothing hosted */
+		cr_skip_test("ports 2 and 3 are played here: SIO_NTB_SERVED=2 (meson test ntb-adapters)");
+	setup();
+	snprintf(b, sizeof(b), "fake:%s/../ntb1", getenv("SMARTIO_RUNDIR"));
+	cr_assert(!mkdir(b + 5, 0700), "%s: %s", b + 5, strerror(errno));
+	for (int port = 0; port < 3; port++)
+		cr_assert_eq(sio__ntbdev_open(b, port, &b_port[port]), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio__ntbdev_open(NULL, 2, &a_port2), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_fabric_destroy(name), 0, "%s", sio_errmsg());
+	for (int i = 0; i < 100 && ret; i++, nap_ms(50))	/* port 0 takes its bootstrap back */
+		ret = sio_fabric_create(name, &c);
+	cr_assert_eq(ret, 0, "two adapters: %s", sio_errmsg());
+	snprintf(dev, sizeof(dev), "%s,%s", getenv("SMARTIO_NTB_DEV"), b);
+	serve3_on(dev, log, sizeof(log), false);
+	cr_assert(log_says(log, "adapter 1 of node 3: fake NTB", 10000), "port 3's service holds NTB 1");
+	cr_assert(log_says(log, "node 3's pool", 10000), "port 3 joined");
+	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
+	p = path_0_3(f, -1);
+	cr_assert(p.adapter == 0 && p.up, "both NTBs up: adapter %d, up %d", p.adapter, p.up);
+
+	sio__ntbdev_close(b_port[1]);	/* NTB 1 loses port 1, which NTB 0 reaches */
+	cr_assert(link_becomes(f, 3, 1, 0, 10000), "adapter 1 of node 3 still up");
+	cr_assert(log_has(log, "adapter 1 of node 3", "link down: no link with port 1", 5000),
+		  "its service says why");
+	cr_assert_eq(sio_link_get(f, 3, 0), 1, "adapter 0 stays up");
+	p = path_0_3(f, -1);
+	cr_assert(p.adapter == 0 && p.up, "adapter %d, up %d", p.adapter, p.up);
+	cr_assert(!path_0_3(f, 1).up, "the path through adapter 1 is down");
+	cr_assert_eq(sio__ntbdev_open(b, 1, &b_port[1]), 0, "%s", sio_errmsg());
+	cr_assert(link_becomes(f, 3, 1, 1, 10000), "adapter 1 of node 3 not up again");
+
+	sio__ntbdev_close(a_port2);	/* NTB 0 loses port 2, which NTB 1 reaches */
+	cr_assert(link_becomes(f, 3, 0, 0, 10000), "adapter 0 of node 3 still up");
+	p = path_0_3(f, -1);
+	cr_assert(p.adapter == 1 && p.up, "paths take adapter 1: adapter %d, up %d", p.adapter, p.up);
+	cr_assert_eq(sio__ntbdev_open(NULL, 2, &a_port2), 0, "%s", sio_errmsg());
+	cr_assert(link_becomes(f, 3, 0, 1, 10000), "adapter 0 of node 3 not up again");
+	p = path_0_3(f, -1);
+	cr_assert(p.adapter == 0 && p.up, "back on adapter 0: adapter %d, up %d", p.adapter, p.up);
+
+	sio_fabric_close(f);
+	serve_stop_clean(serve_pid);
+	for (int port = 0; port < 3; port++)
+		sio__ntbdev_close(b_port[port]);
+	sio__ntbdev_close(a_port2);
 }

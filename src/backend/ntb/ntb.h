@@ -264,6 +264,23 @@ void sio__ntb_standby_void(struct wf_fabric *s);
 /* The home's service: a standby whose link is down is none (its port: it was dropped). */
 int sio__ntb_standby_drop(struct sio_fabric *f, struct ntbdev *d);
 
+/*
+ * adapters.c: a node's NTBs as its adapters (adapter 0: the node service's,
+ * 1 and up: further NTBs of the host to the same peers), each NTB's links
+ * written into the core as its adapter's link state, for this node.
+ */
+struct ntb_adapters {
+	int n;					/* NTBs: adapter 0's and the others */
+	struct ntbdev *dev[SIO_MAX_ADAPTERS];	/* [0]: the node service's, not closed here */
+	uint64_t ports[SIO_MAX_ADAPTERS];	/* the ports each has its link up with */
+};
+/* Open the NTBs of @more ("DEV1[,DEV2...]", may be NULL) for adapters 1 and up: each of port @port. */
+int sio__ntb_adapters_open(struct ntb_adapters *x, struct ntbdev *first, const char *more, int port);
+void sio__ntb_adapters_close(struct ntb_adapters *x);
+/* Bring one of node @me's adapters in @f in line with its NTB's links: 1 (@msg says which), or 0. */
+int sio__ntb_adapters_follow(struct ntb_adapters *x, struct sio_fabric *f, int me, char *msg,
+			     size_t len);
+
 /* bar.c: windows onto the BARs of this host's devices, for the other kernels */
 int sio__ntb_bar_export(struct wf_fabric *s, struct wf_dev *d, uint64_t bus, uint64_t size);
 void sio__ntb_bar_unexport(struct wf_fabric *s, struct wf_dev *d);

@@ -76,6 +76,8 @@ struct ntb_service {
 	bool standby_ok;		/* $SMARTIO_NTB_STANDBY: this node may be the standby home */
 	uint64_t takeover_ns;		/* $SMARTIO_NTB_TAKEOVER_MS */
 	uint64_t home_down_ns;		/* when the home's link was first seen down (0: up) */
+	struct ntb_adapters ad;		/* this node's NTB per adapter (adapters.c) */
+	bool ad_said;			/* told how they match the fabric's adapters */
 };
 
 static struct ntb_service *this_service;
@@ -405,6 +407,7 @@ static void leave(struct ntb_service *sv, bool gone)
 	sio__ntb_ownwin_reset(sv->dev, &sv->xw);	/* their requests are the fabric's, gone with it */
 	sio__fabric_detach(sv->f);
 	sv->f = NULL;
+	sv->ad_said = false;
 }
 
 /* The fabric's name, from the home's header as this node maps it. */
@@ -471,6 +474,29 @@ static void standby(struct ntb_service *sv)
 		    sv->f->name, sv->joined.port);
 	else if (r < 0)
 		complain(sv, sio_errmsg());
+}
+
+/*
+ * This node's adapters in the fabric joined, from its NTBs' links
+ * (adapters.c): written while the state is in reach (hosted here, or the
+ * home's link up); else the home's service says what it sees of its own.
+ */
+static void adapters(struct ntb_service *sv)
+{
+	int have = sv->ad.n, want = sv->f->topo.adapters;
+	char msg[256];
+
+	if (!sv->ad_said && have != want)
+		say(sv, have < want ?
+		    "fabric '%s' has %d adapters per node, this node %d NTB: adapters %d and up are adapter 0's NTB again, no path of their own (smartio ntb serve --dev DEV0 --dev DEV1)\n" :
+		    "fabric '%s' has %d adapter(s) per node, this node %d NTBs: the NTBs from %d on are not used (smartio create --adapters N)\n",
+		    sv->f->name, want, have, have < want ? have : want);
+	sv->ad_said = true;
+	if (sv->joined.port != sv->node.port && !link_up(sv, sv->joined.port))
+		return;
+	for (int i = 0; i < SIO_MAX_ADAPTERS &&
+	     sio__ntb_adapters_follow(&sv->ad, sv->f, sv->node.port, msg, sizeof(msg)); i++)
+		say(sv, "%s, %.3f s (CLOCK_MONOTONIC)\n", msg, (double)sio__now_ns() / 1e9);
 }
 
 /* Join the fabric of this NTB, whichever port hosts it. */
@@ -656,7 +682,8 @@ static int listen_at(struct ntb_service *sv)
 /* The device, its abilities checked, the doorbell, the socket. */
 static int setup(struct ntb_service *sv, const char *dev, int port)
 {
-	const char *sb = getenv("SMARTIO_NTB_STANDBY");
+	const char *sb = getenv("SMARTIO_NTB_STANDBY"), *more = dev ? strchr(dev, ',') : NULL;
+	char first[sizeof(sv->dev->spec)];
 	struct sio_ntb_db_eventfd e;
 	uint64_t v = 1;
 	int ret;
@@ -667,6 +694,14 @@ static int setup(struct ntb_service *sv, const char *dev, int port)
 	sv->standby_ok = v;
 	if ((ret = sio__env_ms("SMARTIO_NTB_TAKEOVER_MS", 5000, 0, 3600000, &sv->takeover_ns)))
 		return ret;
+	if (more) {	/* DEV0,DEV1...: adapter 0's NTB, then the others' */
+		if ((size_t)(more - dev) >= sizeof(first))
+			return sio__err(ENAMETOOLONG, "ntb: '%.*s' is too long a device name",
+					(int)(more - dev), dev);
+		snprintf(first, sizeof(first), "%.*s", (int)(more - dev), dev);
+		dev = first;
+		more++;
+	}
 	if ((ret = sio__ntbdev_open(dev, port, &sv->dev)) || (ret = sio__ntbdev_info(sv->dev, &sv->info)))
 		return ret;
 	sv->node.port = sv->info.port;
@@ -687,6 +722,11 @@ static int setup(struct ntb_service *sv, const char *dev, int port)
 		if ((ret = sio__ntb_side_publish(sv->dev, &sv->info, &sv->node.board, sv->side_word)))
 			return ret;
 	}
+	if (more && sv->side_word)
+		return sio__err(EOPNOTSUPP, "ntb: %s (%s) gives no port numbers: a node of several NTBs needs them to tell its peers apart on each",
+				sv->dev->what, sv->info.driver);
+	if ((ret = sio__ntb_adapters_open(&sv->ad, sv->dev, more, sv->node.port)))
+		return ret;
 	if (!sv->info.mws_per_peer || !sv->info.peers || !sv->info.db_valid || sv->node.port >= WF_MAX_POOLS)
 		return sio__err(EOPNOTSUPP, "ntb: %s has %u windows per peer, %u peers, doorbells 0x%llx, port %d: a fabric needs a window per peer, a doorbell, a port below %d",
 				sv->dev->what, sv->info.mws_per_peer, sv->info.peers,
@@ -706,6 +746,9 @@ static int setup(struct ntb_service *sv, const char *dev, int port)
 	    sv->node.port, sv->dev->what, sv->info.driver, sv->info.peers, sv->info.mws_per_peer,
 	    sv->outbound ? "outbound" : "inbound",
 	    sv->node.board.by_msg ? "message registers" : "scratchpads", sv->bit, sv->path);
+	for (int a = 1; a < sv->ad.n; a++)
+		say(sv, "adapter %d of node %d: %s, its links followed as the adapter's in a fabric of %d adapters or more\n",
+		    a, sv->node.port, sv->ad.dev[a]->what, a + 1);
 	return 0;
 }
 
@@ -725,6 +768,7 @@ static void teardown(struct ntb_service *sv)
 			munmap(sv->out[p], sv->out_len[p]);
 	if (sv->mem)
 		munmap(sv->mem, sv->node.mem_size);
+	sio__ntb_adapters_close(&sv->ad);
 	sio__ntbdev_close(sv->dev);	/* the last holder frees the memory */
 }
 
@@ -756,8 +800,10 @@ static void round_once(struct ntb_service *sv, uint64_t *next)
 		hosting(sv);
 		join(sv);
 	}
-	if (sv->f)
+	if (sv->f) {
+		adapters(sv);
 		sio__ntb_ownwin_serve(sv->f, sv->dev, &sv->node, &sv->xw);
+	}
 }
 
 int sio_ntb_serve(const char *dev, int port, volatile sig_atomic_t *stop, FILE *log)
