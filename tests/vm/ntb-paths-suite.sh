@@ -13,15 +13,23 @@
 #     and doorbells still round trip over it;
 #   - the function bound again, the link of NTB 0 comes back and doorbells
 #     round trip over it again; no kernel report.
-# The fabric's adapters over these two NTBs (docs/ntb.md, "Two NTBs between
-# the same hosts") are not built on this yet: this is the ground they need.
+# And a fabric of two adapters over them (docs/ntb.md, "Two NTBs between
+# the same hosts"): each guest's node service holds both NTBs (--dev twice),
+# guest 1 hosts a fabric made with --adapters 2, and `smartio path` there
+# takes adapter 0 while both links are up, adapter 1 once NTB 0's link with
+# port 0 is down (its service says so), and adapter 0 again once it is back.
 #
 # want: g0:load g1:load g0:two-ntbs g1:two-ntbs
 # want: g0:echo-a g1:ping-a g0:echo-b g1:ping-b
+# want: g0:serve g1:serve g1:create g0:joined g1:path-a g1:path-b-up
 # want: g0:unbind-a g1:a-down g1:b-stays-up g0:echo-b-alone g1:ping-b-alone
-# want: g0:rebind-a g1:a-back g0:echo-a-back g1:ping-a-back
+# want: g1:adapter-0-down g1:path-takes-b
+# want: g0:rebind-a g1:a-back g0:echo-a-back g1:ping-a-back g1:path-back-a
 # want: g0:dmesg g1:dmesg
 G=$(sed -n 's/.*sio\.guest=\([0-9]*\).*/\1/p' /proc/cmdline)
+FAB=paths
+# guest 1 hosts; neither is a standby home (a take-over is not looked at here)
+export SMARTIO_FABRIC_BACKEND=ntb SMARTIO_FABRIC=$FAB SMARTIO_QUIET=1 SMARTIO_NTB_STANDBY=0
 MOD=/lib/modules
 A=0000:00:10.0			# NTB 0's function: its link is taken down
 B=0000:00:11.0			# NTB 1's: it carries on
@@ -60,6 +68,23 @@ waited() {
 	if wait "$epid"; then ok "$1"; else no "$1" "exit $?"; fi
 	sed 's/^/    | /' "/tmp/echo.$1.log"
 }
+# via: the adapter and link of the path from this node to the other, as
+# `smartio path` says it ("0 up"), or nothing
+via() {
+	smartio path "node:$G" "node:$PEER" "$@" 2>/dev/null |
+		sed -n 's/^node .* via adapter \([0-9]*\), link \([a-zA-Z]*\),.*/\1 \2/p'
+}
+via_is() { [ "$(via)" = "$1" ]; }
+serve_log() { sed 's/^/    | serve: /' /tmp/serve.log; }
+# failover_time: from this kernel's "link with port 0 down" of NTB 0 to
+# the service's line that takes adapter 0 down (paths move to adapter 1),
+# both on this kernel's clock since boot (TCG)
+failover_time() {
+	down=$(dmesg | sed -n "s/^\[ *\([0-9.]*\)\].*$A: link with port $PEER down.*/\1/p" | tail -n 1)
+	at=$(sed -n "s/.*adapter 0 of node $G .*link down.*, \([0-9.]*\) s (CLOCK_MONOTONIC)/\1/p" /tmp/serve.log | tail -n 1)
+	[ -n "$down" ] && [ -n "$at" ] &&
+		echo "SIO-VM MEASURE ntb-paths: failover: adapter 0 of node $G taken down $(echo "$at $down" | awk '{ printf "%.3f", $1 - $2 }') s after NTB 0's link with port $PEER was seen down ($(uname -r), TCG)"
+}
 # ping_over NAME FUNCTION: 10 round trips with port 0 on that NTB
 ping_over() {
 	run "$1" smartio ntb ping 0 --count 10 --dev "$(dev "$2")" &&
@@ -91,6 +116,33 @@ else
 	ping_over ping-b $B
 fi
 
+# the fabric: one node service per guest on both NTBs, guest 1 the home;
+# the processes find it by NTB 0's device
+SMARTIO_NTB_DEV=$(dev $A)
+export SMARTIO_NTB_DEV
+smartio ntb serve --dev "$SMARTIO_NTB_DEV" --dev "$(dev $B)" >/tmp/serve.log 2>&1 &
+spid=$!
+if until_ok 60 grep -q "link with port $PEER up" /tmp/serve.log &&
+   grep -q "adapter 1 of node $G: /dev/smartio-ntb" /tmp/serve.log; then
+	ok serve
+else
+	no serve "no memory, or no NTB for adapter 1"; serve_log
+fi
+phase served
+if [ "$G" = 1 ]; then
+	run create smartio create $FAB --nodes 2 --adapters 2
+	phase created
+	phase joined
+	if until_ok 30 via_is "0 up"; then ok path-a; else no path-a "smartio path: '$(via)', not adapter 0 up"; fi
+	if [ "$(via --adapter 1)" = "1 up" ]; then ok path-b-up; else no path-b-up "through adapter 1: '$(via --adapter 1)'"; fi
+	smartio path "node:$G" "node:$PEER" | sed 's/^/    | /'
+else
+	phase created
+	until_ok 60 grep -q "joined fabric '$FAB'" /tmp/serve.log && ok joined ||
+		{ no joined "the service did not join '$FAB'"; serve_log; }
+	phase joined
+fi
+
 phase fault
 if [ "$G" = 0 ]; then
 	echo "$A" >$DRV/unbind && [ -z "$(dev $A)" ] && ok unbind-a ||
@@ -116,6 +168,20 @@ else
 	fi
 	[ "$(link $B)" = up ] || bdown=$t
 	if [ -z "$bdown" ]; then ok b-stays-up; else no b-stays-up "$B's link was down at look $bdown (every 0.2 s)"; fi
+	# the fabric: this node's adapter 0 down, paths through adapter 1
+	if until_ok 30 grep -q "adapter 0 of node $G .*link down: no link with port $PEER" /tmp/serve.log; then
+		ok adapter-0-down
+	else
+		no adapter-0-down "the service did not take adapter 0 down"; serve_log
+	fi
+	failover_time
+	if until_ok 30 via_is "1 up"; then
+		ok path-takes-b
+	else
+		no path-takes-b "smartio path: '$(via)', not adapter 1 up"
+	fi
+	smartio path "node:$G" "node:$PEER" | sed 's/^/    | /'
+	smartio status | grep -i adapter | sed 's/^/    | /'
 	phase fault-seen
 	phase ping-alone
 	ping_over ping-b-alone $B
@@ -130,9 +196,15 @@ if [ "$G" = 0 ]; then
 	waited echo-a-back
 else
 	if until_ok 90 up $A; then ok a-back; else no a-back "$A's link not up again"; fi
+	if until_ok 30 via_is "0 up"; then ok path-back-a; else no path-back-a "smartio path: '$(via)', not adapter 0 up"; fi
 	phase ping-back
 	ping_over ping-a-back $A
 fi
+# guest 0's service lost its NTB 0 with the unbind: killed; guest 1's stops
+# (the fabric goes with the home's memory)
+if [ "$G" = 0 ]; then kill -KILL $spid; else kill $spid; fi
+wait $spid 2>/dev/null
+serve_log
 smartio ntb status | sed 's/^/    | /'
 phase end
 dmesg_check dmesg
