@@ -131,13 +131,13 @@ void emu_post(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
 {
 	struct emu_cq *cq = sq->cq;
 	uint64_t at = cq->base + (uint64_t)cq->tail * 16;
-	uint32_t wire, e[4];
+	uint32_t wire, e[4], phase;
 	void *p;
 	int rc = -1;
 
 	if (status & 0x7ffu)
 		log_error(emu, sq, cid, status, cmd);
-	wire = ((status & 0x7ffu) << 1) | (status & EMU_DNR ? 0x8000u : 0) | cq->phase;
+	wire = sio_nvme_model_cpl_status(status, cq->phase);
 	e[0] = result;
 	e[1] = 0;
 	e[2] = sq->head | ((uint32_t)sq->qid << 16);
@@ -160,10 +160,9 @@ void emu_post(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
 			emu->dma.write(emu->dma.ctx, at + 12, &e[3], 4);
 	}
 	/* else: a CQ nobody mapped, or a dead link; the write is lost as on PCIe */
-	if (++cq->tail == cq->size) {
-		cq->tail = 0;
-		cq->phase ^= 1;
-	}
+	phase = cq->phase;
+	sio_nvme_model_cq_advance(&cq->tail, &phase, cq->size);
+	cq->phase = (uint8_t)phase;
 	cq->reserved--;
 	sq->inflight--;
 	/* the hold and the aggregation time run from the first entry not yet signalled */

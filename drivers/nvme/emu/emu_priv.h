@@ -11,6 +11,7 @@
 #include <smartio/fabric.h>		/* errors: sio_err_set() */
 #include <smartio/nvme/types.h>
 #include <smartio/nvme/queue.h>	/* doorbell offsets */
+#include <smartio/nvme/model.h>	/* decode and checks shared with the GPU model */
 #include "clock.h"
 #include "emu.h"
 #include "arb.h"
@@ -32,7 +33,7 @@
 #define EMU_VS			(NVME_SET(1u, VS_MJR) | NVME_SET(4u, VS_MNR))
 
 /* Internal status: SCT << 8 | SC, plus the Do Not Retry bit. */
-#define EMU_DNR			0x8000u
+#define EMU_DNR			SIO_NVME_MODEL_DNR
 #define EMU_ST(sct, sc)		((uint16_t)(SIO_NVME_MK_STATUS(sct, sc) | EMU_DNR))
 #define EMU_OK			0u
 #define EMU_PENDING		0xffffu	/* completion follows from io_uring */

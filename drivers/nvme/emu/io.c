@@ -435,26 +435,23 @@ fail:
 static uint16_t rw(struct sio_nvme_emu *emu, struct emu_sq *sq, const struct sio_nvme_cmd *cmd,
 		   const struct emu_ns *ns, bool write)
 {
-	uint64_t slba = cmd->cdw10 | ((uint64_t)cmd->cdw11 << 32);
-	uint64_t nlb = (cmd->cdw12 & 0xffff) + 1;
-	uint64_t bytes = nlb << ns->lba_shift;
+	struct sio_nvme_model_rw d;
+	uint16_t st = sio_nvme_model_rw_decode(cmd, ns->lba_shift, ns->nlb, emu->mdts_bytes, &d);
 	uint64_t off;
 
-	if (bytes > emu->mdts_bytes)
-		return EMU_ST_FIELD;
-	if (slba >= ns->nlb || nlb > ns->nlb - slba)
-		return EMU_ST_LBA;
-	off = ns->off + (slba << ns->lba_shift);
+	if (st)
+		return st;
+	off = ns->off + (d.slba << ns->lba_shift);
 	if (write) {
 		emu->host_writes++;
-		emu->units_written += bytes >> 9;
+		emu->units_written += d.bytes >> 9;
 	} else {
 		emu->host_reads++;
-		emu->units_read += bytes >> 9;
+		emu->units_read += d.bytes >> 9;
 	}
 	if (emu->ram)
-		return rw_ram(emu, cmd, bytes, off, write);
-	return rw_file(emu, sq, cmd, slba, bytes, off, write);
+		return rw_ram(emu, cmd, d.bytes, off, write);
+	return rw_file(emu, sq, cmd, d.slba, d.bytes, off, write);
 }
 
 static uint16_t write_zeroes(struct sio_nvme_emu *emu, struct emu_sq *sq,
@@ -464,7 +461,7 @@ static uint16_t write_zeroes(struct sio_nvme_emu *emu, struct emu_sq *sq,
 	uint64_t nlb = (cmd->cdw12 & 0xffff) + 1;
 	uint64_t bytes = nlb << ns->lba_shift, off;
 
-	if (slba >= ns->nlb || nlb > ns->nlb - slba)
+	if (sio_nvme_model_lba_check(slba, nlb, ns->nlb))
 		return EMU_ST_LBA;
 	off = ns->off + (slba << ns->lba_shift);
 	if (emu->ram) {
