@@ -138,12 +138,44 @@ static int job_check(struct sio_gpu_queue *const *qs, int nq, const struct sio_g
 	return 0;
 }
 
-/* What one run of the kernel needs on the GPU, and its timing events. */
+/*
+ * What one run of the kernel needs on the GPU, its timing events, and a
+ * stream of its own. All of it is stream-ordered (cudaMallocAsync,
+ * cudaFreeAsync): nothing here waits for the whole device, so a job runs
+ * next to a persistent kernel such as the GPU-resident controller model
+ * (ctrl.cu), which a device-wide wait would wait for forever.
+ */
 struct job_run {
 	struct sio_gpu_queue **dqs;
 	struct job_stats *dst;
 	cudaEvent_t ev[2];
+	cudaStream_t s;
+	bool pools;		/* stream-ordered allocation supported */
 };
+
+/* Device memory for a job: stream-ordered where the device can, else plain. */
+static cudaError_t job_alloc(struct job_run *r, void **p, size_t len)
+{
+	return r->pools ? cudaMallocAsync(p, len, r->s) : cudaMalloc(p, len);
+}
+
+static void job_release(struct job_run *r, void *p)
+{
+	if (r->pools)
+		cudaFreeAsync(p, r->s);
+	else
+		cudaFree(p);
+}
+
+/* Whether the current device supports cudaMallocAsync (memory pools). */
+extern "C" bool sio__gpu_pools(void)
+{
+	int dev = 0, v = 0;
+
+	return cudaGetDevice(&dev) == cudaSuccess &&
+	       cudaDeviceGetAttribute(&v, cudaDevAttrMemoryPoolsSupported, dev) == cudaSuccess &&
+	       v;
+}
 
 /* The queue pointers and zeroed statistics in GPU memory, the events made. */
 static int job_prepare(struct job_run *r, struct sio_gpu_queue *const *qs, int nq)
@@ -151,19 +183,27 @@ static int job_prepare(struct job_run *r, struct sio_gpu_queue *const *qs, int n
 	const unsigned long long none = ~0ull;	/* no bad word yet: atomicMin wins */
 	cudaError_t e;
 
-	e = cudaMalloc((void **)&r->dqs, sizeof(*r->dqs) * nq);
+	r->pools = sio__gpu_pools();
+	e = cudaStreamCreateWithFlags(&r->s, cudaStreamNonBlocking);
 	if (e == cudaSuccess)
-		e = cudaMemcpy(r->dqs, qs, sizeof(*r->dqs) * nq, cudaMemcpyHostToDevice);
+		e = job_alloc(r, (void **)&r->dqs, sizeof(*r->dqs) * nq);
 	if (e == cudaSuccess)
-		e = cudaMalloc((void **)&r->dst, sizeof(*r->dst));
+		e = cudaMemcpyAsync(r->dqs, qs, sizeof(*r->dqs) * nq, cudaMemcpyHostToDevice, r->s);
 	if (e == cudaSuccess)
-		e = cudaMemset(r->dst, 0, sizeof(*r->dst));
+		e = job_alloc(r, (void **)&r->dst, sizeof(*r->dst));
 	if (e == cudaSuccess)
-		e = cudaMemcpy(&r->dst->first_bad, &none, sizeof(none), cudaMemcpyHostToDevice);
+		e = cudaMemsetAsync(r->dst, 0, sizeof(*r->dst), r->s);
+	if (e == cudaSuccess)
+		e = cudaMemcpyAsync(&r->dst->first_bad, &none, sizeof(none), cudaMemcpyHostToDevice,
+				    r->s);
 	if (e == cudaSuccess)
 		e = cudaEventCreate(&r->ev[0]);
 	if (e == cudaSuccess)
 		e = cudaEventCreate(&r->ev[1]);
+	/* the pageable sources above are read before the calls return, but
+	 * the stream's work is not done: finish it before the kernel's clock */
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(r->s);
 	return e == cudaSuccess ? 0 : sio_gpu_cuda_err(e, "preparing the I/O kernel");
 }
 
@@ -174,14 +214,17 @@ static int job_launch(struct job_run *r, int nq, const struct sio_gpu_job *job,
 	const uint32_t block = 128;
 	cudaError_t e;
 
-	cudaEventRecord(r->ev[0]);
-	job_kernel<<<(job->threads + block - 1) / block, block>>>(r->dqs, nq, *job, r->dst);
-	cudaEventRecord(r->ev[1]);
+	cudaEventRecord(r->ev[0], r->s);
+	job_kernel<<<(job->threads + block - 1) / block, block, 0, r->s>>>(r->dqs, nq, *job,
+									  r->dst);
+	cudaEventRecord(r->ev[1], r->s);
 	e = cudaGetLastError();
 	if (e == cudaSuccess)
 		e = cudaEventSynchronize(r->ev[1]);
 	if (e == cudaSuccess)
-		e = cudaMemcpy(st, r->dst, sizeof(*st), cudaMemcpyDeviceToHost);
+		e = cudaMemcpyAsync(st, r->dst, sizeof(*st), cudaMemcpyDeviceToHost, r->s);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(r->s);
 	if (e != cudaSuccess)
 		return sio_gpu_cuda_err(e, "running the I/O kernel");
 	cudaEventElapsedTime(ms, r->ev[0], r->ev[1]);
@@ -194,8 +237,14 @@ static void job_free(struct job_run *r)
 		cudaEventDestroy(r->ev[0]);
 	if (r->ev[1])
 		cudaEventDestroy(r->ev[1]);
-	cudaFree(r->dst);
-	cudaFree(r->dqs);
+	if (!r->s)
+		return;
+	if (r->dst)
+		job_release(r, r->dst);
+	if (r->dqs)
+		job_release(r, r->dqs);
+	cudaStreamSynchronize(r->s);
+	cudaStreamDestroy(r->s);
 }
 
 extern "C" int sio_gpu_run_job(struct sio_gpu_queue *const *qs, int nq,

@@ -355,6 +355,111 @@ int sio_gpu_run_job(struct sio_gpu_queue *const *qs, int nq, const struct sio_gp
 		    struct sio_gpu_job_result *res);
 
 /**
+ * DOC: the GPU-resident controller model
+ *
+ * A controller model that runs on the GPU, in the calling process's CUDA
+ * context, to measure the queue engine where the controller is not the
+ * limit: a persistent kernel of @sms blocks (8 warps each; a warp owns
+ * queue pairs) fetches what each SQ doorbell covers, executes it with the
+ * CPU-side emulator's decode and checks (<smartio/nvme/model.h>) and posts
+ * the completions. "null" moves no data (as Linux's null_blk); "ram"
+ * copies between the command's buffer and a RAM image in GPU memory. The
+ * queue pairs it makes are ordinary engine queues: sio_gpu_run_job() and
+ * kernels using <smartio/gpu/queue.cuh> drive them unchanged. A bus
+ * address is a device pointer (sio_gpu_ctrl_bus()); data outside the
+ * window @data..@data + @data_size is a Data Transfer Error.
+ *
+ * While it runs, the process must not call what synchronises the whole
+ * device (cudaDeviceSynchronize(), cudaFree() of device memory): that
+ * waits for the model, which waits for sio_gpu_ctrl_stop().
+ */
+
+#define SIO_GPU_CTRL_NULL	0
+#define SIO_GPU_CTRL_RAM	1
+
+/**
+ * struct sio_gpu_ctrl_opts - a GPU-resident controller model
+ * @kind: SIO_GPU_CTRL_NULL or SIO_GPU_CTRL_RAM
+ * @ns_bytes: namespace 1's size (ram: the image allocated in GPU memory)
+ * @lba_size: 512 or 4096
+ * @sms: blocks of the persistent kernel (the SMs it holds at most)
+ * @nq: queue pairs, 1..64
+ * @depth: entries per queue, a power of two, 2..65536
+ * @sq_in_host: SQs in mapped host memory (default GPU memory)
+ * @cq_in_host: CQs in mapped host memory (default GPU memory)
+ * @data: device pointer of the memory commands may move data to or from
+ * @data_size: its bytes
+ * @gpu: CUDA device ordinal
+ * @timeout_ms: the engine's bound on each wait (0: 2 s)
+ * @max_seconds: the kernel's own bound, should nobody stop it (0: 600)
+ */
+struct sio_gpu_ctrl_opts {
+	int kind;
+	uint64_t ns_bytes;
+	uint32_t lba_size;
+	uint32_t sms;
+	uint32_t nq;
+	uint32_t depth;
+	bool sq_in_host;
+	bool cq_in_host;
+	const void *data;
+	uint64_t data_size;
+	int gpu;
+	uint32_t timeout_ms;
+	uint32_t max_seconds;
+};
+
+/**
+ * struct sio_gpu_ctrl_stats - what the model did between start and stop
+ * @commands: commands completed
+ * @errors: of which with an error status
+ * @bad_doorbells: doorbell values at or past the queue's depth (ignored)
+ */
+struct sio_gpu_ctrl_stats {
+	uint64_t commands;
+	uint64_t errors;
+	uint64_t bad_doorbells;
+};
+
+struct sio_gpu_ctrl;
+
+/**
+ * sio_gpu_ctrl_create() - make a GPU-resident controller and its queue pairs
+ * @o: the model
+ * @out: the controller; close with sio_gpu_ctrl_close()
+ * Return: 0, -EINVAL naming the bad option (checked before CUDA is
+ * touched), -ENODEV, -ENOMEM, -EIO.
+ */
+int sio_gpu_ctrl_create(const struct sio_gpu_ctrl_opts *o, struct sio_gpu_ctrl **out);
+
+/** sio_gpu_ctrl_queue() - queue pair @i's device-side queue (NULL past the last) */
+struct sio_gpu_queue *sio_gpu_ctrl_queue(const struct sio_gpu_ctrl *c, uint32_t i);
+
+/** sio_gpu_ctrl_bus() - the model's bus address of a device pointer */
+uint64_t sio_gpu_ctrl_bus(const struct sio_gpu_ctrl *c, const void *dptr);
+
+/**
+ * sio_gpu_ctrl_fill() - write the pattern over a ram model's image
+ * @c: a ram model, stopped
+ * @seed: word w of the image becomes sio_gpu_pattern(@seed, w), so
+ *	verified reads (sio_gpu_job.verify) check what they got
+ */
+int sio_gpu_ctrl_fill(struct sio_gpu_ctrl *c, uint64_t seed);
+
+/** sio_gpu_ctrl_start() - launch the persistent kernel on a stream of its own */
+int sio_gpu_ctrl_start(struct sio_gpu_ctrl *c);
+
+/**
+ * sio_gpu_ctrl_stop() - end the kernel and count what it did
+ * @c: controller
+ * @st: its counters (may be NULL)
+ */
+int sio_gpu_ctrl_stop(struct sio_gpu_ctrl *c, struct sio_gpu_ctrl_stats *st);
+
+/** sio_gpu_ctrl_close() - stop if running, free everything (NULL is ignored) */
+void sio_gpu_ctrl_close(struct sio_gpu_ctrl *c);
+
+/**
  * sio_gpu_checksum() - checksum of GPU memory, computed on the GPU
  * @dptr: device pointer, 8-byte aligned
  * @len: bytes, a multiple of 8

@@ -27,6 +27,7 @@
 #include <smartio/gpu.h>
 #include <smartio/nvme/client.h>
 #include "cluster.h"
+#include "gpumain.h"
 #include "mps.h"
 
 #define TIMEOUT_MS	2000
@@ -495,21 +496,6 @@ Test(gpu_nodev, timeout_fails_the_queue, .timeout = 60)
  * when SMARTIO_REQUIRE_GPU says a GPU must be there. */
 int main(int argc, char *argv[])
 {
-	struct criterion_test_set *tests;
-	int result = 0;
-
 	gpu_test_mps();
-	if (sio_gpu_count() <= 0) {
-		if (sio_gpu_required()) {
-			printf("FAIL: SMARTIO_REQUIRE_GPU is set, but %s\n", sio_errmsg());
-			return 1;
-		}
-		printf("skipped: %s\n", sio_errmsg());
-		return 77;
-	}
-	tests = criterion_initialize();
-	if (criterion_handle_args(argc, argv, true))
-		result = !criterion_run_all_tests(tests);
-	criterion_finalize(tests);
-	return result;
+	return gpu_suite_main(argc, argv);
 }
