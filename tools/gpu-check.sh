@@ -10,8 +10,10 @@
 # (nothing may skip), then a live emulated controller: one GPU thread at
 # queue depth 1 (the latency line), the QD1 latency benchmark, and a
 # parallel gpu-read whose data the kernel checks against a pattern that is
-# nowhere zero. Prints PASS/FAIL/WARN per step and a verdict; logs go to
-# BUILD_DIR/gpu-check/.
+# nowhere zero; last the engine's sweep (bench/gpu/sweep.sh: the
+# GPU-resident controller model, then the emulated controller), whose JSON
+# goes to BUILD_DIR/gpu-check/sweep/. Prints PASS/FAIL/WARN per step and a
+# verdict; logs go to BUILD_DIR/gpu-check/.
 #
 # Exit status: 0 all passed, 1 something failed, 2 no GPU here (this is a
 # tool for GPU machines). Run from anywhere; run tools/install-deps.sh first,
@@ -214,9 +216,9 @@ fi
 
 # ---- 3. the GPU test suites, no skipping ----
 say "== 3. GPU test suites (SMARTIO_REQUIRE_GPU=1)"
-for s in gpu-host gpu-io; do
+for s in gpu-host gpu-io gpu-ctrl; do
 	t0=$(date +%s)
-	[ $s = gpu-host ] && to=150 || to=240
+	case $s in gpu-host) to=150 ;; gpu-io) to=240 ;; *) to=120 ;; esac
 	SMARTIO_REQUIRE_GPU=1 with_deps timeout $to $MESON test -C "$B" "$s" --print-errorlogs \
 		--logbase "gpucheck-$s" >"$L/$s.log" 2>&1
 	rc=$?
@@ -324,4 +326,20 @@ if [ $live_ok = 1 ]; then
 		grep -E 'smartio-gpudma|cannot fetch|not possible' "$L/emu.log" | head -5 | sed 's/^/      | /'
 	fi
 fi
+
+say "== 5. the engine's sweep (bench/gpu/sweep.sh): GPU-resident model, then nvme-emu"
+t0=$(date +%s)
+SWEEP_FAB=
+[ $live_ok = 1 ] && SWEEP_FAB="--fabric $FAB"
+# shellcheck disable=SC2086 # SWEEP_FAB is empty or two words
+SMARTIO_REQUIRE_GPU=1 with_deps timeout 420 bench/gpu/sweep.sh "$B" "$L/sweep" $SWEEP_FAB \
+	>"$L/sweep.log" 2>&1
+rc=$?
+t=$(($(date +%s) - t0))
+if [ $rc -eq 0 ]; then
+	result PASS sweep "${t} s; JSON in $L/sweep/"
+else
+	result FAIL sweep "exit $rc after ${t} s (see $L/sweep.log)"
+fi
+sed 's/^/      /' "$L/sweep.log"
 verdict
