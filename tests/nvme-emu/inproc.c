@@ -38,11 +38,20 @@ static void note_write(struct inproc *h, uint64_t bus, size_t len)
 		h->clobbered++;
 }
 
+static bool noptr(const struct inproc *h, uint64_t bus)
+{
+	uint64_t off = bus - INPROC_HOST_BUS;
+
+	return off >= h->noptr_lo && off < h->noptr_hi;
+}
+
 static int dma_read(void *ctx, uint64_t bus, void *buf, size_t len)
 {
 	struct inproc *h = ctx;
 
 	if (in_host(bus, len)) {
+		if (noptr(h, bus))
+			h->noptr_reads++;
 		memcpy(buf, h->host + (bus - INPROC_HOST_BUS), len);
 		return 0;
 	}
@@ -70,6 +79,8 @@ static int dma_ptr(void *ctx, uint64_t bus, size_t len, bool write, void **p)
 	struct inproc *h = ctx;
 
 	if (in_host(bus, len)) {
+		if (noptr(h, bus))
+			return -EOPNOTSUPP;
 		if (write)
 			note_write(h, bus, len);
 		*p = h->host + (bus - INPROC_HOST_BUS);

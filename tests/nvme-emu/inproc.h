@@ -35,6 +35,13 @@ struct inproc {
 	uint32_t guard_end;
 	uint32_t cq[2];
 	unsigned clobbered;
+	/*
+	 * Host memory at offsets @noptr_lo..@noptr_hi - 1 has no host
+	 * pointer, as GPU memory on the fabric: the pointer call answers
+	 * -EOPNOTSUPP there, and reads of it are counted in @noptr_reads.
+	 */
+	uint32_t noptr_lo, noptr_hi;
+	unsigned noptr_reads;
 };
 
 /* A queue pair as the host keeps it: offsets into host memory. */

@@ -265,3 +265,56 @@ Test(decode, read_write_take_slba_from_cdw10_and_cdw11_and_a_zero_based_nlb)
 	cr_expect_eq(rw(nvme_cmd_read, 1, 0, 0, 0xabcd0000u, RDATA), 0,
 		     "cdw12 31:16 are other fields: NLB is 0");
 }
+
+/* @n reads of block 5 into RDATA, ids @cid0.., behind one doorbell; the
+ * controller polled, the read counter zeroed first. */
+static void ring_reads(uint32_t n, uint16_t cid0)
+{
+	h.noptr_reads = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		struct sio_nvme_cmd c = cmd(nvme_cmd_read, 1, 5, 0);
+
+		c.cid = (uint16_t)(cid0 + k);
+		c.prp1 = INPROC_HOST_BUS + RDATA;
+		memcpy(h.host + IOSQ + io.tail * 64, &c, sizeof(c));
+		io.tail = (io.tail + 1) % INPROC_QSZ;
+	}
+	inproc_wr32(&h, 0x1000u + 2u * 4u, io.tail);
+	inproc_pump(&h, 4);
+}
+
+/*
+ * An SQ in memory with no host pointer (GPU memory on the fabric, where
+ * each read is a CUDA copy waited for) is fetched many entries per read:
+ * as many as the doorbell covers up to the ring's end. Every command
+ * still completes once, in order, with its own id.
+ */
+Test(decode, an_sq_without_a_host_pointer_is_fetched_in_batches)
+{
+	struct sio_nvme_cpl cpl;
+	uint32_t k;
+
+	h.noptr_lo = IOSQ;
+	h.noptr_hi = IOSQ + INPROC_QSZ * 64;
+	io_queues();
+	memset(h.host + DATA, 0x5a, 512);
+	cr_assert_eq(rw(nvme_cmd_write, 1, 5, 0, 0, DATA), 0);
+	cr_assert_eq(h.noptr_reads, 1, "one command, one read");
+	/* 12 entries behind one doorbell: tail 1 -> 13, one read */
+	ring_reads(12, 100);
+	cr_expect_eq(h.noptr_reads, 1, "12 entries took %u reads", h.noptr_reads);
+	for (k = 0; k < 12; k++) {
+		cr_assert(inproc_reap(&h, &io, &cpl), "completion %u of 12 missing", k);
+		cr_expect_eq(cpl.cid, 100 + k);
+		cr_expect_eq(SIO_NVME_STATUS_CODE(cpl.status), 0);
+	}
+	inproc_wr32(&h, 0x1000u + 3u * 4u, io.head);
+	cr_expect_eq(h.host[RDATA], 0x5a);
+	/* across the ring's end (tail 13 -> 3): two reads, one each side */
+	ring_reads(6, 200);
+	cr_expect_eq(h.noptr_reads, 2, "6 entries across the end took %u reads", h.noptr_reads);
+	for (k = 0; k < 6; k++) {
+		cr_assert(inproc_reap(&h, &io, &cpl), "completion %u of 6 missing", k);
+		cr_expect_eq(cpl.cid, 200 + k);
+	}
+}

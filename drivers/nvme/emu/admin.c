@@ -206,6 +206,14 @@ static uint16_t cmd_create_cq(struct sio_nvme_emu *emu, const struct sio_nvme_cm
 	return EMU_OK;
 }
 
+/* An SQ in memory with no host pointer (GPU memory) is fetched in batches. */
+static bool sq_batched(struct sio_nvme_emu *emu, uint64_t base)
+{
+	void *p;
+
+	return emu->dma.ptr(emu->dma.ctx, base, 64, false, &p) == -EOPNOTSUPP;
+}
+
 static uint16_t cmd_create_sq(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd)
 {
 	uint32_t qid = cmd->cdw10 & 0xffff, qsize = (cmd->cdw10 >> 16) + 1;
@@ -227,7 +235,7 @@ static uint16_t cmd_create_sq(struct sio_nvme_emu *emu, const struct sio_nvme_cm
 	emu->arbpage->q[qid] = (struct emu_arb_q){ .cls = (cmd->cdw11 >> 1) & 3 };
 	emu->sq[qid] = (struct emu_sq){ .valid = true, .arb = &emu->arbpage->q[qid],
 					.qid = (uint16_t)qid, .size = qsize, .base = cmd->prp1,
-					.cq = &emu->cq[cqid] };
+					.cq = &emu->cq[cqid], .batch = sq_batched(emu, cmd->prp1) };
 	emu->cq[cqid].nsq++;
 	emu_active_add(emu, &emu->sq[qid]);
 	emu_dbbuf_queue(emu, qid, false);

@@ -188,6 +188,53 @@ static void fetch_fault(struct sio_nvme_emu *emu, struct emu_sq *sq, uint64_t at
 		emu->fabric ? ": " : "", emu->fabric ? sio_errmsg() : "");
 }
 
+/* Room for a batched SQ's entries read ahead; NULL without memory. */
+static struct sio_nvme_cmd *ahead_buf(struct sio_nvme_emu *emu, struct emu_sq *sq)
+{
+	if (!emu->ahead)
+		emu->ahead = calloc(emu->nq, sizeof(*emu->ahead));
+	if (!emu->ahead)
+		return NULL;
+	if (!emu->ahead[sq->qid])
+		emu->ahead[sq->qid] = malloc(EMU_FETCH_BATCH * sizeof(struct sio_nvme_cmd));
+	return emu->ahead[sq->qid];
+}
+
+/*
+ * Read @sq's entry at its head into @cmd. A batched SQ is read up to
+ * EMU_FETCH_BATCH entries at once, as many as the doorbell covers up to
+ * the ring's end and the CQ has room for (@room), and they are kept for
+ * the passes that follow: an entry between head and tail is the
+ * controller's, and the host rewrites it only after the head has passed.
+ * A reset or a new SQ zeroes the count (emu_sq.ahead_n).
+ */
+static int read_entry(struct sio_nvme_emu *emu, struct emu_sq *sq, uint32_t room,
+		      struct sio_nvme_cmd *cmd)
+{
+	uint64_t at = sq->base + (uint64_t)sq->head * 64;
+	struct sio_nvme_cmd *buf = sq->batch ? ahead_buf(emu, sq) : NULL;
+	uint32_t k;
+	int rc;
+
+	if (!buf)
+		return emu->dma.read(emu->dma.ctx, at, cmd, 64);
+	if (sq->ahead_next == sq->ahead_n) {
+		k = (sq->tail + sq->size - sq->head) % sq->size;
+		k = k < sq->size - sq->head ? k : sq->size - sq->head;
+		k = k < room ? k : room;
+		k = k < EMU_FETCH_BATCH ? k : EMU_FETCH_BATCH;
+		sq->ahead_n = sq->ahead_next = 0;
+		rc = emu->dma.read(emu->dma.ctx, at, buf, (size_t)k * 64);
+		if (rc) {
+			memset(cmd, 0xff, sizeof(*cmd));	/* as a failed read returns */
+			return rc;
+		}
+		sq->ahead_n = k;
+	}
+	*cmd = buf[sq->ahead_next++];
+	return 0;
+}
+
 /* Fetch and start up to @max commands from @sq. */
 static uint32_t fetch(struct sio_nvme_emu *emu, struct emu_sq *sq, uint32_t max)
 {
@@ -205,7 +252,7 @@ static uint32_t fetch(struct sio_nvme_emu *emu, struct emu_sq *sq, uint32_t max)
 		if (sq->qid && emu->fd >= 0 && !emu->free_reqs)
 			break;	/* every io_uring slot busy: leave it in the SQ */
 		at = sq->base + (uint64_t)sq->head * 64;
-		rc = emu->dma.read(emu->dma.ctx, at, &cmd, 64);
+		rc = read_entry(emu, sq, cq_room(sq->cq), &cmd);
 		if (++sq->head == sq->size)
 			sq->head = 0;
 		sq->cq->reserved++;
@@ -719,6 +766,9 @@ void sio_nvme_emu_destroy(struct sio_nvme_emu *emu)
 	if (emu->reg)
 		sio_devreg_close(emu->reg);
 	emu_backing_close(emu);
+	for (uint32_t q = 0; emu->ahead && q < emu->nq; q++)
+		free(emu->ahead[q]);
+	free(emu->ahead);
 	free(emu->sq);
 	free(emu->cq);
 	free(emu->active);

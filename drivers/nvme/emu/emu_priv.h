@@ -84,7 +84,16 @@ struct emu_sq {
 	bool db_look;		/* read the shadow tail on the next pass */
 	bool db_used;		/* its shadow slot has left 0: the host uses it */
 	struct emu_arb_q *arb;	/* its class, credit and counters: in @arbpage */
+	bool batch;		/* memory with no host pointer (GPU): fetched
+				 * EMU_FETCH_BATCH entries per DMA */
+	uint32_t ahead_n;	/* entries read ahead from the head, in
+				 * emu->ahead[qid] (zeroed with the SQ) */
+	uint32_t ahead_next;	/* the next of them to start */
 };
+
+/* SQ entries one DMA fetches from an SQ in memory with no host pointer:
+ * on the GPU path each DMA is a CUDA copy waited for, whatever its size. */
+#define EMU_FETCH_BATCH		32u
 
 /* A contiguous piece of a PRP-described transfer. */
 struct emu_seg {
@@ -173,6 +182,8 @@ struct sio_nvme_emu {
 	struct emu_sq *sq;	/* [0..max_qpairs], 0 is admin */
 	struct emu_cq *cq;
 	uint32_t nq;		/* max_qpairs + 1 */
+	struct sio_nvme_cmd **ahead;	/* [nq]: batched SQs' entries read
+					 * ahead, allocated at first use */
 	struct emu_sq **active;	/* valid I/O SQs in qid order */
 	uint32_t nactive;
 
