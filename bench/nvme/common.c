@@ -44,7 +44,7 @@ static void emu_child(const struct nb_env *e, int wfd)
 
 	child_signals();
 	if (e->o.pin)
-		nb_pin(e->o.ctrl_cpu ? e->o.ctrl_cpu - 1 : nb_ncpus() - 1);
+		nb_pin(nb_env_ctrl_cpu(e));
 	sio_nvme_emu_config_default(&cfg);
 	cfg.backing = e->o.backing;
 	cfg.cmb_mib = e->o.cmb_mib;
@@ -422,6 +422,25 @@ void nb_pin(int cpu)
 		return;
 	CPU_ZERO(&s);
 	CPU_SET(cpu, &s);
+	sched_setaffinity(0, sizeof(s), &s);
+}
+
+int nb_env_ctrl_cpu(const struct nb_env *e)
+{
+	return e->o.ctrl_cpu ? e->o.ctrl_cpu - 1 : nb_ncpus() - 1;
+}
+
+void nb_pin_off(int cpu)
+{
+	int n = nb_ncpus();
+	cpu_set_t s;
+
+	if (cpu < 0 || n < 2)
+		return;
+	CPU_ZERO(&s);
+	for (int i = 0; i < n && i < CPU_SETSIZE; i++)
+		if (i != cpu)
+			CPU_SET(i, &s);
 	sched_setaffinity(0, sizeof(s), &s);
 }
 

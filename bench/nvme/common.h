@@ -40,6 +40,9 @@
  *	simulated fabric), _ON or _OFF (every ring to BAR0)
  * @irq_coalesce: Interrupt Coalescing the manager sets (0: none), as
  *	struct sio_nvme_ctrl_opts says
+ * @clients_off_ctrl: with @pin, several smartio clients keep off the
+ *	controller's CPU (where there are others): the controller stands
+ *	for a device, which has hardware of its own
  */
 struct nb_env_opts {
 	int nodes;
@@ -56,6 +59,7 @@ struct nb_env_opts {
 	int ctrl_cpu;
 	int dbbuf;
 	uint32_t irq_coalesce;
+	bool clients_off_ctrl;
 };
 
 /**
@@ -121,6 +125,10 @@ void nb_client_close(struct nb_client *c);
 
 /* Pin the calling process to one CPU (ignored where it fails). */
 void nb_pin(int cpu);
+/* nb_env_ctrl_cpu() - the CPU @pin puts @e's emulated controller on */
+int nb_env_ctrl_cpu(const struct nb_env *e);
+/* nb_pin_off() - keep off @cpu, where there are other CPUs */
+void nb_pin_off(int cpu);
 int nb_ncpus(void);
 
 /* ---- how a benchmark runs: placement and repetition ---- */

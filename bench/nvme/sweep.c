@@ -84,6 +84,8 @@ static void usage(FILE *o)
 		"                       with -c below 6, the one-client runs and WRR alone)\n"
 		"      --irq-coalesce N,US  the fairness runs' controller holds a CQ's interrupt\n"
 		"                       for N entries or US microseconds (100..25500)\n"
+		"      --clients-off-ctrl  the fairness runs' smartio clients keep off the\n"
+		"                       emulated controller's CPU (it stands for a device)\n"
 		"      --no-file        RAM backing only\n"
 		"  -d, --qd N           only queue depth N, one client: no client or fairness sweep\n"
 		"  -r, --repeat N       run each point N times, interleaved (default 1)\n"
@@ -177,6 +179,7 @@ static int write_plot(const char *out, int nqd, uint32_t qd0, int ncl, int cl0, 
 struct sweep_opts {
 	double secs;
 	bool quick, nofile, verify, fair_only;
+	bool off_ctrl;			/* --clients-off-ctrl */
 	int maxc, one_qd, repeat;
 	uint32_t irq_coalesce;		/* Set Features 0x08 for the fairness runs */
 	const char *out;
@@ -194,6 +197,7 @@ int main(int argc, char **argv)
 		{ "qd", required_argument, NULL, 'd' }, { "repeat", required_argument, NULL, 'r' },
 		{ "verify", no_argument, NULL, 'V' }, { "fairness", no_argument, NULL, 'R' },
 		{ "irq-coalesce", required_argument, NULL, 'C' },
+		{ "clients-off-ctrl", no_argument, NULL, 'P' },
 		BENCH_TARGET_LONGOPTS, { 0 },
 	};
 	struct sweep_opts o = { .secs = 1.0, .maxc = 32, .repeat = 1, .out = "bench-out/sweep" };
@@ -209,6 +213,7 @@ int main(int argc, char **argv)
 		case 'F': o.nofile = true; break;
 		case 'V': o.verify = true; break;
 		case 'R': o.fair_only = true; break;
+		case 'P': o.off_ctrl = true; break;
 		case 'C': {
 			unsigned int n, us;
 			char end;
@@ -317,6 +322,7 @@ static void describe(struct sweep *s)
 	pj_int(root, "block", 4096);
 	pj_dbl(root, "seconds_per_point", s->secs);
 	pj_int(root, "cpus", nb_ncpus());
+	pj_bool(root, "clients_off_ctrl", s->o->off_ctrl);
 	if (s->existing)
 		json_object_object_add(root, "target", nb_target_json(&s->target));
 	s->root = root;
@@ -530,7 +536,8 @@ static int fair_wrr(struct sweep *s)
 	struct nb_env_opts eo = { .nodes = 7, .lender = 6, .backing = "ram:256M", .pin = true,
 				  .arbitration = NVME_CC_AMS_WRRU,
 				  .arb_cdw11 = sio_nvme_feat_arbitration(0, 0, 3, 7),
-				  .irq_coalesce = s->o->irq_coalesce };
+				  .irq_coalesce = s->o->irq_coalesce,
+				  .clients_off_ctrl = s->o->off_ctrl };
 	struct nb_point_cfg pc = { .engine = NB_SMARTIO, .nclients = 6, .qd = 32,
 				   .seconds = s->secs * 2, .wrr_prios = true };
 	struct nb_env env;
@@ -608,7 +615,9 @@ static int fairness(struct sweep *s)
 
 	printf("\nfairness: RAM backing, round robin (burst 1); clients on %d CPUs; io_uring "
 	       "on tmpfs, then smartio polling, on interrupts and adaptive, interleaved; "
-	       "interrupt coalescing %s\n", nb_ncpus(), s->o->irq_coalesce ? "on" : "off");
+	       "interrupt coalescing %s; smartio clients %s\n", nb_ncpus(),
+	       s->o->irq_coalesce ? "on" : "off",
+	       s->o->off_ctrl ? "off the controller's CPU" : "on any CPU");
 	if (s->o->irq_coalesce)
 		printf("interrupt coalescing: %u entries or %u us\n", (s->o->irq_coalesce & 0xff) + 1,
 		       (s->o->irq_coalesce >> 8) * 100);
@@ -616,7 +625,8 @@ static int fairness(struct sweep *s)
 	for (int i = 0; i < 2; i++) {
 		struct nb_env_opts eo = { .nodes = ns[i] + 1, .lender = ns[i], .backing = "ram:256M",
 					  .windows = 64, .pin = true,
-					  .irq_coalesce = s->o->irq_coalesce };
+					  .irq_coalesce = s->o->irq_coalesce,
+					  .clients_off_ctrl = s->o->off_ctrl };
 		struct nb_env env;
 
 		if (ns[i] > s->o->maxc && i)

@@ -375,6 +375,9 @@ int nb_run_point(const struct nb_point_cfg *c, struct nb_point *out)
 
 			if (n == 1 && c->pin)
 				nb_pin(0);
+			else if (c->engine == NB_SMARTIO && c->env->o.pin &&
+				 c->env->o.clients_off_ctrl)
+				nb_pin_off(nb_env_ctrl_cpu(c->env));
 			rc = c->engine == NB_SMARTIO ? run_smartio(c, &l) : run_uring(c, &l);
 			if (rc) {
 				fprintf(stderr, "bench: worker %d: %s (%s)\n", w, strerror(-rc),
