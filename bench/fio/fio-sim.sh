@@ -5,10 +5,13 @@
 # engines in the same run. A benchmark a user runs, not a test.
 #
 #   bench/fio/fio-sim.sh BUILD numjobs [--jobs N] [--qd N] [--time S] [--runs N]
+#                        [--jobs-off-ctrl]
 #     fio with more jobs than CPUs: per completion mode (poll, irq, adaptive)
 #     and io_uring on a tmpfs file, each job's IOPS against the jobs' mean
 #     (the largest deviation; the target is every job within 20 %) and
-#     Jain's index.
+#     Jain's index. --jobs-off-ctrl keeps the smartio jobs off the
+#     controller's CPU (it stands for a device, which has hardware of its
+#     own); io_uring's jobs stay free, their device work runs in them.
 #   bench/fio/fio-sim.sh BUILD null [--qd N] [--time S] [--runs N] [--completions M]
 #     fio's null engine against the smartio engine, one job at the same depth
 #     and batch: IOPS per CPU-second of the fio process (user + system, from
@@ -22,7 +25,7 @@ set -u
 B=${1:?usage: fio-sim.sh BUILD numjobs|null [options]}
 WHAT=${2:?usage: fio-sim.sh BUILD numjobs|null [options]}
 shift 2
-JOBS=6 QD=8 TIME=5 RUNS=1 CPL=poll
+JOBS=6 QD=8 TIME=5 RUNS=1 CPL=poll OFF_CTRL=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--jobs) JOBS=$2; shift 2 ;;
@@ -30,7 +33,9 @@ while [ $# -gt 0 ]; do
 	--time) TIME=$2; shift 2 ;;
 	--runs) RUNS=$2; shift 2 ;;
 	--completions) CPL=$2; shift 2 ;;
-	*) echo "fio-sim.sh: unknown option '$1' (--jobs, --qd, --time, --runs, --completions)" >&2
+	--jobs-off-ctrl) OFF_CTRL=1; shift ;;
+	*) echo "fio-sim.sh: unknown option '$1' (--jobs, --qd, --time, --runs, --completions," \
+		"--jobs-off-ctrl)" >&2
 	   exit 2 ;;
 	esac
 done
@@ -77,11 +82,13 @@ run() {
 		{ cat "$T/$n.log" >&2; exit 1; }
 }
 SIO=(--ioengine="external:$ENGINE" --sio_device="$DEV" --sio_node=0)
+[ "$OFF_CTRL" = 1 ] && [ "$NCPU" -gt 1 ] && SIO+=(--cpus_allowed="0-$((NCPU - 2))")
 URING=(--ioengine=io_uring --filename="/dev/shm/$F.img")
 
 if [ "$WHAT" = numjobs ]; then
 	echo "fio, $JOBS jobs on $NCPU CPUs, 4 KiB random reads at QD $QD, ${TIME} s; smartio" \
-	     "engine per completion mode, io_uring on tmpfs; latency model off"
+	     "engine per completion mode, io_uring on tmpfs; latency model off;" \
+	     "smartio jobs $([ "$OFF_CTRL" = 1 ] && echo "off the controller's CPU" || echo "on any CPU")"
 	for r in $(seq "$RUNS"); do
 		run "uring-$r" --name=j --numjobs="$JOBS" "${URING[@]}"
 		for m in poll irq adaptive; do
