@@ -88,6 +88,8 @@ static void usage(FILE *o)
 		"                       emulated controller's CPU (it stands for a device)\n"
 		"      --no-file        RAM backing only\n"
 		"  -d, --qd N           only queue depth N, one client: no client or fairness sweep\n"
+		"      --completions M  how the smartio clients of the depth and client sweeps\n"
+		"                       wait: poll (default), irq or adaptive\n"
 		"  -r, --repeat N       run each point N times, interleaved (default 1)\n"
 		"  -o, --out DIR        output directory (default bench-out/sweep)\n"
 		BENCH_TARGET_HELP);
@@ -181,6 +183,7 @@ struct sweep_opts {
 	bool quick, nofile, verify, fair_only;
 	bool off_ctrl;			/* --clients-off-ctrl */
 	int maxc, one_qd, repeat;
+	int completions;		/* SIO_NVME_CPL_* of the depth and client sweeps */
 	uint32_t irq_coalesce;		/* Set Features 0x08 for the fairness runs */
 	const char *out;
 	struct bench_target tgt;
@@ -198,6 +201,7 @@ int main(int argc, char **argv)
 		{ "verify", no_argument, NULL, 'V' }, { "fairness", no_argument, NULL, 'R' },
 		{ "irq-coalesce", required_argument, NULL, 'C' },
 		{ "clients-off-ctrl", no_argument, NULL, 'P' },
+		{ "completions", required_argument, NULL, 'M' },
 		BENCH_TARGET_LONGOPTS, { 0 },
 	};
 	struct sweep_opts o = { .secs = 1.0, .maxc = 32, .repeat = 1, .out = "bench-out/sweep" };
@@ -225,6 +229,13 @@ int main(int argc, char **argv)
 			o.irq_coalesce = (n - 1) | (us / 100) << 8;
 			break;
 		}
+		case 'M':
+			for (o.completions = 0; o.completions < 3; o.completions++)
+				if (!strcmp(optarg, sio_nvme_completions_name(o.completions)))
+					break;
+			if (o.completions == 3)
+				prog_usage_error("--completions '%s': poll, irq or adaptive", optarg);
+			break;
 		case 'o': o.out = optarg; break;
 		case 'd': o.one_qd = (int)prog_u64("--qd", optarg, 1, 256); break;
 		case 'r': o.repeat = (int)prog_u64("--repeat", optarg, 1, 100); break;
@@ -347,6 +358,14 @@ static void describe(struct sweep *s)
 		   (s->o->one_qd || s->existing ? 0 : 6);
 }
 
+static const char *mode_engine(int m);
+
+/* The smartio rows' engine: "smartio" polling, as ever, else its mode. */
+static const char *sm_engine(const struct sweep *s)
+{
+	return s->o->completions ? mode_engine(s->o->completions) : "smartio";
+}
+
 /* One queue depth, one client: smartio, then io_uring on the same kind of
  * store (and, on the file, buffered too: the controller's file I/O is). */
 static int qd_point(struct sweep *s, struct nb_point_cfg *pc, int bk, const char *bname,
@@ -358,7 +377,7 @@ static int qd_point(struct sweep *s, struct nb_point_cfg *pc, int bk, const char
 	pc->engine = NB_SMARTIO;
 	if (nb_run_point(pc, &sm))
 		return 1;
-	row(s->j, bname, "smartio", "qd", &sm);
+	row(s->j, bname, sm_engine(s), "qd", &sm);
 	if (s->existing) {
 		fprintf(s->qf, "%s %u %.0f NaN %.0f NaN %.0f NaN\n", bname, pc->qd, sm.iops,
 			sm.lat.p50, sm.lat.p99);
@@ -399,7 +418,7 @@ static int clients_point(struct sweep *s, struct nb_point_cfg *pc, int bk, const
 		fprintf(stderr, "sweep: %d clients: %s\n", n, strerror(-rc));
 		return -1;
 	}
-	row(s->j, bname, "smartio", "clients", &sm);
+	row(s->j, bname, sm_engine(s), "clients", &sm);
 	printf("      setup of %d clients arriving together (client, queue pair, "
 	       "buffer): p50 %.1f ms, max %.1f ms", n, sm.setup_p50_ms, sm.setup_max_ms);
 	if (s->o->verify)
@@ -438,7 +457,7 @@ static int sweep_store(struct sweep *s, int bk)
 				  .pin = true };
 	struct nb_env env;
 	struct nb_point_cfg pc = { .env = &env, .file_size = FILE_SIZE, .seconds = s->secs,
-				   .pin = true };
+				   .pin = true, .completions = s->o->completions };
 
 	if (s->existing)
 		env = s->target, bname = "device";
