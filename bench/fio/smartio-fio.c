@@ -42,6 +42,7 @@ struct sio_fio {
 	struct io_u **events;	/* completed, not yet handed to fio */
 	unsigned int nevents, nret, max_events;
 	int cpl;		/* SIO_NVME_CPL_* in force */
+	unsigned int lba_shift;	/* log2 of the namespace's block size */
 };
 
 static struct fio_option options[] = {
@@ -203,6 +204,8 @@ static int sio_fio_init(struct thread_data *td)
 	}
 	if (sio_fio_connect(td, s))
 		return 1;
+	/* NVMe block sizes are powers of two (LBADS): shifts, not divisions */
+	s->lba_shift = (unsigned int)__builtin_ctz(s->ns.lba_size);
 	if ((rc = sio_nvme_ioq_create(s->cl, &qs, &s->q)))
 		return fail(td, rc, "create the queue pair");
 	{
@@ -293,8 +296,8 @@ static enum fio_q_status sio_fio_queue(struct thread_data *td, struct io_u *io_u
 {
 	struct sio_fio *s = td->io_ops_data;
 	struct sio_fio_opts *o = td->eo;
-	uint32_t lbs = s->ns.lba_size;
-	uint64_t off;
+	uint64_t lmask = s->ns.lba_size - 1, off;
+	unsigned int sh = s->lba_shift;
 	int rc;
 
 	fio_ro_check(td, io_u);
@@ -306,26 +309,26 @@ static enum fio_q_status sio_fio_queue(struct thread_data *td, struct io_u *io_u
 			io_u->error = EFAULT;	/* not one of the buffers this engine made */
 			return FIO_Q_COMPLETED;
 		}
-		if (io_u->offset % lbs || io_u->xfer_buflen % lbs || !io_u->xfer_buflen) {
+		if ((io_u->offset | io_u->xfer_buflen) & lmask || !io_u->xfer_buflen) {
 			log_err("fio: smartio: offset %llu length %llu are not whole %u B blocks\n",
 				(unsigned long long)io_u->offset,
-				(unsigned long long)io_u->xfer_buflen, lbs);
+				(unsigned long long)io_u->xfer_buflen, s->ns.lba_size);
 			io_u->error = EINVAL;
 			return FIO_Q_COMPLETED;
 		}
 		rc = (io_u->ddir == DDIR_READ ? sio_nvme_ioq_read : sio_nvme_ioq_write)(
-			s->q, o->nsid, io_u->offset / lbs, (uint32_t)(io_u->xfer_buflen / lbs),
+			s->q, o->nsid, io_u->offset >> sh, (uint32_t)(io_u->xfer_buflen >> sh),
 			s->buf, off, sio_fio_done, io_u);
 	} else if (ddir_sync(io_u->ddir)) {
 		rc = sio_nvme_ioq_flush(s->q, o->nsid, sio_fio_done, io_u);
 	} else if (io_u->ddir == DDIR_TRIM) {
-		if (io_u->offset % lbs || io_u->xfer_buflen % lbs || !io_u->xfer_buflen) {
+		if ((io_u->offset | io_u->xfer_buflen) & lmask || !io_u->xfer_buflen) {
 			io_u->error = EINVAL;
 			return FIO_Q_COMPLETED;
 		}
 		/* Dataset Management, Deallocate; -ENOTSUP without ONCS DSM */
-		rc = sio_nvme_ioq_deallocate(s->q, o->nsid, io_u->offset / lbs,
-					     (uint32_t)(io_u->xfer_buflen / lbs), sio_fio_done, io_u);
+		rc = sio_nvme_ioq_deallocate(s->q, o->nsid, io_u->offset >> sh,
+					     (uint32_t)(io_u->xfer_buflen >> sh), sio_fio_done, io_u);
 	} else {
 		io_u->error = EOPNOTSUPP;
 		return FIO_Q_COMPLETED;
