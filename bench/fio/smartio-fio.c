@@ -6,20 +6,23 @@
  *
  *   ioengine=external:/path/to/fio-smartio.so
  *   sio_fabric=NAME sio_node=N sio_device=ID sio_nsid=1 sio_queue=SPEC
- *   sio_completions=poll|irq|adaptive
+ *   sio_completions=poll|irq|adaptive|hybrid
  *
  * Each job (each of numjobs) is its own client with its own queue pair,
  * created in the job's process or thread and deleted when it ends; fio's
  * I/O buffers are one buffer mapped for the device (iomem_alloc), so data
  * moves by DMA with no copy. Commands are written into the SQ as they are
  * queued and the doorbell is written once per batch fio commits
- * (iodepth_batch_submit); completions are reaped by polling in getevents(). Built against the fio source of the installed fio version
- * (its config-host.h and headers; see bench/fio/meson.build).
+ * (iodepth_batch_submit); getevents() reaps completions by polling, asleep
+ * on the CQ's interrupt, or after a timed sleep (sio_completions). Built
+ * against the fio source of the installed fio version (its config-host.h
+ * and headers; see bench/fio/meson.build).
  */
 #include "fio.h"
 #include "optgroup.h"
 
 #include <sched.h>
+#include <sys/prctl.h>
 #include <smartio/nvme.h>
 #include "parse.h"
 
@@ -43,6 +46,10 @@ struct sio_fio {
 	unsigned int nevents, nret, max_events;
 	int cpl;		/* SIO_NVME_CPL_* in force */
 	unsigned int lba_shift;	/* log2 of the namespace's block size */
+	bool hybrid;		/* sio_completions=hybrid: timed sleeps, then polls */
+	uint64_t ncpl;		/* completions so far */
+	uint64_t win_t0, win_n;	/* the window the rate below is taken over */
+	uint64_t ns_per_cpl;	/* the device's time per completion, busy (average) */
 };
 
 static struct fio_option options[] = {
@@ -80,8 +87,10 @@ static struct fio_option options[] = {
 	{
 		.name = "sio_completions", .lname = "smartio completions",
 		.type = FIO_OPT_STR_STORE, .off1 = offsetof(struct sio_fio_opts, completions),
-		.help = "poll (spin; default), irq (sleep on the CQ's interrupt) or adaptive "
-			"(spin while completions come, sleep when they stop)",
+		.help = "poll (spin; default), irq (sleep on the CQ's interrupt), adaptive "
+			"(spin while completions come, sleep when they stop) or hybrid (with "
+			"two or more in flight, sleep for about the time half of them take, "
+			"then poll)",
 		.category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID,
 	},
 	{ .name = NULL },
@@ -179,14 +188,14 @@ static int sio_fio_init(struct thread_data *td)
 	}
 	if (!qs.depth)
 		qs.depth = td->o.iodepth + 1 < 32 ? 32 : td->o.iodepth + 1;
-	if (o->completions) {
+	if (o->completions && strcmp(o->completions, "hybrid")) {
 		static const char *const w[] = { "poll", "irq", "adaptive" };	/* SIO_NVME_CPL_* */
 
 		for (qs.completions = 0; qs.completions < 3; qs.completions++)
 			if (!strcmp(o->completions, w[qs.completions]))
 				break;
 		if (qs.completions == 3) {
-			log_err("fio: smartio: sio_completions=%s: poll, irq or adaptive\n",
+			log_err("fio: smartio: sio_completions=%s: poll, irq, adaptive or hybrid\n",
 				o->completions);
 			td_vmsg(td, EINVAL, "bad sio_completions", "sio_completions");
 			return 1;
@@ -196,6 +205,11 @@ static int sio_fio_init(struct thread_data *td)
 	if (!s)
 		return 1;
 	s->max_events = td->o.iodepth;
+	/* a polled queue the engine puts to sleep itself; sleeps of a few
+	 * microseconds need the timer's slack (50 us by default) cut */
+	s->hybrid = o->completions && !strcmp(o->completions, "hybrid");
+	if (s->hybrid)
+		prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	s->events = calloc(s->max_events, sizeof(*s->events));
 	td->io_ops_data = s;
 	if (!s->events) {
@@ -287,6 +301,7 @@ static void sio_fio_done(void *arg, int err, uint16_t status)
 	io_u->resid = err ? io_u->xfer_buflen : 0;
 	/* status kept for errdetails(): the NVMe status of a failed command */
 	io_u->mmap_data = (void *)(uintptr_t)status;
+	s->ncpl++;
 	/* never full: at most iodepth commands are in flight or held here */
 	if (s->nevents < s->max_events)
 		s->events[s->nevents++] = io_u;
@@ -343,11 +358,6 @@ static enum fio_q_status sio_fio_queue(struct thread_data *td, struct io_u *io_u
 	return FIO_Q_QUEUED;
 }
 
-/*
- * Poll until @min completions are in (bounded: the client fails commands
- * that make no progress within its timeout) or @t has passed. After a few
- * empty polls the CPU is yielded: two processes may share a core here.
- */
 /* fio's batch is in: one SQ doorbell write for all of it. */
 static int sio_fio_commit(struct thread_data *td)
 {
@@ -355,6 +365,14 @@ static int sio_fio_commit(struct thread_data *td)
 
 	sio_nvme_ioq_ring(s->q);
 	return 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /*
@@ -369,15 +387,42 @@ static int reap(struct sio_fio *s, unsigned int max, unsigned int min, uint64_t 
 	if (s->cpl == SIO_NVME_CPL_POLL || s->nevents >= min)
 		return sio_nvme_ioq_poll(s->q, max);
 	if (deadline) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		now = now_ns();
 		us = now >= deadline ? 0 : (deadline - now) / 1000 + 1;
 		if (us > 10000)
 			us = 10000;
 	}
 	return sio_nvme_ioq_reap(s->q, max, (uint32_t)us, NULL);
+}
+
+/*
+ * Hybrid: the device's time per completion, over windows of 256 of them
+ * (fio keeps the queue full, so this is the device's pace), and one sleep
+ * for about the time half of what is in flight takes, before the polls:
+ * one sleep per batch of completions, where polling spins for all of the
+ * wait and interrupts wake fio once per interrupt (Linux's hybrid polling
+ * sleeps the same way on a polled queue). The other half stays queued, so
+ * the device never runs dry; a sleep is 1 ms at most.
+ */
+static void hybrid_sleep(struct sio_fio *s, unsigned int min)
+{
+	uint32_t inflight = sio_nvme_ioq_inflight(s->q);
+	uint64_t want, ns;
+	struct timespec ts;
+
+	if (s->ncpl - s->win_n >= 256) {
+		uint64_t now = now_ns(), per = (now - s->win_t0) / (s->ncpl - s->win_n);
+
+		if (s->win_t0)	/* the first window starts the clock */
+			s->ns_per_cpl = s->ns_per_cpl ? (3 * s->ns_per_cpl + per) / 4 : per;
+		s->win_t0 = now, s->win_n = s->ncpl;
+	}
+	if (!s->ns_per_cpl || inflight < 2 || sio_nvme_ioq_poll(s->q, 0))
+		return;
+	want = inflight / 2 > min ? inflight / 2 : min;
+	ns = want * s->ns_per_cpl;
+	ts = (struct timespec){ 0, (long)(ns < 1000000 ? ns : 1000000) };
+	nanosleep(&ts, NULL);
 }
 
 static int sio_fio_getevents(struct thread_data *td, unsigned int min, unsigned int max,
@@ -393,15 +438,12 @@ static int sio_fio_getevents(struct thread_data *td, unsigned int min, unsigned 
 	memmove(s->events, s->events + s->nret, (s->nevents - s->nret) * sizeof(*s->events));
 	s->nevents -= s->nret;
 	s->nret = 0;
-	if (t) {
-		struct timespec now;
-
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		deadline = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec +
-			   (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec;
-	}
+	if (t)
+		deadline = now_ns() + (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec;
 	if (max > s->max_events)
 		max = s->max_events;
+	if (s->hybrid && s->nevents < min)
+		hybrid_sleep(s, min);
 	for (;;) {	/* polls at least once, even for min 0 */
 		rc = s->nevents < max ? reap(s, max - s->nevents, min, deadline) : 0;
 		if (rc < 0 && !s->nevents) {
@@ -418,13 +460,8 @@ static int sio_fio_getevents(struct thread_data *td, unsigned int min, unsigned 
 		if (++idle > 64) {
 			idle = 0;
 			sched_yield();
-			if (deadline) {
-				struct timespec now;
-
-				clock_gettime(CLOCK_MONOTONIC, &now);
-				if ((uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec > deadline)
-					break;
-			}
+			if (deadline && now_ns() > deadline)
+				break;
 		}
 	}
 	s->nret = s->nevents < max ? s->nevents : max;

@@ -72,9 +72,13 @@ fio_ok irq --name=x $E --sio_completions=irq --rw=randwrite --bs=4k --iodepth=4 
 	--offset_increment=1m --verify=crc32c --numjobs=3
 fio_ok adaptive --name=x $E --sio_completions=adaptive --rw=randread --bs=4k --iodepth=8 \
 	--size=4m --time_based --runtime=1
+# hybrid: timed sleeps past the first windows of 256 completions, verified
+fio_ok hybrid --name=x $E --sio_completions=hybrid --rw=randwrite --bs=4k --iodepth=16 \
+	--size=4m --verify=crc32c --verify_backlog=512
+fio_json "$T/hybrid.json" 'j[0]["write"]["total_ios"] == 1024' || fail "hybrid: not every write done"
 fio_err badcpl "sio_completions=fast" --name=x $E --sio_completions=fast --rw=read --bs=4k \
 	--size=64k
-ok "sio_completions: irq and adaptive verify; a bad mode is a fio error"
+ok "sio_completions: irq, adaptive and hybrid verify; a bad mode is a fio error"
 
 # Bad options and device errors are fio errors.
 fio_err badq "sio_queue" --name=x $E --sio_queue=location=moon --rw=read --bs=4k --size=64k
