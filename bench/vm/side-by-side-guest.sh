@@ -15,18 +15,28 @@ cd /tmp || exit 1
 res() { echo "SIO-VM $1 $2${3:+ : $3}"; }
 # non-idle time of every guest CPU, in USER_HZ ticks (user nice system irq softirq steal)
 busy() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
-# measure NAME FILE CMD...: run CMD, then print FILE with its CPU ticks
+# CPU ticks of the lender and the manager (0 before they start)
+side() {
+	t=0
+	for p in ${LEND:-} ${MGR:-}; do
+		t=$((t + $(awk '{print $14 + $15}' /proc/$p/stat 2>/dev/null || echo 0)))
+	done
+	echo $t
+}
+# measure NAME FILE CMD...: run CMD, then print FILE with its CPU ticks, its
+# wall time (centiseconds) and the lender's and manager's share of the ticks
 measure() {
 	n=$1 out=$2; shift 2
-	c0=$(busy)
+	c0=$(busy) s0=$(side) w0=$(cut -d' ' -f1 /proc/uptime)
 	"$@" >/tmp/$n.log 2>&1; rc=$?
-	c1=$(busy)
+	c1=$(busy) s1=$(side) w1=$(cut -d' ' -f1 /proc/uptime)
 	if [ $rc -ne 0 ] || [ ! -s "$out" ]; then
 		sed 's/^/    | /' /tmp/$n.log
 		res FAIL "bench-$n" "exit $rc"
 		return 1
 	fi
-	echo "SIO-BENCH-BEGIN $n cpu=$((c1 - c0)) hz=100"
+	echo "SIO-BENCH-BEGIN $n cpu=$((c1 - c0)) hz=100 wall=$(echo "$w0 $w1" |
+		awk '{printf "%d", ($2 - $1) * 100}') side=$((s1 - s0))"
 	cat "$out"
 	echo "SIO-BENCH-END $n"
 	res PASS "bench-$n"
@@ -86,6 +96,7 @@ echo $BDF >/sys/bus/pci/drivers/nvme/unbind
 check vfio-bind smartio vfio bind $BDF || exit 0
 smartio create $FAB --nodes 1 >/dev/null
 smartio vfio lend $BDF --fabric $FAB >/tmp/lend.log 2>&1 &
+LEND=$!
 i=0
 while ! grep -q '^lending' /tmp/lend.log && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 DEV=$(sed -n 's/.* as device \([0-9]*\) .*/\1/p' /tmp/lend.log)
@@ -102,6 +113,12 @@ check smartio-fio-verify fio --name=sv $E --bs=16k --rw=randwrite --size=4m --of
 S="$E --bs=4k --rw=randread --size=64m"
 measure s-fio-qd1 /tmp/s1.json fio --name=s $S $J --iodepth=1 --output=/tmp/s1.json
 measure s-fio-qd32 /tmp/s32.json fio --name=s $S $J $B --output=/tmp/s32.json
+# QD32 again with completions that do not spin for all of the wait: asleep
+# on the CQ's interrupt after a short spin, and the engine's timed sleeps
+for m in adaptive hybrid; do
+	measure s-fio-$m-qd32 /tmp/s32$m.json fio --name=s $S $J $B --sio_completions=$m \
+		--output=/tmp/s32$m.json
+done
 # fio's own floor: the null engine (no device, no driver) at the same depth
 # and batches, in the same guest: what fio itself costs an I/O
 measure null-fio-qd32 /tmp/n32.json fio --name=n --ioengine=null --bs=4k --rw=randread \
@@ -110,6 +127,10 @@ measure s-sweep-qd1 /tmp/w1/sweep.json \
 	nvme-bench-sweep --fabric $FAB --device "$DEV" --qd 1 -t $RT -o /tmp/w1
 measure s-sweep-qd32 /tmp/w32/sweep.json \
 	nvme-bench-sweep --fabric $FAB --device "$DEV" --qd 32 -t $RT -o /tmp/w32
+for m in irq adaptive; do
+	measure s-sweep-$m-qd32 /tmp/w32$m/sweep.json nvme-bench-sweep --fabric $FAB \
+		--device "$DEV" --qd 32 --completions $m -t $RT -o /tmp/w32$m
+done
 
 # The benchmarks pointed at vfio-lent controllers as a user would: on this
 # one (no CMB) and on the 16 MiB CMB controller at 00:05.0.
