@@ -351,7 +351,7 @@ static int create_req(struct sio_nvme_client *cl, uint64_t sq_bus, uint64_t cq_b
 int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p)
 {
 	struct sio_errsave es;
-	uint16_t qid;
+	uint16_t qid = 0;
 	int ret;
 
 	ret = create_req(q->cl, p->sq_bus, p->cq_bus, q->depth, q->prio,

@@ -57,8 +57,8 @@ static int negative(const char *s, uint64_t min, uint64_t max)
 
 int sio_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
-	const char *end;
-	uint64_t v;
+	const char *end = NULL;
+	uint64_t v = 0;
 	int ret;
 
 	if ((ret = negative(s, min, max)) || (ret = digits(s, &v, &end)))
@@ -98,10 +98,10 @@ static int suffix_shift(const char **end)
 
 int sio_parse_bytes(const char *s, uint64_t min, uint64_t max, uint64_t *out, bool *bare)
 {
-	const char *end;
+	const char *end = NULL;
 	unsigned shift;
 	bool was_bare;
-	uint64_t v;
+	uint64_t v = 0;
 	int ret;
 
 	if ((ret = negative(s, min, max)) || (ret = digits(s, &v, &end)))

@@ -259,7 +259,7 @@ static void stats_prom(struct prom *p, const struct stats_view *v)
 /* The columns; the last three (where the share went) only when some queue
  * has them: a controller that counts its arbitration, a program that
  * publishes its time off the CPU. */
-enum { NCOL = 17, NCOL_BASE = 14, CELL = 40 };	/* CELL: a cell's bytes, a doorbell path's words */
+enum { NCOL = 17, NCOL_BASE = 14, CELL = 48 };	/* CELL: a cell's bytes, a doorbell path's words */
 
 /* One queue pair's row of the table, a string a column. */
 static void row_cells(const struct stats_view *v, const struct sio_nvme_client_stats *c,

@@ -81,7 +81,7 @@ static void link_name(const char *bdf, const char *attr, char *out, size_t len)
 int sio_pci_fn_get(const char *bdf, struct sio_pci_fn *out)
 {
 	char norm[16], grp[16];
-	unsigned long v;
+	unsigned long v = 0;
 	int rc = sio_pci_bdf_parse(bdf, norm);
 
 	if (rc)
