@@ -291,9 +291,36 @@ int sio_link_set(struct sio_fabric *f, int node, int adapter, bool up);
  * @adapter: adapter index of @node
  *
  * A lock-free read of the link state, cheap enough for a driver's slow path.
+ * Where the backend follows real links (ntb: the NTB link between this node
+ * and @node), a link is up as this process reaches it: up in the registry,
+ * and its link up with this process's windows through it mapped again
+ * since it last went down. A link that went down and came back reads down
+ * until they are mapped again, however short the flap. It maps nothing.
  * Return: 1 (up), 0 (down), or -EINVAL.
  */
 int sio_link_get(struct sio_fabric *f, int node, int adapter);
+
+/**
+ * sio_link_resume() - map again, now, what a link's loss revoked, and from
+ *	now on only when asked
+ * @f: handle
+ * @node: node
+ * @adapter: adapter index of @node
+ *
+ * Where the backend follows real links (ntb), a link's loss revokes this
+ * process's windows through it: stores through them reach nothing, loads
+ * read all ones. The heartbeat maps them again once the link is back, at
+ * any moment; a driver whose queues live behind them cannot have that: a
+ * command stored while they were revoked is lost, and a doorbell stored
+ * once they are mapped again would have the device run what the lost
+ * store left in its slot. The first call takes the mapping again of
+ * @node's windows over from the heartbeat, for this process: from then on
+ * they are mapped again here alone, when the link is up, and the caller
+ * makes its queues again (sio_nvme: its recovery) before it rings.
+ * Elsewhere this is sio_link_get().
+ * Return: 1 (up, mapped), 0 (down), or -EINVAL.
+ */
+int sio_link_resume(struct sio_fabric *f, int node, int adapter);
 
 /*
  * Errors. Every smartio library (libsmartio, the NVMe and GPU drivers, the

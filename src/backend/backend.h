@@ -122,6 +122,21 @@ struct sio_fabric_ops {
 	 */
 	int (*default_node)(void);
 	/**
+	 * @link: whether this process reaches node @node through adapter
+	 * @adapter now, where the backend knows better than the registry's
+	 * link state (ntb: the NTB link to that peer is up, and what its loss
+	 * revoked is mapped again at its new link generation): 1 or 0, and
+	 * nothing mapped. sio_link_get() says up only where the registry and
+	 * this both do. Optional: NULL is the registry alone.
+	 */
+	int (*link)(struct sio_fabric *f, int node, int adapter);
+	/**
+	 * @link_resume: as @link, having mapped again what the link's loss
+	 * revoked, and leaving that to this call from now on for @node
+	 * (sio_link_resume()). Optional with @link.
+	 */
+	int (*link_resume)(struct sio_fabric *f, int node, int adapter);
+	/**
 	 * @host_path: a place on this host where a service of this fabric
 	 * meets its clients (the vfio lender's socket): @leaf made a path.
 	 */

@@ -568,7 +568,23 @@ int sio_link_get(struct sio_fabric *f, int node, int adapter)
 {
 	if (!f || node < 0 || node >= f->topo.nodes || adapter < 0 || adapter >= f->topo.adapters)
 		return sio__err(EINVAL, "no adapter %d on node %d", adapter, node);
-	return atomic_load_explicit(&f->reg->nodes[node].link_up[adapter], memory_order_acquire) != 0;
+	if (!atomic_load_explicit(&f->reg->nodes[node].link_up[adapter], memory_order_acquire))
+		return 0;
+	return f->ops->link ? f->ops->link(f, node, adapter) : 1;
+}
+
+int sio_link_resume(struct sio_fabric *f, int node, int adapter)
+{
+	int up;
+
+	if (!f || node < 0 || node >= f->topo.nodes || adapter < 0 || adapter >= f->topo.adapters)
+		return sio__err(EINVAL, "no adapter %d on node %d", adapter, node);
+	if (!f->ops->link_resume)
+		return sio_link_get(f, node, adapter);
+	/* taken over even while down: from the first call on, only here */
+	up = f->ops->link_resume(f, node, adapter);
+	return up && atomic_load_explicit(&f->reg->nodes[node].link_up[adapter],
+					  memory_order_acquire);
 }
 
 int sio_link_set(struct sio_fabric *f, int node, int adapter, bool up)

@@ -8,7 +8,7 @@
  * its service, a segment living in its node's memory, a dead kernel's
  * segment and lock reclaimed once its leases stop (processes play separate
  * kernels: $SMARTIO_SHMWIN_KERNEL), one fabric per NTB, a second NTB of a
- * node as its adapter 1.
+ * node as its adapter 1, a link up as the NTB says.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -187,6 +187,73 @@ Test(ntb, a_node_without_its_service_says_so, .init = setup, .fini = teardown)
 	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_segment_create_on(f, 3, 0, 4096, 0, &s), -ENODEV, "a node without memory");
 	cr_assert(strstr(sio_errmsg(), "node 3 has no memory"), "%s", sio_errmsg());
+	sio_fabric_close(f);
+}
+
+/* Node 0's handle, port 3 held by no kernel (skipped where each port has
+ * a service). */
+static struct sio_fabric *open_port3_free(void)
+{
+	struct sio_fabric *f = NULL;
+
+	if (served >= 4)
+		cr_skip_test("every port has a service (SIO_NTB_SERVED)");
+	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
+	return f;
+}
+
+/* A link is up as the NTB says, not as the registry alone: port 3's goes
+ * down and comes back while no kernel, then one, then none holds it. */
+Test(ntb, a_link_is_up_as_the_ntb_says, .init = setup, .fini = teardown)
+{
+	struct sio_fabric *f = open_port3_free();
+	struct ntbdev *d;
+
+	cr_assert_eq(sio_link_get(f, 0, 0), 1, "this node's own");
+	cr_assert_eq(sio_link_get(f, 1, 0), 1, "port 1's service holds it up");
+	cr_assert_eq(sio_link_get(f, 3, 0), 0, "no kernel on port 3: its link is down");
+	cr_assert_eq(sio__ntbdev_open(getenv("SMARTIO_NTB_DEV"), 3, &d), 0, "%s", sio_errmsg());
+	/* down until the heartbeat has mapped its windows again */
+	for (int i = 0; i < 100 && sio_link_get(f, 3, 0) != 1; i++)
+		nap_ms(20);
+	cr_assert_eq(sio_link_get(f, 3, 0), 1, "port 3 came up");
+	sio__ntbdev_close(d);
+	cr_assert_eq(sio_link_get(f, 3, 0), 0, "port 3 went down again");
+	cr_assert_eq(sio_link_set(f, 1, 0, false), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_link_get(f, 1, 0), 0, "down in the registry: down");
+	cr_assert_eq(sio_link_set(f, 1, 0, true), 0, "%s", sio_errmsg());
+	sio_fabric_close(f);
+}
+
+/* Whether @d's NTB says its link with port @port is up. */
+static bool ntb_peer_up(struct ntbdev *d, int port)
+{
+	struct sio_ntb_peer pr = { .pidx = (uint32_t)sio__ntbdev_pidx(d, port) };
+
+	return (int)pr.pidx >= 0 && !ntbdev_ioctl(d, SIO_NTB_IOC_PEER, &pr) && pr.link_up;
+}
+
+/* Once a process resumes a link itself, the heartbeat no longer maps its
+ * windows again behind its back: port 3's link comes back and reads down
+ * until sio_link_resume() maps them. */
+Test(ntb, a_resumed_link_is_mapped_again_only_when_asked, .init = setup, .fini = teardown)
+{
+	struct sio_fabric *f = open_port3_free();
+	struct ntbdev *d;
+
+	cr_assert_eq(sio_link_resume(f, 3, 0), 0, "no kernel on port 3: its link is down");
+	cr_assert_eq(sio__ntbdev_open(getenv("SMARTIO_NTB_DEV"), 3, &d), 0, "%s", sio_errmsg());
+	/* up at the NTB (as port 3 sees port 0): heartbeats pass, it reads down */
+	for (int i = 0; i < 100 && !ntb_peer_up(d, 0); i++)
+		nap_ms(20);
+	cr_assert(ntb_peer_up(d, 0), "port 3's link to port 0 never came up");
+	nap_ms((int)(6 * WF_BEAT_NS / 1000000));
+	cr_assert_eq(sio_link_get(f, 3, 0), 0, "mapped again behind the resumer's back");
+	cr_assert_eq(sio_link_resume(f, 3, 0), 1, "port 3 mapped again when asked");
+	cr_assert_eq(sio_link_get(f, 3, 0), 1, "port 3 up once resumed");
+	sio__ntbdev_close(d);
+	cr_assert_eq(sio_link_get(f, 3, 0), 0, "port 3 went down again");
+	cr_assert_eq(sio_link_resume(f, 1, 0), 1, "port 1's link was never lost");
 	sio_fabric_close(f);
 }
 
@@ -663,6 +730,20 @@ static struct sio_path path_0_3(struct sio_fabric *f, int adapter)
 }
 
 /*
+ * Within @ms, does the path from node 0 to node 3 through @adapter say
+ * @up? It reads the node's links in the registry, which port 3's service
+ * writes; sio_link_get() also follows this process's own NTB, whose link
+ * to port 3 reads down for a moment whenever this process's windows are
+ * behind the fake NTB's link generation.
+ */
+static bool path_becomes(struct sio_fabric *f, int adapter, bool up, int ms)
+{
+	for (; ms > 0 && path_0_3(f, adapter).up != up; ms -= 50)
+		nap_ms(50);
+	return path_0_3(f, adapter).up == up;
+}
+
+/*
  * A node of two NTBs (port 3's service holds the run's fake NTB and a
  * second one) is a node of two adapters, each with its NTB's links: NTB 1
  * losing its link with a node that NTB 0 still reaches takes adapter 1 of
@@ -714,11 +795,11 @@ Test(adapters, each_ntb_is_an_adapter_with_its_own_links, .fini = teardown)
 	cr_assert(link_becomes(f, 3, 1, 1, 10000), "adapter 1 of node 3 not up again");
 
 	sio__ntbdev_close(a_port2);	/* NTB 0 loses port 2, which NTB 1 reaches */
-	cr_assert(link_becomes(f, 3, 0, 0, 10000), "adapter 0 of node 3 still up");
+	cr_assert(path_becomes(f, 0, false, 10000), "adapter 0 of node 3 still up");
 	p = path_0_3(f, -1);
 	cr_assert(p.adapter == 1 && p.up, "paths take adapter 1: adapter %d, up %d", p.adapter, p.up);
 	cr_assert_eq(sio__ntbdev_open(NULL, 2, &a_port2), 0, "%s", sio_errmsg());
-	cr_assert(link_becomes(f, 3, 0, 1, 10000), "adapter 0 of node 3 not up again");
+	cr_assert(path_becomes(f, 0, true, 10000), "adapter 0 of node 3 not up again");
 	p = path_0_3(f, -1);
 	cr_assert(p.adapter == 0 && p.up, "back on adapter 0: adapter %d, up %d", p.adapter, p.up);
 

@@ -119,6 +119,37 @@ static void fill_block(const struct cfg *c, uint64_t lba, uint64_t *p, uint32_t 
 		p[i] = base + i * 0x9e3779b97f4a7c15ull;
 }
 
+/*
+ * What a block that differs holds, for the first few: another block's
+ * content (its first word is its block number: a write that went to the
+ * wrong block, or a read that got another's data), all ones (a load
+ * through a dead link), zeros (never written), or none of these.
+ */
+static void say_mismatch(const struct run *r, uint64_t lba, const uint8_t *data)
+{
+	uint32_t words = r->ns.lba_size / 8, w, ones = 0, zeros = 0;
+	uint64_t exp[8192], first;
+
+	memcpy(&first, data, sizeof(first));
+	for (w = 0; w < words; w++) {
+		uint64_t v;
+
+		memcpy(&v, data + (size_t)w * 8, sizeof(v));
+		ones += v == ~0ull;
+		zeros += !v;
+	}
+	if (ones == words || zeros == words) {
+		fprintf(stderr, "nvme-client: block %llu differs: it holds all %s\n",
+			(unsigned long long)lba, ones == words ? "ones" : "zeros");
+		return;
+	}
+	fill_block(r->c, first, exp, words);
+	fprintf(stderr, "nvme-client: block %llu differs: it holds %s%llu%s\n",
+		(unsigned long long)lba, memcmp(exp, data, r->ns.lba_size) ?
+		"unknown data, first word " : "the content of block ",
+		(unsigned long long)first, "");
+}
+
 static uint64_t check_blocks(const struct run *r, uint64_t lba, const uint8_t *data,
 			     uint32_t nblk)
 {
@@ -127,8 +158,11 @@ static uint64_t check_blocks(const struct run *r, uint64_t lba, const uint8_t *d
 
 	for (b = 0; b < nblk; b++) {
 		fill_block(r->c, lba + b, exp, words);
-		if (memcmp(exp, data + (size_t)b * r->ns.lba_size, r->ns.lba_size))
+		if (memcmp(exp, data + (size_t)b * r->ns.lba_size, r->ns.lba_size)) {
+			if (r->mismatches + bad < 8)
+				say_mismatch(r, lba + b, data + (size_t)b * r->ns.lba_size);
 			bad++;
+		}
 	}
 	return bad;
 }

@@ -194,22 +194,33 @@ static int src_ring(struct wf_fabric *s)
 	return ntbdev_ioctl(src_of(s)->dev, SIO_NTB_IOC_DB_RING, &bits) ? 0 : 1;
 }
 
-/* Map again, in place, what a link that went down and came back revoked. */
-static void remap(struct ntbsrc *n)
+/*
+ * Map again, in place, what a link that went down and came back revoked:
+ * the heartbeat (@beat) every peer's, but of a peer whose windows this
+ * process maps again itself (sio_link_resume()) the fabric's state alone
+ * (the lease and the home's registry go on); a resume, peer @port's all.
+ */
+static void remap(struct ntbsrc *n, bool beat, int port)
 {
 	for (uint32_t p = 0; p < n->info.peers; p++) {
 		struct sio_ntb_peer pr = { .pidx = p };
+		bool segs;
 		void *va;
 
 		if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER, &pr) || pr.port < 0 ||
-		    pr.port >= WF_MAX_POOLS || pr.link_gen == n->peer_gen[pr.port])
+		    pr.port >= WF_MAX_POOLS || (!beat && pr.port != port))
 			continue;
 		if (!pr.link_up)
 			continue;	/* still down: later */
-		n->peer_gen[pr.port] = pr.link_gen;
+		segs = !beat || !n->resumed[pr.port];
 		for (struct peer_map *m = n->maps; m; m = m->next)
-			if (m->port == pr.port)
+			if (m->port == pr.port &&
+			    (m->state ? n->state_gen[pr.port] : segs ? n->peer_gen[pr.port] :
+			     pr.link_gen) != pr.link_gen)
 				ntbdev_mmap(n->dev, m->va, m->off, m->len, &va);
+		n->state_gen[pr.port] = pr.link_gen;
+		if (segs)
+			n->peer_gen[pr.port] = pr.link_gen;
 	}
 }
 
@@ -225,9 +236,53 @@ static void src_beat(struct wf_fabric *s)
 		return;
 	pthread_mutex_lock(&n->mu);
 	n->link_gen = i.link_gen;
-	remap(n);
+	remap(n, true, -1);
 	sio__ntb_bar_refresh(n);
 	pthread_mutex_unlock(&n->mu);
+}
+
+/*
+ * Does this process reach node @node? Its NTB link up, and what the link's
+ * loss revoked mapped again at the link's new generation: until then the
+ * link reads down, however short the flap (down and up again between two
+ * looks of a driver), so a driver whose queue stalled on what the loss
+ * took sees it. With @resume, what the loss revoked is mapped again here,
+ * and from now on here alone (sio_link_resume()).
+ */
+static int link_at(struct sio_fabric *f, int node, bool resume)
+{
+	struct ntbsrc *n = src_of(wf_of(f));
+	struct sio_ntb_peer pr;
+	int pidx, up;
+
+	if (node == n->node.port)
+		return 1;
+	if (node < 0 || node >= WF_MAX_POOLS || (pidx = sio__ntbdev_pidx(n->dev, node)) < 0)
+		return 0;
+	pthread_mutex_lock(&n->mu);
+	if (resume)
+		n->resumed[node] = true;	/* the heartbeat leaves it to us */
+	pr = (struct sio_ntb_peer){ .pidx = (uint32_t)pidx };
+	up = !ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER, &pr) && pr.link_up;
+	if (up && resume && pr.link_gen != n->peer_gen[node]) {
+		remap(n, false, node);
+		sio__ntb_bar_refresh(n);
+	}
+	up = up && pr.link_gen == n->peer_gen[node];
+	pthread_mutex_unlock(&n->mu);
+	return up;
+}
+
+/* Adapter 0's NTB carries the windows; another adapter's link is the
+ * registry's alone. */
+static int sio__ntb_link(struct sio_fabric *f, int node, int adapter)
+{
+	return adapter ? 1 : link_at(f, node, false);
+}
+
+static int sio__ntb_link_resume(struct sio_fabric *f, int node, int adapter)
+{
+	return adapter ? 1 : link_at(f, node, true);
 }
 
 static int src_lock(struct sio_fabric *f, bool *holder_died)
@@ -277,6 +332,18 @@ static int fabric_bit(const struct sio_ntb_info *i)
 	return i->db_valid ? 63 - __builtin_clzll(i->db_valid) : -1;
 }
 
+/* The link generation of each peer that is up: what is mapped from now on is of it. */
+static void peer_gens(struct ntbsrc *n)
+{
+	for (uint32_t p = 0; p < n->info.peers; p++) {
+		struct sio_ntb_peer pr = { .pidx = p };
+
+		if (!ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER, &pr) && pr.link_up &&
+		    pr.port >= 0 && pr.port < WF_MAX_POOLS)
+			n->peer_gen[pr.port] = n->state_gen[pr.port] = pr.link_gen;
+	}
+}
+
 /* A handle's source state: the node service's file and what it said. */
 static int src_open(struct sio_fabric *f, uint32_t op, uint32_t *gen, struct wf_fabric **out)
 {
@@ -307,6 +374,7 @@ static int src_open(struct sio_fabric *f, uint32_t op, uint32_t *gen, struct wf_
 		goto fail;
 	n->bit = fabric_bit(&n->info);
 	n->link_gen = n->info.link_gen;
+	peer_gens(n);
 	*out = s;
 	return 0;
 fail:
@@ -609,6 +677,8 @@ const struct sio_fabric_ops sio__ntb_fabric_ops = {
 	.list = sio__ntb_list,
 	.default_node = sio__ntb_default_node,
 	.removed = sio__ntb_removed,
+	.link = sio__ntb_link,
+	.link_resume = sio__ntb_link_resume,
 	WF_FABRIC_OPS,
 	.proc_init = sio__ntb_proc_init,
 	.seg_connect = sio__ntb_seg_connect,

@@ -185,6 +185,8 @@ struct ntbsrc {
 	pthread_mutex_t mu;		/* @maps, @peer_gen, @bars */
 	struct peer_map *maps;
 	uint64_t peer_gen[WF_MAX_POOLS];
+	uint64_t state_gen[WF_MAX_POOLS];	/* @peer_gen of the state's mappings */
+	bool resumed[WF_MAX_POOLS];	/* its windows mapped again by sio_link_resume() alone */
 	uint64_t link_gen;
 	struct ntbdev *xdev;		/* this process's own file: its windows onto BARs */
 	struct ntb_bar *bars;
