@@ -71,6 +71,16 @@ struct ioreq {
 	uint16_t status;
 };
 
+/* What a command has in its tag's PRP list slot, to write again with it:
+ * a PRP list (@a the data's bus address, @b its bytes) or a Deallocate
+ * range (@a its first block, @b its blocks). */
+enum { SIDE_NONE, SIDE_PRP, SIDE_DSM };
+struct sent_side {
+	uint8_t kind;
+	uint32_t b;
+	uint64_t a;
+};
+
 /* What a command was, so it can be sent again on another queue pair. */
 struct cmdrec {
 	uint8_t opc;
@@ -95,6 +105,9 @@ struct qpair {
 	uint64_t *cookies;
 	uint16_t *ids;
 	sio_nvme_io_cb *cbs;		/* per tag */
+	struct sio_nvme_cmd *sent;	/* per tag: its command as built, in this
+					 * process's memory, to send again (recover.c) */
+	struct sent_side *side;		/* per tag: what it has beside the SQ */
 	struct cmdrec *rec;		/* per cid, multipath only */
 	struct sio_device *dev;		/* the borrow its memory is mapped for */
 	int path;
@@ -276,10 +289,26 @@ void sio_nvme_qpair_dbbuf(struct sio_nvme_client *cl, struct sio_nvme_queue *q, 
 
 /* multipath.c */
 bool sio_nvme_path_links_up(struct sio_nvme_client *cl, int a);
+bool sio_nvme_path_resume(struct sio_nvme_client *cl, int a);
 int sio_nvme_client_second_path(struct sio_nvme_client *cl);
 bool sio_nvme_mp_flush(struct sio_nvme_ioq *q);
 int sio_nvme_mp_recover(struct sio_nvme_ioq *q);
 int sio_nvme_mp_poll(struct sio_nvme_ioq *q, uint32_t max);
+
+/* Put command @tag, built in @p->sent (its cid aside), in the next SQ entry
+ * and commit it (not rung): the SQ may live behind a window that a link's
+ * loss revokes, where stores are lost; the copy here is what recovery sends
+ * again. Return: @tag. */
+static inline __attribute__((always_inline)) int
+put_sent(struct qpair *p, int tag, uint64_t cookie, sio_nvme_io_cb cb)
+{
+	*sio_nvme_sq_entry(&p->q) = p->sent[tag];
+	tag = sio_nvme_sq_commit(&p->q, cookie);
+	/* (a side written at this tag's last use stays marked: rewriting it
+	 * at a recovery is harmless, and clearing it here costs every I/O) */
+	p->cbs[tag] = cb;
+	return tag;
+}
 
 /* Build a Read or Write of @len bytes at @bus in @p's next SQ entry and
  * commit it (not rung), with @cookie and @cb (struct qpair).
@@ -295,7 +324,8 @@ put_rw(struct sio_nvme_ioq *q, struct qpair *p, uint8_t opc, uint32_t nsid, uint
 
 	if (!sio_nvme_queue_free_slots(&p->q))
 		return -EAGAIN;
-	e = sio_nvme_sq_entry(&p->q);	/* not NULL: a tag is free */
+	tag = sio_nvme_sq_next_cid(&p->q);	/* a tag is free */
+	e = &p->sent[tag];	/* built here, then copied to the SQ (put_sent()) */
 	/* An SGL when asked for, or where sio_nvme_sgl_wanted() says so: never
 	 * for an aligned transfer of two pages at most, tested first. */
 	if (q->sgl_always || (((bus & q->page_mask) || len > 2 * q->page) &&
@@ -305,14 +335,14 @@ put_rw(struct sio_nvme_ioq *q, struct qpair *p, uint8_t opc, uint32_t nsid, uint
 		sio_nvme_cmd_sgl_data(e, bus, len);
 		q->sgl_cmds++;
 	} else {
-		list_off = (size_t)sio_nvme_sq_next_cid(&p->q) * q->prp_stride;
+		list_off = (size_t)tag * q->prp_stride;
 		sio_nvme_prp_fill(bus, len, q->page, (uint64_t *)((uint8_t *)p->prp_va + list_off),
 				  p->prp_bus + list_off, &prp1, &prp2);
 		sio_nvme_cmd_rw(e, opc, nsid, slba, nlb, prp1, prp2);
+		if (__builtin_expect(prp2 == p->prp_bus + list_off, 0))
+			p->side[tag] = (struct sent_side){ .kind = SIDE_PRP, .a = bus, .b = len };
 	}
-	tag = sio_nvme_sq_commit(&p->q, cookie);
-	p->cbs[tag] = cb;
-	return tag;
+	return put_sent(p, tag, cookie, cb);
 }
 
 /* Dataset Management, Deallocate, one range: the range goes where this
@@ -326,6 +356,8 @@ static inline void put_deallocate(struct sio_nvme_ioq *q, struct qpair *p, struc
 	range->cattr = 0;
 	range->nlb = r->nlb;
 	range->slba = r->slba;
+	p->side[sio_nvme_sq_next_cid(&p->q)] = (struct sent_side){ .kind = SIDE_DSM,
+								  .a = r->slba, .b = r->nlb };
 	memset(e, 0, sizeof(*e));
 	e->opcode = nvme_cmd_dsm;
 	e->nsid = r->nsid;
@@ -348,9 +380,9 @@ static inline int put_cmd(struct sio_nvme_ioq *q, struct qpair *p, const struct 
 			     (p->path ? r->buf->bus2 : r->buf->bus) + r->off, r->len,
 			     (uint64_t)(uintptr_t)&q->reqs[r->ridx], sio_nvme_req_chunk_done);
 	} else {
-		e = sio_nvme_sq_entry(&p->q);
-		if (!e)
+		if ((cid = sio_nvme_sq_next_cid(&p->q)) < 0)
 			return -EAGAIN;
+		e = &p->sent[cid];
 		if (r->opc == nvme_cmd_write_zeroes || r->opc == nvme_cmd_verify) {
 			sio_nvme_cmd_rw(e, r->opc, r->nsid, r->slba, r->nlb, 0, 0);
 		} else if (r->opc == nvme_cmd_dsm) {
@@ -360,8 +392,8 @@ static inline int put_cmd(struct sio_nvme_ioq *q, struct qpair *p, const struct 
 			e->opcode = r->opc;
 			e->nsid = r->nsid;
 		}
-		cid = sio_nvme_sq_commit(&p->q, (uint64_t)(uintptr_t)&q->reqs[r->ridx]);
-		p->cbs[cid] = sio_nvme_req_chunk_done;
+		cid = put_sent(p, cid, (uint64_t)(uintptr_t)&q->reqs[r->ridx],
+			       sio_nvme_req_chunk_done);
 	}
 	if (q->mp && cid >= 0)
 		p->rec[cid] = *r;

@@ -276,7 +276,7 @@ submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba, uin
 {
 	const struct sio_nvme_ns *ns = q->fast_ns;
 	struct sio_nvme_queue *sq = &q->qp[0].q;
-	struct sio_nvme_cmd *e;
+	struct sio_nvme_cmd *e, *c;
 	uint64_t bytes, bus, prp2, end;
 	uint32_t tag;
 	uint16_t cid;
@@ -303,10 +303,13 @@ submit_rw(struct sio_nvme_ioq *q, uint8_t opc, uint32_t nsid, uint64_t slba, uin
 	 * counters after the doorbell */
 	bus = buf->bus + off;
 	prp2 = bytes > q->page ? bus + q->page : 0;
-	e = sio_nvme__slot_take(sq);
-	*e = (struct sio_nvme_cmd){ .opcode = opc, .nsid = nsid, .prp1 = bus,
+	/* built in the tag's copy, which a recovery sends again (recover.c) */
+	c = &q->qp[0].sent[sio_nvme_sq_next_cid(sq)];
+	*c = (struct sio_nvme_cmd){ .opcode = opc, .nsid = nsid, .prp1 = bus,
 				    .prp2 = prp2, .cdw10 = (uint32_t)slba,
 				    .cdw11 = (uint32_t)(slba >> 32), .cdw12 = nlb - 1 };
+	e = sio_nvme__slot_take(sq);
+	*e = *c;
 	tag = sio_nvme__tag_take(sq, (uint64_t)(uintptr_t)arg, &cid);
 	e->cid = cid;
 	q->qp[0].cbs[tag] = cb;

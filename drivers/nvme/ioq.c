@@ -283,6 +283,8 @@ static void qpair_free(struct sio_nvme_client *cl, struct qpair *p)
 	free(p->cookies);
 	free(p->ids);
 	free(p->cbs);
+	free(p->sent);
+	free(p->side);
 	free(p->rec);
 	memset(p, 0, sizeof(*p));
 }
@@ -428,8 +430,10 @@ static int qpair_setup(struct sio_nvme_ioq *q, struct qpair *p, const struct sio
 	p->cookies = calloc(nslots, sizeof(*p->cookies));
 	p->ids = calloc(nslots, sizeof(*p->ids));
 	p->cbs = calloc(nslots, sizeof(*p->cbs));
+	p->sent = calloc(nslots, sizeof(*p->sent));
+	p->side = calloc(nslots, sizeof(*p->side));
 	p->rec = q->mp ? calloc(nslots, sizeof(*p->rec)) : NULL;
-	if (!p->cids || !p->cookies || !p->ids || !p->cbs || (q->mp && !p->rec))
+	if (!p->cids || !p->cookies || !p->ids || !p->cbs || !p->sent || !p->side || (q->mp && !p->rec))
 		return sio_err_set(ENOMEM, "out of memory");
 	sq_bytes = align_page(q, (uint64_t)q->depth * sizeof(struct sio_nvme_cmd));
 	cq_bytes = align_page(q, (uint64_t)q->depth * sizeof(struct sio_nvme_cpl));
@@ -614,6 +618,11 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 		ret = sio_nvme_client_second_path(cl);
 	if (ret)
 		return ret;
+	/* from now on this process's windows to the lender are mapped again,
+	 * after a link's loss, by a queue's recovery alone (recover.c): never
+	 * behind its back, between a command lost and a doorbell that lands */
+	if (!spec->multipath)
+		sio_nvme_path_resume(cl, 0);
 	q = ioq_alloc(cl, spec, depth);
 	if (!q)
 		return sio_err_set(ENOMEM, "out of memory");

@@ -18,6 +18,18 @@ bool sio_nvme_path_links_up(struct sio_nvme_client *cl, int a)
 	return sio_link_get(cl->f, me, a) == 1 && sio_link_get(cl->f, cl->dinfo.lender, a) == 1;
 }
 
+/* As sio_nvme_path_links_up(), mapping again what the loss of the link to
+ * the lender revoked (sio_link_resume()): from the first call on, only a
+ * call here does, never the heartbeat behind a queue's back. */
+bool sio_nvme_path_resume(struct sio_nvme_client *cl, int a)
+{
+	int me = sio_fabric_node_id(cl->f);
+
+	if (me == cl->dinfo.lender)
+		return true;
+	return sio_link_get(cl->f, me, a) == 1 && sio_link_resume(cl->f, cl->dinfo.lender, a) == 1;
+}
+
 /* The second path of a multipath client: a borrow through adapter 1 and the
  * doorbells mapped through this node's adapter 1 (the whole BAR0 here, or,
  * confined, each backup queue pair's own doorbell pages as it is made). */

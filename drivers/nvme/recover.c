@@ -8,9 +8,13 @@
  * the timeout (the manager then deletes the queue pair, which ends what
  * the controller started and drops what it never fetched). The queue pair
  * is created again over the same memory with the same id, and the commands
- * still in flight are sent again from the SQ, where they still are, with
- * the same command ids. Only a queue that cannot be made again, or keeps
- * timing out, fails; each command ends once.
+ * still in flight are sent again, with the same command ids, from the
+ * copies the client built them in (struct qpair @sent): the SQ may be
+ * behind a window that a link's loss revoked, where what was stored was
+ * lost. Every other SQ slot is cleared first, so that no doorbell, however
+ * late, has the controller run what an earlier lap left there. Only a
+ * queue that cannot be made again, or keeps timing out, fails; each
+ * command ends once.
  */
 
 #include <stdlib.h>
@@ -70,18 +74,31 @@ static void take_completions(struct sio_nvme_ioq *q, struct qpair *p)
 	}
 }
 
-/* Commands in flight whose SQ entry is gone: ended, their tags free. */
-static void end_lost(struct sio_nvme_ioq *q, struct qpair *p)
+/* The commands in flight, from their copies, with their ids (a tag in
+ * flight keeps its command's id, struct sio_nvme_queue @ids), and what
+ * they have beside the SQ written again. Return: how many. */
+static uint32_t in_flight(struct sio_nvme_ioq *q, struct qpair *p, struct sio_nvme_cmd *cmds)
 {
+	uint32_t n = 0;
+	uint64_t prp1, prp2;
+	size_t off;
+
 	for (uint32_t tag = 0; tag < p->q.nslots; tag++) {
-		if (sio_nvme_queue_tag_state(&p->q, tag) != SIO_NVME_CID_ABANDONED)
+		if (sio_nvme_queue_tag_state(&p->q, tag) != SIO_NVME_CID_BUSY)
 			continue;
-		sio_err_set(ECANCELED, "queue %u: a command in flight when its queue pair was "
-			    "made again was no longer in its SQ, and was not sent again",
-			    p->q.qid);
-		sio_nvme_queue_release(&p->q, tag);
-		sio_nvme_ioq_end(q, p, tag, p->cookies[tag], -ECANCELED, 0);
+		cmds[n] = p->sent[tag];
+		cmds[n++].cid = p->ids[tag];
+		off = (size_t)tag * q->prp_stride;
+		if (p->side[tag].kind == SIDE_PRP)
+			sio_nvme_prp_fill(p->side[tag].a, p->side[tag].b, q->page,
+					  (uint64_t *)((uint8_t *)p->prp_va + off),
+					  p->prp_bus + off, &prp1, &prp2);
+		else if (p->side[tag].kind == SIDE_DSM)
+			*(struct nvme_dsm_range *)((uint8_t *)p->prp_va + off) =
+				(struct nvme_dsm_range){ .nlb = p->side[tag].b,
+							 .slba = p->side[tag].a };
 	}
+	return n;
 }
 
 /* @p made again in the controller with its id, over its memory, and what
@@ -98,9 +115,11 @@ static int qpair_restart(struct sio_nvme_ioq *q, struct qpair *p)
 	cmds = malloc(p->q.nslots * sizeof(*cmds));
 	if (!cmds)
 		return sio_err_set(ENOMEM, "out of memory");
-	n = sio_nvme_queue_unsent(&p->q, cmds);
-	end_lost(q, p);
+	n = in_flight(q, p, cmds);
 	memset(p->cq_va, 0, p->cq_bytes);	/* phase tags 0 before the controller sees it */
+	/* an entry of 0s is a Flush of namespace 0, which fails, with id 0,
+	 * which no command has (generation 0): nothing runs, nothing ends */
+	memset(p->sq_va, 0, (size_t)p->q.size * sizeof(struct sio_nvme_cmd));
 	sio_nvme_queue_restart(&p->q, cmds, n);
 	free(cmds);
 	memset(&req, 0, sizeof(req));
@@ -138,7 +157,7 @@ static int link_pause(struct sio_nvme_ioq *q)
 
 	sio_nvme_backoff_init(&b, 20000000);
 	q->link_flaps++;
-	while (!sio_nvme_path_links_up(cl, 0) && now - t0 <= grace) {
+	while (!sio_nvme_path_resume(cl, 0) && now - t0 <= grace) {
 		sio_backoff_wait(&b);
 		now = sio__now_ns();
 	}

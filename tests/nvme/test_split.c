@@ -37,6 +37,8 @@ static uint16_t cids[QS - 1], req_stack[QS - 1];
 static uint64_t cookies[QS - 1];
 static uint16_t ids[QS - 1];
 static sio_nvme_io_cb cbs[QS - 1];
+static struct sio_nvme_cmd sent[QS - 1];	/* per tag: its command as built */
+static struct sent_side side[QS - 1];
 static struct ioreq reqs[QS - 1];
 static uint64_t prp[(QS - 1) * (MAX_XFER / PAGE)];	/* prp_stride bytes per cid */
 /* the controller's view */
@@ -65,6 +67,8 @@ static void setup(void)
 	p->cookies = cookies;
 	p->ids = ids;
 	p->cbs = cbs;
+	p->sent = sent;
+	p->side = side;
 	p->prp_va = prp;
 	p->prp_bus = PRP_BUS;
 	p->live = true;
