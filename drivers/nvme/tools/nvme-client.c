@@ -144,10 +144,10 @@ static void say_mismatch(const struct run *r, uint64_t lba, const uint8_t *data)
 		return;
 	}
 	fill_block(r->c, first, exp, words);
-	fprintf(stderr, "nvme-client: block %llu differs: it holds %s%llu%s\n",
+	fprintf(stderr, "nvme-client: block %llu differs: it holds %s%llu\n",
 		(unsigned long long)lba, memcmp(exp, data, r->ns.lba_size) ?
 		"unknown data, first word " : "the content of block ",
-		(unsigned long long)first, "");
+		(unsigned long long)first);
 }
 
 static uint64_t check_blocks(const struct run *r, uint64_t lba, const uint8_t *data,
