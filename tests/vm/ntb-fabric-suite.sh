@@ -14,9 +14,13 @@
 #                nvme-identify and verified nvme-client I/O from 1 and 2 at
 #                once, with each borrow's doorbell path labelled (relayed:
 #                ntb_hw_ivshmem refuses a window onto the NVMe's BAR0)
-#   faults       guest 1 stopped mid-I/O (its link goes down and comes back:
-#                its client goes on or stops with a clear error, nothing
-#                mismatches; a new client after it, verified); guest 2 killed mid-I/O (guest 1
+#   faults       guest 1 stopped mid-I/O (its link goes down and comes back,
+#                held down in the fabric's state 2 s more: its client pauses,
+#                maps its windows again, resends and goes on, the report and
+#                smartio nvme stats count the flap, and guest 0 reads back
+#                every block of its range; a client beside it whose grace is
+#                500 ms fails with the link's error; a new client after it,
+#                verified); guest 2 killed mid-I/O (guest 1
 #                goes on, the manager reclaims guest 2's queues); guest 1
 #                reset and rejoining as a new kernel on its port (its
 #                nvme-identify and a verified client); guest 0's
@@ -66,7 +70,8 @@
 # want-uio: g0:readback-client1 g0:readback-client2
 # want-barfwd: g1:relay-idle g1:stats-labelled g1:client-held g1:relay-idle-held g2:dmesg
 # want-barfwd: g0:device-removed g0:lend-given-back g1:client-ended
-# want-vfio: g1:flap-clean g1:client-after-flap g0:flap-seen g2:flap-seen host:guest1-flapped
+# want-vfio: g1:flap-prefill g1:flap-ridden g1:flap-stats g1:flap-past-grace g0:flap-range-verified
+# want-vfio: g1:client-after-flap g0:flap-seen g2:flap-seen host:guest1-flapped
 # want-vfio: host:guest1-reset g1:restarted g1:rejoin g1:identify-after-rejoin g1:client-after-rejoin
 # want-vfio: g0:reset-seen
 # want-vfio: g1:standby-took-over g1:client-across-takeover g1:fio-verify
@@ -335,26 +340,70 @@ if [ -n "$BARFWD" ]; then
 fi
 
 if [ "$LEND" = vfio ]; then
-	# -- guest 1 stopped for a while, mid-I/O: its link goes and comes back
-	[ "$G" = 1 ] && { nvme-client --fabric $FAB --lba 2048 --count 512 --bs 4k --qd 2 --random \
-		--time 20 --timeout 60000 >/tmp/flap.log 2>&1 & fpid=$!; sleep 1; }
+	# -- guest 1 stopped for a while, mid-I/O: its link goes and comes back.
+	# The flap client's range holds its pattern in every block first, so
+	# that guest 0 checks all of it afterwards; a second client, whose
+	# grace is 500 ms, runs beside it
+	if [ "$G" = 1 ]; then
+		client flap-prefill --op write --lba 2048 --count 512 --bs 4k --qd 4
+		nvme-client --fabric $FAB --lba 2048 --count 512 --bs 4k --qd 2 --random \
+			--time 30 --timeout 60000 >/tmp/flap.log 2>&1 & fpid=$!
+		SMARTIO_NVME_LINK_GRACE_MS=500 nvme-client --fabric $FAB --lba 2560 --count 256 \
+			--bs 4k --qd 2 --random --time 30 --timeout 60000 >/tmp/grace.log 2>&1 & gpid=$!
+		# both at their I/O (a queue pair each) before the stop
+		until_ok 60 sh -c "[ \$(smartio nvme stats --fabric $FAB | awk '\$1 == $P1' | wc -l) -ge 2 ]" ||
+			no flap-clients "the two clients did not both start: $(cat /tmp/until)"
+	fi
+	# guest 0: the link's messages so far, to wait for the flap's own
+	downs=$(dmesg | grep -c "link with port 1 down") ups=$(dmesg | grep -c "link with port 1 up")
 	phase flap-1
 	case $G in
-	1)	# the client either carries on, or stops with a clear error
-		# (its BAR0 mirror, in guest 0's memory, read all ones while the
-		# link was down): never a hang, never a block that mismatches
+	1)	# the client pauses while the link is down, maps its windows
+		# again at the link's new generation, has its queue pair made
+		# again and resends what was in flight: no error, no block that
+		# mismatches; smartio nvme stats counts the flap while it runs
+		until_ok 60 sh -c "smartio nvme stats --fabric $FAB | grep -q '[1-9][0-9]* link flap(s) ridden out'" &&
+			ok flap-stats || { smartio nvme stats --fabric $FAB | sed 's/^/    | /'
+				no flap-stats "smartio nvme stats counts no link flap"; }
+		smartio nvme stats --fabric $FAB | grep 'link flap' | sed 's/^/    | /'
 		wait $fpid && r=0 || r=$?
 		sed 's/^/    | /' /tmp/flap.log
-		if grep -q 'mismatches 0 ' /tmp/flap.log &&
-		   { [ $r = 0 ] || grep -q 'read all ones (device gone or link down)' /tmp/flap.log; }; then
-			ok flap-clean
+		if [ $r = 0 ] && grep -q 'mismatches 0 ' /tmp/flap.log &&
+		   grep -q 'link flaps ridden out [1-9]' /tmp/flap.log; then
+			ok flap-ridden
+			sed -n 's/.*link flaps ridden out \([0-9]*\), paused \([0-9.]*\) ms.*/SIO-VM MEASURE flap-pause: \1 flap(s) ridden out, paused \2 ms once the link was seen down (TCG)/p' /tmp/flap.log
+			sed -n -e 's/^ *write .* max \([0-9.]*\)$/SIO-VM MEASURE flap-longest-write: \1 us (TCG, by the guest clock, which the stop holds)/p' \
+				-e 's/^ *read .* max \([0-9.]*\)$/SIO-VM MEASURE flap-longest-read: \1 us (TCG, by the guest clock, which the stop holds)/p' /tmp/flap.log
 		else
-			no flap-clean "exit $r, without a clear error or with mismatches"
+			no flap-ridden "exit $r, an error, a mismatch or no flap counted"
+		fi
+		# the link was down longer than its grace: the clear error
+		wait $gpid && r=0 || r=$?
+		sed 's/^/    | /' /tmp/grace.log
+		if [ $r != 0 ] && ! grep -q 'mismatches [1-9]' /tmp/grace.log &&
+		   grep -q 'has been down for over 500 ms (\$SMARTIO_NVME_LINK_GRACE_MS)' /tmp/grace.log; then
+			ok flap-past-grace
+		else
+			no flap-past-grace "exit $r, without the link's error or with a mismatch"
 		fi ;;
+	0)	# the link held down in the fabric's state too, from the NTB's
+		# loss until 2 s after it came back: longer than the grace of one
+		# client, not of the other
+		until_ok 60 sh -c "[ \$(dmesg | grep -c 'link with port 1 down') -gt $downs ]" &&
+			smartio link $FAB $P1 down
+		until_ok 60 sh -c "[ \$(dmesg | grep -c 'link with port 1 up') -gt $ups ]" &&
+			ok flap-seen || no flap-seen "port 1's link did not go down and up"
+		sleep 2
+		smartio link $FAB $P1 up ;;
 	*)	until_ok 60 sh -c 'dmesg | grep -q "link with port 1 down" && dmesg | grep -q "link with port 1 up"' &&
 			ok flap-seen || no flap-seen "port 1's link did not go down and up" ;;
 	esac
 	phase flap-done
+	# every block of the flap client's range, read back in guest 0 (no NTB
+	# on the way): each holds the client's pattern, every write of which
+	# it reported done, where it wrote it
+	[ "$G" = 0 ] && client flap-range-verified --op verify --lba 2048 --count 512 --bs 4k --qd 4
+	phase flap-checked
 	# once the link is back: a new borrow, verified
 	[ "$G" = 1 ] && client client-after-flap --lba 2048 --count 256 --bs 4k --qd 2 --pattern 0x5a --flush
 	phase after-flap
