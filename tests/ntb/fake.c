@@ -16,7 +16,8 @@
  * area): anything else is -EOPNOTSUPP. A port's link is up while a handle
  * that opened it (not one adopted from another process) is open and its
  * process alive (a killed node service takes its link down, as a dead
- * host's heartbeat does), or until a test clears its flag. $SMARTIO_NTB_FAKE_REFUSE_XLAT=ERRNO (read at open):
+ * host's heartbeat does), or until a test clears its flag
+ * (sio_test_ntb_fake_link(): a partition, the port's service alive). $SMARTIO_NTB_FAKE_REFUSE_XLAT=ERRNO (read at open):
  * this handle's translations are refused with -ERRNO, as a driver whose rules
  * they break. What the fake does not model: timing, write
  * combining, revocation of mappings when a link goes (its pages stay).
@@ -501,6 +502,29 @@ static int hw_map(int dirfd, const char *dir, struct fake_hw **out)
 
 int sio_test_ntb_fake_open(const char *dir, int dirfd, int port, struct ntbdev *d);
 const char *sio_test_ntb_fake_errmsg(void);
+int sio_test_ntb_fake_link(const char *dir, int port, int on);
+
+/* Port @port's link, down (@on 0: cut from every peer, its holder alive) or up again. */
+int sio_test_ntb_fake_link(const char *dir, int port, int on)
+{
+	struct fake_hw *hw;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = hw_map(fd, dir, &hw);
+	close(fd);
+	if (ret)
+		return ret;
+	if (port < 0 || port >= (int)hw->ports) {
+		munmap(hw, sizeof(*hw));
+		return -EINVAL;
+	}
+	atomic_store(&hw->port[port].up, on ? 1 : 0);
+	atomic_fetch_add(&hw->link_gen, 1);
+	munmap(hw, sizeof(*hw));
+	return 0;
+}
 
 /* The why of the last failure of this thread (this module's own error state). */
 const char *sio_test_ntb_fake_errmsg(void)

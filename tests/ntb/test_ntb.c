@@ -8,9 +8,11 @@
  * its service, a segment living in its node's memory, a dead kernel's
  * segment and lock reclaimed once its leases stop (processes play separate
  * kernels: $SMARTIO_SHMWIN_KERNEL), one fabric per NTB, a second NTB of a
- * node as its adapter 1, a link up as the NTB says.
+ * node as its adapter 1, a link up as the NTB says, the home's death taken
+ * over by its standby, and two homes after a partition (one yields).
  */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -447,6 +449,53 @@ static int service_saying(const char *what, int ms)
 }
 
 /*
+ * Port 3's service, fabric @home created on it (the home), node 0's handle
+ * to it in @f, and a segment of node 0's in @s holding 0x0ddba11.
+ */
+static pid_t home_on_port3(char *log, size_t len, const char *home, struct sio_fabric **f,
+			   struct sio_segment **s)
+{
+	volatile uint64_t *p;
+	pid_t pid = serve3(log, len, false);
+
+	cr_assert(log_says(log, "port 3's memory", 10000), "port 3's service is up");
+	create_on_port3(home);
+	cr_assert_eq(sio_fabric_open(home, 0, f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_create(*f, 31, 8192, 0, s), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_map(*s, (void **)&p), 0, "%s", sio_errmsg());
+	p[0] = 0x0ddba11ull;
+	return pid;
+}
+
+/* Port @sb's service took over, after the home's link stayed down for the hold, and @f followed. */
+static void taken_over(struct sio_fabric *f, int sb)
+{
+	char want[96];
+	int i;
+
+	snprintf(want, sizeof(want), "this node (port %d) is the fabric's home from now on", sb);
+	cr_assert_eq(service_saying(want, 30000), sb, "port %d did not take over", sb);
+	for (i = 0; i < 200 && src_of(wf_of(f))->boot.port != sb; i++)
+		nap_ms(50);
+	cr_assert_eq(src_of(wf_of(f))->boot.port, sb, "the handle did not follow the take-over");
+}
+
+/*
+ * Fabric @home destroyed: the new home's service (port @sb) takes its
+ * bootstrap back at its next tick (the next test's create must not find
+ * it); port 3's service, @pid, stopped.
+ */
+static void destroyed_on(const char *home, int sb, pid_t pid)
+{
+	char want[96];
+
+	cr_assert_eq(sio_fabric_destroy(home), 0, "%s", sio_errmsg());
+	snprintf(want, sizeof(want), "fabric '%s' was destroyed", home);
+	cr_assert_eq(service_saying(want, 10000), sb, "port %d kept hosting '%s'", sb, home);
+	serve_stop_clean(pid);
+}
+
+/*
  * The home (port 3) dies: a standby (port 0, 1 or 2) that kept a copy of the
  * state takes over; a process of a live node goes on in place (its segment,
  * its lock, on the new home), a new process finds the new home, and port 3
@@ -458,19 +507,13 @@ Test(ntb, the_homes_death_is_taken_over_by_its_standby, .init = setup, .fini = t
 	struct sio_fabric *f, *g;
 	struct sio_segment *s, *t, *r;
 	volatile uint64_t *p;
-	int sb, i;
+	int sb;
 	pid_t pid;
 
 	if (served >= 4)
 		cr_skip_test("every port has a service (SIO_NTB_SERVED)");
-	pid = serve3(log, sizeof(log), false);
-	cr_assert(log_says(log, "port 3's memory", 10000), "port 3's service is up");
 	snprintf(home, sizeof(home), "h-%d", getpid());
-	create_on_port3(home);
-	cr_assert_eq(sio_fabric_open(home, 0, &f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_segment_create(f, 31, 8192, 0, &s), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_segment_map(s, (void **)&p), 0, "%s", sio_errmsg());
-	p[0] = 0x0ddba11ull;
+	pid = home_on_port3(log, sizeof(log), home, &f, &s);
 	snprintf(want, sizeof(want), "the standby home of fabric '%s'", home);
 	sb = service_saying(want, 10000);
 	cr_assert_geq(sb, 0, "no node service became the standby home");
@@ -478,13 +521,8 @@ Test(ntb, the_homes_death_is_taken_over_by_its_standby, .init = setup, .fini = t
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	serve_pid = 0;
-	snprintf(want, sizeof(want), "this node (port %d) is the fabric's home from now on", sb);
-	/* after the home's link has stayed down for the hold (SMARTIO_NTB_TAKEOVER_MS, 5 s) */
-	cr_assert_eq(service_saying(want, 30000), sb, "port %d did not take over", sb);
 	/* this process follows in place: a segment made now is made on the new home */
-	for (i = 0; i < 200 && src_of(wf_of(f))->boot.port != sb; i++)
-		nap_ms(50);
-	cr_assert_eq(src_of(wf_of(f))->boot.port, sb, "the handle did not follow the take-over");
+	taken_over(f, sb);
 	cr_assert_eq(sio_segment_create(f, 32, 4096, 0, &t), 0, "after the take-over: %s", sio_errmsg());
 	/* a new process finds the new home, with what the live node had before and after */
 	cr_assert_eq(sio_fabric_open(home, 1, &g), 0, "%s", sio_errmsg());
@@ -502,12 +540,153 @@ Test(ntb, the_homes_death_is_taken_over_by_its_standby, .init = setup, .fini = t
 	sio_segment_close(s);
 	sio_fabric_close(g);
 	sio_fabric_close(f);
-	cr_assert_eq(sio_fabric_destroy(home), 0, "%s", sio_errmsg());
-	/* the new home's service takes its bootstrap back at its next tick:
-	 * the next test's create must not find it */
-	snprintf(want, sizeof(want), "fabric '%s' was destroyed", home);
-	cr_assert_eq(service_saying(want, 10000), sb, "port %d kept hosting '%s'", sb, home);
-	serve_stop_clean(pid);
+	destroyed_on(home, sb, pid);
+}
+
+/* Port @port's link on the fake NTB: cut (a partition, its service alive) or up again. */
+static void fake_link(int port, int on)
+{
+	int (*link)(const char *, int, int);
+	void *lib = dlopen(getenv("SMARTIO_NTB_FAKE_LIB"), RTLD_NOW);
+
+	cr_assert(lib, "%s", dlerror());
+	*(void **)&link = dlsym(lib, "sio_test_ntb_fake_link");
+	cr_assert(link, "%s", dlerror());
+	cr_assert_eq(link(getenv("SMARTIO_NTB_DEV") + 5, port, on), 0);
+}
+
+/*
+ * A process of port 3's kernel: joins fabric @home as node 3, says its slot
+ * on @fd, then waits (bounded) for its handle to end, and says 'o' if it did.
+ */
+static pid_t port3_process(const char *home, int fd)
+{
+	pid_t pid = fork();
+
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		struct sio_fabric *g;
+		int32_t slot;
+
+		setenv("SMARTIO_SHMWIN_KERNEL", "kernel-3", 1);
+		if (sio_fabric_open(home, 3, &g))
+			_exit(1);
+		slot = wf_of(g)->slot;
+		if (write(fd, &slot, sizeof(slot)) != sizeof(slot))
+			_exit(2);
+		for (int i = 0; i < 1200 && !sio_fabric_alive(g); i++)
+			nap_ms(50);
+		if (sio_fabric_alive(g) && write(fd, "o", 1) != 1)
+			_exit(3);
+		_exit(0);
+	}
+	return pid;
+}
+
+/*
+ * A partition cuts the home (port 3) off while its service lives: the
+ * standby takes over. Once the link is back two ports host the fabric, and
+ * the old home, at the older epoch, yields: one home again, what a live
+ * node made before and during the partition kept; a process of port 3 that
+ * the new home reclaimed meanwhile is not merged in: its handle ends.
+ */
+Test(ntb, a_home_back_after_a_take_over_yields, .init = setup, .fini = teardown)
+{
+	char log[PATH_MAX], home[SIO_NAME_MAX], want[128], o = 0;
+	struct sio_fabric *f, *g;
+	struct sio_segment *s, *t, *r;
+	volatile uint64_t *p;
+	int pfd[2], sb, i, st;
+	int32_t slot = -1;
+	pid_t pid, kid;
+
+	if (served >= 4)
+		cr_skip_test("every port has a service (SIO_NTB_SERVED)");
+	snprintf(home, sizeof(home), "y-%d", getpid());
+	pid = home_on_port3(log, sizeof(log), home, &f, &s);
+	cr_assert_eq(pipe(pfd), 0);
+	kid = port3_process(home, pfd[1]);
+	close(pfd[1]);	/* its end: a read ends when it does */
+	cr_assert_eq(read(pfd[0], &slot, sizeof(slot)), sizeof(slot), "port 3's process did not join");
+	snprintf(want, sizeof(want), "the standby home of fabric '%s'", home);
+	sb = service_saying(want, 10000);
+	cr_assert_geq(sb, 0, "no node service became the standby home");
+	fake_link(3, 0);
+	taken_over(f, sb);
+	cr_assert_eq(sio_segment_create(f, 32, 4096, 0, &t), 0, "during the partition: %s", sio_errmsg());
+	/* port 3's process beats in the old home's state only: the new home reclaims it */
+	for (i = 0; i < 200 && atomic_load(&wf_of(f)->hdr->procs[slot].token); i++, nap_ms(50))
+		sio_fabric_reap(f);
+	cr_assert_eq(atomic_load(&wf_of(f)->hdr->procs[slot].token), 0, "port 3's process was not reclaimed");
+	fake_link(3, 1);
+	cr_assert(log_says(log, "it yields (the higher epoch, then the lower port", 20000), "port 3 did not yield");
+	cr_assert(log_says(log, "1 of its processes are not in", 50), "the process not merged is counted");
+	snprintf(want, sizeof(want), "hosted by port %d from now on", sb);
+	cr_assert(log_says(log, want, 10000), "port 3's service did not follow the new home");
+	/* one home: a new process finds it, with what was made before and during the partition */
+	cr_assert_eq(sio_fabric_open(home, 1, &g), 0, "%s", sio_errmsg());
+	cr_assert_eq(src_of(wf_of(g))->boot.port, sb, "the new process's home");
+	cr_assert_eq(sio_segment_connect(g, 0, 31, &r), 0, "the segment of before: %s", sio_errmsg());
+	cr_assert_eq(sio_segment_map(r, (void **)&p), 0, "%s", sio_errmsg());
+	cr_assert_eq(p[0], 0x0ddba11ull, "its data");
+	sio_segment_close(r);
+	cr_assert_eq(sio_segment_connect(g, 0, 32, &r), 0, "the segment of the partition: %s", sio_errmsg());
+	sio_segment_close(r);
+	/* the process the new home reclaimed is not taken back in: its handle ends */
+	cr_assert_eq(read(pfd[0], &o, 1), 1, "port 3's process was not told");
+	cr_assert_eq(o, 'o');
+	cr_assert_eq(waitpid(kid, &st, 0), kid);
+	cr_assert(WIFEXITED(st) && !WEXITSTATUS(st), "port 3's process: status %d", st);
+	close(pfd[0]);
+	sio_segment_close(t);
+	sio_segment_close(s);
+	sio_fabric_close(g);
+	sio_fabric_close(f);
+	destroyed_on(home, sb, pid);
+}
+
+/* A state of fabric generation @gen hosted by @port at @epoch, for the two-homes rule. */
+static struct wf_hdr *state_of(uint64_t gen, int port, uint32_t epoch)
+{
+	struct wf_hdr *h = calloc(1, sizeof(*h));
+
+	cr_assert(h);
+	h->magic = WF_MAGIC;
+	h->create_gen = gen;
+	snprintf(h->name, sizeof(h->name), "r");
+	h->home.port = port;
+	h->home.standby = -1;
+	h->home.epoch = epoch;
+	return h;
+}
+
+/* Two homes of one fabric: the higher epoch stays, then the lower port; never two fabrics. */
+Test(ntb_rule, two_homes_one_yields)
+{
+	struct wf_hdr *a = state_of(7, 1, 2), *b = state_of(7, 2, 3), *c = state_of(7, 0, 2),
+		      *d = state_of(8, 0, 5);
+	char msg[512];
+
+	cr_assert_eq(sio__ntb_home_rule(a, 1, b, 2, msg, sizeof(msg)), 1, "the older epoch yields");
+	cr_assert(strstr(msg, "this node (port 1) is at epoch 2: it yields"), "%s", msg);
+	cr_assert_eq(sio__ntb_home_rule(b, 2, a, 1, msg, sizeof(msg)), 0, "the newer epoch stays");
+	cr_assert(strstr(msg, "port 1 yields"), "%s", msg);
+	cr_assert_eq(sio__ntb_home_rule(a, 1, c, 0, msg, sizeof(msg)), 1, "a tie: the higher port yields");
+	cr_assert_eq(sio__ntb_home_rule(c, 0, a, 1, msg, sizeof(msg)), 0, "a tie: the lower port stays");
+	cr_assert_eq(sio__ntb_home_rule(a, 1, d, 0, msg, sizeof(msg)), -1, "another fabric: no rule");
+	d->create_gen = 7;
+	d->home.port = 3;
+	cr_assert_eq(sio__ntb_home_rule(a, 1, d, 0, msg, sizeof(msg)), -1, "a copy, not a home");
+	/* what the yielding home has that the other does not: counted, not merged */
+	atomic_store(&a->procs[4].token, 0x1234);
+	atomic_store(&a->procs[5].token, 0x5678);
+	atomic_store(&b->procs[5].token, 0x5678);
+	cr_assert_eq(sio__ntb_home_rule(a, 1, b, 2, msg, sizeof(msg)), 1);
+	cr_assert(strstr(msg, "1 of its processes are not in port 2's state"), "%s", msg);
+	free(a);
+	free(b);
+	free(c);
+	free(d);
 }
 
 /* A child on "kernel-N" that joins as node @node, does @what, reports on @fd. */

@@ -254,7 +254,7 @@ int sio__ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct nt
 			continue;
 		}
 		if (found++) {
-			snprintf(why, sizeof(why), "ports %d and %d both say they host a fabric: destroy one (smartio destroy on its node) or restart its smartio ntb serve",
+			snprintf(why, sizeof(why), "ports %d and %d both say they host a fabric: one fabric's two homes after a partition settle within a tick (docs/ntb.md, \"Two homes\"), try again; two fabrics: destroy one (smartio destroy on its node) or restart its smartio ntb serve",
 				 out->port, port);
 			err = -EEXIST;
 			continue;

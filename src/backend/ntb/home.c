@@ -20,6 +20,12 @@
  *   the state again, in place (MAP_FIXED), onto the new home's memory: every
  *   pointer into the state stays valid.
  *
+ * - two homes of one fabric (a partition healed, a home back after its
+ *   standby took over): the rule (sio__ntb_home_rule()) has one yield; its
+ *   service points its state at the other (wf_home.port), withdraws its
+ *   bootstrap, and its processes follow as after a take-over, but only
+ *   those the other's state still holds: nothing is merged.
+ *
  * What a take-over loses: what lives in the state without the lock (each
  * process's heartbeat count, the events in flight on the rings, the relay's
  * counters, own windows' answers) is as the last unlock copied it; the
@@ -65,6 +71,20 @@ static int sb_map(struct wf_fabric *s, int port)
 	n->sb = va;
 	n->sb_port = va ? port : -1;
 	return 0;
+}
+
+/* Is port @port's link up, as this process sees it? */
+static bool port_up(struct ntbsrc *n, int port)
+{
+	struct sio_ntb_peer pr;
+	int pidx;
+
+	if (port == n->node.port)
+		return true;
+	if ((pidx = sio__ntbdev_pidx(n->dev, port)) < 0)
+		return false;
+	pr = (struct sio_ntb_peer){ .pidx = (uint32_t)pidx };
+	return !ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER, &pr) && pr.link_up;
 }
 
 /* The standby named in the header, valid: a node that is not the home. */
@@ -113,11 +133,16 @@ static void push(struct wf_fabric *s)
 	if (!n->stage && !(n->stage = malloc(WF_STATE_END + WF_STATE_END / WF_PAGE)))
 		return;
 	dst = n->sb;
-	/* it took over already (its link to the home went down before ours): never write over it */
-	if (dst->home.port == sb && dst->home.epoch > h->home.epoch)
+	/*
+	 * it took over already (its link to the home went down before ours):
+	 * never write over it; a state of a fabric destroyed or of another
+	 * generation there is no take-over
+	 */
+	if (__atomic_load_n(&dst->magic, __ATOMIC_ACQUIRE) == WF_MAGIC && dst->create_gen == h->create_gen &&
+	    dst->home.port == sb && dst->home.epoch > h->home.epoch)
 		return;
-	if ((link = home_link(n)) == UINT64_MAX)
-		return;
+	if ((link = home_link(n)) == UINT64_MAX || !port_up(n, sb))
+		return;	/* a copy written across a link that is down lands nowhere */
 	for (uint64_t off = 0, i = 0; off < WF_STATE_END; off += WF_PAGE, i++) {
 		char *st = (char *)n->stage + off, *dirty = (char *)n->stage + WF_STATE_END;
 
@@ -170,22 +195,59 @@ static int move_state(struct ntbsrc *n, int port)
 	return 0;
 }
 
+/* The port the home this handle maps yielded to (two homes: serve.c), -1: none. */
+static int yielded_to(const struct ntbsrc *n, const struct wf_hdr *h)
+{
+	int p = h->home.port;
+
+	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != WF_MAGIC)
+		return -1;
+	return p >= 0 && p < WF_MAX_POOLS && p != n->boot.port ? p : -1;
+}
+
+/*
+ * This process is not in the state of the home to follow (its slot
+ * reclaimed there while the two were apart): following it would act as a
+ * process that state does not have. It stays where it is, removed.
+ */
+static void orphan(struct wf_fabric *s, int port)
+{
+	struct ntbsrc *n = src_of(s);
+
+	if (n->orphaned)
+		return;
+	__atomic_store_n(&n->orphaned, true, __ATOMIC_RELEASE);
+	if (!getenv("SMARTIO_QUIET"))
+		fprintf(stderr, "smartio: fabric '%s': its home is port %d now (it took over from port %d, or port %d yielded to it: two homes after a partition, docs/ntb.md), and its state no longer holds this process (slot %d, reclaimed while the two were apart): its changes since are not merged; attach again\n",
+			s->f->name, port, n->boot.port, n->boot.port, s->slot);
+}
+
 /* n->home_mu held */
 static void follow(struct wf_fabric *s)
 {
 	struct ntbsrc *n = src_of(s);
 	const struct wf_hdr *h = s->hdr, *c;
-	int sb;
+	int sb, y = yielded_to(n, h), want = y >= 0 ? y : standby_of(n, h);
 
-	/* the standby the home names, while the home can be read */
-	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == WF_MAGIC && standby_of(n, h) != n->sb_port)
-		sb_map(s, standby_of(n, h));
+	/*
+	 * the port the home yielded to, else the standby it names, while the
+	 * home can be read; a home that names none keeps the copy mapped (cut
+	 * off from its standby, it drops it, and that copy is the one to follow)
+	 */
+	if (want >= 0 && want != n->sb_port && __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == WF_MAGIC)
+		sb_map(s, want);
 	c = n->sb;
 	sb = n->sb_port;
-	if (!c || __atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != WF_MAGIC ||
+	if (n->orphaned || !c || !port_up(n, sb) || __atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != WF_MAGIC ||
 	    c->create_gen != s->create_gen || c->home.port != n->sb_port ||
-	    __atomic_load_n(&c->home.epoch, __ATOMIC_ACQUIRE) <= n->home_epoch)
+	    (__atomic_load_n(&c->home.epoch, __ATOMIC_ACQUIRE) <= n->home_epoch && sb != y))
 		return;
+	/* a take-over's copy holds every process; a state the two sides kept apart may not */
+	if (s->slot >= 0 &&
+	    atomic_load_explicit(&c->procs[s->slot].token, memory_order_acquire) != s->tok) {
+		orphan(s, sb);
+		return;
+	}
 	pthread_mutex_lock(&n->mu);
 	if (move_state(n, sb)) {
 		pthread_mutex_unlock(&n->mu);
@@ -253,8 +315,9 @@ int sio__ntb_standby_claim(struct sio_fabric *f, int me)
 	struct wf_fabric *s = wf_of(f);
 	int ret;
 
-	if (src_of(s)->boot.port == me || s->hdr->home.standby >= 0 ||
-	    __atomic_load_n(&s->hdr->magic, __ATOMIC_ACQUIRE) != WF_MAGIC)
+	/* a home this node cannot reach (its link down) gets no standby here: no copy could come */
+	if (src_of(s)->boot.port == me || home_link(src_of(s)) == UINT64_MAX ||
+	    s->hdr->home.standby >= 0 || __atomic_load_n(&s->hdr->magic, __ATOMIC_ACQUIRE) != WF_MAGIC)
 		return 0;
 	if ((ret = sio__lock(f)))
 		return ret;
@@ -281,4 +344,46 @@ int sio__ntb_standby_drop(struct sio_fabric *f, struct ntbdev *d)
 		s->hdr->home.standby = -1;
 	sio__unlock(f);
 	return ret;
+}
+
+/* Slots of @a's processes that @b does not hold (the same life of the slot). */
+static int procs_only_in(const struct wf_hdr *a, const struct wf_hdr *b)
+{
+	int k = 0;
+
+	for (int i = 0; i < SIO_MAX_PROCS; i++) {
+		uint64_t t = atomic_load_explicit(&a->procs[i].token, memory_order_relaxed);
+
+		k += t && t != atomic_load_explicit(&b->procs[i].token, memory_order_relaxed);
+	}
+	return k;
+}
+
+int sio__ntb_home_rule(const struct wf_hdr *mine, int me, const struct wf_hdr *theirs, int port,
+		       char *msg, size_t len)
+{
+	uint32_t em = mine->home.epoch, et = theirs->home.epoch;
+	bool yield;
+
+	if (__atomic_load_n(&theirs->magic, __ATOMIC_ACQUIRE) != WF_MAGIC ||
+	    theirs->create_gen != mine->create_gen || theirs->home.port != port || port == me)
+		return -1;	/* not the same fabric hosted there: boot.c's complaint stands */
+	yield = et > em || (et == em && port < me);
+	if (yield)
+		snprintf(msg, len, "port %d hosts fabric '%.32s' (generation %u) too, at epoch %u; this node (port %d) is at epoch %u: it yields (the higher epoch, then the lower port, stays the home) and points its state at port %d's; nothing is merged: %d of its processes are not in port %d's state and end there",
+			 port, mine->name, (unsigned)mine->create_gen, et, me, em, port,
+			 procs_only_in(mine, theirs), port);
+	else
+		snprintf(msg, len, "port %d hosts fabric '%.32s' (generation %u) too, at epoch %u; this node (port %d) is at epoch %u: port %d yields (the higher epoch, then the lower port, stays the home)",
+			 port, mine->name, (unsigned)mine->create_gen, et, me, em, port);
+	return yield;
+}
+
+void sio__ntb_home_yield(void *mem, int to)
+{
+	struct wf_hdr *h = mem;
+
+	h->home.standby = -1;
+	atomic_thread_fence(memory_order_seq_cst);
+	__atomic_store_n(&h->home.port, to, __ATOMIC_RELEASE);	/* its processes follow */
 }

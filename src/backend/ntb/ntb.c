@@ -614,6 +614,8 @@ static bool sio__ntb_removed(struct sio_fabric *f)
 	struct sio_ntb_peer pr;
 	int pidx;
 
+	if (__atomic_load_n(&n->orphaned, __ATOMIC_ACQUIRE))
+		return true;	/* its home yielded to a state without it (home.c) */
 	if (n->boot.port != n->node.port && (pidx = sio__ntbdev_pidx(n->dev, n->boot.port)) >= 0) {
 		pr = (struct sio_ntb_peer){ .pidx = (uint32_t)pidx };
 		if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER, &pr) || !pr.link_up)

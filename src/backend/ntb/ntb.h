@@ -196,6 +196,7 @@ struct ntbsrc {
 	void *stage;			/* the pages to copy, then a byte per page: differs */
 	int sb_port;
 	uint32_t home_epoch;		/* the take-overs this handle followed */
+	bool orphaned;			/* its home yielded to a state without this process */
 };
 
 static inline struct ntbsrc *src_of(struct wf_fabric *s)
@@ -259,6 +260,15 @@ void sio__ntb_home_follow(struct wf_fabric *s);
 /* The node service of port @me, memory @mem, joined to @f: true if it took over. */
 bool sio__ntb_home_take(struct sio_fabric *f, struct ntbdev *d, void *mem, int me, char *msg,
 			size_t len);
+/*
+ * Two homes of one fabric: this node (port @me) hosts @mine, port @port says
+ * it hosts @theirs. The higher epoch stays the home, then the lower port.
+ * 1: this node yields, 0: @port does, -1: not the same fabric; @msg says it.
+ */
+int sio__ntb_home_rule(const struct wf_hdr *mine, int me, const struct wf_hdr *theirs, int port,
+		       char *msg, size_t len);
+/* The home's service yields: its state, in @mem, names port @to the home. */
+void sio__ntb_home_yield(void *mem, int to);
 /* The service of a node that can host: be the standby where there is none (1: now it is). */
 int sio__ntb_standby_claim(struct sio_fabric *f, int me);
 /* The fabric destroyed: its standby's copy is no fabric either. */

@@ -22,7 +22,9 @@
  *   and turns the fabric's doorbell into wakes of this kernel's waiters.
  * - Where the node can host, it is the standby home when there is none, and
  *   takes over when the home's link goes down; the home's drops a standby
- *   whose link is down (home.c).
+ *   whose link is down (home.c). A home that finds another hosting the same
+ *   fabric (a partition healed) yields by the two-homes rule, or says the
+ *   other will.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -69,7 +71,7 @@ struct ntb_service {
 	char host_name[SIO_NAME_MAX];
 	struct sio_fabric *f;		/* the fabric this node has joined */
 	struct ntb_boot joined;
-	char said[256];			/* the last complaint, said once */
+	char said[512];			/* the last complaint, said once */
 	FILE *log;
 	struct ntb_ownwins xw;		/* segments' own windows (ownwin.c) */
 	bool xw_said;
@@ -337,6 +339,39 @@ static void links(struct ntb_service *sv)
 		sv->unreached_spads = sv->unreached;
 }
 
+/*
+ * Two homes of one fabric (a partition healed, a home back after its
+ * standby took over): each hosting service reads the start of every peer's
+ * memory, and the one the rule names yields (home.c). True: it yielded.
+ */
+static bool rivals(struct ntb_service *sv)
+{
+	char msg[512];
+
+	for (uint32_t p = 0; p < sv->info.peers; p++) {
+		struct sio_ntb_peer pr = { .pidx = p };
+		int r;
+
+		if (!sv->out[p] || !(sv->info.link >> p & 1) || ntbdev_ioctl(sv->dev, SIO_NTB_IOC_PEER, &pr) ||
+		    !pr.link_up || sv->out_gen[p] != pr.link_gen)
+			continue;	/* a mapping of before the link moved reads all ones, or a stale page */
+		r = sio__ntb_home_rule(sv->mem, sv->node.port, sv->out[p], pr.port, msg, sizeof(msg));
+		if (r < 0)
+			continue;
+		if (!r) {
+			complain(sv, msg);
+			continue;
+		}
+		say(sv, "%s, %.3f s (CLOCK_MONOTONIC)\n", msg, (double)sio__now_ns() / 1e9);
+		sio__ntb_boot_publish(sv->dev, &sv->info, &sv->node.board, NULL);
+		sio__ntb_home_yield(sv->mem, pr.port);
+		sv->host_gen = 0;
+		sv->published = false;
+		return true;
+	}
+	return false;
+}
+
 /* What this node hosts: published once whole, taken back once destroyed. */
 static void hosting(struct ntb_service *sv)
 {
@@ -354,6 +389,8 @@ static void hosting(struct ntb_service *sv)
 		sv->published = false;
 		return;
 	}
+	if (sv->published && rivals(sv))
+		return;
 	if (sv->published || __atomic_load_n(&r->magic, __ATOMIC_ACQUIRE) != SIO_REG_MAGIC)
 		return;
 	b = (struct ntb_boot){ .port = sv->node.port, .name_hash = sio__ntb_name_hash(sv->host_name),
@@ -504,8 +541,12 @@ static void join(struct ntb_service *sv)
 {
 	char name[SIO_NAME_MAX], msg[256];
 	struct ntb_boot b;
+	int ret;
 
-	if (sio__ntb_boot_find(sv->dev, &sv->info, &sv->node.board, &b)) {
+	if ((ret = sio__ntb_boot_find(sv->dev, &sv->info, &sv->node.board, &b))) {
+		/* two homes: the rule has one yield within a tick (rivals()); keep the handle */
+		if (ret == -EEXIST && sv->f)
+			return;
 		/*
 		 * A home whose link is down has not destroyed the fabric: it
 		 * may be taken over, once its link has stayed down for the
