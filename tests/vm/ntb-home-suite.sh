@@ -34,6 +34,7 @@
 FAB=homefab
 MOD=/lib/modules
 MAIN=0000:00:04.0			# QEMU's NVMe (guest 0 only)
+LEND=vfio
 G=$(sed -n 's/.*sio\.guest=\([0-9]*\).*/\1/p' /proc/cmdline)
 export SMARTIO_FABRIC_BACKEND=ntb SMARTIO_FABRIC=$FAB SMARTIO_QUIET=1
 export SMARTIO_SHMWIN_LEASE_MS=12000 SMARTIO_NVME_RESTART_MS=60000
@@ -42,7 +43,7 @@ export SMARTIO_SHMWIN_LEASE_MS=12000 SMARTIO_NVME_RESTART_MS=60000
 n=0
 RUN_LIMIT=240
 . /vm/ntb-sync.sh	# phase, hello, dmesg_check
-. /vm/ntb-fabric.sh	# load, serve, serve_log, client
+. /vm/ntb-fabric.sh	# load, serve, serve_log, client, lend_start
 
 # took_over: this kernel's service took over, or followed the port that did
 took_over() {
@@ -90,12 +91,7 @@ case $G in
 esac
 phase fabric
 if [ "$G" = 0 ]; then
-	for m in $(cat /lib/modules/vfio.list); do insmod /lib/modules/$m 2>/dev/null; done
-	run bind smartio vfio bind $MAIN
-	nvme-lend $MAIN --fabric $FAB >/tmp/lend.log 2>&1 &
-	lpid=$!
-	until_ok 90 grep -q '^lending' /tmp/lend.log && ok lend || { cat /tmp/lend.log; no lend; }
-	dev=$(sed -n 's/.* as device \([0-9]*\) .*/\1/p' /tmp/lend.log)
+	lend_start
 	nvme-manager --fabric $FAB --device "$dev" --ready-file /tmp/mgr.ready >/tmp/mgr.log 2>&1 &
 	mpid=$!
 	until_ok 120 test -s /tmp/mgr.ready && ok manager || { cat /tmp/mgr.log; no manager; }

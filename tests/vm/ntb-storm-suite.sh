@@ -38,6 +38,7 @@
 FAB=ntbstorm
 MOD=/lib/modules
 MAIN=0000:00:04.0			# QEMU's NVMe (guest 0 only)
+LEND=vfio
 G=$(sed -n 's/.*sio\.guest=\([0-9]*\).*/\1/p' /proc/cmdline)
 export SMARTIO_FABRIC_BACKEND=ntb SMARTIO_FABRIC=$FAB SMARTIO_QUIET=1
 # A guest stopped by TCG's load is no death: the lease outlasts it. A
@@ -56,6 +57,7 @@ STALL_S=90
 RUN_LIMIT=240
 n=0
 . /vm/ntb-sync.sh	# phase, hello, dmesg_check
+. /vm/ntb-fabric.sh	# load, serve (spid), lend_start
 # the host's lines are not echoed: an echo in the middle of a guest's line
 # ("SIO-STORM SERVING ... at 74 sGO 3") could hide the start of the next
 stty -F /dev/console -echo 2>/dev/null
@@ -72,17 +74,6 @@ case $G in
 *) RANGE="8192 2048 1" ;;
 esac
 
-load() {
-	insmod $MOD/ntb.ko && insmod $MOD/ntb_hw_ivshmem.ko ports=3 link_timeout_ms=2000 &&
-		insmod $MOD/smartio_ntb.ko && [ -c /dev/smartio-ntb0 ] && ok load ||
-		no load "$(dmesg | grep -i ntb | tail -n 3)"
-}
-# serve PEERS: the node service, once PEERS links are up
-serve() {
-	smartio ntb serve >/tmp/serve.log 2>&1 &
-	until_ok 90 sh -c "[ \$(grep -c 'link with port .* up' /tmp/serve.log) -ge $1 ]" ||
-		{ cat /tmp/serve.log; no serve "not $1 peer(s) up"; }
-}
 
 # --- the managers (guests 0 and 1) ---
 # manager ARGS...: nvme-manager in the background, pid in /tmp/mgr.pid
@@ -263,7 +254,6 @@ if grep -q 'sio.join' /proc/cmdline || dmesg | grep -q 'restarted: its slot stil
 	# -- a guest reset (1) or booted again (2) mid-storm: back on its port
 	hello	# told the phase after the storm
 	serve 1
-	spid=$!
 	until_ok 60 smartio status $FAB && ok rejoin || no rejoin "$(cat /tmp/until)"
 	if [ "$G" = 1 ]; then standby; mgr_watch & fi
 	# the device: its clients' runs say whether it serves them
@@ -274,7 +264,6 @@ if grep -q 'sio.join' /proc/cmdline || dmesg | grep -q 'restarted: its slot stil
 fi
 
 serve 2
-spid=$!
 phase serve
 case $G in
 0)	run fabric-create smartio create $FAB --nodes 3 ;;
@@ -282,12 +271,7 @@ case $G in
 esac
 phase fabric
 if [ "$G" = 0 ]; then
-	for m in $(cat /lib/modules/vfio.list); do insmod /lib/modules/$m 2>/dev/null; done
-	run bind smartio vfio bind $MAIN
-	nvme-lend $MAIN --fabric $FAB >/tmp/lend.log 2>&1 &
-	lpid=$!
-	until_ok 90 grep -q '^lending' /tmp/lend.log && ok lend || { cat /tmp/lend.log; no lend; }
-	dev=$(sed -n 's/.* as device \([0-9]*\) .*/\1/p' /tmp/lend.log)
+	lend_start
 	manager --device "$dev"
 	until_ok 120 test -s /tmp/mgr.ready && ok manager || { cat /tmp/mgr.log; no manager; }
 	mgr_watch &

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 # The ntb fabric's steps in a guest, shared by the suites that run a fabric
 # of backend ntb over ntb_hw_ivshmem (ntb-fabric-suite.sh,
-# ntb-fabric-profiles-suite.sh, ntb-home-suite.sh): the modules, the node
-# service, a lender of QEMU's NVMe, a verified client, the relay's counters.
+# ntb-fabric-profiles-suite.sh, ntb-home-suite.sh, ntb-storm-suite.sh): the
+# modules, the node service, a lender of QEMU's NVMe, a verified client,
+# the relay's counters.
 # Sourced from /vm/ntb-fabric.sh after /vm/guest.sh and /vm/ntb-sync.sh;
 # the suite sets G, MOD, MAIN, FAB and LEND, and may set BARFWD (1:
 # bar_fwd=1 in guest 0), PROFILE (ntb_hw_ivshmem's profile=; else
@@ -51,10 +52,12 @@ client() {
 	name=$1; shift
 	run "$name" nvme-client --timeout 30000 "$@"
 }
-lend() {
+# lend_start: QEMU's NVMe bound to $LEND and lent by the NVMe driver's
+# lender, which describes the doorbells the relay forwards (lpid, dev);
+# lend adds the checks of what it says
+lend_start() {
 	for m in $(cat /lib/modules/$LEND.list); do insmod /lib/modules/$m 2>/dev/null; done
 	run bind smartio $LEND bind $MAIN
-	# the NVMe driver's lender: it describes the doorbells the relay forwards.
 	# The log goes first: the shell opens it in the background job, after
 	# the wait below may have read a former lend's "lending" (a suite that
 	# lends once per profile)
@@ -62,6 +65,10 @@ lend() {
 	nvme-lend $MAIN --fabric $FAB $([ $LEND = uio ] && echo --uio) >/tmp/lend.log 2>&1 &
 	lpid=$!
 	until_ok 90 grep -q '^lending' /tmp/lend.log && ok "lend$SUF" || { cat /tmp/lend.log; no "lend$SUF"; }
+	dev=$(sed -n 's/.* as device \([0-9]*\) .*/\1/p' /tmp/lend.log)
+}
+lend() {
+	lend_start
 	sed 's/^/    | /' /tmp/lend.log
 	if [ -n "$BARFWD" ]; then
 		grep -q "other kernels' doorbells: stores through inbound window .*, by the NTB driver's emulated forwarding" \
@@ -71,5 +78,4 @@ lend() {
 		grep -q "other kernels' doorbells: relayed.*Operation not supported" /tmp/lend.log &&
 			ok "lend-labelled$SUF" || no "lend-labelled$SUF" "the lender did not say why it relays"
 	fi
-	dev=$(sed -n 's/.* as device \([0-9]*\) .*/\1/p' /tmp/lend.log)
 }
