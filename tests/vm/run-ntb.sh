@@ -45,6 +45,7 @@ for m in ntb ntb_hw_ivshmem ntb_tool ntb_perf ntb_pingpong ntb_transport smartio
 	[ -f "$mods/$m.ko" ] && ko="$ko $mods/$m.ko"
 done
 suite=${SIO_NTB_SUITE:-$src/ntb-suite.sh}
+ntb_profiles_check || exit 1
 # Variant selftest (ntb-profiles-suite.sh): the kernel's NTB selftest as
 # kernel/upstream.sh caches it, with the host's tools it takes for granted
 # where busybox's differ (bash; cmp, whose -n takes the hex sizes it

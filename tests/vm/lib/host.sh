@@ -58,6 +58,10 @@
 #   SIO_NTB_VARIANT    -                  V[,W...]: the suite's "# want-V:"
 #                                         and "# host-V:" lines count too,
 #                                         and the guests see sio.variant=V[,W]
+#   SIO_NTB_PROFILES   all                P[,Q...]: of a suite with a "# profiles:"
+#                                         line (ntb-profiles-suite.sh), only
+#                                         these run, and only their wants
+#                                         count; the guests see sio.profiles=
 #   SIO_NTB_FINISH     g0 g1 g2b          the guests' logs that must end in
 #                                         SIO-VM DONE
 #   SIO_NTB_FLAP_S     4                  seconds flap-1 stops guest 1 for
@@ -276,7 +280,7 @@ ntb_guest() {
 			-device ivshmem-doorbell,chardev=ivs$sx,vectors="${SIO_NTB_VECTORS:-2}",addr=0x1$r "$@"
 	done
 	qemu_guest "$n" "$lg" "${SIO_NTB_MEM:-320}" \
-		"no_timer_check rdinit=/init sio.guest=$n $app ${SIO_NTB_APPEND:-}${SIO_NTB_VARIANT:+ sio.variant=$SIO_NTB_VARIANT}" "$work/g$n.in" \
+		"no_timer_check rdinit=/init sio.guest=$n $app ${SIO_NTB_APPEND:-}${SIO_NTB_VARIANT:+ sio.variant=$SIO_NTB_VARIANT}${SIO_NTB_PROFILES:+ sio.profiles=$SIO_NTB_PROFILES}" "$work/g$n.in" \
 		-serial mon:stdio "$@"
 	b=$(($(gget "$n" boots 0) + 1))
 	gset "$n" boots $b
@@ -610,11 +614,35 @@ ntb_hosted() {
 	done
 	return $r
 }
+# ntb_profiles_check: SIO_NTB_PROFILES names profiles of the suite's
+# "# profiles:" line, or is unset
+ntb_profiles_check() {
+	[ -n "${SIO_NTB_PROFILES:-}" ] || return 0
+	all=$(ntb_lines profiles)
+	[ -n "$all" ] || { echo "ntb: FAIL: SIO_NTB_PROFILES=$SIO_NTB_PROFILES, but $(basename "$suite") has no profiles (unset it)"; return 1; }
+	for p in $(echo "$SIO_NTB_PROFILES" | tr , ' '); do
+		case " $all " in
+		*" $p "*) ;;
+		*) echo "ntb: FAIL: SIO_NTB_PROFILES: no profile '$p' in $(basename "$suite") (its profiles: $all)"; return 1 ;;
+		esac
+	done
+}
+# ntb_profile_out CHECK: CHECK (NAME-PROFILE, or NAME-PROFILE-MORE) is of a
+# profile that SIO_NTB_PROFILES leaves out
+ntb_profile_out() {
+	[ -n "${SIO_NTB_PROFILES:-}" ] || return 1
+	for p in $(ntb_lines profiles); do
+		case ",$SIO_NTB_PROFILES," in *",$p,"*) continue ;; esac
+		case $1 in *-"$p"|*-"$p"-*) return 0 ;; esac
+	done
+	return 1
+}
 # ntb_wanted: every check of the suite's "# want: LOG:CHECK" lines passed
 # (a missing line is a failure too), said a line per check with the logs
-# that lack it
+# that lack it; those of profiles left out (SIO_NTB_PROFILES) are not wanted
 ntb_wanted() {
 	for want in $(ntb_lines want); do
+		! ntb_profile_out "${want#*:}" || continue
 		l=${want%%:*}
 		# gN.last: guest N's latest boot's log (a storm boots guests again)
 		case $l in g*.last) l=${l%.last}; l=$(gget "${l#g}" log "$l") ;; esac
