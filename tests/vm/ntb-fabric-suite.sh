@@ -227,7 +227,9 @@ case $G in
 0)	# a subscriber in this kernel too, beside the issuer
 	nvme-mcast-identify --fabric $FAB --subscribe 0 >/tmp/sub.log 2>&1 &
 	subpid=$!
-	run mcast-identify nvme-mcast-identify --fabric $FAB --device $dev --external --local-subscriber
+	# three subscribers: the fabric's nodes are the NTB's port numbers
+	# (idt: 0 to 4, of which 1 and 3 have no kernel)
+	run mcast-identify nvme-mcast-identify --fabric $FAB --device $dev --external --local-subscriber --subscribers 3
 	wait $subpid && ok mcast-subscriber || no mcast-subscriber "$(cat /tmp/sub.log)"
 	sed 's/^/    | /' /tmp/sub.log
 	nvme-manager --fabric $FAB --device $dev --ready-file /tmp/mgr.ready >/tmp/mgr.log 2>&1 &

@@ -44,6 +44,7 @@ struct control {		/* a segment on the issuing node */
 	uint32_t group;
 	uint32_t ref_id;
 	uint8_t verdict[MAX_SUBS + 1];	/* per node: 1 same data, 2 differs, 3 error */
+	uint8_t joined[MAX_SUBS + 1];	/* per node: 1 once its subscriber is ready */
 };
 
 enum { V_SAME = 1, V_DIFF = 2, V_ERR = 3 };
@@ -141,11 +142,13 @@ static int subscriber(const char *fabric, int node, int issuer, uint32_t group,
 	    !sio_mcast_subscribe(f, group, mine) &&
 	    !sio_segment_connect(f, issuer, ref_id, &ref) && !sio_segment_map(ref, (void **)&want)) {
 		memset(got, 0, ID_SIZE);
+		c->joined[node] = 1;	/* published by the bump's release */
 		bump(ctl, c, offsetof(struct control, ready));
 		if (!wait_for(ctl, c, offsetof(struct control, go), 1))
 			v = received(mine, got, want) ? V_SAME : V_DIFF;
 	} else {
 		fprintf(stderr, "subscriber on node %d: %s\n", node, sio_errmsg());
+		c->joined[node] = 1;
 		bump(ctl, c, offsetof(struct control, ready));
 	}
 	c->verdict[node] = (uint8_t)v;
@@ -168,7 +171,9 @@ static void usage(FILE *o)
 		"  --subscribers N   one subscriber process on each of N other nodes\n"
 		"                    (default: every other node, at most %d)\n"
 		"  --external        the subscribers run elsewhere (other kernels): wait\n"
-		"                    for N of them instead of starting them\n"
+		"                    for N of them, on whichever nodes they run, instead\n"
+		"                    of starting them (give N where not every node runs\n"
+		"                    one: an NTB's nodes are its port numbers)\n"
 		"  --local-subscriber  the issuer's own node has a subscriber too (with\n"
 		"                    --external: a --subscribe process of this node)\n"
 		"  --subscribe ISSUER  be one subscriber, as --node, of the issuer on\n"
@@ -238,9 +243,7 @@ static void start_subscribers(struct issuer *is, int nsub)
 		is->c->ref_id = ri.id;
 		__atomic_store_n(&is->c->magic, CTL_MAGIC, __ATOMIC_RELEASE);
 		sio_segment_notify(is->ctl_seg, offsetof(struct control, magic));
-		for (int node = 0; node < is->topo.nodes && is->n < nsub; node++)
-			if (node != is->t->node || is->local)
-				is->nodes[is->n++] = node;
+		is->n = nsub;	/* their nodes once they are ready (joined_nodes()) */
 		return;
 	}
 	for (int node = 0; node < is->topo.nodes && is->n < nsub; node++) {
@@ -255,6 +258,28 @@ static void start_subscribers(struct issuer *is, int nsub)
 		is->nodes[is->n] = node;
 		is->pids[is->n++] = p;
 	}
+}
+
+/*
+ * --external: the nodes whose subscribers said they are ready. A fabric's
+ * node ids need not all have a kernel (an NTB's port numbers: idt's 0, 2
+ * and 4 make nodes 0 to 4), so they are not guessed from the count.
+ */
+static int joined_nodes(struct issuer *is, char *list, size_t len)
+{
+	int n = 0;
+	size_t at = 0;
+
+	list[0] = '\0';
+	for (int node = 0; node < is->topo.nodes && node <= MAX_SUBS; node++) {
+		if (!__atomic_load_n(&is->c->joined[node], __ATOMIC_ACQUIRE))
+			continue;
+		if (n < MAX_SUBS)
+			is->nodes[n++] = node;
+		if (at < len)
+			at += (size_t)snprintf(list + at, len - at, " %d", node);
+	}
+	return n;
 }
 
 /* The same 4 KiB to each subscriber node by unicast, one command each. */
@@ -310,8 +335,19 @@ static int issue(struct issuer *is, int nsub)
 
 	start_subscribers(is, nsub);
 	ret = wait_for(is->ctl_seg, is->c, offsetof(struct control, ready), (uint32_t)is->n);
-	if (ret)
+	if (is->external) {
+		char list[4 * (MAX_SUBS + 1)];
+		int got = joined_nodes(is, list, sizeof(list));
+
+		if (ret)
+			return prog_fail("subscribers did not get ready: %d of %d within %llu s "
+					 "(ready on nodes:%s); where fewer nodes run one, say how "
+					 "many with --subscribers", got, is->n,
+					 WAIT_NS / 1000000000ull, got ? list : " none");
+		is->n = got;
+	} else if (ret) {
 		return prog_fail("subscribers did not get ready");
+	}
 	t0 = sio__now_ns();
 	ret = sio_nvme_ctrl_identify(is->ctrl, NVME_IDENTIFY_CNS_CTRL, 0, is->gbus, &st);
 	t_mc = sio__now_ns() - t0;
