@@ -137,6 +137,7 @@ static bool ivntb_peer_poll(struct ivntb_dev *iv, int pidx,
 	if (le64_to_cpu(READ_ONCE(s->magic)) != IVNTB_SLOT_MAGIC) {
 		p->alive = false;
 		WRITE_ONCE(*seen, 0);
+		ivntb_msg_drop_ended(iv, port, true);
 		return false;
 	}
 	/*
@@ -174,6 +175,9 @@ static bool ivntb_peer_poll(struct ivntb_dev *iv, int pidx,
 	 */
 	bounced = (en >> 1) != (p->enabled >> 1);
 	p->enabled = en;
+	/* its messages of a life, or a link, that ended go */
+	if (!p->alive || !(en & 1))
+		ivntb_msg_drop_ended(iv, port, !p->alive);
 	/* tell the peer we see this life of it; up once it sees ours */
 	WRITE_ONCE(*seen, p->alive ? cpu_to_le64(session) : 0);
 	return !bounced && p->alive && (en & 1) &&

@@ -22,7 +22,8 @@
  * it must on IDT).
  *
  * A message to a peer whose link is down fails with -ENOTCONN; the unread
- * messages of a peer that died or restarted are dropped.
+ * messages of a peer that died, restarted or disabled its link are
+ * dropped.
  */
 #include <linux/bitmap.h>
 
@@ -134,6 +135,50 @@ void ivntb_msg_forget(struct ivntb_dev *iv, int port)
 		WRITE_ONCE(s->msg_ack[port][m], s->msg[port][m].seq);
 	iv->msg_sum = ivntb_msg_sum(iv);
 	spin_unlock_irqrestore(&iv->msg_lock, flags);
+}
+
+/*
+ * Drop what port @port left in this port's registers in a link generation
+ * of its that ended: it is gone (@gone: unloaded, or dead as this port
+ * sees it), or its link is disabled (its client unloaded or gave the link
+ * up). Shown only while this port sees the link with it up
+ * (ivntb_msg_pending()), such a message would stay hidden and keep the
+ * register full to every sender for good (ivntb_msg_full()); IDT's
+ * register shows it, and the receiver's next clear frees it. A sender
+ * whose link is up on its side and not yet here is alive here with its
+ * link enabled: its messages wait to be shown.
+ *
+ * The counts before the enable word: a sender writes its enable before it
+ * can send in the new generation (wmb() in ivntb_link_set()), so a count
+ * read here while the word still says disabled is of messages sent before.
+ */
+void ivntb_msg_drop_ended(struct ivntb_dev *iv, int port, bool gone)
+{
+	struct ivntb_slot *s = iv->slot;
+	u32 seq[IVNTB_MSGS];
+	unsigned long flags;
+	bool dropped = false;
+	int m;
+
+	if (!iv->prof->msgs)
+		return;
+	spin_lock_irqsave(&iv->msg_lock, flags);
+	for (m = 0; m < IVNTB_MSGS; m++)
+		seq[m] = msg_rd(&s->msg[port][m].seq);
+	rmb();	/* the counts before the enable word (see above) */
+	if (gone || !(msg_rd(&ivntb_slot_of(iv, port)->enabled) & 1)) {
+		for (m = 0; m < IVNTB_MSGS; m++) {
+			if (msg_rd(&s->msg_ack[port][m]) == seq[m])
+				continue;
+			WRITE_ONCE(s->msg_ack[port][m], cpu_to_le32(seq[m]));
+			dropped = true;
+		}
+	}
+	/* another sender's message may show now */
+	iv->msg_news |= dropped;
+	spin_unlock_irqrestore(&iv->msg_lock, flags);
+	if (dropped)
+		ivntb_msg_kick(iv);
 }
 
 int ivntb_msg_count(struct ntb_dev *ntb)

@@ -487,6 +487,7 @@ void ivntb_msg_init(struct ivntb_dev *iv);
 void ivntb_msg_fini(struct ivntb_dev *iv);
 void ivntb_msg_kick(struct ivntb_dev *iv);
 void ivntb_msg_forget(struct ivntb_dev *iv, int port);
+void ivntb_msg_drop_ended(struct ivntb_dev *iv, int port, bool gone);
 int ivntb_msg_count(struct ntb_dev *ntb);
 u64 ivntb_msg_inbits(struct ntb_dev *ntb);
 u64 ivntb_msg_outbits(struct ntb_dev *ntb);
