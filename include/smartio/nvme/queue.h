@@ -652,53 +652,12 @@ static inline SIO_HD_HOT void sio_nvme_cq_ring(struct sio_nvme_queue *q)
 		sio_nvme__cq_ring_new(q);
 }
 
-/* A tag's state while sio_nvme_queue_unsent() looks at the SQ. */
-#define SIO_NVME_CID__FOUND	3u
-
-/**
- * sio_nvme_queue_unsent() - the commands in flight, as the SQ still holds
- *	them, oldest first, to send again on the queue pair made anew
- * @q: queue; the controller holds none of its commands any more (the queue
- *	pair was deleted in it, or the controller was reset)
- * @out: room for @q->nslots commands; filled with copies, command ids kept
- *
- * The SQ's slots hold the last @size commands submitted, the oldest at the
- * tail. A tag in flight was last submitted after any other use of it, so
- * the newest slot naming the tag names its command, with its generation.
- * One not found (it stayed in flight while @size later commands went in,
- * or another process wrote over the SQ) is marked abandoned: the caller
- * ends it and releases its tag.
- * Return: the number of commands copied.
- */
-static inline SIO_HD uint32_t sio_nvme_queue_unsent(struct sio_nvme_queue *q,
-						    struct sio_nvme_cmd *out)
-{
-	uint32_t n = 0, i;
-	uint16_t slot = q->sq_tail, tag, cid;
-
-	for (i = 0; i < q->size && n < q->nslots; i++) {
-		slot = (uint16_t)(slot ? slot - 1 : q->size - 1);	/* newest first */
-		cid = q->sq[slot].cid;
-		tag = SIO_NVME_CID_TAG(cid);
-		if (tag >= q->nslots || !SIO_NVME_CID_GEN(cid) || q->ids[tag] != cid)
-			continue;	/* not the command in flight with this tag */
-		q->ids[tag] = sio_nvme__id_with(cid, tag, SIO_NVME_CID__FOUND);
-		out[q->nslots - 1 - n++] = q->sq[slot];
-	}
-	for (i = 0; i < q->nslots; i++)
-		sio_nvme_queue_abandon(q, i);	/* in flight and not found */
-	for (i = 0; i < n; i++) {
-		out[i] = out[q->nslots - n + i];	/* to the front, oldest first */
-		q->ids[SIO_NVME_CID_TAG(out[i].cid)] = out[i].cid;	/* in flight again */
-	}
-	return n;
-}
-
 /**
  * sio_nvme_queue_restart() - the queue pair was made anew in the controller:
  *	positions back to the start, and the commands still in flight put back
  * @q: queue; its CQ memory zeroed by the caller
- * @cmds: commands from sio_nvme_queue_unsent(), oldest first
+ * @cmds: the commands in flight, with their command ids, built again from
+ *	the caller's own copies (the SQ's memory may have lost them)
  * @n: how many
  *
  * Tags and generations are kept, so the completions match as before; the
