@@ -125,17 +125,14 @@ struct sio_fabric_ops {
 	 * @link: whether this process reaches node @node through adapter
 	 * @adapter now, where the backend knows better than the registry's
 	 * link state (ntb: the NTB link to that peer is up, and what its loss
-	 * revoked is mapped again at its new link generation): 1 or 0, and
-	 * nothing mapped. sio_link_get() says up only where the registry and
-	 * this both do. Optional: NULL is the registry alone.
+	 * revoked is mapped again at its new link generation): 1 or 0.
+	 * sio_link_get() says up only where the registry and this both do,
+	 * and maps nothing (@resume false); with @resume (sio_link_resume())
+	 * what the link's loss revoked is mapped again first, and from then
+	 * on for @node by such calls alone. Optional: NULL is the registry
+	 * alone.
 	 */
-	int (*link)(struct sio_fabric *f, int node, int adapter);
-	/**
-	 * @link_resume: as @link, having mapped again what the link's loss
-	 * revoked, and leaving that to this call from now on for @node
-	 * (sio_link_resume()). Optional with @link.
-	 */
-	int (*link_resume)(struct sio_fabric *f, int node, int adapter);
+	int (*link)(struct sio_fabric *f, int node, int adapter, bool resume);
 	/**
 	 * @host_path: a place on this host where a service of this fabric
 	 * meets its clients (the vfio lender's socket): @leaf made a path.

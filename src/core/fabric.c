@@ -564,27 +564,28 @@ static bool want_all(struct sio_fabric *f, int p, const struct sio_event *ev)
 	return true;
 }
 
-int sio_link_get(struct sio_fabric *f, int node, int adapter)
+/* The registry's link state and the backend's (struct sio_fabric_ops @link). */
+static int link_state(struct sio_fabric *f, int node, int adapter, bool resume)
 {
+	bool reg;
+
 	if (!f || node < 0 || node >= f->topo.nodes || adapter < 0 || adapter >= f->topo.adapters)
 		return sio__err(EINVAL, "no adapter %d on node %d", adapter, node);
-	if (!atomic_load_explicit(&f->reg->nodes[node].link_up[adapter], memory_order_acquire))
-		return 0;
-	return f->ops->link ? f->ops->link(f, node, adapter) : 1;
+	reg = atomic_load_explicit(&f->reg->nodes[node].link_up[adapter], memory_order_acquire);
+	/* a resume takes the remapping over even while the link is down */
+	if (!f->ops->link || (!reg && !resume))
+		return reg;
+	return f->ops->link(f, node, adapter, resume) && reg;
+}
+
+int sio_link_get(struct sio_fabric *f, int node, int adapter)
+{
+	return link_state(f, node, adapter, false);
 }
 
 int sio_link_resume(struct sio_fabric *f, int node, int adapter)
 {
-	int up;
-
-	if (!f || node < 0 || node >= f->topo.nodes || adapter < 0 || adapter >= f->topo.adapters)
-		return sio__err(EINVAL, "no adapter %d on node %d", adapter, node);
-	if (!f->ops->link_resume)
-		return sio_link_get(f, node, adapter);
-	/* taken over even while down: from the first call on, only here */
-	up = f->ops->link_resume(f, node, adapter);
-	return up && atomic_load_explicit(&f->reg->nodes[node].link_up[adapter],
-					  memory_order_acquire);
+	return link_state(f, node, adapter, true);
 }
 
 int sio_link_set(struct sio_fabric *f, int node, int adapter, bool up)

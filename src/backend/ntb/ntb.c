@@ -275,14 +275,9 @@ static int link_at(struct sio_fabric *f, int node, bool resume)
 
 /* Adapter 0's NTB carries the windows; another adapter's link is the
  * registry's alone. */
-static int sio__ntb_link(struct sio_fabric *f, int node, int adapter)
+static int sio__ntb_link(struct sio_fabric *f, int node, int adapter, bool resume)
 {
-	return adapter ? 1 : link_at(f, node, false);
-}
-
-static int sio__ntb_link_resume(struct sio_fabric *f, int node, int adapter)
-{
-	return adapter ? 1 : link_at(f, node, true);
+	return adapter ? 1 : link_at(f, node, resume);
 }
 
 static int src_lock(struct sio_fabric *f, bool *holder_died)
@@ -680,7 +675,6 @@ const struct sio_fabric_ops sio__ntb_fabric_ops = {
 	.default_node = sio__ntb_default_node,
 	.removed = sio__ntb_removed,
 	.link = sio__ntb_link,
-	.link_resume = sio__ntb_link_resume,
 	WF_FABRIC_OPS,
 	.proc_init = sio__ntb_proc_init,
 	.seg_connect = sio__ntb_seg_connect,
