@@ -496,6 +496,24 @@ static void destroyed_on(const char *home, int sb, pid_t pid)
 }
 
 /*
+ * Does @g, a process that came after the home changed, find node 0's
+ * segment 31, made before (its first word 0x0ddba11), and 32, made @when?
+ */
+static void finds_both(struct sio_fabric *g, const char *when)
+{
+	volatile uint64_t *p;
+	struct sio_segment *r;
+
+	cr_assert_eq(sio_segment_connect(g, 0, 31, &r), 0, "the segment of before: %s", sio_errmsg());
+	cr_assert_eq(sio_segment_map(r, (void **)&p), 0, "%s", sio_errmsg());
+	cr_assert_eq(p[0], 0x0ddba11ull, "its data");
+	sio_segment_close(r);
+	cr_assert_eq(sio_segment_connect(g, 0, 32, &r), 0, "the segment of %s: %s", when,
+		     sio_errmsg());
+	sio_segment_close(r);
+}
+
+/*
  * The home (port 3) dies: a standby (port 0, 1 or 2) that kept a copy of the
  * state takes over; a process of a live node goes on in place (its segment,
  * its lock, on the new home), a new process finds the new home, and port 3
@@ -505,8 +523,7 @@ Test(ntb, the_homes_death_is_taken_over_by_its_standby, .init = setup, .fini = t
 {
 	char log[PATH_MAX], home[SIO_NAME_MAX], want[96];
 	struct sio_fabric *f, *g;
-	struct sio_segment *s, *t, *r;
-	volatile uint64_t *p;
+	struct sio_segment *s, *t;
 	int sb;
 	pid_t pid;
 
@@ -526,12 +543,7 @@ Test(ntb, the_homes_death_is_taken_over_by_its_standby, .init = setup, .fini = t
 	cr_assert_eq(sio_segment_create(f, 32, 4096, 0, &t), 0, "after the take-over: %s", sio_errmsg());
 	/* a new process finds the new home, with what the live node had before and after */
 	cr_assert_eq(sio_fabric_open(home, 1, &g), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_segment_connect(g, 0, 31, &r), 0, "the segment of before: %s", sio_errmsg());
-	cr_assert_eq(sio_segment_map(r, (void **)&p), 0, "%s", sio_errmsg());
-	cr_assert_eq(p[0], 0x0ddba11ull, "its data");
-	sio_segment_close(r);
-	cr_assert_eq(sio_segment_connect(g, 0, 32, &r), 0, "the segment of after: %s", sio_errmsg());
-	sio_segment_close(r);
+	finds_both(g, "after");
 	/* port 3 comes back: a node of the fabric that port sb hosts */
 	pid = serve3(log, sizeof(log), false);
 	snprintf(want, sizeof(want), "hosted by port %d) as node 3", sb);
@@ -594,8 +606,7 @@ Test(ntb, a_home_back_after_a_take_over_yields, .init = setup, .fini = teardown)
 {
 	char log[PATH_MAX], home[SIO_NAME_MAX], want[128], o = 0;
 	struct sio_fabric *f, *g;
-	struct sio_segment *s, *t, *r;
-	volatile uint64_t *p;
+	struct sio_segment *s, *t;
 	int pfd[2], sb, i, st;
 	int32_t slot = -1;
 	pid_t pid, kid;
@@ -626,12 +637,7 @@ Test(ntb, a_home_back_after_a_take_over_yields, .init = setup, .fini = teardown)
 	/* one home: a new process finds it, with what was made before and during the partition */
 	cr_assert_eq(sio_fabric_open(home, 1, &g), 0, "%s", sio_errmsg());
 	cr_assert_eq(src_of(wf_of(g))->boot.port, sb, "the new process's home");
-	cr_assert_eq(sio_segment_connect(g, 0, 31, &r), 0, "the segment of before: %s", sio_errmsg());
-	cr_assert_eq(sio_segment_map(r, (void **)&p), 0, "%s", sio_errmsg());
-	cr_assert_eq(p[0], 0x0ddba11ull, "its data");
-	sio_segment_close(r);
-	cr_assert_eq(sio_segment_connect(g, 0, 32, &r), 0, "the segment of the partition: %s", sio_errmsg());
-	sio_segment_close(r);
+	finds_both(g, "the partition");
 	/* the process the new home reclaimed is not taken back in: its handle ends */
 	cr_assert_eq(read(pfd[0], &o, 1), 1, "port 3's process was not told");
 	cr_assert_eq(o, 'o');
