@@ -752,11 +752,18 @@ static int recv_msgs(int fd, int efd, int pidx, unsigned int lo, unsigned int hi
  */
 #define EARLY_MIDX 3
 
-/* msg_early_send: register EARLY_MIDX of PORT gets @value (see msg_early) */
+/*
+ * msg_early_send: register EARLY_MIDX of PORT gets @value (see msg_early).
+ * PORT loaded smartio_ntb in the same phase, so the link may come up only
+ * after this process starts: wait for it (30 s) rather than fail.
+ */
 static void msg_early_send(int fd, const struct sio_ntb_info *info, int port, uint32_t value)
 {
-	int ret = send_msg(fd, pidx_of(fd, info, port), EARLY_MIDX, value);
+	int pidx = pidx_of(fd, info, port), ret;
 
+	for (int t = 0; (ret = send_msg(fd, pidx, EARLY_MIDX, value)) && errno == ENOTCONN &&
+	     t < 300; t++)
+		usleep(100000);
 	check("early-msg-send", ret, errno, 0);
 }
 
