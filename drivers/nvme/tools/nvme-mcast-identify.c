@@ -18,6 +18,7 @@
  * is fixed (CTL_ID).
  */
 #include <errno.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,8 +50,15 @@ struct control {		/* a segment on the issuing node */
 
 enum { V_SAME = 1, V_DIFF = 2, V_ERR = 3 };
 
-/* Bounded wait until the control word at @off reaches @want. */
-static int wait_for(struct sio_segment *s, struct control *c, size_t off, uint32_t want)
+struct issuer;
+static int lost_subscriber(struct issuer *is, size_t off);
+
+/*
+ * Bounded wait until the control word at @off reaches @want. The issuer
+ * passes itself to stop at once when a subscriber it forked is gone.
+ */
+static int wait_for(struct sio_segment *s, struct control *c, size_t off, uint32_t want,
+		    struct issuer *is)
 {
 	uint32_t *w = (uint32_t *)((char *)c + off), v;
 	uint64_t end = sio__now_ns() + WAIT_NS;
@@ -58,6 +66,8 @@ static int wait_for(struct sio_segment *s, struct control *c, size_t off, uint32
 	while ((v = __atomic_load_n(w, __ATOMIC_ACQUIRE)) < want) {
 		if (sio__now_ns() > end)
 			return -ETIMEDOUT;
+		if (is && lost_subscriber(is, off))
+			return -ECHILD;
 		if (sio_fabric_alive(sio_segment_fabric(s))) {
 			fprintf(stderr, "nvme-mcast-identify: %s; stopping\n", sio_errmsg());
 			return -ESHUTDOWN;
@@ -123,8 +133,10 @@ static int subscriber(const char *fabric, int node, int issuer, uint32_t group,
 	uint8_t *got, *want;
 	int v = V_ERR;
 
-	if (sio_fabric_open(fabric, node, &f))
+	if (sio_fabric_open(fabric, node, &f)) {
+		fprintf(stderr, "subscriber on node %d: %s\n", node, sio_errmsg());
 		return 1;
+	}
 	node = sio_fabric_node_id(f);	/* -1 was $SMARTIO_NODE */
 	if (!ctl_id) {	/* --subscribe: the issuer is elsewhere */
 		if (find_control(f, issuer, &ctl, &c)) {
@@ -136,6 +148,9 @@ static int subscriber(const char *fabric, int node, int issuer, uint32_t group,
 		group = c->group;
 		ref_id = c->ref_id;
 	} else if (sio_segment_connect(f, issuer, ctl_id, &ctl) || sio_segment_map(ctl, (void **)&c)) {
+		fprintf(stderr, "subscriber on node %d: the issuer's control segment: %s\n", node,
+			sio_errmsg());
+		sio_fabric_close(f);
 		return 1;
 	}
 	if (!sio_segment_create(f, 0, ID_SIZE, 0, &mine) && !sio_segment_map(mine, (void **)&got) &&
@@ -144,7 +159,7 @@ static int subscriber(const char *fabric, int node, int issuer, uint32_t group,
 		memset(got, 0, ID_SIZE);
 		c->joined[node] = 1;	/* published by the bump's release */
 		bump(ctl, c, offsetof(struct control, ready));
-		if (!wait_for(ctl, c, offsetof(struct control, go), 1))
+		if (!wait_for(ctl, c, offsetof(struct control, go), 1, NULL))
 			v = received(mine, got, want) ? V_SAME : V_DIFF;
 	} else {
 		fprintf(stderr, "subscriber on node %d: %s\n", node, sio_errmsg());
@@ -200,6 +215,31 @@ struct issuer {
 	int nodes[MAX_SUBS], n;
 	pid_t pids[MAX_SUBS];
 };
+
+/*
+ * A subscriber forked here that exited without its node's mark for the
+ * stage at @off (joined for ready, a verdict for done): say which and how.
+ */
+static int lost_subscriber(struct issuer *is, size_t off)
+{
+	for (int i = 0; i < is->n && !is->external; i++) {
+		int node = is->nodes[i], st;
+		bool marked = off == offsetof(struct control, ready) ? is->c->joined[node] :
+			      is->c->verdict[node];
+
+		if (is->pids[i] <= 0 || waitpid(is->pids[i], &st, WNOHANG) != is->pids[i])
+			continue;
+		is->pids[i] = 0;	/* reaped */
+		if (marked)
+			continue;
+		fprintf(stderr, "nvme-mcast-identify: the subscriber on node %d %s %d before it "
+			"was %s\n", node, WIFSIGNALED(st) ? "was killed by signal" : "exited with",
+			WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
+			off == offsetof(struct control, ready) ? "ready" : "done");
+		return 1;
+	}
+	return 0;
+}
 
 /* Take the controller, make the reference Identify and the group. */
 static int issuer_setup(struct issuer *is)
@@ -334,7 +374,7 @@ static int issue(struct issuer *is, int nsub)
 	uint16_t st = 0;
 
 	start_subscribers(is, nsub);
-	ret = wait_for(is->ctl_seg, is->c, offsetof(struct control, ready), (uint32_t)is->n);
+	ret = wait_for(is->ctl_seg, is->c, offsetof(struct control, ready), (uint32_t)is->n, is);
 	if (is->external) {
 		char list[4 * (MAX_SUBS + 1)];
 		int got = joined_nodes(is, list, sizeof(list));
@@ -346,7 +386,8 @@ static int issue(struct issuer *is, int nsub)
 					 WAIT_NS / 1000000000ull, got ? list : " none");
 		is->n = got;
 	} else if (ret) {
-		return prog_fail("subscribers did not get ready");
+		return prog_fail("subscribers did not get ready: %u of %d%s", is->c->ready, is->n,
+				 ret == -ECHILD ? " (one exited, above)" : " within the wait");
 	}
 	t0 = sio__now_ns();
 	ret = sio_nvme_ctrl_identify(is->ctrl, NVME_IDENTIFY_CNS_CTRL, 0, is->gbus, &st);
@@ -354,7 +395,7 @@ static int issue(struct issuer *is, int nsub)
 	if (ret)
 		prog_fail("multicast Identify failed: %s", st ? sio_nvme_status_str(st) : sio_errmsg());
 	bump(is->ctl_seg, is->c, offsetof(struct control, go));
-	wait_for(is->ctl_seg, is->c, offsetof(struct control, done), (uint32_t)is->n);
+	wait_for(is->ctl_seg, is->c, offsetof(struct control, done), (uint32_t)is->n, is);
 	for (int i = 0; i < is->n; i++)
 		same += is->c->verdict[is->nodes[i]] == V_SAME;
 	if (!ret)
@@ -382,8 +423,12 @@ static int run_issuer(struct tool_common *t, int nsub, bool external, bool local
 	rc = issuer_setup(&is);
 	if (!rc)
 		rc = issue(&is, nsub);
-	for (int i = 0; i < is.n && !external; i++)
-		waitpid(is.pids[i], NULL, 0);
+	for (int i = 0; i < is.n && !external; i++) {
+		if (rc && is.pids[i] > 0)	/* they would wait for a go that never comes */
+			kill(is.pids[i], SIGTERM);
+		if (is.pids[i] > 0)
+			waitpid(is.pids[i], NULL, 0);
+	}
 	if (is.have_group)
 		sio_mcast_destroy(is.f, is.group);
 	sio_nvme_ctrl_close(is.ctrl);
