@@ -8,27 +8,74 @@
  * while the holder's heartbeat thread runs. A waiter that sees neither move
  * for $SMARTIO_SHMWIN_LEASE_MS (default 5 s) of its own clock takes the lock
  * over, the holder's node having died (a guest killed, a kernel stopped).
- * On the holder's own kernel its pid settles it at once. A live holder is
+ * On the holder's own kernel its pid settles it at once. One live holder is
  * waited for up to $SMARTIO_LOCK_TIMEOUT_MS, then named in the error: live,
- * as its lease moved after that time. A lease that stands still is waited
- * out, however much longer than the timeout it is, or a lock whose holder
- * died could never be taken over.
+ * as its lease moved after that time. The bound is on a holder, not on the
+ * wait: a lock that passes from holder to holder is progress (a hundred
+ * processes opening the fabric at once), and this lock is not a queue, so
+ * a waiter may lose many turns; it gives up, saying it was contention,
+ * only after WF_BUSY_TIMEOUTS times the timeout. A lease that stands still
+ * is waited out, however much longer than the timeout it is, or a lock
+ * whose holder died could never be taken over.
  *
  * A lease cannot fence: a holder stalled past the lease (a guest paused for
  * seconds) and then resumed would run on beside the new one. Leases long
  * against the longest stall are the defence, as on any fabric without a
  * common kernel.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include "proc.h"
 #include "winfab.h"
 
 /* Sleeps between looks at a lock another kernel holds. */
 #define NAP_MIN_NS	20000u
 #define NAP_MAX_NS	2000000u
+/* ... and at one this kernel holds: its unlock wakes a sleeper. */
+#define NAP_LOCAL_MAX_NS 50000000u
+
+/*
+ * Cleared once a futex call on the lock failed for want of a futex
+ * (the window is device memory: an ivshmem BAR): naps alone from then.
+ */
+static _Atomic bool futex_ok = true;
+
+/* The owner word's low half, which a futex can wait on (little-endian). */
+static uint32_t *owner_low(struct wf_lock *l)
+{
+	return (uint32_t *)&l->owner;
+}
+
+/*
+ * One nap of a waiter for a lock held as @v. A holder on this kernel wakes
+ * one sleeper when it lets go, so the nap may be long and a hundred
+ * waiters do not poll the word; a holder on another kernel wakes no one,
+ * so the waiter looks again at NAP_MAX_NS at most.
+ */
+static void lease_nap(struct wf_lock *l, uint64_t v, struct sio_backoff *b)
+{
+	struct timespec ts;
+	bool local = atomic_load(&l->info) == v && l->boot == sio__wf_boot_id();
+
+	b->max_ns = local && atomic_load(&futex_ok) ? NAP_LOCAL_MAX_NS : NAP_MAX_NS;
+	if (!local || !atomic_load(&futex_ok)) {
+		sio_backoff_wait(b);
+		return;
+	}
+	ts.tv_sec = b->sleep_ns / 1000000000u;
+	ts.tv_nsec = b->sleep_ns % 1000000000u;
+	if (syscall(SYS_futex, owner_low(l), FUTEX_WAIT, (uint32_t)v, &ts, NULL, 0) &&
+	    (errno == EFAULT || errno == ENOSYS))
+		atomic_store(&futex_ok, false);
+	b->sleep_ns = b->sleep_ns * 2 < b->max_ns ? b->sleep_ns * 2 : b->max_ns;
+}
+/* A lock that passes among others is given up after this many timeouts. */
+#define WF_BUSY_TIMEOUTS 4
 
 static __thread uint32_t my_tix;
 static _Atomic uint32_t next_tix;
@@ -76,18 +123,38 @@ static bool holder_dead_here(struct wf_lock *l, uint64_t v)
 	return pid > 0 && sio__task_dead(pid);
 }
 
+/*
+ * Why a waiter gives up: one live holder kept the lock for @limit since
+ * @held_t (its lease moved since: alive), or it passed among @turns other
+ * holders for WF_BUSY_TIMEOUTS times @limit. 0: wait on.
+ */
+static int lease_wait_over(struct sio_fabric *f, struct wf_lock *l, uint64_t now,
+			   uint64_t start, uint64_t held_t, uint64_t seen_t, unsigned int turns)
+{
+	uint64_t limit = timeout_ns();
+
+	if (now - held_t >= limit && seen_t - held_t >= limit)
+		return sio__err(ETIMEDOUT, "fabric '%s': its registry lock has been held for over %.1f s by pid %d on node %d, whose lease is still renewed",
+				f->name, (double)limit / 1e9, l->pid, l->node);
+	if (now - start >= WF_BUSY_TIMEOUTS * limit)
+		return sio__err(ETIMEDOUT, "fabric '%s': its registry lock passed among %u other holders while we waited %.1f s (contention: raise $SMARTIO_LOCK_TIMEOUT_MS, or start fewer at once)",
+				f->name, turns, (double)(now - start) / 1e9);
+	return 0;
+}
+
 int sio__wf_lease_lock(struct sio_fabric *f, struct wf_lock *l, bool *holder_died)
 {
-	uint64_t me = token(), v = 0, lease, seen_v = 0, seen_l = 0, seen_t, start, limit;
+	uint64_t me = token(), v = 0, lease, seen_v = 0, seen_l = 0, seen_t, held_t, start;
 	struct sio_backoff b = wf_nap(NAP_MIN_NS, NAP_MAX_NS);
+	unsigned int turns = 0;
+	int ret;
 
 	*holder_died = false;
 	if (atomic_compare_exchange_strong(&l->owner, &v, me)) {
 		took(l, f, me);
 		return 0;
 	}
-	start = seen_t = sio__now_ns();
-	limit = timeout_ns();
+	start = seen_t = held_t = sio__now_ns();
 	for (;;) {
 		uint64_t now = sio__now_ns();
 		bool dead = false;
@@ -95,6 +162,10 @@ int sio__wf_lease_lock(struct sio_fabric *f, struct wf_lock *l, bool *holder_die
 		v = atomic_load(&l->owner);
 		lease = atomic_load(&l->lease);
 		if (v && v != me) {
+			if (v != seen_v) {	/* another holder: progress */
+				turns += seen_v != 0;
+				held_t = now;
+			}
 			if (v != seen_v || lease != seen_l) {
 				seen_v = v;
 				seen_l = lease;
@@ -112,10 +183,9 @@ int sio__wf_lease_lock(struct sio_fabric *f, struct wf_lock *l, bool *holder_die
 			}
 			continue;
 		}
-		if (now - start >= limit && seen_t - start >= limit)
-			return sio__err(ETIMEDOUT, "fabric '%s': its registry lock has been held for over %.1f s by pid %d on node %d, whose lease is still renewed",
-					f->name, (double)limit / 1e9, l->pid, l->node);
-		sio_backoff_wait(&b);
+		if ((ret = lease_wait_over(f, l, now, start, held_t, seen_t, turns)))
+			return ret;
+		lease_nap(l, v, &b);
 	}
 }
 
@@ -124,7 +194,10 @@ void sio__wf_lease_unlock(struct wf_lock *l)
 	uint64_t me = token();
 
 	/* only the holder unlocks: a caller whose lock failed frees no one's */
-	atomic_compare_exchange_strong(&l->owner, &me, 0);
+	if (atomic_compare_exchange_strong(&l->owner, &me, 0) && atomic_load(&futex_ok) &&
+	    syscall(SYS_futex, owner_low(l), FUTEX_WAKE, 1, NULL, NULL, 0) < 0 &&
+	    (errno == EFAULT || errno == ENOSYS))
+		atomic_store(&futex_ok, false);
 }
 
 /* Heartbeat thread: renew the lease while a thread of this process holds the lock. */
