@@ -7,6 +7,7 @@
  * through the window. Run through with-window.sh (a file is the window).
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +121,79 @@ Test(shmwin, a_lock_whose_holder_died_is_taken_over_when_its_lease_runs_out,
 	cr_assert_eq(sio_segment_create(f, 1, 4096, 0, &s), 0, "after the lease: %s", sio_errmsg());
 	sio_segment_close(s);
 	sio_fabric_close(f);
+}
+
+/*
+ * The lock passed from holder to holder: @holders live holders (their
+ * leases move) on node 2, @hold_ms each, with no gap between them; then
+ * free. No holder is a process: the word is written as a holder would.
+ */
+struct relay {
+	struct wf_lock *l;
+	int holders, hold_ms;
+	_Atomic bool done;
+};
+
+static void *relay_run(void *arg)
+{
+	struct relay *r = arg;
+
+	r->l->node = 2;
+	for (int h = 0; h < r->holders; h++) {
+		atomic_store(&r->l->owner, 0x7e1a0000ull + (uint64_t)h + 1);
+		for (int t = 0; t < r->hold_ms; t += 10) {
+			atomic_fetch_add(&r->l->lease, 1);
+			nap_ms(10);
+		}
+	}
+	atomic_store(&r->done, true);
+	atomic_store(&r->l->owner, 0);
+	return NULL;
+}
+
+/* A segment created while the lock is relayed (@holders x 100 ms, timeout 500 ms). */
+static int create_while_relayed(int holders, bool *relay_done)
+{
+	struct sio_fabric *f;
+	struct sio_segment *s;
+	struct relay r = { .holders = holders, .hold_ms = 100 };
+	pthread_t t;
+	int ret;
+
+	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
+	r.l = &((struct wf_fabric *)f->be)->hdr->lock;
+	setenv("SMARTIO_LOCK_TIMEOUT_MS", "500", 1);
+	cr_assert_eq(pthread_create(&t, NULL, relay_run, &r), 0);
+	nap_ms(20);	/* the first holder has it */
+	ret = sio_segment_create(f, 1, 4096, 0, &s);
+	*relay_done = atomic_load(&r.done);
+	pthread_join(t, NULL);
+	if (!ret)
+		sio_segment_close(s);
+	sio_fabric_close(f);
+	return ret;
+}
+
+/* Eight holders in turn, 0.8 s in all: each under the timeout, so wait on. */
+Test(shmwin, a_lock_passed_among_holders_is_waited_for_past_the_timeout,
+     .init = setup, .fini = teardown)
+{
+	bool done;
+	int ret = create_while_relayed(8, &done);
+
+	cr_assert_eq(ret, 0, "gave up on a lock that kept moving: %s", sio_errmsg());
+	cr_assert(done, "took the lock while the relay held it");
+}
+
+/* 24 in turn, 2.4 s: past four timeouts of a moving lock, contention is said. */
+Test(shmwin, a_lock_that_never_comes_free_is_given_up_as_contention,
+     .init = setup, .fini = teardown)
+{
+	bool done;
+
+	cr_assert_eq(create_while_relayed(24, &done), -ETIMEDOUT);
+	cr_assert(strstr(sio_errmsg(), "contention"), "%s", sio_errmsg());
+	cr_assert(!done, "waited for the whole relay");
 }
 
 /*
