@@ -46,7 +46,19 @@ serve() {
 	until_ok 90 sh -c "[ \$(grep -c 'link with port .* up' /tmp/serve.log) -ge $1 ]" &&
 		ok "serve$SUF" || { cat /tmp/serve.log; no "serve$SUF" "no memory, or not every peer"; }
 }
-serve_log() { sed 's/^/    | serve: /' /tmp/serve.log; }
+# serve_log: the service's log, and, where it is gone though nobody
+# stopped it, how it ended (its status, and what the kernel said of it)
+serve_log() {
+	sed 's/^/    | serve: /' /tmp/serve.log
+	[ -n "$spid" ] && [ "$spid" != "$serve_gone" ] && ! kill -0 "$spid" 2>/dev/null || return 0
+	serve_gone=$spid	# said once; the suite's own wait finds it reaped
+	wait "$spid"
+	st=$?
+	echo "    | serve: the node service (pid $spid) is gone: exit status $st$(
+		[ $st -gt 128 ] && echo ", signal $((st - 128))")"
+	dmesg | grep -i -E "out of memory|killed process|segfault|traps:|\[$spid\]" |
+		sed 's/^/    | kernel: /' | tail -n 5
+}
 # client NAME ARGS...: a verified nvme-client run
 client() {
 	name=$1; shift
