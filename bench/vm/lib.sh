@@ -14,8 +14,10 @@ bench_bad() {
 	echo "$prog: unknown argument '$1' (see the usage: $(sed -n 's/^# usage: [^ ]* BUILD_DIR //p' "$0"))" >&2
 	exit 2
 }
-# bench_args BUILD_DIR [-t SECONDS] [-r ROUNDS] [-o DIR] [--smoke]: build,
-# rt, rounds, out, smoke (which --smoke sets, with 1 s runs)
+# bench_args BUILD_DIR [-t SECONDS] [-r ROUNDS] [-o DIR] [--smoke] [--window]:
+# build, rt, rounds, out, smoke (which --smoke sets, with 1 s runs), window
+# (1 with --window); each of the last three only where the benchmark set it
+# before
 bench_args() {
 	[ $# -ge 1 ] || { sed -n 's/^# usage: //p' "$0"; exit 2; }
 	build=$(cd "$1" && pwd)
@@ -26,6 +28,7 @@ bench_args() {
 		-r) [ -n "${rounds:-}" ] || bench_bad "$1"; rounds=$2; shift ;;
 		-o) out=$2; shift ;;
 		--smoke) [ -n "${smoke:-}" ] || bench_bad "$1"; smoke=1 rt=1 ;;
+		--window) [ -n "${window:-}" ] || bench_bad "$1"; window=1 ;;
 		*) bench_bad "$1" ;;
 		esac
 		shift

@@ -14,6 +14,7 @@
 # shellcheck disable=SC2046,SC2034 # fio's options (word-split), the libraries' n, RUN_LIMIT
 RT=@RUNTIME@		# seconds per measured run
 ROUNDS=@ROUNDS@		# the paths' turns
+WINDOW=@WINDOW@		# 1: doorbells through guest 0's emulated window onto BAR0
 . /vm/guest.sh	# res, ok, no, run, until_ok, kernel_nvme_blk
 G=$(sed -n 's/.*sio\.guest=\([0-9]*\).*/\1/p' /proc/cmdline)
 . /vm/nvmeof.sh	# nvmeof_start, nvmet_export, nvmeof_connect, ntb_lend
@@ -91,6 +92,8 @@ client_runs() {
 	done
 }
 
+# guest 0's NTB accepts windows onto BAR0 (by pages, as ntb-fabric's barfwd)
+[ "$WINDOW" = 1 ] && [ "$G" = 0 ] && NTB_ARGS="page_xlat=1 bar_fwd=1"
 nvmeof_start
 [ "$G" = 0 ] && echo "SIO-BENCH-INFO kernel $(uname -r), guest 0's NVMe $BLK ($MAIN), rdma=$RDMA"
 phase ready
@@ -105,7 +108,11 @@ while [ $round -le "$ROUNDS" ]; do
 	if [ "$G" = 0 ]; then
 		nvmet_unexport || no "nvmet-unexport-r$round" "configfs kept the subsystem"
 		ntb_lend
-		sed -n 's/^/    | /; /relayed/p' /tmp/lend.log
+		sed -n "s/^/    | /; /other kernels' doorbells/p" /tmp/lend.log
+		# a run labelled with the window must have had it
+		[ "$WINDOW" = 0 ] || grep -q "doorbells: stores through inbound window .*emulated forwarding" \
+			/tmp/lend.log && ok "doorbells-r$round" ||
+			no "doorbells-r$round" "the lender did not take the path asked for (WINDOW=$WINDOW)"
 	fi
 	phase "lent-$round"
 	client_runs $round

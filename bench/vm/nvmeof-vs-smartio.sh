@@ -10,8 +10,11 @@
 #   nvme-rdma   the same over RDMA on soft-RoCE (rdma_rxe), where it runs
 #   smartio-client, smartio-fio
 #               guest 0 lends it over the ntb fabric (ntb_hw_ivshmem, the
-#               doorbells relayed by guest 0's lender); guest 1's
-#               nvme-client (its own loop), then fio with the smartio engine
+#               doorbells relayed by guest 0's lender; with --window
+#               stored through guest 1's window onto the NVMe's BAR0,
+#               which guest 0's ntb_hw_ivshmem forwards: bar_fwd=1, an
+#               emulated hardware feature); guest 1's nvme-client (its own
+#               loop), then fio with the smartio engine
 # 4 KiB random reads over 32 MiB at QD1 and QD32, -t seconds each. Per path
 # (the median of the rounds): IOPS, p50/p99 latency, and CPU-seconds per
 # I/O in each guest apart (from each guest's /proc/stat), with the kernel
@@ -21,12 +24,13 @@
 # QEMU runs under TCG: absolute figures are emulation speed, and the host's
 # other load moves them; read the ratios, taken in one run.
 #
-# usage: bench/vm/nvmeof-vs-smartio.sh BUILD_DIR [-t SECONDS] [-r ROUNDS] [-o DIR]
-#   -t: seconds per measured run (default 10); -r: rounds (default 2).
+# usage: bench/vm/nvmeof-vs-smartio.sh BUILD_DIR [-t SECONDS] [-r ROUNDS] [-o DIR] [--window]
+#   -t: seconds per measured run (default 10); -r: rounds (default 2);
+#   --window: smartio's doorbells through the emulated window onto BAR0.
 #   Exit 77 when QEMU, the kernel's modules, the NTB modules, fio or the fio
 #   engine is missing.
 set -eu
-prog=nvmeof-vs-smartio rt=10 rounds=2 out=bench-out/nvmeof-vs-smartio
+prog=nvmeof-vs-smartio rt=10 rounds=2 window=0 out=bench-out/nvmeof-vs-smartio
 # shellcheck source=bench/vm/lib.sh
 . "$(dirname "$0")/lib.sh"
 bench_args "$@"
@@ -34,7 +38,8 @@ bench_fio
 rdma=$(command -v rdma || true)	# iproute2's, for soft-RoCE in the guests
 
 bench_work nvmeof
-sed "s/@RUNTIME@/$rt/; s/@ROUNDS@/$rounds/" "$here/nvmeof-vs-smartio-guest.sh" >"$work/guest.sh"
+sed "s/@RUNTIME@/$rt/; s/@ROUNDS@/$rounds/; s/@WINDOW@/$window/" "$here/nvmeof-vs-smartio-guest.sh" \
+	>"$work/guest.sh"
 # shellcheck disable=SC2016 # $work: run-ntb.sh's, in QEMU's arguments
 export SIO_NTB_SUITE="$work/guest.sh" SIO_NTB_EXTRA="$fio $engine $rdma" SIO_NTB_NET=1 \
 	SIO_NTB_FINISH="g0 g1 g2" SIO_NTB_SHM_MB=256 SIO_NTB_MEM=384 \
@@ -46,5 +51,5 @@ bench_guests run-ntb.sh
 mkdir -p "$out"
 # the consoles beside the results: each guest's CPU samples, for a reader
 for g in 0 1 2; do cp "$work/g$g.log" "$out/"; done
-python3 "$here/nvmeof-vs-smartio.py" "$work" "$out" "$rt" "$rounds" || { keep; exit 1; }
+python3 "$here/nvmeof-vs-smartio.py" "$work" "$out" "$rt" "$rounds" "$window" || { keep; exit 1; }
 bench_png nvmeof-vs-smartio

@@ -90,13 +90,15 @@ nvmeof_disconnect() {
 }
 
 # nvmeof_start: the network, soft-RoCE where it comes up, the ntb fabric
-# (phase up: every guest's node service is there), which guest 0 creates
-# and the others join; guest 0's kernel nvme driver has the controller
+# (phase up: every guest's node service is there; NTB_ARGS, if set, are
+# ntb_hw_ivshmem's further parameters), which guest 0 creates and the
+# others join; guest 0's kernel nvme driver has the controller
 # (BLK). The callers source /vm/ntb-sync.sh (phase).
 nvmeof_start() {
 	net_up nvmeof
 	rdma_up
-	ntb_up
+	# shellcheck disable=SC2086 # NTB_ARGS: ntb_hw_ivshmem's parameters, one word each
+	ntb_up ${NTB_ARGS:-}
 	phase up
 	if [ "$G" = 0 ]; then
 		run fabric-create smartio create $FAB --nodes 3
