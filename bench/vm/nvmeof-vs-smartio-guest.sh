@@ -23,23 +23,26 @@ n=0
 RUN_LIMIT=$((RT * 3 + 120))
 cd /tmp || exit 1
 
-# cpu NAME WHEN: this guest's CPU ticks (USER_HZ) so far: all CPUs' busy
-# time, of it irq + softirq, then per thread group (the threads alive
-# now; a group's figure moves only with threads that live across a run):
+# cpu NAME WHEN: this guest's CPU so far: all CPUs' busy time and of it
+# irq + softirq, in ticks (USER_HZ) from /proc/stat; then per group of
+# processes, in ns of run time from each thread's schedstat (a tick is
+# 10 ms, more than a few hundred I/Os of a kworker take; the threads alive
+# now: a group's figure moves only with threads that live across a run):
 # kernel workers (kworker: nvme-tcp's and nvmet's I/O work, rxe's tasks,
 # ntb_hw_ivshmem's doorbell work), ksoftirqd, the lender with its relay
 # (nvme-lend), nvme-manager, the node service (smartio ntb serve)
 cpu() {
 	b=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $7 + $8 }' /proc/stat)
-	t=$(cat /proc/[0-9]*/stat 2>/dev/null | awk '{
-		c = $0; sub(/^[0-9]+ \(/, "", c); comm = c; sub(/\).*/, "", comm); sub(/^.*\) /, "", c)
-		split(c, f, " "); ticks = f[12] + f[13]
-		if (comm ~ /^kworker/) g["kworker"] += ticks
-		else if (comm ~ /^ksoftirqd/) g["ksoftirqd"] += ticks
-		else if (comm == "nvme-lend") g["lend"] += ticks
-		else if (comm == "nvme-manager") g["manager"] += ticks
-		else if (comm == "smartio") g["serve"] += ticks
-	} END { printf "%d %d %d %d %d", g["kworker"], g["ksoftirqd"], g["lend"], g["manager"], g["serve"] }')
+	t=$(for p in /proc/[0-9]*; do
+		read -r c <"$p/comm" || continue
+		for s in "$p"/task/*/schedstat; do read -r ns _ <"$s" && echo "$ns $c"; done
+	done 2>/dev/null | awk '{
+		if ($2 ~ /^kworker/) g["kworker"] += $1
+		else if ($2 ~ /^ksoftirqd/) g["ksoftirqd"] += $1
+		else if ($2 == "nvme-lend") g["lend"] += $1
+		else if ($2 == "nvme-manager") g["manager"] += $1
+		else if ($2 == "smartio") g["serve"] += $1
+	} END { printf "%.0f %.0f %.0f %.0f %.0f", g["kworker"], g["ksoftirqd"], g["lend"], g["manager"], g["serve"] }')
 	echo "SIO-BENCH-CPU $1 $2 $G $b $t"
 }
 # measure NAME CMD...: a measured run, every guest at it; guest 1 runs CMD,

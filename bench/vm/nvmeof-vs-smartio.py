@@ -7,7 +7,7 @@ usage: nvmeof-vs-smartio.py WORK_DIR OUT_DIR RUNTIME ROUNDS [WINDOW]
 
 WORK_DIR holds run-ntb.sh's consoles (g0.log, g1.log, g2.log): each guest's
 "SIO-BENCH-CPU NAME begin|end G busy irq+softirq kworker ksoftirqd lend
-manager serve" lines (USER_HZ ticks) and guest 1's JSON of each run between
+manager serve" lines (vmbench.py) and guest 1's JSON of each run between
 "SIO-BENCH-BEGIN NAME" and "SIO-BENCH-END NAME". WINDOW 1: smartio's
 doorbells went through the emulated window onto BAR0, not the relay.
 """
@@ -16,7 +16,7 @@ import re
 import statistics
 import sys
 
-from vmbench import CPU_FIELDS, HZ, io_figures, read_logs
+from vmbench import cpu_seconds, io_figures, read_logs
 
 ROLES = {"0": "target/lender (guest 0)", "1": "initiator (guest 1)", "2": "bystander (guest 2)"}
 DOORBELLS = {"relayed": "relayed: guest 0's lender forwards guest 1's doorbells (ntb_hw_ivshmem "
@@ -32,14 +32,14 @@ def run_figures(name, j, cpu):
     for g, se in sorted(cpu.get(name, {}).items()):
         if "begin" not in se or "end" not in se:
             continue
-        d = {k: (se["end"][k] - se["begin"][k]) / HZ for k in CPU_FIELDS}
+        d = cpu_seconds(se["begin"], se["end"])
         guests[g] = {"cpu_s": d["busy"], "cpu_us_per_io": d["busy"] / ios * 1e6,
                      # the kernel's share: TCP/RDMA and nvmet for NVMe-oF; for
                      # smartio, ntb_hw_ivshmem's doorbell emulation (an upper bound)
                      "kernel_work_us_per_io": (d["irq_softirq"] + d["kworker"] + d["ksoftirqd"]) / ios * 1e6,
                      "lender_processes_us_per_io": (d["lend"] + d["manager"] + d["serve"]) / ios * 1e6,
                      "relay_us_per_io": d["lend"] / ios * 1e6,
-                     "ticks": d}
+                     "cpu_s_by_field": d}
     total = sum(v["cpu_s"] for v in guests.values())
     return {"ios": ios, "iops": iops, "p50_us": p50, "p99_us": p99, "guests": guests,
             "cpu_us_per_io_all_guests": total / ios * 1e6 if ios else 0}
@@ -96,7 +96,8 @@ def main():
                         "read the ratios, taken in one run",
            "runtime_s": rt, "rounds": rounds, "guest": info, "io": "4 KiB random reads over 32 MiB",
            "figures": "the median of the rounds; CPU from each guest's /proc/stat (busy = user, nice, "
-                      "system, irq, softirq, steal), USER_HZ ticks over the run",
+                      "system, irq, softirq, steal) and irq + softirq in USER_HZ ticks over the run; "
+                      "kworker, ksoftirqd and the lender's processes from their threads' schedstat (ns)",
            "roles": ROLES,
            "doorbells": DOORBELLS[db],
            "kernel_work": "irq + softirq + kworker + ksoftirqd: for NVMe-oF the TCP/RDMA stack and "

@@ -4,7 +4,8 @@
 consoles read into their CPU samples, their runs' JSON and their notes.
 
 A guest prints "SIO-BENCH-CPU NAME begin|end G busy irq+softirq kworker
-ksoftirqd lend manager serve" lines (USER_HZ ticks), a run's JSON between
+ksoftirqd lend manager serve" lines (the first two in USER_HZ ticks, the
+groups of threads in ns of run time), a run's JSON between
 "SIO-BENCH-BEGIN NAME" and "SIO-BENCH-END NAME", and "SIO-BENCH-INFO ..."
 notes.
 """
@@ -13,6 +14,12 @@ import re
 
 HZ = 100        # USER_HZ of /proc/stat
 CPU_FIELDS = ("busy", "irq_softirq", "kworker", "ksoftirqd", "lend", "manager", "serve")
+TICK_FIELDS = ("busy", "irq_softirq")    # the others: ns, from the threads' schedstat
+
+
+def cpu_seconds(begin, end):
+    """the CPU seconds of each field between two samples"""
+    return {k: (end[k] - begin[k]) / (HZ if k in TICK_FIELDS else 1e9) for k in CPU_FIELDS}
 
 
 def read_logs(work):
