@@ -507,8 +507,8 @@ static void standby(struct ntb_service *sv)
 	if (msg[0])
 		complain(sv, msg);
 	if (sv->standby_ok && sio__ntb_pool_off(&sv->node) && (r = sio__ntb_standby_claim(sv->f, sv->node.port)) > 0)
-		say(sv, "the standby home of fabric '%s': a copy of its state kept in this node's memory, to take over if port %d goes\n",
-		    sv->f->name, sv->joined.port);
+		say(sv, "the standby home of fabric '%s': a copy of its state kept in this node's memory, to take over if port %d goes, %.3f s (CLOCK_MONOTONIC)\n",
+		    sv->f->name, sv->joined.port, (double)sio__now_ns() / 1e9);
 	else if (r < 0)
 		complain(sv, sio_errmsg());
 }
@@ -598,8 +598,8 @@ static void join(struct ntb_service *sv)
 		return;
 	}
 	sio__wf_wake_receive(wf_of(sv->f), true);
-	say(sv, "joined fabric '%s' (generation %u, hosted by port %d) as node %d\n", name, b.gen,
-	    b.port, sv->node.port);
+	say(sv, "joined fabric '%s' (generation %u, hosted by port %d) as node %d, %.3f s (CLOCK_MONOTONIC)\n",
+	    name, b.gen, b.port, sv->node.port, (double)sio__now_ns() / 1e9);
 	if (pool_register(sv))
 		complain(sv, sio_errmsg());
 }
