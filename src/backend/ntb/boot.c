@@ -221,6 +221,17 @@ static int decode(const uint32_t *w, int port, struct ntb_boot *b, char *why, si
 	return 1;
 }
 
+bool sio__ntb_boot_of_peer(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
+			   uint32_t pidx, int port, uint32_t gen)
+{
+	uint32_t w[BOOT_SPADS];
+	struct ntb_boot b;
+	char why[256];
+
+	return !words_rw(d, i, bd, pidx, 0, BOOT_SPADS, w, false) &&
+	       decode(w, port, &b, why, sizeof(why)) == 1 && b.gen == gen;
+}
+
 /* This port's and every peer's bootstrap: the one port that hosts a fabric, or -errno. */
 int sio__ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
 		       struct ntb_boot *out)

@@ -89,6 +89,9 @@ bool sio__ntb_unreached(struct ntbdev *d, const struct sio_ntb_info *i, struct n
 /* The port that hosts a fabric, as the words of this port and its peers say. */
 int sio__ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
 		       struct ntb_boot *out);
+/* Does peer @pidx (port @port) publish a bootstrap of generation @gen? */
+bool sio__ntb_boot_of_peer(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
+			   uint32_t pidx, int port, uint32_t gen);
 /* Outbound translation: where this node's memory is, for the peers to translate to. */
 int sio__ntb_mem_publish(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
 			 uint64_t addr, uint64_t size);

@@ -355,6 +355,16 @@ static bool rivals(struct ntb_service *sv)
 		if (!sv->out[p] || !(sv->info.link >> p & 1) || ntbdev_ioctl(sv->dev, SIO_NTB_IOC_PEER, &pr) ||
 		    !pr.link_up || sv->out_gen[p] != pr.link_gen)
 			continue;	/* a mapping of before the link moved reads all ones, or a stale page */
+		/*
+		 * A home publishes its bootstrap. A state without one is a
+		 * former life's: a kernel that booted again on the old
+		 * home's port, whose memory (ntb_hw_ivshmem's region, or a
+		 * window's old translation) still reads as it was until its
+		 * service gets memory of its own.
+		 */
+		if (!sio__ntb_boot_of_peer(sv->dev, &sv->info, &sv->node.board, p, pr.port,
+					   (uint32_t)((const struct wf_hdr *)sv->mem)->create_gen))
+			continue;
 		r = sio__ntb_home_rule(sv->mem, sv->node.port, sv->out[p], pr.port, msg, sizeof(msg));
 		if (r < 0)
 			continue;
