@@ -15,10 +15,13 @@
 # on, the standby takes over (the time from the home's link seen down to
 # the take-over is measured, in the kernel's log and the service's), guest
 # 0's service follows it, a new client borrows through the new home.
-# Then guest 2 boots again as a new kernel on port 2, rejoins as a node,
-# becomes the new home's standby, and borrows; guest 0's kernel nvme
-# driver reads back the blocks written before the kill and after the
-# rejoin; dmesg clean everywhere.
+# Then guest 2 boots again as a new kernel on port 2, rejoins as a node of
+# the fabric guest 1 hosts (the time from its service's start is measured),
+# becomes the new home's standby, and borrows; it does not take the home
+# back nor split the fabric: every service sees one home, port 1, and guest
+# 1 borrows again after the return. Guest 0's kernel nvme driver reads back
+# the blocks written before the kill, after the rejoin and after the
+# return; dmesg clean everywhere.
 #
 # host: kill-2 join
 # want: g0:load g1:load g2:load g0:serve g1:serve g2:serve g2:fabric-create
@@ -28,8 +31,9 @@
 # want: g1:took-over g0:followed g1:client-after-takeover
 # want: g2b:restarted g2b:serve g2b:rejoin g2b:rejoin-as-node g2b:standby-again
 # want: g2b:identify-after-rejoin
-# want: g2b:client-after-rejoin g2b:dmesg
-# want: g0:readback-client1 g0:readback-client2 g0:dmesg g1:dmesg
+# want: g2b:client-after-rejoin g2b:not-home g0:still-one-home g1:still-one-home
+# want: g1:client-after-return g2b:dmesg
+# want: g0:readback-client1 g0:readback-client2 g0:readback-after-return g0:dmesg g1:dmesg
 . /vm/guest.sh	# res, ok, no, run, until_ok, readback_clients, ...
 FAB=homefab
 MOD=/lib/modules
@@ -58,6 +62,27 @@ takeover_time() {
 		echo "SIO-VM MEASURE takeover: the new home served $(echo "$at $down" | awk '{ printf "%.3f", $1 - $2 }') s after port 2's link was seen down (link_timeout_ms=2000 after its death; TCG)"
 }
 
+# the rejoin's time, on this kernel's clock since boot (TCG): from its node
+# service's start (T0, uptime) to its join as a node and to its claim of the
+# standby's role (the service's lines, CLOCK_MONOTONIC)
+rejoin_time() {
+	tj=$(sed -n "s/.*joined fabric .* as node 2, \([0-9.]*\) s (CLOCK_MONOTONIC)/\1/p" /tmp/serve.log | head -n 1)
+	ts=$(sed -n "s/.*the standby home of fabric .*, \([0-9.]*\) s (CLOCK_MONOTONIC)/\1/p" /tmp/serve.log | head -n 1)
+	[ -n "$tj" ] && [ -n "$ts" ] &&
+		echo "SIO-VM MEASURE rejoin: port 2 back (a new kernel, its service started $1 s after boot) joined as node $(echo "$tj $1" | awk '{ printf "%.3f", $1 - $2 }') s after its service started, was the new home's standby $(echo "$ts $1" | awk '{ printf "%.3f", $1 - $2 }') s after (TCG)"
+}
+# one_home NAME WHY: since the take-over this kernel's service saw one home,
+# port 1's: no second home (a take-back by port 2, a split that the rule
+# settled by a yield), and it says the fabric is hosted by port 1
+one_home() {
+	if grep -q "yields\|hosts fabric '$FAB' (generation [0-9]*) too\|hosted by port [02] from now on" /tmp/serve.log ||
+		! smartio status $FAB >/tmp/st 2>&1 || grep -q 'both say they host' /tmp/st; then
+		serve_log; cat /tmp/st 2>/dev/null; no "$1" "$2"
+	else
+		ok "$1"
+	fi
+}
+
 load
 if grep -q 'sio.join' /proc/cmdline; then
 	# -- guest 2 booted again after its kill: a new kernel on port 2 joins
@@ -65,18 +90,27 @@ if grep -q 'sio.join' /proc/cmdline; then
 	dmesg | grep -q 'restarted: its slot still holds' && ok restarted ||
 		no restarted "not port 2's slot of the killed guest"
 	hello
+	t0=$(cut -d' ' -f1 /proc/uptime)
 	serve 2
 	phase join
 	until_ok 60 smartio status $FAB && ok rejoin || no rejoin "$(cat /tmp/until)"
-	until_ok 30 grep -q "joined fabric '$FAB' (generation [0-9]*, hosted by port [01]) as node 2" /tmp/serve.log &&
-		ok rejoin-as-node || { serve_log; no rejoin-as-node "not a node of the fabric a survivor hosts"; }
+	# a node of the fabric guest 1 hosts since the take-over: not its home again
+	until_ok 30 grep -q "joined fabric '$FAB' (generation [0-9]*, hosted by port 1) as node 2" /tmp/serve.log &&
+		ok rejoin-as-node || { serve_log; no rejoin-as-node "not a node of the fabric port 1 hosts"; }
 	# the new home has no standby since the take-over (guest 0 keeps out): this one
 	until_ok 30 grep -q "the standby home of fabric '$FAB'" /tmp/serve.log && ok standby-again ||
 		{ serve_log; no standby-again "guest 2's service is not the new home's standby"; }
+	rejoin_time "$t0"
 	until_ok 60 nvme-identify --fabric $FAB && ok identify-after-rejoin ||
 		no identify-after-rejoin "$(cat /tmp/until)"
 	client client-after-rejoin --lba 1024 --count 256 --bs 4k --qd 2 --pattern 0xb2 --flush
+	if grep -q "is the fabric's home from now on" /tmp/serve.log; then
+		serve_log; no not-home "port 2, back, took the home"
+	else
+		one_home not-home "port 2, back, saw two homes or moved the home"
+	fi
 	phase rejoined
+	phase returned
 	dmesg_check dmesg
 	serve_log
 	kill $spid; wait $spid
@@ -143,6 +177,11 @@ phase took-over
 # -- guest 2 boots again and rejoins (run-ntb.sh boots it at this phase)
 phase join
 phase rejoined
+# port 2 back in the fabric did not take the home back, nor split it: guest
+# 1 hosts it still, guest 0 follows it, and a borrow through it works
+one_home still-one-home "port 2's return made a second home, or moved the home"
+[ "$G" = 1 ] && client client-after-return --lba 5120 --count 256 --bs 4k --qd 2 --pattern 0x7e --flush
+phase returned
 [ "$G" = 1 ] && { serve_log; dmesg_check dmesg; kill $spid; wait $spid; exit 0; }
 
 # -- guest 0's own nvme driver reads back the blocks of before and after
@@ -150,7 +189,10 @@ kill $mpid; wait $mpid
 sed 's/^/    | /' /tmp/mgr.log
 kill $lpid; wait $lpid
 run unbind smartio vfio unbind $MAIN
-readback_clients "$(kernel_nvme_blk $MAIN)"
+blk=$(kernel_nvme_blk $MAIN)
+readback_clients "$blk"
+head -c $((256 * 512)) /dev/zero | tr '\0' '\176' >/tmp/7e.bin
+run readback-after-return vfio-nvme kcheck "$blk" /tmp/7e.bin $((5120 * 512))
 serve_log
 dmesg_check dmesg
 smartio destroy $FAB --force >/dev/null 2>&1
