@@ -2,8 +2,13 @@
 # The storm across guests, the guests' side (run-ntb.sh runs it with
 # SIO_NTB_SUITE; the faults are lib/host.sh's act_storm): three guests,
 # ports 0 1 2 of an NTB of ntb_hw_ivshmem, one fabric of backend ntb. Guest
-# 0 is the fabric's home, lends QEMU's NVMe (vfio with VT-d) and runs
-# nvme-manager; guest 1 runs a standby manager. Guests 1 and 2 (and 0, with
+# 2 creates the fabric (its home), guest 1's node service is the standby
+# home; guest 0 lends QEMU's NVMe (vfio with VT-d) and runs nvme-manager,
+# and is never the home (SMARTIO_NTB_STANDBY=0): the home and the lender
+# are apart, and a kill of guest 2 or a reset of guest 1 kills the home
+# when it is there (its standby, the other one, takes over; the host kills
+# a home only while a standby stands by). Guest 1 runs a standby manager.
+# Guests 1 and 2 (and 0, with
 # sio.storm_clients=012) run verified nvme-client I/O in a range of their
 # own, one run after another: a run
 # writes its range with the content of a seed of its own (--flush), reads it
@@ -18,7 +23,9 @@
 # device over) and says what it did in "SIO-STORM ..." lines, which the
 # host counts: RUN (one client run: its guest, number, operation, seed,
 # exit status, verified I/Os, mismatched blocks, the first error), SERVING
-# (a manager of this guest serves: a take-over), REJOINED (a guest reset or
+# (a manager of this guest serves: a take-over), HOME (this guest's node
+# service took the fabric's home over), STANDBY-HOME (it keeps the home's
+# copy), REJOINED (a guest reset or
 # booted again is back in the fabric), HANG (a client whose output stood
 # still for STALL_S s: its state, kernel stack and the fabric's, then it is
 # killed). A guest reset in place (guest 1) or booted again (guest 2) finds
@@ -30,7 +37,7 @@
 # three ranges back, and dmesg is clean in every guest.
 #
 # host: storm
-# want: g0:load g1:load g2:load g0:fabric-create g1:fabric-join g2:fabric-join
+# want: g0:load g1:load g2:load g2:fabric-create g0:fabric-join g1:fabric-join
 # want: g0:lend g0:manager g1:standby g0:storm g1:storm host:storm-faults
 # want: g0:final-run g1:final-run g2.last:final-run g2.last:storm
 # want: g0:readback-g0 g0:readback-g1 g0:readback-g2 g0:dmesg g1:dmesg g2.last:dmesg
@@ -49,6 +56,8 @@ export SMARTIO_SHMWIN_LEASE_MS=12000 SMARTIO_NVME_RESTART_MS=30000 SMARTIO_NVME_
 # its guest a tenth of a CPU keeps it for seconds: 5 s (the default) was
 # seen run out under a holder alive and well.
 export SMARTIO_LOCK_TIMEOUT_MS=20000
+# the lender's kernel is never the home (its node service reads this)
+[ "$G" = 0 ] && export SMARTIO_NTB_STANDBY=0
 # A client run whose output stands still this long hangs: longer than any of
 # its waits (30 s for an answer or a successor, 20 s for the registry lock,
 # 10 s for a command, 10 s for a link), with a margin for TCG on a loaded
@@ -106,6 +115,23 @@ kill_manager() {
 	else
 		echo "SIO-STORM NO-MANAGER g$G: none serves here"
 	fi
+}
+
+# home_watch: say "HOME" when this guest's node service took the fabric
+# over and "STANDBY-HOME" when it keeps the home's copy (the host starts
+# with guest 2, which creates it, the home), from the service's start (a
+# guest back claims the role before it takes part in the storm: the host
+# must know the home has a standby at once) to the storm's end
+home_watch() {
+	[ "$G" != 0 ] || return 0
+	nh=0 ns=0
+	while [ ! -e /tmp/storm.over ]; do
+		c=$(grep -c "is the fabric's home from now on" /tmp/serve.log)
+		[ "$c" -le "$nh" ] || { echo "SIO-STORM HOME g$G at $(uptime_s) s"; nh=$c; }
+		c=$(grep -c "the standby home of fabric" /tmp/serve.log)
+		[ "$c" -le "$ns" ] || { echo "SIO-STORM STANDBY-HOME g$G at $(uptime_s) s"; ns=$c; }
+		sleep 0.5
+	done
 }
 
 # --- the clients ---
@@ -254,6 +280,7 @@ if grep -q 'sio.join' /proc/cmdline || dmesg | grep -q 'restarted: its slot stil
 	# -- a guest reset (1) or booted again (2) mid-storm: back on its port
 	hello	# told the phase after the storm
 	serve 1
+	home_watch &
 	until_ok 60 smartio status $FAB && ok rejoin || no rejoin "$(cat /tmp/until)"
 	if [ "$G" = 1 ]; then standby; mgr_watch & fi
 	# the device: its clients' runs say whether it serves them
@@ -264,9 +291,10 @@ if grep -q 'sio.join' /proc/cmdline || dmesg | grep -q 'restarted: its slot stil
 fi
 
 serve 2
+home_watch &
 phase serve
 case $G in
-0)	run fabric-create smartio create $FAB --nodes 3 ;;
+2)	run fabric-create smartio create $FAB --nodes 3 ;;
 *)	until_ok 60 smartio status $FAB && ok fabric-join || no fabric-join "$(cat /tmp/until)" ;;
 esac
 phase fabric

@@ -354,15 +354,18 @@ act_reset_1() {
 #                 (its old node's processes are judged dead meanwhile) and
 #                 rejoins
 #   flap-N        stop guest N for SIO_NTB_FLAP_S s (not in the default set)
-# Not in the default set, for what the ntb backend lacks today: a link flap
-# (over ntb a client's windows are not mapped again after a new link
-# generation: its client stops with "controller registers read all ones",
-# docs/ntb.md), the home's guest (0) reset or killed (the home is the one
-# host whose loss ends the fabric: no standby home yet), a restart of the
-# lender (not tried across kernels). A fault whose guest is not back from
-# a reset, or a manager's fault while a take-over is under way (two at
-# once would leave no manager), is not done: a client's kill in the next
-# guest that is up takes its place (said, counted as replaced).
+# The fabric's home is guest 2 (it creates it) and its standby home guest
+# 1, as the guests' HOME and STANDBY-HOME lines say from then on: reset-1
+# and kill-2 kill the home where it is, and its standby takes over (the
+# time until the guest says HOME is measured); the guest that comes back
+# is the new home's standby. Not in the default set, for what is not
+# tried in the storm: a link flap (ntb-fabric checks a client's ride
+# through one), the lender's guest (0) reset or killed, a restart of the
+# lender. A fault whose guest is not back from a reset, a manager's fault
+# while a take-over is under way (two at once would leave no manager), or
+# a home's fault while its standby is not standing by (there is one
+# standby: that would end the fabric) is not done: a client's kill in the
+# next guest that is up takes its place (said, counted as replaced).
 act_storm() {
 	seed=${SIO_NTB_STORM_SEED:-$(($(date +%s) % 1000000 + 1))}
 	dur=${SIO_NTB_STORM_S:-60}
@@ -372,7 +375,9 @@ act_storm() {
 		BEGIN { nk = split(kinds, k, " "); x = x % 2147483646 + 1
 			for (t = 5 + r(5); t < dur; t += 4 + r(8)) print t, k[r(nk) + 1], r(3) }' >"$work/storm.plan"
 	s0=$(date +%s) active=0 mkill="" down="" due2="" nf=0 nskip=0 clients=$(storm_clients)
+	home=2 sbhome="" hkill=""
 	: >"$work/storm.takeover"
+	: >"$work/storm.home"
 	while read -r at kind tgt; do
 		storm_until $((s0 + at))
 		storm_fault "$kind" "$tgt"
@@ -381,11 +386,13 @@ act_storm() {
 	# the guests away come back before the end (a reboot and a rejoin: 300 s
 	# at most; TCG on a host loaded 13 times over its CPUs took 250)
 	s1=$(date +%s)
-	while [ -n "$down$due2$mkill" ] && [ $(($(date +%s) - s1)) -lt 300 ]; do storm_until $(($(date +%s) + 1)); done
+	while [ -n "$down$due2$mkill$hkill" ] && [ $(($(date +%s) - s1)) -lt 300 ]; do storm_until $(($(date +%s) + 1)); done
 	[ -z "$down$due2" ] || { echo "ntb: FAIL: storm: guest(s)$down$due2 not back within 300 s"
 		echo "SIO-VM FAIL storm-rejoin" >>"$work/host.log"; }
 	[ -z "$mkill" ] || { echo "ntb: FAIL: storm: no standby served within 300 s of the manager's kill"
 		echo "SIO-VM FAIL storm-takeover" >>"$work/host.log"; }
+	[ -z "$hkill" ] || { echo "ntb: FAIL: storm: no standby home took over within 300 s of the home's kill"
+		echo "SIO-VM FAIL storm-home" >>"$work/host.log"; }
 	for g in $live; do to_guest "$g" "STORM end"; done
 	echo "ntb: storm over after $(($(date +%s) - s0)) s: $nf fault(s) done; $nskip drawn could not be done as drawn (a client's kill instead where a client's guest was up)"
 	stormed=1
@@ -418,7 +425,9 @@ storm_fault() {
 	kill-manager)
 		[ -z "$mkill" ] || why="a take-over is under way"
 		case " $down " in *" 1 "*) why="guest 1, the other manager's, is not back yet" ;; esac ;;
-	reset-1|kill-2) [ -z "$mkill" ] || [ "$g" != "$active" ] || why="a take-over is under way" ;;
+	reset-1|kill-2)
+		[ -z "$mkill" ] || [ "$g" != "$active" ] || why="a take-over is under way"
+		[ "$g" != "$home" ] || [ -n "$sbhome" ] || why="guest $g is the home and no standby home stands by" ;;
 	esac
 	if [ -n "$why" ]; then
 		# a client's kill instead, in the first client's guest up from the target
@@ -436,6 +445,11 @@ storm_fault() {
 	fi
 	# a guest that takes the serving manager with it is a take-over to time
 	case $1 in kill-manager|reset-1|kill-2) [ "$g" != "$active" ] || mkill=$(date +%s.%N) ;; esac
+	# the home's guest, or its standby's: the standby takes over, or is no more
+	case $1 in reset-1|kill-2)
+		[ "$g" != "$home" ] || hkill=$(date +%s.%N)
+		sbhome="" ;;
+	esac
 	nf=$((nf + 1))
 	echo "ntb: storm: ${t}s $1 guest $g"
 	case $1 in
@@ -461,7 +475,8 @@ storm_until() {
 			b=$(($(gget 2 boots 1) + 1))
 			ntb_guest 2 "g2$(printf "\\$(printf %o $((96 + b)))")" "intel_iommu=off sio.join=1" -no-reboot
 			echo "ntb: storm: guest 2 boots again (QEMU pid $(gget 2 pid), log $(gget 2 log).log)"
-			gset 2 hello 0
+			# its new boot, a new log (until then its lines are the old log's)
+			gset 2 hello 0; gset 2 home 0; gset 2 sbhome 0
 			due2=""
 		fi
 		ntb_hellos $((k + 1))
@@ -475,24 +490,45 @@ storm_until() {
 			fi
 		done
 		down=$still
+		storm_home
 		for g in 0 1; do
-			# (run-ntb.sh runs under set -e: a count of none is no failure)
-			c=$(guest_log "$g" | grep -ac '^SIO-STORM NO-MANAGER' || true)
-			if [ "$c" -gt "$(gget "$g" nomgr 0)" ]; then
-				gset "$g" nomgr "$c"
-				mkill=""	# the host's look was old: nothing was killed
-			fi
-			c=$(guest_log "$g" | grep -ac '^SIO-STORM SERVING' || true)
-			[ "$c" -gt "$(gget "$g" serving 0)" ] || continue
-			gset "$g" serving "$c"
+			# the host's look was old: nothing was killed
+			! storm_more "$g" NO-MANAGER nomgr || mkill=""
+			storm_more "$g" SERVING serving || continue
 			active=$g
 			[ -n "$mkill" ] || continue
-			ms=$(echo "$mkill $(date +%s.%N)" | awk '{ printf "%d", ($2 - $1) * 1000 }')
-			echo "$ms" >>"$work/storm.takeover"
+			storm_ms "$mkill" storm.takeover
 			echo "ntb: storm: $(($(date +%s) - s0))s guest $g's standby serves, $ms ms after the kill"
 			mkill=""
 		done
 		sleep 0.3
+	done
+}
+# storm_more G WHAT KEY: guest G said more "SIO-STORM WHAT" lines than
+# counted under KEY (counted now)
+storm_more() {
+	# (run-ntb.sh runs under set -e: a count of none is no failure)
+	c=$(guest_log "$1" | grep -ac "^SIO-STORM $2" || true)
+	[ "$c" -gt "$(gget "$1" "$3" 0)" ] || return 1
+	gset "$1" "$3" "$c"
+}
+# storm_ms SINCE FILE: ms since SINCE (date +%s.%N), in ms and added to FILE
+storm_ms() {
+	ms=$(echo "$1 $(date +%s.%N)" | awk '{ printf "%d", ($2 - $1) * 1000 }')
+	echo "$ms" >>"$work/$2"
+}
+# storm_home: the guests' HOME and STANDBY-HOME lines since the last look:
+# where the home and its standby are, a home's take-over timed (to the
+# host's look at the logs)
+storm_home() {
+	for g in 1 2; do
+		! storm_more "$g" STANDBY-HOME sbhome || sbhome=$g
+		storm_more "$g" HOME home || continue
+		home=$g sbhome=""
+		[ -n "$hkill" ] || continue
+		storm_ms "$hkill" storm.home
+		echo "ntb: storm: $(($(date +%s) - s0))s guest $g is the home, $ms ms after the last one's kill"
+		hkill=""
 	done
 }
 # ntb_storm_report: what the storm did, from the guests' SIO-STORM lines:
@@ -515,7 +551,10 @@ ntb_storm_report() {
 	done
 	awk '{ n++; s += $1; if ($1 > m) m = $1 } END { if (n) printf "ntb: storm: %d take-over(s), %d ms mean, %d ms at most (to the host'"'"'s look at the logs, TCG)\n", n, s / n, m }' \
 		"$work/storm.takeover"
-	for w in KILLED-CLIENT KILLED-MANAGER NO-MANAGER REJOINED; do
+	awk '{ n++; s += $1; if ($1 > m) m = $1 } END { printf "ntb: storm: %d home take-over(s)", n
+		if (n) printf ", %d ms mean, %d ms at most (from the kill, with the link timeout and the hold; to the host'"'"'s look at the logs, TCG)", s / n, m
+		printf "\n" }' "$work/storm.home"
+	for w in KILLED-CLIENT KILLED-MANAGER NO-MANAGER REJOINED HOME STANDBY-HOME; do
 		echo "ntb: storm: $(grep -ac "^SIO-STORM $w" "$work/storm.all") $w"
 	done
 	if grep -a '^SIO-STORM HANG' "$work/storm.all"; then echo "ntb: FAIL: storm: a client hung"; r=1; fi
