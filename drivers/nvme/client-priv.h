@@ -149,7 +149,10 @@ struct sio_nvme_ioq {
 	int irq_vec;			/* the CQ's vector, taken on qp[0].dev; -1: none */
 	char cpl_note[160];		/* why cpl_mode is not what was asked */
 	uint32_t spin_ns;		/* adaptive: how long to spin before sleeping */
-	uint64_t sleeps, wakeups_lost;
+	uint64_t sleeps, wakeups_lost, sleeps_direct;
+	uint64_t reaped;		/* completions sio_nvme_ioq_reap() returned */
+	uint64_t reaped_waited;		/* @reaped when its last wait ended */
+	uint64_t waited_ns;		/* when that wait ended */
 	struct ioreq *reqs;
 	uint16_t *req_stack;
 	uint32_t nreq_free;

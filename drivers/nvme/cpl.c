@@ -106,30 +106,57 @@ static void spin_failed(struct sio_nvme_ioq *q)
 	q->spin_ns = q->spin_ns / 2 < CPL_SPIN_MIN_NS ? CPL_SPIN_MIN_NS : q->spin_ns / 2;
 }
 
+/*
+ * Adaptive: have completions stopped? None came back from a reap since the
+ * last wait, and that wait ended longer ago than the longest spin: a queue
+ * used now and then (a client issuing at a low rate, between bursts), whose
+ * device has likely gone idle too. A spin would not pay: sleep at once.
+ */
+static bool cpl_stopped(const struct sio_nvme_ioq *q, uint64_t now)
+{
+	return q->reaped == q->reaped_waited && now - q->waited_ns > CPL_SPIN_MAX_NS;
+}
+
+/* A wait that found @n completions at @now. */
+static int waited(struct sio_nvme_ioq *q, int n, uint64_t now)
+{
+	if (n > 0) {
+		q->reaped += (uint64_t)n;
+		q->reaped_waited = q->reaped;
+		q->waited_ns = now;
+	}
+	return n;
+}
+
 int sio_nvme_ioq_reap(struct sio_nvme_ioq *q, uint32_t max, uint32_t timeout_us,
 		      uint64_t *slept_ns)
 {
-	uint64_t start, now, deadline;
+	uint64_t start, now, deadline, spin = 0;
 	uint32_t empty = 0;
 	int n;
 
 	if (!q)
 		return sio_err_set(EINVAL, "sio_nvme_ioq_reap: NULL queue pair");
 	n = sio_nvme_ioq_poll(q, max);
+	if (n > 0)
+		q->reaped += (uint64_t)n;
 	if (n || !timeout_us || !sio_nvme_ioq_inflight(q))
 		return n;
 	start = sio__now_ns();
 	deadline = start + (uint64_t)timeout_us * 1000;
 	if (q->cpl_mode == SIO_NVME_CPL_ADAPTIVE && !q->spin_ns)
 		q->spin_ns = CPL_SPIN_MAX_NS;
+	if (q->cpl_mode == SIO_NVME_CPL_ADAPTIVE && !cpl_stopped(q, start))
+		spin = q->spin_ns;
+	else if (q->cpl_mode == SIO_NVME_CPL_ADAPTIVE)
+		q->sleeps_direct++;
 	while ((now = sio__now_ns()) < deadline) {
-		if (q->cpl_mode == SIO_NVME_CPL_POLL ||
-		    (q->cpl_mode == SIO_NVME_CPL_ADAPTIVE && now - start < q->spin_ns)) {
+		if (q->cpl_mode == SIO_NVME_CPL_POLL || now - start < spin) {
 			n = sio_nvme_ioq_poll(q, max);
 			if (n) {
 				if (q->cpl_mode == SIO_NVME_CPL_ADAPTIVE)
 					spin_paid(q, now - start);
-				return n;
+				return waited(q, n, now);
 			}
 			/* polling backs off by giving the core away; adaptive's spin
 			 * is short, and a yield on a busy machine costs milliseconds */
@@ -143,7 +170,7 @@ int sio_nvme_ioq_reap(struct sio_nvme_ioq *q, uint32_t max, uint32_t timeout_us,
 		}
 		n = sleep_once(q, max, deadline - now, slept_ns);
 		if (n)
-			return n;
+			return waited(q, n, sio__now_ns());
 	}
 	return 0;
 }

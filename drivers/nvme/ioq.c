@@ -723,6 +723,7 @@ int sio_nvme_ioq_info(const struct sio_nvme_ioq *q, struct sio_nvme_ioq_info *ou
 	snprintf(out->completions_note, sizeof(out->completions_note), "%s", q->cpl_note);
 	out->sleeps = q->sleeps;
 	out->wakeups_lost = q->wakeups_lost;
+	out->sleeps_direct = q->sleeps_direct;
 	out->link_flaps = q->link_flaps;
 	out->paused_ns = q->paused_ns;
 	out->inflight = sio_nvme_ioq_inflight(q);

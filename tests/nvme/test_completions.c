@@ -91,6 +91,62 @@ Test(completions, irq_and_adaptive_are_woken_by_the_controller)
 	}
 }
 
+static void read_done(void *arg, int err, uint16_t status)
+{
+	*(int *)arg = err ? err : 1;
+	(void)status;
+}
+
+/* One read at QD 1 on @q, reaped by sio_nvme_ioq_reap(). */
+static void read_reaped(struct sio_nvme_ioq *q, struct sio_nvme_buf *b, uint32_t nlb)
+{
+	int st = 0;
+
+	cr_assert_eq(sio_nvme_ioq_read(q, 1, 0, nlb, b, 0, read_done, &st), 0, "%s", sio_errmsg());
+	while (!st)
+		cr_assert_geq(sio_nvme_ioq_reap(q, 0, 1000000, NULL), 0, "%s", sio_errmsg());
+	cr_assert_eq(st, 1);
+}
+
+Test(completions, adaptive_sleeps_at_once_when_completions_stopped)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	struct sio_nvme_qspec spec;
+	struct sio_nvme_ioq_info qi;
+	struct sio_nvme_client *cl;
+	struct sio_nvme_ioq *q;
+	struct sio_nvme_buf *b;
+	struct sio_nvme_ns ns;
+	struct sio_fabric *f;
+
+	cluster_up(&C, 2, 32, emu);
+	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_ns(cl, 1, &ns), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_qspec_parse("completions=adaptive", &spec), 0);
+	cr_assert_eq(sio_nvme_ioq_create(cl, &spec, &q), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_buf_alloc(cl, 4096, &b), 0, "%s", sio_errmsg());
+	/*
+	 * A client issuing now and then: 5 ms between reads, a hundred times
+	 * the longest spin. Each wait starts with the queue's completions long
+	 * stopped; a spin there is CPU spent on a device that has gone idle.
+	 */
+	for (int i = 0; i < 20; i++) {
+		usleep(5000);
+		read_reaped(q, b, 4096 / ns.lba_size);
+	}
+	cr_assert_eq(sio_nvme_ioq_info(q, &qi), 0);
+	cr_expect_eq(qi.completions, SIO_NVME_CPL_ADAPTIVE);
+	/* a read the controller answered before the first poll never waits */
+	cr_expect_gt(qi.sleeps_direct, 0, "adaptive spun before every sleep (%llu sleeps)",
+		     (unsigned long long)qi.sleeps);
+	cr_expect_leq(qi.sleeps_direct, qi.sleeps);
+	sio_nvme_buf_close(cl, b);
+	sio_nvme_ioq_close(q);
+	sio_nvme_client_close(cl);
+	sio_fabric_close(f);
+}
+
 Test(completions, client_killed_asleep_leaves_its_successor_a_clean_vector)
 {
 	const char *emu[] = { "--backing", "ram:8M", NULL };

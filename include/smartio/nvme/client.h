@@ -168,6 +168,9 @@ const char *sio_nvme_completions_name(int mode);
  * @sleeps: sleeps on the CQ's interrupt (sio_nvme_ioq_reap())
  * @wakeups_lost: sleeps that ended by their bound, not by an interrupt, and
  *	found completions (an interrupt lost or coalesced away)
+ * @sleeps_direct: of @sleeps, those of an adaptive queue taken at once,
+ *	without a spin first: its completions had stopped (none reaped since
+ *	its last wait, which ended longer ago than the longest spin)
  * @link_flaps: times the queue paused because a link on the way to the
  *	lender was down, and went on once it was up ($SMARTIO_NVME_LINK_GRACE_MS)
  * @paused_ns: how long those pauses took, in all
@@ -207,6 +210,7 @@ struct sio_nvme_ioq_info {
 	char completions_note[160];
 	uint64_t sleeps;
 	uint64_t wakeups_lost;
+	uint64_t sleeps_direct;
 	uint32_t link_flaps;
 	uint64_t paused_ns;
 	uint32_t inflight;
