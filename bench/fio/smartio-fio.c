@@ -166,6 +166,38 @@ static int sio_fio_setup(struct thread_data *td)
 	return rc;
 }
 
+/*
+ * Adaptive spins while completions keep coming. With more jobs than the
+ * CPUs they may run on, a job that spins holds a CPU a sibling needs to
+ * refill its SQ, and the controller, serving what it finds, serves the
+ * spinners (docs/benchmarks.md, fio with more jobs than CPUs). NAPI stops
+ * busy polling when another task needs the CPU; here another job always
+ * does, so the queue sleeps on its interrupt without a spin (irq), or, where
+ * there is none, polls as adaptive would. 0, or what creating it returned.
+ */
+static int create_crowded(struct thread_data *td, struct sio_fio *s, struct sio_nvme_qspec *qs)
+{
+	cpu_set_t set;
+	int ncpu = 0;
+
+	if (!sched_getaffinity(0, sizeof(set), &set))	/* cpus_allowed, once applied */
+		ncpu = CPU_COUNT(&set);
+	/* the jobs of this run: numjobs' clones have numjobs 1 each */
+	if (qs->completions != SIO_NVME_CPL_ADAPTIVE || ncpu <= 0 ||
+	    thread_number <= (unsigned int)ncpu)
+		return sio_nvme_ioq_create(s->cl, qs, &s->q);
+	qs->completions = SIO_NVME_CPL_IRQ;
+	if (!sio_nvme_ioq_create(s->cl, qs, &s->q)) {
+		if (!td->subjob_number)
+			log_info("fio: smartio: sio_completions=adaptive, %u jobs on %d CPUs: "
+				 "the jobs sleep on interrupts without spinning (a spin holds "
+				 "a CPU another job needs)\n", thread_number, ncpu);
+		return 0;
+	}
+	qs->completions = SIO_NVME_CPL_ADAPTIVE;
+	return sio_nvme_ioq_create(s->cl, qs, &s->q);
+}
+
 /* In the job: its own client and queue pair. */
 static int sio_fio_init(struct thread_data *td)
 {
@@ -220,7 +252,7 @@ static int sio_fio_init(struct thread_data *td)
 		return 1;
 	/* NVMe block sizes are powers of two (LBADS): shifts, not divisions */
 	s->lba_shift = (unsigned int)__builtin_ctz(s->ns.lba_size);
-	if ((rc = sio_nvme_ioq_create(s->cl, &qs, &s->q)))
+	if ((rc = create_crowded(td, s, &qs)))
 		return fail(td, rc, "create the queue pair");
 	{
 		struct sio_nvme_ioq_info qi;

@@ -76,9 +76,20 @@ fio_ok adaptive --name=x $E --sio_completions=adaptive --rw=randread --bs=4k --i
 fio_ok hybrid --name=x $E --sio_completions=hybrid --rw=randwrite --bs=4k --iodepth=16 \
 	--size=4m --verify=crc32c --verify_backlog=512
 fio_json "$T/hybrid.json" 'j[0]["write"]["total_ios"] == 1024' || fail "hybrid: not every write done"
+# adaptive with more jobs than their CPUs: no spin (it would hold a CPU
+# another job needs), said once; with a CPU each, adaptive as asked
+for n in 1 2; do
+	timeout 120 fio --name=x $E --sio_completions=adaptive --rw=randread --bs=4k --iodepth=8 \
+		--size=1m --numjobs=$n --cpus_allowed=0 >"$T/crowded$n.log" 2>&1 ||
+		{ cat "$T/crowded$n.log"; fail "fio adaptive, $n jobs on one CPU"; }
+done
+[ "$(grep -c "2 jobs on 1 CPUs: the jobs sleep on interrupts" "$T/crowded2.log")" = 1 ] ||
+	{ cat "$T/crowded2.log"; fail "adaptive, 2 jobs on 1 CPU: not told once that they sleep"; }
+grep -q "sleep on interrupts" "$T/crowded1.log" &&
+	{ cat "$T/crowded1.log"; fail "adaptive, 1 job on 1 CPU: its spin was taken away"; }
 fio_err badcpl "sio_completions=fast" --name=x $E --sio_completions=fast --rw=read --bs=4k \
 	--size=64k
-ok "sio_completions: irq, adaptive and hybrid verify; a bad mode is a fio error"
+ok "sio_completions: irq, adaptive and hybrid verify; adaptive jobs crowded on too few CPUs sleep; a bad mode is a fio error"
 
 # Bad options and device errors are fio errors.
 fio_err badq "sio_queue" --name=x $E --sio_queue=location=moon --rw=read --bs=4k --size=64k
