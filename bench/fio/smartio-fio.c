@@ -24,6 +24,7 @@
 #include <sched.h>
 #include <sys/prctl.h>
 #include <smartio/nvme.h>
+#include "clock.h"
 #include "parse.h"
 
 struct sio_fio_opts {
@@ -399,14 +400,6 @@ static int sio_fio_commit(struct thread_data *td)
 	return 0;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * One reap: a poll, or with interrupts (sio_completions=irq|adaptive) a
  * wait for the first completion when fio wants one, asleep or spinning as
@@ -419,7 +412,7 @@ static int reap(struct sio_fio *s, unsigned int max, unsigned int min, uint64_t 
 	if (s->cpl == SIO_NVME_CPL_POLL || s->nevents >= min)
 		return sio_nvme_ioq_poll(s->q, max);
 	if (deadline) {
-		now = now_ns();
+		now = sio__now_ns();
 		us = now >= deadline ? 0 : (deadline - now) / 1000 + 1;
 		if (us > 10000)
 			us = 10000;
@@ -443,7 +436,7 @@ static void hybrid_sleep(struct sio_fio *s, unsigned int min)
 	struct timespec ts;
 
 	if (s->ncpl - s->win_n >= 256) {
-		uint64_t now = now_ns(), per = (now - s->win_t0) / (s->ncpl - s->win_n);
+		uint64_t now = sio__now_ns(), per = (now - s->win_t0) / (s->ncpl - s->win_n);
 
 		if (s->win_t0)	/* the first window starts the clock */
 			s->ns_per_cpl = s->ns_per_cpl ? (3 * s->ns_per_cpl + per) / 4 : per;
@@ -457,12 +450,31 @@ static void hybrid_sleep(struct sio_fio *s, unsigned int min)
 	nanosleep(&ts, NULL);
 }
 
+/*
+ * Hybrid, after its sleep: a few polls, then sleeps of the time the missing
+ * completions take at the device's pace (50 us before the first window
+ * gives it; 1 us to 1 ms), not sched_yield() between polls: where the
+ * device shares the CPUs (an emulated controller, a loaded host) the first
+ * sleep often falls short, and a yielding spin spends a system call per
+ * round for the rest of the wait, a short sleep a context switch each.
+ */
+static void hybrid_backoff(struct sio_fio *s, struct sio_backoff *b, unsigned int need)
+{
+	uint64_t ns = s->ns_per_cpl ? s->ns_per_cpl * need : 50000;
+
+	ns = ns < 1000 ? 1000 : ns > 1000000 ? 1000000 : ns;
+	sio_backoff_init(b, 32, 0, (uint32_t)ns);
+	b->sleep_ns = (uint32_t)ns;	/* no 1 us sleeps first: each is a switch */
+}
+
 static int sio_fio_getevents(struct thread_data *td, unsigned int min, unsigned int max,
 			     const struct timespec *t)
 {
 	struct sio_fio *s = td->io_ops_data;
+	struct sio_backoff bo = { 0 };
 	uint64_t deadline = 0;
 	unsigned int idle = 0;
+	bool nap;
 	int rc;
 
 	/* what the last call could not hand over (a failed queue completes
@@ -471,11 +483,15 @@ static int sio_fio_getevents(struct thread_data *td, unsigned int min, unsigned 
 	s->nevents -= s->nret;
 	s->nret = 0;
 	if (t)
-		deadline = now_ns() + (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec;
+		deadline = sio__now_ns() + (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec;
 	if (max > s->max_events)
 		max = s->max_events;
-	if (s->hybrid && s->nevents < min)
+	/* hybrid with two or more in flight sleeps; at QD1 it polls */
+	nap = s->hybrid && s->nevents < min && sio_nvme_ioq_inflight(s->q) >= 2;
+	if (nap) {
 		hybrid_sleep(s, min);
+		hybrid_backoff(s, &bo, min);
+	}
 	for (;;) {	/* polls at least once, even for min 0 */
 		rc = s->nevents < max ? reap(s, max - s->nevents, min, deadline) : 0;
 		if (rc < 0 && !s->nevents) {
@@ -487,12 +503,20 @@ static int sio_fio_getevents(struct thread_data *td, unsigned int min, unsigned 
 			break;
 		if (rc > 0) {
 			idle = 0;
+			if (nap)
+				hybrid_backoff(s, &bo, min - s->nevents);
+			continue;
+		}
+		if (nap) {
+			sio_backoff_wait(&bo);
+			if (deadline && bo.iter >= bo.spins && sio__now_ns() > deadline)
+				break;
 			continue;
 		}
 		if (++idle > 64) {
 			idle = 0;
 			sched_yield();
-			if (deadline && now_ns() > deadline)
+			if (deadline && sio__now_ns() > deadline)
 				break;
 		}
 	}
