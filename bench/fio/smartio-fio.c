@@ -6,7 +6,7 @@
  *
  *   ioengine=external:/path/to/fio-smartio.so
  *   sio_fabric=NAME sio_node=N sio_device=ID sio_nsid=1 sio_queue=SPEC
- *   sio_completions=poll|irq|adaptive|hybrid
+ *   sio_completions=hybrid|poll|irq|adaptive
  *
  * Each job (each of numjobs) is its own client with its own queue pair,
  * created in the job's process or thread and deleted when it ends; fio's
@@ -88,10 +88,9 @@ static struct fio_option options[] = {
 	{
 		.name = "sio_completions", .lname = "smartio completions",
 		.type = FIO_OPT_STR_STORE, .off1 = offsetof(struct sio_fio_opts, completions),
-		.help = "poll (spin; default), irq (sleep on the CQ's interrupt), adaptive "
-			"(spin while completions come, sleep when they stop) or hybrid (with "
-			"two or more in flight, sleep for about the time half of them take, "
-			"then poll)",
+		.help = "hybrid (default: with two or more in flight, sleep for about the "
+			"time half of them take, then poll), poll (spin), irq (sleep on the CQ's "
+			"interrupt) or adaptive (spin while completions come, sleep when they stop)",
 		.category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID,
 	},
 	{ .name = NULL },
@@ -205,6 +204,7 @@ static int sio_fio_init(struct thread_data *td)
 	struct sio_fio_opts *o = td->eo;
 	struct sio_nvme_qspec qs;
 	struct sio_fio *s;
+	bool hybrid;
 	int rc;
 
 	if ((rc = sio_nvme_qspec_parse(o->queue, &qs))) {
@@ -221,7 +221,10 @@ static int sio_fio_init(struct thread_data *td)
 	}
 	if (!qs.depth)
 		qs.depth = td->o.iodepth + 1 < 32 ? 32 : td->o.iodepth + 1;
-	if (o->completions && strcmp(o->completions, "hybrid")) {
+	/* hybrid by default: at QD1 it polls, deeper it sleeps once a batch
+	 * where polling would spin for all of the device's time */
+	hybrid = !o->completions || !o->completions[0] || !strcmp(o->completions, "hybrid");
+	if (!hybrid) {
 		static const char *const w[] = { "poll", "irq", "adaptive" };	/* SIO_NVME_CPL_* */
 
 		for (qs.completions = 0; qs.completions < 3; qs.completions++)
@@ -240,7 +243,7 @@ static int sio_fio_init(struct thread_data *td)
 	s->max_events = td->o.iodepth;
 	/* a polled queue the engine puts to sleep itself; sleeps of a few
 	 * microseconds need the timer's slack (50 us by default) cut */
-	s->hybrid = o->completions && !strcmp(o->completions, "hybrid");
+	s->hybrid = hybrid;
 	if (s->hybrid)
 		prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	s->events = calloc(s->max_events, sizeof(*s->events));
