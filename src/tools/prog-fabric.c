@@ -21,10 +21,9 @@ int prog_join(const char *fabric, int node, struct sio_fabric **f)
 		return -EINVAL;
 	}
 	ret = sio_fabric_open(fabric, node, f);
-	if (ret == -ENOENT)
-		prog_fail("fabric '%s' does not exist (create it with 'smartio create %s')",
-			  fabric, fabric);
-	else if (ret)	/* the message names the node, or what is wrong with $SMARTIO_NODE */
+	/* the backend says why, and what to do: no fabric of that name
+	 * (create it), or on an NTB one whose home is out of reach */
+	if (ret)
 		prog_fail("cannot join fabric '%s': %s", fabric, sio_errmsg());
 	return ret;
 }

@@ -246,7 +246,7 @@ Test(nvme_cluster, tools_say_what_is_wrong)
 
 	cluster_up(&C, 3, 32, emu);
 	nonode[2] = nodev[2] = nons[2] = mgr2[2] = id[2] = C.fabric;
-	expect_failure("a", nofab, "does not exist");
+	expect_failure("a", nofab, "no fabric 'no-such-fabric-x'");	/* the backend's reason */
 	expect_failure("b", nonode, "node 77");
 	expect_failure("c", nodev, "device 4242 does not exist");
 	expect_failure("d", nons, "namespace 5 does not exist");

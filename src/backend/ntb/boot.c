@@ -237,7 +237,7 @@ int sio__ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct nt
 		       struct ntb_boot *out)
 {
 	char why[256] = "", seen[160] = "";
-	int found = 0, err = 0;
+	int found = 0, err = 0, unheard = 0;
 
 	if ((err = boot_place(d, i, bd)))
 		return err;
@@ -247,8 +247,10 @@ int sio__ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct nt
 		struct ntb_boot b;
 		int port = i->port, r;
 
-		if (p >= 0 && (ntbdev_ioctl(d, SIO_NTB_IOC_PEER, &pr) || !pr.link_up))
-			continue;	/* a peer we cannot hear from hosts nothing we can reach */
+		if (p >= 0 && (ntbdev_ioctl(d, SIO_NTB_IOC_PEER, &pr) || !pr.link_up)) {
+			unheard++;	/* hosts nothing we can reach */
+			continue;
+		}
 		if (p >= 0)
 			port = pr.port;
 		if (words_rw(d, i, bd, pidx, 0, BOOT_SPADS, w, false))
@@ -276,7 +278,10 @@ int sio__ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct nt
 		return 0;
 	if (err)
 		return sio__err(-err, "ntb: %s: %s", d->what, why);
-	return sio__err(ENOENT, "ntb: no port of %s (or of the peers whose link is up) hosts a fabric%s%s",
+	if (unheard)	/* a home among them: its standby takes over, or it comes back */
+		return sio__err(ENOENT, "ntb: no port of %s whose link is up hosts a fabric%s%s; %d peer(s) have no link now: if the home is one of them, its standby takes over once the link has been down for $SMARTIO_NTB_TAKEOVER_MS (docs/ntb.md), so try again; if no fabric was made, 'smartio create' makes one",
+				d->what, seen, seen[0] ? ": not a smartio bootstrap)" : "", unheard);
+	return sio__err(ENOENT, "ntb: no port of %s (or of the peers whose link is up) hosts a fabric%s%s; 'smartio create' makes one",
 			d->what, seen, seen[0] ? ": not a smartio bootstrap)" : "");
 }
 
