@@ -596,6 +596,30 @@ static pid_t port3_process(const char *home, int fd)
 }
 
 /*
+ * A process of port 1's kernel joining fabric @home while its home is cut
+ * off, in the hold before the standby takes over: it must wait for the
+ * take-over and join, not be told there is no fabric. Exit 0 once joined.
+ */
+static pid_t joiner_in_hold(const char *home)
+{
+	pid_t pid = fork();
+
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		struct sio_fabric *g;
+
+		setenv("SMARTIO_SHMWIN_KERNEL", "kernel-1", 1);
+		if (sio_fabric_open(home, 1, &g)) {
+			fprintf(stderr, "joining in the hold: %s\n", sio_errmsg());
+			_exit(1);
+		}
+		sio_fabric_close(g);
+		_exit(0);
+	}
+	return pid;
+}
+
+/*
  * A partition cuts the home (port 3) off while its service lives: the
  * standby takes over. Once the link is back two ports host the fabric, and
  * the old home, at the older epoch, yields: one home again, what a live
@@ -609,7 +633,7 @@ Test(ntb, a_home_back_after_a_take_over_yields, .init = setup, .fini = teardown)
 	struct sio_segment *s, *t;
 	int pfd[2], sb, i, st;
 	int32_t slot = -1;
-	pid_t pid, kid;
+	pid_t pid, kid, joiner;
 
 	if (served >= 4)
 		cr_skip_test("every port has a service (SIO_NTB_SERVED)");
@@ -623,7 +647,10 @@ Test(ntb, a_home_back_after_a_take_over_yields, .init = setup, .fini = teardown)
 	sb = service_saying(want, 10000);
 	cr_assert_geq(sb, 0, "no node service became the standby home");
 	fake_link(3, 0);
+	joiner = joiner_in_hold(home);
 	taken_over(f, sb);
+	cr_assert_eq(waitpid(joiner, &st, 0), joiner);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a process joining in the hold failed");
 	cr_assert_eq(sio_segment_create(f, 32, 4096, 0, &t), 0, "during the partition: %s", sio_errmsg());
 	/* port 3's process beats in the old home's state only: the new home reclaims it */
 	for (i = 0; i < 200 && atomic_load(&wf_of(f)->hdr->procs[slot].token); i++, nap_ms(50))

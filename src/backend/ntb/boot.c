@@ -278,6 +278,7 @@ int sio__ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct nt
 		return 0;
 	if (err)
 		return sio__err(-err, "ntb: %s: %s", d->what, why);
+	out->unheard = seen[0] ? 0 : unheard;
 	if (unheard)	/* a home among them: its standby takes over, or it comes back */
 		return sio__err(ENOENT, "ntb: no port of %s whose link is up hosts a fabric%s%s; %d peer(s) have no link now: if the home is one of them, its standby takes over once the link has been down for $SMARTIO_NTB_TAKEOVER_MS (docs/ntb.md), so try again; if no fabric was made, 'smartio create' makes one",
 				d->what, seen, seen[0] ? ": not a smartio bootstrap)" : "", unheard);

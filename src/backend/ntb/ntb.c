@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 
@@ -487,6 +488,38 @@ static void sio__ntb_proc_init(struct sio_fabric *f, struct reg_proc *p)
 		pool_record(s);
 }
 
+/*
+ * A joiner finding no home while some peer has no link may be in the hold
+ * before the home's standby takes over (the home's host died): where a
+ * process of this host has been in the fabric (so it was made), it waits
+ * for that, bounded by $SMARTIO_NTB_TAKEOVER_MS and a margin for the link's
+ * detection and the claim, instead of calling a live fabric absent. A name
+ * this host never saw is refused at once.
+ */
+#define HOME_WAIT_MARGIN_NS	5000000000ull
+
+static int state_find_waiting(struct sio_fabric *f, struct wf_fabric *s)
+{
+	struct ntbsrc *n = src_of(s);
+	uint64_t hold, end = 0;
+	int ret;
+
+	while ((ret = state_find(f, s)) == -ENOENT && n->boot.unheard) {
+		if (!end) {
+			if (!sio__wf_host_knew(s, f->name))
+				break;
+			if (sio__env_ms("SMARTIO_NTB_TAKEOVER_MS", 5000, 0, 3600000, &hold))
+				hold = 5000000000ull;	/* the service refuses a bad value */
+			end = sio__now_ns() + hold + HOME_WAIT_MARGIN_NS;
+		} else if (sio__now_ns() > end) {
+			break;
+		}
+		struct timespec ts = { 0, 100000000 };	/* the services' tick */
+		nanosleep(&ts, NULL);
+	}
+	return ret;
+}
+
 static int sio__ntb_attach(struct sio_fabric *f)
 {
 	struct wf_fabric *s;
@@ -500,7 +533,8 @@ static int sio__ntb_attach(struct sio_fabric *f)
 			       src_of(s)->node.port, src_of(s)->node.port, f->node);
 		goto fail;
 	}
-	if ((ret = state_find(f, s)) || (ret = gen_check(f, s)) || (ret = sio__wf_attach(f, s)))
+	if ((ret = state_find_waiting(f, s)) || (ret = gen_check(f, s)) ||
+	    (ret = sio__wf_attach(f, s)))
 		goto fail;
 	src_of(s)->home_epoch = s->hdr->home.epoch;
 	if ((ret = local_lock_open(f, src_of(s)))) {

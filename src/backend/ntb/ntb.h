@@ -75,6 +75,9 @@ struct ntb_boot {
 	uint32_t name_hash, gen;
 	uint64_t state_size;
 	uint32_t widx;			/* the home's inbound window that holds it */
+	int unheard;			/* -ENOENT from boot_find: peers without a
+					 * link, a home perhaps among them (0 where
+					 * a heard port has other words) */
 };
 uint32_t sio__ntb_name_hash(const char *name);
 /* Publish @b in this port's words, or clear them (@b NULL). */

@@ -266,20 +266,36 @@ bool sio__wf_removed(struct sio_fabric *f)
 		     s->hdr->create_gen != s->create_gen);
 }
 
+/* The directory of this host's files of fabric @name over source @s (host_path). */
+static void host_dir(const struct wf_fabric *s, const char *name, char *dir, size_t len)
+{
+	const char *b = getenv("SMARTIO_RUNDIR");
+
+	snprintf(dir, len, "%s/smartio-%s-%s", b && *b ? b : "/dev/shm", s->src->name, name);
+}
+
 /* Services of this host (a vfio lender's socket) meet in a directory of their own. */
 int sio__wf_host_path(struct sio_fabric *f, const char *leaf, char *buf, size_t len)
 {
-	const char *b = getenv("SMARTIO_RUNDIR");
 	char dir[PATH_MAX];
 
-	snprintf(dir, sizeof(dir), "%s/smartio-%s-%s", b && *b ? b : "/dev/shm",
-		 wf_of(f)->src->name, f->name);
+	host_dir(wf_of(f), f->name, dir, sizeof(dir));
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return sio__err(errno, "%s: cannot create %s: %s", wf_of(f)->src->name, dir,
 				strerror(errno));
 	if ((size_t)snprintf(buf, len, "%s/%s", dir, leaf) >= len)
 		return sio__err(ENAMETOOLONG, "fabric '%s': %s/%s is too long a path", f->name, dir, leaf);
 	return 0;
+}
+
+bool sio__wf_host_knew(const struct wf_fabric *s, const char *name)
+{
+	char path[PATH_MAX + 8];
+	struct stat st;
+
+	host_dir(s, name, path, PATH_MAX);
+	strcat(path, "/wake");
+	return !stat(path, &st);
 }
 
 void sio__wf_proc_init(struct sio_fabric *f, struct reg_proc *p)
