@@ -28,6 +28,14 @@
 #                under verified I/O; then fio with the smartio engine in
 #                guest 1, data verified; guest 0's nvme driver reads the
 #                clients' blocks back; dmesg clean everywhere.
+# Two guests (run-ntb.sh's SIO_NTB_GUESTS=2, sio.guests=2 here; a
+# two-port profile such as sio.profile=intel, one peer): guest 1 makes its
+# segments in its own memory and in guest 0's, guest 0 reads both; guest 1
+# waits for the doorbell and for the event both; the multicast Identify
+# has two subscribers; no guest is killed: guest 1's borrow is held while
+# guest 0 reads its label (client-long), and the readback is guest 1's
+# range alone. The "@3" wants (and host's kill-2) are the third guest's.
+# The vfio variant only: uio's and barfwd's want the third guest.
 # The uio variant (sio.lend=uio) keeps the core, the NVMe and the kill, and
 # boots guest 2 again once the manager has reclaimed its queues: back on its
 # port as a new kernel, it rejoins and runs nvme-identify and a verified
@@ -53,25 +61,31 @@
 # kernel under guest 1's reads: the lender gives it back (vfio's device
 # request) and says why, guest 1's client ends with an error.
 #
-# host-vfio: kill-2 reset-1 flap-1
+# host-vfio: reset-1 flap-1
+# host-vfio@3: kill-2
 # host-uio: kill-2 join
-# want: g0:load g1:load g2:load g0:serve g1:serve g2:serve g0:fabric-create
-# want: g1:fabric-join g2:fabric-join g0:seg-across g1:seg-across g2:seg-across
-# want: g1:doorbell-wake g2:event-across g0:lend g0:lend-labelled
-# want: g0:mcast-identify g0:mcast-subscriber g1:mcast-subscriber g2:mcast-subscriber g0:manager
-# want: g1:identify g2:identify g1:client-write-verify g2:client-write-verify
-# want: g1:doorbells-labelled g2:doorbells-labelled g0:status-labelled
+# want: g0:load g1:load g0:serve g1:serve g0:fabric-create
+# want: g1:fabric-join g0:seg-across g1:seg-across
+# want: g1:doorbell-wake g0:lend g0:lend-labelled
+# want: g0:mcast-identify g0:mcast-subscriber g1:mcast-subscriber g0:manager
+# want: g1:identify g1:client-write-verify
+# want: g1:doorbells-labelled g0:status-labelled
 # want: g0:qd1-local g1:qd1-remote g0:dmesg g1:dmesg
-# want-vfio: g1:relay-counted
-# want-vfio: g1:client-across-the-kill g0:dead-client-reclaimed host:guest2-killed
-# want-vfio: g0:readback-client1 g0:readback-client2
+# want@3: g2:load g2:serve g2:fabric-join g2:seg-across g2:event-across
+# want@3: g2:mcast-subscriber g2:identify g2:client-write-verify g2:doorbells-labelled
+# want@2: g1:event-across
+# want-vfio: g1:relay-counted g0:readback-client1
+# want-vfio@3: g1:client-across-the-kill g0:dead-client-reclaimed host:guest2-killed
+# want-vfio@3: g0:readback-client2
+# want-vfio@2: g1:client-long
 # want-uio: g1:relay-counted
 # want-uio: g1:client-across-the-kill g0:dead-client-reclaimed host:guest2-killed
 # want-uio: g0:readback-client1 g0:readback-client2
 # want-barfwd: g1:relay-idle g1:stats-labelled g1:client-held g1:relay-idle-held g2:dmesg
 # want-barfwd: g0:device-removed g0:lend-given-back g1:client-ended
 # want-vfio: g1:flap-prefill g1:flap-ridden g1:flap-stats g1:flap-past-grace g0:flap-range-verified
-# want-vfio: g1:client-after-flap g0:flap-seen g2:flap-seen host:guest1-flapped
+# want-vfio: g1:client-after-flap g0:flap-seen host:guest1-flapped
+# want-vfio@3: g2:flap-seen
 # want-vfio: host:guest1-reset g1:restarted g1:rejoin g1:identify-after-rejoin g1:client-after-rejoin
 # want-vfio: g0:reset-seen
 # want-vfio: g1:standby-took-over g1:client-across-takeover g1:fio-verify
@@ -108,6 +122,13 @@ case $(sed -n 's/.*sio\.profile=\([a-z]*\).*/\1/p' /proc/cmdline) in
 idt) P1=2 P2=4 ;;
 *) P1=1 P2=2 ;;
 esac
+# two guests (a two-port profile): no guest 2, so no node P2
+TWO=$(sed -n 's/.*sio\.guests=2\( .*\)*$/1/p' /proc/cmdline)
+NODES=$((P2 + 1)) SUBS=3 PEERS=2
+if [ -n "$TWO" ]; then
+	NODES=$((P1 + 1)) SUBS=2 PEERS=1 PORTS=2
+	[ "$LEND" = vfio ] || { no two-guests "the $LEND variant needs a third guest"; exit 0; }
+fi
 
 load
 if grep -q 'sio.join' /proc/cmdline; then
@@ -161,32 +182,43 @@ if dmesg | grep -q 'restarted: its slot still holds'; then
 	exit 0
 fi
 
-serve 2
+serve $PEERS
 phase serve
 case $G in
-0)	run fabric-create smartio create $FAB --nodes $((P2 + 1)) ;;
+0)	run fabric-create smartio create $FAB --nodes $NODES ;;
 *)	until_ok 60 smartio status $FAB && ok fabric-join || no fabric-join "$(cat /tmp/until)" ;;
 esac
 phase fabric
 
 # -- the core across kernels: segments in each node's memory, made by one
 # kernel (into its own memory, or another's through a window), read by another
-case $G in
+# (two guests: guest 1 makes them in its memory and guest 0's, guest 0
+# reads both, guest 1 reads one guest 0 made)
+case $G$TWO in
 1)	run seg-make sh -c "ntb-fabric seg-make $P1 101 0x11 && ntb-fabric seg-make $P2 102 0x12" ;;
 2)	run seg-make ntb-fabric seg-make 0 103 0x13 ;;
+11)	run seg-make sh -c "ntb-fabric seg-make $P1 101 0x11 && ntb-fabric seg-make 0 102 0x12" ;;
+01)	run seg-make ntb-fabric seg-make 0 103 0x13 ;;
 esac
 phase seg-made
-case $G in
+case $G$TWO in
 0)	run seg-across ntb-fabric seg-check $P1 101 0x11 ;;
-1)	run seg-across ntb-fabric seg-check 0 103 0x13 ;;
+1|11)	run seg-across ntb-fabric seg-check 0 103 0x13 ;;
 2)	run seg-across ntb-fabric seg-check $P2 102 0x12 ;;
+01)	run seg-across sh -c "ntb-fabric seg-check $P1 101 0x11 && ntb-fabric seg-check 0 102 0x12" ;;
 esac
-# a waiter in guest 1 woken by guest 0 (the NTB doorbell), an event to guest 2
+# a waiter in guest 1 woken by guest 0 (the NTB doorbell), an event to
+# guest 2 (two guests: to guest 1 too)
 case $G in
-1)	ntb-fabric wait 201 >/tmp/wait.log 2>&1 & wpid=$! ;;
+1)	ntb-fabric wait 201 >/tmp/wait.log 2>&1 & wpid=$!
+	[ -z "$TWO" ] || { ntb-fabric event-wait 0 >/tmp/ev.log 2>&1 & epid=$!; } ;;
 2)	ntb-fabric event-wait 0 >/tmp/ev.log 2>&1 & wpid=$! ;;
 esac
-until_ok 30 sh -c 'grep -q "waiting\|listening" /tmp/wait.log /tmp/ev.log 2>/dev/null || [ '"$G"' = 0 ]'
+if [ -n "$TWO" ] && [ "$G" = 1 ]; then
+	until_ok 30 sh -c 'grep -q "waiting" /tmp/wait.log && grep -q "listening" /tmp/ev.log'
+else
+	until_ok 30 sh -c 'grep -q "waiting\|listening" /tmp/wait.log /tmp/ev.log 2>/dev/null || [ '"$G"' = 0 ]'
+fi
 phase listening
 if [ "$G" = 0 ]; then
 	ntb-fabric notify $P1 201 | sed 's/^/    | /'
@@ -194,7 +226,11 @@ if [ "$G" = 0 ]; then
 fi
 case $G in
 1)	wait $wpid && ok doorbell-wake || no doorbell-wake "not woken through the doorbell"
-	sed 's/^/    | /' /tmp/wait.log ;;
+	sed 's/^/    | /' /tmp/wait.log
+	if [ -n "$TWO" ]; then
+		wait $epid && ok event-across || no event-across "no event"
+		sed 's/^/    | /' /tmp/ev.log
+	fi ;;
 2)	wait $wpid && ok event-across || no event-across "no event"
 	sed 's/^/    | /' /tmp/ev.log ;;
 esac
@@ -227,9 +263,9 @@ case $G in
 0)	# a subscriber in this kernel too, beside the issuer
 	nvme-mcast-identify --fabric $FAB --subscribe 0 >/tmp/sub.log 2>&1 &
 	subpid=$!
-	# three subscribers: the fabric's nodes are the NTB's port numbers
+	# three subscribers (two guests: two): the fabric's nodes are the NTB's port numbers
 	# (idt: 0 to 4, of which 1 and 3 have no kernel)
-	run mcast-identify nvme-mcast-identify --fabric $FAB --device $dev --external --local-subscriber --subscribers 3
+	run mcast-identify nvme-mcast-identify --fabric $FAB --device $dev --external --local-subscriber --subscribers $SUBS
 	wait $subpid && ok mcast-subscriber || no mcast-subscriber "$(cat /tmp/sub.log)"
 	sed 's/^/    | /' /tmp/sub.log
 	nvme-manager --fabric $FAB --device $dev --ready-file /tmp/mgr.ready >/tmp/mgr.log 2>&1 &
@@ -397,7 +433,7 @@ if [ "$LEND" = vfio ]; then
 			ok flap-seen || no flap-seen "port 1's link did not go down and up"
 		sleep 2
 		smartio link $FAB $P1 up ;;
-	*)	until_ok 60 sh -c 'dmesg | grep -q "link with port 1 down" && dmesg | grep -q "link with port 1 up"' &&
+	2)	until_ok 60 sh -c 'dmesg | grep -q "link with port 1 down" && dmesg | grep -q "link with port 1 up"' &&
 			ok flap-seen || no flap-seen "port 1's link did not go down and up" ;;
 	esac
 	phase flap-done
@@ -411,24 +447,36 @@ if [ "$LEND" = vfio ]; then
 	phase after-flap
 fi
 
-# -- guest 2 killed mid-I/O: guest 1 goes on, the manager reclaims guest 2's queues
-if [ "$G" = 2 ]; then
-	nvme-client --fabric $FAB --lba 4096 --count 2048 --bs 4k --qd 4 --random --time 120 \
-		>/dev/null 2>&1 &
-	sleep 2
+# -- guest 2 killed mid-I/O: guest 1 goes on, the manager reclaims guest 2's
+# queues (two guests: guest 1's borrow held while guest 0 reads its label)
+if [ -n "$TWO" ]; then
+	phase held-1
+	case $G in
+	1)	client client-long --lba 3072 --count 1024 --bs 4k --qd 2 --random --time 15 ;;
+	0)	until_ok 30 sh -c "smartio status $FAB | grep -qF 'on node $P1, doorbells $PATHWORDS'" &&
+			ok status-labelled || no status-labelled "smartio status shows no borrow's doorbell path"
+		smartio status $FAB | sed 's/^/    | /' ;;
+	esac
+	phase held-1-done
+else
+	if [ "$G" = 2 ]; then
+		nvme-client --fabric $FAB --lba 4096 --count 2048 --bs 4k --qd 4 --random --time 120 \
+			>/dev/null 2>&1 &
+		sleep 2
+	fi
+	phase kill-2
+	case $G in
+	2)	sleep 300; no still-alive "guest 2 should have been killed"; exit 0 ;;
+	1)	client client-across-the-kill --lba 3072 --count 1024 --bs 4k --qd 2 --random --time 15 ;;
+	0)	# guest 1's borrow, held for 15 s, labelled with its doorbell path
+		until_ok 30 sh -c "smartio status $FAB | grep -qF 'on node $P1, doorbells $PATHWORDS'" &&
+			ok status-labelled || no status-labelled "smartio status shows no borrow's doorbell path"
+		smartio status $FAB | sed 's/^/    | /'
+		until_ok 90 grep -q "node $P2.*is gone" /tmp/mgr.log && ok dead-client-reclaimed ||
+			{ sed 's/^/    | /' /tmp/mgr.log; no dead-client-reclaimed "the manager never deleted guest 2's queues"; } ;;
+	esac
+	phase killed
 fi
-phase kill-2
-case $G in
-2)	sleep 300; no still-alive "guest 2 should have been killed"; exit 0 ;;
-1)	client client-across-the-kill --lba 3072 --count 1024 --bs 4k --qd 2 --random --time 15 ;;
-0)	# guest 1's borrow, held for 15 s, labelled with its doorbell path
-	until_ok 30 sh -c "smartio status $FAB | grep -qF 'on node $P1, doorbells $PATHWORDS'" &&
-		ok status-labelled || no status-labelled "smartio status shows no borrow's doorbell path"
-	smartio status $FAB | sed 's/^/    | /'
-	until_ok 90 grep -q "node $P2.*is gone" /tmp/mgr.log && ok dead-client-reclaimed ||
-		{ sed 's/^/    | /' /tmp/mgr.log; no dead-client-reclaimed "the manager never deleted guest 2's queues"; } ;;
-esac
-phase killed
 
 if [ "$LEND" = vfio ]; then
 	# -- guest 1 reset in place: a new kernel on its port rejoins (see the top);
@@ -460,7 +508,7 @@ sed 's/^/    | /' /tmp/mgr.log
 kill $lpid; wait $lpid
 run unbind smartio $LEND unbind $MAIN
 blk=$(kernel_nvme_blk $MAIN)
-readback_clients "$blk"
+readback_clients "$blk" $PEERS
 if [ "$LEND" = uio ]; then
 	head -c $((256 * 512)) /dev/zero | tr '\0' '\324' >/tmp/d4.bin
 	run readback-client2b vfio-nvme kcheck "$blk" /tmp/d4.bin $((7168 * 512))

@@ -41,7 +41,10 @@
 #                      ntb-scribble,
 #                      ntb-uapi32 if built
 #   SIO_NTB_MODULES    BUILD/kernel       where the NTB modules (.ko) are
-#   SIO_NTB_GUESTS     3                  run-ntb.sh's guests at the start (2 or 3)
+#   SIO_NTB_GUESTS     3                  run-ntb.sh's guests at the start (2 or 3),
+#                                         which the guests see as sio.guests=;
+#                                         the suite's "# want@N:" and
+#                                         "# host-V@N:" lines count with N
 #   SIO_NTB_REGIONS    1                  ivshmem-doorbell regions, so NTB devices,
 #                                         per guest: 2 adds a second region, its
 #                                         own server and file, at PCI 00:11.0
@@ -280,7 +283,7 @@ ntb_guest() {
 			-device ivshmem-doorbell,chardev=ivs$sx,vectors="${SIO_NTB_VECTORS:-2}",addr=0x1$r "$@"
 	done
 	qemu_guest "$n" "$lg" "${SIO_NTB_MEM:-320}" \
-		"no_timer_check rdinit=/init sio.guest=$n $app ${SIO_NTB_APPEND:-}${SIO_NTB_VARIANT:+ sio.variant=$SIO_NTB_VARIANT}${SIO_NTB_PROFILES:+ sio.profiles=$SIO_NTB_PROFILES}" "$work/g$n.in" \
+		"no_timer_check rdinit=/init sio.guest=$n $app ${SIO_NTB_APPEND:-}${SIO_NTB_VARIANT:+ sio.variant=$SIO_NTB_VARIANT}${SIO_NTB_PROFILES:+ sio.profiles=$SIO_NTB_PROFILES} sio.guests=${SIO_NTB_GUESTS:-3}" "$work/g$n.in" \
 		-serial mon:stdio "$@"
 	b=$(($(gget "$n" boots 0) + 1))
 	gset "$n" boots $b
@@ -631,12 +634,15 @@ ntb_phases() {
 }
 
 # ntb_lines KIND: the suite's ($suite) "# KIND:" lines, and its variant's
-# ("# KIND-V:")
+# ("# KIND-V:"); then those of its guests' count, N of SIO_NTB_GUESTS
+# ("# KIND@N:", "# KIND-V@N:": what needs a third guest)
 # shellcheck disable=SC2154 # suite: the caller's
 ntb_lines() {
-	sed -n "s/^# $1: //p" "$suite"
-	for v in $(echo "${SIO_NTB_VARIANT:-}" | tr , ' '); do
-		sed -n "s/^# $1-$v: //p" "$suite"
+	for at in "" "@${SIO_NTB_GUESTS:-3}"; do
+		sed -n "s/^# $1$at: //p" "$suite"
+		for v in $(echo "${SIO_NTB_VARIANT:-}" | tr , ' '); do
+			sed -n "s/^# $1-$v$at: //p" "$suite"
+		done
 	done
 }
 # ntb_hosted: every action of the suite's "# host:" lines was done
