@@ -167,7 +167,8 @@ if dmesg | grep -q 'restarted: its slot still holds'; then
 	phase mgr-kill
 	client client-across-takeover --lba 6144 --count 512 --bs 4k --qd 2 --random --time 20
 	until_ok 90 test -s /tmp/mgr.ready && ok standby-took-over ||
-		{ sed 's/^/    | /' /tmp/mgr.log; no standby-took-over "the standby never served"; }
+		{ sed 's/^/    | /' /tmp/mgr.log; ps | sed 's/^/    | ps: /'
+		  no standby-took-over "the standby never served"; }
 	run fio-verify fio --name=v --ioengine=external:/prog/fio-smartio.so \
 		--rw=randwrite --bs=4k --iodepth=4 --offset=16m --size=1m --verify=crc32c \
 		--do_verify=1 --verify_fatal=1
@@ -406,6 +407,7 @@ if [ "$LEND" = vfio ]; then
 		smartio nvme stats --fabric $FAB | grep 'link flap' | sed 's/^/    | /'
 		wait $fpid && r=0 || r=$?
 		sed 's/^/    | /' /tmp/flap.log
+		signalled $r
 		if [ $r = 0 ] && grep -q 'mismatches 0 ' /tmp/flap.log &&
 		   grep -q 'link flaps ridden out [1-9]' /tmp/flap.log; then
 			ok flap-ridden
@@ -418,6 +420,7 @@ if [ "$LEND" = vfio ]; then
 		# the link was down longer than its grace: the clear error
 		wait $gpid && r=0 || r=$?
 		sed 's/^/    | /' /tmp/grace.log
+		signalled $r
 		if [ $r != 0 ] && ! grep -q 'mismatches [1-9]' /tmp/grace.log &&
 		   grep -q 'has been down for over 500 ms (\$SMARTIO_NVME_LINK_GRACE_MS)' /tmp/grace.log; then
 			ok flap-past-grace

@@ -7,6 +7,14 @@ t0=$(cut -d' ' -f1 /proc/uptime)
 res() { echo "SIO-VM $1 $2${3:+ : $3}"; }
 ok() { res PASS "$1"; }
 no() { res FAIL "$1" "$2"; }
+# signalled R: where R (an exit status) says a signal ended a process, which
+# one, and what the kernel said of the fault (a segfault's ip, in which
+# binary at which base: addr2line -e BINARY IP-BASE on the host)
+signalled() {
+	[ "$1" -gt 128 ] || return 0
+	echo "    | ended by signal $(kill -l $(($1 - 128)))"
+	dmesg | grep -a ' segfault at \| trap \|general protection' | tail -n 3 | sed 's/^/    | kernel: /'
+}
 # run NAME CMD...: run a check, indent its output, report by exit status.
 # With RUN_LIMIT (s) set, a check that hangs is named with where it hangs
 # (stuck), then killed, long before the host's limit.
@@ -22,6 +30,7 @@ run() {
 		"$@" >/tmp/out 2>&1 && r=0 || r=$?
 	fi
 	sed 's/^/    | /' /tmp/out
+	signalled $r
 	if [ $r -eq 0 ]; then ok "$name"; else no "$name" "exit $r"; fi
 	return $r
 }
