@@ -196,17 +196,41 @@ static int src_ring(struct wf_fabric *s)
 }
 
 /*
+ * Map @m again in place. A mapping refused (the link went down again
+ * since it was seen up, a window the driver no longer maps as it was)
+ * has taken the old one with it, as mmap(MAP_FIXED) does on Linux 6.1:
+ * the range is filled with private memory of ones, what a revoked
+ * window reads, rather than left a hole that the next load through it
+ * would fault on (SIGSEGV). False: try again later.
+ */
+static bool remap_one(struct ntbsrc *n, struct peer_map *m)
+{
+	void *va;
+
+	if (!ntbdev_mmap(n->dev, m->va, m->off, m->len, &va))
+		return true;
+	va = mmap(m->va, m->len, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (va != MAP_FAILED)
+		memset(va, 0xff, m->len);
+	return false;
+}
+
+/*
  * Map again, in place, what a link that went down and came back revoked:
  * the heartbeat (@beat) every peer's, but of a peer whose windows this
  * process maps again itself (sio_link_resume()) the fabric's state alone
  * (the lease and the home's registry go on); a resume, peer @port's all.
+ * A peer's generation moves only once all of them are mapped again.
+ * False: one was refused, to try again at the next beat or resume.
  */
-static void remap(struct ntbsrc *n, bool beat, int port)
+static bool remap(struct ntbsrc *n, bool beat, int port)
 {
+	bool all = true;
+
 	for (uint32_t p = 0; p < n->info.peers; p++) {
 		struct sio_ntb_peer pr = { .pidx = p };
-		bool segs;
-		void *va;
+		bool segs, ok = true;
 
 		if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER, &pr) || pr.port < 0 ||
 		    pr.port >= WF_MAX_POOLS || (!beat && pr.port != port))
@@ -218,11 +242,15 @@ static void remap(struct ntbsrc *n, bool beat, int port)
 			if (m->port == pr.port &&
 			    (m->state ? n->state_gen[pr.port] : segs ? n->peer_gen[pr.port] :
 			     pr.link_gen) != pr.link_gen)
-				ntbdev_mmap(n->dev, m->va, m->off, m->len, &va);
+				ok = remap_one(n, m) && ok;
+		all = all && ok;
+		if (!ok)
+			continue;
 		n->state_gen[pr.port] = pr.link_gen;
 		if (segs)
 			n->peer_gen[pr.port] = pr.link_gen;
 	}
+	return all;
 }
 
 static void src_beat(struct wf_fabric *s)
@@ -236,8 +264,8 @@ static void src_beat(struct wf_fabric *s)
 	if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_INFO, &i) || i.link_gen == n->link_gen)
 		return;
 	pthread_mutex_lock(&n->mu);
-	n->link_gen = i.link_gen;
-	remap(n, true, -1);
+	/* a mapping refused: the next beat tries again */
+	n->link_gen = remap(n, true, -1) ? i.link_gen : ~i.link_gen;
 	sio__ntb_bar_refresh(n);
 	pthread_mutex_unlock(&n->mu);
 }
