@@ -207,12 +207,19 @@ static bool remap_one(struct ntbsrc *n, struct peer_map *m)
 {
 	void *va;
 
-	if (!ntbdev_mmap(n->dev, m->va, m->off, m->len, &va))
+	if (!ntbdev_mmap(n->dev, m->va, m->off, m->len, &va)) {
+		m->filled = false;
 		return true;
+	}
+	/* filled once: the beats that try again do not write it again */
+	if (m->filled)
+		return false;
 	va = mmap(m->va, m->len, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-	if (va != MAP_FAILED)
+	if (va != MAP_FAILED) {
 		memset(va, 0xff, m->len);
+		m->filled = true;
+	}
 	return false;
 }
 
