@@ -109,6 +109,11 @@ if [ -n "$BARFWD" ]; then PATHWORDS='NTB window (emulated forwarding)'; else
 export SMARTIO_FABRIC_BACKEND=ntb SMARTIO_FABRIC=$FAB SMARTIO_QUIET=1
 # a stop of a few seconds (a link that flaps) is no death: the lease outlasts it
 export SMARTIO_SHMWIN_LEASE_MS=12000 SMARTIO_NVME_RESTART_MS=60000
+# A holder of the registry lock in a guest that TCG on a loaded host gives
+# a tenth of a CPU keeps it for seconds (as in the storm): the standby
+# manager gave up at the default 5 s once, on intel with two guests, with
+# a client of the take-over holding it alive.
+export SMARTIO_LOCK_TIMEOUT_MS=20000
 n=0
 
 # a step that hangs is named with where it hangs, then killed, long before
