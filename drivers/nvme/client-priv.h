@@ -150,8 +150,8 @@ struct sio_nvme_ioq {
 	char cpl_note[160];		/* why cpl_mode is not what was asked */
 	uint32_t spin_ns;		/* adaptive: how long to spin before sleeping */
 	uint64_t sleeps, wakeups_lost, sleeps_direct;
-	uint64_t reaped;		/* completions sio_nvme_ioq_reap() returned */
-	uint64_t reaped_waited;		/* @reaped when its last wait ended */
+	bool reaped_since_wait;		/* sio_nvme_ioq_reap() returned completions
+					 * without waiting since its last wait */
 	uint64_t waited_ns;		/* when that wait ended */
 	struct ioreq *reqs;
 	uint16_t *req_stack;

@@ -114,15 +114,14 @@ static void spin_failed(struct sio_nvme_ioq *q)
  */
 static bool cpl_stopped(const struct sio_nvme_ioq *q, uint64_t now)
 {
-	return q->reaped == q->reaped_waited && now - q->waited_ns > CPL_SPIN_MAX_NS;
+	return !q->reaped_since_wait && now - q->waited_ns > CPL_SPIN_MAX_NS;
 }
 
 /* A wait that found @n completions at @now. */
 static int waited(struct sio_nvme_ioq *q, int n, uint64_t now)
 {
 	if (n > 0) {
-		q->reaped += (uint64_t)n;
-		q->reaped_waited = q->reaped;
+		q->reaped_since_wait = false;
 		q->waited_ns = now;
 	}
 	return n;
@@ -139,17 +138,19 @@ int sio_nvme_ioq_reap(struct sio_nvme_ioq *q, uint32_t max, uint32_t timeout_us,
 		return sio_err_set(EINVAL, "sio_nvme_ioq_reap: NULL queue pair");
 	n = sio_nvme_ioq_poll(q, max);
 	if (n > 0)
-		q->reaped += (uint64_t)n;
+		q->reaped_since_wait = true;
 	if (n || !timeout_us || !sio_nvme_ioq_inflight(q))
 		return n;
 	start = sio__now_ns();
 	deadline = start + (uint64_t)timeout_us * 1000;
-	if (q->cpl_mode == SIO_NVME_CPL_ADAPTIVE && !q->spin_ns)
-		q->spin_ns = CPL_SPIN_MAX_NS;
-	if (q->cpl_mode == SIO_NVME_CPL_ADAPTIVE && !cpl_stopped(q, start))
-		spin = q->spin_ns;
-	else if (q->cpl_mode == SIO_NVME_CPL_ADAPTIVE)
-		q->sleeps_direct++;
+	if (q->cpl_mode == SIO_NVME_CPL_ADAPTIVE) {
+		if (!q->spin_ns)
+			q->spin_ns = CPL_SPIN_MAX_NS;
+		if (cpl_stopped(q, start))
+			q->sleeps_direct++;
+		else
+			spin = q->spin_ns;
+	}
 	while ((now = sio__now_ns()) < deadline) {
 		if (q->cpl_mode == SIO_NVME_CPL_POLL || now - start < spin) {
 			n = sio_nvme_ioq_poll(q, max);
