@@ -60,10 +60,11 @@ static uint32_t *owner_low(struct wf_lock *l)
 static void lease_nap(struct wf_lock *l, uint64_t v, struct sio_backoff *b)
 {
 	struct timespec ts;
-	bool local = atomic_load(&l->info) == v && l->boot == sio__wf_boot_id();
+	bool sleep = atomic_load(&l->info) == v && l->boot == sio__wf_boot_id() &&
+		     atomic_load(&futex_ok);
 
-	b->max_ns = local && atomic_load(&futex_ok) ? NAP_LOCAL_MAX_NS : NAP_MAX_NS;
-	if (!local || !atomic_load(&futex_ok)) {
+	b->max_ns = sleep ? NAP_LOCAL_MAX_NS : NAP_MAX_NS;
+	if (!sleep) {
 		sio_backoff_wait(b);
 		return;
 	}
