@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "env.h"
 #include "ntb.h"
 
 #define MIRROR_AT	offsetof(struct wf_hdr, home.mirror)
@@ -386,4 +387,9 @@ void sio__ntb_home_yield(void *mem, int to)
 	h->home.standby = -1;
 	atomic_thread_fence(memory_order_seq_cst);
 	__atomic_store_n(&h->home.port, to, __ATOMIC_RELEASE);	/* its processes follow */
+}
+
+int sio__ntb_takeover_ns(uint64_t *ns)
+{
+	return sio__env_ms("SMARTIO_NTB_TAKEOVER_MS", 5000, 0, 3600000, ns);
 }

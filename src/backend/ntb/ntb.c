@@ -543,13 +543,13 @@ static int state_find_waiting(struct sio_fabric *f, struct wf_fabric *s)
 		if (!end) {
 			if (!sio__wf_host_knew(s, f->name))
 				break;
-			if (sio__env_ms("SMARTIO_NTB_TAKEOVER_MS", 5000, 0, 3600000, &hold))
+			if (sio__ntb_takeover_ns(&hold))
 				hold = 5000000000ull;	/* the service refuses a bad value */
 			end = sio__now_ns() + hold + HOME_WAIT_MARGIN_NS;
 		} else if (sio__now_ns() > end) {
 			break;
 		}
-		struct timespec ts = { 0, 100000000 };	/* the services' tick */
+		struct timespec ts = { 0, NTB_TICK_MS * 1000000L };
 		nanosleep(&ts, NULL);
 	}
 	return ret;

@@ -80,6 +80,15 @@ struct ntb_boot {
 					 * a heard port has other words) */
 };
 uint32_t sio__ntb_name_hash(const char *name);
+
+/* How often a node service looks at its NTB (serve.c), in ms. */
+#define NTB_TICK_MS	100
+/*
+ * $SMARTIO_NTB_TAKEOVER_MS in @ns: how long a standby waits with the home's
+ * link down before it takes over (default 5 s). 0, or -EINVAL naming a bad
+ * value (sio__env_ms()).
+ */
+int sio__ntb_takeover_ns(uint64_t *ns);
 /* Publish @b in this port's words, or clear them (@b NULL). */
 int sio__ntb_boot_publish(struct ntbdev *d, const struct sio_ntb_info *i, struct ntb_board *bd,
 			  const struct ntb_boot *b);

@@ -45,7 +45,6 @@
 #include "env.h"
 #include "parse.h"
 
-#define TICK_MS		100
 
 struct ntb_service {
 	struct ntbdev *dev;
@@ -743,7 +742,7 @@ static int setup(struct ntb_service *sv, const char *dev, int port)
 		return sio__err(EINVAL, "ntb: SMARTIO_NTB_STANDBY='%s': 1 (this node may be the fabric's standby home, the default) or 0 (never)",
 				sb);
 	sv->standby_ok = v;
-	if ((ret = sio__env_ms("SMARTIO_NTB_TAKEOVER_MS", 5000, 0, 3600000, &sv->takeover_ns)))
+	if ((ret = sio__ntb_takeover_ns(&sv->takeover_ns)))
 		return ret;
 	if (more) {	/* DEV0,DEV1...: adapter 0's NTB, then the others' */
 		if ((size_t)(more - dev) >= sizeof(first))
@@ -829,7 +828,7 @@ static void round_once(struct ntb_service *sv, uint64_t *next)
 	struct pollfd pf[2] = { { .fd = sv->lsk, .events = POLLIN }, { .fd = sv->efd, .events = POLLIN } };
 	uint64_t v, now;
 
-	if (poll(pf, 2, TICK_MS) > 0) {
+	if (poll(pf, 2, NTB_TICK_MS) > 0) {
 		if (pf[0].revents & POLLIN) {
 			int sk = accept4(sv->lsk, NULL, NULL, SOCK_CLOEXEC);
 			if (sk >= 0) {
@@ -845,7 +844,7 @@ static void round_once(struct ntb_service *sv, uint64_t *next)
 	now = sio__now_ns();
 	if (now < *next)
 		return;
-	*next = now + TICK_MS * 1000000ull;
+	*next = now + NTB_TICK_MS * 1000000ull;
 	links(sv);
 	if (sv->have_mem) {
 		hosting(sv);
