@@ -396,6 +396,10 @@ sntb() {
 	# Their wait for it starts at the phase (SIGUSR1), when port 1 goes,
 	# not when they map: one guest may get to the phase minutes after
 	# another (TCG on a loaded host).
+	# Every guest's take has exited first: a peer's buffer translated
+	# while this guest maps changes the window's size between the
+	# PEER_MW ioctl and mmap (EINVAL, as it should).
+	phase sntb-bounce-map
 	P=/sys/module/smartio_ntb/parameters/link_delay_ms
 	if [ "$ME" != 1 ]; then
 		echo 8000 >$P
