@@ -65,6 +65,7 @@ struct sio_gpu_ctrl {
 	struct ctrl_dev dev;
 	struct ctrl_q *hq;		/* host copy of the queue table */
 	void *sq[CTRL_MAX_Q], *cq[CTRL_MAX_Q], *prp[CTRL_MAX_Q];
+	void *prp_mem[CTRL_MAX_Q];	/* as allocated: prp[] is page aligned in it */
 	uint32_t *db;			/* 2 per queue, GPU memory */
 	struct sio_gpu_queue *queue[CTRL_MAX_Q];
 	int *stop;
@@ -360,10 +361,13 @@ static int queue_make(struct sio_gpu_ctrl *c, uint32_t i)
 	e = qmem(&c->sq[i], (size_t)o->depth * 64, o->sq_in_host);
 	if (e == cudaSuccess)
 		e = qmem(&c->cq[i], (size_t)o->depth * 16, o->cq_in_host);
+	/* cudaMalloc() aligns to 256 bytes only: a page more, then align */
 	if (e == cudaSuccess)
-		e = qmem(&c->prp[i], (size_t)o->depth * CTRL_PAGE, false);
+		e = qmem(&c->prp_mem[i], ((size_t)o->depth + 1) * CTRL_PAGE, false);
 	if (e != cudaSuccess)
 		return sio_gpu_cuda_err(e, "allocating the GPU controller model's queues");
+	c->prp[i] = (void *)(((uintptr_t)c->prp_mem[i] + CTRL_PAGE - 1) &
+			     ~(uintptr_t)(CTRL_PAGE - 1));
 	qd.sq = c->sq[i];
 	qd.cq = c->cq[i];
 	qd.sq_db = c->db + 2 * i;
@@ -543,7 +547,7 @@ extern "C" void sio_gpu_ctrl_close(struct sio_gpu_ctrl *c)
 		sio_gpu_queue_close(c->queue[i]);
 		qfree(c->sq[i], c->o.sq_in_host);
 		qfree(c->cq[i], c->o.cq_in_host);
-		qfree(c->prp[i], false);
+		qfree(c->prp_mem[i], false);
 	}
 	if (c->stream)
 		cudaStreamDestroy(c->stream);
