@@ -28,6 +28,7 @@
 extern "C" int sio_gpu_cuda_err(cudaError_t e, const char *what);
 extern "C" int sio_gpu_use(int gpu);
 extern "C" bool sio__gpu_pools(void);	/* job.cu */
+extern "C" int sio__gpu_job_load(void);	/* job.cu */
 
 #define CTRL_PAGE	4096u
 #define CTRL_MAX_Q	64u
@@ -486,6 +487,7 @@ extern "C" int sio_gpu_ctrl_start(struct sio_gpu_ctrl *c)
 {
 	uint64_t bound = (c && c->o.max_seconds ? c->o.max_seconds : 600) * 1000000000ull;
 	cudaError_t e;
+	int ret;
 
 	if (!c || c->running)
 		return sio_err_set(EINVAL, "sio_gpu_ctrl_start: NULL, or running already");
@@ -500,6 +502,10 @@ extern "C" int sio_gpu_ctrl_start(struct sio_gpu_ctrl *c)
 		e = cudaStreamSynchronize(c->stream);
 	if (e != cudaSuccess)
 		return sio_gpu_cuda_err(e, "starting the GPU controller model");
+	/* a job's first launch must not wait for the model (job.cu) */
+	ret = sio__gpu_job_load();
+	if (ret)
+		return ret;
 	/* bounded even if the host dies without stopping it */
 	c->dev.bound_ns = bound;
 	ctrl_kernel<<<c->o.sms, CTRL_WARPS * 32, 0, c->stream>>>(c->dev);

@@ -177,6 +177,27 @@ extern "C" bool sio__gpu_pools(void)
 	       v;
 }
 
+/*
+ * Load the engine's kernels now. CUDA loads a kernel at its first launch
+ * (CUDA_MODULE_LOADING=LAZY, the default since CUDA 12.2), and a load may
+ * wait for the whole context: next to a persistent kernel, the GPU-resident
+ * model's, the first job waited for the model to end (on the H200 every
+ * command of the model's tests timed out, after the model's 30 s bound).
+ * cudaFuncGetAttributes() loads the kernel it is asked about.
+ */
+static __global__ void checksum_kernel(const uint64_t *w, uint64_t n,
+				       unsigned long long *sum);
+
+extern "C" int sio__gpu_job_load(void)
+{
+	cudaFuncAttributes a;
+	cudaError_t e = cudaFuncGetAttributes(&a, job_kernel);
+
+	if (e == cudaSuccess)
+		e = cudaFuncGetAttributes(&a, checksum_kernel);
+	return e == cudaSuccess ? 0 : sio_gpu_cuda_err(e, "loading the GPU queue engine's kernels");
+}
+
 /* The queue pointers and zeroed statistics in GPU memory, the events made. */
 static int job_prepare(struct job_run *r, struct sio_gpu_queue *const *qs, int nq)
 {
