@@ -13,6 +13,13 @@
  * slot's segment went away (forget(), called by libsmartio when the
  * registry's mappings change), so an exporter's cudaFree() finds no mapping
  * of ours left open for longer than our next DMA.
+ *
+ * A write the model lets land later (copy_later(), inside libsmartio's
+ * sio_dma_batch_begin() .. _end()) is staged in pinned memory of ours and
+ * listed; land() moves every listed write with one batched copy and waits
+ * once. Each copy waited for alone costs a round trip to the GPU (about
+ * 10 us on an H200 under MPS), which capped the emulator near 100,000
+ * commands per second.
  */
 
 #include <errno.h>
@@ -34,7 +41,25 @@ struct ent {
 	uint64_t failed_gen;	/* an open of this generation failed (said once) */
 };
 
+/* Writes listed by copy_later(), on one GPU, staged in pinned memory. */
+#define LATER_MAX	1024
+#define STAGE_BYTES	(8u << 20)
+
+struct later {
+	int gpu;			/* of the listed writes; -1: none */
+	size_t n;			/* listed, not yet issued */
+	size_t used;			/* of the stage, until the writes landed */
+	void *dst[LATER_MAX];
+	const void *src[LATER_MAX];
+	size_t len[LATER_MAX];
+	uint8_t *stage;
+	bool no_stage;			/* pinned memory refused: copy at once */
+	bool no_batch;			/* cudaMemcpyBatchAsync refused: one by one */
+	bool failed;			/* issued with a copy that failed */
+};
+
 static struct ent cache[SIO_GPU_SEG_SLOTS];
+static struct later later = { .gpu = -1 };
 static int nopen;
 static cudaStream_t streams[MAX_GPUS];
 static int ndev = -1;
@@ -53,6 +78,70 @@ static void close_ent(struct ent *e)
 	nopen--;
 }
 
+static int stream_of(int gpu, cudaStream_t *out);
+
+/* Issue the listed writes on @st (the stage stays theirs until they land). */
+static cudaError_t later_issue(cudaStream_t st)
+{
+	cudaError_t ce = cudaErrorNotSupported;
+
+	if (!later.n)
+		return cudaSuccess;
+#if CUDART_VERSION >= 13000
+	if (!later.no_batch) {
+		struct cudaMemcpyAttributes a = {
+			.srcAccessOrder = cudaMemcpySrcAccessOrderStream,
+		};
+		size_t ai = 0;
+
+		ce = cudaMemcpyBatchAsync(later.dst, later.src, later.len, later.n, &a, &ai, 1,
+					  st);
+		if (ce != cudaSuccess) {
+			fprintf(stderr, "smartio-gpudma: batched copies refused (%s); copying "
+				"one by one\n", cudaGetErrorString(ce));
+			later.no_batch = true;
+			cudaGetLastError();
+		}
+	}
+#endif
+	if (ce != cudaSuccess) {
+		ce = cudaSuccess;
+		for (size_t i = 0; i < later.n && ce == cudaSuccess; i++)
+			ce = cudaMemcpyAsync(later.dst[i], later.src[i], later.len[i],
+					     cudaMemcpyHostToDevice, st);
+	}
+	later.n = 0;
+	return ce;
+}
+
+/* Every listed write landed: issued, then waited for. */
+static int land_locked(void)
+{
+	cudaStream_t st;
+	cudaError_t ce;
+	int gpu = later.gpu;
+	bool failed = later.failed;
+
+	later.failed = false;
+	if (gpu < 0)
+		return failed ? -EIO : 0;
+	later.gpu = -1;
+	later.used = 0;
+	if (cudaSetDevice(gpu) != cudaSuccess || stream_of(gpu, &st)) {
+		later.n = 0;
+		return -EIO;
+	}
+	ce = later_issue(st);
+	if (ce == cudaSuccess)
+		ce = cudaStreamSynchronize(st);
+	if (ce != cudaSuccess) {
+		fprintf(stderr, "smartio-gpudma: deferred copies to GPU %d failed: %s\n", gpu,
+			cudaGetErrorString(ce));
+		return -EIO;
+	}
+	return 0;
+}
+
 /* The mapping of segment @s in this process. */
 static int lookup(const struct sio_gpu_seg *s, void **out)
 {
@@ -65,6 +154,7 @@ static int lookup(const struct sio_gpu_seg *s, void **out)
 		return 0;
 	}
 	if (e->ptr) {
+		land_locked();	/* listed writes may go through it */
 		close_ent(e);	/* an older segment of this slot: gone */
 		cudaSetDevice(s->gpu);
 	}
@@ -149,6 +239,9 @@ static int copy_locked(const struct sio_gpu_seg *s, uint64_t off, void *buf, siz
 		count_gpus();
 	if (s->gpu >= ndev || s->gpu >= MAX_GPUS)
 		return -ENODEV;
+	/* listed writes go first: on this GPU's stream, else landed */
+	if (later.gpu >= 0 && later.gpu != s->gpu && (ret = land_locked()))
+		return ret;
 	ce = cudaSetDevice(s->gpu);
 	if (ce != cudaSuccess) {
 		static bool said;
@@ -166,24 +259,72 @@ static int copy_locked(const struct sio_gpu_seg *s, uint64_t off, void *buf, siz
 		ret = stream_of(s->gpu, &st);
 	if (ret)
 		return ret;
-	t0 = sio__now_ns();
-	ce = to_gpu ? cudaMemcpyAsync((char *)p + off, buf, len, cudaMemcpyHostToDevice, st)
-		    : cudaMemcpyAsync(buf, (char *)p + off, len, cudaMemcpyDeviceToHost, st);
+	t0 = later.n ? 0 : sio__now_ns();	/* timed alone only (slow_copy) */
+	ce = later_issue(st);
+	if (ce == cudaSuccess)
+		ce = to_gpu ? cudaMemcpyAsync((char *)p + off, buf, len, cudaMemcpyHostToDevice, st)
+			    : cudaMemcpyAsync(buf, (char *)p + off, len, cudaMemcpyDeviceToHost,
+					      st);
 	/* A pageable host-to-device copy may return before the data landed:
 	 * wait, or a completion posted next could overtake it. */
 	if (ce == cudaSuccess)
 		ce = cudaStreamSynchronize(st);
+	/* what was listed landed with it, or failed with it */
+	if (ce != cudaSuccess && later.gpu >= 0)
+		later.failed = true;
+	later.gpu = -1;
+	later.used = 0;
 	if (ce != cudaSuccess) {
 		fprintf(stderr, "smartio-gpudma: copy %s GPU segment %u failed: %s\n",
 			to_gpu ? "to" : "from", s->id, cudaGetErrorString(ce));
 		return -EIO;
 	}
-	slow_copy(sio__now_ns() - t0);
+	if (t0)
+		slow_copy(sio__now_ns() - t0);
 	return 0;
 }
 
-static int gpu_copy(const struct sio_gpu_seg *s, uint64_t off, void *buf, size_t len,
-		    bool to_gpu)
+/* List a write into the GPU, its source staged; or copy it now. */
+static int later_locked(const struct sio_gpu_seg *s, uint64_t off, const void *buf, size_t len)
+{
+	int ret;
+	void *p;
+
+	if (!later.stage && !later.no_stage &&
+	    cudaHostAlloc((void **)&later.stage, STAGE_BYTES, cudaHostAllocPortable) != cudaSuccess) {
+		cudaGetLastError();
+		later.stage = NULL;
+		later.no_stage = true;
+	}
+	if (!later.stage || len > STAGE_BYTES / 4)
+		return copy_locked(s, off, (void *)buf, len, true);
+	if ((later.gpu >= 0 && later.gpu != s->gpu) || later.n == LATER_MAX ||
+	    later.used + len > STAGE_BYTES) {
+		ret = land_locked();
+		if (ret)
+			return ret;
+	}
+	if (ndev < 0)
+		count_gpus();
+	if (s->gpu >= ndev || s->gpu >= MAX_GPUS)
+		return -ENODEV;
+	if (cudaSetDevice(s->gpu) != cudaSuccess)
+		return copy_locked(s, off, (void *)buf, len, true);	/* says why */
+	ret = lookup(s, &p);
+	if (ret)
+		return ret;
+	memcpy(later.stage + later.used, buf, len);
+	later.dst[later.n] = (char *)p + off;
+	later.src[later.n] = later.stage + later.used;
+	later.len[later.n++] = len;
+	later.used += (len + 63) & ~(size_t)63;
+	later.gpu = s->gpu;
+	return 0;
+}
+
+/* Check the arguments, then copy now (or, @later, list the write) under the lock. */
+static int checked_copy(const struct sio_gpu_seg *s, uint64_t off, void *buf, size_t len,
+			bool to_gpu, bool later_ok)
 {
 	int ret;
 
@@ -194,7 +335,29 @@ static int gpu_copy(const struct sio_gpu_seg *s, uint64_t off, void *buf, size_t
 	if (!len)
 		return 0;
 	pthread_mutex_lock(&lock);
-	ret = copy_locked(s, off, buf, len, to_gpu);
+	ret = later_ok ? later_locked(s, off, buf, len) : copy_locked(s, off, buf, len, to_gpu);
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+static int gpu_copy(const struct sio_gpu_seg *s, uint64_t off, void *buf, size_t len,
+		    bool to_gpu)
+{
+	return checked_copy(s, off, buf, len, to_gpu, false);
+}
+
+static int gpu_copy_later(const struct sio_gpu_seg *s, uint64_t off, const void *buf,
+			  size_t len)
+{
+	return checked_copy(s, off, (void *)buf, len, true, true);
+}
+
+static int gpu_land(void)
+{
+	int ret;
+
+	pthread_mutex_lock(&lock);
+	ret = land_locked();
 	pthread_mutex_unlock(&lock);
 	return ret;
 }
@@ -207,6 +370,7 @@ static void gpu_forget(const struct sio_gpu_seg *live, int n)
 	if (n < 0 || (n && !live))
 		return;
 	pthread_mutex_lock(&lock);
+	land_locked();	/* the listed writes hold mappings; a failure is said there */
 	if (ndev < 0)
 		count_gpus();
 	memset(live_gen, 0, sizeof(live_gen));
@@ -244,4 +408,9 @@ int sio_gpu_dma_plugin_open_count(void)
 }
 
 __attribute__((visibility("default")))
-const struct sio_gpu_dma_plugin SIO_GPU_DMA_PLUGIN = { .copy = gpu_copy, .forget = gpu_forget };
+const struct sio_gpu_dma_plugin SIO_GPU_DMA_PLUGIN = {
+	.copy = gpu_copy,
+	.forget = gpu_forget,
+	.copy_later = gpu_copy_later,
+	.land = gpu_land,
+};

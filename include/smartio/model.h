@@ -110,6 +110,35 @@ int sio_dma_read(struct sio_devreg *reg, uint64_t bus, void *buf, size_t len);
 int sio_dma_write(struct sio_devreg *reg, uint64_t bus, const void *buf, size_t len);
 
 /**
+ * sio_dma_batch_begin() - let writes into GPU memory land later
+ * @reg: the device
+ *
+ * Until sio_dma_batch_end(), a sio_dma_write() into a GPU segment may
+ * return before its data has landed: the GPU plugin keeps a copy of the
+ * source and moves many writes with one transfer, as a device keeps many
+ * DMAs in flight. The model must tell no host that the data is there (a
+ * completion) before sio_dma_batch_end() has returned. Reads still see
+ * every earlier write; writes to host memory land before they return, as
+ * always. $SMARTIO_GPU_DMA_BATCH=0 turns this off (each write waited for).
+ */
+void sio_dma_batch_begin(struct sio_devreg *reg);
+
+/**
+ * sio_dma_batch_pending() - whether a write of the batch may not have landed
+ * @reg: the device
+ * Return: true from the first deferred write until sio_dma_batch_end().
+ */
+bool sio_dma_batch_pending(const struct sio_devreg *reg);
+
+/**
+ * sio_dma_batch_end() - land every deferred write, and defer no more
+ * @reg: the device
+ * Return: 0; -EIO when a deferred write failed (the plugin's message is on
+ * stderr): what the batch wrote must be taken as not written.
+ */
+int sio_dma_batch_end(struct sio_devreg *reg);
+
+/**
  * sio_dma_ptr() - direct pointer to memory a device may access
  * @reg: the device
  * @bus: device-side bus address
@@ -193,8 +222,8 @@ int sio_devreg_irq_raise_mask(struct sio_devreg *reg, uint32_t vecs);
 
 /* The object a GPU DMA plugin exports, and its name for dlsym(); the
  * number moves with the ABI. */
-#define SIO_GPU_DMA_PLUGIN		sio_gpu_dma_plugin_v3
-#define SIO_GPU_DMA_PLUGIN_SYMBOL	"sio_gpu_dma_plugin_v3"
+#define SIO_GPU_DMA_PLUGIN		sio_gpu_dma_plugin_v4
+#define SIO_GPU_DMA_PLUGIN_SYMBOL	"sio_gpu_dma_plugin_v4"
 
 /**
  * struct sio_gpu_seg - a GPU segment, as its DMA plugin sees it
@@ -226,14 +255,22 @@ struct sio_gpu_seg {
  * @forget: the fabric's mappings changed; @live lists the @n GPU segments
  *	that exist now. Close what is open for any other: its exporter may
  *	free the memory. Also a good moment to start CUDA on the GPUs listed,
- *	before a copy waits for it.
+ *	before a copy waits for it. Lands what @copy_later deferred first.
+ * @copy_later: copy @len bytes from @buf into offset @off of @seg, landing
+ *	by the next @land at the latest; @buf may be reused once it returns.
+ *	Returns as @copy does. NULL: every write is a @copy.
+ * @land: every @copy_later has landed. Return 0, or -EIO if one failed.
  *
- * Both may be called from several threads of the model.
+ * All may be called from several threads of the model. A @copy reading the
+ * GPU sees every earlier @copy_later.
  */
 struct sio_gpu_dma_plugin {
 	int (*copy)(const struct sio_gpu_seg *seg, uint64_t off, void *buf, size_t len,
 		    bool to_gpu);
 	void (*forget)(const struct sio_gpu_seg *live, int n);
+	int (*copy_later)(const struct sio_gpu_seg *seg, uint64_t off, const void *buf,
+			  size_t len);
+	int (*land)(void);
 };
 
 /**

@@ -89,6 +89,8 @@ struct sio_devreg {
 	/* the fabric's GPU segments at the last reload, for the GPU plugin */
 	struct sio_gpu_seg *gpu;
 	int ngpu, gpu_cap;
+	/* sio_dma_batch_begin() .. _end(); a write into GPU memory deferred */
+	bool batch, later;
 };
 
 /* Map a segment slot into this process (cached per fabric handle). */

@@ -16,6 +16,7 @@
 static const struct sio_gpu_dma_plugin *gpu_ops;
 static pthread_once_t gpu_once = PTHREAD_ONCE_INIT;
 static char gpu_why[384];	/* why the plugin is not there */
+static bool gpu_batch;		/* writes into GPU memory may be deferred */
 
 /*
  * Load the GPU DMA plugin, once per process. A failure is printed once, with
@@ -46,6 +47,8 @@ static void gpu_load(void)
 	if (!ops)
 		fprintf(stderr, "smartio: DMA to GPU memory is not possible in this process: %s "
 			"(set SMARTIO_GPU_PLUGIN to the path of libsmartio-gpudma.so)\n", gpu_why);
+	p = getenv("SMARTIO_GPU_DMA_BATCH");
+	gpu_batch = ops && ops->copy_later && ops->land && !(p && !strcmp(p, "0"));
 	__atomic_store_n(&gpu_ops, ops, __ATOMIC_RELEASE);
 }
 
@@ -254,7 +257,12 @@ static int gpu_copy(struct sio_devreg *reg, struct sio_dma_cache_ent *e, uint64_
 	if (!to_gpu)
 		sio__delay_ns(e->rt_ns);
 	g = gpu_seg(&snap, e->seg);
-	ret = gpu_ops->copy(&g, bus - e->bus, buf, len, to_gpu);
+	if (to_gpu && reg->batch && gpu_batch) {
+		ret = gpu_ops->copy_later(&g, bus - e->bus, buf, len);
+		reg->later |= !ret;
+	} else {
+		ret = gpu_ops->copy(&g, bus - e->bus, buf, len, to_gpu);
+	}
 	if (ret)
 		return sio__err(-ret, "DMA %s GPU segment %u (GPU %d) at bus 0x%llx failed: %s "
 				"(the plugin's messages are on stderr)", to_gpu ? "to" : "from",
@@ -329,6 +337,34 @@ int sio_dma_write(struct sio_devreg *reg, uint64_t bus, const void *buf, size_t 
 	if (e->gpu)
 		return gpu_copy(reg, e, bus, (void *)buf, len, true);
 	memcpy(e->va + (bus - e->bus), buf, len);
+	return 0;
+}
+
+void sio_dma_batch_begin(struct sio_devreg *reg)
+{
+	if (reg)
+		reg->batch = true;
+}
+
+bool sio_dma_batch_pending(const struct sio_devreg *reg)
+{
+	return reg && reg->later;
+}
+
+int sio_dma_batch_end(struct sio_devreg *reg)
+{
+	int ret;
+
+	if (!reg)
+		return sio__err(EINVAL, "sio_dma_batch_end: no registration");
+	reg->batch = false;
+	if (!reg->later)
+		return 0;
+	reg->later = false;
+	ret = gpu_ops->land();
+	if (ret)
+		return sio__err(-ret, "deferred DMA into GPU memory failed: %s (the plugin's "
+				"messages are on stderr)", strerror(-ret));
 	return 0;
 }
 
