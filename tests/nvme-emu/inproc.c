@@ -36,6 +36,8 @@ static void note_write(struct inproc *h, uint64_t bus, size_t len)
 
 	if (off < h->guard_end && !cq_entry(h, off, len))
 		h->clobbered++;
+	if (h->nlater && cq_entry(h, off, len))
+		h->early_cpl++;
 }
 
 static bool noptr(const struct inproc *h, uint64_t bus)
@@ -43,6 +45,48 @@ static bool noptr(const struct inproc *h, uint64_t bus)
 	uint64_t off = bus - INPROC_HOST_BUS;
 
 	return off >= h->noptr_lo && off < h->noptr_hi;
+}
+
+/* A write into memory with no pointer, inside a batch: it lands at the end. */
+static bool defer(struct inproc *h, uint64_t bus, const void *buf, size_t len)
+{
+	struct inproc_later *l;
+
+	if (!h->batch || !h->in_batch || !noptr(h, bus) ||
+	    len > sizeof(l->data) || h->nlater == sizeof(h->later) / sizeof(h->later[0]))
+		return false;
+	if (cq_entry(h, bus - INPROC_HOST_BUS, len))
+		h->cpl_deferred++;
+	l = &h->later[h->nlater++];
+	l->off = (uint32_t)(bus - INPROC_HOST_BUS);
+	l->len = (uint32_t)len;
+	memcpy(l->data, buf, len);
+	h->deferred++;
+	return true;
+}
+
+static void batch_begin(void *ctx)
+{
+	((struct inproc *)ctx)->in_batch = true;
+}
+
+static bool batch_pending(void *ctx)
+{
+	return ((struct inproc *)ctx)->nlater;
+}
+
+static int batch_end(void *ctx)
+{
+	struct inproc *h = ctx;
+
+	h->in_batch = false;
+	if (!h->nlater)
+		return 0;
+	h->batches++;
+	for (unsigned i = 0; i < h->nlater && !h->batch_fails; i++)
+		memcpy(h->host + h->later[i].off, h->later[i].data, h->later[i].len);
+	h->nlater = 0;
+	return h->batch_fails ? -EIO : 0;
 }
 
 static int dma_read(void *ctx, uint64_t bus, void *buf, size_t len)
@@ -68,7 +112,8 @@ static int dma_write(void *ctx, uint64_t bus, const void *buf, size_t len)
 
 	if (in_host(bus, len)) {
 		note_write(h, bus, len);
-		memcpy(h->host + (bus - INPROC_HOST_BUS), buf, len);
+		if (!defer(h, bus, buf, len))
+			memcpy(h->host + (bus - INPROC_HOST_BUS), buf, len);
 		return 0;
 	}
 	return dead(bus) ? -ENOLINK : -EFAULT;
@@ -103,7 +148,10 @@ void inproc_config(struct sio_nvme_emu_config *cfg)
 
 int inproc_open(struct inproc *h, const struct sio_nvme_emu_config *cfg)
 {
-	struct sio_nvme_emu_dma dma = { dma_read, dma_write, dma_ptr, h };
+	struct sio_nvme_emu_dma dma = { .read = dma_read, .write = dma_write,
+					.ptr = dma_ptr, .ctx = h, .batch_begin = batch_begin,
+					.batch_pending = batch_pending,
+					.batch_end = batch_end };
 	int ret;
 
 	memset(h, 0, sizeof(*h));

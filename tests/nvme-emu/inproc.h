@@ -42,6 +42,22 @@ struct inproc {
 	 */
 	uint32_t noptr_lo, noptr_hi;
 	unsigned noptr_reads;
+	/*
+	 * With @batch set, writes there made inside the controller's DMA
+	 * batch land only at its end, as the GPU plugin's do (or never, with
+	 * @batch_fails: the end answers -EIO). A completion entry written
+	 * while one is still in flight is counted in @early_cpl: it could be
+	 * seen before its data. A completion entry's own writes deferred are
+	 * counted in @cpl_deferred: a batch may land them in any order.
+	 */
+	bool batch, batch_fails;
+	bool in_batch;
+	unsigned deferred, batches, early_cpl, cpl_deferred;
+	struct inproc_later {
+		uint32_t off, len;
+		uint8_t data[4096];
+	} later[16];
+	unsigned nlater;
 };
 
 /* A queue pair as the host keeps it: offsets into host memory. */

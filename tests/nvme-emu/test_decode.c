@@ -266,16 +266,17 @@ Test(decode, read_write_take_slba_from_cdw10_and_cdw11_and_a_zero_based_nlb)
 		     "cdw12 31:16 are other fields: NLB is 0");
 }
 
-/* @n reads of block 5 into RDATA, ids @cid0.., behind one doorbell; the
- * controller polled, the read counter zeroed first. */
-static void ring_reads(uint32_t n, uint16_t cid0)
+/* @n reads behind one doorbell, ids @cid0..: of block 5 into RDATA, or
+ * (@spread) of block k into RDATA + 512 * k; the controller polled, the
+ * read counter zeroed first. */
+static void ring_reads(uint32_t n, uint16_t cid0, bool spread)
 {
 	h.noptr_reads = 0;
 	for (uint32_t k = 0; k < n; k++) {
-		struct sio_nvme_cmd c = cmd(nvme_cmd_read, 1, 5, 0);
+		struct sio_nvme_cmd c = cmd(nvme_cmd_read, 1, spread ? k : 5, 0);
 
 		c.cid = (uint16_t)(cid0 + k);
-		c.prp1 = INPROC_HOST_BUS + RDATA;
+		c.prp1 = INPROC_HOST_BUS + RDATA + (spread ? 512 * k : 0);
 		memcpy(h.host + IOSQ + io.tail * 64, &c, sizeof(c));
 		io.tail = (io.tail + 1) % INPROC_QSZ;
 	}
@@ -301,7 +302,7 @@ Test(decode, an_sq_without_a_host_pointer_is_fetched_in_batches)
 	cr_assert_eq(rw(nvme_cmd_write, 1, 5, 0, 0, DATA), 0);
 	cr_assert_eq(h.noptr_reads, 1, "one command, one read");
 	/* 12 entries behind one doorbell: tail 1 -> 13, one read */
-	ring_reads(12, 100);
+	ring_reads(12, 100, false);
 	cr_expect_eq(h.noptr_reads, 1, "12 entries took %u reads", h.noptr_reads);
 	for (k = 0; k < 12; k++) {
 		cr_assert(inproc_reap(&h, &io, &cpl), "completion %u of 12 missing", k);
@@ -311,10 +312,81 @@ Test(decode, an_sq_without_a_host_pointer_is_fetched_in_batches)
 	inproc_wr32(&h, 0x1000u + 3u * 4u, io.head);
 	cr_expect_eq(h.host[RDATA], 0x5a);
 	/* across the ring's end (tail 13 -> 3): two reads, one each side */
-	ring_reads(6, 200);
+	ring_reads(6, 200, false);
 	cr_expect_eq(h.noptr_reads, 2, "6 entries across the end took %u reads", h.noptr_reads);
 	for (k = 0; k < 6; k++) {
 		cr_assert(inproc_reap(&h, &io, &cpl), "completion %u of 6 missing", k);
 		cr_expect_eq(cpl.cid, 200 + k);
 	}
+}
+
+/* Blocks 0..@n-1 hold bytes @fill + k, written through DATA (host memory). */
+static void fill_blocks(uint32_t n, uint8_t fill)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		memset(h.host + DATA, fill + k, 512);
+		cr_assert_eq(rw(nvme_cmd_write, 1, k, 0, 0, DATA), 0);
+	}
+}
+
+/* @n completions, ids @cid0.., each with @status; the spread reads' data
+ * (block k's bytes @fill + k at RDATA + 512 * k) unless they failed. */
+static void reap_spread(uint32_t n, uint16_t cid0, uint16_t status, uint8_t fill)
+{
+	struct sio_nvme_cpl cpl;
+
+	for (uint32_t k = 0; k < n; k++) {
+		cr_assert(inproc_reap(&h, &io, &cpl), "completion %u of %u missing", k, n);
+		cr_expect_eq(cpl.cid, cid0 + k);
+		cr_expect_eq(SIO_NVME_STATUS_CODE(cpl.status), status);
+		if (!status)
+			cr_expect_eq(h.host[RDATA + 512 * k], fill + k, "block %u's data", k);
+	}
+	inproc_wr32(&h, 0x1000u + 3u * 4u, io.head);
+}
+
+/*
+ * Reads into memory with no host pointer (GPU memory) inside the
+ * controller's DMA batch: their data lands at the batch's end, many
+ * writes with one copy, and no completion is written before the data it
+ * stands for has landed. A batch that fails answers every command in it
+ * with a Data Transfer Error, and none of its data is taken as written.
+ */
+Test(decode, reads_into_memory_without_a_pointer_complete_after_their_batch)
+{
+	io_queues();
+	fill_blocks(12, 0x40);
+	h.noptr_lo = RDATA;
+	h.noptr_hi = RDATA + 32768;
+	h.batch = true;
+	memset(h.host + RDATA, 0xee, 12 * 512);
+	ring_reads(12, 300, true);
+	cr_expect_eq(h.deferred, 12, "%u of 12 reads deferred", h.deferred);
+	cr_expect_eq(h.batches, 1, "12 reads landed in %u batches", h.batches);
+	cr_expect_eq(h.early_cpl, 0, "%u completions written before their data", h.early_cpl);
+	reap_spread(12, 300, 0, 0x40);
+	/* a batch that fails: every command in it fails, and says so */
+	h.batch_fails = true;
+	ring_reads(4, 400, true);
+	reap_spread(4, 400, ST(GENERIC, DATA_XFER_ERROR), 0);
+	cr_expect_eq(h.early_cpl, 0);
+}
+
+/*
+ * A CQ in memory with no host pointer, in the same batch: its entries are
+ * written after the batch has landed, each as two ordered writes, never
+ * as part of the batch (whose copies may land in any order).
+ */
+Test(decode, a_cq_without_a_host_pointer_is_written_after_the_batch)
+{
+	h.noptr_lo = IOCQ;
+	h.noptr_hi = RDATA + 32768;
+	h.batch = true;
+	io_queues();
+	fill_blocks(8, 0x60);
+	ring_reads(8, 500, true);
+	cr_expect_eq(h.deferred, 8, "%u of 8 reads deferred", h.deferred);
+	cr_expect_eq(h.cpl_deferred, 0, "%u completion writes batched", h.cpl_deferred);
+	cr_expect_eq(h.early_cpl, 0, "%u completions written before their data", h.early_cpl);
+	reap_spread(8, 500, 0, 0x60);
 }

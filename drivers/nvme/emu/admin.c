@@ -180,6 +180,17 @@ static uint16_t cmd_identify(struct sio_nvme_emu *emu, const struct sio_nvme_cmd
 	return emu_xfer(emu, cmd, buf, 4096, true);
 }
 
+/*
+ * Queue memory with no host pointer (GPU memory): an SQ there is fetched
+ * in batches, a CQ's entries wait for the pass's DMA batch (ctrl.c).
+ */
+static bool no_pointer(struct sio_nvme_emu *emu, uint64_t base)
+{
+	void *p;
+
+	return emu->dma.ptr(emu->dma.ctx, base, 16, false, &p) == -EOPNOTSUPP;
+}
+
 static uint16_t cmd_create_cq(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd)
 {
 	uint32_t qid = cmd->cdw10 & 0xffff, qsize = (cmd->cdw10 >> 16) + 1;
@@ -200,19 +211,13 @@ static uint16_t cmd_create_cq(struct sio_nvme_emu *emu, const struct sio_nvme_cm
 		return EMU_ST_FIELD;	/* CC.IOCQES: 16-byte entries only */
 	emu->cq[qid] = (struct emu_cq){ .valid = true, .phase = 1, .qid = (uint16_t)qid,
 					.size = qsize, .base = cmd->prp1, .ien = ien,
-					.iv = (uint16_t)iv };
+					.iv = (uint16_t)iv,
+					.noptr = no_pointer(emu, cmd->prp1) };
 	emu_dbbuf_queue(emu, qid, true);
 	emu->ioq_created = true;
 	return EMU_OK;
 }
 
-/* An SQ in memory with no host pointer (GPU memory) is fetched in batches. */
-static bool sq_batched(struct sio_nvme_emu *emu, uint64_t base)
-{
-	void *p;
-
-	return emu->dma.ptr(emu->dma.ctx, base, 64, false, &p) == -EOPNOTSUPP;
-}
 
 static uint16_t cmd_create_sq(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd)
 {
@@ -235,7 +240,7 @@ static uint16_t cmd_create_sq(struct sio_nvme_emu *emu, const struct sio_nvme_cm
 	emu->arbpage->q[qid] = (struct emu_arb_q){ .cls = (cmd->cdw11 >> 1) & 3 };
 	emu->sq[qid] = (struct emu_sq){ .valid = true, .arb = &emu->arbpage->q[qid],
 					.qid = (uint16_t)qid, .size = qsize, .base = cmd->prp1,
-					.cq = &emu->cq[cqid], .batch = sq_batched(emu, cmd->prp1) };
+					.cq = &emu->cq[cqid], .batch = no_pointer(emu, cmd->prp1) };
 	emu->cq[cqid].nsq++;
 	emu_active_add(emu, &emu->sq[qid]);
 	emu_dbbuf_queue(emu, qid, false);

@@ -113,37 +113,29 @@ static void log_error(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
 	emu->elog_next = (emu->elog_next + 1) % EMU_ELOG_ENTRIES;
 }
 
-/**
- * emu_post() - post a completion for a fetched command
- * @emu: controller
- * @sq: the SQ it came from (its CQ has a slot reserved for it)
- * @cid: command id
- * @status: internal status (SCT << 8 | SC, EMU_DNR)
- * @result: DW0
- * @cmd: the command, for the error log (may be NULL)
- *
- * The first three dwords go first; the dword holding the phase tag is
- * stored last with release order, so a host that sees the new phase sees
- * the whole entry.
- */
-void emu_post(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
-	      uint16_t status, uint32_t result, const struct sio_nvme_cmd *cmd)
+/* A completion entry: DW0, DW1, DW2 (SQ head and id), DW3 (cid, status, phase). */
+static void cq_entry(uint32_t e[4], uint32_t result, uint32_t sqhd, uint16_t cid,
+		     uint16_t status, uint8_t phase)
 {
-	struct emu_cq *cq = sq->cq;
-	uint64_t at = cq->base + (uint64_t)cq->tail * 16;
-	uint32_t wire, e[4], phase;
-	void *p;
-	int rc = -1;
-
-	if (status & 0x7ffu)
-		log_error(emu, sq, cid, status, cmd);
-	wire = sio_nvme_model_cpl_status(status, cq->phase);
 	e[0] = result;
 	e[1] = 0;
-	e[2] = sq->head | ((uint32_t)sq->qid << 16);
-	e[3] = cid | (wire << 16);
-	if (!emu->resetting)
-		rc = emu->dma.ptr(emu->dma.ctx, at, 16, true, &p);
+	e[2] = sqhd;
+	e[3] = cid | (uint32_t)sio_nvme_model_cpl_status(status, phase) << 16;
+}
+
+static void batch_begin(struct sio_nvme_emu *emu);
+static void batch_end(struct sio_nvme_emu *emu);
+
+/*
+ * Store entry @e at CQ address @at. The first three dwords go first; the
+ * dword holding the phase tag is stored last with release order, so a host
+ * that sees the new phase sees the whole entry.
+ */
+static void cq_store(struct sio_nvme_emu *emu, uint64_t at, const uint32_t e[4])
+{
+	void *p;
+	int rc = emu->dma.ptr(emu->dma.ctx, at, 16, true, &p);
+
 	if (rc == 0) {
 		uint64_t *d = p;	/* CQ entries are 16-byte aligned */
 
@@ -155,11 +147,101 @@ void emu_post(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
 		__atomic_store_n(&d[0], (uint64_t)e[0] | (uint64_t)e[1] << 32, __ATOMIC_RELAXED);
 		__atomic_store_n(&d[1], (uint64_t)e[2] | (uint64_t)e[3] << 32, __ATOMIC_RELEASE);
 	} else if (rc == -EOPNOTSUPP) {
-		/* memory with no host pointer (GPU): two ordered writes, phase last */
+		/* memory with no host pointer (GPU): two ordered writes, phase
+		 * last, never in a batch (an admin CQ there: no noptr flag) */
+		if (emu->batching) {
+			batch_end(emu);
+			batch_begin(emu);
+		}
 		if (!emu->dma.write(emu->dma.ctx, at, e, 12))
 			emu->dma.write(emu->dma.ctx, at + 12, &e[3], 4);
 	}
 	/* else: a CQ nobody mapped, or a dead link; the write is lost as on PCIe */
+}
+
+/*
+ * A pass's DMA batch (sio_dma_batch_begin()): writes into GPU memory may
+ * land at its end, many with one copy, so the completions of commands
+ * whose data may not have landed are held until then. Where nothing is
+ * deferred (host memory, no plugin), nothing is held.
+ */
+static void batch_begin(struct sio_nvme_emu *emu)
+{
+	if (!emu->dma.batch_begin || !emu->dma.batch_pending || !emu->dma.batch_end)
+		return;	/* all three, or no batch */
+	emu->dma.batch_begin(emu->dma.ctx);
+	emu->batching = true;
+}
+
+/* Land the batch, then post what was held: a failed batch's data is lost. */
+static void batch_end(struct sio_nvme_emu *emu)
+{
+	uint32_t e[4];
+	int rc;
+
+	if (!emu->batching)
+		return;
+	rc = emu->dma.batch_end(emu->dma.ctx);
+	emu->batching = false;
+	for (uint32_t i = 0; i < emu->nheld; i++) {
+		const struct emu_held *h = &emu->held[i];
+
+		cq_entry(e, h->result, h->sqhd, h->cid, rc ? EMU_ST_XFER : h->status, h->phase);
+		if (!emu->resetting)
+			cq_store(emu, h->at, e);
+	}
+	emu->nheld = 0;
+}
+
+/*
+ * Whether a completion on @cq waits for the batch: its data may not have
+ * landed, or an earlier one waits; or @cq is GPU memory, where its two
+ * writes (phase last) must not be batched, as a batch's copies may land
+ * in any order.
+ */
+static bool must_hold(struct sio_nvme_emu *emu, const struct emu_cq *cq)
+{
+	if (!emu->batching ||
+	    (!emu->nheld && !cq->noptr && !emu->dma.batch_pending(emu->dma.ctx)))
+		return false;
+	if (emu->nheld < EMU_HELD_MAX)
+		return true;
+	batch_end(emu);	/* full: land what is in flight, then go on batching */
+	batch_begin(emu);
+	return false;
+}
+
+/**
+ * emu_post() - post a completion for a fetched command
+ * @emu: controller
+ * @sq: the SQ it came from (its CQ has a slot reserved for it)
+ * @cid: command id
+ * @status: internal status (SCT << 8 | SC, EMU_DNR)
+ * @result: DW0
+ * @cmd: the command, for the error log (may be NULL)
+ *
+ * At once, or, in a DMA batch whose data may not have landed, when the
+ * batch has (batch_end()). The CQ's tail moves now either way.
+ */
+void emu_post(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
+	      uint16_t status, uint32_t result, const struct sio_nvme_cmd *cmd)
+{
+	struct emu_cq *cq = sq->cq;
+	uint64_t at = cq->base + (uint64_t)cq->tail * 16;
+	uint32_t sqhd = sq->head | ((uint32_t)sq->qid << 16), e[4], phase;
+
+	if (status & 0x7ffu)
+		log_error(emu, sq, cid, status, cmd);
+	if (emu->resetting) {
+		/* dropped */
+	} else if (must_hold(emu, cq)) {
+		emu->held[emu->nheld++] = (struct emu_held){ .at = at, .cq = cq,
+			.result = result, .sqhd = sqhd, .cid = cid, .status = status,
+			.phase = cq->phase };
+	} else {
+		cq_entry(e, result, sqhd, cid, status, cq->phase);
+		cq_store(emu, at, e);
+	}
 	phase = cq->phase;
 	sio_nvme_model_cq_advance(&cq->tail, &phase, cq->size);
 	cq->phase = (uint8_t)phase;
@@ -335,9 +417,12 @@ static uint32_t process_queues(struct sio_nvme_emu *emu)
 	uint32_t total = 0;
 
 	read_doorbells(emu);
+	batch_begin(emu);
 	total += fetch(emu, &emu->sq[0], 16);	/* admin is in the urgent class */
 	emu_aer_poll(emu);
-	return total + emu_arb_pass(&emu->arbiter, &arb_ops, emu, emu->nactive, 256);
+	total += emu_arb_pass(&emu->arbiter, &arb_ops, emu, emu->nactive, 256);
+	batch_end(emu);
+	return total;
 }
 
 /* ---- enable, reset, shutdown ---- */

@@ -81,16 +81,23 @@ struct sio_nvme_emu_config {
  * @write: device writes @len bytes at @bus
  * @ptr: pointer to @len contiguous bytes at @bus
  * @ctx: passed to each
+ * @batch_begin: optional (with the next two, or none): writes may land
+ *	later, until @batch_end
+ * @batch_pending: whether a write since @batch_begin may not have landed
+ * @batch_end: every such write landed (0), or one failed (-EIO)
  *
  * Each returns 0, -EFAULT (nothing mapped there) or -ENOLINK (link down),
  * as sio_dma_read(), sio_dma_write() and sio_dma_ptr() do; attaching to a
- * fabric uses exactly those.
+ * fabric uses exactly those, and sio_dma_batch_*() for the batch.
  */
 struct sio_nvme_emu_dma {
 	int (*read)(void *ctx, uint64_t bus, void *buf, size_t len);
 	int (*write)(void *ctx, uint64_t bus, const void *buf, size_t len);
 	int (*ptr)(void *ctx, uint64_t bus, size_t len, bool write, void **ptr);
 	void *ctx;
+	void (*batch_begin)(void *ctx);
+	bool (*batch_pending)(void *ctx);
+	int (*batch_end)(void *ctx);
 };
 
 /**

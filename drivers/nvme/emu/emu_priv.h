@@ -69,6 +69,8 @@ struct emu_cq {
 	uint16_t iv;
 	uint32_t irq_pending;	/* entries posted since its last interrupt */
 	uint64_t irq_since;	/* when the first of them was (coalescing time) */
+	bool noptr;		/* memory with no host pointer (GPU): in a DMA
+				 * batch, entries are stored at its end */
 };
 
 struct emu_sq {
@@ -129,6 +131,20 @@ struct emu_req {
 	struct emu_req *next_free;
 };
 
+/*
+ * A completion whose command's data may not have landed yet (a batch of
+ * DMA into GPU memory): posted once the batch has (ctrl.c).
+ */
+#define EMU_HELD_MAX		512u
+
+struct emu_held {
+	uint64_t at;		/* the CQ slot's bus address */
+	struct emu_cq *cq;
+	uint32_t result, sqhd;	/* DW0, DW2 */
+	uint16_t cid, status;
+	uint8_t phase;
+};
+
 struct sio_nvme_emu {
 	struct sio_nvme_emu_config cfg;
 	struct sio_nvme_emu_dma dma;
@@ -176,6 +192,9 @@ struct sio_nvme_emu {
 	uint64_t polls;
 	uint32_t csts;		/* CSTS as published */
 	bool resetting;		/* completions are dropped while set */
+	bool batching;		/* in a DMA batch: completions may be held */
+	uint32_t nheld;
+	struct emu_held held[EMU_HELD_MAX];
 	int fail_req;		/* sio_nvme_emu_fail() asked, from any thread */
 	bool failed;		/* CSTS.CFS set: no command is processed until a reset */
 

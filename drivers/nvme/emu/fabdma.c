@@ -59,6 +59,21 @@ static int fab_ptr(void *ctx, uint64_t bus, size_t len, bool write, void **ptr)
 	return 0;
 }
 
+static void fab_batch_begin(void *ctx)
+{
+	sio_dma_batch_begin(((struct sio_nvme_emu *)ctx)->reg);
+}
+
+static bool fab_batch_pending(void *ctx)
+{
+	return sio_dma_batch_pending(((struct sio_nvme_emu *)ctx)->reg);
+}
+
+static int fab_batch_end(void *ctx)
+{
+	return sio_dma_batch_end(((struct sio_nvme_emu *)ctx)->reg);
+}
+
 /**
  * emu_fabric_dma() - DMA through the fabric, and the CMB as the
  *	controller's own memory
@@ -71,7 +86,9 @@ int emu_fabric_dma(struct sio_nvme_emu *emu)
 	void *va;
 	int rc;
 
-	emu->dma = (struct sio_nvme_emu_dma){ fab_read, fab_write, fab_ptr, emu };
+	emu->dma = (struct sio_nvme_emu_dma){ fab_read, fab_write, fab_ptr, emu,
+					      fab_batch_begin, fab_batch_pending,
+					      fab_batch_end };
 	if (!emu->cfg.cmb_mib)
 		return 0;
 	rc = sio_devreg_bar(emu->reg, EMU_CMB_BAR, &bar);
