@@ -12,7 +12,9 @@
 # parallel gpu-read whose data the kernel checks against a pattern that is
 # nowhere zero; last the engine's sweep (bench/gpu/sweep.sh: the
 # GPU-resident controller model, then the emulated controller), whose JSON
-# goes to BUILD_DIR/gpu-check/sweep/. Prints PASS/FAIL/WARN per step and a
+# goes to BUILD_DIR/gpu-check/sweep/; last the emulator's batched DMA into
+# GPU memory against one copy waited for per command, two emulators side by
+# side (SMARTIO_GPU_DMA_BATCH=0 in one). Prints PASS/FAIL/WARN per step and a
 # verdict; logs go to BUILD_DIR/gpu-check/.
 #
 # Exit status: 0 all passed, 1 something failed, 2 no GPU here (this is a
@@ -237,10 +239,13 @@ QD1=$(grep -h -o 'QD1 latency.*' "$B/meson-logs/gpucheck-gpu-io.txt" 2>/dev/null
 # ---- 4. a live controller: QD1, latency, parallel reads checked in the kernel ----
 say "== 4. live: nvme-emu + nvme-manager + gpu-read / gpu-bench"
 FAB=gpuchk-$$
+FAB1=gpuchk1-$$		# step 6: the emulator waiting for each copy
 PIDS=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
-	with_deps "$B/src/tools/smartio" destroy "$FAB" --force >/dev/null 2>&1
+	for f in "$FAB" "$FAB1"; do
+		with_deps "$B/src/tools/smartio" destroy "$f" --force >/dev/null 2>&1
+	done
 	mps_quit
 }
 trap cleanup EXIT
@@ -253,33 +258,37 @@ wait_file() {	# FILE PID
 	done
 	return 1
 }
-live_ok=1
-rm -f "$L/emu.ready" "$L/mgr.ready"
-if ! with_deps "$B/src/tools/smartio" create "$FAB" --nodes 2 >"$L/fabric.log" 2>&1; then
-	result FAIL live "cannot create fabric $FAB"
-	show_log "$L/fabric.log"
-	live_ok=0
-fi
-if [ $live_ok = 1 ]; then
-	SMARTIO_GPU_PLUGIN=$PLUGIN with_deps "$B/drivers/nvme/emu/nvme-emu" --fabric "$FAB" --node 0 \
-		--backing ram:256M --ready-file "$L/emu.ready" >"$L/emu.log" 2>&1 &
+# start_live FABRIC TAG [VAR=VALUE...]: a fabric, nvme-emu (its environment
+# given the VAR=VALUE words) and nvme-manager; logs TAG-emu.log, TAG-mgr.log.
+start_live() {
+	local fab=$1 tag=$2
+	shift 2
+	rm -f "$L/$tag-emu.ready" "$L/$tag-mgr.ready"
+	if ! with_deps "$B/src/tools/smartio" create "$fab" --nodes 2 >"$L/$tag-fabric.log" 2>&1; then
+		result FAIL live "cannot create fabric $fab"
+		show_log "$L/$tag-fabric.log"
+		return 1
+	fi
+	env SMARTIO_GPU_PLUGIN="$PLUGIN" "$@" LD_LIBRARY_PATH="${DEPS_LIBS:+$DEPS_LIBS:}${LD_LIBRARY_PATH:-}" \
+		"$B/drivers/nvme/emu/nvme-emu" --fabric "$fab" --node 0 --backing ram:256M \
+		--ready-file "$L/$tag-emu.ready" >"$L/$tag-emu.log" 2>&1 &
 	PIDS+=($!)
-	if ! wait_file "$L/emu.ready" $!; then
+	if ! wait_file "$L/$tag-emu.ready" $!; then
 		result FAIL live "nvme-emu did not start"
-		show_log "$L/emu.log"
-		live_ok=0
+		show_log "$L/$tag-emu.log"
+		return 1
 	fi
-fi
-if [ $live_ok = 1 ]; then
-	with_deps "$B/drivers/nvme/tools/nvme-manager" --fabric "$FAB" --node 0 --ready-file "$L/mgr.ready" \
-		>"$L/mgr.log" 2>&1 &
+	with_deps "$B/drivers/nvme/tools/nvme-manager" --fabric "$fab" --node 0 \
+		--ready-file "$L/$tag-mgr.ready" >"$L/$tag-mgr.log" 2>&1 &
 	PIDS+=($!)
-	if ! wait_file "$L/mgr.ready" $!; then
+	if ! wait_file "$L/$tag-mgr.ready" $!; then
 		result FAIL live "nvme-manager did not start"
-		show_log "$L/mgr.log"
-		live_ok=0
+		show_log "$L/$tag-mgr.log"
+		return 1
 	fi
-fi
+}
+live_ok=1
+start_live "$FAB" live || live_ok=0
 run_step() {	# NAME LOGFILE TIMEOUT CMD...: PASS/FAIL by exit status
 	local name=$1 log=$2 to=$3
 	shift 3
@@ -291,7 +300,7 @@ run_step() {	# NAME LOGFILE TIMEOUT CMD...: PASS/FAIL by exit status
 	[ $rc -eq 124 ] && result FAIL "$name" "timed out after $to s" || result FAIL "$name" "exit $rc"
 	show_log "$log" 15
 	say "      --- nvme-emu's stderr:"
-	tail -n 10 "$L/emu.log" | sed 's/^/      | /'
+	tail -n 10 "$L/live-emu.log" | sed 's/^/      | /'
 	return 1
 }
 if [ $live_ok = 1 ]; then
@@ -321,9 +330,9 @@ if [ $live_ok = 1 ]; then
 	else
 		result FAIL dma-faults "$FAULTS DMA faults: the controller reached for memory nobody mapped"
 	fi
-	if grep -qE 'smartio-gpudma|cannot fetch|not possible' "$L/emu.log"; then
+	if grep -qE 'smartio-gpudma|cannot fetch|not possible' "$L/live-emu.log"; then
 		result FAIL emulator-log "nvme-emu reported GPU DMA problems:"
-		grep -E 'smartio-gpudma|cannot fetch|not possible' "$L/emu.log" | head -5 | sed 's/^/      | /'
+		grep -E 'smartio-gpudma|cannot fetch|not possible' "$L/live-emu.log" | head -5 | sed 's/^/      | /'
 	fi
 fi
 
@@ -342,4 +351,27 @@ else
 	result FAIL sweep "exit $rc after ${t} s (see $L/sweep.log)"
 fi
 sed 's/^/      /' "$L/sweep.log"
+
+# ---- 6. the emulator's batched DMA against a copy waited for each command ----
+# Both emulators alive, the same point run on each in turn, twice: a ratio
+# from one run on one machine.
+say "== 6. nvme-emu: one batched copy per pass against a copy waited for per command"
+if [ $live_ok = 1 ] && start_live "$FAB1" one SMARTIO_GPU_DMA_BATCH=0; then
+	for i in 1 2; do
+		for f in "$FAB" "$FAB1"; do
+			SMARTIO_REQUIRE_GPU=1 with_deps timeout 60 "$B/bench/gpu/gpu-bench" --fabric "$f" \
+				--ios 100000 --bs 4096 --threads 256 --queues 1,4 --depth 256 \
+				--sq gpu --cq host --json "$L/batch-$f-$i.json" >"$L/batch-$f-$i.log" 2>&1 ||
+				say "      gpu-bench on $f failed (exit $?; $L/batch-$f-$i.log)"
+		done
+	done
+	best() { grep -hE '^ *4096 ' "$L"/batch-"$1"-*.log | awk '{ print $7 }' | sort -n | tail -1; }
+	ON=$(best "$FAB")
+	OFF=$(best "$FAB1")
+	if [ -n "$ON" ] && [ -n "$OFF" ]; then
+		result PASS emu-batch "4 KiB reads, 256 GPU threads: batched $ON commands/s, one copy per command $OFF ($(awk -v a="$ON" -v b="$OFF" 'BEGIN { printf "%.2fx", a / b }'))"
+	else
+		result FAIL emu-batch "no figure (see $L/batch-*.log)"
+	fi
+fi
 verdict
