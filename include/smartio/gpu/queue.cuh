@@ -127,10 +127,17 @@ static __device__ __forceinline__ uint32_t sio_gpu_ld(const volatile uint32_t *p
 	return *p;
 }
 
-/** sio_gpu_trylock() - take a queue lock if free (acquire); false if held */
+/**
+ * sio_gpu_trylock() - take a queue lock if free (acquire); false if held
+ * @l: the lock word
+ *
+ * A plain load first: every waiting thread tries the queue's locks on each
+ * poll, and an atomic on one address from thousands of threads queues up
+ * in L2 behind the holder's own accesses.
+ */
 static __device__ __forceinline__ bool sio_gpu_trylock(uint32_t *l)
 {
-	if (atomicCAS(l, 0u, 1u) != 0u)
+	if (sio_gpu_ld(l) != 0u || atomicCAS(l, 0u, 1u) != 0u)
 		return false;
 	__threadfence();
 	return true;
@@ -248,6 +255,31 @@ static __device__ __forceinline__ void sio_gpu_cq_reap(struct sio_gpu_queue *q)
 }
 
 /**
+ * sio_gpu_ticket() - the next ticket of @q, one atomic per warp
+ * @q: queue
+ *
+ * The threads of a warp that take a ticket of the same queue together
+ * share one atomicAdd: the lowest takes as many as they are, each gets
+ * its own in lane order (warp-aggregated atomics).
+ */
+static __device__ __forceinline__ uint32_t sio_gpu_ticket(struct sio_gpu_queue *q)
+{
+#if __CUDA_ARCH__ >= 700
+	uint32_t lane, base = 0;
+	uint32_t peers = __match_any_sync(__activemask(), (unsigned long long)(uintptr_t)q);
+	int leader = __ffs(peers) - 1;
+
+	asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+	if ((int)lane == leader)
+		base = atomicAdd(&q->ticket, (uint32_t)__popc(peers));
+	base = __shfl_sync(peers, base, leader);
+	return base + (uint32_t)__popc(peers & ((1u << lane) - 1u));
+#else
+	return atomicAdd(&q->ticket, 1u);
+#endif
+}
+
+/**
  * sio_gpu_submit() - place one command in a shared GPU queue and ring
  * @q: queue (device pointer)
  * @cmd: the command; its cid and, when @bytes > 0, its PRPs are filled here
@@ -272,7 +304,7 @@ static __device__ int sio_gpu_submit(struct sio_gpu_queue *q, struct sio_nvme_cm
 	if ((failed = sio_gpu_failed(q)))
 		return failed;
 	deadline = sio_gpu_now_ns() + q->timeout_ns;
-	t = atomicAdd(&q->ticket, 1u);
+	t = sio_gpu_ticket(q);
 	p = t & (q->depth - 1);
 	/* The slot's previous command has been waited on (round[p] is our
 	 * ticket), and at most depth - 1 are in flight so the CQ cannot
