@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* The command-line contract every smartio program keeps (prog.h). */
 #include <errno.h>
+#include <execinfo.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "parse.h"
 #include <smartio/fabric.h>
 #include "prog.h"
@@ -302,6 +306,52 @@ static void on_stop(int sig)
 {
 	(void)sig;
 	prog_stop = 1;
+}
+
+/* @v in @base (10 or 16) at @out, by hand (only write(2) is safe in a handler). */
+static int put_num(char *out, unsigned long v, unsigned int base)
+{
+	char t[24];
+	int n = 0, len = 0;
+
+	do
+		t[n++] = "0123456789abcdef"[v % base];
+	while ((v /= base));
+	while (n)
+		out[len++] = t[--n];
+	return len;
+}
+
+static void on_crash(int sig, siginfo_t *si, void *uc)
+{
+	void *pcs[64];
+	char line[96];
+	int n = backtrace(pcs, 64), len = 0;
+
+	(void)uc;
+	memcpy(line, "fatal signal ", 13);
+	len = 13 + put_num(line + 13, (unsigned long)sig, 10);
+	memcpy(line + len, " at 0x", 6);
+	len += 6 + put_num(line + len + 6, (unsigned long)si->si_addr, 16);
+	memcpy(line + len, " in thread ", 11);
+	len += 11 + put_num(line + len + 11, (unsigned long)syscall(SYS_gettid), 10);
+	line[len++] = '\n';
+	(void)!write(STDERR_FILENO, line, (size_t)len);
+	backtrace_symbols_fd(pcs, n, STDERR_FILENO);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void prog_report_crash(void)
+{
+	static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE };
+	struct sigaction sa = { .sa_sigaction = on_crash, .sa_flags = SA_RESETHAND | SA_SIGINFO };
+	void *pc;
+
+	backtrace(&pc, 1);	/* loads what backtrace() needs now, not in the handler */
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
 }
 
 void prog_catch_stop(void)

@@ -127,6 +127,14 @@ extern volatile sig_atomic_t prog_stop;
 /* SIGINT and SIGTERM set @prog_stop instead of killing the program. */
 void prog_catch_stop(void);
 
+/*
+ * A fatal signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE) writes its number, the
+ * thread and the return addresses on the stack to stderr, then kills the
+ * program as it would have: for daemons whose end is read from a log
+ * (`addr2line -f -e PROGRAM OFFSET...`, each OFFSET the "+0x..." of a line).
+ */
+void prog_report_crash(void);
+
 /**
  * prog_repeat() - show a reading again and again (--watch)
  * @once: takes and prints one reading; non-zero stops

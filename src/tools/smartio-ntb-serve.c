@@ -59,6 +59,7 @@ int sio_tool_ntb_serve(int argc, char **argv)
 	if (background)
 		prog_background();	/* the parent returns once it serves */
 	prog_catch_stop();	/* no SA_RESTART: the service's poll wakes */
+	prog_report_crash();	/* a node service's end is read from its log */
 	/* the ready file, --background's parent and systemd (Type=notify)
 	 * hear once it serves */
 	log = prog_ready_stream(stdout, "ntb: port ", ready);
