@@ -59,6 +59,13 @@ serve_log() {
 	dmesg | grep -i -E "out of memory|killed process|segfault|traps:|\[$spid\]" |
 		sed 's/^/    | kernel: /' | tail -n 5
 }
+# phase_hook: at each phase, a node service that died since is said at
+# once (how it ended, its log), not only when a later check needs it
+phase_hook() {
+	[ -n "${spid:-}" ] && [ "$spid" != "${serve_gone:-}" ] && ! kill -0 "$spid" 2>/dev/null || return 0
+	echo "    | the node service died before phase $n:"
+	serve_log
+}
 # client NAME ARGS...: a verified nvme-client run
 client() {
 	name=$1; shift
