@@ -237,7 +237,7 @@ int sio__ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct nt
 		       struct ntb_boot *out)
 {
 	char why[256] = "", seen[160] = "";
-	int found = 0, err = 0, unheard = 0;
+	int found = 0, err = 0, unheard = 0, pending = 0;
 
 	if ((err = boot_place(d, i, bd)))
 		return err;
@@ -253,8 +253,11 @@ int sio__ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct nt
 		}
 		if (p >= 0)
 			port = pr.port;
-		if (words_rw(d, i, bd, pidx, 0, BOOT_SPADS, w, false))
+		if (words_rw(d, i, bd, pidx, 0, BOOT_SPADS, w, false)) {
+			/* a board's words of a peer whose link is up: on their way */
+			pending += p >= 0 && bd && bd->by_msg;
 			continue;
+		}
 		r = decode(w, port, &b, why, sizeof(why));
 		if (r < 0) {
 			err = r;
@@ -278,7 +281,10 @@ int sio__ntb_boot_find(struct ntbdev *d, const struct sio_ntb_info *i, struct nt
 		return 0;
 	if (err)
 		return sio__err(-err, "ntb: %s: %s", d->what, why);
-	out->unheard = seen[0] ? 0 : unheard;
+	out->unheard = seen[0] ? 0 : unheard + pending;
+	if (pending)
+		return sio__err(ENOENT, "ntb: no port of %s hosts a fabric as far as this node has heard: the words of %d peer(s) whose link is up have not come yet (they come by message register, and are asked for again every second), so try again",
+				d->what, pending);
 	if (unheard)	/* a home among them: its standby takes over, or it comes back */
 		return sio__err(ENOENT, "ntb: no port of %s whose link is up hosts a fabric%s%s; %d peer(s) have no link now: if the home is one of them, its standby takes over once the link has been down for $SMARTIO_NTB_TAKEOVER_MS (docs/ntb.md), so try again; if no fabric was made, 'smartio create' makes one",
 				d->what, seen, seen[0] ? ": not a smartio bootstrap)" : "", unheard);

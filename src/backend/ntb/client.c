@@ -92,6 +92,41 @@ void sio__ntb_node_poke(int fake_port)
 	close(sk);
 }
 
+/*
+ * Where the NTB has message registers and no scratchpads, a process holds
+ * the words its node service had heard when it joined (a copy); a peer's
+ * words missing then (its link came back a moment before, and they are on
+ * their way) come from here while the process waits for them.
+ */
+int sio__ntb_node_board(const char *spec, int fake_port, struct ntb_board *out)
+{
+	struct ntb_req req = { .magic = NTB_PROTO_MAGIC, .op = NTB_OP_BOARD };
+	struct ntb_service *sv = sio__ntb_service_here();
+	struct ntb_node node;
+	struct ntb_rep rep;
+	char path[PATH_MAX];
+	int sk, fd, ret;
+
+	if (sv) {	/* the service itself: its own board */
+		if (!sio__ntb_service_dev(sv, &node))
+			return -ENODEV;
+		*out = node.board;
+		return 0;
+	}
+	if ((ret = sio__ntbdev_service_path(spec, fake_port, path, sizeof(path))))
+		return ret;
+	if ((sk = connect_service(path)) < 0)
+		return sk;
+	ret = ask(sk, &req, &rep, &fd);
+	close(sk);
+	if (fd >= 0)
+		close(fd);
+	if (ret || rep.err)
+		return ret ? ret : -rep.err;
+	*out = rep.node.board;
+	return 0;
+}
+
 int sio__ntb_node_connect(const char *spec, int fake_port, uint32_t op, const char *name,
 		     struct ntbdev **dev, struct ntb_node *node, uint32_t *gen)
 {

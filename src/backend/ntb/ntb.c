@@ -529,7 +529,9 @@ static void sio__ntb_proc_init(struct sio_fabric *f, struct reg_proc *p)
  * process of this host has been in the fabric (so it was made), it waits
  * for that, bounded by $SMARTIO_NTB_TAKEOVER_MS and a margin for the link's
  * detection and the claim, instead of calling a live fabric absent. A name
- * this host never saw is refused at once.
+ * this host never saw is refused at once. The same wait covers a peer whose
+ * words by message have not come yet (a link back a moment ago): the node
+ * service's board is asked for again at each tick.
  */
 #define HOME_WAIT_MARGIN_NS	5000000000ull
 
@@ -551,6 +553,9 @@ static int state_find_waiting(struct sio_fabric *f, struct wf_fabric *s)
 		}
 		struct timespec ts = { 0, NTB_TICK_MS * 1000000L };
 		nanosleep(&ts, NULL);
+		if (n->node.board.by_msg)
+			sio__ntb_node_board(getenv("SMARTIO_NTB_DEV"), n->node.fake_port,
+					    &n->node.board);
 	}
 	return ret;
 }

@@ -157,6 +157,9 @@ int sio__ntb_node_connect(const char *spec, int fake_port, uint32_t op, const ch
 #define NTB_OP_HELLO	1
 #define NTB_OP_CREATE	2
 #define NTB_OP_POKE	3	/* no answer: look at the fabric's requests now */
+#define NTB_OP_BOARD	4	/* the node as now (its board), and no NTB file */
+/* The words this kernel's node service has heard by message, as now (board.c). */
+int sio__ntb_node_board(const char *spec, int fake_port, struct ntb_board *out);
 /* Wake this kernel's node service (best effort): a request in the fabric's state waits for it. */
 void sio__ntb_node_poke(int fake_port);
 

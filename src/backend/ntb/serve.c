@@ -680,12 +680,12 @@ static void answer(struct ntb_service *sv, int sk)
 	else if (req.op == NTB_OP_CREATE) {
 		req.name[SIO_NAME_MAX - 1] = 0;
 		ret = create(sv, req.name, &rep.gen);
-	} else if (req.op != NTB_OP_HELLO)
+	} else if (req.op != NTB_OP_HELLO && req.op != NTB_OP_BOARD)
 		ret = sio__err(EPROTO, "ntb: request %u is none the node service knows", req.op);
 	if (ret) {
 		rep.err = -ret;
 		snprintf(rep.msg, sizeof(rep.msg), "%s", sio_errmsg());
-	} else {
+	} else if (req.op != NTB_OP_BOARD) {
 		mh.msg_control = cbuf;
 		mh.msg_controllen = sizeof(cbuf);
 		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
