@@ -203,6 +203,24 @@ int sio__ntbdev_info(struct ntbdev *d, struct sio_ntb_info *i)
 	return 0;
 }
 
+int sio__ntbdev_remap(struct ntbdev *d, void *at, uint64_t off, uint64_t len)
+{
+	void *va;
+	int ret = ntbdev_mmap(d, NULL, off, len, &va);
+
+	if (ret)
+		return ret;
+	munmap(va, len);
+	ret = ntbdev_mmap(d, at, off, len, &va);
+	if (ret) {
+		va = mmap(at, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+			  -1, 0);
+		if (va != MAP_FAILED)
+			memset(va, 0xff, len);
+	}
+	return ret;
+}
+
 int sio__ntbdev_pidx(struct ntbdev *d, int port)
 {
 	struct sio_ntb_info i;

@@ -178,7 +178,6 @@ void sio__ntb_mirror_push(struct wf_fabric *s)
 static int move_state(struct ntbsrc *n, int port)
 {
 	uint64_t base, size;
-	void *va;
 	int ret;
 
 	if ((ret = sio__ntb_mem_of(n, port, &base, &size)))
@@ -188,7 +187,7 @@ static int move_state(struct ntbsrc *n, int port)
 	for (struct peer_map *m = n->maps; m; m = m->next) {
 		if (!m->state)
 			continue;
-		if ((ret = ntbdev_mmap(n->dev, m->va, base + m->soff, m->len, &va)))
+		if ((ret = sio__ntbdev_remap(n->dev, m->va, base + m->soff, m->len)))
 			return sio__err(-ret, "ntb: cannot map the state at port %d: %s", port, strerror(-ret));
 		m->port = port;
 		m->off = base + m->soff;

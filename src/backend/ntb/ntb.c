@@ -195,32 +195,10 @@ static int src_ring(struct wf_fabric *s)
 	return ntbdev_ioctl(src_of(s)->dev, SIO_NTB_IOC_DB_RING, &bits) ? 0 : 1;
 }
 
-/*
- * Map @m again in place. A mapping refused (the link went down again
- * since it was seen up, a window the driver no longer maps as it was)
- * has taken the old one with it, as mmap(MAP_FIXED) does on Linux 6.1:
- * the range is filled with private memory of ones, what a revoked
- * window reads, rather than left a hole that the next load through it
- * would fault on (SIGSEGV). False: try again later.
- */
+/* Map @m again in place (sio__ntbdev_remap()); false: try again later. */
 static bool remap_one(struct ntbsrc *n, struct peer_map *m)
 {
-	void *va;
-
-	if (!ntbdev_mmap(n->dev, m->va, m->off, m->len, &va)) {
-		m->filled = false;
-		return true;
-	}
-	/* filled once: the beats that try again do not write it again */
-	if (m->filled)
-		return false;
-	va = mmap(m->va, m->len, PROT_READ | PROT_WRITE,
-		  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-	if (va != MAP_FAILED) {
-		memset(va, 0xff, m->len);
-		m->filled = true;
-	}
-	return false;
+	return !sio__ntbdev_remap(n->dev, m->va, m->off, m->len);
 }
 
 /*

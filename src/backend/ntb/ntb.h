@@ -187,7 +187,6 @@ struct peer_map {				/* a mapping of a peer's window */
 	bool state;			/* of the state: follows the home (home.c), at @soff in it */
 	uint64_t soff;
 	int why;			/* a connection through the pool: why (an errno), 0: none */
-	bool filled;			/* refused on remap: private ones in its place */
 };
 
 struct ntb_bar;

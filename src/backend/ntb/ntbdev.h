@@ -75,6 +75,18 @@ static inline int ntbdev_mmap(struct ntbdev *d, void *addr, uint64_t off, uint64
 	return d->ops->mmap(d, addr, off, len, va);
 }
 
+/*
+ * Map @len bytes at @off of @d again at @at, where a mapping of them is
+ * (a link came back, or the state moves to another port's memory). Tried
+ * elsewhere first: a map refused in place has taken the old one with it
+ * (mmap(MAP_FIXED) on Linux 6.1), and a thread reading through it
+ * meanwhile (the state's header) faulted; refused there, the old mapping
+ * stays as it is (revoked, it reads all ones). Refused in place all the
+ * same (the link went in between), the range is filled with private
+ * memory of ones, never left a hole. Return: 0, or the refusal's -errno.
+ */
+int sio__ntbdev_remap(struct ntbdev *d, void *at, uint64_t off, uint64_t len);
+
 /* dev.c helpers over the requests */
 int sio__ntbdev_info(struct ntbdev *d, struct sio_ntb_info *i);
 /* The peer index of port @port, or -ENOENT. */

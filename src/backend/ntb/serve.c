@@ -242,7 +242,10 @@ static void peer_up(struct ntb_service *sv, uint32_t p)
 		sv->out[p] = NULL;
 	}
 	again = sv->out[p] && !sv->out_gen[p];	/* home_name() asked: not a link that came up */
-	if (!ntbdev_mmap(sv->dev, sv->out[p], pm.mmap_offset, pm.size, &va)) {
+	va = sv->out[p];
+	ret = va ? sio__ntbdev_remap(sv->dev, va, pm.mmap_offset, pm.size) :
+		   ntbdev_mmap(sv->dev, NULL, pm.mmap_offset, pm.size, &va);
+	if (!ret) {
 		sv->out[p] = va;
 		sv->out_len[p] = pm.size;
 		sv->out_gen[p] = pr.link_gen;
