@@ -75,6 +75,12 @@ struct sio_fabric_ops {
 	 * registry records it (at most 15 characters)
 	 */
 	const char *name;
+	/**
+	 * @state_across_links: the shared state may be another host's
+	 * memory reached across a link (ntb): a registry that reads all ones
+	 * is then out of reach, the link down, not corrupt
+	 */
+	bool state_across_links;
 
 	/*
 	 * The shared state. The core fills in the registry's tables; the

@@ -10,11 +10,30 @@
 #include <string.h>
 #include "internal.h"
 
+/*
+ * A registry behind a link that went down reads all ones (PCIe completes
+ * such reads so, and a revoked NTB window reads so): that is no corrupt
+ * registry to destroy, but one out of reach for now.
+ */
+#define REG_ONES	0xffffffffu
+
+int sio__reg_reach_check(struct sio_fabric *f)
+{
+	if (!f->ops->state_across_links || !f->reg ||
+	    __atomic_load_n(&f->reg->magic, __ATOMIC_ACQUIRE) != REG_ONES)
+		return 0;
+	return sio__err(ENOLINK, "fabric '%s': its registry reads all ones, as memory behind a link that is down does: the link to the node holding it went down (try again once it is back)",
+			f->name);
+}
+
 int sio__reg_corrupt(struct sio_fabric *f, const char *fmt, ...)
 {
 	char what[200];
 	va_list ap;
+	int ret = sio__reg_reach_check(f);
 
+	if (ret)
+		return ret;
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);

@@ -240,6 +240,9 @@ struct reg_window *sio__reg_window_at(struct sio_fabric *f, int node, int adapte
 
 /* regcheck.c: validation of what the registry holds. */
 int sio__reg_check_header(const struct sio_registry *r, const char *name);
+/* -ENOLINK where f's state lies across a link and its registry reads all
+ * ones (the link is down: out of reach, not corrupt); else 0. */
+int sio__reg_reach_check(struct sio_fabric *f);
 int sio__reg_validate(struct sio_fabric *f);
 int sio__reg_corrupt(struct sio_fabric *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int sio__reg_topo_check(const struct sio_topology *t, const char **why);

@@ -153,6 +153,28 @@ Test(ntb, a_bad_bootstrap_is_refused_with_what_was_read, .init = setup, .fini = 
 	sio__ntbdev_close(home);
 }
 
+/*
+ * The home's registry reading all ones (what a window across a link that
+ * went down reads) is out of reach, not corrupt: -ENOLINK, and nothing
+ * that tells the user to destroy a live fabric.
+ */
+Test(ntb, a_registry_of_all_ones_is_out_of_reach_not_corrupt, .init = setup, .fini = teardown)
+{
+	struct sio_fabric *f, *g;
+	struct sio_registry *save = malloc(sizeof(*save));
+
+	cr_assert_eq(sio_fabric_open(name, 1, &f), 0, "%s", sio_errmsg());
+	memcpy(save, f->reg, sizeof(*save));
+	memset(f->reg, 0xff, sizeof(*f->reg));
+	refused(ENOLINK, "reads all ones");
+	cr_expect_null(strstr(sio_errmsg(), "destroy"), "%s", sio_errmsg());
+	memcpy(f->reg, save, sizeof(*save));
+	cr_assert_eq(sio_fabric_open(name, 1, &g), 0, "restored: %s", sio_errmsg());
+	sio_fabric_close(g);
+	sio_fabric_close(f);
+	free(save);
+}
+
 Test(ntb, a_window_too_small_for_the_state_is_refused, .init = setup, .fini = teardown)
 {
 	struct ntbdev *home = port_dev(0);

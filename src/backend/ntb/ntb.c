@@ -719,6 +719,7 @@ static int sio__ntb_default_node(void)
 
 const struct sio_fabric_ops sio__ntb_fabric_ops = {
 	.name = "ntb",
+	.state_across_links = true,
 	.create = sio__ntb_create,
 	.attach = sio__ntb_attach,
 	.detach = sio__ntb_detach,

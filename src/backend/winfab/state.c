@@ -234,7 +234,7 @@ int sio__wf_attach(struct sio_fabric *f, struct wf_fabric *s)
 	if (ret)
 		return ret;
 	s->create_gen = s->hdr->create_gen;
-	if ((ret = sio__reg_check_header(f->reg, f->name))) {
+	if ((ret = sio__reg_reach_check(f)) || (ret = sio__reg_check_header(f->reg, f->name))) {
 		s->src->unmap(s, f->reg, sizeof(*f->reg));
 		f->reg = NULL;
 		return ret;
