@@ -218,7 +218,6 @@ static uint16_t cmd_create_cq(struct sio_nvme_emu *emu, const struct sio_nvme_cm
 	return EMU_OK;
 }
 
-
 static uint16_t cmd_create_sq(struct sio_nvme_emu *emu, const struct sio_nvme_cmd *cmd)
 {
 	uint32_t qid = cmd->cdw10 & 0xffff, qsize = (cmd->cdw10 >> 16) + 1;

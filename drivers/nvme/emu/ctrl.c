@@ -235,7 +235,7 @@ void emu_post(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
 	if (emu->resetting) {
 		/* dropped */
 	} else if (must_hold(emu, cq)) {
-		emu->held[emu->nheld++] = (struct emu_held){ .at = at, .cq = cq,
+		emu->held[emu->nheld++] = (struct emu_held){ .at = at,
 			.result = result, .sqhd = sqhd, .cid = cid, .status = status,
 			.phase = cq->phase };
 	} else {

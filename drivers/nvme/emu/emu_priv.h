@@ -139,7 +139,6 @@ struct emu_req {
 
 struct emu_held {
 	uint64_t at;		/* the CQ slot's bus address */
-	struct emu_cq *cq;
 	uint32_t result, sqhd;	/* DW0, DW2 */
 	uint16_t cid, status;
 	uint8_t phase;
