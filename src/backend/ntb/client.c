@@ -93,6 +93,27 @@ void sio__ntb_node_poke(int fake_port)
 }
 
 /*
+ * Ask this kernel's node service @req over a connection of its own; its
+ * answer in @rep, a file it passed in @fd (-1: none). Return 0, -EHOSTDOWN
+ * (no service, said naming @path), or the socket's -errno.
+ */
+static int service_ask(const char *spec, int fake_port, const struct ntb_req *req,
+		       struct ntb_rep *rep, int *fd, char *path, size_t len)
+{
+	int sk, ret;
+
+	if ((ret = sio__ntbdev_service_path(spec, fake_port, path, len)))
+		return ret;
+	if ((sk = connect_service(path)) < 0)
+		return sio__err(EHOSTDOWN, "ntb: no node service on this kernel%s (%s: %s): start `smartio ntb serve`, which holds the NTB for the fabric's processes",
+				fake_port >= 0 ? fake_node(fake_port) : "", path, strerror(-sk));
+	ret = ask(sk, req, rep, fd);
+	close(sk);
+	return ret ? sio__err(-ret, "ntb: the node service at %s did not answer: %s", path,
+			      strerror(-ret)) : 0;
+}
+
+/*
  * Where the NTB has message registers and no scratchpads, a process holds
  * the words its node service had heard when it joined (a copy); a peer's
  * words missing then (its link came back a moment before, and they are on
@@ -105,7 +126,7 @@ int sio__ntb_node_board(const char *spec, int fake_port, struct ntb_board *out)
 	struct ntb_node node;
 	struct ntb_rep rep;
 	char path[PATH_MAX];
-	int sk, fd, ret;
+	int fd, ret;
 
 	if (sv) {	/* the service itself: its own board */
 		if (!sio__ntb_service_dev(sv, &node))
@@ -113,13 +134,8 @@ int sio__ntb_node_board(const char *spec, int fake_port, struct ntb_board *out)
 		*out = node.board;
 		return 0;
 	}
-	if ((ret = sio__ntbdev_service_path(spec, fake_port, path, sizeof(path))))
-		return ret;
-	if ((sk = connect_service(path)) < 0)
-		return sk;
-	ret = ask(sk, &req, &rep, &fd);
-	close(sk);
-	if (fd >= 0)
+	ret = service_ask(spec, fake_port, &req, &rep, &fd, path, sizeof(path));
+	if (!ret && fd >= 0)
 		close(fd);
 	if (ret || rep.err)
 		return ret ? ret : -rep.err;
@@ -134,22 +150,15 @@ int sio__ntb_node_connect(const char *spec, int fake_port, uint32_t op, const ch
 	struct ntb_service *sv = sio__ntb_service_here();
 	struct ntb_rep rep;
 	char path[PATH_MAX];
-	int sk, fd, ret;
+	int fd, ret;
 
 	if (sv && op == NTB_OP_HELLO) {	/* the service itself joins its fabric */
 		*dev = sio__ntb_service_dev(sv, node);
 		return *dev ? 0 : sio__err(ENODEV, "ntb: the node service holds no NTB yet");
 	}
 	snprintf(req.name, sizeof(req.name), "%s", name ? name : "");
-	if ((ret = sio__ntbdev_service_path(spec, fake_port, path, sizeof(path))))
+	if ((ret = service_ask(spec, fake_port, &req, &rep, &fd, path, sizeof(path))))
 		return ret;
-	if ((sk = connect_service(path)) < 0)
-		return sio__err(EHOSTDOWN, "ntb: no node service on this kernel%s (%s: %s): start `smartio ntb serve`, which holds the NTB for the fabric's processes",
-				fake_port >= 0 ? fake_node(fake_port) : "", path, strerror(-sk));
-	ret = ask(sk, &req, &rep, &fd);
-	close(sk);
-	if (ret)
-		return sio__err(-ret, "ntb: the node service at %s did not answer: %s", path, strerror(-ret));
 	if (rep.err) {
 		if (fd >= 0)
 			close(fd);
