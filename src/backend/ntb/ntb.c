@@ -195,12 +195,6 @@ static int src_ring(struct wf_fabric *s)
 	return ntbdev_ioctl(src_of(s)->dev, SIO_NTB_IOC_DB_RING, &bits) ? 0 : 1;
 }
 
-/* Map @m again in place (sio__ntbdev_remap()); false: try again later. */
-static bool remap_one(struct ntbsrc *n, struct peer_map *m)
-{
-	return !sio__ntbdev_remap(n->dev, m->va, m->off, m->len);
-}
-
 /*
  * Map again, in place, what a link that went down and came back revoked:
  * the heartbeat (@beat) every peer's, but of a peer whose windows this
@@ -227,7 +221,7 @@ static bool remap(struct ntbsrc *n, bool beat, int port)
 			if (m->port == pr.port &&
 			    (m->state ? n->state_gen[pr.port] : segs ? n->peer_gen[pr.port] :
 			     pr.link_gen) != pr.link_gen)
-				ok = remap_one(n, m) && ok;
+				ok = !sio__ntbdev_remap(n->dev, m->va, m->off, m->len) && ok;
 		all = all && ok;
 		if (!ok)
 			continue;

@@ -45,7 +45,6 @@
 #include "env.h"
 #include "parse.h"
 
-
 struct ntb_service {
 	struct ntbdev *dev;
 	struct sio_ntb_info info;
