@@ -308,20 +308,27 @@ static void on_stop(int sig)
 	prog_stop = 1;
 }
 
-/* @v in @base (10 or 16) at @out, by hand (only write(2) is safe in a handler). */
-static int put_num(char *out, unsigned long v, unsigned int base)
+/* Append @s, or @v in @base (10 or 16), at @out + *@len: by hand, since
+ * only write(2) is safe in a signal handler. */
+static void put_str(char *out, int *len, const char *s)
+{
+	while (*s)
+		out[(*len)++] = *s++;
+}
+
+static void put_num(char *out, int *len, unsigned long v, unsigned int base)
 {
 	char t[24];
-	int n = 0, len = 0;
+	int n = 0;
 
 	do
 		t[n++] = "0123456789abcdef"[v % base];
 	while ((v /= base));
 	while (n)
-		out[len++] = t[--n];
-	return len;
+		out[(*len)++] = t[--n];
 }
 
+/* SA_RESETHAND: the raise() at the end ends the program as the fault would have. */
 static void on_crash(int sig, siginfo_t *si, void *uc)
 {
 	void *pcs[64];
@@ -329,16 +336,15 @@ static void on_crash(int sig, siginfo_t *si, void *uc)
 	int n = backtrace(pcs, 64), len = 0;
 
 	(void)uc;
-	memcpy(line, "fatal signal ", 13);
-	len = 13 + put_num(line + 13, (unsigned long)sig, 10);
-	memcpy(line + len, " at 0x", 6);
-	len += 6 + put_num(line + len + 6, (unsigned long)si->si_addr, 16);
-	memcpy(line + len, " in thread ", 11);
-	len += 11 + put_num(line + len + 11, (unsigned long)syscall(SYS_gettid), 10);
+	put_str(line, &len, "fatal signal ");
+	put_num(line, &len, (unsigned long)sig, 10);
+	put_str(line, &len, " at 0x");
+	put_num(line, &len, (unsigned long)si->si_addr, 16);
+	put_str(line, &len, " in thread ");
+	put_num(line, &len, (unsigned long)syscall(SYS_gettid), 10);
 	line[len++] = '\n';
 	(void)!write(STDERR_FILENO, line, (size_t)len);
 	backtrace_symbols_fd(pcs, n, STDERR_FILENO);
-	signal(sig, SIG_DFL);
 	raise(sig);
 }
 
