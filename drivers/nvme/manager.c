@@ -179,13 +179,17 @@ static void take_over(struct sio_nvme_manager *m)
 	int s;
 
 	for (qid = 1; qid <= m->ci->io_queues; qid++) {
-		if (!m->state->pend[qid] || m->state->pend[qid] == PEND_GONE)
+		uint8_t p = m->state->pend[qid];
+
+		if (p == PEND_NONE || p == PEND_GONE)
 			continue;
 		sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)qid);
-		m->qowner[qid] = -1;
-		mlog(m, "queue pair %u was being %s when the manager died: deleted", qid,
-		     m->state->pend[qid] == PEND_CREATE ? "created" : "deleted");
-		m->state->pend[qid] = PEND_NONE;
+		mlog(m, "queue pair %u was being %s when the manager died: deleted%s", qid,
+		     p == PEND_CREATE ? "created" : p == PEND_DELETE ? "deleted" : "made again",
+		     p == PEND_REDO ? ", kept for its owner to create again" : "");
+		if (p != PEND_REDO)
+			m->qowner[qid] = -1;
+		m->state->pend[qid] = p == PEND_REDO ? PEND_GONE : PEND_NONE;
 	}
 	for (qid = 1; qid <= m->ci->io_queues; qid++) {
 		if (m->qowner[qid] < 0)

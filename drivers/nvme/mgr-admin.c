@@ -138,17 +138,21 @@ int sio_nvme_mgr_grant_doorbells(struct sio_nvme_manager *m, uint32_t qid, int32
 static bool create_again_check(struct sio_nvme_manager *m, struct creating *c)
 {
 	uint32_t qid = c->q.qid;
+	uint8_t p = qid <= STATE_QIDS ? m->state->pend[qid] : PEND_NONE;
 
 	if (qid > m->ci->io_queues || m->qowner[qid] != c->s)
 		c->ret = refuse(m, &c->r, EPERM, "queue %u is not yours to create again", qid);
-	else if (m->state->pend[qid] != PEND_GONE)
+	else if (p != PEND_GONE && p != PEND_REDO)
 		c->ret = refuse(m, &c->r, EBUSY, "queue %u exists: only one a reset took is "
 				"created again", qid);
 	if (c->ret)
 		return true;
+	/* an earlier try that came to no known end: deleted to be sure */
+	if (p == PEND_REDO)
+		sio_nvme_ctrl_delete_qpair(m->ctrl, (uint16_t)qid);
 	c->qid = qid;
 	c->again = true;
-	m->state->pend[qid] = PEND_CREATE;
+	m->state->pend[qid] = PEND_REDO;
 	return true;
 }
 
@@ -303,7 +307,7 @@ static int op_reset_qp(struct sio_nvme_manager *m, int s, const struct sio_nvme_
 		return refuse(m, r, EPERM, "queue %u is not yours", q->qid);
 	if (m->state->pend[q->qid] == PEND_GONE)
 		return 0;
-	m->state->pend[q->qid] = PEND_DELETE;
+	m->state->pend[q->qid] = PEND_REDO;	/* the owner's, whatever comes */
 	ret = from_ctrl(m, r, sio_nvme_ctrl_delete_qpair(m->ctrl, q->qid), 0);
 	m->state->pend[q->qid] = PEND_GONE;
 	if (m->st.queues)

@@ -25,8 +25,11 @@ struct cmb_alloc {
 };
 
 /* PEND_GONE: owned, but not in the controller (a reset took it): kept for
- * its owner to create again with the same id, and no one else's meanwhile. */
-enum { PEND_NONE, PEND_CREATE, PEND_DELETE, PEND_GONE };
+ * its owner to create again with the same id, and no one else's meanwhile.
+ * PEND_REDO: being created again, or deleted to be created again, for its
+ * owner: whatever comes of it (a reset, a manager's death), still the
+ * owner's. */
+enum { PEND_NONE, PEND_CREATE, PEND_DELETE, PEND_GONE, PEND_REDO };
 
 /*
  * The manager's tables, in a kept segment on the lender's node (priv.h)

@@ -164,6 +164,19 @@ void cluster_start_emu(struct cluster *c, const char *const *emu_args)
 	wait_ready(c, ready, c->emu, "nvme-emu");
 }
 
+uint32_t cluster_device_id(struct cluster *c)
+{
+	char path[300];
+	unsigned int id = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/emu.ready", c->dir);
+	f = fopen(path, "r");
+	cr_assert(f && fscanf(f, "%u", &id) == 1, "no device id in %s", path);
+	fclose(f);
+	return id;
+}
+
 void cluster_start_mgr_args(struct cluster *c, const char *const *mgr_args)
 {
 	char ready[300];

@@ -6,6 +6,7 @@
  * emulated NVMe controller on node 0 and the manager beside it. */
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct cluster {
@@ -17,6 +18,8 @@ struct cluster {
 /* Create the fabric; extra nvme-emu arguments end with NULL. */
 void cluster_up(struct cluster *c, int nodes, int windows, const char *const *emu_args);
 void cluster_start_emu(struct cluster *c, const char *const *emu_args);
+/* The controller's device id, as nvme-emu wrote it in its ready file. */
+uint32_t cluster_device_id(struct cluster *c);
 /* The manager, with shadow doorbells on (cluster.c says why). */
 void cluster_start_mgr(struct cluster *c);
 /* The manager with these arguments only (NULL-terminated). */

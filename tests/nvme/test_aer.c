@@ -34,15 +34,7 @@ TestSuite(aer, .fini = down, .timeout = 120);
 
 static uint32_t devid(void)
 {
-	char path[300];
-	unsigned id = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/emu.ready", C.dir);
-	f = fopen(path, "r");
-	cr_assert(f && fscanf(f, "%u", &id) == 1, "device id in %s", path);
-	fclose(f);
-	return id;
+	return cluster_device_id(&C);
 }
 
 /* Serve (bounded) until the client sees @n events in its ring. */

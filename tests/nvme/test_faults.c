@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <smartio/smartio.h>
 #include <smartio/nvme/client.h>
+#include <smartio/nvme/manager.h>
 #include <smartio/nvme/stats.h>
 #include "cluster.h"
 #include "mailbox.h"
@@ -862,6 +863,103 @@ Test(faults, admin_timeout_resets_the_controller_and_clients_go_on)
 	cr_expect_eq(waitpid(C.mgr, NULL, WNOHANG), 0, "the manager is the one that served");
 	cli_close(&a);
 	cli_close(&c);
+}
+
+/*
+ * A manager in this process, in a thread, that stops the controller when
+ * the client's queue pair is being made again: served request by request,
+ * each looked at before it is served (the client has one request out at
+ * a time). The controller runs again for the deletion that follows the
+ * client's timeout, and stops for the creation after it, past the admin
+ * timeout: the creation's fate is unknown, and the manager resets.
+ */
+struct scripted {
+	struct sio_nvme_manager *m;
+	struct sio_nvme_client *cl;	/* set once the client is open */
+	struct stall st;
+	int step, stop, plain;	/* plain: serving without looking (cl NULL) */
+	pthread_t t;
+};
+
+static void *scripted_run(void *arg)
+{
+	struct scripted *s = arg;
+	struct sio_nvme_mbox_slot *sl;
+	struct sio_nvme_client *cl;
+	uint32_t op;
+
+	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+		cl = __atomic_load_n(&s->cl, __ATOMIC_ACQUIRE);
+		if (!cl) {
+			__atomic_store_n(&s->plain, 1, __ATOMIC_RELEASE);
+			sio_nvme_manager_serve(s->m, 10);
+			continue;
+		}
+		sl = &cl->mb->slots[cl->slot];
+		if (__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != SIO_MBOX_REQ) {
+			usleep(200);
+			continue;
+		}
+		op = sl->req.op;
+		if (s->step == 0 && op == SIO_MBOX_OP_RESET_QP) {
+			kill(s->st.pid, SIGCONT);	/* the deletion runs */
+			s->step = 1;
+		} else if (s->step == 1 && op == SIO_MBOX_OP_CREATE_QP) {
+			kill(s->st.pid, SIGSTOP);	/* the creation does not */
+			stall_start(&s->st, s->st.pid, SIO_NVME_ADMIN_TIMEOUT_MS + 1000);
+			s->step = 2;
+		}
+		sio_nvme_manager_serve(s->m, 0);
+	}
+	return NULL;
+}
+
+/* The controller stops while a queue pair is made again after a timeout:
+ * the creation times out too, and the manager resets the controller. The
+ * queue pair stays its owner's, which makes it again once the controller
+ * is back; the read in flight through all of it gets its data (it was
+ * "queue 1 is not yours to create again": the reset gave the half-made
+ * pair to no one). */
+Test(faults, a_reset_while_a_queue_pair_is_made_again_keeps_it_its_owners)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	struct sio_nvme_ioq_info qi;
+	struct scripted s = { 0 };
+	struct sio_fabric *fm;
+	struct cli c;
+	int ret;
+
+	cluster_up(&C, 2, 32, emu);
+	cluster_stop(&C.mgr);
+	cr_assert_eq(sio_fabric_open(C.fabric, 0, &fm), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_manager_start(fm, cluster_device_id(&C), NULL, &s.m), 0, "%s",
+		     sio_errmsg());
+	s.st.pid = C.emu;
+	cr_assert_eq(pthread_create(&s.t, NULL, scripted_run, &s), 0);
+	cli_open(&c, 1);
+	sio_nvme_client_set_timeout(c.cl, 1000);
+	cr_assert_eq(cli_write(&c, 900, 10), 0, "%s", sio_errmsg());
+	__atomic_store_n(&s.cl, c.cl, __ATOMIC_RELEASE);
+	kill(C.emu, SIGSTOP);	/* the read times out */
+	ret = cli_verify(&c, 900, 10);
+	cr_expect_eq(ret, 0, "the read across the reset: %d %s", ret, sio_errmsg());
+	cr_expect_eq(s.step, 2, "the queue pair was not made again under a stopped controller");
+	if (s.step == 2)
+		pthread_join(s.st.t, NULL);
+	sio_nvme_ioq_info(c.q, &qi);
+	cr_expect_geq(qi.recoveries, 1);
+	cr_expect_eq(cli_write(&c, 1000, 11), 0, "%s", sio_errmsg());
+	cr_expect_eq(cli_verify(&c, 1000, 11), 0, "%s", sio_errmsg());
+	__atomic_store_n(&s.plain, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&s.cl, NULL, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&s.plain, __ATOMIC_ACQUIRE))
+		usleep(1000);	/* it looks at the client no more */
+	cli_close(&c);
+	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(s.t, NULL);
+	kill(C.emu, SIGCONT);
+	sio_nvme_manager_close(s.m);
+	sio_fabric_close(fm);
 }
 
 /* Garbage stored into the controller's registers (CC, AQA, ASQ, ACQ) by
