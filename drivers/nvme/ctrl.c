@@ -890,8 +890,7 @@ void sio_nvme_ctrl_leave(struct sio_nvme_ctrl *c)
 		sio_segment_leave(c->adm_seg);
 	else
 		sio_segment_close(c->adm_seg);
-	if (c->bar0)
-		sio_segment_unmap(c->bar0);
+	sio_segment_close(c->bar0);
 	free(c);
 }
 
@@ -934,8 +933,7 @@ void sio_nvme_ctrl_close(struct sio_nvme_ctrl *c)
 		sio_device_unmap(c->dev, c->adm_seg);
 		sio_segment_close(c->adm_seg);
 	}
-	if (c->bar0)
-		sio_segment_unmap(c->bar0);
+	sio_segment_close(c->bar0);
 	free(c);
 	sio_err_restore(&es);
 }
