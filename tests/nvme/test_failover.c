@@ -448,7 +448,7 @@ Test(failover, sigterm_hands_over_to_a_standby_and_io_goes_on)
 			       "--standby", "--ready-file", NULL, NULL };
 	char tags[N][32], ready[300], *log;
 	pid_t pid[N], sb;
-	int i;
+	int i, ret;
 
 	cluster_up(&C, N + 3, 64, emu);
 	argv[2] = C.fabric;
@@ -459,7 +459,9 @@ Test(failover, sigterm_hands_over_to_a_standby_and_io_goes_on)
 		pid[i] = io_client(i + 1, "8", tags[i], sizeof(tags[i]));
 	sleep(2);
 	cr_assert_eq(kill(C.mgr, SIGTERM), 0);
-	cr_expect_eq(cluster_wait(C.mgr, 10000), 0, "the manager did not stop cleanly");
+	ret = cluster_wait(C.mgr, 10000);
+	cr_expect_eq(ret, 0, "the manager did not stop cleanly (%d): %s", ret,
+		     cluster_output(&C, "nvme-manager", "err"));
 	C.mgr = sb;
 	log = cluster_output(&C, "nvme-manager", "err");
 	cr_expect(strstr(log, "client(s) running: their queue pairs go on"), "%s", log);
@@ -485,7 +487,9 @@ Test(failover, sigterm_without_a_standby_leaves_io_running_and_requests_wait)
 	cli_open(&c);
 	cli_write(&c);
 	cr_assert_eq(kill(C.mgr, SIGTERM), 0);
-	cr_expect_eq(cluster_wait(C.mgr, 10000), 0);
+	ret = cluster_wait(C.mgr, 10000);
+	cr_expect_eq(ret, 0, "the manager did not stop cleanly (%d): %s", ret,
+		     cluster_output(&C, "nvme-manager", "err"));
 	C.mgr = 0;
 	memset(c.buf->va, 0, 4096);
 	cr_expect_eq(sio_nvme_read(c.q, 1, 64, 8, c.buf, 0), 0, "I/O after the manager "
