@@ -330,6 +330,9 @@ struct sio_dev_export {
 	void *ctx;
 	int (*dma_map)(void *ctx, void *va, uint64_t len, uint64_t phys, uint64_t *bus);
 	int (*dma_unmap)(void *ctx, uint64_t bus, uint64_t len);
+	/* what the lender's log should say later (NULL: nothing): memory the
+	 * device cannot reach yet, and again; called from the relay's thread */
+	void (*say)(void *ctx, const char *msg);
 	char how[160];
 };
 

@@ -7,8 +7,10 @@
  * relay forwards. The lender here stands in for the vfio lender (no PCI
  * function on the host): it registers the device as that lender does and
  * exports the model's BAR0 through the fabric backend's dev_export op, as
- * sio_vfio_lend_opts() does with a BAR0 it mapped. A device lent without a description is not relayed at all. Run
- * through with-window.sh (a file is the window).
+ * sio_vfio_lend_opts() does with a BAR0 it mapped. A device lent without a
+ * description is not relayed at all; one whose DMA mapping of the pools
+ * fails as across a link that is down is lent, and the pools mapped later.
+ * Run through with-window.sh (a file is the window).
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -257,5 +259,77 @@ Test(relay, a_device_lent_without_a_description_is_not_relayed,
 	cr_assert_eq(write(pfd[1], &id, sizeof(id)), sizeof(id));
 	rc = borrower_end(pid);
 	cr_assert_eq(rc, B_OK, "the borrower on kernel-1: %s", rc < B_PIPE + 1 ? b_what[rc] : "?");
+	unlend_edu(&l, true);
+}
+
+/* A dma_map that fails with @flaky_err while it is set, and what the
+ * relay said to the lender's log. */
+static int flaky_err;
+static char said[4096];
+static pthread_mutex_t said_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int flaky_map(void *ctx, void *va, uint64_t len, uint64_t phys, uint64_t *bus)
+{
+	int e = __atomic_load_n(&flaky_err, __ATOMIC_ACQUIRE);
+
+	if (e)
+		return sio__err(e, "IOMMU map of %llu bytes: %s", (unsigned long long)len,
+				strerror(e));
+	return stub_map(ctx, va, len, phys, bus);
+}
+
+static void say_here(void *ctx, const char *msg)
+{
+	(void)ctx;
+	pthread_mutex_lock(&said_lock);
+	snprintf(said + strlen(said), sizeof(said) - strlen(said), "%s\n", msg);
+	pthread_mutex_unlock(&said_lock);
+}
+
+static bool said_within(const char *what, int ms)
+{
+	bool found = false;
+
+	for (int i = 0; i < ms / 10 && !found; i++) {
+		pthread_mutex_lock(&said_lock);
+		found = strstr(said, what) != NULL;
+		pthread_mutex_unlock(&said_lock);
+		if (!found)
+			nap_ms(10);
+	}
+	return found;
+}
+
+/* The pools' memory pinned for the device fails as a window whose link is
+ * down does (-EFAULT): the device is lent all the same, the lender's log
+ * says which pool it cannot reach, and the relay maps it once it can. An
+ * error of another kind (-ENOMEM: the locked-memory limit) fails the lend. */
+Test(relay, a_pool_not_reachable_yet_is_mapped_later_not_a_failed_lend,
+     .init = setup, .fini = teardown)
+{
+	struct sio_dev_export x;
+	struct lent l;
+
+	lend_edu(&l);
+	x = export_of(&l);
+	x.dma_map = flaky_map;
+	x.say = say_here;
+	__atomic_store_n(&flaky_err, ENOMEM, __ATOMIC_RELEASE);
+	cr_assert_eq(l.f->ops->dev_export(l.f, l.reg->slot, &x), -ENOMEM);
+	__atomic_store_n(&flaky_err, EFAULT, __ATOMIC_RELEASE);
+	cr_assert_eq(l.f->ops->dev_export(l.f, l.reg->slot, &x), 0, "%s", sio_errmsg());
+	cr_assert(said_within("the device cannot reach pool", 1000), "%s", said);
+	cr_assert(strstr(said, "Bad address"), "%s", said);
+	unlend_edu(&l, true);
+	said[0] = 0;
+	lend_edu(&l);	/* the source's own word for a link that is down */
+	x = export_of(&l);
+	x.dma_map = flaky_map;
+	x.say = say_here;
+	__atomic_store_n(&flaky_err, ENOTCONN, __ATOMIC_RELEASE);
+	cr_assert_eq(l.f->ops->dev_export(l.f, l.reg->slot, &x), 0, "%s", sio_errmsg());
+	cr_assert(said_within("not connected", 1000), "%s", said);
+	__atomic_store_n(&flaky_err, 0, __ATOMIC_RELEASE);
+	cr_assert(said_within("the device reaches pool", 2000), "%s", said);
 	unlend_edu(&l, true);
 }

@@ -401,6 +401,14 @@ static uint64_t bar0_regs_end(struct lender *l)
 	return end;
 }
 
+/* What the backend says later (a pool the device cannot reach yet), logged. */
+static void export_say(void *ctx, const char *msg)
+{
+	struct lender *l = ctx;
+
+	say(l, "%s lender: %s\n", l->dev->kind, msg);
+}
+
 /*
  * On a fabric of several kernels, borrowers elsewhere cannot reach this
  * socket: the fabric backend serves them (its dev_export), given BAR0 and a
@@ -409,7 +417,8 @@ static uint64_t bar0_regs_end(struct lender *l)
  */
 static int export(struct lender *l)
 {
-	struct sio_dev_export x = { .ctx = l, .dma_map = export_map, .dma_unmap = export_unmap };
+	struct sio_dev_export x = { .ctx = l, .dma_map = export_map, .dma_unmap = export_unmap,
+				    .say = export_say };
 	char dir[96];
 	void *bar0;
 	int rc;

@@ -54,6 +54,7 @@ struct wf_relay {
 	struct {			/* each pool, mapped here and for the device */
 		void *va;
 		uint64_t len, bus, epoch;
+		int err;		/* the last failure said, 0: none */
 	} pool[WF_MAX_POOLS];
 	struct sio_segment *regs;
 	volatile uint32_t *regs_va;
@@ -123,10 +124,41 @@ static int pool_map(struct wf_relay *r, int p)
 	return 0;
 }
 
-/* Map the pools that are new since last time; the first error, if any. */
+/* Tell the lender's log when pool @p's mapping fails (@e), once per
+ * error, and when it works again. */
+static void pool_say(struct wf_relay *r, int p, int e)
+{
+	char msg[SIO_ERRMSG_MAX + 96];
+
+	if (e == r->pool[p].err)
+		return;
+	r->pool[p].err = e;
+	if (!r->x.say)
+		return;
+	if (e)
+		snprintf(msg, sizeof(msg), "the device cannot reach pool %d yet, tried again "
+			 "every 5 ms: %s", p, sio_errmsg());
+	else
+		snprintf(msg, sizeof(msg), "the device reaches pool %d", p);
+	r->x.say(r->x.ctx, msg);
+}
+
+/* Errors of memory across a link that is down or not translated yet: the
+ * source's (-ENOTCONN, -ENOLINK), or pinning a window that has no memory
+ * behind it for now (-EFAULT). */
+static bool link_err(int e)
+{
+	return e == -ENOTCONN || e == -ENOLINK || e == -EFAULT;
+}
+
+/*
+ * Map the pools that are new since last time. Memory across a link (as
+ * link_err() says) is said and tried again at the next sync. Return: the
+ * first other error, if any.
+ */
 static int pools_sync(struct wf_relay *r)
 {
-	int ret = 0;
+	int ret = 0, e;
 
 	for (int p = 0; p < WF_MAX_POOLS; p++) {
 		const struct wf_pool *pl = &r->s->hdr->pools[p];
@@ -134,8 +166,10 @@ static int pools_sync(struct wf_relay *r)
 		if (pl->size == r->pool[p].len && pl->epoch == r->pool[p].epoch &&
 		    (r->pool[p].va || !pl->size))
 			continue;
-		int e = pool_map(r, p);
-		ret = ret ? ret : e;
+		e = pool_map(r, p);
+		pool_say(r, p, e);
+		if (!ret && !link_err(e))
+			ret = e;
 	}
 	return ret;
 }
