@@ -80,6 +80,7 @@ struct mgr_watch {
 	uint64_t deadline;	/* for an answer from a manager at work */
 	uint32_t successors;	/* managers that took over while we waited */
 	bool lost;		/* given up on: dead, stopped or stuck, no successor */
+	uint64_t dark_ns;	/* since when the header reads all ones */
 };
 
 /* A manager whose heartbeat and pulse stood still this long is looked up
@@ -144,6 +145,25 @@ static int late(struct sio_nvme_client *cl, const struct mgr_watch *w, uint64_t 
 }
 
 /*
+ * A header that reads all ones is across a link that is down, or a window
+ * mapped again after a new link generation: no manager came or went. It
+ * is waited for $SMARTIO_NVME_LINK_GRACE_MS, and the answer's time starts
+ * again once it reads.
+ */
+static int dark(struct sio_nvme_client *cl, struct mgr_watch *w, uint64_t now)
+{
+	if (!w->dark_ns)
+		w->dark_ns = now;
+	if (now - w->dark_ns > (uint64_t)cl->grace_ms * 1000000ull)
+		return sio_err_set(ENOLINK, "the NVMe manager's mailbox on node %d reads all "
+				   "ones: the link to it has been down for over %u ms "
+				   "($SMARTIO_NVME_LINK_GRACE_MS)", cl->dinfo.lender,
+				   cl->grace_ms);
+	w->deadline = now + (uint64_t)cl->answer_ms * 1000000ull;
+	return 0;
+}
+
+/*
  * Whether to go on waiting: 0, or -errno with the reason. A successor's
  * pid restarts the watch; a manager dead, or stopped having left its
  * clients to a successor, is waited for $SMARTIO_NVME_RESTART_MS; one
@@ -163,6 +183,9 @@ static int watch(struct sio_nvme_client *cl, struct mgr_watch *w, uint64_t now)
 	uint64_t answer_ns = (uint64_t)cl->answer_ms * 1000000ull;
 	bool serving = __atomic_load_n(&h->serving, __ATOMIC_ACQUIRE);
 
+	if (pid == -1 && beat == UINT32_MAX && pulse == UINT32_MAX)
+		return dark(cl, w, now);
+	w->dark_ns = 0;
 	/* each successor gets its time; managers that come and go without an
 	 * answer (a storm of restarts) do not keep us here for ever */
 	if (pid != w->pid && ++w->successors > RETRIES)
@@ -208,6 +231,7 @@ static int watch(struct sio_nvme_client *cl, struct mgr_watch *w, uint64_t now)
 static int await(struct sio_nvme_client *cl, struct sio_nvme_mbox_slot *sl)
 {
 	uint64_t now = sio__now_ns(), lost_ns = 0;
+	int32_t pid;
 	struct mgr_watch w = { .pid = cl->mgr_pid, .beat = cl->mb->h.heartbeat, .beat_ns = now,
 			       .pulse = cl->mb->h.pulse, .pulse_ns = now,
 			       .deadline = now + (uint64_t)cl->answer_ms * 1000000ull };
@@ -219,10 +243,13 @@ static int await(struct sio_nvme_client *cl, struct sio_nvme_mbox_slot *sl)
 		if (st == SIO_MBOX_RESP)
 			return 0;
 		/* written over (the manager puts it back and answers "ask
-		 * again"), or freed by a manager that took us for dead */
+		 * again"), or freed by a manager that took us for dead; all
+		 * ones is neither but out of reach, which watch() waits for */
 		now = sio__now_ns();
-		if (st == SIO_MBOX_FREE || st > SIO_MBOX_RESP ||
-		    __atomic_load_n(&sl->pid, __ATOMIC_ACQUIRE) != getpid()) {
+		pid = __atomic_load_n(&sl->pid, __ATOMIC_ACQUIRE);
+		if (st == UINT32_MAX && pid == -1) {
+			lost_ns = 0;
+		} else if (st == SIO_MBOX_FREE || st > SIO_MBOX_RESP || pid != getpid()) {
 			if (!lost_ns)
 				lost_ns = now;
 			if (now - lost_ns > SLOT_LOST_NS)

@@ -962,6 +962,74 @@ Test(faults, a_reset_while_a_queue_pair_is_made_again_keeps_it_its_owners)
 	sio_fabric_close(fm);
 }
 
+/* The mailbox's header and the client's slot reading all ones, then
+ * themselves again, a dozen times, then once for 2.5 s, while the manager
+ * is stopped (SIGSTOP: nothing writes them meanwhile) and the client's
+ * request waits in its slot. */
+struct flicker {
+	struct sio_nvme_mbox_hdr *h;
+	struct sio_nvme_mbox_slot *sl;
+	pid_t mgr;
+	pthread_t t;
+};
+
+static void flicker_dark(struct flicker *k, int ms)
+{
+	memset(k->h, 0xff, sizeof(*k->h));
+	memset(k->sl, 0xff, sizeof(*k->sl));
+	usleep((useconds_t)ms * 1000);
+}
+
+static void *flicker_run(void *arg)
+{
+	struct flicker *k = arg;
+	struct sio_nvme_mbox_hdr h;
+	struct sio_nvme_mbox_slot sl;
+
+	for (int i = 0; i < 500 && __atomic_load_n(&k->sl->state, __ATOMIC_ACQUIRE) !=
+				   SIO_MBOX_REQ; i++)
+		usleep(10000);
+	memcpy(&h, k->h, sizeof(h));
+	memcpy(&sl, k->sl, sizeof(sl));
+	for (int i = 0; i <= 12; i++) {	/* each state seen: a client looks every 100 ms */
+		flicker_dark(k, i < 12 ? 150 : 2500);	/* past the 2 s of a slot lost */
+		memcpy(k->h, &h, sizeof(h));
+		memcpy(k->sl, &sl, sizeof(sl));
+		usleep(150000);
+	}
+	kill(k->mgr, SIGCONT);
+	return NULL;
+}
+
+/* A request waits while the mailbox reads all ones now and then, as it
+ * does across an NTB link that flaps or a window mapped again at a new
+ * link generation: no manager came or went (it was "9 NVMe managers took
+ * over in turn and none answered" on the idt profile), the slot is still
+ * the client's ("no longer its own", there too), and the answer comes
+ * once the manager runs. */
+Test(faults, a_mailbox_that_reads_all_ones_for_a_while_is_waited_for)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	struct flicker k;
+	uint8_t id[4096];
+	struct cli c;
+	int ret;
+
+	cluster_up(&C, 2, 32, emu);
+	cli_open(&c, 1);
+	k.h = &c.cl->mb->h;
+	k.sl = &c.cl->mb->slots[c.cl->slot];
+	k.mgr = C.mgr;
+	cr_assert_eq(kill(C.mgr, SIGSTOP), 0);
+	cr_assert_eq(pthread_create(&k.t, NULL, flicker_run, &k), 0);
+	ret = sio_nvme_client_identify(c.cl, NVME_IDENTIFY_CNS_CTRL, 0, id);
+	pthread_join(k.t, NULL);
+	cr_expect_eq(ret, 0, "Identify across the flicker: %d %s", ret, sio_errmsg());
+	cr_expect_eq(cli_write(&c, 900, 12), 0, "%s", sio_errmsg());
+	cr_expect_eq(cli_verify(&c, 900, 12), 0, "%s", sio_errmsg());
+	cli_close(&c);
+}
+
 /* Garbage stored into the controller's registers (CC, AQA, ASQ, ACQ) by
  * another process under a client's I/O: the controller stops, shuts down
  * or refuses; the manager sees it no longer enabled and ready and resets
