@@ -25,6 +25,7 @@
 #include "fixture.h"
 #include "edu.h"
 #include "edu-model.h"
+#include "winfab/winfab.h"
 
 static void setup(void)
 {
@@ -32,11 +33,13 @@ static void setup(void)
 }
 
 /* The exits of the borrower on kernel-1, each a step that failed. */
-enum { B_OK, B_JOIN, B_BORROW, B_MAP_REFUSED, B_MAP, B_PATH, B_ID, B_RAISE, B_ACK, B_PIPE };
+enum { B_OK, B_JOIN, B_BORROW, B_MAP_REFUSED, B_MAP, B_PATH, B_ID, B_RAISE, B_ACK, B_DARK,
+       B_PIPE };
 
 static const char *const b_what[] = {
 	"ok", "join", "borrow", "BAR0 mapped without a description", "map BAR0", "not relayed",
-	"ID", "raise not forwarded", "acknowledge not forwarded", "pipe",
+	"ID", "raise not forwarded", "acknowledge not forwarded",
+	"BAR0 of an export that reads all ones not refused as out of reach", "pipe",
 };
 
 /* Wait up to 5 s for the mirror's register @off to read @want. */
@@ -50,13 +53,19 @@ static bool reads(volatile uint32_t *bar, uint32_t off, uint32_t want)
 	return false;
 }
 
+/* How kernel-1 finds the device: relayed, lent with no description of
+ * its doorbells, or its export reading all ones (out of reach) once it
+ * has borrowed it: it says so on dark_up, and waits on dark_down. */
+enum way { RELAYED, UNDESCRIBED, DARK };
+static int dark_up[2], dark_down[2];
+
 /*
  * Kernel-1: borrow device @id, map BAR0 and ring edu's doorbells there: an
  * interrupt raised shows in IRQ_STATUS (read again by the relay), an
- * acknowledgement clears it. With @described false, mapping BAR0 must be
+ * acknowledgement clears it. UNDESCRIBED or DARK, mapping BAR0 must be
  * refused, saying why.
  */
-static int borrower(uint32_t id, bool described)
+static int borrower(uint32_t id, enum way way)
 {
 	struct sio_fabric *g;
 	struct sio_device *dev;
@@ -68,11 +77,25 @@ static int borrower(uint32_t id, bool described)
 		return B_JOIN;
 	if (sio_device_borrow(g, id, SIO_BORROW_EXCLUSIVE, &dev) || sio_device_bar(dev, 0, &bar))
 		return B_BORROW;
-	if (!described) {
+	if (way == UNDESCRIBED) {
 		int ret = sio_segment_map(bar, (void **)&r);
 
 		return ret == -EOPNOTSUPP && strstr(sio_errmsg(), "described no doorbells") ?
 		       B_OK : B_MAP_REFUSED;
+	}
+	if (way == DARK) {
+		char c = 'b';
+		int ret;
+
+		/* borrowed while exported; mapped once the export reads all ones */
+		if (write(dark_up[1], &c, 1) != 1 || read(dark_down[0], &c, 1) != 1)
+			return B_PIPE;
+		ret = sio_segment_map(bar, (void **)&r);
+
+		if (ret == -ENOLINK && strstr(sio_errmsg(), "reads all ones"))
+			return B_OK;
+		fprintf(stderr, "kernel-1: BAR0 map: %d %s\n", ret, sio_errmsg());
+		return B_DARK;
 	}
 	if (sio_segment_map(bar, (void **)&r))
 		return B_MAP;
@@ -92,7 +115,7 @@ static int borrower(uint32_t id, bool described)
 }
 
 /* Forked before this process starts threads: it waits for the device id on @fd. */
-static pid_t borrower_start(int fd, bool described)
+static pid_t borrower_start(int fd, enum way way)
 {
 	pid_t pid = fork();
 	uint32_t id;
@@ -100,7 +123,7 @@ static pid_t borrower_start(int fd, bool described)
 	cr_assert_neq(pid, -1);
 	if (pid)
 		return pid;
-	_exit(read(fd, &id, sizeof(id)) == sizeof(id) ? borrower(id, described) : B_PIPE);
+	_exit(read(fd, &id, sizeof(id)) == sizeof(id) ? borrower(id, way) : B_PIPE);
 }
 
 static int borrower_end(pid_t pid)
@@ -213,7 +236,7 @@ Test(relay, edu_is_driven_from_another_kernel_through_its_own_doorbells,
 	uint32_t id;
 
 	cr_assert_eq(pipe(pfd), 0);
-	pid_t pid = borrower_start(pfd[0], true);
+	pid_t pid = borrower_start(pfd[0], RELAYED);
 
 	lend_edu(&l);
 	x = export_of(&l);
@@ -244,7 +267,7 @@ Test(relay, a_device_lent_without_a_description_is_not_relayed,
 	uint32_t id;
 
 	cr_assert_eq(pipe(pfd), 0);
-	pid_t pid = borrower_start(pfd[0], false);
+	pid_t pid = borrower_start(pfd[0], UNDESCRIBED);
 
 	lend_edu(&l);
 	x = export_of(&l);
@@ -331,5 +354,40 @@ Test(relay, a_pool_not_reachable_yet_is_mapped_later_not_a_failed_lend,
 	cr_assert(said_within("not connected", 1000), "%s", said);
 	__atomic_store_n(&flaky_err, 0, __ATOMIC_RELEASE);
 	cr_assert(said_within("the device reaches pool", 2000), "%s", said);
+	unlend_edu(&l, true);
+}
+
+/* The lender's export reading all ones, as across a link that is down: a
+ * borrower of another kernel is told the device is out of reach for now
+ * (-ENOLINK), not that its lender no longer exports it. */
+Test(relay, an_export_that_reads_all_ones_is_out_of_reach_not_gone,
+     .init = setup, .fini = teardown)
+{
+	struct sio_dev_export x;
+	struct lent l;
+	int pfd[2], rc;
+	uint64_t *gen, was;
+	uint32_t id;
+
+	cr_assert_eq(pipe(pfd), 0);
+	cr_assert_eq(pipe(dark_up), 0);
+	cr_assert_eq(pipe(dark_down), 0);
+	pid_t pid = borrower_start(pfd[0], DARK);
+	char c;
+
+	lend_edu(&l);
+	x = export_of(&l);
+	cr_assert_eq(edu_doorbells(l.bar0, x.bar0_size, &x.db, NULL), 0, "%s", sio_errmsg());
+	cr_assert_eq(l.f->ops->dev_export(l.f, l.reg->slot, &x), 0, "%s", sio_errmsg());
+	id = sio_devreg_id(l.reg);
+	cr_assert_eq(write(pfd[1], &id, sizeof(id)), sizeof(id));
+	cr_assert_eq(read(dark_up[0], &c, 1), 1, "the borrower did not borrow");
+	gen = &wf_of(l.f)->hdr->devs[l.reg->slot].gen;
+	was = *gen;
+	*gen = ~0ull;
+	cr_assert_eq(write(dark_down[1], &c, 1), 1);
+	rc = borrower_end(pid);
+	*gen = was;
+	cr_assert_eq(rc, B_OK, "the borrower on kernel-1: %s", rc < B_PIPE + 1 ? b_what[rc] : "?");
 	unlend_edu(&l, true);
 }

@@ -547,6 +547,21 @@ static struct wf_dev *exported(struct sio_fabric *f, int dev)
 	return d->gen == dv->gen && d->bar0_size ? d : NULL;
 }
 
+/*
+ * Lock held: why device slot @slot (id @id) is not exported: what says so
+ * reads all ones, as memory behind a link that is down does (-ENOLINK, for
+ * now), or its lender no longer exports it (-ENODEV).
+ */
+static int unexported(struct sio_fabric *f, int slot, uint32_t id)
+{
+	const struct reg_dev *dv = reg_dev_at(f->reg, slot);
+
+	if ((dv && dv->gen == ~0ull) || wf_of(f)->hdr->devs[slot].gen == ~0ull)
+		return sio__err(ENOLINK, "device %u: what its lender exports reads all ones, as memory behind a link that is down does (try again once it is back)",
+				id);
+	return sio__err(ENODEV, "device %u is no longer exported by its lender", id);
+}
+
 /* Lock held: the relay's counters of @dev's device, if it is lent across kernels. */
 void sio__wf_dev_relay(struct sio_fabric *f, int dev, struct sio_device_info *o)
 {
@@ -594,7 +609,8 @@ static int mirror_map(struct sio_device *dev, uint64_t bsize, int lender, void *
 	if ((ret = sio__lock(f)))
 		return ret;
 	if (!(d = exported(f, dev->slot)) || d->bar0_size != bsize) {
-		ret = sio__err(ENODEV, "device %u is no longer exported by its lender", dev->id);
+		ret = d ? sio__err(ENODEV, "device %u is no longer exported by its lender", dev->id) :
+			  unexported(f, dev->slot, dev->id);
 		goto out;
 	}
 	if ((ret = sio__wf_slot_map(f, rm->mirror->slot, 0, bsize, false, &va)) ||
@@ -648,10 +664,12 @@ static int remote_bar_map(struct sio_device *dev, int bar, void **vaddr, uint64_
 		lender = reg_dev_at(f->reg, dev->slot)->lender;
 		if (!(ret = window_bar_map(dev, d, vaddr)))
 			path_note(f, dev, d->db_emulated ? WF_DB_WINDOW_EMULATED : WF_DB_WINDOW, 0);
+	} else {
+		ret = unexported(f, dev->slot, dev->id);
 	}
 	sio__unlock(f);
 	if (!d)
-		return sio__err(ENODEV, "device %u is no longer exported by its lender", dev->id);
+		return ret;
 	if (ret && !ndb)
 		return sio__err(EOPNOTSUPP, "device %u: no window reaches its BAR0 from this kernel, and its lender described no doorbells for its relay to forward (a driver's lender describes them: sio_vfio_lend_opts())",
 				dev->id);
@@ -673,7 +691,7 @@ static int remote_dma_map(struct sio_device *dev, struct sio_segment *seg, uint6
 	if ((ret = sio__lock(f)))
 		return ret;
 	if (!(d = exported(f, dev->slot)))
-		ret = sio__err(ENODEV, "device %u is no longer exported by its lender", dev->id);
+		ret = unexported(f, dev->slot, dev->id);
 	else if (seg->kind != SIO_SEG_RAM)
 		ret = sio__err(ENOTSUP, "device %u is lent by another kernel: it reaches memory in the window only, not segment %u (a %s)",
 			       dev->id, seg->id, seg->kind == SIO_SEG_BAR ? "BAR" : "GPU segment");
@@ -736,7 +754,7 @@ static int window_mcast_map(struct sio_device *dev, uint32_t group, uint64_t *bu
 		if (reg_dev_at(f->reg, dev->slot))
 			lender = reg_dev_at(f->reg, dev->slot)->lender;
 		if (!(d = exported(f, dev->slot))) {
-			ret = sio__err(ENODEV, "device %u is no longer exported by its lender", dev->id);
+			ret = unexported(f, dev->slot, dev->id);
 		} else if (landing(f, g)) {
 			ret = seg_bus(f, d, dev->id, wf_of(f)->hdr->groups[g].slot, bus);
 		} else if (seg) {	/* made below: record it as the group's */
