@@ -225,64 +225,85 @@ static struct sio_dev_export export_of(struct lent *l)
 					.dma_unmap = stub_unmap };
 }
 
+/* A borrower on kernel-1 finding the device @way (forked first: this
+ * process has no threads yet), then edu lent here, its export to come. */
+struct trial {
+	struct lent l;
+	struct sio_dev_export x;
+	pid_t pid;
+	int fd;		/* the borrower's pipe, for the device id */
+};
+
+static void trial_start(struct trial *t, enum way way)
+{
+	int pfd[2];
+
+	cr_assert_eq(pipe(pfd), 0);
+	t->pid = borrower_start(pfd[0], way);
+	t->fd = pfd[1];
+	lend_edu(&t->l);
+	t->x = export_of(&t->l);
+}
+
+/* The device id to the borrower. */
+static uint32_t trial_go(struct trial *t)
+{
+	uint32_t id = sio_devreg_id(t->l.reg);
+
+	cr_assert_eq(write(t->fd, &id, sizeof(id)), sizeof(id));
+	return id;
+}
+
+/* The borrower's end: it must have done all it was to do. */
+static void trial_ok(struct trial *t)
+{
+	int rc = borrower_end(t->pid);
+
+	cr_assert_eq(rc, B_OK, "the borrower on kernel-1: %s", rc < B_PIPE + 1 ? b_what[rc] : "?");
+}
+
 Test(relay, edu_is_driven_from_another_kernel_through_its_own_doorbells,
      .init = setup, .fini = teardown)
 {
 	struct sio_fabric_status *st;
-	struct sio_dev_export x;
-	struct lent l;
 	uint64_t relayed = 0;
-	int pfd[2], rc;
+	struct trial t;
 	uint32_t id;
 
-	cr_assert_eq(pipe(pfd), 0);
-	pid_t pid = borrower_start(pfd[0], RELAYED);
-
-	lend_edu(&l);
-	x = export_of(&l);
-	cr_assert_eq(edu_doorbells(l.bar0, x.bar0_size, &x.db, NULL), 0, "%s", sio_errmsg());
-	cr_assert_eq(x.db.base, EDU_REG_IRQ_RAISE, "edu's doorbells, not NVMe's 0x1000");
-	cr_assert_eq(l.f->ops->dev_export(l.f, l.reg->slot, &x), 0, "%s", sio_errmsg());
-	cr_assert(strstr(x.how, "relayed"), "the lender says how: %s", x.how);
-	id = sio_devreg_id(l.reg);
-	cr_assert_eq(write(pfd[1], &id, sizeof(id)), sizeof(id));
-	rc = borrower_end(pid);
-	cr_assert_eq(rc, B_OK, "the borrower on kernel-1: %s", rc < B_PIPE + 1 ? b_what[rc] : "?");
-	cr_assert_eq(sio_fabric_status_get(l.f, &st), 0, "%s", sio_errmsg());
+	trial_start(&t, RELAYED);
+	cr_assert_eq(edu_doorbells(t.l.bar0, t.x.bar0_size, &t.x.db, NULL), 0, "%s",
+		     sio_errmsg());
+	cr_assert_eq(t.x.db.base, EDU_REG_IRQ_RAISE, "edu's doorbells, not NVMe's 0x1000");
+	cr_assert_eq(t.l.f->ops->dev_export(t.l.f, t.l.reg->slot, &t.x), 0, "%s", sio_errmsg());
+	cr_assert(strstr(t.x.how, "relayed"), "the lender says how: %s", t.x.how);
+	id = trial_go(&t);
+	trial_ok(&t);
+	cr_assert_eq(sio_fabric_status_get(t.l.f, &st), 0, "%s", sio_errmsg());
 	for (int i = 0; i < st->ndevices; i++)
 		if (st->devices[i].id == id)
 			relayed = st->devices[i].relayed;
 	sio_fabric_status_close(st);
 	cr_assert_geq(relayed, 2, "the raise and the acknowledgement were relayed, not %llu",
 		      (unsigned long long)relayed);
-	unlend_edu(&l, true);
+	unlend_edu(&t.l, true);
 }
 
 Test(relay, a_device_lent_without_a_description_is_not_relayed,
      .init = setup, .fini = teardown)
 {
-	struct sio_dev_export x;
-	struct lent l;
-	int pfd[2], rc;
-	uint32_t id;
+	struct trial t;
 
-	cr_assert_eq(pipe(pfd), 0);
-	pid_t pid = borrower_start(pfd[0], UNDESCRIBED);
-
-	lend_edu(&l);
-	x = export_of(&l);
+	trial_start(&t, UNDESCRIBED);
 	/* a description that does not fit BAR0 is refused outright */
-	x.db = (struct sio_doorbells){ .base = 2u << 20, .stride = 4, .count = 1 };
-	cr_assert_eq(l.f->ops->dev_export(l.f, l.reg->slot, &x), -EINVAL);
+	t.x.db = (struct sio_doorbells){ .base = 2u << 20, .stride = 4, .count = 1 };
+	cr_assert_eq(t.l.f->ops->dev_export(t.l.f, t.l.reg->slot, &t.x), -EINVAL);
 	cr_assert(strstr(sio_errmsg(), "do not fit"), "%s", sio_errmsg());
-	x.db = (struct sio_doorbells){ 0 };
-	cr_assert_eq(l.f->ops->dev_export(l.f, l.reg->slot, &x), 0, "%s", sio_errmsg());
-	cr_assert(strstr(x.how, "not relayed"), "the lender says so: %s", x.how);
-	id = sio_devreg_id(l.reg);
-	cr_assert_eq(write(pfd[1], &id, sizeof(id)), sizeof(id));
-	rc = borrower_end(pid);
-	cr_assert_eq(rc, B_OK, "the borrower on kernel-1: %s", rc < B_PIPE + 1 ? b_what[rc] : "?");
-	unlend_edu(&l, true);
+	t.x.db = (struct sio_doorbells){ 0 };
+	cr_assert_eq(t.l.f->ops->dev_export(t.l.f, t.l.reg->slot, &t.x), 0, "%s", sio_errmsg());
+	cr_assert(strstr(t.x.how, "not relayed"), "the lender says so: %s", t.x.how);
+	trial_go(&t);
+	trial_ok(&t);
+	unlend_edu(&t.l, true);
 }
 
 /* A dma_map that fails with @flaky_err while it is set, and what the
@@ -363,31 +384,23 @@ Test(relay, a_pool_not_reachable_yet_is_mapped_later_not_a_failed_lend,
 Test(relay, an_export_that_reads_all_ones_is_out_of_reach_not_gone,
      .init = setup, .fini = teardown)
 {
-	struct sio_dev_export x;
-	struct lent l;
-	int pfd[2], rc;
 	uint64_t *gen, was;
-	uint32_t id;
-
-	cr_assert_eq(pipe(pfd), 0);
-	cr_assert_eq(pipe(dark_up), 0);
-	cr_assert_eq(pipe(dark_down), 0);
-	pid_t pid = borrower_start(pfd[0], DARK);
+	struct trial t;
 	char c;
 
-	lend_edu(&l);
-	x = export_of(&l);
-	cr_assert_eq(edu_doorbells(l.bar0, x.bar0_size, &x.db, NULL), 0, "%s", sio_errmsg());
-	cr_assert_eq(l.f->ops->dev_export(l.f, l.reg->slot, &x), 0, "%s", sio_errmsg());
-	id = sio_devreg_id(l.reg);
-	cr_assert_eq(write(pfd[1], &id, sizeof(id)), sizeof(id));
+	cr_assert_eq(pipe(dark_up), 0);
+	cr_assert_eq(pipe(dark_down), 0);
+	trial_start(&t, DARK);
+	cr_assert_eq(edu_doorbells(t.l.bar0, t.x.bar0_size, &t.x.db, NULL), 0, "%s",
+		     sio_errmsg());
+	cr_assert_eq(t.l.f->ops->dev_export(t.l.f, t.l.reg->slot, &t.x), 0, "%s", sio_errmsg());
+	trial_go(&t);
 	cr_assert_eq(read(dark_up[0], &c, 1), 1, "the borrower did not borrow");
-	gen = &wf_of(l.f)->hdr->devs[l.reg->slot].gen;
+	gen = &wf_of(t.l.f)->hdr->devs[t.l.reg->slot].gen;
 	was = *gen;
 	*gen = ~0ull;
 	cr_assert_eq(write(dark_down[1], &c, 1), 1);
-	rc = borrower_end(pid);
+	trial_ok(&t);
 	*gen = was;
-	cr_assert_eq(rc, B_OK, "the borrower on kernel-1: %s", rc < B_PIPE + 1 ? b_what[rc] : "?");
-	unlend_edu(&l, true);
+	unlend_edu(&t.l, true);
 }
