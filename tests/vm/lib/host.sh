@@ -430,7 +430,10 @@ storm_fault() {
 		case " $down " in *" 1 "*) why="guest 1, the other manager's, is not back yet" ;; esac ;;
 	reset-1|kill-2)
 		[ -z "$mkill" ] || [ "$g" != "$active" ] || why="a take-over is under way"
-		[ "$g" != "$home" ] || [ -n "$sbhome" ] || why="guest $g is the home and no standby home stands by" ;;
+		[ "$g" != "$home" ] || [ -n "$sbhome" ] || why="guest $g is the home and no standby home stands by"
+		# the standby that takes the killed home's place, or a guest
+		# that would have to hold the state meanwhile: two homes lost
+		[ -z "$hkill" ] || why="the home's take-over is under way" ;;
 	esac
 	if [ -n "$why" ]; then
 		# a client's kill instead, in the first client's guest up from the target
