@@ -609,8 +609,8 @@ static int mirror_map(struct sio_device *dev, uint64_t bsize, int lender, void *
 	if ((ret = sio__lock(f)))
 		return ret;
 	if (!(d = exported(f, dev->slot)) || d->bar0_size != bsize) {
-		ret = d ? sio__err(ENODEV, "device %u is no longer exported by its lender", dev->id) :
-			  unexported(f, dev->slot, dev->id);
+		ret = d ? sio__err(ENODEV, "device %u was lent again meanwhile, with another BAR0",
+				   dev->id) : unexported(f, dev->slot, dev->id);
 		goto out;
 	}
 	if ((ret = sio__wf_slot_map(f, rm->mirror->slot, 0, bsize, false, &va)) ||
