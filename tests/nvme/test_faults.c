@@ -1590,9 +1590,12 @@ Test(faults, link_down_mid_run_is_in_the_report)
 Test(faults, a_stuck_client_says_where_it_stands)
 {
 	const char *emu[] = { "--backing", "ram:16M", NULL };
+	/* one write pass longer than the case: the end of a pass waits for
+	 * what it has in flight, and the controller stopped there would leave
+	 * one I/O in flight, not two */
 	const char *argv[] = { "NVME_CLIENT", "--fabric", C.fabric, "--node", "1", "--qd", "2",
-			       "--count", "1024", "--time", "60s", "--timeout", "60s",
-			       "--progress", "100ms", NULL };
+			       "--count", "1024", "--ios", "1000000000", "--time", "60s",
+			       "--timeout", "60s", "--progress", "100ms", NULL };
 	const char *err = "";
 	pid_t pid;
 
