@@ -93,6 +93,29 @@ char *cluster_output(struct cluster *c, const char *tag, const char *ext)
 	return buf;
 }
 
+void cluster_show_logs(struct cluster *c)
+{
+	static const char *const tags[] = { "nvme-emu", "nvme-manager" };
+	struct sio_fabric_status *st = NULL;
+	struct sio_fabric *f = NULL;
+
+	for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++)
+		fprintf(stderr, "--- %s's stderr:\n%s--- end of %s's stderr\n", tags[i],
+			cluster_output(c, tags[i], "err"), tags[i]);
+	/* whether doorbells of other kernels reached the controller at all */
+	if (sio_fabric_open(c->fabric, -1, &f) || sio_fabric_status_get(f, &st)) {
+		fprintf(stderr, "--- no fabric status: %s\n", sio_errmsg());
+	} else {
+		for (int i = 0; i < st->ndevices; i++)
+			fprintf(stderr, "--- device %u: %d borrower(s), %llu doorbell(s) relayed, "
+				"%llu DMA fault(s)\n", st->devices[i].id, st->devices[i].borrowers,
+				(unsigned long long)st->devices[i].relayed,
+				(unsigned long long)st->devices[i].dma_faults);
+	}
+	sio_fabric_status_close(st);
+	sio_fabric_close(f);
+}
+
 struct json_object *cluster_json(struct cluster *c, const char *tag)
 {
 	const char *out = cluster_output(c, tag, "out");

@@ -34,6 +34,9 @@ pid_t cluster_spawn(struct cluster *c, const char *tag, const char *const *argv)
 int cluster_wait(pid_t pid, int ms);
 /* Read a spawned program's output file ("TAG.out" / "TAG.err"). */
 char *cluster_output(struct cluster *c, const char *tag, const char *ext);
+/* The controller's and the manager's stderr, on the test's stderr: what a
+ * failed case prints so that a failure seen once can be read afterwards. */
+void cluster_show_logs(struct cluster *c);
 
 struct json_object;
 /* A spawned program's stdout parsed as JSON (json-c): the test fails when it

@@ -37,7 +37,7 @@ static void run_clients(int n, const char *queue, int ios)
 {
 	pid_t pids[32];
 	char node[32][8], lba[32][24], seed[32][8], tag[32][16], nios[16];
-	int i, rc;
+	int i, rc, failed;
 
 	snprintf(nios, sizeof(nios), "%d", ios);
 	for (i = 0; i < n; i++) {
@@ -51,10 +51,11 @@ static void run_clients(int n, const char *queue, int ios)
 				       "--queue", queue, "--json", NULL };
 		pids[i] = cluster_spawn(&C, tag[i], argv);
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0, failed = 0; i < n; i++) {
 		rc = cluster_wait(pids[i], 90000);
 		cr_expect_eq(rc, 0, "client on node %d: exit %d: %s%s", i + 1, rc,
 			     cluster_output(&C, tag[i], "err"), cluster_output(&C, tag[i], "out"));
+		failed += rc != 0;
 		if (rc)
 			continue;
 		struct json_object *o = cluster_json(&C, tag[i]);
@@ -68,6 +69,8 @@ static void run_clients(int n, const char *queue, int ios)
 			     "client %d: every read's latency is counted", i + 1);
 		json_object_put(o);
 	}
+	if (failed)
+		cluster_show_logs(&C);
 }
 
 Test(nvme_cluster, sixteen_clients_verify_disjoint_ranges)
