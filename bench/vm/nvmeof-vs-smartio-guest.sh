@@ -30,7 +30,9 @@ cd /tmp || exit 1
 # now: a group's figure moves only with threads that live across a run):
 # kernel workers (kworker: nvme-tcp's and nvmet's I/O work, rxe's tasks,
 # ntb_hw_ivshmem's doorbell work), ksoftirqd, the lender with its relay
-# (nvme-lend), nvme-manager, the node service (smartio ntb serve)
+# (nvme-lend), nvme-manager, the node service (smartio ntb serve), and
+# ntb_hw_ivshmem's forwarding threads (ivntb_fwd/N: the window onto BAR0,
+# emulated; NTB hardware forwards those stores itself)
 cpu() {
 	b=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $7 + $8 }' /proc/stat)
 	t=$(for p in /proc/[0-9]*; do
@@ -42,7 +44,9 @@ cpu() {
 		else if ($2 == "nvme-lend") g["lend"] += $1
 		else if ($2 == "nvme-manager") g["manager"] += $1
 		else if ($2 == "smartio") g["serve"] += $1
-	} END { printf "%.0f %.0f %.0f %.0f %.0f", g["kworker"], g["ksoftirqd"], g["lend"], g["manager"], g["serve"] }')
+		else if ($2 ~ /^ivntb_fwd/) g["emul"] += $1
+	} END { printf "%.0f %.0f %.0f %.0f %.0f %.0f", g["kworker"], g["ksoftirqd"], g["lend"],
+		g["manager"], g["serve"], g["emul"] }')
 	echo "SIO-BENCH-CPU $1 $2 $G $b $t"
 }
 # measure NAME CMD...: a measured run, every guest at it; guest 1 runs CMD,
@@ -120,6 +124,9 @@ while [ $round -le "$ROUNDS" ]; do
 	phase "lent-$round"
 	client_runs $round
 	fio_runs "smartio-fio-r$round" --ioengine=external:/prog/fio-smartio.so
+	# the engine spinning for every completion, beside its default (hybrid)
+	fio_runs "smartio-fio-poll-r$round" --ioengine=external:/prog/fio-smartio.so \
+		--sio_completions=poll
 	[ "$G" = 0 ] && ntb_unlend
 	phase "unlent-$round"
 	round=$((round + 1))

@@ -4,8 +4,9 @@
 consoles read into their CPU samples, their runs' JSON and their notes.
 
 A guest prints "SIO-BENCH-CPU NAME begin|end G busy irq+softirq kworker
-ksoftirqd lend manager serve" lines (the first two in USER_HZ ticks, the
-groups of threads in ns of run time), a run's JSON between
+ksoftirqd lend manager serve [emul]" lines (the first two in USER_HZ ticks,
+the groups of threads in ns of run time; emul, the NTB stand-in's threads
+that do what NTB hardware does, 0 where absent), a run's JSON between
 "SIO-BENCH-BEGIN NAME" and "SIO-BENCH-END NAME", and "SIO-BENCH-INFO ..."
 notes.
 """
@@ -13,7 +14,7 @@ import json
 import re
 
 HZ = 100        # USER_HZ of /proc/stat
-CPU_FIELDS = ("busy", "irq_softirq", "kworker", "ksoftirqd", "lend", "manager", "serve")
+CPU_FIELDS = ("busy", "irq_softirq", "kworker", "ksoftirqd", "lend", "manager", "serve", "emul")
 TICK_FIELDS = ("busy", "irq_softirq")    # the others: ns, from the threads' schedstat
 
 
@@ -32,9 +33,10 @@ def read_logs(work):
                 continue
             if line.startswith("SIO-BENCH-INFO "):
                 info.append(line[15:])
-            m = re.match(r"^SIO-BENCH-CPU (\S+) (begin|end) (\d) ((?:\d+ ?){7})$", line)
+            m = re.match(r"^SIO-BENCH-CPU (\S+) (begin|end) (\d) ((?:\d+ ?){7,8})$", line)
             if m:
-                vals = dict(zip(CPU_FIELDS, map(int, m.group(4).split())))
+                vals = dict.fromkeys(CPU_FIELDS, 0)
+                vals.update(zip(CPU_FIELDS, map(int, m.group(4).split())))
                 cpu.setdefault(m.group(1), {}).setdefault(m.group(3), {})[m.group(2)] = vals
                 continue
             m = re.match(r"^SIO-BENCH-BEGIN (\S+)", line)
