@@ -266,7 +266,8 @@ int sio_fabric_reap(struct sio_fabric *f);
  * Pids mean something only on their own kernel: a program that watches a
  * peer of another node (a manager its clients, a client its manager) asks
  * the fabric, whose backend knows how that node's processes live (shm: the
- * pid; shmwin: a heartbeat). Dead processes are reaped first.
+ * pid; shmwin: a heartbeat). Such a process found dead is reclaimed then
+ * and there, as sio_fabric_reap() would; the others are left to the reaps.
  * Return: 1 when such a process is joined, 0 when none is, or -errno.
  */
 int sio_fabric_proc_alive(struct sio_fabric *f, int node, int pid);

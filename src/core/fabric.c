@@ -550,10 +550,18 @@ int sio_fabric_proc_alive(struct sio_fabric *f, int node, int pid)
 		return 0;
 	if ((n = sio__lock_noreap(f)))
 		return n;
-	sio__reg_reap(f);
-	for (int p = 0; p < SIO_MAX_PROCS && !found; p++)
-		found = f->reg->procs[p].used && f->reg->procs[p].pid == pid &&
-			f->reg->procs[p].node == node;
+	/* the process asked about, not every one (a manager asks for each of
+	 * its clients in turn): one dead is reclaimed as a reap would */
+	for (int p = 0; p < SIO_MAX_PROCS && !found; p++) {
+		struct reg_proc *rp = &f->reg->procs[p];
+
+		if (!rp->used || rp->pid != pid || rp->node != node)
+			continue;
+		if (f->ops->proc_alive(f, rp))
+			found = 1;
+		else
+			sio__reg_proc_release(f, p, true);
+	}
 	sio__unlock(f);
 	return found;
 }
