@@ -325,8 +325,12 @@ static int enable_cmb(struct sio_nvme_ctrl *c)
 	m->cqs = NVME_CMBSZ_CQS(sz);
 	m->data = NVME_CMBSZ_RDS(sz) && NVME_CMBSZ_WDS(sz);
 	ret = sio_device_bar(c->dev, m->bar, &bar);
-	if (!ret)
+	if (!ret) {
+		/* the mapping stays for the controller's life; the handle was
+		 * only the way to it (backends key mappings by BAR, not handle) */
 		ret = sio_device_map(c->dev, bar, &bus);
+		sio_segment_close(bar);
+	}
 	if (ret) {
 		memset(m, 0, sizeof(*m));
 		return sio_err_wrap(-ret, "cannot resolve the CMB's bus address (BAR%d)",
@@ -592,8 +596,10 @@ static int adopt_cmb_dbbuf(struct sio_nvme_ctrl *c, uint32_t adm_id,
 
 	if (was->cmb.size) {
 		ret = sio_device_bar(c->dev, was->cmb.bar, &bar);
-		if (!ret)
+		if (!ret) {
 			ret = sio_device_map(c->dev, bar, &bus);
+			sio_segment_close(bar);	/* as enable_cmb() does */
+		}
 		if (ret || bus + was->cmb.offset != was->cmb.bus)
 			return stale("its controller memory buffer moved");
 		c->info.cmb = was->cmb;

@@ -237,7 +237,9 @@ const char *sio_device_bar_path(struct sio_device *dev, int bar);
  * sio_device_bar() - a device BAR as a segment
  * @dev: borrow handle
  * @bar: BAR index
- * @out: the BAR segment; map it with sio_segment_map() for MMIO
+ * @out: the BAR segment; map it with sio_segment_map() for MMIO, close it
+ *	with sio_segment_close() (a new handle each call; a sio_device_map()
+ *	of it outlives the handle)
  * Return: 0, -ENOENT if the BAR does not exist.
  */
 int sio_device_bar(struct sio_device *dev, int bar, struct sio_segment **out);
