@@ -59,6 +59,13 @@ serve_log() {
 	dmesg | grep -i -E "out of memory|killed process|segfault|traps:|\[$spid\]" |
 		sed 's/^/    | kernel: /' | tail -n 5
 }
+# link_history: what this kernel's NTB said of its links and its layout,
+# with the kernel's timestamps: where windows went dark, a reader of the
+# run sees when each link went down, why, and when it came back
+link_history() {
+	dmesg | grep -E "link with port|BAR2.s layout|layout and port" |
+		sed 's/^/    | kernel: /' | tail -n 60
+}
 # phase_hook: at each phase, a node service that died since is said at
 # once (how it ended, its log), not only when a later check needs it
 phase_hook() {
