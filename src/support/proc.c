@@ -46,6 +46,12 @@ static bool zombie(char state)
 	return state == 'Z' || state == 'X' || state == 'x';
 }
 
+/* No task with this id at all: the cheap look, before /proc is read. */
+static bool no_such_task(int pid)
+{
+	return pid <= 0 || (kill(pid, 0) && errno == ESRCH);
+}
+
 uint64_t sio__proc_start(int pid)
 {
 	uint64_t st;
@@ -59,7 +65,7 @@ bool sio__task_dead(int pid)
 	uint64_t st;
 	char state;
 
-	if (pid <= 0 || (kill(pid, 0) && errno == ESRCH))
+	if (no_such_task(pid))
 		return true;
 	/* a zombie holds nothing; unreadable (hidepid) means it exists */
 	return proc_stat(pid, &state, &st) && zombie(state);
@@ -72,7 +78,7 @@ bool sio__proc_alive(int pid, uint64_t start)
 
 	if (pid == getpid())
 		return true;
-	if (pid <= 0 || (kill(pid, 0) && errno == ESRCH))
+	if (no_such_task(pid))
 		return false;
 	/* a zombie or a new process with a reused pid does not count; one whose
 	 * state cannot be read (hidepid) had no start time to compare either */
