@@ -63,7 +63,7 @@ serve_log() {
 # with the kernel's timestamps: where windows went dark, a reader of the
 # run sees when each link went down, why, and when it came back
 link_history() {
-	dmesg | grep -E "link with port|BAR2.s layout|layout and port" |
+	dmesg | grep -E "link with port|BAR2.s layout" |
 		sed 's/^/    | kernel: /' | tail -n 60
 }
 # phase_hook: at each phase, a node service that died since is said at
