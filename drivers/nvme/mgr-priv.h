@@ -73,6 +73,7 @@ struct sio_nvme_manager {
 	uint64_t last_reap, last_pidcheck, last_look;
 	FILE *log;
 	bool dev_gone;		/* the controller was unregistered */
+	bool dev_missed;	/* the last look at the fabric found no such device */
 	struct sio_nvme_manager_stats st;
 	/* the mailbox as this manager wrote it (mbox.c): what another process
 	 * overwrites is put back */

@@ -170,9 +170,16 @@ void sio_nvme_mgr_check_clients(struct sio_nvme_manager *m, uint64_t now)
 	if (now - m->last_pidcheck < PIDCHECK_EVERY_NS)
 		return;
 	m->last_pidcheck = now;
-	/* An event can be dropped (a full socket): the fabric is asked too. */
-	if (!m->dev_gone && sio_device_info(m->dev, &di) == -ENODEV)
-		m->dev_gone = true;
+	/* An event can be dropped (a full socket): the fabric is asked too,
+	 * and believed when two looks half a second apart say so: one byte of
+	 * the registry written over by another process reads as no device
+	 * once, and the manager would give up a controller that is there. */
+	if (!m->dev_gone) {
+		bool missed = sio_device_info(m->dev, &di) == -ENODEV;
+
+		m->dev_gone = missed && m->dev_missed;
+		m->dev_missed = missed;
+	}
 	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++)	/* the clients we know */
 		if (m->slot_pid[s] > 0 &&
 		    !sio_fabric_proc_alive(m->f, m->slot_node[s], m->slot_pid[s]))
