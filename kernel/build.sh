@@ -28,6 +28,11 @@ die() { echo "kernel/build.sh: $*" >&2; exit 1; }
 	die "no headers for $kver in $kdir (tools/install-deps.sh, or apt-get install linux-headers-$kver)"
 ntb=${SMARTIO_NTB_SRC:-$cache}/drivers/ntb
 [ -f "$ntb/core.c" ] || die "no NTB sources for $kver in $ntb (tools/install-deps.sh runs kernel/upstream.sh)"
+# Headers that ship a vmlinux make kbuild write each module's BTF with pahole.
+if [ -f "$kdir/vmlinux" ] && grep -q '^CONFIG_DEBUG_INFO_BTF_MODULES=y' "$kdir/.config" &&
+   ! command -v pahole >/dev/null 2>&1; then
+	die "the $kver headers ship a vmlinux, so kbuild writes the modules' BTF with pahole, which is not installed (apt-get install dwarves, or tools/install-deps.sh)"
+fi
 jobs=$(nproc 2>/dev/null || echo 2)
 kb=$out/kbuild
 

@@ -48,11 +48,13 @@ apt_get() {
 }
 wait_apt	# before anything: a machine just booted may be upgrading itself
 # libnvme's .pc requires json-c and openssl, which libnvme-dev does not pull in.
+# dwarves: pahole, with which kbuild writes a module's BTF where the headers
+# ship a vmlinux (Debian's 6.12 from 6.12.117 on).
 pkgs="build-essential meson ninja-build pkg-config liburing-dev libpciaccess-dev
       libhugetlbfs-dev libcriterion-dev libnvme-dev libjson-c-dev libssl-dev clang llvm gnuplot-nox
       systemd graphviz python3-sphinx
       qemu-system-x86 linux-image-amd64 busybox-static cpio kmod xz-utils python3 valgrind libclang-rt-14-dev
-      nvme-cli prometheus gcc-multilib libc6-dev-i386"
+      nvme-cli prometheus gcc-multilib libc6-dev-i386 dwarves"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
