@@ -120,11 +120,14 @@ static bool ivntb_layout_check(struct ivntb_dev *iv)
 
 /*
  * Whether peer @pidx is alive and has its link enabled. Counting this port's
- * own polls, not time, keeps a guest that was not scheduled for a while
- * (TCG on a loaded host) from declaring its peers dead on waking.
+ * own poll periods (@tick: this poll ends one), not time, keeps a guest that
+ * was not scheduled for a while (TCG on a loaded host) from declaring its
+ * peers dead on waking. Only periods count: every interrupt polls at once
+ * too, and a burst of doorbells or messages between two of a peer's
+ * heartbeats would otherwise count as its timeout.
  */
 static bool ivntb_peer_poll(struct ivntb_dev *iv, int pidx,
-			    unsigned int limit)
+			    unsigned int limit, bool tick)
 {
 	int port = ivntb_pidx_port(iv, pidx);
 	struct ivntb_slot *s = ivntb_slot_of(iv, port);
@@ -165,7 +168,7 @@ static bool ivntb_peer_poll(struct ivntb_dev *iv, int pidx,
 		p->heartbeat = hb;
 		p->still = 0;
 		p->alive = true;
-	} else if (++p->still >= limit) {
+	} else if (tick && ++p->still >= limit) {
 		p->alive = false;
 	}
 	/*
@@ -218,14 +221,19 @@ static void ivntb_link_work(struct work_struct *work)
 	bool intact = ivntb_layout_check(iv);
 	unsigned int period = READ_ONCE(heartbeat_ms);
 	unsigned int limit = DIV_ROUND_UP(READ_ONCE(link_timeout_ms), period);
+	bool tick = time_after_eq(jiffies, iv->link_tick);
 	u64 mask = 0, old;
 	int pidx;
 	u32 hb;
 
+	/* a period from now, however late this poll: one period, not many */
+	if (tick)
+		iv->link_tick = jiffies + msecs_to_jiffies(period);
 	hb = le32_to_cpu(READ_ONCE(iv->slot->heartbeat));
 	WRITE_ONCE(iv->slot->heartbeat, cpu_to_le32(hb + 1));
 	for (pidx = 0; intact && pidx < ivntb_peer_count(iv); pidx++)
-		if (ivntb_peer_poll(iv, pidx, limit) && READ_ONCE(iv->enabled))
+		if (ivntb_peer_poll(iv, pidx, limit, tick) &&
+		    READ_ONCE(iv->enabled))
 			mask |= BIT_ULL(pidx);
 
 	spin_lock_irq(&iv->link_lock);
@@ -249,6 +257,7 @@ void ivntb_link_start(struct ivntb_dev *iv)
 {
 	spin_lock_irq(&iv->link_lock);
 	iv->link_running = true;
+	iv->link_tick = jiffies;
 	queue_delayed_work(system_wq, &iv->link_work, 0);
 	spin_unlock_irq(&iv->link_lock);
 }

@@ -199,7 +199,7 @@ struct ivntb_vec {
 struct ivntb_peer {
 	u64 session;		/* the session last seen */
 	u32 heartbeat;		/* the heartbeat last seen */
-	unsigned int still;	/* link polls since the heartbeat last moved */
+	unsigned int still;	/* poll periods since the heartbeat moved */
 	u32 enabled;		/* the enable word last seen (slot @enabled) */
 	bool alive;
 };
@@ -252,6 +252,7 @@ struct ivntb_peer {
  *		MSI-X handler (ivntb_link_kick()), so elsewhere irq-safe
  * @link_mask:	peers (by index) whose link is up
  * @link_running: the poll may be queued (false from remove on)
+ * @link_tick:	when the next poll counts toward a peer's timeout (jiffies)
  * @peer:	per peer index
  * @enabled:	the link is enabled by the client
  * @enable_count: how many times the client enabled it (ivntb_link_set())
@@ -325,6 +326,7 @@ struct ivntb_dev {
 	spinlock_t link_lock;	/* link mask; irq-safe: the ISR kicks polls */
 	u64 link_mask;
 	bool link_running;
+	unsigned long link_tick;
 	struct ivntb_peer peer[IVNTB_MAX_PORTS - 1];
 	bool enabled;
 	u32 enable_count;

@@ -36,6 +36,7 @@
 # want: g0:params-load g1:params-load g2:params-load g0:params-write g1:params-write g2:params-write
 # want: g0:tool-link g1:tool-link g2:tool-link g0:tool-spad g1:tool-spad g2:tool-spad
 # want: g0:tool-db g1:tool-db g2:tool-db g1:tool-mw g2:tool-mw
+# want: g0:tool-db-burst g1:tool-db-burst g2:tool-db-burst
 # want: g0:perf g1:perf g2:perf g0:pingpong g1:pingpong g2:pingpong
 # want: g0:transport g1:transport g2:transport g0:dmesg-a g1:dmesg-a g2:dmesg-a
 # want: g0:sntb-probe-fail g1:sntb-probe-fail g2:sntb-probe-fail
@@ -524,6 +525,18 @@ else
 	else
 		no tool-db "doorbells $(cat $T/db), wanted $want"
 	fi
+	# a burst of doorbells from every peer: each interrupt polls the links
+	# at once, and those polls must not count as a peer's heartbeat timeout
+	downs=$(dmesg | grep -c 'link with port [0-9]* down')
+	phase tool-db-burst
+	i=0
+	while [ $i -lt 2000 ]; do echo "s $((1 << ME))" >$T/peer_db; i=$((i + 1)); done
+	phase tool-db-burst-rung
+	sleep 1
+	now=$(dmesg | grep -c 'link with port [0-9]* down')
+	[ "$now" = "$downs" ] && ok tool-db-burst || no tool-db-burst \
+		"$((now - downs)) link(s) went down under a burst of doorbells: $(dmesg | grep 'link with port [0-9]* down' | tail -n 2)"
+	echo "c 0xffffffff" >$T/db
 	windows tool-mw 65536 $PEERS
 	phase tool-done
 	rmmod ntb_tool
