@@ -35,14 +35,12 @@ run() {
 	return $r
 }
 # stuck NAME PID: each process's state, kernel wait and system call, PID's
-# stack and the fabric's status ($FAB); an nvme-client is asked where its
-# run stands (SIGUSR1: its queue's tails and heads, its last completion,
-# each I/O in flight), on its own output
+# stack and the fabric's status ($FAB); then an nvme-client is asked where
+# its run stands (SIGUSR1: its queue's tails and heads, its last
+# completion, each I/O in flight), on its own output: last, as one stuck
+# before its run began has no handler yet and ends by the signal
 stuck() {
 	echo "    | $1: still running after ${RUN_LIMIT} s; the processes:"
-	case $(tr '\0' '\n' <"/proc/$2/cmdline" 2>/dev/null | head -n 1) in
-	nvme-client|*/nvme-client) kill -USR1 "$2" && sleep 1 ;;
-	esac
 	for d in /proc/[0-9]*; do
 		[ -r "$d/cmdline" ] && [ -n "$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null)" ] || continue
 		printf '    |   %s %s [%s] wchan=%s syscall=%s\n' "${d#/proc/}" \
@@ -50,8 +48,38 @@ stuck() {
 			"$(cat "$d/wchan" 2>/dev/null)" "$(cut -d' ' -f1 "$d/syscall" 2>/dev/null)"
 	done
 	sed 's/^/    |   stack: /' "/proc/$2/stack" 2>/dev/null
+	for d in /proc/[0-9]*/task/[0-9]*; do
+		case $(tr '\0' '\n' <"$d/cmdline" 2>/dev/null | head -n 1) in
+		nvme-*|*/nvme-*|smartio|*/smartio|fio|*/fio) ;;
+		*) continue ;;
+		esac
+		printf '    |   task %s %s wchan=%s syscall=%s\n' "${d##*/}" "$(cat "$d/comm")" \
+			"$(cat "$d/wchan" 2>/dev/null)" "$(cut -d' ' -f1,2 "$d/syscall" 2>/dev/null)"
+	done
+	case $(tr '\0' '\n' <"/proc/$2/cmdline" 2>/dev/null | head -n 1) in
+	nvme-client|*/nvme-client) kill -USR1 "$2" && sleep 1 ;;
+	esac
 	smartio status $FAB 2>&1 | sed 's/^/    |   /' &
 	sleep 5; kill $! 2>/dev/null
+}
+# bounded_try CMD...: CMD, killed after RUN_LIMIT s (if set) with its
+# processes described on the console (fd 3); 124 then
+exec 3>&1
+bounded_try() {
+	[ -n "${RUN_LIMIT:-}" ] || { "$@"; return; }
+	"$@" &
+	_bp=$! _bt=0
+	# fifths of a second: a try that ends at once costs no whole second
+	while kill -0 $_bp 2>/dev/null && [ $_bt -lt $((RUN_LIMIT * 5)) ]; do
+		sleep 0.2; _bt=$((_bt + 1))
+	done
+	if kill -0 $_bp 2>/dev/null; then
+		stuck "a try of '$*'" $_bp >&3
+		kill -9 $_bp
+		wait $_bp
+		return 124
+	fi
+	wait $_bp
 }
 # expect_fail NAME PATTERN CMD...: must fail with a message matching PATTERN.
 expect_fail() {
@@ -62,10 +90,12 @@ expect_fail() {
 	else no "$name" "exit $r, wanted a message matching '$pat'"; fi
 }
 # until_ok TRIES CMD...: retry CMD every second, TRIES times; its last
-# output is in /tmp/until, and said when it never succeeded
+# output is in /tmp/until, and said when it never succeeded. With RUN_LIMIT
+# set, a try that hangs is named where it hangs (stuck, on the console),
+# killed, and counts as failed: a hung try must not hang the suite.
 until_ok() {
 	t=$1; shift
-	while ! "$@" >/tmp/until 2>&1; do
+	while ! bounded_try "$@" >/tmp/until 2>&1; do
 		t=$((t - 1)); [ $t -gt 0 ] || { cat /tmp/until; return 1; }
 		sleep 1
 	done
