@@ -507,7 +507,7 @@ else
 	# guest 1 stays until then: its port is not free for guest 2 to take
 	phase join
 	phase rejoined
-	[ "$G" = 1 ] && { link_history; dmesg_check dmesg; exit 0; }
+	[ "$G" = 1 ] && { links_new; dmesg_check dmesg; exit 0; }
 	kill $mpid; wait $mpid
 fi
 
@@ -522,7 +522,7 @@ if [ "$LEND" = uio ]; then
 	run readback-client2b vfio-nvme kcheck "$blk" /tmp/d4.bin $((7168 * 512))
 fi
 serve_log
-link_history
+links_new
 dmesg_check dmesg
 [ "$LEND" = vfio ] && phase done
 smartio destroy $FAB --force >/dev/null 2>&1

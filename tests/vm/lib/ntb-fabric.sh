@@ -59,16 +59,19 @@ serve_log() {
 	dmesg | grep -i -E "out of memory|killed process|segfault|traps:|\[$spid\]" |
 		sed 's/^/    | kernel: /' | tail -n 5
 }
-# link_history: what this kernel's NTB said of its links and its layout,
-# with the kernel's timestamps: where windows went dark, a reader of the
-# run sees when each link went down, why, and when it came back
-link_history() {
-	dmesg | grep -E "link with port|BAR2.s layout" |
-		sed 's/^/    | kernel: /' | tail -n 60
+# links_new: what this kernel's NTB said of its links and its layout since
+# the last look, with the kernel's timestamps: a reader sees, beside each
+# phase's failures, when each link went down, why, and when it came back
+links_new() {
+	dmesg | grep -E "link with port|BAR2.s layout" >/tmp/links.now
+	tail -n +$((${links_seen:-0} + 1)) /tmp/links.now | sed 's/^/    | kernel: /'
+	links_seen=$(wc -l </tmp/links.now)
 }
-# phase_hook: at each phase, a node service that died since is said at
-# once (how it ended, its log), not only when a later check needs it
+# phase_hook: at each phase, the links' moves since the last, and a node
+# service that died since, said at once (how it ended, its log), not only
+# when a later check needs it
 phase_hook() {
+	links_new
 	[ -n "${spid:-}" ] && [ "$spid" != "${serve_gone:-}" ] && ! kill -0 "$spid" 2>/dev/null || return 0
 	echo "    | the node service died before phase $n:"
 	serve_log
