@@ -65,19 +65,36 @@ static int reattach(struct sio_fabric *f, struct sio_device_info *di,
  * --standby: wait until no manager serves the device, then take it over.
  * The state a manager needs is kept on the lender's node, so the
  * successor may run on any node; a start refused with -EBUSY means the
- * active manager still serves.
+ * active manager still serves. A fabric whose state is out of reach (its
+ * home's link down: -EHOSTDOWN, or reading all ones: -ENOLINK) is waited
+ * for, once a second: a standby home takes over, or the link comes back,
+ * and a standby that gave up then would leave the device with no manager
+ * after the next loss.
  */
 static int standby(struct sio_fabric *f, const struct sio_device_info *di,
 		   const struct sio_nvme_manager_opts *mo, struct sio_nvme_manager **m)
 {
+	bool dark = false;
 	int ret;
 
 	fprintf(lg, "nvme-manager: standing by on node %d: taking device %u over when "
 		"its manager stops serving\n", sio_fabric_node_id(f), di->id);
 	while (!prog_stop) {
 		ret = sio_nvme_manager_start(f, di->id, mo, m);
+		if (ret == -EHOSTDOWN || ret == -ENOLINK) {
+			if (!dark)
+				fprintf(lg, "nvme-manager: standing by while the fabric's "
+					"state is out of reach: %s\n", sio_errmsg());
+			dark = true;
+			sleep(1);
+			continue;
+		}
 		if (ret != -EBUSY)
 			return ret;
+		if (dark)
+			fprintf(lg, "nvme-manager: the fabric's state is in reach again: "
+				"standing by\n");
+		dark = false;
 		if (sio_fabric_alive(f))
 			return -ESHUTDOWN;
 		usleep(100000);
@@ -110,7 +127,9 @@ static void usage(FILE *o)
 		"  --quiet           do not log client arrivals and departures\n"
 		"  --json            log as JSON lines ({\"time\", \"prog\", \"pid\", \"msg\"})\n"
 		"  --standby         wait while another manager serves the device, then\n"
-		"                    take it over (after a crash: no reset, clients kept)\n"
+		"                    take it over (after a crash: no reset, clients kept);\n"
+		"                    a fabric whose state is out of reach (its home's link\n"
+		"                    down) is waited for, not given up on\n"
 		PROG_BACKGROUND_HELP
 		PROG_HELP
 		"Log lines go to stderr with a UTC time (none under systemd's journal).\n"
