@@ -17,18 +17,10 @@ signalled() {
 }
 # run NAME CMD...: run a check, indent its output, report by exit status.
 # With RUN_LIMIT (s) set, a check that hangs is named with where it hangs
-# (stuck), then killed, long before the host's limit.
+# (stuck), then killed, long before the host's limit (bounded_try).
 run() {
 	name=$1; shift
-	if [ -n "${RUN_LIMIT:-}" ]; then
-		"$@" >/tmp/out 2>&1 &
-		p=$! t=0
-		while kill -0 $p 2>/dev/null && [ $t -lt "$RUN_LIMIT" ]; do sleep 1; t=$((t + 1)); done
-		if kill -0 $p 2>/dev/null; then stuck "$name" $p; kill -9 $p; fi
-		wait $p && r=0 || r=$?
-	else
-		"$@" >/tmp/out 2>&1 && r=0 || r=$?
-	fi
+	bounded_try "$@" >/tmp/out 2>&1 && r=0 || r=$?
 	sed 's/^/    | /' /tmp/out
 	signalled $r
 	if [ $r -eq 0 ]; then ok "$name"; else no "$name" "exit $r"; fi
@@ -49,7 +41,8 @@ stuck() {
 	done
 	sed 's/^/    |   stack: /' "/proc/$2/stack" 2>/dev/null
 	for d in /proc/[0-9]*/task/[0-9]*; do
-		case $(tr '\0' '\n' <"$d/cmdline" 2>/dev/null | head -n 1) in
+		# 2>/dev/null first: a task that ended since the glob is no error
+		case $(tr '\0' '\n' 2>/dev/null <"$d/cmdline" | head -n 1) in
 		nvme-*|*/nvme-*|smartio|*/smartio|fio|*/fio) ;;
 		*) continue ;;
 		esac
@@ -63,7 +56,8 @@ stuck() {
 	sleep 5; kill $! 2>/dev/null
 }
 # bounded_try CMD...: CMD, killed after RUN_LIMIT s (if set) with its
-# processes described on the console (fd 3); 124 then
+# processes described on the console (fd 3, the suite's own output); 124
+# then
 exec 3>&1
 bounded_try() {
 	[ -n "${RUN_LIMIT:-}" ] || { "$@"; return; }
@@ -74,7 +68,7 @@ bounded_try() {
 		sleep 0.2; _bt=$((_bt + 1))
 	done
 	if kill -0 $_bp 2>/dev/null; then
-		stuck "a try of '$*'" $_bp >&3
+		stuck "$*" $_bp >&3
 		kill -9 $_bp
 		wait $_bp
 		return 124
