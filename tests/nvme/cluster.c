@@ -2,6 +2,7 @@
 /* A simulated cluster for the driver's integration tests. */
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -93,6 +94,55 @@ char *cluster_output(struct cluster *c, const char *tag, const char *ext)
 	return buf;
 }
 
+/* The first line of /proc/@pid/task/@tid/@leaf, into @buf ("?" if none). */
+static const char *task_read(pid_t pid, const char *tid, const char *leaf, char *buf, size_t len)
+{
+	char path[96];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%s/%s", (int)pid, tid, leaf);
+	snprintf(buf, len, "?");
+	if ((fp = fopen(path, "re"))) {
+		if (fgets(buf, (int)len, fp))
+			buf[strcspn(buf, "\n")] = 0;
+		fclose(fp);
+	}
+	return buf;
+}
+
+/*
+ * Each thread of @pid: where it waits in the kernel and in which system
+ * call, so that a controller that completes nothing says whether it runs,
+ * sleeps or is stopped.
+ */
+static void show_tasks(const char *tag, pid_t pid)
+{
+	char path[64], comm[32], wchan[64], sc[128], st[256];
+	struct dirent *d;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if (pid <= 0 || !(dir = opendir(path))) {
+		fprintf(stderr, "--- %s (pid %d): not running\n", tag, (int)pid);
+		return;
+	}
+	while ((d = readdir(dir)))
+		if (d->d_name[0] != '.') {
+			const char *state = strrchr(task_read(pid, d->d_name, "stat", st, sizeof(st)), ')');
+			char *arg1 = strchr(task_read(pid, d->d_name, "syscall", sc, sizeof(sc)), ' ');
+
+			if (arg1 && (arg1 = strchr(arg1 + 1, ' ')))
+				*arg1 = 0;	/* the call and its first argument */
+
+			fprintf(stderr, "--- %s (pid %d) thread %s %s: state %.1s, wchan %s, syscall %s\n",
+				tag, (int)pid, d->d_name,
+				task_read(pid, d->d_name, "comm", comm, sizeof(comm)),
+				state && state[1] ? state + 2 : "?",
+				task_read(pid, d->d_name, "wchan", wchan, sizeof(wchan)), sc);
+		}
+	closedir(dir);
+}
+
 void cluster_show_logs(struct cluster *c)
 {
 	static const char *const tags[] = { "nvme-emu", "nvme-manager" };
@@ -102,6 +152,8 @@ void cluster_show_logs(struct cluster *c)
 	for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++)
 		fprintf(stderr, "--- %s's stderr:\n%s--- end of %s's stderr\n", tags[i],
 			cluster_output(c, tags[i], "err"), tags[i]);
+	show_tasks("nvme-emu", c->emu);
+	show_tasks("nvme-manager", c->mgr);
 	/* whether doorbells of other kernels reached the controller at all */
 	if (sio_fabric_open(c->fabric, -1, &f) || sio_fabric_status_get(f, &st)) {
 		fprintf(stderr, "--- no fabric status: %s\n", sio_errmsg());
