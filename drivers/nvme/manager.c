@@ -234,12 +234,11 @@ static void take_over(struct sio_nvme_manager *m)
  * the fabric's error. */
 int sio_nvme_mgr_still_there(struct sio_nvme_manager *m)
 {
-	struct sio_device_info di;
 	int ret = sio_fabric_alive(m->f);
 
 	if (ret)
 		return ret;
-	if (sio_device_info(m->dev, &di) == -ENODEV) {
+	if (m->dev_gone || sio_nvme_mgr_dev_missing(m, sio__now_ns())) {
 		m->dev_gone = true;
 		return sio_err_set(ENODEV, "device %u is gone: its lender, node %d, has left "
 				   "the fabric", m->dinfo.id, m->dinfo.lender);

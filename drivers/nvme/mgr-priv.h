@@ -73,7 +73,7 @@ struct sio_nvme_manager {
 	uint64_t last_reap, last_pidcheck, last_look;
 	FILE *log;
 	bool dev_gone;		/* the controller was unregistered */
-	bool dev_missed;	/* the last look at the fabric found no such device */
+	uint64_t dev_missed_ns;	/* since when the fabric says no such device (0: it has it) */
 	struct sio_nvme_manager_stats st;
 	/* the mailbox as this manager wrote it (mbox.c): what another process
 	 * overwrites is put back */
@@ -127,6 +127,7 @@ void sio_nvme_mgr_revoke_doorbells(struct sio_nvme_manager *m, uint32_t qid);
 int sio_nvme_mgr_qpair_drop(struct sio_nvme_manager *m, uint32_t q);
 int sio_nvme_mgr_release_slot(struct sio_nvme_manager *m, int s);
 void sio_nvme_mgr_check_clients(struct sio_nvme_manager *m, uint64_t now);
+bool sio_nvme_mgr_dev_missing(struct sio_nvme_manager *m, uint64_t now);
 
 /* mgr-admin.c */
 int sio_nvme_mgr_grant_doorbells(struct sio_nvme_manager *m, uint32_t qid, int32_t pid,

@@ -145,9 +145,27 @@ static void check_strangers(struct sio_nvme_manager *m)
 /* Clients that died: from fabric events, and (on single-host backends,
  * where pids are meaningful) from a periodic check of the owner's pid,
  * asked of the fabric: a pid names a process of its own kernel only. */
-void sio_nvme_mgr_check_clients(struct sio_nvme_manager *m, uint64_t now)
+/*
+ * Whether the fabric has said "no such device" for half a second: one byte
+ * of the registry written over by another process (a hostile one, or the
+ * mailbox fuzzer) reads as no device while it lasts, and a manager that
+ * believed one look would give up a controller that is there.
+ */
+bool sio_nvme_mgr_dev_missing(struct sio_nvme_manager *m, uint64_t now)
 {
 	struct sio_device_info di;
+
+	if (sio_device_info(m->dev, &di) != -ENODEV) {
+		m->dev_missed_ns = 0;
+		return false;
+	}
+	if (!m->dev_missed_ns)
+		m->dev_missed_ns = now;
+	return now - m->dev_missed_ns >= PIDCHECK_EVERY_NS;
+}
+
+void sio_nvme_mgr_check_clients(struct sio_nvme_manager *m, uint64_t now)
+{
 	struct sio_event ev[32];
 	int n, i, s;
 
@@ -170,16 +188,9 @@ void sio_nvme_mgr_check_clients(struct sio_nvme_manager *m, uint64_t now)
 	if (now - m->last_pidcheck < PIDCHECK_EVERY_NS)
 		return;
 	m->last_pidcheck = now;
-	/* An event can be dropped (a full socket): the fabric is asked too,
-	 * and believed when two looks half a second apart say so: one byte of
-	 * the registry written over by another process reads as no device
-	 * once, and the manager would give up a controller that is there. */
-	if (!m->dev_gone) {
-		bool missed = sio_device_info(m->dev, &di) == -ENODEV;
-
-		m->dev_gone = missed && m->dev_missed;
-		m->dev_missed = missed;
-	}
+	/* An event can be dropped (a full socket): the fabric is asked too */
+	if (!m->dev_gone && sio_nvme_mgr_dev_missing(m, now))
+		m->dev_gone = true;
 	for (s = 0; s < SIO_NVME_MBOX_SLOTS; s++)	/* the clients we know */
 		if (m->slot_pid[s] > 0 &&
 		    !sio_fabric_proc_alive(m->f, m->slot_node[s], m->slot_pid[s]))
