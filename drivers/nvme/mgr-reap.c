@@ -142,9 +142,6 @@ static void check_strangers(struct sio_nvme_manager *m)
 		     "left by one that died before asking anything): freed", freed);
 }
 
-/* Clients that died: from fabric events, and (on single-host backends,
- * where pids are meaningful) from a periodic check of the owner's pid,
- * asked of the fabric: a pid names a process of its own kernel only. */
 /*
  * Whether the fabric has said "no such device" for half a second: one byte
  * of the registry written over by another process (a hostile one, or the
@@ -164,6 +161,9 @@ bool sio_nvme_mgr_dev_missing(struct sio_nvme_manager *m, uint64_t now)
 	return now - m->dev_missed_ns >= PIDCHECK_EVERY_NS;
 }
 
+/* Clients that died: from fabric events, and (on single-host backends,
+ * where pids are meaningful) from a periodic check of the owner's pid,
+ * asked of the fabric: a pid names a process of its own kernel only. */
 void sio_nvme_mgr_check_clients(struct sio_nvme_manager *m, uint64_t now)
 {
 	struct sio_event ev[32];
