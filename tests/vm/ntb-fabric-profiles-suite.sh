@@ -17,8 +17,7 @@
 # window translated to the address it was sent; the ports' numbers (idt:
 # 0 and 2; switchtec and epf have none of their own: both sides say 0).
 # Which profiles: the test's variants (run-ntb.sh's SIO_NTB_VARIANT, as
-# sio.variant=): intel, epf and idt in CI (ntb-fabric-profiles), amd and
-# switchtec by hand (suite vm-long, ntb-fabric-profiles-more).
+# sio.variant=): all five in CI (ntb-fabric-profiles).
 #
 # want-intel: g0:load-intel g1:load-intel g0:serve-intel g1:serve-intel g0:fabric-create-intel
 # want-intel: g1:fabric-join-intel g0:seg-make-intel g1:seg-make-intel g0:seg-across-intel
@@ -33,6 +32,7 @@
 # want-switchtec: g1:seg-make-switchtec g0:seg-across-switchtec g0:lend-switchtec
 # want-switchtec: g0:manager-switchtec g1:identify-switchtec g1:client-switchtec
 # want-switchtec: g1:doorbell-switchtec g0:sides-switchtec g1:sides-switchtec
+# want-switchtec: g1:seg-own-switchtec g0:seg-own-data-switchtec
 # want-epf: g0:load-epf g1:load-epf g0:serve-epf g1:serve-epf g0:fabric-create-epf
 # want-epf: g1:fabric-join-epf g0:seg-make-epf g1:seg-make-epf g0:seg-across-epf g0:lend-epf
 # want-epf: g0:manager-epf g1:identify-epf g1:client-epf g1:doorbell-epf g1:seg-own-epf
@@ -101,6 +101,8 @@ one() {
 		# a segment's own window where the profile translates page by page
 		case $PROFILE in
 		amd|epf|idt) run "seg-own$SUF" ntb-fabric xlat-check "$peer" 301 0xa5 own ;;
+		# switchtec's window takes a segment aligned to its size, else the pool
+		switchtec) run "seg-own$SUF" ntb-fabric xlat-check "$peer" 301 0xa5 either ;;
 		esac
 	fi
 	case $PROFILE in
@@ -111,7 +113,7 @@ one() {
 	if [ "$G" = 0 ]; then
 		run "seg-across$SUF" sh -c "ntb-fabric seg-check $peer 102 0x12 && ntb-fabric seg-check $me 101 0x11"
 		case $PROFILE in
-		amd|epf|idt) run "seg-own-data$SUF" ntb-fabric seg-check "$me" 301 0x5a ;;
+		amd|epf|idt|switchtec) run "seg-own-data$SUF" ntb-fabric seg-check "$me" 301 0x5a ;;
 		esac
 		lend
 		nvme-manager --fabric $FAB --device "$dev" --ready-file /tmp/mgr.ready >/tmp/mgr.log 2>&1 &
@@ -142,7 +144,7 @@ one() {
 }
 
 [ "$G" != 0 ] || { mkdir -p /dev/hugepages && mount -t hugetlbfs none /dev/hugepages; }
-# the profiles: the test's variants (SIO_NTB_VARIANT=intel,epf,idt), whose
+# the profiles: the test's variants (SIO_NTB_VARIANT=intel,amd,epf,switchtec,idt), whose
 # "# want-PROFILE:" lines count
 for pr in $(sed -n 's/.*sio\.variant=\([a-z,]*\).*/\1/p' /proc/cmdline | tr , ' '); do one "$pr"; done
 dmesg_check dmesg

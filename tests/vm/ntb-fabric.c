@@ -14,7 +14,7 @@
  *   ntb-fabric notify NODE ID             store to that word and notify
  *   ntb-fabric event-wait NODE            wait for the event of NODE's link
  *                                         going down (60 s at most)
- *   ntb-fabric xlat-check NODE ID BYTE own|pool
+ *   ntb-fabric xlat-check NODE ID BYTE own|pool|either
  *                                         connect to that segment: it reads
  *                                         BYTE, its connection (its info,
  *                                         smartio status) says own window or
@@ -22,7 +22,10 @@
  *                                         segment's 64 KiB (mapping past it
  *                                         is refused), BYTE ^ 0xff stored
  *                                         through it, and once disconnected
- *                                         its owner's service frees it
+ *                                         its owner's service frees it;
+ *                                         either: whichever the connection
+ *                                         took, checked as such, a pool
+ *                                         window with the owner's reason
  *
  * Prints what it saw; exits 0 when it is what was expected, 1 otherwise.
  */
@@ -233,8 +236,15 @@ static int window_freed(const struct sio_segment *s, int node, int w)
 	return 1;
 }
 
-static int xlat_check(int node, uint32_t id, int byte, bool own)
+/*
+ * @want: "own", "pool", or "either" where the hardware's rule decides by
+ * the segment's bus address (switchtec: aligned to its size's power of two).
+ */
+static int xlat_check(int node, uint32_t id, int byte, const char *want)
 {
+	bool either = !strcmp(want, "either"), own = !strcmp(want, "own");
+	const char *pool_why = either ? "pool window (port " :
+		"pool window (port 2's hardware driver translates no window per segment)";
 	struct sio_segment_info si;
 	struct sio_segment *s;
 	unsigned char *p;
@@ -250,15 +260,15 @@ static int xlat_check(int node, uint32_t id, int byte, bool own)
 	printf("segment %u of node %d: %s; connection: %s\n", id, node,
 	       i == SEG_SIZE ? "reads what its owner wrote" : "FAIL reads other bytes", si.reach);
 	/* the window's number: "inbound window W", or outbound "outbound window W" */
-	if (own && ((wp = strstr(si.reach, "inbound window ")) || (wp = strstr(si.reach, "outbound window "))))
+	if ((own || either) && ((wp = strstr(si.reach, "inbound window ")) || (wp = strstr(si.reach, "outbound window "))))
 		w = atoi(wp + strcspn(wp, "0123456789"));
-	if (i < SEG_SIZE || own != (w > 0) ||
-	    !status_says(node, id, own ? "own window" : "pool window (port 2's hardware driver translates no window per segment)"))
+	own = either ? w > 0 : own;
+	if (i < SEG_SIZE || own != (w > 0) || !status_says(node, id, own ? "own window" : pool_why))
 		ret = 1;
-	if (own && !ret) {
+	if (own && !ret)
 		ret = window_is_segment(node, (uint32_t)w);
+	if ((own || either) && !ret)
 		memset(p, byte ^ 0xff, SEG_SIZE);	/* its owner checks it, and its neighbour */
-	}
 	sio_segment_unmap(s);
 	if (own && !ret)
 		ret = window_freed(s, node, w);
@@ -271,7 +281,7 @@ int main(int argc, char **argv)
 	int ret = 2;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: ntb-fabric seg-make|seg-check NODE ID BYTE | wait ID | notify NODE ID | event-wait NODE | xlat-check NODE ID BYTE own|pool\n");
+		fprintf(stderr, "usage: ntb-fabric seg-make|seg-check NODE ID BYTE | wait ID | notify NODE ID | event-wait NODE | xlat-check NODE ID BYTE own|pool|either\n");
 		return 2;
 	}
 	if (sio_fabric_open(NULL, -1, &f))
@@ -288,7 +298,7 @@ int main(int argc, char **argv)
 		ret = event_wait(atoi(argv[2]));
 	else if (!strcmp(argv[1], "xlat-check") && argc == 6)
 		ret = xlat_check(atoi(argv[2]), (uint32_t)strtoul(argv[3], NULL, 0),
-				 (int)strtol(argv[4], NULL, 0), !strcmp(argv[5], "own"));
+				 (int)strtol(argv[4], NULL, 0), argv[5]);
 	sio_fabric_close(f);
 	return ret;
 }
