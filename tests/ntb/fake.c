@@ -70,6 +70,8 @@ struct fake {
 	bool owner;			/* opened, not adopted: its port's link is up */
 	int refuse_xlat;		/* > 0: every MW_XLAT fails with this errno */
 	int buf_fd[FAKE_PORTS][FAKE_MWS];	/* this handle's buffers, locked */
+	/* the windows this handle translated: again is -EEXIST, as smartio_ntb */
+	bool xlat_held[FAKE_PORTS][FAKE_MWS];
 	pthread_mutex_t mu;
 	pthread_t thr;
 	bool thr_running;
@@ -187,8 +189,11 @@ static int f_mw_xlat(struct ntbdev *d, struct sio_ntb_xlat *x)
 		return -fk(d)->refuse_xlat;
 	if (!x->size) {
 		atomic_store(&hw->port[d->port].xlat[x->pidx][x->widx].size, 0);
+		fk(d)->xlat_held[x->pidx][x->widx] = false;
 		return 0;
 	}
+	if (fk(d)->xlat_held[x->pidx][x->widx] || fk(d)->buf_fd[x->pidx][x->widx] >= 0)
+		return -EEXIST;	/* the caller's already: cleared first, or left */
 	if ((x->addr & (align - 1)) || (x->size & 4095) || x->size > hw->win_size)
 		return -EINVAL;
 	if (!decode(d, x->addr, &port, &pidx, &widx, &off) || port != d->port ||
@@ -197,6 +202,7 @@ static int f_mw_xlat(struct ntbdev *d, struct sio_ntb_xlat *x)
 	atomic_store(&hw->port[d->port].xlat[x->pidx][x->widx].size, 0);
 	atomic_store(&hw->port[d->port].xlat[x->pidx][x->widx].addr, x->addr);
 	atomic_store(&hw->port[d->port].xlat[x->pidx][x->widx].size, x->size);
+	fk(d)->xlat_held[x->pidx][x->widx] = true;
 	return 0;
 }
 

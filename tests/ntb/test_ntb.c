@@ -190,6 +190,8 @@ Test(ntb, a_window_too_small_for_the_state_is_refused, .init = setup, .fini = te
 	x.size = 1 << 20;
 	cr_assert_eq(ntbdev_ioctl(home, SIO_NTB_IOC_MW_XLAT, &x), 0, "narrowing the window");
 	refused(EMSGSIZE, "window to this port reaches 1024 KiB");
+	x.size = 0;	/* cleared first: translated again, the module says -EEXIST */
+	cr_assert_eq(ntbdev_ioctl(home, SIO_NTB_IOC_MW_XLAT, &x), 0);
 	x.size = pm.size;
 	cr_assert_eq(ntbdev_ioctl(home, SIO_NTB_IOC_MW_XLAT, &x), 0);
 	cr_assert_eq(sio_fabric_open(name, 1, &f), 0, "widened again: %s", sio_errmsg());
@@ -884,10 +886,10 @@ static uint64_t window_size(uint32_t w)
 Test(xlat, a_connection_gets_a_window_of_its_own_or_says_pool, .init = setup, .fini = teardown)
 {
 	struct sio_fabric *f, *g;
-	struct sio_segment *s[4] = { 0 }, *r[4] = { 0 };
+	struct sio_segment *s[4] = { 0 }, *r[4] = { 0 }, *r2;
 	struct sio_segment_info si;
 	struct sio_fabric_status *st;
-	volatile uint64_t *p, *q;
+	volatile uint64_t *p, *q, *p2;
 	int w, i;
 
 	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
@@ -921,6 +923,19 @@ Test(xlat, a_connection_gets_a_window_of_its_own_or_says_pool, .init = setup, .f
 	sio_fabric_status_close(st);
 	/* the window is the segment: 64 KiB, nothing of the neighbour's past it */
 	cr_assert_eq(window_size((uint32_t)w), 65536);
+	/*
+	 * A second connection of this kernel to the segment (another process
+	 * of it, as clients share a manager's mailbox) asks again: the same
+	 * window, and the first connection keeps it.
+	 */
+	cr_assert_eq(sio_segment_connect(f, 1, 20, &r2), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_map(r2, (void **)&p2), 0, "%s", sio_errmsg());
+	cr_assert_eq(own_widx(r2), w, "the kernel's window for the segment, again");
+	cr_assert_eq(window_size((uint32_t)w), 65536, "window %d still translated", w);
+	p[8190] = 0x5ec0ull;
+	p2[8189] = 0x5ec1ull;
+	cr_assert(q[8190] == 0x5ec0ull && q[8189] == 0x5ec1ull, "both connections reach the segment");
+	sio_segment_close(r2);
 	/* two windows per peer for segments (the fake's 3 for 4 ports, less the pool's): the third connects through the pool */
 	for (i = 1; i < 4; i++) {
 		cr_assert_eq(sio_segment_connect(f, 1, 20 + i, &r[i]), 0, "%s", sio_errmsg());

@@ -245,6 +245,9 @@ struct ntb_ownwins {
 	 */
 	const struct sio_ntb_info *outbound;
 	int16_t holder[SIO_NTB_MAX_PEERS][NTB_OWNWIN_MAX + 1];	/* by peer index, window: entry + 1 */
+	/* what each window translates now (0 bytes: nothing), as this service made it */
+	uint64_t at[SIO_NTB_MAX_PEERS][NTB_OWNWIN_MAX + 1];
+	uint64_t len[SIO_NTB_MAX_PEERS][NTB_OWNWIN_MAX + 1];
 };
 /* What the hardware driver allows, from inbound window 1 of peer @pidx (its link up). */
 void sio__ntb_ownwin_probe(struct ntbdev *d, const struct sio_ntb_info *i, uint32_t pidx,

@@ -422,10 +422,40 @@ static int window_for(struct ntb_ownwins *x, int pidx, int i)
 	return -1;
 }
 
+/* Translate window @w of peer @pidx as asked, and keep what it translates. */
+static int xlat_keep(struct ntbdev *d, struct ntb_ownwins *x, int pidx, int w, uint64_t addr,
+		     uint64_t size)
+{
+	int err = xlat(d, x, pidx, w, addr, size);
+
+	x->at[pidx][w] = err ? 0 : addr;
+	x->len[pidx][w] = err ? 0 : size;
+	return err;
+}
+
 static void drop(struct ntbdev *d, struct ntb_ownwins *x, int pidx, int w)
 {
-	xlat(d, x, pidx, w, 0, 0);	/* size 0: cleared */
+	xlat_keep(d, x, pidx, w, 0, 0);	/* size 0: cleared */
 	x->holder[pidx][w] = 0;
+}
+
+/*
+ * Window @w of peer @pidx to [@addr, +@size), for its holder's request.
+ * Translated there already (another process of the peer's kernel asked
+ * before: the entry is the kernel's), it is left alone: translated again,
+ * the driver says the window is taken (-EEXIST), and taking that for a
+ * failure would clear it under the connections that use it. Translated
+ * elsewhere (the entry, taken again, asks for another segment), it is
+ * cleared first.
+ */
+static int xlat_for(struct ntbdev *d, struct ntb_ownwins *x, int pidx, int w, uint64_t addr,
+		    uint64_t size)
+{
+	if (x->len[pidx][w] == size && x->at[pidx][w] == addr)
+		return 0;
+	if (x->len[pidx][w])
+		xlat_keep(d, x, pidx, w, 0, 0);
+	return xlat_keep(d, x, pidx, w, addr, size);
 }
 
 /*
@@ -448,7 +478,7 @@ static void answer(struct sio_fabric *f, struct ntbdev *d, struct ntb_node *node
 	else if (!err && (w = window_for(x, pidx, i)) < 0)
 		err = ENOSPC;
 	if (!err)
-		err = xlat(d, x, pidx, w, addr, size);
+		err = xlat_for(d, x, pidx, w, addr, size);
 	for (int v = 1; err && pidx >= 0 && pidx < SIO_NTB_MAX_PEERS && v <= (int)x->per_peer; v++)
 		if (x->holder[pidx][v] == i + 1)
 			drop(d, x, pidx, v);	/* what it held before is no longer its */
