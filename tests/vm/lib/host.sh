@@ -378,7 +378,7 @@ act_storm() {
 		BEGIN { nk = split(kinds, k, " "); x = x % 2147483646 + 1
 			for (t = 5 + r(5); t < dur; t += 4 + r(8)) print t, k[r(nk) + 1], r(3) }' >"$work/storm.plan"
 	s0=$(date +%s) active=0 mkill="" down="" due2="" nf=0 nskip=0 clients=$(storm_clients)
-	home=2 sbhome="" hkill=""
+	home=2 sbhome="" hkill="" nhome=0
 	: >"$work/storm.takeover"
 	: >"$work/storm.home"
 	while read -r at kind tgt; do
@@ -386,6 +386,7 @@ act_storm() {
 		storm_fault "$kind" "$tgt"
 	done <"$work/storm.plan"
 	storm_until $((s0 + dur))
+	storm_home_once
 	# the guests away come back before the end (a reboot and a rejoin: 300 s
 	# at most; TCG on a host loaded 13 times over its CPUs took 250)
 	s1=$(date +%s)
@@ -400,6 +401,28 @@ act_storm() {
 	echo "ntb: storm over after $(($(date +%s) - s0)) s: $nf fault(s) done; $nskip drawn could not be done as drawn (a client's kill instead where a client's guest was up)"
 	stormed=1
 	[ "$nf" -gt 0 ] && echo "SIO-VM PASS storm-faults" >>"$work/host.log"
+}
+# storm_home_once: a storm whose draw killed no home (a short one may
+# draw none) kills the home's guest now, once its standby stands by (120 s
+# at most), so that every storm takes the home over at least once
+storm_home_once() {
+	[ "$nhome" = 0 ] || return 0
+	case " $kinds " in *" kill-2 "*|*" reset-1 "*) ;; *) return 0 ;; esac
+	w0=$(date +%s)
+	while { [ -z "$sbhome" ] || [ -n "$mkill$hkill$down$due2" ]; } &&
+	      [ $(($(date +%s) - w0)) -lt 120 ]; do
+		storm_until $(($(date +%s) + 1))
+	done
+	if [ -z "$sbhome" ] || [ -n "$mkill$hkill$down$due2" ]; then
+		echo "ntb: FAIL: storm: no home fault drawn, and none could be done: no standby home stood by within 120 s"
+		echo "SIO-VM FAIL storm-home" >>"$work/host.log"
+		return 0
+	fi
+	echo "ntb: storm: no home fault was drawn: the home's guest $home now, so that the home is taken over once"
+	case $home in
+	2) storm_fault kill-2 2 ;;
+	1) storm_fault reset-1 1 ;;
+	esac
 }
 # storm_clients: the guests that run clients (sio.storm_clients=, 12)
 storm_clients() {
@@ -453,7 +476,7 @@ storm_fault() {
 	case $1 in kill-manager|reset-1|kill-2) [ "$g" != "$active" ] || mkill=$(date +%s.%N) ;; esac
 	# the home's guest, or its standby's: the standby takes over, or is no more
 	case $1 in reset-1|kill-2)
-		[ "$g" != "$home" ] || hkill=$(date +%s.%N)
+		[ "$g" != "$home" ] || { hkill=$(date +%s.%N); nhome=$((nhome + 1)); }
 		sbhome="" ;;
 	esac
 	nf=$((nf + 1))
