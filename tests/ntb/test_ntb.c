@@ -504,6 +504,39 @@ static void taken_over(struct sio_fabric *f, int sb)
 	cr_assert_eq(src_of(wf_of(f))->boot.port, sb, "the handle did not follow the take-over");
 }
 
+/* home_on_port3(), and the port whose service became the home's standby. */
+static int home_and_standby(char *log, size_t len, const char *home, struct sio_fabric **f,
+			    struct sio_segment **s, pid_t *pid)
+{
+	char want[96];
+	int sb;
+
+	*pid = home_on_port3(log, len, home, f, s);
+	snprintf(want, sizeof(want), "the standby home of fabric '%s'", home);
+	sb = service_saying(want, 10000);
+	cr_assert_geq(sb, 0, "no node service became the standby home");
+	return sb;
+}
+
+/* The home's kernel dies: its service's link goes down with it. */
+static void home_dies(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	serve_pid = 0;
+}
+
+/* Port 3 comes back: a node of the fabric that port @sb hosts. Its service. */
+static pid_t port3_rejoins(char *log, size_t len, int sb)
+{
+	char want[96];
+	pid_t pid = serve3(log, len, false);
+
+	snprintf(want, sizeof(want), "hosted by port %d) as node 3", sb);
+	cr_assert(log_says(log, want, 10000), "port 3 did not rejoin");
+	return pid;
+}
+
 /*
  * Fabric @home destroyed: the new home's service (port @sb) takes its
  * bootstrap back at its next tick (the next test's create must not find
@@ -545,7 +578,7 @@ static void finds_both(struct sio_fabric *g, const char *when)
  */
 Test(ntb, the_homes_death_is_taken_over_by_its_standby, .init = setup, .fini = teardown)
 {
-	char log[PATH_MAX], home[SIO_NAME_MAX], want[96];
+	char log[PATH_MAX], home[SIO_NAME_MAX];
 	struct sio_fabric *f, *g;
 	struct sio_segment *s, *t;
 	int sb;
@@ -554,24 +587,15 @@ Test(ntb, the_homes_death_is_taken_over_by_its_standby, .init = setup, .fini = t
 	if (served >= 4)
 		cr_skip_test("every port has a service (SIO_NTB_SERVED)");
 	snprintf(home, sizeof(home), "h-%d", getpid());
-	pid = home_on_port3(log, sizeof(log), home, &f, &s);
-	snprintf(want, sizeof(want), "the standby home of fabric '%s'", home);
-	sb = service_saying(want, 10000);
-	cr_assert_geq(sb, 0, "no node service became the standby home");
-	/* the home's kernel dies: its service's link goes down with it */
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	serve_pid = 0;
+	sb = home_and_standby(log, sizeof(log), home, &f, &s, &pid);
+	home_dies(pid);
 	/* this process follows in place: a segment made now is made on the new home */
 	taken_over(f, sb);
 	cr_assert_eq(sio_segment_create(f, 32, 4096, 0, &t), 0, "after the take-over: %s", sio_errmsg());
 	/* a new process finds the new home, with what the live node had before and after */
 	cr_assert_eq(sio_fabric_open(home, 1, &g), 0, "%s", sio_errmsg());
 	finds_both(g, "after");
-	/* port 3 comes back: a node of the fabric that port sb hosts */
-	pid = serve3(log, sizeof(log), false);
-	snprintf(want, sizeof(want), "hosted by port %d) as node 3", sb);
-	cr_assert(log_says(log, want, 10000), "port 3 did not rejoin");
+	pid = port3_rejoins(log, sizeof(log), sb);
 	sio_segment_close(t);
 	sio_segment_close(s);
 	sio_fabric_close(g);
@@ -589,6 +613,59 @@ static void fake_link(int port, int on)
 	*(void **)&link = dlsym(lib, "sio_test_ntb_fake_link");
 	cr_assert(link, "%s", dlerror());
 	cr_assert_eq(link(getenv("SMARTIO_NTB_DEV") + 5, port, on), 0);
+}
+
+/*
+ * The home (port 3) dies, and its standby is cut off before the hold is
+ * over: no node can take over. A process of a third node is told so, by
+ * name, and so is that node's service, instead of a bare "cannot be
+ * read"; the standby's link back, it takes over and the process goes on.
+ */
+Test(ntb, a_standby_cut_off_in_the_take_over_is_said, .init = setup, .fini = teardown)
+{
+	char log[PATH_MAX], path[PATH_MAX], home[SIO_NAME_MAX], want[160], msg[512];
+	struct sio_fabric *f, *g;
+	struct sio_segment *s, *t = NULL;
+	int sb, o, i, ret = 0;
+	bool told, said;
+	pid_t pid;
+
+	if (served >= 4)
+		cr_skip_test("every port has a service (SIO_NTB_SERVED)");
+	snprintf(home, sizeof(home), "c-%d", getpid());
+	sb = home_and_standby(log, sizeof(log), home, &f, &s, &pid);
+	o = sb ? 0 : 1;
+	cr_assert_eq(sio_fabric_open(home, o, &g), 0, "%s", sio_errmsg());
+	home_dies(pid);
+	fake_link(sb, 0);
+	snprintf(want, sizeof(want),
+		 "the link to its home, port 3, is down, and its standby home, port %d, is out of reach too", sb);
+	for (i = 0; i < 100; i++) {
+		ret = sio_segment_create(g, 33, 4096, 0, &t);
+		if (ret && strstr(sio_errmsg(), want))
+			break;
+		if (!ret)
+			sio_segment_close(t);
+		nap_ms(100);
+	}
+	told = ret == -EHOSTDOWN && strstr(sio_errmsg(), want);
+	snprintf(msg, sizeof(msg), "%d: %s", ret, sio_errmsg());
+	/* and port o's service, once the hold is over (the link back either way) */
+	snprintf(path, sizeof(path), "%s/../serve%d.log", getenv("SMARTIO_RUNDIR"), o);
+	snprintf(want, sizeof(want), "its standby home, port %d, is out of reach too", sb);
+	said = log_says(path, want, 20000);
+	fake_link(sb, 1);
+	cr_assert(told, "%s", msg);
+	cr_assert(said, "port %d's service does not say it", o);
+	/* the standby back: it takes over (or took over, cut off), and g goes on */
+	taken_over(g, sb);
+	cr_assert_eq(sio_segment_create(g, 33, 4096, 0, &t), 0, "after the take-over: %s", sio_errmsg());
+	pid = port3_rejoins(log, sizeof(log), sb);
+	sio_segment_close(t);
+	sio_segment_close(s);
+	sio_fabric_close(g);
+	sio_fabric_close(f);
+	destroyed_on(home, sb, pid);
 }
 
 /*

@@ -259,6 +259,30 @@ static void follow(struct wf_fabric *s)
 	sb_map(s, -1);	/* the copy is the home now, mapped as the state */
 }
 
+int sio__ntb_home_check(struct sio_fabric *f)
+{
+	struct ntbsrc *n = src_of(wf_of(f));
+	int home = n->boot.port, sb;
+	bool up = home_link(n) != UINT64_MAX;
+
+	if (up && __atomic_load_n(&wf_of(f)->hdr->magic, __ATOMIC_ACQUIRE) == WF_MAGIC)
+		return 0;
+	pthread_mutex_lock(&n->home_mu);
+	sb = n->sb_port;
+	pthread_mutex_unlock(&n->home_mu);
+	if (up)
+		return sio__err(EHOSTDOWN, "fabric '%s': its state in port %d's memory cannot be read: it was destroyed, or this process maps it again after a link flap",
+				f->name, home);
+	if (sb < 0)
+		return sio__err(EHOSTDOWN, "fabric '%s': the link to its home, port %d, is down, and it had no standby home: no node can take over, the fabric is back when port %d is (docs/ntb.md, \"The home and its standby\")",
+				f->name, home, home);
+	if (!port_up(n, sb))
+		return sio__err(EHOSTDOWN, "fabric '%s': the link to its home, port %d, is down, and its standby home, port %d, is out of reach too: no node can take over until one of them is back",
+				f->name, home, sb);
+	return sio__err(EHOSTDOWN, "fabric '%s': the link to its home, port %d, is down: its standby home, port %d, takes over once the link has been down for $SMARTIO_NTB_TAKEOVER_MS",
+			f->name, home, sb);
+}
+
 void sio__ntb_home_follow(struct wf_fabric *s)
 {
 	struct ntbsrc *n = src_of(s);

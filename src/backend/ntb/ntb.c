@@ -291,8 +291,9 @@ static int sio__ntb_link(struct sio_fabric *f, int node, int adapter, bool resum
 static int src_lock(struct sio_fabric *f, bool *holder_died)
 {
 	struct ntbsrc *n = src_of(wf_of(f));
+	int ret = sio__ntb_home_check(f);	/* which of the home and its standby is gone */
 
-	return sio__wf_bakery_lock(f, n->local, n->node.port, holder_died);
+	return ret ? ret : sio__wf_bakery_lock(f, n->local, n->node.port, holder_died);
 }
 
 static void src_unlock(struct sio_fabric *f)

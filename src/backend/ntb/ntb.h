@@ -278,6 +278,13 @@ void sio__ntb_mirror_push(struct wf_fabric *s);
 /* Map the first @len bytes of port @port's memory (a standby's copy of the state). */
 int sio__ntb_map_copy(struct wf_fabric *s, int port, uint64_t len, void **va);
 void sio__ntb_home_follow(struct wf_fabric *s);
+/*
+ * Is the state in reach (0)? Else why not, as this process sees the home
+ * and the standby it follows (-EHOSTDOWN, said): the home's link down (its
+ * mapping reads all ones, or on a fake NTB what the dead home left), the
+ * state gone.
+ */
+int sio__ntb_home_check(struct sio_fabric *f);
 /* The node service of port @me, memory @mem, joined to @f: true if it took over. */
 bool sio__ntb_home_take(struct sio_fabric *f, struct ntbdev *d, void *mem, int me, char *msg,
 			size_t len);

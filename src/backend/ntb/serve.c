@@ -70,6 +70,7 @@ struct ntb_service {
 	struct sio_fabric *f;		/* the fabric this node has joined */
 	struct ntb_boot joined;
 	char said[512];			/* the last complaint, said once */
+	char lost[512];			/* the last word on a home gone, said once */
 	FILE *log;
 	struct ntb_ownwins xw;		/* segments' own windows (ownwin.c) */
 	bool xw_said;
@@ -493,8 +494,9 @@ static bool link_up(struct ntb_service *sv, int port)
 /*
  * The standby home (home.c): take over from a home that is gone, be the
  * standby where there is none, or, hosting, drop a standby that is gone.
+ * True: this node took over.
  */
-static void standby(struct ntb_service *sv)
+static bool standby(struct ntb_service *sv)
 {
 	char msg[256];
 	int r = 0;
@@ -502,7 +504,7 @@ static void standby(struct ntb_service *sv)
 	if (sv->joined.port == sv->node.port) {
 		if ((r = sio__ntb_standby_drop(sv->f, sv->dev)) >= 0)
 			say(sv, "the standby home, port %d, is gone (its link down): another node may take its place\n", r);
-		return;
+		return false;
 	}
 	msg[0] = 0;
 	if (sio__ntb_home_take(sv->f, sv->dev, sv->mem, sv->node.port, msg, sizeof(msg))) {
@@ -513,7 +515,7 @@ static void standby(struct ntb_service *sv)
 		snprintf(sv->host_name, sizeof(sv->host_name), "%s", sv->f->name);
 		sv->published = false;
 		hosting(sv);
-		return;
+		return true;
 	}
 	if (msg[0])
 		complain(sv, msg);
@@ -522,6 +524,7 @@ static void standby(struct ntb_service *sv)
 		    sv->f->name, sv->joined.port, (double)sio__now_ns() / 1e9);
 	else if (r < 0)
 		complain(sv, sio_errmsg());
+	return false;
 }
 
 /*
@@ -547,6 +550,25 @@ static void adapters(struct ntb_service *sv)
 		say(sv, "%s, %.3f s (CLOCK_MONOTONIC)\n", msg, (double)sio__now_ns() / 1e9);
 }
 
+/*
+ * The home's link has been down for the hold and this node did not take
+ * over: who can, as this node sees it (home.c), said each time it changes.
+ * The standby itself says why it cannot, if it cannot (standby()).
+ */
+static void home_lost(struct ntb_service *sv)
+{
+	const struct wf_hdr *c = sv->mem;	/* the standby's copy, if this node is it */
+
+	if (c && c->magic == WF_MAGIC && c->home.standby == sv->node.port)
+		return;
+	if (!sio__ntb_home_check(sv->f))
+		return;
+	if (strcmp(sv->lost, sio_errmsg())) {
+		snprintf(sv->lost, sizeof(sv->lost), "%s", sio_errmsg());
+		say(sv, "%s, %.3f s (CLOCK_MONOTONIC)\n", sv->lost, (double)sio__now_ns() / 1e9);
+	}
+}
+
 /* Join the fabric of this NTB, whichever port hosts it. */
 static void join(struct ntb_service *sv)
 {
@@ -570,14 +592,15 @@ static void join(struct ntb_service *sv)
 
 			if (!sv->home_down_ns)
 				sv->home_down_ns = now;
-			if (now - sv->home_down_ns >= sv->takeover_ns)
-				standby(sv);
+			if (now - sv->home_down_ns >= sv->takeover_ns && !standby(sv))
+				home_lost(sv);
 			return;
 		}
 		leave(sv, true);
 		return;
 	}
 	sv->home_down_ns = 0;
+	sv->lost[0] = 0;
 	if (sv->f && b.gen == sv->joined.gen && b.port != sv->joined.port) {
 		/* a take-over: this node's handle follows it (home.c), not a new fabric */
 		if (src_of(wf_of(sv->f))->boot.port == b.port) {
