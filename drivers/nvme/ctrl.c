@@ -308,8 +308,15 @@ static int enable_cmb(struct sio_nvme_ctrl *c)
 	deadline = sio__now_ns() + (uint64_t)c->info.timeout_ms * 1000000ull;
 	sio_nvme_backoff_init(&b, 1000000);
 	for (;;) {
-		loc = sio_nvme_rd32(c->regs, NVME_REG_CMBLOC);
+		/*
+		 * CMBSZ first: a model that publishes CMBLOC, then CMBSZ (ours)
+		 * has CMBLOC in place once CMBSZ reads non-zero. Read the other
+		 * way round, a CMBLOC of 0 read just before both were published
+		 * went with a valid CMBSZ: a CMB at offset 0 of BAR0, on the
+		 * registers, which the clients' SQs then overwrote.
+		 */
 		sz = sio_nvme_rd32(c->regs, NVME_REG_CMBSZ);
+		loc = sio_nvme_rd32(c->regs, NVME_REG_CMBLOC);
 		if (sz || sio__now_ns() > deadline)
 			break;
 		sio_backoff_wait(&b);
@@ -324,6 +331,13 @@ static int enable_cmb(struct sio_nvme_ctrl *c)
 	m->sqs = NVME_CMBSZ_SQS(sz);
 	m->cqs = NVME_CMBSZ_CQS(sz);
 	m->data = NVME_CMBSZ_RDS(sz) && NVME_CMBSZ_WDS(sz);
+	if (!m->bar && m->offset < SIO_NVME_REG_DBS) {
+		ret = sio_err_set(EPROTO, "the controller places its CMB on its registers "
+				  "(BAR0, offset %llu): refusing it",
+				  (unsigned long long)m->offset);
+		memset(m, 0, sizeof(*m));
+		return ret;
+	}
 	ret = sio_device_bar(c->dev, m->bar, &bar);
 	if (!ret) {
 		/* the mapping stays for the controller's life; the handle was

@@ -82,6 +82,8 @@ static void republish(struct sio_nvme_emu *emu)
 	if (rd32(emu, NVME_REG_CSTS) != csts(emu))
 		wr32(emu, NVME_REG_CSTS, csts(emu));
 	cmb_regs(emu, &loc, &sz);
+	/* CMBLOC before CMBSZ (release stores): a host that reads CMBSZ
+	 * set reads CMBLOC after it (enable_cmb()), and finds it in place */
 	if (rd32(emu, NVME_REG_CMBLOC) != loc)
 		wr32(emu, NVME_REG_CMBLOC, loc);
 	if (rd32(emu, NVME_REG_CMBSZ) != sz)
