@@ -274,7 +274,7 @@ int sio__ntb_home_check(struct sio_fabric *f)
 		return sio__err(EHOSTDOWN, "fabric '%s': its state in port %d's memory cannot be read: it was destroyed, or this process maps it again after a link flap",
 				f->name, home);
 	if (sb < 0)
-		return sio__err(EHOSTDOWN, "fabric '%s': the link to its home, port %d, is down, and it had no standby home: no node can take over, the fabric is back when port %d is (docs/ntb.md, \"The home and its standby\")",
+		return sio__err(EHOSTDOWN, "fabric '%s': the link to its home, port %d, is down, and this process knows of no standby home (none was named, or its copy could not be mapped here): the fabric is back when port %d or a standby is (docs/ntb.md, \"The home and its standby\")",
 				f->name, home, home);
 	if (!port_up(n, sb))
 		return sio__err(EHOSTDOWN, "fabric '%s': the link to its home, port %d, is down, and its standby home, port %d, is out of reach too: no node can take over until one of them is back",

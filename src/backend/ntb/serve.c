@@ -559,7 +559,9 @@ static void home_lost(struct ntb_service *sv)
 {
 	const struct wf_hdr *c = sv->mem;	/* the standby's copy, if this node is it */
 
-	if (c && c->magic == WF_MAGIC && c->home.standby == sv->node.port)
+	/* of this fabric: a copy of one before may be left in this memory */
+	if (c && c->magic == WF_MAGIC && c->home.standby == sv->node.port &&
+	    c->create_gen == wf_of(sv->f)->create_gen)
 		return;
 	if (!sio__ntb_home_check(sv->f))
 		return;
