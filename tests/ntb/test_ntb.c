@@ -45,15 +45,18 @@ static void setup(void)
 }
 
 static pid_t serve_pid;	/* a node service a test started */
+static pid_t serve2_pid;	/* and port 2's, where a test plays that port too */
 
 static char home_name[SIO_NAME_MAX];	/* a take-over test's fabric, if one is left */
 
 static void teardown(void)
 {
-	if (serve_pid > 0) {
-		kill(serve_pid, SIGKILL);
-		waitpid(serve_pid, NULL, 0);
-	}
+	for (pid_t *p = &serve_pid; p; p = p == &serve_pid ? &serve2_pid : NULL)
+		if (*p > 0) {
+			kill(*p, SIGKILL);
+			waitpid(*p, NULL, 0);
+			*p = 0;
+		}
 	sio_fabric_destroy(name);
 	/* a failed take-over test's fabric would make the next tests' create
 	 * fail (one fabric per NTB) */
@@ -307,12 +310,12 @@ static bool log_says(const char *path, const char *what, int ms)
  * Port 3's service, its log at @log; @refuse: on hardware that refuses its
  * translations; @dev: its NTBs, one per adapter (NULL: $SMARTIO_NTB_DEV's).
  */
-static pid_t serve3_on(const char *dev, char *log, size_t len, bool refuse)
+static pid_t serve_on(int port, const char *dev, char *log, size_t len, bool refuse)
 {
 	pid_t pid;
 
-	snprintf(log, len, "%s/serve3-%d.log", getenv("SMARTIO_RUNDIR"), getpid());
-	pid = serve_pid = fork();
+	snprintf(log, len, "%s/serve%d-%d.log", getenv("SMARTIO_RUNDIR"), port, getpid());
+	pid = fork();
 	cr_assert_neq(pid, -1);
 	if (pid == 0) {
 		FILE *l = fopen(log, "a");
@@ -320,9 +323,14 @@ static pid_t serve3_on(const char *dev, char *log, size_t len, bool refuse)
 		signal(SIGTERM, on_term);
 		if (refuse)
 			setenv("SMARTIO_NTB_FAKE_REFUSE_XLAT", "22", 1);	/* EINVAL */
-		_exit(l && !sio_ntb_serve(dev, 3, &serve_stop, l) ? 0 : 1);
+		_exit(l && !sio_ntb_serve(dev, port, &serve_stop, l) ? 0 : 1);
 	}
 	return pid;
+}
+
+static pid_t serve3_on(const char *dev, char *log, size_t len, bool refuse)
+{
+	return serve_pid = serve_on(3, dev, log, len, refuse);
 }
 
 static pid_t serve3(char *log, size_t len, bool refuse)
@@ -353,10 +361,14 @@ static void serve_stop_clean(pid_t pid)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "port 3's service stopped cleanly");
 }
 
-/* Fabric @home, made again on port 3 (its service running), for node 0 of this process. */
-static void create_on_port3(const char *home)
+/*
+ * Fabric @home of @adapters adapters per node (0: one), made again on port
+ * 3 (its service running), for node 0 of this process.
+ */
+static void create_on_port3(const char *home, int adapters)
 {
-	struct sio_fabric_config c = { .nodes = 4, .topology = SIO_TOPO_SWITCH };
+	struct sio_fabric_config c = { .nodes = 4, .topology = SIO_TOPO_SWITCH,
+				       .adapters = adapters };
 	int ret = -1;
 
 	cr_assert_eq(sio_fabric_destroy(name), 0, "%s", sio_errmsg());
@@ -408,7 +420,7 @@ Test(ntb, a_home_that_cannot_export_the_state_is_named, .init = setup, .fini = t
 	pid = serve_refusing(log, sizeof(log));
 	/* the fabric moves to port 3, whose memory port 0 reaches and ports 1 and 2 do not */
 	snprintf(home, sizeof(home), "h-%d", getpid());
-	create_on_port3(home);
+	create_on_port3(home, 0);
 	for (int node = 1; node <= 2; node++) {
 		char want[160];
 
@@ -489,7 +501,7 @@ static pid_t home_on_port3(char *log, size_t len, const char *home, struct sio_f
 	pid_t pid = serve3(log, len, false);
 
 	cr_assert(log_says(log, "port 3's memory", 10000), "port 3's service is up");
-	create_on_port3(home);
+	create_on_port3(home, 0);
 	cr_assert_eq(sio_fabric_open(home, 0, f), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_segment_create(*f, 31, 8192, 0, s), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_segment_map(*s, (void **)&p), 0, "%s", sio_errmsg());
@@ -1140,4 +1152,52 @@ Test(adapters, each_ntb_is_an_adapter_with_its_own_links, .fini = teardown)
 	for (int port = 0; port < 3; port++)
 		sio__ntbdev_close(b_port[port]);
 	sio__ntbdev_close(a_port2);
+}
+
+/*
+ * The standby (port 2) loses its link with the home (port 3) on NTB 0
+ * while NTB 1 still has it: the home is alive, so the standby must not take
+ * over once the hold is over (two homes), and its service says why. Both
+ * nodes hold two NTBs; ports 0 and 1's services never stand by
+ * (SMARTIO_NTB_STANDBY=0 for ntb-adapters), port 2's may.
+ */
+Test(adapters, a_home_reached_through_another_ntb_is_not_taken_over, .fini = teardown)
+{
+	char log3[PATH_MAX], log2[PATH_MAX], b[PATH_MAX], dev[2 * PATH_MAX], home[SIO_NAME_MAX];
+	struct sio_fabric *f;
+	struct sio_segment *s;
+	bool held, took;
+
+	served = getenv("SIO_NTB_SERVED") ? atoi(getenv("SIO_NTB_SERVED")) : 4;
+	if (served != 2)
+		cr_skip_test("ports 2 and 3 are played here: SIO_NTB_SERVED=2 (meson test ntb-adapters)");
+	setup();
+	snprintf(b, sizeof(b), "fake:%s/../ntb1-sb", getenv("SMARTIO_RUNDIR"));
+	cr_assert(!mkdir(b + 5, 0700), "%s: %s", b + 5, strerror(errno));
+	snprintf(dev, sizeof(dev), "%s,%s", getenv("SMARTIO_NTB_DEV"), b);
+	serve3_on(dev, log3, sizeof(log3), false);
+	cr_assert(log_says(log3, "port 3's memory", 10000), "port 3's service is up");
+	snprintf(home, sizeof(home), "r-%d", getpid());
+	snprintf(home_name, sizeof(home_name), "%s", home);
+	create_on_port3(home, 2);
+	setenv("SMARTIO_NTB_STANDBY", "1", 1);
+	serve2_pid = serve_on(2, dev, log2, sizeof(log2), false);
+	unsetenv("SMARTIO_NTB_STANDBY");
+	cr_assert(log_says(log2, "the standby home of fabric", 15000), "port 2 did not stand by");
+
+	fake_link(2, 0);	/* NTB 0 alone: NTB 1 keeps port 2's link with port 3 */
+	held = log_says(log2, "adapter 1 (fake NTB", 20000) &&
+	       log_says(log2, "the home is alive, so this node does not take over", 100);
+	took = log_says(log2, "is the fabric's home from now on", 1000);
+	fake_link(2, 1);
+	cr_assert(!took, "port 2 took over from a home that NTB 1 still reaches");
+	cr_assert(held, "port 2's service did not say why it held back");
+	/* the home stayed where it was: a process finds it there */
+	cr_assert_eq(sio_fabric_open(home, 0, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(src_of(wf_of(f))->boot.port, 3, "the home moved");
+	cr_assert_eq(sio_segment_create(f, 34, 4096, 0, &s), 0, "%s", sio_errmsg());
+	sio_segment_close(s);
+	sio_fabric_close(f);
+	cr_assert_eq(sio_fabric_destroy(home), 0, "%s", sio_errmsg());
+	home_name[0] = 0;
 }

@@ -118,3 +118,11 @@ int sio__ntb_adapters_follow(struct ntb_adapters *x, struct sio_fabric *f, int m
 	}
 	return 0;
 }
+
+int sio__ntb_adapters_reach(struct ntb_adapters *x, int port)
+{
+	for (int a = 1; a < x->n && port >= 0 && port < 64; a++)
+		if (ports_up(x->dev[a]) >> port & 1)
+			return a;
+	return -1;
+}

@@ -320,6 +320,8 @@ void sio__ntb_adapters_close(struct ntb_adapters *x);
 /* Bring one of node @me's adapters in @f in line with its NTB's links: 1 (@msg says which), or 0. */
 int sio__ntb_adapters_follow(struct ntb_adapters *x, struct sio_fabric *f, int me, char *msg,
 			     size_t len);
+/* The first adapter from 1 on whose NTB has its link up with @port; -1 if none. */
+int sio__ntb_adapters_reach(struct ntb_adapters *x, int port);
 
 /* bar.c: windows onto the BARs of this host's devices, for the other kernels */
 int sio__ntb_bar_export(struct wf_fabric *s, struct wf_dev *d, uint64_t bus, uint64_t size);

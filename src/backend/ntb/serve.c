@@ -571,6 +571,28 @@ static void home_lost(struct ntb_service *sv)
 	}
 }
 
+/*
+ * The home's link through NTB 0 is down, but a further NTB of this node
+ * has its link with the home up: the home is alive, and only this node's
+ * way to its state failed. A take-over now would make two homes, so this
+ * node holds back, and says why once.
+ */
+static bool home_reached_elsewhere(struct ntb_service *sv)
+{
+	int a = sio__ntb_adapters_reach(&sv->ad, sv->joined.port);
+	char msg[sizeof(sv->lost)];
+
+	if (a < 1)
+		return false;
+	snprintf(msg, sizeof(msg), "fabric '%s': no link with its home, port %d, through %s, but adapter %d (%s) has one: the home is alive, so this node does not take over; its state is out of reach here until the link of adapter 0 is back",
+		 sv->f->name, sv->joined.port, sv->dev->what, a, sv->ad.dev[a]->what);
+	if (strcmp(sv->lost, msg)) {
+		snprintf(sv->lost, sizeof(sv->lost), "%s", msg);
+		say(sv, "%s, %.3f s (CLOCK_MONOTONIC)\n", msg, (double)sio__now_ns() / 1e9);
+	}
+	return true;
+}
+
 /* Join the fabric of this NTB, whichever port hosts it. */
 static void join(struct ntb_service *sv)
 {
@@ -594,7 +616,8 @@ static void join(struct ntb_service *sv)
 
 			if (!sv->home_down_ns)
 				sv->home_down_ns = now;
-			if (now - sv->home_down_ns >= sv->takeover_ns && !standby(sv))
+			if (now - sv->home_down_ns >= sv->takeover_ns &&
+			    !home_reached_elsewhere(sv) && !standby(sv))
 				home_lost(sv);
 			return;
 		}
