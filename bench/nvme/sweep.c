@@ -682,12 +682,15 @@ static int finish(struct sweep *s)
 		return 1;
 	fclose(s->qf);
 	fclose(s->cf);
-	plotted = !write_plot(out, s->nqd, s->qds[0], s->ncl_done, s->cls[0], s->nofile,
+	/* --fairness: no depth or client sweep ran, nothing to plot (the
+	 * fairness points are in the JSON and the table) */
+	plotted = !s->o->fair_only &&
+		  !write_plot(out, s->nqd, s->qds[0], s->ncl_done, s->cls[0], s->nofile,
 			      s->existing ? &s->target : NULL);
 	if (s->existing)
 		nb_env_down(&s->target);
-	printf("\nwrote %s/sweep.json, qd.dat, clients.dat%s%s\n", out, plotted ? ", qd.png" : "",
-	       plotted && s->ncl_done ? ", clients.png" : "");
+	printf("\nwrote %s/sweep.json%s%s%s\n", out, s->o->fair_only ? "" : ", qd.dat, clients.dat",
+	       plotted ? ", qd.png" : "", plotted && s->ncl_done ? ", clients.png" : "");
 	if (s->mismatched) {
 		fprintf(stderr, "sweep: verified reads found data that was not the store's\n");
 		return 1;
