@@ -244,14 +244,16 @@ void emu_post(struct sio_nvme_emu *emu, struct emu_sq *sq, uint16_t cid,
 		cq_entry(e, result, sqhd, cid, status, cq->phase);
 		cq_store(emu, at, e);
 	}
+	/* the hold and the aggregation time run from the first entry not yet signalled */
+	if (cq->ien && cq->irq_pending++ == 0) {
+		cq->irq_since = sio__now_ns();
+		cq->irq_first = cq->tail;
+	}
 	phase = cq->phase;
 	sio_nvme_model_cq_advance(&cq->tail, &phase, cq->size);
 	cq->phase = (uint8_t)phase;
 	cq->reserved--;
 	sq->inflight--;
-	/* the hold and the aggregation time run from the first entry not yet signalled */
-	if (cq->ien && cq->irq_pending++ == 0)
-		cq->irq_since = sio__now_ns();
 }
 
 /*

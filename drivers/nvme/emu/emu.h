@@ -159,6 +159,15 @@ int sio_nvme_emu_attach_mem(struct sio_nvme_emu *emu, void *bar0,
 int64_t sio_nvme_emu_device_id(const struct sio_nvme_emu *emu);
 
 /**
+ * sio_nvme_emu_irqs() - completion interrupts the controller signalled
+ * @emu: controller
+ *
+ * Return: one per vector per signal, counted whether or not a host took
+ * the vector (a controller with no fabric signals into nothing).
+ */
+uint64_t sio_nvme_emu_irqs(const struct sio_nvme_emu *emu);
+
+/**
  * sio_nvme_emu_poll() - one pass over registers, doorbells and file I/O
  * @emu: controller
  * Return: the number of things done (0 when idle), or -errno.

@@ -69,6 +69,7 @@ struct emu_cq {
 	uint16_t iv;
 	uint32_t irq_pending;	/* entries posted since its last interrupt */
 	uint64_t irq_since;	/* when the first of them was (coalescing time) */
+	uint32_t irq_first;	/* and its slot: the host's head past it, it polls */
 	bool noptr;		/* memory with no host pointer (GPU): in a DMA
 				 * batch, entries are stored at its end */
 };
@@ -229,7 +230,7 @@ struct sio_nvme_emu {
 	uint64_t units_read, units_written;	/* 512-byte units */
 	uint64_t host_reads, host_writes;
 	uint64_t busy_ns, start_ns;
-	uint64_t irqs;		/* interrupts raised */
+	uint64_t irqs;		/* vectors signalled (sio_nvme_emu_irqs()) */
 };
 
 static inline uint32_t cq_used(const struct emu_cq *cq)
