@@ -5,13 +5,14 @@
 # engines in the same run. A benchmark a user runs, not a test.
 #
 #   bench/fio/fio-sim.sh BUILD numjobs [--jobs N] [--qd N] [--time S] [--runs N]
-#                        [--jobs-off-ctrl]
+#                        [--jobs-anywhere]
 #     fio with more jobs than CPUs: per completion mode (poll, irq, adaptive)
 #     and io_uring on a tmpfs file, each job's IOPS against the jobs' mean
 #     (the largest deviation; the target is every job within 20 %) and
-#     Jain's index. --jobs-off-ctrl keeps the smartio jobs off the
-#     controller's CPU (it stands for a device, which has hardware of its
-#     own); io_uring's jobs stay free, their device work runs in them.
+#     Jain's index. The smartio jobs keep off the controller's CPU (it
+#     stands for a device, which has hardware of its own; --jobs-off-ctrl
+#     says so, and is the default); --jobs-anywhere lets them run there too.
+#     io_uring's jobs stay free: their device work runs in them.
 #   bench/fio/fio-sim.sh BUILD null [--qd N] [--time S] [--runs N] [--completions M]
 #     fio's null engine against the smartio engine, one job at the same depth
 #     and batch: IOPS per CPU-second of the fio process (user + system, from
@@ -25,7 +26,7 @@ set -u
 B=${1:?usage: fio-sim.sh BUILD numjobs|null [options]}
 WHAT=${2:?usage: fio-sim.sh BUILD numjobs|null [options]}
 shift 2
-JOBS=6 QD=8 TIME=5 RUNS=1 CPL=poll OFF_CTRL=0
+JOBS=6 QD=8 TIME=5 RUNS=1 CPL=poll OFF_CTRL=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--jobs) JOBS=$2; shift 2 ;;
@@ -34,8 +35,9 @@ while [ $# -gt 0 ]; do
 	--runs) RUNS=$2; shift 2 ;;
 	--completions) CPL=$2; shift 2 ;;
 	--jobs-off-ctrl) OFF_CTRL=1; shift ;;
+	--jobs-anywhere) OFF_CTRL=0; shift ;;
 	*) echo "fio-sim.sh: unknown option '$1' (--jobs, --qd, --time, --runs, --completions," \
-		"--jobs-off-ctrl)" >&2
+		"--jobs-off-ctrl, --jobs-anywhere)" >&2
 	   exit 2 ;;
 	esac
 done

@@ -84,8 +84,10 @@ static void usage(FILE *o)
 		"                       with -c below 6, the one-client runs and WRR alone)\n"
 		"      --irq-coalesce N,US  the fairness runs' controller holds a CQ's interrupt\n"
 		"                       for N entries or US microseconds (100..25500)\n"
-		"      --clients-off-ctrl  the fairness runs' smartio clients keep off the\n"
-		"                       emulated controller's CPU (it stands for a device)\n"
+		"      --clients-anywhere  the fairness runs' smartio clients may run on the\n"
+		"                       emulated controller's CPU too; by default they keep off\n"
+		"                       it, as it stands for a device with hardware of its own\n"
+		"                       (--clients-off-ctrl)\n"
 		"      --no-file        RAM backing only\n"
 		"  -d, --qd N           only queue depth N, one client: no client or fairness sweep\n"
 		"      --completions M  how the smartio clients of the depth and client sweeps\n"
@@ -181,7 +183,7 @@ static int write_plot(const char *out, int nqd, uint32_t qd0, int ncl, int cl0, 
 struct sweep_opts {
 	double secs;
 	bool quick, nofile, verify, fair_only;
-	bool off_ctrl;			/* --clients-off-ctrl */
+	bool off_ctrl;			/* not --clients-anywhere */
 	int maxc, one_qd, repeat;
 	int completions;		/* SIO_NVME_CPL_* of the depth and client sweeps */
 	uint32_t irq_coalesce;		/* Set Features 0x08 for the fairness runs */
@@ -201,10 +203,12 @@ int main(int argc, char **argv)
 		{ "verify", no_argument, NULL, 'V' }, { "fairness", no_argument, NULL, 'R' },
 		{ "irq-coalesce", required_argument, NULL, 'C' },
 		{ "clients-off-ctrl", no_argument, NULL, 'P' },
+		{ "clients-anywhere", no_argument, NULL, 'A' },
 		{ "completions", required_argument, NULL, 'M' },
 		BENCH_TARGET_LONGOPTS, { 0 },
 	};
-	struct sweep_opts o = { .secs = 1.0, .maxc = 32, .repeat = 1, .out = "bench-out/sweep" };
+	struct sweep_opts o = { .secs = 1.0, .maxc = 32, .repeat = 1, .out = "bench-out/sweep",
+				.off_ctrl = true };
 	int opt;
 
 	prog_init("nvme-bench-sweep", usage);
@@ -218,6 +222,7 @@ int main(int argc, char **argv)
 		case 'V': o.verify = true; break;
 		case 'R': o.fair_only = true; break;
 		case 'P': o.off_ctrl = true; break;
+		case 'A': o.off_ctrl = false; break;
 		case 'C': {
 			unsigned int n, us;
 			char end;
