@@ -9,7 +9,10 @@
  */
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <json-c/json.h>
@@ -147,6 +150,24 @@ Test(completions, adaptive_sleeps_at_once_when_completions_stopped)
 	sio_fabric_close(f);
 }
 
+/* Interrupt sockets bound in the fabric's directory (the shm backend's). */
+static int irq_sockets(void)
+{
+	const char *base = getenv("SMARTIO_RUNDIR");
+	char dir[512];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	snprintf(dir, sizeof(dir), "%s/smartio-%s", base && *base ? base : "/dev/shm", C.fabric);
+	d = opendir(dir);
+	cr_assert(d, "%s", dir);
+	while ((e = readdir(d)))
+		n += !strncmp(e->d_name, "irq-", 4);
+	closedir(d);
+	return n;
+}
+
 Test(completions, client_killed_asleep_leaves_its_successor_a_clean_vector)
 {
 	const char *emu[] = { "--backing", "ram:8M", NULL };
@@ -154,14 +175,25 @@ Test(completions, client_killed_asleep_leaves_its_successor_a_clean_vector)
 			       "--random", "--qd", "1", "--time", "30", "--completions", "irq",
 			       NULL };
 	struct json_object *o;
+	struct sio_fabric *f;
+	int before, bound;
 	pid_t pid;
 
 	cluster_up(&C, 2, 32, emu);
 	argv[2] = C.fabric;
+	before = irq_sockets();
 	pid = cluster_spawn(&C, "victim", argv);
 	usleep(1500000);	/* running, and asleep between completions */
+	bound = irq_sockets();
 	cr_assert_eq(kill(pid, SIGKILL), 0);
 	cluster_wait(pid, 10000);
+	/* reaped (by the manager, or here), its vector's socket is gone with it */
+	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
+	sio_fabric_reap(f);
+	sio_fabric_close(f);
+	cr_expect_gt(bound, before, "the victim bound no interrupt socket");
+	cr_expect_eq(irq_sockets(), before, "the dead client left %d interrupt socket(s) bound",
+		     irq_sockets() - before);
 	/* same node, same queue pair and vector once the manager reaped it */
 	o = client("successor", "irq", "1", "200");
 	cr_expect_eq(cluster_jint(o, "mismatches", -1), 0);

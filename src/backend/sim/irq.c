@@ -10,9 +10,11 @@
  * nodes have no common kernel needs its own delivery (a doorbell word).
  *
  * Which vectors a borrower bound is in its borrow slot (irq_vecs): a raise
- * sends only there. Without it each raise was a send to every borrower of
- * the device, all but one refused (no socket at that path): with 32
- * clients of one controller, 33 system calls an interrupt.
+ * sends only there, and a borrow released with vectors still bound (its
+ * process died) has their sockets unlinked. Without it each raise was a
+ * send to every borrower of the device, all but one refused (no socket at
+ * that path): with 32 clients of one controller, 33 system calls an
+ * interrupt.
  */
 #include <stdio.h>
 #include <string.h>
@@ -97,6 +99,22 @@ fail:
 void sio__sim_irq_disable(struct sio_device *dev)
 {
 	sim_irq_close(dev, dev->irq_nvec, dev->irq_fd);
+}
+
+/*
+ * A borrower that dies leaves its sockets bound; the next borrower of the
+ * slot would unlink them, but until then they are files nobody reads, and
+ * a fabric with no further borrower would keep them to its destroy. The
+ * paths are this host's: a reaper on another kernel finds none, and that
+ * kernel's next borrower of the slot unlinks them as before.
+ */
+void sio__sim_irq_borrow_gone(struct sio_fabric *f, uint32_t dev, int borrow, uint32_t vecs)
+{
+	struct sockaddr_un sa;
+
+	for (; vecs; vecs &= vecs - 1)
+		if (!irq_path(f, dev, borrow, __builtin_ctz(vecs), &sa))
+			unlink(sa.sun_path);
 }
 
 #define TAKE_BATCH	32	/* datagrams per recvmmsg */
