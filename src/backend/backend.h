@@ -389,6 +389,10 @@ int sio__fabric_backend(const struct sio_fabric_ops **out);
  *	count, or -EAGAIN. NULL when the fds are eventfds (the core reads them).
  * @irq_unmask: re-arm vector @vec once the device is serviced (a level
  *	interrupt is masked when it fires). NULL when there is nothing to do.
+ * @irq_gone: registry lock held, any process: borrow @borrow of device @id
+ *	is released with vectors @vecs still marked bound in its slot (its
+ *	process died): drop what the backend left for them on this host.
+ *	NULL when it leaves nothing.
  */
 struct sio_device_ops {
 	const char *name;
@@ -404,6 +408,7 @@ struct sio_device_ops {
 	void (*irq_disable)(struct sio_device *dev);
 	int (*irq_take)(struct sio_device *dev, int vec);
 	int (*irq_unmask)(struct sio_device *dev, int vec);
+	void (*irq_gone)(struct sio_fabric *f, uint32_t id, int borrow, uint32_t vecs);
 };
 
 extern const struct sio_device_ops sio__sim_device_ops;	/* backend/sim/device.c */

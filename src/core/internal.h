@@ -210,10 +210,6 @@ int sio__mask_bits(uint64_t mask);
 int sio__sim_irq_enable(struct sio_device *dev, unsigned int kinds, int nvec, int *fds);
 void sio__sim_irq_disable(struct sio_device *dev);
 int sio__sim_irq_take(struct sio_device *dev, int vec);
-/*
- * Lock held: borrow @borrow of device @dev ends with vectors @vecs still
- * bound (its process died asleep on them): their sockets go with it.
- */
-void sio__sim_irq_borrow_gone(struct sio_fabric *f, uint32_t dev, int borrow, uint32_t vecs);
+void sio__sim_irq_gone(struct sio_fabric *f, uint32_t id, int borrow, uint32_t vecs);
 
 #endif

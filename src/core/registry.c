@@ -99,8 +99,12 @@ void sio__reg_borrow_release(struct sio_fabric *f, int b)
 	if (!br || !br->used)
 		return;
 	dv = reg_dev_at(r, br->dev);
-	if (dv && br->irq_vecs)
-		sio__sim_irq_borrow_gone(f, dv->id, b, br->irq_vecs);
+	if (dv && br->irq_vecs) {	/* its process died with vectors bound */
+		const struct sio_device_ops *ops = sio__device_ops(dv->backend);
+
+		if (ops && ops->irq_gone)
+			ops->irq_gone(f, dv->id, b, br->irq_vecs);
+	}
 	br->irq_vecs = 0;
 	for (int bar = 0; dv && bar < SIO_MAX_BARS; bar++)	/* its restrictions end with it */
 		if (dv->restricted[bar] == b + 1) {

@@ -199,4 +199,5 @@ const struct sio_device_ops sio__sim_device_ops = {
 	.irq_enable = sio__sim_irq_enable,
 	.irq_disable = sio__sim_irq_disable,
 	.irq_take = sio__sim_irq_take,
+	.irq_gone = sio__sim_irq_gone,
 };

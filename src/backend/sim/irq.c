@@ -43,10 +43,25 @@ static uint32_t *bound_vecs(struct sio_device *dev)
 	return b ? &b->irq_vecs : NULL;
 }
 
+/*
+ * The sockets of vectors @vecs of a borrow, unlinked: at its close, and
+ * when the registry releases the borrow of a process that died with them
+ * bound (sio_device_ops.irq_gone). The paths are this host's: a reaper on
+ * another kernel finds none, and that kernel's next borrower of the slot
+ * unlinks them at its enable.
+ */
+void sio__sim_irq_gone(struct sio_fabric *f, uint32_t id, int borrow, uint32_t vecs)
+{
+	struct sockaddr_un sa;
+
+	for (; vecs; vecs &= vecs - 1)
+		if (!irq_path(f, id, borrow, __builtin_ctz(vecs), &sa))
+			unlink(sa.sun_path);
+}
+
 static void sim_irq_close(struct sio_device *dev, int nvec, int *fds)
 {
-	uint32_t *mask = bound_vecs(dev);
-	struct sockaddr_un sa;
+	uint32_t *mask = bound_vecs(dev), closed = 0;
 
 	for (int v = 0; v < nvec; v++) {
 		if (fds[v] < 0)
@@ -55,9 +70,9 @@ static void sim_irq_close(struct sio_device *dev, int nvec, int *fds)
 			__atomic_fetch_and(mask, ~(1u << v), __ATOMIC_RELEASE);
 		close(fds[v]);
 		fds[v] = -1;
-		if (!irq_path(dev->f, dev->id, dev->borrow, v, &sa))
-			unlink(sa.sun_path);
+		closed |= 1u << v;
 	}
+	sio__sim_irq_gone(dev->f, dev->id, dev->borrow, closed);
 }
 
 int sio__sim_irq_enable(struct sio_device *dev, unsigned int kinds, int nvec, int *fds)
@@ -99,22 +114,6 @@ fail:
 void sio__sim_irq_disable(struct sio_device *dev)
 {
 	sim_irq_close(dev, dev->irq_nvec, dev->irq_fd);
-}
-
-/*
- * A borrower that dies leaves its sockets bound; the next borrower of the
- * slot would unlink them, but until then they are files nobody reads, and
- * a fabric with no further borrower would keep them to its destroy. The
- * paths are this host's: a reaper on another kernel finds none, and that
- * kernel's next borrower of the slot unlinks them as before.
- */
-void sio__sim_irq_borrow_gone(struct sio_fabric *f, uint32_t dev, int borrow, uint32_t vecs)
-{
-	struct sockaddr_un sa;
-
-	for (; vecs; vecs &= vecs - 1)
-		if (!irq_path(f, dev, borrow, __builtin_ctz(vecs), &sa))
-			unlink(sa.sun_path);
 }
 
 #define TAKE_BATCH	32	/* datagrams per recvmmsg */
