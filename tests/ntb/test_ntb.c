@@ -49,14 +49,19 @@ static pid_t serve2_pid;	/* and port 2's, where a test plays that port too */
 
 static char home_name[SIO_NAME_MAX];	/* a take-over test's fabric, if one is left */
 
+static void kill_service(pid_t *pid)
+{
+	if (*pid > 0) {
+		kill(*pid, SIGKILL);
+		waitpid(*pid, NULL, 0);
+	}
+	*pid = 0;
+}
+
 static void teardown(void)
 {
-	for (pid_t *p = &serve_pid; p; p = p == &serve_pid ? &serve2_pid : NULL)
-		if (*p > 0) {
-			kill(*p, SIGKILL);
-			waitpid(*p, NULL, 0);
-			*p = 0;
-		}
+	kill_service(&serve_pid);
+	kill_service(&serve2_pid);
 	sio_fabric_destroy(name);
 	/* a failed take-over test's fabric would make the next tests' create
 	 * fail (one fabric per NTB) */

@@ -325,3 +325,10 @@ void cluster_down(struct cluster *c)
 	if (system(cmd))
 		fprintf(stderr, "could not remove %s\n", c->dir);
 }
+
+void cluster_dir(const struct cluster *c, char *buf, size_t len)
+{
+	const char *base = getenv("SMARTIO_RUNDIR");
+
+	snprintf(buf, len, "%s/smartio-%s", base && *base ? base : "/dev/shm", c->fabric);
+}

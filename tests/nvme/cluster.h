@@ -26,6 +26,8 @@ void cluster_start_mgr(struct cluster *c);
 void cluster_start_mgr_args(struct cluster *c, const char *const *mgr_args);
 void cluster_stop(pid_t *pid);
 void cluster_down(struct cluster *c);
+/* The fabric's directory (the shm backend's: $SMARTIO_RUNDIR or /dev/shm). */
+void cluster_dir(const struct cluster *c, char *buf, size_t len);
 
 /* Start a program (NULL-terminated argv; argv[0] an env var naming the
  * binary, e.g. "NVME_CLIENT"), stdout/stderr to files under c->dir. */

@@ -11,8 +11,6 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <json-c/json.h>
@@ -153,13 +151,12 @@ Test(completions, adaptive_sleeps_at_once_when_completions_stopped)
 /* Interrupt sockets bound in the fabric's directory (the shm backend's). */
 static int irq_sockets(void)
 {
-	const char *base = getenv("SMARTIO_RUNDIR");
 	char dir[512];
 	struct dirent *e;
 	DIR *d;
 	int n = 0;
 
-	snprintf(dir, sizeof(dir), "%s/smartio-%s", base && *base ? base : "/dev/shm", C.fabric);
+	cluster_dir(&C, dir, sizeof(dir));
 	d = opendir(dir);
 	cr_assert(d, "%s", dir);
 	while ((e = readdir(d)))

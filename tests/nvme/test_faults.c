@@ -177,14 +177,12 @@ static void make_backing(char *path, size_t len)
 Test(faults, fabric_files_are_private_to_their_user)
 {
 	const char *emu[] = { "--backing", "ram:8M", NULL };
-	const char *base = getenv("SMARTIO_RUNDIR");
 	struct cli c;
 	char dir[512];
 
 	cluster_up(&C, 2, 32, emu);
 	cli_open(&c, 1);	/* a client's segments and windows exist too */
-	snprintf(dir, sizeof(dir), "%s/smartio-%s", base && *base ? base : "/dev/shm",
-		 C.fabric);
+	cluster_dir(&C, dir, sizeof(dir));
 	bad_modes = nfiles = 0;
 	cr_assert_eq(nftw(dir, check_mode, 16, FTW_PHYS), 0, "cannot walk %s", dir);
 	cr_expect_eq(bad_modes, 0, "%d path(s) readable by others, e.g. %s", bad_modes,
@@ -1274,14 +1272,13 @@ Test(faults, full_run_directory_is_an_error_not_a_crash)
  * fabric's directory), cut to nothing or filled with random bytes. */
 static int damage_files(uint64_t size, bool cut)
 {
-	const char *base = getenv("SMARTIO_RUNDIR");
 	char dir[300], path[600];
 	struct dirent *e;
 	struct stat st;
 	int n = 0;
 	DIR *d;
 
-	snprintf(dir, sizeof(dir), "%s/smartio-%s", base && *base ? base : "/dev/shm", C.fabric);
+	cluster_dir(&C, dir, sizeof(dir));
 	d = opendir(dir);
 	cr_assert(d, "cannot read %s", dir);
 	while ((e = readdir(d))) {
