@@ -72,7 +72,10 @@ static __global__ void job_kernel(struct sio_gpu_queue *const *qs, int nq, struc
 
 	if (tid >= j.threads)
 		return;
-	q = qs[tid % nq];
+	/* neighbouring threads share a queue (whole warps once there are 32
+	 * threads a queue): a warp takes its tickets with one atomic, and its
+	 * polls of the queue's words coalesce */
+	q = qs[(uint64_t)tid * (uint32_t)nq / j.threads];
 	for (uint64_t i = tid; i < j.nios; i += j.threads) {
 		uint64_t slba, off, t0;
 		uint16_t status = 0;

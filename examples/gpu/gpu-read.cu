@@ -35,8 +35,10 @@ struct check {
 	unsigned long long first_bad;	// word index + 1, lowest wins
 };
 
-// Thread t reads chunks t, t + nthreads, ... through queue t % nq; with
-// @check_data it compares each chunk with the pattern as soon as it is read.
+// Thread t reads chunks t, t + nthreads, ... through queue t * nq / nthreads:
+// neighbouring threads share a queue, so a warp takes its tickets with one
+// atomic and its polls coalesce. With @check_data it compares each chunk
+// with the pattern as soon as it is read.
 static __global__ void read_kernel(struct sio_gpu_queue *const *qs, int nq, uint64_t bus,
 				   const uint64_t *data, uint64_t chunks, uint32_t chunk_blocks,
 				   uint32_t lba_size, bool check_data, uint64_t seed,
@@ -45,10 +47,11 @@ static __global__ void read_kernel(struct sio_gpu_queue *const *qs, int nq, uint
 	uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
 	uint64_t n = (uint64_t)gridDim.x * blockDim.x;
 	uint64_t words = (uint64_t)chunk_blocks * lba_size / 8;
+	struct sio_gpu_queue *q = qs[t * (uint64_t)nq / n];
 
 	for (uint64_t c = t; c < chunks; c += n) {
 		uint16_t st = 0;
-		int ret = sio_gpu_read(qs[t % nq], 1, c * chunk_blocks, chunk_blocks, lba_size,
+		int ret = sio_gpu_read(q, 1, c * chunk_blocks, chunk_blocks, lba_size,
 				       bus + c * chunk_blocks * lba_size, &st);
 
 		if (ret) {

@@ -283,8 +283,9 @@ int sio_gpu_qp_info(const struct sio_gpu_qp *qp, struct sio_gpu_qp_info *out);
  * @slba: first block (sequential) or base of the random span
  * @span: blocks that random offsets fall in (0: sequential from @slba)
  * @seed: random seed
- * @threads: GPU threads; thread t uses queue t % nq and issues one command
- *	at a time, commands t, t + threads, ...
+ * @threads: GPU threads; thread t uses queue t * nq / @threads (neighbours
+ *	share a queue, whole warps from 32 threads a queue on) and issues one
+ *	command at a time, commands t, t + threads, ...
  * @dptr: the data buffer, as kernels address it; sequential command i
  *	uses offset i * bytes per command, random ones the issuing thread's
  *	own slot, modulo @size

@@ -178,16 +178,72 @@ static __device__ __forceinline__ int sio_gpu_failed(struct sio_gpu_queue *q)
 	return (int)sio_gpu_ld((volatile uint32_t *)&q->failed);
 }
 
+/*
+ * Entries the ringer and the reaper look at per round trip. Their loads are
+ * independent and issued together, so a batch costs one memory latency (a
+ * PCIe round trip when the CQ is host memory) where one entry after the
+ * other cost one each.
+ */
+#define SIO_GPU_BATCH 8u
+
+/**
+ * sio_gpu_leader() - whether the calling thread acts for its warp's threads
+ * @q: the queue they are here with
+ *
+ * The lowest of the warp's threads here with the same queue acts for them.
+ * The others need not try a lock it will take for them, which would queue
+ * their atomics behind its work on the same word.
+ */
+static __device__ __forceinline__ bool sio_gpu_leader(const struct sio_gpu_queue *q)
+{
+#if __CUDA_ARCH__ >= 700
+	uint32_t lane, peers = __match_any_sync(__activemask(),
+					       (unsigned long long)(uintptr_t)q);
+
+	asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+	return (int)lane == __ffs(peers) - 1;
+#else
+	return true;
+#endif
+}
+
+/**
+ * sio_gpu_ready_run() - entries written and not yet rung, up to one batch
+ * @q: queue
+ * @n: the first ticket not rung
+ *
+ * Return: how many consecutive tickets from @n on have their entries
+ * written, at most SIO_GPU_BATCH.
+ */
+static __device__ __forceinline__ uint32_t sio_gpu_ready_run(struct sio_gpu_queue *q, uint32_t n)
+{
+	uint32_t r[SIO_GPU_BATCH], k, c = 0;
+	bool run = true;
+
+	/* unrolled with constant indices: the batch stays in registers */
+#pragma unroll
+	for (k = 0; k < SIO_GPU_BATCH; k++)
+		r[k] = sio_gpu_ld(&q->ready[(n + k) & (q->depth - 1)]);
+#pragma unroll
+	for (k = 0; k < SIO_GPU_BATCH; k++) {
+		run = run && r[k] == n + k + 1;
+		c += run;
+	}
+	return c;
+}
+
 /** sio_gpu_sq_ring() - ring for every consecutive written entry (batched), if no one else is */
 static __device__ __forceinline__ void sio_gpu_sq_ring(struct sio_gpu_queue *q)
 {
-	uint32_t n, start;
+	uint32_t n, k, start;
 
-	if (!sio_gpu_trylock(&q->sq_lock))
+	if (!sio_gpu_leader(q) || !sio_gpu_trylock(&q->sq_lock))
 		return;
 	start = n = sio_gpu_ld(&q->rung);
-	while (sio_gpu_ld(&q->ready[n & (q->depth - 1)]) == n + 1)
-		n++;
+	do {
+		k = sio_gpu_ready_run(q, n);
+		n += k;
+	} while (k == SIO_GPU_BATCH);
 	if (n != start) {
 		/* the entries (written by any thread) before the tail */
 		sio_nvme_wmb();
@@ -200,48 +256,102 @@ static __device__ __forceinline__ void sio_gpu_sq_ring(struct sio_gpu_queue *q)
 	sio_gpu_unlock(&q->sq_lock);
 }
 
+/**
+ * sio_gpu_cq_batch() - reap the posted completions of the next batch
+ * @q: queue, its CQ lock held
+ * @head: the CQ entry to start at
+ * @phase: the phase tag a posted entry there has
+ *
+ * Only an entry's last dword is read: its command id and status with the
+ * phase tag, in one untorn load. Completions may be posted out of order
+ * (the GPU model posts a pass's entries from parallel lanes): the batch ends
+ * at the first entry not yet posted.
+ * Return: the entries reaped, at most SIO_GPU_BATCH and q->depth.
+ */
+static __device__ __forceinline__ uint32_t sio_gpu_cq_batch(struct sio_gpu_queue *q,
+							    uint32_t head, uint32_t phase)
+{
+	uint32_t w3[SIO_GPU_BATCH], t[SIO_GPU_BATCH], d[SIO_GPU_BATCH], k, n = 0;
+	uint32_t lim = q->depth < SIO_GPU_BATCH ? q->depth : SIO_GPU_BATCH;
+	bool run = true;
+
+	/* unrolled with constant indices: the batch stays in registers */
+#pragma unroll
+	for (k = 0; k < SIO_GPU_BATCH; k++) {
+		uint32_t at = (head + k) & (q->depth - 1);
+
+		if (k < lim)
+			w3[k] = ((const volatile uint32_t *)&q->cq[at])[3];
+	}
+#pragma unroll
+	for (k = 0; k < SIO_GPU_BATCH; k++) {
+		uint32_t ph = head + k >= q->depth ? phase ^ 1u : phase;
+
+		run = run && k < lim && ((w3[k] >> 16) & 1u) == ph;
+		n += run;
+	}
+	if (!n)
+		return 0;
+	/* the phase tags before what the entries cover (the commands' data,
+	 * read by their waiters once done[] says so) */
+	sio_nvme_rmb();
+#pragma unroll
+	for (k = 0; k < SIO_GPU_BATCH; k++) {
+		uint32_t cid = w3[k] & 0xffffu;
+
+		if (k < n && cid < q->depth) {
+			t[k] = sio_gpu_ld(&q->tick[cid]);
+			d[k] = sio_gpu_ld(&q->done[cid]);
+		}
+	}
+#pragma unroll
+	for (k = 0; k < SIO_GPU_BATCH; k++) {
+		uint32_t cid = w3[k] & 0xffffu;
+
+		if (k >= n)
+			break;
+		if (cid < q->depth && d[k] != t[k] + 1) {
+			q->status[cid] = SIO_NVME_STATUS_CODE(w3[k] >> 16);
+			continue;
+		}
+		q->spurious++;
+		/* An error for no command (cid 0xffff): the controller could
+		 * not fetch an SQ entry, whose command will never complete.
+		 * Fail now rather than at the timeout. */
+		if (cid >= q->depth && SIO_NVME_STATUS_CODE(w3[k] >> 16))
+			sio_gpu_fail(q, -EFAULT);
+	}
+	/* every status before its done marker */
+	__threadfence();
+#pragma unroll
+	for (k = 0; k < SIO_GPU_BATCH; k++) {
+		uint32_t cid = w3[k] & 0xffffu;
+
+		if (k < n && cid < q->depth && d[k] != t[k] + 1)
+			*(volatile uint32_t *)&q->done[cid] = t[k] + 1;
+	}
+	return n;
+}
+
 /** sio_gpu_cq_reap() - reap every posted completion into its slot, ring the CQ head */
 static __device__ __forceinline__ void sio_gpu_cq_reap(struct sio_gpu_queue *q)
 {
-	uint32_t head, phase, n = 0;
+	uint32_t head, phase, k, n = 0;
 
-	if (!sio_gpu_trylock(&q->cq_lock))
+	if (!sio_gpu_leader(q) || !sio_gpu_trylock(&q->cq_lock))
 		return;
 	head = sio_gpu_ld(&q->cq_head);
 	phase = sio_gpu_ld(&q->cq_phase);
-	for (;;) {
-		volatile struct sio_nvme_cpl *c = &q->cq[head];
-		uint16_t st = c->status;
-		uint16_t cid;
-
-		if ((st & 1u) != phase)
-			break;
-		sio_nvme_rmb();
-		cid = c->cid;
-		if (cid < q->depth) {
-			uint32_t t = sio_gpu_ld(&q->tick[cid]);
-
-			if (sio_gpu_ld(&q->done[cid]) != t + 1) {
-				q->status[cid] = SIO_NVME_STATUS_CODE(c->status);
-				__threadfence();
-				*(volatile uint32_t *)&q->done[cid] = t + 1;
-			} else {
-				q->spurious++;
-			}
-		} else {
-			q->spurious++;
-			/* An error for no command (cid 0xffff): the controller could
-			 * not fetch an SQ entry, whose command will never complete.
-			 * Fail now rather than at the timeout. */
-			if (SIO_NVME_STATUS_CODE(c->status))
-				sio_gpu_fail(q, -EFAULT);
-		}
-		if (++head == q->depth) {
-			head = 0;
+	/* at most one ring's worth: the CQ head doorbell must not lap */
+	do {
+		k = sio_gpu_cq_batch(q, head, phase);
+		head += k;
+		if (head >= q->depth) {
+			head -= q->depth;
 			phase ^= 1u;
 		}
-		n++;
-	}
+		n += k;
+	} while (k == SIO_GPU_BATCH && n + SIO_GPU_BATCH < q->depth);
 	if (n) {
 		*(volatile uint32_t *)&q->cq_head = head;
 		*(volatile uint32_t *)&q->cq_phase = phase;
