@@ -19,6 +19,7 @@
 #include "hist.h"
 #include "prog.h"
 #include "opt.h"
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,12 +88,15 @@ static int run_model(const struct point *p, uint64_t *lat, struct sio_gpu_job_re
 		r2 = sio_gpu_ctrl_stop(c, &st);
 		ret = ret ? ret : r2;
 	}
-	if (ret)
+	if (ret) {
 		fprintf(stderr, "gpu-bench: %s\n", sio_errmsg());
-	else if (st.commands != r->ok + r->failed)
+	} else if (st.commands != r->ok + r->failed) {
+		/* a figure only if every command the engine counted ran */
 		fprintf(stderr, "gpu-bench: the model completed %llu commands, the engine "
 			"counted %llu\n", (unsigned long long)st.commands,
 			(unsigned long long)(r->ok + r->failed));
+		ret = -EIO;
+	}
 	sio_gpu_ctrl_close(c);
 	return ret;
 }
