@@ -360,7 +360,7 @@ if [ $live_ok = 1 ] && start_live "$FAB1" one SMARTIO_GPU_DMA_BATCH=0; then
 	for i in 1 2; do
 		for f in "$FAB" "$FAB1"; do
 			SMARTIO_REQUIRE_GPU=1 with_deps timeout 60 "$B/bench/gpu/gpu-bench" --fabric "$f" \
-				--ios 100000 --bs 4096 --threads 256 --queues 1,4 --depth 256 \
+				--ios 100000 --bs 4096 --threads 256,1024 --queues 1,4,8 --depth 256 \
 				--sq gpu --cq host --json "$L/batch-$f-$i.json" >"$L/batch-$f-$i.log" 2>&1 ||
 				say "      gpu-bench on $f failed (exit $?; $L/batch-$f-$i.log)"
 		done
@@ -369,7 +369,7 @@ if [ $live_ok = 1 ] && start_live "$FAB1" one SMARTIO_GPU_DMA_BATCH=0; then
 	ON=$(best "$FAB")
 	OFF=$(best "$FAB1")
 	if [ -n "$ON" ] && [ -n "$OFF" ]; then
-		result PASS emu-batch "4 KiB reads, 256 GPU threads: batched $ON commands/s, one copy per command $OFF ($(awk -v a="$ON" -v b="$OFF" 'BEGIN { printf "%.2fx", a / b }'))"
+		result PASS emu-batch "4 KiB reads, best of 256/1024 GPU threads x 1/4/8 queues: batched $ON commands/s, one copy per command $OFF ($(awk -v a="$ON" -v b="$OFF" 'BEGIN { printf "%.2fx", a / b }'))"
 	else
 		result FAIL emu-batch "no figure (see $L/batch-*.log)"
 	fi

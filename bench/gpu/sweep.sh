@@ -35,7 +35,7 @@ mkdir -p "$OUT"
 if [ $QUICK = 1 ]; then
 	IOS=20000 TH=1024 THS=256,1024 EMU_IOS=2000
 else
-	IOS=1000000 TH=32768 THS=1024,8192,32768 EMU_IOS=20000
+	IOS=1000000 TH=32768 THS=1024,8192,32768,65536 EMU_IOS=20000
 fi
 RC=0
 
@@ -55,8 +55,8 @@ bench() {	# NAME TIMEOUT ARGS...
 }
 
 echo "columns: bs threads queues depth SQ CQ commands/s MiB/s p50-us p99-us errors"
-bench null-engine 120 --ctrl null --ctrl-sms 8 --ios $IOS --bs 512,4096 \
-	--threads $THS --queues 8,64 --depth 256 --sq gpu --cq gpu
+bench null-engine 180 --ctrl null --ctrl-sms 8 --ios $IOS --bs 512,4096 \
+	--threads $THS --queues 8,32,64 --depth 256,1024 --sq gpu --cq gpu
 bench null-placement 60 --ctrl null --ctrl-sms 8 --ios $IOS --bs 4096 \
 	--threads $TH --queues 64 --depth 256 --sq gpu,host --cq gpu,host
 bench ram-engine 60 --ctrl ram --ctrl-sms 8 --ios $IOS --bs 512,4096 \
