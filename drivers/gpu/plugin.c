@@ -15,11 +15,14 @@
  * of ours left open for longer than our next DMA.
  *
  * A write the model lets land later (copy_later(), inside libsmartio's
- * sio_dma_batch_begin() .. _end()) is staged in pinned memory of ours and
- * listed; land() moves every listed write with one batched copy and waits
- * once. Each copy waited for alone costs a round trip to the GPU (about
- * 10 us on an H200 under MPS), which capped the emulator near 100,000
- * commands per second.
+ * sio_dma_batch_begin() .. _end()) is staged in pinned host memory of ours,
+ * mapped into the GPU, and listed; land() launches one kernel that moves
+ * every listed piece to its place (scatter.cu) and waits once. Each copy
+ * waited for alone costs a round trip to the GPU (about 10 us on an H200
+ * under MPS), which capped the emulator near 100,000 commands per second;
+ * one cudaMemcpyBatchAsync() per batch cost the driver a pointer query per
+ * piece. A read from the GPU goes behind the listed writes only where it
+ * could overlap them.
  */
 
 #include <errno.h>
@@ -30,6 +33,7 @@
 #include <unistd.h>
 #include <cuda_runtime_api.h>
 #include "clock.h"
+#include "scatter.h"
 #include <smartio/model.h>
 
 #define MAX_GPUS	64
@@ -41,25 +45,28 @@ struct ent {
 	uint64_t failed_gen;	/* an open of this generation failed (said once) */
 };
 
-/* Writes listed by copy_later(), on one GPU, staged in pinned memory. */
+/*
+ * Writes listed by copy_later(), on one GPU: their data in the stage, the
+ * list after it, both pinned host memory mapped into the GPU.
+ */
 #define LATER_MAX	1024
 #define STAGE_BYTES	(8u << 20)
 
 struct later {
 	int gpu;			/* of the listed writes; -1: none */
-	size_t n;			/* listed, not yet issued */
+	uint32_t n;			/* listed, not yet issued */
 	size_t used;			/* of the stage, until the writes landed */
-	void *dst[LATER_MAX];
-	const void *src[LATER_MAX];
-	size_t len[LATER_MAX];
-	uint8_t *stage;
+	uintptr_t lo, hi;		/* where the listed writes go, at most */
+	uint8_t *stage;			/* STAGE_BYTES, then LATER_MAX pieces */
+	struct gpudma_piece *piece;
+	void *stage_dev, *piece_dev;	/* both as the GPU addresses them */
 	bool no_stage;			/* pinned memory refused: copy at once */
-	bool no_batch;			/* cudaMemcpyBatchAsync refused: one by one */
+	bool no_kernel;			/* the scatter kernel refused: one by one */
 	bool failed;			/* issued with a copy that failed */
 };
 
 static struct ent cache[SIO_GPU_SEG_SLOTS];
-static struct later later = { .gpu = -1 };
+static struct later later = { .gpu = -1, .lo = UINTPTR_MAX };
 static int nopen;
 static cudaStream_t streams[MAX_GPUS];
 static int ndev = -1;
@@ -87,30 +94,25 @@ static cudaError_t later_issue(cudaStream_t st)
 
 	if (!later.n)
 		return cudaSuccess;
-#if CUDART_VERSION >= 13000
-	if (!later.no_batch) {
-		struct cudaMemcpyAttributes a = {
-			.srcAccessOrder = cudaMemcpySrcAccessOrderStream,
-		};
-		size_t ai = 0;
-
-		ce = cudaMemcpyBatchAsync(later.dst, later.src, later.len, later.n, &a, &ai, 1,
-					  st);
+	if (!later.no_kernel) {
+		ce = sio__gpudma_scatter(later.piece_dev, later.n, later.stage_dev, st);
 		if (ce != cudaSuccess) {
-			fprintf(stderr, "smartio-gpudma: batched copies refused (%s); copying "
-				"one by one\n", cudaGetErrorString(ce));
-			later.no_batch = true;
+			fprintf(stderr, "smartio-gpudma: the scatter kernel cannot run (%s); "
+				"copying piece by piece\n", cudaGetErrorString(ce));
+			later.no_kernel = true;
 			cudaGetLastError();
 		}
 	}
-#endif
 	if (ce != cudaSuccess) {
 		ce = cudaSuccess;
-		for (size_t i = 0; i < later.n && ce == cudaSuccess; i++)
-			ce = cudaMemcpyAsync(later.dst[i], later.src[i], later.len[i],
+		for (uint32_t i = 0; i < later.n && ce == cudaSuccess; i++)
+			ce = cudaMemcpyAsync((void *)(uintptr_t)later.piece[i].dst,
+					     later.stage + later.piece[i].off, later.piece[i].len,
 					     cudaMemcpyHostToDevice, st);
 	}
 	later.n = 0;
+	later.lo = UINTPTR_MAX;
+	later.hi = 0;
 	return ce;
 }
 
@@ -232,6 +234,7 @@ static int copy_locked(const struct sio_gpu_seg *s, uint64_t off, void *buf, siz
 	uint64_t t0;
 	cudaStream_t st;
 	cudaError_t ce;
+	bool issue;
 	void *p;
 	int ret;
 
@@ -259,8 +262,11 @@ static int copy_locked(const struct sio_gpu_seg *s, uint64_t off, void *buf, siz
 		ret = stream_of(s->gpu, &st);
 	if (ret)
 		return ret;
-	t0 = later.n ? 0 : sio__now_ns();	/* timed alone only (slow_copy) */
-	ce = later_issue(st);
+	/* the listed writes first, if this copy could meet them (stream order) */
+	issue = later.n && (to_gpu || ((uintptr_t)p + off < later.hi &&
+				       later.lo < (uintptr_t)p + off + len));
+	t0 = issue ? 0 : sio__now_ns();	/* timed alone only (slow_copy) */
+	ce = issue ? later_issue(st) : cudaSuccess;
 	if (ce == cudaSuccess)
 		ce = to_gpu ? cudaMemcpyAsync((char *)p + off, buf, len, cudaMemcpyHostToDevice, st)
 			    : cudaMemcpyAsync(buf, (char *)p + off, len, cudaMemcpyDeviceToHost,
@@ -269,11 +275,12 @@ static int copy_locked(const struct sio_gpu_seg *s, uint64_t off, void *buf, siz
 	 * wait, or a completion posted next could overtake it. */
 	if (ce == cudaSuccess)
 		ce = cudaStreamSynchronize(st);
-	/* what was listed landed with it, or failed with it */
-	if (ce != cudaSuccess && later.gpu >= 0)
-		later.failed = true;
-	later.gpu = -1;
-	later.used = 0;
+	/* what was issued landed with it, or failed with it */
+	if (issue) {
+		later.failed |= ce != cudaSuccess;
+		later.gpu = -1;
+		later.used = 0;
+	}
 	if (ce != cudaSuccess) {
 		fprintf(stderr, "smartio-gpudma: copy %s GPU segment %u failed: %s\n",
 			to_gpu ? "to" : "from", s->id, cudaGetErrorString(ce));
@@ -284,19 +291,36 @@ static int copy_locked(const struct sio_gpu_seg *s, uint64_t off, void *buf, siz
 	return 0;
 }
 
+/* The stage and its list, made once: pinned, mapped into every GPU. */
+static bool stage_ready(void)
+{
+	size_t len = STAGE_BYTES + LATER_MAX * sizeof(struct gpudma_piece);
+
+	if (later.stage || later.no_stage)
+		return later.stage != NULL;
+	if (cudaHostAlloc((void **)&later.stage, len,
+			  cudaHostAllocPortable | cudaHostAllocMapped) != cudaSuccess ||
+	    cudaHostGetDevicePointer(&later.stage_dev, later.stage, 0) != cudaSuccess) {
+		cudaGetLastError();
+		if (later.stage)
+			cudaFreeHost(later.stage);
+		later.stage = NULL;
+		later.no_stage = true;
+		return false;
+	}
+	later.piece = (struct gpudma_piece *)(later.stage + STAGE_BYTES);
+	later.piece_dev = (uint8_t *)later.stage_dev + STAGE_BYTES;
+	return true;
+}
+
 /* List a write into the GPU, its source staged; or copy it now. */
 static int later_locked(const struct sio_gpu_seg *s, uint64_t off, const void *buf, size_t len)
 {
+	uintptr_t dst;
 	int ret;
 	void *p;
 
-	if (!later.stage && !later.no_stage &&
-	    cudaHostAlloc((void **)&later.stage, STAGE_BYTES, cudaHostAllocPortable) != cudaSuccess) {
-		cudaGetLastError();
-		later.stage = NULL;
-		later.no_stage = true;
-	}
-	if (!later.stage || len > STAGE_BYTES / 4)
+	if (later.no_stage || len > STAGE_BYTES / 4)
 		return copy_locked(s, off, (void *)buf, len, true);
 	if ((later.gpu >= 0 && later.gpu != s->gpu) || later.n == LATER_MAX ||
 	    later.used + len > STAGE_BYTES) {
@@ -308,16 +332,18 @@ static int later_locked(const struct sio_gpu_seg *s, uint64_t off, const void *b
 		count_gpus();
 	if (s->gpu >= ndev || s->gpu >= MAX_GPUS)
 		return -ENODEV;
-	if (cudaSetDevice(s->gpu) != cudaSuccess)
+	if (cudaSetDevice(s->gpu) != cudaSuccess || !stage_ready())
 		return copy_locked(s, off, (void *)buf, len, true);	/* says why */
 	ret = lookup(s, &p);
 	if (ret)
 		return ret;
+	dst = (uintptr_t)p + off;
 	memcpy(later.stage + later.used, buf, len);
-	later.dst[later.n] = (char *)p + off;
-	later.src[later.n] = later.stage + later.used;
-	later.len[later.n++] = len;
+	later.piece[later.n++] = (struct gpudma_piece){ .dst = dst, .off = (uint32_t)later.used,
+							.len = (uint32_t)len };
 	later.used += (len + 63) & ~(size_t)63;
+	later.lo = dst < later.lo ? dst : later.lo;
+	later.hi = dst + len > later.hi ? dst + len : later.hi;
 	later.gpu = s->gpu;
 	return 0;
 }
