@@ -170,7 +170,7 @@ static void pass_turn(_Atomic uint32_t *tk, uint16_t from)
 
 struct waiter {
 	uint16_t ticket;
-	uint64_t start, limit;
+	uint64_t start, limit;	/* limit: 0 until a wait needs it (limit_of()) */
 	uint32_t holder;	/* last seen on the word, since ... */
 	uint64_t holder_ns;
 	uint16_t serving;	/* last seen served, since ... */
@@ -178,6 +178,18 @@ struct waiter {
 	uint32_t turns;		/* tickets served while we waited */
 	bool asked;		/* whether the holder is a stranger was asked */
 };
+
+/*
+ * The wait's bound, read from the environment once a wait needs it: a lock
+ * taken at once reads nothing (getenv() on every lock was 5 % of nvme-emu's
+ * CPU on its GPU path).
+ */
+static uint64_t limit_of(struct waiter *w)
+{
+	if (!w->limit)
+		w->limit = timeout_ns();
+	return w->limit;
+}
 
 /*
  * Our turn: take the word from a holder that is gone, or a stranger, or
@@ -209,7 +221,7 @@ static int take_word(struct sio_fabric *f, struct waiter *w, bool *holder_died, 
 	*holder_died = holder != 0 && holder != me;
 	return 1;
 held:
-	if (now - w->holder_ns < w->limit)
+	if (now - w->holder_ns < limit_of(w))
 		return 0;
 	describe(f, holder, who, sizeof(who));
 	return sio__err(ETIMEDOUT, "fabric '%s': its registry lock has been held for over %.1f s by %s",
@@ -230,11 +242,11 @@ static int queue_moves(struct sio_fabric *f, struct waiter *w, uint32_t tk, uint
 	}
 	/* a turn nobody takes: its waiter died, or went */
 	if ((!holder || !tid_alive(holder)) &&
-	    now - w->serving_ns > (TURN_SKIP_NS < w->limit / 4 ? TURN_SKIP_NS : w->limit / 4)) {
+	    now - w->serving_ns > (TURN_SKIP_NS < limit_of(w) / 4 ? TURN_SKIP_NS : w->limit / 4)) {
 		pass_turn(&f->reg->lock.tickets, s);
 		return 0;
 	}
-	if (now - w->serving_ns < w->limit)
+	if (now - w->serving_ns < limit_of(w))
 		return 0;
 	if (holder && tid_alive(holder)) {
 		char who[192];
@@ -259,7 +271,6 @@ int sio__shm_lock(struct sio_fabric *f, bool *holder_died)
 	*holder_died = false;
 	w.ticket = take_ticket(tk);
 	w.start = w.holder_ns = w.serving_ns = sio__now_ns();
-	w.limit = timeout_ns();
 	w.serving = t_serving(atomic_load(tk));
 	for (;;) {
 		t = atomic_load(tk);
