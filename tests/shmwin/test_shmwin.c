@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include "internal.h"
 #include "fixture.h"
@@ -304,6 +305,22 @@ Test(shmwin, events_reach_a_process_of_another_kernel, .init = setup, .fini = te
 	cr_assert_eq(ev[0].node, 2);
 	sio_fabric_close(g);
 	sio_fabric_close(f);
+}
+
+/* A destroyed fabric leaves none of this host's files behind (its wake page). */
+Test(shmwin, a_destroyed_fabric_leaves_no_host_files, .init = setup, .fini = teardown)
+{
+	const char *rd = getenv("SMARTIO_RUNDIR");
+	struct sio_fabric *f;
+	char dir[512];
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s/smartio-shmwin-%s", rd && *rd ? rd : "/dev/shm", name);
+	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(stat(dir, &st), 0, "%s: this host's files, made on joining", dir);
+	sio_fabric_close(f);
+	cr_assert_eq(sio_fabric_destroy(name), 0, "%s", sio_errmsg());
+	cr_assert_neq(stat(dir, &st), 0, "%s outlived its fabric", dir);
 }
 
 Test(shmwin, the_window_has_limits_and_one_fabric, .init = setup, .fini = teardown)

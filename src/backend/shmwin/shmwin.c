@@ -313,6 +313,7 @@ static int sio__shmwin_destroy(const char *name)
 		}
 		atomic_thread_fence(memory_order_release);
 		__atomic_store_n(&h->magic, 0, __ATOMIC_RELEASE);
+		sio__wf_host_forget(s, name);
 	}
 	win_drop(s);
 	return ret;

@@ -6,6 +6,7 @@
  * against the reader's own clock, since the kernels' clocks cannot be
  * compared.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -296,6 +297,29 @@ bool sio__wf_host_knew(const struct wf_fabric *s, const char *name)
 	host_dir(s, name, path, PATH_MAX);
 	strcat(path, "/wake");
 	return !stat(path, &st);
+}
+
+/*
+ * Each host's directory outlived its fabric: a window fabric made and
+ * destroyed a thousand times left a thousand in /dev/shm. Processes that
+ * still map the wake page keep their mapping; the directory is ours
+ * (0700), and unlinkat() follows no link.
+ */
+void sio__wf_host_forget(const struct wf_fabric *s, const char *name)
+{
+	char dir[PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+
+	host_dir(s, name, dir, sizeof(dir));
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			unlinkat(dirfd(d), e->d_name, 0);
+	closedir(d);
+	rmdir(dir);
 }
 
 void sio__wf_proc_init(struct sio_fabric *f, struct reg_proc *p)

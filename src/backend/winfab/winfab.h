@@ -346,6 +346,8 @@ void sio__wf_beat_del(struct wf_fabric *s);
 int sio__wf_host_path(struct sio_fabric *f, const char *leaf, char *buf, size_t len);
 /* Has a process of this host been in fabric @name (its wake page is here)? */
 bool sio__wf_host_knew(const struct wf_fabric *s, const char *name);
+/* Fabric @name destroyed: this host's files of it (wake page, sockets) go. */
+void sio__wf_host_forget(const struct wf_fabric *s, const char *name);
 bool sio__wf_removed(struct sio_fabric *f);
 void sio__wf_proc_init(struct sio_fabric *f, struct reg_proc *p);
 bool sio__wf_proc_alive(struct sio_fabric *f, const struct reg_proc *p);
