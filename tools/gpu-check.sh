@@ -131,13 +131,26 @@ mps_quit() {
 	fi
 	MPS_DIR=
 }
+# A daemon named by the environment (or at the default place) that answers;
+# without the control program there is no asking, and it is believed.
+mps_answers() {
+	command -v nvidia-cuda-mps-control >/dev/null 2>&1 || return 0
+	echo get_server_list | timeout 5 nvidia-cuda-mps-control >/dev/null 2>&1
+}
+MPS_NAMED=
 if [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] || [ -e /tmp/nvidia-mps/control ]; then
-	result PASS mps "a daemon serves already (${CUDA_MPS_PIPE_DIRECTORY:-/tmp/nvidia-mps})"
+	MPS_NAMED=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/nvidia-mps}
+fi
+if [ -n "$MPS_NAMED" ] && mps_answers; then
+	result PASS mps "a daemon serves already ($MPS_NAMED)"
 elif ! command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
 	result WARN mps "nvidia-cuda-mps-control not found: the GPU is time-sliced between the GPU programs and nvme-emu (about 1 ms per copy)"
 else
 	MPS_DIR=$(mktemp -d /tmp/smartio-mps-XXXXXX)
 	export CUDA_MPS_PIPE_DIRECTORY=$MPS_DIR CUDA_MPS_LOG_DIRECTORY=$MPS_DIR
+	# a daemon named but gone (a stale CUDA_MPS_PIPE_DIRECTORY) would leave
+	# every step time-sliced: QD1 near 2.4 ms, step 6 past its timeout
+	[ -n "$MPS_NAMED" ] && result WARN mps "no MPS daemon answers at $MPS_NAMED (a stale CUDA_MPS_PIPE_DIRECTORY?): starting one of our own"
 	if nvidia-cuda-mps-control -d </dev/null >"$L/mps.log" 2>&1; then
 		trap mps_quit EXIT
 		result PASS mps "a daemon of our own ($MPS_DIR), quit at the end"
