@@ -65,9 +65,6 @@ static inline void req_put(struct sio_nvme_ioq *q, uint32_t ridx)
 	q->req_stack[q->nreq_free++] = (uint16_t)ridx;
 }
 
-
-/* A request above the transfer limit (MDTS): several commands, counted
- * first so that the request goes in whole or not at all. */
 /* The SQ doorbell after a submission, unless the caller batches them
  * (sio_nvme_ioq_hold()): then sio_nvme_ioq_ring() or the next poll rings. */
 static inline void ring(struct sio_nvme_ioq *q, struct qpair *p)
@@ -76,6 +73,8 @@ static inline void ring(struct sio_nvme_ioq *q, struct qpair *p)
 		sio_nvme_sq_ring(&p->q);
 }
 
+/* A request above the transfer limit (MDTS): several commands, counted
+ * first so that the request goes in whole or not at all. */
 static int submit_split(struct sio_nvme_ioq *q, const struct cmdrec *r, uint32_t lba_size,
 			sio_nvme_io_cb cb, void *arg)
 {
