@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1189,6 +1190,50 @@ Test(adapters, each_ntb_is_an_adapter_with_its_own_links, .fini = teardown)
 }
 
 /*
+ * A process of port @port joining fabric @home, in a child: its error in
+ * @msg ("" once it joined), within @ms. Return: its errno, 0 joined, -1
+ * no answer in time.
+ */
+static int join_from(const char *home, int port, char *msg, size_t len, int ms)
+{
+	int pfd[2], st, err = -1;
+	ssize_t n;
+	pid_t pid;
+
+	cr_assert_eq(pipe(pfd), 0);
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		struct sio_fabric *g;
+		int e = sio_fabric_open(home, port, &g);
+		char out[sizeof(int) + 512] = { 0 };
+
+		memcpy(out, &(int){ -e }, sizeof(int));
+		if (e)
+			snprintf(out + sizeof(int), sizeof(out) - sizeof(int), "%s", sio_errmsg());
+		else
+			sio_fabric_close(g);
+		_exit(write(pfd[1], out, sizeof(out)) == sizeof(out) ? 0 : 1);
+	}
+	close(pfd[1]);
+	msg[0] = 0;
+	if (poll(&(struct pollfd){ .fd = pfd[0], .events = POLLIN }, 1, ms) == 1) {
+		char in[sizeof(int) + 512];
+
+		n = read(pfd[0], in, sizeof(in));
+		if (n == (ssize_t)sizeof(in)) {
+			memcpy(&err, in, sizeof(int));
+			snprintf(msg, len, "%s", in + sizeof(int));
+		}
+	}
+	close(pfd[0]);
+	if (err < 0)
+		kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return err;
+}
+
+/*
  * The standby (port 2) loses its link with the home (port 3) on NTB 0
  * while NTB 1 still has it: the home is alive, so the standby must not take
  * over once the hold is over (two homes), and its service says why. Both
@@ -1198,9 +1243,11 @@ Test(adapters, each_ntb_is_an_adapter_with_its_own_links, .fini = teardown)
 Test(adapters, a_home_reached_through_another_ntb_is_not_taken_over, .fini = teardown)
 {
 	char log3[PATH_MAX], log2[PATH_MAX], b[PATH_MAX], dev[2 * PATH_MAX], home[SIO_NAME_MAX];
+	char msg[512];
 	struct sio_fabric *f;
 	struct sio_segment *s;
 	bool held, took;
+	int err;
 
 	served = getenv("SIO_NTB_SERVED") ? atoi(getenv("SIO_NTB_SERVED")) : 4;
 	if (served != 2)
@@ -1223,9 +1270,15 @@ Test(adapters, a_home_reached_through_another_ntb_is_not_taken_over, .fini = tea
 	held = log_says(log2, "adapter 1 (fake NTB", 20000) &&
 	       log_says(log2, "the home is alive, so this node does not take over", 100);
 	took = log_says(log2, "is the fabric's home from now on", 1000);
+	/* a process of port 2 cannot reach the state meanwhile: it is told why
+	 * at once (its service sees NTB 1, it does not), not after the hold */
+	err = held && !took ? join_from(home, 2, msg, sizeof(msg), 3000) : 0;
 	fake_link(2, 1);
 	cr_assert(!took, "port 2 took over from a home that NTB 1 still reaches");
 	cr_assert(held, "port 2's service did not say why it held back");
+	cr_assert_eq(err, EHOSTUNREACH, "a process of port 2 was told (%d): %s", err, msg);
+	cr_assert(strstr(msg, "adapter 1") && strstr(msg, "the home is alive"),
+		  "a process of port 2 was told: %s", msg);
 	/* the home stayed where it was: a process finds it there */
 	cr_assert_eq(sio_fabric_open(home, 0, &f), 0, "%s", sio_errmsg());
 	cr_assert_eq(src_of(wf_of(f))->boot.port, 3, "the home moved");

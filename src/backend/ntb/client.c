@@ -117,9 +117,12 @@ static int service_ask(const char *spec, int fake_port, const struct ntb_req *re
  * Where the NTB has message registers and no scratchpads, a process holds
  * the words its node service had heard when it joined (a copy); a peer's
  * words missing then (its link came back a moment before, and they are on
- * their way) come from here while the process waits for them.
+ * their way) come from here while the process waits for them. The answer
+ * carries the service's note too: a process cannot see the node's other
+ * NTBs, and the service can (why no take-over comes).
  */
-int sio__ntb_node_board(const char *spec, int fake_port, struct ntb_board *out)
+int sio__ntb_node_board(const char *spec, int fake_port, struct ntb_board *out, char *note,
+			size_t len)
 {
 	struct ntb_req req = { .magic = NTB_PROTO_MAGIC, .op = NTB_OP_BOARD };
 	struct ntb_service *sv = sio__ntb_service_here();
@@ -132,6 +135,7 @@ int sio__ntb_node_board(const char *spec, int fake_port, struct ntb_board *out)
 		if (!sio__ntb_service_dev(sv, &node))
 			return -ENODEV;
 		*out = node.board;
+		sio__ntb_service_note(sv, note, len);
 		return 0;
 	}
 	ret = service_ask(spec, fake_port, &req, &rep, &fd, path, sizeof(path));
@@ -140,6 +144,8 @@ int sio__ntb_node_board(const char *spec, int fake_port, struct ntb_board *out)
 	if (ret || rep.err)
 		return ret ? ret : -rep.err;
 	*out = rep.node.board;
+	rep.msg[sizeof(rep.msg) - 1] = 0;
+	snprintf(note, len, "%s", rep.msg);
 	return 0;
 }
 

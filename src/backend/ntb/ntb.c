@@ -504,9 +504,27 @@ static void sio__ntb_proc_init(struct sio_fabric *f, struct reg_proc *p)
  * detection and the claim, instead of calling a live fabric absent. A name
  * this host never saw is refused at once. The same wait covers a peer whose
  * words by message have not come yet (a link back a moment ago): the node
- * service's board is asked for again at each tick.
+ * service's board is asked for again at each tick. The service's answer
+ * also says when no take-over will come because another NTB of this node
+ * still reaches the home: the joiner is told so at once.
  */
 #define HOME_WAIT_MARGIN_NS	5000000000ull
+
+/* Ask the node service for its board (by message) and its note: 0, or the
+ * error naming why no take-over comes. */
+static int service_says(struct sio_fabric *f, struct ntbsrc *n)
+{
+	struct ntb_board bd;
+	char note[256];
+
+	if (sio__ntb_node_board(getenv("SMARTIO_NTB_DEV"), n->node.fake_port, &bd, note,
+				sizeof(note)))
+		return 0;	/* no answer: the wait's bound still holds */
+	if (n->node.board.by_msg)
+		n->node.board = bd;
+	return note[0] ? sio__err(EHOSTUNREACH, "ntb: %s: this node's service says: %s", f->name,
+				  note) : 0;
+}
 
 static int state_find_waiting(struct sio_fabric *f, struct wf_fabric *s)
 {
@@ -515,6 +533,9 @@ static int state_find_waiting(struct sio_fabric *f, struct wf_fabric *s)
 	int ret;
 
 	while ((ret = state_find(f, s)) == -ENOENT && n->boot.unheard) {
+		struct timespec ts = { 0, NTB_TICK_MS * 1000000L };
+		int said;
+
 		if (!end) {
 			if (!sio__wf_host_knew(s, f->name))
 				break;
@@ -524,11 +545,11 @@ static int state_find_waiting(struct sio_fabric *f, struct wf_fabric *s)
 		} else if (sio__now_ns() > end) {
 			break;
 		}
-		struct timespec ts = { 0, NTB_TICK_MS * 1000000L };
+		/* (after the checks that end the wait with state_find()'s error:
+		 * a service that does not answer sets an error of its own) */
+		if ((said = service_says(f, n)))
+			return said;
 		nanosleep(&ts, NULL);
-		if (n->node.board.by_msg)
-			sio__ntb_node_board(getenv("SMARTIO_NTB_DEV"), n->node.fake_port,
-					    &n->node.board);
 	}
 	return ret;
 }

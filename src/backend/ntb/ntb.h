@@ -150,6 +150,8 @@ struct ntb_node {
 struct ntb_service;
 struct ntb_service *sio__ntb_service_here(void);
 struct ntbdev *sio__ntb_service_dev(struct ntb_service *sv, struct ntb_node *node);
+/* Why it holds back from taking over a home that is alive, or "" (@len > 0). */
+void sio__ntb_service_note(const struct ntb_service *sv, char *msg, size_t len);
 
 /* client.c: reach this kernel's node service: its device and node */
 int sio__ntb_node_connect(const char *spec, int fake_port, uint32_t op, const char *name,
@@ -158,8 +160,10 @@ int sio__ntb_node_connect(const char *spec, int fake_port, uint32_t op, const ch
 #define NTB_OP_CREATE	2
 #define NTB_OP_POKE	3	/* no answer: look at the fabric's requests now */
 #define NTB_OP_BOARD	4	/* the node as now (its board), and no NTB file */
-/* The words this kernel's node service has heard by message, as now (board.c). */
-int sio__ntb_node_board(const char *spec, int fake_port, struct ntb_board *out);
+/* The words this kernel's node service has heard by message, as now (board.c),
+ * and in @note (@len > 0) why it holds back from a take-over, or "". */
+int sio__ntb_node_board(const char *spec, int fake_port, struct ntb_board *out, char *note,
+			size_t len);
 /* Wake this kernel's node service (best effort): a request in the fabric's state waits for it. */
 void sio__ntb_node_poke(int fake_port);
 

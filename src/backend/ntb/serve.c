@@ -77,6 +77,7 @@ struct ntb_service {
 	bool standby_ok;		/* $SMARTIO_NTB_STANDBY: this node may be the standby home */
 	uint64_t takeover_ns;		/* $SMARTIO_NTB_TAKEOVER_MS */
 	uint64_t home_down_ns;		/* when the home's link was first seen down (0: up) */
+	uint64_t held_ns;		/* when it last held back from a take-over (0: never) */
 	struct ntb_adapters ad;		/* this node's NTB per adapter (adapters.c) */
 	bool ad_said;			/* told how they match the fabric's adapters */
 };
@@ -94,6 +95,22 @@ struct ntbdev *sio__ntb_service_dev(struct ntb_service *sv, struct ntb_node *nod
 		return NULL;
 	*node = sv->node;
 	return sv->dev;
+}
+
+/*
+ * Why this node's processes cannot reach the state and no take-over will
+ * come (the home is alive through another NTB), or "": what the service
+ * logged, for a process waiting in the hold (ntb.c). Held back within the
+ * last three ticks, since the check runs at every tick while it holds.
+ */
+void sio__ntb_service_note(const struct ntb_service *sv, char *msg, size_t len)
+{
+	uint64_t now = sio__now_ns();
+
+	if (sv->held_ns && now - sv->held_ns < 3ull * NTB_TICK_MS * 1000000)
+		snprintf(msg, len, "%s", sv->lost);
+	else if (len)
+		msg[0] = 0;
 }
 
 static void say(struct ntb_service *sv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -586,6 +603,7 @@ static bool home_reached_elsewhere(struct ntb_service *sv)
 		return false;
 	snprintf(msg, sizeof(msg), "fabric '%s': no link with its home, port %d, through %s, but adapter %d (%s) has one: the home is alive, so this node does not take over; its state is out of reach here until the link of adapter 0 is back",
 		 sv->f->name, sv->joined.port, sv->dev->what, a, sv->ad.dev[a]->what);
+	sv->held_ns = sio__now_ns();
 	if (strcmp(sv->lost, msg)) {
 		snprintf(sv->lost, sizeof(sv->lost), "%s", msg);
 		say(sv, "%s, %.3f s (CLOCK_MONOTONIC)\n", msg, (double)sio__now_ns() / 1e9);
@@ -735,7 +753,9 @@ static void answer(struct ntb_service *sv, int sk)
 	if (ret) {
 		rep.err = -ret;
 		snprintf(rep.msg, sizeof(rep.msg), "%s", sio_errmsg());
-	} else if (req.op != NTB_OP_BOARD) {
+	} else if (req.op == NTB_OP_BOARD) {
+		sio__ntb_service_note(sv, rep.msg, sizeof(rep.msg));
+	} else {
 		mh.msg_control = cbuf;
 		mh.msg_controllen = sizeof(cbuf);
 		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
