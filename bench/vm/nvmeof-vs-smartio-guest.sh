@@ -24,7 +24,8 @@ RUN_LIMIT=$((RT * 3 + 120))
 cd /tmp || exit 1
 
 # cpu NAME WHEN: this guest's CPU so far: all CPUs' busy time and of it
-# irq + softirq, in ticks (USER_HZ) from /proc/stat; then per group of
+# irq + softirq, in ticks (USER_HZ) from /proc/stat (and, last, all its
+# ticks, idle too: the time the sample spans); then per group of
 # processes, in ns of run time from each thread's schedstat (a tick is
 # 10 ms, more than a few hundred I/Os of a kworker take; the threads alive
 # now: a group's figure moves only with threads that live across a run):
@@ -32,25 +33,54 @@ cd /tmp || exit 1
 # ntb_hw_ivshmem's doorbell work), ksoftirqd, the lender with its relay
 # (nvme-lend), nvme-manager, the node service (smartio ntb serve), and
 # ntb_hw_ivshmem's forwarding threads (ivntb_fwd/N: the window onto BAR0,
-# emulated; NTB hardware forwards those stores itself)
+# emulated; NTB hardware forwards those stores itself), and every thread
+# together (ticks miss a thread that runs in bursts shorter than a tick
+# between idle periods: a guest's /proc/stat then counts less time than
+# passed); then the uptime, in hundredths of a second. The walk through
+# /proc takes a TCG guest a few hundred ms of CPU: /proc/stat is read after
+# it at the begin and before it at the end, so no run counts it.
 cpu() {
+	[ "$2" = end ] && stat_now
+	groups_now
+	[ "$2" = begin ] && stat_now
+	echo "SIO-BENCH-CPU $1 $2 $G $b $t $all $up"
+}
+stat_now() {
 	b=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $7 + $8 }' /proc/stat)
+	all=$(awk '/^cpu / { print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
+	up=$(awk '{ printf "%d", $1 * 100 }' /proc/uptime)
+}
+groups_now() {
 	t=$(for p in /proc/[0-9]*; do
 		read -r c <"$p/comm" || continue
 		for s in "$p"/task/*/schedstat; do read -r ns _ <"$s" && echo "$ns $c"; done
 	done 2>/dev/null | awk '{
+		g["threads"] += $1
 		if ($2 ~ /^kworker/) g["kworker"] += $1
 		else if ($2 ~ /^ksoftirqd/) g["ksoftirqd"] += $1
 		else if ($2 == "nvme-lend") g["lend"] += $1
 		else if ($2 == "nvme-manager") g["manager"] += $1
 		else if ($2 == "smartio") g["serve"] += $1
 		else if ($2 ~ /^ivntb_fwd/) g["emul"] += $1
-	} END { printf "%.0f %.0f %.0f %.0f %.0f %.0f", g["kworker"], g["ksoftirqd"], g["lend"],
-		g["manager"], g["serve"], g["emul"] }')
-	echo "SIO-BENCH-CPU $1 $2 $G $b $t"
+	} END { printf "%.0f %.0f %.0f %.0f %.0f %.0f %.0f", g["kworker"], g["ksoftirqd"], g["lend"],
+		g["manager"], g["serve"], g["emul"], g["threads"] }')
+}
+# idle NAME: a run with no I/O, RT seconds, every guest at it: each guest's
+# floor in the state the next runs are in (connected, or lent), which the
+# analysis takes from their CPU per I/O: an idle TCG guest's timer ticks,
+# the manager's rounds and the node service's beats are there whatever
+# the I/O, and at a few hundred I/Os a second they are most of a figure
+idle() {
+	phase "$1"
+	cpu "$1" begin
+	sleep "$RT"
+	cpu "$1" end
+	phase "$1-end"
 }
 # measure NAME CMD...: a measured run, every guest at it; guest 1 runs CMD,
-# which writes its JSON to /tmp/NAME.json
+# which writes its JSON to /tmp/NAME.json. Every guest's samples span guest
+# 1's run: the others wait for it before their end sample (without the
+# wait, theirs spanned their own sampling alone).
 measure() {
 	name=$1; shift
 	phase "$name"
@@ -58,6 +88,7 @@ measure() {
 	if [ "$G" = 1 ]; then
 		"$@" >/tmp/"$name".log 2>&1 && [ -s /tmp/"$name".json ] && rc=0 || rc=$?
 	fi
+	phase "$name-ran"
 	cpu "$name" end
 	phase "$name-end"
 	[ "$G" = 1 ] || return 0
@@ -86,6 +117,7 @@ fio_runs() {
 oft() {
 	[ "$G" = 1 ] && { nvmeof_connect "$1" || no "connect-$1" "over $1"; }
 	phase "connected-$1-$2"
+	idle "idle-nvme-$1-r$2"
 	fio_runs "nvme-$1-r$2" --filename="${BLK:-/dev/null}" --ioengine=io_uring --direct=1
 	[ "$G" = 1 ] && nvmeof_disconnect
 	phase "disconnected-$1-$2"
@@ -122,6 +154,7 @@ while [ $round -le "$ROUNDS" ]; do
 			no "doorbells-r$round" "the lender did not take the path asked for (WINDOW=$WINDOW)"
 	fi
 	phase "lent-$round"
+	idle "idle-smartio-r$round"
 	client_runs $round
 	fio_runs "smartio-fio-r$round" --ioengine=external:/prog/fio-smartio.so
 	# the engine spinning for every completion, beside its default (hybrid)

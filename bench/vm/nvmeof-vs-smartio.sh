@@ -19,7 +19,9 @@
 # (the median of the rounds): IOPS, p50/p99 latency, and CPU-seconds per
 # I/O in each guest apart (from each guest's /proc/stat), with the kernel
 # workers' and interrupts' share and the lender's processes apart; and the
-# ratios smartio / NVMe/TCP. Writes nvmeof-vs-smartio.json and .png, and
+# ratios smartio / NVMe/TCP; each path's CPU also above each guest's idle
+# floor, from a run with no I/O in the same state just before (connected,
+# or lent). Writes nvmeof-vs-smartio.json and .png, and
 # the guests' consoles (gN.log, which nvmeof-vs-smartio.py reads), to -o.
 # QEMU runs under TCG: absolute figures are emulation speed, and the host's
 # other load moves them; read the ratios, taken in one run.
@@ -45,7 +47,7 @@ export SIO_NTB_SUITE="$work/guest.sh" SIO_NTB_EXTRA="$fio $engine $rdma" SIO_NTB
 	SIO_NTB_FINISH="g0 g1 g2" SIO_NTB_SHM_MB=256 SIO_NTB_MEM=384 \
 	SIO_VM_MODSETS="nvmeof:virtio_pci,virtio_net,nvmet-tcp,nvme-tcp rdma:crc32_generic,rdma_rxe,nvmet-rdma,nvme-rdma" \
 	SIO_NTB_G0_ARGS='-drive file=$work/nvme.img,if=none,id=d0,format=raw -device nvme,serial=sio-nvmeof,drive=d0,addr=4' \
-	SIO_VM_TIMEOUT=$((400 + rounds * 8 * (rt + 15)))
+	SIO_VM_TIMEOUT=$((400 + rounds * 11 * (rt + 15)))
 bench_guests run-ntb.sh
 
 mkdir -p "$out"

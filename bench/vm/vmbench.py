@@ -4,9 +4,12 @@
 consoles read into their CPU samples, their runs' JSON and their notes.
 
 A guest prints "SIO-BENCH-CPU NAME begin|end G busy irq+softirq kworker
-ksoftirqd lend manager serve [emul]" lines (the first two in USER_HZ ticks,
-the groups of threads in ns of run time; emul, the NTB stand-in's threads
-that do what NTB hardware does, 0 where absent), a run's JSON between
+ksoftirqd lend manager serve [emul [threads all up]]" lines (the first two
+in USER_HZ ticks, the groups of threads in ns of run time; emul, the NTB
+stand-in's threads that do what NTB hardware does; threads, every thread
+alive at the sample together; all, every tick of /proc/stat's cpu line,
+idle too; up, /proc/uptime in hundredths of a second; 0 where absent), a
+run's JSON between
 "SIO-BENCH-BEGIN NAME" and "SIO-BENCH-END NAME", and "SIO-BENCH-INFO ..."
 notes.
 """
@@ -14,8 +17,9 @@ import json
 import re
 
 HZ = 100        # USER_HZ of /proc/stat
-CPU_FIELDS = ("busy", "irq_softirq", "kworker", "ksoftirqd", "lend", "manager", "serve", "emul")
-TICK_FIELDS = ("busy", "irq_softirq")    # the others: ns, from the threads' schedstat
+CPU_FIELDS = ("busy", "irq_softirq", "kworker", "ksoftirqd", "lend", "manager", "serve", "emul",
+              "threads", "all", "up")
+TICK_FIELDS = ("busy", "irq_softirq", "all", "up")    # the others: ns, from the threads' schedstat
 
 
 def cpu_seconds(begin, end):
@@ -33,7 +37,7 @@ def read_logs(work):
                 continue
             if line.startswith("SIO-BENCH-INFO "):
                 info.append(line[15:])
-            m = re.match(r"^SIO-BENCH-CPU (\S+) (begin|end) (\d) ((?:\d+ ?){7,8})$", line)
+            m = re.match(r"^SIO-BENCH-CPU (\S+) (begin|end) (\d) ((?:\d+ ?){7,11})$", line)
             if m:
                 vals = dict.fromkeys(CPU_FIELDS, 0)
                 vals.update(zip(CPU_FIELDS, map(int, m.group(4).split())))
