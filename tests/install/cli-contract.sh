@@ -54,7 +54,7 @@ done
 for p in "$@"; do
 	case $(basename "$p") in
 	emu-bench) check "$p" --fabric "$nofab" --reset ;;
-	gpu-bench|nvme-bench-doorbells) check "$p" ;;	# no --fabric
+	gpu-bench|nvme-bench-doorbells|wake-cost) check "$p" ;;	# no --fabric
 	*) check "$p" --fabric "$nofab" ;;
 	esac
 done
