@@ -328,6 +328,12 @@ static bool fixed_point(uint32_t n)
 	return n == 1 || n == 2;
 }
 
+static bool not_computing(struct edu *e, uint32_t unused)
+{
+	(void)unused;
+	return !(rd32(e, EDU_REG_STATUS) & EDU_ST_COMPUTING);
+}
+
 static bool fact_done(struct edu *e, uint32_t n)
 {
 	return !(rd32(e, EDU_REG_STATUS) & EDU_ST_COMPUTING) &&
@@ -340,8 +346,13 @@ int edu_factorial(struct edu *e, uint32_t n, uint32_t *out)
 
 	if (!out)
 		return sio_err_set(EINVAL, "edu: out pointer is NULL");
-	if (rd32(e, EDU_REG_STATUS) & EDU_ST_COMPUTING)
-		return sio_err_set(EBUSY, "edu: device %u is computing a factorial already", e->id);
+	/*
+	 * A fixed point's result (1! = 1, 2! = 2) reads as done before a
+	 * device that polls its registers took the operand, and it may be
+	 * computing it now: wait for that (bounded), as for any operation.
+	 */
+	if ((ret = wait_for(e, not_computing, 0, 0, "the factorial the device was computing")))
+		return ret;
 	/* the register shows n (a previous result): make it show something
 	 * else first, so the store of n is one the device can see. p differs
 	 * from n and so does p! (0! = 1, 3! = 6). */
