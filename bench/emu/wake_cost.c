@@ -31,15 +31,9 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include "clock.h"
 #include "opt.h"
-
-static uint64_t clock_ns(clockid_t c)
-{
-	struct timespec t;
-
-	clock_gettime(c, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
+#include "sched-acct.h"
 
 static void pin(int cpu)
 {
@@ -63,9 +57,9 @@ static __attribute__((noreturn)) void waker(int futexes, int sk, uint32_t *w, ui
 
 	pin(0);
 	for (;;) {
-		uint64_t t = clock_ns(CLOCK_MONOTONIC);
+		uint64_t t = sio__now_ns();
 
-		while (clock_ns(CLOCK_MONOTONIC) - t < gap)
+		while (sio__now_ns() - t < gap)
 			;	/* spun, not slept: the waker's own wake-ups stay out of it */
 		if (!futexes) {
 			send(sk, &m, sizeof(m), MSG_DONTWAIT);
@@ -117,7 +111,7 @@ static double measure(int futexes, uint64_t wakes, uint64_t gap)
 	if (pid == 0)
 		waker(futexes, sk[1], w, gap);
 	pin(1);
-	c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	c0 = sio__thread_cpu_ns();
 	for (i = 0; i < wakes; i++) {
 		if (futexes) {
 			futex_wait_once(w, &seen);
@@ -127,7 +121,7 @@ static double measure(int futexes, uint64_t wakes, uint64_t gap)
 		while (recv(sk[0], &m, sizeof(m), MSG_DONTWAIT) > 0)
 			;
 	}
-	c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+	c0 = sio__thread_cpu_ns() - c0;
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	close(sk[0]);

@@ -39,10 +39,11 @@ def guest_cpu(g, d):
     leaves out interrupt work done while the guest was idle (charged to the
     idle task, no thread), which makes NVMe-oF's target figure the lower and
     the ratios against it the higher. Guests 1 and 2 from /proc/stat: guest
-    1's command has exited by the end sample, and its threads with it."""
+    1's command has exited by the end sample, and its threads with it.
+    Return: the seconds, and where they came from ("threads" or "ticks")."""
     if g == "0" and d["threads"] > 0:
-        return d["threads"] - d["emul"]
-    return d["busy"] - d["emul"]
+        return d["threads"] - d["emul"], "threads"
+    return d["busy"] - d["emul"], "ticks"
 
 
 def idle_floor(cpu, name, g):
@@ -54,7 +55,7 @@ def idle_floor(cpu, name, g):
     if "begin" not in se or "end" not in se:
         return None
     d = cpu_seconds(se["begin"], se["end"])
-    return guest_cpu(g, d) / d["up"] if d["up"] > 0 else None
+    return guest_cpu(g, d)[0] / d["up"] if d["up"] > 0 else None
 
 
 def run_figures(name, j, cpu):
@@ -64,13 +65,13 @@ def run_figures(name, j, cpu):
         if "begin" not in se or "end" not in se:
             continue
         d = cpu_seconds(se["begin"], se["end"])
-        c = guest_cpu(g, d)
+        c, source = guest_cpu(g, d)
         floor = idle_floor(cpu, name, g)
         # above the floor: what the I/O added to the guest's CPU (may come
         # out below 0 where the host's load moved between the two runs)
         above = c - floor * d["up"] if floor is not None and d["up"] > 0 else None
         guests[g] = {"cpu_s": c, "cpu_us_per_io": c / ios * 1e6,
-                     "cpu_from": "threads" if g == "0" and d["threads"] > 0 else "ticks",
+                     "cpu_from": source,
                      "idle_floor_cpu_s_per_s": floor,
                      "cpu_us_per_io_above_idle": above / ios * 1e6 if above is not None else None,
                      "cpu_us_per_io_with_emulation": (c + d["emul"]) / ios * 1e6,

@@ -336,8 +336,7 @@ static bool not_computing(struct edu *e, uint32_t unused)
 
 static bool fact_done(struct edu *e, uint32_t n)
 {
-	return !(rd32(e, EDU_REG_STATUS) & EDU_ST_COMPUTING) &&
-	       (rd32(e, EDU_REG_FACT) != n || fixed_point(n));
+	return not_computing(e, 0) && (rd32(e, EDU_REG_FACT) != n || fixed_point(n));
 }
 
 int edu_factorial(struct edu *e, uint32_t n, uint32_t *out)
