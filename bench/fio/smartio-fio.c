@@ -14,7 +14,8 @@
  * moves by DMA with no copy. Commands are written into the SQ as they are
  * queued and the doorbell is written once per batch fio commits
  * (iodepth_batch_submit); getevents() reaps completions by polling, asleep
- * on the CQ's interrupt, or after a timed sleep (sio_completions). Built
+ * on the CQ's interrupt, or after a timed sleep (sio_completions, the queue
+ * pair's completion mode: struct sio_nvme_qspec.completions). Built
  * against the fio source of the installed fio version (its config-host.h
  * and headers; see bench/fio/meson.build).
  */
@@ -47,10 +48,6 @@ struct sio_fio {
 	unsigned int nevents, nret, max_events;
 	int cpl;		/* SIO_NVME_CPL_* in force */
 	unsigned int lba_shift;	/* log2 of the namespace's block size */
-	bool hybrid;		/* sio_completions=hybrid: timed sleeps, then polls */
-	uint64_t ncpl;		/* completions so far */
-	uint64_t win_t0, win_n;	/* the window the rate below is taken over */
-	uint64_t ns_per_cpl;	/* the device's time per completion, busy (average) */
 };
 
 static struct fio_option options[] = {
@@ -204,7 +201,6 @@ static int sio_fio_init(struct thread_data *td)
 	struct sio_fio_opts *o = td->eo;
 	struct sio_nvme_qspec qs;
 	struct sio_fio *s;
-	bool hybrid;
 	int rc;
 
 	if ((rc = sio_nvme_qspec_parse(o->queue, &qs))) {
@@ -223,14 +219,12 @@ static int sio_fio_init(struct thread_data *td)
 		qs.depth = td->o.iodepth + 1 < 32 ? 32 : td->o.iodepth + 1;
 	/* hybrid by default: at QD1 it polls, deeper it sleeps once a batch
 	 * where polling would spin for all of the device's time */
-	hybrid = !o->completions || !o->completions[0] || !strcmp(o->completions, "hybrid");
-	if (!hybrid) {
-		static const char *const w[] = { "poll", "irq", "adaptive" };	/* SIO_NVME_CPL_* */
-
-		for (qs.completions = 0; qs.completions < 3; qs.completions++)
-			if (!strcmp(o->completions, w[qs.completions]))
+	qs.completions = SIO_NVME_CPL_HYBRID;
+	if (o->completions && o->completions[0]) {
+		for (qs.completions = 0; qs.completions <= SIO_NVME_CPL_HYBRID; qs.completions++)
+			if (!strcmp(o->completions, sio_nvme_completions_name(qs.completions)))
 				break;
-		if (qs.completions == 3) {
+		if (qs.completions > SIO_NVME_CPL_HYBRID) {
 			log_err("fio: smartio: sio_completions=%s: poll, irq, adaptive or hybrid\n",
 				o->completions);
 			td_vmsg(td, EINVAL, "bad sio_completions", "sio_completions");
@@ -241,10 +235,9 @@ static int sio_fio_init(struct thread_data *td)
 	if (!s)
 		return 1;
 	s->max_events = td->o.iodepth;
-	/* a polled queue the engine puts to sleep itself; sleeps of a few
-	 * microseconds need the timer's slack (50 us by default) cut */
-	s->hybrid = hybrid;
-	if (s->hybrid)
+	/* hybrid's sleeps of a few microseconds need the timer's slack (50 us
+	 * by default) cut */
+	if (qs.completions == SIO_NVME_CPL_HYBRID)
 		prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	s->events = calloc(s->max_events, sizeof(*s->events));
 	td->io_ops_data = s;
@@ -337,7 +330,6 @@ static void sio_fio_done(void *arg, int err, uint16_t status)
 	io_u->resid = err ? io_u->xfer_buflen : 0;
 	/* status kept for errdetails(): the NVMe status of a failed command */
 	io_u->mmap_data = (void *)(uintptr_t)status;
-	s->ncpl++;
 	/* never full: at most iodepth commands are in flight or held here */
 	if (s->nevents < s->max_events)
 		s->events[s->nevents++] = io_u;
@@ -404,16 +396,17 @@ static int sio_fio_commit(struct thread_data *td)
 }
 
 /*
- * One reap: a poll, or with interrupts (sio_completions=irq|adaptive) a
- * wait for the first completion when fio wants one, asleep or spinning as
- * the mode says, up to fio's deadline (10 ms at a time without one).
+ * One reap: a poll, or (sio_completions=irq|adaptive|hybrid) a wait for the
+ * first completion when fio wants one, asleep or spinning as the mode says,
+ * up to fio's deadline (10 ms at a time without one). Every completion goes
+ * through sio_nvme_ioq_reap(), whose count gives hybrid the device's pace.
  */
 static int reap(struct sio_fio *s, unsigned int max, unsigned int min, uint64_t deadline)
 {
 	uint64_t now, us = 10000;
 
 	if (s->cpl == SIO_NVME_CPL_POLL || s->nevents >= min)
-		return sio_nvme_ioq_poll(s->q, max);
+		return sio_nvme_ioq_reap(s->q, max, 0, NULL);
 	if (deadline) {
 		now = sio__now_ns();
 		us = now >= deadline ? 0 : (deadline - now) / 1000 + 1;
@@ -423,61 +416,12 @@ static int reap(struct sio_fio *s, unsigned int max, unsigned int min, uint64_t 
 	return sio_nvme_ioq_reap(s->q, max, (uint32_t)us, NULL);
 }
 
-/*
- * Hybrid: the device's time per completion, over windows of 256 of them
- * (fio keeps the queue full, so this is the device's pace), and one sleep
- * for about the time half of what is in flight takes, before the polls:
- * one sleep per batch of completions, where polling spins for all of the
- * wait and interrupts wake fio once per interrupt (Linux's hybrid polling
- * sleeps the same way on a polled queue). The other half stays queued, so
- * the device never runs dry; a sleep is 1 ms at most.
- */
-static void hybrid_sleep(struct sio_fio *s, unsigned int min)
-{
-	uint32_t inflight = sio_nvme_ioq_inflight(s->q);
-	uint64_t want, ns;
-	struct timespec ts;
-
-	if (s->ncpl - s->win_n >= 256) {
-		uint64_t now = sio__now_ns(), per = (now - s->win_t0) / (s->ncpl - s->win_n);
-
-		if (s->win_t0)	/* the first window starts the clock */
-			s->ns_per_cpl = s->ns_per_cpl ? (3 * s->ns_per_cpl + per) / 4 : per;
-		s->win_t0 = now, s->win_n = s->ncpl;
-	}
-	if (!s->ns_per_cpl || inflight < 2 || sio_nvme_ioq_poll(s->q, 0))
-		return;
-	want = inflight / 2 > min ? inflight / 2 : min;
-	ns = want * s->ns_per_cpl;
-	ts = (struct timespec){ 0, (long)(ns < 1000000 ? ns : 1000000) };
-	nanosleep(&ts, NULL);
-}
-
-/*
- * Hybrid, after its sleep: a few polls, then sleeps of the time the missing
- * completions take at the device's pace (50 us before the first window
- * gives it; 1 us to 1 ms), not sched_yield() between polls: where the
- * device shares the CPUs (an emulated controller, a loaded host) the first
- * sleep often falls short, and a yielding spin spends a system call per
- * round for the rest of the wait, a short sleep a context switch each.
- */
-static void hybrid_backoff(struct sio_fio *s, struct sio_backoff *b, unsigned int need)
-{
-	uint64_t ns = s->ns_per_cpl ? s->ns_per_cpl * need : 50000;
-
-	ns = ns < 1000 ? 1000 : ns > 1000000 ? 1000000 : ns;
-	sio_backoff_init(b, 32, 0, (uint32_t)ns);
-	b->sleep_ns = (uint32_t)ns;	/* no 1 us sleeps first: each is a switch */
-}
-
 static int sio_fio_getevents(struct thread_data *td, unsigned int min, unsigned int max,
 			     const struct timespec *t)
 {
 	struct sio_fio *s = td->io_ops_data;
-	struct sio_backoff bo = { 0 };
 	uint64_t deadline = 0;
 	unsigned int idle = 0;
-	bool nap;
 	int rc;
 
 	/* what the last call could not hand over (a failed queue completes
@@ -489,12 +433,6 @@ static int sio_fio_getevents(struct thread_data *td, unsigned int min, unsigned 
 		deadline = sio__now_ns() + (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec;
 	if (max > s->max_events)
 		max = s->max_events;
-	/* hybrid with two or more in flight sleeps; at QD1 it polls */
-	nap = s->hybrid && s->nevents < min && sio_nvme_ioq_inflight(s->q) >= 2;
-	if (nap) {
-		hybrid_sleep(s, min);
-		hybrid_backoff(s, &bo, min);
-	}
 	for (;;) {	/* polls at least once, even for min 0 */
 		rc = s->nevents < max ? reap(s, max - s->nevents, min, deadline) : 0;
 		if (rc < 0 && !s->nevents) {
@@ -506,14 +444,6 @@ static int sio_fio_getevents(struct thread_data *td, unsigned int min, unsigned 
 			break;
 		if (rc > 0) {
 			idle = 0;
-			if (nap)
-				hybrid_backoff(s, &bo, min - s->nevents);
-			continue;
-		}
-		if (nap) {
-			sio_backoff_wait(&bo);
-			if (deadline && bo.iter >= bo.spins && sio__now_ns() > deadline)
-				break;
 			continue;
 		}
 		if (++idle > 64) {

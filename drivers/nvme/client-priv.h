@@ -153,6 +153,9 @@ struct sio_nvme_ioq {
 	bool reaped_since_wait;		/* sio_nvme_ioq_reap() returned completions
 					 * without waiting since its last wait */
 	uint64_t waited_ns;		/* when that wait ended */
+	uint64_t reaped;		/* completions sio_nvme_ioq_reap() returned */
+	uint64_t pace_t0, pace_n;	/* hybrid: the window the pace is taken over */
+	uint64_t pace_ns;		/* hybrid: the device's time per completion */
 	struct ioreq *reqs;
 	uint16_t *req_stack;
 	uint32_t nreq_free;
@@ -195,6 +198,12 @@ struct sio_nvme_ioq {
 };
 
 /* cpl.c */
+/* Does completion mode @mode sleep on the CQ's interrupt (needs a vector)? */
+static inline bool sio_nvme_cpl_irq(int mode)
+{
+	return mode == SIO_NVME_CPL_IRQ || mode == SIO_NVME_CPL_ADAPTIVE;
+}
+
 int sio_nvme_cpl_setup(struct sio_nvme_ioq *q, int asked);
 void sio_nvme_cpl_release(struct sio_nvme_ioq *q);
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * How a queue pair waits for completions (struct sio_nvme_qspec.completions):
- * spinning on its CQ, asleep on the CQ's interrupt, or adaptively, spinning
+ * spinning on its CQ, asleep on the CQ's interrupt, adaptively, spinning
  * while completions keep coming and sleeping once they stop, as NAPI's busy
- * polling and SPDK's interrupt mode do. The manager gives an interrupt-driven
+ * polling and SPDK's interrupt mode do, or hybrid: timed sleeps at the
+ * device's pace, then polls, as Linux's hybrid polling of a polled queue
+ * does. The manager gives an interrupt-driven
  * CQ the vector sio_nvme_mbox_vector(qid); this borrow takes that vector alone.
  *
  * Every sleep is bounded and followed by a poll: an interrupt that is lost
@@ -13,6 +15,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
+#include <time.h>
 #include <smartio/smartio.h>
 #include "client-priv.h"
 
@@ -27,12 +30,24 @@
 #define CPL_SPIN_MIN_NS	10000u
 #define CPL_SPIN_MAX_NS	50000u
 
+/*
+ * Hybrid: the device's time per completion is taken over windows of this
+ * many completions (a caller that keeps the queue full measures the
+ * device's pace, not its own); a sleep lasts 1 us to 1 ms, and 50 us
+ * between polls until the first window gives the pace.
+ */
+#define HYB_WINDOW	256u
+#define HYB_FIRST_NS	50000u
+#define HYB_MIN_NS	1000u
+#define HYB_MAX_NS	1000000u
+
 const char *sio_nvme_completions_name(int mode)
 {
 	switch (mode) {
 	case SIO_NVME_CPL_POLL: return "poll";
 	case SIO_NVME_CPL_IRQ: return "irq";
 	case SIO_NVME_CPL_ADAPTIVE: return "adaptive";
+	case SIO_NVME_CPL_HYBRID: return "hybrid";
 	default: return "?";
 	}
 }
@@ -47,7 +62,7 @@ int sio_nvme_cpl_setup(struct sio_nvme_ioq *q, int asked)
 	uint16_t qid = q->qp[0].q.qid, vec = sio_nvme_mbox_vector(qid);
 	int ret;
 
-	if (q->cpl_mode == SIO_NVME_CPL_POLL)
+	if (!sio_nvme_cpl_irq(q->cpl_mode))
 		return 0;
 	ret = sio_device_irq_enable_one(q->qp[0].dev, SIO_IRQ_F(SIO_IRQ_MSI) |
 					SIO_IRQ_F(SIO_IRQ_MSIX), vec);
@@ -127,15 +142,65 @@ static int waited(struct sio_nvme_ioq *q, int n, uint64_t now)
 	return n;
 }
 
-int sio_nvme_ioq_reap(struct sio_nvme_ioq *q, uint32_t max, uint32_t timeout_us,
-		      uint64_t *slept_ns)
+/* Hybrid: the device's pace, from the completions returned since the
+ * window began (the first window only starts the clock). */
+static void hyb_pace(struct sio_nvme_ioq *q, uint64_t now)
+{
+	uint64_t n = q->reaped - q->pace_n, per;
+
+	if (n < HYB_WINDOW)
+		return;
+	per = (now - q->pace_t0) / n;
+	if (q->pace_t0)
+		q->pace_ns = q->pace_ns ? (3 * q->pace_ns + per) / 4 : per;
+	q->pace_t0 = now;
+	q->pace_n = q->reaped;
+}
+
+/* A sleep of @ns (1 us to 1 ms), and no further than @deadline. */
+static void hyb_nap(uint64_t ns, uint64_t now, uint64_t deadline, uint64_t *slept)
+{
+	struct timespec ts;
+
+	ns = ns < HYB_MIN_NS ? HYB_MIN_NS : ns > HYB_MAX_NS ? HYB_MAX_NS : ns;
+	if (ns > deadline - now)
+		ns = deadline - now;
+	ts = (struct timespec){ 0, (long)ns };
+	nanosleep(&ts, NULL);
+	if (slept)
+		*slept += sio__now_ns() - now;
+}
+
+/*
+ * Hybrid, with two or more in flight and none there: one sleep for about
+ * the time half of them take, so the other half keeps the device busy;
+ * then polls, with sleeps of one completion's time between them, not
+ * yields: where the device shares the CPUs (an emulated controller, a
+ * loaded host) the first sleep often falls short, and a yielding spin
+ * spends a system call per round for the rest of the wait.
+ */
+static int hybrid_wait(struct sio_nvme_ioq *q, uint32_t max, uint64_t start, uint64_t deadline,
+		       uint64_t *slept)
+{
+	uint64_t now = start, step = q->pace_ns ? q->pace_ns : HYB_FIRST_NS;
+	uint32_t polls = 0;
+	int n;
+
+	if (q->pace_ns)
+		hyb_nap(sio_nvme_ioq_inflight(q) / 2 * q->pace_ns, start, deadline, slept);
+	while ((n = sio_nvme_ioq_poll(q, max)) == 0 && (now = sio__now_ns()) < deadline)
+		if (++polls > 32)
+			hyb_nap(step, now, deadline, slept);
+	return n;
+}
+
+static int reap_wait(struct sio_nvme_ioq *q, uint32_t max, uint32_t timeout_us,
+		     uint64_t *slept_ns)
 {
 	uint64_t start, now, deadline, spin = 0;
 	uint32_t empty = 0;
 	int n;
 
-	if (!q)
-		return sio_err_set(EINVAL, "sio_nvme_ioq_reap: NULL queue pair");
 	n = sio_nvme_ioq_poll(q, max);
 	if (n > 0)
 		q->reaped_since_wait = true;
@@ -143,6 +208,11 @@ int sio_nvme_ioq_reap(struct sio_nvme_ioq *q, uint32_t max, uint32_t timeout_us,
 		return n;
 	start = sio__now_ns();
 	deadline = start + (uint64_t)timeout_us * 1000;
+	if (q->cpl_mode == SIO_NVME_CPL_HYBRID) {
+		hyb_pace(q, start);
+		if (sio_nvme_ioq_inflight(q) >= 2)
+			return hybrid_wait(q, max, start, deadline, slept_ns);
+	}
 	if (q->cpl_mode == SIO_NVME_CPL_ADAPTIVE) {
 		if (!q->spin_ns)
 			q->spin_ns = CPL_SPIN_MAX_NS;
@@ -152,7 +222,7 @@ int sio_nvme_ioq_reap(struct sio_nvme_ioq *q, uint32_t max, uint32_t timeout_us,
 			spin = q->spin_ns;
 	}
 	while ((now = sio__now_ns()) < deadline) {
-		if (q->cpl_mode == SIO_NVME_CPL_POLL || now - start < spin) {
+		if (!sio_nvme_cpl_irq(q->cpl_mode) || now - start < spin) {
 			n = sio_nvme_ioq_poll(q, max);
 			if (n) {
 				if (q->cpl_mode == SIO_NVME_CPL_ADAPTIVE)
@@ -161,7 +231,7 @@ int sio_nvme_ioq_reap(struct sio_nvme_ioq *q, uint32_t max, uint32_t timeout_us,
 			}
 			/* polling backs off by giving the core away; adaptive's spin
 			 * is short, and a yield on a busy machine costs milliseconds */
-			if (++empty % 64 == 0 && q->cpl_mode == SIO_NVME_CPL_POLL)
+			if (++empty % 64 == 0 && !sio_nvme_cpl_irq(q->cpl_mode))
 				sched_yield();
 			continue;
 		}
@@ -174,4 +244,17 @@ int sio_nvme_ioq_reap(struct sio_nvme_ioq *q, uint32_t max, uint32_t timeout_us,
 			return waited(q, n, sio__now_ns());
 	}
 	return 0;
+}
+
+int sio_nvme_ioq_reap(struct sio_nvme_ioq *q, uint32_t max, uint32_t timeout_us,
+		      uint64_t *slept_ns)
+{
+	int n;
+
+	if (!q)
+		return sio_err_set(EINVAL, "sio_nvme_ioq_reap: NULL queue pair");
+	n = reap_wait(q, max, timeout_us, slept_ns);
+	if (n > 0)
+		q->reaped += (uint64_t)n;
+	return n;
 }

@@ -104,11 +104,12 @@ int sio_nvme_qspec_parse(const char *s, struct sio_nvme_qspec *out)
 				return sio_err_set(EINVAL, "queue spec: dbbuf '%s' is not auto, "
 						   "on or off", eq);
 		} else if (!strcmp(tok, "completions")) {
-			static const char *const w[] = { "poll", "irq", "adaptive" };	/* SIO_NVME_CPL_* */
+			static const char *const w[] = { "poll", "irq", "adaptive",
+							 "hybrid" };	/* SIO_NVME_CPL_* */
 
-			if ((out->completions = word(eq, w, 3)) < 0)
+			if ((out->completions = word(eq, w, 4)) < 0)
 				return sio_err_set(EINVAL, "queue spec: completions '%s' is not "
-						   "poll, irq or adaptive", eq);
+						   "poll, irq, adaptive or hybrid", eq);
 		} else {
 			return sio_err_set(EINVAL, "queue spec: unknown key '%s' (location, "
 					   "cq, depth, prio, multipath, dptr, dbbuf, completions)", tok);
@@ -357,7 +358,7 @@ int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p)
 	int ret;
 
 	ret = create_req(q->cl, p->sq_bus, p->cq_bus, q->depth, q->prio,
-			 q->cpl_mode != SIO_NVME_CPL_POLL ? SIO_MBOX_QP_IRQ : 0, &qid);
+			 sio_nvme_cpl_irq(q->cpl_mode) ? SIO_MBOX_QP_IRQ : 0, &qid);
 	if (ret)
 		return ret;
 	ret = sio_nvme_queue_init(&p->q, qid, q->depth, p->sq_va, p->cq_va, NULL, NULL,
@@ -529,8 +530,8 @@ static int spec_check(const struct sio_nvme_client *cl, const struct sio_nvme_qs
 		return sio_err_set(ENOTSUP, "dbbuf=on: %s", spec->multipath ?
 				   "a multipath queue keeps MMIO doorbells" :
 				   "the manager offers no shadow doorbells (Doorbell Buffer Config)");
-	if (spec->completions < SIO_NVME_CPL_POLL || spec->completions > SIO_NVME_CPL_ADAPTIVE)
-		return sio_err_set(EINVAL, "completion mode %d is not poll, irq or adaptive",
+	if (spec->completions < SIO_NVME_CPL_POLL || spec->completions > SIO_NVME_CPL_HYBRID)
+		return sio_err_set(EINVAL, "completion mode %d is not poll, irq, adaptive or hybrid",
 				   spec->completions);
 	if (spec->completions == SIO_NVME_CPL_IRQ && spec->multipath)
 		return sio_err_set(ENOTSUP, "completions=irq: a multipath queue polls both paths "

@@ -129,7 +129,7 @@ static int qpair_restart(struct sio_nvme_ioq *q, struct qpair *p)
 	req.bus1 = p->sq_bus;
 	req.bus2 = p->cq_bus;
 	req.cdw10 = q->prio;
-	req.cdw11 = q->cpl_mode != SIO_NVME_CPL_POLL ? SIO_MBOX_QP_IRQ : 0;
+	req.cdw11 = sio_nvme_cpl_irq(q->cpl_mode) ? SIO_MBOX_QP_IRQ : 0;
 	ret = sio_nvme_mbox_call(q->cl, &req, &resp);
 	if (ret)
 		return ret;

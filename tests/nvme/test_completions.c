@@ -92,6 +92,17 @@ Test(completions, irq_and_adaptive_are_woken_by_the_controller)
 	}
 }
 
+/* A cluster of two nodes, and a client of node 1 with namespace 1. */
+static void client_up(struct sio_fabric **f, struct sio_nvme_client **cl, struct sio_nvme_ns *ns)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+
+	cluster_up(&C, 2, 32, emu);
+	cr_assert_eq(sio_fabric_open(C.fabric, 1, f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(*f, SIO_DEVICE_ANY, cl), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_ns(*cl, 1, ns), 0, "%s", sio_errmsg());
+}
+
 static void read_done(void *arg, int err, uint16_t status)
 {
 	*(int *)arg = err ? err : 1;
@@ -111,7 +122,6 @@ static void read_reaped(struct sio_nvme_ioq *q, struct sio_nvme_buf *b, uint32_t
 
 Test(completions, adaptive_sleeps_at_once_when_completions_stopped)
 {
-	const char *emu[] = { "--backing", "ram:8M", NULL };
 	struct sio_nvme_qspec spec;
 	struct sio_nvme_ioq_info qi;
 	struct sio_nvme_client *cl;
@@ -120,10 +130,7 @@ Test(completions, adaptive_sleeps_at_once_when_completions_stopped)
 	struct sio_nvme_ns ns;
 	struct sio_fabric *f;
 
-	cluster_up(&C, 2, 32, emu);
-	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
-	cr_assert_eq(sio_nvme_client_ns(cl, 1, &ns), 0, "%s", sio_errmsg());
+	client_up(&f, &cl, &ns);
 	cr_assert_eq(sio_nvme_qspec_parse("completions=adaptive", &spec), 0);
 	cr_assert_eq(sio_nvme_ioq_create(cl, &spec, &q), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_nvme_buf_alloc(cl, 4096, &b), 0, "%s", sio_errmsg());
@@ -149,6 +156,66 @@ Test(completions, adaptive_sleeps_at_once_when_completions_stopped)
 }
 
 /* Interrupt sockets bound in the fabric's directory (the shm backend's). */
+/*
+ * Hybrid takes no vector: a second queue pair of a client whose first took
+ * the borrow's interrupts is hybrid without a note. Kept 16 deep, it sleeps
+ * once the first windows give the device's pace, and every read ends well.
+ */
+Test(completions, hybrid_sleeps_at_the_devices_pace_without_a_vector)
+{
+	struct sio_nvme_qspec spec;
+	struct sio_nvme_ioq_info qi;
+	struct sio_nvme_client *cl;
+	struct sio_nvme_ioq *qirq, *q;
+	struct sio_nvme_buf *b;
+	struct sio_nvme_ns ns;
+	struct sio_fabric *f;
+	int st[16] = { 0 }, issued = 0, done = 0;
+	struct json_object *o;
+	uint64_t slept = 0;
+	uint32_t nlb;
+
+	client_up(&f, &cl, &ns);
+	cr_assert_eq(sio_nvme_qspec_parse("completions=irq", &spec), 0);
+	cr_assert_eq(sio_nvme_ioq_create(cl, &spec, &qirq), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_qspec_parse("completions=hybrid,depth=32", &spec), 0);
+	cr_assert_eq(sio_nvme_ioq_create(cl, &spec, &q), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_ioq_info(q, &qi), 0);
+	cr_expect_eq(qi.completions, SIO_NVME_CPL_HYBRID, "%s", qi.completions_note);
+	cr_expect_eq(qi.irq_vector, -1);
+	cr_expect_str_eq(qi.completions_note, "");
+	cr_expect_str_eq(sio_nvme_completions_name(qi.completions), "hybrid");
+	nlb = 4096 / ns.lba_size;
+	cr_assert_eq(sio_nvme_buf_alloc(cl, 16 * 4096, &b), 0, "%s", sio_errmsg());
+	while (done < 4000) {
+		for (int i = 0; i < 16; i++) {
+			if (st[i] < 0)
+				cr_assert_fail("read %d: %s", i, strerror(-st[i]));
+			if (st[i] == 1)
+				st[i] = 0, done++;
+			if (st[i] || issued >= 4000 + 16)
+				continue;
+			st[i] = 2;	/* in flight: read_done() writes 1 or -errno */
+			cr_assert_eq(sio_nvme_ioq_read(q, 1, (uint64_t)(issued++ % 256) * nlb, nlb,
+						       b, (uint64_t)i * 4096, read_done, &st[i]),
+				     0, "%s", sio_errmsg());
+		}
+		cr_assert_geq(sio_nvme_ioq_reap(q, 0, 1000000, &slept), 0, "%s", sio_errmsg());
+	}
+	/* a hybrid queue that never slept polled all along */
+	cr_expect_gt(slept, 0, "hybrid never slept in 4000 reads at QD 16");
+	sio_nvme_buf_close(cl, b);
+	sio_nvme_ioq_close(q);
+	sio_nvme_ioq_close(qirq);
+	sio_nvme_client_close(cl);
+	sio_fabric_close(f);
+	/* and nvme-client takes it by name, its data verified */
+	o = client("hybrid", "hybrid", "8", "500");
+	cr_expect_str_eq(cluster_jstr(o, "completions.mode"), "hybrid");
+	cr_expect_eq(cluster_jint(o, "mismatches", -1), 0);
+	json_object_put(o);
+}
+
 static int irq_sockets(void)
 {
 	char dir[512];
@@ -233,7 +300,7 @@ Test(completions, what_cannot_sleep_is_refused_or_polled_saying_why)
 	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
 	cr_assert_eq(sio_nvme_qspec_parse("completions=fast", &spec), -EINVAL);
-	cr_assert(strstr(sio_errmsg(), "poll, irq or adaptive"), "%s", sio_errmsg());
+	cr_assert(strstr(sio_errmsg(), "poll, irq, adaptive or hybrid"), "%s", sio_errmsg());
 	cr_assert_eq(sio_nvme_qspec_parse("completions=irq", &spec), 0);
 	cr_assert_eq(sio_nvme_ioq_create(cl, &spec, &q), 0, "%s", sio_errmsg());
 	sio_nvme_ioq_info(q, &qi);

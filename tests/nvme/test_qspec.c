@@ -97,7 +97,7 @@ Test(qspec, values_out_of_range_or_unknown_are_refused_naming_them)
 	refused("multipath=yes", "multipath 'yes' is not 0 or 1");
 	refused("dptr=sgls", "dptr 'sgls' is not auto, prp or sgl");
 	refused("dbbuf=1", "dbbuf '1' is not auto, on or off");
-	refused("completions=sleep", "completions 'sleep' is not poll, irq or adaptive");
+	refused("completions=sleep", "completions 'sleep' is not poll, irq, adaptive or hybrid");
 	refused("size=64", "unknown key 'size' (location, cq, depth, prio, multipath, dptr, dbbuf, "
 		"completions)");
 }

@@ -460,10 +460,12 @@ static void usage(FILE *o)
 		"                    depth=N (at most the controller's MQES), prio=0..3, multipath\n"
 		"                    (a backup queue pair through adapter 1, for failover),\n"
 		"                    dptr=auto|prp|sgl (data pointers), dbbuf=auto|on|off\n"
-		"                    (shadow doorbells), completions=poll|irq|adaptive\n"
+		"                    (shadow doorbells), completions=poll|irq|adaptive|hybrid\n"
 		"  --completions M   poll (spin on the CQ; the default) | irq (sleep on its\n"
 		"                    interrupt) | adaptive (spin while completions come,\n"
 		"                    sleep when they stop; polls where there are no interrupts)\n"
+		"                    | hybrid (no interrupt: sleep for about the time half of\n"
+		"                    what is in flight takes, then poll)\n"
 		"  --pattern P       lba (default; content from seed and block) | zero | 0xNN\n"
 		"  --seed N          pattern seed (default 1)\n"
 		"  --time TIME       repeat passes for this long: 3s, 500ms, 2m (a bare number\n"
@@ -806,7 +808,7 @@ int main(int argc, char **argv)
 	struct cfg c = { .nsid = 1, .op = OP_WRITE_VERIFY, .pat = PAT_LBA, .seed = 1,
 			 .lba = 0, .count = 8192, .bs = 4096, .qd = 1, .progress = 5,
 			 .completions = -1 };
-	static const char *const cpls[] = { "poll", "irq", "adaptive", NULL };	/* SIO_NVME_CPL_* */
+	static const char *const cpls[] = { "poll", "irq", "adaptive", "hybrid", NULL };	/* SIO_NVME_CPL_* */
 	struct sio_nvme_qspec spec;
 	struct tool_common t;
 	int ch;

@@ -103,9 +103,11 @@ struct sio_nvme_buf {
  *	without EventIdx it rings MMIO every time. Multipath queues keep MMIO
  *	doorbells only.
  * @completions: how sio_nvme_ioq_reap() and sio_nvme_ioq_wait() wait: SIO_NVME_CPL_POLL (spin),
- *	_IRQ (sleep on the CQ's interrupt) or _ADAPTIVE (spin while
- *	completions keep coming, sleep when they stop); "completions=poll|
- *	irq|adaptive". Interrupts need a manager that gives the CQ a vector
+ *	_IRQ (sleep on the CQ's interrupt), _ADAPTIVE (spin while
+ *	completions keep coming, sleep when they stop) or _HYBRID (no
+ *	interrupt: sleep for about the time half of what is in flight takes
+ *	at the device's pace, then poll); "completions=poll|irq|adaptive|
+ *	hybrid". Interrupts need a manager that gives the CQ a vector
  *	and a device that delivers them to this borrower: where it does not,
  *	_IRQ is refused and _ADAPTIVE polls (sio_nvme_ioq_info() says why).
  */
@@ -124,9 +126,10 @@ struct sio_nvme_qspec {
 #define SIO_NVME_CPL_POLL	0
 #define SIO_NVME_CPL_IRQ	1
 #define SIO_NVME_CPL_ADAPTIVE	2
+#define SIO_NVME_CPL_HYBRID	3
 
 /**
- * sio_nvme_completions_name() - "poll", "irq" or "adaptive"
+ * sio_nvme_completions_name() - "poll", "irq", "adaptive" or "hybrid"
  * @mode: SIO_NVME_CPL_*
  */
 const char *sio_nvme_completions_name(int mode);
@@ -588,7 +591,13 @@ int sio_nvme_ioq_poll(struct sio_nvme_ioq *q, uint32_t max);
  * there, sleeps on the CQ's interrupt; _ADAPTIVE spins while completions
  * came within the last few microseconds and sleeps otherwise. Every sleep
  * is bounded (SIO_NVME_WAIT_SLEEP_MS) and followed by a poll, so a lost
- * interrupt delays a completion and never hangs the caller.
+ * interrupt delays a completion and never hangs the caller. _HYBRID, with
+ * two or more in flight, sleeps (nanosleep) for about the time half of
+ * them take, at the pace the device kept over the last windows of 256
+ * completions this function returned, then polls, sleeping one
+ * completion's time between polls; with one in flight it polls. Its sleeps
+ * are short: a caller that wants them kept short sets its timer slack
+ * (prctl(PR_SET_TIMERSLACK), 50 us by default).
  * Return: completions reaped (0: none within @timeout_us, or nothing in
  * flight), or as sio_nvme_ioq_poll().
  */
