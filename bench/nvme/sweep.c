@@ -91,7 +91,7 @@ static void usage(FILE *o)
 		"      --no-file        RAM backing only\n"
 		"  -d, --qd N           only queue depth N, one client: no client or fairness sweep\n"
 		"      --completions M  how the smartio clients of the depth and client sweeps\n"
-		"                       wait: poll (default), irq or adaptive\n"
+		"                       wait: poll (default), irq, adaptive or hybrid\n"
 		"  -r, --repeat N       run each point N times, interleaved (default 1)\n"
 		"  -o, --out DIR        output directory (default bench-out/sweep)\n"
 		BENCH_TARGET_HELP);
@@ -235,11 +235,12 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'M':
-			for (o.completions = 0; o.completions < 3; o.completions++)
+			for (o.completions = 0; o.completions <= SIO_NVME_CPL_HYBRID; o.completions++)
 				if (!strcmp(optarg, sio_nvme_completions_name(o.completions)))
 					break;
-			if (o.completions == 3)
-				prog_usage_error("--completions '%s': poll, irq or adaptive", optarg);
+			if (o.completions > SIO_NVME_CPL_HYBRID)
+				prog_usage_error("--completions '%s': poll, irq, adaptive or hybrid",
+						 optarg);
 			break;
 		case 'o': o.out = optarg; break;
 		case 'd': o.one_qd = (int)prog_u64("--qd", optarg, 1, 256); break;
@@ -492,8 +493,10 @@ static const int cpl_modes[] = { SIO_NVME_CPL_POLL, SIO_NVME_CPL_IRQ, SIO_NVME_C
 
 static const char *mode_engine(int m)
 {
-	return m == SIO_NVME_CPL_IRQ ? "smartio-irq" : m == SIO_NVME_CPL_ADAPTIVE ?
-	       "smartio-adapt" : "smartio-poll";
+	static const char *const e[] = { "smartio-poll", "smartio-irq", "smartio-adapt",
+					 "smartio-hybrid" };	/* SIO_NVME_CPL_* */
+
+	return e[m];
 }
 
 /* Where the shares went: off the CPU (mean, least, most) and skipped by
