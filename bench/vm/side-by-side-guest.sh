@@ -4,7 +4,8 @@
 # first through the kernel's nvme driver (fio, io_uring, O_DIRECT; interrupt
 # and polled queues) and then through smartio's driver on vfio (fio with the
 # smartio engine, nvme-bench-sweep). Results go to the console between
-# "SIO-BENCH-BEGIN name cpu=JIFFIES hz=HZ" and "SIO-BENCH-END name"; checks
+# "SIO-BENCH-BEGIN name cpu=JIFFIES hz=HZ wall=CS side=JIFFIES idle=JIFFIES
+# cpus=N" and "SIO-BENCH-END name"; checks
 # print "SIO-VM PASS|FAIL|SKIP name" as in guest-suite.sh. Then the other
 # benchmarks on vfio-lent controllers (sq-placement, overhead, emu-bench).
 RT=@RUNTIME@		# seconds per measured run, set by side-by-side.sh
@@ -15,6 +16,11 @@ cd /tmp || exit 1
 res() { echo "SIO-VM $1 $2${3:+ : $3}"; }
 # non-idle time of every guest CPU, in USER_HZ ticks (user nice system irq softirq steal)
 busy() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
+# idle and iowait of every guest CPU, in USER_HZ ticks: with the tick
+# stopped while idle (NOHZ), the kernel times these from idle entry to exit,
+# where the fields above are one tick's sample each
+idle() { awk '/^cpu /{print $5 + $6}' /proc/stat; }
+NCPU=$(grep -c ^processor /proc/cpuinfo)
 # CPU ticks of the lender and the manager (0 before they start)
 side() {
 	t=0
@@ -24,19 +30,23 @@ side() {
 	echo $t
 }
 # measure NAME FILE CMD...: run CMD, then print FILE with its CPU ticks, its
-# wall time (centiseconds) and the lender's and manager's share of the ticks
+# wall time (centiseconds) and the lender's and manager's share of the ticks;
+# the marks around it tell the host when to read its vCPUs' time
+# (bench/vm/vcpu-time.py)
 measure() {
 	n=$1 out=$2; shift 2
-	c0=$(busy) s0=$(side) w0=$(cut -d' ' -f1 /proc/uptime)
+	echo "SIO-BENCH-MARK $n begin"
+	c0=$(busy) i0=$(idle) s0=$(side) w0=$(cut -d' ' -f1 /proc/uptime)
 	"$@" >/tmp/$n.log 2>&1; rc=$?
-	c1=$(busy) s1=$(side) w1=$(cut -d' ' -f1 /proc/uptime)
+	w1=$(cut -d' ' -f1 /proc/uptime) s1=$(side) i1=$(idle) c1=$(busy)
+	echo "SIO-BENCH-MARK $n end"
 	if [ $rc -ne 0 ] || [ ! -s "$out" ]; then
 		sed 's/^/    | /' /tmp/$n.log
 		res FAIL "bench-$n" "exit $rc"
 		return 1
 	fi
 	echo "SIO-BENCH-BEGIN $n cpu=$((c1 - c0)) hz=100 wall=$(echo "$w0 $w1" |
-		awk '{printf "%d", ($2 - $1) * 100}') side=$((s1 - s0))"
+		awk '{printf "%d", ($2 - $1) * 100}') side=$((s1 - s0)) idle=$((i1 - i0)) cpus=$NCPU"
 	cat "$out"
 	echo "SIO-BENCH-END $n"
 	res PASS "bench-$n"
@@ -68,7 +78,7 @@ while [ ! -b /dev/${ctl}n1 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 NS=${ctl}n1
 [ -b /dev/$NS ] || { res FAIL kernel-nvme "no block device for $BDF"; exit 0; }
 POLL=$(cat /sys/block/$NS/queue/io_poll 2>/dev/null)
-echo "SIO-BENCH-INFO kernel $(uname -r) device /dev/$NS ($BDF) io_poll=$POLL cpus=$(grep -c ^processor /proc/cpuinfo)"
+echo "SIO-BENCH-INFO kernel $(uname -r) device /dev/$NS ($BDF) io_poll=$POLL cpus=$NCPU"
 cat /sys/module/nvme/parameters/poll_queues 2>/dev/null | sed 's/^/SIO-BENCH-INFO poll_queues=/'
 
 K="--filename=/dev/$NS --ioengine=io_uring --direct=1 --bs=4k --rw=randread --size=64m"
@@ -127,7 +137,7 @@ measure s-sweep-qd1 /tmp/w1/sweep.json \
 	nvme-bench-sweep --fabric $FAB --device "$DEV" --qd 1 -t $RT -o /tmp/w1
 measure s-sweep-qd32 /tmp/w32/sweep.json \
 	nvme-bench-sweep --fabric $FAB --device "$DEV" --qd 32 -t $RT -o /tmp/w32
-for m in irq adaptive; do
+for m in irq adaptive hybrid; do
 	measure s-sweep-$m-qd32 /tmp/w32$m/sweep.json nvme-bench-sweep --fabric $FAB \
 		--device "$DEV" --qd 32 --completions $m -t $RT -o /tmp/w32$m
 done
