@@ -400,6 +400,10 @@ static int remove_subdir(const char *dir, int dfd, const char *name, int depth)
 	return 0;
 }
 
+/* Times a destroy empties the fabric's directory again, when a file came
+ * back before it could remove it. */
+#define DESTROY_ROUNDS	8
+
 int sio__shm_destroy(const char *name)
 {
 	char dir[PATH_MAX], hugedir[128], prefix[SIO_NAME_MAX + 16], u[96], me[96];
@@ -430,13 +434,23 @@ int sio__shm_destroy(const char *name)
 	destroy_hugedir(dfd, hugedir, sizeof(hugedir));
 	snprintf(prefix, sizeof(prefix), "smartio-%s-seg.", name);
 	ret = empty_dir(dir, dfd, "", 0, 0);
-	close(dfd);
 	if (hugedir[0] && (hfd = open(hugedir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
 		ret = empty_dir(hugedir, hfd, prefix, ret, 0);
 		close(hfd);
 	}
-	if (rmdir(dir) && !ret)
-		ret = sio__err(errno, "fabric '%s': cannot remove %s: %s", name, dir, strerror(errno));
+	/* A process that opened the fabric meanwhile (a destroy at the same
+	 * time, looking for users) bound its event socket here after the
+	 * emptying: empty it again, a few rounds at most. */
+	for (int round = 0, e, r = 0; rmdir(dir); round++) {
+		e = errno;
+		if (e == ENOTEMPTY && round < DESTROY_ROUNDS && !(r = empty_dir(dir, dfd, "", 0, 0)))
+			continue;
+		if (!ret)
+			ret = r ? r : sio__err(e, "fabric '%s': cannot remove %s: %s", name, dir,
+					       strerror(e));
+		break;
+	}
+	close(dfd);
 	return ret;
 }
 
