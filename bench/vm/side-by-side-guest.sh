@@ -14,12 +14,11 @@ FAB=sbs
 cd /tmp || exit 1
 
 res() { echo "SIO-VM $1 $2${3:+ : $3}"; }
-# non-idle time of every guest CPU, in USER_HZ ticks (user nice system irq softirq steal)
-busy() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
-# idle and iowait of every guest CPU, in USER_HZ ticks: with the tick
-# stopped while idle (NOHZ), the kernel times these from idle entry to exit,
-# where the fields above are one tick's sample each
-idle() { awk '/^cpu /{print $5 + $6}' /proc/stat; }
+# non-idle time of every guest CPU (user nice system irq softirq steal), then
+# their idle and iowait, in USER_HZ ticks, from one read: with the tick
+# stopped while idle (NOHZ), the kernel times idle and iowait from idle entry
+# to exit, where the busy fields are one tick's sample each
+cpu() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6}' /proc/stat; }
 NCPU=$(grep -c ^processor /proc/cpuinfo)
 # CPU ticks of the lender and the manager (0 before they start)
 side() {
@@ -36,9 +35,11 @@ side() {
 measure() {
 	n=$1 out=$2; shift 2
 	echo "SIO-BENCH-MARK $n begin"
-	c0=$(busy) i0=$(idle) s0=$(side) w0=$(cut -d' ' -f1 /proc/uptime)
+	x=$(cpu) s0=$(side) w0=$(cut -d' ' -f1 /proc/uptime)
+	c0=${x% *} i0=${x#* }
 	"$@" >/tmp/$n.log 2>&1; rc=$?
-	w1=$(cut -d' ' -f1 /proc/uptime) s1=$(side) i1=$(idle) c1=$(busy)
+	w1=$(cut -d' ' -f1 /proc/uptime) s1=$(side) x=$(cpu)
+	c1=${x% *} i1=${x#* }
 	echo "SIO-BENCH-MARK $n end"
 	if [ $rc -ne 0 ] || [ ! -s "$out" ]; then
 		sed 's/^/    | /' /tmp/$n.log
