@@ -221,9 +221,6 @@ static inline void sio_nvme_fast_off(struct sio_nvme_ioq *q)
 	q->fast_ns = &none;
 }
 
-/* client.c: $@var, strictly (0..@max; @def when unset), for what it says. */
-int sio_nvme_env_u32(const char *var, uint32_t def, uint32_t max, const char *what,
-		     uint32_t *out);
 
 /* arena.c: ranges of the client's arena ($SMARTIO_NVME_ARENA_MB, default 64). */
 #define SIO_NVME_ARENA_MB	64u

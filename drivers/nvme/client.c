@@ -15,8 +15,8 @@
  * busy), unless $SMARTIO_NVME_ANSWER_MS says otherwise. */
 #define ANSWER_WAIT_MS	30000u
 #define ANSWER_WAIT_MAX	3600000u
-/* How long a link to the lender may be down before the client gives up,
- * unless $SMARTIO_NVME_LINK_GRACE_MS says otherwise. */
+/* How long a link to the lender may be down before a client or a manager
+ * gives up, unless $SMARTIO_NVME_LINK_GRACE_MS says otherwise. */
 #define LINK_GRACE_MS	10000u
 
 /* The manager stopped serving: because its device left with its lender
@@ -53,6 +53,13 @@ int sio_nvme_env_u32(const char *var, uint32_t def, uint32_t max, const char *wh
 		return sio_err_wrap(EINVAL, "$%s (%s, 0..%u)", var, what, max);
 	*out = (uint32_t)v;
 	return 0;
+}
+
+int sio_nvme_link_grace_ms(uint32_t *ms)
+{
+	return sio_nvme_env_u32("SMARTIO_NVME_LINK_GRACE_MS", LINK_GRACE_MS, ANSWER_WAIT_MAX,
+				"milliseconds a client or a manager waits for a link to the "
+				"lender that is down", ms);
 }
 
 /* Post the request in our slot and ring the manager. */
@@ -598,9 +605,7 @@ int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_
 				       SIO_NVME_ARENA_MAX_MB, "MiB of the client's arena; 0 "
 				       "turns it off", &cl->arena_mb);
 	if (!ret)
-		ret = sio_nvme_env_u32("SMARTIO_NVME_LINK_GRACE_MS", LINK_GRACE_MS, ANSWER_WAIT_MAX,
-				       "milliseconds a client waits for a link to the lender "
-				       "that is down", &cl->grace_ms);
+		ret = sio_nvme_link_grace_ms(&cl->grace_ms);
 	if (!ret)
 		ret = sio_nvme_find_device(f, device, &cl->dinfo);
 	if (!ret)

@@ -428,7 +428,9 @@ int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 	m = mgr_new(f, opts);
 	if (!m)
 		return sio_err_set(ENOMEM, "out of memory");
-	ret = mgr_borrow(m, device, &shared);
+	ret = sio_nvme_link_grace_ms(&m->grace_ms);
+	if (!ret)
+		ret = mgr_borrow(m, device, &shared);
 	if (!ret)
 		ret = mgr_ctrl_up(m, shared);
 	if (!ret)
@@ -457,6 +459,11 @@ int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms)
 	if (db == m->last_doorbell)
 		sio_segment_wait(m->seg, offsetof(struct sio_nvme_mbox_hdr, doorbell), db,
 				 (uint64_t)timeout_ms * 1000000ull);
+	/* across a link that is down, nothing read is the mailbox's, and
+	 * nothing written reaches it: no mending what only reads all ones */
+	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == UINT64_MAX &&
+	    (ret = sio_nvme_mgr_link_wait(m)))
+		return ret;
 	m->last_doorbell = __atomic_load_n(&h->doorbell, __ATOMIC_ACQUIRE);
 	__atomic_fetch_add(&h->heartbeat, 1, __ATOMIC_RELAXED);
 	sio_nvme_mbox_check(m, sio__now_ns());	/* what others wrote over, back */

@@ -62,6 +62,66 @@ static int reset_ctrl(struct sio_nvme_manager *m, const char *why)
 	return 0;
 }
 
+/*
+ * The lender out of reach of a manager on another node: its registers
+ * read all ones, or its mailbox does while the link to the lender reads
+ * down (with the link up, all ones in the mailbox is another process's
+ * write, which is mended).
+ */
+static bool lender_dark(struct sio_nvme_manager *m)
+{
+	int me = sio_fabric_node_id(m->f), l = m->dinfo.lender;
+
+	if (sio_nvme_ctrl_check(m->ctrl) == -ENODEV)
+		return true;
+	return __atomic_load_n(&m->mb->h.magic, __ATOMIC_ACQUIRE) == UINT64_MAX &&
+	       (sio_link_get(m->f, me, 0) != 1 || sio_link_get(m->f, l, 0) != 1);
+}
+
+/*
+ * A link flap, or the lender's host stopped a while, is not the
+ * controller's failure, though across an NTB its registers read all ones
+ * as a controller that died does. A manager that took it for a dead one
+ * stopped serving with its mailbox out of reach, so its last words were
+ * lost and the mailbox went on naming it the manager: its clients waited
+ * on a heartbeat that stood still, and no standby took over from a live
+ * process. Away from the lender it cannot tell the two apart at once, so
+ * it waits as the clients do, up to $SMARTIO_NVME_LINK_GRACE_MS, for the
+ * lender to read again (the fabric's heartbeat maps the windows again at
+ * the link's new generation), or for the device to be gone. What this
+ * manager wrote meanwhile is lost: a client whose answer it was asks
+ * again when its wait ends. On the lender, all ones is the device's end.
+ */
+int sio_nvme_mgr_link_wait(struct sio_nvme_manager *m)
+{
+	uint64_t t0, now, grace = (uint64_t)m->grace_ms * 1000000ull;
+	struct sio_backoff b;
+	int ret;
+
+	if (sio_fabric_node_id(m->f) == m->dinfo.lender || !lender_dark(m))
+		return 0;
+	mlog(m, "the lender (node %d) is out of reach: what it holds reads all ones (its "
+	     "link down, or its host stopped); waiting for it up to %u ms "
+	     "($SMARTIO_NVME_LINK_GRACE_MS)", m->dinfo.lender, m->grace_ms);
+	sio_nvme_backoff_init(&b, 20000000);
+	t0 = now = sio__now_ns();
+	while (lender_dark(m)) {
+		if ((ret = sio_nvme_mgr_still_there(m)))
+			return ret;
+		if (now - t0 > grace)
+			return sio_err_set(ENOLINK, "the lender (node %d) has been out of reach "
+					   "for over %u ms ($SMARTIO_NVME_LINK_GRACE_MS)",
+					   m->dinfo.lender, m->grace_ms);
+		sio_backoff_wait(&b);
+		now = sio__now_ns();
+	}
+	m->link_losses++;
+	mlog(m, "the lender (node %d) is in reach again after %llu ms: serving on (%u time(s) "
+	     "out of reach so far)", m->dinfo.lender, (unsigned long long)((now - t0) / 1000000),
+	     m->link_losses);
+	return 0;
+}
+
 /* After the requests: reset a controller that failed, timed out or was
  * disabled behind our back. Return: 0, or -errno when it is gone or does
  * not come back. */
@@ -70,6 +130,9 @@ int sio_nvme_mgr_check_ctrl(struct sio_nvme_manager *m)
 	int ret = sio_nvme_ctrl_health(m->ctrl);
 	char why[200];
 
+	/* all ones, away from the lender: perhaps its link, waited for */
+	if (ret == -ENODEV && !(ret = sio_nvme_mgr_link_wait(m)))
+		ret = sio_nvme_ctrl_health(m->ctrl);
 	if (!ret || ret == -ENODEV)
 		return ret;
 	/* a model that left, or a fabric destroyed, reads as disabled too */

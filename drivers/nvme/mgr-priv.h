@@ -88,6 +88,8 @@ struct sio_nvme_manager {
 	pthread_t pulse;	/* bumps the mailbox's pulse (manager.c) */
 	bool pulsing;
 	uint32_t pulse_stop;
+	uint32_t grace_ms;	/* $SMARTIO_NVME_LINK_GRACE_MS */
+	uint32_t link_losses;	/* the lender out of reach, waited out (mgr-health.c) */
 };
 
 /* A Create I/O Queue Pair request, served with others taken at once. */
@@ -138,6 +140,10 @@ void sio_nvme_mgr_create_and_respond(struct sio_nvme_manager *m, struct creating
 
 /* mgr-health.c */
 int sio_nvme_mgr_check_ctrl(struct sio_nvme_manager *m);
+/* Away from the lender, wait out its being out of reach (what it holds reads
+ * all ones): 0 (nothing to wait out, or it is back), -ENOLINK past the
+ * grace, or -errno of a device or fabric gone. */
+int sio_nvme_mgr_link_wait(struct sio_nvme_manager *m);
 
 /* mbox.c: the mailbox published, its reset count, and checked: a header or
  * a slot another process overwrote is written again */

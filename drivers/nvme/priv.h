@@ -19,6 +19,13 @@
 /* err.c: an admin opcode's name, for messages ("Identify"). */
 const char *sio_nvme_admin_name(uint8_t opc);
 
+/* client.c: $@var, strictly (0..@max; @def when unset), for what it says. */
+int sio_nvme_env_u32(const char *var, uint32_t def, uint32_t max, const char *what,
+		     uint32_t *out);
+/* client.c: how long a client or a manager waits for a link to the lender
+ * that is down ($SMARTIO_NVME_LINK_GRACE_MS, default 10 s), in @ms. */
+int sio_nvme_link_grace_ms(uint32_t *ms);
+
 /* The driver's waits back off as every polling loop does (smartio/backoff.h):
  * register and mailbox waits briefly spin, then sleep up to @max_ns. */
 static inline void sio_nvme_backoff_init(struct sio_backoff *b, uint32_t max_ns)

@@ -1028,6 +1028,88 @@ Test(faults, a_mailbox_that_reads_all_ones_for_a_while_is_waited_for)
 	cli_close(&c);
 }
 
+/* The manager of the cluster moved to node 1, away from the lender (node
+ * 0), its link grace @grace (ms); a client on the lender. */
+static void mgr_away(struct cli *c, const char *grace)
+{
+	static const char *const args[] = { "--node", "1", "--shadow-doorbells", "on", NULL };
+
+	cluster_stop(&C.mgr);
+	setenv("SMARTIO_NVME_LINK_GRACE_MS", grace, 1);
+	cluster_start_mgr_args(&C, args);
+	unsetenv("SMARTIO_NVME_LINK_GRACE_MS");
+	cli_open(c, 0);
+}
+
+/* The lender's links down for @ms, the mailbox reading all ones meanwhile,
+ * as across an NTB link that flaps; then both back as they were. */
+static void lender_dark(struct cli *c, int ms)
+{
+	struct sio_nvme_mbox_hdr *h = &c->cl->mb->h, saved;
+	struct sio_fabric *admin;
+
+	cr_assert_eq(sio_fabric_open(C.fabric, 0, &admin), 0, "%s", sio_errmsg());
+	memcpy(&saved, h, sizeof(saved));
+	cr_assert_eq(sio_link_set(admin, 0, -1, false), 0, "%s", sio_errmsg());
+	memset(h, 0xff, sizeof(*h));
+	usleep((useconds_t)ms * 1000);
+	memcpy(h, &saved, sizeof(saved));
+	cr_assert_eq(sio_link_set(admin, 0, -1, true), 0, "%s", sio_errmsg());
+	sio_fabric_close(admin);
+}
+
+/*
+ * A manager on another node than the lender whose link to it goes down
+ * (an NTB link's flap): the mailbox reads all ones, and across an NTB the
+ * registers too. The manager waits for the link instead of taking the
+ * controller for dead (it stopped serving, and its last words never reached
+ * the mailbox, which went on saying it served), or mending what only
+ * reads all ones; once the link is back it serves on, the same process.
+ */
+Test(faults, a_manager_rides_out_its_link_to_the_lender)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	uint8_t id[4096];
+	struct cli c;
+	char *log;
+	int st;
+
+	cluster_up(&C, 2, 32, emu);
+	mgr_away(&c, "10000");
+	cr_assert_eq(cli_write(&c, 500, 3), 0, "%s", sio_errmsg());
+	lender_dark(&c, 1500);
+	cr_expect_eq(waitpid(C.mgr, &st, WNOHANG), 0, "the manager stopped across the flap");
+	cr_expect_eq(cli_verify(&c, 500, 3), 0, "%s", sio_errmsg());
+	cr_expect_eq(sio_nvme_client_identify(c.cl, NVME_IDENTIFY_CNS_CTRL, 0, id), 0,
+		     "a request after the flap: %s", sio_errmsg());
+	log = cluster_output(&C, "nvme-manager", "err");
+	cr_expect(strstr(log, "the lender (node 0) is out of reach: what it holds reads all "
+			 "ones") && strstr(log, "(node 0) is in reach again after"), "%s", log);
+	cr_expect(!strstr(log, "wrote over the mailbox"), "mended what read all ones: %s", log);
+	cli_close(&c);
+}
+
+/* ... and one whose link stays down past its grace stops, saying so. */
+Test(faults, a_manager_stops_past_its_link_grace)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	struct cli c;
+	char *log;
+	int st;
+
+	cluster_up(&C, 2, 32, emu);
+	mgr_away(&c, "300");
+	lender_dark(&c, 1500);
+	st = cluster_wait(C.mgr, 5000);
+	cr_expect(st > 0, "the manager went on past its grace: %d", st);
+	C.mgr = 0;	/* reaped, exited or killed */
+	log = cluster_output(&C, "nvme-manager", "err");
+	cr_expect(strstr(log, "(node 0) has been out of reach for over 300 ms "
+			 "($SMARTIO_NVME_LINK_GRACE_MS)"), "%s", log);
+	cr_expect(!strstr(log, "controller failed"), "%s", log);
+	cli_close(&c);
+}
+
 /* Garbage stored into the controller's registers (CC, AQA, ASQ, ACQ) by
  * another process under a client's I/O: the controller stops, shuts down
  * or refuses; the manager sees it no longer enabled and ready and resets

@@ -200,8 +200,9 @@ static int serve_loop(struct sio_fabric *f, struct sio_device_info *di,
 			fprintf(lg, "nvme-manager: %s; stopping\n", sio_errmsg());
 			return 0;
 		}
-		if (ret)
-			fprintf(lg, "nvme-manager: controller failed: %s\n", sio_errmsg());
+		if (ret)	/* a link lost past its grace is no controller's failure */
+			fprintf(lg, "nvme-manager: %s%s\n", ret == -ENOLINK ? "" :
+				"controller failed: ", sio_errmsg());
 		sio_nvme_manager_stats(m, &st);
 		if (mo->log)
 			fprintf(lg, "nvme-manager: stopping: %llu requests, %llu refused, "
