@@ -225,7 +225,8 @@ static bool remap(struct ntbsrc *n, bool beat, int port)
 		all = all && ok;
 		if (!ok)
 			continue;
-		n->state_gen[pr.port] = pr.link_gen;
+		/* atomic: sio__ntb_removed() reads it without the mutex */
+		__atomic_store_n(&n->state_gen[pr.port], pr.link_gen, __ATOMIC_RELEASE);
 		if (segs)
 			n->peer_gen[pr.port] = pr.link_gen;
 	}
@@ -670,18 +671,27 @@ static int sio__ntb_list(char (*names)[SIO_NAME_MAX], int max)
 	return ret == -ENOENT ? 0 : ret;
 }
 
-/* A home we cannot hear from (its link down) has not destroyed the fabric: we do not know. */
+/*
+ * A home we cannot hear from (its link down) has not destroyed the fabric:
+ * we do not know. Nor do we while its link is up again after a flap and
+ * the heartbeat has not mapped the state again at the new generation: the
+ * old mapping reads all ones, which no destroyed state says (its magic is
+ * cleared). A manager away from a lender that flapped with the home took
+ * that for a destroyed fabric, and stopped.
+ */
 static bool sio__ntb_removed(struct sio_fabric *f)
 {
 	struct ntbsrc *n = src_of(wf_of(f));
 	struct sio_ntb_peer pr;
-	int pidx;
+	int pidx, home = n->boot.port;
 
 	if (__atomic_load_n(&n->orphaned, __ATOMIC_ACQUIRE))
 		return true;	/* its home yielded to a state without it (home.c) */
-	if (n->boot.port != n->node.port && (pidx = sio__ntbdev_pidx(n->dev, n->boot.port)) >= 0) {
+	if (home != n->node.port && home >= 0 && home < WF_MAX_POOLS &&
+	    (pidx = sio__ntbdev_pidx(n->dev, home)) >= 0) {
 		pr = (struct sio_ntb_peer){ .pidx = (uint32_t)pidx };
-		if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER, &pr) || !pr.link_up)
+		if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER, &pr) || !pr.link_up ||
+		    pr.link_gen != __atomic_load_n(&n->state_gen[home], __ATOMIC_ACQUIRE))
 			return false;
 	}
 	return sio__wf_removed(f);
