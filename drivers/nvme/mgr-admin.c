@@ -33,17 +33,23 @@ static int refuse(struct sio_nvme_manager *m, struct sio_nvme_mbox_resp *r, int 
 static int from_ctrl(struct sio_nvme_manager *m, struct sio_nvme_mbox_resp *r, int ret,
 		     uint16_t status)
 {
+	int health;
+
 	if (!ret)
 		return 0;
 	r->status = status;
 	snprintf(r->msg, sizeof(r->msg), "%s", sio_errmsg());
 	r->err = ret;
 	m->st.refused++;
-	/* The admin queue timed out: the controller is reset before the next
-	 * request (sio_nvme_mgr_check_ctrl()), which the client makes again. */
-	if (ret == -ETIMEDOUT && sio_nvme_ctrl_health(m->ctrl) == -ETIMEDOUT) {
-		snprintf(r->msg, sizeof(r->msg), "the controller timed out and is being "
-			 "reset: ask again");
+	/* The controller timed out, failed (CSTS.CFS) or was disabled: it is
+	 * reset before the next request (sio_nvme_mgr_check_ctrl()), which the
+	 * client makes again. A lender whose link flapped under a queue's DMA
+	 * left its controller failed so, and clients failed on it. */
+	health = sio_nvme_ctrl_health(m->ctrl);
+	if (health == -ETIMEDOUT || health == -EIO || health == -ESTALE) {
+		snprintf(r->msg, sizeof(r->msg), "the controller %s and is being reset: ask "
+			 "again", health == -EIO ? "reports a fatal status" :
+			 health == -ESTALE ? "was disabled" : "timed out");
 		r->err = ret = -EAGAIN;
 		r->flags |= SIO_MBOX_RESP_RETRY;
 	}

@@ -310,6 +310,30 @@ Test(failover, fatal_status_reset_is_told_and_clients_go_on)
 	cli_goes_on(&c);
 }
 
+/* Requests made as the controller fails (CSTS.CFS), before the manager's
+ * reset: answered "ask again", not failed, and done after the reset (a
+ * lender's flap under a queue's DMA fails QEMU's controller so). */
+Test(failover, a_request_as_the_controller_fails_is_asked_again)
+{
+	struct cli c = { 0 };
+	uint8_t id[4096];
+	int i;
+
+	cluster_up(&C, 2, 32, emu);
+	cli_open(&c);
+	cli_write(&c);
+	for (i = 0; i < 5; i++) {
+		cr_assert_eq(kill(C.emu, SIGUSR1), 0);	/* nvme-emu fails: CSTS.CFS */
+		cr_expect_eq(sio_nvme_client_identify(c.cl, NVME_IDENTIFY_CNS_CTRL, 0, id), 0,
+			     "Identify %d as the controller failed: %s", i, sio_errmsg());
+	}
+	memset(c.buf->va, 0, 4096);
+	cr_expect_eq(sio_nvme_read(c.q, 1, 64, 8, c.buf, 0), 0, "%s", sio_errmsg());
+	cr_expect_eq(((uint8_t *)c.buf->va)[4095], 0x5a, "the data written before");
+	cli_close(&c);
+	sio_fabric_close(c.f);
+}
+
 /* The manager's log, once it holds @what (bounded), or the test fails. */
 static void await_log(const char *what, int secs)
 {
