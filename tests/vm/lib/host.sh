@@ -67,12 +67,13 @@
 #                                         count; the guests see sio.profiles=
 #   SIO_NTB_FINISH     g0 g1 g2b          the guests' logs that must end in
 #                                         SIO-VM DONE
-#   SIO_NTB_FLAP_S     4                  seconds flap-1 stops guest 1 for
+#   SIO_NTB_FLAP_S     4                  seconds a flap (flap-1, flap-N in the
+#                                         storm) stops its guest for
 #   SIO_NTB_STORM_S    60                 seconds of the storm (act_storm)
 #   SIO_NTB_STORM_SEED the time           its draw of faults (printed)
 #   SIO_NTB_STORM_FAULTS                  the kinds it draws from (default:
 #                                         kill-client kill-manager reset-1
-#                                         kill-2; flap-N too)
+#                                         kill-2 flap-0 flap-1 flap-2)
 #   SIO_NTB_NET        0                  1: a network between the NTB guests,
 #                                         a virtio-net each (MAC
 #                                         52:54:00:38:00:N) on one QEMU
@@ -356,23 +357,26 @@ act_reset_1() {
 #   kill-2        SIGKILL guest 2's QEMU; a new one boots a lease later
 #                 (its old node's processes are judged dead meanwhile) and
 #                 rejoins
-#   flap-N        stop guest N for SIO_NTB_FLAP_S s (not in the default set)
+#   flap-N        stop guest N for SIO_NTB_FLAP_S s (4): every link of its
+#                 NTB goes down and comes back at a new generation; its
+#                 clients and those of the others that reach it pause and
+#                 go on, a manager away from the lender waits for it
 # The fabric's home is guest 2 (it creates it) and its standby home guest
 # 1, as the guests' HOME and STANDBY-HOME lines say from then on: reset-1
 # and kill-2 kill the home where it is, and its standby takes over (the
 # time until the guest says HOME is measured); the guest that comes back
 # is the new home's standby. Not in the default set, for what is not
-# tried in the storm: a link flap (ntb-fabric checks a client's ride
-# through one), the lender's guest (0) reset or killed, a restart of the
-# lender. A fault whose guest is not back from a reset, a manager's fault
-# while a take-over is under way (two at once would leave no manager), or
+# tried in the storm: the lender's guest (0) reset or killed, a restart of
+# the lender. A fault whose guest is not back from a reset, a manager's
+# fault or a flap while a take-over is under way (two at once would leave
+# no manager), or
 # a home's fault while its standby is not standing by (there is one
 # standby: that would end the fabric) is not done: a client's kill in the
 # next guest that is up takes its place (said, counted as replaced).
 act_storm() {
 	seed=${SIO_NTB_STORM_SEED:-$(($(date +%s) % 1000000 + 1))}
 	dur=${SIO_NTB_STORM_S:-60}
-	kinds=${SIO_NTB_STORM_FAULTS:-kill-client kill-manager reset-1 kill-2}
+	kinds=${SIO_NTB_STORM_FAULTS:-kill-client kill-manager reset-1 kill-2 flap-0 flap-1 flap-2}
 	echo "ntb: storm: seed $seed, $dur s, faults of: $kinds (SIO_NTB_STORM_SEED=$seed draws them again)"
 	awk -v x="$seed" -v dur="$dur" -v kinds="$kinds" 'function r(n) { x = (x * 16807) % 2147483647; return x % n }
 		BEGIN { nk = split(kinds, k, " "); x = x % 2147483646 + 1
@@ -457,6 +461,7 @@ storm_fault() {
 		# the standby that takes the killed home's place, or a guest
 		# that would have to hold the state meanwhile: two homes lost
 		[ -z "$hkill" ] || why="the home's take-over is under way" ;;
+	flap-*) [ -z "$mkill$hkill" ] || why="a take-over is under way" ;;
 	esac
 	if [ -n "$why" ]; then
 		# a client's kill instead, in the first client's guest up from the target
