@@ -62,6 +62,23 @@ int sio_nvme_link_grace_ms(uint32_t *ms)
 				"lender that is down", ms);
 }
 
+int sio_nvme_grace_wait(int (*away)(void *arg), void *arg, uint32_t grace_ms,
+			uint64_t *waited_ns)
+{
+	uint64_t t0 = sio__now_ns(), grace = (uint64_t)grace_ms * 1000000ull, now = t0;
+	struct sio_backoff b;
+	int ret;
+
+	sio_nvme_backoff_init(&b, 20000000);
+	while ((ret = away(arg)) > 0 && now - t0 <= grace) {
+		sio_backoff_wait(&b);
+		now = sio__now_ns();
+	}
+	if (waited_ns)
+		*waited_ns = now - t0;
+	return ret > 0 ? -ETIMEDOUT : ret;
+}
+
 /* Post the request in our slot and ring the manager. */
 static void post(struct sio_nvme_client *cl, struct sio_nvme_mbox_slot *sl,
 		 const struct sio_nvme_mbox_req *req)
@@ -483,22 +500,19 @@ static int map_registers(struct sio_nvme_client *cl)
  * as a running client pauses for one (recover.c); then the client fails
  * saying which link.
  */
+static int links_down(void *cl)
+{
+	return !sio_nvme_path_links_up(cl, 0);
+}
+
 static int links_wait(struct sio_nvme_client *cl)
 {
-	uint64_t t0 = sio__now_ns(), grace = (uint64_t)cl->grace_ms * 1000000ull;
-	int me = sio_fabric_node_id(cl->f);
-	struct sio_backoff b;
-
-	sio_nvme_backoff_init(&b, 20000000);
-	while (!sio_nvme_path_links_up(cl, 0)) {
-		if (sio__now_ns() - t0 >= grace)
-			return sio_err_set(ENOLINK, "the link between this node (%d) and the "
-					   "lender of device %u (node %d) is down, and did not come "
-					   "back within %u ms ($SMARTIO_NVME_LINK_GRACE_MS)", me,
-					   cl->dinfo.id, cl->dinfo.lender, cl->grace_ms);
-		sio_backoff_wait(&b);
-	}
-	return 0;
+	if (!sio_nvme_grace_wait(links_down, cl, cl->grace_ms, NULL))
+		return 0;
+	return sio_err_set(ENOLINK, "the link between this node (%d) and the lender of "
+			   "device %u (node %d) is down, and did not come back within %u ms "
+			   "($SMARTIO_NVME_LINK_GRACE_MS)", sio_fabric_node_id(cl->f),
+			   cl->dinfo.id, cl->dinfo.lender, cl->grace_ms);
 }
 
 /* Borrow the device and find its manager's mailbox. A manager that is

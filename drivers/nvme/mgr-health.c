@@ -92,10 +92,21 @@ static bool lender_dark(struct sio_nvme_manager *m)
  * manager wrote meanwhile is lost: a client whose answer it was asks
  * again when its wait ends. On the lender, all ones is the device's end.
  */
+/* Still out of reach (1), in reach (0), or the device or fabric gone. */
+static int lender_away(void *arg)
+{
+	struct sio_nvme_manager *m = arg;
+	int ret;
+
+	if (!lender_dark(m))
+		return 0;
+	ret = sio_nvme_mgr_still_there(m);
+	return ret ? ret : 1;
+}
+
 int sio_nvme_mgr_link_wait(struct sio_nvme_manager *m)
 {
-	uint64_t t0, now, grace = (uint64_t)m->grace_ms * 1000000ull;
-	struct sio_backoff b;
+	uint64_t waited;
 	int ret;
 
 	if (sio_fabric_node_id(m->f) == m->dinfo.lender || !lender_dark(m))
@@ -103,21 +114,16 @@ int sio_nvme_mgr_link_wait(struct sio_nvme_manager *m)
 	mlog(m, "the lender (node %d) is out of reach: what it holds reads all ones (its "
 	     "link down, or its host stopped); waiting for it up to %u ms "
 	     "($SMARTIO_NVME_LINK_GRACE_MS)", m->dinfo.lender, m->grace_ms);
-	sio_nvme_backoff_init(&b, 20000000);
-	t0 = now = sio__now_ns();
-	while (lender_dark(m)) {
-		if ((ret = sio_nvme_mgr_still_there(m)))
-			return ret;
-		if (now - t0 > grace)
-			return sio_err_set(ENOLINK, "the lender (node %d) has been out of reach "
-					   "for over %u ms ($SMARTIO_NVME_LINK_GRACE_MS)",
-					   m->dinfo.lender, m->grace_ms);
-		sio_backoff_wait(&b);
-		now = sio__now_ns();
-	}
+	ret = sio_nvme_grace_wait(lender_away, m, m->grace_ms, &waited);
+	if (ret == -ETIMEDOUT)
+		return sio_err_set(ENOLINK, "the lender (node %d) has been out of reach for "
+				   "over %u ms ($SMARTIO_NVME_LINK_GRACE_MS)", m->dinfo.lender,
+				   m->grace_ms);
+	if (ret)
+		return ret;
 	m->link_losses++;
 	mlog(m, "the lender (node %d) is in reach again after %llu ms: serving on (%u time(s) "
-	     "out of reach so far)", m->dinfo.lender, (unsigned long long)((now - t0) / 1000000),
+	     "out of reach so far)", m->dinfo.lender, (unsigned long long)(waited / 1000000),
 	     m->link_losses);
 	return 0;
 }

@@ -25,6 +25,15 @@ int sio_nvme_env_u32(const char *var, uint32_t def, uint32_t max, const char *wh
 /* client.c: how long a client or a manager waits for a link to the lender
  * that is down ($SMARTIO_NVME_LINK_GRACE_MS, default 10 s), in @ms. */
 int sio_nvme_link_grace_ms(uint32_t *ms);
+/*
+ * client.c: wait while @away(@arg) says the lender is out of reach (> 0),
+ * backing off, $SMARTIO_NVME_LINK_GRACE_MS (@grace_ms) at most: the one wait
+ * of a client starting, a queue pausing and a manager away from the lender.
+ * @waited_ns (may be NULL): how long. Return: 0 once it is in reach,
+ * -ETIMEDOUT past the grace, or what @away returned (< 0).
+ */
+int sio_nvme_grace_wait(int (*away)(void *arg), void *arg, uint32_t grace_ms,
+			uint64_t *waited_ns);
 
 /* The driver's waits back off as every polling loop does (smartio/backoff.h):
  * register and mailbox waits briefly spin, then sleep up to @max_ns. */

@@ -138,6 +138,12 @@ static int qpair_restart(struct sio_nvme_ioq *q, struct qpair *p)
 	return 0;
 }
 
+/* The links to the lender down, or their windows not mapped again here yet. */
+static int links_lost(void *cl)
+{
+	return !sio_nvme_path_resume(cl, 0);
+}
+
 /*
  * A link on the way to the lender down under a single-path queue (a flap,
  * the lender's host rebooting; a multipath queue fails over instead):
@@ -152,18 +158,14 @@ static int qpair_restart(struct sio_nvme_ioq *q, struct qpair *p)
 static int link_pause(struct sio_nvme_ioq *q)
 {
 	struct sio_nvme_client *cl = q->cl;
-	uint64_t t0 = sio__now_ns(), grace = (uint64_t)cl->grace_ms * 1000000ull, now = t0;
-	struct sio_backoff b;
+	uint64_t waited;
+	int ret;
 
-	sio_nvme_backoff_init(&b, 20000000);
 	q->link_flaps++;
-	while (!sio_nvme_path_resume(cl, 0) && now - t0 <= grace) {
-		sio_backoff_wait(&b);
-		now = sio__now_ns();
-	}
-	q->paused_ns += now - t0;
+	ret = sio_nvme_grace_wait(links_lost, cl, cl->grace_ms, &waited);
+	q->paused_ns += waited;
 	sio_nvme_stats_sync(q);
-	if (now - t0 > grace)
+	if (ret)
 		return sio_err_set(ENOLINK, "queue %u: the link between this node (%d) and the "
 				   "lender (node %d) has been down for over %u ms "
 				   "($SMARTIO_NVME_LINK_GRACE_MS)", q->qp[0].q.qid,
