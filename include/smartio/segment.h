@@ -197,7 +197,10 @@ int sio_segment_reserve(struct sio_segment *seg, uint64_t offset, uint64_t lengt
  *
  * The segment stays, ownerless and whole, for a successor to adopt (a
  * service handing over, not stopping); the handle goes. Any other segment
- * is closed as by sio_segment_close().
+ * is closed as by sio_segment_close(). Where the registry is out of reach
+ * (the fabric's state across a link that is down), the segment is let go
+ * of at the next call on the same fabric handle that reaches it; until
+ * then it is still this process's.
  */
 void sio_segment_leave(struct sio_segment *seg);
 

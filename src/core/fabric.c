@@ -460,6 +460,8 @@ int sio__lock_noreap(struct sio_fabric *f)
 	}
 	if (died)	/* it may have left its work half done: reap it now */
 		f->reg->last_reap_ns = 0;
+	if (f->nleft)
+		sio__seg_leaves_apply(f);
 	return 0;
 }
 

@@ -39,6 +39,10 @@ struct sio_fabric {
 	/* a copy made when joining, after validation: the registry's may change */
 	struct sio_topology topo;
 	int proc;			/* our slot in reg->procs */
+	/* kept segments let go of while the registry was out of reach (its
+	 * lock failed): let go of at this handle's next lock (segment.c) */
+	struct { int slot; uint64_t gen; } left[4];
+	int nleft;
 	/* this process's own mappings of segments, for DMA and lenders */
 	void **segmap;
 	uint64_t *segmap_gen;
@@ -96,6 +100,8 @@ struct sio_devreg {
 /* Map a segment slot into this process (cached per fabric handle). */
 void *sio__segmap(struct sio_fabric *f, int slot, uint64_t gen);
 void sio__segmap_drop(struct sio_fabric *f, int slot);
+/* Registry lock held: let go of what sio_segment_leave() could not. */
+void sio__seg_leaves_apply(struct sio_fabric *f);
 
 /* Segment slots, registry lock held. */
 int sio__seg_new_locked(struct sio_fabric *f, int node, uint32_t id, uint64_t size,

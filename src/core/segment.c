@@ -439,19 +439,43 @@ int sio_segment_reserve(struct sio_segment *seg, uint64_t offset, uint64_t lengt
 	return ret;
 }
 
+void sio__seg_leaves_apply(struct sio_fabric *f)
+{
+	for (int i = 0; i < f->nleft; i++) {
+		struct reg_seg *s = reg_seg_at(f->reg, f->left[i].slot);
+
+		if (s && s->used && s->gen == f->left[i].gen && s->keep && s->owner == f->proc)
+			s->owner = -1;
+	}
+	f->nleft = 0;
+}
+
+/*
+ * A registry out of reach (the state across a link that is down) cannot
+ * be written now: the segment is let go of at this handle's next lock
+ * that reaches it, or else it stays this live process's, refused to a
+ * successor and to this process's own next start alike.
+ */
 void sio_segment_leave(struct sio_segment *seg)
 {
+	struct sio_fabric *f;
 	struct reg_seg *s;
 
 	if (!seg)
 		return;
-	if (seg->owner && !seg->bar_dev && !sio__lock(seg->f)) {
-		s = &seg->f->reg->segs[seg->slot];
-		if (!seg_check(seg) && s->keep && s->owner == seg->f->proc) {
+	f = seg->f;
+	if (seg->owner && !seg->bar_dev && !sio__lock(f)) {
+		s = &f->reg->segs[seg->slot];
+		if (!seg_check(seg) && s->keep && s->owner == f->proc) {
 			s->owner = -1;
 			seg->owner = false;	/* closed as a connected handle */
 		}
-		sio__unlock(seg->f);
+		sio__unlock(f);
+	} else if (seg->owner && !seg->bar_dev &&
+		   f->nleft < (int)(sizeof(f->left) / sizeof(f->left[0]))) {
+		f->left[f->nleft].slot = seg->slot;
+		f->left[f->nleft++].gen = seg->gen;
+		seg->owner = false;
 	}
 	sio_segment_close(seg);
 }

@@ -175,6 +175,35 @@ Test(registry, damage_after_joining_gives_errors_not_crashes)
 	cr_assert_eq(sio_fabric_destroy(name), 0, "%s", sio_errmsg());
 }
 
+/*
+ * A kept segment let go of while the registry could not be read (the
+ * state across a link that is down: the lock fails) is let go of at the
+ * handle's next lock that reaches it: the process's own next start adopts
+ * it (an NVMe manager that stopped across a dead link was refused its own
+ * mailbox, "held by a manager still running", for as long as it ran).
+ */
+Test(registry, a_kept_segment_left_out_of_reach_is_let_go_of_later)
+{
+	struct sio_fabric_config c = { .nodes = 2 };
+	const char *name = test_fabric("leave", &c);
+	struct sio_fabric *f = join(name, 0);
+	struct sio_segment *s;
+	uint32_t magic;
+	int ret;
+
+	cr_assert_eq(sio_segment_create_on(f, 0, 77, 4096, SIO_SEG_F_KEEP, &s), 0, "%s",
+		     sio_errmsg());
+	magic = f->reg->magic;
+	f->reg->magic = 0xffffffffu;
+	sio_segment_leave(s);
+	f->reg->magic = magic;
+	ret = sio_segment_create_on(f, 0, 77, 4096, SIO_SEG_F_KEEP, &s);
+	cr_assert_eq(ret, 0, "its own kept segment, once in reach: %s", sio_errmsg());
+	sio_segment_close(s);
+	sio_fabric_close(f);
+	cr_assert_eq(sio_fabric_destroy(name), 0, "%s", sio_errmsg());
+}
+
 /* A segment file shorter than the registry says is refused, not a SIGBUS later. */
 Test(registry, segment_files_are_checked_before_mapping)
 {
