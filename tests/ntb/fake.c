@@ -19,7 +19,8 @@
  * host's heartbeat does), or until a test clears its flag
  * (sio_test_ntb_fake_link(): a partition, the port's service alive). $SMARTIO_NTB_FAKE_REFUSE_XLAT=ERRNO (read at open):
  * this handle's translations are refused with -ERRNO, as a driver whose rules
- * they break. What the fake does not model: timing, write
+ * they break. sio_test_ntb_fake_refuse_maps(): a port's next maps through a
+ * window are refused, as across a link that flapped. What the fake does not model: timing, write
  * combining, revocation of mappings when a link goes (its pages stay).
  */
 #include <fcntl.h>
@@ -58,6 +59,7 @@ struct fake_hw {
 		_Atomic uint32_t up;
 		_Atomic int32_t pid;	/* the process of the handle that took it up */
 		_Atomic uint32_t dbseq;
+		_Atomic uint32_t refuse_maps;	/* the next ones through a window */
 		_Atomic uint32_t db[FAKE_BITS];
 		_Atomic uint32_t spad[FAKE_SPADS];
 		struct { _Atomic uint64_t addr, size; } xlat[FAKE_PORTS][FAKE_MWS];
@@ -414,6 +416,17 @@ static int map_buf(struct ntbdev *d, void *addr, int port, uint32_t pidx, uint32
 	return 0;
 }
 
+/* A map through a window that a test has refused (sio_test_ntb_fake_refuse_maps()). */
+static bool refused(struct fake_hw *hw, int port)
+{
+	_Atomic uint32_t *n = &hw->port[port].refuse_maps;
+	uint32_t v = atomic_load(n);
+
+	while (v && !atomic_compare_exchange_weak(n, &v, v - 1))
+		;
+	return v != 0;
+}
+
 static int fake_mmap(struct ntbdev *d, void *addr, uint64_t off, uint64_t len, void **va)
 {
 	struct fake_hw *hw = fk(d)->hw;
@@ -432,7 +445,7 @@ static int fake_mmap(struct ntbdev *d, void *addr, uint64_t off, uint64_t len, v
 	}
 	if ((ret = outbound(d, (off >> 32) & 0x3ff, &peer, &xaddr, &xsize)))
 		return ret;
-	if (!up(d, peer))
+	if (!up(d, peer) || refused(fk(d)->hw, d->port))
 		return -ENOTCONN;
 	if (!xsize || within + len > xsize || !decode(d, xaddr, &peer, &pidx, &widx, &boff))
 		return -EINVAL;	/* no translation there: nothing to reach */
@@ -510,8 +523,9 @@ int sio_test_ntb_fake_open(const char *dir, int dirfd, int port, struct ntbdev *
 const char *sio_test_ntb_fake_errmsg(void);
 int sio_test_ntb_fake_link(const char *dir, int port, int on);
 
-/* Port @port's link, down (@on 0: cut from every peer, its holder alive) or up again. */
-int sio_test_ntb_fake_link(const char *dir, int port, int on)
+/* The hardware of the fake NTB in @dir, mapped, for a test's hook on port
+ * @port; unmap it with munmap(). */
+static int hook_hw(const char *dir, int port, struct fake_hw **out)
 {
 	struct fake_hw *hw;
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
@@ -526,8 +540,37 @@ int sio_test_ntb_fake_link(const char *dir, int port, int on)
 		munmap(hw, sizeof(*hw));
 		return -EINVAL;
 	}
+	*out = hw;
+	return 0;
+}
+
+/* Port @port's link, down (@on 0: cut from every peer, its holder alive) or up again. */
+int sio_test_ntb_fake_link(const char *dir, int port, int on)
+{
+	struct fake_hw *hw;
+	int ret = hook_hw(dir, port, &hw);
+
+	if (ret)
+		return ret;
 	atomic_store(&hw->port[port].up, on ? 1 : 0);
 	atomic_fetch_add(&hw->link_gen, 1);
+	munmap(hw, sizeof(*hw));
+	return 0;
+}
+
+int sio_test_ntb_fake_refuse_maps(const char *dir, int port, unsigned int n);
+
+/* The next @n maps through an outbound window by handles of port @port
+ * refused with -ENOTCONN, as across a link that went down and came back
+ * between a process's look at it and its map. */
+int sio_test_ntb_fake_refuse_maps(const char *dir, int port, unsigned int n)
+{
+	struct fake_hw *hw;
+	int ret = hook_hw(dir, port, &hw);
+
+	if (ret)
+		return ret;
+	atomic_store(&hw->port[port].refuse_maps, n);
 	munmap(hw, sizeof(*hw));
 	return 0;
 }
