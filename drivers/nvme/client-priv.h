@@ -299,6 +299,25 @@ void sio_nvme_qpair_dbbuf(struct sio_nvme_client *cl, struct sio_nvme_queue *q, 
 /* multipath.c */
 bool sio_nvme_path_links_up(struct sio_nvme_client *cl, int a);
 bool sio_nvme_path_resume(struct sio_nvme_client *cl, int a);
+int sio_nvme_links_lost(void *cl);
+
+/**
+ * sio_nvme_setup_again() - a set-up step cut short by the link to the lender
+ * @cl: the client
+ * @ret: what the step (a client's attaching, a queue pair's making) returned
+ * @t0: when the first try began (sio__now_ns())
+ * @resume: the windows are mapped again by this process's calls alone
+ *	(sio_nvme_path_resume()), not by its heartbeat
+ *
+ * A map refused across a link that is down (-ENOTCONN), a link seen down
+ * (-ENOLINK) or the fabric's state out of reach, its home's link down
+ * (-EHOSTDOWN), is waited out, $SMARTIO_NVME_LINK_GRACE_MS from @t0, as a
+ * running queue pauses for one (recover.c); the caller then undoes what
+ * the step made and makes it again.
+ * Return: 0 to make it again; else what the step fails with: @ret as it
+ * is, or -ENOLINK past the grace.
+ */
+int sio_nvme_setup_again(struct sio_nvme_client *cl, int ret, uint64_t t0, bool resume);
 int sio_nvme_client_second_path(struct sio_nvme_client *cl);
 bool sio_nvme_mp_flush(struct sio_nvme_ioq *q);
 int sio_nvme_mp_recover(struct sio_nvme_ioq *q);

@@ -515,6 +515,29 @@ static int links_wait(struct sio_nvme_client *cl)
 			   cl->dinfo.id, cl->dinfo.lender, cl->grace_ms);
 }
 
+int sio_nvme_setup_again(struct sio_nvme_client *cl, int ret, uint64_t t0, bool resume)
+{
+	uint64_t spent = (sio__now_ns() - t0) / 1000000ull;
+	char why[256];
+
+	if ((ret != -ENOTCONN && ret != -ENOLINK && ret != -EHOSTDOWN) || spent >= cl->grace_ms)
+		return ret;
+	snprintf(why, sizeof(why), "%s", sio_errmsg());
+	/* a link seen up again whose windows are not mapped yet refuses a
+	 * map as well: a little later each time, within the grace */
+	usleep((useconds_t)(spent < 4000 ? 20 + spent / 4 : 1000) * 1000);
+	spent = (sio__now_ns() - t0) / 1000000ull;
+	if (spent < cl->grace_ms &&
+	    !sio_nvme_grace_wait(resume ? sio_nvme_links_lost : links_down, cl,
+				 (uint32_t)(cl->grace_ms - spent), NULL))
+		return 0;
+	return sio_err_set(ENOLINK, "the link between this node (%d) and the lender of "
+			   "device %u (node %d) went down during set-up (%s), and did not "
+			   "come back within %u ms ($SMARTIO_NVME_LINK_GRACE_MS)",
+			   sio_fabric_node_id(cl->f), cl->dinfo.id, cl->dinfo.lender, why,
+			   cl->grace_ms);
+}
+
 /* Borrow the device and find its manager's mailbox. A manager that is
  * starting holds the device exclusively, briefly, and one taking a
  * restarted controller over serves after a while: wait for it, at least
@@ -586,18 +609,13 @@ static int admin_buffer(struct sio_nvme_client *cl)
 	return 0;
 }
 
-/* The steps: find the device, borrow it and find its manager, read what the
- * mailbox says of the controller, say hello, map the doorbells (and the
- * shadow ones), make the admin buffer. */
-int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_client **out)
+/* A client of fabric @f, its settings read; nothing attached yet. */
+static int client_new(struct sio_fabric *f, struct sio_nvme_client **out)
 {
-	struct sio_nvme_client *cl;
-	struct sio_errsave es;
+	struct sio_nvme_client *cl = calloc(1, sizeof(*cl));
 	int ret;
 
-	if (!f || !out)
-		return sio_err_set(EINVAL, "sio_nvme_client_open: NULL argument");
-	cl = calloc(1, sizeof(*cl));
+	*out = cl;
 	if (!cl)
 		return sio_err_set(ENOMEM, "out of memory");
 	cl->f = f;
@@ -620,16 +638,20 @@ int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_
 				       "turns it off", &cl->arena_mb);
 	if (!ret)
 		ret = sio_nvme_link_grace_ms(&cl->grace_ms);
-	if (!ret)
-		ret = sio_nvme_find_device(f, device, &cl->dinfo);
-	if (!ret)
-		ret = links_wait(cl);
-	if (!ret)
-		ret = borrow(cl);
+	return ret;
+}
+
+/* Borrow the device and find its manager, read what the mailbox says of
+ * the controller, say hello, map the doorbells (and the shadow ones), make
+ * the admin buffer. */
+static int attach(struct sio_nvme_client *cl)
+{
+	int ret = borrow(cl);
+
 	if (!ret)
 		ret = load_info(cl);
 	if (ret)
-		goto fail;
+		return ret;
 	sio_nvme_client_set_timeout(cl, 0);
 	ret = hello(cl);
 	if (!ret)
@@ -638,6 +660,45 @@ int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_
 		ret = sio_nvme_client_dbbuf(cl);
 	if (!ret)
 		ret = admin_buffer(cl);
+	return ret;
+}
+
+/* A fresh client in place of @cl, whose attaching the link cut short: what
+ * it had attached goes (its slot with a goodbye, once the link is back). */
+static int client_again(struct sio_nvme_client **cl)
+{
+	struct sio_nvme_client *old = *cl;
+	int ret = client_new(old->f, cl);
+
+	if (*cl)
+		(*cl)->dinfo = old->dinfo;
+	sio_nvme_client_close(old);
+	return ret;
+}
+
+/* The steps: find the device, wait for the links to its lender, attach.
+ * A link that goes down meanwhile has the attaching made again once it is
+ * back, within the grace (sio_nvme_setup_again()). */
+int sio_nvme_client_open(struct sio_fabric *f, uint32_t device, struct sio_nvme_client **out)
+{
+	struct sio_nvme_client *cl = NULL;
+	struct sio_errsave es;
+	uint64_t t0;
+	int ret;
+
+	if (!f || !out)
+		return sio_err_set(EINVAL, "sio_nvme_client_open: NULL argument");
+	ret = client_new(f, &cl);
+	if (!ret)
+		ret = sio_nvme_find_device(f, device, &cl->dinfo);
+	if (!ret)
+		ret = links_wait(cl);
+	for (t0 = sio__now_ns(); !ret;) {
+		ret = attach(cl);
+		if (!ret || (ret = sio_nvme_setup_again(cl, ret, t0, false)))
+			break;
+		ret = client_again(&cl);
+	}
 	if (ret)
 		goto fail;
 	sio_nvme_stats_open(cl);	/* the live counters: no reason to refuse a client */

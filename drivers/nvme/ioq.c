@@ -599,13 +599,44 @@ static struct sio_nvme_ioq *ioq_alloc(struct sio_nvme_client *cl,
 	return q;
 }
 
+/* The memory of each path's queue pair placed, mapped and created, and
+ * its completions set up; what was made goes again on a failure. */
+static int ioq_make(struct sio_nvme_client *cl, const struct sio_nvme_qspec *spec,
+		    uint32_t depth, struct sio_nvme_ioq **out)
+{
+	struct sio_errsave es;
+	struct sio_nvme_ioq *q = ioq_alloc(cl, spec, depth);
+	int ret;
+
+	if (!q)
+		return sio_err_set(ENOMEM, "out of memory");
+	q->qp[0].dev = cl->dev;
+	q->qp[0].path = 0;
+	ret = qpair_setup(q, &q->qp[0], spec);
+	if (!ret && q->mp) {
+		q->qp[1].dev = cl->dev2;
+		q->qp[1].path = 1;
+		ret = qpair_setup(q, &q->qp[1], spec);
+	}
+	if (!ret)
+		ret = sio_nvme_cpl_setup(q, spec->completions);
+	if (ret) {
+		sio_err_save(&es);
+		ioq_delete_free(q);
+		sio_err_restore(&es);
+		return ret;
+	}
+	*out = q;
+	return 0;
+}
+
 int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec *spec,
 			struct sio_nvme_ioq **out)
 {
-	struct sio_errsave es;
 	struct sio_nvme_qspec def;
 	struct sio_nvme_ioq *q;
 	uint32_t depth;
+	uint64_t t0;
 	int ret;
 
 	if (!cl || !out)
@@ -624,22 +655,13 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 	 * behind its back, between a command lost and a doorbell that lands */
 	if (!spec->multipath)
 		sio_nvme_path_resume(cl, 0);
-	q = ioq_alloc(cl, spec, depth);
-	if (!q)
-		return sio_err_set(ENOMEM, "out of memory");
-	/* the memory of each path's queue pair, placed, mapped and created */
-	q->qp[0].dev = cl->dev;
-	q->qp[0].path = 0;
-	ret = qpair_setup(q, &q->qp[0], spec);
-	if (!ret && q->mp) {
-		q->qp[1].dev = cl->dev2;
-		q->qp[1].path = 1;
-		ret = qpair_setup(q, &q->qp[1], spec);
-	}
-	if (!ret)
-		ret = sio_nvme_cpl_setup(q, spec->completions);
+	/* a link that goes down meanwhile: made again once it is back */
+	t0 = sio__now_ns();
+	while ((ret = ioq_make(cl, spec, depth, &q)) &&
+	       !(ret = sio_nvme_setup_again(cl, ret, t0, !spec->multipath)))
+		;
 	if (ret)
-		goto fail;
+		return ret;
 	q->act = &q->qp[0];
 	/* a reset under way when it was made (odd) took it too */
 	q->resets_seen = sio_nvme_resets(cl) & ~1u;
@@ -649,11 +671,6 @@ int sio_nvme_ioq_create(struct sio_nvme_client *cl, const struct sio_nvme_qspec 
 	cl->queues = q;
 	*out = q;
 	return 0;
-fail:
-	sio_err_save(&es);
-	ioq_delete_free(q);
-	sio_err_restore(&es);
-	return ret;
 }
 
 int sio_nvme_ioq_create_at(struct sio_nvme_client *cl, uint64_t sq_bus, uint64_t cq_bus,

@@ -30,6 +30,13 @@ bool sio_nvme_path_resume(struct sio_nvme_client *cl, int a)
 	return sio_link_get(cl->f, me, a) == 1 && sio_link_resume(cl->f, cl->dinfo.lender, a) == 1;
 }
 
+/* The links to the lender down, or their windows not mapped again here
+ * yet (a condition for sio_nvme_grace_wait()). */
+int sio_nvme_links_lost(void *cl)
+{
+	return !sio_nvme_path_resume(cl, 0);
+}
+
 /* The second path of a multipath client: a borrow through adapter 1 and the
  * doorbells mapped through this node's adapter 1 (the whole BAR0 here, or,
  * confined, each backup queue pair's own doorbell pages as it is made). */

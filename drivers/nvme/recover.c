@@ -138,12 +138,6 @@ static int qpair_restart(struct sio_nvme_ioq *q, struct qpair *p)
 	return 0;
 }
 
-/* The links to the lender down, or their windows not mapped again here yet. */
-static int links_lost(void *cl)
-{
-	return !sio_nvme_path_resume(cl, 0);
-}
-
 /*
  * A link on the way to the lender down under a single-path queue (a flap,
  * the lender's host rebooting; a multipath queue fails over instead):
@@ -162,7 +156,7 @@ static int link_pause(struct sio_nvme_ioq *q)
 	int ret;
 
 	q->link_flaps++;
-	ret = sio_nvme_grace_wait(links_lost, cl, cl->grace_ms, &waited);
+	ret = sio_nvme_grace_wait(sio_nvme_links_lost, cl, cl->grace_ms, &waited);
 	q->paused_ns += waited;
 	sio_nvme_stats_sync(q);
 	if (ret)

@@ -5,6 +5,8 @@
  */
 
 #include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,4 +292,80 @@ Test(nvme_cluster, split_requests_under_a_small_mdts_verify)
 		cr_assert_eq(cluster_jint(o, "errors", -1), 0, "run %d", run);
 		json_object_put(o);
 	}
+}
+
+/* The fake NTB's test hook @name (tests/ntb/fake.c), or NULL off it. */
+static void *fake_hook(const char *name)
+{
+	const char *lib = getenv("SMARTIO_NTB_FAKE_LIB"), *dev = getenv("SMARTIO_NTB_DEV");
+	void *h;
+
+	if (!lib || !dev || strncmp(dev, "fake:", 5))
+		return NULL;
+	h = dlopen(lib, RTLD_NOW);
+	cr_assert(h, "%s", dlerror());
+	return dlsym(h, name);
+}
+
+/* Port @port's link on the fake NTB up again after @ms, in a thread. */
+struct relink {
+	int (*link)(const char *dir, int port, int on);
+	int port, ms;
+	pthread_t t;
+};
+
+static void *relink_run(void *arg)
+{
+	struct relink *r = arg;
+
+	usleep((useconds_t)r->ms * 1000);
+	r->link(getenv("SMARTIO_NTB_DEV") + 5, r->port, 1);
+	return NULL;
+}
+
+/*
+ * A client's link to the lender that goes down during its set-up, after
+ * its first look at the link: on an NTB the map of a window across it is
+ * refused (-ENOTCONN). The client's attaching, and then a queue pair's
+ * making, are made again once the link is back, within the link's grace,
+ * and the application sees no error (both failed: "cannot map the
+ * doorbells (BAR0) ... its link is down", "cannot place queue memory").
+ */
+Test(nvme_cluster, a_link_that_flaps_during_set_up_is_ridden_out)
+{
+	int (*refuse)(const char *, int, unsigned int) = fake_hook("sio_test_ntb_fake_refuse_maps");
+	const char *emu[] = { "--backing", "ram:8M", NULL }, *dir;
+	struct relink r = { .port = 1, .ms = 500 };
+	struct sio_nvme_client *cl;
+	struct sio_nvme_qspec spec;
+	struct sio_nvme_ioq *q;
+	struct sio_nvme_buf *buf;
+	struct sio_fabric *f;
+	int ret;
+
+	*(void **)&r.link = fake_hook("sio_test_ntb_fake_link");
+	if (!refuse || !r.link)
+		cr_skip_test("needs the fake NTB, whose maps and links a test can cut "
+			     "(ntb-nvme-cluster runs it)");
+	dir = getenv("SMARTIO_NTB_DEV") + 5;
+	cluster_up(&C, 2, 32, emu);
+	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(refuse(dir, 1, 1), 0);
+	ret = sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl);
+	cr_assert_eq(ret, 0, "a client whose first map was refused: %s", sio_errmsg());
+	cr_assert_eq(sio_nvme_qspec_parse("location=lender", &spec), 0, "%s", sio_errmsg());
+	cr_assert_eq(r.link(dir, 1, 0), 0);
+	cr_assert_eq(pthread_create(&r.t, NULL, relink_run, &r), 0);
+	ret = sio_nvme_ioq_create(cl, &spec, &q);
+	pthread_join(r.t, NULL);
+	cr_assert_eq(ret, 0, "a queue pair made as the link went down: %s", sio_errmsg());
+	cr_assert_eq(sio_nvme_buf_alloc(cl, 8192, &buf), 0, "%s", sio_errmsg());
+	memset(buf->va, 0x5a, 8192);
+	cr_expect_eq(sio_nvme_write(q, 1, 64, 16, buf, 0), 0, "%s", sio_errmsg());
+	memset(buf->va, 0, 8192);
+	cr_expect_eq(sio_nvme_read(q, 1, 64, 16, buf, 0), 0, "%s", sio_errmsg());
+	cr_expect_eq(((uint8_t *)buf->va)[8191], 0x5a, "the data read back");
+	sio_nvme_buf_close(cl, buf);
+	sio_nvme_client_close(cl);
+	sio_fabric_close(f);
 }
