@@ -56,6 +56,9 @@ struct sio_nvme_emu_ns {
  *	change since the last run is a Namespace Attribute Changed event
  * @cap_to: CAP.TO, in 500 ms units (1..255): the longest the host waits
  *	for the controller to become ready, or to stop, at each reset
+ * @lost_dma_ok: admin data to the host (Identify, a log page) lost on a
+ *	link that is down completes with success, as QEMU's controller's
+ *	does (a model of it; else a data transfer error)
  */
 struct sio_nvme_emu_config {
 	const char *backing;
@@ -73,6 +76,7 @@ struct sio_nvme_emu_config {
 	bool chassis;
 	const char *ns_state;
 	uint32_t cap_to;
+	bool lost_dma_ok;
 };
 
 /**

@@ -48,6 +48,9 @@ static void usage(FILE *out)
 		"                    reshaped since the last run is a Namespace Attribute Changed event\n"
 		"  --cap-to N        CAP.TO, in 500 ms units: how long a host waits for the\n"
 		"                    controller at each reset step (default 15: 7.5 s; 1..255)\n"
+		"  --lost-dma-ok     admin data (Identify, a log page) lost on a link that is\n"
+		"                    down completes with success, as QEMU's controller does\n"
+		"                    (default: a data transfer error)\n"
 		PROG_HELP
 		"SIGUSR1 fails the controller (CSTS.CFS) until the host resets it.\n"
 		"Exit status: 0 stopped, 1 failed, 2 usage error.\n");
@@ -171,7 +174,8 @@ static int serve(struct sio_nvme_emu_config *cfg, const struct prog_service *svc
 int main(int argc, char **argv)
 {
 	enum { O_BACKING = 256, O_NS, O_LBA, O_QUEUES, O_MQES, O_CMB,
-	       O_MDTS, O_DSTRD, O_DEPTH, O_NAME, O_CHASSIS, O_NS_STATE, O_CAP_TO };
+	       O_MDTS, O_DSTRD, O_DEPTH, O_NAME, O_CHASSIS, O_NS_STATE, O_CAP_TO,
+	       O_LOST_DMA_OK };
 	static const struct option opts[] = {
 		PROG_SERVICE_LONGOPTS,
 		{ "backing", required_argument, 0, O_BACKING },
@@ -187,6 +191,7 @@ int main(int argc, char **argv)
 		{ "chassis", no_argument, 0, O_CHASSIS },
 		{ "ns-state", required_argument, 0, O_NS_STATE },
 		{ "cap-to", required_argument, 0, O_CAP_TO },
+		{ "lost-dma-ok", no_argument, 0, O_LOST_DMA_OK },
 		PROG_LONGOPTS,
 		{ 0, 0, 0, 0 },
 	};
@@ -207,6 +212,7 @@ int main(int argc, char **argv)
 				prog_usage_error("--lba: LBA size %s is not 512 or 4096", optarg);
 			break;
 		case O_CAP_TO: cfg.cap_to = prog_u32("--cap-to", optarg, 1, 255); break;
+		case O_LOST_DMA_OK: cfg.lost_dma_ok = true; break;
 		case O_QUEUES: cfg.max_qpairs = prog_u32("--queues", optarg, 0, 65535); break;
 		case O_MQES: cfg.mqes = prog_u32("--mqes", optarg, 0, 65536); break;
 		case O_CMB: cfg.cmb_mib = prog_mib("--cmb", optarg, 65535); break;
