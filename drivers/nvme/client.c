@@ -39,6 +39,9 @@ static int stopped(struct sio_nvme_client *cl)
 #define RESTART_WAIT_MAX 600000u
 #define RETRIES		8	/* requests cut short by take-overs, in a row */
 #define SLOT_LOST_NS	2000000000ull	/* a slot not ours this long is lost */
+/* What an admin data buffer holds until the controller writes it */
+#define ADMIN_POISON	0xa5
+#define ADMIN_TRIES	3	/* asks for data that never lands */
 
 int sio_nvme_env_u32(const char *var, uint32_t def, uint32_t max, const char *what,
 		     uint32_t *out)
@@ -777,8 +780,9 @@ void sio_nvme_client_set_timeout(struct sio_nvme_client *cl, uint32_t ms)
 
 
 /* Admin data: map the scratch buffer for the device only while in use, so a
- * client holds no window on the lender's adapter for it between calls. */
-static int admin_data_call(struct sio_nvme_client *cl, struct sio_nvme_mbox_req *req,
+ * client holds no window on the lender's adapter for it between calls.
+ * The buffer is filled with ADMIN_POISON first (admin_data_call()). */
+static int admin_data_once(struct sio_nvme_client *cl, struct sio_nvme_mbox_req *req,
 			   void *out, uint32_t len)
 {
 	struct sio_nvme_mbox_resp resp;
@@ -791,34 +795,74 @@ static int admin_data_call(struct sio_nvme_client *cl, struct sio_nvme_mbox_req 
 	if (cl->dev2 && !sio_nvme_path_links_up(cl, 0) && sio_nvme_path_links_up(cl, 1))
 		dev = cl->dev2;
 	if (!cl->scratch) {	/* in the arena, mapped for good */
-		if (dev == cl->dev2)
-			ret = sio_nvme_arena_bus2(cl, &bus);
-		else
-			ret = sio_nvme_arena_bus(cl, &bus);
+		ret = dev == cl->dev2 ? sio_nvme_arena_bus2(cl, &bus) : sio_nvme_arena_bus(cl, &bus);
 		if (ret)
 			return ret;
-		memset(cl->scratch_va, 0, len);
-		req->bus1 = bus + cl->scratch_off;
-		ret = sio_nvme_mbox_call(cl, req, &resp);
-		if (!ret)
-			memcpy(out, cl->scratch_va, len);
-		return ret;
+		bus += cl->scratch_off;
+	} else {
+		ret = sio_device_map(dev, cl->scratch, &bus);
+		if (ret == -ENODEV)
+			return sio_err_wrap(ENODEV, "cannot map the admin buffer for the device: "
+					    "its lender, node %d, has left the fabric",
+					    cl->dinfo.lender);
+		if (ret)
+			return sio_err_wrap(-ret, "cannot map the admin buffer for the device");
 	}
-	ret = sio_device_map(dev, cl->scratch, &bus);
-	if (ret == -ENODEV)
-		return sio_err_wrap(ENODEV, "cannot map the admin buffer for the device: "
-				    "its lender, node %d, has left the fabric",
-				    cl->dinfo.lender);
-	if (ret)
-		return sio_err_wrap(-ret, "cannot map the admin buffer for the device");
-	memset(cl->scratch_va, 0, len);
+	memset(cl->scratch_va, ADMIN_POISON, len);
 	req->bus1 = bus;
 	ret = sio_nvme_mbox_call(cl, req, &resp);
 	if (!ret)
 		memcpy(out, cl->scratch_va, len);
-	sio_err_save(&es);
-	sio_device_unmap(dev, cl->scratch);
-	sio_err_restore(&es);
+	if (cl->scratch) {
+		sio_err_save(&es);
+		sio_device_unmap(dev, cl->scratch);
+		sio_err_restore(&es);
+	}
+	return ret;
+}
+
+/* Whether the controller wrote any of the @len bytes at @p. */
+static bool landed(const uint8_t *p, uint32_t len)
+{
+	for (uint32_t i = 0; i < len; i++)
+		if (p[i] != ADMIN_POISON)
+			return true;
+	return false;
+}
+
+/*
+ * A command whose data went nowhere still completes with success (a
+ * controller's DMA across a link that is down is dropped, and QEMU's
+ * controller says nothing of it): handed back as it was, an Identify
+ * Namespace of zeros said "namespace 1 is not active" after a lender's
+ * flap. Data that did not land, or a transfer error while the link to the
+ * lender is down, is asked for again once the link is up, ADMIN_TRIES
+ * times in all; then the call fails saying so.
+ */
+static int admin_data_call(struct sio_nvme_client *cl, struct sio_nvme_mbox_req *req,
+			   void *out, uint32_t len, const char *what)
+{
+	char why[320];
+	bool lost;
+	int ret;
+
+	for (int i = 1;; i++) {
+		ret = admin_data_once(cl, req, out, len);
+		lost = ret ? ret == -EIO && !sio_nvme_path_links_up(cl, 0) : !landed(out, len);
+		if (!lost || i == ADMIN_TRIES)
+			break;
+		snprintf(why, sizeof(why), "%s", ret ? sio_errmsg() :
+			 "its data never reached this client's buffer");
+		if (links_wait(cl))
+			return sio_err_set(ret ? -ret : ENOLINK, "%s: %s; the link to the lender "
+					   "(node %d) did not come back within %u ms "
+					   "($SMARTIO_NVME_LINK_GRACE_MS)", what, why,
+					   cl->dinfo.lender, cl->grace_ms);
+	}
+	if (lost && !ret)
+		return sio_err_set(EIO, "%s: the controller completed it %d times, and its data "
+				   "never reached this client's buffer (dropped on the way from "
+				   "the lender, node %d?)", what, ADMIN_TRIES, cl->dinfo.lender);
 	return ret;
 }
 
@@ -832,7 +876,7 @@ int sio_nvme_client_identify(struct sio_nvme_client *cl, uint8_t cns, uint32_t n
 	req.cdw10 = cns;
 	req.nsid = nsid;
 	req.len = 4096;
-	return admin_data_call(cl, &req, out, 4096);
+	return admin_data_call(cl, &req, out, 4096, "Identify");
 }
 
 int sio_nvme_client_get_log(struct sio_nvme_client *cl, uint8_t lid, uint32_t nsid,
@@ -848,7 +892,7 @@ int sio_nvme_client_get_log(struct sio_nvme_client *cl, uint8_t lid, uint32_t ns
 	req.cdw10 = lid;
 	req.nsid = nsid;
 	req.len = len;
-	return admin_data_call(cl, &req, out, len);
+	return admin_data_call(cl, &req, out, len, "Get Log Page");
 }
 
 int sio_nvme_client_get_features(struct sio_nvme_client *cl, uint8_t fid, uint32_t cdw11,

@@ -56,7 +56,10 @@ Test(cause, link_down_is_named_with_its_node_and_adapter)
 	struct sio_nvme_client *cl;
 
 	cluster_up(&C, 2, 32, emu);
+	/* a link down is waited for before the request fails (client.c) */
+	setenv("SMARTIO_NVME_LINK_GRACE_MS", "500", 1);
 	client(1, &f, &cl);
+	unsetenv("SMARTIO_NVME_LINK_GRACE_MS");
 	cr_assert_eq(sio_fabric_open(C.fabric, 0, &admin), 0, "%s", sio_errmsg());
 	identify_with_link_down(admin, cl, 1, "node 1's link to the lender (adapter 0) is down");
 	identify_with_link_down(admin, cl, 0, "the lender's link (node 0, adapter 0) is down");

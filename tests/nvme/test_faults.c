@@ -672,6 +672,58 @@ Test(faults, a_link_down_at_start_is_waited_for_its_grace)
 	sio_fabric_close(r.admin);
 }
 
+/* An Identify Namespace across the lender's links taken down: said when
+ * they stay down past the grace, answered when they are back within it. */
+static void identify_across_a_flap(const char *const *emu)
+{
+	struct relink r = { .ms = 500 };
+	uint8_t want[4096], id[4096];
+	struct cli c;
+	int ret;
+
+	cluster_up(&C, 2, 32, emu);
+	setenv("SMARTIO_NVME_LINK_GRACE_MS", "1000", 1);
+	cli_open(&c, 1);
+	unsetenv("SMARTIO_NVME_LINK_GRACE_MS");
+	cr_assert_eq(sio_nvme_client_identify(c.cl, NVME_IDENTIFY_CNS_NS, 1, want), 0, "%s",
+		     sio_errmsg());
+	cr_assert_eq(sio_fabric_open(C.fabric, 0, &r.admin), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_link_set(r.admin, 0, -1, false), 0, "%s", sio_errmsg());
+	ret = sio_nvme_client_identify(c.cl, NVME_IDENTIFY_CNS_NS, 1, id);
+	cr_expect((ret == -ENOLINK || ret == -EIO) &&
+		  strstr(sio_errmsg(), "did not come back within 1000 ms"),
+		  "an Identify across a link that stays down: %d %s", ret, sio_errmsg());
+	cr_assert_eq(pthread_create(&r.t, NULL, relink_run, &r), 0);
+	ret = sio_nvme_client_identify(c.cl, NVME_IDENTIFY_CNS_NS, 1, id);
+	pthread_join(r.t, NULL);
+	cr_expect_eq(ret, 0, "an Identify across a flap: %s", sio_errmsg());
+	cr_expect_eq(memcmp(id, want, sizeof(id)), 0, "the namespace's data differs");
+	cli_close(&c);
+	sio_fabric_close(r.admin);
+}
+
+/*
+ * Admin data that never lands: across a link that is down QEMU's
+ * controller completes the command with success, and the host's buffer
+ * holds what it held (an Identify Namespace of zeros said "namespace 1 is
+ * not active" after a lender's flap, in a storm across guests). The
+ * client fills its buffer first and asks again once the link is back.
+ */
+Test(faults, admin_data_that_never_lands_is_asked_again)
+{
+	const char *emu[] = { "--backing", "ram:8M", "--lost-dma-ok", NULL };
+
+	identify_across_a_flap(emu);
+}
+
+/* ... and one the controller says it could not transfer, the link down. */
+Test(faults, admin_data_refused_across_a_flap_is_asked_again)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+
+	identify_across_a_flap(emu);
+}
+
 /* One client's counters as sio_nvme_stats_read() shows them (the first
  * queue of the client of pid @pid), or the test fails. */
 static struct sio_nvme_qstats stats_of(struct sio_fabric *f, int pid)
