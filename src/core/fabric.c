@@ -452,7 +452,8 @@ int sio__lock_noreap(struct sio_fabric *f)
 
 	if (ret)
 		return ret;
-	if ((ret = sio__reg_check_header(f->reg, f->name)) ||
+	/* all ones across a link that is down: out of reach, not corrupt */
+	if ((ret = sio__reg_reach_check(f)) || (ret = sio__reg_check_header(f->reg, f->name)) ||
 	    (memcmp(&f->reg->topo, &f->topo, sizeof(f->topo)) &&
 	     (ret = sio__reg_corrupt(f, "its topology changed since this process joined")))) {
 		sio__unlock(f);

@@ -32,7 +32,13 @@ int sio_segment_create_hinted(struct sio_device *dev, uint64_t size, unsigned in
 		return sio__err(EINVAL, "out pointer is NULL");
 	if (dev->ops->host_local)	/* one host: everything is local */
 		p = SIO_PLACE_LOCAL;
-	node = p == SIO_PLACE_LENDER ? dev->f->reg->devs[dev->slot].lender : dev->f->node;
+	node = dev->f->node;
+	if (p == SIO_PLACE_LENDER) {	/* locked: a state out of reach reads all ones */
+		if ((ret = sio__lock(dev->f)))
+			return ret;
+		node = dev->f->reg->devs[dev->slot].lender;
+		sio__unlock(dev->f);
+	}
 	if (node == dev->f->node)
 		p = SIO_PLACE_LOCAL;
 	ret = sio_segment_create_on(dev->f, node, 0, size, 0, out);

@@ -113,7 +113,8 @@ int sio_segment_create_on(struct sio_fabric *f, int node, uint32_t id, uint64_t 
 	if (size == 0 || size > SIO_SEG_MAX_SIZE)
 		return sio__err(EINVAL, "segment size must be 1 byte to 4 GiB, not %llu",
 				(unsigned long long)size);
-	if (node < 0 || node >= f->reg->topo.nodes)
+	/* the copy made when joining: the registry may read all ones now */
+	if (node < 0 || node >= f->topo.nodes)
 		return sio__err(EINVAL, "no node %d in fabric '%s'", node, f->name);
 	if ((flags & SIO_SEG_F_HUGE) && (flags & SIO_SEG_F_NOHUGE))
 		return sio__err(EINVAL, "SIO_SEG_F_HUGE and SIO_SEG_F_NOHUGE together");
