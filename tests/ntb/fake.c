@@ -17,11 +17,14 @@
  * that opened it (not one adopted from another process) is open and its
  * process alive (a killed node service takes its link down, as a dead
  * host's heartbeat does), or until a test clears its flag
- * (sio_test_ntb_fake_link(): a partition, the port's service alive). $SMARTIO_NTB_FAKE_REFUSE_XLAT=ERRNO (read at open):
- * this handle's translations are refused with -ERRNO, as a driver whose rules
- * they break. sio_test_ntb_fake_refuse_maps(): a port's next maps through a
- * window are refused, as across a link that flapped. What the fake does not model: timing, write
- * combining, revocation of mappings when a link goes (its pages stay).
+ * (sio_test_ntb_fake_link(): a partition, the port's service alive).
+ * $SMARTIO_NTB_FAKE_REFUSE_XLAT=ERRNO (read at open): this handle's
+ * translations are refused with -ERRNO, as a driver whose rules they
+ * break. sio_test_ntb_fake_refuse_maps(): a port's next maps through a
+ * window are refused, as across a link that flapped;
+ * sio_test_ntb_fake_cut_at_map(): a link cut right after a port's next
+ * map. What the fake does not model: timing, write combining, revocation
+ * of mappings when a link goes (its pages stay).
  */
 #include <fcntl.h>
 #include <errno.h>
@@ -60,6 +63,7 @@ struct fake_hw {
 		_Atomic int32_t pid;	/* the process of the handle that took it up */
 		_Atomic uint32_t dbseq;
 		_Atomic uint32_t refuse_maps;	/* the next ones through a window */
+		_Atomic int32_t cut_at_map;	/* 1 + the port whose link the next one cuts */
 		_Atomic uint32_t db[FAKE_BITS];
 		_Atomic uint32_t spad[FAKE_SPADS];
 		struct { _Atomic uint64_t addr, size; } xlat[FAKE_PORTS][FAKE_MWS];
@@ -427,6 +431,17 @@ static bool refused(struct fake_hw *hw, int port)
 	return v != 0;
 }
 
+/* A link that a test has cut at this map (sio_test_ntb_fake_cut_at_map()). */
+static void cut_after(struct fake_hw *hw, int port)
+{
+	int32_t v = atomic_exchange(&hw->port[port].cut_at_map, 0);
+
+	if (v > 0 && v <= (int32_t)hw->ports) {
+		atomic_store(&hw->port[v - 1].up, 0);
+		atomic_fetch_add(&hw->link_gen, 1);
+	}
+}
+
 static int fake_mmap(struct ntbdev *d, void *addr, uint64_t off, uint64_t len, void **va)
 {
 	struct fake_hw *hw = fk(d)->hw;
@@ -449,7 +464,10 @@ static int fake_mmap(struct ntbdev *d, void *addr, uint64_t off, uint64_t len, v
 		return -ENOTCONN;
 	if (!xsize || within + len > xsize || !decode(d, xaddr, &peer, &pidx, &widx, &boff))
 		return -EINVAL;	/* no translation there: nothing to reach */
-	return map_buf(d, addr, peer, pidx, widx, boff + within, len, va);
+	ret = map_buf(d, addr, peer, pidx, widx, boff + within, len, va);
+	if (!ret)
+		cut_after(fk(d)->hw, d->port);
+	return ret;
 }
 
 static void fake_close(struct ntbdev *d)
@@ -573,6 +591,26 @@ int sio_test_ntb_fake_refuse_maps(const char *dir, int port, unsigned int n)
 	atomic_store(&hw->port[port].refuse_maps, n);
 	munmap(hw, sizeof(*hw));
 	return 0;
+}
+
+int sio_test_ntb_fake_cut_at_map(const char *dir, int port, int victim);
+
+/* Port @victim's link cut right after the next map through an outbound
+ * window by a handle of port @port succeeds: a link lost in the middle
+ * of what that handle's process does, at a place a test can name. */
+int sio_test_ntb_fake_cut_at_map(const char *dir, int port, int victim)
+{
+	struct fake_hw *hw;
+	int ret = hook_hw(dir, port, &hw);
+
+	if (ret)
+		return ret;
+	if (victim < 0 || victim >= (int)hw->ports)
+		ret = -EINVAL;
+	else
+		atomic_store(&hw->port[port].cut_at_map, victim + 1);
+	munmap(hw, sizeof(*hw));
+	return ret;
 }
 
 /* The why of the last failure of this thread (this module's own error state). */

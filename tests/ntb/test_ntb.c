@@ -666,15 +666,23 @@ Test(ntb, the_homes_death_is_taken_over_by_its_standby, .init = setup, .fini = t
 	destroyed_on(home, sb, pid);
 }
 
+/* The fake NTB's test hook @sym (tests/ntb/fake.c). */
+static void *fake_hook(const char *sym)
+{
+	void *lib = dlopen(getenv("SMARTIO_NTB_FAKE_LIB"), RTLD_NOW), *fn;
+
+	cr_assert(lib, "%s", dlerror());
+	fn = dlsym(lib, sym);
+	cr_assert(fn, "%s", dlerror());
+	return fn;
+}
+
 /* Port @port's link on the fake NTB: cut (a partition, its service alive) or up again. */
 static void fake_link(int port, int on)
 {
 	int (*link)(const char *, int, int);
-	void *lib = dlopen(getenv("SMARTIO_NTB_FAKE_LIB"), RTLD_NOW);
 
-	cr_assert(lib, "%s", dlerror());
-	*(void **)&link = dlsym(lib, "sio_test_ntb_fake_link");
-	cr_assert(link, "%s", dlerror());
+	*(void **)&link = fake_hook("sio_test_ntb_fake_link");
 	cr_assert_eq(link(getenv("SMARTIO_NTB_DEV") + 5, port, on), 0);
 }
 
@@ -758,12 +766,24 @@ static pid_t port3_process(const char *home, int fd)
 	return pid;
 }
 
+/* The fake NTB's hook that cuts port @victim's link at @port's next map. */
+static void fake_cut_at_map(int port, int victim)
+{
+	int (*cut)(const char *, int, int);
+
+	*(void **)&cut = fake_hook("sio_test_ntb_fake_cut_at_map");
+	cr_assert_eq(cut(getenv("SMARTIO_NTB_DEV") + 5, port, victim), 0);
+}
+
 /*
  * A process of port 1's kernel joining fabric @home while its home is cut
- * off, in the hold before the standby takes over: it must wait for the
- * take-over and join, not be told there is no fabric. Exit 0 once joined.
+ * off, in the hold before the standby takes over (@cut: the home's link
+ * cut by the fake NTB right after the join's first map, the state's, so
+ * that the join loses it half way): it must wait for the take-over and
+ * join, not be told there is no fabric, nor that the home is down. Exit 0
+ * once joined.
  */
-static pid_t joiner_in_hold(const char *home)
+static pid_t joiner_in_hold(const char *home, bool cut)
 {
 	pid_t pid = fork();
 
@@ -772,6 +792,8 @@ static pid_t joiner_in_hold(const char *home)
 		struct sio_fabric *g;
 
 		setenv("SMARTIO_SHMWIN_KERNEL", "kernel-1", 1);
+		if (cut)
+			fake_cut_at_map(1, 3);
 		if (sio_fabric_open(home, 1, &g)) {
 			fprintf(stderr, "joining in the hold: %s\n", sio_errmsg());
 			_exit(1);
@@ -796,7 +818,7 @@ Test(ntb, a_home_back_after_a_take_over_yields, .init = setup, .fini = teardown)
 	struct sio_segment *s, *t;
 	int pfd[2], sb, i, st;
 	int32_t slot = -1;
-	pid_t pid, kid, joiner;
+	pid_t pid, kid, joiner, cutter;
 
 	if (served >= 4)
 		cr_skip_test("every port has a service (SIO_NTB_SERVED)");
@@ -809,9 +831,15 @@ Test(ntb, a_home_back_after_a_take_over_yields, .init = setup, .fini = teardown)
 	snprintf(want, sizeof(want), "the standby home of fabric '%s'", home);
 	sb = service_saying(want, 10000);
 	cr_assert_geq(sb, 0, "no node service became the standby home");
-	fake_link(3, 0);
-	joiner = joiner_in_hold(home);
+	cutter = joiner_in_hold(home, true);
+	for (i = 0; i < 100 && sio_link_get(f, 3, 0) == 1; i++)
+		nap_ms(50);
+	fake_link(3, 0);	/* (the cut, if the join did not make it) */
+	joiner = joiner_in_hold(home, false);
 	taken_over(f, sb);
+	cr_assert_eq(waitpid(cutter, &st, 0), cutter);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "a process whose join lost the home's link half way failed");
 	cr_assert_eq(waitpid(joiner, &st, 0), joiner);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a process joining in the hold failed");
 	cr_assert_eq(sio_segment_create(f, 32, 4096, 0, &t), 0, "during the partition: %s", sio_errmsg());

@@ -527,10 +527,20 @@ static int service_says(struct sio_fabric *f, struct ntbsrc *n)
 				  note) : 0;
 }
 
+/* When a wait for a home's take-over, from now, is over. */
+static uint64_t home_wait_end(void)
+{
+	uint64_t hold;
+
+	if (sio__ntb_takeover_ns(&hold))
+		hold = 5000000000ull;	/* the service refuses a bad value */
+	return sio__now_ns() + hold + HOME_WAIT_MARGIN_NS;
+}
+
 static int state_find_waiting(struct sio_fabric *f, struct wf_fabric *s)
 {
 	struct ntbsrc *n = src_of(s);
-	uint64_t hold, end = 0;
+	uint64_t end = 0;
 	int ret;
 
 	while ((ret = state_find(f, s)) == -ENOENT && n->boot.unheard) {
@@ -540,9 +550,7 @@ static int state_find_waiting(struct sio_fabric *f, struct wf_fabric *s)
 		if (!end) {
 			if (!sio__wf_host_knew(s, f->name))
 				break;
-			if (sio__ntb_takeover_ns(&hold))
-				hold = 5000000000ull;	/* the service refuses a bad value */
-			end = sio__now_ns() + hold + HOME_WAIT_MARGIN_NS;
+			end = home_wait_end();
 		} else if (sio__now_ns() > end) {
 			break;
 		}
@@ -555,7 +563,7 @@ static int state_find_waiting(struct sio_fabric *f, struct wf_fabric *s)
 	return ret;
 }
 
-static int sio__ntb_attach(struct sio_fabric *f)
+static int attach_once(struct sio_fabric *f)
 {
 	struct wf_fabric *s;
 	int ret;
@@ -581,6 +589,29 @@ static int sio__ntb_attach(struct sio_fabric *f)
 fail:
 	f->reg = NULL;
 	src_drop(s);
+	return ret;
+}
+
+/*
+ * The home's link lost half way through the join (its host died, or was
+ * cut off, as this process came in: a map of the state refused, the lock
+ * finding the home down) is joined again: the standby takes over within
+ * the hold, and the next try waits for it as one that finds no home does
+ * (state_find_waiting()), bounded by the hold and its margin.
+ */
+static int sio__ntb_attach(struct sio_fabric *f)
+{
+	struct timespec ts = { 0, NTB_TICK_MS * 1000000L };
+	uint64_t end = 0;
+	int ret;
+
+	while ((ret = attach_once(f)) == -ENOTCONN || ret == -EHOSTDOWN) {
+		if (!end)
+			end = home_wait_end();
+		else if (sio__now_ns() > end)
+			break;
+		nanosleep(&ts, NULL);
+	}
 	return ret;
 }
 
