@@ -508,14 +508,22 @@ static int links_down(void *cl)
 	return !sio_nvme_path_links_up(cl, 0);
 }
 
+/* The link to the lender did not come back within the grace: -@err, and
+ * what it cut short, @why (NULL: nothing). */
+static int link_gone(struct sio_nvme_client *cl, int err, const char *why)
+{
+	return sio_err_set(err, "the link between this node (%d) and the lender of device %u "
+			   "(node %d) is down%s%s%s, and did not come back within %u ms "
+			   "($SMARTIO_NVME_LINK_GRACE_MS)", sio_fabric_node_id(cl->f),
+			   cl->dinfo.id, cl->dinfo.lender, why ? " (" : "", why ? why : "",
+			   why ? ")" : "", cl->grace_ms);
+}
+
 static int links_wait(struct sio_nvme_client *cl)
 {
 	if (!sio_nvme_grace_wait(links_down, cl, cl->grace_ms, NULL))
 		return 0;
-	return sio_err_set(ENOLINK, "the link between this node (%d) and the lender of "
-			   "device %u (node %d) is down, and did not come back within %u ms "
-			   "($SMARTIO_NVME_LINK_GRACE_MS)", sio_fabric_node_id(cl->f),
-			   cl->dinfo.id, cl->dinfo.lender, cl->grace_ms);
+	return link_gone(cl, ENOLINK, NULL);
 }
 
 int sio_nvme_setup_again(struct sio_nvme_client *cl, int ret, uint64_t t0, bool resume)
@@ -534,11 +542,7 @@ int sio_nvme_setup_again(struct sio_nvme_client *cl, int ret, uint64_t t0, bool 
 	    !sio_nvme_grace_wait(resume ? sio_nvme_links_lost : links_down, cl,
 				 (uint32_t)(cl->grace_ms - spent), NULL))
 		return 0;
-	return sio_err_set(ENOLINK, "the link between this node (%d) and the lender of "
-			   "device %u (node %d) went down during set-up (%s), and did not "
-			   "come back within %u ms ($SMARTIO_NVME_LINK_GRACE_MS)",
-			   sio_fabric_node_id(cl->f), cl->dinfo.id, cl->dinfo.lender, why,
-			   cl->grace_ms);
+	return link_gone(cl, ENOLINK, why);
 }
 
 /* Borrow the device and find its manager's mailbox. A manager that is
@@ -851,13 +855,10 @@ static int admin_data_call(struct sio_nvme_client *cl, struct sio_nvme_mbox_req 
 		lost = ret ? ret == -EIO && !sio_nvme_path_links_up(cl, 0) : !landed(out, len);
 		if (!lost || i == ADMIN_TRIES)
 			break;
-		snprintf(why, sizeof(why), "%s", ret ? sio_errmsg() :
+		snprintf(why, sizeof(why), "%s: %s", what, ret ? sio_errmsg() :
 			 "its data never reached this client's buffer");
-		if (links_wait(cl))
-			return sio_err_set(ret ? -ret : ENOLINK, "%s: %s; the link to the lender "
-					   "(node %d) did not come back within %u ms "
-					   "($SMARTIO_NVME_LINK_GRACE_MS)", what, why,
-					   cl->dinfo.lender, cl->grace_ms);
+		if (sio_nvme_grace_wait(links_down, cl, cl->grace_ms, NULL))
+			return link_gone(cl, ret ? -ret : ENOLINK, why);
 	}
 	if (lost && !ret)
 		return sio_err_set(EIO, "%s: the controller completed it %d times, and its data "
