@@ -299,9 +299,9 @@ void ivntb_fwd_clear(struct ivntb_dev *iv, int pidx, int widx)
 			 widx, ivntb_pidx_port(iv, pidx), pci_name(w->target),
 			 w->forwarded, w->dropped);
 		ivntb_fwd_drop(fwd, w);
-		spin_lock_irqsave(&iv->mw_lock, flags);
-		__clear_bit(widx, &iv->used[pidx]);
-		spin_unlock_irqrestore(&iv->mw_lock, flags);
+		spin_lock_irqsave(&iv->rg->lock, flags);
+		__clear_bit(widx, &iv->rg->used[pidx]);
+		spin_unlock_irqrestore(&iv->rg->lock, flags);
 	}
 	mutex_unlock(&fwd->lock);
 }
@@ -315,7 +315,8 @@ static int ivntb_fwd_take_region(struct ivntb_dev *iv, int pidx, int widx)
 	int p, m, ret = 0;
 
 	spin_lock_irqsave(&iv->mw_lock, flags);
-	if (test_bit(widx, &iv->used[pidx]))
+	spin_lock(&iv->rg->lock);
+	if (test_bit(widx, &iv->rg->used[pidx]) || iv->rg->held[pidx][widx])
 		ret = -EBUSY;
 	/* nor may another window be translated into it */
 	for (p = 0; p < ivntb_peer_count(iv) && !ret; p++)
@@ -330,10 +331,11 @@ static int ivntb_fwd_take_region(struct ivntb_dev *iv, int pidx, int widx)
 				ret = -EBUSY;
 		}
 	if (!ret) {
-		__set_bit(widx, &iv->used[pidx]);
+		__set_bit(widx, &iv->rg->used[pidx]);
 		iv->xlat[pidx][widx].page = 0;
 		iv->xlat[pidx][widx].pages = 0;
 	}
+	spin_unlock(&iv->rg->lock);
 	spin_unlock_irqrestore(&iv->mw_lock, flags);
 	return ret;
 }

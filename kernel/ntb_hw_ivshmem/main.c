@@ -96,17 +96,21 @@ static const struct ntb_dev_ops ivntb_ops = {
 
 /*
  * The layout of a BAR2 of @bar_size bytes for @nports ports: the header
- * (descriptor page, then a slot per port), then a region per inbound window,
+ * (descriptor page, then a slot per port; for each function where several
+ * share BAR2, the descriptor of function @rank in page @rank), then a region
+ * per inbound window,
  * as large a power of two as fits, aligned to its size so that a region's
  * bus address meets any alignment up to it.
  */
-static int ivntb_layout(u64 bar_size, int nports, struct ivntb_desc *d)
+static int ivntb_layout(u64 bar_size, int nports, int rank,
+			struct ivntb_desc *d)
 {
 	enum ivntb_profile_id id = ivntb_profile_chosen();
 	const struct ivntb_profile *p = ivntb_profile_get(id);
-	int mws = ivntb_profile_mws(p, nports);
+	int mws = ivntb_profile_mws(p, nports), nshare = ivntb_share_count();
 	u64 slot_size = round_up(sizeof(struct ivntb_slot), PAGE_SIZE);
-	u64 hdr = PAGE_SIZE + nports * slot_size;
+	u64 descs = nshare * PAGE_SIZE;
+	u64 hdr = descs + nshare * nports * slot_size;
 	u64 nreg = (u64)nports * (nports - 1) * mws;
 	unsigned int shift;
 
@@ -124,9 +128,11 @@ static int ivntb_layout(u64 bar_size, int nports, struct ivntb_desc *d)
 		d->db_bits = cpu_to_le32(IVNTB_DB_BITS);
 		d->region_shift = cpu_to_le32(shift);
 		d->bar_size = cpu_to_le64(bar_size);
-		d->slot_offset = cpu_to_le64(PAGE_SIZE);
+		d->slot_offset = cpu_to_le64(descs +
+					     rank * nports * slot_size);
 		d->slot_size = cpu_to_le64(slot_size);
 		d->data_offset = cpu_to_le64(data);
+		d->shared = cpu_to_le32(nshare > 1 ? nshare : 0);
 		d->magic = cpu_to_le64(IVNTB_MAGIC);
 		return 0;
 	}
@@ -166,8 +172,16 @@ static int ivntb_setup_layout(struct ivntb_dev *iv)
 				was->name, was->name);
 			return -EINVAL;
 		}
+		if (le32_to_cpu(d->version) == IVNTB_VERSION && was &&
+		    le32_to_cpu(READ_ONCE(d->shared)) !=
+		    (ivntb_share_count() > 1 ? ivntb_share_count() : 0)) {
+			dev_err(dev,
+				"BAR2 is laid out for shared=%u: load ntb_hw_ivshmem with shared=%u on every guest (or clear the shared memory)\n",
+				le32_to_cpu(d->shared), le32_to_cpu(d->shared));
+			return -EINVAL;
+		}
 		if (n < IVNTB_MIN_PORTS || n > IVNTB_MAX_PORTS ||
-		    ivntb_layout(iv->shm_size, n, &want) ||
+		    ivntb_layout(iv->shm_size, n, iv->rank, &want) ||
 		    memcmp(&want, d, sizeof(want))) {
 			dev_err(dev,
 				"BAR2 holds an ntb_hw_ivshmem layout this driver cannot use (version %u, %d ports, %llu bytes): clear the shared memory\n",
@@ -201,7 +215,7 @@ static int ivntb_setup_layout(struct ivntb_dev *iv)
 		return -ENODEV;
 	}
 	n = ports;
-	ret = ivntb_layout(iv->shm_size, n, &want);
+	ret = ivntb_layout(iv->shm_size, n, iv->rank, &want);
 	if (ret) {
 		dev_err(dev,
 			"BAR2 of %pa bytes is too small for %d ports\n",
@@ -368,12 +382,16 @@ static int ivntb_map(struct ivntb_dev *iv)
 		dev_err(dev, "BAR2 is taken by another driver: %d\n", ret);
 		return ret;
 	}
+	iv->rank = ivntb_share_rank(iv);
+	if (iv->rank < 0)
+		return iv->rank;
 	/*
 	 * The descriptor's page alone, until the layout says where the slots
 	 * and this port's area are (ivntb_map_shm()). Shared memory, not
 	 * registers: write-back, as the peers' kernels map it too.
 	 */
-	shm = devm_memremap(dev, iv->shm_phys, PAGE_SIZE, MEMREMAP_WB);
+	shm = devm_memremap(dev, iv->shm_phys + iv->rank * PAGE_SIZE,
+			    PAGE_SIZE, MEMREMAP_WB);
 	if (IS_ERR(shm)) {
 		dev_err(dev, "cannot map BAR2's first page at %pa: %ld\n",
 			&iv->shm_phys, PTR_ERR(shm));
@@ -404,7 +422,7 @@ static int ivntb_map_shm(struct ivntb_dev *iv)
 	if (IS_ERR(p))
 		goto err;
 	iv->area = p;
-	iv->desc = iv->hdr;
+	iv->desc = iv->hdr + iv->rank * PAGE_SIZE;
 	devm_memunmap(dev, first);
 	return 0;
 err:
@@ -436,6 +454,11 @@ static int ivntb_setup(struct ivntb_dev *iv)
 		return ret;
 	iv->slot = ivntb_slot_of(iv, iv->port);
 	ivntb_slot_init(iv);
+	ret = ivntb_share_add(iv);
+	if (ret) {
+		ivntb_slot_fini(iv);
+		return ret;
+	}
 	ivntb_mw_init(iv);
 	ivntb_db_init(iv);
 	ivntb_msg_init(iv);
@@ -517,6 +540,7 @@ err_irq:
 	ivntb_irq_fini(iv);
 	ivntb_msg_fini(iv);
 err_slot:
+	ivntb_share_del(iv);
 	ivntb_slot_fini(iv);
 	return ret;
 }
@@ -525,8 +549,10 @@ static void ivntb_deinit_dev(struct ivntb_dev *iv)
 {
 	ivntb_fwd_fini(iv);
 	ivntb_dma_fini(iv);
+	ivntb_mw_fini(iv);
 	ivntb_irq_fini(iv);
 	ivntb_msg_fini(iv);
+	ivntb_share_del(iv);
 	ivntb_slot_fini(iv);
 }
 
@@ -610,6 +636,8 @@ static int __init ivntb_init(void)
 {
 	int ret = ivntb_profile_select(ports, ivntb_page_xlat());
 
+	if (!ret)
+		ret = ivntb_share_check_param();
 	return ret ? ret : pci_register_driver(&ivntb_driver);
 }
 module_init(ivntb_init);

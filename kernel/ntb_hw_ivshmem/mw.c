@@ -66,6 +66,8 @@ bool ivntb_page_xlat(void)
 void ivntb_mw_init(struct ivntb_dev *iv)
 {
 	spin_lock_init(&iv->mw_lock);
+	ivntb_share_regions(iv);
+	memset(iv->hold, 0, sizeof(iv->hold));
 	memset(iv->xlat, 0, sizeof(iv->xlat));
 	memset(iv->oxlat, 0, sizeof(iv->oxlat));
 }
@@ -165,6 +167,75 @@ static int ivntb_region_at(struct ivntb_dev *iv, int pidx, dma_addr_t addr)
 	return off >> iv->region_shift;
 }
 
+static bool ivntb_region_of(struct ivntb_dev *iv, dma_addr_t handle,
+			    int *pidx, int *region);
+
+/* Let go of a hold (see ivntb_region_hold()); rg->lock held. */
+static void ivntb_region_release(struct ivntb_regions *rg, int h)
+{
+	if (h--)
+		rg->held[h / IVNTB_MAX_MWS][h % IVNTB_MAX_MWS]--;
+}
+
+/*
+ * @size bytes at *@addr of another function's BAR2 (share.c): into *@addr
+ * the same bytes in this one's, and into *@h a hold on the region they lie
+ * in, so that no other user is handed it while a window reaches it. Only a
+ * buffer that function handed out, within one region. -EOPNOTSUPP: @addr
+ * is no such function's.
+ */
+static int ivntb_region_hold(struct ivntb_dev *iv, dma_addr_t *addr,
+			     resource_size_t size, int *h)
+{
+	u64 rmask = ivntb_region_size(iv) - 1;
+	dma_addr_t mine = *addr;
+	unsigned long flags;
+	int p, r;
+
+	*h = 0;
+	if (!ivntb_share_xlat(iv, &mine))
+		return -EOPNOTSUPP;
+	if (ivntb_region_of(iv, mine & ~rmask, &p, &r) &&
+	    (mine & rmask) + size <= rmask + 1) {
+		spin_lock_irqsave(&iv->rg->lock, flags);
+		if (test_bit(r, &iv->rg->used[p]) &&
+		    iv->rg->held[p][r] < U8_MAX) {
+			iv->rg->held[p][r]++;
+			*h = 1 + p * IVNTB_MAX_MWS + r;
+		}
+		spin_unlock_irqrestore(&iv->rg->lock, flags);
+	}
+	if (!*h) {
+		dev_err_ratelimited(&iv->pdev->dev,
+				    "%pad is in the BAR2 of a function that shares this region, but in no buffer it handed out here (port %d)\n",
+				    addr, iv->port);
+		return -EINVAL;
+	}
+	*addr = mine;
+	return 0;
+}
+
+/* The window's hold is now @h: the one it had is let go of. */
+static void ivntb_mw_hold_set(struct ivntb_dev *iv, int pidx, int widx, int h)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&iv->rg->lock, flags);
+	ivntb_region_release(iv->rg, iv->hold[pidx][widx]);
+	iv->hold[pidx][widx] = h;
+	spin_unlock_irqrestore(&iv->rg->lock, flags);
+}
+
+/* Removed: the regions of other functions' buffers are let go of. */
+void ivntb_mw_fini(struct ivntb_dev *iv)
+{
+	int p, w;
+
+	for (p = 0; p < ivntb_peer_count(iv); p++)
+		for (w = 0; w < iv->mws; w++)
+			ivntb_mw_hold_set(iv, p, w, 0);
+}
+
 /*
  * A translation onto another function's BAR: emulated (fwd.c), the peer's
  * window left on its own region. -EOPNOTSUPP: @addr is in no BAR.
@@ -177,41 +248,30 @@ static int ivntb_mw_set_fwd(struct ivntb_dev *iv, int pidx, int widx,
 
 	if (ret)
 		return ret;
+	ivntb_mw_hold_set(iv, pidx, widx, 0);
 	spin_lock_irqsave(&iv->mw_lock, flags);
 	ivntb_xlat_publish(iv, pidx, widx);
 	spin_unlock_irqrestore(&iv->mw_lock, flags);
 	return 0;
 }
 
-int ivntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
-		       dma_addr_t addr, resource_size_t size)
+/* The window onto @size bytes at @addr, of this port's area or not. */
+static int ivntb_mw_xlat(struct ivntb_dev *iv, int pidx, int widx,
+			 dma_addr_t addr, resource_size_t size, int h)
 {
-	struct ivntb_dev *iv = to_ivntb(ntb);
-	int ret = ivntb_mw_check(iv, pidx, widx, "mw_set_trans");
-	unsigned long flags;
 	dma_addr_t area = iv->shm_bus + ivntb_area_off(iv, iv->port);
 	u64 align = max_t(u64, ivntb_profile_addr_align(iv, page_xlat),
 			  PAGE_SIZE);
-	resource_size_t max = ivntb_region_size(iv);
 	const char *unit = align == PAGE_SIZE ? "pages" : "whole regions";
+	unsigned long flags;
+	int ret;
 
-	if (ret)
-		return ret;
-	if (!size)
-		return ivntb_mw_clear_trans(ntb, pidx, widx);
-	ret = ivntb_profile_xlat_check(iv, addr, size, page_xlat);
-	if (ret) {
-		dev_err_ratelimited(&iv->pdev->dev,
-				    "window %d of port %d: %pa bytes at %pad: the window has %pa, aligned as mw_get_align() says (profile=%s): %d\n",
-				    widx, ivntb_pidx_port(iv, pidx), &size,
-				    &addr, &max, iv->prof->name, ret);
-		return ret;
-	}
 	/* the window reaches whole pages: a size_align of 1 rounds up */
 	size = PAGE_ALIGN(size);
 	if (addr < area || addr - area > ivntb_area_size(iv) - size ||
 	    !IS_ALIGNED(addr - area, align)) {
-		ret = ivntb_mw_set_fwd(iv, pidx, widx, addr, size);
+		ret = h ? -EOPNOTSUPP : ivntb_mw_set_fwd(iv, pidx, widx, addr,
+							  size);
 		if (ret != -EOPNOTSUPP)
 			return ret;
 		dev_err_ratelimited(&iv->pdev->dev,
@@ -228,11 +288,45 @@ int ivntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
 	iv->xlat[pidx][widx].pages = size >> PAGE_SHIFT;
 	ivntb_xlat_publish(iv, pidx, widx);
 	spin_unlock_irqrestore(&iv->mw_lock, flags);
+	ivntb_mw_hold_set(iv, pidx, widx, h);
 	dev_dbg(&iv->pdev->dev,
-		"window %d of port %d: translated to page %llu of the area (%pa bytes)\n",
+		"window %d of port %d: translated to page %llu of the area (%pa bytes)%s\n",
 		widx, ivntb_pidx_port(iv, pidx),
-		(unsigned long long)((addr - area) >> PAGE_SHIFT), &size);
+		(unsigned long long)((addr - area) >> PAGE_SHIFT), &size,
+		h ? ", another function's buffer" : "");
 	return 0;
+}
+
+int ivntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx,
+		       dma_addr_t addr, resource_size_t size)
+{
+	struct ivntb_dev *iv = to_ivntb(ntb);
+	int ret = ivntb_mw_check(iv, pidx, widx, "mw_set_trans");
+	resource_size_t max = ivntb_region_size(iv);
+	unsigned long flags;
+	int h;
+
+	if (ret)
+		return ret;
+	if (!size)
+		return ivntb_mw_clear_trans(ntb, pidx, widx);
+	ret = ivntb_region_hold(iv, &addr, size, &h);
+	if (ret && ret != -EOPNOTSUPP)
+		return ret;
+	ret = ivntb_profile_xlat_check(iv, addr, size, page_xlat);
+	if (ret)
+		dev_err_ratelimited(&iv->pdev->dev,
+				    "window %d of port %d: %pa bytes at %pad: the window has %pa, aligned as mw_get_align() says (profile=%s): %d\n",
+				    widx, ivntb_pidx_port(iv, pidx), &size,
+				    &addr, &max, iv->prof->name, ret);
+	else
+		ret = ivntb_mw_xlat(iv, pidx, widx, addr, size, h);
+	if (ret && h) {
+		spin_lock_irqsave(&iv->rg->lock, flags);
+		ivntb_region_release(iv->rg, h);
+		spin_unlock_irqrestore(&iv->rg->lock, flags);
+	}
+	return ret;
 }
 
 int ivntb_mw_clear_trans(struct ntb_dev *ntb, int pidx, int widx)
@@ -249,6 +343,7 @@ int ivntb_mw_clear_trans(struct ntb_dev *ntb, int pidx, int widx)
 	iv->xlat[pidx][widx].pages = 0;
 	ivntb_xlat_publish(iv, pidx, widx);
 	spin_unlock_irqrestore(&iv->mw_lock, flags);
+	ivntb_mw_hold_set(iv, pidx, widx, 0);
 	return 0;
 }
 
@@ -432,32 +527,50 @@ static bool ivntb_hint_take(struct ivntb_dev *iv, int *pidx, int *region)
 	return false;
 }
 
-/* A free region: the hinted one, else one of the hinted peer's, else any. */
+/* Region @r of peer @p is neither handed out nor held; rg->lock held. */
+static bool ivntb_region_free(struct ivntb_regions *rg, int p, int r)
+{
+	return !test_bit(r, &rg->used[p]) && !rg->held[p][r];
+}
+
+/* A free region of peer @p, @want if it is free: its index, or -1. */
+static int ivntb_region_free_of(struct ivntb_dev *iv, int p, int want)
+{
+	int r;
+
+	if (want >= 0 && ivntb_region_free(iv->rg, p, want))
+		return want;
+	for (r = 0; r < iv->mws; r++)
+		if (ivntb_region_free(iv->rg, p, r))
+			return r;
+	return -1;
+}
+
+/*
+ * A free region, taken: the hinted one, else one of the hinted peer's, else
+ * any. Under rg->lock: the functions sharing a region share the allocator.
+ */
 static bool ivntb_region_pick(struct ivntb_dev *iv, int *pidx, int *region)
 {
-	int p, r, want_p, want_r;
+	int p, r = -1, want_p = -1, want_r = -1;
+	unsigned long flags;
 
-	if (ivntb_hint_take(iv, &want_p, &want_r)) {
-		if (!test_bit(want_r, &iv->used[want_p]))
-			goto found;
-		want_r = find_first_zero_bit(&iv->used[want_p], iv->mws);
-		if (want_r < iv->mws)
-			goto found;
+	spin_lock_irqsave(&iv->mw_lock, flags);
+	ivntb_hint_take(iv, &want_p, &want_r);
+	spin_unlock_irqrestore(&iv->mw_lock, flags);
+	spin_lock_irqsave(&iv->rg->lock, flags);
+	if (want_p >= 0)
+		r = ivntb_region_free_of(iv, want_p, want_r);
+	for (p = 0; p < ivntb_peer_count(iv) && r < 0; p++) {
+		r = ivntb_region_free_of(iv, p, -1);
+		want_p = p;
 	}
-	for (p = 0; p < ivntb_peer_count(iv); p++) {
-		r = find_first_zero_bit(&iv->used[p], iv->mws);
-		if (r < iv->mws) {
-			want_p = p;
-			want_r = r;
-			goto found;
-		}
-	}
-	return false;
-found:
-	set_bit(want_r, &iv->used[want_p]);
+	if (r >= 0)
+		__set_bit(r, &iv->rg->used[want_p]);
+	spin_unlock_irqrestore(&iv->rg->lock, flags);
 	*pidx = want_p;
-	*region = want_r;
-	return true;
+	*region = r;
+	return r >= 0;
 }
 
 static void *ivntb_dma_alloc(struct device *dev, size_t size,
@@ -465,10 +578,8 @@ static void *ivntb_dma_alloc(struct device *dev, size_t size,
 			     unsigned long attrs)
 {
 	struct ivntb_dev *iv = ivntb_of_dev(dev);
-	unsigned long flags;
 	int pidx, region;
 	void *vaddr;
-	bool ok;
 	u64 off;
 
 	if (size > ivntb_region_size(iv)) {
@@ -477,10 +588,7 @@ static void *ivntb_dma_alloc(struct device *dev, size_t size,
 				    size, (unsigned long)ivntb_region_size(iv));
 		return NULL;
 	}
-	spin_lock_irqsave(&iv->mw_lock, flags);
-	ok = ivntb_region_pick(iv, &pidx, &region);
-	spin_unlock_irqrestore(&iv->mw_lock, flags);
-	if (!ok) {
+	if (!ivntb_region_pick(iv, &pidx, &region)) {
 		dev_err_ratelimited(ivntb_msg_dev(dev),
 				    "dma_alloc_coherent: all %d window regions of port %d are in use\n",
 				    ivntb_peer_count(iv) * iv->mws, iv->port);
@@ -522,9 +630,9 @@ static void ivntb_dma_free(struct device *dev, size_t size, void *vaddr,
 	bool was = false;
 
 	if (ivntb_region_of(iv, handle, &pidx, &region)) {
-		spin_lock_irqsave(&iv->mw_lock, flags);
-		was = __test_and_clear_bit(region, &iv->used[pidx]);
-		spin_unlock_irqrestore(&iv->mw_lock, flags);
+		spin_lock_irqsave(&iv->rg->lock, flags);
+		was = __test_and_clear_bit(region, &iv->rg->used[pidx]);
+		spin_unlock_irqrestore(&iv->rg->lock, flags);
 	}
 	if (!was)
 		dev_err_ratelimited(ivntb_msg_dev(dev),

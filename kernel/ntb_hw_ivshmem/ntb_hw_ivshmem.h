@@ -13,6 +13,11 @@
  *   data_offset  the window regions: for each port, for each peer, one
  *                region of 2^region_shift bytes per inbound window
  *
+ * Where N functions of each guest share one region (shared=N, share.c),
+ * function R (its rank by PCI address) has its descriptor in page R and
+ * its slots in the R-th run of slots after the N pages; data_offset is
+ * every function's.
+ *
  * Nothing in BAR2 relies on an atomic operation across guests: every word
  * has one writer, except scratchpads, which are plain registers (the last
  * store wins, as on NTB hardware).
@@ -22,6 +27,7 @@
 
 #include <linux/bitops.h>
 #include <linux/dma-mapping.h>
+#include <linux/list.h>
 #include <linux/ntb.h>
 #include <linux/pci.h>
 #include <linux/spinlock.h>
@@ -44,6 +50,7 @@
 #define IVNTB_MAX_SPADS		128
 #define IVNTB_MSGS		4	/* message registers (IDT's count) */
 #define IVNTB_MAX_VECTORS	8
+#define IVNTB_MAX_SHARED	4	/* functions of a guest on one region */
 
 /* ivshmem's registers, BAR0 (docs/specs/ivshmem-spec.rst in QEMU) */
 #define IVSHMEM_IVPOSITION	0x08
@@ -65,7 +72,7 @@ struct ivntb_desc {
 	__le64 slot_size;
 	__le64 data_offset;
 	__le32 profile;		/* enum ivntb_profile_id */
-	__le32 reserved;
+	__le32 shared;		/* functions sharing BAR2 (0: none; share.c) */
 };
 
 /*
@@ -189,6 +196,21 @@ struct ivntb_hint {
 
 #define IVNTB_HINTS		8
 
+/*
+ * struct ivntb_regions - what the DMA allocator has handed out: a function's
+ * own, or one for all the functions that share a region (share.c)
+ * @lock:	serialises the two below; irqsave (any calling context); taken
+ *		inside a function's mw_lock, never around it
+ * @used:	[pidx]: bit per region handed out
+ * @held:	[pidx][region]: windows of another function translated onto
+ *		it; a region is free once neither used nor held
+ */
+struct ivntb_regions {
+	spinlock_t lock;	/* irqsave: any calling context */
+	unsigned long used[IVNTB_MAX_PORTS - 1];
+	u8 held[IVNTB_MAX_PORTS - 1][IVNTB_MAX_MWS];
+};
+
 /* An MSI-X vector and the device it belongs to, for its handler. */
 struct ivntb_vec {
 	struct ivntb_dev *iv;
@@ -225,6 +247,8 @@ struct ivntb_peer {
  * @layout_broken: the link poll found @desc or this port's slot rewritten
  * @slot:	this port's slot; slots of the others through ivntb_slot_of()
  * @port:	this port's number (ivshmem IVPosition)
+ * @rank:	this function's header in a shared region (share.c; else 0)
+ * @sibling:	in the list of functions sharing the region (share.c)
  * @ports, @mws, @spads: from @layout
  * @region_shift: log2 of one window's region, from @layout
  * @slot_off, @slot_size, @data_off: from @layout
@@ -245,7 +269,11 @@ struct ivntb_peer {
  *		no documented calling context, so it is taken irqsave
  * @xlat:	[pidx][window]: its translation, as published in the slot
  *		(pages 0: none)
- * @used:	[pidx]: bit per region handed out by the DMA allocator
+ * @rg:		what the DMA allocator has handed out: @own_regions, or
+ *		the shared region's (share.c)
+ * @hold:	[pidx][window]: the region of another function's buffer the
+ *		window is translated onto, as 1 + pidx * IVNTB_MAX_MWS +
+ *		region (0: none)
  * @hint:	recent ntb_mw_get_align() calls, by task
  * @link_work:	the heartbeat and link poll
  * @link_lock:	serialises @link_mask and @link_running; taken in the
@@ -295,6 +323,8 @@ struct ivntb_dev {
 	bool layout_broken;
 	struct ivntb_slot *slot;
 	int port;
+	int rank;
+	struct list_head sibling;
 	int ports;
 	int mws;
 	int spads;
@@ -318,7 +348,9 @@ struct ivntb_dev {
 		u32 page;
 		u32 pages;
 	} xlat[IVNTB_MAX_PORTS - 1][IVNTB_MAX_MWS];
-	unsigned long used[IVNTB_MAX_PORTS - 1];
+	struct ivntb_regions *rg;
+	struct ivntb_regions own_regions;
+	u8 hold[IVNTB_MAX_PORTS - 1][IVNTB_MAX_MWS];
 	struct ivntb_hint hint[IVNTB_HINTS];
 	unsigned int hint_next;
 
@@ -451,6 +483,7 @@ int ivntb_peer_spad_write(struct ntb_dev *ntb, int pidx, int sidx, u32 val);
 /* mw.c: memory windows and the DMA allocator that feeds them */
 bool ivntb_page_xlat(void);
 void ivntb_mw_init(struct ivntb_dev *iv);
+void ivntb_mw_fini(struct ivntb_dev *iv);
 int ivntb_dma_init(struct ivntb_dev *iv);
 void ivntb_dma_fini(struct ivntb_dev *iv);
 int ivntb_mw_count(struct ntb_dev *ntb, int pidx);
@@ -463,6 +496,15 @@ int ivntb_mw_clear_trans(struct ntb_dev *ntb, int pidx, int widx);
 int ivntb_peer_mw_count(struct ntb_dev *ntb);
 int ivntb_peer_mw_get_addr(struct ntb_dev *ntb, int widx, phys_addr_t *base,
 			   resource_size_t *size);
+
+/* share.c: functions that share one region */
+int ivntb_share_count(void);
+int ivntb_share_check_param(void);
+int ivntb_share_rank(struct ivntb_dev *iv);
+void ivntb_share_regions(struct ivntb_dev *iv);
+int ivntb_share_add(struct ivntb_dev *iv);
+void ivntb_share_del(struct ivntb_dev *iv);
+bool ivntb_share_xlat(struct ivntb_dev *iv, dma_addr_t *addr);
 
 /* profile.c */
 int ivntb_profile_select(int ports, bool page_xlat);
