@@ -72,8 +72,8 @@ vm_initramfs "$suite" \
 tmo=${SIO_VM_TIMEOUT:-540}	# under meson's 600 s; a quiet 2-core host needs about 120
 truncate -s 64M "$work/nvme.img"	# for a suite that gives guest 0 an NVMe
 for r in $(ntb_regions); do
-	truncate -s "${SIO_NTB_SHM_MB:-32}M" "$work/shm${r#0}"
-	ivshmem_server ntb "$work/shm${r#0}" --vectors "${SIO_NTB_VECTORS:-2}"
+	truncate -s "${SIO_NTB_SHM_MB:-32}M" "$(ntb_shm "$r")"
+	ivshmem_server ntb "$(ntb_shm "$r")" --vectors "${SIO_NTB_VECTORS:-2}"
 done
 
 start=$(date +%s)
@@ -85,7 +85,7 @@ g0args=$(printf '%s\n' "${SIO_NTB_G0_ARGS--device edu,addr=9}" | sed "s|\\\$work
 ntb_guest 0 g0 "${SIO_NTB_G0_APPEND:-intel_iommu=on}" -no-reboot $g0iommu $g0args
 ntb_guest 1 g1 "intel_iommu=off"		# reset in place later: it may reboot
 [ "${SIO_NTB_GUESTS:-3}" = 2 ] || ntb_guest 2 g2 "intel_iommu=off" -no-reboot
-echo "ntb: ${SIO_NTB_GUESTS:-3} guests (QEMU pids$pids), ${SIO_NTB_REGIONS:-1} ivshmem-doorbell region(s) of ${SIO_NTB_SHM_MB:-32} MiB, ${SIO_NTB_VECTORS:-2} vectors; guest 0: ${SIO_NTB_G0_APPEND:-intel_iommu=on}"
+echo "ntb: ${SIO_NTB_GUESTS:-3} guests (QEMU pids$pids), ${SIO_NTB_REGIONS:-1} ivshmem-doorbell region(s) of ${SIO_NTB_SHM_MB:-32} MiB$([ "${SIO_NTB_SHARED:-0}" != 1 ] || echo ", one file behind all"), ${SIO_NTB_VECTORS:-2} vectors; guest 0: ${SIO_NTB_G0_APPEND:-intel_iommu=on}"
 
 ntb_phases "$start" "$tmo"
 for p in $pids; do wait "$p" 2>/dev/null || true; done

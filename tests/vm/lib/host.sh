@@ -48,6 +48,11 @@
 #   SIO_NTB_REGIONS    1                  ivshmem-doorbell regions, so NTB devices,
 #                                         per guest: 2 adds a second region, its
 #                                         own server and file, at PCI 00:11.0
+#   SIO_NTB_SHARED     0                  1: every region's server serves one
+#                                         file, as a host's memory sits behind
+#                                         each of its NTBs; the guests see
+#                                         sio.shared=REGIONS (ntb_hw_ivshmem's
+#                                         shared=)
 #   SIO_NTB_SHM_MB     32                 MiB of each ivshmem-doorbell region
 #   SIO_NTB_VECTORS    2                  its interrupt vectors per guest
 #   SIO_NTB_MEM        320                MiB per NTB guest
@@ -255,6 +260,10 @@ monitor() { printf '\001c%s\n\001c' "$2" >"$work/g$1.in"; }
 # ntb_regions: the regions, 0 to SIO_NTB_REGIONS - 1; region R's files
 # have the suffix ${R#0} (none for region 0: ivs.sock, server.log)
 ntb_regions() { seq 0 $((${SIO_NTB_REGIONS:-1} - 1)); }
+# ntb_shm R: the file of region R's memory (one for all with SIO_NTB_SHARED=1)
+ntb_shm() { if [ "${SIO_NTB_SHARED:-0}" = 1 ]; then echo "$work/shm"; else echo "$work/shm${1#0}"; fi; }
+# ntb_shared_arg: what tells the guests that their regions share one file
+ntb_shared_arg() { [ "${SIO_NTB_SHARED:-0}" != 1 ] || echo " sio.shared=${SIO_NTB_REGIONS:-1}"; }
 # ntb_guest N LOG APPEND ARGS...: boot guest N as ivshmem peer N of every
 # region (guests start one at a time, and each server gives the lowest id
 # free), console to LOG.log, input from the fifo gN.in, which a holder
@@ -284,7 +293,7 @@ ntb_guest() {
 			-device ivshmem-doorbell,chardev=ivs$sx,vectors="${SIO_NTB_VECTORS:-2}",addr=0x1$r "$@"
 	done
 	qemu_guest "$n" "$lg" "${SIO_NTB_MEM:-320}" \
-		"no_timer_check rdinit=/init sio.guest=$n $app ${SIO_NTB_APPEND:-}${SIO_NTB_VARIANT:+ sio.variant=$SIO_NTB_VARIANT}${SIO_NTB_PROFILES:+ sio.profiles=$SIO_NTB_PROFILES} sio.guests=${SIO_NTB_GUESTS:-3}" "$work/g$n.in" \
+		"no_timer_check rdinit=/init sio.guest=$n $app ${SIO_NTB_APPEND:-}${SIO_NTB_VARIANT:+ sio.variant=$SIO_NTB_VARIANT}${SIO_NTB_PROFILES:+ sio.profiles=$SIO_NTB_PROFILES}$(ntb_shared_arg) sio.guests=${SIO_NTB_GUESTS:-3}" "$work/g$n.in" \
 		-serial mon:stdio "$@"
 	b=$(($(gget "$n" boots 0) + 1))
 	gset "$n" boots $b
