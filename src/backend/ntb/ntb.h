@@ -317,6 +317,12 @@ struct ntb_adapters {
 	int n;					/* NTBs: adapter 0's and the others */
 	struct ntbdev *dev[SIO_MAX_ADAPTERS];	/* [0]: the node service's, not closed here */
 	uint64_t ports[SIO_MAX_ADAPTERS];	/* the ports each has its link up with */
+	uint64_t exported[SIO_MAX_ADAPTERS];	/* peers (by index) whose window 0 reaches the node's memory */
+	uint64_t refused[SIO_MAX_ADAPTERS];	/* peers whose translation was refused (said once) */
+	uint64_t same[SIO_MAX_ADAPTERS];	/* peers whose memory it reaches as adapter 0's NTB does */
+	uint64_t zero[SIO_MAX_ADAPTERS];	/* ... all zero so far: looked at again */
+	uint64_t looked[SIO_MAX_ADAPTERS];	/* peers compared, at the link generation below */
+	uint64_t gen[SIO_MAX_ADAPTERS][SIO_NTB_MAX_PEERS];	/* the peer's link compared at */
 };
 /* Open the NTBs of @more ("DEV1[,DEV2...]", may be NULL) for adapters 1 and up: each of port @port. */
 int sio__ntb_adapters_open(struct ntb_adapters *x, struct ntbdev *first, const char *more, int port);
@@ -326,6 +332,16 @@ int sio__ntb_adapters_follow(struct ntb_adapters *x, struct sio_fabric *f, int m
 			     size_t len);
 /* The first adapter from 1 on whose NTB has its link up with @port; -1 if none. */
 int sio__ntb_adapters_reach(struct ntb_adapters *x, int port);
+/*
+ * Export node @me's memory (@size bytes at bus address @dma, a buffer of
+ * adapter 0's NTB) through window 0 of each peer of the further NTBs, and
+ * compare what each reaches of a peer's memory with what adapter 0's does:
+ * 1 when @msg says something new, else 0.
+ */
+int sio__ntb_adapters_export(struct ntb_adapters *x, int me, uint64_t dma, uint64_t size,
+			     char *msg, size_t len);
+/* The first @len bytes (4096 at most) of port @port's memory through adapter @a's NTB. */
+int sio__ntb_adapters_peek(struct ntb_adapters *x, int a, int port, void *buf, size_t len);
 
 /* bar.c: windows onto the BARs of this host's devices, for the other kernels */
 int sio__ntb_bar_export(struct wf_fabric *s, struct wf_dev *d, uint64_t bus, uint64_t size);

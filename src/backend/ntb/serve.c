@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,7 @@ struct ntb_service {
 	uint64_t held_ns;		/* when it last held back from a take-over (0: never) */
 	struct ntb_adapters ad;		/* this node's NTB per adapter (adapters.c) */
 	bool ad_said;			/* told how they match the fabric's adapters */
+	int through;			/* the state read through a further NTB: 1 found, -1 not, 0 not looked */
 };
 
 static struct ntb_service *this_service;
@@ -545,6 +547,21 @@ static bool standby(struct ntb_service *sv)
 }
 
 /*
+ * The node's memory through its further NTBs (adapters.c): exported there
+ * too where the hardware translates inbound, as soon as it is allocated,
+ * fabric or not; what each reaches of its peers is said as it changes.
+ */
+static void exports(struct ntb_service *sv)
+{
+	char msg[512];
+
+	for (int i = 0; i < SIO_MAX_ADAPTERS * SIO_NTB_MAX_PEERS && !sv->outbound &&
+	     sio__ntb_adapters_export(&sv->ad, sv->node.port, sv->node.mem_dma, sv->node.mem_size,
+				      msg, sizeof(msg)); i++)
+		say(sv, "%s\n", msg);
+}
+
+/*
  * This node's adapters in the fabric joined, from its NTBs' links
  * (adapters.c): written while the state is in reach (hosted here, or the
  * home's link up); else the home's service says what it sees of its own.
@@ -609,6 +626,40 @@ static bool home_reached_elsewhere(struct ntb_service *sv)
 		say(sv, "%s, %.3f s (CLOCK_MONOTONIC)\n", msg, (double)sio__now_ns() / 1e9);
 	}
 	return true;
+}
+
+/*
+ * The state through a further NTB: while adapter 0's link with the home is
+ * down and another adapter's is up, the start of the home's memory is read
+ * through that NTB, and said at each change: the fabric's header, or other
+ * memory (that NTB reaches a region of its own). Where it is found, the
+ * state outlived NTB 0's fault on this host; this node's processes still
+ * reach it through NTB 0 alone.
+ */
+static void state_through(struct ntb_service *sv)
+{
+	uint8_t h[offsetof(struct wf_hdr, reg_off)];
+	char name[sizeof(((struct wf_hdr *)0)->name)];
+	int a, now = 0, home = sv->joined.port;
+	uint64_t magic;
+
+	if (home == sv->node.port || sv->joined.widx != NTB_MEM_WIDX || link_up(sv, home))
+		a = 0;
+	else if ((a = sio__ntb_adapters_reach(&sv->ad, home)) > 0 &&
+		 !sio__ntb_adapters_peek(&sv->ad, a, home, h, sizeof(h))) {
+		memcpy(&magic, h + offsetof(struct wf_hdr, magic), sizeof(magic));
+		memcpy(name, h + offsetof(struct wf_hdr, name), sizeof(name));
+		now = magic == WF_MAGIC && !strncmp(name, sv->f->name, sizeof(name)) ? 1 : -1;
+	}
+	if (now == sv->through)
+		return;
+	sv->through = now;
+	if (now > 0)
+		say(sv, "fabric '%s': its state, in port %d's memory, read through adapter %d (%s) while adapter 0's link with it is down: the fabric's header is there, %.3f s (CLOCK_MONOTONIC)\n",
+		    sv->f->name, home, a, sv->ad.dev[a]->what, (double)sio__now_ns() / 1e9);
+	else if (now < 0)
+		say(sv, "fabric '%s': port %d's memory read through adapter %d (%s) while adapter 0's link with it is down holds no fabric '%s': that NTB reaches other memory\n",
+		    sv->f->name, home, a, sv->ad.dev[a]->what, sv->f->name);
 }
 
 /* Join the fabric of this NTB, whichever port hosts it. */
@@ -917,11 +968,13 @@ static void round_once(struct ntb_service *sv, uint64_t *next)
 	*next = now + NTB_TICK_MS * 1000000ull;
 	links(sv);
 	if (sv->have_mem) {
+		exports(sv);
 		hosting(sv);
 		join(sv);
 	}
 	if (sv->f) {
 		adapters(sv);
+		state_through(sv);
 		sio__ntb_ownwin_serve(sv->f, sv->dev, &sv->node, &sv->xw);
 	}
 }
