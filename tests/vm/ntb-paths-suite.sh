@@ -18,11 +18,18 @@
 # guest 1 hosts a fabric made with --adapters 2, and `smartio path` there
 # takes adapter 0 while both links are up, adapter 1 once NTB 0's link with
 # port 0 is down (its service says so), and adapter 0 again once it is back.
+# The two regions are one file (SIO_NTB_SHARED=1, ntb_hw_ivshmem's shared=2),
+# as a host's memory sits behind both of its NTBs: each service exports its
+# node's memory through NTB 1 too, and guest 0 reads the home's memory (the
+# fabric's state) through NTB 1 as through NTB 0; after NTB 0's unbind, the
+# home's memory is still reached through NTB 1, the same bytes as before.
 #
 # want: g0:load g1:load g0:two-ntbs g1:two-ntbs
-# want: g0:echo-a g1:ping-a g0:echo-b g1:ping-b
-# want: g0:serve g1:serve g1:create g0:joined g1:path-a g1:path-b-up
+# want: g0:echo-a g1:ping-a g0:echo-b g1:ping-b g0:shared-region
+# want: g0:serve g1:serve g0:export-b g1:export-b
+# want: g1:create g0:joined g0:same-bytes-b g1:path-a g1:path-b-up
 # want: g0:unbind-a g1:a-down g1:b-stays-up g0:echo-b-alone g1:ping-b-alone
+# want: g0:state-through-b
 # want: g1:adapter-0-down g1:path-takes-b
 # want: g0:rebind-a g1:a-back g0:echo-a-back g1:ping-a-back g1:path-back-a
 # want: g0:dmesg g1:dmesg
@@ -92,12 +99,14 @@ ping_over() {
 }
 
 echo "sio-suite: guest $G, two NTBs ($A, $B) to guest $PEER"
-insmod $MOD/ntb.ko && insmod $MOD/ntb_hw_ivshmem.ko ports=2 link_timeout_ms=2000 &&
+SHARED=$(sed -n 's/.*sio\.shared=\([0-9]*\).*/\1/p' /proc/cmdline)
+insmod $MOD/ntb.ko && insmod $MOD/ntb_hw_ivshmem.ko ports=2 link_timeout_ms=2000 ${SHARED:+shared=$SHARED} &&
 	insmod $MOD/smartio_ntb.ko && ok load || no load "$(dmesg | grep -i ntb | tail -n 3)"
 if until_ok 90 up $A $B; then
 	ok two-ntbs
 else
 	no two-ntbs "not both links to port $PEER up"
+	dmesg | grep ntb_hw_ivshmem | tail -n 5 | sed 's/^/    | /'
 fi
 smartio ntb status | sed 's/^/    | /'
 
@@ -116,6 +125,10 @@ else
 	ping_over ping-b $B
 fi
 
+# one file behind both NTBs: one allocator, a buffer of NTB 0 exported
+# through NTB 1 and held there (ntb-uapi shared), before any other buffer
+[ "$G" != 0 ] || run shared-region ntb-uapi shared $PEER "$(dev $A)" "$(dev $B)"
+
 # the fabric: one node service per guest on both NTBs, guest 1 the home;
 # the processes find it by NTB 0's device
 SMARTIO_NTB_DEV=$(dev $A)
@@ -127,6 +140,12 @@ if until_ok 60 grep -q "link with port $PEER up" /tmp/serve.log &&
 	ok serve
 else
 	no serve "no memory, or no NTB for adapter 1"; serve_log
+fi
+# the node's memory exported through NTB 1 too (one file behind both)
+if until_ok 30 grep -q "adapter 1 of node $G (.*): its memory exported to port $PEER through window 0" /tmp/serve.log; then
+	ok export-b
+else
+	no export-b "the service did not export its memory through NTB 1"; serve_log
 fi
 phase served
 if [ "$G" = 1 ]; then
@@ -140,6 +159,12 @@ else
 	phase created
 	until_ok 60 grep -q "joined fabric '$FAB'" /tmp/serve.log && ok joined ||
 		{ no joined "the service did not join '$FAB'"; serve_log; }
+	# the home's memory holds the fabric's state now: not all zero
+	if until_ok 30 grep -q "adapter 1 of node $G (.*): port $PEER's memory through it is the memory adapter 0 reaches (the first 4096 bytes the same)" /tmp/serve.log; then
+		ok same-bytes-b
+	else
+		no same-bytes-b "NTB 1 did not reach the home's memory as NTB 0 does"; serve_log
+	fi
 	phase joined
 fi
 
@@ -147,6 +172,12 @@ phase fault
 if [ "$G" = 0 ]; then
 	echo "$A" >$DRV/unbind && [ -z "$(dev $A)" ] && ok unbind-a ||
 		no unbind-a "$A still bound: $(dev $A)"
+	# the home's memory, the state in it, still reached through NTB 1
+	if until_ok 30 grep -q "fabric '$FAB': its state, in port $PEER's memory, read through adapter 1 .*: the fabric's header is there" /tmp/serve.log; then
+		ok state-through-b
+	else
+		no state-through-b "the state was not read through NTB 1 after NTB 0's unbind"; serve_log
+	fi
 	phase fault-seen
 	echo_on echo-b-alone $B
 	phase ping-alone

@@ -37,6 +37,15 @@
  *                           edu's register 0x04; at a second (BDF removed,
  *                           PORT stored again), the stores were dropped
  *   ntb-uapi fwd-store PORT [VALUE]  store into PORT's window for us
+ *   ntb-uapi shared PORT DEV0 DEV1  two NTBs over one region (ntb_hw_ivshmem
+ *                           shared=2), PORT's link up on both, no other
+ *                           buffer for PORT: a buffer of DEV0 exported
+ *                           through DEV1's window 0; DEV1's buffers for
+ *                           PORT's other windows leave its bytes alone, and
+ *                           the two allocators are one (DEV0 gets no region
+ *                           more); freed on DEV0, its region stays DEV1's
+ *                           window's (no allocation gets it) until that
+ *                           window lets go
  *
  * Prints a line per check ("ok NAME", "FAIL NAME: ..."); exits 1 when one
  * failed, 2 on bad usage.
@@ -1053,6 +1062,59 @@ static void fwd_store(int fd, const struct sio_ntb_info *info, int port, uint32_
 	printf("ok fwd-store: %#x through outbound window %u\n", value, pmw.widx);
 }
 
+/* An inbound buffer of @fd for window @widx of @pidx: 0, or -errno. */
+static int buf_alloc(int fd, int pidx, unsigned int widx, struct sio_ntb_buf *b)
+{
+	*b = (struct sio_ntb_buf){ .pidx = (uint32_t)pidx, .widx = widx };
+	return ioctl(fd, SIO_NTB_IOC_MW_ALLOC, b) ? -errno : 0;
+}
+
+static void shared_region(int port, const char *d0, const char *d1)
+{
+	struct sio_ntb_info i0, i1;
+	int f0 = open(d0, O_RDWR), f1 = open(d1, O_RDWR), p0, p1, ret;
+	struct sio_ntb_buf a, b, c;
+	struct sio_ntb_xlat x;
+	struct sio_ntb_peer pr;
+	volatile uint64_t *va;
+	bool intact = true;
+
+	if (f0 < 0 || f1 < 0 || ioctl(f0, SIO_NTB_IOC_INFO, &i0) || ioctl(f1, SIO_NTB_IOC_INFO, &i1)) {
+		printf("FAIL shared-open: %s, %s: %s\n", d0, d1, strerror(errno));
+		exit(1);
+	}
+	p0 = pidx_of(f0, &i0, port);
+	p1 = pidx_of(f1, &i1, port);
+	pr = (struct sio_ntb_peer){ .pidx = (uint32_t)p1 };
+	ioctl(f1, SIO_NTB_IOC_PEER, &pr);
+	check("shared-alloc", buf_alloc(f0, p0, 0, &a) ? -1 : 0, errno, 0);
+	va = mmap(NULL, a.size, PROT_READ | PROT_WRITE, MAP_SHARED, f0, (off_t)a.mmap_offset);
+	if (va == MAP_FAILED) {
+		printf("FAIL shared-mmap: %s\n", strerror(errno));
+		exit(1);
+	}
+	for (size_t k = 0; k < a.size / 8; k += 512)
+		va[k] = 0x5a5a0000u + k;
+	x = (struct sio_ntb_xlat){ .pidx = (uint32_t)p1, .widx = 0, .addr = a.dma_addr, .size = a.size };
+	EXPECT("shared-xlat", ioctl(f1, SIO_NTB_IOC_MW_XLAT, &x), 0);
+	for (unsigned int w = 1; w < pr.mws; w++)
+		check("shared-alloc-other", buf_alloc(f1, p1, w, &b) ? -1 : 0, errno, 0);
+	for (size_t k = 0; k < a.size / 8; k += 512)
+		intact = intact && va[k] == 0x5a5a0000u + k;
+	check("shared-apart", intact ? 0 : -1, EIO, 0);
+	ret = buf_alloc(f0, p0, 1, &c);
+	check("shared-one-allocator", ret ? -1 : 0, -ret, ret ? -ret : ENOMEM);
+	munmap((void *)va, a.size);
+	EXPECT("shared-free", ioctl(f0, SIO_NTB_IOC_MW_FREE, &a), 0);
+	ret = buf_alloc(f0, p0, 0, &c);
+	check("shared-held", ret ? -1 : 0, -ret, ret ? -ret : ENOMEM);
+	x.size = 0;
+	EXPECT("shared-let-go", ioctl(f1, SIO_NTB_IOC_MW_XLAT, &x), 0);
+	check("shared-free-again", buf_alloc(f0, p0, 0, &c) ? -1 : 0, errno, 0);
+	close(f0);
+	close(f1);
+}
+
 int main(int argc, char **argv)
 {
 	struct sio_ntb_info info;
@@ -1061,7 +1123,8 @@ int main(int argc, char **argv)
 	if (argc < 3) {
 		fprintf(stderr, "usage: ntb-uapi bad|bounce|hold|take|outbound PORT | fwd-store PORT [VALUE] |\n"
 			"       hold PORT dev | fwd-lend PORT BDF | eventfd BIT N |\n"
-			"       msg-early-send PORT VALUE | msg-early PORT VALUE\n");
+			"       msg-early-send PORT VALUE | msg-early PORT VALUE |\n"
+			"       shared PORT DEV0 DEV1\n");
 		return 2;
 	}
 	fd = dev_open(&info);
@@ -1092,6 +1155,8 @@ int main(int argc, char **argv)
 		msg_early(fd, &info, atoi(argv[2]), (uint32_t)strtoul(argv[3], NULL, 0));
 	} else if (!strcmp(argv[1], "outbound")) {
 		outbound(fd, &info, atoi(argv[2]));
+	} else if (!strcmp(argv[1], "shared") && argc == 5) {
+		shared_region(atoi(argv[2]), argv[3], argv[4]);
 	} else {
 		fprintf(stderr, "ntb-uapi: no command '%s'\n", argv[1]);
 		return 2;
