@@ -216,10 +216,12 @@ struct sio_fabric_ops {
 	/**
 	 * @seg_connect: lock held: as @seg_map, for a process's connection to
 	 * another node's segment, for which the core counts a window of this
-	 * node (sio__reg_window_get()): a backend whose hardware gives a window per
-	 * segment maps through one (ntb). Undone by @seg_unmap. Optional.
+	 * node's adapter @adapter (sio__reg_window_get()): a backend whose
+	 * hardware gives a window per segment maps through one, and one with
+	 * an NTB per adapter through that adapter's (ntb). Undone by
+	 * @seg_unmap. Optional.
 	 */
-	int (*seg_connect)(struct sio_fabric *f, int slot, uint64_t off, uint64_t len,
+	int (*seg_connect)(struct sio_fabric *f, int slot, int adapter, uint64_t off, uint64_t len,
 			   bool rdonly, void **vaddr);
 	/**
 	 * @seg_reach: lock held: how segment slot @slot is reached from other

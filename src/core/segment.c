@@ -286,8 +286,8 @@ int sio_segment_map_range(struct sio_segment *seg, int adapter, uint64_t offset,
 		seg->window = pm;
 	}
 	if (pm >= 0 && f->ops->seg_connect)
-		ret = f->ops->seg_connect(f, seg->slot, offset, length, flags & SIO_MAP_RDONLY,
-					  &seg->vaddr);
+		ret = f->ops->seg_connect(f, seg->slot, path.adapter, offset, length,
+					  flags & SIO_MAP_RDONLY, &seg->vaddr);
 	else
 		ret = f->ops->seg_map(f, seg->slot, offset, length, flags & SIO_MAP_RDONLY,
 				      &seg->vaddr);

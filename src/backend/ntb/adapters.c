@@ -231,6 +231,7 @@ static int export_to(struct ntb_adapters *x, int a, int me, uint32_t p, int port
 		return 0;
 	if (!(ret = ntbdev_ioctl(x->dev[a], SIO_NTB_IOC_MW_XLAT, &t))) {
 		x->exported[a] |= 1ull << p;
+		x->reach[a] |= port >= 0 && port < 64 ? 1ull << port : 0;
 		snprintf(msg, len, "adapter %d of node %d (%s): its memory exported to port %d through window %d, the buffer adapter 0 exports",
 			 a, me, x->dev[a]->what, port, NTB_MEM_WIDX);
 	} else {

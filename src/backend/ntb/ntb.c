@@ -50,26 +50,49 @@ int sio__ntb_mem_of(struct ntbsrc *n, int port, uint64_t *off, uint64_t *size)
 	return sio__ntb_window_of(n, port, NTB_MEM_WIDX, off, size);
 }
 
-/* mmap() @len bytes at @off of our file (@port's window: kept to map again after a link loss). */
-int sio__ntb_map_at(struct ntbsrc *n, int port, uint64_t off, uint64_t len, bool rdonly, void **va)
+/* Peer @port's link on @d: up, and its generation in *@gen. */
+static bool peer_link(struct ntbdev *d, int port, uint64_t *gen)
 {
-	uint64_t a = off & ~(WF_PAGE - 1), d = off - a;
+	int pidx = sio__ntbdev_pidx(d, port);
+	struct sio_ntb_peer pr = { .pidx = (uint32_t)pidx };
+
+	if (pidx < 0 || ntbdev_ioctl(d, SIO_NTB_IOC_PEER, &pr) || !pr.link_up)
+		return false;
+	*gen = pr.link_gen;
+	return true;
+}
+
+/*
+ * mmap() @len bytes at @off of adapter @a's file (@port's window: kept to
+ * map again after a link loss; through a further NTB, at the link's
+ * generation it maps).
+ */
+static int map_on(struct ntbsrc *n, int a, int port, uint64_t off, uint64_t len, bool rdonly,
+		  void **va)
+{
+	uint64_t at = off & ~(WF_PAGE - 1), d = off - at, gen = 0;
 	struct peer_map *m = NULL;
 	void *p;
 	int ret;
 
 	if (port != n->node.port && !(m = calloc(1, sizeof(*m))))
 		return sio__err(ENOMEM, "out of memory");
-	if ((ret = ntbdev_mmap(n->dev, NULL, a, len + d, &p))) {
+	if (a && !peer_link(n->adev[a], port, &gen))
+		ret = -ENOTCONN;
+	else
+		ret = ntbdev_mmap(n->adev[a], NULL, at, len + d, &p);
+	if (ret) {
 		free(m);
-		return sio__err(-ret, "ntb: cannot map %llu bytes of port %d's memory: %s%s",
-				(unsigned long long)len, port, strerror(-ret),
+		return sio__err(-ret, "ntb: cannot map %llu bytes of port %d's memory%s%s: %s%s",
+				(unsigned long long)len, port, a ? " through " : "",
+				a ? n->adev[a]->what : "", strerror(-ret),
 				ret == -ENOTCONN ? " (its link is down)" : "");
 	}
 	if (rdonly)
 		mprotect(p, len + d, PROT_READ);
 	if (m) {
-		*m = (struct peer_map){ .va = p, .len = len + d, .off = a, .port = port, .widx = -1 };
+		*m = (struct peer_map){ .va = p, .len = len + d, .off = at, .port = port, .widx = -1,
+					.adapter = a, .gen = gen };
 		pthread_mutex_lock(&n->mu);
 		m->next = n->maps;
 		n->maps = m;
@@ -77,6 +100,37 @@ int sio__ntb_map_at(struct ntbsrc *n, int port, uint64_t off, uint64_t len, bool
 	}
 	*va = (char *)p + d;
 	return 0;
+}
+
+int sio__ntb_map_at(struct ntbsrc *n, int port, uint64_t off, uint64_t len, bool rdonly, void **va)
+{
+	return map_on(n, 0, port, off, len, rdonly, va);
+}
+
+int sio__ntb_map_via(struct wf_fabric *s, int a, int port, uint64_t at, uint64_t len, bool rdonly,
+		     void **va)
+{
+	struct ntbsrc *n = src_of(s);
+	struct sio_ntb_peer_mw pm;
+	uint64_t reach;
+	int pidx, ret;
+
+	if (a < 1 || a >= SIO_MAX_ADAPTERS || !n->adev[a] || port < 0 || port >= WF_MAX_POOLS ||
+	    n->node.port < 0 || n->node.port >= 64)
+		return -EHOSTUNREACH;
+	/* adapter 1 is the only further one (SIO_MAX_ADAPTERS) */
+	reach = __atomic_load_n(&s->hdr->pools[port].reach1, __ATOMIC_ACQUIRE);
+	if (!(reach >> n->node.port & 1) || (pidx = sio__ntbdev_pidx(n->adev[a], port)) < 0)
+		return -EHOSTUNREACH;
+	pm = (struct sio_ntb_peer_mw){ .widx = (uint32_t)pidx * n->info.mws_per_peer + NTB_MEM_WIDX };
+	if ((ret = ntbdev_ioctl(n->adev[a], SIO_NTB_IOC_PEER_MW, &pm)))
+		return sio__err(-ret, "ntb: the outbound window to port %d of %s: %s", port,
+				n->adev[a]->what, strerror(-ret));
+	if (!len || at > pm.size || len > pm.size - at)
+		return sio__err(EINVAL, "ntb: %llu bytes at %llu are outside port %d's memory through %s (%llu bytes)",
+				(unsigned long long)len, (unsigned long long)at, port, n->adev[a]->what,
+				(unsigned long long)pm.size);
+	return map_on(n, a, port, pm.mmap_offset + at, len, rdonly, va);
 }
 
 static void src_unmap(struct wf_fabric *s, void *va, uint64_t len);
@@ -218,7 +272,7 @@ static bool remap(struct ntbsrc *n, bool beat, int port)
 			continue;	/* still down: later */
 		segs = !beat || !n->resumed[pr.port];
 		for (struct peer_map *m = n->maps; m; m = m->next)
-			if (m->port == pr.port &&
+			if (m->port == pr.port && !m->adapter &&
 			    (m->state ? n->state_gen[pr.port] : segs ? n->peer_gen[pr.port] :
 			     pr.link_gen) != pr.link_gen)
 				ok = !sio__ntbdev_remap(n->dev, m->va, m->off, m->len) && ok;
@@ -233,6 +287,31 @@ static bool remap(struct ntbsrc *n, bool beat, int port)
 	return all;
 }
 
+/*
+ * Mappings through a further NTB (a segment on a path through its adapter)
+ * of port @port, or of every port (-1): mapped again, in place, where that
+ * NTB's link with their port is up at another generation than they map.
+ * True when every one of them is at its link's generation, up.
+ */
+static bool remap_further(struct ntbsrc *n, int port)
+{
+	bool all = true;
+
+	for (struct peer_map *m = n->maps; m; m = m->next) {
+		uint64_t gen;
+
+		if (!m->adapter || (port >= 0 && m->port != port))
+			continue;
+		if (!peer_link(n->adev[m->adapter], m->port, &gen))
+			all = false;
+		else if (gen != m->gen && !sio__ntbdev_remap(n->adev[m->adapter], m->va, m->off, m->len))
+			m->gen = gen;
+		else if (gen != m->gen)
+			all = false;
+	}
+	return all;
+}
+
 static void src_beat(struct wf_fabric *s)
 {
 	struct ntbsrc *n = src_of(s);
@@ -241,6 +320,9 @@ static void src_beat(struct wf_fabric *s)
 	if (n->local)
 		sio__wf_bakery_renew(s, n->local, n->node.port);
 	sio__ntb_home_follow(s);
+	pthread_mutex_lock(&n->mu);
+	remap_further(n, -1);
+	pthread_mutex_unlock(&n->mu);
 	if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_INFO, &i) || i.link_gen == n->link_gen)
 		return;
 	pthread_mutex_lock(&n->mu);
@@ -282,11 +364,38 @@ static int link_at(struct sio_fabric *f, int node, bool resume)
 	return up;
 }
 
-/* Adapter 0's NTB carries the windows; another adapter's link is the
- * registry's alone. */
+/*
+ * A further adapter whose NTB this process holds: that NTB's link with
+ * @node up, and what it maps of @node through it mapped again at the
+ * link's generation (here, with @resume; else by the heartbeat). One this
+ * process does not hold: the registry's link state alone (1).
+ */
+static int further_at(struct sio_fabric *f, int node, int adapter, bool resume)
+{
+	struct ntbsrc *n = src_of(wf_of(f));
+	uint64_t gen;
+	int up;
+
+	if (!n->adev[adapter])
+		return 1;
+	if (node == n->node.port)
+		return 1;
+	pthread_mutex_lock(&n->mu);
+	up = peer_link(n->adev[adapter], node, &gen);
+	if (up && resume)
+		remap_further(n, node);
+	for (struct peer_map *m = n->maps; up && m; m = m->next)
+		up = !(m->adapter == adapter && m->port == node && m->gen != gen);
+	pthread_mutex_unlock(&n->mu);
+	return up;
+}
+
+/* Adapter 0's NTB carries the fabric's windows; a further one, segments on its paths. */
 static int sio__ntb_link(struct sio_fabric *f, int node, int adapter, bool resume)
 {
-	return adapter ? 1 : link_at(f, node, resume);
+	if (adapter > 0 && adapter < SIO_MAX_ADAPTERS)
+		return further_at(f, node, adapter, resume);
+	return link_at(f, node, resume);
 }
 
 static int src_lock(struct sio_fabric *f, bool *holder_died)
@@ -374,9 +483,11 @@ static int src_open(struct sio_fabric *f, uint32_t op, uint32_t *gen, struct wf_
 	pthread_mutex_init(&n->home_mu, NULL);
 	n->sb_port = -1;
 	n->own_dev = !sio__ntb_service_here() || op != NTB_OP_HELLO;
-	if ((ret = sio__ntb_node_connect(spec, fake ? f->node : -1, op, f->name, &n->dev, &n->node, gen)) ||
+	if ((ret = sio__ntb_node_connect(spec, fake ? f->node : -1, op, f->name, &n->dev, n->adev + 1,
+					 &n->node, gen)) ||
 	    (ret = sio__ntbdev_info(n->dev, &n->info)))
 		goto fail;
+	n->adev[0] = n->dev;
 	n->bit = fabric_bit(&n->info);
 	n->link_gen = n->info.link_gen;
 	peer_gens(n);
@@ -385,6 +496,8 @@ static int src_open(struct sio_fabric *f, uint32_t op, uint32_t *gen, struct wf_
 fail:
 	if (n->dev && n->own_dev)
 		sio__ntbdev_close(n->dev);
+	for (int a = 1; a < SIO_MAX_ADAPTERS; a++)
+		sio__ntbdev_close(n->adev[a]);
 	free(n);
 	free(s);
 	return ret;
@@ -408,6 +521,8 @@ static void src_drop(struct wf_fabric *s)
 	free(n->stage);
 	if (n->own_dev)
 		sio__ntbdev_close(n->dev);
+	for (int a = 1; a < SIO_MAX_ADAPTERS; a++)
+		sio__ntbdev_close(n->adev[a]);
 	free(n);
 	free(s);
 }
@@ -737,7 +852,7 @@ static int side_port(int port)
 
 	if (sv)
 		return sio__ntb_service_dev(sv, &node) ? node.port : port;
-	if (sio__ntb_node_connect(NULL, -1, NTB_OP_HELLO, "", &d, &node, NULL))
+	if (sio__ntb_node_connect(NULL, -1, NTB_OP_HELLO, "", &d, NULL, &node, NULL))
 		return port;
 	sio__ntbdev_close(d);
 	return node.port;

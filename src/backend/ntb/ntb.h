@@ -154,8 +154,13 @@ struct ntbdev *sio__ntb_service_dev(struct ntb_service *sv, struct ntb_node *nod
 void sio__ntb_service_note(const struct ntb_service *sv, char *msg, size_t len);
 
 /* client.c: reach this kernel's node service: its device and node */
+/*
+ * @more (NULL: not wanted): the node's further NTBs, adapters 1 and up, as
+ * the service holds them (SIO_MAX_ADAPTERS - 1 entries, NULL where none).
+ */
 int sio__ntb_node_connect(const char *spec, int fake_port, uint32_t op, const char *name,
-		     struct ntbdev **dev, struct ntb_node *node, uint32_t *gen);
+			  struct ntbdev **dev, struct ntbdev **more, struct ntb_node *node,
+			  uint32_t *gen);
 #define NTB_OP_HELLO	1
 #define NTB_OP_CREATE	2
 #define NTB_OP_POKE	3	/* no answer: look at the fabric's requests now */
@@ -179,6 +184,8 @@ struct ntb_rep {
 	char msg[256];
 	struct ntb_node node;
 	uint32_t gen;			/* CREATE: the new fabric's generation */
+	int32_t adapters;		/* HELLO: the NTB files passed, adapter 0's first */
+	char more[SIO_MAX_ADAPTERS - 1][96];	/* the further NTBs' (ntbdev.spec) */
 };
 
 /* ntb.c: the window source */
@@ -191,6 +198,8 @@ struct peer_map {				/* a mapping of a peer's window */
 	bool state;			/* of the state: follows the home (home.c), at @soff in it */
 	uint64_t soff;
 	int why;			/* a connection through the pool: why (an errno), 0: none */
+	int adapter;			/* the NTB it is mapped through (ntbsrc.adev) */
+	uint64_t gen;			/* adapter > 0: the peer's link generation it maps */
 };
 
 struct ntb_bar;
@@ -198,6 +207,12 @@ struct ntb_bar;
 struct ntbsrc {
 	struct ntbdev *dev;
 	bool own_dev;			/* ours to close (not the node service's) */
+	/*
+	 * The node's NTB of each adapter, as its service passed them: [0] is
+	 * @dev; a further one NULL where the service holds none. Mappings
+	 * through a further NTB are a segment's, on a path through its adapter.
+	 */
+	struct ntbdev *adev[SIO_MAX_ADAPTERS];
 	struct sio_ntb_info info;
 	struct ntb_node node;
 	struct ntb_boot boot;
@@ -231,6 +246,14 @@ int sio__ntb_port_default(void);
 int sio__ntb_window_of(struct ntbsrc *n, int port, uint32_t w, uint64_t *off, uint64_t *size);
 /* mmap() @len bytes at @off of the node service's file (a peer's window: mapped again after a link loss). */
 int sio__ntb_map_at(struct ntbsrc *n, int port, uint64_t off, uint64_t len, bool rdonly, void **va);
+/*
+ * Bytes [@at, @at + @len) of port @port's memory through the NTB of adapter
+ * @a (1 and up): 0, or -EHOSTUNREACH where this process holds no such NTB
+ * or port @port does not export its memory through it (the caller takes
+ * adapter 0's way), or the error of the map, said.
+ */
+int sio__ntb_map_via(struct wf_fabric *s, int a, int port, uint64_t at, uint64_t len, bool rdonly,
+		     void **va);
 
 /*
  * ownwin.c: a segment's own window, where the hardware driver translates
@@ -263,8 +286,8 @@ bool sio__ntb_ownwin_serve(struct sio_fabric *f, struct ntbdev *d, struct ntb_no
 void sio__ntb_ownwin_reset(struct ntbdev *d, struct ntb_ownwins *x);
 /* $SMARTIO_NTB_XLAT_MS in @ns (sio__env_ms()): 0, or -EINVAL naming a bad value. */
 int sio__ntb_ownwin_wait_check(uint64_t *ns);
-int sio__ntb_seg_connect(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly,
-		    void **va);
+int sio__ntb_seg_connect(struct sio_fabric *f, int slot, int adapter, uint64_t off, uint64_t len,
+			  bool rdonly, void **va);
 const char *sio__ntb_seg_reach(struct sio_fabric *f, int slot, const void *va, char *buf, size_t len);
 
 /* Where a node's pool starts in its memory: past room for the state, where it can host one. */
@@ -318,6 +341,7 @@ struct ntb_adapters {
 	struct ntbdev *dev[SIO_MAX_ADAPTERS];	/* [0]: the node service's, not closed here */
 	uint64_t ports[SIO_MAX_ADAPTERS];	/* the ports each has its link up with */
 	uint64_t exported[SIO_MAX_ADAPTERS];	/* peers (by index) whose window 0 reaches the node's memory */
+	uint64_t reach[SIO_MAX_ADAPTERS];	/* ... the same peers, by port */
 	uint64_t refused[SIO_MAX_ADAPTERS];	/* peers whose translation was refused (said once) */
 	uint64_t same[SIO_MAX_ADAPTERS];	/* peers whose memory it reaches as adapter 0's NTB does */
 	uint64_t zero[SIO_MAX_ADAPTERS];	/* ... all zero so far: looked at again */

@@ -194,8 +194,15 @@ static int own_window(struct sio_fabric *f, int slot, int owner, uint64_t seglen
 	return 0;
 }
 
-int sio__ntb_seg_connect(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly,
-		    void **va)
+/*
+ * A path through a further adapter maps through that adapter's NTB, onto
+ * the owner's memory as that NTB reaches it (its pool window): a fault of
+ * adapter 0's NTB leaves it alone. Where this node holds no such NTB, or
+ * the owner does not export its memory through it, adapter 0's NTB
+ * carries the path, as a path's link state alone follows the adapter.
+ */
+int sio__ntb_seg_connect(struct sio_fabric *f, int slot, int adapter, uint64_t off, uint64_t len,
+			 bool rdonly, void **va)
 {
 	uint64_t at, size;
 	int pool, why, ret;
@@ -204,6 +211,9 @@ int sio__ntb_seg_connect(struct sio_fabric *f, int slot, uint64_t off, uint64_t 
 		return ret;
 	if (pool == src_of(wf_of(f))->node.port || !len || off > size || len > size - off)
 		return sio__wf_slot_map(f, slot, off, len, rdonly, va);	/* ours, or its error */
+	if (adapter > 0 &&
+	    (ret = sio__ntb_map_via(wf_of(f), adapter, pool, at + off, len, rdonly, va)) != -EHOSTUNREACH)
+		return ret;
 	if (!(why = own_window(f, slot, pool, size, off, len, rdonly, va)))
 		return 0;
 	if ((ret = sio__wf_slot_map(f, slot, off, len, rdonly, va)))
@@ -299,7 +309,7 @@ const char *sio__ntb_seg_reach(struct sio_fabric *f, int slot, const void *va, c
 {
 	struct ntbsrc *n = src_of(wf_of(f));
 	uintptr_t a = (uintptr_t)va & ~(uintptr_t)(WF_PAGE - 1);
-	int widx = -2, why = 0, port = -1;
+	int widx = -2, why = 0, port = -1, adapter = 0;
 	char w[96];
 
 	if (slot < 0 || slot >= SIO_MAX_SEGS || !f->reg->segs[slot].used)
@@ -309,11 +319,14 @@ const char *sio__ntb_seg_reach(struct sio_fabric *f, int slot, const void *va, c
 	pthread_mutex_lock(&n->mu);
 	for (struct peer_map *m = n->maps; m; m = m->next)
 		if ((uintptr_t)m->va == a)
-			widx = m->widx, why = m->why, port = m->port;
+			widx = m->widx, why = m->why, port = m->port, adapter = m->adapter;
 	pthread_mutex_unlock(&n->mu);
 	if (widx == -2)
 		return NULL;
-	if (widx >= 0 && !(n->info.flags & SIO_NTB_F_INBOUND_XLAT))
+	if (adapter)
+		snprintf(buf, len, "pool window through adapter %d: port %d's window %d of %s, all of its memory",
+			 adapter, port, NTB_MEM_WIDX, n->adev[adapter]->what);
+	else if (widx >= 0 && !(n->info.flags & SIO_NTB_F_INBOUND_XLAT))
 		snprintf(buf, len, "own window: this node's outbound window %d to port %d, translated to this segment alone",
 			 widx, port);
 	else if (widx >= 0)

@@ -443,7 +443,8 @@ static int pool_register(struct ntb_service *sv)
 	uint64_t off = sio__ntb_pool_off(&sv->node);
 	struct wf_pool want = { .off = off, .size = sv->node.mem_size - off, .epoch = sv->node.epoch,
 				.unreached = sv->unreached, .seg_windows = sv->node.seg_windows,
-				.xlat_align = sv->node.xlat_align };
+				.xlat_align = sv->node.xlat_align,
+				.reach1 = sv->ad.n > 1 ? sv->ad.reach[1] : 0 };
 	int ret;
 
 	if (!memcmp(&s->hdr->pools[sv->node.port], &want, sizeof(want)))
@@ -452,9 +453,10 @@ static int pool_register(struct ntb_service *sv)
 		return ret;
 	s->hdr->pools[sv->node.port] = want;
 	sio__unlock(sv->f);
-	say(sv, "node %d's pool: %llu KiB for segments%s\n", sv->node.port,
+	say(sv, "node %d's pool: %llu KiB for segments%s%s\n", sv->node.port,
 	    (unsigned long long)(want.size >> 10),
-	    want.unreached ? ", out of reach of the ports this node could not export to" : "");
+	    want.unreached ? ", out of reach of the ports this node could not export to" : "",
+	    want.reach1 ? ", reached through adapter 1 too" : "");
 	return 0;
 }
 
@@ -767,11 +769,34 @@ static int create(struct ntb_service *sv, const char *name, uint32_t *gen)
 	return 0;
 }
 
+/*
+ * The NTB files a process maps through, adapter 0's first: the further
+ * NTBs too (a path through adapter 1 maps through the NTB of adapter 1),
+ * named in @rep for the process to adopt them.
+ */
+static void pass_files(struct ntb_service *sv, struct ntb_rep *rep, struct msghdr *mh, char *cbuf)
+{
+	int fds[SIO_MAX_ADAPTERS], n = 0;
+
+	fds[n++] = sv->dev->fd;
+	for (int a = 1; a < sv->ad.n && a < SIO_MAX_ADAPTERS; a++) {
+		snprintf(rep->more[a - 1], sizeof(rep->more[0]), "%s", sv->ad.dev[a]->spec);
+		fds[n++] = sv->ad.dev[a]->fd;	/* cbuf holds SIO_MAX_ADAPTERS */
+	}
+	rep->adapters = n;
+	mh->msg_control = cbuf;
+	mh->msg_controllen = CMSG_SPACE(n * sizeof(int));
+	CMSG_FIRSTHDR(mh)->cmsg_level = SOL_SOCKET;
+	CMSG_FIRSTHDR(mh)->cmsg_type = SCM_RIGHTS;
+	CMSG_FIRSTHDR(mh)->cmsg_len = CMSG_LEN(n * sizeof(int));
+	memcpy(CMSG_DATA(CMSG_FIRSTHDR(mh)), fds, n * sizeof(int));
+}
+
 /* Answer one request on @sk; only root and this service's user are served. */
 static void answer(struct ntb_service *sv, int sk)
 {
 	struct ntb_rep rep = { .magic = NTB_PROTO_MAGIC, .node = sv->node };
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	char cbuf[CMSG_SPACE(SIO_MAX_ADAPTERS * sizeof(int))] = { 0 };
 	struct iovec iov = { .iov_base = &rep, .iov_len = sizeof(rep) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	struct ucred cr;
@@ -807,12 +832,7 @@ static void answer(struct ntb_service *sv, int sk)
 	} else if (req.op == NTB_OP_BOARD) {
 		sio__ntb_service_note(sv, rep.msg, sizeof(rep.msg));
 	} else {
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
-		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
-		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &sv->dev->fd, sizeof(int));
+		pass_files(sv, &rep, &mh, cbuf);
 	}
 	if (sendmsg(sk, &mh, MSG_NOSIGNAL) < 0)
 		say(sv, "a process left before its answer: %s\n", strerror(errno));

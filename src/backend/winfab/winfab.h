@@ -46,7 +46,7 @@
 #include "internal.h"
 
 #define WF_MAGIC		0x31304e49574f4953ull	/* "SIOWIN01" */
-#define WF_VERSION		9	/* 3: the bakery; 4: wf_pool.unreached; 5: the relay's counters; 6: own windows; 7: wf_dev.desc; 8: wf_home; 9: wf_dev.db_emulated */
+#define WF_VERSION		10	/* 3: the bakery; 4: wf_pool.unreached; 5: the relay's counters; 6: own windows; 7: wf_dev.desc; 8: wf_home; 9: wf_dev.db_emulated; 10: wf_pool.reach1 */
 #define WF_EVQ_LEN		32
 #define WF_PAGE			4096ull
 #define WF_LEASE_MS		5000	/* $SMARTIO_SHMWIN_LEASE_MS: longer than a TCG guest stalls */
@@ -94,6 +94,7 @@ struct wf_pool {
 	uint64_t unreached;		/* ntb: nodes whose window to it is not translated */
 	int32_t seg_windows;		/* ntb: windows per peer its node translates per segment, 0: none */
 	uint32_t xlat_align;		/* ntb: its hardware driver's translation alignment, KiB */
+	uint64_t reach1;		/* ntb: ports whose NTB of adapter 1 reaches its memory too */
 };
 
 /*
