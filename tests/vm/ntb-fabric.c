@@ -14,6 +14,12 @@
  *   ntb-fabric notify NODE ID             store to that word and notify
  *   ntb-fabric event-wait NODE            wait for the event of NODE's link
  *                                         going down (60 s at most)
+ *   ntb-fabric seg-watch NODE ID BYTE ADAPTER FILE
+ *                                         map that segment through ADAPTER,
+ *                                         say its connection, then read it
+ *                                         whole every 50 ms until FILE
+ *                                         exists (180 s at most): any byte
+ *                                         not BYTE fails, with when
  *   ntb-fabric xlat-check NODE ID BYTE own|pool|either
  *                                         connect to that segment: it reads
  *                                         BYTE, its connection (its info,
@@ -98,6 +104,47 @@ static int seg_check(int node, uint32_t id, int byte)
 		return fail("adopt");
 	sio_segment_close(s);
 	return 0;
+}
+
+/* The first byte of @p that is not @byte, or SEG_SIZE. */
+static size_t first_other(const volatile unsigned char *p, int byte)
+{
+	size_t i;
+
+	for (i = 0; i < SEG_SIZE && p[i] == byte; i++)
+		;
+	return i;
+}
+
+static int seg_watch(int node, uint32_t id, int byte, int adapter, const char *stop)
+{
+	struct sio_segment_info si;
+	struct sio_segment *s;
+	unsigned char *p;
+	uint64_t t0 = now_ms(), reads = 0;
+	size_t i = SEG_SIZE;
+
+	if (sio_segment_connect(f, node, id, &s) || sio_segment_map_adapter(s, adapter, (void **)&p) ||
+	    sio_segment_info(s, &si))
+		return fail("connect");
+	printf("segment %u of node %d mapped through adapter %d; connection: %s\n", id, node,
+	       adapter, si.reach);
+	fflush(stdout);
+	while (access(stop, F_OK) && now_ms() - t0 < 180000) {
+		if ((i = first_other(p, byte)) < SEG_SIZE)
+			break;
+		reads++;
+		usleep(50000);
+	}
+	if (i < SEG_SIZE)
+		printf("FAIL segment %u of node %d through adapter %d: byte %zu is 0x%02x, not 0x%02x, %.1f s in, after %llu whole reads\n",
+		       id, node, adapter, i, p[i], byte, (now_ms() - t0) / 1e3,
+		       (unsigned long long)reads);
+	else
+		printf("segment %u of node %d through adapter %d: %llu whole reads in %.1f s, every byte 0x%02x\n",
+		       id, node, adapter, (unsigned long long)reads, (now_ms() - t0) / 1e3, byte);
+	sio_segment_close(s);
+	return i < SEG_SIZE || !reads;
 }
 
 /* The doorbells this kernel's node service took for the fabric. */
@@ -281,7 +328,7 @@ int main(int argc, char **argv)
 	int ret = 2;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: ntb-fabric seg-make|seg-check NODE ID BYTE | wait ID | notify NODE ID | event-wait NODE | xlat-check NODE ID BYTE own|pool|either\n");
+		fprintf(stderr, "usage: ntb-fabric seg-make|seg-check NODE ID BYTE | seg-watch NODE ID BYTE ADAPTER FILE | wait ID | notify NODE ID | event-wait NODE | xlat-check NODE ID BYTE own|pool|either\n");
 		return 2;
 	}
 	if (sio_fabric_open(NULL, -1, &f))
@@ -296,6 +343,9 @@ int main(int argc, char **argv)
 		ret = notify(atoi(argv[2]), (uint32_t)strtoul(argv[3], NULL, 0));
 	else if (!strcmp(argv[1], "event-wait"))
 		ret = event_wait(atoi(argv[2]));
+	else if (!strcmp(argv[1], "seg-watch") && argc == 7)
+		ret = seg_watch(atoi(argv[2]), (uint32_t)strtoul(argv[3], NULL, 0),
+				(int)strtol(argv[4], NULL, 0), atoi(argv[5]), argv[6]);
 	else if (!strcmp(argv[1], "xlat-check") && argc == 6)
 		ret = xlat_check(atoi(argv[2]), (uint32_t)strtoul(argv[3], NULL, 0),
 				 (int)strtol(argv[4], NULL, 0), argv[5]);

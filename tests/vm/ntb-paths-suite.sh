@@ -23,18 +23,24 @@
 # node's memory through NTB 1 too, and guest 0 reads the home's memory (the
 # fabric's state) through NTB 1 as through NTB 0; after NTB 0's unbind, the
 # home's memory is still reached through NTB 1, the same bytes as before.
+# And a process's segment on a path through adapter 1 (ntb-fabric
+# seg-watch): guest 1 maps guest 0's segment through adapter 1, which maps
+# through NTB 1, and reads it whole every 50 ms across NTB 0's unbind, every
+# byte as guest 0 wrote it; after the fault a plain map takes adapter 1.
 #
 # want: g0:load g1:load g0:two-ntbs g1:two-ntbs
 # want: g0:echo-a g1:ping-a g0:echo-b g1:ping-b g0:shared-region
 # want: g0:serve g1:serve g0:export-b g1:export-b
 # want: g1:create g0:joined g0:same-bytes-b g1:path-a g1:path-b-up
+# want: g0:seg-make g1:seg-via-b
 # want: g0:unbind-a g1:a-down g1:b-stays-up g0:echo-b-alone g1:ping-b-alone
 # want: g0:state-through-b
-# want: g1:adapter-0-down g1:path-takes-b
+# want: g1:adapter-0-down g1:path-takes-b g1:seg-read-on g1:seg-after-fault
 # want: g0:rebind-a g1:a-back g0:echo-a-back g1:ping-a-back g1:path-back-a
 # want: g0:dmesg g1:dmesg
 G=$(sed -n 's/.*sio\.guest=\([0-9]*\).*/\1/p' /proc/cmdline)
 FAB=paths
+SEG=7				# guest 0's kept segment, read by guest 1 through NTB 1
 # guest 1 hosts; neither is a standby home (a take-over is not looked at here)
 export SMARTIO_FABRIC_BACKEND=ntb SMARTIO_FABRIC=$FAB SMARTIO_QUIET=1 SMARTIO_NTB_STANDBY=0
 MOD=/lib/modules
@@ -165,7 +171,23 @@ else
 	else
 		no same-bytes-b "NTB 1 did not reach the home's memory as NTB 0 does"; serve_log
 	fi
+	# a kept segment in this node's memory, for guest 1 to read through NTB 1
+	run seg-make ntb-fabric seg-make $G $SEG 0x5a
 	phase joined
+fi
+phase segment
+if [ "$G" = 1 ]; then
+	# mapped through adapter 1 (NTB 1) while both links are up, read until
+	# the fault is over (seg_read_on)
+	rm -f /tmp/watch.stop
+	ntb-fabric seg-watch $PEER $SEG 0x5a 1 /tmp/watch.stop >/tmp/watch.log 2>&1 &
+	wpid=$!
+	if until_ok 30 grep -q "mapped through adapter 1; connection: pool window through adapter 1: port $PEER's window 0 of /dev/smartio-ntb" /tmp/watch.log; then
+		ok seg-via-b
+	else
+		no seg-via-b "the segment was not mapped through NTB 1"
+		sed 's/^/    | watch: /' /tmp/watch.log; serve_log
+	fi
 fi
 
 phase fault
@@ -213,6 +235,17 @@ else
 	fi
 	smartio path "node:$G" "node:$PEER" | sed 's/^/    | /'
 	smartio status | grep -i adapter | sed 's/^/    | /'
+	# the mapping through NTB 1 read on across the fault, every byte right
+	touch /tmp/watch.stop
+	if wait $wpid && grep -q "whole reads in .*, every byte 0x5a" /tmp/watch.log; then
+		ok seg-read-on
+	else
+		no seg-read-on "the mapping through NTB 1 did not read on"
+	fi
+	sed 's/^/    | watch: /' /tmp/watch.log
+	# a plain map now: the path takes adapter 1, so NTB 1 (then the
+	# segment, adopted, goes)
+	run seg-after-fault ntb-fabric seg-check $PEER $SEG 0x5a
 	phase fault-seen
 	phase ping-alone
 	ping_over ping-b-alone $B
