@@ -229,7 +229,6 @@ DEFINE_SHOW_ATTRIBUTE(ivntb_fwd);
 int ivntb_fwd_init(struct ivntb_dev *iv)
 {
 	struct ivntb_fwd *fwd = kzalloc(sizeof(*fwd), GFP_KERNEL);
-	char name[64];
 	int ret;
 
 	if (!fwd)
@@ -247,9 +246,8 @@ int ivntb_fwd_init(struct ivntb_dev *iv)
 		ret = PTR_ERR(fwd->thread);
 		goto err_nb;
 	}
-	snprintf(name, sizeof(name), "%s:%s", IVNTB_NAME, pci_name(iv->pdev));
-	fwd->dbg = debugfs_create_dir(name, NULL);
-	debugfs_create_file("forward", 0400, fwd->dbg, fwd, &ivntb_fwd_fops);
+	fwd->dbg = debugfs_create_file("forward", 0400, iv->dbg, fwd,
+				       &ivntb_fwd_fops);
 	iv->fwd = fwd;
 	return 0;
 
@@ -269,7 +267,7 @@ void ivntb_fwd_fini(struct ivntb_dev *iv)
 
 	if (!fwd)
 		return;
-	debugfs_remove_recursive(fwd->dbg);
+	debugfs_remove(fwd->dbg);
 	kthread_stop(fwd->thread);
 	bus_unregister_notifier(&pci_bus_type, &fwd->nb);
 	for (p = 0; p < IVNTB_MAX_PORTS - 1; p++)

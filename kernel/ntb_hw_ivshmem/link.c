@@ -8,7 +8,9 @@
  * again, so that clients set up their windows anew.
  */
 #include <linux/bitmap.h>
+#include <linux/debugfs.h>
 #include <linux/module.h>
+#include <linux/mutex.h>
 
 #include "ntb_hw_ivshmem.h"
 
@@ -187,6 +189,20 @@ static bool ivntb_peer_poll(struct ivntb_dev *iv, int pidx,
 	       le64_to_cpu(READ_ONCE(s->seen[iv->port])) == iv->session;
 }
 
+/* Why the link with peer @pidx went down, for the kernel log. */
+static const char *ivntb_down_why(struct ivntb_dev *iv, int pidx)
+{
+	if (!READ_ONCE(iv->enabled))
+		return "disabled here";
+	if (READ_ONCE(iv->cable_out))
+		return "cable pulled here";
+	if (iv->layout_broken)
+		return "BAR2 rewritten";
+	if (iv->peer[pidx].alive)
+		return "disabled by the peer, or its cable pulled";
+	return "the peer is gone or restarted";
+}
+
 static void ivntb_link_report(struct ivntb_dev *iv, u64 old, u64 now)
 {
 	DECLARE_BITMAP(diff, 64);
@@ -207,10 +223,7 @@ static void ivntb_link_report(struct ivntb_dev *iv, u64 old, u64 now)
 		else
 			dev_info(&iv->pdev->dev,
 				 "link with port %d down (%s)\n", port,
-				 !READ_ONCE(iv->enabled) ? "disabled here" :
-				 iv->layout_broken ? "BAR2 rewritten" :
-				 iv->peer[pidx].alive ? "disabled by the peer" :
-				 "the peer is gone or restarted");
+				 ivntb_down_why(iv, pidx));
 	}
 }
 
@@ -233,7 +246,7 @@ static void ivntb_link_work(struct work_struct *work)
 	WRITE_ONCE(iv->slot->heartbeat, cpu_to_le32(hb + 1));
 	for (pidx = 0; intact && pidx < ivntb_peer_count(iv); pidx++)
 		if (ivntb_peer_poll(iv, pidx, limit, tick) &&
-		    READ_ONCE(iv->enabled))
+		    READ_ONCE(iv->enabled) && !READ_ONCE(iv->cable_out))
 			mask |= BIT_ULL(pidx);
 
 	spin_lock_irq(&iv->link_lock);
@@ -311,21 +324,37 @@ u64 ivntb_link_is_up(struct ntb_dev *ntb, enum ntb_speed *speed,
  * may have read the link enabled); every poll after it reads the link
  * disabled and tells no one.
  */
-static void ivntb_link_set(struct ivntb_dev *iv, bool on)
+/*
+ * The enable word the peers poll: bit 0 while the client has the link
+ * enabled and the cable is in, above it a count that moves at each enable
+ * and each plug (@bump), then every peer told to look.
+ */
+static void ivntb_link_publish(struct ivntb_dev *iv, bool bump)
 {
-	u64 old;
+	unsigned long flags;
 	int port;
+	u32 word;
 
-	/* each enable counts, above bit 0: see ivntb_peer_poll() */
-	if (on)
+	spin_lock_irqsave(&iv->link_lock, flags);
+	if (bump)
 		iv->enable_count++;
-	WRITE_ONCE(iv->enabled, on);
-	WRITE_ONCE(iv->slot->enabled,
-		   cpu_to_le32(iv->enable_count << 1 | (on ? 1 : 0)));
-	wmb();	/* the flag before the peers are told to look */
+	word = iv->enable_count << 1 |
+	       (READ_ONCE(iv->enabled) && !READ_ONCE(iv->cable_out) ? 1 : 0);
+	WRITE_ONCE(iv->slot->enabled, cpu_to_le32(word));
+	spin_unlock_irqrestore(&iv->link_lock, flags);
+	wmb();	/* the word before the peers are told to look */
 	for (port = 0; port < iv->ports; port++)
 		if (port != iv->port)
 			ivntb_ring(iv, port, 0);
+}
+
+static void ivntb_link_set(struct ivntb_dev *iv, bool on)
+{
+	u64 old;
+
+	/* each enable counts, above bit 0: see ivntb_peer_poll() */
+	WRITE_ONCE(iv->enabled, on);
+	ivntb_link_publish(iv, on);
 	if (on || current_work() == &iv->link_work.work) {
 		ivntb_link_kick(iv);
 		return;
@@ -352,4 +381,52 @@ int ivntb_link_disable(struct ntb_dev *ntb)
 	might_sleep();	/* it waits for a poll under way */
 	ivntb_link_set(to_ivntb(ntb), false);
 	return 0;
+}
+
+/*
+ * The emulated cable (debugfs "cable"): 0 pulls it, 1 plugs it back in.
+ * Pulled, this function's link is down with every peer, as a link that
+ * lost training while the device stays: bit 0 of the enable word drops,
+ * so each peer takes the link down at its next poll, and this side counts
+ * no peer up. Plugged back, the enable count moves, which every peer's poll
+ * reads as a bounce, so the link comes up at a new generation, as after a
+ * retrain. The client's own enable is kept: a link it disabled stays down.
+ * An emulated fault for tests; NTB hardware has no such switch.
+ */
+static int ivntb_cable_get(void *data, u64 *val)
+{
+	struct ivntb_dev *iv = data;
+
+	*val = !READ_ONCE(iv->cable_out);
+	return 0;
+}
+
+/* serialises the writers of every function's cable */
+static DEFINE_MUTEX(ivntb_cable_lock);
+
+static int ivntb_cable_set(void *data, u64 val)
+{
+	struct ivntb_dev *iv = data;
+
+	if (val > 1)
+		return -EINVAL;
+	mutex_lock(&ivntb_cable_lock);
+	if (!val != READ_ONCE(iv->cable_out)) {
+		WRITE_ONCE(iv->cable_out, !val);
+		ivntb_link_publish(iv, val);
+		dev_info(&iv->pdev->dev,
+			 "cable %s (debugfs, an emulated fault)\n",
+			 val ? "plugged back in" : "pulled");
+		ivntb_link_kick(iv);
+	}
+	mutex_unlock(&ivntb_cable_lock);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(ivntb_cable_fops, ivntb_cable_get, ivntb_cable_set,
+			 "%llu\n");
+
+void ivntb_link_debugfs(struct ivntb_dev *iv)
+{
+	debugfs_create_file_unsafe("cable", 0600, iv->dbg, iv,
+				   &ivntb_cable_fops);
 }

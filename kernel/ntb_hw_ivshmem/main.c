@@ -4,6 +4,7 @@
  * the Linux NTB framework and its clients run between QEMU guests. The PCI
  * side: probe, the layout of BAR2, the port operations, remove.
  */
+#include <linux/debugfs.h>
 #include <linux/io.h>
 #include <linux/module.h>
 #include <linux/overflow.h>
@@ -512,6 +513,20 @@ static void ivntb_deinit_pci(struct ivntb_dev *iv)
 }
 
 /*
+ * This function's debugfs directory: its emulated forwarding (fwd.c) and
+ * its emulated cable (link.c). Nothing fails on a debugfs that is not
+ * there.
+ */
+static void ivntb_debugfs_init(struct ivntb_dev *iv)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s:%s", IVNTB_NAME, pci_name(iv->pdev));
+	iv->dbg = debugfs_create_dir(name, NULL);
+	ivntb_link_debugfs(iv);
+}
+
+/*
  * The NTB over BAR2: its layout adopted (or laid out), this port's slot
  * taken, the interrupts, and the DMA device that hands out BAR2.
  */
@@ -529,12 +544,14 @@ static int ivntb_init_dev(struct ivntb_dev *iv)
 	ret = ivntb_dma_init(iv);
 	if (ret)
 		goto err_irq;
+	ivntb_debugfs_init(iv);
 	ret = ivntb_fwd_init(iv);
 	if (ret)
 		goto err_dma;
 	return 0;
 
 err_dma:
+	debugfs_remove_recursive(iv->dbg);
 	ivntb_dma_fini(iv);
 err_irq:
 	ivntb_irq_fini(iv);
@@ -548,6 +565,7 @@ err_slot:
 static void ivntb_deinit_dev(struct ivntb_dev *iv)
 {
 	ivntb_fwd_fini(iv);
+	debugfs_remove_recursive(iv->dbg);
 	ivntb_dma_fini(iv);
 	ivntb_mw_fini(iv);
 	ivntb_irq_fini(iv);

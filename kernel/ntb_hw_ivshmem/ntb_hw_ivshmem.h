@@ -283,7 +283,10 @@ struct ivntb_peer {
  * @link_tick:	when the next poll counts toward a peer's timeout (jiffies)
  * @peer:	per peer index
  * @enabled:	the link is enabled by the client
- * @enable_count: how many times the client enabled it (ivntb_link_set())
+ * @enable_count: how many times the client enabled it (ivntb_link_set()),
+ *		or the cable was plugged back in (ivntb_link_cable())
+ * @cable_out:	the emulated cable is pulled (debugfs "cable", link.c)
+ * @dbg:	this function's debugfs directory ("ntb_hw_ivshmem:<pci>")
  * @dma_dev:	the device inbound buffers are allocated on (ntb_get_dma_dev()):
  *		a child of the function that this driver made, with DMA ops
  *		that hand out the regions of this port's area (mw.c)
@@ -362,6 +365,8 @@ struct ivntb_dev {
 	struct ivntb_peer peer[IVNTB_MAX_PORTS - 1];
 	bool enabled;
 	u32 enable_count;
+	bool cable_out;
+	struct dentry *dbg;
 
 	struct device *dma_dev;
 	struct ivntb_fwd *fwd;
@@ -449,6 +454,7 @@ void ivntb_link_init(struct ivntb_dev *iv);
 void ivntb_link_start(struct ivntb_dev *iv);
 void ivntb_link_stop(struct ivntb_dev *iv);
 void ivntb_link_kick(struct ivntb_dev *iv);
+void ivntb_link_debugfs(struct ivntb_dev *iv);
 u64 ivntb_link_is_up(struct ntb_dev *ntb, enum ntb_speed *speed,
 		     enum ntb_width *width);
 int ivntb_link_enable(struct ntb_dev *ntb, enum ntb_speed speed,
