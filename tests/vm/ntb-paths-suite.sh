@@ -27,6 +27,10 @@
 # seg-watch): guest 1 maps guest 0's segment through adapter 1, which maps
 # through NTB 1, and reads it whole every 50 ms across NTB 0's unbind, every
 # byte as guest 0 wrote it; after the fault a plain map takes adapter 1.
+# Then NTB 0's cable is pulled in guest 0 (ntb_hw_ivshmem's emulated
+# fault: the link lost, the device kept) and plugged back: both guests
+# see its link go down and come back, paths take adapter 1 and back, and a
+# process in each guest reads the other's segment through adapter 1 on.
 #
 # want: g0:load g1:load g0:two-ntbs g1:two-ntbs
 # want: g0:echo-a g1:ping-a g0:echo-b g1:ping-b g0:shared-region
@@ -37,6 +41,10 @@
 # want: g0:state-through-b
 # want: g1:adapter-0-down g1:path-takes-b g1:seg-read-on g1:seg-after-fault
 # want: g0:rebind-a g1:a-back g0:echo-a-back g1:ping-a-back g1:path-back-a
+# want: g0:serve-again g0:seg-make-0 g1:seg-make-1 g0:watch-b-0 g1:watch-b-1
+# want: g0:cable-pull g1:cable-a-down g1:cable-b-up g1:cable-path-b
+# want: g0:cable-back g1:cable-a-back g1:cable-path-back-a
+# want: g0:watch-read-on-0 g1:watch-read-on-1
 # want: g0:dmesg g1:dmesg
 G=$(sed -n 's/.*sio\.guest=\([0-9]*\).*/\1/p' /proc/cmdline)
 FAB=paths
@@ -64,6 +72,10 @@ link() {
 	d=$(dev "$1")
 	[ -n "$d" ] && smartio ntb status "$d" | sed -n "s/^  peer [0-9]*: port $PEER, link \([a-z]*\).*/\1/p"
 }
+# link_is FUNCTION STATE: its link to the other guest is up, or down
+link_is() { [ "$(link "$1")" = "$2" ]; }
+# cable_said: this kernel took NTB 0's link down for its pulled cable
+cable_said() { dmesg | grep -q "$A: link with port $PEER down (cable pulled here)"; }
 # up FUNCTION...: the link of each is up
 up() { for f in "$@"; do [ "$(link "$f")" = up ] || return 1; done; }
 # bound FUNCTION: it has its smartio_ntb device
@@ -264,8 +276,64 @@ else
 	phase ping-back
 	ping_over ping-a-back $A
 fi
-# guest 0's service lost its NTB 0 with the unbind: killed; guest 1's stops
-# (the fabric goes with the home's memory)
+# NTB 0's cable pulled in guest 0 (ntb_hw_ivshmem's debugfs "cable", an
+# emulated fault): its link lost while the device stays, as a link that
+# lost training; each guest's process reads the other's segment through
+# adapter 1 across it, and the link comes back when the cable is in again
+if [ "$G" = 0 ]; then
+	# the service held the NTB 0 of before the unbind: a new one for the new
+	kill -KILL $spid
+	wait $spid 2>/dev/null
+	serve_log
+	SMARTIO_NTB_DEV=$(dev $A)
+	smartio ntb serve --dev "$SMARTIO_NTB_DEV" --dev "$(dev $B)" >/tmp/serve.log 2>&1 &
+	spid=$!
+	if until_ok 60 grep -q "joined fabric '$FAB'" /tmp/serve.log &&
+	   until_ok 30 grep -q "node $G's pool: .*, reached through adapter 1 too" /tmp/serve.log; then
+		ok serve-again
+	else
+		no serve-again "the new service did not join, or exports nothing through NTB 1"; serve_log
+	fi
+fi
+run seg-make-$G ntb-fabric seg-make $G $((SEG + 1 + G)) $((0x3c + G))
+phase cable-ready
+rm -f /tmp/watch.stop
+ntb-fabric seg-watch $PEER $((SEG + 1 + PEER)) $((0x3c + PEER)) 1 /tmp/watch.stop >/tmp/watch.log 2>&1 &
+wpid=$!
+if until_ok 30 grep -q "mapped through adapter 1; connection: pool window through adapter 1" /tmp/watch.log; then
+	ok watch-b-$G
+else
+	no watch-b-$G "the peer's segment was not mapped through NTB 1"; sed 's/^/    | watch: /' /tmp/watch.log
+fi
+phase pull
+if [ "$G" = 0 ]; then
+	mount -t debugfs none /sys/kernel/debug 2>/dev/null
+	echo 0 >"/sys/kernel/debug/ntb_hw_ivshmem:$A/cable" && until_ok 10 cable_said &&
+		bound $A && ok cable-pull || no cable-pull "$(dmesg | grep "$A" | tail -n 3)"
+else
+	if until_ok 30 link_is $A down; then ok cable-a-down; else no cable-a-down "$A's link is '$(link $A)'"; fi
+	if up $B; then ok cable-b-up; else no cable-b-up "$B's link went down too"; fi
+	if until_ok 30 via_is "1 up"; then ok cable-path-b; else no cable-path-b "smartio path: '$(via)'"; fi
+fi
+phase pulled
+if [ "$G" = 0 ]; then
+	echo 1 >"/sys/kernel/debug/ntb_hw_ivshmem:$A/cable" && until_ok 90 up $A &&
+		ok cable-back || no cable-back "$A's link not up again: '$(link $A)'"
+else
+	if until_ok 90 up $A; then ok cable-a-back; else no cable-a-back "$A's link not up again"; fi
+	if until_ok 30 via_is "0 up"; then ok cable-path-back-a; else no cable-path-back-a "smartio path: '$(via)'"; fi
+fi
+phase plugged
+touch /tmp/watch.stop
+if wait $wpid && grep -q "whole reads in .*, every byte" /tmp/watch.log; then
+	ok watch-read-on-$G
+else
+	no watch-read-on-$G "the mapping through NTB 1 did not read on across the pull"
+fi
+sed 's/^/    | watch: /' /tmp/watch.log
+phase cable-done
+# guest 0's service is killed, guest 1's stops (the fabric goes with the
+# home's memory)
 if [ "$G" = 0 ]; then kill -KILL $spid; else kill $spid; fi
 wait $spid 2>/dev/null
 serve_log
