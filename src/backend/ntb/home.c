@@ -42,18 +42,24 @@
 
 #define MIRROR_AT	offsetof(struct wf_hdr, home.mirror)
 
-/* The home's link as this process sees it: its generation, UINT64_MAX while down. */
+/*
+ * The home's link as this process sees it, on the NTB the state rides
+ * (ntb.c: adapter 0's, or a further one while adapter 0's link with the
+ * home is down): its generation, UINT64_MAX while down.
+ */
 static uint64_t home_link(struct ntbsrc *n)
 {
+	int a = __atomic_load_n(&n->state_a, __ATOMIC_ACQUIRE);
+	struct ntbdev *d = n->adev[a] ? n->adev[a] : n->dev;
 	struct sio_ntb_peer pr;
 	int pidx;
 
 	if (n->boot.port == n->node.port)
 		return 0;
-	if ((pidx = sio__ntbdev_pidx(n->dev, n->boot.port)) < 0)
+	if ((pidx = sio__ntbdev_pidx(d, n->boot.port)) < 0)
 		return UINT64_MAX;
 	pr = (struct sio_ntb_peer){ .pidx = (uint32_t)pidx };
-	if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER, &pr) || !pr.link_up)
+	if (ntbdev_ioctl(d, SIO_NTB_IOC_PEER, &pr) || !pr.link_up)
 		return UINT64_MAX;
 	return pr.link_gen;
 }
@@ -191,7 +197,9 @@ static int move_state(struct ntbsrc *n, int port)
 			return sio__err(-ret, "ntb: cannot map the state at port %d: %s", port, strerror(-ret));
 		m->port = port;
 		m->off = base + m->soff;
+		m->adapter = 0;
 	}
+	__atomic_store_n(&n->state_a, 0, __ATOMIC_RELEASE);	/* the new home, through NTB 0 */
 	return 0;
 }
 

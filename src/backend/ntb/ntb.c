@@ -107,30 +107,44 @@ int sio__ntb_map_at(struct ntbsrc *n, int port, uint64_t off, uint64_t len, bool
 	return map_on(n, 0, port, off, len, rdonly, va);
 }
 
+/* Port @port's window 0 through the NTB of further adapter @a: its mmap() offset and size. */
+static int window_via(struct ntbsrc *n, int a, int port, uint64_t *off, uint64_t *size)
+{
+	struct sio_ntb_peer_mw pm;
+	int pidx, ret;
+
+	if ((pidx = sio__ntbdev_pidx(n->adev[a], port)) < 0)
+		return -EHOSTUNREACH;
+	pm = (struct sio_ntb_peer_mw){ .widx = (uint32_t)pidx * n->info.mws_per_peer + NTB_MEM_WIDX };
+	if ((ret = ntbdev_ioctl(n->adev[a], SIO_NTB_IOC_PEER_MW, &pm)))
+		return sio__err(-ret, "ntb: the outbound window to port %d of %s: %s", port,
+				n->adev[a]->what, strerror(-ret));
+	*off = pm.mmap_offset;
+	*size = pm.size;
+	return 0;
+}
+
 int sio__ntb_map_via(struct wf_fabric *s, int a, int port, uint64_t at, uint64_t len, bool rdonly,
 		     void **va)
 {
 	struct ntbsrc *n = src_of(s);
-	struct sio_ntb_peer_mw pm;
-	uint64_t reach;
-	int pidx, ret;
+	uint64_t reach, off, size;
+	int ret;
 
 	if (a < 1 || a >= SIO_MAX_ADAPTERS || !n->adev[a] || port < 0 || port >= WF_MAX_POOLS ||
 	    n->node.port < 0 || n->node.port >= 64)
 		return -EHOSTUNREACH;
 	/* adapter 1 is the only further one (SIO_MAX_ADAPTERS) */
 	reach = __atomic_load_n(&s->hdr->pools[port].reach1, __ATOMIC_ACQUIRE);
-	if (!(reach >> n->node.port & 1) || (pidx = sio__ntbdev_pidx(n->adev[a], port)) < 0)
+	if (!(reach >> n->node.port & 1))
 		return -EHOSTUNREACH;
-	pm = (struct sio_ntb_peer_mw){ .widx = (uint32_t)pidx * n->info.mws_per_peer + NTB_MEM_WIDX };
-	if ((ret = ntbdev_ioctl(n->adev[a], SIO_NTB_IOC_PEER_MW, &pm)))
-		return sio__err(-ret, "ntb: the outbound window to port %d of %s: %s", port,
-				n->adev[a]->what, strerror(-ret));
-	if (!len || at > pm.size || len > pm.size - at)
+	if ((ret = window_via(n, a, port, &off, &size)))
+		return ret;
+	if (!len || at > size || len > size - at)
 		return sio__err(EINVAL, "ntb: %llu bytes at %llu are outside port %d's memory through %s (%llu bytes)",
 				(unsigned long long)len, (unsigned long long)at, port, n->adev[a]->what,
-				(unsigned long long)pm.size);
-	return map_on(n, a, port, pm.mmap_offset + at, len, rdonly, va);
+				(unsigned long long)size);
+	return map_on(n, a, port, off + at, len, rdonly, va);
 }
 
 static void src_unmap(struct wf_fabric *s, void *va, uint64_t len);
@@ -161,27 +175,51 @@ static int keep(struct ntbsrc *n, void *va, int port, uint64_t off, uint64_t len
 	return m ? 0 : sio__err(ENOMEM, "out of memory");
 }
 
+/*
+ * The adapter whose NTB maps @port's memory for the window fabric: the
+ * state's rides the one state_route() chose; a pool, adapter 0's NTB
+ * unless its link with @port is down while a further one's is up (a
+ * segment made or zeroed during adapter 0's fault).
+ */
+static int src_adapter(struct ntbsrc *n, int pool, int port)
+{
+	uint64_t gen;
+
+	if (pool == WF_STATE)
+		return __atomic_load_n(&n->state_a, __ATOMIC_ACQUIRE);
+	if (port == n->node.port || !n->adev[1] || peer_link(n->dev, port, &gen))
+		return 0;
+	return peer_link(n->adev[1], port, &gen) ? 1 : 0;
+}
+
 static int src_map(struct wf_fabric *s, int pool, uint64_t off, uint64_t len, bool rdonly,
 		   void **va)
 {
 	struct ntbsrc *n = src_of(s);
-	int port = pool == WF_STATE ? n->boot.port : pool, ret;
+	int port = pool == WF_STATE ? n->boot.port : pool, a, ret;
 	uint64_t base, size;
 
 	if (port < 0 || port >= WF_MAX_POOLS)
 		return sio__err(EINVAL, "ntb: no node %d", port);
+	a = src_adapter(n, pool, port);
+	if (a && pool != WF_STATE &&
+	    (ret = sio__ntb_map_via(s, a, port, off, len, rdonly, va)) != -EHOSTUNREACH)
+		return ret;
+	if (pool != WF_STATE)
+		a = 0;	/* not exported through it: adapter 0's NTB says why not */
 	/* untranslated, a window reaches whatever its default is: never map that */
 	if (pool != WF_STATE && s->hdr && port != n->node.port &&
 	    (__atomic_load_n(&s->hdr->pools[port].unreached, __ATOMIC_ACQUIRE) >> n->node.port & 1))
 		return sio__err(ENXIO, "ntb: port %d's hardware driver refused to translate its inbound window %d for port %d: its memory is out of this node's reach (port %d's smartio ntb serve says why)",
 				port, NTB_MEM_WIDX, n->node.port, port);
-	if ((ret = sio__ntb_mem_of(n, port, &base, &size)))
+	ret = a ? window_via(n, a, port, &base, &size) : sio__ntb_mem_of(n, port, &base, &size);
+	if (ret)
 		return ret;
 	if (!len || off > size || len > size - off)
 		return sio__err(EINVAL, "ntb: %llu bytes at %llu are outside port %d's memory (%llu bytes, as its window to this port reaches)",
 				(unsigned long long)len, (unsigned long long)off, port,
 				(unsigned long long)size);
-	if ((ret = sio__ntb_map_at(n, port, base + off, len, rdonly, va)) || pool != WF_STATE)
+	if ((ret = map_on(n, a, port, base + off, len, rdonly, va)) || pool != WF_STATE)
 		return ret;
 	if ((ret = keep(n, *va, port, base + off, len, off, true)))
 		src_unmap(s, *va, len);
@@ -312,6 +350,61 @@ static bool remap_further(struct ntbsrc *n, int port)
 	return all;
 }
 
+/* Every mapping of the state, moved in place onto the home's memory through adapter @a's NTB. */
+static int state_onto(struct ntbsrc *n, int a, int home, uint64_t gen)
+{
+	uint64_t base, size;
+	int ret = a ? window_via(n, a, home, &base, &size) : sio__ntb_mem_of(n, home, &base, &size);
+
+	if (ret || size < WF_STATE_END)
+		return ret ? ret : -EMSGSIZE;
+	for (struct peer_map *m = n->maps; m; m = m->next) {
+		if (!m->state || m->port != home)
+			continue;
+		if ((ret = sio__ntbdev_remap(n->adev[a], m->va, base + m->soff, m->len)))
+			return ret;
+		*m = (struct peer_map){ .next = m->next, .va = m->va, .len = m->len, .off = base + m->soff,
+					.port = home, .widx = -1, .state = true, .soff = m->soff,
+					.adapter = a, .gen = gen };
+	}
+	/* atomic: home_check() and sio__ntb_removed() read it without the mutex */
+	__atomic_store_n(&n->state_a, a, __ATOMIC_RELEASE);
+	if (!a)
+		__atomic_store_n(&n->state_gen[home], gen, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/*
+ * The state rides adapter 0's NTB. When the link of the NTB it rides is
+ * down with the home while another NTB's is up, and the home exports its
+ * memory to this port through that one (its pool's reach1, read while the
+ * state could be), the home is alive and only this host's way to it
+ * failed: the state's mappings move onto that NTB, in place, and the
+ * fabric goes on. n->mu held.
+ */
+static void state_route(struct wf_fabric *s)
+{
+	struct ntbsrc *n = src_of(s);
+	int home = n->boot.port;
+	uint64_t gen;
+
+	if (home == n->node.port || home < 0 || home >= WF_MAX_POOLS || !n->adev[1] ||
+	    n->node.port < 0 || n->node.port >= 64)
+		return;
+	if (peer_link(n->adev[n->state_a], home, &gen)) {
+		if (__atomic_load_n(&s->hdr->magic, __ATOMIC_ACQUIRE) == WF_MAGIC)
+			n->home_reach1 = __atomic_load_n(&s->hdr->pools[home].reach1, __ATOMIC_ACQUIRE);
+		return;
+	}
+	for (int a = 0; a < SIO_MAX_ADAPTERS; a++) {
+		bool reached = !a || (a == 1 && (n->home_reach1 >> n->node.port & 1));
+
+		if (a != n->state_a && n->adev[a] && reached && peer_link(n->adev[a], home, &gen) &&
+		    !state_onto(n, a, home, gen))
+			return;
+	}
+}
+
 static void src_beat(struct wf_fabric *s)
 {
 	struct ntbsrc *n = src_of(s);
@@ -322,6 +415,7 @@ static void src_beat(struct wf_fabric *s)
 	sio__ntb_home_follow(s);
 	pthread_mutex_lock(&n->mu);
 	remap_further(n, -1);
+	state_route(s);
 	pthread_mutex_unlock(&n->mu);
 	if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_INFO, &i) || i.link_gen == n->link_gen)
 		return;
@@ -402,6 +496,13 @@ static int src_lock(struct sio_fabric *f, bool *holder_died)
 {
 	struct ntbsrc *n = src_of(wf_of(f));
 	int ret = sio__ntb_home_check(f);	/* which of the home and its standby is gone */
+
+	if (ret && n->adev[1]) {	/* another NTB may reach it: now, not at the next beat */
+		pthread_mutex_lock(&n->mu);
+		state_route(wf_of(f));
+		pthread_mutex_unlock(&n->mu);
+		ret = sio__ntb_home_check(f);
+	}
 
 	return ret ? ret : sio__wf_bakery_lock(f, n->local, n->node.port, holder_died);
 }
@@ -829,11 +930,21 @@ static bool sio__ntb_removed(struct sio_fabric *f)
 {
 	struct ntbsrc *n = src_of(wf_of(f));
 	struct sio_ntb_peer pr;
-	int pidx, home = n->boot.port;
+	int pidx, a, home = n->boot.port;
 
 	if (__atomic_load_n(&n->orphaned, __ATOMIC_ACQUIRE))
 		return true;	/* its home yielded to a state without it (home.c) */
-	if (home != n->node.port && home >= 0 && home < WF_MAX_POOLS &&
+	if ((a = __atomic_load_n(&n->state_a, __ATOMIC_ACQUIRE)) && home != n->node.port) {
+		uint64_t gen;	/* the state through a further NTB (state_route()) */
+		bool now = peer_link(n->adev[a], home, &gen);
+
+		pthread_mutex_lock(&n->mu);
+		for (struct peer_map *m = n->maps; now && m; m = m->next)
+			now = !(m->state && m->gen != gen);
+		pthread_mutex_unlock(&n->mu);
+		if (!now)
+			return false;
+	} else if (home != n->node.port && home >= 0 && home < WF_MAX_POOLS &&
 	    (pidx = sio__ntbdev_pidx(n->dev, home)) >= 0) {
 		pr = (struct sio_ntb_peer){ .pidx = (uint32_t)pidx };
 		if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER, &pr) || !pr.link_up ||

@@ -210,9 +210,13 @@ struct ntbsrc {
 	/*
 	 * The node's NTB of each adapter, as its service passed them: [0] is
 	 * @dev; a further one NULL where the service holds none. Mappings
-	 * through a further NTB are a segment's, on a path through its adapter.
+	 * through a further NTB are a segment's, on a path through its
+	 * adapter, or the state's, while adapter 0's link with the home is
+	 * down (@state_a, ntb.c's state_route()).
 	 */
 	struct ntbdev *adev[SIO_MAX_ADAPTERS];
+	int state_a;			/* the adapter whose NTB the state's mappings ride */
+	uint64_t home_reach1;		/* the home's pool's reach1, as last read */
 	struct sio_ntb_info info;
 	struct ntb_node node;
 	struct ntb_boot boot;
