@@ -14,6 +14,10 @@
  *   ntb-fabric notify NODE ID             store to that word and notify
  *   ntb-fabric event-wait NODE            wait for the event of NODE's link
  *                                         going down (60 s at most)
+ *   ntb-fabric seg-make-at NODE ID BYTE FILE
+ *                                         join now, then once FILE exists
+ *                                         (180 s at most) seg-make, saying
+ *                                         how long it took
  *   ntb-fabric seg-watch NODE ID BYTE ADAPTER FILE
  *                                         map that segment through ADAPTER,
  *                                         say its connection, then read it
@@ -104,6 +108,20 @@ static int seg_check(int node, uint32_t id, int byte)
 		return fail("adopt");
 	sio_segment_close(s);
 	return 0;
+}
+
+/* seg_make() by a process that joined before @go was there. */
+static int seg_make_at(int node, uint32_t id, int byte, const char *go)
+{
+	uint64_t t0 = now_ms(), t;
+	int ret;
+
+	while (access(go, F_OK) && now_ms() - t0 < 180000)
+		usleep(50000);
+	t = now_ms();
+	ret = seg_make(node, id, byte);
+	printf("%s after %.3f s\n", ret ? "failed" : "made", (now_ms() - t) / 1e3);
+	return ret;
 }
 
 /* The first byte of @p that is not @byte, or SEG_SIZE. */
@@ -328,7 +346,7 @@ int main(int argc, char **argv)
 	int ret = 2;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: ntb-fabric seg-make|seg-check NODE ID BYTE | seg-watch NODE ID BYTE ADAPTER FILE | wait ID | notify NODE ID | event-wait NODE | xlat-check NODE ID BYTE own|pool|either\n");
+		fprintf(stderr, "usage: ntb-fabric seg-make|seg-check NODE ID BYTE | seg-make-at NODE ID BYTE FILE | seg-watch NODE ID BYTE ADAPTER FILE | wait ID | notify NODE ID | event-wait NODE | xlat-check NODE ID BYTE own|pool|either\n");
 		return 2;
 	}
 	if (sio_fabric_open(NULL, -1, &f))
@@ -343,6 +361,9 @@ int main(int argc, char **argv)
 		ret = notify(atoi(argv[2]), (uint32_t)strtoul(argv[3], NULL, 0));
 	else if (!strcmp(argv[1], "event-wait"))
 		ret = event_wait(atoi(argv[2]));
+	else if (!strcmp(argv[1], "seg-make-at") && argc == 6)
+		ret = seg_make_at(atoi(argv[2]), (uint32_t)strtoul(argv[3], NULL, 0),
+				  (int)strtol(argv[4], NULL, 0), argv[5]);
 	else if (!strcmp(argv[1], "seg-watch") && argc == 7)
 		ret = seg_watch(atoi(argv[2]), (uint32_t)strtoul(argv[3], NULL, 0),
 				(int)strtol(argv[4], NULL, 0), atoi(argv[5]), argv[6]);

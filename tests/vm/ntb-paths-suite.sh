@@ -29,8 +29,11 @@
 # byte as guest 0 wrote it; after the fault a plain map takes adapter 1.
 # Then NTB 0's cable is pulled in guest 0 (ntb_hw_ivshmem's emulated
 # fault: the link lost, the device kept) and plugged back: both guests
-# see its link go down and come back, paths take adapter 1 and back, and a
-# process in each guest reads the other's segment through adapter 1 on.
+# see its link go down and come back, paths take adapter 1 and back, a
+# process in each guest reads the other's segment through adapter 1 on,
+# and a process of guest 0 that joined before the pull makes a segment in
+# the home's memory during it: the state through NTB 1 (its lock moves
+# the state's mappings there, state_route()).
 #
 # want: g0:load g1:load g0:two-ntbs g1:two-ntbs
 # want: g0:echo-a g1:ping-a g0:echo-b g1:ping-b g0:shared-region
@@ -43,6 +46,7 @@
 # want: g0:rebind-a g1:a-back g0:echo-a-back g1:ping-a-back g1:path-back-a
 # want: g0:serve-again g0:seg-make-0 g1:seg-make-1 g0:watch-b-0 g1:watch-b-1
 # want: g0:cable-pull g1:cable-a-down g1:cable-b-up g1:cable-path-b
+# want: g0:state-via-b g1:made-seen
 # want: g0:cable-back g1:cable-a-back g1:cable-path-back-a
 # want: g0:watch-read-on-0 g1:watch-read-on-1
 # want: g0:dmesg g1:dmesg
@@ -305,6 +309,13 @@ if until_ok 30 grep -q "mapped through adapter 1; connection: pool window throug
 else
 	no watch-b-$G "the peer's segment was not mapped through NTB 1"; sed 's/^/    | watch: /' /tmp/watch.log
 fi
+# a process of guest 0, joined now, makes a segment in the home's memory
+# once NTB 0's cable is out: the state through NTB 1 (seg-make-at)
+if [ "$G" = 0 ]; then
+	rm -f /tmp/make.go
+	ntb-fabric seg-make-at $PEER $((SEG + 3)) $((0x11)) /tmp/make.go >/tmp/make.log 2>&1 &
+	mpid=$!
+fi
 phase pull
 if [ "$G" = 0 ]; then
 	mount -t debugfs none /sys/kernel/debug 2>/dev/null
@@ -317,9 +328,27 @@ else
 fi
 phase pulled
 if [ "$G" = 0 ]; then
+	# the path takes adapter 1 now (guest 1 saw it): the segment's bytes
+	# go through NTB 1, the registry's through the state moved there
+	touch /tmp/make.go
+	i=0
+	while kill -0 $mpid 2>/dev/null && [ $i -lt 900 ]; do sleep 0.1; i=$((i + 1)); done
+	if kill -0 $mpid 2>/dev/null; then
+		kill -KILL $mpid; wait $mpid; no state-via-b "no answer in 90 s"
+	elif wait $mpid; then
+		ok state-via-b
+	else
+		no state-via-b "exit $?"
+	fi
+	sed 's/^/    | make: /' /tmp/make.log
+fi
+phase made
+if [ "$G" = 0 ]; then
 	echo 1 >"/sys/kernel/debug/ntb_hw_ivshmem:$A/cable" && until_ok 90 up $A &&
 		ok cable-back || no cable-back "$A's link not up again: '$(link $A)'"
 else
+	# what guest 0's process made here while its NTB 0 was out
+	run made-seen ntb-fabric seg-check $G $((SEG + 3)) $((0x11))
 	if until_ok 90 up $A; then ok cable-a-back; else no cable-a-back "$A's link not up again"; fi
 	if until_ok 30 via_is "0 up"; then ok cable-path-back-a; else no cable-path-back-a "smartio path: '$(via)'"; fi
 fi
