@@ -649,6 +649,24 @@ static int local_lock_open(struct sio_fabric *f, struct ntbsrc *n)
 	return 0;
 }
 
+/*
+ * No bootstrap through NTB 0, while the node service reads the fabric's
+ * header through a further NTB (its link with the home up, NTB 0's down):
+ * the bootstrap the service joined by, and the state through that NTB,
+ * whose header is checked as any (its magic, name and generation).
+ */
+static bool join_via(struct ntbsrc *n)
+{
+	int a = n->node.via_a;
+
+	if (a < 1 || a >= SIO_MAX_ADAPTERS || !n->adev[a] || n->node.via.port == n->node.port ||
+	    n->node.via.port < 0 || n->node.via.port >= WF_MAX_POOLS)
+		return false;
+	n->boot = n->node.via;
+	__atomic_store_n(&n->state_a, a, __ATOMIC_RELEASE);
+	return true;
+}
+
 /* Find the home, check the window to it, map the header: for attach and destroy. */
 static int state_find(struct sio_fabric *f, struct wf_fabric *s)
 {
@@ -656,14 +674,16 @@ static int state_find(struct sio_fabric *f, struct wf_fabric *s)
 	uint64_t off, size;
 	int ret;
 
-	if ((ret = sio__ntb_boot_find(n->dev, &n->info, &n->node.board, &n->boot)))
+	if ((ret = sio__ntb_boot_find(n->dev, &n->info, &n->node.board, &n->boot)) && !join_via(n))
 		return ret;
 	/* untranslated, the window reaches whatever its default is: never read that as the state */
-	if (n->boot.port != n->node.port &&
+	if (!n->state_a && n->boot.port != n->node.port &&
 	    sio__ntb_unreached(n->dev, &n->info, &n->node.board, n->boot.port, n->node.port))
 		return sio__err(ENXIO, "ntb: port %d hosts fabric '%s', but its hardware driver refused to translate its inbound window %d for port %d: the fabric's state is out of this node's reach (port %d's smartio ntb serve log says why)",
 				n->boot.port, f->name, NTB_MEM_WIDX, n->node.port, n->boot.port);
-	if ((ret = sio__ntb_mem_of(n, n->boot.port, &off, &size)))
+	ret = n->state_a ? window_via(n, n->state_a, n->boot.port, &off, &size) :
+	      sio__ntb_mem_of(n, n->boot.port, &off, &size);
+	if (ret)
 		return ret;
 	if (size < n->boot.state_size)
 		return sio__err(EMSGSIZE, "ntb: port %d hosts the fabric, whose state needs %llu KiB; its window to this port reaches %llu KiB (a larger window on port %d: see docs/ntb.md)",

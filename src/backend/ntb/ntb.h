@@ -144,6 +144,14 @@ struct ntb_node {
 	uint64_t reached;		/* outbound translation: the ports whose memory this node's windows reach */
 	uint32_t sided;			/* 0, or a two-port NTB without port numbers: this side's id + 1 */
 	struct ntb_board board;		/* the words by message (a copy, to a process) */
+	/*
+	 * To a process (HELLO): while adapter 0's link with the home is down
+	 * and the service reads the fabric's header through a further NTB
+	 * (serve.c's state_through()), that adapter and the bootstrap the
+	 * service joined by, for the process to join through it; 0 else.
+	 */
+	int32_t via_a;
+	struct ntb_boot via;
 };
 
 /* serve.c: the node service in this process, if it runs here */

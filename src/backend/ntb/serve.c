@@ -620,7 +620,7 @@ static bool home_reached_elsewhere(struct ntb_service *sv)
 
 	if (a < 1)
 		return false;
-	snprintf(msg, sizeof(msg), "fabric '%s': no link with its home, port %d, through %s, but adapter %d (%s) has one: the home is alive, so this node does not take over; its state is out of reach here until the link of adapter 0 is back",
+	snprintf(msg, sizeof(msg), "fabric '%s': no link with its home, port %d, through %s, but adapter %d (%s) has one: the home is alive, so this node does not take over; its state is out of reach through adapter 0 until that link is back",
 		 sv->f->name, sv->joined.port, sv->dev->what, a, sv->ad.dev[a]->what);
 	sv->held_ns = sio__now_ns();
 	if (strcmp(sv->lost, msg)) {
@@ -635,8 +635,8 @@ static bool home_reached_elsewhere(struct ntb_service *sv)
  * down and another adapter's is up, the start of the home's memory is read
  * through that NTB, and said at each change: the fabric's header, or other
  * memory (that NTB reaches a region of its own). Where it is found, the
- * state outlived NTB 0's fault on this host; this node's processes still
- * reach it through NTB 0 alone.
+ * state outlived NTB 0's fault on this host, and a process that joins
+ * now is told to join through that NTB (state_via()).
  */
 static void state_through(struct ntb_service *sv)
 {
@@ -662,6 +662,15 @@ static void state_through(struct ntb_service *sv)
 	else if (now < 0)
 		say(sv, "fabric '%s': port %d's memory read through adapter %d (%s) while adapter 0's link with it is down holds no fabric '%s': that NTB reaches other memory\n",
 		    sv->f->name, home, a, sv->ad.dev[a]->what, sv->f->name);
+}
+
+/* For a process that joins: the state through a further NTB, as last found. */
+static void state_via(struct ntb_service *sv, struct ntb_node *node)
+{
+	int a = sv->f && sv->through > 0 ? sio__ntb_adapters_reach(&sv->ad, sv->joined.port) : 0;
+
+	node->via_a = a > 0 ? a : 0;
+	node->via = a > 0 ? sv->joined : (struct ntb_boot){ .port = -1 };
 }
 
 /* Join the fabric of this NTB, whichever port hosts it. */
@@ -832,6 +841,7 @@ static void answer(struct ntb_service *sv, int sk)
 	} else if (req.op == NTB_OP_BOARD) {
 		sio__ntb_service_note(sv, rep.msg, sizeof(rep.msg));
 	} else {
+		state_via(sv, &rep.node);
 		pass_files(sv, &rep, &mh, cbuf);
 	}
 	if (sendmsg(sk, &mh, MSG_NOSIGNAL) < 0)
