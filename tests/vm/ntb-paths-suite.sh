@@ -33,7 +33,8 @@
 # process in each guest reads the other's segment through adapter 1 on,
 # and a process of guest 0 that joined before the pull makes a segment in
 # the home's memory during it: the state through NTB 1 (its lock moves
-# the state's mappings there, state_route()).
+# the state's mappings there, state_route()); a process that joins during
+# it makes one too (its service tells it to join through NTB 1).
 #
 # want: g0:load g1:load g0:two-ntbs g1:two-ntbs
 # want: g0:echo-a g1:ping-a g0:echo-b g1:ping-b g0:shared-region
@@ -46,7 +47,7 @@
 # want: g0:rebind-a g1:a-back g0:echo-a-back g1:ping-a-back g1:path-back-a
 # want: g0:serve-again g0:seg-make-0 g1:seg-make-1 g0:watch-b-0 g1:watch-b-1
 # want: g0:cable-pull g1:cable-a-down g1:cable-b-up g1:cable-path-b
-# want: g0:state-via-b g1:made-seen
+# want: g0:state-via-b g0:join-via-b g1:made-seen g1:joined-seen
 # want: g0:cable-back g1:cable-a-back g1:cable-path-back-a
 # want: g0:watch-read-on-0 g1:watch-read-on-1
 # want: g0:dmesg g1:dmesg
@@ -341,6 +342,9 @@ if [ "$G" = 0 ]; then
 		no state-via-b "exit $?"
 	fi
 	sed 's/^/    | make: /' /tmp/make.log
+	# a process that joins now: the bootstrap through NTB 0 is out of
+	# reach, and the service reads the state through NTB 1
+	run join-via-b ntb-fabric seg-make $PEER $((SEG + 4)) $((0x12))
 fi
 phase made
 if [ "$G" = 0 ]; then
@@ -349,6 +353,7 @@ if [ "$G" = 0 ]; then
 else
 	# what guest 0's process made here while its NTB 0 was out
 	run made-seen ntb-fabric seg-check $G $((SEG + 3)) $((0x11))
+	run joined-seen ntb-fabric seg-check $G $((SEG + 4)) $((0x12))
 	if until_ok 90 up $A; then ok cable-a-back; else no cable-a-back "$A's link not up again"; fi
 	if until_ok 30 via_is "0 up"; then ok cable-path-back-a; else no cable-path-back-a "smartio path: '$(via)'"; fi
 fi
