@@ -34,7 +34,8 @@
 # and a process of guest 0 that joined before the pull makes a segment in
 # the home's memory during it: the state through NTB 1 (its lock moves
 # the state's mappings there, state_route()); a process that joins during
-# it makes one too (its service tells it to join through NTB 1).
+# it makes one too (its service tells it to join through NTB 1), and
+# guest 0's service writes its adapter 0 down through NTB 1.
 #
 # want: g0:load g1:load g0:two-ntbs g1:two-ntbs
 # want: g0:echo-a g1:ping-a g0:echo-b g1:ping-b g0:shared-region
@@ -47,7 +48,7 @@
 # want: g0:rebind-a g1:a-back g0:echo-a-back g1:ping-a-back g1:path-back-a
 # want: g0:serve-again g0:seg-make-0 g1:seg-make-1 g0:watch-b-0 g1:watch-b-1
 # want: g0:cable-pull g1:cable-a-down g1:cable-b-up g1:cable-path-b
-# want: g0:state-via-b g0:join-via-b g1:made-seen g1:joined-seen
+# want: g0:state-via-b g0:join-via-b g1:own-a-down g1:made-seen g1:joined-seen
 # want: g0:cable-back g1:cable-a-back g1:cable-path-back-a
 # want: g0:watch-read-on-0 g1:watch-read-on-1
 # want: g0:dmesg g1:dmesg
@@ -105,6 +106,10 @@ via() {
 		sed -n 's/^node .* via adapter \([0-9]*\), link \([a-zA-Z]*\),.*/\1 \2/p'
 }
 via_is() { [ "$(via)" = "$1" ]; }
+# adapter_link NODE ADAPTER: that adapter's link in the registry, as
+# `smartio status` shows it (up, DOWN)
+adapter_link() { smartio status 2>/dev/null | awk -v n="$1" -v a="$2" '$1 == n && $2 == a && NF == 5 { print $4 }'; }
+adapter_is() { [ "$(adapter_link "$1" "$2")" = "$3" ]; }
 serve_log() { sed 's/^/    | serve: /' /tmp/serve.log; }
 # failover_time: from this kernel's "link with port 0 down" of NTB 0 to
 # the service's line that takes adapter 0 down (paths move to adapter 1),
@@ -272,21 +277,9 @@ phase rebind
 if [ "$G" = 0 ]; then
 	echo "$A" >$DRV/bind && until_ok 30 bound $A && ok rebind-a ||
 		no rebind-a "no smartio_ntb device on $A again"
-	echo_on echo-a-back $A
-	phase ping-back
-	waited echo-a-back
-else
-	if until_ok 90 up $A; then ok a-back; else no a-back "$A's link not up again"; fi
-	if until_ok 30 via_is "0 up"; then ok path-back-a; else no path-back-a "smartio path: '$(via)', not adapter 0 up"; fi
-	phase ping-back
-	ping_over ping-a-back $A
-fi
-# NTB 0's cable pulled in guest 0 (ntb_hw_ivshmem's debugfs "cable", an
-# emulated fault): its link lost while the device stays, as a link that
-# lost training; each guest's process reads the other's segment through
-# adapter 1 across it, and the link comes back when the cable is in again
-if [ "$G" = 0 ]; then
-	# the service held the NTB 0 of before the unbind: a new one for the new
+	# the service holds the NTB 0 of before the unbind, and through NTB 1
+	# says adapter 0 of this node is down (it is, for the fabric): a new
+	# service for the new NTB 0 brings it back
 	kill -KILL $spid
 	wait $spid 2>/dev/null
 	serve_log
@@ -299,7 +292,19 @@ if [ "$G" = 0 ]; then
 	else
 		no serve-again "the new service did not join, or exports nothing through NTB 1"; serve_log
 	fi
+	echo_on echo-a-back $A
+	phase ping-back
+	waited echo-a-back
+else
+	if until_ok 90 up $A; then ok a-back; else no a-back "$A's link not up again"; fi
+	if until_ok 90 via_is "0 up"; then ok path-back-a; else no path-back-a "smartio path: '$(via)', not adapter 0 up"; fi
+	phase ping-back
+	ping_over ping-a-back $A
 fi
+# NTB 0's cable pulled in guest 0 (ntb_hw_ivshmem's debugfs "cable", an
+# emulated fault): its link lost while the device stays, as a link that
+# lost training; each guest's process reads the other's segment through
+# adapter 1 across it, and the link comes back when the cable is in again
 run seg-make-$G ntb-fabric seg-make $G $((SEG + 1 + G)) $((0x3c + G))
 phase cable-ready
 rm -f /tmp/watch.stop
@@ -345,6 +350,11 @@ if [ "$G" = 0 ]; then
 	# a process that joins now: the bootstrap through NTB 0 is out of
 	# reach, and the service reads the state through NTB 1
 	run join-via-b ntb-fabric seg-make $PEER $((SEG + 4)) $((0x12))
+else
+	# guest 0's service writes its adapter 0 down itself: its own handle
+	# of the fabric reaches the state through NTB 1 too
+	if until_ok 30 adapter_is 0 0 DOWN; then ok own-a-down
+	else no own-a-down "node 0's adapter 0 is '$(adapter_link 0 0)' in smartio status"; fi
 fi
 phase made
 if [ "$G" = 0 ]; then

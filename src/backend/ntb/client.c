@@ -143,7 +143,7 @@ int sio__ntb_node_board(const char *spec, int fake_port, struct ntb_board *out, 
 	char path[PATH_MAX];
 
 	if (sv) {	/* the service itself: its own board */
-		if (!sio__ntb_service_dev(sv, &node))
+		if (!sio__ntb_service_dev(sv, &node, NULL))
 			return -ENODEV;
 		*out = node.board;
 		sio__ntb_service_note(sv, note, len);
@@ -195,7 +195,7 @@ int sio__ntb_node_connect(const char *spec, int fake_port, uint32_t op, const ch
 	for (int a = 1; more && a < SIO_MAX_ADAPTERS; a++)
 		more[a - 1] = NULL;
 	if (sv && op == NTB_OP_HELLO) {	/* the service itself joins its fabric */
-		*dev = sio__ntb_service_dev(sv, node);
+		*dev = sio__ntb_service_dev(sv, node, more);
 		return *dev ? 0 : sio__err(ENODEV, "ntb: the node service holds no NTB yet");
 	}
 	snprintf(req.name, sizeof(req.name), "%s", name ? name : "");

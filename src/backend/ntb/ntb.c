@@ -405,6 +405,11 @@ static void state_route(struct wf_fabric *s)
 	}
 }
 
+int sio__ntb_state_adapter(struct sio_fabric *f)
+{
+	return __atomic_load_n(&src_of(wf_of(f))->state_a, __ATOMIC_ACQUIRE);
+}
+
 static void src_beat(struct wf_fabric *s)
 {
 	struct ntbsrc *n = src_of(s);
@@ -560,6 +565,16 @@ static void peer_gens(struct ntbsrc *n)
 }
 
 /* A handle's source state: the node service's file and what it said. */
+/* The NTBs this handle opened; the node service's own handle borrows its service's. */
+static void src_close_devs(struct ntbsrc *n)
+{
+	if (!n->own_dev)
+		return;
+	sio__ntbdev_close(n->dev);
+	for (int a = 1; a < SIO_MAX_ADAPTERS; a++)
+		sio__ntbdev_close(n->adev[a]);
+}
+
 static int src_open(struct sio_fabric *f, uint32_t op, uint32_t *gen, struct wf_fabric **out)
 {
 	const char *spec = getenv("SMARTIO_NTB_DEV");
@@ -595,10 +610,7 @@ static int src_open(struct sio_fabric *f, uint32_t op, uint32_t *gen, struct wf_
 	*out = s;
 	return 0;
 fail:
-	if (n->dev && n->own_dev)
-		sio__ntbdev_close(n->dev);
-	for (int a = 1; a < SIO_MAX_ADAPTERS; a++)
-		sio__ntbdev_close(n->adev[a]);
+	src_close_devs(n);
 	free(n);
 	free(s);
 	return ret;
@@ -620,10 +632,7 @@ static void src_drop(struct wf_fabric *s)
 		munmap(n->local, WF_PAGE);
 	sio__ntb_bar_drop(n);
 	free(n->stage);
-	if (n->own_dev)
-		sio__ntbdev_close(n->dev);
-	for (int a = 1; a < SIO_MAX_ADAPTERS; a++)
-		sio__ntbdev_close(n->adev[a]);
+	src_close_devs(n);
 	free(n);
 	free(s);
 }
@@ -982,7 +991,7 @@ static int side_port(int port)
 	struct ntbdev *d;
 
 	if (sv)
-		return sio__ntb_service_dev(sv, &node) ? node.port : port;
+		return sio__ntb_service_dev(sv, &node, NULL) ? node.port : port;
 	if (sio__ntb_node_connect(NULL, -1, NTB_OP_HELLO, "", &d, NULL, &node, NULL))
 		return port;
 	sio__ntbdev_close(d);

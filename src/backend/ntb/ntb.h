@@ -157,7 +157,9 @@ struct ntb_node {
 /* serve.c: the node service in this process, if it runs here */
 struct ntb_service;
 struct ntb_service *sio__ntb_service_here(void);
-struct ntbdev *sio__ntb_service_dev(struct ntb_service *sv, struct ntb_node *node);
+/* Its NTB, and in @more (NULL: not wanted) its further ones: the service's, not to close. */
+struct ntbdev *sio__ntb_service_dev(struct ntb_service *sv, struct ntb_node *node,
+				    struct ntbdev **more);
 /* Why it holds back from taking over a home that is alive, or "" (@len > 0). */
 void sio__ntb_service_note(const struct ntb_service *sv, char *msg, size_t len);
 
@@ -214,7 +216,7 @@ struct ntb_bar;
 
 struct ntbsrc {
 	struct ntbdev *dev;
-	bool own_dev;			/* ours to close (not the node service's) */
+	bool own_dev;			/* ours to close, @adev too (not the node service's) */
 	/*
 	 * The node's NTB of each adapter, as its service passed them: [0] is
 	 * @dev; a further one NULL where the service holds none. Mappings
@@ -324,6 +326,8 @@ void sio__ntb_home_follow(struct wf_fabric *s);
  * state gone.
  */
 int sio__ntb_home_check(struct sio_fabric *f);
+/* The adapter whose NTB @f's mappings of the state ride: 0, or a further one (ntb.c). */
+int sio__ntb_state_adapter(struct sio_fabric *f);
 /* The node service of port @me, memory @mem, joined to @f: true if it took over. */
 bool sio__ntb_home_take(struct sio_fabric *f, struct ntbdev *d, void *mem, int me, char *msg,
 			size_t len);

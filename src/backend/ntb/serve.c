@@ -91,11 +91,14 @@ struct ntb_service *sio__ntb_service_here(void)
 	return this_service;
 }
 
-struct ntbdev *sio__ntb_service_dev(struct ntb_service *sv, struct ntb_node *node)
+struct ntbdev *sio__ntb_service_dev(struct ntb_service *sv, struct ntb_node *node,
+				    struct ntbdev **more)
 {
 	if (!sv->have_mem)
 		return NULL;
 	*node = sv->node;
+	for (int a = 1; more && a < SIO_MAX_ADAPTERS; a++)
+		more[a - 1] = a < sv->ad.n ? sv->ad.dev[a] : NULL;
 	return sv->dev;
 }
 
@@ -579,7 +582,9 @@ static void adapters(struct ntb_service *sv)
 		    "fabric '%s' has %d adapter(s) per node, this node %d NTBs: the NTBs from %d on are not used (smartio create --adapters N)\n",
 		    sv->f->name, want, have, have < want ? have : want);
 	sv->ad_said = true;
-	if (sv->joined.port != sv->node.port && !link_up(sv, sv->joined.port))
+	/* the state out of reach: through NTB 0, and through no further NTB */
+	if (sv->joined.port != sv->node.port && !link_up(sv, sv->joined.port) &&
+	    !sio__ntb_state_adapter(sv->f))
 		return;
 	for (int i = 0; i < SIO_MAX_ADAPTERS &&
 	     sio__ntb_adapters_follow(&sv->ad, sv->f, sv->node.port, msg, sizeof(msg)); i++)
