@@ -4,7 +4,8 @@
  * one host (with-ntb.sh: a node service per port but the last): the
  * bootstrap in the scratchpads refused when it is garbage, damaged, of
  * another layout or stale, a window too small for the state, a translation
- * refused (said by the node service and by the peer it leaves out), a node without
+ * refused (said by the node service and by the peer it leaves out), a
+ * window not translated yet refused until it is, a node without
  * its service, a segment living in its node's memory, a dead kernel's
  * segment and lock reclaimed once its leases stop (processes play separate
  * kernels: $SMARTIO_SHMWIN_KERNEL), one fabric per NTB, a second NTB of a
@@ -419,6 +420,54 @@ Test(ntb, a_translation_refused_is_said_on_both_sides, .init = setup, .fini = te
 	sio_segment_close(r);
 	cr_assert_eq(sio_segment_map(s, (void **)&p), 0, "%s", sio_errmsg());
 	cr_assert_eq(p[0], 0xfeedull, "nothing lost on the side that reaches it");
+	sio_segment_close(s);
+	sio_fabric_close(g);
+	sio_fabric_close(f);
+	serve_stop_clean(pid);
+}
+
+/*
+ * A pool whose node has not translated its window for this port yet
+ * (reach0): that window reaches other memory (on ntb_hw_ivshmem the
+ * region of a former life of the port), so it is refused, not mapped,
+ * until the node's service says it translated it. Its service is stopped
+ * meanwhile, so that it does not write the pool again within its tick.
+ */
+Test(ntb, a_window_not_translated_yet_is_not_mapped, .init = setup, .fini = teardown)
+{
+	struct sio_segment *s, *r;
+	struct sio_fabric *f, *g;
+	volatile uint64_t *p;
+	char log[PATH_MAX];
+	uint64_t *reach0;
+	int ret = -1;
+	pid_t pid;
+
+	if (served >= 4)
+		cr_skip_test("every port has a service (SIO_NTB_SERVED)");
+	pid = serve3(log, sizeof(log), false);
+	cr_assert(log_says(log, "node 3's pool", 10000), "port 3 joined");
+	cr_assert_eq(sio_fabric_open(name, 0, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_fabric_open(name, 1, &g), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_create_on(f, 3, 12, 8192, 0, &s), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_map(s, (void **)&p), 0, "%s", sio_errmsg());
+	p[0] = 0xc0ffeeull;
+	cr_assert_eq(sio_segment_connect(g, 3, 12, &r), 0, "%s", sio_errmsg());
+	reach0 = &wf_of(g)->hdr->pools[3].reach0;
+	cr_assert(*reach0 >> 1 & 1, "port 3's pool says it translated port 1's window");
+	kill(pid, SIGSTOP);
+	__atomic_fetch_and(reach0, ~(1ull << 1), __ATOMIC_SEQ_CST);
+	cr_assert_eq(sio_segment_map(r, (void **)&p), -ENOTCONN, "%s", sio_errmsg());
+	cr_assert(strstr(sio_errmsg(), "port 3 has not translated its inbound window 0 for port 1 yet"),
+		  "%s", sio_errmsg());
+	kill(pid, SIGCONT);
+	for (int i = 0; i < 50 && ret; i++) {	/* the service's next tick records it again */
+		if ((ret = sio_segment_map(r, (void **)&p)))
+			usleep(100000);
+	}
+	cr_assert_eq(ret, 0, "mapped once port 3's service said so again: %s", sio_errmsg());
+	cr_assert_eq(p[0], 0xc0ffeeull, "the segment's bytes, through the translated window");
+	sio_segment_close(r);
 	sio_segment_close(s);
 	sio_fabric_close(g);
 	sio_fabric_close(f);

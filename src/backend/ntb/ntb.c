@@ -192,6 +192,26 @@ static int src_adapter(struct ntbsrc *n, int pool, int port)
 	return peer_link(n->adev[1], port, &gen) ? 1 : 0;
 }
 
+/*
+ * Inbound translation: port @port translates its window 0 for this node
+ * onto its memory when their link comes up, and its pool's reach0 says so;
+ * until then the window reaches whatever it did before, on ntb_hw_ivshmem
+ * the region a former life of that port used: a device's DMA mapped there
+ * was dropped with a success status. A port with no pool yet is not asked.
+ */
+static bool reached0(struct wf_fabric *s, int port)
+{
+	struct ntbsrc *n = src_of(s);
+	const struct wf_pool *pl;
+
+	if (!s->hdr || port == n->node.port || !(n->info.flags & SIO_NTB_F_INBOUND_XLAT) ||
+	    n->node.port < 0 || n->node.port >= 64)
+		return true;
+	pl = &s->hdr->pools[port];
+	return !__atomic_load_n(&pl->size, __ATOMIC_ACQUIRE) ||
+	       (__atomic_load_n(&pl->reach0, __ATOMIC_ACQUIRE) >> n->node.port & 1);
+}
+
 static int src_map(struct wf_fabric *s, int pool, uint64_t off, uint64_t len, bool rdonly,
 		   void **va)
 {
@@ -212,6 +232,9 @@ static int src_map(struct wf_fabric *s, int pool, uint64_t off, uint64_t len, bo
 	    (__atomic_load_n(&s->hdr->pools[port].unreached, __ATOMIC_ACQUIRE) >> n->node.port & 1))
 		return sio__err(ENXIO, "ntb: port %d's hardware driver refused to translate its inbound window %d for port %d: its memory is out of this node's reach (port %d's smartio ntb serve says why)",
 				port, NTB_MEM_WIDX, n->node.port, port);
+	if (!a && pool != WF_STATE && !reached0(s, port))
+		return sio__err(ENOTCONN, "ntb: port %d has not translated its inbound window %d for port %d yet: until it does, the window reaches other memory (its node service does so within a tick of the link coming up)",
+				port, NTB_MEM_WIDX, n->node.port);
 	ret = a ? window_via(n, a, port, &base, &size) : sio__ntb_mem_of(n, port, &base, &size);
 	if (ret)
 		return ret;
@@ -728,7 +751,8 @@ static void pool_record(struct wf_fabric *s)
 		s->hdr->pools[n->node.port] = (struct wf_pool){ .off = off, .size = n->node.mem_size - off,
 								 .epoch = n->node.epoch,
 								 .seg_windows = n->node.seg_windows,
-								 .xlat_align = n->node.xlat_align };
+								 .xlat_align = n->node.xlat_align,
+								 .reach0 = n->node.reach0 };
 }
 
 /* Lock held: a process joins; its node's memory is the node's pool from now on. */

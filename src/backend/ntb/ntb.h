@@ -152,6 +152,7 @@ struct ntb_node {
 	 */
 	int32_t via_a;
 	struct ntb_boot via;
+	uint64_t reach0;		/* to a process: its pool's reach0, as the service has it */
 };
 
 /* serve.c: the node service in this process, if it runs here */

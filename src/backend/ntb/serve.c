@@ -439,6 +439,21 @@ static void hosting(struct ntb_service *sv)
 	    sv->host_gen);
 }
 
+/* The ports whose window 0 this node translated onto its memory (@xlat is by peer index). */
+static uint64_t xlat_ports(struct ntb_service *sv)
+{
+	uint64_t m = 0;
+
+	for (uint32_t p = 0; p < sv->info.peers && p < 64; p++) {
+		struct sio_ntb_peer pr = { .pidx = p };
+
+		if ((sv->xlat >> p & 1) && !ntbdev_ioctl(sv->dev, SIO_NTB_IOC_PEER, &pr) &&
+		    pr.port >= 0 && pr.port < 64)
+			m |= 1ull << pr.port;
+	}
+	return m;
+}
+
 /* Record this node's memory as its pool in the fabric joined. */
 static int pool_register(struct ntb_service *sv)
 {
@@ -447,7 +462,8 @@ static int pool_register(struct ntb_service *sv)
 	struct wf_pool want = { .off = off, .size = sv->node.mem_size - off, .epoch = sv->node.epoch,
 				.unreached = sv->unreached, .seg_windows = sv->node.seg_windows,
 				.xlat_align = sv->node.xlat_align,
-				.reach1 = sv->ad.n > 1 ? sv->ad.reach[1] : 0 };
+				.reach1 = sv->ad.n > 1 ? sv->ad.reach[1] : 0,
+				.reach0 = sv->outbound ? 0 : xlat_ports(sv) };
 	int ret;
 
 	if (!memcmp(&s->hdr->pools[sv->node.port], &want, sizeof(want)))
@@ -847,6 +863,7 @@ static void answer(struct ntb_service *sv, int sk)
 		sio__ntb_service_note(sv, rep.msg, sizeof(rep.msg));
 	} else {
 		state_via(sv, &rep.node);
+		rep.node.reach0 = sv->outbound ? 0 : xlat_ports(sv);
 		pass_files(sv, &rep, &mh, cbuf);
 	}
 	if (sendmsg(sk, &mh, MSG_NOSIGNAL) < 0)

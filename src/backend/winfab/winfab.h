@@ -46,7 +46,7 @@
 #include "internal.h"
 
 #define WF_MAGIC		0x31304e49574f4953ull	/* "SIOWIN01" */
-#define WF_VERSION		10	/* 3: the bakery; 4: wf_pool.unreached; 5: the relay's counters; 6: own windows; 7: wf_dev.desc; 8: wf_home; 9: wf_dev.db_emulated; 10: wf_pool.reach1 */
+#define WF_VERSION		11	/* 3: the bakery; 4: wf_pool.unreached; 5: the relay's counters; 6: own windows; 7: wf_dev.desc; 8: wf_home; 9: wf_dev.db_emulated; 10: wf_pool.reach1; 11: wf_pool.reach0 */
 #define WF_EVQ_LEN		32
 #define WF_PAGE			4096ull
 #define WF_LEASE_MS		5000	/* $SMARTIO_SHMWIN_LEASE_MS: longer than a TCG guest stalls */
@@ -95,6 +95,8 @@ struct wf_pool {
 	int32_t seg_windows;		/* ntb: windows per peer its node translates per segment, 0: none */
 	uint32_t xlat_align;		/* ntb: its hardware driver's translation alignment, KiB */
 	uint64_t reach1;		/* ntb: ports whose NTB of adapter 1 reaches its memory too */
+	uint64_t reach0;		/* ntb, inbound translation: ports whose window 0 of
+					 * adapter 0's NTB its node translated onto it */
 };
 
 /*
