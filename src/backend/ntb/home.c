@@ -51,17 +51,11 @@ static uint64_t home_link(struct ntbsrc *n)
 {
 	int a = __atomic_load_n(&n->state_a, __ATOMIC_ACQUIRE);
 	struct ntbdev *d = n->adev[a] ? n->adev[a] : n->dev;
-	struct sio_ntb_peer pr;
-	int pidx;
+	uint64_t gen;
 
 	if (n->boot.port == n->node.port)
 		return 0;
-	if ((pidx = sio__ntbdev_pidx(d, n->boot.port)) < 0)
-		return UINT64_MAX;
-	pr = (struct sio_ntb_peer){ .pidx = (uint32_t)pidx };
-	if (ntbdev_ioctl(d, SIO_NTB_IOC_PEER, &pr) || !pr.link_up)
-		return UINT64_MAX;
-	return pr.link_gen;
+	return sio__ntb_peer_link(d, n->boot.port, &gen) ? gen : UINT64_MAX;
 }
 
 /* Map standby @port's copy (-1: none), in place of the one mapped. */

@@ -50,8 +50,7 @@ int sio__ntb_mem_of(struct ntbsrc *n, int port, uint64_t *off, uint64_t *size)
 	return sio__ntb_window_of(n, port, NTB_MEM_WIDX, off, size);
 }
 
-/* Peer @port's link on @d: up, and its generation in *@gen. */
-static bool peer_link(struct ntbdev *d, int port, uint64_t *gen)
+bool sio__ntb_peer_link(struct ntbdev *d, int port, uint64_t *gen)
 {
 	int pidx = sio__ntbdev_pidx(d, port);
 	struct sio_ntb_peer pr = { .pidx = (uint32_t)pidx };
@@ -77,7 +76,7 @@ static int map_on(struct ntbsrc *n, int a, int port, uint64_t off, uint64_t len,
 
 	if (port != n->node.port && !(m = calloc(1, sizeof(*m))))
 		return sio__err(ENOMEM, "out of memory");
-	if (a && !peer_link(n->adev[a], port, &gen))
+	if (a && !sio__ntb_peer_link(n->adev[a], port, &gen))
 		ret = -ENOTCONN;
 	else
 		ret = ntbdev_mmap(n->adev[a], NULL, at, len + d, &p);
@@ -122,6 +121,12 @@ static int window_via(struct ntbsrc *n, int a, int port, uint64_t *off, uint64_t
 	*off = pm.mmap_offset;
 	*size = pm.size;
 	return 0;
+}
+
+/* Port @port's memory through adapter @a's NTB: its mmap() offset and size. */
+static int mem_via(struct ntbsrc *n, int a, int port, uint64_t *off, uint64_t *size)
+{
+	return a ? window_via(n, a, port, off, size) : sio__ntb_mem_of(n, port, off, size);
 }
 
 int sio__ntb_map_via(struct wf_fabric *s, int a, int port, uint64_t at, uint64_t len, bool rdonly,
@@ -187,9 +192,9 @@ static int src_adapter(struct ntbsrc *n, int pool, int port)
 
 	if (pool == WF_STATE)
 		return __atomic_load_n(&n->state_a, __ATOMIC_ACQUIRE);
-	if (port == n->node.port || !n->adev[1] || peer_link(n->dev, port, &gen))
+	if (port == n->node.port || !n->adev[1] || sio__ntb_peer_link(n->dev, port, &gen))
 		return 0;
-	return peer_link(n->adev[1], port, &gen) ? 1 : 0;
+	return sio__ntb_peer_link(n->adev[1], port, &gen) ? 1 : 0;
 }
 
 /*
@@ -232,11 +237,10 @@ static int src_map(struct wf_fabric *s, int pool, uint64_t off, uint64_t len, bo
 	    (__atomic_load_n(&s->hdr->pools[port].unreached, __ATOMIC_ACQUIRE) >> n->node.port & 1))
 		return sio__err(ENXIO, "ntb: port %d's hardware driver refused to translate its inbound window %d for port %d: its memory is out of this node's reach (port %d's smartio ntb serve says why)",
 				port, NTB_MEM_WIDX, n->node.port, port);
-	if (!a && pool != WF_STATE && !reached0(s, port))
+	if (pool != WF_STATE && !reached0(s, port))
 		return sio__err(ENOTCONN, "ntb: port %d has not translated its inbound window %d for port %d yet: until it does, the window reaches other memory (its node service does so within a tick of the link coming up)",
 				port, NTB_MEM_WIDX, n->node.port);
-	ret = a ? window_via(n, a, port, &base, &size) : sio__ntb_mem_of(n, port, &base, &size);
-	if (ret)
+	if ((ret = mem_via(n, a, port, &base, &size)))
 		return ret;
 	if (!len || off > size || len > size - off)
 		return sio__err(EINVAL, "ntb: %llu bytes at %llu are outside port %d's memory (%llu bytes, as its window to this port reaches)",
@@ -363,7 +367,7 @@ static bool remap_further(struct ntbsrc *n, int port)
 
 		if (!m->adapter || (port >= 0 && m->port != port))
 			continue;
-		if (!peer_link(n->adev[m->adapter], m->port, &gen))
+		if (!sio__ntb_peer_link(n->adev[m->adapter], m->port, &gen))
 			all = false;
 		else if (gen != m->gen && !sio__ntbdev_remap(n->adev[m->adapter], m->va, m->off, m->len))
 			m->gen = gen;
@@ -377,7 +381,7 @@ static bool remap_further(struct ntbsrc *n, int port)
 static int state_onto(struct ntbsrc *n, int a, int home, uint64_t gen)
 {
 	uint64_t base, size;
-	int ret = a ? window_via(n, a, home, &base, &size) : sio__ntb_mem_of(n, home, &base, &size);
+	int ret = mem_via(n, a, home, &base, &size);
 
 	if (ret || size < WF_STATE_END)
 		return ret ? ret : -EMSGSIZE;
@@ -414,7 +418,7 @@ static void state_route(struct wf_fabric *s)
 	if (home == n->node.port || home < 0 || home >= WF_MAX_POOLS || !n->adev[1] ||
 	    n->node.port < 0 || n->node.port >= 64)
 		return;
-	if (peer_link(n->adev[n->state_a], home, &gen)) {
+	if (sio__ntb_peer_link(n->adev[n->state_a], home, &gen)) {
 		if (__atomic_load_n(&s->hdr->magic, __ATOMIC_ACQUIRE) == WF_MAGIC)
 			n->home_reach1 = __atomic_load_n(&s->hdr->pools[home].reach1, __ATOMIC_ACQUIRE);
 		return;
@@ -422,7 +426,7 @@ static void state_route(struct wf_fabric *s)
 	for (int a = 0; a < SIO_MAX_ADAPTERS; a++) {
 		bool reached = !a || (a == 1 && (n->home_reach1 >> n->node.port & 1));
 
-		if (a != n->state_a && n->adev[a] && reached && peer_link(n->adev[a], home, &gen) &&
+		if (a != n->state_a && n->adev[a] && reached && sio__ntb_peer_link(n->adev[a], home, &gen) &&
 		    !state_onto(n, a, home, gen))
 			return;
 	}
@@ -503,7 +507,7 @@ static int further_at(struct sio_fabric *f, int node, int adapter, bool resume)
 	if (node == n->node.port)
 		return 1;
 	pthread_mutex_lock(&n->mu);
-	up = peer_link(n->adev[adapter], node, &gen);
+	up = sio__ntb_peer_link(n->adev[adapter], node, &gen);
 	if (up && resume)
 		remap_further(n, node);
 	for (struct peer_map *m = n->maps; up && m; m = m->next)
@@ -587,7 +591,6 @@ static void peer_gens(struct ntbsrc *n)
 	}
 }
 
-/* A handle's source state: the node service's file and what it said. */
 /* The NTBs this handle opened; the node service's own handle borrows its service's. */
 static void src_close_devs(struct ntbsrc *n)
 {
@@ -598,6 +601,7 @@ static void src_close_devs(struct ntbsrc *n)
 		sio__ntbdev_close(n->adev[a]);
 }
 
+/* A handle's source state: the node service's file and what it said. */
 static int src_open(struct sio_fabric *f, uint32_t op, uint32_t *gen, struct wf_fabric **out)
 {
 	const char *spec = getenv("SMARTIO_NTB_DEV");
@@ -713,9 +717,7 @@ static int state_find(struct sio_fabric *f, struct wf_fabric *s)
 	    sio__ntb_unreached(n->dev, &n->info, &n->node.board, n->boot.port, n->node.port))
 		return sio__err(ENXIO, "ntb: port %d hosts fabric '%s', but its hardware driver refused to translate its inbound window %d for port %d: the fabric's state is out of this node's reach (port %d's smartio ntb serve log says why)",
 				n->boot.port, f->name, NTB_MEM_WIDX, n->node.port, n->boot.port);
-	ret = n->state_a ? window_via(n, n->state_a, n->boot.port, &off, &size) :
-	      sio__ntb_mem_of(n, n->boot.port, &off, &size);
-	if (ret)
+	if ((ret = mem_via(n, n->state_a, n->boot.port, &off, &size)))
 		return ret;
 	if (size < n->boot.state_size)
 		return sio__err(EMSGSIZE, "ntb: port %d hosts the fabric, whose state needs %llu KiB; its window to this port reaches %llu KiB (a larger window on port %d: see docs/ntb.md)",
@@ -989,7 +991,7 @@ static bool sio__ntb_removed(struct sio_fabric *f)
 		return true;	/* its home yielded to a state without it (home.c) */
 	if ((a = __atomic_load_n(&n->state_a, __ATOMIC_ACQUIRE)) && home != n->node.port) {
 		uint64_t gen;	/* the state through a further NTB (state_route()) */
-		bool now = peer_link(n->adev[a], home, &gen);
+		bool now = sio__ntb_peer_link(n->adev[a], home, &gen);
 
 		pthread_mutex_lock(&n->mu);
 		for (struct peer_map *m = n->maps; now && m; m = m->next)

@@ -327,6 +327,8 @@ void sio__ntb_home_follow(struct wf_fabric *s);
  * state gone.
  */
 int sio__ntb_home_check(struct sio_fabric *f);
+/* Peer @port's link on @d: up, and its generation in *@gen. */
+bool sio__ntb_peer_link(struct ntbdev *d, int port, uint64_t *gen);
 /* The adapter whose NTB @f's mappings of the state ride: 0, or a further one (ntb.c). */
 int sio__ntb_state_adapter(struct sio_fabric *f);
 /* The node service of port @me, memory @mem, joined to @f: true if it took over. */
