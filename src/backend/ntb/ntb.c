@@ -283,20 +283,45 @@ static void src_unmap(struct wf_fabric *s, void *va, uint64_t len)
 	munmap((void *)a, len + (v - a));
 }
 
-static uint64_t src_bus(struct wf_fabric *s, int pool)
+/* The bus address of @d's outbound window 0 to port @port; UINT64_MAX: none. */
+static uint64_t window_bus(struct ntbsrc *n, struct ntbdev *d, int port)
 {
-	struct ntbsrc *n = src_of(s);
 	struct sio_ntb_peer_mw pm;
 	int pidx;
 
-	if (pool == n->node.port)
-		return n->node.mem_dma ? n->node.mem_dma : UINT64_MAX;
-	if ((pidx = sio__ntbdev_pidx(n->dev, pool)) < 0)
+	if ((pidx = sio__ntbdev_pidx(d, port)) < 0)
 		return UINT64_MAX;
 	pm = (struct sio_ntb_peer_mw){ .widx = (uint32_t)pidx * n->info.mws_per_peer + NTB_MEM_WIDX };
-	if (ntbdev_ioctl(n->dev, SIO_NTB_IOC_PEER_MW, &pm) || !pm.bus_addr)
+	if (ntbdev_ioctl(d, SIO_NTB_IOC_PEER_MW, &pm) || !pm.bus_addr)
 		return UINT64_MAX;
 	return pm.bus_addr;
+}
+
+static uint64_t src_bus(struct wf_fabric *s, int pool)
+{
+	struct ntbsrc *n = src_of(s);
+
+	if (pool == n->node.port)
+		return n->node.mem_dma ? n->node.mem_dma : UINT64_MAX;
+	return window_bus(n, n->dev, pool);
+}
+
+/* A pool through a further NTB, where its node exports its memory there (reach1). */
+static int src_map_via(struct wf_fabric *s, int a, int pool, uint64_t off, uint64_t len,
+		       bool rdonly, void **va)
+{
+	if (pool == WF_STATE)
+		return -EHOSTUNREACH;	/* the state's NTB is state_route()'s to choose */
+	return sio__ntb_map_via(s, a, pool, off, len, rdonly, va);
+}
+
+static uint64_t src_bus_via(struct wf_fabric *s, int a, int pool)
+{
+	struct ntbsrc *n = src_of(s);
+
+	if (a < 1 || a >= SIO_MAX_ADAPTERS || !n->adev[a] || pool == n->node.port)
+		return UINT64_MAX;
+	return window_bus(n, n->adev[a], pool);
 }
 
 static int src_pool_of(struct wf_fabric *s, int node)
@@ -570,6 +595,8 @@ static const struct wf_source ntb_source = {
 	.bar_export = sio__ntb_bar_export,
 	.bar_unexport = sio__ntb_bar_unexport,
 	.bar_map = sio__ntb_bar_map,
+	.map_via = src_map_via,
+	.bus_via = src_bus_via,
 	.what = src_what,
 };
 

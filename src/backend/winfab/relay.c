@@ -10,7 +10,12 @@
  * IOMMU confines the device to the pools, not to the segments mapped for
  * it: the isolation is per pool here, per segment on the sim backend and on
  * one vfio host. Pools that appear later (ntb: a node that joins, or comes
- * back) are mapped as the relay thread finds them.
+ * back) are mapped as the relay thread finds them. Where the source reaches
+ * a pool through a further adapter too (ntb: a second NTB between the same
+ * hosts), the pool is mapped a second time through it, for the borrows on
+ * a path through that adapter (sio_device_use_adapter(): a multipath
+ * client's backup): their segments' bus addresses go through it, so that a
+ * fault of the first NTB leaves their DMA alone.
  *
  * MMIO: where a remote node cannot store to the lender's BAR (ivshmem; an
  * NTB whose hardware driver refuses a window onto it), each remote
@@ -45,17 +50,19 @@
 #define NAP_IDLE_NS	10000000ull	/* while none is */
 #define REGS_MAX	4096		/* the register copy: one page */
 
+struct relay_pool {			/* a pool, mapped here and for the device */
+	void *va;
+	uint64_t len, bus, epoch;
+	int err;			/* the last failure said, 0: none */
+};
+
 struct wf_relay {
 	struct wf_relay *next;
 	struct sio_fabric *f;
 	struct wf_fabric *s;
 	int dev;
 	struct sio_dev_export x;
-	struct {			/* each pool, mapped here and for the device */
-		void *va;
-		uint64_t len, bus, epoch;
-		int err;		/* the last failure said, 0: none */
-	} pool[WF_MAX_POOLS];
+	struct relay_pool pool[SIO_MAX_ADAPTERS][WF_MAX_POOLS];	/* through each adapter */
 	struct sio_segment *regs;
 	volatile uint32_t *regs_va;
 	pthread_t thr;
@@ -81,63 +88,90 @@ static void *seg_va(struct wf_relay *r, int slot, uint64_t *len)
 	uint64_t off;
 	int p;
 
-	if (sio__wf_seg_where(r->f, slot, &p, &off, len) || !r->pool[p].va ||
-	    r->pool[p].epoch != r->s->hdr->pools[p].epoch)
+	if (sio__wf_seg_where(r->f, slot, &p, &off, len) || !r->pool[0][p].va ||
+	    r->pool[0][p].epoch != r->s->hdr->pools[p].epoch)
 		return NULL;
 	off -= r->s->hdr->pools[p].off;
-	return off <= r->pool[p].len && *len <= r->pool[p].len - off ?
-	       (char *)r->pool[p].va + off : NULL;
+	return off <= r->pool[0][p].len && *len <= r->pool[0][p].len - off ?
+	       (char *)r->pool[0][p].va + off : NULL;
 }
 
-/* Map pool @p for the device (again, when its memory is new), and say where it is. */
-static int pool_map(struct wf_relay *r, int p)
+/* Pool @p through adapter @a: mapped here, and its bus address at offset 0. */
+static int pool_src_map(struct wf_relay *r, int a, int p, void **va, uint64_t *phys)
+{
+	const struct wf_source *src = r->s->src;
+	const struct wf_pool *pl = &r->s->hdr->pools[p];
+
+	if (!a) {
+		*phys = src->bus(r->s, p);
+		return src->map(r->s, p, pl->off, pl->size, false, va);
+	}
+	if (!src->map_via || !src->bus_via)
+		return -EHOSTUNREACH;
+	*phys = src->bus_via(r->s, a, p);
+	return src->map_via(r->s, a, p, pl->off, pl->size, false, va);
+}
+
+/*
+ * Map pool @p for the device through adapter @a (again, when its memory is
+ * new), and say where it is. A further adapter that does not reach the
+ * pool (-EHOSTUNREACH) leaves its address 0: adapter 0's serves.
+ */
+static int pool_map(struct wf_relay *r, int a, int p)
 {
 	struct wf_dev *d = &r->s->hdr->devs[r->dev];
 	const struct wf_pool *pl = &r->s->hdr->pools[p];
-	uint64_t phys = r->s->src->bus(r->s, p), size = pl->size, epoch = pl->epoch, bus;
+	struct relay_pool *rp = &r->pool[a][p];
+	uint64_t phys, size = pl->size, epoch = pl->epoch, bus;
 	void *va;
 	int ret;
 
-	if (r->pool[p].va) {
-		d->pool_bus[p] = 0;
-		r->x.dma_unmap(r->x.ctx, r->pool[p].bus, r->pool[p].len);
-		r->s->src->unmap(r->s, r->pool[p].va, r->pool[p].len);
-		r->pool[p].va = NULL;
+	if (rp->va) {
+		d->pool_bus[a][p] = 0;
+		r->x.dma_unmap(r->x.ctx, rp->bus, rp->len);
+		r->s->src->unmap(r->s, rp->va, rp->len);
+		rp->va = NULL;
 	}
 	if (!size)
 		return 0;
-	if ((ret = r->s->src->map(r->s, p, pl->off, size, false, &va)))
+	if ((ret = pool_src_map(r, a, p, &va, &phys)))
 		return ret;
 	if ((ret = r->x.dma_map(r->x.ctx, va, size, phys == UINT64_MAX ? phys : phys + pl->off,
 				&bus))) {
 		r->s->src->unmap(r->s, va, size);
 		return ret;
 	}
-	r->pool[p].va = va;
-	r->pool[p].len = size;
-	r->pool[p].bus = bus;
-	r->pool[p].epoch = epoch;
+	*rp = (struct relay_pool){ .va = va, .len = size, .bus = bus, .epoch = epoch, .err = rp->err };
 	/* the epoch before the address: a reader that sees the address sees its epoch */
-	d->pool_epoch[p] = epoch;
+	d->pool_epoch[a][p] = epoch;
 	atomic_thread_fence(memory_order_release);
-	d->pool_bus[p] = bus;
+	d->pool_bus[a][p] = bus;
 	return 0;
 }
 
-/* Tell the lender's log when pool @p's mapping fails (@e), once per
- * error, and when it works again. */
-static void pool_say(struct wf_relay *r, int p, int e)
+/* Tell the lender's log when pool @p's mapping through adapter @a fails
+ * (@e), once per error, and when it works again; through a further
+ * adapter, each new mapping with its bus address (a test tells which NTB
+ * it is by it). */
+static void pool_say(struct wf_relay *r, int a, int p, int e)
 {
-	char msg[SIO_ERRMSG_MAX + 96];
+	char msg[SIO_ERRMSG_MAX + 128], via[48] = "";
 
-	if (e == r->pool[p].err)
+	if (a && e == -EHOSTUNREACH)
+		return;		/* not reached through it: adapter 0's address serves */
+	if (a && !e ? !r->pool[a][p].va : e == r->pool[a][p].err)
 		return;
-	r->pool[p].err = e;
+	r->pool[a][p].err = e;
 	if (!r->x.say)
 		return;
+	if (a)
+		snprintf(via, sizeof(via), " through adapter %d", a);
 	if (e)
-		snprintf(msg, sizeof(msg), "the device cannot reach pool %d yet, tried again "
-			 "every 5 ms: %s", p, sio_errmsg());
+		snprintf(msg, sizeof(msg), "the device cannot reach pool %d%s yet, tried again "
+			 "every 5 ms: %s", p, via, sio_errmsg());
+	else if (a)
+		snprintf(msg, sizeof(msg), "the device reaches pool %d%s too, at bus address 0x%llx",
+			 p, via, (unsigned long long)r->pool[a][p].bus);
 	else
 		snprintf(msg, sizeof(msg), "the device reaches pool %d", p);
 	r->x.say(r->x.ctx, msg);
@@ -160,17 +194,19 @@ static int pools_sync(struct wf_relay *r)
 {
 	int ret = 0, e;
 
-	for (int p = 0; p < WF_MAX_POOLS; p++) {
-		const struct wf_pool *pl = &r->s->hdr->pools[p];
+	for (int a = 0; a < SIO_MAX_ADAPTERS; a++)
+		for (int p = 0; p < WF_MAX_POOLS; p++) {
+			const struct wf_pool *pl = &r->s->hdr->pools[p];
+			struct relay_pool *rp = &r->pool[a][p];
 
-		if (pl->size == r->pool[p].len && pl->epoch == r->pool[p].epoch &&
-		    (r->pool[p].va || !pl->size))
-			continue;
-		e = pool_map(r, p);
-		pool_say(r, p, e);
-		if (!ret && !link_err(e))
-			ret = e;
-	}
+			if (pl->size == rp->len && pl->epoch == rp->epoch && (rp->va || !pl->size))
+				continue;
+			e = pool_map(r, a, p);
+			pool_say(r, a, p, e);
+			/* a further adapter's failure leaves adapter 0's way */
+			if (!ret && !a && !link_err(e))
+				ret = e;
+		}
 	return ret;
 }
 
@@ -349,11 +385,12 @@ static struct wf_relay *relay_of(struct wf_fabric *s, int dev, struct wf_relay *
 
 static void relay_free(struct wf_relay *r)
 {
-	for (int p = 0; p < WF_MAX_POOLS; p++)
-		if (r->pool[p].va) {
-			r->x.dma_unmap(r->x.ctx, r->pool[p].bus, r->pool[p].len);
-			r->s->src->unmap(r->s, r->pool[p].va, r->pool[p].len);
-		}
+	for (int a = 0; a < SIO_MAX_ADAPTERS; a++)
+		for (int p = 0; p < WF_MAX_POOLS; p++)
+			if (r->pool[a][p].va) {
+				r->x.dma_unmap(r->x.ctx, r->pool[a][p].bus, r->pool[a][p].len);
+				r->s->src->unmap(r->s, r->pool[a][p].va, r->pool[a][p].len);
+			}
 	if (r->regs)
 		sio_segment_close(r->regs);
 	free(r);
@@ -496,7 +533,10 @@ static enum sio_bar_path path_of(int path, int err, char *why, size_t len)
 		return SIO_BAR_PATH_NTB_WINDOW_EMULATED;
 	if (path != WF_DB_RELAY)
 		return SIO_BAR_PATH_MAPPED;
-	snprintf(why, len, "no window: %s", strerror(err));
+	if (err == EXDEV)	/* mirror_map(): a further adapter's path */
+		snprintf(why, len, "on a path through a further adapter, and the window onto BAR0 is adapter 0's");
+	else
+		snprintf(why, len, "no window: %s", strerror(err));
 	return SIO_BAR_PATH_RELAYED;
 }
 
@@ -521,7 +561,11 @@ static enum sio_bar_path remote_bar_path(struct sio_device *dev, int bar, char *
 	return bar == 0 && rm ? path_of(rm->path, rm->err, why, len) : SIO_BAR_PATH_MAPPED;
 }
 
-/* Lock held: BAR0 through the lender's window, where it made one that reaches this node. */
+/*
+ * Lock held: BAR0 through the lender's window, where it made one that
+ * reaches this node: through adapter 0's (a borrow on a path through a
+ * further adapter takes the mirror, through that adapter).
+ */
 static int window_bar_map(struct sio_device *dev, struct wf_dev *d, void **vaddr)
 {
 	struct sio_fabric *f = dev->f;
@@ -529,7 +573,7 @@ static int window_bar_map(struct sio_device *dev, struct wf_dev *d, void **vaddr
 	const struct reg_dev *dv = reg_dev_at(f->reg, dev->slot);
 
 	if (d->db_window < 0 || !s->src->bar_map || f->node >= 64 || !(d->db_ports >> f->node & 1) ||
-	    !dv)
+	    !dv || dev->adapter > 0)
 		return -EOPNOTSUPP;
 	return s->src->bar_map(s, d, dv->lender, d->bar0_size, vaddr);
 }
@@ -574,8 +618,12 @@ void sio__wf_dev_relay(struct sio_fabric *f, int dev, struct sio_device_info *o)
 	o->relay_fwd_ns = atomic_load(&d->relay_fwd_ns);
 }
 
-/* Lock held: the bus address at which exported device @d reaches segment slot @slot. */
-static int seg_bus(struct sio_fabric *f, const struct wf_dev *d, uint32_t id, int slot,
+/*
+ * Lock held: the bus address at which exported device @d reaches segment
+ * slot @slot, through the lender's adapter @a where it maps the pool
+ * through that one (a path through a second NTB), else through adapter 0.
+ */
+static int seg_bus(struct sio_fabric *f, const struct wf_dev *d, uint32_t id, int slot, int a,
 		   uint64_t *bus)
 {
 	const struct wf_hdr *h = wf_of(f)->hdr;
@@ -584,17 +632,25 @@ static int seg_bus(struct sio_fabric *f, const struct wf_dev *d, uint32_t id, in
 
 	if (ret)
 		return ret;
-	if (!d->pool_bus[p] || d->pool_epoch[p] != h->pools[p].epoch)
+	if (a > 0 && a < SIO_MAX_ADAPTERS && d->pool_bus[a][p] &&
+	    d->pool_epoch[a][p] == h->pools[p].epoch) {
+		*bus = d->pool_bus[a][p] + (off - h->pools[p].off);
+		return 0;
+	}
+	if (!d->pool_bus[0][p] || d->pool_epoch[0][p] != h->pools[p].epoch)
 		return sio__err(EHOSTUNREACH, "device %u's lender does not reach the memory of segment slot %d (pool %d) yet: it maps new memory within 5 ms, unless it cannot (its messages say why)",
 				id, slot, p);
-	*bus = d->pool_bus[p] + (off - h->pools[p].off);
+	*bus = d->pool_bus[0][p] + (off - h->pools[p].off);
 	return 0;
 }
 
 /*
  * BAR0 through a mirror on the lender's node (its relay takes each value
  * there with a local atomic): the register page as the lender read it, no
- * doorbell written yet, recorded in the device's mirror table.
+ * doorbell written yet, recorded in the device's mirror table. A borrow on
+ * a path through a further adapter maps the mirror through it, so that its
+ * doorbells take the path its queues take (two NTBs: two PCIe paths, and
+ * no order between a store on one and a store on the other).
  */
 static int mirror_map(struct sio_device *dev, uint64_t bsize, int lender, void **vaddr)
 {
@@ -613,7 +669,7 @@ static int mirror_map(struct sio_device *dev, uint64_t bsize, int lender, void *
 				   dev->id) : unexported(f, dev->slot, dev->id);
 		goto out;
 	}
-	if ((ret = sio__wf_slot_map(f, rm->mirror->slot, 0, bsize, false, &va)) ||
+	if ((ret = sio__wf_slot_map_via(f, rm->mirror->slot, dev->adapter, 0, bsize, false, &va)) ||
 	    (ret = sio__wf_slot_map(f, d->regs_slot, 0, 4096, true, &regs)))
 		goto out;
 	/* NVMe's CAP, VS, CSTS... as the lender read them; the record is input, so bounded */
@@ -630,7 +686,7 @@ static int mirror_map(struct sio_device *dev, uint64_t bsize, int lender, void *
 	}
 	d->mirror[i].slot = rm->mirror->slot;
 	d->mirror[i].gen = rm->mirror->gen;
-	path_note(f, dev, WF_DB_RELAY, d->db_err);
+	path_note(f, dev, WF_DB_RELAY, dev->adapter > 0 && !d->db_err ? EXDEV : d->db_err);
 	*vaddr = va;
 	va = NULL;
 out:
@@ -696,7 +752,7 @@ static int remote_dma_map(struct sio_device *dev, struct sio_segment *seg, uint6
 		ret = sio__err(ENOTSUP, "device %u is lent by another kernel: it reaches memory in the window only, not segment %u (a %s)",
 			       dev->id, seg->id, seg->kind == SIO_SEG_BAR ? "BAR" : "GPU segment");
 	else if (!(ret = sio__seg_check(seg)))
-		ret = seg_bus(f, d, dev->id, seg->slot, bus);
+		ret = seg_bus(f, d, dev->id, seg->slot, dev->adapter, bus);
 	sio__unlock(f);
 	return ret;
 }
@@ -756,11 +812,11 @@ static int window_mcast_map(struct sio_device *dev, uint32_t group, uint64_t *bu
 		if (!(d = exported(f, dev->slot))) {
 			ret = unexported(f, dev->slot, dev->id);
 		} else if (landing(f, g)) {
-			ret = seg_bus(f, d, dev->id, wf_of(f)->hdr->groups[g].slot, bus);
+			ret = seg_bus(f, d, dev->id, wf_of(f)->hdr->groups[g].slot, 0, bus);
 		} else if (seg) {	/* made below: record it as the group's */
 			wf_of(f)->hdr->groups[g] = (struct wf_group){
 				.slot = seg->slot, .gen = seg->gen, .group_gen = f->reg->groups[g].gen };
-			ret = seg_bus(f, d, dev->id, seg->slot, bus);
+			ret = seg_bus(f, d, dev->id, seg->slot, 0, bus);
 			if (!ret)
 				seg = NULL;	/* kept: the group's landing until this process leaves */
 		} else {

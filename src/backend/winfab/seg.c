@@ -74,8 +74,10 @@ int sio__wf_seg_where(struct sio_fabric *f, int slot, int *pool, uint64_t *off, 
 	return 0;
 }
 
-int sio__wf_slot_map(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly, void **va)
+int sio__wf_slot_map_via(struct sio_fabric *f, int slot, int a, uint64_t off, uint64_t len,
+			 bool rdonly, void **va)
 {
+	const struct wf_source *src = wf_of(f)->src;
 	uint64_t at, size;
 	int pool, ret = sio__wf_seg_where(f, slot, &pool, &at, &size);
 
@@ -85,7 +87,15 @@ int sio__wf_slot_map(struct sio_fabric *f, int slot, uint64_t off, uint64_t len,
 		return sio__reg_corrupt(f, "segment slot %d maps %llu bytes at %llu; it has %llu in the window",
 				   slot, (unsigned long long)len, (unsigned long long)off,
 				   (unsigned long long)size);
-	return wf_of(f)->src->map(wf_of(f), pool, at + off, len, rdonly, va);
+	if (a > 0 && src->map_via &&
+	    (ret = src->map_via(wf_of(f), a, pool, at + off, len, rdonly, va)) != -EHOSTUNREACH)
+		return ret;
+	return src->map(wf_of(f), pool, at + off, len, rdonly, va);
+}
+
+int sio__wf_slot_map(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly, void **va)
+{
+	return sio__wf_slot_map_via(f, slot, 0, off, len, rdonly, va);
 }
 
 struct ext { uint64_t off, len; };

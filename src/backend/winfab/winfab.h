@@ -46,7 +46,7 @@
 #include "internal.h"
 
 #define WF_MAGIC		0x31304e49574f4953ull	/* "SIOWIN01" */
-#define WF_VERSION		11	/* 3: the bakery; 4: wf_pool.unreached; 5: the relay's counters; 6: own windows; 7: wf_dev.desc; 8: wf_home; 9: wf_dev.db_emulated; 10: wf_pool.reach1; 11: wf_pool.reach0 */
+#define WF_VERSION		12	/* 3: the bakery; 4: wf_pool.unreached; 5: the relay's counters; 6: own windows; 7: wf_dev.desc; 8: wf_home; 9: wf_dev.db_emulated; 10: wf_pool.reach1; 11: wf_pool.reach0; 12: wf_dev.pool_bus per adapter */
 #define WF_EVQ_LEN		32
 #define WF_PAGE			4096ull
 #define WF_LEASE_MS		5000	/* $SMARTIO_SHMWIN_LEASE_MS: longer than a TCG guest stalls */
@@ -137,8 +137,11 @@ struct wf_evq {				/* per process slot: events to it */
 
 /*
  * A device of one kernel (vfio, uio) lent to the others (relay.c): its
- * lender maps each pool into the device's bus space at @pool_bus[pool] (0:
- * not reachable), so a segment's bus address is pool_bus + its offset, and
+ * lender maps each pool into the device's bus space at @pool_bus[0][pool]
+ * (0: not reachable), so a segment's bus address is pool_bus + its offset;
+ * where its source reaches a pool through a further adapter too (ntb: a
+ * second NTB), at @pool_bus[adapter][pool] as well, for borrowers on a
+ * path through that adapter (0: none, adapter 0's serves), and
  * keeps a copy of BAR0's registers, as many as @desc, the lender's
  * description of BAR0 (struct sio_doorbells), says. Where its source can (ntb: an
  * inbound window of each peer translated to BAR0), the other kernels store
@@ -164,8 +167,10 @@ struct wf_dev {
 	_Atomic uint64_t relay_wait_ns;	/* each: since the relay's look before the one that found it */
 	_Atomic uint64_t relay_fwd_ns;	/* each: its write to BAR0 */
 	struct { int32_t slot, rsvd; uint64_t gen; } mirror[WF_MIRRORS];
-	uint64_t pool_bus[WF_MAX_POOLS];	/* where the device reaches each pool */
-	uint64_t pool_epoch[WF_MAX_POOLS];	/* the pool's epoch when it was mapped */
+	/* where the device reaches each pool through each adapter, and the
+	 * pool's epoch when it was mapped there */
+	uint64_t pool_bus[SIO_MAX_ADAPTERS][WF_MAX_POOLS];
+	uint64_t pool_epoch[SIO_MAX_ADAPTERS][WF_MAX_POOLS];
 	int32_t db_window, db_err;
 	uint64_t db_off, db_ports;
 	struct sio_doorbells desc;	/* BAR0's doorbells and registers, as the lender described them */
@@ -265,6 +270,11 @@ struct wf_fabric;
  * @bar_unexport: undo @bar_export
  * @bar_map: optional: map @size bytes of device record @d's BAR window, as
  *	node @node (the lender's) exports it
+ * @map_via: optional: as @map, through further adapter @a (1 and up) of
+ *	this node; -EHOSTUNREACH where that adapter does not reach the pool
+ *	(the caller takes @map's way)
+ * @bus_via: optional: as @bus, through further adapter @a; UINT64_MAX where
+ *	it has none
  * @what: pool @pool's memory (WF_STATE: the state's), for messages ("the
  *	window (file /x)", "port 2's memory (the NTB /dev/smartio-ntb0)")
  */
@@ -283,6 +293,9 @@ struct wf_source {
 	void (*bar_unexport)(struct wf_fabric *s, struct wf_dev *d);
 	int (*bar_map)(struct wf_fabric *s, const struct wf_dev *d, int node, uint64_t size,
 		       void **va);
+	int (*map_via)(struct wf_fabric *s, int a, int pool, uint64_t off, uint64_t len,
+		       bool rdonly, void **va);
+	uint64_t (*bus_via)(struct wf_fabric *s, int a, int pool);
 	const char *(*what)(struct wf_fabric *s, int pool);
 };
 
@@ -381,6 +394,9 @@ void sio__wf_seg_unmap(struct sio_fabric *f, void *vaddr, uint64_t len);
 int sio__wf_seg_where(struct sio_fabric *f, int slot, int *pool, uint64_t *off, uint64_t *len);
 /* Map bytes [@off, @off + @len) of segment slot @slot, checked. */
 int sio__wf_slot_map(struct sio_fabric *f, int slot, uint64_t off, uint64_t len, bool rdonly, void **va);
+/* ... through adapter @a where the source reaches its pool through it, else as above. */
+int sio__wf_slot_map_via(struct sio_fabric *f, int slot, int a, uint64_t off, uint64_t len,
+			 bool rdonly, void **va);
 /* mmap() of an fd at any offset, whole pages inside; sio__wf_munmap() undoes it. */
 int sio__wf_mmap(int fd, uint64_t off, uint64_t len, bool rdonly, const char *what, void **va);
 void sio__wf_munmap(void *va, uint64_t len);
