@@ -51,10 +51,17 @@ struct sio_nvme_client {
 	uint32_t timeout_ms;
 	struct sio_nvme_ns ns[NS_CACHE + 1];
 	struct sio_nvme_ioq *queues;	/* list, for close */
-	/* multipath: a second borrow through adapter 1, made on first use */
+	/*
+	 * multipath: a second borrow through adapter 1, made on first use,
+	 * and the registers and the mailbox through adapter 1 too. @mb and
+	 * @regs are what the client reads: @mb0 and @regs0 (through adapter
+	 * 0) while path 0's links are up, else these (sio_nvme_ctl_follow()).
+	 */
 	struct sio_device *dev2;
-	struct sio_segment *bar0_2;
-	volatile uint8_t *regs2;
+	struct sio_segment *bar0_2, *mseg2;
+	volatile uint8_t *regs2, *regs0;
+	struct sio_nvme_mbox *mb2, *mb0;
+	struct sio_nvme_dbbuf dbbuf2;	/* the shadow doorbells through adapter 1 */
 	uint32_t link_gen;		/* bumped when a link event is read */
 	struct sio_nvme_dbbuf dbbuf;	/* the manager's shadow doorbells, mapped here */
 	bool dbbuf_local;		/* ... in this node's memory */
@@ -294,10 +301,13 @@ void sio_nvme_req_chunk_done(void *arg, int err, uint16_t status);
 
 /* dbbuf.c */
 int sio_nvme_client_dbbuf(struct sio_nvme_client *cl);
-void sio_nvme_qpair_dbbuf(struct sio_nvme_client *cl, struct sio_nvme_queue *q, bool eventidx);
+void sio_nvme_qpair_dbbuf(struct sio_nvme_client *cl, struct sio_nvme_queue *q, int path,
+			  bool eventidx);
 
 /* multipath.c */
 bool sio_nvme_path_links_up(struct sio_nvme_client *cl, int a);
+void sio_nvme_ctl_follow(struct sio_nvme_client *cl, bool path0);
+void sio_nvme_mp_settle(struct sio_nvme_ioq *q);
 bool sio_nvme_path_resume(struct sio_nvme_client *cl, int a);
 int sio_nvme_links_lost(void *cl);
 

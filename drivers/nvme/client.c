@@ -381,7 +381,7 @@ static int find_mailbox(struct sio_nvme_client *cl)
 					   "is not serving yet", cl->dinfo.id, order[i]);
 		}
 		cl->mseg = seg;
-		cl->mb = mb;
+		cl->mb = cl->mb0 = mb;
 		cl->mgr_node = order[i];
 		cl->mgr_pid = mb->h.mgr_pid;
 		return 0;
@@ -481,7 +481,7 @@ static int map_registers(struct sio_nvme_client *cl)
 					    SIO_MAP_RDONLY, &va);
 		if (!ret) {
 			cl->confined = true;
-			cl->regs = va;
+			cl->regs = cl->regs0 = va;
 			return 0;
 		}
 		/* Real devices' BARs are mapped whole (vfio); so be it. */
@@ -493,7 +493,7 @@ static int map_registers(struct sio_nvme_client *cl)
 	if (ret)
 		return sio_err_wrap(-ret, "cannot map the doorbells (BAR0) of device %u",
 				    cl->dinfo.id);
-	cl->regs = va;
+	cl->regs = cl->regs0 = va;
 	return 0;
 }
 
@@ -746,6 +746,10 @@ void sio_nvme_client_close(struct sio_nvme_client *cl)
 		sio_segment_close(cl->bar0);
 	if (cl->bar0_2)
 		sio_segment_close(cl->bar0_2);
+	if (cl->mseg2)
+		sio_segment_close(cl->mseg2);
+	if (cl->dbbuf2.seg)
+		sio_segment_close(cl->dbbuf2.seg);
 	sio_device_close(cl->dev2);
 	if (cl->mseg)
 		sio_segment_close(cl->mseg);

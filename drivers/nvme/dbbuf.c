@@ -206,10 +206,18 @@ int sio_nvme_client_dbbuf(struct sio_nvme_client *cl)
 	return 0;
 }
 
-/** sio_nvme_qpair_dbbuf() - have a queue pair ring through the shadow doorbells */
-void sio_nvme_qpair_dbbuf(struct sio_nvme_client *cl, struct sio_nvme_queue *q, bool eventidx)
+/**
+ * sio_nvme_qpair_dbbuf() - have a queue pair ring through the shadow doorbells
+ * @cl: client
+ * @q: the queue pair's rings
+ * @path: the path it takes: a multipath client's backup (1) writes the
+ *	shadow through adapter 1, as its queues and doorbells go
+ * @eventidx: ring BAR0 only as EventIdx asks (else at every submission)
+ */
+void sio_nvme_qpair_dbbuf(struct sio_nvme_client *cl, struct sio_nvme_queue *q, int path,
+			  bool eventidx)
 {
-	struct sio_nvme_dbbuf *d = &cl->dbbuf;
+	struct sio_nvme_dbbuf *d = path ? &cl->dbbuf2 : &cl->dbbuf;
 
 	if (!d->va)
 		return;

@@ -202,7 +202,7 @@ static int doorbells_map(struct sio_nvme_client *cl, struct sio_device *dev, int
 		return sio_err_set(EINVAL, "queue id %u out of range 1..%u", qid,
 				   cl->ci.io_queues);
 	if (!cl->confined) {
-		base = path ? cl->regs2 : cl->regs;
+		base = path ? cl->regs2 : cl->regs0;
 		out->sq_db = (volatile uint32_t *)(base + sq_off);
 		out->cq_db = (volatile uint32_t *)(base + cq_off);
 		out->va = (void *)base;
@@ -377,10 +377,10 @@ int sio_nvme_qpair_create(struct sio_nvme_ioq *q, struct qpair *p)
 	p->q.sq_db = p->db.sq_db;
 	p->q.cq_db = p->db.cq_db;
 	/* With Doorbell Buffer Config on, a controller may read the shadow
-	 * alone (QEMU's does): every queue writes it; EventIdx decides the MMIO
-	 * rings of those that read it (q->dbbuf), the others ring every time. */
-	if (!q->mp)
-		sio_nvme_qpair_dbbuf(q->cl, &p->q, q->dbbuf);
+	 * alone (QEMU's does): every queue writes it, a multipath queue's
+	 * backup through adapter 1; EventIdx decides the MMIO rings of those
+	 * that read it (q->dbbuf), the others ring every time. */
+	sio_nvme_qpair_dbbuf(q->cl, &p->q, p->path, q->dbbuf);
 	p->live = true;
 	return 0;
 }

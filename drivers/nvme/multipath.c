@@ -37,9 +37,74 @@ int sio_nvme_links_lost(void *cl)
 	return !sio_nvme_path_resume(cl, 0);
 }
 
-/* The second path of a multipath client: a borrow through adapter 1 and the
- * doorbells mapped through this node's adapter 1 (the whole BAR0 here, or,
- * confined, each backup queue pair's own doorbell pages as it is made). */
+/* Segment @id of node @node through adapter 1: a handle of the client's own. */
+static int seg_via(struct sio_nvme_client *cl, int node, uint32_t id, struct sio_segment **seg,
+		   void **va)
+{
+	int ret = sio_segment_connect(cl->f, node, id, seg);
+
+	if (!ret && (ret = sio_segment_map_adapter(*seg, 1, va))) {
+		sio_segment_close(*seg);
+		*seg = NULL;
+	}
+	return ret;
+}
+
+/* The manager's mailbox, and its shadow doorbells if the client uses them,
+ * through adapter 1. */
+static int mailbox_via(struct sio_nvme_client *cl)
+{
+	struct sio_nvme_mbox_dbbuf m;
+	void *va;
+	int ret;
+
+	ret = seg_via(cl, cl->mgr_node, SIO_NVME_MBOX_SEGID(cl->dinfo.id), &cl->mseg2, &va);
+	if (ret)
+		return ret;
+	cl->mb2 = va;
+	if (!cl->dbbuf.va)
+		return 0;
+	memcpy(&m, (const void *)&cl->mb->h.dbbuf, sizeof(m));
+	ret = seg_via(cl, m.node, m.seg, &cl->dbbuf2.seg, &va);
+	if (ret)
+		return ret;
+	cl->dbbuf2.va = va;
+	cl->dbbuf2.size = cl->dbbuf.size;
+	cl->dbbuf2.stride = cl->dbbuf.stride;
+	return 0;
+}
+
+/* BAR0 through adapter 1: whole, or confined its register page, read-only. */
+static int registers_via(struct sio_nvme_client *cl, void **va)
+{
+	int ret = sio_device_bar(cl->dev2, 0, &cl->bar0_2);
+
+	if (ret)
+		return ret;
+	if (cl->confined)
+		return sio_segment_map_range(cl->bar0_2, 1, 0, SIO_NVME_CONFINE_PAGE,
+					     SIO_MAP_RDONLY, va);
+	return sio_segment_map_adapter(cl->bar0_2, 1, va);
+}
+
+/*
+ * What the client reads of the manager's mailbox and of the registers:
+ * through adapter 0 while @path0 (its links are up), else through adapter
+ * 1. On an NTB fabric the two are two NTBs' windows onto one memory, and
+ * adapter 0's reads all ones once its link is down.
+ */
+void sio_nvme_ctl_follow(struct sio_nvme_client *cl, bool path0)
+{
+	if (!cl->mb2 || !cl->regs2)
+		return;
+	__atomic_store_n(&cl->mb, path0 ? cl->mb0 : cl->mb2, __ATOMIC_RELEASE);
+	__atomic_store_n(&cl->regs, path0 ? cl->regs0 : cl->regs2, __ATOMIC_RELEASE);
+}
+
+/* The second path of a multipath client: a borrow through adapter 1, the
+ * registers and the manager's mailbox through this node's adapter 1 too, and
+ * the doorbells (the whole BAR0 here, or, confined, each backup queue pair's
+ * own doorbell pages as it is made). */
 int sio_nvme_client_second_path(struct sio_nvme_client *cl)
 {
 	struct sio_topology t;
@@ -63,22 +128,26 @@ int sio_nvme_client_second_path(struct sio_nvme_client *cl)
 	ret = sio_device_use_adapter(cl->dev2, 1);
 	if (!ret)
 		ret = sio_device_use_adapter(cl->dev, 0);
-	if (!ret && !cl->confined)
-		ret = sio_device_bar(cl->dev2, 0, &cl->bar0_2);
-	if (!ret && !cl->confined)
-		ret = sio_segment_map_adapter(cl->bar0_2, 1, &va);
+	if (!ret)
+		ret = registers_via(cl, &va);
+	if (!ret)
+		ret = mailbox_via(cl);
 	if (ret) {
 		ret = sio_err_wrap(-ret, "cannot set up the second path to device %u",
 				   cl->dinfo.id);
 		sio_err_save(&es);
+		sio_segment_close(cl->dbbuf2.seg);
+		sio_segment_close(cl->mseg2);
 		sio_segment_close(cl->bar0_2);
-		cl->bar0_2 = NULL;
+		memset(&cl->dbbuf2, 0, sizeof(cl->dbbuf2));
+		cl->mseg2 = cl->bar0_2 = NULL;
+		cl->mb2 = NULL;
 		sio_device_close(cl->dev2);
 		cl->dev2 = NULL;
 		sio_err_restore(&es);
 		return ret;
 	}
-	cl->regs2 = cl->confined ? NULL : va;
+	cl->regs2 = va;
 	return 0;
 }
 
@@ -208,6 +277,7 @@ static void mp_evaluate(struct sio_nvme_ioq *q)
 	q->seen_gen = __atomic_load_n(&q->cl->link_gen, __ATOMIC_ACQUIRE);
 	for (p = 0; p < 2; p++)
 		up[p] = sio_nvme_path_links_up(q->cl, p);
+	sio_nvme_ctl_follow(q->cl, up[0] || !up[1]);
 	for (p = 0; p < 2; p++)
 		if (!up[p])
 			path_down(q, &q->qp[p], false);
@@ -233,6 +303,37 @@ static void mp_events(struct sio_nvme_ioq *q)
 		if (n < 16)
 			break;
 	}
+}
+
+/* What the client reads through adapter 0 reads all ones. */
+static bool ctl0_lost(const struct sio_nvme_client *cl)
+{
+	return __atomic_load_n(&cl->mb0->h.magic, __ATOMIC_ACQUIRE) != SIO_NVME_MBOX_MAGIC ||
+	       __atomic_load_n((volatile uint32_t *)(cl->regs0 + NVME_REG_CSTS),
+			       __ATOMIC_ACQUIRE) == 0xffffffffu;
+}
+
+/* ... while path 0 is still called up. */
+static int path0_unsettled(void *arg)
+{
+	struct sio_nvme_client *cl = arg;
+
+	return ctl0_lost(cl) && sio_nvme_path_links_up(cl, 0);
+}
+
+/*
+ * The mailbox or the registers read all ones through adapter 0: on an NTB,
+ * its link lost, whose windows the kernel revokes before the fabric's link
+ * state says so. Wait for the link state to catch up (the link grace at
+ * most), then follow the path that is up, before anything is taken for a
+ * reset or a device gone.
+ */
+void sio_nvme_mp_settle(struct sio_nvme_ioq *q)
+{
+	if (!q->cl->mb2 || !ctl0_lost(q->cl))
+		return;
+	(void)sio_nvme_grace_wait(path0_unsettled, q->cl, q->cl->grace_ms, NULL);
+	mp_evaluate(q);
 }
 
 /* A controller reset took both queue pairs: what they held waits, and the

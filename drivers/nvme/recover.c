@@ -190,6 +190,8 @@ int sio_nvme_ioq_recover(struct sio_nvme_ioq *q, bool timed_out)
 		sio_nvme_stats_sync(q);
 	}
 	/* first: across a link that is down, the registers read all ones */
+	if (q->mp)
+		sio_nvme_mp_settle(q);
 	if (!q->mp && !sio_nvme_path_links_up(cl, 0)) {
 		ret = link_pause(q);
 		if (ret)
