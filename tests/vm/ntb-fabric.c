@@ -116,6 +116,8 @@ static int seg_make_at(int node, uint32_t id, int byte, const char *go)
 	uint64_t t0 = now_ms(), t;
 	int ret;
 
+	printf("joined as node %d, waiting for %s\n", sio_fabric_node_id(f), go);
+	fflush(stdout);
 	while (access(go, F_OK) && now_ms() - t0 < 180000)
 		usleep(50000);
 	t = now_ms();

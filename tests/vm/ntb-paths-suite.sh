@@ -36,6 +36,14 @@
 # the state's mappings there, state_route()); a process that joins during
 # it makes one too (its service tells it to join through NTB 1), and
 # guest 0's service writes its adapter 0 down through NTB 1.
+# And a multipath NVMe client across the pull: guest 0 lends QEMU's NVMe
+# (uio: no IOMMU in guest 0) and runs its manager; its relay maps guest 1's
+# memory for the device through NTB 1 too, at an address of NTB 1's BAR2;
+# guest 1's nvme-client --queue multipath writes and verifies its range
+# across NTB 0's cable pulled and plugged back: its backup queue pair
+# (queues, data, doorbells through NTB 1) takes over without an error to
+# it, every block verified, the failover counted and its longest I/O
+# measured (variant nvme, where the NVMe driver is built).
 #
 # want: g0:load g1:load g0:two-ntbs g1:two-ntbs
 # want: g0:echo-a g1:ping-a g0:echo-b g1:ping-b g0:shared-region
@@ -51,6 +59,8 @@
 # want: g0:state-via-b g0:join-via-b g1:own-a-down g1:made-seen g1:joined-seen
 # want: g0:cable-back g1:cable-a-back g1:cable-path-back-a
 # want: g0:watch-read-on-0 g1:watch-read-on-1
+# want-nvme: g0:lend g0:manager g0:pool-via-b g1:plain-client g1:mp-client-runs
+# want-nvme: g1:mp-client g1:mp-failover
 # want: g0:dmesg g1:dmesg
 G=$(sed -n 's/.*sio\.guest=\([0-9]*\).*/\1/p' /proc/cmdline)
 FAB=paths
@@ -62,6 +72,8 @@ A=0000:00:10.0			# NTB 0's function: its link is taken down
 B=0000:00:11.0			# NTB 1's: it carries on
 DRV=/sys/bus/pci/drivers/ntb_hw_ivshmem
 PEER=$((1 - G))
+MAIN=0000:00:04.0		# QEMU's NVMe (guest 0 only)
+NVME=$(sed -n 's/.*sio\.variant=[a-z0-9,]*\(nvme\).*/\1/p' /proc/cmdline)
 # shellcheck disable=SC2034 # read and kept by phase (ntb-sync.sh)
 n=0				# the last phase asked for
 
@@ -301,6 +313,50 @@ else
 	phase ping-back
 	ping_over ping-a-back $A
 fi
+# QEMU's NVMe of guest 0 lent (uio: no IOMMU in guest 0), its manager
+# beside it; guest 1 runs a multipath client across the cable's pull below
+phase nvme
+if [ "$G" = 0 ] && [ -n "$NVME" ]; then
+	mkdir -p /dev/hugepages && mount -t hugetlbfs none /dev/hugepages
+	for m in $(cat /lib/modules/uio.list); do insmod /lib/modules/$m 2>/dev/null; done
+	smartio uio bind $MAIN >/dev/null 2>&1
+	nvme-lend $MAIN --fabric $FAB --uio >/tmp/lend.log 2>&1 &
+	if until_ok 90 grep -q '^lending' /tmp/lend.log; then ok lend; else no lend "$(cat /tmp/lend.log)"; fi
+	dev=$(sed -n 's/.* as device \([0-9]*\) .*/\1/p' /tmp/lend.log)
+	nvme-manager --fabric $FAB --device "$dev" --ready-file /tmp/mgr.ready >/tmp/mgr.log 2>&1 &
+	if until_ok 120 test -s /tmp/mgr.ready; then ok manager; else no manager "$(cat /tmp/mgr.log)"; fi
+	# the relay maps guest 1's memory for the device through NTB 1 too,
+	# at an address in NTB 1's BAR2 (its outbound window to port 1)
+	if until_ok 30 grep -q "reaches pool $PEER through adapter 1 too" /tmp/lend.log; then
+		at=$(sed -n "s/.*reaches pool $PEER through adapter 1 too, at bus address \(0x[0-9a-f]*\).*/\1/p" /tmp/lend.log | tail -n 1)
+		r=$(sed -n 3p /sys/bus/pci/devices/$B/resource)	# BAR2: start end flags
+		lo=${r%% *} r=${r#* } hi=${r%% *}
+		if [ $((at)) -ge $((lo)) ] && [ $((at)) -le $((hi)) ]; then
+			ok pool-via-b
+		else
+			no pool-via-b "bus address $at is outside NTB 1's BAR2 ($lo..$hi)"
+		fi
+	else
+		no pool-via-b "the lender did not map guest 1's memory through NTB 1"
+	fi
+	sed 's/^/    | lend: /' /tmp/lend.log
+fi
+phase lent
+if [ "$G" = 1 ] && [ -n "$NVME" ]; then
+	# a single-path client first, then the multipath one
+	run plain-client nvme-client --fabric $FAB --lba 512 --count 16 --bs 4k --qd 2 --timeout 20000
+	nvme-client --fabric $FAB --queue multipath --lba 0 --count 256 --bs 4k --qd 2 \
+		--time 600 --progress 1s --timeout 30000 >/tmp/mp.log 2>&1 &
+	cpid=$!
+	if until_ok 20 grep -q "^nvme-client: [0-9.]* s of [0-9]* s: [1-9]" /tmp/mp.log; then
+		ok mp-client-runs
+	else
+		no mp-client-runs "no progress"
+		kill -USR1 $cpid; sleep 1
+		sed 's/^/    | client: /' /tmp/mp.log | grep -v "s of 600 s: 0 I/Os"
+		smartio status | sed 's/^/    | status: /'
+	fi
+fi
 # NTB 0's cable pulled in guest 0 (ntb_hw_ivshmem's debugfs "cable", an
 # emulated fault): its link lost while the device stays, as a link that
 # lost training; each guest's process reads the other's segment through
@@ -321,6 +377,8 @@ if [ "$G" = 0 ]; then
 	rm -f /tmp/make.go
 	ntb-fabric seg-make-at $PEER $((SEG + 3)) $((0x11)) /tmp/make.go >/tmp/make.log 2>&1 &
 	mpid=$!
+	# joined before the pull (a join takes seconds in TCG under load)
+	until_ok 60 grep -q "^joined as node" /tmp/make.log
 fi
 phase pull
 if [ "$G" = 0 ]; then
@@ -375,6 +433,25 @@ else
 	no watch-read-on-$G "the mapping through NTB 1 did not read on across the pull"
 fi
 sed 's/^/    | watch: /' /tmp/watch.log
+if [ "$G" = 1 ] && [ -n "$NVME" ]; then
+	# the multipath client went on across the pull, and back on path 0:
+	# two progress lines after the plug, then it stops (SIGTERM: what is
+	# in flight completes, then its report)
+	n0=$(grep -c "^nvme-client: [0-9.]* s of" /tmp/mp.log)
+	until_ok 60 sh -c "[ \$(grep -c '^nvme-client: [0-9.]* s of' /tmp/mp.log) -ge $((n0 + 2)) ]"
+	kill -TERM $cpid
+	if wait $cpid && grep -q "mismatches 0  errors 0" /tmp/mp.log; then
+		ok mp-client
+	else
+		no mp-client "exit $?"
+	fi
+	sed 's/^/    | client: /' /tmp/mp.log
+	f=$(sed -n 's/.*, \([0-9]*\) failover(s)$/\1/p' /tmp/mp.log)
+	if [ "${f:-0}" -ge 1 ]; then ok mp-failover; else no mp-failover "failovers: '${f:-none}'"; fi
+	awk -v k="$(uname -r)" '$1 == "write" || $1 == "read" { for (i = 1; i < NF; i++) if ($i == "max") m = $(i + 1) > m ? $(i + 1) : m }
+		END { if (m) printf "SIO-VM MEASURE ntb-paths: multipath client failover: its longest I/O across NTB 0'"'"'s cable pull %.3f s (%s, TCG)\n", m / 1e6, k }' /tmp/mp.log
+fi
+[ "$G" = 0 ] && [ -n "$NVME" ] && { sed 's/^/    | lend: /' /tmp/lend.log; tail -n 20 /tmp/mgr.log | sed 's/^/    | mgr: /'; }
 phase cable-done
 # guest 0's service is killed, guest 1's stops (the fabric goes with the
 # home's memory)
