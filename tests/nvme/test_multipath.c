@@ -43,11 +43,10 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* As cluster_up(), with @adapters per node. */
-static void mp_cluster_up(int adapters)
+/* As cluster_up(), with @adapters per node and nvme-emu's @emu arguments. */
+static void mp_cluster_up_emu(int adapters, const char *const *emu)
 {
 	struct sio_fabric_config cfg;
-	const char *emu[] = { "--backing", "ram:16M", NULL };
 
 	memset(&C, 0, sizeof(C));
 	snprintf(C.fabric, sizeof(C.fabric), "mpath-%d", (int)getpid());
@@ -61,6 +60,13 @@ static void mp_cluster_up(int adapters)
 	cr_assert_eq(sio_fabric_create(C.fabric, &cfg), 0, "fabric: %s", sio_errmsg());
 	cluster_start_emu(&C, emu);
 	cluster_start_mgr(&C);
+}
+
+static void mp_cluster_up(int adapters)
+{
+	const char *emu[] = { "--backing", "ram:16M", NULL };
+
+	mp_cluster_up_emu(adapters, emu);
 }
 
 Test(multipath, refused_without_a_second_adapter_and_bad_specs)
@@ -84,6 +90,36 @@ Test(multipath, refused_without_a_second_adapter_and_bad_specs)
 	cr_expect_eq(sio_nvme_ioq_create(cl, &spec, &q), -EINVAL);
 	cr_expect(strstr(sio_errmsg(), "two adapters"), "%s", sio_errmsg());
 	cr_expect_null(q);
+	sio_nvme_client_close(cl);
+	sio_fabric_close(f);
+}
+
+/*
+ * A controller whose doorbells are a page apart (DSTRD 10: the manager
+ * confines BAR0): the backup's register page is mapped through adapter 1
+ * read-only, as the primary's is, and its doorbell pages granted apart.
+ */
+Test(multipath, a_confined_controller_gets_a_backup_queue_pair)
+{
+	const char *emu[] = { "--backing", "ram:16M", "--dstrd", "10", NULL };
+	struct sio_nvme_qspec spec;
+	struct sio_nvme_ioq_info qi;
+	struct sio_nvme_ctrl_info ci;
+	struct sio_nvme_client *cl;
+	struct sio_nvme_ioq *q;
+	struct sio_fabric *f;
+
+	mp_cluster_up_emu(2, emu);
+	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_open(f, SIO_DEVICE_ANY, &cl), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_nvme_client_info(cl, &ci), 0);
+	cr_assert_eq(ci.dstrd, 10, "the controller reports DSTRD %u", ci.dstrd);
+	cr_assert_eq(sio_nvme_qspec_parse("multipath", &spec), 0);
+	cr_assert_eq(sio_nvme_ioq_create(cl, &spec, &q), 0, "%s", sio_errmsg());
+	sio_nvme_ioq_info(q, &qi);
+	cr_expect(qi.multipath);
+	cr_expect_neq(qi.backup_qid, 0, "no backup queue pair");
+	sio_nvme_ioq_close(q);
 	sio_nvme_client_close(cl);
 	sio_fabric_close(f);
 }
