@@ -12,7 +12,7 @@
 
 /* Admin memory: one segment holding the SQ, the CQ and a scratch page. */
 #define ADM_SQ_OFF	0x0000u
-#define ADM_CQ_OFF	0x1000u
+#define ADM_CQ_OFF	SIO_NVME_ADM_CQ_OFF
 #define ADM_SCRATCH_OFF	0x2000u
 #define ADM_KEEP_OFF	0x3000u
 #define ADM_SEG_SIZE	0x4000u

@@ -89,6 +89,7 @@ void sio_nvme_ctrl_gone(struct sio_nvme_ctrl *c);
  * one of each per device.
  */
 #define SIO_NVME_ADM_SEGID(dev)		(0x4e570000u | ((dev) & 0xffffu))
+#define SIO_NVME_ADM_CQ_OFF		0x1000u	/* the admin CQ, in that segment */
 #define SIO_NVME_STATE_SEGID(dev)	(0x4e580000u | ((dev) & 0xffffu))
 #define SIO_NVME_DBBUF_SEGID(dev)	(0x4e590000u | ((dev) & 0xffffu))
 

@@ -1141,6 +1141,45 @@ Test(faults, a_manager_rides_out_its_link_to_the_lender)
 	cli_close(&c);
 }
 
+/*
+ * ... and its admin queue, which lies on the lender and so across the link:
+ * when the link goes down in the middle of a serve pass, the manager reads
+ * its admin CQ before it finds the mailbox dark. Entries reading all ones
+ * carry a phase bit of 1; taken as completions, they moved the head past
+ * where the controller writes next, so the first admin command after the
+ * flap got no completion, and the manager reset the controller (from
+ * another kernel it cannot: a storm's manager gave the device up so).
+ */
+Test(faults, a_manager_admin_cq_reading_all_ones_is_not_taken)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	struct sio_segment *adm;
+	uint8_t id[4096], saved[SIO_NVME_ADMIN_DEPTH * 16];
+	uint8_t *cq;
+	struct cli c;
+	char *log;
+
+	cluster_up(&C, 2, 32, emu);
+	mgr_away(&c, "10000");
+	cr_assert_eq(cli_write(&c, 500, 3), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_connect(c.f, 0, SIO_NVME_ADM_SEGID(sio_device_id(
+					 sio_nvme_client_device(c.cl))), &adm), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_map(adm, (void **)&cq), 0, "%s", sio_errmsg());
+	cq += SIO_NVME_ADM_CQ_OFF;
+	memcpy(saved, cq, sizeof(saved));
+	memset(cq, 0xff, sizeof(saved));
+	usleep(500000);		/* serve passes: each looks for events on the admin CQ */
+	lender_dark(&c, 500);
+	memcpy(cq, saved, sizeof(saved));
+	cr_expect_eq(sio_nvme_client_identify(c.cl, NVME_IDENTIFY_CNS_CTRL, 0, id), 0,
+		     "a request after the flap: %s", sio_errmsg());
+	cr_expect_eq(cli_verify(&c, 500, 3), 0, "%s", sio_errmsg());
+	log = cluster_output(&C, "nvme-manager", "err");
+	cr_expect(!strstr(log, "resetting device"), "the controller was reset: %s", log);
+	sio_segment_close(adm);
+	cli_close(&c);
+}
+
 /* ... and one whose link stays down past its grace stops, saying so. */
 Test(faults, a_manager_stops_past_its_link_grace)
 {

@@ -40,6 +40,14 @@
  * that are delivered and only when it lies between the last head and the
  * tail. A controller reporting a wild head can therefore not wedge the SQ.
  *
+ * An entry whose last word reads all ones is not taken. That is what a
+ * load through an NTB window reads while its link is down (a CQ in memory
+ * of another host: the NVMe manager's admin queue on the lender), and its
+ * phase bit is set: taken, it would move the head past entries the
+ * controller has not written yet, and their completions would be missed
+ * for good. No command of ours has id 0xffff (tag 4095 is never handed
+ * out), so no completion of ours reads so.
+ *
  * Errors are negative errno values from <errno.h> (nvcc takes it too).
  */
 
@@ -522,8 +530,9 @@ static inline SIO_HD_HOT void sio_nvme__sq_ring_new(struct sio_nvme_queue *q)
 static inline SIO_HD volatile struct sio_nvme_cpl *sio_nvme_cq_peek(struct sio_nvme_queue *q)
 {
 	volatile struct sio_nvme_cpl *c = &q->cq[q->cq_head];
+	uint32_t w3 = ((const volatile uint32_t *)c)[3];
 
-	if ((c->status & 1u) != q->cq_phase)
+	if (((w3 >> 16) & 1u) != q->cq_phase || w3 == UINT32_MAX)
 		return 0;
 	/* The status store is the controller's last; read the rest after it. */
 	sio_nvme_rmb();
@@ -555,8 +564,8 @@ static inline SIO_HD_HOT int sio_nvme__cq_take(struct sio_nvme_queue *q, struct 
 	uint32_t w3 = e[3], w2;
 	uint16_t cid = (uint16_t)w3, tag = SIO_NVME_CID_TAG(cid), head, next, id;
 
-	if (((w3 >> 16) & 1u) != q->cq_phase)
-		return -EAGAIN;
+	if (((w3 >> 16) & 1u) != q->cq_phase || __builtin_expect(w3 == UINT32_MAX, 0))
+		return -EAGAIN;		/* not written yet, or out of reach (DOC) */
 	sio_nvme_rmb();
 	w2 = e[2];
 	*dw3 = w3;
