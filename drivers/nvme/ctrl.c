@@ -55,6 +55,9 @@ struct sio_nvme_ctrl {
 	uint16_t adm_cids[SIO_NVME_ADMIN_DEPTH];
 	uint64_t adm_cookies[SIO_NVME_ADMIN_DEPTH];
 	uint16_t adm_ids[SIO_NVME_ADMIN_DEPTH];
+	struct sio_nvme_cmd adm_copy[SIO_NVME_ADMIN_DEPTH];	/* each SQ slot's last (adm_mend()) */
+	uint32_t adm_calls;	/* sio_nvme_ctrl_admin_many() calls: their cookies' top half */
+	bool adm_dark;		/* the registers read all ones since the last mend */
 	bool admin_broken;	/* an admin command timed out: a reset is due */
 	bool enabled;
 	bool gone;		/* its device left the fabric (sio_nvme_ctrl_gone()) */
@@ -115,9 +118,11 @@ int sio_nvme_ctrl_check(struct sio_nvme_ctrl *c)
 {
 	uint32_t csts = sio_nvme_rd32(c->regs, NVME_REG_CSTS);
 
-	if (csts == 0xffffffffu)
+	if (csts == 0xffffffffu) {
+		c->adm_dark = true;
 		return sio_err_set(ENODEV, "controller registers read all ones: "
 				   "device gone or link down");
+	}
 	if (NVME_CSTS_CFS(csts))
 		return sio_err_set(EIO, "controller fatal status (CSTS.CFS set)");
 	return 0;
@@ -134,10 +139,12 @@ static int wait_ready(struct sio_nvme_ctrl *c, uint32_t rdy)
 	sio_nvme_backoff_init(&b, 1000000);
 	for (;;) {
 		csts = sio_nvme_rd32(c->regs, NVME_REG_CSTS);
-		if (csts == 0xffffffffu)
+		if (csts == 0xffffffffu) {
+			c->adm_dark = true;
 			return sio_err_set(ENODEV, "controller registers read all ones "
 					   "while waiting for CSTS.RDY=%u: device gone or "
 					   "link down", rdy);
+		}
 		if (rdy && NVME_CSTS_CFS(csts))
 			return sio_err_set(EIO, "controller fatal status (CSTS.CFS) "
 					   "while enabling");
@@ -265,7 +272,50 @@ static int init_admin_queue(struct sio_nvme_ctrl *c)
 	if (ret)
 		return sio_err_set(-ret, "admin queue of %u entries rejected",
 				   SIO_NVME_ADMIN_DEPTH);
+	memset(c->adm_copy, 0, sizeof(c->adm_copy));	/* id 0: no command's */
+	c->adm_dark = false;
 	return 0;
+}
+
+/*
+ * The admin queue of a manager on another host than the lender's lies in
+ * the lender's memory, written across the NTB: while the link is down
+ * (the registers read all ones) those stores are lost, and a slot keeps
+ * what it held a lap before. The controller would fetch that old command
+ * at the next doorbell and run it again, and the one meant never. So once
+ * the registers read again, every slot whose command is still in flight is
+ * written again from our copy before the next doorbell. A slot the
+ * controller fetched already is not fetched again before it is written
+ * anew, so writing it again changes nothing.
+ */
+static void adm_mend(struct sio_nvme_ctrl *c)
+{
+	struct sio_nvme_queue *q = &c->admin;
+
+	if (!c->adm_dark || sio_nvme_rd32(c->regs, NVME_REG_CSTS) == 0xffffffffu)
+		return;
+	c->adm_dark = false;
+	for (uint32_t s = 0; s < q->size; s++) {
+		uint16_t cid = c->adm_copy[s].cid, tag = SIO_NVME_CID_TAG(cid);
+
+		if (cid && tag < q->nslots && q->ids[tag] == cid)
+			q->sq[s] = c->adm_copy[s];
+	}
+}
+
+/* Place @cmd in the admin SQ, not rung, with a copy of what its slot got. */
+static int adm_submit(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd, uint64_t cookie)
+{
+	uint16_t slot = c->admin.sq_tail;
+	int tag;
+
+	adm_mend(c);
+	tag = sio_nvme_sq_submit(&c->admin, cmd, cookie);
+	if (tag < 0)
+		return tag;
+	c->adm_copy[slot] = *cmd;
+	c->adm_copy[slot].cid = c->admin.ids[tag];
+	return tag;
 }
 
 /* Record the admin queue's positions where a successor finds them. */
@@ -963,7 +1013,7 @@ int sio_nvme_ctrl_admin_many(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd 
 {
 	struct sio_backoff b;
 	struct sio_nvme_cpl done;
-	uint64_t deadline, cookie, now, next_check;
+	uint64_t deadline, cookie, now, next_check, call;
 	uint32_t i, left = n;
 	int ret;
 
@@ -979,8 +1029,11 @@ int sio_nvme_ctrl_admin_many(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd 
 	ret = sio_nvme_ctrl_check(c);
 	if (ret)
 		return ret;
+	/* A command of an earlier call that ended without its completion (the
+	 * link went down) may still complete: its cookie names its call. */
+	call = (uint64_t)++c->adm_calls << 32;
 	for (i = 0; i < n; i++)
-		if (sio_nvme_sq_submit(&c->admin, &cmds[i], i) < 0)
+		if (adm_submit(c, &cmds[i], call | i) < 0)
 			return sio_err_set(EBUSY, "admin queue full");	/* none rung */
 	keep_pos(c, n);
 	sio_nvme_sq_ring(&c->admin);
@@ -997,8 +1050,9 @@ int sio_nvme_ctrl_admin_many(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd 
 			sio_nvme_cq_ring(&c->admin);
 			if (ret >= 0 && cookie == AER_COOKIE) {
 				aer_done(c, &done);
-			} else if (ret >= 0 && cookie < n) {
-				cpls[cookie] = done;
+			} else if (ret >= 0 && (cookie & ~0xffffffffull) == call &&
+				   (uint32_t)cookie < n) {
+				cpls[(uint32_t)cookie] = done;
 				left--;
 			}
 			keep_pos(c, left);	/* a stale completion is skipped */
@@ -1045,7 +1099,6 @@ int sio_nvme_ctrl_admin(struct sio_nvme_ctrl *c, const struct sio_nvme_cmd *cmd,
 int sio_nvme_ctrl_aer_arm(struct sio_nvme_ctrl *c)
 {
 	struct sio_nvme_cmd cmd;
-	uint16_t slot;
 	int ret;
 
 	if (c->gone || c->admin_broken)
@@ -1057,12 +1110,11 @@ int sio_nvme_ctrl_aer_arm(struct sio_nvme_ctrl *c)
 		return sio_err_set(EBUSY, "%u Asynchronous Event Requests outstanding: as many "
 				   "as the driver keeps", c->aer_armed);
 	sio_nvme_cmd_init(&cmd, nvme_admin_async_event, 0);
-	slot = c->admin.sq_tail;
-	ret = sio_nvme_sq_submit(&c->admin, &cmd, AER_COOKIE);
+	ret = adm_submit(c, &cmd, AER_COOKIE);
 	if (ret < 0)
 		return sio_err_set(EBUSY, "admin queue full");
 	if (c->keep) {		/* recorded before the doorbell, as every admin command */
-		c->keep->aer_cid[c->keep->naer++] = c->admin.sq[slot].cid;
+		c->keep->aer_cid[c->keep->naer++] = c->admin.ids[ret];
 		keep_pos(c, 0);
 	}
 	sio_nvme_sq_ring(&c->admin);

@@ -23,6 +23,11 @@ struct hostile {
 	uint8_t lba_ds;		/* Identify Namespace LBA data size exponent */
 	uint32_t nq_grant;	/* queues granted by Set Features (0-based) */
 	uint32_t nq_asked;	/* what the driver asked for (0-based, NSQR) */
+	atomic_bool dark;	/* the link goes down at the next doorbell: all
+				 * ones, nothing fetched */
+	_Atomic uint64_t asq;	/* the admin SQ, once enabled */
+	uint8_t ops[64];	/* the admin opcodes fetched, in order */
+	atomic_uint nops;
 };
 
 static uint32_t rd(struct hostile *h, uint32_t off)
@@ -79,10 +84,17 @@ static void *play(void *arg)
 	while (!atomic_load(&h->stop)) {
 		uint32_t cc = rd(h, NVME_REG_CC), csts = rd(h, NVME_REG_CSTS);
 
+		if (atomic_load(&h->dark)) {
+			if (qsize && sqh != rd(h, SIO_NVME_REG_DBS) % qsize)
+				wr(h, NVME_REG_CSTS, 0xffffffffu);
+			usleep(100);
+			continue;
+		}
 		if (NVME_CC_EN(cc) && !NVME_CSTS_RDY(csts)) {
 			qsize = (rd(h, NVME_REG_AQA) & 0xfff) + 1;
 			asq = rd(h, NVME_REG_ASQ) | (uint64_t)rd(h, NVME_REG_ASQ + 4) << 32;
 			acq = rd(h, NVME_REG_ACQ) | (uint64_t)rd(h, NVME_REG_ACQ + 4) << 32;
+			atomic_store(&h->asq, asq);
 			sqh = cqt = 0;
 			phase = 1;
 			wr(h, NVME_REG_CSTS, NVME_SET(1, CSTS_RDY));
@@ -98,6 +110,8 @@ static void *play(void *arg)
 			if (sio_dma_read(h->reg, asq + sqh * sizeof(cmd), &cmd, sizeof(cmd)))
 				break;
 			sqh = (sqh + 1) % qsize;
+			if (atomic_load(&h->nops) < sizeof(h->ops))
+				h->ops[atomic_fetch_add(&h->nops, 1)] = cmd.opcode;
 			cpl.status = (uint16_t)(answer(h, &cmd, &cpl.result) << 1 | phase);
 			cpl.sq_head = (uint16_t)sqh;
 			cpl.cid = cmd.cid;
@@ -215,6 +229,57 @@ Test(hostile_ctrl, lba_size_exponent_out_of_range)
 	b.h.lba_ds = 12;
 	cr_assert_eq(sio_nvme_ctrl_ns(ctrl, 1, &ns), 0, "%s", sio_errmsg());
 	cr_assert_eq(ns.lba_size, 4096);
+	sio_nvme_ctrl_close(ctrl);
+	bench_down(&b);
+}
+
+/*
+ * A link down under the admin queue (a manager on another host than the
+ * lender's): the registers read all ones, and the command written meanwhile
+ * never lands: its slot holds what it held a lap before, and the doorbell
+ * is lost. When the link is back, the next command must not make the
+ * controller run that old entry; the lost one is run once, and its late
+ * completion is not taken for the next command's.
+ */
+Test(hostile_ctrl, admin_writes_lost_while_the_link_was_down)
+{
+	struct bench b = { .h = { .lba_ds = 9, .nq_grant = 3 } };
+	struct sio_nvme_cmd old = { .opcode = 0x7e, .cid = 0x1003 }, set = { 0 };
+	struct sio_nvme_cpl cpl;
+	struct sio_nvme_ctrl *ctrl;
+	uint32_t tail, csts, n0, ops = 0, i;
+
+	bench_up(&b, "hc-dark", 0x4000, 0);
+	cr_assert_eq(sio_nvme_ctrl_open(b.dev, NULL, &ctrl), 0, "%s", sio_errmsg());
+	/* the link goes down as a command goes out: nothing is fetched, and
+	 * the registers read all ones */
+	tail = rd(&b.h, SIO_NVME_REG_DBS);
+	csts = rd(&b.h, NVME_REG_CSTS);
+	atomic_store(&b.h.dark, true);
+	cr_assert_eq(sio_nvme_ctrl_identify(ctrl, NVME_IDENTIFY_CNS_CTRL, 0, 0, NULL), -ENODEV,
+		     "%s", sio_errmsg());
+	/* what it wrote is lost: the slot holds an old entry, the doorbell its old tail */
+	cr_assert_eq(rd(&b.h, SIO_NVME_REG_DBS), (tail + 1) % SIO_NVME_ADMIN_DEPTH);
+	cr_assert_eq(sio_dma_write(b.h.reg, atomic_load(&b.h.asq) + tail * sizeof(old), &old,
+				   sizeof(old)), 0);
+	wr(&b.h, SIO_NVME_REG_DBS, tail);
+	/* the link is back */
+	n0 = atomic_load(&b.h.nops);
+	wr(&b.h, NVME_REG_CSTS, csts);
+	atomic_store(&b.h.dark, false);
+	set.opcode = nvme_admin_set_features;
+	set.cdw10 = NVME_FEAT_FID_NUM_QUEUES;
+	set.cdw11 = 2 | 2u << 16;
+	cr_assert_eq(sio_nvme_ctrl_admin(ctrl, &set, &cpl, 0), 0, "%s", sio_errmsg());
+	cr_assert_eq(cpl.result, 3 | 3u << 16,
+		     "the Identify's completion was taken for the Set Features' (result 0x%x)",
+		     cpl.result);
+	for (i = n0; i < atomic_load(&b.h.nops); i++) {
+		cr_assert_neq(b.h.ops[i], old.opcode, "the controller ran the slot's old entry");
+		ops = ops << 8 | b.h.ops[i];
+	}
+	cr_assert_eq(ops, (uint32_t)nvme_admin_identify << 8 | nvme_admin_set_features,
+		     "fetched after the link came back: 0x%x", ops);
 	sio_nvme_ctrl_close(ctrl);
 	bench_down(&b);
 }
