@@ -277,8 +277,8 @@ static struct sio_nvme_manager *mgr_new(struct sio_fabric *f,
 	return m;
 }
 
-/* Exclusive, or shared (@shared) when running clients hold the device:
- * then a crashed manager must have left state to take over. */
+/* Exclusive, or shared (@shared) when running clients hold the device and
+ * a manager that stopped left state to take over. */
 static int mgr_borrow(struct sio_nvme_manager *m, uint32_t device, bool *shared)
 {
 	struct sio_topology t;
@@ -303,11 +303,16 @@ static int mgr_borrow(struct sio_nvme_manager *m, uint32_t device, bool *shared)
 	ret = open_kept(m);
 	if (ret)
 		return ret;
-	if (*shared && !kept_state(m))
-		return sio_err_set(EBUSY, "device %u is already borrowed (%d borrower%s) and "
-				   "no crashed manager left state to take over: is another "
-				   "manager running?", m->dinfo.id, m->dinfo.borrowers,
-				   m->dinfo.borrowers == 1 ? "" : "s");
+	/* No manager serves (the mailbox is ours now) and none left state:
+	 * the borrowers are clients waiting for one, or processes not reaped
+	 * yet. Refusing, a standby waited as long as any client ran. */
+	if (*shared && !kept_state(m)) {
+		mlog(m, "device %u is borrowed by %d other process(es), and no manager left "
+		     "state to take over: starting afresh, with a reset", m->dinfo.id,
+		     m->dinfo.borrowers);
+		*shared = false;
+		m->fresh_shared = true;
+	}
 	return 0;
 }
 
@@ -385,7 +390,7 @@ static int mgr_go_live(struct sio_nvme_manager *m, bool shared)
 	ret = confine(m);
 	if (ret)
 		return ret;
-	if (!shared && (ret = sio_device_downgrade(m->dev)))
+	if (!shared && !m->fresh_shared && (ret = sio_device_downgrade(m->dev)))
 		return sio_err_wrap(-ret, "cannot share device %u", m->dinfo.id);
 	if (shared)
 		take_over(m);

@@ -69,6 +69,7 @@ struct sio_nvme_manager {
 	bool confined;
 	bool published;		/* serving: the mailbox is ours to close */
 	bool adopted;		/* took over from a crashed manager */
+	bool fresh_shared;	/* borrowed shared, no state to take over: afresh */
 	uint32_t last_doorbell;
 	uint64_t last_reap, last_pidcheck, last_look;
 	FILE *log;

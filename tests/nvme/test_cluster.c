@@ -369,3 +369,37 @@ Test(nvme_cluster, a_link_that_flaps_during_set_up_is_ridden_out)
 	sio_nvme_client_close(cl);
 	sio_fabric_close(f);
 }
+
+/*
+ * A manager that stopped cleanly with no client in its mailbox removed its
+ * state, while a process still held the device: a client about to ask, or
+ * one not reaped yet. The next manager found the device borrowed and no
+ * state, and refused ("is another manager running?") for as long as any
+ * borrower stayed: in a storm, clients run one after another, and no
+ * standby served for 300 s. The mailbox, which only one live manager can
+ * hold, says that none serves: the next one starts afresh.
+ */
+Test(nvme_cluster, a_manager_starts_afresh_under_a_borrower_no_manager_left_state_for)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	const char *w[] = { "NVME_CLIENT", "--fabric", NULL, "--node", "1", "--lba", "300",
+			    "--count", "16", "--pattern", "0x6b", "--flush", NULL };
+	struct sio_fabric *f;
+	struct sio_device *dev;
+	char *log;
+
+	cluster_up(&C, 2, 32, emu);
+	cr_assert_eq(sio_fabric_open(C.fabric, 1, &f), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_device_borrow(f, cluster_device_id(&C), SIO_BORROW_SHARED, &dev), 0,
+		     "%s", sio_errmsg());
+	cluster_stop(&C.mgr);
+	cluster_start_mgr(&C);
+	log = cluster_output(&C, "nvme-manager", "err");
+	cr_expect(strstr(log, "and no manager left state to take over: starting afresh"),
+		  "%s", log);
+	w[2] = C.fabric;
+	cr_expect_eq(cluster_wait(cluster_spawn(&C, "w", w), 60000), 0, "%s",
+		     cluster_output(&C, "w", "err"));
+	sio_device_close(dev);
+	sio_fabric_close(f);
+}

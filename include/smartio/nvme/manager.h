@@ -31,7 +31,10 @@
  * clients wait for its answer ($SMARTIO_NVME_ANSWER_MS, default 30 s). If the controller needs a reset
  * (CSTS.CFS, or it does not match), the manager resets it and clients'
  * queue pairs fail with -ECONNRESET saying so: they reopen. A clean stop
- * removes the kept state. BAR0 is unconfined between a crash and the
+ * removes the kept state; a manager started after it while processes still
+ * hold the device (clients about to ask, or dead ones not reaped yet)
+ * starts afresh, with a reset: the mailbox, which one live manager holds,
+ * says none serves. BAR0 is unconfined between a crash and the
  * take-over (the crashed manager's restriction ended with its borrow).
  *
  * Confinement (the rule the manager, the client and their files follow;
@@ -98,8 +101,9 @@ struct sio_nvme_manager_stats {
  * @opts: options (NULL for defaults)
  * @out: the manager
  *
- * Return: 0; -ENOENT (no such device), -EBUSY (device already borrowed, or
- * another manager serves it), -errno from bringing the controller up.
+ * Return: 0; -ENOENT (no such device), -EBUSY (another manager serves it, or
+ * holds it exclusively while it starts),
+ * -errno from bringing the controller up.
  */
 int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
 			   const struct sio_nvme_manager_opts *opts,
