@@ -548,9 +548,14 @@ static uint32_t clients_running(const struct sio_nvme_manager *m)
 static void leave(struct sio_nvme_manager *m, uint32_t clients)
 {
 	if (m->published) {
-		mlog(m, "stopping with %u client(s) running: their queue pairs go on, and the "
-		     "next manager of device %u (--standby, or one started later) takes them "
-		     "over", clients, m->dinfo.id);
+		if (m->hand_over)
+			mlog(m, "stopping with device %u's state kept for a manager on node %d, "
+			     "which resets it (nvme-manager --standby there takes over): %u "
+			     "client(s) running", m->dinfo.id, m->dinfo.lender, clients);
+		else
+			mlog(m, "stopping with %u client(s) running: their queue pairs go on, "
+			     "and the next manager of device %u (--standby, or one started "
+			     "later) takes them over", clients, m->dinfo.id);
 		__atomic_store_n(&m->mb->h.left, 1, __ATOMIC_RELEASE);
 		__atomic_store_n(&m->mb->h.serving, 0, __ATOMIC_RELEASE);
 		for (int s = 0; s < SIO_NVME_MBOX_SLOTS; s++)	/* waiters see it at once */
@@ -575,7 +580,8 @@ void sio_nvme_manager_close(struct sio_nvme_manager *m)
 	if (m->dev_gone && m->ctrl)
 		sio_nvme_ctrl_gone(m->ctrl);
 	/* a take-over that failed leaves what it found, too */
-	if (m->mb && m->state && !m->dev_gone && (clients = clients_running(m))) {
+	clients = m->mb ? clients_running(m) : 0;
+	if (m->mb && m->state && !m->dev_gone && (clients || m->hand_over)) {
 		leave(m, clients);
 		return;
 	}

@@ -33,6 +33,17 @@ static int reset_ctrl(struct sio_nvme_manager *m, const char *why)
 {
 	int ret, tries;
 
+	/* Across a relay only doorbells reach the device, CC not: a reset
+	 * from here would wait out CAP.TO for every try and then give up a
+	 * controller that a manager on the lender's node brings back. */
+	if (sio_device_bar_path_kind(m->dev, 0) == SIO_BAR_PATH_RELAYED) {
+		m->hand_over = true;
+		return sio_err_set(EOPNOTSUPP, "%s: device %u needs a reset, which a manager "
+				   "on node %d cannot do (its BAR0 is relayed: doorbells "
+				   "only); run nvme-manager --standby on node %d, the "
+				   "lender's, which takes over and resets it", why,
+				   m->dinfo.id, sio_fabric_node_id(m->f), m->dinfo.lender);
+	}
 	mlog(m, "%s: resetting device %u; its %u client(s) create their queue pairs again",
 	     why, m->dinfo.id, m->st.clients);
 	sio_nvme_mbox_reset_mark(m, true);

@@ -70,6 +70,8 @@ struct sio_nvme_manager {
 	bool published;		/* serving: the mailbox is ours to close */
 	bool adopted;		/* took over from a crashed manager */
 	bool fresh_shared;	/* borrowed shared, no state to take over: afresh */
+	bool hand_over;		/* a reset is due that only a manager on the
+				 * lender's node can do: stop, the state kept */
 	uint32_t last_doorbell;
 	uint64_t last_reap, last_pidcheck, last_look;
 	FILE *log;

@@ -26,7 +26,11 @@
 #                nvme-identify and a verified client); guest 0's
 #                nvme-manager killed and a standby in guest 1 taking over
 #                under verified I/O; then fio with the smartio engine in
-#                guest 1, data verified; guest 0's nvme driver reads the
+#                guest 1, data verified; guest 0 disables the controller
+#                behind that manager's back: away from the lender it cannot
+#                reset it (BAR0 relayed), and stops with its state kept,
+#                naming node 0, where a manager then serves a verified
+#                client of guest 1; guest 0's nvme driver reads the
 #                clients' blocks back; dmesg clean everywhere.
 # Two guests (run-ntb.sh's SIO_NTB_GUESTS=2, sio.guests=2 here; a
 # two-port profile such as sio.profile=intel, one peer): guest 1 makes its
@@ -89,6 +93,8 @@
 # want-vfio: host:guest1-reset g1:restarted g1:rejoin g1:identify-after-rejoin g1:client-after-rejoin
 # want-vfio: g0:reset-seen
 # want-vfio: g1:standby-took-over g1:client-across-takeover g1:fio-verify
+# want-vfio: g0:cc-off g1:manager-hands-over g0:manager-after-hand-over
+# want-vfio: g1:client-after-hand-over
 # want-uio: g2b:restarted g2b:serve g2b:rejoin g2b:identify-after-rejoin g2b:client-after-rejoin
 # want-uio: g2b:dmesg g0:readback-client2b
 # want-uio: g0:xlat-mode g1:xlat-mode g2:xlat-mode g1:xlat-own-window g1:xlat-pool-window
@@ -178,7 +184,18 @@ if dmesg | grep -q 'restarted: its slot still holds'; then
 		--rw=randwrite --bs=4k --iodepth=4 --offset=16m --size=1m --verify=crc32c \
 		--do_verify=1 --verify_fatal=1
 	phase end-io
-	kill $mpid; wait $mpid
+	# this manager, away from the lender, cannot reset the controller (its
+	# BAR0 is relayed: doorbells only); disabled behind its back, it stops
+	# with its state kept and names the lender's node, without a try
+	phase hand-over
+	until_ok 60 sh -c 'grep -q "cannot do (its BAR0 is relayed" /tmp/mgr.log &&
+		grep -q "state kept for a manager on node 0" /tmp/mgr.log' &&
+		! grep -q "did not come back" /tmp/mgr.log && ok manager-hands-over ||
+		{ sed 's/^/    | /' /tmp/mgr.log; no manager-hands-over; }
+	wait $mpid
+	phase handed-over
+	phase mgr-back
+	client client-after-hand-over --lba 6656 --count 256 --bs 4k --qd 2 --pattern 0xe6 --flush
 	sed 's/^/    | /' /tmp/mgr.log
 	phase mgr-stopped
 	dmesg_check dmesg
@@ -501,7 +518,18 @@ if [ "$LEND" = vfio ]; then
 	kill -KILL $mpid
 	wait $mpid 2>/dev/null
 	phase end-io
+	# guest 1's manager has the device: disable it behind its back
+	phase hand-over
+	run cc-off ntb-fabric cc-off $dev
+	phase handed-over
+	rm -f /tmp/mgr.ready
+	nvme-manager --fabric $FAB --device $dev --ready-file /tmp/mgr.ready >>/tmp/mgr.log 2>&1 &
+	mpid=$!
+	until_ok 120 test -s /tmp/mgr.ready && ok manager-after-hand-over ||
+		{ sed 's/^/    | /' /tmp/mgr.log; no manager-after-hand-over; }
+	phase mgr-back
 	phase mgr-stopped
+	kill $mpid; wait $mpid
 else
 	# guest 2 boots again (run-ntb.sh, at this phase) and borrows anew;
 	# guest 1 stays until then: its port is not free for guest 2 to take

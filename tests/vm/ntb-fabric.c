@@ -36,6 +36,10 @@
  *                                         either: whichever the connection
  *                                         took, checked as such, a pool
  *                                         window with the owner's reason
+ *   ntb-fabric cc-off DEVICE              NVMe device DEVICE disabled behind its
+ *                                         manager's back: a shared borrow
+ *                                         stores 0 to CC, and CSTS.RDY clears
+ *                                         (10 s at most)
  *
  * Prints what it saw; exits 0 when it is what was expected, 1 otherwise.
  */
@@ -343,12 +347,37 @@ static int xlat_check(int node, uint32_t id, int byte, const char *want)
 	return ret;
 }
 
+static int cc_off(uint32_t id)
+{
+	struct sio_segment *bar;
+	struct sio_device *dev;
+	volatile uint32_t *regs;
+	uint64_t end = now_ms() + 10000;
+	int ret = 1;
+
+	if (sio_device_borrow(f, id, SIO_BORROW_SHARED, &dev))
+		return fail("borrow");
+	if (sio_device_bar(dev, 0, &bar) || sio_segment_map(bar, (void **)&regs)) {
+		sio_device_close(dev);
+		return fail("map BAR0");
+	}
+	regs[0x14 / 4] = 0;				/* CC: EN clear */
+	while ((regs[0x1c / 4] & 1) && now_ms() < end)	/* CSTS.RDY */
+		usleep(10000);
+	ret = regs[0x1c / 4] & 1;
+	printf("%s device %u: CC 0x%08x, CSTS 0x%08x (BAR0 %s)\n", ret ? "FAIL" : "disabled",
+	       id, regs[0x14 / 4], regs[0x1c / 4], sio_device_bar_path(dev, 0));
+	sio_segment_close(bar);
+	sio_device_close(dev);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	int ret = 2;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: ntb-fabric seg-make|seg-check NODE ID BYTE | seg-make-at NODE ID BYTE FILE | seg-watch NODE ID BYTE ADAPTER FILE | wait ID | notify NODE ID | event-wait NODE | xlat-check NODE ID BYTE own|pool|either\n");
+		fprintf(stderr, "usage: ntb-fabric seg-make|seg-check NODE ID BYTE | seg-make-at NODE ID BYTE FILE | seg-watch NODE ID BYTE ADAPTER FILE | wait ID | notify NODE ID | event-wait NODE | xlat-check NODE ID BYTE own|pool|either | cc-off DEVICE\n");
 		return 2;
 	}
 	if (sio_fabric_open(NULL, -1, &f))
@@ -372,6 +401,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[1], "xlat-check") && argc == 6)
 		ret = xlat_check(atoi(argv[2]), (uint32_t)strtoul(argv[3], NULL, 0),
 				 (int)strtol(argv[4], NULL, 0), argv[5]);
+	else if (!strcmp(argv[1], "cc-off") && argc == 3)
+		ret = cc_off((uint32_t)strtoul(argv[2], NULL, 0));
 	sio_fabric_close(f);
 	return ret;
 }

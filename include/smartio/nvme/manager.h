@@ -30,7 +30,11 @@
  * mailbox a thread of its own bumps whatever the serve loop does: its
  * clients wait for its answer ($SMARTIO_NVME_ANSWER_MS, default 30 s). If the controller needs a reset
  * (CSTS.CFS, or it does not match), the manager resets it and clients'
- * queue pairs fail with -ECONNRESET saying so: they reopen. A clean stop
+ * queue pairs fail with -ECONNRESET saying so: they reopen. A manager on
+ * another node than the lender whose BAR0 is relayed (only doorbells reach
+ * the device, sio_device_bar_path_kind()) cannot reset it: it stops with
+ * its state kept (-EOPNOTSUPP, naming the lender's node), for a manager
+ * there (--standby) to take over and reset. A clean stop
  * removes the kept state; a manager started after it while processes still
  * hold the device (clients about to ask, or dead ones not reaped yet)
  * starts afresh, with a reset: the mailbox, which one live manager holds,
@@ -117,7 +121,9 @@ int sio_nvme_manager_start(struct sio_fabric *f, uint32_t device,
  * Sleeps on the mailbox until a client rings (or @timeout_ms passes),
  * answers every waiting request, and cleans up after dead clients.
  * Return: the number of requests answered, or -errno if the controller
- * died (-ENODEV, -EIO).
+ * died (-ENODEV, -EIO), or needs a reset this manager cannot do
+ * (-EOPNOTSUPP: see DOC; sio_nvme_manager_close() keeps the state for the
+ * manager that can).
  */
 int sio_nvme_manager_serve(struct sio_nvme_manager *m, uint32_t timeout_ms);
 
