@@ -282,6 +282,13 @@ static inline uint32_t sio_nvme_resets(const struct sio_nvme_client *cl)
 	return __atomic_load_n(&cl->mb->h.resets, __ATOMIC_ACQUIRE);
 }
 
+/* CSTS, through the mapping @regs of BAR0: all ones when the device is
+ * gone or the path to it is down. */
+static inline uint32_t sio_nvme_csts(const volatile uint8_t *regs)
+{
+	return __atomic_load_n((const volatile uint32_t *)(regs + NVME_REG_CSTS), __ATOMIC_ACQUIRE);
+}
+
 /* Whether a controller reset took the queue's pairs since they were made. */
 static inline bool sio_nvme_reset_moved(const struct sio_nvme_ioq *q)
 {

@@ -472,8 +472,7 @@ void sio_nvme_ioq_end(struct sio_nvme_ioq *q, struct qpair *p, uint32_t tag, uin
 /* No progress for too long, and no recovery: fail the queue, saying why. */
 int sio_nvme_ioq_fail(struct sio_nvme_ioq *q)
 {
-	uint32_t csts = __atomic_load_n((volatile uint32_t *)(q->cl->regs + NVME_REG_CSTS),
-					__ATOMIC_ACQUIRE);
+	uint32_t csts = sio_nvme_csts(q->cl->regs);
 	struct sio_device_info di;
 	int err;
 

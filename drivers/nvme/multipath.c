@@ -309,8 +309,7 @@ static void mp_events(struct sio_nvme_ioq *q)
 static bool ctl0_lost(const struct sio_nvme_client *cl)
 {
 	return __atomic_load_n(&cl->mb0->h.magic, __ATOMIC_ACQUIRE) != SIO_NVME_MBOX_MAGIC ||
-	       __atomic_load_n((volatile uint32_t *)(cl->regs0 + NVME_REG_CSTS),
-			       __ATOMIC_ACQUIRE) == 0xffffffffu;
+	       sio_nvme_csts(cl->regs0) == 0xffffffffu;
 }
 
 /* ... while path 0 is still called up. */

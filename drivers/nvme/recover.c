@@ -172,8 +172,7 @@ static bool gone(struct sio_nvme_ioq *q)
 {
 	struct sio_device_info di;
 
-	return __atomic_load_n((volatile uint32_t *)(q->cl->regs + NVME_REG_CSTS),
-			       __ATOMIC_ACQUIRE) == 0xffffffffu ||
+	return sio_nvme_csts(q->cl->regs) == 0xffffffffu ||
 	       sio_device_info(q->cl->dev, &di) == -ENODEV;
 }
 
