@@ -26,7 +26,9 @@
 #                nvme-identify and a verified client); guest 0's
 #                nvme-manager killed and a standby in guest 1 taking over
 #                under verified I/O; then fio with the smartio engine in
-#                guest 1, data verified; guest 0 disables the controller
+#                guest 1, data verified; guest 1 stopped 4 s again, its
+#                manager (away from the lender) rides it out under a
+#                client's I/O, no reset; guest 0 disables the controller
 #                behind that manager's back: away from the lender it cannot
 #                reset it (BAR0 relayed), and stops with its state kept,
 #                naming node 0, where a manager then serves a verified
@@ -65,7 +67,7 @@
 # kernel under guest 1's reads: the lender gives it back (vfio's device
 # request) and says why, guest 1's client ends with an error.
 #
-# host-vfio: reset-1 flap-1
+# host-vfio: reset-1 flap-1 flap-1b
 # host-vfio@3: kill-2
 # host-uio: kill-2 join
 # want: g0:load g1:load g0:serve g1:serve g0:fabric-create
@@ -93,6 +95,8 @@
 # want-vfio: host:guest1-reset g1:restarted g1:rejoin g1:identify-after-rejoin g1:client-after-rejoin
 # want-vfio: g0:reset-seen
 # want-vfio: g1:standby-took-over g1:client-across-takeover g1:fio-verify
+# want-vfio: g1:client-across-mgr-flap g1:client-after-mgr-flap g1:manager-rode-flap
+# want-vfio: g0:mgr-flap-seen host:guest1-flapped-again
 # want-vfio: g0:cc-off g1:manager-hands-over g0:manager-after-hand-over
 # want-vfio: g1:client-after-hand-over
 # want-uio: g2b:restarted g2b:serve g2b:rejoin g2b:identify-after-rejoin g2b:client-after-rejoin
@@ -184,6 +188,17 @@ if dmesg | grep -q 'restarted: its slot still holds'; then
 		--rw=randwrite --bs=4k --iodepth=4 --offset=16m --size=1m --verify=crc32c \
 		--do_verify=1 --verify_fatal=1
 	phase end-io
+	# this guest stopped 4 s while its manager serves from away from the
+	# lender, under a client's I/O: the manager reads all ones across the
+	# flap, its admin queue too (it lies on the lender), and rides it out:
+	# no admin command lost, no reset; a client after it is served
+	client client-across-mgr-flap --lba 6912 --count 128 --bs 4k --qd 2 --random --time 8 &
+	phase flap-1b
+	wait $!
+	client client-after-mgr-flap --lba 6912 --count 128 --bs 4k --qd 2 --pattern 0xe7 --flush
+	! grep -qE "got no completion|resetting device|controller failed" /tmp/mgr.log &&
+		ok manager-rode-flap || { sed 's/^/    | /' /tmp/mgr.log; no manager-rode-flap; }
+	phase mgr-flap-checked
 	# this manager, away from the lender, cannot reset the controller (its
 	# BAR0 is relayed: doorbells only); disabled behind its back, it stops
 	# with its state kept and names the lender's node, without a try
@@ -518,6 +533,11 @@ if [ "$LEND" = vfio ]; then
 	kill -KILL $mpid
 	wait $mpid 2>/dev/null
 	phase end-io
+	downs=$(dmesg | grep -c "link with port 1 down")
+	phase flap-1b
+	until_ok 60 sh -c "[ \$(dmesg | grep -c 'link with port 1 down') -gt $downs ]" &&
+		ok mgr-flap-seen || no mgr-flap-seen "port 1's link did not go down"
+	phase mgr-flap-checked
 	# guest 1's manager has the device: disable it behind its back
 	phase hand-over
 	run cc-off ntb-fabric cc-off $dev
