@@ -187,8 +187,12 @@ int sio_fabric_list(char (*names)[SIO_NAME_MAX], int max);
  *
  * A cheap check (one fstat on shm) for a program's loop: once the fabric is
  * destroyed the registry it maps is no one else's, and recreating the name
- * makes another fabric, so the program should leave.
- * Return: 0 while it exists, -ESHUTDOWN (with a message) once destroyed.
+ * makes another fabric, so the program should leave. Likewise once this
+ * process was taken for dead and released with what it held: across
+ * kernels, after being out of reach for longer than its lease (its link
+ * down, its host stopped), while other processes took it for a dead one's.
+ * Return: 0 while it exists and this process is in it, -ESHUTDOWN once
+ * destroyed, -EOWNERDEAD once this process was released (with a message).
  */
 int sio_fabric_alive(struct sio_fabric *f);
 

@@ -259,13 +259,41 @@ int sio_fabric_list(char (*names)[SIO_NAME_MAX], int max)
 	return ops->list(names, max);
 }
 
+/*
+ * Whether our slot in the registry is still ours. Across kernels a process
+ * cut off (its link down, its host stopped) for longer than its lease is
+ * taken for dead, and its slot released with what it held: going on, it
+ * would write to what is no longer its own (a manager to the mailbox a
+ * standby took over, which keeps the segment's generation). A slot that
+ * reads all ones is out of reach, not released: the waits for the link
+ * tell that. Return: 0, or -EOWNERDEAD saying so.
+ */
+static int slot_check(struct sio_fabric *f)
+{
+	const struct reg_proc *rp;
+	int32_t used, pid, node;
+
+	if (f->proc < 0 || f->proc >= SIO_MAX_PROCS)
+		return 0;
+	rp = &f->reg->procs[f->proc];
+	used = __atomic_load_n(&rp->used, __ATOMIC_ACQUIRE);
+	pid = __atomic_load_n(&rp->pid, __ATOMIC_RELAXED);
+	node = __atomic_load_n(&rp->node, __ATOMIC_RELAXED);
+	if ((used == -1 && pid == -1 && node == -1) || (used && pid == f->pid && node == f->node))
+		return 0;
+	return sio__err(EOWNERDEAD, "this process (pid %d, node %d) was taken for dead in "
+			"fabric '%s' and released with what it held: out of reach for longer "
+			"than its lease ($SMARTIO_SHMWIN_LEASE_MS), or its registry slot "
+			"written over; join the fabric again", f->pid, f->node, f->name);
+}
+
 int sio_fabric_alive(struct sio_fabric *f)
 {
 	if (!f)
 		return sio__err(EINVAL, "fabric handle is NULL");
 	if (f->ops->removed && f->ops->removed(f))
 		return sio__err(ESHUTDOWN, "fabric '%s' was destroyed", f->name);
-	return 0;
+	return slot_check(f);
 }
 
 int sio__fabric_host_path(struct sio_fabric *f, const char *leaf, char *buf, size_t len)
@@ -410,6 +438,7 @@ static int open_as(const char *name, int node, int32_t flags, struct sio_fabric 
 					      .flags = flags };
 	f->ops->proc_init(f, &f->reg->procs[p]);
 	f->proc = p;
+	f->pid = f->reg->procs[p].pid;
 	sio__unlock(f);
 	if ((ret = f->ops->ev_open(f))) {
 		if (!sio__lock(f)) {
@@ -456,6 +485,11 @@ int sio__lock_noreap(struct sio_fabric *f)
 	if ((ret = sio__reg_reach_check(f)) || (ret = sio__reg_check_header(f->reg, f->name)) ||
 	    (memcmp(&f->reg->topo, &f->topo, sizeof(f->topo)) &&
 	     (ret = sio__reg_corrupt(f, "its topology changed since this process joined")))) {
+		sio__unlock(f);
+		return ret;
+	}
+	/* released, it holds nothing here, and its slot may be another's */
+	if ((ret = slot_check(f))) {
 		sio__unlock(f);
 		return ret;
 	}

@@ -39,6 +39,7 @@ struct sio_fabric {
 	/* a copy made when joining, after validation: the registry's may change */
 	struct sio_topology topo;
 	int proc;			/* our slot in reg->procs */
+	int pid;			/* the pid that slot was claimed with */
 	/* kept segments let go of while the registry was out of reach (its
 	 * lock failed): let go of at this handle's next lock (segment.c) */
 	struct { int slot; uint64_t gen; } left[4];

@@ -176,6 +176,49 @@ Test(registry, damage_after_joining_gives_errors_not_crashes)
 }
 
 /*
+ * A process the fabric took for dead (across kernels: out of reach for
+ * longer than its lease) and released, with what it held, while it lived:
+ * once back, it must touch nothing, since its kept segment may be another
+ * process's now (adopted with its generation: a close would have freed
+ * the standby manager's mailbox) and its slot another process's too. It
+ * is told so, by sio_fabric_alive() and every call that locks.
+ */
+Test(registry, a_process_released_while_it_lived_touches_nothing)
+{
+	struct sio_fabric_config c = { .nodes = 2 };
+	const char *name = test_fabric("ghost", &c);
+	struct sio_fabric *a = join(name, 0), *b = join(name, 1), *n;
+	struct sio_segment *sa, *sb, *x;
+	int slot = a->proc;
+	void *v;
+
+	cr_assert_eq(sio_fabric_alive(a), 0, "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_create_on(a, 0, 88, 4096, SIO_SEG_F_KEEP, &sa), 0, "%s",
+		     sio_errmsg());
+	/* a reaper's verdict on a, which lives on */
+	cr_assert_eq(sio__lock(b), 0, "%s", sio_errmsg());
+	sio__reg_proc_release(b, slot, true);
+	sio__unlock(b);
+	cr_assert_eq(sio_segment_create_on(b, 0, 88, 4096, SIO_SEG_F_KEEP, &sb), 0,
+		     "the kept segment adopted: %s", sio_errmsg());
+	n = join(name, 1);	/* the first free slot: a's */
+	cr_assert_eq(n->proc, slot);
+
+	cr_assert_eq(sio_fabric_alive(a), -EOWNERDEAD);
+	cr_assert(strstr(sio_errmsg(), "was taken for dead") &&
+		  strstr(sio_errmsg(), "$SMARTIO_SHMWIN_LEASE_MS"), "%s", sio_errmsg());
+	cr_assert_eq(sio_segment_create(a, 0, 4096, 0, &x), -EOWNERDEAD, "%s", sio_errmsg());
+	sio_segment_close(sa);
+	sio_fabric_close(a);
+	cr_assert_eq(sio_fabric_alive(n), 0, "the slot's new holder: %s", sio_errmsg());
+	cr_assert_eq(sio_segment_map(sb, &v), 0, "the adopted segment: %s", sio_errmsg());
+	sio_segment_close(sb);
+	sio_fabric_close(n);
+	sio_fabric_close(b);
+	cr_assert_eq(sio_fabric_destroy(name), 0, "%s", sio_errmsg());
+}
+
+/*
  * A kept segment let go of while the registry could not be read (the
  * state across a link that is down: the lock fails) is let go of at the
  * handle's next lock that reaches it: the process's own next start adopts
