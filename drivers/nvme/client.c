@@ -318,6 +318,9 @@ int sio_nvme_mbox_call(struct sio_nvme_client *cl, const struct sio_nvme_mbox_re
 		goto out;
 	}
 	cl->lost_pid = 0;
+	/* released by the fabric, the slot may be another client's now */
+	if ((ret = sio_fabric_alive(cl->f)))
+		goto out;
 	do {
 		post(cl, sl, req);
 		ret = await(cl, sl);
@@ -727,7 +730,8 @@ void sio_nvme_client_close(struct sio_nvme_client *cl)
 		return;
 	while (cl->queues)
 		sio_nvme_ioq_close(cl->queues);
-	if (cl->mb && cl->slot >= 0) {
+	/* a client the fabric released has no slot to hand back */
+	if (cl->mb && cl->slot >= 0 && !sio_fabric_alive(cl->f)) {
 		memset(&req, 0, sizeof(req));
 		req.op = SIO_MBOX_OP_BYE;
 		sio_nvme_mbox_call(cl, &req, &resp);

@@ -543,11 +543,12 @@ static uint32_t clients_running(const struct sio_nvme_manager *m)
  * (the data path needs no manager), and the kept state stays whole for a
  * successor, a --standby or the next manager started, which takes it over
  * as after a crash. The mailbox says so: clients' requests wait for it
- * ($SMARTIO_NVME_RESTART_MS), and their I/O does not stop.
+ * ($SMARTIO_NVME_RESTART_MS), and their I/O does not stop. A manager the
+ * fabric @released says nothing: the mailbox is no longer its own.
  */
-static void leave(struct sio_nvme_manager *m, uint32_t clients)
+static void leave(struct sio_nvme_manager *m, uint32_t clients, bool released)
 {
-	if (m->published) {
+	if (m->published && !released) {
 		if (m->hand_over)
 			mlog(m, "stopping with device %u's state kept for a manager on node %d, "
 			     "which resets it (nvme-manager --standby there takes over): %u "
@@ -577,12 +578,20 @@ void sio_nvme_manager_close(struct sio_nvme_manager *m)
 	if (!m)
 		return;
 	pulse_end(m);
+	/* Taken for dead (out of reach past the lease): the mailbox, the
+	 * state and the controller are a successor's now, or will be. */
+	if (sio_fabric_alive(m->f) == -EOWNERDEAD) {
+		mlog(m, "%s: stopping, device %u left as it is for the manager that takes "
+		     "it over", sio_errmsg(), m->dinfo.id);
+		leave(m, 0, true);
+		return;
+	}
 	if (m->dev_gone && m->ctrl)
 		sio_nvme_ctrl_gone(m->ctrl);
 	/* a take-over that failed leaves what it found, too */
 	clients = m->mb ? clients_running(m) : 0;
 	if (m->mb && m->state && !m->dev_gone && (clients || m->hand_over)) {
-		leave(m, clients);
+		leave(m, clients, false);
 		return;
 	}
 	if (m->mb && m->published) {

@@ -132,6 +132,10 @@ int sio_nvme_mgr_link_wait(struct sio_nvme_manager *m)
 				   m->grace_ms);
 	if (ret)
 		return ret;
+	/* back, but taken for dead meanwhile (out of reach past the lease): a
+	 * standby may serve from the mailbox now, which is not ours to mend */
+	if ((ret = sio_fabric_alive(m->f)))
+		return ret;
 	m->link_losses++;
 	mlog(m, "the lender (node %d) is in reach again after %llu ms: serving on (%u time(s) "
 	     "out of reach so far)", m->dinfo.lender, (unsigned long long)(waited / 1000000),

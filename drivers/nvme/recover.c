@@ -164,7 +164,9 @@ static int link_pause(struct sio_nvme_ioq *q)
 				   "lender (node %d) has been down for over %u ms "
 				   "($SMARTIO_NVME_LINK_GRACE_MS)", q->qp[0].q.qid,
 				   sio_fabric_node_id(cl->f), cl->dinfo.lender, cl->grace_ms);
-	return 0;
+	/* back within the grace, but past the lease: taken for dead, the
+	 * queue pair deleted and the slot freed by the manager */
+	return sio_fabric_alive(cl->f);
 }
 
 /* Nothing to make again: the device left, or reads all ones. */

@@ -26,6 +26,7 @@
 #include <smartio/nvme/stats.h>
 #include "cluster.h"
 #include "mailbox.h"
+#include "internal.h"
 /* White-box: the forged-completion test writes into a queue pair's CQ. */
 #include "client-priv.h"
 
@@ -1177,6 +1178,86 @@ Test(faults, a_manager_admin_cq_reading_all_ones_is_not_taken)
 	log = cluster_output(&C, "nvme-manager", "err");
 	cr_expect(!strstr(log, "resetting device"), "the controller was reset: %s", log);
 	sio_segment_close(adm);
+	cli_close(&c);
+}
+
+/*
+ * ... and one that the fabric took for dead meanwhile (out of its lender's
+ * reach past the lease, which across kernels is how the survivors judge
+ * it; here a reaper's verdict is forced) and released, with its kept
+ * mailbox, which a standby may hold by now: back within its grace, it went
+ * on serving from a mailbox no longer its own, mending back what the new
+ * manager wrote. It stops now, writing nothing to the mailbox, and the
+ * next manager takes the device over.
+ */
+Test(faults, a_manager_taken_for_dead_while_away_touches_nothing)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	struct sio_nvme_mbox_hdr *h, saved;
+	struct sio_fabric *admin;
+	struct cli c;
+	char *log;
+	int p, st;
+
+	cluster_up(&C, 2, 32, emu);
+	mgr_away(&c, "10000");
+	cr_assert_eq(cli_write(&c, 700, 4), 0, "%s", sio_errmsg());
+	h = &c.cl->mb->h;
+	cr_assert_eq(sio_fabric_open(C.fabric, 0, &admin), 0, "%s", sio_errmsg());
+	memcpy(&saved, h, sizeof(saved));
+	cr_assert_eq(sio_link_set(admin, 0, -1, false), 0, "%s", sio_errmsg());
+	memset(h, 0xff, sizeof(*h));
+	usleep(500000);
+	cr_assert_eq(sio__lock(admin), 0, "%s", sio_errmsg());
+	for (p = 0; p < SIO_MAX_PROCS; p++)
+		if (admin->reg->procs[p].used && admin->reg->procs[p].pid == C.mgr)
+			break;
+	cr_assert_lt(p, SIO_MAX_PROCS, "the manager's process slot");
+	sio__reg_proc_release(admin, p, true);
+	sio__unlock(admin);
+	memcpy(h, &saved, sizeof(saved));
+	cr_assert_eq(sio_link_set(admin, 0, -1, true), 0, "%s", sio_errmsg());
+	sio_fabric_close(admin);
+
+	st = cluster_wait(C.mgr, 10000);
+	C.mgr = 0;
+	log = cluster_output(&C, "nvme-manager", "err");
+	cr_expect(st > 0, "the manager went on, released: %d: %s", st, log);
+	cr_expect(strstr(log, "was taken for dead") &&
+		  strstr(log, "left as it is for the manager that takes it over"), "%s", log);
+	cr_expect(!strstr(log, "stopping with"), "it wrote to the mailbox: %s", log);
+	cr_expect_eq(h->left, 0, "it wrote to the mailbox");
+	cluster_start_mgr(&C);
+	cr_expect_eq(cli_verify(&c, 700, 4), 0, "%s", sio_errmsg());
+	log = cluster_output(&C, "nvme-manager", "err");
+	cr_expect(strstr(log, "took over device"), "%s", log);
+	cli_close(&c);
+}
+
+/*
+ * A client the fabric took for dead and released while it lived (across
+ * kernels: its link down past the lease): its mailbox slot may be another
+ * client's by now, so it writes no request there, and says why.
+ */
+Test(faults, a_client_taken_for_dead_writes_no_request)
+{
+	const char *emu[] = { "--backing", "ram:8M", NULL };
+	uint8_t id[4096];
+	struct cli c;
+	int slot;
+
+	cluster_up(&C, 2, 32, emu);
+	cli_open(&c, 1);
+	cr_assert_eq(cli_write(&c, 800, 5), 0, "%s", sio_errmsg());
+	slot = c.cl->slot;
+	cr_assert_eq(sio__lock(c.f), 0, "%s", sio_errmsg());
+	sio__reg_proc_release(c.f, c.f->proc, true);
+	sio__unlock(c.f);
+	cr_expect_eq(sio_nvme_client_identify(c.cl, NVME_IDENTIFY_CNS_CTRL, 0, id), -EOWNERDEAD,
+		     "%s", sio_errmsg());
+	cr_expect(strstr(sio_errmsg(), "was taken for dead"), "%s", sio_errmsg());
+	cr_expect_neq(__atomic_load_n(&c.cl->mb->slots[slot].state, __ATOMIC_ACQUIRE),
+		      SIO_MBOX_REQ, "a request was posted");
 	cli_close(&c);
 }
 
