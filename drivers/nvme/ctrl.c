@@ -114,15 +114,23 @@ void sio_nvme_ctrl_gone(struct sio_nvme_ctrl *c)
 	c->admin_broken = true;
 }
 
-int sio_nvme_ctrl_check(struct sio_nvme_ctrl *c)
+/* CSTS; all ones (the device gone, or the link to it down) is noted for
+ * adm_mend(): admin stores made meanwhile may have been lost. */
+static uint32_t csts_read(struct sio_nvme_ctrl *c)
 {
 	uint32_t csts = sio_nvme_rd32(c->regs, NVME_REG_CSTS);
 
-	if (csts == 0xffffffffu) {
-		c->adm_dark = true;
+	c->adm_dark |= csts == 0xffffffffu;
+	return csts;
+}
+
+int sio_nvme_ctrl_check(struct sio_nvme_ctrl *c)
+{
+	uint32_t csts = csts_read(c);
+
+	if (csts == 0xffffffffu)
 		return sio_err_set(ENODEV, "controller registers read all ones: "
 				   "device gone or link down");
-	}
 	if (NVME_CSTS_CFS(csts))
 		return sio_err_set(EIO, "controller fatal status (CSTS.CFS set)");
 	return 0;
@@ -138,13 +146,11 @@ static int wait_ready(struct sio_nvme_ctrl *c, uint32_t rdy)
 
 	sio_nvme_backoff_init(&b, 1000000);
 	for (;;) {
-		csts = sio_nvme_rd32(c->regs, NVME_REG_CSTS);
-		if (csts == 0xffffffffu) {
-			c->adm_dark = true;
+		csts = csts_read(c);
+		if (csts == 0xffffffffu)
 			return sio_err_set(ENODEV, "controller registers read all ones "
 					   "while waiting for CSTS.RDY=%u: device gone or "
 					   "link down", rdy);
-		}
 		if (rdy && NVME_CSTS_CFS(csts))
 			return sio_err_set(EIO, "controller fatal status (CSTS.CFS) "
 					   "while enabling");
